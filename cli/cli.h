@@ -1,0 +1,90 @@
+/* cli.h - shared pieces of the memplan command (not installed).
+ *
+ * The command is thin: it parses options, calls the public API of
+ * libmemplan (include/memplan/memplan.h) and prints what comes back. */
+#ifndef MEMPLAN_CLI_H
+#define MEMPLAN_CLI_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memplan/memplan.h"
+
+/* ---- exit codes (stable; docs/exit-codes.md) ----------------------------- */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_INTERNAL = 1,   /* out of memory, a bug in memplan */
+    CLI_EXIT_USAGE = 2,      /* bad command line */
+    CLI_EXIT_INPUT = 3,      /* I/O, parse, graph, shape, overflow, unsupported */
+    CLI_EXIT_INFEASIBLE = 4, /* no plan within the capacity / time limit */
+    CLI_EXIT_VERIFY = 5      /* a plan or trace failed verification */
+};
+
+/* The exit code for a library status (the one table: cli/report.c). */
+int cli_exit_code(mp_status st);
+/* Prints the exit-code table (for --help). */
+void cli_print_exit_codes(FILE *f);
+
+/* ---- messages -------------------------------------------------------------- */
+/* "memplan: <message>" on stderr. */
+void cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* Reports a library failure: prints the context's message (which names
+ * file:line:column where the library knows it), prefixed with `path` when
+ * the message does not already name it, and returns the exit code. */
+int cli_fail(mp_ctx *ctx, mp_status st, const char *path);
+
+/* ---- option parsing -------------------------------------------------------- */
+typedef struct cli_opt {
+    const char *name;   /* long name without "--" */
+    char short_name;    /* 0: none */
+    int takes_value;
+    int id;
+} cli_opt;
+
+/* Called for each option found; returns 0 or an exit code. */
+typedef int (*cli_opt_fn)(void *state, int id, const char *name,
+                          const char *value);
+
+#define CLI_MAX_POSITIONAL 8
+
+/* Parses argv[1..argc-1] (argv[0] is the subcommand name). Options may come
+ * before, between or after positional arguments; "--" ends the options;
+ * "--name=value" and "--name value" are both accepted. -h/--help sets
+ * *help. Returns 0, or CLI_EXIT_USAGE after printing the reason. */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
+              cli_opt_fn fn, void *state, const char **pos, int *n_pos,
+              int *help);
+
+/* Parses a byte size: a decimal integer with an optional unit B, KiB, MiB,
+ * GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), any case,
+ * e.g. "256", "4KiB", "1 MiB". On error prints why (naming `what`) and
+ * returns CLI_EXIT_USAGE. */
+int cli_parse_size(const char *what, const char *s, uint64_t *out);
+int cli_parse_u64(const char *what, const char *s, uint64_t *out);
+int cli_parse_seconds(const char *what, const char *s, double *out);
+/* --method NAME through mp_offsets_method_parse. */
+int cli_parse_method(const char *s, mp_offsets_method *out);
+/* Lists the offsets methods the library knows, comma separated. */
+void cli_print_methods(FILE *f);
+
+/* ---- output ------------------------------------------------------------------ */
+/* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */
+const char *cli_size(uint64_t bytes, char *buf, size_t cap);
+/* A JSON integer for a 64-bit size (a real above INT64_MAX). */
+json_t *cli_json_u64(uint64_t v);
+/* Prints one JSON object to stdout and releases it; returns an exit code. */
+int cli_json_print(json_t *obj);
+/* Sets key on obj (takes the reference of v); returns 0 or -1. */
+int cli_json_set(json_t *obj, const char *key, json_t *v);
+
+/* ---- subcommands --------------------------------------------------------------- */
+int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_offsets(int argc, char **argv);
+int cli_cmd_verify(int argc, char **argv);
+
+#endif /* MEMPLAN_CLI_H */

@@ -1,0 +1,122 @@
+/* report.c - exit codes, error messages, human sizes and JSON output. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The one table from library status to exit code (docs/exit-codes.md).
+ * MP_ERR_INVALID_ARG: the command passes the library no NULL handles, so
+ * an invalid argument is an option value the library rejected. */
+static const struct {
+    mp_status status;
+    int code;
+} exit_table[] = {
+    {MP_OK, CLI_EXIT_OK},
+    {MP_ERR_INVALID_ARG, CLI_EXIT_USAGE},
+    {MP_ERR_NOMEM, CLI_EXIT_INTERNAL},
+    {MP_ERR_IO, CLI_EXIT_INPUT},
+    {MP_ERR_PARSE, CLI_EXIT_INPUT},
+    {MP_ERR_GRAPH, CLI_EXIT_INPUT},
+    {MP_ERR_SHAPE, CLI_EXIT_INPUT},
+    {MP_ERR_OVERFLOW, CLI_EXIT_INPUT},
+    {MP_ERR_UNSUPPORTED, CLI_EXIT_INPUT},
+    {MP_ERR_NOT_FOUND, CLI_EXIT_INPUT},
+    {MP_ERR_INFEASIBLE, CLI_EXIT_INFEASIBLE},
+    {MP_ERR_TIMEOUT, CLI_EXIT_INFEASIBLE},
+    {MP_ERR_VERIFY, CLI_EXIT_VERIFY},
+    {MP_ERR_INTERNAL, CLI_EXIT_INTERNAL},
+};
+
+int cli_exit_code(mp_status st)
+{
+    for (size_t i = 0; i < sizeof exit_table / sizeof exit_table[0]; i++)
+        if (exit_table[i].status == st)
+            return exit_table[i].code;
+    return CLI_EXIT_INTERNAL;
+}
+
+void cli_print_exit_codes(FILE *f)
+{
+    fputs("Exit status:\n"
+          "  0  success (verify: the plan or trace is valid)\n"
+          "  1  internal error (out of memory, a bug in memplan)\n"
+          "  2  usage error (bad command, option or value)\n"
+          "  3  input error (I/O, parse, graph, shape, overflow, unsupported)\n"
+          "  4  infeasible (no plan within the capacity or time limit)\n"
+          "  5  verification failed\n",
+          f);
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memplan: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_fail(mp_ctx *ctx, mp_status st, const char *path)
+{
+    const char *msg = ctx ? mp_ctx_message(ctx) : "";
+    if (!msg || !*msg)
+        msg = mp_status_str(st);
+    if (path && !strstr(msg, path))
+        cli_error("%s: %s", path, msg);
+    else
+        cli_error("%s", msg);
+    return cli_exit_code(st);
+}
+
+const char *cli_size(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
+                                       "EiB"};
+    if (bytes < 1024) {
+        snprintf(buf, cap, "%llu bytes", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes / 1024.0;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, cap, "%.1f %s (%llu bytes)", v, unit[u],
+             (unsigned long long)bytes);
+    return buf;
+}
+
+json_t *cli_json_u64(uint64_t v)
+{
+    if (v <= (uint64_t)INT64_MAX)
+        return json_integer((json_int_t)v);
+    return json_real((double)v);
+}
+
+int cli_json_set(json_t *obj, const char *key, json_t *v)
+{
+    if (!v)
+        return -1;
+    return json_object_set_new(obj, key, v);
+}
+
+int cli_json_print(json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    if (!s) {
+        cli_error("out of memory writing JSON");
+        return CLI_EXIT_INTERNAL;
+    }
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    free(s);
+    if (fflush(stdout) != 0) {
+        cli_error("cannot write to standard output");
+        return CLI_EXIT_INTERNAL;
+    }
+    return CLI_EXIT_OK;
+}
