@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds memplan twice and runs the tests in each:
+#   build/       warnings as errors (-DMEMPLAN_WERROR=ON)
+#   build-asan/  AddressSanitizer + UBSan (-DMEMPLAN_SANITIZE=ON)
+# Exits non-zero on any failure. Run from anywhere; paths are relative to
+# the repository root. JOBS sets the build parallelism (default: all cores).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+./scripts/install-deps.sh
+
+echo "== build (warnings as errors): build/"
+cmake -S . -B build -DMEMPLAN_WERROR=ON
+cmake --build build -j "$jobs"
+echo "== tests: build/"
+ctest --test-dir build --output-on-failure
+
+echo "== build (ASan + UBSan): build-asan/"
+cmake -S . -B build-asan -DMEMPLAN_WERROR=ON -DMEMPLAN_SANITIZE=ON
+cmake --build build-asan -j "$jobs"
+echo "== tests: build-asan/"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ctest --test-dir build-asan --output-on-failure
+
+echo "== all tests passed (build/ and build-asan/)"
