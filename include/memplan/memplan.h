@@ -1,0 +1,396 @@
+/*
+ * memplan.h - offline memory planner for computation graphs.
+ *
+ * memplan reads a graph (memplan JSON, a networkx node-link graph, and in
+ * later versions ONNX), works out every tensor's size and lifetime, and packs
+ * all tensors into one arena, before anything runs.
+ *
+ * Usage:
+ *
+ *     mp_ctx *ctx = mp_ctx_create(NULL);            // NULL: malloc/free
+ *     mp_graph *g = NULL;
+ *     mp_plan *plan = NULL;
+ *     mp_plan_options opt;
+ *     mp_plan_options_init(&opt);                    // 256-byte alignment
+ *     if (mp_graph_load(ctx, "model.json", &g) != MP_OK ||
+ *         mp_plan_create(g, &opt, &plan) != MP_OK) {
+ *         fprintf(stderr, "memplan: %s\n", mp_ctx_message(ctx));
+ *     } else {
+ *         const mp_figures *f = mp_plan_figures(plan);
+ *         printf("arena %llu bytes, lower bound %llu\n",
+ *                (unsigned long long)f->arena_bytes,
+ *                (unsigned long long)f->lower_bound_bytes);
+ *         // offsets: mp_plan_num_blocks() / mp_plan_block()
+ *     }
+ *     mp_plan_destroy(plan);
+ *     mp_graph_destroy(g);
+ *     mp_ctx_destroy(ctx);
+ *
+ * Conventions: every function that can fail returns an mp_status; the
+ * message explaining the last failure is kept in the context
+ * (mp_ctx_message). The library never prints, exits or aborts. Sizes are
+ * 64-bit and every size computation is checked for overflow. Handles are
+ * opaque and come in create/destroy pairs; destroy functions accept NULL.
+ */
+#ifndef MEMPLAN_H
+#define MEMPLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MP_VERSION_MAJOR 0
+#define MP_VERSION_MINOR 1
+#define MP_VERSION_PATCH 0
+#define MP_VERSION_STRING "0.1.0"
+
+#if defined(MP_BUILDING_LIBRARY) && defined(__GNUC__)
+#define MP_API __attribute__((visibility("default")))
+#else
+#define MP_API
+#endif
+
+/* ---- status codes (stable: never renumbered) --------------------------- */
+typedef enum mp_status {
+    MP_OK = 0,
+    MP_ERR_INVALID_ARG = 1,  /* a NULL handle, bad option value */
+    MP_ERR_NOMEM = 2,        /* an allocation failed */
+    MP_ERR_IO = 3,           /* a file could not be opened, read or written */
+    MP_ERR_PARSE = 4,        /* malformed input text (JSON, CSV) */
+    MP_ERR_GRAPH = 5,        /* invalid graph: cycle, duplicate name, ... */
+    MP_ERR_SHAPE = 6,        /* a size or shape is unknown or inconsistent */
+    MP_ERR_OVERFLOW = 7,     /* a size does not fit in 64 bits */
+    MP_ERR_UNSUPPORTED = 8,  /* a feature or format not supported */
+    MP_ERR_INFEASIBLE = 9,   /* no plan within the given capacity/budget */
+    MP_ERR_VERIFY = 10,      /* a plan failed verification */
+    MP_ERR_TIMEOUT = 11,     /* the time limit ran out with no solution */
+    MP_ERR_INTERNAL = 12,    /* a bug in memplan */
+    MP_ERR_NOT_FOUND = 13    /* a name or index that does not exist */
+} mp_status;
+
+/* Short stable name of a status code ("MP_ERR_PARSE"), never NULL. */
+MP_API const char *mp_status_name(mp_status s);
+/* Human description of a status code, never NULL. */
+MP_API const char *mp_status_str(mp_status s);
+
+MP_API const char *mp_version(void);
+
+/* ---- context ------------------------------------------------------------ */
+typedef struct mp_ctx mp_ctx;
+
+/* Caller-supplied allocator; all three functions must be set. */
+typedef struct mp_allocator {
+    void *(*malloc_fn)(void *user, size_t size);
+    void *(*realloc_fn)(void *user, void *ptr, size_t size);
+    void (*free_fn)(void *user, void *ptr);
+    void *user;
+} mp_allocator;
+
+/* NULL allocator: the C library's. Returns NULL only when out of memory. */
+MP_API mp_ctx *mp_ctx_create(const mp_allocator *alloc);
+MP_API void mp_ctx_destroy(mp_ctx *ctx);
+/* The message of the last failure in this context ("" if none). */
+MP_API const char *mp_ctx_message(const mp_ctx *ctx);
+MP_API mp_status mp_ctx_status(const mp_ctx *ctx);
+MP_API void mp_ctx_clear(mp_ctx *ctx);
+
+/* ---- data types, kinds, phases ------------------------------------------ */
+/* Numbered as ONNX's TensorProto.DataType. */
+typedef enum mp_dtype {
+    MP_DTYPE_UNDEFINED = 0,
+    MP_DTYPE_FLOAT32 = 1, MP_DTYPE_UINT8 = 2, MP_DTYPE_INT8 = 3,
+    MP_DTYPE_UINT16 = 4, MP_DTYPE_INT16 = 5, MP_DTYPE_INT32 = 6,
+    MP_DTYPE_INT64 = 7, MP_DTYPE_STRING = 8, MP_DTYPE_BOOL = 9,
+    MP_DTYPE_FLOAT16 = 10, MP_DTYPE_FLOAT64 = 11, MP_DTYPE_UINT32 = 12,
+    MP_DTYPE_UINT64 = 13, MP_DTYPE_COMPLEX64 = 14, MP_DTYPE_COMPLEX128 = 15,
+    MP_DTYPE_BFLOAT16 = 16, MP_DTYPE_FLOAT8E4M3FN = 17,
+    MP_DTYPE_FLOAT8E4M3FNUZ = 18, MP_DTYPE_FLOAT8E5M2 = 19,
+    MP_DTYPE_FLOAT8E5M2FNUZ = 20, MP_DTYPE_UINT4 = 21, MP_DTYPE_INT4 = 22,
+    MP_DTYPE_FLOAT4E2M1 = 23
+} mp_dtype;
+
+/* "float32", "int64", ...; NULL for an unknown code. */
+MP_API const char *mp_dtype_name(mp_dtype t);
+/* Parses a dtype name (also ONNX spellings: "float", "double", "half"). */
+MP_API mp_status mp_dtype_parse(const char *name, mp_dtype *out);
+/* Bits per element; 0 for UNDEFINED and STRING. */
+MP_API unsigned mp_dtype_bits(mp_dtype t);
+
+typedef enum mp_tensor_kind {
+    MP_KIND_ACTIVATION = 0,  /* produced by a node, lives in the arena */
+    MP_KIND_INPUT = 1,       /* graph input, in the arena from the start */
+    MP_KIND_WEIGHT = 2,      /* parameter: persistent, outside the arena */
+    MP_KIND_CONSTANT = 3,    /* constant (also folded): persistent */
+    MP_KIND_GRADIENT = 4,    /* produced in backward, lives in the arena */
+    MP_KIND_OPTIMIZER_STATE = 5, /* persistent */
+    MP_KIND_OUTPUT = 6       /* graph output, in the arena to the end */
+} mp_tensor_kind;
+MP_API const char *mp_kind_name(mp_tensor_kind k);
+MP_API mp_status mp_kind_parse(const char *name, mp_tensor_kind *out);
+
+typedef enum mp_phase {
+    MP_PHASE_FORWARD = 0, MP_PHASE_BACKWARD = 1, MP_PHASE_OPTIMIZER = 2
+} mp_phase;
+MP_API const char *mp_phase_name(mp_phase p);
+MP_API mp_status mp_phase_parse(const char *name, mp_phase *out);
+
+/* ---- graphs --------------------------------------------------------------- */
+typedef struct mp_graph mp_graph;
+
+#define MP_MAX_RANK 16
+#define MP_NONE UINT32_MAX
+
+typedef struct mp_tensor_desc {
+    const char *name;       /* unique, required */
+    mp_dtype dtype;
+    int rank;               /* -1: shape not given */
+    const int64_t *dims;    /* rank entries; -1 for an unknown dim */
+    uint64_t bytes;         /* 0: derive from dtype and shape */
+    mp_tensor_kind kind;
+} mp_tensor_desc;
+
+typedef struct mp_node_desc {
+    const char *name;       /* unique, required */
+    const char *op;         /* op type, e.g. "Relu", required */
+    const char *domain;     /* NULL or "" for the default domain */
+    const uint32_t *inputs; /* tensor ids; MP_NONE for an omitted input */
+    uint32_t n_inputs;
+    const uint32_t *outputs;
+    uint32_t n_outputs;
+    mp_phase phase;
+} mp_node_desc;
+
+MP_API mp_status mp_graph_create(mp_ctx *ctx, mp_graph **out);
+MP_API void mp_graph_destroy(mp_graph *g);
+MP_API mp_ctx *mp_graph_ctx(const mp_graph *g);
+MP_API mp_status mp_graph_set_name(mp_graph *g, const char *name);
+MP_API const char *mp_graph_name(const mp_graph *g);
+
+MP_API mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
+                                     uint32_t *id_out);
+MP_API mp_status mp_graph_add_node(mp_graph *g, const mp_node_desc *d,
+                                   uint32_t *id_out);
+/* Marks a tensor as a graph output (kept to the end of the schedule). */
+MP_API mp_status mp_graph_mark_output(mp_graph *g, uint32_t tensor);
+/* Optional cost of a node: FLOPs, bytes moved, estimated seconds (<0 unset). */
+MP_API mp_status mp_graph_set_node_cost(mp_graph *g, uint32_t node,
+                                        double flops, double bytes,
+                                        double seconds);
+MP_API mp_status mp_graph_set_attr_int(mp_graph *g, uint32_t node,
+                                       const char *name, int64_t v);
+MP_API mp_status mp_graph_set_attr_float(mp_graph *g, uint32_t node,
+                                         const char *name, double v);
+MP_API mp_status mp_graph_set_attr_string(mp_graph *g, uint32_t node,
+                                          const char *name, const char *v);
+MP_API mp_status mp_graph_set_attr_ints(mp_graph *g, uint32_t node,
+                                        const char *name, const int64_t *v,
+                                        uint32_t n);
+MP_API mp_status mp_graph_set_attr_floats(mp_graph *g, uint32_t node,
+                                          const char *name, const double *v,
+                                          uint32_t n);
+
+/* Checks the graph (one producer per tensor, no cycles, sizes known),
+ * infers sizes through the op registry, resolves views (aliases), folds
+ * constants and builds consumer lists and a topological order. Required
+ * before planning; the graph cannot be extended afterwards. */
+MP_API mp_status mp_graph_finalize(mp_graph *g);
+
+MP_API uint32_t mp_graph_num_tensors(const mp_graph *g);
+MP_API uint32_t mp_graph_num_nodes(const mp_graph *g);
+MP_API mp_status mp_graph_find_tensor(const mp_graph *g, const char *name,
+                                      uint32_t *id);
+MP_API mp_status mp_graph_find_node(const mp_graph *g, const char *name,
+                                    uint32_t *id);
+
+typedef struct mp_tensor_info {
+    const char *name;
+    mp_dtype dtype;
+    int rank;
+    const int64_t *dims;
+    uint64_t bytes;
+    mp_tensor_kind kind;      /* after finalize: folded constants CONSTANT */
+    uint32_t producer;        /* node id or MP_NONE */
+    uint32_t n_consumers;
+    uint32_t alias_of;        /* tensor whose memory this one views, or MP_NONE */
+    int is_output;
+    int folded;               /* computed only from weights/constants */
+} mp_tensor_info;
+
+typedef struct mp_node_info {
+    const char *name;
+    const char *op;
+    const char *domain;
+    uint32_t n_inputs, n_outputs;
+    const uint32_t *inputs, *outputs;
+    mp_phase phase;
+    double flops, bytes, seconds;  /* < 0: not given */
+} mp_node_info;
+
+MP_API mp_status mp_graph_tensor_info(const mp_graph *g, uint32_t id,
+                                      mp_tensor_info *out);
+MP_API mp_status mp_graph_node_info(const mp_graph *g, uint32_t id,
+                                    mp_node_info *out);
+
+/* ---- loading and saving --------------------------------------------------- */
+/* Detects the format from the content: memplan JSON graph or networkx
+ * node-link JSON. The graph comes back finalized. Errors name
+ * file:line:column and the key. */
+MP_API mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out);
+MP_API mp_status mp_graph_load_json(mp_ctx *ctx, const char *path,
+                                    mp_graph **out);
+MP_API mp_status mp_graph_load_json_string(mp_ctx *ctx, const char *text,
+                                           const char *source_name,
+                                           mp_graph **out);
+MP_API mp_status mp_graph_load_nodelink(mp_ctx *ctx, const char *path,
+                                        mp_graph **out);
+MP_API mp_status mp_graph_save_json(const mp_graph *g, const char *path);
+/* Writes the JSON graph to a malloc'ed (context allocator) string; release
+ * with mp_free(ctx, s). */
+MP_API mp_status mp_graph_to_json_string(const mp_graph *g, char **out);
+MP_API void mp_free(mp_ctx *ctx, void *p);
+
+/* ---- offsets (dynamic storage allocation) -------------------------------- */
+/* A buffer of `size` bytes live on the half-open interval [start, end). */
+typedef struct mp_buffer {
+    int64_t start, end;
+    uint64_t size;
+    uint64_t offset;   /* output of the solver, input of the verifier */
+} mp_buffer;
+
+typedef enum mp_solve_status {
+    MP_SOLVE_NONE = 0, MP_SOLVE_OPTIMAL = 1, MP_SOLVE_FEASIBLE = 2,
+    MP_SOLVE_INFEASIBLE = 3, MP_SOLVE_TIMEOUT = 4
+} mp_solve_status;
+MP_API const char *mp_solve_status_name(mp_solve_status s);
+
+typedef enum mp_offsets_method {
+    MP_OFFSETS_AUTO = 0,        /* every heuristic, keep the best, improve */
+    MP_OFFSETS_SIZE_BESTFIT,    /* greedy by size, best-fit gap */
+    MP_OFFSETS_SIZE_FIRSTFIT,   /* greedy by size, lowest gap */
+    MP_OFFSETS_BREADTH,         /* greedy by breadth (TFLite) */
+    MP_OFFSETS_START_FIRSTFIT,  /* by start time, lowest gap */
+    MP_OFFSETS_NAIVE            /* no reuse: buffers stacked end to end */
+} mp_offsets_method;
+MP_API const char *mp_offsets_method_name(mp_offsets_method m);
+MP_API mp_status mp_offsets_method_parse(const char *name,
+                                         mp_offsets_method *out);
+
+typedef struct mp_offsets_options {
+    mp_offsets_method method;
+    uint64_t alignment;      /* offsets and sizes rounded up to it; >= 1 */
+    double time_limit;       /* seconds for improvement passes; <= 0: default */
+    uint64_t seed;
+} mp_offsets_options;
+MP_API void mp_offsets_options_init(mp_offsets_options *o);
+
+typedef struct mp_offsets_result {
+    uint64_t arena_bytes;
+    uint64_t lower_bound_bytes;  /* max over time of live (aligned) bytes */
+    mp_solve_status status;      /* OPTIMAL when arena == lower bound */
+    const char *solver;          /* static string: which heuristic won */
+    double seconds;
+} mp_offsets_result;
+
+/* Places every buffer (sets .offset). Deterministic for a given seed. */
+MP_API mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
+                                  const mp_offsets_options *opt,
+                                  mp_offsets_result *res);
+/* Max over time of the sum of live sizes, each rounded up to alignment. */
+MP_API mp_status mp_offsets_lower_bound(mp_ctx *ctx, const mp_buffer *bufs,
+                                        size_t n, uint64_t alignment,
+                                        uint64_t *lb);
+/* Checks that buffers live at the same time do not overlap, that every
+ * offset is a multiple of alignment and that every buffer ends within
+ * `arena` bytes (UINT64_MAX: no limit). MP_ERR_VERIFY names the first
+ * violation. */
+MP_API mp_status mp_offsets_verify(mp_ctx *ctx, const mp_buffer *bufs,
+                                   size_t n, uint64_t alignment,
+                                   uint64_t arena);
+
+/* Reads a MiniMalloc trace: CSV with header id,lower,upper,size and an
+ * optional fifth column offset. ids are kept in *ids_out (may be NULL). */
+MP_API mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
+                                   mp_buffer **bufs_out, int64_t **ids_out,
+                                   size_t *n_out, int *has_offsets);
+MP_API mp_status mp_trace_save_csv(mp_ctx *ctx, const char *path,
+                                   const mp_buffer *bufs, const int64_t *ids,
+                                   size_t n);
+
+/* ---- schedules and plans ---------------------------------------------------- */
+typedef enum mp_step_kind {
+    MP_STEP_COMPUTE = 0, MP_STEP_RECOMPUTE = 1, MP_STEP_FREE = 2,
+    MP_STEP_OFFLOAD = 3, MP_STEP_PREFETCH = 4
+} mp_step_kind;
+MP_API const char *mp_step_kind_name(mp_step_kind k);
+
+typedef struct mp_step {
+    mp_step_kind kind;
+    uint32_t index;      /* node for COMPUTE/RECOMPUTE, tensor otherwise */
+} mp_step;
+
+/* One tensor instance placed in the arena: the tensor lives at `offset`
+ * from step `first` (the step that allocates it; 0 for inputs) up to, not
+ * including, step `end` (its FREE step; the step count when never freed). */
+typedef struct mp_block {
+    uint32_t tensor;
+    uint64_t offset;
+    uint64_t size;       /* aligned size reserved in the arena */
+    uint32_t first, end;
+} mp_block;
+
+typedef struct mp_plan mp_plan;
+
+typedef struct mp_plan_options {
+    uint64_t alignment;            /* default 256 */
+    mp_offsets_method method;      /* default AUTO */
+    double time_limit;             /* seconds; <= 0: default */
+    uint64_t seed;
+} mp_plan_options;
+MP_API void mp_plan_options_init(mp_plan_options *o);
+
+typedef struct mp_figures {
+    uint64_t lower_bound_bytes;  /* max over steps of live arena bytes */
+    uint64_t arena_bytes;        /* size of the arena the offsets need */
+    uint64_t persistent_bytes;   /* weights, constants, optimizer state */
+    uint64_t peak_bytes;         /* arena_bytes + persistent_bytes */
+    uint64_t no_reuse_bytes;     /* every arena tensor in its own memory */
+    uint64_t alignment;
+    uint32_t peak_step;          /* a step where live bytes are maximal */
+    mp_solve_status status;      /* OPTIMAL when arena == lower bound */
+    const char *solver;
+    double solve_seconds;
+} mp_figures;
+
+/* The default schedule from the graph's topological order (COMPUTE each
+ * node, FREE each arena tensor right after its last use) and offsets. */
+MP_API mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
+                                mp_plan **out);
+MP_API void mp_plan_destroy(mp_plan *p);
+MP_API const mp_figures *mp_plan_figures(const mp_plan *p);
+MP_API uint32_t mp_plan_num_steps(const mp_plan *p);
+MP_API const mp_step *mp_plan_steps(const mp_plan *p);
+MP_API uint32_t mp_plan_num_blocks(const mp_plan *p);
+MP_API const mp_block *mp_plan_blocks(const mp_plan *p);
+/* Live arena bytes while step i runs (i < num_steps). */
+MP_API uint64_t mp_plan_live_bytes(const mp_plan *p, uint32_t step);
+
+/* Plan JSON (docs/plan-format.md). Reading resolves names against g. */
+MP_API mp_status mp_plan_save_json(const mp_plan *p, const char *path);
+MP_API mp_status mp_plan_to_json_string(const mp_plan *p, char **out);
+MP_API mp_status mp_plan_load_json(mp_graph *g, const char *path,
+                                   mp_plan **out);
+
+/* Replays a plan against its graph and checks every invariant: each input
+ * of a step is resident when it runs, every arena tensor produced is
+ * placed, no two resident blocks overlap, every block lies in the arena
+ * and is aligned, and the reported figures equal the replayed ones.
+ * Independent of the solvers. MP_ERR_VERIFY names the first violation. */
+MP_API mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMPLAN_H */

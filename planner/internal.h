@@ -1,0 +1,217 @@
+/* Internal declarations shared by the library's layers. Not installed. */
+#ifndef MP_INTERNAL_H
+#define MP_INTERNAL_H
+
+#include "memplan/memplan.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define MP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define MP_PRINTF(a, b)
+#endif
+
+/* ---- context ------------------------------------------------------------ */
+#define MP_MSG_MAX 1024
+
+struct mp_ctx {
+    mp_allocator alloc;
+    mp_status status;
+    char msg[MP_MSG_MAX];
+};
+
+/* Records status and message in ctx; returns status. */
+mp_status mp_err(mp_ctx *ctx, mp_status st, const char *fmt, ...)
+    MP_PRINTF(3, 4);
+mp_status mp_verr(mp_ctx *ctx, mp_status st, const char *fmt, va_list ap);
+
+/* Allocation through the context's hooks. On failure they record
+ * MP_ERR_NOMEM in ctx and return NULL. Sizes are checked for overflow. */
+void *mp_alloc(mp_ctx *ctx, size_t size);
+void *mp_calloc(mp_ctx *ctx, size_t count, size_t size);
+void *mp_realloc_array(mp_ctx *ctx, void *ptr, size_t count, size_t size);
+void mp_dealloc(mp_ctx *ctx, void *ptr);
+char *mp_strdup(mp_ctx *ctx, const char *s);
+
+/* Grows *arr (element size elt) so that it holds at least need elements;
+ * *cap is updated. Returns MP_OK or MP_ERR_NOMEM. */
+mp_status mp_grow(mp_ctx *ctx, void **arr, size_t elt, size_t need,
+                  size_t *cap);
+
+/* Checked 64-bit arithmetic: return false on overflow. */
+static inline bool mp_add_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+static inline bool mp_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+/* Rounds v up to a multiple of align (>= 1); false on overflow. */
+static inline bool mp_align_up(uint64_t v, uint64_t align, uint64_t *r)
+{
+    uint64_t rem = v % align;
+    if (rem == 0) {
+        *r = v;
+        return true;
+    }
+    return mp_add_u64(v, align - rem, r);
+}
+
+double mp_now_seconds(void);
+
+/* ---- string -> index hash map (open addressing) ------------------------ */
+typedef struct mp_name_map {
+    uint32_t *slots;   /* index + 1; 0 = empty */
+    uint32_t cap;      /* power of two */
+    uint32_t count;
+} mp_name_map;
+
+/* names(i) gives the key of index i: the map stores indices only. */
+typedef const char *(*mp_name_of_fn)(const void *owner, uint32_t idx);
+mp_status mp_name_map_insert(mp_ctx *ctx, mp_name_map *m, const void *owner,
+                             mp_name_of_fn name_of, const char *key,
+                             uint32_t idx, uint32_t *existing);
+uint32_t mp_name_map_find(const mp_name_map *m, const void *owner,
+                          mp_name_of_fn name_of, const char *key);
+void mp_name_map_free(mp_ctx *ctx, mp_name_map *m);
+
+/* ---- op registry ------------------------------------------------------- */
+struct mp_graph;
+
+enum {
+    MP_OPF_VIEW = 1u << 0,        /* output 0 aliases input 0: no memory */
+    MP_OPF_ELEMENTWISE = 1u << 1, /* same-shape pointwise op */
+    MP_OPF_INPLACE = 1u << 2,     /* may write output 0 into input 0 */
+    MP_OPF_CONSTANT = 1u << 3     /* a source of constants (Constant) */
+};
+
+typedef struct mp_op_def {
+    const char *name;     /* op type; "" for the generic entry */
+    const char *domain;   /* "" = ai.onnx */
+    unsigned flags;
+    /* Fills in sizes (and shapes where it can) of the node's outputs that
+     * are not known yet. Returns MP_OK, or an error naming node/tensor. */
+    mp_status (*infer)(struct mp_graph *g, uint32_t node);
+} mp_op_def;
+
+/* The registry entry of an op type; the generic entry when unknown. */
+const mp_op_def *mp_op_lookup(const char *op, const char *domain);
+const mp_op_def *mp_op_generic(void);
+
+/* ---- graph IR ------------------------------------------------------------ */
+enum {
+    MP_TF_SIZE_KNOWN = 1u << 0,
+    MP_TF_OUTPUT = 1u << 1,
+    MP_TF_FOLDED = 1u << 2,  /* computed only from weights/constants */
+    MP_TF_BYTES_GIVEN = 1u << 3 /* bytes given explicitly (not derived) */
+};
+
+typedef struct mp_tensor {
+    char *name;
+    int64_t *dims;         /* rank entries, -1 unknown */
+    uint64_t bytes;
+    int32_t rank;          /* -1: unknown */
+    uint8_t dtype;
+    uint8_t kind;          /* mp_tensor_kind (after finalize: effective) */
+    uint8_t declared_kind; /* as given by the builder */
+    uint8_t flags;
+    uint32_t producer;     /* node or MP_NONE */
+    uint32_t alias_of;     /* MP_NONE, or the tensor whose memory it views */
+    uint32_t root;         /* storage root (itself when no alias) */
+    uint32_t cons_begin, n_cons;   /* into g->cons (after finalize) */
+} mp_tensor;
+
+typedef enum mp_attr_type {
+    MP_ATTR_INT = 0, MP_ATTR_FLOAT, MP_ATTR_STRING, MP_ATTR_INTS,
+    MP_ATTR_FLOATS
+} mp_attr_type;
+
+typedef struct mp_attr {
+    char *name;
+    mp_attr_type type;
+    uint32_t n;            /* element count for INTS/FLOATS */
+    union {
+        int64_t i;
+        double f;
+        char *s;
+        int64_t *ints;
+        double *floats;
+    } v;
+} mp_attr;
+
+typedef struct mp_node {
+    char *name;
+    char *op;              /* op type as written */
+    char *domain;          /* "" for the default */
+    const mp_op_def *def;
+    uint32_t *inputs;      /* MP_NONE for omitted optional inputs */
+    uint32_t *outputs;
+    uint32_t n_in, n_out;
+    mp_attr *attrs;
+    uint32_t n_attrs;
+    uint8_t phase;
+    double flops, bytes_moved, seconds;   /* < 0 unset */
+} mp_node;
+
+struct mp_graph {
+    mp_ctx *ctx;
+    char *name;
+    mp_tensor *tensors;
+    size_t n_tensors, cap_tensors;
+    mp_node *nodes;
+    size_t n_nodes, cap_nodes;
+    mp_name_map tensor_map, node_map;
+    bool finalized;
+    /* after finalize: */
+    uint32_t *cons;        /* consumer node ids, grouped per tensor */
+    uint32_t *topo;        /* node ids in topological order */
+};
+
+const mp_attr *mp_node_attr(const mp_node *n, const char *name);
+/* True when the tensor takes arena memory (not persistent, not a view). */
+bool mp_tensor_in_arena(const mp_tensor *t);
+bool mp_kind_persistent(uint8_t kind);
+/* Computes bytes from dtype and dims; MP_ERR_SHAPE when unknown,
+ * MP_ERR_OVERFLOW on overflow (message names the tensor). */
+mp_status mp_tensor_bytes_from_shape(mp_ctx *ctx, const mp_tensor *t,
+                                     uint64_t *bytes);
+
+/* ---- plans --------------------------------------------------------------- */
+struct mp_plan {
+    mp_ctx *ctx;
+    const mp_graph *graph;
+    mp_step *steps;
+    uint32_t n_steps;
+    mp_block *blocks;
+    uint32_t n_blocks;
+    uint64_t *live;        /* live arena bytes per step */
+    mp_figures fig;
+    char solver_name[32];
+};
+
+/* Builds the default schedule of g (topological order, FREE after last
+ * use). Allocates *steps with the context allocator. */
+mp_status mp_schedule_default(const mp_graph *g, mp_step **steps,
+                              uint32_t *n_steps);
+/* Derives blocks (lifetimes) from a schedule: one block per arena tensor
+ * instance, offsets unset. */
+mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
+                             uint32_t n_steps, uint64_t alignment,
+                             mp_block **blocks, uint32_t *n_blocks);
+/* Live bytes per step from blocks. */
+mp_status mp_blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
+                         uint32_t n_steps, uint64_t **live);
+
+/* Sum of the bytes of persistent storage roots (weights, constants,
+ * optimizer state); UINT64_MAX on overflow. */
+uint64_t mp_plan_persistent_bytes(const mp_graph *g);
+/* Fills p->fig from p->blocks and p->live: lower bound, peak step, arena,
+ * no-reuse and persistent bytes, peak (not status, solver, alignment). */
+mp_status mp_plan_compute_figures(mp_plan *p);
+
+#endif /* MP_INTERNAL_H */

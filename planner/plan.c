@@ -1,0 +1,168 @@
+/* Plans: the default schedule of a graph, its blocks and their offsets,
+ * and the figures. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void mp_plan_options_init(mp_plan_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->alignment = 256;
+    o->method = MP_OFFSETS_AUTO;
+    o->time_limit = 0;
+    o->seed = 0;
+}
+
+void mp_plan_destroy(mp_plan *p)
+{
+    if (!p)
+        return;
+    mp_ctx *ctx = p->ctx;
+    mp_dealloc(ctx, p->steps);
+    mp_dealloc(ctx, p->blocks);
+    mp_dealloc(ctx, p->live);
+    mp_dealloc(ctx, p);
+}
+
+uint64_t mp_plan_persistent_bytes(const mp_graph *g)
+{
+    uint64_t sum = 0;
+    for (size_t t = 0; t < g->n_tensors; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        if (tt->alias_of == MP_NONE && mp_kind_persistent(tt->kind))
+            if (!mp_add_u64(sum, tt->bytes, &sum))
+                return UINT64_MAX;
+    }
+    return sum;
+}
+
+mp_status mp_plan_compute_figures(mp_plan *p)
+{
+    mp_ctx *ctx = p->ctx;
+    mp_figures *f = &p->fig;
+    f->lower_bound_bytes = 0;
+    f->peak_step = 0;
+    for (uint32_t s = 0; s < p->n_steps; s++)
+        if (p->live[s] > f->lower_bound_bytes) {
+            f->lower_bound_bytes = p->live[s];
+            f->peak_step = s;
+        }
+    uint64_t arena = 0, no_reuse = 0;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        uint64_t end;
+        if (!mp_add_u64(p->blocks[i].offset, p->blocks[i].size, &end) ||
+            !mp_add_u64(no_reuse, p->blocks[i].size, &no_reuse))
+            return mp_err(ctx, MP_ERR_OVERFLOW, "arena size overflows");
+        if (end > arena)
+            arena = end;
+    }
+    f->arena_bytes = arena;
+    f->no_reuse_bytes = no_reuse;
+    f->persistent_bytes = mp_plan_persistent_bytes(p->graph);
+    if (f->persistent_bytes == UINT64_MAX ||
+        !mp_add_u64(arena, f->persistent_bytes, &f->peak_bytes))
+        return mp_err(ctx, MP_ERR_OVERFLOW, "peak bytes overflow");
+    return MP_OK;
+}
+
+mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
+                         mp_plan **out)
+{
+    if (!g || !out)
+        return MP_ERR_INVALID_ARG;
+    mp_ctx *ctx = g->ctx;
+    *out = NULL;
+    mp_plan_options defaults;
+    if (!opt) {
+        mp_plan_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (opt->alignment == 0)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+    if (!g->finalized) {
+        mp_status st = mp_graph_finalize(g);
+        if (st)
+            return st;
+    }
+    double t0 = mp_now_seconds();
+    mp_plan *p = mp_calloc(ctx, 1, sizeof *p);
+    if (!p)
+        return MP_ERR_NOMEM;
+    p->ctx = ctx;
+    p->graph = g;
+    mp_buffer *bufs = NULL;
+    mp_status st = mp_schedule_default(g, &p->steps, &p->n_steps);
+    if (!st)
+        st = mp_schedule_blocks(g, p->steps, p->n_steps, opt->alignment,
+                                &p->blocks, &p->n_blocks);
+    if (!st)
+        st = mp_blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps, &p->live);
+    if (st)
+        goto fail;
+    mp_offsets_result res;
+    memset(&res, 0, sizeof res);
+    res.status = MP_SOLVE_OPTIMAL;
+    res.solver = "none";
+    if (p->n_blocks) {
+        bufs = mp_alloc(ctx, (size_t)p->n_blocks * sizeof *bufs);
+        if (!bufs) {
+            st = MP_ERR_NOMEM;
+            goto fail;
+        }
+        for (uint32_t i = 0; i < p->n_blocks; i++) {
+            bufs[i].start = p->blocks[i].first;
+            bufs[i].end = p->blocks[i].end;
+            bufs[i].size = p->blocks[i].size;
+            bufs[i].offset = 0;
+        }
+        mp_offsets_options oo;
+        mp_offsets_options_init(&oo);
+        oo.method = opt->method;
+        oo.alignment = opt->alignment;
+        oo.time_limit = opt->time_limit;
+        oo.seed = opt->seed;
+        st = mp_offsets_solve(ctx, bufs, p->n_blocks, &oo, &res);
+        if (st)
+            goto fail;
+        for (uint32_t i = 0; i < p->n_blocks; i++)
+            p->blocks[i].offset = bufs[i].offset;
+        mp_dealloc(ctx, bufs);
+        bufs = NULL;
+    }
+    st = mp_plan_compute_figures(p);
+    if (st)
+        goto fail;
+    p->fig.alignment = opt->alignment;
+    p->fig.status = p->fig.arena_bytes == p->fig.lower_bound_bytes
+                        ? MP_SOLVE_OPTIMAL
+                        : MP_SOLVE_FEASIBLE;
+    snprintf(p->solver_name, sizeof p->solver_name, "%s",
+             res.solver ? res.solver : "unknown");
+    p->fig.solver = p->solver_name;
+    p->fig.solve_seconds = mp_now_seconds() - t0;
+    *out = p;
+    return MP_OK;
+fail:
+    mp_dealloc(ctx, bufs);
+    mp_plan_destroy(p);
+    return st;
+}
+
+const mp_figures *mp_plan_figures(const mp_plan *p)
+{
+    return p ? &p->fig : NULL;
+}
+uint32_t mp_plan_num_steps(const mp_plan *p) { return p ? p->n_steps : 0; }
+const mp_step *mp_plan_steps(const mp_plan *p) { return p ? p->steps : NULL; }
+uint32_t mp_plan_num_blocks(const mp_plan *p) { return p ? p->n_blocks : 0; }
+const mp_block *mp_plan_blocks(const mp_plan *p)
+{
+    return p ? p->blocks : NULL;
+}
+uint64_t mp_plan_live_bytes(const mp_plan *p, uint32_t step)
+{
+    return p && p->live && step < p->n_steps ? p->live[step] : 0;
+}

@@ -1,0 +1,630 @@
+/* The verifier: replays plans and checks offsets, independently of the
+ * solvers that made them. Nothing here trusts a figure it can recompute. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- ordered set of live buffers by offset (treap over indices) -------- */
+typedef struct {
+    uint32_t *left, *right, *prio;
+    const uint64_t *key;   /* offset of buffer i */
+    uint32_t root;
+    uint32_t seed;
+} treap;
+
+static uint32_t rot_right(treap *t, uint32_t n)
+{
+    uint32_t l = t->left[n];
+    t->left[n] = t->right[l];
+    t->right[l] = n;
+    return l;
+}
+
+static uint32_t rot_left(treap *t, uint32_t n)
+{
+    uint32_t r = t->right[n];
+    t->right[n] = t->left[r];
+    t->left[r] = n;
+    return r;
+}
+
+static uint32_t treap_insert(treap *t, uint32_t n, uint32_t v)
+{
+    if (n == MP_NONE)
+        return v;
+    if (t->key[v] < t->key[n] || (t->key[v] == t->key[n] && v < n)) {
+        t->left[n] = treap_insert(t, t->left[n], v);
+        if (t->prio[t->left[n]] > t->prio[n])
+            n = rot_right(t, n);
+    } else {
+        t->right[n] = treap_insert(t, t->right[n], v);
+        if (t->prio[t->right[n]] > t->prio[n])
+            n = rot_left(t, n);
+    }
+    return n;
+}
+
+static uint32_t treap_erase(treap *t, uint32_t n, uint32_t v)
+{
+    if (n == MP_NONE)
+        return n;
+    if (n == v) {
+        if (t->left[n] == MP_NONE)
+            return t->right[n];
+        if (t->right[n] == MP_NONE)
+            return t->left[n];
+        if (t->prio[t->left[n]] > t->prio[t->right[n]]) {
+            n = rot_right(t, n);
+            t->right[n] = treap_erase(t, t->right[n], v);
+        } else {
+            n = rot_left(t, n);
+            t->left[n] = treap_erase(t, t->left[n], v);
+        }
+        return n;
+    }
+    if (t->key[v] < t->key[n] || (t->key[v] == t->key[n] && v < n))
+        t->left[n] = treap_erase(t, t->left[n], v);
+    else
+        t->right[n] = treap_erase(t, t->right[n], v);
+    return n;
+}
+
+/* Neighbours of v (already inserted) in key order. */
+static void treap_neighbours(const treap *t, uint32_t v, uint32_t *pred,
+                             uint32_t *succ)
+{
+    *pred = *succ = MP_NONE;
+    uint32_t n = t->root;
+    while (n != MP_NONE) {
+        if (n == v) {
+            if (t->left[n] != MP_NONE) {
+                uint32_t m = t->left[n];
+                while (t->right[m] != MP_NONE)
+                    m = t->right[m];
+                *pred = m;
+            }
+            if (t->right[n] != MP_NONE) {
+                uint32_t m = t->right[n];
+                while (t->left[m] != MP_NONE)
+                    m = t->left[m];
+                *succ = m;
+            }
+            return;
+        }
+        if (t->key[v] < t->key[n] || (t->key[v] == t->key[n] && v < n)) {
+            *succ = n;
+            n = t->left[n];
+        } else {
+            *pred = n;
+            n = t->right[n];
+        }
+    }
+}
+
+typedef struct {
+    int64_t time;
+    uint32_t buf;
+    uint32_t is_start;
+} event;
+
+static int cmp_event(const void *a, const void *b)
+{
+    const event *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    if (x->is_start != y->is_start)
+        return x->is_start < y->is_start ? -1 : 1; /* ends first */
+    return x->buf < y->buf ? -1 : (x->buf > y->buf);
+}
+
+/* Checks pairwise non-overlap of rectangles [start,end) x [off,off+size).
+ * `label(i)` names buffer i in messages. */
+typedef void (*label_fn)(const void *user, uint32_t i, char *buf, size_t cap);
+
+static mp_status check_overlaps(mp_ctx *ctx, uint32_t n, const int64_t *start,
+                                const int64_t *end, const uint64_t *off,
+                                const uint64_t *size, label_fn label,
+                                const void *user)
+{
+    event *ev = mp_alloc(ctx, ((size_t)n * 2 + 1) * sizeof *ev);
+    uint32_t *mem = mp_alloc(ctx, ((size_t)n * 3 + 1) * sizeof *mem);
+    if (!ev || !mem) {
+        mp_dealloc(ctx, ev);
+        mp_dealloc(ctx, mem);
+        return MP_ERR_NOMEM;
+    }
+    size_t ne = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (size[i] == 0 || start[i] >= end[i])
+            continue;
+        ev[ne++] = (event){start[i], i, 1};
+        ev[ne++] = (event){end[i], i, 0};
+    }
+    qsort(ev, ne, sizeof *ev, cmp_event);
+    treap t = {mem, mem + n, mem + 2 * (size_t)n, off, MP_NONE, 2463534242u};
+    mp_status st = MP_OK;
+    for (size_t e = 0; e < ne && !st; e++) {
+        uint32_t b = ev[e].buf;
+        if (!ev[e].is_start) {
+            t.root = treap_erase(&t, t.root, b);
+            continue;
+        }
+        t.left[b] = t.right[b] = MP_NONE;
+        t.seed ^= t.seed << 13;
+        t.seed ^= t.seed >> 17;
+        t.seed ^= t.seed << 5;
+        t.prio[b] = t.seed;
+        t.root = treap_insert(&t, t.root, b);
+        uint32_t p, s;
+        treap_neighbours(&t, b, &p, &s);
+        uint32_t other = MP_NONE;
+        if (p != MP_NONE && off[p] + size[p] > off[b])
+            other = p;
+        else if (s != MP_NONE && off[b] + size[b] > off[s])
+            other = s;
+        if (other != MP_NONE) {
+            char la[160], lb[160];
+            label(user, other, la, sizeof la);
+            label(user, b, lb, sizeof lb);
+            int64_t from = start[b] > start[other] ? start[b] : start[other];
+            st = mp_err(ctx, MP_ERR_VERIFY,
+                        "%s at [%llu, %llu) and %s at [%llu, %llu) overlap "
+                        "in memory while both live at time %lld",
+                        la, (unsigned long long)off[other],
+                        (unsigned long long)(off[other] + size[other]), lb,
+                        (unsigned long long)off[b],
+                        (unsigned long long)(off[b] + size[b]),
+                        (long long)from);
+        }
+    }
+    mp_dealloc(ctx, ev);
+    mp_dealloc(ctx, mem);
+    return st;
+}
+
+/* ---- offsets ------------------------------------------------------------------ */
+static void label_buffer(const void *user, uint32_t i, char *buf, size_t cap)
+{
+    (void)user;
+    snprintf(buf, cap, "buffer %u", (unsigned)i);
+}
+
+mp_status mp_offsets_verify(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
+                            uint64_t alignment, uint64_t arena)
+{
+    if (!ctx || (n && !bufs))
+        return MP_ERR_INVALID_ARG;
+    if (alignment == 0)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+    if (n >= UINT32_MAX / 3)
+        return mp_err(ctx, MP_ERR_OVERFLOW, "too many buffers");
+    for (size_t i = 0; i < n; i++) {
+        uint64_t e;
+        if (bufs[i].start >= bufs[i].end)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "buffer %zu: empty interval [%lld, %lld)", i,
+                          (long long)bufs[i].start, (long long)bufs[i].end);
+        if (bufs[i].offset % alignment)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "buffer %zu: offset %llu is not a multiple of %llu",
+                          i, (unsigned long long)bufs[i].offset,
+                          (unsigned long long)alignment);
+        if (!mp_add_u64(bufs[i].offset, bufs[i].size, &e) || e > arena)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "buffer %zu: [%llu, +%llu) ends beyond the arena of "
+                          "%llu bytes",
+                          i, (unsigned long long)bufs[i].offset,
+                          (unsigned long long)bufs[i].size,
+                          (unsigned long long)arena);
+    }
+    int64_t *start = mp_alloc(ctx, (n + 1) * sizeof *start);
+    int64_t *end = mp_alloc(ctx, (n + 1) * sizeof *end);
+    uint64_t *off = mp_alloc(ctx, (n + 1) * sizeof *off);
+    uint64_t *size = mp_alloc(ctx, (n + 1) * sizeof *size);
+    mp_status st = MP_ERR_NOMEM;
+    if (start && end && off && size) {
+        for (size_t i = 0; i < n; i++) {
+            start[i] = bufs[i].start;
+            end[i] = bufs[i].end;
+            off[i] = bufs[i].offset;
+            size[i] = bufs[i].size;
+        }
+        st = check_overlaps(ctx, (uint32_t)n, start, end, off, size,
+                            label_buffer, NULL);
+    }
+    mp_dealloc(ctx, start);
+    mp_dealloc(ctx, end);
+    mp_dealloc(ctx, off);
+    mp_dealloc(ctx, size);
+    return st;
+}
+
+/* ---- plans ----------------------------------------------------------------------- */
+typedef struct {
+    const mp_graph *g;
+    const mp_plan *p;
+} plan_labels;
+
+static void label_block(const void *user, uint32_t i, char *buf, size_t cap)
+{
+    const plan_labels *l = user;
+    const mp_block *b = &l->p->blocks[i];
+    snprintf(buf, cap, "tensor '%s' (steps %u-%u)",
+             l->g->tensors[b->tensor].name, (unsigned)b->first,
+             (unsigned)b->end);
+}
+
+static const char *step_label(const mp_graph *g, const mp_step *s, char *buf,
+                              size_t cap)
+{
+    bool is_node = s->kind == MP_STEP_COMPUTE || s->kind == MP_STEP_RECOMPUTE;
+    snprintf(buf, cap, "%s %s '%s'", mp_step_kind_name(s->kind),
+             is_node ? "node" : "tensor",
+             is_node ? g->nodes[s->index].name : g->tensors[s->index].name);
+    return buf;
+}
+
+/* Block of tensor t that starts at step s: blocks are sorted per tensor
+ * by (tensor, first) in `order`; binary search. */
+static uint32_t find_block(const mp_plan *p, const uint32_t *order,
+                           uint32_t t, uint32_t s)
+{
+    uint32_t lo = 0, hi = p->n_blocks;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const mp_block *b = &p->blocks[order[mid]];
+        if (b->tensor < t || (b->tensor == t && b->first < s))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < p->n_blocks) {
+        const mp_block *b = &p->blocks[order[lo]];
+        if (b->tensor == t && b->first == s)
+            return order[lo];
+    }
+    return MP_NONE;
+}
+
+typedef struct {
+    uint32_t tensor, first, idx;
+} block_key;
+
+static int cmp_block_key(const void *a, const void *b)
+{
+    const block_key *x = a, *y = b;
+    if (x->tensor != y->tensor)
+        return x->tensor < y->tensor ? -1 : 1;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+/* Replays the schedule. `open[t]` is the block of tensor t now resident. */
+static mp_status replay(const mp_graph *g, const mp_plan *p,
+                        const uint32_t *order, uint32_t *open, uint8_t *used,
+                        uint8_t *computed)
+{
+    mp_ctx *ctx = p->ctx;
+    char lb[300];
+    uint32_t nt = (uint32_t)g->n_tensors;
+    for (uint32_t t = 0; t < nt; t++)
+        open[t] = MP_NONE;
+    /* graph inputs are resident from the start */
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        if (tt->producer != MP_NONE || !mp_tensor_in_arena(tt) ||
+            (tt->n_cons == 0 && !(tt->flags & MP_TF_OUTPUT)))
+            continue;
+        uint32_t b = find_block(p, order, t, 0);
+        if (b == MP_NONE)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "input tensor '%s' has no block starting at step 0",
+                          tt->name);
+        open[t] = b;
+        used[b] = 1;
+    }
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mp_step *sp = &p->steps[s];
+        bool is_node =
+            sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE;
+        if ((unsigned)sp->kind > MP_STEP_PREFETCH ||
+            sp->index >= (is_node ? g->n_nodes : g->n_tensors))
+            return mp_err(ctx, MP_ERR_VERIFY, "step %u: invalid step",
+                          (unsigned)s);
+        if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "step %u (%s): offload is not supported by this "
+                          "version",
+                          (unsigned)s, step_label(g, sp, lb, sizeof lb));
+        if (sp->kind == MP_STEP_FREE) {
+            const mp_tensor *tt = &g->tensors[sp->index];
+            if (!mp_tensor_in_arena(tt))
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): the tensor takes no arena memory",
+                              (unsigned)s, step_label(g, sp, lb, sizeof lb));
+            uint32_t b = open[sp->index];
+            if (b == MP_NONE)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): the tensor is not resident",
+                              (unsigned)s, step_label(g, sp, lb, sizeof lb));
+            if (p->blocks[b].end != s)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): its block claims to end at step "
+                              "%u",
+                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
+                              (unsigned)p->blocks[b].end);
+            if (tt->flags & MP_TF_OUTPUT)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): graph output freed", (unsigned)s,
+                              step_label(g, sp, lb, sizeof lb));
+            open[sp->index] = MP_NONE;
+            continue;
+        }
+        const mp_node *n = &g->nodes[sp->index];
+        if (sp->kind == MP_STEP_COMPUTE && computed[sp->index])
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "step %u (%s): node computed twice (use RECOMPUTE)",
+                          (unsigned)s, step_label(g, sp, lb, sizeof lb));
+        if (sp->kind == MP_STEP_RECOMPUTE && !computed[sp->index])
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "step %u (%s): recomputed before being computed",
+                          (unsigned)s, step_label(g, sp, lb, sizeof lb));
+        computed[sp->index] = 1;
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t t = n->inputs[i];
+            if (t == MP_NONE)
+                continue;
+            const mp_tensor *tt = &g->tensors[t];
+            uint32_t r = tt->root;
+            if (mp_kind_persistent(g->tensors[r].kind) ||
+                g->tensors[r].bytes == 0)
+                continue;
+            if (open[r] == MP_NONE)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): input '%s'%s%s%s is not resident",
+                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
+                              tt->name, r != t ? " (a view of '" : "",
+                              r != t ? g->tensors[r].name : "",
+                              r != t ? "')" : "");
+        }
+        for (uint32_t o = 0; o < n->n_out; o++) {
+            uint32_t t = n->outputs[o];
+            const mp_tensor *tt = &g->tensors[t];
+            if (!mp_tensor_in_arena(tt))
+                continue;
+            if (open[t] != MP_NONE)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): output '%s' is still resident",
+                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
+                              tt->name);
+            uint32_t b = find_block(p, order, t, s);
+            if (b == MP_NONE)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): output '%s' has no block "
+                              "starting at this step",
+                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
+                              tt->name);
+            if (p->blocks[b].size < tt->bytes)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "tensor '%s': block of %llu bytes is smaller "
+                              "than the tensor (%llu bytes)",
+                              tt->name,
+                              (unsigned long long)p->blocks[b].size,
+                              (unsigned long long)tt->bytes);
+            used[b] = 1;
+            open[t] = b;
+        }
+    }
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        if (!computed[v])
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "node '%s' is never computed", g->nodes[v].name);
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        if (open[t] != MP_NONE && p->blocks[open[t]].end != p->n_steps)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s': resident at the end but its block "
+                          "ends at step %u",
+                          tt->name, (unsigned)p->blocks[open[t]].end);
+        if ((tt->flags & MP_TF_OUTPUT) &&
+            !mp_kind_persistent(g->tensors[tt->root].kind) &&
+            g->tensors[tt->root].bytes && open[tt->root] == MP_NONE)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "graph output '%s' is not resident at the end",
+                          tt->name);
+    }
+    for (uint32_t b = 0; b < p->n_blocks; b++)
+        if (!used[b])
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "block %u (tensor '%s' from step %u) matches no "
+                          "step of the schedule",
+                          (unsigned)b,
+                          p->blocks[b].tensor < nt
+                              ? g->tensors[p->blocks[b].tensor].name
+                              : "?",
+                          (unsigned)p->blocks[b].first);
+    return MP_OK;
+}
+
+static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
+{
+    mp_ctx *ctx = p->ctx;
+    const mp_figures *f = &p->fig;
+    uint64_t align = f->alignment ? f->alignment : 1;
+    uint64_t arena = 0, no_reuse = 0;
+    uint32_t n = p->n_blocks;
+    for (uint32_t i = 0; i < n; i++) {
+        const mp_block *b = &p->blocks[i];
+        uint64_t e;
+        if (b->offset % align || b->size % align)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s': offset %llu / size %llu not aligned to "
+                          "%llu",
+                          g->tensors[b->tensor].name,
+                          (unsigned long long)b->offset,
+                          (unsigned long long)b->size,
+                          (unsigned long long)align);
+        if (!mp_add_u64(b->offset, b->size, &e) ||
+            !mp_add_u64(no_reuse, b->size, &no_reuse))
+            return mp_err(ctx, MP_ERR_VERIFY, "tensor '%s': offset overflows",
+                          g->tensors[b->tensor].name);
+        if (e > f->arena_bytes)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s' at [%llu, %llu) lies outside the arena "
+                          "of %llu bytes",
+                          g->tensors[b->tensor].name,
+                          (unsigned long long)b->offset,
+                          (unsigned long long)e,
+                          (unsigned long long)f->arena_bytes);
+        if (e > arena)
+            arena = e;
+    }
+    if (arena != f->arena_bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "reported arena %llu bytes, but the blocks end at %llu",
+                      (unsigned long long)f->arena_bytes,
+                      (unsigned long long)arena);
+    int64_t *start = mp_alloc(ctx, ((size_t)n + 1) * sizeof *start);
+    int64_t *end = mp_alloc(ctx, ((size_t)n + 1) * sizeof *end);
+    uint64_t *off = mp_alloc(ctx, ((size_t)n + 1) * sizeof *off);
+    uint64_t *size = mp_alloc(ctx, ((size_t)n + 1) * sizeof *size);
+    mp_status st = MP_ERR_NOMEM;
+    if (start && end && off && size) {
+        for (uint32_t i = 0; i < n; i++) {
+            start[i] = p->blocks[i].first;
+            end[i] = p->blocks[i].end;
+            off[i] = p->blocks[i].offset;
+            size[i] = p->blocks[i].size;
+        }
+        plan_labels l = {g, p};
+        st = check_overlaps(ctx, n, start, end, off, size, label_block, &l);
+    }
+    mp_dealloc(ctx, start);
+    mp_dealloc(ctx, end);
+    mp_dealloc(ctx, off);
+    mp_dealloc(ctx, size);
+    if (st)
+        return st;
+    if (no_reuse != f->no_reuse_bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "reported no-reuse bytes %llu, replayed %llu",
+                      (unsigned long long)f->no_reuse_bytes,
+                      (unsigned long long)no_reuse);
+    return MP_OK;
+}
+
+static mp_status check_figures(const mp_graph *g, const mp_plan *p)
+{
+    mp_ctx *ctx = p->ctx;
+    const mp_figures *f = &p->fig;
+    /* live bytes recomputed from the blocks, not read from the plan */
+    int64_t *delta = mp_calloc(ctx, (size_t)p->n_steps + 1, sizeof *delta);
+    if (!delta)
+        return MP_ERR_NOMEM;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        const mp_block *b = &p->blocks[i];
+        if (b->first >= b->end || b->end > p->n_steps) {
+            mp_dealloc(ctx, delta);
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s': block interval [%u, %u) is invalid",
+                          g->tensors[b->tensor].name, (unsigned)b->first,
+                          (unsigned)b->end);
+        }
+        delta[b->first] += (int64_t)b->size;
+        delta[b->end] -= (int64_t)b->size;
+    }
+    uint64_t cur = 0, lb = 0, at_peak = 0;
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        cur += (uint64_t)delta[s];
+        if (cur > lb)
+            lb = cur;
+        if (s == f->peak_step)
+            at_peak = cur;
+    }
+    mp_dealloc(ctx, delta);
+    if (lb != f->lower_bound_bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "reported lower bound %llu bytes, replayed %llu",
+                      (unsigned long long)f->lower_bound_bytes,
+                      (unsigned long long)lb);
+    if (p->n_steps && at_peak != lb)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "reported peak step %u has %llu live bytes, not the "
+                      "maximum %llu",
+                      (unsigned)f->peak_step, (unsigned long long)at_peak,
+                      (unsigned long long)lb);
+    uint64_t pers = mp_plan_persistent_bytes(g), peak;
+    if (pers != f->persistent_bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "reported persistent bytes %llu, replayed %llu",
+                      (unsigned long long)f->persistent_bytes,
+                      (unsigned long long)pers);
+    if (!mp_add_u64(f->arena_bytes, pers, &peak) || peak != f->peak_bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "reported peak %llu bytes is not arena + persistent "
+                      "(%llu)",
+                      (unsigned long long)f->peak_bytes,
+                      (unsigned long long)peak);
+    if (f->status == MP_SOLVE_OPTIMAL && f->arena_bytes != lb)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "plan claims to be optimal but its arena (%llu) is "
+                      "above the lower bound (%llu)",
+                      (unsigned long long)f->arena_bytes,
+                      (unsigned long long)lb);
+    return MP_OK;
+}
+
+mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
+{
+    if (!g || !p)
+        return MP_ERR_INVALID_ARG;
+    mp_ctx *ctx = g->ctx;
+    if (!g->finalized)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+    for (uint32_t i = 0; i < p->n_blocks; i++)
+        if (p->blocks[i].tensor >= g->n_tensors)
+            return mp_err(ctx, MP_ERR_VERIFY, "block %u: no tensor %u",
+                          (unsigned)i, (unsigned)p->blocks[i].tensor);
+        else if (!mp_tensor_in_arena(&g->tensors[p->blocks[i].tensor]))
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "block %u: tensor '%s' takes no arena memory",
+                          (unsigned)i, g->tensors[p->blocks[i].tensor].name);
+    uint32_t nb = p->n_blocks, nt = (uint32_t)g->n_tensors;
+    uint32_t *order = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *order);
+    block_key *keys = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *keys);
+    uint32_t *open = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *open);
+    uint8_t *used = mp_calloc(ctx, (size_t)nb + 1, 1);
+    uint8_t *computed = mp_calloc(ctx, g->n_nodes + 1, 1);
+    mp_status st = MP_ERR_NOMEM;
+    if (order && keys && open && used && computed) {
+        for (uint32_t i = 0; i < nb; i++)
+            keys[i] = (block_key){p->blocks[i].tensor, p->blocks[i].first, i};
+        qsort(keys, nb, sizeof *keys, cmp_block_key);
+        for (uint32_t i = 0; i < nb; i++)
+            order[i] = keys[i].idx;
+        st = MP_OK;
+        for (uint32_t i = 1; i < nb && !st; i++) {
+            const mp_block *a = &p->blocks[order[i - 1]];
+            const mp_block *b = &p->blocks[order[i]];
+            if (a->tensor == b->tensor && a->first == b->first)
+                st = mp_err(ctx, MP_ERR_VERIFY,
+                            "tensor '%s' has two blocks starting at step %u",
+                            g->tensors[a->tensor].name, (unsigned)a->first);
+        }
+        if (!st)
+            st = replay(g, p, order, open, used, computed);
+        if (!st)
+            st = check_figures(g, p);
+        if (!st)
+            st = check_geometry(g, p);
+    }
+    mp_dealloc(ctx, order);
+    mp_dealloc(ctx, keys);
+    mp_dealloc(ctx, open);
+    mp_dealloc(ctx, used);
+    mp_dealloc(ctx, computed);
+    return st;
+}

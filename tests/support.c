@@ -1,0 +1,59 @@
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void mp_test_add_suite(const char *name, CU_TestInfo *tests)
+{
+    CU_SuiteInfo suites[] = {{name, NULL, NULL, NULL, NULL, tests},
+                             CU_SUITE_INFO_NULL};
+    CU_register_suites(suites);
+}
+
+const char *mp_test_write_temp(const char *suffix, const char *text)
+{
+    static char path[8][256];
+    static int slot;
+    char *p = path[slot++ % 8];
+    snprintf(p, 256, "/tmp/mp_test_XXXXXX%s", suffix ? suffix : "");
+    int fd = mkstemps(p, suffix ? (int)strlen(suffix) : 0);
+    if (fd < 0)
+        return NULL;
+    size_t len = strlen(text);
+    ssize_t w = write(fd, text, len);
+    close(fd);
+    return w == (ssize_t)len ? p : NULL;
+}
+
+int mp_test_run(const char *cmd, char *out, size_t cap)
+{
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    size_t n = 0;
+    if (out && cap) {
+        n = fread(out, 1, cap - 1, f);
+        out[n] = 0;
+    } else {
+        char buf[4096];
+        while (fread(buf, 1, sizeof buf, f) > 0) {
+        }
+    }
+    int st = pclose(f);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+uint64_t mp_test_rand(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}

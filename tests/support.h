@@ -1,0 +1,19 @@
+/* Helpers shared by the test suites. */
+#ifndef MP_TEST_SUPPORT_H
+#define MP_TEST_SUPPORT_H
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Adds a suite with the given tests (NULL-terminated name/function pairs
+ * in a CU_TestInfo array). */
+void mp_test_add_suite(const char *name, CU_TestInfo *tests);
+/* Writes text to a fresh temporary file; returns its path (static buffer
+ * per call, caller copies) or NULL. */
+const char *mp_test_write_temp(const char *suffix, const char *text);
+/* Runs a shell command, captures stdout (up to cap bytes) and returns the
+ * exit status (-1 on failure to run). */
+int mp_test_run(const char *cmd, char *out, size_t cap);
+/* xorshift64* PRNG for reproducible random tests. */
+uint64_t mp_test_rand(uint64_t *state);
+#endif
