@@ -1,0 +1,489 @@
+/* Tests of the memplan command: runs the built binary (MP_CLI_PATH) on small
+ * hand-written inputs and checks exit codes, output and written files. */
+#include "support.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memplan/memplan.h"
+
+static char out[1 << 16];
+
+/* Runs "MP_CLI_PATH <args>" (args formatted), stdout into `out`. */
+static int cli(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static int cli(const char *fmt, ...)
+{
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s", MP_CLI_PATH, args);
+    out[0] = 0;
+    return mp_test_run(cmd, out, sizeof out);
+}
+
+/* A temporary file holding text; the path is copied into dst. */
+static int temp(char *dst, size_t cap, const char *suffix, const char *text)
+{
+    const char *p = mp_test_write_temp(suffix, text);
+    if (!p)
+        return -1;
+    snprintf(dst, cap, "%s", p);
+    return 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (!buf)
+        buf = calloc(1, 1);
+    else
+        buf[len] = 0;
+    return buf;
+}
+
+/* ---- a small trace: five buffers, sizes chosen so that the max-live lower
+ * bound (450 at t=3) is computed below independently of the library ---- */
+static const char trace_text[] = "id,lower,upper,size\n"
+                                 "0,0,2,100\n"
+                                 "1,1,3,200\n"
+                                 "2,2,4,100\n"
+                                 "3,0,4,50\n"
+                                 "4,3,5,300\n";
+
+typedef struct row {
+    long long id, lo, hi, size, off;
+} row;
+
+/* Parses a 5-column trace written by the CLI; returns the row count, or -1
+ * when the header or a row does not have exactly 5 fields. */
+static int parse_trace5(const char *text, row *rows, int cap)
+{
+    const char *p = strchr(text, '\n');
+    if (!p)
+        return -1;
+    /* header: 5 comma-separated names, the last one "offset" */
+    int commas = 0;
+    for (const char *q = text; q < p; q++)
+        commas += *q == ',';
+    if (commas != 4 || strncmp(p - 6, "offset", 6) != 0)
+        return -1;
+    int n = 0;
+    p++;
+    while (*p) {
+        if (n >= cap)
+            return -1;
+        row *r = &rows[n];
+        int used = 0;
+        if (sscanf(p, "%lld,%lld,%lld,%lld,%lld%n", &r->id, &r->lo, &r->hi,
+                   &r->size, &r->off, &used) != 5)
+            return -1;
+        p += used;
+        while (*p == '\r')
+            p++;
+        if (*p != '\n' && *p != '\0')
+            return -1;   /* a sixth field or junk */
+        if (*p)
+            p++;
+        n++;
+    }
+    return n;
+}
+
+static long long trace_lower_bound(const row *r, int n)
+{
+    long long best = 0;
+    for (long long t = 0; t < 8; t++) {
+        long long live = 0;
+        for (int i = 0; i < n; i++)
+            if (r[i].lo <= t && t < r[i].hi)
+                live += r[i].size;
+        if (live > best)
+            best = live;
+    }
+    return best;
+}
+
+static void test_help_version(void)
+{
+    CU_ASSERT_EQUAL(cli("--help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "Usage: memplan"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "offsets"));
+    CU_ASSERT_EQUAL(cli("-h"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "Exit status"));
+    CU_ASSERT_EQUAL(cli("--version"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, MP_VERSION_STRING));
+    const char *cmds[] = {"plan", "offsets", "verify"};
+    for (int i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "Usage: memplan %s", cmds[i]);
+        CU_ASSERT_EQUAL(cli("%s --help", cmds[i]), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "Examples:"));
+        CU_ASSERT_EQUAL(cli("%s -h", cmds[i]), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+        CU_ASSERT_EQUAL(cli("help %s", cmds[i]), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    }
+}
+
+static void test_usage_errors(void)
+{
+    CU_ASSERT_EQUAL(cli("2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("frobnicate 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown command 'frobnicate'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "plan"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "verify"));
+    /* not implemented yet: must not pretend to exist */
+    CU_ASSERT_EQUAL(cli("convert x.onnx 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("plan 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("plan a.json b.json 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("plan a.json --bogus 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--bogus"));
+    CU_ASSERT_EQUAL(cli("plan a.json --align 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("plan a.json --json=1 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("offsets t.csv --method no-such-method 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "no-such-method"));
+    CU_ASSERT_EQUAL(cli("offsets t.csv --seed -3 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("offsets t.csv --time-limit soon 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("verify 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("verify a b c 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("verify g.json p.json --capacity 1MiB 2>&1"), 2);
+}
+
+static void test_bad_sizes(void)
+{
+    char trace[256];
+    CU_ASSERT_FATAL(temp(trace, sizeof trace, ".csv", trace_text) == 0);
+    CU_ASSERT_EQUAL(cli("offsets %s --align 4XB 2>&1", trace), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4XB"));
+    CU_ASSERT_EQUAL(cli("offsets %s --align KiB 2>&1", trace), 2);
+    CU_ASSERT_EQUAL(cli("offsets %s --align 1.5KiB 2>&1", trace), 2);
+    CU_ASSERT_EQUAL(cli("offsets %s --align -4 2>&1", trace), 2);
+    CU_ASSERT_EQUAL(cli("offsets %s --align 18446744073709551616 2>&1", trace), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "64 bits"));
+    CU_ASSERT_EQUAL(cli("offsets %s --align 17179869184GiB 2>&1", trace), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "64 bits"));
+    CU_ASSERT_EQUAL(cli("verify %s --capacity 12PB 2>&1", trace), 2);
+    CU_ASSERT_EQUAL(unlink(trace), 0);
+}
+
+static void test_offsets_roundtrip(void)
+{
+    char trace[256], placed[256];
+    CU_ASSERT_FATAL(temp(trace, sizeof trace, ".csv", trace_text) == 0);
+    CU_ASSERT_FATAL(temp(placed, sizeof placed, ".csv", "") == 0);
+
+    CU_ASSERT_EQUAL(cli("offsets %s -o %s", trace, placed), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "arena"));
+    char *text = slurp(placed);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    row r[16];
+    int n = parse_trace5(text, r, 16);
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    /* the offsets really separate buffers live at the same time */
+    long long arena = 0;
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(r[i].id, i);
+        CU_ASSERT(r[i].off >= 0);
+        if (r[i].off + r[i].size > arena)
+            arena = r[i].off + r[i].size;
+        for (int j = 0; j < i; j++) {
+            int time = r[i].lo < r[j].hi && r[j].lo < r[i].hi;
+            int space = r[i].off < r[j].off + r[j].size &&
+                        r[j].off < r[i].off + r[i].size;
+            CU_ASSERT(!(time && space));
+        }
+    }
+    CU_ASSERT(arena >= trace_lower_bound(r, n));
+
+    CU_ASSERT_EQUAL(cli("verify %s", placed), 0);
+    CU_ASSERT(strncmp(out, "valid:", 6) == 0);
+    /* a capacity below the arena fails verification */
+    CU_ASSERT_EQUAL(cli("verify %s --capacity %lld 2>&1", placed, arena - 1), 5);
+    CU_ASSERT_EQUAL(cli("verify %s --capacity %lldB", placed, arena), 0);
+
+    /* JSON summary: figures agree with the independent computation */
+    CU_ASSERT_EQUAL(cli("offsets %s --json", trace), 0);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "buffers")), 5);
+    json_int_t lb = json_integer_value(json_object_get(j, "lower_bound_bytes"));
+    json_int_t ar = json_integer_value(json_object_get(j, "arena_bytes"));
+    CU_ASSERT_EQUAL(lb, trace_lower_bound(r, n));
+    CU_ASSERT(ar >= lb);
+    CU_ASSERT(json_is_real(json_object_get(j, "ratio")));
+    CU_ASSERT(json_is_string(json_object_get(j, "status")));
+    CU_ASSERT(json_is_string(json_object_get(j, "solver")));
+    CU_ASSERT(json_is_number(json_object_get(j, "solve_seconds")));
+    json_decref(j);
+
+    /* the input has no offsets: verify says so (input error) */
+    CU_ASSERT_EQUAL(cli("verify %s 2>&1", trace), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "offset"));
+    unlink(trace);
+    unlink(placed);
+}
+
+static void test_offsets_align(void)
+{
+    char trace[256], placed[256];
+    CU_ASSERT_FATAL(temp(trace, sizeof trace, ".csv", trace_text) == 0);
+    CU_ASSERT_FATAL(temp(placed, sizeof placed, ".csv", "") == 0);
+    CU_ASSERT_EQUAL(cli("offsets %s --align 4kib -o %s", trace, placed), 0);
+    char *text = slurp(placed);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    row r[16];
+    int n = parse_trace5(text, r, 16);
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(r[i].off % 4096, 0);
+    CU_ASSERT_EQUAL(cli("verify %s --align 4KiB", placed), 0);
+    unlink(trace);
+    unlink(placed);
+}
+
+static void test_verify_trace_overlap(void)
+{
+    char bad[256], ok[256];
+    /* buffers 0 and 1 are both live at t=1 and share bytes [50,100) */
+    CU_ASSERT_FATAL(temp(bad, sizeof bad, ".csv",
+                         "id,lower,upper,size,offset\n"
+                         "0,0,2,100,0\n"
+                         "1,1,3,100,50\n") == 0);
+    /* same offset, but the intervals are half-open and do not meet */
+    CU_ASSERT_FATAL(temp(ok, sizeof ok, ".csv",
+                         "id,lower,upper,size,offset\n"
+                         "0,0,2,100,0\n"
+                         "1,2,4,100,0\n") == 0);
+    CU_ASSERT_EQUAL(cli("verify %s 2>&1", bad), 5);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "memplan: "));
+    CU_ASSERT_PTR_NULL(strstr(out, "valid:"));
+    CU_ASSERT_EQUAL(cli("verify %s", ok), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "valid:"));
+    CU_ASSERT_EQUAL(cli("verify %s --align 64 2>&1", ok), 0);
+    unlink(bad);
+    unlink(ok);
+}
+
+/* ---- plans ---------------------------------------------------------------- */
+/* x (input) -> Relu -> y -> Add(y, w) -> z (output); w a 4096-byte weight.
+ * Every tensor is 1024 float32 = 4096 bytes. */
+static const char graph_text[] =
+    "{\n"
+    "  \"name\": \"cli_tiny\",\n"
+    "  \"tensors\": [\n"
+    "    {\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [4, 256], \"kind\": \"input\"},\n"
+    "    {\"name\": \"w\", \"dtype\": \"float32\", \"shape\": [4, 256], \"kind\": \"weight\"},\n"
+    "    {\"name\": \"y\", \"dtype\": \"float32\", \"shape\": [4, 256]},\n"
+    "    {\"name\": \"z\", \"dtype\": \"float32\", \"shape\": [4, 256]}\n"
+    "  ],\n"
+    "  \"nodes\": [\n"
+    "    {\"name\": \"relu\", \"op\": \"Relu\", \"inputs\": [\"x\"], \"outputs\": [\"y\"]},\n"
+    "    {\"name\": \"add\", \"op\": \"Add\", \"inputs\": [\"y\", \"w\"], \"outputs\": [\"z\"]}\n"
+    "  ],\n"
+    "  \"outputs\": [\"z\"]\n"
+    "}\n";
+
+static void test_plan_json(void)
+{
+    char graph[256];
+    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
+    CU_ASSERT_EQUAL_FATAL(cli("plan %s --json", graph), 0);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);   /* exactly one JSON value */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT(json_is_object(j));
+    const char *keys[] = {"tensors", "nodes", "lower_bound_bytes",
+                          "arena_bytes", "peak_bytes", "persistent_bytes",
+                          "no_reuse_bytes", "status", "solver",
+                          "solve_seconds", "alignment", "peak_step",
+                          "peak_tensors"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(json_object_get(j, keys[i]));
+    json_int_t lb = json_integer_value(json_object_get(j, "lower_bound_bytes"));
+    json_int_t arena = json_integer_value(json_object_get(j, "arena_bytes"));
+    json_int_t peak = json_integer_value(json_object_get(j, "peak_bytes"));
+    json_int_t pers = json_integer_value(json_object_get(j, "persistent_bytes"));
+    json_int_t noreuse = json_integer_value(json_object_get(j, "no_reuse_bytes"));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "tensors")), 4);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "nodes")), 2);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "alignment")), 256);
+    CU_ASSERT_EQUAL(pers, 4096);             /* the weight */
+    CU_ASSERT(lb >= 2 * 4096);               /* a node's input and output */
+    CU_ASSERT(lb <= 3 * 4096);               /* x, y, z at most */
+    CU_ASSERT(arena >= lb);
+    CU_ASSERT(noreuse >= arena);
+    CU_ASSERT_EQUAL(peak, arena + pers);
+    CU_ASSERT(json_is_string(json_object_get(j, "status")));
+    CU_ASSERT(json_is_string(json_object_get(j, "solver")));
+    /* the peak's tensors: names from the graph, largest first, summing to
+     * the live bytes at the peak step, which is the lower bound */
+    json_t *top = json_object_get(j, "peak_tensors");
+    CU_ASSERT_FATAL(json_is_array(top));
+    CU_ASSERT(json_array_size(top) >= 2);
+    json_int_t sum = 0, prev = -1;
+    size_t i;
+    json_t *e;
+    json_array_foreach(top, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_int_t b = json_integer_value(json_object_get(e, "bytes"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+        CU_ASSERT(strcmp(name, "x") == 0 || strcmp(name, "y") == 0 ||
+                  strcmp(name, "z") == 0);
+        CU_ASSERT(b >= 4096);
+        CU_ASSERT(prev < 0 || b <= prev);
+        prev = b;
+        sum += b;
+    }
+    CU_ASSERT_EQUAL(sum, lb);
+    json_decref(j);
+
+    /* --align with a unit reaches the plan */
+    CU_ASSERT_EQUAL_FATAL(cli("plan %s --json --align 1KiB", graph), 0);
+    j = json_loads(out, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "alignment")), 1024);
+    json_decref(j);
+
+    /* the human summary names the graph and gives sizes with units */
+    CU_ASSERT_EQUAL(cli("plan %s", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cli_tiny"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4.0 KiB (4096 bytes)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak at step"));
+    unlink(graph);
+}
+
+/* Sets every integer "offset" member in the tree to 0; returns how many. */
+static int zero_offsets(json_t *v)
+{
+    int n = 0;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *m;
+        json_object_foreach(v, k, m) {
+            if (strcmp(k, "offset") == 0 && json_is_integer(m)) {
+                json_integer_set(m, 0);
+                n++;
+            } else {
+                n += zero_offsets(m);
+            }
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) n += zero_offsets(m);
+    }
+    return n;
+}
+
+static void test_plan_verify(void)
+{
+    char graph[256], plan[256], tampered[256];
+    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
+    CU_ASSERT_FATAL(temp(plan, sizeof plan, ".json", "") == 0);
+    CU_ASSERT_FATAL(temp(tampered, sizeof tampered, ".json", "") == 0);
+
+    CU_ASSERT_EQUAL_FATAL(cli("plan %s -o %s", graph, plan), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, plan));
+    CU_ASSERT_EQUAL(cli("verify %s %s", graph, plan), 0);
+    CU_ASSERT(strncmp(out, "valid:", 6) == 0);
+
+    /* every block moved to offset 0: x and y (or y and z) overlap */
+    json_error_t err;
+    json_t *j = json_load_file(plan, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT(zero_offsets(j) >= 2);
+    CU_ASSERT_EQUAL_FATAL(json_dump_file(j, tampered, JSON_INDENT(1)), 0);
+    json_decref(j);
+    CU_ASSERT_EQUAL(cli("verify %s %s 2>&1", graph, tampered), 5);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "memplan: "));
+    CU_ASSERT_PTR_NULL(strstr(out, "valid:"));
+
+    /* --json output and -o together: stdout is still one JSON object */
+    CU_ASSERT_EQUAL(cli("plan %s --json -o %s", graph, plan), 0);
+    j = json_loads(out, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    json_decref(j);
+    unlink(graph);
+    unlink(plan);
+    unlink(tampered);
+}
+
+static void test_input_errors(void)
+{
+    const char *missing = "/nonexistent-dir/memplan-missing-input.json";
+    CU_ASSERT_EQUAL(cli("plan %s 2>&1", missing), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, missing));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "memplan: "));
+    CU_ASSERT_EQUAL(cli("offsets /nonexistent-dir/t.csv 2>&1"), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/nonexistent-dir/t.csv"));
+    CU_ASSERT_EQUAL(cli("verify /nonexistent-dir/t.csv 2>&1"), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/nonexistent-dir/t.csv"));
+
+    /* a syntax error on line 3: the message names file:line */
+    char bad[256], want[300];
+    CU_ASSERT_FATAL(temp(bad, sizeof bad, ".json",
+                         "{\n  \"name\": \"x\",\n  oops\n}\n") == 0);
+    CU_ASSERT_EQUAL(cli("plan %s 2>&1", bad), 3);
+    snprintf(want, sizeof want, "%s:3:", bad);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    unlink(bad);
+
+    /* an unwritable output: I/O error naming the output */
+    char trace[256];
+    CU_ASSERT_FATAL(temp(trace, sizeof trace, ".csv", trace_text) == 0);
+    CU_ASSERT_EQUAL(cli("offsets %s -o /nonexistent-dir/o.csv 2>&1", trace), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/nonexistent-dir/o.csv"));
+    unlink(trace);
+}
+
+void mp_register_cli(void)
+{
+    static CU_TestInfo tests[] = {
+        {"help_version", test_help_version},
+        {"usage_errors", test_usage_errors},
+        {"bad_sizes", test_bad_sizes},
+        {"offsets_roundtrip", test_offsets_roundtrip},
+        {"offsets_align", test_offsets_align},
+        {"verify_trace_overlap", test_verify_trace_overlap},
+        {"plan_json", test_plan_json},
+        {"plan_verify", test_plan_verify},
+        {"input_errors", test_input_errors},
+        CU_TEST_INFO_NULL,
+    };
+    mp_test_add_suite("cli", tests);
+}
