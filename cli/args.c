@@ -154,6 +154,12 @@ int cli_parse_size(const char *what, const char *s, uint64_t *out)
                   s, what);
         return CLI_EXIT_USAGE;
     }
+    if (*p == '.') {
+        cli_error("bad size '%s' for %s: expected a whole number of bytes "
+                  "(no fractions; write 1536KiB, not 1.5MiB)",
+                  s, what);
+        return CLI_EXIT_USAGE;
+    }
     while (*p == ' ')
         p++;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
