@@ -303,7 +303,7 @@ static void test_verify_trace_overlap(void)
 /* x (input) -> Relu -> y -> Add(y, w) -> z (output); w a 4096-byte weight.
  * Every tensor is 1024 float32 = 4096 bytes. */
 static const char graph_text[] =
-    "{\n"
+    "{\"format\": \"memplan-graph\", \"version\": 1,\n"
     "  \"name\": \"cli_tiny\",\n"
     "  \"tensors\": [\n"
     "    {\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [4, 256], \"kind\": \"input\"},\n"
