@@ -225,10 +225,11 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
     if (pk->step < mp_plan_num_steps(plan)) {
         char step[256];
         describe_step(g, plan, pk->step, step, sizeof step);
-        printf("\npeak at step %u (%s): %s live in the arena, %u tensors\n",
-               pk->step, step, cli_size(pk->live, b, sizeof b), pk->n);
-        if (pk->n)
-            printf("  largest tensors live there:\n");
+        printf("\npeak at step %u of %u: %s\n", pk->step,
+               mp_plan_num_steps(plan), step);
+        printf("  %s live in the arena in %u tensors%s\n",
+               cli_size(pk->live, b, sizeof b), pk->n,
+               pk->n ? ", largest first:" : "");
         for (uint32_t i = 0; i < pk->n && i < PEAK_TOP; i++) {
             const mp_block *bl = pk->blocks[i];
             printf("  %-32s %s\n", cli_size(bl->size, b, sizeof b),
