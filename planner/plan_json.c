@@ -297,8 +297,8 @@ static mp_status rd_err(rd *r, const char *pos, mp_status st,
         if (*q == '\n') {
             line++;
             col = 1;
-        } else {
-            col++;
+        } else if (((unsigned char)*q & 0xC0) != 0x80) {
+            col++;   /* columns count characters (UTF-8), as jansson's */
         }
     }
     char text[MP_MSG_MAX];
