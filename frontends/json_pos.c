@@ -1,0 +1,492 @@
+/* Positions in JSON text for error messages, file reading and parsing
+ * shared by the JSON frontends.
+ *
+ * jansson keeps no positions in its values, so for a semantic error (a
+ * wrong type, an unknown name) the loader knows the path of the offending
+ * value ("tensors", 3, "shape", 1) and this small scanner walks the
+ * original text along that path to find its line and column. It only runs
+ * when an error is reported, and only on text jansson has already
+ * accepted, so it can be simple. */
+#include "json_pos.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- scanner ------------------------------------------------------------- */
+typedef struct scan {
+    const char *s;
+    size_t len, pos;
+} scan;
+
+static void skip_ws(scan *sc)
+{
+    while (sc->pos < sc->len) {
+        char c = sc->s[sc->pos];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            break;
+        sc->pos++;
+    }
+}
+
+static int peek(const scan *sc)
+{
+    return sc->pos < sc->len ? (unsigned char)sc->s[sc->pos] : -1;
+}
+
+/* At an opening quote: moves past the closing quote. */
+static bool skip_string(scan *sc)
+{
+    if (peek(sc) != '"')
+        return false;
+    sc->pos++;
+    while (sc->pos < sc->len) {
+        char c = sc->s[sc->pos++];
+        if (c == '\\')
+            sc->pos++;
+        else if (c == '"')
+            return true;
+    }
+    return false;
+}
+
+/* Skips one value (no recursion: containers by depth counting). */
+static bool skip_value(scan *sc)
+{
+    skip_ws(sc);
+    int c = peek(sc);
+    if (c == '"')
+        return skip_string(sc);
+    if (c == '{' || c == '[') {
+        size_t depth = 0;
+        while (sc->pos < sc->len) {
+            char ch = sc->s[sc->pos];
+            if (ch == '"') {
+                if (!skip_string(sc))
+                    return false;
+                continue;
+            }
+            sc->pos++;
+            if (ch == '{' || ch == '[')
+                depth++;
+            else if (ch == '}' || ch == ']') {
+                if (--depth == 0)
+                    return true;
+            }
+        }
+        return false;
+    }
+    /* number or literal */
+    size_t start = sc->pos;
+    while (sc->pos < sc->len) {
+        char ch = sc->s[sc->pos];
+        if (ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\t' ||
+            ch == '\n' || ch == '\r')
+            break;
+        sc->pos++;
+    }
+    return sc->pos > start;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static bool read_hex4(const char *p, size_t avail, unsigned *out)
+{
+    if (avail < 4)
+        return false;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0)
+            return false;
+        v = v * 16 + (unsigned)h;
+    }
+    *out = v;
+    return true;
+}
+
+/* At an opening quote: decodes the string and compares it with key.
+ * Moves past the string in every case. */
+static bool string_equals(scan *sc, const char *key)
+{
+    size_t start = sc->pos;
+    if (!skip_string(sc))
+        return false;
+    size_t end = sc->pos - 1; /* closing quote */
+    const unsigned char *k = (const unsigned char *)key;
+    size_t i = start + 1;
+    while (i < end) {
+        unsigned char c = (unsigned char)sc->s[i];
+        if (c != '\\') {
+            if (*k++ != c)
+                return false;
+            i++;
+            continue;
+        }
+        i++;
+        char e = sc->s[i++];
+        unsigned cp;
+        switch (e) {
+        case 'n': cp = '\n'; break;
+        case 't': cp = '\t'; break;
+        case 'r': cp = '\r'; break;
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'u':
+            if (!read_hex4(sc->s + i, end - i, &cp))
+                return false;
+            i += 4;
+            if (cp >= 0xD800 && cp < 0xDC00 && i + 6 <= end &&
+                sc->s[i] == '\\' && sc->s[i + 1] == 'u') {
+                unsigned lo;
+                if (read_hex4(sc->s + i + 2, end - i - 2, &lo) &&
+                    lo >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    i += 6;
+                }
+            }
+            break;
+        default: cp = (unsigned char)e; break; /* \" \\ \/ */
+        }
+        unsigned char u[4];
+        int n;
+        if (cp < 0x80) {
+            u[0] = (unsigned char)cp;
+            n = 1;
+        } else if (cp < 0x800) {
+            u[0] = (unsigned char)(0xC0 | (cp >> 6));
+            u[1] = (unsigned char)(0x80 | (cp & 0x3F));
+            n = 2;
+        } else if (cp < 0x10000) {
+            u[0] = (unsigned char)(0xE0 | (cp >> 12));
+            u[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            u[2] = (unsigned char)(0x80 | (cp & 0x3F));
+            n = 3;
+        } else {
+            u[0] = (unsigned char)(0xF0 | (cp >> 18));
+            u[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+            u[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            u[3] = (unsigned char)(0x80 | (cp & 0x3F));
+            n = 4;
+        }
+        for (int j = 0; j < n; j++)
+            if (*k++ != u[j])
+                return false;
+    }
+    return *k == 0;
+}
+
+/* At '{': finds member key; leaves sc at its value (or at the key with
+ * at_key). */
+static bool find_member(scan *sc, const char *key, bool at_key)
+{
+    if (peek(sc) != '{')
+        return false;
+    sc->pos++;
+    for (;;) {
+        skip_ws(sc);
+        if (peek(sc) != '"')
+            return false;
+        size_t key_pos = sc->pos;
+        bool eq = string_equals(sc, key);
+        skip_ws(sc);
+        if (peek(sc) != ':')
+            return false;
+        sc->pos++;
+        skip_ws(sc);
+        if (eq) {
+            if (at_key)
+                sc->pos = key_pos;
+            return true;
+        }
+        if (!skip_value(sc))
+            return false;
+        skip_ws(sc);
+        if (peek(sc) != ',')
+            return false;
+        sc->pos++;
+    }
+}
+
+/* At '[': moves to element idx. */
+static bool find_element(scan *sc, size_t idx)
+{
+    if (peek(sc) != '[')
+        return false;
+    sc->pos++;
+    for (size_t i = 0;; i++) {
+        skip_ws(sc);
+        if (peek(sc) == ']')
+            return false;
+        if (i == idx)
+            return true;
+        if (!skip_value(sc))
+            return false;
+        skip_ws(sc);
+        if (peek(sc) != ',')
+            return false;
+        sc->pos++;
+    }
+}
+
+void mp_json_offset_pos(const char *text, size_t len, size_t off, int *line,
+                        int *col)
+{
+    int ln = 1, cl = 1;
+    if (off > len)
+        off = len;
+    for (size_t i = 0; i < off; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n') {
+            ln++;
+            cl = 1;
+        } else if ((c & 0xC0) != 0x80) {
+            cl++;
+        }
+    }
+    *line = ln;
+    *col = cl;
+}
+
+bool mp_json_locate(const char *text, size_t len, const mp_jpath *path,
+                    size_t depth, bool at_key, int *line, int *col)
+{
+    if (!text)
+        return false;
+    scan sc = {text, len, 0};
+    skip_ws(&sc);
+    for (size_t d = 0; d < depth; d++) {
+        bool last = d + 1 == depth;
+        skip_ws(&sc);
+        bool ok = path[d].key
+                      ? find_member(&sc, path[d].key, last && at_key)
+                      : find_element(&sc, path[d].index);
+        if (!ok)
+            return false;
+    }
+    skip_ws(&sc);
+    mp_json_offset_pos(text, len, sc.pos, line, col);
+    return true;
+}
+
+/* ---- error context ---------------------------------------------------------- */
+void mp_jloc_init(mp_jloc *L, mp_ctx *ctx, const char *src, const char *text,
+                  size_t len)
+{
+    memset(L, 0, sizeof *L);
+    L->ctx = ctx;
+    L->src = src;
+    L->text = text;
+    L->len = len;
+}
+
+mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
+                      ...)
+{
+    char msg[MP_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+
+    size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
+    char path[512];
+    size_t n = 0;
+    path[0] = 0;
+    for (size_t d = 0; d < depth && n < sizeof path; d++) {
+        int w;
+        if (L->path[d].key)
+            w = snprintf(path + n, sizeof path - n, "%s%s", d ? "." : "",
+                         L->path[d].key);
+        else
+            w = snprintf(path + n, sizeof path - n, "[%zu]",
+                         L->path[d].index);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+        if (d == 1 && L->label[0] && n < sizeof path) {
+            w = snprintf(path + n, sizeof path - n, " (%s)", L->label);
+            if (w < 0)
+                break;
+            n += (size_t)w;
+        }
+    }
+    if (n >= sizeof path)
+        n = sizeof path - 1;
+    int line, col;
+    bool found = mp_json_locate(L->text, L->len, L->path, depth, at_key,
+                                &line, &col);
+    if (found && depth)
+        return mp_err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
+                      msg);
+    if (found)
+        return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
+    if (depth)
+        return mp_err(L->ctx, st, "%s: %s: %s", L->src, path, msg);
+    return mp_err(L->ctx, st, "%s: %s", L->src, msg);
+}
+
+const char *mp_json_describe(const json_t *v, char *buf, size_t cap)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: {
+        const char *s = json_string_value(v);
+        size_t l = strlen(s);
+        if (l > 40)
+            snprintf(buf, cap, "a string \"%.40s...\"", s);
+        else
+            snprintf(buf, cap, "\"%s\"", s);
+        return buf;
+    }
+    case JSON_INTEGER:
+        snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+        return buf;
+    case JSON_REAL:
+        snprintf(buf, cap, "%.17g", json_real_value(v));
+        return buf;
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+/* ---- files and parsing ---------------------------------------------------------- */
+mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
+                       size_t *len)
+{
+    *text = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
+                      strerror(errno));
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long sz = ftell(f);
+        if (sz > 0)
+            cap = (size_t)sz + 1;
+        rewind(f);
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            char *nb = mp_realloc_array(ctx, buf, ncap, 1);
+            if (!nb) {
+                mp_dealloc(ctx, buf);
+                fclose(f);
+                return MP_ERR_NOMEM;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (!buf) {
+        buf = mp_alloc(ctx, 1);
+        if (!buf) {
+            fclose(f);
+            return MP_ERR_NOMEM;
+        }
+    }
+    if (ferror(f)) {
+        int e = errno;
+        mp_dealloc(ctx, buf);
+        fclose(f);
+        return mp_err(ctx, MP_ERR_IO, "%s: read error: %s", path,
+                      strerror(e));
+    }
+    fclose(f);
+    buf[n] = 0;
+    *text = buf;
+    *len = n;
+    return MP_OK;
+}
+
+/* jansson reports the position just after the offending token; when its
+ * message quotes the token ("near '\"a\"'"), moves the position back to
+ * the token's first character. */
+static void token_start(const char *text, size_t len, const json_error_t *e,
+                        int *line, int *col)
+{
+    *line = e->line;
+    *col = e->column;
+    const char *near = strstr(e->text, "near '");
+    if (!near || e->position < 0)
+        return;
+    const char *tok = near + 6;
+    size_t tl = strlen(tok);
+    if (tl < 2 || tok[tl - 1] != '\'')
+        return;
+    tl--;
+    size_t end = (size_t)e->position;
+    if (end > len || tl > end || memcmp(text + end - tl, tok, tl) != 0)
+        return;
+    mp_json_offset_pos(text, len, end - tl, line, col);
+}
+
+mp_status mp_json_parse(mp_ctx *ctx, const char *text, size_t len,
+                        const char *src, json_t **root)
+{
+    *root = NULL;
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
+                       text[i] == '\r'))
+        i++;
+    if (i == len)
+        return mp_err(ctx, MP_ERR_PARSE, "%s:1:1: empty file (expected a "
+                      "JSON object)", src);
+    json_error_t e;
+    json_t *r = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    if (!r) {
+        enum json_error_code code = json_error_code(&e);
+        mp_status st = code == json_error_numeric_overflow ? MP_ERR_OVERFLOW
+                       : code == json_error_out_of_memory ? MP_ERR_NOMEM
+                                                          : MP_ERR_PARSE;
+        int line, col;
+        token_start(text, len, &e, &line, &col);
+        if (col < 1)
+            col = 1;
+        const char *what = code == json_error_numeric_overflow
+                               ? " (numbers must fit in 64 bits)"
+                               : "";
+        return mp_err(ctx, st, "%s:%d:%d: %s%s", src, line, col, e.text,
+                      what);
+    }
+    if (!json_is_object(r)) {
+        int line, col;
+        mp_json_offset_pos(text, len, i, &line, &col);
+        json_decref(r);
+        return mp_err(ctx, MP_ERR_PARSE,
+                      "%s:%d:%d: expected a JSON object at the top level, "
+                      "got an array", src, line, col);
+    }
+    *root = r;
+    return MP_OK;
+}
+
+mp_status mp_json_finalize(mp_ctx *ctx, mp_graph *g, const char *src)
+{
+    mp_status st = mp_graph_finalize(g);
+    if (st) {
+        char msg[MP_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", ctx->msg);
+        mp_err(ctx, st, "%s: %s", src, msg);
+    }
+    return st;
+}

@@ -1,0 +1,100 @@
+/* Helpers shared by the JSON frontends (memplan JSON graph, networkx
+ * node-link): reading a file, parsing it with jansson with positioned
+ * syntax errors, and finding the line:column of any value by its path in
+ * the original text, so that semantic errors name file:line:column and the
+ * key. Internal to the library. */
+#ifndef MP_JSON_POS_H
+#define MP_JSON_POS_H
+
+#include "internal.h"
+
+#include <jansson.h>
+
+/* One step of a path into a JSON document: an object key (key != NULL) or
+ * an array index (key == NULL). */
+typedef struct mp_jpath {
+    const char *key;
+    size_t index;
+} mp_jpath;
+
+#define MP_JPATH_MAX 16
+
+/* Finds the value at `path` (depth steps) in text (len bytes, valid JSON)
+ * and returns its 1-based line and column (columns count characters, as
+ * jansson does). With at_key, the last step must be a key and the position
+ * is that of the key itself. Returns false when the path is not found. */
+bool mp_json_locate(const char *text, size_t len, const mp_jpath *path,
+                    size_t depth, bool at_key, int *line, int *col);
+
+/* Line and column (1-based) of byte offset off in text. */
+void mp_json_offset_pos(const char *text, size_t len, size_t off, int *line,
+                        int *col);
+
+/* Error context of a loader: the source name, the text and the path of
+ * the value being read. */
+typedef struct mp_jloc {
+    mp_ctx *ctx;
+    const char *src;
+    const char *text;
+    size_t len;
+    mp_jpath path[MP_JPATH_MAX];
+    size_t depth;
+    char label[160];   /* printed after path[1], e.g. "\"conv1\"" */
+} mp_jloc;
+
+void mp_jloc_init(mp_jloc *L, mp_ctx *ctx, const char *src, const char *text,
+                  size_t len);
+static inline void mp_jloc_key(mp_jloc *L, const char *key)
+{
+    if (L->depth < MP_JPATH_MAX) {
+        L->path[L->depth].key = key;
+        L->path[L->depth].index = 0;
+    }
+    L->depth++;
+}
+static inline void mp_jloc_index(mp_jloc *L, size_t i)
+{
+    if (L->depth < MP_JPATH_MAX) {
+        L->path[L->depth].key = NULL;
+        L->path[L->depth].index = i;
+    }
+    L->depth++;
+}
+static inline void mp_jloc_pop(mp_jloc *L) { L->depth--; }
+
+/* Records "src:line:col: path (label): message" in the context and returns
+ * st. at_key: point at the key of the last path step, not its value. */
+mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
+                      ...) MP_PRINTF(4, 5);
+
+/* Describes a JSON value for messages ("a string \"a\"", "an array", ...). */
+const char *mp_json_describe(const json_t *v, char *buf, size_t cap);
+
+/* True when key is an extension key ("x-...") that readers ignore. */
+static inline bool mp_json_is_ext_key(const char *key)
+{
+    return key[0] == 'x' && key[1] == '-';
+}
+
+/* Reads a whole file with the context allocator; the text is
+ * NUL-terminated. MP_ERR_IO names the file. */
+mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
+                       size_t *len);
+
+/* Parses text with jansson (duplicate keys rejected). Syntax errors give
+ * MP_ERR_PARSE (MP_ERR_OVERFLOW for numbers out of range) with
+ * "src:line:col: ..."; the top level must be an object. */
+mp_status mp_json_parse(mp_ctx *ctx, const char *text, size_t len,
+                        const char *src, json_t **root);
+
+/* Builders from a parsed document; text/len are the document's text (for
+ * error positions). Both return a finalized graph. */
+mp_status mp_json_graph_build(mp_ctx *ctx, json_t *root, const char *text,
+                              size_t len, const char *src, mp_graph **out);
+mp_status mp_nodelink_build(mp_ctx *ctx, json_t *root, const char *text,
+                            size_t len, const char *src, mp_graph **out);
+
+/* Finalizes g; on failure prefixes the message with "src: ". */
+mp_status mp_json_finalize(mp_ctx *ctx, mp_graph *g, const char *src);
+
+#endif /* MP_JSON_POS_H */
