@@ -617,9 +617,9 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
         if (!st)
             st = replay(g, p, order, open, used, computed);
         if (!st)
-            st = check_figures(g, p);
-        if (!st)
             st = check_geometry(g, p);
+        if (!st)
+            st = check_figures(g, p);
     }
     mp_dealloc(ctx, order);
     mp_dealloc(ctx, keys);

@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE 1 /* mkstemps */
 #include "support.h"
 
 #include <stdio.h>
