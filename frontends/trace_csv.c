@@ -1,0 +1,312 @@
+/* MiniMalloc traces: CSV with the header `id,lower,upper,size` and an
+ * optional fifth column `offset`. A row is one buffer of `size` bytes live
+ * on the half-open interval [lower, upper). Errors name file:line and the
+ * column. Blank lines are skipped; fields may carry spaces around them;
+ * CRLF line ends are accepted. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const col_names[] = {"id", "lower", "upper", "size",
+                                        "offset"};
+
+static mp_status read_file(mp_ctx *ctx, const char *path, char **out,
+                           size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
+                      strerror(errno));
+    size_t cap = 65536, n = 0;
+    char *buf = mp_alloc(ctx, cap);
+    if (!buf) {
+        fclose(f);
+        return MP_ERR_NOMEM;
+    }
+    for (;;) {
+        if (cap - n < 2) {
+            char *nb = mp_realloc_array(ctx, buf, cap, 2);
+            if (!nb) {
+                mp_dealloc(ctx, buf);
+                fclose(f);
+                return MP_ERR_NOMEM;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        mp_dealloc(ctx, buf);
+        return mp_err(ctx, MP_ERR_IO, "%s: read error", path);
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return MP_OK;
+}
+
+static void trim(const char **b, const char **e)
+{
+    while (*b < *e && (**b == ' ' || **b == '\t'))
+        (*b)++;
+    while (*e > *b && ((*e)[-1] == ' ' || (*e)[-1] == '\t' ||
+                       (*e)[-1] == '\r'))
+        (*e)--;
+}
+
+/* Parses a decimal integer in [b, e). */
+static int parse_int(const char *b, const char *e, int is_signed,
+                     int64_t *sv, uint64_t *uv)
+{
+    int neg = 0;
+    if (b < e && (*b == '-' || *b == '+')) {
+        if (*b == '-') {
+            if (!is_signed)
+                return 0;
+            neg = 1;
+        }
+        b++;
+    }
+    if (b == e)
+        return 0;
+    uint64_t v = 0;
+    for (; b < e; b++) {
+        if (*b < '0' || *b > '9')
+            return 0;
+        unsigned d = (unsigned)(*b - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    if (!is_signed) {
+        *uv = v;
+        return 1;
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1)
+            return 0;
+        *sv = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+    } else {
+        if (v > (uint64_t)INT64_MAX)
+            return 0;
+        *sv = (int64_t)v;
+    }
+    return 1;
+}
+
+/* Splits [b, e) at commas into at most max fields; returns the count (or
+ * max + 1 when there are more). */
+static int split(const char *b, const char *e, const char **fb,
+                 const char **fe, int max)
+{
+    int k = 0;
+    const char *s = b;
+    for (const char *c = b;; c++) {
+        if (c == e || *c == ',') {
+            if (k == max)
+                return max + 1;
+            fb[k] = s;
+            fe[k] = c;
+            trim(&fb[k], &fe[k]);
+            k++;
+            if (c == e)
+                break;
+            s = c + 1;
+        }
+    }
+    return k;
+}
+
+static int blank(const char *b, const char *e)
+{
+    for (; b < e; b++)
+        if (*b != ' ' && *b != '\t' && *b != '\r')
+            return 0;
+    return 1;
+}
+
+mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
+                            mp_buffer **bufs_out, int64_t **ids_out,
+                            size_t *n_out, int *has_offsets)
+{
+    if (!ctx)
+        return MP_ERR_INVALID_ARG;
+    if (!path || !bufs_out || !n_out)
+        return mp_err(ctx, MP_ERR_INVALID_ARG,
+                      "trace: path, bufs_out and n_out are required");
+    *bufs_out = NULL;
+    *n_out = 0;
+    if (ids_out)
+        *ids_out = NULL;
+    if (has_offsets)
+        *has_offsets = 0;
+    char *text = NULL;
+    size_t len = 0;
+    mp_status st = read_file(ctx, path, &text, &len);
+    if (st != MP_OK)
+        return st;
+    mp_buffer *bufs = NULL;
+    int64_t *ids = NULL;
+    size_t n = 0, cap = 0, idcap = 0;
+    int ncol = 0;
+    unsigned long line = 0;
+    const char *fb[6], *fe[6];
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        line++;
+        if (memchr(p, '\0', (size_t)(le - p))) {
+            st = mp_err(ctx, MP_ERR_PARSE, "%s:%lu: NUL byte in the line",
+                        path, line);
+            goto fail;
+        }
+        if (blank(p, le)) {
+            p = le + 1;
+            continue;
+        }
+        int k = split(p, le, fb, fe, 5);
+        if (ncol == 0) { /* header */
+            if (k < 4 || k > 5) {
+                st = mp_err(ctx, MP_ERR_PARSE,
+                            "%s:%lu: header must be id,lower,upper,size[,"
+                            "offset] (found %d columns)",
+                            path, line, k > 5 ? 6 : k);
+                goto fail;
+            }
+            for (int c = 0; c < k; c++) {
+                size_t fl = (size_t)(fe[c] - fb[c]);
+                if (fl != strlen(col_names[c]) ||
+                    memcmp(fb[c], col_names[c], fl) != 0) {
+                    st = mp_err(ctx, MP_ERR_PARSE,
+                                "%s:%lu: column %d of the header must be "
+                                "'%s' (found '%.*s')",
+                                path, line, c + 1, col_names[c],
+                                (int)(fl > 40 ? 40 : fl), fb[c]);
+                    goto fail;
+                }
+            }
+            ncol = k;
+            p = le + 1;
+            continue;
+        }
+        if (k != ncol) {
+            st = mp_err(ctx, MP_ERR_PARSE,
+                        "%s:%lu: expected %d columns, found %s%d", path, line,
+                        ncol, k > 5 ? "more than " : "", k > 5 ? 5 : k);
+            goto fail;
+        }
+        if (n == cap && mp_grow(ctx, (void **)&bufs, sizeof *bufs, n + 1,
+                                &cap) != MP_OK) {
+            st = MP_ERR_NOMEM;
+            goto fail;
+        }
+        if (ids_out && n == idcap &&
+            mp_grow(ctx, (void **)&ids, sizeof *ids, n + 1, &idcap) != MP_OK) {
+            st = MP_ERR_NOMEM;
+            goto fail;
+        }
+        mp_buffer b = {0, 0, 0, 0};
+        int64_t id = 0;
+        for (int c = 0; c < ncol; c++) {
+            int ok;
+            uint64_t u = 0;
+            switch (c) {
+            case 0: ok = parse_int(fb[c], fe[c], 1, &id, NULL); break;
+            case 1: ok = parse_int(fb[c], fe[c], 1, &b.start, NULL); break;
+            case 2: ok = parse_int(fb[c], fe[c], 1, &b.end, NULL); break;
+            case 3:
+                ok = parse_int(fb[c], fe[c], 0, NULL, &u);
+                b.size = u;
+                break;
+            default:
+                ok = parse_int(fb[c], fe[c], 0, NULL, &u);
+                b.offset = u;
+                break;
+            }
+            if (!ok) {
+                size_t fl = (size_t)(fe[c] - fb[c]);
+                st = mp_err(ctx, MP_ERR_PARSE,
+                            "%s:%lu: column '%s': '%.*s' is not %s", path,
+                            line, col_names[c], (int)(fl > 40 ? 40 : fl),
+                            fb[c],
+                            c == 0 || c == 1 || c == 2
+                                ? "a 64-bit integer"
+                                : "a non-negative 64-bit integer");
+                goto fail;
+            }
+        }
+        if (b.end <= b.start) {
+            st = mp_err(ctx, MP_ERR_PARSE,
+                        "%s:%lu: column 'upper': %lld is not greater than "
+                        "lower %lld (intervals are [lower, upper))",
+                        path, line, (long long)b.end, (long long)b.start);
+            goto fail;
+        }
+        if (b.size == 0) {
+            st = mp_err(ctx, MP_ERR_PARSE, "%s:%lu: column 'size': size is 0",
+                        path, line);
+            goto fail;
+        }
+        bufs[n] = b;
+        if (ids_out)
+            ids[n] = id;
+        n++;
+        p = le + 1;
+    }
+    if (ncol == 0) {
+        st = mp_err(ctx, MP_ERR_PARSE,
+                    "%s:%lu: missing header id,lower,upper,size", path,
+                    line ? line : 1);
+        goto fail;
+    }
+    mp_dealloc(ctx, text);
+    *bufs_out = bufs;
+    if (ids_out)
+        *ids_out = ids;
+    *n_out = n;
+    if (has_offsets)
+        *has_offsets = ncol == 5;
+    return MP_OK;
+fail:
+    mp_dealloc(ctx, text);
+    mp_dealloc(ctx, bufs);
+    mp_dealloc(ctx, ids);
+    return st;
+}
+
+mp_status mp_trace_save_csv(mp_ctx *ctx, const char *path,
+                            const mp_buffer *bufs, const int64_t *ids,
+                            size_t n)
+{
+    if (!ctx)
+        return MP_ERR_INVALID_ARG;
+    if (!path || (n > 0 && !bufs))
+        return mp_err(ctx, MP_ERR_INVALID_ARG,
+                      "trace: path and buffers are required");
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return mp_err(ctx, MP_ERR_IO, "%s: cannot create: %s", path,
+                      strerror(errno));
+    int bad = fputs("id,lower,upper,size,offset\n", f) < 0;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = fprintf(f, "%lld,%lld,%lld,%llu,%llu\n",
+                      ids ? (long long)ids[i] : (long long)i,
+                      (long long)bufs[i].start, (long long)bufs[i].end,
+                      (unsigned long long)bufs[i].size,
+                      (unsigned long long)bufs[i].offset) < 0;
+    if (fclose(f) != 0)
+        bad = 1;
+    if (bad)
+        return mp_err(ctx, MP_ERR_IO, "%s: write error", path);
+    return MP_OK;
+}

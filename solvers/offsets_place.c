@@ -1,0 +1,585 @@
+/* Placement engines of the offsets solver.
+ *
+ * Both engines take an order of the buffers and place each one, in turn,
+ * in a gap among the already-placed buffers that overlap it in time:
+ * first-fit takes the lowest gap that holds it, best-fit the smallest (the
+ * lowest among equal ones); with no such gap the buffer goes on top of
+ * them. They differ in how they find the placed buffers that overlap:
+ *
+ *  - the matrix engine (small instances) keeps a bit matrix of the pairs
+ *    that overlap in time and the placed buffers sorted by offset; a
+ *    buffer's gaps come from one scan of that list, skipping the buffers
+ *    whose bit is clear. Cost per pass: n^2 / 2 bit tests. It re-places
+ *    from any position of the order (the improvement pass changes a suffix
+ *    of the order and re-places only that suffix).
+ *
+ *  - the tree engine never enumerates the overlapping buffers. It keeps a
+ *    segment tree over (compressed) time; every node v holds two sets of
+ *    offset intervals, merged into disjoint runs: own(v), the buffers whose
+ *    canonical decomposition contains v (they cover all of v), and sub(v),
+ *    the union of own() over v's subtree. The offsets taken by the buffers
+ *    overlapping [l, r) are exactly the union of sub(c) over the canonical
+ *    nodes c of [l, r) and own(a) over their ancestors a, at most
+ *    ~2 log T run sets, whose free gaps are walked with one cursor per set.
+ *    Used when the pairs are too many (62185 buffers of idealloc's Y_1
+ *    overlap in 1.8e8 pairs).
+ */
+#include "offsets_internal.h"
+
+#include <string.h>
+
+/* ---- problem ------------------------------------------------------------ */
+
+static int cmp_u64_asc(const void *ctx, uint32_t a, uint32_t b)
+{
+    const int64_t *v = ctx;
+    return v[a] < v[b] ? -1 : v[a] > v[b] ? 1 : 0;
+}
+
+mp_status mp_ofs_sort_idx(mp_ctx *ctx, uint32_t *idx, uint32_t n,
+                          mp_ofs_cmp_fn cmp, const void *cctx)
+{
+    if (n < 2)
+        return MP_OK;
+    uint32_t *tmp = mp_alloc(ctx, (size_t)n * sizeof *tmp);
+    if (!tmp)
+        return MP_ERR_NOMEM;
+    /* insertion sort runs of 16, then bottom-up merges */
+    const uint32_t run = 16;
+    for (uint32_t s = 0; s < n; s += run) {
+        uint32_t e = s + run < n ? s + run : n;
+        for (uint32_t i = s + 1; i < e; i++) {
+            uint32_t v = idx[i], j = i;
+            while (j > s && cmp(cctx, v, idx[j - 1]) < 0) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = v;
+        }
+    }
+    uint32_t *src = idx, *dst = tmp;
+    for (uint32_t w = run; w < n; w *= 2) {
+        for (uint32_t s = 0; s < n; s += 2 * w) {
+            uint32_t m = s + w < n ? s + w : n;
+            uint32_t e = s + 2 * w < n ? s + 2 * w : n;
+            uint32_t i = s, j = m, k = s;
+            while (i < m && j < e)
+                dst[k++] = cmp(cctx, src[j], src[i]) < 0 ? src[j++] : src[i++];
+            while (i < m)
+                dst[k++] = src[i++];
+            while (j < e)
+                dst[k++] = src[j++];
+        }
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+        if (w > UINT32_MAX / 2)
+            break;
+    }
+    if (src != idx)
+        memcpy(idx, src, (size_t)n * sizeof *idx);
+    mp_dealloc(ctx, tmp);
+    return MP_OK;
+}
+
+/* First index i in v[0..n) with v[i] >= key (v sorted ascending). */
+static uint32_t lower_bound_i64(const int64_t *v, uint32_t n, int64_t key)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void mp_ofs_prob_free(mp_ofs_prob *p)
+{
+    if (!p || !p->ctx)
+        return;
+    mp_dealloc(p->ctx, p->l);
+    mp_dealloc(p->ctx, p->r);
+    mp_dealloc(p->ctx, p->size);
+    mp_dealloc(p->ctx, p->mat);
+    memset(p, 0, sizeof *p);
+}
+
+mp_status mp_ofs_prob_init(mp_ctx *ctx, mp_ofs_prob *p, const mp_buffer *bufs,
+                           size_t n, uint64_t alignment)
+{
+    memset(p, 0, sizeof *p);
+    p->ctx = ctx;
+    p->bufs = bufs;
+    if (alignment == 0)
+        return mp_err(ctx, MP_ERR_INVALID_ARG,
+                      "offsets: alignment must be at least 1");
+    if (n > 0 && !bufs)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "offsets: buffers are NULL");
+    if (n >= UINT32_MAX / 4)
+        return mp_err(ctx, MP_ERR_INVALID_ARG,
+                      "offsets: too many buffers (%zu)", n);
+    p->n = (uint32_t)n;
+    if (n == 0)
+        return MP_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].start >= bufs[i].end)
+            return mp_err(ctx, MP_ERR_INVALID_ARG,
+                          "offsets: buffer %zu: empty interval [%lld, %lld) "
+                          "(start must be less than end)",
+                          i, (long long)bufs[i].start, (long long)bufs[i].end);
+        if (bufs[i].size == 0)
+            return mp_err(ctx, MP_ERR_INVALID_ARG,
+                          "offsets: buffer %zu: size is 0", i);
+    }
+    p->l = mp_alloc(ctx, n * sizeof *p->l);
+    p->r = mp_alloc(ctx, n * sizeof *p->r);
+    p->size = mp_alloc(ctx, n * sizeof *p->size);
+    int64_t *starts = mp_alloc(ctx, n * sizeof *starts);
+    uint32_t *idx = mp_alloc(ctx, n * sizeof *idx);
+    uint64_t *delta = mp_calloc(ctx, n + 1, sizeof *delta);
+    mp_status st = MP_OK;
+    if (!p->l || !p->r || !p->size || !starts || !idx || !delta) {
+        st = MP_ERR_NOMEM;
+        goto out;
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        if (!mp_align_up(bufs[i].size, alignment, &p->size[i]) ||
+            !mp_add_u64(total, p->size[i], &total)) {
+            st = mp_err(ctx, MP_ERR_OVERFLOW,
+                        "offsets: buffer %u: sizes add up to more than 64 "
+                        "bits", i);
+            goto out;
+        }
+        starts[i] = bufs[i].start;
+        idx[i] = i;
+    }
+    p->total = total;
+    /* distinct start times, sorted */
+    st = mp_ofs_sort_idx(ctx, idx, p->n, cmp_u64_asc, starts);
+    if (st != MP_OK)
+        goto out;
+    uint32_t nt = 0;
+    int64_t *pts = starts; /* reuse: build sorted distinct in place */
+    {
+        int64_t *sorted = mp_alloc(ctx, n * sizeof *sorted);
+        if (!sorted) {
+            st = MP_ERR_NOMEM;
+            goto out;
+        }
+        for (uint32_t i = 0; i < p->n; i++) {
+            int64_t v = bufs[idx[i]].start;
+            if (nt == 0 || sorted[nt - 1] != v)
+                sorted[nt++] = v;
+        }
+        memcpy(pts, sorted, nt * sizeof *pts);
+        mp_dealloc(ctx, sorted);
+    }
+    p->nt = nt;
+    for (uint32_t i = 0; i < p->n; i++) {
+        p->l[i] = lower_bound_i64(pts, nt, bufs[i].start);
+        p->r[i] = lower_bound_i64(pts, nt, bufs[i].end);
+        delta[p->l[i]] += p->size[i];
+        delta[p->r[i]] -= p->size[i]; /* modular; prefix sums stay exact */
+    }
+    uint64_t live = 0, lb = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        live += delta[t];
+        if (live > lb)
+            lb = live;
+    }
+    p->lb = lb;
+    /* overlapping ordered pairs: for b, starts in [l_b, r_b) give the
+     * buffers starting at or after b that overlap it. */
+    {
+        uint32_t *cnt = (uint32_t *)delta; /* n+1 u64 >= nt+1 u32 */
+        memset(cnt, 0, (nt + 1) * sizeof *cnt);
+        for (uint32_t i = 0; i < p->n; i++)
+            cnt[p->l[i] + 1]++;
+        for (uint32_t t = 0; t < nt; t++)
+            cnt[t + 1] += cnt[t];
+        uint64_t pairs = 0;
+        uint32_t *deg = idx; /* reuse as per-buffer degree */
+        memset(deg, 0, n * sizeof *deg);
+        for (uint32_t i = 0; i < p->n; i++) {
+            uint64_t later = cnt[p->r[i]] - cnt[p->l[i]] - 1;
+            pairs += 2 * later;
+        }
+        /* ties at the same start are counted from both sides: subtract */
+        for (uint32_t t = 0; t < nt; t++) {
+            uint64_t same = cnt[t + 1] - cnt[t];
+            pairs -= same * (same - 1);
+        }
+        p->pairs = pairs;
+    }
+out:
+    mp_dealloc(ctx, starts);
+    mp_dealloc(ctx, idx);
+    mp_dealloc(ctx, delta);
+    return st;
+}
+
+mp_status mp_ofs_prob_matrix(mp_ofs_prob *p, uint32_t max_n)
+{
+    if (p->n == 0 || p->n > max_n)
+        return MP_OK;
+    mp_ctx *ctx = p->ctx;
+    uint32_t n = p->n, W = (n + 63) / 64;
+    p->words = W;
+    p->mat = mp_calloc(ctx, (size_t)n * W, sizeof *p->mat);
+    if (!p->mat)
+        return MP_ERR_NOMEM;
+    for (uint32_t a = 0; a < n; a++) {
+        uint64_t *row = p->mat + (size_t)a * W;
+        for (uint32_t b = 0; b < n; b++)
+            if (b != a && p->l[a] < p->r[b] && p->l[b] < p->r[a])
+                row[b / 64] |= 1ull << (b % 64);
+    }
+    return MP_OK;
+}
+
+/* ---- matrix engine ------------------------------------------------------- */
+
+mp_status mp_ofs_mat_ws_init(const mp_ofs_prob *p, mp_ofs_mat_ws *w)
+{
+    mp_ctx *ctx = p->ctx;
+    size_t n = p->n ? p->n : 1;
+    memset(w, 0, sizeof *w);
+    w->pos = mp_alloc(ctx, n * sizeof *w->pos);
+    w->off = mp_alloc(ctx, n * sizeof *w->off);
+    w->ptop = mp_alloc(ctx, n * sizeof *w->ptop);
+    w->sorted = mp_alloc(ctx, n * sizeof *w->sorted);
+    if (!w->pos || !w->off || !w->ptop || !w->sorted) {
+        mp_ofs_mat_ws_free(ctx, w);
+        return MP_ERR_NOMEM;
+    }
+    return MP_OK;
+}
+
+void mp_ofs_mat_ws_free(mp_ctx *ctx, mp_ofs_mat_ws *w)
+{
+    mp_dealloc(ctx, w->pos);
+    mp_dealloc(ctx, w->off);
+    mp_dealloc(ctx, w->ptop);
+    mp_dealloc(ctx, w->sorted);
+    memset(w, 0, sizeof *w);
+}
+
+uint64_t mp_ofs_mat_place(const mp_ofs_prob *p, mp_ofs_mat_ws *w,
+                          const uint32_t *order, uint32_t from, int fit)
+{
+    const uint64_t *size = p->size;
+    const uint32_t *pos = w->pos;
+    uint64_t *off = w->off;
+    uint32_t *sorted = w->sorted, ns = 0;
+    if (from > 0) /* keep the placed prefix, in offset order */
+        for (uint32_t k = 0; k < w->nsorted; k++)
+            if (pos[sorted[k]] < from)
+                sorted[ns++] = sorted[k];
+    uint64_t top = from ? w->ptop[from - 1] : 0;
+    for (uint32_t i = from; i < p->n; i++) {
+        uint32_t b = order[i];
+        const uint64_t *row = p->mat + (size_t)b * p->words;
+        uint64_t z = size[b], cur = 0, best = UINT64_MAX, bestx = 0;
+        uint64_t x = UINT64_MAX;
+        for (uint32_t k = 0; k < ns; k++) {
+            uint32_t a = sorted[k];
+            if (!(row[a / 64] >> (a % 64) & 1))
+                continue;
+            uint64_t lo = off[a];
+            if (lo > cur && lo - cur >= z) {
+                uint64_t g = lo - cur;
+                if (fit == MP_OFS_FIRSTFIT || g == z) {
+                    x = cur;
+                    break;
+                }
+                if (g < best) {
+                    best = g;
+                    bestx = cur;
+                }
+            }
+            if (lo + size[a] > cur)
+                cur = lo + size[a];
+        }
+        if (x == UINT64_MAX)
+            x = best != UINT64_MAX ? bestx : cur;
+        off[b] = x;
+        if (x + z > top)
+            top = x + z;
+        w->ptop[i] = top;
+        /* insert b after the placed buffers at offsets <= x */
+        uint32_t lo = 0, hi = ns;
+        while (lo < hi) {
+            uint32_t m = lo + (hi - lo) / 2;
+            if (off[sorted[m]] <= x)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        memmove(sorted + lo + 1, sorted + lo, (size_t)(ns - lo) * sizeof *sorted);
+        sorted[lo] = b;
+        ns++;
+    }
+    w->nsorted = ns;
+    return top;
+}
+
+/* ---- tree engine ------------------------------------------------------------ */
+
+typedef struct ofs_runset {
+    uint64_t *v;   /* lo, hi interleaved; disjoint, non-adjacent, sorted */
+    uint32_t n, cap;
+} ofs_runset;
+
+struct mp_ofs_tree {
+    const mp_ofs_prob *p;
+    uint32_t P;          /* leaves (power of two) */
+    ofs_runset *own, *sub;
+    /* query scratch */
+    const ofs_runset **qs;
+    uint32_t *cur;
+    uint32_t *canon, *part;
+    uint32_t ncanon, npart;
+};
+
+void mp_ofs_tree_destroy(mp_ofs_tree *t)
+{
+    if (!t)
+        return;
+    mp_ctx *ctx = t->p->ctx;
+    if (t->own)
+        for (uint32_t v = 0; v < 2 * t->P; v++) {
+            mp_dealloc(ctx, t->own[v].v);
+            mp_dealloc(ctx, t->sub[v].v);
+        }
+    mp_dealloc(ctx, t->own);
+    mp_dealloc(ctx, t->sub);
+    mp_dealloc(ctx, t->qs);
+    mp_dealloc(ctx, t->cur);
+    mp_dealloc(ctx, t->canon);
+    mp_dealloc(ctx, t->part);
+    mp_dealloc(ctx, t);
+}
+
+mp_status mp_ofs_tree_create(const mp_ofs_prob *p, mp_ofs_tree **out)
+{
+    mp_ctx *ctx = p->ctx;
+    *out = NULL;
+    mp_ofs_tree *t = mp_calloc(ctx, 1, sizeof *t);
+    if (!t)
+        return MP_ERR_NOMEM;
+    t->p = p;
+    uint32_t P = 1, depth = 1;
+    while (P < p->nt) {
+        P *= 2;
+        depth++;
+    }
+    t->P = P;
+    t->own = mp_calloc(ctx, 2 * (size_t)P, sizeof *t->own);
+    t->sub = mp_calloc(ctx, 2 * (size_t)P, sizeof *t->sub);
+    size_t m = 4 * (size_t)depth + 4;
+    t->qs = mp_alloc(ctx, m * sizeof *t->qs);
+    t->cur = mp_alloc(ctx, m * sizeof *t->cur);
+    t->canon = mp_alloc(ctx, m * sizeof *t->canon);
+    t->part = mp_alloc(ctx, m * sizeof *t->part);
+    if (!t->own || !t->sub || !t->qs || !t->cur || !t->canon || !t->part) {
+        mp_ofs_tree_destroy(t);
+        return MP_ERR_NOMEM;
+    }
+    *out = t;
+    return MP_OK;
+}
+
+/* Canonical nodes of [l, r) and the partial nodes (ancestors of canonical
+ * nodes: on the paths from leaves l and r-1 to the root, not inside). */
+static void tree_nodes(mp_ofs_tree *t, uint32_t l, uint32_t r)
+{
+    uint32_t P = t->P, nc = 0, np = 0;
+    for (uint32_t a = l + P, b = r + P; a < b; a >>= 1, b >>= 1) {
+        if (a & 1)
+            t->canon[nc++] = a++;
+        if (b & 1)
+            t->canon[nc++] = --b;
+    }
+    uint32_t va = l + P, vb = r - 1 + P;
+    for (uint32_t h = 0; va >= 1; h++, va >>= 1, vb >>= 1) {
+        for (int s = 0; s < 2; s++) {
+            uint32_t v = s ? vb : va;
+            if (s && vb == va)
+                break;
+            uint64_t lo = ((uint64_t)v << h) - P;
+            uint64_t hi = ((uint64_t)(v + 1) << h) - P;
+            if (!(l <= lo && hi <= r))
+                t->part[np++] = v;
+        }
+    }
+    t->ncanon = nc;
+    t->npart = np;
+}
+
+static mp_status runset_insert(mp_ctx *ctx, ofs_runset *s, uint64_t lo,
+                               uint64_t hi)
+{
+    /* first run with hi >= lo (overlapping or adjacent on the left) */
+    uint32_t a = 0, b = s->n;
+    while (a < b) {
+        uint32_t m = a + (b - a) / 2;
+        if (s->v[2 * m + 1] < lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    uint32_t i = a, j = a;
+    while (j < s->n && s->v[2 * j] <= hi) {
+        if (s->v[2 * j] < lo)
+            lo = s->v[2 * j];
+        if (s->v[2 * j + 1] > hi)
+            hi = s->v[2 * j + 1];
+        j++;
+    }
+    if (j == i) { /* insert a new run at i */
+        if (s->n == s->cap) {
+            uint32_t nc = s->cap ? 2 * s->cap : 4;
+            uint64_t *nv = mp_realloc_array(ctx, s->v, 2 * (size_t)nc,
+                                            sizeof *nv);
+            if (!nv)
+                return MP_ERR_NOMEM;
+            s->v = nv;
+            s->cap = nc;
+        }
+        memmove(s->v + 2 * (i + 1), s->v + 2 * i,
+                2 * (size_t)(s->n - i) * sizeof *s->v);
+        s->n++;
+    } else if (j > i + 1) { /* runs i..j-1 merge into one */
+        memmove(s->v + 2 * (i + 1), s->v + 2 * j,
+                2 * (size_t)(s->n - j) * sizeof *s->v);
+        s->n -= j - i - 1;
+    }
+    s->v[2 * i] = lo;
+    s->v[2 * i + 1] = hi;
+    return MP_OK;
+}
+
+/* Advances c to the first run of s with hi > x. */
+static inline uint32_t runset_seek(const ofs_runset *s, uint32_t c, uint64_t x)
+{
+    const uint64_t *v = s->v;
+    uint32_t n = s->n;
+    if (c >= n || v[2 * c + 1] > x)
+        return c;
+    /* gallop */
+    uint32_t step = 1, lo = c, hi;
+    for (;;) {
+        hi = lo + step;
+        if (hi >= n) {
+            hi = n;
+            break;
+        }
+        if (v[2 * hi + 1] > x)
+            break;
+        lo = hi;
+        step *= 2;
+    }
+    /* v[lo].hi <= x, answer in (lo, hi] */
+    uint32_t a = lo + 1, b = hi;
+    while (a < b) {
+        uint32_t m = a + (b - a) / 2;
+        if (v[2 * m + 1] <= x)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+static uint64_t tree_query(mp_ofs_tree *t, uint64_t z, int fit)
+{
+    const ofs_runset **qs = t->qs;
+    uint32_t *cur = t->cur, m = 0;
+    for (uint32_t i = 0; i < t->ncanon; i++)
+        if (t->sub[t->canon[i]].n)
+            qs[m++] = &t->sub[t->canon[i]];
+    for (uint32_t i = 0; i < t->npart; i++)
+        if (t->own[t->part[i]].n)
+            qs[m++] = &t->own[t->part[i]];
+    for (uint32_t k = 0; k < m; k++)
+        cur[k] = 0;
+    uint64_t x = 0;
+    if (fit == MP_OFS_FIRSTFIT) {
+        for (;;) {
+            int moved = 0;
+            for (uint32_t k = 0; k < m; k++) {
+                uint32_t c = cur[k] = runset_seek(qs[k], cur[k], x);
+                if (c < qs[k]->n && qs[k]->v[2 * c] < x + z) {
+                    x = qs[k]->v[2 * c + 1];
+                    moved = 1;
+                }
+            }
+            if (!moved)
+                return x;
+        }
+    }
+    uint64_t best = UINT64_MAX, bestx = 0;
+    for (;;) {
+        int moved;
+        do {
+            moved = 0;
+            for (uint32_t k = 0; k < m; k++) {
+                uint32_t c = cur[k] = runset_seek(qs[k], cur[k], x);
+                if (c < qs[k]->n && qs[k]->v[2 * c] <= x) {
+                    x = qs[k]->v[2 * c + 1];
+                    moved = 1;
+                }
+            }
+        } while (moved);
+        uint64_t gend = UINT64_MAX;
+        for (uint32_t k = 0; k < m; k++) {
+            uint32_t c = cur[k];
+            if (c < qs[k]->n && qs[k]->v[2 * c] < gend)
+                gend = qs[k]->v[2 * c];
+        }
+        if (gend == UINT64_MAX)
+            return best != UINT64_MAX ? bestx : x;
+        uint64_t g = gend - x;
+        if (g >= z && g < best) {
+            best = g;
+            bestx = x;
+            if (g == z)
+                return x;
+        }
+        x = gend;
+    }
+}
+
+mp_status mp_ofs_tree_place(mp_ofs_tree *t, const uint32_t *order, int fit,
+                            uint64_t *off, uint64_t *arena)
+{
+    const mp_ofs_prob *p = t->p;
+    mp_ctx *ctx = p->ctx;
+    for (uint32_t v = 0; v < 2 * t->P; v++)
+        t->own[v].n = t->sub[v].n = 0;
+    uint64_t top = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        uint32_t b = order[i];
+        tree_nodes(t, p->l[b], p->r[b]);
+        uint64_t x = tree_query(t, p->size[b], fit);
+        uint64_t e = x + p->size[b];
+        off[b] = x;
+        if (e > top)
+            top = e;
+        for (uint32_t k = 0; k < t->ncanon; k++) {
+            uint32_t v = t->canon[k];
+            if (runset_insert(ctx, &t->own[v], x, e) != MP_OK ||
+                runset_insert(ctx, &t->sub[v], x, e) != MP_OK)
+                return MP_ERR_NOMEM;
+        }
+        for (uint32_t k = 0; k < t->npart; k++)
+            if (runset_insert(ctx, &t->sub[t->part[k]], x, e) != MP_OK)
+                return MP_ERR_NOMEM;
+    }
+    *arena = top;
+    return MP_OK;
+}
