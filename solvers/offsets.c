@@ -272,19 +272,26 @@ static const cand cands[] = {
     {ORD_AREA, MP_OFS_FIRSTFIT, "area-firstfit"},
     {ORD_BREADTH, MP_OFS_BESTFIT, "breadth"},
     {ORD_START, MP_OFS_FIRSTFIT, "start-firstfit"},
+    {ORD_BREADTH, MP_OFS_FIRSTFIT, "breadth-firstfit"},
 };
 #define N_CANDS (sizeof cands / sizeof cands[0])
+/* Large instances (tree engine): the cheap and usually best first, as many
+ * as the pass budget allows. */
+static const int large_seq[] = {8, 1, 0, 2, 3, 5, 4, 6, 7};
+#define OFS_LARGE_PLACEMENTS 250000u
+#define OFS_LARGE_MIN_PASSES 3u
 
 /* Names for the winner after improvement ("<candidate>+search"). */
 static const char *const improved_names[] = {
     "auto:size-bestfit+search", "auto:size-firstfit+search",
     "auto:duration-bestfit+search", "auto:duration-firstfit+search",
     "auto:area-bestfit+search", "auto:area-firstfit+search",
-    "auto:breadth+search", "auto:start-firstfit+search"};
+    "auto:breadth+search", "auto:start-firstfit+search",
+    "auto:breadth-firstfit+search"};
 static const char *const auto_names[] = {
     "auto:size-bestfit", "auto:size-firstfit", "auto:duration-bestfit",
     "auto:duration-firstfit", "auto:area-bestfit", "auto:area-firstfit",
-    "auto:breadth", "auto:start-firstfit"};
+    "auto:breadth", "auto:start-firstfit", "auto:breadth-firstfit"};
 
 /* Solver state shared by the passes. */
 typedef struct solver {
@@ -561,8 +568,17 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
         if ((st = run_cand(&s, only)) != MP_OK)
             goto out;
     } else {
-        for (unsigned c = 0; c < N_CANDS; c++) {
-            if ((st = run_cand(&s, (int)c)) != MP_OK)
+        unsigned passes = N_CANDS;
+        if (!p->mat) {
+            passes = OFS_LARGE_PLACEMENTS / p->n;
+            if (passes < OFS_LARGE_MIN_PASSES)
+                passes = OFS_LARGE_MIN_PASSES;
+            if (passes > N_CANDS)
+                passes = N_CANDS;
+        }
+        for (unsigned c = 0; c < passes; c++) {
+            int ci = p->mat ? (int)c : large_seq[c];
+            if ((st = run_cand(&s, ci)) != MP_OK)
                 goto out;
             if (s.best_arena <= p->lb)
                 break;

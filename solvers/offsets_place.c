@@ -340,7 +340,7 @@ struct mp_ofs_tree {
     ofs_runset *own, *sub;
     /* query scratch */
     const ofs_runset **qs;
-    uint32_t *cur;
+    uint32_t *cur, *heap;
     uint32_t *canon, *part;
     uint32_t ncanon, npart;
 };
@@ -359,6 +359,7 @@ void mp_ofs_tree_destroy(mp_ofs_tree *t)
     mp_dealloc(ctx, t->sub);
     mp_dealloc(ctx, t->qs);
     mp_dealloc(ctx, t->cur);
+    mp_dealloc(ctx, t->heap);
     mp_dealloc(ctx, t->canon);
     mp_dealloc(ctx, t->part);
     mp_dealloc(ctx, t);
@@ -383,9 +384,10 @@ mp_status mp_ofs_tree_create(const mp_ofs_prob *p, mp_ofs_tree **out)
     size_t m = 4 * (size_t)depth + 4;
     t->qs = mp_alloc(ctx, m * sizeof *t->qs);
     t->cur = mp_alloc(ctx, m * sizeof *t->cur);
+    t->heap = mp_alloc(ctx, m * sizeof *t->heap);
     t->canon = mp_alloc(ctx, m * sizeof *t->canon);
     t->part = mp_alloc(ctx, m * sizeof *t->part);
-    if (!t->own || !t->sub || !t->qs || !t->cur || !t->canon || !t->part) {
+    if (!t->own || !t->sub || !t->qs || !t->cur || !t->heap || !t->canon || !t->part) {
         mp_ofs_tree_destroy(t);
         return MP_ERR_NOMEM;
     }
@@ -522,36 +524,57 @@ static uint64_t tree_query(mp_ofs_tree *t, uint64_t z, int fit)
                 return x;
         }
     }
-    uint64_t best = UINT64_MAX, bestx = 0;
-    for (;;) {
-        int moved;
-        do {
-            moved = 0;
-            for (uint32_t k = 0; k < m; k++) {
-                uint32_t c = cur[k] = runset_seek(qs[k], cur[k], x);
-                if (c < qs[k]->n && qs[k]->v[2 * c] <= x) {
-                    x = qs[k]->v[2 * c + 1];
-                    moved = 1;
-                }
-            }
-        } while (moved);
-        uint64_t gend = UINT64_MAX;
-        for (uint32_t k = 0; k < m; k++) {
-            uint32_t c = cur[k];
-            if (c < qs[k]->n && qs[k]->v[2 * c] < gend)
-                gend = qs[k]->v[2 * c];
+    /* best fit: sweep the union of the sets in offset order, a binary
+     * heap of the sets keyed by the start of their current run */
+    uint32_t *heap = t->heap, hn = 0;
+    for (uint32_t k = 0; k < m; k++) {
+        uint32_t i = hn++;
+        heap[i] = k;
+        while (i > 0 && qs[heap[(i - 1) / 2]]->v[0] > qs[k]->v[0]) {
+            heap[i] = heap[(i - 1) / 2];
+            i = (i - 1) / 2;
         }
-        if (gend == UINT64_MAX)
-            return best != UINT64_MAX ? bestx : x;
-        uint64_t g = gend - x;
-        if (g >= z && g < best) {
-            best = g;
-            bestx = x;
-            if (g == z)
-                return x;
-        }
-        x = gend;
+        heap[i] = k;
     }
+    uint64_t best = UINT64_MAX, bestx = 0;
+    while (hn > 0) {
+        uint32_t k = heap[0];
+        const uint64_t *run = qs[k]->v + 2 * cur[k];
+        if (run[0] > x) {
+            uint64_t g = run[0] - x;
+            if (g >= z && g < best) {
+                best = g;
+                bestx = x;
+                if (g == z)
+                    return x;
+            }
+        }
+        if (run[1] > x)
+            x = run[1];
+        uint32_t c = cur[k] = runset_seek(qs[k], cur[k], x);
+        uint32_t i = 0;
+        if (c >= qs[k]->n) {
+            k = heap[--hn];
+            if (hn == 0)
+                break;
+        }
+        /* sift k down from the root */
+        uint64_t key = qs[k]->v[2 * cur[k]];
+        for (;;) {
+            uint32_t ch = 2 * i + 1;
+            if (ch >= hn)
+                break;
+            if (ch + 1 < hn && qs[heap[ch + 1]]->v[2 * cur[heap[ch + 1]]] <
+                                   qs[heap[ch]]->v[2 * cur[heap[ch]]])
+                ch++;
+            if (qs[heap[ch]]->v[2 * cur[heap[ch]]] >= key)
+                break;
+            heap[i] = heap[ch];
+            i = ch;
+        }
+        heap[i] = k;
+    }
+    return best != UINT64_MAX ? bestx : x;
 }
 
 mp_status mp_ofs_tree_place(mp_ofs_tree *t, const uint32_t *order, int fit,
