@@ -272,7 +272,26 @@ typedef struct rd {
     char *sbuf;               /* decoded string, NUL-terminated */
     size_t scap;
     int depth;
+    /* the path of the value being read, formatted only for a message */
+    const char *psec, *pkey;
+    size_t pidx;
+    char pbuf[96];
 } rd;
+
+/* The path for a message: `path` when given, else section[index].key from
+ * the reader's state (formatting it for every value would cost more than
+ * parsing the value). */
+static const char *P(rd *r, const char *path)
+{
+    if (path)
+        return path;
+    if (r->pkey)
+        snprintf(r->pbuf, sizeof r->pbuf, "%s[%zu].%s", r->psec, r->pidx,
+                 r->pkey);
+    else
+        snprintf(r->pbuf, sizeof r->pbuf, "%s[%zu]", r->psec, r->pidx);
+    return r->pbuf;
+}
 
 enum jtype { J_STRING, J_NUMBER, J_OBJECT, J_ARRAY, J_BOOL, J_NULL, J_BAD };
 
@@ -693,8 +712,8 @@ static mp_status wrong_type(rd *r, const char *path, const char *want)
     mp_status st = skip_value(r);
     if (st)
         return st;
-    return rd_err(r, pos, MP_ERR_PARSE, "%s: expected %s, got %s", path,
-                  want, jtype_name(t));
+    return rd_err(r, pos, MP_ERR_PARSE, "%s: expected %s, got %s",
+                  P(r, path), want, jtype_name(t));
 }
 
 static mp_status get_uint(rd *r, const char *path, uint64_t max,
@@ -710,7 +729,8 @@ static mp_status get_uint(rd *r, const char *path, uint64_t max,
     if (!is_int || *pos == '-') {
         r->p = ne;
         return rd_err(r, pos, MP_ERR_PARSE,
-                      "%s: expected a non-negative integer, got %.*s", path,
+                      "%s: expected a non-negative integer, got %.*s",
+                      P(r, path),
                       (int)(ne - pos < 40 ? ne - pos : 40), pos);
     }
     uint64_t v = 0;
@@ -720,8 +740,8 @@ static mp_status get_uint(rd *r, const char *path, uint64_t max,
             r->p = ne;
             return rd_err(r, pos, MP_ERR_PARSE,
                           "%s: integer %.*s out of range (at most %llu)",
-                          path, (int)(ne - pos < 40 ? ne - pos : 40), pos,
-                          (unsigned long long)max);
+                          P(r, path), (int)(ne - pos < 40 ? ne - pos : 40),
+                          pos, (unsigned long long)max);
         }
     }
     r->p = ne;
@@ -756,7 +776,7 @@ static mp_status get_double(rd *r, const char *path, double *out)
     r->p = ne;
     if (!isfinite(v))
         return rd_err(r, pos, MP_ERR_PARSE, "%s: number %s out of range",
-                      path, r->sbuf);
+                      P(r, path), r->sbuf);
     *out = v;
     return MP_OK;
 }
@@ -801,8 +821,8 @@ static int key_index(const char *key, const char *const *keys, int n)
 static mp_status dup_key(rd *r, const char *kp, const char *path,
                          const char *key)
 {
-    return rd_err(r, kp, MP_ERR_PARSE, "%s: duplicate key \"%s\"", path,
-                  key);
+    return rd_err(r, kp, MP_ERR_PARSE, "%s: duplicate key \"%s\"",
+                  P(r, path), key);
 }
 
 static mp_status missing(rd *r, const char *pos, const char *path,
@@ -811,7 +831,7 @@ static mp_status missing(rd *r, const char *pos, const char *path,
     for (int i = 0; i < n; i++)
         if (!(seen & (1u << i)))
             return rd_err(r, pos, MP_ERR_PARSE, "%s: missing key \"%s\"",
-                          path, keys[i]);
+                          P(r, path), keys[i]);
     return MP_OK;
 }
 
@@ -974,7 +994,7 @@ static mp_status resolve(rd *r, const char *vpos, const char *path,
         return st;
     const char *gname = r->g->name ? r->g->name : "";
     return rd_err(r, vpos, MP_ERR_NOT_FOUND,
-                  "%s: no %s named \"%s\" in graph \"%s\"", path,
+                  "%s: no %s named \"%s\" in graph \"%s\"", P(r, path),
                   is_node ? "node" : "tensor", r->sbuf, gname);
 }
 
@@ -1025,9 +1045,11 @@ static mp_status read_schedule(rd *r, plan_acc *a)
                 return dup_key(r, kp, path, keys[k]);
             }
             seen |= 1u << k;
-            snprintf(path, sizeof path, "schedule[%zu].%s", i, keys[k]);
+            r->psec = "schedule";
+            r->pidx = i;
+            r->pkey = keys[k];
             const char *vp = r->p;
-            if ((st = get_string(r, path, false, NULL)))
+            if ((st = get_string(r, NULL, false, NULL)))
                 return st;
             if (k == 0) {
                 kind_pos = vp;
@@ -1040,29 +1062,33 @@ static mp_status read_schedule(rd *r, plan_acc *a)
                                   "%s: unknown step \"%s\" (expected "
                                   "compute, recompute, free, offload or "
                                   "prefetch)",
-                                  path, r->sbuf);
+                                  P(r, NULL), r->sbuf);
             } else {
                 ref_pos = vp;
-                if ((st = resolve(r, vp, path, k == 1, &idx)))
+                if ((st = resolve(r, vp, NULL, k == 1, &idx)))
                     return st;
             }
         }
-        snprintf(path, sizeof path, "schedule[%zu]", i);
+        r->psec = "schedule";
+        r->pidx = i;
+        r->pkey = NULL;
         if (!(seen & 1u))
             return rd_err(r, opos, MP_ERR_PARSE,
-                          "%s: missing key \"step\"", path);
+                          "%s: missing key \"step\"", P(r, NULL));
         bool want_node = kind == MP_STEP_COMPUTE ||
                          kind == MP_STEP_RECOMPUTE;
         unsigned want = want_node ? 2u : 4u, other = want_node ? 4u : 2u;
         if (seen & other)
             return rd_err(r, ref_pos ? ref_pos : kind_pos, MP_ERR_PARSE,
-                          "%s: a %s step takes \"%s\", not \"%s\"", path,
+                          "%s: a %s step takes \"%s\", not \"%s\"",
+                          P(r, NULL),
                           mp_step_kind_name((mp_step_kind)kind),
                           want_node ? "node" : "tensor",
                           want_node ? "tensor" : "node");
         if (!(seen & want))
             return rd_err(r, opos, MP_ERR_PARSE,
-                          "%s: missing key \"%s\" (a %s step)", path,
+                          "%s: missing key \"%s\" (a %s step)",
+                          P(r, NULL),
                           want_node ? "node" : "tensor",
                           mp_step_kind_name((mp_step_kind)kind));
         void *arr = a->steps;
@@ -1124,24 +1150,28 @@ static mp_status read_blocks(rd *r, plan_acc *a)
                 return dup_key(r, kp, path, keys[k]);
             }
             seen |= 1u << k;
-            snprintf(path, sizeof path, "blocks[%zu].%s", i, keys[k]);
+            r->psec = "blocks";
+            r->pidx = i;
+            r->pkey = keys[k];
             const char *vp = r->p;
             switch (k) {
             case 0:
-                if ((st = get_string(r, path, false, NULL)))
+                if ((st = get_string(r, NULL, false, NULL)))
                     return st;
-                st = resolve(r, vp, path, false, &b.tensor);
+                st = resolve(r, vp, NULL, false, &b.tensor);
                 break;
-            case 1: st = get_uint(r, path, UINT64_MAX, &b.offset); break;
-            case 2: st = get_uint(r, path, UINT64_MAX, &b.size); break;
-            case 3: st = get_u32(r, path, &b.first); break;
-            default: st = get_u32(r, path, &b.end); break;
+            case 1: st = get_uint(r, NULL, UINT64_MAX, &b.offset); break;
+            case 2: st = get_uint(r, NULL, UINT64_MAX, &b.size); break;
+            case 3: st = get_u32(r, NULL, &b.first); break;
+            default: st = get_u32(r, NULL, &b.end); break;
             }
             if (st)
                 return st;
         }
-        snprintf(path, sizeof path, "blocks[%zu]", i);
-        if ((st = missing(r, opos, path, keys, 5, seen)))
+        r->psec = "blocks";
+        r->pidx = i;
+        r->pkey = NULL;
+        if ((st = missing(r, opos, NULL, keys, 5, seen)))
             return st;
         void *arr = a->blocks;
         if ((st = mp_grow(r->ctx, &arr, sizeof *a->blocks, i + 1,
@@ -1316,7 +1346,8 @@ static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
                                 const char *source, mp_plan **out)
 {
     mp_ctx *ctx = g->ctx;
-    rd r = {ctx, g, source, text, text, text + len, NULL, 0, 0};
+    rd r = {.ctx = ctx, .g = g, .src = source, .beg = text, .p = text,
+            .end = text + len};
     plan_acc a;
     memset(&a, 0, sizeof a);
     mp_status st = read_plan(&r, &a);
