@@ -383,8 +383,8 @@ static mp_status improve(solver *s, uint64_t seed, double deadline,
         return MP_OK;
     uint64_t per_pass = (uint64_t)n * n / 3 + n;
     uint64_t iters = OFS_IMPROVE_WORK / per_pass;
-    if (iters > 200000)
-        iters = 200000;
+    if (iters > 400 * (uint64_t)n)
+        iters = 400 * (uint64_t)n;
     if (iters < 50)
         iters = 50;
     uint32_t *order = s->order;
