@@ -499,6 +499,80 @@ static void test_malformed(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Every truncation of a valid plan fails with MP_ERR_PARSE (never a crash,
+ * never a plan), and random byte changes give a plan or an error naming
+ * the file (run under ASan in CI). */
+static void test_truncations_and_flips(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = build_graph(ctx);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    mp_plan *p = NULL, *q = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    char *text = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_to_json_string(p, &text), MP_OK);
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+    int bad_trunc = 0;
+    /* the last byte is a newline: dropping it leaves a valid plan */
+    for (size_t len = 0; len + 1 < n; len++) {
+        memcpy(buf, text, len);
+        buf[len] = 0;
+        const char *path = mp_test_write_temp(".json", buf);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+        mp_status st = mp_plan_load_json(g, path, &q);
+        if (st != MP_ERR_PARSE || q != NULL) {
+            if (!bad_trunc++)
+                fprintf(stderr, "\n  truncated at %zu: %s %s\n", len,
+                        mp_status_name(st), mp_ctx_message(ctx));
+            mp_plan_destroy(q);
+            q = NULL;
+        }
+        unlink(path);
+    }
+    CU_ASSERT_EQUAL(bad_trunc, 0);
+
+    uint64_t seed = 0x9E3779B97F4A7C15ULL;
+    static const char pick[] = "{}[]\",:0123456789-.eE \n\\atnuf\x01\xff";
+    int loaded = 0, failed = 0, unnamed = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        memcpy(buf, text, n + 1);
+        int flips = 1 + (int)(mp_test_rand(&seed) % 3);
+        for (int f = 0; f < flips; f++) {
+            size_t at = (size_t)(mp_test_rand(&seed) % (n - 1));
+            buf[at] = pick[mp_test_rand(&seed) % (sizeof pick - 1)];
+        }
+        const char *tp = mp_test_write_temp(".json", buf);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tp);
+        char path[256];
+        snprintf(path, sizeof path, "%s", tp);
+        mp_status st = mp_plan_load_json(g, path, &q);
+        if (st == MP_OK) {
+            loaded++;
+            /* whatever loaded is a whole plan the verifier can replay */
+            mp_status vs = mp_verify_plan(g, q);
+            CU_ASSERT(vs == MP_OK || vs == MP_ERR_VERIFY);
+            mp_plan_destroy(q);
+            q = NULL;
+        } else {
+            failed++;
+            if (q != NULL ||
+                strncmp(mp_ctx_message(ctx), path, strlen(path)) != 0)
+                unnamed++;
+        }
+        unlink(path);
+    }
+    CU_ASSERT_EQUAL(unnamed, 0);
+    CU_ASSERT(failed > 0);
+    CU_ASSERT_EQUAL(loaded + failed, 400);
+    free(buf);
+    mp_free(ctx, text);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_io_and_args(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -571,6 +645,7 @@ void mp_register_plan_json(void)
         {"tampered plan reaches the verifier",
          test_tampered_reaches_verifier},
         {"malformed plans", test_malformed},
+        {"truncations and byte flips", test_truncations_and_flips},
         {"io errors and arguments", test_io_and_args},
         {"resnet50 example round trip", test_example_graph},
         CU_TEST_INFO_NULL,
