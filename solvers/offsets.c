@@ -13,12 +13,13 @@
  *    the order (moves and swaps, a seeded PRNG, accept when not worse).
  *
  * Determinism: every decision depends on the input and the seed only. The
- * improvement pass has an iteration budget derived from the instance size;
+ * improvement pass (simulated annealing over the order) has an iteration budget derived from the instance size;
  * the wall-clock limit (opt->time_limit, default 10 s) is only a safety
  * net that a normal run never reaches.
  */
 #include "offsets_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define OFS_DEFAULT_TIME_LIMIT 10.0
@@ -26,6 +27,12 @@
 #define OFS_MATRIX_MAX_N 4096u
 /* Work budget of the improvement pass, in placed-buffer visits. */
 #define OFS_IMPROVE_WORK 100000000ull
+/* Annealing: start temperature and the weight of one buffer at the top,
+ * as fractions of the lower bound. */
+#ifndef OFS_SA_T0
+#define OFS_SA_T0 0.002
+#endif
+#define OFS_SA_TOPW 0.0005
 
 static const char *const method_names[] = {
     "auto", "size-bestfit", "size-firstfit", "breadth", "start-firstfit",
@@ -450,8 +457,20 @@ static mp_status improve(solver *s, uint64_t seed, double deadline,
                 w->pos[order[k]] = k;
         }
         uint64_t a = mp_ofs_mat_place(p, w, order, i, fit);
-        uint32_t at = a <= cur ? count_top(p, w->off, a) : UINT32_MAX;
-        if (a < cur || (a == cur && at <= cur_top)) {
+        uint32_t at = count_top(p, w->off, a);
+        /* simulated annealing on (arena, buffers at the top): the
+         * temperature falls linearly to 0 over the budget */
+        double temp = OFS_SA_T0 * (double)p->lb * (double)(iters - it) /
+                      (double)iters;
+        double delta = (double)a - (double)cur +
+                       ((double)at - (double)cur_top) * OFS_SA_TOPW *
+                           (double)p->lb;
+        int accept = delta <= 0;
+        if (!accept && temp > 0) {
+            double u = (double)(rng_next(&rng) >> 11) * 0x1.0p-53;
+            accept = u < exp(-delta / temp);
+        }
+        if (accept) {
             if (a < s->best_arena) {
                 s->best_arena = a;
                 memcpy(s->best_off, w->off, (size_t)n * sizeof *w->off);
