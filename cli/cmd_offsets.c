@@ -52,7 +52,8 @@ static void help(void)
           "      --json          print one JSON object instead of the summary\n"
           "      --align N       offset alignment in bytes (default 1: traces\n"
           "                      give exact sizes); units accepted, e.g. 64B\n"
-          "      --method M      offsets method (default auto): ",
+          "      --method M      offsets method (default auto), one of:\n"
+          "                      ",
           stdout);
     cli_print_methods(stdout);
     fputs("\n"

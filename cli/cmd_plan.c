@@ -55,7 +55,8 @@ static void help(void)
           "      --json          print one JSON object instead of the summary\n"
           "      --align N       arena alignment in bytes (default 256); units\n"
           "                      accepted, e.g. 4KiB\n"
-          "      --method M      offsets method (default auto): ",
+          "      --method M      offsets method (default auto), one of:\n"
+          "                      ",
           stdout);
     cli_print_methods(stdout);
     fputs("\n"
