@@ -35,7 +35,8 @@ void cli_error(const char *fmt, ...)
     ;
 /* Reports a library failure: prints the context's message (which names
  * file:line:column where the library knows it), prefixed with `path` when
- * the message does not already name it, and returns the exit code. */
+ * the message does not already name it (except for a rejected option value
+ * or out of memory), and returns the exit code. */
 int cli_fail(mp_ctx *ctx, mp_status st, const char *path);
 
 /* ---- option parsing -------------------------------------------------------- */

@@ -63,7 +63,9 @@ int cli_fail(mp_ctx *ctx, mp_status st, const char *path)
     const char *msg = ctx ? mp_ctx_message(ctx) : "";
     if (!msg || !*msg)
         msg = mp_status_str(st);
-    if (path && !strstr(msg, path))
+    /* An option value the library rejected, or memory: not about the file. */
+    int about_file = st != MP_ERR_INVALID_ARG && st != MP_ERR_NOMEM;
+    if (path && about_file && !strstr(msg, path))
         cli_error("%s: %s", path, msg);
     else
         cli_error("%s", msg);
