@@ -1,5 +1,5 @@
 /* memplan JSON graph format, version 1 (docs/graph-format.md): reader
- * (jansson) and writer (by hand: deterministic, fixed key order, one
+ * (streaming, hand-written) and writer (by hand: deterministic, fixed key order, one
  * tensor or node per line). */
 #include "json_pos.h"
 
@@ -12,500 +12,1115 @@
 #define FORMAT_NAME "memplan-graph"
 #define FORMAT_VERSION 1
 
-/* ---- reader ------------------------------------------------------------------ */
-typedef struct loader {
+/* ---- reader ------------------------------------------------------------------
+ *
+ * A streaming reader rather than jansson's DOM: a 100k-node graph is ~15 MB
+ * of JSON with ~300k small objects, and jansson spends well over half a
+ * second building (and freeing) a hash table per object. The reader below
+ * keeps the byte offset of every value, so every error names
+ * file:line:column. Pass 1 checks the syntax of the whole document and
+ * finds the top-level members; pass 2 reads "tensors", "nodes" and
+ * "outputs" in that order (whatever their order in the file). */
+#define MAX_DEPTH 512
+
+enum jt { J_NULL, J_FALSE, J_TRUE, J_INT, J_REAL, J_STRING, J_ARRAY, J_OBJECT };
+
+typedef struct jv {
+    enum jt type;
+    size_t off;    /* offset of the value in the text */
+    int64_t i;
+    double d;
+    size_t s;      /* J_STRING: offset of the decoded string in the arena */
+} jv;
+
+typedef struct rd {
     mp_jloc loc;
     mp_ctx *ctx;
     mp_graph *g;
-    /* per tensor: first node that reads it (index into "nodes") and the
-     * input slot, for positioned "not produced" errors */
+    const char *t;
+    size_t len, pos;
+    /* string arena: decoded strings of the object being read */
+    char *sb;
+    size_t sb_len, sb_cap;
+    /* per tensor: first node reading it, input slot, offset of that
+     * reference; declared (bit 0) and listed in "outputs" (bit 1) */
     uint32_t *ref_node, *ref_slot;
+    size_t *ref_off;
     uint8_t *declared;
     size_t cap_ref;
-    /* scratch id arrays for a node's inputs and outputs */
-    uint32_t *ins, *outs;
-    size_t cap_ins, cap_outs;
-    int64_t *ints;
-    double *floats;
-    size_t cap_ints, cap_floats;
-} loader;
+    /* a node being read */
+    size_t *in_s, *in_off, *out_s, *out_off;
+    size_t n_in, n_out, cap_in, cap_out;
+    uint32_t *ids, *oids;
+    size_t cap_ids, cap_oids;
+    struct rattr {
+        size_t name_s, off, key_off;
+        enum jt type;      /* J_INT, J_REAL, J_STRING, J_ARRAY */
+        int64_t i;
+        double d;
+        size_t s, first, n; /* J_ARRAY: elements in num pools */
+        bool any_real;
+    } *attrs;
+    size_t n_attrs, cap_attrs;
+    int64_t *pi;
+    double *pd;
+    size_t n_pool, cap_pi, cap_pd;
+} rd;
 
-static mp_status type_err(loader *L, const json_t *v, const char *expected)
+static const char *S(rd *r, size_t s) { return r->sb + s; }
+
+static mp_status syn(rd *r, size_t off, const char *fmt, ...) MP_PRINTF(3, 4);
+static mp_status syn(rd *r, size_t off, const char *fmt, ...)
 {
-    char buf[96];
-    return mp_jloc_err(&L->loc, MP_ERR_PARSE, false, "expected %s, got %s",
-                       expected, mp_json_describe(v, buf, sizeof buf));
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int line, col;
+    mp_json_offset_pos(r->t, r->len, off, &line, &col);
+    return mp_err(r->ctx, MP_ERR_PARSE, "%s:%d:%d: %s", r->loc.src, line, col,
+                  msg);
 }
 
-/* Checks that every key of obj is one of allowed (NULL-terminated) or an
- * "x-" extension. */
-static mp_status check_keys(loader *L, json_t *obj, const char *const *allowed,
-                            const char *expected)
+static void ws(rd *r)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v) {
-        if (mp_json_is_ext_key(key))
-            continue;
-        bool ok = false;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, key) == 0) {
-                ok = true;
-                break;
-            }
-        if (!ok) {
-            mp_jloc_key(&L->loc, key);
-            mp_status st = mp_jloc_err(&L->loc, MP_ERR_PARSE, true,
-                                       "unknown key \"%s\" (expected %s, or an "
-                                       "\"x-\" extension key)",
-                                       key, expected);
-            mp_jloc_pop(&L->loc);
-            return st;
-        }
-    }
-    return MP_OK;
+    const char *t = r->t;
+    size_t p = r->pos;
+    while (p < r->len && (t[p] == ' ' || t[p] == '\n' || t[p] == '\t' ||
+                          t[p] == '\r'))
+        p++;
+    r->pos = p;
 }
 
-/* Optional string member; *out NULL when absent. */
-static mp_status get_string(loader *L, json_t *obj, const char *key,
-                            bool required, bool nonempty, const char **out)
+static mp_status unexpected(rd *r)
 {
-    *out = NULL;
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        if (required)
-            return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
-                               "missing required key \"%s\"", key);
-        return MP_OK;
-    }
-    mp_jloc_key(&L->loc, key);
-    mp_status st = MP_OK;
-    if (!json_is_string(v))
-        st = type_err(L, v, "a string");
-    else if (nonempty && !json_string_value(v)[0])
-        st = mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
-                         "must not be an empty string");
-    else
-        *out = json_string_value(v);
-    mp_jloc_pop(&L->loc);
-    return st;
+    ws(r);
+    if (r->pos >= r->len)
+        return syn(r, r->pos, "unexpected end of file");
+    char c = r->t[r->pos];
+    if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f)
+        return syn(r, r->pos, "unexpected character 0x%02x",
+                   (unsigned)(unsigned char)c);
+    return syn(r, r->pos, "unexpected token near '%c'", c);
 }
 
-static mp_status get_array(loader *L, json_t *obj, const char *key,
-                           bool required, json_t **out)
+static int hexv(char c)
 {
-    *out = NULL;
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        if (required)
-            return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
-                               "missing required key \"%s\" (an array)", key);
-        return MP_OK;
-    }
-    if (!json_is_array(v)) {
-        mp_jloc_key(&L->loc, key);
-        mp_status st = type_err(L, v, "an array");
-        mp_jloc_pop(&L->loc);
-        return st;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static mp_status hex4(rd *r, size_t p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int k = 0; k < 4; k++) {
+        int h = p + (size_t)k < r->len ? hexv(r->t[p + (size_t)k]) : -1;
+        if (h < 0)
+            return syn(r, p - 2, "invalid \\u escape");
+        v = v * 16 + (unsigned)h;
     }
     *out = v;
     return MP_OK;
 }
 
-static mp_status grow_refs(loader *L)
+/* At '"': decodes the string into the arena (when decode) and moves past
+ * it. */
+static mp_status rd_string(rd *r, bool decode, size_t *soff)
 {
-    size_t need = L->g->n_tensors;
-    if (need <= L->cap_ref)
-        return MP_OK;
-    size_t ncap = L->cap_ref ? L->cap_ref : 64;
-    while (ncap < need)
-        ncap *= 2;
-    uint32_t *a = mp_realloc_array(L->ctx, L->ref_node, ncap, sizeof *a);
-    if (!a)
-        return MP_ERR_NOMEM;
-    L->ref_node = a;
-    uint32_t *b = mp_realloc_array(L->ctx, L->ref_slot, ncap, sizeof *b);
-    if (!b)
-        return MP_ERR_NOMEM;
-    L->ref_slot = b;
-    uint8_t *c = mp_realloc_array(L->ctx, L->declared, ncap, 1);
-    if (!c)
-        return MP_ERR_NOMEM;
-    L->declared = c;
-    for (size_t i = L->cap_ref; i < ncap; i++) {
-        L->ref_node[i] = MP_NONE;
-        L->ref_slot[i] = 0;
-        L->declared[i] = 0;
+    size_t start = r->pos++;
+    const char *t = r->t;
+    if (decode) {
+        size_t raw = 0;
+        while (r->pos + raw < r->len && t[r->pos + raw] != '"' &&
+               t[r->pos + raw] != '\\')
+            raw++;
+        if (r->pos + raw < r->len && t[r->pos + raw] == '"') {
+            /* fast path: no escapes */
+            size_t need = r->sb_len + raw + 1;
+            if (need > r->sb_cap &&
+                mp_grow(r->ctx, (void **)&r->sb, 1, need, &r->sb_cap))
+                return MP_ERR_NOMEM;
+            for (size_t k = 0; k < raw; k++)
+                if ((unsigned char)t[r->pos + k] < 0x20)
+                    return syn(r, r->pos + k,
+                               "control character in a string");
+            memcpy(r->sb + r->sb_len, t + r->pos, raw);
+            *soff = r->sb_len;
+            r->sb_len += raw;
+            r->sb[r->sb_len++] = 0;
+            r->pos += raw + 1;
+            return MP_OK;
+        }
+        /* the decoded string is never longer than the raw one */
+        size_t p = r->pos;
+        while (p < r->len && t[p] != '"')
+            p += t[p] == '\\' ? 2 : 1;
+        size_t need = r->sb_len + (p - r->pos) + 1;
+        if (need > r->sb_cap &&
+            mp_grow(r->ctx, (void **)&r->sb, 1, need, &r->sb_cap))
+            return MP_ERR_NOMEM;
+        *soff = r->sb_len;
     }
-    L->cap_ref = ncap;
+    char *o = decode ? r->sb + r->sb_len : NULL;
+    for (;;) {
+        if (r->pos >= r->len)
+            return syn(r, start, "unterminated string");
+        unsigned char c = (unsigned char)t[r->pos];
+        if (c == '"') {
+            r->pos++;
+            break;
+        }
+        if (c < 0x20)
+            return syn(r, r->pos, "control character in a string");
+        if (c != '\\') {
+            if (o)
+                *o++ = (char)c;
+            r->pos++;
+            continue;
+        }
+        if (r->pos + 1 >= r->len)
+            return syn(r, start, "unterminated string");
+        char e = t[r->pos + 1];
+        r->pos += 2;
+        unsigned cp;
+        switch (e) {
+        case '"': cp = '"'; break;
+        case '\\': cp = '\\'; break;
+        case '/': cp = '/'; break;
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u': {
+            mp_status st = hex4(r, r->pos, &cp);
+            if (st)
+                return st;
+            r->pos += 4;
+            if (cp >= 0xD800 && cp < 0xDC00) {
+                unsigned lo;
+                if (r->pos + 6 > r->len || t[r->pos] != '\\' ||
+                    t[r->pos + 1] != 'u' || hex4(r, r->pos + 2, &lo) ||
+                    lo < 0xDC00 || lo >= 0xE000)
+                    return syn(r, r->pos - 6, "invalid UTF-16 surrogate");
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                r->pos += 6;
+            } else if (cp >= 0xDC00 && cp < 0xE000) {
+                return syn(r, r->pos - 6, "invalid UTF-16 surrogate");
+            }
+            if (cp == 0)
+                return syn(r, r->pos - 6, "\\u0000 is not allowed in a "
+                                          "string");
+            break;
+        }
+        default: return syn(r, r->pos - 2, "invalid escape '\\%c'", e);
+        }
+        if (!o)
+            continue;
+        if (cp < 0x80) {
+            *o++ = (char)cp;
+        } else if (cp < 0x800) {
+            *o++ = (char)(0xC0 | (cp >> 6));
+            *o++ = (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            *o++ = (char)(0xE0 | (cp >> 12));
+            *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+            *o++ = (char)(0x80 | (cp & 0x3F));
+        } else {
+            *o++ = (char)(0xF0 | (cp >> 18));
+            *o++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+            *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+            *o++ = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+    if (o) {
+        *o++ = 0;
+        r->sb_len = (size_t)(o - r->sb);
+    }
     return MP_OK;
 }
 
-/* An integer >= 0 (or -1 / null when allow_unknown). */
-static mp_status get_dim(loader *L, json_t *v, bool allow_unknown,
-                         int64_t *out)
+static mp_status rd_number(rd *r, jv *v)
 {
-    if (allow_unknown && json_is_null(v)) {
-        *out = -1;
-        return MP_OK;
+    const char *t = r->t;
+    size_t p = r->pos;
+    bool neg = false, real = false;
+    if (t[p] == '-') {
+        neg = true;
+        p++;
     }
-    const char *what = allow_unknown
-                           ? "an integer >= 0 (or -1 or null for unknown)"
-                           : "an integer >= 0";
-    if (!json_is_integer(v))
-        return type_err(L, v, what);
-    json_int_t x = json_integer_value(v);
-    if (x < 0 && !(allow_unknown && x == -1))
-        return type_err(L, v, what);
-    *out = (int64_t)x;
+    if (p >= r->len || t[p] < '0' || t[p] > '9')
+        return unexpected(r);
+    size_t digits = p;
+    if (t[p] == '0') {
+        p++;
+    } else {
+        while (p < r->len && t[p] >= '0' && t[p] <= '9')
+            p++;
+    }
+    size_t int_end = p;
+    if (p < r->len && t[p] == '.') {
+        real = true;
+        p++;
+        if (p >= r->len || t[p] < '0' || t[p] > '9')
+            return syn(r, r->pos, "invalid number");
+        while (p < r->len && t[p] >= '0' && t[p] <= '9')
+            p++;
+    }
+    if (p < r->len && (t[p] == 'e' || t[p] == 'E')) {
+        real = true;
+        p++;
+        if (p < r->len && (t[p] == '+' || t[p] == '-'))
+            p++;
+        if (p >= r->len || t[p] < '0' || t[p] > '9')
+            return syn(r, r->pos, "invalid number");
+        while (p < r->len && t[p] >= '0' && t[p] <= '9')
+            p++;
+    }
+    v->off = r->pos;
+    if (!real) {
+        uint64_t u = 0;
+        for (size_t k = digits; k < int_end; k++) {
+            unsigned d = (unsigned)(t[k] - '0');
+            if (u > (UINT64_MAX - d) / 10) {
+                u = UINT64_MAX;
+                break;
+            }
+            u = u * 10 + d;
+        }
+        if (u > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) {
+            int line, col;
+            mp_json_offset_pos(r->t, r->len, r->pos, &line, &col);
+            return mp_err(r->ctx, MP_ERR_OVERFLOW,
+                          "%s:%d:%d: too big integer near '%.*s' (numbers "
+                          "must fit in 64 bits)",
+                          r->loc.src, line, col, (int)(p - r->pos),
+                          t + r->pos);
+        }
+        v->type = J_INT;
+        v->i = neg ? (int64_t)(0 - u) : (int64_t)u;
+        v->d = (double)v->i;
+    } else {
+        char buf[64];
+        const char *num = t + r->pos;
+        size_t nl = p - r->pos;
+        char *end;
+        errno = 0;
+        double d;
+        if (nl < sizeof buf) {
+            memcpy(buf, num, nl);
+            buf[nl] = 0;
+            d = strtod(buf, &end);
+        } else {
+            d = strtod(num, &end); /* the text is NUL-terminated */
+        }
+        if (errno == ERANGE && isinf(d)) {
+            int line, col;
+            mp_json_offset_pos(r->t, r->len, r->pos, &line, &col);
+            return mp_err(r->ctx, MP_ERR_OVERFLOW,
+                          "%s:%d:%d: real number overflow near '%.*s'",
+                          r->loc.src, line, col, (int)nl, num);
+        }
+        v->type = J_REAL;
+        v->d = d;
+    }
+    r->pos = p;
     return MP_OK;
 }
 
-static const char *const tensor_keys[] = {"name", "dtype", "shape", "bytes",
-                                          "kind", NULL};
-
-static mp_status load_tensor(loader *L, json_t *t)
+static mp_status lit(rd *r, const char *word)
 {
-    mp_graph *g = L->g;
-    if (!json_is_object(t))
-        return type_err(L, t, "an object (a tensor)");
-    const char *name, *dtype_s, *kind_s;
-    mp_status st = get_string(L, t, "name", true, true, &name);
+    size_t n = strlen(word);
+    if (r->len - r->pos < n || memcmp(r->t + r->pos, word, n) != 0)
+        return unexpected(r);
+    r->pos += n;
+    return MP_OK;
+}
+
+/* Reads the start of a value: scalars whole, containers their opening
+ * bracket. */
+static mp_status rd_value(rd *r, jv *v)
+{
+    ws(r);
+    v->off = r->pos;
+    v->i = 0;
+    v->d = 0;
+    v->s = 0;
+    if (r->pos >= r->len)
+        return unexpected(r);
+    switch (r->t[r->pos]) {
+    case '{': r->pos++; v->type = J_OBJECT; return MP_OK;
+    case '[': r->pos++; v->type = J_ARRAY; return MP_OK;
+    case '"': v->type = J_STRING; return rd_string(r, true, &v->s);
+    case 't': v->type = J_TRUE; return lit(r, "true");
+    case 'f': v->type = J_FALSE; return lit(r, "false");
+    case 'n': v->type = J_NULL; return lit(r, "null");
+    default: return rd_number(r, v);
+    }
+}
+
+/* Object iteration after '{': *more = 1 with the key decoded and the
+ * position at its value, 0 at the closing brace. */
+static mp_status obj_next(rd *r, bool *first, bool *more, size_t *key,
+                          size_t *key_off)
+{
+    ws(r);
+    if (r->pos < r->len && r->t[r->pos] == '}') {
+        r->pos++;
+        *more = false;
+        return MP_OK;
+    }
+    if (!*first) {
+        if (r->pos >= r->len || r->t[r->pos] != ',')
+            return unexpected(r);
+        r->pos++;
+        ws(r);
+    }
+    *first = false;
+    if (r->pos >= r->len || r->t[r->pos] != '"')
+        return r->pos < r->len ? syn(r, r->pos, "string or '}' expected near "
+                                                "'%c'", r->t[r->pos])
+                               : unexpected(r);
+    *key_off = r->pos;
+    mp_status st = rd_string(r, true, key);
     if (st)
         return st;
-    snprintf(L->loc.label, sizeof L->loc.label, "\"%s\"", name);
-    if ((st = check_keys(L, t, tensor_keys,
-                         "name, dtype, shape, bytes or kind")))
+    ws(r);
+    if (r->pos >= r->len || r->t[r->pos] != ':')
+        return unexpected(r);
+    r->pos++;
+    *more = true;
+    return MP_OK;
+}
+
+static mp_status arr_next(rd *r, bool *first, bool *more)
+{
+    ws(r);
+    if (r->pos < r->len && r->t[r->pos] == ']') {
+        r->pos++;
+        *more = false;
+        return MP_OK;
+    }
+    if (!*first) {
+        if (r->pos >= r->len || r->t[r->pos] != ',')
+            return unexpected(r);
+        r->pos++;
+    }
+    *first = false;
+    *more = true;
+    return MP_OK;
+}
+
+/* Skips (and checks) a value whose start was read into v. Keys of
+ * skipped objects are checked for duplicates only at the top level. */
+static mp_status skip_rest(rd *r, const jv *v, int depth)
+{
+    if (v->type != J_OBJECT && v->type != J_ARRAY)
+        return MP_OK;
+    if (depth > MAX_DEPTH)
+        return syn(r, v->off, "maximum nesting depth %d exceeded", MAX_DEPTH);
+    bool first = true, more;
+    mp_status st;
+    for (;;) {
+        size_t mark = r->sb_len;
+        if (v->type == J_OBJECT) {
+            size_t key, key_off;
+            if ((st = obj_next(r, &first, &more, &key, &key_off)))
+                return st;
+        } else if ((st = arr_next(r, &first, &more))) {
+            return st;
+        }
+        if (!more)
+            return MP_OK;
+        jv e;
+        ws(r);
+        /* strings in skipped values need not be kept */
+        if (r->pos < r->len && r->t[r->pos] == '"') {
+            e.off = r->pos;
+            e.type = J_STRING;
+            st = rd_string(r, false, &e.s);
+        } else {
+            st = rd_value(r, &e);
+        }
+        if (st || (st = skip_rest(r, &e, depth + 1)))
+            return st;
+        r->sb_len = mark;
+    }
+}
+
+/* ---- typed access with positioned errors ---------------------------------- */
+static const char *describe(rd *r, const jv *v, char *buf, size_t cap)
+{
+    switch (v->type) {
+    case J_OBJECT: return "an object";
+    case J_ARRAY: return "an array";
+    case J_STRING: {
+        const char *s = S(r, v->s);
+        if (strlen(s) > 40)
+            snprintf(buf, cap, "\"%.40s...\"", s);
+        else
+            snprintf(buf, cap, "\"%s\"", s);
+        return buf;
+    }
+    case J_INT: snprintf(buf, cap, "%lld", (long long)v->i); return buf;
+    case J_REAL: {
+        size_t p = v->off, e = p;
+        while (e < r->len && e - p < 40 && strchr("+-.eE0123456789", r->t[e]))
+            e++;
+        snprintf(buf, cap, "%.*s", (int)(e - p), r->t + p);
+        return buf;
+    }
+    case J_TRUE: return "true";
+    case J_FALSE: return "false";
+    case J_NULL: return "null";
+    }
+    return "a value";
+}
+
+static mp_status type_err(rd *r, const jv *v, const char *expected)
+{
+    char buf[96];
+    return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v->off, "expected %s, got %s",
+                          expected, describe(r, v, buf, sizeof buf));
+}
+
+static mp_status unknown_key(rd *r, const char *key, size_t key_off,
+                             const char *expected)
+{
+    return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+                          "unknown key \"%s\" (expected %s, or an \"x-\" "
+                          "extension key)",
+                          key, expected);
+}
+
+static mp_status dup_key(rd *r, const char *key, size_t key_off)
+{
+    return syn(r, key_off, "duplicate object key near '\"%s\"'", key);
+}
+
+/* Index of key in keys (NULL-terminated), or -1. */
+static int key_index(const char *key, const char *const *keys)
+{
+    for (int i = 0; keys[i]; i++)
+        if (strcmp(keys[i], key) == 0)
+            return i;
+    return -1;
+}
+
+/* Reads the member value of key k; checks duplicates against *seen and
+ * unknown keys. Returns 1 in *skip for an extension key (value skipped). */
+static mp_status member(rd *r, const char *key, size_t key_off,
+                        const char *const *keys, const char *expected,
+                        unsigned *seen, int *k)
+{
+    *k = -1;
+    if (mp_json_is_ext_key(key)) {
+        jv e;
+        mp_status st = rd_value(r, &e);
+        return st ? st : skip_rest(r, &e, 1);
+    }
+    int i = key_index(key, keys);
+    if (i < 0)
+        return unknown_key(r, key, key_off, expected);
+    if (*seen & (1u << i))
+        return dup_key(r, key, key_off);
+    *seen |= 1u << i;
+    *k = i;
+    return MP_OK;
+}
+
+static mp_status grow_refs(rd *r)
+{
+    size_t need = r->g->n_tensors;
+    if (need <= r->cap_ref)
+        return MP_OK;
+    size_t ncap = r->cap_ref ? r->cap_ref : 64;
+    while (ncap < need)
+        ncap *= 2;
+    void *a = mp_realloc_array(r->ctx, r->ref_node, ncap, sizeof(uint32_t));
+    if (!a)
+        return MP_ERR_NOMEM;
+    r->ref_node = a;
+    if (!(a = mp_realloc_array(r->ctx, r->ref_slot, ncap, sizeof(uint32_t))))
+        return MP_ERR_NOMEM;
+    r->ref_slot = a;
+    if (!(a = mp_realloc_array(r->ctx, r->ref_off, ncap, sizeof(size_t))))
+        return MP_ERR_NOMEM;
+    r->ref_off = a;
+    if (!(a = mp_realloc_array(r->ctx, r->declared, ncap, 1)))
+        return MP_ERR_NOMEM;
+    r->declared = a;
+    for (size_t i = r->cap_ref; i < ncap; i++) {
+        r->ref_node[i] = MP_NONE;
+        r->ref_slot[i] = 0;
+        r->ref_off[i] = 0;
+        r->declared[i] = 0;
+    }
+    r->cap_ref = ncap;
+    return MP_OK;
+}
+
+static mp_status need_string(rd *r, const jv *v, bool nonempty)
+{
+    if (v->type != J_STRING)
+        return type_err(r, v, "a string");
+    if (nonempty && !S(r, v->s)[0])
+        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v->off,
+                              "must not be an empty string");
+    return MP_OK;
+}
+
+static mp_status missing(rd *r, size_t obj_off, const char *key,
+                         const char *what)
+{
+    return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, obj_off,
+                          "missing required key \"%s\"%s", key, what);
+}
+
+/* ---- tensors ------------------------------------------------------------------ */
+static const char *const tensor_keys[] = {"name", "dtype", "shape", "bytes",
+                                          "kind", NULL};
+enum { TK_NAME, TK_DTYPE, TK_SHAPE, TK_BYTES, TK_KIND };
+
+static mp_status read_tensor(rd *r)
+{
+    jv v;
+    mp_status st = rd_value(r, &v);
+    if (st)
         return st;
+    if (v.type != J_OBJECT)
+        return type_err(r, &v, "an object (a tensor)");
+    size_t obj_off = v.off;
+    r->sb_len = 0;
+    r->loc.label[0] = 0;
     mp_tensor_desc d;
     memset(&d, 0, sizeof d);
-    d.name = name;
     d.rank = -1;
     d.kind = MP_KIND_ACTIVATION;
-    if ((st = get_string(L, t, "dtype", false, false, &dtype_s)))
-        return st;
-    if (dtype_s && mp_dtype_parse(dtype_s, &d.dtype) != MP_OK) {
-        mp_jloc_key(&L->loc, "dtype");
-        return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
-                           "unknown dtype \"%s\" (expected float32, float16, "
-                           "bfloat16, int64, ...)", dtype_s);
-    }
-    if ((st = get_string(L, t, "kind", false, false, &kind_s)))
-        return st;
-    if (kind_s && mp_kind_parse(kind_s, &d.kind) != MP_OK) {
-        mp_jloc_key(&L->loc, "kind");
-        return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
-                           "unknown kind \"%s\" (expected activation, input, "
-                           "weight, constant, gradient, optimizer_state or "
-                           "output)", kind_s);
-    }
     int64_t dims[MP_MAX_RANK];
-    json_t *shape = json_object_get(t, "shape");
-    bool shape_known = false;
-    if (shape) {
-        mp_jloc_key(&L->loc, "shape");
-        if (!json_is_array(shape))
-            return type_err(L, shape, "an array of integers");
-        size_t rank = json_array_size(shape);
-        if (rank > MP_MAX_RANK)
-            return mp_jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
-                               "rank %zu is more than the %d supported", rank,
-                               MP_MAX_RANK);
-        shape_known = true;
-        for (size_t k = 0; k < rank; k++) {
-            mp_jloc_index(&L->loc, k);
-            if ((st = get_dim(L, json_array_get(shape, k), true, &dims[k])))
+    size_t name_s = 0, name_off = 0, shape_off = 0, bytes_off = 0;
+    bool bytes_given = false, shape_known = false;
+    uint64_t nbytes = 0;
+    unsigned seen = 0;
+    bool first = true, more;
+    for (;;) {
+        size_t key, key_off;
+        if ((st = obj_next(r, &first, &more, &key, &key_off)))
+            return st;
+        if (!more)
+            break;
+        int k;
+        if ((st = member(r, S(r, key), key_off, tensor_keys,
+                         "name, dtype, shape, bytes or kind", &seen, &k)))
+            return st;
+        if (k < 0)
+            continue;
+        mp_jloc_key(&r->loc, tensor_keys[k]);
+        if ((st = rd_value(r, &v)))
+            return st;
+        switch (k) {
+        case TK_NAME:
+            if ((st = need_string(r, &v, true)))
                 return st;
-            mp_jloc_pop(&L->loc);
-            if (dims[k] < 0)
-                shape_known = false;
+            name_s = v.s;
+            name_off = v.off;
+            snprintf(r->loc.label, sizeof r->loc.label, "\"%s\"",
+                     S(r, name_s));
+            break;
+        case TK_DTYPE:
+            if ((st = need_string(r, &v, false)))
+                return st;
+            if (mp_dtype_parse(S(r, v.s), &d.dtype) != MP_OK)
+                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                                      "unknown dtype \"%s\" (expected "
+                                      "float32, float16, bfloat16, int64, "
+                                      "...)",
+                                      S(r, v.s));
+            break;
+        case TK_KIND:
+            if ((st = need_string(r, &v, false)))
+                return st;
+            if (mp_kind_parse(S(r, v.s), &d.kind) != MP_OK)
+                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                                      "unknown kind \"%s\" (expected "
+                                      "activation, input, weight, constant, "
+                                      "gradient, optimizer_state or output)",
+                                      S(r, v.s));
+            break;
+        case TK_BYTES:
+            if (v.type != J_INT || v.i < 0)
+                return type_err(r, &v, "an integer >= 0");
+            nbytes = (uint64_t)v.i;
+            bytes_given = true;
+            bytes_off = v.off;
+            break;
+        case TK_SHAPE: {
+            if (v.type != J_ARRAY)
+                return type_err(r, &v, "an array of integers");
+            shape_off = v.off;
+            size_t rank = 0;
+            bool f2 = true, m2;
+            shape_known = true;
+            for (;;) {
+                if ((st = arr_next(r, &f2, &m2)))
+                    return st;
+                if (!m2)
+                    break;
+                if (rank >= MP_MAX_RANK)
+                    return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED,
+                                          shape_off,
+                                          "rank %zu is more than the %d "
+                                          "supported",
+                                          rank + 1, MP_MAX_RANK);
+                jv e;
+                if ((st = rd_value(r, &e)))
+                    return st;
+                if (e.type == J_NULL) {
+                    dims[rank] = -1;
+                } else if (e.type != J_INT || e.i < -1) {
+                    mp_jloc_index(&r->loc, rank);
+                    return type_err(r, &e, "an integer >= 0 (or -1 or null "
+                                           "for unknown)");
+                } else {
+                    dims[rank] = e.i;
+                }
+                if (dims[rank] < 0)
+                    shape_known = false;
+                rank++;
+            }
+            d.rank = (int)rank;
+            d.dims = dims;
+            break;
         }
-        d.rank = (int)rank;
-        d.dims = dims;
+        }
+        mp_jloc_pop(&r->loc);
+    }
+    if (!(seen & (1u << TK_NAME)))
+        return missing(r, obj_off, "name", "");
+    d.name = S(r, name_s);
+    if (d.rank >= 0) {
         /* element count and byte size must fit in 64 bits */
         unsigned bits = mp_dtype_bits(d.dtype);
         uint64_t count = 1, b = 0;
         bool ok = true;
-        for (size_t k = 0; k < rank && ok; k++)
+        for (int k = 0; k < d.rank && ok; k++)
             if (dims[k] >= 0)
                 ok = mp_mul_u64(count, (uint64_t)dims[k], &count);
         if (ok && bits)
             ok = mp_mul_u64(count, bits, &b) && mp_add_u64(b, 7, &b);
+        mp_jloc_key(&r->loc, "shape");
         if (!ok)
-            return mp_jloc_err(&L->loc, MP_ERR_OVERFLOW, false,
-                               "the tensor's %s overflows 64 bits",
-                               bits ? "size in bytes" : "element count");
-        mp_jloc_pop(&L->loc);
-        if (!bits)
-            shape_known = false;
-        else if (shape_known)
-            d.bytes = b / 8; /* for the check against "bytes" below */
-    }
-    json_t *bytes = json_object_get(t, "bytes");
-    bool bytes_given = false;
-    uint64_t nbytes = 0;
-    if (bytes) {
-        mp_jloc_key(&L->loc, "bytes");
-        int64_t v;
-        if ((st = get_dim(L, bytes, false, &v)))
-            return st;
-        nbytes = (uint64_t)v;
-        if (shape_known && d.bytes != nbytes)
-            return mp_jloc_err(&L->loc, MP_ERR_SHAPE, false,
-                               "%llu bytes disagree with the dtype and shape "
-                               "(%llu bytes)",
-                               (unsigned long long)nbytes,
-                               (unsigned long long)d.bytes);
-        mp_jloc_pop(&L->loc);
-        bytes_given = true;
+            return mp_jloc_err_at(&r->loc, MP_ERR_OVERFLOW, shape_off,
+                                  "the tensor's %s overflows 64 bits",
+                                  bits ? "size in bytes" : "element count");
+        mp_jloc_pop(&r->loc);
+        if (bits && shape_known && bytes_given && b / 8 != nbytes) {
+            mp_jloc_key(&r->loc, "bytes");
+            return mp_jloc_err_at(&r->loc, MP_ERR_SHAPE, bytes_off,
+                                  "%llu bytes disagree with the dtype and "
+                                  "shape (%llu bytes)",
+                                  (unsigned long long)nbytes,
+                                  (unsigned long long)(b / 8));
+        }
     }
     d.bytes = bytes_given ? nbytes : 0;
     uint32_t prev;
-    if (mp_graph_find_tensor(g, name, &prev) == MP_OK) {
-        mp_jloc_key(&L->loc, "name");
-        return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                           "duplicate tensor name \"%s\" (first declared at "
-                           "tensors[%u])", name, (unsigned)prev);
+    if (mp_graph_find_tensor(r->g, d.name, &prev) == MP_OK) {
+        mp_jloc_key(&r->loc, "name");
+        return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, name_off,
+                              "duplicate tensor name \"%s\" (first declared "
+                              "at tensors[%u])",
+                              d.name, (unsigned)prev);
     }
     uint32_t id;
-    if ((st = mp_graph_add_tensor(g, &d, &id)))
+    if ((st = mp_graph_add_tensor(r->g, &d, &id)))
         return st;
     if (bytes_given && nbytes == 0) {
-        g->tensors[id].bytes = 0;
-        g->tensors[id].flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
+        r->g->tensors[id].bytes = 0;
+        r->g->tensors[id].flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
     }
-    if ((st = grow_refs(L)))
+    if ((st = grow_refs(r)))
         return st;
-    L->declared[id] = 1;
+    r->declared[id] = 1;
+    return MP_OK;
+}
+
+/* ---- nodes ------------------------------------------------------------------- */
+static const char *const node_keys[] = {"name", "op", "domain", "inputs",
+                                        "outputs", "attributes", "phase",
+                                        "cost", NULL};
+enum { NK_NAME, NK_OP, NK_DOMAIN, NK_INPUTS, NK_OUTPUTS, NK_ATTRS, NK_PHASE,
+       NK_COST };
+static const char *const cost_keys[] = {"flops", "bytes", "seconds", NULL};
+
+/* Reads an array of tensor names into (s, off) lists. */
+static mp_status read_names(rd *r, bool inputs)
+{
+    jv v;
+    mp_status st = rd_value(r, &v);
+    if (st)
+        return st;
+    if (v.type != J_ARRAY)
+        return type_err(r, &v, "an array");
+    bool first = true, more;
+    size_t n = 0;
+    for (;;) {
+        if ((st = arr_next(r, &first, &more)))
+            return st;
+        if (!more)
+            break;
+        jv e;
+        if ((st = rd_value(r, &e)))
+            return st;
+        mp_jloc_index(&r->loc, n);
+        if (e.type != J_STRING)
+            return type_err(r, &e, inputs ? "a tensor name (a string; \"\" "
+                                            "for an omitted optional input)"
+                                          : "a tensor name (a string)");
+        if (!inputs && !S(r, e.s)[0])
+            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, e.off,
+                                  "an output needs a tensor name");
+        mp_jloc_pop(&r->loc);
+        size_t **ps = inputs ? &r->in_s : &r->out_s;
+        size_t **po = inputs ? &r->in_off : &r->out_off;
+        size_t *cap = inputs ? &r->cap_in : &r->cap_out;
+        if (n + 1 > *cap) {
+            size_t c2 = *cap;
+            if (mp_grow(r->ctx, (void **)ps, sizeof **ps, n + 1, cap))
+                return MP_ERR_NOMEM;
+            if (mp_grow(r->ctx, (void **)po, sizeof **po, n + 1, &c2))
+                return MP_ERR_NOMEM;
+        }
+        (*ps)[n] = e.s;
+        (*po)[n] = e.off;
+        n++;
+    }
+    if (n > UINT32_MAX / 2)
+        return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+                              "too many tensors");
+    if (inputs)
+        r->n_in = n;
+    else
+        r->n_out = n;
+    return MP_OK;
+}
+
+static mp_status pool_push(rd *r, int64_t i, double d)
+{
+    if (r->n_pool + 1 > r->cap_pi) {
+        size_t c2 = r->cap_pi;
+        if (mp_grow(r->ctx, (void **)&r->pi, sizeof *r->pi, r->n_pool + 1,
+                    &r->cap_pi) ||
+            mp_grow(r->ctx, (void **)&r->pd, sizeof *r->pd, r->n_pool + 1,
+                    &c2))
+            return MP_ERR_NOMEM;
+        r->cap_pd = c2;
+    }
+    r->pi[r->n_pool] = i;
+    r->pd[r->n_pool] = d;
+    r->n_pool++;
+    return MP_OK;
+}
+
+static mp_status read_attrs(rd *r)
+{
+    jv v;
+    mp_status st = rd_value(r, &v);
+    if (st)
+        return st;
+    if (v.type != J_OBJECT)
+        return type_err(r, &v, "an object");
+    bool first = true, more;
+    for (;;) {
+        size_t key, key_off;
+        if ((st = obj_next(r, &first, &more, &key, &key_off)))
+            return st;
+        if (!more)
+            break;
+        if (!S(r, key)[0])
+            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+                                  "an attribute needs a name");
+        for (size_t a = 0; a < r->n_attrs; a++)
+            if (strcmp(S(r, r->attrs[a].name_s), S(r, key)) == 0)
+                return dup_key(r, S(r, key), key_off);
+        if (mp_grow(r->ctx, (void **)&r->attrs, sizeof *r->attrs,
+                    r->n_attrs + 1, &r->cap_attrs))
+            return MP_ERR_NOMEM;
+        struct rattr *at = &r->attrs[r->n_attrs];
+        memset(at, 0, sizeof *at);
+        at->name_s = key;
+        at->key_off = key_off;
+        mp_jloc_key(&r->loc, S(r, key));
+        jv e;
+        if ((st = rd_value(r, &e)))
+            return st;
+        at->off = e.off;
+        switch (e.type) {
+        case J_INT: at->type = J_INT; at->i = e.i; break;
+        case J_REAL: at->type = J_REAL; at->d = e.d; break;
+        case J_STRING: at->type = J_STRING; at->s = e.s; break;
+        case J_ARRAY: {
+            at->type = J_ARRAY;
+            at->first = r->n_pool;
+            bool f2 = true, m2;
+            for (;;) {
+                if ((st = arr_next(r, &f2, &m2)))
+                    return st;
+                if (!m2)
+                    break;
+                jv x;
+                if ((st = rd_value(r, &x)))
+                    return st;
+                if (x.type != J_INT && x.type != J_REAL) {
+                    mp_jloc_index(&r->loc, at->n);
+                    return type_err(r, &x, "a number (attribute arrays hold "
+                                           "numbers)");
+                }
+                if (x.type == J_REAL)
+                    at->any_real = true;
+                if ((st = pool_push(r, x.i, x.type == J_REAL ? x.d
+                                                             : (double)x.i)))
+                    return st;
+                at->n++;
+            }
+            if (at->n > UINT32_MAX)
+                return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, e.off,
+                                      "too many values");
+            break;
+        }
+        default:
+            return type_err(r, &e, "a number, a string or an array of "
+                                   "numbers");
+        }
+        mp_jloc_pop(&r->loc);
+        r->n_attrs++;
+    }
+    return MP_OK;
+}
+
+static mp_status read_cost(rd *r, double *c)
+{
+    jv v;
+    mp_status st = rd_value(r, &v);
+    if (st)
+        return st;
+    if (v.type != J_OBJECT)
+        return type_err(r, &v, "an object with flops, bytes, seconds");
+    unsigned seen = 0;
+    bool first = true, more;
+    for (;;) {
+        size_t key, key_off;
+        if ((st = obj_next(r, &first, &more, &key, &key_off)))
+            return st;
+        if (!more)
+            break;
+        int k;
+        if ((st = member(r, S(r, key), key_off, cost_keys,
+                         "flops, bytes or seconds", &seen, &k)))
+            return st;
+        if (k < 0)
+            continue;
+        mp_jloc_key(&r->loc, cost_keys[k]);
+        jv e;
+        if ((st = rd_value(r, &e)))
+            return st;
+        if ((e.type != J_INT && e.type != J_REAL) || !(e.d >= 0))
+            return type_err(r, &e, "a number >= 0");
+        c[k] = e.d;
+        mp_jloc_pop(&r->loc);
+    }
     return MP_OK;
 }
 
 /* Tensor id by name, creating an implicit activation when unknown. */
-static mp_status tensor_ref(loader *L, const char *name, uint32_t *id)
+static mp_status tensor_ref(rd *r, const char *name, uint32_t *id)
 {
-    if (mp_graph_find_tensor(L->g, name, id) == MP_OK)
+    if (mp_graph_find_tensor(r->g, name, id) == MP_OK)
         return MP_OK;
     mp_tensor_desc d;
     memset(&d, 0, sizeof d);
     d.name = name;
     d.rank = -1;
     d.kind = MP_KIND_ACTIVATION;
-    mp_status st = mp_graph_add_tensor(L->g, &d, id);
+    mp_status st = mp_graph_add_tensor(r->g, &d, id);
+    return st ? st : grow_refs(r);
+}
+
+static mp_status read_node(rd *r, size_t idx)
+{
+    mp_graph *g = r->g;
+    jv v;
+    mp_status st = rd_value(r, &v);
     if (st)
         return st;
-    return grow_refs(L);
-}
-
-static mp_status load_attr(loader *L, uint32_t node, const char *name,
-                           json_t *v)
-{
-    mp_graph *g = L->g;
-    if (!name[0])
-        return mp_jloc_err(&L->loc, MP_ERR_PARSE, true,
-                           "an attribute needs a name");
-    if (json_is_integer(v))
-        return mp_graph_set_attr_int(g, node, name,
-                                     (int64_t)json_integer_value(v));
-    if (json_is_real(v))
-        return mp_graph_set_attr_float(g, node, name, json_real_value(v));
-    if (json_is_string(v))
-        return mp_graph_set_attr_string(g, node, name, json_string_value(v));
-    if (!json_is_array(v))
-        return type_err(L, v, "a number, a string or an array of numbers");
-    size_t n = json_array_size(v);
-    if (n > UINT32_MAX)
-        return mp_jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
-                           "too many values");
-    bool any_real = false;
-    for (size_t k = 0; k < n; k++) {
-        json_t *e = json_array_get(v, k);
-        if (json_is_real(e))
-            any_real = true;
-        else if (!json_is_integer(e)) {
-            mp_jloc_index(&L->loc, k);
-            return type_err(L, e, "a number (attribute arrays hold numbers)");
-        }
-    }
-    if (any_real) {
-        if (mp_grow(L->ctx, (void **)&L->floats, sizeof *L->floats, n,
-                    &L->cap_floats))
-            return MP_ERR_NOMEM;
-        for (size_t k = 0; k < n; k++)
-            L->floats[k] = json_number_value(json_array_get(v, k));
-        return mp_graph_set_attr_floats(g, node, name, L->floats, (uint32_t)n);
-    }
-    if (mp_grow(L->ctx, (void **)&L->ints, sizeof *L->ints, n, &L->cap_ints))
-        return MP_ERR_NOMEM;
-    for (size_t k = 0; k < n; k++)
-        L->ints[k] = (int64_t)json_integer_value(json_array_get(v, k));
-    return mp_graph_set_attr_ints(g, node, name, L->ints, (uint32_t)n);
-}
-
-static const char *const node_keys[] = {"name", "op", "domain", "inputs",
-                                        "outputs", "attributes", "phase",
-                                        "cost", NULL};
-static const char *const cost_keys[] = {"flops", "bytes", "seconds", NULL};
-
-static mp_status cost_value(loader *L, json_t *cost, const char *key,
-                            double *out)
-{
-    *out = -1.0;
-    json_t *v = json_object_get(cost, key);
-    if (!v)
-        return MP_OK;
-    mp_jloc_key(&L->loc, key);
-    if (!json_is_number(v) || json_number_value(v) < 0)
-        return type_err(L, v, "a number >= 0");
-    *out = json_number_value(v);
-    mp_jloc_pop(&L->loc);
-    return MP_OK;
-}
-
-static mp_status load_node(loader *L, json_t *n, size_t i)
-{
-    mp_graph *g = L->g;
-    if (!json_is_object(n))
-        return type_err(L, n, "an object (a node)");
-    const char *name, *op, *domain, *phase_s;
-    mp_status st = get_string(L, n, "name", true, true, &name);
-    if (st)
-        return st;
-    snprintf(L->loc.label, sizeof L->loc.label, "\"%s\"", name);
-    if ((st = check_keys(L, n, node_keys,
-                         "name, op, domain, inputs, outputs, attributes, "
-                         "phase or cost")))
-        return st;
-    uint32_t prev;
-    if (mp_graph_find_node(g, name, &prev) == MP_OK) {
-        mp_jloc_key(&L->loc, "name");
-        return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                           "duplicate node name \"%s\" (first at nodes[%u])",
-                           name, (unsigned)prev);
-    }
-    if ((st = get_string(L, n, "op", true, true, &op)) ||
-        (st = get_string(L, n, "domain", false, false, &domain)) ||
-        (st = get_string(L, n, "phase", false, false, &phase_s)))
-        return st;
+    if (v.type != J_OBJECT)
+        return type_err(r, &v, "an object (a node)");
+    size_t obj_off = v.off;
+    r->sb_len = 0;
+    r->n_in = r->n_out = r->n_attrs = r->n_pool = 0;
+    r->loc.label[0] = 0;
+    size_t name_s = 0, name_off = 0, op_s = 0, dom_s = 0;
+    bool has_dom = false;
+    double cost[3] = {-1.0, -1.0, -1.0};
     mp_node_desc d;
     memset(&d, 0, sizeof d);
-    d.name = name;
-    d.op = op;
-    d.domain = domain;
     d.phase = MP_PHASE_FORWARD;
-    if (phase_s && mp_phase_parse(phase_s, &d.phase) != MP_OK) {
-        mp_jloc_key(&L->loc, "phase");
-        return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
-                           "unknown phase \"%s\" (expected forward, backward "
-                           "or optimizer)", phase_s);
-    }
-    json_t *ins, *outs, *attrs = json_object_get(n, "attributes"),
-                        *cost = json_object_get(n, "cost");
-    if ((st = get_array(L, n, "inputs", true, &ins)) ||
-        (st = get_array(L, n, "outputs", true, &outs)))
-        return st;
-    if (attrs && !json_is_object(attrs)) {
-        mp_jloc_key(&L->loc, "attributes");
-        return type_err(L, attrs, "an object");
-    }
-    if (cost && !json_is_object(cost)) {
-        mp_jloc_key(&L->loc, "cost");
-        return type_err(L, cost, "an object with flops, bytes, seconds");
-    }
-    size_t n_in = json_array_size(ins), n_out = json_array_size(outs);
-    if (n_in > UINT32_MAX / 2 || n_out > UINT32_MAX / 2)
-        return mp_jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
-                           "too many inputs or outputs");
-    if (mp_grow(L->ctx, (void **)&L->ins, sizeof *L->ins, n_in + 1,
-                &L->cap_ins) ||
-        mp_grow(L->ctx, (void **)&L->outs, sizeof *L->outs, n_out + 1,
-                &L->cap_outs))
-        return MP_ERR_NOMEM;
-    mp_jloc_key(&L->loc, "inputs");
-    for (size_t k = 0; k < n_in; k++) {
-        json_t *v = json_array_get(ins, k);
-        mp_jloc_index(&L->loc, k);
-        if (!json_is_string(v))
-            return type_err(L, v, "a tensor name (a string; \"\" for an "
-                                  "omitted optional input)");
-        const char *tn = json_string_value(v);
-        if (!tn[0]) {
-            L->ins[k] = MP_NONE;
-        } else {
-            if ((st = tensor_ref(L, tn, &L->ins[k])))
+    unsigned seen = 0;
+    bool first = true, more;
+    for (;;) {
+        size_t key, key_off;
+        if ((st = obj_next(r, &first, &more, &key, &key_off)))
+            return st;
+        if (!more)
+            break;
+        int k;
+        if ((st = member(r, S(r, key), key_off, node_keys,
+                         "name, op, domain, inputs, outputs, attributes, "
+                         "phase or cost",
+                         &seen, &k)))
+            return st;
+        if (k < 0)
+            continue;
+        mp_jloc_key(&r->loc, node_keys[k]);
+        switch (k) {
+        case NK_NAME:
+        case NK_OP:
+        case NK_DOMAIN:
+        case NK_PHASE:
+            if ((st = rd_value(r, &v)) ||
+                (st = need_string(r, &v, k == NK_NAME || k == NK_OP)))
                 return st;
-            if (L->ref_node[L->ins[k]] == MP_NONE) {
-                L->ref_node[L->ins[k]] = (uint32_t)i;
-                L->ref_slot[L->ins[k]] = (uint32_t)k;
+            if (k == NK_NAME) {
+                name_s = v.s;
+                name_off = v.off;
+                snprintf(r->loc.label, sizeof r->loc.label, "\"%s\"",
+                         S(r, v.s));
+            } else if (k == NK_OP) {
+                op_s = v.s;
+            } else if (k == NK_DOMAIN) {
+                dom_s = v.s;
+                has_dom = true;
+            } else if (mp_phase_parse(S(r, v.s), &d.phase) != MP_OK) {
+                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                                      "unknown phase \"%s\" (expected "
+                                      "forward, backward or optimizer)",
+                                      S(r, v.s));
             }
+            break;
+        case NK_INPUTS: st = read_names(r, true); break;
+        case NK_OUTPUTS: st = read_names(r, false); break;
+        case NK_ATTRS: st = read_attrs(r); break;
+        case NK_COST: st = read_cost(r, cost); break;
         }
-        mp_jloc_pop(&L->loc);
+        if (st)
+            return st;
+        mp_jloc_pop(&r->loc);
     }
-    mp_jloc_pop(&L->loc);
-    mp_jloc_key(&L->loc, "outputs");
-    for (size_t k = 0; k < n_out; k++) {
-        json_t *v = json_array_get(outs, k);
-        mp_jloc_index(&L->loc, k);
-        if (!json_is_string(v))
-            return type_err(L, v, "a tensor name (a string)");
-        const char *tn = json_string_value(v);
-        if (!tn[0])
-            return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
-                               "an output needs a tensor name");
+    if (!(seen & (1u << NK_NAME)))
+        return missing(r, obj_off, "name", "");
+    if (!(seen & (1u << NK_OP)))
+        return missing(r, obj_off, "op", "");
+    if (!(seen & (1u << NK_INPUTS)))
+        return missing(r, obj_off, "inputs", " (an array)");
+    if (!(seen & (1u << NK_OUTPUTS)))
+        return missing(r, obj_off, "outputs", " (an array)");
+    d.name = S(r, name_s);
+    d.op = S(r, op_s);
+    d.domain = has_dom ? S(r, dom_s) : NULL;
+    uint32_t prev;
+    if (mp_graph_find_node(g, d.name, &prev) == MP_OK) {
+        mp_jloc_key(&r->loc, "name");
+        return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, name_off,
+                              "duplicate node name \"%s\" (first at "
+                              "nodes[%u])",
+                              d.name, (unsigned)prev);
+    }
+    if (mp_grow(r->ctx, (void **)&r->ids, sizeof *r->ids, r->n_in + 1,
+                &r->cap_ids) ||
+        mp_grow(r->ctx, (void **)&r->oids, sizeof *r->oids, r->n_out + 1,
+                &r->cap_oids))
+        return MP_ERR_NOMEM;
+    for (size_t k = 0; k < r->n_in; k++) {
+        const char *tn = S(r, r->in_s[k]);
+        if (!tn[0]) {
+            r->ids[k] = MP_NONE;
+            continue;
+        }
+        if ((st = tensor_ref(r, tn, &r->ids[k])))
+            return st;
+        uint32_t t = r->ids[k];
+        if (r->ref_node[t] == MP_NONE) {
+            r->ref_node[t] = (uint32_t)idx;
+            r->ref_slot[t] = (uint32_t)k;
+            r->ref_off[t] = r->in_off[k];
+        }
+    }
+    mp_jloc_key(&r->loc, "outputs");
+    for (size_t k = 0; k < r->n_out; k++) {
+        const char *tn = S(r, r->out_s[k]);
+        mp_jloc_index(&r->loc, k);
         uint32_t t;
-        if ((st = tensor_ref(L, tn, &t)))
+        if ((st = tensor_ref(r, tn, &t)))
             return st;
         uint32_t p = g->tensors[t].producer;
         if (p != MP_NONE)
-            return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                               "tensor \"%s\" is already produced by "
-                               "nodes[%u] (\"%s\"): a tensor has one producer",
-                               tn, (unsigned)p, g->nodes[p].name);
+            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->out_off[k],
+                                  "tensor \"%s\" is already produced by "
+                                  "nodes[%u] (\"%s\"): a tensor has one "
+                                  "producer",
+                                  tn, (unsigned)p, g->nodes[p].name);
         for (size_t j = 0; j < k; j++)
-            if (L->outs[j] == t)
-                return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                                   "tensor \"%s\" is listed twice as an "
-                                   "output", tn);
-        for (size_t j = 0; j < n_in; j++)
-            if (L->ins[j] == t)
-                return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                                   "the node reads its own output \"%s\" "
-                                   "(inputs[%zu])", tn, j);
-        L->outs[k] = t;
-        mp_jloc_pop(&L->loc);
+            if (r->oids[j] == t)
+                return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->out_off[k],
+                                      "tensor \"%s\" is listed twice as an "
+                                      "output",
+                                      tn);
+        for (size_t j = 0; j < r->n_in; j++)
+            if (r->ids[j] == t)
+                return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->out_off[k],
+                                      "the node reads its own output \"%s\" "
+                                      "(inputs[%zu])",
+                                      tn, j);
+        r->oids[k] = t;
+        mp_jloc_pop(&r->loc);
     }
-    mp_jloc_pop(&L->loc);
-    d.inputs = L->ins;
-    d.n_inputs = (uint32_t)n_in;
-    d.outputs = L->outs;
-    d.n_outputs = (uint32_t)n_out;
+    mp_jloc_pop(&r->loc);
+    d.inputs = r->ids;
+    d.n_inputs = (uint32_t)r->n_in;
+    d.outputs = r->oids;
+    d.n_outputs = (uint32_t)r->n_out;
     uint32_t id;
     if ((st = mp_graph_add_node(g, &d, &id)))
         return st;
-    if (attrs) {
-        mp_jloc_key(&L->loc, "attributes");
-        const char *key;
-        json_t *v;
-        json_object_foreach(attrs, key, v) {
-            mp_jloc_key(&L->loc, key);
-            if ((st = load_attr(L, id, key, v)))
-                return st;
-            mp_jloc_pop(&L->loc);
+    for (size_t a = 0; a < r->n_attrs; a++) {
+        const struct rattr *at = &r->attrs[a];
+        const char *an = S(r, at->name_s);
+        switch (at->type) {
+        case J_INT: st = mp_graph_set_attr_int(g, id, an, at->i); break;
+        case J_REAL: st = mp_graph_set_attr_float(g, id, an, at->d); break;
+        case J_STRING:
+            st = mp_graph_set_attr_string(g, id, an, S(r, at->s));
+            break;
+        default:
+            if (at->any_real)
+                st = mp_graph_set_attr_floats(g, id, an, r->pd + at->first,
+                                              (uint32_t)at->n);
+            else
+                st = mp_graph_set_attr_ints(g, id, an, r->pi + at->first,
+                                            (uint32_t)at->n);
         }
-        mp_jloc_pop(&L->loc);
-    }
-    if (cost) {
-        mp_jloc_key(&L->loc, "cost");
-        if ((st = check_keys(L, cost, cost_keys, "flops, bytes or seconds")))
-            return st;
-        double fl, by, se;
-        if ((st = cost_value(L, cost, "flops", &fl)) ||
-            (st = cost_value(L, cost, "bytes", &by)) ||
-            (st = cost_value(L, cost, "seconds", &se)))
-            return st;
-        mp_jloc_pop(&L->loc);
-        if ((st = mp_graph_set_node_cost(g, id, fl, by, se)))
+        if (st)
             return st;
     }
+    if ((seen & (1u << NK_COST)) &&
+        (st = mp_graph_set_node_cost(g, id, cost[0], cost[1], cost[2])))
+        return st;
     return MP_OK;
 }
 
@@ -515,34 +1130,79 @@ static bool needs_producer(uint8_t kind)
            kind == MP_KIND_OUTPUT;
 }
 
+static mp_status read_outputs(rd *r)
+{
+    mp_graph *g = r->g;
+    jv v;
+    mp_status st = rd_value(r, &v);
+    if (st)
+        return st;
+    if (v.type != J_ARRAY)
+        return type_err(r, &v, "an array");
+    bool first = true, more;
+    for (size_t i = 0;; i++) {
+        if ((st = arr_next(r, &first, &more)))
+            return st;
+        if (!more)
+            break;
+        r->sb_len = 0;
+        jv e;
+        if ((st = rd_value(r, &e)))
+            return st;
+        mp_jloc_index(&r->loc, i);
+        if (e.type != J_STRING)
+            return type_err(r, &e, "a tensor name (a string)");
+        const char *tn = S(r, e.s);
+        uint32_t t;
+        if (mp_graph_find_tensor(g, tn, &t) != MP_OK)
+            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, e.off,
+                                  "no tensor named \"%s\"", tn);
+        const mp_tensor *tt = &g->tensors[t];
+        if (r->declared[t] & 2)
+            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, e.off,
+                                  "\"%s\" is listed twice", tn);
+        r->declared[t] |= 2;
+        if (tt->producer == MP_NONE && needs_producer(tt->declared_kind))
+            return mp_jloc_err_at(
+                &r->loc, MP_ERR_GRAPH, e.off,
+                "output \"%s\" (%s) is not produced by any node", tn,
+                mp_kind_name((mp_tensor_kind)tt->declared_kind));
+        if ((st = mp_graph_mark_output(g, t)))
+            return st;
+        mp_jloc_pop(&r->loc);
+    }
+    return MP_OK;
+}
+
 /* Every tensor a node reads must be produced by a node or be a source
  * (input, weight, constant, optimizer state). */
-static mp_status check_sources(loader *L)
+static mp_status check_sources(rd *r)
 {
-    mp_graph *g = L->g;
+    mp_graph *g = r->g;
     for (size_t t = 0; t < g->n_tensors; t++) {
         const mp_tensor *tt = &g->tensors[t];
-        if (tt->producer != MP_NONE || L->ref_node[t] == MP_NONE ||
+        if (tt->producer != MP_NONE || r->ref_node[t] == MP_NONE ||
             !needs_producer(tt->declared_kind))
             continue;
-        uint32_t nd = L->ref_node[t];
-        L->loc.depth = 0;
-        mp_jloc_key(&L->loc, "nodes");
-        mp_jloc_index(&L->loc, nd);
-        mp_jloc_key(&L->loc, "inputs");
-        mp_jloc_index(&L->loc, L->ref_slot[t]);
-        snprintf(L->loc.label, sizeof L->loc.label, "\"%s\"",
+        uint32_t nd = r->ref_node[t];
+        r->loc.depth = 0;
+        mp_jloc_key(&r->loc, "nodes");
+        mp_jloc_index(&r->loc, nd);
+        mp_jloc_key(&r->loc, "inputs");
+        mp_jloc_index(&r->loc, r->ref_slot[t]);
+        snprintf(r->loc.label, sizeof r->loc.label, "\"%s\"",
                  g->nodes[nd].name);
-        if (!(L->declared[t] & 1))
-            return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                               "input \"%s\" is neither declared in "
-                               "\"tensors\" nor produced by any node",
-                               tt->name);
-        return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                           "input \"%s\" (%s) is not produced by any node: "
-                           "declare it with kind input, weight or constant",
-                           tt->name,
-                           mp_kind_name((mp_tensor_kind)tt->declared_kind));
+        if (!(r->declared[t] & 1))
+            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->ref_off[t],
+                                  "input \"%s\" is neither declared in "
+                                  "\"tensors\" nor produced by any node",
+                                  tt->name);
+        return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->ref_off[t],
+                              "input \"%s\" (%s) is not produced by any "
+                              "node: declare it with kind input, weight or "
+                              "constant",
+                              tt->name,
+                              mp_kind_name((mp_tensor_kind)tt->declared_kind));
     }
     return MP_OK;
 }
@@ -550,138 +1210,193 @@ static mp_status check_sources(loader *L)
 static const char *const top_keys[] = {"format", "version", "name",
                                        "tensors", "nodes", "outputs",
                                        "metadata", NULL};
+enum { TOP_FORMAT, TOP_VERSION, TOP_NAME, TOP_TENSORS, TOP_NODES,
+       TOP_OUTPUTS, TOP_METADATA, TOP_N };
 
-static mp_status load_doc(loader *L, json_t *root)
+/* Reads the array at offset off element by element with fn. */
+static mp_status read_list(rd *r, size_t off, const char *key,
+                           mp_status (*fn)(rd *r, size_t i))
 {
-    mp_graph *g = L->g;
-    mp_status st;
-    json_t *fmt = json_object_get(root, "format");
-    if (fmt) {
-        mp_jloc_key(&L->loc, "format");
-        if (!json_is_string(fmt))
-            return type_err(L, fmt, "the string \"" FORMAT_NAME "\"");
-        if (strcmp(json_string_value(fmt), FORMAT_NAME) != 0)
-            return mp_jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
-                               "format \"%s\" is not supported (expected \""
-                               FORMAT_NAME "\")", json_string_value(fmt));
-        mp_jloc_pop(&L->loc);
-    }
-    json_t *ver = json_object_get(root, "version");
-    if (ver) {
-        mp_jloc_key(&L->loc, "version");
-        if (!json_is_integer(ver))
-            return type_err(L, ver, "an integer");
-        if (json_integer_value(ver) != FORMAT_VERSION)
-            return mp_jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
-                               "version %lld is not supported (this memplan "
-                               "reads version %d)",
-                               (long long)json_integer_value(ver),
-                               FORMAT_VERSION);
-        mp_jloc_pop(&L->loc);
-    }
-    if ((st = check_keys(L, root, top_keys,
-                         "format, version, name, tensors, nodes, outputs or "
-                         "metadata")))
+    r->pos = off;
+    r->loc.depth = 0;
+    r->loc.label[0] = 0;
+    mp_jloc_key(&r->loc, key);
+    jv v;
+    mp_status st = rd_value(r, &v);
+    if (st)
         return st;
-    const char *name;
-    if ((st = get_string(L, root, "name", false, false, &name)))
-        return st;
-    if (name && (st = mp_graph_set_name(g, name)))
-        return st;
-    json_t *meta = json_object_get(root, "metadata");
-    if (meta && !json_is_object(meta)) {
-        mp_jloc_key(&L->loc, "metadata");
-        return type_err(L, meta, "an object");
+    if (v.type != J_ARRAY)
+        return type_err(r, &v, "an array");
+    bool first = true, more;
+    for (size_t i = 0;; i++) {
+        if ((st = arr_next(r, &first, &more)))
+            return st;
+        if (!more)
+            break;
+        mp_jloc_index(&r->loc, i);
+        if ((st = fn(r, i)))
+            return st;
+        mp_jloc_pop(&r->loc);
     }
-    json_t *tensors, *nodes, *outputs;
-    if ((st = get_array(L, root, "tensors", false, &tensors)) ||
-        (st = get_array(L, root, "nodes", false, &nodes)) ||
-        (st = get_array(L, root, "outputs", false, &outputs)))
-        return st;
-    if (tensors) {
-        mp_jloc_key(&L->loc, "tensors");
-        size_t n = json_array_size(tensors);
-        for (size_t i = 0; i < n; i++) {
-            mp_jloc_index(&L->loc, i);
-            L->loc.label[0] = 0;
-            if ((st = load_tensor(L, json_array_get(tensors, i))))
-                return st;
-            mp_jloc_pop(&L->loc);
-        }
-        mp_jloc_pop(&L->loc);
-    }
-    L->loc.label[0] = 0;
-    if (nodes) {
-        mp_jloc_key(&L->loc, "nodes");
-        size_t n = json_array_size(nodes);
-        for (size_t i = 0; i < n; i++) {
-            mp_jloc_index(&L->loc, i);
-            L->loc.label[0] = 0;
-            if ((st = load_node(L, json_array_get(nodes, i), i)))
-                return st;
-            mp_jloc_pop(&L->loc);
-        }
-        mp_jloc_pop(&L->loc);
-    }
-    L->loc.label[0] = 0;
-    if (outputs) {
-        mp_jloc_key(&L->loc, "outputs");
-        size_t n = json_array_size(outputs);
-        for (size_t i = 0; i < n; i++) {
-            json_t *v = json_array_get(outputs, i);
-            mp_jloc_index(&L->loc, i);
-            if (!json_is_string(v))
-                return type_err(L, v, "a tensor name (a string)");
-            uint32_t t;
-            if (mp_graph_find_tensor(g, json_string_value(v), &t) != MP_OK)
-                return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                                   "no tensor named \"%s\"",
-                                   json_string_value(v));
-            const mp_tensor *tt = &g->tensors[t];
-            if (L->declared[t] & 2)
-                return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                                   "\"%s\" is listed twice", tt->name);
-            L->declared[t] |= 2;
-            if (tt->producer == MP_NONE && needs_producer(tt->declared_kind))
-                return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
-                                   "output \"%s\" (%s) is not produced by any "
-                                   "node", tt->name,
-                                   mp_kind_name(
-                                       (mp_tensor_kind)tt->declared_kind));
-            if ((st = mp_graph_mark_output(g, t)))
-                return st;
-            mp_jloc_pop(&L->loc);
-        }
-        mp_jloc_pop(&L->loc);
-    }
-    return check_sources(L);
+    return MP_OK;
 }
 
-mp_status mp_json_graph_build(mp_ctx *ctx, json_t *root, const char *text,
-                              size_t len, const char *src, mp_graph **out)
+static mp_status tensor_fn(rd *r, size_t i)
+{
+    (void)i;
+    return read_tensor(r);
+}
+
+static mp_status read_doc(rd *r)
+{
+    mp_status st;
+    ws(r);
+    if (r->pos >= r->len)
+        return syn(r, 0, "empty file (expected a JSON object)");
+    if (r->t[r->pos] == '[')
+        return syn(r, r->pos, "expected a JSON object at the top level, got "
+                              "an array");
+    if (r->t[r->pos] != '{')
+        return unexpected(r);
+    r->pos++;
+    /* pass 1: syntax of the whole document, top-level members */
+    size_t off[TOP_N] = {0}, unknown_off = 0, unknown_s = 0;
+    bool has[TOP_N] = {false}, unknown = false;
+    bool first = true, more;
+    for (;;) {
+        size_t mark = r->sb_len;
+        size_t key, key_off;
+        if ((st = obj_next(r, &first, &more, &key, &key_off)))
+            return st;
+        if (!more)
+            break;
+        int k = key_index(S(r, key), top_keys);
+        if (k >= 0 && has[k])
+            return dup_key(r, S(r, key), key_off);
+        if (k >= 0) {
+            has[k] = true;
+            ws(r);
+            off[k] = r->pos;
+        } else if (!unknown && !mp_json_is_ext_key(S(r, key))) {
+            unknown = true;
+            unknown_off = key_off;
+            unknown_s = key;
+            mark = r->sb_len; /* keep the key */
+        }
+        jv v;
+        ws(r);
+        if (r->pos < r->len && r->t[r->pos] == '"') {
+            v.off = r->pos;
+            v.type = J_STRING;
+            st = rd_string(r, false, &v.s);
+        } else {
+            st = rd_value(r, &v);
+        }
+        if (st || (st = skip_rest(r, &v, 1)))
+            return st;
+        r->sb_len = mark;
+    }
+    ws(r);
+    if (r->pos < r->len)
+        return syn(r, r->pos, "end of file expected near '%c'",
+                   r->t[r->pos]);
+    /* format and version first: a newer file is "unsupported", not full
+     * of unknown keys */
+    jv v;
+    if (has[TOP_FORMAT]) {
+        r->pos = off[TOP_FORMAT];
+        mp_jloc_key(&r->loc, "format");
+        if ((st = rd_value(r, &v)))
+            return st;
+        if (v.type != J_STRING)
+            return type_err(r, &v, "the string \"" FORMAT_NAME "\"");
+        if (strcmp(S(r, v.s), FORMAT_NAME) != 0)
+            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+                                  "format \"%s\" is not supported (expected "
+                                  "\"" FORMAT_NAME "\")",
+                                  S(r, v.s));
+        mp_jloc_pop(&r->loc);
+    }
+    if (has[TOP_VERSION]) {
+        r->pos = off[TOP_VERSION];
+        mp_jloc_key(&r->loc, "version");
+        if ((st = rd_value(r, &v)))
+            return st;
+        if (v.type != J_INT)
+            return type_err(r, &v, "an integer");
+        if (v.i != FORMAT_VERSION)
+            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+                                  "version %lld is not supported (this "
+                                  "memplan reads version %d)",
+                                  (long long)v.i, FORMAT_VERSION);
+        mp_jloc_pop(&r->loc);
+    }
+    if (unknown)
+        return unknown_key(r, S(r, unknown_s), unknown_off,
+                           "format, version, name, tensors, nodes, outputs "
+                           "or metadata");
+    if (has[TOP_NAME]) {
+        r->pos = off[TOP_NAME];
+        mp_jloc_key(&r->loc, "name");
+        if ((st = rd_value(r, &v)) || (st = need_string(r, &v, false)))
+            return st;
+        if ((st = mp_graph_set_name(r->g, S(r, v.s))))
+            return st;
+        mp_jloc_pop(&r->loc);
+    }
+    if (has[TOP_METADATA]) {
+        r->pos = off[TOP_METADATA];
+        mp_jloc_key(&r->loc, "metadata");
+        if ((st = rd_value(r, &v)))
+            return st;
+        if (v.type != J_OBJECT)
+            return type_err(r, &v, "an object");
+        mp_jloc_pop(&r->loc);
+    }
+    if (has[TOP_TENSORS] &&
+        (st = read_list(r, off[TOP_TENSORS], "tensors", tensor_fn)))
+        return st;
+    if (has[TOP_NODES] &&
+        (st = read_list(r, off[TOP_NODES], "nodes", read_node)))
+        return st;
+    if (has[TOP_OUTPUTS]) {
+        r->pos = off[TOP_OUTPUTS];
+        r->loc.depth = 0;
+        r->loc.label[0] = 0;
+        mp_jloc_key(&r->loc, "outputs");
+        if ((st = read_outputs(r)))
+            return st;
+    }
+    if ((st = grow_refs(r)))
+        return st;
+    return check_sources(r);
+}
+
+mp_status mp_json_graph_read(mp_ctx *ctx, const char *text, size_t len,
+                             const char *src, mp_graph **out)
 {
     *out = NULL;
-    loader L;
-    memset(&L, 0, sizeof L);
-    mp_jloc_init(&L.loc, ctx, src, text, len);
-    L.ctx = ctx;
-    mp_status st = mp_graph_create(ctx, &L.g);
+    rd r;
+    memset(&r, 0, sizeof r);
+    mp_jloc_init(&r.loc, ctx, src, text, len);
+    r.ctx = ctx;
+    r.t = text;
+    r.len = len;
+    mp_status st = mp_graph_create(ctx, &r.g);
     if (!st)
-        st = load_doc(&L, root);
+        st = read_doc(&r);
     if (!st)
-        st = mp_json_finalize(ctx, L.g, src);
-    mp_dealloc(ctx, L.ref_node);
-    mp_dealloc(ctx, L.ref_slot);
-    mp_dealloc(ctx, L.declared);
-    mp_dealloc(ctx, L.ins);
-    mp_dealloc(ctx, L.outs);
-    mp_dealloc(ctx, L.ints);
-    mp_dealloc(ctx, L.floats);
+        st = mp_json_finalize(ctx, r.g, src);
+    void *arrays[] = {r.sb, r.ref_node, r.ref_slot, r.ref_off, r.declared,
+                      r.in_s, r.in_off, r.out_s, r.out_off, r.ids, r.oids,
+                      r.attrs, r.pi, r.pd};
+    for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
+        mp_dealloc(ctx, arrays[k]);
     if (st) {
-        mp_graph_destroy(L.g);
+        mp_graph_destroy(r.g);
         return st;
     }
-    *out = L.g;
+    *out = r.g;
     return MP_OK;
 }
 
@@ -693,15 +1408,8 @@ mp_status mp_graph_load_json_string(mp_ctx *ctx, const char *text,
                             "mp_graph_load_json_string: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
-    const char *src = source_name ? source_name : "<string>";
-    size_t len = strlen(text);
-    json_t *root;
-    mp_status st = mp_json_parse(ctx, text, len, src, &root);
-    if (st)
-        return st;
-    st = mp_json_graph_build(ctx, root, text, len, src, out);
-    json_decref(root);
-    return st;
+    return mp_json_graph_read(ctx, text, strlen(text),
+                              source_name ? source_name : "<string>", out);
 }
 
 mp_status mp_graph_load_json(mp_ctx *ctx, const char *path, mp_graph **out)
@@ -716,12 +1424,7 @@ mp_status mp_graph_load_json(mp_ctx *ctx, const char *path, mp_graph **out)
     mp_status st = mp_read_file(ctx, path, &text, &len);
     if (st)
         return st;
-    json_t *root;
-    st = mp_json_parse(ctx, text, len, path, &root);
-    if (!st) {
-        st = mp_json_graph_build(ctx, root, text, len, path, out);
-        json_decref(root);
-    }
+    st = mp_json_graph_read(ctx, text, len, path, out);
     mp_dealloc(ctx, text);
     return st;
 }

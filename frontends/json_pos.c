@@ -299,10 +299,12 @@ mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
     va_end(ap);
 
     size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
+    /* pointing at a key: the key is named in the message, not the path */
+    size_t shown = at_key && depth ? depth - 1 : depth;
     char path[512];
     size_t n = 0;
     path[0] = 0;
-    for (size_t d = 0; d < depth && n < sizeof path; d++) {
+    for (size_t d = 0; d < shown && n < sizeof path; d++) {
         int w;
         if (L->path[d].key)
             w = snprintf(path + n, sizeof path - n, "%s%s", d ? "." : "",
@@ -325,14 +327,116 @@ mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
     int line, col;
     bool found = mp_json_locate(L->text, L->len, L->path, depth, at_key,
                                 &line, &col);
-    if (found && depth)
+    if (found && shown)
         return mp_err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
                       msg);
     if (found)
         return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
-    if (depth)
+    if (shown)
         return mp_err(L->ctx, st, "%s: %s: %s", L->src, path, msg);
     return mp_err(L->ctx, st, "%s: %s", L->src, msg);
+}
+
+mp_status mp_jloc_err_at(mp_jloc *L, mp_status st, size_t off,
+                         const char *fmt, ...)
+{
+    char msg[MP_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
+    char path[512];
+    size_t n = 0;
+    path[0] = 0;
+    for (size_t d = 0; d < depth && n < sizeof path; d++) {
+        int w;
+        if (L->path[d].key)
+            w = snprintf(path + n, sizeof path - n, "%s%s", d ? "." : "",
+                         L->path[d].key);
+        else
+            w = snprintf(path + n, sizeof path - n, "[%zu]",
+                         L->path[d].index);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+        if (d == 1 && L->label[0] && n < sizeof path) {
+            w = snprintf(path + n, sizeof path - n, " (%s)", L->label);
+            if (w < 0)
+                break;
+            n += (size_t)w;
+        }
+    }
+    int line, col;
+    mp_json_offset_pos(L->text, L->len, off, &line, &col);
+    if (depth)
+        return mp_err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
+                      msg);
+    return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
+}
+
+mp_jfmt mp_json_detect(const char *text, size_t len)
+{
+    scan sc = {text, len, 0};
+    skip_ws(&sc);
+    if (peek(&sc) != '{')
+        return MP_JFMT_SYNTAX;
+    sc.pos++;
+    bool links = false, edges = false, directed = false, mp_keys = false,
+         fmt_key = false, fmt_memplan = false;
+    skip_ws(&sc);
+    if (peek(&sc) == '}')
+        return MP_JFMT_NONE;
+    for (;;) {
+        skip_ws(&sc);
+        if (peek(&sc) != '"')
+            return MP_JFMT_SYNTAX;
+        scan k = sc;
+        bool is_fmt = string_equals(&k, "format");
+        k = sc;
+        if (string_equals(&k, "links"))
+            links = true;
+        k = sc;
+        if (string_equals(&k, "edges"))
+            edges = true;
+        k = sc;
+        if (string_equals(&k, "directed"))
+            directed = true;
+        k = sc;
+        if (string_equals(&k, "tensors"))
+            mp_keys = true;
+        k = sc;
+        if (string_equals(&k, "nodes"))
+            mp_keys = true;
+        if (!skip_string(&sc))
+            return MP_JFMT_SYNTAX;
+        skip_ws(&sc);
+        if (peek(&sc) != ':')
+            return MP_JFMT_SYNTAX;
+        sc.pos++;
+        skip_ws(&sc);
+        if (is_fmt) {
+            fmt_key = true;
+            k = sc;
+            if (peek(&k) == '"' && string_equals(&k, "memplan-graph"))
+                fmt_memplan = true;
+        }
+        if (!skip_value(&sc))
+            return MP_JFMT_SYNTAX;
+        skip_ws(&sc);
+        if (peek(&sc) == '}')
+            break;
+        if (peek(&sc) != ',')
+            return MP_JFMT_SYNTAX;
+        sc.pos++;
+    }
+    if (fmt_memplan)
+        return MP_JFMT_MEMPLAN;
+    if (links || (edges && directed))
+        return MP_JFMT_NODELINK;
+    if (mp_keys || fmt_key)
+        return MP_JFMT_MEMPLAN;
+    return MP_JFMT_NONE;
 }
 
 const char *mp_json_describe(const json_t *v, char *buf, size_t cap)
@@ -381,8 +485,8 @@ mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
         rewind(f);
     }
     for (;;) {
-        if (n + 1 >= cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
+        if (!buf || n + 1 >= cap) {
+            size_t ncap = !buf && cap ? cap : (cap ? cap * 2 : 65536);
             char *nb = mp_realloc_array(ctx, buf, ncap, 1);
             if (!nb) {
                 mp_dealloc(ctx, buf);

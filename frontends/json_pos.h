@@ -67,6 +67,22 @@ static inline void mp_jloc_pop(mp_jloc *L) { L->depth--; }
 mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
                       ...) MP_PRINTF(4, 5);
 
+/* Same, with the position given as a byte offset into the text (the
+ * whole path is printed). */
+mp_status mp_jloc_err_at(mp_jloc *L, mp_status st, size_t off,
+                         const char *fmt, ...) MP_PRINTF(4, 5);
+
+/* Format of a JSON graph found from its top-level keys by a fast scan
+ * (no parsing): MP_JFMT_SYNTAX when the scan met malformed text. */
+typedef enum mp_jfmt {
+    MP_JFMT_NONE = 0, MP_JFMT_MEMPLAN, MP_JFMT_NODELINK, MP_JFMT_SYNTAX
+} mp_jfmt;
+mp_jfmt mp_json_detect(const char *text, size_t len);
+
+/* Streaming reader of the memplan JSON graph format (json_graph.c). */
+mp_status mp_json_graph_read(mp_ctx *ctx, const char *text, size_t len,
+                             const char *src, mp_graph **out);
+
 /* Describes a JSON value for messages ("a string \"a\"", "an array", ...). */
 const char *mp_json_describe(const json_t *v, char *buf, size_t cap);
 
@@ -87,10 +103,8 @@ mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
 mp_status mp_json_parse(mp_ctx *ctx, const char *text, size_t len,
                         const char *src, json_t **root);
 
-/* Builders from a parsed document; text/len are the document's text (for
- * error positions). Both return a finalized graph. */
-mp_status mp_json_graph_build(mp_ctx *ctx, json_t *root, const char *text,
-                              size_t len, const char *src, mp_graph **out);
+/* Builder of a node-link graph from a parsed document; text/len are the
+ * document's text (for error positions). Returns a finalized graph. */
 mp_status mp_nodelink_build(mp_ctx *ctx, json_t *root, const char *text,
                             size_t len, const char *src, mp_graph **out);
 

@@ -4,25 +4,6 @@
 
 #include <string.h>
 
-typedef enum { FMT_NONE, FMT_MEMPLAN, FMT_NODELINK } graph_format;
-
-static graph_format detect(json_t *root)
-{
-    json_t *fmt = json_object_get(root, "format");
-    if (fmt && json_is_string(fmt) &&
-        strcmp(json_string_value(fmt), "memplan-graph") == 0)
-        return FMT_MEMPLAN;
-    if (json_object_get(root, "links"))
-        return FMT_NODELINK;
-    /* networkx >= 3.4 may name the links "edges" */
-    if (json_object_get(root, "edges") && json_object_get(root, "directed"))
-        return FMT_NODELINK;
-    if (json_object_get(root, "tensors") || json_object_get(root, "nodes") ||
-        fmt)
-        return FMT_MEMPLAN;
-    return FMT_NONE;
-}
-
 mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out)
 {
     if (!ctx || !path || !out)
@@ -46,24 +27,26 @@ mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out)
                       "JSON graph or a networkx node-link JSON graph)",
                       path);
     }
-    json_t *root;
-    st = mp_json_parse(ctx, text, len, path, &root);
-    if (!st) {
-        switch (detect(root)) {
-        case FMT_MEMPLAN:
-            st = mp_json_graph_build(ctx, root, text, len, path, out);
-            break;
-        case FMT_NODELINK:
+    switch (mp_json_detect(text, len)) {
+    case MP_JFMT_NODELINK: {
+        json_t *root;
+        st = mp_json_parse(ctx, text, len, path, &root);
+        if (!st) {
             st = mp_nodelink_build(ctx, root, text, len, path, out);
-            break;
-        default:
-            st = mp_err(ctx, MP_ERR_UNSUPPORTED,
-                        "%s: unrecognised JSON graph: expected a memplan "
-                        "graph (\"tensors\"/\"nodes\") or a networkx "
-                        "node-link graph (\"nodes\" and \"links\")",
-                        path);
+            json_decref(root);
         }
-        json_decref(root);
+        break;
+    }
+    case MP_JFMT_MEMPLAN:
+    case MP_JFMT_SYNTAX: /* the reader names the syntax error */
+        st = mp_json_graph_read(ctx, text, len, path, out);
+        break;
+    default:
+        st = mp_err(ctx, MP_ERR_UNSUPPORTED,
+                    "%s: unrecognised JSON graph: expected a memplan graph "
+                    "(\"tensors\"/\"nodes\") or a networkx node-link graph "
+                    "(\"nodes\" and \"links\")",
+                    path);
     }
     mp_dealloc(ctx, text);
     return st;
