@@ -226,3 +226,30 @@ void cli_print_methods(FILE *f)
         fprintf(f, "%s%s", m == MP_OFFSETS_AUTO ? "" : ", ",
                 mp_offsets_method_name((mp_offsets_method)m));
 }
+
+/* ---- options shared by plan and offsets -------------------------------------- */
+enum { OPT_OUTPUT, OPT_JSON, OPT_ALIGN, OPT_METHOD, OPT_SEED, OPT_TIME };
+
+const cli_opt cli_solve_opts[] = {
+    {"output", 'o', 1, OPT_OUTPUT},
+    {"json", 0, 0, OPT_JSON},
+    {"align", 0, 1, OPT_ALIGN},
+    {"method", 0, 1, OPT_METHOD},
+    {"seed", 0, 1, OPT_SEED},
+    {"time-limit", 0, 1, OPT_TIME},
+    {NULL, 0, 0, 0},
+};
+
+int cli_solve_on_opt(void *state, int id, const char *name, const char *value)
+{
+    cli_solve_args *a = state;
+    switch (id) {
+    case OPT_OUTPUT: a->output = value; return 0;
+    case OPT_JSON: a->json = 1; return 0;
+    case OPT_ALIGN: return cli_parse_size(name, value, &a->alignment);
+    case OPT_METHOD: return cli_parse_method(value, &a->method);
+    case OPT_SEED: return cli_parse_u64(name, value, &a->seed);
+    case OPT_TIME: return cli_parse_seconds(name, value, &a->time_limit);
+    default: return CLI_EXIT_INTERNAL;
+    }
+}

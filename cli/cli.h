@@ -70,12 +70,30 @@ int cli_parse_u64(const char *what, const char *s, uint64_t *out);
 int cli_parse_seconds(const char *what, const char *s, double *out);
 /* --method NAME through mp_offsets_method_parse. */
 int cli_parse_method(const char *s, mp_offsets_method *out);
+
+/* The options `plan` and `offsets` share: -o, --json, --align, --method,
+ * --seed, --time-limit. Callers set the defaults, then pass
+ * cli_solve_opts / cli_solve_on_opt to cli_parse. */
+typedef struct cli_solve_args {
+    const char *output;
+    int json;
+    uint64_t alignment;
+    mp_offsets_method method;
+    uint64_t seed;
+    double time_limit;
+} cli_solve_args;
+extern const cli_opt cli_solve_opts[];
+int cli_solve_on_opt(void *state, int id, const char *name, const char *value);
 /* Lists the offsets methods the library knows, comma separated. */
 void cli_print_methods(FILE *f);
 
 /* ---- output ------------------------------------------------------------------ */
 /* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */
 const char *cli_size(uint64_t bytes, char *buf, size_t cap);
+/* arena / lower bound: a JSON real, null when the lower bound is 0. */
+json_t *cli_json_ratio(uint64_t arena, uint64_t lower_bound);
+/* The summary's "arena/LB" line; `empty` says why there is no ratio. */
+void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty);
 /* A JSON integer for a 64-bit size (a real above INT64_MAX). */
 json_t *cli_json_u64(uint64_t v);
 /* Prints one JSON object to stdout and releases it; returns an exit code. */

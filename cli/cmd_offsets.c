@@ -3,38 +3,6 @@
 
 #include <string.h>
 
-enum { OPT_OUTPUT, OPT_JSON, OPT_ALIGN, OPT_METHOD, OPT_SEED, OPT_TIME };
-
-static const cli_opt offsets_opts[] = {
-    {"output", 'o', 1, OPT_OUTPUT},
-    {"json", 0, 0, OPT_JSON},
-    {"align", 0, 1, OPT_ALIGN},
-    {"method", 0, 1, OPT_METHOD},
-    {"seed", 0, 1, OPT_SEED},
-    {"time-limit", 0, 1, OPT_TIME},
-    {NULL, 0, 0, 0},
-};
-
-typedef struct offsets_args {
-    const char *output;
-    int json;
-    mp_offsets_options opt;
-} offsets_args;
-
-static int on_opt(void *state, int id, const char *name, const char *value)
-{
-    offsets_args *a = state;
-    switch (id) {
-    case OPT_OUTPUT: a->output = value; return 0;
-    case OPT_JSON: a->json = 1; return 0;
-    case OPT_ALIGN: return cli_parse_size(name, value, &a->opt.alignment);
-    case OPT_METHOD: return cli_parse_method(value, &a->opt.method);
-    case OPT_SEED: return cli_parse_u64(name, value, &a->opt.seed);
-    case OPT_TIME: return cli_parse_seconds(name, value, &a->opt.time_limit);
-    default: return CLI_EXIT_INTERNAL;
-    }
-}
-
 static void help(void)
 {
     fputs("Usage: memplan offsets TRACE.csv [-o OUT.csv] [--json] [--align N]\n"
@@ -83,10 +51,8 @@ static int print_json(size_t n, const mp_offsets_result *r,
     bad |= cli_json_set(o, "alignment", cli_json_u64(opt->alignment));
     bad |= cli_json_set(o, "lower_bound_bytes", cli_json_u64(r->lower_bound_bytes));
     bad |= cli_json_set(o, "arena_bytes", cli_json_u64(r->arena_bytes));
-    bad |= cli_json_set(o, "ratio", r->lower_bound_bytes
-                                        ? json_real((double)r->arena_bytes /
-                                                    (double)r->lower_bound_bytes)
-                                        : json_null());
+    bad |= cli_json_set(o, "ratio", cli_json_ratio(r->arena_bytes,
+                                                   r->lower_bound_bytes));
     bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(r->status)));
     bad |= cli_json_set(o, "solver", json_string(r->solver ? r->solver : ""));
     bad |= cli_json_set(o, "solve_seconds", json_real(r->seconds));
@@ -110,11 +76,7 @@ static void print_summary(const char *trace, size_t n,
     printf("lower bound  %s  max live bytes\n",
            cli_size(r->lower_bound_bytes, b, sizeof b));
     printf("arena        %s\n", cli_size(r->arena_bytes, b, sizeof b));
-    if (r->lower_bound_bytes)
-        printf("arena/LB     %.4f\n",
-               (double)r->arena_bytes / (double)r->lower_bound_bytes);
-    else
-        printf("arena/LB     n/a (empty trace)\n");
+    cli_print_ratio(r->arena_bytes, r->lower_bound_bytes, "empty trace");
     printf("status       %s\n", mp_solve_status_name(r->status));
     printf("solver       %s (alignment %llu)\n", r->solver ? r->solver : "?",
            (unsigned long long)opt->alignment);
@@ -125,14 +87,13 @@ static void print_summary(const char *trace, size_t n,
 
 int cli_cmd_offsets(int argc, char **argv)
 {
-    offsets_args a;
-    memset(&a, 0, sizeof a);
-    mp_offsets_options_init(&a.opt);
-    a.opt.alignment = 1;
+    mp_offsets_options opt;
+    mp_offsets_options_init(&opt);
+    cli_solve_args a = {NULL, 0, 1, opt.method, opt.seed, opt.time_limit};
     const char *pos[CLI_MAX_POSITIONAL];
     int n_pos, want_help;
-    int rc = cli_parse("offsets", argc, argv, offsets_opts, on_opt, &a, pos,
-                       &n_pos, &want_help);
+    int rc = cli_parse("offsets", argc, argv, cli_solve_opts, cli_solve_on_opt,
+                       &a, pos, &n_pos, &want_help);
     if (rc)
         return rc;
     if (want_help) {
@@ -146,6 +107,10 @@ int cli_cmd_offsets(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     const char *trace = pos[0];
+    opt.alignment = a.alignment;
+    opt.method = a.method;
+    opt.seed = a.seed;
+    opt.time_limit = a.time_limit;
 
     mp_ctx *ctx = mp_ctx_create(NULL);
     if (!ctx) {
@@ -163,7 +128,7 @@ int cli_cmd_offsets(int argc, char **argv)
         rc = cli_fail(ctx, st, trace);
         goto done;
     }
-    st = mp_offsets_solve(ctx, bufs, n, &a.opt, &res);
+    st = mp_offsets_solve(ctx, bufs, n, &opt, &res);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, trace);
         goto done;
@@ -176,9 +141,9 @@ int cli_cmd_offsets(int argc, char **argv)
         }
     }
     if (a.json) {
-        rc = print_json(n, &res, &a.opt, a.output);
+        rc = print_json(n, &res, &opt, a.output);
     } else {
-        print_summary(trace, n, &res, &a.opt, a.output);
+        print_summary(trace, n, &res, &opt, a.output);
         rc = CLI_EXIT_OK;
     }
 done:

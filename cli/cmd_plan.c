@@ -6,38 +6,6 @@
 
 #define PEAK_TOP 10
 
-enum { OPT_OUTPUT, OPT_JSON, OPT_ALIGN, OPT_METHOD, OPT_SEED, OPT_TIME };
-
-static const cli_opt plan_opts[] = {
-    {"output", 'o', 1, OPT_OUTPUT},
-    {"json", 0, 0, OPT_JSON},
-    {"align", 0, 1, OPT_ALIGN},
-    {"method", 0, 1, OPT_METHOD},
-    {"seed", 0, 1, OPT_SEED},
-    {"time-limit", 0, 1, OPT_TIME},
-    {NULL, 0, 0, 0},
-};
-
-typedef struct plan_args {
-    const char *output;
-    int json;
-    mp_plan_options opt;
-} plan_args;
-
-static int on_opt(void *state, int id, const char *name, const char *value)
-{
-    plan_args *a = state;
-    switch (id) {
-    case OPT_OUTPUT: a->output = value; return 0;
-    case OPT_JSON: a->json = 1; return 0;
-    case OPT_ALIGN: return cli_parse_size(name, value, &a->opt.alignment);
-    case OPT_METHOD: return cli_parse_method(value, &a->opt.method);
-    case OPT_SEED: return cli_parse_u64(name, value, &a->opt.seed);
-    case OPT_TIME: return cli_parse_seconds(name, value, &a->opt.time_limit);
-    default: return CLI_EXIT_INTERNAL;
-    }
-}
-
 static void help(void)
 {
     fputs("Usage: memplan plan INPUT [-o PLAN.json] [--json] [--align N]\n"
@@ -131,13 +99,6 @@ static void describe_step(const mp_graph *g, const mp_plan *plan, uint32_t s,
                  tensor_name(g, st->index));
 }
 
-static json_t *ratio_json(const mp_figures *f)
-{
-    if (f->lower_bound_bytes == 0)
-        return json_null();
-    return json_real((double)f->arena_bytes / (double)f->lower_bound_bytes);
-}
-
 static int print_json(const mp_graph *g, const mp_plan *plan,
                       const peak_info *pk, const char *output)
 {
@@ -176,7 +137,7 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     bad |= cli_json_set(o, "arena_bytes", cli_json_u64(f->arena_bytes));
     bad |= cli_json_set(o, "peak_bytes", cli_json_u64(f->peak_bytes));
     bad |= cli_json_set(o, "no_reuse_bytes", cli_json_u64(f->no_reuse_bytes));
-    bad |= cli_json_set(o, "ratio", ratio_json(f));
+    bad |= cli_json_set(o, "ratio", cli_json_ratio(f->arena_bytes, f->lower_bound_bytes));
     bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(f->status)));
     bad |= cli_json_set(o, "solver", json_string(f->solver ? f->solver : ""));
     bad |= cli_json_set(o, "solve_seconds", json_real(f->solve_seconds));
@@ -214,11 +175,7 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
            cli_size(f->peak_bytes, b, sizeof b));
     printf("no reuse     %s  every arena tensor in its own memory\n",
            cli_size(f->no_reuse_bytes, b, sizeof b));
-    if (f->lower_bound_bytes)
-        printf("arena/LB     %.4f\n",
-               (double)f->arena_bytes / (double)f->lower_bound_bytes);
-    else
-        printf("arena/LB     n/a (empty arena)\n");
+    cli_print_ratio(f->arena_bytes, f->lower_bound_bytes, "empty arena");
     printf("status       %s\n", mp_solve_status_name(f->status));
     printf("solver       %s (alignment %llu)\n", f->solver ? f->solver : "?",
            (unsigned long long)f->alignment);
@@ -245,13 +202,14 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
 
 int cli_cmd_plan(int argc, char **argv)
 {
-    plan_args a;
-    memset(&a, 0, sizeof a);
-    mp_plan_options_init(&a.opt);
+    mp_plan_options opt;
+    mp_plan_options_init(&opt);
+    cli_solve_args a = {NULL, 0, opt.alignment, opt.method, opt.seed,
+                        opt.time_limit};
     const char *pos[CLI_MAX_POSITIONAL];
     int n_pos, want_help;
-    int rc = cli_parse("plan", argc, argv, plan_opts, on_opt, &a, pos, &n_pos,
-                       &want_help);
+    int rc = cli_parse("plan", argc, argv, cli_solve_opts, cli_solve_on_opt,
+                       &a, pos, &n_pos, &want_help);
     if (rc)
         return rc;
     if (want_help) {
@@ -265,6 +223,10 @@ int cli_cmd_plan(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     const char *input = pos[0];
+    opt.alignment = a.alignment;
+    opt.method = a.method;
+    opt.seed = a.seed;
+    opt.time_limit = a.time_limit;
 
     mp_ctx *ctx = mp_ctx_create(NULL);
     if (!ctx) {
@@ -280,7 +242,7 @@ int cli_cmd_plan(int argc, char **argv)
         rc = cli_fail(ctx, st, input);
         goto done;
     }
-    st = mp_plan_create(g, &a.opt, &plan);
+    st = mp_plan_create(g, &opt, &plan);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, input);
         goto done;

@@ -91,6 +91,21 @@ const char *cli_size(uint64_t bytes, char *buf, size_t cap)
     return buf;
 }
 
+json_t *cli_json_ratio(uint64_t arena, uint64_t lower_bound)
+{
+    if (lower_bound == 0)
+        return json_null();
+    return json_real((double)arena / (double)lower_bound);
+}
+
+void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty)
+{
+    if (lower_bound)
+        printf("arena/LB     %.4f\n", (double)arena / (double)lower_bound);
+    else
+        printf("arena/LB     n/a (%s)\n", empty);
+}
+
 json_t *cli_json_u64(uint64_t v)
 {
     if (v <= (uint64_t)INT64_MAX)
