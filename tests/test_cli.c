@@ -250,6 +250,17 @@ static void test_offsets_roundtrip(void)
     CU_ASSERT(json_is_number(json_object_get(j, "solve_seconds")));
     json_decref(j);
 
+    /* --method reaches the solver: naive stacks the buffers end to end */
+    CU_ASSERT_EQUAL(cli("offsets %s --json --method naive --seed 7 "
+                        "--time-limit=0.5", trace), 0);
+    j = json_loads(out, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    long long total = 0;
+    for (int i = 0; i < n; i++)
+        total += r[i].size;
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "arena_bytes")), total);
+    json_decref(j);
+
     /* the input has no offsets: verify says so (input error) */
     CU_ASSERT_EQUAL(cli("verify %s 2>&1", trace), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "offset"));
