@@ -69,6 +69,20 @@ typedef struct rd {
 
 static const char *S(rd *r, size_t s) { return r->sb + s; }
 
+/* Label of the tensor or node being read ("\"name\""), cheaper than
+ * snprintf: it is set for every element. */
+static void set_label(rd *r, const char *name)
+{
+    char *l = r->loc.label;
+    size_t n = strlen(name), max = sizeof r->loc.label - 3;
+    if (n > max)
+        n = max;
+    l[0] = '"';
+    memcpy(l + 1, name, n);
+    l[n + 1] = '"';
+    l[n + 2] = 0;
+}
+
 static mp_status syn(rd *r, size_t off, const char *fmt, ...) MP_PRINTF(3, 4);
 static mp_status syn(rd *r, size_t off, const char *fmt, ...)
 {
@@ -630,8 +644,7 @@ static mp_status read_tensor(rd *r)
                 return st;
             name_s = v.s;
             name_off = v.off;
-            snprintf(r->loc.label, sizeof r->loc.label, "\"%s\"",
-                     S(r, name_s));
+            set_label(r, S(r, name_s));
             break;
         case TK_DTYPE:
             if ((st = need_string(r, &v, false)))
@@ -730,17 +743,18 @@ static mp_status read_tensor(rd *r)
         }
     }
     d.bytes = bytes_given ? nbytes : 0;
-    uint32_t prev;
-    if (mp_graph_find_tensor(r->g, d.name, &prev) == MP_OK) {
-        mp_jloc_key(&r->loc, "name");
-        return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, name_off,
-                              "duplicate tensor name \"%s\" (first declared "
-                              "at tensors[%u])",
-                              d.name, (unsigned)prev);
-    }
-    uint32_t id;
-    if ((st = mp_graph_add_tensor(r->g, &d, &id)))
+    uint32_t id, prev;
+    if ((st = mp_graph_add_tensor(r->g, &d, &id))) {
+        if (st == MP_ERR_GRAPH &&
+            mp_graph_find_tensor(r->g, d.name, &prev) == MP_OK) {
+            mp_jloc_key(&r->loc, "name");
+            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, name_off,
+                                  "duplicate tensor name \"%s\" (first "
+                                  "declared at tensors[%u])",
+                                  d.name, (unsigned)prev);
+        }
         return st;
+    }
     if (bytes_given && nbytes == 0) {
         r->g->tensors[id].bytes = 0;
         r->g->tensors[id].flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
@@ -999,8 +1013,7 @@ static mp_status read_node(rd *r, size_t idx)
             if (k == NK_NAME) {
                 name_s = v.s;
                 name_off = v.off;
-                snprintf(r->loc.label, sizeof r->loc.label, "\"%s\"",
-                         S(r, v.s));
+                set_label(r, S(r, v.s));
             } else if (k == NK_OP) {
                 op_s = v.s;
             } else if (k == NK_DOMAIN) {
@@ -1190,8 +1203,7 @@ static mp_status check_sources(rd *r)
         mp_jloc_index(&r->loc, nd);
         mp_jloc_key(&r->loc, "inputs");
         mp_jloc_index(&r->loc, r->ref_slot[t]);
-        snprintf(r->loc.label, sizeof r->loc.label, "\"%s\"",
-                 g->nodes[nd].name);
+        set_label(r, g->nodes[nd].name);
         if (!(r->declared[t] & 1))
             return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->ref_off[t],
                                   "input \"%s\" is neither declared in "
@@ -1259,47 +1271,74 @@ static mp_status read_doc(rd *r)
     if (r->t[r->pos] != '{')
         return unexpected(r);
     r->pos++;
-    /* pass 1: syntax of the whole document, top-level members */
+    /* pass 1: the top-level members, by a fast lenient scan; values are
+     * checked when read in pass 2. The strict pass below runs only to
+     * word a syntax error. */
     size_t off[TOP_N] = {0}, unknown_off = 0, unknown_s = 0;
     bool has[TOP_N] = {false}, unknown = false;
-    bool first = true, more;
-    for (;;) {
-        size_t mark = r->sb_len;
-        size_t key, key_off;
-        if ((st = obj_next(r, &first, &more, &key, &key_off)))
-            return st;
-        if (!more)
+    size_t ext_off[8], n_ext = 0; /* top-level "x-" values, checked below */
+    bool ext_overflow = false;
+    size_t body = r->pos, p = r->pos, key_off, val_off;
+    bool done = false, fast_ok = true;
+    while (fast_ok && !done) {
+        fast_ok = mp_json_next_member(r->t, r->len, &p, &key_off, &val_off,
+                                      &done);
+        if (!fast_ok || done)
             break;
+        size_t key;
+        r->pos = key_off;
+        if ((st = rd_string(r, true, &key)))
+            return st;
         int k = key_index(S(r, key), top_keys);
         if (k >= 0 && has[k])
             return dup_key(r, S(r, key), key_off);
         if (k >= 0) {
             has[k] = true;
-            ws(r);
-            off[k] = r->pos;
-        } else if (!unknown && !mp_json_is_ext_key(S(r, key))) {
+            off[k] = val_off;
+        } else if (mp_json_is_ext_key(S(r, key))) {
+            if (n_ext < sizeof ext_off / sizeof ext_off[0])
+                ext_off[n_ext++] = val_off;
+            else
+                ext_overflow = true;
+        } else if (!unknown) {
             unknown = true;
             unknown_off = key_off;
             unknown_s = key;
-            mark = r->sb_len; /* keep the key */
         }
-        jv v;
-        ws(r);
-        if (r->pos < r->len && r->t[r->pos] == '"') {
-            v.off = r->pos;
-            v.type = J_STRING;
-            st = rd_string(r, false, &v.s);
-        } else {
-            st = rd_value(r, &v);
-        }
-        if (st || (st = skip_rest(r, &v, 1)))
-            return st;
-        r->sb_len = mark;
     }
-    ws(r);
-    if (r->pos < r->len)
-        return syn(r, r->pos, "end of file expected near '%c'",
-                   r->t[r->pos]);
+    if (fast_ok) {
+        r->pos = p;
+        ws(r);
+        fast_ok = r->pos >= r->len;
+    }
+    if (!fast_ok || ext_overflow) {
+        /* strict pass over the whole document */
+        r->pos = body;
+        bool first = true, more;
+        for (;;) {
+            size_t mark = r->sb_len, key;
+            if ((st = obj_next(r, &first, &more, &key, &key_off)))
+                return st;
+            if (!more)
+                break;
+            jv v;
+            if ((st = rd_value(r, &v)) || (st = skip_rest(r, &v, 1)))
+                return st;
+            r->sb_len = mark;
+        }
+        ws(r);
+        if (r->pos < r->len)
+            return syn(r, r->pos, "end of file expected near '%c'",
+                       r->t[r->pos]);
+        if (!ext_overflow)
+            return syn(r, body, "malformed JSON");
+    }
+    for (size_t e = 0; e < n_ext; e++) {
+        jv v;
+        r->pos = ext_off[e];
+        if ((st = rd_value(r, &v)) || (st = skip_rest(r, &v, 1)))
+            return st;
+    }
     /* format and version first: a newer file is "unsupported", not full
      * of unknown keys */
     jv v;
@@ -1351,6 +1390,8 @@ static mp_status read_doc(rd *r)
             return st;
         if (v.type != J_OBJECT)
             return type_err(r, &v, "an object");
+        if ((st = skip_rest(r, &v, 1)))
+            return st;
         mp_jloc_pop(&r->loc);
     }
     if (has[TOP_TENSORS] &&
@@ -1461,15 +1502,12 @@ static void w_quoted(wbuf *w, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     size_t n = strlen(s);
-    w_reserve(w, n + 2);
+    w_reserve(w, n * 6 + 2); /* every byte escaped as \u00XX at worst */
     if (w->st)
         return;
     w->p[w->len++] = '"';
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         if (*c >= 0x20 && *c != '"' && *c != '\\') {
-            w_reserve(w, 2);
-            if (w->st)
-                return;
             w->p[w->len++] = (char)*c;
             continue;
         }
@@ -1492,23 +1530,31 @@ static void w_quoted(wbuf *w, const char *s)
             e[5] = hex[*c & 15];
             el = 6;
         }
-        w_mem(w, e, el);
+        memcpy(w->p + w->len, e, el);
+        w->len += el;
     }
     w_mem(w, "\"", 1);
 }
 
-static void w_i64(wbuf *w, int64_t v)
-{
-    char b[32];
-    int n = snprintf(b, sizeof b, "%lld", (long long)v);
-    w_mem(w, b, (size_t)n);
-}
-
 static void w_u64(wbuf *w, uint64_t v)
 {
-    char b[32];
-    int n = snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-    w_mem(w, b, (size_t)n);
+    char b[24];
+    size_t i = sizeof b;
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    w_mem(w, b + i, sizeof b - i);
+}
+
+static void w_i64(wbuf *w, int64_t v)
+{
+    if (v < 0) {
+        w_mem(w, "-", 1);
+        w_u64(w, 0 - (uint64_t)v);
+    } else {
+        w_u64(w, (uint64_t)v);
+    }
 }
 
 /* Shortest of %.15g/%.16g/%.17g that reads back exactly, always with a

@@ -375,6 +375,41 @@ mp_status mp_jloc_err_at(mp_jloc *L, mp_status st, size_t off,
     return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
 }
 
+bool mp_json_next_member(const char *text, size_t len, size_t *pos,
+                         size_t *key_off, size_t *val_off, bool *done)
+{
+    scan sc = {text, len, *pos};
+    *done = false;
+    skip_ws(&sc);
+    if (peek(&sc) == '}') {
+        *pos = sc.pos + 1;
+        *done = true;
+        return true;
+    }
+    if (peek(&sc) == ',') {
+        sc.pos++;
+        skip_ws(&sc);
+    }
+    if (peek(&sc) != '"')
+        return false;
+    *key_off = sc.pos;
+    if (!skip_string(&sc))
+        return false;
+    skip_ws(&sc);
+    if (peek(&sc) != ':')
+        return false;
+    sc.pos++;
+    skip_ws(&sc);
+    *val_off = sc.pos;
+    if (!skip_value(&sc))
+        return false;
+    skip_ws(&sc);
+    if (peek(&sc) != ',' && peek(&sc) != '}')
+        return false;
+    *pos = sc.pos;
+    return true;
+}
+
 mp_jfmt mp_json_detect(const char *text, size_t len)
 {
     scan sc = {text, len, 0};
@@ -383,7 +418,7 @@ mp_jfmt mp_json_detect(const char *text, size_t len)
         return MP_JFMT_SYNTAX;
     sc.pos++;
     bool links = false, edges = false, directed = false, mp_keys = false,
-         fmt_key = false, fmt_memplan = false;
+         fmt_key = false;
     skip_ws(&sc);
     if (peek(&sc) == '}')
         return MP_JFMT_NONE;
@@ -404,7 +439,7 @@ mp_jfmt mp_json_detect(const char *text, size_t len)
             directed = true;
         k = sc;
         if (string_equals(&k, "tensors"))
-            mp_keys = true;
+            return MP_JFMT_MEMPLAN; /* decisive: no need to scan further */
         k = sc;
         if (string_equals(&k, "nodes"))
             mp_keys = true;
@@ -419,7 +454,7 @@ mp_jfmt mp_json_detect(const char *text, size_t len)
             fmt_key = true;
             k = sc;
             if (peek(&k) == '"' && string_equals(&k, "memplan-graph"))
-                fmt_memplan = true;
+                return MP_JFMT_MEMPLAN;
         }
         if (!skip_value(&sc))
             return MP_JFMT_SYNTAX;
@@ -430,8 +465,6 @@ mp_jfmt mp_json_detect(const char *text, size_t len)
             return MP_JFMT_SYNTAX;
         sc.pos++;
     }
-    if (fmt_memplan)
-        return MP_JFMT_MEMPLAN;
     if (links || (edges && directed))
         return MP_JFMT_NODELINK;
     if (mp_keys || fmt_key)

@@ -79,6 +79,14 @@ typedef enum mp_jfmt {
 } mp_jfmt;
 mp_jfmt mp_json_detect(const char *text, size_t len);
 
+/* Fast, lenient walk over the members of the top-level object: *pos
+ * starts just after its '{'. Sets *key_off (the key's opening quote) and
+ * *val_off, or *done at the closing brace (then *pos is past it). Returns
+ * false on malformed text (the caller then parses strictly to word the
+ * error). */
+bool mp_json_next_member(const char *text, size_t len, size_t *pos,
+                         size_t *key_off, size_t *val_off, bool *done);
+
 /* Streaming reader of the memplan JSON graph format (json_graph.c). */
 mp_status mp_json_graph_read(mp_ctx *ctx, const char *text, size_t len,
                              const char *src, mp_graph **out);
