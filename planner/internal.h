@@ -124,6 +124,15 @@ typedef struct mp_tensor {
     uint32_t alias_of;     /* MP_NONE, or the tensor whose memory it views */
     uint32_t root;         /* storage root (itself when no alias) */
     uint32_t cons_begin, n_cons;   /* into g->cons (after finalize) */
+    /* Value of a small constant, row-major: n_value elements, or NULL
+     * when unknown. Integer and bool dtypes hold int64 values; floating
+     * dtypes hold the bits of doubles (memcpy), used by Resize scales. Shape arithmetic (Shape,
+     * Gather, Concat, ... feeding Reshape) is folded through it. The
+     * array lives in the same allocation as dims, right after the rank
+     * dims, so it is released with dims: set it only through
+     * mp_tensor_set_value / mp_tensor_set_shape (planner/shape.c). */
+    int64_t *value;
+    uint32_t n_value;
 } mp_tensor;
 
 typedef enum mp_attr_type {
@@ -170,6 +179,8 @@ struct mp_graph {
     /* after finalize: */
     uint32_t *cons;        /* consumer node ids, grouped per tensor */
     uint32_t *topo;        /* node ids in topological order */
+    /* ONNX: opset version of the default domain (0: unknown / not ONNX) */
+    int64_t onnx_opset;
 };
 
 const mp_attr *mp_node_attr(const mp_node *n, const char *name);

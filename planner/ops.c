@@ -1,121 +1,166 @@
-/* The op registry: one entry per op type. Everything op-specific (shape
- * and size inference, memory behaviour; later cost, backward rule and
- * executor kernel) is found from the entry; nothing else switches on op
- * names. Unknown ops get the generic entry, which needs the outputs' sizes
- * declared. */
-#include "internal.h"
+/* The op registry: one entry per op type, the only table. Everything
+ * op-specific (shape and size inference, memory behaviour; later cost,
+ * backward rule and executor kernel) is found from the entry; nothing else
+ * switches on op names. The shape functions live in planner/ops_*.c
+ * (declared in planner/shape.h). Unknown ops get the generic entry, which
+ * needs the outputs' shapes declared (ONNX value_info). */
+#include "shape.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static mp_status need_known_outputs(mp_graph *g, uint32_t node)
-{
-    const mp_node *n = &g->nodes[node];
-    for (uint32_t o = 0; o < n->n_out; o++) {
-        const mp_tensor *t = &g->tensors[n->outputs[o]];
-        if (!(t->flags & MP_TF_SIZE_KNOWN))
-            return mp_err(g->ctx, MP_ERR_SHAPE,
-                          "node '%s' (op %s%s%s): size of output '%s' is "
-                          "unknown: declare its dtype and shape, or bytes",
-                          n->name, n->domain[0] ? n->domain : "",
-                          n->domain[0] ? "." : "", n->op, t->name);
-    }
-    return MP_OK;
-}
-
-static mp_status copy_shape(mp_graph *g, mp_tensor *dst, const mp_tensor *src)
-{
-    if (dst->rank < 0 && src->rank >= 0) {
-        if (src->rank > 0) {
-            int64_t *d = mp_alloc(g->ctx, (size_t)src->rank * sizeof *d);
-            if (!d)
-                return MP_ERR_NOMEM;
-            memcpy(d, src->dims, (size_t)src->rank * sizeof *d);
-            dst->dims = d;
-        }
-        dst->rank = src->rank;
-    }
-    if (dst->dtype == MP_DTYPE_UNDEFINED)
-        dst->dtype = src->dtype;
-    return MP_OK;
-}
-
-/* Output 0 has input 0's size (views, unary pointwise ops). The shape is
- * copied too unless the op may change it (views other than Identity). */
-static mp_status same_as_input(mp_graph *g, uint32_t node, bool with_shape)
-{
-    const mp_node *n = &g->nodes[node];
-    if (n->n_out == 0 || n->n_in == 0 || n->inputs[0] == MP_NONE)
-        return need_known_outputs(g, node);
-    mp_tensor *out = &g->tensors[n->outputs[0]];
-    const mp_tensor *in = &g->tensors[n->inputs[0]];
-    if (!(out->flags & MP_TF_SIZE_KNOWN)) {
-        if (with_shape) {
-            mp_status st = copy_shape(g, out, in);
-            if (st)
-                return st;
-        }
-        out->bytes = in->bytes;
-        out->flags |= MP_TF_SIZE_KNOWN;
-    }
-    return need_known_outputs(g, node);
-}
-
-static mp_status infer_view(mp_graph *g, uint32_t node)
-{
-    return same_as_input(g, node, false);
-}
-
-static mp_status infer_same(mp_graph *g, uint32_t node)
-{
-    return same_as_input(g, node, true);
-}
-
 #define VIEW MP_OPF_VIEW
 #define EW (MP_OPF_ELEMENTWISE | MP_OPF_INPLACE)
 
-/* Sorted by (domain, name) for bsearch; checked by a test. */
+/* Sorted by (domain, name) in strcmp order for bsearch; checked by a test. */
 static const mp_op_def registry[] = {
-    {"Abs", "", EW, infer_same},
-    {"Add", "", MP_OPF_INPLACE, need_known_outputs},
-    {"Ceil", "", EW, infer_same},
-    {"Clip", "", EW, infer_same},
-    {"Constant", "", MP_OPF_CONSTANT, need_known_outputs},
-    {"Cos", "", EW, infer_same},
-    {"Div", "", MP_OPF_INPLACE, need_known_outputs},
-    {"Elu", "", EW, infer_same},
-    {"Erf", "", EW, infer_same},
-    {"Exp", "", EW, infer_same},
-    {"Flatten", "", VIEW, infer_view},
-    {"Floor", "", EW, infer_same},
-    {"Gelu", "", EW, infer_same},
-    {"HardSigmoid", "", EW, infer_same},
-    {"HardSwish", "", EW, infer_same},
-    {"Identity", "", VIEW, infer_same},
-    {"LeakyRelu", "", EW, infer_same},
-    {"Log", "", EW, infer_same},
-    {"Mul", "", MP_OPF_INPLACE, need_known_outputs},
-    {"Neg", "", EW, infer_same},
-    {"Reciprocal", "", EW, infer_same},
-    {"Relu", "", EW, infer_same},
-    {"Reshape", "", VIEW, infer_view},
-    {"Round", "", EW, infer_same},
-    {"Selu", "", EW, infer_same},
-    {"Sigmoid", "", EW, infer_same},
-    {"Sign", "", EW, infer_same},
-    {"Sin", "", EW, infer_same},
-    {"Softplus", "", EW, infer_same},
-    {"Softsign", "", EW, infer_same},
-    {"Sqrt", "", EW, infer_same},
-    {"Squeeze", "", VIEW, infer_view},
-    {"Sub", "", MP_OPF_INPLACE, need_known_outputs},
-    {"Tan", "", EW, infer_same},
-    {"Tanh", "", EW, infer_same},
-    {"Unsqueeze", "", VIEW, infer_view},
+    {"Abs", "", EW, mp_shape_same},
+    {"Acos", "", EW, mp_shape_same},
+    {"Acosh", "", EW, mp_shape_same},
+    {"Add", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"And", "", 0, mp_shape_logical},
+    {"ArgMax", "", 0, mp_shape_argreduce},
+    {"ArgMin", "", 0, mp_shape_argreduce},
+    {"Asin", "", EW, mp_shape_same},
+    {"Asinh", "", EW, mp_shape_same},
+    {"Atan", "", EW, mp_shape_same},
+    {"Atanh", "", EW, mp_shape_same},
+    {"AveragePool", "", 0, mp_shape_pool},
+    {"BatchNormalization", "", 0, mp_shape_norm},
+    {"Bernoulli", "", 0, mp_shape_same},
+    {"BitShift", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"BitwiseAnd", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"BitwiseNot", "", EW, mp_shape_same},
+    {"BitwiseOr", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"BitwiseXor", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"Cast", "", 0, mp_shape_cast},
+    {"CastLike", "", 0, mp_shape_cast_like},
+    {"Ceil", "", EW, mp_shape_same},
+    {"Celu", "", EW, mp_shape_same},
+    {"Clip", "", EW, mp_shape_same},
+    {"Concat", "", 0, mp_shape_concat},
+    {"Constant", "", MP_OPF_CONSTANT, mp_shape_constant},
+    {"ConstantOfShape", "", MP_OPF_CONSTANT, mp_shape_constant_of_shape},
+    {"Conv", "", 0, mp_shape_conv},
+    {"ConvInteger", "", 0, mp_shape_conv},
+    {"ConvTranspose", "", 0, mp_shape_conv_transpose},
+    {"Cos", "", EW, mp_shape_same},
+    {"Cosh", "", EW, mp_shape_same},
+    {"CumSum", "", 0, mp_shape_same},
+    {"DepthToSpace", "", 0, mp_shape_depth_to_space},
+    {"DequantizeLinear", "", 0, mp_shape_dequantize},
+    {"Div", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"Dropout", "", 0, mp_shape_dropout},
+    {"Elu", "", EW, mp_shape_same},
+    {"Equal", "", 0, mp_shape_compare},
+    {"Erf", "", EW, mp_shape_same},
+    {"Exp", "", EW, mp_shape_same},
+    {"Expand", "", 0, mp_shape_expand},
+    {"Flatten", "", VIEW, mp_shape_flatten},
+    {"Floor", "", EW, mp_shape_same},
+    {"GRU", "", 0, mp_shape_rnn},
+    {"Gather", "", 0, mp_shape_gather},
+    {"GatherElements", "", 0, mp_shape_gather_elements},
+    {"Gelu", "", EW, mp_shape_same},
+    {"Gemm", "", 0, mp_shape_gemm},
+    {"GlobalAveragePool", "", 0, mp_shape_global_pool},
+    {"GlobalLpPool", "", 0, mp_shape_global_pool},
+    {"GlobalMaxPool", "", 0, mp_shape_global_pool},
+    {"Greater", "", 0, mp_shape_compare},
+    {"GreaterOrEqual", "", 0, mp_shape_compare},
+    {"GroupNormalization", "", 0, mp_shape_norm},
+    {"HardSigmoid", "", EW, mp_shape_same},
+    {"HardSwish", "", EW, mp_shape_same},
+    {"Hardmax", "", 0, mp_shape_same},
+    {"Identity", "", VIEW, mp_shape_view},
+    {"InstanceNormalization", "", 0, mp_shape_norm},
+    {"IsInf", "", 0, mp_shape_logical},
+    {"IsNaN", "", 0, mp_shape_logical},
+    {"LRN", "", 0, mp_shape_same},
+    {"LSTM", "", 0, mp_shape_rnn},
+    {"LayerNormalization", "", 0, mp_shape_norm},
+    {"LeakyRelu", "", EW, mp_shape_same},
+    {"Less", "", 0, mp_shape_compare},
+    {"LessOrEqual", "", 0, mp_shape_compare},
+    {"Log", "", EW, mp_shape_same},
+    {"LogSoftmax", "", 0, mp_shape_same},
+    {"LpNormalization", "", 0, mp_shape_same},
+    {"LpPool", "", 0, mp_shape_pool},
+    {"MatMul", "", 0, mp_shape_matmul},
+    {"MatMulInteger", "", 0, mp_shape_matmul},
+    {"Max", "", 0, mp_shape_variadic},
+    {"MaxPool", "", 0, mp_shape_pool},
+    {"Mean", "", 0, mp_shape_variadic},
+    {"MeanVarianceNormalization", "", 0, mp_shape_same},
+    {"Min", "", 0, mp_shape_variadic},
+    {"Mish", "", EW, mp_shape_same},
+    {"Mod", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"Mul", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"Neg", "", EW, mp_shape_same},
+    {"Not", "", 0, mp_shape_logical},
+    {"Or", "", 0, mp_shape_logical},
+    {"PRelu", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"Pad", "", 0, mp_shape_pad},
+    {"Pow", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"QLinearConv", "", 0, mp_shape_conv},
+    {"QLinearMatMul", "", 0, mp_shape_matmul},
+    {"QuantizeLinear", "", 0, mp_shape_quantize},
+    {"RNN", "", 0, mp_shape_rnn},
+    {"RandomNormalLike", "", 0, mp_shape_same},
+    {"RandomUniformLike", "", 0, mp_shape_same},
+    {"Range", "", 0, mp_shape_range},
+    {"Reciprocal", "", EW, mp_shape_same},
+    {"ReduceL1", "", 0, mp_shape_reduce},
+    {"ReduceL2", "", 0, mp_shape_reduce},
+    {"ReduceLogSum", "", 0, mp_shape_reduce},
+    {"ReduceLogSumExp", "", 0, mp_shape_reduce},
+    {"ReduceMax", "", 0, mp_shape_reduce},
+    {"ReduceMean", "", 0, mp_shape_reduce},
+    {"ReduceMin", "", 0, mp_shape_reduce},
+    {"ReduceProd", "", 0, mp_shape_reduce},
+    {"ReduceSum", "", 0, mp_shape_reduce},
+    {"ReduceSumSquare", "", 0, mp_shape_reduce},
+    {"Relu", "", EW, mp_shape_same},
+    {"Reshape", "", VIEW, mp_shape_reshape},
+    {"Resize", "", 0, mp_shape_resize},
+    {"ReverseSequence", "", 0, mp_shape_same},
+    {"Round", "", EW, mp_shape_same},
+    {"Scatter", "", 0, mp_shape_same},
+    {"ScatterElements", "", 0, mp_shape_same},
+    {"ScatterND", "", 0, mp_shape_same},
+    {"Selu", "", EW, mp_shape_same},
+    {"Shape", "", 0, mp_shape_shape},
+    {"Shrink", "", EW, mp_shape_same},
+    {"Sigmoid", "", EW, mp_shape_same},
+    {"Sign", "", EW, mp_shape_same},
+    {"Sin", "", EW, mp_shape_same},
+    {"Sinh", "", EW, mp_shape_same},
+    {"Size", "", 0, mp_shape_size},
+    {"Slice", "", 0, mp_shape_slice},
+    {"Softmax", "", 0, mp_shape_same},
+    {"Softplus", "", EW, mp_shape_same},
+    {"Softsign", "", EW, mp_shape_same},
+    {"SpaceToDepth", "", 0, mp_shape_space_to_depth},
+    {"Split", "", 0, mp_shape_split},
+    {"Sqrt", "", EW, mp_shape_same},
+    {"Squeeze", "", VIEW, mp_shape_squeeze},
+    {"Sub", "", MP_OPF_INPLACE, mp_shape_broadcast},
+    {"Sum", "", 0, mp_shape_variadic},
+    {"Tan", "", EW, mp_shape_same},
+    {"Tanh", "", EW, mp_shape_same},
+    {"ThresholdedRelu", "", EW, mp_shape_same},
+    {"Tile", "", 0, mp_shape_tile},
+    {"TopK", "", 0, mp_shape_topk},
+    {"Transpose", "", 0, mp_shape_transpose},
+    {"Trilu", "", 0, mp_shape_same},
+    {"Unsqueeze", "", VIEW, mp_shape_unsqueeze},
+    {"Upsample", "", 0, mp_shape_resize},
+    {"Where", "", 0, mp_shape_where},
+    {"Xor", "", 0, mp_shape_logical},
 };
 #define N_OPS (sizeof registry / sizeof registry[0])
 
-static const mp_op_def generic = {"", "", 0, need_known_outputs};
+static const mp_op_def generic = {"", "", 0, mp_shape_generic};
 
 const mp_op_def *mp_op_generic(void) { return &generic; }
 
@@ -147,3 +192,7 @@ int mp_op_registry_sorted(void)
             return 0;
     return 1;
 }
+
+/* Number of registry entries (tests, docs). */
+size_t mp_op_registry_size(void);
+size_t mp_op_registry_size(void) { return N_OPS; }

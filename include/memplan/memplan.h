@@ -252,6 +252,40 @@ MP_API mp_status mp_graph_save_json(const mp_graph *g, const char *path);
 MP_API mp_status mp_graph_to_json_string(const mp_graph *g, char **out);
 MP_API void mp_free(mp_ctx *ctx, void *p);
 
+/* ---- ONNX ------------------------------------------------------------------ */
+/* A value for a symbolic dimension (an ONNX dim_param such as "N"). */
+typedef struct mp_dim_binding {
+    const char *name;
+    int64_t value;           /* >= 0 */
+} mp_dim_binding;
+
+typedef struct mp_onnx_options {
+    const mp_dim_binding *dims;  /* n_dims bindings of symbolic dims */
+    size_t n_dims;
+    /* 1 (default): shapes declared in value_info and on graph outputs are
+     * used where inference cannot reach; 0: every shape past the graph
+     * inputs and weights is inferred (conformance checks). */
+    int declared_shapes;
+} mp_onnx_options;
+MP_API void mp_onnx_options_init(mp_onnx_options *o);
+/* 1 when this build reads ONNX (protobuf-c), else 0: then the loaders
+ * return MP_ERR_UNSUPPORTED. */
+MP_API int mp_onnx_available(void);
+/* Reads an ONNX model (IR 1..13, any opset): initializers become weights
+ * (dims and dtype; bytes are read only of small integer tensors that shape
+ * arithmetic needs; external data is never opened), Constant nodes
+ * constants, and shapes are inferred through the op registry. An unbound
+ * symbolic dim of a used graph input is an error naming the symbols and
+ * the tensors that need them. opt may be NULL (defaults). The graph comes
+ * back finalized. */
+MP_API mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
+                                    const mp_onnx_options *opt,
+                                    mp_graph **out);
+MP_API mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data,
+                                           size_t len, const char *source_name,
+                                           const mp_onnx_options *opt,
+                                           mp_graph **out);
+
 /* ---- offsets (dynamic storage allocation) -------------------------------- */
 /* A buffer of `size` bytes live on the half-open interval [start, end). */
 typedef struct mp_buffer {

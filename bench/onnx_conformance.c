@@ -1,0 +1,351 @@
+/* bench_onnx_conformance: shape-inference conformance over the ONNX corpus.
+ *
+ *   bench_onnx_conformance [CORPUS_DIR] [-v] [--models-only|--nodes-only]
+ *
+ * CORPUS_DIR defaults to ../shared/corpus relative to the source tree
+ * (/work/shared/corpus). For every onnx-node test (CORPUS_DIR/onnx-node)
+ * the model is loaded with declared shapes ignored (everything inferred
+ * from the inputs and weights) and each graph output's inferred dtype and
+ * dims are compared with the declared ones (the ground truth); results are
+ * printed per op. For every real model (every .onnx under CORPUS_DIR/models) the
+ * model is loaded with its declared shapes and symbolic input dims bound
+ * to 1, and planned. Skips with a message when the corpus is absent. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef MP_WITH_ONNX
+int main(void)
+{
+    printf("bench_onnx_conformance: skipped: memplan was built without ONNX "
+           "support (protoc-c, libprotobuf-c, libonnx-dev)\n");
+    return 0;
+}
+#else
+#include "onnx.pb-c.h"
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists *.onnx under dir (recursive when rec), sorted. */
+static void list_onnx(const char *dir, int rec, const char *prefix,
+                      char ***out, size_t *n, size_t *cap)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(path, &sb))
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (rec)
+                list_onnx(path, rec, prefix, out, n, cap);
+            continue;
+        }
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 5, ".onnx") != 0)
+            continue;
+        if (prefix && strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 256;
+            *out = realloc(*out, *cap * sizeof **out);
+        }
+        (*out)[(*n)++] = strdup(path);
+    }
+    closedir(d);
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(sz > 0 ? (size_t)sz : 1);
+    *len = fread(buf, 1, sz > 0 ? (size_t)sz : 0, f);
+    fclose(f);
+    return buf;
+}
+
+typedef struct op_stat {
+    char op[128];
+    int pass, total;
+} op_stat;
+
+static op_stat stats[512];
+static int n_stats;
+
+static op_stat *stat_of(const char *op)
+{
+    for (int i = 0; i < n_stats; i++)
+        if (strcmp(stats[i].op, op) == 0)
+            return &stats[i];
+    if (n_stats == 512)
+        return &stats[511];
+    snprintf(stats[n_stats].op, sizeof stats[n_stats].op, "%s", op);
+    return &stats[n_stats++];
+}
+
+static int cmp_stat(const void *a, const void *b)
+{
+    return strcmp(((const op_stat *)a)->op, ((const op_stat *)b)->op);
+}
+
+/* 1 pass, 0 fail (reason in why) */
+static int check_node_test(const char *path, char *why, size_t cap,
+                           char *op, size_t opcap)
+{
+    size_t len;
+    unsigned char *buf = read_all(path, &len);
+    snprintf(op, opcap, "?");
+    if (!buf) {
+        snprintf(why, cap, "cannot read");
+        return 0;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m || !m->graph) {
+        snprintf(why, cap, "protobuf-c cannot parse it");
+        free(buf);
+        return 0;
+    }
+    const Onnx__GraphProto *gp = m->graph;
+    /* the op under test: the producer of the first output, else node 0 */
+    for (size_t k = 0; k < gp->n_node; k++)
+        for (size_t o = 0; o < gp->node[k]->n_output; o++)
+            if (gp->n_output &&
+                strcmp(gp->node[k]->output[o], gp->output[0]->name) == 0)
+                snprintf(op, opcap, "%s%s%s",
+                         gp->node[k]->domain && gp->node[k]->domain[0]
+                             ? gp->node[k]->domain
+                             : "",
+                         gp->node[k]->domain && gp->node[k]->domain[0] ? "."
+                                                                        : "",
+                         gp->node[k]->op_type);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.declared_shapes = 0;
+    mp_graph *g = NULL;
+    int ok = 1;
+    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, path, &opt, &g);
+    if (st) {
+        const char *msg = mp_ctx_message(ctx);
+        const char *p = strstr(msg, ".onnx: ");
+        snprintf(why, cap, "%s", p ? p + 7 : msg);
+        ok = 0;
+    }
+    for (size_t i = 0; ok && i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *v = gp->output[i];
+        uint32_t id;
+        if (mp_graph_find_tensor(g, v->name, &id)) {
+            snprintf(why, cap, "output '%s' missing", v->name);
+            ok = 0;
+            break;
+        }
+        const mp_tensor *t = &g->tensors[id];
+        if (!v->type ||
+            v->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+            continue; /* sequences, optionals: not compared */
+        const Onnx__TypeProto__Tensor *tt = v->type->tensor_type;
+        if (tt->has_elem_type && tt->elem_type != t->dtype) {
+            snprintf(why, cap, "output '%s': dtype %d, expected %d", v->name,
+                     t->dtype, tt->elem_type);
+            ok = 0;
+            break;
+        }
+        if (!tt->shape)
+            continue;
+        if ((size_t)t->rank != tt->shape->n_dim || t->rank < 0) {
+            snprintf(why, cap, "output '%s': rank %d, expected %zu", v->name,
+                     t->rank, tt->shape->n_dim);
+            ok = 0;
+            break;
+        }
+        for (size_t k = 0; k < tt->shape->n_dim; k++) {
+            const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
+            if (d->value_case !=
+                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+                continue;
+            if (d->dim_value != t->dims[k]) {
+                char got[256] = "", want[256] = "";
+                for (size_t q = 0; q < tt->shape->n_dim; q++) {
+                    size_t a = strlen(got), b = strlen(want);
+                    snprintf(got + a, sizeof got - a, "%s%lld", q ? "," : "",
+                             (long long)t->dims[q]);
+                    snprintf(want + b, sizeof want - b, "%s%lld", q ? "," : "",
+                             (long long)tt->shape->dim[q]->dim_value);
+                }
+                snprintf(why, cap, "output '%s': shape [%s], expected [%s]",
+                         v->name, got, want);
+                ok = 0;
+                break;
+            }
+        }
+    }
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    onnx__model_proto__free_unpacked(m, NULL);
+    free(buf);
+    return ok;
+}
+
+/* Real model: declared shapes on, every symbolic input dim bound to 1. */
+static int check_model(const char *path, char *why, size_t cap)
+{
+    size_t len;
+    unsigned char *buf = read_all(path, &len);
+    if (!buf) {
+        snprintf(why, cap, "cannot read");
+        return 0;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    mp_dim_binding binds[64];
+    size_t nb = 0;
+    for (size_t i = 0; m && m->graph && i < m->graph->n_input; i++) {
+        const Onnx__TypeProto *tp = m->graph->input[i]->type;
+        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+            !tp->tensor_type->shape)
+            continue;
+        for (size_t k = 0; k < tp->tensor_type->shape->n_dim; k++) {
+            const Onnx__TensorShapeProto__Dimension *d =
+                tp->tensor_type->shape->dim[k];
+            if (d->value_case ==
+                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                nb < 64) {
+                binds[nb].name = d->dim_param;
+                binds[nb++].value = 1;
+            }
+        }
+    }
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.dims = binds;
+    opt.n_dims = nb;
+    mp_graph *g = NULL;
+    mp_plan *p = NULL;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    int ok = 0;
+    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, path, &opt, &g);
+    if (!st)
+        st = mp_plan_create(g, &po, &p);
+    if (!st)
+        st = mp_verify_plan(g, p);
+    if (st) {
+        const char *msg = mp_ctx_message(ctx);
+        const char *q = strstr(msg, ".onnx: ");
+        snprintf(why, cap, "%s", q ? q + 7 : msg);
+    } else {
+        snprintf(why, cap, "%u nodes, arena %llu bytes, weights+constants "
+                 "%llu bytes",
+                 mp_graph_num_nodes(g),
+                 (unsigned long long)mp_plan_figures(p)->arena_bytes,
+                 (unsigned long long)mp_plan_figures(p)->persistent_bytes);
+        ok = 1;
+    }
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    free(buf);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL;
+    int verbose = 0, nodes = 1, models = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0)
+            verbose = 1;
+        else if (strcmp(argv[i], "--models-only") == 0)
+            nodes = 0;
+        else if (strcmp(argv[i], "--nodes-only") == 0)
+            models = 0;
+        else
+            dir = argv[i];
+    }
+    if (!dir) {
+        const char *env = getenv("MEMPLAN_CORPUS");
+        dir = env ? env : "/work/shared/corpus";
+    }
+    struct stat sb;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+        printf("bench_onnx_conformance: skipped: corpus folder %s is absent "
+               "(pass its path or set MEMPLAN_CORPUS)\n", dir);
+        return 0;
+    }
+    char **files = NULL;
+    size_t n = 0, cap = 0;
+    char why[1024], op[128];
+    if (nodes) {
+        char ndir[4096];
+        snprintf(ndir, sizeof ndir, "%s/onnx-node", dir);
+        list_onnx(ndir, 0, "test_", &files, &n, &cap);
+        qsort(files, n, sizeof *files, cmp_str);
+        int pass = 0;
+        for (size_t i = 0; i < n; i++) {
+            int ok = check_node_test(files[i], why, sizeof why, op, sizeof op);
+            op_stat *s = stat_of(op);
+            s->total++;
+            s->pass += ok;
+            pass += ok;
+            if (verbose && !ok) {
+                const char *b = strrchr(files[i], '/');
+                printf("FAIL %-50s %s\n", b ? b + 1 : files[i], why);
+            }
+            free(files[i]);
+        }
+        qsort(stats, (size_t)n_stats, sizeof stats[0], cmp_stat);
+        int full = 0;
+        printf("onnx-node: per op (pass/total)\n");
+        for (int i = 0; i < n_stats; i++) {
+            printf("  %-32s %3d/%-3d%s\n", stats[i].op, stats[i].pass,
+                   stats[i].total,
+                   stats[i].pass == stats[i].total ? "" : "  *");
+            full += stats[i].pass == stats[i].total;
+        }
+        printf("onnx-node: %d/%zu tests pass (%.1f%%); %d/%d op types pass "
+               "all their tests\n",
+               pass, n, n ? 100.0 * pass / (double)n : 0.0, full, n_stats);
+        n = 0;
+    }
+    if (models) {
+        char mdir[4096];
+        snprintf(mdir, sizeof mdir, "%s/models", dir);
+        list_onnx(mdir, 1, NULL, &files, &n, &cap);
+        qsort(files, n, sizeof *files, cmp_str);
+        int pass = 0;
+        for (size_t i = 0; i < n; i++) {
+            int ok = check_model(files[i], why, sizeof why);
+            pass += ok;
+            const char *b = strstr(files[i], "/models/");
+            printf("%s %-60s %s\n", ok ? "ok  " : "FAIL", b ? b + 8 : files[i],
+                   why);
+            free(files[i]);
+        }
+        printf("models: %d/%zu load, plan and verify (symbolic input dims "
+               "bound to 1)\n",
+               pass, n);
+    }
+    free(files);
+    return 0;
+}
+#endif

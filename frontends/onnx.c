@@ -1,0 +1,864 @@
+/* ONNX frontend: reads a ModelProto with the protobuf-c code generated at
+ * build time from Debian's onnx.proto, and builds an mp_graph.
+ *
+ * - graph inputs become inputs, initializers weights (an input that is also
+ *   an initializer, as IR < 4 models list them, is a weight);
+ * - only dims and dtypes of weights are read, plus the values of small
+ *   integer tensors (and tiny float ones: Resize scales) that shape
+ *   arithmetic needs; external data is never opened;
+ * - Constant nodes give their output's dtype, shape and small value;
+ * - symbolic dims (dim_param) are bound from the options; an unbound one
+ *   that a used graph input needs is one error listing the symbols;
+ * - shapes of everything else come from the op registry (planner/ops.c);
+ *   shapes declared in value_info / graph outputs fill in what inference
+ *   cannot reach (unless opt->declared_shapes is 0).
+ * Tensor-valued attributes other than Constant's are kept as
+ * NAME.dtype (int), NAME.dims (ints) and, for small integer tensors,
+ * NAME.ints (ints): ConstantOfShape reads value.dtype / value.ints. */
+#include "internal.h"
+#include "shape.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void mp_onnx_options_init(mp_onnx_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->declared_shapes = 1;
+}
+
+#ifndef MP_WITH_ONNX
+
+int mp_onnx_available(void) { return 0; }
+
+mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
+                                    const char *source_name,
+                                    const mp_onnx_options *opt, mp_graph **out)
+{
+    (void)data, (void)len, (void)opt;
+    if (out)
+        *out = NULL;
+    return mp_err(ctx, MP_ERR_UNSUPPORTED,
+                  "%s: this memplan was built without ONNX support (it needs "
+                  "protoc-c, libprotobuf-c and libonnx-dev at build time)",
+                  source_name ? source_name : "<buffer>");
+}
+
+mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
+                             const mp_onnx_options *opt, mp_graph **out)
+{
+    return mp_graph_load_onnx_buffer(ctx, NULL, 0, path, opt, out);
+}
+
+#else /* MP_WITH_ONNX */
+
+#include "onnx.pb-c.h"
+
+int mp_onnx_available(void) { return 1; }
+
+/* float tensors with at most this many elements keep their values */
+#define FLOAT_VALUE_MAX 16u
+
+static void *pb_alloc(void *data, size_t size)
+{
+    return mp_alloc((mp_ctx *)data, size ? size : 1);
+}
+
+static void pb_free(void *data, void *ptr) { mp_dealloc((mp_ctx *)data, ptr); }
+
+typedef struct loader {
+    mp_ctx *ctx;
+    mp_graph *g;
+    const char *src;
+    const mp_onnx_options *opt;
+    /* unbound symbols: names and the first tensors needing them */
+    char unbound[768];
+    size_t unbound_len;
+    unsigned n_unbound;
+} loader;
+
+static mp_status dtype_of(loader *L, int32_t t, const char *what,
+                          mp_dtype *out)
+{
+    if (t < 0 || t > MP_DTYPE_FLOAT4E2M1 || !mp_dtype_name((mp_dtype)t))
+        return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
+                      "%s: %s has data type %d, which memplan does not know",
+                      L->src, what, (int)t);
+    *out = (mp_dtype)t;
+    return MP_OK;
+}
+
+static bool little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* Reads up to cap values of a TensorProto as int64 (integer/bool dtypes)
+ * or double bits (float32/float64). Returns the count, 0 when unknown. */
+static uint32_t tensor_values(const Onnx__TensorProto *t, int64_t count,
+                              int64_t *out, uint32_t cap)
+{
+    if (count <= 0 || count > (int64_t)cap)
+        return 0;
+    if (t->has_data_location &&
+        t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return 0;
+    int dt = t->data_type;
+    size_t n = (size_t)count;
+    if (t->has_raw_data && t->raw_data.len) {
+        if (!little_endian())
+            return 0;
+        const uint8_t *p = t->raw_data.data;
+        unsigned bits = mp_dtype_bits((mp_dtype)dt);
+        if (bits < 8 || bits % 8 || t->raw_data.len != n * (bits / 8))
+            return 0;
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *q = p + i * (bits / 8);
+            switch (dt) {
+            case MP_DTYPE_INT64: case MP_DTYPE_UINT64: {
+                int64_t v;
+                memcpy(&v, q, 8);
+                out[i] = v;
+                break;
+            }
+            case MP_DTYPE_INT32: {
+                int32_t v;
+                memcpy(&v, q, 4);
+                out[i] = v;
+                break;
+            }
+            case MP_DTYPE_UINT32: {
+                uint32_t v;
+                memcpy(&v, q, 4);
+                out[i] = v;
+                break;
+            }
+            case MP_DTYPE_INT16: {
+                int16_t v;
+                memcpy(&v, q, 2);
+                out[i] = v;
+                break;
+            }
+            case MP_DTYPE_UINT16: {
+                uint16_t v;
+                memcpy(&v, q, 2);
+                out[i] = v;
+                break;
+            }
+            case MP_DTYPE_INT8:
+                out[i] = (int8_t)q[0];
+                break;
+            case MP_DTYPE_UINT8: case MP_DTYPE_BOOL:
+                out[i] = q[0];
+                break;
+            case MP_DTYPE_FLOAT32: {
+                float f;
+                memcpy(&f, q, 4);
+                double d = f;
+                memcpy(&out[i], &d, 8);
+                break;
+            }
+            case MP_DTYPE_FLOAT64:
+                memcpy(&out[i], q, 8);
+                break;
+            default:
+                return 0;
+            }
+        }
+        return (uint32_t)n;
+    }
+    switch (dt) {
+    case MP_DTYPE_INT64:
+        if (t->n_int64_data != n)
+            return 0;
+        memcpy(out, t->int64_data, n * sizeof *out);
+        return (uint32_t)n;
+    case MP_DTYPE_UINT64: case MP_DTYPE_UINT32:
+        if (t->n_uint64_data != n)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            out[i] = (int64_t)t->uint64_data[i];
+        return (uint32_t)n;
+    case MP_DTYPE_INT32: case MP_DTYPE_INT16: case MP_DTYPE_INT8:
+    case MP_DTYPE_UINT16: case MP_DTYPE_UINT8: case MP_DTYPE_BOOL:
+        if (t->n_int32_data != n)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            out[i] = t->int32_data[i];
+        return (uint32_t)n;
+    case MP_DTYPE_FLOAT32:
+        if (t->n_float_data != n)
+            return 0;
+        for (size_t i = 0; i < n; i++) {
+            double d = t->float_data[i];
+            memcpy(&out[i], &d, 8);
+        }
+        return (uint32_t)n;
+    case MP_DTYPE_FLOAT64:
+        if (t->n_double_data != n)
+            return 0;
+        memcpy(out, t->double_data, n * sizeof *out);
+        return (uint32_t)n;
+    default:
+        return 0;
+    }
+}
+
+static int64_t tensor_count(const Onnx__TensorProto *t)
+{
+    uint64_t c = 1;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0 || !mp_mul_u64(c, (uint64_t)t->dims[i], &c) ||
+            c > (uint64_t)INT64_MAX)
+            return -1;
+    }
+    return (int64_t)c;
+}
+
+/* Adds a tensor from a TensorProto (initializer or Constant value);
+ * *id gets its id. kind: weight or activation (Constant's output). */
+static mp_status add_proto_tensor(loader *L, const char *name,
+                                  const Onnx__TensorProto *t,
+                                  mp_tensor_kind kind, uint32_t existing,
+                                  uint32_t *id)
+{
+    char what[300];
+    snprintf(what, sizeof what, "tensor '%s'", name);
+    if (t->n_dims > MP_MAX_RANK)
+        return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
+                      "%s: %s has rank %zu (at most %d)", L->src, what,
+                      t->n_dims, MP_MAX_RANK);
+    mp_dtype dt = MP_DTYPE_UNDEFINED;
+    mp_status st = dtype_of(L, t->has_data_type ? t->data_type : 0, what, &dt);
+    if (st)
+        return st;
+    for (size_t i = 0; i < t->n_dims; i++)
+        if (t->dims[i] < 0)
+            return mp_err(L->ctx, MP_ERR_PARSE, "%s: %s has negative dim "
+                          "%lld", L->src, what, (long long)t->dims[i]);
+    uint32_t tid = existing;
+    if (tid == MP_NONE) {
+        mp_tensor_desc d = {name, dt, (int)t->n_dims, t->dims, 0, kind};
+        st = mp_graph_add_tensor(L->g, &d, &tid);
+        if (st)
+            return st;
+    } else {
+        mp_tensor *tt = &L->g->tensors[tid];
+        tt->dtype = (uint8_t)dt;
+        st = mp_tensor_set_shape(L->ctx, tt, (int32_t)t->n_dims, t->dims);
+        if (st)
+            return st;
+    }
+    int64_t cnt = tensor_count(t);
+    uint32_t cap = mp_dtype_is_int(dt) ? MP_VALUE_MAX : FLOAT_VALUE_MAX;
+    if (cnt > 0 && cnt <= (int64_t)cap &&
+        (mp_dtype_is_int(dt) || dt == MP_DTYPE_FLOAT32 ||
+         dt == MP_DTYPE_FLOAT64)) {
+        int64_t *buf = mp_alloc(L->ctx, (size_t)cnt * sizeof *buf);
+        if (!buf)
+            return MP_ERR_NOMEM;
+        uint32_t got = tensor_values(t, cnt, buf, cap);
+        if (got)
+            st = mp_tensor_set_value(L->ctx, &L->g->tensors[tid], buf, got);
+        mp_dealloc(L->ctx, buf);
+        if (st)
+            return st;
+    }
+    *id = tid;
+    return MP_OK;
+}
+
+static const mp_dim_binding *find_binding(const loader *L, const char *name)
+{
+    if (!L->opt)
+        return NULL;
+    for (size_t i = 0; i < L->opt->n_dims; i++)
+        if (L->opt->dims[i].name && strcmp(L->opt->dims[i].name, name) == 0)
+            return &L->opt->dims[i];
+    return NULL;
+}
+
+static void note_unbound(loader *L, const char *sym, const char *tensor,
+                         size_t dim)
+{
+    /* one entry per symbol: "N (input 'x' dim 0)" */
+    char key[200];
+    snprintf(key, sizeof key, "'%s' ", sym);
+    if (strstr(L->unbound, key))
+        return;
+    int w = snprintf(L->unbound + L->unbound_len,
+                     sizeof L->unbound - L->unbound_len,
+                     "%s'%s' (needed by input '%s', dim %zu)",
+                     L->n_unbound ? ", " : "", sym, tensor, dim);
+    if (w > 0 && (size_t)w < sizeof L->unbound - L->unbound_len)
+        L->unbound_len += (size_t)w;
+    L->n_unbound++;
+}
+
+/* Shape from a TypeProto: dims with symbols bound; -1 where unknown.
+ * *rank -1 when the type has no shape. */
+static mp_status type_shape(loader *L, const char *name,
+                            const Onnx__TypeProto *tp, mp_dtype *dt,
+                            int *rank, int64_t *dims, bool *has_unbound,
+                            const char **first_sym, size_t *first_dim)
+{
+    *rank = -1;
+    *dt = MP_DTYPE_UNDEFINED;
+    *has_unbound = false;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !tp->tensor_type)
+        return MP_OK; /* sequences, maps, optionals: unknown here */
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (tt->has_elem_type) {
+        char what[300];
+        snprintf(what, sizeof what, "tensor '%s'", name);
+        mp_status st = dtype_of(L, tt->elem_type, what, dt);
+        if (st)
+            return st;
+    }
+    if (!tt->shape)
+        return MP_OK;
+    if (tt->shape->n_dim > MP_MAX_RANK)
+        return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
+                      "%s: tensor '%s' has rank %zu (at most %d)", L->src,
+                      name, tt->shape->n_dim, MP_MAX_RANK);
+    *rank = (int)tt->shape->n_dim;
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        dims[i] = -1;
+        if (!d)
+            continue;
+        if (d->value_case ==
+            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value >= 0)
+                dims[i] = d->dim_value;
+            else if (!*has_unbound) {
+                *has_unbound = true;
+                *first_sym = NULL;
+                *first_dim = i;
+            }
+        } else if (d->value_case ==
+                       ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   d->dim_param && d->dim_param[0]) {
+            const mp_dim_binding *b = find_binding(L, d->dim_param);
+            if (b && b->value >= 0)
+                dims[i] = b->value;
+            else if (!*has_unbound) {
+                *has_unbound = true;
+                *first_sym = d->dim_param;
+                *first_dim = i;
+            }
+        } else if (!*has_unbound) {
+            *has_unbound = true;
+            *first_sym = NULL;
+            *first_dim = i;
+        }
+    }
+    return MP_OK;
+}
+
+static mp_status add_attr_tensor(loader *L, uint32_t node, const char *name,
+                                 const Onnx__TensorProto *t)
+{
+    char key[256];
+    mp_status st;
+    snprintf(key, sizeof key, "%s.dtype", name);
+    if ((st = mp_graph_set_attr_int(L->g, node, key,
+                                    t->has_data_type ? t->data_type : 0)))
+        return st;
+    snprintf(key, sizeof key, "%s.dims", name);
+    if ((st = mp_graph_set_attr_ints(L->g, node, key, t->dims,
+                                     (uint32_t)t->n_dims)))
+        return st;
+    int64_t cnt = tensor_count(t);
+    if (t->has_data_type && mp_dtype_is_int(t->data_type) && cnt > 0 &&
+        cnt <= 1024) {
+        int64_t buf[1024];
+        uint32_t got = tensor_values(t, cnt, buf, 1024);
+        if (got) {
+            snprintf(key, sizeof key, "%s.ints", name);
+            return mp_graph_set_attr_ints(L->g, node, key, buf, got);
+        }
+    }
+    return MP_OK;
+}
+
+static mp_status add_attrs(loader *L, uint32_t node,
+                           const Onnx__NodeProto *np)
+{
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = np->attribute[i];
+        if (!a || !a->name || !a->name[0])
+            continue;
+        mp_status st = MP_OK;
+        int type = a->has_type ? (int)a->type : 0;
+        if (!type) { /* IR 1: the type is implied by the field set */
+            if (a->has_f)
+                type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+            else if (a->has_i)
+                type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+            else if (a->has_s)
+                type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+            else if (a->t)
+                type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+            else if (a->n_floats)
+                type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+            else if (a->n_ints)
+                type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        }
+        switch (type) {
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+            st = mp_graph_set_attr_float(L->g, node, a->name, a->f);
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+            st = mp_graph_set_attr_int(L->g, node, a->name, a->i);
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+            char *s = mp_alloc(L->ctx, a->s.len + 1);
+            if (!s)
+                return MP_ERR_NOMEM;
+            if (a->s.len)
+                memcpy(s, a->s.data, a->s.len);
+            s[a->s.len] = '\0';
+            st = mp_graph_set_attr_string(L->g, node, a->name, s);
+            mp_dealloc(L->ctx, s);
+            break;
+        }
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+            if (a->n_ints > UINT32_MAX)
+                return mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: attribute "
+                              "too long", L->src);
+            st = mp_graph_set_attr_ints(L->g, node, a->name, a->ints,
+                                        (uint32_t)a->n_ints);
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+            if (a->n_floats > UINT32_MAX)
+                return mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: attribute "
+                              "too long", L->src);
+            double *d = mp_alloc(L->ctx, (a->n_floats ? a->n_floats : 1) *
+                                             sizeof *d);
+            if (!d)
+                return MP_ERR_NOMEM;
+            for (size_t k = 0; k < a->n_floats; k++)
+                d[k] = a->floats[k];
+            st = mp_graph_set_attr_floats(L->g, node, a->name, d,
+                                          (uint32_t)a->n_floats);
+            mp_dealloc(L->ctx, d);
+            break;
+        }
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+            if (a->t)
+                st = add_attr_tensor(L, node, a->name, a->t);
+            break;
+        default:
+            /* graphs (If/Loop/Scan bodies), strings, sparse tensors, type
+             * protos: not used by shape inference yet */
+            break;
+        }
+        if (st)
+            return st;
+    }
+    return MP_OK;
+}
+
+/* Finds or creates an activation tensor (unknown shape) by name. */
+static mp_status tensor_by_name(loader *L, const char *name, uint32_t *id)
+{
+    if (mp_graph_find_tensor(L->g, name, id) == MP_OK)
+        return MP_OK;
+    mp_tensor_desc d = {name, MP_DTYPE_UNDEFINED, -1, NULL, 0,
+                        MP_KIND_ACTIVATION};
+    return mp_graph_add_tensor(L->g, &d, id);
+}
+
+/* Sets a Constant node's output from its attribute. */
+static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
+                                 uint32_t out)
+{
+    mp_tensor *t = &L->g->tensors[out];
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = np->attribute[i];
+        if (!a || !a->name)
+            continue;
+        uint32_t id;
+        if (strcmp(a->name, "value") == 0 && a->t)
+            return add_proto_tensor(L, t->name, a->t, MP_KIND_ACTIVATION, out,
+                                    &id);
+        mp_status st = MP_OK;
+        if (strcmp(a->name, "value_int") == 0) {
+            t->dtype = MP_DTYPE_INT64;
+            st = mp_tensor_set_shape(L->ctx, t, 0, NULL);
+            if (!st)
+                st = mp_tensor_set_value(L->ctx, t, &a->i, 1);
+            return st;
+        }
+        if (strcmp(a->name, "value_ints") == 0) {
+            int64_t n = (int64_t)a->n_ints;
+            t->dtype = MP_DTYPE_INT64;
+            st = mp_tensor_set_shape(L->ctx, t, 1, &n);
+            if (!st && a->n_ints)
+                st = mp_tensor_set_value(L->ctx, t, a->ints,
+                                         (uint32_t)(a->n_ints > MP_VALUE_MAX
+                                                        ? 0
+                                                        : a->n_ints));
+            return st;
+        }
+        if (strcmp(a->name, "value_float") == 0) {
+            double d = a->f;
+            int64_t bits;
+            memcpy(&bits, &d, sizeof bits);
+            t->dtype = MP_DTYPE_FLOAT32;
+            st = mp_tensor_set_shape(L->ctx, t, 0, NULL);
+            if (!st)
+                st = mp_tensor_set_value(L->ctx, t, &bits, 1);
+            return st;
+        }
+        if (strcmp(a->name, "value_floats") == 0) {
+            int64_t n = (int64_t)a->n_floats;
+            t->dtype = MP_DTYPE_FLOAT32;
+            return mp_tensor_set_shape(L->ctx, t, 1, &n);
+        }
+        if (strcmp(a->name, "value_string") == 0) {
+            t->dtype = MP_DTYPE_STRING;
+            return mp_tensor_set_shape(L->ctx, t, 0, NULL);
+        }
+        if (strcmp(a->name, "value_strings") == 0) {
+            int64_t n = (int64_t)a->n_strings;
+            t->dtype = MP_DTYPE_STRING;
+            return mp_tensor_set_shape(L->ctx, t, 1, &n);
+        }
+        if (strcmp(a->name, "sparse_value") == 0 && a->sparse_tensor) {
+            const Onnx__SparseTensorProto *sp = a->sparse_tensor;
+            if (sp->n_dims > MP_MAX_RANK || !sp->values)
+                break;
+            t->dtype = (uint8_t)(sp->values->has_data_type
+                                     ? sp->values->data_type
+                                     : 0);
+            return mp_tensor_set_shape(L->ctx, t, (int32_t)sp->n_dims,
+                                       sp->dims);
+        }
+    }
+    return mp_err(L->ctx, MP_ERR_PARSE,
+                  "%s: Constant node '%s' has no value attribute", L->src,
+                  np->name ? np->name : "");
+}
+
+static mp_status build(loader *L, const Onnx__ModelProto *m)
+{
+    const Onnx__GraphProto *gp = m->graph;
+    mp_status st;
+    if (!gp)
+        return mp_err(L->ctx, MP_ERR_PARSE, "%s: the ONNX model has no graph",
+                      L->src);
+    if (gp->name && gp->name[0] && (st = mp_graph_set_name(L->g, gp->name)))
+        return st;
+    L->g->onnx_opset = m->n_opset_import ? 0 : 1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (o && (!o->domain || !o->domain[0] ||
+                  strcmp(o->domain, "ai.onnx") == 0) && o->has_version)
+            L->g->onnx_opset = o->version;
+    }
+    /* initializers: weights */
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        if (!t || !t->name || !t->name[0])
+            return mp_err(L->ctx, MP_ERR_PARSE, "%s: initializer %zu has no "
+                          "name", L->src, i);
+        uint32_t id;
+        if (mp_graph_find_tensor(L->g, t->name, &id) == MP_OK)
+            return mp_err(L->ctx, MP_ERR_GRAPH, "%s: initializer '%s' is "
+                          "given twice", L->src, t->name);
+        if ((st = add_proto_tensor(L, t->name, t, MP_KIND_WEIGHT, MP_NONE,
+                                   &id)))
+            return st;
+    }
+    /* graph inputs that are not initializers */
+    int64_t dims[MP_MAX_RANK];
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *v = gp->input[i];
+        if (!v || !v->name || !v->name[0])
+            return mp_err(L->ctx, MP_ERR_PARSE, "%s: graph input %zu has no "
+                          "name", L->src, i);
+        uint32_t id;
+        if (mp_graph_find_tensor(L->g, v->name, &id) == MP_OK)
+            continue; /* IR < 4: an initializer listed as input */
+        mp_dtype dt;
+        int rank;
+        bool unbound;
+        const char *sym = NULL;
+        size_t sd = 0;
+        if ((st = type_shape(L, v->name, v->type, &dt, &rank, dims, &unbound,
+                             &sym, &sd)))
+            return st;
+        mp_tensor_desc d = {v->name, dt, rank, dims, 0, MP_KIND_INPUT};
+        if ((st = mp_graph_add_tensor(L->g, &d, &id)))
+            return st;
+        (void)sym, (void)sd;
+    }
+    /* declared shapes of intermediate values and outputs */
+    if (!L->opt || L->opt->declared_shapes) {
+        for (int pass = 0; pass < 2; pass++) {
+            size_t n = pass ? gp->n_output : gp->n_value_info;
+            Onnx__ValueInfoProto **vs = pass ? gp->output : gp->value_info;
+            for (size_t i = 0; i < n; i++) {
+                const Onnx__ValueInfoProto *v = vs[i];
+                uint32_t id;
+                if (!v || !v->name || !v->name[0] ||
+                    mp_graph_find_tensor(L->g, v->name, &id) == MP_OK)
+                    continue;
+                mp_dtype dt;
+                int rank;
+                bool unbound;
+                const char *sym;
+                size_t sd;
+                if ((st = type_shape(L, v->name, v->type, &dt, &rank, dims,
+                                     &unbound, &sym, &sd)))
+                    return st;
+                mp_tensor_desc d = {v->name, dt, rank, dims, 0,
+                                    MP_KIND_ACTIVATION};
+                if ((st = mp_graph_add_tensor(L->g, &d, &id)))
+                    return st;
+            }
+        }
+    }
+    /* nodes */
+    uint32_t *ins = NULL, *outs = NULL;
+    size_t cap_in = 0, cap_out = 0;
+    char name[512];
+    st = MP_OK;
+    for (size_t k = 0; k < gp->n_node && !st; k++) {
+        const Onnx__NodeProto *np = gp->node[k];
+        if (!np || !np->op_type || !np->op_type[0]) {
+            st = mp_err(L->ctx, MP_ERR_PARSE, "%s: node %zu has no op type",
+                        L->src, k);
+            break;
+        }
+        if (np->n_input > UINT32_MAX / 2 || np->n_output > UINT32_MAX / 2) {
+            st = mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: node %zu has too "
+                        "many inputs", L->src, k);
+            break;
+        }
+        /* node name: as given, else op_index; unique */
+        uint32_t dup;
+        if (np->name && np->name[0])
+            snprintf(name, sizeof name, "%s", np->name);
+        else
+            snprintf(name, sizeof name, "%s_%zu", np->op_type, k);
+        if (mp_graph_find_node(L->g, name, &dup) == MP_OK) {
+            size_t len = strlen(name);
+            snprintf(name + (len < 480 ? len : 480), 32, "#%zu", k);
+        }
+        if (mp_grow(L->ctx, (void **)&ins, sizeof *ins, np->n_input + 1,
+                    &cap_in) ||
+            mp_grow(L->ctx, (void **)&outs, sizeof *outs, np->n_output + 1,
+                    &cap_out)) {
+            st = MP_ERR_NOMEM;
+            break;
+        }
+        for (size_t i = 0; i < np->n_input && !st; i++) {
+            if (!np->input[i] || !np->input[i][0])
+                ins[i] = MP_NONE;
+            else
+                st = tensor_by_name(L, np->input[i], &ins[i]);
+        }
+        for (size_t i = 0; i < np->n_output && !st; i++) {
+            if (np->output[i] && np->output[i][0]) {
+                st = tensor_by_name(L, np->output[i], &outs[i]);
+            } else {
+                /* an omitted optional output keeps its position */
+                char oname[600];
+                snprintf(oname, sizeof oname, "%s:omitted%zu", name, i);
+                st = tensor_by_name(L, oname, &outs[i]);
+            }
+        }
+        if (st)
+            break;
+        const char *dom = np->domain ? np->domain : "";
+        if (strcmp(dom, "ai.onnx") == 0)
+            dom = "";
+        mp_node_desc nd = {name, np->op_type, dom, ins,
+                           (uint32_t)np->n_input, outs,
+                           (uint32_t)np->n_output, MP_PHASE_FORWARD};
+        uint32_t nid;
+        st = mp_graph_add_node(L->g, &nd, &nid);
+        if (st) {
+            char msg[MP_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", mp_ctx_message(L->ctx));
+            st = mp_err(L->ctx, st, "%s: %s", L->src, msg);
+            break;
+        }
+        st = add_attrs(L, nid, np);
+        if (!st && strcmp(np->op_type, "Constant") == 0 && !dom[0] &&
+            np->n_output >= 1)
+            st = constant_output(L, np, outs[0]);
+    }
+    mp_dealloc(L->ctx, ins);
+    mp_dealloc(L->ctx, outs);
+    if (st)
+        return st;
+    /* graph outputs */
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *v = gp->output[i];
+        uint32_t id;
+        if (!v || !v->name || !v->name[0])
+            continue;
+        if (mp_graph_find_tensor(L->g, v->name, &id) != MP_OK)
+            return mp_err(L->ctx, MP_ERR_GRAPH, "%s: graph output '%s' is "
+                          "produced by no node", L->src, v->name);
+        if ((st = mp_graph_mark_output(L->g, id)))
+            return st;
+    }
+    /* unbound symbols of used inputs */
+    bool *used = mp_calloc(L->ctx, L->g->n_tensors ? L->g->n_tensors : 1,
+                           sizeof *used);
+    if (!used)
+        return MP_ERR_NOMEM;
+    for (size_t k = 0; k < L->g->n_nodes; k++) {
+        const mp_node *n = &L->g->nodes[k];
+        for (uint32_t i = 0; i < n->n_in; i++)
+            if (n->inputs[i] != MP_NONE)
+                used[n->inputs[i]] = true;
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *v = gp->input[i];
+        uint32_t id;
+        if (mp_graph_find_tensor(L->g, v->name, &id) != MP_OK ||
+            L->g->tensors[id].kind != MP_KIND_INPUT)
+            continue;
+        if (!used[id] && !(L->g->tensors[id].flags & MP_TF_OUTPUT))
+            continue;
+        mp_dtype dt;
+        int rank;
+        bool unbound;
+        const char *sym = NULL;
+        size_t sd = 0;
+        if ((st = type_shape(L, v->name, v->type, &dt, &rank, dims, &unbound,
+                             &sym, &sd)))
+            break;
+        if (rank < 0 || dt == MP_DTYPE_UNDEFINED) {
+            st = mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input '%s' has no "
+                        "declared %s", L->src, v->name,
+                        rank < 0 ? "shape" : "element type");
+            break;
+        }
+        if (unbound && !sym) {
+            st = mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input '%s': dim %zu "
+                        "has neither a size nor a name", L->src, v->name, sd);
+            break;
+        }
+        if (unbound)
+            note_unbound(L, sym, v->name, sd);
+    }
+    mp_dealloc(L->ctx, used);
+    if (st)
+        return st;
+    if (L->n_unbound)
+        return mp_err(L->ctx, MP_ERR_SHAPE,
+                      "%s: %u symbolic dim%s not bound: %s; bind %s with "
+                      "--dim NAME=VALUE",
+                      L->src, L->n_unbound, L->n_unbound > 1 ? "s" : "",
+                      L->unbound, L->n_unbound > 1 ? "them" : "it");
+    st = mp_graph_finalize(L->g);
+    if (st) {
+        char msg[MP_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", mp_ctx_message(L->ctx));
+        if (strncmp(msg, L->src, strlen(L->src)) != 0)
+            mp_err(L->ctx, st, "%s: %s", L->src, msg);
+    }
+    return st;
+}
+
+mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
+                                    const char *source_name,
+                                    const mp_onnx_options *opt, mp_graph **out)
+{
+    if (!ctx || !out || (!data && len))
+        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+                            "mp_graph_load_onnx: NULL argument")
+                   : MP_ERR_INVALID_ARG;
+    *out = NULL;
+    const char *src = source_name ? source_name : "<buffer>";
+    if (opt)
+        for (size_t i = 0; i < opt->n_dims; i++)
+            if (!opt->dims || !opt->dims[i].name || opt->dims[i].value < 0)
+                return mp_err(ctx, MP_ERR_INVALID_ARG,
+                              "dim binding %zu: needs a name and a value "
+                              ">= 0", i);
+    ProtobufCAllocator pa = {pb_alloc, pb_free, ctx};
+    Onnx__ModelProto *m =
+        onnx__model_proto__unpack(&pa, len, (const uint8_t *)data);
+    if (!m) {
+        if (ctx->status == MP_ERR_NOMEM)
+            return MP_ERR_NOMEM;
+        return mp_err(ctx, MP_ERR_PARSE,
+                      "%s: not a valid ONNX model: the protobuf is truncated "
+                      "or corrupt (%zu bytes)",
+                      src, len);
+    }
+    mp_graph *g = NULL;
+    mp_status st = mp_graph_create(ctx, &g);
+    if (!st) {
+        loader L = {.ctx = ctx, .g = g, .src = src, .opt = opt};
+        st = build(&L, m);
+    }
+    protobuf_c_message_free_unpacked(&m->base, &pa);
+    if (st) {
+        mp_graph_destroy(g);
+        return st;
+    }
+    *out = g;
+    return MP_OK;
+}
+
+mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
+                             const mp_onnx_options *opt, mp_graph **out)
+{
+    if (!ctx || !path || !out)
+        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+                            "mp_graph_load_onnx: NULL argument")
+                   : MP_ERR_INVALID_ARG;
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
+                      strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = mp_alloc(ctx, cap);
+    mp_status st = buf ? MP_OK : MP_ERR_NOMEM;
+    while (!st) {
+        if (len == cap) {
+            if (cap > SIZE_MAX / 2) {
+                st = mp_err(ctx, MP_ERR_IO, "%s: file too large", path);
+                break;
+            }
+            unsigned char *nb = mp_realloc_array(ctx, buf, cap * 2, 1);
+            if (!nb) {
+                st = MP_ERR_NOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) {
+            if (ferror(f))
+                st = mp_err(ctx, MP_ERR_IO, "%s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (!st)
+        st = mp_graph_load_onnx_buffer(ctx, buf, len, path, opt, out);
+    mp_dealloc(ctx, buf);
+    return st;
+}
+
+#endif /* MP_WITH_ONNX */

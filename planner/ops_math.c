@@ -1,0 +1,590 @@
+/* Shape functions of pointwise, broadcasting, reduction and matrix ops,
+ * with folding of int64 values (Add/Sub/Mul/Div/Mod, comparisons, Where,
+ * Not, Min/Max, ReduceProd/Sum, Cast) for shape arithmetic. */
+#include "shape.h"
+
+#include <string.h>
+
+static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
+{
+    const mp_tensor *t = mp_in(g, n, i);
+    return t ? t->dtype : MP_DTYPE_UNDEFINED;
+}
+
+MP_SHAPE_FN(mp_shape_generic) { return mp_shape_done(g, node); }
+
+MP_SHAPE_FN(mp_shape_same)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape s;
+    mp_in_shape(g, n, 0, &s);
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* Flat index into an input of shape `in` for flat output index `flat` of
+ * shape `out` (numpy broadcasting). */
+static int64_t bidx(const mp_shape *out, const mp_shape *in, int64_t flat)
+{
+    int64_t idx = 0, stride = 1;
+    for (int32_t k = out->rank - 1; k >= 0; k--) {
+        int64_t coord = flat % out->d[k];
+        flat /= out->d[k];
+        int32_t j = k - (out->rank - in->rank);
+        if (j >= 0) {
+            if (in->d[j] != 1)
+                idx += coord * stride;
+            stride *= in->d[j];
+        }
+    }
+    return idx;
+}
+
+typedef bool (*fold_fn)(const int64_t *a, uint32_t k, int64_t *r);
+
+static bool f_add(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    return !__builtin_add_overflow(a[0], a[1], r);
+}
+static bool f_sub(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    return !__builtin_sub_overflow(a[0], a[1], r);
+}
+static bool f_mul(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    return !__builtin_mul_overflow(a[0], a[1], r);
+}
+static bool f_div(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    if (a[1] == 0 || (a[0] == INT64_MIN && a[1] == -1))
+        return false;
+    /* integer Div truncates toward zero (C semantics, as ONNX Runtime) */
+    *r = a[0] / a[1];
+    return true;
+}
+static bool f_mod(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    if (a[1] == 0 || (a[0] == INT64_MIN && a[1] == -1))
+        return false;
+    int64_t m = a[0] % a[1];
+    /* fmod=0: the sign of the divisor */
+    if (m != 0 && ((m < 0) != (a[1] < 0)))
+        m += a[1];
+    *r = m;
+    return true;
+}
+static bool f_eq(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] == a[1];
+    return true;
+}
+static bool f_lt(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] < a[1];
+    return true;
+}
+static bool f_le(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] <= a[1];
+    return true;
+}
+static bool f_gt(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] > a[1];
+    return true;
+}
+static bool f_ge(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] >= a[1];
+    return true;
+}
+static bool f_and(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] && a[1];
+    return true;
+}
+static bool f_or(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] || a[1];
+    return true;
+}
+static bool f_not(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = !a[0];
+    return true;
+}
+static bool f_where(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    *r = a[0] ? a[1] : a[2];
+    return true;
+}
+static bool f_min(const int64_t *a, uint32_t k, int64_t *r)
+{
+    *r = a[0];
+    for (uint32_t i = 1; i < k; i++)
+        if (a[i] < *r)
+            *r = a[i];
+    return true;
+}
+static bool f_max(const int64_t *a, uint32_t k, int64_t *r)
+{
+    *r = a[0];
+    for (uint32_t i = 1; i < k; i++)
+        if (a[i] > *r)
+            *r = a[i];
+    return true;
+}
+static bool f_sum(const int64_t *a, uint32_t k, int64_t *r)
+{
+    *r = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (__builtin_add_overflow(*r, a[i], r))
+            return false;
+    return true;
+}
+static bool f_abs(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    if (a[0] == INT64_MIN)
+        return false;
+    *r = a[0] < 0 ? -a[0] : a[0];
+    return true;
+}
+static bool f_neg(const int64_t *a, uint32_t k, int64_t *r)
+{
+    (void)k;
+    if (a[0] == INT64_MIN)
+        return false;
+    *r = -a[0];
+    return true;
+}
+
+static const struct {
+    const char *op;
+    fold_fn fn;
+} folds[] = {
+    {"Abs", f_abs}, {"Add", f_add}, {"And", f_and}, {"Div", f_div},
+    {"Equal", f_eq}, {"Greater", f_gt}, {"GreaterOrEqual", f_ge},
+    {"Less", f_lt}, {"LessOrEqual", f_le}, {"Max", f_max}, {"Min", f_min},
+    {"Mod", f_mod}, {"Mul", f_mul}, {"Neg", f_neg}, {"Not", f_not},
+    {"Or", f_or}, {"Sub", f_sub}, {"Sum", f_sum}, {"Where", f_where},
+};
+
+static fold_fn fold_of(const mp_node *n)
+{
+    if (n->domain[0])
+        return NULL;
+    for (size_t i = 0; i < sizeof folds / sizeof folds[0]; i++)
+        if (strcmp(folds[i].op, n->op) == 0)
+            return folds[i].fn;
+    return NULL;
+}
+
+/* Folds the node's value when every input has an integer value. */
+static mp_status fold(mp_graph *g, uint32_t node, const mp_shape *out)
+{
+    const mp_node *n = &g->nodes[node];
+    fold_fn fn = fold_of(n);
+    int64_t total = mp_shape_numel(out);
+    if (!fn || total <= 0 || total > (int64_t)MP_VALUE_MAX || n->n_in == 0 ||
+        n->n_in > 8)
+        return MP_OK;
+    mp_shape sh[8];
+    const int64_t *vals[8];
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        const mp_tensor *t = mp_in(g, n, i);
+        uint32_t c;
+        if (!t || !mp_dtype_is_int(t->dtype) ||
+            !mp_in_value(g, n, i, &vals[i], &c))
+            return MP_OK;
+        mp_in_shape(g, n, i, &sh[i]);
+        if (mp_shape_numel(&sh[i]) != (int64_t)c)
+            return MP_OK;
+    }
+    int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    if (!buf)
+        return MP_ERR_NOMEM;
+    bool ok = true;
+    for (int64_t e = 0; e < total && ok; e++) {
+        int64_t args[8];
+        for (uint32_t i = 0; i < n->n_in; i++)
+            args[i] = vals[i][bidx(out, &sh[i], e)];
+        ok = fn(args, n->n_in, &buf[e]);
+    }
+    mp_status st = MP_OK;
+    if (ok)
+        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
+    mp_dealloc(g->ctx, buf);
+    return st;
+}
+
+static mp_status broadcast_all(mp_graph *g, uint32_t node, uint32_t first,
+                               int dtype)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape out = {.rank = 0};
+    bool any = false;
+    for (uint32_t i = first; i < n->n_in; i++) {
+        if (!mp_in(g, n, i))
+            continue;
+        mp_shape s;
+        mp_in_shape(g, n, i, &s);
+        /* opset < 7: broadcast=1 with axis aligns B at axis of A */
+        if (i == 1 && any && out.rank >= 0 && s.rank >= 0 &&
+            mp_attr_int(n, "broadcast", 0) && mp_node_attr(n, "axis")) {
+            int32_t ax;
+            if (mp_axis(mp_attr_int(n, "axis", 0), out.rank, &ax) &&
+                ax + s.rank <= out.rank) {
+                for (int32_t k = ax + s.rank; k < out.rank; k++)
+                    s.d[k] = 1;
+                s.rank = out.rank - ax;
+            }
+        }
+        if (!any) {
+            out = s;
+            any = true;
+            continue;
+        }
+        mp_shape r;
+        if (!mp_broadcast(&out, &s, &r))
+            return mp_node_err(g, node, "input '%s' does not broadcast with "
+                               "the other inputs",
+                               mp_in(g, n, i)->name);
+        out = r;
+    }
+    if (!any)
+        out.rank = -1;
+    if (first > 0 && n->n_in > 0) {
+        mp_shape s0, r;
+        mp_in_shape(g, n, 0, &s0);
+        if (!mp_broadcast(&out, &s0, &r))
+            return mp_node_err(g, node, "condition does not broadcast");
+        out = r;
+    }
+    mp_status st = mp_out_set(g, node, 0, dtype, &out);
+    if (!st && mp_dtype_is_int(dtype))
+        st = fold(g, node, &out);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_broadcast)
+{
+    const mp_node *n = &g->nodes[node];
+    return broadcast_all(g, node, 0, in_dtype(g, n, 0));
+}
+
+MP_SHAPE_FN(mp_shape_compare)
+{
+    return broadcast_all(g, node, 0, MP_DTYPE_BOOL);
+}
+
+MP_SHAPE_FN(mp_shape_logical)
+{
+    return broadcast_all(g, node, 0, MP_DTYPE_BOOL);
+}
+
+MP_SHAPE_FN(mp_shape_where)
+{
+    const mp_node *n = &g->nodes[node];
+    return broadcast_all(g, node, 1, in_dtype(g, n, 1));
+}
+
+MP_SHAPE_FN(mp_shape_variadic)
+{
+    const mp_node *n = &g->nodes[node];
+    int dt = MP_DTYPE_UNDEFINED;
+    for (uint32_t i = 0; i < n->n_in && !dt; i++)
+        dt = in_dtype(g, n, i);
+    return broadcast_all(g, node, 0, dt);
+}
+
+static mp_status cast_to(mp_graph *g, uint32_t node, int to)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape s;
+    mp_in_shape(g, n, 0, &s);
+    mp_status st = mp_out_set(g, node, 0, to, &s);
+    const mp_tensor *in = mp_in(g, n, 0);
+    if (!st && in && in->value && mp_dtype_is_int(in->dtype) &&
+        mp_dtype_is_int(to)) {
+        if (to == MP_DTYPE_BOOL) {
+            int64_t *buf = mp_alloc(g->ctx, in->n_value * sizeof *buf);
+            if (!buf)
+                return MP_ERR_NOMEM;
+            for (uint32_t i = 0; i < in->n_value; i++)
+                buf[i] = in->value[i] != 0;
+            st = mp_out_value(g, node, 0, buf, in->n_value);
+            mp_dealloc(g->ctx, buf);
+        } else {
+            st = mp_out_value(g, node, 0, in->value, in->n_value);
+        }
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_cast)
+{
+    const mp_node *n = &g->nodes[node];
+    int64_t to = mp_attr_int(n, "to", MP_DTYPE_UNDEFINED);
+    if (to < 0 || to > MP_DTYPE_FLOAT4E2M1 || !mp_dtype_name((mp_dtype)to))
+        return mp_node_err(g, node, "attribute 'to' is not a data type "
+                           "(%lld)", (long long)to);
+    return cast_to(g, node, (int)to);
+}
+
+MP_SHAPE_FN(mp_shape_cast_like)
+{
+    const mp_node *n = &g->nodes[node];
+    return cast_to(g, node, in_dtype(g, n, 1));
+}
+
+MP_SHAPE_FN(mp_shape_reduce)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    bool keep = mp_attr_int(n, "keepdims", 1) != 0;
+    bool noop = mp_attr_int(n, "noop_with_empty_axes", 0) != 0;
+    uint32_t c = 0;
+    const int64_t *axes = mp_attr_ints(n, "axes", &c);
+    bool have = true;
+    if (!axes && mp_in(g, n, 1) && !mp_in_value(g, n, 1, &axes, &c))
+        have = false;
+    if (!axes)
+        c = 0;
+    bool red[MP_MAX_RANK] = {false};
+    if (in.rank >= 0 && have) {
+        for (uint32_t k = 0; k < c; k++) {
+            int32_t a;
+            if (!mp_axis(axes[k], in.rank, &a))
+                return mp_node_err(g, node, "axis %lld out of range",
+                                   (long long)axes[k]);
+            red[a] = true;
+        }
+        if (c == 0 && !noop)
+            for (int32_t i = 0; i < in.rank; i++)
+                red[i] = true;
+        out.rank = 0;
+        for (int32_t i = 0; i < in.rank; i++) {
+            if (!red[i])
+                out.d[out.rank++] = in.d[i];
+            else if (keep)
+                out.d[out.rank++] = 1;
+        }
+    } else if (in.rank >= 0 && keep) {
+        out.rank = in.rank;
+        for (int32_t i = 0; i < in.rank; i++)
+            out.d[i] = -1;
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    /* fold ReduceProd/Sum/Min/Max over every element of an int vector */
+    const int64_t *v;
+    uint32_t vc;
+    bool all = in.rank >= 0;
+    for (int32_t i = 0; i < in.rank; i++)
+        if (!red[i])
+            all = false;
+    if (!st && all && mp_shape_numel(&out) == 1 &&
+        mp_dtype_is_int(in_dtype(g, n, 0)) && mp_in_value(g, n, 0, &v, &vc) &&
+        vc > 0 && (int64_t)vc == mp_shape_numel(&in)) {
+        fold_fn fn = NULL;
+        if (strcmp(n->op, "ReduceSum") == 0)
+            fn = f_sum;
+        else if (strcmp(n->op, "ReduceMin") == 0)
+            fn = f_min;
+        else if (strcmp(n->op, "ReduceMax") == 0)
+            fn = f_max;
+        int64_t r = 1;
+        bool ok = true;
+        if (strcmp(n->op, "ReduceProd") == 0) {
+            for (uint32_t i = 0; i < vc && ok; i++)
+                ok = !__builtin_mul_overflow(r, v[i], &r);
+        } else if (fn) {
+            ok = fn(v, vc, &r);
+        } else {
+            ok = false;
+        }
+        if (ok)
+            st = mp_out_value(g, node, 0, &r, 1);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_argreduce)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    bool keep = mp_attr_int(n, "keepdims", 1) != 0;
+    int32_t a;
+    if (in.rank >= 0) {
+        if (!mp_axis(mp_attr_int(n, "axis", 0), in.rank, &a))
+            return mp_node_err(g, node, "axis out of range");
+        out.rank = 0;
+        for (int32_t i = 0; i < in.rank; i++) {
+            if (i != a)
+                out.d[out.rank++] = in.d[i];
+            else if (keep)
+                out.d[out.rank++] = 1;
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &out);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* numpy matmul of shapes a and b */
+static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
+                              const mp_shape *b0, mp_shape *out)
+{
+    out->rank = -1;
+    if (a0->rank < 1 || b0->rank < 1)
+        return a0->rank == 0 || b0->rank == 0
+                   ? mp_node_err(g, node, "MatMul of a scalar")
+                   : MP_OK;
+    mp_shape a = *a0, b = *b0;
+    bool a1 = a.rank == 1, b1 = b.rank == 1;
+    if (a1) {
+        a.rank = 2;
+        a.d[1] = a.d[0];
+        a.d[0] = 1;
+    }
+    if (b1) {
+        b.rank = 2;
+        b.d[1] = 1;
+    }
+    int64_t ka = a.d[a.rank - 1], kb = b.d[b.rank - 2];
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return mp_node_err(g, node, "inner dims differ (%lld and %lld)",
+                           (long long)ka, (long long)kb);
+    mp_shape ba = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2}, bo;
+    memcpy(ba.d, a.d, (size_t)ba.rank * sizeof a.d[0]);
+    memcpy(bb.d, b.d, (size_t)bb.rank * sizeof b.d[0]);
+    if (!mp_broadcast(&ba, &bb, &bo))
+        return mp_node_err(g, node, "batch dims do not broadcast");
+    *out = bo;
+    if (!a1)
+        out->d[out->rank++] = a.d[a.rank - 2];
+    if (!b1)
+        out->d[out->rank++] = b.d[b.rank - 1];
+    return MP_OK;
+}
+
+MP_SHAPE_FN(mp_shape_matmul)
+{
+    const mp_node *n = &g->nodes[node];
+    bool qlinear = strcmp(n->op, "QLinearMatMul") == 0;
+    mp_shape a, b, out;
+    mp_in_shape(g, n, 0, &a);
+    mp_in_shape(g, n, qlinear ? 3 : 1, &b);
+    mp_status st = matmul_shape(g, node, &a, &b, &out);
+    if (st)
+        return st;
+    int dt = in_dtype(g, n, 0);
+    if (strcmp(n->op, "MatMulInteger") == 0)
+        dt = MP_DTYPE_INT32;
+    else if (qlinear)
+        dt = in_dtype(g, n, 7);
+    st = mp_out_set(g, node, 0, dt, &out);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_gemm)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape a, b, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &a);
+    mp_in_shape(g, n, 1, &b);
+    if (a.rank == 2 && b.rank == 2) {
+        bool ta = mp_attr_int(n, "transA", 0) != 0;
+        bool tb = mp_attr_int(n, "transB", 0) != 0;
+        out.rank = 2;
+        out.d[0] = ta ? a.d[1] : a.d[0];
+        out.d[1] = tb ? b.d[0] : b.d[1];
+    } else if (a.rank >= 0 && a.rank != 2) {
+        return mp_node_err(g, node, "A has rank %d, expected 2", (int)a.rank);
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_softmax)
+{
+    return mp_shape_same(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_topk)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    const int64_t *kv;
+    uint32_t kc;
+    int64_t k = -1;
+    if (mp_in_value(g, n, 1, &kv, &kc) && kc == 1)
+        k = kv[0];
+    else if (mp_node_attr(n, "k"))
+        k = mp_attr_int(n, "k", -1);
+    int32_t a;
+    if (in.rank >= 0) {
+        if (!mp_axis(mp_attr_int(n, "axis", -1), in.rank, &a))
+            return mp_node_err(g, node, "axis out of range");
+        out = in;
+        out.d[a] = k;
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    if (!st)
+        st = mp_out_set(g, node, 1, MP_DTYPE_INT64, &out);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_trilu) { return mp_shape_same(g, node); }
+
+MP_SHAPE_FN(mp_shape_dropout)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape s;
+    mp_in_shape(g, n, 0, &s);
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    if (!st)
+        st = mp_out_set(g, node, 1, MP_DTYPE_BOOL, &s);
+    return st ? st : mp_shape_done(g, node);
+}
+MP_SHAPE_FN(mp_shape_lrn) { return mp_shape_same(g, node); }
+
+MP_SHAPE_FN(mp_shape_quantize)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape s;
+    mp_in_shape(g, n, 0, &s);
+    int dt = (int)mp_attr_int(n, "output_dtype", 0);
+    if (!dt)
+        dt = mp_in(g, n, 2) ? in_dtype(g, n, 2) : MP_DTYPE_UINT8;
+    mp_status st = mp_out_set(g, node, 0, dt, &s);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_dequantize)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape s;
+    mp_in_shape(g, n, 0, &s);
+    int dt = (int)mp_attr_int(n, "output_dtype", 0);
+    if (!dt)
+        dt = in_dtype(g, n, 1);
+    mp_status st = mp_out_set(g, node, 0, dt, &s);
+    return st ? st : mp_shape_done(g, node);
+}

@@ -1,0 +1,776 @@
+/* Shape functions of tensor-manipulation ops (Shape, Reshape, Concat,
+ * Slice, Gather, ...), with constant folding of int64 shape arithmetic:
+ * when the inputs' values are known, the output's value is computed too,
+ * so that dims computed from other dims become numbers. */
+#include "shape.h"
+
+#include <string.h>
+
+static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
+{
+    const mp_tensor *t = mp_in(g, n, i);
+    return t ? t->dtype : MP_DTYPE_UNDEFINED;
+}
+
+/* Output 0 = input 0's shape and dtype, value passed through (views). */
+MP_SHAPE_FN(mp_shape_view)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape s;
+    mp_in_shape(g, n, 0, &s);
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    const int64_t *v;
+    uint32_t c;
+    if (!st && mp_in_value(g, n, 0, &v, &c))
+        st = mp_out_value(g, node, 0, v, c);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_shape)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out;
+    mp_in_shape(g, n, 0, &in);
+    out.rank = 1;
+    out.d[0] = -1;
+    mp_status st = MP_OK;
+    if (in.rank >= 0) {
+        int64_t start = mp_attr_int(n, "start", 0);
+        int64_t end = mp_attr_int(n, "end", in.rank);
+        if (start < 0)
+            start += in.rank;
+        if (end < 0)
+            end += in.rank;
+        if (start < 0)
+            start = 0;
+        if (end > in.rank)
+            end = in.rank;
+        int64_t len = end > start ? end - start : 0;
+        out.d[0] = len;
+        bool known = true;
+        for (int64_t i = start; i < end; i++)
+            if (in.d[i] < 0)
+                known = false;
+        st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &out);
+        if (!st && known && len > 0)
+            st = mp_out_value(g, node, 0, in.d + start, (uint32_t)len);
+    } else {
+        st = mp_out_set(g, node, 0, MP_DTYPE_INT64, NULL);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_size)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = 0};
+    mp_in_shape(g, n, 0, &in);
+    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &out);
+    int64_t c = mp_shape_numel(&in);
+    if (!st && c >= 0)
+        st = mp_out_value(g, node, 0, &c, 1);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* Constant: the loader sets the output's dtype, shape and value from the
+ * attribute; nothing to infer. */
+MP_SHAPE_FN(mp_shape_constant) { return mp_shape_done(g, node); }
+
+MP_SHAPE_FN(mp_shape_constant_of_shape)
+{
+    const mp_node *n = &g->nodes[node];
+    int dt = (int)mp_attr_int(n, "value.dtype", MP_DTYPE_FLOAT32);
+    const int64_t *v;
+    uint32_t c;
+    mp_status st = MP_OK;
+    if (mp_in_value(g, n, 0, &v, &c)) {
+        mp_shape s;
+        if (c > MP_MAX_RANK)
+            return mp_node_err(g, node, "shape of rank %u is above %d",
+                               (unsigned)c, MP_MAX_RANK);
+        s.rank = (int32_t)c;
+        for (uint32_t i = 0; i < c; i++) {
+            if (v[i] < 0)
+                return mp_node_err(g, node, "negative dim %lld in the shape",
+                                   (long long)v[i]);
+            s.d[i] = v[i];
+        }
+        st = mp_out_set(g, node, 0, dt, &s);
+        int64_t cnt = mp_shape_numel(&s);
+        uint32_t nf;
+        const int64_t *fill = mp_attr_ints(n, "value.ints", &nf);
+        if (!st && mp_dtype_is_int(dt) && cnt > 0 && cnt <= (int64_t)MP_VALUE_MAX) {
+            int64_t *buf = mp_alloc(g->ctx, (size_t)cnt * sizeof *buf);
+            if (!buf)
+                return MP_ERR_NOMEM;
+            for (int64_t i = 0; i < cnt; i++)
+                buf[i] = nf ? fill[0] : 0;
+            st = mp_out_value(g, node, 0, buf, (uint32_t)cnt);
+            mp_dealloc(g->ctx, buf);
+        }
+    } else {
+        const mp_tensor *shp = mp_in(g, n, 0);
+        if (shp && shp->rank == 1 && shp->dims[0] >= 0 &&
+            shp->dims[0] <= MP_MAX_RANK) {
+            mp_shape s;
+            s.rank = (int32_t)shp->dims[0];
+            for (int32_t i = 0; i < s.rank; i++)
+                s.d[i] = -1;
+            st = mp_out_set(g, node, 0, dt, &s);
+        } else {
+            st = mp_out_set(g, node, 0, dt, NULL);
+        }
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_reshape)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out;
+    mp_in_shape(g, n, 0, &in);
+    const int64_t *v;
+    uint32_t c;
+    bool have = mp_in_value(g, n, 1, &v, &c);
+    if (!have && (v = mp_attr_ints(n, "shape", &c)) != NULL)
+        have = true;
+    out.rank = -1;
+    if (have) {
+        if (c > MP_MAX_RANK)
+            return mp_node_err(g, node, "target rank %u above %d",
+                               (unsigned)c, MP_MAX_RANK);
+        bool allowzero = mp_attr_int(n, "allowzero", 0) != 0;
+        out.rank = (int32_t)c;
+        int32_t infer_at = -1;
+        uint64_t known = 1;
+        bool all = true;
+        for (uint32_t i = 0; i < c; i++) {
+            int64_t d = v[i];
+            if (d == 0 && !allowzero)
+                d = (in.rank > (int32_t)i) ? in.d[i] : -1;
+            else if (d == -1) {
+                if (infer_at >= 0)
+                    return mp_node_err(g, node, "more than one -1 in the "
+                                       "target shape");
+                infer_at = (int32_t)i;
+            } else if (d < -1)
+                return mp_node_err(g, node, "bad dim %lld in the target "
+                                   "shape", (long long)d);
+            out.d[i] = d;
+            if (i != (uint32_t)infer_at) {
+                if (d < 0)
+                    all = false;
+                else if (!mp_mul_u64(known, (uint64_t)d, &known))
+                    all = false;
+            }
+        }
+        if (infer_at >= 0) {
+            int64_t total = mp_shape_numel(&in);
+            if (total >= 0 && all && known > 0) {
+                if ((uint64_t)total % known)
+                    return mp_node_err(g, node, "cannot reshape %lld "
+                                       "elements into the target shape",
+                                       (long long)total);
+                out.d[infer_at] = (int64_t)((uint64_t)total / known);
+            } else if (total == 0 && all) {
+                out.d[infer_at] = 0;
+            } else {
+                out.d[infer_at] = -1;
+            }
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    if (!st && mp_in_value(g, n, 0, &v, &c))
+        st = mp_out_value(g, node, 0, v, c);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_flatten)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out;
+    mp_in_shape(g, n, 0, &in);
+    out.rank = -1;
+    if (in.rank >= 0) {
+        int64_t axis = mp_attr_int(n, "axis", 1);
+        if (axis < 0)
+            axis += in.rank;
+        if (axis < 0 || axis > in.rank)
+            return mp_node_err(g, node, "axis %lld out of range",
+                               (long long)axis);
+        mp_shape a = {.rank = (int32_t)axis}, b = {.rank = in.rank - (int32_t)axis};
+        memcpy(a.d, in.d, (size_t)a.rank * sizeof a.d[0]);
+        memcpy(b.d, in.d + axis, (size_t)b.rank * sizeof b.d[0]);
+        out.rank = 2;
+        out.d[0] = mp_shape_numel(&a);
+        out.d[1] = mp_shape_numel(&b);
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    const int64_t *v;
+    uint32_t c;
+    if (!st && mp_in_value(g, n, 0, &v, &c))
+        st = mp_out_value(g, node, 0, v, c);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* axes from the attribute (older opsets) or input 1 (opset 13+) */
+static bool get_axes(const mp_graph *g, const mp_node *n, uint32_t input,
+                     const int64_t **axes, uint32_t *cnt)
+{
+    *axes = mp_attr_ints(n, "axes", cnt);
+    if (*axes)
+        return true;
+    if (mp_in_value(g, n, input, axes, cnt))
+        return true;
+    *cnt = 0;
+    return mp_in(g, n, input) == NULL; /* absent: no axes given */
+}
+
+MP_SHAPE_FN(mp_shape_squeeze)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out;
+    mp_in_shape(g, n, 0, &in);
+    out.rank = -1;
+    const int64_t *axes;
+    uint32_t c;
+    if (in.rank >= 0 && get_axes(g, n, 1, &axes, &c)) {
+        bool drop[MP_MAX_RANK] = {false};
+        bool ok = true;
+        if (c == 0) {
+            for (int32_t i = 0; i < in.rank; i++) {
+                if (in.d[i] < 0)
+                    ok = false;
+                drop[i] = in.d[i] == 1;
+            }
+        } else {
+            for (uint32_t k = 0; k < c; k++) {
+                int32_t a;
+                if (!mp_axis(axes[k], in.rank, &a))
+                    return mp_node_err(g, node, "axis %lld out of range",
+                                       (long long)axes[k]);
+                drop[a] = true;
+            }
+        }
+        if (ok) {
+            out.rank = 0;
+            for (int32_t i = 0; i < in.rank; i++)
+                if (!drop[i])
+                    out.d[out.rank++] = in.d[i];
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    const int64_t *v;
+    uint32_t vc;
+    if (!st && mp_in_value(g, n, 0, &v, &vc))
+        st = mp_out_value(g, node, 0, v, vc);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_unsqueeze)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out;
+    mp_in_shape(g, n, 0, &in);
+    out.rank = -1;
+    const int64_t *axes;
+    uint32_t c;
+    if (in.rank >= 0 && get_axes(g, n, 1, &axes, &c) && c > 0) {
+        int32_t r = in.rank + (int32_t)c;
+        if (r > MP_MAX_RANK)
+            return mp_node_err(g, node, "rank %d above %d", (int)r,
+                               MP_MAX_RANK);
+        bool ins[MP_MAX_RANK] = {false};
+        for (uint32_t k = 0; k < c; k++) {
+            int32_t a;
+            if (!mp_axis(axes[k], r, &a) || ins[a])
+                return mp_node_err(g, node, "bad axis %lld",
+                                   (long long)axes[k]);
+            ins[a] = true;
+        }
+        out.rank = r;
+        for (int32_t i = 0, j = 0; i < r; i++)
+            out.d[i] = ins[i] ? 1 : in.d[j++];
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    const int64_t *v;
+    uint32_t vc;
+    if (!st && mp_in_value(g, n, 0, &v, &vc))
+        st = mp_out_value(g, node, 0, v, vc);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_transpose)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out;
+    mp_in_shape(g, n, 0, &in);
+    out.rank = -1;
+    if (in.rank >= 0) {
+        uint32_t c;
+        const int64_t *perm = mp_attr_ints(n, "perm", &c);
+        out.rank = in.rank;
+        if (perm) {
+            if (c != (uint32_t)in.rank)
+                return mp_node_err(g, node, "perm has %u entries for rank %d",
+                                   (unsigned)c, (int)in.rank);
+            for (uint32_t i = 0; i < c; i++) {
+                int32_t a;
+                if (!mp_axis(perm[i], in.rank, &a))
+                    return mp_node_err(g, node, "bad perm entry %lld",
+                                       (long long)perm[i]);
+                out.d[i] = in.d[a];
+            }
+        } else {
+            for (int32_t i = 0; i < in.rank; i++)
+                out.d[i] = in.d[in.rank - 1 - i];
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    const int64_t *v;
+    uint32_t vc;
+    /* rank <= 1: transposition keeps the value */
+    if (!st && in.rank >= 0 && in.rank <= 1 && mp_in_value(g, n, 0, &v, &vc))
+        st = mp_out_value(g, node, 0, v, vc);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_concat)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape out = {.rank = -1};
+    int64_t axis = mp_attr_int(n, "axis", 0);
+    int32_t ax = -1;
+    bool all_vals = true;
+    int dt = MP_DTYPE_UNDEFINED;
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        mp_shape s;
+        mp_in_shape(g, n, i, &s);
+        if (!mp_in(g, n, i))
+            continue;
+        if (dt == MP_DTYPE_UNDEFINED)
+            dt = in_dtype(g, n, i);
+        if (!mp_in(g, n, i)->value)
+            all_vals = false;
+        if (s.rank < 0) {
+            out.rank = -1;
+            all_vals = false;
+            break;
+        }
+        if (out.rank < 0) {
+            if (!mp_axis(axis, s.rank, &ax))
+                return mp_node_err(g, node, "axis %lld out of range",
+                                   (long long)axis);
+            out = s;
+            continue;
+        }
+        if (s.rank != out.rank)
+            return mp_node_err(g, node, "inputs of rank %d and %d",
+                               (int)out.rank, (int)s.rank);
+        for (int32_t k = 0; k < s.rank; k++) {
+            if (k == ax)
+                out.d[k] = (out.d[k] < 0 || s.d[k] < 0) ? -1
+                                                        : out.d[k] + s.d[k];
+            else if (out.d[k] < 0)
+                out.d[k] = s.d[k];
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, dt, &out);
+    if (st)
+        return st;
+    int64_t total = mp_shape_numel(&out);
+    if (all_vals && total > 0 && total <= (int64_t)MP_VALUE_MAX) {
+        /* outer blocks over axis, each input contributes d_i * inner */
+        int64_t inner = 1, outer = 1;
+        for (int32_t k = ax + 1; k < out.rank; k++)
+            inner *= out.d[k];
+        for (int32_t k = 0; k < ax; k++)
+            outer *= out.d[k];
+        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+        if (!buf)
+            return MP_ERR_NOMEM;
+        int64_t pos = 0;
+        bool ok = true;
+        for (int64_t o = 0; o < outer && ok; o++)
+            for (uint32_t i = 0; i < n->n_in; i++) {
+                const mp_tensor *t = mp_in(g, n, i);
+                if (!t)
+                    continue;
+                int64_t chunk = t->dims[ax] * inner;
+                if ((int64_t)t->n_value != chunk * outer ||
+                    pos + chunk > total) {
+                    ok = false;
+                    break;
+                }
+                memcpy(buf + pos, t->value + o * chunk,
+                       (size_t)chunk * sizeof *buf);
+                pos += chunk;
+            }
+        if (ok && pos == total)
+            st = mp_out_value(g, node, 0, buf, (uint32_t)total);
+        mp_dealloc(g->ctx, buf);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_split)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in;
+    mp_in_shape(g, n, 0, &in);
+    int dt = in_dtype(g, n, 0);
+    mp_status st = MP_OK;
+    int32_t ax;
+    if (in.rank < 0 || !mp_axis(mp_attr_int(n, "axis", 0), in.rank, &ax)) {
+        for (uint32_t o = 0; o < n->n_out && !st; o++)
+            st = mp_out_set(g, node, o, dt, NULL);
+        return st ? st : mp_shape_done(g, node);
+    }
+    uint32_t c;
+    const int64_t *split = mp_attr_ints(n, "split", &c);
+    if (!split && !mp_in_value(g, n, 1, &split, &c))
+        split = NULL;
+    if (split && c != n->n_out)
+        return mp_node_err(g, node, "split has %u entries for %u outputs",
+                           (unsigned)c, (unsigned)n->n_out);
+    int64_t dim = in.d[ax];
+    uint32_t nout = n->n_out ? n->n_out : 1;
+    for (uint32_t o = 0; o < n->n_out && !st; o++) {
+        mp_shape s = in;
+        if (split)
+            s.d[ax] = split[o];
+        else if (dim < 0)
+            s.d[ax] = -1;
+        else {
+            int64_t part = (dim + nout - 1) / (int64_t)nout;
+            int64_t left = dim - part * (int64_t)o;
+            s.d[ax] = left < 0 ? 0 : (left < part ? left : part);
+        }
+        st = mp_out_set(g, node, o, dt, &s);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* Number of elements a slice takes from a dim (start/end/step clamped). */
+static int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step,
+                         int64_t *first)
+{
+    if (start < 0)
+        start += dim;
+    if (end < 0)
+        end += dim;
+    if (step > 0) {
+        start = start < 0 ? 0 : (start > dim ? dim : start);
+        end = end < 0 ? 0 : (end > dim ? dim : end);
+        *first = start;
+        return end > start ? (end - start + step - 1) / step : 0;
+    }
+    start = start < 0 ? 0 : (start > dim - 1 ? dim - 1 : start);
+    end = end < -1 ? -1 : (end > dim - 1 ? dim - 1 : end);
+    *first = start;
+    return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+}
+
+MP_SHAPE_FN(mp_shape_slice)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out;
+    mp_in_shape(g, n, 0, &in);
+    out.rank = -1;
+    const int64_t *starts, *ends, *axes = NULL, *steps = NULL;
+    uint32_t ns, ne, na = 0, nst = 0;
+    bool have;
+    starts = mp_attr_ints(n, "starts", &ns);
+    if (starts) {
+        ends = mp_attr_ints(n, "ends", &ne);
+        axes = mp_attr_ints(n, "axes", &na);
+        have = ends != NULL;
+    } else {
+        have = mp_in_value(g, n, 1, &starts, &ns) &&
+               mp_in_value(g, n, 2, &ends, &ne);
+        if (have && mp_in(g, n, 3) && !mp_in_value(g, n, 3, &axes, &na))
+            have = false;
+        if (have && mp_in(g, n, 4) && !mp_in_value(g, n, 4, &steps, &nst))
+            have = false;
+    }
+    if (have && (ne != ns || (axes && na != ns) || (steps && nst != ns)))
+        return mp_node_err(g, node, "starts, ends, axes and steps differ "
+                           "in length");
+    int64_t first0 = 0, step0 = 1;
+    if (in.rank >= 0 && have) {
+        out = in;
+        for (uint32_t k = 0; k < ns; k++) {
+            int32_t a;
+            if (!mp_axis(axes ? axes[k] : (int64_t)k, in.rank, &a))
+                return mp_node_err(g, node, "axis out of range");
+            int64_t step = steps ? steps[k] : 1;
+            if (step == 0)
+                return mp_node_err(g, node, "step 0");
+            if (in.d[a] < 0) {
+                out.d[a] = -1;
+                continue;
+            }
+            int64_t first;
+            out.d[a] = slice_len(in.d[a], starts[k], ends[k], step, &first);
+            if (a == 0) {
+                first0 = first;
+                step0 = step;
+            }
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    const int64_t *v;
+    uint32_t vc;
+    /* values of rank-1 tensors (shape vectors) */
+    if (!st && out.rank == 1 && out.d[0] >= 0 && in.rank == 1 &&
+        mp_in_value(g, n, 0, &v, &vc) && (int64_t)vc == in.d[0] &&
+        out.d[0] > 0) {
+        int64_t buf[MP_MAX_RANK * 4];
+        if (out.d[0] <= (int64_t)(sizeof buf / sizeof buf[0])) {
+            for (int64_t i = 0; i < out.d[0]; i++)
+                buf[i] = v[first0 + i * step0];
+            st = mp_out_value(g, node, 0, buf, (uint32_t)out.d[0]);
+        }
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_gather)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape data, idx, out;
+    mp_in_shape(g, n, 0, &data);
+    mp_in_shape(g, n, 1, &idx);
+    out.rank = -1;
+    int32_t ax = 0;
+    if (data.rank >= 0 && idx.rank >= 0) {
+        if (!mp_axis(mp_attr_int(n, "axis", 0), data.rank, &ax))
+            return mp_node_err(g, node, "axis out of range");
+        out.rank = data.rank - 1 + idx.rank;
+        if (out.rank > MP_MAX_RANK)
+            return mp_node_err(g, node, "rank above %d", MP_MAX_RANK);
+        int32_t k = 0;
+        for (int32_t i = 0; i < ax; i++)
+            out.d[k++] = data.d[i];
+        for (int32_t i = 0; i < idx.rank; i++)
+            out.d[k++] = idx.d[i];
+        for (int32_t i = ax + 1; i < data.rank; i++)
+            out.d[k++] = data.d[i];
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    const int64_t *dv, *iv;
+    uint32_t dc, ic;
+    int64_t total = mp_shape_numel(&out);
+    if (!st && total > 0 && total <= (int64_t)MP_VALUE_MAX &&
+        mp_in_value(g, n, 0, &dv, &dc) && mp_in_value(g, n, 1, &iv, &ic) &&
+        mp_dtype_is_int(in_dtype(g, n, 0)) &&
+        (int64_t)dc == mp_shape_numel(&data) &&
+        (int64_t)ic == mp_shape_numel(&idx)) {
+        int64_t outer = 1, inner = 1, dim = data.d[ax];
+        for (int32_t i = 0; i < ax; i++)
+            outer *= data.d[i];
+        for (int32_t i = ax + 1; i < data.rank; i++)
+            inner *= data.d[i];
+        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+        if (!buf)
+            return MP_ERR_NOMEM;
+        int64_t pos = 0;
+        bool ok = true;
+        for (int64_t o = 0; o < outer && ok; o++)
+            for (uint32_t j = 0; j < ic && ok; j++) {
+                int64_t x = iv[j] < 0 ? iv[j] + dim : iv[j];
+                if (x < 0 || x >= dim) {
+                    ok = false;
+                    break;
+                }
+                for (int64_t q = 0; q < inner; q++)
+                    buf[pos++] = dv[(o * dim + x) * inner + q];
+            }
+        if (ok && pos == total)
+            st = mp_out_value(g, node, 0, buf, (uint32_t)total);
+        mp_dealloc(g->ctx, buf);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_gather_elements)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape idx;
+    mp_in_shape(g, n, 1, &idx);
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &idx);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_expand)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, shp, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    const int64_t *v;
+    uint32_t c;
+    if (mp_in_value(g, n, 1, &v, &c) && c <= MP_MAX_RANK) {
+        shp.rank = (int32_t)c;
+        memcpy(shp.d, v, c * sizeof *v);
+        if (!mp_broadcast(&in, &shp, &out))
+            return mp_node_err(g, node, "shape does not broadcast with the "
+                               "input");
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    /* value of a scalar / single element expanded */
+    int64_t total = mp_shape_numel(&out);
+    if (!st && total > 0 && total <= (int64_t)MP_VALUE_MAX &&
+        mp_in_value(g, n, 0, &v, &c) && c == 1) {
+        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+        if (!buf)
+            return MP_ERR_NOMEM;
+        for (int64_t i = 0; i < total; i++)
+            buf[i] = v[0];
+        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
+        mp_dealloc(g->ctx, buf);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_tile)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    const int64_t *v;
+    uint32_t c;
+    if (in.rank >= 0 && mp_in_value(g, n, 1, &v, &c)) {
+        if (c != (uint32_t)in.rank)
+            return mp_node_err(g, node, "repeats has %u entries for rank %d",
+                               (unsigned)c, (int)in.rank);
+        out = in;
+        for (int32_t i = 0; i < in.rank; i++)
+            out.d[i] = in.d[i] < 0 ? -1 : in.d[i] * v[i];
+    } else if (in.rank >= 0) {
+        out.rank = in.rank;
+        for (int32_t i = 0; i < in.rank; i++)
+            out.d[i] = -1;
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    const int64_t *iv;
+    uint32_t ic;
+    int64_t total = mp_shape_numel(&out);
+    if (!st && in.rank == 1 && total > 0 && total <= (int64_t)MP_VALUE_MAX &&
+        mp_in_value(g, n, 0, &iv, &ic) && (int64_t)ic == in.d[0] && ic > 0) {
+        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+        if (!buf)
+            return MP_ERR_NOMEM;
+        for (int64_t i = 0; i < total; i++)
+            buf[i] = iv[i % ic];
+        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
+        mp_dealloc(g->ctx, buf);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+static bool scalar_value(const mp_graph *g, const mp_node *n, uint32_t i,
+                         double *out)
+{
+    const mp_tensor *t = mp_in(g, n, i);
+    if (!t || !t->value || t->n_value != 1)
+        return false;
+    if (mp_dtype_is_int(t->dtype))
+        *out = (double)t->value[0];
+    else
+        memcpy(out, &t->value[0], sizeof *out);
+    return true;
+}
+
+MP_SHAPE_FN(mp_shape_range)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape out = {.rank = 1, .d = {-1}};
+    double s, l, d;
+    int dt = in_dtype(g, n, 0);
+    bool known = scalar_value(g, n, 0, &s) && scalar_value(g, n, 1, &l) &&
+                 scalar_value(g, n, 2, &d);
+    if (known && d == 0)
+        return mp_node_err(g, node, "delta is 0");
+    if (known) {
+        double cnt = (l - s) / d;
+        int64_t k = (int64_t)cnt;
+        if ((double)k < cnt)
+            k++;
+        out.d[0] = k < 0 ? 0 : k;
+    }
+    mp_status st = mp_out_set(g, node, 0, dt, &out);
+    if (!st && known && mp_dtype_is_int(dt) && out.d[0] > 0 &&
+        out.d[0] <= (int64_t)MP_VALUE_MAX) {
+        int64_t *buf = mp_alloc(g->ctx, (size_t)out.d[0] * sizeof *buf);
+        if (!buf)
+            return MP_ERR_NOMEM;
+        for (int64_t i = 0; i < out.d[0]; i++)
+            buf[i] = (int64_t)s + i * (int64_t)d;
+        st = mp_out_value(g, node, 0, buf, (uint32_t)out.d[0]);
+        mp_dealloc(g->ctx, buf);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_pad)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    const int64_t *pads, *axes = NULL;
+    uint32_t c, na = 0;
+    pads = mp_attr_ints(n, "pads", &c);
+    if (!pads)
+        pads = mp_attr_ints(n, "paddings", &c);
+    bool have = pads != NULL || mp_in_value(g, n, 1, &pads, &c);
+    if (have && mp_in(g, n, 3) && !mp_in_value(g, n, 3, &axes, &na))
+        have = false;
+    if (in.rank >= 0 && have) {
+        uint32_t k = axes ? na : (uint32_t)in.rank;
+        if (c != 2 * k)
+            return mp_node_err(g, node, "pads has %u entries, expected %u",
+                               (unsigned)c, (unsigned)(2 * k));
+        out = in;
+        for (uint32_t i = 0; i < k; i++) {
+            int32_t a;
+            if (!mp_axis(axes ? axes[i] : (int64_t)i, in.rank, &a))
+                return mp_node_err(g, node, "axis out of range");
+            if (out.d[a] >= 0)
+                out.d[a] = in.d[a] + pads[i] + pads[i + k];
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_depth_to_space)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    int64_t b = mp_attr_int(n, "blocksize", 1);
+    if (in.rank == 4 && b > 0) {
+        out = in;
+        out.d[1] = in.d[1] < 0 ? -1 : in.d[1] / (b * b);
+        out.d[2] = in.d[2] < 0 ? -1 : in.d[2] * b;
+        out.d[3] = in.d[3] < 0 ? -1 : in.d[3] * b;
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp_shape_done(g, node);
+}
+
+MP_SHAPE_FN(mp_shape_space_to_depth)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape in, out = {.rank = -1};
+    mp_in_shape(g, n, 0, &in);
+    int64_t b = mp_attr_int(n, "blocksize", 1);
+    if (in.rank == 4 && b > 0) {
+        out = in;
+        out.d[1] = in.d[1] < 0 ? -1 : in.d[1] * b * b;
+        out.d[2] = in.d[2] < 0 ? -1 : in.d[2] / b;
+        out.d[3] = in.d[3] < 0 ? -1 : in.d[3] / b;
+    }
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp_shape_done(g, node);
+}

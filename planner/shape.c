@@ -1,0 +1,339 @@
+/* Shape inference helpers: tensor shapes and constant values, node access,
+ * broadcasting, and the final "every output known" check. */
+#include "shape.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* dims and value share one allocation: [rank dims][n_value values]. */
+static mp_status set_block(mp_ctx *ctx, mp_tensor *t, int32_t rank,
+                           const int64_t *dims, const int64_t *v, uint32_t n)
+{
+    size_t total = (size_t)(rank > 0 ? rank : 0) + n;
+    int64_t *blk = NULL;
+    if (total) {
+        blk = mp_alloc(ctx, total * sizeof *blk);
+        if (!blk)
+            return MP_ERR_NOMEM;
+        if (rank > 0)
+            memcpy(blk, dims, (size_t)rank * sizeof *blk);
+        if (n)
+            memcpy(blk + (rank > 0 ? rank : 0), v, (size_t)n * sizeof *blk);
+    }
+    mp_dealloc(ctx, t->dims);
+    t->dims = blk;
+    t->rank = rank < 0 ? -1 : rank;
+    t->value = n ? blk + (rank > 0 ? rank : 0) : NULL;
+    t->n_value = n;
+    return MP_OK;
+}
+
+mp_status mp_tensor_set_shape(mp_ctx *ctx, mp_tensor *t, int32_t rank,
+                              const int64_t *dims)
+{
+    if (rank > MP_MAX_RANK)
+        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+                      "tensor '%s': rank %d is above the supported %d",
+                      t->name, (int)rank, MP_MAX_RANK);
+    int64_t tmp[MP_MAX_RANK];
+    if (rank > 0)
+        memcpy(tmp, dims, (size_t)rank * sizeof *tmp);
+    /* the value may live in the block being replaced: copy via set_block */
+    return set_block(ctx, t, rank, tmp, t->value, t->n_value);
+}
+
+mp_status mp_tensor_set_value(mp_ctx *ctx, mp_tensor *t, const int64_t *v,
+                              uint32_t n)
+{
+    if (n > MP_VALUE_MAX || n == 0)
+        return MP_OK;
+    int64_t tmp[MP_MAX_RANK];
+    if (t->rank > 0)
+        memcpy(tmp, t->dims, (size_t)t->rank * sizeof *tmp);
+    return set_block(ctx, t, t->rank, tmp, v, n);
+}
+
+bool mp_dtype_is_int(int dt)
+{
+    switch (dt) {
+    case MP_DTYPE_INT64: case MP_DTYPE_INT32: case MP_DTYPE_INT16:
+    case MP_DTYPE_INT8: case MP_DTYPE_UINT8: case MP_DTYPE_UINT16:
+    case MP_DTYPE_UINT32: case MP_DTYPE_UINT64: case MP_DTYPE_BOOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool mp_tensor_shape_known(const mp_tensor *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int32_t i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0)
+            return false;
+    return true;
+}
+
+const mp_tensor *mp_in(const mp_graph *g, const mp_node *n, uint32_t i)
+{
+    if (i >= n->n_in || n->inputs[i] == MP_NONE)
+        return NULL;
+    return &g->tensors[n->inputs[i]];
+}
+
+void mp_in_shape(const mp_graph *g, const mp_node *n, uint32_t i, mp_shape *s)
+{
+    const mp_tensor *t = mp_in(g, n, i);
+    s->rank = -1;
+    if (!t || t->rank < 0)
+        return;
+    s->rank = t->rank;
+    for (int32_t k = 0; k < t->rank; k++)
+        s->d[k] = t->dims[k];
+}
+
+bool mp_in_value(const mp_graph *g, const mp_node *n, uint32_t i,
+                 const int64_t **v, uint32_t *cnt)
+{
+    const mp_tensor *t = mp_in(g, n, i);
+    if (!t || !t->value)
+        return false;
+    *v = t->value;
+    *cnt = t->n_value;
+    return true;
+}
+
+int64_t mp_attr_int(const mp_node *n, const char *name, int64_t dflt)
+{
+    const mp_attr *a = mp_node_attr(n, name);
+    if (!a)
+        return dflt;
+    if (a->type == MP_ATTR_INT)
+        return a->v.i;
+    if (a->type == MP_ATTR_FLOAT)
+        return (int64_t)a->v.f;
+    return dflt;
+}
+
+double mp_attr_float(const mp_node *n, const char *name, double dflt)
+{
+    const mp_attr *a = mp_node_attr(n, name);
+    if (!a)
+        return dflt;
+    if (a->type == MP_ATTR_FLOAT)
+        return a->v.f;
+    if (a->type == MP_ATTR_INT)
+        return (double)a->v.i;
+    return dflt;
+}
+
+const int64_t *mp_attr_ints(const mp_node *n, const char *name, uint32_t *cnt)
+{
+    const mp_attr *a = mp_node_attr(n, name);
+    *cnt = 0;
+    if (!a)
+        return NULL;
+    if (a->type == MP_ATTR_INTS) {
+        *cnt = a->n;
+        return a->v.ints;
+    }
+    if (a->type == MP_ATTR_INT) {
+        *cnt = 1;
+        return &a->v.i;
+    }
+    return NULL;
+}
+
+const char *mp_attr_str(const mp_node *n, const char *name, const char *dflt)
+{
+    const mp_attr *a = mp_node_attr(n, name);
+    return a && a->type == MP_ATTR_STRING ? a->v.s : dflt;
+}
+
+mp_status mp_out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
+                     const mp_shape *s)
+{
+    const mp_node *n = &g->nodes[node];
+    if (o >= n->n_out)
+        return MP_OK;
+    mp_tensor *t = &g->tensors[n->outputs[o]];
+    /* the dtype is set together with a shape: a tensor whose shape stays
+     * unknown keeps what was declared */
+    if (dtype != MP_DTYPE_UNDEFINED && t->dtype == MP_DTYPE_UNDEFINED &&
+        ((s && s->rank >= 0) || t->rank >= 0))
+        t->dtype = (uint8_t)dtype;
+    if (s && s->rank >= 0) {
+        if (t->rank < 0) {
+            mp_status st = mp_tensor_set_shape(g->ctx, t, s->rank, s->d);
+            if (st)
+                return st;
+        } else if (t->rank == s->rank) {
+            for (int32_t i = 0; i < t->rank; i++)
+                if (t->dims[i] < 0 && s->d[i] >= 0)
+                    t->dims[i] = s->d[i];
+        }
+    }
+    if (!(t->flags & MP_TF_SIZE_KNOWN) && mp_tensor_shape_known(t) &&
+        mp_dtype_bits((mp_dtype)t->dtype)) {
+        uint64_t b;
+        mp_status st = mp_tensor_bytes_from_shape(g->ctx, t, &b);
+        if (st)
+            return st;
+        t->bytes = b;
+        t->flags |= MP_TF_SIZE_KNOWN;
+    }
+    return MP_OK;
+}
+
+mp_status mp_out_value(mp_graph *g, uint32_t node, uint32_t o,
+                       const int64_t *v, uint32_t n)
+{
+    const mp_node *nd = &g->nodes[node];
+    if (o >= nd->n_out)
+        return MP_OK;
+    mp_tensor *t = &g->tensors[nd->outputs[o]];
+    if (t->value)
+        return MP_OK;
+    return mp_tensor_set_value(g->ctx, t, v, n);
+}
+
+static void node_label(const mp_graph *g, const mp_node *n, char *buf,
+                       size_t cap)
+{
+    (void)g;
+    snprintf(buf, cap, "node '%s' (op %s%s%s)", n->name,
+             n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op);
+}
+
+mp_status mp_node_err(mp_graph *g, uint32_t node, const char *fmt, ...)
+{
+    char lab[400], msg[600];
+    node_label(g, &g->nodes[node], lab, sizeof lab);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mp_err(g->ctx, MP_ERR_SHAPE, "%s: %s", lab, msg);
+}
+
+mp_status mp_shape_done(mp_graph *g, uint32_t node)
+{
+    const mp_node *n = &g->nodes[node];
+    /* views and same-shape pointwise ops: output 0 has input 0's bytes
+     * even where only bytes (no shape) are known */
+    if ((n->def->flags & (MP_OPF_VIEW | MP_OPF_ELEMENTWISE)) && n->n_out &&
+        n->n_in && n->inputs[0] != MP_NONE) {
+        mp_tensor *out = &g->tensors[n->outputs[0]];
+        const mp_tensor *in = &g->tensors[n->inputs[0]];
+        if (!(out->flags & MP_TF_SIZE_KNOWN) &&
+            (in->flags & MP_TF_SIZE_KNOWN)) {
+            out->bytes = in->bytes;
+            out->flags |= MP_TF_SIZE_KNOWN;
+        }
+    }
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        const mp_tensor *t = &g->tensors[n->outputs[o]];
+        if (t->flags & MP_TF_SIZE_KNOWN)
+            continue;
+        if (n->def == mp_op_generic())
+            return mp_err(g->ctx, MP_ERR_SHAPE,
+                          "node '%s' (op %s%s%s): size of output '%s' is "
+                          "unknown: op '%s' of domain '%s' has no shape "
+                          "function in memplan; declare the output's dtype "
+                          "and shape (ONNX value_info), or bytes",
+                          n->name, n->domain[0] ? n->domain : "",
+                          n->domain[0] ? "." : "", n->op, t->name, n->op,
+                          n->domain[0] ? n->domain : "ai.onnx");
+        /* an optional output that nothing reads and that is not a graph
+         * output (Dropout's mask, MaxPool's indices, ...): when its shape
+         * cannot be inferred, it is taken as not materialised */
+        if (t->n_cons == 0 && !(t->flags & MP_TF_OUTPUT) && o > 0) {
+            mp_tensor *w = &g->tensors[n->outputs[o]];
+            w->bytes = 0;
+            w->flags |= MP_TF_SIZE_KNOWN;
+            continue;
+        }
+        /* name the first input that blocks inference */
+        const char *why = "";
+        char buf[300] = "";
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            const mp_tensor *in = mp_in(g, n, i);
+            if (in && !mp_tensor_shape_known(in)) {
+                snprintf(buf, sizeof buf, ": the shape of input '%s' is "
+                         "unknown", in->name);
+                why = buf;
+                break;
+            }
+        }
+        if (!why[0])
+            for (uint32_t i = 1; i < n->n_in; i++) {
+                const mp_tensor *in = mp_in(g, n, i);
+                if (in && !in->value &&
+                    (in->dtype == MP_DTYPE_INT64 ||
+                     in->dtype == MP_DTYPE_INT32)) {
+                    snprintf(buf, sizeof buf, ": the value of input '%s' is "
+                             "not a constant memplan could fold", in->name);
+                    why = buf;
+                    break;
+                }
+            }
+        return mp_node_err(g, node, "cannot infer the shape of output "
+                           "'%s'%s; declare it (value_info) or bind the "
+                           "symbolic dims it depends on",
+                           t->name, why);
+    }
+    return MP_OK;
+}
+
+bool mp_broadcast(const mp_shape *a, const mp_shape *b, mp_shape *out)
+{
+    if (a->rank < 0 || b->rank < 0) {
+        out->rank = -1;
+        return true;
+    }
+    int32_t r = a->rank > b->rank ? a->rank : b->rank;
+    out->rank = r;
+    for (int32_t i = 0; i < r; i++) {
+        int32_t ia = i - (r - a->rank), ib = i - (r - b->rank);
+        int64_t x = ia >= 0 ? a->d[ia] : 1, y = ib >= 0 ? b->d[ib] : 1;
+        int64_t z;
+        if (x == 1)
+            z = y;
+        else if (y == 1)
+            z = x;
+        else if (x < 0)
+            z = y;
+        else if (y < 0)
+            z = x;
+        else if (x == y)
+            z = x;
+        else
+            return false;
+        out->d[i] = z;
+    }
+    return true;
+}
+
+bool mp_axis(int64_t axis, int32_t rank, int32_t *out)
+{
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank)
+        return false;
+    *out = (int32_t)axis;
+    return true;
+}
+
+int64_t mp_shape_numel(const mp_shape *s)
+{
+    if (s->rank < 0)
+        return -1;
+    uint64_t c = 1;
+    for (int32_t i = 0; i < s->rank; i++) {
+        if (s->d[i] < 0 || !mp_mul_u64(c, (uint64_t)s->d[i], &c) ||
+            c > (uint64_t)INT64_MAX)
+            return -1;
+    }
+    return (int64_t)c;
+}

@@ -1,0 +1,122 @@
+/* Shape inference helpers and the shape functions of the op registry.
+ * The registry table itself is in planner/ops.c (the only table); the
+ * shape functions live in planner/ops_*.c and are declared here. */
+#ifndef MP_SHAPE_H
+#define MP_SHAPE_H
+
+#include "internal.h"
+
+/* Largest integer constant whose value is carried for shape arithmetic. */
+#define MP_VALUE_MAX 16384u
+
+/* A shape being computed: rank -1 = unknown; dims -1 = unknown. */
+typedef struct mp_shape {
+    int32_t rank;
+    int64_t d[MP_MAX_RANK];
+} mp_shape;
+
+/* ---- tensors ------------------------------------------------------------ */
+/* Replaces t's shape (keeps its value). rank -1: unknown. */
+mp_status mp_tensor_set_shape(mp_ctx *ctx, mp_tensor *t, int32_t rank,
+                              const int64_t *dims);
+/* Stores a copy of n int64 values on t (n <= MP_VALUE_MAX; larger is
+ * silently not stored). */
+mp_status mp_tensor_set_value(mp_ctx *ctx, mp_tensor *t, const int64_t *v,
+                              uint32_t n);
+/* Integer or bool dtypes (values carried as int64). */
+bool mp_dtype_is_int(int dtype);
+/* True when every dim is known (rank >= 0). */
+bool mp_tensor_shape_known(const mp_tensor *t);
+
+/* ---- node access -------------------------------------------------------- */
+/* Input i of the node, NULL when absent or omitted. */
+const mp_tensor *mp_in(const mp_graph *g, const mp_node *n, uint32_t i);
+/* Input i's shape into s (rank -1 when unknown or absent). */
+void mp_in_shape(const mp_graph *g, const mp_node *n, uint32_t i,
+                 mp_shape *s);
+/* Input i's int64 value: true with *v, *cnt when known. */
+bool mp_in_value(const mp_graph *g, const mp_node *n, uint32_t i,
+                 const int64_t **v, uint32_t *cnt);
+int64_t mp_attr_int(const mp_node *n, const char *name, int64_t dflt);
+double mp_attr_float(const mp_node *n, const char *name, double dflt);
+/* INTS attribute: pointer and count, or NULL (count 0). */
+const int64_t *mp_attr_ints(const mp_node *n, const char *name,
+                            uint32_t *cnt);
+const char *mp_attr_str(const mp_node *n, const char *name, const char *dflt);
+
+/* Sets output o: dtype (UNDEFINED keeps it) and shape s (NULL or rank -1
+ * leaves it). Declared dims win; unknown ones are filled in. Bytes follow
+ * once the shape is complete. */
+mp_status mp_out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
+                     const mp_shape *s);
+/* Stores the value of output o (an int64 constant). */
+mp_status mp_out_value(mp_graph *g, uint32_t node, uint32_t o,
+                       const int64_t *v, uint32_t n);
+/* MP_ERR_SHAPE naming node, op and domain. */
+mp_status mp_node_err(mp_graph *g, uint32_t node, const char *fmt, ...)
+    MP_PRINTF(3, 4);
+/* Final check of every shape function: all outputs have known sizes, else
+ * one error naming the node, op, domain and the output. */
+mp_status mp_shape_done(mp_graph *g, uint32_t node);
+
+/* ---- shape arithmetic --------------------------------------------------- */
+/* Multidirectional (numpy) broadcasting; false when incompatible. Unknown
+ * dims (-1) broadcast to unknown unless the other side is > 1. */
+bool mp_broadcast(const mp_shape *a, const mp_shape *b, mp_shape *out);
+/* Normalises an axis in [-rank, rank) to [0, rank); false when outside. */
+bool mp_axis(int64_t axis, int32_t rank, int32_t *out);
+/* Element count (-1 when unknown or overflowing). */
+int64_t mp_shape_numel(const mp_shape *s);
+
+/* ---- shape functions (planner/ops_*.c) ---------------------------------- */
+#define MP_SHAPE_FN(name) mp_status name(mp_graph *g, uint32_t node)
+MP_SHAPE_FN(mp_shape_generic);
+MP_SHAPE_FN(mp_shape_same);           /* unary pointwise: out = in0 */
+MP_SHAPE_FN(mp_shape_view);           /* Identity-like view */
+MP_SHAPE_FN(mp_shape_broadcast);      /* Add, Mul, ... (numeric result) */
+MP_SHAPE_FN(mp_shape_compare);        /* Equal, Less, ... (bool result) */
+MP_SHAPE_FN(mp_shape_logical);        /* And, Or, Xor, Not (bool) */
+MP_SHAPE_FN(mp_shape_where);
+MP_SHAPE_FN(mp_shape_variadic);       /* Sum, Mean, Max, Min */
+MP_SHAPE_FN(mp_shape_cast);
+MP_SHAPE_FN(mp_shape_cast_like);
+MP_SHAPE_FN(mp_shape_shape);
+MP_SHAPE_FN(mp_shape_size);
+MP_SHAPE_FN(mp_shape_constant);
+MP_SHAPE_FN(mp_shape_constant_of_shape);
+MP_SHAPE_FN(mp_shape_reshape);
+MP_SHAPE_FN(mp_shape_flatten);
+MP_SHAPE_FN(mp_shape_squeeze);
+MP_SHAPE_FN(mp_shape_unsqueeze);
+MP_SHAPE_FN(mp_shape_transpose);
+MP_SHAPE_FN(mp_shape_concat);
+MP_SHAPE_FN(mp_shape_split);
+MP_SHAPE_FN(mp_shape_slice);
+MP_SHAPE_FN(mp_shape_gather);
+MP_SHAPE_FN(mp_shape_gather_elements);
+MP_SHAPE_FN(mp_shape_expand);
+MP_SHAPE_FN(mp_shape_tile);
+MP_SHAPE_FN(mp_shape_range);
+MP_SHAPE_FN(mp_shape_pad);
+MP_SHAPE_FN(mp_shape_reduce);
+MP_SHAPE_FN(mp_shape_argreduce);
+MP_SHAPE_FN(mp_shape_matmul);
+MP_SHAPE_FN(mp_shape_gemm);
+MP_SHAPE_FN(mp_shape_conv);
+MP_SHAPE_FN(mp_shape_conv_transpose);
+MP_SHAPE_FN(mp_shape_pool);
+MP_SHAPE_FN(mp_shape_global_pool);
+MP_SHAPE_FN(mp_shape_norm);           /* BatchNorm, LayerNorm, ... */
+MP_SHAPE_FN(mp_shape_softmax);
+MP_SHAPE_FN(mp_shape_resize);
+MP_SHAPE_FN(mp_shape_topk);
+MP_SHAPE_FN(mp_shape_depth_to_space);
+MP_SHAPE_FN(mp_shape_space_to_depth);
+MP_SHAPE_FN(mp_shape_trilu);
+MP_SHAPE_FN(mp_shape_quantize);       /* QuantizeLinear */
+MP_SHAPE_FN(mp_shape_dequantize);     /* DequantizeLinear */
+MP_SHAPE_FN(mp_shape_lrn);
+MP_SHAPE_FN(mp_shape_rnn);            /* LSTM, GRU, RNN */
+MP_SHAPE_FN(mp_shape_dropout);
+
+#endif /* MP_SHAPE_H */
