@@ -276,6 +276,7 @@ typedef struct rd {
     const char *psec, *pkey;
     size_t pidx;
     char pbuf[96];
+    uint32_t last_node, last_tensor;   /* previous names resolved */
 } rd;
 
 /* The path for a message: `path` when given, else section[index].key from
@@ -986,10 +987,25 @@ static mp_status read_figures(rd *r, plan_acc *a)
 static mp_status resolve(rd *r, const char *vpos, const char *path,
                          bool is_node, uint32_t *idx)
 {
+    /* Plans list nodes and blocks mostly in graph order: try the index
+     * after the previous one before hashing (a hit costs one strcmp on a
+     * name next to the previous one in memory instead of a hash and a
+     * probe at a random place). */
+    uint32_t *last = is_node ? &r->last_node : &r->last_tensor;
+    size_t n = is_node ? r->g->n_nodes : r->g->n_tensors;
+    uint32_t guess = *last + 1;
+    if (guess < n &&
+        strcmp(is_node ? r->g->nodes[guess].name : r->g->tensors[guess].name,
+               r->sbuf) == 0) {
+        *idx = *last = guess;
+        return MP_OK;
+    }
     mp_status st = is_node ? mp_graph_find_node(r->g, r->sbuf, idx)
                            : mp_graph_find_tensor(r->g, r->sbuf, idx);
-    if (st == MP_OK)
+    if (st == MP_OK) {
+        *last = *idx;
         return MP_OK;
+    }
     if (st != MP_ERR_NOT_FOUND)
         return st;
     const char *gname = r->g->name ? r->g->name : "";
@@ -1347,7 +1363,8 @@ static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
 {
     mp_ctx *ctx = g->ctx;
     rd r = {.ctx = ctx, .g = g, .src = source, .beg = text, .p = text,
-            .end = text + len};
+            .end = text + len, .last_node = UINT32_MAX,
+            .last_tensor = UINT32_MAX};
     plan_acc a;
     memset(&a, 0, sizeof a);
     mp_status st = read_plan(&r, &a);
