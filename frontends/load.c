@@ -2,6 +2,7 @@
  * and hands the parsed document to the right frontend. */
 #include "json_pos.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out)
@@ -20,6 +21,15 @@ mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out)
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
                        text[i] == '\r'))
         i++;
+    size_t plen = strlen(path);
+    bool onnx_ext = plen >= 5 && strcmp(path + plen - 5, ".onnx") == 0;
+    if (onnx_ext || (i < len && text[i] != '{' && text[i] != '[' &&
+                     mp_onnx_available())) {
+        /* ONNX (frontends/onnx.c): by extension, or not JSON */
+        st = mp_graph_load_onnx_buffer(ctx, text, len, path, NULL, out);
+        mp_dealloc(ctx, text);
+        return st;
+    }
     if (i < len && text[i] != '{' && text[i] != '[') {
         mp_dealloc(ctx, text);
         return mp_err(ctx, MP_ERR_UNSUPPORTED,
