@@ -206,22 +206,28 @@ static uint32_t hash_str(const char *s)
     return h;
 }
 
-static mp_status map_rehash(mp_ctx *ctx, mp_name_map *m, const void *owner,
-                            mp_name_of_fn name_of, uint32_t ncap)
+static mp_status map_rehash(mp_ctx *ctx, mp_name_map *m, uint32_t ncap)
 {
     uint32_t *ns = mp_calloc(ctx, ncap, sizeof *ns);
-    if (!ns)
+    uint32_t *nh = mp_calloc(ctx, ncap, sizeof *nh);
+    if (!ns || !nh) {
+        mp_dealloc(ctx, ns);
+        mp_dealloc(ctx, nh);
         return MP_ERR_NOMEM;
+    }
     for (uint32_t i = 0; i < m->cap; i++) {
         if (!m->slots[i])
             continue;
-        uint32_t h = hash_str(name_of(owner, m->slots[i] - 1)) & (ncap - 1);
+        uint32_t h = m->hashes[i] & (ncap - 1);
         while (ns[h])
             h = (h + 1) & (ncap - 1);
         ns[h] = m->slots[i];
+        nh[h] = m->hashes[i];
     }
     mp_dealloc(ctx, m->slots);
+    mp_dealloc(ctx, m->hashes);
     m->slots = ns;
+    m->hashes = nh;
     m->cap = ncap;
     return MP_OK;
 }
@@ -236,13 +242,14 @@ mp_status mp_name_map_insert(mp_ctx *ctx, mp_name_map *m, const void *owner,
         uint32_t ncap = m->cap ? m->cap * 2 : 64;
         if (ncap < m->cap)
             return mp_err(ctx, MP_ERR_NOMEM, "too many names");
-        mp_status st = map_rehash(ctx, m, owner, name_of, ncap);
+        mp_status st = map_rehash(ctx, m, ncap);
         if (st)
             return st;
     }
-    uint32_t h = hash_str(key) & (m->cap - 1);
+    uint32_t full = hash_str(key), h = full & (m->cap - 1);
     while (m->slots[h]) {
-        if (strcmp(name_of(owner, m->slots[h] - 1), key) == 0) {
+        if (m->hashes[h] == full &&
+            strcmp(name_of(owner, m->slots[h] - 1), key) == 0) {
             if (existing)
                 *existing = m->slots[h] - 1;
             return MP_ERR_GRAPH;
@@ -250,6 +257,7 @@ mp_status mp_name_map_insert(mp_ctx *ctx, mp_name_map *m, const void *owner,
         h = (h + 1) & (m->cap - 1);
     }
     m->slots[h] = idx + 1;
+    m->hashes[h] = full;
     m->count++;
     return MP_OK;
 }
@@ -259,9 +267,10 @@ uint32_t mp_name_map_find(const mp_name_map *m, const void *owner,
 {
     if (!m->cap)
         return MP_NONE;
-    uint32_t h = hash_str(key) & (m->cap - 1);
+    uint32_t full = hash_str(key), h = full & (m->cap - 1);
     while (m->slots[h]) {
-        if (strcmp(name_of(owner, m->slots[h] - 1), key) == 0)
+        if (m->hashes[h] == full &&
+            strcmp(name_of(owner, m->slots[h] - 1), key) == 0)
             return m->slots[h] - 1;
         h = (h + 1) & (m->cap - 1);
     }
@@ -271,7 +280,8 @@ uint32_t mp_name_map_find(const mp_name_map *m, const void *owner,
 void mp_name_map_free(mp_ctx *ctx, mp_name_map *m)
 {
     mp_dealloc(ctx, m->slots);
-    m->slots = NULL;
+    mp_dealloc(ctx, m->hashes);
+    m->slots = m->hashes = NULL;
     m->cap = m->count = 0;
 }
 

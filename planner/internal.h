@@ -67,6 +67,7 @@ double mp_now_seconds(void);
 /* ---- string -> index hash map (open addressing) ------------------------ */
 typedef struct mp_name_map {
     uint32_t *slots;   /* index + 1; 0 = empty */
+    uint32_t *hashes;  /* full hash of each slot's key */
     uint32_t cap;      /* power of two */
     uint32_t count;
 } mp_name_map;
