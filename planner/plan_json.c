@@ -826,6 +826,16 @@ static mp_status dup_key(rd *r, const char *kp, const char *path,
                   P(r, path), key);
 }
 
+/* Unknown keys are errors (a typo must not pass silently), except
+ * extension keys "x-..." whose values are skipped; as in graph JSON. */
+static mp_status unknown_key(rd *r, const char *kp, const char *path)
+{
+    if (strncmp(r->sbuf, "x-", 2) == 0)
+        return skip_value(r);
+    return rd_err(r, kp, MP_ERR_PARSE, "%s: unknown key \"%s\"", P(r, path),
+                  r->sbuf);
+}
+
 static mp_status missing(rd *r, const char *pos, const char *path,
                          const char *const *keys, int n, unsigned seen)
 {
@@ -860,7 +870,7 @@ static mp_status read_graph_section(rd *r)
             break;
         int k = key_index(r->sbuf, keys, 3);
         if (k < 0) {
-            if ((st = skip_value(r)))
+            if ((st = unknown_key(r, kp, "graph")))
                 return st;
             continue;
         }
@@ -922,7 +932,7 @@ static mp_status read_figures(rd *r, plan_acc *a)
             break;
         int k = key_index(r->sbuf, keys, NK);
         if (k < 0) {
-            if ((st = skip_value(r)))
+            if ((st = unknown_key(r, kp, "figures")))
                 return st;
             continue;
         }
@@ -1052,7 +1062,10 @@ static mp_status read_schedule(rd *r, plan_acc *a)
                 break;
             int k = key_index(r->sbuf, keys, 3);
             if (k < 0) {
-                if ((st = skip_value(r)))
+                r->psec = "schedule";
+                r->pidx = i;
+                r->pkey = NULL;
+                if ((st = unknown_key(r, kp, NULL)))
                     return st;
                 continue;
             }
@@ -1157,7 +1170,10 @@ static mp_status read_blocks(rd *r, plan_acc *a)
                 break;
             int k = key_index(r->sbuf, keys, 5);
             if (k < 0) {
-                if ((st = skip_value(r)))
+                r->psec = "blocks";
+                r->pidx = i;
+                r->pkey = NULL;
+                if ((st = unknown_key(r, kp, NULL)))
                     return st;
                 continue;
             }
@@ -1217,7 +1233,8 @@ static mp_status read_plan(rd *r, plan_acc *a)
                                        "blocks", "format", "version"};
     enum { K_FORMAT = 4, K_VERSION = 5 };
     const char *sec_pos[N_SEC] = {NULL, NULL, NULL, NULL};
-    const char *opos;
+    const char *opos, *unknown_pos = NULL;
+    char unknown[64];
     unsigned seen = 0;
     int state = 0;
     bool more;
@@ -1243,6 +1260,13 @@ static mp_status read_plan(rd *r, plan_acc *a)
             break;
         int k = key_index(r->sbuf, keys, 6);
         if (k < 0) {
+            /* "metadata" and "x-..." are free; another key is an error,
+             * reported once the version is known to be one we read */
+            if (!unknown_pos && strcmp(r->sbuf, "metadata") != 0 &&
+                strncmp(r->sbuf, "x-", 2) != 0) {
+                unknown_pos = kp;
+                snprintf(unknown, sizeof unknown, "%s", r->sbuf);
+            }
             if ((st = skip_value(r)))
                 return st;
             continue;
@@ -1295,6 +1319,9 @@ static mp_status read_plan(rd *r, plan_acc *a)
     if (!(seen & (1u << K_FORMAT)))
         return rd_err(r, opos, MP_ERR_PARSE,
                       "not a memplan plan: missing key \"format\"");
+    if (unknown_pos)
+        return rd_err(r, unknown_pos, MP_ERR_PARSE,
+                      "the top level: unknown key \"%s\"", unknown);
     if ((st = missing(r, opos, "the top level", keys, 6, seen)))
         return st;
     const char *stop = r->p;
