@@ -14,7 +14,7 @@
 
 /* Sorted by (domain, name) in strcmp order for bsearch; checked by a test. */
 static const mp_op_def registry[] = {
-    {"Abs", "", EW, mp_shape_same},
+    {"Abs", "", EW, mp_shape_broadcast},
     {"Acos", "", EW, mp_shape_same},
     {"Acosh", "", EW, mp_shape_same},
     {"Add", "", MP_OPF_INPLACE, mp_shape_broadcast},
@@ -25,6 +25,7 @@ static const mp_op_def registry[] = {
     {"Asinh", "", EW, mp_shape_same},
     {"Atan", "", EW, mp_shape_same},
     {"Atanh", "", EW, mp_shape_same},
+    {"Attention", "", 0, mp_shape_attention},
     {"AveragePool", "", 0, mp_shape_pool},
     {"BatchNormalization", "", 0, mp_shape_norm},
     {"Bernoulli", "", 0, mp_shape_same},
@@ -96,7 +97,8 @@ static const mp_op_def registry[] = {
     {"Mish", "", EW, mp_shape_same},
     {"Mod", "", MP_OPF_INPLACE, mp_shape_broadcast},
     {"Mul", "", MP_OPF_INPLACE, mp_shape_broadcast},
-    {"Neg", "", EW, mp_shape_same},
+    {"Neg", "", EW, mp_shape_broadcast},
+    {"NegativeLogLikelihoodLoss", "", 0, mp_shape_loss},
     {"Not", "", 0, mp_shape_logical},
     {"Or", "", 0, mp_shape_logical},
     {"PRelu", "", MP_OPF_INPLACE, mp_shape_broadcast},
@@ -105,6 +107,7 @@ static const mp_op_def registry[] = {
     {"QLinearConv", "", 0, mp_shape_conv},
     {"QLinearMatMul", "", 0, mp_shape_matmul},
     {"QuantizeLinear", "", 0, mp_shape_quantize},
+    {"RMSNormalization", "", 0, mp_shape_same},
     {"RNN", "", 0, mp_shape_rnn},
     {"RandomNormalLike", "", 0, mp_shape_same},
     {"RandomUniformLike", "", 0, mp_shape_same},
@@ -138,6 +141,7 @@ static const mp_op_def registry[] = {
     {"Size", "", 0, mp_shape_size},
     {"Slice", "", 0, mp_shape_slice},
     {"Softmax", "", 0, mp_shape_same},
+    {"SoftmaxCrossEntropyLoss", "", 0, mp_shape_loss},
     {"Softplus", "", EW, mp_shape_same},
     {"Softsign", "", EW, mp_shape_same},
     {"SpaceToDepth", "", 0, mp_shape_space_to_depth},

@@ -588,3 +588,75 @@ MP_SHAPE_FN(mp_shape_dequantize)
     mp_status st = mp_out_set(g, node, 0, dt, &s);
     return st ? st : mp_shape_done(g, node);
 }
+
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: a scalar for
+ * reduction mean/sum, the target's shape for none; SCE's optional second
+ * output (log_prob) has the scores' shape. */
+MP_SHAPE_FN(mp_shape_loss)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape x, t, out = {.rank = 0};
+    mp_in_shape(g, n, 0, &x);
+    mp_in_shape(g, n, 1, &t);
+    if (strcmp(mp_attr_str(n, "reduction", "mean"), "none") == 0)
+        out = t;
+    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    if (!st)
+        st = mp_out_set(g, node, 1, in_dtype(g, n, 0), &x);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* Attention (opset 23): Q, K, V of rank 4 [B, heads, seq, head] or rank 3
+ * [B, seq, heads*head]; optional past_key/past_value (inputs 4, 5).
+ * Outputs: Y, present_key, present_value, qk_matmul_output. */
+MP_SHAPE_FN(mp_shape_attention)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_shape q, k, v, pk;
+    mp_in_shape(g, n, 0, &q);
+    mp_in_shape(g, n, 1, &k);
+    mp_in_shape(g, n, 2, &v);
+    mp_in_shape(g, n, 4, &pk);
+    mp_shape y = {.rank = -1}, pres_k = {.rank = -1}, pres_v = {.rank = -1},
+             qk = {.rank = -1};
+    int dt = in_dtype(g, n, 0);
+    if (q.rank == 4 && k.rank == 4 && v.rank == 4) {
+        int64_t past = pk.rank == 4 ? pk.d[2] : 0;
+        int64_t total = (k.d[2] < 0 || past < 0) ? -1 : k.d[2] + past;
+        y = q;
+        y.d[3] = v.d[3];
+        pres_k = k;
+        pres_k.d[2] = total;
+        pres_v = v;
+        pres_v.d[2] = total;
+        qk = q;
+        qk.d[3] = total;
+    } else if (q.rank == 3 && k.rank == 3 && v.rank == 3) {
+        int64_t qh = mp_attr_int(n, "q_num_heads", -1);
+        int64_t kvh = mp_attr_int(n, "kv_num_heads", -1);
+        int64_t past = pk.rank == 4 ? pk.d[2] : 0;
+        int64_t total = (k.d[1] < 0 || past < 0) ? -1 : k.d[1] + past;
+        y = q;
+        y.d[2] = (qh > 0 && kvh > 0 && v.d[2] >= 0) ? v.d[2] / kvh * qh : -1;
+        if (kvh > 0) {
+            pres_k.rank = pres_v.rank = 4;
+            pres_k.d[0] = pres_v.d[0] = k.d[0];
+            pres_k.d[1] = pres_v.d[1] = kvh;
+            pres_k.d[2] = pres_v.d[2] = total;
+            pres_k.d[3] = k.d[2] < 0 ? -1 : k.d[2] / kvh;
+            pres_v.d[3] = v.d[2] < 0 ? -1 : v.d[2] / kvh;
+        }
+        if (qh > 0) {
+            qk.rank = 4;
+            qk.d[0] = q.d[0], qk.d[1] = qh, qk.d[2] = q.d[1], qk.d[3] = total;
+        }
+    }
+    mp_status st = mp_out_set(g, node, 0, dt, &y);
+    if (!st)
+        st = mp_out_set(g, node, 1, dt, &pres_k);
+    if (!st)
+        st = mp_out_set(g, node, 2, dt, &pres_v);
+    if (!st)
+        st = mp_out_set(g, node, 3, dt, &qk);
+    return st ? st : mp_shape_done(g, node);
+}

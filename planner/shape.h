@@ -118,5 +118,7 @@ MP_SHAPE_FN(mp_shape_dequantize);     /* DequantizeLinear */
 MP_SHAPE_FN(mp_shape_lrn);
 MP_SHAPE_FN(mp_shape_rnn);            /* LSTM, GRU, RNN */
 MP_SHAPE_FN(mp_shape_dropout);
+MP_SHAPE_FN(mp_shape_loss);
+MP_SHAPE_FN(mp_shape_attention);
 
 #endif /* MP_SHAPE_H */

@@ -1,0 +1,525 @@
+/* ONNX frontend: models are built in the test with the protobuf-c code
+ * generated at build time, packed, and loaded from memory. Skipped with a
+ * message when memplan is built without ONNX. */
+#include "support.h"
+
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef MP_WITH_ONNX
+
+static void test_skipped(void)
+{
+    printf("\n  ONNX tests skipped: memplan was built without ONNX support "
+           "(needs protoc-c, libprotobuf-c, libonnx-dev) ");
+    CU_ASSERT_EQUAL(mp_onnx_available(), 0);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_onnx(ctx, "x.onnx", NULL, &g),
+                    MP_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "without ONNX"));
+    mp_ctx_destroy(ctx);
+}
+
+static CU_TestInfo tests[] = {{"ONNX not built: loader says so", test_skipped},
+                              CU_TEST_INFO_NULL};
+
+void mp_register_onnx(void) { mp_test_add_suite("onnx", tests); }
+
+#else
+#include "onnx.pb-c.h"
+
+/* ---- a tiny model builder (everything freed with the builder) ---------- */
+typedef struct mb {
+    void *ptrs[4096];
+    size_t n;
+    Onnx__ModelProto model;
+    Onnx__GraphProto graph;
+    Onnx__NodeProto *nodes[64];
+    Onnx__ValueInfoProto *inputs[16], *outputs[16], *vinfo[32];
+    Onnx__TensorProto *inits[32];
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+} mb;
+
+static void *mb_new(mb *b, size_t size)
+{
+    void *p = calloc(1, size);
+    CU_ASSERT_FATAL(p != NULL && b->n < 4096);
+    b->ptrs[b->n++] = p;
+    return p;
+}
+
+static char *mb_str(mb *b, const char *s)
+{
+    char *p = mb_new(b, strlen(s) + 1);
+    strcpy(p, s);
+    return p;
+}
+
+static void mb_init(mb *b, int64_t ir, int64_t opset)
+{
+    memset(b, 0, sizeof *b);
+    onnx__model_proto__init(&b->model);
+    onnx__graph_proto__init(&b->graph);
+    onnx__operator_set_id_proto__init(&b->opset);
+    b->model.has_ir_version = 1;
+    b->model.ir_version = ir;
+    b->opset.has_version = 1;
+    b->opset.version = opset;
+    b->opset.domain = mb_str(b, "");
+    b->opsets[0] = &b->opset;
+    b->model.n_opset_import = 1;
+    b->model.opset_import = b->opsets;
+    b->graph.name = mb_str(b, "test");
+    b->model.graph = &b->graph;
+    b->graph.node = b->nodes;
+    b->graph.input = b->inputs;
+    b->graph.output = b->outputs;
+    b->graph.value_info = b->vinfo;
+    b->graph.initializer = b->inits;
+}
+
+static void mb_free(mb *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->ptrs[i]);
+}
+
+/* dims: >= 0 numbers; a dim of -1 takes the next name from syms */
+static Onnx__ValueInfoProto *mb_vi(mb *b, const char *name, int elem, int rank,
+                                   const int64_t *dims, const char **syms)
+{
+    Onnx__ValueInfoProto *v = mb_new(b, sizeof *v);
+    onnx__value_info_proto__init(v);
+    v->name = mb_str(b, name);
+    Onnx__TypeProto *tp = mb_new(b, sizeof *tp);
+    onnx__type_proto__init(tp);
+    Onnx__TypeProto__Tensor *tt = mb_new(b, sizeof *tt);
+    onnx__type_proto__tensor__init(tt);
+    tt->has_elem_type = 1;
+    tt->elem_type = elem;
+    if (rank >= 0) {
+        Onnx__TensorShapeProto *sh = mb_new(b, sizeof *sh);
+        onnx__tensor_shape_proto__init(sh);
+        sh->n_dim = (size_t)rank;
+        sh->dim = mb_new(b, (size_t)(rank ? rank : 1) * sizeof *sh->dim);
+        for (int i = 0; i < rank; i++) {
+            Onnx__TensorShapeProto__Dimension *d = mb_new(b, sizeof *d);
+            onnx__tensor_shape_proto__dimension__init(d);
+            if (dims[i] >= 0) {
+                d->value_case =
+                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                d->dim_value = dims[i];
+            } else {
+                d->value_case =
+                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                d->dim_param = mb_str(b, *syms++);
+            }
+            sh->dim[i] = d;
+        }
+        tt->shape = sh;
+    }
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    v->type = tp;
+    return v;
+}
+
+static void mb_input(mb *b, const char *name, int elem, int rank,
+                     const int64_t *dims, const char **syms)
+{
+    b->inputs[b->graph.n_input++] = mb_vi(b, name, elem, rank, dims, syms);
+}
+
+static void mb_output(mb *b, const char *name, int elem, int rank,
+                      const int64_t *dims)
+{
+    b->outputs[b->graph.n_output++] = mb_vi(b, name, elem, rank, dims, NULL);
+}
+
+static Onnx__TensorProto *mb_tensor(mb *b, const char *name, int elem,
+                                    int rank, const int64_t *dims,
+                                    const int64_t *ivals, size_t nvals)
+{
+    Onnx__TensorProto *t = mb_new(b, sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = mb_str(b, name);
+    t->has_data_type = 1;
+    t->data_type = elem;
+    t->n_dims = (size_t)rank;
+    t->dims = mb_new(b, (size_t)(rank ? rank : 1) * sizeof(int64_t));
+    memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    if (ivals) {
+        t->n_int64_data = nvals;
+        t->int64_data = mb_new(b, (nvals ? nvals : 1) * sizeof(int64_t));
+        memcpy(t->int64_data, ivals, nvals * sizeof(int64_t));
+    }
+    return t;
+}
+
+static void mb_init_tensor(mb *b, Onnx__TensorProto *t)
+{
+    b->inits[b->graph.n_initializer++] = t;
+}
+
+/* node with up to 4 inputs/outputs ("" omitted); attributes added after */
+static Onnx__NodeProto *mb_node(mb *b, const char *op, const char *name,
+                                const char *const *ins, size_t nin,
+                                const char *const *outs, size_t nout)
+{
+    Onnx__NodeProto *n = mb_new(b, sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = mb_str(b, op);
+    n->name = mb_str(b, name);
+    n->n_input = nin;
+    n->input = mb_new(b, (nin ? nin : 1) * sizeof(char *));
+    for (size_t i = 0; i < nin; i++)
+        n->input[i] = mb_str(b, ins[i]);
+    n->n_output = nout;
+    n->output = mb_new(b, (nout ? nout : 1) * sizeof(char *));
+    for (size_t i = 0; i < nout; i++)
+        n->output[i] = mb_str(b, outs[i]);
+    n->attribute = mb_new(b, 8 * sizeof(Onnx__AttributeProto *));
+    b->nodes[b->graph.n_node++] = n;
+    return n;
+}
+
+static Onnx__AttributeProto *mb_attr(mb *b, Onnx__NodeProto *n,
+                                     const char *name, int type)
+{
+    Onnx__AttributeProto *a = mb_new(b, sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = mb_str(b, name);
+    a->has_type = 1;
+    a->type = type;
+    n->attribute[n->n_attribute++] = a;
+    return a;
+}
+
+static void mb_attr_ints(mb *b, Onnx__NodeProto *n, const char *name,
+                         const int64_t *v, size_t cnt)
+{
+    Onnx__AttributeProto *a =
+        mb_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->n_ints = cnt;
+    a->ints = mb_new(b, cnt * sizeof(int64_t));
+    memcpy(a->ints, v, cnt * sizeof(int64_t));
+}
+
+static void mb_attr_int(mb *b, Onnx__NodeProto *n, const char *name,
+                        int64_t v)
+{
+    Onnx__AttributeProto *a =
+        mb_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1;
+    a->i = v;
+}
+
+static uint8_t *mb_pack(mb *b, size_t *len)
+{
+    *len = onnx__model_proto__get_packed_size(&b->model);
+    uint8_t *buf = mb_new(b, *len ? *len : 1);
+    onnx__model_proto__pack(&b->model, buf);
+    return buf;
+}
+
+static mp_status load(mb *b, const mp_onnx_options *opt, mp_ctx *ctx,
+                      mp_graph **g)
+{
+    size_t len;
+    uint8_t *buf = mb_pack(b, &len);
+    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", opt, g);
+    if (st)
+        printf("\n  load: %s ", mp_ctx_message(ctx));
+    return st;
+}
+
+static const mp_tensor *tensor(const mp_graph *g, const char *name)
+{
+    uint32_t id;
+    if (mp_graph_find_tensor(g, name, &id))
+        return NULL;
+    return &g->tensors[id];
+}
+
+static int shape_is(const mp_tensor *t, int rank, const int64_t *dims)
+{
+    if (!t || t->rank != rank)
+        return 0;
+    for (int i = 0; i < rank; i++)
+        if (t->dims[i] != dims[i])
+            return 0;
+    return 1;
+}
+
+/* x[1,3,8,8] -> Conv(w[4,3,3,3], pad 1, stride 2) -> Relu -> shape
+ * arithmetic (Shape, Gather, Unsqueeze, Concat with [-1]) -> Reshape */
+static void build_cnn(mb *b, int declared_output)
+{
+    mb_init(b, 8, 13);
+    const int64_t xd[] = {1, 3, 8, 8}, wd[] = {4, 3, 3, 3};
+    mb_input(b, "x", MP_DTYPE_FLOAT32, 4, xd, NULL);
+    mb_init_tensor(b, mb_tensor(b, "w", MP_DTYPE_FLOAT32, 4, wd, NULL, 0));
+    const int64_t one = 1, minus1 = -1, zero = 0;
+    mb_init_tensor(b, mb_tensor(b, "idx0", MP_DTYPE_INT64, 0, &one, &zero, 1));
+    mb_init_tensor(b, mb_tensor(b, "ax0", MP_DTYPE_INT64, 1, &one, &zero, 1));
+    mb_init_tensor(b, mb_tensor(b, "m1", MP_DTYPE_INT64, 1, &one, &minus1, 1));
+    const char *cin[] = {"x", "w"}, *cout[] = {"c"};
+    Onnx__NodeProto *conv = mb_node(b, "Conv", "conv", cin, 2, cout, 1);
+    const int64_t pads[] = {1, 1, 1, 1}, strides[] = {2, 2};
+    mb_attr_ints(b, conv, "pads", pads, 4);
+    mb_attr_ints(b, conv, "strides", strides, 2);
+    const char *r_in[] = {"c"}, *r_out[] = {"r"};
+    mb_node(b, "Relu", "relu", r_in, 1, r_out, 1);
+    const char *s_out[] = {"s"};
+    mb_node(b, "Shape", "shape", r_out, 1, s_out, 1);
+    const char *g_in[] = {"s", "idx0"}, *g_out[] = {"n"};
+    mb_node(b, "Gather", "gather", g_in, 2, g_out, 1);
+    const char *u_in[] = {"n", "ax0"}, *u_out[] = {"n1"};
+    mb_node(b, "Unsqueeze", "unsq", u_in, 2, u_out, 1);
+    const char *k_in[] = {"n1", "m1"}, *k_out[] = {"shp"};
+    Onnx__NodeProto *cat = mb_node(b, "Concat", "cat", k_in, 2, k_out, 1);
+    mb_attr_int(b, cat, "axis", 0);
+    const char *re_in[] = {"r", "shp"}, *re_out[] = {"y"};
+    mb_node(b, "Reshape", "reshape", re_in, 2, re_out, 1);
+    const int64_t yd[] = {1, 64};
+    mb_output(b, "y", MP_DTYPE_FLOAT32, declared_output ? 2 : -1, yd);
+}
+
+static void test_cnn_shapes(void)
+{
+    mb b;
+    build_cnn(&b, 0);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.declared_shapes = 0;
+    CU_ASSERT_EQUAL_FATAL(load(&b, &opt, ctx, &g), MP_OK);
+    const int64_t cd[] = {1, 4, 4, 4}, yd[] = {1, 64}, sd[] = {4};
+    CU_ASSERT(shape_is(tensor(g, "c"), 4, cd));
+    CU_ASSERT(shape_is(tensor(g, "r"), 4, cd));
+    CU_ASSERT(shape_is(tensor(g, "s"), 1, sd));
+    const mp_tensor *shp = tensor(g, "shp");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(shp);
+    CU_ASSERT_EQUAL_FATAL(shp->n_value, 2);
+    CU_ASSERT_EQUAL(shp->value[0], 1);
+    CU_ASSERT_EQUAL(shp->value[1], -1);
+    const mp_tensor *y = tensor(g, "y");
+    CU_ASSERT(shape_is(y, 2, yd));
+    CU_ASSERT_EQUAL(y->bytes, 64 * 4);
+    CU_ASSERT_EQUAL(y->dtype, MP_DTYPE_FLOAT32);
+    CU_ASSERT_EQUAL(y->alias_of, tensor(g, "r") - g->tensors); /* a view */
+    CU_ASSERT_EQUAL(tensor(g, "w")->kind, MP_KIND_WEIGHT);
+    CU_ASSERT_EQUAL(tensor(g, "x")->kind, MP_KIND_INPUT);
+    CU_ASSERT_EQUAL(g->onnx_opset, 13);
+    /* it plans */
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL(mp_plan_create(g, &po, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* input [N, 3] with N symbolic: unbound is one error naming N and the
+ * input; bound, the shapes follow */
+static void test_symbolic_dims(void)
+{
+    mb b;
+    mb_init(&b, 7, 13);
+    const int64_t xd[] = {-1, 3};
+    const char *syms[] = {"N"};
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd, syms);
+    const char *in[] = {"x", "x"}, *out[] = {"y"};
+    mb_node(&b, "Add", "add", in, 2, out, 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", NULL,
+                                              &g),
+                    MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NULL(g);
+    const char *msg = mp_ctx_message(ctx);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "'N'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "input 'x'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--dim"));
+    mp_dim_binding bind = {"N", 5};
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.dims = &bind;
+    opt.n_dims = 1;
+    CU_ASSERT_EQUAL_FATAL(
+        mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", &opt, &g), MP_OK);
+    const int64_t yd[] = {5, 3};
+    CU_ASSERT(shape_is(tensor(g, "y"), 2, yd));
+    CU_ASSERT_EQUAL(tensor(g, "y")->bytes, 60);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* IR 3: initializers also listed as graph inputs are weights */
+static void test_ir3_initializer_inputs(void)
+{
+    mb b;
+    mb_init(&b, 3, 9);
+    const int64_t xd[] = {2, 4}, wd[] = {4, 6};
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd, NULL);
+    mb_input(&b, "w", MP_DTYPE_FLOAT32, 2, wd, NULL);
+    mb_init_tensor(&b, mb_tensor(&b, "w", MP_DTYPE_FLOAT32, 2, wd, NULL, 0));
+    const char *in[] = {"x", "w"}, *out[] = {"y"};
+    mb_node(&b, "MatMul", "mm", in, 2, out, 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g), MP_OK);
+    CU_ASSERT_EQUAL(tensor(g, "w")->kind, MP_KIND_WEIGHT);
+    CU_ASSERT_EQUAL(tensor(g, "x")->kind, MP_KIND_INPUT);
+    const int64_t yd[] = {2, 6};
+    CU_ASSERT(shape_is(tensor(g, "y"), 2, yd));
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* an unknown op: an error naming op, domain and node; with its output
+ * declared in value_info it plans */
+static void test_unknown_op(void)
+{
+    for (int declared = 0; declared < 2; declared++) {
+        mb b;
+        mb_init(&b, 8, 17);
+        const int64_t xd[] = {2, 4};
+        mb_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd, NULL);
+        const char *in[] = {"x"}, *out[] = {"t"};
+        Onnx__NodeProto *n = mb_node(&b, "FancyOp", "fancy", in, 1, out, 1);
+        n->domain = mb_str(&b, "com.example");
+        const char *in2[] = {"t"}, *out2[] = {"y"};
+        mb_node(&b, "Relu", "relu", in2, 1, out2, 1);
+        mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+        if (declared) {
+            const int64_t td[] = {2, 8};
+            b.vinfo[b.graph.n_value_info++] =
+                mb_vi(&b, "t", MP_DTYPE_FLOAT32, 2, td, NULL);
+        }
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        size_t len;
+        uint8_t *buf = mb_pack(&b, &len);
+        mp_status st =
+            mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", NULL, &g);
+        if (!declared) {
+            CU_ASSERT_EQUAL(st, MP_ERR_SHAPE);
+            const char *msg = mp_ctx_message(ctx);
+            CU_ASSERT_PTR_NOT_NULL(strstr(msg, "FancyOp"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(msg, "com.example"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(msg, "'fancy'"));
+        } else {
+            CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+            const int64_t yd[] = {2, 8};
+            CU_ASSERT(shape_is(tensor(g, "y"), 2, yd));
+        }
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+        mb_free(&b);
+    }
+}
+
+/* truncated and corrupted models: a clear error or a valid graph, never a
+ * crash (the suite runs under ASan/UBSan in CI) */
+static void test_corrupt(void)
+{
+    mb b;
+    build_cnn(&b, 1);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    uint8_t *copy = malloc(len);
+    CU_ASSERT_FATAL(copy != NULL);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int parse_errors = 0;
+    for (size_t cut = 0; cut < len; cut += 1) {
+        mp_graph *g = NULL;
+        mp_status st = mp_graph_load_onnx_buffer(ctx, buf, cut, "t.onnx",
+                                                 NULL, &g);
+        CU_ASSERT(st != MP_ERR_INTERNAL && st != MP_ERR_NOMEM);
+        CU_ASSERT((st == MP_OK) == (g != NULL));
+        if (st == MP_ERR_PARSE) {
+            parse_errors++;
+            CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "t.onnx"));
+        }
+        mp_graph_destroy(g);
+    }
+    /* most prefixes cut a field in half */
+    CU_ASSERT(parse_errors > (int)len / 2);
+    uint64_t seed = 42;
+    for (int k = 0; k < 300; k++) {
+        memcpy(copy, buf, len);
+        for (int f = 0; f < 3; f++)
+            copy[mp_test_rand(&seed) % len] = (uint8_t)mp_test_rand(&seed);
+        mp_graph *g = NULL;
+        mp_status st = mp_graph_load_onnx_buffer(ctx, copy, len, "t.onnx",
+                                                 NULL, &g);
+        CU_ASSERT(st != MP_ERR_INTERNAL);
+        CU_ASSERT((st == MP_OK) == (g != NULL));
+        mp_graph_destroy(g);
+    }
+    /* not protobuf at all */
+    mp_graph *g = NULL;
+    const char junk[] = "\xff\xff\xff\xff garbage";
+    CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, junk, sizeof junk,
+                                              "j.onnx", NULL, &g),
+                    MP_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not a valid ONNX"));
+    CU_ASSERT_EQUAL(mp_graph_load_onnx(ctx, "/nonexistent/m.onnx", NULL, &g),
+                    MP_ERR_IO);
+    mp_ctx_destroy(ctx);
+    free(copy);
+    mb_free(&b);
+}
+
+/* mp_graph_load picks the ONNX frontend for a .onnx file */
+static void test_graph_load_detects_onnx(void)
+{
+    mb b;
+    build_cnn(&b, 1);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/memplan_test_onnx_%ld.onnx",
+             (long)getpid());
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    CU_ASSERT_EQUAL(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load(ctx, path, &g), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 7);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    remove(path);
+    mb_free(&b);
+}
+
+static CU_TestInfo tests[] = {
+    {"CNN: conv, shape arithmetic folded, reshape -1", test_cnn_shapes},
+    {"symbolic dims: unbound error, --dim binding", test_symbolic_dims},
+    {"IR 3: initializers listed as inputs are weights",
+     test_ir3_initializer_inputs},
+    {"unknown op: error names it; value_info plans", test_unknown_op},
+    {"truncated and corrupted protobuf: errors, no crash", test_corrupt},
+    {"mp_graph_load detects .onnx", test_graph_load_detects_onnx},
+    CU_TEST_INFO_NULL};
+
+void mp_register_onnx(void) { mp_test_add_suite("onnx", tests); }
+#endif
