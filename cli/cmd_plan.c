@@ -11,12 +11,13 @@ static void help(void)
     fputs("Usage: memplan plan INPUT [-o PLAN.json] [--json] [--align N]\n"
           "                    [--method M] [--seed S] [--time-limit SEC]\n"
           "\n"
-          "Loads a graph (memplan JSON or networkx node-link JSON), builds the\n"
-          "default schedule (topological order, each arena tensor freed after\n"
-          "its last use), places every tensor in one arena and prints the\n"
-          "figures: persistent bytes (weights, constants), the lower bound\n"
-          "(max live arena bytes), the arena, the peak (arena + persistent),\n"
-          "and the step where live bytes peak with the largest tensors there.\n"
+          "Loads a graph (ONNX when built with it, memplan JSON, or networkx\n"
+          "node-link JSON), builds the default schedule (topological order,\n"
+          "each arena tensor freed after its last use), places every tensor\n"
+          "in one arena and prints the figures: persistent bytes (weights,\n"
+          "constants), the lower bound (max live arena bytes), the arena, the\n"
+          "peak (arena + persistent), and the step where live bytes peak with\n"
+          "the largest tensors there.\n"
           "\n"
           "Options:\n"
           "  -o, --output FILE   write the plan JSON (docs/plan-format.md)\n"
@@ -35,7 +36,7 @@ static void help(void)
           "Examples:\n"
           "  memplan plan examples/resnet50.json\n"
           "  memplan plan examples/resnet50.json -o plan.json --align 64\n"
-          "  memplan plan model.json --json --method size-bestfit\n"
+          "  memplan plan model.onnx --json --method size-bestfit\n"
           "\n",
           stdout);
     cli_print_exit_codes(stdout);
