@@ -1259,6 +1259,120 @@ static mp_status tensor_fn(rd *r, size_t i)
     return read_tensor(r);
 }
 
+/* One top-level member, its value at offset off. */
+static mp_status top_member(rd *r, int k, size_t off)
+{
+    mp_status st;
+    jv v;
+    r->pos = off;
+    r->loc.depth = 0;
+    r->loc.label[0] = 0;
+    switch (k) {
+    case TOP_FORMAT:
+        mp_jloc_key(&r->loc, "format");
+        if ((st = rd_value(r, &v)))
+            return st;
+        if (v.type != J_STRING)
+            return type_err(r, &v, "the string \"" FORMAT_NAME "\"");
+        if (strcmp(S(r, v.s), FORMAT_NAME) != 0)
+            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+                                  "format \"%s\" is not supported (expected "
+                                  "\"" FORMAT_NAME "\")",
+                                  S(r, v.s));
+        break;
+    case TOP_VERSION:
+        mp_jloc_key(&r->loc, "version");
+        if ((st = rd_value(r, &v)))
+            return st;
+        if (v.type != J_INT)
+            return type_err(r, &v, "an integer");
+        if (v.i != FORMAT_VERSION)
+            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+                                  "version %lld is not supported (this "
+                                  "memplan reads version %d)",
+                                  (long long)v.i, FORMAT_VERSION);
+        break;
+    case TOP_NAME:
+        mp_jloc_key(&r->loc, "name");
+        if ((st = rd_value(r, &v)) || (st = need_string(r, &v, false)))
+            return st;
+        if ((st = mp_graph_set_name(r->g, S(r, v.s))))
+            return st;
+        break;
+    case TOP_METADATA:
+        mp_jloc_key(&r->loc, "metadata");
+        if ((st = rd_value(r, &v)))
+            return st;
+        if (v.type != J_OBJECT)
+            return type_err(r, &v, "an object");
+        if ((st = skip_rest(r, &v, 1)))
+            return st;
+        break;
+    case TOP_TENSORS: return read_list(r, off, "tensors", tensor_fn);
+    case TOP_NODES: return read_list(r, off, "nodes", read_node);
+    case TOP_OUTPUTS:
+        mp_jloc_key(&r->loc, "outputs");
+        return read_outputs(r);
+    }
+    r->loc.depth = 0;
+    return MP_OK;
+}
+
+/* One pass, for documents whose top-level keys come in the order the
+ * writer uses (format, version, name, metadata and "x-" keys, then
+ * tensors, nodes, outputs, each present): saves the separate scan of the
+ * top level.
+ * Sets *other_order (reporting nothing) for any other order, or an
+ * unknown key: the caller then starts again with the two-pass read. */
+static mp_status read_canonical(rd *r, bool *other_order)
+{
+    *other_order = false;
+    static const int stage_of[TOP_N] = {0, 0, 0, 1, 2, 3, 0};
+    int stage = 0;
+    unsigned seen = 0;
+    bool first = true, more;
+    mp_status st;
+    for (;;) {
+        r->sb_len = 0;
+        size_t key, key_off;
+        if ((st = obj_next(r, &first, &more, &key, &key_off)))
+            return st;
+        if (!more)
+            break;
+        int k = key_index(S(r, key), top_keys);
+        if (k < 0) {
+            if (!mp_json_is_ext_key(S(r, key)) || stage > 0) {
+                *other_order = true;
+                return MP_OK;
+            }
+            jv v;
+            if ((st = rd_value(r, &v)) || (st = skip_rest(r, &v, 1)))
+                return st;
+            continue;
+        }
+        if (seen & (1u << k))
+            return dup_key(r, S(r, key), key_off);
+        seen |= 1u << k;
+        /* a list only after every earlier list: "nodes" first could be
+         * followed by the "tensors" its names refer to */
+        if (stage_of[k] < stage || (stage_of[k] == 0 && stage > 0) ||
+            (stage_of[k] > 0 && stage != stage_of[k] - 1)) {
+            *other_order = true;
+            return MP_OK;
+        }
+        if (stage_of[k] > 0)
+            stage = stage_of[k];
+        ws(r);
+        if ((st = top_member(r, k, r->pos)))
+            return st;
+    }
+    ws(r);
+    if (r->pos < r->len)
+        return syn(r, r->pos, "end of file expected near '%c'",
+                   r->t[r->pos]);
+    return MP_OK;
+}
+
 static mp_status read_doc(rd *r)
 {
     mp_status st;
@@ -1271,6 +1385,25 @@ static mp_status read_doc(rd *r)
     if (r->t[r->pos] != '{')
         return unexpected(r);
     r->pos++;
+    size_t body = r->pos;
+    bool other_order;
+    if ((st = read_canonical(r, &other_order)))
+        return st;
+    if (!other_order)
+        goto done;
+    /* start again from an empty graph */
+    mp_graph_destroy(r->g);
+    r->g = NULL;
+    if ((st = mp_graph_create(r->ctx, &r->g)))
+        return st;
+    for (size_t i = 0; i < r->cap_ref; i++) {
+        r->ref_node[i] = MP_NONE;
+        r->declared[i] = 0;
+    }
+    r->sb_len = 0;
+    r->loc.depth = 0;
+    r->loc.label[0] = 0;
+    r->pos = body;
     /* pass 1: the top-level members, by a fast lenient scan; values are
      * checked when read in pass 2. The strict pass below runs only to
      * word a syntax error. */
@@ -1278,7 +1411,7 @@ static mp_status read_doc(rd *r)
     bool has[TOP_N] = {false}, unknown = false;
     size_t ext_off[8], n_ext = 0; /* top-level "x-" values, checked below */
     bool ext_overflow = false;
-    size_t body = r->pos, p = r->pos, key_off, val_off;
+    size_t p = r->pos, key_off, val_off;
     bool done = false, fast_ok = true;
     while (fast_ok && !done) {
         fast_ok = mp_json_next_member(r->t, r->len, &p, &key_off, &val_off,
@@ -1341,73 +1474,21 @@ static mp_status read_doc(rd *r)
     }
     /* format and version first: a newer file is "unsupported", not full
      * of unknown keys */
-    jv v;
-    if (has[TOP_FORMAT]) {
-        r->pos = off[TOP_FORMAT];
-        mp_jloc_key(&r->loc, "format");
-        if ((st = rd_value(r, &v)))
-            return st;
-        if (v.type != J_STRING)
-            return type_err(r, &v, "the string \"" FORMAT_NAME "\"");
-        if (strcmp(S(r, v.s), FORMAT_NAME) != 0)
-            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
-                                  "format \"%s\" is not supported (expected "
-                                  "\"" FORMAT_NAME "\")",
-                                  S(r, v.s));
-        mp_jloc_pop(&r->loc);
-    }
-    if (has[TOP_VERSION]) {
-        r->pos = off[TOP_VERSION];
-        mp_jloc_key(&r->loc, "version");
-        if ((st = rd_value(r, &v)))
-            return st;
-        if (v.type != J_INT)
-            return type_err(r, &v, "an integer");
-        if (v.i != FORMAT_VERSION)
-            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
-                                  "version %lld is not supported (this "
-                                  "memplan reads version %d)",
-                                  (long long)v.i, FORMAT_VERSION);
-        mp_jloc_pop(&r->loc);
-    }
+    if (has[TOP_FORMAT] && (st = top_member(r, TOP_FORMAT, off[TOP_FORMAT])))
+        return st;
+    if (has[TOP_VERSION] &&
+        (st = top_member(r, TOP_VERSION, off[TOP_VERSION])))
+        return st;
     if (unknown)
         return unknown_key(r, S(r, unknown_s), unknown_off,
                            "format, version, name, tensors, nodes, outputs "
                            "or metadata");
-    if (has[TOP_NAME]) {
-        r->pos = off[TOP_NAME];
-        mp_jloc_key(&r->loc, "name");
-        if ((st = rd_value(r, &v)) || (st = need_string(r, &v, false)))
+    static const int order[] = {TOP_NAME, TOP_METADATA, TOP_TENSORS,
+                                TOP_NODES, TOP_OUTPUTS};
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+        if (has[order[k]] && (st = top_member(r, order[k], off[order[k]])))
             return st;
-        if ((st = mp_graph_set_name(r->g, S(r, v.s))))
-            return st;
-        mp_jloc_pop(&r->loc);
-    }
-    if (has[TOP_METADATA]) {
-        r->pos = off[TOP_METADATA];
-        mp_jloc_key(&r->loc, "metadata");
-        if ((st = rd_value(r, &v)))
-            return st;
-        if (v.type != J_OBJECT)
-            return type_err(r, &v, "an object");
-        if ((st = skip_rest(r, &v, 1)))
-            return st;
-        mp_jloc_pop(&r->loc);
-    }
-    if (has[TOP_TENSORS] &&
-        (st = read_list(r, off[TOP_TENSORS], "tensors", tensor_fn)))
-        return st;
-    if (has[TOP_NODES] &&
-        (st = read_list(r, off[TOP_NODES], "nodes", read_node)))
-        return st;
-    if (has[TOP_OUTPUTS]) {
-        r->pos = off[TOP_OUTPUTS];
-        r->loc.depth = 0;
-        r->loc.label[0] = 0;
-        mp_jloc_key(&r->loc, "outputs");
-        if ((st = read_outputs(r)))
-            return st;
-    }
+done:
     if ((st = grow_refs(r)))
         return st;
     return check_sources(r);

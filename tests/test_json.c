@@ -733,6 +733,64 @@ static void test_sizes(void)
     free(text);
 }
 
+/* Top-level keys in any order read the same (the reader has a one-pass
+ * path for the writer's order and a two-pass path for others). */
+static void test_key_order(void)
+{
+    const char *parts[] = {
+        "\"format\": \"memplan-graph\"", "\"version\": 1",
+        "\"name\": \"order\"", "\"x-tool\": {\"v\": [1, 2]}",
+        "\"metadata\": {}",
+        "\"tensors\": [{\"name\": \"x\", \"dtype\": \"int8\", "
+        "\"shape\": [4], \"kind\": \"input\"}]",
+        "\"nodes\": [{\"name\": \"n\", \"op\": \"Relu\", \"inputs\": "
+        "[\"x\"], \"outputs\": [\"y\"]}, {\"name\": \"m\", \"op\": "
+        "\"Neg\", \"inputs\": [\"y\"], \"outputs\": [\"z\"]}]",
+        "\"outputs\": [\"z\"]"};
+    const size_t np = sizeof parts / sizeof parts[0];
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    char *ref = NULL;
+    uint64_t state = 7;
+    for (int trial = 0; trial < 20; trial++) {
+        size_t perm[8];
+        for (size_t i = 0; i < np; i++)
+            perm[i] = i;
+        if (trial == 1) /* reversed */
+            for (size_t i = 0; i < np; i++)
+                perm[i] = np - 1 - i;
+        else if (trial > 1)
+            for (size_t i = np - 1; i > 0; i--) {
+                size_t j = (size_t)(mp_test_rand(&state) % (i + 1));
+                size_t t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+            }
+        char doc[1024] = "{";
+        for (size_t i = 0; i < np; i++) {
+            strcat(doc, i ? ", " : "");
+            strcat(doc, parts[perm[i]]);
+        }
+        strcat(doc, "}");
+        mp_graph *g = NULL;
+        mp_status st = mp_graph_load_json_string(ctx, doc, "o.json", &g);
+        if (st)
+            printf("\n  %s\n  %s\n", doc, mp_ctx_message(ctx));
+        CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+        char *s = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_to_json_string(g, &s), MP_OK);
+        if (!ref)
+            ref = s;
+        else {
+            CU_ASSERT_STRING_EQUAL(ref, s);
+            mp_free(ctx, s);
+        }
+        mp_graph_destroy(g);
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(ref, "\"name\": \"order\""));
+    mp_free(ctx, ref);
+    mp_ctx_destroy(ctx);
+}
+
 /* The shipped examples load (through detection) and round-trip. */
 static void test_examples(void)
 {
@@ -869,6 +927,7 @@ void mp_register_json(void)
         {"graph built through the API round-trips", test_api_graph_round_trip},
         {"truncated and corrupted documents fail cleanly", test_truncations},
         {"tensor sizes, views, folding, outputs", test_sizes},
+        {"top-level keys in any order", test_key_order},
         {"examples load and round-trip", test_examples},
         {"format detection", test_detect},
         {"100k-node graph loads fast", test_speed_100k},
