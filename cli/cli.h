@@ -94,6 +94,9 @@ const char *cli_size(uint64_t bytes, char *buf, size_t cap);
 json_t *cli_json_ratio(uint64_t arena, uint64_t lower_bound);
 /* The summary's "arena/LB" line; `empty` says why there is no ratio. */
 void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty);
+/* A JSON string; NULL gives "", bytes that are not UTF-8 become '?'
+ * (names come from user files). NULL only when out of memory. */
+json_t *cli_json_str(const char *s);
 /* A JSON integer for a 64-bit size (a real above INT64_MAX). */
 json_t *cli_json_u64(uint64_t v);
 /* Prints one JSON object to stdout and releases it; returns an exit code. */

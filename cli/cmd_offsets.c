@@ -54,10 +54,10 @@ static int print_json(size_t n, const mp_offsets_result *r,
     bad |= cli_json_set(o, "ratio", cli_json_ratio(r->arena_bytes,
                                                    r->lower_bound_bytes));
     bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(r->status)));
-    bad |= cli_json_set(o, "solver", json_string(r->solver ? r->solver : ""));
+    bad |= cli_json_set(o, "solver", cli_json_str(r->solver));
     bad |= cli_json_set(o, "solve_seconds", json_real(r->seconds));
     if (output)
-        bad |= cli_json_set(o, "output_file", json_string(output));
+        bad |= cli_json_set(o, "output_file", cli_json_str(output));
     if (bad) {
         json_decref(o);
         cli_error("out of memory");

@@ -113,11 +113,16 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
         return CLI_EXIT_INTERNAL;
     }
     for (uint32_t i = 0; i < pk->n && i < PEAK_TOP; i++) {
+        const mp_block *bl = pk->blocks[i];
         json_t *e = json_object();
-        if (!e || cli_json_set(e, "name", json_string(tensor_name(g, pk->blocks[i]->tensor))) ||
-            cli_json_set(e, "bytes", cli_json_u64(pk->blocks[i]->size)) ||
-            cli_json_set(e, "offset", cli_json_u64(pk->blocks[i]->offset)) ||
-            json_array_append_new(top, e)) {
+        int bad = !e;
+        if (e) {
+            bad |= cli_json_set(e, "name", cli_json_str(tensor_name(g, bl->tensor)));
+            bad |= cli_json_set(e, "bytes", cli_json_u64(bl->size));
+            bad |= cli_json_set(e, "offset", cli_json_u64(bl->offset));
+            bad |= json_array_append_new(top, e);   /* releases e on failure */
+        }
+        if (bad) {
             json_decref(o);
             json_decref(top);
             cli_error("out of memory");
@@ -128,7 +133,7 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     if (pk->step < mp_plan_num_steps(plan))
         describe_step(g, plan, pk->step, step, sizeof step);
     int bad = 0;
-    bad |= cli_json_set(o, "graph", json_string(mp_graph_name(g) ? mp_graph_name(g) : ""));
+    bad |= cli_json_set(o, "graph", cli_json_str(mp_graph_name(g)));
     bad |= cli_json_set(o, "tensors", json_integer(mp_graph_num_tensors(g)));
     bad |= cli_json_set(o, "nodes", json_integer(mp_graph_num_nodes(g)));
     bad |= cli_json_set(o, "steps", json_integer(mp_plan_num_steps(plan)));
@@ -140,15 +145,15 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     bad |= cli_json_set(o, "no_reuse_bytes", cli_json_u64(f->no_reuse_bytes));
     bad |= cli_json_set(o, "ratio", cli_json_ratio(f->arena_bytes, f->lower_bound_bytes));
     bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(f->status)));
-    bad |= cli_json_set(o, "solver", json_string(f->solver ? f->solver : ""));
+    bad |= cli_json_set(o, "solver", cli_json_str(f->solver));
     bad |= cli_json_set(o, "solve_seconds", json_real(f->solve_seconds));
     bad |= cli_json_set(o, "peak_step", json_integer(pk->step));
-    bad |= cli_json_set(o, "peak_step_action", json_string(step));
+    bad |= cli_json_set(o, "peak_step_action", cli_json_str(step));
     bad |= cli_json_set(o, "peak_live_bytes", cli_json_u64(pk->live));
     bad |= cli_json_set(o, "peak_tensors_live", json_integer(pk->n));
     bad |= cli_json_set(o, "peak_tensors", top);
     if (output)
-        bad |= cli_json_set(o, "plan_file", json_string(output));
+        bad |= cli_json_set(o, "plan_file", cli_json_str(output));
     if (bad) {
         json_decref(o);
         cli_error("out of memory");

@@ -106,6 +106,25 @@ void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty)
         printf("arena/LB     n/a (%s)\n", empty);
 }
 
+json_t *cli_json_str(const char *s)
+{
+    if (!s)
+        s = "";
+    json_t *v = json_string(s);
+    if (v)
+        return v;
+    /* not UTF-8: keep ASCII, replace every other byte */
+    size_t n = strlen(s);
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+    v = json_string(copy);
+    free(copy);
+    return v;
+}
+
 json_t *cli_json_u64(uint64_t v)
 {
     if (v <= (uint64_t)INT64_MAX)
