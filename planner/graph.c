@@ -15,6 +15,33 @@ static const char *node_name_of(const void *owner, uint32_t i)
     return ((const mp_graph *)owner)->nodes[i].name;
 }
 
+/* Copies s into the graph's string chunks. */
+static char *graph_strdup(mp_graph *g, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    mp_str_chunk *c = g->strings;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 16384 ? n : 65536 - sizeof *c;
+        mp_str_chunk *nc = mp_alloc(g->ctx, sizeof *nc + cap);
+        if (!nc)
+            return NULL;
+        nc->used = 0;
+        nc->cap = cap;
+        if (c && n > 16384) { /* a long string: keep the current chunk on top */
+            nc->next = c->next;
+            c->next = nc;
+        } else {
+            nc->next = c;
+            g->strings = nc;
+        }
+        c = nc;
+    }
+    char *p = c->data + c->used;
+    memcpy(p, s, n);
+    c->used += n;
+    return p;
+}
+
 mp_status mp_graph_create(mp_ctx *ctx, mp_graph **out)
 {
     if (!ctx || !out)
@@ -30,9 +57,6 @@ mp_status mp_graph_create(mp_ctx *ctx, mp_graph **out)
 
 static void free_node(mp_ctx *ctx, mp_node *n)
 {
-    mp_dealloc(ctx, n->name);
-    mp_dealloc(ctx, n->op);
-    mp_dealloc(ctx, n->domain);
     mp_dealloc(ctx, n->inputs);
     mp_dealloc(ctx, n->outputs);
     for (uint32_t a = 0; a < n->n_attrs; a++) {
@@ -53,9 +77,12 @@ void mp_graph_destroy(mp_graph *g)
     if (!g)
         return;
     mp_ctx *ctx = g->ctx;
-    for (size_t i = 0; i < g->n_tensors; i++) {
-        mp_dealloc(ctx, g->tensors[i].name);
+    for (size_t i = 0; i < g->n_tensors; i++)
         mp_dealloc(ctx, g->tensors[i].dims);
+    while (g->strings) {
+        mp_str_chunk *next = g->strings->next;
+        mp_dealloc(ctx, g->strings);
+        g->strings = next;
     }
     for (size_t i = 0; i < g->n_nodes; i++)
         free_node(ctx, &g->nodes[i]);
@@ -164,16 +191,14 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
     uint32_t id = (uint32_t)g->n_tensors;
     mp_tensor *t = &g->tensors[id];
     memset(t, 0, sizeof *t);
-    t->name = mp_strdup(ctx, d->name);
+    t->name = graph_strdup(g, d->name);
     if (!t->name)
         return MP_ERR_NOMEM;
     t->rank = d->rank < 0 ? -1 : d->rank;
     if (t->rank > 0) {
         t->dims = mp_alloc(ctx, (size_t)t->rank * sizeof *t->dims);
-        if (!t->dims) {
-            mp_dealloc(ctx, t->name);
+        if (!t->dims)
             return MP_ERR_NOMEM;
-        }
         memcpy(t->dims, d->dims, (size_t)t->rank * sizeof *t->dims);
     }
     t->dtype = (uint8_t)d->dtype;
@@ -193,7 +218,6 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
     if (st) {
         if (prev != MP_NONE)
             mp_err(ctx, MP_ERR_GRAPH, "duplicate tensor name '%s'", d->name);
-        mp_dealloc(ctx, t->name);
         mp_dealloc(ctx, t->dims);
         return st;
     }
@@ -274,9 +298,9 @@ mp_status mp_graph_add_node(mp_graph *g, const mp_node_desc *d,
     n->n_in = d->n_inputs;
     n->n_out = d->n_outputs;
     mp_status st = MP_OK;
-    if (!(n->name = mp_strdup(ctx, d->name)) ||
-        !(n->op = mp_strdup(ctx, d->op)) ||
-        !(n->domain = mp_strdup(ctx, d->domain ? d->domain : "")))
+    if (!(n->name = graph_strdup(g, d->name)) ||
+        !(n->op = graph_strdup(g, d->op)) ||
+        !(n->domain = graph_strdup(g, d->domain ? d->domain : "")))
         st = MP_ERR_NOMEM;
     if (!st)
         st = copy_ids(g, d->name, "input", d->inputs, d->n_inputs, true,

@@ -168,8 +168,17 @@ typedef struct mp_node {
     double flops, bytes_moved, seconds;   /* < 0 unset */
 } mp_node;
 
+/* Chunked string storage owned by a graph: names, op types and domains
+ * live here, freed all at once with the graph. */
+typedef struct mp_str_chunk {
+    struct mp_str_chunk *next;
+    size_t used, cap;
+    char data[];
+} mp_str_chunk;
+
 struct mp_graph {
     mp_ctx *ctx;
+    mp_str_chunk *strings;
     char *name;
     mp_tensor *tensors;
     size_t n_tensors, cap_tensors;
