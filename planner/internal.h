@@ -228,6 +228,13 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
 mp_status mp_blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
                          uint32_t n_steps, uint64_t **live);
 
+/* Builds a plan from a schedule (steps allocated with the context
+ * allocator; ownership passes to the plan, also on failure): blocks and
+ * lifetimes derived from the steps, offsets by opt->method, figures.
+ * t0 (mp_now_seconds) is when solving started, for solve_seconds. */
+mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
+                                const mp_plan_options *opt, double t0,
+                                mp_plan **out);
 /* Sum of the bytes of persistent storage roots (weights, constants,
  * optimizer state); UINT64_MAX on overflow. */
 uint64_t mp_plan_persistent_bytes(const mp_graph *g);

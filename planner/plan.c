@@ -68,36 +68,24 @@ mp_status mp_plan_compute_figures(mp_plan *p)
     return MP_OK;
 }
 
-mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
-                         mp_plan **out)
+mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
+                                const mp_plan_options *opt, double t0,
+                                mp_plan **out)
 {
-    if (!g || !out)
-        return MP_ERR_INVALID_ARG;
     mp_ctx *ctx = g->ctx;
     *out = NULL;
-    mp_plan_options defaults;
-    if (!opt) {
-        mp_plan_options_init(&defaults);
-        opt = &defaults;
-    }
-    if (opt->alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    if (!g->finalized) {
-        mp_status st = mp_graph_finalize(g);
-        if (st)
-            return st;
-    }
-    double t0 = mp_now_seconds();
     mp_plan *p = mp_calloc(ctx, 1, sizeof *p);
-    if (!p)
+    if (!p) {
+        mp_dealloc(ctx, steps);
         return MP_ERR_NOMEM;
+    }
     p->ctx = ctx;
     p->graph = g;
+    p->steps = steps;
+    p->n_steps = n_steps;
     mp_buffer *bufs = NULL;
-    mp_status st = mp_schedule_default(g, &p->steps, &p->n_steps);
-    if (!st)
-        st = mp_schedule_blocks(g, p->steps, p->n_steps, opt->alignment,
-                                &p->blocks, &p->n_blocks);
+    mp_status st = mp_schedule_blocks(g, p->steps, p->n_steps, opt->alignment,
+                                      &p->blocks, &p->n_blocks);
     if (!st)
         st = mp_blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps, &p->live);
     if (st)
@@ -149,6 +137,34 @@ fail:
     mp_dealloc(ctx, bufs);
     mp_plan_destroy(p);
     return st;
+}
+
+mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
+                         mp_plan **out)
+{
+    if (!g || !out)
+        return MP_ERR_INVALID_ARG;
+    mp_ctx *ctx = g->ctx;
+    *out = NULL;
+    mp_plan_options defaults;
+    if (!opt) {
+        mp_plan_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (opt->alignment == 0)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+    if (!g->finalized) {
+        mp_status st = mp_graph_finalize(g);
+        if (st)
+            return st;
+    }
+    double t0 = mp_now_seconds();
+    mp_step *steps = NULL;
+    uint32_t n_steps = 0;
+    mp_status st = mp_schedule_default(g, &steps, &n_steps);
+    if (st)
+        return st;
+    return mp_plan_from_schedule(g, steps, n_steps, opt, t0, out);
 }
 
 const mp_figures *mp_plan_figures(const mp_plan *p)
