@@ -1836,23 +1836,7 @@ mp_status mp_graph_save_json(const mp_graph *g, const char *path)
     mp_status st = mp_graph_to_json_string(g, &s);
     if (st)
         return st;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        int e = errno;
-        mp_dealloc(g->ctx, s);
-        return mp_err(g->ctx, MP_ERR_IO, "%s: cannot open for writing: %s",
-                      path, strerror(e));
-    }
-    size_t n = strlen(s);
-    bool ok = fwrite(s, 1, n, f) == n;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
+    st = mp_write_file(g->ctx, path, s, strlen(s));
     mp_dealloc(g->ctx, s);
-    if (!ok)
-        return mp_err(g->ctx, MP_ERR_IO, "%s: write error: %s", path,
-                      strerror(e));
-    return MP_OK;
+    return st;
 }

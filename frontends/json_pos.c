@@ -500,60 +500,6 @@ const char *mp_json_describe(const json_t *v, char *buf, size_t cap)
 }
 
 /* ---- files and parsing ---------------------------------------------------------- */
-mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
-                       size_t *len)
-{
-    *text = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
-                      strerror(errno));
-    size_t cap = 0, n = 0;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long sz = ftell(f);
-        if (sz > 0)
-            cap = (size_t)sz + 1;
-        rewind(f);
-    }
-    for (;;) {
-        if (!buf || n + 1 >= cap) {
-            size_t ncap = !buf && cap ? cap : (cap ? cap * 2 : 65536);
-            char *nb = mp_realloc_array(ctx, buf, ncap, 1);
-            if (!nb) {
-                mp_dealloc(ctx, buf);
-                fclose(f);
-                return MP_ERR_NOMEM;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (!buf) {
-        buf = mp_alloc(ctx, 1);
-        if (!buf) {
-            fclose(f);
-            return MP_ERR_NOMEM;
-        }
-    }
-    if (ferror(f)) {
-        int e = errno;
-        mp_dealloc(ctx, buf);
-        fclose(f);
-        return mp_err(ctx, MP_ERR_IO, "%s: read error: %s", path,
-                      strerror(e));
-    }
-    fclose(f);
-    buf[n] = 0;
-    *text = buf;
-    *len = n;
-    return MP_OK;
-}
 
 /* jansson reports the position just after the offending token; when its
  * message quotes the token ("near '\"a\"'"), moves the position back to

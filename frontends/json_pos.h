@@ -100,11 +100,6 @@ static inline bool mp_json_is_ext_key(const char *key)
     return key[0] == 'x' && key[1] == '-';
 }
 
-/* Reads a whole file with the context allocator; the text is
- * NUL-terminated. MP_ERR_IO names the file. */
-mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
-                       size_t *len);
-
 /* Parses text with jansson (duplicate keys rejected). Syntax errors give
  * MP_ERR_PARSE (MP_ERR_OVERFLOW for numbers out of range) with
  * "src:line:col: ..."; the top level must be an object. */

@@ -13,47 +13,6 @@
 static const char *const col_names[] = {"id", "lower", "upper", "size",
                                         "offset"};
 
-static mp_status read_file(mp_ctx *ctx, const char *path, char **out,
-                           size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
-                      strerror(errno));
-    size_t cap = 65536, n = 0;
-    char *buf = mp_alloc(ctx, cap);
-    if (!buf) {
-        fclose(f);
-        return MP_ERR_NOMEM;
-    }
-    for (;;) {
-        if (cap - n < 2) {
-            char *nb = mp_realloc_array(ctx, buf, cap, 2);
-            if (!nb) {
-                mp_dealloc(ctx, buf);
-                fclose(f);
-                return MP_ERR_NOMEM;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        mp_dealloc(ctx, buf);
-        return mp_err(ctx, MP_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return MP_OK;
-}
-
 static void trim(const char **b, const char **e)
 {
     while (*b < *e && (**b == ' ' || **b == '\t'))
@@ -151,7 +110,7 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         *has_offsets = 0;
     char *text = NULL;
     size_t len = 0;
-    mp_status st = read_file(ctx, path, &text, &len);
+    mp_status st = mp_read_file(ctx, path, &text, &len);
     if (st != MP_OK)
         return st;
     mp_buffer *bufs = NULL;

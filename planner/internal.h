@@ -64,6 +64,14 @@ static inline bool mp_align_up(uint64_t v, uint64_t align, uint64_t *r)
 
 double mp_now_seconds(void);
 
+/* Reads a whole file with the context allocator; the text is
+ * NUL-terminated. MP_ERR_IO names the file. (planner/io.c) */
+mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
+                       size_t *len);
+/* Writes len bytes to path (created or truncated); MP_ERR_IO names it. */
+mp_status mp_write_file(mp_ctx *ctx, const char *path, const char *data,
+                        size_t len);
+
 /* ---- string -> index hash map (open addressing) ------------------------ */
 typedef struct mp_name_map {
     uint32_t *slots;   /* index + 1; 0 = empty */

@@ -242,23 +242,9 @@ mp_status mp_plan_save_json(const mp_plan *p, const char *path)
         mp_dealloc(p->ctx, w.buf);
         return st;
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        int e = errno;
-        mp_dealloc(p->ctx, w.buf);
-        return mp_err(p->ctx, MP_ERR_IO, "%s: cannot open for writing: %s",
-                      path, strerror(e));
-    }
-    size_t n = fwrite(w.buf, 1, w.len, f);
-    int e = errno;
-    int closed = fclose(f);
-    if (closed != 0 && n == w.len)
-        e = errno;
+    st = mp_write_file(p->ctx, path, w.buf, w.len);
     mp_dealloc(p->ctx, w.buf);
-    if (n != w.len || closed != 0)
-        return mp_err(p->ctx, MP_ERR_IO, "%s: write failed: %s", path,
-                      strerror(e));
-    return MP_OK;
+    return st;
 }
 
 /* ======================================================================
@@ -1337,53 +1323,6 @@ static mp_status read_plan(rd *r, plan_acc *a)
     return MP_OK;
 }
 
-static mp_status read_file(mp_ctx *ctx, const char *path, char **buf,
-                           size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
-                      strerror(errno));
-    size_t cap = 0, n = 0;
-    void *b = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long sz = ftell(f);
-        if (sz > 0)
-            cap = (size_t)sz + 1;
-        rewind(f);
-    }
-    if (cap && !(b = mp_alloc(ctx, cap))) {
-        fclose(f);
-        return MP_ERR_NOMEM;
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            mp_status st = mp_grow(ctx, &b, 1, n + 65536, &cap);
-            if (st) {
-                mp_dealloc(ctx, b);
-                fclose(f);
-                return st;
-            }
-        }
-        size_t got = fread((char *)b + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    int e = errno;
-    fclose(f);
-    if (bad) {
-        mp_dealloc(ctx, b);
-        return mp_err(ctx, MP_ERR_IO, "%s: read failed: %s", path,
-                      strerror(e));
-    }
-    ((char *)b)[n] = 0;
-    *buf = b;
-    *len = n;
-    return MP_OK;
-}
-
 /* Parses text (len bytes) against g into a new plan. */
 static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
                                 const char *source, mp_plan **out)
@@ -1441,7 +1380,7 @@ mp_status mp_plan_load_json(mp_graph *g, const char *path, mp_plan **out)
                       "mp_plan_load_json: the graph is not finalized");
     char *text = NULL;
     size_t len = 0;
-    mp_status st = read_file(g->ctx, path, &text, &len);
+    mp_status st = mp_read_file(g->ctx, path, &text, &len);
     if (st)
         return st;
     st = plan_from_text(g, text, len, path, out);
