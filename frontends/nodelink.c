@@ -221,37 +221,6 @@ static mp_status link_end(nl *L, json_t *lk, const char *key, uint32_t *out)
     return MP_OK;
 }
 
-static void heap_push(uint32_t *h, uint32_t *n, uint32_t v)
-{
-    uint32_t i = (*n)++;
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (h[p] <= v)
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = v;
-}
-
-static uint32_t heap_pop(uint32_t *h, uint32_t *n)
-{
-    uint32_t top = h[0], v = h[--(*n)], i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n)
-        h[i] = v;
-    return top;
-}
 
 /* Builds the in/out adjacency (CSR, link order kept) and a topological
  * order (smallest file index first). */
@@ -280,13 +249,13 @@ static mp_status topo_sort(nl *L)
     uint32_t hn = 0, done = 0;
     for (size_t i = 0; i < n; i++)
         if (!L->indeg[i])
-            heap_push(L->heap, &hn, (uint32_t)i);
+            mp_heap_push(L->heap, &hn, (uint32_t)i);
     while (hn) {
-        uint32_t v = heap_pop(L->heap, &hn);
+        uint32_t v = mp_heap_pop(L->heap, &hn);
         L->order[done++] = v;
         for (uint32_t k = L->out_begin[v]; k < L->out_begin[v + 1]; k++)
             if (--L->indeg[L->out_list[k]] == 0)
-                heap_push(L->heap, &hn, L->out_list[k]);
+                mp_heap_push(L->heap, &hn, L->out_list[k]);
     }
     if (done == n)
         return MP_OK;

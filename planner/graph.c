@@ -473,39 +473,6 @@ const mp_attr *mp_node_attr(const mp_node *n, const char *name)
 
 /* ---- finalize ----------------------------------------------------------------- */
 
-/* Min-heap of node ids (for the smallest-index-first topological order,
- * which keeps the given order whenever it is already topological). */
-static void heap_push(uint32_t *h, uint32_t *n, uint32_t v)
-{
-    uint32_t i = (*n)++;
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (h[p] <= v)
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = v;
-}
-
-static uint32_t heap_pop(uint32_t *h, uint32_t *n)
-{
-    uint32_t top = h[0], v = h[--(*n)], i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n)
-        h[i] = v;
-    return top;
-}
 
 static mp_status report_cycle(mp_graph *g, const uint32_t *indeg)
 {
@@ -608,9 +575,9 @@ static mp_status build_consumers_and_order(mp_graph *g)
     uint32_t hn = 0, done = 0;
     for (uint32_t i = 0; i < nn; i++)
         if (!indeg[i])
-            heap_push(heap, &hn, i);
+            mp_heap_push(heap, &hn, i);
     while (hn) {
-        uint32_t v = heap_pop(heap, &hn);
+        uint32_t v = mp_heap_pop(heap, &hn);
         g->topo[done++] = v;
         const mp_node *n = &g->nodes[v];
         for (uint32_t k = 0; k < n->n_out; k++) {
@@ -618,7 +585,7 @@ static mp_status build_consumers_and_order(mp_graph *g)
             for (uint32_t c = 0; c < t->n_cons; c++) {
                 uint32_t u = g->cons[t->cons_begin + c];
                 if (--indeg[u] == 0)
-                    heap_push(heap, &hn, u);
+                    mp_heap_push(heap, &hn, u);
             }
         }
     }

@@ -64,6 +64,41 @@ static inline bool mp_align_up(uint64_t v, uint64_t align, uint64_t *r)
 
 double mp_now_seconds(void);
 
+/* Binary min-heap of uint32 (h holds *n values): the smallest-index-first
+ * topological orders use it, keeping a given order that is already
+ * topological. */
+static inline void mp_heap_push(uint32_t *h, uint32_t *n, uint32_t v)
+{
+    uint32_t i = (*n)++;
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (h[p] <= v)
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = v;
+}
+
+static inline uint32_t mp_heap_pop(uint32_t *h, uint32_t *n)
+{
+    uint32_t top = h[0], v = h[--(*n)], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = v;
+    return top;
+}
+
 /* Reads a whole file with the context allocator; the text is
  * NUL-terminated. MP_ERR_IO names the file. (planner/io.c) */
 mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
