@@ -131,7 +131,10 @@ enum {
     MP_OPF_VIEW = 1u << 0,        /* output 0 aliases input 0: no memory */
     MP_OPF_ELEMENTWISE = 1u << 1, /* same-shape pointwise op */
     MP_OPF_INPLACE = 1u << 2,     /* may write output 0 into input 0 */
-    MP_OPF_CONSTANT = 1u << 3     /* a source of constants (Constant) */
+    MP_OPF_CONSTANT = 1u << 3,    /* a source of constants (Constant) */
+    /* roles the static lints (planner/analysis.c) look for: */
+    MP_OPF_MATMUL = 1u << 4,      /* a matrix product (attention scores) */
+    MP_OPF_SOFTMAX = 1u << 5      /* a softmax over the last axis */
 };
 
 typedef struct mp_op_def {
