@@ -137,6 +137,27 @@ enum {
     MP_OPF_SOFTMAX = 1u << 5      /* a softmax over the last axis */
 };
 
+/* Cost class of an op (planner/cost.c: FLOPs and bytes), kept in the
+ * registry entry's flags as MP_OPF_COST(class); 0 (the default) counts
+ * one FLOP per output element and the bytes of every input and output. */
+enum {
+    MP_COST_DEFAULT = 0,
+    MP_COST_MATMUL = 1,          /* 2 * numel(Y) * K */
+    MP_COST_GEMM = 2,            /* 2 * M * N * K (+ M * N with C) */
+    MP_COST_CONV = 3,            /* 2 * numel(Y) * numel(W) / C_out */
+    MP_COST_CONV_TRANSPOSE = 4,  /* 2 * numel(X) * numel(W) / C_in */
+    MP_COST_POOL = 5,            /* numel(Y) * prod(kernel_shape) */
+    MP_COST_NORM = 6,            /* 8 FLOPs per input element */
+    MP_COST_SOFTMAX = 7,         /* 5 FLOPs per element */
+    MP_COST_MOVE = 8             /* data movement only: 0 FLOPs */
+};
+#define MP_OPF_COST_SHIFT 8
+#define MP_OPF_COST(c) ((unsigned)(c) << MP_OPF_COST_SHIFT)
+#define MP_OP_COST_CLASS(def) (((def)->flags >> MP_OPF_COST_SHIFT) & 0xffu)
+/* FLOPs and bytes (read + written) of a node from its registry entry. */
+mp_status mp_node_flops_bytes(const struct mp_graph *g, uint32_t node,
+                              double *flops, double *bytes);
+
 typedef struct mp_op_def {
     const char *name;     /* op type; "" for the generic entry */
     const char *domain;   /* "" = ai.onnx */
