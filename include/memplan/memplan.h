@@ -474,8 +474,8 @@ typedef struct mp_op_cost {
     double bytes;
     double seconds;
 } mp_op_cost;
-MP_API mp_status mp_node_cost(const mp_graph *g, uint32_t node,
-                              const mp_device *d, mp_op_cost *out);
+MP_API mp_status mp_node_estimate(const mp_graph *g, uint32_t node,
+                                  const mp_device *d, mp_op_cost *out);
 /* Seconds to move `bytes` over the host link (to_host: device -> host). */
 MP_API double mp_device_transfer_seconds(const mp_device *d, uint64_t bytes,
                                          int to_host);
