@@ -158,6 +158,44 @@ enum {
 mp_status mp_node_flops_bytes(const struct mp_graph *g, uint32_t node,
                               double *flops, double *bytes);
 
+/* Executor kernel of an op (validate/, issue 6): which kernel of the CUDA
+ * executor implements it and its variant (MP_KOP_*), kept in the registry
+ * entry's flags as MP_OPF_KERNEL(kernel, kop). The default (0) is
+ * MP_KERNEL_SYNTHETIC: a deterministic kernel that reads every input byte
+ * and writes every output byte. */
+typedef enum mp_kernel {
+    MP_KERNEL_SYNTHETIC = 0, MP_KERNEL_VIEW, MP_KERNEL_COPY, MP_KERNEL_UNARY,
+    MP_KERNEL_BINARY, MP_KERNEL_VARIADIC, MP_KERNEL_MATMUL, MP_KERNEL_GEMM,
+    MP_KERNEL_CONV, MP_KERNEL_POOL, MP_KERNEL_GLOBAL_POOL,
+    MP_KERNEL_BATCHNORM, MP_KERNEL_LAYERNORM, MP_KERNEL_LRN,
+    MP_KERNEL_SOFTMAX, MP_KERNEL_CONCAT, MP_KERNEL_SPLIT, MP_KERNEL_SLICE,
+    MP_KERNEL_TRANSPOSE, MP_KERNEL_GATHER, MP_KERNEL_REDUCE, MP_KERNEL_RESIZE,
+    MP_KERNEL_CAST, MP_KERNEL_PAD, MP_KERNEL_SHAPE, MP_KERNEL_EXPAND,
+    MP_KERNEL_COUNT_
+} mp_kernel;
+enum {
+    /* unary (MP_KERNEL_UNARY) */
+    MP_KOP_RELU = 1, MP_KOP_SIGMOID, MP_KOP_TANH, MP_KOP_EXP, MP_KOP_LOG,
+    MP_KOP_ERF, MP_KOP_GELU, MP_KOP_CLIP, MP_KOP_HARDSIGMOID,
+    MP_KOP_HARDSWISH, MP_KOP_LEAKYRELU, MP_KOP_SQRT, MP_KOP_NEG, MP_KOP_ABS,
+    MP_KOP_RECIPROCAL, MP_KOP_SOFTPLUS, MP_KOP_ELU, MP_KOP_FLOOR,
+    MP_KOP_CEIL, MP_KOP_SIN, MP_KOP_COS,
+    /* binary and variadic (MP_KERNEL_BINARY, MP_KERNEL_VARIADIC) */
+    MP_KOP_ADD = 32, MP_KOP_SUB, MP_KOP_MUL, MP_KOP_DIV, MP_KOP_POW,
+    MP_KOP_MAX, MP_KOP_MIN, MP_KOP_MEAN, MP_KOP_PRELU,
+    /* pooling, reductions, softmax */
+    MP_KOP_POOL_MAX = 64, MP_KOP_POOL_AVG, MP_KOP_REDUCE_SUM,
+    MP_KOP_REDUCE_MEAN, MP_KOP_REDUCE_MAX, MP_KOP_REDUCE_MIN,
+    MP_KOP_REDUCE_PROD, MP_KOP_REDUCE_SUMSQ, MP_KOP_REDUCE_L1,
+    MP_KOP_REDUCE_L2, MP_KOP_SOFTMAX, MP_KOP_LOGSOFTMAX
+};
+#define MP_OPF_KERNEL_SHIFT 16
+#define MP_OPF_KOP_SHIFT 24
+#define MP_OPF_KERNEL(k, kop) (((unsigned)(k) << MP_OPF_KERNEL_SHIFT) | \
+                               ((unsigned)(kop) << MP_OPF_KOP_SHIFT))
+#define MP_OP_KERNEL(def) (((def)->flags >> MP_OPF_KERNEL_SHIFT) & 0xffu)
+#define MP_OP_KOP(def) (((def)->flags >> MP_OPF_KOP_SHIFT) & 0xffu)
+
 typedef struct mp_op_def {
     const char *name;     /* op type; "" for the generic entry */
     const char *domain;   /* "" = ai.onnx */
