@@ -109,8 +109,12 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
     if (alignment == 0)
         return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     uint32_t *open = mp_alloc(ctx, (nt ? nt : 1) * sizeof *open);
-    if (!open)
+    uint8_t *on_host = mp_calloc(ctx, nt ? nt : 1, 1);
+    if (!open || !on_host) {
+        mp_dealloc(ctx, open);
+        mp_dealloc(ctx, on_host);
         return MP_ERR_NOMEM;
+    }
     size_t cap = 0, n = 0;
     mp_block *blocks = NULL;
     mp_status st = MP_OK;
@@ -173,16 +177,39 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
             }
             blocks[open[t]].end = s;
             open[t] = MP_NONE;
+        } else if (sp->kind == MP_STEP_OFFLOAD) {
+            /* the copy to host has completed: the device block ends */
+            uint32_t t = sp->index;
+            if (t >= nt || open[t] == MP_NONE) {
+                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                            "step %u: offloads a tensor that is not resident",
+                            (unsigned)s);
+                goto done;
+            }
+            blocks[open[t]].end = s;
+            open[t] = MP_NONE;
+            on_host[t] = 1;
+        } else if (sp->kind == MP_STEP_PREFETCH) {
+            /* a new device instance of a tensor held on host */
+            uint32_t t = sp->index;
+            if (t >= nt || open[t] != MP_NONE || !on_host[t]) {
+                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                            "step %u: prefetches a tensor that is not on "
+                            "host",
+                            (unsigned)s);
+                goto done;
+            }
+            OPEN_BLOCK(t, s);
         } else {
-            st = mp_err(ctx, MP_ERR_UNSUPPORTED,
-                        "step %u: %s steps are not supported yet", (unsigned)s,
-                        mp_step_kind_name(sp->kind));
+            st = mp_err(ctx, MP_ERR_INVALID_ARG, "step %u: invalid step kind",
+                        (unsigned)s);
             goto done;
         }
     }
 #undef OPEN_BLOCK
 done:
     mp_dealloc(ctx, open);
+    mp_dealloc(ctx, on_host);
     if (st) {
         mp_dealloc(ctx, blocks);
         return st;

@@ -303,9 +303,63 @@ static int cmp_block_key(const void *a, const void *b)
 }
 
 /* Replays the schedule. `open[t]` is the block of tensor t now resident. */
+/* OFFLOAD ends the tensor's device block (it is then on host) and needs
+ * it resident; PREFETCH starts a new block at this step and needs the
+ * tensor on host and not resident. */
+static mp_status replay_transfer(const mp_graph *g, const mp_plan *p,
+                                 const uint32_t *order, uint32_t *open,
+                                 uint8_t *used, uint8_t *on_host, uint32_t s)
+{
+    mp_ctx *ctx = p->ctx;
+    char lb[300];
+    const mp_step *sp = &p->steps[s];
+    const mp_tensor *tt = &g->tensors[sp->index];
+    if (!mp_tensor_in_arena(tt))
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): the tensor takes no arena memory",
+                      (unsigned)s, step_label(g, sp, lb, sizeof lb));
+    if (sp->kind == MP_STEP_OFFLOAD) {
+        uint32_t b = open[sp->index];
+        if (b == MP_NONE)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "step %u (%s): the tensor is not resident",
+                          (unsigned)s, step_label(g, sp, lb, sizeof lb));
+        if (p->blocks[b].end != s)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "step %u (%s): its block claims to end at step %u",
+                          (unsigned)s, step_label(g, sp, lb, sizeof lb),
+                          (unsigned)p->blocks[b].end);
+        open[sp->index] = MP_NONE;
+        on_host[sp->index] = 1;
+        return MP_OK;
+    }
+    if (open[sp->index] != MP_NONE)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): the tensor is already resident",
+                      (unsigned)s, step_label(g, sp, lb, sizeof lb));
+    if (!on_host[sp->index])
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): the tensor was never offloaded to host",
+                      (unsigned)s, step_label(g, sp, lb, sizeof lb));
+    uint32_t b = find_block(p, order, sp->index, s);
+    if (b == MP_NONE)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): no block starts at this step",
+                      (unsigned)s, step_label(g, sp, lb, sizeof lb));
+    if (p->blocks[b].size < tt->bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "tensor '%s': block of %llu bytes is smaller than the "
+                      "tensor (%llu bytes)",
+                      tt->name, (unsigned long long)p->blocks[b].size,
+                      (unsigned long long)tt->bytes);
+    used[b] = 1;
+    open[sp->index] = b;
+    return MP_OK;
+}
+
 static mp_status replay(const mp_graph *g, const mp_plan *p,
                         const uint32_t *order, uint32_t *open, uint8_t *used,
-                        uint8_t *computed)
+                        uint8_t *computed, uint8_t *on_host)
 {
     mp_ctx *ctx = p->ctx;
     char lb[300];
@@ -334,11 +388,13 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
             sp->index >= (is_node ? g->n_nodes : g->n_tensors))
             return mp_err(ctx, MP_ERR_VERIFY, "step %u: invalid step",
                           (unsigned)s);
-        if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH)
-            return mp_err(ctx, MP_ERR_VERIFY,
-                          "step %u (%s): offload is not supported by this "
-                          "version",
-                          (unsigned)s, step_label(g, sp, lb, sizeof lb));
+        if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH) {
+            mp_status st = replay_transfer(g, p, order, open, used, on_host,
+                                           s);
+            if (st)
+                return st;
+            continue;
+        }
         if (sp->kind == MP_STEP_FREE) {
             const mp_tensor *tt = &g->tensors[sp->index];
             if (!mp_tensor_in_arena(tt))
@@ -598,8 +654,9 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
     uint32_t *open = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *open);
     uint8_t *used = mp_calloc(ctx, (size_t)nb + 1, 1);
     uint8_t *computed = mp_calloc(ctx, g->n_nodes + 1, 1);
+    uint8_t *on_host = mp_calloc(ctx, (size_t)nt + 1, 1);
     mp_status st = MP_ERR_NOMEM;
-    if (order && keys && open && used && computed) {
+    if (order && keys && open && used && computed && on_host) {
         for (uint32_t i = 0; i < nb; i++)
             keys[i] = (block_key){p->blocks[i].tensor, p->blocks[i].first, i};
         qsort(keys, nb, sizeof *keys, cmp_block_key);
@@ -615,7 +672,7 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
                             g->tensors[a->tensor].name, (unsigned)a->first);
         }
         if (!st)
-            st = replay(g, p, order, open, used, computed);
+            st = replay(g, p, order, open, used, computed, on_host);
         if (!st)
             st = check_geometry(g, p);
         if (!st)
@@ -626,5 +683,6 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
     mp_dealloc(ctx, open);
     mp_dealloc(ctx, used);
     mp_dealloc(ctx, computed);
+    mp_dealloc(ctx, on_host);
     return st;
 }

@@ -262,11 +262,13 @@ static void t_extra_block(void)
     teardown();
 }
 
-static void t_offload_unsupported(void)
+static void t_offload_block_end(void)
 {
     setup();
+    /* OFFLOAD of the output c, whose block runs to the end */
     p->steps[p->n_steps - 1].kind = MP_STEP_OFFLOAD;
-    expect_reject("offload");
+    p->steps[p->n_steps - 1].index = blk("c")->tensor;
+    expect_reject("claims to end");
     teardown();
 }
 
@@ -336,7 +338,7 @@ static CU_TestInfo tests[] = {
     {"rejects a block whose end disagrees", t_block_end_mismatch},
     {"rejects a freed graph output", t_output_freed},
     {"rejects a duplicated block", t_extra_block},
-    {"rejects offload steps (not yet supported)", t_offload_unsupported},
+    {"rejects an offload whose block does not end there", t_offload_block_end},
     {"offsets verifier cases", t_offsets},
     {"offsets verifier vs brute force", t_offsets_random},
     CU_TEST_INFO_NULL,

@@ -1,0 +1,180 @@
+/* OFFLOAD / PREFETCH steps: lifetimes, the verifier (hand-made good and
+ * bad plans), and the offload planner under a budget. */
+#include "internal.h"
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mp_ctx *ctx;
+static mp_graph *g;
+
+static uint32_t add_t(const char *name, mp_tensor_kind kind, uint64_t bytes)
+{
+    mp_tensor_desc d = {name, MP_DTYPE_UNDEFINED, -1, NULL, bytes, kind};
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
+    return id;
+}
+
+static uint32_t add_n(const char *name, uint32_t *in, uint32_t nin,
+                      uint32_t out, mp_phase ph)
+{
+    mp_node_desc d = {name, "Op", NULL, in, nin, &out, 1, ph};
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &d, &id), MP_OK);
+    return id;
+}
+
+/* x -> n1 -> a -> n2 -> b -> n3 -> c -> n4(a, c) -> d (output) */
+static uint32_t x, a, b, c, d, n1, n2, n3, n4;
+static void build_chain(void)
+{
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    x = add_t("x", MP_KIND_INPUT, 100);
+    a = add_t("a", MP_KIND_ACTIVATION, 1000);
+    b = add_t("b", MP_KIND_ACTIVATION, 200);
+    c = add_t("c", MP_KIND_ACTIVATION, 300);
+    d = add_t("d", MP_KIND_ACTIVATION, 50);
+    uint32_t i4[] = {a, c};
+    n1 = add_n("n1", &x, 1, a, MP_PHASE_FORWARD);
+    n2 = add_n("n2", &a, 1, b, MP_PHASE_FORWARD);
+    n3 = add_n("n3", &b, 1, c, MP_PHASE_FORWARD);
+    n4 = add_n("n4", i4, 2, d, MP_PHASE_BACKWARD);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, d), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+}
+
+static void destroy(void)
+{
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    g = NULL;
+    ctx = NULL;
+}
+
+#define S(k, i) ((mp_step){MP_STEP_##k, (i)})
+
+static mp_plan *offload_plan(void)
+{
+    mp_step *st = mp_alloc(ctx, 10 * sizeof *st);
+    CU_ASSERT_FATAL(st != NULL);
+    mp_step s[] = {S(COMPUTE, n1), S(FREE, x),     S(COMPUTE, n2),
+                   S(OFFLOAD, a),  S(COMPUTE, n3), S(FREE, b),
+                   S(PREFETCH, a), S(COMPUTE, n4), S(FREE, a),
+                   S(FREE, c)};
+    memcpy(st, s, sizeof s);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    o.alignment = 1;
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_from_schedule(g, st, 10, &o, 0, &p), MP_OK);
+    return p;
+}
+
+static void t_blocks(void)
+{
+    build_chain();
+    mp_plan *p = offload_plan();
+    /* a has two instances: [0.. OFFLOAD) and [PREFETCH .. FREE) */
+    int n_a = 0;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        const mp_block *bl = &p->blocks[i];
+        if (bl->tensor != a)
+            continue;
+        n_a++;
+        CU_ASSERT(bl->first == 0 ? bl->end == 3 : (bl->first == 6 &&
+                                                   bl->end == 8));
+    }
+    CU_ASSERT_EQUAL(n_a, 2);
+    /* n3 runs without a: b + c = 500; the peak is at n4: a + c + d */
+    CU_ASSERT_EQUAL(p->live[4], 500u);
+    CU_ASSERT_EQUAL(p->fig.lower_bound_bytes, 1350u);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(p);
+    /* the same graph without offload peaks at n3 with a + b + c */
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    o.alignment = 1;
+    CU_ASSERT_EQUAL(mp_plan_create(g, &o, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->fig.lower_bound_bytes, 1500u);
+    mp_plan_destroy(p);
+    destroy();
+}
+
+static void expect_reject(mp_plan *p, const char *needle)
+{
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_ERR_VERIFY);
+    if (!strstr(mp_ctx_message(ctx), needle)) {
+        printf("\n  message: %s\n  expected: %s\n", mp_ctx_message(ctx),
+               needle);
+        CU_FAIL("message does not name the violation");
+    }
+}
+
+static void t_reject_read_offloaded(void)
+{
+    build_chain();
+    mp_plan *p = offload_plan();
+    /* swap PREFETCH a and COMPUTE n4: n4 reads a while it is on host */
+    mp_step tmp = p->steps[6];
+    p->steps[6] = p->steps[7];
+    p->steps[7] = tmp;
+    expect_reject(p, "input 'a' is not resident");
+    mp_plan_destroy(p);
+    destroy();
+}
+
+static void t_reject_prefetch_not_on_host(void)
+{
+    build_chain();
+    mp_plan *p = offload_plan();
+    /* OFFLOAD a becomes a FREE: the later PREFETCH has no host copy */
+    p->steps[3].kind = MP_STEP_FREE;
+    expect_reject(p, "never offloaded");
+    mp_plan_destroy(p);
+    /* a PREFETCH of a resident tensor */
+    p = offload_plan();
+    p->steps[3] = S(PREFETCH, a);
+    expect_reject(p, "already resident");
+    mp_plan_destroy(p);
+    /* an OFFLOAD of a tensor no longer resident */
+    p = offload_plan();
+    p->steps[1] = S(OFFLOAD, x);
+    p->steps[2] = S(COMPUTE, n2);
+    p->steps[3] = S(OFFLOAD, x);
+    expect_reject(p, "");
+    mp_plan_destroy(p);
+    destroy();
+}
+
+static void t_schedule_rejects(void)
+{
+    build_chain();
+    /* schedules that cannot give lifetimes */
+    mp_step bad1[] = {S(COMPUTE, n1), S(PREFETCH, a)};
+    mp_step bad2[] = {S(COMPUTE, n1), S(OFFLOAD, a), S(OFFLOAD, a)};
+    mp_block *bl = NULL;
+    uint32_t nb = 0;
+    CU_ASSERT_EQUAL(mp_schedule_blocks(g, bad1, 2, 1, &bl, &nb),
+                    MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not on host"));
+    CU_ASSERT_EQUAL(mp_schedule_blocks(g, bad2, 3, 1, &bl, &nb),
+                    MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not resident"));
+    destroy();
+}
+
+static CU_TestInfo tests[] = {
+    {"offload/prefetch give two instances and a lower peak", t_blocks},
+    {"verifier rejects reading an offloaded tensor", t_reject_read_offloaded},
+    {"verifier rejects bad offload/prefetch steps",
+     t_reject_prefetch_not_on_host},
+    {"lifetimes reject impossible transfers", t_schedule_rejects},
+    CU_TEST_INFO_NULL,
+};
+
+void mp_register_offload(void);
+void mp_register_offload(void) { mp_test_add_suite("offload", tests); }
