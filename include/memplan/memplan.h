@@ -598,6 +598,180 @@ MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
 MP_API mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
                                      const double *step_seconds);
 
+/* ---- recompute / checkpoint under a memory budget (issue 5) --------------- */
+/* Solvers that choose which tensors to keep and which to recompute so that
+ * a schedule's peak (live arena bytes + persistent bytes) fits a budget at
+ * the least extra compute. Every one returns a schedule with RECOMPUTE
+ * steps, placed like any other (mp_plan), that mp_verify_plan replays. */
+typedef enum mp_remat_solver {
+    MP_REMAT_AUTO = 0,       /* every solver that fits the graph's size */
+    MP_REMAT_NONE,           /* checkpoint-all: no recompute */
+    MP_REMAT_CHEN_SQRT,      /* Chen et al.: sqrt(n) segments */
+    MP_REMAT_CHEN_GREEDY,    /* Chen greedy segments, budget sweep */
+    MP_REMAT_DTR,            /* DTR-style eviction replayed statically */
+    MP_REMAT_SELECTIVE,      /* cheap ops first, then polished */
+    MP_REMAT_LP,             /* Checkmate LP relaxation + rounding (GLPK) */
+    MP_REMAT_ILP             /* Checkmate MILP (GLPK) */
+} mp_remat_solver;
+MP_API const char *mp_remat_solver_name(mp_remat_solver s);
+/* Accepts the names above in lower case ("chen" = chen-greedy, "lp", "ilp",
+ * "checkpoint-all" = none, "auto"). */
+MP_API mp_status mp_remat_solver_parse(const char *name, mp_remat_solver *out);
+
+typedef struct mp_remat_options {
+    mp_remat_solver solver;  /* default AUTO */
+    uint64_t budget;         /* bytes for live arena + persistent; 0: none */
+    double time_limit;       /* seconds for LP/ILP; <= 0: 60 */
+    double max_extra_cost;   /* cap on extra compute (cost units); < 0: none */
+    uint64_t seed;
+} mp_remat_options;
+MP_API void mp_remat_options_init(mp_remat_options *o);
+
+typedef struct mp_remat_result {
+    mp_solve_status status;      /* FEASIBLE/OPTIMAL when the budget is met,
+                                    INFEASIBLE when no solver met it */
+    const char *solver;          /* static string: the solver that won */
+    uint64_t peak_bytes;         /* live arena peak + persistent bytes */
+    uint64_t base_peak_bytes;    /* the same without recompute */
+    uint64_t min_peak_bytes;     /* smallest peak any solver reached */
+    double base_cost;            /* cost of computing every node once */
+    double extra_cost;           /* cost of the RECOMPUTE steps */
+    double extra_flops;          /* FLOPs of the RECOMPUTE steps (given ones) */
+    double lower_bound_cost;     /* LP lower bound on extra cost; < 0: none */
+    uint32_t n_recompute;        /* RECOMPUTE steps */
+    double seconds;
+} mp_remat_result;
+
+/* Node cost used by the recompute solvers: the node's seconds when given,
+ * else FLOPs / 1e12 (1 TFLOP/s), else bytes moved / 1e12, else 1e-9. */
+MP_API double mp_node_cost(const mp_graph *g, uint32_t node);
+
+/* Plans g under ro->budget. On MP_OK *out is a plan (schedule with
+ * RECOMPUTE steps, offsets by po) and res is filled. When no solver meets
+ * the budget: MP_ERR_INFEASIBLE, res->min_peak_bytes says the smallest
+ * peak found, *out is NULL. po may be NULL (defaults). */
+MP_API mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
+                               const mp_plan_options *po, mp_plan **out,
+                               mp_remat_result *res);
+
+/* ---- pictures, traces and static lints (issue 7; docs/report.md) -------- */
+/* Lints: static findings about a plan, each with a byte figure. */
+typedef enum mp_lint_kind {
+    MP_LINT_PEAK_LAYER = 0,    /* a layer (name prefix) holding part of the
+                                  peak: bytes live there, share of the peak */
+    MP_LINT_PEAK_OP = 1,       /* the same grouped by producing op type */
+    MP_LINT_DEAD_OUTPUT = 2,   /* computed, never read, not a graph output:
+                                  bytes = its arena block */
+    MP_LINT_PINNED_OUTPUT = 3, /* a graph output live at the peak step,
+                                  computed before it: bytes = its block */
+    MP_LINT_INPLACE = 4,       /* an op that may write its output into its
+                                  input, which dies there, but does not:
+                                  bytes = output block saved while it runs,
+                                  aux_bytes = the saving at the peak step */
+    MP_LINT_ATTENTION = 5,     /* MatMul -> (pointwise) -> Softmax -> MatMul:
+                                  bytes = score-chain bytes live at the peak
+                                  step (what a fused kernel would not hold),
+                                  aux_bytes = one score tensor */
+    MP_LINT_KV_CACHE = 6,      /* decoder KV cache (past key/value inputs):
+                                  bytes per token, aux_bytes at the context */
+    MP_LINT_FRAGMENTATION = 7  /* PyTorch caching-allocator replay:
+                                  bytes = reserved - arena (0 when below),
+                                  aux_bytes = reserved bytes */
+} mp_lint_kind;
+#define MP_LINT_KIND_COUNT 8
+/* "peak-layer", "dead-output", ...; NULL for an unknown kind. */
+MP_API const char *mp_lint_kind_name(mp_lint_kind k);
+
+typedef struct mp_lint {
+    mp_lint_kind kind;
+    uint64_t bytes;       /* the figure (see each kind) */
+    uint64_t aux_bytes;   /* a second figure, 0 where the kind has none */
+    double share;         /* PEAK_*: bytes / live bytes at the peak step */
+    uint32_t node;        /* the node concerned, or MP_NONE */
+    uint32_t tensor;      /* the tensor concerned, or MP_NONE */
+    const char *subject;  /* layer, op type, tensor or pattern name */
+    const char *message;  /* one line for people */
+} mp_lint;
+
+typedef struct mp_lint_options {
+    uint32_t layer_depth;   /* name components that make a layer (1) */
+    uint32_t top;           /* peak attribution entries per grouping (5) */
+    uint64_t kv_context;    /* tokens for the KV-cache figure (4096) */
+    int fragmentation;      /* 1: replay the caching allocator (default) */
+} mp_lint_options;
+MP_API void mp_lint_options_init(mp_lint_options *o);
+
+typedef struct mp_lints mp_lints;
+/* Runs every lint on a plan. opt may be NULL (defaults). Deterministic:
+ * the findings come in kind order, largest figure first within a kind. */
+MP_API mp_status mp_plan_lint(const mp_plan *p, const mp_lint_options *opt,
+                              mp_lints **out);
+MP_API void mp_lints_destroy(mp_lints *l);
+MP_API uint32_t mp_lints_count(const mp_lints *l);
+MP_API const mp_lint *mp_lints_get(const mp_lints *l, uint32_t i);
+
+/* Caching-allocator simulation (PyTorch's CUDA caching allocator rules:
+ * requests rounded up to 512 bytes; <= 1 MiB from 2 MiB segments, larger
+ * from 20 MiB segments below 10 MiB and from segments rounded up to 2 MiB
+ * above; best fit over cached free blocks (smallest, then lowest address);
+ * a block is split when the rest is >= 512 bytes (small pool) or > 1 MiB
+ * (large pool); freed blocks merge with free neighbours; segments are never
+ * returned). Buffers are allocated at `start` and freed at `end` (frees of
+ * a time before its allocations, each in buffer order); `size` is the
+ * requested byte count, `offset` is ignored. */
+typedef struct mp_cache_sim_result {
+    uint64_t reserved_bytes;        /* all segments obtained (cudaMalloc) */
+    uint64_t small_reserved_bytes;  /* of which 2 MiB small-pool segments */
+    uint64_t peak_allocated_bytes;  /* max over time of rounded block bytes */
+    uint64_t peak_requested_bytes;  /* max over time of requested bytes */
+    uint32_t segments;              /* cudaMalloc calls */
+    uint32_t splits;                /* blocks split on allocation */
+    uint32_t reuses;                /* allocations served from the cache */
+} mp_cache_sim_result;
+MP_API mp_status mp_cache_sim(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
+                              mp_cache_sim_result *out);
+
+/* DOT through Graphviz cgraph: one box per node coloured by phase, edges
+ * labelled with tensor sizes, tensors live at the peak in red, recompute
+ * and offload marked, name-prefix groups as clusters. */
+typedef struct mp_dot_options {
+    const char *collapse_prefix; /* comma-separated prefixes: the nodes of
+                                    each become one node; NULL: none */
+    uint32_t collapse_depth;     /* > 0: nodes grouped by their first N name
+                                    components, one node per group */
+    int clusters;                /* 1 (default): name groups as clusters */
+    int show_weights;            /* 0 (default): persistent tensors hidden */
+} mp_dot_options;
+MP_API void mp_dot_options_init(mp_dot_options *o);
+/* 1 when this build writes DOT (cgraph), else 0: mp_plan_write_dot then
+ * returns MP_ERR_UNSUPPORTED. */
+MP_API int mp_dot_available(void);
+MP_API mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
+                                   const mp_dot_options *opt);
+
+/* HTML report: one self-contained file (inline SVG and CSS, no script, no
+ * network): figures, memory timeline by tensor kind, arena layout (one
+ * rectangle per block, <title> on hover), the tensors at the peak and the
+ * lints (lints may be NULL). */
+typedef struct mp_html_options {
+    const char *title;       /* NULL: the graph's name */
+    uint32_t max_rects;      /* arena rectangles drawn (20000); the rest are
+                                summed up in a note */
+    uint32_t max_points;     /* timeline samples (4000) */
+    const mp_lints *lints;
+} mp_html_options;
+MP_API void mp_html_options_init(mp_html_options *o);
+MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
+                                    const mp_html_options *opt);
+
+/* Chrome trace-event JSON (Perfetto, chrome://tracing): one "X" slice per
+ * step (compute and recompute on thread 1, free/offload/prefetch on
+ * thread 2), a "C" counter of live arena bytes. step_seconds may give each
+ * step's duration (n_steps entries, e.g. from a cost model); else a node's
+ * given seconds, else 1 microsecond per compute step, 0 for the others. */
+MP_API mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
+                                     const double *step_seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,150 @@
+/* bench_remat: recompute solvers on Checkmate training graphs at budgets
+ * that are fractions of each graph's no-recompute peak (live arena bytes +
+ * persistent bytes of the default schedule).
+ *
+ *   bench_remat [--frac F]... [--solver NAME]... [--time-limit SEC]
+ *               GRAPH.json...
+ *
+ * Defaults: --frac 0.8 --frac 0.9, every solver this build has. For each
+ * graph, budget and solver it prints the overhead ((base + extra) / base
+ * compute cost), the LP lower bound on it when the solver gives one, the
+ * peak reached, the seconds (wall and CPU) and whether mp_verify_plan
+ * accepted the plan.
+ *   bench_remat ../shared/bench/checkmate/ *_train_*.json
+ * Exit status: 0 when every auto run met its budget and verified. */
+#include "memplan/memplan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int main(int argc, char **argv)
+{
+    double fracs[16];
+    int n_fracs = 0;
+    mp_remat_solver solvers[16];
+    int n_solvers = 0;
+    double tl = 0;
+    int bad = 0;
+    int first_file = argc;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--frac") == 0 && i + 1 < argc && n_fracs < 16) {
+            fracs[n_fracs++] = atof(argv[++i]);
+        } else if (strcmp(argv[i], "--solver") == 0 && i + 1 < argc &&
+                   n_solvers < 16) {
+            if (mp_remat_solver_parse(argv[++i], &solvers[n_solvers]) !=
+                MP_OK) {
+                fprintf(stderr, "bench_remat: unknown solver %s\n", argv[i]);
+                return 2;
+            }
+            n_solvers++;
+        } else if (strcmp(argv[i], "--time-limit") == 0 && i + 1 < argc) {
+            tl = atof(argv[++i]);
+        } else {
+            first_file = i;
+            break;
+        }
+    }
+    if (!n_fracs) {
+        fracs[n_fracs++] = 0.8;
+        fracs[n_fracs++] = 0.9;
+    }
+    if (!n_solvers) {
+        mp_remat_solver all[] = {MP_REMAT_CHEN_SQRT, MP_REMAT_CHEN_GREEDY,
+                                 MP_REMAT_DTR, MP_REMAT_SELECTIVE,
+                                 MP_REMAT_LP, MP_REMAT_AUTO};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            solvers[n_solvers++] = all[k];
+    }
+    printf("%-40s %5s %-15s %9s %9s %8s %10s %7s %7s %s\n", "graph", "frac",
+           "solver", "overhead", "lp_bound", "ratio", "peak_MiB", "wall_s",
+           "cpu_s", "status");
+    for (int f = first_file; f < argc; f++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        mp_plan *base = NULL;
+        if (!ctx || mp_graph_load(ctx, argv[f], &g) != MP_OK ||
+            mp_plan_create(g, NULL, &base) != MP_OK) {
+            fprintf(stderr, "bench_remat: %s: %s\n", argv[f],
+                    ctx ? mp_ctx_message(ctx) : "no memory");
+            bad = 1;
+            mp_graph_destroy(g);
+            mp_ctx_destroy(ctx);
+            continue;
+        }
+        const mp_figures *bf = mp_plan_figures(base);
+        uint64_t base_peak = bf->lower_bound_bytes + bf->persistent_bytes;
+        char gname[41];
+        snprintf(gname, sizeof gname, "%s", base_name(argv[f]));
+        for (int b = 0; b < n_fracs; b++) {
+            uint64_t budget = (uint64_t)((double)base_peak * fracs[b]);
+            double lb = -1;
+            for (int s = 0; s < n_solvers; s++) {
+                mp_remat_options ro;
+                mp_remat_options_init(&ro);
+                ro.solver = solvers[s];
+                ro.budget = budget;
+                ro.time_limit = tl;
+                mp_remat_result r;
+                mp_plan *plan = NULL;
+                double w0 = now(), c0 = cpu();
+                mp_status st = mp_remat_plan(g, &ro, NULL, &plan, &r);
+                double w = now() - w0, c = cpu() - c0;
+                const char *vs = "verified";
+                if (st == MP_ERR_UNSUPPORTED) {
+                    mp_plan_destroy(plan);
+                    continue;
+                }
+                if (st == MP_OK && mp_verify_plan(g, plan) != MP_OK)
+                    vs = "VERIFY-FAILED";
+                else if (st == MP_OK && r.peak_bytes > budget)
+                    vs = "OVER-BUDGET";
+                else if (st != MP_OK)
+                    vs = mp_status_name(st);
+                if (r.lower_bound_cost >= 0)
+                    lb = r.lower_bound_cost;
+                double ov = st == MP_OK
+                                ? (r.base_cost + r.extra_cost) / r.base_cost
+                                : -1;
+                double lbo = lb >= 0 ? (r.base_cost + lb) / r.base_cost : -1;
+                printf("%-40s %5.2f %-15s %9.4f %9.4f %8.4f %10.1f %7.2f "
+                       "%7.2f %s%s%s\n",
+                       gname, fracs[b], mp_remat_solver_name(solvers[s]), ov,
+                       lbo, ov > 0 && lbo > 0 ? ov / lbo : -1,
+                       (double)(st == MP_OK ? r.peak_bytes : r.min_peak_bytes) /
+                           1048576.0,
+                       w, c, vs, st == MP_OK ? " " : "",
+                       st == MP_OK ? (r.solver ? r.solver : "") : "");
+                if (solvers[s] == MP_REMAT_AUTO && strcmp(vs, "verified"))
+                    bad = 1;
+                fflush(stdout);
+                mp_plan_destroy(plan);
+            }
+        }
+        mp_plan_destroy(base);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+    return bad;
+}

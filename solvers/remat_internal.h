@@ -1,0 +1,70 @@
+/* Recompute solvers: the problem every one of them sees, and the replay
+ * that turns a keep/drop policy into a schedule (solvers/remat.c), shared
+ * with the Checkmate LP/MILP (solvers/checkmate.c). */
+#ifndef MP_REMAT_INTERNAL_H
+#define MP_REMAT_INTERNAL_H
+
+#include "internal.h"
+
+/* One unit per node, in the graph's topological order (unit u is stage u).
+ * A unit's memory is the aligned bytes of its arena outputs, which live
+ * and die together. Dependencies go through views to storage roots. */
+typedef struct rm_prob {
+    mp_ctx *ctx;
+    const mp_graph *g;
+    uint32_t T;
+    uint32_t *node;          /* unit -> node id */
+    uint32_t *pos;           /* node id -> unit */
+    uint64_t *mem;           /* aligned arena bytes of the unit's outputs */
+    double *cost, *flops;    /* flops < 0: not given */
+    uint8_t *fwd;            /* forward phase */
+    uint8_t *out;            /* holds a graph output: never freed */
+    uint32_t *dep_begin, *deps;  /* producer units of inputs (unique) */
+    uint32_t *use_begin, *uses;  /* consumer units, ascending, unique */
+    uint32_t *horizon;       /* last stage at which the unit may be needed */
+    /* graph inputs that take arena memory */
+    uint32_t n_in;
+    uint32_t *in_tensor, *in_last, *in_horizon;
+    uint64_t *in_mem;
+    uint8_t *in_out;         /* the input is (or is viewed by) an output */
+    uint64_t persistent;
+    uint64_t alignment;
+    double base_cost;
+} rm_prob;
+
+mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p);
+void rm_prob_free(rm_prob *p);
+
+/* Policy for the replay. */
+typedef struct rm_policy {
+    /* drop_after[u]: stage after which the first materialization of u is
+     * freed although later stages read it (they recompute it); UINT32_MAX
+     * or NULL: kept to its last use. Recomputed copies are kept to their
+     * last use unless keep() says otherwise or pressure evicts them. */
+    const uint32_t *drop_after;
+    /* Optional: called at the end of stage t for each resident unit that
+     * later stages read; return 0 to free it now. */
+    int (*keep)(void *user, uint32_t u, uint32_t t);
+    void *user;
+    /* > 0: evict resident units (DTR score) before a step would exceed
+     * this many live arena bytes. */
+    uint64_t evict_cap;
+    /* > 0: stop as soon as the extra cost exceeds this (pruning). */
+    double cost_cutoff;
+} rm_policy;
+
+typedef struct rm_out {
+    uint64_t peak;           /* live arena bytes, max over steps */
+    double extra_cost, extra_flops;
+    uint32_t n_recompute;
+    int cut;                 /* stopped early by cost_cutoff */
+    mp_step *steps;          /* when requested */
+    uint32_t n_steps;
+} rm_out;
+
+/* Replays stages 0..T-1 under the policy. want_steps: also build the
+ * schedule (context allocator; the caller owns out->steps). */
+mp_status rm_simulate(const rm_prob *p, const rm_policy *pol, int want_steps,
+                      rm_out *out);
+
+#endif
