@@ -83,7 +83,7 @@ typedef struct loader {
 static mp_status dtype_of(loader *L, int32_t t, const char *what,
                           mp_dtype *out)
 {
-    if (t < 0 || t > MP_DTYPE_FLOAT4E2M1 || !mp_dtype_name((mp_dtype)t))
+    if (t < 0 || t > MP_DTYPE_INT2 || !mp_dtype_name((mp_dtype)t))
         return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
                       "%s: %s has data type %d, which memplan does not know",
                       L->src, what, (int)t);

@@ -340,7 +340,7 @@ MP_SHAPE_FN(mp_shape_cast)
 {
     const mp_node *n = &g->nodes[node];
     int64_t to = mp_attr_int(n, "to", MP_DTYPE_UNDEFINED);
-    if (to < 0 || to > MP_DTYPE_FLOAT4E2M1 || !mp_dtype_name((mp_dtype)to))
+    if (to < 0 || to > MP_DTYPE_INT2 || !mp_dtype_name((mp_dtype)to))
         return mp_node_err(g, node, "attribute 'to' is not a data type "
                            "(%lld)", (long long)to);
     return cast_to(g, node, (int)to);

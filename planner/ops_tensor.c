@@ -435,11 +435,13 @@ MP_SHAPE_FN(mp_shape_split)
                            (unsigned)c, (unsigned)n->n_out);
     int64_t dim = in.d[ax];
     uint32_t nout = n->n_out ? n->n_out : 1;
+    /* a split input whose value is only known at run time */
+    bool runtime_split = !split && mp_in(g, n, 1) != NULL;
     for (uint32_t o = 0; o < n->n_out && !st; o++) {
         mp_shape s = in;
         if (split)
             s.d[ax] = split[o];
-        else if (dim < 0)
+        else if (dim < 0 || runtime_split)
             s.d[ax] = -1;
         else {
             int64_t part = (dim + nout - 1) / (int64_t)nout;

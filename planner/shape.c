@@ -97,8 +97,23 @@ bool mp_in_value(const mp_graph *g, const mp_node *n, uint32_t i,
                  const int64_t **v, uint32_t *cnt)
 {
     const mp_tensor *t = mp_in(g, n, i);
-    if (!t || !t->value)
+    if (!t)
         return false;
+    if (!t->value) {
+        /* an empty tensor's value is known: no elements */
+        static const int64_t none[1] = {0};
+        bool empty = t->rank > 0 && mp_tensor_shape_known(t);
+        for (int32_t k = 0; empty && k < t->rank; k++)
+            if (t->dims[k] == 0)
+                break;
+            else if (k == t->rank - 1)
+                empty = false;
+        if (!empty)
+            return false;
+        *v = none;
+        *cnt = 0;
+        return true;
+    }
     *v = t->value;
     *cnt = t->n_value;
     return true;

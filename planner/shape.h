@@ -121,4 +121,37 @@ MP_SHAPE_FN(mp_shape_dropout);
 MP_SHAPE_FN(mp_shape_loss);
 MP_SHAPE_FN(mp_shape_attention);
 
+/* planner/ops_more.c */
+MP_SHAPE_FN(mp_shape_like);
+MP_SHAPE_FN(mp_shape_bitcast);
+MP_SHAPE_FN(mp_shape_det);
+MP_SHAPE_FN(mp_shape_dynamic_quantize);
+MP_SHAPE_FN(mp_shape_optimizer);
+MP_SHAPE_FN(mp_shape_flex_attention);
+MP_SHAPE_FN(mp_shape_linear_attention);
+MP_SHAPE_FN(mp_shape_causal_conv_state);
+MP_SHAPE_FN(mp_shape_tfidf);
+MP_SHAPE_FN(mp_shape_grid_sample);
+MP_SHAPE_FN(mp_shape_roi_align);
+MP_SHAPE_FN(mp_shape_gather_nd);
+MP_SHAPE_FN(mp_shape_one_hot);
+MP_SHAPE_FN(mp_shape_einsum);
+MP_SHAPE_FN(mp_shape_dft);
+MP_SHAPE_FN(mp_shape_stft);
+MP_SHAPE_FN(mp_shape_window);
+MP_SHAPE_FN(mp_shape_mel_weight);
+MP_SHAPE_FN(mp_shape_max_unpool);
+MP_SHAPE_FN(mp_shape_compress);
+MP_SHAPE_FN(mp_shape_nonzero);
+MP_SHAPE_FN(mp_shape_center_crop_pad);
+MP_SHAPE_FN(mp_shape_col2im);
+MP_SHAPE_FN(mp_shape_affine_grid);
+MP_SHAPE_FN(mp_shape_data_dependent);
+MP_SHAPE_FN(mp_shape_regex_match);
+MP_SHAPE_FN(mp_shape_string_normalizer);
+MP_SHAPE_FN(mp_shape_string_split);
+MP_SHAPE_FN(mp_shape_label_encoder);
+MP_SHAPE_FN(mp_shape_tree_ensemble);
+MP_SHAPE_FN(mp_shape_array_feature);
+
 #endif /* MP_SHAPE_H */

@@ -1,0 +1,162 @@
+/* The cost model: FLOPs and bytes of each node from its op registry entry
+ * (the cost class in the entry's flags), and time on a device profile as
+ * a roofline, max(FLOPs / peak, bytes / memory bandwidth), plus a fixed
+ * kernel overhead (docs/cost-model.md). */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Elements of a tensor: from its shape when known, else from its bytes
+ * and element size (4 bytes when the dtype is unknown). */
+static double numel(const mp_tensor *t)
+{
+    if (t->rank >= 0) {
+        double n = 1;
+        int known = 1;
+        for (int32_t i = 0; i < t->rank; i++) {
+            if (t->dims[i] < 0) {
+                known = 0;
+                break;
+            }
+            n *= (double)t->dims[i];
+        }
+        if (known)
+            return n;
+    }
+    unsigned bits = mp_dtype_bits((mp_dtype)t->dtype);
+    return bits ? (double)t->bytes * 8.0 / bits : (double)t->bytes / 4.0;
+}
+
+static int dim(const mp_tensor *t, int32_t i, double *out)
+{
+    if (!t || t->rank < 0)
+        return 0;
+    if (i < 0)
+        i += t->rank;
+    if (i < 0 || i >= t->rank || t->dims[i] < 0)
+        return 0;
+    *out = (double)t->dims[i];
+    return 1;
+}
+
+static const mp_tensor *in_t(const mp_graph *g, const mp_node *n, uint32_t i)
+{
+    return i < n->n_in && n->inputs[i] != MP_NONE
+               ? &g->tensors[n->inputs[i]]
+               : NULL;
+}
+
+mp_status mp_node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
+                              double *bytes)
+{
+    if (!g || node >= g->n_nodes || !flops || !bytes)
+        return MP_ERR_INVALID_ARG;
+    const mp_node *n = &g->nodes[node];
+    const mp_op_def *def = n->def ? n->def : mp_op_generic();
+    double rd = 0, wr = 0, out_el = 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (n->inputs[i] != MP_NONE)
+            rd += (double)g->tensors[n->inputs[i]].bytes;
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        wr += (double)g->tensors[n->outputs[o]].bytes;
+        out_el += numel(&g->tensors[n->outputs[o]]);
+    }
+    if (def->flags & MP_OPF_VIEW) {
+        *flops = 0;
+        *bytes = 0;
+        return MP_OK;
+    }
+    const mp_tensor *x = in_t(g, n, 0), *w = in_t(g, n, 1);
+    const mp_tensor *y = n->n_out ? &g->tensors[n->outputs[0]] : NULL;
+    double f = out_el, k = 0;
+    switch (MP_OP_COST_CLASS(def)) {
+    case MP_COST_MATMUL:
+        if (x && y && dim(x, -1, &k))
+            f = 2.0 * numel(y) * k;
+        break;
+    case MP_COST_GEMM:
+        if (x && y && x->rank == 2) {
+            const mp_attr *ta = mp_node_attr(n, "transA");
+            int trans = ta && ta->type == MP_ATTR_INT && ta->v.i != 0;
+            if (dim(x, trans ? 0 : 1, &k))
+                f = 2.0 * numel(y) * k + (in_t(g, n, 2) ? numel(y) : 0);
+        }
+        break;
+    case MP_COST_CONV:
+        if (w && y && dim(w, 0, &k) && k > 0)
+            f = 2.0 * numel(y) * numel(w) / k;
+        break;
+    case MP_COST_CONV_TRANSPOSE:
+        if (x && w && dim(w, 0, &k) && k > 0)
+            f = 2.0 * numel(x) * numel(w) / k;
+        break;
+    case MP_COST_POOL: {
+        const mp_attr *ks = mp_node_attr(n, "kernel_shape");
+        double kk = 1;
+        if (ks && ks->type == MP_ATTR_INTS)
+            for (uint32_t i = 0; i < ks->n; i++)
+                kk *= (double)(ks->v.ints[i] > 0 ? ks->v.ints[i] : 1);
+        else if (x && y && numel(y) > 0) /* global pooling */
+            kk = numel(x) / numel(y);
+        f = out_el * kk;
+        break;
+    }
+    case MP_COST_NORM:
+        f = 8.0 * (x ? numel(x) : out_el);
+        break;
+    case MP_COST_SOFTMAX:
+        f = 5.0 * out_el;
+        break;
+    case MP_COST_MOVE:
+        f = 0;
+        break;
+    default:
+        break;
+    }
+    *flops = f;
+    *bytes = rd + wr;
+    return MP_OK;
+}
+
+mp_status mp_node_estimate(const mp_graph *g, uint32_t node,
+                           const mp_device *d,
+                           mp_op_cost *out)
+{
+    if (!g || !d || !out)
+        return MP_ERR_INVALID_ARG;
+    if (node >= g->n_nodes)
+        return mp_err(g->ctx, MP_ERR_NOT_FOUND, "no node %u",
+                      (unsigned)node);
+    const mp_node *n = &g->nodes[node];
+    double f, b;
+    mp_status st = mp_node_flops_bytes(g, node, &f, &b);
+    if (st)
+        return st;
+    if (n->flops >= 0)
+        f = n->flops;
+    if (n->bytes_moved >= 0)
+        b = n->bytes_moved;
+    out->flops = f;
+    out->bytes = b;
+    if (n->seconds >= 0) {
+        out->seconds = n->seconds;
+        return MP_OK;
+    }
+    const mp_op_def *def = n->def ? n->def : mp_op_generic();
+    if ((def->flags & MP_OPF_VIEW) || (f == 0 && b == 0)) {
+        out->seconds = 0;
+        return MP_OK;
+    }
+    mp_dtype dt = MP_DTYPE_FLOAT32;
+    if (n->n_in && n->inputs[0] != MP_NONE &&
+        g->tensors[n->inputs[0]].dtype != MP_DTYPE_UNDEFINED)
+        dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
+    else if (n->n_out && g->tensors[n->outputs[0]].dtype)
+        dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
+    double peak = mp_device_flops(d, dt);
+    double tc = peak > 0 ? f / peak : 0;
+    double tm = d->mem_bw > 0 ? b / d->mem_bw : 0;
+    out->seconds = (tc > tm ? tc : tm) + d->kernel_overhead;
+    return MP_OK;
+}

@@ -1,0 +1,183 @@
+/* Cost model: device profiles (builtin, JSON good and malformed) and node
+ * cost figures checked by hand. */
+#include "internal.h"
+#include "support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int close_rel(double x, double y) { return fabs(x - y) <= 1e-9 * fabs(y); }
+
+static void t_builtin(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_device d;
+    CU_ASSERT_EQUAL(mp_device_builtin_count(), 5u);
+    for (size_t i = 0; i < mp_device_builtin_count(); i++) {
+        CU_ASSERT_EQUAL(mp_device_builtin(c, mp_device_builtin_name(i), &d),
+                        MP_OK);
+        CU_ASSERT(d.mem_bw > 0 && d.mem_bytes > 0 && d.h2d_bw > 0);
+        CU_ASSERT(mp_device_flops(&d, MP_DTYPE_FLOAT16) >=
+                  mp_device_flops(&d, MP_DTYPE_FLOAT32));
+    }
+    CU_ASSERT_EQUAL(mp_device_builtin(c, "H200", &d), MP_OK);
+    CU_ASSERT_STRING_EQUAL(d.name, "h200");
+    CU_ASSERT(close_rel(mp_device_flops(&d, MP_DTYPE_BFLOAT16), 989.5e12));
+    CU_ASSERT_EQUAL(mp_device_builtin(c, "v100", &d), MP_ERR_NOT_FOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(c), "v100"));
+    /* T4 has no bf16 or fp8 units: they fall back to fp16 */
+    CU_ASSERT_EQUAL(mp_device_builtin(c, "t4", &d), MP_OK);
+    CU_ASSERT(close_rel(mp_device_flops(&d, MP_DTYPE_BFLOAT16), 65e12));
+    CU_ASSERT(close_rel(mp_device_flops(&d, MP_DTYPE_FLOAT8E4M3FN), 65e12));
+    /* transfer: latency + bytes / bandwidth */
+    d.h2d_bw = 1e9;
+    d.link_latency = 1e-5;
+    CU_ASSERT(close_rel(mp_device_transfer_seconds(&d, 2000000000u, 0),
+                        2.0 + 1e-5));
+    CU_ASSERT_EQUAL(mp_device_transfer_seconds(&d, 0, 0), 0.0);
+    mp_ctx_destroy(c);
+}
+
+static void t_json(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_device d;
+    const char *good =
+        "{\"name\": \"mygpu\", \"flops\": {\"float32\": 1e13, \"float16\": "
+        "8e13}, \"memory_bandwidth\": 1e12, \"memory_bytes\": 17179869184, "
+        "\"h2d_bandwidth\": 2.5e10, \"link_latency\": 1e-5, "
+        "\"copy_engines\": 1, \"x-note\": \"ignored\"}";
+    CU_ASSERT_EQUAL(mp_device_load_json_string(c, good, "g.json", &d), MP_OK);
+    CU_ASSERT_STRING_EQUAL(d.name, "mygpu");
+    CU_ASSERT_EQUAL(d.mem_bytes, 17179869184ull);
+    CU_ASSERT(close_rel(d.d2h_bw, 2.5e10)); /* one direction given: both */
+    CU_ASSERT_EQUAL(d.copy_engines, 1);
+    CU_ASSERT(close_rel(mp_device_flops(&d, MP_DTYPE_FLOAT16), 8e13));
+    /* base + override */
+    const char *based = "{\"base\": \"a100\", \"memory_bytes\": 42949672960}";
+    CU_ASSERT_EQUAL(mp_device_load_json_string(c, based, "b.json", &d), MP_OK);
+    CU_ASSERT_STRING_EQUAL(d.name, "a100");
+    CU_ASSERT_EQUAL(d.mem_bytes, 42949672960ull);
+    CU_ASSERT(close_rel(d.mem_bw, 2.039e12));
+    /* file through mp_device_get */
+    const char *path = mp_test_write_temp(".json", good);
+    CU_ASSERT_FATAL(path != NULL);
+    CU_ASSERT_EQUAL(mp_device_get(c, path, &d), MP_OK);
+    CU_ASSERT_STRING_EQUAL(d.name, "mygpu");
+    remove(path);
+    CU_ASSERT_EQUAL(mp_device_get(c, "/nonexistent/dev.json", &d), MP_ERR_IO);
+
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"{\"name\": \"x\", \"flops\": {\"float32\": 1e12}", "g.json:1:"},
+        {"[1, 2]", "JSON object"},
+        {"{\"name\": \"x\", \"flops\": {\"float32\": 1e12}, "
+         "\"memory_bandwidth\": 1e11, \"memroy_bytes\": 5}",
+         "unknown key \"memroy_bytes\""},
+        {"{\"name\": \"x\", \"flops\": {\"float32\": \"fast\"}, "
+         "\"memory_bandwidth\": 1e11}",
+         "flops.float32"},
+        {"{\"name\": \"x\", \"flops\": {\"float32\": 1e12}, "
+         "\"memory_bandwidth\": -1}",
+         ">= 0"},
+        {"{\"name\": \"x\", \"flops\": {\"float32\": 1e12}, "
+         "\"memory_bandwidth\": 1e11, \"memory_bytes\": 1.5}",
+         "whole number"},
+        {"{\"name\": \"x\", \"memory_bandwidth\": 1e11}", "needs a float32"},
+        {"{\"flops\": {\"float32\": 1e12}, \"memory_bandwidth\": 1e11}",
+         "\"name\" or \"base\""},
+        {"{\"base\": \"v100\"}", "unknown device"},
+        {"{\"name\": \"x\", \"name\": \"y\"}", "duplicate"},
+        {"{\"name\": \"x\", \"flops\": {\"float32\": 1e12}, "
+         "\"memory_bandwidth\": 1e11, \"copy_engines\": 0}",
+         "copy_engines"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mp_status st = mp_device_load_json_string(c, bad[i].text, "g.json", &d);
+        CU_ASSERT(st == MP_ERR_PARSE || st == MP_ERR_NOT_FOUND);
+        if (!strstr(mp_ctx_message(c), bad[i].needle)) {
+            printf("\n  case %zu: %s\n", i, mp_ctx_message(c));
+            CU_FAIL("message does not name the problem");
+        }
+    }
+    mp_ctx_destroy(c);
+}
+
+/* Node costs by hand: a Relu on 1000 float32 (default class), a node with
+ * FLOPs given, a view. */
+static void t_node_cost(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(c, &g) == MP_OK);
+    int64_t dims[] = {10, 100}, dims2[] = {1000};
+    mp_tensor_desc tx = {"x", MP_DTYPE_FLOAT32, 2, dims, 0, MP_KIND_INPUT};
+    mp_tensor_desc ty = {"y", MP_DTYPE_FLOAT32, 2, dims, 0,
+                         MP_KIND_ACTIVATION};
+    mp_tensor_desc tz = {"z", MP_DTYPE_FLOAT32, 2, dims, 0,
+                         MP_KIND_ACTIVATION};
+    mp_tensor_desc tv = {"v", MP_DTYPE_FLOAT32, 1, dims2, 0,
+                         MP_KIND_ACTIVATION};
+    uint32_t x, y, z, v, sh;
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tx, &x), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &ty, &y), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tz, &z), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tv, &v), MP_OK);
+    int64_t shd[] = {1};
+    mp_tensor_desc ts = {"shape", MP_DTYPE_INT64, 1, shd, 0,
+                         MP_KIND_CONSTANT};
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &ts, &sh), MP_OK);
+    uint32_t n0, n1, n2;
+    mp_node_desc a = {"relu", "Relu", NULL, &x, 1, &y, 1, MP_PHASE_FORWARD};
+    mp_node_desc b = {"custom", "MyOp", NULL, &y, 1, &z, 1, MP_PHASE_FORWARD};
+    uint32_t rin[] = {z, sh};
+    mp_node_desc r = {"flat", "Reshape", NULL, rin, 2, &v, 1,
+                      MP_PHASE_FORWARD};
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &a, &n0), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &b, &n1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &r, &n2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_node_cost(g, n1, 4e9, -1, -1), MP_OK);
+    mp_graph_mark_output(g, v);
+    if (mp_graph_finalize(g) != MP_OK) {
+        printf("\n  %s\n", mp_ctx_message(c));
+        CU_FAIL_FATAL("finalize");
+    }
+    mp_device d;
+    memset(&d, 0, sizeof d);
+    d.flops_fp32 = 1e12;
+    d.mem_bw = 1e9;
+    d.kernel_overhead = 1e-6;
+    mp_op_cost k;
+    /* Relu: 1000 FLOPs, 8000 bytes: memory bound, 8e-6 s + 1e-6 */
+    CU_ASSERT_EQUAL(mp_node_estimate(g, n0, &d, &k), MP_OK);
+    CU_ASSERT(close_rel(k.flops, 1000));
+    CU_ASSERT(close_rel(k.bytes, 8000));
+    CU_ASSERT(close_rel(k.seconds, 9e-6));
+    /* given 4e9 FLOPs: compute bound, 4 ms + 1 us */
+    CU_ASSERT_EQUAL(mp_node_estimate(g, n1, &d, &k), MP_OK);
+    CU_ASSERT(close_rel(k.flops, 4e9));
+    CU_ASSERT(close_rel(k.seconds, 4e-3 + 1e-6));
+    /* a view costs nothing */
+    CU_ASSERT_EQUAL(mp_node_estimate(g, n2, &d, &k), MP_OK);
+    CU_ASSERT_EQUAL(k.seconds, 0.0);
+    CU_ASSERT_EQUAL(k.bytes, 0.0);
+    /* a given time wins */
+    CU_ASSERT_EQUAL(mp_graph_set_node_cost(g, n0, -1, -1, 0.5), MP_OK);
+    CU_ASSERT_EQUAL(mp_node_estimate(g, n0, &d, &k), MP_OK);
+    CU_ASSERT_EQUAL(k.seconds, 0.5);
+    CU_ASSERT_EQUAL(mp_node_estimate(g, 99, &d, &k), MP_ERR_NOT_FOUND);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(c);
+}
+
+static CU_TestInfo tests[] = {
+    {"builtin device profiles", t_builtin},
+    {"JSON device profiles: good and malformed", t_json},
+    {"node cost by hand (roofline, given figures, views)", t_node_cost},
+    CU_TEST_INFO_NULL,
+};
+
+void mp_register_cost(void);
+void mp_register_cost(void) { mp_test_add_suite("cost", tests); }
