@@ -109,14 +109,16 @@ typedef enum mp_dtype {
     MP_DTYPE_BFLOAT16 = 16, MP_DTYPE_FLOAT8E4M3FN = 17,
     MP_DTYPE_FLOAT8E4M3FNUZ = 18, MP_DTYPE_FLOAT8E5M2 = 19,
     MP_DTYPE_FLOAT8E5M2FNUZ = 20, MP_DTYPE_UINT4 = 21, MP_DTYPE_INT4 = 22,
-    MP_DTYPE_FLOAT4E2M1 = 23
+    MP_DTYPE_FLOAT4E2M1 = 23, MP_DTYPE_FLOAT8E8M0 = 24, MP_DTYPE_UINT2 = 25,
+    MP_DTYPE_INT2 = 26
 } mp_dtype;
 
 /* "float32", "int64", ...; NULL for an unknown code. */
 MP_API const char *mp_dtype_name(mp_dtype t);
 /* Parses a dtype name (also ONNX spellings: "float", "double", "half"). */
 MP_API mp_status mp_dtype_parse(const char *name, mp_dtype *out);
-/* Bits per element; 0 for UNDEFINED and STRING. */
+/* Bits per element; 0 for UNDEFINED. STRING counts 64 bits: one handle
+ * (pointer) per element; the characters live outside the planned arena. */
 MP_API unsigned mp_dtype_bits(mp_dtype t);
 
 typedef enum mp_tensor_kind {
