@@ -84,7 +84,14 @@ mp_status mp_offsets_lower_bound(mp_ctx *ctx, const mp_buffer *bufs,
 
 /* ---- orders --------------------------------------------------------------- */
 
-enum { ORD_SIZE, ORD_DURATION, ORD_AREA, ORD_START, ORD_BREADTH, N_ORD };
+enum { ORD_SIZE, ORD_DURATION, ORD_AREA, ORD_START, ORD_BREADTH,
+       ORD_TINY_SIZE, ORD_TINY_CLASS, N_ORD };
+
+/* Large instances: buffers below this fraction of the lower bound are
+ * "tiny"; the tiny orders place them first, longest first, at the bottom
+ * (they cost at most their total size), since a tiny long-lived buffer
+ * placed last finds no gap along its whole lifetime and lands on top. */
+#define OFS_TINY_FRACTION 1e-6
 
 typedef struct ord_ctx {
     const mp_ofs_prob *p;
@@ -136,6 +143,54 @@ static int cmp_start(const void *ctx, uint32_t a, uint32_t b)
 {
     const ord_ctx *c = ctx;
     CMP_ASC(c->p->bufs[a].start, c->p->bufs[b].start);
+    return cmp_tail(c, a, b);
+}
+
+static int is_tiny(const mp_ofs_prob *p, uint32_t a)
+{
+    return (double)p->size[a] < OFS_TINY_FRACTION * (double)p->lb;
+}
+
+static int cmp_tiny_first(const ord_ctx *c, uint32_t a, uint32_t b)
+{
+    int ta = is_tiny(c->p, a), tb = is_tiny(c->p, b);
+    if (ta != tb)
+        return ta ? -1 : 1;
+    if (ta) {
+        CMP_DESC(dur(&c->p->bufs[a]), dur(&c->p->bufs[b]));
+        CMP_ASC(a, b);
+    }
+    return 0;
+}
+
+/* tiny first; then by size, earlier start first */
+static int cmp_tiny_size(const void *ctx, uint32_t a, uint32_t b)
+{
+    const ord_ctx *c = ctx;
+    int r = cmp_tiny_first(c, a, b);
+    if (r)
+        return r;
+    CMP_DESC(c->p->size[a], c->p->size[b]);
+    CMP_ASC(c->p->bufs[a].start, c->p->bufs[b].start);
+    CMP_ASC(a, b);
+    return 0;
+}
+
+/* size class (powers of 4), then longest first: sizes within a class are
+ * interchangeable enough that lifetime decides */
+static uint32_t size_class(uint64_t z)
+{
+    return (uint32_t)(63 - __builtin_clzll(z)) / 2;
+}
+
+static int cmp_tiny_class(const void *ctx, uint32_t a, uint32_t b)
+{
+    const ord_ctx *c = ctx;
+    int r = cmp_tiny_first(c, a, b);
+    if (r)
+        return r;
+    CMP_DESC(size_class(c->p->size[a]), size_class(c->p->size[b]));
+    CMP_DESC(dur(&c->p->bufs[a]), dur(&c->p->bufs[b]));
     return cmp_tail(c, a, b);
 }
 
@@ -231,6 +286,12 @@ static mp_status make_order(const mp_ofs_prob *p, int kind, uint32_t *order)
     case ORD_START:
         cmp = cmp_start;
         break;
+    case ORD_TINY_SIZE:
+        cmp = cmp_tiny_size;
+        break;
+    case ORD_TINY_CLASS:
+        cmp = cmp_tiny_class;
+        break;
     case ORD_AREA:
         area = mp_alloc(ctx, (size_t)p->n * sizeof *area);
         if (!area)
@@ -280,13 +341,21 @@ static const cand cands[] = {
     {ORD_BREADTH, MP_OFS_BESTFIT, "breadth"},
     {ORD_START, MP_OFS_FIRSTFIT, "start-firstfit"},
     {ORD_BREADTH, MP_OFS_FIRSTFIT, "breadth-firstfit"},
+    /* large instances only (see large_seq) */
+    {ORD_TINY_SIZE, MP_OFS_FIRSTFIT, "tiny-size-firstfit"},
+    {ORD_TINY_CLASS, MP_OFS_FIRSTFIT, "tiny-class-firstfit"},
+    {ORD_TINY_CLASS, MP_OFS_BESTFIT, "tiny-class-bestfit"},
 };
-#define N_CANDS (sizeof cands / sizeof cands[0])
+/* Small instances (matrix engine) run the first nine. */
+#define N_SMALL_CANDS 9u
 /* Large instances (tree engine): the cheap and usually best first, as many
  * as the pass budget allows. */
-static const int large_seq[] = {8, 1, 0, 2, 3, 5, 4, 6, 7};
-#define OFS_LARGE_PLACEMENTS 250000u
+static const int large_seq[] = {8, 9, 10, 11, 1, 0, 2, 3, 5, 4, 6, 7};
+#define N_LARGE_SEQ (sizeof large_seq / sizeof large_seq[0])
+#define OFS_LARGE_PLACEMENTS 150000u
 #define OFS_LARGE_MIN_PASSES 3u
+/* Work budget of the repair pass (offsets_large.c), in visited buffers. */
+#define OFS_REPAIR_WORK 30000000ull
 
 /* Names for the winner after improvement ("<candidate>+search"). */
 static const char *const improved_names[] = {
@@ -294,11 +363,21 @@ static const char *const improved_names[] = {
     "auto:duration-bestfit+search", "auto:duration-firstfit+search",
     "auto:area-bestfit+search", "auto:area-firstfit+search",
     "auto:breadth+search", "auto:start-firstfit+search",
-    "auto:breadth-firstfit+search"};
+    "auto:breadth-firstfit+search", "auto:tiny-size-firstfit+search",
+    "auto:tiny-class-firstfit+search", "auto:tiny-class-bestfit+search"};
+static const char *const repaired_names[] = {
+    "auto:size-bestfit+repair", "auto:size-firstfit+repair",
+    "auto:duration-bestfit+repair", "auto:duration-firstfit+repair",
+    "auto:area-bestfit+repair", "auto:area-firstfit+repair",
+    "auto:breadth+repair", "auto:start-firstfit+repair",
+    "auto:breadth-firstfit+repair", "auto:tiny-size-firstfit+repair",
+    "auto:tiny-class-firstfit+repair", "auto:tiny-class-bestfit+repair"};
 static const char *const auto_names[] = {
     "auto:size-bestfit", "auto:size-firstfit", "auto:duration-bestfit",
     "auto:duration-firstfit", "auto:area-bestfit", "auto:area-firstfit",
-    "auto:breadth", "auto:start-firstfit", "auto:breadth-firstfit"};
+    "auto:breadth", "auto:start-firstfit", "auto:breadth-firstfit",
+    "auto:tiny-size-firstfit", "auto:tiny-class-firstfit",
+    "auto:tiny-class-bestfit"};
 
 /* Solver state shared by the passes. */
 typedef struct solver {
@@ -587,13 +666,13 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
         if ((st = run_cand(&s, only)) != MP_OK)
             goto out;
     } else {
-        unsigned passes = N_CANDS;
+        unsigned passes = N_SMALL_CANDS;
         if (!p->mat) {
             passes = OFS_LARGE_PLACEMENTS / p->n;
             if (passes < OFS_LARGE_MIN_PASSES)
                 passes = OFS_LARGE_MIN_PASSES;
-            if (passes > N_CANDS)
-                passes = N_CANDS;
+            if (passes > N_LARGE_SEQ)
+                passes = N_LARGE_SEQ;
         }
         for (unsigned c = 0; c < passes; c++) {
             int ci = p->mat ? (int)c : large_seq[c];
@@ -606,8 +685,16 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
         st = improve(&s, opt->seed, t0 + limit, &improved);
         if (st != MP_OK)
             goto out;
-        solver_name = improved ? improved_names[s.best_cand]
-                               : auto_names[s.best_cand];
+        int repaired = 0;
+        if (!p->mat && s.best_arena > p->lb) {
+            st = mp_ofs_repair(p, s.best_off, &s.best_arena, OFS_REPAIR_WORK,
+                               t0 + limit, &repaired);
+            if (st != MP_OK)
+                goto out;
+        }
+        solver_name = repaired   ? repaired_names[s.best_cand]
+                      : improved ? improved_names[s.best_cand]
+                                 : auto_names[s.best_cand];
     }
     if (only >= 0)
         solver_name = cands[only].name;

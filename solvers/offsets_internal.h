@@ -67,4 +67,12 @@ void mp_ofs_tree_destroy(mp_ofs_tree *t);
 mp_status mp_ofs_tree_place(mp_ofs_tree *t, const uint32_t *order, int fit,
                             uint64_t *off, uint64_t *arena);
 
+/* ---- repair pass (offsets_large.c): any size ---------------------------- */
+/* Lowers the buffers that reach the top of the arena by re-placing them
+ * and the buffers in their way; off[] and *arena are updated in place and
+ * stay a valid placement. budget: work units (visited buffers); *improved
+ * is set when the arena fell. */
+mp_status mp_ofs_repair(const mp_ofs_prob *p, uint64_t *off, uint64_t *arena,
+                        uint64_t budget, double deadline, int *improved);
+
 #endif
