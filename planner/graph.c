@@ -86,6 +86,11 @@ void mp_graph_destroy(mp_graph *g)
     }
     for (size_t i = 0; i < g->n_nodes; i++)
         free_node(ctx, &g->nodes[i]);
+    for (size_t i = 0; i < g->n_subgraphs; i++)
+        mp_graph_destroy(g->subgraphs[i]);
+    mp_dealloc(ctx, g->subgraphs);
+    mp_dealloc(ctx, g->sub_inputs);
+    mp_dealloc(ctx, g->sub_outputs);
     mp_dealloc(ctx, g->tensors);
     mp_dealloc(ctx, g->nodes);
     mp_name_map_free(ctx, &g->tensor_map);

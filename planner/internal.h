@@ -296,6 +296,14 @@ struct mp_graph {
     uint32_t *topo;        /* node ids in topological order */
     /* ONNX: opset version of the default domain (0: unknown / not ONNX) */
     int64_t onnx_opset;
+    /* ONNX control flow (frontends/onnx.c, planner/ops_control.c):
+     * subgraphs owned by this graph (If/Loop/Scan bodies), destroyed with
+     * it; a node finds its body by the int attribute "ATTR.graph" (index
+     * here). A subgraph lists its formal inputs and outputs in order. */
+    struct mp_graph **subgraphs;
+    size_t n_subgraphs, cap_subgraphs;
+    uint32_t *sub_inputs, *sub_outputs;
+    uint32_t n_sub_inputs, n_sub_outputs;
 };
 
 const mp_attr *mp_node_attr(const mp_node *n, const char *name);
