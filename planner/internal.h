@@ -196,10 +196,30 @@ enum {
 #define MP_OP_KERNEL(def) (((def)->flags >> MP_OPF_KERNEL_SHIFT) & 0xffu)
 #define MP_OP_KOP(def) (((def)->flags >> MP_OPF_KOP_SHIFT) & 0xffu)
 
+/* Backward rule of an op (issue 5, planner/train.c): which forward
+ * tensors its gradient needs saved. Kept in the registry entry's flags as
+ * MP_OPF_BWD(rule); 0 (the default) saves every input. */
+enum {
+    MP_BWD_INPUTS = 0,     /* every input (MatMul, Gemm, Conv, Mul, ...) */
+    MP_BWD_NONE,           /* nothing (Add, Sub, Concat, Transpose, views) */
+    MP_BWD_OUTPUT,         /* output 0 (Relu, Sigmoid, Tanh, Softmax, Exp) */
+    MP_BWD_INPUT0,         /* input 0 (Gelu, Erf, Log, AveragePool, ...) */
+    MP_BWD_NORM_ROWS,      /* input 0 + fp32 mean and inverse std per row
+                              (LayerNormalization; RMSNormalization) */
+    MP_BWD_NORM_CHANNELS,  /* input 0 + fp32 mean and inverse std per
+                              channel (BatchNormalization, ...) */
+    MP_BWD_MASK,           /* a 1-byte mask of output 0's shape (Dropout) */
+    MP_BWD_INDICES,        /* input 0 + int64 indices of output 0 (MaxPool) */
+    MP_BWD_NONDIFF         /* no gradient flows (Shape, comparisons, ...) */
+};
+#define MP_OPF_BWD_SHIFT 32
+#define MP_OPF_BWD(r) ((uint64_t)(r) << MP_OPF_BWD_SHIFT)
+#define MP_OP_BWD(def) ((unsigned)(((def)->flags >> MP_OPF_BWD_SHIFT) & 0xffu))
+
 typedef struct mp_op_def {
     const char *name;     /* op type; "" for the generic entry */
     const char *domain;   /* "" = ai.onnx */
-    unsigned flags;
+    uint64_t flags;       /* MP_OPF_* bits and the packed fields */
     /* Fills in sizes (and shapes where it can) of the node's outputs that
      * are not known yet. Returns MP_OK, or an error naming node/tensor. */
     mp_status (*infer)(struct mp_graph *g, uint32_t node);
