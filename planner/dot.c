@@ -1,0 +1,494 @@
+/* dot.c - a plan as a Graphviz DOT graph, built with cgraph. Every cgraph
+ * call of memplan is in this file: cgraph takes `char *` for names and
+ * values, so string literals are passed through cs() here and nowhere
+ * else. Built only with MEMPLAN_WITH_GRAPHVIZ (MP_WITH_GRAPHVIZ). */
+#include "viz.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void mp_dot_options_init(mp_dot_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->clusters = 1;
+}
+
+#ifndef MP_WITH_GRAPHVIZ
+
+int mp_dot_available(void) { return 0; }
+
+mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
+                            const mp_dot_options *opt)
+{
+    (void)path;
+    (void)opt;
+    if (!p)
+        return MP_ERR_INVALID_ARG;
+    return mp_err(p->ctx, MP_ERR_UNSUPPORTED,
+                  "DOT output: this memplan was built without Graphviz "
+                  "(cgraph); install libgraphviz-dev and configure with "
+                  "-DMEMPLAN_WITH_GRAPHVIZ=ON");
+}
+
+#else
+
+#include <graphviz/cgraph.h>
+#include <pthread.h>
+
+int mp_dot_available(void) { return 1; }
+
+/* cgraph's API is not const-correct: its string parameters are only read. */
+static char *cs(const char *s) { return (char *)s; }
+
+/* agwrite keeps its indentation state in statics: one writer at a time. */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* cgraph memory through the context allocator (blocks must be zeroed). */
+typedef struct dot_disc {
+    Agdisc_t disc;      /* first: cgraph hands &disc back to open() */
+    Agmemdisc_t mem;
+    mp_ctx *ctx;
+} dot_disc;
+
+static void *mem_open(Agdisc_t *d) { return d; }
+
+static void *mem_alloc(void *state, size_t req)
+{
+    dot_disc *dd = state;
+    return mp_calloc(dd->ctx, 1, req ? req : 1);
+}
+
+static void *mem_resize(void *state, void *ptr, size_t old, size_t req)
+{
+    dot_disc *dd = state;
+    char *q = mp_realloc_array(dd->ctx, ptr, req ? req : 1, 1);
+    if (q && req > old)
+        memset(q + old, 0, req - old);
+    return q;
+}
+
+static void mem_free(void *state, void *ptr)
+{
+    dot_disc *dd = state;
+    mp_dealloc(dd->ctx, ptr);
+}
+
+static void mem_close(void *state) { (void)state; }
+
+static const char *phase_color(uint8_t ph)
+{
+    switch (ph) {
+    case MP_PHASE_BACKWARD: return "#fdd0a2";
+    case MP_PHASE_OPTIMIZER: return "#c7e9c0";
+    default: return "#c6dbef";
+    }
+}
+
+static void set(void *obj, const char *k, const char *v)
+{
+    agsafeset(obj, cs(k), cs(v), cs(""));
+}
+
+typedef struct dot_run {
+    const mp_plan *p;
+    const mp_graph *g;
+    const mp_dot_options *o;
+    Agraph_t *G;
+    Agnode_t **rep;       /* node id -> the DOT node drawing it */
+    Agnode_t **tin;       /* tensor -> DOT node of a graph input/weight */
+    uint32_t *group;      /* node -> group index, MP_NONE: own node */
+    uint32_t *recomp;     /* node -> RECOMPUTE steps */
+    uint8_t *moved;       /* tensor -> 1 offloaded, 2 prefetched */
+    uint32_t peak_node;
+    mp_viz_blocks vb;
+} dot_run;
+
+typedef struct edge_rec {
+    Agrec_t h;
+    uint64_t bytes;
+    uint32_t tensors;
+} edge_rec;
+
+/* Group of a node for collapsing: index into keys (growing), or MP_NONE. */
+static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
+{
+    const mp_graph *g = r->g;
+    mp_ctx *ctx = r->p->ctx;
+    char **keys = NULL;
+    size_t nk = 0, cap = 0;
+    const char *pre = r->o->collapse_prefix;
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        const char *name = g->nodes[n].name;
+        char key[512];
+        key[0] = 0;
+        r->group[n] = MP_NONE;
+        if (r->o->collapse_depth > 0) {
+            size_t st;
+            size_t len = mp_viz_layer(name, r->o->collapse_depth, &st);
+            if (len >= sizeof key)
+                len = sizeof key - 1;
+            memcpy(key, name + st, len);
+            key[len] = 0;
+        } else if (pre && *pre) {
+            const char *q = pre;
+            while (*q) {
+                const char *e = strchr(q, ',');
+                size_t len = e ? (size_t)(e - q) : strlen(q);
+                if (len && len < sizeof key && strncmp(name, q, len) == 0) {
+                    memcpy(key, q, len);
+                    key[len] = 0;
+                    break;
+                }
+                q += len + (e != NULL);
+            }
+        }
+        if (!key[0])
+            continue;
+        size_t k = 0;
+        while (k < nk && strcmp(keys[k], key) != 0)
+            k++;
+        if (k == nk) {
+            mp_status st = mp_grow(ctx, (void **)&keys, sizeof *keys, nk + 1,
+                                   &cap);
+            if (st || !(keys[nk] = mp_strdup(ctx, key))) {
+                for (size_t i = 0; i < nk; i++)
+                    mp_dealloc(ctx, keys[i]);
+                mp_dealloc(ctx, keys);
+                return MP_ERR_NOMEM;
+            }
+            nk++;
+        }
+        r->group[n] = (uint32_t)k;
+    }
+    *keys_out = keys;
+    *nk_out = (uint32_t)nk;
+    return MP_OK;
+}
+
+static int tensor_at_peak(const dot_run *r, uint32_t t)
+{
+    return r->p->n_steps &&
+           mp_viz_block_at(r->p, &r->vb, r->g->tensors[t].root,
+                           r->p->fig.peak_step) != MP_NONE;
+}
+
+static mp_status build(dot_run *r, char **keys, uint32_t nk)
+{
+    const mp_graph *g = r->g;
+    const mp_plan *p = r->p;
+    char buf[1024], sz[32];
+    Agraph_t *G = r->G;
+    /* clusters: name groups (depth 1) of two or more nodes */
+    Agraph_t **clus = NULL;
+    char **ckeys = NULL;
+    uint32_t *cl_of = NULL;
+    size_t ncl = 0;
+    Agnode_t **gn = NULL;
+    mp_ctx *ctx = p->ctx;
+    mp_status st = MP_OK;
+    if (r->o->clusters && nk == 0 && g->n_nodes) {
+        cl_of = mp_alloc(ctx, g->n_nodes * sizeof *cl_of);
+        clus = mp_calloc(ctx, g->n_nodes, sizeof *clus);
+        ckeys = mp_calloc(ctx, g->n_nodes, sizeof *ckeys);
+        if (!cl_of || !clus || !ckeys) {
+            st = MP_ERR_NOMEM;
+            goto done;
+        }
+        for (uint32_t n = 0; n < g->n_nodes; n++) {
+            size_t s0, len = mp_viz_layer(g->nodes[n].name, 1, &s0);
+            const char *nm = g->nodes[n].name + s0;
+            cl_of[n] = MP_NONE;
+            if (len == 0 || len == strlen(nm))
+                continue;   /* a flat name: no cluster */
+            size_t k = 0;
+            while (k < ncl && !(strlen(ckeys[k]) == len &&
+                                strncmp(ckeys[k], nm, len) == 0))
+                k++;
+            if (k == ncl) {
+                ckeys[ncl] = mp_alloc(ctx, len + 1);
+                if (!ckeys[ncl]) {
+                    st = MP_ERR_NOMEM;
+                    goto done;
+                }
+                memcpy(ckeys[ncl], nm, len);
+                ckeys[ncl++][len] = 0;
+            }
+            cl_of[n] = (uint32_t)k;
+        }
+    }
+    /* group nodes (collapsed) */
+    if (nk) {
+        gn = mp_calloc(ctx, nk, sizeof *gn);
+        if (!gn) {
+            st = MP_ERR_NOMEM;
+            goto done;
+        }
+    }
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        const mp_node *nd = &g->nodes[n];
+        int folded = 1;
+        for (uint32_t o = 0; o < nd->n_out; o++)
+            if (nd->outputs[o] != MP_NONE &&
+                !(g->tensors[nd->outputs[o]].flags & MP_TF_FOLDED))
+                folded = 0;
+        if (folded && nd->n_out && !r->o->show_weights)
+            continue;   /* constant folding: not executed */
+        uint32_t k = r->group[n];
+        if (k != MP_NONE) {
+            if (!gn[k]) {
+                snprintf(buf, sizeof buf, "g%u", k);
+                gn[k] = agnode(G, buf, 1);
+                uint32_t cnt = 0;
+                for (uint32_t m = 0; m < g->n_nodes; m++)
+                    cnt += r->group[m] == k;
+                snprintf(buf, sizeof buf, "%s*\n%u nodes", keys[k], cnt);
+                set(gn[k], "label", buf);
+                set(gn[k], "shape", "box3d");
+                set(gn[k], "fillcolor", phase_color(nd->phase));
+            }
+            r->rep[n] = gn[k];
+            if (n == r->peak_node) {
+                set(gn[k], "color", "red");
+                set(gn[k], "penwidth", "3");
+            }
+            continue;
+        }
+        Agraph_t *home = G;
+        if (cl_of && cl_of[n] != MP_NONE) {
+            uint32_t c = cl_of[n];
+            if (!clus[c]) {
+                snprintf(buf, sizeof buf, "cluster_%u", c);
+                clus[c] = agsubg(G, buf, 1);
+                set(clus[c], "label", ckeys[c]);
+                set(clus[c], "style", "rounded");
+                set(clus[c], "color", "#999999");
+            }
+            home = clus[c];
+        }
+        snprintf(buf, sizeof buf, "n%u", n);
+        Agnode_t *an = agnode(home, buf, 1);
+        r->rep[n] = an;
+        if (r->recomp[n])
+            snprintf(buf, sizeof buf, "%s\n%s\nrecomputed x%u", nd->name,
+                     nd->op, r->recomp[n]);
+        else
+            snprintf(buf, sizeof buf, "%s\n%s", nd->name, nd->op);
+        set(an, "label", buf);
+        set(an, "fillcolor", phase_color(nd->phase));
+        if (r->recomp[n]) {
+            set(an, "style", "filled,dashed");
+            set(an, "peripheries", "2");
+        }
+        if (n == r->peak_node) {
+            set(an, "color", "red");
+            set(an, "penwidth", "3");
+            set(an, "tooltip", "runs at the peak step");
+        }
+    }
+    /* tensors: edges producer -> consumer; graph inputs as ellipses */
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const mp_tensor *x = &g->tensors[t];
+        if (x->n_cons == 0 && !(x->flags & MP_TF_OUTPUT))
+            continue;
+        Agnode_t *src = NULL;
+        int persistent = mp_kind_persistent(x->kind);
+        if (x->producer != MP_NONE && r->rep[x->producer]) {
+            src = r->rep[x->producer];
+        } else if (x->producer == MP_NONE &&
+                   (!persistent || r->o->show_weights)) {
+            snprintf(buf, sizeof buf, "t%u", t);
+            src = agnode(G, buf, 1);
+            set(src, "label", x->name);
+            set(src, "shape", persistent ? "note" : "ellipse");
+            set(src, "fillcolor", persistent ? "#eeeeee" : "#ffffcc");
+            r->tin[t] = src;
+        }
+        if (!src)
+            continue;
+        int hot = tensor_at_peak(r, t);
+        uint64_t bytes = x->alias_of == MP_NONE ? x->bytes : 0;
+        for (uint32_t c = 0; c < x->n_cons; c++) {
+            uint32_t cn = g->cons[x->cons_begin + c];
+            Agnode_t *dst = r->rep[cn];
+            if (!dst || dst == src)
+                continue;
+            int dup = 0;
+            for (uint32_t c2 = 0; c2 < c; c2++)
+                dup |= g->cons[x->cons_begin + c2] == cn ||
+                       r->rep[g->cons[x->cons_begin + c2]] == dst;
+            if (dup)
+                continue;
+            Agedge_t *e = nk ? agedge(G, src, dst, NULL, 0) : NULL;
+            edge_rec *er;
+            if (e) {
+                er = (edge_rec *)agbindrec(e, cs("mp"), sizeof *er, 0);
+                er->bytes += bytes;
+                er->tensors++;
+                snprintf(buf, sizeof buf, "%s (%u tensors)",
+                         mp_viz_size(er->bytes, sz, sizeof sz), er->tensors);
+                set(e, "label", buf);
+            } else {
+                e = agedge(G, src, dst, NULL, 1);
+                er = (edge_rec *)agbindrec(e, cs("mp"), sizeof *er, 0);
+                er->bytes = bytes;
+                er->tensors = 1;
+                if (x->alias_of != MP_NONE)
+                    snprintf(buf, sizeof buf, "view");
+                else
+                    snprintf(buf, sizeof buf, "%s%s",
+                             mp_viz_size(bytes, sz, sizeof sz),
+                             r->moved[x->root] == 1   ? " offload"
+                             : r->moved[x->root] == 2 ? " prefetch"
+                                                      : "");
+                set(e, "label", buf);
+                set(e, "tooltip", x->name);
+            }
+            if (hot) {
+                set(e, "color", "red");
+                set(e, "fontcolor", "red");
+                set(e, "penwidth", "2");
+            }
+            if (r->moved[x->root])
+                set(e, "style", "dashed");
+        }
+    }
+done:
+    if (ckeys)
+        for (size_t i = 0; i < ncl; i++)
+            mp_dealloc(ctx, ckeys[i]);
+    mp_dealloc(ctx, ckeys);
+    mp_dealloc(ctx, clus);
+    mp_dealloc(ctx, cl_of);
+    mp_dealloc(ctx, gn);
+    return st;
+}
+
+mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
+                            const mp_dot_options *opt)
+{
+    if (!p || !path)
+        return p ? mp_err(p->ctx, MP_ERR_INVALID_ARG,
+                          "mp_plan_write_dot: NULL argument")
+                 : MP_ERR_INVALID_ARG;
+    mp_dot_options defaults;
+    mp_dot_options_init(&defaults);
+    mp_ctx *ctx = p->ctx;
+    const mp_graph *g = p->graph;
+    dot_run r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    r.g = g;
+    r.o = opt ? opt : &defaults;
+    r.peak_node = MP_NONE;
+    size_t nn = g->n_nodes ? g->n_nodes : 1, nt = g->n_tensors ? g->n_tensors
+                                                                 : 1;
+    r.rep = mp_calloc(ctx, nn, sizeof *r.rep);
+    r.tin = mp_calloc(ctx, nt, sizeof *r.tin);
+    r.group = mp_calloc(ctx, nn, sizeof *r.group);
+    r.recomp = mp_calloc(ctx, nn, sizeof *r.recomp);
+    r.moved = mp_calloc(ctx, nt, sizeof *r.moved);
+    char **keys = NULL;
+    uint32_t nk = 0;
+    mp_status st = MP_OK;
+    FILE *f = NULL;
+    dot_disc dd;
+    memset(&dd, 0, sizeof dd);
+    if (!r.rep || !r.tin || !r.group || !r.recomp || !r.moved) {
+        st = MP_ERR_NOMEM;
+        goto done;
+    }
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mp_step *sp = &p->steps[s];
+        if (sp->kind == MP_STEP_RECOMPUTE && sp->index < g->n_nodes)
+            r.recomp[sp->index]++;
+        else if (sp->kind == MP_STEP_OFFLOAD && sp->index < g->n_tensors)
+            r.moved[sp->index] = 1;
+        else if (sp->kind == MP_STEP_PREFETCH && sp->index < g->n_tensors &&
+                 !r.moved[sp->index])
+            r.moved[sp->index] = 2;
+    }
+    if (p->n_steps) {
+        const mp_step *sp = &p->steps[p->fig.peak_step];
+        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE)
+            r.peak_node = sp->index;
+    }
+    st = mp_viz_blocks_build(p, &r.vb);
+    if (!st)
+        st = groups(&r, &keys, &nk);
+    if (st)
+        goto done;
+    f = fopen(path, "w");
+    if (!f) {
+        st = mp_err(ctx, MP_ERR_IO, "%s: cannot write: %s", path,
+                    strerror(errno));
+        goto done;
+    }
+    dd.ctx = ctx;
+    dd.mem = (Agmemdisc_t){mem_open, mem_alloc, mem_resize, mem_free,
+                           mem_close};
+    dd.disc.mem = &dd.mem;
+    dd.disc.id = &AgIdDisc;
+    dd.disc.io = &AgIoDisc;
+    r.G = agopen(cs(g->name && *g->name ? g->name : "memplan"), Agdirected,
+                 &dd.disc);
+    if (!r.G) {
+        st = mp_err(ctx, MP_ERR_NOMEM, "DOT: cgraph could not open a graph");
+        goto done;
+    }
+    agattr(r.G, AGRAPH, cs("rankdir"), cs("TB"));
+    agattr(r.G, AGRAPH, cs("fontname"), cs("Helvetica"));
+    agattr(r.G, AGRAPH, cs("labelloc"), cs("t"));
+    agattr(r.G, AGNODE, cs("shape"), cs("box"));
+    agattr(r.G, AGNODE, cs("style"), cs("filled"));
+    agattr(r.G, AGNODE, cs("fontname"), cs("Helvetica"));
+    agattr(r.G, AGNODE, cs("fontsize"), cs("10"));
+    agattr(r.G, AGEDGE, cs("fontname"), cs("Helvetica"));
+    agattr(r.G, AGEDGE, cs("fontsize"), cs("9"));
+    {
+        char lab[512], a[32], b[32], c[32];
+        snprintf(lab, sizeof lab,
+                 "%s: arena %s, lower bound %s, persistent %s; peak at step "
+                 "%u (red: node running and tensors live there); blue "
+                 "forward, orange backward, green optimizer",
+                 g->name && *g->name ? g->name : "graph",
+                 mp_viz_size(p->fig.arena_bytes, a, sizeof a),
+                 mp_viz_size(p->fig.lower_bound_bytes, b, sizeof b),
+                 mp_viz_size(p->fig.persistent_bytes, c, sizeof c),
+                 p->fig.peak_step);
+        set(r.G, "label", lab);
+    }
+    st = build(&r, keys, nk);
+    if (!st) {
+        pthread_mutex_lock(&write_lock);
+        int wr = agwrite(r.G, f);
+        pthread_mutex_unlock(&write_lock);
+        if (wr != 0)
+            st = mp_err(ctx, MP_ERR_IO, "%s: write failed", path);
+    }
+done:
+    if (r.G)
+        agclose(r.G);
+    if (f) {
+        int bad = ferror(f);
+        if (fclose(f) != 0 || bad)
+            if (!st)
+                st = mp_err(ctx, MP_ERR_IO, "%s: write failed", path);
+    }
+    for (uint32_t i = 0; i < nk; i++)
+        mp_dealloc(ctx, keys[i]);
+    mp_dealloc(ctx, keys);
+    mp_dealloc(ctx, r.rep);
+    mp_dealloc(ctx, r.tin);
+    mp_dealloc(ctx, r.group);
+    mp_dealloc(ctx, r.recomp);
+    mp_dealloc(ctx, r.moved);
+    mp_viz_blocks_free(ctx, &r.vb);
+    if (st == MP_ERR_NOMEM)
+        return mp_err(ctx, st, "DOT: out of memory");
+    return st;
+}
+
+#endif /* MP_WITH_GRAPHVIZ */
