@@ -78,7 +78,16 @@ typedef struct loader {
     char unbound[768];
     size_t unbound_len;
     unsigned n_unbound;
+    /* subgraphs: ids (in g) of names taken from an enclosing scope */
+    uint32_t *outer;
+    size_t n_outer, cap_outer;
+    unsigned depth;
 } loader;
+
+#define MAX_DEPTH 64
+
+static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub);
+static mp_status finish_top(loader *L, const Onnx__GraphProto *gp);
 
 static mp_status dtype_of(loader *L, int32_t t, const char *what,
                           mp_dtype *out)
@@ -549,6 +558,44 @@ static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
                   np->name ? np->name : "");
 }
 
+/* Builds a body (subgraph attribute) as a graph owned by L->g; the names
+ * it takes from enclosing scopes are appended to (*ins)[*n_in...]. */
+static mp_status add_body(loader *L, const Onnx__GraphProto *gp,
+                          uint32_t **ins, size_t *cap_in, size_t *n_in)
+{
+    if (L->depth >= MAX_DEPTH)
+        return mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: subgraphs nested "
+                      "deeper than %d", L->src, MAX_DEPTH);
+    mp_graph *sub = NULL;
+    mp_status st = mp_grow(L->ctx, (void **)&L->g->subgraphs,
+                           sizeof *L->g->subgraphs, L->g->n_subgraphs + 1,
+                           &L->g->cap_subgraphs);
+    if (!st)
+        st = mp_graph_create(L->ctx, &sub);
+    if (st)
+        return st;
+    L->g->subgraphs[L->g->n_subgraphs++] = sub;
+    sub->onnx_opset = L->g->onnx_opset;
+    loader S = {.ctx = L->ctx, .g = sub, .src = L->src, .opt = L->opt,
+                .depth = L->depth + 1};
+    st = build_graph(&S, gp, true);
+    for (size_t i = 0; i < S.n_outer && !st; i++) {
+        uint32_t id;
+        if ((st = mp_grow(L->ctx, (void **)ins, sizeof **ins, *n_in + 1,
+                          cap_in)))
+            break;
+        st = tensor_by_name(L, sub->tensors[S.outer[i]].name, &id);
+        bool dup = false;
+        for (size_t k = 0; k < *n_in && !st; k++)
+            if ((*ins)[k] == id)
+                dup = true;
+        if (!st && !dup)
+            (*ins)[(*n_in)++] = id;
+    }
+    mp_dealloc(L->ctx, S.outer);
+    return st;
+}
+
 static mp_status build(loader *L, const Onnx__ModelProto *m)
 {
     const Onnx__GraphProto *gp = m->graph;
@@ -556,8 +603,6 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
     if (!gp)
         return mp_err(L->ctx, MP_ERR_PARSE, "%s: the ONNX model has no graph",
                       L->src);
-    if (gp->name && gp->name[0] && (st = mp_graph_set_name(L->g, gp->name)))
-        return st;
     L->g->onnx_opset = m->n_opset_import ? 0 : 1;
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
@@ -565,6 +610,16 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
                   strcmp(o->domain, "ai.onnx") == 0) && o->has_version)
             L->g->onnx_opset = o->version;
     }
+    if ((st = build_graph(L, gp, false)))
+        return st;
+    return finish_top(L, gp);
+}
+
+static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
+{
+    mp_status st;
+    if (gp->name && gp->name[0] && (st = mp_graph_set_name(L->g, gp->name)))
+        return st;
     /* initializers: weights */
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
@@ -581,14 +636,25 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
     }
     /* graph inputs that are not initializers */
     int64_t dims[MP_MAX_RANK];
+    size_t cap_sub = 0;
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *v = gp->input[i];
         if (!v || !v->name || !v->name[0])
             return mp_err(L->ctx, MP_ERR_PARSE, "%s: graph input %zu has no "
                           "name", L->src, i);
         uint32_t id;
-        if (mp_graph_find_tensor(L->g, v->name, &id) == MP_OK)
+        if (sub) {
+            if ((st = mp_grow(L->ctx, (void **)&L->g->sub_inputs,
+                              sizeof *L->g->sub_inputs,
+                              L->g->n_sub_inputs + 1, &cap_sub)))
+                return st;
+        }
+        if (mp_graph_find_tensor(L->g, v->name, &id) == MP_OK) {
+            if (sub) /* a name given twice */
+                return mp_err(L->ctx, MP_ERR_GRAPH, "%s: subgraph input "
+                              "'%s' is given twice", L->src, v->name);
             continue; /* IR < 4: an initializer listed as input */
+        }
         mp_dtype dt;
         int rank;
         bool unbound;
@@ -600,6 +666,8 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
         mp_tensor_desc d = {v->name, dt, rank, dims, 0, MP_KIND_INPUT};
         if ((st = mp_graph_add_tensor(L->g, &d, &id)))
             return st;
+        if (sub)
+            L->g->sub_inputs[L->g->n_sub_inputs++] = id;
         (void)sym, (void)sd;
     }
     /* declared shapes of intermediate values and outputs */
@@ -668,6 +736,24 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
             else
                 st = tensor_by_name(L, np->input[i], &ins[i]);
         }
+        /* bodies (If/Loop/Scan): built first; the names they take from
+         * this scope become extra inputs of the node, and the memory a
+         * body needs is an extra output NODE:body (sized by inference) */
+        size_t n_in = np->n_input, n_body = 0;
+        for (size_t a = 0; a < np->n_attribute && !st; a++) {
+            const Onnx__AttributeProto *at = np->attribute[a];
+            if (!at || !at->g || !at->name)
+                continue;
+            st = add_body(L, at->g, &ins, &cap_in, &n_in);
+            n_body++;
+        }
+        if (st)
+            break;
+        if (n_body && mp_grow(L->ctx, (void **)&outs, sizeof *outs,
+                              np->n_output + 1, &cap_out)) {
+            st = MP_ERR_NOMEM;
+            break;
+        }
         for (size_t i = 0; i < np->n_output && !st; i++) {
             if (np->output[i] && np->output[i][0]) {
                 st = tensor_by_name(L, np->output[i], &outs[i]);
@@ -678,14 +764,20 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
                 st = tensor_by_name(L, oname, &outs[i]);
             }
         }
+        size_t n_out = np->n_output;
+        if (n_body && !st) {
+            char oname[600];
+            snprintf(oname, sizeof oname, "%s:body", name);
+            st = tensor_by_name(L, oname, &outs[n_out++]);
+        }
         if (st)
             break;
         const char *dom = np->domain ? np->domain : "";
         if (strcmp(dom, "ai.onnx") == 0)
             dom = "";
         mp_node_desc nd = {name, np->op_type, dom, ins,
-                           (uint32_t)np->n_input, outs,
-                           (uint32_t)np->n_output, MP_PHASE_FORWARD};
+                           (uint32_t)n_in, outs,
+                           (uint32_t)n_out, MP_PHASE_FORWARD};
         uint32_t nid;
         st = mp_graph_add_node(L->g, &nd, &nid);
         if (st) {
@@ -695,6 +787,19 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
             break;
         }
         st = add_attrs(L, nid, np);
+        if (!st && n_body) {
+            st = mp_graph_set_attr_int(L->g, nid, "body.inputs",
+                                       (int64_t)np->n_input);
+            size_t first = L->g->n_subgraphs - n_body;
+            for (size_t a = 0; a < np->n_attribute && !st; a++) {
+                const Onnx__AttributeProto *at = np->attribute[a];
+                if (!at || !at->g || !at->name)
+                    continue;
+                char key[256];
+                snprintf(key, sizeof key, "%s.graph", at->name);
+                st = mp_graph_set_attr_int(L->g, nid, key, (int64_t)first++);
+            }
+        }
         if (!st && strcmp(np->op_type, "Constant") == 0 && !dom[0] &&
             np->n_output >= 1)
             st = constant_output(L, np, outs[0]);
@@ -704,17 +809,60 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
     if (st)
         return st;
     /* graph outputs */
+    size_t cap_sub_out = 0;
     for (size_t i = 0; i < gp->n_output; i++) {
         const Onnx__ValueInfoProto *v = gp->output[i];
         uint32_t id;
         if (!v || !v->name || !v->name[0])
             continue;
-        if (mp_graph_find_tensor(L->g, v->name, &id) != MP_OK)
+        if (sub) { /* may name a value of an enclosing scope */
+            if ((st = tensor_by_name(L, v->name, &id)))
+                return st;
+        } else if (mp_graph_find_tensor(L->g, v->name, &id) != MP_OK)
             return mp_err(L->ctx, MP_ERR_GRAPH, "%s: graph output '%s' is "
                           "produced by no node", L->src, v->name);
         if ((st = mp_graph_mark_output(L->g, id)))
             return st;
+        if (sub) {
+            if ((st = mp_grow(L->ctx, (void **)&L->g->sub_outputs,
+                              sizeof *L->g->sub_outputs,
+                              L->g->n_sub_outputs + 1, &cap_sub_out)))
+                return st;
+            L->g->sub_outputs[L->g->n_sub_outputs++] = id;
+        }
     }
+    if (!sub)
+        return MP_OK;
+    /* names a body reads but does not define come from enclosing scopes:
+     * inputs of the body (values the enclosing graph holds) */
+    for (uint32_t t = 0; t < L->g->n_tensors; t++) {
+        mp_tensor *tt = &L->g->tensors[t];
+        if (tt->producer != MP_NONE || tt->declared_kind != MP_KIND_ACTIVATION)
+            continue;
+        bool used = (tt->flags & MP_TF_OUTPUT) != 0;
+        for (size_t k = 0; k < L->g->n_nodes && !used; k++)
+            for (uint32_t i = 0; i < L->g->nodes[k].n_in; i++)
+                if (L->g->nodes[k].inputs[i] == t) {
+                    used = true;
+                    break;
+                }
+        if (!used)
+            continue;
+        if ((st = mp_grow(L->ctx, (void **)&L->outer, sizeof *L->outer,
+                          L->n_outer + 1, &L->cap_outer)))
+            return st;
+        tt->kind = tt->declared_kind = MP_KIND_INPUT;
+        L->outer[L->n_outer++] = t;
+    }
+    return MP_OK;
+}
+
+/* Top graph: unbound symbols of the inputs it uses, then finalize (shape
+ * inference). */
+static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
+{
+    mp_status st = MP_OK;
+    int64_t dims[MP_MAX_RANK];
     /* unbound symbols of used inputs */
     bool *used = mp_calloc(L->ctx, L->g->n_tensors ? L->g->n_tensors : 1,
                            sizeof *used);

@@ -153,5 +153,9 @@ MP_SHAPE_FN(mp_shape_string_split);
 MP_SHAPE_FN(mp_shape_label_encoder);
 MP_SHAPE_FN(mp_shape_tree_ensemble);
 MP_SHAPE_FN(mp_shape_array_feature);
+/* planner/ops_control.c */
+MP_SHAPE_FN(mp_shape_if);
+MP_SHAPE_FN(mp_shape_loop);
+MP_SHAPE_FN(mp_shape_scan);
 
 #endif /* MP_SHAPE_H */

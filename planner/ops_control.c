@@ -1,0 +1,350 @@
+/* Shape functions of the control-flow ops If, Loop and Scan.
+ *
+ * The ONNX frontend builds each body as a graph owned by the node's graph
+ * (g->subgraphs, found by the int attribute "ATTR.graph"); the names a body
+ * takes from enclosing scopes are extra inputs of the node (after the
+ * "body.inputs" explicit ones), so they stay alive until the node runs; the
+ * node's last output, NODE:body, stands for the memory its body needs.
+ *
+ * Inference gives each body's formal inputs and outer names the shapes (and
+ * folded values) of what the node passes in, finalizes the body (its own
+ * shape inference, nested to any depth since bodies of bodies are inferred
+ * the same way), plans it, and sets:
+ * - If: each output from the two branches (equal dims kept; a dim that
+ *   differs is unknown and the size is the larger branch's); NODE:body is
+ *   the larger of the two branches' own peaks;
+ * - Loop: carried values from the body's outputs; scan outputs stacked
+ *   along a new first axis of the trip count (M, when folded); NODE:body is
+ *   the body's peak for one iteration (carried state counted there);
+ * - Scan: state values from the body; scan outputs with the sequence length
+ *   inserted at their axis; NODE:body the peak of one iteration.
+ * Body memory excludes the body's inputs (they are the node's inputs). */
+#include "shape.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static mp_graph *body_of(mp_graph *g, const mp_node *n, const char *attr)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s.graph", attr);
+    int64_t i = mp_attr_int(n, key, -1);
+    if (i < 0 || (size_t)i >= g->n_subgraphs)
+        return NULL;
+    return g->subgraphs[i];
+}
+
+static uint32_t explicit_inputs(const mp_node *n)
+{
+    int64_t k = mp_attr_int(n, "body.inputs", n->n_in);
+    return k >= 0 && k <= (int64_t)n->n_in ? (uint32_t)k : n->n_in;
+}
+
+/* explicit outputs (the last one is NODE:body when bodies exist) */
+static uint32_t explicit_outputs(const mp_node *n)
+{
+    return mp_node_attr(n, "body.inputs") && n->n_out ? n->n_out - 1
+                                                       : n->n_out;
+}
+
+/* Gives body tensor t the dtype, shape and value of outer tensor src (or
+ * of dtype/shape when src is NULL). */
+static mp_status bind(mp_graph *b, uint32_t t, const mp_tensor *src, int dt,
+                      const mp_shape *s)
+{
+    mp_tensor *bt = &b->tensors[t];
+    if (src) {
+        if (bt->dtype == MP_DTYPE_UNDEFINED)
+            bt->dtype = src->dtype;
+        if (src->rank >= 0) {
+            mp_status st = mp_tensor_set_shape(b->ctx, bt, src->rank,
+                                               src->dims);
+            if (!st && src->value && !bt->value)
+                st = mp_tensor_set_value(b->ctx, bt, src->value,
+                                         src->n_value);
+            if (st)
+                return st;
+        }
+        if ((src->flags & MP_TF_SIZE_KNOWN) && src->rank < 0) {
+            bt->bytes = src->bytes;
+            bt->flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
+        }
+        return MP_OK;
+    }
+    if (bt->dtype == MP_DTYPE_UNDEFINED)
+        bt->dtype = (uint8_t)dt;
+    if (s && s->rank >= 0 && bt->rank < 0)
+        return mp_tensor_set_shape(b->ctx, bt, s->rank, s->d);
+    return MP_OK;
+}
+
+/* Binds the body's outer names, finalizes and plans it; *peak gets the
+ * most memory the body's own tensors take at one step. */
+static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
+                            const char *what, uint64_t *peak)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_status st = MP_OK;
+    for (uint32_t i = explicit_inputs(n); i < n->n_in && !st; i++) {
+        const mp_tensor *src = mp_in(g, n, i);
+        uint32_t t;
+        if (src && mp_graph_find_tensor(b, src->name, &t) == MP_OK &&
+            b->tensors[t].producer == MP_NONE)
+            st = bind(b, t, src, 0, NULL);
+    }
+    if (!st && !b->finalized)
+        st = mp_graph_finalize(b);
+    mp_plan *p = NULL;
+    if (!st)
+        st = mp_plan_create(b, NULL, &p);
+    if (st) {
+        char msg[MP_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", mp_ctx_message(g->ctx));
+        return mp_node_err(g, node, "in its %s: %s", what, msg);
+    }
+    /* the body's peak without its inputs (the node's inputs) */
+    uint64_t *live = mp_calloc(g->ctx, (size_t)p->n_steps + 1, sizeof *live);
+    if (!live) {
+        mp_plan_destroy(p);
+        return MP_ERR_NOMEM;
+    }
+    for (uint32_t k = 0; k < p->n_blocks; k++) {
+        const mp_block *bl = &p->blocks[k];
+        if (bl->tensor < b->n_tensors &&
+            b->tensors[bl->tensor].kind == MP_KIND_INPUT)
+            continue;
+        uint32_t end = bl->end < p->n_steps ? bl->end : p->n_steps;
+        for (uint32_t s = bl->first; s < end; s++)
+            live[s] += bl->size;
+    }
+    uint64_t m = 0;
+    for (uint32_t s = 0; s < p->n_steps; s++)
+        if (live[s] > m)
+            m = live[s];
+    mp_dealloc(g->ctx, live);
+    mp_plan_destroy(p);
+    *peak = m;
+    return MP_OK;
+}
+
+static mp_status set_scratch(mp_graph *g, uint32_t node, uint64_t bytes)
+{
+    const mp_node *n = &g->nodes[node];
+    if (!mp_node_attr(n, "body.inputs") || !n->n_out)
+        return MP_OK;
+    if (bytes > (uint64_t)INT64_MAX)
+        return mp_node_err(g, node, "body memory overflows");
+    mp_shape s = {.rank = 1, .d = {(int64_t)bytes}};
+    return mp_out_set(g, node, n->n_out - 1, MP_DTYPE_UINT8, &s);
+}
+
+static void shape_of(const mp_tensor *t, mp_shape *s)
+{
+    s->rank = t->rank;
+    for (int32_t i = 0; i < t->rank; i++)
+        s->d[i] = t->dims[i];
+}
+
+/* Output o of the node takes body tensor t's dtype/shape/size. */
+static mp_status out_from(mp_graph *g, uint32_t node, uint32_t o,
+                          const mp_tensor *t)
+{
+    mp_shape s;
+    shape_of(t, &s);
+    mp_status st = mp_out_set(g, node, o, t->dtype, &s);
+    mp_tensor *out = &g->tensors[g->nodes[node].outputs[o]];
+    if (!st && !(out->flags & MP_TF_SIZE_KNOWN) &&
+        (t->flags & MP_TF_SIZE_KNOWN)) {
+        out->bytes = t->bytes;
+        out->flags |= MP_TF_SIZE_KNOWN;
+    }
+    if (!st && t->value && !out->value)
+        st = mp_tensor_set_value(g->ctx, out, t->value, t->n_value);
+    return st;
+}
+
+MP_SHAPE_FN(mp_shape_if)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_graph *br[2] = {body_of(g, n, "then_branch"),
+                       body_of(g, n, "else_branch")};
+    if (!br[0] || !br[1])
+        return mp_node_err(g, node, "a branch (then_branch, else_branch) is "
+                           "missing");
+    uint64_t peak[2];
+    mp_status st = infer_body(g, node, br[0], "then_branch", &peak[0]);
+    if (!st)
+        st = infer_body(g, node, br[1], "else_branch", &peak[1]);
+    if (st)
+        return st;
+    uint32_t no = explicit_outputs(n);
+    for (int k = 0; k < 2; k++)
+        if (br[k]->n_sub_outputs != no)
+            return mp_node_err(g, node, "%s has %u outputs, the node %u",
+                               k ? "else_branch" : "then_branch",
+                               (unsigned)br[k]->n_sub_outputs, (unsigned)no);
+    /* a constant condition picks its branch */
+    const int64_t *cv;
+    uint32_t cc;
+    int pick = -1;
+    if (mp_in_value(g, n, 0, &cv, &cc) && cc == 1)
+        pick = cv[0] ? 0 : 1;
+    for (uint32_t o = 0; o < no && !st; o++) {
+        const mp_tensor *a = &br[0]->tensors[br[0]->sub_outputs[o]];
+        const mp_tensor *b = &br[1]->tensors[br[1]->sub_outputs[o]];
+        if (pick >= 0) {
+            st = out_from(g, node, o, pick ? b : a);
+            continue;
+        }
+        mp_shape s = {.rank = -1};
+        if (a->rank >= 0 && a->rank == b->rank) {
+            s.rank = a->rank;
+            for (int32_t i = 0; i < a->rank; i++)
+                s.d[i] = a->dims[i] == b->dims[i] ? a->dims[i] : -1;
+        }
+        int dt = a->dtype ? a->dtype : b->dtype;
+        st = mp_out_set(g, node, o, dt, &s);
+        mp_tensor *out = &g->tensors[n->outputs[o]];
+        if (!st && !(out->flags & MP_TF_SIZE_KNOWN) &&
+            (a->flags & MP_TF_SIZE_KNOWN) && (b->flags & MP_TF_SIZE_KNOWN)) {
+            out->bytes = a->bytes > b->bytes ? a->bytes : b->bytes;
+            out->flags |= MP_TF_SIZE_KNOWN;
+        }
+    }
+    if (!st)
+        st = set_scratch(g, node, peak[0] > peak[1] ? peak[0] : peak[1]);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* Loop (M, cond, v_initial...) body (iter_num, cond, v...) ->
+ * (cond, v..., scan...) */
+MP_SHAPE_FN(mp_shape_loop)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_graph *b = body_of(g, n, "body");
+    if (!b)
+        return mp_node_err(g, node, "attribute 'body' is missing");
+    uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
+    if (nin < 2 || b->n_sub_inputs != nin || b->n_sub_outputs < nin - 1)
+        return mp_node_err(g, node, "body has %u inputs and %u outputs for "
+                           "%u node inputs", (unsigned)b->n_sub_inputs,
+                           (unsigned)b->n_sub_outputs, (unsigned)nin);
+    uint32_t ncarried = nin - 2;
+    mp_shape scalar = {.rank = 0};
+    mp_status st = bind(b, b->sub_inputs[0], NULL, MP_DTYPE_INT64, &scalar);
+    if (!st)
+        st = bind(b, b->sub_inputs[1], NULL, MP_DTYPE_BOOL, &scalar);
+    for (uint32_t i = 0; i < ncarried && !st; i++) {
+        const mp_tensor *src = mp_in(g, n, 2 + i);
+        if (src)
+            st = bind(b, b->sub_inputs[2 + i], src, 0, NULL);
+    }
+    uint64_t peak = 0;
+    if (!st)
+        st = infer_body(g, node, b, "body", &peak);
+    if (st)
+        return st;
+    int64_t trips = -1;
+    const int64_t *mv;
+    uint32_t mc;
+    if (mp_in_value(g, n, 0, &mv, &mc) && mc == 1 && mv[0] >= 0)
+        trips = mv[0];
+    for (uint32_t o = 0; o < nout && !st; o++) {
+        uint32_t bo = 1 + o;
+        if (bo >= b->n_sub_outputs)
+            break;
+        const mp_tensor *t = &b->tensors[b->sub_outputs[bo]];
+        if (o < ncarried) {
+            st = out_from(g, node, o, t);
+            continue;
+        }
+        mp_shape s = {.rank = -1};
+        if (t->rank >= 0 && t->rank < MP_MAX_RANK) {
+            s.rank = t->rank + 1;
+            s.d[0] = trips;
+            for (int32_t i = 0; i < t->rank; i++)
+                s.d[i + 1] = t->dims[i];
+        }
+        st = mp_out_set(g, node, o, t->dtype, &s);
+    }
+    if (!st)
+        st = set_scratch(g, node, peak);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* Scan (opset >= 9): (state..., scan_in...) body (state..., slice...) ->
+ * (state..., scan_out_slice...) */
+MP_SHAPE_FN(mp_shape_scan)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_graph *b = body_of(g, n, "body");
+    if (!b)
+        return mp_node_err(g, node, "attribute 'body' is missing");
+    uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
+    int64_t m = mp_attr_int(n, "num_scan_inputs", 0);
+    if (m <= 0 || (uint64_t)m > nin || b->n_sub_inputs != nin ||
+        b->n_sub_outputs != nout)
+        return mp_node_err(g, node, "num_scan_inputs %lld, %u inputs, %u "
+                           "outputs, body %u/%u", (long long)m,
+                           (unsigned)nin, (unsigned)nout,
+                           (unsigned)b->n_sub_inputs,
+                           (unsigned)b->n_sub_outputs);
+    uint32_t nstate = nin - (uint32_t)m;
+    uint32_t na, noa;
+    const int64_t *axes = mp_attr_ints(n, "scan_input_axes", &na);
+    const int64_t *oaxes = mp_attr_ints(n, "scan_output_axes", &noa);
+    mp_status st = MP_OK;
+    int64_t seq = -1;
+    for (uint32_t i = 0; i < nin && !st; i++) {
+        const mp_tensor *src = mp_in(g, n, i);
+        if (!src)
+            continue;
+        if (i < nstate) {
+            st = bind(b, b->sub_inputs[i], src, 0, NULL);
+            continue;
+        }
+        mp_shape s;
+        shape_of(src, &s);
+        int32_t ax = 0;
+        if (s.rank >= 1) {
+            uint32_t k = i - nstate;
+            if (axes && k < na && !mp_axis(axes[k], s.rank, &ax))
+                return mp_node_err(g, node, "scan_input_axes out of range");
+            if (seq < 0)
+                seq = s.d[ax];
+            for (int32_t d = ax; d + 1 < s.rank; d++)
+                s.d[d] = s.d[d + 1];
+            s.rank--;
+        } else {
+            s.rank = -1;
+        }
+        st = bind(b, b->sub_inputs[i], NULL, src->dtype, &s);
+    }
+    uint64_t peak = 0;
+    if (!st)
+        st = infer_body(g, node, b, "body", &peak);
+    if (st)
+        return st;
+    for (uint32_t o = 0; o < nout && !st; o++) {
+        const mp_tensor *t = &b->tensors[b->sub_outputs[o]];
+        if (o < nstate) {
+            st = out_from(g, node, o, t);
+            continue;
+        }
+        mp_shape s = {.rank = -1};
+        if (t->rank >= 0 && t->rank < MP_MAX_RANK) {
+            int32_t ax = 0;
+            uint32_t k = o - nstate;
+            if (oaxes && k < noa &&
+                !mp_axis(oaxes[k], t->rank + 1, &ax))
+                return mp_node_err(g, node, "scan_output_axes out of range");
+            s.rank = t->rank + 1;
+            for (int32_t i = 0, j = 0; i < s.rank; i++)
+                s.d[i] = i == ax ? seq : t->dims[j++];
+        }
+        st = mp_out_set(g, node, o, t->dtype, &s);
+    }
+    if (!st)
+        st = set_scratch(g, node, peak);
+    return st ? st : mp_shape_done(g, node);
+}
