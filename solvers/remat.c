@@ -1001,7 +1001,8 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     mp_plan *plan = NULL;
     if ((st = mp_plan_from_schedule(g, o.steps, o.n_steps, po, t0, &plan)))
         goto done;
-    if (plan->fig.lower_bound_bytes != o.peak) {
+    /* in-place reuse in mp_plan_from_schedule may only lower the peak */
+    if (plan->fig.lower_bound_bytes > o.peak) {
         mp_plan_destroy(plan);
         st = mp_err(ctx, MP_ERR_INTERNAL,
                     "recompute replay peak %llu differs from the plan's "
@@ -1012,7 +1013,7 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     }
     res->status = MP_SOLVE_FEASIBLE;
     res->solver = S.name;
-    res->peak_bytes = o.peak + p.persistent;
+    res->peak_bytes = plan->fig.lower_bound_bytes + p.persistent;
     res->extra_cost = o.extra_cost;
     res->extra_flops = o.extra_flops;
     res->n_recompute = o.n_recompute;

@@ -530,6 +530,55 @@ typedef struct mp_remat_result {
  * else FLOPs / 1e12 (1 TFLOP/s), else bytes moved / 1e12, else 1e-9. */
 MP_API double mp_node_cost(const mp_graph *g, uint32_t node);
 
+/* Training graphs: forward + loss + backward + optimizer step, built from
+ * a forward graph through the op registry's backward rules
+ * (docs/training.md). */
+typedef enum mp_optimizer {
+    MP_OPTIM_SGD = 0, MP_OPTIM_MOMENTUM, MP_OPTIM_ADAM, MP_OPTIM_ADAMW,
+    MP_OPTIM_ADAM8BIT
+} mp_optimizer;
+typedef enum mp_precision {
+    MP_PRECISION_FP32 = 0,
+    MP_PRECISION_BF16_MIXED,  /* bf16 weights/activations, fp32 master */
+    MP_PRECISION_FP16_MIXED   /* fp16 weights/activations, fp32 master */
+} mp_precision;
+/* "sgd", "momentum", "adam", "adamw", "adam8bit"; "fp32", "bf16-mixed",
+ * "fp16-mixed". */
+MP_API const char *mp_optimizer_name(mp_optimizer o);
+MP_API mp_status mp_optimizer_parse(const char *name, mp_optimizer *out);
+MP_API const char *mp_precision_name(mp_precision p);
+MP_API mp_status mp_precision_parse(const char *name, mp_precision *out);
+
+typedef struct mp_train_options {
+    mp_optimizer optimizer;   /* default ADAM */
+    mp_precision precision;   /* default FP32 */
+} mp_train_options;
+MP_API void mp_train_options_init(mp_train_options *o);
+
+/* What a training step holds, from the synthesized graph. */
+typedef struct mp_train_breakdown {
+    uint64_t n_params;            /* trainable parameters (elements) */
+    uint64_t weight_bytes;        /* trainable weights as stored */
+    uint64_t master_weight_bytes; /* fp32 master copies (mixed precision) */
+    uint64_t gradient_bytes;      /* parameter gradients */
+    uint64_t optimizer_bytes;     /* optimizer states (master excluded) */
+    uint64_t saved_bytes;         /* forward tensors (inputs included) that
+                                     backward nodes read */
+    uint64_t temporary_bytes;     /* the largest optimizer temporary */
+    uint64_t frozen_bytes;        /* other persistent tensors (constants) */
+    uint32_t n_forward, n_backward, n_optimizer;  /* nodes */
+} mp_train_breakdown;
+
+/* Builds the training graph of a finalized forward graph: a loss over the
+ * forward outputs, one backward node per differentiable forward node (its
+ * saved tensors from the registry's backward rule), Sum nodes where a
+ * tensor's gradient has several contributions, and one optimizer node per
+ * trainable weight (states persistent). The result comes back finalized.
+ * bd may be NULL. */
+MP_API mp_status mp_train_graph(const mp_graph *fwd,
+                                const mp_train_options *opt, mp_graph **out,
+                                mp_train_breakdown *bd);
+
 /* Plans g under ro->budget. On MP_OK *out is a plan (schedule with
  * RECOMPUTE steps, offsets by po) and res is filled. When no solver meets
  * the budget: MP_ERR_INFEASIBLE, res->min_peak_bytes says the smallest

@@ -1,0 +1,674 @@
+/* Training-graph synthesis (issue 5): forward + loss + backward + optimizer
+ * step from a forward graph, through the op registry's backward rules
+ * (MP_OP_BWD). docs/training.md describes what is built and counted. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const optim_names[] = {"sgd", "momentum", "adam", "adamw",
+                                          "adam8bit"};
+static const char *const optim_ops[] = {"SGD", "Momentum", "Adam", "AdamW",
+                                        "Adam8bit"};
+static const char *const prec_names[] = {"fp32", "bf16-mixed", "fp16-mixed"};
+
+const char *mp_optimizer_name(mp_optimizer o)
+{
+    return (unsigned)o < 5 ? optim_names[o] : "unknown";
+}
+mp_status mp_optimizer_parse(const char *name, mp_optimizer *out)
+{
+    if (!name || !out)
+        return MP_ERR_INVALID_ARG;
+    for (unsigned i = 0; i < 5; i++)
+        if (strcmp(name, optim_names[i]) == 0) {
+            *out = (mp_optimizer)i;
+            return MP_OK;
+        }
+    return MP_ERR_INVALID_ARG;
+}
+const char *mp_precision_name(mp_precision p)
+{
+    return (unsigned)p < 3 ? prec_names[p] : "unknown";
+}
+mp_status mp_precision_parse(const char *name, mp_precision *out)
+{
+    if (!name || !out)
+        return MP_ERR_INVALID_ARG;
+    for (unsigned i = 0; i < 3; i++)
+        if (strcmp(name, prec_names[i]) == 0) {
+            *out = (mp_precision)i;
+            return MP_OK;
+        }
+    return MP_ERR_INVALID_ARG;
+}
+void mp_train_options_init(mp_train_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->optimizer = MP_OPTIM_ADAM;
+    o->precision = MP_PRECISION_FP32;
+}
+
+static bool is_float(uint8_t dt)
+{
+    return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT16 ||
+           dt == MP_DTYPE_BFLOAT16 || dt == MP_DTYPE_FLOAT64 ||
+           dt == MP_DTYPE_UNDEFINED;
+}
+
+typedef struct syn {
+    const mp_graph *f;
+    mp_graph *g;
+    mp_ctx *ctx;
+    mp_precision prec;
+    uint32_t *map;      /* forward tensor -> training tensor */
+    uint32_t *grad;     /* forward tensor -> current gradient (training id) */
+    uint32_t *n_part;   /* contributions so far */
+    uint8_t *rg;        /* requires grad */
+    uint8_t *saved;     /* training tensor read by a backward node */
+    int have_dev;
+    mp_device dev;
+    char name[512];
+} syn;
+
+/* dtype of a forward tensor in the training graph */
+static uint8_t train_dtype(const syn *S, const mp_tensor *t)
+{
+    if (S->prec != MP_PRECISION_FP32 && t->dtype == MP_DTYPE_FLOAT32 &&
+        t->kind != MP_KIND_CONSTANT)
+        return S->prec == MP_PRECISION_BF16_MIXED ? MP_DTYPE_BFLOAT16
+                                                  : MP_DTYPE_FLOAT16;
+    return t->dtype;
+}
+
+static bool dims_known(const mp_tensor *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int32_t i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0)
+            return false;
+    return true;
+}
+
+/* Adds a tensor shaped like forward tensor `like` (dtype dt). */
+static mp_status add_like(syn *S, const char *name, const mp_tensor *like,
+                          uint8_t dt, mp_tensor_kind kind, uint32_t *id)
+{
+    mp_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.kind = kind;
+    if (dims_known(like) && dt != MP_DTYPE_UNDEFINED) {
+        d.dtype = (mp_dtype)dt;
+        d.rank = like->rank;
+        d.dims = like->dims;
+    } else {
+        d.rank = -1;
+        d.dtype = (mp_dtype)dt;
+        uint64_t b = like->bytes;
+        if (dt != like->dtype && mp_dtype_bits((mp_dtype)like->dtype) &&
+            mp_dtype_bits((mp_dtype)dt))
+            b = b / mp_dtype_bits((mp_dtype)like->dtype) *
+                mp_dtype_bits((mp_dtype)dt);
+        d.bytes = b ? b : 1;
+        if (like->rank < 0 || !mp_dtype_bits((mp_dtype)dt))
+            d.dtype = MP_DTYPE_UNDEFINED;
+    }
+    return mp_graph_add_tensor(S->g, &d, id);
+}
+
+static mp_status add_shaped(syn *S, const char *name, mp_dtype dt, int rank,
+                            const int64_t *dims, mp_tensor_kind kind,
+                            uint32_t *id)
+{
+    mp_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.kind = kind;
+    d.dtype = dt;
+    d.rank = rank;
+    d.dims = dims;
+    return mp_graph_add_tensor(S->g, &d, id);
+}
+
+static mp_status copy_attrs(syn *S, const mp_node *n, uint32_t id)
+{
+    mp_status st = MP_OK;
+    for (uint32_t a = 0; a < n->n_attrs && !st; a++) {
+        const mp_attr *at = &n->attrs[a];
+        switch (at->type) {
+        case MP_ATTR_INT:
+            st = mp_graph_set_attr_int(S->g, id, at->name, at->v.i);
+            break;
+        case MP_ATTR_FLOAT:
+            st = mp_graph_set_attr_float(S->g, id, at->name, at->v.f);
+            break;
+        case MP_ATTR_STRING:
+            st = mp_graph_set_attr_string(S->g, id, at->name, at->v.s);
+            break;
+        case MP_ATTR_INTS:
+            st = mp_graph_set_attr_ints(S->g, id, at->name, at->v.ints, at->n);
+            break;
+        case MP_ATTR_FLOATS:
+            st = mp_graph_set_attr_floats(S->g, id, at->name, at->v.floats,
+                                          at->n);
+            break;
+        }
+    }
+    return st;
+}
+
+static uint64_t tbytes(const mp_graph *g, uint32_t t)
+{
+    return t == MP_NONE ? 0 : g->tensors[t].bytes;
+}
+
+/* Cost of a node of the training graph from FLOPs and the bytes it moves. */
+static mp_status set_cost(syn *S, uint32_t node, double flops)
+{
+    const mp_node *n = &S->g->nodes[node];
+    double bytes = 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        bytes += (double)tbytes(S->g, n->inputs[i]);
+    for (uint32_t o = 0; o < n->n_out; o++)
+        bytes += (double)tbytes(S->g, n->outputs[o]);
+    double sec = -1;
+    if (S->have_dev) {
+        double pf = mp_device_flops(&S->dev, MP_DTYPE_FLOAT32);
+        double a = pf > 0 && flops > 0 ? flops / pf : 0;
+        double b = S->dev.mem_bw > 0 ? bytes / S->dev.mem_bw : 0;
+        sec = (a > b ? a : b) + S->dev.kernel_overhead;
+    }
+    return mp_graph_set_node_cost(S->g, node, flops, bytes, sec);
+}
+
+static mp_status add_node(syn *S, const char *name, const char *op,
+                          const char *domain, const uint32_t *in, uint32_t nin,
+                          const uint32_t *out, uint32_t nout, mp_phase ph,
+                          uint32_t *id)
+{
+    mp_node_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.op = op;
+    d.domain = domain;
+    d.inputs = in;
+    d.n_inputs = nin;
+    d.outputs = out;
+    d.n_outputs = nout;
+    d.phase = ph;
+    return mp_graph_add_node(S->g, &d, id);
+}
+
+/* Adds contribution `part` (training id) to the gradient of forward x. */
+static mp_status accumulate(syn *S, uint32_t x, uint32_t part)
+{
+    if (S->grad[x] == MP_NONE) {
+        S->grad[x] = part;
+        S->n_part[x] = 1;
+        return MP_OK;
+    }
+    const mp_tensor *fx = &S->f->tensors[x];
+    uint32_t k = ++S->n_part[x], acc, id;
+    snprintf(S->name, sizeof S->name, "d/%s#sum%u", fx->name, (unsigned)k);
+    mp_status st = add_like(S, S->name, fx, train_dtype(S, fx),
+                            MP_KIND_GRADIENT, &acc);
+    if (st)
+        return st;
+    uint32_t in[2] = {S->grad[x], part};
+    if ((st = add_node(S, S->name, "Sum", "", in, 2, &acc, 1,
+                       MP_PHASE_BACKWARD, &id)) ||
+        (st = set_cost(S, id, (double)(fx->bytes / 4 + 1))))
+        return st;
+    S->grad[x] = acc;
+    return MP_OK;
+}
+
+/* The gradient tensor for input x of a backward node (a fresh partial). */
+static mp_status new_partial(syn *S, uint32_t x, uint32_t *id)
+{
+    const mp_tensor *fx = &S->f->tensors[x];
+    snprintf(S->name, sizeof S->name, "d/%s#%u", fx->name,
+             (unsigned)(S->n_part[x] + 1));
+    return add_like(S, S->name, fx, train_dtype(S, fx), MP_KIND_GRADIENT, id);
+}
+
+mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
+                         mp_graph **out, mp_train_breakdown *bd)
+{
+    if (!f || !out)
+        return MP_ERR_INVALID_ARG;
+    mp_ctx *ctx = f->ctx;
+    *out = NULL;
+    if (!f->finalized)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+    mp_train_options defs;
+    if (!opt) {
+        mp_train_options_init(&defs);
+        opt = &defs;
+    }
+    if ((unsigned)opt->optimizer > MP_OPTIM_ADAM8BIT ||
+        (unsigned)opt->precision > MP_PRECISION_FP16_MIXED)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "unknown optimizer or precision");
+    mp_train_breakdown B;
+    memset(&B, 0, sizeof B);
+    syn S;
+    memset(&S, 0, sizeof S);
+    S.f = f;
+    S.ctx = ctx;
+    S.prec = opt->precision;
+    S.have_dev = mp_device_builtin(ctx, "h200", &S.dev) == MP_OK;
+    mp_ctx_clear(ctx);
+    uint32_t nt = (uint32_t)f->n_tensors, nn = (uint32_t)f->n_nodes;
+    size_t nt1 = (size_t)nt + 1;
+    S.map = mp_alloc(ctx, nt1 * sizeof *S.map);
+    S.grad = mp_alloc(ctx, nt1 * sizeof *S.grad);
+    S.n_part = mp_calloc(ctx, nt1, sizeof *S.n_part);
+    S.rg = mp_calloc(ctx, nt1, 1);
+    uint32_t *buf_in = NULL, *buf_out = NULL, *outs = NULL;
+    mp_status st = MP_OK;
+    if (!S.map || !S.grad || !S.n_part || !S.rg) {
+        st = MP_ERR_NOMEM;
+        goto fail;
+    }
+    if ((st = mp_graph_create(ctx, &S.g)))
+        goto fail;
+    if (f->name) {
+        snprintf(S.name, sizeof S.name, "%s (training)", f->name);
+        if ((st = mp_graph_set_name(S.g, S.name)))
+            goto fail;
+    }
+    /* requires-grad, in topological order */
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp_tensor *tt = &f->tensors[t];
+        S.map[t] = S.grad[t] = MP_NONE;
+        S.rg[t] = tt->kind == MP_KIND_WEIGHT && tt->producer == MP_NONE &&
+                  is_float(tt->dtype);
+    }
+    for (uint32_t k = 0; k < nn; k++) {
+        const mp_node *n = &f->nodes[f->topo[k]];
+        if (MP_OP_BWD(n->def) == MP_BWD_NONDIFF)
+            continue;
+        bool any = false;
+        for (uint32_t i = 0; i < n->n_in; i++)
+            if (n->inputs[i] != MP_NONE && S.rg[n->inputs[i]])
+                any = true;
+        for (uint32_t o = 0; o < n->n_out && any; o++) {
+            const mp_tensor *to = &f->tensors[n->outputs[o]];
+            S.rg[n->outputs[o]] = is_float(to->dtype) &&
+                                  !mp_kind_persistent(to->kind);
+        }
+    }
+    /* forward tensors */
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp_tensor *tt = &f->tensors[t];
+        mp_tensor_kind k = (mp_tensor_kind)tt->declared_kind;
+        if (k == MP_KIND_OUTPUT)
+            k = MP_KIND_ACTIVATION;
+        if ((st = add_like(&S, tt->name, tt, train_dtype(&S, tt), k,
+                           &S.map[t])))
+            goto fail;
+    }
+    size_t cap = 16;
+    for (uint32_t v = 0; v < nn; v++)
+        if ((size_t)f->nodes[v].n_in + 2 * (size_t)f->nodes[v].n_out + 8 > cap)
+            cap = (size_t)f->nodes[v].n_in + 2 * (size_t)f->nodes[v].n_out + 8;
+    cap += nt; /* the loss reads every output */
+    buf_in = mp_alloc(ctx, cap * sizeof *buf_in);
+    buf_out = mp_alloc(ctx, cap * sizeof *buf_out);
+    /* extra saved outputs (stats, masks, indices) per forward node */
+    uint32_t *extra = mp_alloc(ctx, 2 * ((size_t)nn + 1) * sizeof *extra);
+    outs = extra;
+    uint32_t *nmap = extra ? extra + nn + 1 : NULL;
+    if (!buf_in || !buf_out || !extra) {
+        st = MP_ERR_NOMEM;
+        goto fail;
+    }
+    /* forward nodes */
+    for (uint32_t k = 0; k < nn; k++) {
+        uint32_t v = f->topo[k];
+        const mp_node *n = &f->nodes[v];
+        unsigned rule = MP_OP_BWD(n->def);
+        uint32_t nin = 0, nout = 0;
+        for (uint32_t i = 0; i < n->n_in; i++)
+            buf_in[nin++] = n->inputs[i] == MP_NONE ? MP_NONE
+                                                    : S.map[n->inputs[i]];
+        for (uint32_t o = 0; o < n->n_out; o++)
+            buf_out[nout++] = S.map[n->outputs[o]];
+        extra[v] = MP_NONE;
+        bool trains = false;
+        for (uint32_t o = 0; o < n->n_out; o++)
+            trains |= S.rg[n->outputs[o]] != 0;
+        const mp_tensor *x0 =
+            n->n_in && n->inputs[0] != MP_NONE ? &f->tensors[n->inputs[0]]
+                                               : NULL;
+        const mp_tensor *y0 = n->n_out ? &f->tensors[n->outputs[0]] : NULL;
+        if (trains && (rule == MP_BWD_NORM_ROWS ||
+                       rule == MP_BWD_NORM_CHANNELS) &&
+            x0 && dims_known(x0) && x0->rank >= 2) {
+            int64_t rows = 1;
+            if (rule == MP_BWD_NORM_ROWS) {
+                const mp_attr *ax = mp_node_attr(n, "axis");
+                int64_t a = ax && ax->type == MP_ATTR_INT ? ax->v.i : -1;
+                if (a < 0)
+                    a += x0->rank;
+                for (int64_t d = 0; d < a && d < x0->rank; d++)
+                    rows *= x0->dims[d];
+            } else {
+                rows = x0->dims[1];
+            }
+            int64_t dims[2] = {2, rows};
+            snprintf(S.name, sizeof S.name, "%s/stats", n->name);
+            if ((st = add_shaped(&S, S.name, MP_DTYPE_FLOAT32, 2, dims,
+                                 MP_KIND_ACTIVATION, &extra[v])))
+                goto fail;
+        } else if (trains && (rule == MP_BWD_MASK || rule == MP_BWD_INDICES) &&
+                   y0 && dims_known(y0)) {
+            if (n->n_out >= 2) {
+                extra[v] = S.map[n->outputs[1]];
+            } else {
+                snprintf(S.name, sizeof S.name, "%s/%s", n->name,
+                         rule == MP_BWD_MASK ? "mask" : "indices");
+                if ((st = add_shaped(&S, S.name,
+                                     rule == MP_BWD_MASK ? MP_DTYPE_BOOL
+                                                         : MP_DTYPE_INT64,
+                                     y0->rank, y0->dims, MP_KIND_ACTIVATION,
+                                     &extra[v])))
+                    goto fail;
+            }
+        }
+        if (extra[v] != MP_NONE && (n->n_out < 2 || rule == MP_BWD_NORM_ROWS ||
+                                    rule == MP_BWD_NORM_CHANNELS))
+            buf_out[nout++] = extra[v];
+        uint32_t id;
+        if ((st = add_node(&S, n->name, n->op, n->domain, buf_in, nin, buf_out,
+                           nout, MP_PHASE_FORWARD, &id)))
+            goto fail;
+        nmap[v] = id;
+        if ((st = copy_attrs(&S, n, id)))
+            goto fail;
+        double fl = n->flops, by = n->bytes_moved, sec = n->seconds;
+        if (sec < 0 && fl < 0 && S.have_dev) {
+            mp_op_cost c;
+            if (mp_node_estimate(f, v, &S.dev, &c) == MP_OK) {
+                fl = c.flops;
+                by = c.bytes;
+                sec = c.seconds;
+            }
+            mp_ctx_clear(ctx);
+        }
+        if ((st = mp_graph_set_node_cost(S.g, id, fl, by, sec)))
+            goto fail;
+        B.n_forward++;
+    }
+    /* loss over the differentiable outputs */
+    uint32_t n_lo = 0;
+    for (uint32_t t = 0; t < nt; t++)
+        if ((f->tensors[t].flags & MP_TF_OUTPUT) && S.rg[t])
+            buf_in[n_lo++] = S.map[t];
+    if (!n_lo) {
+        st = mp_err(ctx, MP_ERR_GRAPH,
+                    "training: no graph output depends on a trainable weight "
+                    "through differentiable ops");
+        goto fail;
+    }
+    {
+        uint32_t loss, id;
+        int64_t none = 0;
+        if ((st = add_shaped(&S, "loss", MP_DTYPE_FLOAT32, 0, &none,
+                             MP_KIND_OUTPUT, &loss)) ||
+            (st = add_node(&S, "loss", "Loss", "memplan", buf_in, n_lo, &loss,
+                           1, MP_PHASE_FORWARD, &id)) ||
+            (st = mp_graph_mark_output(S.g, loss)) ||
+            (st = set_cost(&S, id, 0)))
+            goto fail;
+        uint32_t k = 0;
+        for (uint32_t t = 0; t < nt; t++)
+            if ((f->tensors[t].flags & MP_TF_OUTPUT) && S.rg[t]) {
+                if ((st = new_partial(&S, t, &buf_out[k])))
+                    goto fail;
+                if ((st = accumulate(&S, t, buf_out[k])))
+                    goto fail;
+                k++;
+            }
+        if ((st = add_node(&S, "loss/grad", "LossGrad", "memplan", buf_in,
+                           n_lo, buf_out, k, MP_PHASE_BACKWARD, &id)) ||
+            (st = set_cost(&S, id, 0)))
+            goto fail;
+        B.n_backward++;
+    }
+    /* backward, in reverse topological order */
+    for (uint32_t k = nn; k-- > 0;) {
+        uint32_t v = f->topo[k];
+        const mp_node *n = &f->nodes[v];
+        unsigned rule = MP_OP_BWD(n->def);
+        if (rule == MP_BWD_NONDIFF)
+            continue;
+        uint32_t nin = 0, nout = 0;
+        for (uint32_t o = 0; o < n->n_out; o++)
+            if (S.grad[n->outputs[o]] != MP_NONE)
+                buf_in[nin++] = S.grad[n->outputs[o]];
+        if (!nin)
+            continue;
+        /* inputs that take a gradient, each once */
+        uint32_t want[64], nw = 0;
+        for (uint32_t i = 0; i < n->n_in && nw < 64; i++) {
+            uint32_t x = n->inputs[i];
+            if (x == MP_NONE || !S.rg[x])
+                continue;
+            bool dup = false;
+            for (uint32_t j = 0; j < nw; j++)
+                dup |= want[j] == x;
+            if (!dup)
+                want[nw++] = x;
+        }
+        if (!nw)
+            continue;
+        const char *op;
+        char opname[128];
+        if ((n->def->flags & MP_OPF_VIEW) && nw == 1 && nin == 1) {
+            op = "Identity"; /* the gradient of a view is a view */
+        } else {
+            snprintf(opname, sizeof opname, "%sGrad", n->op);
+            op = opname;
+            /* saved tensors by the backward rule */
+            switch (rule) {
+            case MP_BWD_INPUTS:
+                for (uint32_t i = 0; i < n->n_in; i++)
+                    if (n->inputs[i] != MP_NONE)
+                        buf_in[nin++] = S.map[n->inputs[i]];
+                break;
+            case MP_BWD_OUTPUT:
+                buf_in[nin++] = S.map[n->outputs[0]];
+                break;
+            case MP_BWD_INPUT0:
+            case MP_BWD_NORM_ROWS:
+            case MP_BWD_NORM_CHANNELS:
+            case MP_BWD_INDICES:
+                if (n->n_in && n->inputs[0] != MP_NONE)
+                    buf_in[nin++] = S.map[n->inputs[0]];
+                if (rule != MP_BWD_INPUT0)
+                    for (uint32_t i = 1; i < n->n_in; i++)
+                        if (n->inputs[i] != MP_NONE &&
+                            mp_kind_persistent(f->tensors[n->inputs[i]].kind))
+                            buf_in[nin++] = S.map[n->inputs[i]];
+                if (extra[v] != MP_NONE)
+                    buf_in[nin++] = extra[v];
+                break;
+            case MP_BWD_MASK:
+                if (extra[v] != MP_NONE)
+                    buf_in[nin++] = extra[v];
+                break;
+            default:
+                break;
+            }
+        }
+        for (uint32_t j = 0; j < nw; j++)
+            if ((st = new_partial(&S, want[j], &buf_out[nout++])))
+                goto fail;
+        snprintf(S.name, sizeof S.name, "%s/grad", n->name);
+        uint32_t id;
+        if ((st = add_node(&S, S.name, op, strcmp(op, "Identity") ? "memplan"
+                                                                  : "",
+                           buf_in, nin, buf_out, nout, MP_PHASE_BACKWARD,
+                           &id)))
+            goto fail;
+        const mp_node *fn = &S.g->nodes[nmap[v]]; /* its forward copy */
+        double ffl = fn->flops > 0 ? fn->flops : 0;
+        if ((st = set_cost(&S, id, rule == MP_BWD_INPUTS ? 2 * ffl : ffl)))
+            goto fail;
+        B.n_backward++;
+        for (uint32_t j = 0; j < nw; j++)
+            if ((st = accumulate(&S, want[j], buf_out[j])))
+                goto fail;
+    }
+    /* optimizer step per trainable weight */
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp_tensor *w = &f->tensors[t];
+        if (!(w->kind == MP_KIND_WEIGHT && w->producer == MP_NONE) ||
+            S.grad[t] == MP_NONE)
+            continue;
+        uint64_t bits = mp_dtype_bits((mp_dtype)w->dtype);
+        uint64_t elems = bits ? w->bytes * 8 / bits : w->bytes / 4;
+        int64_t ne = (int64_t)elems;
+        B.n_params += elems;
+        uint32_t nin = 0;
+        buf_in[nin++] = S.map[t];
+        buf_in[nin++] = S.grad[t];
+        const char *st_names[4];
+        mp_dtype st_dt[4];
+        int64_t st_n[4];
+        uint32_t ns = 0;
+        if (S.prec != MP_PRECISION_FP32) {
+            st_names[ns] = "master";
+            st_dt[ns] = MP_DTYPE_FLOAT32;
+            st_n[ns++] = ne;
+        }
+        switch (opt->optimizer) {
+        case MP_OPTIM_SGD:
+            break;
+        case MP_OPTIM_MOMENTUM:
+            st_names[ns] = "momentum";
+            st_dt[ns] = MP_DTYPE_FLOAT32;
+            st_n[ns++] = ne;
+            break;
+        case MP_OPTIM_ADAM:
+        case MP_OPTIM_ADAMW:
+            st_names[ns] = "m";
+            st_dt[ns] = MP_DTYPE_FLOAT32;
+            st_n[ns++] = ne;
+            st_names[ns] = "v";
+            st_dt[ns] = MP_DTYPE_FLOAT32;
+            st_n[ns++] = ne;
+            break;
+        case MP_OPTIM_ADAM8BIT:
+            st_names[ns] = "m8";
+            st_dt[ns] = MP_DTYPE_UINT8;
+            st_n[ns++] = ne;
+            st_names[ns] = "v8";
+            st_dt[ns] = MP_DTYPE_UINT8;
+            st_n[ns++] = ne;
+            st_names[ns] = "absmax";  /* one fp32 per 2048-block per state */
+            st_dt[ns] = MP_DTYPE_FLOAT32;
+            st_n[ns++] = 2 * ((ne + 2047) / 2048);
+            break;
+        }
+        for (uint32_t s = 0; s < ns; s++) {
+            uint32_t id;
+            snprintf(S.name, sizeof S.name, "opt/%s/%s", w->name, st_names[s]);
+            if ((st = add_shaped(&S, S.name, st_dt[s], 1, &st_n[s],
+                                 MP_KIND_OPTIMIZER_STATE, &id)))
+                goto fail;
+            buf_in[nin++] = id;
+        }
+        /* temporaries of the update: Adam variants compute the step in a
+         * parameter-sized fp32 buffer; SGD and momentum update in place */
+        int64_t tn = opt->optimizer >= MP_OPTIM_ADAM ? ne : 0;
+        uint32_t tmp, id;
+        snprintf(S.name, sizeof S.name, "opt/%s/tmp", w->name);
+        if ((st = add_shaped(&S, S.name, MP_DTYPE_FLOAT32, 1, &tn,
+                             MP_KIND_ACTIVATION, &tmp)))
+            goto fail;
+        snprintf(S.name, sizeof S.name, "opt/%s", w->name);
+        if ((st = add_node(&S, S.name, optim_ops[opt->optimizer], "memplan",
+                           buf_in, nin, &tmp, 1, MP_PHASE_OPTIMIZER, &id)) ||
+            (st = set_cost(&S, id, 10.0 * (double)elems)))
+            goto fail;
+        B.n_optimizer++;
+    }
+    if ((st = mp_graph_finalize(S.g)))
+        goto fail;
+    /* saved: forward storage roots in the arena that backward nodes read */
+    {
+        mp_graph *g = S.g;
+        uint8_t *seen = mp_calloc(ctx, g->n_tensors + 1, 1);
+        if (!seen) {
+            st = MP_ERR_NOMEM;
+            goto fail;
+        }
+        for (uint32_t v = 0; v < g->n_nodes; v++) {
+            const mp_node *n = &g->nodes[v];
+            if (n->phase != MP_PHASE_BACKWARD)
+                continue;
+            for (uint32_t i = 0; i < n->n_in; i++) {
+                uint32_t x = n->inputs[i];
+                if (x == MP_NONE)
+                    continue;
+                uint32_t r = g->tensors[x].root;
+                const mp_tensor *tr = &g->tensors[r];
+                if (seen[r] || !mp_tensor_in_arena(tr))
+                    continue;
+                if (tr->producer != MP_NONE &&
+                    g->nodes[tr->producer].phase != MP_PHASE_FORWARD)
+                    continue;
+                seen[r] = 1;
+                B.saved_bytes += tr->bytes;
+            }
+        }
+        mp_dealloc(ctx, seen);
+        /* optimizer nodes: weight, gradient, [master,] states -> tmp */
+        for (uint32_t v = 0; v < g->n_nodes; v++) {
+            const mp_node *n = &g->nodes[v];
+            if (n->phase != MP_PHASE_OPTIMIZER || n->n_in < 2)
+                continue;
+            B.weight_bytes += g->tensors[n->inputs[0]].bytes;
+            B.gradient_bytes += g->tensors[n->inputs[1]].bytes;
+            for (uint32_t i = 2; i < n->n_in; i++) {
+                if (i == 2 && S.prec != MP_PRECISION_FP32)
+                    B.master_weight_bytes += g->tensors[n->inputs[i]].bytes;
+                else
+                    B.optimizer_bytes += g->tensors[n->inputs[i]].bytes;
+            }
+            if (n->n_out && g->tensors[n->outputs[0]].bytes > B.temporary_bytes)
+                B.temporary_bytes = g->tensors[n->outputs[0]].bytes;
+        }
+        uint64_t pers = mp_plan_persistent_bytes(g);
+        uint64_t train = B.weight_bytes + B.master_weight_bytes +
+                         B.optimizer_bytes;
+        B.frozen_bytes = pers > train ? pers - train : 0;
+    }
+    mp_dealloc(ctx, S.map);
+    mp_dealloc(ctx, S.grad);
+    mp_dealloc(ctx, S.n_part);
+    mp_dealloc(ctx, S.rg);
+    mp_dealloc(ctx, buf_in);
+    mp_dealloc(ctx, buf_out);
+    mp_dealloc(ctx, outs);
+    if (bd)
+        *bd = B;
+    *out = S.g;
+    return MP_OK;
+fail:
+    mp_graph_destroy(S.g);
+    mp_dealloc(ctx, S.map);
+    mp_dealloc(ctx, S.grad);
+    mp_dealloc(ctx, S.n_part);
+    mp_dealloc(ctx, S.rg);
+    mp_dealloc(ctx, buf_in);
+    mp_dealloc(ctx, buf_out);
+    mp_dealloc(ctx, outs);
+    return st;
+}

@@ -1,0 +1,189 @@
+/* Recompute solvers: every solver's plan verifies and fits its budget, the
+ * no-recompute peak matches the default schedule's, an unmeetable budget
+ * is MP_ERR_INFEASIBLE with the smallest peak found, and the extra cost
+ * equals the cost of the RECOMPUTE steps. */
+#include "internal.h"
+#include "support.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A forward chain f0..f(n-1) of 1000-byte tensors and its backward chain
+ * b(n-1)..b0 where b_i reads f_i and b_(i+1) (Checkmate's shape). Costs:
+ * node i costs i+1 seconds. */
+static mp_graph *fwd_bwd(mp_ctx *ctx, int n)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    uint32_t f[64], b[64];
+    char nm[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(nm, sizeof nm, "f%d", i);
+        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
+                            MP_KIND_ACTIVATION};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &f[i]) == MP_OK);
+        mp_node_desc nd = {nm, "F", NULL, i ? &f[i - 1] : NULL,
+                           i ? 1u : 0u, &f[i], 1, MP_PHASE_FORWARD};
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
+        mp_graph_set_node_cost(g, id, -1, -1, (double)(i + 1));
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        snprintf(nm, sizeof nm, "b%d", i);
+        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
+                            MP_KIND_GRADIENT};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &b[i]) == MP_OK);
+        uint32_t in[2] = {f[i], i == n - 1 ? f[i] : b[i + 1]};
+        mp_node_desc nd = {nm, "B", NULL, in, i == n - 1 ? 1u : 2u, &b[i], 1,
+                           MP_PHASE_BACKWARD};
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
+        mp_graph_set_node_cost(g, id, -1, -1, 1.0);
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, b[0]), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+static void test_names(void)
+{
+    mp_remat_solver s;
+    for (int i = MP_REMAT_AUTO; i <= MP_REMAT_ILP; i++) {
+        CU_ASSERT_EQUAL(mp_remat_solver_parse(
+                            mp_remat_solver_name((mp_remat_solver)i), &s),
+                        MP_OK);
+        CU_ASSERT_EQUAL(s, i);
+    }
+    CU_ASSERT_EQUAL(mp_remat_solver_parse("chen", &s), MP_OK);
+    CU_ASSERT_EQUAL(s, MP_REMAT_CHEN_GREEDY);
+    CU_ASSERT_EQUAL(mp_remat_solver_parse("bogus", &s), MP_ERR_INVALID_ARG);
+}
+
+static void test_baseline_matches_default(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 16);
+    mp_plan *d = NULL, *p = NULL;
+    CU_ASSERT_FATAL(mp_plan_create(g, NULL, &d) == MP_OK);
+    mp_remat_result r;
+    CU_ASSERT_FATAL(mp_remat_plan(g, NULL, NULL, &p, &r) == MP_OK);
+    CU_ASSERT_EQUAL(r.base_peak_bytes, mp_plan_figures(d)->lower_bound_bytes);
+    CU_ASSERT_EQUAL(r.peak_bytes, r.base_peak_bytes);
+    CU_ASSERT_EQUAL(r.n_recompute, 0);
+    /* 16 forward nodes cost 1..16, 16 backward nodes 1 each */
+    CU_ASSERT_DOUBLE_EQUAL(r.base_cost, 136.0 + 16.0, 1e-9);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(d);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_every_solver(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 16);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, NULL, NULL, &p, &r) == MP_OK);
+    uint64_t base = r.base_peak_bytes;
+    mp_plan_destroy(p);
+    mp_remat_solver sv[] = {MP_REMAT_CHEN_SQRT, MP_REMAT_CHEN_GREEDY,
+                            MP_REMAT_DTR, MP_REMAT_SELECTIVE, MP_REMAT_AUTO};
+    double auto_cost = -1, best = 1e300;
+    for (size_t k = 0; k < sizeof sv / sizeof sv[0]; k++) {
+        mp_remat_options ro;
+        mp_remat_options_init(&ro);
+        ro.solver = sv[k];
+        ro.budget = base / 2;
+        p = NULL;
+        mp_status st = mp_remat_plan(g, &ro, NULL, &p, &r);
+        CU_ASSERT_EQUAL(st, MP_OK);
+        if (st)
+            continue;
+        CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+        CU_ASSERT(r.peak_bytes <= ro.budget);
+        CU_ASSERT(r.n_recompute > 0);
+        /* the extra cost is the cost of the RECOMPUTE steps */
+        double c = 0;
+        for (uint32_t s = 0; s < mp_plan_num_steps(p); s++)
+            if (mp_plan_steps(p)[s].kind == MP_STEP_RECOMPUTE)
+                c += mp_node_cost(g, mp_plan_steps(p)[s].index);
+        CU_ASSERT_DOUBLE_EQUAL(c, r.extra_cost, 1e-9);
+        if (sv[k] == MP_REMAT_AUTO)
+            auto_cost = r.extra_cost;
+        else if (r.extra_cost < best)
+            best = r.extra_cost;
+        mp_plan_destroy(p);
+    }
+    /* auto returns the best of the heuristics */
+    CU_ASSERT(auto_cost >= 0 && auto_cost <= best + 1e-9);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_infeasible(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 8);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    /* b_i reads f_i and b_(i+1) and writes b_i, with b_0 kept: no schedule
+     * holds less than 3 tensors of 1024 aligned bytes */
+    ro.budget = 2 * 1024;
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL(mp_remat_plan(g, &ro, NULL, &p, &r), MP_ERR_INFEASIBLE);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(r.status, MP_SOLVE_INFEASIBLE);
+    CU_ASSERT(r.min_peak_bytes >= 3 * 1024);
+    CU_ASSERT(r.min_peak_bytes < r.base_peak_bytes);
+    CU_ASSERT(strstr(mp_ctx_message(ctx), "smallest peak") != NULL);
+    /* and the smallest peak found is itself a budget that can be met */
+    ro.budget = r.min_peak_bytes;
+    CU_ASSERT_EQUAL(mp_remat_plan(g, &ro, NULL, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* A cap on extra cost excludes schedules that recompute too much. */
+static void test_cost_cap(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 16);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK);
+    mp_plan_destroy(p);
+    p = NULL;
+    ro.budget = r.base_peak_bytes / 2;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK);
+    mp_plan_destroy(p);
+    p = NULL;
+    double need = r.extra_cost;
+    ro.max_extra_cost = need / 2;
+    mp_status st = mp_remat_plan(g, &ro, NULL, &p, &r);
+    if (st == MP_OK) {
+        CU_ASSERT(r.extra_cost <= need / 2);
+    } else {
+        CU_ASSERT_EQUAL(st, MP_ERR_INFEASIBLE);
+    }
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+static CU_TestInfo tests[] = {
+    {"solver names", test_names},
+    {"no recompute = default schedule", test_baseline_matches_default},
+    {"every solver verifies within budget", test_every_solver},
+    {"infeasible budget", test_infeasible},
+    {"extra cost cap", test_cost_cap},
+    CU_TEST_INFO_NULL,
+};
+
+void mp_register_remat(void) { mp_test_add_suite("remat", tests); }

@@ -1,0 +1,262 @@
+/* Training-graph synthesis: the breakdown of a small network against
+ * values computed by hand, gradient accumulation, precisions, optimizers,
+ * and a training graph planned under a budget with recompute. */
+#include "internal.h"
+#include "support.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static uint32_t tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
+                       int rank, const int64_t *dims)
+{
+    mp_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = MP_DTYPE_FLOAT32;
+    d.rank = rank;
+    d.dims = dims;
+    d.kind = kind;
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
+    return id;
+}
+
+static void node(mp_graph *g, const char *name, const char *op, uint32_t *in,
+                 uint32_t nin, uint32_t *out, uint32_t nout)
+{
+    mp_node_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.op = op;
+    d.inputs = in;
+    d.n_inputs = nin;
+    d.outputs = out;
+    d.n_outputs = nout;
+    d.phase = MP_PHASE_FORWARD;
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &d, NULL), MP_OK);
+}
+
+/* x[4,8] -> MatMul(W1[8,16]) -> h1[4,16] -> Relu -> h2 -> MatMul(W2[16,2])
+ * -> y[4,2] (output). With skip: y2 = h2 + Relu(h2) feeds the second
+ * MatMul, so h2 has two consumers. */
+static mp_graph *mlp(mp_ctx *ctx, int skip)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw1[] = {8, 16}, dh[] = {4, 16}, dw2[] = {16, 2},
+            dy[] = {4, 2};
+    uint32_t x = tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w1 = tensor(g, "W1", MP_KIND_WEIGHT, 2, dw1);
+    uint32_t h1 = tensor(g, "h1", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t h2 = tensor(g, "h2", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t w2 = tensor(g, "W2", MP_KIND_WEIGHT, 2, dw2);
+    uint32_t y = tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t i1[] = {x, w1}, r1[] = {h1};
+    node(g, "mm1", "MatMul", i1, 2, &h1, 1);
+    node(g, "relu", "Relu", r1, 1, &h2, 1);
+    uint32_t last = h2;
+    if (skip) {
+        uint32_t h3 = tensor(g, "h3", MP_KIND_ACTIVATION, 2, dh);
+        uint32_t h4 = tensor(g, "h4", MP_KIND_ACTIVATION, 2, dh);
+        node(g, "relu2", "Relu", &h2, 1, &h3, 1);
+        uint32_t ia[] = {h2, h3};
+        node(g, "add", "Add", ia, 2, &h4, 1);
+        last = h4;
+    }
+    uint32_t i2[] = {last, w2};
+    node(g, "mm2", "MatMul", i2, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+static void test_breakdown_fp32_adam(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = mlp(ctx, 0), *t = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    mp_train_breakdown b;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &b) == MP_OK);
+    /* parameters: 8*16 + 16*2 = 160 */
+    CU_ASSERT_EQUAL(b.n_params, 160);
+    CU_ASSERT_EQUAL(b.weight_bytes, 640);
+    CU_ASSERT_EQUAL(b.gradient_bytes, 640);
+    CU_ASSERT_EQUAL(b.optimizer_bytes, 1280); /* m and v, fp32 */
+    CU_ASSERT_EQUAL(b.master_weight_bytes, 0);
+    CU_ASSERT_EQUAL(b.temporary_bytes, 512);  /* W1's fp32 update */
+    /* saved: x (MatMul saves its inputs: 4*8*4 = 128), h2 (Relu saves its
+     * output, MatMul 2 its input: 4*16*4 = 256), y (the loss gradient:
+     * 4*2*4 = 32); h1 is not saved */
+    CU_ASSERT_EQUAL(b.saved_bytes, 128 + 256 + 32);
+    CU_ASSERT_EQUAL(b.n_forward, 3);
+    CU_ASSERT_EQUAL(b.n_backward, 4);
+    CU_ASSERT_EQUAL(b.n_optimizer, 2);
+    uint32_t id;
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "opt/W1/m", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "h1", &id), MP_OK);
+    /* h1 is read by no backward node: Relu's gradient uses h2 */
+    mp_node_info ni;
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "relu/grad", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT_EQUAL(ni.phase, MP_PHASE_BACKWARD);
+    CU_ASSERT_EQUAL(ni.n_inputs, 2);
+    mp_tensor_info ti;
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(t, ni.inputs[1], &ti), MP_OK);
+    CU_ASSERT_STRING_EQUAL(ti.name, "h2");
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL(mp_plan_create(t, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    /* persistent: weights + Adam states */
+    CU_ASSERT_EQUAL(mp_plan_figures(p)->persistent_bytes, 640 + 1280);
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_breakdown_mixed_and_8bit(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = mlp(ctx, 0), *t = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.precision = MP_PRECISION_BF16_MIXED;
+    mp_train_breakdown b;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &b) == MP_OK);
+    CU_ASSERT_EQUAL(b.weight_bytes, 320);        /* bf16 */
+    CU_ASSERT_EQUAL(b.master_weight_bytes, 640); /* fp32 master */
+    CU_ASSERT_EQUAL(b.gradient_bytes, 320);
+    CU_ASSERT_EQUAL(b.optimizer_bytes, 1280);
+    CU_ASSERT_EQUAL(b.saved_bytes, 64 + 128 + 16);
+    mp_graph_destroy(t);
+    t = NULL;
+    o.precision = MP_PRECISION_FP32;
+    o.optimizer = MP_OPTIM_ADAM8BIT;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &b) == MP_OK);
+    /* two 1-byte states per parameter + one fp32 absmax per 2048-block
+     * per state per tensor: 2*160 + 2*(2*4) */
+    CU_ASSERT_EQUAL(b.optimizer_bytes, 320 + 16);
+    mp_graph_destroy(t);
+    t = NULL;
+    o.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &b) == MP_OK);
+    CU_ASSERT_EQUAL(b.optimizer_bytes, 0);
+    CU_ASSERT_EQUAL(b.temporary_bytes, 0);
+    mp_graph_destroy(t);
+    t = NULL;
+    o.optimizer = MP_OPTIM_MOMENTUM;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &b) == MP_OK);
+    CU_ASSERT_EQUAL(b.optimizer_bytes, 640);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* h2 has two consumers (relu2, add): its gradient is a Sum of two parts */
+static void test_accumulation(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = mlp(ctx, 1), *t = NULL;
+    CU_ASSERT_FATAL(mp_train_graph(f, NULL, &t, NULL) == MP_OK);
+    uint32_t id;
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "d/h2#sum2", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT_STRING_EQUAL(ni.op, "Sum");
+    CU_ASSERT_EQUAL(ni.n_inputs, 2);
+    /* the Add's gradient saves nothing: its inputs are only gradients */
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add/grad", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT_EQUAL(ni.n_inputs, 1);
+    CU_ASSERT_EQUAL(ni.n_outputs, 2);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* A graph with no trainable weight cannot be trained. */
+static void test_no_weights(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL, *t = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t d[] = {4};
+    uint32_t x = tensor(g, "x", MP_KIND_INPUT, 1, d);
+    uint32_t y = tensor(g, "y", MP_KIND_ACTIVATION, 1, d);
+    node(g, "r", "Relu", &x, 1, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    CU_ASSERT_EQUAL(mp_train_graph(g, NULL, &t, NULL), MP_ERR_GRAPH);
+    CU_ASSERT_PTR_NULL(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* A deeper chain trained and planned under 70% of its peak: the plan
+ * recomputes, verifies and fits. */
+static void test_train_remat(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL, *t = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t da[] = {64, 256}, dw[] = {256, 256};
+    uint32_t cur = tensor(g, "x", MP_KIND_INPUT, 2, da);
+    char nm[32];
+    for (int l = 0; l < 12; l++) {
+        snprintf(nm, sizeof nm, "W%d", l);
+        uint32_t w = tensor(g, nm, MP_KIND_WEIGHT, 2, dw);
+        snprintf(nm, sizeof nm, "a%d", l);
+        uint32_t a = tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+        snprintf(nm, sizeof nm, "r%d", l);
+        uint32_t r = tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+        uint32_t in[] = {cur, w};
+        snprintf(nm, sizeof nm, "mm%d", l);
+        node(g, nm, "MatMul", in, 2, &a, 1);
+        snprintf(nm, sizeof nm, "relu%d", l);
+        node(g, nm, "Relu", &a, 1, &r, 1);
+        cur = r;
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, cur), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
+    uint64_t base = r.base_peak_bytes;
+    CU_ASSERT_EQUAL(r.extra_cost, 0);
+    mp_plan_destroy(p);
+    p = NULL;
+    ro.budget = base * 7 / 10;
+    CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    CU_ASSERT(r.peak_bytes <= ro.budget);
+    CU_ASSERT(r.n_recompute > 0);
+    CU_ASSERT(r.extra_cost > 0);
+    uint32_t nrec = 0;
+    for (uint32_t s = 0; s < mp_plan_num_steps(p); s++)
+        nrec += mp_plan_steps(p)[s].kind == MP_STEP_RECOMPUTE;
+    CU_ASSERT_EQUAL(nrec, r.n_recompute);
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+static CU_TestInfo tests[] = {
+    {"breakdown fp32 adam by hand", test_breakdown_fp32_adam},
+    {"breakdown bf16-mixed, adam8bit, sgd, momentum",
+     test_breakdown_mixed_and_8bit},
+    {"gradient accumulation", test_accumulation},
+    {"no trainable weight", test_no_weights},
+    {"training graph under a budget", test_train_remat},
+    CU_TEST_INFO_NULL,
+};
+
+void mp_register_train(void) { mp_test_add_suite("train", tests); }
