@@ -11,6 +11,12 @@
  *  - auto: size, duration and area orders x (best fit, first fit), breadth
  *    and start, keeps the best, then improves it with a local search over
  *    the order (moves and swaps, a seeded PRNG, accept when not worse).
+ *    Above OFS_MATRIX_MAX_N buffers: breadth first fit, then the "tiny
+ *    first" orders (buffers below 1e-6 of the lower bound first, longest
+ *    first; then by size, or by size class and lifetime), then the others
+ *    while a placement budget lasts; the best is then lowered by the
+ *    repair pass of offsets_large.c (ejection of the buffers in the way
+ *    of those at the top).
  *
  * Determinism: every decision depends on the input and the seed only. The
  * improvement pass (simulated annealing over the order) has an iteration budget derived from the instance size;
@@ -23,7 +29,8 @@
 #include <string.h>
 
 #define OFS_DEFAULT_TIME_LIMIT 10.0
-/* Larger instances use the tree engine and skip the improvement pass. */
+/* Larger instances use the tree engine and the repair pass instead of the
+ * improvement pass. */
 #define OFS_MATRIX_MAX_N 4096u
 /* Work budget of the improvement pass, in placed-buffer visits. */
 #define OFS_IMPROVE_WORK 100000000ull

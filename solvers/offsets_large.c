@@ -23,9 +23,6 @@
 #include "offsets_internal.h"
 
 #include <string.h>
-#ifdef LG_DEBUG
-#include <stdio.h>
-#endif
 
 typedef struct lg {
     const mp_ofs_prob *p;
@@ -266,17 +263,12 @@ static uint64_t lg_fit(lg *g, uint32_t b, uint64_t limit)
     const mp_ofs_prob *p = g->p;
     uint32_t k = g->nres;
     uint64_t z = p->size[b];
-    /* sort (off, idx) pairs by offset: pack the index rank via a second
-     * array: sort offsets and ends separately — the sweep needs, in
-     * offset order, each interval's end; sort composite keys instead. */
+    /* the free gaps are those of the union of the intervals: sweep their
+     * starts and ends, each sorted on its own, with a depth counter */
     uint64_t *lo = g->a, *tmp = g->b2;
     for (uint32_t i = 0; i < k; i++)
         lo[i] = g->off[g->res[i]];
     sort_u64(lo, tmp, k);
-    /* running max end in offset order: ends sorted independently do not
-     * give it, so compute it from a second pass over res sorted by
-     * offset. Cheaper: the union of [off, end) is what matters; build it
-     * from starts and ends sorted separately (a sweep with a counter). */
     uint64_t *hi = g->pre;
     for (uint32_t i = 0; i < k; i++)
         hi[i] = g->off[g->res[i]] + p->size[g->res[i]];
@@ -411,9 +403,6 @@ static int lg_move(lg *g, uint32_t b, uint64_t H, uint32_t ncand,
                 g->lifted[c] = 0;
             }
         }
-#ifdef LG_DEBUG
-        fprintf(stderr, "move b=%u z=%llu life=%u..%u k=%u cand x=%llu score=%llu ne=%u ok=%d\n", b, (unsigned long long)z, p->l[b], p->r[b], k, (unsigned long long)x, (unsigned long long)best[ci].score+0*k, ne, ok);
-#endif
         if (ok)
             return 1;
         for (uint32_t i = 0; i < ne; i++) {

@@ -1,5 +1,6 @@
 /* Offsets solver (heuristic tier) and MiniMalloc CSV traces. */
 #include "internal.h"
+#include "offsets_internal.h"
 #include "support.h"
 
 #include <stdio.h>
@@ -362,6 +363,137 @@ static void test_auto_improves(void)
     mp_ctx_destroy(ctx);
 }
 
+/* ---- large instances: repair pass and tiny-first orders ------------------- */
+
+/* A tiny long-lived buffer on top that fits only after the buffer in its
+ * way moves down: the repair pass must reach the lower bound. */
+static void test_repair_hand(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    /* A [0,5) 10 at 0; B [5,10) 10 at 1; D [0,10) 10 at 11; T [0,10) 1 at
+     * 21: arena 22, lower bound 21 (A + D + T) */
+    mp_buffer b[] = {{0, 5, 10, 0}, {5, 10, 10, 1}, {0, 10, 10, 11},
+                     {0, 10, 1, 21}};
+    CU_ASSERT_EQUAL_FATAL(mp_offsets_verify(ctx, b, 4, 1, 22), MP_OK);
+    mp_ofs_prob p;
+    CU_ASSERT_EQUAL_FATAL(mp_ofs_prob_init(ctx, &p, b, 4, 1), MP_OK);
+    CU_ASSERT_EQUAL(p.lb, 21);
+    uint64_t off[4], arena = 22;
+    for (int i = 0; i < 4; i++)
+        off[i] = b[i].offset;
+    int improved = 0;
+    CU_ASSERT_EQUAL(mp_ofs_repair(&p, off, &arena, 1000000, 1e30, &improved),
+                    MP_OK);
+    CU_ASSERT(improved);
+    CU_ASSERT_EQUAL(arena, 21);
+    for (int i = 0; i < 4; i++)
+        b[i].offset = off[i];
+    CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, 4, 1, 21), MP_OK);
+    mp_ofs_prob_free(&p);
+    mp_ctx_destroy(ctx);
+}
+
+/* Random instances with a share of tiny long-lived buffers. */
+static mp_buffer *random_tiny_instance(uint64_t *rng, size_t n,
+                                       int64_t horizon)
+{
+    mp_buffer *b = random_instance(rng, n, horizon, 1 << 20);
+    for (size_t i = 0; i < n; i += 37) {
+        b[i].size = 1 + mp_test_rand(rng) % 8;
+        b[i].end = b[i].start + horizon / 2 +
+                   (int64_t)(mp_test_rand(rng) % (uint64_t)(horizon / 2));
+    }
+    return b;
+}
+
+/* From a poor start (start-time order, first fit) the repair pass keeps a
+ * valid placement, never raises the arena and reports it exactly. */
+static void test_repair_random(void)
+{
+    int nimproved = 0;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        uint64_t rng = seed * 1000003;
+        size_t n = 200 + 200 * (size_t)seed;
+        mp_buffer *b = random_tiny_instance(&rng, n, 50 + 40 * (int64_t)seed);
+        mp_offsets_options o;
+        mp_offsets_options_init(&o);
+        o.method = MP_OFFSETS_START_FIRSTFIT;
+        mp_offsets_result r;
+        CU_ASSERT_EQUAL_FATAL(mp_offsets_solve(ctx, b, n, &o, &r), MP_OK);
+        mp_ofs_prob p;
+        CU_ASSERT_EQUAL_FATAL(mp_ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
+        uint64_t *off = malloc(n * sizeof *off), arena = r.arena_bytes;
+        for (size_t i = 0; i < n; i++)
+            off[i] = b[i].offset;
+        int improved = 0;
+        CU_ASSERT_EQUAL(mp_ofs_repair(&p, off, &arena, 2000000, 1e30,
+                                      &improved),
+                        MP_OK);
+        CU_ASSERT(arena <= r.arena_bytes);
+        CU_ASSERT(arena >= p.lb);
+        CU_ASSERT_EQUAL(improved, arena < r.arena_bytes);
+        nimproved += improved;
+        uint64_t top = 0;
+        for (size_t i = 0; i < n; i++) {
+            b[i].offset = off[i];
+            if (off[i] + b[i].size > top)
+                top = off[i] + b[i].size;
+        }
+        CU_ASSERT_EQUAL(top, arena);
+        CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, n, 1, arena), MP_OK);
+        mp_ofs_prob_free(&p);
+        free(off);
+        free(b);
+        mp_ctx_destroy(ctx);
+    }
+    /* the start is poor: the pass must find something on most of them */
+    CU_ASSERT(nimproved >= 3);
+}
+
+/* Above the matrix engine's limit with tiny long-lived buffers: AUTO
+ * (tiny-first orders, repair) is valid, not worse than any plain method,
+ * and deterministic. */
+static void test_large_tiny(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    uint64_t rng = 4243;
+    size_t n = 4200;
+    mp_buffer *b = random_tiny_instance(&rng, n, 8000);
+    mp_buffer *c = malloc(n * sizeof *c);
+    uint64_t lb = brute_lb(b, n, 1), best_plain = UINT64_MAX;
+    mp_offsets_options o;
+    mp_offsets_options_init(&o);
+    mp_offsets_result r, r2;
+    for (size_t m = 1; m < N_ALL; m++) {
+        if (all_methods[m] == MP_OFFSETS_NAIVE)
+            continue;
+        o.method = all_methods[m];
+        CU_ASSERT_EQUAL_FATAL(mp_offsets_solve(ctx, b, n, &o, &r), MP_OK);
+        if (r.arena_bytes < best_plain)
+            best_plain = r.arena_bytes;
+    }
+    o.method = MP_OFFSETS_AUTO;
+    CU_ASSERT_EQUAL_FATAL(mp_offsets_solve(ctx, b, n, &o, &r), MP_OK);
+    CU_ASSERT_EQUAL(r.lower_bound_bytes, lb);
+    CU_ASSERT(r.arena_bytes >= lb);
+    CU_ASSERT(r.arena_bytes <= best_plain);
+    CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, n, 1, r.arena_bytes), MP_OK);
+    memcpy(c, b, n * sizeof *c);
+    for (size_t i = 0; i < n; i++)
+        c[i].offset = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_offsets_solve(ctx, c, n, &o, &r2), MP_OK);
+    CU_ASSERT_EQUAL(r.arena_bytes, r2.arena_bytes);
+    CU_ASSERT_STRING_EQUAL(r.solver, r2.solver);
+    int same = 1;
+    for (size_t i = 0; i < n; i++)
+        same &= b[i].offset == c[i].offset;
+    CU_ASSERT(same);
+    free(b);
+    free(c);
+    mp_ctx_destroy(ctx);
+}
+
 /* ---- CSV ------------------------------------------------------------------ */
 
 static void test_csv_round_trip(void)
@@ -508,6 +640,9 @@ void mp_register_offsets(void)
         {"methods_random_large", test_methods_random_large},
         {"determinism", test_determinism},
         {"auto_improves", test_auto_improves},
+        {"repair_hand", test_repair_hand},
+        {"repair_random", test_repair_random},
+        {"large_tiny", test_large_tiny},
         CU_TEST_INFO_NULL};
     static CU_TestInfo csv[] = {
         {"round_trip", test_csv_round_trip},
