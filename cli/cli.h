@@ -108,5 +108,6 @@ int cli_json_set(json_t *obj, const char *key, json_t *v);
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_offsets(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
+int cli_cmd_offload_policy(int argc, char **argv);
 
 #endif /* MEMPLAN_CLI_H */

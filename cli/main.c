@@ -20,6 +20,8 @@ static const cli_command commands[] = {
      cli_cmd_offsets},
     {"verify", "check a plan against its graph, or a trace's offsets",
      cli_cmd_verify},
+    {"offload-policy", "FlexGen-style offload policy for LLM inference",
+     cli_cmd_offload_policy},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -482,6 +482,70 @@ MP_API mp_status mp_node_estimate(const mp_graph *g, uint32_t node,
 MP_API double mp_device_transfer_seconds(const mp_device *d, uint64_t bytes,
                                          int to_host);
 
+/* ---- FlexGen-style offload policy search for LLM inference (issue 8;
+ * docs/offload.md) ---------------------------------------------------- */
+/* A decoder-only transformer, as its Hugging Face config.json gives it. */
+typedef struct mp_llm_config {
+    char name[64];
+    uint32_t layers, hidden, heads, kv_heads, ffn, vocab;
+    uint32_t mlp_matrices;   /* 2 (OPT, GPT) or 3 (gated: LLaMA, Mistral) */
+    mp_dtype dtype;          /* of weights, activations and KV cache */
+} mp_llm_config;
+/* Reads num_hidden_layers/n_layer, hidden_size/n_embd/d_model,
+ * num_attention_heads/n_head, num_key_value_heads (default: heads),
+ * ffn_dim/intermediate_size/n_inner (default 4 x hidden), vocab_size,
+ * torch_dtype (default float16) and model_type; other keys are ignored. */
+MP_API mp_status mp_llm_config_load_json(mp_ctx *ctx, const char *path,
+                                         mp_llm_config *out);
+MP_API mp_status mp_llm_config_load_json_string(mp_ctx *ctx, const char *text,
+                                                const char *source_name,
+                                                mp_llm_config *out);
+
+/* The machine of the policy search: three tiers and FlexGen's hardware
+ * constants (bytes/s, FLOP/s). "t4" is the profile fitted in FlexGen's
+ * cost model; others are derived from an mp_device (docs/offload.md). */
+typedef struct mp_flexgen_hw {
+    char name[48];
+    uint64_t gpu_mem, cpu_mem, disk_mem;
+    double ctog_bw, gtoc_bw_cache, gtoc_bw_hidden, dtoc_bw;
+    double ctod_bw_cache_p, ctod_bw_hidden_p, ctod_bw_g;
+    double mm_flops_p, mm_flops_g, bmm_flops_p, bmm_flops_g, cpu_flops;
+    double c1, c2, c3;       /* CPU attention efficiency fit */
+} mp_flexgen_hw;
+MP_API void mp_flexgen_hw_t4(mp_flexgen_hw *out);
+MP_API void mp_flexgen_hw_from_device(const mp_device *d, mp_flexgen_hw *out);
+
+typedef struct mp_flexgen_options {
+    uint32_t prompt_len, gen_len;    /* default 512, 32 */
+    uint32_t gpu_batch;              /* 0: searched */
+    uint32_t num_batches;            /* 0: searched */
+    unsigned weight_bits, cache_bits; /* 16 (default) or 4: compressed */
+    double alpha_g, alpha_c, alpha_n; /* usable share of each tier (0.8) */
+    /* fixed percentages of wg, wc, cg, cc, hg, hc; < 0: free (default) */
+    double percent[6];
+    uint32_t max_gpu_batch;          /* search limit (default 1024) */
+} mp_flexgen_options;
+MP_API void mp_flexgen_options_init(mp_flexgen_options *o);
+
+typedef struct mp_flexgen_policy {
+    uint32_t gpu_batch, num_batches;
+    double w_gpu, w_cpu, w_disk;     /* fractions of the weights */
+    double c_gpu, c_cpu, c_disk;     /* of the KV cache */
+    double h_gpu, h_cpu, h_disk;     /* of the activations */
+    double throughput;               /* generated tokens/s */
+    double prefill_seconds, decode_seconds;
+    double gpu_peak, cpu_peak, disk_peak;  /* bytes, max over phases */
+    double weight_bytes, cache_bytes, hidden_bytes; /* totals */
+    uint32_t lps_solved;
+} mp_flexgen_policy;
+/* Searches GPU batch size and number of batches and solves FlexGen's LP
+ * for each (GLPK); MP_ERR_INFEASIBLE when nothing fits,
+ * MP_ERR_UNSUPPORTED without GLPK. */
+MP_API mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
+                                   const mp_flexgen_hw *hw,
+                                   const mp_flexgen_options *o,
+                                   mp_flexgen_policy *out);
+
 /* ---- recompute / checkpoint under a memory budget (issue 5) --------------- */
 /* Solvers that choose which tensors to keep and which to recompute so that
  * a schedule's peak (live arena bytes + persistent bytes) fits a budget at
