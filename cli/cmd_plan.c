@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PEAK_TOP 10
 
@@ -31,15 +32,87 @@ static void help(void)
     fputs("\n"
           "      --seed S        seed for randomized improvement (default 0)\n"
           "      --time-limit SEC  seconds for improvement passes\n"
+          "      --dot FILE      write the graph as Graphviz DOT (render with\n"
+          "                      dot -Tsvg); needs a build with Graphviz\n"
+          "      --collapse PREFIX|DEPTH  in the DOT, draw the nodes whose name\n"
+          "                      starts with PREFIX (comma-separated list), or\n"
+          "                      each group of the first DEPTH name parts, as one\n"
+          "      --html FILE     write the HTML report (timeline, arena layout,\n"
+          "                      peak tensors, lints; one file, no network)\n"
+          "      --trace FILE    write a Chrome trace (Perfetto) with a memory\n"
+          "                      counter\n"
+          "      --kv-context N  tokens for the KV-cache lint (default 4096)\n"
+          "      --no-lints      skip the static lints\n"
           "  -h, --help          show this help\n"
           "\n"
           "Examples:\n"
           "  memplan plan examples/resnet50.json\n"
           "  memplan plan examples/resnet50.json -o plan.json --align 64\n"
           "  memplan plan model.onnx --json --method size-bestfit\n"
+          "  memplan plan model.onnx --html report.html --dot g.dot --collapse 2\n"
           "\n",
           stdout);
     cli_print_exit_codes(stdout);
+}
+
+/* Options of plan beyond the shared solver ones (ids above theirs). */
+enum { P_DOT = 1000, P_COLLAPSE, P_HTML, P_TRACE, P_KV, P_NOLINT };
+static const cli_opt plan_only_opts[] = {
+    {"dot", 0, 1, P_DOT},
+    {"collapse", 0, 1, P_COLLAPSE},
+    {"html", 0, 1, P_HTML},
+    {"trace", 0, 1, P_TRACE},
+    {"kv-context", 0, 1, P_KV},
+    {"no-lints", 0, 0, P_NOLINT},
+    {NULL, 0, 0, 0},
+};
+
+typedef struct plan_args {
+    cli_solve_args solve;
+    const char *dot, *html, *trace;
+    mp_dot_options dopt;
+    uint64_t kv_context;
+    int no_lints;
+} plan_args;
+
+static int plan_on_opt(void *state, int id, const char *name,
+                       const char *value)
+{
+    plan_args *a = state;
+    switch (id) {
+    case P_DOT: a->dot = value; return 0;
+    case P_HTML: a->html = value; return 0;
+    case P_TRACE: a->trace = value; return 0;
+    case P_NOLINT: a->no_lints = 1; return 0;
+    case P_KV: return cli_parse_u64(name, value, &a->kv_context);
+    case P_COLLAPSE: {
+        const char *p = value;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (*value && !*p) {
+            uint64_t d;
+            int rc = cli_parse_u64(name, value, &d);
+            if (rc)
+                return rc;
+            if (d == 0 || d > 64) {
+                cli_error("bad value '%s' for %s: a depth from 1 to 64 or a "
+                          "name prefix", value, name);
+                return CLI_EXIT_USAGE;
+            }
+            a->dopt.collapse_depth = (uint32_t)d;
+            a->dopt.collapse_prefix = NULL;
+        } else {
+            if (!*value) {
+                cli_error("empty value for %s", name);
+                return CLI_EXIT_USAGE;
+            }
+            a->dopt.collapse_prefix = value;
+            a->dopt.collapse_depth = 0;
+        }
+        return 0;
+    }
+    default: return cli_solve_on_opt(&a->solve, id, name, value);
+    }
 }
 
 /* Arena blocks live at the peak step, largest first. */
@@ -100,8 +173,36 @@ static void describe_step(const mp_graph *g, const mp_plan *plan, uint32_t s,
                  tensor_name(g, st->index));
 }
 
+static json_t *lints_json(const mp_graph *g, const mp_lints *l)
+{
+    json_t *arr = json_array();
+    for (uint32_t i = 0; arr && i < mp_lints_count(l); i++) {
+        const mp_lint *x = mp_lints_get(l, i);
+        json_t *e = json_object();
+        int bad = !e;
+        if (e) {
+            bad |= cli_json_set(e, "kind", json_string(mp_lint_kind_name(x->kind)));
+            bad |= cli_json_set(e, "bytes", cli_json_u64(x->bytes));
+            bad |= cli_json_set(e, "aux_bytes", cli_json_u64(x->aux_bytes));
+            bad |= cli_json_set(e, "share", json_real(x->share));
+            bad |= cli_json_set(e, "subject", cli_json_str(x->subject));
+            if (x->tensor != MP_NONE)
+                bad |= cli_json_set(e, "tensor",
+                                    cli_json_str(tensor_name(g, x->tensor)));
+            bad |= cli_json_set(e, "message", cli_json_str(x->message));
+            bad |= json_array_append_new(arr, e);
+        }
+        if (bad) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
 static int print_json(const mp_graph *g, const mp_plan *plan,
-                      const peak_info *pk, const char *output)
+                      const peak_info *pk, const char *output,
+                      const plan_args *pa, const mp_lints *lints)
 {
     const mp_figures *f = mp_plan_figures(plan);
     json_t *o = json_object();
@@ -135,6 +236,8 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     int bad = 0;
     bad |= cli_json_set(o, "graph", cli_json_str(mp_graph_name(g)));
     bad |= cli_json_set(o, "tensors", json_integer(mp_graph_num_tensors(g)));
+    bad |= cli_json_set(o, "unknown_shapes",
+                        json_integer((json_int_t)mp_graph_unknown_shapes(g)));
     bad |= cli_json_set(o, "nodes", json_integer(mp_graph_num_nodes(g)));
     bad |= cli_json_set(o, "steps", json_integer(mp_plan_num_steps(plan)));
     bad |= cli_json_set(o, "alignment", cli_json_u64(f->alignment));
@@ -154,12 +257,52 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     bad |= cli_json_set(o, "peak_tensors", top);
     if (output)
         bad |= cli_json_set(o, "plan_file", cli_json_str(output));
+    if (pa->dot)
+        bad |= cli_json_set(o, "dot_file", cli_json_str(pa->dot));
+    if (pa->html)
+        bad |= cli_json_set(o, "html_file", cli_json_str(pa->html));
+    if (pa->trace)
+        bad |= cli_json_set(o, "trace_file", cli_json_str(pa->trace));
+    if (lints)
+        bad |= cli_json_set(o, "lints", lints_json(g, lints));
     if (bad) {
         json_decref(o);
         cli_error("out of memory");
         return CLI_EXIT_INTERNAL;
     }
     return cli_json_print(o);
+}
+
+#define LINTS_PER_KIND 5
+
+static void print_lints(const mp_lints *l)
+{
+    int tty = isatty(fileno(stdout));
+    printf("\n%slints%s (%u)\n", tty ? "\033[1m" : "", tty ? "\033[0m" : "",
+           mp_lints_count(l));
+    uint32_t n = mp_lints_count(l);
+    for (uint32_t i = 0; i < n;) {
+        const mp_lint *x = mp_lints_get(l, i);
+        uint32_t j = i, shown = 0;
+        uint64_t rest = 0;
+        for (; j < n && mp_lints_get(l, j)->kind == x->kind; j++) {
+            const mp_lint *y = mp_lints_get(l, j);
+            if (shown++ >= LINTS_PER_KIND) {
+                rest += y->bytes;
+                continue;
+            }
+            printf("  %s%-13s%s %s\n", tty ? "\033[33m" : "",
+                   mp_lint_kind_name(y->kind), tty ? "\033[0m" : "",
+                   y->message);
+        }
+        if (shown > LINTS_PER_KIND) {
+            char b[96];
+            printf("  %-13s ... and %u more (%s in all; --json lists every "
+                   "one)\n", "", shown - LINTS_PER_KIND,
+                   cli_size(rest, b, sizeof b));
+        }
+        i = j;
+    }
 }
 
 static void print_summary(const mp_graph *g, const mp_plan *plan,
@@ -210,12 +353,28 @@ int cli_cmd_plan(int argc, char **argv)
 {
     mp_plan_options opt;
     mp_plan_options_init(&opt);
-    cli_solve_args a = {NULL, 0, opt.alignment, opt.method, opt.seed,
-                        opt.time_limit};
+    plan_args pa;
+    memset(&pa, 0, sizeof pa);
+    pa.solve = (cli_solve_args){NULL, 0, opt.alignment, opt.method, opt.seed,
+                                opt.time_limit};
+    mp_dot_options_init(&pa.dopt);
+    mp_lint_options lopt;
+    mp_lint_options_init(&lopt);
+    pa.kv_context = lopt.kv_context;
+    cli_solve_args a;
+    /* the shared solver options, then plan's own */
+    cli_opt opts[32];
+    size_t no = 0;
+    for (const cli_opt *o = cli_solve_opts; o->name && no < 16; o++)
+        opts[no++] = *o;
+    for (const cli_opt *o = plan_only_opts; o->name && no < 31; o++)
+        opts[no++] = *o;
+    opts[no] = (cli_opt){NULL, 0, 0, 0};
     const char *pos[CLI_MAX_POSITIONAL];
     int n_pos, want_help;
-    int rc = cli_parse("plan", argc, argv, cli_solve_opts, cli_solve_on_opt,
-                       &a, pos, &n_pos, &want_help);
+    int rc = cli_parse("plan", argc, argv, opts, plan_on_opt, &pa, pos,
+                       &n_pos, &want_help);
+    a = pa.solve;
     if (rc)
         return rc;
     if (want_help) {
@@ -241,6 +400,7 @@ int cli_cmd_plan(int argc, char **argv)
     }
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
+    mp_lints *lints = NULL;
     peak_info pk;
     memset(&pk, 0, sizeof pk);
     mp_status st = mp_graph_load(ctx, input, &g);
@@ -260,19 +420,60 @@ int cli_cmd_plan(int argc, char **argv)
             goto done;
         }
     }
+    if (!pa.no_lints) {
+        lopt.kv_context = pa.kv_context;
+        st = mp_plan_lint(plan, &lopt, &lints);
+        if (st != MP_OK) {
+            rc = cli_fail(ctx, st, input);
+            goto done;
+        }
+    }
+    if (pa.dot) {
+        st = mp_plan_write_dot(plan, pa.dot, &pa.dopt);
+        if (st != MP_OK) {
+            rc = cli_fail(ctx, st, pa.dot);
+            goto done;
+        }
+    }
+    if (pa.html) {
+        mp_html_options ho;
+        mp_html_options_init(&ho);
+        ho.lints = lints;
+        st = mp_plan_write_html(plan, pa.html, &ho);
+        if (st != MP_OK) {
+            rc = cli_fail(ctx, st, pa.html);
+            goto done;
+        }
+    }
+    if (pa.trace) {
+        st = mp_plan_write_trace(plan, pa.trace, NULL);
+        if (st != MP_OK) {
+            rc = cli_fail(ctx, st, pa.trace);
+            goto done;
+        }
+    }
     if (peak_collect(plan, &pk) != 0) {
         cli_error("out of memory");
         rc = CLI_EXIT_INTERNAL;
         goto done;
     }
     if (a.json) {
-        rc = print_json(g, plan, &pk, a.output);
+        rc = print_json(g, plan, &pk, a.output, &pa, lints);
     } else {
         print_summary(g, plan, &pk, a.output);
+        if (lints)
+            print_lints(lints);
+        if (pa.dot)
+            printf("DOT written to %s\n", pa.dot);
+        if (pa.html)
+            printf("HTML report written to %s\n", pa.html);
+        if (pa.trace)
+            printf("trace written to %s\n", pa.trace);
         rc = CLI_EXIT_OK;
     }
 done:
     free(pk.blocks);
+    mp_lints_destroy(lints);
     mp_plan_destroy(plan);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
