@@ -236,8 +236,6 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     int bad = 0;
     bad |= cli_json_set(o, "graph", cli_json_str(mp_graph_name(g)));
     bad |= cli_json_set(o, "tensors", json_integer(mp_graph_num_tensors(g)));
-    bad |= cli_json_set(o, "unknown_shapes",
-                        json_integer((json_int_t)mp_graph_unknown_shapes(g)));
     bad |= cli_json_set(o, "nodes", json_integer(mp_graph_num_nodes(g)));
     bad |= cli_json_set(o, "steps", json_integer(mp_plan_num_steps(plan)));
     bad |= cli_json_set(o, "alignment", cli_json_u64(f->alignment));
