@@ -10,7 +10,7 @@
  * step takes the CPU->GPU read plus the longest of the other transfers and
  * compute (attention over a CPU-resident cache runs on the CPU). The
  * outer search enumerates gbs and nb. Solved through the project's GLPK
- * wrapper (solvers/glpk.c). Units inside the LP: seconds and GiB. */
+ * wrapper (solvers/glpk.c). */
 #include "mp_glpk.h"
 
 #include <math.h>
@@ -202,9 +202,9 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         if (j == HN)
             hi = 0; /* activations are not kept on disk (as in FlexGen) */
         if (j == TPRE)
-            obj = l / bls;
+            obj = l;
         if (j == TGEN)
-            obj = l * (n - 1) / bls;
+            obj = l * (n - 1);
         if ((st = mp_lp_add_col(lp, lo, hi, MP_LP_CONTINUOUS, obj, NULL)))
             goto out;
     }
@@ -216,6 +216,12 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         if ((st = mp_lp_add_row(lp, 1, 1, 3, cols, ones, NULL)))
             goto out;
     }
+    /* Time rows are divided by tu (the prefill compute of one layer) and
+     * the time columns count units of tu, so that coefficients are near 1
+     * whatever the model; memory rows are divided by their capacity. */
+    double tu = bls * s * k->p2 / hw->mm_flops_p;
+    if (!(tu > 0))
+        tu = 1;
     /* ---- prefill, per layer ---- */
     expr ctog, gtoc, dtoc, ctod, comp;
     ex_zero(&ctog);
@@ -226,8 +232,8 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     dtoc.a[HN] = k->hid * s * bls / hw->dtoc_bw;
     for (int j = 0; j < NCOL; j++)
         ctog.a[j] += dtoc.a[j];
-    ctog.a[TPRE] = -1; /* ctog + dtoc <= Tpre */
-    if ((st = row_le(lp, &ctog, 0, 1)))
+    ctog.a[TPRE] = -tu; /* ctog + dtoc <= Tpre */
+    if ((st = row_le(lp, &ctog, 0, tu)))
         goto out;
     ex_zero(&gtoc);
     gtoc.a[CC] = gtoc.a[CN] = k->kvtok * (s + 1) * bls / hw->gtoc_bw_cache;
@@ -237,21 +243,21 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     ctod.a[HN] = k->hid * s * bls / hw->ctod_bw_hidden_p;
     for (int j = 0; j < NCOL; j++)
         gtoc.a[j] += ctod.a[j];
-    gtoc.a[TPRE] = -1;
-    if ((st = row_le(lp, &gtoc, 0, 1)))
+    gtoc.a[TPRE] = -tu;
+    if ((st = row_le(lp, &gtoc, 0, tu)))
         goto out;
     ex_zero(&comp);
     comp.c = bls * s * k->p2 / hw->mm_flops_p +
              4 * bls * s * s * h / hw->bmm_flops_p;
-    comp.a[TPRE] = -1;
-    if ((st = row_le(lp, &comp, 0, 1)))
+    comp.a[TPRE] = -tu;
+    if ((st = row_le(lp, &comp, 0, tu)))
         goto out;
     /* ---- decode, per layer and token: ctog + max(others) ---- */
     expr cg_in;
     ex_zero(&cg_in);
     cg_in.a[WC] = cg_in.a[WN] = k->wi / hw->ctog_bw;
     cg_in.a[HC] = cg_in.a[HN] = k->hid * bls / hw->ctog_bw;
-    cg_in.a[TGEN] = -1;
+    cg_in.a[TGEN] = -tu;
     double ctx_len = s + n / 2;
     double cpu_eff = 1.0;
     {
@@ -280,7 +286,7 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     terms[3].a[CC] += 4 * bls * ctx_len * h / (hw->cpu_flops * cpu_eff);
     terms[3].a[CN] += 4 * bls * ctx_len * h / (hw->cpu_flops * cpu_eff);
     for (int t = 0; t < 4; t++)
-        if ((st = row_le(lp, &terms[t], 0, 1)))
+        if ((st = row_le(lp, &terms[t], 0, tu)))
             goto out;
     /* ---- peak memory per tier (GiB) ---- */
     mem_exprs me;
@@ -317,11 +323,14 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     e->a[WN] = wl;
     e->a[HN] = k->hid * s * bls;
     e->a[CN] = k->kvtok * (s + n) * bls * l;
-    if ((st = row_le(lp, &me.gpu_p, o->alpha_g * (double)hw->gpu_mem, GIB)) ||
-        (st = row_le(lp, &me.gpu_g, o->alpha_g * (double)hw->gpu_mem, GIB)) ||
-        (st = row_le(lp, &me.cpu_p, o->alpha_c * (double)hw->cpu_mem, GIB)) ||
-        (st = row_le(lp, &me.cpu_g, o->alpha_c * (double)hw->cpu_mem, GIB)) ||
-        (st = row_le(lp, &me.disk, o->alpha_n * (double)hw->disk_mem, GIB)))
+    double capg = o->alpha_g * (double)hw->gpu_mem;
+    double capc = o->alpha_c * (double)hw->cpu_mem;
+    double capn = o->alpha_n * (double)hw->disk_mem;
+    if ((st = row_le(lp, &me.gpu_p, capg, capg > 0 ? capg : GIB)) ||
+        (st = row_le(lp, &me.gpu_g, capg, capg > 0 ? capg : GIB)) ||
+        (st = row_le(lp, &me.cpu_p, capc, capc > 0 ? capc : GIB)) ||
+        (st = row_le(lp, &me.cpu_g, capc, capc > 0 ? capc : GIB)) ||
+        (st = row_le(lp, &me.disk, capn, capn > 0 ? capn : GIB)))
         goto out;
     mp_lp_options lo;
     mp_lp_options_init(&lo);
@@ -335,7 +344,8 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     }
     *feasible = 1;
     const double *x = mp_lp_values(lp);
-    double T = l * x[TPRE] + l * (n - 1) * x[TGEN];
+    double tpre = tu * x[TPRE], tgen = tu * x[TGEN];
+    double T = l * tpre + l * (n - 1) * tgen;
     pol->gpu_batch = gbs;
     pol->num_batches = nb;
     pol->w_gpu = x[WG];
@@ -348,8 +358,8 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     pol->h_cpu = x[HC];
     pol->h_disk = x[HN];
     pol->throughput = T > 0 ? bls * n / T : 0;
-    pol->prefill_seconds = l * x[TPRE];
-    pol->decode_seconds = l * (n - 1) * x[TGEN];
+    pol->prefill_seconds = l * tpre;
+    pol->decode_seconds = l * (n - 1) * tgen;
     double gp = val(&me.gpu_p, x), gg = val(&me.gpu_g, x);
     double cp = val(&me.cpu_p, x), cgm = val(&me.cpu_g, x);
     pol->gpu_peak = gp > gg ? gp : gg;
