@@ -87,6 +87,37 @@ int cli_solve_on_opt(void *state, int id, const char *name, const char *value);
 /* Lists the offsets methods the library knows, comma separated. */
 void cli_print_methods(FILE *f);
 
+/* ---- training and recompute options of plan (issue 5, train_opts.c) ----- */
+enum {
+    CLI_T_TRAIN = 2000, CLI_T_OPTIMIZER, CLI_T_PRECISION, CLI_T_BUDGET,
+    CLI_T_SOLVER, CLI_T_MAX_EXTRA
+};
+typedef struct cli_train_args {
+    int train, remat, have_max_extra;
+    double max_extra;            /* x the forward compute */
+    mp_train_options topt;
+    mp_remat_options ropt;
+    /* results */
+    int did_train, did_remat, infeasible;
+    mp_train_breakdown bd;
+    mp_remat_result rr;
+} cli_train_args;
+extern const cli_opt cli_train_opts[];
+void cli_train_init(cli_train_args *t);
+void cli_train_help(FILE *f);
+/* 0, an exit code, or -1 when id is not a training option. */
+int cli_train_on_opt(cli_train_args *t, int id, const char *name,
+                     const char *value);
+/* --train: replaces *g by its training graph. 0 or an exit code. */
+int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
+                      const char *input);
+/* The plan: mp_remat_plan with --budget/--solver, else mp_plan_create. */
+int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
+                   const mp_plan_options *opt, mp_plan **plan,
+                   const char *input);
+int cli_train_json(const cli_train_args *t, json_t *o);
+void cli_train_summary(const cli_train_args *t);
+
 /* ---- output ------------------------------------------------------------------ */
 /* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */
 const char *cli_size(uint64_t bytes, char *buf, size_t cap);

@@ -44,6 +44,10 @@ static void help(void)
           "      --kv-context N  tokens for the KV-cache lint (default 4096)\n"
           "      --no-lints      skip the static lints\n"
           "  -h, --help          show this help\n"
+          "\n",
+          stdout);
+    cli_train_help(stdout);
+    fputs(""
           "\n"
           "Examples:\n"
           "  memplan plan examples/resnet50.json\n"
@@ -68,6 +72,7 @@ static const cli_opt plan_only_opts[] = {
 };
 
 typedef struct plan_args {
+    cli_train_args train;   /* issue 5 */
     cli_solve_args solve;
     const char *dot, *html, *trace;
     mp_dot_options dopt;
@@ -111,7 +116,12 @@ static int plan_on_opt(void *state, int id, const char *name,
         }
         return 0;
     }
-    default: return cli_solve_on_opt(&a->solve, id, name, value);
+    default: {
+        int trc = cli_train_on_opt(&a->train, id, name, value);
+        if (trc >= 0)
+            return trc;
+        return cli_solve_on_opt(&a->solve, id, name, value);
+    }
     }
 }
 
@@ -263,6 +273,7 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
         bad |= cli_json_set(o, "trace_file", cli_json_str(pa->trace));
     if (lints)
         bad |= cli_json_set(o, "lints", lints_json(g, lints));
+    bad |= cli_train_json(&pa->train, o);
     if (bad) {
         json_decref(o);
         cli_error("out of memory");
@@ -356,16 +367,19 @@ int cli_cmd_plan(int argc, char **argv)
     pa.solve = (cli_solve_args){NULL, 0, opt.alignment, opt.method, opt.seed,
                                 opt.time_limit};
     mp_dot_options_init(&pa.dopt);
+    cli_train_init(&pa.train);
     mp_lint_options lopt;
     mp_lint_options_init(&lopt);
     pa.kv_context = lopt.kv_context;
     cli_solve_args a;
     /* the shared solver options, then plan's own */
-    cli_opt opts[32];
+    cli_opt opts[48];
     size_t no = 0;
     for (const cli_opt *o = cli_solve_opts; o->name && no < 16; o++)
         opts[no++] = *o;
     for (const cli_opt *o = plan_only_opts; o->name && no < 31; o++)
+        opts[no++] = *o;
+    for (const cli_opt *o = cli_train_opts; o->name && no < 47; o++)
         opts[no++] = *o;
     opts[no] = (cli_opt){NULL, 0, 0, 0};
     const char *pos[CLI_MAX_POSITIONAL];
@@ -406,9 +420,17 @@ int cli_cmd_plan(int argc, char **argv)
         rc = cli_fail(ctx, st, input);
         goto done;
     }
-    st = mp_plan_create(g, &opt, &plan);
-    if (st != MP_OK) {
-        rc = cli_fail(ctx, st, input);
+    if ((rc = cli_train_prepare(ctx, &pa.train, &g, input)) != 0)
+        goto done;
+    if ((rc = cli_train_plan(ctx, &pa.train, g, &opt, &plan, input)) != 0) {
+        if (pa.train.infeasible && a.json) {
+            json_t *o = json_object();
+            if (o && !cli_json_set(o, "graph", cli_json_str(mp_graph_name(g))) &&
+                !cli_train_json(&pa.train, o))
+                cli_json_print(o);
+            else
+                json_decref(o);
+        }
         goto done;
     }
     if (a.output) {
@@ -459,6 +481,7 @@ int cli_cmd_plan(int argc, char **argv)
         rc = print_json(g, plan, &pk, a.output, &pa, lints);
     } else {
         print_summary(g, plan, &pk, a.output);
+        cli_train_summary(&pa.train);
         if (lints)
             print_lints(lints);
         if (pa.dot)

@@ -125,7 +125,7 @@ static mp_status timeline(FILE *f, const mp_plan *p, const mp_html_options *o)
     double h = TH, x0 = ML, y0 = MT;
     fprintf(f, "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" "
                "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
-            W + ML + 10, h + MT + MB, W + ML + 10, h + MT + MB);
+            W + ML + 40, h + MT + MB, W + ML + 40, h + MT + MB);
     y_axis(f, x0, y0, h, top);
     x_axis(f, x0, y0 + h, ns);
     double dx = ns ? W / ns : W;
@@ -248,7 +248,7 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
     double h = AH, x0 = ML, y0 = MT, dx = W / ns;
     fprintf(f, "<svg id=\"arena\" xmlns=\"http://www.w3.org/2000/svg\" "
                "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
-            W + ML + 10, h + MT + MB, W + ML + 10, h + MT + MB);
+            W + ML + 40, h + MT + MB, W + ML + 40, h + MT + MB);
     y_axis(f, x0, y0, h, top);
     x_axis(f, x0, y0 + h, p->n_steps);
     fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "

@@ -1,0 +1,251 @@
+/* train_opts.c - plan's training and recompute options (issue 5):
+ * --train, --optimizer, --precision, --budget, --solver, --max-extra.
+ * The work is the library's (mp_train_graph, mp_remat_plan); this file
+ * parses the options and reports the figures. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const cli_opt cli_train_opts[] = {
+    {"train", 0, 0, CLI_T_TRAIN},
+    {"optimizer", 0, 1, CLI_T_OPTIMIZER},
+    {"precision", 0, 1, CLI_T_PRECISION},
+    {"budget", 0, 1, CLI_T_BUDGET},
+    {"solver", 0, 1, CLI_T_SOLVER},
+    {"max-extra", 0, 1, CLI_T_MAX_EXTRA},
+    {NULL, 0, 0, 0},
+};
+
+void cli_train_init(cli_train_args *t)
+{
+    memset(t, 0, sizeof *t);
+    mp_train_options_init(&t->topt);
+    mp_remat_options_init(&t->ropt);
+}
+
+void cli_train_help(FILE *f)
+{
+    fputs("Training and recompute (docs/training.md):\n"
+          "      --train         plan a training step: forward, loss,\n"
+          "                      backward and optimizer step\n"
+          "      --optimizer O   sgd, momentum, adam (default), adamw, adam8bit\n"
+          "      --precision P   fp32 (default), bf16-mixed, fp16-mixed\n"
+          "      --budget SIZE   peak (live arena + persistent) to fit, e.g.\n"
+          "                      12GiB: recompute chooses what to keep\n"
+          "      --solver S      auto (default), checkpoint-all, chen-sqrt,\n"
+          "                      chen-greedy (chen), dtr, selective, lp, ilp\n"
+          "      --max-extra F   at most F x the forward compute extra\n"
+          "                      (e.g. 1: one extra forward pass)\n",
+          f);
+}
+
+int cli_train_on_opt(cli_train_args *t, int id, const char *name,
+                     const char *value)
+{
+    switch (id) {
+    case CLI_T_TRAIN:
+        t->train = 1;
+        return 0;
+    case CLI_T_OPTIMIZER:
+        if (mp_optimizer_parse(value, &t->topt.optimizer) != MP_OK) {
+            cli_error("bad value '%s' for %s: one of sgd, momentum, adam, "
+                      "adamw, adam8bit", value, name);
+            return CLI_EXIT_USAGE;
+        }
+        t->train = 1;
+        return 0;
+    case CLI_T_PRECISION:
+        if (mp_precision_parse(value, &t->topt.precision) != MP_OK) {
+            cli_error("bad value '%s' for %s: one of fp32, bf16-mixed, "
+                      "fp16-mixed", value, name);
+            return CLI_EXIT_USAGE;
+        }
+        t->train = 1;
+        return 0;
+    case CLI_T_BUDGET: {
+        int rc = cli_parse_size(name, value, &t->ropt.budget);
+        if (rc)
+            return rc;
+        if (!t->ropt.budget) {
+            cli_error("bad value '%s' for %s: a budget must be > 0", value,
+                      name);
+            return CLI_EXIT_USAGE;
+        }
+        t->remat = 1;
+        return 0;
+    }
+    case CLI_T_SOLVER:
+        if (mp_remat_solver_parse(value, &t->ropt.solver) != MP_OK) {
+            cli_error("bad value '%s' for %s: one of auto, checkpoint-all, "
+                      "chen-sqrt, chen-greedy, chen, dtr, selective, lp, ilp",
+                      value, name);
+            return CLI_EXIT_USAGE;
+        }
+        t->remat = 1;
+        return 0;
+    case CLI_T_MAX_EXTRA: {
+        char *end = NULL;
+        double v = strtod(value, &end);
+        if (!end || *end || !(v >= 0)) {
+            cli_error("bad value '%s' for %s: a number >= 0", value, name);
+            return CLI_EXIT_USAGE;
+        }
+        t->max_extra = v;
+        t->have_max_extra = 1;
+        t->remat = 1;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
+                      const char *input)
+{
+    if (!t->train)
+        return 0;
+    mp_graph *tg = NULL;
+    mp_status st = mp_train_graph(*g, &t->topt, &tg, &t->bd);
+    if (st != MP_OK)
+        return cli_fail(ctx, st, input);
+    mp_graph_destroy(*g);
+    *g = tg;
+    t->did_train = 1;
+    return 0;
+}
+
+int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
+                   const mp_plan_options *opt, mp_plan **plan,
+                   const char *input)
+{
+    mp_status st;
+    if (!t->remat) {
+        st = mp_plan_create(g, opt, plan);
+        return st == MP_OK ? 0 : cli_fail(ctx, st, input);
+    }
+    if (t->have_max_extra) {
+        /* a fraction of the forward compute */
+        double fwd = 0;
+        for (uint32_t v = 0; v < mp_graph_num_nodes(g); v++) {
+            mp_node_info ni;
+            if (mp_graph_node_info(g, v, &ni) == MP_OK &&
+                ni.phase == MP_PHASE_FORWARD)
+                fwd += mp_node_cost(g, v);
+        }
+        t->ropt.max_extra_cost = t->max_extra * fwd;
+    }
+    t->ropt.time_limit = opt->time_limit;
+    t->ropt.seed = opt->seed;
+    st = mp_remat_plan(g, &t->ropt, opt, plan, &t->rr);
+    t->did_remat = 1;
+    if (st == MP_ERR_INFEASIBLE) {
+        t->infeasible = 1;
+        cli_fail(ctx, st, input);
+        return CLI_EXIT_INFEASIBLE;
+    }
+    return st == MP_OK ? 0 : cli_fail(ctx, st, input);
+}
+
+static json_t *jnum(double v) { return json_real(v); }
+
+int cli_train_json(const cli_train_args *t, json_t *o)
+{
+    int bad = 0;
+    if (t->did_train) {
+        json_t *b = json_object();
+        if (!b)
+            return 1;
+        const mp_train_breakdown *d = &t->bd;
+        bad |= cli_json_set(b, "optimizer",
+                            json_string(mp_optimizer_name(t->topt.optimizer)));
+        bad |= cli_json_set(b, "precision",
+                            json_string(mp_precision_name(t->topt.precision)));
+        bad |= cli_json_set(b, "params", cli_json_u64(d->n_params));
+        bad |= cli_json_set(b, "weight_bytes", cli_json_u64(d->weight_bytes));
+        bad |= cli_json_set(b, "master_weight_bytes",
+                            cli_json_u64(d->master_weight_bytes));
+        bad |= cli_json_set(b, "gradient_bytes", cli_json_u64(d->gradient_bytes));
+        bad |= cli_json_set(b, "optimizer_state_bytes",
+                            cli_json_u64(d->optimizer_bytes));
+        bad |= cli_json_set(b, "saved_activation_bytes",
+                            cli_json_u64(d->saved_bytes));
+        bad |= cli_json_set(b, "temporary_bytes",
+                            cli_json_u64(d->temporary_bytes));
+        bad |= cli_json_set(b, "frozen_bytes", cli_json_u64(d->frozen_bytes));
+        bad |= cli_json_set(o, "training", b);
+    }
+    if (t->did_remat) {
+        json_t *r = json_object();
+        if (!r)
+            return 1;
+        const mp_remat_result *x = &t->rr;
+        bad |= cli_json_set(r, "status",
+                            json_string(t->infeasible
+                                            ? "infeasible"
+                                            : mp_solve_status_name(x->status)));
+        bad |= cli_json_set(r, "solver", cli_json_str(x->solver ? x->solver
+                                                                : ""));
+        bad |= cli_json_set(r, "budget_bytes", cli_json_u64(t->ropt.budget));
+        bad |= cli_json_set(r, "peak_bytes", cli_json_u64(x->peak_bytes));
+        bad |= cli_json_set(r, "min_peak_bytes",
+                            cli_json_u64(x->min_peak_bytes));
+        bad |= cli_json_set(r, "no_recompute_peak_bytes",
+                            cli_json_u64(x->base_peak_bytes));
+        bad |= cli_json_set(r, "base_cost", jnum(x->base_cost));
+        bad |= cli_json_set(r, "extra_cost", jnum(x->extra_cost));
+        bad |= cli_json_set(r, "extra_flops", jnum(x->extra_flops));
+        bad |= cli_json_set(r, "overhead",
+                            jnum(x->base_cost > 0 ? (x->base_cost +
+                                                     x->extra_cost) /
+                                                        x->base_cost
+                                                  : 1));
+        bad |= cli_json_set(r, "lp_lower_bound_extra_cost",
+                            x->lower_bound_cost >= 0
+                                ? jnum(x->lower_bound_cost)
+                                : json_null());
+        bad |= cli_json_set(r, "recompute_steps",
+                            json_integer(x->n_recompute));
+        bad |= cli_json_set(r, "seconds", jnum(x->seconds));
+        bad |= cli_json_set(o, "recompute", r);
+    }
+    return bad;
+}
+
+void cli_train_summary(const cli_train_args *t)
+{
+    char b1[64];
+    if (t->did_train) {
+        const mp_train_breakdown *d = &t->bd;
+        printf("training (%s, %s): %llu parameters\n",
+               mp_optimizer_name(t->topt.optimizer),
+               mp_precision_name(t->topt.precision),
+               (unsigned long long)d->n_params);
+        printf("  weights            %s\n", cli_size(d->weight_bytes, b1, sizeof b1));
+        if (d->master_weight_bytes)
+            printf("  master weights     %s\n",
+                   cli_size(d->master_weight_bytes, b1, sizeof b1));
+        printf("  gradients          %s\n", cli_size(d->gradient_bytes, b1, sizeof b1));
+        printf("  optimizer state    %s\n", cli_size(d->optimizer_bytes, b1, sizeof b1));
+        printf("  saved activations  %s\n", cli_size(d->saved_bytes, b1, sizeof b1));
+        printf("  temporaries        %s (largest optimizer temporary)\n",
+               cli_size(d->temporary_bytes, b1, sizeof b1));
+    }
+    if (t->did_remat && !t->infeasible) {
+        const mp_remat_result *x = &t->rr;
+        printf("recompute (%s): peak %s", x->solver ? x->solver : "?",
+               cli_size(x->peak_bytes, b1, sizeof b1));
+        printf(" within budget %s\n", cli_size(t->ropt.budget, b1, sizeof b1));
+        printf("  no-recompute peak  %s\n",
+               cli_size(x->base_peak_bytes, b1, sizeof b1));
+        printf("  extra compute      %.4g (%.2f%% of %.4g), %u recompute steps\n",
+               x->extra_cost,
+               x->base_cost > 0 ? 100.0 * x->extra_cost / x->base_cost : 0.0,
+               x->base_cost, (unsigned)x->n_recompute);
+        if (x->lower_bound_cost >= 0)
+            printf("  LP lower bound     %.4g extra (%s)\n", x->lower_bound_cost,
+                   x->status == MP_SOLVE_OPTIMAL ? "reached: optimal"
+                                                 : "certificate");
+    }
+}

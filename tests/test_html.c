@@ -1,0 +1,298 @@
+/* The HTML report (planner/html.c) and the Chrome trace
+ * (planner/trace_json.c): structure, escaping, caps; and the report opened
+ * in headless Chromium when /usr/bin/chromium (or $MEMPLAN_CHROMIUM) is
+ * there (scripts/install-deps.sh installs it; skipped with a message
+ * otherwise). */
+#include "memplan/memplan.h"
+#include "support.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static mp_ctx *ctx;
+static mp_graph *g;
+static mp_plan *plan;
+
+/* x -> r1 -> "a<b&c" -> r2 -> h2; add(h2, a<b&c) -> y (output); w weight */
+static void build(void)
+{
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_name(g, "html \"test\""), MP_OK);
+    int64_t dims[2] = {1, 1024};
+    const char *names[] = {"x", "a<b&c", "h2", "y"};
+    uint32_t t[4];
+    for (int i = 0; i < 4; i++) {
+        mp_tensor_desc d = {names[i], MP_DTYPE_FLOAT32, 2, dims, 0,
+                            i ? MP_KIND_ACTIVATION : MP_KIND_INPUT};
+        CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, &t[i]), MP_OK);
+    }
+    uint32_t i1[] = {t[0]}, o1[] = {t[1]}, i2[] = {t[1]}, o2[] = {t[2]},
+             i3[] = {t[2], t[1]}, o3[] = {t[3]};
+    mp_node_desc n1 = {"r1", "Relu", NULL, i1, 1, o1, 1, MP_PHASE_FORWARD};
+    mp_node_desc n2 = {"r2", "Relu", NULL, i2, 1, o2, 1, MP_PHASE_FORWARD};
+    mp_node_desc n3 = {"add", "Add", NULL, i3, 2, o3, 1, MP_PHASE_BACKWARD};
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &n1, NULL), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &n2, NULL), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &n3, NULL), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, t[3]), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+}
+
+static void teardown(void)
+{
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    plan = NULL;
+    g = NULL;
+    ctx = NULL;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s)
+        s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+static const char *temp_path(const char *suffix)
+{
+    const char *p = mp_test_write_temp(suffix, "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
+static void test_html_structure(void)
+{
+    build();
+    mp_lints *l = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, NULL, &l), MP_OK);
+    char path[256];
+    snprintf(path, sizeof path, "%s", temp_path(".html"));
+    mp_html_options ho;
+    mp_html_options_init(&ho);
+    ho.lints = l;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(plan, path, &ho), MP_OK);
+    char *s = slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(count_of(s, "<svg id=\"timeline\""), 1);
+    CU_ASSERT_EQUAL(count_of(s, "<svg id=\"arena\""), 1);
+    /* one rectangle per block, each with a tooltip */
+    CU_ASSERT_EQUAL((uint32_t)count_of(s, "class=\"blk\""),
+                    mp_plan_num_blocks(plan));
+    CU_ASSERT_EQUAL((uint32_t)count_of(s, "<rect class=\"blk\""),
+                    mp_plan_num_blocks(plan));
+    /* stacked areas: input and activation and output present */
+    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"input\""), 1);
+    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"activation\""), 1);
+    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"output\""), 1);
+    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"gradient\""), 0);
+    /* names escaped, never raw */
+    CU_ASSERT(count_of(s, "a&lt;b&amp;c") >= 2);
+    CU_ASSERT_EQUAL(count_of(s, "a<b&c"), 0);
+    CU_ASSERT(count_of(s, "html &quot;test&quot;") >= 1);
+    /* tooltip: name, size, producer, lifetime */
+    CU_ASSERT(count_of(s, "produced by Relu 'r1'") >= 1);
+    CU_ASSERT(count_of(s, "live steps ") >= 3);
+    /* figures, peak table and lints */
+    CU_ASSERT_EQUAL(count_of(s, "id=\"figures\""), 1);
+    CU_ASSERT_EQUAL(count_of(s, "id=\"peak\""), 1);
+    CU_ASSERT_EQUAL(count_of(s, "id=\"lints\""), 1);
+    CU_ASSERT(count_of(s, "fragmentation") >= 1);
+    char fig[64];
+    snprintf(fig, sizeof fig, ">%llu<",
+             (unsigned long long)mp_plan_figures(plan)->arena_bytes);
+    CU_ASSERT(count_of(s, fig) >= 1);
+    /* self-contained: no script, no external reference */
+    CU_ASSERT_EQUAL(count_of(s, "<script"), 0);
+    CU_ASSERT_EQUAL(count_of(s, "src="), 0);
+    CU_ASSERT_EQUAL(count_of(s, "href="), 0);
+    CU_ASSERT_EQUAL(count_of(s, "http"), count_of(s, "xmlns=\"http://www.w3.org/2000/svg\""));
+    CU_ASSERT_EQUAL(count_of(s, "id=\"capped\""), 0);
+    free(s);
+    /* capped: 2 rectangles and a note */
+    ho.max_rects = 2;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(plan, path, &ho), MP_OK);
+    s = slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(count_of(s, "<rect class=\"blk\""), 2);
+    CU_ASSERT_EQUAL(count_of(s, "id=\"capped\""), 1);
+    free(s);
+    remove(path);
+    mp_lints_destroy(l);
+    /* an unwritable path is an I/O error */
+    CU_ASSERT_EQUAL(mp_plan_write_html(plan, "/nonexistent-dir/r.html", NULL),
+                    MP_ERR_IO);
+    teardown();
+}
+
+static void test_trace(void)
+{
+    build();
+    char path[256];
+    snprintf(path, sizeof path, "%s", temp_path(".json"));
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_trace(plan, path, NULL), MP_OK);
+    json_error_t err;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    json_t *ev = json_object_get(root, "traceEvents");
+    CU_ASSERT_FATAL(json_is_array(ev));
+    uint32_t nx = 0, nc = 0, compute = 0;
+    double last_ts = -1, sum_dur = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ph);
+        CU_ASSERT(json_is_integer(json_object_get(e, "pid")));
+        if (strcmp(ph, "X") == 0) {
+            json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
+            CU_ASSERT_FATAL(json_is_number(ts) && json_is_number(dur));
+            CU_ASSERT(json_number_value(ts) >= last_ts);
+            last_ts = json_number_value(ts);
+            CU_ASSERT(json_is_string(json_object_get(e, "name")));
+            json_t *args = json_object_get(e, "args");
+            CU_ASSERT_EQUAL(json_integer_value(json_object_get(args, "step")),
+                            (json_int_t)nx);
+            if (json_integer_value(json_object_get(e, "tid")) == 1) {
+                compute++;
+                sum_dur += json_number_value(dur);
+            }
+            nx++;
+        } else if (strcmp(ph, "C") == 0) {
+            json_t *args = json_object_get(e, "args");
+            CU_ASSERT(json_is_integer(json_object_get(args, "live")));
+            nc++;
+        } else {
+            CU_ASSERT_STRING_EQUAL(ph, "M");
+        }
+    }
+    CU_ASSERT_EQUAL(nx, mp_plan_num_steps(plan));
+    CU_ASSERT_EQUAL(compute, 3);
+    CU_ASSERT_DOUBLE_EQUAL(sum_dur, 3.0, 1e-9);   /* 1 us per compute step */
+    CU_ASSERT(nc >= 2);
+    /* the backward node's category is its phase */
+    int backward = 0;
+    json_array_foreach(ev, i, e) {
+        const char *nm = json_string_value(json_object_get(e, "name"));
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (nm && cat && strcmp(nm, "add") == 0)
+            backward = strcmp(cat, "backward") == 0;
+    }
+    CU_ASSERT(backward);
+    json_decref(root);
+    /* durations from the caller */
+    double *sec = calloc(mp_plan_num_steps(plan), sizeof *sec);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+    for (uint32_t s = 0; s < mp_plan_num_steps(plan); s++)
+        sec[s] = 0.5e-3;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_trace(plan, path, sec), MP_OK);
+    root = json_load_file(path, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    ev = json_object_get(root, "traceEvents");
+    double end = 0;
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (strcmp(ph, "X") == 0) {
+            CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(e, "dur")),
+                                   500.0, 1e-9);
+            end = json_number_value(json_object_get(e, "ts")) + 500.0;
+        }
+    }
+    CU_ASSERT_DOUBLE_EQUAL(end, 500.0 * mp_plan_num_steps(plan), 1e-6);
+    json_decref(root);
+    free(sec);
+    remove(path);
+    teardown();
+}
+
+/* Opens the report in headless Chromium: the DOM has both SVGs with every
+ * rectangle, and a screenshot comes out as a PNG. */
+static void test_chromium(void)
+{
+    const char *chrome = getenv("MEMPLAN_CHROMIUM");
+    if (!chrome)
+        chrome = "/usr/bin/chromium";
+    if (access(chrome, X_OK) != 0) {
+        fprintf(stderr, "\n  html/chromium: skipped: %s not found (install "
+                        "chromium, or set MEMPLAN_CHROMIUM)\n", chrome);
+        return;
+    }
+    build();
+    char html[256], png[300], cmd[2048], dir[] = "/tmp/mp_chrome_XXXXXX";
+    snprintf(html, sizeof html, "%s", temp_path(".html"));
+    snprintf(png, sizeof png, "%s.png", html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(plan, html, NULL), MP_OK);
+    const char *flags = "--headless --no-sandbox --disable-gpu "
+                        "--disable-background-networking "
+                        "--disable-component-update --disable-sync "
+                        "--no-first-run";
+    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s --dump-dom "
+             "file://%s 2>/dev/null", chrome, flags, dir, html);
+    char *dom = malloc(1 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dom);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
+    CU_ASSERT_EQUAL(count_of(dom, "<svg id=\"timeline\""), 1);
+    CU_ASSERT_EQUAL(count_of(dom, "<svg id=\"arena\""), 1);
+    CU_ASSERT_EQUAL((uint32_t)count_of(dom, "<rect class=\"blk\""),
+                    mp_plan_num_blocks(plan));
+    CU_ASSERT(count_of(dom, "<path class=\"area\"") >= 2);
+    free(dom);
+    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s "
+             "--window-size=1100,1200 --screenshot=%s file://%s "
+             ">/dev/null 2>&1", chrome, flags, dir, png, html);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, NULL, 0), 0);
+    FILE *f = fopen(png, "rb");
+    unsigned char sig[8] = {0};
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f) {
+        CU_ASSERT_EQUAL(fread(sig, 1, 8, f), 8);
+        fseek(f, 0, SEEK_END);
+        CU_ASSERT(ftell(f) > 5000);   /* something was drawn */
+        fclose(f);
+    }
+    CU_ASSERT(sig[0] == 0x89 && sig[1] == 'P' && sig[2] == 'N' && sig[3] == 'G');
+    remove(png);
+    remove(html);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, NULL, 0), 0);
+    teardown();
+}
+
+void mp_register_html(void)
+{
+    static CU_TestInfo tests[] = {
+        {"html_structure", test_html_structure},
+        {"trace", test_trace},
+        {"chromium", test_chromium},
+        CU_TEST_INFO_NULL};
+    mp_test_add_suite("html", tests);
+}
