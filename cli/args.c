@@ -253,3 +253,68 @@ int cli_solve_on_opt(void *state, int id, const char *name, const char *value)
     default: return CLI_EXIT_INTERNAL;
     }
 }
+
+int cli_parse_dim(cli_dims *d, const char *opt, const char *value)
+{
+    const char *eq = strrchr(value, '=');
+    if (!eq || eq == value) {
+        cli_error("--%s expects NAME=VALUE (or INPUT:AXIS=VALUE), got '%s'",
+                  opt, value);
+        return CLI_EXIT_USAGE;
+    }
+    size_t len = (size_t)(eq - value);
+    if (d->n == CLI_MAX_DIMS || len >= sizeof d->names[0]) {
+        cli_error("--%s: at most %d bindings of names up to %zu characters",
+                  opt, CLI_MAX_DIMS, sizeof d->names[0] - 1);
+        return CLI_EXIT_USAGE;
+    }
+    uint64_t v;
+    int rc = cli_parse_u64(opt, eq + 1, &v);
+    if (rc)
+        return rc;
+    if (v > (uint64_t)INT64_MAX) {
+        cli_error("--%s: value %s too large", opt, eq + 1);
+        return CLI_EXIT_USAGE;
+    }
+    memcpy(d->names[d->n], value, len);
+    d->names[d->n][len] = '\0';
+    d->b[d->n].name = d->names[d->n];
+    d->b[d->n].value = (int64_t)v;
+    d->n++;
+    return 0;
+}
+
+int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
+                   const cli_opt *opts, cli_opt_fn fn, void *state,
+                   const char **pos, int *n_pos, int *help)
+{
+    char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
+    if (!rest) {
+        cli_error("out of memory");
+        return CLI_EXIT_INTERNAL;
+    }
+    int n = 0, rc = 0, only_pos = 0;
+    for (int i = 0; i < argc && !rc; i++) {
+        const char *s = argv[i];
+        if (i > 0 && !only_pos && strcmp(s, "--") == 0)
+            only_pos = 1;
+        if (i == 0 || only_pos || strncmp(s, "--dim", 5) != 0 ||
+            (s[5] != '\0' && s[5] != '=')) {
+            rest[n++] = argv[i];
+            continue;
+        }
+        if (s[5] == '=') {
+            rc = cli_parse_dim(d, "dim", s + 6);
+        } else if (i + 1 < argc) {
+            rc = cli_parse_dim(d, "dim", argv[++i]);
+        } else {
+            cli_error("%s: option '--dim' needs a value", cmd);
+            rc = CLI_EXIT_USAGE;
+        }
+    }
+    rest[n] = NULL;
+    if (!rc)
+        rc = cli_parse(cmd, n, rest, opts, fn, state, pos, n_pos, help);
+    free(rest);
+    return rc;
+}

@@ -74,6 +74,21 @@ int cli_parse_method(const char *s, mp_offsets_method *out);
 /* The options `plan` and `offsets` share: -o, --json, --align, --method,
  * --seed, --time-limit. Callers set the defaults, then pass
  * cli_solve_opts / cli_solve_on_opt to cli_parse. */
+/* --dim NAME=VALUE (repeatable): ONNX symbolic dims, or INPUT:AXIS=VALUE
+ * for a graph input's dim without a name (issue 3). */
+#define CLI_MAX_DIMS 64
+typedef struct cli_dims {
+    mp_dim_binding b[CLI_MAX_DIMS];
+    char names[CLI_MAX_DIMS][256];
+    size_t n;
+} cli_dims;
+/* Parses one NAME=VALUE into d; 0 or CLI_EXIT_USAGE (printed). */
+int cli_parse_dim(cli_dims *d, const char *opt, const char *value);
+/* cli_parse, with every --dim NAME=VALUE (before "--") taken into d. */
+int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
+                   const cli_opt *opts, cli_opt_fn fn, void *state,
+                   const char **pos, int *n_pos, int *help);
+
 typedef struct cli_solve_args {
     const char *output;
     int json;
@@ -139,6 +154,8 @@ int cli_json_set(json_t *obj, const char *key, json_t *v);
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_offsets(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
+int cli_cmd_shapes(int argc, char **argv);
+int cli_cmd_convert(int argc, char **argv);
 int cli_cmd_offload_policy(int argc, char **argv);
 
 #endif /* MEMPLAN_CLI_H */

@@ -32,6 +32,8 @@ static void help(void)
     fputs("\n"
           "      --seed S        seed for randomized improvement (default 0)\n"
           "      --time-limit SEC  seconds for improvement passes\n"
+          "      --dim NAME=VALUE  bind an ONNX symbolic dim (repeatable);\n"
+          "                        INPUT:AXIS=VALUE binds an unnamed dim\n"
           "      --dot FILE      write the graph as Graphviz DOT (render with\n"
           "                      dot -Tsvg); needs a build with Graphviz\n"
           "      --collapse PREFIX|DEPTH  in the DOT, draw the nodes whose name\n"
@@ -246,6 +248,8 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     int bad = 0;
     bad |= cli_json_set(o, "graph", cli_json_str(mp_graph_name(g)));
     bad |= cli_json_set(o, "tensors", json_integer(mp_graph_num_tensors(g)));
+    bad |= cli_json_set(o, "unknown_shapes",
+                        json_integer((json_int_t)mp_graph_unknown_shapes(g)));
     bad |= cli_json_set(o, "nodes", json_integer(mp_graph_num_nodes(g)));
     bad |= cli_json_set(o, "steps", json_integer(mp_plan_num_steps(plan)));
     bad |= cli_json_set(o, "alignment", cli_json_u64(f->alignment));
@@ -384,7 +388,9 @@ int cli_cmd_plan(int argc, char **argv)
     opts[no] = (cli_opt){NULL, 0, 0, 0};
     const char *pos[CLI_MAX_POSITIONAL];
     int n_pos, want_help;
-    int rc = cli_parse("plan", argc, argv, opts, plan_on_opt, &pa, pos,
+    cli_dims dims;
+    dims.n = 0;
+    int rc = cli_parse_dims(&dims, "plan", argc, argv, opts, plan_on_opt, &pa, pos,
                        &n_pos, &want_help);
     a = pa.solve;
     if (rc)
@@ -415,7 +421,7 @@ int cli_cmd_plan(int argc, char **argv)
     mp_lints *lints = NULL;
     peak_info pk;
     memset(&pk, 0, sizeof pk);
-    mp_status st = mp_graph_load(ctx, input, &g);
+    mp_status st = mp_graph_load_dims(ctx, input, dims.b, dims.n, &g);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, input);
         goto done;

@@ -3,11 +3,12 @@
 
 #include <string.h>
 
-enum { OPT_CAPACITY, OPT_ALIGN };
+enum { OPT_CAPACITY, OPT_ALIGN, OPT_DIM };
 
 static const cli_opt verify_opts[] = {
     {"capacity", 0, 1, OPT_CAPACITY},
     {"align", 0, 1, OPT_ALIGN},
+    {"dim", 0, 1, OPT_DIM},
     {NULL, 0, 0, 0},
 };
 
@@ -15,11 +16,14 @@ typedef struct verify_args {
     uint64_t capacity;   /* UINT64_MAX: no limit */
     uint64_t alignment;
     int trace_opts;      /* --capacity or --align given */
+    cli_dims dims;       /* --dim: ONNX symbolic dims */
 } verify_args;
 
 static int on_opt(void *state, int id, const char *name, const char *value)
 {
     verify_args *a = state;
+    if (id == OPT_DIM)
+        return cli_parse_dim(&a->dims, name, value);
     a->trace_opts = 1;
     switch (id) {
     case OPT_CAPACITY: return cli_parse_size(name, value, &a->capacity);
@@ -30,7 +34,7 @@ static int on_opt(void *state, int id, const char *name, const char *value)
 
 static void help(void)
 {
-    fputs("Usage: memplan verify INPUT PLAN.json\n"
+    fputs("Usage: memplan verify INPUT PLAN.json [--dim NAME=VALUE]...\n"
           "       memplan verify TRACE.csv [--capacity N] [--align N]\n"
           "\n"
           "With a graph and a plan: replays the plan against the graph and\n"
@@ -61,7 +65,8 @@ static void help(void)
     cli_print_exit_codes(stdout);
 }
 
-static int verify_plan(const char *input, const char *plan_path)
+static int verify_plan(const char *input, const char *plan_path,
+                       const cli_dims *dims)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     if (!ctx) {
@@ -71,7 +76,7 @@ static int verify_plan(const char *input, const char *plan_path)
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
     int rc;
-    mp_status st = mp_graph_load(ctx, input, &g);
+    mp_status st = mp_graph_load_dims(ctx, input, dims->b, dims->n, &g);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, input);
         goto done;
@@ -154,6 +159,7 @@ int cli_cmd_verify(int argc, char **argv)
     a.capacity = UINT64_MAX;
     a.alignment = 1;
     a.trace_opts = 0;
+    a.dims.n = 0;
     const char *pos[CLI_MAX_POSITIONAL];
     int n_pos, want_help;
     int rc = cli_parse("verify", argc, argv, verify_opts, on_opt, &a, pos,
@@ -170,7 +176,7 @@ int cli_cmd_verify(int argc, char **argv)
                       "a plan carries its own alignment and arena");
             return CLI_EXIT_USAGE;
         }
-        return verify_plan(pos[0], pos[1]);
+        return verify_plan(pos[0], pos[1], &a.dims);
     }
     if (n_pos == 1)
         return verify_trace(pos[0], &a);

@@ -20,6 +20,10 @@ static const cli_command commands[] = {
      cli_cmd_offsets},
     {"verify", "check a plan against its graph, or a trace's offsets",
      cli_cmd_verify},
+    {"shapes", "print every tensor's dtype and shape (ONNX: with --dim)",
+     cli_cmd_shapes},
+    {"convert", "write a model (ONNX) as a memplan JSON graph",
+     cli_cmd_convert},
     {"offload-policy", "FlexGen-style offload policy for LLM inference",
      cli_cmd_offload_policy},
 };

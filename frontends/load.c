@@ -7,7 +7,14 @@
 
 mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out)
 {
-    if (!ctx || !path || !out)
+    return mp_graph_load_dims(ctx, path, NULL, 0, out);
+}
+
+mp_status mp_graph_load_dims(mp_ctx *ctx, const char *path,
+                             const mp_dim_binding *dims, size_t n_dims,
+                             mp_graph **out)
+{
+    if (!ctx || !path || !out || (n_dims && !dims))
         return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load: NULL argument")
                    : MP_ERR_INVALID_ARG;
@@ -26,9 +33,20 @@ mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out)
     if (onnx_ext || (i < len && text[i] != '{' && text[i] != '[' &&
                      mp_onnx_available())) {
         /* ONNX (frontends/onnx.c): by extension, or not JSON */
-        st = mp_graph_load_onnx_buffer(ctx, text, len, path, NULL, out);
+        mp_onnx_options o;
+        mp_onnx_options_init(&o);
+        o.dims = dims;
+        o.n_dims = n_dims;
+        st = mp_graph_load_onnx_buffer(ctx, text, len, path, &o, out);
         mp_dealloc(ctx, text);
         return st;
+    }
+    if (n_dims) {
+        mp_dealloc(ctx, text);
+        return mp_err(ctx, MP_ERR_INVALID_ARG,
+                      "%s: dim bindings (--dim) apply to ONNX models; this "
+                      "graph has no symbolic dims",
+                      path);
     }
     if (i < len && text[i] != '{' && text[i] != '[') {
         mp_dealloc(ctx, text);

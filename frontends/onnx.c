@@ -368,6 +368,16 @@ static mp_status type_shape(loader *L, const char *name,
             *first_sym = NULL;
             *first_dim = i;
         }
+        if (dims[i] < 0) { /* a binding by position: "NAME:AXIS" */
+            char key[320];
+            snprintf(key, sizeof key, "%s:%zu", name, i);
+            const mp_dim_binding *b = find_binding(L, key);
+            if (b && b->value >= 0) {
+                dims[i] = b->value;
+                if (*has_unbound && *first_dim == i)
+                    *has_unbound = false;
+            }
+        }
     }
     return MP_OK;
 }
@@ -898,7 +908,8 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
         }
         if (unbound && !sym) {
             st = mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input '%s': dim %zu "
-                        "has neither a size nor a name", L->src, v->name, sd);
+                        "has neither a size nor a name; bind it with --dim "
+                        "%s:%zu=VALUE", L->src, v->name, sd, v->name, sd);
             break;
         }
         if (unbound)

@@ -352,3 +352,19 @@ int64_t mp_shape_numel(const mp_shape *s)
     }
     return (int64_t)c;
 }
+
+size_t mp_graph_unknown_shapes(const mp_graph *g)
+{
+    size_t n = 0;
+    if (!g)
+        return 0;
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        const mp_tensor *t = &g->tensors[i];
+        bool in_use = t->n_cons || (t->flags & MP_TF_OUTPUT) || t->bytes;
+        if (in_use && !mp_tensor_shape_known(t) &&
+            !(t->flags & MP_TF_BYTES_GIVEN && t->rank < 0 &&
+              t->dtype == MP_DTYPE_UNDEFINED))
+            n++;
+    }
+    return n;
+}

@@ -164,8 +164,12 @@ static void test_usage_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown command 'frobnicate'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "plan"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "verify"));
-    /* not implemented yet: must not pretend to exist */
-    CU_ASSERT_EQUAL(cli("convert x.onnx 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("convert 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("shapes 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("shapes a.json --dim 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("shapes a.json --dim N 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "NAME=VALUE"));
+    CU_ASSERT_EQUAL(cli("plan a.json --dim N=x 2>&1"), 2);
     CU_ASSERT_EQUAL(cli("plan 2>&1"), 2);
     CU_ASSERT_EQUAL(cli("plan a.json b.json 2>&1"), 2);
     CU_ASSERT_EQUAL(cli("plan a.json --bogus 2>&1"), 2);
@@ -488,6 +492,41 @@ static void test_input_errors(void)
     unlink(trace);
 }
 
+/* shapes, convert and --dim on a JSON graph (ONNX models with symbols
+ * are covered by the onnx suite) */
+static void test_shapes_convert(void)
+{
+    char graph[256], conv[300];
+    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
+    CU_ASSERT_EQUAL_FATAL(cli("shapes %s", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "[4, 256]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "float32"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown_shapes: 0"));
+    CU_ASSERT_EQUAL_FATAL(cli("shapes %s --json", graph), 0);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "unknown_shapes")),
+                    0);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "tensors")), 4);
+    json_decref(j);
+    CU_ASSERT_EQUAL_FATAL(cli("plan %s --json", graph), 0);
+    j = json_loads(out, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT(json_is_integer(json_object_get(j, "unknown_shapes")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "unknown_shapes")),
+                    0);
+    json_decref(j);
+    /* a JSON graph has no symbolic dims: a binding is refused */
+    CU_ASSERT_NOT_EQUAL(cli("plan %s --dim N=4 2>&1", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--dim"));
+    snprintf(conv, sizeof conv, "%s.conv.json", graph);
+    CU_ASSERT_EQUAL_FATAL(cli("convert %s -o %s", graph, conv), 0);
+    CU_ASSERT_EQUAL_FATAL(cli("plan %s --json", conv), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"unknown_shapes\": 0"));
+    remove(conv);
+}
+
 void mp_register_cli(void)
 {
     static CU_TestInfo tests[] = {
@@ -500,6 +539,7 @@ void mp_register_cli(void)
         {"plan_json", test_plan_json},
         {"plan_verify", test_plan_verify},
         {"input_errors", test_input_errors},
+        {"shapes_convert", test_shapes_convert},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("cli", tests);

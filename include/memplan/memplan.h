@@ -255,7 +255,9 @@ MP_API mp_status mp_graph_to_json_string(const mp_graph *g, char **out);
 MP_API void mp_free(mp_ctx *ctx, void *p);
 
 /* ---- ONNX ------------------------------------------------------------------ */
-/* A value for a symbolic dimension (an ONNX dim_param such as "N"). */
+/* A value for a symbolic dimension (an ONNX dim_param such as "N"), or,
+ * named "INPUT:AXIS", for axis AXIS of graph input INPUT (a dim with
+ * neither a size nor a name, or an unbound one). */
 typedef struct mp_dim_binding {
     const char *name;
     int64_t value;           /* >= 0 */
@@ -287,6 +289,15 @@ MP_API mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data,
                                            size_t len, const char *source_name,
                                            const mp_onnx_options *opt,
                                            mp_graph **out);
+/* mp_graph_load with dim bindings for ONNX models (n may be 0); other
+ * formats have no symbolic dims: bindings there are MP_ERR_INVALID_ARG. */
+MP_API mp_status mp_graph_load_dims(mp_ctx *ctx, const char *path,
+                                    const mp_dim_binding *dims, size_t n,
+                                    mp_graph **out);
+/* Tensors in use (read, a graph output, or taking bytes) whose shape is
+ * not fully known (a view may know its bytes but not its dims); 0 when
+ * every shape is resolved. g must be finalized. */
+MP_API size_t mp_graph_unknown_shapes(const mp_graph *g);
 
 /* ---- offsets (dynamic storage allocation) -------------------------------- */
 /* A buffer of `size` bytes live on the half-open interval [start, end). */
