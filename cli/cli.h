@@ -157,5 +157,6 @@ int cli_cmd_verify(int argc, char **argv);
 int cli_cmd_shapes(int argc, char **argv);
 int cli_cmd_convert(int argc, char **argv);
 int cli_cmd_offload_policy(int argc, char **argv);
+int cli_cmd_validate(int argc, char **argv);
 
 #endif /* MEMPLAN_CLI_H */

@@ -24,6 +24,8 @@ static const cli_command commands[] = {
      cli_cmd_shapes},
     {"convert", "write a model (ONNX) as a memplan JSON graph",
      cli_cmd_convert},
+    {"validate", "run the plan on a GPU: measured against predicted memory",
+     cli_cmd_validate},
     {"offload-policy", "FlexGen-style offload policy for LLM inference",
      cli_cmd_offload_policy},
 };

@@ -244,7 +244,7 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
                 uint32_t cnt = 0;
                 for (uint32_t m = 0; m < g->n_nodes; m++)
                     cnt += r->group[m] == k;
-                snprintf(buf, sizeof buf, "%s*\n%u nodes", keys[k], cnt);
+                snprintf(buf, sizeof buf, "%s*\\n%u nodes", keys[k], cnt);
                 set(gn[k], "label", buf);
                 set(gn[k], "shape", "box3d");
                 set(gn[k], "fillcolor", phase_color(nd->phase));
@@ -272,10 +272,10 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
         Agnode_t *an = agnode(home, buf, 1);
         r->rep[n] = an;
         if (r->recomp[n])
-            snprintf(buf, sizeof buf, "%s\n%s\nrecomputed x%u", nd->name,
+            snprintf(buf, sizeof buf, "%s\\n%s\\nrecomputed x%u", nd->name,
                      nd->op, r->recomp[n]);
         else
-            snprintf(buf, sizeof buf, "%s\n%s", nd->name, nd->op);
+            snprintf(buf, sizeof buf, "%s\\n%s", nd->name, nd->op);
         set(an, "label", buf);
         set(an, "fillcolor", phase_color(nd->phase));
         if (r->recomp[n]) {

@@ -1,0 +1,727 @@
+// kernels.cu - the CUDA kernels of the validation executor.
+//
+// Real kernels for the ops of the corpus CNNs and transformer blocks
+// (cuBLAS for MatMul/Gemm and Conv via im2col, own kernels for the rest)
+// and a synthetic kernel for everything else: it reads every input byte
+// and writes every output byte, deterministically. All kernels are
+// deterministic (no floating-point atomics), so two runs of the same
+// program give bit-identical outputs wherever the tensors are placed.
+#include "kernels.h"
+
+// op variants (MP_KOP_*) of the registry
+#include "internal.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#define TPB 256
+
+static unsigned blocks_for(int64_t n)
+{
+    int64_t b = (n + TPB - 1) / TPB;
+    if (b < 1)
+        b = 1;
+    if (b > 65535LL * 32)
+        b = 65535LL * 32;
+    return (unsigned)b;
+}
+
+#define GRID_LOOP(i, n)                                                      \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+// ---- copies and fills ----------------------------------------------------
+template <typename T>
+__global__ void k_strided(const T *__restrict__ in, T *__restrict__ out,
+                          mpv_strided p)
+{
+    GRID_LOOP(i, p.n)
+    {
+        int64_t r = i, io = p.ioff, oo = p.ooff;
+        for (int d = p.rank - 1; d >= 0; d--) {
+            int64_t x = r % p.dims[d];
+            r /= p.dims[d];
+            io += x * p.ist[d];
+            oo += x * p.ost[d];
+        }
+        out[oo] = in[io];
+    }
+}
+
+__global__ void k_fill(float *out, int64_t n, float v)
+{
+    GRID_LOOP(i, n) out[i] = v;
+}
+
+__global__ void k_shape(int64_t *out, int64_t n, mpv_launch p)
+{
+    GRID_LOOP(i, n) out[i] = p.p.shape.v[i];
+}
+
+// ---- pointwise -------------------------------------------------------------
+__device__ float unary_op(int op, float x, float a, float b)
+{
+    switch (op) {
+    case MP_KOP_RELU: return x > 0.f ? x : 0.f;
+    case MP_KOP_SIGMOID: return 1.f / (1.f + expf(-x));
+    case MP_KOP_TANH: return tanhf(x);
+    case MP_KOP_EXP: return expf(x);
+    case MP_KOP_LOG: return logf(x);
+    case MP_KOP_ERF: return erff(x);
+    case MP_KOP_GELU:
+        if (a != 0.f)
+            return 0.5f * x *
+                   (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+        return 0.5f * x * (1.f + erff(x * 0.70710678118f));
+    case MP_KOP_CLIP: return fminf(fmaxf(x, a), b);
+    case MP_KOP_HARDSIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
+    case MP_KOP_HARDSWISH: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
+    case MP_KOP_LEAKYRELU: return x >= 0.f ? x : a * x;
+    case MP_KOP_SQRT: return sqrtf(x);
+    case MP_KOP_NEG: return -x;
+    case MP_KOP_ABS: return fabsf(x);
+    case MP_KOP_RECIPROCAL: return 1.f / x;
+    case MP_KOP_SOFTPLUS: return log1pf(expf(x));
+    case MP_KOP_ELU: return x >= 0.f ? x : a * (expf(x) - 1.f);
+    case MP_KOP_FLOOR: return floorf(x);
+    case MP_KOP_CEIL: return ceilf(x);
+    case MP_KOP_SIN: return sinf(x);
+    case MP_KOP_COS: return cosf(x);
+    case MPV_UOP_SCALE: return a * x;
+    default: return x;
+    }
+}
+
+__global__ void k_unary(const float *in, float *out, int64_t n, int op, float a,
+                        float b)
+{
+    GRID_LOOP(i, n) out[i] = unary_op(op, in[i], a, b);
+}
+
+__device__ float binary_op(int op, float x, float y)
+{
+    switch (op) {
+    case MP_KOP_ADD: case MP_KOP_MEAN: return x + y;
+    case MP_KOP_SUB: return x - y;
+    case MP_KOP_MUL: return x * y;
+    case MP_KOP_DIV: return x / y;
+    case MP_KOP_POW: return powf(x, y);
+    case MP_KOP_MAX: return fmaxf(x, y);
+    case MP_KOP_MIN: return fminf(x, y);
+    case MP_KOP_PRELU: return x >= 0.f ? x : x * y;
+    default: return x;
+    }
+}
+
+struct nary_ptrs {
+    const float *p[MPV_MAXIN];
+};
+
+__global__ void k_nary(nary_ptrs in, float *out, mpv_launch l)
+{
+    const int64_t n = l.p.nary.n;
+    GRID_LOOP(i, n)
+    {
+        int64_t off[MPV_MAXIN] = {0, 0, 0, 0};
+        int64_t r = i;
+        for (int d = l.p.nary.rank - 1; d >= 0; d--) {
+            int64_t x = r % l.p.nary.dims[d];
+            r /= l.p.nary.dims[d];
+            for (int k = 0; k < l.p.nary.n_in; k++)
+                off[k] += x * l.p.nary.st[k][d];
+        }
+        float v = in.p[0][off[0]];
+        for (int k = 1; k < l.p.nary.n_in; k++)
+            v = binary_op(l.p.nary.op, v, in.p[k][off[k]]);
+        out[i] = v;
+    }
+}
+
+// ---- convolution: im2col of one image, then cuBLAS -------------------------
+__global__ void k_im2col(const float *x, float *col, mpv_launch l)
+{
+    const int64_t C = l.p.conv.c, H = l.p.conv.h, W = l.p.conv.w;
+    const int64_t KH = l.p.conv.kh, KW = l.p.conv.kw;
+    const int64_t OH = l.p.conv.oh, OW = l.p.conv.ow;
+    const int64_t n = C * KH * KW * OH * OW;
+    GRID_LOOP(i, n)
+    {
+        int64_t ow = i % OW, t = i / OW;
+        int64_t oh = t % OH;
+        t /= OH;
+        int64_t kw = t % KW;
+        t /= KW;
+        int64_t kh = t % KH;
+        int64_t c = t / KH;
+        int64_t ih = oh * l.p.conv.sh - l.p.conv.pt + kh * l.p.conv.dh;
+        int64_t iw = ow * l.p.conv.sw - l.p.conv.pl + kw * l.p.conv.dw;
+        float v = 0.f;
+        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+            v = x[(c * H + ih) * W + iw];
+        col[i] = v;
+    }
+}
+
+__global__ void k_bias_nchw(float *y, const float *b, int64_t n, int64_t c,
+                            int64_t hw)
+{
+    GRID_LOOP(i, n) y[i] += b[(i / hw) % c];
+}
+
+// ---- pooling -----------------------------------------------------------------
+__global__ void k_pool(const float *x, float *y, mpv_launch l)
+{
+    const int64_t OH = l.p.pool.oh, OW = l.p.pool.ow, H = l.p.pool.h,
+                  W = l.p.pool.w;
+    const int64_t n = l.p.pool.nc * OH * OW;
+    GRID_LOOP(i, n)
+    {
+        int64_t ow = i % OW, t = i / OW;
+        int64_t oh = t % OH, nc = t / OH;
+        const float *xp = x + nc * H * W;
+        int is_max = l.p.pool.op == MP_KOP_POOL_MAX;
+        float acc = is_max ? -INFINITY : 0.f;
+        int64_t cnt = 0, cnt_pad = 0;
+        for (int64_t kh = 0; kh < l.p.pool.kh; kh++) {
+            int64_t ih = oh * l.p.pool.sh - l.p.pool.pt + kh * l.p.pool.dh;
+            for (int64_t kw = 0; kw < l.p.pool.kw; kw++) {
+                int64_t iw = ow * l.p.pool.sw - l.p.pool.pl + kw * l.p.pool.dw;
+                /* count_include_pad counts the padded window, clipped to
+                 * the padded input (ONNX) */
+                if (ih < H + l.p.pool.pt && iw < W + l.p.pool.pl)
+                    cnt_pad++;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                    continue;
+                float v = xp[ih * W + iw];
+                if (is_max)
+                    acc = fmaxf(acc, v);
+                else
+                    acc += v;
+                cnt++;
+            }
+        }
+        if (!is_max) {
+            int64_t d = l.p.pool.count_pad ? cnt_pad : cnt;
+            acc = d ? acc / (float)d : 0.f;
+        }
+        y[i] = acc;
+    }
+}
+
+__global__ void k_gpool(const float *x, float *y, int64_t nc, int64_t hw,
+                        int is_max)
+{
+    GRID_LOOP(i, nc)
+    {
+        const float *xp = x + i * hw;
+        float acc = is_max ? -INFINITY : 0.f;
+        for (int64_t k = 0; k < hw; k++)
+            acc = is_max ? fmaxf(acc, xp[k]) : acc + xp[k];
+        y[i] = is_max ? acc : acc / (float)hw;
+    }
+}
+
+// ---- normalizations, softmax -------------------------------------------------
+__global__ void k_bn(const float *x, const float *sc, const float *b,
+                     const float *mean, const float *var, float *y, int64_t n,
+                     int64_t c, int64_t hw, float eps)
+{
+    GRID_LOOP(i, n)
+    {
+        int64_t ch = (i / hw) % c;
+        y[i] = (x[i] - mean[ch]) * rsqrtf(fabsf(var[ch]) + eps) * sc[ch] + b[ch];
+    }
+}
+
+// one block per row; fixed-order tree reduction (deterministic)
+__global__ void k_ln(const float *x, const float *sc, const float *b, float *y,
+                     int64_t rows, int64_t cols, float eps, int has_bias)
+{
+    __shared__ float red[TPB];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float s = 0.f;
+        for (int64_t k = threadIdx.x; k < cols; k += blockDim.x)
+            s += xr[k];
+        red[threadIdx.x] = s;
+        __syncthreads();
+        for (int w = TPB / 2; w > 0; w >>= 1) {
+            if (threadIdx.x < w)
+                red[threadIdx.x] += red[threadIdx.x + w];
+            __syncthreads();
+        }
+        float mean = red[0] / (float)cols;
+        __syncthreads();
+        float v = 0.f;
+        for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
+            float d = xr[k] - mean;
+            v += d * d;
+        }
+        red[threadIdx.x] = v;
+        __syncthreads();
+        for (int w = TPB / 2; w > 0; w >>= 1) {
+            if (threadIdx.x < w)
+                red[threadIdx.x] += red[threadIdx.x + w];
+            __syncthreads();
+        }
+        float inv = rsqrtf(red[0] / (float)cols + eps);
+        __syncthreads();
+        for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
+            float o = (xr[k] - mean) * inv * sc[k];
+            yr[k] = has_bias ? o + b[k] : o;
+        }
+    }
+}
+
+__global__ void k_lrn(const float *x, float *y, mpv_launch l)
+{
+    const int64_t C = l.p.lrn.c, HW = l.p.lrn.hw;
+    const int64_t n = l.p.lrn.n * C * HW;
+    const int64_t lo = (l.p.lrn.size - 1) / 2, hi = l.p.lrn.size / 2;
+    GRID_LOOP(i, n)
+    {
+        int64_t p = i % HW, c = (i / HW) % C, b = i / (HW * C);
+        float s = 0.f;
+        for (int64_t k = c - lo; k <= c + hi; k++)
+            if (k >= 0 && k < C) {
+                float v = x[(b * C + k) * HW + p];
+                s += v * v;
+            }
+        float d = (float)l.p.lrn.bias +
+                  (float)(l.p.lrn.alpha / (double)l.p.lrn.size) * s;
+        y[i] = x[i] / powf(d, (float)l.p.lrn.beta);
+    }
+}
+
+__global__ void k_softmax(const float *x, float *y, int64_t outer, int64_t dim,
+                          int64_t inner, int log)
+{
+    GRID_LOOP(i, outer * inner)
+    {
+        int64_t o = i / inner, in = i % inner;
+        const float *xp = x + o * dim * inner + in;
+        float *yp = y + o * dim * inner + in;
+        float m = -INFINITY;
+        for (int64_t k = 0; k < dim; k++)
+            m = fmaxf(m, xp[k * inner]);
+        float s = 0.f;
+        for (int64_t k = 0; k < dim; k++)
+            s += expf(xp[k * inner] - m);
+        if (log) {
+            float ls = logf(s);
+            for (int64_t k = 0; k < dim; k++)
+                yp[k * inner] = xp[k * inner] - m - ls;
+        } else {
+            float inv = 1.f / s;
+            for (int64_t k = 0; k < dim; k++)
+                yp[k * inner] = expf(xp[k * inner] - m) * inv;
+        }
+    }
+}
+
+// ---- reductions, gather, resize, cast ------------------------------------------
+__global__ void k_reduce(const float *x, float *y, mpv_launch l)
+{
+    const int r = l.p.reduce.rank;
+    int64_t st[MPV_MAXR], s = 1, cnt = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= l.p.reduce.dims[d];
+        if (l.p.reduce.red[d])
+            cnt *= l.p.reduce.dims[d];
+    }
+    GRID_LOOP(i, l.p.reduce.n)
+    {
+        // base offset from the kept dims (row-major over kept dims)
+        int64_t rem = i, base = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            if (l.p.reduce.red[d])
+                continue;
+            int64_t xk = rem % l.p.reduce.dims[d];
+            rem /= l.p.reduce.dims[d];
+            base += xk * st[d];
+        }
+        int op = l.p.reduce.op;
+        float acc = op == MP_KOP_REDUCE_MAX   ? -INFINITY
+                    : op == MP_KOP_REDUCE_MIN ? INFINITY
+                    : op == MP_KOP_REDUCE_PROD ? 1.f
+                                               : 0.f;
+        for (int64_t j = 0; j < cnt; j++) {
+            int64_t q = j, off = base;
+            for (int d = r - 1; d >= 0; d--) {
+                if (!l.p.reduce.red[d])
+                    continue;
+                off += (q % l.p.reduce.dims[d]) * st[d];
+                q /= l.p.reduce.dims[d];
+            }
+            float v = x[off];
+            switch (op) {
+            case MP_KOP_REDUCE_MAX: acc = fmaxf(acc, v); break;
+            case MP_KOP_REDUCE_MIN: acc = fminf(acc, v); break;
+            case MP_KOP_REDUCE_PROD: acc *= v; break;
+            case MP_KOP_REDUCE_SUMSQ: case MP_KOP_REDUCE_L2: acc += v * v; break;
+            case MP_KOP_REDUCE_L1: acc += fabsf(v); break;
+            default: acc += v; break;
+            }
+        }
+        if (op == MP_KOP_REDUCE_MEAN)
+            acc /= (float)cnt;
+        else if (op == MP_KOP_REDUCE_L2)
+            acc = sqrtf(acc);
+        y[i] = acc;
+    }
+}
+
+template <typename T>
+__global__ void k_gather(const T *x, const void *idx, T *y, mpv_launch l)
+{
+    const int64_t inner = l.p.gather.inner, nidx = l.p.gather.nidx,
+                  ax = l.p.gather.axis;
+    GRID_LOOP(i, l.p.gather.outer * nidx * inner)
+    {
+        int64_t in = i % inner, t = i / inner;
+        int64_t j = t % nidx, o = t / nidx;
+        int64_t k = l.p.gather.iesize == 8 ? ((const int64_t *)idx)[j]
+                                           : ((const int32_t *)idx)[j];
+        if (k < 0)
+            k += ax;
+        // out-of-range indices (random ones) wrap: deterministic
+        k = ((k % ax) + ax) % ax;
+        y[i] = x[(o * ax + k) * inner + in];
+    }
+}
+
+__device__ float resize_src(float o, double scale, int64_t in, int64_t out,
+                            int mode)
+{
+    switch (mode) {
+    case MPV_CT_ASYMMETRIC: return (float)(o / scale);
+    case MPV_CT_ALIGN_CORNERS:
+        return out > 1 ? o * (float)(in - 1) / (float)(out - 1) : 0.f;
+    case MPV_CT_PYTORCH_HALF_PIXEL:
+        return out > 1 ? (float)((o + 0.5) / scale - 0.5) : 0.f;
+    case MPV_CT_TF_HALF_PIXEL: return (float)((o + 0.5) / scale);
+    default: return (float)((o + 0.5) / scale - 0.5);
+    }
+}
+
+__device__ int64_t nearest_idx(float s, int mode, int64_t in)
+{
+    int64_t k;
+    switch (mode) {
+    case MPV_NM_FLOOR: k = (int64_t)floorf(s); break;
+    case MPV_NM_CEIL: k = (int64_t)ceilf(s); break;
+    case MPV_NM_ROUND_PREFER_CEIL: k = (int64_t)floorf(s + 0.5f); break;
+    default: k = (int64_t)ceilf(s - 0.5f); break;
+    }
+    return k < 0 ? 0 : (k >= in ? in - 1 : k);
+}
+
+__global__ void k_resize(const float *x, float *y, mpv_launch l)
+{
+    const int64_t H = l.p.resize.h, W = l.p.resize.w, OH = l.p.resize.oh,
+                  OW = l.p.resize.ow;
+    GRID_LOOP(i, l.p.resize.nc * OH * OW)
+    {
+        int64_t ow = i % OW, t = i / OW;
+        int64_t oh = t % OH, nc = t / OH;
+        const float *xp = x + nc * H * W;
+        float sy = resize_src((float)oh, l.p.resize.sh, H, OH, l.p.resize.coord);
+        float sx = resize_src((float)ow, l.p.resize.sw, W, OW, l.p.resize.coord);
+        if (!l.p.resize.linear) {
+            y[i] = xp[nearest_idx(sy, l.p.resize.nearest, H) * W +
+                      nearest_idx(sx, l.p.resize.nearest, W)];
+            continue;
+        }
+        sy = fminf(fmaxf(sy, 0.f), (float)(H - 1));
+        sx = fminf(fmaxf(sx, 0.f), (float)(W - 1));
+        int64_t y0 = (int64_t)floorf(sy), x0 = (int64_t)floorf(sx);
+        int64_t y1 = y0 + 1 < H ? y0 + 1 : H - 1, x1 = x0 + 1 < W ? x0 + 1 : W - 1;
+        float fy = sy - (float)y0, fx = sx - (float)x0;
+        float a = xp[y0 * W + x0], b = xp[y0 * W + x1];
+        float c = xp[y1 * W + x0], d = xp[y1 * W + x1];
+        y[i] = (a * (1.f - fx) + b * fx) * (1.f - fy) +
+               (c * (1.f - fx) + d * fx) * fy;
+    }
+}
+
+__device__ double load_as(const void *p, int dt, int64_t i)
+{
+    switch (dt) {
+    case MP_DTYPE_FLOAT32: return ((const float *)p)[i];
+    case MP_DTYPE_FLOAT64: return ((const double *)p)[i];
+    case MP_DTYPE_FLOAT16: return (double)__half2float(((const __half *)p)[i]);
+    case MP_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+    case MP_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case MP_DTYPE_INT8: return ((const int8_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+
+__device__ void store_as(void *p, int dt, int64_t i, double v)
+{
+    switch (dt) {
+    case MP_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case MP_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
+    case MP_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half((float)v); break;
+    case MP_DTYPE_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case MP_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case MP_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case MP_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    }
+}
+
+__global__ void k_cast(const void *x, void *y, int64_t n, int from, int to)
+{
+    GRID_LOOP(i, n) store_as(y, to, i, load_as(x, from, i));
+}
+
+// ---- synthetic kernel ----------------------------------------------------------
+// Pass 1 folds every input byte into a 32-bit checksum (integer atomics:
+// order-independent, so deterministic); pass 2 writes every output byte
+// from the checksum, the node id and the position. Float32 outputs get
+// values in [-0.5, 0.5) so that real kernels downstream see sane numbers.
+__global__ void k_synth_read(const unsigned char *p, uint64_t bytes,
+                             unsigned *acc)
+{
+    unsigned local = 0;
+    GRID_LOOP(i, (int64_t)bytes)
+    local += (unsigned)p[i] * (unsigned)(i % 251 + 1);
+    atomicAdd(acc, local);
+}
+
+__device__ unsigned hash32(unsigned x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+__global__ void k_synth_write(unsigned char *p, uint64_t bytes,
+                              const unsigned *acc, unsigned salt, int is_f32)
+{
+    unsigned a = *acc ^ hash32(salt);
+    if (is_f32) {
+        float *f = (float *)p;
+        GRID_LOOP(i, (int64_t)(bytes / 4))
+        f[i] = (float)(hash32(a + (unsigned)i) & 0xffff) / 65536.f - 0.5f;
+        // tail bytes of a float tensor do not exist (bytes % 4 == 0)
+    } else {
+        GRID_LOOP(i, (int64_t)bytes)
+        p[i] = (unsigned char)(hash32(a + (unsigned)i) & 0x3);
+    }
+}
+
+// ---- entry point ---------------------------------------------------------------
+static const char *cu_err(cudaError_t e)
+{
+    return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+}
+
+static const char *cb_err(cublasStatus_t s)
+{
+    return s == CUBLAS_STATUS_SUCCESS ? NULL : "cuBLAS call failed";
+}
+
+#define LAUNCH_CHECK() cu_err(cudaGetLastError())
+
+static const char *gemm(cublasHandle_t h, int ta, int tb, int64_t m, int64_t n,
+                        int64_t k, float alpha, const float *A, int64_t lda,
+                        int64_t sa, const float *B, int64_t ldb, int64_t sb,
+                        float beta, float *C, int64_t ldc, int64_t sc,
+                        int64_t batch)
+{
+    // row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T
+    cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (batch == 1)
+        return cb_err(cublasSgemm(h, ob, oa, (int)n, (int)m, (int)k, &alpha, B,
+                                  (int)ldb, A, (int)lda, &beta, C, (int)ldc));
+    return cb_err(cublasSgemmStridedBatched(
+        h, ob, oa, (int)n, (int)m, (int)k, &alpha, B, (int)ldb, sb, A,
+        (int)lda, sa, &beta, C, (int)ldc, sc, (int)batch));
+}
+
+const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
+                           cublasHandle_t h, cudaStream_t s)
+{
+#define IN(k) ((k) == -2 ? io->out[l->out] : io->in[(k)])
+    void *out = l->out >= 0 ? io->out[l->out] : NULL;
+    switch (l->kind) {
+    case MPV_L_COPY: {
+        const mpv_strided &p = l->p.copy;
+        unsigned nb = blocks_for(p.n);
+        switch (p.esize) {
+        case 1: k_strided<uint8_t><<<nb, TPB, 0, s>>>((const uint8_t *)IN(l->in[0]), (uint8_t *)out, p); break;
+        case 2: k_strided<uint16_t><<<nb, TPB, 0, s>>>((const uint16_t *)IN(l->in[0]), (uint16_t *)out, p); break;
+        case 4: k_strided<uint32_t><<<nb, TPB, 0, s>>>((const uint32_t *)IN(l->in[0]), (uint32_t *)out, p); break;
+        default: k_strided<uint64_t><<<nb, TPB, 0, s>>>((const uint64_t *)IN(l->in[0]), (uint64_t *)out, p); break;
+        }
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_FILL:
+        if (l->p.fill.zero_bytes)
+            return cu_err(cudaMemsetAsync(out, l->p.fill.zero_bytes - 1,
+                                          io->out_bytes[l->out], s));
+        k_fill<<<blocks_for(l->p.fill.n), TPB, 0, s>>>((float *)out, l->p.fill.n,
+                                                       (float)l->p.fill.value);
+        return LAUNCH_CHECK();
+    case MPV_L_SHAPE:
+        k_shape<<<1, 32, 0, s>>>((int64_t *)out, l->p.shape.n, *l);
+        return LAUNCH_CHECK();
+    case MPV_L_UNARY:
+        k_unary<<<blocks_for(l->p.unary.n), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (float *)out, l->p.unary.n,
+            l->p.unary.op, (float)l->p.unary.alpha, (float)l->p.unary.beta);
+        return LAUNCH_CHECK();
+    case MPV_L_NARY: {
+        nary_ptrs ptrs;
+        for (int k = 0; k < MPV_MAXIN; k++)
+            ptrs.p[k] = k < l->p.nary.n_in ? (const float *)IN(l->in[k]) : NULL;
+        k_nary<<<blocks_for(l->p.nary.n), TPB, 0, s>>>(ptrs, (float *)out, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_GEMM: {
+        const auto &g = l->p.gemm;
+        return gemm(h, g.ta, g.tb, g.m, g.n, g.k, (float)g.alpha,
+                    (const float *)IN(l->in[0]), g.lda, g.sa,
+                    (const float *)IN(l->in[1]), g.ldb, g.sb, (float)g.beta,
+                    (float *)out, g.ldc, g.sc, g.batch);
+    }
+    case MPV_L_CONV: {
+        const auto &c = l->p.conv;
+        const float *x = (const float *)IN(l->in[0]);
+        const float *w = (const float *)IN(l->in[1]);
+        float *y = (float *)out;
+        int64_t M = c.m / c.g, K = (c.c / c.g) * c.kh * c.kw, N = c.oh * c.ow;
+        for (int64_t b = 0; b < c.n; b++) {
+            const float *xb = x + b * c.c * c.h * c.w;
+            const float *col = xb;
+            if (!c.direct) {
+                float *ws = (float *)io->ws;
+                int64_t n = c.c * c.kh * c.kw * N;
+                k_im2col<<<blocks_for(n), TPB, 0, s>>>(xb, ws, *l);
+                const char *e = LAUNCH_CHECK();
+                if (e)
+                    return e;
+                col = ws;
+            }
+            // per group: Y_g (M x N) = W_g (M x K) * col_g (K x N)
+            const char *e = gemm(h, 0, 0, M, N, K, 1.f, w, K, M * K, col, N,
+                                 K * N, 0.f, y + b * c.m * N, N, M * N, c.g);
+            if (e)
+                return e;
+        }
+        if (c.has_bias) {
+            int64_t n = c.n * c.m * N;
+            k_bias_nchw<<<blocks_for(n), TPB, 0, s>>>(
+                y, (const float *)IN(l->in[2]), n, c.m, N);
+            return LAUNCH_CHECK();
+        }
+        return NULL;
+    }
+    case MPV_L_POOL: {
+        int64_t n = l->p.pool.nc * l->p.pool.oh * l->p.pool.ow;
+        k_pool<<<blocks_for(n), TPB, 0, s>>>((const float *)IN(l->in[0]),
+                                             (float *)out, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_GPOOL:
+        k_gpool<<<blocks_for(l->p.gpool.nc), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (float *)out, l->p.gpool.nc,
+            l->p.gpool.hw, l->p.gpool.op == MP_KOP_POOL_MAX);
+        return LAUNCH_CHECK();
+    case MPV_L_BN: {
+        int64_t n = l->p.bn.n * l->p.bn.c * l->p.bn.hw;
+        k_bn<<<blocks_for(n), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
+            (const float *)IN(l->in[2]), (const float *)IN(l->in[3]),
+            (const float *)io->in[4], (float *)out, n, l->p.bn.c, l->p.bn.hw,
+            (float)l->p.bn.eps);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_LN: {
+        int64_t rows = l->p.ln.rows;
+        unsigned nb = (unsigned)(rows < 65535 * 16 ? (rows ? rows : 1) : 65535 * 16);
+        k_ln<<<nb, TPB, 0, s>>>((const float *)IN(l->in[0]),
+                                (const float *)IN(l->in[1]),
+                                l->p.ln.has_bias ? (const float *)IN(l->in[2]) : NULL,
+                                (float *)out, rows, l->p.ln.cols,
+                                (float)l->p.ln.eps, l->p.ln.has_bias);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_LRN: {
+        int64_t n = l->p.lrn.n * l->p.lrn.c * l->p.lrn.hw;
+        k_lrn<<<blocks_for(n), TPB, 0, s>>>((const float *)IN(l->in[0]),
+                                            (float *)out, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_SOFTMAX: {
+        const auto &p = l->p.softmax;
+        k_softmax<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (float *)out, p.outer, p.dim, p.inner,
+            p.log);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_REDUCE:
+        k_reduce<<<blocks_for(l->p.reduce.n), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (float *)out, *l);
+        return LAUNCH_CHECK();
+    case MPV_L_GATHER: {
+        const auto &p = l->p.gather;
+        unsigned nb = blocks_for(p.outer * p.nidx * p.inner);
+        const void *x = IN(l->in[0]), *idx = IN(l->in[1]);
+        switch (p.esize) {
+        case 1: k_gather<uint8_t><<<nb, TPB, 0, s>>>((const uint8_t *)x, idx, (uint8_t *)out, *l); break;
+        case 2: k_gather<uint16_t><<<nb, TPB, 0, s>>>((const uint16_t *)x, idx, (uint16_t *)out, *l); break;
+        case 4: k_gather<uint32_t><<<nb, TPB, 0, s>>>((const uint32_t *)x, idx, (uint32_t *)out, *l); break;
+        default: k_gather<uint64_t><<<nb, TPB, 0, s>>>((const uint64_t *)x, idx, (uint64_t *)out, *l); break;
+        }
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_RESIZE: {
+        int64_t n = l->p.resize.nc * l->p.resize.oh * l->p.resize.ow;
+        k_resize<<<blocks_for(n), TPB, 0, s>>>((const float *)IN(l->in[0]),
+                                               (float *)out, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_CAST:
+        k_cast<<<blocks_for(l->p.cast.n), TPB, 0, s>>>(
+            IN(l->in[0]), out, l->p.cast.n, l->p.cast.from, l->p.cast.to);
+        return LAUNCH_CHECK();
+    case MPV_L_SYNTH: {
+        unsigned *acc = (unsigned *)io->ws;
+        const char *e = cu_err(cudaMemsetAsync(acc, 0, sizeof *acc, s));
+        if (e)
+            return e;
+        for (uint32_t k = 0; k < io->n_in; k++) {
+            if (!io->in[k] || !io->in_bytes[k])
+                continue;
+            k_synth_read<<<blocks_for((int64_t)io->in_bytes[k]), TPB, 0, s>>>(
+                (const unsigned char *)io->in[k], io->in_bytes[k], acc);
+            if ((e = LAUNCH_CHECK()))
+                return e;
+        }
+        for (uint32_t k = 0; k < io->n_out; k++) {
+            if (!io->out[k] || !io->out_bytes[k])
+                continue;
+            int f32 = io->out_dtype[k] == MP_DTYPE_FLOAT32 &&
+                      io->out_bytes[k] % 4 == 0;
+            k_synth_write<<<blocks_for((int64_t)io->out_bytes[k]), TPB, 0, s>>>(
+                (unsigned char *)io->out[k], io->out_bytes[k], acc,
+                io->salt * 131u + k, f32);
+            if ((e = LAUNCH_CHECK()))
+                return e;
+        }
+        return NULL;
+    }
+    default:
+        return "unknown launch kind";
+    }
+#undef IN
+}

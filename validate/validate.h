@@ -1,0 +1,250 @@
+/* validate.h - the validation executor (issue 6; docs/validation.md).
+ *
+ * Two halves:
+ *  - host.c (plain C, always built, tested in CI without a GPU): lowers a
+ *    graph and a schedule with its blocks into a program: which kernel
+ *    runs each node (from the op registry's MP_OPF_KERNEL), the kernels'
+ *    parameters (from shapes and attributes), where every tensor lives at
+ *    every step (arena offset from the plan's blocks, or the weights
+ *    buffer), the workspace each launch needs, and the initial values of
+ *    weights and inputs. It also replays the reference run's allocation
+ *    model (use counts counted at run time) on the host.
+ *  - executor.cu + kernels.cu (CUDA, built with MEMPLAN_WITH_CUDA): runs the
+ *    program on a GPU twice (planned arena; one allocation per tensor) and
+ *    measures memory and time.
+ *
+ * Not installed; used by the memplan command and the tests. */
+#ifndef MEMPLAN_VALIDATE_H
+#define MEMPLAN_VALIDATE_H
+
+#include "memplan/memplan.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPV_MAXR 8   /* highest rank the kernels index */
+#define MPV_MAXIN 4  /* inputs of one n-ary pointwise launch */
+
+/* where a tensor lives at a step */
+enum { MPV_SPACE_NONE = 0, MPV_SPACE_ARENA = 1, MPV_SPACE_WEIGHTS = 2 };
+typedef struct mpv_ref {
+    uint32_t space;
+    uint32_t tensor;    /* the storage root */
+    uint64_t offset;    /* bytes from the start of the space */
+    uint64_t bytes;     /* the tensor's bytes */
+} mpv_ref;
+
+/* launch kinds: the primitives nodes are lowered into */
+enum {
+    MPV_L_SYNTH = 0,  /* reads every input byte, writes every output byte */
+    MPV_L_COPY,       /* strided copy (Transpose, Slice, Concat, Split, ...) */
+    MPV_L_FILL,       /* fill the output with a float or zero bytes */
+    MPV_L_UNARY,
+    MPV_L_NARY,       /* broadcasting pointwise op over 1..MPV_MAXIN inputs */
+    MPV_L_GEMM,       /* cuBLAS sgemm (strided batched), row-major terms */
+    MPV_L_CONV,       /* im2col into the workspace + cuBLAS per image */
+    MPV_L_POOL,
+    MPV_L_GPOOL,
+    MPV_L_BN,
+    MPV_L_LN,
+    MPV_L_LRN,
+    MPV_L_SOFTMAX,
+    MPV_L_REDUCE,
+    MPV_L_GATHER,
+    MPV_L_RESIZE,
+    MPV_L_CAST,
+    MPV_L_SHAPE,
+    MPV_L_COUNT_
+};
+/* extra unary op: y = alpha * x (Mean) */
+#define MPV_UOP_SCALE 200
+
+typedef struct mpv_strided {       /* element counts */
+    int32_t rank, esize;
+    int64_t n;
+    int64_t dims[MPV_MAXR];
+    int64_t ist[MPV_MAXR], ost[MPV_MAXR];
+    int64_t ioff, ooff;
+} mpv_strided;
+
+typedef struct mpv_launch {
+    int32_t kind;
+    int32_t in[MPV_MAXIN];  /* node input slots (-1: none) */
+    int32_t out;            /* node output slot (-1: none) */
+    uint64_t workspace;     /* bytes of workspace this launch needs */
+    union {
+        mpv_strided copy;
+        /* zero_bytes > 0: every byte set to zero_bytes - 1 */
+        struct { int64_t n; double value; int32_t zero_bytes; } fill;
+        struct { int64_t n; int32_t op; double alpha, beta; } unary;
+        struct {
+            int32_t op, n_in, rank;
+            int64_t n;
+            int64_t dims[MPV_MAXR];
+            int64_t st[MPV_MAXIN][MPV_MAXR];
+        } nary;
+        struct {
+            int32_t ta, tb;
+            int64_t m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
+            double alpha, beta;
+        } gemm;
+        struct {
+            int64_t n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, g;
+            int32_t has_bias, direct;  /* direct: 1x1, stride 1, no pad */
+        } conv;
+        struct {
+            int64_t nc, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+            int32_t op, count_pad;
+        } pool;
+        struct { int64_t nc, hw; int32_t op; } gpool;
+        struct { int64_t n, c, hw; double eps; } bn;
+        struct { int64_t rows, cols; double eps; int32_t has_bias; } ln;
+        struct { int64_t n, c, hw, size; double alpha, beta, bias; } lrn;
+        struct { int64_t outer, dim, inner; int32_t log; } softmax;
+        struct {
+            int32_t op, rank;
+            int64_t n, dims[MPV_MAXR];
+            int32_t red[MPV_MAXR];
+        } reduce;
+        struct { int64_t outer, axis, inner, nidx; int32_t esize, iesize; } gather;
+        struct {
+            int64_t nc, h, w, oh, ow;
+            double sh, sw;     /* output / input scale */
+            int32_t linear, coord, nearest;
+        } resize;
+        struct { int64_t n; int32_t from, to; } cast;
+        struct { int64_t n; int64_t v[MPV_MAXR]; } shape;
+    } p;
+} mpv_launch;
+
+/* coordinate transformation (Resize) */
+enum { MPV_CT_HALF_PIXEL = 0, MPV_CT_ASYMMETRIC, MPV_CT_ALIGN_CORNERS,
+       MPV_CT_PYTORCH_HALF_PIXEL, MPV_CT_TF_HALF_PIXEL };
+/* nearest mode */
+enum { MPV_NM_ROUND_PREFER_FLOOR = 0, MPV_NM_ROUND_PREFER_CEIL, MPV_NM_FLOOR,
+       MPV_NM_CEIL };
+
+/* one node's lowering */
+typedef struct mpv_node {
+    uint32_t first, count;  /* launches */
+    int32_t run;            /* 0: nothing to do (view, folded constant) */
+    int32_t synthetic;      /* 1: lowered to MPV_L_SYNTH */
+    const char *why;        /* static reason when synthetic, else NULL */
+} mpv_node;
+
+typedef struct mpv_step {
+    uint32_t kind;          /* mp_step_kind */
+    uint32_t index;
+    uint32_t refs;          /* first ref in prog->refs: node inputs then
+                             * outputs (COMPUTE/RECOMPUTE), or the one
+                             * tensor (OFFLOAD/PREFETCH/FREE) */
+    uint32_t n_refs;
+} mpv_step;
+
+typedef struct mpv_program {
+    mp_ctx *ctx;
+    const mp_graph *graph;
+    uint32_t n_steps;
+    mpv_step *steps;
+    mpv_ref *refs;
+    uint32_t n_refs;
+    mpv_node *nodes;        /* per graph node */
+    mpv_launch *launches;
+    uint32_t n_launches;
+    uint64_t arena_bytes;   /* highest block end */
+    uint64_t weights_bytes; /* weights buffer, roots 256-aligned */
+    uint64_t *woff;         /* per tensor: offset in weights (UINT64_MAX) */
+    uint64_t workspace_bytes; /* max over launches, + 256 for SYNTH */
+    uint64_t alignment;
+    uint32_t n_synthetic;   /* nodes that run the synthetic kernel */
+    uint32_t n_real;        /* nodes with real kernels */
+    uint32_t n_offload, n_prefetch, n_recompute;
+    uint32_t *outputs;      /* graph output roots to compare */
+    uint64_t *out_offs;     /* their arena offsets at the end */
+    uint32_t n_outputs;
+    uint32_t *inputs;       /* arena roots resident from step 0 (inputs) */
+    uint64_t *in_offs;      /* their arena offsets */
+    uint32_t n_inputs;
+    int compute_only;       /* only COMPUTE and FREE steps */
+} mpv_program;
+
+/* Lowers graph + schedule + blocks (offsets set) into a program. */
+mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
+                            uint32_t n_steps, const mp_block *blocks,
+                            uint32_t n_blocks, uint64_t alignment,
+                            mpv_program **out);
+mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
+                                mpv_program **out);
+void mpv_program_destroy(mpv_program *p);
+
+/* Fills buf (prog->weights_bytes) with the initial weights: known constant
+ * values where the graph holds them, else deterministic random values of
+ * each dtype (seed). */
+void mpv_weights_init(const mpv_program *p, void *buf, uint64_t seed);
+/* Bytes and initial value of a graph input (root) at step 0. */
+void mpv_input_init(const mpv_program *p, uint32_t tensor, void *buf,
+                    uint64_t seed);
+
+/* The reference run's allocation model, replayed on the host: every arena
+ * root allocated when produced (inputs at the start), freed when its use
+ * count (distinct consumer nodes of it and of its views, counted here)
+ * reaches zero; outputs never. live[i] (n_steps entries, may be NULL) is
+ * the bytes (aligned) live while step i runs; returns the maximum.
+ * Only COMPUTE steps allocate; other steps carry the previous value. */
+uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live);
+
+/* ---- the CUDA half (executor.cu) ------------------------------------------ */
+typedef struct mpv_options {
+    uint64_t seed;
+    int reference;          /* run the reference (one allocation a tensor) */
+    int sample_memory;      /* cudaMemGetInfo after every step */
+    int poison_free;        /* fill freed blocks with 0xff (planned run) */
+} mpv_options;
+void mpv_options_init(mpv_options *o);
+
+typedef struct mpv_step_time {
+    float ms;               /* planned run, CUDA events */
+} mpv_step_time;
+
+typedef struct mpv_result {
+    char device[128];
+    uint64_t granularity;      /* driver allocation granularity */
+    uint64_t total_mem;
+    uint64_t ctx_bytes;        /* used after context creation */
+    uint64_t cublas_bytes;     /* cublasCreate */
+    uint64_t weights_measured, workspace_measured, arena_measured,
+        staging_host_bytes;
+    uint64_t lazy_bytes;       /* allocated by the libraries during the
+                                * first (warm-up) run */
+    uint64_t run_extra_bytes;  /* growth during the measured runs */
+    uint64_t peak_measured;    /* max used during the planned run minus the
+                                * used before weights/workspace/arena */
+    uint64_t ref_pool_high;    /* reference: pool used-memory high-water */
+    uint64_t ref_pool_reserved_high;
+    uint64_t ref_live_max;     /* reference: executor-summed live bytes */
+    double planned_ms, reference_ms;  /* total, one pass, events */
+    double steps_ms_sum;
+    mpv_step_time *steps;      /* n_steps entries (malloc; mpv_result_free) */
+    uint32_t n_steps;
+    int outputs_identical;     /* planned vs reference, bytes */
+    int planned_repeatable;    /* two planned runs give the same bytes */
+    uint64_t output_bytes;
+    double max_abs_output;     /* of float outputs (sanity) */
+    int nonfinite_outputs;
+    char error[256];
+} mpv_result;
+void mpv_result_free(mpv_result *r);
+
+/* 1 when a CUDA device can be used (0 with the reason in why). */
+int mpv_cuda_device_ok(char *why, size_t cap);
+/* Runs the program; 0 on success, else -1 with r->error set. */
+int mpv_execute(const mpv_program *p, const mpv_options *o, mpv_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMPLAN_VALIDATE_H */
