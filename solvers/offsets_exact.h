@@ -1,0 +1,51 @@
+/* Exact and ILP tiers of the offsets solver (solvers/offsets_exact.c,
+ * solvers/offsets_ilp.c). Internal. */
+#ifndef MP_OFFSETS_EXACT_H
+#define MP_OFFSETS_EXACT_H
+
+#include "offsets_internal.h"
+
+typedef struct mp_ofs_exact_opts {
+    uint64_t capacity;    /* > 0: find a packing within it; 0: minimise */
+    double time_limit;    /* seconds, safety net; <= 0: default */
+    uint64_t node_limit;  /* search nodes in all; 0: default */
+} mp_ofs_exact_opts;
+
+typedef struct mp_ofs_exact_res {
+    uint64_t arena;       /* of off_out; UINT64_MAX when nothing was found */
+    uint64_t proven_lb;   /* no packing exists below this */
+    mp_solve_status status;
+    uint64_t nodes;       /* search nodes explored */
+    int timed_out;        /* the wall-clock safety net fired */
+} mp_ofs_exact_res;
+
+#define MP_OFS_EXACT_DEFAULT_NODES 20000000ull
+#define MP_OFS_EXACT_DEFAULT_TIME 10.0
+
+/* Branch and bound over canonical placements (see offsets_exact.c).
+ * seed_off/seed_arena: a known packing (may be NULL / UINT64_MAX). Writes
+ * the best packing found to off_out (p->n entries; the seed when nothing
+ * better). status: OPTIMAL (minimise: arena == proven_lb; capacity: the
+ * packing fits and arena == lb), FEASIBLE (a packing within the capacity,
+ * or the minimisation stopped with a gap), INFEASIBLE (proven: nothing
+ * fits the capacity), TIMEOUT (capacity: budget spent, none found). */
+mp_status mp_ofs_exact(const mp_ofs_prob *p, const uint64_t *seed_off,
+                       uint64_t seed_arena, const mp_ofs_exact_opts *opt,
+                       uint64_t *off_out, mp_ofs_exact_res *res);
+
+/* ILP tier through GLPK: pairwise big-M non-overlap for pairs that overlap
+ * in time, offsets in units of the GCD of the sizes, warm start from
+ * seed_off. capacity > 0: offsets must fit it (decision); 0: minimise.
+ * MP_ERR_UNSUPPORTED without GLPK. Meant for small instances. */
+typedef struct mp_ofs_ilp_res {
+    uint64_t arena;       /* UINT64_MAX when none */
+    uint64_t proven_lb;
+    mp_solve_status status;
+    double seconds;
+} mp_ofs_ilp_res;
+mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
+                     uint64_t seed_arena, uint64_t capacity,
+                     double time_limit, uint64_t *off_out,
+                     mp_ofs_ilp_res *res);
+
+#endif
