@@ -120,8 +120,14 @@ mp_status mp_node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
 }
 
 mp_status mp_node_estimate(const mp_graph *g, uint32_t node,
-                           const mp_device *d,
-                           mp_op_cost *out)
+                           const mp_device *d, mp_op_cost *out)
+{
+    return mp_node_estimate_ex(g, node, d, 1, out);
+}
+
+mp_status mp_node_estimate_ex(const mp_graph *g, uint32_t node,
+                              const mp_device *d, int use_given,
+                              mp_op_cost *out)
 {
     if (!g || !d || !out)
         return MP_ERR_INVALID_ARG;
@@ -133,13 +139,13 @@ mp_status mp_node_estimate(const mp_graph *g, uint32_t node,
     mp_status st = mp_node_flops_bytes(g, node, &f, &b);
     if (st)
         return st;
-    if (n->flops >= 0)
+    if (use_given && n->flops >= 0)
         f = n->flops;
-    if (n->bytes_moved >= 0)
+    if (use_given && n->bytes_moved >= 0)
         b = n->bytes_moved;
     out->flops = f;
     out->bytes = b;
-    if (n->seconds >= 0) {
+    if (use_given && n->seconds >= 0) {
         out->seconds = n->seconds;
         return MP_OK;
     }

@@ -157,6 +157,11 @@ enum {
 /* FLOPs and bytes (read + written) of a node from its registry entry. */
 mp_status mp_node_flops_bytes(const struct mp_graph *g, uint32_t node,
                               double *flops, double *bytes);
+/* mp_node_estimate; use_given = 0 ignores FLOPs, bytes and seconds the
+ * graph gives and estimates from the registry alone. */
+mp_status mp_node_estimate_ex(const struct mp_graph *g, uint32_t node,
+                              const mp_device *d, int use_given,
+                              mp_op_cost *out);
 
 /* Executor kernel of an op (validate/, issue 6): which kernel of the CUDA
  * executor implements it and its variant (MP_KOP_*), kept in the registry

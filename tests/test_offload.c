@@ -167,12 +167,135 @@ static void t_schedule_rejects(void)
     destroy();
 }
 
+
+/* Planner: x -> n1 -> a; x -> n2 -> b -> n3 -> c -> n4 -> e; (a, e) ->
+ * n5 -> d (output); every node takes 1 s (given). Live bytes per
+ * position: x+a, x+a+b, a+b+c (the peak, 2100), a+c+e, a+e+d. */
+static uint32_t pa, pd;
+static void build_gap(void)
+{
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    uint32_t tx = add_t("x", MP_KIND_INPUT, 10);
+    pa = add_t("a", MP_KIND_ACTIVATION, 1000);
+    uint32_t tb = add_t("b", MP_KIND_ACTIVATION, 500);
+    uint32_t tc = add_t("c", MP_KIND_ACTIVATION, 600);
+    uint32_t te = add_t("e", MP_KIND_ACTIVATION, 100);
+    pd = add_t("d", MP_KIND_ACTIVATION, 50);
+    uint32_t i5[] = {pa, te};
+    uint32_t ns[5];
+    ns[0] = add_n("n1", &tx, 1, pa, MP_PHASE_FORWARD);
+    ns[1] = add_n("n2", &tx, 1, tb, MP_PHASE_FORWARD);
+    ns[2] = add_n("n3", &tb, 1, tc, MP_PHASE_FORWARD);
+    ns[3] = add_n("n4", &tc, 1, te, MP_PHASE_FORWARD);
+    ns[4] = add_n("n5", i5, 2, pd, MP_PHASE_BACKWARD);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(mp_graph_set_node_cost(g, ns[i], -1, -1, 1.0), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, pd), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+}
+
+static mp_device link_dev(double bw)
+{
+    mp_device dv;
+    memset(&dv, 0, sizeof dv);
+    snprintf(dv.name, sizeof dv.name, "unit");
+    dv.flops_fp32 = 1e12;
+    dv.mem_bw = 1e12;
+    dv.h2d_bw = dv.d2h_bw = bw;
+    dv.copy_engines = 2;
+    return dv;
+}
+
+static int count_steps(const mp_plan *p, mp_step_kind k, uint32_t t)
+{
+    int n = 0;
+    for (uint32_t s = 0; s < p->n_steps; s++)
+        n += p->steps[s].kind == k && p->steps[s].index == t;
+    return n;
+}
+
+static void t_planner_hidden(void)
+{
+    build_gap();
+    mp_device dv = link_dev(1e6); /* a's copies take 1 ms each */
+    mp_offload_options oo;
+    mp_offload_options_init(&oo);
+    oo.device = &dv;
+    oo.budget = 1800;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.alignment = 1;
+    mp_plan *p = NULL;
+    mp_offload_result r;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT_EQUAL(r.base_peak_bytes, 2100u);
+    /* a leaves for n3 only (its copy is done by n3's start at 2 s and the
+     * prefetch issued at n4's start is back long before n5): a+c+e */
+    CU_ASSERT_EQUAL(r.peak_bytes, 1700u);
+    CU_ASSERT_EQUAL(p->fig.lower_bound_bytes, 1700u);
+    CU_ASSERT_EQUAL(r.n_offloaded, 1u);
+    CU_ASSERT_EQUAL(r.bytes_to_host, 1000u);
+    CU_ASSERT_EQUAL(r.bytes_to_device, 1000u);
+    CU_ASSERT_EQUAL(count_steps(p, MP_STEP_OFFLOAD, pa), 1);
+    CU_ASSERT_EQUAL(count_steps(p, MP_STEP_PREFETCH, pa), 1);
+    CU_ASSERT_DOUBLE_EQUAL(r.compute_seconds, 5.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(r.exposed_seconds, 0.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(r.total_seconds, 5.0, 1e-12);
+    mp_plan_destroy(p);
+    /* no budget: nothing moves */
+    oo.budget = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(r.n_offloaded, 0u);
+    CU_ASSERT_EQUAL(r.peak_bytes, 2100u);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(p);
+    destroy();
+}
+
+static void t_planner_exposed(void)
+{
+    build_gap();
+    /* 500 B/s: each copy of a takes 2 s, more than the gap can hide. a
+     * leaves for n2..n4: OFFLOAD before n2 waits for the copy issued when
+     * n1 ends (1 s -> 3 s); the PREFETCH before n5 is issued at 6 s and
+     * lands at 8 s. Exposed 2 + 2 s, total 9 s. */
+    mp_device dv = link_dev(500);
+    mp_offload_options oo;
+    mp_offload_options_init(&oo);
+    oo.device = &dv;
+    oo.budget = 1800;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.alignment = 1;
+    mp_plan *p = NULL;
+    mp_offload_result r;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT_EQUAL(r.peak_bytes, 1150u); /* a + e + d at n5 */
+    CU_ASSERT_EQUAL(count_steps(p, MP_STEP_OFFLOAD, pa), 1);
+    CU_ASSERT_DOUBLE_EQUAL(r.exposed_seconds, 4.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(r.total_seconds, 9.0, 1e-9);
+    mp_plan_destroy(p);
+    /* below what n5 itself needs: infeasible, the best peak reported */
+    oo.budget = 1000;
+    CU_ASSERT_EQUAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_ERR_INFEASIBLE);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(r.peak_bytes, 1150u);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "budget"));
+    destroy();
+}
+
 static CU_TestInfo tests[] = {
     {"offload/prefetch give two instances and a lower peak", t_blocks},
     {"verifier rejects reading an offloaded tensor", t_reject_read_offloaded},
     {"verifier rejects bad offload/prefetch steps",
      t_reject_prefetch_not_on_host},
     {"lifetimes reject impossible transfers", t_schedule_rejects},
+    {"planner: a copy hidden in the idle gap (by hand)", t_planner_hidden},
+    {"planner: exposed copies and infeasible budget (by hand)",
+     t_planner_exposed},
     CU_TEST_INFO_NULL,
 };
 

@@ -557,6 +557,41 @@ MP_API mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
                                    const mp_flexgen_options *o,
                                    mp_flexgen_policy *out);
 
+/* ---- offload of graph tensors to host under a budget (issue 8) ---------- */
+/* Chooses tensors to OFFLOAD after a use and PREFETCH before the next one
+ * (largest and longest-idle first) so that live arena bytes + persistent
+ * bytes fit the budget, placing each copy where the timeline says it is
+ * hidden behind compute when it can; a two-stream simulation (compute and
+ * copy engines) gives the exposed transfer time (docs/offload.md). */
+typedef struct mp_offload_options {
+    uint64_t budget;          /* bytes for live arena + persistent; 0: none */
+    const mp_device *device;  /* cost model; NULL: the builtin h200 */
+    /* 1 (default): a node's seconds given by the graph are used; 0: the
+     * device's roofline estimate from FLOPs and bytes for every node */
+    int use_given_seconds;
+} mp_offload_options;
+MP_API void mp_offload_options_init(mp_offload_options *o);
+
+typedef struct mp_offload_result {
+    mp_solve_status status;      /* FEASIBLE when the budget is met */
+    uint64_t peak_bytes;         /* live arena peak + persistent bytes */
+    uint64_t base_peak_bytes;    /* the same without offload */
+    uint64_t bytes_to_host, bytes_to_device;
+    uint32_t n_offloaded;        /* OFFLOAD steps */
+    double compute_seconds;      /* every node once, no stalls */
+    double exposed_seconds;      /* stalls waiting for copies */
+    double total_seconds;        /* compute + exposed */
+    double seconds;              /* solver time */
+} mp_offload_result;
+
+/* Plans g under oo->budget with OFFLOAD/PREFETCH steps (offsets by po;
+ * NULL: defaults). MP_ERR_INFEASIBLE when the budget cannot be met (a
+ * step needs more than the budget even with every idle tensor on host);
+ * res->peak_bytes then says the smallest peak reached and *out is NULL. */
+MP_API mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
+                                 const mp_plan_options *po, mp_plan **out,
+                                 mp_offload_result *res);
+
 /* ---- recompute / checkpoint under a memory budget (issue 5) --------------- */
 /* Solvers that choose which tensors to keep and which to recompute so that
  * a schedule's peak (live arena bytes + persistent bytes) fits a budget at
