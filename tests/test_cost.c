@@ -172,10 +172,80 @@ static void t_node_cost(void)
     mp_ctx_destroy(c);
 }
 
+
+/* FLOPs from the registry's cost classes, by hand: MatMul [2,3,4] x [4,5]
+ * = 2 x 30 x 4; Conv of [1,3,8,8] by [16,3,3,3] -> [1,16,6,6]
+ * = 2 x 576 x 27; Softmax 5 per element; Transpose moves only. */
+static void t_op_classes(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(c, &g) == MP_OK);
+    int64_t da[] = {2, 3, 4}, db[] = {4, 5}, dx[] = {1, 3, 8, 8},
+            dw[] = {16, 3, 3, 3};
+    mp_tensor_desc ta = {"a", MP_DTYPE_FLOAT32, 3, da, 0, MP_KIND_INPUT};
+    mp_tensor_desc tb = {"b", MP_DTYPE_FLOAT32, 2, db, 0, MP_KIND_WEIGHT};
+    mp_tensor_desc tx = {"x", MP_DTYPE_FLOAT32, 4, dx, 0, MP_KIND_INPUT};
+    mp_tensor_desc tw = {"w", MP_DTYPE_FLOAT32, 4, dw, 0, MP_KIND_WEIGHT};
+    mp_tensor_desc ty = {"y", MP_DTYPE_FLOAT32, -1, NULL, 0,
+                         MP_KIND_ACTIVATION};
+    mp_tensor_desc tz = {"z", MP_DTYPE_FLOAT32, -1, NULL, 0,
+                         MP_KIND_ACTIVATION};
+    mp_tensor_desc ts = {"s", MP_DTYPE_FLOAT32, -1, NULL, 0,
+                         MP_KIND_ACTIVATION};
+    mp_tensor_desc tt = {"t", MP_DTYPE_FLOAT32, -1, NULL, 0,
+                         MP_KIND_ACTIVATION};
+    uint32_t a, b, x, w, y, z, sm, tr;
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &ta, &a), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tb, &b), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tx, &x), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tw, &w), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &ty, &y), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tz, &z), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &ts, &sm), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &tt, &tr), MP_OK);
+    uint32_t im[] = {a, b}, ic[] = {x, w}, nm, nc, ns, nt;
+    mp_node_desc dm = {"mm", "MatMul", NULL, im, 2, &y, 1, MP_PHASE_FORWARD};
+    mp_node_desc dc = {"conv", "Conv", NULL, ic, 2, &z, 1, MP_PHASE_FORWARD};
+    mp_node_desc ds = {"sm", "Softmax", NULL, &y, 1, &sm, 1,
+                       MP_PHASE_FORWARD};
+    mp_node_desc dt = {"tr", "Transpose", NULL, &sm, 1, &tr, 1,
+                       MP_PHASE_FORWARD};
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &dm, &nm), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &dc, &nc), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &ds, &ns), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &dt, &nt), MP_OK);
+    mp_graph_mark_output(g, z);
+    mp_graph_mark_output(g, tr);
+    if (mp_graph_finalize(g) != MP_OK) {
+        printf("\n  %s\n", mp_ctx_message(c));
+        CU_FAIL_FATAL("finalize");
+    }
+    mp_device d;
+    CU_ASSERT_EQUAL(mp_device_builtin(c, "a100", &d), MP_OK);
+    mp_op_cost k;
+    CU_ASSERT_EQUAL(mp_node_estimate(g, nm, &d, &k), MP_OK);
+    CU_ASSERT(close_rel(k.flops, 240));
+    CU_ASSERT(close_rel(k.bytes, (24 + 20 + 30) * 4));
+    CU_ASSERT_EQUAL(mp_node_estimate(g, nc, &d, &k), MP_OK);
+    CU_ASSERT(close_rel(k.flops, 31104));
+    CU_ASSERT(close_rel(k.bytes, (192 + 432 + 576) * 4));
+    CU_ASSERT_EQUAL(mp_node_estimate(g, ns, &d, &k), MP_OK);
+    CU_ASSERT(close_rel(k.flops, 150));
+    CU_ASSERT_EQUAL(mp_node_estimate(g, nt, &d, &k), MP_OK);
+    CU_ASSERT_EQUAL(k.flops, 0.0);
+    CU_ASSERT(close_rel(k.bytes, 240));
+    /* memory bound on an A100: 240 B / 2.039 TB/s + 5 us overhead */
+    CU_ASSERT(close_rel(k.seconds, 240 / 2.039e12 + 5e-6));
+    mp_graph_destroy(g);
+    mp_ctx_destroy(c);
+}
+
 static CU_TestInfo tests[] = {
     {"builtin device profiles", t_builtin},
     {"JSON device profiles: good and malformed", t_json},
     {"node cost by hand (roofline, given figures, views)", t_node_cost},
+    {"FLOPs of MatMul, Conv, Softmax, Transpose by hand", t_op_classes},
     CU_TEST_INFO_NULL,
 };
 
