@@ -103,6 +103,7 @@ static int ends_with(const char *s, const char *suf)
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+#ifdef MP_WITH_CUDA
 static double ratio(uint64_t a, uint64_t b)
 {
     return b ? (double)a / (double)b : 0.0;
@@ -112,6 +113,7 @@ static uint64_t round_up(uint64_t v, uint64_t g)
 {
     return g > 1 ? (v + g - 1) / g * g : v;
 }
+#endif
 
 int cli_cmd_validate(int argc, char **argv)
 {
@@ -203,6 +205,7 @@ int cli_cmd_validate(int argc, char **argv)
         goto out;
     }
 #ifndef MP_WITH_CUDA
+    (void)f;
     cli_error("built without CUDA (MEMPLAN_WITH_CUDA=OFF): lowered %u nodes "
               "(%u real kernels, %u synthetic), nothing run",
               prog->n_real + prog->n_synthetic, prog->n_real,

@@ -577,15 +577,12 @@ typedef struct rm_search {
     const rm_prob *p;
     uint64_t cap;            /* live arena bytes allowed */
     double max_extra;        /* < 0: no cap */
-    /* best feasible policy */
+    /* best feasible schedule */
     int have;
     const char *name;
     double cost;
     uint64_t peak;
-    uint32_t *drop;          /* owned copy, or NULL */
-    uint64_t evict;
-    int (*keep)(void *, uint32_t, uint32_t);
-    void *user;
+    rm_out best;             /* its replay, steps owned */
     /* smallest peak seen */
     uint64_t min_peak;
     uint32_t n_sims;
@@ -613,23 +610,22 @@ static mp_status try_policy(rm_search *S, const char *name,
                      (o->extra_cost <= S->cost * (1 + 1e-12) &&
                       o->peak < S->peak)))
         return MP_OK;
-    uint32_t *copy = NULL;
-    if (pol->drop_after) {
-        copy = mp_alloc(S->p->ctx, ((size_t)S->p->T + 1) * sizeof *copy);
-        if (!copy)
-            return MP_ERR_NOMEM;
-        memcpy(copy, pol->drop_after, (size_t)S->p->T * sizeof *copy);
-    }
-    mp_dealloc(S->p->ctx, S->drop);
-    S->drop = copy;
+    rm_out full;
+    if ((st = rm_simulate(S->p, pol, 1, &full)))
+        return st;
+    mp_dealloc(S->p->ctx, S->best.steps);
+    S->best = full;
     S->have = 1;
     S->name = name;
     S->cost = o->extra_cost;
     S->peak = o->peak;
-    S->evict = pol->evict_cap;
-    S->keep = pol->keep;
-    S->user = pol->user;
     return MP_OK;
+}
+
+static mp_status try_cb(void *user, const char *name, const rm_policy *pol)
+{
+    rm_out o;
+    return try_policy(user, name, pol, &o);
 }
 
 /* Last stage of a forward reader of u (u itself when none). */
@@ -898,6 +894,9 @@ done:
     return st;
 }
 
+/* Graphs up to this many nodes get the Checkmate LP in auto mode. */
+#define MP_REMAT_LP_AUTO_MAX 400
+
 /* ---- driver ------------------------------------------------------------------------ */
 mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
                         const mp_plan_options *po, mp_plan **out,
@@ -963,12 +962,24 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         for (int order = 0; order < 3 && !st; order++)
             for (int ev = 0; ev < 2 && !st; ev++)
                 st = h_selective(&S, order, ev);
-    if (!st && (sv == MP_REMAT_LP || sv == MP_REMAT_ILP))
-        st = mp_err(ctx, MP_ERR_UNSUPPORTED,
-                    "the %s recompute solver needs GLPK (not built yet)",
-                    mp_remat_solver_name(sv));
+    rm_cm_result cm;
+    memset(&cm, 0, sizeof cm);
+    cm.lower_bound = -1;
+    bool run_cm = sv == MP_REMAT_LP || sv == MP_REMAT_ILP;
+    if (sv == MP_REMAT_AUTO && S.cap != UINT64_MAX &&
+        !(S.have && S.cost == 0) && p.T <= MP_REMAT_LP_AUTO_MAX)
+        run_cm = true;
+    if (!st && run_cm) {
+        st = rm_checkmate(&p, S.cap, sv == MP_REMAT_ILP, ro->time_limit, &cm,
+                          try_cb, &S);
+        if (st == MP_ERR_UNSUPPORTED && sv == MP_REMAT_AUTO) {
+            mp_ctx_clear(ctx);
+            st = MP_OK;
+        }
+    }
     if (st)
         goto done;
+    res->lower_bound_cost = cm.lower_bound;
     res->min_peak_bytes =
         S.min_peak == UINT64_MAX ? 0 : S.min_peak + p.persistent;
     res->seconds = mp_now_seconds() - t0;
@@ -985,19 +996,16 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         else
             st = mp_err(ctx, MP_ERR_INFEASIBLE,
                         "no schedule within the budget of %llu bytes "
-                        "(smallest peak found %llu bytes)",
+                        "(smallest peak found %llu bytes%s)",
                         (unsigned long long)ro->budget,
-                        (unsigned long long)res->min_peak_bytes);
+                        (unsigned long long)res->min_peak_bytes,
+                        cm.infeasible ? "; the Checkmate LP proves that no "
+                                        "schedule in this order fits"
+                                      : "");
         goto done;
     }
-    rm_policy best;
-    memset(&best, 0, sizeof best);
-    best.drop_after = S.drop;
-    best.evict_cap = S.evict;
-    best.keep = S.keep;
-    best.user = S.user;
-    if ((st = rm_simulate(&p, &best, 1, &o)))
-        goto done;
+    o = S.best;
+    S.best.steps = NULL; /* ownership passes to the plan */
     mp_plan *plan = NULL;
     if ((st = mp_plan_from_schedule(g, o.steps, o.n_steps, po, t0, &plan)))
         goto done;
@@ -1011,7 +1019,10 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
                     (unsigned long long)plan->fig.lower_bound_bytes);
         goto done;
     }
-    res->status = MP_SOLVE_FEASIBLE;
+    res->status = cm.lower_bound >= 0 &&
+                          o.extra_cost <= cm.lower_bound + 1e-12 * (1 + o.extra_cost)
+                      ? MP_SOLVE_OPTIMAL
+                      : MP_SOLVE_FEASIBLE;
     res->solver = S.name;
     res->peak_bytes = plan->fig.lower_bound_bytes + p.persistent;
     res->extra_cost = o.extra_cost;
@@ -1020,7 +1031,7 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     res->seconds = mp_now_seconds() - t0;
     *out = plan;
 done:
-    mp_dealloc(ctx, S.drop);
+    mp_dealloc(ctx, S.best.steps);
     rm_prob_free(&p);
     return st;
 }

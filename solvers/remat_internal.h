@@ -67,4 +67,24 @@ typedef struct rm_out {
 mp_status rm_simulate(const rm_prob *p, const rm_policy *pol, int want_steps,
                       rm_out *out);
 
+/* Offers a policy to the search (simulated; kept when it is the best so
+ * far: the search stores the schedule, so user data need not outlive the
+ * call). */
+typedef mp_status (*rm_try_fn)(void *user, const char *name,
+                               const rm_policy *pol);
+
+typedef struct rm_cm_result {
+    mp_solve_status status;   /* of the LP/MILP solve */
+    double lower_bound;       /* on the extra cost; < 0: none */
+    double seconds;
+    uint32_t n_cols, n_rows;
+    int infeasible;           /* the model has no point within the cap */
+} rm_cm_result;
+
+/* Checkmate's model (solvers/checkmate.c): LP relaxation (integer = 0)
+ * with rounding, or the MILP; every schedule found goes to try_fn. */
+mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
+                       double time_limit, rm_cm_result *res,
+                       rm_try_fn try_fn, void *try_user);
+
 #endif

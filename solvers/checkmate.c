@@ -1,0 +1,441 @@
+/* Checkmate's recompute model (Jain et al., MLSys 2020) on GLPK through
+ * the project's wrapper (mp_glpk.h): the MILP and its LP relaxation.
+ *
+ * Stage t computes unit t (the graph's topological order) and may
+ * recompute earlier units. Variables, for i <= t: R[t,i] (computed in
+ * stage t; R[t,t] = 1), S[t,i] (resident entering stage t, i < t),
+ * FREE[t,i,k] (i freed right after k in stage t, i a dependency of k or k
+ * itself) and U[t,k] (live bytes after computing k in stage t). Rows:
+ *   S[t+1,i] <= S[t,i] + R[t,i]           (nothing appears from nowhere)
+ *   R[t,k] <= R[t,i] + S[t,i]             (dependencies present)
+ *   R[t,i] + S[t,i] <= 1                  (a resident unit is not redone)
+ *   U[t,0] = in(t) + R[t,0] M0 + sum_i S[t,i] M_i
+ *   U[t,k] = U[t,k-1] + R[t,k] M_k - sum_i M_i FREE[t,i,k-1],  U <= cap
+ * and the tight cut families of Checkmate's open-source version bounding
+ * FREE (no big-M): FREE[t,i,k] <= R[t,k]; FREE[t,i,k] + S[t+1,i] <= 1;
+ * FREE[t,i,k] + R[t,j] <= 1 for every user j of i with k < j <= t;
+ * sum_k FREE[t,i,k] <= 1. Minimise sum_{i<t} cost_i R[t,i].
+ * Variables that cannot matter are left out (R/S of a unit past its
+ * horizon, FREE of graph outputs); graph outputs stay resident.
+ *
+ * The LP value is a lower bound on the extra cost of every schedule that
+ * first computes the nodes in this topological order (any such schedule
+ * maps to a point of the model with no more memory and the same cost).
+ * Rounding (two-phase, as Checkmate's approximation): keep a value across
+ * a stage boundary when its S is at least a threshold (0.1 .. 0.9), let the
+ * replay recompute what is missing, and keep the cheapest schedule that
+ * fits; the MILP is warm-started from the best heuristic when the wrapper
+ * can use it and stops at the time limit. */
+#include "remat_internal.h"
+#include "mp_glpk.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct cm_model {
+    const rm_prob *p;
+    double mscale, cscale;    /* bytes and cost per model unit */
+    uint32_t T;
+    uint32_t *rb, *sb, *ub;   /* per stage: first column of R, S, U */
+    uint32_t *fb;             /* per (t,k) pair: first FREE column */
+    size_t *pair;             /* per stage: index of (t,0) in fb */
+    mp_lp *lp;
+} cm_model;
+
+#define NOCOL UINT32_MAX
+
+static inline bool alive(const rm_prob *p, uint32_t i, uint32_t t)
+{
+    return p->horizon[i] >= t || p->out[i];
+}
+
+static uint32_t colR(const cm_model *m, uint32_t t, uint32_t i)
+{
+    return m->rb[t] == NOCOL ? NOCOL : (i == t || alive(m->p, i, t))
+                                           ? m->rb[t] + i
+                                           : NOCOL;
+}
+
+static uint32_t colS(const cm_model *m, uint32_t t, uint32_t i)
+{
+    if (t == 0 || i >= t || t >= m->T)
+        return NOCOL;
+    return alive(m->p, i, t) ? m->sb[t] + i : NOCOL;
+}
+
+/* deps of k then k itself */
+static uint32_t n_fi(const rm_prob *p, uint32_t k)
+{
+    return p->dep_begin[k + 1] - p->dep_begin[k] + 1;
+}
+static uint32_t fi_at(const rm_prob *p, uint32_t k, uint32_t j)
+{
+    uint32_t n = p->dep_begin[k + 1] - p->dep_begin[k];
+    return j < n ? p->deps[p->dep_begin[k] + j] : k;
+}
+
+typedef struct rowbuf {
+    uint32_t c[8];
+    double v[8];
+    uint32_t n;
+} rowbuf;
+
+static void rb_add(rowbuf *r, uint32_t col, double v)
+{
+    if (col != NOCOL && r->n < 8) {
+        r->c[r->n] = col;
+        r->v[r->n++] = v;
+    }
+}
+
+static void cm_free(cm_model *m)
+{
+    mp_ctx *ctx = m->p->ctx;
+    mp_dealloc(ctx, m->rb);
+    mp_dealloc(ctx, m->sb);
+    mp_dealloc(ctx, m->ub);
+    mp_dealloc(ctx, m->fb);
+    mp_dealloc(ctx, m->pair);
+    mp_lp_destroy(m->lp);
+    memset(m, 0, sizeof *m);
+}
+
+static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
+                          cm_model *m)
+{
+    mp_ctx *ctx = p->ctx;
+    memset(m, 0, sizeof *m);
+    m->p = p;
+    uint32_t T = p->T;
+    m->T = T;
+    size_t T1 = (size_t)T + 1;
+    m->rb = mp_alloc(ctx, T1 * sizeof *m->rb);
+    m->sb = mp_alloc(ctx, T1 * sizeof *m->sb);
+    m->ub = mp_alloc(ctx, T1 * sizeof *m->ub);
+    m->pair = mp_alloc(ctx, T1 * sizeof *m->pair);
+    size_t n_pairs = (size_t)T * T1 / 2 + 1;
+    m->fb = mp_alloc(ctx, (n_pairs + 1) * sizeof *m->fb);
+    if (!m->rb || !m->sb || !m->ub || !m->pair || !m->fb)
+        return MP_ERR_NOMEM;
+    mp_status st = mp_lp_create(ctx, 0, &m->lp);
+    if (st)
+        return st;
+    mp_lp_kind bk = integer ? MP_LP_BINARY : MP_LP_CONTINUOUS;
+    /* GLPK's simplex wants coefficients near 1: memory in units of the
+     * largest unit, cost in units of the largest cost */
+    m->mscale = 1;
+    m->cscale = 0;
+    for (uint32_t u = 0; u < T; u++) {
+        if ((double)p->mem[u] > m->mscale)
+            m->mscale = (double)p->mem[u];
+        if (p->cost[u] > m->cscale)
+            m->cscale = p->cost[u];
+    }
+    if (!(m->cscale > 0))
+        m->cscale = 1;
+    double capd = (double)cap / m->mscale;
+#define MEM(x) ((double)(x) / m->mscale)
+    /* columns */
+    size_t pr = 0;
+    for (uint32_t t = 0; t < T; t++) {
+        uint32_t idx;
+        m->rb[t] = mp_lp_num_cols(m->lp);
+        for (uint32_t i = 0; i <= t; i++) {
+            double lo = i == t ? 1 : 0;
+            double hi = i == t || alive(p, i, t) ? 1 : 0;
+            if ((st = mp_lp_add_col(m->lp, lo, hi, i == t ? MP_LP_CONTINUOUS
+                                                          : bk,
+                                    i < t ? p->cost[i] / m->cscale : 0,
+                                    &idx)))
+                return st;
+        }
+        m->sb[t] = mp_lp_num_cols(m->lp);
+        for (uint32_t i = 0; i < t; i++) {
+            double lo = p->out[i] ? 1 : 0; /* outputs stay once computed */
+            double hi = alive(p, i, t) ? 1 : 0;
+            if ((st = mp_lp_add_col(m->lp, lo, hi, bk, 0, &idx)))
+                return st;
+        }
+        m->ub[t] = mp_lp_num_cols(m->lp);
+        for (uint32_t k = 0; k <= t; k++)
+            if ((st = mp_lp_add_col(m->lp, 0, capd, MP_LP_CONTINUOUS, 0,
+                                    &idx)))
+                return st;
+        m->pair[t] = pr;
+        for (uint32_t k = 0; k <= t; k++) {
+            m->fb[pr++] = mp_lp_num_cols(m->lp);
+            for (uint32_t j = 0; j < n_fi(p, k); j++) {
+                uint32_t i = fi_at(p, k, j);
+                double hi = p->out[i] ? 0 : 1;
+                if ((st = mp_lp_add_col(m->lp, 0, hi, bk, 0, &idx)))
+                    return st;
+            }
+        }
+    }
+    /* rows */
+    rowbuf r;
+    for (uint32_t t = 0; t < T; t++) {
+        for (uint32_t i = 0; i <= t; i++) {
+            /* S[t+1,i] <= S[t,i] + R[t,i] */
+            if (t + 1 < T && colS(m, t + 1, i) != NOCOL) {
+                r.n = 0;
+                rb_add(&r, colS(m, t + 1, i), 1);
+                rb_add(&r, colS(m, t, i), -1);
+                rb_add(&r, colR(m, t, i), -1);
+                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 0, r.n, r.c, r.v,
+                                        NULL)))
+                    return st;
+            }
+            /* R[t,i] + S[t,i] <= 1 */
+            if (i < t && colR(m, t, i) != NOCOL && colS(m, t, i) != NOCOL) {
+                r.n = 0;
+                rb_add(&r, colR(m, t, i), 1);
+                rb_add(&r, colS(m, t, i), 1);
+                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, r.n, r.c, r.v,
+                                        NULL)))
+                    return st;
+            }
+        }
+        /* dependencies present */
+        for (uint32_t k = 0; k <= t; k++) {
+            if (colR(m, t, k) == NOCOL)
+                continue;
+            for (uint32_t j = p->dep_begin[k]; j < p->dep_begin[k + 1]; j++) {
+                uint32_t i = p->deps[j];
+                r.n = 0;
+                rb_add(&r, colR(m, t, k), 1);
+                rb_add(&r, colR(m, t, i), -1);
+                rb_add(&r, colS(m, t, i), -1);
+                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 0, r.n, r.c, r.v,
+                                        NULL)))
+                    return st;
+            }
+        }
+        /* memory: U[t,0] */
+        {
+            double in = 0;
+            for (uint32_t q = 0; q < p->n_in; q++)
+                if (p->in_out[q] || p->in_last[q] >= t)
+                    in += MEM(p->in_mem[q]);
+            uint32_t nterm = t + 2;
+            uint32_t *c = mp_alloc(ctx, nterm * sizeof *c);
+            double *v = mp_alloc(ctx, nterm * sizeof *v);
+            if (!c || !v) {
+                mp_dealloc(ctx, c);
+                mp_dealloc(ctx, v);
+                return MP_ERR_NOMEM;
+            }
+            uint32_t n = 0;
+            c[n] = m->ub[t];
+            v[n++] = 1;
+            if (colR(m, t, 0) != NOCOL) {
+                c[n] = colR(m, t, 0);
+                v[n++] = -MEM(p->mem[0]);
+            }
+            for (uint32_t i = 0; i < t; i++)
+                if (colS(m, t, i) != NOCOL && p->mem[i]) {
+                    c[n] = colS(m, t, i);
+                    v[n++] = -MEM(p->mem[i]);
+                }
+            st = mp_lp_add_row(m->lp, in, in, n, c, v, NULL);
+            mp_dealloc(ctx, c);
+            mp_dealloc(ctx, v);
+            if (st)
+                return st;
+        }
+        for (uint32_t k = 1; k <= t; k++) {
+            uint32_t nf = n_fi(p, k - 1);
+            uint32_t *c = mp_alloc(ctx, (nf + 3) * sizeof *c);
+            double *v = mp_alloc(ctx, (nf + 3) * sizeof *v);
+            if (!c || !v) {
+                mp_dealloc(ctx, c);
+                mp_dealloc(ctx, v);
+                return MP_ERR_NOMEM;
+            }
+            uint32_t n = 0;
+            c[n] = m->ub[t] + k;
+            v[n++] = 1;
+            c[n] = m->ub[t] + k - 1;
+            v[n++] = -1;
+            if (colR(m, t, k) != NOCOL) {
+                c[n] = colR(m, t, k);
+                v[n++] = -MEM(p->mem[k]);
+            }
+            uint32_t f0 = m->fb[m->pair[t] + k - 1];
+            for (uint32_t j = 0; j < nf; j++) {
+                uint32_t i = fi_at(p, k - 1, j);
+                if (p->mem[i] && !p->out[i]) {
+                    c[n] = f0 + j;
+                    v[n++] = MEM(p->mem[i]);
+                }
+            }
+            st = mp_lp_add_row(m->lp, 0, 0, n, c, v, NULL);
+            mp_dealloc(ctx, c);
+            mp_dealloc(ctx, v);
+            if (st)
+                return st;
+        }
+        /* FREE cuts */
+        for (uint32_t k = 0; k <= t; k++) {
+            uint32_t f0 = m->fb[m->pair[t] + k];
+            for (uint32_t j = 0; j < n_fi(p, k); j++) {
+                uint32_t i = fi_at(p, k, j), fc = f0 + j;
+                if (p->out[i])
+                    continue;
+                r.n = 0;
+                rb_add(&r, fc, 1);
+                if (colR(m, t, k) != NOCOL)
+                    rb_add(&r, colR(m, t, k), -1);
+                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 0, r.n, r.c, r.v,
+                                        NULL)))
+                    return st;
+                if (t + 1 < T && colS(m, t + 1, i) != NOCOL) {
+                    r.n = 0;
+                    rb_add(&r, fc, 1);
+                    rb_add(&r, colS(m, t + 1, i), 1);
+                    if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, r.n, r.c,
+                                            r.v, NULL)))
+                        return st;
+                }
+                for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1];
+                     q++) {
+                    uint32_t u = p->uses[q];
+                    if (u <= k || u > t || colR(m, t, u) == NOCOL)
+                        continue;
+                    r.n = 0;
+                    rb_add(&r, fc, 1);
+                    rb_add(&r, colR(m, t, u), 1);
+                    if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, r.n, r.c,
+                                            r.v, NULL)))
+                        return st;
+                }
+            }
+        }
+        /* each value freed at most once per stage: sum over k of FREE */
+        for (uint32_t i = 0; i <= t; i++) {
+            if (p->out[i] || (i < t && colS(m, t, i) == NOCOL &&
+                              colR(m, t, i) == NOCOL))
+                continue;
+            uint32_t cnt = 0;
+            if (i <= t)
+                cnt++; /* (i, i) */
+            for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1]; q++)
+                if (p->uses[q] <= t)
+                    cnt++;
+            if (cnt < 2)
+                continue;
+            uint32_t *c = mp_alloc(ctx, cnt * sizeof *c);
+            double *v = mp_alloc(ctx, cnt * sizeof *v);
+            if (!c || !v) {
+                mp_dealloc(ctx, c);
+                mp_dealloc(ctx, v);
+                return MP_ERR_NOMEM;
+            }
+            uint32_t n = 0;
+            c[n] = m->fb[m->pair[t] + i] + n_fi(p, i) - 1;
+            v[n++] = 1;
+            for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1]; q++) {
+                uint32_t u = p->uses[q];
+                if (u > t)
+                    continue;
+                /* position of i among u's deps */
+                for (uint32_t j = 0; j + 1 < n_fi(p, u); j++)
+                    if (fi_at(p, u, j) == i) {
+                        c[n] = m->fb[m->pair[t] + u] + j;
+                        v[n++] = 1;
+                        break;
+                    }
+            }
+            st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, n, c, v, NULL);
+            mp_dealloc(ctx, c);
+            mp_dealloc(ctx, v);
+            if (st)
+                return st;
+        }
+    }
+#undef MEM
+    return MP_OK;
+}
+
+/* keep() for the replay: S value of (t+1, u) at least the threshold */
+typedef struct cm_keep {
+    const double *x;
+    const cm_model *m;
+    double theta;
+} cm_keep;
+
+static int keep_s(void *user, uint32_t u, uint32_t t)
+{
+    const cm_keep *k = user;
+    if (t + 1 >= k->m->T)
+        return 1;
+    uint32_t c = colS(k->m, t + 1, u);
+    return c != NOCOL && k->x[c] >= k->theta;
+}
+
+mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
+                       double time_limit, rm_cm_result *res,
+                       rm_try_fn try_fn, void *try_user)
+{
+    mp_ctx *ctx = p->ctx;
+    memset(res, 0, sizeof *res);
+    res->lower_bound = -1;
+    if (!mp_glpk_available())
+        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+                      "the Checkmate LP/MILP needs GLPK (build with "
+                      "MEMPLAN_WITH_GLPK=ON)");
+    cm_model m;
+    mp_status st = cm_build(p, cap == UINT64_MAX ? (uint64_t)1 << 62 : cap,
+                            integer, &m);
+    if (st) {
+        cm_free(&m);
+        return st;
+    }
+    res->n_cols = mp_lp_num_cols(m.lp);
+    res->n_rows = mp_lp_num_rows(m.lp);
+    mp_lp_options lo;
+    mp_lp_options_init(&lo);
+    lo.time_limit = time_limit > 0 ? time_limit : 60;
+    lo.relax = !integer;
+    mp_lp_result lr;
+    if ((st = mp_lp_solve(m.lp, &lo, &lr))) {
+        cm_free(&m);
+        return st;
+    }
+    res->status = lr.status;
+    res->seconds = lr.seconds;
+    if (!integer && lr.status == MP_SOLVE_OPTIMAL)
+        res->lower_bound = lr.objective * m.cscale;
+    else if (integer && isfinite(lr.bound))
+        res->lower_bound = lr.bound * m.cscale;
+    /* GLPK's tolerances: a bound a hair above a schedule's cost is noise */
+    if (res->lower_bound > 0)
+        res->lower_bound *= 1 - 1e-7;
+    if (lr.status == MP_SOLVE_INFEASIBLE)
+        res->infeasible = 1;
+    const double *x = mp_lp_values(m.lp);
+    if (x && try_fn) {
+        static const double th[] = {0.5, 0.1, 0.2, 0.3, 0.4,
+                                    0.6, 0.7, 0.8, 0.9, 0.999};
+        cm_keep k;
+        k.x = x;
+        k.m = &m;
+        for (size_t i = 0; i < sizeof th / sizeof th[0] && !st; i++) {
+            k.theta = integer ? 0.5 : th[i];
+            rm_policy pol;
+            memset(&pol, 0, sizeof pol);
+            pol.keep = keep_s;
+            pol.user = &k;
+            st = try_fn(try_user, integer ? "ilp" : "lp-rounding", &pol);
+            if (!st && cap != UINT64_MAX) {
+                pol.evict_cap = cap; /* eviction repairs the rounding */
+                st = try_fn(try_user,
+                            integer ? "ilp+evict" : "lp-rounding+evict", &pol);
+            }
+            if (integer)
+                break;
+        }
+    }
+    cm_free(&m);
+    return st;
+}
