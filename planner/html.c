@@ -29,7 +29,7 @@ void mp_html_options_init(mp_html_options *o)
     if (!o)
         return;
     memset(o, 0, sizeof *o);
-    o->max_rects = 20000;
+    o->max_rects = 5000;
     o->max_points = 4000;
 }
 
@@ -232,7 +232,7 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
     if (!idx)
         return MP_ERR_NOMEM;
     uint32_t keep = nb;
-    uint32_t cap = o->max_rects ? o->max_rects : 20000;
+    uint32_t cap = o->max_rects ? o->max_rects : 5000;
     for (uint32_t i = 0; i < nb; i++) {
         const mp_block *b = &p->blocks[i];
         idx[i] = (ranked){(double)b->size * (b->end - b->first), i};

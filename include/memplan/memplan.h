@@ -798,8 +798,9 @@ MP_API mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
  * lints (lints may be NULL). */
 typedef struct mp_html_options {
     const char *title;       /* NULL: the graph's name */
-    uint32_t max_rects;      /* arena rectangles drawn (20000); the rest are
-                                summed up in a note */
+    uint32_t max_rects;      /* arena rectangles drawn (5000), the largest
+                                by bytes x steps; the rest are summed up in
+                                a note */
     uint32_t max_points;     /* timeline samples (4000) */
     const mp_lints *lints;
 } mp_html_options;
