@@ -1,0 +1,158 @@
+/* Host half of the validation executor (validate/host.c): lowering a plan
+ * into launches, tensor placement per step, workspace, the reference
+ * allocation model. Needs no GPU. */
+#include "support.h"
+#include "validate.h"
+
+#include <CUnit/CUnit.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* x[1,3,8,8] -> Conv(w[4,3,3,3], pads 1) -> c -> Relu -> r -> Foo -> y */
+static mp_graph *small_net(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[4] = {1, 3, 8, 8}, dw[4] = {4, 3, 3, 3}, dc[4] = {1, 4, 8, 8};
+    mp_tensor_desc t[5] = {
+        {"x", MP_DTYPE_FLOAT32, 4, dx, 0, MP_KIND_INPUT},
+        {"w", MP_DTYPE_FLOAT32, 4, dw, 0, MP_KIND_WEIGHT},
+        {"c", MP_DTYPE_FLOAT32, 4, dc, 0, MP_KIND_ACTIVATION},
+        {"r", MP_DTYPE_FLOAT32, 4, dc, 0, MP_KIND_ACTIVATION},
+        {"y", MP_DTYPE_FLOAT32, 4, dc, 0, MP_KIND_ACTIVATION},
+    };
+    uint32_t id[5];
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &t[i], &id[i]), MP_OK);
+    uint32_t cin[2] = {id[0], id[1]}, cout[1] = {id[2]};
+    uint32_t rin[1] = {id[2]}, rout[1] = {id[3]};
+    uint32_t fin[1] = {id[3]}, fout[1] = {id[4]};
+    mp_node_desc n[3] = {
+        {"conv", "Conv", NULL, cin, 2, cout, 1, MP_PHASE_FORWARD},
+        {"relu", "Relu", NULL, rin, 1, rout, 1, MP_PHASE_FORWARD},
+        {"foo", "NoSuchOp", "x.test", fin, 1, fout, 1, MP_PHASE_FORWARD},
+    };
+    uint32_t nid[3];
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &n[i], &nid[i]), MP_OK);
+    int64_t pads[4] = {1, 1, 1, 1};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nid[0], "pads", pads, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, id[4]), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}
+
+static void test_lowering(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = small_net(ctx);
+    mp_plan *plan = NULL;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_real, 2);
+    CU_ASSERT_EQUAL(p->n_synthetic, 1);
+    CU_ASSERT_PTR_NOT_NULL(p->nodes[2].why);
+    /* conv: one launch, im2col workspace C*kh*kw*OH*OW floats */
+    CU_ASSERT_EQUAL(p->nodes[0].count, 1);
+    const mpv_launch *c = &p->launches[p->nodes[0].first];
+    CU_ASSERT_EQUAL(c->kind, MPV_L_CONV);
+    CU_ASSERT_EQUAL(c->p.conv.pt, 1);
+    CU_ASSERT_EQUAL(c->p.conv.oh, 8);
+    CU_ASSERT_EQUAL(c->workspace, 3u * 9u * 64u * 4u);
+    CU_ASSERT_EQUAL(p->workspace_bytes, 3u * 9u * 64u * 4u);
+    CU_ASSERT_EQUAL(p->launches[p->nodes[1].first].kind, MPV_L_UNARY);
+    CU_ASSERT_EQUAL(p->launches[p->nodes[2].first].kind, MPV_L_SYNTH);
+    /* every COMPUTE step's arena refs are the offsets of the live blocks */
+    const mp_block *b = mp_plan_blocks(plan);
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mpv_step *ps = &p->steps[s];
+        if (ps->kind != MP_STEP_COMPUTE)
+            continue;
+        for (uint32_t k = 0; k < ps->n_refs; k++) {
+            const mpv_ref *rf = &p->refs[ps->refs + k];
+            if (rf->space != MPV_SPACE_ARENA)
+                continue;
+            int found = 0;
+            for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++)
+                if (b[i].tensor == rf->tensor && b[i].first <= s &&
+                    s < b[i].end)
+                    found = b[i].offset == rf->offset;
+            CU_ASSERT_TRUE(found);
+        }
+    }
+    /* the weight lives in the weights buffer */
+    uint32_t w;
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(g, "w", &w), MP_OK);
+    CU_ASSERT_NOT_EQUAL(p->woff[w], UINT64_MAX);
+    CU_ASSERT_TRUE(p->weights_bytes >= 4u * 27u * 4u);
+    /* the reference model's live max equals the planner's lower bound */
+    uint64_t live[64];
+    CU_ASSERT_FATAL(p->n_steps <= 64);
+    CU_ASSERT_EQUAL(mpv_reference_live(p, live),
+                    mp_plan_figures(plan)->lower_bound_bytes);
+    /* weights: deterministic for a seed, different for another */
+    unsigned char *a = malloc(p->weights_bytes), *a2 = malloc(p->weights_bytes);
+    CU_ASSERT_FATAL(a && a2);
+    mpv_weights_init(p, a, 7);
+    mpv_weights_init(p, a2, 7);
+    CU_ASSERT_EQUAL(memcmp(a, a2, p->weights_bytes), 0);
+    mpv_weights_init(p, a2, 8);
+    CU_ASSERT_NOT_EQUAL(memcmp(a, a2, p->weights_bytes), 0);
+    free(a);
+    free(a2);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* A hand-made schedule with OFFLOAD/PREFETCH: the refs follow the blocks. */
+static void test_offload_refs(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = small_net(ctx);
+    uint32_t x, c, r, y;
+    mp_graph_find_tensor(g, "x", &x);
+    mp_graph_find_tensor(g, "c", &c);
+    mp_graph_find_tensor(g, "r", &r);
+    mp_graph_find_tensor(g, "y", &y);
+    /* conv; offload c; relu would need c: prefetch it to a new place */
+    mp_step st[6] = {{MP_STEP_COMPUTE, 0}, {MP_STEP_FREE, x},
+                     {MP_STEP_OFFLOAD, c}, {MP_STEP_PREFETCH, c},
+                     {MP_STEP_COMPUTE, 1}, {MP_STEP_COMPUTE, 2}};
+    mp_block bl[5] = {{x, 0, 768, 0, 1}, {c, 1024, 1024, 0, 2},
+                      {c, 4096, 1024, 3, 6}, {r, 0, 1024, 4, 6},
+                      {y, 2048, 1024, 5, 6}};
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_offload, 1);
+    CU_ASSERT_EQUAL(p->n_prefetch, 1);
+    CU_ASSERT_FALSE(p->compute_only);
+    CU_ASSERT_EQUAL(p->refs[p->steps[2].refs].offset, 1024); /* offload */
+    CU_ASSERT_EQUAL(p->refs[p->steps[3].refs].offset, 4096); /* prefetch */
+    /* relu reads c from its prefetched block */
+    CU_ASSERT_EQUAL(p->refs[p->steps[4].refs].offset, 4096);
+    CU_ASSERT_EQUAL(p->arena_bytes, 5120);
+    mpv_program_destroy(p);
+    /* a step that reads a tensor with no block is rejected */
+    mp_block bad[4] = {{x, 0, 768, 0, 1}, {c, 1024, 1024, 0, 2},
+                       {r, 0, 1024, 4, 6}, {y, 2048, 1024, 5, 6}};
+    CU_ASSERT_EQUAL(mpv_program_build(g, st, 6, bad, 4, 256, &p),
+                    MP_ERR_VERIFY);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+void mp_register_validate_host(void)
+{
+    static CU_TestInfo tests[] = {
+        {"conv/relu/unknown op lowered; refs, workspace, reference live",
+         test_lowering},
+        {"offload/prefetch steps resolve to their blocks", test_offload_refs},
+        CU_TEST_INFO_NULL,
+    };
+    mp_test_add_suite("validate_host", tests);
+}
