@@ -133,6 +133,23 @@ int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
 int cli_train_json(const cli_train_args *t, json_t *o);
 void cli_train_summary(const cli_train_args *t);
 
+/* ---- plan --offload [--device D] (issue 8; cli/offload_opts.c) ---------- */
+typedef struct cli_offload_args {
+    int enabled;            /* --offload */
+    const char *device;     /* --device NAME|FILE.json (default h200) */
+    mp_device dev;
+    uint64_t budget;
+    int did, infeasible;
+    mp_offload_result res;
+} cli_offload_args;
+void cli_offload_init(cli_offload_args *o);
+/* mp_offload_plan under budget (0: none). 0 or an exit code. */
+int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
+                     mp_graph *g, const mp_plan_options *opt, mp_plan **plan,
+                     const char *input);
+int cli_offload_json(const cli_offload_args *o, json_t *obj);
+void cli_offload_summary(const cli_offload_args *o);
+
 /* ---- output ------------------------------------------------------------------ */
 /* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */
 const char *cli_size(uint64_t bytes, char *buf, size_t cap);

@@ -49,9 +49,14 @@ static void help(void)
           "\n",
           stdout);
     cli_train_help(stdout);
-    fputs(""
+    fputs("Offload (docs/offload.md):\n"
+          "      --offload       move idle tensors to host memory (OFFLOAD /\n"
+          "                      PREFETCH steps) to fit --budget\n"
+          "      --device D      cost model: h200 (default), h100, a100, l4,\n"
+          "                      t4 or a device profile JSON\n"
           "\n"
           "Examples:\n"
+          "  memplan plan g.json --budget 12GiB --offload --device h200 --json\n"
           "  memplan plan examples/resnet50.json\n"
           "  memplan plan examples/resnet50.json -o plan.json --align 64\n"
           "  memplan plan model.onnx --json --method size-bestfit\n"
@@ -63,7 +68,10 @@ static void help(void)
 
 /* Options of plan beyond the shared solver ones (ids above theirs). */
 enum { P_DOT = 1000, P_COLLAPSE, P_HTML, P_TRACE, P_KV, P_NOLINT };
+enum { P_OFFLOAD = 1100, P_DEVICE };
 static const cli_opt plan_only_opts[] = {
+    {"offload", 0, 0, P_OFFLOAD},
+    {"device", 0, 1, P_DEVICE},
     {"dot", 0, 1, P_DOT},
     {"collapse", 0, 1, P_COLLAPSE},
     {"html", 0, 1, P_HTML},
@@ -80,6 +88,7 @@ typedef struct plan_args {
     mp_dot_options dopt;
     uint64_t kv_context;
     int no_lints;
+    cli_offload_args offload; /* issue 8 */
 } plan_args;
 
 static int plan_on_opt(void *state, int id, const char *name,
@@ -91,6 +100,8 @@ static int plan_on_opt(void *state, int id, const char *name,
     case P_HTML: a->html = value; return 0;
     case P_TRACE: a->trace = value; return 0;
     case P_NOLINT: a->no_lints = 1; return 0;
+    case P_OFFLOAD: a->offload.enabled = 1; return 0;
+    case P_DEVICE: a->offload.device = value; return 0;
     case P_KV: return cli_parse_u64(name, value, &a->kv_context);
     case P_COLLAPSE: {
         const char *p = value;
@@ -278,6 +289,7 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     if (lints)
         bad |= cli_json_set(o, "lints", lints_json(g, lints));
     bad |= cli_train_json(&pa->train, o);
+    bad |= cli_offload_json(&pa->offload, o);
     if (bad) {
         json_decref(o);
         cli_error("out of memory");
@@ -372,6 +384,7 @@ int cli_cmd_plan(int argc, char **argv)
                                 opt.time_limit};
     mp_dot_options_init(&pa.dopt);
     cli_train_init(&pa.train);
+    cli_offload_init(&pa.offload);
     mp_lint_options lopt;
     mp_lint_options_init(&lopt);
     pa.kv_context = lopt.kv_context;
@@ -428,7 +441,23 @@ int cli_cmd_plan(int argc, char **argv)
     }
     if ((rc = cli_train_prepare(ctx, &pa.train, &g, input)) != 0)
         goto done;
-    if ((rc = cli_train_plan(ctx, &pa.train, g, &opt, &plan, input)) != 0) {
+    if (pa.offload.enabled) {
+        /* --offload: the offload planner under --budget */
+        if ((rc = cli_offload_plan(ctx, &pa.offload, pa.train.ropt.budget, g,
+                                   &opt, &plan, input)) != 0) {
+            if (pa.offload.infeasible && a.json) {
+                json_t *o = json_object();
+                if (o &&
+                    !cli_json_set(o, "graph", cli_json_str(mp_graph_name(g))) &&
+                    !cli_offload_json(&pa.offload, o))
+                    cli_json_print(o);
+                else
+                    json_decref(o);
+            }
+            goto done;
+        }
+    } else if ((rc = cli_train_plan(ctx, &pa.train, g, &opt, &plan,
+                                    input)) != 0) {
         if (pa.train.infeasible && a.json) {
             json_t *o = json_object();
             if (o && !cli_json_set(o, "graph", cli_json_str(mp_graph_name(g))) &&
@@ -488,6 +517,7 @@ int cli_cmd_plan(int argc, char **argv)
     } else {
         print_summary(g, plan, &pk, a.output);
         cli_train_summary(&pa.train);
+        cli_offload_summary(&pa.offload);
         if (lints)
             print_lints(lints);
         if (pa.dot)

@@ -1,0 +1,84 @@
+/* offload_opts.c - plan's offload options (issue 8): --offload and
+ * --device NAME|FILE.json, with --budget. The work is the library's
+ * (mp_offload_plan); this file calls it and reports the figures. */
+#include "cli.h"
+
+#include <string.h>
+
+void cli_offload_init(cli_offload_args *o)
+{
+    memset(o, 0, sizeof *o);
+    o->device = "h200";
+}
+
+int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
+                     mp_graph *g, const mp_plan_options *opt, mp_plan **plan,
+                     const char *input)
+{
+    mp_status st = mp_device_get(ctx, o->device, &o->dev);
+    if (st != MP_OK)
+        return cli_fail(ctx, st, o->device);
+    mp_offload_options oo;
+    mp_offload_options_init(&oo);
+    oo.budget = budget;
+    oo.device = &o->dev;
+    o->budget = budget;
+    st = mp_offload_plan(g, &oo, opt, plan, &o->res);
+    o->did = 1;
+    if (st == MP_ERR_INFEASIBLE) {
+        o->infeasible = 1;
+        cli_fail(ctx, st, input);
+        return CLI_EXIT_INFEASIBLE;
+    }
+    return st == MP_OK ? 0 : cli_fail(ctx, st, input);
+}
+
+int cli_offload_json(const cli_offload_args *o, json_t *obj)
+{
+    if (!o->did)
+        return 0;
+    const mp_offload_result *r = &o->res;
+    json_t *j = json_object();
+    if (!j)
+        return 1;
+    int bad = 0;
+    bad |= cli_json_set(j, "status",
+                        json_string(o->infeasible
+                                        ? "infeasible"
+                                        : mp_solve_status_name(r->status)));
+    bad |= cli_json_set(j, "device", cli_json_str(o->dev.name));
+    bad |= cli_json_set(j, "budget_bytes", cli_json_u64(o->budget));
+    bad |= cli_json_set(j, "peak_bytes", cli_json_u64(r->peak_bytes));
+    bad |= cli_json_set(j, "no_offload_peak_bytes",
+                        cli_json_u64(r->base_peak_bytes));
+    bad |= cli_json_set(j, "offloaded_tensors", json_integer(r->n_offloaded));
+    bad |= cli_json_set(j, "bytes_to_host", cli_json_u64(r->bytes_to_host));
+    bad |= cli_json_set(j, "bytes_to_device", cli_json_u64(r->bytes_to_device));
+    bad |= cli_json_set(j, "compute_seconds", json_real(r->compute_seconds));
+    bad |= cli_json_set(j, "exposed_transfer_seconds",
+                        json_real(r->exposed_seconds));
+    bad |= cli_json_set(j, "total_seconds", json_real(r->total_seconds));
+    bad |= cli_json_set(j, "seconds", json_real(r->seconds));
+    bad |= cli_json_set(obj, "offload", j);
+    return bad;
+}
+
+void cli_offload_summary(const cli_offload_args *o)
+{
+    if (!o->did || o->infeasible)
+        return;
+    const mp_offload_result *r = &o->res;
+    char b1[64], b2[64];
+    printf("offload (%s): peak %s", o->dev.name,
+           cli_size(r->peak_bytes, b1, sizeof b1));
+    if (o->budget)
+        printf(" within budget %s", cli_size(o->budget, b2, sizeof b2));
+    printf("\n  no-offload peak    %s\n",
+           cli_size(r->base_peak_bytes, b1, sizeof b1));
+    printf("  moved              %s to host, %s back, %u tensors\n",
+           cli_size(r->bytes_to_host, b1, sizeof b1),
+           cli_size(r->bytes_to_device, b2, sizeof b2),
+           (unsigned)r->n_offloaded);
+    printf("  time               %.6g s compute + %.6g s exposed transfer\n",
+           r->compute_seconds, r->exposed_seconds);
+}
