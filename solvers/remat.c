@@ -362,7 +362,7 @@ static void free_unit(sim *s, uint32_t u)
 static void maybe_free(sim *s, uint32_t u, uint32_t t)
 {
     const rm_prob *p = s->p;
-    if (!s->res[u] || p->out[u])
+    if (!s->res[u] || p->out[u] || (s->pol->pin && s->pol->pin[u]))
         return;
     if (!has_future(p, u, t)) {
         free_unit(s, u);
@@ -382,7 +382,8 @@ static void evict_for(sim *s, uint64_t bytes, uint32_t y)
         double best_h = 0;
         for (uint32_t i = 0; i < s->n_res; i++) {
             uint32_t x = s->rlist[i];
-            if (x == y || s->need[x] || p->out[x] || p->mem[x] == 0)
+            if (x == y || s->need[x] || p->out[x] || p->mem[x] == 0 ||
+                (s->pol->pin && s->pol->pin[x]))
                 continue;
             double age = (double)(s->clock - s->stale[x]) + 1.0;
             double h = (p->cost[x] + 1e-12) / ((double)p->mem[x] * age);
@@ -521,12 +522,14 @@ mp_status rm_simulate(const rm_prob *p, const rm_policy *pol, int want_steps,
             break;
         }
         for (uint32_t u = s.ev_head[t]; u != MP_NONE; u = s.ev_next[u])
-            if (s.res[u] && !s.rc[u] && !p->out[u] && has_future(p, u, t))
+            if (s.res[u] && !s.rc[u] && !p->out[u] && has_future(p, u, t) &&
+                !(pol->pin && pol->pin[u]))
                 free_unit(&s, u);
         if (pol->keep) {
             for (uint32_t i = 0; i < s.n_res;) {
                 uint32_t u = s.rlist[i];
                 if (!p->out[u] && has_future(p, u, t) &&
+                    !(pol->pin && pol->pin[u]) &&
                     !pol->keep(pol->user, u, t))
                     free_unit(&s, u); /* swaps another unit into slot i */
                 else
@@ -577,6 +580,7 @@ typedef struct rm_search {
     const rm_prob *p;
     uint64_t cap;            /* live arena bytes allowed */
     double max_extra;        /* < 0: no cap */
+    int keep_ckpt;           /* Checkmate's baseline semantics */
     /* best feasible schedule */
     int have;
     const char *name;
@@ -682,7 +686,17 @@ static mp_status h_none(rm_search *S)
     rm_policy pol;
     rm_out o;
     memset(&pol, 0, sizeof pol);
-    return try_policy(S, "checkpoint-all", &pol, &o);
+    if (!S->keep_ckpt)
+        return try_policy(S, "checkpoint-all", &pol, &o);
+    uint8_t *pin = mp_alloc(S->p->ctx, (size_t)S->p->T + 1);
+    if (!pin)
+        return MP_ERR_NOMEM;
+    for (uint32_t u = 0; u < S->p->T; u++)
+        pin[u] = S->p->fwd[u];
+    pol.pin = pin;
+    mp_status st = try_policy(S, "checkpoint-all", &pol, &o);
+    mp_dealloc(S->p->ctx, pin);
+    return st;
 }
 
 /* Chen's greedy segmentation with per-segment budget b; b = 0 means the
@@ -693,7 +707,10 @@ static void chen_keep(const rm_prob *p, const uint8_t *cut, double b,
     uint32_t n_cut = 0;
     for (uint32_t u = 0; u < p->T; u++)
         n_cut += cut[u];
-    uint32_t stride = (uint32_t)ceil(sqrt((double)(n_cut ? n_cut : 1)));
+    /* as Checkmate's solve_chen_sqrtn: every floor(sqrt(n))-th candidate */
+    uint32_t stride = (uint32_t)floor(sqrt((double)(n_cut ? n_cut : 1)));
+    if (stride < 1)
+        stride = 1;
     double acc = 0;
     uint32_t seen = 0;
     for (uint32_t u = 0; u < p->T; u++) {
@@ -729,6 +746,8 @@ static mp_status h_chen(rm_search *S, int greedy)
     rm_policy pol;
     memset(&pol, 0, sizeof pol);
     pol.drop_after = drop;
+    if (S->keep_ckpt)
+        pol.pin = keep; /* checkpoints stay to the end */
     rm_out o;
     if (!greedy) {
         chen_keep(p, cut, 0, keep);
@@ -895,7 +914,7 @@ done:
 }
 
 /* Graphs up to this many nodes get the Checkmate LP in auto mode. */
-#define MP_REMAT_LP_AUTO_MAX 400
+#define MP_REMAT_LP_AUTO_MAX 120
 
 /* ---- driver ------------------------------------------------------------------------ */
 mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
@@ -934,6 +953,7 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     memset(&S, 0, sizeof S);
     S.p = &p;
     S.max_extra = ro->max_extra_cost;
+    S.keep_ckpt = ro->keep_checkpoints;
     S.min_peak = UINT64_MAX;
     S.cap = UINT64_MAX;
     if (ro->budget)

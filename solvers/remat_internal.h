@@ -49,6 +49,9 @@ typedef struct rm_policy {
     /* > 0: evict resident units (DTR score) before a step would exceed
      * this many live arena bytes. */
     uint64_t evict_cap;
+    /* Optional: pinned units are never freed once computed (Checkmate's
+     * baselines keep their checkpoints to the end of the step). */
+    const uint8_t *pin;
     /* > 0: stop as soon as the extra cost exceeds this (pruning). */
     double cost_cutoff;
 } rm_policy;

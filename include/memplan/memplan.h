@@ -618,6 +618,10 @@ typedef struct mp_remat_options {
     double time_limit;       /* seconds for LP/ILP; <= 0: 60 */
     double max_extra_cost;   /* cap on extra compute (cost units); < 0: none */
     uint64_t seed;
+    /* 1: Checkmate's baseline semantics for checkpoint-all and Chen: the
+     * checkpoints stay resident to the end of the step (reproduces the
+     * published baselines); 0 (default): freed after their last use. */
+    int keep_checkpoints;
 } mp_remat_options;
 MP_API void mp_remat_options_init(mp_remat_options *o);
 
