@@ -89,6 +89,7 @@ void mp_flexgen_hw_from_device(const mp_device *d, mp_flexgen_hw *o)
     o->c1 = t.c1;
     o->c2 = t.c2;
     o->c3 = t.c3;
+    o->gpu_mem_bw = d->mem_bw;
 }
 
 void mp_flexgen_options_init(mp_flexgen_options *o)
@@ -288,6 +289,15 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     for (int t = 0; t < 4; t++)
         if ((st = row_le(lp, &terms[t], 0, tu)))
             goto out;
+    if (hw->gpu_mem_bw > 0) {
+        /* the step reads the layer's weights and the GPU's cache share
+         * from device memory whatever the batch */
+        expr rd = cg_in;
+        rd.c += k->wi / hw->gpu_mem_bw;
+        rd.a[CG] += k->kvtok * ctx_len * bls / hw->gpu_mem_bw;
+        if ((st = row_le(lp, &rd, 0, tu)))
+            goto out;
+    }
     /* ---- peak memory per tier (GiB) ---- */
     mem_exprs me;
     memset(&me, 0, sizeof me);
@@ -343,7 +353,10 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         goto out;
     }
     *feasible = 1;
-    const double *x = mp_lp_values(lp);
+    const double *xs = mp_lp_values(lp);
+    double x[NCOL];
+    for (int j = 0; j < NCOL; j++) /* GLPK's tolerances: -1e-12 is 0 */
+        x[j] = j < TPRE && xs[j] < 0 ? 0 : j < TPRE && xs[j] > 1 ? 1 : xs[j];
     double tpre = tu * x[TPRE], tgen = tu * x[TGEN];
     double T = l * tpre + l * (n - 1) * tgen;
     pol->gpu_batch = gbs;

@@ -522,6 +522,10 @@ typedef struct mp_flexgen_hw {
     double ctod_bw_cache_p, ctod_bw_hidden_p, ctod_bw_g;
     double mm_flops_p, mm_flops_g, bmm_flops_p, bmm_flops_g, cpu_flops;
     double c1, c2, c3;       /* CPU attention efficiency fit */
+    /* device memory bandwidth: a decode step reads every layer's weights
+     * and the GPU's share of the KV cache from it; 0: no such term (as in
+     * FlexGen's model and its T4 fit) */
+    double gpu_mem_bw;
 } mp_flexgen_hw;
 MP_API void mp_flexgen_hw_t4(mp_flexgen_hw *out);
 MP_API void mp_flexgen_hw_from_device(const mp_device *d, mp_flexgen_hw *out);
