@@ -507,7 +507,8 @@ static mp_status attention(lint_run *r)
             r->l, MP_LINT_ATTENTION, at_peak, one, 0.0, n, sm->outputs[0],
             sm->name,
             "attention at %s '%s': scores %s (%s each, %u tensors in the "
-            "chain); a fused attention kernel would not hold %s at the peak",
+            "chain); a fused attention kernel would hold none of them: %s "
+            "less at the peak step",
             sm->op, sm->name, dims, mp_viz_size(one, sz, sizeof sz), nc,
             mp_viz_size(at_peak, sz2, sizeof sz2));
         if (st)

@@ -103,6 +103,7 @@ typedef struct dot_run {
     uint32_t *recomp;     /* node -> RECOMPUTE steps */
     uint8_t *moved;       /* tensor -> 1 offloaded, 2 prefetched */
     uint32_t peak_node;
+    uint32_t *gcount;     /* group -> nodes in it */
     mp_viz_blocks vb;
 } dot_run;
 
@@ -112,6 +113,37 @@ typedef struct edge_rec {
     uint32_t tensors;
 } edge_rec;
 
+/* Keys of groups and clusters: a growing array of strings, found through
+ * a name map (owner: the address of the array pointer). */
+static const char *key_of(const void *owner, uint32_t idx)
+{
+    return (*(char *const *const *)owner)[idx];
+}
+
+/* Index of key in *keys (added when new); MP_NONE when out of memory. */
+static uint32_t key_index(mp_ctx *ctx, mp_name_map *map, char ***keys,
+                          size_t *nk, size_t *cap, const char *key,
+                          size_t len)
+{
+    char tmp[512];
+    if (len >= sizeof tmp)
+        len = sizeof tmp - 1;
+    memcpy(tmp, key, len);
+    tmp[len] = 0;
+    uint32_t k = mp_name_map_find(map, keys, key_of, tmp);
+    if (k != MP_NONE)
+        return k;
+    if (mp_grow(ctx, (void **)keys, sizeof **keys, *nk + 1, cap) ||
+        !((*keys)[*nk] = mp_strdup(ctx, tmp)))
+        return MP_NONE;
+    if (mp_name_map_insert(ctx, map, keys, key_of, tmp, (uint32_t)*nk,
+                           NULL)) {
+        mp_dealloc(ctx, (*keys)[*nk]);
+        return MP_NONE;
+    }
+    return (uint32_t)(*nk)++;
+}
+
 /* Group of a node for collapsing: index into keys (growing), or MP_NONE. */
 static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
 {
@@ -119,50 +151,56 @@ static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
     mp_ctx *ctx = r->p->ctx;
     char **keys = NULL;
     size_t nk = 0, cap = 0;
+    mp_name_map map;
+    memset(&map, 0, sizeof map);
+    mp_status st = MP_OK;
     const char *pre = r->o->collapse_prefix;
     for (uint32_t n = 0; n < g->n_nodes; n++) {
         const char *name = g->nodes[n].name;
-        char key[512];
-        key[0] = 0;
+        const char *key = NULL;
+        size_t len = 0;
         r->group[n] = MP_NONE;
         if (r->o->collapse_depth > 0) {
-            size_t st;
-            size_t len = mp_viz_layer(name, r->o->collapse_depth, &st);
-            if (len >= sizeof key)
-                len = sizeof key - 1;
-            memcpy(key, name + st, len);
-            key[len] = 0;
+            size_t s0;
+            len = mp_viz_layer(name, r->o->collapse_depth, &s0);
+            key = name + s0;
         } else if (pre && *pre) {
             const char *q = pre;
             while (*q) {
                 const char *e = strchr(q, ',');
-                size_t len = e ? (size_t)(e - q) : strlen(q);
-                if (len && len < sizeof key && strncmp(name, q, len) == 0) {
-                    memcpy(key, q, len);
-                    key[len] = 0;
+                size_t l = e ? (size_t)(e - q) : strlen(q);
+                if (l && strncmp(name, q, l) == 0) {
+                    key = q;
+                    len = l;
                     break;
                 }
-                q += len + (e != NULL);
+                q += l + (e != NULL);
             }
         }
-        if (!key[0])
+        if (!key || !len)
             continue;
-        size_t k = 0;
-        while (k < nk && strcmp(keys[k], key) != 0)
-            k++;
-        if (k == nk) {
-            mp_status st = mp_grow(ctx, (void **)&keys, sizeof *keys, nk + 1,
-                                   &cap);
-            if (st || !(keys[nk] = mp_strdup(ctx, key))) {
-                for (size_t i = 0; i < nk; i++)
-                    mp_dealloc(ctx, keys[i]);
-                mp_dealloc(ctx, keys);
-                return MP_ERR_NOMEM;
-            }
-            nk++;
+        uint32_t k = key_index(ctx, &map, &keys, &nk, &cap, key, len);
+        if (k == MP_NONE) {
+            st = MP_ERR_NOMEM;
+            break;
         }
-        r->group[n] = (uint32_t)k;
+        r->group[n] = k;
     }
+    mp_name_map_free(ctx, &map);
+    r->gcount = st ? NULL : mp_calloc(ctx, nk ? nk : 1, sizeof *r->gcount);
+    if (st || !r->gcount) {
+        for (size_t i = 0; i < nk; i++)
+            mp_dealloc(ctx, keys[i]);
+        mp_dealloc(ctx, keys);
+        return MP_ERR_NOMEM;
+    }
+    for (uint32_t n = 0; n < g->n_nodes; n++)
+        if (r->group[n] != MP_NONE)
+            r->gcount[r->group[n]]++;
+    /* a group of one node is drawn as that node */
+    for (uint32_t n = 0; n < g->n_nodes; n++)
+        if (r->group[n] != MP_NONE && r->gcount[r->group[n]] == 1)
+            r->group[n] = MP_NONE;
     *keys_out = keys;
     *nk_out = (uint32_t)nk;
     return MP_OK;
@@ -192,32 +230,28 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
     if (r->o->clusters && nk == 0 && g->n_nodes) {
         cl_of = mp_alloc(ctx, g->n_nodes * sizeof *cl_of);
         clus = mp_calloc(ctx, g->n_nodes, sizeof *clus);
-        ckeys = mp_calloc(ctx, g->n_nodes, sizeof *ckeys);
-        if (!cl_of || !clus || !ckeys) {
+        if (!cl_of || !clus) {
             st = MP_ERR_NOMEM;
             goto done;
         }
+        mp_name_map map;
+        memset(&map, 0, sizeof map);
+        size_t ccap = 0;
         for (uint32_t n = 0; n < g->n_nodes; n++) {
             size_t s0, len = mp_viz_layer(g->nodes[n].name, 1, &s0);
             const char *nm = g->nodes[n].name + s0;
             cl_of[n] = MP_NONE;
             if (len == 0 || len == strlen(nm))
                 continue;   /* a flat name: no cluster */
-            size_t k = 0;
-            while (k < ncl && !(strlen(ckeys[k]) == len &&
-                                strncmp(ckeys[k], nm, len) == 0))
-                k++;
-            if (k == ncl) {
-                ckeys[ncl] = mp_alloc(ctx, len + 1);
-                if (!ckeys[ncl]) {
-                    st = MP_ERR_NOMEM;
-                    goto done;
-                }
-                memcpy(ckeys[ncl], nm, len);
-                ckeys[ncl++][len] = 0;
+            uint32_t k = key_index(ctx, &map, &ckeys, &ncl, &ccap, nm, len);
+            if (k == MP_NONE) {
+                mp_name_map_free(ctx, &map);
+                st = MP_ERR_NOMEM;
+                goto done;
             }
-            cl_of[n] = (uint32_t)k;
+            cl_of[n] = k;
         }
+        mp_name_map_free(ctx, &map);
     }
     /* group nodes (collapsed) */
     if (nk) {
@@ -241,10 +275,8 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
             if (!gn[k]) {
                 snprintf(buf, sizeof buf, "g%u", k);
                 gn[k] = agnode(G, buf, 1);
-                uint32_t cnt = 0;
-                for (uint32_t m = 0; m < g->n_nodes; m++)
-                    cnt += r->group[m] == k;
-                snprintf(buf, sizeof buf, "%s*\\n%u nodes", keys[k], cnt);
+                snprintf(buf, sizeof buf, "%s*\\n%u nodes", keys[k],
+                         r->gcount[k]);
                 set(gn[k], "label", buf);
                 set(gn[k], "shape", "box3d");
                 set(gn[k], "fillcolor", phase_color(nd->phase));
@@ -450,9 +482,9 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
     {
         char lab[512], a[32], b[32], c[32];
         snprintf(lab, sizeof lab,
-                 "%s: arena %s, lower bound %s, persistent %s; peak at step "
-                 "%u (red: node running and tensors live there); blue "
-                 "forward, orange backward, green optimizer",
+                 "%s: arena %s, lower bound %s, persistent %s\\npeak at "
+                 "step %u (red: the node running and the tensors live "
+                 "there)\\nblue forward, orange backward, green optimizer",
                  g->name && *g->name ? g->name : "graph",
                  mp_viz_size(p->fig.arena_bytes, a, sizeof a),
                  mp_viz_size(p->fig.lower_bound_bytes, b, sizeof b),
@@ -485,6 +517,7 @@ done:
     mp_dealloc(ctx, r.group);
     mp_dealloc(ctx, r.recomp);
     mp_dealloc(ctx, r.moved);
+    mp_dealloc(ctx, r.gcount);
     mp_viz_blocks_free(ctx, &r.vb);
     if (st == MP_ERR_NOMEM)
         return mp_err(ctx, st, "DOT: out of memory");
