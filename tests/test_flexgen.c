@@ -5,6 +5,8 @@
 #include "mp_glpk.h"
 #include "support.h"
 
+#include <jansson.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,12 +227,73 @@ static void t_opt30b_shape(void)
     mp_ctx_destroy(c);
 }
 
+
+/* The command. */
+static void t_cli(void)
+{
+    char cmd[2048], out[1 << 14];
+    snprintf(cmd, sizeof cmd,
+             "'%s' offload-policy --model '%s/examples/llm/opt-30b.json' "
+             "--gpu t4 --json",
+             MP_CLI_PATH, MP_SOURCE_DIR);
+    int rc = mp_test_run(cmd, out, sizeof out);
+    if (!mp_glpk_available()) {
+        CU_ASSERT_EQUAL(rc, 3);
+    } else {
+        CU_ASSERT_EQUAL(rc, 0);
+        json_error_t e;
+        json_t *o = json_loads(out, 0, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        double tput =
+            json_number_value(json_object_get(o, "throughput_tokens_per_s"));
+        CU_ASSERT(tput > 1);
+        json_t *w = json_object_get(o, "weights");
+        CU_ASSERT(json_number_value(json_object_get(w, "cpu")) > 60);
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(o, "prompt_len")),
+                        512);
+        json_decref(o);
+        /* a fixed policy: exactly the fractions given */
+        snprintf(cmd, sizeof cmd,
+                 "'%s' offload-policy --model "
+                 "'%s/examples/llm/opt-30b.json' --gpu-batch 48 "
+                 "--num-batches 3 --percent 20,80,0,100,0,100 --alpha 1.2 "
+                 "--json",
+                 MP_CLI_PATH, MP_SOURCE_DIR);
+        CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+        o = json_loads(out, 0, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        w = json_object_get(o, "weights");
+        CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(w, "gpu")),
+                               20, 1e-6);
+        CU_ASSERT_EQUAL(
+            json_integer_value(json_object_get(o, "effective_batch")), 144);
+        json_decref(o);
+    }
+    static const char *bad[] = {
+        "--gpu t4", /* no --model */
+        "--model x.json --compress-weights 3bit",
+        "--model x.json --percent 20,80",
+        "--model x.json --prompt 0",
+        "--model x.json --alpha 0",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' offload-policy %s 2>/dev/null",
+                 MP_CLI_PATH, bad[i]);
+        CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
+    }
+    snprintf(cmd, sizeof cmd,
+             "'%s' offload-policy --model /nonexistent.json 2>/dev/null",
+             MP_CLI_PATH);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 3);
+}
+
 static CU_TestInfo tests[] = {
     {"model configs: HF keys, defaults, malformed", t_config},
     {"tiny model: all on GPU, time by hand", t_tiny_all_gpu},
     {"tiny model: fixed policy evaluated by hand", t_tiny_fixed_policy},
     {"GPU memory bound splits the weights; infeasible", t_memory_bound},
     {"OPT-30B on FlexGen's T4: policy shape", t_opt30b_shape},
+    {"memplan offload-policy", t_cli},
     CU_TEST_INFO_NULL,
 };
 

@@ -3,6 +3,8 @@
 #include "internal.h"
 #include "support.h"
 
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +289,88 @@ static void t_planner_exposed(void)
     destroy();
 }
 
+
+/* The command: plan --offload --budget on the gap graph as JSON. */
+static const char *gap_json =
+    "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"gap\",\n"
+    " \"tensors\": [\n"
+    "  {\"name\": \"x\", \"bytes\": 10, \"kind\": \"input\"},\n"
+    "  {\"name\": \"a\", \"bytes\": 1000}, {\"name\": \"b\", \"bytes\": 500},\n"
+    "  {\"name\": \"c\", \"bytes\": 600}, {\"name\": \"e\", \"bytes\": 100},\n"
+    "  {\"name\": \"d\", \"bytes\": 50}],\n"
+    " \"nodes\": [\n"
+    "  {\"name\": \"n1\", \"op\": \"Op\", \"inputs\": [\"x\"], \"outputs\": "
+    "[\"a\"], \"cost\": {\"seconds\": 1}},\n"
+    "  {\"name\": \"n2\", \"op\": \"Op\", \"inputs\": [\"x\"], \"outputs\": "
+    "[\"b\"], \"cost\": {\"seconds\": 1}},\n"
+    "  {\"name\": \"n3\", \"op\": \"Op\", \"inputs\": [\"b\"], \"outputs\": "
+    "[\"c\"], \"cost\": {\"seconds\": 1}},\n"
+    "  {\"name\": \"n4\", \"op\": \"Op\", \"inputs\": [\"c\"], \"outputs\": "
+    "[\"e\"], \"cost\": {\"seconds\": 1}},\n"
+    "  {\"name\": \"n5\", \"op\": \"Op\", \"inputs\": [\"a\", \"e\"], "
+    "\"outputs\": [\"d\"], \"cost\": {\"seconds\": 1}}],\n"
+    " \"outputs\": [\"d\"]}\n";
+
+static void t_cli(void)
+{
+    char path[512], dev[512], cmd[4096], out[1 << 14];
+    const char *p = mp_test_write_temp(".json", gap_json);
+    CU_ASSERT_FATAL(p != NULL);
+    snprintf(path, sizeof path, "%s", p);
+    /* a device whose link takes 2 s for a's 1000 bytes */
+    p = mp_test_write_temp(".json",
+                           "{\"name\": \"slow\", \"flops\": {\"float32\": "
+                           "1e12}, \"memory_bandwidth\": 1e12, "
+                           "\"h2d_bandwidth\": 500, \"copy_engines\": 2}");
+    CU_ASSERT_FATAL(p != NULL);
+    snprintf(dev, sizeof dev, "%s", p);
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s' --budget 1800 --align 1 --offload --device '%s' "
+             "--json --no-lints",
+             MP_CLI_PATH, path, dev);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    json_error_t e;
+    json_t *o = json_loads(out, 0, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    json_t *off = json_object_get(o, "offload");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(o, "peak_bytes")),
+                    1150);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(off, "bytes_to_host")),
+                    1000);
+    CU_ASSERT_EQUAL(
+        json_integer_value(json_object_get(off, "bytes_to_device")), 1000);
+    CU_ASSERT_DOUBLE_EQUAL(
+        json_real_value(json_object_get(off, "exposed_transfer_seconds")), 4.0,
+        1e-9);
+    CU_ASSERT_STRING_EQUAL(
+        json_string_value(json_object_get(off, "device")), "slow");
+    json_decref(o);
+    /* the plan written by --offload verifies */
+    char plan[600];
+    snprintf(plan, sizeof plan, "%s.plan.json", path);
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s' --budget 1800 --align 1 --offload -o '%s' "
+             "--no-lints > /dev/null && '%s' verify '%s' '%s' > /dev/null",
+             MP_CLI_PATH, path, plan, MP_CLI_PATH, path, plan);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    /* infeasible budget: exit code 4 */
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s' --budget 1000 --align 1 --offload --no-lints "
+             "2>/dev/null",
+             MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 4);
+    /* unknown device */
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s' --budget 1800 --offload --device v100 "
+             "--no-lints 2>/dev/null",
+             MP_CLI_PATH, path);
+    CU_ASSERT_NOT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    remove(plan);
+    remove(path);
+    remove(dev);
+}
+
 static CU_TestInfo tests[] = {
     {"offload/prefetch give two instances and a lower peak", t_blocks},
     {"verifier rejects reading an offloaded tensor", t_reject_read_offloaded},
@@ -296,6 +380,7 @@ static CU_TestInfo tests[] = {
     {"planner: a copy hidden in the idle gap (by hand)", t_planner_hidden},
     {"planner: exposed copies and infeasible budget (by hand)",
      t_planner_exposed},
+    {"memplan plan --offload --budget --device --json", t_cli},
     CU_TEST_INFO_NULL,
 };
 
