@@ -136,6 +136,13 @@ enum {
     MP_OPF_MATMUL = 1u << 4,      /* a matrix product (attention scores) */
     MP_OPF_SOFTMAX = 1u << 5      /* a softmax over the last axis */
 };
+/* In-place reuse (planner/inplace.c, issue 4). MP_OPF_INPLACE lets output
+ * 0 take over input 0's memory when that input dies at the node; with
+ * MP_OPF_INPLACE_ANY too, any input of output 0's byte size (binary and
+ * variadic pointwise ops: out[i] reads every in[i] before writing it). */
+enum {
+    MP_OPF_INPLACE_ANY = 1u << 6
+};
 
 /* Cost class of an op (planner/cost.c: FLOPs and bytes), kept in the
  * registry entry's flags as MP_OPF_COST(class); 0 (the default) counts
@@ -233,6 +240,11 @@ typedef struct mp_op_def {
 /* The registry entry of an op type; the generic entry when unknown. */
 const mp_op_def *mp_op_lookup(const char *op, const char *domain);
 const mp_op_def *mp_op_generic(void);
+/* Pointwise op (ELEMENTWISE, INPLACE or INPLACE_ANY, not a view): what a
+ * fused chain (--fuse) is made of. */
+bool mp_op_pointwise(const mp_op_def *d);
+/* True when the op's output 0 may be written into its input position i. */
+bool mp_op_may_overwrite(const mp_op_def *d, uint32_t i);
 
 /* ---- graph IR ------------------------------------------------------------ */
 enum {
@@ -351,6 +363,17 @@ struct mp_plan {
     uint64_t *live;        /* live arena bytes per step */
     mp_figures fig;
     char solver_name[32];
+    /* memory pools (solvers/pools.c, issue 9): the pool of each block
+     * and the pools; NULL / 0 for a plan made without pools (one pool) */
+    uint32_t *block_pool;
+    struct mp_pool_plan *pools;
+    uint32_t n_pools;
+    /* in-place reuse and fused chains (planner/inplace.c, issue 4): */
+    uint32_t *block_over;  /* per block: the tensor whose memory it took
+                              over at its first step, or MP_NONE; NULL
+                              when no block did */
+    uint8_t *fused;        /* per tensor: 1 inside a fused chain (no
+                              block); NULL when none */
 };
 
 /* Builds the default schedule of g (topological order, FREE after last
@@ -373,6 +396,39 @@ mp_status mp_blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
 mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
                                 const mp_plan_options *opt, double t0,
                                 mp_plan **out);
+/* In-place reuse and fused chains (planner/inplace.c). Rewrites a
+ * schedule of COMPUTE/RECOMPUTE/FREE steps: with fuse, marks the tensors
+ * inside fused pointwise chains (*fused, per tensor, NULL when none) and
+ * moves the FREE steps of a chain's inputs after its last node; with
+ * inplace, lets output 0 of a node take over an input that dies there (its
+ * FREE step disappears; *step_over[s] is that input, per new step, NULL
+ * when none). Takes ownership of *steps (replaced). Schedules with other
+ * step kinds are left as they are. */
+mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps,
+                           uint32_t *n_steps, int inplace, int fuse,
+                           uint32_t **step_over, uint8_t **fused);
+/* mp_schedule_blocks that understands step_over and fused (either NULL):
+ * *block_over per block (NULL when no block took over another). */
+mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
+                                    uint32_t n_steps, uint64_t alignment,
+                                    const uint32_t *step_over,
+                                    const uint8_t *fused, mp_block **blocks,
+                                    uint32_t *n_blocks, uint32_t **block_over);
+/* The buffers handed to the offsets solver: one per chain of blocks that
+ * share memory in place (one per block without block_over). *group
+ * (NULL when identity) maps each block to its buffer. */
+mp_status mp_sharing_buffers(const mp_plan *p, mp_buffer **bufs,
+                             uint32_t *n_bufs, uint32_t **group);
+/* Schedule from a topological order: COMPUTE each node, FREE each arena
+ * storage root right after its last reader (solvers/order.c). */
+mp_status mp_schedule_from_order(const mp_graph *g, const uint32_t *order,
+                                 mp_step **steps, uint32_t *n_steps);
+/* mp_plan_create with opt->reorder (solvers/order.c): plans the default
+ * order and mp_order_solve's, keeps the lower bound's winner (the default
+ * on a tie) and reports both in fig.order_lb_before/after. */
+mp_status mp_plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
+                                   mp_plan **out);
+
 /* Sum of the bytes of persistent storage roots (weights, constants,
  * optimizer state); UINT64_MAX on overflow. */
 uint64_t mp_plan_persistent_bytes(const mp_graph *g);

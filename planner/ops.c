@@ -11,6 +11,8 @@
 
 #define VIEW MP_OPF_VIEW
 #define EW (MP_OPF_ELEMENTWISE | MP_OPF_INPLACE)
+/* binary/variadic pointwise: output 0 may overwrite any same-size input */
+#define BIN (MP_OPF_INPLACE | MP_OPF_INPLACE_ANY)
 
 /* executor kernel of an entry (MP_OPF_KERNEL in internal.h) */
 #define KX(k, op) MP_OPF_KERNEL(MP_KERNEL_##k, MP_KOP_##op)
@@ -21,7 +23,7 @@ static const mp_op_def registry[] = {
     {"Abs", "", EW | KX(UNARY, ABS) | MP_OPF_BWD(MP_BWD_INPUT0), mp_shape_broadcast},
     {"Acos", "", EW, mp_shape_same},
     {"Acosh", "", EW, mp_shape_same},
-    {"Add", "", MP_OPF_INPLACE | KX(BINARY, ADD) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_broadcast},
+    {"Add", "", BIN | KX(BINARY, ADD) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_broadcast},
     {"AffineGrid", "", 0, mp_shape_affine_grid},
     {"And", "", 0 | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_logical},
     {"ArgMax", "", 0 | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_argreduce},
@@ -35,11 +37,11 @@ static const mp_op_def registry[] = {
     {"BatchNormalization", "", KN(BATCHNORM) | MP_OPF_BWD(MP_BWD_NORM_CHANNELS) | MP_OPF_COST(MP_COST_NORM), mp_shape_norm},
     {"Bernoulli", "", 0 | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_like},
     {"BitCast", "", 0, mp_shape_bitcast},
-    {"BitShift", "", MP_OPF_INPLACE | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
-    {"BitwiseAnd", "", MP_OPF_INPLACE | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
+    {"BitShift", "", BIN | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
+    {"BitwiseAnd", "", BIN | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
     {"BitwiseNot", "", EW | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_same},
-    {"BitwiseOr", "", MP_OPF_INPLACE | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
-    {"BitwiseXor", "", MP_OPF_INPLACE | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
+    {"BitwiseOr", "", BIN | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
+    {"BitwiseXor", "", BIN | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_broadcast},
     {"BlackmanWindow", "", 0, mp_shape_window},
     {"Cast", "", KN(CAST) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_cast},
     {"CastLike", "", 0 | MP_OPF_BWD(MP_BWD_NONE), mp_shape_cast_like},
@@ -65,8 +67,8 @@ static const mp_op_def registry[] = {
     {"DepthToSpace", "", 0, mp_shape_depth_to_space},
     {"DequantizeLinear", "", 0, mp_shape_dequantize},
     {"Det", "", 0, mp_shape_det},
-    {"Div", "", MP_OPF_INPLACE | KX(BINARY, DIV), mp_shape_broadcast},
-    {"Dropout", "", KN(COPY) | MP_OPF_BWD(MP_BWD_MASK), mp_shape_dropout},
+    {"Div", "", BIN | KX(BINARY, DIV), mp_shape_broadcast},
+    {"Dropout", "", MP_OPF_INPLACE | KN(COPY) | MP_OPF_BWD(MP_BWD_MASK), mp_shape_dropout},
     {"DynamicQuantizeLinear", "", 0, mp_shape_dynamic_quantize},
     {"Einsum", "", 0, mp_shape_einsum},
     {"Elu", "", EW | KX(UNARY, ELU) | MP_OPF_BWD(MP_BWD_OUTPUT), mp_shape_same},
@@ -115,16 +117,16 @@ static const mp_op_def registry[] = {
     {"LpPool", "", MP_OPF_COST(MP_COST_POOL), mp_shape_pool},
     {"MatMul", "", MP_OPF_MATMUL | KN(MATMUL) | MP_OPF_COST(MP_COST_MATMUL), mp_shape_matmul},
     {"MatMulInteger", "", MP_OPF_COST(MP_COST_MATMUL), mp_shape_matmul},
-    {"Max", "", KX(VARIADIC, MAX), mp_shape_variadic},
+    {"Max", "", BIN | KX(VARIADIC, MAX), mp_shape_variadic},
     {"MaxPool", "", KX(POOL, POOL_MAX) | MP_OPF_BWD(MP_BWD_INDICES) | MP_OPF_COST(MP_COST_POOL), mp_shape_pool},
     {"MaxUnpool", "", 0, mp_shape_max_unpool},
-    {"Mean", "", KX(VARIADIC, MEAN) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_variadic},
+    {"Mean", "", BIN | KX(VARIADIC, MEAN) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_variadic},
     {"MeanVarianceNormalization", "", 0, mp_shape_same},
     {"MelWeightMatrix", "", 0, mp_shape_mel_weight},
-    {"Min", "", KX(VARIADIC, MIN), mp_shape_variadic},
+    {"Min", "", BIN | KX(VARIADIC, MIN), mp_shape_variadic},
     {"Mish", "", EW | MP_OPF_BWD(MP_BWD_INPUT0), mp_shape_same},
-    {"Mod", "", MP_OPF_INPLACE, mp_shape_broadcast},
-    {"Mul", "", MP_OPF_INPLACE | KX(BINARY, MUL), mp_shape_broadcast},
+    {"Mod", "", BIN, mp_shape_broadcast},
+    {"Mul", "", BIN | KX(BINARY, MUL), mp_shape_broadcast},
     {"Neg", "", EW | KX(UNARY, NEG) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_broadcast},
     {"NegativeLogLikelihoodLoss", "", 0, mp_shape_loss},
     {"NonMaxSuppression", "", 0, mp_shape_data_dependent},
@@ -134,7 +136,7 @@ static const mp_op_def registry[] = {
     {"Or", "", 0 | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_logical},
     {"PRelu", "", MP_OPF_INPLACE | KX(BINARY, PRELU), mp_shape_broadcast},
     {"Pad", "", KN(PAD) | MP_OPF_BWD(MP_BWD_NONE) | MP_OPF_COST(MP_COST_MOVE), mp_shape_pad},
-    {"Pow", "", MP_OPF_INPLACE | KX(BINARY, POW), mp_shape_broadcast},
+    {"Pow", "", BIN | KX(BINARY, POW), mp_shape_broadcast},
     {"QLinearConv", "", MP_OPF_COST(MP_COST_CONV), mp_shape_conv},
     {"QLinearMatMul", "", MP_OPF_COST(MP_COST_MATMUL), mp_shape_matmul},
     {"QuantizeLinear", "", 0, mp_shape_quantize},
@@ -187,8 +189,8 @@ static const mp_op_def registry[] = {
     {"StringConcat", "", 0, mp_shape_broadcast},
     {"StringNormalizer", "", 0, mp_shape_string_normalizer},
     {"StringSplit", "", 0, mp_shape_string_split},
-    {"Sub", "", MP_OPF_INPLACE | KX(BINARY, SUB) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_broadcast},
-    {"Sum", "", KX(VARIADIC, ADD) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_variadic},
+    {"Sub", "", BIN | KX(BINARY, SUB) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_broadcast},
+    {"Sum", "", BIN | KX(VARIADIC, ADD) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_variadic},
     {"SwiGLU", "", 0, mp_shape_broadcast},
     {"Swish", "", EW, mp_shape_same},
     {"Tan", "", EW, mp_shape_same},
@@ -219,6 +221,22 @@ static const mp_op_def registry[] = {
 static const mp_op_def generic = {"", "", 0, mp_shape_generic};
 
 const mp_op_def *mp_op_generic(void) { return &generic; }
+
+bool mp_op_pointwise(const mp_op_def *d)
+{
+    return d && (d->flags & (MP_OPF_ELEMENTWISE | MP_OPF_INPLACE |
+                             MP_OPF_INPLACE_ANY)) &&
+           !(d->flags & MP_OPF_VIEW);
+}
+
+bool mp_op_may_overwrite(const mp_op_def *d, uint32_t i)
+{
+    if (!d)
+        return false;
+    if (d->flags & MP_OPF_INPLACE_ANY)
+        return true;
+    return i == 0 && (d->flags & MP_OPF_INPLACE);
+}
 
 static int cmp_def(const void *a, const void *b)
 {

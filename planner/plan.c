@@ -14,6 +14,11 @@ void mp_plan_options_init(mp_plan_options *o)
     o->method = MP_OFFSETS_AUTO;
     o->time_limit = 0;
     o->seed = 0;
+    o->inplace = 1;
+    o->fuse = 0;
+    o->reorder = 0;
+    o->reorder_exact_max = 20;
+    o->reorder_budget = 4000;
 }
 
 void mp_plan_destroy(mp_plan *p)
@@ -24,6 +29,10 @@ void mp_plan_destroy(mp_plan *p)
     mp_dealloc(ctx, p->steps);
     mp_dealloc(ctx, p->blocks);
     mp_dealloc(ctx, p->live);
+    mp_dealloc(ctx, p->block_pool);
+    mp_dealloc(ctx, p->pools);
+    mp_dealloc(ctx, p->block_over);
+    mp_dealloc(ctx, p->fused);
     mp_dealloc(ctx, p);
 }
 
@@ -84,8 +93,23 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
     p->steps = steps;
     p->n_steps = n_steps;
     mp_buffer *bufs = NULL;
-    mp_status st = mp_schedule_blocks(g, p->steps, p->n_steps, opt->alignment,
-                                      &p->blocks, &p->n_blocks);
+    uint32_t *grp = NULL, n_bufs = 0;
+    mp_status st;
+    if (opt->inplace || opt->fuse) {
+        /* in-place reuse and fused chains (planner/inplace.c) */
+        uint32_t *step_over = NULL;
+        st = mp_sharing_apply(g, &p->steps, &p->n_steps, opt->inplace,
+                              opt->fuse, &step_over, &p->fused);
+        if (!st)
+            st = mp_schedule_blocks_shared(g, p->steps, p->n_steps,
+                                           opt->alignment, step_over, p->fused,
+                                           &p->blocks, &p->n_blocks,
+                                           &p->block_over);
+        mp_dealloc(ctx, step_over);
+    } else {
+        st = mp_schedule_blocks(g, p->steps, p->n_steps, opt->alignment,
+                                &p->blocks, &p->n_blocks);
+    }
     if (!st)
         st = mp_blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps, &p->live);
     if (st)
@@ -95,30 +119,26 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
     res.status = MP_SOLVE_OPTIMAL;
     res.solver = "none";
     if (p->n_blocks) {
-        bufs = mp_alloc(ctx, (size_t)p->n_blocks * sizeof *bufs);
-        if (!bufs) {
-            st = MP_ERR_NOMEM;
+        /* one buffer per block, or per chain of blocks sharing memory in
+         * place (grp maps blocks to buffers) */
+        st = mp_sharing_buffers(p, &bufs, &n_bufs, &grp);
+        if (st)
             goto fail;
-        }
-        for (uint32_t i = 0; i < p->n_blocks; i++) {
-            bufs[i].start = p->blocks[i].first;
-            bufs[i].end = p->blocks[i].end;
-            bufs[i].size = p->blocks[i].size;
-            bufs[i].offset = 0;
-        }
         mp_offsets_options oo;
         mp_offsets_options_init(&oo);
         oo.method = opt->method;
         oo.alignment = opt->alignment;
         oo.time_limit = opt->time_limit;
         oo.seed = opt->seed;
-        st = mp_offsets_solve(ctx, bufs, p->n_blocks, &oo, &res);
+        st = mp_offsets_solve(ctx, bufs, n_bufs, &oo, &res);
         if (st)
             goto fail;
         for (uint32_t i = 0; i < p->n_blocks; i++)
-            p->blocks[i].offset = bufs[i].offset;
+            p->blocks[i].offset = bufs[grp ? grp[i] : i].offset;
         mp_dealloc(ctx, bufs);
+        mp_dealloc(ctx, grp);
         bufs = NULL;
+        grp = NULL;
     }
     st = mp_plan_compute_figures(p);
     if (st)
@@ -135,6 +155,7 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
     return MP_OK;
 fail:
     mp_dealloc(ctx, bufs);
+    mp_dealloc(ctx, grp);
     mp_plan_destroy(p);
     return st;
 }
@@ -158,6 +179,8 @@ mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
         if (st)
             return st;
     }
+    if (opt->reorder)
+        return mp_plan_create_reordered(g, opt, out); /* solvers/order.c */
     double t0 = mp_now_seconds();
     mp_step *steps = NULL;
     uint32_t n_steps = 0;

@@ -202,9 +202,27 @@ static mp_status plan_write(const mp_plan *p, wbuf *w)
         w_key_u64(w, ", \"size\": ", b->size);
         w_key_u64(w, ", \"first\": ", b->first);
         w_key_u64(w, ", \"end\": ", b->end);
+        if (p->block_over && p->block_over[i] < g->n_tensors) {
+            /* optional: written in place over that tensor (issue 4) */
+            w_str(w, ", \"over\": ");
+            w_json_string(w, g->tensors[p->block_over[i]].name);
+        }
         w_str(w, "}");
     }
-    w_str(w, p->n_blocks ? "\n  ]\n}\n" : "]\n}\n");
+    w_str(w, p->n_blocks ? "\n  ]" : "]");
+    if (p->fused) {
+        /* optional: tensors inside fused chains, without memory */
+        bool first = true;
+        w_str(w, ",\n  \"fused\": [");
+        for (size_t t = 0; t < g->n_tensors; t++)
+            if (p->fused[t]) {
+                w_str(w, first ? "" : ", ");
+                w_json_string(w, g->tensors[t].name);
+                first = false;
+            }
+        w_str(w, "]");
+    }
+    w_str(w, "\n}\n");
     if (w->st == MP_OK)
         w->buf[w->len] = 0;
     return w->st;
@@ -776,7 +794,8 @@ static mp_status get_string(rd *r, const char *path, bool allow_null,
     if (is_null)
         *is_null = false;
     if (t == J_NULL && allow_null) {
-        *is_null = true;
+        if (is_null)
+            *is_null = true;
         return expect_literal(r, "null");
     }
     if (t != J_STRING)
@@ -794,6 +813,10 @@ typedef struct plan_acc {
     mp_figures fig;
     bool solver_null;
     char solver[32];
+    uint32_t *over;        /* per block: "over" tensor or MP_NONE */
+    size_t cap_over;
+    bool any_over;
+    uint8_t *fused;        /* per tensor, from "fused"; NULL when absent */
 } plan_acc;
 
 /* Bit per key, for "missing" and "duplicate" checks. */
@@ -1120,7 +1143,7 @@ static mp_status read_schedule(rd *r, plan_acc *a)
 static mp_status read_blocks(rd *r, plan_acc *a)
 {
     static const char *const keys[] = {"tensor", "offset", "size", "first",
-                                       "end"};
+                                       "end", "over"}; /* over: optional */
     char path[64];
     int astate = 0;
     bool amore;
@@ -1149,12 +1172,13 @@ static mp_status read_blocks(rd *r, plan_acc *a)
         const char *kp;
         unsigned seen = 0;
         mp_block b = {0, 0, 0, 0, 0};
+        uint32_t over = MP_NONE;
         for (;;) {
             if ((st = obj_next(r, &state, &more, &kp)))
                 return st;
             if (!more)
                 break;
-            int k = key_index(r->sbuf, keys, 5);
+            int k = key_index(r->sbuf, keys, 6);
             if (k < 0) {
                 r->psec = "blocks";
                 r->pidx = i;
@@ -1181,7 +1205,13 @@ static mp_status read_blocks(rd *r, plan_acc *a)
             case 1: st = get_uint(r, NULL, UINT64_MAX, &b.offset); break;
             case 2: st = get_uint(r, NULL, UINT64_MAX, &b.size); break;
             case 3: st = get_u32(r, NULL, &b.first); break;
-            default: st = get_u32(r, NULL, &b.end); break;
+            case 4: st = get_u32(r, NULL, &b.end); break;
+            default:
+                if ((st = get_string(r, NULL, false, NULL)))
+                    return st;
+                st = resolve(r, vp, NULL, false, &over);
+                a->any_over = true;
+                break;
             }
             if (st)
                 return st;
@@ -1197,11 +1227,49 @@ static mp_status read_blocks(rd *r, plan_acc *a)
             return st;
         a->blocks = arr;
         a->blocks[i] = b;
+        arr = a->over;
+        if ((st = mp_grow(r->ctx, &arr, sizeof *a->over, i + 1,
+                          &a->cap_over)))
+            return st;
+        a->over = arr;
+        a->over[i] = over;
         a->n_blocks = i + 1;
     }
 }
 
-enum { SEC_GRAPH, SEC_FIGURES, SEC_SCHEDULE, SEC_BLOCKS, N_SEC };
+/* Optional "fused": names of the tensors inside fused chains (issue 4). */
+static mp_status read_fused(rd *r, plan_acc *a)
+{
+    int astate = 0;
+    bool amore;
+    mp_status st;
+    if (peek(r) != J_ARRAY)
+        return wrong_type(r, "fused", "an array");
+    if ((st = arr_open(r)))
+        return st;
+    if (!a->fused) {
+        a->fused = mp_calloc(r->ctx, r->g->n_tensors + 1, 1);
+        if (!a->fused)
+            return MP_ERR_NOMEM;
+    }
+    for (size_t i = 0;; i++) {
+        if ((st = arr_next(r, &astate, &amore)))
+            return st;
+        if (!amore)
+            return MP_OK;
+        r->psec = "fused";
+        r->pidx = i;
+        r->pkey = NULL;
+        const char *vp = r->p;
+        uint32_t t;
+        if ((st = get_string(r, NULL, false, NULL)) ||
+            (st = resolve(r, vp, NULL, false, &t)))
+            return st;
+        a->fused[t] = 1;
+    }
+}
+
+enum { SEC_GRAPH, SEC_FIGURES, SEC_SCHEDULE, SEC_BLOCKS, SEC_FUSED, N_SEC };
 
 static mp_status read_section(rd *r, plan_acc *a, int sec)
 {
@@ -1209,6 +1277,7 @@ static mp_status read_section(rd *r, plan_acc *a, int sec)
     case SEC_GRAPH: return read_graph_section(r);
     case SEC_FIGURES: return read_figures(r, a);
     case SEC_SCHEDULE: return read_schedule(r, a);
+    case SEC_FUSED: return read_fused(r, a);
     default: return read_blocks(r, a);
     }
 }
@@ -1216,9 +1285,10 @@ static mp_status read_section(rd *r, plan_acc *a, int sec)
 static mp_status read_plan(rd *r, plan_acc *a)
 {
     static const char *const keys[] = {"graph", "figures", "schedule",
-                                       "blocks", "format", "version"};
-    enum { K_FORMAT = 4, K_VERSION = 5 };
-    const char *sec_pos[N_SEC] = {NULL, NULL, NULL, NULL};
+                                       "blocks", "fused", "format",
+                                       "version"}; /* fused: optional */
+    enum { K_FORMAT = 5, K_VERSION = 6 };
+    const char *sec_pos[N_SEC] = {NULL, NULL, NULL, NULL, NULL};
     const char *opos, *unknown_pos = NULL;
     char unknown[64];
     unsigned seen = 0;
@@ -1244,7 +1314,7 @@ static mp_status read_plan(rd *r, plan_acc *a)
             return st;
         if (!more)
             break;
-        int k = key_index(r->sbuf, keys, 6);
+        int k = key_index(r->sbuf, keys, 7);
         if (k < 0) {
             /* "metadata" and "x-..." are free; another key is an error,
              * reported once the version is known to be one we read */
@@ -1308,7 +1378,8 @@ static mp_status read_plan(rd *r, plan_acc *a)
     if (unknown_pos)
         return rd_err(r, unknown_pos, MP_ERR_PARSE,
                       "the top level: unknown key \"%s\"", unknown);
-    if ((st = missing(r, opos, "the top level", keys, 6, seen)))
+    if ((st = missing(r, opos, "the top level", keys, 7,
+                      seen | (1u << SEC_FUSED))))
         return st;
     const char *stop = r->p;
     for (int s = 0; s < N_SEC; s++) {
@@ -1350,6 +1421,8 @@ static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
     if (st) {
         mp_dealloc(ctx, a.steps);
         mp_dealloc(ctx, a.blocks);
+        mp_dealloc(ctx, a.over);
+        mp_dealloc(ctx, a.fused);
         mp_dealloc(ctx, p);
         return st;
     }
@@ -1362,6 +1435,12 @@ static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
     p->fig = a.fig;
     memcpy(p->solver_name, a.solver, sizeof p->solver_name);
     p->fig.solver = a.solver_null ? NULL : p->solver_name;
+    if (a.any_over) {
+        p->block_over = a.over;
+    } else {
+        mp_dealloc(ctx, a.over);
+    }
+    p->fused = a.fused;
     *out = p;
     return MP_OK;
 }

@@ -302,6 +302,239 @@ static int cmp_block_key(const void *a, const void *b)
     return x->idx < y->idx ? -1 : (x->idx > y->idx);
 }
 
+/* ---- in-place reuse and fused chains (docs/memory-model.md) ---------------- */
+/* Every arena input of the fused chain ending at `node` (the inputs of its
+ * nodes that are not themselves fused) must be resident at step s: a fused
+ * chain runs as one kernel at the step of its last node. */
+static mp_status chain_resident(const mp_graph *g, const mp_plan *p,
+                                const uint32_t *open, uint32_t node,
+                                uint32_t s, uint32_t depth)
+{
+    const mp_node *n = &g->nodes[node];
+    if (depth > g->n_nodes)
+        return mp_err(p->ctx, MP_ERR_VERIFY, "fused chain through node '%s' "
+                      "is cyclic", n->name);
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        if (n->inputs[i] == MP_NONE)
+            continue;
+        uint32_t r = g->tensors[n->inputs[i]].root;
+        if (mp_kind_persistent(g->tensors[r].kind) || g->tensors[r].bytes == 0)
+            continue;
+        if (p->fused && p->fused[r]) {
+            if (g->tensors[r].producer == MP_NONE)
+                return mp_err(p->ctx, MP_ERR_VERIFY,
+                              "fused tensor '%s' has no producer",
+                              g->tensors[r].name);
+            mp_status st = chain_resident(g, p, open, g->tensors[r].producer,
+                                          s, depth + 1);
+            if (st)
+                return st;
+        } else if (open[r] == MP_NONE) {
+            return mp_err(p->ctx, MP_ERR_VERIFY,
+                          "step %u: input '%s' of node '%s' (inside a fused "
+                          "chain) is not resident when the chain runs",
+                          (unsigned)s, g->tensors[r].name, n->name);
+        }
+    }
+    return MP_OK;
+}
+
+/* A tensor marked fused must follow the rule: produced by a pointwise
+ * node with one output, read by exactly one pointwise node (no views)
+ * whose single output has the same byte size, not a graph output, and
+ * without a block. Its consumer's step checks the adjacency. */
+static mp_status check_fused_output(const mp_graph *g, const mp_plan *p,
+                                    const uint32_t *order, uint32_t s,
+                                    uint32_t t)
+{
+    mp_ctx *ctx = p->ctx;
+    const mp_tensor *tt = &g->tensors[t];
+    const mp_node *pn = &g->nodes[tt->producer];
+    uint32_t outs = 0;
+    for (uint32_t o = 0; o < pn->n_out; o++)
+        outs += pn->outputs[o] != MP_NONE;
+    if (!mp_op_pointwise(pn->def) || outs != 1)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "tensor '%s' is marked fused but node '%s' (%s) is not "
+                      "a pointwise op with one output",
+                      tt->name, pn->name, pn->op);
+    if (tt->flags & MP_TF_OUTPUT)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "tensor '%s' is marked fused but is a graph output",
+                      tt->name);
+    if (tt->n_cons == 0)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "tensor '%s' is marked fused but nothing reads it",
+                      tt->name);
+    uint32_t c = g->cons[tt->cons_begin];
+    for (uint32_t k = 1; k < tt->n_cons; k++)
+        if (g->cons[tt->cons_begin + k] != c)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s' is marked fused but has more than one "
+                          "reader",
+                          tt->name);
+    const mp_node *cn = &g->nodes[c];
+    uint32_t z = MP_NONE;
+    outs = 0;
+    for (uint32_t o = 0; o < cn->n_out; o++)
+        if (cn->outputs[o] != MP_NONE) {
+            z = cn->outputs[o];
+            outs++;
+        }
+    if (!mp_op_pointwise(cn->def) || outs != 1 ||
+        g->tensors[z].bytes != tt->bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "tensor '%s' is marked fused but its reader '%s' (%s) "
+                      "is not a pointwise op with one output of its size",
+                      tt->name, cn->name, cn->op);
+    if (find_block(p, order, t, s) != MP_NONE)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "tensor '%s' is marked fused but has a block", tt->name);
+    return MP_OK;
+}
+
+/* True when `node` reads storage root x at an input position its registry
+ * entry lets output 0 overwrite, directly or inside the fused chain that
+ * ends at node. */
+static bool reads_overwritable(const mp_graph *g, const mp_plan *p,
+                               uint32_t node, uint32_t x, uint32_t depth)
+{
+    const mp_node *n = &g->nodes[node];
+    if (depth > g->n_nodes)
+        return false;
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        if (n->inputs[i] == MP_NONE)
+            continue;
+        uint32_t r = g->tensors[n->inputs[i]].root;
+        if (p->fused && p->fused[r]) {
+            if (g->tensors[r].producer != MP_NONE &&
+                reads_overwritable(g, p, g->tensors[r].producer, x,
+                                   depth + 1))
+                return true;
+        } else if (r == x && mp_op_may_overwrite(n->def, i)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Block b (output o of the node at step s) takes over the memory of the
+ * tensor x it names: x must be resident, die at this step (its block ends
+ * here and it is closed now, so any later read or FREE of it fails), be a
+ * tensor the node may overwrite, not a graph input or output, and share
+ * b's offset and size. */
+static mp_status check_inplace(const mp_graph *g, const mp_plan *p,
+                               uint32_t *open, uint32_t s, uint32_t node,
+                               uint32_t o, uint32_t b)
+{
+    mp_ctx *ctx = p->ctx;
+    const mp_node *n = &g->nodes[node];
+    uint32_t x = p->block_over[b];
+    const mp_tensor *ty = &g->tensors[p->blocks[b].tensor];
+    if (x >= g->n_tensors)
+        return mp_err(ctx, MP_ERR_VERIFY, "tensor '%s': in place over no "
+                      "tensor %u", ty->name, (unsigned)x);
+    const mp_tensor *tx = &g->tensors[x];
+    if (o != 0)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u: '%s' is output %u of node '%s'; only output "
+                      "0 may be written in place",
+                      (unsigned)s, ty->name, (unsigned)o, n->name);
+    if (!mp_tensor_in_arena(tx) || tx->producer == MP_NONE ||
+        (tx->flags & MP_TF_OUTPUT))
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u: '%s' is written in place over '%s', which is "
+                      "%s",
+                      (unsigned)s, ty->name, tx->name,
+                      !mp_tensor_in_arena(tx) ? "not in the arena"
+                      : tx->producer == MP_NONE ? "a graph input"
+                                                : "a graph output");
+    if (tx->bytes != ty->bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u: '%s' (%llu bytes) is written in place over "
+                      "'%s' (%llu bytes): sizes differ",
+                      (unsigned)s, ty->name, (unsigned long long)ty->bytes,
+                      tx->name, (unsigned long long)tx->bytes);
+    if (!reads_overwritable(g, p, node, x, 0))
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u: node '%s' (%s) writes '%s' in place over "
+                      "'%s', which is not an input it may overwrite",
+                      (unsigned)s, n->name, n->op, ty->name, tx->name);
+    uint32_t bx = open[x];
+    if (bx == MP_NONE)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u: '%s' is written in place over '%s', which is "
+                      "not resident",
+                      (unsigned)s, ty->name, tx->name);
+    const mp_block *a = &p->blocks[bx];
+    if (a->end != s)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "step %u: '%s' is written in place over '%s', whose "
+                      "block claims to end at step %u",
+                      (unsigned)s, ty->name, tx->name, (unsigned)a->end);
+    open[x] = MP_NONE; /* same memory: checked by check_inplace_memory */
+    return MP_OK;
+}
+
+/* After the overlap sweep: a block written in place over x lies exactly
+ * on x's block that ends where it starts (else x, still read at that
+ * step, could be clobbered by a block starting there). */
+static mp_status check_inplace_memory(const mp_graph *g, const mp_plan *p,
+                                      const uint32_t *order)
+{
+    if (!p->block_over)
+        return MP_OK;
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        uint32_t x = p->block_over[i];
+        if (x == MP_NONE)
+            continue;
+        const mp_block *bb = &p->blocks[i];
+        /* x's block with the latest first step before bb->first */
+        uint32_t lo = 0, hi = p->n_blocks;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            const mp_block *m = &p->blocks[order[mid]];
+            if (m->tensor < x || (m->tensor == x && m->first < bb->first))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        const mp_block *a = lo ? &p->blocks[order[lo - 1]] : NULL;
+        if (!a || a->tensor != x || a->end != bb->first)
+            return mp_err(p->ctx, MP_ERR_VERIFY,
+                          "tensor '%s' is written in place over '%s', which "
+                          "has no block ending at step %u",
+                          g->tensors[bb->tensor].name,
+                          x < g->n_tensors ? g->tensors[x].name : "?",
+                          (unsigned)bb->first);
+        if (a->offset != bb->offset || a->size != bb->size)
+            return mp_err(p->ctx, MP_ERR_VERIFY,
+                          "step %u: '%s' at [%llu, +%llu) is written in "
+                          "place over '%s' at [%llu, +%llu): not the same "
+                          "memory",
+                          (unsigned)bb->first, g->tensors[bb->tensor].name,
+                          (unsigned long long)bb->offset,
+                          (unsigned long long)bb->size, g->tensors[x].name,
+                          (unsigned long long)a->offset,
+                          (unsigned long long)a->size);
+    }
+    return MP_OK;
+}
+
+/* For a read of a tensor that is not resident: the block that overwrote
+ * it in place before step s, if any (error path only). */
+static uint32_t overwritten_by(const mp_plan *p, uint32_t x, uint32_t s)
+{
+    uint32_t best = MP_NONE;
+    if (!p->block_over)
+        return best;
+    for (uint32_t i = 0; i < p->n_blocks; i++)
+        if (p->block_over[i] == x && p->blocks[i].first <= s &&
+            (best == MP_NONE || p->blocks[i].first > p->blocks[best].first))
+            best = i;
+    return best;
+}
+
 /* Replays the schedule. `open[t]` is the block of tensor t now resident. */
 /* OFFLOAD ends the tensor's device block (it is then on host) and needs
  * it resident; PREFETCH starts a new block at this step and needs the
@@ -364,6 +597,7 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
     mp_ctx *ctx = p->ctx;
     char lb[300];
     uint32_t nt = (uint32_t)g->n_tensors;
+    uint32_t prev_node = MP_NONE; /* node of the latest node step */
     for (uint32_t t = 0; t < nt; t++)
         open[t] = MP_NONE;
     /* graph inputs are resident from the start */
@@ -438,6 +672,31 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
             if (mp_kind_persistent(g->tensors[r].kind) ||
                 g->tensors[r].bytes == 0)
                 continue;
+            if (p->fused && p->fused[r]) {
+                /* runs fused with its producer: computed just before */
+                if (g->tensors[r].producer == MP_NONE ||
+                    g->tensors[r].producer != prev_node)
+                    return mp_err(ctx, MP_ERR_VERIFY,
+                                  "step %u (%s): fused input '%s' was not "
+                                  "computed by the node step just before",
+                                  (unsigned)s,
+                                  step_label(g, sp, lb, sizeof lb),
+                                  g->tensors[r].name);
+                mp_status fst = chain_resident(g, p, open, sp->index, s, 0);
+                if (fst)
+                    return fst;
+                continue;
+            }
+            uint32_t ob = open[r] == MP_NONE ? overwritten_by(p, r, s)
+                                             : MP_NONE;
+            if (ob != MP_NONE)
+                return mp_err(ctx, MP_ERR_VERIFY,
+                              "step %u (%s): input '%s' is read after '%s' "
+                              "was written in place over it at step %u",
+                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
+                              g->tensors[r].name,
+                              g->tensors[p->blocks[ob].tensor].name,
+                              (unsigned)p->blocks[ob].first);
             if (open[r] == MP_NONE)
                 return mp_err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): input '%s'%s%s%s is not resident",
@@ -451,6 +710,12 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
             const mp_tensor *tt = &g->tensors[t];
             if (!mp_tensor_in_arena(tt))
                 continue;
+            if (p->fused && p->fused[t]) {
+                mp_status fst = check_fused_output(g, p, order, s, t);
+                if (fst)
+                    return fst;
+                continue;
+            }
             if (open[t] != MP_NONE)
                 return mp_err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): output '%s' is still resident",
@@ -470,9 +735,15 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
                               tt->name,
                               (unsigned long long)p->blocks[b].size,
                               (unsigned long long)tt->bytes);
+            if (p->block_over && p->block_over[b] != MP_NONE) {
+                mp_status ist = check_inplace(g, p, open, s, sp->index, o, b);
+                if (ist)
+                    return ist;
+            }
             used[b] = 1;
             open[t] = b;
         }
+        prev_node = sp->index;
     }
     for (uint32_t v = 0; v < g->n_nodes; v++)
         if (!computed[v])
@@ -675,6 +946,8 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
             st = replay(g, p, order, open, used, computed, on_host);
         if (!st)
             st = check_geometry(g, p);
+        if (!st)
+            st = check_inplace_memory(g, p, order);
         if (!st)
             st = check_figures(g, p);
     }

@@ -105,6 +105,7 @@ static void test_dot_plain(void)
     build();
     mp_plan_options po;
     mp_plan_options_init(&po);
+    po.inplace = 0; /* peak figures below: without in-place reuse */
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
     char path[256];
     temp_dot(path, sizeof path);
@@ -160,6 +161,7 @@ static void test_dot_recompute(void)
     memcpy(steps, seq, sizeof seq);
     mp_plan_options po;
     mp_plan_options_init(&po);
+    po.inplace = 0; /* peak figures below: without in-place reuse */
     CU_ASSERT_EQUAL_FATAL(mp_plan_from_schedule(g, steps, 10, &po,
                                                 mp_now_seconds(), &plan),
                           MP_OK);
@@ -184,6 +186,7 @@ static void test_dot_collapse(void)
     build();
     mp_plan_options po;
     mp_plan_options_init(&po);
+    po.inplace = 0; /* peak figures below: without in-place reuse */
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
     char path[256];
     temp_dot(path, sizeof path);

@@ -48,6 +48,7 @@ static void finish(const mp_lint_options *lo)
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
     mp_plan_options po;
     mp_plan_options_init(&po);
+    po.inplace = 0; /* figures below: plans without in-place reuse */
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, lo, &lints), MP_OK);

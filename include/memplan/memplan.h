@@ -395,6 +395,18 @@ typedef struct mp_plan_options {
     mp_offsets_method method;      /* default AUTO */
     double time_limit;             /* seconds; <= 0: default */
     uint64_t seed;
+    /* in-place reuse, fused chains and operator order (issue 4; see
+     * docs/memory-model.md): */
+    int inplace;          /* default 1: an output may take over the memory
+                             of an input that dies at its node, where the
+                             op's registry entry allows it */
+    int fuse;             /* default 0: tensors inside fused pointwise
+                             chains take no arena memory */
+    int reorder;          /* default 0: memory-aware operator order */
+    uint32_t reorder_exact_max; /* exact order search up to this many
+                                   nodes (default 20, at most 24) */
+    uint64_t reorder_budget;    /* local search: candidate orders tried
+                                   (default 4000) */
 } mp_plan_options;
 MP_API void mp_plan_options_init(mp_plan_options *o);
 
@@ -409,6 +421,10 @@ typedef struct mp_figures {
     mp_solve_status status;      /* OPTIMAL when arena == lower bound */
     const char *solver;
     double solve_seconds;
+    /* operator order (issue 4): the lower bound with the graph's default
+     * order and with the order reordering found (the plan keeps the
+     * better); both 0 when the plan was not reordered */
+    uint64_t order_lb_before, order_lb_after;
 } mp_figures;
 
 /* The default schedule from the graph's topological order (COMPUTE each
@@ -423,6 +439,31 @@ MP_API uint32_t mp_plan_num_blocks(const mp_plan *p);
 MP_API const mp_block *mp_plan_blocks(const mp_plan *p);
 /* Live arena bytes while step i runs (i < num_steps). */
 MP_API uint64_t mp_plan_live_bytes(const mp_plan *p, uint32_t step);
+
+/* ---- in-place reuse, fused chains, operator order (issue 4) ------------- */
+/* The tensor whose memory block i took over at its first step (its node
+ * wrote the output in place over that input, which died there), or
+ * MP_NONE. The two blocks share one offset. */
+MP_API uint32_t mp_plan_block_over(const mp_plan *p, uint32_t block);
+/* 1 when the tensor lies inside a fused pointwise chain (--fuse) and takes
+ * no memory, else 0. */
+MP_API int mp_plan_tensor_fused(const mp_plan *p, uint32_t tensor);
+/* A memory-aware topological order of g's nodes (order: n_nodes entries):
+ * list scheduling with memory priorities, local search within each node's
+ * window, and an exact search up to opt->reorder_exact_max nodes. The
+ * objective is the lower bound (max live arena bytes, in-place aware when
+ * opt->inplace). *lb_before / *lb_after (may be NULL): the objective of
+ * the graph's default order and of the returned one (never higher).
+ * Deterministic. */
+MP_API mp_status mp_order_solve(mp_graph *g, const mp_plan_options *opt,
+                                uint32_t *order, uint64_t *lb_before,
+                                uint64_t *lb_after);
+/* A plan that computes the nodes in the given topological order, frees
+ * each tensor after its last use, and places the blocks as mp_plan_create
+ * does (in-place and fuse per opt). */
+MP_API mp_status mp_plan_create_ordered(mp_graph *g, const uint32_t *order,
+                                        const mp_plan_options *opt,
+                                        mp_plan **out);
 
 /* Plan JSON (docs/plan-format.md). Reading resolves names against g. */
 MP_API mp_status mp_plan_save_json(const mp_plan *p, const char *path);

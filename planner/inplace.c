@@ -1,0 +1,610 @@
+/* In-place reuse and fused pointwise chains (issue 4).
+ *
+ * Both are rewrites of a schedule (COMPUTE/RECOMPUTE/FREE steps) made when
+ * a plan is built from it (mp_plan_from_schedule), so that every schedule
+ * (the default order, a reordered one, a recompute schedule) gets them:
+ *
+ * - fuse: a tensor y produced by a pointwise node P whose only reader is
+ *   a pointwise node C computed right after P (only FREE steps between),
+ *   with C's output of y's byte size, is *fused*: P and C run as one
+ *   kernel, y never exists in memory (no block). The inputs of P must then
+ *   stay resident until C runs: their FREE steps move after C.
+ * - in place: output 0 of a node whose registry entry allows it takes over
+ *   the memory of an input that dies at that node (no later reader, also
+ *   through views or, with fuse, through the fused chain ending there).
+ *   The input's FREE step disappears: its block ends at the step that
+ *   computes the output, whose block starts there at the same offset.
+ *
+ * The rules are documented in docs/memory-model.md. The verifier
+ * (planner/verify.c) checks the result without calling anything here. */
+#include "internal.h"
+
+#include <string.h>
+
+typedef struct {
+    uint32_t x;    /* tensor that dies at the step */
+    uint32_t f;    /* index of its FREE step */
+    uint32_t next; /* next candidate of the same step */
+} cand;
+
+/* Per tensor: 1 when the tensor or a view of it is a graph output (its
+ * memory must survive to the end), 2 when another tensor views it. */
+static uint8_t *storage_flags(const mp_graph *g)
+{
+    uint8_t *fl = mp_calloc(g->ctx, g->n_tensors + 1, 1);
+    if (!fl)
+        return NULL;
+    for (size_t t = 0; t < g->n_tensors; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        if (tt->flags & MP_TF_OUTPUT)
+            fl[tt->root] |= 1;
+        if (tt->root != t)
+            fl[tt->root] |= 2;
+    }
+    return fl;
+}
+
+/* The single arena output of a pointwise node, or MP_NONE. */
+static uint32_t pointwise_out(const mp_graph *g, uint32_t node)
+{
+    const mp_node *n = &g->nodes[node];
+    if (!mp_op_pointwise(n->def))
+        return MP_NONE;
+    uint32_t y = MP_NONE;
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        if (n->outputs[o] == MP_NONE)
+            continue;
+        if (y != MP_NONE)
+            return MP_NONE;
+        y = n->outputs[o];
+    }
+    return y;
+}
+
+/* Marks fused tensors given the node steps of the schedule (next_ns: the
+ * next node step after each node step, MP_NONE at the end). */
+static void mark_fused(const mp_graph *g, const mp_step *steps, uint32_t n,
+                       const uint32_t *next_ns, const uint8_t *sf,
+                       uint8_t *fused, uint32_t *count)
+{
+    for (uint32_t s = 0; s < n; s++) {
+        if (steps[s].kind != MP_STEP_COMPUTE)
+            continue;
+        uint32_t y = pointwise_out(g, steps[s].index);
+        if (y == MP_NONE)
+            continue;
+        const mp_tensor *ty = &g->tensors[y];
+        if (!mp_tensor_in_arena(ty) || ty->bytes == 0 || sf[y] ||
+            ty->n_cons == 0)
+            continue;
+        uint32_t c = g->cons[ty->cons_begin];
+        bool one = true;
+        for (uint32_t k = 1; k < ty->n_cons; k++)
+            if (g->cons[ty->cons_begin + k] != c)
+                one = false;
+        uint32_t ns = next_ns[s];
+        if (!one || ns == MP_NONE || steps[ns].kind != MP_STEP_COMPUTE ||
+            steps[ns].index != c)
+            continue;
+        uint32_t z = pointwise_out(g, c);
+        if (z == MP_NONE || g->tensors[z].bytes != ty->bytes)
+            continue;
+        fused[y] = 1;
+        (*count)++;
+    }
+}
+
+/* Appends to `acc` (marking seen[] with stamp) the storage roots that the
+ * chain ending at node `node` may overwrite: inputs at positions the op
+ * allows, and through fused inputs the allowed inputs of their producers.
+ * Depth-first, input order: deterministic. */
+static void chain_targets(const mp_graph *g, uint32_t node,
+                          const uint8_t *fused, uint32_t *acc, uint32_t *nacc,
+                          uint32_t cap, uint32_t *seen, uint32_t stamp)
+{
+    const mp_node *nd = &g->nodes[node];
+    for (uint32_t i = 0; i < nd->n_in && *nacc < cap; i++) {
+        uint32_t t = nd->inputs[i];
+        if (t == MP_NONE)
+            continue;
+        uint32_t r = g->tensors[t].root;
+        if (fused && fused[r]) {
+            uint32_t p = g->tensors[r].producer;
+            if (p != MP_NONE)
+                chain_targets(g, p, fused, acc, nacc, cap, seen, stamp);
+            continue;
+        }
+        if (!mp_op_may_overwrite(nd->def, i) || seen[r] == stamp)
+            continue;
+        seen[r] = stamp;
+        acc[(*nacc)++] = r;
+    }
+}
+
+mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
+                           uint32_t *n_io, int inplace, int fuse,
+                           uint32_t **step_over_out, uint8_t **fused_out)
+{
+    mp_ctx *ctx = g->ctx;
+    mp_step *steps = *steps_io;
+    uint32_t n = *n_io, nt = (uint32_t)g->n_tensors;
+    *step_over_out = NULL;
+    *fused_out = NULL;
+    bool recompute = false;
+    for (uint32_t s = 0; s < n; s++) {
+        mp_step_kind k = steps[s].kind;
+        if (k == MP_STEP_RECOMPUTE)
+            recompute = true;
+        else if (k != MP_STEP_COMPUTE && k != MP_STEP_FREE)
+            return MP_OK; /* offload schedules: left as they are */
+        if (steps[s].index >= (k == MP_STEP_FREE ? nt : g->n_nodes))
+            return MP_OK; /* invalid: mp_schedule_blocks says why */
+    }
+    if (recompute)
+        fuse = 0;
+    if (!inplace && !fuse)
+        return MP_OK;
+
+    mp_status st = MP_ERR_NOMEM;
+    uint8_t *sf = storage_flags(g);
+    uint8_t *fused = fuse ? mp_calloc(ctx, nt + 1, 1) : NULL;
+    uint32_t *next_ns = mp_alloc(ctx, ((size_t)n + 1) * sizeof *next_ns);
+    uint32_t *chain_end = mp_alloc(ctx, ((size_t)n + 1) * sizeof *chain_end);
+    uint32_t *anchor = mp_alloc(ctx, ((size_t)n + 1) * sizeof *anchor);
+    uint32_t *lr = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *lr);
+    uint32_t *head = mp_alloc(ctx, ((size_t)n + 2) * sizeof *head);
+    uint32_t *seen = mp_calloc(ctx, (size_t)nt + 1, sizeof *seen);
+    uint32_t *acc = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *acc);
+    uint32_t *over = NULL;
+    mp_step *out = NULL;
+    cand *cands = NULL;
+    uint32_t n_fused = 0;
+    if (!sf || (fuse && !fused) || !next_ns || !chain_end || !anchor ||
+        !lr || !head || !seen || !acc)
+        goto done;
+
+    /* node step successor chains */
+    uint32_t nxt = MP_NONE;
+    for (uint32_t s = n; s-- > 0;) {
+        next_ns[s] = nxt;
+        if (steps[s].kind != MP_STEP_FREE)
+            nxt = s;
+    }
+    if (fuse)
+        mark_fused(g, steps, n, next_ns, sf, fused, &n_fused);
+    /* the step where the fused chain through each node step ends */
+    for (uint32_t s = n; s-- > 0;) {
+        chain_end[s] = s;
+        if (steps[s].kind == MP_STEP_FREE || !n_fused)
+            continue;
+        uint32_t y = pointwise_out(g, steps[s].index);
+        if (y != MP_NONE && fused[y])
+            chain_end[s] = chain_end[next_ns[s]];
+    }
+
+    /* 1. anchor every FREE step after the node step that really ends its
+     * tensor's life (a read inside a fused chain counts at the chain's
+     * end); FREE steps of fused tensors are dropped (anchor MP_NONE - 1) */
+    for (uint32_t t = 0; t < nt; t++)
+        lr[t] = MP_NONE;
+    uint32_t last_node = MP_NONE;
+    for (uint32_t s = 0; s < n; s++) {
+        if (steps[s].kind != MP_STEP_FREE) {
+            last_node = s;
+            anchor[s] = s;
+            const mp_node *nd = &g->nodes[steps[s].index];
+            for (uint32_t i = 0; i < nd->n_in; i++) {
+                if (nd->inputs[i] == MP_NONE)
+                    continue;
+                uint32_t r = g->tensors[nd->inputs[i]].root;
+                if (lr[r] == MP_NONE || chain_end[s] > lr[r])
+                    lr[r] = chain_end[s];
+            }
+            continue;
+        }
+        uint32_t x = steps[s].index;
+        if (fused && fused[x]) {
+            anchor[s] = MP_NONE - 1;
+            continue;
+        }
+        uint32_t a = last_node;
+        if (lr[x] != MP_NONE && (a == MP_NONE || lr[x] > a))
+            a = lr[x];
+        anchor[s] = a;
+        lr[x] = MP_NONE;
+    }
+    /* rebuild: each node step followed by the FREE steps anchored to it,
+     * in their original order (a bucket list per node step) */
+    out = mp_alloc(ctx, ((size_t)n + 1) * sizeof *out);
+    if (!out)
+        goto done;
+    uint32_t *bucket_next = chain_end; /* reused: next FREE in a bucket */
+    for (uint32_t s = 0; s <= n; s++)
+        head[s] = MP_NONE;
+    /* head[n] holds FREE steps anchored before any node step */
+    for (uint32_t s = 0; s < n; s++) {
+        if (steps[s].kind != MP_STEP_FREE || anchor[s] == MP_NONE - 1)
+            continue;
+        uint32_t b = anchor[s] == MP_NONE ? n : anchor[s];
+        /* append keeping original order: walk to the end (buckets are
+         * short: the frees after one node) */
+        if (head[b] == MP_NONE) {
+            head[b] = s;
+        } else {
+            uint32_t q = head[b];
+            while (bucket_next[q] != MP_NONE)
+                q = bucket_next[q];
+            bucket_next[q] = s;
+        }
+        bucket_next[s] = MP_NONE;
+    }
+    uint32_t m = 0;
+    for (uint32_t q = head[n]; q != MP_NONE; q = bucket_next[q])
+        out[m++] = steps[q];
+    for (uint32_t s = 0; s < n; s++) {
+        if (steps[s].kind == MP_STEP_FREE)
+            continue;
+        out[m++] = steps[s];
+        for (uint32_t q = head[s]; q != MP_NONE; q = bucket_next[q])
+            out[m++] = steps[q];
+    }
+    mp_dealloc(ctx, steps);
+    steps = out;
+    out = NULL;
+    n = m;
+    *steps_io = steps;
+    *n_io = n;
+
+    if (inplace) {
+        /* chain ends again, on the rebuilt schedule */
+        nxt = MP_NONE;
+        for (uint32_t s = n; s-- > 0;) {
+            next_ns[s] = nxt;
+            if (steps[s].kind != MP_STEP_FREE)
+                nxt = s;
+        }
+        for (uint32_t s = n; s-- > 0;) {
+            chain_end[s] = s;
+            if (steps[s].kind == MP_STEP_FREE || !n_fused)
+                continue;
+            uint32_t y = pointwise_out(g, steps[s].index);
+            if (y != MP_NONE && fused[y])
+                chain_end[s] = chain_end[next_ns[s]];
+        }
+        /* 2. candidates: each FREE(x) names the node step of x's last
+         * read (of that instance) */
+        cands = mp_alloc(ctx, ((size_t)n + 1) * sizeof *cands);
+        over = mp_alloc(ctx, ((size_t)n + 1) * sizeof *over);
+        uint8_t *drop = (uint8_t *)anchor; /* reused, n bytes */
+        if (!cands || !over)
+            goto done;
+        for (uint32_t t = 0; t < nt; t++) {
+            lr[t] = MP_NONE;
+            seen[t] = 0;
+        }
+        for (uint32_t s = 0; s <= n; s++)
+            head[s] = MP_NONE;
+        uint32_t nc = 0;
+        for (uint32_t s = 0; s < n; s++) {
+            over[s] = MP_NONE;
+            drop[s] = 0;
+            if (steps[s].kind != MP_STEP_FREE) {
+                const mp_node *nd = &g->nodes[steps[s].index];
+                for (uint32_t i = 0; i < nd->n_in; i++) {
+                    if (nd->inputs[i] == MP_NONE)
+                        continue;
+                    uint32_t r = g->tensors[nd->inputs[i]].root;
+                    if (lr[r] == MP_NONE || chain_end[s] > lr[r])
+                        lr[r] = chain_end[s];
+                }
+                /* an output instance starts: earlier reads are of the
+                 * previous instance */
+                for (uint32_t o = 0; o < nd->n_out; o++)
+                    if (nd->outputs[o] != MP_NONE)
+                        lr[nd->outputs[o]] = MP_NONE;
+                continue;
+            }
+            uint32_t x = steps[s].index;
+            if (lr[x] != MP_NONE) {
+                cands[nc] = (cand){x, s, head[lr[x]]};
+                head[lr[x]] = nc++;
+            }
+            lr[x] = MP_NONE;
+        }
+        /* 3. at each node step, output 0 takes over the first allowed
+         * input (in input order, through fused chains) that dies here */
+        uint32_t stamp = 0;
+        for (uint32_t s = 0; s < n; s++) {
+            if (steps[s].kind == MP_STEP_FREE || head[s] == MP_NONE)
+                continue;
+            const mp_node *nd = &g->nodes[steps[s].index];
+            if (nd->n_out == 0 || nd->outputs[0] == MP_NONE)
+                continue;
+            uint32_t y = nd->outputs[0];
+            const mp_tensor *ty = &g->tensors[y];
+            if (!mp_tensor_in_arena(ty) || ty->bytes == 0 ||
+                (fused && fused[y]))
+                continue;
+            uint32_t na = 0;
+            stamp++;
+            chain_targets(g, steps[s].index, fused, acc, &na, nt, seen,
+                          stamp);
+            for (uint32_t a = 0; a < na; a++) {
+                uint32_t x = acc[a];
+                const mp_tensor *tx = &g->tensors[x];
+                if (x == y || !mp_tensor_in_arena(tx) ||
+                    tx->producer == MP_NONE || tx->bytes != ty->bytes ||
+                    (sf[x] & 1))
+                    continue;
+                uint32_t c = head[s];
+                while (c != MP_NONE && cands[c].x != x)
+                    c = cands[c].next;
+                if (c == MP_NONE || drop[cands[c].f])
+                    continue;
+                drop[cands[c].f] = 1;
+                over[s] = x;
+                break;
+            }
+        }
+        /* 4. drop the FREE steps of the overwritten inputs */
+        m = 0;
+        for (uint32_t s = 0; s < n; s++) {
+            if (drop[s])
+                continue;
+            over[m] = over[s];
+            steps[m++] = steps[s];
+        }
+        bool any = false;
+        for (uint32_t s = 0; s < m; s++)
+            if (over[s] != MP_NONE)
+                any = true;
+        *n_io = m;
+        if (any) {
+            *step_over_out = over;
+            over = NULL;
+        }
+    }
+    if (n_fused) {
+        *fused_out = fused;
+        fused = NULL;
+    }
+    st = MP_OK;
+done:
+    mp_dealloc(ctx, sf);
+    mp_dealloc(ctx, fused);
+    mp_dealloc(ctx, next_ns);
+    mp_dealloc(ctx, chain_end);
+    mp_dealloc(ctx, anchor);
+    mp_dealloc(ctx, lr);
+    mp_dealloc(ctx, head);
+    mp_dealloc(ctx, seen);
+    mp_dealloc(ctx, acc);
+    mp_dealloc(ctx, over);
+    mp_dealloc(ctx, out);
+    mp_dealloc(ctx, cands);
+    return st;
+}
+
+mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
+                                    uint32_t n_steps, uint64_t alignment,
+                                    const uint32_t *step_over,
+                                    const uint8_t *fused, mp_block **blocks_out,
+                                    uint32_t *n_out, uint32_t **over_out)
+{
+    mp_ctx *ctx = g->ctx;
+    *over_out = NULL;
+    if (!step_over && !fused)
+        return mp_schedule_blocks(g, steps, n_steps, alignment, blocks_out,
+                                  n_out);
+    uint32_t nt = (uint32_t)g->n_tensors;
+    if (alignment == 0)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+    uint32_t *open = mp_alloc(ctx, (nt ? nt : 1) * sizeof *open);
+    if (!open)
+        return MP_ERR_NOMEM;
+    size_t cap = 0, cap_o = 0, n = 0;
+    mp_block *blocks = NULL;
+    uint32_t *bo = NULL;
+    mp_status st = MP_OK;
+    for (uint32_t t = 0; t < nt; t++)
+        open[t] = MP_NONE;
+#define OPEN_BLOCK(t, s, ov)                                                 \
+    do {                                                                     \
+        const mp_tensor *tt_ = &g->tensors[t];                               \
+        uint64_t sz_;                                                        \
+        if (!mp_align_up(tt_->bytes, alignment, &sz_)) {                     \
+            st = mp_err(ctx, MP_ERR_OVERFLOW,                                \
+                        "tensor '%s': aligned size overflows", tt_->name);   \
+            goto done;                                                       \
+        }                                                                    \
+        if ((st = mp_grow(ctx, (void **)&blocks, sizeof *blocks, n + 1,      \
+                          &cap)) ||                                          \
+            (st = mp_grow(ctx, (void **)&bo, sizeof *bo, n + 1, &cap_o)))    \
+            goto done;                                                       \
+        blocks[n].tensor = (t);                                              \
+        blocks[n].offset = 0;                                                \
+        blocks[n].size = sz_;                                                \
+        blocks[n].first = (s);                                               \
+        blocks[n].end = n_steps;                                             \
+        bo[n] = (ov);                                                        \
+        open[t] = (uint32_t)n++;                                             \
+    } while (0)
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        if (tt->producer == MP_NONE && mp_tensor_in_arena(tt) &&
+            (tt->n_cons || (tt->flags & MP_TF_OUTPUT)))
+            OPEN_BLOCK(t, 0, MP_NONE);
+    }
+    for (uint32_t s = 0; s < n_steps; s++) {
+        const mp_step *sp = &steps[s];
+        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
+            if (sp->index >= g->n_nodes) {
+                st = mp_err(ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
+                            (unsigned)s, (unsigned)sp->index);
+                goto done;
+            }
+            const mp_node *nd = &g->nodes[sp->index];
+            uint32_t x = step_over ? step_over[s] : MP_NONE;
+            for (uint32_t o = 0; o < nd->n_out; o++) {
+                uint32_t t = nd->outputs[o];
+                if (t == MP_NONE || !mp_tensor_in_arena(&g->tensors[t]) ||
+                    (fused && fused[t]))
+                    continue;
+                if (open[t] != MP_NONE) {
+                    st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                                "step %u: node '%s' writes '%s' which is "
+                                "still resident",
+                                (unsigned)s, nd->name, g->tensors[t].name);
+                    goto done;
+                }
+                uint32_t ov = MP_NONE;
+                if (o == 0 && x != MP_NONE) {
+                    if (x >= nt || open[x] == MP_NONE) {
+                        st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                                    "step %u: node '%s' writes in place over "
+                                    "a tensor that is not resident",
+                                    (unsigned)s, nd->name);
+                        goto done;
+                    }
+                    blocks[open[x]].end = s;
+                    open[x] = MP_NONE;
+                    ov = x;
+                }
+                OPEN_BLOCK(t, s, ov);
+            }
+        } else if (sp->kind == MP_STEP_FREE) {
+            uint32_t t = sp->index;
+            if (t >= nt || open[t] == MP_NONE) {
+                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                            "step %u: frees a tensor that is not resident",
+                            (unsigned)s);
+                goto done;
+            }
+            blocks[open[t]].end = s;
+            open[t] = MP_NONE;
+        } else {
+            st = mp_err(ctx, MP_ERR_UNSUPPORTED,
+                        "step %u: %s steps do not combine with in-place "
+                        "reuse or fusion",
+                        (unsigned)s, mp_step_kind_name(sp->kind));
+            goto done;
+        }
+    }
+#undef OPEN_BLOCK
+done:
+    mp_dealloc(ctx, open);
+    if (st) {
+        mp_dealloc(ctx, blocks);
+        mp_dealloc(ctx, bo);
+        return st;
+    }
+    bool any = false;
+    for (size_t i = 0; i < n; i++)
+        if (bo[i] != MP_NONE)
+            any = true;
+    if (!any) {
+        mp_dealloc(ctx, bo);
+        bo = NULL;
+    }
+    *blocks_out = blocks;
+    *n_out = (uint32_t)n;
+    *over_out = bo;
+    return MP_OK;
+}
+
+mp_status mp_sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
+                             uint32_t *n_out, uint32_t **group_out)
+{
+    mp_ctx *ctx = p->ctx;
+    uint32_t nb = p->n_blocks;
+    *group_out = NULL;
+    uint32_t *grp = NULL;
+    uint32_t ng = nb;
+    if (p->block_over) {
+        /* the block each in-place block continues: the block of the
+         * overwritten tensor that ends where it starts */
+        grp = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *grp);
+        uint32_t *last = mp_alloc(ctx, (p->graph->n_tensors + 1) *
+                                           sizeof *last);
+        uint32_t *ord = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *ord);
+        if (!grp || !last || !ord) {
+            mp_dealloc(ctx, grp);
+            mp_dealloc(ctx, last);
+            mp_dealloc(ctx, ord);
+            return MP_ERR_NOMEM;
+        }
+        /* blocks are made in step order by mp_schedule_blocks_shared, but
+         * do not rely on it: counting sort by first step */
+        for (size_t t = 0; t < p->graph->n_tensors; t++)
+            last[t] = MP_NONE;
+        uint32_t *cnt = mp_calloc(ctx, (size_t)p->n_steps + 2, sizeof *cnt);
+        if (!cnt) {
+            mp_dealloc(ctx, grp);
+            mp_dealloc(ctx, last);
+            mp_dealloc(ctx, ord);
+            return MP_ERR_NOMEM;
+        }
+        for (uint32_t i = 0; i < nb; i++)
+            cnt[(p->blocks[i].first < p->n_steps ? p->blocks[i].first
+                                                 : p->n_steps) + 1]++;
+        for (uint32_t s = 0; s <= p->n_steps; s++)
+            cnt[s + 1] += cnt[s];
+        for (uint32_t i = 0; i < nb; i++)
+            ord[cnt[p->blocks[i].first < p->n_steps ? p->blocks[i].first
+                                                    : p->n_steps]++] = i;
+        mp_dealloc(ctx, cnt);
+        ng = 0;
+        for (uint32_t k = 0; k < nb; k++) {
+            uint32_t i = ord[k];
+            uint32_t x = p->block_over[i];
+            uint32_t prev = x != MP_NONE && x < p->graph->n_tensors
+                                ? last[x]
+                                : MP_NONE;
+            if (prev != MP_NONE && p->blocks[prev].end == p->blocks[i].first)
+                grp[i] = grp[prev];
+            else
+                grp[i] = ng++;
+            last[p->blocks[i].tensor] = i;
+        }
+        mp_dealloc(ctx, last);
+        mp_dealloc(ctx, ord);
+    }
+    mp_buffer *bufs = mp_alloc(ctx, ((size_t)ng + 1) * sizeof *bufs);
+    if (!bufs) {
+        mp_dealloc(ctx, grp);
+        return MP_ERR_NOMEM;
+    }
+    for (uint32_t k = 0; k < ng; k++) {
+        bufs[k].start = INT64_MAX;
+        bufs[k].end = 0;
+        bufs[k].size = 0;
+        bufs[k].offset = 0;
+    }
+    for (uint32_t i = 0; i < nb; i++) {
+        mp_buffer *b = &bufs[grp ? grp[i] : i];
+        if ((int64_t)p->blocks[i].first < b->start)
+            b->start = p->blocks[i].first;
+        if ((int64_t)p->blocks[i].end > b->end)
+            b->end = p->blocks[i].end;
+        if (p->blocks[i].size > b->size)
+            b->size = p->blocks[i].size;
+    }
+    *bufs_out = bufs;
+    *n_out = ng;
+    *group_out = grp;
+    return MP_OK;
+}
+
+uint32_t mp_plan_block_over(const mp_plan *p, uint32_t block)
+{
+    if (!p || !p->block_over || block >= p->n_blocks)
+        return MP_NONE;
+    return p->block_over[block];
+}
+
+int mp_plan_tensor_fused(const mp_plan *p, uint32_t tensor)
+{
+    if (!p || !p->fused || tensor >= p->graph->n_tensors)
+        return 0;
+    return p->fused[tensor] ? 1 : 0;
+}
