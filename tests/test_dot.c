@@ -192,11 +192,12 @@ static void test_dot_collapse(void)
     temp_dot(path, sizeof path);
     mp_dot_options o;
     mp_dot_options_init(&o);
-    o.collapse_depth = 1;   /* enc (2 nodes), dec, opt */
+    o.collapse_depth = 1;   /* enc (2 nodes); dec and opt: one node each */
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(plan, path, &o), MP_OK);
     char *s = slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(count_of(s, "box3d"), 3);
+    CU_ASSERT_EQUAL(count_of(s, "box3d"), 1);
+    CU_ASSERT_EQUAL(count_of(s, "label=\"/dec/add\\nAdd\""), 1);
     CU_ASSERT_EQUAL(count_of(s, "2 nodes"), 1);
     CU_ASSERT_EQUAL(count_of(s, "subgraph cluster_"), 0);
     /* x->enc, enc->dec (h1 and h2: one edge, 8 KiB), dec->opt */
