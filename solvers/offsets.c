@@ -24,6 +24,7 @@
  * net that a normal run never reaches.
  */
 #include "offsets_internal.h"
+#include "offsets_exact.h"
 
 #include <math.h>
 #include <string.h>
@@ -43,7 +44,7 @@
 
 static const char *const method_names[] = {
     "auto", "size-bestfit", "size-firstfit", "breadth", "start-firstfit",
-    "naive"};
+    "naive", "exact"};
 #define N_METHODS (sizeof method_names / sizeof method_names[0])
 
 const char *mp_offsets_method_name(mp_offsets_method m)
@@ -689,7 +690,9 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
                 break;
         }
         int improved = 0;
-        st = improve(&s, opt->seed, t0 + limit, &improved);
+        /* the exact tier starts from the greedy packings */
+        if (opt->method != MP_OFFSETS_EXACT)
+            st = improve(&s, opt->seed, t0 + limit, &improved);
         if (st != MP_OK)
             goto out;
         int repaired = 0;
@@ -705,15 +708,43 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
     }
     if (only >= 0)
         solver_name = cands[only].name;
+    {
+        /* exact tier (solvers/offsets_exact.c): EXACT always, AUTO when
+         * the packing is above the lower bound or the capacity */
+        uint64_t heur = s.best_arena;
+        int ran = 0;
+        st = mp_ofs_exact_stage(p, opt, t0, s.best_off, &s.best_arena, res,
+                                &ran);
+        if (st != MP_OK)
+            goto out;
+        if (opt->method == MP_OFFSETS_EXACT)
+            solver_name = "exact";
+        else if (ran && s.best_arena < heur)
+            solver_name = "auto:exact";
+    }
     arena = s.best_arena;
     for (uint32_t i = 0; i < p->n; i++)
         bufs[i].offset = s.best_off[i];
 done:
     res->arena_bytes = arena;
     res->lower_bound_bytes = p->lb;
-    res->status = arena == p->lb ? MP_SOLVE_OPTIMAL : MP_SOLVE_FEASIBLE;
+    if (res->proven_lb_bytes < p->lb)
+        res->proven_lb_bytes = p->lb;
+    res->status = arena <= res->proven_lb_bytes ? MP_SOLVE_OPTIMAL
+                                                : MP_SOLVE_FEASIBLE;
     res->solver = solver_name;
     res->seconds = mp_now_seconds() - t0;
+    if (opt->capacity && arena > opt->capacity) {
+        int proven = opt->capacity < res->proven_lb_bytes;
+        res->status = proven ? MP_SOLVE_INFEASIBLE : MP_SOLVE_TIMEOUT;
+        st = mp_err(ctx, MP_ERR_INFEASIBLE,
+                    "offsets: no placement within the capacity of %llu "
+                    "bytes: %s (best arena %llu bytes, lower bound %llu)",
+                    (unsigned long long)opt->capacity,
+                    proven ? "proven impossible" : "none found",
+                    (unsigned long long)arena,
+                    (unsigned long long)res->proven_lb_bytes);
+    }
 out:
     if (st == MP_ERR_NOMEM && mp_ctx_status(ctx) != MP_ERR_NOMEM)
         mp_err(ctx, st, "offsets: out of memory");

@@ -882,3 +882,58 @@ out:
     ex_free(&E);
     return st;
 }
+
+/* ---- the stage mp_offsets_solve runs ------------------------------------------ */
+
+/* Default budget of AUTO's exact stage (search nodes), and the largest
+ * instance AUTO sends to it. */
+#define OFS_AUTO_EXACT_NODES 100000ull
+#define OFS_AUTO_EXACT_MAX_N 20000u
+/* Overlapping (ordered) pairs: AUTO skips the stage above the first, the
+ * search refuses instances above the second (memory: 4 bytes a pair). */
+#define OFS_AUTO_EXACT_MAX_PAIRS 4000000ull
+#define OFS_EXACT_MAX_PAIRS 40000000ull
+
+mp_status mp_ofs_exact_stage(const mp_ofs_prob *p,
+                             const mp_offsets_options *opt, double t0,
+                             uint64_t *best_off, uint64_t *best_arena,
+                             mp_offsets_result *res, int *ran)
+{
+    *ran = 0;
+    res->proven_lb_bytes = p->lb;
+    res->nodes = 0;
+    int exact = opt->method == MP_OFFSETS_EXACT;
+    uint64_t cap = opt->capacity;
+    if (p->n == 0 || *best_arena <= p->lb || (cap && *best_arena <= cap))
+        return MP_OK;
+    if (!exact && (opt->method != MP_OFFSETS_AUTO ||
+                   p->n > OFS_AUTO_EXACT_MAX_N ||
+                   p->pairs > OFS_AUTO_EXACT_MAX_PAIRS))
+        return MP_OK;
+    if (p->pairs > OFS_EXACT_MAX_PAIRS)
+        return MP_OK; /* too large for the search: keep the heuristic */
+    double limit = opt->time_limit > 0 ? opt->time_limit
+                                       : MP_OFS_EXACT_DEFAULT_TIME;
+    double left = t0 + limit - mp_now_seconds();
+    if (left <= 0)
+        return MP_OK;
+    mp_ofs_exact_opts eo = {cap, left,
+                            exact ? 0 : OFS_AUTO_EXACT_NODES};
+    uint64_t *off = mp_alloc(p->ctx, (size_t)p->n * sizeof *off);
+    if (!off)
+        return MP_ERR_NOMEM;
+    mp_ofs_exact_res er;
+    mp_status st = mp_ofs_exact(p, best_off, *best_arena, &eo, off, &er);
+    if (st == MP_OK) {
+        *ran = 1;
+        res->nodes = er.nodes;
+        if (er.arena < *best_arena) {
+            memcpy(best_off, off, (size_t)p->n * sizeof *off);
+            *best_arena = er.arena;
+        }
+        if (er.proven_lb > res->proven_lb_bytes)
+            res->proven_lb_bytes = er.proven_lb;
+    }
+    mp_dealloc(p->ctx, off);
+    return st;
+}

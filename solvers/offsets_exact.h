@@ -33,6 +33,16 @@ mp_status mp_ofs_exact(const mp_ofs_prob *p, const uint64_t *seed_off,
                        uint64_t seed_arena, const mp_ofs_exact_opts *opt,
                        uint64_t *off_out, mp_ofs_exact_res *res);
 
+/* The exact stage of mp_offsets_solve: runs for method EXACT, and for
+ * AUTO (up to 20000 buffers, a budget of 1e5 nodes) when the best packing
+ * is above the lower bound or the capacity. best_off/best_arena: in, the
+ * heuristic's packing; out, the best known. Sets res->proven_lb_bytes and
+ * res->nodes; *ran tells whether the search ran. */
+mp_status mp_ofs_exact_stage(const mp_ofs_prob *p,
+                             const mp_offsets_options *opt, double t0,
+                             uint64_t *best_off, uint64_t *best_arena,
+                             mp_offsets_result *res, int *ran);
+
 /* ILP tier through GLPK: pairwise big-M non-overlap for pairs that overlap
  * in time, offsets in units of the GCD of the sizes, warm start from
  * seed_off. capacity > 0: offsets must fit it (decision); 0: minimise.

@@ -319,7 +319,10 @@ typedef enum mp_offsets_method {
     MP_OFFSETS_SIZE_FIRSTFIT,   /* greedy by size, lowest gap */
     MP_OFFSETS_BREADTH,         /* greedy by breadth (TFLite) */
     MP_OFFSETS_START_FIRSTFIT,  /* by start time, lowest gap */
-    MP_OFFSETS_NAIVE            /* no reuse: buffers stacked end to end */
+    MP_OFFSETS_NAIVE,           /* no reuse: buffers stacked end to end */
+    /* exact tier (issue 4): greedy seed, then a branch and bound that
+     * proves optimality or fits opt->capacity (docs/algorithms-offsets.md) */
+    MP_OFFSETS_EXACT
 } mp_offsets_method;
 MP_API const char *mp_offsets_method_name(mp_offsets_method m);
 MP_API mp_status mp_offsets_method_parse(const char *name,
@@ -330,6 +333,10 @@ typedef struct mp_offsets_options {
     uint64_t alignment;      /* offsets and sizes rounded up to it; >= 1 */
     double time_limit;       /* seconds for improvement passes; <= 0: default */
     uint64_t seed;
+    /* exact tier (issue 4): > 0 asks for a packing within `capacity` bytes
+     * (mp_offsets_solve returns MP_ERR_INFEASIBLE, with the best packing
+     * found placed, when there is none or none was found); 0: minimise */
+    uint64_t capacity;
 } mp_offsets_options;
 MP_API void mp_offsets_options_init(mp_offsets_options *o);
 
@@ -339,6 +346,10 @@ typedef struct mp_offsets_result {
     mp_solve_status status;      /* OPTIMAL when arena == lower bound */
     const char *solver;          /* static string: which heuristic won */
     double seconds;
+    /* exact tier (issue 4): no packing is smaller than proven_lb_bytes
+     * (>= lower_bound_bytes); search nodes explored (0: not run) */
+    uint64_t proven_lb_bytes;
+    uint64_t nodes;
 } mp_offsets_result;
 
 /* Places every buffer (sets .offset). Deterministic for a given seed. */
