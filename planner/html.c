@@ -373,7 +373,7 @@ static const char css[] =
     "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}"
     "table{border-collapse:collapse;font-size:.9em}"
     "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;"
-    "vertical-align:top}td.num{text-align:right;font-family:monospace}"
+    "vertical-align:top}td.num{text-align:right;font-family:monospace;white-space:nowrap}"
     ".ax{font-size:11px;fill:#444}.grid{stroke:#ddd}"
     ".frame{fill:none;stroke:#999}.blk{stroke:#fff;stroke-width:.2}"
     ".blk:hover{stroke:#000;stroke-width:1}"
