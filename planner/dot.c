@@ -243,7 +243,16 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
             cl_of[n] = MP_NONE;
             if (len == 0 || len == strlen(nm))
                 continue;   /* a flat name: no cluster */
-            uint32_t k = key_index(ctx, &map, &ckeys, &ncl, &ccap, nm, len);
+            char ck[300];
+            int cl = snprintf(ck, sizeof ck, "%.*s%s%s%s",
+                              (int)(len < 200 ? len : 200), nm,
+                              g->nodes[n].phase ? " (" : "",
+                              g->nodes[n].phase
+                                  ? mp_phase_name((mp_phase)g->nodes[n].phase)
+                                  : "",
+                              g->nodes[n].phase ? ")" : "");
+            uint32_t k = key_index(ctx, &map, &ckeys, &ncl, &ccap, ck,
+                                   cl > 0 ? (size_t)cl : 0);
             if (k == MP_NONE) {
                 mp_name_map_free(ctx, &map);
                 st = MP_ERR_NOMEM;
@@ -471,6 +480,9 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
         goto done;
     }
     agattr(r.G, AGRAPH, cs("rankdir"), cs("TB"));
+    /* dot's default ranking fails ("trouble in init_rank") on clustered
+     * training graphs, where backward edges cross clusters */
+    agattr(r.G, AGRAPH, cs("newrank"), cs("true"));
     agattr(r.G, AGRAPH, cs("fontname"), cs("Helvetica"));
     agattr(r.G, AGRAPH, cs("labelloc"), cs("t"));
     agattr(r.G, AGNODE, cs("shape"), cs("box"));
