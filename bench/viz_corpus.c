@@ -1,0 +1,383 @@
+/* bench_viz_corpus: the pictures of every corpus model.
+ *
+ *   bench_viz_corpus [CORPUS_DIR] [--keep DIR] [--no-chromium] [-v]
+ *
+ * For every .onnx under CORPUS_DIR/models (default $MEMPLAN_CORPUS or
+ * /work/shared/corpus) that loads (declared shapes, every symbolic input
+ * dim bound to 1, as bench_onnx_conformance does) and plans: runs the
+ * lints, writes the DOT, the HTML report and the Chrome trace, and checks
+ *   - dot: `dot -Tsvg` exits 0 and writes an <svg> (120 s limit);
+ *   - html: headless Chromium's --dump-dom holds <svg id="timeline"> with
+ *     at least one stacked area and <svg id="arena"> with one <rect
+ *     class="blk"> per block (or the number the cap allows, with its note);
+ *   - trace: valid JSON (jansson), one "X" event per step, "C" counter
+ *     events, "M" metadata, nothing else.
+ * Prints one line per model and a summary; exits 0 (it is a measurement).
+ * Skips with a message when the corpus or ONNX support is absent. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MP_WITH_ONNX
+int main(void)
+{
+    printf("bench_viz_corpus: skipped: memplan was built without ONNX "
+           "support\n");
+    return 0;
+}
+#else
+#include "onnx.pb-c.h"
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_onnx(const char *dir, char ***out, size_t *n, size_t *cap)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(path, &sb))
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            list_onnx(path, out, n, cap);
+            continue;
+        }
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 5, ".onnx") != 0)
+            continue;
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            *out = realloc(*out, *cap * sizeof **out);
+        }
+        (*out)[(*n)++] = strdup(path);
+    }
+    closedir(d);
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(sz > 0 ? (size_t)sz + 1 : 1);
+    *len = buf ? fread(buf, 1, sz > 0 ? (size_t)sz : 0, f) : 0;
+    fclose(f);
+    if (buf)
+        buf[*len] = 0;
+    return buf;
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int sh(const char *cmd)
+{
+    int st = system(cmd);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Loads with every symbolic input dim bound to 1. */
+static mp_status load(mp_ctx *ctx, const char *path, mp_graph **g)
+{
+    size_t len;
+    unsigned char *buf = read_all(path, &len);
+    if (!buf)
+        return mp_err(ctx, MP_ERR_IO, "cannot read");
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    mp_dim_binding binds[64];
+    size_t nb = 0;
+    for (size_t i = 0; m && m->graph && i < m->graph->n_input; i++) {
+        const Onnx__TypeProto *tp = m->graph->input[i]->type;
+        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+            !tp->tensor_type->shape)
+            continue;
+        for (size_t k = 0; k < tp->tensor_type->shape->n_dim; k++) {
+            const Onnx__TensorShapeProto__Dimension *d =
+                tp->tensor_type->shape->dim[k];
+            if (d->value_case ==
+                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                nb < 64) {
+                binds[nb].name = d->dim_param;
+                binds[nb++].value = 1;
+            }
+        }
+    }
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.dims = binds;
+    opt.n_dims = nb;
+    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, path, &opt, g);
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    free(buf);
+    return st;
+}
+
+static int check_trace(const char *path, uint32_t steps, char *why,
+                       size_t cap)
+{
+    json_error_t err;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    if (!root) {
+        snprintf(why, cap, "trace: line %d: %.200s", err.line, err.text);
+        return 0;
+    }
+    json_t *ev = json_object_get(root, "traceEvents");
+    uint32_t nx = 0, nc = 0, other = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (!ph)
+            other++;
+        else if (!strcmp(ph, "X") &&
+                 json_is_number(json_object_get(e, "ts")) &&
+                 json_is_number(json_object_get(e, "dur")))
+            nx++;
+        else if (!strcmp(ph, "C"))
+            nc++;
+        else if (strcmp(ph, "M") != 0)
+            other++;
+    }
+    json_decref(root);
+    if (nx != steps || nc < 1 || other) {
+        snprintf(why, cap, "trace: %u X events for %u steps, %u C, %u bad",
+                 nx, steps, nc, other);
+        return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL, *keep = NULL;
+    int chromium = 1, verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--keep") && i + 1 < argc)
+            keep = argv[++i];
+        else if (!strcmp(argv[i], "--no-chromium"))
+            chromium = 0;
+        else if (!strcmp(argv[i], "-v"))
+            verbose = 1;
+        else
+            dir = argv[i];
+    }
+    if (!dir) {
+        const char *env = getenv("MEMPLAN_CORPUS");
+        dir = env ? env : "/work/shared/corpus";
+    }
+    char mdir[4096];
+    snprintf(mdir, sizeof mdir, "%s/models", dir);
+    struct stat sb;
+    if (stat(mdir, &sb) || !S_ISDIR(sb.st_mode)) {
+        printf("bench_viz_corpus: skipped: %s is absent (pass the corpus "
+               "folder or set MEMPLAN_CORPUS)\n", mdir);
+        return 0;
+    }
+    const char *chrome = getenv("MEMPLAN_CHROMIUM");
+    if (!chrome)
+        chrome = "/usr/bin/chromium";
+    if (chromium && access(chrome, X_OK) != 0) {
+        printf("bench_viz_corpus: %s not found: HTML reports not opened\n",
+               chrome);
+        chromium = 0;
+    }
+    int have_dot = access("/usr/bin/dot", X_OK) == 0;
+    char tmp[] = "/tmp/mp_viz_XXXXXX";
+    const char *out = keep;
+    if (!out) {
+        if (!mkdtemp(tmp)) {
+            perror("mkdtemp");
+            return 1;
+        }
+        out = tmp;
+    }
+    char **files = NULL;
+    size_t n = 0, cap = 0;
+    list_onnx(mdir, &files, &n, &cap);
+    qsort(files, n, sizeof *files, cmp_str);
+    int loaded = 0, dot_ok = 0, html_ok = 0, trace_ok = 0;
+    double dot_s = 0, chrome_s = 0, write_s = 0, max_dot = 0;
+    char max_dot_model[256] = "";
+    size_t html_bytes = 0, max_html = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *rel = strstr(files[i], "/models/");
+        rel = rel ? rel + 8 : files[i];
+        char stem[256];
+        snprintf(stem, sizeof stem, "%s", rel);
+        for (char *c = stem; *c; c++)
+            if (*c == '/' || *c == ' ')
+                *c = '_';
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        mp_plan *p = NULL;
+        mp_lints *l = NULL;
+        mp_plan_options po;
+        mp_plan_options_init(&po);
+        mp_status st = load(ctx, files[i], &g);
+        if (!st)
+            st = mp_plan_create(g, &po, &p);
+        if (st) {
+            if (verbose)
+                printf("skip %-55s does not load: %.100s\n", rel,
+                       mp_ctx_message(ctx));
+            mp_graph_destroy(g);
+            mp_ctx_destroy(ctx);
+            continue;
+        }
+        loaded++;
+        char dotf[4400], svgf[4400], htmlf[4400], trf[4400], cmd[24000];
+        snprintf(dotf, sizeof dotf, "%s/%s.dot", out, stem);
+        snprintf(svgf, sizeof svgf, "%s/%s.svg", out, stem);
+        snprintf(htmlf, sizeof htmlf, "%s/%s.html", out, stem);
+        snprintf(trf, sizeof trf, "%s/%s.trace.json", out, stem);
+        char why[512] = "";
+        int ok_d = 0, ok_h = 0, ok_t = 0;
+        double t0 = wall_now();
+        mp_html_options ho;
+        mp_html_options_init(&ho);
+        st = mp_plan_lint(p, NULL, &l);
+        ho.lints = l;
+        if (!st)
+            st = mp_plan_write_dot(p, dotf, NULL);
+        if (!st)
+            st = mp_plan_write_html(p, htmlf, &ho);
+        if (!st)
+            st = mp_plan_write_trace(p, trf, NULL);
+        write_s += wall_now() - t0;
+        if (st)
+            snprintf(why, sizeof why, "write: %s", mp_ctx_message(ctx));
+        if (!st && have_dot) {
+            t0 = wall_now();
+            snprintf(cmd, sizeof cmd, "timeout 120 dot -Tsvg '%s' -o '%s' "
+                     "2>/dev/null", dotf, svgf);
+            int rc = sh(cmd);
+            double dt = wall_now() - t0;
+            dot_s += dt;
+            if (dt > max_dot) {
+                max_dot = dt;
+                snprintf(max_dot_model, sizeof max_dot_model, "%s", rel);
+            }
+            size_t len = 0;
+            char *svg = rc == 0 ? (char *)read_all(svgf, &len) : NULL;
+            ok_d = svg && strstr(svg, "<svg") != NULL;
+            free(svg);
+            if (!ok_d)
+                snprintf(why, sizeof why, "dot -Tsvg failed (exit %d)", rc);
+        }
+        if (!st) {
+            size_t len = 0;
+            char *h = (char *)read_all(htmlf, &len);
+            html_bytes += len;
+            if (len > max_html)
+                max_html = len;
+            free(h);
+        }
+        if (!st && chromium) {
+            char dom[4400], prof[] = "/tmp/mp_chrome_XXXXXX";
+            snprintf(dom, sizeof dom, "%s/%s.dom.html", out, stem);
+            if (mkdtemp(prof)) {
+                t0 = wall_now();
+                snprintf(cmd, sizeof cmd,
+                         "timeout 120 '%s' --headless --no-sandbox "
+                         "--disable-gpu --disable-background-networking "
+                         "--disable-component-update --disable-sync "
+                         "--no-first-run --user-data-dir=%s --dump-dom "
+                         "'file://%s' > '%s' 2>/dev/null; rm -rf '%s'",
+                         chrome, prof, htmlf, dom, prof);
+                sh(cmd);
+                chrome_s += wall_now() - t0;
+            }
+            size_t len = 0;
+            char *d = (char *)read_all(dom, &len);
+            uint32_t want = mp_plan_num_blocks(p);
+            if (want > ho.max_rects)
+                want = ho.max_rects;
+            int rects = d ? count_of(d, "<rect class=\"blk\"") : -1;
+            ok_h = d && count_of(d, "<svg id=\"timeline\"") == 1 &&
+                   count_of(d, "<svg id=\"arena\"") == 1 &&
+                   (count_of(d, "<path class=\"area\"") >= 1 || !want) &&
+                   rects == (int)want &&
+                   (mp_plan_num_blocks(p) <= ho.max_rects ||
+                    count_of(d, "id=\"capped\"") == 1);
+            if (!ok_h && !why[0])
+                snprintf(why, sizeof why, "chromium DOM: %d rects of %u",
+                         rects, want);
+            free(d);
+            if (!keep)
+                remove(dom);
+        }
+        if (!st) {
+            char twhy[300] = "";
+            ok_t = check_trace(trf, mp_plan_num_steps(p), twhy, sizeof twhy);
+            if (!ok_t && !why[0])
+                snprintf(why, sizeof why, "%s", twhy);
+        }
+        dot_ok += ok_d;
+        html_ok += ok_h;
+        trace_ok += ok_t;
+        printf("%s %-55s %5u nodes %6u blocks  dot:%s html:%s trace:%s %s\n",
+               (ok_d || !have_dot) && (ok_h || !chromium) && ok_t ? "ok  "
+                                                                  : "FAIL",
+               rel, mp_graph_num_nodes(g), mp_plan_num_blocks(p),
+               have_dot ? (ok_d ? "ok" : "FAIL") : "-",
+               chromium ? (ok_h ? "ok" : "FAIL") : "-", ok_t ? "ok" : "FAIL",
+               why);
+        fflush(stdout);
+        if (!keep) {
+            remove(dotf);
+            remove(svgf);
+            remove(htmlf);
+            remove(trf);
+        }
+        mp_lints_destroy(l);
+        mp_plan_destroy(p);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+        free(files[i]);
+    }
+    free(files);
+    if (!keep)
+        rmdir(tmp);
+    printf("viz: %d of %zu models load and plan; dot -Tsvg renders %d, "
+           "Chromium draws the report of %d, trace valid for %d\n",
+           loaded, n, dot_ok, html_ok, trace_ok);
+    printf("viz: wall seconds: lints+writers %.2f, dot %.2f (slowest %.2f: "
+           "%s), chromium %.2f; HTML %.1f KiB on average, %.1f KiB at most\n",
+           write_s, dot_s, max_dot, max_dot_model, chrome_s,
+           loaded ? html_bytes / 1024.0 / loaded : 0.0, max_html / 1024.0);
+    return 0;
+}
+#endif
