@@ -353,6 +353,16 @@ mp_status mp_tensor_bytes_from_shape(mp_ctx *ctx, const mp_tensor *t,
                                      uint64_t *bytes);
 
 /* ---- plans --------------------------------------------------------------- */
+/* A pool of a plan (issue 9): offsets of its blocks start at 0. */
+#define MP_MAX_POOLS 1024
+typedef struct mp_pool_plan {
+    char name[32];
+    uint64_t capacity;
+    double bandwidth;
+    uint64_t arena_bytes, lower_bound_bytes;
+    uint32_t n_blocks;
+} mp_pool_plan;
+
 struct mp_plan {
     mp_ctx *ctx;
     const mp_graph *graph;

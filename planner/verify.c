@@ -776,6 +776,54 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
     return MP_OK;
 }
 
+/* Memory pools (issue 9): offsets are per pool; the checks below see one
+ * address space where pool k starts at base[k], the sum of the arenas of
+ * pools 0..k-1 (base[k] = 0 for a plan without pools). Each block must lie
+ * within its pool's reported arena, each arena within the pool's
+ * capacity, and the plan's arena is their sum. */
+static mp_status pool_bases(const mp_graph *g, const mp_plan *p,
+                            uint64_t base[MP_MAX_POOLS])
+{
+    mp_ctx *ctx = p->ctx;
+    base[0] = 0;
+    if (!p->block_pool)
+        return MP_OK;
+    if (!p->n_pools || !p->pools || p->n_pools > MP_MAX_POOLS)
+        return mp_err(ctx, MP_ERR_VERIFY, "plan has blocks in pools but %u "
+                      "pools", (unsigned)p->n_pools);
+    uint64_t sum = 0;
+    for (uint32_t k = 0; k < p->n_pools; k++) {
+        base[k] = sum;
+        if (p->pools[k].arena_bytes > p->pools[k].capacity ||
+            !mp_add_u64(sum, p->pools[k].arena_bytes, &sum))
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "pool '%s': arena %llu bytes above its capacity "
+                          "%llu",
+                          p->pools[k].name,
+                          (unsigned long long)p->pools[k].arena_bytes,
+                          (unsigned long long)p->pools[k].capacity);
+    }
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        const mp_block *bl = &p->blocks[i];
+        uint32_t k = p->block_pool[i];
+        if (k >= p->n_pools || bl->offset > p->pools[k].arena_bytes ||
+            bl->size > p->pools[k].arena_bytes - bl->offset)
+            return mp_err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s' at [%llu, +%llu) lies outside pool "
+                          "%u's arena",
+                          g->tensors[bl->tensor].name,
+                          (unsigned long long)bl->offset,
+                          (unsigned long long)bl->size, (unsigned)k);
+    }
+    if (sum != p->fig.arena_bytes)
+        return mp_err(ctx, MP_ERR_VERIFY,
+                      "reported arena %llu bytes is not the sum of the "
+                      "pools' arenas (%llu)",
+                      (unsigned long long)p->fig.arena_bytes,
+                      (unsigned long long)sum);
+    return MP_OK;
+}
+
 static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
 {
     mp_ctx *ctx = p->ctx;
@@ -783,9 +831,13 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
     uint64_t align = f->alignment ? f->alignment : 1;
     uint64_t arena = 0, no_reuse = 0;
     uint32_t n = p->n_blocks;
+    uint64_t base[MP_MAX_POOLS];
+    mp_status pst = pool_bases(g, p, base);
+    if (pst)
+        return pst;
     for (uint32_t i = 0; i < n; i++) {
         const mp_block *b = &p->blocks[i];
-        uint64_t e;
+        uint64_t e, vo = b->offset + base[p->block_pool ? p->block_pool[i] : 0];
         if (b->offset % align || b->size % align)
             return mp_err(ctx, MP_ERR_VERIFY,
                           "tensor '%s': offset %llu / size %llu not aligned to "
@@ -794,7 +846,7 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
                           (unsigned long long)b->offset,
                           (unsigned long long)b->size,
                           (unsigned long long)align);
-        if (!mp_add_u64(b->offset, b->size, &e) ||
+        if (!mp_add_u64(vo, b->size, &e) ||
             !mp_add_u64(no_reuse, b->size, &no_reuse))
             return mp_err(ctx, MP_ERR_VERIFY, "tensor '%s': offset overflows",
                           g->tensors[b->tensor].name);
@@ -823,7 +875,8 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
         for (uint32_t i = 0; i < n; i++) {
             start[i] = p->blocks[i].first;
             end[i] = p->blocks[i].end;
-            off[i] = p->blocks[i].offset;
+            off[i] = p->blocks[i].offset +
+                     base[p->block_pool ? p->block_pool[i] : 0];
             size[i] = p->blocks[i].size;
         }
         plan_labels l = {g, p};

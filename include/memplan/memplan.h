@@ -876,6 +876,119 @@ MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
 MP_API mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
                                      const double *step_seconds);
 
+/* ---- node attributes, memory pools, constraints, shape ranges (issue 9;
+ * docs/embedding.md, docs/api/) ------------------------------------------ */
+/* Attribute getters, for runtimes that execute a loaded graph. Pointers
+ * stay valid while the graph lives. MP_ERR_NOT_FOUND when the node has no
+ * such attribute, MP_ERR_INVALID_ARG when it has another type (an integer
+ * also reads as a float). */
+MP_API mp_status mp_graph_get_attr_int(const mp_graph *g, uint32_t node,
+                                       const char *name, int64_t *v);
+MP_API mp_status mp_graph_get_attr_float(const mp_graph *g, uint32_t node,
+                                         const char *name, double *v);
+MP_API mp_status mp_graph_get_attr_string(const mp_graph *g, uint32_t node,
+                                          const char *name, const char **v);
+MP_API mp_status mp_graph_get_attr_ints(const mp_graph *g, uint32_t node,
+                                        const char *name, const int64_t **v,
+                                        uint32_t *n);
+MP_API mp_status mp_graph_get_attr_floats(const mp_graph *g, uint32_t node,
+                                          const char *name, const double **v,
+                                          uint32_t *n);
+
+/* A memory pool: on-chip SRAM, device DRAM, host memory, ... */
+typedef struct mp_pool_desc {
+    const char *name;       /* copied; required */
+    uint64_t capacity;      /* bytes; UINT64_MAX: unbounded */
+    double bandwidth;       /* bytes/s of reads and writes there; > 0 */
+    uint64_t max_buffer;    /* largest single block it takes; 0: no limit */
+} mp_pool_desc;
+
+/* Planning constraints: pools, pinned offsets, tensors that share memory
+ * with no other, per-tensor alignment, a largest single buffer. Tensors
+ * are graph tensor ids (mp_graph_find_tensor); a constraint naming a view
+ * applies to the tensor whose memory it views. */
+typedef struct mp_constraints mp_constraints;
+MP_API mp_status mp_constraints_create(mp_ctx *ctx, mp_constraints **out);
+MP_API void mp_constraints_destroy(mp_constraints *c);
+/* Adds a pool (ids 0, 1, ... in the order added). Without pools a plan
+ * has one unbounded pool. The planner chooses each tensor's pool to
+ * minimise the estimated time (mp_plan_estimate_seconds) under the
+ * capacities; the last pool also holds what fits nowhere else. */
+MP_API mp_status mp_constraints_add_pool(mp_constraints *c,
+                                         const mp_pool_desc *d, uint32_t *id);
+/* The tensor's block starts exactly at `offset` of `pool` (an offline
+ * planned buffer); others are placed around it. */
+MP_API mp_status mp_constraints_pin(mp_constraints *c, uint32_t tensor,
+                                    uint32_t pool, uint64_t offset);
+/* The tensor goes to `pool`; the planner chooses its offset. */
+MP_API mp_status mp_constraints_assign(mp_constraints *c, uint32_t tensor,
+                                       uint32_t pool);
+/* The tensor's memory is shared with no other tensor at any time (no
+ * reuse, no in-place). */
+MP_API mp_status mp_constraints_no_share(mp_constraints *c, uint32_t tensor);
+/* The tensor's offset is a multiple of `alignment` (and of the plan's). */
+MP_API mp_status mp_constraints_align(mp_constraints *c, uint32_t tensor,
+                                      uint64_t alignment);
+/* No block may be larger than `bytes` (a device's largest allocation);
+ * 0: no limit. A larger tensor makes planning fail, MP_ERR_INFEASIBLE. */
+MP_API mp_status mp_constraints_max_buffer(mp_constraints *c, uint64_t bytes);
+/* Compute rate for the time estimate (FLOP/s; 0, the default: compute
+ * time ignored, only memory traffic counts). */
+MP_API mp_status mp_constraints_compute_rate(mp_constraints *c,
+                                             double flops_per_second);
+
+/* mp_plan_create under constraints (c may be NULL: mp_plan_create). Offsets
+ * are per pool, from 0 in each; MP_ERR_INFEASIBLE names what does not fit
+ * (a pin beyond a capacity, two pins that overlap, a tensor above the
+ * largest buffer, everything else beyond the last pool's capacity). The
+ * plan's arena_bytes is the sum of the pools' arenas. */
+MP_API mp_status mp_plan_create_constrained(mp_graph *g,
+                                            const mp_plan_options *opt,
+                                            const mp_constraints *c,
+                                            mp_plan **out);
+typedef struct mp_pool_info {
+    const char *name;
+    uint64_t capacity;
+    double bandwidth;
+    uint64_t arena_bytes;        /* the offsets' extent in this pool */
+    uint64_t lower_bound_bytes;  /* max over steps of live bytes here */
+    uint32_t n_blocks;
+} mp_pool_info;
+/* 1 for a plan made without pools. */
+MP_API uint32_t mp_plan_num_pools(const mp_plan *p);
+MP_API mp_status mp_plan_pool_info(const mp_plan *p, uint32_t pool,
+                                   mp_pool_info *out);
+/* The pool of block i (0 without pools). */
+MP_API uint32_t mp_plan_block_pool(const mp_plan *p, uint32_t block);
+/* Estimated time of a plan on the pools of c: for each compute step,
+ * max(FLOPs / compute rate, sum over the tensors it reads and writes of
+ * bytes / bandwidth of the tensor's pool); persistent tensors (weights)
+ * and the blocks of a plan without pools count in c's last pool. */
+MP_API mp_status mp_plan_estimate_seconds(const mp_plan *p,
+                                          const mp_constraints *c,
+                                          double *seconds);
+/* Checks what mp_verify_plan cannot know: pins at their offsets and
+ * pools, per-tensor alignment, no-share tensors alone in their address
+ * range, the largest buffer, pool capacities. MP_ERR_VERIFY names the
+ * first violation. */
+MP_API mp_status mp_verify_constraints(const mp_graph *g, const mp_plan *p,
+                                       const mp_constraints *c);
+
+/* Shape ranges: a plan made for the upper bounds of symbolic dims (load
+ * the model with every symbol bound to its bound) holds the graph for any
+ * smaller values when every arena tensor's bytes there are at most its
+ * block's. mp_plan_fits checks a graph (the same model loaded with other
+ * values) against such a plan: same tensors by name, each arena tensor no
+ * larger than its block. MP_ERR_VERIFY names the first that is. */
+MP_API mp_status mp_plan_fits(const mp_plan *p, const mp_graph *g);
+/* Loads `path` once per value set (n_sets sets of n_dims bindings) and
+ * checks each with mp_plan_fits; *failed (may be NULL) is the first set
+ * that does not fit, or n_sets. */
+MP_API mp_status mp_plan_check_range(const mp_plan *p, const char *path,
+                                     const mp_dim_binding *sets,
+                                     size_t n_dims, size_t n_sets,
+                                     size_t *failed);
+
 #ifdef __cplusplus
 }
 #endif
