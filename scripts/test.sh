@@ -2,6 +2,9 @@
 # Installs the dependencies, builds memplan twice and runs the tests in each:
 #   build/       warnings as errors (-DMEMPLAN_WERROR=ON)
 #   build-asan/  AddressSanitizer + UBSan (-DMEMPLAN_SANITIZE=ON)
+# and after each, installs it into a temporary prefix and builds and runs
+# examples/runtime against the installed package (scripts/check-install.sh);
+# then the thread suite under ThreadSanitizer in build-tsan/ (scripts/tsan.sh).
 # Exits non-zero on any failure. Run from anywhere; paths are relative to
 # the repository root. JOBS sets the build parallelism (default: all cores).
 set -euo pipefail
@@ -17,6 +20,8 @@ cmake -S . -B build -DMEMPLAN_WERROR=ON
 cmake --build build -j "$jobs"
 echo "== tests: build/"
 ctest --test-dir build --output-on-failure
+echo "== installed package: examples/runtime through find_package and pkg-config"
+./scripts/check-install.sh build
 
 echo "== build (ASan + UBSan): build-asan/"
 cmake -S . -B build-asan -DMEMPLAN_WERROR=ON -DMEMPLAN_SANITIZE=ON
@@ -25,5 +30,10 @@ echo "== tests: build-asan/"
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ctest --test-dir build-asan --output-on-failure
+echo "== installed package (ASan): examples/runtime, outputs and leaks"
+./scripts/check-install.sh build-asan --sanitize
 
-echo "== all tests passed (build/ and build-asan/)"
+echo "== ThreadSanitizer: build-tsan/, two contexts on two threads"
+./scripts/tsan.sh
+
+echo "== all tests passed (build/, build-asan/, build-tsan/)"
