@@ -43,6 +43,9 @@ typedef struct cm_model {
 } cm_model;
 
 #define NOCOL UINT32_MAX
+/* LPs of larger graphs drop the cut rows that are not needed for a valid
+ * bound (solve time). */
+#define RM_CM_LEAN_ABOVE 120
 
 static inline bool alive(const rm_prob *p, uint32_t i, uint32_t t)
 {
@@ -100,8 +103,10 @@ static void cm_free(cm_model *m)
     memset(m, 0, sizeof *m);
 }
 
+/* lean: without the R + S <= 1 rows and the FREE + R[t,j] <= 1 cut
+ * family (a weaker but still valid relaxation, far fewer rows). */
 static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
-                          cm_model *m)
+                          int lean, cm_model *m)
 {
     mp_ctx *ctx = p->ctx;
     memset(m, 0, sizeof *m);
@@ -187,7 +192,8 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                     return st;
             }
             /* R[t,i] + S[t,i] <= 1 */
-            if (i < t && colR(m, t, i) != NOCOL && colS(m, t, i) != NOCOL) {
+            if (!lean && i < t && colR(m, t, i) != NOCOL &&
+                colS(m, t, i) != NOCOL) {
                 r.n = 0;
                 rb_add(&r, colR(m, t, i), 1);
                 rb_add(&r, colS(m, t, i), 1);
@@ -297,8 +303,8 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                                             r.v, NULL)))
                         return st;
                 }
-                for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1];
-                     q++) {
+                for (uint32_t q = p->use_begin[i];
+                     !lean && q < p->use_begin[i + 1]; q++) {
                     uint32_t u = p->uses[q];
                     if (u <= k || u > t || colR(m, t, u) == NOCOL)
                         continue;
@@ -385,8 +391,9 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
                       "the Checkmate LP/MILP needs GLPK (build with "
                       "MEMPLAN_WITH_GLPK=ON)");
     cm_model m;
+    int lean = !integer && p->T > RM_CM_LEAN_ABOVE;
     mp_status st = cm_build(p, cap == UINT64_MAX ? (uint64_t)1 << 62 : cap,
-                            integer, &m);
+                            integer, lean, &m);
     if (st) {
         cm_free(&m);
         return st;

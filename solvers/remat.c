@@ -1003,6 +1003,16 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     res->min_peak_bytes =
         S.min_peak == UINT64_MAX ? 0 : S.min_peak + p.persistent;
     res->seconds = mp_now_seconds() - t0;
+    if (!S.have && run_cm && sv != MP_REMAT_AUTO && !cm.infeasible &&
+        cm.status != MP_SOLVE_OPTIMAL && cm.status != MP_SOLVE_FEASIBLE) {
+        res->status = MP_SOLVE_TIMEOUT;
+        st = mp_err(ctx, MP_ERR_TIMEOUT,
+                    "the Checkmate %s (%u columns, %u rows) gave no solution "
+                    "in the time limit (%s)",
+                    sv == MP_REMAT_ILP ? "MILP" : "LP", (unsigned)cm.n_cols,
+                    (unsigned)cm.n_rows, mp_solve_status_name(cm.status));
+        goto done;
+    }
     if (!S.have) {
         res->status = MP_SOLVE_INFEASIBLE;
         res->peak_bytes = res->min_peak_bytes;

@@ -3,6 +3,7 @@
  * is MP_ERR_INFEASIBLE with the smallest peak found, and the extra cost
  * equals the cost of the RECOMPUTE steps. */
 #include "internal.h"
+#include "mp_glpk.h"
 #include "support.h"
 
 #include <stdio.h>
@@ -177,12 +178,54 @@ static void test_cost_cap(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The Checkmate LP: a lower bound below every schedule found, and its
+ * rounding verifies within the budget (skipped without GLPK). */
+static void test_lp_bound(void)
+{
+    if (!mp_glpk_available()) {
+        fprintf(stderr, "\n  (remat: built without GLPK, LP test skipped)\n");
+        return;
+    }
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 10);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK);
+    mp_plan_destroy(p);
+    p = NULL;
+    ro.budget = r.base_peak_bytes * 6 / 10;
+    double best = 1e300;
+    mp_remat_solver sv[] = {MP_REMAT_CHEN_GREEDY, MP_REMAT_DTR,
+                            MP_REMAT_SELECTIVE};
+    for (size_t k = 0; k < 3; k++) {
+        ro.solver = sv[k];
+        if (mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK && r.extra_cost < best)
+            best = r.extra_cost;
+        mp_plan_destroy(p);
+        p = NULL;
+    }
+    ro.solver = MP_REMAT_LP;
+    ro.time_limit = 30;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT(r.peak_bytes <= ro.budget);
+    CU_ASSERT(r.lower_bound_cost >= 0);
+    CU_ASSERT(r.lower_bound_cost <= r.extra_cost + 1e-9);
+    CU_ASSERT(r.lower_bound_cost <= best + 1e-9);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static CU_TestInfo tests[] = {
     {"solver names", test_names},
     {"no recompute = default schedule", test_baseline_matches_default},
     {"every solver verifies within budget", test_every_solver},
     {"infeasible budget", test_infeasible},
     {"extra cost cap", test_cost_cap},
+    {"Checkmate LP bound and rounding", test_lp_bound},
     CU_TEST_INFO_NULL,
 };
 
