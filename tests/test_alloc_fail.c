@@ -8,7 +8,9 @@
  * planned, verified, its plan written and read back and verified again;
  * a graph built through the builder planned under pools and pins; an ONNX
  * model loaded and planned (when compiled in and the corpus is present);
- * the BERT encoder layer of examples/ loaded and planned. */
+ * the other planning paths (reordering, fused chains, every offsets
+ * method, training graph, recompute, lints, HTML report); the BERT
+ * encoder layer of examples/ loaded and planned. */
 #include "internal.h"
 #include "support.h"
 
@@ -252,6 +254,56 @@ static mp_status s_onnx(mp_ctx *ctx, const void *arg)
     return st;
 }
 
+/* the other planning paths on the same graph: operator reordering, fused
+ * chains, each offsets method, the training graph, recompute under a
+ * budget, lints, the HTML report */
+static mp_status s_options(mp_ctx *ctx, const void *arg)
+{
+    const json_arg *ja = arg;
+    mp_graph *g = NULL, *tg = NULL;
+    mp_plan *p = NULL;
+    mp_lints *l = NULL;
+    mp_status st = mp_graph_load_json_string(ctx, ja->text, "mlp", &g);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    o.reorder = 1;
+    o.fuse = 1;
+    if (!st)
+        st = mp_plan_create(g, &o, &p);
+    if (!st)
+        st = mp_verify_plan(g, p);
+    if (!st)
+        st = mp_plan_lint(p, NULL, &l);
+    if (!st)
+        st = mp_plan_write_html(p, ja->plan_path, NULL);
+    mp_lints_destroy(l);
+    mp_plan_destroy(p);
+    p = NULL;
+    for (int m = MP_OFFSETS_SIZE_BESTFIT; m <= MP_OFFSETS_EXACT && !st; m++) {
+        mp_plan_options_init(&o);
+        o.method = (mp_offsets_method)m;
+        st = mp_plan_create(g, &o, &p);
+        if (!st)
+            st = mp_verify_plan(g, p);
+        mp_plan_destroy(p);
+        p = NULL;
+    }
+    if (!st)
+        st = mp_train_graph(g, NULL, &tg, NULL);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    ro.solver = MP_REMAT_CHEN_GREEDY;
+    mp_remat_result rr;
+    if (!st)
+        st = mp_remat_plan(tg, &ro, NULL, &p, &rr);
+    if (!st)
+        st = mp_verify_plan(tg, p);
+    mp_plan_destroy(p);
+    mp_graph_destroy(tg);
+    mp_graph_destroy(g);
+    return st;
+}
+
 /* ---- tests --------------------------------------------------------------------- */
 static char plan_path[256];
 
@@ -268,6 +320,16 @@ static void t_json(void)
     json_arg a = {mlp_json, NULL, plan_path};
     long n = torture_run("json mlp", s_json, &a);
     printf("\n  json mlp: %ld allocations, each failed in turn ", n);
+    remove(plan_path);
+}
+
+static void t_options(void)
+{
+    make_plan_path();
+    json_arg a = {mlp_json, NULL, plan_path};
+    long n = torture_run("options", s_options, &a);
+    printf("\n  reorder, fuse, methods, train, remat, lints, html: %ld "
+           "allocations, each failed in turn ", n);
     remove(plan_path);
 }
 
@@ -316,6 +378,7 @@ static CU_TestInfo tests[] = {
     {"JSON graph: load, plan, verify, plan JSON out and in", t_json},
     {"builder, pools, pins, verifiers, estimate", t_pools},
     {"ONNX: load, plan, verify (corpus mnist)", t_onnx},
+    {"reorder, fuse, offsets methods, train, remat, lints, HTML", t_options},
     {"examples/transformer_block.json", t_transformer},
     CU_TEST_INFO_NULL};
 
