@@ -64,7 +64,7 @@ static int run_graph(const char *path, const mp_device *dev)
         double secs = cpu_seconds() - t0;
         if (st == MP_ERR_INFEASIBLE) {
             printf("| %s | %.1fx | %.2f | infeasible (min %.2f GiB) | | | | "
-                   "| |\n",
+                   "| | |\n",
                    name, fr[i], base.peak_bytes / 1073741824.0,
                    r.peak_bytes / 1073741824.0);
             continue;
@@ -76,8 +76,20 @@ static int run_graph(const char *path, const mp_device *dev)
             continue;
         }
         mp_status vs = mp_verify_plan(g, p);
+        mp_plan_destroy(p);
+        /* the ILP on the same candidates, warm-started from the greedy */
+        mp_offload_result ri;
+        oo.ilp = 1;
+        oo.time_limit = 10;
+        double t1 = cpu_seconds();
+        mp_status sti = mp_offload_plan(g, &oo, &po, &p, &ri);
+        double secs_i = cpu_seconds() - t1;
+        oo.ilp = 0;
+        mp_status vi = sti == MP_OK ? mp_verify_plan(g, p) : sti;
+        if (sti == MP_OK)
+            mp_plan_destroy(p);
         printf("| %s | %.1fx | %.2f | %.2f | %u | %.2f | %.2f | %.2f (%+.0f%%) "
-               "| %s, %.3f |\n",
+               "| %.2f (%s, %s) | %s, %.3f / %.3f |\n",
                name, fr[i], base.peak_bytes / 1073741824.0,
                r.peak_bytes / 1073741824.0, r.n_offloaded,
                r.bytes_to_host / 1073741824.0, r.compute_seconds * 1e3,
@@ -85,13 +97,15 @@ static int run_graph(const char *path, const mp_device *dev)
                100 * r.exposed_seconds / (r.compute_seconds > 0
                                               ? r.compute_seconds
                                               : 1),
-               vs == MP_OK ? "ok" : "FAILED", secs);
-        if (vs != MP_OK) {
+               sti == MP_OK ? ri.exposed_seconds * 1e3 : -1.0,
+               sti == MP_OK ? ri.solver : "failed",
+               mp_solve_status_name(ri.ilp_status),
+               vs == MP_OK && vi == MP_OK ? "ok" : "FAILED", secs, secs_i);
+        if (vs != MP_OK || vi != MP_OK) {
             fprintf(stderr, "bench_offload: %s: %s\n", path,
                     mp_ctx_message(ctx));
             rc = 1;
         }
-        mp_plan_destroy(p);
     }
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
@@ -113,8 +127,9 @@ int main(int argc, char **argv)
            "memory %.2f TB/s\n\n",
            dev.name, dev.h2d_bw / 1e9, dev.copy_engines, dev.mem_bw / 1e12);
     printf("| graph | budget | no-offload peak GiB | peak GiB | offloaded | "
-           "GiB each way | compute ms | exposed ms | verified, CPU s |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+           "GiB each way | compute ms | exposed ms (greedy) | exposed ms "
+           "(ILP) | verified, CPU s greedy / ILP |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     int rc = 0;
     if (argc > 2) {
         for (int i = 2; i < argc; i++)

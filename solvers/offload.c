@@ -14,6 +14,7 @@
  * first. The exposed time comes from a simulation of the compute stream
  * and the copy engines (one per direction when the device has two). */
 #include "internal.h"
+#include "mp_glpk.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -287,6 +288,123 @@ static void simulate(const ctx_t *x, const mp_step *st, uint32_t ns,
     mp_dealloc(x->ctx, off_done);
 }
 
+/* ILP over the candidates: per candidate, h (hidden range) and f (whole
+ * gap), h + f <= 1; at every position above the budget the bytes taken
+ * out cover the excess; minimise the stall of whole-gap offloads (both
+ * copies exposed) plus a small cost per transfer. Warm start: the greedy
+ * choice in x->c. On a solution, x->c's choice and x->live are replaced. */
+static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
+                           double time_limit, mp_offload_result *res)
+{
+    mp_ctx *ctx = x->ctx;
+    if (!mp_glpk_available())
+        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+                      "the offload ILP needs GLPK (build with "
+                      "MEMPLAN_WITH_GLPK=ON)");
+    mp_lp *lp = NULL;
+    mp_status st = mp_lp_create(ctx, 0, &lp);
+    if (st)
+        return st;
+    uint32_t *hcol = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *hcol);
+    uint32_t *fcol = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *fcol);
+    double *warm = mp_alloc(ctx, ((size_t)x->nc * 2 + 1) * sizeof *warm);
+    uint64_t *base = mp_alloc(ctx, ((size_t)x->nn + 1) * sizeof *base);
+    uint32_t *cols = mp_alloc(ctx, ((size_t)x->nc * 2 + 1) * sizeof *cols);
+    double *vals = mp_alloc(ctx, ((size_t)x->nc * 2 + 1) * sizeof *vals);
+    if (!hcol || !fcol || !warm || !base || !cols || !vals) {
+        st = MP_ERR_NOMEM;
+        goto out;
+    }
+    /* live bytes with nothing offloaded */
+    memcpy(base, x->live, (size_t)x->nn * sizeof *base);
+    for (uint32_t i = 0; i < x->nc; i++)
+        if (x->c[i].chosen)
+            for (uint32_t q = x->c[i].k; q < x->c[i].j; q++)
+                base[q] += x->c[i].size;
+    uint32_t ncol = 0;
+    for (uint32_t i = 0; i < x->nc; i++) {
+        const cand *c = &x->c[i];
+        const mp_tensor *t = &x->g->tensors[c->t];
+        double xt = mp_device_transfer_seconds(d, t->bytes, 1) +
+                    mp_device_transfer_seconds(d, t->bytes, 0);
+        hcol[i] = fcol[i] = MP_NONE;
+        if (c->hk < c->hj) {
+            if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_BINARY, 1e-3 * xt,
+                                    &hcol[i])))
+                goto out;
+            warm[ncol++] = c->chosen && c->k == c->hk && c->j == c->hj;
+        }
+        if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_BINARY, xt + 1e-3 * xt,
+                                &fcol[i])))
+            goto out;
+        warm[ncol++] = c->chosen && !(c->k == c->hk && c->j == c->hj);
+        if (hcol[i] != MP_NONE) {
+            uint32_t cc[2] = {hcol[i], fcol[i]};
+            double one[2] = {1, 1};
+            if ((st = mp_lp_add_row(lp, -MP_LP_INF, 1, 2, cc, one, NULL)))
+                goto out;
+        }
+    }
+    for (uint32_t q = 0; q < x->nn; q++) {
+        if (base[q] <= target)
+            continue;
+        double need = (double)(base[q] - target);
+        uint32_t nnz = 0;
+        for (uint32_t i = 0; i < x->nc; i++) {
+            const cand *c = &x->c[i];
+            double sz = (double)c->size / need;
+            if (hcol[i] != MP_NONE && c->hk <= q && q < c->hj) {
+                cols[nnz] = hcol[i];
+                vals[nnz++] = sz;
+            }
+            if (c->ua < q && q < c->ub) {
+                cols[nnz] = fcol[i];
+                vals[nnz++] = sz;
+            }
+        }
+        if ((st = mp_lp_add_row(lp, 1, MP_LP_INF, nnz, cols, vals, NULL)))
+            goto out;
+    }
+    mp_lp_options lo;
+    mp_lp_options_init(&lo);
+    lo.time_limit = time_limit > 0 ? time_limit : 10;
+    lo.warm_start = warm;
+    mp_lp_result r;
+    if ((st = mp_lp_solve(lp, &lo, &r)))
+        goto out;
+    res->ilp_status = r.status;
+    if (!r.has_solution)
+        goto out;
+    res->solver = r.from_warm_start ? "ilp(greedy)" : "ilp";
+    const double *v = mp_lp_values(lp);
+    memcpy(x->live, base, (size_t)x->nn * sizeof *base);
+    for (uint32_t i = 0; i < x->nc; i++) {
+        cand *c = &x->c[i];
+        int hv = hcol[i] != MP_NONE && v[hcol[i]] > 0.5;
+        int fv = v[fcol[i]] > 0.5;
+        c->chosen = hv || fv;
+        if (hv) {
+            c->k = c->hk;
+            c->j = c->hj;
+        } else if (fv) {
+            c->k = c->ua + 1;
+            c->j = c->ub;
+        }
+        if (c->chosen)
+            for (uint32_t q = c->k; q < c->j; q++)
+                x->live[q] -= c->size;
+    }
+out:
+    mp_lp_destroy(lp);
+    mp_dealloc(ctx, hcol);
+    mp_dealloc(ctx, fcol);
+    mp_dealloc(ctx, warm);
+    mp_dealloc(ctx, base);
+    mp_dealloc(ctx, cols);
+    mp_dealloc(ctx, vals);
+    return st;
+}
+
 mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
                           const mp_plan_options *po_in, mp_plan **out,
                           mp_offload_result *res)
@@ -400,6 +518,15 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
             x.live[q] -= c->size;
         n_chosen++;
     }
+    res->solver = "greedy";
+    res->ilp_status = MP_SOLVE_NONE;
+    if (o.ilp) {
+        if ((st = solve_ilp(&x, &dev, target, o.time_limit, res)))
+            goto out;
+        n_chosen = 0;
+        for (uint32_t i = 0; i < x.nc; i++)
+            n_chosen += x.c[i].chosen != 0;
+    }
     /* the schedule: default steps with OFFLOAD/PREFETCH before COMPUTE */
     uint32_t nsteps;
     if ((st = mp_schedule_default(g, &steps, &nsteps)))
@@ -457,7 +584,8 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         goto out;
     }
     res->status = MP_SOLVE_FEASIBLE;
-    snprintf(p->solver_name, sizeof p->solver_name, "offload:greedy");
+    snprintf(p->solver_name, sizeof p->solver_name, "offload:%s",
+             res->solver);
     *out = p;
 out:
     mp_dealloc(ctx, steps);

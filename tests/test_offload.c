@@ -1,6 +1,7 @@
 /* OFFLOAD / PREFETCH steps: lifetimes, the verifier (hand-made good and
  * bad plans), and the offload planner under a budget. */
 #include "internal.h"
+#include "mp_glpk.h"
 #include "support.h"
 
 #include <jansson.h>
@@ -290,6 +291,43 @@ static void t_planner_exposed(void)
 }
 
 
+/* The ILP on the same candidates reaches the hand-computed plans. */
+static void t_planner_ilp(void)
+{
+    build_gap();
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.alignment = 1;
+    mp_offload_options oo;
+    mp_offload_options_init(&oo);
+    oo.budget = 1800;
+    oo.ilp = 1;
+    mp_plan *p = NULL;
+    mp_offload_result r;
+    mp_device fast = link_dev(1e6), slow = link_dev(500);
+    oo.device = &fast;
+    mp_status st = mp_offload_plan(g, &oo, &po, &p, &r);
+    if (!mp_glpk_available()) {
+        CU_ASSERT_EQUAL(st, MP_ERR_UNSUPPORTED);
+        destroy();
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT_EQUAL(r.peak_bytes, 1700u);
+    CU_ASSERT_DOUBLE_EQUAL(r.exposed_seconds, 0.0, 1e-12);
+    CU_ASSERT_EQUAL(r.ilp_status, MP_SOLVE_OPTIMAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.solver, "ilp"));
+    mp_plan_destroy(p);
+    oo.device = &slow;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT_EQUAL(r.peak_bytes, 1150u);
+    CU_ASSERT_DOUBLE_EQUAL(r.exposed_seconds, 4.0, 1e-9);
+    mp_plan_destroy(p);
+    destroy();
+}
+
 /* The command: plan --offload --budget on the gap graph as JSON. */
 static const char *gap_json =
     "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"gap\",\n"
@@ -380,6 +418,7 @@ static CU_TestInfo tests[] = {
     {"planner: a copy hidden in the idle gap (by hand)", t_planner_hidden},
     {"planner: exposed copies and infeasible budget (by hand)",
      t_planner_exposed},
+    {"planner: the ILP reaches the hand-computed plans", t_planner_ilp},
     {"memplan plan --offload --budget --device --json", t_cli},
     CU_TEST_INFO_NULL,
 };

@@ -625,6 +625,11 @@ typedef struct mp_offload_options {
     /* 1 (default): a node's seconds given by the graph are used; 0: the
      * device's roofline estimate from FLOPs and bytes for every node */
     int use_given_seconds;
+    /* 0 (default): greedy; 1: ILP through GLPK over the same candidates
+     * (hidden or whole-gap offload per tensor, budget at every position,
+     * least estimated stall), warm-started from the greedy choice */
+    int ilp;
+    double time_limit;        /* ILP seconds; <= 0: 10 */
 } mp_offload_options;
 MP_API void mp_offload_options_init(mp_offload_options *o);
 
@@ -638,6 +643,9 @@ typedef struct mp_offload_result {
     double exposed_seconds;      /* stalls waiting for copies */
     double total_seconds;        /* compute + exposed */
     double seconds;              /* solver time */
+    const char *solver;          /* "greedy", "ilp" or "ilp(greedy)" when
+                                    the ILP kept the warm start */
+    mp_solve_status ilp_status;  /* of the ILP; NONE when not run */
 } mp_offload_result;
 
 /* Plans g under oo->budget with OFFLOAD/PREFETCH steps (offsets by po;
