@@ -990,8 +990,12 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         !(S.have && S.cost == 0) && p.T <= MP_REMAT_LP_AUTO_MAX)
         run_cm = true;
     if (!st && run_cm) {
-        st = rm_checkmate(&p, S.cap, sv == MP_REMAT_ILP, ro->time_limit, &cm,
-                          try_cb, &S);
+        /* in auto mode the LP gets at most half of the time limit (the
+         * heuristics are done by then: their schedules stand) */
+        double tl = ro->time_limit > 0 ? ro->time_limit : 60;
+        if (sv == MP_REMAT_AUTO)
+            tl /= 2;
+        st = rm_checkmate(&p, S.cap, sv == MP_REMAT_ILP, tl, &cm, try_cb, &S);
         if (st == MP_ERR_UNSUPPORTED && sv == MP_REMAT_AUTO) {
             mp_ctx_clear(ctx);
             st = MP_OK;
