@@ -478,6 +478,27 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         if (x.live[q] > base)
             base = x.live[q];
     res->base_peak_bytes = base + pers;
+    {
+        /* the plan without offload (in-place reuse and the rest of po
+         * included): when it meets the budget, it is the answer */
+        mp_plan *p0 = NULL;
+        if ((st = mp_plan_create(g, &po, &p0)))
+            goto out;
+        uint64_t pk0 = p0->fig.lower_bound_bytes + pers;
+        if (pk0 < res->base_peak_bytes)
+            res->base_peak_bytes = pk0;
+        if (o.budget == 0 || pk0 <= o.budget) {
+            res->peak_bytes = pk0;
+            res->status = MP_SOLVE_FEASIBLE;
+            res->solver = "none";
+            res->ilp_status = MP_SOLVE_NONE;
+            res->compute_seconds = res->total_seconds = tcur;
+            res->seconds = mp_now_seconds() - t0;
+            *out = p0;
+            goto out;
+        }
+        mp_plan_destroy(p0);
+    }
     uint64_t target = o.budget == 0 ? UINT64_MAX
                       : o.budget > pers ? o.budget - pers : 0;
     uint32_t n_chosen = 0;
@@ -520,7 +541,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     }
     res->solver = "greedy";
     res->ilp_status = MP_SOLVE_NONE;
-    if (o.ilp) {
+    if (o.ilp && n_chosen) {
         if ((st = solve_ilp(&x, &dev, target, o.time_limit, res)))
             goto out;
         n_chosen = 0;
@@ -573,6 +594,8 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     res->seconds = mp_now_seconds() - t0;
     if (o.budget && res->peak_bytes > o.budget) {
         res->status = MP_SOLVE_INFEASIBLE;
+        if (res->base_peak_bytes < res->peak_bytes)
+            res->peak_bytes = res->base_peak_bytes;
         mp_plan_destroy(p);
         st = mp_err(ctx, MP_ERR_INFEASIBLE,
                     "offload cannot meet the budget of %llu bytes: the "

@@ -247,6 +247,13 @@ static void t_planner_hidden(void)
     CU_ASSERT_DOUBLE_EQUAL(r.exposed_seconds, 0.0, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(r.total_seconds, 5.0, 1e-12);
     mp_plan_destroy(p);
+    /* a budget the plain plan meets: nothing moves */
+    oo.budget = 2100;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(r.n_offloaded, 0u);
+    CU_ASSERT_EQUAL(r.bytes_to_host, 0u);
+    CU_ASSERT_EQUAL(count_steps(p, MP_STEP_OFFLOAD, pa), 0);
+    mp_plan_destroy(p);
     /* no budget: nothing moves */
     oo.budget = 0;
     CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
