@@ -6,12 +6,13 @@
  * views); its longest idle gap (in estimated time) between two uses is its
  * candidate: OFFLOAD after the first use, PREFETCH before the second. A
  * copy is "hidden" when the device->host copy can finish before the
- * OFFLOAD step (memory is released there) and the host->device copy,
- * issued at the PREFETCH step, before the reader starts; otherwise the
- * tensor still leaves for the whole gap and the compute stream waits.
- * Greedy: while the live peak is above the budget, take the candidate that
- * covers the peak position, hidden ones first, largest size x idle time
- * first. The exposed time comes from a simulation of the compute stream
+ * OFFLOAD step (memory is released there), or the host->device copy,
+ * issued at the PREFETCH step, before the reader starts. Each candidate
+ * has up to four variants (both copies hidden, one of them, the whole gap
+ * with both exposed), each a range of positions and an estimated stall.
+ * Greedy: while the live peak is above the budget, take the variant that
+ * covers the peak position with the least stall, largest size x idle
+ * time first. The exposed time comes from a simulation of the compute stream
  * and the copy engines (one per direction when the device has two). */
 #include "internal.h"
 #include "mp_glpk.h"
@@ -33,11 +34,29 @@ typedef struct {
     uint32_t t;        /* storage root */
     uint64_t size;     /* aligned */
     uint32_t ua, ub;   /* uses around the gap (positions) */
-    uint32_t hk, hj;   /* hidden range [hk, hj), hk >= hj: none */
+    /* variants: ranges [vk, vj) of positions without the tensor and the
+     * estimated stall: both copies hidden, only the prefetch hidden, only
+     * the offload hidden, the whole gap */
+    uint32_t vk[4], vj[4];
+    double vstall[4];
+    uint32_t nv;
     uint32_t k, j;     /* chosen range */
+    uint32_t v;        /* chosen variant */
     double score;
     int chosen;
 } cand;
+
+static void add_variant(cand *c, uint32_t k, uint32_t j, double stall)
+{
+    if (k >= j || k <= c->ua || j > c->ub)
+        return;
+    for (uint32_t v = 0; v < c->nv; v++)
+        if (c->vk[v] == k && c->vj[v] == j)
+            return;
+    c->vk[c->nv] = k;
+    c->vj[c->nv] = j;
+    c->vstall[c->nv++] = stall;
+}
 
 typedef struct {
     uint32_t pos, cand, is_prefetch;
@@ -195,19 +214,29 @@ static mp_status build_cands(ctx_t *x, const mp_device *d, uint64_t align)
         c->ub = bb;
         double xo = mp_device_transfer_seconds(d, tr->bytes, 1);
         double xi = mp_device_transfer_seconds(d, tr->bytes, 0);
+        /* hk: the first position that starts after the offload copy
+         * ends; hj: the last whose start leaves time for the prefetch */
         double done = x->start[ba] + x->dur[ba] + xo;
-        uint32_t k = ba + 1;
-        while (k < bb && x->start[k] < done)
-            k++;
-        uint32_t j = bb;
-        while (j > k && x->start[j] + xi > x->start[bb])
-            j--;
-        /* j is the latest position whose start leaves time for the copy;
-         * at j == bb there is none unless xi == 0 */
-        if (!(x->start[j] + xi <= x->start[bb]))
-            j = k;
-        c->hk = k;
-        c->hj = j;
+        uint32_t hk = ba + 1;
+        while (hk < bb && x->start[hk] < done)
+            hk++;
+        uint32_t hj = bb;
+        while (hj > ba + 1 && x->start[hj] + xi > x->start[bb])
+            hj--;
+        int pre_hidden = x->start[hj] + xi <= x->start[bb];
+        double so = done - x->start[ba + 1]; /* offload at ua + 1 */
+        if (so < 0)
+            so = 0;
+        if (pre_hidden)
+            add_variant(c, hk, hj, 0);
+        if (pre_hidden)
+            add_variant(c, ba + 1, hj, so);
+        add_variant(c, hk, bb, xi);
+        add_variant(c, ba + 1, bb, so + xi);
+        if (c->nv == 0) {
+            x->nc--;
+            continue;
+        }
         c->score = (double)c->size * (best > 0 ? best : 0);
     }
     return MP_OK;
@@ -288,11 +317,11 @@ static void simulate(const ctx_t *x, const mp_step *st, uint32_t ns,
     mp_dealloc(x->ctx, off_done);
 }
 
-/* ILP over the candidates: per candidate, h (hidden range) and f (whole
- * gap), h + f <= 1; at every position above the budget the bytes taken
- * out cover the excess; minimise the stall of whole-gap offloads (both
- * copies exposed) plus a small cost per transfer. Warm start: the greedy
- * choice in x->c. On a solution, x->c's choice and x->live are replaced. */
+/* ILP over the candidates: a binary per candidate and variant, at most
+ * one variant per candidate; at every position above the budget the bytes
+ * taken out cover the excess; minimise the estimated stalls plus a small
+ * cost per transfer. Warm start: the greedy choice in x->c. On a
+ * solution, x->c's choice and x->live are replaced. */
 static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
                            double time_limit, mp_offload_result *res)
 {
@@ -305,13 +334,12 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
     mp_status st = mp_lp_create(ctx, 0, &lp);
     if (st)
         return st;
-    uint32_t *hcol = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *hcol);
-    uint32_t *fcol = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *fcol);
-    double *warm = mp_alloc(ctx, ((size_t)x->nc * 2 + 1) * sizeof *warm);
+    uint32_t *col0 = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *col0);
+    double *warm = mp_alloc(ctx, ((size_t)x->nc * 4 + 1) * sizeof *warm);
     uint64_t *base = mp_alloc(ctx, ((size_t)x->nn + 1) * sizeof *base);
-    uint32_t *cols = mp_alloc(ctx, ((size_t)x->nc * 2 + 1) * sizeof *cols);
-    double *vals = mp_alloc(ctx, ((size_t)x->nc * 2 + 1) * sizeof *vals);
-    if (!hcol || !fcol || !warm || !base || !cols || !vals) {
+    uint32_t *cols = mp_alloc(ctx, ((size_t)x->nc * 4 + 1) * sizeof *cols);
+    double *vals = mp_alloc(ctx, ((size_t)x->nc * 4 + 1) * sizeof *vals);
+    if (!col0 || !warm || !base || !cols || !vals) {
         st = MP_ERR_NOMEM;
         goto out;
     }
@@ -327,23 +355,18 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
         const mp_tensor *t = &x->g->tensors[c->t];
         double xt = mp_device_transfer_seconds(d, t->bytes, 1) +
                     mp_device_transfer_seconds(d, t->bytes, 0);
-        hcol[i] = fcol[i] = MP_NONE;
-        if (c->hk < c->hj) {
-            if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_BINARY, 1e-3 * xt,
-                                    &hcol[i])))
+        uint32_t cc[4];
+        double one[4] = {1, 1, 1, 1};
+        col0[i] = ncol;
+        for (uint32_t v = 0; v < c->nv; v++) {
+            if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_BINARY,
+                                    c->vstall[v] + 1e-3 * xt, &cc[v])))
                 goto out;
-            warm[ncol++] = c->chosen && c->k == c->hk && c->j == c->hj;
+            warm[ncol++] = c->chosen && c->v == v;
         }
-        if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_BINARY, xt + 1e-3 * xt,
-                                &fcol[i])))
+        if (c->nv > 1 &&
+            (st = mp_lp_add_row(lp, -MP_LP_INF, 1, c->nv, cc, one, NULL)))
             goto out;
-        warm[ncol++] = c->chosen && !(c->k == c->hk && c->j == c->hj);
-        if (hcol[i] != MP_NONE) {
-            uint32_t cc[2] = {hcol[i], fcol[i]};
-            double one[2] = {1, 1};
-            if ((st = mp_lp_add_row(lp, -MP_LP_INF, 1, 2, cc, one, NULL)))
-                goto out;
-        }
     }
     for (uint32_t q = 0; q < x->nn; q++) {
         if (base[q] <= target)
@@ -353,14 +376,11 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
         for (uint32_t i = 0; i < x->nc; i++) {
             const cand *c = &x->c[i];
             double sz = (double)c->size / need;
-            if (hcol[i] != MP_NONE && c->hk <= q && q < c->hj) {
-                cols[nnz] = hcol[i];
-                vals[nnz++] = sz;
-            }
-            if (c->ua < q && q < c->ub) {
-                cols[nnz] = fcol[i];
-                vals[nnz++] = sz;
-            }
+            for (uint32_t v = 0; v < c->nv; v++)
+                if (c->vk[v] <= q && q < c->vj[v]) {
+                    cols[nnz] = col0[i] + v;
+                    vals[nnz++] = sz;
+                }
         }
         if ((st = mp_lp_add_row(lp, 1, MP_LP_INF, nnz, cols, vals, NULL)))
             goto out;
@@ -380,24 +400,22 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
     memcpy(x->live, base, (size_t)x->nn * sizeof *base);
     for (uint32_t i = 0; i < x->nc; i++) {
         cand *c = &x->c[i];
-        int hv = hcol[i] != MP_NONE && v[hcol[i]] > 0.5;
-        int fv = v[fcol[i]] > 0.5;
-        c->chosen = hv || fv;
-        if (hv) {
-            c->k = c->hk;
-            c->j = c->hj;
-        } else if (fv) {
-            c->k = c->ua + 1;
-            c->j = c->ub;
-        }
+        c->chosen = 0;
+        for (uint32_t w = 0; w < c->nv; w++)
+            if (v[col0[i] + w] > 0.5) {
+                c->chosen = 1;
+                c->v = w;
+                c->k = c->vk[w];
+                c->j = c->vj[w];
+                break;
+            }
         if (c->chosen)
             for (uint32_t q = c->k; q < c->j; q++)
                 x->live[q] -= c->size;
     }
 out:
     mp_lp_destroy(lp);
-    mp_dealloc(ctx, hcol);
-    mp_dealloc(ctx, fcol);
+    mp_dealloc(ctx, col0);
     mp_dealloc(ctx, warm);
     mp_dealloc(ctx, base);
     mp_dealloc(ctx, cols);
@@ -512,29 +530,33 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
             }
         if (peak <= target)
             break;
-        /* hidden candidates covering P first, then any candidate */
-        uint32_t best = MP_NONE;
-        int best_hidden = 0;
+        /* the variant covering P with the least stall, then the largest
+         * size x idle time */
+        uint32_t best = MP_NONE, best_v = 0;
+        double best_stall = 0;
         for (uint32_t i = 0; i < x.nc; i++) {
             cand *c = &x.c[i];
             if (c->chosen || P <= c->ua || P >= c->ub)
                 continue;
-            int hidden = c->hk < c->hj && c->hk <= P && P < c->hj;
-            if (best == MP_NONE || hidden > best_hidden ||
-                (hidden == best_hidden && c->score > x.c[best].score))
-                best = i, best_hidden = hidden;
+            for (uint32_t v = 0; v < c->nv; v++) {
+                if (P < c->vk[v] || P >= c->vj[v])
+                    continue;
+                if (best == MP_NONE || c->vstall[v] < best_stall ||
+                    (c->vstall[v] == best_stall &&
+                     c->score > x.c[best].score)) {
+                    best = i;
+                    best_v = v;
+                    best_stall = c->vstall[v];
+                }
+            }
         }
         if (best == MP_NONE)
             break;
         cand *c = &x.c[best];
         c->chosen = 1;
-        if (best_hidden) {
-            c->k = c->hk;
-            c->j = c->hj;
-        } else {
-            c->k = c->ua + 1;
-            c->j = c->ub;
-        }
+        c->v = best_v;
+        c->k = c->vk[best_v];
+        c->j = c->vj[best_v];
         for (uint32_t q = c->k; q < c->j; q++)
             x.live[q] -= c->size;
         n_chosen++;
