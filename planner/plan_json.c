@@ -123,6 +123,13 @@ static mp_status plan_write(const mp_plan *p, wbuf *w)
     mp_ctx *ctx = p->ctx;
     const mp_figures *f = &p->fig;
 
+    /* the format has no pools yet (issue 9): refuse rather than write
+     * per-pool offsets as if they shared one arena */
+    if (p->n_pools)
+        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+                      "plan JSON cannot hold memory pools yet (%u pools)",
+                      (unsigned)p->n_pools);
+
     /* every index must name something in the graph, or the file would not
      * read back */
     for (uint32_t i = 0; i < p->n_steps; i++) {

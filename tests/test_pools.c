@@ -126,6 +126,11 @@ static void t_two_pools(void)
     uint32_t ia;
     block_of(p, "a", &ia);
     CU_ASSERT_EQUAL(mp_plan_block_pool(p, ia), 1);
+    /* plan JSON has no pools: refused, not written as one arena */
+    char *text = NULL;
+    CU_ASSERT_EQUAL(mp_plan_to_json_string(p, &text), MP_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NULL(text);
+    expect_msg("pools");
     CU_ASSERT_EQUAL(mp_plan_create(g, &o, &single), MP_OK);
     double t2 = 0, t1 = 0;
     CU_ASSERT_EQUAL(mp_plan_estimate_seconds(p, c, &t2), MP_OK);
