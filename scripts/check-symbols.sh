@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks the exported interface of an installed libmemplan.so: every
 # function it exports is declared with MP_API in the installed headers
-# (nothing internal leaks), and every function the headers declare is
-# exported (nothing declared is missing). Needs nm (binutils).
+# (nothing internal leaks), every function the headers declare is
+# exported (nothing declared is missing), and the SONAME carries the ABI
+# version (libmemplan.so.MP_VERSION_MAJOR). Needs nm and readelf (binutils).
 #
 #   scripts/check-symbols.sh PREFIX          (an install prefix)
 #   scripts/check-symbols.sh LIB.so INCDIR   (a build: the library and the
@@ -37,5 +38,14 @@ if [ -n "$missing" ]; then
   echo "$missing" | sed 's/^/  /' >&2
   st=1
 fi
-[ $st = 0 ] && echo "check-symbols: $(wc -l < "$tmp/exported") exported functions, all declared, none missing"
+# the ABI version: SONAME libmemplan.so.MAJOR, MAJOR from the header
+major=$(grep -h '#define MP_VERSION_MAJOR' "$incdir"/memplan/*.h | awk '{print $3}')
+if command -v readelf >/dev/null 2>&1; then
+  soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+  if [ "$soname" != "libmemplan.so.$major" ]; then
+    echo "check-symbols: SONAME is '$soname', expected libmemplan.so.$major" >&2
+    st=1
+  fi
+fi
+[ $st = 0 ] && echo "check-symbols: $(wc -l < "$tmp/exported") exported functions, all declared, none missing; SONAME ${soname:-unchecked}"
 exit $st
