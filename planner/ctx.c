@@ -312,6 +312,8 @@ unsigned mp_dtype_bits(mp_dtype t)
 
 mp_status mp_dtype_parse(const char *name, mp_dtype *out)
 {
+    if (!name || !out)
+        return MP_ERR_INVALID_ARG;
     static const struct {
         const char *alias;
         mp_dtype t;
@@ -361,6 +363,8 @@ const char *mp_step_kind_name(mp_step_kind k)
 static mp_status parse_in(const char *const *tab, unsigned n,
                           const char *name, int *out)
 {
+    if (!name)
+        return MP_ERR_INVALID_ARG;
     for (unsigned i = 0; i < n; i++)
         if (strcmp(name, tab[i]) == 0) {
             *out = (int)i;
@@ -372,7 +376,8 @@ static mp_status parse_in(const char *const *tab, unsigned n,
 mp_status mp_kind_parse(const char *name, mp_tensor_kind *out)
 {
     int v;
-    mp_status st = parse_in(kind_names, 7, name, &v);
+    mp_status st = out ? parse_in(kind_names, 7, name, &v)
+                       : MP_ERR_INVALID_ARG;
     if (st == MP_OK)
         *out = (mp_tensor_kind)v;
     return st;
@@ -381,7 +386,8 @@ mp_status mp_kind_parse(const char *name, mp_tensor_kind *out)
 mp_status mp_phase_parse(const char *name, mp_phase *out)
 {
     int v;
-    mp_status st = parse_in(phase_names, 3, name, &v);
+    mp_status st = out ? parse_in(phase_names, 3, name, &v)
+                       : MP_ERR_INVALID_ARG;
     if (st == MP_OK)
         *out = (mp_phase)v;
     return st;

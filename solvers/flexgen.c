@@ -30,6 +30,8 @@ static void ex_zero(expr *e) { memset(e, 0, sizeof *e); }
 
 void mp_flexgen_hw_t4(mp_flexgen_hw *o)
 {
+    if (!o)
+        return;
     /* FlexGen's profile of a GCP T4 machine: 16 GB GPU, 208 GB DRAM,
      * 1.5 TB NVMe; bandwidths and FLOP/s fitted to measured runs in
      * FlexGen's experimental/cost_model.py (GB there is 2^30 bytes). */
@@ -57,6 +59,8 @@ void mp_flexgen_hw_t4(mp_flexgen_hw *o)
 
 void mp_flexgen_hw_from_device(const mp_device *d, mp_flexgen_hw *o)
 {
+    if (!d || !o)
+        return;
     /* The T4 fit scaled to another device: link figures in proportion to
      * its host link, GPU FLOP/s in proportion to its fp16 peak, the
      * decode matmul rate to its memory bandwidth; host tiers from the
@@ -94,6 +98,8 @@ void mp_flexgen_hw_from_device(const mp_device *d, mp_flexgen_hw *o)
 
 void mp_flexgen_options_init(mp_flexgen_options *o)
 {
+    if (!o)
+        return;
     memset(o, 0, sizeof *o);
     o->prompt_len = 512;
     o->gen_len = 32;

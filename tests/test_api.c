@@ -115,6 +115,90 @@ static void t_null_handles(void)
                     MP_ERR_INVALID_ARG);
 }
 
+/* NULL where a pointer is expected: an error, never a crash (the
+ * parsers and the FlexGen initialisers crashed before this test). */
+static void t_null_args(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_graph_load(c, MP_SOURCE_DIR "/examples/tiny.json", &g) ==
+                    MP_OK);
+    CU_ASSERT_FATAL(mp_plan_create(g, NULL, &p) == MP_OK);
+    mp_dtype d;
+    mp_tensor_kind k;
+    mp_phase ph;
+    mp_offsets_method m;
+    CU_ASSERT_EQUAL(mp_dtype_parse(NULL, &d), MP_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(mp_dtype_parse("float", NULL), MP_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(mp_kind_parse(NULL, &k), MP_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(mp_kind_parse("input", NULL), MP_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(mp_phase_parse(NULL, &ph), MP_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(mp_phase_parse("forward", NULL), MP_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(mp_kind_parse("input", &k), MP_OK);
+    CU_ASSERT_EQUAL(k, MP_KIND_INPUT);
+    CU_ASSERT_NOT_EQUAL(mp_offsets_method_parse(NULL, &m), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_offsets_method_parse("auto", NULL), MP_OK);
+    mp_graph *h = NULL;
+    CU_ASSERT_NOT_EQUAL(mp_graph_load(NULL, "x", &h), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_load(c, NULL, &h), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_load(c, MP_SOURCE_DIR "/examples/tiny.json",
+                                      NULL),
+                        MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_load_json_string(c, NULL, "x", &h), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_load_nodelink(c, NULL, &h), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_load_onnx(c, NULL, NULL, &h), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_load_onnx_buffer(c, NULL, 0, NULL, NULL, &h),
+                        MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_load_dims(c, NULL, NULL, 0, &h), MP_OK);
+    CU_ASSERT_PTR_NULL(h);
+    CU_ASSERT_NOT_EQUAL(mp_graph_save_json(NULL, "x"), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_save_json(g, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_to_json_string(g, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_create(NULL, &h), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_create(c, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_add_tensor(NULL, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_add_node(NULL, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_finalize(NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_find_tensor(g, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_tensor_info(g, 0, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_node_info(g, 0, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_save_json(p, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_to_json_string(NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_load_json(g, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_verify_plan(g, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_offsets_solve(c, NULL, 0, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_offsets_lower_bound(c, NULL, 0, 1, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_trace_load_csv(c, NULL, NULL, NULL, NULL, NULL),
+                        MP_OK);
+    mp_plan *q = NULL;
+    CU_ASSERT_NOT_EQUAL(mp_plan_create_ordered(g, NULL, NULL, &q), MP_OK);
+    CU_ASSERT_PTR_NULL(q);
+    CU_ASSERT_NOT_EQUAL(mp_device_get(c, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_node_estimate(g, 0, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_train_graph(NULL, NULL, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_remat_plan(NULL, NULL, NULL, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_lint(NULL, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_write_html(p, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_write_trace(p, NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_fits(NULL, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_plan_check_range(p, NULL, NULL, 0, 0, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_constraints_create(c, NULL), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_constraints_add_pool(NULL, NULL, NULL), MP_OK);
+    /* initialisers take NULL as a no-op */
+    mp_plan_options_init(NULL);
+    mp_offsets_options_init(NULL);
+    mp_onnx_options_init(NULL);
+    mp_remat_options_init(NULL);
+    mp_lint_options_init(NULL);
+    mp_flexgen_options_init(NULL);
+    mp_flexgen_hw_t4(NULL);
+    mp_flexgen_hw_from_device(NULL, NULL);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(c);
+}
+
 /* Messages stay in their context; clearing one leaves the other. */
 static void t_messages(void)
 {
@@ -233,6 +317,7 @@ static CU_TestInfo tests[] = {
     {"status codes: numbers and names", t_status_codes},
     {"allocator hooks", t_allocator},
     {"NULL handles", t_null_handles},
+    {"NULL arguments: errors, no crash", t_null_args},
     {"messages per context", t_messages},
     {"attribute getters", t_attrs},
     {"exports = header declarations", t_exports},
