@@ -105,15 +105,18 @@ void cli_print_methods(FILE *f);
 /* ---- training and recompute options of plan (issue 5, train_opts.c) ----- */
 enum {
     CLI_T_TRAIN = 2000, CLI_T_OPTIMIZER, CLI_T_PRECISION, CLI_T_BUDGET,
-    CLI_T_SOLVER, CLI_T_MAX_EXTRA
+    CLI_T_SOLVER, CLI_T_MAX_EXTRA, CLI_T_MAXIMIZE, CLI_T_BATCH
 };
 typedef struct cli_train_args {
-    int train, remat, have_max_extra;
+    int train, remat, have_max_extra, maximize;
     double max_extra;            /* x the forward compute */
+    uint64_t batch;              /* --batch: the graph's batch (0: 1) */
     mp_train_options topt;
     mp_remat_options ropt;
     /* results */
-    int did_train, did_remat, infeasible;
+    int did_train, did_remat, infeasible, did_max;
+    uint64_t max_batch;
+    mp_remat_result max_batch_rr;
     mp_train_breakdown bd;
     mp_remat_result rr;
 } cli_train_args;

@@ -14,6 +14,8 @@ const cli_opt cli_train_opts[] = {
     {"budget", 0, 1, CLI_T_BUDGET},
     {"solver", 0, 1, CLI_T_SOLVER},
     {"max-extra", 0, 1, CLI_T_MAX_EXTRA},
+    {"maximize", 0, 1, CLI_T_MAXIMIZE},
+    {"batch", 0, 1, CLI_T_BATCH},
     {NULL, 0, 0, 0},
 };
 
@@ -36,7 +38,12 @@ void cli_train_help(FILE *f)
           "      --solver S      auto (default), checkpoint-all, chen-sqrt,\n"
           "                      chen-greedy (chen), dtr, selective, lp, ilp\n"
           "      --max-extra F   at most F x the forward compute extra\n"
-          "                      (e.g. 1: one extra forward pass)\n",
+          "                      (e.g. 1: one extra forward pass)\n"
+          "      --maximize batch  the largest batch whose plan meets\n"
+          "                      --budget (and --max-extra): arena tensors\n"
+          "                      scale with the batch, weights do not\n"
+          "      --batch B       the batch the graph is at (default 1; the\n"
+          "                      Checkmate MLSys graphs are at 256 or 32)\n",
           f);
 }
 
@@ -96,6 +103,25 @@ int cli_train_on_opt(cli_train_args *t, int id, const char *name,
         t->remat = 1;
         return 0;
     }
+    case CLI_T_MAXIMIZE:
+        if (strcmp(value, "batch") != 0) {
+            cli_error("bad value '%s' for %s: only 'batch'", value, name);
+            return CLI_EXIT_USAGE;
+        }
+        t->maximize = 1;
+        t->remat = 1;
+        return 0;
+    case CLI_T_BATCH: {
+        int rc = cli_parse_u64(name, value, &t->batch);
+        if (rc)
+            return rc;
+        if (!t->batch) {
+            cli_error("bad value '%s' for %s: a batch must be >= 1", value,
+                      name);
+            return CLI_EXIT_USAGE;
+        }
+        return 0;
+    }
     default:
         return -1;
     }
@@ -138,6 +164,26 @@ int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
     }
     t->ropt.time_limit = opt->time_limit;
     t->ropt.seed = opt->seed;
+    if (t->maximize) {
+        if (!t->ropt.budget) {
+            cli_error("--maximize batch needs --budget");
+            return CLI_EXIT_USAGE;
+        }
+        mp_remat_result mr;
+        st = mp_remat_max_batch(g, t->batch ? t->batch : 1, 0, &t->ropt, opt,
+                                &t->max_batch, &mr);
+        if (st == MP_ERR_INFEASIBLE) {
+            t->infeasible = 1;
+            t->did_remat = 1;
+            t->rr = mr;
+            cli_fail(ctx, st, input);
+            return CLI_EXIT_INFEASIBLE;
+        }
+        if (st != MP_OK)
+            return cli_fail(ctx, st, input);
+        t->max_batch_rr = mr;
+        t->did_max = 1;
+    }
     st = mp_remat_plan(g, &t->ropt, opt, plan, &t->rr);
     t->did_remat = 1;
     if (st == MP_ERR_INFEASIBLE) {
@@ -208,6 +254,20 @@ int cli_train_json(const cli_train_args *t, json_t *o)
         bad |= cli_json_set(r, "recompute_steps",
                             json_integer(x->n_recompute));
         bad |= cli_json_set(r, "seconds", jnum(x->seconds));
+        if (t->did_max) {
+            json_t *mb = json_object();
+            if (!mb)
+                return 1;
+            const mp_remat_result *y = &t->max_batch_rr;
+            bad |= cli_json_set(mb, "graph_batch",
+                                cli_json_u64(t->batch ? t->batch : 1));
+            bad |= cli_json_set(mb, "max_batch", cli_json_u64(t->max_batch));
+            bad |= cli_json_set(mb, "peak_bytes", cli_json_u64(y->peak_bytes));
+            bad |= cli_json_set(mb, "extra_cost", jnum(y->extra_cost));
+            bad |= cli_json_set(mb, "solver",
+                                cli_json_str(y->solver ? y->solver : ""));
+            bad |= cli_json_set(r, "maximize_batch", mb);
+        }
         bad |= cli_json_set(o, "recompute", r);
     }
     return bad;
@@ -247,5 +307,13 @@ void cli_train_summary(const cli_train_args *t)
             printf("  LP lower bound     %.4g extra (%s)\n", x->lower_bound_cost,
                    x->status == MP_SOLVE_OPTIMAL ? "reached: optimal"
                                                  : "certificate");
+        if (t->did_max)
+            printf("  max batch          %llu (graph at batch %llu): peak %s, "
+                   "%.4g extra (%s)\n",
+                   (unsigned long long)t->max_batch,
+                   (unsigned long long)(t->batch ? t->batch : 1),
+                   cli_size(t->max_batch_rr.peak_bytes, b1, sizeof b1),
+                   t->max_batch_rr.extra_cost,
+                   t->max_batch_rr.solver ? t->max_batch_rr.solver : "?");
     }
 }

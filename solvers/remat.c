@@ -1069,3 +1069,116 @@ done:
     rm_prob_free(&p);
     return st;
 }
+
+/* ---- max batch ---------------------------------------------------------------- */
+/* g with every arena (non-persistent) tensor's bytes scaled by b / b0,
+ * rounded up: activations, gradients and inputs grow with the batch,
+ * weights and optimizer state do not. Shapes are dropped (sizes given). */
+static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
+                              mp_graph **out)
+{
+    mp_ctx *ctx = g->ctx;
+    mp_graph *s = NULL;
+    mp_status st = mp_graph_create(ctx, &s);
+    if (st)
+        return st;
+    for (uint32_t t = 0; t < g->n_tensors && !st; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        mp_tensor_desc d;
+        memset(&d, 0, sizeof d);
+        d.name = tt->name;
+        d.rank = -1;
+        d.kind = (mp_tensor_kind)tt->declared_kind;
+        uint64_t by = tt->bytes;
+        if (!mp_kind_persistent(tt->kind)) {
+            uint64_t m;
+            if (!mp_mul_u64(by, b, &m) || !mp_add_u64(m, b0 - 1, &m)) {
+                st = mp_err(ctx, MP_ERR_OVERFLOW,
+                            "tensor '%s' at batch %llu: size overflows",
+                            tt->name, (unsigned long long)b);
+                break;
+            }
+            by = m / b0;
+        }
+        d.bytes = by ? by : 1;
+        uint32_t id;
+        st = mp_graph_add_tensor(s, &d, &id);
+    }
+    for (uint32_t v = 0; v < g->n_nodes && !st; v++) {
+        const mp_node *n = &g->nodes[v];
+        mp_node_desc d;
+        memset(&d, 0, sizeof d);
+        d.name = n->name;
+        d.op = n->op;
+        d.domain = n->domain;
+        d.inputs = n->inputs;
+        d.n_inputs = n->n_in;
+        d.outputs = n->outputs;
+        d.n_outputs = n->n_out;
+        d.phase = (mp_phase)n->phase;
+        uint32_t id;
+        if (!(st = mp_graph_add_node(s, &d, &id)))
+            st = mp_graph_set_node_cost(s, id, n->flops, n->bytes_moved,
+                                        n->seconds);
+    }
+    for (uint32_t t = 0; t < g->n_tensors && !st; t++)
+        if (g->tensors[t].flags & MP_TF_OUTPUT)
+            st = mp_graph_mark_output(s, t);
+    if (!st)
+        st = mp_graph_finalize(s);
+    if (st) {
+        mp_graph_destroy(s);
+        return st;
+    }
+    *out = s;
+    return MP_OK;
+}
+
+mp_status mp_remat_max_batch(const mp_graph *g, uint64_t graph_batch,
+                             uint64_t max_batch, const mp_remat_options *ro,
+                             const mp_plan_options *po, uint64_t *best,
+                             mp_remat_result *res)
+{
+    if (!g || !ro || !best || !res || !graph_batch || !ro->budget)
+        return g ? mp_err(g->ctx, MP_ERR_INVALID_ARG,
+                          "max batch needs a graph batch >= 1 and a budget")
+                 : MP_ERR_INVALID_ARG;
+    mp_ctx *ctx = g->ctx;
+    if (!g->finalized)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+    if (max_batch == 0)
+        max_batch = 1u << 20;
+    *best = 0;
+    memset(res, 0, sizeof *res);
+    /* bisection on the largest batch that plans within the budget and the
+     * cost cap (which scales with the graph: a fraction of its forward
+     * compute when ro->max_extra_cost is given as such by the caller) */
+    uint64_t lo = 0, hi = max_batch + 1;
+    while (lo + 1 < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        mp_graph *s = NULL;
+        mp_status st = scaled_graph(g, mid, graph_batch, &s);
+        if (st)
+            return st;
+        mp_remat_result r;
+        mp_plan *p = NULL;
+        st = mp_remat_plan(s, ro, po, &p, &r);
+        mp_plan_destroy(p);
+        mp_graph_destroy(s);
+        if (st == MP_OK) {
+            lo = mid;
+            *res = r;
+        } else if (st == MP_ERR_INFEASIBLE || st == MP_ERR_OVERFLOW) {
+            mp_ctx_clear(ctx);
+            hi = mid;
+        } else {
+            return st;
+        }
+    }
+    *best = lo;
+    if (!lo)
+        return mp_err(ctx, MP_ERR_INFEASIBLE,
+                      "not even batch 1 fits the budget of %llu bytes",
+                      (unsigned long long)ro->budget);
+    return MP_OK;
+}

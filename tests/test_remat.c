@@ -219,6 +219,43 @@ static void test_lp_bound(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Max batch: arena tensors scale with the batch; the answer fits and the
+ * next batch does not (checked through the cap max_batch). */
+static void test_max_batch(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 12);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK);
+    mp_plan_destroy(p);
+    uint64_t base = r.base_peak_bytes;
+    ro.budget = 3 * base;
+    ro.solver = MP_REMAT_NONE;
+    uint64_t b = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_remat_max_batch(g, 1, 64, &ro, NULL, &b, &r),
+                          MP_OK);
+    /* without recompute the peak grows linearly: 3x the budget, batch 3
+     * (sizes rounded up to the 256-byte alignment may cost a little) */
+    CU_ASSERT(b >= 2 && b <= 3);
+    CU_ASSERT(r.peak_bytes <= ro.budget);
+    /* recompute reaches a larger batch under the same budget */
+    ro.solver = MP_REMAT_AUTO;
+    uint64_t b2 = 0;
+    CU_ASSERT_EQUAL(mp_remat_max_batch(g, 1, 64, &ro, NULL, &b2, &r), MP_OK);
+    CU_ASSERT(b2 > b);
+    CU_ASSERT(r.peak_bytes <= ro.budget);
+    /* nothing fits a budget below one stage */
+    ro.budget = 1024;
+    CU_ASSERT_EQUAL(mp_remat_max_batch(g, 1, 64, &ro, NULL, &b2, &r),
+                    MP_ERR_INFEASIBLE);
+    CU_ASSERT_EQUAL(b2, 0);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static CU_TestInfo tests[] = {
     {"solver names", test_names},
     {"no recompute = default schedule", test_baseline_matches_default},
@@ -226,6 +263,7 @@ static CU_TestInfo tests[] = {
     {"infeasible budget", test_infeasible},
     {"extra cost cap", test_cost_cap},
     {"Checkmate LP bound and rounding", test_lp_bound},
+    {"max batch", test_max_batch},
     CU_TEST_INFO_NULL,
 };
 

@@ -708,6 +708,16 @@ typedef struct mp_remat_result {
  * else FLOPs / 1e12 (1 TFLOP/s), else bytes moved / 1e12, else 1e-9. */
 MP_API double mp_node_cost(const mp_graph *g, uint32_t node);
 
+/* The largest batch (1..max_batch; 0: 2^20) whose plan meets ro's budget
+ * and cost cap, g being at batch graph_batch: every arena tensor scales
+ * with the batch (bytes x b / graph_batch, rounded up), weights and
+ * optimizer state do not. res: the plan figures at that batch. */
+MP_API mp_status mp_remat_max_batch(const mp_graph *g, uint64_t graph_batch,
+                                    uint64_t max_batch,
+                                    const mp_remat_options *ro,
+                                    const mp_plan_options *po, uint64_t *best,
+                                    mp_remat_result *res);
+
 /* Training graphs: forward + loss + backward + optimizer step, built from
  * a forward graph through the op registry's backward rules
  * (docs/training.md). */
