@@ -964,6 +964,25 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     if ((st = rm_simulate(&p, &none, 0, &o)))
         goto done;
     res->base_peak_bytes = o.peak + p.persistent;
+    {
+        /* stage bound: computing u needs u and its inputs resident, and
+         * graph outputs computed before u stay */
+        uint64_t lb = 0, outs = 0;
+        for (uint32_t u = 0; u < p.T; u++) {
+            uint64_t need = p.mem[u] + outs;
+            for (uint32_t j = p.dep_begin[u]; j < p.dep_begin[u + 1]; j++)
+                if (!p.out[p.deps[j]])
+                    need += p.mem[p.deps[j]];
+            for (uint32_t k = 0; k < p.n_in; k++)
+                if (p.in_out[k] || p.in_last[k] >= u)
+                    need += p.in_mem[k];
+            if (need > lb)
+                lb = need;
+            if (p.out[u])
+                outs += p.mem[u];
+        }
+        res->peak_lower_bound = lb + p.persistent;
+    }
     res->base_cost = p.base_cost;
     mp_remat_solver sv = ro->solver;
     if (sv == MP_REMAT_NONE || sv == MP_REMAT_AUTO)
@@ -1030,9 +1049,11 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         else
             st = mp_err(ctx, MP_ERR_INFEASIBLE,
                         "no schedule within the budget of %llu bytes "
-                        "(smallest peak found %llu bytes%s)",
+                        "(smallest peak found %llu bytes; none in this "
+                        "order can peak below %llu bytes%s)",
                         (unsigned long long)ro->budget,
                         (unsigned long long)res->min_peak_bytes,
+                        (unsigned long long)res->peak_lower_bound,
                         cm.infeasible ? "; the Checkmate LP proves that no "
                                         "schedule in this order fits"
                                       : "");

@@ -138,6 +138,9 @@ static void test_infeasible(void)
     CU_ASSERT_PTR_NULL(p);
     CU_ASSERT_EQUAL(r.status, MP_SOLVE_INFEASIBLE);
     CU_ASSERT(r.min_peak_bytes >= 3 * 1024);
+    /* b_i's stage: f_i, b_(i+1), b_i and the output b_0 once computed */
+    CU_ASSERT_EQUAL(r.peak_lower_bound, 3 * 1024);
+    CU_ASSERT(r.peak_lower_bound <= r.min_peak_bytes);
     CU_ASSERT(r.min_peak_bytes < r.base_peak_bytes);
     CU_ASSERT(strstr(mp_ctx_message(ctx), "smallest peak") != NULL);
     /* and the smallest peak found is itself a budget that can be met */

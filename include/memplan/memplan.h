@@ -696,6 +696,10 @@ typedef struct mp_remat_result {
     uint64_t peak_bytes;         /* live arena peak + persistent bytes */
     uint64_t base_peak_bytes;    /* the same without recompute */
     uint64_t min_peak_bytes;     /* smallest peak any solver reached */
+    uint64_t peak_lower_bound;   /* no schedule computing the nodes in this
+                                    order peaks below it: a node's inputs
+                                    and outputs, the graph outputs computed
+                                    before it, plus persistent bytes */
     double base_cost;            /* cost of computing every node once */
     double extra_cost;           /* cost of the RECOMPUTE steps */
     double extra_flops;          /* FLOPs of the RECOMPUTE steps (given ones) */
