@@ -222,7 +222,7 @@ int cli_parse_method(const char *s, mp_offsets_method *out)
 
 void cli_print_methods(FILE *f)
 {
-    for (int m = MP_OFFSETS_AUTO; m <= MP_OFFSETS_NAIVE; m++)
+    for (int m = MP_OFFSETS_AUTO; m <= MP_OFFSETS_EXACT; m++)
         fprintf(f, "%s%s", m == MP_OFFSETS_AUTO ? "" : ", ",
                 mp_offsets_method_name((mp_offsets_method)m));
 }

@@ -7,6 +7,7 @@ static void help(void)
 {
     fputs("Usage: memplan offsets TRACE.csv [-o OUT.csv] [--json] [--align N]\n"
           "                       [--method M] [--seed S] [--time-limit SEC]\n"
+          "                       [--capacity N]\n"
           "\n"
           "Reads a MiniMalloc trace (CSV with header id,lower,upper,size: a\n"
           "buffer of `size` bytes live on the half-open interval\n"
@@ -26,13 +27,20 @@ static void help(void)
     cli_print_methods(stdout);
     fputs("\n"
           "      --seed S        seed for randomized improvement (default 0)\n"
-          "      --time-limit SEC  seconds for improvement passes\n"
+          "      --time-limit SEC  seconds for improvement passes and the exact\n"
+          "                      search (a safety net; default 10)\n"
+          "      --capacity N    ask for a packing within N bytes (units accepted,\n"
+          "                      e.g. 1MiB); when there is none, or none is found,\n"
+          "                      the best packing is still reported and written\n"
+          "                      and the exit code is 4. --method exact proves\n"
+          "                      optimality or infeasibility\n"
           "  -h, --help          show this help\n"
           "\n"
           "Examples:\n"
           "  memplan offsets trace.csv\n"
           "  memplan offsets trace.csv -o placed.csv && memplan verify placed.csv\n"
           "  memplan offsets trace.csv --json --method naive\n"
+          "  memplan offsets trace.csv --method exact --capacity 1MiB\n"
           "\n",
           stdout);
     cli_print_exit_codes(stdout);
@@ -56,6 +64,11 @@ static int print_json(size_t n, const mp_offsets_result *r,
     bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(r->status)));
     bad |= cli_json_set(o, "solver", cli_json_str(r->solver));
     bad |= cli_json_set(o, "solve_seconds", json_real(r->seconds));
+    bad |= cli_json_set(o, "proven_lower_bound_bytes",
+                        cli_json_u64(r->proven_lb_bytes));
+    bad |= cli_json_set(o, "search_nodes", cli_json_u64(r->nodes));
+    if (opt->capacity)
+        bad |= cli_json_set(o, "capacity_bytes", cli_json_u64(opt->capacity));
     if (output)
         bad |= cli_json_set(o, "output_file", cli_json_str(output));
     if (bad) {
@@ -78,6 +91,12 @@ static void print_summary(const char *trace, size_t n,
     printf("arena        %s\n", cli_size(r->arena_bytes, b, sizeof b));
     cli_print_ratio(r->arena_bytes, r->lower_bound_bytes, "empty trace");
     printf("status       %s\n", mp_solve_status_name(r->status));
+    if (opt->capacity)
+        printf("capacity     %s\n", cli_size(opt->capacity, b, sizeof b));
+    if (r->nodes || r->proven_lb_bytes > r->lower_bound_bytes)
+        printf("proven LB    %s  (%llu search nodes)\n",
+               cli_size(r->proven_lb_bytes, b, sizeof b),
+               (unsigned long long)r->nodes);
     printf("solver       %s (alignment %llu)\n", r->solver ? r->solver : "?",
            (unsigned long long)opt->alignment);
     printf("seconds      %.3f\n", r->seconds);
@@ -85,15 +104,45 @@ static void print_summary(const char *trace, size_t n,
         printf("\noffsets written to %s\n", output);
 }
 
+/* offsets' own option on top of the shared solver options */
+enum { OPT_CAPACITY = 900 };
+typedef struct offsets_args {
+    cli_solve_args solve;
+    uint64_t capacity;
+} offsets_args;
+
+static int offsets_on_opt(void *state, int id, const char *name,
+                          const char *value)
+{
+    offsets_args *oa = state;
+    if (id == OPT_CAPACITY) {
+        int rc = cli_parse_size(name, value, &oa->capacity);
+        if (!rc && oa->capacity == 0) {
+            cli_error("bad value '%s' for --capacity: expected a size > 0",
+                      value);
+            return CLI_EXIT_USAGE;
+        }
+        return rc;
+    }
+    return cli_solve_on_opt(&oa->solve, id, name, value);
+}
+
 int cli_cmd_offsets(int argc, char **argv)
 {
     mp_offsets_options opt;
     mp_offsets_options_init(&opt);
-    cli_solve_args a = {NULL, 0, 1, opt.method, opt.seed, opt.time_limit};
+    offsets_args oa = {{NULL, 0, 1, opt.method, opt.seed, opt.time_limit}, 0};
+    cli_opt opts[24];
+    size_t no = 0;
+    for (const cli_opt *o = cli_solve_opts; o->name && no < 22; o++)
+        opts[no++] = *o;
+    opts[no++] = (cli_opt){"capacity", 0, 1, OPT_CAPACITY};
+    opts[no] = (cli_opt){NULL, 0, 0, 0};
     const char *pos[CLI_MAX_POSITIONAL];
     int n_pos, want_help;
-    int rc = cli_parse("offsets", argc, argv, cli_solve_opts, cli_solve_on_opt,
-                       &a, pos, &n_pos, &want_help);
+    int rc = cli_parse("offsets", argc, argv, opts, offsets_on_opt, &oa, pos,
+                       &n_pos, &want_help);
+    cli_solve_args a = oa.solve;
     if (rc)
         return rc;
     if (want_help) {
@@ -111,6 +160,7 @@ int cli_cmd_offsets(int argc, char **argv)
     opt.method = a.method;
     opt.seed = a.seed;
     opt.time_limit = a.time_limit;
+    opt.capacity = oa.capacity;
 
     mp_ctx *ctx = mp_ctx_create(NULL);
     if (!ctx) {
@@ -129,6 +179,11 @@ int cli_cmd_offsets(int argc, char **argv)
         goto done;
     }
     st = mp_offsets_solve(ctx, bufs, n, &opt, &res);
+    /* MP_ERR_INFEASIBLE with a capacity: the buffers hold the best packing
+     * found; report and write it, then exit 4 */
+    mp_status solve_st = st;
+    if (st == MP_ERR_INFEASIBLE && opt.capacity && res.solver)
+        st = MP_OK;
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, trace);
         goto done;
@@ -146,6 +201,8 @@ int cli_cmd_offsets(int argc, char **argv)
         print_summary(trace, n, &res, &opt, a.output);
         rc = CLI_EXIT_OK;
     }
+    if (solve_st != MP_OK && rc == CLI_EXIT_OK)
+        rc = cli_fail(ctx, solve_st, trace);
 done:
     mp_free(ctx, bufs);
     mp_free(ctx, ids);

@@ -347,8 +347,11 @@ static void on_tree(glp_tree *T, void *info)
     guard *g = info;
     int p = glp_ios_best_node(T);
     if (p) {
+        /* the best active node's bound only tightens; GLPK reports
+         * +-DBL_MAX for nodes whose LP is not solved yet */
         double b = glp_ios_node_bound(T, p);
-        if (isfinite(b)) {
+        if (isfinite(b) && fabs(b) < DBL_MAX / 2 &&
+            (!g->have_bound || (g->minimize ? b > g->bound : b < g->bound))) {
             g->bound = b;
             g->have_bound = 1;
         }
