@@ -45,6 +45,13 @@ static void help(void)
           "                      counter\n"
           "      --kv-context N  tokens for the KV-cache lint (default 4096)\n"
           "      --no-lints      skip the static lints\n"
+          "      --no-inplace    no in-place reuse (by default an output may\n"
+          "                      take over an input that dies at its node,\n"
+          "                      where the op allows it)\n"
+          "      --fuse          tensors inside fused pointwise chains take no\n"
+          "                      memory (docs/memory-model.md)\n"
+          "      --reorder       memory-aware operator order; reports the lower\n"
+          "                      bound before and after\n"
           "  -h, --help          show this help\n"
           "\n",
           stdout);
@@ -68,6 +75,7 @@ static void help(void)
 
 /* Options of plan beyond the shared solver ones (ids above theirs). */
 enum { P_DOT = 1000, P_COLLAPSE, P_HTML, P_TRACE, P_KV, P_NOLINT };
+enum { P_NOINPLACE = 1200, P_FUSE, P_REORDER }; /* issue 4 */
 enum { P_OFFLOAD = 1100, P_DEVICE };
 static const cli_opt plan_only_opts[] = {
     {"offload", 0, 0, P_OFFLOAD},
@@ -78,6 +86,9 @@ static const cli_opt plan_only_opts[] = {
     {"trace", 0, 1, P_TRACE},
     {"kv-context", 0, 1, P_KV},
     {"no-lints", 0, 0, P_NOLINT},
+    {"no-inplace", 0, 0, P_NOINPLACE},
+    {"fuse", 0, 0, P_FUSE},
+    {"reorder", 0, 0, P_REORDER},
     {NULL, 0, 0, 0},
 };
 
@@ -88,6 +99,7 @@ typedef struct plan_args {
     mp_dot_options dopt;
     uint64_t kv_context;
     int no_lints;
+    int no_inplace, fuse, reorder; /* issue 4 */
     cli_offload_args offload; /* issue 8 */
 } plan_args;
 
@@ -100,6 +112,9 @@ static int plan_on_opt(void *state, int id, const char *name,
     case P_HTML: a->html = value; return 0;
     case P_TRACE: a->trace = value; return 0;
     case P_NOLINT: a->no_lints = 1; return 0;
+    case P_NOINPLACE: a->no_inplace = 1; return 0;
+    case P_FUSE: a->fuse = 1; return 0;
+    case P_REORDER: a->reorder = 1; return 0;
     case P_OFFLOAD: a->offload.enabled = 1; return 0;
     case P_DEVICE: a->offload.device = value; return 0;
     case P_KV: return cli_parse_u64(name, value, &a->kv_context);
@@ -223,6 +238,17 @@ static json_t *lints_json(const mp_graph *g, const mp_lints *l)
     return arr;
 }
 
+/* In-place blocks and fused tensors of a plan (issue 4). */
+static void sharing_counts(const mp_graph *g, const mp_plan *plan,
+                           uint32_t *n_over, uint32_t *n_fused)
+{
+    *n_over = *n_fused = 0;
+    for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++)
+        *n_over += mp_plan_block_over(plan, i) != MP_NONE;
+    for (uint32_t t = 0; t < mp_graph_num_tensors(g); t++)
+        *n_fused += (uint32_t)mp_plan_tensor_fused(plan, t);
+}
+
 static int print_json(const mp_graph *g, const mp_plan *plan,
                       const peak_info *pk, const char *output,
                       const plan_args *pa, const mp_lints *lints)
@@ -269,6 +295,16 @@ static int print_json(const mp_graph *g, const mp_plan *plan,
     bad |= cli_json_set(o, "arena_bytes", cli_json_u64(f->arena_bytes));
     bad |= cli_json_set(o, "peak_bytes", cli_json_u64(f->peak_bytes));
     bad |= cli_json_set(o, "no_reuse_bytes", cli_json_u64(f->no_reuse_bytes));
+    uint32_t n_over, n_fused;
+    sharing_counts(g, plan, &n_over, &n_fused);
+    bad |= cli_json_set(o, "inplace_blocks", json_integer(n_over));
+    bad |= cli_json_set(o, "fused_tensors", json_integer(n_fused));
+    if (pa->reorder) {
+        bad |= cli_json_set(o, "order_lower_bound_before",
+                            cli_json_u64(f->order_lb_before));
+        bad |= cli_json_set(o, "order_lower_bound_after",
+                            cli_json_u64(f->order_lb_after));
+    }
     bad |= cli_json_set(o, "ratio", cli_json_ratio(f->arena_bytes, f->lower_bound_bytes));
     bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(f->status)));
     bad |= cli_json_set(o, "solver", cli_json_str(f->solver));
@@ -349,6 +385,18 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
            cli_size(f->peak_bytes, b, sizeof b));
     printf("no reuse     %s  every arena tensor in its own memory\n",
            cli_size(f->no_reuse_bytes, b, sizeof b));
+    uint32_t n_over, n_fused;
+    sharing_counts(g, plan, &n_over, &n_fused);
+    if (n_over || n_fused)
+        printf("sharing      %u outputs written in place, %u tensors fused\n",
+               n_over, n_fused);
+    if (f->order_lb_before) {
+        char b2[96];
+        printf("reorder      lower bound %s with the given order, %s "
+               "reordered\n",
+               cli_size(f->order_lb_before, b, sizeof b),
+               cli_size(f->order_lb_after, b2, sizeof b2));
+    }
     cli_print_ratio(f->arena_bytes, f->lower_bound_bytes, "empty arena");
     printf("status       %s\n", mp_solve_status_name(f->status));
     printf("solver       %s (alignment %llu)\n", f->solver ? f->solver : "?",
@@ -423,6 +471,9 @@ int cli_cmd_plan(int argc, char **argv)
     opt.method = a.method;
     opt.seed = a.seed;
     opt.time_limit = a.time_limit;
+    opt.inplace = !pa.no_inplace;
+    opt.fuse = pa.fuse;
+    opt.reorder = pa.reorder;
 
     mp_ctx *ctx = mp_ctx_create(NULL);
     if (!ctx) {

@@ -49,6 +49,9 @@ static void test_lowering(void)
     mp_plan *plan = NULL;
     mp_plan_options po;
     mp_plan_options_init(&po);
+    /* the reference model below frees by use count, without in-place
+     * reuse: compare it with a plan without in-place reuse */
+    po.inplace = 0;
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
     mpv_program *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);

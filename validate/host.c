@@ -1307,7 +1307,9 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                     rf->space = MPV_SPACE_WEIGHTS;
                     rf->offset = p->woff[r];
                 } else if (mp_tensor_in_arena(&g->tensors[r])) {
-                    const mp_block *b = block_at(byt, cnt, r, s, 0);
+                    /* an input may end here: its block was taken over
+                     * in place by this step's output (issue 4) */
+                    const mp_block *b = block_at(byt, cnt, r, s, k < n->n_in);
                     if (!b) {
                         if (!p->nodes[sp->index].run)
                             continue;
