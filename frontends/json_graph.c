@@ -65,6 +65,9 @@ typedef struct rd {
     int64_t *pi;
     double *pd;
     size_t n_pool, cap_pi, cap_pd;
+    /* the attribute key in the location path: a copy, since reading its
+     * value may move r->sb (a pointer into it would dangle) */
+    char attr_key[128];
 } rd;
 
 static const char *S(rd *r, size_t s) { return r->sb + s; }
@@ -870,7 +873,8 @@ static mp_status read_attrs(rd *r)
         memset(at, 0, sizeof *at);
         at->name_s = key;
         at->key_off = key_off;
-        mp_jloc_key(&r->loc, S(r, key));
+        snprintf(r->attr_key, sizeof r->attr_key, "%s", S(r, key));
+        mp_jloc_key(&r->loc, r->attr_key);
         jv e;
         if ((st = rd_value(r, &e)))
             return st;
@@ -1121,12 +1125,15 @@ static mp_status read_node(rd *r, size_t idx)
             st = mp_graph_set_attr_string(g, id, an, S(r, at->s));
             break;
         default:
+            /* an empty array: the pools may not exist (NULL + 0 is UB) */
             if (at->any_real)
-                st = mp_graph_set_attr_floats(g, id, an, r->pd + at->first,
-                                              (uint32_t)at->n);
+                st = mp_graph_set_attr_floats(
+                    g, id, an, at->n ? r->pd + at->first : NULL,
+                    (uint32_t)at->n);
             else
-                st = mp_graph_set_attr_ints(g, id, an, r->pi + at->first,
-                                            (uint32_t)at->n);
+                st = mp_graph_set_attr_ints(
+                    g, id, an, at->n ? r->pi + at->first : NULL,
+                    (uint32_t)at->n);
         }
         if (st)
             return st;

@@ -1,8 +1,12 @@
 /* Shape functions of pointwise, broadcasting, reduction and matrix ops,
  * with folding of int64 values (Add/Sub/Mul/Div/Mod, comparisons, Where,
- * Not, Min/Max, ReduceProd/Sum, Cast) for shape arithmetic. */
+ * Not, Min/Max, ReduceProd/Sum, Cast) for shape arithmetic, and of small
+ * float values (the same binary ops, Ceil/Floor/Round/Sqrt/Reciprocal,
+ * Cast between ints and floats) where models compute sizes in floats
+ * (Pad amounts as ceil(len / hop) in STFT front ends). */
 #include "shape.h"
 
+#include <math.h>
 #include <string.h>
 
 static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
@@ -13,12 +17,19 @@ static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
 
 MP_SHAPE_FN(mp_shape_generic) { return mp_shape_done(g, node); }
 
+static mp_status fold_float(mp_graph *g, uint32_t node, const mp_shape *out,
+                            int out_dtype);
+
 MP_SHAPE_FN(mp_shape_same)
 {
     const mp_node *n = &g->nodes[node];
     mp_shape s;
     mp_in_shape(g, n, 0, &s);
     mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    /* Ceil, Floor, Round, Sqrt, ... of a small float constant */
+    if (!st && n->n_out && s.rank >= 0 &&
+        mp_dtype_is_float(in_dtype(g, n, 0)))
+        st = fold_float(g, node, &s, in_dtype(g, n, 0));
     return st ? st : mp_shape_done(g, node);
 }
 
@@ -194,6 +205,247 @@ static fold_fn fold_of(const mp_node *n)
     return NULL;
 }
 
+/* ---- float folding: values of float tensors are doubles (bits) ---- */
+typedef bool (*dfold_fn)(const double *a, uint32_t k, double *r);
+
+static bool d_add(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] + a[1];
+    return true;
+}
+static bool d_sub(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] - a[1];
+    return true;
+}
+static bool d_mul(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] * a[1];
+    return true;
+}
+static bool d_div(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] / a[1];
+    return true;
+}
+static bool d_eq(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] == a[1];
+    return true;
+}
+static bool d_lt(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] < a[1];
+    return true;
+}
+static bool d_le(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] <= a[1];
+    return true;
+}
+static bool d_gt(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] > a[1];
+    return true;
+}
+static bool d_ge(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] >= a[1];
+    return true;
+}
+static bool d_where(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] != 0 ? a[1] : a[2];
+    return true;
+}
+static bool d_min(const double *a, uint32_t k, double *r)
+{
+    *r = a[0];
+    for (uint32_t i = 1; i < k; i++)
+        if (a[i] < *r)
+            *r = a[i];
+    return true;
+}
+static bool d_max(const double *a, uint32_t k, double *r)
+{
+    *r = a[0];
+    for (uint32_t i = 1; i < k; i++)
+        if (a[i] > *r)
+            *r = a[i];
+    return true;
+}
+static bool d_sum(const double *a, uint32_t k, double *r)
+{
+    *r = 0;
+    for (uint32_t i = 0; i < k; i++)
+        *r += a[i];
+    return true;
+}
+static bool d_neg(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = -a[0];
+    return true;
+}
+static bool d_abs(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = fabs(a[0]);
+    return true;
+}
+static bool d_ceil(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = ceil(a[0]);
+    return true;
+}
+static bool d_floor(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = floor(a[0]);
+    return true;
+}
+static bool d_round(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = nearbyint(a[0]); /* halves to even, as ONNX Round */
+    return true;
+}
+static bool d_sqrt(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = sqrt(a[0]);
+    return true;
+}
+static bool d_recip(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = 1.0 / a[0];
+    return true;
+}
+static bool d_relu(const double *a, uint32_t k, double *r)
+{
+    (void)k;
+    *r = a[0] > 0 ? a[0] : 0;
+    return true;
+}
+
+static const struct {
+    const char *op;
+    dfold_fn fn;
+} dfolds[] = {
+    {"Abs", d_abs}, {"Add", d_add}, {"Ceil", d_ceil}, {"Div", d_div},
+    {"Equal", d_eq}, {"Floor", d_floor}, {"Greater", d_gt},
+    {"GreaterOrEqual", d_ge}, {"Less", d_lt}, {"LessOrEqual", d_le},
+    {"Max", d_max}, {"Min", d_min}, {"Mul", d_mul}, {"Neg", d_neg},
+    {"Reciprocal", d_recip}, {"Relu", d_relu}, {"Round", d_round},
+    {"Sqrt", d_sqrt}, {"Sub", d_sub}, {"Sum", d_sum}, {"Where", d_where},
+};
+
+static dfold_fn dfold_of(const mp_node *n)
+{
+    if (n->domain[0])
+        return NULL;
+    for (size_t i = 0; i < sizeof dfolds / sizeof dfolds[0]; i++)
+        if (strcmp(dfolds[i].op, n->op) == 0)
+            return dfolds[i].fn;
+    return NULL;
+}
+
+bool mp_dtype_is_float(int dt)
+{
+    return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT64 ||
+           dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
+}
+
+double mp_value_double(const mp_tensor *t, uint32_t i)
+{
+    if (mp_dtype_is_int(t->dtype))
+        return (double)t->value[i];
+    double d;
+    memcpy(&d, &t->value[i], sizeof d);
+    return d;
+}
+
+/* x as a value of dtype dt: float dtypes keep the bits of the double,
+ * rounded to float32 for float32 (float16/bfloat16 are not rounded
+ * further: their values only feed shape arithmetic); integer dtypes take
+ * the truncated value. False when x does not fit the integer range. */
+bool mp_value_from_double(int dt, double x, int64_t *out)
+{
+    if (mp_dtype_is_float(dt)) {
+        double d = dt == MP_DTYPE_FLOAT64 ? x : (double)(float)x;
+        if (dt != MP_DTYPE_FLOAT64 && isfinite(x) && !isfinite(d))
+            d = x; /* beyond float range: keep it; only shapes read it */
+        memcpy(out, &d, sizeof d);
+        return true;
+    }
+    if (dt == MP_DTYPE_BOOL) {
+        *out = x != 0;
+        return true;
+    }
+    if (!isfinite(x) || x >= 9223372036854775808.0 ||
+        x < -9223372036854775808.0)
+        return false;
+    *out = (int64_t)x;
+    return true;
+}
+
+/* Folds in doubles when every input has a value and one is a float. */
+static mp_status fold_float(mp_graph *g, uint32_t node, const mp_shape *out,
+                            int out_dtype)
+{
+    const mp_node *n = &g->nodes[node];
+    dfold_fn fn = dfold_of(n);
+    int64_t total = mp_shape_numel(out);
+    if (!fn || total <= 0 || total > (int64_t)MP_VALUE_MAX || n->n_in == 0 ||
+        n->n_in > 8 || !(mp_dtype_is_int(out_dtype) ||
+                         mp_dtype_is_float(out_dtype)))
+        return MP_OK;
+    mp_shape sh[8];
+    const mp_tensor *ts[8];
+    bool any_float = false;
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        const mp_tensor *t = mp_in(g, n, i);
+        if (!t || !t->value ||
+            !(mp_dtype_is_int(t->dtype) || mp_dtype_is_float(t->dtype)))
+            return MP_OK;
+        any_float |= mp_dtype_is_float(t->dtype);
+        mp_in_shape(g, n, i, &sh[i]);
+        if (mp_shape_numel(&sh[i]) != (int64_t)t->n_value)
+            return MP_OK;
+        ts[i] = t;
+    }
+    if (!any_float)
+        return MP_OK;
+    int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    if (!buf)
+        return MP_ERR_NOMEM;
+    bool ok = true;
+    for (int64_t e = 0; e < total && ok; e++) {
+        double args[8], r;
+        for (uint32_t i = 0; i < n->n_in; i++)
+            args[i] = mp_value_double(ts[i], (uint32_t)bidx(out, &sh[i], e));
+        ok = fn(args, n->n_in, &r) && mp_value_from_double(out_dtype, r,
+                                                           &buf[e]);
+    }
+    mp_status st = MP_OK;
+    if (ok)
+        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
+    mp_dealloc(g->ctx, buf);
+    return st;
+}
+
 /* Folds the node's value when every input has an integer value. */
 static mp_status fold(mp_graph *g, uint32_t node, const mp_shape *out)
 {
@@ -278,6 +530,8 @@ static mp_status broadcast_all(mp_graph *g, uint32_t node, uint32_t first,
     mp_status st = mp_out_set(g, node, 0, dtype, &out);
     if (!st && mp_dtype_is_int(dtype))
         st = fold(g, node, &out);
+    if (!st && n->n_out && !g->tensors[n->outputs[0]].value)
+        st = fold_float(g, node, &out, dtype);
     return st ? st : mp_shape_done(g, node);
 }
 
@@ -319,7 +573,21 @@ static mp_status cast_to(mp_graph *g, uint32_t node, int to)
     mp_in_shape(g, n, 0, &s);
     mp_status st = mp_out_set(g, node, 0, to, &s);
     const mp_tensor *in = mp_in(g, n, 0);
-    if (!st && in && in->value && mp_dtype_is_int(in->dtype) &&
+    if (!st && in && in->value && (int64_t)in->n_value == mp_shape_numel(&s) &&
+        (mp_dtype_is_float(in->dtype) || mp_dtype_is_float(to)) &&
+        (mp_dtype_is_int(in->dtype) || mp_dtype_is_float(in->dtype)) &&
+        (mp_dtype_is_int(to) || mp_dtype_is_float(to))) {
+        /* ints and floats into each other: through doubles */
+        int64_t *buf = mp_alloc(g->ctx, in->n_value * sizeof *buf);
+        if (!buf)
+            return MP_ERR_NOMEM;
+        bool ok = true;
+        for (uint32_t i = 0; i < in->n_value && ok; i++)
+            ok = mp_value_from_double(to, mp_value_double(in, i), &buf[i]);
+        if (ok)
+            st = mp_out_value(g, node, 0, buf, in->n_value);
+        mp_dealloc(g->ctx, buf);
+    } else if (!st && in && in->value && mp_dtype_is_int(in->dtype) &&
         mp_dtype_is_int(to)) {
         if (to == MP_DTYPE_BOOL) {
             int64_t *buf = mp_alloc(g->ctx, in->n_value * sizeof *buf);

@@ -312,8 +312,7 @@ MP_SHAPE_FN(mp_shape_one_hot)
                        dt->dtype == MP_DTYPE_FLOAT64) {
                 double f;
                 memcpy(&f, &v[0], sizeof f);
-                depth = (int64_t)f;
-                known = f >= 0 && f < 9e18;
+                known = mp_dim_from_double(f, &depth);
             }
         }
         out.rank = ix.rank + 1;

@@ -283,8 +283,11 @@ MP_SHAPE_FN(mp_shape_resize)
                 for (uint32_t i = 0; i < k; i++) {
                     int32_t a;
                     mp_axis(axes ? axes[i] : (int64_t)i, x.rank, &a);
-                    if (x.d[a] >= 0)
-                        out.d[a] = (int64_t)floor((double)x.d[a] * best + 0.5);
+                    if (x.d[a] >= 0 &&
+                        !mp_dim_from_double(
+                            floor((double)x.d[a] * best + 0.5), &out.d[a]))
+                        return mp_node_err(g, node, "scaled dim %d out of "
+                                           "range", (int)a);
                 }
             }
         } else if ((sattr && sattr->type == MP_ATTR_FLOATS &&
@@ -302,8 +305,12 @@ MP_SHAPE_FN(mp_shape_resize)
                 int32_t a;
                 if (!mp_axis(axes ? axes[i] : (int64_t)i, x.rank, &a))
                     return mp_node_err(g, node, "axis out of range");
-                out.d[a] = x.d[a] < 0 ? -1
-                                      : (int64_t)floor((double)x.d[a] * sc[i]);
+                out.d[a] = -1;
+                if (x.d[a] >= 0 &&
+                    !mp_dim_from_double(floor((double)x.d[a] * sc[i]),
+                                        &out.d[a]))
+                    return mp_node_err(g, node, "scaled dim %d out of range",
+                                       (int)a);
             }
         }
     }

@@ -4,6 +4,7 @@
  * so that dims computed from other dims become numbers. */
 #include "shape.h"
 
+#include <math.h>
 #include <string.h>
 
 static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
@@ -646,8 +647,17 @@ MP_SHAPE_FN(mp_shape_tile)
             return mp_node_err(g, node, "repeats has %u entries for rank %d",
                                (unsigned)c, (int)in.rank);
         out = in;
-        for (int32_t i = 0; i < in.rank; i++)
-            out.d[i] = in.d[i] < 0 ? -1 : in.d[i] * v[i];
+        for (int32_t i = 0; i < in.rank; i++) {
+            if (v[i] < 0)
+                return mp_node_err(g, node, "repeats[%d] is negative "
+                                   "(%lld)", (int)i, (long long)v[i]);
+            if (in.d[i] >= 0 &&
+                __builtin_mul_overflow(in.d[i], v[i], &out.d[i]))
+                return mp_err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Tile): "
+                              "dim %d overflows 64 bits", n->name, (int)i);
+            if (in.d[i] < 0)
+                out.d[i] = -1;
+        }
     } else if (in.rank >= 0) {
         out.rank = in.rank;
         for (int32_t i = 0; i < in.rank; i++)
@@ -694,11 +704,14 @@ MP_SHAPE_FN(mp_shape_range)
     if (known && d == 0)
         return mp_node_err(g, node, "delta is 0");
     if (known) {
-        double cnt = (l - s) / d;
-        int64_t k = (int64_t)cnt;
-        if ((double)k < cnt)
-            k++;
-        out.d[0] = k < 0 ? 0 : k;
+        double cnt = ceil((l - s) / d);
+        if (cnt != cnt)
+            return mp_node_err(g, node, "the length is not a number");
+        if (cnt < 0)
+            cnt = 0;
+        if (!mp_dim_from_double(cnt, &out.d[0]))
+            return mp_err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Range): "
+                          "%g elements", n->name, cnt);
     }
     mp_status st = mp_out_set(g, node, 0, dt, &out);
     if (!st && known && mp_dtype_is_int(dt) && out.d[0] > 0 &&
@@ -706,9 +719,17 @@ MP_SHAPE_FN(mp_shape_range)
         int64_t *buf = mp_alloc(g->ctx, (size_t)out.d[0] * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
-        for (int64_t i = 0; i < out.d[0]; i++)
-            buf[i] = (int64_t)s + i * (int64_t)d;
-        st = mp_out_value(g, node, 0, buf, (uint32_t)out.d[0]);
+        /* integer operands: exact int64 steps (they come from int64
+         * values; overflow leaves the value unknown) */
+        const mp_tensor *ts = mp_in(g, n, 0), *td = mp_in(g, n, 2);
+        bool ok = mp_dtype_is_int(ts->dtype) && mp_dtype_is_int(td->dtype);
+        for (int64_t i = 0; i < out.d[0] && ok; i++) {
+            int64_t step;
+            ok = !__builtin_mul_overflow(i, td->value[0], &step) &&
+                 !__builtin_add_overflow(ts->value[0], step, &buf[i]);
+        }
+        if (ok)
+            st = mp_out_value(g, node, 0, buf, (uint32_t)out.d[0]);
         mp_dealloc(g->ctx, buf);
     }
     return st ? st : mp_shape_done(g, node);
@@ -737,8 +758,14 @@ MP_SHAPE_FN(mp_shape_pad)
             int32_t a;
             if (!mp_axis(axes ? axes[i] : (int64_t)i, in.rank, &a))
                 return mp_node_err(g, node, "axis out of range");
-            if (out.d[a] >= 0)
-                out.d[a] = in.d[a] + pads[i] + pads[i + k];
+            if (out.d[a] >= 0 &&
+                (__builtin_add_overflow(in.d[a], pads[i], &out.d[a]) ||
+                 __builtin_add_overflow(out.d[a], pads[i + k], &out.d[a])))
+                return mp_err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Pad): "
+                              "dim %d overflows 64 bits", n->name, (int)a);
+            if (out.d[a] < -1)
+                return mp_node_err(g, node, "pads make dim %d negative",
+                                   (int)a);
         }
     }
     mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);

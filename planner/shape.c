@@ -126,9 +126,26 @@ int64_t mp_attr_int(const mp_node *n, const char *name, int64_t dflt)
         return dflt;
     if (a->type == MP_ATTR_INT)
         return a->v.i;
-    if (a->type == MP_ATTR_FLOAT)
-        return (int64_t)a->v.f;
+    if (a->type == MP_ATTR_FLOAT) {
+        /* saturating: a float outside int64 (or NaN) is not UB here */
+        double f = a->v.f;
+        if (f != f)
+            return dflt;
+        if (f >= 9223372036854775807.0)
+            return INT64_MAX;
+        if (f <= -9223372036854775807.0)
+            return INT64_MIN;
+        return (int64_t)f;
+    }
     return dflt;
+}
+
+bool mp_dim_from_double(double x, int64_t *out)
+{
+    if (!(x >= 0) || x >= 4611686018427387904.0) /* NaN, < 0, >= 2^62 */
+        return false;
+    *out = (int64_t)x;
+    return true;
 }
 
 double mp_attr_float(const mp_node *n, const char *name, double dflt)
@@ -179,6 +196,11 @@ mp_status mp_out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
         ((s && s->rank >= 0) || t->rank >= 0))
         t->dtype = (uint8_t)dtype;
     if (s && s->rank >= 0) {
+        for (int32_t i = 0; i < s->rank; i++)
+            if (s->d[i] < -1)
+                return mp_node_err(g, node, "output '%s' would get dim %d "
+                                   "of size %lld", t->name, (int)i,
+                                   (long long)s->d[i]);
         if (t->rank < 0) {
             mp_status st = mp_tensor_set_shape(g->ctx, t, s->rank, s->d);
             if (st)

@@ -25,6 +25,13 @@ mp_status mp_tensor_set_value(mp_ctx *ctx, mp_tensor *t, const int64_t *v,
                               uint32_t n);
 /* Integer or bool dtypes (values carried as int64). */
 bool mp_dtype_is_int(int dtype);
+/* float32/64, float16, bfloat16: values carried as the bits of doubles. */
+bool mp_dtype_is_float(int dtype);
+/* Element i of t's value as a double (t->value set, int or float dtype). */
+double mp_value_double(const mp_tensor *t, uint32_t i);
+/* x stored as a value of dtype dt (float: double bits, rounded to float32
+ * for float32; int: truncated; false when out of the int64 range). */
+bool mp_value_from_double(int dtype, double x, int64_t *out);
 /* True when every dim is known (rank >= 0). */
 bool mp_tensor_shape_known(const mp_tensor *t);
 
@@ -38,6 +45,9 @@ void mp_in_shape(const mp_graph *g, const mp_node *n, uint32_t i,
 bool mp_in_value(const mp_graph *g, const mp_node *n, uint32_t i,
                  const int64_t **v, uint32_t *cnt);
 int64_t mp_attr_int(const mp_node *n, const char *name, int64_t dflt);
+/* A dim computed in floating point: false when x is NaN, negative or
+ * 2^62 or more (then *out is unchanged). */
+bool mp_dim_from_double(double x, int64_t *out);
 double mp_attr_float(const mp_node *n, const char *name, double dflt);
 /* INTS attribute: pointer and count, or NULL (count 0). */
 const int64_t *mp_attr_ints(const mp_node *n, const char *name,

@@ -511,8 +511,132 @@ static void test_graph_load_detects_onnx(void)
     mb_free(&b);
 }
 
+static Onnx__TensorProto *mb_float_scalar(mb *b, const char *name, float v)
+{
+    Onnx__TensorProto *t = mb_tensor(b, name, MP_DTYPE_FLOAT32, 0, NULL, NULL,
+                                     0);
+    t->n_float_data = 1;
+    t->float_data = mb_new(b, sizeof(float));
+    t->float_data[0] = v;
+    return t;
+}
+
+/* Pad amounts computed in floats (as STFT front ends do):
+ * pad = int(ceil(float(len) / 32) * 32 - float(len)); x[1,1,100] padded to
+ * [1,1,128]. Everything past x is inferred (declared_shapes = 0). */
+static void test_float_folding(void)
+{
+    mb b;
+    mb_init(&b, 8, 17);
+    const int64_t xd[] = {1, 1, 100}, zd[] = {5}, zv[5] = {0}, one[] = {1};
+    const int64_t two = 2, ax0 = 0;
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 3, xd, NULL);
+    mb_init_tensor(&b, mb_float_scalar(&b, "c32", 32.0f));
+    mb_init_tensor(&b, mb_tensor(&b, "i2", MP_DTYPE_INT64, 0, NULL, &two, 1));
+    mb_init_tensor(&b, mb_tensor(&b, "ax", MP_DTYPE_INT64, 1, one, &ax0, 1));
+    mb_init_tensor(&b, mb_tensor(&b, "zeros", MP_DTYPE_INT64, 1, zd, zv, 5));
+    const char *i1[] = {"x"}, *o1[] = {"shp"};
+    mb_node(&b, "Shape", "shape", i1, 1, o1, 1);
+    const char *i2[] = {"shp", "i2"}, *o2[] = {"len"};
+    mb_node(&b, "Gather", "gather", i2, 2, o2, 1);
+    const char *i3[] = {"len"}, *o3[] = {"lenf"};
+    mb_attr_int(&b, mb_node(&b, "Cast", "tofloat", i3, 1, o3, 1), "to",
+                MP_DTYPE_FLOAT32);
+    const char *i4[] = {"lenf", "c32"}, *o4[] = {"q"};
+    mb_node(&b, "Div", "div", i4, 2, o4, 1);
+    const char *i5[] = {"q"}, *o5[] = {"qc"};
+    mb_node(&b, "Ceil", "ceil", i5, 1, o5, 1);
+    const char *i6[] = {"qc", "c32"}, *o6[] = {"m"};
+    mb_node(&b, "Mul", "mul", i6, 2, o6, 1);
+    const char *i7[] = {"m", "lenf"}, *o7[] = {"d"};
+    mb_node(&b, "Sub", "sub", i7, 2, o7, 1);
+    const char *i8[] = {"d"}, *o8[] = {"p"};
+    mb_attr_int(&b, mb_node(&b, "Cast", "toint", i8, 1, o8, 1), "to",
+                MP_DTYPE_INT64);
+    const char *i9[] = {"p", "ax"}, *o9[] = {"pu"};
+    mb_node(&b, "Unsqueeze", "unsq", i9, 2, o9, 1);
+    const char *i10[] = {"zeros", "pu"}, *o10[] = {"pads"};
+    mb_attr_int(&b, mb_node(&b, "Concat", "concat", i10, 2, o10, 1), "axis",
+                0);
+    const char *i11[] = {"x", "pads"}, *o11[] = {"y"};
+    mb_node(&b, "Pad", "pad", i11, 2, o11, 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.declared_shapes = 0;
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, &o, ctx, &g), MP_OK);
+    const int64_t yd[] = {1, 1, 128};
+    CU_ASSERT(shape_is(tensor(g, "y"), 3, yd));
+    const mp_tensor *p = tensor(g, "p");
+    CU_ASSERT_FATAL(p && p->value && p->n_value == 1);
+    CU_ASSERT_EQUAL(p->value[0], 28);
+    CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g), 0);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* Found by fuzz_onnx: Tile with repeats whose product overflows int64 was
+ * signed overflow (UB); negative repeats gave a negative dim. Now
+ * MP_ERR_OVERFLOW and MP_ERR_SHAPE. A node without outputs whose inputs
+ * are float constants read outputs[0] of an empty list (UB). */
+static void test_fuzz_regressions(void)
+{
+    const int64_t reps[2][2] = {{INT64_MAX / 2, 1}, {-3, 1}};
+    const mp_status want[2] = {MP_ERR_OVERFLOW, MP_ERR_SHAPE};
+    for (int k = 0; k < 2; k++) {
+        mb b;
+        mb_init(&b, 8, 17);
+        const int64_t xd[] = {4, 3}, rd[] = {2};
+        mb_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd, NULL);
+        mb_init_tensor(&b, mb_tensor(&b, "r", MP_DTYPE_INT64, 1, rd,
+                                     reps[k], 2));
+        const char *in[] = {"x", "r"}, *out[] = {"y"};
+        mb_node(&b, "Tile", "tile", in, 2, out, 1);
+        mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+        mp_onnx_options o;
+        mp_onnx_options_init(&o);
+        o.declared_shapes = 0;
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        size_t len;
+        uint8_t *buf = mb_pack(&b, &len);
+        CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", &o,
+                                                  &g), want[k]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "tile"));
+        CU_ASSERT_PTR_NULL(g);
+        mp_ctx_destroy(ctx);
+        mb_free(&b);
+    }
+    /* Add(c1, c2) with no outputs, beside x -> Relu -> y */
+    mb b;
+    mb_init(&b, 8, 17);
+    const int64_t xd[] = {2};
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 1, xd, NULL);
+    mb_init_tensor(&b, mb_float_scalar(&b, "c1", 1.5f));
+    mb_init_tensor(&b, mb_float_scalar(&b, "c2", 2.0f));
+    const char *ia[] = {"c1", "c2"};
+    mb_node(&b, "Add", "add", ia, 2, NULL, 0);
+    const char *ir[] = {"x"}, *or_[] = {"y"};
+    mb_node(&b, "Relu", "relu", ir, 1, or_, 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(load(&b, NULL, ctx, &g), MP_OK);
+    CU_ASSERT(shape_is(tensor(g, "y"), 1, xd));
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
 static CU_TestInfo tests[] = {
     {"CNN: conv, shape arithmetic folded, reshape -1", test_cnn_shapes},
+    {"float folding: Pad amounts through Cast/Div/Ceil/Mul/Sub",
+     test_float_folding},
+    {"fuzz regressions: Tile overflow, node without outputs",
+     test_fuzz_regressions},
     {"symbolic dims: unbound error, --dim binding", test_symbolic_dims},
     {"IR 3: initializers listed as inputs are weights",
      test_ir3_initializer_inputs},
