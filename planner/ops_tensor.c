@@ -301,6 +301,53 @@ MP_SHAPE_FN(mp_shape_unsqueeze)
     return st ? st : mp_shape_done(g, node);
 }
 
+/* Folds the value of a gather of in's value by an affine map per axis:
+ * output coordinate c along axis i reads input axis src[i] at
+ * first[i] + c * step[i]. in and out have the same rank; the value is left
+ * unknown when anything is out of range or too large. */
+static mp_status fold_affine(mp_graph *g, uint32_t node, const mp_shape *in,
+                             const mp_shape *out, const int32_t *src,
+                             const int64_t *first, const int64_t *step)
+{
+    const mp_node *n = &g->nodes[node];
+    const int64_t *v;
+    uint32_t vc;
+    int64_t total = mp_shape_numel(out);
+    if (in->rank < 0 || out->rank != in->rank || total <= 0 ||
+        total > (int64_t)MP_VALUE_MAX || !mp_in_value(g, n, 0, &v, &vc) ||
+        (int64_t)vc != mp_shape_numel(in))
+        return MP_OK;
+    int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    if (!buf)
+        return MP_ERR_NOMEM;
+    bool ok = true;
+    for (int64_t e = 0; e < total && ok; e++) {
+        int64_t rest = e, coord[MP_MAX_RANK];
+        for (int32_t i = out->rank - 1; i >= 0; i--) {
+            coord[i] = rest % out->d[i];
+            rest /= out->d[i];
+        }
+        int64_t incoord[MP_MAX_RANK];
+        for (int32_t i = 0; i < out->rank; i++) {
+            int64_t c;
+            if (__builtin_mul_overflow(coord[i], step[i], &c) ||
+                __builtin_add_overflow(first[i], c, &c) || c < 0 ||
+                c >= in->d[src[i]])
+                ok = false;
+            incoord[src[i]] = c;
+        }
+        int64_t idx = 0;
+        for (int32_t i = 0; i < in->rank && ok; i++)
+            idx = idx * in->d[i] + incoord[i];
+        if (ok)
+            buf[e] = v[idx];
+    }
+    mp_status st = ok ? mp_out_value(g, node, 0, buf, (uint32_t)total)
+                      : MP_OK;
+    mp_dealloc(g->ctx, buf);
+    return st;
+}
+
 MP_SHAPE_FN(mp_shape_transpose)
 {
     const mp_node *n = &g->nodes[node];
@@ -333,6 +380,21 @@ MP_SHAPE_FN(mp_shape_transpose)
     /* rank <= 1: transposition keeps the value */
     if (!st && in.rank >= 0 && in.rank <= 1 && mp_in_value(g, n, 0, &v, &vc))
         st = mp_out_value(g, node, 0, v, vc);
+    else if (!st && in.rank > 1 && mp_shape_numel(&in) > 0) {
+        /* small constants (PyTorch's pad list: reshape, flip, transpose) */
+        int32_t src[MP_MAX_RANK];
+        int64_t first[MP_MAX_RANK] = {0}, step[MP_MAX_RANK];
+        uint32_t c;
+        const int64_t *perm = mp_attr_ints(n, "perm", &c);
+        for (int32_t i = 0; i < in.rank; i++) {
+            if (perm)
+                mp_axis(perm[i], in.rank, &src[i]);
+            else
+                src[i] = in.rank - 1 - i;
+            step[i] = 1;
+        }
+        st = fold_affine(g, node, &in, &out, src, first, step);
+    }
     return st ? st : mp_shape_done(g, node);
 }
 
@@ -466,12 +528,14 @@ static int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step,
         start = start < 0 ? 0 : (start > dim ? dim : start);
         end = end < 0 ? 0 : (end > dim ? dim : end);
         *first = start;
-        return end > start ? (end - start + step - 1) / step : 0;
+        return end > start ? 1 + (end - start - 1) / step : 0;
     }
     start = start < 0 ? 0 : (start > dim - 1 ? dim - 1 : start);
     end = end < -1 ? -1 : (end > dim - 1 ? dim - 1 : end);
     *first = start;
-    return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    if (start <= end)
+        return 0;
+    return step == INT64_MIN ? 1 : 1 + (start - end - 1) / (-step);
 }
 
 MP_SHAPE_FN(mp_shape_slice)
@@ -500,6 +564,12 @@ MP_SHAPE_FN(mp_shape_slice)
         return mp_node_err(g, node, "starts, ends, axes and steps differ "
                            "in length");
     int64_t first0 = 0, step0 = 1;
+    int64_t firsts[MP_MAX_RANK] = {0}, stepv[MP_MAX_RANK];
+    int32_t src[MP_MAX_RANK];
+    for (int32_t i = 0; i < MP_MAX_RANK; i++) {
+        stepv[i] = 1;
+        src[i] = i;
+    }
     if (in.rank >= 0 && have) {
         out = in;
         for (uint32_t k = 0; k < ns; k++) {
@@ -515,6 +585,8 @@ MP_SHAPE_FN(mp_shape_slice)
             }
             int64_t first;
             out.d[a] = slice_len(in.d[a], starts[k], ends[k], step, &first);
+            firsts[a] = first;
+            stepv[a] = step;
             if (a == 0) {
                 first0 = first;
                 step0 = step;
@@ -534,7 +606,8 @@ MP_SHAPE_FN(mp_shape_slice)
                 buf[i] = v[first0 + i * step0];
             st = mp_out_value(g, node, 0, buf, (uint32_t)out.d[0]);
         }
-    }
+    } else if (!st && out.rank > 1 && have && mp_shape_numel(&out) > 0)
+        st = fold_affine(g, node, &in, &out, src, firsts, stepv);
     return st ? st : mp_shape_done(g, node);
 }
 

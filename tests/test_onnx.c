@@ -578,6 +578,62 @@ static void test_float_folding(void)
     mb_free(&b);
 }
 
+/* PyTorch's F.pad lowering: pads [lo, hi] of the last axis become the ONNX
+ * pads through Concat(zeros) -> Reshape [-1, 2] -> Slice (step -1, a
+ * flip) -> Transpose -> Reshape [-1]; the 2-D Slice and Transpose fold the
+ * value. x[1,3,10] with (lo, hi) = (2, 5) -> y[1,3,17]. */
+static void test_pad_list_folding(void)
+{
+    mb b;
+    mb_init(&b, 8, 17);
+    const int64_t xd[] = {1, 3, 10}, n2[] = {2}, n4[] = {4}, n1[] = {1};
+    const int64_t lohi[] = {2, 5}, zeros[4] = {0}, shp[] = {-1, 2};
+    const int64_t st[] = {-1}, en[] = {INT64_MIN}, ax[] = {0}, sp[] = {-1};
+    const int64_t flat[] = {-1};
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 3, xd, NULL);
+    mb_init_tensor(&b, mb_tensor(&b, "lohi", MP_DTYPE_INT64, 1, n2, lohi, 2));
+    mb_init_tensor(&b, mb_tensor(&b, "z", MP_DTYPE_INT64, 1, n4, zeros, 4));
+    mb_init_tensor(&b, mb_tensor(&b, "shp", MP_DTYPE_INT64, 1, n2, shp, 2));
+    mb_init_tensor(&b, mb_tensor(&b, "st", MP_DTYPE_INT64, 1, n1, st, 1));
+    mb_init_tensor(&b, mb_tensor(&b, "en", MP_DTYPE_INT64, 1, n1, en, 1));
+    mb_init_tensor(&b, mb_tensor(&b, "ax", MP_DTYPE_INT64, 1, n1, ax, 1));
+    mb_init_tensor(&b, mb_tensor(&b, "sp", MP_DTYPE_INT64, 1, n1, sp, 1));
+    mb_init_tensor(&b, mb_tensor(&b, "flat", MP_DTYPE_INT64, 1, n1, flat, 1));
+    const char *i1[] = {"lohi", "z"}, *o1[] = {"cat"};
+    mb_attr_int(&b, mb_node(&b, "Concat", "cat", i1, 2, o1, 1), "axis", 0);
+    const char *i2[] = {"cat", "shp"}, *o2[] = {"r2"};
+    mb_node(&b, "Reshape", "r2", i2, 2, o2, 1);
+    const char *i3[] = {"r2", "st", "en", "ax", "sp"}, *o3[] = {"fl"};
+    mb_node(&b, "Slice", "flip", i3, 5, o3, 1);
+    const char *i4[] = {"fl"}, *o4[] = {"tr"};
+    const int64_t perm[] = {1, 0};
+    mb_attr_ints(&b, mb_node(&b, "Transpose", "tr", i4, 1, o4, 1), "perm",
+                 perm, 2);
+    const char *i5[] = {"tr", "flat"}, *o5[] = {"pads"};
+    mb_node(&b, "Reshape", "r1", i5, 2, o5, 1);
+    const char *i6[] = {"x", "pads"}, *o6[] = {"y"};
+    mb_node(&b, "Pad", "pad", i6, 2, o6, 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.declared_shapes = 0;
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, &o, ctx, &g), MP_OK);
+    /* cat [2,5,0,0,0,0] -> [[2,5],[0,0],[0,0]] -> flipped rows
+     * [[0,0],[0,0],[2,5]] -> transposed [[0,0,2],[0,0,5]] -> flat */
+    const mp_tensor *p = tensor(g, "pads");
+    CU_ASSERT_FATAL(p && p->value && p->n_value == 6);
+    const int64_t want[6] = {0, 0, 2, 0, 0, 5};
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(p->value[i], want[i]);
+    const int64_t yd[] = {1, 3, 17};
+    CU_ASSERT(shape_is(tensor(g, "y"), 3, yd));
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
 /* Found by fuzz_onnx: Tile with repeats whose product overflows int64 was
  * signed overflow (UB); negative repeats gave a negative dim. Now
  * MP_ERR_OVERFLOW and MP_ERR_SHAPE. A node without outputs whose inputs
@@ -635,6 +691,8 @@ static CU_TestInfo tests[] = {
     {"CNN: conv, shape arithmetic folded, reshape -1", test_cnn_shapes},
     {"float folding: Pad amounts through Cast/Div/Ceil/Mul/Sub",
      test_float_folding},
+    {"pad list folding: 2-D Slice (flip) and Transpose of constants",
+     test_pad_list_folding},
     {"fuzz regressions: Tile overflow, node without outputs",
      test_fuzz_regressions},
     {"symbolic dims: unbound error, --dim binding", test_symbolic_dims},
