@@ -501,7 +501,8 @@ static mp_status broadcast_all(mp_graph *g, uint32_t node, uint32_t first,
             int32_t ax;
             if (mp_axis(mp_attr_int(n, "axis", 0), out.rank, &ax) &&
                 ax + s.rank <= out.rank) {
-                for (int32_t k = ax + s.rank; k < out.rank; k++)
+                /* B's dims sit at A's axes ax.., then ones to the end */
+                for (int32_t k = s.rank; k < out.rank - ax; k++)
                     s.d[k] = 1;
                 s.rank = out.rank - ax;
             }

@@ -634,6 +634,33 @@ static void test_pad_list_folding(void)
     mb_free(&b);
 }
 
+/* IR 1 / opset 1 Add with broadcast=1, axis=1: B[4] lines up with A's axis
+ * 1 of [2,4,3,3] (super_resolution's bias adds); the dims after B's were
+ * left unset before. */
+static void test_legacy_broadcast(void)
+{
+    mb b;
+    mb_init(&b, 3, 1);
+    const int64_t xd[] = {2, 4, 3, 3}, bd[] = {4};
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 4, xd, NULL);
+    mb_input(&b, "bias", MP_DTYPE_FLOAT32, 1, bd, NULL);
+    const char *in[] = {"x", "bias"}, *out[] = {"y"};
+    Onnx__NodeProto *n = mb_node(&b, "Add", "add", in, 2, out, 1);
+    mb_attr_int(&b, n, "broadcast", 1);
+    mb_attr_int(&b, n, "axis", 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.declared_shapes = 0;
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, &o, ctx, &g), MP_OK);
+    CU_ASSERT(shape_is(tensor(g, "y"), 4, xd));
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
 /* Found by fuzz_onnx: Tile with repeats whose product overflows int64 was
  * signed overflow (UB); negative repeats gave a negative dim. Now
  * MP_ERR_OVERFLOW and MP_ERR_SHAPE. A node without outputs whose inputs
@@ -693,6 +720,8 @@ static CU_TestInfo tests[] = {
      test_float_folding},
     {"pad list folding: 2-D Slice (flip) and Transpose of constants",
      test_pad_list_folding},
+    {"legacy broadcast: Add broadcast=1 axis=1 (opset 1)",
+     test_legacy_broadcast},
     {"fuzz regressions: Tile overflow, node without outputs",
      test_fuzz_regressions},
     {"symbolic dims: unbound error, --dim binding", test_symbolic_dims},
