@@ -1,6 +1,7 @@
 /* bench_onnx_conformance: shape-inference conformance over the ONNX corpus.
  *
  *   bench_onnx_conformance [CORPUS_DIR] [-v] [--models-only|--nodes-only]
+ *   bench_onnx_conformance --time MODEL.onnx [REPS]
  *
  * CORPUS_DIR defaults to ../shared/corpus relative to the source tree
  * (/work/shared/corpus). For every onnx-node test (CORPUS_DIR/onnx-node)
@@ -9,11 +10,15 @@
  * dims are compared with the declared ones (the ground truth); results are
  * printed per op. For every real model (every .onnx under CORPUS_DIR/models) the
  * model is loaded with its declared shapes and symbolic input dims bound
- * to 1, and planned. Skips with a message when the corpus is absent. */
+ * to 1, and planned. Skips with a message when the corpus is absent.
+ * --time: loads MODEL.onnx (file read, parse, shape inference) and plans
+ * it with the default options REPS times (default 20) in this process,
+ * and prints the CPU time (clock()) and wall time per load+plan. */
 #include "internal.h"
 
 #include <dirent.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -268,10 +273,52 @@ static int check_model(const char *path, char *why, size_t cap)
     return ok;
 }
 
+/* CPU and wall time of load + plan of one model, averaged over reps */
+static int time_model(const char *path, int reps)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    double best_cpu = 1e30, sum_cpu = 0, sum_wall = 0;
+    for (int r = 0; r < reps; r++) {
+        clock_t c0 = clock();
+        double w0 = mp_now_seconds();
+        mp_graph *g = NULL;
+        mp_plan *p = NULL;
+        mp_plan_options o;
+        mp_plan_options_init(&o);
+        if (mp_graph_load_onnx(ctx, path, NULL, &g) != MP_OK ||
+            mp_plan_create(g, &o, &p) != MP_OK) {
+            printf("bench_onnx_conformance: %s: %s\n", path,
+                   mp_ctx_message(ctx));
+            mp_graph_destroy(g);
+            mp_ctx_destroy(ctx);
+            return 1;
+        }
+        double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+        sum_wall += mp_now_seconds() - w0;
+        sum_cpu += cpu;
+        if (cpu < best_cpu)
+            best_cpu = cpu;
+        if (r == reps - 1)
+            printf("%s: %u nodes, %u tensors\n", path, mp_graph_num_nodes(g),
+                   mp_graph_num_tensors(g));
+        mp_plan_destroy(p);
+        mp_graph_destroy(g);
+    }
+    printf("load+plan: %.1f ms CPU mean (best %.1f ms), %.1f ms wall mean, "
+           "%d reps\n", 1e3 * sum_cpu / reps, 1e3 * best_cpu,
+           1e3 * sum_wall / reps, reps);
+    mp_ctx_destroy(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = NULL;
     int verbose = 0, nodes = 1, models = 1;
+    if (argc >= 3 && strcmp(argv[1], "--time") == 0)
+        return time_model(argv[2], argc >= 4 && atoi(argv[3]) > 0
+                                        ? atoi(argv[3])
+                                        : 20);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
             verbose = 1;
