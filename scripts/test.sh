@@ -37,3 +37,8 @@ echo "== ThreadSanitizer: build-tsan/, two contexts on two threads"
 ./scripts/tsan.sh
 
 echo "== all tests passed (build/, build-asan/, build-tsan/)"
+# Last line: the CUnit tests of both ctest runs, summed from the runner's
+# own closing lines ("N passed, M failed") that ctest logged.
+awk '/^[0-9]+ passed, [0-9]+ failed$/ {p += $1; f += $3}
+     END {print "total: " p " passed, " f " failed"}' \
+  build/Testing/Temporary/LastTest.log build-asan/Testing/Temporary/LastTest.log
