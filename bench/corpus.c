@@ -34,94 +34,7 @@ int main(void)
 }
 #else
 #include "onnx.pb-c.h"
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void list_onnx(const char *dir, char ***out, size_t *n, size_t *cap)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(path, &sb))
-            continue;
-        if (S_ISDIR(sb.st_mode)) {
-            list_onnx(path, out, n, cap);
-            continue;
-        }
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 5, ".onnx") != 0)
-            continue;
-        if (*n == *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            *out = realloc(*out, *cap * sizeof **out);
-        }
-        (*out)[(*n)++] = strdup(path);
-    }
-    closedir(d);
-}
-
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(sz > 0 ? (size_t)sz + 1 : 1);
-    *len = buf ? fread(buf, 1, sz > 0 ? (size_t)sz : 0, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[*len] = 0;
-    return buf;
-}
-
-/* Loads with every symbolic input dim bound to 1. */
-static mp_status load(mp_ctx *ctx, const char *path, mp_graph **g)
-{
-    size_t len;
-    unsigned char *buf = read_all(path, &len);
-    if (!buf)
-        return mp_err(ctx, MP_ERR_IO, "cannot read");
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    mp_dim_binding binds[64];
-    size_t nb = 0;
-    for (size_t i = 0; m && m->graph && i < m->graph->n_input; i++) {
-        const Onnx__TypeProto *tp = m->graph->input[i]->type;
-        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
-            !tp->tensor_type->shape)
-            continue;
-        for (size_t k = 0; k < tp->tensor_type->shape->n_dim; k++) {
-            const Onnx__TensorShapeProto__Dimension *d =
-                tp->tensor_type->shape->dim[k];
-            if (d->value_case ==
-                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                nb < 64) {
-                binds[nb].name = d->dim_param;
-                binds[nb++].value = 1;
-            }
-        }
-    }
-    mp_onnx_options opt;
-    mp_onnx_options_init(&opt);
-    opt.dims = binds;
-    opt.n_dims = nb;
-    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, path, &opt, g);
-    if (m)
-        onnx__model_proto__free_unpacked(m, NULL);
-    free(buf);
-    return st;
-}
+#include "support/corpus_files.h"
 
 static double cpu_now(void)
 {
@@ -178,9 +91,9 @@ int main(int argc, char **argv)
     }
     char **files = NULL;
     size_t n = 0, cap = 0;
-    list_onnx(mdir, &files, &n, &cap);
+    mpb_list_onnx(mdir, 1, NULL, &files, &n, &cap);
     if (n)
-        qsort(files, n, sizeof *files, cmp_str);
+        qsort(files, n, sizeof *files, mpb_cmp_str);
     printf("| model | nodes | no reuse MiB | lifetimes LB | in-place LB | "
            "fuse LB | reorder LB | arena MiB | arena/LB | optimal | CPU s |\n"
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
@@ -193,7 +106,7 @@ int main(int argc, char **argv)
         mp_ctx *ctx = mp_ctx_create(NULL);
         mp_graph *g = NULL;
         double t0 = cpu_now();
-        if (!ctx || load(ctx, files[i], &g) != MP_OK) {
+        if (!ctx || mpb_load_onnx_dims1(ctx, files[i], &g) != MP_OK) {
             if (verbose)
                 fprintf(stderr, "%s: not loaded: %s\n", name,
                         ctx ? mp_ctx_message(ctx) : "no memory");

@@ -32,60 +32,7 @@ int main(void)
 }
 #else
 #include "onnx.pb-c.h"
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Lists *.onnx under dir (recursive when rec), sorted. */
-static void list_onnx(const char *dir, int rec, const char *prefix,
-                      char ***out, size_t *n, size_t *cap)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(path, &sb))
-            continue;
-        if (S_ISDIR(sb.st_mode)) {
-            if (rec)
-                list_onnx(path, rec, prefix, out, n, cap);
-            continue;
-        }
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 5, ".onnx") != 0)
-            continue;
-        if (prefix && strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        if (*n == *cap) {
-            *cap = *cap ? *cap * 2 : 256;
-            *out = realloc(*out, *cap * sizeof **out);
-        }
-        (*out)[(*n)++] = strdup(path);
-    }
-    closedir(d);
-}
-
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(sz > 0 ? (size_t)sz : 1);
-    *len = fread(buf, 1, sz > 0 ? (size_t)sz : 0, f);
-    fclose(f);
-    return buf;
-}
+#include "support/corpus_files.h"
 
 typedef struct op_stat {
     char op[128];
@@ -116,7 +63,7 @@ static int check_node_test(const char *path, char *why, size_t cap,
                            char *op, size_t opcap)
 {
     size_t len;
-    unsigned char *buf = read_all(path, &len);
+    unsigned char *buf = mpb_read_all(path, &len);
     snprintf(op, opcap, "?");
     if (!buf) {
         snprintf(why, cap, "cannot read");
@@ -213,7 +160,7 @@ static int check_node_test(const char *path, char *why, size_t cap,
 static int check_model(const char *path, char *why, size_t cap)
 {
     size_t len;
-    unsigned char *buf = read_all(path, &len);
+    unsigned char *buf = mpb_read_all(path, &len);
     if (!buf) {
         snprintf(why, cap, "cannot read");
         return 0;
@@ -345,8 +292,8 @@ int main(int argc, char **argv)
     if (nodes) {
         char ndir[4096];
         snprintf(ndir, sizeof ndir, "%s/onnx-node", dir);
-        list_onnx(ndir, 0, "test_", &files, &n, &cap);
-        qsort(files, n, sizeof *files, cmp_str);
+        mpb_list_onnx(ndir, 0, "test_", &files, &n, &cap);
+        qsort(files, n, sizeof *files, mpb_cmp_str);
         int pass = 0;
         for (size_t i = 0; i < n; i++) {
             int ok = check_node_test(files[i], why, sizeof why, op, sizeof op);
@@ -377,8 +324,8 @@ int main(int argc, char **argv)
     if (models) {
         char mdir[4096];
         snprintf(mdir, sizeof mdir, "%s/models", dir);
-        list_onnx(mdir, 1, NULL, &files, &n, &cap);
-        qsort(files, n, sizeof *files, cmp_str);
+        mpb_list_onnx(mdir, 1, NULL, &files, &n, &cap);
+        qsort(files, n, sizeof *files, mpb_cmp_str);
         int pass = 0;
         for (size_t i = 0; i < n; i++) {
             int ok = check_model(files[i], why, sizeof why);

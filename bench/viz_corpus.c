@@ -35,57 +35,7 @@ int main(void)
 }
 #else
 #include "onnx.pb-c.h"
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void list_onnx(const char *dir, char ***out, size_t *n, size_t *cap)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(path, &sb))
-            continue;
-        if (S_ISDIR(sb.st_mode)) {
-            list_onnx(path, out, n, cap);
-            continue;
-        }
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 5, ".onnx") != 0)
-            continue;
-        if (*n == *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            *out = realloc(*out, *cap * sizeof **out);
-        }
-        (*out)[(*n)++] = strdup(path);
-    }
-    closedir(d);
-}
-
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(sz > 0 ? (size_t)sz + 1 : 1);
-    *len = buf ? fread(buf, 1, sz > 0 ? (size_t)sz : 0, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[*len] = 0;
-    return buf;
-}
+#include "support/corpus_files.h"
 
 static int count_of(const char *s, const char *what)
 {
@@ -106,43 +56,6 @@ static int sh(const char *cmd)
 {
     int st = system(cmd);
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* Loads with every symbolic input dim bound to 1. */
-static mp_status load(mp_ctx *ctx, const char *path, mp_graph **g)
-{
-    size_t len;
-    unsigned char *buf = read_all(path, &len);
-    if (!buf)
-        return mp_err(ctx, MP_ERR_IO, "cannot read");
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    mp_dim_binding binds[64];
-    size_t nb = 0;
-    for (size_t i = 0; m && m->graph && i < m->graph->n_input; i++) {
-        const Onnx__TypeProto *tp = m->graph->input[i]->type;
-        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
-            !tp->tensor_type->shape)
-            continue;
-        for (size_t k = 0; k < tp->tensor_type->shape->n_dim; k++) {
-            const Onnx__TensorShapeProto__Dimension *d =
-                tp->tensor_type->shape->dim[k];
-            if (d->value_case ==
-                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                nb < 64) {
-                binds[nb].name = d->dim_param;
-                binds[nb++].value = 1;
-            }
-        }
-    }
-    mp_onnx_options opt;
-    mp_onnx_options_init(&opt);
-    opt.dims = binds;
-    opt.n_dims = nb;
-    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, path, &opt, g);
-    if (m)
-        onnx__model_proto__free_unpacked(m, NULL);
-    free(buf);
-    return st;
 }
 
 static int check_trace(const char *path, uint32_t steps, char *why,
@@ -226,8 +139,8 @@ int main(int argc, char **argv)
     }
     char **files = NULL;
     size_t n = 0, cap = 0;
-    list_onnx(mdir, &files, &n, &cap);
-    qsort(files, n, sizeof *files, cmp_str);
+    mpb_list_onnx(mdir, 1, NULL, &files, &n, &cap);
+    qsort(files, n, sizeof *files, mpb_cmp_str);
     int loaded = 0, dot_ok = 0, html_ok = 0, trace_ok = 0;
     double dot_s = 0, chrome_s = 0, write_s = 0, max_dot = 0;
     char max_dot_model[256] = "";
@@ -246,7 +159,7 @@ int main(int argc, char **argv)
         mp_lints *l = NULL;
         mp_plan_options po;
         mp_plan_options_init(&po);
-        mp_status st = load(ctx, files[i], &g);
+        mp_status st = mpb_load_onnx_dims1(ctx, files[i], &g);
         if (!st)
             st = mp_plan_create(g, &po, &p);
         if (st) {
@@ -291,7 +204,7 @@ int main(int argc, char **argv)
                 snprintf(max_dot_model, sizeof max_dot_model, "%s", rel);
             }
             size_t len = 0;
-            char *svg = rc == 0 ? (char *)read_all(svgf, &len) : NULL;
+            char *svg = rc == 0 ? (char *)mpb_read_all(svgf, &len) : NULL;
             ok_d = svg && strstr(svg, "<svg") != NULL;
             free(svg);
             if (!ok_d)
@@ -299,7 +212,7 @@ int main(int argc, char **argv)
         }
         if (!st) {
             size_t len = 0;
-            char *h = (char *)read_all(htmlf, &len);
+            char *h = (char *)mpb_read_all(htmlf, &len);
             html_bytes += len;
             if (len > max_html)
                 max_html = len;
@@ -321,7 +234,7 @@ int main(int argc, char **argv)
                 chrome_s += wall_now() - t0;
             }
             size_t len = 0;
-            char *d = (char *)read_all(dom, &len);
+            char *d = (char *)mpb_read_all(dom, &len);
             uint32_t want = mp_plan_num_blocks(p);
             if (want > ho.max_rects)
                 want = ho.max_rects;

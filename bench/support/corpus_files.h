@@ -1,0 +1,22 @@
+/* Helpers the corpus benches share: listing model files, reading a file
+ * whole, loading an ONNX model with its symbolic input dims bound. */
+#ifndef MP_BENCH_CORPUS_FILES_H
+#define MP_BENCH_CORPUS_FILES_H
+
+#include "memplan/memplan.h"
+
+#include <stddef.h>
+
+/* qsort comparator for an array of C strings. */
+int mpb_cmp_str(const void *a, const void *b);
+/* Appends the *.onnx files under dir (into subfolders when recursive;
+ * names starting with prefix only, when prefix is not NULL) to *out. */
+void mpb_list_onnx(const char *dir, int recursive, const char *prefix,
+                   char ***out, size_t *n, size_t *cap);
+/* The whole file, NUL-terminated (malloc'ed), or NULL. */
+unsigned char *mpb_read_all(const char *path, size_t *len);
+/* Loads an ONNX model with every symbolic input dim bound to 1
+ * (MP_ERR_UNSUPPORTED when memplan was built without ONNX). */
+mp_status mpb_load_onnx_dims1(mp_ctx *ctx, const char *path, mp_graph **g);
+
+#endif
