@@ -152,7 +152,8 @@ static Onnx__TensorProto *mb_tensor(mb *b, const char *name, int elem,
     t->data_type = elem;
     t->n_dims = (size_t)rank;
     t->dims = mb_new(b, (size_t)(rank ? rank : 1) * sizeof(int64_t));
-    memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    if (rank)
+        memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
     if (ivals) {
         t->n_int64_data = nvals;
         t->int64_data = mb_new(b, (nvals ? nvals : 1) * sizeof(int64_t));
