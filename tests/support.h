@@ -14,6 +14,10 @@ const char *mp_test_write_temp(const char *suffix, const char *text);
 /* Runs a shell command, captures stdout (up to cap bytes) and returns the
  * exit status (-1 on failure to run). */
 int mp_test_run(const char *cmd, char *out, size_t cap);
+/* The whole file, NUL-terminated (malloc'ed; free it), or NULL. */
+char *mp_test_slurp(const char *path);
+/* How many times `what` occurs in s (non-overlapping). */
+int mp_test_count(const char *s, const char *what);
 /* xorshift64* PRNG for reproducible random tests. */
 uint64_t mp_test_rand(uint64_t *state);
 #endif

@@ -41,37 +41,6 @@ static int temp(char *dst, size_t cap, const char *suffix, const char *text)
     return 0;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-    }
-    fclose(f);
-    if (!buf)
-        buf = calloc(1, 1);
-    else
-        buf[len] = 0;
-    return buf;
-}
-
 /* ---- a small trace: five buffers, sizes chosen so that the max-live lower
  * bound (450 at t=3) is computed below independently of the library ---- */
 static const char trace_text[] = "id,lower,upper,size\n"
@@ -210,7 +179,7 @@ static void test_offsets_roundtrip(void)
 
     CU_ASSERT_EQUAL(cli("offsets %s -o %s", trace, placed), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "arena"));
-    char *text = slurp(placed);
+    char *text = mp_test_slurp(placed);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     row r[16];
     int n = parse_trace5(text, r, 16);
@@ -278,7 +247,7 @@ static void test_offsets_align(void)
     CU_ASSERT_FATAL(temp(trace, sizeof trace, ".csv", trace_text) == 0);
     CU_ASSERT_FATAL(temp(placed, sizeof placed, ".csv", "") == 0);
     CU_ASSERT_EQUAL(cli("offsets %s --align 4kib -o %s", trace, placed), 0);
-    char *text = slurp(placed);
+    char *text = mp_test_slurp(placed);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     row r[16];
     int n = parse_trace5(text, r, 16);

@@ -51,33 +51,6 @@ static void teardown(void)
     ctx = NULL;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
-static int count_of(const char *s, const char *what)
-{
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
-        n++;
-    return n;
-}
-
 /* Renders path with dot -Tsvg when dot is installed; 1 when it rendered
  * (or dot is absent), 0 on failure. */
 static int renders(const char *path)
@@ -117,27 +90,27 @@ static void test_dot_plain(void)
         return;
     }
     CU_ASSERT_EQUAL_FATAL(st, MP_OK);
-    char *s = slurp(path);
+    char *s = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT(strncmp(s, "digraph", 7) == 0);
     /* phases */
-    CU_ASSERT_EQUAL(count_of(s, "fillcolor=\"#c6dbef\""), 2);
-    CU_ASSERT_EQUAL(count_of(s, "fillcolor=\"#fdd0a2\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "fillcolor=\"#c7e9c0\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "fillcolor=\"#c6dbef\""), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "fillcolor=\"#fdd0a2\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "fillcolor=\"#c7e9c0\""), 1);
     /* clusters enc, dec, opt */
-    CU_ASSERT_EQUAL(count_of(s, "subgraph cluster_"), 3);
+    CU_ASSERT_EQUAL(mp_test_count(s, "subgraph cluster_"), 3);
     /* edges: x->r1, h1->r2, h2->add, h1->add, y->upd: labelled 4.00 KiB */
-    CU_ASSERT_EQUAL(count_of(s, "->"), 5);
-    CU_ASSERT_EQUAL(count_of(s, "label=\"4.00 KiB\""), 5);
+    CU_ASSERT_EQUAL(mp_test_count(s, "->"), 5);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"4.00 KiB\""), 5);
     /* peak: at /dec/add (h1, h2, y live): that node and the edges of
      * h1 (2) and h2 (1) red; y is computed there and read later (1) */
     uint32_t ps = mp_plan_figures(plan)->peak_step;
     CU_ASSERT_EQUAL(mp_plan_steps(plan)[ps].kind, MP_STEP_COMPUTE);
     CU_ASSERT_EQUAL(mp_plan_steps(plan)[ps].index, 2);
-    CU_ASSERT_EQUAL(count_of(s, "penwidth=3"), 1);
-    CU_ASSERT_EQUAL(count_of(s, "fontcolor=red"), 4);   /* 4 edges */
-    CU_ASSERT_EQUAL(count_of(s, "penwidth=2"), 4);
-    CU_ASSERT_EQUAL(count_of(s, "color=red"), 4 * 2 + 1);   /* and a node */
+    CU_ASSERT_EQUAL(mp_test_count(s, "penwidth=3"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "fontcolor=red"), 4);   /* 4 edges */
+    CU_ASSERT_EQUAL(mp_test_count(s, "penwidth=2"), 4);
+    CU_ASSERT_EQUAL(mp_test_count(s, "color=red"), 4 * 2 + 1);   /* and a node */
     CU_ASSERT(renders(path));
     free(s);
     remove(path);
@@ -169,10 +142,10 @@ static void test_dot_recompute(void)
     char path[256];
     temp_dot(path, sizeof path);
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(plan, path, NULL), MP_OK);
-    char *s = slurp(path);
+    char *s = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(count_of(s, "recomputed x1"), 1);
-    CU_ASSERT_EQUAL(count_of(s, "filled,dashed"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "recomputed x1"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "filled,dashed"), 1);
     CU_ASSERT(renders(path));
     free(s);
     remove(path);
@@ -194,26 +167,26 @@ static void test_dot_collapse(void)
     mp_dot_options_init(&o);
     o.collapse_depth = 1;   /* enc (2 nodes); dec and opt: one node each */
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(plan, path, &o), MP_OK);
-    char *s = slurp(path);
+    char *s = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(count_of(s, "box3d"), 1);
-    CU_ASSERT_EQUAL(count_of(s, "label=\"/dec/add\\nAdd\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "2 nodes"), 1);
-    CU_ASSERT_EQUAL(count_of(s, "subgraph cluster_"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"/dec/add\\nAdd\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "2 nodes"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "subgraph cluster_"), 0);
     /* x->enc, enc->dec (h1 and h2: one edge, 8 KiB), dec->opt */
-    CU_ASSERT_EQUAL(count_of(s, "->"), 3);
-    CU_ASSERT_EQUAL(count_of(s, "8.00 KiB (2 tensors)"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "->"), 3);
+    CU_ASSERT_EQUAL(mp_test_count(s, "8.00 KiB (2 tensors)"), 1);
     CU_ASSERT(renders(path));
     free(s);
     /* by prefix: only /enc/ collapses */
     mp_dot_options_init(&o);
     o.collapse_prefix = "/nothing,/enc/";
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(plan, path, &o), MP_OK);
-    s = slurp(path);
+    s = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(count_of(s, "box3d"), 1);
-    CU_ASSERT_EQUAL(count_of(s, "/enc/*"), 1);
-    CU_ASSERT_EQUAL(count_of(s, "->"), 3);   /* x, enc->add (2 tensors), y */
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "/enc/*"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "->"), 3);   /* x, enc->add (2 tensors), y */
     CU_ASSERT(renders(path));
     free(s);
     remove(path);

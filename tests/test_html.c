@@ -55,33 +55,6 @@ static void teardown(void)
     ctx = NULL;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
-static int count_of(const char *s, const char *what)
-{
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
-        n++;
-    return n;
-}
-
 static const char *temp_path(const char *suffix)
 {
     const char *p = mp_test_write_temp(suffix, "");
@@ -100,50 +73,50 @@ static void test_html_structure(void)
     mp_html_options_init(&ho);
     ho.lints = l;
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(plan, path, &ho), MP_OK);
-    char *s = slurp(path);
+    char *s = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(count_of(s, "<svg id=\"timeline\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "<svg id=\"arena\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<svg id=\"timeline\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<svg id=\"arena\""), 1);
     /* one rectangle per block, each with a tooltip */
-    CU_ASSERT_EQUAL((uint32_t)count_of(s, "class=\"blk\""),
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(s, "class=\"blk\""),
                     mp_plan_num_blocks(plan));
-    CU_ASSERT_EQUAL((uint32_t)count_of(s, "<rect class=\"blk\""),
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(s, "<rect class=\"blk\""),
                     mp_plan_num_blocks(plan));
     /* stacked areas: input and activation and output present */
-    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"input\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"activation\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"output\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "data-kind=\"gradient\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "data-kind=\"input\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "data-kind=\"activation\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "data-kind=\"output\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "data-kind=\"gradient\""), 0);
     /* names escaped, never raw */
-    CU_ASSERT(count_of(s, "a&lt;b&amp;c") >= 2);
-    CU_ASSERT_EQUAL(count_of(s, "a<b&c"), 0);
-    CU_ASSERT(count_of(s, "html &quot;test&quot;") >= 1);
+    CU_ASSERT(mp_test_count(s, "a&lt;b&amp;c") >= 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "a<b&c"), 0);
+    CU_ASSERT(mp_test_count(s, "html &quot;test&quot;") >= 1);
     /* tooltip: name, size, producer, lifetime */
-    CU_ASSERT(count_of(s, "produced by Relu 'r1'") >= 1);
-    CU_ASSERT(count_of(s, "live steps ") >= 3);
+    CU_ASSERT(mp_test_count(s, "produced by Relu 'r1'") >= 1);
+    CU_ASSERT(mp_test_count(s, "live steps ") >= 3);
     /* figures, peak table and lints */
-    CU_ASSERT_EQUAL(count_of(s, "id=\"figures\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "id=\"peak\""), 1);
-    CU_ASSERT_EQUAL(count_of(s, "id=\"lints\""), 1);
-    CU_ASSERT(count_of(s, "fragmentation") >= 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"figures\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"peak\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"lints\""), 1);
+    CU_ASSERT(mp_test_count(s, "fragmentation") >= 1);
     char fig[64];
     snprintf(fig, sizeof fig, ">%llu<",
              (unsigned long long)mp_plan_figures(plan)->arena_bytes);
-    CU_ASSERT(count_of(s, fig) >= 1);
+    CU_ASSERT(mp_test_count(s, fig) >= 1);
     /* self-contained: no script, no external reference */
-    CU_ASSERT_EQUAL(count_of(s, "<script"), 0);
-    CU_ASSERT_EQUAL(count_of(s, "src="), 0);
-    CU_ASSERT_EQUAL(count_of(s, "href="), 0);
-    CU_ASSERT_EQUAL(count_of(s, "http"), count_of(s, "xmlns=\"http://www.w3.org/2000/svg\""));
-    CU_ASSERT_EQUAL(count_of(s, "id=\"capped\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<script"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "src="), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "href="), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "http"), mp_test_count(s, "xmlns=\"http://www.w3.org/2000/svg\""));
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"capped\""), 0);
     free(s);
     /* capped: 2 rectangles and a note */
     ho.max_rects = 2;
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(plan, path, &ho), MP_OK);
-    s = slurp(path);
+    s = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(count_of(s, "<rect class=\"blk\""), 2);
-    CU_ASSERT_EQUAL(count_of(s, "id=\"capped\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<rect class=\"blk\""), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"capped\""), 1);
     free(s);
     remove(path);
     mp_lints_destroy(l);
@@ -260,11 +233,11 @@ static void test_chromium(void)
     char *dom = malloc(1 << 20);
     CU_ASSERT_PTR_NOT_NULL_FATAL(dom);
     CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
-    CU_ASSERT_EQUAL(count_of(dom, "<svg id=\"timeline\""), 1);
-    CU_ASSERT_EQUAL(count_of(dom, "<svg id=\"arena\""), 1);
-    CU_ASSERT_EQUAL((uint32_t)count_of(dom, "<rect class=\"blk\""),
+    CU_ASSERT_EQUAL(mp_test_count(dom, "<svg id=\"timeline\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "<svg id=\"arena\""), 1);
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(dom, "<rect class=\"blk\""),
                     mp_plan_num_blocks(plan));
-    CU_ASSERT(count_of(dom, "<path class=\"area\"") >= 2);
+    CU_ASSERT(mp_test_count(dom, "<path class=\"area\"") >= 2);
     free(dom);
     snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s "
              "--window-size=1100,1200 --screenshot=%s file://%s "

@@ -73,25 +73,6 @@ fail:
     return NULL;
 }
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 /* Every field of two plans, exactly. */
 static void assert_same_plan(const mp_plan *a, const mp_plan *b)
 {
@@ -144,7 +125,7 @@ static void test_round_trip(void)
     char path[256];
     snprintf(path, sizeof path, "%s", tmp);
     CU_ASSERT_EQUAL_FATAL(mp_plan_save_json(p, path), MP_OK);
-    char *file = read_text(path);
+    char *file = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(file);
     /* names, not indices; escaped names as JSON escapes */
     CU_ASSERT_PTR_NOT_NULL(strstr(file, "\"format\": \"memplan-plan\""));
