@@ -7,6 +7,7 @@
 #include "validate.h"
 
 #include "internal.h"
+#include "shape.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,24 +27,6 @@ static int64_t attr_i(const mp_node *n, const char *name, int64_t def)
 {
     const mp_attr *a = mp_node_attr(n, name);
     return a && a->type == MP_ATTR_INT ? a->v.i : def;
-}
-
-static double attr_f(const mp_node *n, const char *name, double def)
-{
-    const mp_attr *a = mp_node_attr(n, name);
-    if (!a)
-        return def;
-    if (a->type == MP_ATTR_FLOAT)
-        return a->v.f;
-    if (a->type == MP_ATTR_INT)
-        return (double)a->v.i;
-    return def;
-}
-
-static const char *attr_s(const mp_node *n, const char *name, const char *def)
-{
-    const mp_attr *a = mp_node_attr(n, name);
-    return a && a->type == MP_ATTR_STRING ? a->v.s : def;
 }
 
 /* ints attribute into v (up to cap); returns the count or -1 */
@@ -311,7 +294,7 @@ static int lower_gemm(lower *L, const mp_node *n, const char **why)
     int ta = (int)attr_i(n, "transA", 0), tb = (int)attr_i(n, "transB", 0);
     int64_t M = y->dims[0], N = y->dims[1];
     int64_t K = ta ? a->dims[0] : a->dims[1];
-    double beta = attr_f(n, "beta", 1.0);
+    double beta = mp_attr_float(n, "beta", 1.0);
     if (c) {
         if (!is_f32(c))
             FAIL("Gemm: C not float32");
@@ -336,7 +319,7 @@ static int lower_gemm(lower *L, const mp_node *n, const char **why)
     x->p.gemm.ldb = tb ? K : N;
     x->p.gemm.ldc = N;
     x->p.gemm.batch = 1;
-    x->p.gemm.alpha = attr_f(n, "alpha", 1.0);
+    x->p.gemm.alpha = mp_attr_float(n, "alpha", 1.0);
     x->p.gemm.beta = c ? beta : 0.0;
     return 0;
 }
@@ -349,7 +332,7 @@ static void window_pads(const mp_node *n, int64_t h, int64_t w, int64_t oh,
 {
     int64_t pads[8];
     *pt = *pl = 0;
-    const char *ap = attr_s(n, "auto_pad", "NOTSET");
+    const char *ap = mp_attr_str(n, "auto_pad", "NOTSET");
     if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
         int64_t th = (oh - 1) * sh + (kh - 1) * dh + 1 - h;
         int64_t tw = (ow - 1) * sw + (kw - 1) * dw + 1 - w;
@@ -662,7 +645,7 @@ static int lower_pad(lower *L, const mp_node *n, const char **why)
     int r = xt->rank;
     if (!is_f32(xt) || r > MPV_MAXR || y->rank != r)
         FAIL("Pad: only float32");
-    const char *mode = attr_s(n, "mode", "constant");
+    const char *mode = mp_attr_str(n, "mode", "constant");
     if (strcmp(mode, "constant") != 0)
         FAIL("Pad: only constant mode");
     int64_t pads[2 * MPV_MAXR];
@@ -676,7 +659,7 @@ static int lower_pad(lower *L, const mp_node *n, const char **why)
         if (in_t(g, n, 2) && input_floats(g, n, 2, v, 1) == 1)
             value = v[0];
     } else {
-        value = attr_f(n, "value", 0.0);
+        value = mp_attr_float(n, "value", 0.0);
     }
     for (int i = 0; i < 2 * r; i++)
         if (pads[i] < 0)
@@ -775,7 +758,7 @@ static int lower_resize(lower *L, const mp_node *n, const char **why)
     if (!is_f32(xt) || !is_f32(y) || xt->rank != 4 || y->rank != 4 ||
         xt->dims[0] != y->dims[0] || xt->dims[1] != y->dims[1])
         FAIL("Resize: only float32 NCHW over H and W");
-    const char *mode = attr_s(n, "mode", "nearest");
+    const char *mode = mp_attr_str(n, "mode", "nearest");
     int linear;
     if (strcmp(mode, "nearest") == 0)
         linear = 0;
@@ -784,9 +767,9 @@ static int lower_resize(lower *L, const mp_node *n, const char **why)
     else
         FAIL("Resize: only nearest and linear");
     int upsample = strcmp(n->op, "Upsample") == 0 || g->onnx_opset == 10;
-    const char *ct = attr_s(n, "coordinate_transformation_mode",
+    const char *ct = mp_attr_str(n, "coordinate_transformation_mode",
                             upsample ? "asymmetric" : "half_pixel");
-    const char *nm = attr_s(n, "nearest_mode",
+    const char *nm = mp_attr_str(n, "nearest_mode",
                             upsample ? "floor" : "round_prefer_floor");
     mpv_launch *x = add_launch(L, MPV_L_RESIZE);
     if (!x)
@@ -877,8 +860,8 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         double a = 0, b = 0;
         switch (kop) {
         case MP_KOP_CLIP: {
-            a = attr_f(n, "min", -INFINITY);
-            b = attr_f(n, "max", INFINITY);
+            a = mp_attr_float(n, "min", -INFINITY);
+            b = mp_attr_float(n, "max", INFINITY);
             double v[1];
             if (n->n_in >= 2 && in_t(g, n, 1)) {
                 if (input_floats(g, n, 1, v, 1) != 1) {
@@ -897,17 +880,17 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
             break;
         }
         case MP_KOP_HARDSIGMOID:
-            a = attr_f(n, "alpha", 0.2);
-            b = attr_f(n, "beta", 0.5);
+            a = mp_attr_float(n, "alpha", 0.2);
+            b = mp_attr_float(n, "beta", 0.5);
             break;
         case MP_KOP_LEAKYRELU:
-            a = attr_f(n, "alpha", 0.01);
+            a = mp_attr_float(n, "alpha", 0.01);
             break;
         case MP_KOP_ELU:
-            a = attr_f(n, "alpha", 1.0);
+            a = mp_attr_float(n, "alpha", 1.0);
             break;
         case MP_KOP_GELU:
-            a = strcmp(attr_s(n, "approximate", "none"), "tanh") == 0;
+            a = strcmp(mp_attr_str(n, "approximate", "none"), "tanh") == 0;
             break;
         default:
             break;
@@ -973,7 +956,7 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.bn.n = xt->dims[0];
         x->p.bn.c = xt->dims[1];
         x->p.bn.hw = numel(xt) / (xt->dims[0] * xt->dims[1]);
-        x->p.bn.eps = attr_f(n, "epsilon", 1e-5);
+        x->p.bn.eps = mp_attr_float(n, "epsilon", 1e-5);
         return 0;
     }
     case MP_KERNEL_LAYERNORM: {
@@ -998,7 +981,7 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->out = 0;
         x->p.ln.cols = cols;
         x->p.ln.rows = numel(xt) / (cols ? cols : 1);
-        x->p.ln.eps = attr_f(n, "epsilon", 1e-5);
+        x->p.ln.eps = mp_attr_float(n, "epsilon", 1e-5);
         x->p.ln.has_bias = bt != NULL;
         for (uint32_t o = 1; o < n->n_out; o++) { /* Mean, InvStdDev */
             mpv_launch *s = add_launch(L, MPV_L_FILL);
@@ -1023,9 +1006,9 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.lrn.c = xt->dims[1];
         x->p.lrn.hw = numel(xt) / (xt->dims[0] * xt->dims[1]);
         x->p.lrn.size = attr_i(n, "size", 5);
-        x->p.lrn.alpha = attr_f(n, "alpha", 1e-4);
-        x->p.lrn.beta = attr_f(n, "beta", 0.75);
-        x->p.lrn.bias = attr_f(n, "bias", 1.0);
+        x->p.lrn.alpha = mp_attr_float(n, "alpha", 1e-4);
+        x->p.lrn.beta = mp_attr_float(n, "beta", 0.75);
+        x->p.lrn.bias = mp_attr_float(n, "bias", 1.0);
         return 0;
     }
     case MP_KERNEL_SOFTMAX:
