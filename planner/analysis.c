@@ -370,55 +370,99 @@ static mp_status pinned_outputs(lint_run *r)
 }
 
 /* ---- in-place opportunities ------------------------------------------------ */
+/* Per storage root: 1 when it or a view of it is a graph output (its memory
+ * must survive: never written over). */
+static uint8_t *output_roots(const mp_graph *g)
+{
+    uint8_t *fl = mp_calloc(g->ctx, g->n_tensors ? g->n_tensors : 1, 1);
+    if (!fl)
+        return NULL;
+    for (size_t t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].flags & MP_TF_OUTPUT)
+            fl[g->tensors[t].root] = 1;
+    return fl;
+}
+
+/* The block of input i of node n that output block Bo could take over at
+ * step s, or MP_NONE: the op allows it at that position, the input's
+ * storage is in the arena, computed by the graph (not the caller's
+ * buffer), not kept as a graph output, at least as large as the output,
+ * and dies at s (only FREE steps until its block ends). */
+static uint32_t inplace_target(const lint_run *r, const uint8_t *outr,
+                               const mp_node *nd, uint32_t i, uint32_t s,
+                               const mp_block *Bo)
+{
+    const mp_plan *p = r->p;
+    const mp_graph *g = r->g;
+    if (nd->inputs[i] == MP_NONE || !mp_op_may_overwrite(nd->def, i))
+        return MP_NONE;
+    uint32_t in = g->tensors[nd->inputs[i]].root;
+    const mp_tensor *ti = &g->tensors[in];
+    if (!mp_tensor_in_arena(ti) || ti->producer == MP_NONE || outr[in])
+        return MP_NONE;
+    uint32_t bi = mp_viz_block_at(p, &r->vb, in, s);
+    if (bi == MP_NONE || p->blocks[bi].size < Bo->size ||
+        p->blocks[bi].end >= p->n_steps)
+        return MP_NONE;
+    for (uint32_t k = s + 1; k < p->blocks[bi].end; k++)
+        if (p->steps[k].kind != MP_STEP_FREE)
+            return MP_NONE;
+    return bi;
+}
+
+/* Opportunities the plan did not take: an output that did not take over
+ * any memory (no block_over) while an input it may overwrite dies at its
+ * step. Taken reuse is the plan's already (block_over) and not reported;
+ * fused tensors have no block and are skipped. The figure is the output's
+ * block: live bytes from its step until the input's FREE would drop by it
+ * (aux: by how much at the peak step). */
 static mp_status inplace(lint_run *r)
 {
     const mp_plan *p = r->p;
     const mp_graph *g = r->g;
-    for (uint32_t s = 0; s < p->n_steps; s++) {
+    uint8_t *outr = output_roots(g);
+    if (!outr)
+        return MP_ERR_NOMEM;
+    mp_status st = MP_OK;
+    for (uint32_t s = 0; s < p->n_steps && st == MP_OK; s++) {
         if (p->steps[s].kind != MP_STEP_COMPUTE &&
             p->steps[s].kind != MP_STEP_RECOMPUTE)
             continue;
         uint32_t n = p->steps[s].index;
         const mp_node *nd = &g->nodes[n];
-        if (!nd->def || !(nd->def->flags & MP_OPF_INPLACE) || nd->n_in == 0 ||
-            nd->n_out == 0 || nd->inputs[0] == MP_NONE ||
-            nd->outputs[0] == MP_NONE)
+        if (!nd->def || !(nd->def->flags & MP_OPF_INPLACE) ||
+            nd->n_out == 0 || nd->outputs[0] == MP_NONE)
             continue;
-        uint32_t in = g->tensors[nd->inputs[0]].root;
         uint32_t out = nd->outputs[0];
-        const mp_tensor *ti = &g->tensors[in], *to = &g->tensors[out];
-        if (!mp_tensor_in_arena(ti) || !mp_tensor_in_arena(to) ||
-            to->root != out || ti->kind == MP_KIND_INPUT ||
-            (ti->flags & MP_TF_OUTPUT))
+        const mp_tensor *to = &g->tensors[out];
+        if (!mp_tensor_in_arena(to) || to->root != out)
             continue;
-        uint32_t bi = mp_viz_block_at(p, &r->vb, in, s);
         uint32_t bo = mp_viz_block_at(p, &r->vb, out, s);
-        if (bi == MP_NONE || bo == MP_NONE)
+        if (bo == MP_NONE || p->blocks[bo].first != s ||
+            (p->block_over && p->block_over[bo] != MP_NONE))
+            continue;   /* not written here, or already in place */
+        const mp_block *Bo = &p->blocks[bo];
+        uint32_t bi = MP_NONE;
+        for (uint32_t i = 0; i < nd->n_in && bi == MP_NONE; i++)
+            bi = inplace_target(r, outr, nd, i, s, Bo);
+        if (bi == MP_NONE)
             continue;
-        const mp_block *Bi = &p->blocks[bi], *Bo = &p->blocks[bo];
-        if (Bo->size > Bi->size || Bo->offset == Bi->offset)
-            continue;   /* does not fit, or already shares the memory */
-        /* the input must die here: only FREE steps until its block ends */
-        int dies = Bi->end > s;
-        for (uint32_t k = s + 1; dies && k < Bi->end; k++)
-            dies = p->steps[k].kind == MP_STEP_FREE;
-        if (!dies || Bi->end >= p->n_steps)
-            continue;
+        const mp_block *Bi = &p->blocks[bi];
+        const mp_tensor *ti = &g->tensors[Bi->tensor];
         uint64_t at_peak = r->peak != MP_NONE && s <= r->peak &&
                                    r->peak < Bi->end && r->peak < Bo->end
                                ? Bo->size : 0;
         char sz[32], sz2[32];
-        mp_status st = add_lint(
+        st = add_lint(
             r->l, MP_LINT_INPLACE, Bo->size, at_peak, 0.0, n, out, nd->name,
             "%s '%s' may write '%s' over its input '%s', which dies there: "
             "saves %s while it runs (%s at the peak)",
             nd->op, nd->name, to->name, ti->name,
             mp_viz_size(Bo->size, sz, sizeof sz),
             mp_viz_size(at_peak, sz2, sizeof sz2));
-        if (st)
-            return st;
     }
-    return MP_OK;
+    mp_dealloc(g->ctx, outr);
+    return st;
 }
 
 /* ---- attention patterns ------------------------------------------------------ */

@@ -182,18 +182,25 @@ static void test_pinned_output(void)
 
 /* r0 = Relu(x): x is a graph input (never overwritten); r1 = Relu(a): a
  * dies there, at the peak step (x, a, b live): 4 KiB now and at the peak;
- * r2 = Add(b, x): b dies there, 4 KiB, nothing at the peak. */
+ * r2 = Add(x, b): b (input 1, Add may overwrite any input) dies there,
+ * 4 KiB, nothing at the peak. Plans without in-place reuse. */
+static void inplace_graph(uint32_t *x, uint32_t *a, uint32_t *b, uint32_t *c)
+{
+    *x = vec("x", MP_KIND_INPUT, 1024);
+    *a = vec("a", MP_KIND_ACTIVATION, 1024);
+    *b = vec("b", MP_KIND_ACTIVATION, 1024);
+    *c = vec("c", MP_KIND_ACTIVATION, 1024);
+    node("r0", "Relu", *x, MP_NONE, *a);
+    node("r1", "Relu", *a, MP_NONE, *b);
+    node("r2", "Add", *x, *b, *c);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, *c), MP_OK);
+}
+
 static void test_inplace(void)
 {
     begin();
-    uint32_t x = vec("x", MP_KIND_INPUT, 1024);
-    uint32_t a = vec("a", MP_KIND_ACTIVATION, 1024);
-    uint32_t b = vec("b", MP_KIND_ACTIVATION, 1024);
-    uint32_t c = vec("c", MP_KIND_ACTIVATION, 1024);
-    node("r0", "Relu", x, MP_NONE, a);
-    node("r1", "Relu", a, MP_NONE, b);
-    node("r2", "Add", b, x, c);
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, c), MP_OK);
+    uint32_t x, a, b, c;
+    inplace_graph(&x, &a, &b, &c);
     finish(NULL);
     CU_ASSERT_EQUAL(mp_plan_figures(plan)->lower_bound_bytes, 12288);
     CU_ASSERT_EQUAL(count(MP_LINT_INPLACE), 2);
@@ -203,11 +210,81 @@ static void test_inplace(void)
     CU_ASSERT_EQUAL(l->tensor, b);
     CU_ASSERT_EQUAL(l->bytes, 4096);
     CU_ASSERT_EQUAL(l->aux_bytes, 4096);
+    CU_ASSERT_PTR_NOT_NULL(strstr(l->message, "over its input 'a'"));
     l = find(MP_LINT_INPLACE, 1);
     CU_ASSERT_FATAL(l != NULL);
     CU_ASSERT_STRING_EQUAL(l->subject, "r2");
+    CU_ASSERT_EQUAL(l->tensor, c);
     CU_ASSERT_EQUAL(l->bytes, 4096);
     CU_ASSERT_EQUAL(l->aux_bytes, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(l->message, "over its input 'b'"));
+    /* the figure at the peak is what in-place reuse takes off the bound */
+    uint64_t lb_off = mp_plan_figures(plan)->lower_bound_bytes;
+    uint64_t at_peak = find(MP_LINT_INPLACE, 0)->aux_bytes +
+                       find(MP_LINT_INPLACE, 1)->aux_bytes;
+    end();
+
+    /* the default plan takes both: nothing is left to report */
+    begin();
+    inplace_graph(&x, &a, &b, &c);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_figures(plan)->lower_bound_bytes,
+                    lb_off - at_peak);
+    uint32_t taken = 0;
+    for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++)
+        taken += mp_plan_block_over(plan, i) != MP_NONE;
+    CU_ASSERT_EQUAL(taken, 2);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, NULL, &lints), MP_OK);
+    CU_ASSERT_EQUAL(count(MP_LINT_INPLACE), 0);
+    end();
+}
+
+/* Two pools, a pinned in pool 0 and b in pool 1: both at offset 0
+ * (equal offsets, different memory). r1 = Relu(a) may still write b over
+ * a: 4 KiB, at the peak too. */
+static void test_inplace_pools(void)
+{
+    begin();
+    uint32_t x, a, b, c;
+    inplace_graph(&x, &a, &b, &c);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_constraints *cs = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_constraints_create(ctx, &cs), MP_OK);
+    mp_pool_desc pd0 = {"sram", UINT64_MAX, 1e12, 0};
+    mp_pool_desc pd1 = {"dram", UINT64_MAX, 1e11, 0};
+    uint32_t p0, p1;
+    CU_ASSERT_EQUAL(mp_constraints_add_pool(cs, &pd0, &p0), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_add_pool(cs, &pd1, &p1), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_pin(cs, a, p0, 0), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_pin(cs, b, p1, 0), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.inplace = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create_constrained(g, &po, cs, &plan),
+                          MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_num_pools(plan), 2);
+    const mp_block *bl = mp_plan_blocks(plan);
+    uint32_t ba = MP_NONE, bb = MP_NONE;
+    for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++) {
+        if (bl[i].tensor == a)
+            ba = i;
+        if (bl[i].tensor == b)
+            bb = i;
+    }
+    CU_ASSERT_FATAL(ba != MP_NONE && bb != MP_NONE);
+    CU_ASSERT_EQUAL(mp_plan_block_pool(plan, ba), p0);
+    CU_ASSERT_EQUAL(mp_plan_block_pool(plan, bb), p1);
+    CU_ASSERT_EQUAL(bl[ba].offset, bl[bb].offset);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, NULL, &lints), MP_OK);
+    const mp_lint *l = find(MP_LINT_INPLACE, 0);
+    CU_ASSERT_FATAL(l != NULL);
+    CU_ASSERT_STRING_EQUAL(l->subject, "r1");
+    CU_ASSERT_EQUAL(l->bytes, 4096);
+    CU_ASSERT_EQUAL(l->aux_bytes, 4096);
+    mp_constraints_destroy(cs);
     end();
 }
 
@@ -342,6 +419,7 @@ void mp_register_lints(void)
         {"dead_output", test_dead_output},
         {"pinned_output", test_pinned_output},
         {"inplace", test_inplace},
+        {"inplace_pools", test_inplace_pools},
         {"attention", test_attention},
         {"attention_negative", test_attention_negative},
         {"kv_cache", test_kv_cache},
