@@ -78,6 +78,8 @@ typedef struct dot_run {
     uint32_t *group;      /* node -> group index, MP_NONE: own node */
     uint32_t *recomp;     /* node -> RECOMPUTE steps */
     uint8_t *moved;       /* tensor -> 1 offloaded, 2 prefetched */
+    uint32_t *over;       /* tensor -> node that wrote its output over it
+                             in place (the plan's block_over), MP_NONE */
     uint32_t peak_node;
     uint32_t *gcount;     /* group -> nodes in it */
     Agraph_t **clus;      /* clusters (n_nodes slots), closed before G */
@@ -181,6 +183,25 @@ static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
     *keys_out = keys;
     *nk_out = (uint32_t)nk;
     return MP_OK;
+}
+
+/* 1 when the node that wrote its output over tensor x in place is cn or
+ * the end of the fused chain (--fuse) that cn starts. */
+static int wrote_over(const dot_run *r, uint32_t x, uint32_t cn)
+{
+    const mp_graph *g = r->g;
+    uint32_t w = r->over[x];
+    for (size_t k = 0; w != MP_NONE && k <= g->n_nodes; k++) {
+        if (cn == w)
+            return 1;
+        const mp_node *nd = &g->nodes[cn];
+        uint32_t y = nd->n_out ? nd->outputs[0] : MP_NONE;
+        if (!r->p->fused || y == MP_NONE || !r->p->fused[y] ||
+            g->tensors[y].n_cons == 0)
+            return 0;
+        cn = g->cons[g->tensors[y].cons_begin];
+    }
+    return 0;
 }
 
 static int tensor_at_peak(const dot_run *r, uint32_t t)
@@ -327,7 +348,9 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
         if (!src)
             continue;
         int hot = tensor_at_peak(r, t);
-        uint64_t bytes = x->alias_of == MP_NONE ? x->bytes : 0;
+        /* a fused tensor (--fuse) never takes memory: no bytes */
+        int fused = r->p->fused && r->p->fused[x->root];
+        uint64_t bytes = x->alias_of == MP_NONE && !fused ? x->bytes : 0;
         for (uint32_t c = 0; c < x->n_cons; c++) {
             uint32_t cn = g->cons[x->cons_begin + c];
             Agnode_t *dst = r->rep[cn];
@@ -355,11 +378,14 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
                 er->tensors = 1;
                 if (x->alias_of != MP_NONE)
                     snprintf(buf, sizeof buf, "view");
+                else if (fused)
+                    snprintf(buf, sizeof buf, "fused");
                 else
                     snprintf(buf, sizeof buf, "%s%s",
                              mp_viz_size(bytes, sz, sizeof sz),
                              r->moved[x->root] == 1   ? " offload"
                              : r->moved[x->root] == 2 ? " prefetch"
+                             : wrote_over(r, x->root, cn) ? " in place"
                                                       : "");
                 set(e, "label", buf);
                 set(e, "tooltip", x->name);
@@ -371,6 +397,8 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
             }
             if (r->moved[x->root])
                 set(e, "style", "dashed");
+            else if (fused)
+                set(e, "style", "dotted");
         }
     }
 done:
@@ -408,13 +436,21 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
     r.group = mp_calloc(ctx, nn, sizeof *r.group);
     r.recomp = mp_calloc(ctx, nn, sizeof *r.recomp);
     r.moved = mp_calloc(ctx, nt, sizeof *r.moved);
+    r.over = mp_alloc(ctx, nt * sizeof *r.over);
     char **keys = NULL;
     uint32_t nk = 0;
     mp_status st = MP_OK;
     FILE *f = NULL;
-    if (!r.rep || !r.tin || !r.group || !r.recomp || !r.moved) {
+    if (!r.rep || !r.tin || !r.group || !r.recomp || !r.moved || !r.over) {
         st = MP_ERR_NOMEM;
         goto done;
+    }
+    for (size_t t = 0; t < nt; t++)
+        r.over[t] = MP_NONE;
+    for (uint32_t i = 0; p->block_over && i < p->n_blocks; i++) {
+        uint32_t x = p->block_over[i], y = p->blocks[i].tensor;
+        if (x < g->n_tensors && y < g->n_tensors)
+            r.over[x] = g->tensors[y].producer;
     }
     for (uint32_t s = 0; s < p->n_steps; s++) {
         const mp_step *sp = &p->steps[s];
@@ -471,6 +507,23 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                  mp_viz_size(p->fig.lower_bound_bytes, b, sizeof b),
                  mp_viz_size(p->fig.persistent_bytes, c, sizeof c),
                  p->fig.peak_step);
+        size_t len = strlen(lab);
+        /* pools: the arena is their sum; fused tensors take no memory */
+        for (uint32_t k = 0; k < p->n_pools && p->n_pools > 1 &&
+                             len < sizeof lab; k++) {
+            int w = snprintf(lab + len, sizeof lab - len, "%s%.40s %s",
+                             k ? ", " : "\\narena = the sum of its pools: ",
+                             p->pools[k].name,
+                             mp_viz_size(p->pools[k].arena_bytes, a, sizeof a));
+            len += w > 0 ? (size_t)w : 0;
+        }
+        uint32_t n_fused = 0;
+        for (size_t t = 0; p->fused && t < g->n_tensors; t++)
+            n_fused += p->fused[t] != 0;
+        if (n_fused && len < sizeof lab)
+            snprintf(lab + len, sizeof lab - len, "\\n%u fused tensor%s "
+                     "(dotted edges) take no memory", n_fused,
+                     n_fused == 1 ? "" : "s");
         set(r.G, "label", lab);
     }
     st = build(&r, keys, nk);
@@ -505,6 +558,7 @@ done:
     mp_dealloc(ctx, r.group);
     mp_dealloc(ctx, r.recomp);
     mp_dealloc(ctx, r.moved);
+    mp_dealloc(ctx, r.over);
     mp_dealloc(ctx, r.gcount);
     mp_viz_blocks_free(ctx, &r.vb);
     if (st == MP_ERR_NOMEM)

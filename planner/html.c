@@ -186,6 +186,21 @@ static mp_status timeline(FILE *f, const mp_plan *p, const mp_html_options *o)
     return MP_OK;
 }
 
+/* Pools (issue 9): blocks' offsets start at 0 in each pool; the arena
+ * drawing stacks the pools, pool 0 at the bottom. */
+static uint32_t block_pool(const mp_plan *p, uint32_t i)
+{
+    return p->block_pool && p->n_pools ? p->block_pool[i] : 0;
+}
+
+static uint64_t pool_base(const mp_plan *p, uint32_t pool)
+{
+    uint64_t b = 0;
+    for (uint32_t k = 0; k < pool && k < p->n_pools; k++)
+        b += p->pools[k].arena_bytes;
+    return b;
+}
+
 typedef struct ranked {
     double key;      /* larger first */
     uint32_t idx;    /* block index; ties: lower first */
@@ -199,8 +214,9 @@ static int cmp_ranked(const void *pa, const void *pb)
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
-static void block_title(FILE *f, const mp_plan *p, const mp_block *bl)
+static void block_title(FILE *f, const mp_plan *p, uint32_t i)
 {
+    const mp_block *bl = &p->blocks[i];
     const mp_graph *g = p->graph;
     char b[32];
     const mp_tensor *t = bl->tensor < g->n_tensors ? &g->tensors[bl->tensor]
@@ -210,6 +226,16 @@ static void block_title(FILE *f, const mp_plan *p, const mp_block *bl)
     fprintf(f, "\n%s (%llu bytes) at offset %llu\n", mp_viz_size(bl->size, b,
                                                                   sizeof b),
             (unsigned long long)bl->size, (unsigned long long)bl->offset);
+    if (p->n_pools > 1) {
+        fputs("in pool ", f);
+        mp_viz_xml_str(f, p->pools[block_pool(p, i)].name);
+        fputc('\n', f);
+    }
+    if (p->block_over && p->block_over[i] < g->n_tensors) {
+        fputs("written in place over ", f);
+        mp_viz_xml_str(f, g->tensors[p->block_over[i]].name);
+        fputc('\n', f);
+    }
     if (t && t->producer != MP_NONE) {
         fputs("produced by ", f);
         mp_viz_xml_str(f, g->nodes[t->producer].op);
@@ -253,18 +279,33 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
     x_axis(f, x0, y0 + h, p->n_steps);
     fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                "height=\"%.1f\"/>\n", x0, y0, W, h);
+    for (uint32_t k = 1; k < p->n_pools; k++) {
+        /* the line between pool k-1 (below) and pool k */
+        double yl = y0 + h - h * (double)pool_base(p, k) / (double)top;
+        fprintf(f, "<line class=\"pool\" x1=\"%.1f\" y1=\"%.2f\" "
+                   "x2=\"%.1f\" y2=\"%.2f\"/>\n", x0, yl, x0 + W, yl);
+    }
+    for (uint32_t k = 0; k < p->n_pools && p->n_pools > 1; k++) {
+        double yl = y0 + h - h * (double)pool_base(p, k) / (double)top;
+        fprintf(f, "<text class=\"poolname\" x=\"%.1f\" y=\"%.2f\">",
+                x0 + W + 4, yl - 2);
+        mp_viz_xml_str(f, p->pools[k].name);
+        fputs("</text>\n", f);
+    }
     for (uint32_t k = 0; k < keep; k++) {
         const mp_block *bl = &p->blocks[idx[k].idx];
         int c = bl->tensor < g->n_tensors ? category(&g->tensors[bl->tensor])
                                           : CAT_ACT;
         double x = x0 + dx * bl->first;
         double w = dx * (bl->end - bl->first);
-        double y = y0 + h - h * (double)(bl->offset + bl->size) / (double)top;
+        uint64_t base = pool_base(p, block_pool(p, idx[k].idx));
+        double y = y0 + h - h * (double)(base + bl->offset + bl->size) /
+                                (double)top;
         double hh = h * (double)bl->size / (double)top;
         fprintf(f, "<rect class=\"blk\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
                    "height=\"%.2f\" fill=\"%s\">",
                 x, y, w > 0.3 ? w : 0.3, hh > 0.3 ? hh : 0.3, cat_color[c]);
-        block_title(f, p, bl);
+        block_title(f, p, idx[k].idx);
         fputs("</rect>\n", f);
     }
     if (p->n_steps) {
@@ -273,6 +314,27 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
                    "y2=\"%.1f\"/>\n", xp, y0, xp, y0 + h);
     }
     fputs("</svg>\n", f);
+    if (p->n_pools > 1) {
+        fprintf(f, "<p class=\"note\" id=\"pools\">%u pools drawn one above "
+                   "the other, the first at the bottom; offsets start at 0 in "
+                   "each:", p->n_pools);
+        for (uint32_t k = 0; k < p->n_pools; k++) {
+            char b[32];
+            fputs(k ? ", " : " ", f);
+            mp_viz_xml_str(f, p->pools[k].name);
+            fprintf(f, " %s", mp_viz_size(p->pools[k].arena_bytes, b,
+                                          sizeof b));
+        }
+        fputs(".</p>\n", f);
+    }
+    uint32_t n_fused = 0;
+    for (size_t t = 0; p->fused && t < g->n_tensors; t++)
+        n_fused += p->fused[t] != 0;
+    if (n_fused)
+        fprintf(f, "<p class=\"note\" id=\"fused\">%u tensor%s inside fused "
+                   "pointwise chains take no arena memory and %s no "
+                   "rectangle.</p>\n", n_fused, n_fused == 1 ? "" : "s",
+                n_fused == 1 ? "has" : "have");
     if (keep < nb) {
         char b[32];
         fprintf(f, "<p class=\"note\" id=\"capped\">%u of %u blocks drawn (the "
@@ -312,8 +374,9 @@ static mp_status peak_table(FILE *f, const mp_plan *p)
     }
     fprintf(f, "): %s live in %u tensors.</p>\n<table id=\"peak\">\n<tr><th>"
                "tensor</th><th>kind</th><th>bytes</th><th>share</th><th>"
-               "offset</th><th>producer</th><th>steps</th></tr>\n",
-            mp_viz_size(p->live[ps], b, sizeof b), n);
+               "offset</th>%s<th>producer</th><th>steps</th></tr>\n",
+            mp_viz_size(p->live[ps], b, sizeof b), n,
+            p->n_pools > 1 ? "<th>pool</th>" : "");
     for (uint32_t k = 0; k < n && k < PEAK_ROWS; k++) {
         const mp_block *bl = &p->blocks[idx[k].idx];
         const mp_tensor *t = &g->tensors[bl->tensor];
@@ -325,6 +388,10 @@ static mp_status peak_table(FILE *f, const mp_plan *p)
                 p->live[ps] ? 100.0 * (double)bl->size / (double)p->live[ps]
                             : 0.0,
                 (unsigned long long)bl->offset);
+        if (p->n_pools > 1) {
+            mp_viz_xml_str(f, p->pools[block_pool(p, idx[k].idx)].name);
+            fputs("</td><td>", f);
+        }
         if (t->producer != MP_NONE) {
             mp_viz_xml_str(f, g->nodes[t->producer].name);
             fputs(" (", f);
@@ -379,6 +446,7 @@ static const char css[] =
     ".blk:hover{stroke:#000;stroke-width:1}"
     ".peak{stroke:#d00;stroke-width:1.5}"
     ".arena{stroke:#000;stroke-dasharray:5 3}"
+    ".pool{stroke:#000;stroke-width:1.5}.poolname{font-size:11px}"
     ".peakkey{color:#d00;font-weight:bold}.note{color:#666;font-size:.9em}"
     ".legend{font-size:.9em}svg{display:block}";
 
@@ -415,7 +483,19 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
     fig_row(f, "persistent", fg->persistent_bytes,
             "weights, constants, optimizer state");
     fig_row(f, "lower bound", fg->lower_bound_bytes, "max live arena bytes");
-    fig_row(f, "arena", fg->arena_bytes, "size the offsets need");
+    fig_row(f, "arena", fg->arena_bytes, p->n_pools > 1
+                                             ? "size the offsets need: the sum "
+                                               "of the pools below"
+                                             : "size the offsets need");
+    for (uint32_t k = 0; k < p->n_pools && p->n_pools > 1; k++) {
+        char b[32];
+        fputs("<tr><th>pool ", f);
+        mp_viz_xml_str(f, p->pools[k].name);
+        fprintf(f, "</th><td class=\"num\">%s</td><td class=\"num\">%llu"
+                   "</td><td>its arena (offsets from 0)</td></tr>\n",
+                mp_viz_size(p->pools[k].arena_bytes, b, sizeof b),
+                (unsigned long long)p->pools[k].arena_bytes);
+    }
     fig_row(f, "peak", fg->peak_bytes, "arena + persistent");
     fig_row(f, "no reuse", fg->no_reuse_bytes,
             "every arena tensor in its own memory");

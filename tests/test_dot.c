@@ -3,6 +3,7 @@
  * Graphviz's dot is installed. Without Graphviz in the build the writer
  * must say MP_ERR_UNSUPPORTED. */
 #include "internal.h"
+#include "viz.h"
 #include "support.h"
 
 #include <stdio.h>
@@ -117,6 +118,68 @@ static void test_dot_plain(void)
     teardown();
 }
 
+/* --fuse: h2 (r2 -> add) and y (add -> upd) are fused: dotted edges
+ * labelled "fused", no bytes; z, at the end of the chain, is written over
+ * h1 in place: both edges of h1 say so. Two pools: the label names them. */
+static void test_dot_fused_pools(void)
+{
+    if (!mp_dot_available())
+        return;
+    build();
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.fuse = 1;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_tensor_fused(plan, 2), 1);
+    CU_ASSERT_EQUAL(mp_plan_tensor_fused(plan, 3), 1);
+    char path[256];
+    temp_dot(path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(plan, path, NULL), MP_OK);
+    char *s = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "->"), 5);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=fused"), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "style=dotted"), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"4.00 KiB in place\""), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"4.00 KiB\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "2 fused tensors (dotted edges) take "
+                                     "no memory"), 1);
+    CU_ASSERT(renders(path));
+    free(s);
+    mp_plan_destroy(plan);
+    plan = NULL;
+
+    mp_constraints *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_constraints_create(ctx, &c), MP_OK);
+    mp_pool_desc d0 = {"sram", UINT64_MAX, 1e12, 0};
+    mp_pool_desc d1 = {"dram", UINT64_MAX, 1e11, 0};
+    uint32_t p0, p1;
+    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d0, &p0), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d1, &p1), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_pin(c, 1, p1, 0), MP_OK);
+    mp_plan_options_init(&po);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create_constrained(g, &po, c, &plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_num_pools(plan), 2);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(plan, path, NULL), MP_OK);
+    s = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    mp_pool_info i0, i1;
+    CU_ASSERT_EQUAL(mp_plan_pool_info(plan, 0, &i0), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_pool_info(plan, 1, &i1), MP_OK);
+    char want[160], a[32], b[32];
+    snprintf(want, sizeof want, "arena = the sum of its pools: sram %s, "
+             "dram %s", mp_viz_size(i0.arena_bytes, a, sizeof a),
+             mp_viz_size(i1.arena_bytes, b, sizeof b));
+    CU_ASSERT_EQUAL(mp_test_count(s, want), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "fused"), 0);
+    CU_ASSERT(renders(path));
+    free(s);
+    remove(path);
+    mp_constraints_destroy(c);
+    teardown();
+}
+
 /* a schedule with a RECOMPUTE step: the node is marked */
 static void test_dot_recompute(void)
 {
@@ -200,6 +263,7 @@ void mp_register_dot(void)
     static CU_TestInfo tests[] = {
         {"plain", test_dot_plain},
         {"recompute", test_dot_recompute},
+        {"fused_pools", test_dot_fused_pools},
         {"collapse", test_dot_collapse},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("dot", tests);

@@ -16,8 +16,9 @@ static mp_ctx *ctx;
 static mp_graph *g;
 static mp_plan *plan;
 
-/* x -> r1 -> "a<b&c" -> r2 -> h2; add(h2, a<b&c) -> y (output); w weight */
-static void build(void)
+/* x -> r1 -> "a<b&c" -> r2 -> h2; add(h2, a<b&c) -> y (output); w weight.
+ * t: the four tensors (may be NULL). */
+static void build_graph(uint32_t *tt)
 {
     ctx = mp_ctx_create(NULL);
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
@@ -40,6 +41,13 @@ static void build(void)
     CU_ASSERT_EQUAL(mp_graph_add_node(g, &n3, NULL), MP_OK);
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, t[3]), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    if (tt)
+        memcpy(tt, t, sizeof t);
+}
+
+static void build(void)
+{
+    build_graph(NULL);
     mp_plan_options po;
     mp_plan_options_init(&po);
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
@@ -123,6 +131,113 @@ static void test_html_structure(void)
     /* an unwritable path is an I/O error */
     CU_ASSERT_EQUAL(mp_plan_write_html(plan, "/nonexistent-dir/r.html", NULL),
                     MP_ERR_IO);
+    teardown();
+}
+
+/* Rectangles of the arena drawing: no two whose steps overlap may overlap
+ * in height (each block has its own bytes), and all lie in the frame. */
+static void check_rects(const char *s)
+{
+    enum { MAXR = 64 };
+    double r[MAXR][4], fr[4];
+    int n = 0;
+    const char *q = strstr(s, "<rect class=\"frame\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_EQUAL_FATAL(sscanf(q, "<rect class=\"frame\" x=\"%lf\" "
+                                    "y=\"%lf\" width=\"%lf\" height=\"%lf\"",
+                                 &fr[0], &fr[1], &fr[2], &fr[3]), 4);
+    for (q = s; (q = strstr(q, "<rect class=\"blk\"")) && n < MAXR; q++, n++)
+        CU_ASSERT_EQUAL_FATAL(sscanf(q, "<rect class=\"blk\" x=\"%lf\" "
+                                        "y=\"%lf\" width=\"%lf\" "
+                                        "height=\"%lf\"", &r[n][0], &r[n][1],
+                                     &r[n][2], &r[n][3]), 4);
+    CU_ASSERT(n >= 2);
+    const double e = 0.02;
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT(r[i][1] >= fr[1] - e);
+        CU_ASSERT(r[i][1] + r[i][3] <= fr[1] + fr[3] + e);
+        for (int j = 0; j < i; j++) {
+            int tx = r[i][0] < r[j][0] + r[j][2] - e &&
+                     r[j][0] < r[i][0] + r[i][2] - e;
+            int ty = r[i][1] < r[j][1] + r[j][3] - e &&
+                     r[j][1] < r[i][1] + r[i][3] - e;
+            CU_ASSERT(!(tx && ty));
+        }
+    }
+}
+
+/* A --fuse plan: the fused tensor h2 has no rectangle and the report says
+ * so; y written over a<b&c says it. A plan with two pools (x pinned at 0
+ * of pool 0, a<b&c at 0 of pool 1, both live at step 0): the pools are
+ * stacked, no rectangles overlap, each pool has its figure. */
+static void test_html_fused_pools(void)
+{
+    uint32_t t[4];
+    build_graph(t);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.fuse = 1;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_tensor_fused(plan, t[2]), 1);
+    uint32_t over = 0;
+    for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++)
+        over += mp_plan_block_over(plan, i) != MP_NONE;
+    CU_ASSERT_EQUAL(over, 1);
+    char path[256];
+    snprintf(path, sizeof path, "%s", temp_path(".html"));
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(plan, path, NULL), MP_OK);
+    char *s = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(s, "<rect class=\"blk\""),
+                    mp_plan_num_blocks(plan));
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"fused\">1 tensor inside fused"),
+                    1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "written in place over a&lt;b&amp;c"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"pools\""), 0);
+    free(s);
+    mp_plan_destroy(plan);
+    plan = NULL;
+
+    mp_constraints *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_constraints_create(ctx, &c), MP_OK);
+    mp_pool_desc d0 = {"fast<0>", UINT64_MAX, 1e12, 0};
+    mp_pool_desc d1 = {"slow", UINT64_MAX, 1e11, 0};
+    uint32_t p0, p1;
+    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d0, &p0), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d1, &p1), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_pin(c, t[0], p0, 0), MP_OK);
+    CU_ASSERT_EQUAL(mp_constraints_pin(c, t[1], p1, 0), MP_OK);
+    po.fuse = 0;
+    po.inplace = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create_constrained(g, &po, c, &plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_num_pools(plan), 2);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(plan, path, NULL), MP_OK);
+    s = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(s, "<rect class=\"blk\""),
+                    mp_plan_num_blocks(plan));
+    check_rects(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"pools\">2 pools"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<line class=\"pool\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "class=\"poolname\""), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<tr><th>pool "), 2);
+    CU_ASSERT(mp_test_count(s, "in pool fast&lt;0&gt;") >= 1);
+    CU_ASSERT(mp_test_count(s, "in pool slow") >= 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "fast<0>"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"fused\""), 0);
+    mp_pool_info pi0, pi1;
+    CU_ASSERT_EQUAL(mp_plan_pool_info(plan, 0, &pi0), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_pool_info(plan, 1, &pi1), MP_OK);
+    char fig[64];
+    snprintf(fig, sizeof fig, ">%llu<", (unsigned long long)pi1.arena_bytes);
+    CU_ASSERT(mp_test_count(s, fig) >= 1);
+    CU_ASSERT_EQUAL(mp_plan_figures(plan)->arena_bytes,
+                    pi0.arena_bytes + pi1.arena_bytes);
+    free(s);
+    remove(path);
+    mp_constraints_destroy(c);
     teardown();
 }
 
@@ -264,6 +379,7 @@ void mp_register_html(void)
 {
     static CU_TestInfo tests[] = {
         {"html_structure", test_html_structure},
+        {"html_fused_pools", test_html_fused_pools},
         {"trace", test_trace},
         {"chromium", test_chromium},
         CU_TEST_INFO_NULL};
