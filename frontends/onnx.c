@@ -82,6 +82,9 @@ typedef struct loader {
     uint32_t *outer;
     size_t n_outer, cap_outer;
     unsigned depth;
+    /* values of graph inputs (opt->values): effective names, use marks */
+    char **vnames;
+    bool *vused;
 } loader;
 
 #define MAX_DEPTH 64
@@ -281,6 +284,178 @@ static mp_status add_proto_tensor(loader *L, const char *name,
     }
     *id = tid;
     return MP_OK;
+}
+
+/* ---- values of graph inputs (mp_input_value) ---------------------------- */
+static Onnx__TensorProto *unpack_tensor(loader *L, const mp_input_value *iv)
+{
+    ProtobufCAllocator pa = {pb_alloc, pb_free, L->ctx};
+    return onnx__tensor_proto__unpack(&pa, iv->pb_len,
+                                      (const uint8_t *)iv->pb);
+}
+
+static void free_tensor(loader *L, Onnx__TensorProto *t)
+{
+    ProtobufCAllocator pa = {pb_alloc, pb_free, L->ctx};
+    if (t)
+        protobuf_c_message_free_unpacked(&t->base, &pa);
+}
+
+/* Effective names of the bound values (a TensorProto's own name when the
+ * value has none). */
+static mp_status value_names(loader *L)
+{
+    size_t n = L->opt ? L->opt->n_values : 0;
+    if (!n)
+        return MP_OK;
+    if (!L->opt->values)
+        return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: n_values %zu with no "
+                      "values", L->src, n);
+    L->vnames = mp_calloc(L->ctx, n, sizeof *L->vnames);
+    L->vused = mp_calloc(L->ctx, n, sizeof *L->vused);
+    if (!L->vnames || !L->vused)
+        return MP_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const mp_input_value *iv = &L->opt->values[i];
+        const char *name = iv->name;
+        Onnx__TensorProto *t = NULL;
+        if (!name && iv->pb) {
+            t = unpack_tensor(L, iv);
+            if (!t)
+                return mp_err(L->ctx, MP_ERR_PARSE, "%s: input value %zu: "
+                              "not a valid TensorProto (%zu bytes)", L->src,
+                              i, iv->pb_len);
+            name = t->name;
+        }
+        if (!name || !name[0]) {
+            free_tensor(L, t);
+            return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: input value %zu "
+                          "has no name", L->src, i);
+        }
+        L->vnames[i] = mp_strdup(L->ctx, name);
+        free_tensor(L, t);
+        if (!L->vnames[i])
+            return MP_ERR_NOMEM;
+    }
+    return MP_OK;
+}
+
+static void free_value_names(loader *L)
+{
+    for (size_t i = 0; L->vnames && i < L->opt->n_values; i++)
+        mp_dealloc(L->ctx, L->vnames[i]);
+    mp_dealloc(L->ctx, L->vnames);
+    mp_dealloc(L->ctx, L->vused);
+}
+
+static const mp_input_value *find_value(const loader *L, const char *name)
+{
+    for (size_t i = 0; L->vnames && i < L->opt->n_values; i++)
+        if (strcmp(L->vnames[i], name) == 0) {
+            L->vused[i] = true;
+            return &L->opt->values[i];
+        }
+    return NULL;
+}
+
+static mp_status type_shape(loader *L, const char *name,
+                            const Onnx__TypeProto *tp, mp_dtype *dt,
+                            int *rank, int64_t *dims, bool *has_unbound,
+                            const char **first_sym, size_t *first_dim);
+
+/* The value's dtype and dims against the input's declared type. */
+static mp_status check_declared(loader *L, const Onnx__ValueInfoProto *v,
+                                mp_dtype dt, int rank, const int64_t *dims)
+{
+    mp_dtype ddt;
+    int drank;
+    int64_t dd[MP_MAX_RANK];
+    bool unbound;
+    const char *sym = NULL;
+    size_t sd = 0;
+    mp_status st = type_shape(L, v->name, v->type, &ddt, &drank, dd,
+                              &unbound, &sym, &sd);
+    if (st)
+        return st;
+    if (ddt != MP_DTYPE_UNDEFINED && ddt != dt)
+        return mp_err(L->ctx, MP_ERR_SHAPE, "%s: the value given for graph "
+                      "input '%s' has data type %d, declared %d", L->src,
+                      v->name, (int)dt, (int)ddt);
+    if (drank >= 0 && drank != rank)
+        return mp_err(L->ctx, MP_ERR_SHAPE, "%s: the value given for graph "
+                      "input '%s' has rank %d, declared %d", L->src, v->name,
+                      rank, drank);
+    for (int i = 0; drank >= 0 && i < rank; i++)
+        if (dd[i] >= 0 && dd[i] != dims[i])
+            return mp_err(L->ctx, MP_ERR_SHAPE, "%s: the value given for "
+                          "graph input '%s' has dim %d = %lld, declared %lld",
+                          L->src, v->name, i, (long long)dims[i],
+                          (long long)dd[i]);
+    return MP_OK;
+}
+
+/* Adds graph input v with the value iv: its dtype, shape and (small)
+ * value. */
+static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
+                                 const mp_input_value *iv, uint32_t *id)
+{
+    mp_status st;
+    if (iv->pb) {
+        Onnx__TensorProto *t = unpack_tensor(L, iv);
+        if (!t)
+            return mp_err(L->ctx, MP_ERR_PARSE, "%s: the value given for "
+                          "graph input '%s' is not a valid TensorProto (%zu "
+                          "bytes)", L->src, v->name, iv->pb_len);
+        st = t->n_dims > MP_MAX_RANK
+                 ? mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: the value given "
+                          "for graph input '%s' has rank %zu", L->src,
+                          v->name, t->n_dims)
+                 : check_declared(L, v, (mp_dtype)(t->has_data_type
+                                                       ? t->data_type
+                                                       : 0),
+                                  (int)t->n_dims, t->dims);
+        if (!st)
+            st = add_proto_tensor(L, v->name, t, MP_KIND_INPUT, MP_NONE, id);
+        free_tensor(L, t);
+        return st;
+    }
+    if (iv->rank < 0 || iv->rank > MP_MAX_RANK || (iv->rank && !iv->dims) ||
+        !mp_dtype_name(iv->dtype) || iv->dtype == MP_DTYPE_UNDEFINED)
+        return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given for "
+                      "graph input '%s' needs a dtype, a rank in 0..%d and "
+                      "its dims", L->src, v->name, MP_MAX_RANK);
+    uint64_t cnt = 1;
+    for (int i = 0; i < iv->rank; i++)
+        if (iv->dims[i] < 0 || !mp_mul_u64(cnt, (uint64_t)iv->dims[i], &cnt))
+            return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given "
+                          "for graph input '%s' has a negative or overflowing "
+                          "dim", L->src, v->name);
+    if ((st = check_declared(L, v, iv->dtype, iv->rank, iv->dims)))
+        return st;
+    mp_tensor_desc d = {v->name, iv->dtype, iv->rank, iv->dims, 0,
+                        MP_KIND_INPUT};
+    if ((st = mp_graph_add_tensor(L->g, &d, id)))
+        return st;
+    bool is_int = mp_dtype_is_int(iv->dtype);
+    uint32_t cap = is_int ? MP_VALUE_MAX : FLOAT_VALUE_MAX;
+    if (cnt == 0 || cnt > cap || (is_int ? !iv->ints : !iv->floats) ||
+        (!is_int && !mp_dtype_is_float(iv->dtype)))
+        return MP_OK; /* shape only */
+    int64_t *buf = mp_alloc(L->ctx, (size_t)cnt * sizeof *buf);
+    if (!buf)
+        return MP_ERR_NOMEM;
+    for (size_t i = 0; i < cnt; i++) {
+        if (is_int)
+            buf[i] = iv->ints[i];
+        else if (!mp_value_from_double(iv->dtype, iv->floats[i], &buf[i])) {
+            mp_dealloc(L->ctx, buf);
+            return MP_OK;
+        }
+    }
+    st = mp_tensor_set_value(L->ctx, &L->g->tensors[*id], buf,
+                             (uint32_t)cnt);
+    mp_dealloc(L->ctx, buf);
+    return st;
 }
 
 static const mp_dim_binding *find_binding(const loader *L, const char *name)
@@ -620,8 +795,13 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
                   strcmp(o->domain, "ai.onnx") == 0) && o->has_version)
             L->g->onnx_opset = o->version;
     }
-    if ((st = build_graph(L, gp, false)))
+    if ((st = value_names(L)) || (st = build_graph(L, gp, false)))
         return st;
+    for (size_t i = 0; L->vused && i < L->opt->n_values; i++)
+        if (!L->vused[i])
+            return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: a value is given "
+                          "for '%s', which is no graph input of the model "
+                          "(or is an initializer)", L->src, L->vnames[i]);
     return finish_top(L, gp);
 }
 
@@ -670,6 +850,12 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
         bool unbound;
         const char *sym = NULL;
         size_t sd = 0;
+        const mp_input_value *iv = sub ? NULL : find_value(L, v->name);
+        if (iv) {
+            if ((st = add_bound_input(L, v, iv, &id)))
+                return st;
+            continue;
+        }
         if ((st = type_shape(L, v->name, v->type, &dt, &rank, dims, &unbound,
                              &sym, &sd)))
             return st;
@@ -892,6 +1078,8 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
             continue;
         if (!used[id] && !(L->g->tensors[id].flags & MP_TF_OUTPUT))
             continue;
+        if (find_value(L, v->name))
+            continue; /* its shape is the value's */
         mp_dtype dt;
         int rank;
         bool unbound;
@@ -966,6 +1154,7 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
     if (!st) {
         loader L = {.ctx = ctx, .g = g, .src = src, .opt = opt};
         st = build(&L, m);
+        free_value_names(&L);
     }
     protobuf_c_message_free_unpacked(&m->base, &pa);
     if (st) {

@@ -270,8 +270,35 @@ typedef struct mp_onnx_options {
      * used where inference cannot reach; 0: every shape past the graph
      * inputs and weights is inferred (conformance checks). */
     int declared_shapes;
+    /* n_values values of graph inputs (mp_input_value, below); NULL/0:
+     * none. Added by issue 3 (node conformance). */
+    const struct mp_input_value *values;
+    size_t n_values;
 } mp_onnx_options;
 MP_API void mp_onnx_options_init(mp_onnx_options *o);
+
+/* ---- ONNX: values of graph inputs (issue 3, node conformance) --------- */
+/* The value of a graph input of the top graph, known before planning ("plan
+ * this model for this shape tensor"): the input takes the value's dtype
+ * and shape (symbolic dims need no binding), and a small value (integer
+ * tensors up to 16384 elements, float ones up to 16) is carried into shape
+ * inference like an initializer's, so Reshape/Slice/Pad/Resize/TopK/...
+ * operands given as graph inputs fold. The tensor stays a graph input
+ * (its bytes count as an input's). Give either pb (a serialized ONNX
+ * TensorProto, as in an onnx test's input_N.pb; for a sequence-typed input
+ * a SequenceProto of tensors) or the value itself. A declared element type
+ * or fixed dim that disagrees is an error naming the input. */
+typedef struct mp_input_value {
+    const char *name;        /* graph input; with pb, NULL takes its name */
+    const void *pb;          /* serialized TensorProto/SequenceProto, or NULL */
+    size_t pb_len;
+    /* when pb is NULL: */
+    mp_dtype dtype;
+    int rank;
+    const int64_t *dims;     /* rank entries, >= 0 */
+    const int64_t *ints;     /* integer and bool dtypes: prod(dims) values */
+    const double *floats;    /* floating dtypes: prod(dims) values */
+} mp_input_value;
 /* 1 when this build reads ONNX (protobuf-c), else 0: then the loaders
  * return MP_ERR_UNSUPPORTED. */
 MP_API int mp_onnx_available(void);
