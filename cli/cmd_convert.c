@@ -1,5 +1,6 @@
 /* cmd_convert.c - memplan convert: read a model (ONNX or JSON graph) and
- * write memplan's JSON graph, with every inferred shape filled in. */
+ * write memplan's JSON graph, with every inferred shape filled in, or an
+ * ONNX model when the output file ends in .onnx. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -69,15 +70,25 @@ static int on_opt(void *state, int id, const char *name, const char *value)
     }
 }
 
+static int ends_with(const char *s, const char *sfx)
+{
+    size_t ls = strlen(s), lx = strlen(sfx);
+    return ls >= lx && strcmp(s + ls - lx, sfx) == 0;
+}
+
 static void help(void)
 {
-    fputs("Usage: memplan convert MODEL [-o GRAPH.json] [--dim NAME=VALUE]...\n"
+    fputs("Usage: memplan convert MODEL [-o OUT.json|OUT.onnx] "
+          "[--dim NAME=VALUE]...\n"
           "\n"
           "Reads a model (ONNX, or a JSON graph) and writes memplan's JSON\n"
-          "graph with the shapes memplan inferred (to stdout without -o).\n"
+          "graph with the shapes memplan inferred (to stdout without -o),\n"
+          "or, when the output ends in .onnx, an ONNX model (weights keep\n"
+          "dims and dtype; their data is written only where memplan holds\n"
+          "it: see docs/onnx.md).\n"
           "\n"
           "Options:\n"
-          "  -o, --output FILE         write the JSON graph there\n"
+          "  -o, --output FILE         write the graph there (.onnx: ONNX)\n"
           "      --dim NAME=VALUE      bind a symbolic dim (ONNX dim_param),\n"
           "                            repeatable\n"
           "      --no-declared-shapes  ONNX: ignore value_info and declared\n"
@@ -86,6 +97,7 @@ static void help(void)
           "\n"
           "Example:\n"
           "  memplan convert model.onnx --dim N=1 -o graph.json\n"
+          "  memplan convert graph.json -o model.onnx\n"
           "\n",
           stdout);
     cli_print_exit_codes(stdout);
@@ -116,9 +128,8 @@ int cli_cmd_convert(int argc, char **argv)
         goto out;
     }
     mp_graph *g = NULL;
-    size_t len = strlen(pos[0]);
     mp_status st;
-    if (len >= 5 && strcmp(pos[0] + len - 5, ".onnx") == 0) {
+    if (ends_with(pos[0], ".onnx")) {
         mp_onnx_options o;
         mp_onnx_options_init(&o);
         o.dims = a.dims;
@@ -129,7 +140,9 @@ int cli_cmd_convert(int argc, char **argv)
         st = mp_graph_load(ctx, pos[0], &g);
     }
     if (!st) {
-        if (a.out) {
+        if (a.out && ends_with(a.out, ".onnx")) {
+            st = mp_graph_save_onnx(g, a.out);
+        } else if (a.out) {
             st = mp_graph_save_json(g, a.out);
         } else {
             char *s = NULL;

@@ -326,6 +326,20 @@ MP_API mp_status mp_graph_load_dims(mp_ctx *ctx, const char *path,
  * every shape is resolved. g must be finalized. */
 MP_API size_t mp_graph_unknown_shapes(const mp_graph *g);
 
+/* ---- ONNX export (issue 3, helper onnx-export; frontends/onnx_write.c) -- */
+/* Writes g as an ONNX model (protobuf-c): nodes with their attributes
+ * (tensor attributes and If/Loop/Scan bodies included), graph inputs and
+ * outputs and value_info with dtype and shape, weights as initializers
+ * with their data only where the graph holds their values (small integer
+ * and tiny float tensors); other weights keep dims and dtype, their data
+ * marked EXTERNAL at the placeholder location "memplan-no-data" (never
+ * opened by memplan). docs/onnx.md lists what is kept. *data is allocated
+ * with the context allocator: release it with mp_free. Without ONNX
+ * support: MP_ERR_UNSUPPORTED. */
+MP_API mp_status mp_graph_to_onnx(const mp_graph *g, void **data,
+                                  size_t *len);
+MP_API mp_status mp_graph_save_onnx(const mp_graph *g, const char *path);
+
 /* ---- offsets (dynamic storage allocation) -------------------------------- */
 /* A buffer of `size` bytes live on the half-open interval [start, end). */
 typedef struct mp_buffer {
@@ -657,6 +671,18 @@ typedef struct mp_offload_options {
      * least estimated stall), warm-started from the greedy choice */
     int ilp;
     double time_limit;        /* ILP seconds; <= 0: 10 */
+    /* joint recompute + offload (POET-style, docs/offload.md): 1 lets each
+     * idle tensor also be dropped and recomputed before its next use; the
+     * result is the fastest (one cost model: the device) of offload only,
+     * recompute only (mp_remat_plan), the joint candidates (greedy, and
+     * the ILP when ilp is set or there are at most ilp_max_candidates) and
+     * recompute at looser budgets followed by offload; 0 (default): offload
+     * only */
+    int recompute;
+    /* the recompute-only solver in joint mode (budget and node times are
+     * set by the offload planner); NULL: AUTO with a 10 s limit */
+    const struct mp_remat_options *remat;
+    uint32_t ilp_max_candidates; /* joint: ILP up to this many (0: 400) */
 } mp_offload_options;
 MP_API void mp_offload_options_init(mp_offload_options *o);
 
@@ -673,6 +699,13 @@ typedef struct mp_offload_result {
     const char *solver;          /* "greedy", "ilp" or "ilp(greedy)" when
                                     the ILP kept the warm start */
     mp_solve_status ilp_status;  /* of the ILP; NONE when not run */
+    /* joint mode (recompute = 1) */
+    uint32_t n_recomputed;       /* RECOMPUTE steps */
+    double recompute_seconds;    /* their time (in total_seconds) */
+    /* total seconds of the offload-only and recompute-only plans on the
+     * same cost model (< 0: no plan within the budget) */
+    double offload_only_seconds, recompute_only_seconds;
+    const char *remat_solver;    /* recompute solver used, or NULL */
 } mp_offload_result;
 
 /* Plans g under oo->budget with OFFLOAD/PREFETCH steps (offsets by po;
