@@ -1,0 +1,214 @@
+/* bench_onnx_roundtrip: the ONNX writer on every corpus model.
+ *
+ *   bench_onnx_roundtrip [CORPUS_DIR] [-v]
+ *
+ * For every .onnx under CORPUS_DIR/models (default $MEMPLAN_CORPUS or
+ * /work/shared/corpus) that loads (declared shapes, every symbolic input
+ * dim bound to 1, as bench_corpus does):
+ *   onnx   the graph written as ONNX (mp_graph_to_onnx) and read back;
+ *   json   the graph written as JSON, read back, written as ONNX and read
+ *          back (ONNX -> JSON -> ONNX);
+ * each must give the same tensors (name, bytes, dtype and shape where
+ * known, effective kind) and the same plan (arena, lower bound,
+ * persistent and peak bytes), verified by mp_verify_plan. Prints one row
+ * per model and a summary; exits 1 when a model that loads fails a round
+ * trip, 0 otherwise (skips with a message when the corpus or ONNX support
+ * is absent). */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#ifndef MP_WITH_ONNX
+int main(void)
+{
+    printf("bench_onnx_roundtrip: skipped: memplan was built without ONNX "
+           "support\n");
+    return 0;
+}
+#else
+#include "support/corpus_files.h"
+
+/* First difference between the tensors of a and b (a's sized tensors must
+ * all be in b, alike), or 0. */
+static int diff_tensors(const mp_graph *a, const mp_graph *b, char *why,
+                        size_t cap)
+{
+    for (size_t i = 0; i < a->n_tensors; i++) {
+        const mp_tensor *t = &a->tensors[i];
+        if (!(t->flags & MP_TF_SIZE_KNOWN))
+            continue;
+        uint32_t id;
+        if (mp_graph_find_tensor(b, t->name, &id) != MP_OK) {
+            snprintf(why, cap, "tensor '%s' missing", t->name);
+            return -1;
+        }
+        const mp_tensor *u = &b->tensors[id];
+        int ka = t->kind == MP_KIND_OUTPUT ? MP_KIND_ACTIVATION : t->kind;
+        int kb = u->kind == MP_KIND_OUTPUT ? MP_KIND_ACTIVATION : u->kind;
+        if (u->bytes != t->bytes || ka != kb) {
+            snprintf(why, cap, "tensor '%s': %llu bytes (%s), back %llu (%s)",
+                     t->name, (unsigned long long)t->bytes,
+                     mp_kind_name((mp_tensor_kind)ka),
+                     (unsigned long long)u->bytes,
+                     mp_kind_name((mp_tensor_kind)kb));
+            return -1;
+        }
+        if (t->rank >= 0 && !(t->flags & MP_TF_BYTES_GIVEN) &&
+            (u->rank != t->rank || u->dtype != t->dtype ||
+             memcmp(u->dims, t->dims, (size_t)t->rank * sizeof *t->dims))) {
+            snprintf(why, cap, "tensor '%s': dtype or shape differs",
+                     t->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int plan_of(mp_graph *g, mp_figures *f, char *why, size_t cap)
+{
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    mp_plan *p = NULL;
+    mp_status st = mp_plan_create(g, &o, &p);
+    if (!st)
+        st = mp_verify_plan(g, p);
+    if (st) {
+        snprintf(why, cap, "plan: %s: %s", mp_status_name(st),
+                 mp_ctx_message(mp_graph_ctx(g)));
+        mp_plan_destroy(p);
+        return -1;
+    }
+    *f = *mp_plan_figures(p);
+    mp_plan_destroy(p);
+    return 0;
+}
+
+/* g written as ONNX and read back into *out */
+static int via_onnx(mp_graph *g, mp_graph **out, size_t *bytes, char *why,
+                    size_t cap)
+{
+    mp_ctx *ctx = mp_graph_ctx(g);
+    void *buf = NULL;
+    size_t len = 0;
+    mp_status st = mp_graph_to_onnx(g, &buf, &len);
+    if (!st)
+        st = mp_graph_load_onnx_buffer(ctx, buf, len, "written.onnx", NULL,
+                                       out);
+    mp_free(ctx, buf);
+    *bytes = len;
+    if (st) {
+        snprintf(why, cap, "write/read ONNX: %s: %s", mp_status_name(st),
+                 mp_ctx_message(ctx));
+        return -1;
+    }
+    return 0;
+}
+
+/* 0 when h has g's tensors and plan */
+static int same(mp_graph *g, const mp_figures *fg, mp_graph *h, char *why,
+                size_t cap)
+{
+    mp_figures fh;
+    if (diff_tensors(g, h, why, cap) || plan_of(h, &fh, why, cap))
+        return -1;
+    if (fh.arena_bytes != fg->arena_bytes ||
+        fh.lower_bound_bytes != fg->lower_bound_bytes ||
+        fh.persistent_bytes != fg->persistent_bytes ||
+        fh.peak_bytes != fg->peak_bytes) {
+        snprintf(why, cap, "plan differs: arena %llu vs %llu, LB %llu vs "
+                 "%llu, persistent %llu vs %llu",
+                 (unsigned long long)fg->arena_bytes,
+                 (unsigned long long)fh.arena_bytes,
+                 (unsigned long long)fg->lower_bound_bytes,
+                 (unsigned long long)fh.lower_bound_bytes,
+                 (unsigned long long)fg->persistent_bytes,
+                 (unsigned long long)fh.persistent_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = getenv("MEMPLAN_CORPUS");
+    int verbose = 0;
+    if (!dir)
+        dir = "/work/shared/corpus";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0)
+            verbose = 1;
+        else
+            dir = argv[i];
+    }
+    char models[4096];
+    snprintf(models, sizeof models, "%s/models", dir);
+    struct stat sb;
+    if (stat(models, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        printf("bench_onnx_roundtrip: skipped: no corpus at %s\n", models);
+        return 0;
+    }
+    char **files = NULL;
+    size_t n = 0, cap = 0;
+    mpb_list_onnx(models, 1, NULL, &files, &n, &cap);
+    qsort(files, n, sizeof *files, mpb_cmp_str);
+    printf("| model | tensors | ONNX bytes in | ONNX bytes out | onnx | "
+           "json->onnx |\n|---|---|---|---|---|---|\n");
+    unsigned loaded = 0, ok_onnx = 0, ok_json = 0;
+    clock_t c0 = clock();
+    for (size_t i = 0; i < n; i++) {
+        const char *path = files[i];
+        const char *name = path + strlen(models) + 1;
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL, *h = NULL, *j = NULL, *k = NULL;
+        char why[1024] = "", why2[1024] = "";
+        mp_figures fg;
+        if (mpb_load_onnx_dims1(ctx, path, &g) != MP_OK ||
+            plan_of(g, &fg, why, sizeof why)) {
+            if (verbose)
+                printf("| %s | does not load or plan: %s | | | | |\n", name,
+                       mp_ctx_message(ctx));
+            goto next;
+        }
+        loaded++;
+        stat(path, &sb);
+        size_t out_bytes = 0, out2;
+        int r1 = via_onnx(g, &h, &out_bytes, why, sizeof why);
+        if (!r1)
+            r1 = same(g, &fg, h, why, sizeof why);
+        char *s = NULL;
+        int r2 = -1;
+        mp_status st = mp_graph_to_json_string(g, &s);
+        if (!st)
+            st = mp_graph_load_json_string(ctx, s, "written.json", &j);
+        mp_free(ctx, s);
+        if (st)
+            snprintf(why2, sizeof why2, "JSON: %s: %s", mp_status_name(st),
+                     mp_ctx_message(ctx));
+        else if (!via_onnx(j, &k, &out2, why2, sizeof why2))
+            r2 = same(g, &fg, k, why2, sizeof why2);
+        ok_onnx += !r1;
+        ok_json += !r2;
+        printf("| %s | %zu | %lld | %zu | %s%s | %s%s |\n", name,
+               g->n_tensors, (long long)sb.st_size, out_bytes,
+               r1 ? "FAIL: " : "same", r1 ? why : "", r2 ? "FAIL: " : "same",
+               r2 ? why2 : "");
+    next:
+        mp_graph_destroy(k);
+        mp_graph_destroy(j);
+        mp_graph_destroy(h);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+        free(files[i]);
+    }
+    free(files);
+    double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    printf("\n%zu models, %u load and plan; ONNX -> ONNX same tensors and "
+           "plan: %u/%u; ONNX -> JSON -> ONNX: %u/%u (%.2f s CPU)\n",
+           n, loaded, ok_onnx, loaded, ok_json, loaded, cpu);
+    return ok_onnx == loaded && ok_json == loaded ? 0 : 1;
+}
+#endif
