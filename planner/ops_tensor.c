@@ -413,7 +413,9 @@ MP_SHAPE_FN(mp_shape_concat)
             continue;
         if (dt == MP_DTYPE_UNDEFINED)
             dt = in_dtype(g, n, i);
-        if (!mp_in(g, n, i)->value)
+        const int64_t *iv;
+        uint32_t ic;
+        if (!mp_in_value(g, n, i, &iv, &ic)) /* an empty one is known */
             all_vals = false;
         if (s.rank < 0) {
             out.rank = -1;
@@ -460,6 +462,8 @@ MP_SHAPE_FN(mp_shape_concat)
                 if (!t)
                     continue;
                 int64_t chunk = t->dims[ax] * inner;
+                if (chunk == 0)
+                    continue;
                 if ((int64_t)t->n_value != chunk * outer ||
                     pos + chunk > total) {
                     ok = false;
