@@ -6,25 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DIMS 32
-
-enum { V_DIM = 100, V_PLAN, V_NO_REF, V_POISON, V_LOWER };
+enum { V_PLAN = 100, V_NO_REF, V_POISON, V_LOWER, V_OFFLOAD, V_DEVICE,
+       V_DUMP };
 
 static const cli_opt validate_opts[] = {
-    {"dim", 0, 1, V_DIM},
     {"plan", 0, 1, V_PLAN},
     {"no-reference", 0, 0, V_NO_REF},
     {"poison", 0, 0, V_POISON},
     {"lower-only", 0, 0, V_LOWER},
+    {"offload", 0, 0, V_OFFLOAD},
+    {"device", 0, 1, V_DEVICE},
+    {"dump", 0, 1, V_DUMP},
     {NULL, 0, 0, 0},
 };
 
 typedef struct vargs {
     cli_solve_args solve;
-    mp_dim_binding dims[MAX_DIMS];
-    char *dim_names[MAX_DIMS];
-    size_t n_dims;
-    const char *plan;
+    cli_train_args train;
+    cli_offload_args offload;
+    const char *plan, *dump;
     int no_reference, poison, lower_only;
 } vargs;
 
@@ -32,24 +32,36 @@ static void help(void)
 {
     fputs("Usage: memplan validate MODEL [--dim NAME=VALUE]... [--plan PLAN.json]\n"
           "                        [--align N] [--method M] [--seed S] [--json]\n"
-          "                        [--no-reference] [--poison] [--lower-only]\n"
+          "                        [--train ...] [--budget SIZE] [--offload]\n"
+          "                        [--device D] [--no-reference] [--poison]\n"
+          "                        [--dump DIR] [--lower-only]\n"
           "\n"
           "Runs the plan of MODEL on the GPU (one arena of the planned size,\n"
           "every tensor at its planned offset, the schedule step by step) and\n"
           "prints predicted against measured device memory (arena, workspace,\n"
-          "weights; CUDA context and cuBLAS apart), time per step and in total,\n"
-          "and the checks: outputs bit-identical to a reference run with one\n"
-          "allocation per tensor, and the reference run's live bytes (summed by\n"
-          "the executor) against the planner's lower bound. Exits 5 when a\n"
-          "check fails.\n"
+          "weights; CUDA context and cuBLAS apart), time per step and in total\n"
+          "against the cost model's prediction, and the checks: outputs\n"
+          "bit-identical to a reference run with one allocation per tensor,\n"
+          "and the reference run's live bytes (summed by the executor) against\n"
+          "the planner's lower bound. Exits 5 when a check fails.\n"
           "\n"
           "Options:\n"
-          "      --dim NAME=VALUE  bind a symbolic dimension (ONNX)\n"
+          "      --dim NAME=VALUE  bind a symbolic dimension (ONNX); INPUT:AXIS=VALUE\n"
+          "                        sets a graph input's dim (also a fixed one)\n"
           "      --plan FILE       validate this plan (default: plan it now)\n"
           "      --align N, --method M, --seed S, --time-limit SEC  as for plan\n"
+          "      --train, --optimizer, --precision, --budget, --solver,\n"
+          "      --max-extra, --batch  as for plan (recompute steps run again)\n"
+          "      --offload         plan offload under --budget (OFFLOAD/PREFETCH\n"
+          "                        steps copy to pinned host memory and back)\n"
+          "      --device D        cost-model profile for the offload plan and\n"
+          "                        the predicted time (default h200)\n"
           "      --json            print one JSON object\n"
           "      --no-reference    skip the reference run\n"
           "      --poison          fill freed blocks with 0xff in the planned run\n"
+          "      --dump DIR        write the inputs, weights and outputs of the\n"
+          "                        planned run to DIR/values.{txt,bin} (for\n"
+          "                        validate/ort_compare.py)\n"
           "      --lower-only      print how each node is lowered (kernel or\n"
           "                        synthetic, and why); needs no GPU\n"
           "  -h, --help            show this help\n"
@@ -65,42 +77,18 @@ static int on_opt(void *state, int id, const char *name, const char *value)
 {
     vargs *a = state;
     switch (id) {
-    case V_DIM: {
-        const char *eq = strchr(value, '=');
-        uint64_t v;
-        if (!eq || eq == value) {
-            cli_error("--dim wants NAME=VALUE, got '%s'", value);
-            return CLI_EXIT_USAGE;
-        }
-        if (a->n_dims == MAX_DIMS) {
-            cli_error("too many --dim options (at most %d)", MAX_DIMS);
-            return CLI_EXIT_USAGE;
-        }
-        if (cli_parse_u64("--dim", eq + 1, &v))
-            return CLI_EXIT_USAGE;
-        char *nm = malloc((size_t)(eq - value) + 1);
-        if (!nm)
-            return CLI_EXIT_INTERNAL;
-        memcpy(nm, value, (size_t)(eq - value));
-        nm[eq - value] = 0;
-        a->dim_names[a->n_dims] = nm;
-        a->dims[a->n_dims].name = nm;
-        a->dims[a->n_dims].value = (int64_t)v;
-        a->n_dims++;
-        return 0;
-    }
     case V_PLAN: a->plan = value; return 0;
     case V_NO_REF: a->no_reference = 1; return 0;
     case V_POISON: a->poison = 1; return 0;
     case V_LOWER: a->lower_only = 1; return 0;
-    default: return cli_solve_on_opt(&a->solve, id, name, value);
+    case V_OFFLOAD: a->offload.enabled = 1; return 0;
+    case V_DEVICE: a->offload.device = value; return 0;
+    case V_DUMP: a->dump = value; return 0;
+    default: {
+        int rc = cli_train_on_opt(&a->train, id, name, value);
+        return rc >= 0 ? rc : cli_solve_on_opt(&a->solve, id, name, value);
     }
-}
-
-static int ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && strcmp(s + n - m, suf) == 0;
+    }
 }
 
 #ifdef MP_WITH_CUDA
@@ -113,6 +101,55 @@ static uint64_t round_up(uint64_t v, uint64_t g)
 {
     return g > 1 ? (v + g - 1) / g * g : v;
 }
+
+/* predicted and measured (per-step events) milliseconds summed by op */
+static json_t *by_op_json(const mpv_program *prog, const double *step_s,
+                          const mpv_result *res)
+{
+    enum { MAXOP = 96 };
+    const char *name[MAXOP];
+    double pred[MAXOP], meas[MAXOP];
+    uint32_t cnt[MAXOP], n = 0;
+    for (uint32_t s = 0; s < prog->n_steps && s < res->n_steps; s++) {
+        const mpv_step *ps = &prog->steps[s];
+        const char *op;
+        if (ps->kind == MP_STEP_COMPUTE || ps->kind == MP_STEP_RECOMPUTE) {
+            mp_node_info ni;
+            mp_graph_node_info(prog->graph, ps->index, &ni);
+            if (!prog->nodes[ps->index].run)
+                continue;
+            op = ni.op;
+        } else if (ps->kind == MP_STEP_OFFLOAD) {
+            op = "(offload)";
+        } else if (ps->kind == MP_STEP_PREFETCH) {
+            op = "(prefetch)";
+        } else {
+            continue;
+        }
+        uint32_t k = 0;
+        while (k < n && strcmp(name[k], op) != 0)
+            k++;
+        if (k == n) {
+            if (n == MAXOP)
+                continue;
+            name[n] = op;
+            pred[n] = meas[n] = 0;
+            cnt[n++] = 0;
+        }
+        pred[k] += step_s[s] * 1e3;
+        meas[k] += res->steps[s].ms;
+        cnt[k]++;
+    }
+    json_t *o = json_object();
+    for (uint32_t k = 0; o && k < n; k++) {
+        json_t *e = json_object();
+        cli_json_set(e, "steps", json_integer(cnt[k]));
+        cli_json_set(e, "predicted_ms", json_real(pred[k]));
+        cli_json_set(e, "measured_ms", json_real(meas[k]));
+        cli_json_set(o, name[k], e);
+    }
+    return o;
+}
 #endif
 
 int cli_cmd_validate(int argc, char **argv)
@@ -121,11 +158,15 @@ int cli_cmd_validate(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.solve.alignment = 256;
     a.solve.method = MP_OFFSETS_AUTO;
-    cli_opt opts[32];
+    cli_train_init(&a.train);
+    cli_offload_init(&a.offload);
+    cli_opt opts[48];
     size_t no = 0;
     for (const cli_opt *o = cli_solve_opts; o->name; o++)
         opts[no++] = *o;
     for (const cli_opt *o = validate_opts; o->name; o++)
+        opts[no++] = *o;
+    for (const cli_opt *o = cli_train_opts; o->name && no < 47; o++)
         opts[no++] = *o;
     opts[no] = (cli_opt){NULL, 0, 0, 0};
     const char *pos[CLI_MAX_POSITIONAL];
@@ -134,10 +175,13 @@ int cli_cmd_validate(int argc, char **argv)
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
     mpv_program *prog = NULL;
+    double *step_s = NULL;
     mpv_result res;
     memset(&res, 0, sizeof res);
-    rc = cli_parse("validate", argc, argv, opts, on_opt, &a, pos, &npos,
-                   &want_help);
+    cli_dims dims;
+    dims.n = 0;
+    rc = cli_parse_dims(&dims, "validate", argc, argv, opts, on_opt, &a, pos,
+                        &npos, &want_help);
     if (rc)
         goto out;
     if (want_help) {
@@ -154,20 +198,13 @@ int cli_cmd_validate(int argc, char **argv)
         rc = CLI_EXIT_INTERNAL;
         goto out;
     }
-    mp_status st;
-    if (ends_with(pos[0], ".onnx") || a.n_dims) {
-        mp_onnx_options oo;
-        mp_onnx_options_init(&oo);
-        oo.dims = a.dims;
-        oo.n_dims = a.n_dims;
-        st = mp_graph_load_onnx(ctx, pos[0], &oo, &g);
-    } else {
-        st = mp_graph_load(ctx, pos[0], &g);
-    }
+    mp_status st = mp_graph_load_dims(ctx, pos[0], dims.b, dims.n, &g);
     if (st) {
         rc = cli_fail(ctx, st, pos[0]);
         goto out;
     }
+    if ((rc = cli_train_prepare(ctx, &a.train, &g, pos[0])) != 0)
+        goto out;
     if (a.plan) {
         st = mp_plan_load_json(g, a.plan, &plan);
     } else {
@@ -177,7 +214,14 @@ int cli_cmd_validate(int argc, char **argv)
         po.method = a.solve.method;
         po.seed = a.solve.seed;
         po.time_limit = a.solve.time_limit;
-        st = mp_plan_create(g, &po, &plan);
+        if (a.offload.enabled)
+            rc = cli_offload_plan(ctx, &a.offload, a.train.ropt.budget, g,
+                                  &po, &plan, pos[0]);
+        else
+            rc = cli_train_plan(ctx, &a.train, g, &po, &plan, pos[0]);
+        if (rc)
+            goto out;
+        st = MP_OK;
     }
     if (!st)
         st = mp_verify_plan(g, plan);
@@ -225,6 +269,7 @@ int cli_cmd_validate(int argc, char **argv)
         vo.seed = a.solve.seed + 1;
         vo.reference = !a.no_reference;
         vo.poison_free = a.poison;
+        vo.dump_dir = a.dump;
         if (mpv_execute(prog, &vo, &res) != 0) {
             cli_error("executor: %s", res.error);
             rc = CLI_EXIT_INTERNAL;
@@ -250,16 +295,21 @@ int cli_cmd_validate(int argc, char **argv)
                     res.ref_live_max == f->lower_bound_bytes;
         int ok_extra = res.run_extra_bytes == 0;
         int all_ok = ok_arena && ok_ws && ok_id && ok_rep && ok_lb && ok_extra;
-        double pred_s = 0;
-        int have_pred = 0;
-        for (uint32_t i = 0; i < mp_graph_num_nodes(g); i++) {
-            mp_node_info ni;
-            mp_graph_node_info(g, i, &ni);
-            if (ni.seconds >= 0) {
-                pred_s += ni.seconds;
-                have_pred = 1;
-            }
+        /* predicted time: the cost model over the schedule, on --device */
+        mp_device dev;
+        double pred_s = -1;
+        step_s = calloc(prog->n_steps + 1, sizeof *step_s);
+        if (!step_s) {
+            rc = CLI_EXIT_INTERNAL;
+            goto out;
         }
+        st = mp_device_get(ctx, a.offload.device, &dev);
+        if (st) {
+            rc = cli_fail(ctx, st, a.offload.device);
+            goto out;
+        }
+        pred_s = mpv_predict_seconds(prog, &dev, step_s);
+        int have_pred = pred_s >= 0;
         if (a.solve.json) {
             json_t *o = json_object(), *m = json_object(), *p = json_object(),
                    *ck = json_object();
@@ -289,6 +339,7 @@ int cli_cmd_validate(int argc, char **argv)
             cli_json_set(p, "total_device_bytes", cli_json_u64(pred_total));
             cli_json_set(p, "seconds",
                          have_pred ? json_real(pred_s) : json_null());
+            cli_json_set(p, "time_device", cli_json_str(dev.name));
             cli_json_set(o, "predicted", p);
             cli_json_set(m, "context_bytes", cli_json_u64(res.ctx_bytes));
             cli_json_set(m, "cublas_bytes", cli_json_u64(res.cublas_bytes));
@@ -314,6 +365,14 @@ int cli_cmd_validate(int argc, char **argv)
             cli_json_set(m, "nonfinite_outputs",
                          json_integer(res.nonfinite_outputs));
             cli_json_set(o, "measured", m);
+            cli_json_set(o, "by_op", by_op_json(prog, step_s, &res));
+            if (have_pred && res.planned_ms > 0)
+                cli_json_set(o, "ratio_time_measured_predicted",
+                             json_real(res.planned_ms / (pred_s * 1e3)));
+            if (a.train.did_train || a.train.did_remat)
+                cli_train_json(&a.train, o);
+            if (a.offload.did)
+                cli_offload_json(&a.offload, o);
             cli_json_set(o, "ratio_arena", json_real(r_arena));
             cli_json_set(o, "ratio_arena_workspace", json_real(r_aw));
             cli_json_set(o, "ratio_total", json_real(r_total));
@@ -370,7 +429,8 @@ int cli_cmd_validate(int argc, char **argv)
                    "%.3f ms", res.planned_ms, res.steps_ms_sum,
                    res.reference_ms);
             if (have_pred)
-                printf(", predicted %.3f ms", pred_s * 1e3);
+                printf(", predicted %.3f ms (%s cost model)", pred_s * 1e3,
+                       dev.name);
             printf("\n");
             printf("outputs      %s, repeatable %s, %llu bytes, max |y| %g, "
                    "%d non-finite\n",
@@ -393,7 +453,6 @@ out:
     mp_plan_destroy(plan);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
-    for (size_t i = 0; i < a.n_dims; i++)
-        free(a.dim_names[i]);
+    free(step_s);
     return rc;
 }

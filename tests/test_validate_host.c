@@ -5,8 +5,10 @@
 #include "validate.h"
 
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* x[1,3,8,8] -> Conv(w[4,3,3,3], pads 1) -> c -> Relu -> r -> Foo -> y */
 static mp_graph *small_net(mp_ctx *ctx)
@@ -149,12 +151,123 @@ static void test_offload_refs(void)
     mp_ctx_destroy(ctx);
 }
 
+
+/* predicted time: the cost model per step, copies over the host link */
+static void test_predict(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = small_net(ctx);
+    uint32_t x, c, r, y;
+    mp_graph_find_tensor(g, "x", &x);
+    mp_graph_find_tensor(g, "c", &c);
+    mp_graph_find_tensor(g, "r", &r);
+    mp_graph_find_tensor(g, "y", &y);
+    mp_step st[6] = {{MP_STEP_COMPUTE, 0}, {MP_STEP_FREE, x},
+                     {MP_STEP_OFFLOAD, c}, {MP_STEP_PREFETCH, c},
+                     {MP_STEP_COMPUTE, 1}, {MP_STEP_COMPUTE, 2}};
+    mp_block bl[5] = {{x, 0, 768, 0, 1}, {c, 1024, 1024, 0, 2},
+                      {c, 4096, 1024, 3, 6}, {r, 0, 1024, 4, 6},
+                      {y, 2048, 1024, 5, 6}};
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, &p), MP_OK);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(ctx, "h200", &d), MP_OK);
+    double ss[6];
+    double sum = mpv_predict_seconds(p, &d, ss);
+    mp_op_cost conv, relu, foo;
+    CU_ASSERT_EQUAL(mp_node_estimate(g, 0, &d, &conv), MP_OK);
+    CU_ASSERT_EQUAL(mp_node_estimate(g, 1, &d, &relu), MP_OK);
+    CU_ASSERT_EQUAL(mp_node_estimate(g, 2, &d, &foo), MP_OK);
+    CU_ASSERT_TRUE(conv.seconds > 0 && relu.seconds > 0);
+    CU_ASSERT_DOUBLE_EQUAL(ss[0], conv.seconds, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(ss[1], 0.0, 0.0);
+    /* c is 4x8x8 floats: 1024 bytes each way */
+    CU_ASSERT_DOUBLE_EQUAL(ss[2], mp_device_transfer_seconds(&d, 1024, 1),
+                           1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(ss[3], mp_device_transfer_seconds(&d, 1024, 0),
+                           1e-15);
+    CU_ASSERT_TRUE(ss[2] > 0);
+    CU_ASSERT_DOUBLE_EQUAL(ss[4], relu.seconds, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(ss[5], foo.seconds, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(sum, ss[0] + ss[2] + ss[3] + ss[4] + ss[5], 1e-15);
+    /* a slower device predicts a longer step */
+    mp_device t4;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(ctx, "t4", &t4), MP_OK);
+    CU_ASSERT_TRUE(mpv_predict_seconds(p, &t4, NULL) > sum);
+    mpv_program_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* --dump: the index names every weight, input and output with its bytes */
+static void test_dump(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = small_net(ctx);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(p->n_inputs, 1);
+    CU_ASSERT_EQUAL_FATAL(p->n_outputs, 1);
+    unsigned char *w = malloc(p->weights_bytes), *in = malloc(768),
+                  *out = malloc(1024);
+    CU_ASSERT_FATAL(w && in && out);
+    mpv_weights_init(p, w, 3);
+    mpv_input_init(p, p->inputs[0], in, 3);
+    for (int i = 0; i < 1024; i++)
+        out[i] = (unsigned char)(i * 7 + 1);
+    char dir[] = "/tmp/mpv_dumpXXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    const void *ins[1] = {in};
+    CU_ASSERT_EQUAL_FATAL(mpv_dump_values(p, dir, w, ins, out), MP_OK);
+    char path[64];
+    snprintf(path, sizeof path, "%s/values.txt", dir);
+    char *ix = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ix);
+    uint32_t wt;
+    mp_graph_find_tensor(g, "w", &wt);
+    /* w first (the only weight), then x, then y */
+    CU_ASSERT_STRING_EQUAL(ix, "weight\tw\tfloat32\t4,3,3,3\t0\t432\n"
+                               "input\tx\tfloat32\t1,3,8,8\t432\t768\n"
+                               "output\ty\tfloat32\t1,4,8,8\t1200\t1024\n");
+    snprintf(path, sizeof path, "%s/values.bin", dir);
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    unsigned char *bin = malloc(2300);
+    size_t n = fread(bin, 1, 2300, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(n, 432u + 768u + 1024u);
+    CU_ASSERT_EQUAL(memcmp(bin, w + p->woff[wt], 432), 0);
+    CU_ASSERT_EQUAL(memcmp(bin + 432, in, 768), 0);
+    CU_ASSERT_EQUAL(memcmp(bin + 1200, out, 1024), 0);
+    remove(path);
+    snprintf(path, sizeof path, "%s/values.txt", dir);
+    remove(path);
+    rmdir(dir);
+    /* a directory that cannot be written is an I/O error */
+    CU_ASSERT_EQUAL(mpv_dump_values(p, "/nonexistent/dir", w, ins, out),
+                    MP_ERR_IO);
+    free(bin);
+    free(ix);
+    free(w);
+    free(in);
+    free(out);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
         {"conv/relu/unknown op lowered; refs, workspace, reference live",
          test_lowering},
         {"offload/prefetch steps resolve to their blocks", test_offload_refs},
+        {"predicted time: cost model per step, copies over the link",
+         test_predict},
+        {"dump: index and bytes of weights, inputs, outputs", test_dump},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -470,21 +470,28 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             }
         }
         CK(cudaDeviceSynchronize());
+        // every buffer is asked for rounded up to the driver's granularity:
+        // the device gives whole granules anyway, and the runtime serves
+        // smaller requests from pages it already holds, where the driver's
+        // figures cannot see them (a 512-byte arena measured 0 bytes)
+        uint64_t gr = r->granularity ? r->granularity : 1;
+        auto gran_up = [gr](uint64_t v) { return (v + gr - 1) / gr * gr; };
         uint64_t base = used_now();
         uint64_t u = base;
         if (p->weights_bytes)
-            CK(cudaMalloc((void **)&c.weights, p->weights_bytes));
+            CK(cudaMalloc((void **)&c.weights, gran_up(p->weights_bytes)));
         r->weights_measured = used_now() - u;
         u = used_now();
-        uint64_t wsb = p->workspace_bytes + CUBLAS_WS_BYTES;
+        uint64_t wsb = gran_up(p->workspace_bytes + CUBLAS_WS_BYTES);
         CK(cudaMalloc((void **)&c.ws, wsb));
         r->workspace_measured = used_now() - u;
         if (cublasSetWorkspace(c.h, c.ws + p->workspace_bytes,
                                CUBLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS)
             return fail(r, "cublasSetWorkspace", NULL);
         u = used_now();
+        r->arena_device_bytes = gran_up(p->arena_bytes);
         if (p->arena_bytes)
-            CK(cudaMalloc((void **)&c.arena, p->arena_bytes));
+            CK(cudaMalloc((void **)&c.arena, r->arena_device_bytes));
         r->arena_measured = used_now() - u;
         uint64_t after = used_now();
         float ms = 0;
@@ -510,6 +517,14 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         if (!download_outputs(c, NULL, out_b))
             return false;
         r->planned_repeatable = out_a == out_b;
+        if (o->dump_dir) {
+            std::vector<const void *> ins(p->n_inputs);
+            for (uint32_t i = 0; i < p->n_inputs; i++)
+                ins[i] = c.hinputs[i].data();
+            if (mpv_dump_values(p, o->dump_dir, c.hweights.data(), ins.data(),
+                                out_a.data()) != MP_OK)
+                return fail(r, o->dump_dir, mp_ctx_message(p->ctx));
+        }
         r->output_bytes = out_a.size();
         output_stats(p, out_a, r);
         if (o->reference) {

@@ -10,6 +10,7 @@
 #include "shape.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1674,4 +1675,124 @@ void mpv_result_free(mpv_result *r)
         free(r->steps);
         r->steps = NULL;
     }
+}
+
+/* ---- predicted time ------------------------------------------------------ */
+
+double mpv_predict_seconds(const mpv_program *p, const mp_device *d,
+                           double *step_s)
+{
+    const mp_graph *g = p->graph;
+    double sum = 0;
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mpv_step *ps = &p->steps[s];
+        double t = 0;
+        if (ps->kind == MP_STEP_COMPUTE || ps->kind == MP_STEP_RECOMPUTE) {
+            mp_op_cost c;
+            if (p->nodes[ps->index].run) {
+                if (mp_node_estimate(g, ps->index, d, &c) != MP_OK)
+                    return -1;
+                t = c.seconds;
+            }
+        } else if (ps->kind == MP_STEP_OFFLOAD ||
+                   ps->kind == MP_STEP_PREFETCH) {
+            /* the executor's compute stream waits for each copy */
+            t = mp_device_transfer_seconds(d, p->refs[ps->refs].bytes,
+                                           ps->kind == MP_STEP_OFFLOAD);
+        }
+        if (step_s)
+            step_s[s] = t;
+        sum += t;
+    }
+    return sum;
+}
+
+/* ---- values for an outside comparison (onnxruntime) ----------------------- */
+
+static int dump_line(FILE *ix, const char *kind, const mp_tensor *t,
+                     uint64_t off, uint64_t bytes)
+{
+    if (fprintf(ix, "%s\t%s\t%s\t", kind, t->name ? t->name : "",
+                mp_dtype_name((mp_dtype)t->dtype)) < 0)
+        return -1;
+    for (int k = 0; k < t->rank; k++)
+        fprintf(ix, "%s%lld", k ? "," : "", (long long)t->dims[k]);
+    return fprintf(ix, "\t%llu\t%llu\n", (unsigned long long)off,
+                   (unsigned long long)bytes) < 0 ? -1 : 0;
+}
+
+mp_status mpv_dump_values(const mpv_program *p, const char *dir,
+                          const void *weights, const void *const *inputs,
+                          const void *outs)
+{
+    const mp_graph *g = p->graph;
+    mp_ctx *ctx = p->ctx;
+    size_t n = strlen(dir) + 16;
+    char *pi = mp_alloc(ctx, n), *pb = mp_alloc(ctx, n);
+    FILE *ix = NULL, *bin = NULL;
+    mp_status st = MP_ERR_NOMEM;
+    if (!pi || !pb)
+        goto out;
+    snprintf(pi, n, "%s/values.txt", dir);
+    snprintf(pb, n, "%s/values.bin", dir);
+    ix = fopen(pi, "w");
+    bin = fopen(pb, "wb");
+    if (!ix || !bin) {
+        st = mp_err(ctx, MP_ERR_IO, "%s: cannot write", ix ? pb : pi);
+        goto out;
+    }
+    uint64_t at = 0;
+    int bad = 0;
+    /* weights and folded constants (the weights buffer) */
+    for (uint32_t t = 0; t < g->n_tensors && !bad; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        if (p->woff[t] == UINT64_MAX || !tt->bytes)
+            continue;
+        bad |= dump_line(ix, "weight", tt, at, tt->bytes) != 0;
+        bad |= fwrite((const unsigned char *)weights + p->woff[t], 1,
+                      tt->bytes, bin) != tt->bytes;
+        at += tt->bytes;
+    }
+    for (uint32_t i = 0; i < p->n_inputs && !bad; i++) {
+        const mp_tensor *tt = &g->tensors[p->inputs[i]];
+        bad |= dump_line(ix, "input", tt, at, tt->bytes) != 0;
+        bad |= fwrite(inputs[i], 1, tt->bytes, bin) != tt->bytes;
+        at += tt->bytes;
+    }
+    /* graph outputs, by their own names (a view shares its root's bytes);
+     * outs holds the roots of p->outputs one after another */
+    uint64_t obase = at;
+    for (uint32_t t = 0; t < g->n_tensors && !bad; t++) {
+        const mp_tensor *tt = &g->tensors[t];
+        if (!(tt->flags & MP_TF_OUTPUT))
+            continue;
+        uint64_t off = 0;
+        int found = 0;
+        for (uint32_t k = 0; k < p->n_outputs; k++) {
+            if (p->outputs[k] == tt->root) {
+                found = 1;
+                break;
+            }
+            off += g->tensors[p->outputs[k]].bytes;
+        }
+        if (found)
+            bad |= dump_line(ix, "output", tt, obase + off,
+                             tt->bytes < g->tensors[tt->root].bytes
+                                 ? tt->bytes
+                                 : g->tensors[tt->root].bytes) != 0;
+    }
+    for (uint32_t k = 0; k < p->n_outputs && !bad; k++) {
+        uint64_t b = g->tensors[p->outputs[k]].bytes;
+        bad |= fwrite(outs, 1, b, bin) != b;
+        outs = (const unsigned char *)outs + b;
+    }
+    st = bad ? mp_err(ctx, MP_ERR_IO, "%s: write failed", dir) : MP_OK;
+out:
+    if (ix && fclose(ix) != 0 && st == MP_OK)
+        st = mp_err(ctx, MP_ERR_IO, "%s: write failed", pi);
+    if (bin && fclose(bin) != 0 && st == MP_OK)
+        st = mp_err(ctx, MP_ERR_IO, "%s: write failed", pb);
+    mp_dealloc(ctx, pi);
+    mp_dealloc(ctx, pb);
+    return st;
 }

@@ -197,12 +197,32 @@ void mpv_input_init(const mpv_program *p, uint32_t tensor, void *buf,
  * Only COMPUTE steps allocate; other steps carry the previous value. */
 uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live);
 
+/* Predicted seconds of the schedule on device d, from the cost model
+ * (mp_node_estimate): COMPUTE and RECOMPUTE of a node that runs cost its
+ * estimate, OFFLOAD/PREFETCH the host-link transfer of the tensor (the
+ * executor's compute stream waits for each copy), FREE nothing. step_s
+ * (n_steps entries, may be NULL) gets each step's. -1 on error. */
+double mpv_predict_seconds(const mpv_program *p, const mp_device *d,
+                           double *step_s);
+
+/* Writes DIR/values.txt and DIR/values.bin, the values a run used and
+ * produced, for a comparison outside (validate/ort_compare.py). One line
+ * per tensor, tab-separated: kind (weight: the weights buffer's tensors,
+ * folded constants included; input; output: a graph output by its own
+ * name), name, dtype name, dims (comma-separated), byte offset in
+ * values.bin, bytes. weights: the weights buffer; inputs: per p->inputs;
+ * outs: the roots of p->outputs one after another. */
+mp_status mpv_dump_values(const mpv_program *p, const char *dir,
+                          const void *weights, const void *const *inputs,
+                          const void *outs);
+
 /* ---- the CUDA half (executor.cu) ------------------------------------------ */
 typedef struct mpv_options {
     uint64_t seed;
     int reference;          /* run the reference (one allocation a tensor) */
     int sample_memory;      /* cudaMemGetInfo after every step */
     int poison_free;        /* fill freed blocks with 0xff (planned run) */
+    const char *dump_dir;   /* mpv_dump_values of the planned run (NULL) */
 } mpv_options;
 void mpv_options_init(mpv_options *o);
 
@@ -221,6 +241,8 @@ typedef struct mpv_result {
     uint64_t lazy_bytes;       /* allocated by the libraries during the
                                 * first (warm-up) run */
     uint64_t run_extra_bytes;  /* growth during the measured runs */
+    uint64_t arena_device_bytes; /* the arena asked of the driver: the
+                                  * planned arena rounded up to granularity */
     uint64_t peak_measured;    /* max used during the planned run minus the
                                 * used before weights/workspace/arena */
     uint64_t ref_pool_high;    /* reference: pool used-memory high-water */
