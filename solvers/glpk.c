@@ -360,6 +360,12 @@ static void on_tree(glp_tree *T, void *info)
         g->warm_tried = 1;
         g->warm_accepted = glp_ios_heur_sol(T, g->warm1) == 0;
     }
+    if (g->opt->node_limit && glp_ios_reason(T) == GLP_ISELECT) {
+        int total = 0;
+        glp_ios_tree_size(T, NULL, NULL, &total);
+        if ((uint64_t)total >= g->opt->node_limit)
+            glp_ios_terminate(T); /* glp_intopt returns GLP_ESTOP */
+    }
 }
 
 static int glp_bnd_type(double lo, double hi)
@@ -437,6 +443,9 @@ static void run_glpk(guard *g)
     sp.msg_lev = GLP_MSG_OFF;
     sp.presolve = GLP_OFF;
     sp.tm_lim = ms_left(deadline);
+    if (opt->iteration_limit)
+        sp.it_lim = opt->iteration_limit > INT32_MAX
+                        ? INT32_MAX : (int)opt->iteration_limit;
     int ret = glp_simplex(P, &sp);
     int lst = glp_get_status(P);
     int dst = glp_get_dual_stat(P);
@@ -529,7 +538,8 @@ static void run_glpk(guard *g)
         res->objective = warm_obj;
         res->status = MP_SOLVE_FEASIBLE;
     } else {
-        res->status = ret == GLP_ETMLIM ? MP_SOLVE_TIMEOUT : MP_SOLVE_NONE;
+        res->status = ret == GLP_ETMLIM || ret == GLP_ESTOP ? MP_SOLVE_TIMEOUT
+                                                            : MP_SOLVE_NONE;
     }
     if (res->status != MP_SOLVE_OPTIMAL && res->status != MP_SOLVE_INFEASIBLE
         && g->have_bound) {

@@ -73,6 +73,13 @@ typedef struct mp_lp_options {
     double mip_gap;           /* relative gap to stop at; 0: prove optimum */
     const double *warm_start; /* one value per column (0-based) or NULL */
     int relax;                /* solve the LP relaxation only */
+    /* Deterministic limits (time_limit depends on the machine's speed):
+     * simplex iterations of the LP (for a MIP, its root LP), and
+     * branch-and-bound nodes: the search stops once GLPK's tree has
+     * created this many (FEASIBLE with the incumbent, else TIMEOUT).
+     * 0: none. */
+    uint32_t iteration_limit;
+    uint64_t node_limit;
     /* Tests only: make an invalid GLPK call inside the guarded region, to
      * exercise the error-hook recovery. Always 0 in real use. */
     int fault_injection;
@@ -82,7 +89,7 @@ void mp_lp_options_init(mp_lp_options *o);
 typedef struct mp_lp_result {
     /* OPTIMAL: proven optimal; FEASIBLE: an incumbent, the search stopped
      * (time limit or mip_gap reached: see bound); INFEASIBLE; TIMEOUT: time ran out with no
-     * solution; NONE: unbounded or undecided (see `unbounded`). */
+     * solution (or an iteration or node limit was reached); NONE: unbounded or undecided (see `unbounded`). */
     mp_solve_status status;
     int has_solution;     /* mp_lp_values() holds a feasible solution */
     int unbounded;

@@ -187,41 +187,56 @@ static void test_infeasible(void)
     mp_ctx_destroy(ctx);
 }
 
-/* A MIP that takes GLPK far longer than 50 ms: a random 0/1 knapsack-like
- * equality problem with many binaries. With a warm start and a tiny time
- * limit the result is the warm start (or better), never nothing. */
 /* GLPK's MIP and LP objectives agree up to its relative tolerances */
 #define TOL(v) (1e-7 * fmax(1.0, fabs(v)))
 
-static void test_time_limit_warm_start(void)
+/* A multi-dimensional covering MIP that GLPK cannot close in a few nodes:
+ * minimise sum c_j x_j over 60 binaries s.t. 25 rows sum a_ij x_j >= half
+ * their sum; x = all ones (the warm start) is feasible. */
+enum { KN = 60, KM = 25 };
+static mp_lp *cover_mip(mp_ctx *ctx, double *cost)
 {
-    if (skip_without_glpk())
-        return;
-    mp_ctx *ctx = mp_ctx_create(NULL);
     mp_lp *lp = NULL;
     CU_ASSERT_FATAL(mp_lp_create(ctx, 0, &lp) == MP_OK);
-    enum { N = 60, M = 25 };
     uint64_t rng = 12345;
-    /* minimise sum c_j x_j s.t. every row sum a_ij x_j >= half its sum:
-     * a multi-dimensional covering problem; x = all ones is feasible */
-    double cost[N], warm[N], warm_obj = 0;
-    for (int j = 0; j < N; j++) {
+    for (int j = 0; j < KN; j++) {
         cost[j] = (double)(10 + mp_test_rand(&rng) % 90);
-        warm[j] = 1;
-        warm_obj += cost[j];
         CU_ASSERT(mp_lp_add_col(lp, 0, 1, MP_LP_BINARY, cost[j], NULL) ==
                   MP_OK);
     }
-    for (int i = 0; i < M; i++) {
-        uint32_t cols[N];
-        double vals[N], sum = 0;
-        for (int j = 0; j < N; j++) {
+    for (int i = 0; i < KM; i++) {
+        uint32_t cols[KN];
+        double vals[KN], sum = 0;
+        for (int j = 0; j < KN; j++) {
             cols[j] = (uint32_t)j;
             vals[j] = (double)(1 + mp_test_rand(&rng) % 37);
             sum += vals[j];
         }
-        CU_ASSERT(mp_lp_add_row(lp, floor(sum / 2) + 0.5, MP_LP_INF, N, cols,
+        CU_ASSERT(mp_lp_add_row(lp, floor(sum / 2) + 0.5, MP_LP_INF, KN, cols,
                                 vals, NULL) == MP_OK);
+    }
+    return lp;
+}
+
+/* The limit paths with a warm start, made deterministic by iteration and
+ * node limits (a time limit depends on the machine and its load):
+ * - the root LP stopped after one simplex iteration: the answer is the
+ *   warm start, FEASIBLE, with no bound;
+ * - the search stopped after a few nodes: an incumbent no worse than the
+ *   warm start, FEASIBLE, the bound between the LP relaxation and it; the
+ *   same figures on a second run;
+ * - the same limits without a warm start: TIMEOUT with no solution at the
+ *   root, and whatever GLPK found in the nodes. */
+static void test_limits_warm_start(void)
+{
+    if (skip_without_glpk())
+        return;
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    double cost[KN], warm[KN], warm_obj = 0;
+    mp_lp *lp = cover_mip(ctx, cost);
+    for (int j = 0; j < KN; j++) {
+        warm[j] = 1;
+        warm_obj += cost[j];
     }
     mp_lp_options o;
     mp_lp_options_init(&o);
@@ -230,37 +245,65 @@ static void test_time_limit_warm_start(void)
     CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &rr), MP_OK);
     CU_ASSERT_EQUAL(rr.status, MP_SOLVE_OPTIMAL);
     o.relax = 0;
+
+    /* 1. root LP stopped after one iteration */
     o.warm_start = warm;
-    o.time_limit = 0.001;
+    o.iteration_limit = 1;
     mp_lp_result r;
     CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r), MP_OK);
+    CU_ASSERT_EQUAL(r.status, MP_SOLVE_FEASIBLE);
     CU_ASSERT_FATAL(r.has_solution);
-    CU_ASSERT(r.status == MP_SOLVE_FEASIBLE || r.status == MP_SOLVE_OPTIMAL);
-    CU_ASSERT(r.objective <= warm_obj + 1e-6);
+    CU_ASSERT(r.from_warm_start);
+    CU_ASSERT_DOUBLE_EQUAL(r.objective, warm_obj, 1e-9);
+    CU_ASSERT_EQUAL(r.bound, -MP_LP_INF);
     const double *x = mp_lp_values(lp);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (int j = 0; j < KN; j++)
+        CU_ASSERT_EQUAL(x[j], 1.0);
+    /* without the warm start: nothing */
+    o.warm_start = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r), MP_OK);
+    CU_ASSERT_EQUAL(r.status, MP_SOLVE_TIMEOUT);
+    CU_ASSERT(!r.has_solution);
+    CU_ASSERT_PTR_NULL(mp_lp_values(lp));
+
+    /* 2. the search stopped after 3 nodes (the root and its children) */
+    o.iteration_limit = 0;
+    o.node_limit = 3;
+    o.warm_start = warm;
+    CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r), MP_OK);
+    CU_ASSERT_EQUAL(r.status, MP_SOLVE_FEASIBLE);
+    CU_ASSERT_FATAL(r.has_solution);
+    CU_ASSERT(r.objective <= warm_obj + 1e-9);
+    CU_ASSERT(r.objective >= rr.objective - TOL(rr.objective));
+    x = mp_lp_values(lp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     double obj = 0;
-    for (int j = 0; j < N; j++)
+    for (int j = 0; j < KN; j++)
         obj += cost[j] * x[j];
     CU_ASSERT(fabs(obj - r.objective) < 1e-6);
-    if (r.from_warm_start) {
-        CU_ASSERT(fabs(r.objective - warm_obj) < 1e-6);
-        for (int j = 0; j < N; j++)
-            CU_ASSERT(fabs(x[j] - 1) < 1e-9);
-    }
-    /* the bound is -inf (stopped before the root LP) or between the LP
-     * relaxation and the incumbent */
-    CU_ASSERT(r.bound == -MP_LP_INF || rr.objective <= r.bound + TOL(r.bound));
-    CU_ASSERT(r.bound <= r.objective + TOL(r.objective));
-    /* a longer limit: the root LP finishes, the bound is at least the LP
-     * relaxation, the incumbent no worse than the warm start */
-    o.time_limit = 0.3;
-    CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r), MP_OK);
-    CU_ASSERT_FATAL(r.has_solution);
-    CU_ASSERT(r.objective <= warm_obj + 1e-6);
+    if (r.from_warm_start)
+        CU_ASSERT_DOUBLE_EQUAL(r.objective, warm_obj, 1e-9);
     CU_ASSERT(rr.objective <= r.bound + TOL(r.bound));
     CU_ASSERT(r.bound <= r.objective + TOL(r.objective));
+    /* deterministic: the same figures again */
+    mp_lp_result r2;
+    CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r2), MP_OK);
+    CU_ASSERT_EQUAL(r2.status, r.status);
+    CU_ASSERT_EQUAL(r2.objective, r.objective);
+    CU_ASSERT_EQUAL(r2.bound, r.bound);
+    CU_ASSERT_EQUAL(r2.from_warm_start, r.from_warm_start);
+    /* a larger node limit never does worse, and a gap remains (the limits
+     * cut the search short) */
+    o.node_limit = 50;
+    CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r2), MP_OK);
+    CU_ASSERT_EQUAL(r2.status, MP_SOLVE_FEASIBLE);
+    CU_ASSERT(r2.has_solution);
+    CU_ASSERT(r2.objective <= r.objective + TOL(r.objective));
+    CU_ASSERT(r2.bound >= r.bound - TOL(r.bound));
+    CU_ASSERT(r2.bound < r2.objective - 1);
     /* a warm start that violates integrality is not used */
+    o.node_limit = 3;
     warm[0] = 0.5;
     CU_ASSERT_EQUAL(mp_lp_solve(lp, &o, &r), MP_OK);
     CU_ASSERT(!r.from_warm_start);
@@ -300,7 +343,7 @@ void mp_register_glpk(void)
         {"LP optimum, duplicates merged, unbounded", test_lp},
         {"MIP optimum and binary knapsack", test_mip},
         {"infeasible LP and MIP", test_infeasible},
-        {"time limit with warm start", test_time_limit_warm_start},
+        {"iteration and node limits with warm start", test_limits_warm_start},
         {"error hook recovery", test_error_recovery},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("glpk", tests);
