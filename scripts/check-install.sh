@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs a memplan build into a temporary prefix and builds the example
-# runtime (examples/runtime) against that installed package twice, through
-# CMake's find_package(memplan) and through pkg-config, then runs both on
+# runtime (examples/runtime) against that installed package three times,
+# through CMake's find_package(memplan), through pkg-config, and linked
+# statically against libmemplan.a with `pkg-config --static` (which checks
+# that memplan.pc's Libs.private is complete), then runs each on
 # the MLP (examples/tiny.json) and a small BERT encoder layer
 # (examples/runtime/encoder_small.json): each must run inside one planned
 # arena with outputs identical to a run with one allocation per tensor.
@@ -47,11 +49,32 @@ mkdir -p "$tmp/rt-pc"
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig:$prefix/lib64/pkgconfig" \
   make -s -C "$root/examples/runtime" OUT="$tmp/rt-pc" SANITIZE=$make_san >/dev/null
 
+echo "== examples/runtime linked statically against libmemplan.a (pkg-config --static)"
+# libmemplan.a by path (the linker would take the .so for -lmemplan), whole
+# (every object, so every dependency must resolve, not only those the
+# runtime happens to reach), then everything memplan.pc lists for a static
+# link: Requires.private packages and Libs.private (-lglpk, -pthread, -lm)
+pc_env=(env PKG_CONFIG_PATH="$prefix/lib/pkgconfig:$prefix/lib64/pkgconfig")
+static_lib=$(ls "$prefix"/lib*/libmemplan.a | head -1)
+static_libs=$("${pc_env[@]}" pkg-config --static --libs memplan | sed 's/-lmemplan\b//')
+san_flags=()
+if [ $san = 1 ]; then san_flags=(-fsanitize=address,undefined -fno-omit-frame-pointer); fi
+mkdir -p "$tmp/rt-static"
+# shellcheck disable=SC2046,SC2086
+${CC:-cc} -std=c11 -O1 "${san_flags[@]}" $("${pc_env[@]}" pkg-config --cflags memplan) \
+  -o "$tmp/rt-static/memplan_runtime" "$root/examples/runtime/runtime.c" \
+  -Wl,--whole-archive "$static_lib" -Wl,--no-whole-archive $static_libs -lm
+if ldd "$tmp/rt-static/memplan_runtime" | grep -q libmemplan; then
+  echo "check-install: the static runtime links libmemplan.so" >&2
+  exit 1
+fi
+
 graphs=("$root/examples/tiny.json" "$root/examples/runtime/encoder_small.json")
 if [ $full = 1 ]; then
   graphs+=("$root/examples/transformer_block.json")
 fi
-for bin in "$tmp/rt-cmake/memplan_runtime" "$tmp/rt-pc/memplan_runtime"; do
+for bin in "$tmp/rt-cmake/memplan_runtime" "$tmp/rt-pc/memplan_runtime" \
+           "$tmp/rt-static/memplan_runtime"; do
   for gr in "${graphs[@]}"; do
     echo "-- ${bin#$tmp/} $(basename "$gr")"
     "$bin" "$gr" --quiet
