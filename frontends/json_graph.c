@@ -2,6 +2,7 @@
  * (streaming, hand-written) and writer (by hand: deterministic, fixed key order, one
  * tensor or node per line). */
 #include "json_pos.h"
+#include "json_tok.h"
 
 #include <errno.h>
 #include <math.h>
@@ -100,14 +101,19 @@ static mp_status syn(rd *r, size_t off, const char *fmt, ...)
                   msg);
 }
 
+/* The shared tokenizer (json_tok.h) at the reader's position. */
+static mp_jtok tok(const rd *r)
+{
+    mp_jtok k;
+    mp_jtok_init(&k, r->t, r->len, r->pos);
+    return k;
+}
+
 static void ws(rd *r)
 {
-    const char *t = r->t;
-    size_t p = r->pos;
-    while (p < r->len && (t[p] == ' ' || t[p] == '\n' || t[p] == '\t' ||
-                          t[p] == '\r'))
-        p++;
-    r->pos = p;
+    mp_jtok k = tok(r);
+    mp_jtok_ws(&k);
+    r->pos = k.pos;
 }
 
 static mp_status unexpected(rd *r)
@@ -122,184 +128,64 @@ static mp_status unexpected(rd *r)
     return syn(r, r->pos, "unexpected token near '%c'", c);
 }
 
-static int hexv(char c)
+/* Words what the tokenizer refused (messages and positions as this reader
+ * has always given them). */
+static mp_status tok_fail(rd *r, const mp_jtok *k)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static mp_status hex4(rd *r, size_t p, unsigned *out)
-{
-    unsigned v = 0;
-    for (int k = 0; k < 4; k++) {
-        int h = p + (size_t)k < r->len ? hexv(r->t[p + (size_t)k]) : -1;
-        if (h < 0)
-            return syn(r, p - 2, "invalid \\u escape");
-        v = v * 16 + (unsigned)h;
+    size_t start = k->err.start, at = k->err.at;
+    switch (k->err.kind) {
+    case MP_JTOK_UNTERMINATED: return syn(r, start, "unterminated string");
+    case MP_JTOK_CONTROL:
+        return syn(r, at, "control character in a string");
+    case MP_JTOK_BAD_HEX: return syn(r, start, "invalid \\u escape");
+    case MP_JTOK_SURROGATE: return syn(r, start, "invalid UTF-16 surrogate");
+    case MP_JTOK_NUL:
+        return syn(r, start, "\\u0000 is not allowed in a string");
+    case MP_JTOK_BAD_ESCAPE:
+        return syn(r, start, "invalid escape '\\%c'", k->err.c);
+    case MP_JTOK_NUM_FRAC:
+    case MP_JTOK_NUM_EXP: return syn(r, start, "invalid number");
+    case MP_JTOK_WANT_KEY:
+        if (at < r->len)
+            return syn(r, at, "string or '}' expected near '%c'", r->t[at]);
+        r->pos = at;
+        return unexpected(r);
+    case MP_JTOK_NUM_DIGIT: r->pos = start; return unexpected(r);
+    default: r->pos = at; return unexpected(r);
     }
-    *out = v;
-    return MP_OK;
 }
 
 /* At '"': decodes the string into the arena (when decode) and moves past
  * it. */
 static mp_status rd_string(rd *r, bool decode, size_t *soff)
 {
-    size_t start = r->pos++;
-    const char *t = r->t;
+    mp_jtok k = tok(r);
+    size_t n = 0;
+    mp_status st = mp_jtok_string(&k, r->ctx, decode ? &r->sb : NULL,
+                                  &r->sb_cap, r->sb_len, &n);
+    if (st)
+        return st == MP_ERR_PARSE ? tok_fail(r, &k) : st;
     if (decode) {
-        size_t raw = 0;
-        while (r->pos + raw < r->len && t[r->pos + raw] != '"' &&
-               t[r->pos + raw] != '\\')
-            raw++;
-        if (r->pos + raw < r->len && t[r->pos + raw] == '"') {
-            /* fast path: no escapes */
-            size_t need = r->sb_len + raw + 1;
-            if (need > r->sb_cap &&
-                mp_grow(r->ctx, (void **)&r->sb, 1, need, &r->sb_cap))
-                return MP_ERR_NOMEM;
-            for (size_t k = 0; k < raw; k++)
-                if ((unsigned char)t[r->pos + k] < 0x20)
-                    return syn(r, r->pos + k,
-                               "control character in a string");
-            memcpy(r->sb + r->sb_len, t + r->pos, raw);
-            *soff = r->sb_len;
-            r->sb_len += raw;
-            r->sb[r->sb_len++] = 0;
-            r->pos += raw + 1;
-            return MP_OK;
-        }
-        /* the decoded string is never longer than the raw one */
-        size_t p = r->pos;
-        while (p < r->len && t[p] != '"')
-            p += t[p] == '\\' ? 2 : 1;
-        size_t need = r->sb_len + (p - r->pos) + 1;
-        if (need > r->sb_cap &&
-            mp_grow(r->ctx, (void **)&r->sb, 1, need, &r->sb_cap))
-            return MP_ERR_NOMEM;
         *soff = r->sb_len;
+        r->sb_len += n + 1;
     }
-    char *o = decode ? r->sb + r->sb_len : NULL;
-    for (;;) {
-        if (r->pos >= r->len)
-            return syn(r, start, "unterminated string");
-        unsigned char c = (unsigned char)t[r->pos];
-        if (c == '"') {
-            r->pos++;
-            break;
-        }
-        if (c < 0x20)
-            return syn(r, r->pos, "control character in a string");
-        if (c != '\\') {
-            if (o)
-                *o++ = (char)c;
-            r->pos++;
-            continue;
-        }
-        if (r->pos + 1 >= r->len)
-            return syn(r, start, "unterminated string");
-        char e = t[r->pos + 1];
-        r->pos += 2;
-        unsigned cp;
-        switch (e) {
-        case '"': cp = '"'; break;
-        case '\\': cp = '\\'; break;
-        case '/': cp = '/'; break;
-        case 'b': cp = '\b'; break;
-        case 'f': cp = '\f'; break;
-        case 'n': cp = '\n'; break;
-        case 'r': cp = '\r'; break;
-        case 't': cp = '\t'; break;
-        case 'u': {
-            mp_status st = hex4(r, r->pos, &cp);
-            if (st)
-                return st;
-            r->pos += 4;
-            if (cp >= 0xD800 && cp < 0xDC00) {
-                unsigned lo;
-                if (r->pos + 6 > r->len || t[r->pos] != '\\' ||
-                    t[r->pos + 1] != 'u' || hex4(r, r->pos + 2, &lo) ||
-                    lo < 0xDC00 || lo >= 0xE000)
-                    return syn(r, r->pos - 6, "invalid UTF-16 surrogate");
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                r->pos += 6;
-            } else if (cp >= 0xDC00 && cp < 0xE000) {
-                return syn(r, r->pos - 6, "invalid UTF-16 surrogate");
-            }
-            if (cp == 0)
-                return syn(r, r->pos - 6, "\\u0000 is not allowed in a "
-                                          "string");
-            break;
-        }
-        default: return syn(r, r->pos - 2, "invalid escape '\\%c'", e);
-        }
-        if (!o)
-            continue;
-        if (cp < 0x80) {
-            *o++ = (char)cp;
-        } else if (cp < 0x800) {
-            *o++ = (char)(0xC0 | (cp >> 6));
-            *o++ = (char)(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            *o++ = (char)(0xE0 | (cp >> 12));
-            *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-            *o++ = (char)(0x80 | (cp & 0x3F));
-        } else {
-            *o++ = (char)(0xF0 | (cp >> 18));
-            *o++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-            *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-            *o++ = (char)(0x80 | (cp & 0x3F));
-        }
-    }
-    if (o) {
-        *o++ = 0;
-        r->sb_len = (size_t)(o - r->sb);
-    }
+    r->pos = k.pos;
     return MP_OK;
 }
 
 static mp_status rd_number(rd *r, jv *v)
 {
     const char *t = r->t;
-    size_t p = r->pos;
-    bool neg = false, real = false;
-    if (t[p] == '-') {
-        neg = true;
-        p++;
-    }
-    if (p >= r->len || t[p] < '0' || t[p] > '9')
-        return unexpected(r);
-    size_t digits = p;
-    if (t[p] == '0') {
-        p++;
-    } else {
-        while (p < r->len && t[p] >= '0' && t[p] <= '9')
-            p++;
-    }
-    size_t int_end = p;
-    if (p < r->len && t[p] == '.') {
-        real = true;
-        p++;
-        if (p >= r->len || t[p] < '0' || t[p] > '9')
-            return syn(r, r->pos, "invalid number");
-        while (p < r->len && t[p] >= '0' && t[p] <= '9')
-            p++;
-    }
-    if (p < r->len && (t[p] == 'e' || t[p] == 'E')) {
-        real = true;
-        p++;
-        if (p < r->len && (t[p] == '+' || t[p] == '-'))
-            p++;
-        if (p >= r->len || t[p] < '0' || t[p] > '9')
-            return syn(r, r->pos, "invalid number");
-        while (p < r->len && t[p] >= '0' && t[p] <= '9')
-            p++;
-    }
+    mp_jtok tk = tok(r);
+    size_t p;
+    bool is_int;
+    /* a leading 0 ends the number (a digit after it is the next token's
+     * problem) */
+    if (mp_jtok_number(&tk, &p, &is_int) &&
+        tk.err.kind != MP_JTOK_LEADING_ZERO)
+        return tok_fail(r, &tk);
+    bool neg = t[r->pos] == '-', real = !is_int;
+    size_t digits = r->pos + (neg ? 1 : 0), int_end = p;
     v->off = r->pos;
     if (!real) {
         uint64_t u = 0;
@@ -353,10 +239,10 @@ static mp_status rd_number(rd *r, jv *v)
 
 static mp_status lit(rd *r, const char *word)
 {
-    size_t n = strlen(word);
-    if (r->len - r->pos < n || memcmp(r->t + r->pos, word, n) != 0)
+    mp_jtok k = tok(r);
+    if (!mp_jtok_literal(&k, word))
         return unexpected(r);
-    r->pos += n;
+    r->pos = k.pos;
     return MP_OK;
 }
 
@@ -387,50 +273,34 @@ static mp_status rd_value(rd *r, jv *v)
 static mp_status obj_next(rd *r, bool *first, bool *more, size_t *key,
                           size_t *key_off)
 {
-    ws(r);
-    if (r->pos < r->len && r->t[r->pos] == '}') {
-        r->pos++;
-        *more = false;
-        return MP_OK;
-    }
-    if (!*first) {
-        if (r->pos >= r->len || r->t[r->pos] != ',')
-            return unexpected(r);
-        r->pos++;
-        ws(r);
-    }
-    *first = false;
-    if (r->pos >= r->len || r->t[r->pos] != '"')
-        return r->pos < r->len ? syn(r, r->pos, "string or '}' expected near "
-                                                "'%c'", r->t[r->pos])
-                               : unexpected(r);
-    *key_off = r->pos;
-    mp_status st = rd_string(r, true, key);
+    mp_jtok k = tok(r);
+    int state = !*first;
+    mp_status st = mp_jtok_obj_next(&k, &state, more);
     if (st)
+        return tok_fail(r, &k);
+    *first = state == 0;
+    r->pos = k.pos;
+    if (!*more)
+        return MP_OK;
+    *key_off = r->pos;
+    if ((st = rd_string(r, true, key)))
         return st;
-    ws(r);
-    if (r->pos >= r->len || r->t[r->pos] != ':')
-        return unexpected(r);
-    r->pos++;
-    *more = true;
+    k = tok(r);
+    if (mp_jtok_colon(&k))
+        return tok_fail(r, &k);
+    r->pos = k.pos;
     return MP_OK;
 }
 
 static mp_status arr_next(rd *r, bool *first, bool *more)
 {
-    ws(r);
-    if (r->pos < r->len && r->t[r->pos] == ']') {
-        r->pos++;
-        *more = false;
-        return MP_OK;
-    }
-    if (!*first) {
-        if (r->pos >= r->len || r->t[r->pos] != ',')
-            return unexpected(r);
-        r->pos++;
-    }
-    *first = false;
-    *more = true;
+    mp_jtok k = tok(r);
+    int state = !*first;
+    mp_status st = mp_jtok_arr_next(&k, &state, more);
+    if (st)
+        return tok_fail(r, &k);
+    *first = state == 0;
+    r->pos = k.pos;
     return MP_OK;
 }
 

@@ -8,6 +8,7 @@
  * when an error is reported, and only on text jansson has already
  * accepted, so it can be simple. */
 #include "json_pos.h"
+#include "json_tok.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -241,20 +242,7 @@ static bool find_element(scan *sc, size_t idx)
 void mp_json_offset_pos(const char *text, size_t len, size_t off, int *line,
                         int *col)
 {
-    int ln = 1, cl = 1;
-    if (off > len)
-        off = len;
-    for (size_t i = 0; i < off; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c == '\n') {
-            ln++;
-            cl = 1;
-        } else if ((c & 0xC0) != 0x80) {
-            cl++;
-        }
-    }
-    *line = ln;
-    *col = cl;
+    mp_jtok_line_col(text, len, off, line, col);
 }
 
 bool mp_json_locate(const char *text, size_t len, const mp_jpath *path,

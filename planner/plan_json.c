@@ -11,6 +11,7 @@
  * right (resident inputs, overlaps, figures): that is mp_verify_plan's job,
  * so a tampered plan reaches the verifier intact. */
 #include "internal.h"
+#include "json_tok.h"
 
 #include <errno.h>
 #include <math.h>
@@ -321,31 +322,33 @@ static mp_status rd_err(rd *r, const char *pos, mp_status st,
 static mp_status rd_err(rd *r, const char *pos, mp_status st,
                         const char *fmt, ...)
 {
-    unsigned long line = 1, col = 1;
-    if (pos > r->end)
-        pos = r->end;
-    for (const char *q = r->beg; q < pos; q++) {
-        if (*q == '\n') {
-            line++;
-            col = 1;
-        } else if (((unsigned char)*q & 0xC0) != 0x80) {
-            col++;   /* columns count characters (UTF-8), as jansson's */
-        }
-    }
+    int line, col;   /* columns count characters (UTF-8), as jansson's */
+    mp_jtok_line_col(r->beg, (size_t)(r->end - r->beg),
+                     pos > r->end ? (size_t)(r->end - r->beg)
+                                  : (size_t)(pos - r->beg),
+                     &line, &col);
     char text[MP_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    return mp_err(r->ctx, st, "%s:%lu:%lu: %s", r->src, line, col, text);
+    return mp_err(r->ctx, st, "%s:%d:%d: %s", r->src, line, col, text);
+}
+
+/* The shared tokenizer (json_tok.h) at the reader's position. */
+static mp_jtok tok(const rd *r)
+{
+    mp_jtok k;
+    mp_jtok_init(&k, r->beg, (size_t)(r->end - r->beg),
+                 (size_t)(r->p - r->beg));
+    return k;
 }
 
 static void ws(rd *r)
 {
-    const char *p = r->p, *e = r->end;
-    while (p < e && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-        p++;
-    r->p = p;
+    mp_jtok k = tok(r);
+    mp_jtok_ws(&k);
+    r->p = r->beg + k.pos;
 }
 
 static enum jtype peek(rd *r)
@@ -390,139 +393,60 @@ static mp_status s_reserve(rd *r, size_t need)
     return st;
 }
 
-static int hexval(char c)
+/* Words a string or number the tokenizer refused (messages and positions
+ * as this reader has always given them). */
+static mp_status tok_fail(rd *r, const mp_jtok *k)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static mp_status read_hex4(rd *r, const char *q, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        int h = q + i < r->end ? hexval(q[i]) : -1;
-        if (h < 0)
-            return rd_err(r, q + i, MP_ERR_PARSE,
-                          "syntax error: bad \\u escape in string");
-        v = v * 16 + (unsigned)h;
+    const char *start = r->beg + k->err.start, *at = r->beg + k->err.at;
+    char c = k->err.c;
+    switch (k->err.kind) {
+    case MP_JTOK_UNTERMINATED:
+        return rd_err(r, start, MP_ERR_PARSE,
+                      "syntax error: unterminated string");
+    case MP_JTOK_CONTROL:
+        return rd_err(r, at, MP_ERR_PARSE,
+                      "syntax error: control character in string");
+    case MP_JTOK_BAD_HEX:
+        return rd_err(r, at, MP_ERR_PARSE,
+                      "syntax error: bad \\u escape in string");
+    case MP_JTOK_SURROGATE:
+        return rd_err(r, start, MP_ERR_PARSE,
+                      "syntax error: unpaired surrogate in \\u escape");
+    case MP_JTOK_NUL:
+        return rd_err(r, start, MP_ERR_PARSE,
+                      "\\u0000 is not allowed in a string");
+    case MP_JTOK_BAD_ESCAPE:
+        return rd_err(r, at, MP_ERR_PARSE,
+                      "syntax error: bad escape '\\%c' in string",
+                      (c >= 0x20 && c < 0x7f) ? c : '?');
+    case MP_JTOK_LEADING_ZERO:
+        r->p = at;
+        return rd_err(r, at, MP_ERR_PARSE,
+                      "syntax error: leading zero in a number");
+    case MP_JTOK_NUM_DIGIT:
+        r->p = at;
+        return syntax(r, "a digit");
+    case MP_JTOK_NUM_FRAC:
+        r->p = at;
+        return syntax(r, "a digit after '.'");
+    case MP_JTOK_NUM_EXP:
+        r->p = at;
+        return syntax(r, "a digit in the exponent");
+    default:
+        r->p = at;
+        return syntax(r, "a JSON value");
     }
-    *out = v;
-    return MP_OK;
 }
 
 /* Reads a string at r->p (which is '"') into r->sbuf. */
 static mp_status read_string(rd *r, size_t *len_out)
 {
-    const char *start = r->p;
-    const char *q = r->p + 1, *e = r->end;
-    /* fast path: no escapes */
-    const char *s = q;
-    while (s < e && *s != '"' && *s != '\\' && (unsigned char)*s >= 0x20)
-        s++;
-    if (s < e && *s == '"') {
-        size_t n = (size_t)(s - q);
-        mp_status st = s_reserve(r, n + 1);
-        if (st)
-            return st;
-        memcpy(r->sbuf, q, n);
-        r->sbuf[n] = 0;
-        r->p = s + 1;
-        if (len_out)
-            *len_out = n;
-        return MP_OK;
-    }
-    size_t n = 0;
-    for (;;) {
-        if (q >= e)
-            return rd_err(r, start, MP_ERR_PARSE,
-                          "syntax error: unterminated string");
-        mp_status st = s_reserve(r, n + 5);
-        if (st)
-            return st;
-        unsigned char c = (unsigned char)*q;
-        if (c == '"') {
-            q++;
-            break;
-        }
-        if (c < 0x20)
-            return rd_err(r, q, MP_ERR_PARSE,
-                          "syntax error: control character in string");
-        if (c != '\\') {
-            r->sbuf[n++] = (char)c;
-            q++;
-            continue;
-        }
-        q++;
-        if (q >= e)
-            continue;   /* reported as unterminated above */
-        char esc = *q++;
-        switch (esc) {
-        case '"': r->sbuf[n++] = '"'; break;
-        case '\\': r->sbuf[n++] = '\\'; break;
-        case '/': r->sbuf[n++] = '/'; break;
-        case 'b': r->sbuf[n++] = '\b'; break;
-        case 'f': r->sbuf[n++] = '\f'; break;
-        case 'n': r->sbuf[n++] = '\n'; break;
-        case 'r': r->sbuf[n++] = '\r'; break;
-        case 't': r->sbuf[n++] = '\t'; break;
-        case 'u': {
-            unsigned cp;
-            st = read_hex4(r, q, &cp);
-            if (st)
-                return st;
-            q += 4;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                unsigned lo;
-                if (q + 1 < e && q[0] == '\\' && q[1] == 'u' &&
-                    read_hex4(r, q + 2, &lo) == MP_OK && lo >= 0xDC00 &&
-                    lo <= 0xDFFF) {
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    q += 6;
-                } else {
-                    return rd_err(r, q - 6, MP_ERR_PARSE,
-                                  "syntax error: unpaired surrogate in "
-                                  "\\u escape");
-                }
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                return rd_err(r, q - 6, MP_ERR_PARSE,
-                              "syntax error: unpaired surrogate in \\u "
-                              "escape");
-            }
-            if (cp == 0)
-                return rd_err(r, q - 6, MP_ERR_PARSE,
-                              "\\u0000 is not allowed in a string");
-            if (cp < 0x80) {
-                r->sbuf[n++] = (char)cp;
-            } else if (cp < 0x800) {
-                r->sbuf[n++] = (char)(0xC0 | (cp >> 6));
-                r->sbuf[n++] = (char)(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                r->sbuf[n++] = (char)(0xE0 | (cp >> 12));
-                r->sbuf[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                r->sbuf[n++] = (char)(0x80 | (cp & 0x3F));
-            } else {
-                r->sbuf[n++] = (char)(0xF0 | (cp >> 18));
-                r->sbuf[n++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-                r->sbuf[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                r->sbuf[n++] = (char)(0x80 | (cp & 0x3F));
-            }
-            break;
-        }
-        default:
-            return rd_err(r, q - 1, MP_ERR_PARSE,
-                          "syntax error: bad escape '\\%c' in string",
-                          (esc >= 0x20 && esc < 0x7f) ? esc : '?');
-        }
-    }
-    r->sbuf[n] = 0;
-    r->p = q;
-    if (len_out)
-        *len_out = n;
+    mp_jtok k = tok(r);
+    mp_status st = mp_jtok_string(&k, r->ctx, &r->sbuf, &r->scap, 0,
+                                  len_out);
+    if (st)
+        return st == MP_ERR_PARSE ? tok_fail(r, &k) : st;
+    r->p = r->beg + k.pos;
     return MP_OK;
 }
 
@@ -530,57 +454,20 @@ static mp_status read_string(rd *r, size_t *len_out)
  * exponent. */
 static mp_status scan_number(rd *r, const char **num_end, bool *is_int)
 {
-    const char *q = r->p, *e = r->end;
-    *is_int = true;
-    if (q < e && *q == '-')
-        q++;
-    if (q >= e || *q < '0' || *q > '9') {
-        r->p = q;
-        return syntax(r, "a digit");
-    }
-    if (*q == '0') {
-        q++;
-        if (q < e && *q >= '0' && *q <= '9') {
-            r->p = q;
-            return rd_err(r, q, MP_ERR_PARSE,
-                          "syntax error: leading zero in a number");
-        }
-    } else {
-        while (q < e && *q >= '0' && *q <= '9')
-            q++;
-    }
-    if (q < e && *q == '.') {
-        *is_int = false;
-        q++;
-        if (q >= e || *q < '0' || *q > '9') {
-            r->p = q;
-            return syntax(r, "a digit after '.'");
-        }
-        while (q < e && *q >= '0' && *q <= '9')
-            q++;
-    }
-    if (q < e && (*q == 'e' || *q == 'E')) {
-        *is_int = false;
-        q++;
-        if (q < e && (*q == '+' || *q == '-'))
-            q++;
-        if (q >= e || *q < '0' || *q > '9') {
-            r->p = q;
-            return syntax(r, "a digit in the exponent");
-        }
-        while (q < e && *q >= '0' && *q <= '9')
-            q++;
-    }
-    *num_end = q;
+    mp_jtok k = tok(r);
+    size_t end;
+    if (mp_jtok_number(&k, &end, is_int))
+        return tok_fail(r, &k);
+    *num_end = r->beg + end;
     return MP_OK;
 }
 
 static mp_status expect_literal(rd *r, const char *lit)
 {
-    size_t n = strlen(lit);
-    if ((size_t)(r->end - r->p) < n || memcmp(r->p, lit, n) != 0)
+    mp_jtok k = tok(r);
+    if (!mp_jtok_literal(&k, lit))
         return syntax(r, "a JSON value");
-    r->p += n;
+    r->p = r->beg + k.pos;
     return MP_OK;
 }
 
@@ -604,38 +491,27 @@ static mp_status obj_open(rd *r)
 static mp_status obj_next(rd *r, int *state, bool *more,
                           const char **key_pos)
 {
-    ws(r);
-    if (r->p < r->end && *r->p == '}' && *state == 0) {
-        r->p++;
+    mp_jtok k = tok(r);
+    mp_status st = mp_jtok_obj_next(&k, state, more);
+    if (st) {
+        r->p = r->beg + k.err.at;
+        return syntax(r, k.err.kind == MP_JTOK_WANT_COMMA ? "',' or '}'"
+                                                          : "a string key");
+    }
+    r->p = r->beg + k.pos;
+    if (!*more) {
         r->depth--;
-        *more = false;
         return MP_OK;
     }
-    if (*state) {
-        if (r->p < r->end && *r->p == '}') {
-            r->p++;
-            r->depth--;
-            *more = false;
-            return MP_OK;
-        }
-        if (r->p >= r->end || *r->p != ',')
-            return syntax(r, "',' or '}'");
-        r->p++;
-        ws(r);
-    }
-    *state = 1;
-    if (r->p >= r->end || *r->p != '"')
-        return syntax(r, "a string key");
     *key_pos = r->p;
-    mp_status st = read_string(r, NULL);
-    if (st)
+    if ((st = read_string(r, NULL)))
         return st;
-    ws(r);
-    if (r->p >= r->end || *r->p != ':')
+    k = tok(r);
+    if (mp_jtok_colon(&k)) {
+        r->p = r->beg + k.err.at;
         return syntax(r, "':'");
-    r->p++;
-    ws(r);
-    *more = true;
+    }
+    r->p = r->beg + k.pos;
     return MP_OK;
 }
 
@@ -653,21 +529,15 @@ static mp_status arr_open(rd *r)
 
 static mp_status arr_next(rd *r, int *state, bool *more)
 {
-    ws(r);
-    if (r->p < r->end && *r->p == ']') {
-        r->p++;
+    mp_jtok k = tok(r);
+    mp_status st = mp_jtok_arr_next(&k, state, more);
+    if (st) {
+        r->p = r->beg + k.err.at;
+        return syntax(r, "',' or ']'");
+    }
+    r->p = r->beg + k.pos;
+    if (!*more)
         r->depth--;
-        *more = false;
-        return MP_OK;
-    }
-    if (*state) {
-        if (r->p >= r->end || *r->p != ',')
-            return syntax(r, "',' or ']'");
-        r->p++;
-        ws(r);
-    }
-    *state = 1;
-    *more = true;
     return MP_OK;
 }
 

@@ -1,0 +1,291 @@
+/* json_tok.c - the JSON tokenizer shared by the streaming readers
+ * (json_tok.h). */
+#include "json_tok.h"
+
+#include <string.h>
+
+static mp_status fail(mp_jtok *k, mp_jtok_err kind, size_t start, size_t at)
+{
+    k->err.kind = kind;
+    k->err.start = start;
+    k->err.at = at;
+    k->err.c = 0;
+    return MP_ERR_PARSE;
+}
+
+static int hexv(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Four hex digits at p; false with *bad at the first bad one. */
+static bool hex4(const mp_jtok *k, size_t p, unsigned *out, size_t *bad)
+{
+    unsigned v = 0;
+    for (size_t i = 0; i < 4; i++) {
+        int h = p + i < k->len ? hexv(k->t[p + i]) : -1;
+        if (h < 0) {
+            *bad = p + i;
+            return false;
+        }
+        v = v * 16 + (unsigned)h;
+    }
+    *out = v;
+    return true;
+}
+
+static mp_status reserve(mp_ctx *ctx, char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return MP_OK;
+    void *p = *buf;
+    mp_status st = mp_grow(ctx, &p, 1, need, cap);
+    *buf = p;
+    return st ? MP_ERR_NOMEM : MP_OK;
+}
+
+static char *put_utf8(char *o, unsigned cp)
+{
+    if (cp < 0x80) {
+        *o++ = (char)cp;
+    } else if (cp < 0x800) {
+        *o++ = (char)(0xC0 | (cp >> 6));
+        *o++ = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        *o++ = (char)(0xE0 | (cp >> 12));
+        *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *o++ = (char)(0x80 | (cp & 0x3F));
+    } else {
+        *o++ = (char)(0xF0 | (cp >> 18));
+        *o++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+        *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *o++ = (char)(0x80 | (cp & 0x3F));
+    }
+    return o;
+}
+
+mp_status mp_jtok_string(mp_jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
+                         size_t at, size_t *out_len)
+{
+    const char *t = k->t;
+    size_t start = k->pos, e = k->len, p = start + 1, q = p;
+    /* fast path: no escape and no control character before the '"' */
+    while (q < e && t[q] != '"' && t[q] != '\\' &&
+           (unsigned char)t[q] >= 0x20)
+        q++;
+    if (q < e && t[q] == '"') {
+        size_t n = q - p;
+        if (buf) {
+            if (reserve(ctx, buf, cap, at + n + 1))
+                return MP_ERR_NOMEM;
+            memcpy(*buf + at, t + p, n);
+            (*buf)[at + n] = 0;
+        }
+        k->pos = q + 1;
+        if (out_len)
+            *out_len = n;
+        return MP_OK;
+    }
+    char *o = NULL;
+    if (buf) {
+        /* the decoded string is never longer than the raw one */
+        size_t r = q;
+        while (r < e && t[r] != '"')
+            r += t[r] == '\\' ? 2 : 1;
+        if (reserve(ctx, buf, cap, at + (r - p) + 1))
+            return MP_ERR_NOMEM;
+        o = *buf + at;
+    }
+    for (;;) {
+        if (p >= e)
+            return fail(k, MP_JTOK_UNTERMINATED, start, start);
+        unsigned char c = (unsigned char)t[p];
+        if (c == '"') {
+            p++;
+            break;
+        }
+        if (c < 0x20)
+            return fail(k, MP_JTOK_CONTROL, p, p);
+        if (c != '\\') {
+            if (o)
+                *o++ = (char)c;
+            p++;
+            continue;
+        }
+        if (p + 1 >= e)
+            return fail(k, MP_JTOK_UNTERMINATED, start, start);
+        size_t bs = p;
+        char esc = t[p + 1];
+        p += 2;
+        unsigned cp;
+        switch (esc) {
+        case '"': cp = '"'; break;
+        case '\\': cp = '\\'; break;
+        case '/': cp = '/'; break;
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u': {
+            size_t bad;
+            if (!hex4(k, p, &cp, &bad))
+                return fail(k, MP_JTOK_BAD_HEX, bs, bad);
+            p += 4;
+            if (cp >= 0xD800 && cp < 0xDC00) {
+                unsigned lo;
+                if (p + 6 > e || t[p] != '\\' || t[p + 1] != 'u' ||
+                    !hex4(k, p + 2, &lo, &bad) || lo < 0xDC00 || lo >= 0xE000)
+                    return fail(k, MP_JTOK_SURROGATE, bs, bs);
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                p += 6;
+            } else if (cp >= 0xDC00 && cp < 0xE000) {
+                return fail(k, MP_JTOK_SURROGATE, bs, bs);
+            }
+            if (cp == 0)
+                return fail(k, MP_JTOK_NUL, bs, bs);
+            break;
+        }
+        default:
+            fail(k, MP_JTOK_BAD_ESCAPE, bs, bs + 1);
+            k->err.c = esc;
+            return MP_ERR_PARSE;
+        }
+        if (o)
+            o = put_utf8(o, cp);
+    }
+    size_t n = 0;
+    if (o) {
+        *o = 0;
+        n = (size_t)(o - (*buf + at));
+    }
+    k->pos = p;
+    if (out_len)
+        *out_len = n;
+    return MP_OK;
+}
+
+mp_status mp_jtok_number(mp_jtok *k, size_t *end, bool *is_int)
+{
+    const char *t = k->t;
+    size_t s = k->pos, q = s, e = k->len;
+    *is_int = true;
+    if (q < e && t[q] == '-')
+        q++;
+    if (q >= e || t[q] < '0' || t[q] > '9')
+        return fail(k, MP_JTOK_NUM_DIGIT, s, q);
+    if (t[q] == '0') {
+        q++;
+        if (q < e && t[q] >= '0' && t[q] <= '9') {
+            *end = q;
+            return fail(k, MP_JTOK_LEADING_ZERO, s, q);
+        }
+    } else {
+        while (q < e && t[q] >= '0' && t[q] <= '9')
+            q++;
+    }
+    if (q < e && t[q] == '.') {
+        *is_int = false;
+        q++;
+        if (q >= e || t[q] < '0' || t[q] > '9')
+            return fail(k, MP_JTOK_NUM_FRAC, s, q);
+        while (q < e && t[q] >= '0' && t[q] <= '9')
+            q++;
+    }
+    if (q < e && (t[q] == 'e' || t[q] == 'E')) {
+        *is_int = false;
+        q++;
+        if (q < e && (t[q] == '+' || t[q] == '-'))
+            q++;
+        if (q >= e || t[q] < '0' || t[q] > '9')
+            return fail(k, MP_JTOK_NUM_EXP, s, q);
+        while (q < e && t[q] >= '0' && t[q] <= '9')
+            q++;
+    }
+    *end = q;
+    return MP_OK;
+}
+
+bool mp_jtok_literal(mp_jtok *k, const char *word)
+{
+    size_t n = strlen(word);
+    if (k->len - k->pos < n || memcmp(k->t + k->pos, word, n) != 0)
+        return false;
+    k->pos += n;
+    return true;
+}
+
+mp_status mp_jtok_obj_next(mp_jtok *k, int *state, bool *more)
+{
+    mp_jtok_ws(k);
+    if (k->pos < k->len && k->t[k->pos] == '}') {
+        k->pos++;
+        *more = false;
+        return MP_OK;
+    }
+    if (*state) {
+        if (k->pos >= k->len || k->t[k->pos] != ',')
+            return fail(k, MP_JTOK_WANT_COMMA, k->pos, k->pos);
+        k->pos++;
+        mp_jtok_ws(k);
+    }
+    *state = 1;
+    if (k->pos >= k->len || k->t[k->pos] != '"')
+        return fail(k, MP_JTOK_WANT_KEY, k->pos, k->pos);
+    *more = true;
+    return MP_OK;
+}
+
+mp_status mp_jtok_colon(mp_jtok *k)
+{
+    mp_jtok_ws(k);
+    if (k->pos >= k->len || k->t[k->pos] != ':')
+        return fail(k, MP_JTOK_WANT_COLON, k->pos, k->pos);
+    k->pos++;
+    mp_jtok_ws(k);
+    return MP_OK;
+}
+
+mp_status mp_jtok_arr_next(mp_jtok *k, int *state, bool *more)
+{
+    mp_jtok_ws(k);
+    if (k->pos < k->len && k->t[k->pos] == ']') {
+        k->pos++;
+        *more = false;
+        return MP_OK;
+    }
+    if (*state) {
+        if (k->pos >= k->len || k->t[k->pos] != ',')
+            return fail(k, MP_JTOK_WANT_COMMA, k->pos, k->pos);
+        k->pos++;
+        mp_jtok_ws(k);
+    }
+    *state = 1;
+    *more = true;
+    return MP_OK;
+}
+
+void mp_jtok_line_col(const char *t, size_t len, size_t off, int *line,
+                      int *col)
+{
+    int ln = 1, cl = 1;
+    if (off > len)
+        off = len;
+    for (size_t i = 0; i < off; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c == '\n') {
+            ln++;
+            cl = 1;
+        } else if ((c & 0xC0) != 0x80) {
+            cl++;
+        }
+    }
+    *line = ln;
+    *col = cl;
+}
