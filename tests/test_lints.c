@@ -241,6 +241,38 @@ static void test_inplace(void)
     end();
 }
 
+/* --fuse: a (r0 -> r1) and b (r1 -> r2) are fused and take no memory;
+ * c cannot take over x (a graph input): no in-place finding, and the
+ * figures at the peak count only real blocks (x and c: 8 KiB). */
+static void test_lints_fused(void)
+{
+    begin();
+    uint32_t x, a, b, c;
+    inplace_graph(&x, &a, &b, &c);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.fuse = 1;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_tensor_fused(plan, a), 1);
+    CU_ASSERT_EQUAL(mp_plan_tensor_fused(plan, b), 1);
+    CU_ASSERT_EQUAL(mp_plan_num_blocks(plan), 2);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, NULL, &lints), MP_OK);
+    CU_ASSERT_EQUAL(count(MP_LINT_INPLACE), 0);
+    CU_ASSERT_EQUAL(count(MP_LINT_DEAD_OUTPUT), 0);
+    uint64_t sum = 0;
+    for (uint32_t k = 0; find(MP_LINT_PEAK_OP, k); k++)
+        sum += find(MP_LINT_PEAK_OP, k)->bytes;
+    CU_ASSERT_EQUAL(sum, 8192);
+    CU_ASSERT_EQUAL(mp_plan_live_bytes(plan, mp_plan_figures(plan)->peak_step),
+                    8192);
+    const mp_lint *l = find(MP_LINT_PEAK_LAYER, 0);
+    CU_ASSERT_FATAL(l != NULL);
+    CU_ASSERT_EQUAL(l->bytes, 4096);
+    end();
+}
+
 /* Two pools, a pinned in pool 0 and b in pool 1: both at offset 0
  * (equal offsets, different memory). r1 = Relu(a) may still write b over
  * a: 4 KiB, at the peak too. */
@@ -420,6 +452,7 @@ void mp_register_lints(void)
         {"pinned_output", test_pinned_output},
         {"inplace", test_inplace},
         {"inplace_pools", test_inplace_pools},
+        {"fused", test_lints_fused},
         {"attention", test_attention},
         {"attention_negative", test_attention_negative},
         {"kv_cache", test_kv_cache},
