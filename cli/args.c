@@ -284,6 +284,35 @@ int cli_parse_dim(cli_dims *d, const char *opt, const char *value)
     return 0;
 }
 
+int cli_parse_shape(cli_dims *d, const char *value)
+{
+    /* INPUT=D0xD1x... : one binding INPUT:i=Di per axis */
+    const char *eq = strrchr(value, '=');
+    if (!eq || eq == value || !eq[1]) {
+        cli_error("--shape expects INPUT=D0xD1x... (e.g. q=1x8x128x64), "
+                  "got '%s'", value);
+        return CLI_EXIT_USAGE;
+    }
+    const char *p = eq + 1;
+    for (size_t axis = 0;; axis++) {
+        const char *x = strchr(p, 'x');
+        size_t len = x ? (size_t)(x - p) : strlen(p);
+        char buf[300];
+        int w = snprintf(buf, sizeof buf, "%.*s:%zu=%.*s", (int)(eq - value),
+                         value, axis, (int)len, p);
+        if (w < 0 || (size_t)w >= sizeof buf || len == 0) {
+            cli_error("--shape: bad shape in '%s'", value);
+            return CLI_EXIT_USAGE;
+        }
+        int rc = cli_parse_dim(d, "shape", buf);
+        if (rc)
+            return rc;
+        if (!x)
+            return 0;
+        p = x + 1;
+    }
+}
+
 int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
                    const cli_opt *opts, cli_opt_fn fn, void *state,
                    const char **pos, int *n_pos, int *help)
@@ -298,6 +327,18 @@ int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
         const char *s = argv[i];
         if (i > 0 && !only_pos && strcmp(s, "--") == 0)
             only_pos = 1;
+        if (i > 0 && !only_pos && strncmp(s, "--shape", 7) == 0 &&
+            (s[7] == '\0' || s[7] == '=')) {
+            if (s[7] == '=') {
+                rc = cli_parse_shape(d, s + 8);
+            } else if (i + 1 < argc) {
+                rc = cli_parse_shape(d, argv[++i]);
+            } else {
+                cli_error("%s: option '--shape' needs a value", cmd);
+                rc = CLI_EXIT_USAGE;
+            }
+            continue;
+        }
         if (i == 0 || only_pos || strncmp(s, "--dim", 5) != 0 ||
             (s[5] != '\0' && s[5] != '=')) {
             rest[n++] = argv[i];

@@ -84,7 +84,12 @@ typedef struct cli_dims {
 } cli_dims;
 /* Parses one NAME=VALUE into d; 0 or CLI_EXIT_USAGE (printed). */
 int cli_parse_dim(cli_dims *d, const char *opt, const char *value);
-/* cli_parse, with every --dim NAME=VALUE (before "--") taken into d. */
+/* --shape INPUT=D0xD1x... (repeatable): the whole shape of a graph input,
+ * as bindings INPUT:0=D0, INPUT:1=D1, ... (an input declared with no
+ * shape, or one re-shaped); 0 or CLI_EXIT_USAGE (printed). */
+int cli_parse_shape(cli_dims *d, const char *value);
+/* cli_parse, with every --dim NAME=VALUE and --shape INPUT=D0xD1x...
+ * (before "--") taken into d. */
 int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
                    const cli_opt *opts, cli_opt_fn fn, void *state,
                    const char **pos, int *n_pos, int *help);

@@ -4,11 +4,12 @@
 
 #include <string.h>
 
-enum { OPT_DIM, OPT_JSON };
+enum { OPT_DIM, OPT_JSON, OPT_SHAPE };
 
 static const cli_opt shapes_opts[] = {
     {"dim", 0, 1, OPT_DIM},
     {"json", 0, 0, OPT_JSON},
+    {"shape", 0, 1, OPT_SHAPE},
     {NULL, 0, 0, 0},
 };
 
@@ -23,6 +24,7 @@ static int on_opt(void *state, int id, const char *name, const char *value)
     switch (id) {
     case OPT_DIM: return cli_parse_dim(&a->dims, name, value);
     case OPT_JSON: a->json = 1; return 0;
+    case OPT_SHAPE: return cli_parse_shape(&a->dims, value);
     default: return CLI_EXIT_INTERNAL;
     }
 }
@@ -38,7 +40,10 @@ static void help(void)
           "\n"
           "Options:\n"
           "      --dim NAME=VALUE  bind an ONNX symbolic dim (repeatable);\n"
-          "                        INPUT:AXIS=VALUE binds an unnamed dim\n"
+          "                        INPUT:AXIS=VALUE binds a dim of a graph\n"
+          "                        input (also a fixed one: re-batching)\n"
+          "      --shape INPUT=D0xD1x...  the whole shape of a graph input\n"
+          "                        (one declared with no shape)\n"
           "      --json            one JSON object instead of text\n"
           "  -h, --help            show this help\n"
           "\n"

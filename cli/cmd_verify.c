@@ -3,12 +3,13 @@
 
 #include <string.h>
 
-enum { OPT_CAPACITY, OPT_ALIGN, OPT_DIM };
+enum { OPT_CAPACITY, OPT_ALIGN, OPT_DIM, OPT_SHAPE };
 
 static const cli_opt verify_opts[] = {
     {"capacity", 0, 1, OPT_CAPACITY},
     {"align", 0, 1, OPT_ALIGN},
     {"dim", 0, 1, OPT_DIM},
+    {"shape", 0, 1, OPT_SHAPE},
     {NULL, 0, 0, 0},
 };
 
@@ -24,6 +25,8 @@ static int on_opt(void *state, int id, const char *name, const char *value)
     verify_args *a = state;
     if (id == OPT_DIM)
         return cli_parse_dim(&a->dims, name, value);
+    if (id == OPT_SHAPE)
+        return cli_parse_shape(&a->dims, value);
     a->trace_opts = 1;
     switch (id) {
     case OPT_CAPACITY: return cli_parse_size(name, value, &a->capacity);
@@ -34,7 +37,8 @@ static int on_opt(void *state, int id, const char *name, const char *value)
 
 static void help(void)
 {
-    fputs("Usage: memplan verify INPUT PLAN.json [--dim NAME=VALUE]...\n"
+    fputs("Usage: memplan verify INPUT PLAN.json [--dim NAME=VALUE]... "
+          "[--shape INPUT=D0xD1x...]...\n"
           "       memplan verify TRACE.csv [--capacity N] [--align N]\n"
           "\n"
           "With a graph and a plan: replays the plan against the graph and\n"

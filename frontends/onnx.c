@@ -468,6 +468,17 @@ static const mp_dim_binding *find_binding(const loader *L, const char *name)
     return NULL;
 }
 
+/* The binding "NAME:AXIS" of axis `axis` of tensor `name`, or NULL. */
+static const mp_dim_binding *find_axis_binding(const loader *L,
+                                               const char *name, size_t axis)
+{
+    char key[320];
+    int w = snprintf(key, sizeof key, "%s:%zu", name, axis);
+    if (w < 0 || (size_t)w >= sizeof key)
+        return NULL;
+    return find_binding(L, key);
+}
+
 static void note_unbound(loader *L, const char *sym, const char *tensor,
                          size_t dim)
 {
@@ -506,8 +517,20 @@ static mp_status type_shape(loader *L, const char *name,
         if (st)
             return st;
     }
-    if (!tt->shape)
+    if (!tt->shape) {
+        /* no shape at all: a top-graph input takes one from the bindings
+         * NAME:0 .. NAME:R-1 (check_bindings refuses gaps) */
+        int r = 0;
+        for (; L->depth == 0 && r < MP_MAX_RANK; r++) {
+            const mp_dim_binding *b = find_axis_binding(L, name, (size_t)r);
+            if (!b)
+                break;
+            dims[r] = b->value;
+        }
+        if (r)
+            *rank = r;
         return MP_OK;
+    }
     if (tt->shape->n_dim > MP_MAX_RANK)
         return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
                       "%s: tensor '%s' has rank %zu (at most %d)", L->src,
@@ -515,43 +538,31 @@ static mp_status type_shape(loader *L, const char *name,
     *rank = (int)tt->shape->n_dim;
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        const char *sym = NULL;
         dims[i] = -1;
-        if (!d)
-            continue;
-        if (d->value_case ==
-            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+        if (d && d->value_case ==
+                     ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (d->dim_value >= 0)
                 dims[i] = d->dim_value;
-            else if (!*has_unbound) {
-                *has_unbound = true;
-                *first_sym = NULL;
-                *first_dim = i;
-            }
-        } else if (d->value_case ==
-                       ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+        } else if (d && d->value_case ==
+                            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    d->dim_param && d->dim_param[0]) {
             const mp_dim_binding *b = find_binding(L, d->dim_param);
             if (b && b->value >= 0)
                 dims[i] = b->value;
-            else if (!*has_unbound) {
-                *has_unbound = true;
-                *first_sym = d->dim_param;
-                *first_dim = i;
-            }
-        } else if (!*has_unbound) {
-            *has_unbound = true;
-            *first_sym = NULL;
-            *first_dim = i;
+            else
+                sym = d->dim_param;
         }
-        if (dims[i] < 0) { /* a binding by position: "NAME:AXIS" */
-            char key[320];
-            snprintf(key, sizeof key, "%s:%zu", name, i);
-            const mp_dim_binding *b = find_binding(L, key);
-            if (b && b->value >= 0) {
-                dims[i] = b->value;
-                if (*has_unbound && *first_dim == i)
-                    *has_unbound = false;
-            }
+        /* a binding by position, "NAME:AXIS", of a top-graph input wins
+         * over a symbol and over a fixed size (re-batching a model) */
+        const mp_dim_binding *b =
+            L->depth == 0 ? find_axis_binding(L, name, i) : NULL;
+        if (b)
+            dims[i] = b->value;
+        if (dims[i] < 0 && !*has_unbound) {
+            *has_unbound = true;
+            *first_sym = sym;
+            *first_dim = i;
         }
     }
     return MP_OK;
@@ -889,6 +900,8 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
                                     MP_KIND_ACTIVATION};
                 if ((st = mp_graph_add_tensor(L->g, &d, &id)))
                     return st;
+                /* a hint: an inferred shape that disagrees replaces it */
+                L->g->tensors[id].flags |= MP_TF_SHAPE_HINT;
             }
         }
     }
@@ -1053,11 +1066,141 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
     return MP_OK;
 }
 
+/* ---- dim bindings: each must name something of the model --------------- */
+static bool shape_has_symbol(const Onnx__ValueInfoProto *v, const char *sym)
+{
+    if (!v || !v->type ||
+        v->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !v->type->tensor_type || !v->type->tensor_type->shape)
+        return false;
+    const Onnx__TensorShapeProto *sp = v->type->tensor_type->shape;
+    for (size_t i = 0; i < sp->n_dim; i++)
+        if (sp->dim[i] &&
+            sp->dim[i]->value_case ==
+                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+            sp->dim[i]->dim_param && strcmp(sp->dim[i]->dim_param, sym) == 0)
+            return true;
+    return false;
+}
+
+/* True when sym is a dim_param somewhere in gp (inputs, outputs,
+ * value_info, bodies of its nodes). */
+static bool graph_has_symbol(const Onnx__GraphProto *gp, const char *sym,
+                             unsigned depth)
+{
+    if (!gp || depth > MAX_DEPTH)
+        return false;
+    for (size_t i = 0; i < gp->n_input; i++)
+        if (shape_has_symbol(gp->input[i], sym))
+            return true;
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (shape_has_symbol(gp->output[i], sym))
+            return true;
+    for (size_t i = 0; i < gp->n_value_info; i++)
+        if (shape_has_symbol(gp->value_info[i], sym))
+            return true;
+    for (size_t k = 0; k < gp->n_node; k++) {
+        const Onnx__NodeProto *np = gp->node[k];
+        for (size_t a = 0; np && a < np->n_attribute; a++) {
+            const Onnx__AttributeProto *at = np->attribute[a];
+            if (!at)
+                continue;
+            if (graph_has_symbol(at->g, sym, depth + 1))
+                return true;
+            for (size_t j = 0; j < at->n_graphs; j++)
+                if (graph_has_symbol(at->graphs[j], sym, depth + 1))
+                    return true;
+        }
+    }
+    return false;
+}
+
+/* Every binding names a symbolic dim of the model or an existing axis
+ * "INPUT:AXIS" of a graph input (a rankless input: axes 0..R-1, no gap);
+ * a name given twice has one value. Nothing is silently ignored. */
+static mp_status check_bindings(loader *L, const Onnx__GraphProto *gp)
+{
+    size_t n = L->opt ? L->opt->n_dims : 0;
+    for (size_t i = 0; i < n; i++) {
+        const mp_dim_binding *b = &L->opt->dims[i];
+        const mp_dim_binding *first = find_binding(L, b->name);
+        if (first != b && first->value != b->value)
+            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+                          "%s: dim '%s' is bound twice (%lld and %lld)",
+                          L->src, b->name, (long long)first->value,
+                          (long long)b->value);
+        if (graph_has_symbol(gp, b->name, 0))
+            continue;
+        /* "INPUT:AXIS" */
+        const char *colon = strrchr(b->name, ':');
+        size_t axis = 0;
+        bool pos = colon && colon > b->name && colon[1];
+        for (const char *c = pos ? colon + 1 : ""; *c && pos; c++) {
+            if (*c < '0' || *c > '9' || axis > 1000000)
+                pos = false;
+            else
+                axis = axis * 10 + (size_t)(*c - '0');
+        }
+        const Onnx__ValueInfoProto *in = NULL;
+        size_t plen = pos ? (size_t)(colon - b->name) : 0;
+        for (size_t k = 0; pos && k < gp->n_input && !in; k++)
+            if (gp->input[k] && gp->input[k]->name &&
+                strlen(gp->input[k]->name) == plen &&
+                memcmp(gp->input[k]->name, b->name, plen) == 0)
+                in = gp->input[k];
+        char pname[320];
+        snprintf(pname, sizeof pname, "%.*s", (int)plen, b->name);
+        uint32_t id;
+        bool weight = pos && mp_graph_find_tensor(L->g, pname, &id) == MP_OK &&
+                      L->g->tensors[id].declared_kind == MP_KIND_WEIGHT;
+        if (!in && !weight)
+            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+                          "%s: dim binding '%s' names no symbolic dim "
+                          "(dim_param) of the model and no axis INPUT:AXIS "
+                          "of a graph input",
+                          L->src, b->name);
+        if (weight)
+            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+                          "%s: dim binding '%s': '%s' is a weight "
+                          "(initializer), not an input whose dims can be "
+                          "bound",
+                          L->src, b->name, pname);
+        const Onnx__TypeProto *tp = in->type;
+        bool tensor = tp && tp->value_case ==
+                                ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                      tp->tensor_type;
+        if (tensor && tp->tensor_type->shape) {
+            size_t r = tp->tensor_type->shape->n_dim;
+            if (axis >= r)
+                return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+                              "%s: dim binding '%s': graph input '%s' has "
+                              "rank %zu (axes 0..%zu), no axis %zu",
+                              L->src, b->name, in->name, r,
+                              r ? r - 1 : 0, axis);
+            continue;
+        }
+        size_t r = 0;
+        while (r < MP_MAX_RANK && find_axis_binding(L, in->name, r))
+            r++;
+        if (!tensor || axis >= r)
+            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+                          "%s: dim binding '%s': graph input '%s' has no "
+                          "declared shape; give its whole shape (--shape "
+                          "%s=D0xD1x..., i.e. bindings %s:0 .. %s:R-1 with "
+                          "no gap, rank at most %d)",
+                          L->src, b->name, in->name, in->name, in->name,
+                          in->name, MP_MAX_RANK);
+    }
+    return MP_OK;
+}
+
 /* Top graph: unbound symbols of the inputs it uses, then finalize (shape
  * inference). */
 static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
 {
-    mp_status st = MP_OK;
+    mp_status st = check_bindings(L, gp);
+    if (st)
+        return st;
     int64_t dims[MP_MAX_RANK];
     /* unbound symbols of used inputs */
     bool *used = mp_calloc(L->ctx, L->g->n_tensors ? L->g->n_tensors : 1,
@@ -1089,9 +1232,14 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
                              &sym, &sd)))
             break;
         if (rank < 0 || dt == MP_DTYPE_UNDEFINED) {
-            st = mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input '%s' has no "
-                        "declared %s", L->src, v->name,
-                        rank < 0 ? "shape" : "element type");
+            st = rank < 0 ? mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input "
+                                   "'%s' has no declared shape; give it with "
+                                   "--shape %s=D0xD1x... (bindings %s:0 .. "
+                                   "%s:R-1)", L->src, v->name, v->name,
+                                   v->name, v->name)
+                          : mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input "
+                                   "'%s' has no declared element type",
+                                   L->src, v->name);
             break;
         }
         if (unbound && !sym) {

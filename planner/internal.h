@@ -251,7 +251,11 @@ enum {
     MP_TF_SIZE_KNOWN = 1u << 0,
     MP_TF_OUTPUT = 1u << 1,
     MP_TF_FOLDED = 1u << 2,  /* computed only from weights/constants */
-    MP_TF_BYTES_GIVEN = 1u << 3 /* bytes given explicitly (not derived) */
+    MP_TF_BYTES_GIVEN = 1u << 3, /* bytes given explicitly (not derived) */
+    /* shape declared as a hint (ONNX value_info / graph outputs): when
+     * inference gives a shape that conflicts with it, the inferred one
+     * replaces it (mp_out_set) */
+    MP_TF_SHAPE_HINT = 1u << 4
 };
 
 typedef struct mp_tensor {

@@ -201,7 +201,19 @@ mp_status mp_out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
                 return mp_node_err(g, node, "output '%s' would get dim %d "
                                    "of size %lld", t->name, (int)i,
                                    (long long)s->d[i]);
-        if (t->rank < 0) {
+        bool conflict = false;
+        if ((t->flags & MP_TF_SHAPE_HINT) && t->rank >= 0) {
+            /* a declared shape is a hint: one that disagrees with the
+             * inferred shape (rank, or a dim known in both) is dropped */
+            conflict = t->rank != s->rank;
+            for (int32_t i = 0; !conflict && i < s->rank; i++)
+                conflict = t->dims[i] >= 0 && s->d[i] >= 0 &&
+                           t->dims[i] != s->d[i];
+            t->flags &= (uint8_t)~MP_TF_SHAPE_HINT;
+            if (conflict)
+                t->flags &= (uint8_t)~MP_TF_SIZE_KNOWN;
+        }
+        if (t->rank < 0 || conflict) {
             mp_status st = mp_tensor_set_shape(g->ctx, t, s->rank, s->d);
             if (st)
                 return st;

@@ -715,6 +715,221 @@ static void test_fuzz_regressions(void)
     mb_free(&b);
 }
 
+/* plans g and checks the plan with the verifier */
+static void plans_and_verifies(mp_graph *g)
+{
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(p);
+}
+
+/* --dim x:0=6 re-batches a model whose input has a fixed batch 1: the
+ * declared value_info and output shapes (batch 1) are hints that the
+ * re-inferred shapes replace */
+static void test_rebatch_fixed_dim(void)
+{
+    mb b;
+    build_cnn(&b, 1);
+    const int64_t cd1[] = {1, 4, 4, 4};
+    b.vinfo[b.graph.n_value_info++] =
+        mb_vi(&b, "c", MP_DTYPE_FLOAT32, 4, cd1, NULL);
+    b.vinfo[b.graph.n_value_info++] =
+        mb_vi(&b, "r", MP_DTYPE_FLOAT32, 4, cd1, NULL);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g1 = NULL, *g6 = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g1), MP_OK);
+    mp_dim_binding bind = {"x:0", 6};
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.dims = &bind;
+    opt.n_dims = 1;
+    CU_ASSERT_EQUAL_FATAL(load(&b, &opt, ctx, &g6), MP_OK);
+    const int64_t xd[] = {6, 3, 8, 8}, cd[] = {6, 4, 4, 4}, yd[] = {6, 64};
+    CU_ASSERT(shape_is(tensor(g6, "x"), 4, xd));
+    CU_ASSERT(shape_is(tensor(g6, "c"), 4, cd));
+    CU_ASSERT(shape_is(tensor(g6, "r"), 4, cd));
+    CU_ASSERT(shape_is(tensor(g6, "y"), 2, yd));
+    CU_ASSERT_EQUAL(tensor(g6, "y")->bytes, 6 * 64 * 4);
+    CU_ASSERT_EQUAL(tensor(g6, "c")->bytes, 6 * tensor(g1, "c")->bytes);
+    CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g6), 0);
+    /* the weight keeps its dims */
+    const int64_t wd[] = {4, 3, 3, 3};
+    CU_ASSERT(shape_is(tensor(g6, "w"), 4, wd));
+    plans_and_verifies(g6);
+    mp_graph_destroy(g1);
+    mp_graph_destroy(g6);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* a declared intermediate shape that disagrees with inference (no
+ * binding at all) is replaced by the inferred one */
+static void test_declared_shape_is_hint(void)
+{
+    mb b;
+    mb_init(&b, 8, 13);
+    const int64_t xd[] = {2, 3}, bad[] = {7, 7, 7};
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd, NULL);
+    const char *in[] = {"x"}, *out[] = {"r"};
+    mb_node(&b, "Relu", "relu", in, 1, out, 1);
+    b.vinfo[b.graph.n_value_info++] =
+        mb_vi(&b, "r", MP_DTYPE_FLOAT32, 3, bad, NULL);
+    mb_output(&b, "r", MP_DTYPE_FLOAT32, 3, bad);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g), MP_OK);
+    CU_ASSERT(shape_is(tensor(g, "r"), 2, xd));
+    CU_ASSERT_EQUAL(tensor(g, "r")->bytes, 24);
+    plans_and_verifies(g);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* re-batching through a fixed weight dim or a constant Reshape target is
+ * an error naming the node */
+static void test_rebatch_conflicts(void)
+{
+    mb b;
+    mb_init(&b, 8, 13);
+    const int64_t xd[] = {1, 8}, wd[] = {8, 4}, two = 2, tgt[] = {1, 4};
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd, NULL);
+    mb_init_tensor(&b, mb_tensor(&b, "w", MP_DTYPE_FLOAT32, 2, wd, NULL, 0));
+    mb_init_tensor(&b, mb_tensor(&b, "tgt", MP_DTYPE_INT64, 1, &two, tgt, 2));
+    const char *mi[] = {"x", "w"}, *mo[] = {"m"};
+    mb_node(&b, "MatMul", "mm", mi, 2, mo, 1);
+    const char *ri[] = {"m", "tgt"}, *ro[] = {"y"};
+    mb_node(&b, "Reshape", "flat", ri, 2, ro, 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, 2, tgt);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g), MP_OK);
+    mp_graph_destroy(g);
+    g = NULL;
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.n_dims = 1;
+    /* x:1 = 5 disagrees with w's fixed dim 8 */
+    mp_dim_binding k = {"x:1", 5};
+    opt.dims = &k;
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", &opt,
+                                              &g),
+                    MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NULL(g);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'mm'"));
+    /* x:0 = 3: the Reshape target [1, 4] holds 4 of 12 elements */
+    mp_dim_binding n3 = {"x:0", 3};
+    opt.dims = &n3;
+    CU_ASSERT_NOT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx",
+                                                  &opt, &g),
+                        MP_OK);
+    CU_ASSERT_PTR_NULL(g);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "flat"));
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* bindings that name nothing of the model are errors */
+static void test_binding_errors(void)
+{
+    mb b;
+    build_cnn(&b, 0);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    const struct {
+        mp_dim_binding b;
+        const char *says;
+    } cases[] = {
+        {{"nosuch:0", 2}, "'nosuch:0'"}, /* no such input */
+        {{"x:4", 2}, "rank 4"},          /* no such axis */
+        {{"N", 2}, "no symbolic dim"},   /* no such symbol */
+        {{"w:0", 2}, "weight"},          /* an initializer */
+        {{"x:", 2}, "'x:'"},             /* no axis */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mp_onnx_options opt;
+        mp_onnx_options_init(&opt);
+        opt.dims = &cases[i].b;
+        opt.n_dims = 1;
+        mp_graph *g = NULL;
+        CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx",
+                                                  &opt, &g),
+                        MP_ERR_INVALID_ARG);
+        CU_ASSERT_PTR_NULL(g);
+        if (!strstr(mp_ctx_message(ctx), cases[i].says))
+            printf("\n  case %zu: %s ", i, mp_ctx_message(ctx));
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), cases[i].says));
+    }
+    /* the same name twice with two values */
+    mp_dim_binding two[] = {{"x:0", 2}, {"x:0", 3}};
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.dims = two;
+    opt.n_dims = 2;
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", &opt,
+                                              &g),
+                    MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "twice"));
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
+/* inputs declared with no shape (q, k): the bindings q:0..q:R-1 give the
+ * whole shape (--shape q=2x5x3); missing or with a gap, an error */
+static void test_rankless_input_shape(void)
+{
+    mb b;
+    mb_init(&b, 8, 13);
+    mb_input(&b, "q", MP_DTYPE_FLOAT32, -1, NULL, NULL);
+    mb_input(&b, "k", MP_DTYPE_FLOAT32, -1, NULL, NULL);
+    const char *mi[] = {"q", "k"}, *mo[] = {"s"};
+    mb_node(&b, "MatMul", "mm", mi, 2, mo, 1);
+    const char *si[] = {"s"}, *so[] = {"p"};
+    mb_node(&b, "Softmax", "sm", si, 1, so, 1);
+    mb_output(&b, "p", MP_DTYPE_FLOAT32, -1, NULL);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", NULL,
+                                              &g),
+                    MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--shape q="));
+    mp_dim_binding sh[] = {{"q:0", 2}, {"q:1", 5}, {"q:2", 3},
+                           {"k:0", 2}, {"k:1", 3}, {"k:2", 7}};
+    mp_onnx_options opt;
+    mp_onnx_options_init(&opt);
+    opt.dims = sh;
+    opt.n_dims = 6;
+    CU_ASSERT_EQUAL_FATAL(
+        mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", &opt, &g), MP_OK);
+    const int64_t qd[] = {2, 5, 3}, pd[] = {2, 5, 7};
+    CU_ASSERT(shape_is(tensor(g, "q"), 3, qd));
+    CU_ASSERT(shape_is(tensor(g, "p"), 3, pd));
+    CU_ASSERT_EQUAL(tensor(g, "p")->bytes, 2 * 5 * 7 * 4);
+    CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g), 0);
+    plans_and_verifies(g);
+    mp_graph_destroy(g);
+    g = NULL;
+    /* a gap: k:1 missing, k:2 given */
+    mp_dim_binding gap[] = {{"q:0", 2}, {"q:1", 5}, {"q:2", 3},
+                            {"k:0", 2}, {"k:2", 7}};
+    opt.dims = gap;
+    opt.n_dims = 5;
+    CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", &opt,
+                                              &g),
+                    MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NULL(g);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'k:2'"));
+    mp_ctx_destroy(ctx);
+    mb_free(&b);
+}
+
 static CU_TestInfo tests[] = {
     {"CNN: conv, shape arithmetic folded, reshape -1", test_cnn_shapes},
     {"float folding: Pad amounts through Cast/Div/Ceil/Mul/Sub",
@@ -731,6 +946,16 @@ static CU_TestInfo tests[] = {
     {"unknown op: error names it; value_info plans", test_unknown_op},
     {"truncated and corrupted protobuf: errors, no crash", test_corrupt},
     {"mp_graph_load detects .onnx", test_graph_load_detects_onnx},
+    {"--dim INPUT:AXIS re-batches a fixed dim; declared shapes are hints",
+     test_rebatch_fixed_dim},
+    {"declared shape that disagrees with inference is replaced",
+     test_declared_shape_is_hint},
+    {"re-batch conflicts with a weight dim or a constant Reshape: error",
+     test_rebatch_conflicts},
+    {"bindings naming no input, axis or symbol are errors",
+     test_binding_errors},
+    {"rankless inputs take their shape from INPUT:0..R-1 (--shape)",
+     test_rankless_input_shape},
     CU_TEST_INFO_NULL};
 
 void mp_register_onnx(void) { mp_test_add_suite("onnx", tests); }
