@@ -33,6 +33,18 @@ static double cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* where the lower bound comes from (every kind is a true lower bound) */
+static const char *bound_kind(int k)
+{
+    switch (k) {
+    case MP_REMAT_BOUND_LP: return "lp-opt";
+    case MP_REMAT_BOUND_LP_DUALS: return "lp-duals";
+    case MP_REMAT_BOUND_MILP: return "milp";
+    case MP_REMAT_BOUND_STAGE_LP: return "stage-lp";
+    default: return "-";
+    }
+}
+
 static const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
@@ -77,9 +89,9 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             solvers[n_solvers++] = all[k];
     }
-    printf("%-40s %5s %-15s %9s %9s %8s %10s %7s %7s %s\n", "graph", "frac",
-           "solver", "overhead", "lp_bound", "ratio", "peak_MiB", "wall_s",
-           "cpu_s", "status");
+    printf("%-40s %5s %-15s %9s %9s %-8s %8s %10s %7s %7s %s\n", "graph",
+           "frac", "solver", "overhead", "lp_bound", "bound", "ratio",
+           "peak_MiB", "wall_s", "cpu_s", "status");
     for (int f = first_file; f < argc; f++) {
         mp_ctx *ctx = mp_ctx_create(NULL);
         mp_graph *g = NULL;
@@ -100,6 +112,7 @@ int main(int argc, char **argv)
         for (int b = 0; b < n_fracs; b++) {
             uint64_t budget = (uint64_t)((double)base_peak * fracs[b]);
             double lb = -1;
+            int lbk = 0;
             for (int s = 0; s < n_solvers; s++) {
                 mp_remat_options ro;
                 mp_remat_options_init(&ro);
@@ -122,16 +135,18 @@ int main(int argc, char **argv)
                     vs = "OVER-BUDGET";
                 else if (st != MP_OK)
                     vs = mp_status_name(st);
-                if (r.lower_bound_cost >= 0)
+                if (r.lower_bound_cost >= 0 && r.lower_bound_cost > lb) {
                     lb = r.lower_bound_cost;
+                    lbk = r.lower_bound_kind;
+                }
                 double ov = st == MP_OK
                                 ? (r.base_cost + r.extra_cost) / r.base_cost
                                 : -1;
                 double lbo = lb >= 0 ? (r.base_cost + lb) / r.base_cost : -1;
-                printf("%-40s %5.2f %-15s %9.4f %9.4f %8.4f %10.1f %7.2f "
-                       "%7.2f %s%s%s\n",
+                printf("%-40s %5.2f %-15s %9.4f %9.4f %-8s %8.4f %10.1f "
+                       "%7.2f %7.2f %s%s%s\n",
                        gname, fracs[b], mp_remat_solver_name(solvers[s]), ov,
-                       lbo, ov > 0 && lbo > 0 ? ov / lbo : -1,
+                       lbo, bound_kind(lbk), ov > 0 && lbo > 0 ? ov / lbo : -1,
                        (double)(st == MP_OK ? r.peak_bytes : r.min_peak_bytes) /
                            1048576.0,
                        w, c, vs, st == MP_OK ? " " : "",

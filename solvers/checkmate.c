@@ -404,6 +404,9 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
     mp_lp_options_init(&lo);
     lo.time_limit = time_limit > 0 ? time_limit : 60;
     lo.relax = !integer;
+    /* the dual simplex: 3-10x faster here, and its basis stays dual
+     * feasible, so a time limit still leaves a good certified bound */
+    lo.method = MP_LP_DUAL;
     mp_lp_result lr;
     if ((st = mp_lp_solve(m.lp, &lo, &lr))) {
         cm_free(&m);
@@ -411,10 +414,20 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
     }
     res->status = lr.status;
     res->seconds = lr.seconds;
-    if (!integer && lr.status == MP_SOLVE_OPTIMAL)
-        res->lower_bound = lr.objective * m.cscale;
-    else if (integer && isfinite(lr.bound))
+    if (!integer) {
+        /* weak duality on GLPK's row duals (the wrapper's dual_bound):
+         * valid whether the simplex finished or stopped at the limit; the
+         * cost is >= 0, so a negative bound says nothing */
+        if (isfinite(lr.dual_bound)) {
+            res->lower_bound = fmax(0, lr.dual_bound) * m.cscale;
+            res->bound_kind = lr.status == MP_SOLVE_OPTIMAL
+                                  ? MP_REMAT_BOUND_LP
+                                  : MP_REMAT_BOUND_LP_DUALS;
+        }
+    } else if (isfinite(lr.bound)) {
         res->lower_bound = lr.bound * m.cscale;
+        res->bound_kind = MP_REMAT_BOUND_MILP;
+    }
     /* GLPK's tolerances: a bound a hair above a schedule's cost is noise */
     if (res->lower_bound > 0)
         res->lower_bound *= 1 - 1e-7;
@@ -444,5 +457,190 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
         }
     }
     cm_free(&m);
+    return st;
+}
+
+/* ---- the stage-boundary relaxation ------------------------------------------ */
+/* A relaxation of Checkmate's model with O(edges) columns (the full model
+ * has O(T^2)), for graphs whose full LP GLPK cannot solve in time. It
+ * keeps, per value i with uses u_1 < ... < u_m (stages), K[i,a] = "i
+ * resident across the stage boundaries from u_a to u_{a+1}" (u_0 = i) and
+ * R[i,a] = "i recomputed in stage u_a", with
+ *   K[i,a-1] + R[i,a] >= 1        (stage u_a reads i)
+ *   K[i,a] <= K[i,a-1] + R[i,a]   (nothing appears from nowhere)
+ * and one memory row per stage t, at the moment unit t is computed: its
+ * output, its inputs, the graph inputs still read, the graph outputs
+ * already computed and every value kept across the boundary after t
+ * (K of the interval holding t + 1) fit the cap. Minimise sum cost_i R.
+ *
+ * Why it bounds every schedule in this order: a schedule maps to an
+ * integer point of Checkmate's model, whose S[t+1,i] = 1 values are all
+ * resident when unit t is computed (nothing in S[t+1] is freed in stage t
+ * and unit t comes last in its stage), so dropping Checkmate's FREE/U
+ * rows and the rows for the inputs of recomputed units leaves a
+ * relaxation (A) of it with the memory row above. Any LP point of (A) can
+ * be changed, at the same cost and no more memory, into one that
+ * recomputes a value only at stages that read it (move R[t,i] to i's next
+ * reader, lowering S between) and keeps S constant between readers (the
+ * value entering the next reader): that is this model. So its LP value is
+ * <= the cost of any schedule in this order (the replay's peak, no
+ * in-place sharing). It is not comparable with Checkmate's LP value: it
+ * ignores the inputs a recompute needs, but its memory row holds at every
+ * integer point, where Checkmate's LP lets fractional FREE values release
+ * memory early (on VGG19 at 0.8x it is the tighter of the two). */
+mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
+                      rm_cm_result *res)
+{
+    mp_ctx *ctx = p->ctx;
+    memset(res, 0, sizeof *res);
+    res->lower_bound = -1;
+    if (!mp_glpk_available())
+        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+                      "the stage LP needs GLPK (build with "
+                      "MEMPLAN_WITH_GLPK=ON)");
+    uint32_t T = p->T;
+    size_t E = p->use_begin[T];
+    /* per use slot q (use_begin order): column of K after that use and of
+     * R at that use; kb[i]: K[i,0] */
+    uint32_t *kcol = mp_alloc(ctx, (E + 1) * sizeof *kcol);
+    uint32_t *rcol = mp_alloc(ctx, (E + 1) * sizeof *rcol);
+    uint32_t *k0 = mp_alloc(ctx, ((size_t)T + 1) * sizeof *k0);
+    double *crow = mp_alloc(ctx, ((size_t)T + 1) * sizeof *crow);
+    uint8_t *isdep = mp_calloc(ctx, (size_t)T + 1, 1);
+    uint32_t *c = mp_alloc(ctx, ((size_t)T + 2) * sizeof *c);
+    double *v = mp_alloc(ctx, ((size_t)T + 2) * sizeof *v);
+    mp_lp *lp = NULL;
+    mp_status st = MP_OK;
+    if (!kcol || !rcol || !k0 || !crow || !isdep || !c || !v) {
+        st = MP_ERR_NOMEM;
+        goto done;
+    }
+    if ((st = mp_lp_create(ctx, 0, &lp)))
+        goto done;
+    double mscale = 1, cscale = 0;
+    for (uint32_t u = 0; u < T; u++) {
+        if ((double)p->mem[u] > mscale)
+            mscale = (double)p->mem[u];
+        if (p->cost[u] > cscale)
+            cscale = p->cost[u];
+    }
+    if (!(cscale > 0))
+        cscale = 1;
+#define SMEM(x) ((double)(x) / mscale)
+    /* columns and the two row families per value */
+    for (uint32_t i = 0; i < T; i++) {
+        k0[i] = NOCOL;
+        uint32_t b = p->use_begin[i], e = p->use_begin[i + 1];
+        for (uint32_t q = b; q < e; q++)
+            kcol[q] = rcol[q] = NOCOL;
+        if (p->out[i] || !p->mem[i] || b == e)
+            continue; /* always resident, free, or never read */
+        if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_CONTINUOUS, 0, &k0[i])))
+            goto done;
+        uint32_t prev = k0[i];
+        for (uint32_t q = b; q < e; q++) {
+            if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_CONTINUOUS,
+                                    p->cost[i] / cscale, &rcol[q])))
+                goto done;
+            /* K[prev] + R >= 1 */
+            uint32_t rc[3] = {prev, rcol[q], 0};
+            double rv[3] = {1, 1, -1};
+            if ((st = mp_lp_add_row(lp, 1, MP_LP_INF, 2, rc, rv, NULL)))
+                goto done;
+            if (q + 1 < e) {
+                if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_CONTINUOUS, 0,
+                                        &kcol[q])))
+                    goto done;
+                /* K[next] - K[prev] - R <= 0 */
+                rc[0] = kcol[q];
+                rc[1] = prev;
+                rc[2] = rcol[q];
+                rv[0] = 1;
+                rv[1] = -1;
+                rv[2] = -1;
+                if ((st = mp_lp_add_row(lp, -MP_LP_INF, 0, 3, rc, rv, NULL)))
+                    goto done;
+                prev = kcol[q];
+            }
+        }
+    }
+    /* memory rows: walk the stages, tracking each value's current K */
+    uint32_t *curq = mp_alloc(ctx, ((size_t)T + 1) * sizeof *curq);
+    if (!curq) {
+        st = MP_ERR_NOMEM;
+        goto done;
+    }
+    for (uint32_t i = 0; i < T; i++)
+        curq[i] = p->use_begin[i]; /* next use slot of i */
+    double capd = (double)cap / mscale;
+    double outs = 0;
+    for (uint32_t t = 0; t < T && !st; t++) {
+        double cst = SMEM(p->mem[t]);
+        for (uint32_t j = p->dep_begin[t]; j < p->dep_begin[t + 1]; j++) {
+            uint32_t d = p->deps[j];
+            isdep[d] = 1;
+            if (!p->out[d])
+                cst += SMEM(p->mem[d]);
+        }
+        for (uint32_t q = 0; q < p->n_in; q++)
+            if (p->in_out[q] || p->in_last[q] >= t)
+                cst += SMEM(p->in_mem[q]);
+        cst += outs;
+        uint32_t n = 0;
+        /* values i < t kept across boundary t -> t+1: the K of the
+         * interval after i's last use at or before t */
+        for (uint32_t i = 0; i < t; i++) {
+            uint32_t e = p->use_begin[i + 1];
+            while (curq[i] < e && p->uses[curq[i]] <= t)
+                curq[i]++;
+            if (k0[i] == NOCOL || curq[i] == e || isdep[i])
+                continue;
+            uint32_t col = curq[i] == p->use_begin[i] ? k0[i]
+                                                      : kcol[curq[i] - 1];
+            c[n] = col;
+            v[n++] = SMEM(p->mem[i]);
+        }
+        for (uint32_t j = p->dep_begin[t]; j < p->dep_begin[t + 1]; j++)
+            isdep[p->deps[j]] = 0;
+        if (p->out[t])
+            outs += SMEM(p->mem[t]);
+        if (cst > capd * (1 + 1e-12)) {
+            res->infeasible = 1; /* the stage alone exceeds the cap */
+            break;
+        }
+        if (n)
+            st = mp_lp_add_row(lp, -MP_LP_INF, capd - cst, n, c, v, NULL);
+    }
+#undef SMEM
+    mp_dealloc(ctx, curq);
+    if (st || res->infeasible)
+        goto done;
+    res->n_cols = mp_lp_num_cols(lp);
+    res->n_rows = mp_lp_num_rows(lp);
+    mp_lp_options lo;
+    mp_lp_options_init(&lo);
+    lo.time_limit = time_limit > 0 ? time_limit : 60;
+    lo.relax = 1;
+    lo.method = MP_LP_DUAL;
+    mp_lp_result lr;
+    if ((st = mp_lp_solve(lp, &lo, &lr)))
+        goto done;
+    res->status = lr.status;
+    res->seconds = lr.seconds;
+    if (lr.status == MP_SOLVE_INFEASIBLE)
+        res->infeasible = 1;
+    else if (isfinite(lr.dual_bound)) {
+        res->lower_bound = fmax(0, lr.dual_bound) * cscale * (1 - 1e-7);
+        res->bound_kind = MP_REMAT_BOUND_STAGE_LP;
+    }
+done:
+    mp_dealloc(ctx, kcol);
+    mp_dealloc(ctx, rcol);
+    mp_dealloc(ctx, k0);
+    mp_dealloc(ctx, crow);
+    mp_dealloc(ctx, isdep);
+    mp_dealloc(ctx, c);
+    mp_dealloc(ctx, v);
+    mp_lp_destroy(lp);
     return st;
 }

@@ -280,6 +280,57 @@ static double check_point(const mp_lp *lp, const double *x)
     return obj;
 }
 
+/* Weak-duality bound from row duals y (0-based, GLPK's signs): the signs
+ * are fixed to the row's finite sides, then sum_i y_i b_i + obj0 + sum_j
+ * min over [lo_j, hi_j] of d_j x_j with d_j = c_j - sum_i a_ij y_i. Valid
+ * for any y; a lower bound for a minimization, an upper one for a
+ * maximization (computed on -c). Entries must be merged. y is rewritten
+ * (signs fixed). */
+static double dual_bound_of(const mp_lp *lp, double *y)
+{
+    double sg = lp->maximize ? -1.0 : 1.0;
+    long double b = (long double)(sg * lp->obj0);
+    long double *d = mp_alloc(lp->ctx, ((size_t)lp->ncols + 1) * sizeof *d);
+    if (!d)
+        return sg * -MP_LP_INF;
+    for (uint32_t j = 0; j < lp->ncols; j++)
+        d[j] = (long double)(sg * lp->cobj[j]);
+    for (uint32_t r = 0; r < lp->nrows; r++) {
+        double v = sg * y[r];
+        if (!isfinite(v) || (v > 0 && !isfinite(lp->rlo[r])) ||
+            (v < 0 && !isfinite(lp->rhi[r])))
+            v = 0;
+        y[r] = v;
+        if (v > 0)
+            b += (long double)v * lp->rlo[r];
+        else if (v < 0)
+            b += (long double)v * lp->rhi[r];
+    }
+    for (size_t k = 0; k < lp->nnz; k++)
+        d[lp->ent[k].c] -= (long double)lp->ent[k].v * y[lp->ent[k].r];
+    int ok = 1;
+    for (uint32_t j = 0; j < lp->ncols && ok; j++) {
+        /* rounding noise on an unbounded side (no such column in a boxed
+         * model, where the bound is exact up to summation error) */
+        if (fabsl(d[j]) <= 1e-9L * (1 + fabs(lp->cobj[j])) &&
+            (d[j] > 0 ? !isfinite(lp->clo[j]) : !isfinite(lp->chi[j])))
+            d[j] = 0;
+        if (d[j] > 0) {
+            if (isfinite(lp->clo[j]))
+                b += d[j] * lp->clo[j];
+            else
+                ok = 0;
+        } else if (d[j] < 0) {
+            if (isfinite(lp->chi[j]))
+                b += d[j] * lp->chi[j];
+            else
+                ok = 0;
+        }
+    }
+    mp_dealloc(lp->ctx, d);
+    return ok ? sg * (double)b : sg * -MP_LP_INF;
+}
+
 #ifndef MP_WITH_GLPK
 
 mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
@@ -291,6 +342,7 @@ mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
         memset(res, 0, sizeof *res);
     (void)merge_entries;
     (void)check_point;
+    (void)dual_bound_of;
     return mp_err(lp->ctx, MP_ERR_UNSUPPORTED,
                   "lp: memplan was built without GLPK "
                   "(configure with -DMEMPLAN_WITH_GLPK=ON)");
@@ -320,6 +372,7 @@ typedef struct guard {
     double *val;
     double deadline, warm_obj;
     int warm_ok;
+    double *ydual; /* nrows row duals (LP only) */
 } guard;
 
 static void on_error(void *info)
@@ -446,12 +499,20 @@ static void run_glpk(guard *g)
     if (opt->iteration_limit)
         sp.it_lim = opt->iteration_limit > INT32_MAX
                         ? INT32_MAX : (int)opt->iteration_limit;
+    if (opt->method == MP_LP_DUAL)
+        sp.meth = GLP_DUALP;
     int ret = glp_simplex(P, &sp);
     int lst = glp_get_status(P);
     int dst = glp_get_dual_stat(P);
     double lpobj = glp_get_obj_val(P);
     res->bound = lp->maximize ? MP_LP_INF : -MP_LP_INF;
     if (!mip) {
+        /* GLPK keeps the last basis and its duals whatever the return */
+        if (g->ydual && lst != GLP_UNDEF) {
+            for (uint32_t r = 0; r < lp->nrows; r++)
+                g->ydual[r] = glp_get_row_dual(P, (int)r + 1);
+            res->dual_bound = dual_bound_of(lp, g->ydual);
+        }
         if (ret == 0 && lst == GLP_OPT) {
             res->status = MP_SOLVE_OPTIMAL;
             res->has_solution = 1;
@@ -582,6 +643,7 @@ mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
         opt = &dflt;
     }
     memset(res, 0, sizeof *res);
+    res->dual_bound = lp->maximize ? MP_LP_INF : -MP_LP_INF;
     double t0 = mp_now_seconds();
     double deadline = opt->time_limit > 0 ? t0 + opt->time_limit : DBL_MAX;
     if (lp->nnz > (size_t)INT32_MAX / 2)
@@ -594,10 +656,12 @@ mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
     double *val = mp_alloc(ctx, (lp->nnz + 1) * sizeof *val);
     guard *g = mp_calloc(ctx, 1, sizeof *g);
     double *warm1 = NULL;
+    double *ydual = mp_alloc(ctx, ((size_t)lp->nrows + 1) * sizeof *ydual);
     if (opt->warm_start)
         warm1 = mp_alloc(ctx, ((size_t)lp->ncols + 1) * sizeof *warm1);
     mp_status st = MP_OK;
-    if (!lp->x || !idx || !val || !g || (opt->warm_start && !warm1)) {
+    if (!lp->x || !idx || !val || !g || !ydual ||
+        (opt->warm_start && !warm1)) {
         st = MP_ERR_NOMEM;
         goto out;
     }
@@ -627,6 +691,7 @@ mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
     g->deadline = deadline;
     g->warm_obj = warm_obj;
     g->warm_ok = warm_ok;
+    g->ydual = ydual;
     int failed = guarded_run(g);
     /* both ways: release every GLPK object (after an error GLPK's state is
      * undefined and glp_free_env is the only way out) */
@@ -647,6 +712,7 @@ out:
     mp_dealloc(ctx, val);
     mp_dealloc(ctx, g);
     mp_dealloc(ctx, warm1);
+    mp_dealloc(ctx, ydual);
     return st;
 }
 

@@ -68,11 +68,17 @@ void mp_lp_set_obj_const(mp_lp *lp, double c);
 uint32_t mp_lp_num_cols(const mp_lp *lp);
 uint32_t mp_lp_num_rows(const mp_lp *lp);
 
+enum { MP_LP_PRIMAL = 0, MP_LP_DUAL = 1 };
+
 typedef struct mp_lp_options {
     double time_limit;        /* seconds for the whole solve; <= 0: none */
     double mip_gap;           /* relative gap to stop at; 0: prove optimum */
     const double *warm_start; /* one value per column (0-based) or NULL */
     int relax;                /* solve the LP relaxation only */
+    /* Simplex method (issue 5): MP_LP_PRIMAL (default) or MP_LP_DUAL
+     * (GLPK's dual simplex, falling back to the primal one; far faster on
+     * the recompute LPs, whose dual stays feasible from the start). */
+    int method;
     /* Deterministic limits (time_limit depends on the machine's speed):
      * simplex iterations of the LP (for a MIP, its root LP), and
      * branch-and-bound nodes: the search stops once GLPK's tree has
@@ -98,6 +104,17 @@ typedef struct mp_lp_result {
     double bound;         /* best proven bound on the optimum (min: lower,
                              max: upper); +-MP_LP_INF when none */
     double seconds;
+    /* LP (no integer column, or relax): a certified lower bound (upper for
+     * a maximization) on the LP optimum from GLPK's row duals at the end
+     * of the simplex, whatever its status (time limit included): weak
+     * duality with the duals' signs fixed and the exact reduced costs of
+     * memplan's copy of the problem, sum_i y_i b_i + sum_j min over the
+     * column's box of d_j x_j, in long double. Valid for any duals when
+     * every column with a reduced cost of the wrong sign is bounded on
+     * that side (a reduced cost within 1e-9 (1 + |c_j|) of zero on an
+     * unbounded side is taken as zero); -MP_LP_INF (+MP_LP_INF) when
+     * none. */
+    double dual_bound;
 } mp_lp_result;
 
 /* Solves the problem. MP_OK whenever GLPK ran to an answer, whatever the

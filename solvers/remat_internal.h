@@ -82,12 +82,22 @@ typedef struct rm_cm_result {
     double seconds;
     uint32_t n_cols, n_rows;
     int infeasible;           /* the model has no point within the cap */
+    int bound_kind;           /* MP_REMAT_BOUND_* of lower_bound */
 } rm_cm_result;
+
+/* bound_kind: one of memplan.h's MP_REMAT_BOUND_*. */
 
 /* Checkmate's model (solvers/checkmate.c): LP relaxation (integer = 0)
  * with rounding, or the MILP; every schedule found goes to try_fn. */
 mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
                        double time_limit, rm_cm_result *res,
                        rm_try_fn try_fn, void *try_user);
+
+/* The stage-boundary relaxation of Checkmate's model (O(edges) columns;
+ * solvers/checkmate.c says why its LP value bounds every schedule in this
+ * order): lower_bound and bound_kind MP_REMAT_BOUND_STAGE_LP, or
+ * infeasible. No schedule comes out of it. */
+mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
+                      rm_cm_result *res);
 
 #endif

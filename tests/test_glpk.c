@@ -336,6 +336,57 @@ static void test_error_recovery(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The dual simplex and the certified dual bound (issue 5): at the
+ * optimum it equals the objective (max: an upper bound, min: a lower
+ * one); cut after one iteration the bound is still on the right side of
+ * the optimum (weak duality holds for any duals). */
+static void test_dual_bound(void)
+{
+    if (skip_without_glpk())
+        return;
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_lp *lp = small_lp(ctx, MP_LP_CONTINUOUS);
+    mp_lp_options o;
+    mp_lp_options_init(&o);
+    o.method = MP_LP_DUAL;
+    mp_lp_result r;
+    CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r), MP_OK);
+    CU_ASSERT_EQUAL(r.status, MP_SOLVE_OPTIMAL);
+    CU_ASSERT(fabs(r.objective - 11) < 1e-7);
+    /* y is unbounded above: no finite bound could hold without the rows'
+     * duals pricing it out */
+    CU_ASSERT(r.dual_bound >= 11 - 1e-9 && r.dual_bound < 11 + 1e-7);
+    mp_lp_destroy(lp);
+    /* min x + 2y + 3z s.t. x + y >= 2, y + z >= 3, x + z >= 1 in [0, 5]^3:
+     * optimum 7 (x = 1, y = 3, z = 0), proven by the dual point
+     * (0, 2, 1) of value 2*0 + 3*2 + 1*1 = 7 */
+    CU_ASSERT_FATAL(mp_lp_create(ctx, 0, &lp) == MP_OK);
+    uint32_t c[3];
+    for (int j = 0; j < 3; j++)
+        CU_ASSERT(mp_lp_add_col(lp, 0, 5, MP_LP_CONTINUOUS, j + 1, &c[j]) ==
+                  MP_OK);
+    uint32_t r1[] = {c[0], c[1]}, r2[] = {c[1], c[2]}, r3[] = {c[0], c[2]};
+    double one[] = {1, 1};
+    CU_ASSERT(mp_lp_add_row(lp, 2, MP_LP_INF, 2, r1, one, NULL) == MP_OK);
+    CU_ASSERT(mp_lp_add_row(lp, 3, MP_LP_INF, 2, r2, one, NULL) == MP_OK);
+    CU_ASSERT(mp_lp_add_row(lp, 1, MP_LP_INF, 2, r3, one, NULL) == MP_OK);
+    for (int meth = 0; meth < 2; meth++) {
+        o.method = meth;
+        o.iteration_limit = 0;
+        CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r), MP_OK);
+        CU_ASSERT_EQUAL(r.status, MP_SOLVE_OPTIMAL);
+        CU_ASSERT(fabs(r.objective - 7) < 1e-7);
+        CU_ASSERT(r.dual_bound <= r.objective + 1e-9);
+        CU_ASSERT(r.dual_bound > r.objective - 1e-7);
+        o.iteration_limit = 1;
+        CU_ASSERT_EQUAL_FATAL(mp_lp_solve(lp, &o, &r), MP_OK);
+        if (r.status != MP_SOLVE_OPTIMAL)
+            CU_ASSERT(r.dual_bound <= 7 + 1e-9);
+    }
+    mp_lp_destroy(lp);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_glpk(void)
 {
     static CU_TestInfo tests[] = {
@@ -345,6 +396,7 @@ void mp_register_glpk(void)
         {"infeasible LP and MIP", test_infeasible},
         {"iteration and node limits with warm start", test_limits_warm_start},
         {"error hook recovery", test_error_recovery},
+        {"dual simplex and certified dual bound", test_dual_bound},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("glpk", tests);
 }

@@ -6,6 +6,7 @@
 #include "mp_glpk.h"
 #include "support.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -222,6 +223,45 @@ static void test_lp_bound(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The stage-boundary LP bound, by hand: fwd_bwd(4) (units f0..f3 cost
+ * 1..4, each b_i reads f_i and b_(i+1)) peaks at 5 units (b3: f0..f3 and
+ * b3). At 4 units, stage b3 holds f3 and b3, so one of f0, f1, f2 (all
+ * read later) must go: the cheapest, f0, costs 1 to recompute, needs no
+ * input, and recomputing it in stage b0 fits (f0, b1, b0). The optimum
+ * and the bound are both 1: auto's schedule is proven optimal. */
+static void test_stage_bound(void)
+{
+    if (!mp_glpk_available()) {
+        fprintf(stderr, "\n  (remat: built without GLPK, stage LP test "
+                        "skipped)\n");
+        return;
+    }
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 4);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK);
+    mp_plan_destroy(p);
+    p = NULL;
+    uint64_t unit = r.base_peak_bytes / 5;
+    CU_ASSERT_EQUAL(r.base_peak_bytes, 5 * unit);
+    ro.budget = 4 * unit;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &r) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT(r.peak_bytes <= ro.budget);
+    CU_ASSERT(fabs(r.extra_cost - 1) < 1e-9);
+    CU_ASSERT(fabs(r.lower_bound_cost - 1) < 1e-6);
+    CU_ASSERT(r.lower_bound_cost <= r.extra_cost);
+    CU_ASSERT(r.lower_bound_kind == MP_REMAT_BOUND_STAGE_LP ||
+              r.lower_bound_kind == MP_REMAT_BOUND_LP);
+    CU_ASSERT_EQUAL(r.status, MP_SOLVE_OPTIMAL);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* Max batch: arena tensors scale with the batch; the answer fits and the
  * next batch does not (checked through the cap max_batch). */
 static void test_max_batch(void)
@@ -266,6 +306,7 @@ static CU_TestInfo tests[] = {
     {"infeasible budget", test_infeasible},
     {"extra cost cap", test_cost_cap},
     {"Checkmate LP bound and rounding", test_lp_bound},
+    {"stage-boundary LP bound by hand", test_stage_bound},
     {"max batch", test_max_batch},
     CU_TEST_INFO_NULL,
 };
