@@ -1,14 +1,20 @@
-/* bench_offload [DEVICE] [GRAPH.json...]: the offload planner on the
- * default: the _train_ graphs of ../shared/bench/checkmate) at 0.5x,
- * 0.7x and 0.9x of the no-offload peak: peak reached,
- * bytes moved, compute and exposed transfer time on DEVICE (default
- * h200), every plan verified. Node times: the device's roofline from each
- * node's bytes (the graphs' cost_cpu figures have no common unit).
- * Prints a Markdown table for docs/offload.md. */
+/* bench_offload [--time-limit S] [DEVICE] [GRAPH.json...]: offload only,
+ * recompute only and joint recompute + offload on the default graphs (the
+ * _train_ graphs of ../shared/bench/checkmate) at 0.9x, 0.7x and 0.5x of
+ * the no-offload peak, on one cost model: every node's time is DEVICE's
+ * (default h200) roofline from the node's FLOPs and bytes (the graphs'
+ * cost_cpu figures have no common unit), set as the node's seconds so that
+ * the recompute solvers, the offload planner and the joint search all see
+ * the same times. Per case: total and exposed transfer time of each, every
+ * plan verified (mp_verify_plan), and whether joint is never worse than
+ * the better of the other two. Prints a Markdown table for
+ * docs/offload.md; exit 1 when a plan fails verification or joint is
+ * worse. */
 #include "memplan/memplan.h"
 
 #include <glob.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,6 +29,22 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
+static double time_limit = 10;
+
+/* "12.3 (e 4.5)" or the reason there is none */
+static void cell(char *buf, size_t n, mp_status st, double total,
+                 double exposed)
+{
+    if (st == MP_ERR_INFEASIBLE)
+        snprintf(buf, n, "infeasible");
+    else if (st != MP_OK)
+        snprintf(buf, n, "error");
+    else if (exposed > 0)
+        snprintf(buf, n, "%.2f (exp. %.2f)", total * 1e3, exposed * 1e3);
+    else
+        snprintf(buf, n, "%.2f", total * 1e3);
+}
+
 static int run_graph(const char *path, const mp_device *dev)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -34,13 +56,27 @@ static int run_graph(const char *path, const mp_device *dev)
         mp_ctx_destroy(ctx);
         return 1;
     }
+    /* one cost model: the device roofline as every node's time */
+    mp_node_info ni;
+    for (uint32_t v = 0; mp_graph_node_info(g, v, &ni) == MP_OK; v++) {
+        mp_op_cost k;
+        if (mp_graph_set_node_cost(g, v, -1, -1, -1) != MP_OK ||
+            mp_node_estimate(g, v, dev, &k) != MP_OK ||
+            mp_graph_set_node_cost(g, v, -1, -1, k.seconds) != MP_OK) {
+            fprintf(stderr, "bench_offload: %s: %s\n", path,
+                    mp_ctx_message(ctx));
+            mp_graph_destroy(g);
+            mp_ctx_destroy(ctx);
+            return 1;
+        }
+    }
     mp_plan_options po;
     mp_plan_options_init(&po);
     mp_offload_options oo;
     mp_offload_options_init(&oo);
     oo.device = dev;
-    oo.use_given_seconds = 0;
-    /* the no-offload peak: the offload planner with no budget */
+    oo.time_limit = time_limit;
+    /* the no-offload peak */
     mp_offload_result base;
     mp_plan *p = NULL;
     if (mp_offload_plan(g, &oo, &po, &p, &base) != MP_OK) {
@@ -57,53 +93,80 @@ static int run_graph(const char *path, const mp_device *dev)
         *cut = '\0';
     static const double fr[] = {0.9, 0.7, 0.5};
     for (int i = 0; i < 3; i++) {
-        mp_offload_result r;
-        oo.budget = (uint64_t)(fr[i] * (double)base.peak_bytes);
-        double t0 = cpu_seconds();
-        mp_status st = mp_offload_plan(g, &oo, &po, &p, &r);
-        double secs = cpu_seconds() - t0;
-        if (st == MP_ERR_INFEASIBLE) {
-            printf("| %s | %.1fx | %.2f | infeasible (min %.2f GiB) | | | | "
-                   "| | |\n",
-                   name, fr[i], base.peak_bytes / 1073741824.0,
-                   r.peak_bytes / 1073741824.0);
-            continue;
+        uint64_t budget = (uint64_t)(fr[i] * (double)base.peak_bytes);
+        char co[64], cr[64], cj[64];
+        double c0 = cpu_seconds();
+        /* offload only: greedy and the ILP (warm-started) */
+        mp_offload_result ro;
+        oo.budget = budget;
+        oo.recompute = 0;
+        oo.ilp = 1;
+        mp_status so = mp_offload_plan(g, &oo, &po, &p, &ro);
+        if (so == MP_ERR_UNSUPPORTED) { /* no GLPK */
+            oo.ilp = 0;
+            so = mp_offload_plan(g, &oo, &po, &p, &ro);
         }
-        if (st != MP_OK) {
+        mp_status vo = so == MP_OK ? mp_verify_plan(g, p) : MP_OK;
+        if (so == MP_OK)
+            mp_plan_destroy(p);
+        cell(co, sizeof co, so, ro.total_seconds, ro.exposed_seconds);
+        double c1 = cpu_seconds();
+        /* recompute only, on the same node times */
+        mp_remat_options rmo;
+        mp_remat_options_init(&rmo);
+        rmo.budget = budget;
+        rmo.time_limit = time_limit;
+        mp_remat_result rr;
+        mp_status sr = mp_remat_plan(g, &rmo, &po, &p, &rr);
+        mp_status vr = sr == MP_OK ? mp_verify_plan(g, p) : MP_OK;
+        if (sr == MP_OK)
+            mp_plan_destroy(p);
+        double tr = rr.base_cost + rr.extra_cost;
+        cell(cr, sizeof cr, sr, tr, 0);
+        double c2 = cpu_seconds();
+        /* joint */
+        mp_offload_result rj;
+        oo.recompute = 1;
+        oo.ilp = 0;
+        oo.remat = &rmo;
+        mp_status sj = mp_offload_plan(g, &oo, &po, &p, &rj);
+        oo.remat = NULL;
+        mp_status vj = sj == MP_OK ? mp_verify_plan(g, p) : MP_OK;
+        if (sj == MP_OK)
+            mp_plan_destroy(p);
+        cell(cj, sizeof cj, sj, rj.total_seconds, rj.exposed_seconds);
+        double c3 = cpu_seconds();
+        double better = -1;
+        if (so == MP_OK)
+            better = ro.total_seconds;
+        if (sr == MP_OK && (better < 0 || tr < better))
+            better = tr;
+        int worse = better >= 0 &&
+                    (sj != MP_OK || rj.total_seconds > better * (1 + 1e-9));
+        int bad = vo != MP_OK || vr != MP_OK || vj != MP_OK;
+        char how[96] = "";
+        if (sj == MP_OK)
+            snprintf(how, sizeof how, "%s; %u off, %u rec; %.2f GiB each way",
+                     rj.solver, rj.n_offloaded, rj.n_recomputed,
+                     rj.bytes_to_host / 1073741824.0);
+        printf("| %s | %.1fx | %.2f | %s | %s | **%s** | %s | %s | %s | "
+               "%.2f / %.2f / %.2f |\n",
+               name, fr[i], budget / 1073741824.0, co, cr, cj,
+               better < 0 ? "-"
+               : sj == MP_OK ? (rj.total_seconds < better * (1 - 1e-9)
+                                    ? "better"
+                                    : "equal")
+                             : "NO",
+               how, bad ? "FAILED" : "all", c1 - c0, c2 - c1, c3 - c2);
+        fflush(stdout);
+        if (bad) {
             fprintf(stderr, "bench_offload: %s: %s\n", path,
                     mp_ctx_message(ctx));
             rc = 1;
-            continue;
         }
-        mp_status vs = mp_verify_plan(g, p);
-        mp_plan_destroy(p);
-        /* the ILP on the same candidates, warm-started from the greedy */
-        mp_offload_result ri;
-        oo.ilp = 1;
-        oo.time_limit = 10;
-        double t1 = cpu_seconds();
-        mp_status sti = mp_offload_plan(g, &oo, &po, &p, &ri);
-        double secs_i = cpu_seconds() - t1;
-        oo.ilp = 0;
-        mp_status vi = sti == MP_OK ? mp_verify_plan(g, p) : sti;
-        if (sti == MP_OK)
-            mp_plan_destroy(p);
-        printf("| %s | %.1fx | %.2f | %.2f | %u | %.2f | %.2f | %.2f (%+.0f%%) "
-               "| %.2f (%s, %s) | %s, %.3f / %.3f |\n",
-               name, fr[i], base.peak_bytes / 1073741824.0,
-               r.peak_bytes / 1073741824.0, r.n_offloaded,
-               r.bytes_to_host / 1073741824.0, r.compute_seconds * 1e3,
-               r.exposed_seconds * 1e3,
-               100 * r.exposed_seconds / (r.compute_seconds > 0
-                                              ? r.compute_seconds
-                                              : 1),
-               sti == MP_OK ? ri.exposed_seconds * 1e3 : -1.0,
-               sti == MP_OK ? ri.solver : "failed",
-               mp_solve_status_name(ri.ilp_status),
-               vs == MP_OK && vi == MP_OK ? "ok" : "FAILED", secs, secs_i);
-        if (vs != MP_OK || vi != MP_OK) {
-            fprintf(stderr, "bench_offload: %s: %s\n", path,
-                    mp_ctx_message(ctx));
+        if (worse) {
+            fprintf(stderr, "bench_offload: %s at %.1fx: joint is worse\n",
+                    path, fr[i]);
             rc = 1;
         }
     }
@@ -114,7 +177,12 @@ static int run_graph(const char *path, const mp_device *dev)
 
 int main(int argc, char **argv)
 {
-    const char *devname = argc > 1 ? argv[1] : "h200";
+    int a = 1;
+    if (a + 1 < argc && strcmp(argv[a], "--time-limit") == 0) {
+        time_limit = atof(argv[a + 1]);
+        a += 2;
+    }
+    const char *devname = a < argc ? argv[a++] : "h200";
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_device dev;
     if (!ctx || mp_device_get(ctx, devname, &dev) != MP_OK) {
@@ -124,15 +192,16 @@ int main(int argc, char **argv)
     }
     mp_ctx_destroy(ctx);
     printf("device %s: host link %.0f GB/s each way, %d copy engines, "
-           "memory %.2f TB/s\n\n",
-           dev.name, dev.h2d_bw / 1e9, dev.copy_engines, dev.mem_bw / 1e12);
-    printf("| graph | budget | no-offload peak GiB | peak GiB | offloaded | "
-           "GiB each way | compute ms | exposed ms (greedy) | exposed ms "
-           "(ILP) | verified, CPU s greedy / ILP |\n");
+           "memory %.2f TB/s; LP/ILP limits %.0f s\n\n",
+           dev.name, dev.h2d_bw / 1e9, dev.copy_engines, dev.mem_bw / 1e12,
+           time_limit);
+    printf("| graph | budget | GiB | offload only ms | recompute only ms | "
+           "joint ms | joint vs best | joint plan | verified | CPU s "
+           "off / rec / joint |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|\n");
     int rc = 0;
-    if (argc > 2) {
-        for (int i = 2; i < argc; i++)
+    if (a < argc) {
+        for (int i = a; i < argc; i++)
             rc |= run_graph(argv[i], &dev);
         return rc;
     }

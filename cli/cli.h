@@ -16,9 +16,17 @@ enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_INTERNAL = 1,   /* out of memory, a bug in memplan */
     CLI_EXIT_USAGE = 2,      /* bad command line */
-    CLI_EXIT_INPUT = 3,      /* I/O, parse, graph, shape, overflow, unsupported */
+    CLI_EXIT_INPUT = 3,      /* I/O, parse, graph, shape, unsupported */
     CLI_EXIT_INFEASIBLE = 4, /* no plan within the capacity / time limit */
-    CLI_EXIT_VERIFY = 5      /* a plan or trace failed verification */
+    CLI_EXIT_VERIFY = 5,     /* a plan or trace failed verification */
+    /* bad-input classes, one code each (docs/exit-codes.md) */
+    CLI_EXIT_CORRUPT = 6,    /* truncated or corrupt binary input */
+    CLI_EXIT_CYCLE = 7,      /* the graph has a cycle */
+    CLI_EXIT_NO_PRODUCER = 8, /* a tensor read, produced by no node */
+    CLI_EXIT_DUPLICATE = 9,  /* a name defined twice */
+    CLI_EXIT_UNKNOWN_OP = 10, /* an unknown op, outputs undeclared */
+    CLI_EXIT_BAD_DIM = 11,   /* a negative dim or a rank above 16 */
+    CLI_EXIT_OVERFLOW = 12   /* a size that does not fit in 64 bits */
 };
 
 /* The exit code for a library status (the one table: cli/report.c). */
@@ -145,6 +153,10 @@ void cli_train_summary(const cli_train_args *t);
 typedef struct cli_offload_args {
     int enabled;            /* --offload */
     const char *device;     /* --device NAME|FILE.json (default h200) */
+    /* --offload-solver greedy|ilp|joint|auto (default auto: joint when
+     * recompute is allowed, i.e. unless --solver checkpoint-all) */
+    const char *solver;
+    const mp_remat_options *ropt; /* --solver etc. for joint; may be NULL */
     mp_device dev;
     uint64_t budget;
     int did, infeasible;
@@ -152,6 +164,8 @@ typedef struct cli_offload_args {
 } cli_offload_args;
 void cli_offload_init(cli_offload_args *o);
 /* mp_offload_plan under budget (0: none). 0 or an exit code. */
+/* 0 when --offload-solver's value is known, else an exit code. */
+int cli_offload_check_solver(const char *value, const char *name);
 int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
                      mp_graph *g, const mp_plan_options *opt, mp_plan **plan,
                      const char *input);

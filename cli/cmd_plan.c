@@ -64,6 +64,11 @@ static void help(void)
           "                      PREFETCH steps) to fit --budget\n"
           "      --device D      cost model: h200 (default), h100, a100, l4,\n"
           "                      t4 or a device profile JSON\n"
+          "      --offload-solver S  greedy, ilp (offload only), joint (per\n"
+          "                      tensor keep / recompute / offload, the fastest\n"
+          "                      plan on the device's cost model) or auto\n"
+          "                      (default: joint unless --solver\n"
+          "                      checkpoint-all forbids recompute)\n"
           "\n"
           "Examples:\n"
           "  memplan plan g.json --budget 12GiB --offload --device h200 --json\n"
@@ -79,10 +84,11 @@ static void help(void)
 /* Options of plan beyond the shared solver ones (ids above theirs). */
 enum { P_DOT = 1000, P_COLLAPSE, P_HTML, P_TRACE, P_KV, P_NOLINT };
 enum { P_NOINPLACE = 1200, P_FUSE, P_REORDER }; /* issue 4 */
-enum { P_OFFLOAD = 1100, P_DEVICE };
+enum { P_OFFLOAD = 1100, P_DEVICE, P_OFFLOAD_SOLVER };
 static const cli_opt plan_only_opts[] = {
     {"offload", 0, 0, P_OFFLOAD},
     {"device", 0, 1, P_DEVICE},
+    {"offload-solver", 0, 1, P_OFFLOAD_SOLVER},
     {"dot", 0, 1, P_DOT},
     {"collapse", 0, 1, P_COLLAPSE},
     {"html", 0, 1, P_HTML},
@@ -120,6 +126,10 @@ static int plan_on_opt(void *state, int id, const char *name,
     case P_REORDER: a->reorder = 1; return 0;
     case P_OFFLOAD: a->offload.enabled = 1; return 0;
     case P_DEVICE: a->offload.device = value; return 0;
+    case P_OFFLOAD_SOLVER:
+        a->offload.solver = value;
+        a->offload.enabled = 1;
+        return cli_offload_check_solver(value, name);
     case P_KV: return cli_parse_u64(name, value, &a->kv_context);
     case P_COLLAPSE: {
         const char *p = value;
@@ -497,6 +507,7 @@ int cli_cmd_plan(int argc, char **argv)
         goto done;
     if (pa.offload.enabled) {
         /* --offload: the offload planner under --budget */
+        pa.offload.ropt = &pa.train.ropt;
         if ((rc = cli_offload_plan(ctx, &pa.offload, pa.train.ropt.budget, g,
                                    &opt, &plan, input)) != 0) {
             if (pa.offload.infeasible && a.json) {

@@ -1,5 +1,6 @@
-/* offload_opts.c - plan's offload options (issue 8): --offload and
- * --device NAME|FILE.json, with --budget. The work is the library's
+/* offload_opts.c - plan's offload options (issue 8): --offload,
+ * --device NAME|FILE.json and --offload-solver, with --budget (and the
+ * recompute options of train_opts.c for the joint solver). The work is the library's
  * (mp_offload_plan); this file calls it and reports the figures. */
 #include "cli.h"
 
@@ -9,6 +10,17 @@ void cli_offload_init(cli_offload_args *o)
 {
     memset(o, 0, sizeof *o);
     o->device = "h200";
+}
+
+int cli_offload_check_solver(const char *value, const char *name)
+{
+    static const char *const names[] = {"greedy", "ilp", "joint", "auto"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(value, names[i]) == 0)
+            return 0;
+    cli_error("bad value '%s' for %s: one of greedy, ilp, joint, auto", value,
+              name);
+    return CLI_EXIT_USAGE;
 }
 
 int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
@@ -22,6 +34,18 @@ int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
     mp_offload_options_init(&oo);
     oo.budget = budget;
     oo.device = &o->dev;
+    const char *sv = o->solver ? o->solver : "auto";
+    mp_remat_options ro;
+    if (o->ropt)
+        ro = *o->ropt;
+    else
+        mp_remat_options_init(&ro);
+    if (ro.time_limit <= 0)
+        ro.time_limit = 10;
+    oo.remat = &ro;
+    oo.ilp = strcmp(sv, "ilp") == 0;
+    oo.recompute = strcmp(sv, "joint") == 0 ||
+                   (strcmp(sv, "auto") == 0 && ro.solver != MP_REMAT_NONE);
     o->budget = budget;
     st = mp_offload_plan(g, &oo, opt, plan, &o->res);
     o->did = 1;
@@ -54,10 +78,20 @@ int cli_offload_json(const cli_offload_args *o, json_t *obj)
     bad |= cli_json_set(j, "offloaded_tensors", json_integer(r->n_offloaded));
     bad |= cli_json_set(j, "bytes_to_host", cli_json_u64(r->bytes_to_host));
     bad |= cli_json_set(j, "bytes_to_device", cli_json_u64(r->bytes_to_device));
+    bad |= cli_json_set(j, "solver", cli_json_str(r->solver ? r->solver : ""));
+    bad |= cli_json_set(j, "recomputed_nodes", json_integer(r->n_recomputed));
     bad |= cli_json_set(j, "compute_seconds", json_real(r->compute_seconds));
+    bad |= cli_json_set(j, "recompute_seconds",
+                        json_real(r->recompute_seconds));
     bad |= cli_json_set(j, "exposed_transfer_seconds",
                         json_real(r->exposed_seconds));
     bad |= cli_json_set(j, "total_seconds", json_real(r->total_seconds));
+    if (r->offload_only_seconds >= 0)
+        bad |= cli_json_set(j, "offload_only_total_seconds",
+                            json_real(r->offload_only_seconds));
+    if (r->recompute_only_seconds >= 0)
+        bad |= cli_json_set(j, "recompute_only_total_seconds",
+                            json_real(r->recompute_only_seconds));
     bad |= cli_json_set(j, "seconds", json_real(r->seconds));
     bad |= cli_json_set(obj, "offload", j);
     return bad;
@@ -79,6 +113,10 @@ void cli_offload_summary(const cli_offload_args *o)
            cli_size(r->bytes_to_host, b1, sizeof b1),
            cli_size(r->bytes_to_device, b2, sizeof b2),
            (unsigned)r->n_offloaded);
-    printf("  time               %.6g s compute + %.6g s exposed transfer\n",
-           r->compute_seconds, r->exposed_seconds);
+    if (r->n_recomputed)
+        printf("  recomputed         %u nodes\n", (unsigned)r->n_recomputed);
+    printf("  time               %.6g s compute + %.6g s recompute + %.6g s "
+           "exposed transfer (%s)\n",
+           r->compute_seconds, r->recompute_seconds, r->exposed_seconds,
+           r->solver ? r->solver : "-");
 }

@@ -1,19 +1,33 @@
-/* Offload planner: tensors go to host memory during their idle gaps so
- * that a schedule fits a memory budget (docs/offload.md).
+/* Offload planner, alone or jointly with recompute (docs/offload.md).
  *
- * Positions are the nodes of the default (topological) order. Each arena
- * storage root has uses (its producer and the readers of it and of its
- * views); its longest idle gap (in estimated time) between two uses is its
- * candidate: OFFLOAD after the first use, PREFETCH before the second. A
- * copy is "hidden" when the device->host copy can finish before the
- * OFFLOAD step (memory is released there), or the host->device copy,
- * issued at the PREFETCH step, before the reader starts. Each candidate
- * has up to four variants (both copies hidden, one of them, the whole gap
- * with both exposed), each a range of positions and an estimated stall.
- * Greedy: while the live peak is above the budget, take the variant that
- * covers the peak position with the least stall, largest size x idle
- * time first. The exposed time comes from a simulation of the compute stream
- * and the copy engines (one per direction when the device has two). */
+ * A base schedule (the default topological one, or a recompute solver's)
+ * is replayed into tensor instances: an instance of an arena storage root
+ * is created by a COMPUTE/RECOMPUTE step (or is a graph input) and ends at
+ * its FREE step; its uses are the node steps ("positions") that create or
+ * read it (through views too). Each instance's longest idle gap, in
+ * estimated time, is its candidate: OFFLOAD after the use before the gap,
+ * PREFETCH before the use after it, or (joint mode) FREE after the first
+ * use and RECOMPUTE its producer right before the second. An offload copy
+ * is "hidden" when the device->host copy ends before the OFFLOAD step
+ * (memory is released there), or the host->device copy, issued at the
+ * PREFETCH step, before the reader starts. A candidate has up to five
+ * variants (both copies hidden, one of them, the whole gap with both
+ * exposed; recompute), each a range of positions without the tensor and an
+ * estimated cost in seconds (stall or recompute time). A recompute needs
+ * the producer's inputs resident at that position: such pairs exclude
+ * each other.
+ *
+ * Greedy: while the live peak is above the budget, take the allowed
+ * variant covering the peak position with the least cost, largest size x
+ * idle time first. ILP (GLPK): one binary per variant, at most one per
+ * candidate, the excess covered at every position above the budget, the
+ * exclusions, least estimated cost; warm-started from the greedy. Every
+ * schedule is then timed by a simulation of the compute stream and the
+ * copy engines (one per direction when the device has two) on one cost
+ * model (the device), and joint mode keeps the fastest schedule within
+ * the budget among offload only, recompute only (mp_remat_plan with the
+ * node times of the same model), the joint candidates, and recompute at
+ * looser budgets followed by offload. */
 #include "internal.h"
 #include "mp_glpk.h"
 
@@ -30,46 +44,69 @@ void mp_offload_options_init(mp_offload_options *o)
     o->use_given_seconds = 1;
 }
 
+#define MAXV 5
+
 typedef struct {
+    uint32_t inst;     /* instance */
     uint32_t t;        /* storage root */
     uint64_t size;     /* aligned */
     uint32_t ua, ub;   /* uses around the gap (positions) */
     /* variants: ranges [vk, vj) of positions without the tensor and the
-     * estimated stall: both copies hidden, only the prefetch hidden, only
-     * the offload hidden, the whole gap */
-    uint32_t vk[4], vj[4];
-    double vstall[4];
+     * estimated cost; vrec: drop and recompute instead of offload */
+    uint32_t vk[MAXV], vj[MAXV];
+    double vcost[MAXV];
+    uint8_t vrec[MAXV];
     uint32_t nv;
-    uint32_t k, j;     /* chosen range */
+    uint32_t node;     /* producer (recompute variant) */
     uint32_t v;        /* chosen variant */
     double score;
     int chosen;
 } cand;
 
-static void add_variant(cand *c, uint32_t k, uint32_t j, double stall)
-{
-    if (k >= j || k <= c->ua || j > c->ub)
-        return;
-    for (uint32_t v = 0; v < c->nv; v++)
-        if (c->vk[v] == k && c->vj[v] == j)
-            return;
-    c->vk[c->nv] = k;
-    c->vj[c->nv] = j;
-    c->vstall[c->nv++] = stall;
-}
+typedef struct {
+    uint32_t root;
+    uint32_t first;    /* position it becomes live (0 for inputs) */
+    uint32_t ubeg, ucnt;
+    int created;       /* by a node step (not a graph input) */
+} inst;
 
 typedef struct {
-    uint32_t pos, cand, is_prefetch;
-} ins;
+    mp_ctx *ctx;
+    const mp_graph *g;
+    const mp_device *d;
+    const mp_step *steps;
+    uint32_t nsteps;
+    uint32_t np;         /* node steps = positions */
+    uint32_t *pstep;     /* position -> step */
+    const double *ndur;  /* per node */
+    double *start;       /* per position (np + 1), no stalls */
+    inst *in;
+    uint32_t ni;
+    uint32_t *uses;      /* per instance: ascending positions */
+    uint64_t *live;      /* per position */
+    cand *c;
+    uint32_t nc;
+    uint32_t *inst_cand; /* instance -> candidate or MP_NONE */
+    /* recompute variant of candidate i needs candidates need[...] resident
+     * at ub_i; nb: the reverse */
+    uint32_t *need_beg, *need, *nb_beg, *nb;
+} ctx_t;
 
-static int cmp_ins(const void *a, const void *b)
+static void free_ctx(ctx_t *x)
 {
-    const ins *x = a, *y = b;
-    if (x->pos != y->pos)
-        return x->pos < y->pos ? -1 : 1;
-    if (x->is_prefetch != y->is_prefetch)
-        return x->is_prefetch < y->is_prefetch ? -1 : 1;
-    return x->cand < y->cand ? -1 : (x->cand > y->cand);
+    mp_ctx *ctx = x->ctx;
+    mp_dealloc(ctx, x->pstep);
+    mp_dealloc(ctx, x->start);
+    mp_dealloc(ctx, x->in);
+    mp_dealloc(ctx, x->uses);
+    mp_dealloc(ctx, x->live);
+    mp_dealloc(ctx, x->c);
+    mp_dealloc(ctx, x->inst_cand);
+    mp_dealloc(ctx, x->need_beg);
+    mp_dealloc(ctx, x->need);
+    mp_dealloc(ctx, x->nb_beg);
+    mp_dealloc(ctx, x->nb);
+    memset(x, 0, sizeof *x);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -78,145 +115,245 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : (x > y);
 }
 
-typedef struct {
-    mp_ctx *ctx;
-    const mp_graph *g;
-    uint32_t nn, nt;
-    uint32_t *pos;       /* node -> position */
-    double *dur, *start; /* per position, no stalls */
-    uint32_t *ubeg, *ucnt, *uses; /* per root: sorted positions */
-    uint64_t *live;      /* per position */
-    cand *c;
-    uint32_t nc;
-} ctx_t;
-
-static void free_ctx(ctx_t *x)
+static int root_used(const mp_tensor *tt)
 {
-    mp_ctx *ctx = x->ctx;
-    mp_dealloc(ctx, x->pos);
-    mp_dealloc(ctx, x->dur);
-    mp_dealloc(ctx, x->start);
-    mp_dealloc(ctx, x->ubeg);
-    mp_dealloc(ctx, x->ucnt);
-    mp_dealloc(ctx, x->uses);
-    mp_dealloc(ctx, x->live);
-    mp_dealloc(ctx, x->c);
+    return tt->producer != MP_NONE || tt->n_cons ||
+           (tt->flags & MP_TF_OUTPUT);
 }
 
-/* Uses of every arena root: producer position and readers of it and of
- * its views, sorted, unique. Roots that must stay to the end (outputs)
- * get a final use at nn - 1. Fills live[] from first to last use. */
-static mp_status build_uses(ctx_t *x, uint64_t align)
+/* Replays the base schedule into instances, uses and live bytes. */
+static mp_status build_instances(ctx_t *x, uint64_t align)
 {
     const mp_graph *g = x->g;
     mp_ctx *ctx = x->ctx;
-    uint32_t nt = x->nt, nn = x->nn;
-    x->ubeg = mp_calloc(ctx, (size_t)nt + 1, sizeof *x->ubeg);
-    x->ucnt = mp_calloc(ctx, (size_t)nt + 1, sizeof *x->ucnt);
-    x->live = mp_calloc(ctx, (size_t)nn + 1, sizeof *x->live);
-    if (!x->ubeg || !x->ucnt || !x->live)
-        return MP_ERR_NOMEM;
-    size_t total = 0;
+    uint32_t nt = (uint32_t)g->n_tensors;
+    mp_status st = MP_OK;
+    uint32_t *open = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *open);
+    size_t cap_in = 0, nu = 0;
+    /* uses are gathered as (instance, position) pairs, then grouped */
+    uint32_t *pi = NULL, *pp = NULL;
+    size_t cap_pi = 0, cap_pp = 0;
+    x->pstep = mp_alloc(ctx, ((size_t)x->nsteps + 1) * sizeof *x->pstep);
+    if (!open || !x->pstep) {
+        st = MP_ERR_NOMEM;
+        goto out;
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        open[t] = MP_NONE;
+#define NEW_INST(r, q, made)                                                 \
+    do {                                                                     \
+        if ((st = mp_grow(ctx, (void **)&x->in, sizeof *x->in, x->ni + 1,    \
+                          &cap_in)))                                         \
+            goto out;                                                        \
+        x->in[x->ni] = (inst){(r), (q), 0, 0, (made)};                      \
+        open[r] = x->ni++;                                                   \
+    } while (0)
+#define ADD_USE(i, q)                                                        \
+    do {                                                                     \
+        if ((st = mp_grow(ctx, (void **)&pi, sizeof *pi, nu + 1, &cap_pi)) ||\
+            (st = mp_grow(ctx, (void **)&pp, sizeof *pp, nu + 1, &cap_pp)))  \
+            goto out;                                                        \
+        pi[nu] = (i);                                                        \
+        pp[nu++] = (q);                                                      \
+    } while (0)
     for (uint32_t t = 0; t < nt; t++) {
         const mp_tensor *tt = &g->tensors[t];
-        uint32_t r = tt->root;
-        if (!mp_tensor_in_arena(&g->tensors[r]))
-            continue;
-        x->ucnt[r] += tt->n_cons + 2;
+        if (tt->producer == MP_NONE && mp_tensor_in_arena(tt) &&
+            (tt->n_cons || (tt->flags & MP_TF_OUTPUT)))
+            NEW_INST(t, 0, 0);
     }
-    for (uint32_t t = 0; t < nt; t++) {
-        x->ubeg[t] = (uint32_t)total;
-        total += x->ucnt[t];
-        x->ucnt[t] = 0;
-    }
-    x->uses = mp_alloc(ctx, (total + 1) * sizeof *x->uses);
-    if (!x->uses)
-        return MP_ERR_NOMEM;
-    for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        uint32_t r = tt->root;
-        if (!mp_tensor_in_arena(&g->tensors[r]))
-            continue;
-        uint32_t *u = x->uses + x->ubeg[r];
-        for (uint32_t c = 0; c < tt->n_cons; c++)
-            u[x->ucnt[r]++] = x->pos[g->cons[tt->cons_begin + c]];
-        if (tt->producer != MP_NONE)
-            u[x->ucnt[r]++] = x->pos[tt->producer];
-        if (tt->flags & MP_TF_OUTPUT)
-            u[x->ucnt[r]++] = nn ? nn - 1 : 0;
-    }
-    for (uint32_t r = 0; r < nt; r++) {
-        if (!x->ucnt[r])
-            continue;
-        uint32_t *u = x->uses + x->ubeg[r];
-        qsort(u, x->ucnt[r], sizeof *u, cmp_u32);
-        uint32_t m = 1;
-        for (uint32_t i = 1; i < x->ucnt[r]; i++)
-            if (u[i] != u[m - 1])
-                u[m++] = u[i];
-        x->ucnt[r] = m;
-        const mp_tensor *tr = &g->tensors[r];
-        /* an input nobody reads gets no memory */
-        if (tr->producer == MP_NONE && tr->n_cons == 0 &&
-            !(tr->flags & MP_TF_OUTPUT)) {
-            int read = 0;
-            for (uint32_t t = 0; t < nt && !read; t++)
-                read = g->tensors[t].root == r && g->tensors[t].n_cons;
-            if (!read)
-                continue;
+    uint32_t q = 0;
+    for (uint32_t s = 0; s < x->nsteps; s++) {
+        const mp_step *sp = &x->steps[s];
+        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
+            const mp_node *n = &g->nodes[sp->index];
+            for (uint32_t i = 0; i < n->n_in; i++) {
+                if (n->inputs[i] == MP_NONE)
+                    continue;
+                uint32_t r = g->tensors[n->inputs[i]].root;
+                if (open[r] != MP_NONE)
+                    ADD_USE(open[r], q);
+            }
+            for (uint32_t o = 0; o < n->n_out; o++) {
+                uint32_t t = n->outputs[o];
+                if (!mp_tensor_in_arena(&g->tensors[t]))
+                    continue;
+                NEW_INST(t, q, 1);
+                ADD_USE(open[t], q);
+            }
+            x->pstep[q++] = s;
+        } else if (sp->kind == MP_STEP_FREE) {
+            if (sp->index < nt)
+                open[sp->index] = MP_NONE;
+        } else {
+            st = mp_err(ctx, MP_ERR_INTERNAL,
+                        "offload: base schedule with transfer steps");
+            goto out;
         }
-        uint64_t sz;
-        if (!mp_align_up(tr->bytes, align, &sz))
-            return mp_err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
-                          tr->name);
-        uint32_t first = tr->producer == MP_NONE ? 0 : u[0];
-        uint32_t last = u[m - 1];
-        for (uint32_t q = first; q <= last && q < nn; q++)
-            x->live[q] += sz;
     }
-    return MP_OK;
+    x->np = q;
+    /* still resident at the end (outputs, tensors never freed) */
+    for (uint32_t t = 0; t < nt; t++)
+        if (open[t] != MP_NONE && q)
+            ADD_USE(open[t], q - 1);
+#undef NEW_INST
+#undef ADD_USE
+    /* group the uses by instance (counting sort), sort, unique */
+    for (size_t k = 0; k < nu; k++)
+        x->in[pi[k]].ucnt++;
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < x->ni; i++) {
+        x->in[i].ubeg = total;
+        total += x->in[i].ucnt;
+        x->in[i].ucnt = 0;
+    }
+    x->uses = mp_alloc(ctx, ((size_t)total + 1) * sizeof *x->uses);
+    x->live = mp_calloc(ctx, (size_t)x->np + 1, sizeof *x->live);
+    if (!x->uses || !x->live) {
+        st = MP_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t k = 0; k < nu; k++) {
+        inst *I = &x->in[pi[k]];
+        x->uses[I->ubeg + I->ucnt++] = pp[k];
+    }
+    for (uint32_t i = 0; i < x->ni; i++) {
+        inst *I = &x->in[i];
+        if (!I->ucnt)
+            continue;
+        uint32_t *u = x->uses + I->ubeg;
+        qsort(u, I->ucnt, sizeof *u, cmp_u32);
+        uint32_t m = 1;
+        for (uint32_t k = 1; k < I->ucnt; k++)
+            if (u[k] != u[m - 1])
+                u[m++] = u[k];
+        I->ucnt = m;
+        const mp_tensor *tr = &g->tensors[I->root];
+        if (!root_used(tr))
+            continue;
+        uint64_t sz;
+        if (!mp_align_up(tr->bytes, align, &sz)) {
+            st = mp_err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
+                        tr->name);
+            goto out;
+        }
+        for (uint32_t p = I->first; p <= u[m - 1] && p < x->np; p++)
+            x->live[p] += sz;
+    }
+    x->inst_cand = mp_alloc(ctx, ((size_t)x->ni + 1) * sizeof *x->inst_cand);
+    if (!x->inst_cand)
+        st = MP_ERR_NOMEM;
+    for (uint32_t i = 0; i < x->ni && !st; i++)
+        x->inst_cand[i] = MP_NONE;
+out:
+    mp_dealloc(ctx, open);
+    mp_dealloc(ctx, pi);
+    mp_dealloc(ctx, pp);
+    return st;
 }
 
-/* Candidates: the longest idle gap of each root. */
-static mp_status build_cands(ctx_t *x, const mp_device *d, uint64_t align)
+static void add_variant(cand *c, uint32_t k, uint32_t j, double cost, int rec)
+{
+    if (k >= j || k <= c->ua || j > c->ub || c->nv >= MAXV)
+        return;
+    for (uint32_t v = 0; v < c->nv; v++)
+        if (c->vk[v] == k && c->vj[v] == j && c->vrec[v] == rec)
+            return;
+    c->vk[c->nv] = k;
+    c->vj[c->nv] = j;
+    c->vcost[c->nv] = cost;
+    c->vrec[c->nv++] = (uint8_t)rec;
+}
+
+/* The instance of root r resident at position q, or MP_NONE. */
+static uint32_t inst_at(const ctx_t *x, const uint32_t *rbeg,
+                        const uint32_t *rlist, uint32_t r, uint32_t q)
+{
+    for (uint32_t k = rbeg[r]; k < rbeg[r + 1]; k++) {
+        const inst *I = &x->in[rlist[k]];
+        if (I->ucnt && I->first <= q && x->uses[I->ubeg + I->ucnt - 1] >= q)
+            return rlist[k];
+    }
+    return MP_NONE;
+}
+
+/* Candidates: the longest idle gap of each instance; with recompute, the
+ * recompute variant and the candidates it needs resident. */
+static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
 {
     const mp_graph *g = x->g;
-    x->c = mp_alloc(x->ctx, ((size_t)x->nt + 1) * sizeof *x->c);
-    if (!x->c)
-        return MP_ERR_NOMEM;
+    mp_ctx *ctx = x->ctx;
+    uint32_t nt = (uint32_t)g->n_tensors;
+    mp_status st = MP_OK;
+    uint8_t *is_out = mp_calloc(ctx, (size_t)nt + 1, 1);
+    uint32_t *rbeg = mp_calloc(ctx, (size_t)nt + 2, sizeof *rbeg);
+    uint32_t *rlist = mp_alloc(ctx, ((size_t)x->ni + 1) * sizeof *rlist);
+    uint32_t *pairs = NULL; /* (cand, needed instance) */
+    size_t npairs = 0, cap_pairs = 0;
+    x->c = mp_alloc(ctx, ((size_t)x->ni + 1) * sizeof *x->c);
+    if (!is_out || !rbeg || !rlist || !x->c) {
+        st = MP_ERR_NOMEM;
+        goto out;
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        if (g->tensors[t].flags & MP_TF_OUTPUT)
+            is_out[g->tensors[t].root] = 1;
+    for (uint32_t i = 0; i < x->ni; i++)
+        rbeg[x->in[i].root + 1]++;
+    for (uint32_t t = 0; t < nt; t++)
+        rbeg[t + 1] += rbeg[t];
+    {
+        uint32_t *fill = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *fill);
+        if (!fill) {
+            st = MP_ERR_NOMEM;
+            goto out;
+        }
+        memcpy(fill, rbeg, (size_t)nt * sizeof *fill);
+        for (uint32_t i = 0; i < x->ni; i++)
+            rlist[fill[x->in[i].root]++] = i;
+        mp_dealloc(ctx, fill);
+    }
     x->nc = 0;
-    for (uint32_t r = 0; r < x->nt; r++) {
-        const mp_tensor *tr = &g->tensors[r];
-        if (tr->root != r || !mp_tensor_in_arena(tr) || x->ucnt[r] < 2 ||
-            tr->bytes == 0)
+    for (uint32_t i = 0; i < x->ni; i++) {
+        const inst *I = &x->in[i];
+        const mp_tensor *tr = &g->tensors[I->root];
+        if (I->ucnt < 2 || tr->bytes == 0 || !root_used(tr))
             continue;
-        const uint32_t *u = x->uses + x->ubeg[r];
+        const uint32_t *u = x->uses + I->ubeg;
         double best = -1;
         uint32_t ba = 0, bb = 0;
-        for (uint32_t i = 0; i + 1 < x->ucnt[r]; i++) {
-            if (u[i + 1] - u[i] < 2)
+        for (uint32_t k = 0; k + 1 < I->ucnt; k++) {
+            if (u[k + 1] - u[k] < 2)
                 continue;
-            double gap = x->start[u[i + 1]] - (x->start[u[i]] + x->dur[u[i]]);
+            double gap = x->start[u[k + 1]] - (x->start[u[k]] +
+                                               x->ndur[x->steps[x->pstep[u[k]]]
+                                                           .index]);
             if (gap > best) {
                 best = gap;
-                ba = u[i];
-                bb = u[i + 1];
+                ba = u[k];
+                bb = u[k + 1];
             }
         }
         if (best < 0)
             continue;
-        cand *c = &x->c[x->nc++];
+        cand *c = &x->c[x->nc];
         memset(c, 0, sizeof *c);
-        c->t = r;
-        if (!mp_align_up(tr->bytes, align, &c->size))
-            return MP_ERR_OVERFLOW;
+        c->inst = i;
+        c->t = I->root;
+        c->node = MP_NONE;
+        if (!mp_align_up(tr->bytes, align, &c->size)) {
+            st = MP_ERR_OVERFLOW;
+            goto out;
+        }
         c->ua = ba;
         c->ub = bb;
+        const mp_device *d = x->d;
         double xo = mp_device_transfer_seconds(d, tr->bytes, 1);
         double xi = mp_device_transfer_seconds(d, tr->bytes, 0);
+        double end_a = x->start[ba] + x->ndur[x->steps[x->pstep[ba]].index];
         /* hk: the first position that starts after the offload copy
          * ends; hj: the last whose start leaves time for the prefetch */
-        double done = x->start[ba] + x->dur[ba] + xo;
+        double done = end_a + xo;
         uint32_t hk = ba + 1;
         while (hk < bb && x->start[hk] < done)
             hk++;
@@ -228,104 +365,197 @@ static mp_status build_cands(ctx_t *x, const mp_device *d, uint64_t align)
         if (so < 0)
             so = 0;
         if (pre_hidden)
-            add_variant(c, hk, hj, 0);
+            add_variant(c, hk, hj, 0, 0);
         if (pre_hidden)
-            add_variant(c, ba + 1, hj, so);
-        add_variant(c, hk, bb, xi);
-        add_variant(c, ba + 1, bb, so + xi);
-        if (c->nv == 0) {
-            x->nc--;
-            continue;
-        }
-        c->score = (double)c->size * (best > 0 ? best : 0);
-    }
-    return MP_OK;
-}
-
-/* Two-stream simulation of the final schedule: compute stalls waiting for
- * copies. */
-static void simulate(const ctx_t *x, const mp_step *st, uint32_t ns,
-                     const mp_device *d, const cand *cs,
-                     const uint32_t *cand_of_tensor, mp_offload_result *res)
-{
-    const mp_graph *g = x->g;
-    double c = 0, d2h = 0, h2d = 0, exposed = 0, compute = 0;
-    int one_engine = d->copy_engines < 2;
-    double *node_end = mp_calloc(x->ctx, (size_t)x->nn + 1, sizeof *node_end);
-    double *ready = mp_calloc(x->ctx, (size_t)x->nt + 1, sizeof *ready);
-    double *off_done = mp_calloc(x->ctx, (size_t)x->nt + 1,
-                                 sizeof *off_done);
-    if (!node_end || !ready || !off_done) {
-        mp_dealloc(x->ctx, node_end);
-        mp_dealloc(x->ctx, ready);
-        mp_dealloc(x->ctx, off_done);
-        return;
-    }
-    for (uint32_t s = 0; s < ns; s++) {
-        const mp_step *sp = &st[s];
-        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
-            const mp_node *n = &g->nodes[sp->index];
-            double t0 = c;
-            for (uint32_t i = 0; i < n->n_in; i++)
-                if (n->inputs[i] != MP_NONE) {
-                    uint32_t r = g->tensors[n->inputs[i]].root;
-                    if (ready[r] > t0)
-                        t0 = ready[r];
+            add_variant(c, ba + 1, hj, so, 0);
+        add_variant(c, hk, bb, xi, 0);
+        add_variant(c, ba + 1, bb, so + xi, 0);
+        /* recompute: a node-created instance of a non-output root whose
+         * producer has this single output and inputs resident at ub */
+        if (recompute && I->created && !is_out[I->root] &&
+            tr->producer != MP_NONE &&
+            g->nodes[tr->producer].n_out == 1) {
+            const mp_node *pn = &g->nodes[tr->producer];
+            int ok = 1;
+            size_t p0 = npairs;
+            for (uint32_t k = 0; k < pn->n_in && ok; k++) {
+                if (pn->inputs[k] == MP_NONE)
+                    continue;
+                uint32_t r = g->tensors[pn->inputs[k]].root;
+                const mp_tensor *rt = &g->tensors[r];
+                if (!mp_tensor_in_arena(rt) || rt->bytes == 0)
+                    continue;
+                uint32_t ii = inst_at(x, rbeg, rlist, r, bb);
+                if (ii == MP_NONE) {
+                    ok = 0;
+                    break;
                 }
-            exposed += t0 - c;
-            double du = x->dur[x->pos[sp->index]];
-            compute += du;
-            c = t0 + du;
-            node_end[x->pos[sp->index]] = c;
-        } else if (sp->kind == MP_STEP_OFFLOAD) {
-            const cand *cd = &cs[cand_of_tensor[sp->index]];
-            double xo = mp_device_transfer_seconds(
-                d, g->tensors[sp->index].bytes, 1);
-            double free_at = one_engine ? (d2h > h2d ? d2h : h2d) : d2h;
-            double issue = node_end[cd->ua];
-            double b = issue > free_at ? issue : free_at;
-            double done = b + xo;
-            if (one_engine)
-                d2h = h2d = done;
-            else
-                d2h = done;
-            off_done[sp->index] = done;
-            if (done > c) {
-                exposed += done - c;
-                c = done;
+                if ((st = mp_grow(ctx, (void **)&pairs, sizeof *pairs * 2,
+                                  npairs + 1, &cap_pairs)))
+                    goto out;
+                pairs[2 * npairs] = x->nc;
+                pairs[2 * npairs + 1] = ii;
+                npairs++;
             }
-        } else if (sp->kind == MP_STEP_PREFETCH) {
-            double xi = mp_device_transfer_seconds(
-                d, g->tensors[sp->index].bytes, 0);
-            double free_at = one_engine ? (d2h > h2d ? d2h : h2d) : h2d;
-            double b = c > free_at ? c : free_at;
-            if (off_done[sp->index] > b)
-                b = off_done[sp->index];
-            double done = b + xi;
-            if (one_engine)
-                d2h = h2d = done;
-            else
-                h2d = done;
-            ready[sp->index] = done;
+            if (ok) {
+                c->node = tr->producer;
+                add_variant(c, ba + 1, bb, x->ndur[tr->producer], 1);
+            } else {
+                npairs = p0;
+            }
         }
+        if (c->nv == 0)
+            continue;
+        c->score = (double)c->size * (best > 0 ? best : 0);
+        x->inst_cand[i] = x->nc++;
     }
-    res->compute_seconds = compute;
-    res->exposed_seconds = exposed;
-    res->total_seconds = c;
-    mp_dealloc(x->ctx, node_end);
-    mp_dealloc(x->ctx, ready);
-    mp_dealloc(x->ctx, off_done);
+    /* need / needed-by lists over candidates (instances without a
+     * candidate are never removed: no exclusion) */
+    x->need_beg = mp_calloc(ctx, (size_t)x->nc + 2, sizeof *x->need_beg);
+    x->nb_beg = mp_calloc(ctx, (size_t)x->nc + 2, sizeof *x->nb_beg);
+    x->need = mp_alloc(ctx, (npairs + 1) * sizeof *x->need);
+    x->nb = mp_alloc(ctx, (npairs + 1) * sizeof *x->nb);
+    if (!x->need_beg || !x->nb_beg || !x->need || !x->nb) {
+        st = MP_ERR_NOMEM;
+        goto out;
+    }
+    size_t m = 0;
+    for (size_t k = 0; k < npairs; k++) {
+        uint32_t a = pairs[2 * k], b = x->inst_cand[pairs[2 * k + 1]];
+        if (a >= x->nc || x->c[a].node == MP_NONE || b == MP_NONE || a == b)
+            continue;
+        pairs[2 * m] = a;
+        pairs[2 * m + 1] = b;
+        m++;
+    }
+    npairs = m;
+    for (size_t k = 0; k < npairs; k++) {
+        x->need_beg[pairs[2 * k] + 1]++;
+        x->nb_beg[pairs[2 * k + 1] + 1]++;
+    }
+    for (uint32_t i = 0; i < x->nc; i++) {
+        x->need_beg[i + 1] += x->need_beg[i];
+        x->nb_beg[i + 1] += x->nb_beg[i];
+    }
+    {
+        uint32_t *f1 = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *f1);
+        uint32_t *f2 = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *f2);
+        if (!f1 || !f2) {
+            mp_dealloc(ctx, f1);
+            mp_dealloc(ctx, f2);
+            st = MP_ERR_NOMEM;
+            goto out;
+        }
+        memcpy(f1, x->need_beg, (size_t)x->nc * sizeof *f1);
+        memcpy(f2, x->nb_beg, (size_t)x->nc * sizeof *f2);
+        for (size_t k = 0; k < npairs; k++) {
+            x->need[f1[pairs[2 * k]]++] = pairs[2 * k + 1];
+            x->nb[f2[pairs[2 * k + 1]]++] = pairs[2 * k];
+        }
+        mp_dealloc(ctx, f1);
+        mp_dealloc(ctx, f2);
+    }
+out:
+    mp_dealloc(ctx, is_out);
+    mp_dealloc(ctx, rbeg);
+    mp_dealloc(ctx, rlist);
+    mp_dealloc(ctx, pairs);
+    return st;
 }
 
-/* ILP over the candidates: a binary per candidate and variant, at most
- * one variant per candidate; at every position above the budget the bytes
- * taken out cover the excess; minimise the estimated stalls plus a small
- * cost per transfer. Warm start: the greedy choice in x->c. On a
- * solution, x->c's choice and x->live are replaced. */
-static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
-                           double time_limit, mp_offload_result *res)
+/* Variant v of candidate b keeps its tensor away from position q (a
+ * recompute variant also at its own recompute position). */
+static int covers(const cand *b, uint32_t v, uint32_t q)
+{
+    return b->vk[v] <= q && (q < b->vj[v] || (b->vrec[v] && q == b->vj[v]));
+}
+
+/* May variant v of candidate i be chosen beside the chosen ones? */
+static int allowed(const ctx_t *x, uint32_t i, uint32_t v)
+{
+    const cand *c = &x->c[i];
+    if (c->vrec[v])
+        for (uint32_t k = x->need_beg[i]; k < x->need_beg[i + 1]; k++) {
+            const cand *b = &x->c[x->need[k]];
+            if (b->chosen && covers(b, b->v, c->ub))
+                return 0;
+        }
+    for (uint32_t k = x->nb_beg[i]; k < x->nb_beg[i + 1]; k++) {
+        const cand *y = &x->c[x->nb[k]];
+        if (y->chosen && y->vrec[y->v] && covers(c, v, y->ub))
+            return 0;
+    }
+    return 1;
+}
+
+static void clear_choice(ctx_t *x, uint64_t *live)
+{
+    memcpy(live, x->live, (size_t)x->np * sizeof *live);
+    for (uint32_t i = 0; i < x->nc; i++)
+        x->c[i].chosen = 0;
+}
+
+/* Greedy over the candidates (recompute variants when rec). live: per
+ * position, updated. Returns the number chosen. */
+static uint32_t greedy(ctx_t *x, uint64_t target, int rec, uint64_t *live)
+{
+    uint32_t n_chosen = 0;
+    clear_choice(x, live);
+    for (;;) {
+        uint64_t peak = 0;
+        uint32_t P = 0;
+        for (uint32_t q = 0; q < x->np; q++)
+            if (live[q] > peak) {
+                peak = live[q];
+                P = q;
+            }
+        if (peak <= target)
+            break;
+        uint32_t best = MP_NONE, best_v = 0;
+        double best_cost = 0;
+        for (uint32_t i = 0; i < x->nc; i++) {
+            cand *c = &x->c[i];
+            if (c->chosen || P <= c->ua || P >= c->ub)
+                continue;
+            for (uint32_t v = 0; v < c->nv; v++) {
+                if (P < c->vk[v] || P >= c->vj[v] || (c->vrec[v] && !rec))
+                    continue;
+                if (best != MP_NONE &&
+                    !(c->vcost[v] < best_cost ||
+                      (c->vcost[v] == best_cost &&
+                       c->score > x->c[best].score)))
+                    continue;
+                if (!allowed(x, i, v))
+                    continue;
+                best = i;
+                best_v = v;
+                best_cost = c->vcost[v];
+            }
+        }
+        if (best == MP_NONE)
+            break;
+        cand *c = &x->c[best];
+        c->chosen = 1;
+        c->v = best_v;
+        for (uint32_t q = c->vk[best_v]; q < c->vj[best_v]; q++)
+            live[q] -= c->size;
+        n_chosen++;
+    }
+    return n_chosen;
+}
+
+/* ILP over the candidates: a binary per variant, at most one per
+ * candidate; at every position above the budget the bytes taken out cover
+ * the excess; a recompute excludes the variants of its inputs that keep
+ * them away at that position; minimise the estimated cost plus a small
+ * cost per transfer. Warm start: the current choice in x->c, which is
+ * replaced by the solution when there is one. */
+static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
+                           double time_limit, mp_solve_status *status,
+                           int *from_warm, int *have)
 {
     mp_ctx *ctx = x->ctx;
+    *have = 0;
     if (!mp_glpk_available())
         return mp_err(ctx, MP_ERR_UNSUPPORTED,
                       "the offload ILP needs GLPK (build with "
@@ -335,32 +565,27 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
     if (st)
         return st;
     uint32_t *col0 = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *col0);
-    double *warm = mp_alloc(ctx, ((size_t)x->nc * 4 + 1) * sizeof *warm);
-    uint64_t *base = mp_alloc(ctx, ((size_t)x->nn + 1) * sizeof *base);
-    uint32_t *cols = mp_alloc(ctx, ((size_t)x->nc * 4 + 1) * sizeof *cols);
-    double *vals = mp_alloc(ctx, ((size_t)x->nc * 4 + 1) * sizeof *vals);
-    if (!col0 || !warm || !base || !cols || !vals) {
+    double *warm = mp_alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *warm);
+    uint32_t *cols = mp_alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *cols);
+    double *vals = mp_alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *vals);
+    if (!col0 || !warm || !cols || !vals) {
         st = MP_ERR_NOMEM;
         goto out;
     }
-    /* live bytes with nothing offloaded */
-    memcpy(base, x->live, (size_t)x->nn * sizeof *base);
-    for (uint32_t i = 0; i < x->nc; i++)
-        if (x->c[i].chosen)
-            for (uint32_t q = x->c[i].k; q < x->c[i].j; q++)
-                base[q] += x->c[i].size;
     uint32_t ncol = 0;
     for (uint32_t i = 0; i < x->nc; i++) {
         const cand *c = &x->c[i];
         const mp_tensor *t = &x->g->tensors[c->t];
-        double xt = mp_device_transfer_seconds(d, t->bytes, 1) +
-                    mp_device_transfer_seconds(d, t->bytes, 0);
-        uint32_t cc[4];
-        double one[4] = {1, 1, 1, 1};
+        double xt = mp_device_transfer_seconds(x->d, t->bytes, 1) +
+                    mp_device_transfer_seconds(x->d, t->bytes, 0);
+        uint32_t cc[MAXV];
+        double one[MAXV] = {1, 1, 1, 1, 1};
         col0[i] = ncol;
         for (uint32_t v = 0; v < c->nv; v++) {
-            if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_BINARY,
-                                    c->vstall[v] + 1e-3 * xt, &cc[v])))
+            int off = c->vrec[v] && !rec;
+            if ((st = mp_lp_add_col(lp, 0, off ? 0 : 1, MP_LP_BINARY,
+                                    c->vcost[v] + (c->vrec[v] ? 0 : 1e-3 * xt),
+                                    &cc[v])))
                 goto out;
             warm[ncol++] = c->chosen && c->v == v;
         }
@@ -368,10 +593,10 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
             (st = mp_lp_add_row(lp, -MP_LP_INF, 1, c->nv, cc, one, NULL)))
             goto out;
     }
-    for (uint32_t q = 0; q < x->nn; q++) {
-        if (base[q] <= target)
+    for (uint32_t q = 0; q < x->np; q++) {
+        if (x->live[q] <= target)
             continue;
-        double need = (double)(base[q] - target);
+        double need = (double)(x->live[q] - target);
         uint32_t nnz = 0;
         for (uint32_t i = 0; i < x->nc; i++) {
             const cand *c = &x->c[i];
@@ -385,6 +610,28 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
         if ((st = mp_lp_add_row(lp, 1, MP_LP_INF, nnz, cols, vals, NULL)))
             goto out;
     }
+    if (rec)
+        for (uint32_t i = 0; i < x->nc; i++) {
+            const cand *c = &x->c[i];
+            uint32_t rv = MP_NONE;
+            for (uint32_t v = 0; v < c->nv; v++)
+                if (c->vrec[v])
+                    rv = v;
+            if (rv == MP_NONE)
+                continue;
+            for (uint32_t k = x->need_beg[i]; k < x->need_beg[i + 1]; k++) {
+                const cand *b = &x->c[x->need[k]];
+                for (uint32_t w = 0; w < b->nv; w++) {
+                    if (!covers(b, w, c->ub))
+                        continue;
+                    uint32_t pc[2] = {col0[i] + rv, col0[x->need[k]] + w};
+                    double pv[2] = {1, 1};
+                    if ((st = mp_lp_add_row(lp, -MP_LP_INF, 1, 2, pc, pv,
+                                            NULL)))
+                        goto out;
+                }
+            }
+        }
     mp_lp_options lo;
     mp_lp_options_init(&lo);
     lo.time_limit = time_limit > 0 ? time_limit : 10;
@@ -392,12 +639,12 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
     mp_lp_result r;
     if ((st = mp_lp_solve(lp, &lo, &r)))
         goto out;
-    res->ilp_status = r.status;
+    *status = r.status;
     if (!r.has_solution)
         goto out;
-    res->solver = r.from_warm_start ? "ilp(greedy)" : "ilp";
+    *have = 1;
+    *from_warm = r.from_warm_start;
     const double *v = mp_lp_values(lp);
-    memcpy(x->live, base, (size_t)x->nn * sizeof *base);
     for (uint32_t i = 0; i < x->nc; i++) {
         cand *c = &x->c[i];
         c->chosen = 0;
@@ -405,21 +652,382 @@ static mp_status solve_ilp(ctx_t *x, const mp_device *d, uint64_t target,
             if (v[col0[i] + w] > 0.5) {
                 c->chosen = 1;
                 c->v = w;
-                c->k = c->vk[w];
-                c->j = c->vj[w];
                 break;
             }
-        if (c->chosen)
-            for (uint32_t q = c->k; q < c->j; q++)
-                x->live[q] -= c->size;
     }
 out:
     mp_lp_destroy(lp);
     mp_dealloc(ctx, col0);
     mp_dealloc(ctx, warm);
-    mp_dealloc(ctx, base);
     mp_dealloc(ctx, cols);
     mp_dealloc(ctx, vals);
+    return st;
+}
+
+/* ---- schedules and their time -------------------------------------------- */
+typedef struct {
+    uint32_t pos, cls, index; /* cls: 0 OFFLOAD, 1 FREE, 2 PREFETCH, 3 RECOMPUTE */
+} ins;
+
+static int cmp_ins(const void *a, const void *b)
+{
+    const ins *x = a, *y = b;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    return x->index < y->index ? -1 : (x->index > y->index);
+}
+
+/* The base schedule with the chosen candidates' steps inserted before the
+ * node steps of their positions. */
+static mp_status build_steps(const ctx_t *x, mp_step **out, uint32_t *n_out)
+{
+    mp_ctx *ctx = x->ctx;
+    uint32_t n_chosen = 0;
+    for (uint32_t i = 0; i < x->nc; i++)
+        n_chosen += x->c[i].chosen != 0;
+    ins *ii = mp_alloc(ctx, ((size_t)n_chosen * 2 + 1) * sizeof *ii);
+    mp_step *ns = mp_alloc(ctx, ((size_t)x->nsteps + 2 * (size_t)n_chosen +
+                                 1) * sizeof *ns);
+    if (!ii || !ns) {
+        mp_dealloc(ctx, ii);
+        mp_dealloc(ctx, ns);
+        return MP_ERR_NOMEM;
+    }
+    uint32_t ni = 0;
+    for (uint32_t i = 0; i < x->nc; i++) {
+        const cand *c = &x->c[i];
+        if (!c->chosen)
+            continue;
+        if (c->vrec[c->v]) {
+            ii[ni++] = (ins){c->vk[c->v], 1, c->t};
+            ii[ni++] = (ins){c->vj[c->v], 3, c->node};
+        } else {
+            ii[ni++] = (ins){c->vk[c->v], 0, c->t};
+            ii[ni++] = (ins){c->vj[c->v], 2, c->t};
+        }
+    }
+    qsort(ii, ni, sizeof *ii, cmp_ins);
+    static const mp_step_kind kinds[4] = {MP_STEP_OFFLOAD, MP_STEP_FREE,
+                                          MP_STEP_PREFETCH,
+                                          MP_STEP_RECOMPUTE};
+    uint32_t n = 0, k = 0, q = 0;
+    for (uint32_t s = 0; s < x->nsteps; s++) {
+        const mp_step *sp = &x->steps[s];
+        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
+            while (k < ni && ii[k].pos <= q) {
+                ns[n].kind = kinds[ii[k].cls];
+                ns[n++].index = ii[k].index;
+                k++;
+            }
+            q++;
+        }
+        ns[n++] = *sp;
+    }
+    mp_dealloc(ctx, ii);
+    *out = ns;
+    *n_out = n;
+    return MP_OK;
+}
+
+typedef struct {
+    double compute, recompute, exposed, total;
+    uint64_t to_host, to_device;
+    uint32_t n_off, n_rec;
+} timing;
+
+/* Two-stream simulation: the compute stream runs node steps in order and
+ * stalls for inputs still being prefetched and at OFFLOAD steps whose copy
+ * has not finished; a copy to host may start once its instance exists,
+ * a copy back at its PREFETCH step once the engine is free. */
+static mp_status simulate(mp_ctx *ctx, const mp_graph *g, const mp_step *st,
+                          uint32_t ns, const mp_device *d, const double *ndur,
+                          timing *tm)
+{
+    double c = 0, d2h = 0, h2d = 0;
+    int one_engine = d->copy_engines < 2;
+    uint32_t nt = (uint32_t)g->n_tensors;
+    double *ready = mp_calloc(ctx, (size_t)nt + 1, sizeof *ready);
+    double *made = mp_calloc(ctx, (size_t)nt + 1, sizeof *made);
+    double *off_done = mp_calloc(ctx, (size_t)nt + 1, sizeof *off_done);
+    memset(tm, 0, sizeof *tm);
+    if (!ready || !made || !off_done) {
+        mp_dealloc(ctx, ready);
+        mp_dealloc(ctx, made);
+        mp_dealloc(ctx, off_done);
+        return MP_ERR_NOMEM;
+    }
+    for (uint32_t s = 0; s < ns; s++) {
+        const mp_step *sp = &st[s];
+        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
+            const mp_node *n = &g->nodes[sp->index];
+            double t0 = c;
+            for (uint32_t i = 0; i < n->n_in; i++)
+                if (n->inputs[i] != MP_NONE) {
+                    uint32_t r = g->tensors[n->inputs[i]].root;
+                    if (ready[r] > t0)
+                        t0 = ready[r];
+                }
+            tm->exposed += t0 - c;
+            double du = ndur[sp->index];
+            if (sp->kind == MP_STEP_COMPUTE) {
+                tm->compute += du;
+            } else {
+                tm->recompute += du;
+                tm->n_rec++;
+            }
+            c = t0 + du;
+            for (uint32_t o = 0; o < n->n_out; o++)
+                made[n->outputs[o]] = c;
+        } else if (sp->kind == MP_STEP_OFFLOAD) {
+            uint64_t b = g->tensors[sp->index].bytes;
+            double xo = mp_device_transfer_seconds(d, b, 1);
+            double free_at = one_engine ? (d2h > h2d ? d2h : h2d) : d2h;
+            double issue = made[sp->index];
+            double t = issue > free_at ? issue : free_at;
+            double done = t + xo;
+            if (one_engine)
+                d2h = h2d = done;
+            else
+                d2h = done;
+            off_done[sp->index] = done;
+            if (done > c) {
+                tm->exposed += done - c;
+                c = done;
+            }
+            tm->to_host += b;
+            tm->n_off++;
+        } else if (sp->kind == MP_STEP_PREFETCH) {
+            uint64_t b = g->tensors[sp->index].bytes;
+            double xi = mp_device_transfer_seconds(d, b, 0);
+            double free_at = one_engine ? (d2h > h2d ? d2h : h2d) : h2d;
+            double t = c > free_at ? c : free_at;
+            if (off_done[sp->index] > t)
+                t = off_done[sp->index];
+            double done = t + xi;
+            if (one_engine)
+                d2h = h2d = done;
+            else
+                h2d = done;
+            ready[sp->index] = done;
+            made[sp->index] = done;
+            tm->to_device += b;
+        }
+    }
+    tm->total = c;
+    mp_dealloc(ctx, ready);
+    mp_dealloc(ctx, made);
+    mp_dealloc(ctx, off_done);
+    return MP_OK;
+}
+
+/* Live arena peak of a schedule (no in-place). */
+static mp_status schedule_peak(const mp_graph *g, const mp_step *st,
+                               uint32_t ns, uint64_t align, uint64_t *peak)
+{
+    mp_block *bl = NULL;
+    uint32_t nb = 0;
+    uint64_t *live = NULL;
+    mp_status s = mp_schedule_blocks(g, st, ns, align, &bl, &nb);
+    if (!s)
+        s = mp_blocks_live(g->ctx, bl, nb, ns, &live);
+    *peak = 0;
+    if (!s)
+        for (uint32_t i = 0; i < ns; i++)
+            if (live[i] > *peak)
+                *peak = live[i];
+    mp_dealloc(g->ctx, bl);
+    mp_dealloc(g->ctx, live);
+    return s;
+}
+
+/* ---- the search ------------------------------------------------------------ */
+typedef struct {
+    mp_step *steps;     /* best schedule so far (owned) or NULL */
+    uint32_t n;
+    mp_plan *plan;      /* or a finished plan (recompute only) */
+    timing tm;
+    uint64_t peak;
+    const char *solver;
+    int have;
+} best_t;
+
+static void best_clear(mp_ctx *ctx, best_t *b)
+{
+    mp_dealloc(ctx, b->steps);
+    mp_plan_destroy(b->plan);
+    memset(b, 0, sizeof *b);
+}
+
+/* Offers a schedule (taken over): kept when within the budget and faster
+ * than the best (ties: fewer bytes moved; on a full tie the earlier offer
+ * stays unless win_ties, as for the ILP against its warm start). *t_out: its total seconds, or
+ * -1 when over the budget. */
+static mp_status offer(const mp_graph *g, best_t *b, mp_step *st, uint32_t n,
+                       mp_plan *plan, uint64_t limit, uint64_t align,
+                       const mp_device *d, const double *ndur,
+                       const char *solver, int win_ties, double *t_out,
+                       uint64_t *pk_out)
+{
+    mp_ctx *ctx = g->ctx;
+    const mp_step *s = plan ? plan->steps : st;
+    uint32_t ns = plan ? plan->n_steps : n;
+    uint64_t peak = 0;
+    timing tm;
+    mp_status e = MP_OK;
+    if (plan)
+        peak = plan->fig.lower_bound_bytes;
+    else
+        e = schedule_peak(g, s, ns, align, &peak);
+    if (!e)
+        e = simulate(ctx, g, s, ns, d, ndur, &tm);
+    if (pk_out)
+        *pk_out = peak;
+    if (t_out)
+        *t_out = -1;
+    if (e || peak > limit) {
+        mp_dealloc(ctx, st);
+        mp_plan_destroy(plan);
+        return e;
+    }
+    if (t_out)
+        *t_out = tm.total;
+    int better = !b->have || tm.total < b->tm.total * (1 - 1e-12) ||
+                 (tm.total <= b->tm.total * (1 + 1e-12) &&
+                  (tm.to_host + tm.to_device <
+                       b->tm.to_host + b->tm.to_device ||
+                   (win_ties && tm.to_host + tm.to_device ==
+                                    b->tm.to_host + b->tm.to_device)));
+    if (!better) {
+        mp_dealloc(ctx, st);
+        mp_plan_destroy(plan);
+        return MP_OK;
+    }
+    best_clear(ctx, b);
+    b->steps = plan ? NULL : st;
+    b->n = n;
+    b->plan = plan;
+    b->tm = tm;
+    b->peak = peak;
+    b->solver = solver;
+    b->have = 1;
+    return MP_OK;
+}
+
+/* Analyses a base schedule (steps not owned) into x. */
+static mp_status setup(ctx_t *x, const mp_graph *g, const mp_device *d,
+                       const double *ndur, const mp_step *steps, uint32_t n,
+                       uint64_t align, int recompute)
+{
+    memset(x, 0, sizeof *x);
+    x->ctx = g->ctx;
+    x->g = g;
+    x->d = d;
+    x->ndur = ndur;
+    x->steps = steps;
+    x->nsteps = n;
+    mp_status st = build_instances(x, align);
+    if (st)
+        return st;
+    x->start = mp_alloc(x->ctx, ((size_t)x->np + 1) * sizeof *x->start);
+    if (!x->start)
+        return MP_ERR_NOMEM;
+    double t = 0;
+    for (uint32_t q = 0; q < x->np; q++) {
+        x->start[q] = t;
+        t += ndur[steps[x->pstep[q]].index];
+    }
+    x->start[x->np] = t;
+    return build_cands(x, align, recompute);
+}
+
+/* Greedy (and the ILP when use_ilp) on base schedule x toward target; each
+ * schedule found is offered. */
+static mp_status search_base(ctx_t *x, best_t *b, uint64_t target,
+                             uint64_t limit, uint64_t align, int rec,
+                             int use_ilp, double time_limit,
+                             const char *name_greedy, const char *name_ilp,
+                             const char *name_ilp_warm,
+                             mp_offload_result *res, double *t_best)
+{
+    mp_ctx *ctx = x->ctx;
+    uint64_t *live = mp_alloc(ctx, ((size_t)x->np + 1) * sizeof *live);
+    if (!live)
+        return MP_ERR_NOMEM;
+    mp_status st = MP_OK;
+    uint32_t n_chosen = greedy(x, target, rec, live);
+    mp_step *s = NULL;
+    uint32_t n = 0;
+    double t = -1;
+    if ((st = build_steps(x, &s, &n)) ||
+        (st = offer(x->g, b, s, n, NULL, limit, align, x->d, x->ndur,
+                    name_greedy, 0, &t, NULL)))
+        goto out;
+    if (t >= 0 && (*t_best < 0 || t < *t_best))
+        *t_best = t;
+    if (use_ilp && n_chosen) {
+        mp_solve_status ss = MP_SOLVE_NONE;
+        int fw = 0, have = 0;
+        st = solve_ilp(x, target, rec, time_limit, &ss, &fw, &have);
+        if (st == MP_ERR_UNSUPPORTED) {
+            st = MP_OK;
+            goto out;
+        }
+        if (st)
+            goto out;
+        res->ilp_status = ss;
+        if (!have)
+            goto out;
+        if ((st = build_steps(x, &s, &n)) ||
+            (st = offer(x->g, b, s, n, NULL, limit, align, x->d, x->ndur,
+                        fw ? name_ilp_warm : name_ilp, 1, &t, NULL)))
+            goto out;
+        if (t >= 0 && (*t_best < 0 || t < *t_best))
+            *t_best = t;
+    }
+out:
+    mp_dealloc(ctx, live);
+    return st;
+}
+
+/* mp_remat_plan with the node times of the device model (the graph's
+ * given seconds are put back afterwards). inplace 0: the schedule keeps
+ * its FREE steps (a base for offload). */
+static mp_status remat_run(mp_graph *g, const mp_offload_options *o,
+                           const double *ndur, uint64_t budget,
+                           const mp_plan_options *po, int inplace,
+                           mp_remat_solver solver, mp_plan **out,
+                           const char **name)
+{
+    mp_ctx *ctx = g->ctx;
+    uint32_t nn = (uint32_t)g->n_nodes;
+    double *saved = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *saved);
+    if (!saved)
+        return MP_ERR_NOMEM;
+    for (uint32_t v = 0; v < nn; v++) {
+        saved[v] = g->nodes[v].seconds;
+        g->nodes[v].seconds = ndur[v] > 0 ? ndur[v] : 1e-12;
+    }
+    mp_remat_options ro;
+    if (o->remat)
+        ro = *o->remat;
+    else {
+        mp_remat_options_init(&ro);
+        ro.time_limit = 10;
+    }
+    if (solver != MP_REMAT_AUTO)
+        ro.solver = solver;
+    ro.budget = budget;
+    mp_plan_options p2 = *po;
+    p2.inplace = inplace;
+    mp_remat_result rr;
+    mp_status st = mp_remat_plan(g, &ro, &p2, out, &rr);
+    for (uint32_t v = 0; v < nn; v++)
+        g->nodes[v].seconds = saved[v];
+    mp_dealloc(ctx, saved);
+    if (name)
+        *name = rr.solver;
     return st;
 }
 
@@ -433,6 +1041,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     double t0 = mp_now_seconds();
     *out = NULL;
     memset(res, 0, sizeof *res);
+    res->offload_only_seconds = res->recompute_only_seconds = -1;
     if (!g->finalized)
         return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     mp_offload_options o;
@@ -459,184 +1068,205 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     uint64_t pers = mp_plan_persistent_bytes(g);
     if (pers == UINT64_MAX)
         return mp_err(ctx, MP_ERR_OVERFLOW, "persistent bytes overflow");
+    uint32_t nn = (uint32_t)g->n_nodes;
+    mp_status st = MP_OK;
+    mp_step *steps = NULL;
+    uint32_t nsteps = 0;
+    best_t B;
+    memset(&B, 0, sizeof B);
     ctx_t x;
     memset(&x, 0, sizeof x);
     x.ctx = ctx;
-    x.g = g;
-    x.nn = (uint32_t)g->n_nodes;
-    x.nt = (uint32_t)g->n_tensors;
-    mp_status st = MP_OK;
-    mp_step *steps = NULL, *ns = NULL;
-    ins *ii = NULL;
-    uint32_t *cand_of = NULL;
-    x.pos = mp_alloc(ctx, ((size_t)x.nn + 1) * sizeof *x.pos);
-    x.dur = mp_alloc(ctx, ((size_t)x.nn + 1) * sizeof *x.dur);
-    x.start = mp_alloc(ctx, ((size_t)x.nn + 1) * sizeof *x.start);
-    if (!x.pos || !x.dur || !x.start) {
-        st = MP_ERR_NOMEM;
-        goto out;
-    }
-    double tcur = 0;
-    for (uint32_t q = 0; q < x.nn; q++) {
-        uint32_t v = g->topo[q];
-        x.pos[v] = q;
+    double *ndur = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *ndur);
+    if (!ndur)
+        return MP_ERR_NOMEM;
+    for (uint32_t v = 0; v < nn; v++) {
         mp_op_cost k;
         if ((st = mp_node_estimate_ex(g, v, &dev, o.use_given_seconds, &k)))
             goto out;
-        x.dur[q] = k.seconds;
-        x.start[q] = tcur;
-        tcur += k.seconds;
+        ndur[v] = k.seconds;
     }
-    x.start[x.nn] = tcur;
-    if ((st = build_uses(&x, po.alignment)) ||
-        (st = build_cands(&x, &dev, po.alignment)))
+    if ((st = mp_schedule_default(g, &steps, &nsteps)))
         goto out;
-    uint64_t base = 0;
-    for (uint32_t q = 0; q < x.nn; q++)
-        if (x.live[q] > base)
-            base = x.live[q];
-    res->base_peak_bytes = base + pers;
     {
         /* the plan without offload (in-place reuse and the rest of po
          * included): when it meets the budget, it is the answer */
         mp_plan *p0 = NULL;
         if ((st = mp_plan_create(g, &po, &p0)))
             goto out;
-        uint64_t pk0 = p0->fig.lower_bound_bytes + pers;
-        if (pk0 < res->base_peak_bytes)
-            res->base_peak_bytes = pk0;
+        uint64_t pk0 = p0->fig.lower_bound_bytes + pers, pkd = 0;
+        if ((st = schedule_peak(g, steps, nsteps, po.alignment, &pkd))) {
+            mp_plan_destroy(p0);
+            goto out;
+        }
+        res->base_peak_bytes = pk0 < pkd + pers ? pk0 : pkd + pers;
         if (o.budget == 0 || pk0 <= o.budget) {
+            timing tm;
+            if ((st = simulate(ctx, g, p0->steps, p0->n_steps, &dev, ndur,
+                               &tm))) {
+                mp_plan_destroy(p0);
+                goto out;
+            }
             res->peak_bytes = pk0;
             res->status = MP_SOLVE_FEASIBLE;
             res->solver = "none";
             res->ilp_status = MP_SOLVE_NONE;
-            res->compute_seconds = res->total_seconds = tcur;
+            res->compute_seconds = tm.compute;
+            res->total_seconds = tm.total;
+            res->offload_only_seconds = tm.total;
+            if (o.recompute)
+                res->recompute_only_seconds = tm.total;
             res->seconds = mp_now_seconds() - t0;
             *out = p0;
             goto out;
         }
         mp_plan_destroy(p0);
     }
-    uint64_t target = o.budget == 0 ? UINT64_MAX
-                      : o.budget > pers ? o.budget - pers : 0;
-    uint32_t n_chosen = 0;
-    for (;;) {
-        uint64_t peak = 0;
-        uint32_t P = 0;
-        for (uint32_t q = 0; q < x.nn; q++)
-            if (x.live[q] > peak) {
-                peak = x.live[q];
-                P = q;
-            }
-        if (peak <= target)
-            break;
-        /* the variant covering P with the least stall, then the largest
-         * size x idle time */
-        uint32_t best = MP_NONE, best_v = 0;
-        double best_stall = 0;
-        for (uint32_t i = 0; i < x.nc; i++) {
-            cand *c = &x.c[i];
-            if (c->chosen || P <= c->ua || P >= c->ub)
-                continue;
-            for (uint32_t v = 0; v < c->nv; v++) {
-                if (P < c->vk[v] || P >= c->vj[v])
-                    continue;
-                if (best == MP_NONE || c->vstall[v] < best_stall ||
-                    (c->vstall[v] == best_stall &&
-                     c->score > x.c[best].score)) {
-                    best = i;
-                    best_v = v;
-                    best_stall = c->vstall[v];
-                }
-            }
-        }
-        if (best == MP_NONE)
-            break;
-        cand *c = &x.c[best];
-        c->chosen = 1;
-        c->v = best_v;
-        c->k = c->vk[best_v];
-        c->j = c->vj[best_v];
-        for (uint32_t q = c->k; q < c->j; q++)
-            x.live[q] -= c->size;
-        n_chosen++;
-    }
-    res->solver = "greedy";
+    uint64_t target = o.budget > pers ? o.budget - pers : 0;
+    uint64_t limit = target; /* live arena peak allowed */
     res->ilp_status = MP_SOLVE_NONE;
-    if (o.ilp && n_chosen) {
-        if ((st = solve_ilp(&x, &dev, target, o.time_limit, res)))
+    uint64_t min_peak = UINT64_MAX;
+    /* 1. offload only on the default schedule */
+    if ((st = setup(&x, g, &dev, ndur, steps, nsteps, po.alignment,
+                    o.recompute)))
+        goto out;
+    uint32_t ilp_max = o.ilp_max_candidates ? o.ilp_max_candidates : 400;
+    int joint_ilp = o.ilp || x.nc <= ilp_max;
+    double t_off = -1, t_joint = -1, t_rec = -1;
+    if ((st = search_base(&x, &B, target, limit, po.alignment, 0, o.ilp,
+                          o.time_limit, "greedy", "ilp", "ilp(greedy)", res,
+                          &t_off)))
+        goto out;
+    if (B.have && B.peak < min_peak)
+        min_peak = B.peak;
+    res->offload_only_seconds = t_off;
+    if (o.recompute) {
+        /* 2. joint candidates on the default schedule */
+        if ((st = search_base(&x, &B, target, limit, po.alignment, 1,
+                              joint_ilp, o.time_limit, "joint-greedy",
+                              "joint-ilp", "joint-ilp(greedy)", res,
+                              &t_joint)))
             goto out;
-        n_chosen = 0;
-        for (uint32_t i = 0; i < x.nc; i++)
-            n_chosen += x.c[i].chosen != 0;
-    }
-    /* the schedule: default steps with OFFLOAD/PREFETCH before COMPUTE */
-    uint32_t nsteps;
-    if ((st = mp_schedule_default(g, &steps, &nsteps)))
-        goto out;
-    ii = mp_alloc(ctx, ((size_t)n_chosen * 2 + 1) * sizeof *ii);
-    cand_of = mp_alloc(ctx, ((size_t)x.nt + 1) * sizeof *cand_of);
-    ns = mp_alloc(ctx, ((size_t)nsteps + 2 * (size_t)n_chosen + 1) *
-                           sizeof *ns);
-    if (!ii || !cand_of || !ns) {
-        st = MP_ERR_NOMEM;
-        goto out;
-    }
-    uint32_t ni = 0;
-    for (uint32_t i = 0; i < x.nc; i++)
-        if (x.c[i].chosen) {
-            ii[ni++] = (ins){x.c[i].k, i, 0};
-            ii[ni++] = (ins){x.c[i].j, i, 1};
-            cand_of[x.c[i].t] = i;
-            res->bytes_to_host += g->tensors[x.c[i].t].bytes;
-            res->bytes_to_device += g->tensors[x.c[i].t].bytes;
+        free_ctx(&x);
+        /* 3. recompute only */
+        mp_plan *pr = NULL;
+        const char *rname = NULL;
+        st = remat_run(g, &o, ndur, o.budget, &po, po.inplace, MP_REMAT_AUTO,
+                       &pr, &rname);
+        if (st == MP_OK) {
+            uint64_t pk = 0;
+            if ((st = offer(g, &B, NULL, 0, pr, limit, po.alignment, &dev,
+                            ndur, "recompute", 0, &t_rec, &pk)))
+                goto out;
+            res->recompute_only_seconds = t_rec;
+            res->remat_solver = rname;
+        } else if (st == MP_ERR_INFEASIBLE) {
+            st = MP_OK;
+        } else {
+            goto out;
         }
-    qsort(ii, ni, sizeof *ii, cmp_ins);
-    uint32_t n = 0, k = 0;
-    for (uint32_t s = 0; s < nsteps; s++) {
-        if (steps[s].kind == MP_STEP_COMPUTE) {
-            uint32_t q = x.pos[steps[s].index];
-            while (k < ni && ii[k].pos <= q) {
-                ns[n].kind = ii[k].is_prefetch ? MP_STEP_PREFETCH
-                                               : MP_STEP_OFFLOAD;
-                ns[n++].index = x.c[ii[k].cand].t;
-                k++;
+        /* 4. recompute at looser budgets, then offload (joint moves) */
+        uint64_t base_live = res->base_peak_bytes > pers
+                                 ? res->base_peak_bytes - pers : 0;
+        static const double fr[] = {0.25, 0.5, 0.75};
+        for (int k = 0; k < 3 && base_live > target; k++) {
+            uint64_t bl = target + (uint64_t)(fr[k] *
+                                              (double)(base_live - target));
+            mp_plan *pb = NULL;
+            st = remat_run(g, &o, ndur, bl + pers, &po, 0,
+                           MP_REMAT_SELECTIVE, &pb, NULL);
+            if (st == MP_ERR_INFEASIBLE) {
+                st = MP_OK;
+                continue;
             }
+            if (st)
+                goto out;
+            st = setup(&x, g, &dev, ndur, pb->steps, pb->n_steps,
+                       po.alignment, 1);
+            if (!st)
+                st = search_base(&x, &B, target, limit, po.alignment, 1,
+                                 0, o.time_limit, "recompute+offload",
+                                 "recompute+offload", "recompute+offload",
+                                 res, &t_joint);
+            free_ctx(&x);
+            mp_plan_destroy(pb);
+            if (st)
+                goto out;
         }
-        ns[n++] = steps[s];
     }
-    res->n_offloaded = n_chosen;
-    simulate(&x, ns, n, &dev, x.c, cand_of, res);
-    mp_plan *p = NULL;
-    st = mp_plan_from_schedule(g, ns, n, &po, t0, &p);
-    ns = NULL; /* owned by the plan now */
-    if (st)
-        goto out;
-    res->peak_bytes = p->fig.lower_bound_bytes + pers;
-    res->seconds = mp_now_seconds() - t0;
-    if (o.budget && res->peak_bytes > o.budget) {
+    free_ctx(&x);
+    if (!B.have) {
+        /* the smallest peak reached: offload greedy with no budget left */
         res->status = MP_SOLVE_INFEASIBLE;
+        if ((st = setup(&x, g, &dev, ndur, steps, nsteps, po.alignment,
+                        o.recompute)))
+            goto out;
+        uint64_t *live = mp_alloc(ctx, ((size_t)x.np + 1) * sizeof *live);
+        if (!live) {
+            st = MP_ERR_NOMEM;
+            goto out;
+        }
+        greedy(&x, 0, o.recompute, live);
+        mp_step *s = NULL;
+        uint32_t n = 0;
+        uint64_t pk = 0;
+        if (!(st = build_steps(&x, &s, &n)))
+            st = schedule_peak(g, s, n, po.alignment, &pk);
+        mp_dealloc(ctx, s);
+        mp_dealloc(ctx, live);
+        if (st)
+            goto out;
+        if (pk < min_peak)
+            min_peak = pk;
+        res->peak_bytes = min_peak + pers;
         if (res->base_peak_bytes < res->peak_bytes)
             res->peak_bytes = res->base_peak_bytes;
-        mp_plan_destroy(p);
+        res->seconds = mp_now_seconds() - t0;
         st = mp_err(ctx, MP_ERR_INFEASIBLE,
-                    "offload cannot meet the budget of %llu bytes: the "
+                    "offload%s cannot meet the budget of %llu bytes: the "
                     "smallest peak is %llu bytes (live arena + %llu "
                     "persistent)",
+                    o.recompute ? " with recompute" : "",
                     (unsigned long long)o.budget,
                     (unsigned long long)res->peak_bytes,
                     (unsigned long long)pers);
         goto out;
     }
+    /* the winner as a plan */
+    mp_plan *p = B.plan;
+    if (!p) {
+        st = mp_plan_from_schedule(g, B.steps, B.n, &po, t0, &p);
+        B.steps = NULL; /* owned by the plan now */
+        if (st)
+            goto out;
+    }
+    B.plan = NULL;
+    res->peak_bytes = p->fig.lower_bound_bytes + pers;
+    if (res->peak_bytes > o.budget) {
+        mp_plan_destroy(p);
+        st = mp_err(ctx, MP_ERR_INTERNAL,
+                    "offload: the plan's peak %llu exceeds its schedule's",
+                    (unsigned long long)res->peak_bytes);
+        goto out;
+    }
+    res->solver = B.solver;
     res->status = MP_SOLVE_FEASIBLE;
+    res->bytes_to_host = B.tm.to_host;
+    res->bytes_to_device = B.tm.to_device;
+    res->n_offloaded = B.tm.n_off;
+    res->n_recomputed = B.tm.n_rec;
+    res->compute_seconds = B.tm.compute;
+    res->recompute_seconds = B.tm.recompute;
+    res->exposed_seconds = B.tm.exposed;
+    res->total_seconds = B.tm.total;
+    res->seconds = mp_now_seconds() - t0;
     snprintf(p->solver_name, sizeof p->solver_name, "offload:%s",
              res->solver);
     *out = p;
 out:
-    mp_dealloc(ctx, steps);
-    mp_dealloc(ctx, ns);
-    mp_dealloc(ctx, ii);
-    mp_dealloc(ctx, cand_of);
     free_ctx(&x);
+    best_clear(ctx, &B);
+    mp_dealloc(ctx, steps);
+    mp_dealloc(ctx, ndur);
     return st;
 }

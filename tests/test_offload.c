@@ -335,6 +335,141 @@ static void t_planner_ilp(void)
     destroy();
 }
 
+/* Joint keep / recompute / offload on the gap graph: with a fast link a's
+ * copies hide in the gap (offload, 5 s, nothing recomputed); with a slow
+ * one (2 s per copy of a) recomputing n1 (1 s) beats a 4 s stall. */
+static void t_joint_gap(void)
+{
+    build_gap();
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.alignment = 1;
+    mp_offload_options oo;
+    mp_offload_options_init(&oo);
+    oo.budget = 1800;
+    oo.recompute = 1;
+    mp_device fast = link_dev(1e6), slow = link_dev(500);
+    mp_plan *p = NULL;
+    mp_offload_result r;
+    oo.device = &fast;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT(r.peak_bytes <= 1800);
+    CU_ASSERT_EQUAL(r.n_recomputed, 0u);
+    CU_ASSERT_EQUAL(r.bytes_to_host, 1000u);
+    CU_ASSERT_DOUBLE_EQUAL(r.total_seconds, 5.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(r.offload_only_seconds, 5.0, 1e-9);
+    mp_plan_destroy(p);
+    oo.device = &slow;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    CU_ASSERT(r.peak_bytes <= 1800);
+    CU_ASSERT_EQUAL(r.n_recomputed, 1u);
+    CU_ASSERT_EQUAL(r.bytes_to_host, 0u);
+    CU_ASSERT_DOUBLE_EQUAL(r.recompute_seconds, 1.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(r.total_seconds, 6.0, 1e-9);
+    /* offload alone stalls 4 s (both copies of a exposed) */
+    CU_ASSERT_DOUBLE_EQUAL(r.offload_only_seconds, 9.0, 1e-9);
+    CU_ASSERT_EQUAL(count_steps(p, MP_STEP_RECOMPUTE, 0), 1);
+    mp_plan_destroy(p);
+    destroy();
+}
+
+/* A U-shaped network (forward chain f_i, backward b_i reading b_{i+1} and
+ * f_i) with sizes and times varying by layer: every joint plan (greedy and
+ * ILP candidates, recompute only, recompute then offload) verifies, fits
+ * and is never slower than offload only or recompute only; recomputing f_i
+ * needs f_{i-1} resident, which the exclusions keep. */
+static void t_joint_unet(void)
+{
+    enum { L = 12 };
+    static const double links[] = {2e8, 2e9, 2e10};
+    int mixed = 0;
+    for (int li = 0; li < 3; li++) {
+        int feasible = 0, any_rec = 0, any_off = 0;
+        ctx = mp_ctx_create(NULL);
+        CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+        uint32_t f[L + 1], bt[L + 1], nf[L + 1];
+        char nm[32];
+        f[0] = add_t("x", MP_KIND_INPUT, 1000);
+        for (int i = 1; i <= L; i++) {
+            snprintf(nm, sizeof nm, "f%d", i);
+            f[i] = add_t(nm, MP_KIND_ACTIVATION,
+                         (uint64_t)(1 + (i * 7) % 5) * 1000000);
+            snprintf(nm, sizeof nm, "F%d", i);
+            nf[i] = add_n(nm, &f[i - 1], 1, f[i], MP_PHASE_FORWARD);
+            CU_ASSERT_EQUAL(mp_graph_set_node_cost(
+                                g, nf[i], -1, -1, 1e-4 * (1 + (i * 3) % 4)),
+                            MP_OK);
+        }
+        for (int i = L; i >= 1; i--) {
+            snprintf(nm, sizeof nm, "g%d", i);
+            bt[i] = add_t(nm, MP_KIND_ACTIVATION, 1000000);
+            uint32_t in[2] = {i == L ? f[L] : bt[i + 1], f[i - 1]};
+            snprintf(nm, sizeof nm, "B%d", i);
+            uint32_t nb = add_n(nm, in, 2, bt[i], MP_PHASE_BACKWARD);
+            CU_ASSERT_EQUAL(mp_graph_set_node_cost(g, nb, -1, -1, 2e-4),
+                            MP_OK);
+        }
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, bt[1]), MP_OK);
+        CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+        mp_device dv = link_dev(links[li]);
+        mp_plan_options po;
+        mp_plan_options_init(&po);
+        mp_offload_options oo;
+        mp_offload_options_init(&oo);
+        oo.device = &dv;
+        mp_offload_result r0;
+        mp_plan *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, &po, &p, &r0), MP_OK);
+        mp_plan_destroy(p);
+        for (int k = 5; k <= 8; k++) {
+            oo.budget = r0.peak_bytes * (uint64_t)k / 10;
+            oo.recompute = 1;
+            mp_offload_result r;
+            mp_status st = mp_offload_plan(g, &oo, &po, &p, &r);
+            if (st == MP_ERR_INFEASIBLE)
+                continue;
+            CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+            CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+            CU_ASSERT(r.peak_bytes <= oo.budget);
+            CU_ASSERT(r.offload_only_seconds >= 0 ||
+                      r.recompute_only_seconds >= 0);
+            if (r.offload_only_seconds >= 0)
+                CU_ASSERT(r.total_seconds <=
+                          r.offload_only_seconds * (1 + 1e-12));
+            if (r.recompute_only_seconds >= 0)
+                CU_ASSERT(r.total_seconds <=
+                          r.recompute_only_seconds * (1 + 1e-12));
+            CU_ASSERT(r.total_seconds >= r.compute_seconds);
+            feasible++;
+            any_rec |= r.n_recomputed > 0;
+            any_off |= r.n_offloaded > 0;
+            mixed |= r.n_recomputed > 0 && r.n_offloaded > 0;
+            mp_plan_destroy(p);
+            /* the offload-only plan is the one joint compared against */
+            double t_off = r.offload_only_seconds;
+            oo.recompute = 0;
+            st = mp_offload_plan(g, &oo, &po, &p, &r);
+            CU_ASSERT_EQUAL(st == MP_OK, t_off >= 0);
+            if (st == MP_OK) {
+                CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+                CU_ASSERT_DOUBLE_EQUAL(r.total_seconds, t_off, 1e-12);
+                mp_plan_destroy(p);
+            }
+        }
+        CU_ASSERT(feasible > 0);
+        /* a slow link favours recompute, a fast one offload */
+        if (li == 0)
+            CU_ASSERT(any_rec);
+        if (li == 2)
+            CU_ASSERT(any_off);
+        destroy();
+    }
+    /* and in between, some budget takes both */
+    CU_ASSERT(mixed);
+}
+
 /* The command: plan --offload --budget on the gap graph as JSON. */
 static const char *gap_json =
     "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"gap\",\n"
@@ -370,8 +505,8 @@ static void t_cli(void)
     CU_ASSERT_FATAL(p != NULL);
     snprintf(dev, sizeof dev, "%s", p);
     snprintf(cmd, sizeof cmd,
-             "'%s' plan '%s' --budget 1800 --align 1 --offload --device '%s' "
-             "--json --no-lints",
+             "'%s' plan '%s' --budget 1800 --align 1 --offload "
+             "--offload-solver greedy --device '%s' --json --no-lints",
              MP_CLI_PATH, path, dev);
     CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
     json_error_t e;
@@ -391,6 +526,33 @@ static void t_cli(void)
     CU_ASSERT_STRING_EQUAL(
         json_string_value(json_object_get(off, "device")), "slow");
     json_decref(o);
+    /* the default (auto = joint): recomputing n1 for 1 s beats the 4 s of
+     * exposed copies; both alternatives reported */
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s' --budget 1800 --align 1 --offload --device '%s' "
+             "--json --no-lints",
+             MP_CLI_PATH, path, dev);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    o = json_loads(out, 0, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    off = json_object_get(o, "offload");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(off, "recomputed_nodes")),
+                    1);
+    CU_ASSERT_DOUBLE_EQUAL(
+        json_real_value(json_object_get(off, "total_seconds")), 6.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(
+        json_real_value(json_object_get(off, "offload_only_total_seconds")),
+        9.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(
+        json_real_value(json_object_get(off, "recompute_seconds")), 1.0, 1e-9);
+    json_decref(o);
+    /* an unknown offload solver is a usage error */
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s' --budget 1800 --offload-solver magic --no-lints "
+             "2>/dev/null",
+             MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
     /* the plan written by --offload verifies */
     char plan[600];
     snprintf(plan, sizeof plan, "%s.plan.json", path);
@@ -426,6 +588,9 @@ static CU_TestInfo tests[] = {
     {"planner: exposed copies and infeasible budget (by hand)",
      t_planner_exposed},
     {"planner: the ILP reaches the hand-computed plans", t_planner_ilp},
+    {"joint: recompute or offload by the link's speed (by hand)",
+     t_joint_gap},
+    {"joint: U-net plans verify, never slower than either", t_joint_unet},
     {"memplan plan --offload --budget --device --json", t_cli},
     CU_TEST_INFO_NULL,
 };
