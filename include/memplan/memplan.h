@@ -256,8 +256,11 @@ MP_API void mp_free(mp_ctx *ctx, void *p);
 
 /* ---- ONNX ------------------------------------------------------------------ */
 /* A value for a symbolic dimension (an ONNX dim_param such as "N"), or,
- * named "INPUT:AXIS", for axis AXIS of graph input INPUT (a dim with
- * neither a size nor a name, or an unbound one). */
+ * named "INPUT:AXIS", for axis AXIS of graph input INPUT: an unnamed, a
+ * symbolic or a fixed dim (re-batching: declared intermediate shapes are
+ * then hints that inference overrides); for an input declared with no
+ * shape, INPUT:0 .. INPUT:R-1 give its shape. A binding that names
+ * nothing of the model is an error (docs/api/mp_graph_load_dims.md). */
 typedef struct mp_dim_binding {
     const char *name;
     int64_t value;           /* >= 0 */
@@ -766,16 +769,7 @@ typedef struct mp_remat_result {
     double lower_bound_cost;     /* LP lower bound on extra cost; < 0: none */
     uint32_t n_recompute;        /* RECOMPUTE steps */
     double seconds;
-    /* issue 5: where lower_bound_cost comes from (every kind is a true
-     * lower bound, by weak duality, on the extra cost of schedules in the
-     * graph's order): MP_REMAT_BOUND_LP (the Checkmate LP solved to
-     * optimality), _LP_DUALS (the duals where its simplex stopped at the
-     * time limit), _MILP (the MILP search tree), _STAGE_LP (the smaller
-     * stage-boundary relaxation, solved to optimality). */
-    int lower_bound_kind;
 } mp_remat_result;
-enum { MP_REMAT_BOUND_NONE = 0, MP_REMAT_BOUND_LP, MP_REMAT_BOUND_LP_DUALS,
-       MP_REMAT_BOUND_MILP, MP_REMAT_BOUND_STAGE_LP };
 
 /* Node cost used by the recompute solvers: the node's seconds when given,
  * else FLOPs / 1e12 (1 TFLOP/s), else bytes moved / 1e12, else 1e-9. */
