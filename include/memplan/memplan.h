@@ -769,7 +769,16 @@ typedef struct mp_remat_result {
     double lower_bound_cost;     /* LP lower bound on extra cost; < 0: none */
     uint32_t n_recompute;        /* RECOMPUTE steps */
     double seconds;
+    /* issue 5: where lower_bound_cost comes from (every kind is a true
+     * lower bound, by weak duality, on the extra cost of schedules in the
+     * graph's order): MP_REMAT_BOUND_LP (the Checkmate LP solved to
+     * optimality), _LP_DUALS (the duals where its simplex stopped at the
+     * time limit), _MILP (the MILP search tree), _STAGE_LP (the smaller
+     * stage-boundary relaxation, solved to optimality). */
+    int lower_bound_kind;
 } mp_remat_result;
+enum { MP_REMAT_BOUND_NONE = 0, MP_REMAT_BOUND_LP, MP_REMAT_BOUND_LP_DUALS,
+       MP_REMAT_BOUND_MILP, MP_REMAT_BOUND_STAGE_LP };
 
 /* Node cost used by the recompute solvers: the node's seconds when given,
  * else FLOPs / 1e12 (1 TFLOP/s), else bytes moved / 1e12, else 1e-9. */
