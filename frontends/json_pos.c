@@ -89,30 +89,9 @@ static bool skip_value(scan *sc)
     return sc->pos > start;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static bool read_hex4(const char *p, size_t avail, unsigned *out)
 {
-    if (avail < 4)
-        return false;
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        int h = hexval(p[i]);
-        if (h < 0)
-            return false;
-        v = v * 16 + (unsigned)h;
-    }
-    *out = v;
-    return true;
+    return mp_jtok_hex4(p, avail, out) == 4;
 }
 
 /* At an opening quote: decodes the string and compares it with key.

@@ -24,20 +24,26 @@ static int hexv(char c)
     return -1;
 }
 
+unsigned mp_jtok_hex4(const char *p, size_t avail, unsigned *out)
+{
+    unsigned v = 0, i = 0;
+    for (; i < 4 && i < avail; i++) {
+        int h = hexv(p[i]);
+        if (h < 0)
+            break;
+        v = v * 16 + (unsigned)h;
+    }
+    if (i == 4)
+        *out = v;
+    return i;
+}
+
 /* Four hex digits at p; false with *bad at the first bad one. */
 static bool hex4(const mp_jtok *k, size_t p, unsigned *out, size_t *bad)
 {
-    unsigned v = 0;
-    for (size_t i = 0; i < 4; i++) {
-        int h = p + i < k->len ? hexv(k->t[p + i]) : -1;
-        if (h < 0) {
-            *bad = p + i;
-            return false;
-        }
-        v = v * 16 + (unsigned)h;
-    }
-    *out = v;
-    return true;
+    unsigned n = mp_jtok_hex4(k->t + p, p < k->len ? k->len - p : 0, out);
+    *bad = p + n;
+    return n == 4;
 }
 
 static mp_status reserve(mp_ctx *ctx, char **buf, size_t *cap, size_t need)
@@ -221,10 +227,12 @@ bool mp_jtok_literal(mp_jtok *k, const char *word)
     return true;
 }
 
-mp_status mp_jtok_obj_next(mp_jtok *k, int *state, bool *more)
+/* Members and elements alike: the closing bracket, or the ',' before
+ * every one but the first. */
+static mp_status next_item(mp_jtok *k, char close, int *state, bool *more)
 {
     mp_jtok_ws(k);
-    if (k->pos < k->len && k->t[k->pos] == '}') {
+    if (k->pos < k->len && k->t[k->pos] == close) {
         k->pos++;
         *more = false;
         return MP_OK;
@@ -236,9 +244,17 @@ mp_status mp_jtok_obj_next(mp_jtok *k, int *state, bool *more)
         mp_jtok_ws(k);
     }
     *state = 1;
+    *more = true;
+    return MP_OK;
+}
+
+mp_status mp_jtok_obj_next(mp_jtok *k, int *state, bool *more)
+{
+    mp_status st = next_item(k, '}', state, more);
+    if (st || !*more)
+        return st;
     if (k->pos >= k->len || k->t[k->pos] != '"')
         return fail(k, MP_JTOK_WANT_KEY, k->pos, k->pos);
-    *more = true;
     return MP_OK;
 }
 
@@ -254,21 +270,7 @@ mp_status mp_jtok_colon(mp_jtok *k)
 
 mp_status mp_jtok_arr_next(mp_jtok *k, int *state, bool *more)
 {
-    mp_jtok_ws(k);
-    if (k->pos < k->len && k->t[k->pos] == ']') {
-        k->pos++;
-        *more = false;
-        return MP_OK;
-    }
-    if (*state) {
-        if (k->pos >= k->len || k->t[k->pos] != ',')
-            return fail(k, MP_JTOK_WANT_COMMA, k->pos, k->pos);
-        k->pos++;
-        mp_jtok_ws(k);
-    }
-    *state = 1;
-    *more = true;
-    return MP_OK;
+    return next_item(k, ']', state, more);
 }
 
 void mp_jtok_line_col(const char *t, size_t len, size_t off, int *line,

@@ -90,6 +90,10 @@ mp_status mp_jtok_colon(mp_jtok *k);
  * true with k->pos at the element (whitespace skipped). */
 mp_status mp_jtok_arr_next(mp_jtok *k, int *state, bool *more);
 
+/* Decodes up to 4 hex digits at p (avail bytes there): how many are hex
+ * digits; *out set when all 4 are. */
+unsigned mp_jtok_hex4(const char *p, size_t avail, unsigned *out);
+
 /* 1-based line and column of byte offset off (columns count UTF-8
  * characters, as jansson's do; off beyond len counts as len). */
 void mp_jtok_line_col(const char *t, size_t len, size_t off, int *line,
