@@ -56,6 +56,7 @@ mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
 #else /* MP_WITH_ONNX */
 
 #include "onnx.pb-c.h"
+#include "onnx_seq.h"
 
 int mp_onnx_available(void) { return 1; }
 
@@ -400,6 +401,34 @@ static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
                                  const mp_input_value *iv, uint32_t *id)
 {
     mp_status st;
+    mp_seq *decl;
+    if ((st = mp_onnx_seq_of_type(L->ctx, v->type, &decl)))
+        return st;
+    if (decl) { /* a SequenceProto or OptionalProto */
+        mp_seq *sq = NULL;
+        char what[300];
+        snprintf(what, sizeof what, "%s: the value given for graph input "
+                 "'%s'", L->src, v->name);
+        st = iv->pb ? mp_onnx_seq_of_pb(L->ctx, iv->pb, iv->pb_len,
+                                        decl->type != MP_SEQ_SEQUENCE, what,
+                                        &sq)
+                    : mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: give it as a "
+                             "serialized proto (pb)", what);
+        if (!st && sq->dtype == MP_DTYPE_UNDEFINED)
+            sq->dtype = decl->dtype;
+        if (!st && sq->present == 0 && sq->type == MP_SEQ_OPTIONAL &&
+            decl->type == MP_SEQ_OPTIONAL_SEQUENCE)
+            sq->type = MP_SEQ_OPTIONAL_SEQUENCE;
+        mp_dealloc(L->ctx, decl);
+        mp_tensor_desc d = {v->name, st ? 0 : sq->dtype, -1, NULL, 0,
+                            MP_KIND_INPUT};
+        if (!st)
+            st = mp_graph_add_tensor(L->g, &d, id);
+        if (!st)
+            return mp_tensor_take_seq(L->ctx, &L->g->tensors[*id], sq);
+        mp_dealloc(L->ctx, sq);
+        return st;
+    }
     if (iv->pb) {
         Onnx__TensorProto *t = unpack_tensor(L, iv);
         if (!t)
@@ -873,6 +902,10 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
         mp_tensor_desc d = {v->name, dt, rank, dims, 0, MP_KIND_INPUT};
         if ((st = mp_graph_add_tensor(L->g, &d, &id)))
             return st;
+        mp_seq *sq; /* a sequence or optional input */
+        if ((st = mp_onnx_seq_of_type(L->ctx, v->type, &sq)) ||
+            (sq && (st = mp_tensor_take_seq(L->ctx, &L->g->tensors[id], sq))))
+            return st;
         if (sub)
             L->g->sub_inputs[L->g->n_sub_inputs++] = id;
         (void)sym, (void)sd;
@@ -1221,8 +1254,9 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
             continue;
         if (!used[id] && !(L->g->tensors[id].flags & MP_TF_OUTPUT))
             continue;
-        if (find_value(L, v->name))
-            continue; /* its shape is the value's */
+        if (find_value(L, v->name) || L->g->tensors[id].seq)
+            continue; /* its shape is the value's; a sequence's is
+                         checked with its size */
         mp_dtype dt;
         int rank;
         bool unbound;

@@ -77,8 +77,10 @@ void mp_graph_destroy(mp_graph *g)
     if (!g)
         return;
     mp_ctx *ctx = g->ctx;
-    for (size_t i = 0; i < g->n_tensors; i++)
+    for (size_t i = 0; i < g->n_tensors; i++) {
         mp_dealloc(ctx, g->tensors[i].dims);
+        mp_dealloc(ctx, g->tensors[i].seq);
+    }
     while (g->strings) {
         mp_str_chunk *next = g->strings->next;
         mp_dealloc(ctx, g->strings);

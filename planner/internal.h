@@ -280,6 +280,10 @@ typedef struct mp_tensor {
      * mp_tensor_set_value / mp_tensor_set_shape (planner/shape.c). */
     int64_t *value;
     uint32_t n_value;
+    /* ONNX sequence or optional value (planner/ops_seq.c; NULL for a
+     * tensor): its element types and shapes; owned by the tensor (one
+     * allocation, freed with the graph). dtype is the elements' type. */
+    struct mp_seq *seq;
 } mp_tensor;
 
 typedef enum mp_attr_type {

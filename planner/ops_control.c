@@ -53,6 +53,8 @@ static mp_status bind(mp_graph *b, uint32_t t, const mp_tensor *src, int dt,
                       const mp_shape *s)
 {
     mp_tensor *bt = &b->tensors[t];
+    if (src && src->seq) /* a sequence or optional */
+        return mp_tensor_take_seq(b->ctx, bt, mp_seq_copy(b->ctx, src->seq));
     if (src) {
         if (bt->dtype == MP_DTYPE_UNDEFINED)
             bt->dtype = src->dtype;
@@ -149,6 +151,8 @@ static void shape_of(const mp_tensor *t, mp_shape *s)
 static mp_status out_from(mp_graph *g, uint32_t node, uint32_t o,
                           const mp_tensor *t)
 {
+    if (t->seq)
+        return mp_out_seq(g, node, o, mp_seq_copy(g->ctx, t->seq));
     mp_shape s;
     shape_of(t, &s);
     mp_status st = mp_out_set(g, node, o, t->dtype, &s);
@@ -161,6 +165,36 @@ static mp_status out_from(mp_graph *g, uint32_t node, uint32_t o,
     if (!st && t->value && !out->value)
         st = mp_tensor_set_value(g->ctx, out, t->value, t->n_value);
     return st;
+}
+
+/* If with an unknown condition, output o from branch outputs a and b, one
+ * of them a sequence or optional: elements kept where both agree; the
+ * bytes the larger branch's. */
+static mp_status out_seq_either(mp_graph *g, uint32_t node, uint32_t o,
+                                const mp_tensor *a, const mp_tensor *b)
+{
+    if (!a->seq || !b->seq || a->seq->type != b->seq->type)
+        return mp_node_err(g, node, "output %u is a sequence or optional in "
+                           "one branch only", (unsigned)o);
+    const mp_seq *x = a->seq, *y = b->seq;
+    mp_seq *s = mp_seq_new(g->ctx, x->type, x->dtype ? x->dtype : y->dtype,
+                           x->n == y->n ? x->n : -1);
+    if (!s)
+        return g->ctx->status ? g->ctx->status : MP_ERR_NOMEM;
+    s->present = x->present == y->present ? x->present : -1;
+    for (uint32_t i = 0; i < s->n_elems; i++) {
+        const mp_shape *p = &x->elems[i < x->n_elems ? i : 0];
+        const mp_shape *q = &y->elems[i < y->n_elems ? i : 0];
+        s->elems[i].rank = p->rank == q->rank ? p->rank : -1;
+        for (int32_t k = 0; k < s->elems[i].rank; k++)
+            s->elems[i].d[k] = p->d[k] == q->d[k] ? p->d[k] : -1;
+    }
+    mp_tensor *out = &g->tensors[g->nodes[node].outputs[o]];
+    if ((a->flags & MP_TF_SIZE_KNOWN) && (b->flags & MP_TF_SIZE_KNOWN)) {
+        out->bytes = a->bytes > b->bytes ? a->bytes : b->bytes;
+        out->flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
+    }
+    return mp_tensor_take_seq(g->ctx, out, s);
 }
 
 MP_SHAPE_FN(mp_shape_if)
@@ -194,6 +228,10 @@ MP_SHAPE_FN(mp_shape_if)
         const mp_tensor *b = &br[1]->tensors[br[1]->sub_outputs[o]];
         if (pick >= 0) {
             st = out_from(g, node, o, pick ? b : a);
+            continue;
+        }
+        if (a->seq || b->seq) {
+            st = out_seq_either(g, node, o, a, b);
             continue;
         }
         mp_shape s = {.rank = -1};
@@ -344,6 +382,145 @@ MP_SHAPE_FN(mp_shape_scan)
         }
         st = mp_out_set(g, node, o, t->dtype, &s);
     }
+    if (!st)
+        st = set_scratch(g, node, peak);
+    return st ? st : mp_shape_done(g, node);
+}
+
+/* Forgets what inference found in body b (and its bodies), so that it can
+ * be inferred again with other input shapes: every tensor but weights,
+ * initializers and Constant outputs loses its dtype, shape, value and
+ * size. */
+static void reset_body(mp_graph *b)
+{
+    mp_ctx *ctx = b->ctx;
+    for (size_t i = 0; i < b->n_subgraphs; i++)
+        reset_body(b->subgraphs[i]);
+    for (uint32_t t = 0; t < b->n_tensors; t++) {
+        mp_tensor *tt = &b->tensors[t];
+        tt->kind = tt->declared_kind;
+        tt->flags &= (uint8_t)~MP_TF_FOLDED;
+        tt->alias_of = MP_NONE;
+        tt->root = t;
+        if (mp_kind_persistent(tt->declared_kind) ||
+            (tt->producer != MP_NONE &&
+             (b->nodes[tt->producer].def->flags & MP_OPF_CONSTANT)))
+            continue;
+        mp_dealloc(ctx, tt->dims);
+        mp_dealloc(ctx, tt->seq);
+        tt->dims = tt->value = NULL;
+        tt->seq = NULL;
+        tt->n_value = 0;
+        tt->rank = -1;
+        tt->dtype = MP_DTYPE_UNDEFINED;
+        tt->bytes = 0;
+        tt->flags &= (uint8_t)~(MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN);
+    }
+    mp_dealloc(ctx, b->cons);
+    mp_dealloc(ctx, b->topo);
+    b->cons = b->topo = NULL;
+    b->finalized = false;
+}
+
+/* Body input t gets dtype dt and shape s (replacing a declared one). */
+static mp_status bind_shape(mp_graph *b, uint32_t t, int dt, const mp_shape *s)
+{
+    mp_tensor *bt = &b->tensors[t];
+    if (dt != MP_DTYPE_UNDEFINED)
+        bt->dtype = (uint8_t)dt;
+    bt->flags &= (uint8_t)~(MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN);
+    return mp_tensor_set_shape(b->ctx, bt, s->rank, s->d);
+}
+
+static bool seq_uniform(const mp_seq *s)
+{
+    for (uint32_t i = 1; i < s->n_elems; i++) {
+        if (s->elems[i].rank != s->elems[0].rank)
+            return false;
+        for (int32_t k = 0; k < s->elems[0].rank; k++)
+            if (s->elems[i].d[k] != s->elems[0].d[k])
+                return false;
+    }
+    return true;
+}
+
+/* SequenceMap(seq, more...) body(elem, more elems...) -> sequences: the
+ * body runs once per element of the first sequence (the others give
+ * their element i; tensors are passed whole). It is inferred once when
+ * every sequence's elements share one shape, else once per element. */
+MP_SHAPE_FN(mp_shape_seq_map)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_graph *b = body_of(g, n, "body");
+    if (!b)
+        return mp_node_err(g, node, "attribute 'body' is missing");
+    uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
+    if (nin < 1 || b->n_sub_inputs != nin || b->n_sub_outputs != nout)
+        return mp_node_err(g, node, "body has %u inputs and %u outputs for "
+                           "%u inputs and %u outputs",
+                           (unsigned)b->n_sub_inputs,
+                           (unsigned)b->n_sub_outputs, (unsigned)nin,
+                           (unsigned)nout);
+    const mp_tensor *first = mp_in(g, n, 0);
+    if (!first || !first->seq || first->seq->type != MP_SEQ_SEQUENCE)
+        return mp_node_err(g, node, "input 0 is not a sequence");
+    int32_t cnt = first->seq->n;
+    bool uniform = true;
+    for (uint32_t k = 0; k < nin; k++) {
+        const mp_tensor *src = mp_in(g, n, k);
+        if (src && src->seq) {
+            if (src->seq->n != cnt)
+                return mp_node_err(g, node, "input %u has %d elements, "
+                                   "input 0 %d", (unsigned)k,
+                                   (int)src->seq->n, (int)cnt);
+            uniform = uniform && seq_uniform(src->seq);
+        }
+    }
+    mp_seq **outs = mp_calloc(g->ctx, nout ? nout : 1, sizeof *outs);
+    if (!outs)
+        return MP_ERR_NOMEM;
+    mp_status st = MP_OK;
+    for (uint32_t o = 0; o < nout && !st; o++)
+        if (!(outs[o] = mp_seq_new(g->ctx, MP_SEQ_SEQUENCE,
+                                   MP_DTYPE_UNDEFINED, cnt)))
+            st = g->ctx->status ? g->ctx->status : MP_ERR_NOMEM;
+    uint64_t peak = 0;
+    int32_t runs = cnt < 0 || uniform ? (cnt == 0 ? 0 : 1) : cnt;
+    for (int32_t i = 0; i < runs && !st; i++) {
+        if (b->finalized)
+            reset_body(b);
+        for (uint32_t k = 0; k < nin && !st; k++) {
+            const mp_tensor *src = mp_in(g, n, k);
+            if (!src)
+                continue;
+            if (src->seq)
+                st = bind_shape(b, b->sub_inputs[k], src->seq->dtype,
+                                &src->seq->elems[src->seq->n < 0 ? 0 : i]);
+            else
+                st = bind(b, b->sub_inputs[k], src, 0, NULL);
+        }
+        uint64_t pk = 0;
+        if (!st)
+            st = infer_body(g, node, b, "body", &pk);
+        if (pk > peak)
+            peak = pk;
+        for (uint32_t o = 0; o < nout && !st; o++) {
+            const mp_tensor *t = &b->tensors[b->sub_outputs[o]];
+            mp_shape s;
+            shape_of(t, &s);
+            outs[o]->dtype = t->dtype;
+            for (uint32_t e = 0; e < outs[o]->n_elems; e++)
+                if (runs == 1 || e == (uint32_t)i)
+                    outs[o]->elems[e] = s;
+        }
+    }
+    for (uint32_t o = 0; o < nout; o++) {
+        if (!st)
+            st = mp_out_seq(g, node, o, outs[o]);
+        else
+            mp_dealloc(g->ctx, outs[o]);
+    }
+    mp_dealloc(g->ctx, outs);
     if (!st)
         st = set_scratch(g, node, peak);
     return st ? st : mp_shape_done(g, node);

@@ -17,6 +17,11 @@ static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
 MP_SHAPE_FN(mp_shape_view)
 {
     const mp_node *n = &g->nodes[node];
+    const mp_tensor *in = mp_in(g, n, 0);
+    if (in && in->seq) { /* Identity of a sequence or optional */
+        mp_status st = mp_out_seq(g, node, 0, mp_seq_copy(g->ctx, in->seq));
+        return st ? st : mp_shape_done(g, node);
+    }
     mp_shape s;
     mp_in_shape(g, n, 0, &s);
     mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);

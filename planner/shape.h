@@ -163,6 +163,45 @@ MP_SHAPE_FN(mp_shape_string_split);
 MP_SHAPE_FN(mp_shape_label_encoder);
 MP_SHAPE_FN(mp_shape_tree_ensemble);
 MP_SHAPE_FN(mp_shape_array_feature);
+/* ---- sequences and optionals (planner/ops_seq.c) ------------------------ */
+/* An ONNX sequence<tensor> or optional<tensor | sequence<tensor>> value,
+ * as far as it is known. A sequence of n >= 0 elements lists each
+ * element's shape; n = -1 (length unknown) keeps one entry, the shape
+ * every element has as far as known. An optional keeps its tensor's shape
+ * (OPTIONAL: n = 1) or its sequence's elements (OPTIONAL_SEQUENCE), and
+ * whether it holds a value. For planning a sequence's bytes are the sum of
+ * its elements' (an optional with no value: 0; one that may or may not
+ * hold a value: its value's). */
+enum { MP_SEQ_SEQUENCE = 1, MP_SEQ_OPTIONAL, MP_SEQ_OPTIONAL_SEQUENCE };
+typedef struct mp_seq {
+    uint8_t type;      /* MP_SEQ_* */
+    uint8_t dtype;     /* element type (MP_DTYPE_UNDEFINED unknown) */
+    int8_t present;    /* optionals: 1 holds a value, 0 none, -1 unknown */
+    int32_t n;         /* element count, -1 unknown */
+    uint32_t n_elems;  /* entries of elems: n, or 1 when n is -1 */
+    mp_shape elems[];
+} mp_seq;
+/* A new value with n elements of unknown shape (n -1: one prototype). */
+mp_seq *mp_seq_new(mp_ctx *ctx, int type, int dtype, int32_t n);
+mp_seq *mp_seq_copy(mp_ctx *ctx, const mp_seq *s);
+/* Gives t the value s (ownership passes, also on failure): its dtype,
+ * no tensor shape, and its bytes once every element's size is known. */
+mp_status mp_tensor_take_seq(mp_ctx *ctx, mp_tensor *t, mp_seq *s);
+/* Output o of the node takes s (ownership passes). */
+mp_status mp_out_seq(mp_graph *g, uint32_t node, uint32_t o, mp_seq *s);
+MP_SHAPE_FN(mp_shape_seq_empty);
+MP_SHAPE_FN(mp_shape_seq_construct);
+MP_SHAPE_FN(mp_shape_seq_insert);
+MP_SHAPE_FN(mp_shape_seq_at);
+MP_SHAPE_FN(mp_shape_seq_erase);
+MP_SHAPE_FN(mp_shape_seq_length);
+MP_SHAPE_FN(mp_shape_split_to_seq);
+MP_SHAPE_FN(mp_shape_concat_from_seq);
+MP_SHAPE_FN(mp_shape_optional);
+MP_SHAPE_FN(mp_shape_optional_has);
+MP_SHAPE_FN(mp_shape_optional_get);
+MP_SHAPE_FN(mp_shape_seq_map);
+
 /* planner/ops_control.c */
 MP_SHAPE_FN(mp_shape_if);
 MP_SHAPE_FN(mp_shape_loop);
