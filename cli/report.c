@@ -19,13 +19,19 @@ static const struct {
     {MP_ERR_PARSE, CLI_EXIT_INPUT},
     {MP_ERR_GRAPH, CLI_EXIT_INPUT},
     {MP_ERR_SHAPE, CLI_EXIT_INPUT},
-    {MP_ERR_OVERFLOW, CLI_EXIT_INPUT},
+    {MP_ERR_OVERFLOW, CLI_EXIT_OVERFLOW},
     {MP_ERR_UNSUPPORTED, CLI_EXIT_INPUT},
     {MP_ERR_NOT_FOUND, CLI_EXIT_INPUT},
     {MP_ERR_INFEASIBLE, CLI_EXIT_INFEASIBLE},
     {MP_ERR_TIMEOUT, CLI_EXIT_INFEASIBLE},
     {MP_ERR_VERIFY, CLI_EXIT_VERIFY},
     {MP_ERR_INTERNAL, CLI_EXIT_INTERNAL},
+    {MP_ERR_CORRUPT, CLI_EXIT_CORRUPT},
+    {MP_ERR_CYCLE, CLI_EXIT_CYCLE},
+    {MP_ERR_NO_PRODUCER, CLI_EXIT_NO_PRODUCER},
+    {MP_ERR_DUPLICATE, CLI_EXIT_DUPLICATE},
+    {MP_ERR_UNKNOWN_OP, CLI_EXIT_UNKNOWN_OP},
+    {MP_ERR_BAD_DIM, CLI_EXIT_BAD_DIM},
 };
 
 int cli_exit_code(mp_status st)
@@ -42,9 +48,16 @@ void cli_print_exit_codes(FILE *f)
           "  0  success (verify: the plan or trace is valid)\n"
           "  1  internal error (out of memory, a bug in memplan)\n"
           "  2  usage error (bad command, option or value)\n"
-          "  3  input error (I/O, parse, graph, shape, overflow, unsupported)\n"
+          "  3  input error (I/O, parse, graph, shape, unsupported)\n"
           "  4  infeasible (no plan within the capacity or time limit)\n"
-          "  5  verification failed\n",
+          "  5  verification failed\n"
+          "  6  truncated or corrupt input (ONNX protobuf)\n"
+          "  7  the graph has a cycle\n"
+          "  8  a tensor is read but no node produces it\n"
+          "  9  a name is defined twice (tensor, node, initializer)\n"
+          " 10  unknown op whose output shapes are not declared\n"
+          " 11  negative dim, or rank above 16\n"
+          " 12  a size does not fit in 64 bits\n",
           f);
 }
 

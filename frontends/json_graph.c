@@ -559,7 +559,7 @@ static mp_status read_tensor(rd *r)
                 if (!m2)
                     break;
                 if (rank >= MP_MAX_RANK)
-                    return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED,
+                    return mp_jloc_err_at(&r->loc, MP_ERR_BAD_DIM,
                                           shape_off,
                                           "rank %zu is more than the %d "
                                           "supported",
@@ -569,7 +569,14 @@ static mp_status read_tensor(rd *r)
                     return st;
                 if (e.type == J_NULL) {
                     dims[rank] = -1;
-                } else if (e.type != J_INT || e.i < -1) {
+                } else if (e.type == J_INT && e.i < -1) {
+                    mp_jloc_index(&r->loc, rank);
+                    return mp_jloc_err_at(&r->loc, MP_ERR_BAD_DIM, e.off,
+                                          "dim %zu is negative (%lld): a "
+                                          "dim is >= 0, or -1 or null for "
+                                          "unknown",
+                                          rank, (long long)e.i);
+                } else if (e.type != J_INT) {
                     mp_jloc_index(&r->loc, rank);
                     return type_err(r, &e, "an integer >= 0 (or -1 or null "
                                            "for unknown)");
@@ -618,10 +625,10 @@ static mp_status read_tensor(rd *r)
     d.bytes = bytes_given ? nbytes : 0;
     uint32_t id, prev;
     if ((st = mp_graph_add_tensor(r->g, &d, &id))) {
-        if (st == MP_ERR_GRAPH &&
+        if (st == MP_ERR_DUPLICATE &&
             mp_graph_find_tensor(r->g, d.name, &prev) == MP_OK) {
             mp_jloc_key(&r->loc, "name");
-            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, name_off,
+            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, name_off,
                                   "duplicate tensor name \"%s\" (first "
                                   "declared at tensors[%u])",
                                   d.name, (unsigned)prev);
@@ -923,7 +930,7 @@ static mp_status read_node(rd *r, size_t idx)
     uint32_t prev;
     if (mp_graph_find_node(g, d.name, &prev) == MP_OK) {
         mp_jloc_key(&r->loc, "name");
-        return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, name_off,
+        return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, name_off,
                               "duplicate node name \"%s\" (first at "
                               "nodes[%u])",
                               d.name, (unsigned)prev);
@@ -957,20 +964,21 @@ static mp_status read_node(rd *r, size_t idx)
             return st;
         uint32_t p = g->tensors[t].producer;
         if (p != MP_NONE)
-            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->out_off[k],
+            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, r->out_off[k],
                                   "tensor \"%s\" is already produced by "
                                   "nodes[%u] (\"%s\"): a tensor has one "
                                   "producer",
                                   tn, (unsigned)p, g->nodes[p].name);
         for (size_t j = 0; j < k; j++)
             if (r->oids[j] == t)
-                return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->out_off[k],
+                return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE,
+                                      r->out_off[k],
                                       "tensor \"%s\" is listed twice as an "
                                       "output",
                                       tn);
         for (size_t j = 0; j < r->n_in; j++)
             if (r->ids[j] == t)
-                return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->out_off[k],
+                return mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, r->out_off[k],
                                       "the node reads its own output \"%s\" "
                                       "(inputs[%zu])",
                                       tn, j);
@@ -1045,16 +1053,16 @@ static mp_status read_outputs(rd *r)
         const char *tn = S(r, e.s);
         uint32_t t;
         if (mp_graph_find_tensor(g, tn, &t) != MP_OK)
-            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, e.off,
+            return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, e.off,
                                   "no tensor named \"%s\"", tn);
         const mp_tensor *tt = &g->tensors[t];
         if (r->declared[t] & 2)
-            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, e.off,
+            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, e.off,
                                   "\"%s\" is listed twice", tn);
         r->declared[t] |= 2;
         if (tt->producer == MP_NONE && needs_producer(tt->declared_kind))
             return mp_jloc_err_at(
-                &r->loc, MP_ERR_GRAPH, e.off,
+                &r->loc, MP_ERR_NO_PRODUCER, e.off,
                 "output \"%s\" (%s) is not produced by any node", tn,
                 mp_kind_name((mp_tensor_kind)tt->declared_kind));
         if ((st = mp_graph_mark_output(g, t)))
@@ -1082,11 +1090,11 @@ static mp_status check_sources(rd *r)
         mp_jloc_index(&r->loc, r->ref_slot[t]);
         set_label(r, g->nodes[nd].name);
         if (!(r->declared[t] & 1))
-            return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->ref_off[t],
+            return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
                                   "input \"%s\" is neither declared in "
                                   "\"tensors\" nor produced by any node",
                                   tt->name);
-        return mp_jloc_err_at(&r->loc, MP_ERR_GRAPH, r->ref_off[t],
+        return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
                               "input \"%s\" (%s) is not produced by any "
                               "node: declare it with kind input, weight or "
                               "constant",

@@ -121,7 +121,7 @@ static mp_status read_node(nl *L, json_t *nd, size_t i)
                            (uint32_t)i, &prev)) {
         if (prev == MP_NONE)
             return MP_ERR_NOMEM;
-        return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
+        return mp_jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
                            "duplicate node id %s (first at nodes[%u])",
                            L->ids[i], (unsigned)prev);
     }
@@ -281,7 +281,7 @@ static mp_status topo_sort(nl *L)
     mp_jloc_index(&L->loc, cur);
     snprintf(L->loc.label, sizeof L->loc.label, "id %s, \"%s\"", L->ids[cur],
              L->names[cur]);
-    return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
+    return mp_jloc_err(&L->loc, MP_ERR_CYCLE, false,
                        "the graph has a cycle through this node");
 }
 
@@ -339,7 +339,7 @@ static mp_status build_graph(nl *L, mp_graph *g)
             td.kind = MP_KIND_WEIGHT;
             uint32_t dummy;
             if (mp_graph_find_tensor(g, pname, &dummy) == MP_OK) {
-                st = mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
+                st = mp_jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
                                  "tensor name \"%s\" is taken", pname);
                 mp_dealloc(L->ctx, pname);
                 return st;
@@ -355,7 +355,7 @@ static mp_status build_graph(nl *L, mp_graph *g)
         td.kind = L->backward[v] ? MP_KIND_GRADIENT : MP_KIND_ACTIVATION;
         uint32_t dummy;
         if (mp_graph_find_tensor(g, td.name, &dummy) == MP_OK)
-            return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
+            return mp_jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
                                "name \"%s\" is used twice", td.name);
         if ((st = mp_graph_add_tensor(g, &td, &t)))
             return st;
@@ -482,7 +482,7 @@ static mp_status load(nl *L, json_t *root, mp_graph *g)
             (st = link_end(L, lk, moccasin ? "1" : "target", &L->dst[l])))
             return st;
         if (L->src[l] == L->dst[l])
-            return mp_jloc_err(&L->loc, MP_ERR_GRAPH, false,
+            return mp_jloc_err(&L->loc, MP_ERR_CYCLE, false,
                                "self-loop on node id %s", L->ids[L->src[l]]);
         mp_jloc_pop(&L->loc);
     }

@@ -244,7 +244,7 @@ static mp_status add_proto_tensor(loader *L, const char *name,
     char what[300];
     snprintf(what, sizeof what, "tensor '%s'", name);
     if (t->n_dims > MP_MAX_RANK)
-        return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
+        return mp_err(L->ctx, MP_ERR_BAD_DIM,
                       "%s: %s has rank %zu (at most %d)", L->src, what,
                       t->n_dims, MP_MAX_RANK);
     mp_dtype dt = MP_DTYPE_UNDEFINED;
@@ -253,8 +253,8 @@ static mp_status add_proto_tensor(loader *L, const char *name,
         return st;
     for (size_t i = 0; i < t->n_dims; i++)
         if (t->dims[i] < 0)
-            return mp_err(L->ctx, MP_ERR_PARSE, "%s: %s has negative dim "
-                          "%lld", L->src, what, (long long)t->dims[i]);
+            return mp_err(L->ctx, MP_ERR_BAD_DIM, "%s: %s has negative "
+                          "dim %lld", L->src, what, (long long)t->dims[i]);
     uint32_t tid = existing;
     if (tid == MP_NONE) {
         mp_tensor_desc d = {name, dt, (int)t->n_dims, t->dims, 0, kind};
@@ -561,7 +561,7 @@ static mp_status type_shape(loader *L, const char *name,
         return MP_OK;
     }
     if (tt->shape->n_dim > MP_MAX_RANK)
-        return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
+        return mp_err(L->ctx, MP_ERR_BAD_DIM,
                       "%s: tensor '%s' has rank %zu (at most %d)", L->src,
                       name, tt->shape->n_dim, MP_MAX_RANK);
     *rank = (int)tt->shape->n_dim;
@@ -858,8 +858,8 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
                           "name", L->src, i);
         uint32_t id;
         if (mp_graph_find_tensor(L->g, t->name, &id) == MP_OK)
-            return mp_err(L->ctx, MP_ERR_GRAPH, "%s: initializer '%s' is "
-                          "given twice", L->src, t->name);
+            return mp_err(L->ctx, MP_ERR_DUPLICATE, "%s: initializer '%s' "
+                          "is given twice", L->src, t->name);
         if ((st = add_proto_tensor(L, t->name, t, MP_KIND_WEIGHT, MP_NONE,
                                    &id)))
             return st;
@@ -881,8 +881,8 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
         }
         if (mp_graph_find_tensor(L->g, v->name, &id) == MP_OK) {
             if (sub) /* a name given twice */
-                return mp_err(L->ctx, MP_ERR_GRAPH, "%s: subgraph input "
-                              "'%s' is given twice", L->src, v->name);
+                return mp_err(L->ctx, MP_ERR_DUPLICATE, "%s: subgraph "
+                              "input '%s' is given twice", L->src, v->name);
             continue; /* IR < 4: an initializer listed as input */
         }
         mp_dtype dt;
@@ -1061,8 +1061,8 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
             if ((st = tensor_by_name(L, v->name, &id)))
                 return st;
         } else if (mp_graph_find_tensor(L->g, v->name, &id) != MP_OK)
-            return mp_err(L->ctx, MP_ERR_GRAPH, "%s: graph output '%s' is "
-                          "produced by no node", L->src, v->name);
+            return mp_err(L->ctx, MP_ERR_NO_PRODUCER, "%s: graph output "
+                          "'%s' is produced by no node", L->src, v->name);
         if ((st = mp_graph_mark_output(L->g, id)))
             return st;
         if (sub) {
@@ -1326,7 +1326,7 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
     if (!m) {
         if (ctx->status == MP_ERR_NOMEM)
             return MP_ERR_NOMEM;
-        return mp_err(ctx, MP_ERR_PARSE,
+        return mp_err(ctx, MP_ERR_CORRUPT,
                       "%s: not a valid ONNX model: the protobuf is truncated "
                       "or corrupt (%zu bytes)",
                       src, len);

@@ -25,6 +25,12 @@ static const struct {
     {"MP_ERR_TIMEOUT", "time limit reached"},
     {"MP_ERR_INTERNAL", "internal error"},
     {"MP_ERR_NOT_FOUND", "not found"},
+    {"MP_ERR_CORRUPT", "truncated or corrupt input"},
+    {"MP_ERR_CYCLE", "graph has a cycle"},
+    {"MP_ERR_NO_PRODUCER", "tensor produced by no node"},
+    {"MP_ERR_DUPLICATE", "name defined twice"},
+    {"MP_ERR_UNKNOWN_OP", "unknown op"},
+    {"MP_ERR_BAD_DIM", "negative dim or rank too large"},
 };
 #define N_STATUS (sizeof status_table / sizeof status_table[0])
 
@@ -36,6 +42,20 @@ const char *mp_status_name(mp_status s)
 const char *mp_status_str(mp_status s)
 {
     return (unsigned)s < N_STATUS ? status_table[s].text : "unknown status";
+}
+
+mp_status mp_status_base(mp_status s)
+{
+    switch (s) {
+    case MP_ERR_CYCLE: case MP_ERR_NO_PRODUCER: case MP_ERR_DUPLICATE:
+        return MP_ERR_GRAPH;
+    case MP_ERR_CORRUPT:
+        return MP_ERR_PARSE;
+    case MP_ERR_UNKNOWN_OP: case MP_ERR_BAD_DIM:
+        return MP_ERR_SHAPE;
+    default:
+        return s;
+    }
 }
 
 const char *mp_version(void) { return MP_VERSION_STRING; }
@@ -252,7 +272,7 @@ mp_status mp_name_map_insert(mp_ctx *ctx, mp_name_map *m, const void *owner,
             strcmp(name_of(owner, m->slots[h] - 1), key) == 0) {
             if (existing)
                 *existing = m->slots[h] - 1;
-            return MP_ERR_GRAPH;
+            return MP_ERR_DUPLICATE;
         }
         h = (h + 1) & (m->cap - 1);
     }

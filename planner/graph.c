@@ -189,7 +189,7 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
         return mp_err(ctx, MP_ERR_OVERFLOW, "too many tensors");
     for (int i = 0; i < d->rank; i++)
         if (d->dims[i] < -1)
-            return mp_err(ctx, MP_ERR_SHAPE,
+            return mp_err(ctx, MP_ERR_BAD_DIM,
                           "tensor '%s': dim %d is negative (%lld)", d->name, i,
                           (long long)d->dims[i]);
     if (mp_grow(ctx, (void **)&g->tensors, sizeof *g->tensors,
@@ -224,7 +224,8 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
                                       t->name, id, &prev);
     if (st) {
         if (prev != MP_NONE)
-            mp_err(ctx, MP_ERR_GRAPH, "duplicate tensor name '%s'", d->name);
+            mp_err(ctx, MP_ERR_DUPLICATE, "duplicate tensor name '%s'",
+                   d->name);
         mp_dealloc(ctx, t->dims);
         return st;
     }
@@ -275,7 +276,8 @@ mp_status mp_graph_add_node(mp_graph *g, const mp_node_desc *d,
     if (g->n_nodes >= UINT32_MAX - 1)
         return mp_err(ctx, MP_ERR_OVERFLOW, "too many nodes");
     if (mp_name_map_find(&g->node_map, g, node_name_of, d->name) != MP_NONE)
-        return mp_err(ctx, MP_ERR_GRAPH, "duplicate node name '%s'", d->name);
+        return mp_err(ctx, MP_ERR_DUPLICATE, "duplicate node name '%s'",
+                      d->name);
     /* each output: one producer, not twice in the list */
     for (uint32_t i = 0; i < d->n_outputs; i++) {
         uint32_t t = d->outputs ? d->outputs[i] : MP_NONE;
@@ -284,13 +286,13 @@ mp_status mp_graph_add_node(mp_graph *g, const mp_node_desc *d,
                           "node '%s': output %u is not a tensor id", d->name,
                           (unsigned)i);
         if (g->tensors[t].producer != MP_NONE)
-            return mp_err(ctx, MP_ERR_GRAPH,
+            return mp_err(ctx, MP_ERR_DUPLICATE,
                           "tensor '%s' is produced by two nodes: '%s' and '%s'",
                           g->tensors[t].name,
                           g->nodes[g->tensors[t].producer].name, d->name);
         for (uint32_t j = 0; j < i; j++)
             if (d->outputs[j] == t)
-                return mp_err(ctx, MP_ERR_GRAPH,
+                return mp_err(ctx, MP_ERR_DUPLICATE,
                               "node '%s': tensor '%s' listed twice as output",
                               d->name, g->tensors[t].name);
     }
@@ -368,7 +370,7 @@ static mp_status attr_slot(mp_graph *g, uint32_t node, const char *name,
     mp_node *n = &g->nodes[node];
     for (uint32_t i = 0; i < n->n_attrs; i++)
         if (strcmp(n->attrs[i].name, name) == 0)
-            return mp_err(g->ctx, MP_ERR_GRAPH,
+            return mp_err(g->ctx, MP_ERR_DUPLICATE,
                           "node '%s': attribute '%s' given twice", n->name,
                           name);
     mp_attr *na = mp_realloc_array(g->ctx, n->attrs, n->n_attrs + 1u,
@@ -528,7 +530,7 @@ static mp_status report_cycle(mp_graph *g, const uint32_t *indeg)
             break;
         v = next;
     }
-    return mp_err(g->ctx, MP_ERR_GRAPH, "graph has a cycle through node %s",
+    return mp_err(g->ctx, MP_ERR_CYCLE, "graph has a cycle through node %s",
                   buf);
 }
 
@@ -613,7 +615,7 @@ static mp_status check_sources(mp_graph *g)
                 tt->kind == MP_KIND_OUTPUT) {
                 if (tt->n_cons == 0 && !(tt->flags & MP_TF_OUTPUT))
                     continue; /* declared but unused: ignored */
-                return mp_err(g->ctx, MP_ERR_GRAPH,
+                return mp_err(g->ctx, MP_ERR_NO_PRODUCER,
                               "tensor '%s' (%s) has no producer%s%s%s: "
                               "declare it as an input, weight or constant",
                               tt->name, mp_kind_name((mp_tensor_kind)tt->kind),
@@ -671,6 +673,9 @@ static mp_status infer_sizes(mp_graph *g)
         uint32_t v = g->topo[k];
         mp_node *n = &g->nodes[v];
         mp_status st = n->def->infer(g, v);
+        if (st == MP_ERR_SHAPE && n->def == mp_op_generic())
+            ctx->status = st = MP_ERR_UNKNOWN_OP; /* the message names op,
+                                                     domain and node */
         if (st)
             return st;
         /* views: output 0 shares input 0's memory */

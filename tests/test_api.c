@@ -44,6 +44,12 @@ static void t_status_codes(void)
         {MP_ERR_TIMEOUT, 11, "MP_ERR_TIMEOUT"},
         {MP_ERR_INTERNAL, 12, "MP_ERR_INTERNAL"},
         {MP_ERR_NOT_FOUND, 13, "MP_ERR_NOT_FOUND"},
+        {MP_ERR_CORRUPT, 14, "MP_ERR_CORRUPT"},
+        {MP_ERR_CYCLE, 15, "MP_ERR_CYCLE"},
+        {MP_ERR_NO_PRODUCER, 16, "MP_ERR_NO_PRODUCER"},
+        {MP_ERR_DUPLICATE, 17, "MP_ERR_DUPLICATE"},
+        {MP_ERR_UNKNOWN_OP, 18, "MP_ERR_UNKNOWN_OP"},
+        {MP_ERR_BAD_DIM, 19, "MP_ERR_BAD_DIM"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         CU_ASSERT_EQUAL((int)table[i].s, table[i].value);
@@ -51,6 +57,15 @@ static void t_status_codes(void)
         CU_ASSERT(strlen(mp_status_str(table[i].s)) > 0);
     }
     CU_ASSERT_STRING_EQUAL(mp_status_name((mp_status)999), "MP_ERR_UNKNOWN");
+    /* the bad-input classes refine the older general codes */
+    CU_ASSERT_EQUAL(mp_status_base(MP_ERR_CYCLE), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(mp_status_base(MP_ERR_NO_PRODUCER), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(mp_status_base(MP_ERR_DUPLICATE), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(mp_status_base(MP_ERR_CORRUPT), MP_ERR_PARSE);
+    CU_ASSERT_EQUAL(mp_status_base(MP_ERR_UNKNOWN_OP), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(mp_status_base(MP_ERR_BAD_DIM), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(mp_status_base(MP_ERR_OVERFLOW), MP_ERR_OVERFLOW);
+    CU_ASSERT_EQUAL(mp_status_base(MP_OK), MP_OK);
     CU_ASSERT_PTR_NOT_NULL(mp_status_str((mp_status)-1));
 }
 

@@ -88,13 +88,13 @@ static void test_duplicate_names(void)
     setup();
     tensor("x", MP_KIND_INPUT, 2, d23);
     mp_tensor_desc d = {"x", MP_DTYPE_FLOAT32, 2, d23, 0, MP_KIND_INPUT};
-    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, NULL), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, NULL), MP_ERR_DUPLICATE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "duplicate tensor name 'x'"));
     uint32_t y = tensor("y", MP_KIND_ACTIVATION, 2, d23);
     uint32_t y2 = tensor("y2", MP_KIND_ACTIVATION, 2, d23);
     uint32_t in[] = {0}, out[] = {y}, out2[] = {y2};
     CU_ASSERT_EQUAL(node("n", "Relu", in, 1, out, 1), MP_OK);
-    CU_ASSERT_EQUAL(node("n", "Relu", in, 1, out2, 1), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(node("n", "Relu", in, 1, out2, 1), MP_ERR_DUPLICATE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "duplicate node name 'n'"));
     teardown();
 }
@@ -106,7 +106,7 @@ static void test_two_producers(void)
     uint32_t y = tensor("y", MP_KIND_ACTIVATION, 2, d23);
     uint32_t in[] = {x}, out[] = {y};
     CU_ASSERT_EQUAL(node("a", "Relu", in, 1, out, 1), MP_OK);
-    CU_ASSERT_EQUAL(node("b", "Relu", in, 1, out, 1), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(node("b", "Relu", in, 1, out, 1), MP_ERR_DUPLICATE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "two nodes: 'a' and 'b'"));
     teardown();
 }
@@ -120,7 +120,7 @@ static void test_cycle(void)
     uint32_t i1[] = {x, q}, o1[] = {p}, i2[] = {p}, o2[] = {q};
     CU_ASSERT_EQUAL(node("first", "Add", i1, 2, o1, 1), MP_OK);
     CU_ASSERT_EQUAL(node("second", "Relu", i2, 1, o2, 1), MP_OK);
-    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_CYCLE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "cycle"));
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'first'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'second'"));
@@ -133,7 +133,7 @@ static void test_self_loop(void)
     uint32_t y = tensor("y", MP_KIND_ACTIVATION, 2, d23);
     uint32_t io[] = {y};
     CU_ASSERT_EQUAL(node("loop", "Relu", io, 1, io, 1), MP_OK);
-    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_CYCLE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "cycle through node 'loop'"));
     teardown();
 }
@@ -145,7 +145,7 @@ static void test_missing_producer(void)
     uint32_t y = tensor("y", MP_KIND_ACTIVATION, 2, d23);
     uint32_t in[] = {x}, out[] = {y};
     CU_ASSERT_EQUAL(node("user", "Relu", in, 1, out, 1), MP_OK);
-    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_GRAPH);
+    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_NO_PRODUCER);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'ghost'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'user'"));
     teardown();
@@ -158,7 +158,7 @@ static void test_unknown_size(void)
     uint32_t y = tensor_v("y");
     uint32_t in[] = {x}, out[] = {y};
     CU_ASSERT_EQUAL(node("mystery", "FooOp", in, 1, out, 1), MP_OK);
-    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_UNKNOWN_OP);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'mystery'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "FooOp"));
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'y'"));
@@ -244,7 +244,7 @@ static void test_overflow(void)
     CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, NULL), MP_OK);
     static const int64_t neg[] = {-5};
     mp_tensor_desc dn = {"neg", MP_DTYPE_FLOAT32, 1, neg, 0, MP_KIND_INPUT};
-    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &dn, NULL), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &dn, NULL), MP_ERR_BAD_DIM);
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, 0), MP_OK);
     CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_ERR_OVERFLOW);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'big'"));

@@ -91,13 +91,13 @@ static const bad_case bad_cases[] = {
      MP_ERR_PARSE, "shape: expected an array of integers, got 3"},
     {"negative shape dim",
      "{'tensors': [{'name': 'x', 'dtype': 'int8', 'shape': [4, @-2]}]}",
-     MP_ERR_PARSE, "shape[1]: expected an integer >= 0"},
+     MP_ERR_BAD_DIM, "shape[1]: dim 1 is negative (-2)"},
     {"fractional shape dim", "{'tensors': [{'name': 'x', 'shape': [@2.5]}]}",
      MP_ERR_PARSE, "shape[0]: expected an integer"},
     {"rank too large",
      "{'tensors': [{'name': 'x', 'shape': @[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
      "1]}]}",
-     MP_ERR_UNSUPPORTED, "rank 17"},
+     MP_ERR_BAD_DIM, "rank 17"},
     {"negative bytes", "{'tensors': [{'name': 't', 'bytes': @-1}]}",
      MP_ERR_PARSE, "tensors[0] (\"t\").bytes: expected an integer >= 0, "
                    "got -1"},
@@ -141,7 +141,7 @@ static const bad_case bad_cases[] = {
     {"duplicate tensor name",
      T0 "  {'name': 'x', 'bytes': 4, 'kind': 'input'},\n"
         "  {'name': @'x', 'bytes': 8, 'kind': 'input'}]}",
-     MP_ERR_GRAPH,
+     MP_ERR_DUPLICATE,
      "tensors[1] (\"x\").name: duplicate tensor name \"x\" (first declared "
      "at tensors[0])"},
     {"duplicate node name",
@@ -150,24 +150,24 @@ static const bad_case bad_cases[] = {
               "['a']},\n"
               "  {'name': @'n', 'op': 'Relu', 'inputs': ['x'], 'outputs': "
               "['b']}]}",
-     MP_ERR_GRAPH, "nodes[1] (\"n\").name: duplicate node name \"n\""},
+     MP_ERR_DUPLICATE, "nodes[1] (\"n\").name: duplicate node name \"n\""},
     {"two producers",
      T0 X_W Y "],\n 'nodes': [\n"
               "  {'name': 'p', 'op': 'Relu', 'inputs': ['x'], 'outputs': "
               "['a']},\n"
               "  {'name': 'q', 'op': 'Relu', 'inputs': ['x'], 'outputs': "
               "[@'a']}]}",
-     MP_ERR_GRAPH,
+     MP_ERR_DUPLICATE,
      "nodes[1] (\"q\").outputs[0]: tensor \"a\" is already produced by "
      "nodes[0] (\"p\")"},
     {"output listed twice",
      T0 X_W "],\n 'nodes': [{'name': 'p', 'op': 'Relu', 'inputs': ['x'], "
             "'outputs': ['a', @'a']}]}",
-     MP_ERR_GRAPH, "outputs[1]: tensor \"a\" is listed twice"},
+     MP_ERR_DUPLICATE, "outputs[1]: tensor \"a\" is listed twice"},
     {"node reads its own output",
      T0 X_W "],\n 'nodes': [{'name': 'p', 'op': 'Add', 'inputs': ['x', 'a'], "
             "'outputs': [@'a']}]}",
-     MP_ERR_GRAPH, "nodes[0] (\"p\").outputs[0]: the node reads its own "
+     MP_ERR_CYCLE, "nodes[0] (\"p\").outputs[0]: the node reads its own "
                    "output \"a\" (inputs[1])"},
     {"cycle",
      T0 X_W "],\n 'nodes': [\n"
@@ -175,7 +175,7 @@ static const bad_case bad_cases[] = {
             "['a']},\n"
             "  {'name': 'q', 'op': 'Relu', 'inputs': ['a'], 'outputs': "
             "['b']}]}",
-     MP_ERR_GRAPH, "t.json: graph has a cycle through node"},
+     MP_ERR_CYCLE, "t.json: graph has a cycle through node"},
     {"missing op",
      T0 X_W "],\n 'nodes': [@{'name': 'p', 'inputs': ['x'], 'outputs': "
             "['a']}]}",
@@ -205,14 +205,14 @@ static const bad_case bad_cases[] = {
      T0 X_W Y "],\n 'nodes': [\n"
               "  {'name': 'n', 'op': 'MatMul', 'inputs': ['x', @'foo'], "
               "'outputs': ['y']}]}",
-     MP_ERR_GRAPH,
+     MP_ERR_NO_PRODUCER,
      "nodes[0] (\"n\").inputs[1]: input \"foo\" is neither declared in "
      "\"tensors\" nor produced by any node"},
     {"declared activation never produced",
      T0 X_W ",\n  {'name': 'h', 'bytes': 24}" Y
      "],\n 'nodes': [\n  {'name': 'n', 'op': 'Add', 'inputs': ['x', @'h'], "
      "'outputs': ['y']}]}",
-     MP_ERR_GRAPH, "input \"h\" (activation) is not produced by any node"},
+     MP_ERR_NO_PRODUCER, "input \"h\" (activation) is not produced by any node"},
     {"attribute of unsupported type",
      T0 X_W "],\n 'nodes': [{'name': 'p', 'op': 'Relu', 'inputs': ['x'], "
             "'outputs': ['a'], 'attributes': {'k': 1, 'flag': @true}}]}",
@@ -232,18 +232,18 @@ static const bad_case bad_cases[] = {
             "'outputs': ['a'], 'cost': {@'time': 1}}]}",
      MP_ERR_PARSE, "cost: unknown key \"time\""},
     {"graph output unknown",
-     T0 X_W "],\n 'outputs': [@'z']}", MP_ERR_GRAPH,
+     T0 X_W "],\n 'outputs': [@'z']}", MP_ERR_NO_PRODUCER,
      "outputs[0]: no tensor named \"z\""},
     {"graph output not produced",
      T0 X_W ",\n  {'name': 'h', 'bytes': 4}],\n 'outputs': ['x', @'h']}",
-     MP_ERR_GRAPH, "outputs[1]: output \"h\" (activation) is not produced"},
+     MP_ERR_NO_PRODUCER, "outputs[1]: output \"h\" (activation) is not produced"},
     {"graph output listed twice",
-     T0 X_W "],\n 'outputs': ['x', @'x']}", MP_ERR_GRAPH,
+     T0 X_W "],\n 'outputs': ['x', @'x']}", MP_ERR_DUPLICATE,
      "outputs[1]: \"x\" is listed twice"},
     {"unknown size for a generic op",
      T0 X_W "],\n 'nodes': [{'name': 'p', 'op': 'MyOp', 'inputs': ['x', "
             "'w'], 'outputs': ['y']}]}",
-     MP_ERR_SHAPE, "t.json: node 'p' (op MyOp): size of output 'y' is "
+     MP_ERR_UNKNOWN_OP, "t.json: node 'p' (op MyOp): size of output 'y' is "
                    "unknown"},
     {"produced graph input",
      T0 X_W "],\n 'nodes': [{'name': 'p', 'op': 'Relu', 'inputs': ['w'], "

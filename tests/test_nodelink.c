@@ -187,9 +187,9 @@ static const nl_bad nl_bad_cases[] = {
      MP_ERR_GRAPH, "links[1].target: no node with id 9", 3, 64},
     {"cycle", NODES2 " \"links\": [{\"source\": 0, \"target\": 1}, "
                      "{\"source\": 1, \"target\": 0}]}",
-     MP_ERR_GRAPH, "cycle through this node", 0, 0},
+     MP_ERR_CYCLE, "cycle through this node", 0, 0},
     {"self-loop", NODES2 " \"links\": [{\"source\": 1, \"target\": 1}]}",
-     MP_ERR_GRAPH, "links[0]: self-loop on node id 1", 3, 12},
+     MP_ERR_CYCLE, "links[0]: self-loop on node id 1", 3, 12},
     {"missing cost_ram",
      "{\"nodes\": [{\"id\": 0, \"name\": \"a\"}], \"links\": []}",
      MP_ERR_PARSE, "nodes[0] (id 0, \"a\"): missing \"cost_ram\"", 1, 12},
@@ -204,7 +204,8 @@ static const nl_bad nl_bad_cases[] = {
     {"duplicate id",
      "{\"nodes\": [{\"id\": 0, \"cost_ram\": 5}, {\"id\": 0, \"cost_ram\": "
      "5}], \"links\": []}",
-     MP_ERR_GRAPH, "nodes[1].id: duplicate node id 0 (first at nodes[0])", 1,
+     MP_ERR_DUPLICATE, "nodes[1].id: duplicate node id 0 (first at nodes[0])",
+     1,
      45},
     {"id of a bad type",
      "{\"nodes\": [{\"id\": [0], \"cost_ram\": 5}], \"links\": []}",

@@ -68,13 +68,34 @@ typedef enum mp_status {
     MP_ERR_VERIFY = 10,      /* a plan failed verification */
     MP_ERR_TIMEOUT = 11,     /* the time limit ran out with no solution */
     MP_ERR_INTERNAL = 12,    /* a bug in memplan */
-    MP_ERR_NOT_FOUND = 13    /* a name or index that does not exist */
+    MP_ERR_NOT_FOUND = 13,   /* a name or index that does not exist */
+    /* bad-input classes (issue 3; each has its own exit code of the
+     * memplan command, docs/exit-codes.md). Before they existed these
+     * inputs gave the general code that mp_status_base returns. */
+    MP_ERR_CORRUPT = 14,     /* binary input that cannot be decoded: a
+                                truncated or corrupt ONNX protobuf */
+    MP_ERR_CYCLE = 15,       /* the graph has a cycle */
+    MP_ERR_NO_PRODUCER = 16, /* a tensor is read (or is a graph output) but
+                                no node produces it and it is no input,
+                                weight or constant */
+    MP_ERR_DUPLICATE = 17,   /* a name defined twice: a tensor with two
+                                producers, two tensors, nodes or
+                                initializers of one name */
+    MP_ERR_UNKNOWN_OP = 18,  /* an op memplan does not know, whose output
+                                sizes are not declared */
+    MP_ERR_BAD_DIM = 19      /* a negative dim, or a rank above
+                                MP_MAX_RANK */
 } mp_status;
 
 /* Short stable name of a status code ("MP_ERR_PARSE"), never NULL. */
 MP_API const char *mp_status_name(mp_status s);
 /* Human description of a status code, never NULL. */
 MP_API const char *mp_status_str(mp_status s);
+/* The general code a bad-input class refines (MP_ERR_CYCLE,
+ * MP_ERR_NO_PRODUCER, MP_ERR_DUPLICATE: MP_ERR_GRAPH; MP_ERR_CORRUPT:
+ * MP_ERR_PARSE; MP_ERR_UNKNOWN_OP, MP_ERR_BAD_DIM: MP_ERR_SHAPE); any
+ * other code itself. */
+MP_API mp_status mp_status_base(mp_status s);
 
 MP_API const char *mp_version(void);
 

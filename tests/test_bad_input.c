@@ -1,0 +1,524 @@
+/* Bad input, one class at a time (docs/exit-codes.md): each gives its own
+ * library status (MP_ERR_CORRUPT, _CYCLE, _NO_PRODUCER, _DUPLICATE,
+ * _UNKNOWN_OP, _BAD_DIM, _OVERFLOW) and its own exit code of the memplan
+ * command (6..12), with a message naming the place, for ONNX models (built
+ * here with the generated protobuf-c code) and JSON graphs. */
+#define _DEFAULT_SOURCE 1 /* mkstemps */
+#include "support.h"
+
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- running the command on a file --------------------------------------- */
+static char out[1 << 15];
+
+/* Writes len bytes to a fresh temporary file with the suffix; the path is
+ * copied into path. */
+static int write_temp(char *path, size_t cap, const char *suffix,
+                      const void *data, size_t len)
+{
+    snprintf(path, cap, "/tmp/mp_bad_XXXXXX%s", suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, data, len);
+    close(fd);
+    return w == (ssize_t)len ? 0 : -1;
+}
+
+/* memplan plan on the data (as a file with the suffix): the exit code;
+ * stderr is in `out`, and names the file on an error. */
+static int plan_exit(const char *suffix, const void *data, size_t len)
+{
+    char path[128], cmd[512];
+    if (write_temp(path, sizeof path, suffix, data, len))
+        return -1;
+    snprintf(cmd, sizeof cmd, "'%s' plan %s 2>&1 >/dev/null", MP_CLI_PATH,
+             path);
+    int rc = mp_test_run(cmd, out, sizeof out);
+    if (rc != 0) { /* one error line naming the file */
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, path));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "memplan: "));
+    }
+    unlink(path);
+    return rc;
+}
+
+/* The JSON graph's load status (message in msg) and the command's exit. */
+static mp_status json_status(const char *text, char *msg, size_t cap)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_status st = mp_graph_load_json_string(ctx, text, "bad.json", &g);
+    snprintf(msg, cap, "%s", mp_ctx_message(ctx));
+    CU_ASSERT((st == MP_OK) == (g != NULL));
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    return st;
+}
+
+#define X_IN "{'name': 'x', 'dtype': 'float32', 'shape': [2, 3], " \
+             "'kind': 'input'}"
+
+/* single quotes -> double quotes, so the JSON texts below read easily */
+static char *dq(const char *s)
+{
+    char *t = strdup(s);
+    for (char *p = t; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    return t;
+}
+
+static void check_json(const char *text_sq, mp_status want, int want_exit,
+                       const char *says)
+{
+    char *text = dq(text_sq), msg[1024];
+    mp_status st = json_status(text, msg, sizeof msg);
+    if (st != want || !strstr(msg, says))
+        printf("\n  JSON: %s (want %s): %s\n", mp_status_name(st),
+               mp_status_name(want), msg);
+    CU_ASSERT_EQUAL(st, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, says));
+    CU_ASSERT_EQUAL(plan_exit(".json", text, strlen(text)), want_exit);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, says));
+    free(text);
+}
+
+#ifdef MP_WITH_ONNX
+#include "onnx.pb-c.h"
+
+/* ---- a small ONNX model builder (freed all at once) ---------------------- */
+typedef struct ob {
+    void *ptrs[512];
+    size_t n;
+    Onnx__ModelProto model;
+    Onnx__GraphProto graph;
+    Onnx__NodeProto *nodes[8];
+    Onnx__ValueInfoProto *inputs[4], *outputs[4], *vinfo[4];
+    Onnx__TensorProto *inits[4];
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+} ob;
+
+static void *ob_new(ob *b, size_t size)
+{
+    void *p = calloc(1, size);
+    CU_ASSERT_FATAL(p != NULL && b->n < 512);
+    b->ptrs[b->n++] = p;
+    return p;
+}
+
+static void ob_init(ob *b)
+{
+    memset(b, 0, sizeof *b);
+    onnx__model_proto__init(&b->model);
+    onnx__graph_proto__init(&b->graph);
+    onnx__operator_set_id_proto__init(&b->opset);
+    b->model.has_ir_version = 1;
+    b->model.ir_version = 8;
+    b->opset.has_version = 1;
+    b->opset.version = 17;
+    b->opset.domain = (char *)"";
+    b->opsets[0] = &b->opset;
+    b->model.n_opset_import = 1;
+    b->model.opset_import = b->opsets;
+    b->graph.name = (char *)"bad";
+    b->model.graph = &b->graph;
+    b->graph.node = b->nodes;
+    b->graph.input = b->inputs;
+    b->graph.output = b->outputs;
+    b->graph.value_info = b->vinfo;
+    b->graph.initializer = b->inits;
+}
+
+static void ob_free(ob *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->ptrs[i]);
+}
+
+/* a float tensor type of the given dims (rank < 0: no shape) */
+static Onnx__ValueInfoProto *ob_vi(ob *b, const char *name, int rank,
+                                   const int64_t *dims)
+{
+    Onnx__ValueInfoProto *v = ob_new(b, sizeof *v);
+    Onnx__TypeProto *tp = ob_new(b, sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = ob_new(b, sizeof *tt);
+    onnx__value_info_proto__init(v);
+    onnx__type_proto__init(tp);
+    onnx__type_proto__tensor__init(tt);
+    v->name = (char *)name;
+    v->type = tp;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    tt->has_elem_type = 1;
+    tt->elem_type = MP_DTYPE_FLOAT32;
+    if (rank < 0)
+        return v;
+    Onnx__TensorShapeProto *sh = ob_new(b, sizeof *sh);
+    onnx__tensor_shape_proto__init(sh);
+    sh->n_dim = (size_t)rank;
+    sh->dim = ob_new(b, (size_t)(rank + 1) * sizeof *sh->dim);
+    for (int i = 0; i < rank; i++) {
+        Onnx__TensorShapeProto__Dimension *d = ob_new(b, sizeof *d);
+        onnx__tensor_shape_proto__dimension__init(d);
+        d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        d->dim_value = dims[i];
+        sh->dim[i] = d;
+    }
+    tt->shape = sh;
+    return v;
+}
+
+static void ob_input(ob *b, const char *name, int rank, const int64_t *dims)
+{
+    b->inputs[b->graph.n_input++] = ob_vi(b, name, rank, dims);
+}
+
+static void ob_output(ob *b, const char *name)
+{
+    b->outputs[b->graph.n_output++] = ob_vi(b, name, -1, NULL);
+}
+
+/* a float initializer with dims and no data (EXTERNAL, never read) */
+static void ob_init_tensor(ob *b, const char *name, int rank,
+                           const int64_t *dims)
+{
+    Onnx__TensorProto *t = ob_new(b, sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = MP_DTYPE_FLOAT32;
+    t->n_dims = (size_t)rank;
+    t->dims = (int64_t *)dims;
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    b->inits[b->graph.n_initializer++] = t;
+}
+
+static Onnx__NodeProto *ob_node(ob *b, const char *op, const char *name,
+                                const char *in0, const char *in1,
+                                const char *out0)
+{
+    Onnx__NodeProto *n = ob_new(b, sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = (char *)op;
+    n->name = (char *)name;
+    n->input = ob_new(b, 2 * sizeof *n->input);
+    n->input[n->n_input++] = (char *)in0;
+    if (in1)
+        n->input[n->n_input++] = (char *)in1;
+    n->output = ob_new(b, sizeof *n->output);
+    n->output[n->n_output++] = (char *)out0;
+    b->nodes[b->graph.n_node++] = n;
+    return n;
+}
+
+static uint8_t *ob_pack(ob *b, size_t *len)
+{
+    *len = onnx__model_proto__get_packed_size(&b->model);
+    uint8_t *buf = ob_new(b, *len + 1);
+    onnx__model_proto__pack(&b->model, buf);
+    return buf;
+}
+
+/* The model's load status and the command's exit code; both checked,
+ * and the message must contain says. */
+static void check_onnx(ob *b, mp_status want, int want_exit,
+                       const char *says)
+{
+    size_t len;
+    uint8_t *buf = ob_pack(b, &len);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, "bad.onnx", NULL,
+                                             &g);
+    const char *msg = mp_ctx_message(ctx);
+    if (st != want || !strstr(msg, says))
+        printf("\n  ONNX: %s (want %s): %s\n", mp_status_name(st),
+               mp_status_name(want), msg);
+    CU_ASSERT_EQUAL(st, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "bad.onnx"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, says));
+    CU_ASSERT_PTR_NULL(g);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    CU_ASSERT_EQUAL(plan_exit(".onnx", buf, len), want_exit);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, says));
+}
+
+static const int64_t d23[] = {2, 3};
+
+/* x -> Relu -> y: a valid model to cut or extend */
+static void ob_relu(ob *b)
+{
+    ob_init(b);
+    ob_input(b, "x", 2, d23);
+    ob_node(b, "Relu", "relu", "x", NULL, "y");
+    ob_output(b, "y");
+}
+
+static void test_corrupt(void)
+{
+    ob b;
+    ob_relu(&b);
+    size_t len;
+    uint8_t *buf = ob_pack(&b, &len);
+    /* the whole model plans */
+    CU_ASSERT_EQUAL(plan_exit(".onnx", buf, len), 0);
+    /* cut at every length that leaves a field half-read: exit 6 each */
+    int corrupt = 0, tried = 0;
+    for (size_t cut = 1; cut < len; cut += 3) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        mp_status st =
+            mp_graph_load_onnx_buffer(ctx, buf, cut, "bad.onnx", NULL, &g);
+        tried++;
+        if (st == MP_ERR_CORRUPT) {
+            corrupt++;
+            CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "bad.onnx"));
+        }
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+    CU_ASSERT(corrupt > tried / 2);
+    b.model.graph = &b.graph;
+    CU_ASSERT_EQUAL(plan_exit(".onnx", buf, len / 2), 6);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "truncated or corrupt"));
+    const char junk[] = "\x0a\xff\xff\xff\xff\x0f garbage";
+    CU_ASSERT_EQUAL(plan_exit(".onnx", junk, sizeof junk - 1), 6);
+    ob_free(&b);
+    /* a JSON graph cut short is a syntax error (3), not this class */
+    const char *cut_json = "{\"tensors\": [{\"name\": \"x\", \"dty";
+    CU_ASSERT_EQUAL(plan_exit(".json", cut_json, strlen(cut_json)), 3);
+}
+
+static void test_cycle(void)
+{
+    ob b;
+    ob_init(&b);
+    ob_input(&b, "x", 2, d23);
+    ob_node(&b, "Add", "p", "x", "b", "a");
+    ob_node(&b, "Relu", "q", "a", NULL, "b");
+    ob_output(&b, "b");
+    check_onnx(&b, MP_ERR_CYCLE, 7, "cycle through node");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "'p'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "'q'"));
+    ob_free(&b);
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'p', 'op': 'Add', 'inputs': ['x', 'b'], "
+               "'outputs': ['a']},"
+               "{'name': 'q', 'op': 'Relu', 'inputs': ['a'], "
+               "'outputs': ['b']}]}",
+               MP_ERR_CYCLE, 7, "cycle through node");
+    /* a node that reads its own output */
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'p', 'op': 'Add', 'inputs': ['x', 'a'], "
+               "'outputs': ['a']}]}",
+               MP_ERR_CYCLE, 7, "reads its own output \"a\"");
+}
+
+static void test_missing_producer(void)
+{
+    ob b;
+    ob_init(&b);
+    ob_input(&b, "x", 2, d23);
+    ob_node(&b, "Add", "adder", "x", "ghost", "y");
+    ob_output(&b, "y");
+    check_onnx(&b, MP_ERR_NO_PRODUCER, 8, "'ghost'");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "'adder'"));
+    ob_free(&b);
+    /* a graph output nothing produces */
+    ob_relu(&b);
+    ob_output(&b, "nowhere");
+    check_onnx(&b, MP_ERR_NO_PRODUCER, 8, "'nowhere'");
+    ob_free(&b);
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'n', 'op': 'Add', 'inputs': ['x', 'foo'], "
+               "'outputs': ['y']}], 'outputs': ['y']}",
+               MP_ERR_NO_PRODUCER, 8,
+               "nodes[0] (\"n\").inputs[1]: input \"foo\" is neither "
+               "declared");
+}
+
+static void test_duplicate(void)
+{
+    ob b;
+    ob_init(&b);
+    ob_input(&b, "x", 2, d23);
+    ob_node(&b, "Relu", "first", "x", NULL, "a");
+    ob_node(&b, "Sigmoid", "second", "x", NULL, "a");
+    ob_output(&b, "a");
+    check_onnx(&b, MP_ERR_DUPLICATE, 9, "'a' is produced by two nodes");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "'first' and 'second'"));
+    ob_free(&b);
+    /* an initializer given twice */
+    ob_relu(&b);
+    ob_init_tensor(&b, "w", 2, d23);
+    ob_init_tensor(&b, "w", 2, d23);
+    check_onnx(&b, MP_ERR_DUPLICATE, 9, "initializer 'w' is given twice");
+    ob_free(&b);
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'p', 'op': 'Relu', 'inputs': ['x'], "
+               "'outputs': ['a']},"
+               "{'name': 'q', 'op': 'Relu', 'inputs': ['x'], "
+               "'outputs': ['a']}]}",
+               MP_ERR_DUPLICATE, 9,
+               "tensor \"a\" is already produced by nodes[0] (\"p\")");
+    check_json("{'tensors': [" X_IN ", " X_IN "]}", MP_ERR_DUPLICATE, 9,
+               "duplicate tensor name \"x\"");
+}
+
+/* an unknown op: an error naming op, domain and node; with its output
+ * declared (value_info / bytes) the model plans */
+static void test_unknown_op(void)
+{
+    for (int declared = 0; declared < 2; declared++) {
+        ob b;
+        ob_init(&b);
+        ob_input(&b, "x", 2, d23);
+        Onnx__NodeProto *n = ob_node(&b, "FancyOp", "fancy", "x", NULL, "t");
+        n->domain = (char *)"com.example";
+        ob_node(&b, "Relu", "relu", "t", NULL, "y");
+        ob_output(&b, "y");
+        if (!declared) {
+            check_onnx(&b, MP_ERR_UNKNOWN_OP, 10, "FancyOp");
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "com.example"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "'fancy'"));
+        } else {
+            const int64_t td[] = {4, 8};
+            b.vinfo[b.graph.n_value_info++] = ob_vi(&b, "t", 2, td);
+            size_t len;
+            uint8_t *buf = ob_pack(&b, &len);
+            mp_ctx *ctx = mp_ctx_create(NULL);
+            mp_graph *g = NULL;
+            CU_ASSERT_EQUAL_FATAL(mp_graph_load_onnx_buffer(
+                                      ctx, buf, len, "ok.onnx", NULL, &g),
+                                  MP_OK);
+            mp_plan *p = NULL;
+            CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+            CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+            uint32_t y;
+            CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(g, "y", &y), MP_OK);
+            CU_ASSERT_EQUAL(g->tensors[y].bytes, 4 * 8 * 4);
+            /* t and y, 128 bytes each, live together at relu */
+            CU_ASSERT(mp_plan_figures(p)->lower_bound_bytes >= 256);
+            mp_plan_destroy(p);
+            mp_graph_destroy(g);
+            mp_ctx_destroy(ctx);
+            CU_ASSERT_EQUAL(plan_exit(".onnx", buf, len), 0);
+        }
+        ob_free(&b);
+    }
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'p', 'op': 'MyOp', 'domain': 'com.example', "
+               "'inputs': ['x'], 'outputs': ['y']}], 'outputs': ['y']}",
+               MP_ERR_UNKNOWN_OP, 10, "'MyOp' of domain 'com.example'");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "node 'p'"));
+    char *ok = dq("{'tensors': [" X_IN ", {'name': 'y', 'bytes': 100}], "
+                  "'nodes': [{'name': 'p', 'op': 'MyOp', 'inputs': ['x'], "
+                  "'outputs': ['y']}], 'outputs': ['y']}");
+    CU_ASSERT_EQUAL(plan_exit(".json", ok, strlen(ok)), 0);
+    free(ok);
+}
+
+static void test_bad_dim(void)
+{
+    ob b;
+    ob_relu(&b);
+    static const int64_t neg[] = {-3, 2};
+    ob_init_tensor(&b, "w", 2, neg);
+    check_onnx(&b, MP_ERR_BAD_DIM, 11, "tensor 'w' has negative dim -3");
+    ob_free(&b);
+    /* a rank above 16 */
+    static const int64_t ones[17] = {1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                     1, 1, 1, 1, 1, 1, 1, 1};
+    ob_relu(&b);
+    ob_init_tensor(&b, "w", 17, ones);
+    check_onnx(&b, MP_ERR_BAD_DIM, 11, "rank 17");
+    ob_free(&b);
+    check_json("{'tensors': [{'name': 'x', 'dtype': 'int8', "
+               "'shape': [4, -2], 'kind': 'input'}]}",
+               MP_ERR_BAD_DIM, 11, "shape[1]: dim 1 is negative (-2)");
+    check_json("{'tensors': [{'name': 'x', 'dtype': 'int8', "
+               "'shape': [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1], "
+               "'kind': 'input'}]}",
+               MP_ERR_BAD_DIM, 11, "rank 17");
+}
+
+static void test_overflow(void)
+{
+    ob b;
+    ob_init(&b);
+    static const int64_t huge[] = {INT64_C(1) << 40, INT64_C(1) << 40};
+    ob_input(&b, "x", 2, huge);
+    ob_node(&b, "Relu", "relu", "x", NULL, "y");
+    ob_output(&b, "y");
+    check_onnx(&b, MP_ERR_OVERFLOW, 12, "'x'");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "overflows 64 bits"));
+    ob_free(&b);
+    check_json("{'tensors': [{'name': 'x', 'dtype': 'float32', "
+               "'shape': [1099511627776, 1099511627776], 'kind': 'input'}]}",
+               MP_ERR_OVERFLOW, 12, "overflows 64 bits");
+}
+
+void mp_register_bad_input(void)
+{
+    static CU_TestInfo tests[] = {
+        {"truncated or corrupt protobuf: MP_ERR_CORRUPT, exit 6",
+         test_corrupt},
+        {"cycle: MP_ERR_CYCLE, exit 7", test_cycle},
+        {"missing producer: MP_ERR_NO_PRODUCER, exit 8",
+         test_missing_producer},
+        {"duplicate name: MP_ERR_DUPLICATE, exit 9", test_duplicate},
+        {"unknown op: MP_ERR_UNKNOWN_OP, exit 10; declared: plans",
+         test_unknown_op},
+        {"negative dim or rank > 16: MP_ERR_BAD_DIM, exit 11", test_bad_dim},
+        {"64-bit overflow: MP_ERR_OVERFLOW, exit 12", test_overflow},
+        CU_TEST_INFO_NULL,
+    };
+    mp_test_add_suite("bad_input", tests);
+}
+
+#else /* no ONNX: the JSON half */
+
+static void test_json_classes(void)
+{
+    printf("\n  bad_input: ONNX cases skipped (memplan built without ONNX)\n");
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'p', 'op': 'Add', 'inputs': ['x', 'b'], "
+               "'outputs': ['a']},"
+               "{'name': 'q', 'op': 'Relu', 'inputs': ['a'], "
+               "'outputs': ['b']}]}",
+               MP_ERR_CYCLE, 7, "cycle through node");
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'n', 'op': 'Add', 'inputs': ['x', 'foo'], "
+               "'outputs': ['y']}], 'outputs': ['y']}",
+               MP_ERR_NO_PRODUCER, 8, "input \"foo\" is neither declared");
+    check_json("{'tensors': [" X_IN ", " X_IN "]}", MP_ERR_DUPLICATE, 9,
+               "duplicate tensor name \"x\"");
+    check_json("{'tensors': [" X_IN "], 'nodes': ["
+               "{'name': 'p', 'op': 'MyOp', 'inputs': ['x'], "
+               "'outputs': ['y']}], 'outputs': ['y']}",
+               MP_ERR_UNKNOWN_OP, 10, "MyOp");
+    check_json("{'tensors': [{'name': 'x', 'dtype': 'int8', "
+               "'shape': [4, -2], 'kind': 'input'}]}",
+               MP_ERR_BAD_DIM, 11, "dim 1 is negative (-2)");
+    check_json("{'tensors': [{'name': 'x', 'dtype': 'float32', "
+               "'shape': [1099511627776, 1099511627776], 'kind': 'input'}]}",
+               MP_ERR_OVERFLOW, 12, "overflows 64 bits");
+}
+
+void mp_register_bad_input(void)
+{
+    static CU_TestInfo tests[] = {
+        {"JSON bad-input classes (no ONNX)", test_json_classes},
+        CU_TEST_INFO_NULL,
+    };
+    mp_test_add_suite("bad_input", tests);
+}
+#endif
