@@ -320,6 +320,52 @@ __global__ void k_softmax(const float *x, float *y, int64_t outer, int64_t dim,
     }
 }
 
+// long contiguous rows (inner == 1): one block per row, tree reductions in
+// shared memory (a fixed order: the result does not depend on the run)
+__global__ void k_softmax_rows(const float *x, float *y, int64_t rows,
+                               int64_t dim, int log)
+{
+    __shared__ float red[TPB];
+    const int t = threadIdx.x;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xp = x + r * dim;
+        float *yp = y + r * dim;
+        float m = -INFINITY;
+        for (int64_t k = t; k < dim; k += TPB)
+            m = fmaxf(m, xp[k]);
+        red[t] = m;
+        __syncthreads();
+        for (int w = TPB / 2; w > 0; w >>= 1) {
+            if (t < w)
+                red[t] = fmaxf(red[t], red[t + w]);
+            __syncthreads();
+        }
+        m = red[0];
+        __syncthreads();
+        float sum = 0.f;
+        for (int64_t k = t; k < dim; k += TPB)
+            sum += expf(xp[k] - m);
+        red[t] = sum;
+        __syncthreads();
+        for (int w = TPB / 2; w > 0; w >>= 1) {
+            if (t < w)
+                red[t] += red[t + w];
+            __syncthreads();
+        }
+        sum = red[0];
+        __syncthreads();
+        if (log) {
+            float ls = logf(sum);
+            for (int64_t k = t; k < dim; k += TPB)
+                yp[k] = xp[k] - m - ls;
+        } else {
+            float inv = 1.f / sum;
+            for (int64_t k = t; k < dim; k += TPB)
+                yp[k] = expf(xp[k] - m) * inv;
+        }
+    }
+}
+
 // ---- reductions, gather, resize, cast ------------------------------------------
 __global__ void k_reduce(const float *x, float *y, mpv_launch l)
 {
@@ -663,6 +709,13 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_SOFTMAX: {
         const auto &p = l->p.softmax;
+        if (p.inner == 1 && p.dim >= 1024) {
+            unsigned nb = (unsigned)(p.outer < 65536 ? p.outer : 65536);
+            k_softmax_rows<<<nb, TPB, 0, s>>>((const float *)IN(l->in[0]),
+                                              (float *)out, p.outer, p.dim,
+                                              p.log);
+            return LAUNCH_CHECK();
+        }
         k_softmax<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
             (const float *)IN(l->in[0]), (float *)out, p.outer, p.dim, p.inner,
             p.log);
