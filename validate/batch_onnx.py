@@ -11,7 +11,9 @@ dim alone leaves a model no runtime can run at batch 32. This rewrites
 what an exporter with a dynamic batch axis writes instead: dim 0 of every
 graph input becomes the symbol N (--name), and a Reshape target (an int64
 initializer or Constant) whose first value is 1 gets 0 there, which ONNX
-reads as "copy the input's dim 0". Value infos and output shapes are
+reads as "copy the input's dim 0", and one whose first value is larger
+with no -1 or 0 elsewhere (the batch folded into dim 0, as FastestDet's
+channel shuffle [24, 2, 1936]) gets -1 there. Value infos and output shapes are
 dropped. Prints what it changed. Needs the onnx package.
 """
 import sys
@@ -37,20 +39,33 @@ def main(argv):
     consts = {n.output[0]: n for n in g.node if n.op_type == "Constant"}
     used = {n.input[1] for n in g.node if n.op_type == "Reshape" and len(n.input) > 1}
     changed = 0
+
+    def patch(a):
+        # [1, ...] -> [0, ...]; [B*k, ...] with no -1 and no 0 (the batch
+        # folded into dim 0, e.g. a channel shuffle [24, 2, 1936]) -> [-1, ...]
+        if a.ndim != 1 or a.size < 2:
+            return None
+        a = a.copy()
+        if a[0] == 1:
+            a[0] = 0
+        elif a[0] > 1 and not np.any(a == -1) and not np.any(a == 0):
+            a[0] = -1
+        else:
+            return None
+        return a.astype(np.int64)
+
     for t in used:
         if t in inits:
-            a = numpy_helper.to_array(inits[t]).copy()
-            if a.ndim == 1 and a.size > 1 and a[0] == 1:
-                a[0] = 0
-                inits[t].CopyFrom(numpy_helper.from_array(a.astype(np.int64), t))
+            a = patch(numpy_helper.to_array(inits[t]))
+            if a is not None:
+                inits[t].CopyFrom(numpy_helper.from_array(a, t))
                 changed += 1
         elif t in consts:
             for at in consts[t].attribute:
                 if at.name == "value":
-                    a = numpy_helper.to_array(at.t).copy()
-                    if a.ndim == 1 and a.size > 1 and a[0] == 1:
-                        a[0] = 0
-                        at.t.CopyFrom(numpy_helper.from_array(a.astype(np.int64), t))
+                    a = patch(numpy_helper.to_array(at.t))
+                    if a is not None:
+                        at.t.CopyFrom(numpy_helper.from_array(a, t))
                         changed += 1
     init_names = set(inits)
     for vi in g.input:
