@@ -21,6 +21,7 @@
  * it with the default options REPS times (default 20) in this process,
  * and prints the CPU time (clock()) and wall time per load+plan. */
 #include "internal.h"
+#include "shape.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -104,6 +105,66 @@ static size_t read_input_values(const char *dir, const char *path,
     return n;
 }
 
+/* A sequence or optional output: inferred as one, its size known, its
+ * element type and every element's declared dims as declared. */
+static int check_seq_output(const Onnx__ValueInfoProto *v, const mp_tensor *t,
+                            char *why, size_t cap)
+{
+    const Onnx__TypeProto *et = NULL;
+    bool optional = v->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+    if (optional && v->type->optional_type)
+        et = v->type->optional_type->elem_type;
+    else if (!optional && v->type->sequence_type)
+        et = v->type->sequence_type->elem_type;
+    bool of_seq = false;
+    if (optional && et &&
+        et->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
+        et->sequence_type) {
+        of_seq = true;
+        et = et->sequence_type->elem_type;
+    }
+    int want = !optional ? MP_SEQ_SEQUENCE
+                         : of_seq ? MP_SEQ_OPTIONAL_SEQUENCE : MP_SEQ_OPTIONAL;
+    if (!t->seq || t->seq->type != want) {
+        snprintf(why, cap, "output '%s': not inferred as a %s", v->name,
+                 optional ? "optional" : "sequence");
+        return 0;
+    }
+    if (!(t->flags & MP_TF_SIZE_KNOWN)) {
+        snprintf(why, cap, "output '%s': size unknown", v->name);
+        return 0;
+    }
+    const mp_seq *q = t->seq;
+    const Onnx__TypeProto__Tensor *tt =
+        et && et->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE
+            ? et->tensor_type
+            : NULL;
+    if (!tt || q->present == 0)
+        return 1;
+    if (tt->has_elem_type && tt->elem_type != q->dtype) {
+        snprintf(why, cap, "output '%s': element dtype %d, expected %d",
+                 v->name, q->dtype, tt->elem_type);
+        return 0;
+    }
+    for (uint32_t e = 0; tt->shape && e < q->n_elems; e++) {
+        const mp_shape *s = &q->elems[e];
+        bool bad = (size_t)s->rank != tt->shape->n_dim;
+        for (size_t k = 0; !bad && k < tt->shape->n_dim; k++) {
+            const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
+            bad = d->value_case ==
+                      ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                  d->dim_value != s->d[k];
+        }
+        if (bad) {
+            snprintf(why, cap, "output '%s': element %u has rank %d, not "
+                     "the declared shape", v->name, (unsigned)e,
+                     (int)s->rank);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* 1 pass, 0 fail (reason in why); inputs: NULL, or the --inputs folder */
 static int check_node_test(const char *path, const char *inputs, char *why,
                            size_t cap, char *op, size_t opcap)
@@ -163,9 +224,18 @@ static int check_node_test(const char *path, const char *inputs, char *why,
             break;
         }
         const mp_tensor *t = &g->tensors[id];
+        if (v->type &&
+            (v->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+             v->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)) {
+            if (!check_seq_output(v, t, why, cap)) {
+                ok = 0;
+                break;
+            }
+            continue;
+        }
         if (!v->type ||
             v->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-            continue; /* sequences, optionals: not compared */
+            continue; /* maps, sparse tensors: not compared */
         const Onnx__TypeProto__Tensor *tt = v->type->tensor_type;
         if (tt->has_elem_type && tt->elem_type != t->dtype) {
             snprintf(why, cap, "output '%s': dtype %d, expected %d", v->name,
