@@ -253,6 +253,16 @@ int cli_train_json(const cli_train_args *t, json_t *o)
                             x->lower_bound_cost >= 0
                                 ? jnum(x->lower_bound_cost)
                                 : json_null());
+        {
+            static const char *const kinds[] = {"none", "lp", "lp-duals",
+                                                "milp", "stage-lp"};
+            int k = x->lower_bound_kind;
+            bad |= cli_json_set(
+                r, "lp_lower_bound_kind",
+                json_string(x->lower_bound_cost >= 0 && k >= 0 && k <= 4
+                                ? kinds[k]
+                                : "none"));
+        }
         bad |= cli_json_set(r, "recompute_steps",
                             json_integer(x->n_recompute));
         bad |= cli_json_set(r, "seconds", jnum(x->seconds));

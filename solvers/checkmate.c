@@ -488,8 +488,32 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
  * ignores the inputs a recompute needs, but its memory row holds at every
  * integer point, where Checkmate's LP lets fractional FREE values release
  * memory early (on VGG19 at 0.8x it is the tighter of the two). */
+/* keep() for the replay from the stage LP: K of the interval holding the
+ * boundary t -> t+1 at least the threshold */
+typedef struct sl_keep {
+    const rm_prob *p;
+    const double *x;
+    const uint32_t *k0, *kcol;
+    double theta;
+} sl_keep;
+
+static int keep_k(void *user, uint32_t u, uint32_t t)
+{
+    const sl_keep *k = user;
+    const rm_prob *p = k->p;
+    if (k->k0[u] == NOCOL)
+        return 1;
+    uint32_t q = p->use_begin[u], e = p->use_begin[u + 1];
+    while (q < e && p->uses[q] <= t)
+        q++;
+    if (q == e)
+        return 0; /* no later reader */
+    uint32_t c = q == p->use_begin[u] ? k->k0[u] : k->kcol[q - 1];
+    return c != NOCOL && k->x[c] >= k->theta;
+}
+
 mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
-                      rm_cm_result *res)
+                      rm_cm_result *res, rm_try_fn try_fn, void *try_user)
 {
     mp_ctx *ctx = p->ctx;
     memset(res, 0, sizeof *res);
@@ -632,6 +656,26 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
     else if (isfinite(lr.dual_bound)) {
         res->lower_bound = fmax(0, lr.dual_bound) * cscale * (1 - 1e-7);
         res->bound_kind = MP_REMAT_BOUND_STAGE_LP;
+    }
+    /* rounding, as for Checkmate's LP: keep a value across a boundary
+     * when its K is at least a threshold; the replay recomputes the rest
+     * (with eviction as a repair) */
+    const double *x = mp_lp_values(lp);
+    if (x && try_fn && lr.status == MP_SOLVE_OPTIMAL) {
+        static const double th[] = {0.5, 0.1, 0.3, 0.7, 0.9, 0.999};
+        sl_keep k = {p, x, k0, kcol, 0};
+        for (size_t i = 0; i < sizeof th / sizeof th[0] && !st; i++) {
+            k.theta = th[i];
+            rm_policy pol;
+            memset(&pol, 0, sizeof pol);
+            pol.keep = keep_k;
+            pol.user = &k;
+            st = try_fn(try_user, "stage-lp-rounding", &pol);
+            if (!st && cap != UINT64_MAX) {
+                pol.evict_cap = cap;
+                st = try_fn(try_user, "stage-lp-rounding+evict", &pol);
+            }
+        }
     }
 done:
     mp_dealloc(ctx, kcol);

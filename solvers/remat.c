@@ -1030,7 +1030,7 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         !(S.have && S.cost == 0) && mp_glpk_available()) {
         rm_cm_result sb;
         double tl = ro->time_limit > 0 ? ro->time_limit : 60;
-        if ((st = rm_stage_lp(&p, S.cap, tl / 4, &sb)))
+        if ((st = rm_stage_lp(&p, S.cap, tl / 4, &sb, try_cb, &S)))
             goto done;
         if (sb.lower_bound > cm.lower_bound) {
             cm.lower_bound = sb.lower_bound;

@@ -96,8 +96,9 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
 /* The stage-boundary relaxation of Checkmate's model (O(edges) columns;
  * solvers/checkmate.c says why its LP value bounds every schedule in this
  * order): lower_bound and bound_kind MP_REMAT_BOUND_STAGE_LP, or
- * infeasible. No schedule comes out of it. */
+ * infeasible; its solution rounded (keep across a boundary when K >=
+ * threshold) goes to try_fn when try_fn is not NULL. */
 mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
-                      rm_cm_result *res);
+                      rm_cm_result *res, rm_try_fn try_fn, void *try_user);
 
 #endif
