@@ -32,8 +32,12 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The graph at batch b: every tensor scaled by b / b0. keep_fwd: every
- * forward tensor is a graph output (kept to the end). */
+/* The graph at batch b: every tensor scaled by b / b0. keep_fwd 1: every
+ * forward tensor is a graph output (kept to the end); 2: the outputs of
+ * every k-th node (node v with (v + 1) % k == 0, k = floor(sqrt(nodes)))
+ * are, forward and backward alike: the checkpoints of Checkmate's
+ * "linearized" Chen sqrt(n) (solve_chen_sqrtn with use_actuation_points
+ * False: candidates = all nodes in order). */
 static mp_graph *scaled(mp_ctx *ctx, const mp_graph *g, uint64_t b,
                         uint64_t b0, int keep_fwd)
 {
@@ -41,6 +45,9 @@ static mp_graph *scaled(mp_ctx *ctx, const mp_graph *g, uint64_t b,
     if (mp_graph_create(ctx, &s) != MP_OK)
         return NULL;
     uint32_t nt = mp_graph_num_tensors(g), nn = mp_graph_num_nodes(g);
+    uint32_t kk = 1;
+    while ((kk + 1) * (kk + 1) <= nn)
+        kk++;
     for (uint32_t t = 0; t < nt; t++) {
         mp_tensor_info ti;
         mp_graph_tensor_info(g, t, &ti);
@@ -73,7 +80,8 @@ static mp_graph *scaled(mp_ctx *ctx, const mp_graph *g, uint64_t b,
             mp_graph_set_node_cost(s, id, ni.flops, ni.bytes, ni.seconds) !=
                 MP_OK)
             goto fail;
-        if (keep_fwd && ni.phase == MP_PHASE_FORWARD)
+        if ((keep_fwd == 1 && ni.phase == MP_PHASE_FORWARD) ||
+            (keep_fwd == 2 && (v + 1) % kk == 0))
             for (uint32_t o = 0; o < ni.n_outputs; o++)
                 if (mp_graph_mark_output(s, ni.outputs[o]) != MP_OK)
                     goto fail;
@@ -97,7 +105,7 @@ static int fits(mp_ctx *ctx, const mp_graph *g, uint64_t b, uint64_t b0,
                 int keep_fwd, mp_remat_solver sv, uint64_t budget,
                 double *extra_out, const char **who)
 {
-    mp_graph *s = scaled(ctx, g, b, b0, 0);
+    mp_graph *s = scaled(ctx, g, b, b0, keep_fwd == 2 ? 2 : 0);
     if (!s)
         return -1;
     double fwd = 0;
@@ -113,7 +121,7 @@ static int fits(mp_ctx *ctx, const mp_graph *g, uint64_t b, uint64_t b0,
     ro.budget = budget;
     ro.max_extra_cost = fwd;
     ro.time_limit = 20;
-    ro.keep_checkpoints = keep_fwd;
+    ro.keep_checkpoints = keep_fwd == 1;
     mp_remat_result r;
     mp_plan *p = NULL;
     mp_status st = mp_remat_plan(s, &ro, NULL, &p, &r);
@@ -184,9 +192,17 @@ int main(int argc, char **argv)
         }
         const char *name = strrchr(argv[f], '/');
         name = name ? name + 1 : argv[f];
-        for (int keep = 1; keep >= 0; keep--) {
+        /* keep 2: Checkmate's published Chen sqrt(n) as its public code
+         * builds it: gen_s_matrix_fixed_checkpoints keeps every value in
+         * S from its producer to its last consumer (its "minimum input
+         * requirements" loop covers the forward -> backward edges), so
+         * nothing is recomputed: values are freed after their last use
+         * and the sqrt(n) checkpoints stay to the end */
+        for (int keep = 2; keep >= 0; keep--) {
             for (int s = 0; s < ns; s++) {
-                if (keep && solvers[s] != MP_REMAT_NONE &&
+                if (keep == 2 && solvers[s] != MP_REMAT_NONE)
+                    continue;
+                if (keep == 1 && solvers[s] != MP_REMAT_NONE &&
                     solvers[s] != MP_REMAT_CHEN_SQRT &&
                     solvers[s] != MP_REMAT_CHEN_GREEDY)
                     continue;
@@ -214,8 +230,10 @@ int main(int argc, char **argv)
                     }
                 }
                 printf("%-28.28s %-16s %-15s %9llu %10.3f %8.2f %s\n", name,
-                       keep ? "checkmate-style" : "free-at-last-use",
-                       mp_remat_solver_name(solvers[s]),
+                       keep == 2   ? "checkmate-chen"
+                       : keep == 1 ? "checkmate-style"
+                                   : "free-at-last-use",
+                       keep == 2 ? "chen-sqrt-lin" : mp_remat_solver_name(solvers[s]),
                        (unsigned long long)lo, best_ex, now() - t0, best_who);
                 fflush(stdout);
             }
