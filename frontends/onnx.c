@@ -573,6 +573,11 @@ static mp_status type_shape(loader *L, const char *name,
                      ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (d->dim_value >= 0)
                 dims[i] = d->dim_value;
+            else if (d->dim_value < -1) /* -1: unknown, as some exporters
+                                           write it */
+                return mp_err(L->ctx, MP_ERR_BAD_DIM,
+                              "%s: tensor '%s': dim %zu is negative (%lld)",
+                              L->src, name, i, (long long)d->dim_value);
         } else if (d && d->value_case ==
                             ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    d->dim_param && d->dim_param[0]) {

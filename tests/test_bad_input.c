@@ -434,6 +434,15 @@ static void test_bad_dim(void)
     ob_init_tensor(&b, "w", 2, neg);
     check_onnx(&b, MP_ERR_BAD_DIM, 11, "tensor 'w' has negative dim -3");
     ob_free(&b);
+    /* a declared dim below -1 (-1 itself is unknown, as some exporters
+     * write it) */
+    static const int64_t neg_in[] = {2, -5};
+    ob_init(&b);
+    ob_input(&b, "x", 2, neg_in);
+    ob_node(&b, "Relu", "relu", "x", NULL, "y");
+    ob_output(&b, "y");
+    check_onnx(&b, MP_ERR_BAD_DIM, 11, "tensor 'x': dim 1 is negative (-5)");
+    ob_free(&b);
     /* a rank above 16 */
     static const int64_t ones[17] = {1, 1, 1, 1, 1, 1, 1, 1, 1,
                                      1, 1, 1, 1, 1, 1, 1, 1};
