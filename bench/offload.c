@@ -135,6 +135,15 @@ static int run_graph(const char *path, const mp_device *dev)
         if (sj == MP_OK)
             mp_plan_destroy(p);
         cell(cj, sizeof cj, sj, rj.total_seconds, rj.exposed_seconds);
+        if (sj == MP_ERR_INFEASIBLE)
+            /* the smallest peak joint reached, and the recompute
+             * solvers' bound for schedules in the graph's order (a
+             * node's inputs and outputs, the outputs before it and the
+             * persistent bytes) */
+            snprintf(cj, sizeof cj,
+                     "infeasible (min %.2f GiB reached; bound %.2f GiB)",
+                     rj.peak_bytes / 1073741824.0,
+                     rr.peak_lower_bound / 1073741824.0);
         double c3 = cpu_seconds();
         double better = -1;
         if (so == MP_OK)

@@ -737,6 +737,21 @@ typedef struct {
     uint32_t n_off, n_rec;
 } timing;
 
+/* A copy that may start at `earliest` on its engine (one per direction,
+ * or one shared): its end; the engine is busy until then. */
+static double copy_done(double *d2h, double *h2d, int one_engine,
+                        int to_host, double earliest, double secs)
+{
+    double *eng = to_host ? d2h : h2d;
+    double free_at = one_engine ? (*d2h > *h2d ? *d2h : *h2d) : *eng;
+    double done = (earliest > free_at ? earliest : free_at) + secs;
+    if (one_engine)
+        *d2h = *h2d = done;
+    else
+        *eng = done;
+    return done;
+}
+
 /* Two-stream simulation: the compute stream runs node steps in order and
  * stalls for inputs still being prefetched and at OFFLOAD steps whose copy
  * has not finished; a copy to host may start once its instance exists,
@@ -782,15 +797,9 @@ static mp_status simulate(mp_ctx *ctx, const mp_graph *g, const mp_step *st,
                 made[n->outputs[o]] = c;
         } else if (sp->kind == MP_STEP_OFFLOAD) {
             uint64_t b = g->tensors[sp->index].bytes;
-            double xo = mp_device_transfer_seconds(d, b, 1);
-            double free_at = one_engine ? (d2h > h2d ? d2h : h2d) : d2h;
-            double issue = made[sp->index];
-            double t = issue > free_at ? issue : free_at;
-            double done = t + xo;
-            if (one_engine)
-                d2h = h2d = done;
-            else
-                d2h = done;
+            double done = copy_done(&d2h, &h2d, one_engine, 1,
+                                    made[sp->index],
+                                    mp_device_transfer_seconds(d, b, 1));
             off_done[sp->index] = done;
             if (done > c) {
                 tm->exposed += done - c;
@@ -800,16 +809,9 @@ static mp_status simulate(mp_ctx *ctx, const mp_graph *g, const mp_step *st,
             tm->n_off++;
         } else if (sp->kind == MP_STEP_PREFETCH) {
             uint64_t b = g->tensors[sp->index].bytes;
-            double xi = mp_device_transfer_seconds(d, b, 0);
-            double free_at = one_engine ? (d2h > h2d ? d2h : h2d) : h2d;
-            double t = c > free_at ? c : free_at;
-            if (off_done[sp->index] > t)
-                t = off_done[sp->index];
-            double done = t + xi;
-            if (one_engine)
-                d2h = h2d = done;
-            else
-                h2d = done;
+            double t = c > off_done[sp->index] ? c : off_done[sp->index];
+            double done = copy_done(&d2h, &h2d, one_engine, 0, t,
+                                    mp_device_transfer_seconds(d, b, 0));
             ready[sp->index] = done;
             made[sp->index] = done;
             tm->to_device += b;
