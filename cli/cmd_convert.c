@@ -3,27 +3,23 @@
  * ONNX model when the output file ends in .onnx. */
 #include "cli.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 int cli_cmd_convert(int argc, char **argv);
 
-enum { OPT_OUT, OPT_DIM, OPT_NO_DECLARED };
+enum { OPT_OUT, OPT_DIM, OPT_SHAPE, OPT_NO_DECLARED };
 
 static const cli_opt convert_opts[] = {
     {"output", 'o', 1, OPT_OUT},
     {"dim", 0, 1, OPT_DIM},
+    {"shape", 0, 1, OPT_SHAPE},
     {"no-declared-shapes", 0, 0, OPT_NO_DECLARED},
     {NULL, 0, 0, 0},
 };
 
-#define MAX_DIMS 64
-
 typedef struct convert_args {
     const char *out;
-    mp_dim_binding dims[MAX_DIMS];
-    char *dim_names[MAX_DIMS];
-    size_t n_dims;
+    cli_dims dims;
     int no_declared;
 } convert_args;
 
@@ -37,34 +33,10 @@ static int on_opt(void *state, int id, const char *name, const char *value)
     case OPT_NO_DECLARED:
         a->no_declared = 1;
         return 0;
-    case OPT_DIM: {
-        const char *eq = strchr(value, '=');
-        uint64_t v;
-        if (!eq || eq == value) {
-            cli_error("--%s expects NAME=VALUE, got '%s'", name, value);
-            return CLI_EXIT_USAGE;
-        }
-        if (a->n_dims == MAX_DIMS) {
-            cli_error("at most %d --%s options", MAX_DIMS, name);
-            return CLI_EXIT_USAGE;
-        }
-        int rc = cli_parse_u64(name, eq + 1, &v);
-        if (rc)
-            return rc;
-        if (v > (uint64_t)INT64_MAX) {
-            cli_error("--%s: value too large", name);
-            return CLI_EXIT_USAGE;
-        }
-        char *s = malloc((size_t)(eq - value) + 1);
-        if (!s)
-            return CLI_EXIT_INTERNAL;
-        memcpy(s, value, (size_t)(eq - value));
-        s[eq - value] = '\0';
-        a->dim_names[a->n_dims] = s;
-        a->dims[a->n_dims].name = s;
-        a->dims[a->n_dims++].value = (int64_t)v;
-        return 0;
-    }
+    case OPT_DIM:
+        return cli_parse_dim(&a->dims, name, value);
+    case OPT_SHAPE:
+        return cli_parse_shape(&a->dims, value);
     default:
         return CLI_EXIT_INTERNAL;
     }
@@ -90,7 +62,8 @@ static void help(void)
           "Options:\n"
           "  -o, --output FILE         write the graph there (.onnx: ONNX)\n"
           "      --dim NAME=VALUE      bind a symbolic dim (ONNX dim_param),\n"
-          "                            repeatable\n"
+          "                            or INPUT:AXIS=VALUE; repeatable\n"
+          "      --shape INPUT=D0xD1x...  the whole shape of a graph input\n"
           "      --no-declared-shapes  ONNX: ignore value_info and declared\n"
           "                            output shapes (infer everything)\n"
           "  -h, --help                show this help\n"
@@ -132,12 +105,12 @@ int cli_cmd_convert(int argc, char **argv)
     if (ends_with(pos[0], ".onnx")) {
         mp_onnx_options o;
         mp_onnx_options_init(&o);
-        o.dims = a.dims;
-        o.n_dims = a.n_dims;
+        o.dims = a.dims.b;
+        o.n_dims = a.dims.n;
         o.declared_shapes = !a.no_declared;
         st = mp_graph_load_onnx(ctx, pos[0], &o, &g);
     } else {
-        st = mp_graph_load(ctx, pos[0], &g);
+        st = mp_graph_load_dims(ctx, pos[0], a.dims.b, a.dims.n, &g);
     }
     if (!st) {
         if (a.out && ends_with(a.out, ".onnx")) {
@@ -157,7 +130,5 @@ int cli_cmd_convert(int argc, char **argv)
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 out:
-    for (size_t i = 0; i < a.n_dims; i++)
-        free(a.dim_names[i]);
     return rc;
 }
