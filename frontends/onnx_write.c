@@ -29,6 +29,7 @@
 #include "internal.h"
 #include "shape.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -221,9 +222,39 @@ static Onnx__ValueInfoProto *w_value_info(wr *w, const mp_tensor *t,
 
 /* ---- tensor data ----------------------------------------------------------- */
 
+/* float16 / bfloat16 bits of a value (round to nearest even; NaN stays
+ * NaN, too large goes to infinity) */
+static uint32_t half_of(int dtype, double d)
+{
+    float f = (float)d;
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if (dtype == MP_DTYPE_BFLOAT16) {
+        if ((x & 0x7fffffffu) > 0x7f800000u)
+            return (x >> 16) | 0x40u;
+        return (uint32_t)(((uint64_t)x + 0x7fffu + ((x >> 16) & 1u)) >> 16) &
+               0xffffu;
+    }
+    uint32_t sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+    if (mag > 0x7f800000u)
+        return sign | 0x7e00u;
+    if (mag >= 0x477ff000u) /* 65520 and above round to infinity */
+        return sign | 0x7c00u;
+    if (mag < 0x38800000u) { /* below 2^-14: a subnormal half */
+        float a = fabsf(f) * 16777216.0f; /* in units of 2^-24 */
+        return sign | (uint32_t)lrintf(a);
+    }
+    uint32_t m = mag & 0x7fffffu;
+    uint32_t h = ((((mag >> 23) - 127u + 15u)) << 10) | (m >> 13);
+    uint32_t rem = m & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+        h++;
+    return sign | h;
+}
+
 /* Fills tp's data from count values of dtype (int64 values for integer
- * dtypes, double bits for float32/64). False when the dtype has no typed
- * field memplan writes. */
+ * dtypes, double bits for floating dtypes). False when the dtype has no
+ * typed field memplan writes. */
 static bool w_values(wr *w, Onnx__TensorProto *tp, int dtype,
                      const int64_t *v, size_t count)
 {
@@ -269,6 +300,19 @@ static bool w_values(wr *w, Onnx__TensorProto *tp, int dtype,
         }
         tp->float_data = d;
         tp->n_float_data = count;
+        return true;
+    }
+    case MP_DTYPE_FLOAT16: case MP_DTYPE_BFLOAT16: { /* bits in int32 */
+        int32_t *d = w_new(w, count, sizeof *d);
+        if (!d)
+            return true;
+        for (size_t i = 0; i < count; i++) {
+            double x;
+            memcpy(&x, &v[i], sizeof x);
+            d[i] = (int32_t)half_of(dtype, x);
+        }
+        tp->int32_data = d;
+        tp->n_int32_data = count;
         return true;
     }
     case MP_DTYPE_FLOAT64: {

@@ -322,6 +322,45 @@ static void test_values_roundtrip(void)
     mp_ctx_destroy(ctx);
 }
 
+/* float16 and bfloat16 values are written as their bits in int32_data */
+static void test_half_values(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    const int64_t d4[] = {4};
+    const double v[] = {1.5, -0.25, 65504.0, 5.960464477539063e-08};
+    const uint32_t want16[] = {0x3e00, 0xb400, 0x7bff, 0x0001};
+    const uint32_t want_bf[] = {0x3fc0, 0xbe80, 0x4780, 0x3380};
+    int64_t bits[4];
+    memcpy(bits, v, sizeof bits);
+    mp_tensor_desc dh = {"h", MP_DTYPE_FLOAT16, 1, d4, 0, MP_KIND_WEIGHT};
+    mp_tensor_desc db = {"b", MP_DTYPE_BFLOAT16, 1, d4, 0, MP_KIND_WEIGHT};
+    uint32_t h, b;
+    CU_ASSERT_FATAL(!mp_graph_add_tensor(g, &dh, &h) &&
+                    !mp_graph_add_tensor(g, &db, &b));
+    CU_ASSERT_FATAL(!mp_tensor_set_value(ctx, &g->tensors[h], bits, 4) &&
+                    !mp_tensor_set_value(ctx, &g->tensors[b], bits, 4));
+    void *buf;
+    size_t len;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_to_onnx(g, &buf, &len), MP_OK);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(m->graph->n_initializer, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const Onnx__TensorProto *t = m->graph->initializer[i];
+        const uint32_t *want = strcmp(t->name, "h") == 0 ? want16 : want_bf;
+        CU_ASSERT_EQUAL_FATAL(t->n_int32_data, 4);
+        for (int k = 0; k < 4; k++)
+            CU_ASSERT_EQUAL((uint32_t)t->int32_data[k], want[k]);
+        CU_ASSERT(!t->has_data_location);
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+    mp_free(ctx, buf);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* ---- a model with If bodies that read an outer-scope name ---------------- */
 static Onnx__ValueInfoProto *vi(const char *name, int elem, int rank,
                                 const int64_t *dims,
@@ -570,6 +609,7 @@ void mp_register_onnx_write(void)
          test_json_roundtrip},
         {"small int weights keep their values, large ones none",
          test_values_roundtrip},
+        {"float16/bfloat16 values as bits", test_half_values},
         {"If bodies with an outer-scope name", test_if_roundtrip},
         {"unknown input dim as dim_param TENSOR:AXIS",
          test_unknown_input_dim},
