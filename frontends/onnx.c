@@ -19,6 +19,7 @@
 #include "shape.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,8 +113,31 @@ static bool little_endian(void)
     return b == 1;
 }
 
+/* float16 / bfloat16 bits as the bits of a double */
+static int64_t half_bits(int dt, uint32_t h)
+{
+    double d;
+    if (dt == MP_DTYPE_BFLOAT16) {
+        uint32_t f32 = (h & 0xffffu) << 16;
+        float f;
+        memcpy(&f, &f32, sizeof f);
+        d = f;
+    } else {
+        int e = (int)((h >> 10) & 0x1f);
+        double m = (double)(h & 0x3ff);
+        double v = e == 0 ? m / 1024.0 / 16384.0            /* subnormal */
+                 : e == 31 ? (m ? NAN : INFINITY)
+                           : (1.0 + m / 1024.0) * ldexp(1.0, e - 15);
+        d = (h & 0x8000u) ? -v : v;
+    }
+    int64_t out;
+    memcpy(&out, &d, sizeof out);
+    return out;
+}
+
 /* Reads up to cap values of a TensorProto as int64 (integer/bool dtypes)
- * or double bits (float32/float64). Returns the count, 0 when unknown. */
+ * or double bits (float16/bfloat16/float32/float64). Returns the count, 0
+ * when unknown. */
 static uint32_t tensor_values(const Onnx__TensorProto *t, int64_t count,
                               int64_t *out, uint32_t cap)
 {
@@ -180,6 +204,9 @@ static uint32_t tensor_values(const Onnx__TensorProto *t, int64_t count,
             case MP_DTYPE_FLOAT64:
                 memcpy(&out[i], q, 8);
                 break;
+            case MP_DTYPE_FLOAT16: case MP_DTYPE_BFLOAT16:
+                out[i] = half_bits(dt, (uint32_t)q[0] | (uint32_t)q[1] << 8);
+                break;
             default:
                 return 0;
             }
@@ -217,6 +244,12 @@ static uint32_t tensor_values(const Onnx__TensorProto *t, int64_t count,
         if (t->n_double_data != n)
             return 0;
         memcpy(out, t->double_data, n * sizeof *out);
+        return (uint32_t)n;
+    case MP_DTYPE_FLOAT16: case MP_DTYPE_BFLOAT16: /* bits in int32_data */
+        if (t->n_int32_data != n)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            out[i] = half_bits(dt, (uint32_t)t->int32_data[i]);
         return (uint32_t)n;
     default:
         return 0;
@@ -271,8 +304,7 @@ static mp_status add_proto_tensor(loader *L, const char *name,
     int64_t cnt = tensor_count(t);
     uint32_t cap = mp_dtype_is_int(dt) ? MP_VALUE_MAX : FLOAT_VALUE_MAX;
     if (cnt > 0 && cnt <= (int64_t)cap &&
-        (mp_dtype_is_int(dt) || dt == MP_DTYPE_FLOAT32 ||
-         dt == MP_DTYPE_FLOAT64)) {
+        (mp_dtype_is_int(dt) || mp_dtype_is_float(dt))) {
         int64_t *buf = mp_alloc(L->ctx, (size_t)cnt * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;

@@ -24,6 +24,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Loops with a folded trip count up to this many iterations are inferred
+ * per iteration when their body's shapes change between iterations. */
+#define LOOP_UNROLL_MAX 256
+
 static mp_graph *body_of(mp_graph *g, const mp_node *n, const char *attr)
 {
     char key[64];
@@ -205,27 +209,54 @@ MP_SHAPE_FN(mp_shape_if)
     if (!br[0] || !br[1])
         return mp_node_err(g, node, "a branch (then_branch, else_branch) is "
                            "missing");
-    uint64_t peak[2];
-    mp_status st = infer_body(g, node, br[0], "then_branch", &peak[0]);
-    if (!st)
-        st = infer_body(g, node, br[1], "else_branch", &peak[1]);
-    if (st)
-        return st;
-    uint32_t no = explicit_outputs(n);
-    for (int k = 0; k < 2; k++)
-        if (br[k]->n_sub_outputs != no)
-            return mp_node_err(g, node, "%s has %u outputs, the node %u",
-                               k ? "else_branch" : "then_branch",
-                               (unsigned)br[k]->n_sub_outputs, (unsigned)no);
-    /* a constant condition picks its branch */
+    /* a constant condition picks its branch: only that one is inferred */
     const int64_t *cv;
     uint32_t cc;
     int pick = -1;
     if (mp_in_value(g, n, 0, &cv, &cc) && cc == 1)
         pick = cv[0] ? 0 : 1;
+    uint64_t peak[2] = {0, 0};
+    mp_status bst[2] = {MP_OK, MP_OK};
+    char msg0[MP_MSG_MAX] = "";
+    for (int k = 0; k < 2; k++) {
+        if (pick >= 0 && pick != k)
+            continue;
+        bst[k] = infer_body(g, node, br[k], k ? "else_branch" : "then_branch",
+                            &peak[k]);
+        if (k == 0 && bst[0])
+            snprintf(msg0, sizeof msg0, "%s", mp_ctx_message(g->ctx));
+    }
+    /* an unknown condition, one branch inconsistent at these shapes (a
+     * shape error inside it, no op without a shape function): that branch
+     * cannot run at them, the If takes the other one */
+    for (int k = 0; k < 2 && pick < 0; k++) {
+        if (bst[k] != MP_ERR_SHAPE || bst[1 - k] != MP_OK)
+            continue;
+        bool generic = false;
+        for (size_t j = 0; j < br[k]->n_nodes && !generic; j++)
+            generic = br[k]->nodes[j].def == mp_op_generic();
+        if (!generic) {
+            pick = 1 - k;
+            bst[k] = MP_OK;
+            mp_ctx_clear(g->ctx);
+        }
+    }
+    if (bst[0])
+        return mp_err(g->ctx, bst[0], "%s", msg0);
+    if (bst[1])
+        return bst[1];
+    mp_status st = MP_OK;
+    uint32_t no = explicit_outputs(n);
+    for (int k = 0; k < 2; k++)
+        if ((pick < 0 || pick == k) && br[k]->n_sub_outputs != no)
+            return mp_node_err(g, node, "%s has %u outputs, the node %u",
+                               k ? "else_branch" : "then_branch",
+                               (unsigned)br[k]->n_sub_outputs, (unsigned)no);
     for (uint32_t o = 0; o < no && !st; o++) {
-        const mp_tensor *a = &br[0]->tensors[br[0]->sub_outputs[o]];
-        const mp_tensor *b = &br[1]->tensors[br[1]->sub_outputs[o]];
+        const mp_tensor *a =
+            pick == 1 ? NULL : &br[0]->tensors[br[0]->sub_outputs[o]];
+        const mp_tensor *b =
+            pick == 0 ? NULL : &br[1]->tensors[br[1]->sub_outputs[o]];
         if (pick >= 0) {
             st = out_from(g, node, o, pick ? b : a);
             continue;
@@ -254,6 +285,113 @@ MP_SHAPE_FN(mp_shape_if)
     return st ? st : mp_shape_done(g, node);
 }
 
+static void reset_body(mp_graph *b);
+
+/* A body tensor's dtype, shape, value, sequence and size copied into a
+ * tensor outside any graph (free with snap_free), so that the next
+ * iteration can be bound from it after the body is reset. */
+static mp_status snap(mp_ctx *ctx, const mp_tensor *t, mp_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = t->name;
+    out->dtype = t->dtype;
+    out->rank = -1;
+    mp_status st = mp_tensor_set_shape(ctx, out, t->rank, t->dims);
+    if (!st && t->value)
+        st = mp_tensor_set_value(ctx, out, t->value, t->n_value);
+    if (!st && t->seq) {
+        out->seq = mp_seq_copy(ctx, t->seq);
+        if (!out->seq)
+            st = ctx->status ? ctx->status : MP_ERR_NOMEM;
+    }
+    out->bytes = t->bytes;
+    out->flags = t->flags & MP_TF_SIZE_KNOWN;
+    return st;
+}
+
+static void snap_free(mp_ctx *ctx, mp_tensor *t)
+{
+    mp_dealloc(ctx, t->dims);
+    mp_dealloc(ctx, t->seq);
+    t->dims = t->value = NULL;
+    t->seq = NULL;
+}
+
+/* Loop unrolled for inference: the body inferred for iteration 0 ..
+ * *trips - 1 with the iteration number folded and the carried values of
+ * the previous iteration (a condition output folded to false ends it:
+ * *trips is then the iterations run); *peak the largest body peak;
+ * varied[k] when scan output k's shape differs between iterations. The
+ * body is left as inferred for the last iteration. */
+static mp_status unroll_loop(mp_graph *g, uint32_t node, mp_graph *b,
+                             int64_t *trips, uint64_t *peak, bool *varied,
+                             uint32_t nscan)
+{
+    const mp_node *n = &g->nodes[node];
+    uint32_t ncarried = explicit_inputs(n) - 2;
+    mp_ctx *ctx = g->ctx;
+    mp_tensor *prev = mp_calloc(ctx, ncarried + nscan + 1, sizeof *prev);
+    if (!prev)
+        return MP_ERR_NOMEM;
+    mp_tensor *scan0 = prev + ncarried;
+    mp_status st = MP_OK;
+    mp_shape scalar = {.rank = 0};
+    int64_t it = 0;
+    *peak = 0;
+    for (; it < *trips && !st; it++) {
+        reset_body(b);
+        st = bind(b, b->sub_inputs[0], NULL, MP_DTYPE_INT64, &scalar);
+        if (!st)
+            st = mp_tensor_set_value(ctx, &b->tensors[b->sub_inputs[0]], &it,
+                                     1);
+        if (!st)
+            st = bind(b, b->sub_inputs[1], NULL, MP_DTYPE_BOOL, &scalar);
+        for (uint32_t i = 0; i < ncarried && !st; i++) {
+            const mp_tensor *src = it ? &prev[i] : mp_in(g, n, 2 + i);
+            if (src)
+                st = bind(b, b->sub_inputs[2 + i], src, 0, NULL);
+        }
+        uint64_t pk = 0;
+        if (!st)
+            st = infer_body(g, node, b, "body", &pk);
+        if (st)
+            break;
+        if (pk > *peak)
+            *peak = pk;
+        for (uint32_t i = 0; i < ncarried && !st; i++) {
+            snap_free(ctx, &prev[i]);
+            if (1 + i < b->n_sub_outputs)
+                st = snap(ctx, &b->tensors[b->sub_outputs[1 + i]], &prev[i]);
+        }
+        for (uint32_t k = 0; k < nscan && !st; k++) {
+            uint32_t bo = 1 + ncarried + k;
+            if (bo >= b->n_sub_outputs)
+                break;
+            const mp_tensor *t = &b->tensors[b->sub_outputs[bo]];
+            if (it == 0) {
+                st = snap(ctx, t, &scan0[k]);
+                continue;
+            }
+            bool same = t->rank == scan0[k].rank;
+            for (int32_t d = 0; same && d < t->rank; d++)
+                same = t->dims[d] == scan0[k].dims[d];
+            if (!same)
+                varied[k] = true;
+        }
+        const mp_tensor *cond = &b->tensors[b->sub_outputs[0]];
+        if (cond->value && cond->n_value == 1 && cond->value[0] == 0) {
+            it++;
+            break;
+        }
+    }
+    if (!st)
+        *trips = it;
+    for (uint32_t i = 0; i < ncarried + nscan; i++)
+        snap_free(ctx, &prev[i]);
+    mp_dealloc(ctx, prev);
+    return st;
+}
+
 /* Loop (M, cond, v_initial...) body (iter_num, cond, v...) ->
  * (cond, v..., scan...) */
 MP_SHAPE_FN(mp_shape_loop)
@@ -280,13 +418,26 @@ MP_SHAPE_FN(mp_shape_loop)
     uint64_t peak = 0;
     if (!st)
         st = infer_body(g, node, b, "body", &peak);
-    if (st)
-        return st;
     int64_t trips = -1;
     const int64_t *mv;
     uint32_t mc;
     if (mp_in_value(g, n, 0, &mv, &mc) && mc == 1 && mv[0] >= 0)
         trips = mv[0];
+    bool carries_seq = false;
+    for (uint32_t i = 0; i < ncarried; i++)
+        carries_seq = carries_seq || (mp_in(g, n, 2 + i) &&
+                                      mp_in(g, n, 2 + i)->seq);
+    /* a body whose shapes change per iteration (a sequence that grows,
+     * slice bounds from the iteration number): inferred once per
+     * iteration when the trip count is folded and small */
+    uint32_t nscan = nout > ncarried ? nout - ncarried : 0;
+    bool varied[MP_MAX_RANK * 4] = {false};
+    if ((st || carries_seq) && trips > 0 && trips <= LOOP_UNROLL_MAX &&
+        nscan <= sizeof varied / sizeof varied[0]) {
+        st = unroll_loop(g, node, b, &trips, &peak, varied, nscan);
+    }
+    if (st)
+        return st;
     for (uint32_t o = 0; o < nout && !st; o++) {
         uint32_t bo = 1 + o;
         if (bo >= b->n_sub_outputs)
@@ -297,7 +448,7 @@ MP_SHAPE_FN(mp_shape_loop)
             continue;
         }
         mp_shape s = {.rank = -1};
-        if (t->rank >= 0 && t->rank < MP_MAX_RANK) {
+        if (t->rank >= 0 && t->rank < MP_MAX_RANK && !varied[o - ncarried]) {
             s.rank = t->rank + 1;
             s.d[0] = trips;
             for (int32_t i = 0; i < t->rank; i++)
