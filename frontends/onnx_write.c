@@ -157,11 +157,80 @@ static void written_shape(const mp_tensor *t, int *dtype, int *rank,
     }
 }
 
+static Onnx__TypeProto *w_tensor_type(wr *w, const mp_tensor *t, bool input,
+                                      int dtype, int rank,
+                                      const int64_t *dims);
+
+/* A sequence or optional value: its element type, with the elements'
+ * shape where they all have one (dims that differ written unknown). */
+static Onnx__TypeProto *w_seq_type(wr *w, const mp_tensor *t)
+{
+    const mp_seq *q = t->seq;
+    int rank = -1;
+    int64_t dims[MP_MAX_RANK];
+    for (uint32_t e = 0; e < q->n_elems; e++) {
+        const mp_shape *sh = &q->elems[e];
+        if (e == 0) {
+            rank = sh->rank;
+            for (int32_t k = 0; k < rank; k++)
+                dims[k] = sh->d[k];
+        } else if (sh->rank != rank) {
+            rank = -1;
+            break;
+        } else {
+            for (int32_t k = 0; k < rank; k++)
+                if (dims[k] != sh->d[k])
+                    dims[k] = -1;
+        }
+    }
+    Onnx__TypeProto *tp = w_tensor_type(w, t, false, q->dtype, rank, dims);
+    for (int level = 0; level < 2 && tp; level++) {
+        bool seq = level == 0 && q->type != MP_SEQ_OPTIONAL;
+        bool opt = level == 1 && q->type != MP_SEQ_SEQUENCE;
+        if (!seq && !opt)
+            continue;
+        Onnx__TypeProto *outer = w_new(w, 1, sizeof *outer);
+        if (!outer)
+            return NULL;
+        onnx__type_proto__init(outer);
+        if (seq) {
+            Onnx__TypeProto__Sequence *sq = w_new(w, 1, sizeof *sq);
+            if (!sq)
+                return NULL;
+            onnx__type_proto__sequence__init(sq);
+            sq->elem_type = tp;
+            outer->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+            outer->sequence_type = sq;
+        } else {
+            Onnx__TypeProto__Optional *op = w_new(w, 1, sizeof *op);
+            if (!op)
+                return NULL;
+            onnx__type_proto__optional__init(op);
+            op->elem_type = tp;
+            outer->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+            outer->optional_type = op;
+        }
+        tp = outer;
+    }
+    return tp;
+}
+
 static Onnx__TypeProto *w_type(wr *w, const mp_tensor *t, bool input)
 {
     int dtype, rank;
     int64_t dims[MP_MAX_RANK];
+    if (t->seq)
+        return w_seq_type(w, t);
     written_shape(t, &dtype, &rank, dims);
+    return w_tensor_type(w, t, input, dtype, rank, dims);
+}
+
+/* A tensor type of dtype and dims (rank -1: no shape); NULL when neither
+ * is known. Unknown dims of graph inputs get dim_param "TENSOR:AXIS". */
+static Onnx__TypeProto *w_tensor_type(wr *w, const mp_tensor *t, bool input,
+                                      int dtype, int rank,
+                                      const int64_t *dims)
+{
     if (dtype == MP_DTYPE_UNDEFINED && rank < 0)
         return NULL;
     Onnx__TypeProto *tp = w_new(w, 1, sizeof *tp);

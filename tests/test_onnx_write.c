@@ -536,6 +536,110 @@ static void test_if_roundtrip(void)
     mp_ctx_destroy(ctx);
 }
 
+/* A sequence value (SequenceConstruct -> ConcatFromSequence) is written
+ * with a sequence type and reads back as one, same plan */
+static void test_sequence_roundtrip(void)
+{
+    vi_mem mem[2];
+    const int64_t xd[] = {2, 3};
+    char *sc_in[] = {(char *)"x", (char *)"x"}, *sc_out[] = {(char *)"s"};
+    char *cf_in[] = {(char *)"s"}, *cf_out[] = {(char *)"y"};
+    Onnx__NodeProto sc, cf, *nodes[] = {&sc, &cf};
+    onnx__node_proto__init(&sc);
+    onnx__node_proto__init(&cf);
+    sc.op_type = (char *)"SequenceConstruct";
+    sc.name = (char *)"make";
+    sc.input = sc_in;
+    sc.n_input = 2;
+    sc.output = sc_out;
+    sc.n_output = 1;
+    cf.op_type = (char *)"ConcatFromSequence";
+    cf.name = (char *)"cat";
+    cf.input = cf_in;
+    cf.n_input = 1;
+    cf.output = cf_out;
+    cf.n_output = 1;
+    Onnx__AttributeProto axis, *attrs[] = {&axis};
+    onnx__attribute_proto__init(&axis);
+    axis.name = (char *)"axis";
+    axis.has_type = 1;
+    axis.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    axis.has_i = 1;
+    axis.i = 0;
+    cf.attribute = attrs;
+    cf.n_attribute = 1;
+    Onnx__GraphProto top;
+    onnx__graph_proto__init(&top);
+    Onnx__ValueInfoProto *ins[] = {VI(&mem[0], "x", 1, 2, xd)};
+    Onnx__ValueInfoProto *outs[] = {VI(&mem[1], "y", 1, -1, NULL)};
+    mem[1].tt.shape = NULL;
+    top.name = (char *)"seq";
+    top.node = nodes;
+    top.n_node = 2;
+    top.input = ins;
+    top.n_input = 1;
+    top.output = outs;
+    top.n_output = 1;
+    Onnx__OperatorSetIdProto op, *ops[] = {&op};
+    onnx__operator_set_id_proto__init(&op);
+    op.domain = (char *)"";
+    op.has_version = 1;
+    op.version = 17;
+    Onnx__ModelProto mdl;
+    onnx__model_proto__init(&mdl);
+    mdl.has_ir_version = 1;
+    mdl.ir_version = 8;
+    mdl.opset_import = ops;
+    mdl.n_opset_import = 1;
+    mdl.graph = &top;
+    size_t len = onnx__model_proto__get_packed_size(&mdl);
+    uint8_t *buf = malloc(len);
+    CU_ASSERT_FATAL(buf != NULL);
+    onnx__model_proto__pack(&mdl, buf);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL, *h = NULL;
+    mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, "seq.onnx", NULL,
+                                             &g);
+    free(buf);
+    if (st)
+        printf("\n  %s\n", mp_ctx_message(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    const mp_tensor *s = find(g, "s");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s->seq);
+    /* the written value_info of s is a sequence of float [2,3] */
+    void *out;
+    size_t olen;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_to_onnx(g, &out, &olen), MP_OK);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, olen, out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    int seen = 0;
+    for (size_t i = 0; i < m->graph->n_value_info; i++) {
+        const Onnx__ValueInfoProto *v = m->graph->value_info[i];
+        if (strcmp(v->name, "s") != 0)
+            continue;
+        seen = 1;
+        CU_ASSERT_EQUAL_FATAL(v->type->value_case,
+                              ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE);
+        const Onnx__TypeProto *e = v->type->sequence_type->elem_type;
+        CU_ASSERT_EQUAL_FATAL(e->value_case,
+                              ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE);
+        CU_ASSERT_EQUAL(e->tensor_type->elem_type, MP_DTYPE_FLOAT32);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e->tensor_type->shape);
+        CU_ASSERT_EQUAL(e->tensor_type->shape->n_dim, 2);
+    }
+    CU_ASSERT(seen);
+    onnx__model_proto__free_unpacked(m, NULL);
+    mp_free(ctx, out);
+    CU_ASSERT_EQUAL_FATAL(reload(g, 0, &h), MP_OK);
+    CU_ASSERT_PTR_NOT_NULL(find(h, "s")->seq);
+    CU_ASSERT(same_tensors(g, h) >= 3);
+    same_plan(g, h);
+    mp_graph_destroy(h);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* Unknown input dims become dim_param "TENSOR:AXIS": the loader names the
  * symbol and a --dim binding of that name plans it. (A graph built through
  * the API and not finalized: loaded graphs have every input dim.) */
@@ -611,6 +715,7 @@ void mp_register_onnx_write(void)
          test_values_roundtrip},
         {"float16/bfloat16 values as bits", test_half_values},
         {"If bodies with an outer-scope name", test_if_roundtrip},
+        {"sequence values keep a sequence type", test_sequence_roundtrip},
         {"unknown input dim as dim_param TENSOR:AXIS",
          test_unknown_input_dim},
         {"memplan convert graph.json -o model.onnx", test_cli_convert},
