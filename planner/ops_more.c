@@ -447,6 +447,9 @@ MP_SHAPE_FN(mp_shape_dft)
     mp_shape s;
     mp_in_shape(g, n, 0, &s);
     bool onesided = mp_attr_int(n, "onesided", 0) != 0;
+    /* IRFFT (onesided inverse): complex one-sided input, real output of
+     * dft_length, by default 2 * (n - 1) */
+    bool irfft = onesided && mp_attr_int(n, "inverse", 0) != 0;
     int64_t len = -1;
     bool has_len = mp_in(g, n, 1) != NULL;
     if (has_len && !in_scalar(g, n, 1, &len))
@@ -471,11 +474,16 @@ MP_SHAPE_FN(mp_shape_dft)
                                    (long long)axis);
             } else {
                 int64_t l = has_len ? (len >= 0 ? len : -1) : s.d[ax];
-                s.d[ax] = l < 0 ? -1 : (onesided ? l / 2 + 1 : l);
+                if (l < 0 || (irfft && !has_len && l < 1))
+                    s.d[ax] = -1;
+                else if (irfft)
+                    s.d[ax] = has_len ? l : 2 * (l - 1);
+                else
+                    s.d[ax] = onesided ? l / 2 + 1 : l;
             }
         }
         if (s.rank >= 0)
-            s.d[s.rank - 1] = 2;
+            s.d[s.rank - 1] = irfft ? 1 : 2;
     } else if (s.rank >= 0) {
         return mp_node_err(g, node, "input of rank %d (needs >= 2)",
                            (int)s.rank);
