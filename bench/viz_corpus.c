@@ -1,6 +1,6 @@
 /* bench_viz_corpus: the pictures of every corpus model.
  *
- *   bench_viz_corpus [CORPUS_DIR] [--keep DIR] [--no-chromium] [-v]
+ *   bench_viz_corpus [CORPUS_DIR] [--keep DIR] [--no-chromium] [--fuse] [-v]
  *
  * For every .onnx under CORPUS_DIR/models (default $MEMPLAN_CORPUS or
  * /work/shared/corpus) that loads (declared shapes, every symbolic input
@@ -12,6 +12,8 @@
  *     class="blk"> per block (or the number the cap allows, with its note);
  *   - trace: valid JSON (jansson), one "X" event per step, "C" counter
  *     events, "M" metadata, nothing else.
+ * --fuse plans with fused pointwise chains: the report must then also say
+ * how many tensors are fused (its id="fused" note) when any are.
  * Prints one line per model and a summary; exits 0 (it is a measurement).
  * Skips with a message when the corpus or ONNX support is absent. */
 #include "internal.h"
@@ -96,7 +98,7 @@ static int check_trace(const char *path, uint32_t steps, char *why,
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *keep = NULL;
-    int chromium = 1, verbose = 0;
+    int chromium = 1, verbose = 0, fuse = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--keep") && i + 1 < argc)
             keep = argv[++i];
@@ -104,6 +106,8 @@ int main(int argc, char **argv)
             chromium = 0;
         else if (!strcmp(argv[i], "-v"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--fuse"))
+            fuse = 1;
         else
             dir = argv[i];
     }
@@ -159,6 +163,7 @@ int main(int argc, char **argv)
         mp_lints *l = NULL;
         mp_plan_options po;
         mp_plan_options_init(&po);
+        po.fuse = fuse;
         mp_status st = mpb_load_onnx_dims1(ctx, files[i], &g);
         if (!st)
             st = mp_plan_create(g, &po, &p);
@@ -239,12 +244,19 @@ int main(int argc, char **argv)
             if (want > ho.max_rects)
                 want = ho.max_rects;
             int rects = d ? count_of(d, "<rect class=\"blk\"") : -1;
+            uint32_t n_fused = 0;
+            for (uint32_t t = 0; t < mp_graph_num_tensors(g); t++)
+                n_fused += (uint32_t)mp_plan_tensor_fused(p, t);
+            char note[64];
+            snprintf(note, sizeof note, "id=\"fused\">%u tensor", n_fused);
             ok_h = d && count_of(d, "<svg id=\"timeline\"") == 1 &&
                    count_of(d, "<svg id=\"arena\"") == 1 &&
                    (count_of(d, "<path class=\"area\"") >= 1 || !want) &&
                    rects == (int)want &&
                    (mp_plan_num_blocks(p) <= ho.max_rects ||
-                    count_of(d, "id=\"capped\"") == 1);
+                    count_of(d, "id=\"capped\"") == 1) &&
+                   count_of(d, "id=\"fused\"") == (n_fused > 0) &&
+                   (!n_fused || count_of(d, note) == 1);
             if (!ok_h && !why[0])
                 snprintf(why, sizeof why, "chromium DOM: %d rects of %u",
                          rects, want);
@@ -284,9 +296,9 @@ int main(int argc, char **argv)
     free(files);
     if (!keep)
         rmdir(tmp);
-    printf("viz: %d of %zu models load and plan; dot -Tsvg renders %d, "
+    printf("viz: %d of %zu models load and plan%s; dot -Tsvg renders %d, "
            "Chromium draws the report of %d, trace valid for %d\n",
-           loaded, n, dot_ok, html_ok, trace_ok);
+           loaded, n, fuse ? " (--fuse)" : "", dot_ok, html_ok, trace_ok);
     printf("viz: wall seconds: lints+writers %.2f, dot %.2f (slowest %.2f: "
            "%s), chromium %.2f; HTML %.1f KiB on average, %.1f KiB at most\n",
            write_s, dot_s, max_dot, max_dot_model, chrome_s,
