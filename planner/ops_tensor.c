@@ -509,6 +509,17 @@ MP_SHAPE_FN(mp_shape_split)
     uint32_t nout = n->n_out ? n->n_out : 1;
     /* a split input whose value is only known at run time */
     bool runtime_split = !split && mp_in(g, n, 1) != NULL;
+    /* a folded input value is split too (shape lists: N, C, H, W) */
+    const int64_t *iv;
+    uint32_t ic;
+    bool fold = mp_in_value(g, n, 0, &iv, &ic) && ic &&
+                (int64_t)ic == mp_shape_numel(&in);
+    int64_t outer = 1, inner = 1, off = 0;
+    for (int32_t k = 0; k < in.rank; k++)
+        if (k < ax)
+            outer *= in.d[k];
+        else if (k > ax)
+            inner *= in.d[k];
     for (uint32_t o = 0; o < n->n_out && !st; o++) {
         mp_shape s = in;
         if (split)
@@ -521,6 +532,19 @@ MP_SHAPE_FN(mp_shape_split)
             s.d[ax] = left < 0 ? 0 : (left < part ? left : part);
         }
         st = mp_out_set(g, node, o, dt, &s);
+        int64_t cnt = s.d[ax] < 0 ? -1 : outer * s.d[ax] * inner;
+        if (!st && fold && cnt > 0 && off + s.d[ax] <= dim &&
+            cnt <= (int64_t)MP_VALUE_MAX) {
+            int64_t *buf = mp_alloc(g->ctx, (size_t)cnt * sizeof *buf);
+            if (!buf)
+                return MP_ERR_NOMEM;
+            for (int64_t b = 0, p = 0; b < outer; b++)
+                for (int64_t k = 0; k < s.d[ax] * inner; k++)
+                    buf[p++] = iv[(b * dim + off) * inner + k];
+            st = mp_out_value(g, node, o, buf, (uint32_t)cnt);
+            mp_dealloc(g->ctx, buf);
+        }
+        off += s.d[ax] < 0 ? 0 : s.d[ax];
     }
     return st ? st : mp_shape_done(g, node);
 }
