@@ -461,11 +461,73 @@ MP_SHAPE_FN(mp_shape_loop)
     return st ? st : mp_shape_done(g, node);
 }
 
+/* Scan opset 8: (sequence_lens?, state..., scan_in...) with a batch axis
+ * first and the sequence axis second; the body sees one batch entry and
+ * one step: (state..., slice...) -> (state..., scan_out_slice...). Outputs
+ * get [batch] + state and [batch, sequence] + slice. */
+static mp_status scan8(mp_graph *g, uint32_t node, mp_graph *b)
+{
+    const mp_node *n = &g->nodes[node];
+    uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
+    int64_t m = mp_attr_int(n, "num_scan_inputs", 0);
+    if (nin < 1 || m <= 0 || (uint64_t)m > nin - 1 ||
+        b->n_sub_inputs != nin - 1 || b->n_sub_outputs != nout)
+        return mp_node_err(g, node, "num_scan_inputs %lld, %u inputs, %u "
+                           "outputs, body %u/%u (opset 8)", (long long)m,
+                           (unsigned)nin, (unsigned)nout,
+                           (unsigned)b->n_sub_inputs,
+                           (unsigned)b->n_sub_outputs);
+    uint32_t nstate = nin - 1 - (uint32_t)m;
+    int64_t batch = -1, seq = -1;
+    mp_status st = MP_OK;
+    for (uint32_t i = 1; i < nin && !st; i++) {
+        const mp_tensor *src = mp_in(g, n, i);
+        if (!src)
+            continue;
+        mp_shape s;
+        shape_of(src, &s);
+        int32_t drop = i - 1 < nstate ? 1 : 2; /* batch (and sequence) */
+        if (s.rank < drop) {
+            s.rank = -1;
+        } else {
+            if (batch < 0)
+                batch = s.d[0];
+            if (drop == 2 && seq < 0)
+                seq = s.d[1];
+            for (int32_t d = 0; d + drop < s.rank; d++)
+                s.d[d] = s.d[d + drop];
+            s.rank -= drop;
+        }
+        st = bind(b, b->sub_inputs[i - 1], NULL, src->dtype, &s);
+    }
+    uint64_t peak = 0;
+    if (!st)
+        st = infer_body(g, node, b, "body", &peak);
+    for (uint32_t o = 0; o < nout && !st; o++) {
+        const mp_tensor *t = &b->tensors[b->sub_outputs[o]];
+        int32_t add = o < nstate ? 1 : 2;
+        mp_shape s = {.rank = -1};
+        if (t->rank >= 0 && t->rank + add <= MP_MAX_RANK) {
+            s.rank = t->rank + add;
+            s.d[0] = batch;
+            s.d[1] = seq; /* overwritten for a state */
+            for (int32_t i = 0; i < t->rank; i++)
+                s.d[i + add] = t->dims[i];
+        }
+        st = mp_out_set(g, node, o, t->dtype, &s);
+    }
+    if (!st)
+        st = set_scratch(g, node, peak);
+    return st ? st : mp_shape_done(g, node);
+}
+
 /* Scan (opset >= 9): (state..., scan_in...) body (state..., slice...) ->
  * (state..., scan_out_slice...) */
 MP_SHAPE_FN(mp_shape_scan)
 {
     const mp_node *n = &g->nodes[node];
+    if (g->onnx_opset > 0 && g->onnx_opset < 9 && body_of(g, n, "body"))
+        return scan8(g, node, body_of(g, n, "body"));
     mp_graph *b = body_of(g, n, "body");
     if (!b)
         return mp_node_err(g, node, "attribute 'body' is missing");
