@@ -122,16 +122,6 @@ static char *w_fmt(wr *w, const char *a, const char *b)
 
 /* ---- tensor types ---------------------------------------------------------- */
 
-static bool shape_known(const mp_tensor *t)
-{
-    if (t->rank < 0)
-        return false;
-    for (int32_t i = 0; i < t->rank; i++)
-        if (t->dims[i] < 0)
-            return false;
-    return true;
-}
-
 /* The dims and dtype to write: the IR's, or for a tensor known only by its
  * byte size, one dim of that many elements. *rank -1: no shape. */
 static void written_shape(const mp_tensor *t, int *dtype, int *rank,
@@ -142,7 +132,7 @@ static void written_shape(const mp_tensor *t, int *dtype, int *rank,
     if (t->rank >= 0) {
         for (int32_t i = 0; i < t->rank; i++)
             dims[i] = t->dims[i];
-        if (shape_known(t) || !(t->flags & MP_TF_BYTES_GIVEN))
+        if (mp_tensor_shape_known(t) || !(t->flags & MP_TF_BYTES_GIVEN))
             return;
     }
     if (!(t->flags & MP_TF_BYTES_GIVEN) || t->bytes > (uint64_t)INT64_MAX)

@@ -90,141 +90,7 @@ static void check_json(const char *text_sq, mp_status want, int want_exit,
 }
 
 #ifdef MP_WITH_ONNX
-#include "onnx.pb-c.h"
-
-/* ---- a small ONNX model builder (freed all at once) ---------------------- */
-typedef struct ob {
-    void *ptrs[512];
-    size_t n;
-    Onnx__ModelProto model;
-    Onnx__GraphProto graph;
-    Onnx__NodeProto *nodes[8];
-    Onnx__ValueInfoProto *inputs[4], *outputs[4], *vinfo[4];
-    Onnx__TensorProto *inits[4];
-    Onnx__OperatorSetIdProto opset, *opsets[1];
-} ob;
-
-static void *ob_new(ob *b, size_t size)
-{
-    void *p = calloc(1, size);
-    CU_ASSERT_FATAL(p != NULL && b->n < 512);
-    b->ptrs[b->n++] = p;
-    return p;
-}
-
-static void ob_init(ob *b)
-{
-    memset(b, 0, sizeof *b);
-    onnx__model_proto__init(&b->model);
-    onnx__graph_proto__init(&b->graph);
-    onnx__operator_set_id_proto__init(&b->opset);
-    b->model.has_ir_version = 1;
-    b->model.ir_version = 8;
-    b->opset.has_version = 1;
-    b->opset.version = 17;
-    b->opset.domain = (char *)"";
-    b->opsets[0] = &b->opset;
-    b->model.n_opset_import = 1;
-    b->model.opset_import = b->opsets;
-    b->graph.name = (char *)"bad";
-    b->model.graph = &b->graph;
-    b->graph.node = b->nodes;
-    b->graph.input = b->inputs;
-    b->graph.output = b->outputs;
-    b->graph.value_info = b->vinfo;
-    b->graph.initializer = b->inits;
-}
-
-static void ob_free(ob *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        free(b->ptrs[i]);
-}
-
-/* a float tensor type of the given dims (rank < 0: no shape) */
-static Onnx__ValueInfoProto *ob_vi(ob *b, const char *name, int rank,
-                                   const int64_t *dims)
-{
-    Onnx__ValueInfoProto *v = ob_new(b, sizeof *v);
-    Onnx__TypeProto *tp = ob_new(b, sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = ob_new(b, sizeof *tt);
-    onnx__value_info_proto__init(v);
-    onnx__type_proto__init(tp);
-    onnx__type_proto__tensor__init(tt);
-    v->name = (char *)name;
-    v->type = tp;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    tp->tensor_type = tt;
-    tt->has_elem_type = 1;
-    tt->elem_type = MP_DTYPE_FLOAT32;
-    if (rank < 0)
-        return v;
-    Onnx__TensorShapeProto *sh = ob_new(b, sizeof *sh);
-    onnx__tensor_shape_proto__init(sh);
-    sh->n_dim = (size_t)rank;
-    sh->dim = ob_new(b, (size_t)(rank + 1) * sizeof *sh->dim);
-    for (int i = 0; i < rank; i++) {
-        Onnx__TensorShapeProto__Dimension *d = ob_new(b, sizeof *d);
-        onnx__tensor_shape_proto__dimension__init(d);
-        d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        d->dim_value = dims[i];
-        sh->dim[i] = d;
-    }
-    tt->shape = sh;
-    return v;
-}
-
-static void ob_input(ob *b, const char *name, int rank, const int64_t *dims)
-{
-    b->inputs[b->graph.n_input++] = ob_vi(b, name, rank, dims);
-}
-
-static void ob_output(ob *b, const char *name)
-{
-    b->outputs[b->graph.n_output++] = ob_vi(b, name, -1, NULL);
-}
-
-/* a float initializer with dims and no data (EXTERNAL, never read) */
-static void ob_init_tensor(ob *b, const char *name, int rank,
-                           const int64_t *dims)
-{
-    Onnx__TensorProto *t = ob_new(b, sizeof *t);
-    onnx__tensor_proto__init(t);
-    t->name = (char *)name;
-    t->has_data_type = 1;
-    t->data_type = MP_DTYPE_FLOAT32;
-    t->n_dims = (size_t)rank;
-    t->dims = (int64_t *)dims;
-    t->has_data_location = 1;
-    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    b->inits[b->graph.n_initializer++] = t;
-}
-
-static Onnx__NodeProto *ob_node(ob *b, const char *op, const char *name,
-                                const char *in0, const char *in1,
-                                const char *out0)
-{
-    Onnx__NodeProto *n = ob_new(b, sizeof *n);
-    onnx__node_proto__init(n);
-    n->op_type = (char *)op;
-    n->name = (char *)name;
-    n->input = ob_new(b, 2 * sizeof *n->input);
-    n->input[n->n_input++] = (char *)in0;
-    if (in1)
-        n->input[n->n_input++] = (char *)in1;
-    n->output = ob_new(b, sizeof *n->output);
-    n->output[n->n_output++] = (char *)out0;
-    b->nodes[b->graph.n_node++] = n;
-    return n;
-}
-
-static uint8_t *ob_pack(ob *b, size_t *len)
-{
-    *len = onnx__model_proto__get_packed_size(&b->model);
-    uint8_t *buf = ob_new(b, *len + 1);
-    onnx__model_proto__pack(&b->model, buf);
-    return buf;
-}
+#include "onnx_build.h"
 
 /* The model's load status and the command's exit code; both checked,
  * and the message must contain says. */
@@ -256,10 +122,10 @@ static const int64_t d23[] = {2, 3};
 /* x -> Relu -> y: a valid model to cut or extend */
 static void ob_relu(ob *b)
 {
-    ob_init(b);
-    ob_input(b, "x", 2, d23);
+    ob_init(b, 8, 17);
+    ob_input(b, "x", MP_DTYPE_FLOAT32, 2, d23);
     ob_node(b, "Relu", "relu", "x", NULL, "y");
-    ob_output(b, "y");
+    ob_output(b, "y", MP_DTYPE_FLOAT32, -1, NULL);
 }
 
 static void test_corrupt(void)
@@ -286,7 +152,6 @@ static void test_corrupt(void)
         mp_ctx_destroy(ctx);
     }
     CU_ASSERT(corrupt > tried / 2);
-    b.model.graph = &b.graph;
     CU_ASSERT_EQUAL(plan_exit(".onnx", buf, len / 2), 6);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "truncated or corrupt"));
     const char junk[] = "\x0a\xff\xff\xff\xff\x0f garbage";
@@ -300,11 +165,11 @@ static void test_corrupt(void)
 static void test_cycle(void)
 {
     ob b;
-    ob_init(&b);
-    ob_input(&b, "x", 2, d23);
+    ob_init(&b, 8, 17);
+    ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, d23);
     ob_node(&b, "Add", "p", "x", "b", "a");
     ob_node(&b, "Relu", "q", "a", NULL, "b");
-    ob_output(&b, "b");
+    ob_output(&b, "b", MP_DTYPE_FLOAT32, -1, NULL);
     check_onnx(&b, MP_ERR_CYCLE, 7, "cycle through node");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "'p'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "'q'"));
@@ -325,16 +190,16 @@ static void test_cycle(void)
 static void test_missing_producer(void)
 {
     ob b;
-    ob_init(&b);
-    ob_input(&b, "x", 2, d23);
+    ob_init(&b, 8, 17);
+    ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, d23);
     ob_node(&b, "Add", "adder", "x", "ghost", "y");
-    ob_output(&b, "y");
+    ob_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
     check_onnx(&b, MP_ERR_NO_PRODUCER, 8, "'ghost'");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "'adder'"));
     ob_free(&b);
     /* a graph output nothing produces */
     ob_relu(&b);
-    ob_output(&b, "nowhere");
+    ob_output(&b, "nowhere", MP_DTYPE_FLOAT32, -1, NULL);
     check_onnx(&b, MP_ERR_NO_PRODUCER, 8, "'nowhere'");
     ob_free(&b);
     check_json("{'tensors': [" X_IN "], 'nodes': ["
@@ -348,11 +213,11 @@ static void test_missing_producer(void)
 static void test_duplicate(void)
 {
     ob b;
-    ob_init(&b);
-    ob_input(&b, "x", 2, d23);
+    ob_init(&b, 8, 17);
+    ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, d23);
     ob_node(&b, "Relu", "first", "x", NULL, "a");
     ob_node(&b, "Sigmoid", "second", "x", NULL, "a");
-    ob_output(&b, "a");
+    ob_output(&b, "a", MP_DTYPE_FLOAT32, -1, NULL);
     check_onnx(&b, MP_ERR_DUPLICATE, 9, "'a' is produced by two nodes");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "'first' and 'second'"));
     ob_free(&b);
@@ -379,19 +244,19 @@ static void test_unknown_op(void)
 {
     for (int declared = 0; declared < 2; declared++) {
         ob b;
-        ob_init(&b);
-        ob_input(&b, "x", 2, d23);
+        ob_init(&b, 8, 17);
+        ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, d23);
         Onnx__NodeProto *n = ob_node(&b, "FancyOp", "fancy", "x", NULL, "t");
         n->domain = (char *)"com.example";
         ob_node(&b, "Relu", "relu", "t", NULL, "y");
-        ob_output(&b, "y");
+        ob_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
         if (!declared) {
             check_onnx(&b, MP_ERR_UNKNOWN_OP, 10, "FancyOp");
             CU_ASSERT_PTR_NOT_NULL(strstr(out, "com.example"));
             CU_ASSERT_PTR_NOT_NULL(strstr(out, "'fancy'"));
         } else {
             const int64_t td[] = {4, 8};
-            b.vinfo[b.graph.n_value_info++] = ob_vi(&b, "t", 2, td);
+            ob_value_info(&b, "t", MP_DTYPE_FLOAT32, 2, td);
             size_t len;
             uint8_t *buf = ob_pack(&b, &len);
             mp_ctx *ctx = mp_ctx_create(NULL);
@@ -437,10 +302,10 @@ static void test_bad_dim(void)
     /* a declared dim below -1 (-1 itself is unknown, as some exporters
      * write it) */
     static const int64_t neg_in[] = {2, -5};
-    ob_init(&b);
-    ob_input(&b, "x", 2, neg_in);
+    ob_init(&b, 8, 17);
+    ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, neg_in);
     ob_node(&b, "Relu", "relu", "x", NULL, "y");
-    ob_output(&b, "y");
+    ob_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
     check_onnx(&b, MP_ERR_BAD_DIM, 11, "tensor 'x': dim 1 is negative (-5)");
     ob_free(&b);
     /* a rank above 16 */
@@ -462,11 +327,11 @@ static void test_bad_dim(void)
 static void test_overflow(void)
 {
     ob b;
-    ob_init(&b);
+    ob_init(&b, 8, 17);
     static const int64_t huge[] = {INT64_C(1) << 40, INT64_C(1) << 40};
-    ob_input(&b, "x", 2, huge);
+    ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, huge);
     ob_node(&b, "Relu", "relu", "x", NULL, "y");
-    ob_output(&b, "y");
+    ob_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
     check_onnx(&b, MP_ERR_OVERFLOW, 12, "'x'");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "overflows 64 bits"));
     ob_free(&b);

@@ -37,7 +37,7 @@ void mp_register_onnx_write(void)
 }
 
 #else
-#include "onnx.pb-c.h"
+#include "onnx_build.h"
 
 /* A graph exercising every attribute type the IR keeps, weights, a bytes-
  * only tensor behind an unknown op, a Constant node and a view. */
@@ -362,159 +362,37 @@ static void test_half_values(void)
 }
 
 /* ---- a model with If bodies that read an outer-scope name ---------------- */
-static Onnx__ValueInfoProto *vi(const char *name, int elem, int rank,
-                                const int64_t *dims,
-                                Onnx__TypeProto *tp, Onnx__TypeProto__Tensor *tt,
-                                Onnx__TensorShapeProto *sh,
-                                Onnx__TensorShapeProto__Dimension *ds,
-                                Onnx__TensorShapeProto__Dimension **dp,
-                                Onnx__ValueInfoProto *v)
-{
-    onnx__value_info_proto__init(v);
-    onnx__type_proto__init(tp);
-    onnx__type_proto__tensor__init(tt);
-    onnx__tensor_shape_proto__init(sh);
-    v->name = (char *)name;
-    v->type = tp;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    tp->tensor_type = tt;
-    tt->has_elem_type = 1;
-    tt->elem_type = elem;
-    tt->shape = sh;
-    sh->n_dim = (size_t)rank;
-    sh->dim = dp;
-    for (int i = 0; i < rank; i++) {
-        onnx__tensor_shape_proto__dimension__init(&ds[i]);
-        ds[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        ds[i].dim_value = dims[i];
-        dp[i] = &ds[i];
-    }
-    return v;
-}
-
-typedef struct vi_mem {
-    Onnx__TypeProto tp;
-    Onnx__TypeProto__Tensor tt;
-    Onnx__TensorShapeProto sh;
-    Onnx__TensorShapeProto__Dimension ds[4], *dp[4];
-    Onnx__ValueInfoProto v;
-} vi_mem;
-#define VI(m, name, elem, rank, dims)                                      \
-    vi(name, elem, rank, dims, &(m)->tp, &(m)->tt, &(m)->sh, (m)->ds,        \
-       (m)->dp, &(m)->v)
-
 static void test_if_roundtrip(void)
 {
     /* top: cond (bool), x [2,3]; if: then Relu(x) [2,3], else
      * Concat(x, x) [4,3]; the If output y is declared in neither */
-    vi_mem mem[6];
-    const int64_t xd[] = {2, 3};
-    char *relu_in[] = {(char *)"x"}, *relu_out[] = {(char *)"t"};
-    char *cat_in[] = {(char *)"x", (char *)"x"}, *cat_out[] = {(char *)"e"};
-    Onnx__NodeProto relu, cat, ifn;
-    onnx__node_proto__init(&relu);
-    onnx__node_proto__init(&cat);
-    onnx__node_proto__init(&ifn);
-    relu.op_type = (char *)"Relu";
-    relu.name = (char *)"then_relu";
-    relu.input = relu_in;
-    relu.n_input = 1;
-    relu.output = relu_out;
-    relu.n_output = 1;
-    cat.op_type = (char *)"Concat";
-    cat.name = (char *)"else_cat";
-    cat.input = cat_in;
-    cat.n_input = 2;
-    cat.output = cat_out;
-    cat.n_output = 1;
-    Onnx__AttributeProto axis, thenb, elseb, *cat_attrs[] = {&axis},
-                                             *if_attrs[] = {&thenb, &elseb};
-    onnx__attribute_proto__init(&axis);
-    axis.name = (char *)"axis";
-    axis.has_type = 1;
-    axis.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-    axis.has_i = 1;
-    axis.i = 0;
-    cat.attribute = cat_attrs;
-    cat.n_attribute = 1;
-    Onnx__GraphProto gt, ge, top;
-    Onnx__NodeProto *tn[] = {&relu}, *en[] = {&cat}, *topn[] = {&ifn};
-    Onnx__ValueInfoProto *to[] = {VI(&mem[0], "t", 1, 2, xd)};
-    const int64_t ed[] = {4, 3};
-    Onnx__ValueInfoProto *eo[] = {VI(&mem[1], "e", 1, 2, ed)};
-    onnx__graph_proto__init(&gt);
-    onnx__graph_proto__init(&ge);
-    onnx__graph_proto__init(&top);
-    gt.name = (char *)"then";
-    gt.node = tn;
-    gt.n_node = 1;
-    gt.output = to;
-    gt.n_output = 1;
-    ge.name = (char *)"else";
-    ge.node = en;
-    ge.n_node = 1;
-    ge.output = eo;
-    ge.n_output = 1;
-    onnx__attribute_proto__init(&thenb);
-    onnx__attribute_proto__init(&elseb);
-    thenb.name = (char *)"then_branch";
-    thenb.has_type = elseb.has_type = 1;
-    thenb.type = elseb.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
-    thenb.g = &gt;
-    elseb.name = (char *)"else_branch";
-    elseb.g = &ge;
-    char *if_in[] = {(char *)"cond"}, *if_out[] = {(char *)"y"};
-    ifn.op_type = (char *)"If";
-    ifn.name = (char *)"if";
-    ifn.input = if_in;
-    ifn.n_input = 1;
-    ifn.output = if_out;
-    ifn.n_output = 1;
-    ifn.attribute = if_attrs;
-    ifn.n_attribute = 2;
-    char *sm_in[] = {(char *)"y"}, *sm_out[] = {(char *)"z"};
-    Onnx__NodeProto sm;
-    onnx__node_proto__init(&sm);
-    sm.op_type = (char *)"Sigmoid";
-    sm.name = (char *)"sig";
-    sm.input = sm_in;
-    sm.n_input = 1;
-    sm.output = sm_out;
-    sm.n_output = 1;
-    Onnx__NodeProto *topn2[] = {&ifn, &sm};
-    (void)topn;
-    Onnx__ValueInfoProto *ti[] = {VI(&mem[2], "cond", MP_DTYPE_BOOL, 0, NULL),
-                                  VI(&mem[3], "x", 1, 2, xd)};
-    Onnx__ValueInfoProto *tout[] = {VI(&mem[4], "z", 1, 2, ed)};
-    top.name = (char *)"top";
-    top.node = topn2;
-    top.n_node = 2;
-    top.input = ti;
-    top.n_input = 2;
-    top.output = tout;
-    top.n_output = 1;
-    Onnx__OperatorSetIdProto op, *ops[] = {&op};
-    onnx__operator_set_id_proto__init(&op);
-    op.domain = (char *)"";
-    op.has_version = 1;
-    op.version = 13;
-    Onnx__ModelProto mdl;
-    onnx__model_proto__init(&mdl);
-    mdl.has_ir_version = 1;
-    mdl.ir_version = 7;
-    mdl.opset_import = ops;
-    mdl.n_opset_import = 1;
-    mdl.graph = &top;
-    size_t len = onnx__model_proto__get_packed_size(&mdl);
-    uint8_t *buf = malloc(len);
-    CU_ASSERT_FATAL(buf != NULL);
-    onnx__model_proto__pack(&mdl, buf);
+    const int64_t xd[] = {2, 3}, ed[] = {4, 3};
+    ob b;
+    ob_init(&b, 7, 13);
+    Onnx__GraphProto *gt = ob_graph(&b, "then"), *ge = ob_graph(&b, "else");
+    b.graph = gt;
+    ob_node(&b, "Relu", "then_relu", "x", NULL, "t");
+    ob_output(&b, "t", MP_DTYPE_FLOAT32, 2, xd);
+    b.graph = ge;
+    ob_attr_int(&b, ob_node(&b, "Concat", "else_cat", "x", "x", "e"), "axis",
+                0);
+    ob_output(&b, "e", MP_DTYPE_FLOAT32, 2, ed);
+    b.graph = b.top;
+    ob_input(&b, "cond", MP_DTYPE_BOOL, 0, NULL);
+    ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd);
+    Onnx__NodeProto *ifn = ob_node(&b, "If", "if", "cond", NULL, "y");
+    ob_attr_graph(&b, ifn, "then_branch", gt);
+    ob_attr_graph(&b, ifn, "else_branch", ge);
+    ob_node(&b, "Sigmoid", "sig", "y", NULL, "z");
+    ob_output(&b, "z", MP_DTYPE_FLOAT32, 2, ed);
+    size_t len;
+    uint8_t *buf = ob_pack(&b, &len);
 
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL, *h = NULL;
     CU_ASSERT_EQUAL_FATAL(
         mp_graph_load_onnx_buffer(ctx, buf, len, "if.onnx", NULL, &g), MP_OK);
-    free(buf);
+    ob_free(&b);
     CU_ASSERT_EQUAL_FATAL(g->n_subgraphs, 2);
     CU_ASSERT_EQUAL_FATAL(reload(g, 1, &h), MP_OK);
     CU_ASSERT_EQUAL_FATAL(h->n_subgraphs, 2);
@@ -540,67 +418,21 @@ static void test_if_roundtrip(void)
  * with a sequence type and reads back as one, same plan */
 static void test_sequence_roundtrip(void)
 {
-    vi_mem mem[2];
     const int64_t xd[] = {2, 3};
-    char *sc_in[] = {(char *)"x", (char *)"x"}, *sc_out[] = {(char *)"s"};
-    char *cf_in[] = {(char *)"s"}, *cf_out[] = {(char *)"y"};
-    Onnx__NodeProto sc, cf, *nodes[] = {&sc, &cf};
-    onnx__node_proto__init(&sc);
-    onnx__node_proto__init(&cf);
-    sc.op_type = (char *)"SequenceConstruct";
-    sc.name = (char *)"make";
-    sc.input = sc_in;
-    sc.n_input = 2;
-    sc.output = sc_out;
-    sc.n_output = 1;
-    cf.op_type = (char *)"ConcatFromSequence";
-    cf.name = (char *)"cat";
-    cf.input = cf_in;
-    cf.n_input = 1;
-    cf.output = cf_out;
-    cf.n_output = 1;
-    Onnx__AttributeProto axis, *attrs[] = {&axis};
-    onnx__attribute_proto__init(&axis);
-    axis.name = (char *)"axis";
-    axis.has_type = 1;
-    axis.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-    axis.has_i = 1;
-    axis.i = 0;
-    cf.attribute = attrs;
-    cf.n_attribute = 1;
-    Onnx__GraphProto top;
-    onnx__graph_proto__init(&top);
-    Onnx__ValueInfoProto *ins[] = {VI(&mem[0], "x", 1, 2, xd)};
-    Onnx__ValueInfoProto *outs[] = {VI(&mem[1], "y", 1, -1, NULL)};
-    mem[1].tt.shape = NULL;
-    top.name = (char *)"seq";
-    top.node = nodes;
-    top.n_node = 2;
-    top.input = ins;
-    top.n_input = 1;
-    top.output = outs;
-    top.n_output = 1;
-    Onnx__OperatorSetIdProto op, *ops[] = {&op};
-    onnx__operator_set_id_proto__init(&op);
-    op.domain = (char *)"";
-    op.has_version = 1;
-    op.version = 17;
-    Onnx__ModelProto mdl;
-    onnx__model_proto__init(&mdl);
-    mdl.has_ir_version = 1;
-    mdl.ir_version = 8;
-    mdl.opset_import = ops;
-    mdl.n_opset_import = 1;
-    mdl.graph = &top;
-    size_t len = onnx__model_proto__get_packed_size(&mdl);
-    uint8_t *buf = malloc(len);
-    CU_ASSERT_FATAL(buf != NULL);
-    onnx__model_proto__pack(&mdl, buf);
+    ob b;
+    ob_init(&b, 8, 17);
+    ob_input(&b, "x", MP_DTYPE_FLOAT32, 2, xd);
+    ob_node(&b, "SequenceConstruct", "make", "x", "x", "s");
+    ob_attr_int(&b, ob_node(&b, "ConcatFromSequence", "cat", "s", NULL, "y"),
+                "axis", 0);
+    ob_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    size_t len;
+    uint8_t *buf = ob_pack(&b, &len);
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL, *h = NULL;
     mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, "seq.onnx", NULL,
                                              &g);
-    free(buf);
+    ob_free(&b);
     if (st)
         printf("\n  %s\n", mp_ctx_message(ctx));
     CU_ASSERT_EQUAL_FATAL(st, MP_OK);
