@@ -74,6 +74,26 @@ static char *dq(const char *s)
     return t;
 }
 
+/* JSON graphs of the classes (single quotes: see dq) */
+static const char json_cycle[] =
+    "{'tensors': [" X_IN "], 'nodes': ["
+    "{'name': 'p', 'op': 'Add', 'inputs': ['x', 'b'], "
+    "'outputs': ['a']},"
+    "{'name': 'q', 'op': 'Relu', 'inputs': ['a'], "
+    "'outputs': ['b']}]}";
+static const char json_no_producer[] =
+    "{'tensors': [" X_IN "], 'nodes': ["
+    "{'name': 'n', 'op': 'Add', 'inputs': ['x', 'foo'], "
+    "'outputs': ['y']}], 'outputs': ['y']}";
+static const char json_duplicate[] =
+    "{'tensors': [" X_IN ", " X_IN "]}";
+static const char json_negative_dim[] =
+    "{'tensors': [{'name': 'x', 'dtype': 'int8', "
+    "'shape': [4, -2], 'kind': 'input'}]}";
+static const char json_overflow[] =
+    "{'tensors': [{'name': 'x', 'dtype': 'float32', "
+    "'shape': [1099511627776, 1099511627776], 'kind': 'input'}]}";
+
 static void check_json(const char *text_sq, mp_status want, int want_exit,
                        const char *says)
 {
@@ -174,11 +194,7 @@ static void test_cycle(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "'p'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "'q'"));
     ob_free(&b);
-    check_json("{'tensors': [" X_IN "], 'nodes': ["
-               "{'name': 'p', 'op': 'Add', 'inputs': ['x', 'b'], "
-               "'outputs': ['a']},"
-               "{'name': 'q', 'op': 'Relu', 'inputs': ['a'], "
-               "'outputs': ['b']}]}",
+    check_json(json_cycle,
                MP_ERR_CYCLE, 7, "cycle through node");
     /* a node that reads its own output */
     check_json("{'tensors': [" X_IN "], 'nodes': ["
@@ -202,9 +218,7 @@ static void test_missing_producer(void)
     ob_output(&b, "nowhere", MP_DTYPE_FLOAT32, -1, NULL);
     check_onnx(&b, MP_ERR_NO_PRODUCER, 8, "'nowhere'");
     ob_free(&b);
-    check_json("{'tensors': [" X_IN "], 'nodes': ["
-               "{'name': 'n', 'op': 'Add', 'inputs': ['x', 'foo'], "
-               "'outputs': ['y']}], 'outputs': ['y']}",
+    check_json(json_no_producer,
                MP_ERR_NO_PRODUCER, 8,
                "nodes[0] (\"n\").inputs[1]: input \"foo\" is neither "
                "declared");
@@ -234,7 +248,7 @@ static void test_duplicate(void)
                "'outputs': ['a']}]}",
                MP_ERR_DUPLICATE, 9,
                "tensor \"a\" is already produced by nodes[0] (\"p\")");
-    check_json("{'tensors': [" X_IN ", " X_IN "]}", MP_ERR_DUPLICATE, 9,
+    check_json(json_duplicate, MP_ERR_DUPLICATE, 9,
                "duplicate tensor name \"x\"");
 }
 
@@ -315,8 +329,7 @@ static void test_bad_dim(void)
     ob_init_tensor(&b, "w", 17, ones);
     check_onnx(&b, MP_ERR_BAD_DIM, 11, "rank 17");
     ob_free(&b);
-    check_json("{'tensors': [{'name': 'x', 'dtype': 'int8', "
-               "'shape': [4, -2], 'kind': 'input'}]}",
+    check_json(json_negative_dim,
                MP_ERR_BAD_DIM, 11, "shape[1]: dim 1 is negative (-2)");
     check_json("{'tensors': [{'name': 'x', 'dtype': 'int8', "
                "'shape': [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1], "
@@ -335,8 +348,7 @@ static void test_overflow(void)
     check_onnx(&b, MP_ERR_OVERFLOW, 12, "'x'");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "overflows 64 bits"));
     ob_free(&b);
-    check_json("{'tensors': [{'name': 'x', 'dtype': 'float32', "
-               "'shape': [1099511627776, 1099511627776], 'kind': 'input'}]}",
+    check_json(json_overflow,
                MP_ERR_OVERFLOW, 12, "overflows 64 bits");
 }
 
@@ -363,27 +375,19 @@ void mp_register_bad_input(void)
 static void test_json_classes(void)
 {
     printf("\n  bad_input: ONNX cases skipped (memplan built without ONNX)\n");
-    check_json("{'tensors': [" X_IN "], 'nodes': ["
-               "{'name': 'p', 'op': 'Add', 'inputs': ['x', 'b'], "
-               "'outputs': ['a']},"
-               "{'name': 'q', 'op': 'Relu', 'inputs': ['a'], "
-               "'outputs': ['b']}]}",
+    check_json(json_cycle,
                MP_ERR_CYCLE, 7, "cycle through node");
-    check_json("{'tensors': [" X_IN "], 'nodes': ["
-               "{'name': 'n', 'op': 'Add', 'inputs': ['x', 'foo'], "
-               "'outputs': ['y']}], 'outputs': ['y']}",
+    check_json(json_no_producer,
                MP_ERR_NO_PRODUCER, 8, "input \"foo\" is neither declared");
-    check_json("{'tensors': [" X_IN ", " X_IN "]}", MP_ERR_DUPLICATE, 9,
+    check_json(json_duplicate, MP_ERR_DUPLICATE, 9,
                "duplicate tensor name \"x\"");
     check_json("{'tensors': [" X_IN "], 'nodes': ["
                "{'name': 'p', 'op': 'MyOp', 'inputs': ['x'], "
                "'outputs': ['y']}], 'outputs': ['y']}",
                MP_ERR_UNKNOWN_OP, 10, "MyOp");
-    check_json("{'tensors': [{'name': 'x', 'dtype': 'int8', "
-               "'shape': [4, -2], 'kind': 'input'}]}",
+    check_json(json_negative_dim,
                MP_ERR_BAD_DIM, 11, "dim 1 is negative (-2)");
-    check_json("{'tensors': [{'name': 'x', 'dtype': 'float32', "
-               "'shape': [1099511627776, 1099511627776], 'kind': 'input'}]}",
+    check_json(json_overflow,
                MP_ERR_OVERFLOW, 12, "overflows 64 bits");
 }
 
