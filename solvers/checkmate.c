@@ -363,6 +363,140 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
     return MP_OK;
 }
 
+/* The model's point of a replayed schedule (the MILP's warm start): R =
+ * units computed in each stage, S = units resident when a stage's first
+ * computation starts, FREE[t,i,k] = i freed right after k was computed
+ * (i an input of k or k itself), U from the memory rows. A free the model
+ * cannot express (an eviction of a value that the last computation did
+ * not read) is left out: the model then counts the value to the end of
+ * its stage, and the wrapper refuses the point if that breaks a row.
+ * Returns 0 when the schedule has no point in the model (a unit resident
+ * or computed where the model has no column, or computed twice in one
+ * stage). */
+static int cm_warm(const cm_model *m, const mp_step *steps, uint32_t n,
+                   double *x, uint8_t *res)
+{
+    const rm_prob *p = m->p;
+    const mp_graph *g = p->g;
+    uint32_t T = m->T;
+    memset(x, 0, (size_t)mp_lp_num_cols(m->lp) * sizeof *x);
+    memset(res, 0, T);
+    uint32_t t = 0;         /* stage of the next computation */
+    int started = 0;        /* stage t has computed something */
+    uint32_t last = UINT32_MAX;
+    for (uint32_t q = 0; q < n; q++) {
+        const mp_step *sp = &steps[q];
+        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
+            uint32_t u = p->pos[sp->index];
+            if (t >= T)
+                return 0;
+            if (!started) {
+                for (uint32_t i = 0; i < t; i++) {
+                    if (!res[i])
+                        continue;
+                    uint32_t c = colS(m, t, i);
+                    if (c == NOCOL)
+                        return 0;
+                    x[c] = 1;
+                }
+                started = 1;
+            }
+            uint32_t c = colR(m, t, u);
+            if (u > t || c == NOCOL || (u < t && x[c] != 0))
+                return 0;
+            x[c] = 1;
+            res[u] = 1;
+            last = u;
+            if (sp->kind == MP_STEP_COMPUTE) {
+                if (u != t)
+                    return 0;
+                /* frees that follow still belong to stage t */
+            }
+        } else if (sp->kind == MP_STEP_FREE) {
+            uint32_t root = g->tensors[sp->index].root;
+            uint32_t pr = g->tensors[root].producer;
+            if (pr == MP_NONE)
+                continue; /* a graph input */
+            uint32_t u = p->pos[pr];
+            if (!res[u])
+                continue; /* another output of a freed unit */
+            res[u] = 0;
+            if (p->out[u])
+                return 0;
+            if (last != UINT32_MAX && started) {
+                uint32_t f0 = m->fb[m->pair[t] + last];
+                for (uint32_t j = 0; j < n_fi(p, last); j++)
+                    if (fi_at(p, last, j) == u) {
+                        x[f0 + j] = 1;
+                        break;
+                    }
+            }
+        } else {
+            return 0;
+        }
+        /* the stage ends with its unit's computation and the frees after
+         * it: the next computation starts stage t + 1 */
+        if (sp->kind == MP_STEP_COMPUTE) {
+            uint32_t r = q + 1;
+            while (r < n && steps[r].kind == MP_STEP_FREE)
+                r++;
+            /* process those frees in stage t, then advance */
+            for (q = q + 1; q < r; q++) {
+                const mp_step *fs = &steps[q];
+                uint32_t root = g->tensors[fs->index].root;
+                uint32_t pr = g->tensors[root].producer;
+                if (pr == MP_NONE)
+                    continue;
+                uint32_t u = p->pos[pr];
+                if (!res[u])
+                    continue;
+                res[u] = 0;
+                if (p->out[u])
+                    return 0;
+                uint32_t f0 = m->fb[m->pair[t] + last];
+                for (uint32_t j = 0; j < n_fi(p, last); j++)
+                    if (fi_at(p, last, j) == u) {
+                        x[f0 + j] = 1;
+                        break;
+                    }
+            }
+            q = r - 1;
+            t++;
+            started = 0;
+            last = UINT32_MAX;
+        }
+    }
+    if (t != T)
+        return 0;
+    /* U from the memory rows */
+    for (t = 0; t < T; t++) {
+        double in = 0;
+        for (uint32_t q = 0; q < p->n_in; q++)
+            if (p->in_out[q] || p->in_last[q] >= t)
+                in += (double)p->in_mem[q] / m->mscale;
+        double u0 = in;
+        if (colR(m, t, 0) != NOCOL)
+            u0 += x[colR(m, t, 0)] * (double)p->mem[0] / m->mscale;
+        for (uint32_t i = 0; i < t; i++)
+            if (colS(m, t, i) != NOCOL && p->mem[i])
+                u0 += x[colS(m, t, i)] * (double)p->mem[i] / m->mscale;
+        x[m->ub[t]] = u0;
+        for (uint32_t k = 1; k <= t; k++) {
+            double v = x[m->ub[t] + k - 1];
+            if (colR(m, t, k) != NOCOL)
+                v += x[colR(m, t, k)] * (double)p->mem[k] / m->mscale;
+            uint32_t f0 = m->fb[m->pair[t] + k - 1];
+            for (uint32_t j = 0; j < n_fi(p, k - 1); j++) {
+                uint32_t i = fi_at(p, k - 1, j);
+                if (p->mem[i] && !p->out[i])
+                    v -= x[f0 + j] * (double)p->mem[i] / m->mscale;
+            }
+            x[m->ub[t] + k] = v;
+        }
+    }
+    return 1;
+}
+
 /* keep() for the replay: S value of (t+1, u) at least the threshold */
 typedef struct cm_keep {
     const double *x;
@@ -380,8 +514,8 @@ static int keep_s(void *user, uint32_t u, uint32_t t)
 }
 
 mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
-                       double time_limit, rm_cm_result *res,
-                       rm_try_fn try_fn, void *try_user)
+                       double time_limit, const rm_out *warm,
+                       rm_cm_result *res, rm_try_fn try_fn, void *try_user)
 {
     mp_ctx *ctx = p->ctx;
     memset(res, 0, sizeof *res);
@@ -407,11 +541,30 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
     /* the dual simplex: 3-10x faster here, and its basis stays dual
      * feasible, so a time limit still leaves a good certified bound */
     lo.method = MP_LP_DUAL;
+    double *wx = NULL;
+    uint8_t *wres = NULL;
+    if (integer && warm && warm->steps) {
+        wx = mp_alloc(ctx, ((size_t)res->n_cols + 1) * sizeof *wx);
+        wres = mp_alloc(ctx, (size_t)p->T + 1);
+        if (!wx || !wres) {
+            mp_dealloc(ctx, wx);
+            mp_dealloc(ctx, wres);
+            cm_free(&m);
+            return MP_ERR_NOMEM;
+        }
+        if (cm_warm(&m, warm->steps, warm->n_steps, wx, wres))
+            lo.warm_start = wx;
+        res->warm_mapped = lo.warm_start != NULL;
+    }
     mp_lp_result lr;
-    if ((st = mp_lp_solve(m.lp, &lo, &lr))) {
+    st = mp_lp_solve(m.lp, &lo, &lr);
+    mp_dealloc(ctx, wx);
+    mp_dealloc(ctx, wres);
+    if (st) {
         cm_free(&m);
         return st;
     }
+    res->from_warm = lr.from_warm_start;
     res->status = lr.status;
     res->seconds = lr.seconds;
     if (!integer) {

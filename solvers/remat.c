@@ -994,10 +994,11 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     if (!st && (sv == MP_REMAT_CHEN_GREEDY ||
                 (sv == MP_REMAT_AUTO && !(S.have && S.cost == 0))))
         st = h_chen(&S, 1);
-    if (!st && (sv == MP_REMAT_DTR ||
+    /* the MILP starts from the best of DTR and selective (warm start) */
+    if (!st && (sv == MP_REMAT_DTR || sv == MP_REMAT_ILP ||
                 (sv == MP_REMAT_AUTO && !(S.have && S.cost == 0))))
         st = h_dtr(&S);
-    if (!st && (sv == MP_REMAT_SELECTIVE ||
+    if (!st && (sv == MP_REMAT_SELECTIVE || sv == MP_REMAT_ILP ||
                 (sv == MP_REMAT_AUTO && !(S.have && S.cost == 0))))
         for (int order = 0; order < 3 && !st; order++)
             for (int ev = 0; ev < 2 && !st; ev++)
@@ -1015,7 +1016,8 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         double tl = ro->time_limit > 0 ? ro->time_limit : 60;
         if (sv == MP_REMAT_AUTO)
             tl /= 2;
-        st = rm_checkmate(&p, S.cap, sv == MP_REMAT_ILP, tl, &cm, try_cb, &S);
+        st = rm_checkmate(&p, S.cap, sv == MP_REMAT_ILP, tl,
+                          S.have ? &S.best : NULL, &cm, try_cb, &S);
         if (st == MP_ERR_UNSUPPORTED && sv == MP_REMAT_AUTO) {
             mp_ctx_clear(ctx);
             st = MP_OK;

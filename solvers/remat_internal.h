@@ -83,15 +83,19 @@ typedef struct rm_cm_result {
     uint32_t n_cols, n_rows;
     int infeasible;           /* the model has no point within the cap */
     int bound_kind;           /* MP_REMAT_BOUND_* of lower_bound */
+    int warm_mapped;          /* MILP: the warm start maps to a model point */
+    int from_warm;            /* MILP: the incumbent is the warm start */
 } rm_cm_result;
 
 /* bound_kind: one of memplan.h's MP_REMAT_BOUND_*. */
 
 /* Checkmate's model (solvers/checkmate.c): LP relaxation (integer = 0)
- * with rounding, or the MILP; every schedule found goes to try_fn. */
+ * with rounding, or the MILP (warm-started from warm's schedule when it
+ * has steps and maps to a point of the model); every schedule found goes
+ * to try_fn. */
 mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
-                       double time_limit, rm_cm_result *res,
-                       rm_try_fn try_fn, void *try_user);
+                       double time_limit, const rm_out *warm,
+                       rm_cm_result *res, rm_try_fn try_fn, void *try_user);
 
 /* The stage-boundary relaxation of Checkmate's model (O(edges) columns;
  * solvers/checkmate.c says why its LP value bounds every schedule in this

@@ -4,6 +4,7 @@
  * equals the cost of the RECOMPUTE steps. */
 #include "internal.h"
 #include "mp_glpk.h"
+#include "remat_internal.h"
 #include "support.h"
 
 #include <math.h>
@@ -262,6 +263,56 @@ static void test_stage_bound(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The MILP's warm start: a replayed schedule that recomputes (f1 dropped
+ * after its forward reader, recomputed for b1) maps to a point of
+ * Checkmate's model that the wrapper accepts, and the MILP at that
+ * schedule's peak finishes with an optimum no worse than it. */
+static mp_status keep_first(void *user, const char *name,
+                            const rm_policy *pol)
+{
+    (void)user;
+    (void)name;
+    (void)pol;
+    return MP_OK;
+}
+
+static void test_milp_warm_start(void)
+{
+    if (!mp_glpk_available()) {
+        fprintf(stderr, "\n  (remat: built without GLPK, MILP test "
+                        "skipped)\n");
+        return;
+    }
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 4);
+    rm_prob p;
+    CU_ASSERT_FATAL(rm_prob_build(g, 1, &p) == MP_OK);
+    uint32_t drop[8];
+    for (uint32_t u = 0; u < p.T; u++)
+        drop[u] = UINT32_MAX;
+    drop[1] = 2; /* f1 freed after stage 2 (f2 read it) */
+    rm_policy pol;
+    memset(&pol, 0, sizeof pol);
+    pol.drop_after = drop;
+    rm_out o;
+    CU_ASSERT_FATAL(rm_simulate(&p, &pol, 1, &o) == MP_OK);
+    CU_ASSERT(o.n_recompute >= 1);
+    CU_ASSERT(o.extra_cost > 0);
+    rm_cm_result cr;
+    CU_ASSERT_FATAL(rm_checkmate(&p, o.peak, 1, 30, &o, &cr, keep_first,
+                                 NULL) == MP_OK);
+    CU_ASSERT(cr.warm_mapped);
+    CU_ASSERT_EQUAL(cr.status, MP_SOLVE_OPTIMAL);
+    /* the optimum (the bound at an optimal MILP) is at most the warm
+     * start's cost */
+    CU_ASSERT(cr.lower_bound >= 0);
+    CU_ASSERT(cr.lower_bound <= o.extra_cost * (1 + 1e-6));
+    mp_dealloc(ctx, o.steps);
+    rm_prob_free(&p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* Max batch: arena tensors scale with the batch; the answer fits and the
  * next batch does not (checked through the cap max_batch). */
 static void test_max_batch(void)
@@ -307,6 +358,7 @@ static CU_TestInfo tests[] = {
     {"extra cost cap", test_cost_cap},
     {"Checkmate LP bound and rounding", test_lp_bound},
     {"stage-boundary LP bound by hand", test_stage_bound},
+    {"MILP warm start from a replayed schedule", test_milp_warm_start},
     {"max batch", test_max_batch},
     CU_TEST_INFO_NULL,
 };
