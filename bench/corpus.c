@@ -3,7 +3,8 @@
  *   bench_corpus [CORPUS_DIR] [-v]
  *
  * For every .onnx under CORPUS_DIR/models (default $MEMPLAN_CORPUS or
- * /work/shared/corpus) that loads (declared shapes, every symbolic input
+ * /work/shared/corpus) that loads (declared shapes, the model's bindings
+ * from bench/support/corpus_files.c's table, every other symbolic input
  * dim bound to 1, as bench_onnx_conformance does), plans the graph five
  * ways and prints one markdown table row per model:
  *   no reuse    the sum of all arena tensors (no_reuse_bytes);
@@ -164,7 +165,7 @@ int main(int argc, char **argv)
            "failed); %d within 1.005x of the in-place LB, %d proven optimal; "
            "worst arena/LB %.4f (%s)\n",
            n, loaded, loaded - failed, failed, within, optimal, worst,
-           worst_name);
+           worst > 1.0 ? worst_name : "every model at its LB");
     for (size_t i = 0; i < n; i++)
         free(files[i]);
     free(files);
