@@ -930,6 +930,117 @@ static void test_rankless_input_shape(void)
     mb_free(&b);
 }
 
+/* a body with one node OP(ins) -> out, out its only output */
+static Onnx__GraphProto *mb_body(mb *b, const char *name, const char *op,
+                                 const char *const *ins, size_t nin,
+                                 const char *out)
+{
+    Onnx__GraphProto *gp = mb_new(b, sizeof *gp);
+    onnx__graph_proto__init(gp);
+    gp->name = mb_str(b, name);
+    Onnx__NodeProto *n = mb_new(b, sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = mb_str(b, op);
+    n->name = mb_str(b, name);
+    n->n_input = nin;
+    n->input = mb_new(b, nin * sizeof(char *));
+    for (size_t i = 0; i < nin; i++)
+        n->input[i] = mb_str(b, ins[i]);
+    n->n_output = 1;
+    n->output = mb_new(b, sizeof(char *));
+    n->output[0] = mb_str(b, out);
+    gp->n_node = 1;
+    gp->node = mb_new(b, sizeof *gp->node);
+    gp->node[0] = n;
+    gp->n_output = 1;
+    gp->output = mb_new(b, sizeof *gp->output);
+    gp->output[0] = mb_vi(b, out, MP_DTYPE_FLOAT32, -1, NULL, NULL);
+    return gp;
+}
+
+/* If(cond) with then: Reshape(x[2,3], [3,2]) and else: Reshape(x, tgt);
+ * cond a graph input (unknown) or a constant */
+static void build_if(mb *b, const int64_t *else_tgt, int cond_const)
+{
+    mb_init(b, 8, 13);
+    const int64_t xd[] = {2, 3}, two = 2, t32[] = {3, 2};
+    mb_input(b, "x", MP_DTYPE_FLOAT32, 2, xd, NULL);
+    mb_init_tensor(b, mb_tensor(b, "t32", MP_DTYPE_INT64, 1, &two, t32, 2));
+    mb_init_tensor(b, mb_tensor(b, "tel", MP_DTYPE_INT64, 1, &two, else_tgt,
+                                2));
+    if (cond_const >= 0) {
+        const int64_t c = cond_const;
+        mb_init_tensor(b, mb_tensor(b, "cond", MP_DTYPE_BOOL, 0, &two, NULL,
+                                    0));
+        Onnx__TensorProto *ct = b->inits[b->graph.n_initializer - 1];
+        ct->n_int32_data = 1;
+        ct->int32_data = mb_new(b, sizeof(int32_t));
+        ct->int32_data[0] = (int32_t)c;
+    } else {
+        mb_input(b, "cond", MP_DTYPE_BOOL, 0, NULL, NULL);
+    }
+    const char *ti[] = {"x", "t32"}, *ei[] = {"x", "tel"};
+    Onnx__GraphProto *gt = mb_body(b, "then_r", "Reshape", ti, 2, "t");
+    Onnx__GraphProto *ge = mb_body(b, "else_r", "Reshape", ei, 2, "e");
+    const char *ii[] = {"cond"}, *io[] = {"y"};
+    Onnx__NodeProto *ifn = mb_node(b, "If", "if", ii, 1, io, 1);
+    Onnx__AttributeProto *a =
+        mb_attr(b, ifn, "then_branch",
+                ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = gt;
+    a = mb_attr(b, ifn, "else_branch",
+                ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = ge;
+    mb_output(b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+}
+
+/* If: a branch that is inconsistent at the input shapes (Reshape of 6
+ * elements into [4,4]) cannot run: with an unknown condition the If takes
+ * the other branch; a constant condition infers its branch only; both
+ * valid, the output has the larger footprint */
+static void test_if_invalid_branch(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    const int64_t bad[] = {4, 4}, ok61[] = {6, 1}, t32[] = {3, 2};
+    const struct {
+        const int64_t *else_tgt;
+        int cond;             /* -1: a graph input */
+        int rank;             /* of y; -1: shape not known (two shapes) */
+        const int64_t *y;
+    } cases[] = {
+        {bad, -1, 2, t32},   /* else invalid: then taken */
+        {bad, 1, 2, t32},    /* cond true: then */
+        {ok61, 0, 2, ok61},  /* cond false: else */
+        {ok61, -1, -1, NULL}, /* both valid: [?, ?], 24 bytes */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mb b;
+        build_if(&b, cases[i].else_tgt, cases[i].cond);
+        mp_graph *g = NULL;
+        CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g), MP_OK);
+        const mp_tensor *y = tensor(g, "y");
+        if (cases[i].rank >= 0)
+            CU_ASSERT(shape_is(y, cases[i].rank, cases[i].y));
+        CU_ASSERT_EQUAL(y->bytes, 24);
+        plans_and_verifies(g);
+        mp_graph_destroy(g);
+        mb_free(&b);
+    }
+    /* both branches invalid: the then-branch's error */
+    mb b;
+    build_if(&b, bad, -1);
+    b.graph.initializer[0]->int64_data[0] = 5; /* t32 -> [5, 2] */
+    mp_graph *g = NULL;
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    CU_ASSERT_EQUAL(mp_graph_load_onnx_buffer(ctx, buf, len, "m.onnx", NULL,
+                                              &g),
+                    MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "then_branch"));
+    mb_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
 static CU_TestInfo tests[] = {
     {"CNN: conv, shape arithmetic folded, reshape -1", test_cnn_shapes},
     {"float folding: Pad amounts through Cast/Div/Ceil/Mul/Sub",
@@ -956,6 +1067,8 @@ static CU_TestInfo tests[] = {
      test_binding_errors},
     {"rankless inputs take their shape from INPUT:0..R-1 (--shape)",
      test_rankless_input_shape},
+    {"If: a branch invalid at the input shapes is not taken",
+     test_if_invalid_branch},
     CU_TEST_INFO_NULL};
 
 void mp_register_onnx(void) { mp_test_add_suite("onnx", tests); }
