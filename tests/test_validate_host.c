@@ -114,23 +114,36 @@ static void test_lowering(void)
     mp_ctx_destroy(ctx);
 }
 
+/* conv; offload c; relu would need c: prefetch it to a new place. Fills
+ * the 6 steps and 5 blocks of that schedule over small_net and the ids of
+ * x, c, r, y. */
+static void offload_schedule(mp_graph *g, mp_step *st, mp_block *bl,
+                             uint32_t id[4])
+{
+    const char *names[4] = {"x", "c", "r", "y"};
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(mp_graph_find_tensor(g, names[i], &id[i]), MP_OK);
+    uint32_t x = id[0], c = id[1], r = id[2], y = id[3];
+    mp_step s[6] = {{MP_STEP_COMPUTE, 0}, {MP_STEP_FREE, x},
+                    {MP_STEP_OFFLOAD, c}, {MP_STEP_PREFETCH, c},
+                    {MP_STEP_COMPUTE, 1}, {MP_STEP_COMPUTE, 2}};
+    mp_block b[5] = {{x, 0, 768, 0, 1}, {c, 1024, 1024, 0, 2},
+                     {c, 4096, 1024, 3, 6}, {r, 0, 1024, 4, 6},
+                     {y, 2048, 1024, 5, 6}};
+    memcpy(st, s, sizeof s);
+    memcpy(bl, b, sizeof b);
+}
+
 /* A hand-made schedule with OFFLOAD/PREFETCH: the refs follow the blocks. */
 static void test_offload_refs(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = small_net(ctx);
-    uint32_t x, c, r, y;
-    mp_graph_find_tensor(g, "x", &x);
-    mp_graph_find_tensor(g, "c", &c);
-    mp_graph_find_tensor(g, "r", &r);
-    mp_graph_find_tensor(g, "y", &y);
-    /* conv; offload c; relu would need c: prefetch it to a new place */
-    mp_step st[6] = {{MP_STEP_COMPUTE, 0}, {MP_STEP_FREE, x},
-                     {MP_STEP_OFFLOAD, c}, {MP_STEP_PREFETCH, c},
-                     {MP_STEP_COMPUTE, 1}, {MP_STEP_COMPUTE, 2}};
-    mp_block bl[5] = {{x, 0, 768, 0, 1}, {c, 1024, 1024, 0, 2},
-                      {c, 4096, 1024, 3, 6}, {r, 0, 1024, 4, 6},
-                      {y, 2048, 1024, 5, 6}};
+    mp_step st[6];
+    mp_block bl[5];
+    uint32_t id[4];
+    offload_schedule(g, st, bl, id);
+    uint32_t x = id[0], c = id[1], r = id[2], y = id[3];
     mpv_program *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, &p), MP_OK);
     CU_ASSERT_EQUAL(p->n_offload, 1);
@@ -157,17 +170,10 @@ static void test_predict(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = small_net(ctx);
-    uint32_t x, c, r, y;
-    mp_graph_find_tensor(g, "x", &x);
-    mp_graph_find_tensor(g, "c", &c);
-    mp_graph_find_tensor(g, "r", &r);
-    mp_graph_find_tensor(g, "y", &y);
-    mp_step st[6] = {{MP_STEP_COMPUTE, 0}, {MP_STEP_FREE, x},
-                     {MP_STEP_OFFLOAD, c}, {MP_STEP_PREFETCH, c},
-                     {MP_STEP_COMPUTE, 1}, {MP_STEP_COMPUTE, 2}};
-    mp_block bl[5] = {{x, 0, 768, 0, 1}, {c, 1024, 1024, 0, 2},
-                      {c, 4096, 1024, 3, 6}, {r, 0, 1024, 4, 6},
-                      {y, 2048, 1024, 5, 6}};
+    mp_step st[6];
+    mp_block bl[5];
+    uint32_t id[4];
+    offload_schedule(g, st, bl, id);
     mpv_program *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, &p), MP_OK);
     mp_device d;
