@@ -1,6 +1,7 @@
 /* bench_onnx_conformance: shape-inference conformance over the ONNX corpus.
  *
- *   bench_onnx_conformance [CORPUS_DIR] [-v] [--models-only|--nodes-only]
+ *   bench_onnx_conformance [CORPUS_DIR] [-v]
+ *                          [--models-only|--nodes-only|--backend-only]
  *                          [--inputs DIR]
  *   bench_onnx_conformance --time MODEL.onnx [REPS]
  *
@@ -9,7 +10,9 @@
  * the model is loaded with declared shapes ignored (everything inferred
  * from the inputs and weights) and each graph output's inferred dtype and
  * dims are compared with the declared ones (the ground truth); results are
- * printed per op. For every real model (every .onnx under CORPUS_DIR/models) the
+ * printed per op. Every model of CORPUS_DIR/onnx-backend (simple,
+ * pytorch-converted, pytorch-operator) gets the same check; failures are
+ * printed with the op producing the first output. For every real model (every .onnx under CORPUS_DIR/models) the
  * model is loaded with its declared shapes and symbolic input dims bound
  * to 1, and planned. Skips with a message when the corpus is absent.
  * --inputs DIR: the values of each node test's graph inputs are read from
@@ -359,7 +362,7 @@ static int time_model(const char *path, int reps)
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *inputs = NULL;
-    int verbose = 0, nodes = 1, models = 1;
+    int verbose = 0, nodes = 1, models = 1, backend = 1;
     if (argc >= 3 && strcmp(argv[1], "--time") == 0)
         return time_model(argv[2], argc >= 4 && atoi(argv[3]) > 0
                                         ? atoi(argv[3])
@@ -368,9 +371,11 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "-v") == 0)
             verbose = 1;
         else if (strcmp(argv[i], "--models-only") == 0)
-            nodes = 0;
+            nodes = backend = 0;
         else if (strcmp(argv[i], "--nodes-only") == 0)
-            models = 0;
+            models = backend = 0;
+        else if (strcmp(argv[i], "--backend-only") == 0)
+            nodes = models = 0;
         else if (strcmp(argv[i], "--inputs") == 0 && i + 1 < argc)
             inputs = argv[++i];
         else
@@ -429,6 +434,35 @@ int main(int argc, char **argv)
                pass, n, n ? 100.0 * pass / (double)n : 0.0,
                inputs ? " with the test inputs bound (--inputs)" : "", full,
                n_stats);
+        n = 0;
+    }
+    if (backend) {
+        /* onnx-backend (simple, pytorch-converted, pytorch-operator): the
+         * same check as a node test, declared output shapes the truth;
+         * failures counted by the op producing the first output */
+        char bdir[4096];
+        snprintf(bdir, sizeof bdir, "%s/onnx-backend", dir);
+        mpb_list_onnx(bdir, 1, NULL, &files, &n, &cap);
+        qsort(files, n, sizeof *files, mpb_cmp_str);
+        int pass = 0;
+        n_stats = 0;
+        for (size_t i = 0; i < n; i++) {
+            int ok = check_node_test(files[i], NULL, why, sizeof why, op,
+                                     sizeof op);
+            pass += ok;
+            if (!ok) {
+                stat_of(op)->total++;
+                const char *b = strstr(files[i], "/onnx-backend/");
+                printf("FAIL %-60s %s: %s\n", b ? b + 14 : files[i], op, why);
+            }
+            free(files[i]);
+        }
+        qsort(stats, (size_t)n_stats, sizeof stats[0], cmp_stat);
+        for (int i = 0; i < n_stats; i++)
+            printf("  failing op %-28s %d\n", stats[i].op, stats[i].total);
+        printf("onnx-backend: %d/%zu models: inferred output shapes equal the "
+               "declared ones\n",
+               pass, n);
         n = 0;
     }
     if (models) {
