@@ -214,7 +214,7 @@ static const mp_op_def registry[] = {
     {"TopK", "", 0, mp_shape_topk},
     {"Transpose", "", KN(TRANSPOSE) | MP_OPF_BWD(MP_BWD_NONE) | MP_OPF_COST(MP_COST_MOVE), mp_shape_transpose},
     {"Trilu", "", 0, mp_shape_same},
-    {"Unique", "", 0, mp_shape_data_dependent},
+    {"Unique", "", 0, mp_shape_unique},
     {"Unsqueeze", "", VIEW | KN(VIEW) | MP_OPF_BWD(MP_BWD_NONE), mp_shape_unsqueeze},
     {"Upsample", "", KN(RESIZE), mp_shape_resize},
     {"Where", "", 0, mp_shape_where},

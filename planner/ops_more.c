@@ -705,6 +705,61 @@ MP_SHAPE_FN(mp_shape_data_dependent)
     return all_unknown(g, node, MP_DTYPE_UNDEFINED);
 }
 
+/* Unique (X; axis?) -> (Y, indices, inverse_indices, counts): the count
+ * of distinct elements (or slices along axis) depends on the data; it is
+ * folded when X's value is known (a constant, or a bound input value). */
+MP_SHAPE_FN(mp_shape_unique)
+{
+    const mp_node *n = &g->nodes[node];
+    const mp_tensor *x = mp_in(g, n, 0);
+    mp_shape xs;
+    mp_in_shape(g, n, 0, &xs);
+    int64_t numel = mp_shape_numel(&xs);
+    if (!x || !x->value || numel < 0 || (int64_t)x->n_value != numel)
+        return all_unknown(g, node, x ? x->dtype : MP_DTYPE_UNDEFINED);
+    /* slices along the axis: len of them, each `size` values (outer
+     * blocks of inner runs); no axis: every element alone */
+    const mp_attr *aa = mp_node_attr(n, "axis");
+    int32_t ax = 0;
+    if (aa && !mp_axis(mp_attr_int(n, "axis", 0), xs.rank, &ax))
+        return mp_node_err(g, node, "axis out of range");
+    int64_t len = aa ? xs.d[ax] : numel, outer = 1, inner = 1;
+    for (int32_t k = 0; aa && k < xs.rank; k++)
+        if (k < ax)
+            outer *= xs.d[k];
+        else if (k > ax)
+            inner *= xs.d[k];
+    int64_t u = 0;
+    for (int64_t i = 0; i < len; i++) {
+        bool seen = false;
+        for (int64_t j = 0; j < i && !seen; j++) {
+            bool same = true;
+            for (int64_t b = 0; b < outer && same; b++)
+                for (int64_t k = 0; k < inner && same; k++)
+                    same = mp_value_double(x, (uint32_t)((b * len + i) *
+                                                        inner + k)) ==
+                           mp_value_double(x, (uint32_t)((b * len + j) *
+                                                        inner + k));
+            seen = same;
+        }
+        u += !seen;
+    }
+    mp_shape y = xs, one = {.rank = 1, .d = {u}}, inv = {.rank = 1,
+                                                        .d = {len}};
+    if (aa)
+        y.d[ax] = u;
+    else
+        y = one;
+    mp_status st = mp_out_set(g, node, 0, x->dtype, &y);
+    if (!st)
+        st = mp_out_set(g, node, 1, MP_DTYPE_INT64, &one);
+    if (!st)
+        st = mp_out_set(g, node, 2, MP_DTYPE_INT64, &inv);
+    if (!st)
+        st = mp_out_set(g, node, 3, MP_DTYPE_INT64, &one);
+    return st ? st : mp_shape_done(g, node);
+}
+
 /* RegexFullMatch: bool of the input's shape */
 MP_SHAPE_FN(mp_shape_regex_match)
 {

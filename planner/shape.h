@@ -157,6 +157,7 @@ MP_SHAPE_FN(mp_shape_center_crop_pad);
 MP_SHAPE_FN(mp_shape_col2im);
 MP_SHAPE_FN(mp_shape_affine_grid);
 MP_SHAPE_FN(mp_shape_data_dependent);
+MP_SHAPE_FN(mp_shape_unique);
 MP_SHAPE_FN(mp_shape_regex_match);
 MP_SHAPE_FN(mp_shape_string_normalizer);
 MP_SHAPE_FN(mp_shape_string_split);
