@@ -59,7 +59,8 @@ static int diff_tensors(const mp_graph *a, const mp_graph *b, char *why,
         }
         if (t->rank >= 0 && !(t->flags & MP_TF_BYTES_GIVEN) &&
             (u->rank != t->rank || u->dtype != t->dtype ||
-             memcmp(u->dims, t->dims, (size_t)t->rank * sizeof *t->dims))) {
+             (t->rank > 0 && memcmp(u->dims, t->dims,
+                                    (size_t)t->rank * sizeof *t->dims)))) {
             snprintf(why, cap, "tensor '%s': dtype or shape differs",
                      t->name);
             return -1;
