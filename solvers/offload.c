@@ -944,8 +944,10 @@ static mp_status setup(ctx_t *x, const mp_graph *g, const mp_device *d,
     return build_cands(x, align, recompute);
 }
 
-/* Greedy (and the ILP when use_ilp) on base schedule x toward target; each
- * schedule found is offered. */
+/* Greedy (and the ILP when use_ilp: 2 when the caller asked for it, so
+ * that a build without GLPK says MP_ERR_UNSUPPORTED; 1 when it is only
+ * tried) on base schedule x toward target; each schedule found is
+ * offered. */
 static mp_status search_base(ctx_t *x, best_t *b, uint64_t target,
                              uint64_t limit, uint64_t align, int rec,
                              int use_ilp, double time_limit,
@@ -972,7 +974,9 @@ static mp_status search_base(ctx_t *x, best_t *b, uint64_t target,
         mp_solve_status ss = MP_SOLVE_NONE;
         int fw = 0, have = 0;
         st = solve_ilp(x, target, rec, time_limit, &ss, &fw, &have);
-        if (st == MP_ERR_UNSUPPORTED) {
+        if (st == MP_ERR_UNSUPPORTED && use_ilp < 2) {
+            /* an ILP the caller did not ask for: the greedy stands */
+            mp_ctx_clear(ctx);
             st = MP_OK;
             goto out;
         }
@@ -1135,9 +1139,9 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     uint32_t ilp_max = o.ilp_max_candidates ? o.ilp_max_candidates : 400;
     int joint_ilp = o.ilp || x.nc <= ilp_max;
     double t_off = -1, t_joint = -1, t_rec = -1;
-    if ((st = search_base(&x, &B, target, limit, po.alignment, 0, o.ilp,
-                          o.time_limit, "greedy", "ilp", "ilp(greedy)", res,
-                          &t_off)))
+    if ((st = search_base(&x, &B, target, limit, po.alignment, 0,
+                          o.ilp ? 2 : 0, o.time_limit, "greedy", "ilp",
+                          "ilp(greedy)", res, &t_off)))
         goto out;
     if (B.have && B.peak < min_peak)
         min_peak = B.peak;
@@ -1145,7 +1149,8 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     if (o.recompute) {
         /* 2. joint candidates on the default schedule */
         if ((st = search_base(&x, &B, target, limit, po.alignment, 1,
-                              joint_ilp, o.time_limit, "joint-greedy",
+                              o.ilp ? 2 : joint_ilp, o.time_limit,
+                              "joint-greedy",
                               "joint-ilp", "joint-ilp(greedy)", res,
                               &t_joint)))
             goto out;
@@ -1163,6 +1168,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
             res->recompute_only_seconds = t_rec;
             res->remat_solver = rname;
         } else if (st == MP_ERR_INFEASIBLE) {
+            mp_ctx_clear(ctx); /* one of the alternatives */
             st = MP_OK;
         } else {
             goto out;
@@ -1178,6 +1184,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
             st = remat_run(g, &o, ndur, bl + pers, &po, 0,
                            MP_REMAT_SELECTIVE, &pb, NULL);
             if (st == MP_ERR_INFEASIBLE) {
+                mp_ctx_clear(ctx);
                 st = MP_OK;
                 continue;
             }
