@@ -101,3 +101,20 @@ int mp_test_count(const char *s, const char *what)
         n++;
     return n;
 }
+
+mp_constraints *mp_test_two_pools(mp_ctx *ctx, const char *n0,
+                                  const char *n1, uint32_t t0, uint32_t t1)
+{
+    mp_constraints *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_constraints_create(ctx, &c), MP_OK);
+    mp_pool_desc d[2] = {{n0, UINT64_MAX, 1e12, 0}, {n1, UINT64_MAX, 1e11, 0}};
+    uint32_t t[2] = {t0, t1};
+    for (uint32_t k = 0; k < 2; k++) {
+        uint32_t id = MP_NONE;
+        CU_ASSERT_EQUAL_FATAL(mp_constraints_add_pool(c, &d[k], &id), MP_OK);
+        CU_ASSERT_EQUAL(id, k);
+        if (t[k] != MP_NONE)
+            CU_ASSERT_EQUAL(mp_constraints_pin(c, t[k], k, 0), MP_OK);
+    }
+    return c;
+}

@@ -20,4 +20,12 @@ char *mp_test_slurp(const char *path);
 int mp_test_count(const char *s, const char *what);
 /* xorshift64* PRNG for reproducible random tests. */
 uint64_t mp_test_rand(uint64_t *state);
+
+#include "memplan/memplan.h"
+/* Constraints with two unbounded pools, n0 (1e12 B/s, pool 0) and n1
+ * (1e11 B/s, pool 1); tensor t0 pinned at offset 0 of pool 0 and t1 at
+ * offset 0 of pool 1 (MP_NONE: not pinned). Fails the test when it
+ * cannot. Destroy with mp_constraints_destroy. */
+mp_constraints *mp_test_two_pools(mp_ctx *ctx, const char *n0,
+                                  const char *n1, uint32_t t0, uint32_t t1);
 #endif

@@ -150,14 +150,7 @@ static void test_dot_fused_pools(void)
     mp_plan_destroy(plan);
     plan = NULL;
 
-    mp_constraints *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_constraints_create(ctx, &c), MP_OK);
-    mp_pool_desc d0 = {"sram", UINT64_MAX, 1e12, 0};
-    mp_pool_desc d1 = {"dram", UINT64_MAX, 1e11, 0};
-    uint32_t p0, p1;
-    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d0, &p0), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d1, &p1), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_pin(c, 1, p1, 0), MP_OK);
+    mp_constraints *c = mp_test_two_pools(ctx, "sram", "dram", MP_NONE, 1);
     mp_plan_options_init(&po);
     CU_ASSERT_EQUAL_FATAL(mp_plan_create_constrained(g, &po, c, &plan), MP_OK);
     CU_ASSERT_EQUAL(mp_plan_num_pools(plan), 2);

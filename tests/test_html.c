@@ -199,15 +199,7 @@ static void test_html_fused_pools(void)
     mp_plan_destroy(plan);
     plan = NULL;
 
-    mp_constraints *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_constraints_create(ctx, &c), MP_OK);
-    mp_pool_desc d0 = {"fast<0>", UINT64_MAX, 1e12, 0};
-    mp_pool_desc d1 = {"slow", UINT64_MAX, 1e11, 0};
-    uint32_t p0, p1;
-    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d0, &p0), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_add_pool(c, &d1, &p1), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_pin(c, t[0], p0, 0), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_pin(c, t[1], p1, 0), MP_OK);
+    mp_constraints *c = mp_test_two_pools(ctx, "fast<0>", "slow", t[0], t[1]);
     po.fuse = 0;
     po.inplace = 0;
     CU_ASSERT_EQUAL_FATAL(mp_plan_create_constrained(g, &po, c, &plan), MP_OK);

@@ -282,15 +282,8 @@ static void test_inplace_pools(void)
     uint32_t x, a, b, c;
     inplace_graph(&x, &a, &b, &c);
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
-    mp_constraints *cs = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_constraints_create(ctx, &cs), MP_OK);
-    mp_pool_desc pd0 = {"sram", UINT64_MAX, 1e12, 0};
-    mp_pool_desc pd1 = {"dram", UINT64_MAX, 1e11, 0};
-    uint32_t p0, p1;
-    CU_ASSERT_EQUAL(mp_constraints_add_pool(cs, &pd0, &p0), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_add_pool(cs, &pd1, &p1), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_pin(cs, a, p0, 0), MP_OK);
-    CU_ASSERT_EQUAL(mp_constraints_pin(cs, b, p1, 0), MP_OK);
+    mp_constraints *cs = mp_test_two_pools(ctx, "sram", "dram", a, b);
+    const uint32_t p0 = 0, p1 = 1;
     mp_plan_options po;
     mp_plan_options_init(&po);
     po.inplace = 0;
