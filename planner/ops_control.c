@@ -177,16 +177,33 @@ static mp_status out_from(mp_graph *g, uint32_t node, uint32_t o,
 static mp_status out_seq_either(mp_graph *g, uint32_t node, uint32_t o,
                                 const mp_tensor *a, const mp_tensor *b)
 {
-    if (!a->seq || !b->seq || a->seq->type != b->seq->type)
+    /* an empty Optional() whose type attribute is not read takes the
+     * other branch's kind (optional tensor or optional sequence) */
+    bool empty_a = a->seq && a->seq->present == 0 &&
+                   a->seq->type != MP_SEQ_SEQUENCE;
+    bool empty_b = b->seq && b->seq->present == 0 &&
+                   b->seq->type != MP_SEQ_SEQUENCE;
+    if (!a->seq || !b->seq ||
+        (a->seq->type != b->seq->type &&
+         !((empty_a || empty_b) && a->seq->type != MP_SEQ_SEQUENCE &&
+           b->seq->type != MP_SEQ_SEQUENCE)))
         return mp_node_err(g, node, "output %u is a sequence or optional in "
                            "one branch only", (unsigned)o);
-    const mp_seq *x = a->seq, *y = b->seq;
+    const mp_seq *x = empty_a ? b->seq : a->seq, *y = empty_a ? a->seq
+                                                              : b->seq;
     mp_seq *s = mp_seq_new(g->ctx, x->type, x->dtype ? x->dtype : y->dtype,
                            x->n == y->n ? x->n : -1);
     if (!s)
         return g->ctx->status ? g->ctx->status : MP_ERR_NOMEM;
     s->present = x->present == y->present ? x->present : -1;
-    for (uint32_t i = 0; i < s->n_elems; i++) {
+    if (empty_a || empty_b) { /* the elements are the other branch's */
+        mp_dealloc(g->ctx, s);
+        s = mp_seq_copy(g->ctx, x);
+        if (!s)
+            return g->ctx->status ? g->ctx->status : MP_ERR_NOMEM;
+        s->present = x->present == 0 ? 0 : -1;
+    }
+    for (uint32_t i = 0; i < s->n_elems && !empty_a && !empty_b; i++) {
         const mp_shape *p = &x->elems[i < x->n_elems ? i : 0];
         const mp_shape *q = &y->elems[i < y->n_elems ? i : 0];
         s->elems[i].rank = p->rank == q->rank ? p->rank : -1;
