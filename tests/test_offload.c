@@ -298,16 +298,22 @@ static void t_planner_exposed(void)
 }
 
 
+/* The gap graph, byte-exact offsets and a budget of 1800 bytes. */
+static void gap_setup(mp_plan_options *po, mp_offload_options *oo)
+{
+    build_gap();
+    mp_plan_options_init(po);
+    po->alignment = 1;
+    mp_offload_options_init(oo);
+    oo->budget = 1800;
+}
+
 /* The ILP on the same candidates reaches the hand-computed plans. */
 static void t_planner_ilp(void)
 {
-    build_gap();
     mp_plan_options po;
-    mp_plan_options_init(&po);
-    po.alignment = 1;
     mp_offload_options oo;
-    mp_offload_options_init(&oo);
-    oo.budget = 1800;
+    gap_setup(&po, &oo);
     oo.ilp = 1;
     mp_plan *p = NULL;
     mp_offload_result r;
@@ -340,13 +346,9 @@ static void t_planner_ilp(void)
  * one (2 s per copy of a) recomputing n1 (1 s) beats a 4 s stall. */
 static void t_joint_gap(void)
 {
-    build_gap();
     mp_plan_options po;
-    mp_plan_options_init(&po);
-    po.alignment = 1;
     mp_offload_options oo;
-    mp_offload_options_init(&oo);
-    oo.budget = 1800;
+    gap_setup(&po, &oo);
     oo.recompute = 1;
     mp_device fast = link_dev(1e6), slow = link_dev(500);
     mp_plan *p = NULL;
