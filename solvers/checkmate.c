@@ -103,6 +103,35 @@ static void cm_free(cm_model *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Units of both models: memory in units of the largest unit, cost in
+ * units of the largest cost (GLPK's simplex wants coefficients near 1). */
+static void cm_scales(const rm_prob *p, double *mscale, double *cscale)
+{
+    *mscale = 1;
+    *cscale = 0;
+    for (uint32_t u = 0; u < p->T; u++) {
+        if ((double)p->mem[u] > *mscale)
+            *mscale = (double)p->mem[u];
+        if (p->cost[u] > *cscale)
+            *cscale = p->cost[u];
+    }
+    if (!(*cscale > 0))
+        *cscale = 1;
+}
+
+/* Clears res; MP_ERR_UNSUPPORTED without GLPK. */
+static mp_status cm_start(const rm_prob *p, rm_cm_result *res,
+                          const char *what)
+{
+    memset(res, 0, sizeof *res);
+    res->lower_bound = -1;
+    if (!mp_glpk_available())
+        return mp_err(p->ctx, MP_ERR_UNSUPPORTED,
+                      "the %s needs GLPK (build with MEMPLAN_WITH_GLPK=ON)",
+                      what);
+    return MP_OK;
+}
+
 /* lean: without the R + S <= 1 rows and the FREE + R[t,j] <= 1 cut
  * family (a weaker but still valid relaxation, far fewer rows). */
 static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
@@ -128,16 +157,7 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
     mp_lp_kind bk = integer ? MP_LP_BINARY : MP_LP_CONTINUOUS;
     /* GLPK's simplex wants coefficients near 1: memory in units of the
      * largest unit, cost in units of the largest cost */
-    m->mscale = 1;
-    m->cscale = 0;
-    for (uint32_t u = 0; u < T; u++) {
-        if ((double)p->mem[u] > m->mscale)
-            m->mscale = (double)p->mem[u];
-        if (p->cost[u] > m->cscale)
-            m->cscale = p->cost[u];
-    }
-    if (!(m->cscale > 0))
-        m->cscale = 1;
+    cm_scales(p, &m->mscale, &m->cscale);
     double capd = (double)cap / m->mscale;
 #define MEM(x) ((double)(x) / m->mscale)
     /* columns */
@@ -381,12 +401,19 @@ static int cm_warm(const cm_model *m, const mp_step *steps, uint32_t n,
     uint32_t T = m->T;
     memset(x, 0, (size_t)mp_lp_num_cols(m->lp) * sizeof *x);
     memset(res, 0, T);
-    uint32_t t = 0;         /* stage of the next computation */
+    uint32_t t = 0;         /* stage of the current computation */
     int started = 0;        /* stage t has computed something */
+    int ended = 0;          /* unit t is computed: stage t + 1 is next */
     uint32_t last = UINT32_MAX;
     for (uint32_t q = 0; q < n; q++) {
         const mp_step *sp = &steps[q];
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
+            if (ended) {
+                /* the frees after unit t's computation belonged to t */
+                t++;
+                started = ended = 0;
+                last = UINT32_MAX;
+            }
             uint32_t u = p->pos[sp->index];
             if (t >= T)
                 return 0;
@@ -404,14 +431,12 @@ static int cm_warm(const cm_model *m, const mp_step *steps, uint32_t n,
             uint32_t c = colR(m, t, u);
             if (u > t || c == NOCOL || (u < t && x[c] != 0))
                 return 0;
+            if (sp->kind == MP_STEP_COMPUTE && u != t)
+                return 0;
             x[c] = 1;
             res[u] = 1;
             last = u;
-            if (sp->kind == MP_STEP_COMPUTE) {
-                if (u != t)
-                    return 0;
-                /* frees that follow still belong to stage t */
-            }
+            ended = sp->kind == MP_STEP_COMPUTE;
         } else if (sp->kind == MP_STEP_FREE) {
             uint32_t root = g->tensors[sp->index].root;
             uint32_t pr = g->tensors[root].producer;
@@ -423,49 +448,20 @@ static int cm_warm(const cm_model *m, const mp_step *steps, uint32_t n,
             res[u] = 0;
             if (p->out[u])
                 return 0;
-            if (last != UINT32_MAX && started) {
-                uint32_t f0 = m->fb[m->pair[t] + last];
-                for (uint32_t j = 0; j < n_fi(p, last); j++)
-                    if (fi_at(p, last, j) == u) {
-                        x[f0 + j] = 1;
-                        break;
-                    }
-            }
+            if (last == UINT32_MAX)
+                continue; /* before the stage's first computation */
+            uint32_t f0 = m->fb[m->pair[t] + last];
+            for (uint32_t j = 0; j < n_fi(p, last); j++)
+                if (fi_at(p, last, j) == u) {
+                    x[f0 + j] = 1;
+                    break;
+                }
         } else {
             return 0;
         }
-        /* the stage ends with its unit's computation and the frees after
-         * it: the next computation starts stage t + 1 */
-        if (sp->kind == MP_STEP_COMPUTE) {
-            uint32_t r = q + 1;
-            while (r < n && steps[r].kind == MP_STEP_FREE)
-                r++;
-            /* process those frees in stage t, then advance */
-            for (q = q + 1; q < r; q++) {
-                const mp_step *fs = &steps[q];
-                uint32_t root = g->tensors[fs->index].root;
-                uint32_t pr = g->tensors[root].producer;
-                if (pr == MP_NONE)
-                    continue;
-                uint32_t u = p->pos[pr];
-                if (!res[u])
-                    continue;
-                res[u] = 0;
-                if (p->out[u])
-                    return 0;
-                uint32_t f0 = m->fb[m->pair[t] + last];
-                for (uint32_t j = 0; j < n_fi(p, last); j++)
-                    if (fi_at(p, last, j) == u) {
-                        x[f0 + j] = 1;
-                        break;
-                    }
-            }
-            q = r - 1;
-            t++;
-            started = 0;
-            last = UINT32_MAX;
-        }
     }
+    if (ended)
+        t++;
     if (t != T)
         return 0;
     /* U from the memory rows */
@@ -518,12 +514,9 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
                        rm_cm_result *res, rm_try_fn try_fn, void *try_user)
 {
     mp_ctx *ctx = p->ctx;
-    memset(res, 0, sizeof *res);
-    res->lower_bound = -1;
-    if (!mp_glpk_available())
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
-                      "the Checkmate LP/MILP needs GLPK (build with "
-                      "MEMPLAN_WITH_GLPK=ON)");
+    mp_status st0 = cm_start(p, res, "Checkmate LP/MILP");
+    if (st0)
+        return st0;
     cm_model m;
     int lean = !integer && p->T > RM_CM_LEAN_ABOVE;
     mp_status st = cm_build(p, cap == UINT64_MAX ? (uint64_t)1 << 62 : cap,
@@ -669,12 +662,9 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
                       rm_cm_result *res, rm_try_fn try_fn, void *try_user)
 {
     mp_ctx *ctx = p->ctx;
-    memset(res, 0, sizeof *res);
-    res->lower_bound = -1;
-    if (!mp_glpk_available())
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
-                      "the stage LP needs GLPK (build with "
-                      "MEMPLAN_WITH_GLPK=ON)");
+    mp_status st0 = cm_start(p, res, "stage LP");
+    if (st0)
+        return st0;
     uint32_t T = p->T;
     size_t E = p->use_begin[T];
     /* per use slot q (use_begin order): column of K after that use and of
@@ -694,15 +684,8 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
     }
     if ((st = mp_lp_create(ctx, 0, &lp)))
         goto done;
-    double mscale = 1, cscale = 0;
-    for (uint32_t u = 0; u < T; u++) {
-        if ((double)p->mem[u] > mscale)
-            mscale = (double)p->mem[u];
-        if (p->cost[u] > cscale)
-            cscale = p->cost[u];
-    }
-    if (!(cscale > 0))
-        cscale = 1;
+    double mscale, cscale;
+    cm_scales(p, &mscale, &cscale);
 #define SMEM(x) ((double)(x) / mscale)
     /* columns and the two row families per value */
     for (uint32_t i = 0; i < T; i++) {
