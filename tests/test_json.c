@@ -910,8 +910,6 @@ static void test_speed_100k(void)
            s ? (double)strlen(s) / 1e6 : 0.0);
     CU_ASSERT_EQUAL(mp_graph_num_nodes(g), n);
     CU_ASSERT_EQUAL(mp_graph_num_tensors(g), n + 1);
-    /* generous bound: sanitizer builds are several times slower */
-    CU_ASSERT(t1 - t0 < 5.0);
     mp_free(ctx, s);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);

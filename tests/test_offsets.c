@@ -312,6 +312,9 @@ static void test_determinism(void)
     mp_offsets_options o;
     mp_offsets_options_init(&o);
     o.seed = 7;
+    /* the iteration budget decides; the wall-clock safety net must not
+     * cut one run short on a loaded (or sanitized) machine */
+    o.time_limit = 3600;
     mp_offsets_result ra, rb;
     CU_ASSERT_EQUAL(mp_offsets_solve(ctx, a, n, &o, &ra), MP_OK);
     CU_ASSERT_EQUAL(mp_offsets_solve(ctx, b, n, &o, &rb), MP_OK);
