@@ -168,9 +168,10 @@ static int check_seq_output(const Onnx__ValueInfoProto *v, const mp_tensor *t,
     return 1;
 }
 
-/* 1 pass, 0 fail (reason in why); inputs: NULL, or the --inputs folder */
-static int check_node_test(const char *path, const char *inputs, char *why,
-                           size_t cap, char *op, size_t opcap)
+/* 1 pass, 0 fail (reason in why); inputs: NULL, or the --inputs folder;
+ * bind1: symbolic input dims without a value given are bound to 1 */
+static int check_node_test(const char *path, const char *inputs, int bind1,
+                           char *why, size_t cap, char *op, size_t opcap)
 {
     size_t len;
     unsigned char *buf = mpb_read_all(path, &len);
@@ -209,6 +210,35 @@ static int check_node_test(const char *path, const char *inputs, char *why,
                            : 0;
     opt.values = vals;
     opt.n_values = n_vals;
+    mp_dim_binding ones[64];
+    size_t n_ones = 0;
+    for (size_t i = 0; bind1 && i < gp->n_input; i++) {
+        const Onnx__TypeProto *tp = gp->input[i]->type;
+        bool given = false;
+        for (size_t k = 0; k < n_vals && !given; k++)
+            given = strcmp(vals[k].name, gp->input[i]->name) == 0;
+        if (given || !tp ||
+            tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+            !tp->tensor_type->shape)
+            continue;
+        for (size_t k = 0; k < tp->tensor_type->shape->n_dim; k++) {
+            const Onnx__TensorShapeProto__Dimension *d =
+                tp->tensor_type->shape->dim[k];
+            if (d->value_case ==
+                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                d->dim_param && n_ones < 64) {
+                bool dup = false;
+                for (size_t j = 0; j < n_ones && !dup; j++)
+                    dup = strcmp(ones[j].name, d->dim_param) == 0;
+                if (!dup) {
+                    ones[n_ones].name = d->dim_param;
+                    ones[n_ones++].value = 1;
+                }
+            }
+        }
+    }
+    opt.dims = ones;
+    opt.n_dims = n_ones;
     mp_graph *g = NULL;
     int ok = 1;
     mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, path, &opt, &g);
@@ -361,7 +391,7 @@ static int time_model(const char *path, int reps)
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *inputs = NULL;
+    const char *dir = NULL, *inputs = NULL, *binputs = NULL;
     int verbose = 0, nodes = 1, models = 1, backend = 1;
     if (argc >= 3 && strcmp(argv[1], "--time") == 0)
         return time_model(argv[2], argc >= 4 && atoi(argv[3]) > 0
@@ -378,6 +408,8 @@ int main(int argc, char **argv)
             nodes = models = 0;
         else if (strcmp(argv[i], "--inputs") == 0 && i + 1 < argc)
             inputs = argv[++i];
+        else if (strcmp(argv[i], "--backend-inputs") == 0 && i + 1 < argc)
+            binputs = argv[++i];
         else
             dir = argv[i];
     }
@@ -402,10 +434,10 @@ int main(int argc, char **argv)
         int pass = 0, pass_static = 0;
         for (size_t i = 0; i < n; i++) {
             if (inputs) /* the static figure beside the bound one */
-                pass_static += check_node_test(files[i], NULL, why,
+                pass_static += check_node_test(files[i], NULL, 0, why,
                                                sizeof why, op, sizeof op);
-            int ok = check_node_test(files[i], inputs, why, sizeof why, op,
-                                     sizeof op);
+            int ok = check_node_test(files[i], inputs, 0, why, sizeof why,
+                                     op, sizeof op);
             op_stat *s = stat_of(op);
             s->total++;
             s->pass += ok;
@@ -444,11 +476,21 @@ int main(int argc, char **argv)
         snprintf(bdir, sizeof bdir, "%s/onnx-backend", dir);
         mpb_list_onnx(bdir, 1, NULL, &files, &n, &cap);
         qsort(files, n, sizeof *files, mpb_cmp_str);
-        int pass = 0;
+        int pass = 0, pass_static = 0;
         n_stats = 0;
         for (size_t i = 0; i < n; i++) {
-            int ok = check_node_test(files[i], NULL, why, sizeof why, op,
-                                     sizeof op);
+            /* --backend-inputs DIR: DIR/SUITE/TEST/test_data_set_0 */
+            char idir[4096];
+            const char *rel = strstr(files[i], "/onnx-backend/");
+            const char *slash = rel ? strchr(rel + 14, '/') : NULL;
+            if (binputs && slash)
+                snprintf(idir, sizeof idir, "%s/%.*s", binputs,
+                         (int)(slash - (rel + 14)), rel + 14);
+            if (binputs)
+                pass_static += check_node_test(files[i], NULL, 1, why,
+                                               sizeof why, op, sizeof op);
+            int ok = check_node_test(files[i], binputs && slash ? idir : NULL,
+                                     1, why, sizeof why, op, sizeof op);
             pass += ok;
             if (!ok) {
                 stat_of(op)->total++;
@@ -460,9 +502,12 @@ int main(int argc, char **argv)
         qsort(stats, (size_t)n_stats, sizeof stats[0], cmp_stat);
         for (int i = 0; i < n_stats; i++)
             printf("  failing op %-28s %d\n", stats[i].op, stats[i].total);
+        if (binputs)
+            printf("onnx-backend: static (corpus only): %d/%zu\n",
+                   pass_static, n);
         printf("onnx-backend: %d/%zu models: inferred output shapes equal the "
-               "declared ones\n",
-               pass, n);
+               "declared ones%s (symbolic input dims bound to 1)\n",
+               pass, n, binputs ? " with the test inputs bound" : "");
         n = 0;
     }
     if (models) {

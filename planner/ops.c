@@ -138,7 +138,7 @@ static const mp_op_def registry[] = {
     {"OptionalGetElement", "", 0, mp_shape_optional_get},
     {"OptionalHasElement", "", 0 | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_optional_has},
     {"Or", "", 0 | MP_OPF_BWD(MP_BWD_NONDIFF), mp_shape_logical},
-    {"PRelu", "", MP_OPF_INPLACE | KX(BINARY, PRELU), mp_shape_broadcast},
+    {"PRelu", "", MP_OPF_INPLACE | KX(BINARY, PRELU), mp_shape_prelu},
     {"Pad", "", KN(PAD) | MP_OPF_BWD(MP_BWD_NONE) | MP_OPF_COST(MP_COST_MOVE), mp_shape_pad},
     {"Pow", "", BIN | KX(BINARY, POW), mp_shape_broadcast},
     {"QLinearConv", "", MP_OPF_COST(MP_COST_CONV), mp_shape_conv},
@@ -226,6 +226,7 @@ static const mp_op_def registry[] = {
     {"FlexAttention", "ai.onnx.preview", 0, mp_shape_flex_attention},
     {"Adagrad", "ai.onnx.preview.training", 0, mp_shape_optimizer},
     {"Adam", "ai.onnx.preview.training", 0, mp_shape_optimizer},
+    {"Gradient", "ai.onnx.preview.training", 0, mp_shape_gradient},
     {"Momentum", "ai.onnx.preview.training", 0, mp_shape_optimizer},
 };
 #define N_OPS (sizeof registry / sizeof registry[0])

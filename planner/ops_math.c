@@ -542,6 +542,23 @@ MP_SHAPE_FN(mp_shape_broadcast)
     return broadcast_all(g, node, 0, in_dtype(g, n, 0));
 }
 
+/* PRelu: the output has X's shape. Before opset 7 a 1-D slope of size C
+ * (or 1) applies along the channel axis 1, which numpy broadcasting would
+ * refuse for X of rank > 2; from opset 7 the slope broadcasts to X. */
+MP_SHAPE_FN(mp_shape_prelu)
+{
+    const mp_node *n = &g->nodes[node];
+    const mp_tensor *x = mp_in(g, n, 0), *sl = mp_in(g, n, 1);
+    if (g->onnx_opset && g->onnx_opset < 7 && x && sl && sl->rank == 1 &&
+        x->rank >= 2 && (sl->dims[0] == 1 || sl->dims[0] == x->dims[1])) {
+        mp_shape s;
+        mp_in_shape(g, n, 0, &s);
+        mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+        return st ? st : mp_shape_done(g, node);
+    }
+    return mp_shape_broadcast(g, node);
+}
+
 MP_SHAPE_FN(mp_shape_compare)
 {
     return broadcast_all(g, node, 0, MP_DTYPE_BOOL);

@@ -104,6 +104,24 @@ MP_SHAPE_FN(mp_shape_dynamic_quantize)
 
 /* Adagrad (R, T, X..., G..., H...) -> (X_new..., H_new...); Momentum the
  * same with V; Adam (R, T, X..., G..., V..., H...) -> (X, V, H new). */
+/* Gradient (ai.onnx.preview.training): output i is the gradient of y
+ * with respect to xs[i], the node's input i: its dtype and shape. */
+MP_SHAPE_FN(mp_shape_gradient)
+{
+    const mp_node *n = &g->nodes[node];
+    mp_status st = MP_OK;
+    for (uint32_t o = 0; o < n->n_out && !st; o++) {
+        if (o >= n->n_in)
+            return mp_node_err(g, node, "output %u has no input %u (xs) to "
+                               "take its shape from", (unsigned)o,
+                               (unsigned)o);
+        mp_shape s;
+        mp_in_shape(g, n, o, &s);
+        st = mp_out_set(g, node, o, in_dtype(g, n, o), &s);
+    }
+    return st ? st : mp_shape_done(g, node);
+}
+
 MP_SHAPE_FN(mp_shape_optimizer)
 {
     const mp_node *n = &g->nodes[node];

@@ -84,6 +84,8 @@ MP_SHAPE_FN(mp_shape_generic);
 MP_SHAPE_FN(mp_shape_same);           /* unary pointwise: out = in0 */
 MP_SHAPE_FN(mp_shape_view);           /* Identity-like view */
 MP_SHAPE_FN(mp_shape_broadcast);      /* Add, Mul, ... (numeric result) */
+MP_SHAPE_FN(mp_shape_prelu);          /* PRelu (legacy channel slope) */
+MP_SHAPE_FN(mp_shape_gradient);       /* Gradient: out i = in i (xs) */
 MP_SHAPE_FN(mp_shape_compare);        /* Equal, Less, ... (bool result) */
 MP_SHAPE_FN(mp_shape_logical);        /* And, Or, Xor, Not (bool) */
 MP_SHAPE_FN(mp_shape_where);

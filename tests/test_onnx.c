@@ -1041,6 +1041,48 @@ static void test_if_invalid_branch(void)
     mp_ctx_destroy(ctx);
 }
 
+/* PRelu before opset 7: a 1-D slope of size C applies along axis 1;
+ * Gradient (preview.training): output i has input i's shape */
+static void test_prelu_legacy_and_gradient(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mb b;
+    mb_init(&b, 3, 6);
+    const int64_t xd[] = {2, 3, 4}, three = 3;
+    mb_input(&b, "x", MP_DTYPE_FLOAT32, 3, xd, NULL);
+    mb_init_tensor(&b, mb_tensor(&b, "slope", MP_DTYPE_FLOAT32, 1, &three,
+                                 NULL, 0));
+    const char *pi[] = {"x", "slope"}, *po[] = {"y"};
+    mb_node(&b, "PRelu", "prelu", pi, 2, po, 1);
+    mb_output(&b, "y", MP_DTYPE_FLOAT32, -1, NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g), MP_OK);
+    CU_ASSERT(shape_is(tensor(g, "y"), 3, xd));
+    mp_graph_destroy(g);
+    g = NULL;
+    /* opset 7+: numpy broadcasting, [2,3,4] with [3] is an error */
+    b.opset.version = 9;
+    CU_ASSERT_EQUAL(load(&b, NULL, ctx, &g), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NULL(g);
+    mb_free(&b);
+    mb_init(&b, 7, 12);
+    const int64_t ad[] = {2, 5}, bd[] = {5};
+    mb_input(&b, "a", MP_DTYPE_FLOAT32, 2, ad, NULL);
+    mb_input(&b, "b", MP_DTYPE_FLOAT64, 1, bd, NULL);
+    const char *gi[] = {"a", "b"}, *go[] = {"da", "db"};
+    Onnx__NodeProto *gn = mb_node(&b, "Gradient", "grad", gi, 2, go, 2);
+    gn->domain = mb_str(&b, "ai.onnx.preview.training");
+    mb_output(&b, "da", MP_DTYPE_FLOAT32, -1, NULL);
+    mb_output(&b, "db", MP_DTYPE_FLOAT64, -1, NULL);
+    CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g), MP_OK);
+    CU_ASSERT(shape_is(tensor(g, "da"), 2, ad));
+    CU_ASSERT(shape_is(tensor(g, "db"), 1, bd));
+    CU_ASSERT_EQUAL(tensor(g, "db")->bytes, 40);
+    mp_graph_destroy(g);
+    mb_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
 static CU_TestInfo tests[] = {
     {"CNN: conv, shape arithmetic folded, reshape -1", test_cnn_shapes},
     {"float folding: Pad amounts through Cast/Div/Ceil/Mul/Sub",
@@ -1069,6 +1111,8 @@ static CU_TestInfo tests[] = {
      test_rankless_input_shape},
     {"If: a branch invalid at the input shapes is not taken",
      test_if_invalid_branch},
+    {"PRelu opset < 7 channel slope; Gradient takes its inputs' shapes",
+     test_prelu_legacy_and_gradient},
     CU_TEST_INFO_NULL};
 
 void mp_register_onnx(void) { mp_test_add_suite("onnx", tests); }
