@@ -1173,11 +1173,13 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         } else {
             goto out;
         }
-        /* 4. recompute at looser budgets, then offload (joint moves) */
+        /* 4. recompute at looser budgets (5% to 75% of the way to the
+         * no-offload peak), then offload or recompute down to the budget
+         * (joint moves: a few hidden copies in place of recomputes) */
         uint64_t base_live = res->base_peak_bytes > pers
                                  ? res->base_peak_bytes - pers : 0;
-        static const double fr[] = {0.25, 0.5, 0.75};
-        for (int k = 0; k < 3 && base_live > target; k++) {
+        static const double fr[] = {0.05, 0.1, 0.25, 0.5, 0.75};
+        for (int k = 0; k < 5 && base_live > target; k++) {
             uint64_t bl = target + (uint64_t)(fr[k] *
                                               (double)(base_live - target));
             mp_plan *pb = NULL;
