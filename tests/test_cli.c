@@ -139,6 +139,14 @@ static void test_usage_errors(void)
     CU_ASSERT_EQUAL(cli("shapes a.json --dim N 2>&1"), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "NAME=VALUE"));
     CU_ASSERT_EQUAL(cli("plan a.json --dim N=x 2>&1"), 2);
+    /* --shape INPUT=D0xD1x... */
+    CU_ASSERT_EQUAL(cli("plan a.json --shape q 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "INPUT=D0xD1x"));
+    CU_ASSERT_EQUAL(cli("plan a.json --shape q= 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("shapes a.json --shape q=2xx3 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bad shape"));
+    CU_ASSERT_EQUAL(cli("verify a.json p.json --shape q=2x-3 2>&1"), 2);
+    CU_ASSERT_EQUAL(cli("plan a.json --shape 2>&1"), 2);
     CU_ASSERT_EQUAL(cli("plan 2>&1"), 2);
     CU_ASSERT_EQUAL(cli("plan a.json b.json 2>&1"), 2);
     CU_ASSERT_EQUAL(cli("plan a.json --bogus 2>&1"), 2);
