@@ -462,9 +462,49 @@ static void test_irfft_and_folding(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Unique: folded from a bound value, unknown without one */
+static void test_unique_folding(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    ob b;
+    static const int64_t x_dims[] = {3, 3};
+    ob_init(&b, 8, 11);
+    ob_input(&b, "x", 7, 2, x_dims);
+    Onnx__NodeProto *u = ob_node(&b, "Unique", "rows", "x", NULL, "y");
+    u->output = ob_new(&b, 4 * sizeof *u->output);
+    u->output[0] = (char *)"y";
+    u->output[1] = (char *)"idx";
+    u->output[2] = (char *)"inv";
+    u->output[3] = (char *)"cnt";
+    u->n_output = 4;
+    ob_attr_int(&b, u, "axis", 0);
+    ob_node(&b, "Unique", "elems", "x", NULL, "ye");
+    ob_output(&b, "y", 7, -1, NULL);
+    ob_output(&b, "inv", 7, -1, NULL);
+    ob_output(&b, "cnt", 7, -1, NULL);
+    ob_output(&b, "ye", 7, -1, NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_NOT_EQUAL(load(&b, ctx, NULL, 0, &g), MP_OK);
+    /* rows 0 and 1 equal: 2 distinct rows; elements {1, 0, 2, 3, 4} */
+    static const int64_t v[] = {1, 0, 0, 1, 0, 0, 2, 3, 4};
+    mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_INT64, .rank = 2,
+                         .dims = x_dims, .ints = v};
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv, 1, &g), MP_OK);
+    static const int64_t y[] = {2, 3}, inv[] = {3}, cnt[] = {2}, ye[] = {5};
+    assert_shape(g, "y", 2, y);
+    assert_shape(g, "inv", 1, inv);
+    assert_shape(g, "cnt", 1, cnt);
+    assert_shape(g, "ye", 1, ye);
+    plan_verify(g);
+    mp_graph_destroy(g);
+    ob_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_onnx_values(void)
 {
     static CU_TestInfo tests[] = {
+        {"Unique folded from a bound value", test_unique_folding},
         {"graph input values: values, TensorProto, errors", test_input_values},
         {"sequence ops: split, insert, erase, length, at, stack",
          test_sequence_ops},
