@@ -414,6 +414,14 @@ mp_status mp_blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
 mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
                                 const mp_plan_options *opt, double t0,
                                 mp_plan **out);
+/* Re-places p's offsets so that the arena fits `capacity` bytes (the
+ * exact tier asked for that capacity, seeded by the heuristics). The new
+ * offsets are kept only when the arena shrinks; MP_OK whether or not it
+ * fits (compare p->fig.arena_bytes), an error only on failure. Used by
+ * planners that promise a budget on the placed arena, not only on the
+ * live bytes (recompute, offload). */
+mp_status mp_plan_refit(mp_plan *p, const mp_plan_options *opt,
+                        uint64_t capacity);
 /* In-place reuse and fused chains (planner/inplace.c). Rewrites a
  * schedule of COMPUTE/RECOMPUTE/FREE steps: with fuse, marks the tensors
  * inside fused pointwise chains (*fused, per tensor, NULL when none) and

@@ -160,6 +160,48 @@ fail:
     return st;
 }
 
+mp_status mp_plan_refit(mp_plan *p, const mp_plan_options *opt,
+                        uint64_t capacity)
+{
+    mp_ctx *ctx = p->ctx;
+    if (!p->n_blocks || p->fig.arena_bytes <= capacity)
+        return MP_OK;
+    mp_buffer *bufs = NULL;
+    uint32_t *grp = NULL, n_bufs = 0;
+    mp_status st = mp_sharing_buffers(p, &bufs, &n_bufs, &grp);
+    if (st)
+        return st;
+    mp_offsets_options oo;
+    mp_offsets_options_init(&oo);
+    oo.method = MP_OFFSETS_EXACT;
+    oo.alignment = opt->alignment;
+    oo.time_limit = opt->time_limit;
+    oo.seed = opt->seed;
+    oo.capacity = capacity;
+    mp_offsets_result res;
+    memset(&res, 0, sizeof res);
+    st = mp_offsets_solve(ctx, bufs, n_bufs, &oo, &res);
+    if (st == MP_ERR_INFEASIBLE) {
+        /* the best packing found is placed: kept below if smaller */
+        mp_ctx_clear(ctx);
+        st = MP_OK;
+    }
+    if (!st && res.arena_bytes < p->fig.arena_bytes) {
+        for (uint32_t i = 0; i < p->n_blocks; i++)
+            p->blocks[i].offset = bufs[grp ? grp[i] : i].offset;
+        if (!(st = mp_plan_compute_figures(p))) {
+            p->fig.status = p->fig.arena_bytes == p->fig.lower_bound_bytes
+                                ? MP_SOLVE_OPTIMAL
+                                : MP_SOLVE_FEASIBLE;
+            snprintf(p->solver_name, sizeof p->solver_name, "%s",
+                     res.solver ? res.solver : "exact");
+        }
+    }
+    mp_dealloc(ctx, bufs);
+    mp_dealloc(ctx, grp);
+    return st;
+}
+
 mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
                          mp_plan **out)
 {

@@ -918,9 +918,11 @@ done:
 #define MP_REMAT_LP_AUTO_MAX 120
 
 /* ---- driver ------------------------------------------------------------------------ */
-mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
-                        const mp_plan_options *po, mp_plan **out,
-                        mp_remat_result *res)
+/* One run of the solvers: they bound the live bytes (the arena's lower
+ * bound) by the budget less the persistent bytes. */
+static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
+                              const mp_plan_options *po, mp_plan **out,
+                              mp_remat_result *res)
 {
     if (!g || !out || !res)
         return MP_ERR_INVALID_ARG;
@@ -1112,6 +1114,71 @@ done:
     mp_dealloc(ctx, S.best.steps);
     rm_prob_free(&p);
     return st;
+}
+
+/* The budget holds for the placed plan (arena + persistent bytes), not
+ * only for the live bytes the solvers bound: when the packing of the
+ * schedule leaves a gap above its live bytes, the exact offsets tier is
+ * asked to fit the budget, and failing that the solvers run again with
+ * the budget lowered by the overshoot (at most three times). */
+#define RM_REFIT_ROUNDS 3
+mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
+                        const mp_plan_options *po, mp_plan **out,
+                        mp_remat_result *res)
+{
+    mp_status st = rm_plan_once(g, ro, po, out, res);
+    if (st || !ro || !ro->budget)
+        return st;
+    mp_ctx *ctx = g->ctx;
+    mp_plan_options pdef;
+    if (!po) {
+        mp_plan_options_init(&pdef);
+        po = &pdef;
+    }
+    mp_remat_options r = *ro;
+    for (int round = 0;; round++) {
+        mp_plan *p = *out;
+        uint64_t pers = p->fig.persistent_bytes;
+        uint64_t cap = ro->budget > pers ? ro->budget - pers : 0;
+        if ((st = mp_plan_refit(p, po, cap))) {
+            mp_plan_destroy(p);
+            *out = NULL;
+            return st;
+        }
+        if (p->fig.peak_bytes <= ro->budget)
+            return MP_OK;
+        uint64_t placed = p->fig.peak_bytes;
+        uint64_t over = placed - ro->budget;
+        mp_plan_destroy(p);
+        *out = NULL;
+        if (round == RM_REFIT_ROUNDS || r.budget <= over + pers) {
+            res->status = MP_SOLVE_INFEASIBLE;
+            return mp_err(ctx, MP_ERR_INFEASIBLE,
+                          "no schedule within the budget of %llu bytes once "
+                          "placed: the live bytes fit, but the smallest "
+                          "arena packing found peaks at %llu bytes",
+                          (unsigned long long)ro->budget,
+                          (unsigned long long)placed);
+        }
+        r.budget -= over;
+        double secs = res->seconds;
+        st = rm_plan_once(g, &r, po, out, res);
+        res->seconds += secs;
+        if (st == MP_ERR_INFEASIBLE) {
+            mp_ctx_clear(ctx);
+            return mp_err(ctx, MP_ERR_INFEASIBLE,
+                          "no schedule within the budget of %llu bytes once "
+                          "placed: the packing of the schedule found peaks "
+                          "at %llu bytes, and none fits %llu bytes of live "
+                          "memory (smallest peak found %llu bytes)",
+                          (unsigned long long)ro->budget,
+                          (unsigned long long)placed,
+                          (unsigned long long)r.budget,
+                          (unsigned long long)res->min_peak_bytes);
+        }
+        if (st)
+            return st;
+    }
 }
 
 /* ---- max batch ---------------------------------------------------------------- */
