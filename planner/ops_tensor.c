@@ -183,6 +183,20 @@ MP_SHAPE_FN(mp_shape_reshape)
             } else {
                 out.d[infer_at] = -1;
             }
+        } else if (all) {
+            /* a fixed target must hold the input's elements (a constant
+             * target that fixes the batch fails here when a model is
+             * re-batched with --dim INPUT:0=N) */
+            int64_t total = mp_shape_numel(&in);
+            if (total >= 0 && (uint64_t)total != known) {
+                const mp_tensor *tt = mp_in(g, n, 1);
+                return mp_node_err(g, node, "cannot reshape input '%s' "
+                                   "(%lld elements) into the target shape "
+                                   "%s%s%s(%llu elements)",
+                                   mp_in(g, n, 0)->name, (long long)total,
+                                   tt ? "'" : "", tt ? tt->name : "",
+                                   tt ? "' " : "", (unsigned long long)known);
+            }
         }
     }
     mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);

@@ -828,6 +828,10 @@ static void test_rebatch_conflicts(void)
                         MP_OK);
     CU_ASSERT_PTR_NULL(g);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "flat"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(mp_ctx_message(ctx), "cannot reshape input 'm' (12 elements) "
+                                    "into the target shape 'tgt' (4 "
+                                    "elements)"));
     mp_ctx_destroy(ctx);
     mb_free(&b);
 }
