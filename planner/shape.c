@@ -395,6 +395,10 @@ size_t mp_graph_unknown_shapes(const mp_graph *g)
     for (size_t i = 0; i < g->n_tensors; i++) {
         const mp_tensor *t = &g->tensors[i];
         bool in_use = t->n_cons || (t->flags & MP_TF_OUTPUT) || t->bytes;
+        /* a sequence or optional: resolved when its size is (every
+         * element's shape known) */
+        if (t->seq && (t->flags & MP_TF_SIZE_KNOWN))
+            continue;
         if (in_use && !mp_tensor_shape_known(t) &&
             !(t->flags & MP_TF_BYTES_GIVEN && t->rank < 0 &&
               t->dtype == MP_DTYPE_UNDEFINED))

@@ -235,6 +235,7 @@ static void test_sequence_ops(void)
     CU_ASSERT_EQUAL(s->seq->elems[5].d[0], 4);
     CU_ASSERT_EQUAL(s->bytes, 6u * 4 * 4); /* the sum of the elements */
     CU_ASSERT_EQUAL(tensor(g, "seq7")->seq->n, 7);
+    CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g), 0u);
     const mp_tensor *n6 = tensor(g, "n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(n6->value);
     CU_ASSERT_EQUAL(n6->value[0], 6);
