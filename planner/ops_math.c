@@ -732,9 +732,10 @@ MP_SHAPE_FN(mp_shape_argreduce)
     return st ? st : mp_shape_done(g, node);
 }
 
-/* numpy matmul of shapes a and b */
+/* numpy matmul of shapes a0 (node input ia) and b0 (input ib) */
 static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
-                              const mp_shape *b0, mp_shape *out)
+                              uint32_t ia, const mp_shape *b0, uint32_t ib,
+                              mp_shape *out)
 {
     out->rank = -1;
     if (a0->rank < 1 || b0->rank < 1)
@@ -753,9 +754,13 @@ static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
         b.d[1] = 1;
     }
     int64_t ka = a.d[a.rank - 1], kb = b.d[b.rank - 2];
-    if (ka >= 0 && kb >= 0 && ka != kb)
-        return mp_node_err(g, node, "inner dims differ (%lld and %lld)",
-                           (long long)ka, (long long)kb);
+    if (ka >= 0 && kb >= 0 && ka != kb) {
+        const mp_tensor *ta = mp_in(g, &g->nodes[node], ia);
+        const mp_tensor *tb = mp_in(g, &g->nodes[node], ib);
+        return mp_node_err(g, node, "inner dims differ (%lld and %lld): "
+                           "'%s' and '%s'", (long long)ka, (long long)kb,
+                           ta ? ta->name : "?", tb ? tb->name : "?");
+    }
     mp_shape ba = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2}, bo;
     memcpy(ba.d, a.d, (size_t)ba.rank * sizeof a.d[0]);
     memcpy(bb.d, b.d, (size_t)bb.rank * sizeof b.d[0]);
@@ -776,7 +781,7 @@ MP_SHAPE_FN(mp_shape_matmul)
     mp_shape a, b, out;
     mp_in_shape(g, n, 0, &a);
     mp_in_shape(g, n, qlinear ? 3 : 1, &b);
-    mp_status st = matmul_shape(g, node, &a, &b, &out);
+    mp_status st = matmul_shape(g, node, &a, 0, &b, qlinear ? 3 : 1, &out);
     if (st)
         return st;
     int dt = in_dtype(g, n, 0);

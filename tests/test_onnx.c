@@ -820,6 +820,8 @@ static void test_rebatch_conflicts(void)
                     MP_ERR_SHAPE);
     CU_ASSERT_PTR_NULL(g);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'mm'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "(5 and 8): 'x' and "
+                                                       "'w'"));
     /* x:0 = 3: the Reshape target [1, 4] holds 4 of 12 elements */
     mp_dim_binding n3 = {"x:0", 3};
     opt.dims = &n3;
