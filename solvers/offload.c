@@ -1260,6 +1260,23 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
                     (unsigned long long)res->peak_bytes);
         goto out;
     }
+    /* the budget holds for the placed arena too: where the packing left a
+     * gap above the live bytes, the exact offsets tier is asked to fit */
+    if ((st = mp_plan_refit(p, &po, o.budget - pers))) {
+        mp_plan_destroy(p);
+        goto out;
+    }
+    if (p->fig.peak_bytes > o.budget) {
+        res->status = MP_SOLVE_INFEASIBLE;
+        st = mp_err(ctx, MP_ERR_INFEASIBLE,
+                    "offload: the schedule's live bytes fit the budget of "
+                    "%llu bytes, but the smallest arena packing found "
+                    "peaks at %llu bytes",
+                    (unsigned long long)o.budget,
+                    (unsigned long long)p->fig.peak_bytes);
+        mp_plan_destroy(p);
+        goto out;
+    }
     res->solver = B.solver;
     res->status = MP_SOLVE_FEASIBLE;
     res->bytes_to_host = B.tm.to_host;
