@@ -15,6 +15,17 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 ./scripts/install-deps.sh
 
+# the CUDA executor builds wherever nvcc is (the toolkit's usual place may
+# be missing from PATH on a fresh login); without it the host half builds
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+if command -v nvcc >/dev/null 2>&1; then
+  echo "== CUDA: $(command -v nvcc): the executor is built (GPU tests skip without a GPU)"
+else
+  echo "== CUDA: no nvcc: only the executor's host half is built"
+fi
+
 echo "== build (warnings as errors): build/"
 cmake -S . -B build -DMEMPLAN_WERROR=ON
 cmake --build build -j "$jobs"
