@@ -118,3 +118,20 @@ mp_constraints *mp_test_two_pools(mp_ctx *ctx, const char *n0,
     }
     return c;
 }
+
+const char *mp_test_corpus_file(const char *rel, char *buf, size_t cap)
+{
+    const char *roots[] = {MP_SOURCE_DIR "/../shared/corpus",
+                           "/work/shared/corpus"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(buf, cap, "%s/%s", roots[i], rel);
+        FILE *f = fopen(buf, "rb");
+        if (f) {
+            fclose(f);
+            return buf;
+        }
+    }
+    printf("\n  skipped: corpus file %s not present (../shared/corpus)\n",
+           rel);
+    return NULL;
+}

@@ -18,6 +18,10 @@ int mp_test_run(const char *cmd, char *out, size_t cap);
 char *mp_test_slurp(const char *path);
 /* How many times `what` occurs in s (non-overlapping). */
 int mp_test_count(const char *s, const char *what);
+/* The path of a file of the shared corpus (rel under ../shared/corpus of
+ * the source tree, or /work/shared/corpus), written into buf; NULL after
+ * printing a "skipped" line when it is absent. */
+const char *mp_test_corpus_file(const char *rel, char *buf, size_t cap);
 /* xorshift64* PRNG for reproducible random tests. */
 uint64_t mp_test_rand(uint64_t *state);
 

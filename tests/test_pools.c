@@ -406,21 +406,6 @@ static void t_ranges_built(void)
     mp_ctx_destroy(cx);
 }
 
-static const char *corpus(const char *rel, char *buf, size_t cap)
-{
-    const char *roots[] = {"/work/shared/corpus", MP_SOURCE_DIR "/../shared/corpus"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(buf, cap, "%s/%s", roots[i], rel);
-        FILE *f = fopen(buf, "rb");
-        if (f) {
-            fclose(f);
-            return buf;
-        }
-    }
-    printf("\n  skipped: corpus file %s not present (../shared/corpus)\n", rel);
-    return NULL;
-}
-
 /* Shape ranges on a model with three symbolic dims (PaddleOCR's text
  * direction classifier: batch, height, width): planned at the bounds
  * (4, 48, 192), the plan verifies and holds every batch 1..4 with heights
@@ -433,7 +418,7 @@ static void t_ranges_onnx(void)
         printf("\n  skipped: built without ONNX\n");
         return;
     }
-    const char *path = corpus("models/paddleocr/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+    const char *path = mp_test_corpus_file("models/paddleocr/ch_ppocr_mobile_v2.0_cls_infer.onnx",
                               buf, sizeof buf);
     if (!path)
         return;
@@ -481,7 +466,7 @@ static void t_inception(void)
         printf("\n  skipped: built without ONNX\n");
         return;
     }
-    const char *path = corpus("models/onnx_light/light_inception_v1.onnx", buf,
+    const char *path = mp_test_corpus_file("models/onnx_light/light_inception_v1.onnx", buf,
                               sizeof buf);
     if (!path)
         return;

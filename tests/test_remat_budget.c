@@ -10,22 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *corpus_file(const char *rel, char *buf, size_t cap)
-{
-    const char *roots[] = {"/work/shared/corpus",
-                           MP_SOURCE_DIR "/../shared/corpus"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(buf, cap, "%s/%s", roots[i], rel);
-        FILE *f = fopen(buf, "rb");
-        if (f) {
-            fclose(f);
-            return buf;
-        }
-    }
-    printf("\n  skipped: corpus file %s not present (../shared/corpus)\n", rel);
-    return NULL;
-}
-
 static void test_placed_peak_within_budget(void)
 {
     char buf[1024];
@@ -34,7 +18,7 @@ static void test_placed_peak_within_budget(void)
         return;
     }
     const char *path =
-        corpus_file("models/onnx_light/light_resnet50.onnx", buf, sizeof buf);
+        mp_test_corpus_file("models/onnx_light/light_resnet50.onnx", buf, sizeof buf);
     if (!path)
         return;
     mp_ctx *ctx = mp_ctx_create(NULL);
