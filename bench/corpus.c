@@ -73,28 +73,11 @@ static void mib(uint64_t b, char *buf, size_t cap)
 
 int main(int argc, char **argv)
 {
-    const char *dir = getenv("MEMPLAN_CORPUS");
-    int verbose = 0;
-    if (!dir)
-        dir = "/work/shared/corpus";
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-v") == 0)
-            verbose = 1;
-        else
-            dir = argv[i];
-    }
-    char mdir[4096];
-    snprintf(mdir, sizeof mdir, "%s/models", dir);
-    struct stat sb;
-    if (stat(mdir, &sb) || !S_ISDIR(sb.st_mode)) {
-        printf("bench_corpus: skipped: no corpus at %s\n", mdir);
+    int verbose;
+    char **files;
+    size_t n;
+    if (mpb_corpus_models(argc, argv, "bench_corpus", &verbose, &files, &n))
         return 0;
-    }
-    char **files = NULL;
-    size_t n = 0, cap = 0;
-    mpb_list_onnx(mdir, 1, NULL, &files, &n, &cap);
-    if (n)
-        qsort(files, n, sizeof *files, mpb_cmp_str);
     printf("| model | nodes | no reuse MiB | lifetimes LB | in-place LB | "
            "fuse LB | reorder LB | arena MiB | arena/LB | optimal | CPU s |\n"
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");

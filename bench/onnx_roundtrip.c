@@ -136,34 +136,20 @@ static int same(mp_graph *g, const mp_figures *fg, mp_graph *h, char *why,
 
 int main(int argc, char **argv)
 {
-    const char *dir = getenv("MEMPLAN_CORPUS");
-    int verbose = 0;
-    if (!dir)
-        dir = "/work/shared/corpus";
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-v") == 0)
-            verbose = 1;
-        else
-            dir = argv[i];
-    }
-    char models[4096];
-    snprintf(models, sizeof models, "%s/models", dir);
-    struct stat sb;
-    if (stat(models, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        printf("bench_onnx_roundtrip: skipped: no corpus at %s\n", models);
+    int verbose;
+    char **files;
+    size_t n;
+    if (mpb_corpus_models(argc, argv, "bench_onnx_roundtrip", &verbose,
+                          &files, &n))
         return 0;
-    }
-    char **files = NULL;
-    size_t n = 0, cap = 0;
-    mpb_list_onnx(models, 1, NULL, &files, &n, &cap);
-    qsort(files, n, sizeof *files, mpb_cmp_str);
     printf("| model | tensors | ONNX bytes in | ONNX bytes out | onnx | "
            "json->onnx |\n|---|---|---|---|---|---|\n");
     unsigned loaded = 0, ok_onnx = 0, ok_json = 0;
     clock_t c0 = clock();
     for (size_t i = 0; i < n; i++) {
         const char *path = files[i];
-        const char *name = path + strlen(models) + 1;
+        const char *name = strstr(path, "/models/");
+        name = name ? name + 8 : path;
         mp_ctx *ctx = mp_ctx_create(NULL);
         mp_graph *g = NULL, *h = NULL, *j = NULL, *k = NULL;
         char why[1024] = "", why2[1024] = "";
@@ -176,7 +162,9 @@ int main(int argc, char **argv)
             goto next;
         }
         loaded++;
-        stat(path, &sb);
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            sb.st_size = 0;
         size_t out_bytes = 0, out2;
         int r1 = via_onnx(g, &h, &out_bytes, why, sizeof why);
         if (!r1)

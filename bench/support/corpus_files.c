@@ -216,3 +216,32 @@ mp_status mpb_load_onnx_dims1(mp_ctx *ctx, const char *path, mp_graph **g)
     return MP_ERR_UNSUPPORTED;
 #endif
 }
+
+int mpb_corpus_models(int argc, char **argv, const char *bench, int *verbose,
+                      char ***files, size_t *n)
+{
+    const char *dir = getenv("MEMPLAN_CORPUS");
+    if (!dir)
+        dir = "/work/shared/corpus";
+    *verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0)
+            *verbose = 1;
+        else
+            dir = argv[i];
+    }
+    char mdir[4096];
+    snprintf(mdir, sizeof mdir, "%s/models", dir);
+    struct stat sb;
+    if (stat(mdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        printf("%s: skipped: no corpus at %s\n", bench, mdir);
+        return 1;
+    }
+    size_t cap = 0;
+    *files = NULL;
+    *n = 0;
+    mpb_list_onnx(mdir, 1, NULL, files, n, &cap);
+    if (*n)
+        qsort(*files, *n, sizeof **files, mpb_cmp_str);
+    return 0;
+}

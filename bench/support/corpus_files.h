@@ -13,6 +13,13 @@ int mpb_cmp_str(const void *a, const void *b);
  * names starting with prefix only, when prefix is not NULL) to *out. */
 void mpb_list_onnx(const char *dir, int recursive, const char *prefix,
                    char ***out, size_t *n, size_t *cap);
+/* The corpus benches' command line, `[CORPUS_DIR] [-v]` (CORPUS_DIR
+ * defaults to $MEMPLAN_CORPUS, else /work/shared/corpus): the model files
+ * under CORPUS_DIR/models, sorted, into *files (*n of them; free each and
+ * the array). Returns 1 after printing "BENCH: skipped: no corpus at ..."
+ * when there is no such folder, else 0. */
+int mpb_corpus_models(int argc, char **argv, const char *bench, int *verbose,
+                      char ***files, size_t *n);
 /* The whole file, NUL-terminated (malloc'ed), or NULL. */
 unsigned char *mpb_read_all(const char *path, size_t *len);
 /* Loads an ONNX model with the bindings the corpus table gives it
