@@ -7,7 +7,7 @@
 #include <string.h>
 
 enum { V_PLAN = 100, V_NO_REF, V_POISON, V_LOWER, V_OFFLOAD, V_DEVICE,
-       V_DUMP };
+       V_DUMP, V_OFFLOAD_SOLVER };
 
 static const cli_opt validate_opts[] = {
     {"plan", 0, 1, V_PLAN},
@@ -17,6 +17,7 @@ static const cli_opt validate_opts[] = {
     {"offload", 0, 0, V_OFFLOAD},
     {"device", 0, 1, V_DEVICE},
     {"dump", 0, 1, V_DUMP},
+    {"offload-solver", 0, 1, V_OFFLOAD_SOLVER},
     {NULL, 0, 0, 0},
 };
 
@@ -33,6 +34,7 @@ static void help(void)
     fputs("Usage: memplan validate MODEL [--dim NAME=VALUE]... [--plan PLAN.json]\n"
           "                        [--align N] [--method M] [--seed S] [--json]\n"
           "                        [--train ...] [--budget SIZE] [--offload]\n"
+          "                        [--offload-solver greedy|ilp|joint|auto]\n"
           "                        [--device D] [--no-reference] [--poison]\n"
           "                        [--dump DIR] [--lower-only]\n"
           "\n"
@@ -84,6 +86,9 @@ static int on_opt(void *state, int id, const char *name, const char *value)
     case V_OFFLOAD: a->offload.enabled = 1; return 0;
     case V_DEVICE: a->offload.device = value; return 0;
     case V_DUMP: a->dump = value; return 0;
+    case V_OFFLOAD_SOLVER:
+        a->offload.solver = value;
+        return cli_offload_check_solver(value, name);
     default: {
         int rc = cli_train_on_opt(&a->train, id, name, value);
         return rc >= 0 ? rc : cli_solve_on_opt(&a->solve, id, name, value);

@@ -4,7 +4,13 @@
 // planned offset, weights in their own buffer, one workspace buffer (im2col
 // and cuBLAS), the schedule executed step by step on one stream; OFFLOAD
 // and PREFETCH are cudaMemcpyAsync on a copy stream with pinned host
-// memory, ordered by events. Reference run: every tensor allocated on its
+// memory, ordered by events and overlapped with compute as the offload
+// planner's cost model assumes: a copy to the host is issued right after
+// the last step that wrote the tensor's bytes (the compute stream goes on);
+// the first later step that writes any of those bytes waits for it. A copy
+// back is issued at its PREFETCH step (after everything the compute stream
+// was given before it) and waited for by the first step that reads or
+// writes its bytes. Reference run: every tensor allocated on its
 // own from a stream-ordered pool and freed when its use count, counted here
 // at run time, reaches zero. Memory is measured with the driver's figures
 // (cudaMemGetInfo) around each allocation and after every step, and with
@@ -44,8 +50,91 @@ struct run_ctx {
     std::vector<std::vector<unsigned char>> hinputs;
     std::vector<void *> pinned;   // per tensor (offload staging) or NULL
     std::vector<cudaEvent_t> ev;  // per step + 1
-    cudaEvent_t evc, evx;
+    cudaEvent_t evc;
+    std::vector<cudaEvent_t> cev;              // per OFFLOAD/PREFETCH step
+    std::vector<std::vector<uint32_t>> issue;  // [s]: OFFLOADs issued
+                                               // before step s
+    std::vector<uint32_t> n_in;                // per step: node inputs
 };
+
+// an in-flight copy: its arena bytes [lo, hi) and its completion event
+struct pending_copy {
+    uint64_t lo, hi;
+    cudaEvent_t e;
+    bool prefetch;
+};
+
+// the arena bytes of a reference (at least its root's bytes: a view reads
+// and writes inside its root's block)
+bool ref_range(const run_ctx &c, const mpv_ref &rf, uint64_t *lo, uint64_t *hi)
+{
+    if (rf.tensor == MP_NONE || rf.bytes == 0 || rf.space != MPV_SPACE_ARENA)
+        return false;
+    mp_tensor_info ti;
+    mp_graph_tensor_info(c.p->graph, rf.tensor, &ti);
+    *lo = rf.offset;
+    *hi = rf.offset + (ti.bytes > rf.bytes ? ti.bytes : rf.bytes);
+    return true;
+}
+
+// does step s write (writes only) or touch (reads too) arena bytes [lo, hi)?
+bool step_hits(const run_ctx &c, uint32_t s, uint64_t lo, uint64_t hi,
+               bool reads_too)
+{
+    const mpv_step &ps = c.p->steps[s];
+    uint32_t first = 0;
+    switch (ps.kind) {
+    case MP_STEP_COMPUTE:
+    case MP_STEP_RECOMPUTE:
+        first = reads_too ? 0 : c.n_in[s];
+        break;
+    case MP_STEP_PREFETCH:
+        break;
+    case MP_STEP_FREE:
+        if (!c.o->poison_free)
+            return false;
+        break;
+    default:
+        return false;
+    }
+    for (uint32_t k = first; k < ps.n_refs; k++) {
+        uint64_t a, b;
+        if (ref_range(c, c.p->refs[ps.refs + k], &a, &b) && a < hi && lo < b)
+            return true;
+    }
+    return false;
+}
+
+// where each OFFLOAD's copy is issued: before the step after the last
+// earlier step that wrote any of its bytes (its producer, or a PREFETCH)
+void plan_copies(run_ctx &c)
+{
+    const mpv_program *p = c.p;
+    c.issue.assign(p->n_steps + 1, std::vector<uint32_t>());
+    c.n_in.assign(p->n_steps, 0);
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mpv_step &ps = p->steps[s];
+        if (ps.kind == MP_STEP_COMPUTE || ps.kind == MP_STEP_RECOMPUTE) {
+            mp_node_info ni;
+            mp_graph_node_info(p->graph, ps.index, &ni);
+            c.n_in[s] = ni.n_inputs;
+        }
+    }
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mpv_step &ps = p->steps[s];
+        uint64_t lo, hi;
+        if (ps.kind != MP_STEP_OFFLOAD ||
+            !ref_range(c, p->refs[ps.refs], &lo, &hi))
+            continue;
+        uint32_t at = 0;
+        for (uint32_t j = s; j-- > 0;)
+            if (step_hits(c, j, lo, hi, false)) {
+                at = j + 1;
+                break;
+            }
+        c.issue[at].push_back(s);
+    }
+}
 
 bool fail(mpv_result *r, const char *what, const char *err)
 {
@@ -169,10 +258,47 @@ bool run_planned(run_ctx &c, int mode, float *total_ms, uint64_t *peak_used)
     CK(cudaEventCreate(&t0));
     CK(cudaEventRecord(t0, c.s));
     (void)start;
+    std::vector<pending_copy> pend;
+    // issues the copy of step cs_step on the copy stream after everything
+    // given to the compute stream so far
+    auto copy = [&](uint32_t cs_step) -> bool {
+        const mpv_step &ps = p->steps[cs_step];
+        const mpv_ref &rf = p->refs[ps.refs];
+        void *host = c.pinned[rf.tensor];
+        uint64_t lo, hi;
+        if (!host || !ref_range(c, rf, &lo, &hi))
+            return true;
+        CK(cudaEventRecord(c.evc, c.s));
+        CK(cudaStreamWaitEvent(c.cs, c.evc, 0));
+        if (ps.kind == MP_STEP_OFFLOAD)
+            CK(cudaMemcpyAsync(host, c.arena + rf.offset, rf.bytes,
+                               cudaMemcpyDeviceToHost, c.cs));
+        else
+            CK(cudaMemcpyAsync(c.arena + rf.offset, host, rf.bytes,
+                               cudaMemcpyHostToDevice, c.cs));
+        CK(cudaEventRecord(c.cev[cs_step], c.cs));
+        pend.push_back({lo, hi, c.cev[cs_step], ps.kind == MP_STEP_PREFETCH});
+        return true;
+    };
     for (uint32_t s = 0; s < p->n_steps; s++) {
         const mpv_step &ps = p->steps[s];
         if (mode == 1)
             CK(cudaEventRecord(c.ev[s], c.s));
+        for (uint32_t o : c.issue[s])
+            if (!copy(o))
+                return false;
+        // wait for the copies this step depends on: a copy to the host
+        // before its bytes are overwritten, a copy back before its bytes
+        // are read or overwritten
+        for (size_t i = 0; i < pend.size();) {
+            if (step_hits(c, s, pend[i].lo, pend[i].hi, pend[i].prefetch)) {
+                CK(cudaStreamWaitEvent(c.s, pend[i].e, 0));
+                pend[i] = pend.back();
+                pend.pop_back();
+            } else {
+                i++;
+            }
+        }
         switch (ps.kind) {
         case MP_STEP_COMPUTE:
         case MP_STEP_RECOMPUTE:
@@ -185,27 +311,11 @@ bool run_planned(run_ctx &c, int mode, float *total_ms, uint64_t *peak_used)
                 CK(cudaMemsetAsync(c.arena + p->refs[ps.refs].offset, 0xff,
                                    p->refs[ps.refs].bytes, c.s));
             break;
-        case MP_STEP_OFFLOAD:
-        case MP_STEP_PREFETCH: {
-            const mpv_ref &rf = p->refs[ps.refs];
-            void *host = c.pinned[rf.tensor];
-            if (!host || !rf.bytes)
-                break;
-            CK(cudaEventRecord(c.evc, c.s));
-            CK(cudaStreamWaitEvent(c.cs, c.evc, 0));
-            if (ps.kind == MP_STEP_OFFLOAD)
-                CK(cudaMemcpyAsync(host, c.arena + rf.offset, rf.bytes,
-                                   cudaMemcpyDeviceToHost, c.cs));
-            else
-                CK(cudaMemcpyAsync(c.arena + rf.offset, host, rf.bytes,
-                                   cudaMemcpyHostToDevice, c.cs));
-            CK(cudaEventRecord(c.evx, c.cs));
-            // the compute stream goes on once the copy is done: an
-            // offloaded block may be reused, a prefetched one read
-            CK(cudaStreamWaitEvent(c.s, c.evx, 0));
+        case MP_STEP_PREFETCH:
+            if (!copy(s))
+                return false;
             break;
-        }
-        default:
+        default: // OFFLOAD: issued earlier, waited for by the next writer
             break;
         }
         if (mode == 1 && c.o->sample_memory) {
@@ -215,6 +325,9 @@ bool run_planned(run_ctx &c, int mode, float *total_ms, uint64_t *peak_used)
                 *peak_used = u;
         }
     }
+    // the run ends when its copies have ended too
+    for (const pending_copy &pc : pend)
+        CK(cudaStreamWaitEvent(c.s, pc.e, 0));
     cudaEvent_t t1;
     CK(cudaEventCreate(&t1));
     CK(cudaEventRecord(t1, c.s));
@@ -452,7 +565,12 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         CK(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking));
         CK(cudaStreamCreateWithFlags(&c.cs, cudaStreamNonBlocking));
         CK(cudaEventCreateWithFlags(&c.evc, cudaEventDisableTiming));
-        CK(cudaEventCreateWithFlags(&c.evx, cudaEventDisableTiming));
+        c.cev.assign(p->n_steps, NULL);
+        for (uint32_t s = 0; s < p->n_steps; s++)
+            if (p->steps[s].kind == MP_STEP_OFFLOAD ||
+                p->steps[s].kind == MP_STEP_PREFETCH)
+                CK(cudaEventCreateWithFlags(&c.cev[s], cudaEventDisableTiming));
+        plan_copies(c);
         for (auto &e : c.ev)
             CK(cudaEventCreate(&e));
         if (cublasSetStream(c.h, c.s) != CUBLAS_STATUS_SUCCESS)
