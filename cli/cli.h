@@ -163,9 +163,9 @@ typedef struct cli_offload_args {
     mp_offload_result res;
 } cli_offload_args;
 void cli_offload_init(cli_offload_args *o);
-/* mp_offload_plan under budget (0: none). 0 or an exit code. */
 /* 0 when --offload-solver's value is known, else an exit code. */
 int cli_offload_check_solver(const char *value, const char *name);
+/* mp_offload_plan under budget (0: none). 0 or an exit code. */
 int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
                      mp_graph *g, const mp_plan_options *opt, mp_plan **plan,
                      const char *input);
