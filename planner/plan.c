@@ -77,6 +77,57 @@ mp_status mp_plan_compute_figures(mp_plan *p)
     return MP_OK;
 }
 
+/* Offsets for p's blocks (one buffer per in-place chain) by `method`,
+ * within `capacity` when > 0 (MP_ERR_INFEASIBLE there is not a failure:
+ * the best packing found is kept). The offsets are written to the blocks
+ * only when `only_if_smaller` is 0 or the arena shrinks below p's; then
+ * the figures, status and solver name are refreshed. */
+static mp_status plan_place(mp_plan *p, const mp_plan_options *opt,
+                            mp_offsets_method method, uint64_t capacity,
+                            int only_if_smaller)
+{
+    mp_ctx *ctx = p->ctx;
+    mp_offsets_result res;
+    memset(&res, 0, sizeof res);
+    res.status = MP_SOLVE_OPTIMAL;
+    res.solver = "none";
+    mp_buffer *bufs = NULL;
+    uint32_t *grp = NULL, n_bufs = 0;
+    mp_status st = MP_OK;
+    if (p->n_blocks) {
+        if ((st = mp_sharing_buffers(p, &bufs, &n_bufs, &grp)))
+            return st;
+        mp_offsets_options oo;
+        mp_offsets_options_init(&oo);
+        oo.method = method;
+        oo.alignment = opt->alignment;
+        oo.time_limit = opt->time_limit;
+        oo.seed = opt->seed;
+        oo.capacity = capacity;
+        st = mp_offsets_solve(ctx, bufs, n_bufs, &oo, &res);
+        if (st == MP_ERR_INFEASIBLE && capacity) {
+            mp_ctx_clear(ctx);
+            st = MP_OK;
+        }
+        if (st || (only_if_smaller && res.arena_bytes >= p->fig.arena_bytes))
+            goto out;
+        for (uint32_t i = 0; i < p->n_blocks; i++)
+            p->blocks[i].offset = bufs[grp ? grp[i] : i].offset;
+    }
+    if ((st = mp_plan_compute_figures(p)))
+        goto out;
+    p->fig.status = p->fig.arena_bytes == p->fig.lower_bound_bytes
+                        ? MP_SOLVE_OPTIMAL
+                        : MP_SOLVE_FEASIBLE;
+    snprintf(p->solver_name, sizeof p->solver_name, "%s",
+             res.solver ? res.solver : "unknown");
+    p->fig.solver = p->solver_name;
+out:
+    mp_dealloc(ctx, bufs);
+    mp_dealloc(ctx, grp);
+    return st;
+}
+
 mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
                                 const mp_plan_options *opt, double t0,
                                 mp_plan **out)
@@ -92,8 +143,6 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
     p->graph = g;
     p->steps = steps;
     p->n_steps = n_steps;
-    mp_buffer *bufs = NULL;
-    uint32_t *grp = NULL, n_bufs = 0;
     mp_status st;
     if (opt->inplace || opt->fuse) {
         /* in-place reuse and fused chains (planner/inplace.c) */
@@ -114,48 +163,15 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
         st = mp_blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps, &p->live);
     if (st)
         goto fail;
-    mp_offsets_result res;
-    memset(&res, 0, sizeof res);
-    res.status = MP_SOLVE_OPTIMAL;
-    res.solver = "none";
-    if (p->n_blocks) {
-        /* one buffer per block, or per chain of blocks sharing memory in
-         * place (grp maps blocks to buffers) */
-        st = mp_sharing_buffers(p, &bufs, &n_bufs, &grp);
-        if (st)
-            goto fail;
-        mp_offsets_options oo;
-        mp_offsets_options_init(&oo);
-        oo.method = opt->method;
-        oo.alignment = opt->alignment;
-        oo.time_limit = opt->time_limit;
-        oo.seed = opt->seed;
-        st = mp_offsets_solve(ctx, bufs, n_bufs, &oo, &res);
-        if (st)
-            goto fail;
-        for (uint32_t i = 0; i < p->n_blocks; i++)
-            p->blocks[i].offset = bufs[grp ? grp[i] : i].offset;
-        mp_dealloc(ctx, bufs);
-        mp_dealloc(ctx, grp);
-        bufs = NULL;
-        grp = NULL;
-    }
-    st = mp_plan_compute_figures(p);
-    if (st)
+    /* one buffer per block, or per chain of blocks sharing memory in
+     * place; figures, status and solver name */
+    if ((st = plan_place(p, opt, opt->method, 0, 0)))
         goto fail;
     p->fig.alignment = opt->alignment;
-    p->fig.status = p->fig.arena_bytes == p->fig.lower_bound_bytes
-                        ? MP_SOLVE_OPTIMAL
-                        : MP_SOLVE_FEASIBLE;
-    snprintf(p->solver_name, sizeof p->solver_name, "%s",
-             res.solver ? res.solver : "unknown");
-    p->fig.solver = p->solver_name;
     p->fig.solve_seconds = mp_now_seconds() - t0;
     *out = p;
     return MP_OK;
 fail:
-    mp_dealloc(ctx, bufs);
-    mp_dealloc(ctx, grp);
     mp_plan_destroy(p);
     return st;
 }
@@ -163,43 +179,9 @@ fail:
 mp_status mp_plan_refit(mp_plan *p, const mp_plan_options *opt,
                         uint64_t capacity)
 {
-    mp_ctx *ctx = p->ctx;
     if (!p->n_blocks || p->fig.arena_bytes <= capacity)
         return MP_OK;
-    mp_buffer *bufs = NULL;
-    uint32_t *grp = NULL, n_bufs = 0;
-    mp_status st = mp_sharing_buffers(p, &bufs, &n_bufs, &grp);
-    if (st)
-        return st;
-    mp_offsets_options oo;
-    mp_offsets_options_init(&oo);
-    oo.method = MP_OFFSETS_EXACT;
-    oo.alignment = opt->alignment;
-    oo.time_limit = opt->time_limit;
-    oo.seed = opt->seed;
-    oo.capacity = capacity;
-    mp_offsets_result res;
-    memset(&res, 0, sizeof res);
-    st = mp_offsets_solve(ctx, bufs, n_bufs, &oo, &res);
-    if (st == MP_ERR_INFEASIBLE) {
-        /* the best packing found is placed: kept below if smaller */
-        mp_ctx_clear(ctx);
-        st = MP_OK;
-    }
-    if (!st && res.arena_bytes < p->fig.arena_bytes) {
-        for (uint32_t i = 0; i < p->n_blocks; i++)
-            p->blocks[i].offset = bufs[grp ? grp[i] : i].offset;
-        if (!(st = mp_plan_compute_figures(p))) {
-            p->fig.status = p->fig.arena_bytes == p->fig.lower_bound_bytes
-                                ? MP_SOLVE_OPTIMAL
-                                : MP_SOLVE_FEASIBLE;
-            snprintf(p->solver_name, sizeof p->solver_name, "%s",
-                     res.solver ? res.solver : "exact");
-        }
-    }
-    mp_dealloc(ctx, bufs);
-    mp_dealloc(ctx, grp);
-    return st;
+    return plan_place(p, opt, MP_OFFSETS_EXACT, capacity, 1);
 }
 
 mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
