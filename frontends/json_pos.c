@@ -256,6 +256,41 @@ void mp_jloc_init(mp_jloc *L, mp_ctx *ctx, const char *src, const char *text,
     L->len = len;
 }
 
+/* The prefix and the first `shown` steps of L's path, the label after
+ * step 1, into buf (truncated to cap). */
+static void render_path(const mp_jloc *L, size_t shown, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    if (L->prefix && L->prefix[0]) {
+        int w = snprintf(buf, cap, "%s", L->prefix);
+        n = w < 0 ? 0 : (size_t)w;
+    }
+    for (size_t d = 0; d < shown && n < cap; d++) {
+        int w;
+        if (L->path[d].key)
+            w = snprintf(buf + n, cap - n, "%s%s", n ? "." : "",
+                         L->path[d].key);
+        else
+            w = snprintf(buf + n, cap - n, "[%zu]", L->path[d].index);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+        if (d == 1 && L->label[0] && n < cap) {
+            w = snprintf(buf + n, cap - n, " (%s)", L->label);
+            if (w < 0)
+                break;
+            n += (size_t)w;
+        }
+    }
+}
+
+void mp_jloc_path(const mp_jloc *L, char *buf, size_t cap)
+{
+    size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
+    render_path(L, depth, buf, cap);
+}
+
 mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
                       ...)
 {
@@ -269,28 +304,7 @@ mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
     /* pointing at a key: the key is named in the message, not the path */
     size_t shown = at_key && depth ? depth - 1 : depth;
     char path[512];
-    size_t n = 0;
-    path[0] = 0;
-    for (size_t d = 0; d < shown && n < sizeof path; d++) {
-        int w;
-        if (L->path[d].key)
-            w = snprintf(path + n, sizeof path - n, "%s%s", d ? "." : "",
-                         L->path[d].key);
-        else
-            w = snprintf(path + n, sizeof path - n, "[%zu]",
-                         L->path[d].index);
-        if (w < 0)
-            break;
-        n += (size_t)w;
-        if (d == 1 && L->label[0] && n < sizeof path) {
-            w = snprintf(path + n, sizeof path - n, " (%s)", L->label);
-            if (w < 0)
-                break;
-            n += (size_t)w;
-        }
-    }
-    if (n >= sizeof path)
-        n = sizeof path - 1;
+    render_path(L, shown, path, sizeof path);
     int line, col;
     bool found = mp_json_locate(L->text, L->len, L->path, depth, at_key,
                                 &line, &col);
@@ -314,29 +328,10 @@ mp_status mp_jloc_err_at(mp_jloc *L, mp_status st, size_t off,
     va_end(ap);
     size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
     char path[512];
-    size_t n = 0;
-    path[0] = 0;
-    for (size_t d = 0; d < depth && n < sizeof path; d++) {
-        int w;
-        if (L->path[d].key)
-            w = snprintf(path + n, sizeof path - n, "%s%s", d ? "." : "",
-                         L->path[d].key);
-        else
-            w = snprintf(path + n, sizeof path - n, "[%zu]",
-                         L->path[d].index);
-        if (w < 0)
-            break;
-        n += (size_t)w;
-        if (d == 1 && L->label[0] && n < sizeof path) {
-            w = snprintf(path + n, sizeof path - n, " (%s)", L->label);
-            if (w < 0)
-                break;
-            n += (size_t)w;
-        }
-    }
+    render_path(L, depth, path, sizeof path);
     int line, col;
     mp_json_offset_pos(L->text, L->len, off, &line, &col);
-    if (depth)
+    if (depth || (L->prefix && L->prefix[0]))
         return mp_err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
                       msg);
     return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);

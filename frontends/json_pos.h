@@ -40,6 +40,9 @@ typedef struct mp_jloc {
     mp_jpath path[MP_JPATH_MAX];
     size_t depth;
     char label[160];   /* printed after path[1], e.g. "\"conv1\"" */
+    /* printed before the path (NULL: none): where a nested document
+     * starts, e.g. a subgraph's "nodes[3] (\"loop\").attributes.body.graph" */
+    const char *prefix;
 } mp_jloc;
 
 void mp_jloc_init(mp_jloc *L, mp_ctx *ctx, const char *src, const char *text,
@@ -71,6 +74,9 @@ mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
  * whole path is printed). */
 mp_status mp_jloc_err_at(mp_jloc *L, mp_status st, size_t off,
                          const char *fmt, ...) MP_PRINTF(4, 5);
+
+/* The path of L as errors print it (prefix, path, label) into buf. */
+void mp_jloc_path(const mp_jloc *L, char *buf, size_t cap);
 
 /* Format of a JSON graph found from its top-level keys by a fast scan
  * (no parsing): MP_JFMT_SYNTAX when the scan met malformed text. */
