@@ -16,6 +16,7 @@ const cli_opt cli_train_opts[] = {
     {"max-extra", 0, 1, CLI_T_MAX_EXTRA},
     {"maximize", 0, 1, CLI_T_MAXIMIZE},
     {"batch", 0, 1, CLI_T_BATCH},
+    {"step-in-backward", 0, 0, CLI_T_STEP_IN_BACKWARD},
     {NULL, 0, 0, 0},
 };
 
@@ -33,6 +34,8 @@ void cli_train_help(FILE *f)
           "                      backward and optimizer step\n"
           "      --optimizer O   sgd, momentum, adam (default), adamw, adam8bit\n"
           "      --precision P   fp32 (default), bf16-mixed, fp16-mixed\n"
+          "      --step-in-backward  each parameter's optimizer step right\n"
+          "                      after its gradient is complete (frees it)\n"
           "      --budget SIZE   peak (live arena + persistent) to fit, e.g.\n"
           "                      12GiB: recompute chooses what to keep\n"
           "      --solver S      auto (default), checkpoint-all, chen-sqrt,\n"
@@ -60,6 +63,10 @@ int cli_train_on_opt(cli_train_args *t, int id, const char *name,
                       "adamw, adam8bit", value, name);
             return CLI_EXIT_USAGE;
         }
+        t->train = 1;
+        return 0;
+    case CLI_T_STEP_IN_BACKWARD:
+        t->topt.step_in_backward = 1;
         t->train = 1;
         return 0;
     case CLI_T_PRECISION:

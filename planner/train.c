@@ -236,6 +236,85 @@ static mp_status new_partial(syn *S, uint32_t x, uint32_t *id)
     return add_like(S, S->name, fx, train_dtype(S, fx), MP_KIND_GRADIENT, id);
 }
 
+/* The optimizer step of trainable forward tensor t (its gradient is
+ * final): reads the weight, its gradient and its states (persistent,
+ * created here) and writes the update's temporary. buf_in has room for
+ * 6 ids. */
+static mp_status add_opt_step(syn *S, const mp_train_options *opt, uint32_t t,
+                              uint32_t *buf_in, mp_train_breakdown *B)
+{
+    const mp_tensor *w = &S->f->tensors[t];
+    mp_status st;
+    uint64_t bits = mp_dtype_bits((mp_dtype)w->dtype);
+    uint64_t elems = bits ? w->bytes * 8 / bits : w->bytes / 4;
+    int64_t ne = (int64_t)elems;
+    B->n_params += elems;
+    uint32_t nin = 0;
+    buf_in[nin++] = S->map[t];
+    buf_in[nin++] = S->grad[t];
+    const char *st_names[4];
+    mp_dtype st_dt[4];
+    int64_t st_n[4];
+    uint32_t ns = 0;
+    if (S->prec != MP_PRECISION_FP32) {
+        st_names[ns] = "master";
+        st_dt[ns] = MP_DTYPE_FLOAT32;
+        st_n[ns++] = ne;
+    }
+    switch (opt->optimizer) {
+    case MP_OPTIM_SGD:
+        break;
+    case MP_OPTIM_MOMENTUM:
+        st_names[ns] = "momentum";
+        st_dt[ns] = MP_DTYPE_FLOAT32;
+        st_n[ns++] = ne;
+        break;
+    case MP_OPTIM_ADAM:
+    case MP_OPTIM_ADAMW:
+        st_names[ns] = "m";
+        st_dt[ns] = MP_DTYPE_FLOAT32;
+        st_n[ns++] = ne;
+        st_names[ns] = "v";
+        st_dt[ns] = MP_DTYPE_FLOAT32;
+        st_n[ns++] = ne;
+        break;
+    case MP_OPTIM_ADAM8BIT:
+        st_names[ns] = "m8";
+        st_dt[ns] = MP_DTYPE_UINT8;
+        st_n[ns++] = ne;
+        st_names[ns] = "v8";
+        st_dt[ns] = MP_DTYPE_UINT8;
+        st_n[ns++] = ne;
+        st_names[ns] = "absmax";  /* one fp32 per 2048-block per state */
+        st_dt[ns] = MP_DTYPE_FLOAT32;
+        st_n[ns++] = 2 * ((ne + 2047) / 2048);
+        break;
+    }
+    for (uint32_t s = 0; s < ns; s++) {
+        uint32_t id;
+        snprintf(S->name, sizeof S->name, "opt/%s/%s", w->name, st_names[s]);
+        if ((st = add_shaped(S, S->name, st_dt[s], 1, &st_n[s],
+                             MP_KIND_OPTIMIZER_STATE, &id)))
+            return st;
+        buf_in[nin++] = id;
+    }
+    /* temporaries of the update: Adam variants compute the step in a
+     * parameter-sized fp32 buffer; SGD and momentum update in place */
+    int64_t tn = opt->optimizer >= MP_OPTIM_ADAM ? ne : 0;
+    uint32_t tmp, id;
+    snprintf(S->name, sizeof S->name, "opt/%s/tmp", w->name);
+    if ((st = add_shaped(S, S->name, MP_DTYPE_FLOAT32, 1, &tn,
+                         MP_KIND_ACTIVATION, &tmp)))
+        return st;
+    snprintf(S->name, sizeof S->name, "opt/%s", w->name);
+    if ((st = add_node(S, S->name, optim_ops[opt->optimizer], "memplan",
+                       buf_in, nin, &tmp, 1, MP_PHASE_OPTIMIZER, &id)) ||
+        (st = set_cost(S, id, 10.0 * (double)elems)))
+        return st;
+    B->n_optimizer++;
+    return MP_OK;
+}
+
 mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
                          mp_graph **out, mp_train_breakdown *bd)
 {
@@ -269,6 +348,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     S.n_part = mp_calloc(ctx, nt1, sizeof *S.n_part);
     S.rg = mp_calloc(ctx, nt1, 1);
     uint32_t *buf_in = NULL, *buf_out = NULL, *outs = NULL;
+    uint32_t *opt_head = NULL, *opt_next = NULL;
     uint8_t *trainable = NULL;
     mp_status st = MP_OK;
     if (!S.map || !S.grad || !S.n_part || !S.rg) {
@@ -466,11 +546,49 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
             goto fail;
         B.n_backward++;
     }
+    /* step_in_backward: the optimizer step of a trainable tensor comes
+     * right after the backward node of its first forward reader (the last
+     * contribution to its gradient): opt_head[k] lists the tensors whose
+     * first reader is at topological position k, ascending */
+    if (opt->step_in_backward) {
+        opt_head = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *opt_head);
+        opt_next = mp_alloc(ctx, nt1 * sizeof *opt_next);
+        uint32_t *tpos = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *tpos);
+        if (!opt_head || !opt_next || !tpos) {
+            mp_dealloc(ctx, tpos);
+            st = MP_ERR_NOMEM;
+            goto fail;
+        }
+        for (uint32_t k = 0; k <= nn; k++)
+            opt_head[k] = MP_NONE;
+        for (uint32_t k = 0; k < nn; k++)
+            tpos[f->topo[k]] = k;
+        for (uint32_t t = nt; t-- > 0;) {
+            const mp_tensor *tt = &f->tensors[t];
+            if (!trainable[t] || !tt->n_cons)
+                continue;
+            uint32_t first = nn;
+            for (uint32_t c = 0; c < tt->n_cons; c++) {
+                uint32_t q = tpos[f->cons[tt->cons_begin + c]];
+                if (q < first)
+                    first = q;
+            }
+            opt_next[t] = opt_head[first];
+            opt_head[first] = t;
+        }
+        mp_dealloc(ctx, tpos);
+    }
     /* backward, in reverse topological order */
     for (uint32_t k = nn; k-- > 0;) {
         uint32_t v = f->topo[k];
         const mp_node *n = &f->nodes[v];
         unsigned rule = MP_OP_BWD(n->def);
+        /* the steps whose gradients the previous iteration completed */
+        for (uint32_t t = opt_head ? opt_head[k + 1] : MP_NONE; t != MP_NONE;
+             t = opt_next[t])
+            if (S.grad[t] != MP_NONE &&
+                (st = add_opt_step(&S, opt, t, buf_in, &B)))
+                goto fail;
         if (rule == MP_BWD_NONDIFF)
             continue;
         uint32_t nin = 0, nout = 0;
@@ -551,79 +669,20 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
             if ((st = accumulate(&S, want[j], buf_out[j])))
                 goto fail;
     }
-    /* optimizer step per trainable weight */
-    for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *w = &f->tensors[t];
-        if (!trainable[t] || S.grad[t] == MP_NONE)
-            continue;
-        uint64_t bits = mp_dtype_bits((mp_dtype)w->dtype);
-        uint64_t elems = bits ? w->bytes * 8 / bits : w->bytes / 4;
-        int64_t ne = (int64_t)elems;
-        B.n_params += elems;
-        uint32_t nin = 0;
-        buf_in[nin++] = S.map[t];
-        buf_in[nin++] = S.grad[t];
-        const char *st_names[4];
-        mp_dtype st_dt[4];
-        int64_t st_n[4];
-        uint32_t ns = 0;
-        if (S.prec != MP_PRECISION_FP32) {
-            st_names[ns] = "master";
-            st_dt[ns] = MP_DTYPE_FLOAT32;
-            st_n[ns++] = ne;
-        }
-        switch (opt->optimizer) {
-        case MP_OPTIM_SGD:
-            break;
-        case MP_OPTIM_MOMENTUM:
-            st_names[ns] = "momentum";
-            st_dt[ns] = MP_DTYPE_FLOAT32;
-            st_n[ns++] = ne;
-            break;
-        case MP_OPTIM_ADAM:
-        case MP_OPTIM_ADAMW:
-            st_names[ns] = "m";
-            st_dt[ns] = MP_DTYPE_FLOAT32;
-            st_n[ns++] = ne;
-            st_names[ns] = "v";
-            st_dt[ns] = MP_DTYPE_FLOAT32;
-            st_n[ns++] = ne;
-            break;
-        case MP_OPTIM_ADAM8BIT:
-            st_names[ns] = "m8";
-            st_dt[ns] = MP_DTYPE_UINT8;
-            st_n[ns++] = ne;
-            st_names[ns] = "v8";
-            st_dt[ns] = MP_DTYPE_UINT8;
-            st_n[ns++] = ne;
-            st_names[ns] = "absmax";  /* one fp32 per 2048-block per state */
-            st_dt[ns] = MP_DTYPE_FLOAT32;
-            st_n[ns++] = 2 * ((ne + 2047) / 2048);
-            break;
-        }
-        for (uint32_t s = 0; s < ns; s++) {
-            uint32_t id;
-            snprintf(S.name, sizeof S.name, "opt/%s/%s", w->name, st_names[s]);
-            if ((st = add_shaped(&S, S.name, st_dt[s], 1, &st_n[s],
-                                 MP_KIND_OPTIMIZER_STATE, &id)))
-                goto fail;
-            buf_in[nin++] = id;
-        }
-        /* temporaries of the update: Adam variants compute the step in a
-         * parameter-sized fp32 buffer; SGD and momentum update in place */
-        int64_t tn = opt->optimizer >= MP_OPTIM_ADAM ? ne : 0;
-        uint32_t tmp, id;
-        snprintf(S.name, sizeof S.name, "opt/%s/tmp", w->name);
-        if ((st = add_shaped(&S, S.name, MP_DTYPE_FLOAT32, 1, &tn,
-                             MP_KIND_ACTIVATION, &tmp)))
+    for (uint32_t t = opt_head ? opt_head[0] : MP_NONE; t != MP_NONE;
+         t = opt_next[t])
+        if (S.grad[t] != MP_NONE &&
+            (st = add_opt_step(&S, opt, t, buf_in, &B)))
             goto fail;
-        snprintf(S.name, sizeof S.name, "opt/%s", w->name);
-        if ((st = add_node(&S, S.name, optim_ops[opt->optimizer], "memplan",
-                           buf_in, nin, &tmp, 1, MP_PHASE_OPTIMIZER, &id)) ||
-            (st = set_cost(&S, id, 10.0 * (double)elems)))
+    mp_dealloc(ctx, opt_head);
+    mp_dealloc(ctx, opt_next);
+    opt_head = opt_next = NULL;
+    /* optimizer step per trainable weight, after the backward pass (or,
+     * with step_in_backward, already done in it) */
+    for (uint32_t t = 0; t < nt && !opt->step_in_backward; t++)
+        if (trainable[t] && S.grad[t] != MP_NONE &&
+            (st = add_opt_step(&S, opt, t, buf_in, &B)))
             goto fail;
-        B.n_optimizer++;
-    }
     mp_dealloc(ctx, trainable);
     trainable = NULL;
     if ((st = mp_graph_finalize(S.g)))
@@ -690,6 +749,8 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     return MP_OK;
 fail:
     mp_dealloc(ctx, trainable);
+    mp_dealloc(ctx, opt_head);
+    mp_dealloc(ctx, opt_next);
     mp_graph_destroy(S.g);
     mp_dealloc(ctx, S.map);
     mp_dealloc(ctx, S.grad);

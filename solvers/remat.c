@@ -996,6 +996,10 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
     if (!st && (sv == MP_REMAT_CHEN_GREEDY ||
                 (sv == MP_REMAT_AUTO && !(S.have && S.cost == 0))))
         st = h_chen(&S, 1);
+    /* segment checkpointing on saved articulation points, polished */
+    if (!st && sv == MP_REMAT_AUTO && S.cap != UINT64_MAX &&
+        !(S.have && S.cost == 0))
+        st = rm_segments(&p, S.cap, S.max_extra, try_cb, &S);
     /* the MILP starts from the best of DTR and selective (warm start) */
     if (!st && (sv == MP_REMAT_DTR || sv == MP_REMAT_ILP ||
                 (sv == MP_REMAT_AUTO && !(S.have && S.cost == 0))))

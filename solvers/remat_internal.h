@@ -105,4 +105,13 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
 mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
                       rm_cm_result *res, rm_try_fn try_fn, void *try_user);
 
+/* ---- segment checkpointing (solvers/remat_segments.c, helper remat) ---- */
+/* Chen's greedy segments on forward articulation points whose value
+ * backward reads, swept over the segment budget, with eviction as a
+ * repair, then polished (dropped values kept again while the cap and the
+ * cost allow); the best schedule within cap (and max_extra when >= 0)
+ * goes to try_fn as "segments" or "segments+evict". */
+mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
+                      rm_try_fn try_fn, void *try_user);
+
 #endif

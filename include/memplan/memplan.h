@@ -837,6 +837,12 @@ MP_API mp_status mp_precision_parse(const char *name, mp_precision *out);
 typedef struct mp_train_options {
     mp_optimizer optimizer;   /* default ADAM */
     mp_precision precision;   /* default FP32 */
+    /* issue 5 (remat): 1 runs each parameter's optimizer step right after
+     * its gradient is complete (the backward node of its first forward
+     * reader), so the gradient is freed there, as PyTorch's optimizer
+     * step in backward does; 0 (default): every step after the backward
+     * pass, as optimizer.step(). */
+    int step_in_backward;
 } mp_train_options;
 MP_API void mp_train_options_init(mp_train_options *o);
 
