@@ -6,15 +6,17 @@
  * /work/shared/corpus) that loads (declared shapes, every symbolic input
  * dim bound to 1, as bench_corpus does):
  *   onnx   the graph written as ONNX (mp_graph_to_onnx) and read back;
- *   json   the graph written as JSON, read back, written as ONNX and read
- *          back (ONNX -> JSON -> ONNX);
+ *   json   the graph written as JSON (If/Loop/Scan bodies as subgraph
+ *          attributes) and read back, then written as ONNX and read back
+ *          (ONNX -> JSON -> ONNX): both the JSON graph and the final ONNX
+ *          one are compared;
  * each must give the same tensors (name, bytes, dtype and shape where
- * known, effective kind) and the same plan (arena, lower bound,
- * persistent and peak bytes), verified by mp_verify_plan. Prints one row
- * per model and a summary; exits 1 when a model that loads fails the ONNX
- * round trip, 0 otherwise (the JSON path is reported, not required: the
- * JSON graph format holds no If/Loop/Scan bodies); skips with a message
- * when the corpus or ONNX support is absent. */
+ * known, effective kind), the same subgraphs (count, formal inputs and
+ * outputs, and their tensors alike, to any depth) and the same plan
+ * (arena, lower bound, persistent and peak bytes), verified by
+ * mp_verify_plan. Prints one row per model and a summary; exits 1 when a
+ * model that loads fails either round trip, 0 otherwise; skips with a
+ * message when the corpus or ONNX support is absent. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -70,6 +72,42 @@ static int diff_tensors(const mp_graph *a, const mp_graph *b, char *why,
     return 0;
 }
 
+/* diff_tensors, and the same subgraphs to any depth: as many, with the
+ * same formal inputs and outputs (by name) and alike tensors. */
+static int diff_graphs(const mp_graph *a, const mp_graph *b, char *why,
+                       size_t cap, unsigned depth)
+{
+    if (diff_tensors(a, b, why, cap))
+        return -1;
+    if (a->n_subgraphs != b->n_subgraphs || depth > 64) {
+        snprintf(why, cap, "%zu subgraphs, back %zu", a->n_subgraphs,
+                 b->n_subgraphs);
+        return -1;
+    }
+    for (size_t i = 0; i < a->n_subgraphs; i++) {
+        const mp_graph *x = a->subgraphs[i], *y = b->subgraphs[i];
+        bool same_io = x->n_sub_inputs == y->n_sub_inputs &&
+                       x->n_sub_outputs == y->n_sub_outputs;
+        for (uint32_t k = 0; same_io && k < x->n_sub_inputs; k++)
+            same_io = strcmp(x->tensors[x->sub_inputs[k]].name,
+                             y->tensors[y->sub_inputs[k]].name) == 0;
+        for (uint32_t k = 0; same_io && k < x->n_sub_outputs; k++)
+            same_io = strcmp(x->tensors[x->sub_outputs[k]].name,
+                             y->tensors[y->sub_outputs[k]].name) == 0;
+        if (!same_io) {
+            snprintf(why, cap, "subgraph %zu: formal inputs or outputs "
+                     "differ", i);
+            return -1;
+        }
+        if (diff_graphs(x, y, why, cap, depth + 1)) {
+            size_t l = strlen(why);
+            snprintf(why + l, cap - l, " (in subgraph %zu)", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int plan_of(mp_graph *g, mp_figures *f, char *why, size_t cap)
 {
     mp_plan_options o;
@@ -115,7 +153,7 @@ static int same(mp_graph *g, const mp_figures *fg, mp_graph *h, char *why,
                 size_t cap)
 {
     mp_figures fh;
-    if (diff_tensors(g, h, why, cap) || plan_of(h, &fh, why, cap))
+    if (diff_graphs(g, h, why, cap, 0) || plan_of(h, &fh, why, cap))
         return -1;
     if (fh.arena_bytes != fg->arena_bytes ||
         fh.lower_bound_bytes != fg->lower_bound_bytes ||
@@ -152,7 +190,7 @@ int main(int argc, char **argv)
         name = name ? name + 8 : path;
         mp_ctx *ctx = mp_ctx_create(NULL);
         mp_graph *g = NULL, *h = NULL, *j = NULL, *k = NULL;
-        char why[1024] = "", why2[1024] = "";
+        char why[1024] = "", why2[1024] = "", whyj[1000] = "";
         mp_figures fg;
         if (mpb_load_onnx_dims1(ctx, path, &g) != MP_OK ||
             plan_of(g, &fg, why, sizeof why)) {
@@ -178,6 +216,8 @@ int main(int argc, char **argv)
         if (st)
             snprintf(why2, sizeof why2, "JSON: %s: %s", mp_status_name(st),
                      mp_ctx_message(ctx));
+        else if (same(g, &fg, j, whyj, sizeof whyj))
+            snprintf(why2, sizeof why2, "JSON: %s", whyj);
         else if (!via_onnx(j, &k, &out2, why2, sizeof why2))
             r2 = same(g, &fg, k, why2, sizeof why2);
         ok_onnx += !r1;
@@ -199,6 +239,6 @@ int main(int argc, char **argv)
     printf("\n%zu models, %u load and plan; ONNX -> ONNX same tensors and "
            "plan: %u/%u; ONNX -> JSON -> ONNX: %u/%u (%.2f s CPU)\n",
            n, loaded, ok_onnx, loaded, ok_json, loaded, cpu);
-    return ok_onnx == loaded ? 0 : 1;
+    return ok_onnx == loaded && ok_json == loaded ? 0 : 1;
 }
 #endif

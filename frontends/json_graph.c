@@ -1,8 +1,20 @@
 /* memplan JSON graph format, version 1 (docs/graph-format.md): reader
  * (streaming, hand-written) and writer (by hand: deterministic, fixed key order, one
- * tensor or node per line). */
+ * tensor or node per line).
+ *
+ * Subgraphs (If/Loop/Scan bodies): a node attribute {"graph": {...}} holds
+ * a graph of the same schema as the top level, plus "inputs" (its formal
+ * inputs, in order). It is read by a reader of its own with the same
+ * functions, nested up to MAX_SUB_DEPTH, into the IR the ONNX loader
+ * builds (internal.h, planner/ops_control.c): the body is owned by the
+ * node's graph (g->subgraphs, attribute "NAME.graph" its index); names a
+ * body uses without declaring or producing them come from enclosing
+ * scopes and become extra inputs of the node (after "body.inputs"
+ * explicit ones); the node's extra last output "NODE:body" is the memory
+ * its bodies need. The writer undoes that bookkeeping. */
 #include "json_pos.h"
 #include "json_tok.h"
+#include "shape.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,6 +35,8 @@
  * finds the top-level members; pass 2 reads "tensors", "nodes" and
  * "outputs" in that order (whatever their order in the file). */
 #define MAX_DEPTH 512
+/* subgraphs nested deeper than this are refused (as the ONNX loader does) */
+#define MAX_SUB_DEPTH 64
 
 enum jt { J_NULL, J_FALSE, J_TRUE, J_INT, J_REAL, J_STRING, J_ARRAY, J_OBJECT };
 
@@ -44,7 +58,8 @@ typedef struct rd {
     char *sb;
     size_t sb_len, sb_cap;
     /* per tensor: first node reading it, input slot, offset of that
-     * reference; declared (bit 0) and listed in "outputs" (bit 1) */
+     * reference; declared (bit 0), listed in "outputs" (bit 1), a formal
+     * input of a subgraph (bit 2) */
     uint32_t *ref_node, *ref_slot;
     size_t *ref_off;
     uint8_t *declared;
@@ -56,8 +71,8 @@ typedef struct rd {
     size_t cap_ids, cap_oids;
     struct rattr {
         size_t name_s, off, key_off;
-        enum jt type;      /* J_INT, J_REAL, J_STRING, J_ARRAY */
-        int64_t i;
+        enum jt type;      /* J_INT, J_REAL, J_STRING, J_ARRAY, J_OBJECT */
+        int64_t i;         /* J_OBJECT: index of the subgraph in g */
         double d;
         size_t s, first, n; /* J_ARRAY: elements in num pools */
         bool any_real;
@@ -69,6 +84,20 @@ typedef struct rd {
     /* the attribute key in the location path: a copy, since reading its
      * value may move r->sb (a pointer into it would dangle) */
     char attr_key[128];
+    /* subgraphs: the reader of the enclosing graph (NULL at the top), the
+     * nesting depth, loc.prefix's text, the position after the graph's
+     * object, capacities of g->sub_inputs / g->sub_outputs */
+    struct rd *parent;
+    unsigned sub_depth;
+    char prefix[384];
+    size_t end, cap_sub_in, cap_sub_out;
+    /* names the bodies of the node being read take from enclosing scopes,
+     * each with the offset of its first use */
+    struct outer_ref {
+        const char *name;
+        size_t off;
+    } *outer;
+    size_t n_outer, cap_outer;
 } rd;
 
 static const char *S(rd *r, size_t s) { return r->sb + s; }
@@ -470,6 +499,9 @@ static mp_status missing(rd *r, size_t obj_off, const char *key,
                           "missing required key \"%s\"%s", key, what);
 }
 
+static bool needs_producer(uint8_t kind);
+static mp_status read_sub(rd *r, int64_t *idx);
+
 /* ---- tensors ------------------------------------------------------------------ */
 static const char *const tensor_keys[] = {"name", "dtype", "shape", "bytes",
                                           "kind", NULL};
@@ -642,6 +674,11 @@ static mp_status read_tensor(rd *r)
     if ((st = grow_refs(r)))
         return st;
     r->declared[id] = 1;
+    /* in a subgraph, the shape of an activation is a hint, as ONNX
+     * value_info is: the body is inferred again for each use, and an
+     * inferred shape that disagrees replaces it */
+    if (r->parent && needs_producer(d.kind) && d.rank >= 0)
+        r->g->tensors[id].flags |= MP_TF_SHAPE_HINT;
     return MP_OK;
 }
 
@@ -722,6 +759,36 @@ static mp_status pool_push(rd *r, int64_t i, double d)
     return MP_OK;
 }
 
+/* After the '{' of an attribute's object value: {"graph": {...}}, a
+ * subgraph, read and attached to r->g (at->i its index). */
+static mp_status read_graph_attr(rd *r, struct rattr *at)
+{
+    bool first = true, more, got = false;
+    mp_status st;
+    for (;;) {
+        size_t key, key_off;
+        if ((st = obj_next(r, &first, &more, &key, &key_off)))
+            return st;
+        if (!more)
+            break;
+        if (got || strcmp(S(r, key), "graph") != 0)
+            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+                                  "unknown key \"%s\" (an attribute object "
+                                  "holds one key, \"graph\": a subgraph)",
+                                  S(r, key));
+        got = true;
+        mp_jloc_key(&r->loc, "graph");
+        if ((st = read_sub(r, &at->i)))
+            return st;
+        mp_jloc_pop(&r->loc);
+    }
+    if (!got)
+        return missing(r, at->off, "graph",
+                       " (an attribute object holds a subgraph)");
+    at->type = J_OBJECT;
+    return MP_OK;
+}
+
 static mp_status read_attrs(rd *r)
 {
     jv v;
@@ -789,9 +856,13 @@ static mp_status read_attrs(rd *r)
                                       "too many values");
             break;
         }
+        case J_OBJECT:
+            if ((st = read_graph_attr(r, at)))
+                return st;
+            break;
         default:
-            return type_err(r, &e, "a number, a string or an array of "
-                                   "numbers");
+            return type_err(r, &e, "a number, a string, an array of "
+                                   "numbers or {\"graph\": {...}}");
         }
         mp_jloc_pop(&r->loc);
         r->n_attrs++;
@@ -847,6 +918,86 @@ static mp_status tensor_ref(rd *r, const char *name, uint32_t *id)
     return st ? st : grow_refs(r);
 }
 
+/* A constant source (the registry's MP_OPF_CONSTANT: Constant) gets its
+ * output's dtype, shape and small value from its attributes, as the ONNX
+ * loader sets them from the value tensor: "value.dtype", "value.dims" and
+ * "value.ints" (how the loader keeps a tensor attribute,
+ * frontends/onnx.c), or value_int, value_ints, value_float, value_floats.
+ * A declared dtype and shape are kept; the value is stored when its
+ * element count is the tensor's. */
+static mp_status constant_value(mp_graph *g, uint32_t node)
+{
+    const mp_node *n = &g->nodes[node];
+    if (!(n->def->flags & MP_OPF_CONSTANT) || !n->n_out)
+        return MP_OK;
+    const mp_attr *dt = mp_node_attr(n, "value.dtype");
+    const mp_attr *dims = mp_node_attr(n, "value.dims");
+    const mp_attr *a;
+    int dtype;
+    int32_t rank;
+    int64_t d[MP_MAX_RANK], bits;
+    const int64_t *v = NULL;
+    uint32_t nv = 0;
+    if (dt && dt->type == MP_ATTR_INT && dims && dims->type == MP_ATTR_INTS &&
+        dims->n <= MP_MAX_RANK) {
+        const mp_attr *ints = mp_node_attr(n, "value.ints");
+        dtype = dt->v.i >= 0 && dt->v.i < 256 ? (int)dt->v.i : 0;
+        rank = (int32_t)dims->n;
+        for (int32_t k = 0; k < rank; k++)
+            d[k] = dims->v.ints[k];
+        if (ints && ints->type == MP_ATTR_INTS && mp_dtype_is_int(dtype)) {
+            v = ints->v.ints;
+            nv = ints->n;
+        }
+    } else if ((a = mp_node_attr(n, "value_int")) && a->type == MP_ATTR_INT) {
+        dtype = MP_DTYPE_INT64;
+        rank = 0;
+        v = &a->v.i;
+        nv = 1;
+    } else if ((a = mp_node_attr(n, "value_ints")) &&
+               a->type == MP_ATTR_INTS) {
+        dtype = MP_DTYPE_INT64;
+        rank = 1;
+        d[0] = a->n;
+        v = a->v.ints;
+        nv = a->n;
+    } else if ((a = mp_node_attr(n, "value_float")) &&
+               (a->type == MP_ATTR_FLOAT || a->type == MP_ATTR_INT)) {
+        double x = a->type == MP_ATTR_FLOAT ? a->v.f : (double)a->v.i;
+        memcpy(&bits, &x, sizeof bits);
+        dtype = MP_DTYPE_FLOAT32;
+        rank = 0;
+        v = &bits;
+        nv = 1;
+    } else if ((a = mp_node_attr(n, "value_floats")) &&
+               (a->type == MP_ATTR_FLOATS || a->type == MP_ATTR_INTS)) {
+        dtype = MP_DTYPE_FLOAT32;
+        rank = 1;
+        d[0] = a->n;
+    } else {
+        return MP_OK;
+    }
+    mp_tensor *t = &g->tensors[n->outputs[0]];
+    if (!dtype || !mp_dtype_name((mp_dtype)dtype))
+        return MP_OK;
+    for (int32_t k = 0; k < rank; k++)
+        if (d[k] < 0)
+            return MP_OK;
+    if (t->dtype == MP_DTYPE_UNDEFINED)
+        t->dtype = (uint8_t)dtype;
+    mp_status st = MP_OK;
+    if (t->rank < 0 && !(t->flags & MP_TF_BYTES_GIVEN))
+        st = mp_tensor_set_shape(g->ctx, t, rank, d);
+    uint64_t count = 1;
+    for (int32_t k = 0; k < t->rank && count; k++)
+        if (t->dims[k] < 0 || !mp_mul_u64(count, (uint64_t)t->dims[k], &count))
+            count = 0;
+    if (!st && v && nv && !t->value && t->dtype == dtype && t->rank >= 0 &&
+        count == nv)
+        st = mp_tensor_set_value(g->ctx, t, v, nv);
+    return st;
+}
+
 static mp_status read_node(rd *r, size_t idx)
 {
     mp_graph *g = r->g;
@@ -858,7 +1009,7 @@ static mp_status read_node(rd *r, size_t idx)
         return type_err(r, &v, "an object (a node)");
     size_t obj_off = v.off;
     r->sb_len = 0;
-    r->n_in = r->n_out = r->n_attrs = r->n_pool = 0;
+    r->n_in = r->n_out = r->n_attrs = r->n_pool = r->n_outer = 0;
     r->loc.label[0] = 0;
     size_t name_s = 0, name_off = 0, op_s = 0, dom_s = 0;
     bool has_dom = false;
@@ -935,9 +1086,12 @@ static mp_status read_node(rd *r, size_t idx)
                               "nodes[%u])",
                               d.name, (unsigned)prev);
     }
-    if (mp_grow(r->ctx, (void **)&r->ids, sizeof *r->ids, r->n_in + 1,
-                &r->cap_ids) ||
-        mp_grow(r->ctx, (void **)&r->oids, sizeof *r->oids, r->n_out + 1,
+    size_t n_body = 0;
+    for (size_t a = 0; a < r->n_attrs; a++)
+        n_body += r->attrs[a].type == J_OBJECT;
+    if (mp_grow(r->ctx, (void **)&r->ids, sizeof *r->ids,
+                r->n_in + r->n_outer + 1, &r->cap_ids) ||
+        mp_grow(r->ctx, (void **)&r->oids, sizeof *r->oids, r->n_out + 2,
                 &r->cap_oids))
         return MP_ERR_NOMEM;
     for (size_t k = 0; k < r->n_in; k++) {
@@ -955,48 +1109,96 @@ static mp_status read_node(rd *r, size_t idx)
             r->ref_off[t] = r->in_off[k];
         }
     }
+    /* names its bodies take from enclosing scopes: extra inputs (once;
+     * the first use inside the body is where an error points) */
+    size_t n_all = r->n_in;
+    for (size_t k = 0; k < r->n_outer; k++) {
+        uint32_t t;
+        if ((st = tensor_ref(r, r->outer[k].name, &t)))
+            return st;
+        bool dup = false;
+        for (size_t j = 0; j < n_all && !dup; j++)
+            dup = r->ids[j] == t;
+        if (dup)
+            continue;
+        if (r->ref_node[t] == MP_NONE) {
+            r->ref_node[t] = (uint32_t)idx;
+            r->ref_slot[t] = (uint32_t)n_all;
+            r->ref_off[t] = r->outer[k].off;
+        }
+        r->ids[n_all++] = t;
+    }
+    /* a node with bodies: its last output NODE:body */
+    char *body_name = NULL;
+    if (n_body) {
+        size_t nl = strlen(S(r, name_s));
+        if (!(body_name = mp_alloc(r->ctx, nl + 6)))
+            return MP_ERR_NOMEM;
+        memcpy(body_name, S(r, name_s), nl);
+        memcpy(body_name + nl, ":body", 6);
+    }
     mp_jloc_key(&r->loc, "outputs");
-    for (size_t k = 0; k < r->n_out; k++) {
-        const char *tn = S(r, r->out_s[k]);
+    size_t n_outs = r->n_out + (n_body ? 1 : 0);
+    for (size_t k = 0; k < n_outs && !st; k++) {
+        bool made = k == r->n_out;
+        const char *tn = made ? body_name : S(r, r->out_s[k]);
+        size_t off = made ? obj_off : r->out_off[k];
         mp_jloc_index(&r->loc, k);
         uint32_t t;
         if ((st = tensor_ref(r, tn, &t)))
-            return st;
+            break;
         uint32_t p = g->tensors[t].producer;
-        if (p != MP_NONE)
-            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, r->out_off[k],
-                                  "tensor \"%s\" is already produced by "
-                                  "nodes[%u] (\"%s\"): a tensor has one "
-                                  "producer",
-                                  tn, (unsigned)p, g->nodes[p].name);
-        for (size_t j = 0; j < k; j++)
+        if (p != MP_NONE) {
+            st = mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+                                "tensor \"%s\" is already produced by "
+                                "nodes[%u] (\"%s\"): a tensor has one "
+                                "producer",
+                                tn, (unsigned)p, g->nodes[p].name);
+            break;
+        }
+        if (r->declared[t] & 4) {
+            st = mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+                                "tensor \"%s\" is an input of the subgraph: "
+                                "no node produces it",
+                                tn);
+            break;
+        }
+        for (size_t j = 0; j < k && !st; j++)
             if (r->oids[j] == t)
-                return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE,
-                                      r->out_off[k],
-                                      "tensor \"%s\" is listed twice as an "
-                                      "output",
-                                      tn);
-        for (size_t j = 0; j < r->n_in; j++)
+                st = mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+                                    "tensor \"%s\" is listed twice as an "
+                                    "output",
+                                    tn);
+        for (size_t j = 0; j < n_all && !st; j++)
             if (r->ids[j] == t)
-                return mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, r->out_off[k],
-                                      "the node reads its own output \"%s\" "
-                                      "(inputs[%zu])",
-                                      tn, j);
+                st = j < r->n_in
+                         ? mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, off,
+                                          "the node reads its own output "
+                                          "\"%s\" (inputs[%zu])",
+                                          tn, j)
+                         : mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, off,
+                                          "a subgraph of the node reads its "
+                                          "own output \"%s\"",
+                                          tn);
         r->oids[k] = t;
         mp_jloc_pop(&r->loc);
     }
+    mp_dealloc(r->ctx, body_name);
+    if (st)
+        return st;
     mp_jloc_pop(&r->loc);
     d.inputs = r->ids;
-    d.n_inputs = (uint32_t)r->n_in;
+    d.n_inputs = (uint32_t)n_all;
     d.outputs = r->oids;
-    d.n_outputs = (uint32_t)r->n_out;
+    d.n_outputs = (uint32_t)n_outs;
     uint32_t id;
     if ((st = mp_graph_add_node(g, &d, &id)))
         return st;
-    for (size_t a = 0; a < r->n_attrs; a++) {
+    for (size_t a = 0; a < r->n_attrs && !st; a++) {
         const struct rattr *at = &r->attrs[a];
         const char *an = S(r, at->name_s);
         switch (at->type) {
+        case J_OBJECT: break; /* a subgraph: below */
         case J_INT: st = mp_graph_set_attr_int(g, id, an, at->i); break;
         case J_REAL: st = mp_graph_set_attr_float(g, id, an, at->d); break;
         case J_STRING:
@@ -1013,9 +1215,27 @@ static mp_status read_node(rd *r, size_t idx)
                     g, id, an, at->n ? r->pi + at->first : NULL,
                     (uint32_t)at->n);
         }
-        if (st)
-            return st;
     }
+    /* then, as the ONNX loader does: body.inputs, and NAME.graph (the
+     * index of the body in g) of each subgraph attribute */
+    if (!st && n_body)
+        st = mp_graph_set_attr_int(g, id, "body.inputs", (int64_t)r->n_in);
+    for (size_t a = 0; a < r->n_attrs && !st; a++) {
+        if (r->attrs[a].type != J_OBJECT)
+            continue;
+        char key[512];
+        snprintf(key, sizeof key, "%s.graph", S(r, r->attrs[a].name_s));
+        st = mp_graph_set_attr_int(g, id, key, r->attrs[a].i);
+    }
+    if (st == MP_ERR_DUPLICATE && n_body)
+        return mp_jloc_err_at(&r->loc, st, obj_off,
+                              "%s: a node with subgraphs must not set "
+                              "\"body.inputs\" or \"NAME.graph\" itself",
+                              mp_ctx_message(r->ctx));
+    if (!st)
+        st = constant_value(g, id);
+    if (st)
+        return st;
     if ((seen & (1u << NK_COST)) &&
         (st = mp_graph_set_node_cost(g, id, cost[0], cost[1], cost[2])))
         return st;
@@ -1052,6 +1272,26 @@ static mp_status read_outputs(rd *r)
             return type_err(r, &e, "a tensor name (a string)");
         const char *tn = S(r, e.s);
         uint32_t t;
+        if (r->parent) {
+            /* a subgraph's outputs, in order (a name may come twice, or
+             * from an enclosing scope) */
+            if (!tn[0])
+                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, e.off,
+                                      "an output needs a tensor name");
+            if ((st = tensor_ref(r, tn, &t)) ||
+                (st = mp_grow(r->ctx, (void **)&g->sub_outputs,
+                              sizeof *g->sub_outputs, g->n_sub_outputs + 1,
+                              &r->cap_sub_out)))
+                return st;
+            g->sub_outputs[g->n_sub_outputs++] = t;
+            if (!(r->declared[t] & 2) && r->ref_node[t] == MP_NONE)
+                r->ref_off[t] = e.off;
+            r->declared[t] |= 2;
+            if ((st = mp_graph_mark_output(g, t)))
+                return st;
+            mp_jloc_pop(&r->loc);
+            continue;
+        }
         if (mp_graph_find_tensor(g, tn, &t) != MP_OK)
             return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, e.off,
                                   "no tensor named \"%s\"", tn);
@@ -1072,6 +1312,64 @@ static mp_status read_outputs(rd *r)
     return MP_OK;
 }
 
+/* A subgraph's "inputs": its formal inputs, in order (declared in
+ * "tensors" or not; their kind is input). */
+static mp_status read_sub_inputs(rd *r)
+{
+    mp_graph *g = r->g;
+    jv v;
+    mp_status st = rd_value(r, &v);
+    if (st)
+        return st;
+    if (!r->parent)
+        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                              "\"inputs\" lists the inputs of a subgraph; "
+                              "the inputs of the top level are tensors of "
+                              "kind \"input\"");
+    if (v.type != J_ARRAY)
+        return type_err(r, &v, "an array of tensor names");
+    bool first = true, more;
+    for (size_t i = 0;; i++) {
+        if ((st = arr_next(r, &first, &more)))
+            return st;
+        if (!more)
+            break;
+        r->sb_len = 0;
+        jv e;
+        if ((st = rd_value(r, &e)))
+            return st;
+        mp_jloc_index(&r->loc, i);
+        if ((st = need_string(r, &e, true)))
+            return st;
+        const char *tn = S(r, e.s);
+        uint32_t t;
+        if ((st = tensor_ref(r, tn, &t)))
+            return st;
+        mp_tensor *tt = &g->tensors[t];
+        if (r->declared[t] & 4)
+            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, e.off,
+                                  "\"%s\" is listed twice", tn);
+        if (tt->declared_kind != MP_KIND_ACTIVATION &&
+            tt->declared_kind != MP_KIND_INPUT)
+            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, e.off,
+                                  "\"%s\" is declared with kind %s: an "
+                                  "input of a subgraph has kind input",
+                                  tn,
+                                  mp_kind_name(
+                                      (mp_tensor_kind)tt->declared_kind));
+        if ((st = mp_grow(r->ctx, (void **)&g->sub_inputs,
+                          sizeof *g->sub_inputs, g->n_sub_inputs + 1,
+                          &r->cap_sub_in)))
+            return st;
+        g->sub_inputs[g->n_sub_inputs++] = t;
+        tt->kind = tt->declared_kind = MP_KIND_INPUT;
+        tt->flags &= (uint8_t)~MP_TF_SHAPE_HINT;
+        r->declared[t] |= 4;
+        mp_jloc_pop(&r->loc);
+    }
+    return MP_OK;
+}
+
 /* Every tensor a node reads must be produced by a node or be a source
  * (input, weight, constant, optimizer state). */
 static mp_status check_sources(rd *r)
@@ -1086,9 +1384,16 @@ static mp_status check_sources(rd *r)
         r->loc.depth = 0;
         mp_jloc_key(&r->loc, "nodes");
         mp_jloc_index(&r->loc, nd);
+        set_label(r, g->nodes[nd].name);
+        const mp_attr *bi = mp_node_attr(&g->nodes[nd], "body.inputs");
+        if (bi && bi->type == MP_ATTR_INT && r->ref_slot[t] >= bi->v.i)
+            return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
+                                  "\"%s\", used in a subgraph of the node, "
+                                  "is neither declared nor produced in it "
+                                  "or in an enclosing graph",
+                                  tt->name);
         mp_jloc_key(&r->loc, "inputs");
         mp_jloc_index(&r->loc, r->ref_slot[t]);
-        set_label(r, g->nodes[nd].name);
         if (!(r->declared[t] & 1))
             return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
                                   "input \"%s\" is neither declared in "
@@ -1104,11 +1409,37 @@ static mp_status check_sources(rd *r)
     return MP_OK;
 }
 
+/* The end of a subgraph: a name it reads (or lists as an output) that it
+ * neither produces nor holds as a formal input, weight or constant comes
+ * from an enclosing scope: its kind becomes input, and the enclosing
+ * reader makes it an extra input of the node that owns the subgraph. */
+static mp_status sub_sources(rd *r)
+{
+    mp_graph *g = r->g;
+    rd *up = r->parent;
+    for (size_t t = 0; t < g->n_tensors; t++) {
+        mp_tensor *tt = &g->tensors[t];
+        if (tt->producer != MP_NONE || (r->declared[t] & 4) ||
+            (!needs_producer(tt->declared_kind) &&
+             tt->declared_kind != MP_KIND_INPUT) ||
+            (r->ref_node[t] == MP_NONE && !(r->declared[t] & 2)))
+            continue;
+        tt->kind = tt->declared_kind = MP_KIND_INPUT;
+        if (mp_grow(r->ctx, (void **)&up->outer, sizeof *up->outer,
+                    up->n_outer + 1, &up->cap_outer))
+            return MP_ERR_NOMEM;
+        up->outer[up->n_outer].name = tt->name;
+        up->outer[up->n_outer].off = r->ref_off[t];
+        up->n_outer++;
+    }
+    return MP_OK;
+}
+
 static const char *const top_keys[] = {"format", "version", "name",
                                        "tensors", "nodes", "outputs",
-                                       "metadata", NULL};
+                                       "metadata", "inputs", NULL};
 enum { TOP_FORMAT, TOP_VERSION, TOP_NAME, TOP_TENSORS, TOP_NODES,
-       TOP_OUTPUTS, TOP_METADATA, TOP_N };
+       TOP_OUTPUTS, TOP_METADATA, TOP_INPUTS, TOP_N };
 
 /* Reads the array at offset off element by element with fn. */
 static mp_status read_list(rd *r, size_t off, const char *key,
@@ -1198,6 +1529,9 @@ static mp_status top_member(rd *r, int k, size_t off)
     case TOP_OUTPUTS:
         mp_jloc_key(&r->loc, "outputs");
         return read_outputs(r);
+    case TOP_INPUTS:
+        mp_jloc_key(&r->loc, "inputs");
+        return read_sub_inputs(r);
     }
     r->loc.depth = 0;
     return MP_OK;
@@ -1212,7 +1546,7 @@ static mp_status top_member(rd *r, int k, size_t off)
 static mp_status read_canonical(rd *r, bool *other_order)
 {
     *other_order = false;
-    static const int stage_of[TOP_N] = {0, 0, 0, 1, 2, 3, 0};
+    static const int stage_of[TOP_N] = {0, 0, 0, 1, 3, 4, 0, 2};
     int stage = 0;
     unsigned seen = 0;
     bool first = true, more;
@@ -1240,8 +1574,11 @@ static mp_status read_canonical(rd *r, bool *other_order)
         seen |= 1u << k;
         /* a list only after every earlier list: "nodes" first could be
          * followed by the "tensors" its names refer to */
-        if (stage_of[k] < stage || (stage_of[k] == 0 && stage > 0) ||
-            (stage_of[k] > 0 && stage != stage_of[k] - 1)) {
+        bool in_order = stage_of[k] == 0
+                            ? stage == 0
+                            : stage == stage_of[k] - 1 ||
+                                  (k == TOP_NODES && stage == 1);
+        if (!in_order) {
             *other_order = true;
             return MP_OK;
         }
@@ -1271,24 +1608,28 @@ static mp_status read_doc(rd *r)
         return unexpected(r);
     r->pos++;
     size_t body = r->pos;
-    bool other_order;
-    if ((st = read_canonical(r, &other_order)))
-        return st;
-    if (!other_order)
-        goto done;
-    /* start again from an empty graph */
-    mp_graph_destroy(r->g);
-    r->g = NULL;
-    if ((st = mp_graph_create(r->ctx, &r->g)))
-        return st;
-    for (size_t i = 0; i < r->cap_ref; i++) {
-        r->ref_node[i] = MP_NONE;
-        r->declared[i] = 0;
+    /* a subgraph is read in two passes: a one-pass attempt given up at
+     * each nesting level could read the innermost bodies 2^depth times */
+    if (!r->parent) {
+        bool other_order;
+        if ((st = read_canonical(r, &other_order)))
+            return st;
+        if (!other_order)
+            goto done;
+        /* start again from an empty graph */
+        mp_graph_destroy(r->g);
+        r->g = NULL;
+        if ((st = mp_graph_create(r->ctx, &r->g)))
+            return st;
+        for (size_t i = 0; i < r->cap_ref; i++) {
+            r->ref_node[i] = MP_NONE;
+            r->declared[i] = 0;
+        }
+        r->sb_len = 0;
+        r->loc.depth = 0;
+        r->loc.label[0] = 0;
+        r->pos = body;
     }
-    r->sb_len = 0;
-    r->loc.depth = 0;
-    r->loc.label[0] = 0;
-    r->pos = body;
     /* pass 1: the top-level members, by a fast lenient scan; values are
      * checked when read in pass 2. The strict pass below runs only to
      * word a syntax error. */
@@ -1324,7 +1665,9 @@ static mp_status read_doc(rd *r)
             unknown_s = key;
         }
     }
-    if (fast_ok) {
+    if (fast_ok && r->parent) {
+        r->end = p;
+    } else if (fast_ok) {
         r->pos = p;
         ws(r);
         fast_ok = r->pos >= r->len;
@@ -1344,8 +1687,9 @@ static mp_status read_doc(rd *r)
                 return st;
             r->sb_len = mark;
         }
+        r->end = r->pos;
         ws(r);
-        if (r->pos < r->len)
+        if (!r->parent && r->pos < r->len)
             return syn(r, r->pos, "end of file expected near '%c'",
                        r->t[r->pos]);
         if (!ext_overflow)
@@ -1366,17 +1710,77 @@ static mp_status read_doc(rd *r)
         return st;
     if (unknown)
         return unknown_key(r, S(r, unknown_s), unknown_off,
-                           "format, version, name, tensors, nodes, outputs "
-                           "or metadata");
+                           r->parent ? "format, version, name, inputs, "
+                                       "tensors, nodes, outputs or metadata"
+                                     : "format, version, name, tensors, "
+                                       "nodes, outputs or metadata");
     static const int order[] = {TOP_NAME, TOP_METADATA, TOP_TENSORS,
-                                TOP_NODES, TOP_OUTPUTS};
+                                TOP_INPUTS, TOP_NODES, TOP_OUTPUTS};
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
         if (has[order[k]] && (st = top_member(r, order[k], off[order[k]])))
             return st;
+    r->pos = r->end;
 done:
     if ((st = grow_refs(r)))
         return st;
-    return check_sources(r);
+    return r->parent ? sub_sources(r) : check_sources(r);
+}
+
+static void rd_free(rd *r)
+{
+    void *arrays[] = {r->sb, r->ref_node, r->ref_slot, r->ref_off,
+                      r->declared, r->in_s, r->in_off, r->out_s, r->out_off,
+                      r->ids, r->oids, r->attrs, r->pi, r->pd, r->outer};
+    for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
+        mp_dealloc(r->ctx, arrays[k]);
+}
+
+/* At the '{' of a subgraph (the value of an attribute's "graph"): reads
+ * it with a reader of its own, attaches it to r->g (*idx its index) and
+ * moves past it. */
+static mp_status read_sub(rd *r, int64_t *idx)
+{
+    ws(r);
+    if (r->pos >= r->len || r->t[r->pos] != '{') {
+        jv v;
+        mp_status st = rd_value(r, &v);
+        return st ? st : type_err(r, &v, "an object (a subgraph)");
+    }
+    if (r->sub_depth >= MAX_SUB_DEPTH)
+        return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, r->pos,
+                              "subgraphs nested deeper than %d",
+                              MAX_SUB_DEPTH);
+    rd *s = mp_calloc(r->ctx, 1, sizeof *s);
+    if (!s)
+        return MP_ERR_NOMEM;
+    mp_jloc_init(&s->loc, r->ctx, r->loc.src, r->t, r->len);
+    mp_jloc_path(&r->loc, s->prefix, sizeof s->prefix);
+    s->loc.prefix = s->prefix;
+    s->ctx = r->ctx;
+    s->t = r->t;
+    s->len = r->len;
+    s->pos = r->pos;
+    s->parent = r;
+    s->sub_depth = r->sub_depth + 1;
+    mp_status st = mp_graph_create(r->ctx, &s->g);
+    if (!st) {
+        s->g->onnx_opset = r->g->onnx_opset;
+        st = read_doc(s);
+    }
+    if (!st)
+        st = mp_grow(r->ctx, (void **)&r->g->subgraphs,
+                     sizeof *r->g->subgraphs, r->g->n_subgraphs + 1,
+                     &r->g->cap_subgraphs);
+    if (!st) {
+        *idx = (int64_t)r->g->n_subgraphs;
+        r->g->subgraphs[r->g->n_subgraphs++] = s->g;
+        s->g = NULL;
+        r->pos = s->end;
+    }
+    mp_graph_destroy(s->g);
+    rd_free(s);
+    mp_dealloc(r->ctx, s);
+    return st;
 }
 
 mp_status mp_json_graph_read(mp_ctx *ctx, const char *text, size_t len,
@@ -1394,11 +1798,7 @@ mp_status mp_json_graph_read(mp_ctx *ctx, const char *text, size_t len,
         st = read_doc(&r);
     if (!st)
         st = mp_json_finalize(ctx, r.g, src);
-    void *arrays[] = {r.sb, r.ref_node, r.ref_slot, r.ref_off, r.declared,
-                      r.in_s, r.in_off, r.out_s, r.out_off, r.ids, r.oids,
-                      r.attrs, r.pi, r.pd};
-    for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
-        mp_dealloc(ctx, arrays[k]);
+    rd_free(&r);
     if (st) {
         mp_graph_destroy(r.g);
         return st;
@@ -1551,9 +1951,87 @@ static void w_double(wbuf *w, double v, const char *what)
     w_mem(w, b, (size_t)n);
 }
 
-static void write_tensor(wbuf *w, const mp_tensor *t)
+static void w_indent(wbuf *w, unsigned n)
 {
-    w_str(w, "    {\"name\": ");
+    static const char sp[] = "                                ";
+    while (n) {
+        unsigned k = n < sizeof sp - 1 ? n : (unsigned)(sizeof sp - 1);
+        w_mem(w, sp, k);
+        n -= k;
+    }
+}
+
+/* ---- the loader's subgraph bookkeeping, undone when writing ---- */
+
+/* The subgraph an int attribute NAME.graph refers to, or NULL. */
+static const mp_graph *attr_body(const mp_graph *g, const mp_attr *a)
+{
+    size_t n = strlen(a->name);
+    if (a->type != MP_ATTR_INT || n <= 6 ||
+        strcmp(a->name + n - 6, ".graph") != 0 || a->v.i < 0 ||
+        (uint64_t)a->v.i >= g->n_subgraphs)
+        return NULL;
+    return g->subgraphs[a->v.i];
+}
+
+static bool has_body(const mp_graph *g, const mp_node *n)
+{
+    for (uint32_t i = 0; i < n->n_attrs; i++)
+        if (attr_body(g, &n->attrs[i]))
+            return true;
+    return false;
+}
+
+/* Inputs of n as written: without the names its bodies take from
+ * enclosing scopes (after "body.inputs" explicit ones). */
+static uint32_t written_inputs(const mp_graph *g, const mp_node *n)
+{
+    const mp_attr *bi = mp_node_attr(n, "body.inputs");
+    if (bi && bi->type == MP_ATTR_INT && bi->v.i >= 0 &&
+        (uint64_t)bi->v.i <= n->n_in && has_body(g, n))
+        return (uint32_t)bi->v.i;
+    return n->n_in;
+}
+
+/* True when tensor t is the output NODE:body that stands for the memory
+ * of node p's bodies (the reader makes it again). */
+static bool is_body_output(const mp_graph *g, uint32_t p, uint32_t t)
+{
+    const mp_node *n = &g->nodes[p];
+    const char *tn = g->tensors[t].name;
+    size_t ln = strlen(n->name);
+    return n->n_out && n->outputs[n->n_out - 1] == t &&
+           strncmp(tn, n->name, ln) == 0 && strcmp(tn + ln, ":body") == 0 &&
+           has_body(g, n);
+}
+
+static bool in_ids(const uint32_t *ids, uint32_t n, uint32_t id)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* Tensors the writer leaves out: NODE:body outputs, and in a subgraph
+ * the names it takes from enclosing scopes (kind input, not a formal
+ * input). */
+static bool skip_tensor(const mp_graph *g, uint32_t t, bool sub)
+{
+    const mp_tensor *tt = &g->tensors[t];
+    if (tt->producer != MP_NONE)
+        return is_body_output(g, tt->producer, t);
+    return sub && tt->declared_kind == MP_KIND_INPUT &&
+           !in_ids(g->sub_inputs, g->n_sub_inputs, t);
+}
+
+static void write_graph(wbuf *w, const mp_graph *g, bool sub,
+                        unsigned indent, unsigned depth);
+
+static void write_tensor(wbuf *w, const mp_tensor *t, unsigned indent)
+{
+    w_indent(w, indent);
+    w_str(w, "{\"name\": ");
     w_quoted(w, t->name);
     if (t->dtype != MP_DTYPE_UNDEFINED) {
         w_str(w, ", \"dtype\": ");
@@ -1591,10 +2069,13 @@ static void write_ids(wbuf *w, const mp_graph *g, const uint32_t *ids,
     w_str(w, "]");
 }
 
-static void write_node(wbuf *w, const mp_graph *g, const mp_node *n)
+static void write_node(wbuf *w, const mp_graph *g, const mp_node *n,
+                       unsigned indent, unsigned depth)
 {
     char what[256];
-    w_str(w, "    {\"name\": ");
+    bool bodies = has_body(g, n);
+    w_indent(w, indent);
+    w_str(w, "{\"name\": ");
     w_quoted(w, n->name);
     w_str(w, ", \"op\": ");
     w_quoted(w, n->op);
@@ -1603,17 +2084,40 @@ static void write_node(wbuf *w, const mp_graph *g, const mp_node *n)
         w_quoted(w, n->domain);
     }
     w_str(w, ", \"inputs\": ");
-    write_ids(w, g, n->inputs, n->n_in);
+    write_ids(w, g, n->inputs, written_inputs(g, n));
     w_str(w, ", \"outputs\": ");
-    write_ids(w, g, n->outputs, n->n_out);
+    uint32_t n_out = n->n_out;
+    if (n_out && is_body_output(g, (uint32_t)(n - g->nodes),
+                                n->outputs[n_out - 1]))
+        n_out--;
+    write_ids(w, g, n->outputs, n_out);
     if (n->n_attrs) {
         w_str(w, ", \"attributes\": {");
+        const char *sep = "";
         for (uint32_t a = 0; a < n->n_attrs; a++) {
             const mp_attr *at = &n->attrs[a];
+            if (bodies && strcmp(at->name, "body.inputs") == 0 &&
+                at->type == MP_ATTR_INT)
+                continue;
             snprintf(what, sizeof what, "node '%s': attribute '%s'", n->name,
                      at->name);
-            if (a)
-                w_str(w, ", ");
+            w_str(w, sep);
+            sep = ", ";
+            const mp_graph *body = attr_body(g, at);
+            if (body) { /* NAME.graph: "NAME": {"graph": {...}} */
+                char *key = mp_strdup(w->ctx, at->name);
+                if (!key) {
+                    w->st = w->st ? w->st : MP_ERR_NOMEM;
+                    return;
+                }
+                key[strlen(key) - 6] = 0;
+                w_quoted(w, key);
+                mp_dealloc(w->ctx, key);
+                w_str(w, ": {\"graph\": ");
+                write_graph(w, body, true, indent + 2, depth + 1);
+                w_str(w, "}");
+                continue;
+            }
             w_quoted(w, at->name);
             w_str(w, ": ");
             switch (at->type) {
@@ -1666,6 +2170,85 @@ static void write_node(wbuf *w, const mp_graph *g, const mp_node *n)
     w_str(w, "}");
 }
 
+/* A graph object; a subgraph (sub) has "inputs" and its outputs in order,
+ * and no format or version. indent: of its braces. */
+static void write_graph(wbuf *w, const mp_graph *g, bool sub,
+                        unsigned indent, unsigned depth)
+{
+    if (depth > MAX_SUB_DEPTH) {
+        if (!w->st)
+            w->st = mp_err(w->ctx, MP_ERR_UNSUPPORTED, "JSON writer: "
+                           "subgraphs nested deeper than %d", MAX_SUB_DEPTH);
+        return;
+    }
+    unsigned in = indent + 2;
+    w_str(w, "{\n");
+    if (!sub) {
+        w_indent(w, in);
+        w_str(w, "\"format\": \"" FORMAT_NAME "\",\n");
+        w_indent(w, in);
+        w_str(w, "\"version\": 1,\n");
+    }
+    if (g->name && g->name[0]) {
+        w_indent(w, in);
+        w_str(w, "\"name\": ");
+        w_quoted(w, g->name);
+        w_str(w, ",\n");
+    }
+    if (sub) {
+        w_indent(w, in);
+        w_str(w, "\"inputs\": ");
+        write_ids(w, g, g->sub_inputs, g->n_sub_inputs);
+        w_str(w, ",\n");
+    }
+    w_indent(w, in);
+    w_str(w, "\"tensors\": [");
+    bool first = true;
+    for (uint32_t i = 0; i < g->n_tensors; i++) {
+        if (skip_tensor(g, i, sub))
+            continue;
+        w_str(w, first ? "\n" : ",\n");
+        first = false;
+        write_tensor(w, &g->tensors[i], in + 2);
+    }
+    if (!first) {
+        w_str(w, "\n");
+        w_indent(w, in);
+    }
+    w_str(w, "],\n");
+    w_indent(w, in);
+    w_str(w, "\"nodes\": [");
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        w_str(w, i ? ",\n" : "\n");
+        write_node(w, g, &g->nodes[i], in + 2, depth);
+    }
+    if (g->n_nodes) {
+        w_str(w, "\n");
+        w_indent(w, in);
+    }
+    w_str(w, "],\n");
+    w_indent(w, in);
+    w_str(w, "\"outputs\": ");
+    if (sub) {
+        write_ids(w, g, g->sub_outputs, g->n_sub_outputs);
+    } else {
+        w_str(w, "[");
+        first = true;
+        for (size_t i = 0; i < g->n_tensors; i++) {
+            if (!(g->tensors[i].flags & MP_TF_OUTPUT))
+                continue;
+            if (!first)
+                w_str(w, ", ");
+            first = false;
+            w_quoted(w, g->tensors[i].name);
+        }
+        w_str(w, "]");
+    }
+    w_str(w, "\n");
+    w_indent(w, indent);
+    w_str(w, "}");
+}
+
 mp_status mp_graph_to_json_string(const mp_graph *g, char **out)
 {
     if (!g || !out)
@@ -1673,35 +2256,8 @@ mp_status mp_graph_to_json_string(const mp_graph *g, char **out)
     *out = NULL;
     wbuf w = {g->ctx, NULL, 0, 0, MP_OK};
     w_reserve(&w, 256 + g->n_tensors * 64 + g->n_nodes * 128);
-    w_str(&w, "{\n  \"format\": \"" FORMAT_NAME "\",\n  \"version\": 1,\n");
-    if (g->name && g->name[0]) {
-        w_str(&w, "  \"name\": ");
-        w_quoted(&w, g->name);
-        w_str(&w, ",\n");
-    }
-    w_str(&w, "  \"tensors\": [");
-    for (size_t i = 0; i < g->n_tensors; i++) {
-        w_str(&w, i ? ",\n" : "\n");
-        write_tensor(&w, &g->tensors[i]);
-    }
-    w_str(&w, g->n_tensors ? "\n  ],\n" : "],\n");
-    w_str(&w, "  \"nodes\": [");
-    for (size_t i = 0; i < g->n_nodes; i++) {
-        w_str(&w, i ? ",\n" : "\n");
-        write_node(&w, g, &g->nodes[i]);
-    }
-    w_str(&w, g->n_nodes ? "\n  ],\n" : "],\n");
-    w_str(&w, "  \"outputs\": [");
-    bool first = true;
-    for (size_t i = 0; i < g->n_tensors; i++) {
-        if (!(g->tensors[i].flags & MP_TF_OUTPUT))
-            continue;
-        if (!first)
-            w_str(&w, ", ");
-        first = false;
-        w_quoted(&w, g->tensors[i].name);
-    }
-    w_str(&w, "]\n}\n");
+    write_graph(&w, g, false, 0, 0);
+    w_str(&w, "\n");
     if (w.st) {
         mp_dealloc(g->ctx, w.p);
         return w.st;

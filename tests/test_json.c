@@ -216,8 +216,8 @@ static const bad_case bad_cases[] = {
     {"attribute of unsupported type",
      T0 X_W "],\n 'nodes': [{'name': 'p', 'op': 'Relu', 'inputs': ['x'], "
             "'outputs': ['a'], 'attributes': {'k': 1, 'flag': @true}}]}",
-     MP_ERR_PARSE, "attributes.flag: expected a number, a string or an "
-                   "array of numbers, got true"},
+     MP_ERR_PARSE, "attributes.flag: expected a number, a string, an "
+                   "array of numbers or {\"graph\": {...}}, got true"},
     {"attribute array of strings",
      T0 X_W "],\n 'nodes': [{'name': 'p', 'op': 'Relu', 'inputs': ['x'], "
             "'outputs': ['a'], 'attributes': {'s': [1, @'a']}}]}",
