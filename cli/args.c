@@ -284,6 +284,44 @@ int cli_parse_dim(cli_dims *d, const char *opt, const char *value)
     return 0;
 }
 
+int cli_parse_batch(cli_dims *d, const char *opt, const char *value)
+{
+    uint64_t v;
+    int rc = cli_parse_u64(opt, value, &v);
+    if (rc)
+        return rc;
+    if (v < 1 || v > (uint64_t)INT64_MAX) {
+        cli_error("bad value '%s' for --%s: a batch must be >= 1", value, opt);
+        return CLI_EXIT_USAGE;
+    }
+    d->batch = (int64_t)v;
+    return 0;
+}
+
+mp_status cli_load_graph(mp_ctx *ctx, const char *path, const cli_dims *d,
+                         int json_batch_ok, mp_graph **g)
+{
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.dims = d->b;
+    o.n_dims = d->n;
+    o.batch = d->batch;
+    if (o.batch && json_batch_ok) {
+        /* JSON (first character '{' or '['), as mp_graph_load tells it */
+        size_t len = strlen(path);
+        FILE *f = len >= 5 && strcmp(path + len - 5, ".onnx") == 0
+                      ? NULL : fopen(path, "rb");
+        int c = ' ';
+        while (f && (c == ' ' || c == '\t' || c == '\n' || c == '\r'))
+            c = fgetc(f);
+        if (f)
+            fclose(f);
+        if (c == '{' || c == '[')
+            o.batch = 0;
+    }
+    return mp_graph_load_opts(ctx, path, &o, g);
+}
+
 int cli_parse_shape(cli_dims *d, const char *value)
 {
     /* INPUT=D0xD1x... : one binding INPUT:i=Di per axis */
@@ -317,6 +355,8 @@ int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
                    const cli_opt *opts, cli_opt_fn fn, void *state,
                    const char **pos, int *n_pos, int *help)
 {
+    d->batch = 0; /* plan and validate take --batch with the training
+                     options (cli_train_opts) and copy it here */
     char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
     if (!rest) {
         cli_error("out of memory");

@@ -89,7 +89,16 @@ typedef struct cli_dims {
     mp_dim_binding b[CLI_MAX_DIMS];
     char names[CLI_MAX_DIMS][256];
     size_t n;
+    int64_t batch; /* --batch N: re-batch an ONNX model (0: as declared) */
 } cli_dims;
+/* --batch N (N >= 1) into d->batch; 0 or CLI_EXIT_USAGE (printed). */
+int cli_parse_batch(cli_dims *d, const char *opt, const char *value);
+/* Loads INPUT with d's bindings and batch (mp_graph_load_opts). With
+ * json_batch_ok, a graph that is not ONNX (JSON: no input dims to set)
+ * takes --batch only as the batch it is at (plan --maximize batch) and is
+ * loaded as it is. */
+mp_status cli_load_graph(mp_ctx *ctx, const char *path, const cli_dims *d,
+                         int json_batch_ok, mp_graph **g);
 /* Parses one NAME=VALUE into d; 0 or CLI_EXIT_USAGE (printed). */
 int cli_parse_dim(cli_dims *d, const char *opt, const char *value);
 /* --shape INPUT=D0xD1x... (repeatable): the whole shape of a graph input,

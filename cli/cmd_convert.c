@@ -7,13 +7,14 @@
 
 int cli_cmd_convert(int argc, char **argv);
 
-enum { OPT_OUT, OPT_DIM, OPT_SHAPE, OPT_NO_DECLARED };
+enum { OPT_OUT, OPT_DIM, OPT_SHAPE, OPT_NO_DECLARED, OPT_BATCH };
 
 static const cli_opt convert_opts[] = {
     {"output", 'o', 1, OPT_OUT},
     {"dim", 0, 1, OPT_DIM},
     {"shape", 0, 1, OPT_SHAPE},
     {"no-declared-shapes", 0, 0, OPT_NO_DECLARED},
+    {"batch", 0, 1, OPT_BATCH},
     {NULL, 0, 0, 0},
 };
 
@@ -37,6 +38,8 @@ static int on_opt(void *state, int id, const char *name, const char *value)
         return cli_parse_dim(&a->dims, name, value);
     case OPT_SHAPE:
         return cli_parse_shape(&a->dims, value);
+    case OPT_BATCH:
+        return cli_parse_batch(&a->dims, name, value);
     default:
         return CLI_EXIT_INTERNAL;
     }
@@ -64,6 +67,8 @@ static void help(void)
           "      --dim NAME=VALUE      bind a symbolic dim (ONNX dim_param),\n"
           "                            or INPUT:AXIS=VALUE; repeatable\n"
           "      --shape INPUT=D0xD1x...  the whole shape of a graph input\n"
+          "      --batch N             ONNX: re-batch a fixed-batch model to N\n"
+          "                            (as plan --batch)\n"
           "      --no-declared-shapes  ONNX: ignore value_info and declared\n"
           "                            output shapes (infer everything)\n"
           "  -h, --help                show this help\n"
@@ -108,9 +113,10 @@ int cli_cmd_convert(int argc, char **argv)
         o.dims = a.dims.b;
         o.n_dims = a.dims.n;
         o.declared_shapes = !a.no_declared;
+        o.batch = a.dims.batch;
         st = mp_graph_load_onnx(ctx, pos[0], &o, &g);
     } else {
-        st = mp_graph_load_dims(ctx, pos[0], a.dims.b, a.dims.n, &g);
+        st = cli_load_graph(ctx, pos[0], &a.dims, 0, &g);
     }
     if (!st) {
         if (a.out && ends_with(a.out, ".onnx")) {

@@ -498,7 +498,8 @@ int cli_cmd_plan(int argc, char **argv)
     mp_lints *lints = NULL;
     peak_info pk;
     memset(&pk, 0, sizeof pk);
-    mp_status st = mp_graph_load_dims(ctx, input, dims.b, dims.n, &g);
+    dims.batch = (int64_t)pa.train.batch; /* --batch: re-batch an ONNX model */
+    mp_status st = cli_load_graph(ctx, input, &dims, 1, &g);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, input);
         goto done;

@@ -4,12 +4,13 @@
 
 #include <string.h>
 
-enum { OPT_DIM, OPT_JSON, OPT_SHAPE };
+enum { OPT_DIM, OPT_JSON, OPT_SHAPE, OPT_BATCH };
 
 static const cli_opt shapes_opts[] = {
     {"dim", 0, 1, OPT_DIM},
     {"json", 0, 0, OPT_JSON},
     {"shape", 0, 1, OPT_SHAPE},
+    {"batch", 0, 1, OPT_BATCH},
     {NULL, 0, 0, 0},
 };
 
@@ -25,6 +26,7 @@ static int on_opt(void *state, int id, const char *name, const char *value)
     case OPT_DIM: return cli_parse_dim(&a->dims, name, value);
     case OPT_JSON: a->json = 1; return 0;
     case OPT_SHAPE: return cli_parse_shape(&a->dims, value);
+    case OPT_BATCH: return cli_parse_batch(&a->dims, name, value);
     default: return CLI_EXIT_INTERNAL;
     }
 }
@@ -44,6 +46,9 @@ static void help(void)
           "                        input (also a fixed one: re-batching)\n"
           "      --shape INPUT=D0xD1x...  the whole shape of a graph input\n"
           "                        (one declared with no shape)\n"
+          "      --batch N         re-batch an ONNX model exported at a fixed\n"
+          "                        batch: inputs' leading dim and the constant\n"
+          "                        Reshape targets / Resize sizes holding it\n"
           "      --json            one JSON object instead of text\n"
           "  -h, --help            show this help\n"
           "\n"
@@ -98,7 +103,7 @@ int cli_cmd_shapes(int argc, char **argv)
         return CLI_EXIT_INTERNAL;
     }
     mp_graph *g = NULL;
-    mp_status st = mp_graph_load_dims(ctx, pos[0], a.dims.b, a.dims.n, &g);
+    mp_status st = cli_load_graph(ctx, pos[0], &a.dims, 0, &g);
     if (st) {
         rc = cli_fail(ctx, st, pos[0]);
         mp_ctx_destroy(ctx);

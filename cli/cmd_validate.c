@@ -203,7 +203,8 @@ int cli_cmd_validate(int argc, char **argv)
         rc = CLI_EXIT_INTERNAL;
         goto out;
     }
-    mp_status st = mp_graph_load_dims(ctx, pos[0], dims.b, dims.n, &g);
+    dims.batch = (int64_t)a.train.batch; /* --batch: re-batch an ONNX model */
+    mp_status st = cli_load_graph(ctx, pos[0], &dims, 1, &g);
     if (st) {
         rc = cli_fail(ctx, st, pos[0]);
         goto out;

@@ -3,13 +3,14 @@
 
 #include <string.h>
 
-enum { OPT_CAPACITY, OPT_ALIGN, OPT_DIM, OPT_SHAPE };
+enum { OPT_CAPACITY, OPT_ALIGN, OPT_DIM, OPT_SHAPE, OPT_BATCH };
 
 static const cli_opt verify_opts[] = {
     {"capacity", 0, 1, OPT_CAPACITY},
     {"align", 0, 1, OPT_ALIGN},
     {"dim", 0, 1, OPT_DIM},
     {"shape", 0, 1, OPT_SHAPE},
+    {"batch", 0, 1, OPT_BATCH},
     {NULL, 0, 0, 0},
 };
 
@@ -27,6 +28,8 @@ static int on_opt(void *state, int id, const char *name, const char *value)
         return cli_parse_dim(&a->dims, name, value);
     if (id == OPT_SHAPE)
         return cli_parse_shape(&a->dims, value);
+    if (id == OPT_BATCH)
+        return cli_parse_batch(&a->dims, name, value);
     a->trace_opts = 1;
     switch (id) {
     case OPT_CAPACITY: return cli_parse_size(name, value, &a->capacity);
@@ -39,6 +42,7 @@ static void help(void)
 {
     fputs("Usage: memplan verify INPUT PLAN.json [--dim NAME=VALUE]... "
           "[--shape INPUT=D0xD1x...]...\n"
+          "                      [--batch N]\n"
           "       memplan verify TRACE.csv [--capacity N] [--align N]\n"
           "\n"
           "With a graph and a plan: replays the plan against the graph and\n"
@@ -54,6 +58,9 @@ static void help(void)
           "\n"
           "Prints 'valid: ...' and exits 0 when valid; otherwise prints the\n"
           "first violation to stderr and exits 5.\n"
+          "\n"
+          "The model is loaded as plan loads it: --dim, --shape and --batch N\n"
+          "(an ONNX model re-batched to N, see 'memplan plan --help').\n"
           "\n"
           "Options (trace only):\n"
           "      --capacity N    arena size every buffer must fit in (default:\n"
@@ -80,7 +87,7 @@ static int verify_plan(const char *input, const char *plan_path,
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
     int rc;
-    mp_status st = mp_graph_load_dims(ctx, input, dims->b, dims->n, &g);
+    mp_status st = cli_load_graph(ctx, input, dims, 0, &g);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, input);
         goto done;
@@ -164,6 +171,7 @@ int cli_cmd_verify(int argc, char **argv)
     a.alignment = 1;
     a.trace_opts = 0;
     a.dims.n = 0;
+    a.dims.batch = 0;
     const char *pos[CLI_MAX_POSITIONAL];
     int n_pos, want_help;
     int rc = cli_parse("verify", argc, argv, verify_opts, on_opt, &a, pos,

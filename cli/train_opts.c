@@ -45,8 +45,13 @@ void cli_train_help(FILE *f)
           "      --maximize batch  the largest batch whose plan meets\n"
           "                      --budget (and --max-extra): arena tensors\n"
           "                      scale with the batch, weights do not\n"
-          "      --batch B       the batch the graph is at (default 1; the\n"
-          "                      Checkmate MLSys graphs are at 256 or 32)\n",
+          "      --batch B       plan at batch B: an ONNX model exported at a\n"
+          "                      fixed batch is re-batched (inputs' leading\n"
+          "                      dim, constant Reshape targets and Resize\n"
+          "                      sizes holding the batch; docs/onnx.md); a\n"
+          "                      JSON graph is taken as being at batch B\n"
+          "                      (default 1; the Checkmate MLSys graphs are\n"
+          "                      at 256 or 32), what --maximize scales from\n",
           f);
 }
 

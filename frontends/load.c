@@ -14,7 +14,24 @@ mp_status mp_graph_load_dims(mp_ctx *ctx, const char *path,
                              const mp_dim_binding *dims, size_t n_dims,
                              mp_graph **out)
 {
-    if (!ctx || !path || !out || (n_dims && !dims))
+    if (n_dims && !dims)
+        return mp_graph_load_opts(ctx, NULL, NULL, out); /* the error */
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.dims = dims;
+    o.n_dims = n_dims;
+    return mp_graph_load_opts(ctx, path, &o, out);
+}
+
+mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
+                             const mp_onnx_options *opt, mp_graph **out)
+{
+    mp_onnx_options dflt;
+    mp_onnx_options_init(&dflt);
+    if (!opt)
+        opt = &dflt;
+    size_t n_dims = opt->n_dims;
+    if (!ctx || !path || !out || (n_dims && !opt->dims))
         return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load: NULL argument")
                    : MP_ERR_INVALID_ARG;
@@ -33,20 +50,19 @@ mp_status mp_graph_load_dims(mp_ctx *ctx, const char *path,
     if (onnx_ext || (i < len && text[i] != '{' && text[i] != '[' &&
                      mp_onnx_available())) {
         /* ONNX (frontends/onnx.c): by extension, or not JSON */
-        mp_onnx_options o;
-        mp_onnx_options_init(&o);
-        o.dims = dims;
-        o.n_dims = n_dims;
-        st = mp_graph_load_onnx_buffer(ctx, text, len, path, &o, out);
+        st = mp_graph_load_onnx_buffer(ctx, text, len, path, opt, out);
         mp_dealloc(ctx, text);
         return st;
     }
-    if (n_dims) {
+    if (n_dims || opt->n_values || opt->batch) {
         mp_dealloc(ctx, text);
         return mp_err(ctx, MP_ERR_INVALID_ARG,
-                      "%s: dim bindings (--dim) apply to ONNX models; this "
-                      "graph has no symbolic dims",
-                      path);
+                      "%s: %s only for ONNX models; this graph has no %s",
+                      path,
+                      n_dims ? "dim bindings (--dim) are"
+                      : opt->n_values ? "input values are"
+                                      : "re-batching (--batch) is",
+                      n_dims ? "symbolic dims" : "graph input dims to set");
     }
     if (i < len && text[i] != '{' && text[i] != '[') {
         mp_dealloc(ctx, text);

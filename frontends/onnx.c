@@ -1341,6 +1341,123 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
     return st;
 }
 
+/* ---- re-batching (opt->batch; issues 3/5, helper rebatch) ---------------
+ * --batch N is bindings: INPUT:0 = N for every graph input that is not an
+ * initializer, SYMBOL = N for a symbol at an input's dim 0, after the
+ * caller's own (which must agree). The declared batch B0 (the inputs'
+ * fixed dim 0, one value) goes to g->rebatch_from for the shape functions
+ * (planner/rebatch.c). */
+typedef struct rebatch {
+    mp_onnx_options opt;
+    mp_dim_binding *dims;  /* the caller's, then the n made here */
+    size_t n;
+    int64_t from, to;
+} rebatch;
+
+static mp_status batch_bind(mp_ctx *ctx, const char *src, rebatch *rb,
+                            const char *name, const char *axis)
+{
+    int64_t n = rb->to;
+    char key[320];
+    snprintf(key, sizeof key, "%s%s", name, axis);
+    for (size_t i = 0; i < rb->opt.n_dims; i++)
+        if (strcmp(rb->dims[i].name, key) == 0) {
+            if (rb->dims[i].value == n)
+                return MP_OK;
+            return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: the batch %lld and "
+                          "the binding %s=%lld disagree (%s is the batch "
+                          "dim)", src, (long long)n, key,
+                          (long long)rb->dims[i].value, key);
+        }
+    size_t len = strlen(key) + 1;
+    char *s = mp_alloc(ctx, len);
+    if (!s)
+        return MP_ERR_NOMEM;
+    memcpy(s, key, len);
+    rb->dims[rb->opt.n_dims++] = (mp_dim_binding){s, n};
+    rb->n++;
+    return MP_OK;
+}
+
+static mp_status batch_bindings(mp_ctx *ctx, const char *src,
+                                const Onnx__GraphProto *gp,
+                                const mp_onnx_options *opt, rebatch *rb)
+{
+    if (opt->batch < 0)
+        return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: batch %lld: needs a "
+                      "value >= 1 (0: as declared)", src,
+                      (long long)opt->batch);
+    if (!gp)
+        return MP_OK; /* build() names the problem */
+    rb->opt = *opt;
+    rb->to = opt->batch;
+    rb->dims = mp_alloc(ctx, (opt->n_dims + 2 * gp->n_input + 1) *
+                                 sizeof *rb->dims);
+    if (!rb->dims)
+        return MP_ERR_NOMEM;
+    if (opt->n_dims)
+        memcpy(rb->dims, opt->dims, opt->n_dims * sizeof *rb->dims);
+    rb->opt.dims = rb->dims;
+    const char *first = NULL;
+    mp_status st = MP_OK;
+    size_t inputs = 0;
+    for (size_t i = 0; i < gp->n_input && !st; i++) {
+        const Onnx__ValueInfoProto *v = gp->input[i];
+        bool init = false, valued = false;
+        for (size_t k = 0; v && v->name && k < gp->n_initializer && !init; k++)
+            init = gp->initializer[k] && gp->initializer[k]->name &&
+                   strcmp(gp->initializer[k]->name, v->name) == 0;
+        for (size_t k = 0; v && v->name && k < opt->n_values && !valued; k++)
+            valued = opt->values[k].name &&
+                     strcmp(opt->values[k].name, v->name) == 0;
+        const Onnx__TypeProto *tp = v ? v->type : NULL;
+        if (!v || !v->name || init || valued || !tp ||
+            tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+            !tp->tensor_type)
+            continue; /* weights, inputs given a value, sequences */
+        const Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
+        bool shaped = false; /* a rankless input with --shape */
+        char key[320];
+        snprintf(key, sizeof key, "%s:0", v->name);
+        for (size_t k = 0; !sp && k < opt->n_dims; k++)
+            shaped = strcmp(opt->dims[k].name, key) == 0;
+        if ((sp && sp->n_dim == 0) || (!sp && !shaped))
+            return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: graph input '%s' "
+                          "has %s: it has no batch dim for the batch "
+                          "%lld%s", src, v->name,
+                          sp ? "rank 0" : "no declared shape",
+                          (long long)rb->to,
+                          sp ? "" : " (give its shape with --shape)");
+        const Onnx__TensorShapeProto__Dimension *d =
+            sp && sp->dim ? sp->dim[0] : NULL;
+        if (d && d->value_case ==
+                     ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            d->dim_value >= 0) {
+            if (first && d->dim_value != rb->from)
+                return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: graph inputs "
+                              "'%s' and '%s' disagree on their batch (leading "
+                              "dim %lld and %lld): the batch cannot set "
+                              "both; bind each with --dim INPUT:AXIS=VALUE",
+                              src, first, v->name, (long long)rb->from,
+                              (long long)d->dim_value);
+            first = v->name;
+            rb->from = d->dim_value;
+        } else if (d && d->value_case ==
+                            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   d->dim_param && d->dim_param[0]) {
+            st = batch_bind(ctx, src, rb, d->dim_param, "");
+        }
+        if (!st)
+            st = batch_bind(ctx, src, rb, v->name, ":0");
+        inputs++;
+    }
+    if (!st && !inputs)
+        st = mp_err(ctx, MP_ERR_INVALID_ARG, "%s: the model has no graph "
+                    "input (other than initializers) whose batch could be "
+                    "set to %lld", src, (long long)rb->to);
+    return st;
+}
+
 mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
                                     const char *source_name,
                                     const mp_onnx_options *opt, mp_graph **out)
@@ -1370,11 +1487,20 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
     }
     mp_graph *g = NULL;
     mp_status st = mp_graph_create(ctx, &g);
+    rebatch rb = {0};
+    if (!st && opt && opt->batch)
+        st = batch_bindings(ctx, src, m->graph, opt, &rb);
     if (!st) {
-        loader L = {.ctx = ctx, .g = g, .src = src, .opt = opt};
+        g->rebatch_from = rb.from;
+        g->rebatch_to = rb.to;
+        loader L = {.ctx = ctx, .g = g, .src = src,
+                    .opt = rb.to ? &rb.opt : opt};
         st = build(&L, m);
         free_value_names(&L);
     }
+    for (size_t i = 0; i < rb.n; i++)
+        mp_dealloc(ctx, (void *)rb.dims[rb.opt.n_dims - rb.n + i].name);
+    mp_dealloc(ctx, rb.dims);
     protobuf_c_message_free_unpacked(&m->base, &pa);
     if (st) {
         mp_graph_destroy(g);

@@ -341,6 +341,12 @@ struct mp_graph {
     uint32_t *topo;        /* node ids in topological order */
     /* ONNX: opset version of the default domain (0: unknown / not ONNX) */
     int64_t onnx_opset;
+    /* Re-batching (issue 3/5, helper rebatch; mp_onnx_options.batch,
+     * planner/rebatch.c): the model was declared at batch rebatch_from
+     * and is planned at rebatch_to; shape constants that carry the batch
+     * are re-batched by the shape functions (Reshape targets, Resize sizes).
+     * 0: not re-batched (or the declared batch is unknown). */
+    int64_t rebatch_from, rebatch_to;
     /* ONNX control flow (frontends/onnx.c, planner/ops_control.c):
      * subgraphs owned by this graph (If/Loop/Scan bodies), destroyed with
      * it; a node finds its body by the int attribute "ATTR.graph" (index

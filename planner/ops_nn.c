@@ -1,5 +1,6 @@
 /* Shape functions of neural-network ops: convolutions, pooling,
  * normalisations, Resize, recurrent layers. */
+#include "rebatch.h"
 #include "shape.h"
 
 #include <math.h>
@@ -254,6 +255,13 @@ MP_SHAPE_FN(mp_shape_resize)
         const int64_t *sv;
         uint32_t sc_n;
         if (sizes && mp_in_value(g, n, 3, &sv, &sc_n)) {
+            int64_t rb[MP_MAX_RANK]; /* re-batched sizes (rebatch.h) */
+            mp_status rs = axes ? MP_OK
+                                : mp_rebatch_operand(g, node, 3,
+                                                     MP_REBATCH_DIMS, &x, &sv,
+                                                     sc_n, rb);
+            if (rs)
+                return rs;
             out = x;
             uint32_t k = axes ? na : (uint32_t)x.rank;
             if (sc_n != k)

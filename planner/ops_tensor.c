@@ -2,6 +2,7 @@
  * Slice, Gather, ...), with constant folding of int64 shape arithmetic:
  * when the inputs' values are known, the output's value is computed too,
  * so that dims computed from other dims become numbers. */
+#include "rebatch.h"
 #include "shape.h"
 
 #include <math.h>
@@ -140,6 +141,14 @@ MP_SHAPE_FN(mp_shape_reshape)
     bool have = mp_in_value(g, n, 1, &v, &c);
     if (!have && (v = mp_attr_ints(n, "shape", &c)) != NULL)
         have = true;
+    int64_t rb[MP_MAX_RANK]; /* a re-batched target (planner/rebatch.h) */
+    mp_status rs = have ? mp_rebatch_operand(g, node, mp_in(g, n, 1) ? 1
+                                                                     : MP_NONE,
+                                             MP_REBATCH_RESHAPE, &in, &v, c,
+                                             rb)
+                        : MP_OK;
+    if (rs)
+        return rs;
     out.rank = -1;
     if (have) {
         if (c > MP_MAX_RANK)

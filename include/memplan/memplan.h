@@ -298,6 +298,17 @@ typedef struct mp_onnx_options {
      * none. Added by issue 3 (node conformance). */
     const struct mp_input_value *values;
     size_t n_values;
+    /* Re-batching (issues 3/5, helper rebatch; docs/onnx.md,
+     * "Re-batching"): > 0 plans the model at this batch N. The leading dim
+     * of every graph input that is not an initializer becomes N (a symbol
+     * there is bound to N), and shape constants that hold the declared
+     * batch B0 (Reshape targets, Resize sizes; [1, 2048] -> [N, 2048]) are
+     * re-batched, as a dynamic-batch export writes them. An input of rank
+     * 0, or inputs whose fixed leading dims disagree, are
+     * MP_ERR_INVALID_ARG naming them; a constant that cannot be re-batched
+     * is MP_ERR_SHAPE naming the node and the constant. 0 (default): the
+     * batch as declared. */
+    int64_t batch;
 } mp_onnx_options;
 MP_API void mp_onnx_options_init(mp_onnx_options *o);
 
@@ -344,6 +355,12 @@ MP_API mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data,
  * formats have no symbolic dims: bindings there are MP_ERR_INVALID_ARG. */
 MP_API mp_status mp_graph_load_dims(mp_ctx *ctx, const char *path,
                                     const mp_dim_binding *dims, size_t n,
+                                    mp_graph **out);
+/* mp_graph_load with all the ONNX options (bindings, input values, batch;
+ * opt may be NULL). Other formats have none of these: dims, values or a
+ * batch given for them are MP_ERR_INVALID_ARG (helper rebatch). */
+MP_API mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
+                                    const mp_onnx_options *opt,
                                     mp_graph **out);
 /* Tensors in use (read, a graph output, or taking bytes) whose shape is
  * not fully known (a view may know its bytes but not its dims); 0 when

@@ -1,0 +1,448 @@
+/* Re-batching a model exported at a fixed batch (mp_onnx_options.batch,
+ * CLI --batch; issues 3/5, helper rebatch): input leading dims, constant
+ * Reshape targets ([1, K], [1, -1], the batch folded into dim 0), constant
+ * Resize sizes, a symbolic batch, and the errors (rank 0, disagreeing
+ * inputs, a conflicting binding, a target that cannot be re-batched, a
+ * JSON graph). Models are built here with the generated protobuf-c code;
+ * the corpus test (all 9 onnx_light models at batch 8, and the CLI on
+ * light_resnet50) skips when ../shared/corpus is absent. Every plan is
+ * verified. */
+#include "support.h"
+
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MP_WITH_ONNX
+
+static void test_skipped(void)
+{
+    CU_ASSERT_EQUAL(mp_onnx_available(), 0);
+    fprintf(stderr, "\n  rebatch: skipped (memplan built without ONNX)\n");
+}
+
+void mp_register_rebatch(void)
+{
+    static CU_TestInfo tests[] = {{"skipped: no ONNX", test_skipped},
+                                  CU_TEST_INFO_NULL};
+    mp_test_add_suite("rebatch", tests);
+}
+
+#else
+#include "onnx_build.h"
+
+/* an int64 initializer holding v (a shape constant, as exporters write
+ * Reshape targets) */
+static void int_init(ob *b, const char *name, const int64_t *v, size_t n)
+{
+    Onnx__TensorProto *t = ob_new(b, sizeof *t);
+    int64_t *dims = ob_new(b, sizeof *dims);
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = 7; /* int64 */
+    dims[0] = (int64_t)n;
+    t->n_dims = 1;
+    t->dims = dims;
+    t->n_int64_data = n;
+    t->int64_data = (int64_t *)v;
+    b->graph->initializer[b->graph->n_initializer++] = t;
+}
+
+static mp_status load(ob *b, mp_ctx *ctx, int64_t batch,
+                      const mp_dim_binding *dims, size_t n_dims,
+                      mp_graph **g)
+{
+    size_t len;
+    uint8_t *buf = ob_pack(b, &len);
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.batch = batch;
+    o.dims = dims;
+    o.n_dims = n_dims;
+    return mp_graph_load_onnx_buffer(ctx, buf, len, "t.onnx", &o, g);
+}
+
+static const mp_tensor *tensor(const mp_graph *g, const char *name)
+{
+    uint32_t id;
+    CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);
+    return &g->tensors[id];
+}
+
+static void assert_shape(const mp_graph *g, const char *name, int rank,
+                         const int64_t *dims)
+{
+    const mp_tensor *t = tensor(g, name);
+    CU_ASSERT_EQUAL_FATAL(t->rank, rank);
+    for (int i = 0; i < rank; i++)
+        CU_ASSERT_EQUAL(t->dims[i], dims[i]);
+}
+
+static void plan_verify(mp_graph *g)
+{
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(p);
+}
+
+/* Every tensor of g1 that is not persistent has n times its bytes in gn
+ * (same name); returns how many were compared. */
+static int assert_scaled(const mp_graph *g1, const mp_graph *gn, uint64_t n)
+{
+    int cnt = 0;
+    for (size_t i = 0; i < g1->n_tensors; i++) {
+        const mp_tensor *a = &g1->tensors[i];
+        if (mp_kind_persistent(a->kind) || a->bytes == 0 ||
+            a->dtype != MP_DTYPE_FLOAT32)
+            continue;
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_find_tensor(gn, a->name, &id) == MP_OK);
+        if (gn->tensors[id].bytes != a->bytes * n)
+            fprintf(stderr, "\n  %s: %llu bytes, at batch 1 %llu\n", a->name,
+                    (unsigned long long)gn->tensors[id].bytes,
+                    (unsigned long long)a->bytes);
+        CU_ASSERT_EQUAL(gn->tensors[id].bytes, a->bytes * n);
+        cnt++;
+    }
+    return cnt;
+}
+
+/* x [1,3,4,4] -> Relu r -> Reshape [1, 48] -> y -> Gemm (W [10, 48]) z;
+ * r -> Reshape [1, -1] -> y2; x -> Resize (sizes [1, 3, 8, 8]) -> u;
+ * r -> Reshape [3, 16] (no batch in it at batch 1: a dim folded) -> f */
+static const int64_t x_dims[] = {1, 3, 4, 4}, w_dims[] = {10, 48};
+static const int64_t t48[] = {1, 48}, tm1[] = {1, -1}, sz[] = {1, 3, 8, 8};
+static const int64_t t316[] = {3, 16};
+
+static void model(ob *b)
+{
+    ob_init(b, 8, 13);
+    ob_input(b, "x", 1, 4, x_dims);
+    ob_init_tensor(b, "W", 2, w_dims);
+    int_init(b, "target48", t48, 2);
+    int_init(b, "target_m1", tm1, 2);
+    int_init(b, "sizes", sz, 4);
+    int_init(b, "target316", t316, 2);
+    ob_node(b, "Relu", "relu", "x", NULL, "r");
+    ob_node(b, "Reshape", "flatten", "r", "target48", "y");
+    Onnx__NodeProto *gm = ob_node(b, "Gemm", "fc", "y", "W", "z");
+    ob_attr_int(b, gm, "transB", 1);
+    ob_node(b, "Reshape", "flatten_m1", "r", "target_m1", "y2");
+    Onnx__NodeProto *rs = ob_node(b, "Resize", "up", "x", "", "u");
+    rs->input = ob_new(b, 4 * sizeof *rs->input);
+    rs->input[0] = (char *)"x";
+    rs->input[1] = rs->input[2] = (char *)"";
+    rs->input[3] = (char *)"sizes";
+    rs->n_input = 4;
+    ob_node(b, "Reshape", "fold", "r", "target316", "f");
+    /* declared (batch-1) shapes, as an exporter writes them: hints */
+    static const int64_t y_dims[] = {1, 48}, z_dims[] = {1, 10};
+    ob_value_info(b, "y", 1, 2, y_dims);
+    ob_output(b, "z", 1, 2, z_dims);
+    ob_output(b, "y2", 1, -1, NULL);
+    ob_output(b, "u", 1, -1, NULL);
+    ob_output(b, "f", 1, -1, NULL);
+}
+
+static void t_reshape_resize(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    ob b;
+    model(&b);
+    mp_graph *g1 = NULL, *g8 = NULL, *g = NULL;
+    /* as declared (batch 0 and batch 1 the same) */
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 0, NULL, 0, &g1), MP_OK);
+    assert_shape(g1, "y", 2, t48);
+    assert_shape(g1, "f", 2, t316);
+    CU_ASSERT_EQUAL(g1->rebatch_to, 0);
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 1, NULL, 0, &g), MP_OK);
+    CU_ASSERT_EQUAL(assert_scaled(g1, g, 1), 7);
+    mp_graph_destroy(g);
+    /* batch 8: [1, 48] -> [8, 48], [1, -1] -> [8, 48], sizes [8, 3, 8, 8],
+     * [3, 16] holds 48 elements at batch 1 -> [24, 16] (dim 0 scaled) */
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 8, NULL, 0, &g8), MP_OK);
+    CU_ASSERT_EQUAL(g8->rebatch_from, 1);
+    CU_ASSERT_EQUAL(g8->rebatch_to, 8);
+    static const int64_t x8[] = {8, 3, 4, 4}, y8[] = {8, 48}, z8[] = {8, 10},
+                         u8[] = {8, 3, 8, 8}, f8[] = {24, 16};
+    assert_shape(g8, "x", 4, x8);
+    assert_shape(g8, "y", 2, y8);
+    assert_shape(g8, "z", 2, z8);
+    assert_shape(g8, "y2", 2, y8);
+    assert_shape(g8, "u", 4, u8);
+    assert_shape(g8, "f", 2, f8);
+    CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g8), 0);
+    /* x, r, y, z, y2, u, f: every activation 8x its batch-1 bytes */
+    CU_ASSERT_EQUAL(assert_scaled(g1, g8, 8), 7);
+    plan_verify(g8);
+    /* the constants themselves are unchanged (other readers see them as
+     * written) */
+    const mp_tensor *t = tensor(g8, "target48");
+    CU_ASSERT_EQUAL_FATAL(t->n_value, 2);
+    CU_ASSERT_EQUAL(t->value[0], 1);
+    mp_graph_destroy(g8);
+    mp_graph_destroy(g1);
+    /* --dim x:0=8 alone re-batches the input only: the constant target is
+     * an error naming the node and the constant */
+    mp_dim_binding d = {"x:0", 8};
+    CU_ASSERT_EQUAL(load(&b, ctx, 0, &d, 1, &g), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NULL(g);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "flatten"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "target48"));
+    /* the same binding with the batch: agrees */
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 8, &d, 1, &g), MP_OK);
+    assert_shape(g, "y", 2, y8);
+    mp_graph_destroy(g);
+    ob_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
+/* FastestDet's channel shuffle: [1, 48, 4, 4] -> Reshape [24, 2, 16]
+ * (batch x 48/2) -> Transpose [2, 24, 16] -> Reshape [2, -1, 24, 4, 4];
+ * at batch 8: [192, 2, 16], [2, 192, 16], [2, 8, 24, 4, 4]. */
+static void t_folded_batch(void)
+{
+    static const int64_t in[] = {1, 48, 4, 4}, t1[] = {24, 2, 16},
+                         t2[] = {2, -1, 24, 4, 4}, perm[] = {1, 0, 2};
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    ob b;
+    ob_init(&b, 8, 13);
+    ob_input(&b, "x", 1, 4, in);
+    int_init(&b, "shuffle1", t1, 3);
+    int_init(&b, "shuffle2", t2, 5);
+    ob_node(&b, "Reshape", "r1", "x", "shuffle1", "a");
+    Onnx__NodeProto *tr = ob_node(&b, "Transpose", "tr", "a", NULL, "t");
+    Onnx__AttributeProto *pa = ob_attr(
+        &b, tr, "perm", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    pa->ints = (int64_t *)perm;
+    pa->n_ints = 3;
+    ob_node(&b, "Reshape", "r2", "t", "shuffle2", "y");
+    ob_output(&b, "y", 1, -1, NULL);
+    mp_graph *g1 = NULL, *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 0, NULL, 0, &g1), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 8, NULL, 0, &g), MP_OK);
+    static const int64_t a8[] = {192, 2, 16}, tt8[] = {2, 192, 16},
+                         y8[] = {2, 8, 24, 4, 4};
+    assert_shape(g, "a", 3, a8);
+    assert_shape(g, "t", 3, tt8);
+    assert_shape(g, "y", 5, y8);
+    CU_ASSERT_EQUAL(assert_scaled(g1, g, 8), 4);
+    plan_verify(g);
+    mp_graph_destroy(g);
+    mp_graph_destroy(g1);
+    ob_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
+/* A symbolic batch: --batch binds the symbol of the inputs' dim 0
+ * everywhere; no declared batch, so no constant is re-batched. */
+static void t_symbolic(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    ob b;
+    static const int64_t d[] = {0, 3};
+    ob_init(&b, 8, 13);
+    ob_input(&b, "x", 1, 2, d);
+    ob_input(&b, "m", 1, 1, d);
+    Onnx__TensorShapeProto__Dimension *x0 =
+        b.graph->input[0]->type->tensor_type->shape->dim[0];
+    Onnx__TensorShapeProto__Dimension *m0 =
+        b.graph->input[1]->type->tensor_type->shape->dim[0];
+    x0->value_case = m0->value_case =
+        ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+    x0->dim_param = m0->dim_param = (char *)"N";
+    ob_node(&b, "Relu", "relu", "x", NULL, "y");
+    ob_node(&b, "Relu", "relu_m", "m", NULL, "z");
+    ob_output(&b, "y", 1, -1, NULL);
+    ob_output(&b, "z", 1, -1, NULL);
+    mp_graph *g = NULL;
+    /* without a batch the symbol is unbound */
+    CU_ASSERT_EQUAL(load(&b, ctx, 0, NULL, 0, &g), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'N'"));
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 5, NULL, 0, &g), MP_OK);
+    static const int64_t y5[] = {5, 3}, z5[] = {5};
+    assert_shape(g, "y", 2, y5);
+    assert_shape(g, "z", 1, z5);
+    CU_ASSERT_EQUAL(g->rebatch_from, 0);
+    plan_verify(g);
+    mp_graph_destroy(g);
+    /* a binding of the symbol to another value disagrees */
+    mp_dim_binding n4 = {"N", 4};
+    CU_ASSERT_EQUAL(load(&b, ctx, 5, &n4, 1, &g), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "N=4"));
+    ob_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
+static void t_errors(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    ob b;
+    /* an input of rank 0 */
+    static const int64_t d13[] = {1, 3}, d23[] = {2, 3};
+    ob_init(&b, 8, 13);
+    ob_input(&b, "x", 1, 2, d13);
+    ob_input(&b, "scale", 1, 0, NULL);
+    ob_node(&b, "Mul", "mul", "x", "scale", "y");
+    ob_output(&b, "y", 1, -1, NULL);
+    CU_ASSERT_EQUAL(load(&b, ctx, 4, NULL, 0, &g), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'scale'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "rank 0"));
+    CU_ASSERT_PTR_NULL(g);
+    ob_free(&b);
+    /* inputs that disagree on their batch: both named */
+    ob_init(&b, 8, 13);
+    ob_input(&b, "x", 1, 2, d13);
+    ob_input(&b, "w", 1, 2, d23);
+    ob_node(&b, "Add", "add", "x", "x", "y");
+    ob_node(&b, "Relu", "relu", "w", NULL, "z");
+    ob_output(&b, "y", 1, -1, NULL);
+    ob_output(&b, "z", 1, -1, NULL);
+    CU_ASSERT_EQUAL(load(&b, ctx, 4, NULL, 0, &g), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'x'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'w'"));
+    /* an INPUT:0 binding to another value */
+    mp_dim_binding x2 = {"x:0", 2};
+    CU_ASSERT_EQUAL(load(&b, ctx, 4, &x2, 1, &g), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "x:0=2"));
+    /* a negative batch */
+    CU_ASSERT_EQUAL(load(&b, ctx, -3, NULL, 0, &g), MP_ERR_INVALID_ARG);
+    ob_free(&b);
+    /* a target whose count does not follow the batch: x [1,3] times its
+     * transpose is [B, B]; the constant [1, 1] re-batched to [4, 1] holds
+     * 4 of its 16 elements: an error naming node, constant and counts */
+    static const int64_t one[] = {1, 1}, perm[] = {1, 0};
+    ob_init(&b, 8, 13);
+    ob_input(&b, "x", 1, 2, d13);
+    int_init(&b, "target11", one, 2);
+    Onnx__NodeProto *tr = ob_node(&b, "Transpose", "tr", "x", NULL, "xt");
+    Onnx__AttributeProto *pa = ob_attr(
+        &b, tr, "perm", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    pa->ints = (int64_t *)perm;
+    pa->n_ints = 2;
+    ob_node(&b, "MatMul", "mm", "x", "xt", "m");
+    ob_node(&b, "Reshape", "square", "m", "target11", "y");
+    ob_output(&b, "y", 1, -1, NULL);
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 1, NULL, 0, &g), MP_OK);
+    mp_graph_destroy(g);
+    g = NULL;
+    CU_ASSERT_EQUAL(load(&b, ctx, 4, NULL, 0, &g), MP_ERR_SHAPE);
+    const char *msg = mp_ctx_message(ctx);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "'square'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "'target11'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "16 elements"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "[4, 1]"));
+    ob_free(&b);
+    /* a JSON graph has no input dims to set */
+    const char *p = mp_test_write_temp(
+        ".json", "{\"format\": \"memplan-graph\", \"version\": 1, \"tensors\": "
+                 "[{\"name\": \"a\", \"dtype\": \"float32\", \"shape\": [1, 4],"
+                 " \"kind\": \"input\"}, {\"name\": \"b\", \"dtype\": "
+                 "\"float32\", \"shape\": [1, 4]}], \"nodes\": [{\"name\": "
+                 "\"r\", \"op\": \"Relu\", \"inputs\": [\"a\"], \"outputs\": "
+                 "[\"b\"]}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    char path[512];
+    snprintf(path, sizeof path, "%s", p);
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load_opts(ctx, path, &o, &g), MP_OK);
+    mp_graph_destroy(g);
+    o.batch = 2;
+    CU_ASSERT_EQUAL(mp_graph_load_opts(ctx, path, &o, &g), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--batch"));
+    remove(path);
+    mp_ctx_destroy(ctx);
+}
+
+/* ---- corpus: the 9 onnx_light models at batch 8 ------------------------- */
+static const char *const light[] = {
+    "light_bvlc_alexnet", "light_densenet121", "light_inception_v1",
+    "light_inception_v2", "light_resnet50",    "light_shufflenet",
+    "light_squeezenet",   "light_vgg19",       "light_zfnet512"};
+
+static void t_corpus_light(void)
+{
+    char rel[128], path[1024];
+    int done = 0;
+    for (size_t k = 0; k < sizeof light / sizeof light[0]; k++) {
+        snprintf(rel, sizeof rel, "models/onnx_light/%s.onnx", light[k]);
+        if (!mp_test_corpus_file(rel, path, sizeof path))
+            return; /* skipped, with a message */
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_onnx_options o;
+        mp_onnx_options_init(&o);
+        mp_graph *g1 = NULL, *g8 = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_load_opts(ctx, path, &o, &g1), MP_OK);
+        o.batch = 8;
+        mp_status st = mp_graph_load_opts(ctx, path, &o, &g8);
+        if (st)
+            fprintf(stderr, "\n  %s: %s\n", light[k], mp_ctx_message(ctx));
+        CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g8), 0);
+        /* every float activation is 8x its batch-1 size */
+        CU_ASSERT(assert_scaled(g1, g8, 8) > 20);
+        plan_verify(g8);
+        mp_graph_destroy(g8);
+        mp_graph_destroy(g1);
+        mp_ctx_destroy(ctx);
+        done++;
+    }
+    CU_ASSERT_EQUAL(done, 9);
+}
+
+/* The CLI: plan light_resnet50 --batch 8, verify the plan at batch 8; a
+ * batch-1 plan is refused at batch 8. */
+static void t_corpus_cli(void)
+{
+    char path[1024], cmd[4096], out[8192];
+    if (!mp_test_corpus_file("models/onnx_light/light_resnet50.onnx", path,
+                             sizeof path))
+        return;
+    const char *tmp = mp_test_write_temp(".json", "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+    char plan[512];
+    snprintf(plan, sizeof plan, "%s", tmp);
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --batch 8 --json -o '%s'",
+             MP_CLI_PATH, path, plan);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"unknown_shapes\": 0"));
+    snprintf(cmd, sizeof cmd, "'%s' verify '%s' '%s' --batch 8 2>&1",
+             MP_CLI_PATH, path, plan);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    /* a batch-1 plan is too small for the model at batch 8 */
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' -o '%s' >/dev/null && '%s' "
+             "verify '%s' '%s' --batch 8 2>&1", MP_CLI_PATH, path, plan,
+             MP_CLI_PATH, path, plan);
+    CU_ASSERT_NOT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "smaller than the tensor"));
+    /* shapes --batch: the flattened classifier input is [8, 2048] */
+    snprintf(cmd, sizeof cmd, "'%s' shapes '%s' --batch 8 | grep -c "
+             "'^r173 .*\\[8, 2048\\]'", MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_STRING_EQUAL(out, "1\n");
+    remove(plan);
+}
+
+void mp_register_rebatch(void)
+{
+    static CU_TestInfo tests[] = {
+        {"Reshape [1,K], [1,-1], folded; Resize sizes; 8x sizes",
+         t_reshape_resize},
+        {"batch folded into dim 0 (channel shuffle)", t_folded_batch},
+        {"symbolic batch bound by --batch", t_symbolic},
+        {"errors: rank 0, disagreeing inputs, bindings, counts, JSON",
+         t_errors},
+        {"corpus: 9 onnx_light models at batch 8, 8x sizes, verified",
+         t_corpus_light},
+        {"corpus: CLI plan/verify light_resnet50 --batch 8", t_corpus_cli},
+        CU_TEST_INFO_NULL};
+    mp_test_add_suite("rebatch", tests);
+}
+
+#endif /* MP_WITH_ONNX */
