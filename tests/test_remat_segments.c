@@ -1,0 +1,287 @@
+/* Segment checkpointing (solvers/remat_segments.c) and optimizer steps in
+ * backward (mp_train_options.step_in_backward) on a hand-made residual
+ * training graph: the budget is met, the schedule verifies, the extra
+ * cost stays within one extra forward pass (the sum of the forward
+ * units' costs), and each optimizer step runs right after its gradient
+ * is complete (after the backward node that completes it and that
+ * node's gradient accumulations). */
+#include "internal.h"
+#include "remat_internal.h"
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t seg_tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
+                           int rank, const int64_t *dims)
+{
+    mp_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = MP_DTYPE_FLOAT32;
+    d.rank = rank;
+    d.dims = dims;
+    d.kind = kind;
+    uint32_t id = MP_NONE;
+    CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &id) == MP_OK);
+    return id;
+}
+
+static void seg_node(mp_graph *g, const char *name, const char *op,
+                     uint32_t *in, uint32_t nin, uint32_t out)
+{
+    mp_node_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.op = op;
+    d.inputs = in;
+    d.n_inputs = nin;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.phase = MP_PHASE_FORWARD;
+    CU_ASSERT_FATAL(mp_graph_add_node(g, &d, NULL) == MP_OK);
+}
+
+/* x[32,64] through n residual blocks x' = Relu(x + MatMul(Relu(MatMul(x,
+ * Wa)), Wb)); every activation is 8 KiB. The Add of each block is a
+ * forward articulation point that backward does not read (Add saves
+ * nothing), the Relu after it is one that backward reads. */
+static mp_graph *residual(mp_ctx *ctx, int n)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {32, 64}, dw[] = {64, 64};
+    char nm[64];
+    uint32_t x = seg_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    for (int k = 0; k < n; k++) {
+        uint32_t t[6];
+        const char *parts[] = {"Wa", "Wb", "h", "a", "m", "s"};
+        for (int i = 0; i < 6; i++) {
+            snprintf(nm, sizeof nm, "b%d/%s", k, parts[i]);
+            t[i] = seg_tensor(g, nm, i < 2 ? MP_KIND_WEIGHT
+                                           : MP_KIND_ACTIVATION,
+                              2, i < 2 ? dw : dx);
+        }
+        snprintf(nm, sizeof nm, "b%d/out", k);
+        uint32_t y = seg_tensor(g, nm, MP_KIND_ACTIVATION, 2, dx);
+        uint32_t i1[] = {x, t[0]}, i2[] = {t[3], t[1]}, i3[] = {x, t[4]};
+        snprintf(nm, sizeof nm, "b%d/mm1", k);
+        seg_node(g, nm, "MatMul", i1, 2, t[2]);
+        snprintf(nm, sizeof nm, "b%d/relu1", k);
+        seg_node(g, nm, "Relu", &t[2], 1, t[3]);
+        snprintf(nm, sizeof nm, "b%d/mm2", k);
+        seg_node(g, nm, "MatMul", i2, 2, t[4]);
+        snprintf(nm, sizeof nm, "b%d/add", k);
+        seg_node(g, nm, "Add", i3, 2, t[5]);
+        snprintf(nm, sizeof nm, "b%d/relu2", k);
+        seg_node(g, nm, "Relu", &t[5], 1, y);
+        x = y;
+    }
+    CU_ASSERT_FATAL(mp_graph_mark_output(g, x) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+static mp_graph *residual_train(mp_ctx *ctx, int n, int step_in_backward,
+                                mp_train_breakdown *bd)
+{
+    mp_graph *f = residual(ctx, n), *t = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.step_in_backward = step_in_backward;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, bd) == MP_OK);
+    mp_graph_destroy(f);
+    return t;
+}
+
+/* What rm_segments hands to the search: replayed with its steps, placed
+ * and verified here. */
+typedef struct seg_seen {
+    const rm_prob *p;
+    mp_graph *g;
+    int calls, verified;
+    char name[32];
+    uint64_t peak;
+    double extra;
+} seg_seen;
+
+static mp_status seg_try(void *user, const char *name, const rm_policy *pol)
+{
+    seg_seen *s = user;
+    s->calls++;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    rm_out o;
+    mp_status st = rm_simulate(s->p, pol, 1, &o);
+    if (st)
+        return st;
+    s->peak = o.peak;
+    s->extra = o.extra_cost;
+    mp_plan *plan = NULL;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.alignment = 64;
+    st = mp_plan_from_schedule(s->g, o.steps, o.n_steps, &po, 0, &plan);
+    if (st)
+        return st;
+    s->verified = mp_verify_plan(s->g, plan) == MP_OK &&
+                  mp_plan_figures(plan)->lower_bound_bytes <= o.peak;
+    mp_plan_destroy(plan);
+    return MP_OK;
+}
+
+static void test_segments_budget_and_bound(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = residual_train(ctx, 8, 1, NULL);
+    rm_prob p;
+    CU_ASSERT_FATAL(rm_prob_build(g, 64, &p) == MP_OK);
+    rm_policy none;
+    memset(&none, 0, sizeof none);
+    rm_out o;
+    CU_ASSERT_FATAL(rm_simulate(&p, &none, 0, &o) == MP_OK);
+    uint64_t base = o.peak;
+    /* one extra forward pass: what Chen's segments may recompute */
+    double fwd = 0;
+    for (uint32_t u = 0; u < p.T; u++)
+        if (p.fwd[u])
+            fwd += p.cost[u];
+    CU_ASSERT(fwd > 0);
+    for (int k = 1; k <= 3; k++) {
+        uint64_t cap = base * (uint64_t)(6 - k) / 6; /* 5/6, 2/3, 1/2 */
+        seg_seen s;
+        memset(&s, 0, sizeof s);
+        s.p = &p;
+        s.g = g;
+        CU_ASSERT_EQUAL(rm_segments(&p, cap, -1, seg_try, &s), MP_OK);
+        CU_ASSERT_EQUAL(s.calls, 1);
+        if (s.calls != 1)
+            continue;
+        CU_ASSERT(s.verified);
+        CU_ASSERT(s.peak <= cap);
+        CU_ASSERT(s.peak < base);
+        CU_ASSERT(s.extra > 0);
+        /* without eviction, each dropped value is recomputed at most once;
+         * at 5/6 the plain segments are the cheapest (below, eviction as
+         * a repair of a denser segmentation can be cheaper) */
+        if (k == 1)
+            CU_ASSERT_STRING_EQUAL(s.name, "segments");
+        if (strcmp(s.name, "segments") == 0)
+            CU_ASSERT(s.extra <= fwd * (1 + 1e-9));
+    }
+    /* a cap on the extra cost below what the cap on memory needs: none */
+    seg_seen s;
+    memset(&s, 0, sizeof s);
+    s.p = &p;
+    s.g = g;
+    CU_ASSERT_EQUAL(rm_segments(&p, base / 2, 1e-12, seg_try, &s), MP_OK);
+    CU_ASSERT_EQUAL(s.calls, 0);
+    rm_prob_free(&p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* Through the driver: 2/3 of the no-recompute arena (the weights and Adam
+ * states stay), verified, within one extra forward pass. */
+static void test_auto_two_thirds(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = residual_train(ctx, 8, 1, NULL);
+    mp_remat_result r;
+    mp_plan *plan = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, NULL, NULL, &plan, &r) == MP_OK);
+    uint64_t pers = mp_plan_figures(plan)->persistent_bytes;
+    CU_ASSERT_FATAL(r.base_peak_bytes > pers);
+    mp_plan_destroy(plan);
+    double fwd = 0;
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        if (g->nodes[v].phase == MP_PHASE_FORWARD)
+            fwd += mp_node_cost(g, v);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    ro.budget = pers + (r.base_peak_bytes - pers) * 2 / 3;
+    plan = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &plan, &r) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT(mp_plan_figures(plan)->peak_bytes <= ro.budget);
+    CU_ASSERT(r.peak_bytes <= ro.budget);
+    CU_ASSERT(r.n_recompute > 0);
+    CU_ASSERT(r.extra_cost <= fwd * (1 + 1e-9));
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* step_in_backward: the same tensors and breakdown; each optimizer node
+ * comes right after the node that completes its gradient, before the
+ * backward pass ends; the no-recompute peak does not rise. */
+static void test_step_in_backward(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_train_breakdown b0, b1;
+    mp_graph *g0 = residual_train(ctx, 4, 0, &b0);
+    mp_graph *g1 = residual_train(ctx, 4, 1, &b1);
+    CU_ASSERT_EQUAL(g0->n_nodes, g1->n_nodes);
+    CU_ASSERT_EQUAL(g0->n_tensors, g1->n_tensors);
+    CU_ASSERT_EQUAL(b0.gradient_bytes, b1.gradient_bytes);
+    CU_ASSERT_EQUAL(b0.optimizer_bytes, b1.optimizer_bytes);
+    CU_ASSERT_EQUAL(b0.n_optimizer, 8);
+    CU_ASSERT_EQUAL(b1.n_optimizer, 8);
+    uint32_t *pos = calloc(g1->n_nodes, sizeof *pos);
+    CU_ASSERT_FATAL(pos != NULL);
+    uint32_t last_bwd = 0, first_opt = UINT32_MAX, n_opt = 0;
+    for (uint32_t k = 0; k < g1->n_nodes; k++) {
+        const mp_node *n = &g1->nodes[g1->topo[k]];
+        pos[g1->topo[k]] = k;
+        if (n->phase == MP_PHASE_BACKWARD)
+            last_bwd = k;
+        if (n->phase == MP_PHASE_OPTIMIZER && k < first_opt)
+            first_opt = k;
+    }
+    CU_ASSERT(first_opt < last_bwd);
+    for (uint32_t v = 0; v < g1->n_nodes; v++) {
+        const mp_node *n = &g1->nodes[v];
+        if (n->phase != MP_PHASE_OPTIMIZER)
+            continue;
+        n_opt++;
+        uint32_t gr = g1->tensors[n->inputs[1]].root;
+        uint32_t prod = g1->tensors[gr].producer;
+        CU_ASSERT_FATAL(prod != MP_NONE);
+        CU_ASSERT(pos[v] > pos[prod]);
+        /* only the accumulations of the same backward node between */
+        for (uint32_t k = pos[prod] + 1; k < pos[v]; k++)
+            CU_ASSERT_STRING_EQUAL(g1->nodes[g1->topo[k]].op, "Sum");
+        /* the gradient is complete: nothing else reads it */
+        CU_ASSERT_EQUAL(g1->tensors[gr].n_cons, 1);
+    }
+    CU_ASSERT_EQUAL(n_opt, 8);
+    /* default order: every step after the last backward node */
+    for (uint32_t k = 0; k < g0->n_nodes; k++)
+        if (g0->nodes[g0->topo[k]].phase == MP_PHASE_BACKWARD)
+            for (uint32_t j = 0; j < k; j++)
+                CU_ASSERT(g0->nodes[g0->topo[j]].phase != MP_PHASE_OPTIMIZER);
+    mp_plan *p0 = NULL, *p1 = NULL;
+    CU_ASSERT_FATAL(mp_plan_create(g0, NULL, &p0) == MP_OK);
+    CU_ASSERT_FATAL(mp_plan_create(g1, NULL, &p1) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g1, p1), MP_OK);
+    CU_ASSERT(mp_plan_figures(p1)->lower_bound_bytes <
+              mp_plan_figures(p0)->lower_bound_bytes);
+    mp_plan_destroy(p0);
+    mp_plan_destroy(p1);
+    free(pos);
+    mp_graph_destroy(g0);
+    mp_graph_destroy(g1);
+    mp_ctx_destroy(ctx);
+}
+
+void mp_register_remat_segments(void)
+{
+    static CU_TestInfo tests[] = {
+        {"segments: budget met, verified, within one extra forward",
+         test_segments_budget_and_bound},
+        {"auto at 2/3 of the no-recompute arena", test_auto_two_thirds},
+        {"optimizer steps in backward", test_step_in_backward},
+        CU_TEST_INFO_NULL,
+    };
+    mp_test_add_suite("remat_segments", tests);
+}
