@@ -93,18 +93,28 @@ static char **sorted_lines(char *s, size_t *n)
     return l;
 }
 
-/* g written as JSON equals g written as ONNX, read back and written as
- * JSON: the same lines (one per tensor, node or subgraph member; the
- * ONNX loader orders tensors its own way). Skipped without ONNX. */
-static void same_after_onnx(mp_graph *g)
+/* g written as JSON reads back and is written again byte for byte; and
+ * it equals g written as ONNX, read back and written as JSON: the same
+ * lines (one per tensor, node or subgraph member; the ONNX loader orders
+ * tensors its own way); the ONNX part is skipped without ONNX. */
+static void round_trips(mp_graph *g)
 {
-    if (!mp_onnx_available())
-        return;
     mp_ctx *ctx = mp_graph_ctx(g);
-    void *buf = NULL;
-    size_t len = 0;
     mp_graph *h = NULL;
     char *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_to_json_string(g, &a), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load_json_string(ctx, a, "a.json", &h),
+                          MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_to_json_string(h, &b), MP_OK);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    mp_free(ctx, a);
+    mp_free(ctx, b);
+    mp_graph_destroy(h);
+    h = NULL;
+    if (!mp_onnx_available())
+        return;
+    void *buf = NULL;
+    size_t len = 0;
     CU_ASSERT_EQUAL_FATAL(mp_graph_to_onnx(g, &buf, &len), MP_OK);
     mp_status st = mp_graph_load_onnx_buffer(ctx, buf, len, "rt.onnx", NULL,
                                              &h);
@@ -210,7 +220,7 @@ static void test_if(void)
     CU_ASSERT_EQUAL(tensor(g, "y")->dims[1], -1);
     uint64_t peak = plan_verified(g);
     CU_ASSERT(peak >= 8192 + 12288);
-    same_after_onnx(g);
+    round_trips(g);
     mp_graph_destroy(g);
 
     /* a constant condition picks its branch */
@@ -220,14 +230,14 @@ static void test_if(void)
     CU_ASSERT_EQUAL(bytes_of(g, "y"), 12288);
     CU_ASSERT_EQUAL(tensor(g, "y")->dims[1], 3072);
     CU_ASSERT(plan_verified(g) >= 8192 + 12288);
-    same_after_onnx(g);
+    round_trips(g);
     mp_graph_destroy(g);
     g = load_if(ctx, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(bytes_of(g, "if:body"), 0);
     CU_ASSERT_EQUAL(bytes_of(g, "y"), 4096);
     CU_ASSERT(plan_verified(g) < peak);
-    same_after_onnx(g);
+    round_trips(g);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
@@ -296,7 +306,7 @@ static void test_loop(void)
      * view of the input ci) */
     CU_ASSERT_EQUAL(bytes_of(g, "loop:body"), 1024 + 2048);
     CU_ASSERT(plan_verified(g) >= 1024 + 3 * 2048 + 3072);
-    same_after_onnx(g);
+    round_trips(g);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
@@ -378,7 +388,232 @@ static void test_nested(void)
     CU_ASSERT_EQUAL(bytes_of(g, "v"), 1024);
     CU_ASSERT_EQUAL(bytes_of(g, "s"), 2 * 2048);
     plan_verified(g);
-    same_after_onnx(g);
+    round_trips(g);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* "sub.json:LINE:COL:" of the first occurrence of needle in text (its
+ * position counted here, not by the library's locator) */
+static void where(const char *text, const char *needle, char *buf, size_t cap)
+{
+    const char *at = strstr(text, needle);
+    int line = 1, col = 1;
+    for (const char *c = text; at && c < at; c++) {
+        if (*c == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    snprintf(buf, cap, "sub.json:%d:%d: ", line, col);
+}
+
+/* An If on input c whose then_branch is %s (else_branch: Identity of x). */
+static const char bad_fmt[] =
+    "{'tensors': [\n"
+    "  {'name': 'c', 'dtype': 'bool', 'shape': [], 'kind': 'input'},\n"
+    "  {'name': 'x', 'dtype': 'float32', 'shape': [4], 'kind': 'input'}],\n"
+    " 'nodes': [{'name': 'if', 'op': 'If', 'inputs': ['c'], "
+    "'outputs': ['y'], 'attributes': {\n"
+    "   'then_branch': %s,\n"
+    "   'else_branch': {'graph': {'nodes': [{'name': 'id', 'op': "
+    "'Identity', 'inputs': ['x'], 'outputs': ['e']}], 'outputs': ['e']}}}}],\n"
+    " 'outputs': ['y']}\n";
+
+static const struct bad_case {
+    const char *what, *then; /* then_branch's text */
+    mp_status st;
+    const char *at, *msg;    /* where (first occurrence), message part */
+} bad_cases[] = {
+    {"graph not an object", "{'graph': 7}", MP_ERR_PARSE, "7}",
+     "nodes[0] (\"if\").attributes.then_branch.graph: expected an object "
+     "(a subgraph), got 7"},
+    {"unknown key beside graph", "{'graph': {'outputs': []}, 'x': 1}",
+     MP_ERR_PARSE, "'x': 1", "one key, \"graph\""},
+    {"no graph key", "{}", MP_ERR_PARSE, "{},",
+     "missing required key \"graph\""},
+    {"undeclared name in a body",
+     "{'graph': {'nodes': [{'name': 'r', 'op': 'Relu', 'inputs': ['nope'], "
+     "'outputs': ['t']}], 'outputs': ['t']}}",
+     MP_ERR_NO_PRODUCER, "'nope'",
+     "nodes[0] (\"if\"): \"nope\", used in a subgraph of the node, is "
+     "neither declared nor produced"},
+    {"bad dtype in a body",
+     "{'graph': {'tensors': [{'name': 't', 'dtype': 'float99'}], "
+     "'outputs': []}}",
+     MP_ERR_PARSE, "'float99'",
+     "then_branch.graph.tensors[0] (\"t\").dtype: unknown dtype"},
+    {"input listed twice",
+     "{'graph': {'inputs': ['a', 'a'], 'outputs': []}}", MP_ERR_DUPLICATE,
+     "'a']", "graph.inputs[1]: \"a\" is listed twice"},
+    {"input declared as a weight",
+     "{'graph': {'tensors': [{'name': 'a', 'kind': 'weight'}], "
+     "'inputs': ['a'], 'outputs': []}}",
+     MP_ERR_PARSE, "'a'],", "an input of a subgraph has kind input"},
+    {"a node produces an input",
+     "{'graph': {'inputs': ['a'], 'nodes': [{'name': 'r', 'op': 'Relu', "
+     "'inputs': ['x'], 'outputs': ['a']}], 'outputs': ['a']}}",
+     MP_ERR_DUPLICATE, "'a']}]", "is an input of the subgraph"},
+    {"body reads the node's output",
+     "{'graph': {'nodes': [{'name': 'r', 'op': 'Relu', 'inputs': ['y'], "
+     "'outputs': ['t']}], 'outputs': ['t']}}",
+     MP_ERR_CYCLE, "'y'], 'outputs': ['t']",
+     "a subgraph of the node reads its own output \"y\""},
+    {"syntax error in a body",
+     "{'graph': {'nodes': [] 'outputs': []}}", MP_ERR_PARSE, "'outputs': []}}",
+     ""},
+    {"unknown key in a body", "{'graph': {'nodez': []}}", MP_ERR_PARSE,
+     "'nodez'", "unknown key \"nodez\" (expected format, version, name, "
+     "inputs,"},
+    {"bookkeeping attribute beside a body",
+     "{'graph': {'outputs': []}}, 'body.inputs': 3", MP_ERR_DUPLICATE,
+     "{'name': 'if'", "must not set \"body.inputs\""},
+};
+
+static void test_malformed(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        const struct bad_case *c = &bad_cases[i];
+        char src[2048], pos[64];
+        snprintf(src, sizeof src, bad_fmt, c->then);
+        char *text = dq(src), *at = dq(c->at);
+        where(text, at, pos, sizeof pos);
+        mp_graph *g = NULL;
+        mp_status st = mp_graph_load_json_string(ctx, text, "sub.json", &g);
+        const char *msg = mp_ctx_message(ctx);
+        if (st != c->st || !strstr(msg, pos) || !strstr(msg, c->msg))
+            fprintf(stderr, "\n  case '%s': %s, want %s at %s\n  %s\n",
+                    c->what, mp_status_name(st), mp_status_name(c->st), pos,
+                    msg);
+        CU_ASSERT_EQUAL(st, c->st);
+        CU_ASSERT_PTR_NULL(g);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, pos));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, c->msg));
+        mp_graph_destroy(g);
+        free(text);
+        free(at);
+    }
+    /* "inputs" belongs to subgraphs */
+    mp_graph *g = NULL;
+    char *text = dq("{'inputs': ['x'], 'nodes': []}");
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, text, "sub.json", &g),
+                    MP_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                  "sub.json:1:12: inputs: \"inputs\" lists "
+                                  "the inputs of a subgraph"));
+    free(text);
+    mp_ctx_destroy(ctx);
+}
+
+/* If nodes nested `depth` subgraphs deep: each then_branch (first, its
+ * graph on a line of its own) holds the next If, the innermost one an
+ * Identity of x; every else_branch is an Identity of x. Subgraph k starts
+ * on line k + 1. Caller frees. */
+static char *nested_ifs(int depth)
+{
+    static const char top[] =
+        "{\"tensors\": [{\"name\": \"c\", \"dtype\": \"bool\", "
+        "\"shape\": [], \"kind\": \"input\"}, {\"name\": \"x\", "
+        "\"dtype\": \"float32\", \"shape\": [8], \"kind\": \"input\"}], ";
+    static const char head[] =
+        "{\"nodes\": [{\"name\": \"n\", \"op\": \"If\", \"inputs\": "
+        "[\"c\"], \"outputs\": [\"o\"], \"attributes\": {"
+        "\"then_branch\": {\"graph\": \n";
+    static const char leaf[] =
+        "{\"nodes\": [{\"name\": \"i\", \"op\": \"Identity\", "
+        "\"inputs\": [\"x\"], \"outputs\": [\"o\"]}], "
+        "\"outputs\": [\"o\"]}";
+    size_t n = sizeof top + (size_t)depth * (sizeof head + 2 * sizeof leaf) +
+               sizeof leaf;
+    char *t = malloc(n), *p = t;
+    p += sprintf(p, "%s%s", top, head + 1); /* the top level's If */
+    for (int k = 1; k < depth; k++)
+        p += sprintf(p, "%s", head);
+    p += sprintf(p, "%s", leaf);
+    for (int k = 0; k < depth; k++)
+        p += sprintf(p, "}, \"else_branch\": {\"graph\": %s}}}], "
+                        "\"outputs\": [\"o\"]}",
+                     leaf);
+    return t;
+}
+
+/* 64 levels of subgraphs load and plan; 65 are refused with the position
+ * of the 65th, as is a far deeper document (no stack overflow); every
+ * truncation of a document with subgraphs fails cleanly. */
+static void test_depth_and_truncation(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    char *t = nested_ifs(64);
+    mp_status st = mp_graph_load_json_string(ctx, t, "sub.json", &g);
+    if (st)
+        fprintf(stderr, "\n  64 levels: %s\n", mp_ctx_message(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    const mp_graph *b = g;
+    int levels = 0;
+    while (b->n_subgraphs == 2) {
+        b = b->subgraphs[0];
+        levels++;
+    }
+    CU_ASSERT_EQUAL(levels, 64);
+    plan_verified(g);
+    mp_graph_destroy(g);
+    free(t);
+    for (int depth = 65; depth <= 5000; depth += 4935) {
+        t = nested_ifs(depth);
+        CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, t, "sub.json", &g),
+                        MP_ERR_UNSUPPORTED);
+        CU_ASSERT_PTR_NULL(g);
+        /* subgraph 65, on line 66 */
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "sub.json:66:1: "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                      "subgraphs nested deeper than 64"));
+        free(t);
+    }
+    t = dq(nested_text);
+    size_t n = (size_t)(strrchr(t, '}') - t); /* up to the last brace */
+    for (size_t k = 0; k < n; k++) {
+        char c = t[k];
+        t[k] = 0;
+        st = mp_graph_load_json_string(ctx, t, "sub.json", &g);
+        t[k] = c;
+        CU_ASSERT_NOT_EQUAL(st, MP_OK);
+        CU_ASSERT_PTR_NULL(g);
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "sub.json:"));
+        mp_graph_destroy(g);
+        g = NULL;
+    }
+    free(t);
+    mp_ctx_destroy(ctx);
+}
+
+/* examples/loop_if.json (docs/graph-format.md): a Loop of 4 steps whose
+ * body holds an If; the odd branch's two MatMul outputs (u and u2 live
+ * together, the Add takes over one: 512 bytes) are its larger one. Body
+ * blocks are aligned to 256 bytes, as plans are. */
+static void test_example(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/loop_if.json", MP_SOURCE_DIR);
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_status st = mp_graph_load(ctx, path, &g);
+    if (st)
+        fprintf(stderr, "\n  %s\n", mp_ctx_message(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    const mp_tensor *hs = tensor(g, "hs");
+    CU_ASSERT_EQUAL_FATAL(hs->rank, 3);
+    CU_ASSERT_EQUAL(hs->dims[0], 4);
+    CU_ASSERT_EQUAL(bytes_of(g, "hs"), 4 * 256);
+    CU_ASSERT_EQUAL(bytes_of(g->subgraphs[0], "pick:body"), 512);
+    /* at the If: a, the condition e (1 byte, one aligned block), the
+     * If's body and its output h_out */
+    CU_ASSERT_EQUAL(bytes_of(g, "loop:body"), 256 + 256 + 512 + 256);
+    plan_verified(g);
+    round_trips(g);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
@@ -389,6 +624,9 @@ void mp_register_json_sub(void)
         {"If: branches of different footprint", test_if},
         {"Loop: carried state, scan output, outer weight", test_loop},
         {"If nested in a Loop: names from two scopes up", test_nested},
+        {"malformed subgraphs: status and line:column", test_malformed},
+        {"64 levels load, 65 refused; truncations", test_depth_and_truncation},
+        {"examples/loop_if.json", test_example},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("json_sub", tests);
 }
