@@ -1169,17 +1169,18 @@ static mp_status read_node(rd *r, size_t idx)
                                     "tensor \"%s\" is listed twice as an "
                                     "output",
                                     tn);
-        for (size_t j = 0; j < n_all && !st; j++)
+        for (size_t j = 0; j < r->n_in && !st; j++)
             if (r->ids[j] == t)
-                st = j < r->n_in
-                         ? mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, off,
-                                          "the node reads its own output "
-                                          "\"%s\" (inputs[%zu])",
-                                          tn, j)
-                         : mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, off,
-                                          "a subgraph of the node reads its "
-                                          "own output \"%s\"",
-                                          tn);
+                st = mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, off,
+                                    "the node reads its own output \"%s\" "
+                                    "(inputs[%zu])",
+                                    tn, j);
+        for (size_t j = 0; j < r->n_outer && !st; j++) /* where it is read */
+            if (strcmp(r->outer[j].name, tn) == 0)
+                st = mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, r->outer[j].off,
+                                    "a subgraph of the node reads its own "
+                                    "output \"%s\"",
+                                    tn);
         r->oids[k] = t;
         mp_jloc_pop(&r->loc);
     }
