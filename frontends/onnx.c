@@ -58,6 +58,7 @@ mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
 
 #include "onnx.pb-c.h"
 #include "onnx_seq.h"
+#include "strval.h"
 
 int mp_onnx_available(void) { return 1; }
 
@@ -87,6 +88,9 @@ typedef struct loader {
     /* values of graph inputs (opt->values): effective names, use marks */
     char **vnames;
     bool *vused;
+    /* float values carried up to this many elements (0: FLOAT_VALUE_MAX);
+     * raised for bound graph inputs (NonMaxSuppression boxes, scores) */
+    uint32_t float_cap;
 } loader;
 
 #define MAX_DEPTH 64
@@ -302,7 +306,27 @@ static mp_status add_proto_tensor(loader *L, const char *name,
             return st;
     }
     int64_t cnt = tensor_count(t);
-    uint32_t cap = mp_dtype_is_int(dt) ? MP_VALUE_MAX : FLOAT_VALUE_MAX;
+    if (dt == MP_DTYPE_STRING && cnt > 0 && cnt <= (int64_t)MP_VALUE_MAX &&
+        t->n_string_data == (size_t)cnt) {
+        /* strings: interned ids (planner/strval.c) */
+        const char **sv = mp_alloc(L->ctx, (size_t)cnt * sizeof *sv);
+        size_t *sl = mp_alloc(L->ctx, (size_t)cnt * sizeof *sl);
+        if (sv && sl)
+            for (int64_t i = 0; i < cnt; i++) {
+                sv[i] = (const char *)t->string_data[i].data;
+                sl[i] = t->string_data[i].len;
+            }
+        st = sv && sl ? mp_str_set_value(L->g, &L->g->tensors[tid], sv, sl,
+                                         (uint32_t)cnt)
+                      : MP_ERR_NOMEM;
+        mp_dealloc(L->ctx, sv);
+        mp_dealloc(L->ctx, sl);
+        if (st)
+            return st;
+    }
+    uint32_t cap = mp_dtype_is_int(dt) ? MP_VALUE_MAX
+                   : L->float_cap      ? L->float_cap
+                                       : FLOAT_VALUE_MAX;
     if (cnt > 0 && cnt <= (int64_t)cap &&
         (mp_dtype_is_int(dt) || mp_dtype_is_float(dt))) {
         int64_t *buf = mp_alloc(L->ctx, (size_t)cnt * sizeof *buf);
@@ -475,8 +499,12 @@ static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
                                                        ? t->data_type
                                                        : 0),
                                   (int)t->n_dims, t->dims);
+        /* a bound input's floats are carried as its integers are (the
+         * caller chose to give them) */
+        L->float_cap = MP_VALUE_MAX;
         if (!st)
             st = add_proto_tensor(L, v->name, t, MP_KIND_INPUT, MP_NONE, id);
+        L->float_cap = 0;
         free_tensor(L, t);
         return st;
     }
@@ -497,8 +525,27 @@ static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
                         MP_KIND_INPUT};
     if ((st = mp_graph_add_tensor(L->g, &d, id)))
         return st;
+    if (iv->dtype == MP_DTYPE_STRING) {
+        if (!iv->strings || cnt == 0 || cnt > MP_VALUE_MAX)
+            return MP_OK; /* shape only */
+        size_t *sl = mp_alloc(L->ctx, (size_t)cnt * sizeof *sl);
+        if (!sl)
+            return MP_ERR_NOMEM;
+        for (size_t i = 0; i < cnt; i++)
+            sl[i] = iv->strings[i] ? strlen(iv->strings[i]) : 0;
+        for (size_t i = 0; i < cnt && !st; i++)
+            if (!iv->strings[i])
+                st = mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given "
+                            "for graph input '%s': string %zu is NULL",
+                            L->src, v->name, i);
+        if (!st)
+            st = mp_str_set_value(L->g, &L->g->tensors[*id], iv->strings, sl,
+                                  (uint32_t)cnt);
+        mp_dealloc(L->ctx, sl);
+        return st;
+    }
     bool is_int = mp_dtype_is_int(iv->dtype);
-    uint32_t cap = is_int ? MP_VALUE_MAX : FLOAT_VALUE_MAX;
+    uint32_t cap = MP_VALUE_MAX; /* integers and floats alike */
     if (cnt == 0 || cnt > cap || (is_int ? !iv->ints : !iv->floats) ||
         (!is_int && !mp_dtype_is_float(iv->dtype)))
         return MP_OK; /* shape only */
@@ -682,6 +729,8 @@ static mp_status add_attrs(loader *L, uint32_t node,
                 type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
             else if (a->n_ints)
                 type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+            else if (a->n_strings)
+                type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
         }
         switch (type) {
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
@@ -727,6 +776,26 @@ static mp_status add_attrs(loader *L, uint32_t node,
             if (a->t)
                 st = add_attr_tensor(L, node, a->name, a->t);
             break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+            /* kept as NAME.strings (planner/strval.h): StringNormalizer's
+             * stopwords */
+            const char **sv = mp_alloc(L->ctx, (a->n_strings + 1) *
+                                                   sizeof *sv);
+            size_t *sl = mp_alloc(L->ctx, (a->n_strings + 1) * sizeof *sl);
+            if (sv && sl) {
+                for (size_t k = 0; k < a->n_strings; k++) {
+                    sv[k] = (const char *)a->strings[k].data;
+                    sl[k] = a->strings[k].len;
+                }
+                st = mp_graph_set_attr_strings(L->g, node, a->name, sv, sl,
+                                               a->n_strings);
+            } else {
+                st = MP_ERR_NOMEM;
+            }
+            mp_dealloc(L->ctx, sv);
+            mp_dealloc(L->ctx, sl);
+            break;
+        }
         default:
             /* graphs (If/Loop/Scan bodies), strings, sparse tensors, type
              * protos: not used by shape inference yet */
@@ -796,13 +865,33 @@ static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
             return mp_tensor_set_shape(L->ctx, t, 1, &n);
         }
         if (strcmp(a->name, "value_string") == 0) {
+            const char *sv = (const char *)a->s.data;
+            size_t sl = a->s.len;
             t->dtype = MP_DTYPE_STRING;
-            return mp_tensor_set_shape(L->ctx, t, 0, NULL);
+            st = mp_tensor_set_shape(L->ctx, t, 0, NULL);
+            return st ? st : mp_str_set_value(L->g, t, &sv, &sl, 1);
         }
         if (strcmp(a->name, "value_strings") == 0) {
             int64_t n = (int64_t)a->n_strings;
             t->dtype = MP_DTYPE_STRING;
-            return mp_tensor_set_shape(L->ctx, t, 1, &n);
+            st = mp_tensor_set_shape(L->ctx, t, 1, &n);
+            if (st || !a->n_strings || a->n_strings > MP_VALUE_MAX)
+                return st;
+            const char **sv = mp_alloc(L->ctx, a->n_strings * sizeof *sv);
+            size_t *sl = mp_alloc(L->ctx, a->n_strings * sizeof *sl);
+            if (sv && sl) {
+                for (size_t k = 0; k < a->n_strings; k++) {
+                    sv[k] = (const char *)a->strings[k].data;
+                    sl[k] = a->strings[k].len;
+                }
+                st = mp_str_set_value(L->g, t, sv, sl,
+                                      (uint32_t)a->n_strings);
+            } else {
+                st = MP_ERR_NOMEM;
+            }
+            mp_dealloc(L->ctx, sv);
+            mp_dealloc(L->ctx, sl);
+            return st;
         }
         if (strcmp(a->name, "sparse_value") == 0 && a->sparse_tensor) {
             const Onnx__SparseTensorProto *sp = a->sparse_tensor;
@@ -838,6 +927,8 @@ static mp_status add_body(loader *L, const Onnx__GraphProto *gp,
         return st;
     L->g->subgraphs[L->g->n_subgraphs++] = sub;
     sub->onnx_opset = L->g->onnx_opset;
+    /* one string table for the whole tree (planner/strval.h) */
+    sub->str_root = L->g->str_root ? L->g->str_root : L->g;
     loader S = {.ctx = L->ctx, .g = sub, .src = L->src, .opt = L->opt,
                 .depth = L->depth + 1};
     st = build_graph(&S, gp, true);

@@ -1,6 +1,7 @@
 /* Graph IR: the builder, finalize (validation, sizes, views, folding,
  * consumers, topological order) and accessors. */
 #include "internal.h"
+#include "strval.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +82,7 @@ void mp_graph_destroy(mp_graph *g)
         mp_dealloc(ctx, g->tensors[i].dims);
         mp_dealloc(ctx, g->tensors[i].seq);
     }
+    mp_strtab_free(g);
     while (g->strings) {
         mp_str_chunk *next = g->strings->next;
         mp_dealloc(ctx, g->strings);

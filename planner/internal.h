@@ -355,6 +355,12 @@ struct mp_graph {
     size_t n_subgraphs, cap_subgraphs;
     uint32_t *sub_inputs, *sub_outputs;
     uint32_t n_sub_inputs, n_sub_outputs;
+    /* String values (planner/strval.c, issue 3): a STRING tensor's value
+     * holds ids into one interned table per graph tree (equal ids are
+     * equal strings), owned by the top graph; str_root is the graph whose
+     * table a subgraph uses (NULL: its own). */
+    struct mp_strtab *strtab;
+    struct mp_graph *str_root;
 };
 
 const mp_attr *mp_node_attr(const mp_node *n, const char *name);

@@ -788,34 +788,6 @@ MP_SHAPE_FN(mp_shape_regex_match)
     return st ? st : mp_shape_done(g, node);
 }
 
-/* StringNormalizer: same shape unless stopwords may drop elements */
-MP_SHAPE_FN(mp_shape_string_normalizer)
-{
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    if (mp_node_attr(n, "stopwords") && s.rank >= 1)
-        s.d[s.rank - 1] = -1;
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_STRING, &s);
-    return st ? st : mp_shape_done(g, node);
-}
-
-/* StringSplit: (substrings [..., max tokens], length [...]) */
-MP_SHAPE_FN(mp_shape_string_split)
-{
-    const mp_node *n = &g->nodes[node];
-    mp_shape s, sub = {.rank = -1};
-    mp_in_shape(g, n, 0, &s);
-    if (s.rank >= 0 && s.rank < MP_MAX_RANK) {
-        sub = s;
-        sub.d[sub.rank++] = -1;
-    }
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_STRING, &sub);
-    if (!st)
-        st = mp_out_set(g, node, 1, MP_DTYPE_INT64, &s);
-    return st ? st : mp_shape_done(g, node);
-}
-
 /* ai.onnx.ml LabelEncoder: same shape; dtype from the values attribute
  * (STRINGS attributes are kept as their element count). */
 MP_SHAPE_FN(mp_shape_label_encoder)

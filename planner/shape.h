@@ -161,8 +161,12 @@ MP_SHAPE_FN(mp_shape_affine_grid);
 MP_SHAPE_FN(mp_shape_data_dependent);
 MP_SHAPE_FN(mp_shape_unique);
 MP_SHAPE_FN(mp_shape_regex_match);
+
+/* planner/ops_values.c: sizes from input values (issue 3, helper values) */
 MP_SHAPE_FN(mp_shape_string_normalizer);
 MP_SHAPE_FN(mp_shape_string_split);
+MP_SHAPE_FN(mp_shape_nms);            /* NonMaxSuppression */
+MP_SHAPE_FN(mp_shape_image_decoder);
 MP_SHAPE_FN(mp_shape_label_encoder);
 MP_SHAPE_FN(mp_shape_tree_ensemble);
 MP_SHAPE_FN(mp_shape_array_feature);

@@ -315,8 +315,8 @@ MP_API void mp_onnx_options_init(mp_onnx_options *o);
 /* ---- ONNX: values of graph inputs (issue 3, node conformance) --------- */
 /* The value of a graph input of the top graph, known before planning ("plan
  * this model for this shape tensor"): the input takes the value's dtype
- * and shape (symbolic dims need no binding), and a small value (integer
- * tensors up to 16384 elements, float ones up to 16) is carried into shape
+ * and shape (symbolic dims need no binding), and a small value (integer,
+ * float and string tensors up to 16384 elements) is carried into shape
  * inference like an initializer's, so Reshape/Slice/Pad/Resize/TopK/...
  * operands given as graph inputs fold. The tensor stays a graph input
  * (its bytes count as an input's). Give either pb (a serialized ONNX
@@ -333,6 +333,9 @@ typedef struct mp_input_value {
     const int64_t *dims;     /* rank entries, >= 0 */
     const int64_t *ints;     /* integer and bool dtypes: prod(dims) values */
     const double *floats;    /* floating dtypes: prod(dims) values */
+    /* MP_DTYPE_STRING: prod(dims) NUL-terminated strings (added by issue
+     * 3, helper values: StringNormalizer/StringSplit fold through them) */
+    const char *const *strings;
 } mp_input_value;
 /* 1 when this build reads ONNX (protobuf-c), else 0: then the loaders
  * return MP_ERR_UNSUPPORTED. */
