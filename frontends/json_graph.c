@@ -1438,9 +1438,9 @@ static mp_status sub_sources(rd *r)
 
 static const char *const top_keys[] = {"format", "version", "name",
                                        "tensors", "nodes", "outputs",
-                                       "metadata", "inputs", NULL};
+                                       "metadata", "inputs", "opset", NULL};
 enum { TOP_FORMAT, TOP_VERSION, TOP_NAME, TOP_TENSORS, TOP_NODES,
-       TOP_OUTPUTS, TOP_METADATA, TOP_INPUTS, TOP_N };
+       TOP_OUTPUTS, TOP_METADATA, TOP_INPUTS, TOP_OPSET, TOP_N };
 
 /* Reads the array at offset off element by element with fn. */
 static mp_status read_list(rd *r, size_t off, const char *key,
@@ -1516,6 +1516,20 @@ static mp_status top_member(rd *r, int k, size_t off)
         if ((st = mp_graph_set_name(r->g, S(r, v.s))))
             return st;
         break;
+    case TOP_OPSET:
+        /* the ONNX default-domain opset of the graph (g->onnx_opset);
+         * subgraphs have their enclosing graph's */
+        mp_jloc_key(&r->loc, "opset");
+        if ((st = rd_value(r, &v)))
+            return st;
+        if (r->parent)
+            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                                  "a subgraph has the opset of the top "
+                                  "level");
+        if (v.type != J_INT || v.i < 1)
+            return type_err(r, &v, "an integer >= 1 (the ONNX opset)");
+        r->g->onnx_opset = v.i;
+        break;
     case TOP_METADATA:
         mp_jloc_key(&r->loc, "metadata");
         if ((st = rd_value(r, &v)))
@@ -1547,7 +1561,7 @@ static mp_status top_member(rd *r, int k, size_t off)
 static mp_status read_canonical(rd *r, bool *other_order)
 {
     *other_order = false;
-    static const int stage_of[TOP_N] = {0, 0, 0, 1, 3, 4, 0, 2};
+    static const int stage_of[TOP_N] = {0, 0, 0, 1, 3, 4, 0, 2, 0};
     int stage = 0;
     unsigned seen = 0;
     bool first = true, more;
@@ -1713,10 +1727,11 @@ static mp_status read_doc(rd *r)
         return unknown_key(r, S(r, unknown_s), unknown_off,
                            r->parent ? "format, version, name, inputs, "
                                        "tensors, nodes, outputs or metadata"
-                                     : "format, version, name, tensors, "
-                                       "nodes, outputs or metadata");
-    static const int order[] = {TOP_NAME, TOP_METADATA, TOP_TENSORS,
-                                TOP_INPUTS, TOP_NODES, TOP_OUTPUTS};
+                                     : "format, version, name, opset, "
+                                       "tensors, nodes, outputs or metadata");
+    static const int order[] = {TOP_NAME, TOP_OPSET, TOP_METADATA,
+                                TOP_TENSORS, TOP_INPUTS, TOP_NODES,
+                                TOP_OUTPUTS};
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
         if (has[order[k]] && (st = top_member(r, order[k], off[order[k]])))
             return st;
@@ -2189,6 +2204,12 @@ static void write_graph(wbuf *w, const mp_graph *g, bool sub,
         w_str(w, "\"format\": \"" FORMAT_NAME "\",\n");
         w_indent(w, in);
         w_str(w, "\"version\": 1,\n");
+        if (g->onnx_opset > 0) {
+            w_indent(w, in);
+            w_str(w, "\"opset\": ");
+            w_i64(w, g->onnx_opset);
+            w_str(w, ",\n");
+        }
     }
     if (g->name && g->name[0]) {
         w_indent(w, in);

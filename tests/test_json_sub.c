@@ -146,7 +146,7 @@ static void round_trips(mp_graph *g)
  * again (u, [1, 3072]); else_branch is an Identity of x (a view: no
  * memory). %s: the condition's source, %s: z's shape. */
 static const char if_fmt[] =
-    "{'name': 'if_graph',\n"
+    "{'name': 'if_graph', 'opset': 13,\n"
     " 'tensors': [\n"
     "  %s,\n"
     "  {'name': 'x', 'dtype': 'float32', 'shape': [1, 1024], "
@@ -213,6 +213,8 @@ static void test_if(void)
     CU_ASSERT_EQUAL_FATAL(then->n_sub_outputs, 1);
     CU_ASSERT_STRING_EQUAL(then->tensors[then->sub_outputs[0]].name, "u");
     CU_ASSERT_EQUAL(tensor(then, "x")->kind, MP_KIND_INPUT);
+    CU_ASSERT_EQUAL(g->onnx_opset, 13);
+    CU_ASSERT_EQUAL(then->onnx_opset, 13); /* the top level's */
     /* unknown condition: the larger branch; t and u live together in
      * then_branch (8192 + 12288 bytes), else_branch takes none */
     CU_ASSERT_EQUAL(bytes_of(g, "if:body"), 8192 + 12288);
@@ -245,7 +247,7 @@ static void test_if(void)
 /* Loop, 3 iterations: carried v (vi + w, w a weight of the top level),
  * scan output so = Concat(vi, vo) [2, 256] per iteration. */
 static const char loop_text[] =
-    "{'name': 'loop_graph',\n"
+    "{'name': 'loop_graph', 'opset': 16,\n"
     " 'tensors': [\n"
     "  {'name': 'w', 'dtype': 'float32', 'shape': [1, 256], "
     "'kind': 'weight'},\n"
@@ -316,7 +318,7 @@ static void test_loop(void)
  * a2 = Concat(a, vi) [8, 64]; else_branch Concat(vi, w) [8, 64]; the If's
  * output is the Loop's scan output, vi is carried through a view. */
 static const char nested_text[] =
-    "{'name': 'nested',\n"
+    "{'opset': 11, 'name': 'nested',\n"
     " 'tensors': [\n"
     "  {'name': 'w', 'dtype': 'float32', 'shape': [4, 64], "
     "'kind': 'weight'},\n"
@@ -467,6 +469,9 @@ static const struct bad_case {
     {"unknown key in a body", "{'graph': {'nodez': []}}", MP_ERR_PARSE,
      "'nodez'", "unknown key \"nodez\" (expected format, version, name, "
      "inputs,"},
+    {"opset in a subgraph", "{'graph': {'opset': 13, 'outputs': []}}",
+     MP_ERR_PARSE, "13,", "graph.opset: a subgraph has the opset of the top "
+                          "level"},
     {"bookkeeping attribute beside a body",
      "{'graph': {'outputs': []}}, 'body.inputs': 3", MP_ERR_DUPLICATE,
      "{'name': 'if'", "must not set \"body.inputs\""},
@@ -504,6 +509,13 @@ static void test_malformed(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
                                   "sub.json:1:12: inputs: \"inputs\" lists "
                                   "the inputs of a subgraph"));
+    free(text);
+    text = dq("{'opset': 0, 'nodes': []}");
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, text, "sub.json", &g),
+                    MP_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                  "sub.json:1:11: opset: expected an integer "
+                                  ">= 1 (the ONNX opset), got 0"));
     free(text);
     mp_ctx_destroy(ctx);
 }
