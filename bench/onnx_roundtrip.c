@@ -1,6 +1,6 @@
 /* bench_onnx_roundtrip: the ONNX writer on every corpus model.
  *
- *   bench_onnx_roundtrip [CORPUS_DIR] [-v]
+ *   bench_onnx_roundtrip [CORPUS_DIR] [-v] [--node-tests]
  *
  * For every .onnx under CORPUS_DIR/models (default $MEMPLAN_CORPUS or
  * /work/shared/corpus) that loads (declared shapes, every symbolic input
@@ -16,7 +16,9 @@
  * (arena, lower bound, persistent and peak bytes), verified by
  * mp_verify_plan. Prints one row per model and a summary; exits 1 when a
  * model that loads fails either round trip, 0 otherwise; skips with a
- * message when the corpus or ONNX support is absent. */
+ * message when the corpus or ONNX support is absent. --node-tests also
+ * round-trips every model of CORPUS_DIR/onnx-node that loads and plans
+ * (rows only for failures; a summary line; not part of the exit status). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -172,73 +174,124 @@ static int same(mp_graph *g, const mp_figures *fg, mp_graph *h, char *why,
     return 0;
 }
 
+typedef struct tally {
+    unsigned loaded, ok_onnx, ok_json, with_bodies;
+} tally;
+
+/* Both round trips of one model; a row when rows (always) or when a path
+ * fails (rows < 0: failures only). */
+static void round_trip(const char *path, const char *name, int rows,
+                       int verbose, tally *t)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL, *h = NULL, *j = NULL, *k = NULL;
+    char why[1024] = "", why2[1024] = "", whyj[1000] = "";
+    mp_figures fg;
+    if (mpb_load_onnx_dims1(ctx, path, &g) != MP_OK ||
+        plan_of(g, &fg, why, sizeof why)) {
+        if (verbose)
+            printf("| %s | does not load or plan: %s | | | | |\n", name,
+                   mp_ctx_message(ctx));
+        goto next;
+    }
+    t->loaded++;
+    t->with_bodies += g->n_subgraphs > 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        sb.st_size = 0;
+    size_t out_bytes = 0, out2;
+    int r1 = via_onnx(g, &h, &out_bytes, why, sizeof why);
+    if (!r1)
+        r1 = same(g, &fg, h, why, sizeof why);
+    char *s = NULL;
+    int r2 = -1;
+    mp_status st = mp_graph_to_json_string(g, &s);
+    if (!st)
+        st = mp_graph_load_json_string(ctx, s, "written.json", &j);
+    mp_free(ctx, s);
+    if (st)
+        snprintf(why2, sizeof why2, "JSON: %s: %s", mp_status_name(st),
+                 mp_ctx_message(ctx));
+    else if (same(g, &fg, j, whyj, sizeof whyj))
+        snprintf(why2, sizeof why2, "JSON: %s", whyj);
+    else if (!via_onnx(j, &k, &out2, why2, sizeof why2))
+        r2 = same(g, &fg, k, why2, sizeof why2);
+    t->ok_onnx += !r1;
+    t->ok_json += !r2;
+    if (rows > 0 || r1 || r2)
+        printf("| %s | %zu | %lld | %zu | %s%s | %s%s |\n", name,
+               g->n_tensors, (long long)sb.st_size, out_bytes,
+               r1 ? "FAIL: " : "same", r1 ? why : "", r2 ? "FAIL: " : "same",
+               r2 ? why2 : "");
+next:
+    mp_graph_destroy(k);
+    mp_graph_destroy(j);
+    mp_graph_destroy(h);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 int main(int argc, char **argv)
 {
-    int verbose;
+    int verbose, node_tests = 0;
     char **files;
     size_t n;
+    /* --node-tests: also every model of CORPUS_DIR/onnx-node (a row only
+     * when a path fails) */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--node-tests") == 0) {
+            node_tests = 1;
+            memmove(argv + i, argv + i + 1,
+                    (size_t)(argc - i) * sizeof *argv);
+            argc--;
+            i--;
+        }
     if (mpb_corpus_models(argc, argv, "bench_onnx_roundtrip", &verbose,
                           &files, &n))
         return 0;
     printf("| model | tensors | ONNX bytes in | ONNX bytes out | onnx | "
            "json->onnx |\n|---|---|---|---|---|---|\n");
-    unsigned loaded = 0, ok_onnx = 0, ok_json = 0;
+    tally t = {0, 0, 0, 0};
     clock_t c0 = clock();
     for (size_t i = 0; i < n; i++) {
-        const char *path = files[i];
-        const char *name = strstr(path, "/models/");
-        name = name ? name + 8 : path;
-        mp_ctx *ctx = mp_ctx_create(NULL);
-        mp_graph *g = NULL, *h = NULL, *j = NULL, *k = NULL;
-        char why[1024] = "", why2[1024] = "", whyj[1000] = "";
-        mp_figures fg;
-        if (mpb_load_onnx_dims1(ctx, path, &g) != MP_OK ||
-            plan_of(g, &fg, why, sizeof why)) {
-            if (verbose)
-                printf("| %s | does not load or plan: %s | | | | |\n", name,
-                       mp_ctx_message(ctx));
-            goto next;
-        }
-        loaded++;
-        struct stat sb;
-        if (stat(path, &sb) != 0)
-            sb.st_size = 0;
-        size_t out_bytes = 0, out2;
-        int r1 = via_onnx(g, &h, &out_bytes, why, sizeof why);
-        if (!r1)
-            r1 = same(g, &fg, h, why, sizeof why);
-        char *s = NULL;
-        int r2 = -1;
-        mp_status st = mp_graph_to_json_string(g, &s);
-        if (!st)
-            st = mp_graph_load_json_string(ctx, s, "written.json", &j);
-        mp_free(ctx, s);
-        if (st)
-            snprintf(why2, sizeof why2, "JSON: %s: %s", mp_status_name(st),
-                     mp_ctx_message(ctx));
-        else if (same(g, &fg, j, whyj, sizeof whyj))
-            snprintf(why2, sizeof why2, "JSON: %s", whyj);
-        else if (!via_onnx(j, &k, &out2, why2, sizeof why2))
-            r2 = same(g, &fg, k, why2, sizeof why2);
-        ok_onnx += !r1;
-        ok_json += !r2;
-        printf("| %s | %zu | %lld | %zu | %s%s | %s%s |\n", name,
-               g->n_tensors, (long long)sb.st_size, out_bytes,
-               r1 ? "FAIL: " : "same", r1 ? why : "", r2 ? "FAIL: " : "same",
-               r2 ? why2 : "");
-    next:
-        mp_graph_destroy(k);
-        mp_graph_destroy(j);
-        mp_graph_destroy(h);
-        mp_graph_destroy(g);
-        mp_ctx_destroy(ctx);
+        const char *name = strstr(files[i], "/models/");
+        round_trip(files[i], name ? name + 8 : files[i], 1, verbose, &t);
         free(files[i]);
     }
     free(files);
     double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
-    printf("\n%zu models, %u load and plan; ONNX -> ONNX same tensors and "
-           "plan: %u/%u; ONNX -> JSON -> ONNX: %u/%u (%.2f s CPU)\n",
-           n, loaded, ok_onnx, loaded, ok_json, loaded, cpu);
-    return ok_onnx == loaded && ok_json == loaded ? 0 : 1;
+    printf("\n%zu models, %u load and plan (%u with If/Loop/Scan bodies); "
+           "ONNX -> ONNX same tensors and plan: %u/%u; ONNX -> JSON -> "
+           "ONNX: %u/%u (%.2f s CPU)\n",
+           n, t.loaded, t.with_bodies, t.ok_onnx, t.loaded, t.ok_json,
+           t.loaded, cpu);
+    if (node_tests) {
+        const char *dir = getenv("MEMPLAN_CORPUS");
+        for (int i = 1; i < argc; i++)
+            if (strcmp(argv[i], "-v") != 0)
+                dir = argv[i];
+        char ndir[4096];
+        snprintf(ndir, sizeof ndir, "%s/onnx-node",
+                 dir ? dir : "/work/shared/corpus");
+        char **nf = NULL;
+        size_t nn = 0, cap = 0;
+        mpb_list_onnx(ndir, 0, NULL, &nf, &nn, &cap);
+        if (nn)
+            qsort(nf, nn, sizeof *nf, mpb_cmp_str);
+        tally u = {0, 0, 0, 0};
+        c0 = clock();
+        for (size_t i = 0; i < nn; i++) {
+            const char *name = strrchr(nf[i], '/');
+            round_trip(nf[i], name ? name + 1 : nf[i], -1, verbose, &u);
+            free(nf[i]);
+        }
+        free(nf);
+        printf("%zu onnx-node models, %u load and plan (%u with bodies); "
+               "ONNX -> ONNX same tensors and plan: %u/%u; ONNX -> JSON -> "
+               "ONNX: %u/%u (%.2f s CPU)\n",
+               nn, u.loaded, u.with_bodies, u.ok_onnx, u.loaded, u.ok_json,
+               u.loaded, (double)(clock() - c0) / CLOCKS_PER_SEC);
+    }
+    return t.ok_onnx == t.loaded && t.ok_json == t.loaded ? 0 : 1;
 }
 #endif
