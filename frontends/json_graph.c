@@ -1781,6 +1781,8 @@ static mp_status read_sub(rd *r, int64_t *idx)
     mp_status st = mp_graph_create(r->ctx, &s->g);
     if (!st) {
         s->g->onnx_opset = r->g->onnx_opset;
+        /* one string table for the whole tree (planner/strval.h) */
+        s->g->str_root = r->g->str_root ? r->g->str_root : r->g;
         st = read_doc(s);
     }
     if (!st)
