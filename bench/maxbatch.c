@@ -17,7 +17,15 @@
  * "checkmate-style" rows use mp_remat_options.keep_checkpoints: the
  * checkpoints stay to the end of the step, as in Checkmate's baselines
  * (gen_s_matrix_fixed_checkpoints keeps them in S up to the last stage);
- * "free-at-last-use" rows free each value after its last reader. */
+ * "free-at-last-use" rows free each value after its last reader. The
+ * "checkmate-S" rows are Checkmate's baselines as its code builds them
+ * (solvers/remat_chen.c: chen-linear from its released code, cm-* from
+ * the code of its max-batch figure), each at two budgets: "ilp" (D - 2 B,
+ * the budget of Checkmate's max-batch ILP, experiment_max_batchsize_ilp:
+ * device less cost_ram_fixed, which is 2 B: parameters and gradients)
+ * and "script" (D - 4 B: experiment_max_batchsize_baseline.py accepts a
+ * baseline when its peak_ram, activations + 2 B, is within the device
+ * less 2 B again). The other rows use the "ilp" budget. */
 #include "memplan/memplan.h"
 
 #include <stdio.h>
@@ -164,21 +172,26 @@ int main(int argc, char **argv)
     if (!ns) {
         mp_remat_solver all[] = {MP_REMAT_NONE, MP_REMAT_CHEN_SQRT,
                                  MP_REMAT_CHEN_GREEDY, MP_REMAT_DTR,
-                                 MP_REMAT_SELECTIVE, MP_REMAT_AUTO};
+                                 MP_REMAT_SELECTIVE, MP_REMAT_AUTO,
+                                 MP_REMAT_CHEN_LINEAR,
+                                 MP_REMAT_CM_CHECKPOINT_ALL,
+                                 MP_REMAT_CM_CHEN_SQRT,
+                                 MP_REMAT_CM_CHEN_GREEDY};
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             solvers[ns++] = all[k];
     }
-    if (device <= 2 * params) {
+    if (device <= 4 * params) {
         fprintf(stderr, "bench_maxbatch: parameters exceed the device\n");
         return 2;
     }
-    uint64_t budget = device - 2 * params;
-    printf("activation budget %llu bytes (device %llu - 2 x parameters "
-           "%llu)\n",
+    uint64_t budget = device - 2 * params, script = device - 4 * params;
+    printf("activation budget %llu bytes (ilp: device %llu - 2 x parameters "
+           "%llu); Checkmate's baseline script: %llu (device - 4 x "
+           "parameters)\n",
            (unsigned long long)budget, (unsigned long long)device,
-           (unsigned long long)params);
-    printf("%-28s %-16s %-15s %9s %10s %8s\n", "graph", "semantics", "solver",
-           "max_batch", "extra/fwd", "wall_s");
+           (unsigned long long)params, (unsigned long long)script);
+    printf("%-28s %-16s %-17s %-6s %9s %10s %8s\n", "graph", "semantics",
+           "solver", "budget", "max_batch", "extra/fwd", "wall_s");
     int bad = 0;
     for (int f = first; f < argc; f++) {
         mp_ctx *ctx = mp_ctx_create(NULL);
@@ -202,17 +215,23 @@ int main(int argc, char **argv)
             for (int s = 0; s < ns; s++) {
                 if (keep == 2 && solvers[s] != MP_REMAT_NONE)
                     continue;
+                /* Checkmate's baselines: their own semantics */
+                int cm = solvers[s] >= MP_REMAT_CHEN_LINEAR;
+                if (keep != 0 && cm)
+                    continue;
                 if (keep == 1 && solvers[s] != MP_REMAT_NONE &&
                     solvers[s] != MP_REMAT_CHEN_SQRT &&
                     solvers[s] != MP_REMAT_CHEN_GREEDY)
                     continue;
+                for (int bud = 0; bud < 1 + cm; bud++) {
+                uint64_t bgt = bud ? script : budget;
                 double t0 = now();
                 uint64_t lo = 0, hi = 4096; /* lo fits (0 trivially) */
                 double ex = 0, best_ex = 0;
                 const char *who = NULL, *best_who = "";
                 while (lo + 1 < hi) {
                     uint64_t mid = lo + (hi - lo) / 2;
-                    int ok = fits(ctx, g, mid, b0, keep, solvers[s], budget,
+                    int ok = fits(ctx, g, mid, b0, keep, solvers[s], bgt,
                                   &ex, &who);
                     if (ok < 0) {
                         fprintf(stderr, "bench_maxbatch: %s: batch %llu: %s\n",
@@ -229,13 +248,17 @@ int main(int argc, char **argv)
                         hi = mid;
                     }
                 }
-                printf("%-28.28s %-16s %-15s %9llu %10.3f %8.2f %s\n", name,
+                printf("%-28.28s %-16s %-17s %-6s %9llu %10.3f %8.2f %s\n",
+                       name,
                        keep == 2   ? "checkmate-chen"
                        : keep == 1 ? "checkmate-style"
+                       : cm        ? "checkmate-S"
                                    : "free-at-last-use",
                        keep == 2 ? "chen-sqrt-lin" : mp_remat_solver_name(solvers[s]),
-                       (unsigned long long)lo, best_ex, now() - t0, best_who);
+                       bud ? "script" : "ilp", (unsigned long long)lo, best_ex,
+                       now() - t0, best_who);
                 fflush(stdout);
+                }
             }
         }
         mp_graph_destroy(g);

@@ -15,6 +15,7 @@
  * when recompute is possible they stay until the last stage that could
  * need them (the unit's horizon). */
 #include "remat_internal.h"
+#include "remat_chen.h"
 #include "mp_glpk.h"
 
 #include <math.h>
@@ -24,7 +25,8 @@
 /* ---- names ---------------------------------------------------------------- */
 static const char *const solver_names[] = {
     "auto", "checkpoint-all", "chen-sqrt", "chen-greedy", "dtr", "selective",
-    "lp", "ilp"};
+    "lp", "ilp", "chen-linear", "cm-checkpoint-all", "cm-chen-sqrt",
+    "cm-chen-greedy"};
 
 const char *mp_remat_solver_name(mp_remat_solver s)
 {
@@ -599,6 +601,14 @@ static bool feasible(const rm_search *S, const rm_out *o)
            (S->max_extra < 0 || o->extra_cost <= S->max_extra * (1 + 1e-12));
 }
 
+/* o is feasible and cheaper than the best so far (or as cheap, lower). */
+static bool improves(const rm_search *S, const rm_out *o)
+{
+    return feasible(S, o) &&
+           (!S->have || o->extra_cost < S->cost * (1 - 1e-12) ||
+            (o->extra_cost <= S->cost * (1 + 1e-12) && o->peak < S->peak));
+}
+
 /* Simulates pol; records it when it is the best feasible one so far. */
 static mp_status try_policy(rm_search *S, const char *name,
                             const rm_policy *pol, rm_out *o)
@@ -609,11 +619,7 @@ static mp_status try_policy(rm_search *S, const char *name,
     S->n_sims++;
     if (!o->cut && o->peak < S->min_peak)
         S->min_peak = o->peak;
-    if (!feasible(S, o))
-        return MP_OK;
-    if (S->have && !(o->extra_cost < S->cost * (1 - 1e-12) ||
-                     (o->extra_cost <= S->cost * (1 + 1e-12) &&
-                      o->peak < S->peak)))
+    if (!improves(S, o))
         return MP_OK;
     rm_out full;
     if ((st = rm_simulate(S->p, pol, 1, &full)))
@@ -631,6 +637,29 @@ static mp_status try_cb(void *user, const char *name, const rm_policy *pol)
 {
     rm_out o;
     return try_policy(user, name, pol, &o);
+}
+
+/* A finished replay (solvers/remat_chen.c): kept, steps and all, when it
+ * is the best feasible one so far; its steps are freed otherwise. */
+static mp_status offer_cb(void *user, const char *name, rm_out *o)
+{
+    rm_search *S = user;
+    S->n_sims++;
+    if (!o->cut && o->peak < S->min_peak)
+        S->min_peak = o->peak;
+    if (!improves(S, o)) {
+        mp_dealloc(S->p->ctx, o->steps);
+        o->steps = NULL;
+        return MP_OK;
+    }
+    mp_dealloc(S->p->ctx, S->best.steps);
+    S->best = *o;
+    o->steps = NULL;
+    S->have = 1;
+    S->name = name;
+    S->cost = o->extra_cost;
+    S->peak = o->peak;
+    return MP_OK;
 }
 
 /* Last stage of a forward reader of u (u itself when none). */
@@ -942,7 +971,7 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
     }
     if (po->alignment == 0)
         return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    if ((unsigned)ro->solver > MP_REMAT_ILP)
+    if ((unsigned)ro->solver > MP_REMAT_CM_CHEN_GREEDY)
         return mp_err(ctx, MP_ERR_INVALID_ARG, "unknown recompute solver %d",
                       (int)ro->solver);
     mp_status st;
@@ -990,6 +1019,8 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
     mp_remat_solver sv = ro->solver;
     if (sv == MP_REMAT_NONE || sv == MP_REMAT_AUTO)
         st = h_none(&S);
+    if (!st && sv >= MP_REMAT_CHEN_LINEAR) /* baselines: never in auto */
+        st = rm_checkmate_baseline(&p, sv, offer_cb, &S);
     if (!st && (sv == MP_REMAT_CHEN_SQRT ||
                 (sv == MP_REMAT_AUTO && !S.have)))
         st = h_chen(&S, 0);

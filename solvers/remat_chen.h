@@ -1,6 +1,6 @@
 /* Checkmate's fixed-checkpoint baselines (solvers/remat_chen.c, issue 5):
- * the schedules its released code builds from a checkpoint set, for the
- * driver in solvers/remat.c. */
+ * the schedules its code builds from a checkpoint set, for the driver in
+ * solvers/remat.c. */
 #ifndef MP_REMAT_CHEN_H
 #define MP_REMAT_CHEN_H
 
@@ -9,15 +9,20 @@
 /* Takes a finished replay (o->steps owned by the callee from then on). */
 typedef mp_status (*rm_offer_fn)(void *user, const char *name, rm_out *o);
 
-/* The schedule Checkmate's released code builds for the checkpoint set
- * is_ckpt (gen_s_matrix_fixed_checkpoints, solve_r_opt, schedule_from_rs;
- * remat_chen.c says how): out->steps owned by the caller. */
-mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
-                             rm_out *out);
+/* Which of Checkmate's S rules (remat_chen.c lists them): its released
+ * code (January 2020 on), or the code of its published max-batch figure
+ * (autumn 2019). */
+enum { RM_CM_RELEASED = 0, RM_CM_2019 = 1 };
 
-/* Checkmate's linearized Chen sqrt(n) (solve_chen_sqrtn with
- * use_actuation_points False): every floor(sqrt(T))-th unit, forward or
- * backward, is a checkpoint; the schedule goes to offer. */
-mp_status rm_chen_linear(const rm_prob *p, rm_offer_fn offer, void *user);
+/* The schedule Checkmate's code builds for the checkpoint set is_ckpt
+ * (gen_s_matrix_fixed_checkpoints, solve_r_opt, schedule_from_rs):
+ * out->steps owned by the caller. */
+mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
+                             int rules, rm_out *out);
+
+/* One of the baselines (MP_REMAT_CHEN_LINEAR, MP_REMAT_CM_*): its
+ * schedules go to offer. */
+mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
+                                rm_offer_fn offer, void *user);
 
 #endif

@@ -773,7 +773,15 @@ typedef enum mp_remat_solver {
     MP_REMAT_DTR,            /* DTR-style eviction replayed statically */
     MP_REMAT_SELECTIVE,      /* cheap ops first, then polished */
     MP_REMAT_LP,             /* Checkmate LP relaxation + rounding (GLPK) */
-    MP_REMAT_ILP             /* Checkmate MILP (GLPK) */
+    MP_REMAT_ILP,            /* Checkmate MILP (GLPK) */
+    /* issue 5 (helper chen): Checkmate's baselines as its code builds
+     * them (its residency matrix from a checkpoint set, the recomputes
+     * that matrix implies, its frees; no budget search, never in auto;
+     * docs/training.md, "Checkmate's baselines"): */
+    MP_REMAT_CHEN_LINEAR,       /* released code: linearized Chen sqrt(n) */
+    MP_REMAT_CM_CHECKPOINT_ALL, /* code of the published max-batch figure: */
+    MP_REMAT_CM_CHEN_SQRT,      /*   checkpoint-all, Chen sqrt(n) on */
+    MP_REMAT_CM_CHEN_GREEDY     /*   articulation points, Chen greedy */
 } mp_remat_solver;
 MP_API const char *mp_remat_solver_name(mp_remat_solver s);
 /* Accepts the names above in lower case ("chen" = chen-greedy, "lp", "ilp",
