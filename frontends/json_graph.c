@@ -864,6 +864,16 @@ static mp_status read_attrs(rd *r)
             return type_err(r, &e, "a number, a string, an array of "
                                    "numbers or {\"graph\": {...}}");
         }
+        /* the names the reader gives a node with subgraphs */
+        size_t kl = strlen(r->attr_key);
+        if (at->type != J_OBJECT &&
+            (strcmp(r->attr_key, "body.inputs") == 0 ||
+             (kl > 6 && strcmp(r->attr_key + kl - 6, ".graph") == 0)))
+            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+                                  "attribute \"%s\" is reserved: a "
+                                  "subgraph is written \"NAME\": "
+                                  "{\"graph\": {...}}",
+                                  r->attr_key);
         mp_jloc_pop(&r->loc);
         r->n_attrs++;
     }
@@ -1228,11 +1238,6 @@ static mp_status read_node(rd *r, size_t idx)
         snprintf(key, sizeof key, "%s.graph", S(r, r->attrs[a].name_s));
         st = mp_graph_set_attr_int(g, id, key, r->attrs[a].i);
     }
-    if (st == MP_ERR_DUPLICATE && n_body)
-        return mp_jloc_err_at(&r->loc, st, obj_off,
-                              "%s: a node with subgraphs must not set "
-                              "\"body.inputs\" or \"NAME.graph\" itself",
-                              mp_ctx_message(r->ctx));
     if (!st)
         st = constant_value(g, id);
     if (st)

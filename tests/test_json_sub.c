@@ -473,8 +473,13 @@ static const struct bad_case {
      MP_ERR_PARSE, "13,", "graph.opset: a subgraph has the opset of the top "
                           "level"},
     {"bookkeeping attribute beside a body",
-     "{'graph': {'outputs': []}}, 'body.inputs': 3", MP_ERR_DUPLICATE,
-     "{'name': 'if'", "must not set \"body.inputs\""},
+     "{'graph': {'outputs': []}}, 'body.inputs': 3", MP_ERR_PARSE,
+     "'body.inputs'", "attributes.body.inputs: attribute \"body.inputs\" is "
+                      "reserved"},
+    {"bookkeeping attribute alone", "{'graph': {'outputs': []}}, "
+                                    "'then_branch.graph': 0",
+     MP_ERR_PARSE, "'then_branch.graph'", "\"then_branch.graph\" is "
+                                          "reserved"},
 };
 
 static void test_malformed(void)
