@@ -110,7 +110,8 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
  * backward reads, swept over the segment budget, with eviction as a
  * repair, then polished (dropped values kept again while the cap and the
  * cost allow); the best schedule within cap (and max_extra when >= 0)
- * goes to try_fn as "segments" or "segments+evict". */
+ * goes to try_fn as "segments" or "segments+evict"; when none fits, the
+ * one with the smallest peak does (for the smallest peak found). */
 mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
                       rm_try_fn try_fn, void *try_user);
 

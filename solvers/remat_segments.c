@@ -21,7 +21,9 @@
  * repair where the plain policy does not fit. Polishing then keeps again
  * each dropped value, most expensive per byte first, while the cap holds
  * and the cost does not rise: what is left dropped is what the cap needs.
- * The best schedule goes to the search (try_fn), which replays it again. */
+ * The best schedule goes to the search (try_fn), which replays it again;
+ * when none fits, the one with the smallest peak does (the search
+ * reports the smallest peak found). */
 #include "remat_internal.h"
 
 #include <math.h>
@@ -138,7 +140,8 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
     /* the sweep */
     const int K = 64;
     double best_cost = INFINITY;
-    int best_evict = 0;
+    int best_evict = 0, low_evict = 0;
+    uint64_t low_peak = UINT64_MAX;
     rm_out o;
     for (int i = 0; i <= K; i++) {
         double b = mmax * pow(total / mmax, (double)i / K) * 0.999;
@@ -152,12 +155,27 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
                 best_evict = ev;
                 memcpy(best, C.drop, T1 * sizeof *best);
             }
+            if (best_cost == INFINITY && !o.cut && o.peak < low_peak) {
+                low_peak = o.peak; /* the smallest peak while none fits */
+                low_evict = ev;
+                memcpy(best, C.drop, T1 * sizeof *best);
+            }
             if (fits)
                 break; /* eviction only repairs */
         }
     }
-    if (best_cost == INFINITY)
+    if (best_cost == INFINITY) {
+        /* none fits: the search still learns the smallest peak found */
+        if (low_peak != UINT64_MAX) {
+            rm_policy pol;
+            memset(&pol, 0, sizeof pol);
+            pol.drop_after = best;
+            if (low_evict)
+                pol.evict_cap = cap;
+            st = try_fn(try_user, "segments", &pol);
+        }
         goto done;
+    }
     /* polish: keep each dropped value again, most expensive per byte
      * first, while the cap holds and the cost does not rise */
     memcpy(C.drop, best, T1 * sizeof *best);
