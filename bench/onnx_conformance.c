@@ -2,7 +2,7 @@
  *
  *   bench_onnx_conformance [CORPUS_DIR] [-v]
  *                          [--models-only|--nodes-only|--backend-only]
- *                          [--inputs DIR]
+ *                          [--inputs DIR] [--backend-inputs DIR] [--no-inputs]
  *   bench_onnx_conformance --time MODEL.onnx [REPS]
  *
  * CORPUS_DIR defaults to ../shared/corpus relative to the source tree
@@ -20,6 +20,12 @@
  * onnx/backend/test/data/node) and given to the loader (mp_input_value),
  * so shape operands given as graph inputs fold; both figures are printed:
  * static (corpus only) and with the inputs bound.
+ * --backend-inputs DIR: the same for onnx-backend, from
+ * DIR/SUITE/TEST/test_data_set_0 (SUITE: simple, pytorch-converted, ...).
+ * Without either option, the test data of Debian's libonnx-testdata
+ * (onnx 1.12: /usr/share/libonnx-testdata/data/{node,simple,...}) is used
+ * when installed (MEMPLAN_ONNX_TESTDATA overrides the folder); the static
+ * figures are printed beside. --no-inputs: static figures only.
  * --time: loads MODEL.onnx (file read, parse, shape inference) and plans
  * it with the default options REPS times (default 20) in this process,
  * and prints the CPU time (clock()) and wall time per load+plan. */
@@ -402,7 +408,7 @@ static int time_model(const char *path, int reps)
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *inputs = NULL, *binputs = NULL;
-    int verbose = 0, nodes = 1, models = 1, backend = 1;
+    int verbose = 0, nodes = 1, models = 1, backend = 1, no_inputs = 0;
     if (argc >= 3 && strcmp(argv[1], "--time") == 0)
         return time_model(argv[2], argc >= 4 && atoi(argv[3]) > 0
                                         ? atoi(argv[3])
@@ -420,6 +426,8 @@ int main(int argc, char **argv)
             inputs = argv[++i];
         else if (strcmp(argv[i], "--backend-inputs") == 0 && i + 1 < argc)
             binputs = argv[++i];
+        else if (strcmp(argv[i], "--no-inputs") == 0)
+            no_inputs = 1;
         else
             dir = argv[i];
     }
@@ -433,6 +441,21 @@ int main(int argc, char **argv)
                "(pass its path or set MEMPLAN_CORPUS)\n", dir);
         return 0;
     }
+    /* Debian's libonnx-testdata (onnx 1.12) when neither folder is given */
+    static char deb_node[4096];
+    const char *deb = getenv("MEMPLAN_ONNX_TESTDATA");
+    if (!deb)
+        deb = "/usr/share/libonnx-testdata/data";
+    snprintf(deb_node, sizeof deb_node, "%s/node", deb);
+    if (!no_inputs && !inputs && !binputs && stat(deb_node, &sb) == 0 &&
+        S_ISDIR(sb.st_mode)) {
+        inputs = deb_node;
+        binputs = deb;
+        printf("inputs: test data of %s (Debian libonnx-testdata, onnx "
+               "1.12)\n", deb);
+    }
+    if (no_inputs)
+        inputs = binputs = NULL;
     char **files = NULL;
     size_t n = 0, cap = 0;
     char why[1024], op[128];

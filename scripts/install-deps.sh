@@ -10,6 +10,8 @@ packages=(
   libjansson-dev libcunit1-dev
   libglpk-dev libgraphviz-dev
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+  # ONNX conformance with the tests' input values (onnx 1.12 test data, 40 MB)
+  libonnx-testdata
   # tests of the pictures (issue 7): `dot -Tsvg` renders the DOT output,
   # headless Chromium opens the HTML report (~30 s to install, 122 MB)
   graphviz chromium
