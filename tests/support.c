@@ -119,6 +119,26 @@ mp_constraints *mp_test_two_pools(mp_ctx *ctx, const char *n0,
     return c;
 }
 
+void mp_test_assert_shape(const mp_graph *g, const char *name, int rank,
+                          const int64_t *dims)
+{
+    uint32_t id;
+    mp_tensor_info t;
+    CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_tensor_info(g, id, &t) == MP_OK);
+    CU_ASSERT_EQUAL_FATAL(t.rank, rank);
+    for (int i = 0; i < rank; i++)
+        CU_ASSERT_EQUAL(t.dims[i], dims[i]);
+}
+
+void mp_test_plan_verify(mp_graph *g)
+{
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    mp_plan_destroy(p);
+}
+
 const char *mp_test_corpus_file(const char *rel, char *buf, size_t cap)
 {
     const char *roots[] = {MP_SOURCE_DIR "/../shared/corpus",

@@ -32,4 +32,10 @@ uint64_t mp_test_rand(uint64_t *state);
  * cannot. Destroy with mp_constraints_destroy. */
 mp_constraints *mp_test_two_pools(mp_ctx *ctx, const char *n0,
                                   const char *n1, uint32_t t0, uint32_t t1);
+/* Asserts that g's tensor `name` has this rank and these dims. */
+void mp_test_assert_shape(const mp_graph *g, const char *name, int rank,
+                          const int64_t *dims);
+/* Plans g with the default options and asserts that mp_verify_plan
+ * accepts the plan. */
+void mp_test_plan_verify(mp_graph *g);
 #endif

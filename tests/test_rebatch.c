@@ -72,23 +72,6 @@ static const mp_tensor *tensor(const mp_graph *g, const char *name)
     return &g->tensors[id];
 }
 
-static void assert_shape(const mp_graph *g, const char *name, int rank,
-                         const int64_t *dims)
-{
-    const mp_tensor *t = tensor(g, name);
-    CU_ASSERT_EQUAL_FATAL(t->rank, rank);
-    for (int i = 0; i < rank; i++)
-        CU_ASSERT_EQUAL(t->dims[i], dims[i]);
-}
-
-static void plan_verify(mp_graph *g)
-{
-    mp_plan *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
-    mp_plan_destroy(p);
-}
-
 /* Every tensor of g1 that is not persistent has n times its bytes in gn
  * (same name); returns how many were compared. */
 static int assert_scaled(const mp_graph *g1, const mp_graph *gn, uint64_t n)
@@ -156,8 +139,8 @@ static void t_reshape_resize(void)
     mp_graph *g1 = NULL, *g8 = NULL, *g = NULL;
     /* as declared (batch 0 and batch 1 the same) */
     CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 0, NULL, 0, &g1), MP_OK);
-    assert_shape(g1, "y", 2, t48);
-    assert_shape(g1, "f", 2, t316);
+    mp_test_assert_shape(g1, "y", 2, t48);
+    mp_test_assert_shape(g1, "f", 2, t316);
     CU_ASSERT_EQUAL(g1->rebatch_to, 0);
     CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 1, NULL, 0, &g), MP_OK);
     CU_ASSERT_EQUAL(assert_scaled(g1, g, 1), 7);
@@ -169,16 +152,16 @@ static void t_reshape_resize(void)
     CU_ASSERT_EQUAL(g8->rebatch_to, 8);
     static const int64_t x8[] = {8, 3, 4, 4}, y8[] = {8, 48}, z8[] = {8, 10},
                          u8[] = {8, 3, 8, 8}, f8[] = {24, 16};
-    assert_shape(g8, "x", 4, x8);
-    assert_shape(g8, "y", 2, y8);
-    assert_shape(g8, "z", 2, z8);
-    assert_shape(g8, "y2", 2, y8);
-    assert_shape(g8, "u", 4, u8);
-    assert_shape(g8, "f", 2, f8);
+    mp_test_assert_shape(g8, "x", 4, x8);
+    mp_test_assert_shape(g8, "y", 2, y8);
+    mp_test_assert_shape(g8, "z", 2, z8);
+    mp_test_assert_shape(g8, "y2", 2, y8);
+    mp_test_assert_shape(g8, "u", 4, u8);
+    mp_test_assert_shape(g8, "f", 2, f8);
     CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g8), 0);
     /* x, r, y, z, y2, u, f: every activation 8x its batch-1 bytes */
     CU_ASSERT_EQUAL(assert_scaled(g1, g8, 8), 7);
-    plan_verify(g8);
+    mp_test_plan_verify(g8);
     /* the constants themselves are unchanged (other readers see them as
      * written) */
     const mp_tensor *t = tensor(g8, "target48");
@@ -195,7 +178,7 @@ static void t_reshape_resize(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "target48"));
     /* the same binding with the batch: agrees */
     CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 8, &d, 1, &g), MP_OK);
-    assert_shape(g, "y", 2, y8);
+    mp_test_assert_shape(g, "y", 2, y8);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -227,11 +210,11 @@ static void t_folded_batch(void)
     CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 8, NULL, 0, &g), MP_OK);
     static const int64_t a8[] = {192, 2, 16}, tt8[] = {2, 192, 16},
                          y8[] = {2, 8, 24, 4, 4};
-    assert_shape(g, "a", 3, a8);
-    assert_shape(g, "t", 3, tt8);
-    assert_shape(g, "y", 5, y8);
+    mp_test_assert_shape(g, "a", 3, a8);
+    mp_test_assert_shape(g, "t", 3, tt8);
+    mp_test_assert_shape(g, "y", 5, y8);
     CU_ASSERT_EQUAL(assert_scaled(g1, g, 8), 4);
-    plan_verify(g);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     mp_graph_destroy(g1);
     ob_free(&b);
@@ -265,10 +248,10 @@ static void t_symbolic(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'N'"));
     CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 5, NULL, 0, &g), MP_OK);
     static const int64_t y5[] = {5, 3}, z5[] = {5};
-    assert_shape(g, "y", 2, y5);
-    assert_shape(g, "z", 1, z5);
+    mp_test_assert_shape(g, "y", 2, y5);
+    mp_test_assert_shape(g, "z", 1, z5);
     CU_ASSERT_EQUAL(g->rebatch_from, 0);
-    plan_verify(g);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     /* a binding of the symbol to another value disagrees */
     mp_dim_binding n4 = {"N", 4};
@@ -387,7 +370,7 @@ static void t_corpus_light(void)
         CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g8), 0);
         /* every float activation is 8x its batch-1 size */
         CU_ASSERT(assert_scaled(g1, g8, 8) > 20);
-        plan_verify(g8);
+        mp_test_plan_verify(g8);
         mp_graph_destroy(g8);
         mp_graph_destroy(g1);
         mp_ctx_destroy(ctx);
