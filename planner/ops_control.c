@@ -103,6 +103,8 @@ static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
     mp_plan *p = NULL;
     if (!st)
         st = mp_plan_create(b, NULL, &p);
+    if (st == MP_ERR_NOMEM) /* not a shape error: If and Loop retry those */
+        return st;
     if (st) {
         char msg[MP_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", mp_ctx_message(g->ctx));
@@ -449,8 +451,8 @@ MP_SHAPE_FN(mp_shape_loop)
      * iteration when the trip count is folded and small */
     uint32_t nscan = nout > ncarried ? nout - ncarried : 0;
     bool varied[MP_MAX_RANK * 4] = {false};
-    if ((st || carries_seq) && trips > 0 && trips <= LOOP_UNROLL_MAX &&
-        nscan <= sizeof varied / sizeof varied[0]) {
+    if ((st || carries_seq) && st != MP_ERR_NOMEM && trips > 0 &&
+        trips <= LOOP_UNROLL_MAX && nscan <= sizeof varied / sizeof varied[0]) {
         st = unroll_loop(g, node, b, &trips, &peak, varied, nscan);
     }
     if (st)

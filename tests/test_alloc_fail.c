@@ -10,7 +10,8 @@
  * model loaded and planned (when compiled in and the corpus is present);
  * the other planning paths (reordering, fused chains, every offsets
  * method, training graph, recompute, lints, HTML report); the BERT
- * encoder layer of examples/ loaded and planned. */
+ * encoder layer and the Loop/If subgraphs of examples/ loaded and
+ * planned. */
 #include "internal.h"
 #include "support.h"
 
@@ -333,14 +334,21 @@ static void t_options(void)
     remove(plan_path);
 }
 
+/* examples/: the BERT encoder layer, and loop_if.json (subgraphs: a Loop
+ * whose body holds an If) */
 static void t_transformer(void)
 {
-    make_plan_path();
-    json_arg a = {NULL, MP_SOURCE_DIR "/examples/transformer_block.json",
-                  plan_path};
-    long n = torture_run("transformer_block", s_json, &a);
-    printf("\n  transformer_block: %ld allocations, each failed in turn ", n);
-    remove(plan_path);
+    static const char *const names[] = {"transformer_block", "loop_if"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/examples/%s.json", MP_SOURCE_DIR,
+                 names[i]);
+        make_plan_path();
+        json_arg a = {NULL, path, plan_path};
+        long n = torture_run(names[i], s_json, &a);
+        printf("\n  %s: %ld allocations, each failed in turn ", names[i], n);
+        remove(plan_path);
+    }
 }
 
 static void t_pools(void)
@@ -379,7 +387,7 @@ static CU_TestInfo tests[] = {
     {"builder, pools, pins, verifiers, estimate", t_pools},
     {"ONNX: load, plan, verify (corpus mnist)", t_onnx},
     {"reorder, fuse, offsets methods, train, remat, lints, HTML", t_options},
-    {"examples/transformer_block.json", t_transformer},
+    {"examples/transformer_block.json and loop_if.json", t_transformer},
     CU_TEST_INFO_NULL};
 
 void mp_register_alloc_fail(void) { mp_test_add_suite("alloc_fail", tests); }
