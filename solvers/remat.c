@@ -609,27 +609,39 @@ static bool improves(const rm_search *S, const rm_out *o)
             (o->extra_cost <= S->cost * (1 + 1e-12) && o->peak < S->peak));
 }
 
+/* Counts replay o in the search (its peak among the smallest seen); true
+ * when it is the best feasible one so far. */
+static bool count_replay(rm_search *S, const rm_out *o)
+{
+    S->n_sims++;
+    if (!o->cut && o->peak < S->min_peak)
+        S->min_peak = o->peak;
+    return improves(S, o);
+}
+
+/* full (a replay with its steps, taken) becomes the best schedule. */
+static void take_best(rm_search *S, const char *name, rm_out *full)
+{
+    mp_dealloc(S->p->ctx, S->best.steps);
+    S->best = *full;
+    full->steps = NULL;
+    S->have = 1;
+    S->name = name;
+    S->cost = full->extra_cost;
+    S->peak = full->peak;
+}
+
 /* Simulates pol; records it when it is the best feasible one so far. */
 static mp_status try_policy(rm_search *S, const char *name,
                             const rm_policy *pol, rm_out *o)
 {
     mp_status st = rm_simulate(S->p, pol, 0, o);
-    if (st)
+    if (st || !count_replay(S, o))
         return st;
-    S->n_sims++;
-    if (!o->cut && o->peak < S->min_peak)
-        S->min_peak = o->peak;
-    if (!improves(S, o))
-        return MP_OK;
     rm_out full;
     if ((st = rm_simulate(S->p, pol, 1, &full)))
         return st;
-    mp_dealloc(S->p->ctx, S->best.steps);
-    S->best = full;
-    S->have = 1;
-    S->name = name;
-    S->cost = o->extra_cost;
-    S->peak = o->peak;
+    take_best(S, name, &full);
     return MP_OK;
 }
 
@@ -644,21 +656,12 @@ static mp_status try_cb(void *user, const char *name, const rm_policy *pol)
 static mp_status offer_cb(void *user, const char *name, rm_out *o)
 {
     rm_search *S = user;
-    S->n_sims++;
-    if (!o->cut && o->peak < S->min_peak)
-        S->min_peak = o->peak;
-    if (!improves(S, o)) {
-        mp_dealloc(S->p->ctx, o->steps);
-        o->steps = NULL;
+    if (count_replay(S, o)) {
+        take_best(S, name, o);
         return MP_OK;
     }
-    mp_dealloc(S->p->ctx, S->best.steps);
-    S->best = *o;
+    mp_dealloc(S->p->ctx, o->steps);
     o->steps = NULL;
-    S->have = 1;
-    S->name = name;
-    S->cost = o->extra_cost;
-    S->peak = o->peak;
     return MP_OK;
 }
 
@@ -695,8 +698,8 @@ static void drops_from_keep(const rm_prob *p, const uint8_t *keep,
 }
 
 /* Forward units at which no forward edge crosses (articulation points of
- * a chain-like forward graph): cut[u] = 1. */
-static void forward_cuts(const rm_prob *p, uint8_t *cut)
+ * a chain-like forward graph): cut[u] = 1. Also remat_chen.c's. */
+void rm_forward_cuts(const rm_prob *p, uint8_t *cut)
 {
     uint32_t reach = 0;
     for (uint32_t u = 0; u < p->T; u++) {
@@ -772,7 +775,7 @@ static mp_status h_chen(rm_search *S, int greedy)
         st = MP_ERR_NOMEM;
         goto done;
     }
-    forward_cuts(p, cut);
+    rm_forward_cuts(p, cut);
     rm_policy pol;
     memset(&pol, 0, sizeof pol);
     pol.drop_after = drop;

@@ -355,24 +355,6 @@ static void every_kth(const rm_prob *p, const uint8_t *cand, uint8_t *ck)
         ck[u] = cand[u] && ++seen % k == 0;
 }
 
-/* Checkmate's articulation points of the forward graph as its 2019 code
- * counts them (a source before the first forward node and a sink after
- * the last: removing a node separates them, or leaves one isolated): the
- * forward units that no forward edge jumps over. */
-static void cm_cuts(const rm_prob *p, uint8_t *cut)
-{
-    uint32_t reach = 0;
-    for (uint32_t u = 0; u < p->T; u++) {
-        cut[u] = 0;
-        if (!p->fwd[u])
-            continue;
-        cut[u] = reach <= u;
-        for (uint32_t j = p->use_begin[u]; j < p->use_begin[u + 1]; j++)
-            if (p->fwd[p->uses[j]] && p->uses[j] > reach)
-                reach = p->uses[j];
-    }
-}
-
 static mp_status cm_try(const rm_prob *p, const uint8_t *ck, int rules,
                         const char *name, rm_offer_fn offer, void *user)
 {
@@ -402,7 +384,11 @@ mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
         st = cm_try(p, p->fwd, RM_CM_2019, "cm-checkpoint-all", offer, user);
         break;
     case MP_REMAT_CM_CHEN_SQRT:
-        cm_cuts(p, cand);
+        /* Checkmate's articulation points as its 2019 code counts them (a
+         * source before the first forward node and a sink after the last;
+         * removing a node separates them, or leaves one isolated): on a
+         * chain, the forward units no forward edge jumps over */
+        rm_forward_cuts(p, cand);
         every_kth(p, cand, ck);
         st = cm_try(p, ck, RM_CM_2019, "cm-chen-sqrt", offer, user);
         break;
@@ -416,7 +402,7 @@ mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
             break;
         base = o.peak;
         mp_dealloc(ctx, o.steps);
-        cm_cuts(p, cand);
+        rm_forward_cuts(p, cand);
         for (int j = 0; j < 60 && !st; j++) {
             double b = (double)base * (1.0 + (-1.0 + 0.05 * j)), acc = 0;
             for (uint32_t u = 0; u < p->T; u++) {

@@ -35,6 +35,10 @@ typedef struct rm_prob {
 mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p);
 void rm_prob_free(rm_prob *p);
 
+/* cut[u] = 1 for the forward units that no forward edge jumps over (the
+ * articulation points of a chain-like forward graph; remat.c). */
+void rm_forward_cuts(const rm_prob *p, uint8_t *cut);
+
 /* Policy for the replay. */
 typedef struct rm_policy {
     /* drop_after[u]: stage after which the first materialization of u is
