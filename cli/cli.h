@@ -128,7 +128,7 @@ void cli_print_methods(FILE *f);
 enum {
     CLI_T_TRAIN = 2000, CLI_T_OPTIMIZER, CLI_T_PRECISION, CLI_T_BUDGET,
     CLI_T_SOLVER, CLI_T_MAX_EXTRA, CLI_T_MAXIMIZE, CLI_T_BATCH,
-    CLI_T_STEP_IN_BACKWARD
+    CLI_T_STEP_IN_BACKWARD, CLI_T_SPLIT_WEIGHT_GRAD
 };
 typedef struct cli_train_args {
     int train, remat, have_max_extra, maximize;

@@ -17,6 +17,7 @@ const cli_opt cli_train_opts[] = {
     {"maximize", 0, 1, CLI_T_MAXIMIZE},
     {"batch", 0, 1, CLI_T_BATCH},
     {"step-in-backward", 0, 0, CLI_T_STEP_IN_BACKWARD},
+    {"split-weight-grad", 0, 0, CLI_T_SPLIT_WEIGHT_GRAD},
     {NULL, 0, 0, 0},
 };
 
@@ -36,6 +37,8 @@ void cli_train_help(FILE *f)
           "      --precision P   fp32 (default), bf16-mixed, fp16-mixed\n"
           "      --step-in-backward  each parameter's optimizer step right\n"
           "                      after its gradient is complete (frees it)\n"
+          "      --split-weight-grad  weight gradients by a backward node of\n"
+          "                      their own (input gradients die sooner)\n"
           "      --budget SIZE   peak (live arena + persistent) to fit, e.g.\n"
           "                      12GiB: recompute chooses what to keep\n"
           "      --solver S      auto (default), checkpoint-all, chen-sqrt,\n"
@@ -72,6 +75,10 @@ int cli_train_on_opt(cli_train_args *t, int id, const char *name,
         return 0;
     case CLI_T_STEP_IN_BACKWARD:
         t->topt.step_in_backward = 1;
+        t->train = 1;
+        return 0;
+    case CLI_T_SPLIT_WEIGHT_GRAD:
+        t->topt.split_weight_grad = 1;
         t->train = 1;
         return 0;
     case CLI_T_PRECISION:

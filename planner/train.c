@@ -650,21 +650,49 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
                 break;
             }
         }
+        /* split_weight_grad: the trainable tensors' gradients come from a
+         * node of their own (NAME/grad_w), after the input gradients'
+         * (NAME/grad), as frameworks run the data and the weight gradient
+         * as two kernels; want is reordered, inputs first */
+        uint32_t nwt = 0;
+        if (opt->split_weight_grad && op == opname) {
+            uint32_t tmp[64], nt2 = 0;
+            for (uint32_t j = 0; j < nw; j++)
+                if (!trainable[want[j]])
+                    tmp[nt2++] = want[j];
+            for (uint32_t j = 0; j < nw; j++)
+                if (trainable[want[j]])
+                    tmp[nt2++] = want[j];
+            for (uint32_t j = 0; j < nw; j++)
+                nwt += trainable[want[j]] != 0;
+            if (nwt == nw)
+                nwt = 0; /* only weight gradients: one node */
+            else
+                memcpy(want, tmp, nw * sizeof *want);
+        }
         for (uint32_t j = 0; j < nw; j++)
             if ((st = new_partial(&S, want[j], &buf_out[nout++])))
                 goto fail;
-        snprintf(S.name, sizeof S.name, "%s/grad", n->name);
-        uint32_t id;
-        if ((st = add_node(&S, S.name, op, strcmp(op, "Identity") ? "memplan"
-                                                                  : "",
-                           buf_in, nin, buf_out, nout, MP_PHASE_BACKWARD,
-                           &id)))
-            goto fail;
         const mp_node *fn = &S.g->nodes[nmap[v]]; /* its forward copy */
         double ffl = fn->flops > 0 ? fn->flops : 0;
-        if ((st = set_cost(&S, id, rule == MP_BWD_INPUTS ? 2 * ffl : ffl)))
-            goto fail;
-        B.n_backward++;
+        for (int part = 0; part < (nwt ? 2 : 1); part++) {
+            snprintf(S.name, sizeof S.name, part ? "%s/grad_w" : "%s/grad",
+                     n->name);
+            uint32_t id, o0 = part ? nw - nwt : 0;
+            uint32_t no = nwt ? (part ? nwt : nw - nwt) : nout;
+            if ((st = add_node(&S, S.name, op,
+                               strcmp(op, "Identity") ? "memplan" : "",
+                               buf_in, nin, buf_out + o0, no,
+                               MP_PHASE_BACKWARD, &id)))
+                goto fail;
+            /* the INPUTS rule's two products: one per node when split;
+             * other rules' weight gradients are reductions (bytes only) */
+            double fl = rule == MP_BWD_INPUTS ? (nwt ? ffl : 2 * ffl)
+                        : part ? 0 : ffl;
+            if ((st = set_cost(&S, id, fl)))
+                goto fail;
+            B.n_backward++;
+        }
         for (uint32_t j = 0; j < nw; j++)
             if ((st = accumulate(&S, want[j], buf_out[j])))
                 goto fail;

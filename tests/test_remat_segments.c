@@ -274,6 +274,81 @@ static void test_step_in_backward(void)
     mp_ctx_destroy(ctx);
 }
 
+static double seg_phase_flops(const mp_graph *g, mp_phase ph)
+{
+    double f = 0;
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        if (g->nodes[v].phase == ph && g->nodes[v].flops > 0)
+            f += g->nodes[v].flops;
+    return f;
+}
+
+/* split_weight_grad: each MatMul's backward is two nodes, the input
+ * gradient (NAME/grad) and then the weight gradient (NAME/grad_w), one
+ * product each; the same tensors, breakdown and backward FLOPs; the
+ * no-recompute peak does not rise. */
+static void test_split_weight_grad(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = residual(ctx, 4), *g0 = NULL, *g1 = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    mp_train_breakdown b0, b1;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &g0, &b0) == MP_OK);
+    o.split_weight_grad = 1;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &g1, &b1) == MP_OK);
+    CU_ASSERT_EQUAL(g0->n_tensors, g1->n_tensors);
+    CU_ASSERT_EQUAL(b0.gradient_bytes, b1.gradient_bytes);
+    CU_ASSERT_EQUAL(b0.saved_bytes, b1.saved_bytes);
+    /* 8 MatMuls; b0/mm1's input is a graph input: only a weight gradient */
+    CU_ASSERT_EQUAL(b1.n_backward, b0.n_backward + 7);
+    CU_ASSERT_DOUBLE_EQUAL(seg_phase_flops(g1, MP_PHASE_BACKWARD),
+                           seg_phase_flops(g0, MP_PHASE_BACKWARD),
+                           1e-6 * seg_phase_flops(g0, MP_PHASE_BACKWARD));
+    char nm[64];
+    for (int k = 0; k < 4; k++)
+        for (int m = 1; m <= 2; m++) {
+            uint32_t a, w;
+            mp_node_info ia, iw;
+            snprintf(nm, sizeof nm, "b%d/mm%d/grad", k, m);
+            CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g1, nm, &a), MP_OK);
+            CU_ASSERT_EQUAL(mp_graph_node_info(g1, a, &ia), MP_OK);
+            CU_ASSERT_EQUAL(ia.n_outputs, 1);
+            snprintf(nm, sizeof nm, "b%d/mm%d/grad_w", k, m);
+            if (k == 0 && m == 1) { /* x takes no gradient */
+                CU_ASSERT_NOT_EQUAL(mp_graph_find_node(g1, nm, &w), MP_OK);
+                mp_ctx_clear(ctx);
+                CU_ASSERT_EQUAL(g1->tensors[g1->nodes[a].outputs[0]].kind,
+                                MP_KIND_GRADIENT);
+                continue;
+            }
+            CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g1, nm, &w), MP_OK);
+            CU_ASSERT_EQUAL(mp_graph_node_info(g1, w, &iw), MP_OK);
+            CU_ASSERT_EQUAL(iw.n_outputs, 1);
+            CU_ASSERT_EQUAL(iw.n_inputs, ia.n_inputs);
+            /* the weight gradient is [64,64], the input gradient [32,64] */
+            CU_ASSERT_EQUAL(g1->tensors[g1->nodes[w].outputs[0]].bytes,
+                            64 * 64 * 4);
+            CU_ASSERT_EQUAL(g1->tensors[g1->nodes[a].outputs[0]].bytes,
+                            32 * 64 * 4);
+            CU_ASSERT(g1->nodes[w].flops > 0);
+            CU_ASSERT_DOUBLE_EQUAL(g1->nodes[w].flops, g1->nodes[a].flops,
+                                   1e-9 * g1->nodes[a].flops);
+        }
+    mp_plan *p0 = NULL, *p1 = NULL;
+    CU_ASSERT_FATAL(mp_plan_create(g0, NULL, &p0) == MP_OK);
+    CU_ASSERT_FATAL(mp_plan_create(g1, NULL, &p1) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g1, p1), MP_OK);
+    CU_ASSERT(mp_plan_figures(p1)->lower_bound_bytes <=
+              mp_plan_figures(p0)->lower_bound_bytes);
+    mp_plan_destroy(p0);
+    mp_plan_destroy(p1);
+    mp_graph_destroy(g0);
+    mp_graph_destroy(g1);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_remat_segments(void)
 {
     static CU_TestInfo tests[] = {
@@ -281,6 +356,7 @@ void mp_register_remat_segments(void)
          test_segments_budget_and_bound},
         {"auto at 2/3 of the no-recompute arena", test_auto_two_thirds},
         {"optimizer steps in backward", test_step_in_backward},
+        {"weight gradients by a node of their own", test_split_weight_grad},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("remat_segments", tests);

@@ -871,6 +871,13 @@ typedef struct mp_train_options {
      * step in backward does; 0 (default): every step after the backward
      * pass, as optimizer.step(). */
     int step_in_backward;
+    /* issue 5 (remat): 1 computes the trainable tensors' gradients of a
+     * backward node by a node of their own (NAME/grad_w, after NAME/grad
+     * which writes the input gradients), as frameworks run the data and
+     * the weight gradient as two kernels: an input gradient then need not
+     * live as long as the weight gradient written beside it. 0 (default):
+     * one node writes both. */
+    int split_weight_grad;
 } mp_train_options;
 MP_API void mp_train_options_init(mp_train_options *o);
 
