@@ -381,6 +381,325 @@ static void test_strings_attr(void)
     mp_ctx_destroy(ctx);
 }
 
+/* ---- NonMaxSuppression ------------------------------------------------------ */
+
+/* boxes [B, N, 4], scores [B, C, N] -> NonMaxSuppression -> sel; the
+ * optional inputs given when have_* */
+static mp_status nms_run(mp_ctx *ctx, int64_t B, int64_t C, int64_t N,
+                         const double *boxes, const double *scores,
+                         int center, const int64_t *max, const double *iou,
+                         const double *thr, int bind_scores, int64_t *rows)
+{
+    ob b;
+    ob_init(&b, 8, 11);
+    int64_t bd[3] = {B, N, 4}, sd[3] = {B, C, N}, one[1] = {1};
+    ob_input(&b, "boxes", MP_DTYPE_FLOAT32, 3, bd);
+    ob_input(&b, "scores", MP_DTYPE_FLOAT32, 3, sd);
+    const char *ins[5] = {"boxes", "scores", "", "", ""};
+    int nin = 2;
+    mp_input_value v[5];
+    size_t nv = 0;
+    memset(v, 0, sizeof v);
+    v[nv++] = (mp_input_value){.name = "boxes", .dtype = MP_DTYPE_FLOAT32,
+                               .rank = 3, .dims = bd, .floats = boxes};
+    if (bind_scores)
+        v[nv++] = (mp_input_value){.name = "scores",
+                                   .dtype = MP_DTYPE_FLOAT32, .rank = 3,
+                                   .dims = sd, .floats = scores};
+    if (max) {
+        ob_input(&b, "max", MP_DTYPE_INT64, 1, one);
+        v[nv++] = (mp_input_value){.name = "max", .dtype = MP_DTYPE_INT64,
+                                   .rank = 1, .dims = one, .ints = max};
+        ins[2] = "max";
+        nin = 3;
+    }
+    if (iou) {
+        ob_input(&b, "iou", MP_DTYPE_FLOAT32, 1, one);
+        v[nv++] = (mp_input_value){.name = "iou", .dtype = MP_DTYPE_FLOAT32,
+                                   .rank = 1, .dims = one, .floats = iou};
+        ins[3] = "iou";
+        nin = 4;
+    }
+    if (thr) {
+        ob_input(&b, "thr", MP_DTYPE_FLOAT32, 1, one);
+        v[nv++] = (mp_input_value){.name = "thr", .dtype = MP_DTYPE_FLOAT32,
+                                   .rank = 1, .dims = one, .floats = thr};
+        ins[4] = "thr";
+        nin = 5;
+    }
+    Onnx__NodeProto *n = ob_node(&b, "NonMaxSuppression", "nms", "boxes",
+                                 NULL, "sel");
+    n->input = ob_new(&b, 5 * sizeof *n->input);
+    for (int i = 0; i < nin; i++)
+        n->input[i] = (char *)ins[i];
+    n->n_input = (size_t)nin;
+    if (center)
+        ob_attr_int(&b, n, "center_point_box", 1);
+    ob_output(&b, "sel", MP_DTYPE_INT64, -1, NULL);
+    mp_graph *g;
+    mp_status st = load(&b, ctx, v, nv, &g);
+    if (!st) {
+        const mp_tensor *t = tensor(g, "sel");
+        CU_ASSERT_EQUAL(t->rank, 2);
+        CU_ASSERT_EQUAL(t->dtype, MP_DTYPE_INT64);
+        *rows = t->rank == 2 ? t->dims[0] : -2;
+        if (t->rank == 2) {
+            CU_ASSERT_EQUAL(t->dims[1], 3);
+            CU_ASSERT_EQUAL(t->bytes, (uint64_t)t->dims[0] * 24u);
+        }
+        mp_plan *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+        mp_plan_destroy(p);
+    }
+    mp_graph_destroy(g);
+    ob_free(&b);
+    return st;
+}
+
+/* the ONNX operator examples' boxes: two clusters of three overlapping
+ * boxes and one far away ([y1, x1, y2, x2]) */
+static const double nms_boxes[24] = {
+    0, 0, 1, 1,  0, 0.1, 1, 1.1,  0, -0.1, 1, 0.9,
+    0, 10, 1, 11,  0, 10.1, 1, 11.1,  0, 100, 1, 101};
+static const double nms_scores[6] = {0.9, 0.75, 0.6, 0.95, 0.5, 0.3};
+
+static void test_nms(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int64_t rows = -1;
+    const int64_t m3[] = {3}, m2[] = {2}, m0[] = {0}, m9[] = {9};
+    const double iou5[] = {0.5}, thr0[] = {0.0}, thr4[] = {0.4};
+    /* IoU 0.5: one box per cluster and the far one */
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m3,
+                            iou5, thr0, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 3);
+    /* score_threshold 0.4 drops the far box (0.3) */
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m3,
+                            iou5, thr4, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 2);
+    /* max_output_boxes_per_class 2 */
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m2,
+                            iou5, thr0, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 2);
+    /* IoU threshold 0.9: the shifted boxes overlap less (IoU 0.82) */
+    const double iou9[] = {0.9};
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m9,
+                            iou9, NULL, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 6);
+    /* no max given (or 0): nothing selected */
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, NULL,
+                            NULL, NULL, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 0);
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m0,
+                            iou5, NULL, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 0);
+    /* center_point_box: [xc, yc, w, h], the same layout */
+    static const double cboxes[24] = {
+        0.5, 0.5, 1, 1,  0.6, 0.5, 1, 1,  0.4, 0.5, 1, 1,
+        10.5, 0.5, 1, 1,  10.6, 0.5, 1, 1,  100.5, 0.5, 1, 1};
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, cboxes, nms_scores, 1, m3, iou5,
+                            thr0, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 3);
+    /* flipped corners ([y2, x2, y1, x1]) are the same boxes */
+    double flipped[24];
+    for (int i = 0; i < 6; i++) {
+        flipped[4 * i] = nms_boxes[4 * i + 2];
+        flipped[4 * i + 1] = nms_boxes[4 * i + 3];
+        flipped[4 * i + 2] = nms_boxes[4 * i];
+        flipped[4 * i + 3] = nms_boxes[4 * i + 1];
+    }
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, flipped, nms_scores, 0, m3, iou5,
+                            thr0, 1, &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 3);
+    /* two batches x two classes: per batch and class */
+    double b2[48], s4[24];
+    memcpy(b2, nms_boxes, sizeof nms_boxes);
+    memcpy(b2 + 24, nms_boxes, sizeof nms_boxes);
+    for (int k = 0; k < 4; k++)
+        memcpy(s4 + 6 * k, nms_scores, sizeof nms_scores);
+    s4[18 + 5] = 0.0; /* batch 1, class 1: the far box scores 0 */
+    CU_ASSERT_EQUAL(nms_run(ctx, 2, 2, 6, b2, s4, 0, m3, iou5, thr0, 1,
+                            &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 3 + 3 + 3 + 2);
+    /* identical boxes: one survives */
+    double same[40], ss[10];
+    for (int i = 0; i < 10; i++) {
+        memcpy(same + 4 * i, nms_boxes, 4 * sizeof *same);
+        ss[i] = 0.9;
+    }
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 10, same, ss, 0, m3, iou5, thr0, 1,
+                            &rows), MP_OK);
+    CU_ASSERT_EQUAL(rows, 1);
+    /* scores not known: the count cannot be inferred (an error naming the
+     * node), never a guess */
+    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m3,
+                            iou5, thr0, 0, &rows), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "NonMaxSuppression"));
+    mp_ctx_destroy(ctx);
+}
+
+/* ---- ImageDecoder ------------------------------------------------------------ */
+
+/* x uint8 [n] (bytes bound) -> ImageDecoder(pixel_format) -> y; *out the
+ * inferred shape (rank 3) */
+static mp_status decode(mp_ctx *ctx, const unsigned char *bytes, size_t n,
+                        const char *pf, int64_t *out)
+{
+    ob b;
+    ob_init(&b, 8, 20);
+    int64_t d[1] = {(int64_t)n};
+    ob_input(&b, "x", MP_DTYPE_UINT8, 1, d);
+    Onnx__NodeProto *nd = ob_node(&b, "ImageDecoder", "dec", "x", NULL, "y");
+    if (pf)
+        attr_str(&b, nd, "pixel_format", pf);
+    ob_output(&b, "y", MP_DTYPE_UINT8, -1, NULL);
+    int64_t *v = malloc((n ? n : 1) * sizeof *v);
+    CU_ASSERT_FATAL(v != NULL);
+    for (size_t i = 0; i < n; i++)
+        v[i] = bytes[i];
+    mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_UINT8, .rank = 1,
+                         .dims = d, .ints = v};
+    mp_graph *g;
+    mp_status st = load(&b, ctx, &iv, 1, &g);
+    if (!st) {
+        const mp_tensor *t = tensor(g, "y");
+        CU_ASSERT_EQUAL_FATAL(t->rank, 3);
+        CU_ASSERT_EQUAL(t->dtype, MP_DTYPE_UINT8);
+        for (int i = 0; i < 3; i++)
+            out[i] = t->dims[i];
+        CU_ASSERT_EQUAL(t->bytes, (uint64_t)(out[0] * out[1] * out[2]));
+    }
+    mp_graph_destroy(g);
+    free(v);
+    ob_free(&b);
+    return st;
+}
+
+typedef struct img_case {
+    const char *what;
+    const unsigned char *bytes;
+    size_t n;
+    int64_t h, w;
+} img_case;
+
+static const unsigned char png[] = {
+    0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D',
+    'R', 0, 0, 0x01, 0x2c, 0, 0, 0, 200, 8, 2, 0, 0, 0};
+static const unsigned char bmp[] = {
+    'B', 'M', 0, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0, 40, 0, 0, 0,
+    5, 0, 0, 0, 0xfc, 0xff, 0xff, 0xff /* -4: top-down */, 1, 0, 24, 0};
+static const unsigned char bmp_core[] = {
+    'B', 'M', 0, 0, 0, 0, 0, 0, 0, 0, 26, 0, 0, 0, 12, 0, 0, 0,
+    7, 0, 6, 0, 1, 0, 24, 0};
+static const unsigned char jpeg[] = {
+    0xff, 0xd8, 0xff, 0xe0, 0, 6, 'J', 'F', 'I', 'F', 0xff, 0xff /* fill */,
+    0xc2, 0, 17, 8, 0, 10, 0, 20, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1};
+static const unsigned char tiff_le[] = {
+    'I', 'I', 42, 0, 8, 0, 0, 0, 3, 0,
+    0x03, 0x01, 3, 0, 1, 0, 0, 0, 8, 0, 0, 0,        /* 259: skipped */
+    0x00, 0x01, 3, 0, 1, 0, 0, 0, 33, 0, 0, 0,       /* width SHORT 33 */
+    0x01, 0x01, 4, 0, 1, 0, 0, 0, 17, 0, 0, 0};      /* height LONG 17 */
+static const unsigned char tiff_be[] = {
+    'M', 'M', 0, 42, 0, 0, 0, 8, 0, 2,
+    0x01, 0x00, 0, 4, 0, 0, 0, 1, 0, 0, 1, 0,        /* width LONG 256 */
+    0x01, 0x01, 0, 3, 0, 0, 0, 1, 0, 9, 0, 0};       /* height SHORT 9 */
+static const unsigned char webp_vp8[] = {
+    'R', 'I', 'F', 'F', 30, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', ' ',
+    18, 0, 0, 0, 0x50, 0x01, 0, 0x9d, 0x01, 0x2a, 0x40, 0x41 /* scale bits */,
+    0x20, 0x00, 0, 0};
+static const unsigned char webp_vp8l[] = {
+    'R', 'I', 'F', 'F', 20, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'L',
+    5, 0, 0, 0, 0x2f, 0x63, 0x40, 0x09, 0x00};     /* 100 x 38 */
+static const unsigned char webp_vp8x[] = {
+    'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'X',
+    10, 0, 0, 0, 0, 0, 0, 0, 0xff, 0x01, 0, 0x1f, 0, 0};   /* 512 x 32 */
+static const unsigned char jp2[] = {
+    0, 0, 0, 12, 'j', 'P', ' ', ' ', '\r', '\n', 0x87, '\n',
+    0, 0, 0, 20, 'f', 't', 'y', 'p', 'j', 'p', '2', ' ', 0, 0, 0, 0,
+    'j', 'p', '2', ' ',
+    0, 0, 0, 30, 'j', 'p', '2', 'h',
+    0, 0, 0, 22, 'i', 'h', 'd', 'r', 0, 0, 0, 48, 0, 0, 0, 64, 0, 3, 7, 7,
+    0, 0};
+static const unsigned char j2k[] = {
+    0xff, 0x4f, 0xff, 0x51, 0, 41, 0, 0, 0, 0, 0, 100, 0, 0, 0, 60,
+    0, 0, 0, 10, 0, 0, 0, 20};
+static const unsigned char pnm[] = "P6\n# a comment\n 12\t8\n255\n";
+
+static const img_case imgs[] = {
+    {"png", png, sizeof png, 200, 300},
+    {"bmp", bmp, sizeof bmp, 4, 5},
+    {"bmp core header", bmp_core, sizeof bmp_core, 6, 7},
+    {"jpeg", jpeg, sizeof jpeg, 10, 20},
+    {"tiff little-endian", tiff_le, sizeof tiff_le, 17, 33},
+    {"tiff big-endian", tiff_be, sizeof tiff_be, 9, 256},
+    {"webp VP8", webp_vp8, sizeof webp_vp8, 32, 320},
+    {"webp VP8L", webp_vp8l, sizeof webp_vp8l, 38, 100},
+    {"webp VP8X", webp_vp8x, sizeof webp_vp8x, 32, 512},
+    {"jpeg 2000 (jp2)", jp2, sizeof jp2, 48, 64},
+    {"jpeg 2000 codestream", j2k, sizeof j2k, 40, 90},
+    {"pnm", pnm, sizeof pnm - 1, 8, 12},
+};
+
+static void test_image_decoder(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int64_t s[3];
+    for (size_t i = 0; i < sizeof imgs / sizeof imgs[0]; i++) {
+        const img_case *c = &imgs[i];
+        mp_status st = decode(ctx, c->bytes, c->n, NULL, s);
+        CU_ASSERT_EQUAL(st, MP_OK);
+        if (st || s[0] != c->h || s[1] != c->w || s[2] != 3)
+            printf("\n  %s: status %d, [%lld, %lld, %lld], expected [%lld, "
+                   "%lld, 3]\n", c->what, (int)st, (long long)s[0],
+                   (long long)s[1], (long long)s[2], (long long)c->h,
+                   (long long)c->w);
+        CU_ASSERT(s[0] == c->h && s[1] == c->w && s[2] == 3);
+    }
+    /* pixel_format: Grayscale 1 channel, BGR 3 */
+    CU_ASSERT_EQUAL(decode(ctx, png, sizeof png, "Grayscale", s), MP_OK);
+    CU_ASSERT(s[0] == 200 && s[1] == 300 && s[2] == 1);
+    CU_ASSERT_EQUAL(decode(ctx, png, sizeof png, "BGR", s), MP_OK);
+    CU_ASSERT(s[2] == 3);
+    /* not an image: the size stays unknown, an error naming the node */
+    static const unsigned char junk[] = "GIF89a....";
+    CU_ASSERT_EQUAL(decode(ctx, junk, sizeof junk, NULL, s), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "ImageDecoder"));
+    mp_ctx_destroy(ctx);
+}
+
+/* truncated and corrupted headers: never a crash or an out-of-bounds read
+ * (run under ASan in CI); the result is a size or a shape error */
+static void test_image_decoder_malformed(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    uint64_t seed = 12345;
+    int64_t s[3];
+    unsigned char buf[64];
+    int ok = 0, err = 0;
+    for (size_t i = 0; i < sizeof imgs / sizeof imgs[0]; i++) {
+        const img_case *c = &imgs[i];
+        CU_ASSERT_FATAL(c->n <= sizeof buf);
+        for (size_t len = 1; len < c->n; len++) { /* every prefix */
+            mp_status st = decode(ctx, c->bytes, len, NULL, s);
+            CU_ASSERT(st == MP_OK || st == MP_ERR_SHAPE);
+            ok += st == MP_OK;
+            err += st == MP_ERR_SHAPE;
+        }
+        for (int k = 0; k < 40; k++) { /* random bytes changed */
+            memcpy(buf, c->bytes, c->n);
+            for (int f = 0; f < 3; f++)
+                buf[mp_test_rand(&seed) % c->n] =
+                    (unsigned char)mp_test_rand(&seed);
+            mp_status st = decode(ctx, buf, c->n, NULL, s);
+            CU_ASSERT(st == MP_OK || st == MP_ERR_SHAPE ||
+                      st == MP_ERR_OVERFLOW);
+        }
+    }
+    CU_ASSERT(err > 0);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_value_ops(void)
 {
     static CU_TestInfo tests[] = {
@@ -390,6 +709,11 @@ void mp_register_value_ops(void)
         {"StringSplit: whitespace, delimiter, maxsplit, empty", test_split},
         {"StringSplit without values: token axis unknown", test_split_unknown},
         {"STRINGS attributes and interning", test_strings_attr},
+        {"NonMaxSuppression: selected boxes from known values", test_nms},
+        {"ImageDecoder: H, W from BMP/PNG/PNM/JPEG/TIFF/WebP/JPEG 2000",
+         test_image_decoder},
+        {"ImageDecoder: truncated and corrupted headers",
+         test_image_decoder_malformed},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("value_ops", tests);
 }
