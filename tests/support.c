@@ -155,3 +155,36 @@ const char *mp_test_corpus_file(const char *rel, char *buf, size_t cap)
            rel);
     return NULL;
 }
+
+uint32_t mp_test_tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
+                        int rank, const int64_t *dims)
+{
+    mp_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = MP_DTYPE_FLOAT32;
+    d.rank = rank;
+    d.dims = dims;
+    d.kind = kind;
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
+    return id;
+}
+
+uint32_t mp_test_node(mp_graph *g, const char *name, const char *op,
+                      const uint32_t *in, uint32_t nin, const uint32_t *out,
+                      uint32_t nout)
+{
+    mp_node_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.op = op;
+    d.inputs = in;
+    d.n_inputs = nin;
+    d.outputs = out;
+    d.n_outputs = nout;
+    d.phase = MP_PHASE_FORWARD;
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_add_node(g, &d, &id), MP_OK);
+    return id;
+}

@@ -32,6 +32,14 @@ uint64_t mp_test_rand(uint64_t *state);
  * cannot. Destroy with mp_constraints_destroy. */
 mp_constraints *mp_test_two_pools(mp_ctx *ctx, const char *n0,
                                   const char *n1, uint32_t t0, uint32_t t1);
+/* Graph building (issue 5 tests): a float32 tensor of the given shape
+ * and kind, and a forward node; both assert success and return the id
+ * (MP_NONE on failure). */
+uint32_t mp_test_tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
+                        int rank, const int64_t *dims);
+uint32_t mp_test_node(mp_graph *g, const char *name, const char *op,
+                      const uint32_t *in, uint32_t nin, const uint32_t *out,
+                      uint32_t nout);
 /* Asserts that g's tensor `name` has this rank and these dims. */
 void mp_test_assert_shape(const mp_graph *g, const char *name, int rank,
                           const int64_t *dims);

@@ -13,36 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t seg_tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
-                           int rank, const int64_t *dims)
-{
-    mp_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name;
-    d.dtype = MP_DTYPE_FLOAT32;
-    d.rank = rank;
-    d.dims = dims;
-    d.kind = kind;
-    uint32_t id = MP_NONE;
-    CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &id) == MP_OK);
-    return id;
-}
-
-static void seg_node(mp_graph *g, const char *name, const char *op,
-                     uint32_t *in, uint32_t nin, uint32_t out)
-{
-    mp_node_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name;
-    d.op = op;
-    d.inputs = in;
-    d.n_inputs = nin;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.phase = MP_PHASE_FORWARD;
-    CU_ASSERT_FATAL(mp_graph_add_node(g, &d, NULL) == MP_OK);
-}
-
 /* x[32,64] through n residual blocks x' = Relu(x + MatMul(Relu(MatMul(x,
  * Wa)), Wb)); every activation is 8 KiB. The Add of each block is a
  * forward articulation point that backward does not read (Add saves
@@ -53,29 +23,29 @@ static mp_graph *residual(mp_ctx *ctx, int n)
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
     int64_t dx[] = {32, 64}, dw[] = {64, 64};
     char nm[64];
-    uint32_t x = seg_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
     for (int k = 0; k < n; k++) {
         uint32_t t[6];
         const char *parts[] = {"Wa", "Wb", "h", "a", "m", "s"};
         for (int i = 0; i < 6; i++) {
             snprintf(nm, sizeof nm, "b%d/%s", k, parts[i]);
-            t[i] = seg_tensor(g, nm, i < 2 ? MP_KIND_WEIGHT
+            t[i] = mp_test_tensor(g, nm, i < 2 ? MP_KIND_WEIGHT
                                            : MP_KIND_ACTIVATION,
                               2, i < 2 ? dw : dx);
         }
         snprintf(nm, sizeof nm, "b%d/out", k);
-        uint32_t y = seg_tensor(g, nm, MP_KIND_ACTIVATION, 2, dx);
+        uint32_t y = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, dx);
         uint32_t i1[] = {x, t[0]}, i2[] = {t[3], t[1]}, i3[] = {x, t[4]};
         snprintf(nm, sizeof nm, "b%d/mm1", k);
-        seg_node(g, nm, "MatMul", i1, 2, t[2]);
+        mp_test_node(g, nm, "MatMul", i1, 2, &t[2], 1);
         snprintf(nm, sizeof nm, "b%d/relu1", k);
-        seg_node(g, nm, "Relu", &t[2], 1, t[3]);
+        mp_test_node(g, nm, "Relu", &t[2], 1, &t[3], 1);
         snprintf(nm, sizeof nm, "b%d/mm2", k);
-        seg_node(g, nm, "MatMul", i2, 2, t[4]);
+        mp_test_node(g, nm, "MatMul", i2, 2, &t[4], 1);
         snprintf(nm, sizeof nm, "b%d/add", k);
-        seg_node(g, nm, "Add", i3, 2, t[5]);
+        mp_test_node(g, nm, "Add", i3, 2, &t[5], 1);
         snprintf(nm, sizeof nm, "b%d/relu2", k);
-        seg_node(g, nm, "Relu", &t[5], 1, y);
+        mp_test_node(g, nm, "Relu", &t[5], 1, &y, 1);
         x = y;
     }
     CU_ASSERT_FATAL(mp_graph_mark_output(g, x) == MP_OK);

@@ -7,36 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint32_t tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
-                       int rank, const int64_t *dims)
-{
-    mp_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name;
-    d.dtype = MP_DTYPE_FLOAT32;
-    d.rank = rank;
-    d.dims = dims;
-    d.kind = kind;
-    uint32_t id = MP_NONE;
-    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
-    return id;
-}
-
-static void node(mp_graph *g, const char *name, const char *op, uint32_t *in,
-                 uint32_t nin, uint32_t *out, uint32_t nout)
-{
-    mp_node_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name;
-    d.op = op;
-    d.inputs = in;
-    d.n_inputs = nin;
-    d.outputs = out;
-    d.n_outputs = nout;
-    d.phase = MP_PHASE_FORWARD;
-    CU_ASSERT_EQUAL(mp_graph_add_node(g, &d, NULL), MP_OK);
-}
-
 /* x[4,8] -> MatMul(W1[8,16]) -> h1[4,16] -> Relu -> h2 -> MatMul(W2[16,2])
  * -> y[4,2] (output). With skip: y2 = h2 + Relu(h2) feeds the second
  * MatMul, so h2 has two consumers. */
@@ -46,26 +16,26 @@ static mp_graph *mlp(mp_ctx *ctx, int skip)
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
     int64_t dx[] = {4, 8}, dw1[] = {8, 16}, dh[] = {4, 16}, dw2[] = {16, 2},
             dy[] = {4, 2};
-    uint32_t x = tensor(g, "x", MP_KIND_INPUT, 2, dx);
-    uint32_t w1 = tensor(g, "W1", MP_KIND_WEIGHT, 2, dw1);
-    uint32_t h1 = tensor(g, "h1", MP_KIND_ACTIVATION, 2, dh);
-    uint32_t h2 = tensor(g, "h2", MP_KIND_ACTIVATION, 2, dh);
-    uint32_t w2 = tensor(g, "W2", MP_KIND_WEIGHT, 2, dw2);
-    uint32_t y = tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w1 = mp_test_tensor(g, "W1", MP_KIND_WEIGHT, 2, dw1);
+    uint32_t h1 = mp_test_tensor(g, "h1", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t h2 = mp_test_tensor(g, "h2", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t w2 = mp_test_tensor(g, "W2", MP_KIND_WEIGHT, 2, dw2);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
     uint32_t i1[] = {x, w1}, r1[] = {h1};
-    node(g, "mm1", "MatMul", i1, 2, &h1, 1);
-    node(g, "relu", "Relu", r1, 1, &h2, 1);
+    mp_test_node(g, "mm1", "MatMul", i1, 2, &h1, 1);
+    mp_test_node(g, "relu", "Relu", r1, 1, &h2, 1);
     uint32_t last = h2;
     if (skip) {
-        uint32_t h3 = tensor(g, "h3", MP_KIND_ACTIVATION, 2, dh);
-        uint32_t h4 = tensor(g, "h4", MP_KIND_ACTIVATION, 2, dh);
-        node(g, "relu2", "Relu", &h2, 1, &h3, 1);
+        uint32_t h3 = mp_test_tensor(g, "h3", MP_KIND_ACTIVATION, 2, dh);
+        uint32_t h4 = mp_test_tensor(g, "h4", MP_KIND_ACTIVATION, 2, dh);
+        mp_test_node(g, "relu2", "Relu", &h2, 1, &h3, 1);
         uint32_t ia[] = {h2, h3};
-        node(g, "add", "Add", ia, 2, &h4, 1);
+        mp_test_node(g, "add", "Add", ia, 2, &h4, 1);
         last = h4;
     }
     uint32_t i2[] = {last, w2};
-    node(g, "mm2", "MatMul", i2, 2, &y, 1);
+    mp_test_node(g, "mm2", "MatMul", i2, 2, &y, 1);
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
     CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
     return g;
@@ -183,9 +153,9 @@ static void test_no_weights(void)
     mp_graph *g = NULL, *t = NULL;
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
     int64_t d[] = {4};
-    uint32_t x = tensor(g, "x", MP_KIND_INPUT, 1, d);
-    uint32_t y = tensor(g, "y", MP_KIND_ACTIVATION, 1, d);
-    node(g, "r", "Relu", &x, 1, &y, 1);
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 1, d);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 1, d);
+    mp_test_node(g, "r", "Relu", &x, 1, &y, 1);
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
     CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
     CU_ASSERT_EQUAL(mp_train_graph(g, NULL, &t, NULL), MP_ERR_GRAPH);
@@ -202,20 +172,20 @@ static void test_train_remat(void)
     mp_graph *g = NULL, *t = NULL;
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
     int64_t da[] = {64, 256}, dw[] = {256, 256};
-    uint32_t cur = tensor(g, "x", MP_KIND_INPUT, 2, da);
+    uint32_t cur = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, da);
     char nm[32];
     for (int l = 0; l < 12; l++) {
         snprintf(nm, sizeof nm, "W%d", l);
-        uint32_t w = tensor(g, nm, MP_KIND_WEIGHT, 2, dw);
+        uint32_t w = mp_test_tensor(g, nm, MP_KIND_WEIGHT, 2, dw);
         snprintf(nm, sizeof nm, "a%d", l);
-        uint32_t a = tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+        uint32_t a = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
         snprintf(nm, sizeof nm, "r%d", l);
-        uint32_t r = tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+        uint32_t r = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
         uint32_t in[] = {cur, w};
         snprintf(nm, sizeof nm, "mm%d", l);
-        node(g, nm, "MatMul", in, 2, &a, 1);
+        mp_test_node(g, nm, "MatMul", in, 2, &a, 1);
         snprintf(nm, sizeof nm, "relu%d", l);
-        node(g, nm, "Relu", &a, 1, &r, 1);
+        mp_test_node(g, nm, "Relu", &a, 1, &r, 1);
         cur = r;
     }
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, cur), MP_OK);
