@@ -36,8 +36,9 @@
  * them or a later computation of the stage reads them (S[T] is empty).
  * The peak counts a computation's output with its inputs (memplan's count,
  * and Checkmate's scheduler until January 2020; since then it samples the
- * live bytes just before each allocation). Graph outputs are never freed;
- * graph inputs are freed after the last stage that reads them. S is a
+ * live bytes just before each allocation). Graph outputs are held in S
+ * from their producer to the end, so they are never freed nor computed
+ * again; graph inputs are freed after the last stage that reads them. S is a
  * dense T x T bit matrix: graphs up to RM_CM_MAX_UNITS units. */
 #include "remat_chen.h"
 
@@ -88,6 +89,9 @@ static void s_build(const rm_prob *p, const uint32_t *ck, uint32_t nc,
     }
     for (uint32_t j = 0; j < nc; j++)
         s_col(s, (uint64_t)ck[j] + 1, T - 1, ck[j]); /* stripe */
+    for (uint32_t u = 0; u < T; u++)
+        if (p->out[u]) /* graph outputs stay (never freed in memplan) */
+            s_col(s, (uint64_t)u + 1, T - 1, u);
     /* segments: starts [0, c1, ..., cm], ends [c1, ..., cm, Tf + 1] */
     for (uint32_t j = 0; j <= nc; j++) {
         uint64_t st = j ? ck[j - 1] : 0;

@@ -335,6 +335,129 @@ static void test_named_2019(void)
     mp_ctx_destroy(ctx);
 }
 
+/* A synthesized training graph (x[4,8] -> MatMul W1 -> Relu -> MatMul W2,
+ * Adam): not mirrored like Checkmate's, and its graph output (the loss)
+ * is read later by the loss gradient. Every baseline gives a schedule the
+ * verifier accepts, and the output is computed once and never freed. */
+static void test_training_graph(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = NULL, *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &f) == MP_OK);
+    static const int64_t dims[6][2] = {{4, 8}, {8, 16}, {4, 16},
+                                       {4, 16}, {16, 2}, {4, 2}};
+    static const char *const names[6] = {"x", "W1", "h1", "h2", "W2", "y"};
+    static const mp_tensor_kind kinds[6] = {
+        MP_KIND_INPUT,      MP_KIND_WEIGHT,     MP_KIND_ACTIVATION,
+        MP_KIND_ACTIVATION, MP_KIND_WEIGHT,     MP_KIND_ACTIVATION};
+    uint32_t t[6];
+    for (int i = 0; i < 6; i++) {
+        mp_tensor_desc d = {names[i], MP_DTYPE_FLOAT32, 2, dims[i], 0,
+                            kinds[i]};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(f, &d, &t[i]) == MP_OK);
+    }
+    uint32_t in1[2] = {t[0], t[1]}, in2[2] = {t[3], t[4]}, id;
+    mp_node_desc n1 = {"mm1", "MatMul", NULL, in1, 2, &t[2], 1,
+                       MP_PHASE_FORWARD};
+    mp_node_desc n2 = {"relu", "Relu", NULL, &t[2], 1, &t[3], 1,
+                       MP_PHASE_FORWARD};
+    mp_node_desc n3 = {"mm2", "MatMul", NULL, in2, 2, &t[5], 1,
+                       MP_PHASE_FORWARD};
+    CU_ASSERT_FATAL(mp_graph_add_node(f, &n1, &id) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_add_node(f, &n2, &id) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_add_node(f, &n3, &id) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_mark_output(f, t[5]) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(f) == MP_OK);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    CU_ASSERT_FATAL(mp_train_graph(f, &to, &g, NULL) == MP_OK);
+    uint32_t loss;
+    CU_ASSERT_FATAL(mp_graph_find_tensor(g, "loss", &loss) == MP_OK);
+    mp_tensor_info li;
+    CU_ASSERT_FATAL(mp_graph_tensor_info(g, loss, &li) == MP_OK);
+    for (int s = MP_REMAT_CHEN_LINEAR; s <= MP_REMAT_CM_CHEN_GREEDY; s++) {
+        mp_remat_result r;
+        mp_plan *pl = plan(g, (mp_remat_solver)s, 0, MP_OK, &r);
+        CU_ASSERT_FATAL(pl != NULL);
+        CU_ASSERT_TRUE(r.peak_bytes >= r.peak_lower_bound);
+        int computed = 0, freed = 0;
+        const mp_step *st = mp_plan_steps(pl);
+        for (uint32_t k = 0; k < mp_plan_num_steps(pl); k++) {
+            if (st[k].kind != MP_STEP_FREE && st[k].index == li.producer)
+                computed++;
+            if (st[k].kind == MP_STEP_FREE && st[k].index == loss)
+                freed++;
+        }
+        CU_ASSERT_EQUAL(computed, 1);
+        CU_ASSERT_EQUAL(freed, 0);
+        mp_plan_destroy(pl);
+    }
+    mp_graph_destroy(g);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* A graph output read late: f0 (forward, a graph output, 1000 bytes) and
+ * a backward chain b1..b5 (10 i bytes) where b1 and b3 read f0. With no
+ * checkpoint the one segment is [0, Tf + 1) = [0, 2), and S holds f0 at
+ * stages 1..2 (edges, forward block) and 4..5 (ladder) but not at 3,
+ * where b3 reads it: Checkmate would free it and compute it again;
+ * memplan never frees a graph output, so S holds it to the end and it is
+ * computed once. b1, in the segment too, is held at 2 and by the ladder
+ * at 4..5, not at 3: it is recomputed in stage 3 (both rule sets). Peak:
+ * stage 5 (b5) with f0, b4 40 and b5 50 = 1090 (stage 4: f0, b1, b3, b4
+ * = 1080). */
+static void test_output_read_late(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    uint32_t t[6], id;
+    char nm[8];
+    for (int i = 0; i < 6; i++) {
+        snprintf(nm, sizeof nm, i ? "b%d" : "f0", i);
+        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL,
+                            i ? 10u * (uint64_t)i : 1000u,
+                            i ? MP_KIND_GRADIENT : MP_KIND_ACTIVATION};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &t[i]) == MP_OK);
+        uint32_t in[2] = {i ? t[i - 1] : 0, t[0]};
+        mp_node_desc nd = {nm, "N", NULL, in, i == 3 ? 2u : i ? 1u : 0u,
+                           &t[i], 1,
+                           i ? MP_PHASE_BACKWARD : MP_PHASE_FORWARD};
+        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
+    }
+    CU_ASSERT_FATAL(mp_graph_mark_output(g, t[0]) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_mark_output(g, t[5]) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    rm_prob p;
+    CU_ASSERT_FATAL(rm_prob_build(g, 1, &p) == MP_OK);
+    uint8_t ck[6] = {0};
+    for (int rules = RM_CM_RELEASED; rules <= RM_CM_2019; rules++) {
+        rm_out o;
+        mp_status st = rm_checkmate_fixed(&p, ck, rules, &o);
+        if (st)
+            printf("\n  %s\n", mp_ctx_message(ctx));
+        CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+        CU_ASSERT_EQUAL(o.n_recompute, 1);
+        CU_ASSERT_EQUAL(o.peak, 1090);
+        int f0 = 0, b1 = 0;
+        for (uint32_t k = 0; k < o.n_steps; k++) {
+            if (o.steps[k].kind == MP_STEP_FREE)
+                continue;
+            f0 += o.steps[k].index == 0;
+            if (o.steps[k].index == 1)
+                b1 = b1 * 10 + (o.steps[k].kind == MP_STEP_RECOMPUTE ? 2
+                                                                      : 1);
+        }
+        CU_ASSERT_EQUAL(f0, 1);
+        CU_ASSERT_EQUAL(b1, 12); /* computed, then recomputed */
+        mp_dealloc(ctx, o.steps);
+    }
+    rm_prob_free(&p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_name(void)
 {
     static const struct {
@@ -361,6 +484,8 @@ void mp_register_remat_chen(void)
         {"ladder after a gap: Checkmate's recompute", test_gap_recompute},
         {"2019 rules: gaps recomputed, by hand", test_rules_2019},
         {"2019 baselines by name", test_named_2019},
+        {"a synthesized training graph", test_training_graph},
+        {"a graph output read late is held", test_output_read_late},
         {"solver names", test_name},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("remat_chen", tests);
