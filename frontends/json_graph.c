@@ -1254,9 +1254,12 @@ static bool needs_producer(uint8_t kind)
            kind == MP_KIND_OUTPUT;
 }
 
-static mp_status read_outputs(rd *r)
+/* Reads an array of tensor names, calling fn with each name and its
+ * offset (the location path at the name). */
+static mp_status read_name_list(rd *r,
+                                mp_status (*fn)(rd *r, const char *tn,
+                                                size_t off))
 {
-    mp_graph *g = r->g;
     jv v;
     mp_status st = rd_value(r, &v);
     if (st)
@@ -1276,103 +1279,90 @@ static mp_status read_outputs(rd *r)
         mp_jloc_index(&r->loc, i);
         if (e.type != J_STRING)
             return type_err(r, &e, "a tensor name (a string)");
-        const char *tn = S(r, e.s);
-        uint32_t t;
-        if (r->parent) {
-            /* a subgraph's outputs, in order (a name may come twice, or
-             * from an enclosing scope) */
-            if (!tn[0])
-                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, e.off,
-                                      "an output needs a tensor name");
-            if ((st = tensor_ref(r, tn, &t)) ||
-                (st = mp_grow(r->ctx, (void **)&g->sub_outputs,
-                              sizeof *g->sub_outputs, g->n_sub_outputs + 1,
-                              &r->cap_sub_out)))
-                return st;
-            g->sub_outputs[g->n_sub_outputs++] = t;
-            if (!(r->declared[t] & 2) && r->ref_node[t] == MP_NONE)
-                r->ref_off[t] = e.off;
-            r->declared[t] |= 2;
-            if ((st = mp_graph_mark_output(g, t)))
-                return st;
-            mp_jloc_pop(&r->loc);
-            continue;
-        }
-        if (mp_graph_find_tensor(g, tn, &t) != MP_OK)
-            return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, e.off,
-                                  "no tensor named \"%s\"", tn);
-        const mp_tensor *tt = &g->tensors[t];
-        if (r->declared[t] & 2)
-            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, e.off,
-                                  "\"%s\" is listed twice", tn);
-        r->declared[t] |= 2;
-        if (tt->producer == MP_NONE && needs_producer(tt->declared_kind))
-            return mp_jloc_err_at(
-                &r->loc, MP_ERR_NO_PRODUCER, e.off,
-                "output \"%s\" (%s) is not produced by any node", tn,
-                mp_kind_name((mp_tensor_kind)tt->declared_kind));
-        if ((st = mp_graph_mark_output(g, t)))
+        if ((st = fn(r, S(r, e.s), e.off)))
             return st;
         mp_jloc_pop(&r->loc);
     }
     return MP_OK;
 }
 
-/* A subgraph's "inputs": its formal inputs, in order (declared in
- * "tensors" or not; their kind is input). */
-static mp_status read_sub_inputs(rd *r)
+/* One name of the top level's "outputs". */
+static mp_status top_output(rd *r, const char *tn, size_t off)
 {
     mp_graph *g = r->g;
-    jv v;
-    mp_status st = rd_value(r, &v);
+    uint32_t t;
+    if (mp_graph_find_tensor(g, tn, &t) != MP_OK)
+        return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, off,
+                              "no tensor named \"%s\"", tn);
+    const mp_tensor *tt = &g->tensors[t];
+    if (r->declared[t] & 2)
+        return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+                              "\"%s\" is listed twice", tn);
+    r->declared[t] |= 2;
+    if (tt->producer == MP_NONE && needs_producer(tt->declared_kind))
+        return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, off,
+                              "output \"%s\" (%s) is not produced by any "
+                              "node",
+                              tn,
+                              mp_kind_name((mp_tensor_kind)tt->declared_kind));
+    return mp_graph_mark_output(g, t);
+}
+
+/* A name of a subgraph's "inputs" or "outputs" (what): its tensor in *t,
+ * the list (*ids, *n) grown to hold one more. */
+static mp_status sub_name(rd *r, const char *tn, size_t off, const char *what,
+                          uint32_t *t, uint32_t **ids, uint32_t n,
+                          size_t *cap)
+{
+    if (!tn[0])
+        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, off,
+                              "an %s needs a tensor name", what);
+    mp_status st = tensor_ref(r, tn, t);
+    return st ? st : mp_grow(r->ctx, (void **)ids, sizeof **ids, n + 1, cap);
+}
+
+/* One name of a subgraph's "outputs": its formal outputs, in order (a
+ * name may come twice, or from an enclosing scope). */
+static mp_status sub_output(rd *r, const char *tn, size_t off)
+{
+    mp_graph *g = r->g;
+    uint32_t t;
+    mp_status st = sub_name(r, tn, off, "output", &t, &g->sub_outputs,
+                            g->n_sub_outputs, &r->cap_sub_out);
     if (st)
         return st;
-    if (!r->parent)
-        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
-                              "\"inputs\" lists the inputs of a subgraph; "
-                              "the inputs of the top level are tensors of "
-                              "kind \"input\"");
-    if (v.type != J_ARRAY)
-        return type_err(r, &v, "an array of tensor names");
-    bool first = true, more;
-    for (size_t i = 0;; i++) {
-        if ((st = arr_next(r, &first, &more)))
-            return st;
-        if (!more)
-            break;
-        r->sb_len = 0;
-        jv e;
-        if ((st = rd_value(r, &e)))
-            return st;
-        mp_jloc_index(&r->loc, i);
-        if ((st = need_string(r, &e, true)))
-            return st;
-        const char *tn = S(r, e.s);
-        uint32_t t;
-        if ((st = tensor_ref(r, tn, &t)))
-            return st;
-        mp_tensor *tt = &g->tensors[t];
-        if (r->declared[t] & 4)
-            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, e.off,
-                                  "\"%s\" is listed twice", tn);
-        if (tt->declared_kind != MP_KIND_ACTIVATION &&
-            tt->declared_kind != MP_KIND_INPUT)
-            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, e.off,
-                                  "\"%s\" is declared with kind %s: an "
-                                  "input of a subgraph has kind input",
-                                  tn,
-                                  mp_kind_name(
-                                      (mp_tensor_kind)tt->declared_kind));
-        if ((st = mp_grow(r->ctx, (void **)&g->sub_inputs,
-                          sizeof *g->sub_inputs, g->n_sub_inputs + 1,
-                          &r->cap_sub_in)))
-            return st;
-        g->sub_inputs[g->n_sub_inputs++] = t;
-        tt->kind = tt->declared_kind = MP_KIND_INPUT;
-        tt->flags &= (uint8_t)~MP_TF_SHAPE_HINT;
-        r->declared[t] |= 4;
-        mp_jloc_pop(&r->loc);
-    }
+    g->sub_outputs[g->n_sub_outputs++] = t;
+    if (!(r->declared[t] & 2) && r->ref_node[t] == MP_NONE)
+        r->ref_off[t] = off;
+    r->declared[t] |= 2;
+    return mp_graph_mark_output(g, t);
+}
+
+/* One name of a subgraph's "inputs": its formal inputs, in order
+ * (declared in "tensors" or not; their kind is input). */
+static mp_status sub_input(rd *r, const char *tn, size_t off)
+{
+    mp_graph *g = r->g;
+    uint32_t t;
+    mp_status st = sub_name(r, tn, off, "input", &t, &g->sub_inputs,
+                            g->n_sub_inputs, &r->cap_sub_in);
+    if (st)
+        return st;
+    mp_tensor *tt = &g->tensors[t];
+    if (r->declared[t] & 4)
+        return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+                              "\"%s\" is listed twice", tn);
+    if (tt->declared_kind != MP_KIND_ACTIVATION &&
+        tt->declared_kind != MP_KIND_INPUT)
+        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, off,
+                              "\"%s\" is declared with kind %s: an input "
+                              "of a subgraph has kind input",
+                              tn,
+                              mp_kind_name((mp_tensor_kind)tt->declared_kind));
+    g->sub_inputs[g->n_sub_inputs++] = t;
+    tt->kind = tt->declared_kind = MP_KIND_INPUT;
+    tt->flags &= (uint8_t)~MP_TF_SHAPE_HINT;
+    r->declared[t] |= 4;
     return MP_OK;
 }
 
@@ -1548,10 +1538,15 @@ static mp_status top_member(rd *r, int k, size_t off)
     case TOP_NODES: return read_list(r, off, "nodes", read_node);
     case TOP_OUTPUTS:
         mp_jloc_key(&r->loc, "outputs");
-        return read_outputs(r);
+        return read_name_list(r, r->parent ? sub_output : top_output);
     case TOP_INPUTS:
         mp_jloc_key(&r->loc, "inputs");
-        return read_sub_inputs(r);
+        if (!r->parent)
+            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, off,
+                                  "\"inputs\" lists the inputs of a "
+                                  "subgraph; the inputs of the top level are "
+                                  "tensors of kind \"input\"");
+        return read_name_list(r, sub_input);
     }
     r->loc.depth = 0;
     return MP_OK;

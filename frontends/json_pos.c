@@ -326,12 +326,11 @@ mp_status mp_jloc_err_at(mp_jloc *L, mp_status st, size_t off,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
     char path[512];
-    render_path(L, depth, path, sizeof path);
+    mp_jloc_path(L, path, sizeof path);
     int line, col;
     mp_json_offset_pos(L->text, L->len, off, &line, &col);
-    if (depth || (L->prefix && L->prefix[0]))
+    if (L->depth || (L->prefix && L->prefix[0]))
         return mp_err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
                       msg);
     return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);

@@ -54,6 +54,17 @@ static mp_graph *load(mp_ctx *ctx, const char *src)
     return g;
 }
 
+/* load(text), and its node `name` in *n (both must exist) */
+static mp_graph *load_at(mp_ctx *ctx, const char *src, const char *name,
+                         const mp_node **n)
+{
+    mp_graph *g = load(ctx, src);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    *n = node(g, name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*n);
+    return g;
+}
+
 /* plan with the defaults, verify; the peak (0 on failure) */
 static uint64_t plan_verified(mp_graph *g)
 {
@@ -170,7 +181,7 @@ static const char if_fmt[] =
     " ],\n"
     " 'outputs': ['z']}\n";
 
-static mp_graph *load_if(mp_ctx *ctx, int cond)
+static mp_graph *load_if(mp_ctx *ctx, int cond, const mp_node **n)
 {
     char text[4096];
     if (cond < 0) /* unknown: a graph input */
@@ -188,17 +199,15 @@ static mp_graph *load_if(mp_ctx *ctx, int cond)
                       : "\n  {'name': 'k', 'op': 'Constant', 'inputs': [], "
                         "'outputs': ['c'], 'attributes': {'value.dtype': 9, "
                         "'value.dims': [], 'value.ints': [0]}},");
-    return load(ctx, text);
+    return load_at(ctx, text, "if", n);
 }
 
 static void test_if(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = load_if(ctx, -1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const mp_node *n;
+    mp_graph *g = load_if(ctx, -1, &n);
     CU_ASSERT_EQUAL_FATAL(g->n_subgraphs, 2);
-    const mp_node *n = node(g, "if");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
     /* the condition, then x taken from the enclosing graph; y, if:body */
     CU_ASSERT_EQUAL_FATAL(n->n_in, 2);
     CU_ASSERT_STRING_EQUAL(g->tensors[n->inputs[1]].name, "x");
@@ -226,16 +235,14 @@ static void test_if(void)
     mp_graph_destroy(g);
 
     /* a constant condition picks its branch */
-    g = load_if(ctx, 1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    g = load_if(ctx, 1, &n);
     CU_ASSERT_EQUAL(bytes_of(g, "if:body"), 8192 + 12288);
     CU_ASSERT_EQUAL(bytes_of(g, "y"), 12288);
     CU_ASSERT_EQUAL(tensor(g, "y")->dims[1], 3072);
     CU_ASSERT(plan_verified(g) >= 8192 + 12288);
     round_trips(g);
     mp_graph_destroy(g);
-    g = load_if(ctx, 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    g = load_if(ctx, 0, &n);
     CU_ASSERT_EQUAL(bytes_of(g, "if:body"), 0);
     CU_ASSERT_EQUAL(bytes_of(g, "y"), 4096);
     CU_ASSERT(plan_verified(g) < peak);
@@ -284,10 +291,8 @@ static const char loop_text[] =
 static void test_loop(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = load(ctx, loop_text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    const mp_node *n = node(g, "loop");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+    const mp_node *n;
+    mp_graph *g = load_at(ctx, loop_text, "loop", &n);
     CU_ASSERT_EQUAL_FATAL(n->n_in, 4); /* M, cond, v0; w from outside */
     CU_ASSERT_STRING_EQUAL(g->tensors[n->inputs[3]].name, "w");
     const mp_graph *b = g->subgraphs[0];
@@ -363,10 +368,8 @@ static const char nested_text[] =
 static void test_nested(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = load(ctx, nested_text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    const mp_node *n = node(g, "loop");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+    const mp_node *n;
+    mp_graph *g = load_at(ctx, nested_text, "loop", &n);
     /* w, read two scopes down, is an input of the Loop ... */
     CU_ASSERT_EQUAL_FATAL(n->n_in, 4);
     CU_ASSERT_STRING_EQUAL(g->tensors[n->inputs[3]].name, "w");
