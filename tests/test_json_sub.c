@@ -8,9 +8,11 @@
 #include "shape.h"
 #include "support.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The test documents are written with ' for " */
 static char *dq(const char *src)
@@ -638,6 +640,63 @@ static void test_example(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Runs the memplan command (arguments formatted); its exit status, its
+ * output in out. */
+static int cli(char *out, size_t cap, const char *fmt, ...) MP_PRINTF(3, 4);
+static int cli(char *out, size_t cap, const char *fmt, ...)
+{
+    char args[1024], cmd[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s", MP_CLI_PATH, args);
+    return mp_test_run(cmd, out, cap);
+}
+
+/* The figure `key` of `memplan plan FILE --json` (0 on failure). */
+static unsigned long long planned(const char *file, const char *key)
+{
+    static char out[1 << 16];
+    if (cli(out, sizeof out, "plan '%s' --json", file) != 0)
+        return 0;
+    const char *at = strstr(out, key);
+    return at ? strtoull(strchr(at, ':') + 1, NULL, 10) : 0;
+}
+
+/* memplan convert: examples/loop_if.json -> ONNX -> JSON keeps the three
+ * subgraphs and the plan. */
+static void test_cli_convert(void)
+{
+    if (!mp_onnx_available())
+        return;
+    char src[512], onnx[320], back[300], out[256];
+    snprintf(src, sizeof src, "%s/examples/loop_if.json", MP_SOURCE_DIR);
+    const char *tmp = mp_test_write_temp(".json", "{}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+    snprintf(back, sizeof back, "%s", tmp);
+    snprintf(onnx, sizeof onnx, "%s.onnx", back);
+    CU_ASSERT_EQUAL_FATAL(cli(out, sizeof out, "convert '%s' -o '%s'", src,
+                              onnx), 0);
+    CU_ASSERT_EQUAL_FATAL(cli(out, sizeof out, "convert '%s' -o '%s'", onnx,
+                              back), 0);
+    char *text = mp_test_slurp(back);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_EQUAL(mp_test_count(text, "{\"graph\": {"), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"opset\": 17"));
+    free(text);
+    const char *keys[] = {"\"arena_bytes\"", "\"peak_bytes\"",
+                          "\"persistent_bytes\""};
+    for (int k = 0; k < 3; k++) {
+        unsigned long long a = planned(src, keys[k]);
+        CU_ASSERT(a > 0);
+        CU_ASSERT_EQUAL(planned(onnx, keys[k]), a);
+        CU_ASSERT_EQUAL(planned(back, keys[k]), a);
+    }
+    unlink(onnx);
+    unlink(back);
+}
+
 void mp_register_json_sub(void)
 {
     static CU_TestInfo tests[] = {
@@ -647,6 +706,7 @@ void mp_register_json_sub(void)
         {"malformed subgraphs: status and line:column", test_malformed},
         {"64 levels load, 65 refused; truncations", test_depth_and_truncation},
         {"examples/loop_if.json", test_example},
+        {"memplan convert: JSON -> ONNX -> JSON with subgraphs", test_cli_convert},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("json_sub", tests);
 }
