@@ -51,6 +51,17 @@ static void int_init(ob *b, const char *name, const int64_t *v, size_t n)
     b->graph->initializer[b->graph->n_initializer++] = t;
 }
 
+/* a Transpose node in -> out with perm (n entries) */
+static void transpose(ob *b, const char *in, const char *out,
+                      const int64_t *perm, size_t n)
+{
+    Onnx__NodeProto *tr = ob_node(b, "Transpose", out, in, NULL, out);
+    Onnx__AttributeProto *pa = ob_attr(
+        b, tr, "perm", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    pa->ints = (int64_t *)perm;
+    pa->n_ints = n;
+}
+
 static mp_status load(ob *b, mp_ctx *ctx, int64_t batch,
                       const mp_dim_binding *dims, size_t n_dims,
                       mp_graph **g)
@@ -198,11 +209,7 @@ static void t_folded_batch(void)
     int_init(&b, "shuffle1", t1, 3);
     int_init(&b, "shuffle2", t2, 5);
     ob_node(&b, "Reshape", "r1", "x", "shuffle1", "a");
-    Onnx__NodeProto *tr = ob_node(&b, "Transpose", "tr", "a", NULL, "t");
-    Onnx__AttributeProto *pa = ob_attr(
-        &b, tr, "perm", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-    pa->ints = (int64_t *)perm;
-    pa->n_ints = 3;
+    transpose(&b, "a", "t", perm, 3);
     ob_node(&b, "Reshape", "r2", "t", "shuffle2", "y");
     ob_output(&b, "y", 1, -1, NULL);
     mp_graph *g1 = NULL, *g = NULL;
@@ -303,11 +310,7 @@ static void t_errors(void)
     ob_init(&b, 8, 13);
     ob_input(&b, "x", 1, 2, d13);
     int_init(&b, "target11", one, 2);
-    Onnx__NodeProto *tr = ob_node(&b, "Transpose", "tr", "x", NULL, "xt");
-    Onnx__AttributeProto *pa = ob_attr(
-        &b, tr, "perm", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-    pa->ints = (int64_t *)perm;
-    pa->n_ints = 2;
+    transpose(&b, "x", "xt", perm, 2);
     ob_node(&b, "MatMul", "mm", "x", "xt", "m");
     ob_node(&b, "Reshape", "square", "m", "target11", "y");
     ob_output(&b, "y", 1, -1, NULL);
