@@ -28,6 +28,7 @@
  *   version is the one that goes with the opset. */
 #include "internal.h"
 #include "shape.h"
+#include "strval.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -543,6 +544,37 @@ static char *w_base(wr *w, const char *s, size_t len)
     return b;
 }
 
+/* A STRINGS attribute kept as NAME.strings (planner/strval.h) written
+ * back as one: true when a holds one (ap filled). */
+static bool w_strings_attr(wr *w, const mp_node *n, const mp_attr *a,
+                           Onnx__AttributeProto *ap)
+{
+    size_t bl, cnt;
+    const char *cur;
+    if (a->type != MP_ATTR_STRING || !has_suffix(a->name, ".strings", &bl))
+        return false;
+    char *base = w_base(w, a->name, bl);
+    if (!base || !mp_attr_strings(n, base, &cnt, &cur) ||
+        cnt > strlen(a->v.s))
+        return false;
+    ProtobufCBinaryData *v = w_new(w, cnt, sizeof *v);
+    for (size_t i = 0; v && i < cnt; i++) {
+        /* each string is at most half its hex text */
+        size_t cap = strlen(cur) / 2 + 1;
+        char *b = w_new(w, cap, 1);
+        if (!b || !mp_attr_strings_next(&cur, b, cap, &v[i].len))
+            return false;
+        v[i].data = (uint8_t *)b;
+    }
+    if (!v)
+        return false;
+    ap->name = base;
+    ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    ap->strings = v;
+    ap->n_strings = cnt;
+    return true;
+}
+
 static bool is_constant(const mp_node *n)
 {
     return strcmp(n->op, "Constant") == 0 && (!n->domain || !n->domain[0]);
@@ -602,6 +634,10 @@ static mp_status w_attrs(wr *w, const mp_graph *g, const mp_node *n,
             ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
             ap->t = w_tensor(w, "", (int)a->v.i, (int)dims->n, dims->v.ints,
                              ints ? ints->v.ints : NULL, ints ? ints->n : 0);
+            as[k++] = ap;
+            continue;
+        }
+        if (w_strings_attr(w, n, a, ap)) {
             as[k++] = ap;
             continue;
         }

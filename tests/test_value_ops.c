@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef MP_WITH_ONNX
 
@@ -193,6 +194,61 @@ static void test_normalizer(void)
     iv2.strings = x3;
     CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv2, 1, &g), MP_OK);
     assert_shape(g, "y", 1, d2);
+    mp_graph_destroy(g);
+    ob_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
+/* the stopwords survive ONNX export (STRINGS attribute) and reload */
+static void test_normalizer_roundtrip(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g;
+    char buf[256], path[64];
+    ob b;
+    static const char *const stop[] = {"monday", "a\xff"};
+    static const char *const x1[] = {"monday", "Tuesday", "a\xff", "b"};
+    static const int64_t d4[] = {4}, w2[] = {2};
+    Onnx__NodeProto *n = normalizer_model(&b, 1, 4);
+    attr_strs(&b, n, "stopwords", stop, 2);
+    ob_attr_int(&b, n, "is_case_sensitive", 1);
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
+    snprintf(path, sizeof path, "/tmp/memplan_value_ops_%ld.onnx",
+             (long)getpid());
+    CU_ASSERT_EQUAL_FATAL(mp_graph_save_onnx(g, path), MP_OK);
+    mp_graph_destroy(g);
+    /* written as the STRINGS attribute "stopwords", bytes as given */
+    static uint8_t file[1 << 16];
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_FATAL(f != NULL);
+    size_t flen = fread(file, 1, sizeof file, f);
+    fclose(f);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, flen, file);
+    CU_ASSERT_FATAL(m && m->graph && m->graph->n_node == 1);
+    const Onnx__NodeProto *wn = m->graph->node[0];
+    int found = 0;
+    for (size_t i = 0; i < wn->n_attribute; i++) {
+        const Onnx__AttributeProto *a = wn->attribute[i];
+        if (strcmp(a->name, "stopwords") != 0)
+            continue;
+        found = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS &&
+                a->n_strings == 2 && a->strings[1].len == 2 &&
+                memcmp(a->strings[1].data, "a\xff", 2) == 0;
+    }
+    CU_ASSERT(found);
+    onnx__model_proto__free_unpacked(m, NULL);
+    mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_STRING, .rank = 1,
+                         .dims = d4, .strings = x1};
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.declared_shapes = 0;
+    o.values = &iv;
+    o.n_values = 1;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load_onnx(ctx, path, &o, &g), MP_OK);
+    remove(path);
+    assert_shape(g, "y", 1, w2);
+    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "y"), buf, sizeof buf),
+                           "Tuesday|b");
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -704,6 +760,8 @@ void mp_register_value_ops(void)
 {
     static CU_TestInfo tests[] = {
         {"StringNormalizer: stopwords, case, all dropped, bound", test_normalizer},
+        {"StringNormalizer stopwords through ONNX export",
+         test_normalizer_roundtrip},
         {"Constant strings through Identity into StringNormalizer",
          test_constant_strings},
         {"StringSplit: whitespace, delimiter, maxsplit, empty", test_split},
