@@ -314,6 +314,7 @@ typedef struct sim {
     uint32_t n_res;
     uint64_t *stale;        /* clock of last access */
     uint64_t clock;
+    uint32_t t;             /* the stage being replayed */
     uint64_t cur, peak;
     double extra, extra_flops;
     uint32_t n_rec;
@@ -389,7 +390,27 @@ static void evict_for(sim *s, uint64_t bytes, uint32_t y)
                 (s->pol->pin && s->pol->pin[x]))
                 continue;
             double age = (double)(s->clock - s->stale[x]) + 1.0;
-            double h = (p->cost[x] + 1e-12) / ((double)p->mem[x] * age);
+            if (s->pol->evict_next_use) {
+                /* stages to the first reader after the current one */
+                uint32_t lo = p->use_begin[x], hi = p->use_begin[x + 1];
+                while (lo < hi) {
+                    uint32_t mid = lo + (hi - lo) / 2;
+                    if (p->uses[mid] <= s->t)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                age = lo < p->use_begin[x + 1]
+                          ? (double)(p->uses[lo] - s->t)
+                          : (double)p->T;
+            }
+            double c = p->cost[x];
+            if (s->pol->evict_next_use) /* inputs gone: recomputed too */
+                for (uint32_t j = p->dep_begin[x]; j < p->dep_begin[x + 1];
+                     j++)
+                    if (!s->res[p->deps[j]])
+                        c += p->cost[p->deps[j]];
+            double h = (c + 1e-12) / ((double)p->mem[x] * age);
             if (best == MP_NONE || h < best_h ||
                 (h == best_h && x < best)) {
                 best = x;
@@ -460,6 +481,7 @@ mp_status rm_simulate(const rm_prob *p, const rm_policy *pol, int want_steps,
     }
     s.peak = s.cur;
     for (uint32_t t = 0; t < T; t++) {
+        s.t = t;
         /* missing inputs, recursively */
         uint32_t nL = 0, sp = 0;
         for (uint32_t j = p->dep_begin[t]; j < p->dep_begin[t + 1]; j++) {

@@ -58,6 +58,11 @@ typedef struct rm_policy {
     const uint8_t *pin;
     /* > 0: stop as soon as the extra cost exceeds this (pruning). */
     double cost_cutoff;
+    /* With evict_cap: 1 scores a resident unit by cost / (bytes x stages
+     * to its next reader) instead of DTR's staleness (the schedule is
+     * static, so the next use is known: Belady's rule weighted by the
+     * recompute cost; helper remat). */
+    int evict_next_use;
 } rm_policy;
 
 typedef struct rm_out {

@@ -47,8 +47,10 @@ static mp_status seg_eval(seg_ctx *C, int evict, rm_out *o, int *fits)
     rm_policy pol;
     memset(&pol, 0, sizeof pol);
     pol.drop_after = C->drop;
-    if (evict)
+    if (evict) {
         pol.evict_cap = C->cap;
+        pol.evict_next_use = evict == 2;
+    }
     if (C->max_extra >= 0)
         pol.cost_cutoff = C->max_extra > 0 ? C->max_extra * (1 + 1e-9) : 1e-300;
     mp_status st = rm_simulate(C->p, &pol, 0, o);
@@ -146,7 +148,7 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
     for (int i = 0; i <= K; i++) {
         double b = mmax * pow(total / mmax, (double)i / K) * 0.999;
         seg_drops(&C, b);
-        for (int ev = 0; ev < 2; ev++) {
+        for (int ev = 0; ev < 3; ev++) {
             int fits;
             if ((st = seg_eval(&C, ev, &o, &fits)))
                 goto done;
@@ -160,8 +162,8 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
                 low_evict = ev;
                 memcpy(best, C.drop, T1 * sizeof *best);
             }
-            if (fits)
-                break; /* eviction only repairs */
+            if (fits && ev == 0)
+                break; /* eviction only repairs (both scores tried) */
         }
     }
     if (best_cost == INFINITY) {
@@ -170,8 +172,10 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
             rm_policy pol;
             memset(&pol, 0, sizeof pol);
             pol.drop_after = best;
-            if (low_evict)
+            if (low_evict) {
                 pol.evict_cap = cap;
+                pol.evict_next_use = low_evict == 2;
+            }
             st = try_fn(try_user, "segments", &pol);
         }
         goto done;
@@ -212,9 +216,14 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
         rm_policy pol;
         memset(&pol, 0, sizeof pol);
         pol.drop_after = C.drop;
-        if (best_evict)
+        if (best_evict) {
             pol.evict_cap = cap;
-        st = try_fn(try_user, best_evict ? "segments+evict" : "segments",
+            pol.evict_next_use = best_evict == 2;
+        }
+        st = try_fn(try_user,
+                    best_evict == 2 ? "segments+evict-next-use"
+                    : best_evict    ? "segments+evict"
+                                    : "segments",
                     &pol);
     }
 done:
