@@ -192,4 +192,41 @@ static inline uint8_t *ob_pack(ob *b, size_t *len)
     return buf;
 }
 
+#ifdef MP_INTERNAL_H
+/* Loads the model built in b (declared shapes ignored: everything is
+ * inferred) with the nv input values vals; *g NULL on failure. */
+static inline mp_status ob_load_values(ob *b, mp_ctx *ctx,
+                                       const mp_input_value *vals, size_t nv,
+                                       mp_graph **g)
+{
+    size_t len;
+    uint8_t *buf = ob_pack(b, &len);
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.declared_shapes = 0;
+    o.values = vals;
+    o.n_values = nv;
+    *g = NULL;
+    return mp_graph_load_onnx_buffer(ctx, buf, len, "t.onnx", &o, g);
+}
+
+/* The tensor named name (the test stops when there is none). */
+static inline const mp_tensor *ob_tensor(const mp_graph *g, const char *name)
+{
+    uint32_t id;
+    CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);
+    return &g->tensors[id];
+}
+
+/* Asserts that tensor name has rank `rank` and these dims. */
+static inline void ob_assert_shape(const mp_graph *g, const char *name,
+                                   int rank, const int64_t *dims)
+{
+    const mp_tensor *t = ob_tensor(g, name);
+    CU_ASSERT_EQUAL_FATAL(t->rank, rank);
+    for (int i = 0; i < rank; i++)
+        CU_ASSERT_EQUAL(t->dims[i], dims[i]);
+}
+#endif
+
 #endif

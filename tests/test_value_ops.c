@@ -34,36 +34,6 @@ void mp_register_value_ops(void)
 #else
 #include "onnx_build.h"
 
-static mp_status load(ob *b, mp_ctx *ctx, const mp_input_value *vals,
-                      size_t nv, mp_graph **g)
-{
-    size_t len;
-    uint8_t *buf = ob_pack(b, &len);
-    mp_onnx_options o;
-    mp_onnx_options_init(&o);
-    o.declared_shapes = 0;
-    o.values = vals;
-    o.n_values = nv;
-    *g = NULL;
-    return mp_graph_load_onnx_buffer(ctx, buf, len, "t.onnx", &o, g);
-}
-
-static const mp_tensor *tensor(const mp_graph *g, const char *name)
-{
-    uint32_t id;
-    CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);
-    return &g->tensors[id];
-}
-
-static void assert_shape(const mp_graph *g, const char *name, int rank,
-                         const int64_t *dims)
-{
-    const mp_tensor *t = tensor(g, name);
-    CU_ASSERT_EQUAL_FATAL(t->rank, rank);
-    for (int i = 0; i < rank; i++)
-        CU_ASSERT_EQUAL(t->dims[i], dims[i]);
-}
-
 /* t's value as strings joined by '|' into buf */
 static const char *strings_of(const mp_graph *g, const mp_tensor *t,
                               char *buf, size_t cap)
@@ -140,10 +110,10 @@ static void test_normalizer(void)
     ob_attr_int(&b, n, "is_case_sensitive", 1);
     mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_STRING, .rank = 1,
                          .dims = d4, .strings = x1};
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv, 1, &g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
     static const int64_t w3[] = {3};
-    assert_shape(g, "y", 1, w3);
-    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "y"), buf, sizeof buf),
+    ob_assert_shape(g, "y", 1, w3);
+    CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "tuesday|wednesday|monday");
     mp_graph_destroy(g);
     ob_free(&b);
@@ -154,9 +124,9 @@ static void test_normalizer(void)
     static const int64_t d14[] = {1, 4}, w12[] = {1, 2};
     iv.rank = 2;
     iv.dims = d14;
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv, 1, &g), MP_OK);
-    assert_shape(g, "y", 2, w12);
-    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "y"), buf, sizeof buf),
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
+    ob_assert_shape(g, "y", 2, w12);
+    CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "TUESDAY|WEDNESDAY");
     mp_graph_destroy(g);
     ob_free(&b);
@@ -167,23 +137,23 @@ static void test_normalizer(void)
     attr_strs(&b, n, "stopwords", stop, 1);
     mp_input_value iv2 = {.name = "x", .dtype = MP_DTYPE_STRING, .rank = 1,
                           .dims = d2, .strings = x2};
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv2, 1, &g), MP_OK);
-    assert_shape(g, "y", 1, w1);
-    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "y"), buf, sizeof buf),
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv2, 1, &g), MP_OK);
+    ob_assert_shape(g, "y", 1, w1);
+    CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "");
-    CU_ASSERT_EQUAL(tensor(g, "y")->n_value, 1u);
+    CU_ASSERT_EQUAL(ob_tensor(g, "y")->n_value, 1u);
     mp_graph_destroy(g);
     /* case-sensitive: "MONDAY" stays */
     ob_attr_int(&b, n, "is_case_sensitive", 1);
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv2, 1, &g), MP_OK);
-    assert_shape(g, "y", 1, w1);
-    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "y"), buf, sizeof buf),
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv2, 1, &g), MP_OK);
+    ob_assert_shape(g, "y", 1, w1);
+    CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "MONDAY");
     mp_graph_destroy(g);
     /* without the value: the input's length, an upper bound */
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
-    assert_shape(g, "y", 1, d2);
-    CU_ASSERT_PTR_NULL(tensor(g, "y")->value);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
+    ob_assert_shape(g, "y", 1, d2);
+    CU_ASSERT_PTR_NULL(ob_tensor(g, "y")->value);
     mp_graph_destroy(g);
     ob_free(&b);
     /* non-ASCII under case-insensitive matching: not decided (upper
@@ -192,8 +162,8 @@ static void test_normalizer(void)
     n = normalizer_model(&b, 1, 2);
     attr_strs(&b, n, "stopwords", stop, 1);
     iv2.strings = x3;
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv2, 1, &g), MP_OK);
-    assert_shape(g, "y", 1, d2);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv2, 1, &g), MP_OK);
+    ob_assert_shape(g, "y", 1, d2);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -212,7 +182,7 @@ static void test_normalizer_roundtrip(void)
     Onnx__NodeProto *n = normalizer_model(&b, 1, 4);
     attr_strs(&b, n, "stopwords", stop, 2);
     ob_attr_int(&b, n, "is_case_sensitive", 1);
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
     snprintf(path, sizeof path, "/tmp/memplan_value_ops_%ld.onnx",
              (long)getpid());
     CU_ASSERT_EQUAL_FATAL(mp_graph_save_onnx(g, path), MP_OK);
@@ -246,8 +216,8 @@ static void test_normalizer_roundtrip(void)
     o.n_values = 1;
     CU_ASSERT_EQUAL_FATAL(mp_graph_load_onnx(ctx, path, &o, &g), MP_OK);
     remove(path);
-    assert_shape(g, "y", 1, w2);
-    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "y"), buf, sizeof buf),
+    ob_assert_shape(g, "y", 1, w2);
+    CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "Tuesday|b");
     mp_graph_destroy(g);
     ob_free(&b);
@@ -272,15 +242,15 @@ static void test_constant_strings(void)
                                  "y");
     attr_strs(&b, n, "stopwords", stop, 3);
     ob_output(&b, "y", MP_DTYPE_STRING, -1, NULL);
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
     static const int64_t w2[] = {2};
-    assert_shape(g, "y", 1, w2);
-    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "x"), buf, sizeof buf),
+    ob_assert_shape(g, "y", 1, w2);
+    CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "x"), buf, sizeof buf),
                            "monday|tuesday|wednesday|thursday");
-    CU_ASSERT_STRING_EQUAL(strings_of(g, tensor(g, "y"), buf, sizeof buf),
+    CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "monday|wednesday");
     /* interned: equal strings have equal ids */
-    CU_ASSERT_EQUAL(tensor(g, "x")->value[0], tensor(g, "y")->value[0]);
+    CU_ASSERT_EQUAL(ob_tensor(g, "x")->value[0], ob_tensor(g, "y")->value[0]);
     mp_plan *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
     CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
@@ -324,17 +294,17 @@ static void check_split(const char *const *strs, int64_t n,
     int64_t dims[1] = {n}, wy[2] = {n, want_k};
     mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_STRING, .rank = 1,
                          .dims = dims, .strings = strs};
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv, 1, &g), MP_OK);
-    assert_shape(g, "y", 2, wy);
-    assert_shape(g, "z", 1, dims);
-    const mp_tensor *z = tensor(g, "z");
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
+    ob_assert_shape(g, "y", 2, wy);
+    ob_assert_shape(g, "z", 1, dims);
+    const mp_tensor *z = ob_tensor(g, "z");
     if (n > 0) {
         CU_ASSERT_FATAL(z->value && z->n_value == (uint32_t)n);
         for (int64_t i = 0; i < n; i++)
             CU_ASSERT_EQUAL(z->value[i], want_z[i]);
     }
     if (want_y) {
-        const char *got = strings_of(g, tensor(g, "y"), buf, sizeof buf);
+        const char *got = strings_of(g, ob_tensor(g, "y"), buf, sizeof buf);
         CU_ASSERT_STRING_EQUAL(got, want_y);
         if (strcmp(got, want_y))
             printf("\n  StringSplit: got '%s', want '%s'\n", got, want_y);
@@ -383,7 +353,7 @@ static void test_split_unknown(void)
     mp_graph *g;
     ob b;
     split_model(&b, 3);
-    CU_ASSERT_EQUAL(load(&b, ctx, NULL, 0, &g), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_ERR_SHAPE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "StringSplit"));
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -462,26 +432,20 @@ static mp_status nms_run(mp_ctx *ctx, int64_t B, int64_t C, int64_t N,
         v[nv++] = (mp_input_value){.name = "scores",
                                    .dtype = MP_DTYPE_FLOAT32, .rank = 3,
                                    .dims = sd, .floats = scores};
-    if (max) {
-        ob_input(&b, "max", MP_DTYPE_INT64, 1, one);
-        v[nv++] = (mp_input_value){.name = "max", .dtype = MP_DTYPE_INT64,
-                                   .rank = 1, .dims = one, .ints = max};
-        ins[2] = "max";
-        nin = 3;
-    }
-    if (iou) {
-        ob_input(&b, "iou", MP_DTYPE_FLOAT32, 1, one);
-        v[nv++] = (mp_input_value){.name = "iou", .dtype = MP_DTYPE_FLOAT32,
-                                   .rank = 1, .dims = one, .floats = iou};
-        ins[3] = "iou";
-        nin = 4;
-    }
-    if (thr) {
-        ob_input(&b, "thr", MP_DTYPE_FLOAT32, 1, one);
-        v[nv++] = (mp_input_value){.name = "thr", .dtype = MP_DTYPE_FLOAT32,
-                                   .rank = 1, .dims = one, .floats = thr};
-        ins[4] = "thr";
-        nin = 5;
+    /* the optional inputs, in order: max, iou, thr */
+    const char *const opt_names[3] = {"max", "iou", "thr"};
+    const double *const opt_f[3] = {NULL, iou, thr};
+    for (int k = 0; k < 3; k++) {
+        if (k == 0 ? !max : !opt_f[k])
+            continue;
+        int dt = k == 0 ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
+        ob_input(&b, opt_names[k], dt, 1, one);
+        v[nv++] = (mp_input_value){.name = opt_names[k], .dtype = dt,
+                                   .rank = 1, .dims = one,
+                                   .ints = k == 0 ? max : NULL,
+                                   .floats = opt_f[k]};
+        ins[2 + k] = opt_names[k];
+        nin = 3 + k;
     }
     Onnx__NodeProto *n = ob_node(&b, "NonMaxSuppression", "nms", "boxes",
                                  NULL, "sel");
@@ -493,9 +457,9 @@ static mp_status nms_run(mp_ctx *ctx, int64_t B, int64_t C, int64_t N,
         ob_attr_int(&b, n, "center_point_box", 1);
     ob_output(&b, "sel", MP_DTYPE_INT64, -1, NULL);
     mp_graph *g;
-    mp_status st = load(&b, ctx, v, nv, &g);
+    mp_status st = ob_load_values(&b, ctx, v, nv, &g);
     if (!st) {
-        const mp_tensor *t = tensor(g, "sel");
+        const mp_tensor *t = ob_tensor(g, "sel");
         CU_ASSERT_EQUAL(t->rank, 2);
         CU_ASSERT_EQUAL(t->dtype, MP_DTYPE_INT64);
         *rows = t->rank == 2 ? t->dims[0] : -2;
@@ -617,9 +581,9 @@ static mp_status decode(mp_ctx *ctx, const unsigned char *bytes, size_t n,
     mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_UINT8, .rank = 1,
                          .dims = d, .ints = v};
     mp_graph *g;
-    mp_status st = load(&b, ctx, &iv, 1, &g);
+    mp_status st = ob_load_values(&b, ctx, &iv, 1, &g);
     if (!st) {
-        const mp_tensor *t = tensor(g, "y");
+        const mp_tensor *t = ob_tensor(g, "y");
         CU_ASSERT_EQUAL_FATAL(t->rank, 3);
         CU_ASSERT_EQUAL(t->dtype, MP_DTYPE_UINT8);
         for (int i = 0; i < 3; i++)
