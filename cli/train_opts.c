@@ -42,7 +42,10 @@ void cli_train_help(FILE *f)
           "      --budget SIZE   peak (live arena + persistent) to fit, e.g.\n"
           "                      12GiB: recompute chooses what to keep\n"
           "      --solver S      auto (default), checkpoint-all, chen-sqrt,\n"
-          "                      chen-greedy (chen), dtr, selective, lp, ilp\n"
+          "                      chen-greedy (chen), dtr, selective, lp, ilp;\n"
+          "                      Checkmate's baselines as its code builds\n"
+          "                      them: chen-linear, cm-checkpoint-all,\n"
+          "                      cm-chen-sqrt, cm-chen-greedy\n"
           "      --max-extra F   at most F x the forward compute extra\n"
           "                      (e.g. 1: one extra forward pass)\n"
           "      --maximize batch  the largest batch whose plan meets\n"
@@ -104,7 +107,9 @@ int cli_train_on_opt(cli_train_args *t, int id, const char *name,
     case CLI_T_SOLVER:
         if (mp_remat_solver_parse(value, &t->ropt.solver) != MP_OK) {
             cli_error("bad value '%s' for %s: one of auto, checkpoint-all, "
-                      "chen-sqrt, chen-greedy, chen, dtr, selective, lp, ilp",
+                      "chen-sqrt, chen-greedy, chen, dtr, selective, lp, ilp, "
+                      "chen-linear, cm-checkpoint-all, cm-chen-sqrt, "
+                      "cm-chen-greedy",
                       value, name);
             return CLI_EXIT_USAGE;
         }
