@@ -151,6 +151,35 @@ static void test_segments_budget_and_bound(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Eviction scored by the next reader (rm_policy.evict_next_use) alone, no
+ * drops: the replay stays within the cap, recomputes, and its schedule
+ * places and verifies. */
+static void test_evict_next_use(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = residual_train(ctx, 8, 1, NULL);
+    rm_prob p;
+    CU_ASSERT_FATAL(rm_prob_build(g, 64, &p) == MP_OK);
+    rm_policy pol;
+    memset(&pol, 0, sizeof pol);
+    rm_out o;
+    CU_ASSERT_FATAL(rm_simulate(&p, &pol, 0, &o) == MP_OK);
+    uint64_t base = o.peak;
+    seg_seen s;
+    memset(&s, 0, sizeof s);
+    s.p = &p;
+    s.g = g;
+    pol.evict_cap = base * 2 / 3;
+    pol.evict_next_use = 1;
+    CU_ASSERT_EQUAL(seg_try(&s, "next-use", &pol), MP_OK);
+    CU_ASSERT(s.verified);
+    CU_ASSERT(s.peak <= pol.evict_cap);
+    CU_ASSERT(s.extra > 0);
+    rm_prob_free(&p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* Through the driver: 2/3 of the no-recompute arena (the weights and Adam
  * states stay), verified, within one extra forward pass. */
 static void test_auto_two_thirds(void)
@@ -325,6 +354,7 @@ void mp_register_remat_segments(void)
         {"segments: budget met, verified, within one extra forward",
          test_segments_budget_and_bound},
         {"auto at 2/3 of the no-recompute arena", test_auto_two_thirds},
+        {"eviction by the next reader", test_evict_next_use},
         {"optimizer steps in backward", test_step_in_backward},
         {"weight gradients by a node of their own", test_split_weight_grad},
         CU_TEST_INFO_NULL,
