@@ -732,6 +732,18 @@ MP_SHAPE_FN(mp_shape_argreduce)
     return st ? st : mp_shape_done(g, node);
 }
 
+/* the error of a product whose inner dims ka (input ia) and kb (input
+ * ib) differ, naming both tensors */
+static mp_status inner_dims_err(mp_graph *g, uint32_t node, int64_t ka,
+                                int64_t kb, uint32_t ia, uint32_t ib)
+{
+    const mp_tensor *ta = mp_in(g, &g->nodes[node], ia);
+    const mp_tensor *tb = mp_in(g, &g->nodes[node], ib);
+    return mp_node_err(g, node, "inner dims differ (%lld and %lld): "
+                       "'%s' and '%s'", (long long)ka, (long long)kb,
+                       ta ? ta->name : "?", tb ? tb->name : "?");
+}
+
 /* numpy matmul of shapes a0 (node input ia) and b0 (input ib) */
 static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
                               uint32_t ia, const mp_shape *b0, uint32_t ib,
@@ -754,13 +766,8 @@ static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
         b.d[1] = 1;
     }
     int64_t ka = a.d[a.rank - 1], kb = b.d[b.rank - 2];
-    if (ka >= 0 && kb >= 0 && ka != kb) {
-        const mp_tensor *ta = mp_in(g, &g->nodes[node], ia);
-        const mp_tensor *tb = mp_in(g, &g->nodes[node], ib);
-        return mp_node_err(g, node, "inner dims differ (%lld and %lld): "
-                           "'%s' and '%s'", (long long)ka, (long long)kb,
-                           ta ? ta->name : "?", tb ? tb->name : "?");
-    }
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return inner_dims_err(g, node, ka, kb, ia, ib);
     mp_shape ba = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2}, bo;
     memcpy(ba.d, a.d, (size_t)ba.rank * sizeof a.d[0]);
     memcpy(bb.d, b.d, (size_t)bb.rank * sizeof b.d[0]);
@@ -802,6 +809,9 @@ MP_SHAPE_FN(mp_shape_gemm)
     if (a.rank == 2 && b.rank == 2) {
         bool ta = mp_attr_int(n, "transA", 0) != 0;
         bool tb = mp_attr_int(n, "transB", 0) != 0;
+        int64_t ka = ta ? a.d[0] : a.d[1], kb = tb ? b.d[1] : b.d[0];
+        if (ka >= 0 && kb >= 0 && ka != kb)
+            return inner_dims_err(g, node, ka, kb, 0, 1);
         out.rank = 2;
         out.d[0] = ta ? a.d[1] : a.d[0];
         out.d[1] = tb ? b.d[0] : b.d[1];

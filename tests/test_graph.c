@@ -208,6 +208,39 @@ static void test_view_size_mismatch(void)
     teardown();
 }
 
+/* Gemm's inner dims are checked with transA/transB applied: A [2,3] times
+ * B [2,3] is refused as it stands and accepted with transB = 1 (B^T is
+ * [3,2], out [2,2]) */
+static void test_gemm_inner_dims(void)
+{
+    for (int trans_b = 0; trans_b <= 1; trans_b++) {
+        setup();
+        uint32_t a = tensor("a", MP_KIND_INPUT, 2, d23);
+        uint32_t b = tensor("b", MP_KIND_WEIGHT, 2, d23);
+        uint32_t y = tensor_v("y");
+        uint32_t in[] = {a, b}, out[] = {y};
+        uint32_t id = MP_NONE;
+        mp_node_desc d = {"fc", "Gemm", NULL, in, 2, out, 1,
+                          MP_PHASE_FORWARD};
+        CU_ASSERT_EQUAL(mp_graph_add_node(g, &d, &id), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, id, "transB", trans_b),
+                        MP_OK);
+        mp_status st = mp_graph_finalize(g);
+        if (trans_b) {
+            CU_ASSERT_EQUAL(st, MP_OK);
+            mp_tensor_info ti;
+            mp_graph_tensor_info(g, y, &ti);
+            CU_ASSERT_EQUAL(ti.bytes, 2 * 2 * 4);
+        } else {
+            CU_ASSERT_EQUAL(st, MP_ERR_SHAPE);
+            CU_ASSERT_PTR_NOT_NULL(
+                strstr(mp_ctx_message(ctx), "inner dims differ (3 and 2)"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'fc'"));
+        }
+        teardown();
+    }
+}
+
 static void test_constant_folding(void)
 {
     setup();
@@ -332,6 +365,7 @@ static CU_TestInfo tests[] = {
     {"unknown size", test_unknown_size},
     {"views and pointwise inference", test_views_and_pointwise},
     {"view size mismatch", test_view_size_mismatch},
+    {"gemm inner dims", test_gemm_inner_dims},
     {"constant folding", test_constant_folding},
     {"overflow and negative dims", test_overflow},
     {"topological order", test_topological_order},
