@@ -3,7 +3,7 @@
  * persistent bytes of the default schedule).
  *
  *   bench_remat [--frac F]... [--solver NAME]... [--time-limit SEC]
- *               GRAPH.json...
+ *               [--reference memplan|checkmate] GRAPH.json...
  *
  * Defaults: --frac 0.8 --frac 0.9, every solver this build has. For each
  * graph, budget and solver it prints the overhead ((base + extra) / base
@@ -11,6 +11,17 @@
  * peak reached, the seconds (wall and CPU) and whether mp_verify_plan
  * accepted the plan.
  *   bench_remat ../shared/bench/checkmate/ *_train_*.json
+ * The no-recompute peak the fractions apply to (--reference; both are
+ * printed per graph, the chosen one marked):
+ *   memplan   (default) the default schedule with every value freed after
+ *             its last reader: live arena bytes + persistent bytes;
+ *   checkmate the peak of Checkmate's checkpoint-all schedule, the top of
+ *             the range its budget sweep spans (experiment_budget_sweep.py,
+ *             "max point = max RAM that achieves no overhead (ie
+ *             CHECKPOINT_ALL)"): the `cm-checkpoint-all` solver's schedule
+ *             (Checkmate's 2019 rules and scheduler, the code of the
+ *             published figures), replayed by mp_verify_plan; its live
+ *             peak + persistent bytes.
  * Exit status: 0 when every auto run met its budget and verified. */
 #include "memplan/memplan.h"
 
@@ -51,6 +62,24 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* The peak of Checkmate's checkpoint-all schedule on g (no budget), once
+ * mp_verify_plan has replayed it; 0 when it cannot be built or does not
+ * verify (the context says why). */
+static uint64_t checkmate_reference(mp_graph *g)
+{
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    ro.solver = MP_REMAT_CM_CHECKPOINT_ALL;
+    mp_remat_result r;
+    mp_plan *plan = NULL;
+    uint64_t peak = 0;
+    if (mp_remat_plan(g, &ro, NULL, &plan, &r) == MP_OK &&
+        mp_verify_plan(g, plan) == MP_OK)
+        peak = r.peak_bytes;
+    mp_plan_destroy(plan);
+    return peak;
+}
+
 int main(int argc, char **argv)
 {
     double fracs[16];
@@ -58,6 +87,7 @@ int main(int argc, char **argv)
     mp_remat_solver solvers[16];
     int n_solvers = 0;
     double tl = 0;
+    int cm_ref = 0;
     int bad = 0;
     int first_file = argc;
     for (int i = 1; i < argc; i++) {
@@ -73,6 +103,17 @@ int main(int argc, char **argv)
             n_solvers++;
         } else if (strcmp(argv[i], "--time-limit") == 0 && i + 1 < argc) {
             tl = atof(argv[++i]);
+        } else if (strcmp(argv[i], "--reference") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "checkmate") == 0) {
+                cm_ref = 1;
+            } else if (strcmp(argv[i], "memplan") == 0) {
+                cm_ref = 0;
+            } else {
+                fprintf(stderr, "bench_remat: --reference takes memplan "
+                                "or checkmate, not %s\n", argv[i]);
+                return 2;
+            }
         } else {
             first_file = i;
             break;
@@ -106,11 +147,30 @@ int main(int argc, char **argv)
             continue;
         }
         const mp_figures *bf = mp_plan_figures(base);
-        uint64_t base_peak = bf->lower_bound_bytes + bf->persistent_bytes;
+        uint64_t mp_peak = bf->lower_bound_bytes + bf->persistent_bytes;
+        uint64_t cm_peak = checkmate_reference(g);
         char gname[41];
         snprintf(gname, sizeof gname, "%s", base_name(argv[f]));
+        printf("# %s: reference peaks: memplan %llu%s, checkmate %llu%s "
+               "(%.4fx memplan's)\n",
+               gname, (unsigned long long)mp_peak, cm_ref ? "" : " (used)",
+               (unsigned long long)cm_peak, cm_ref ? " (used)" : "",
+               mp_peak ? (double)cm_peak / (double)mp_peak : 0.0);
+        uint64_t base_peak = cm_ref ? cm_peak : mp_peak;
+        if (!base_peak) {
+            fprintf(stderr, "bench_remat: %s: no checkmate reference: %s\n",
+                    argv[f], mp_ctx_message(ctx));
+            bad = 1;
+            mp_plan_destroy(base);
+            mp_graph_destroy(g);
+            mp_ctx_destroy(ctx);
+            continue;
+        }
         for (int b = 0; b < n_fracs; b++) {
             uint64_t budget = (uint64_t)((double)base_peak * fracs[b]);
+            printf("# %s %.2fx %s: budget %llu bytes\n", gname, fracs[b],
+                   cm_ref ? "checkmate" : "memplan",
+                   (unsigned long long)budget);
             double lb = -1;
             int lbk = 0;
             for (int s = 0; s < n_solvers; s++) {
