@@ -100,17 +100,25 @@ static mp_status seg_try(void *user, const char *name, const rm_policy *pol)
     return MP_OK;
 }
 
-static void test_segments_budget_and_bound(void)
+/* The 8-block residual training graph (steps in backward), its problem,
+ * and its no-recompute live peak. */
+static uint64_t seg_setup(mp_ctx *ctx, mp_graph **g, rm_prob *p)
 {
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = residual_train(ctx, 8, 1, NULL);
-    rm_prob p;
-    CU_ASSERT_FATAL(rm_prob_build(g, 64, &p) == MP_OK);
+    *g = residual_train(ctx, 8, 1, NULL);
+    CU_ASSERT_FATAL(rm_prob_build(*g, 64, p) == MP_OK);
     rm_policy none;
     memset(&none, 0, sizeof none);
     rm_out o;
-    CU_ASSERT_FATAL(rm_simulate(&p, &none, 0, &o) == MP_OK);
-    uint64_t base = o.peak;
+    CU_ASSERT_FATAL(rm_simulate(p, &none, 0, &o) == MP_OK);
+    return o.peak;
+}
+
+static void test_segments_budget_and_bound(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    rm_prob p;
+    uint64_t base = seg_setup(ctx, &g, &p);
     /* one extra forward pass: what Chen's segments may recompute */
     double fwd = 0;
     for (uint32_t u = 0; u < p.T; u++)
@@ -157,14 +165,11 @@ static void test_segments_budget_and_bound(void)
 static void test_evict_next_use(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = residual_train(ctx, 8, 1, NULL);
+    mp_graph *g = NULL;
     rm_prob p;
-    CU_ASSERT_FATAL(rm_prob_build(g, 64, &p) == MP_OK);
+    uint64_t base = seg_setup(ctx, &g, &p);
     rm_policy pol;
     memset(&pol, 0, sizeof pol);
-    rm_out o;
-    CU_ASSERT_FATAL(rm_simulate(&p, &pol, 0, &o) == MP_OK);
-    uint64_t base = o.peak;
     seg_seen s;
     memset(&s, 0, sizeof s);
     s.p = &p;
