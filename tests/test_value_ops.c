@@ -489,31 +489,29 @@ static void test_nms(void)
     mp_ctx *ctx = mp_ctx_create(NULL);
     int64_t rows = -1;
     const int64_t m3[] = {3}, m2[] = {2}, m0[] = {0}, m9[] = {9};
-    const double iou5[] = {0.5}, thr0[] = {0.0}, thr4[] = {0.4};
-    /* IoU 0.5: one box per cluster and the far one */
-    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m3,
-                            iou5, thr0, 1, &rows), MP_OK);
-    CU_ASSERT_EQUAL(rows, 3);
-    /* score_threshold 0.4 drops the far box (0.3) */
-    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m3,
-                            iou5, thr4, 1, &rows), MP_OK);
-    CU_ASSERT_EQUAL(rows, 2);
-    /* max_output_boxes_per_class 2 */
-    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m2,
-                            iou5, thr0, 1, &rows), MP_OK);
-    CU_ASSERT_EQUAL(rows, 2);
-    /* IoU threshold 0.9: the shifted boxes overlap less (IoU 0.82) */
-    const double iou9[] = {0.9};
-    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m9,
-                            iou9, NULL, 1, &rows), MP_OK);
-    CU_ASSERT_EQUAL(rows, 6);
-    /* no max given (or 0): nothing selected */
-    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, NULL,
-                            NULL, NULL, 1, &rows), MP_OK);
-    CU_ASSERT_EQUAL(rows, 0);
-    CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0, m0,
-                            iou5, NULL, 1, &rows), MP_OK);
-    CU_ASSERT_EQUAL(rows, 0);
+    const double iou5[] = {0.5}, iou9[] = {0.9}, thr0[] = {0.0},
+                 thr4[] = {0.4};
+    /* the thresholds on the example boxes: max, iou, score threshold
+     * (NULL: input omitted) and the rows selected */
+    const struct {
+        const int64_t *max;
+        const double *iou, *thr;
+        int64_t want;
+    } cases[] = {
+        {m3, iou5, thr0, 3}, /* one box per cluster and the far one */
+        {m3, iou5, thr4, 2}, /* score_threshold 0.4 drops the far box */
+        {m2, iou5, thr0, 2}, /* max_output_boxes_per_class 2 */
+        {m9, iou9, NULL, 6}, /* IoU 0.9: the shifted boxes (0.82) stay */
+        {NULL, NULL, NULL, 0}, /* no max given: nothing selected */
+        {m0, iou5, NULL, 0},   /* max 0 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rows = -1;
+        CU_ASSERT_EQUAL(nms_run(ctx, 1, 1, 6, nms_boxes, nms_scores, 0,
+                                cases[i].max, cases[i].iou, cases[i].thr, 1,
+                                &rows), MP_OK);
+        CU_ASSERT_EQUAL(rows, cases[i].want);
+    }
     /* center_point_box: [xc, yc, w, h], the same layout */
     static const double cboxes[24] = {
         0.5, 0.5, 1, 1,  0.6, 0.5, 1, 1,  0.4, 0.5, 1, 1,
