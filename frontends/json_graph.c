@@ -1659,7 +1659,7 @@ static mp_status read_doc(rd *r)
                                       &done);
         if (!fast_ok || done)
             break;
-        size_t key;
+        size_t key = 0;
         r->pos = key_off;
         if ((st = rd_string(r, true, &key)))
             return st;

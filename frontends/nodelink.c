@@ -204,7 +204,7 @@ static mp_status link_end(nl *L, json_t *lk, const char *key, uint32_t *out)
         return mp_jloc_err(&L->loc, MP_ERR_PARSE, false, "missing \"%s\"",
                            key);
     mp_jloc_key(&L->loc, key);
-    char *id;
+    char *id = NULL;
     mp_status st = canon_id(L, v, &id);
     if (st)
         return st;

@@ -28,7 +28,7 @@ static mp_status find_attr(const mp_graph *g, uint32_t node, const char *name,
 mp_status mp_graph_get_attr_int(const mp_graph *g, uint32_t node,
                                 const char *name, int64_t *v)
 {
-    const mp_attr *a;
+    const mp_attr *a = NULL;
     mp_status st = find_attr(g, node, name, MP_ATTR_INT, &a);
     if (!st && v)
         *v = a->v.i;
@@ -38,7 +38,7 @@ mp_status mp_graph_get_attr_int(const mp_graph *g, uint32_t node,
 mp_status mp_graph_get_attr_float(const mp_graph *g, uint32_t node,
                                   const char *name, double *v)
 {
-    const mp_attr *a;
+    const mp_attr *a = NULL;
     mp_status st = find_attr(g, node, name, MP_ATTR_FLOAT, &a);
     if (!st && v)
         *v = a->type == MP_ATTR_INT ? (double)a->v.i : a->v.f;
@@ -48,7 +48,7 @@ mp_status mp_graph_get_attr_float(const mp_graph *g, uint32_t node,
 mp_status mp_graph_get_attr_string(const mp_graph *g, uint32_t node,
                                    const char *name, const char **v)
 {
-    const mp_attr *a;
+    const mp_attr *a = NULL;
     mp_status st = find_attr(g, node, name, MP_ATTR_STRING, &a);
     if (!st && v)
         *v = a->v.s;
@@ -59,7 +59,7 @@ mp_status mp_graph_get_attr_ints(const mp_graph *g, uint32_t node,
                                  const char *name, const int64_t **v,
                                  uint32_t *n)
 {
-    const mp_attr *a;
+    const mp_attr *a = NULL;
     mp_status st = find_attr(g, node, name, MP_ATTR_INTS, &a);
     if (!st) {
         if (v)
@@ -74,7 +74,7 @@ mp_status mp_graph_get_attr_floats(const mp_graph *g, uint32_t node,
                                    const char *name, const double **v,
                                    uint32_t *n)
 {
-    const mp_attr *a;
+    const mp_attr *a = NULL;
     mp_status st = find_attr(g, node, name, MP_ATTR_FLOATS, &a);
     if (!st) {
         if (v)

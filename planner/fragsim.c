@@ -147,7 +147,7 @@ static mp_status sim_malloc(sim *s, uint64_t request, uint32_t *out)
     uint64_t rest = s->b[id].size - size;
     int split = small ? rest >= SIM_MIN_BLOCK : rest > SIM_SMALL_SIZE;
     if (split) {
-        uint32_t r;
+        uint32_t r = 0;
         st = new_block(s, s->b[id].addr + size, rest, small, &r);
         if (st)
             return st;

@@ -546,7 +546,7 @@ static mp_status skip_value(rd *r)
     mp_status st;
     bool more, is_int;
     int state = 0;
-    const char *kp, *ne;
+    const char *kp, *ne = NULL;
     switch (peek(r)) {
     case J_STRING: return read_string(r, NULL);
     case J_NUMBER:
@@ -603,7 +603,7 @@ static mp_status get_uint(rd *r, const char *path, uint64_t max,
 {
     if (peek(r) != J_NUMBER)
         return wrong_type(r, path, "a non-negative integer");
-    const char *pos = r->p, *ne;
+    const char *pos = r->p, *ne = NULL;
     bool is_int;
     mp_status st = scan_number(r, &ne, &is_int);
     if (st)
@@ -644,7 +644,7 @@ static mp_status get_double(rd *r, const char *path, double *out)
 {
     if (peek(r) != J_NUMBER)
         return wrong_type(r, path, "a number");
-    const char *pos = r->p, *ne;
+    const char *pos = r->p, *ne = NULL;
     bool is_int;
     mp_status st = scan_number(r, &ne, &is_int);
     if (st)

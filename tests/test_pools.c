@@ -123,7 +123,7 @@ static void t_two_pools(void)
     CU_ASSERT_EQUAL(si.n_blocks + di.n_blocks, mp_plan_num_blocks(p));
     CU_ASSERT_EQUAL(si.arena_bytes + di.arena_bytes,
                     mp_plan_figures(p)->arena_bytes);
-    uint32_t ia;
+    uint32_t ia = 0;
     block_of(p, "a", &ia);
     CU_ASSERT_EQUAL(mp_plan_block_pool(p, ia), 1);
     /* plan JSON has no pools: refused, not written as one arena */
@@ -167,7 +167,7 @@ static void t_verify_pools(void)
     mp_plan *p = NULL;
     CU_ASSERT_FATAL(mp_plan_create_constrained(g, NULL, c, &p) == MP_OK);
     CU_ASSERT_FATAL(mp_verify_plan(g, p) == MP_OK);
-    uint32_t ia, ib;
+    uint32_t ia = 0, ib = 0;
     mp_block *a = (mp_block *)block_of(p, "a", &ia);
     mp_block *b = (mp_block *)block_of(p, "b", &ib);
     uint64_t ao = a->offset, bo = b->offset;
