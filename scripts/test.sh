@@ -4,7 +4,9 @@
 #   build-asan/  AddressSanitizer + UBSan (-DMEMPLAN_SANITIZE=ON)
 # and after each, installs it into a temporary prefix and builds and runs
 # examples/runtime against the installed package (scripts/check-install.sh);
-# then the thread suite under ThreadSanitizer in build-tsan/ (scripts/tsan.sh).
+# then the thread suite under ThreadSanitizer in build-tsan/ (scripts/tsan.sh),
+# and a Release build (-O3) with warnings as errors, compiled only, since
+# GCC warns at -O3 about what it cannot see at -O2 (build-release/).
 # Exits non-zero on any failure. Run from anywhere; paths are relative to
 # the repository root. JOBS sets the build parallelism (default: all cores).
 set -euo pipefail
@@ -46,6 +48,10 @@ echo "== installed package (ASan): examples/runtime, outputs and leaks"
 
 echo "== ThreadSanitizer: build-tsan/, two contexts on two threads"
 ./scripts/tsan.sh
+
+echo "== build (Release, warnings as errors, compile only): build-release/"
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DMEMPLAN_WERROR=ON
+cmake --build build-release -j "$jobs"
 
 echo "== all tests passed (build/, build-asan/, build-tsan/)"
 # Last line: the CUnit tests of both ctest runs, summed from the runner's
