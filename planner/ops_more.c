@@ -789,7 +789,7 @@ MP_SHAPE_FN(mp_shape_regex_match)
 }
 
 /* ai.onnx.ml LabelEncoder: same shape; dtype from the values attribute
- * (STRINGS attributes are kept as their element count). */
+ * (a STRINGS attribute is kept as NAME.strings, planner/strval.h). */
 MP_SHAPE_FN(mp_shape_label_encoder)
 {
     const mp_node *n = &g->nodes[node];
@@ -800,7 +800,7 @@ MP_SHAPE_FN(mp_shape_label_encoder)
         dt = MP_DTYPE_INT64;
     else if (mp_node_attr(n, "values_floats"))
         dt = MP_DTYPE_FLOAT32;
-    else if (mp_node_attr(n, "values_strings"))
+    else if (mp_node_attr(n, "values_strings.strings"))
         dt = MP_DTYPE_STRING;
     else
         dt = (int)mp_attr_int(n, "values_tensor.dtype", MP_DTYPE_UNDEFINED);

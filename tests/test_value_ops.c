@@ -718,9 +718,38 @@ static void test_image_decoder_malformed(void)
     mp_ctx_destroy(ctx);
 }
 
+/* LabelEncoder whose values are strings (a STRINGS attribute, kept as
+ * values_strings.strings): the output is a STRING tensor of x's shape */
+static void test_label_encoder_strings(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g;
+    ob b;
+    static const int64_t d3[] = {3};
+    ob_init(&b, 8, 10);
+    ob_input(&b, "x", MP_DTYPE_INT64, 1, d3);
+    Onnx__NodeProto *n = ob_node(&b, "LabelEncoder", "le", "x", NULL, "y");
+    n->domain = (char *)"ai.onnx.ml";
+    Onnx__AttributeProto *k =
+        ob_attr(&b, n, "keys_int64s", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    static int64_t keys[] = {1, 2};
+    k->ints = keys;
+    k->n_ints = 2;
+    attr_strs(&b, n, "values_strings", week, 2);
+    ob_output(&b, "y", MP_DTYPE_UNDEFINED, -1, NULL);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
+    ob_assert_shape(g, "y", 1, d3);
+    CU_ASSERT_EQUAL(ob_tensor(g, "y")->dtype, MP_DTYPE_STRING);
+    mp_graph_destroy(g);
+    ob_free(&b);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_value_ops(void)
 {
     static CU_TestInfo tests[] = {
+        {"LabelEncoder with string values: STRING output",
+         test_label_encoder_strings},
         {"StringNormalizer: stopwords, case, all dropped, bound", test_normalizer},
         {"StringNormalizer stopwords through ONNX export",
          test_normalizer_roundtrip},
