@@ -236,6 +236,19 @@ static mp_status new_partial(syn *S, uint32_t x, uint32_t *id)
     return add_like(S, S->name, fx, train_dtype(S, fx), MP_KIND_GRADIENT, id);
 }
 
+/* One optimizer state of a parameter: its name, dtype and element count */
+typedef struct {
+    const char *name;
+    mp_dtype dtype;
+    int64_t n;
+} opt_state;
+
+static void push_state(opt_state *sv, uint32_t *ns, const char *name,
+                       mp_dtype dtype, int64_t n)
+{
+    sv[(*ns)++] = (opt_state){name, dtype, n};
+}
+
 /* The optimizer step of trainable forward tensor t (its gradient is
  * final): reads the weight, its gradient and its states (persistent,
  * created here) and writes the update's temporary. buf_in has room for
@@ -252,48 +265,33 @@ static mp_status add_opt_step(syn *S, const mp_train_options *opt, uint32_t t,
     uint32_t nin = 0;
     buf_in[nin++] = S->map[t];
     buf_in[nin++] = S->grad[t];
-    const char *st_names[4];
-    mp_dtype st_dt[4];
-    int64_t st_n[4];
+    opt_state sv[4];
     uint32_t ns = 0;
-    if (S->prec != MP_PRECISION_FP32) {
-        st_names[ns] = "master";
-        st_dt[ns] = MP_DTYPE_FLOAT32;
-        st_n[ns++] = ne;
-    }
+    if (S->prec != MP_PRECISION_FP32)
+        push_state(sv, &ns, "master", MP_DTYPE_FLOAT32, ne);
     switch (opt->optimizer) {
     case MP_OPTIM_SGD:
         break;
     case MP_OPTIM_MOMENTUM:
-        st_names[ns] = "momentum";
-        st_dt[ns] = MP_DTYPE_FLOAT32;
-        st_n[ns++] = ne;
+        push_state(sv, &ns, "momentum", MP_DTYPE_FLOAT32, ne);
         break;
     case MP_OPTIM_ADAM:
     case MP_OPTIM_ADAMW:
-        st_names[ns] = "m";
-        st_dt[ns] = MP_DTYPE_FLOAT32;
-        st_n[ns++] = ne;
-        st_names[ns] = "v";
-        st_dt[ns] = MP_DTYPE_FLOAT32;
-        st_n[ns++] = ne;
+        push_state(sv, &ns, "m", MP_DTYPE_FLOAT32, ne);
+        push_state(sv, &ns, "v", MP_DTYPE_FLOAT32, ne);
         break;
     case MP_OPTIM_ADAM8BIT:
-        st_names[ns] = "m8";
-        st_dt[ns] = MP_DTYPE_UINT8;
-        st_n[ns++] = ne;
-        st_names[ns] = "v8";
-        st_dt[ns] = MP_DTYPE_UINT8;
-        st_n[ns++] = ne;
-        st_names[ns] = "absmax";  /* one fp32 per 2048-block per state */
-        st_dt[ns] = MP_DTYPE_FLOAT32;
-        st_n[ns++] = 2 * ((ne + 2047) / 2048);
+        push_state(sv, &ns, "m8", MP_DTYPE_UINT8, ne);
+        push_state(sv, &ns, "v8", MP_DTYPE_UINT8, ne);
+        /* one fp32 per 2048-block per state */
+        push_state(sv, &ns, "absmax", MP_DTYPE_FLOAT32,
+                   2 * ((ne + 2047) / 2048));
         break;
     }
     for (uint32_t s = 0; s < ns; s++) {
         uint32_t id;
-        snprintf(S->name, sizeof S->name, "opt/%s/%s", w->name, st_names[s]);
-        if ((st = add_shaped(S, S->name, st_dt[s], 1, &st_n[s],
+        snprintf(S->name, sizeof S->name, "opt/%s/%s", w->name, sv[s].name);
+        if ((st = add_shaped(S, S->name, sv[s].dtype, 1, &sv[s].n,
                              MP_KIND_OPTIMIZER_STATE, &id)))
             return st;
         buf_in[nin++] = id;
