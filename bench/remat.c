@@ -8,8 +8,10 @@
  * Defaults: --frac 0.8 --frac 0.9, every solver this build has. For each
  * graph, budget and solver it prints the overhead ((base + extra) / base
  * compute cost), the LP lower bound on it when the solver gives one, the
- * peak reached, the seconds (wall and CPU) and whether mp_verify_plan
- * accepted the plan.
+ * peak reached, the RECOMPUTE steps (n_rec: an overhead of 1.0000 with
+ * n_rec > 0 recomputes nodes whose cost is 0 in the graph, as the
+ * pooling layers of fcn_8_vgg), the seconds (wall and CPU) and whether
+ * mp_verify_plan accepted the plan.
  *   bench_remat ../shared/bench/checkmate/ *_train_*.json
  * The no-recompute peak the fractions apply to (--reference; both are
  * printed per graph, the chosen one marked):
@@ -130,9 +132,9 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             solvers[n_solvers++] = all[k];
     }
-    printf("%-40s %5s %-15s %9s %9s %-8s %8s %10s %7s %7s %s\n", "graph",
-           "frac", "solver", "overhead", "lp_bound", "bound", "ratio",
-           "peak_MiB", "wall_s", "cpu_s", "status");
+    printf("%-40s %5s %-15s %9s %9s %-8s %8s %10s %5s %7s %7s %s\n",
+           "graph", "frac", "solver", "overhead", "lp_bound", "bound",
+           "ratio", "peak_MiB", "n_rec", "wall_s", "cpu_s", "status");
     for (int f = first_file; f < argc; f++) {
         mp_ctx *ctx = mp_ctx_create(NULL);
         mp_graph *g = NULL;
@@ -204,12 +206,12 @@ int main(int argc, char **argv)
                                 : -1;
                 double lbo = lb >= 0 ? (r.base_cost + lb) / r.base_cost : -1;
                 printf("%-40s %5.2f %-15s %9.4f %9.4f %-8s %8.4f %10.1f "
-                       "%7.2f %7.2f %s%s%s\n",
+                       "%5ld %7.2f %7.2f %s%s%s\n",
                        gname, fracs[b], mp_remat_solver_name(solvers[s]), ov,
                        lbo, bound_kind(lbk), ov > 0 && lbo > 0 ? ov / lbo : -1,
                        (double)(st == MP_OK ? r.peak_bytes : r.min_peak_bytes) /
                            1048576.0,
-                       w, c, vs, st == MP_OK ? " " : "",
+                       st == MP_OK ? (long)r.n_recompute : -1L, w, c, vs, st == MP_OK ? " " : "",
                        st == MP_OK ? (r.solver ? r.solver : "") : "");
                 if (solvers[s] == MP_REMAT_AUTO && strcmp(vs, "verified"))
                     bad = 1;
