@@ -825,6 +825,13 @@ typedef struct mp_remat_result {
      * time limit), _MILP (the MILP search tree), _STAGE_LP (the smaller
      * stage-boundary relaxation, solved to optimality). */
     int lower_bound_kind;
+    /* issue 5 (fix): when the live peak of a schedule fits the budget but
+     * its placed arena does not (MP_ERR_INFEASIBLE once placed): the
+     * smallest placed peak found (arena + persistent bytes); then
+     * min_peak_bytes is the smallest live peak (live arena peak +
+     * persistent) over every round, which may be within the budget.
+     * 0: no schedule was placed. */
+    uint64_t min_placed_peak_bytes;
 } mp_remat_result;
 enum { MP_REMAT_BOUND_NONE = 0, MP_REMAT_BOUND_LP, MP_REMAT_BOUND_LP_DUALS,
        MP_REMAT_BOUND_MILP, MP_REMAT_BOUND_STAGE_LP };
