@@ -227,6 +227,14 @@ enum {
 #define MP_OPF_BWD_SHIFT 32
 #define MP_OPF_BWD(r) ((uint64_t)(r) << MP_OPF_BWD_SHIFT)
 #define MP_OP_BWD(def) ((unsigned)(((def)->flags >> MP_OPF_BWD_SHIFT) & 0xffu))
+/* Gradient pass-through (planner/train.c): the gradient of an input that
+ * has output 0's shape (not broadcast) is output 0's gradient unchanged,
+ * so the training graph makes it a view of that gradient (no copy), as
+ * autograd frameworks pass one tensor to both inputs of an Add.
+ * MP_OPF_GRAD_PASS0: input 0 only (Sub: input 1 is negated);
+ * MP_OPF_GRAD_PASS_ALL: every input (Add, Sum). */
+#define MP_OPF_GRAD_PASS0 ((uint64_t)1 << 40)
+#define MP_OPF_GRAD_PASS_ALL ((uint64_t)1 << 41)
 
 typedef struct mp_op_def {
     const char *name;     /* op type; "" for the generic entry */

@@ -236,6 +236,54 @@ static mp_status new_partial(syn *S, uint32_t x, uint32_t *id)
     return add_like(S, S->name, fx, train_dtype(S, fx), MP_KIND_GRADIENT, id);
 }
 
+/* The input position whose gradient is node n's output gradient
+ * unchanged (its registry entry passes the gradient through, and forward
+ * tensor x is read once, with output 0's shape and training dtype: not
+ * broadcast, not summed twice), or MP_NONE. */
+static uint32_t grad_pass_pos(const syn *S, const mp_node *n, uint32_t x)
+{
+    uint64_t fl = n->def->flags;
+    if (!(fl & (MP_OPF_GRAD_PASS0 | MP_OPF_GRAD_PASS_ALL)) || n->n_out != 1 ||
+        (fl & MP_OPF_VIEW))
+        return MP_NONE;
+    uint32_t pos = MP_NONE, seen = 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (n->inputs[i] == x) {
+            pos = i;
+            seen++;
+        }
+    if (seen != 1 || (pos != 0 && !(fl & MP_OPF_GRAD_PASS_ALL)))
+        return MP_NONE;
+    const mp_tensor *tx = &S->f->tensors[x];
+    const mp_tensor *ty = &S->f->tensors[n->outputs[0]];
+    if (!dims_known(tx) || !dims_known(ty) || tx->rank != ty->rank ||
+        tx->dtype != ty->dtype || tx->bytes != ty->bytes ||
+        train_dtype(S, tx) != train_dtype(S, ty))
+        return MP_NONE;
+    for (int32_t d = 0; d < tx->rank; d++)
+        if (tx->dims[d] != ty->dims[d])
+            return MP_NONE;
+    return pos;
+}
+
+/* The gradient of forward x, input pos of node n, as a view of n's output
+ * gradient gy: an Identity node NAME/grad_passPOS (no memory, no cost). */
+static mp_status add_grad_view(syn *S, const mp_node *n, uint32_t x,
+                               uint32_t pos, uint32_t gy)
+{
+    uint32_t part, id;
+    mp_status st = new_partial(S, x, &part);
+    if (st)
+        return st;
+    snprintf(S->name, sizeof S->name, "%s/grad_pass%u", n->name,
+             (unsigned)pos);
+    if ((st = add_node(S, S->name, "Identity", "", &gy, 1, &part, 1,
+                       MP_PHASE_BACKWARD, &id)) ||
+        (st = mp_graph_set_node_cost(S->g, id, 0, 0, 0)))
+        return st;
+    return accumulate(S, x, part);
+}
+
 /* One optimizer state of a parameter: its name, dtype and element count */
 typedef struct {
     const char *name;
@@ -609,6 +657,23 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         }
         if (!nw)
             continue;
+        /* gradients passed through unchanged (Add's, Sum's and Sub's first
+         * input of output 0's shape) are views of the output gradient;
+         * the others (broadcast inputs) keep the op's backward node */
+        if (nin == 1) {
+            uint32_t keep = 0;
+            for (uint32_t j = 0; j < nw; j++) {
+                uint32_t pos = grad_pass_pos(&S, n, want[j]);
+                if (pos == MP_NONE)
+                    want[keep++] = want[j];
+                else if ((st = add_grad_view(&S, n, want[j], pos, buf_in[0])))
+                    goto fail;
+                else
+                    B.n_backward++;
+            }
+            if (!(nw = keep))
+                continue;
+        }
         const char *op;
         char opname[128];
         if ((n->def->flags & MP_OPF_VIEW) && nw == 1 && nin == 1) {

@@ -136,13 +136,205 @@ static void test_accumulation(void)
     CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
     CU_ASSERT_STRING_EQUAL(ni.op, "Sum");
     CU_ASSERT_EQUAL(ni.n_inputs, 2);
-    /* the Add's gradient saves nothing: its inputs are only gradients */
-    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add/grad", &id), MP_OK);
+    /* the Add's inputs have its output's shape: their gradients are
+     * views of d/h4 (one Identity node each), not an AddGrad node */
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add/grad", &id), MP_ERR_NOT_FOUND);
+    uint32_t gy, g2;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h4#1", &gy), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "add/grad_pass0", &id), MP_OK);
     CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT_STRING_EQUAL(ni.op, "Identity");
     CU_ASSERT_EQUAL(ni.n_inputs, 1);
-    CU_ASSERT_EQUAL(ni.n_outputs, 2);
+    CU_ASSERT_EQUAL(ni.inputs[0], gy);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h2#1", &g2), MP_OK);
+    CU_ASSERT_EQUAL(ni.outputs[0], g2);
+    CU_ASSERT_EQUAL(t->tensors[g2].root, t->tensors[gy].root);
     mp_graph_destroy(t);
     mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* x[4,8] -> MatMul(W0[8,16]) -> h -> MatMul(W1[16,16]) -> a -> Relu -> r;
+ * z = h + r (residual); zb = z + b[16] (broadcast bias); zb ->
+ * MatMul(W2[16,2]) -> y[4,2] (output). Every [4,16] fp32 tensor is 256
+ * bytes. */
+static mp_graph *residual(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw0[] = {8, 16}, dh[] = {4, 16}, dw1[] = {16, 16},
+            db[] = {16}, dw2[] = {16, 2}, dy[] = {4, 2};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w0 = mp_test_tensor(g, "W0", MP_KIND_WEIGHT, 2, dw0);
+    uint32_t w1 = mp_test_tensor(g, "W1", MP_KIND_WEIGHT, 2, dw1);
+    uint32_t b = mp_test_tensor(g, "b", MP_KIND_WEIGHT, 1, db);
+    uint32_t w2 = mp_test_tensor(g, "W2", MP_KIND_WEIGHT, 2, dw2);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t r = mp_test_tensor(g, "r", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t z = mp_test_tensor(g, "z", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t zb = mp_test_tensor(g, "zb", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t i0[] = {x, w0}, i1[] = {h, w1}, ia[] = {h, r}, ib[] = {z, b},
+             i2[] = {zb, w2};
+    mp_test_node(g, "mm0", "MatMul", i0, 2, &h, 1);
+    mp_test_node(g, "mm1", "MatMul", i1, 2, &a, 1);
+    mp_test_node(g, "relu", "Relu", &a, 1, &r, 1);
+    mp_test_node(g, "add", "Add", ia, 2, &z, 1);
+    mp_test_node(g, "addb", "Add", ib, 2, &zb, 1);
+    mp_test_node(g, "mm2", "MatMul", i2, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+/* The gradients of same-shape Add inputs are views of the Add's output
+ * gradient (zero bytes); the broadcast bias keeps its reducing node. */
+static void test_residual_grad_views(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = residual(ctx), *t = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    mp_train_breakdown bd;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &bd) == MP_OK);
+    uint32_t dzb, dz, dh1, dr, db, id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/zb#1", &dzb), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/z#1", &dz), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h#1", &dh1), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/r#1", &dr), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/b#1", &db), MP_OK);
+    /* d/z views d/zb; d/h#1 and d/r view d/z, so their root is d/zb */
+    CU_ASSERT_EQUAL(t->tensors[dz].alias_of, dzb);
+    CU_ASSERT_EQUAL(t->tensors[dh1].alias_of, dz);
+    CU_ASSERT_EQUAL(t->tensors[dr].alias_of, dz);
+    CU_ASSERT_EQUAL(t->tensors[dh1].root, dzb);
+    CU_ASSERT_EQUAL(t->tensors[dr].root, dzb);
+    CU_ASSERT(!mp_tensor_in_arena(&t->tensors[dz]));
+    CU_ASSERT(mp_tensor_in_arena(&t->tensors[db]));
+    CU_ASSERT_EQUAL(t->tensors[db].bytes, 64);
+    /* the bias's gradient is a reduction: addb/grad reads d/zb only and
+     * writes d/b; add (no broadcast) has no such node */
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "addb/grad", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT_EQUAL(ni.n_inputs, 1);
+    CU_ASSERT_EQUAL(ni.inputs[0], dzb);
+    CU_ASSERT_EQUAL(ni.n_outputs, 1);
+    CU_ASSERT_EQUAL(ni.outputs[0], db);
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add/grad", &id), MP_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add/grad_pass1", &id), MP_OK);
+    /* arena bytes of the backward pass's gradients, by hand: d/y 32,
+     * d/zb 256, d/W2 128, d/b 64, d/a 256, d/h#2 (from mm1) 256, d/W1
+     * 1024, d/h#sum2 256, d/W0 512 = 2784; d/z, d/h#1 and d/r (3 x 256)
+     * take no memory */
+    uint64_t grad_arena = 0;
+    uint32_t n_views = 0;
+    for (uint32_t v = 0; v < t->n_tensors; v++) {
+        const mp_tensor *tt = &t->tensors[v];
+        if (tt->kind != MP_KIND_GRADIENT)
+            continue;
+        if (mp_tensor_in_arena(tt))
+            grad_arena += tt->bytes;
+        else
+            n_views += tt->alias_of != MP_NONE;
+    }
+    CU_ASSERT_EQUAL(grad_arena, 2784);
+    CU_ASSERT_EQUAL(n_views, 3);
+    /* breakdown: parameter gradients 512 + 1024 + 64 + 128; saved: x 128,
+     * h 256 (mm1), r 256 (relu), zb 256 (mm2), y 32 (the loss) */
+    CU_ASSERT_EQUAL(bd.gradient_bytes, 512 + 1024 + 64 + 128);
+    CU_ASSERT_EQUAL(bd.saved_bytes, 128 + 256 + 256 + 256 + 32);
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_plan_create(t, NULL, &p) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
+    /* Sub: only input 0's gradient passes through (input 1 is negated) */
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 16}, dw[] = {16, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t u = mp_test_tensor(g, "u", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t q = mp_test_tensor(g, "q", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t s = mp_test_tensor(g, "s", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t im[] = {x, w}, is[] = {u, q};
+    mp_test_node(g, "mm", "MatMul", im, 2, &u, 1);
+    mp_test_node(g, "relu", "Relu", &u, 1, &q, 1);
+    mp_test_node(g, "sub", "Sub", is, 2, &s, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, s), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    t = NULL;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    uint32_t du, dq;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/u#1", &du), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/q#1", &dq), MP_OK);
+    CU_ASSERT_NOT_EQUAL(t->tensors[du].alias_of, MP_NONE);
+    CU_ASSERT_EQUAL(t->tensors[dq].alias_of, MP_NONE);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "sub/grad", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT_EQUAL(ni.n_outputs, 1);
+    CU_ASSERT_EQUAL(ni.outputs[0], dq);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* A chain of residual blocks trained and planned under 70% of its
+ * no-recompute peak: recompute around the gradient views verifies. */
+static void test_residual_remat(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL, *t = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t da[] = {64, 256}, dw[] = {256, 256};
+    uint32_t cur = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, da);
+    char nm[32];
+    for (int l = 0; l < 8; l++) {
+        snprintf(nm, sizeof nm, "W%d", l);
+        uint32_t w = mp_test_tensor(g, nm, MP_KIND_WEIGHT, 2, dw);
+        snprintf(nm, sizeof nm, "a%d", l);
+        uint32_t a = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+        snprintf(nm, sizeof nm, "r%d", l);
+        uint32_t r = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+        snprintf(nm, sizeof nm, "s%d", l);
+        uint32_t sm = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+        uint32_t in[] = {cur, w}, ia[] = {cur, r};
+        snprintf(nm, sizeof nm, "mm%d", l);
+        mp_test_node(g, nm, "MatMul", in, 2, &a, 1);
+        snprintf(nm, sizeof nm, "relu%d", l);
+        mp_test_node(g, nm, "Relu", &a, 1, &r, 1);
+        snprintf(nm, sizeof nm, "add%d", l);
+        mp_test_node(g, nm, "Add", ia, 2, &sm, 1);
+        cur = sm;
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, cur), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    uint32_t id;
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add3/grad_pass1", &id), MP_OK);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    uint64_t base = r.base_peak_bytes;
+    mp_plan_destroy(p);
+    p = NULL;
+    ro.budget = base * 7 / 10;
+    CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    CU_ASSERT(r.peak_bytes <= ro.budget);
+    CU_ASSERT(r.n_recompute > 0);
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
 
@@ -224,6 +416,9 @@ static CU_TestInfo tests[] = {
     {"breakdown bf16-mixed, adam8bit, sgd, momentum",
      test_breakdown_mixed_and_8bit},
     {"gradient accumulation", test_accumulation},
+    {"residual block: Add input gradients are views",
+     test_residual_grad_views},
+    {"residual chain under a budget", test_residual_remat},
     {"no trainable weight", test_no_weights},
     {"training graph under a budget", test_train_remat},
     CU_TEST_INFO_NULL,
