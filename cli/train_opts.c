@@ -261,6 +261,8 @@ int cli_train_json(const cli_train_args *t, json_t *o)
         bad |= cli_json_set(r, "peak_bytes", cli_json_u64(x->peak_bytes));
         bad |= cli_json_set(r, "min_peak_bytes",
                             cli_json_u64(x->min_peak_bytes));
+        bad |= cli_json_set(r, "min_placed_peak_bytes",
+                            cli_json_u64(x->min_placed_peak_bytes));
         bad |= cli_json_set(r, "peak_lower_bound_bytes",
                             cli_json_u64(x->peak_lower_bound));
         bad |= cli_json_set(r, "no_recompute_peak_bytes",

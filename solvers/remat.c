@@ -1180,8 +1180,42 @@ done:
  * only for the live bytes the solvers bound: when the packing of the
  * schedule leaves a gap above its live bytes, the exact offsets tier is
  * asked to fit the budget, and failing that the solvers run again with
- * the budget lowered by the overshoot (at most three times). */
+ * the budget lowered by the overshoot (at most three times). When none
+ * fits once placed, res says both figures over every round: the smallest
+ * live peak (min_peak_bytes, maybe within the budget) and the smallest
+ * placed peak (min_placed_peak_bytes). */
 #define RM_REFIT_ROUNDS 3
+static mp_status rm_placed_infeasible(mp_ctx *ctx, mp_remat_result *res,
+                                      uint64_t budget, uint64_t live_min,
+                                      uint64_t placed_min, uint64_t cap,
+                                      uint64_t cap_min)
+{
+    res->status = MP_SOLVE_INFEASIBLE;
+    res->min_peak_bytes = live_min;
+    res->min_placed_peak_bytes = placed_min;
+    res->peak_bytes = live_min;
+    if (!cap)
+        return mp_err(ctx, MP_ERR_INFEASIBLE,
+                      "no schedule within the budget of %llu bytes once "
+                      "placed: the smallest live peak found is %llu bytes "
+                      "(live arena + persistent), but the smallest placed "
+                      "peak (arena packing + persistent) is %llu bytes",
+                      (unsigned long long)budget,
+                      (unsigned long long)live_min,
+                      (unsigned long long)placed_min);
+    return mp_err(ctx, MP_ERR_INFEASIBLE,
+                  "no schedule within the budget of %llu bytes once placed: "
+                  "the smallest live peak found is %llu bytes (live arena + "
+                  "persistent), but the smallest placed peak (arena packing "
+                  "+ persistent) is %llu bytes; with the budget for the live "
+                  "peak lowered to %llu bytes to leave room for the "
+                  "packing, no schedule fits (smallest live peak found "
+                  "there %llu bytes)",
+                  (unsigned long long)budget, (unsigned long long)live_min,
+                  (unsigned long long)placed_min, (unsigned long long)cap,
+                  (unsigned long long)cap_min);
+}
+
 mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
                         const mp_plan_options *po, mp_plan **out,
                         mp_remat_result *res)
@@ -1196,8 +1230,14 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         po = &pdef;
     }
     mp_remat_options r = *ro;
+    uint64_t live_min = UINT64_MAX, placed_min = UINT64_MAX;
     for (int round = 0;; round++) {
         mp_plan *p = *out;
+        /* the schedule's live peak, and the smallest any replay reached */
+        if (res->peak_bytes < live_min)
+            live_min = res->peak_bytes;
+        if (res->min_peak_bytes && res->min_peak_bytes < live_min)
+            live_min = res->min_peak_bytes;
         uint64_t pers = p->fig.persistent_bytes;
         uint64_t cap = ro->budget > pers ? ro->budget - pers : 0;
         if ((st = mp_plan_refit(p, po, cap))) {
@@ -1209,32 +1249,24 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
             return MP_OK;
         uint64_t placed = p->fig.peak_bytes;
         uint64_t over = placed - ro->budget;
+        if (placed < placed_min)
+            placed_min = placed;
         mp_plan_destroy(p);
         *out = NULL;
-        if (round == RM_REFIT_ROUNDS || r.budget <= over + pers) {
-            res->status = MP_SOLVE_INFEASIBLE;
-            return mp_err(ctx, MP_ERR_INFEASIBLE,
-                          "no schedule within the budget of %llu bytes once "
-                          "placed: the live bytes fit, but the smallest "
-                          "arena packing found peaks at %llu bytes",
-                          (unsigned long long)ro->budget,
-                          (unsigned long long)placed);
-        }
+        if (round == RM_REFIT_ROUNDS || r.budget <= over + pers)
+            return rm_placed_infeasible(ctx, res, ro->budget, live_min,
+                                        placed_min, 0, 0);
         r.budget -= over;
         double secs = res->seconds;
         st = rm_plan_once(g, &r, po, out, res);
         res->seconds += secs;
         if (st == MP_ERR_INFEASIBLE) {
             mp_ctx_clear(ctx);
-            return mp_err(ctx, MP_ERR_INFEASIBLE,
-                          "no schedule within the budget of %llu bytes once "
-                          "placed: the packing of the schedule found peaks "
-                          "at %llu bytes, and none fits %llu bytes of live "
-                          "memory (smallest peak found %llu bytes)",
-                          (unsigned long long)ro->budget,
-                          (unsigned long long)placed,
-                          (unsigned long long)r.budget,
-                          (unsigned long long)res->min_peak_bytes);
+            uint64_t there = res->min_peak_bytes;
+            if (there && there < live_min)
+                live_min = there;
+            return rm_placed_infeasible(ctx, res, ro->budget, live_min,
+                                        placed_min, r.budget, there);
         }
         if (st)
             return st;
