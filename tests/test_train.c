@@ -8,8 +8,8 @@
 #include <string.h>
 
 /* x[4,8] -> MatMul(W1[8,16]) -> h1[4,16] -> Relu -> h2 -> MatMul(W2[16,2])
- * -> y[4,2] (output). With skip: y2 = h2 + Relu(h2) feeds the second
- * MatMul, so h2 has two consumers. */
+ * -> y[4,2] (output). With skip: h5 = (h2 + Relu(h2)) + b[16] (a
+ * broadcast bias) feeds the second MatMul, so h2 has two consumers. */
 static mp_graph *mlp(mp_ctx *ctx, int skip)
 {
     mp_graph *g = NULL;
@@ -32,7 +32,12 @@ static mp_graph *mlp(mp_ctx *ctx, int skip)
         mp_test_node(g, "relu2", "Relu", &h2, 1, &h3, 1);
         uint32_t ia[] = {h2, h3};
         mp_test_node(g, "add", "Add", ia, 2, &h4, 1);
-        last = h4;
+        int64_t db[] = {16};
+        uint32_t b = mp_test_tensor(g, "b", MP_KIND_WEIGHT, 1, db);
+        uint32_t h5 = mp_test_tensor(g, "h5", MP_KIND_ACTIVATION, 2, dh);
+        uint32_t ib[] = {h4, b};
+        mp_test_node(g, "addb", "Add", ib, 2, &h5, 1);
+        last = h5;
     }
     uint32_t i2[] = {last, w2};
     mp_test_node(g, "mm2", "MatMul", i2, 2, &y, 1);
@@ -154,80 +159,45 @@ static void test_accumulation(void)
     mp_ctx_destroy(ctx);
 }
 
-/* x[4,8] -> MatMul(W0[8,16]) -> h -> MatMul(W1[16,16]) -> a -> Relu -> r;
- * z = h + r (residual); zb = z + b[16] (broadcast bias); zb ->
- * MatMul(W2[16,2]) -> y[4,2] (output). Every [4,16] fp32 tensor is 256
- * bytes. */
-static mp_graph *residual(mp_ctx *ctx)
-{
-    mp_graph *g = NULL;
-    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
-    int64_t dx[] = {4, 8}, dw0[] = {8, 16}, dh[] = {4, 16}, dw1[] = {16, 16},
-            db[] = {16}, dw2[] = {16, 2}, dy[] = {4, 2};
-    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
-    uint32_t w0 = mp_test_tensor(g, "W0", MP_KIND_WEIGHT, 2, dw0);
-    uint32_t w1 = mp_test_tensor(g, "W1", MP_KIND_WEIGHT, 2, dw1);
-    uint32_t b = mp_test_tensor(g, "b", MP_KIND_WEIGHT, 1, db);
-    uint32_t w2 = mp_test_tensor(g, "W2", MP_KIND_WEIGHT, 2, dw2);
-    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 2, dh);
-    uint32_t a = mp_test_tensor(g, "a", MP_KIND_ACTIVATION, 2, dh);
-    uint32_t r = mp_test_tensor(g, "r", MP_KIND_ACTIVATION, 2, dh);
-    uint32_t z = mp_test_tensor(g, "z", MP_KIND_ACTIVATION, 2, dh);
-    uint32_t zb = mp_test_tensor(g, "zb", MP_KIND_ACTIVATION, 2, dh);
-    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
-    uint32_t i0[] = {x, w0}, i1[] = {h, w1}, ia[] = {h, r}, ib[] = {z, b},
-             i2[] = {zb, w2};
-    mp_test_node(g, "mm0", "MatMul", i0, 2, &h, 1);
-    mp_test_node(g, "mm1", "MatMul", i1, 2, &a, 1);
-    mp_test_node(g, "relu", "Relu", &a, 1, &r, 1);
-    mp_test_node(g, "add", "Add", ia, 2, &z, 1);
-    mp_test_node(g, "addb", "Add", ib, 2, &zb, 1);
-    mp_test_node(g, "mm2", "MatMul", i2, 2, &y, 1);
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
-    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
-    return g;
-}
-
 /* The gradients of same-shape Add inputs are views of the Add's output
  * gradient (zero bytes); the broadcast bias keeps its reducing node. */
 static void test_residual_grad_views(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *f = residual(ctx), *t = NULL;
+    mp_graph *f = mlp(ctx, 1), *t = NULL;
     mp_train_options o;
     mp_train_options_init(&o);
     mp_train_breakdown bd;
     CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &bd) == MP_OK);
-    uint32_t dzb, dz, dh1, dr, db, id;
-    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/zb#1", &dzb), MP_OK);
-    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/z#1", &dz), MP_OK);
-    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h#1", &dh1), MP_OK);
-    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/r#1", &dr), MP_OK);
+    uint32_t dh5, dh4, dh2, dh3, db, id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h5#1", &dh5), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h4#1", &dh4), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h2#1", &dh2), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/h3#1", &dh3), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "d/b#1", &db), MP_OK);
-    /* d/z views d/zb; d/h#1 and d/r view d/z, so their root is d/zb */
-    CU_ASSERT_EQUAL(t->tensors[dz].alias_of, dzb);
-    CU_ASSERT_EQUAL(t->tensors[dh1].alias_of, dz);
-    CU_ASSERT_EQUAL(t->tensors[dr].alias_of, dz);
-    CU_ASSERT_EQUAL(t->tensors[dh1].root, dzb);
-    CU_ASSERT_EQUAL(t->tensors[dr].root, dzb);
-    CU_ASSERT(!mp_tensor_in_arena(&t->tensors[dz]));
+    /* d/h4 views d/h5; d/h2#1 and d/h3 view d/h4, so their root is d/h5 */
+    CU_ASSERT_EQUAL(t->tensors[dh4].alias_of, dh5);
+    CU_ASSERT_EQUAL(t->tensors[dh2].alias_of, dh4);
+    CU_ASSERT_EQUAL(t->tensors[dh3].alias_of, dh4);
+    CU_ASSERT_EQUAL(t->tensors[dh2].root, dh5);
+    CU_ASSERT_EQUAL(t->tensors[dh3].root, dh5);
+    CU_ASSERT(!mp_tensor_in_arena(&t->tensors[dh4]));
     CU_ASSERT(mp_tensor_in_arena(&t->tensors[db]));
     CU_ASSERT_EQUAL(t->tensors[db].bytes, 64);
-    /* the bias's gradient is a reduction: addb/grad reads d/zb only and
+    /* the bias's gradient is a reduction: addb/grad reads d/h5 only and
      * writes d/b; add (no broadcast) has no such node */
     mp_node_info ni;
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "addb/grad", &id), MP_OK);
     CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
     CU_ASSERT_EQUAL(ni.n_inputs, 1);
-    CU_ASSERT_EQUAL(ni.inputs[0], dzb);
+    CU_ASSERT_EQUAL(ni.inputs[0], dh5);
     CU_ASSERT_EQUAL(ni.n_outputs, 1);
     CU_ASSERT_EQUAL(ni.outputs[0], db);
-    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add/grad", &id), MP_ERR_NOT_FOUND);
     CU_ASSERT_EQUAL(mp_graph_find_node(t, "add/grad_pass1", &id), MP_OK);
     /* arena bytes of the backward pass's gradients, by hand: d/y 32,
-     * d/zb 256, d/W2 128, d/b 64, d/a 256, d/h#2 (from mm1) 256, d/W1
-     * 1024, d/h#sum2 256, d/W0 512 = 2784; d/z, d/h#1 and d/r (3 x 256)
-     * take no memory */
+     * d/h5 256, d/W2 128, d/b 64, d/h2#2 (from relu2) 256, d/h2#sum2 256,
+     * d/h1 256, d/W1 512 = 1760; d/h4, d/h2#1 and d/h3 (3 x 256) take no
+     * memory */
     uint64_t grad_arena = 0;
     uint32_t n_views = 0;
     for (uint32_t v = 0; v < t->n_tensors; v++) {
@@ -239,11 +209,11 @@ static void test_residual_grad_views(void)
         else
             n_views += tt->alias_of != MP_NONE;
     }
-    CU_ASSERT_EQUAL(grad_arena, 2784);
+    CU_ASSERT_EQUAL(grad_arena, 1760);
     CU_ASSERT_EQUAL(n_views, 3);
-    /* breakdown: parameter gradients 512 + 1024 + 64 + 128; saved: x 128,
-     * h 256 (mm1), r 256 (relu), zb 256 (mm2), y 32 (the loss) */
-    CU_ASSERT_EQUAL(bd.gradient_bytes, 512 + 1024 + 64 + 128);
+    /* breakdown: parameter gradients 512 + 64 + 128; saved: x 128 (mm1),
+     * h2 256 (relu), h3 256 (relu2), h5 256 (mm2), y 32 (the loss) */
+    CU_ASSERT_EQUAL(bd.gradient_bytes, 512 + 64 + 128);
     CU_ASSERT_EQUAL(bd.saved_bytes, 128 + 256 + 256 + 256 + 32);
     mp_plan *p = NULL;
     CU_ASSERT_FATAL(mp_plan_create(t, NULL, &p) == MP_OK);
@@ -282,61 +252,6 @@ static void test_residual_grad_views(void)
     mp_ctx_destroy(ctx);
 }
 
-/* A chain of residual blocks trained and planned under 70% of its
- * no-recompute peak: recompute around the gradient views verifies. */
-static void test_residual_remat(void)
-{
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = NULL, *t = NULL;
-    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
-    int64_t da[] = {64, 256}, dw[] = {256, 256};
-    uint32_t cur = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, da);
-    char nm[32];
-    for (int l = 0; l < 8; l++) {
-        snprintf(nm, sizeof nm, "W%d", l);
-        uint32_t w = mp_test_tensor(g, nm, MP_KIND_WEIGHT, 2, dw);
-        snprintf(nm, sizeof nm, "a%d", l);
-        uint32_t a = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
-        snprintf(nm, sizeof nm, "r%d", l);
-        uint32_t r = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
-        snprintf(nm, sizeof nm, "s%d", l);
-        uint32_t sm = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
-        uint32_t in[] = {cur, w}, ia[] = {cur, r};
-        snprintf(nm, sizeof nm, "mm%d", l);
-        mp_test_node(g, nm, "MatMul", in, 2, &a, 1);
-        snprintf(nm, sizeof nm, "relu%d", l);
-        mp_test_node(g, nm, "Relu", &a, 1, &r, 1);
-        snprintf(nm, sizeof nm, "add%d", l);
-        mp_test_node(g, nm, "Add", ia, 2, &sm, 1);
-        cur = sm;
-    }
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, cur), MP_OK);
-    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
-    mp_train_options o;
-    mp_train_options_init(&o);
-    o.optimizer = MP_OPTIM_SGD;
-    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
-    uint32_t id;
-    CU_ASSERT_EQUAL(mp_graph_find_node(t, "add3/grad_pass1", &id), MP_OK);
-    mp_remat_options ro;
-    mp_remat_options_init(&ro);
-    mp_remat_result r;
-    mp_plan *p = NULL;
-    CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
-    uint64_t base = r.base_peak_bytes;
-    mp_plan_destroy(p);
-    p = NULL;
-    ro.budget = base * 7 / 10;
-    CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
-    CU_ASSERT(r.peak_bytes <= ro.budget);
-    CU_ASSERT(r.n_recompute > 0);
-    mp_plan_destroy(p);
-    mp_graph_destroy(t);
-    mp_graph_destroy(g);
-    mp_ctx_destroy(ctx);
-}
 
 /* A graph with no trainable weight cannot be trained. */
 static void test_no_weights(void)
@@ -356,17 +271,17 @@ static void test_no_weights(void)
     mp_ctx_destroy(ctx);
 }
 
-/* A deeper chain trained and planned under 70% of its peak: the plan
- * recomputes, verifies and fits. */
-static void test_train_remat(void)
+/* A chain of `layers` blocks x -> MatMul(W[256,256]) -> Relu on [64,256]
+ * activations; with residual, each block's output is its input plus the
+ * Relu's (an Add whose input gradients are views). */
+static mp_graph *chain(mp_ctx *ctx, int layers, int residual_add)
 {
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = NULL, *t = NULL;
+    mp_graph *g = NULL;
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
     int64_t da[] = {64, 256}, dw[] = {256, 256};
     uint32_t cur = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, da);
     char nm[32];
-    for (int l = 0; l < 12; l++) {
+    for (int l = 0; l < layers; l++) {
         snprintf(nm, sizeof nm, "W%d", l);
         uint32_t w = mp_test_tensor(g, nm, MP_KIND_WEIGHT, 2, dw);
         snprintf(nm, sizeof nm, "a%d", l);
@@ -378,19 +293,40 @@ static void test_train_remat(void)
         mp_test_node(g, nm, "MatMul", in, 2, &a, 1);
         snprintf(nm, sizeof nm, "relu%d", l);
         mp_test_node(g, nm, "Relu", &a, 1, &r, 1);
+        if (residual_add) {
+            snprintf(nm, sizeof nm, "s%d", l);
+            uint32_t sm = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, da);
+            uint32_t ia[] = {cur, r};
+            snprintf(nm, sizeof nm, "add%d", l);
+            mp_test_node(g, nm, "Add", ia, 2, &sm, 1);
+            r = sm;
+        }
         cur = r;
     }
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, cur), MP_OK);
     CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+/* The chain trained (SGD) and planned under 70% of its no-recompute
+ * peak: the plan recomputes, verifies and fits. */
+static void chain_under_budget(int layers, int residual_add)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = chain(ctx, layers, residual_add), *t = NULL;
     mp_train_options o;
     mp_train_options_init(&o);
     o.optimizer = MP_OPTIM_SGD;
     CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    uint32_t id;
+    if (residual_add)
+        CU_ASSERT_EQUAL(mp_graph_find_node(t, "add3/grad_pass1", &id), MP_OK);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result r;
     mp_plan *p = NULL;
     CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
     uint64_t base = r.base_peak_bytes;
     CU_ASSERT_EQUAL(r.extra_cost, 0);
     mp_plan_destroy(p);
@@ -410,6 +346,10 @@ static void test_train_remat(void)
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
+
+static void test_train_remat(void) { chain_under_budget(12, 0); }
+/* residual blocks: recompute around the gradient views verifies */
+static void test_residual_remat(void) { chain_under_budget(8, 1); }
 
 static CU_TestInfo tests[] = {
     {"breakdown fp32 adam by hand", test_breakdown_fp32_adam},
