@@ -217,16 +217,6 @@ static inline const mp_tensor *ob_tensor(const mp_graph *g, const char *name)
     CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);
     return &g->tensors[id];
 }
-
-/* Asserts that tensor name has rank `rank` and these dims. */
-static inline void ob_assert_shape(const mp_graph *g, const char *name,
-                                   int rank, const int64_t *dims)
-{
-    const mp_tensor *t = ob_tensor(g, name);
-    CU_ASSERT_EQUAL_FATAL(t->rank, rank);
-    for (int i = 0; i < rank; i++)
-        CU_ASSERT_EQUAL(t->dims[i], dims[i]);
-}
 #endif
 
 #endif

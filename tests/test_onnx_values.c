@@ -90,43 +90,6 @@ static Onnx__ValueInfoProto *seq_vi(ob *b, const char *name, int elem,
     return v;
 }
 
-static mp_status load(ob *b, mp_ctx *ctx, const mp_input_value *vals,
-                      size_t nv, mp_graph **g)
-{
-    size_t len;
-    uint8_t *buf = ob_pack(b, &len);
-    mp_onnx_options o;
-    mp_onnx_options_init(&o);
-    o.declared_shapes = 0;
-    o.values = vals;
-    o.n_values = nv;
-    return mp_graph_load_onnx_buffer(ctx, buf, len, "t.onnx", &o, g);
-}
-
-static const mp_tensor *tensor(const mp_graph *g, const char *name)
-{
-    uint32_t id;
-    CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);
-    return &g->tensors[id];
-}
-
-static void assert_shape(const mp_graph *g, const char *name, int rank,
-                         const int64_t *dims)
-{
-    const mp_tensor *t = tensor(g, name);
-    CU_ASSERT_EQUAL_FATAL(t->rank, rank);
-    for (int i = 0; i < rank; i++)
-        CU_ASSERT_EQUAL(t->dims[i], dims[i]);
-}
-
-static void plan_verify(mp_graph *g)
-{
-    mp_plan *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
-    mp_plan_destroy(p);
-}
-
 /* x [2,3] reshaped to the value of input 'shape' */
 static void reshape_model(ob *b)
 {
@@ -145,19 +108,19 @@ static void test_input_values(void)
     reshape_model(&b);
     mp_graph *g = NULL;
     /* statically the target shape is unknown (the view keeps its bytes) */
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
-    CU_ASSERT_EQUAL(tensor(g, "y")->rank, -1);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
+    CU_ASSERT_EQUAL(ob_tensor(g, "y")->rank, -1);
     CU_ASSERT(mp_graph_unknown_shapes(g) > 0);
     mp_graph_destroy(g);
     /* the value itself */
     static const int64_t dims1[] = {2}, v[] = {3, 2}, want[] = {3, 2};
     mp_input_value iv = {.name = "shape", .dtype = MP_DTYPE_INT64, .rank = 1,
                          .dims = dims1, .ints = v};
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv, 1, &g), MP_OK);
-    assert_shape(g, "y", 2, want);
-    CU_ASSERT_EQUAL(tensor(g, "y")->bytes, 24u);
-    CU_ASSERT_EQUAL(tensor(g, "shape")->kind, MP_KIND_INPUT);
-    plan_verify(g);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
+    mp_test_assert_shape(g, "y", 2, want);
+    CU_ASSERT_EQUAL(ob_tensor(g, "y")->bytes, 24u);
+    CU_ASSERT_EQUAL(ob_tensor(g, "shape")->kind, MP_KIND_INPUT);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     /* the same as a serialized TensorProto with -1 (input_0.pb style) */
     Onnx__TensorProto t;
@@ -174,26 +137,26 @@ static void test_input_values(void)
     CU_ASSERT_FATAL(pb != NULL);
     onnx__tensor_proto__pack(&t, pb);
     mp_input_value pv = {.name = "shape", .pb = pb, .pb_len = plen};
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &pv, 1, &g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &pv, 1, &g), MP_OK);
     static const int64_t want2[] = {2, 3};
-    assert_shape(g, "y", 2, want2);
+    mp_test_assert_shape(g, "y", 2, want2);
     mp_graph_destroy(g);
     /* bad values: unknown input, wrong dtype, wrong dim, corrupt proto */
     mp_input_value bad = iv;
     bad.name = "nope";
-    CU_ASSERT_EQUAL(load(&b, ctx, &bad, 1, &g), MP_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(ob_load_values(&b, ctx, &bad, 1, &g), MP_ERR_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "nope"));
     bad = iv;
     bad.dtype = MP_DTYPE_INT32;
-    CU_ASSERT_EQUAL(load(&b, ctx, &bad, 1, &g), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(ob_load_values(&b, ctx, &bad, 1, &g), MP_ERR_SHAPE);
     static const int64_t dims3[] = {3}, v3[] = {1, 2, 3};
     bad.dtype = MP_DTYPE_INT64;
     bad.dims = dims3;
     bad.ints = v3;
-    CU_ASSERT_EQUAL(load(&b, ctx, &bad, 1, &g), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(ob_load_values(&b, ctx, &bad, 1, &g), MP_ERR_SHAPE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "dim 0"));
     pv.pb_len = plen - 1; /* truncated */
-    CU_ASSERT_NOT_EQUAL(load(&b, ctx, &pv, 1, &g), MP_OK);
+    CU_ASSERT_NOT_EQUAL(ob_load_values(&b, ctx, &pv, 1, &g), MP_OK);
     CU_ASSERT_PTR_NULL(g);
     free(pb);
     ob_free(&b);
@@ -227,22 +190,22 @@ static void test_sequence_ops(void)
     ob_output(&b, "elem", 1, -1, NULL);
     ob_output(&b, "y", 1, -1, NULL);
     mp_graph *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
-    const mp_tensor *s = tensor(g, "seq");
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
+    const mp_tensor *s = ob_tensor(g, "seq");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s->seq);
     CU_ASSERT_EQUAL(s->seq->n, 6);
     CU_ASSERT_EQUAL(s->seq->elems[5].rank, 1);
     CU_ASSERT_EQUAL(s->seq->elems[5].d[0], 4);
     CU_ASSERT_EQUAL(s->bytes, 6u * 4 * 4); /* the sum of the elements */
-    CU_ASSERT_EQUAL(tensor(g, "seq7")->seq->n, 7);
+    CU_ASSERT_EQUAL(ob_tensor(g, "seq7")->seq->n, 7);
     CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g), 0u);
-    const mp_tensor *n6 = tensor(g, "n");
+    const mp_tensor *n6 = ob_tensor(g, "n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(n6->value);
     CU_ASSERT_EQUAL(n6->value[0], 6);
     static const int64_t want_y[] = {6, 4};
-    assert_shape(g, "elem", 1, e_dims);
-    assert_shape(g, "y", 2, want_y);
-    plan_verify(g);
+    mp_test_assert_shape(g, "elem", 1, e_dims);
+    mp_test_assert_shape(g, "y", 2, want_y);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -291,7 +254,7 @@ static void test_sequence_input_value(void)
     ob_output(&b, "h", 9, -1, NULL);
     mp_graph *g = NULL;
     /* the sequence's length is unknown without its value */
-    CU_ASSERT_NOT_EQUAL(load(&b, ctx, NULL, 0, &g), MP_OK);
+    CU_ASSERT_NOT_EQUAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
     /* SequenceProto {elem_type 1, tensors [2,3] and [1,3]}; an empty
      * OptionalProto */
     uint8_t sp[256], t1[64], t2[64];
@@ -304,21 +267,21 @@ static void test_sequence_input_value(void)
     uint8_t op[4] = {2 << 3, 1}; /* elem_type only: no value */
     mp_input_value vals[2] = {{.name = "s", .pb = sp, .pb_len = k},
                               {.name = "o", .pb = op, .pb_len = 2}};
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, vals, 2, &g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, vals, 2, &g), MP_OK);
     static const int64_t want[] = {3, 3};
-    assert_shape(g, "y", 2, want);
-    CU_ASSERT_EQUAL(tensor(g, "s")->bytes, 9u * 4);
-    CU_ASSERT_EQUAL(tensor(g, "t")->seq->n, 2);
-    CU_ASSERT_EQUAL(tensor(g, "o")->seq->present, 0);
-    CU_ASSERT_EQUAL(tensor(g, "o")->bytes, 0u);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(tensor(g, "h")->value);
-    CU_ASSERT_EQUAL(tensor(g, "h")->value[0], 0);
-    plan_verify(g);
+    mp_test_assert_shape(g, "y", 2, want);
+    CU_ASSERT_EQUAL(ob_tensor(g, "s")->bytes, 9u * 4);
+    CU_ASSERT_EQUAL(ob_tensor(g, "t")->seq->n, 2);
+    CU_ASSERT_EQUAL(ob_tensor(g, "o")->seq->present, 0);
+    CU_ASSERT_EQUAL(ob_tensor(g, "o")->bytes, 0u);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ob_tensor(g, "h")->value);
+    CU_ASSERT_EQUAL(ob_tensor(g, "h")->value[0], 0);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     /* a corrupt SequenceProto is a parse error naming the input */
     sp[1] = 0xff;
     vals[0].pb_len = 2;
-    CU_ASSERT_EQUAL(load(&b, ctx, vals, 2, &g), MP_ERR_PARSE);
+    CU_ASSERT_EQUAL(ob_load_values(&b, ctx, vals, 2, &g), MP_ERR_PARSE);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "'s'"));
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -362,15 +325,15 @@ static void test_loop_per_iteration(void)
     ob_attr_int(&b, cat, "axis", 0);
     ob_output(&b, "y", 1, -1, NULL);
     mp_graph *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
-    const mp_seq *s = tensor(g, "seq3")->seq;
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
+    const mp_seq *s = ob_tensor(g, "seq3")->seq;
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL_FATAL(s->n, 3);
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(s->elems[i].d[0], i + 1);
     static const int64_t want[] = {6}; /* 1 + 2 + 3 */
-    assert_shape(g, "y", 1, want);
-    plan_verify(g);
+    mp_test_assert_shape(g, "y", 1, want);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -406,10 +369,10 @@ static void test_scan_opset8(void)
     ob_output(&b, "y", 1, -1, NULL);
     ob_output(&b, "z", 1, -1, NULL);
     mp_graph *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
-    assert_shape(g, "y", 2, init_dims);
-    assert_shape(g, "z", 3, x_dims);
-    plan_verify(g);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
+    mp_test_assert_shape(g, "y", 2, init_dims);
+    mp_test_assert_shape(g, "z", 3, x_dims);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -447,17 +410,17 @@ static void test_irfft_and_folding(void)
     ob_output(&b, "y", 1, -1, NULL);
     ob_output(&b, "hw", 7, -1, NULL);
     mp_graph *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, NULL, 0, &g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
     static const int64_t want[] = {1, 10, 10, 1};
-    assert_shape(g, "y", 4, want);
-    const mp_tensor *c = tensor(g, "c"), *hw = tensor(g, "hw");
+    mp_test_assert_shape(g, "y", 4, want);
+    const mp_tensor *c = ob_tensor(g, "c"), *hw = ob_tensor(g, "hw");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c->value);
     CU_ASSERT_EQUAL(c->value[0], 6);
     CU_ASSERT_PTR_NOT_NULL_FATAL(hw->value);
     CU_ASSERT_EQUAL_FATAL(hw->n_value, 2u);
     CU_ASSERT_EQUAL(hw->value[0], 10);
     CU_ASSERT_EQUAL(hw->value[1], 2);
-    plan_verify(g);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -485,18 +448,18 @@ static void test_unique_folding(void)
     ob_output(&b, "cnt", 7, -1, NULL);
     ob_output(&b, "ye", 7, -1, NULL);
     mp_graph *g = NULL;
-    CU_ASSERT_NOT_EQUAL(load(&b, ctx, NULL, 0, &g), MP_OK);
+    CU_ASSERT_NOT_EQUAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
     /* rows 0 and 1 equal: 2 distinct rows; elements {1, 0, 2, 3, 4} */
     static const int64_t v[] = {1, 0, 0, 1, 0, 0, 2, 3, 4};
     mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_INT64, .rank = 2,
                          .dims = x_dims, .ints = v};
-    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, &iv, 1, &g), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
     static const int64_t y[] = {2, 3}, inv[] = {3}, cnt[] = {2}, ye[] = {5};
-    assert_shape(g, "y", 2, y);
-    assert_shape(g, "inv", 1, inv);
-    assert_shape(g, "cnt", 1, cnt);
-    assert_shape(g, "ye", 1, ye);
-    plan_verify(g);
+    mp_test_assert_shape(g, "y", 2, y);
+    mp_test_assert_shape(g, "inv", 1, inv);
+    mp_test_assert_shape(g, "cnt", 1, cnt);
+    mp_test_assert_shape(g, "ye", 1, ye);
+    mp_test_plan_verify(g);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);

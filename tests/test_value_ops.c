@@ -112,7 +112,7 @@ static void test_normalizer(void)
                          .dims = d4, .strings = x1};
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
     static const int64_t w3[] = {3};
-    ob_assert_shape(g, "y", 1, w3);
+    mp_test_assert_shape(g, "y", 1, w3);
     CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "tuesday|wednesday|monday");
     mp_graph_destroy(g);
@@ -125,7 +125,7 @@ static void test_normalizer(void)
     iv.rank = 2;
     iv.dims = d14;
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
-    ob_assert_shape(g, "y", 2, w12);
+    mp_test_assert_shape(g, "y", 2, w12);
     CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "TUESDAY|WEDNESDAY");
     mp_graph_destroy(g);
@@ -138,7 +138,7 @@ static void test_normalizer(void)
     mp_input_value iv2 = {.name = "x", .dtype = MP_DTYPE_STRING, .rank = 1,
                           .dims = d2, .strings = x2};
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv2, 1, &g), MP_OK);
-    ob_assert_shape(g, "y", 1, w1);
+    mp_test_assert_shape(g, "y", 1, w1);
     CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "");
     CU_ASSERT_EQUAL(ob_tensor(g, "y")->n_value, 1u);
@@ -146,13 +146,13 @@ static void test_normalizer(void)
     /* case-sensitive: "MONDAY" stays */
     ob_attr_int(&b, n, "is_case_sensitive", 1);
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv2, 1, &g), MP_OK);
-    ob_assert_shape(g, "y", 1, w1);
+    mp_test_assert_shape(g, "y", 1, w1);
     CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "MONDAY");
     mp_graph_destroy(g);
     /* without the value: the input's length, an upper bound */
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
-    ob_assert_shape(g, "y", 1, d2);
+    mp_test_assert_shape(g, "y", 1, d2);
     CU_ASSERT_PTR_NULL(ob_tensor(g, "y")->value);
     mp_graph_destroy(g);
     ob_free(&b);
@@ -163,7 +163,7 @@ static void test_normalizer(void)
     attr_strs(&b, n, "stopwords", stop, 1);
     iv2.strings = x3;
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv2, 1, &g), MP_OK);
-    ob_assert_shape(g, "y", 1, d2);
+    mp_test_assert_shape(g, "y", 1, d2);
     mp_graph_destroy(g);
     ob_free(&b);
     mp_ctx_destroy(ctx);
@@ -216,7 +216,7 @@ static void test_normalizer_roundtrip(void)
     o.n_values = 1;
     CU_ASSERT_EQUAL_FATAL(mp_graph_load_onnx(ctx, path, &o, &g), MP_OK);
     remove(path);
-    ob_assert_shape(g, "y", 1, w2);
+    mp_test_assert_shape(g, "y", 1, w2);
     CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
                            "Tuesday|b");
     mp_graph_destroy(g);
@@ -244,7 +244,7 @@ static void test_constant_strings(void)
     ob_output(&b, "y", MP_DTYPE_STRING, -1, NULL);
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
     static const int64_t w2[] = {2};
-    ob_assert_shape(g, "y", 1, w2);
+    mp_test_assert_shape(g, "y", 1, w2);
     CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "x"), buf, sizeof buf),
                            "monday|tuesday|wednesday|thursday");
     CU_ASSERT_STRING_EQUAL(strings_of(g, ob_tensor(g, "y"), buf, sizeof buf),
@@ -295,8 +295,8 @@ static void check_split(const char *const *strs, int64_t n,
     mp_input_value iv = {.name = "x", .dtype = MP_DTYPE_STRING, .rank = 1,
                          .dims = dims, .strings = strs};
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
-    ob_assert_shape(g, "y", 2, wy);
-    ob_assert_shape(g, "z", 1, dims);
+    mp_test_assert_shape(g, "y", 2, wy);
+    mp_test_assert_shape(g, "z", 1, dims);
     const mp_tensor *z = ob_tensor(g, "z");
     if (n > 0) {
         CU_ASSERT_FATAL(z->value && z->n_value == (uint32_t)n);
@@ -738,7 +738,7 @@ static void test_label_encoder_strings(void)
     attr_strs(&b, n, "values_strings", week, 2);
     ob_output(&b, "y", MP_DTYPE_UNDEFINED, -1, NULL);
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
-    ob_assert_shape(g, "y", 1, d3);
+    mp_test_assert_shape(g, "y", 1, d3);
     CU_ASSERT_EQUAL(ob_tensor(g, "y")->dtype, MP_DTYPE_STRING);
     mp_graph_destroy(g);
     ob_free(&b);
