@@ -19,7 +19,7 @@
  * (gen_s_matrix_fixed_checkpoints keeps them in S up to the last stage);
  * "free-at-last-use" rows free each value after its last reader. The
  * "checkmate-S" rows are Checkmate's baselines as its code builds them
- * (solvers/remat_chen.c: chen-linear from its released code, cm-* from
+ * (solvers/remat/remat_chen.c: chen-linear from its released code, cm-* from
  * the code of its max-batch figure), each at two budgets: "ilp" (D - 2 B,
  * the budget of Checkmate's max-batch ILP, experiment_max_batchsize_ilp:
  * device less cost_ram_fixed, which is 2 B: parameters and gradients)

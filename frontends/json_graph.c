@@ -6,7 +6,7 @@
  * a graph of the same schema as the top level, plus "inputs" (its formal
  * inputs, in order). It is read by a reader of its own with the same
  * functions, nested up to MAX_SUB_DEPTH, into the IR the ONNX loader
- * builds (internal.h, planner/ops_control.c): the body is owned by the
+ * builds (internal.h, core/ops/ops_control.c): the body is owned by the
  * node's graph (g->subgraphs, attribute "NAME.graph" its index); names a
  * body uses without declaring or producing them come from enclosing
  * scopes and become extra inputs of the node (after "body.inputs"
@@ -932,7 +932,7 @@ static mp_status tensor_ref(rd *r, const char *name, uint32_t *id)
  * output's dtype, shape and small value from its attributes, as the ONNX
  * loader sets them from the value tensor: "value.dtype", "value.dims" and
  * "value.ints" (how the loader keeps a tensor attribute,
- * frontends/onnx.c), or value_int, value_ints, value_float, value_floats.
+ * frontends/onnx/onnx.c), or value_int, value_ints, value_float, value_floats.
  * A declared dtype and shape are kept; the value is stored when its
  * element count is the tensor's. */
 static mp_status constant_value(mp_graph *g, uint32_t node)
@@ -1781,7 +1781,7 @@ static mp_status read_sub(rd *r, int64_t *idx)
     mp_status st = mp_graph_create(r->ctx, &s->g);
     if (!st) {
         s->g->onnx_opset = r->g->onnx_opset;
-        /* one string table for the whole tree (planner/strval.h) */
+        /* one string table for the whole tree (core/ops/strval.h) */
         s->g->str_root = r->g->str_root ? r->g->str_root : r->g;
         st = read_doc(s);
     }

@@ -49,7 +49,7 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
     bool onnx_ext = plen >= 5 && strcmp(path + plen - 5, ".onnx") == 0;
     if (onnx_ext || (i < len && text[i] != '{' && text[i] != '[' &&
                      mp_onnx_available())) {
-        /* ONNX (frontends/onnx.c): by extension, or not JSON */
+        /* ONNX (frontends/onnx/onnx.c): by extension, or not JSON */
         st = mp_graph_load_onnx_buffer(ctx, text, len, path, opt, out);
         mp_dealloc(ctx, text);
         return st;

@@ -1,4 +1,4 @@
-/* libFuzzer harness: the plan JSON reader (planner/plan_json.c) on
+/* libFuzzer harness: the plan JSON reader (frontends/plan_json.c) on
  * arbitrary text, against one fixed graph built here; a plan that reads is
  * replayed by the verifier (which may reject it, but must not crash) and
  * written back. mp_plan_load_json reads a path, so each input goes through

@@ -145,7 +145,7 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
     p->n_steps = n_steps;
     mp_status st;
     if (opt->inplace || opt->fuse) {
-        /* in-place reuse and fused chains (planner/inplace.c) */
+        /* in-place reuse and fused chains (core/sched/inplace.c) */
         uint32_t *step_over = NULL;
         st = mp_sharing_apply(g, &p->steps, &p->n_steps, opt->inplace,
                               opt->fuse, &step_over, &p->fused);

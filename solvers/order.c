@@ -3,7 +3,7 @@
  *
  * The objective is computed by a model of the schedule that
  * mp_schedule_from_order builds (COMPUTE in order, FREE after the last
- * reader) with the in-place rule of planner/inplace.c when opt->inplace:
+ * reader) with the in-place rule of core/sched/inplace.c when opt->inplace:
  * at the step of node v, live = the storage roots resident before v (made
  * earlier, or graph inputs, with a reader at or after v, or kept to the
  * end) + v's outputs - output 0 when it takes over an input that dies at
@@ -147,7 +147,7 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
             if (o == 0)
                 m->out0[v] = m->rid[t];
         }
-        /* in-place candidates, as planner/inplace.c picks them: roots of
+        /* in-place candidates, as core/sched/inplace.c picks them: roots of
          * the inputs output 0 may overwrite, in input order, once each */
         uint32_t y = m->out0[v];
         if (inplace && y != MP_NONE) {

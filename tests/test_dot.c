@@ -1,4 +1,4 @@
-/* DOT output through cgraph (planner/dot.c): phases, peak tensors, sizes,
+/* DOT output through cgraph (report/dot.c): phases, peak tensors, sizes,
  * recompute marks, clusters, collapsing; rendered with `dot -Tsvg` when
  * Graphviz's dot is installed. Without Graphviz in the build the writer
  * must say MP_ERR_UNSUPPORTED. */

@@ -1,4 +1,4 @@
-/* The caching-allocator simulator (planner/fragsim.c): one test per rule
+/* The caching-allocator simulator (analysis/fragsim.c): one test per rule
  * of PyTorch's CUDA caching allocator that it models. */
 #include "memplan/memplan.h"
 #include "support.h"

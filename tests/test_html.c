@@ -1,5 +1,5 @@
-/* The HTML report (planner/html.c) and the Chrome trace
- * (planner/trace_json.c): structure, escaping, caps; and the report opened
+/* The HTML report (report/html.c) and the Chrome trace
+ * (report/trace_json.c): structure, escaping, caps; and the report opened
  * in headless Chromium when /usr/bin/chromium (or $MEMPLAN_CHROMIUM) is
  * there (scripts/install-deps.sh installs it; skipped with a message
  * otherwise). */

@@ -1,4 +1,4 @@
-/* Static lints (planner/analysis.c): one graph built to trigger each lint,
+/* Static lints (analysis/lints.c): one graph built to trigger each lint,
  * with its exact byte figure. Sizes are multiples of the 256-byte
  * alignment, so block sizes equal tensor sizes. */
 #include "memplan/memplan.h"

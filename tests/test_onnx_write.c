@@ -1,4 +1,4 @@
-/* ONNX writer (frontends/onnx_write.c): graphs built here (JSON text, the
+/* ONNX writer (frontends/onnx/onnx_write.c): graphs built here (JSON text, the
  * C API, or a protobuf-c model with If bodies) are written as ONNX, read
  * back, and compared tensor by tensor and plan by plan. Skipped with a
  * message when memplan is built without ONNX. */

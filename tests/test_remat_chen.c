@@ -1,4 +1,4 @@
-/* Checkmate's baselines (solvers/remat_chen.c): chen-linear (its released
+/* Checkmate's baselines (solvers/remat/remat_chen.c): chen-linear (its released
  * code's linearized Chen sqrt(n)) and the rules of the code of its
  * published max-batch figure, on a hand-made node-link training graph
  * whose checkpoints, ladder residency, recomputes and peaks are worked

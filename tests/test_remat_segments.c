@@ -1,4 +1,4 @@
-/* Segment checkpointing (solvers/remat_segments.c) and optimizer steps in
+/* Segment checkpointing (solvers/remat/remat_segments.c) and optimizer steps in
  * backward (mp_train_options.step_in_backward) on a hand-made residual
  * training graph: the budget is met, the schedule verifies, the extra
  * cost stays within one extra forward pass (the sum of the forward

@@ -370,7 +370,7 @@ MP_API mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
  * every shape is resolved. g must be finalized. */
 MP_API size_t mp_graph_unknown_shapes(const mp_graph *g);
 
-/* ---- ONNX export (issue 3, helper onnx-export; frontends/onnx_write.c) -- */
+/* ---- ONNX export (issue 3, helper onnx-export; frontends/onnx/onnx_write.c) -- */
 /* Writes g as an ONNX model (protobuf-c): nodes with their attributes
  * (tensor attributes and If/Loop/Scan bodies included), graph inputs and
  * outputs and value_info with dtype and shape, weights as initializers

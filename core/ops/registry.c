@@ -1,8 +1,8 @@
 /* The op registry: one entry per op type, the only table. Everything
  * op-specific (shape and size inference, memory behaviour; later cost,
  * backward rule and executor kernel) is found from the entry; nothing else
- * switches on op names. The shape functions live in planner/ops_*.c
- * (declared in planner/shape.h). Unknown ops get the generic entry, which
+ * switches on op names. The shape functions live in core/ops/ops_*.c
+ * (declared in core/ops/shape.h). Unknown ops get the generic entry, which
  * needs the outputs' shapes declared (ONNX value_info). */
 #include "shape.h"
 

@@ -673,7 +673,7 @@ static mp_status try_cb(void *user, const char *name, const rm_policy *pol)
     return try_policy(user, name, pol, &o);
 }
 
-/* A finished replay (solvers/remat_chen.c): kept, steps and all, when it
+/* A finished replay (solvers/remat/remat_chen.c): kept, steps and all, when it
  * is the best feasible one so far; its steps are freed otherwise. */
 static mp_status offer_cb(void *user, const char *name, rm_out *o)
 {

@@ -789,7 +789,7 @@ MP_SHAPE_FN(mp_shape_regex_match)
 }
 
 /* ai.onnx.ml LabelEncoder: same shape; dtype from the values attribute
- * (a STRINGS attribute is kept as NAME.strings, planner/strval.h). */
+ * (a STRINGS attribute is kept as NAME.strings, core/ops/strval.h). */
 MP_SHAPE_FN(mp_shape_label_encoder)
 {
     const mp_node *n = &g->nodes[node];

@@ -16,7 +16,7 @@
  *   computes the output, whose block starts there at the same offset.
  *
  * The rules are documented in docs/memory-model.md. The verifier
- * (planner/verify.c) checks the result without calling anything here. */
+ * (analysis/verify.c) checks the result without calling anything here. */
 #include "internal.h"
 
 #include <string.h>

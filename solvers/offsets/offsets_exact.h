@@ -1,5 +1,5 @@
-/* Exact and ILP tiers of the offsets solver (solvers/offsets_exact.c,
- * solvers/offsets_ilp.c). Internal. */
+/* Exact and ILP tiers of the offsets solver (solvers/offsets/offsets_exact.c,
+ * solvers/offsets/offsets_ilp.c). Internal. */
 #ifndef MP_OFFSETS_EXACT_H
 #define MP_OFFSETS_EXACT_H
 

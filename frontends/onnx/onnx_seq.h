@@ -1,5 +1,5 @@
-/* ONNX sequences and optionals for the loader (frontends/onnx_seq.c):
- * the mp_seq (planner/shape.h) of a declared sequence/optional type, and
+/* ONNX sequences and optionals for the loader (frontends/onnx/onnx_seq.c):
+ * the mp_seq (core/ops/shape.h) of a declared sequence/optional type, and
  * of a serialized SequenceProto / OptionalProto (onnx-data.proto, read
  * from the protobuf wire format: Debian's onnx.proto has no such
  * messages). Only with MP_WITH_ONNX. */

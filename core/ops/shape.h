@@ -1,6 +1,6 @@
 /* Shape inference helpers and the shape functions of the op registry.
- * The registry table itself is in planner/ops.c (the only table); the
- * shape functions live in planner/ops_*.c and are declared here. */
+ * The registry table itself is in core/ops/registry.c (the only table); the
+ * shape functions live in core/ops/ops_*.c and are declared here. */
 #ifndef MP_SHAPE_H
 #define MP_SHAPE_H
 
@@ -78,7 +78,7 @@ bool mp_axis(int64_t axis, int32_t rank, int32_t *out);
 /* Element count (-1 when unknown or overflowing). */
 int64_t mp_shape_numel(const mp_shape *s);
 
-/* ---- shape functions (planner/ops_*.c) ---------------------------------- */
+/* ---- shape functions (core/ops/ops_*.c) ---------------------------------- */
 #define MP_SHAPE_FN(name) mp_status name(mp_graph *g, uint32_t node)
 MP_SHAPE_FN(mp_shape_generic);
 MP_SHAPE_FN(mp_shape_same);           /* unary pointwise: out = in0 */
@@ -133,7 +133,7 @@ MP_SHAPE_FN(mp_shape_dropout);
 MP_SHAPE_FN(mp_shape_loss);
 MP_SHAPE_FN(mp_shape_attention);
 
-/* planner/ops_more.c */
+/* core/ops/ops_more.c */
 MP_SHAPE_FN(mp_shape_like);
 MP_SHAPE_FN(mp_shape_bitcast);
 MP_SHAPE_FN(mp_shape_det);
@@ -162,7 +162,7 @@ MP_SHAPE_FN(mp_shape_data_dependent);
 MP_SHAPE_FN(mp_shape_unique);
 MP_SHAPE_FN(mp_shape_regex_match);
 
-/* planner/ops_values.c: sizes from input values (issue 3, helper values) */
+/* core/ops/ops_values.c: sizes from input values (issue 3, helper values) */
 MP_SHAPE_FN(mp_shape_string_normalizer);
 MP_SHAPE_FN(mp_shape_string_split);
 MP_SHAPE_FN(mp_shape_nms);            /* NonMaxSuppression */
@@ -170,7 +170,7 @@ MP_SHAPE_FN(mp_shape_image_decoder);
 MP_SHAPE_FN(mp_shape_label_encoder);
 MP_SHAPE_FN(mp_shape_tree_ensemble);
 MP_SHAPE_FN(mp_shape_array_feature);
-/* ---- sequences and optionals (planner/ops_seq.c) ------------------------ */
+/* ---- sequences and optionals (core/ops/ops_seq.c) ------------------------ */
 /* An ONNX sequence<tensor> or optional<tensor | sequence<tensor>> value,
  * as far as it is known. A sequence of n >= 0 elements lists each
  * element's shape; n = -1 (length unknown) keeps one entry, the shape
@@ -209,7 +209,7 @@ MP_SHAPE_FN(mp_shape_optional_has);
 MP_SHAPE_FN(mp_shape_optional_get);
 MP_SHAPE_FN(mp_shape_seq_map);
 
-/* planner/ops_control.c */
+/* core/ops/ops_control.c */
 MP_SHAPE_FN(mp_shape_if);
 MP_SHAPE_FN(mp_shape_loop);
 MP_SHAPE_FN(mp_shape_scan);

@@ -1,6 +1,6 @@
 /* ONNX writer: an mp_graph as an ONNX ModelProto, packed with the
  * protobuf-c code generated at build time (the same code the loader in
- * frontends/onnx.c reads with). See docs/onnx.md, "Writing ONNX".
+ * frontends/onnx/onnx.c reads with). See docs/onnx.md, "Writing ONNX".
  *
  * - tensors of declared kind input (no producer) become graph inputs;
  *   weights, constants and optimizer state initializers; graph outputs and
@@ -544,7 +544,7 @@ static char *w_base(wr *w, const char *s, size_t len)
     return b;
 }
 
-/* A STRINGS attribute kept as NAME.strings (planner/strval.h) written
+/* A STRINGS attribute kept as NAME.strings (core/ops/strval.h) written
  * back as one: true when a holds one (ap filled). */
 static bool w_strings_attr(wr *w, const mp_node *n, const mp_attr *a,
                            Onnx__AttributeProto *ap)

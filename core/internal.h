@@ -100,7 +100,7 @@ static inline uint32_t mp_heap_pop(uint32_t *h, uint32_t *n)
 }
 
 /* Reads a whole file with the context allocator; the text is
- * NUL-terminated. MP_ERR_IO names the file. (planner/io.c) */
+ * NUL-terminated. MP_ERR_IO names the file. (core/io.c) */
 mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
                        size_t *len);
 /* Writes len bytes to path (created or truncated); MP_ERR_IO names it. */
@@ -132,11 +132,11 @@ enum {
     MP_OPF_ELEMENTWISE = 1u << 1, /* same-shape pointwise op */
     MP_OPF_INPLACE = 1u << 2,     /* may write output 0 into input 0 */
     MP_OPF_CONSTANT = 1u << 3,    /* a source of constants (Constant) */
-    /* roles the static lints (planner/analysis.c) look for: */
+    /* roles the static lints (analysis/lints.c) look for: */
     MP_OPF_MATMUL = 1u << 4,      /* a matrix product (attention scores) */
     MP_OPF_SOFTMAX = 1u << 5      /* a softmax over the last axis */
 };
-/* In-place reuse (planner/inplace.c, issue 4). MP_OPF_INPLACE lets output
+/* In-place reuse (core/sched/inplace.c, issue 4). MP_OPF_INPLACE lets output
  * 0 take over input 0's memory when that input dies at the node; with
  * MP_OPF_INPLACE_ANY too, any input of output 0's byte size (binary and
  * variadic pointwise ops: out[i] reads every in[i] before writing it). */
@@ -144,7 +144,7 @@ enum {
     MP_OPF_INPLACE_ANY = 1u << 6
 };
 
-/* Cost class of an op (planner/cost.c: FLOPs and bytes), kept in the
+/* Cost class of an op (analysis/cost.c: FLOPs and bytes), kept in the
  * registry entry's flags as MP_OPF_COST(class); 0 (the default) counts
  * one FLOP per output element and the bytes of every input and output. */
 enum {
@@ -285,10 +285,10 @@ typedef struct mp_tensor {
      * Gather, Concat, ... feeding Reshape) is folded through it. The
      * array lives in the same allocation as dims, right after the rank
      * dims, so it is released with dims: set it only through
-     * mp_tensor_set_value / mp_tensor_set_shape (planner/shape.c). */
+     * mp_tensor_set_value / mp_tensor_set_shape (core/ops/shape.c). */
     int64_t *value;
     uint32_t n_value;
-    /* ONNX sequence or optional value (planner/ops_seq.c; NULL for a
+    /* ONNX sequence or optional value (core/ops/ops_seq.c; NULL for a
      * tensor): its element types and shapes; owned by the tensor (one
      * allocation, freed with the graph). dtype is the elements' type. */
     struct mp_seq *seq;
@@ -350,12 +350,12 @@ struct mp_graph {
     /* ONNX: opset version of the default domain (0: unknown / not ONNX) */
     int64_t onnx_opset;
     /* Re-batching (issue 3/5, helper rebatch; mp_onnx_options.batch,
-     * planner/rebatch.c): the model was declared at batch rebatch_from
+     * core/ops/rebatch.c): the model was declared at batch rebatch_from
      * and is planned at rebatch_to; shape constants that carry the batch
      * are re-batched by the shape functions (Reshape targets, Resize sizes).
      * 0: not re-batched (or the declared batch is unknown). */
     int64_t rebatch_from, rebatch_to;
-    /* ONNX control flow (frontends/onnx.c, planner/ops_control.c):
+    /* ONNX control flow (frontends/onnx/onnx.c, core/ops/ops_control.c):
      * subgraphs owned by this graph (If/Loop/Scan bodies), destroyed with
      * it; a node finds its body by the int attribute "ATTR.graph" (index
      * here). A subgraph lists its formal inputs and outputs in order. */
@@ -363,7 +363,7 @@ struct mp_graph {
     size_t n_subgraphs, cap_subgraphs;
     uint32_t *sub_inputs, *sub_outputs;
     uint32_t n_sub_inputs, n_sub_outputs;
-    /* String values (planner/strval.c, issue 3): a STRING tensor's value
+    /* String values (core/ops/strval.c, issue 3): a STRING tensor's value
      * holds ids into one interned table per graph tree (equal ids are
      * equal strings), owned by the top graph; str_root is the graph whose
      * table a subgraph uses (NULL: its own). */
@@ -406,7 +406,7 @@ struct mp_plan {
     uint32_t *block_pool;
     struct mp_pool_plan *pools;
     uint32_t n_pools;
-    /* in-place reuse and fused chains (planner/inplace.c, issue 4): */
+    /* in-place reuse and fused chains (core/sched/inplace.c, issue 4): */
     uint32_t *block_over;  /* per block: the tensor whose memory it took
                               over at its first step, or MP_NONE; NULL
                               when no block did */
@@ -442,7 +442,7 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
  * live bytes (recompute, offload). */
 mp_status mp_plan_refit(mp_plan *p, const mp_plan_options *opt,
                         uint64_t capacity);
-/* In-place reuse and fused chains (planner/inplace.c). Rewrites a
+/* In-place reuse and fused chains (core/sched/inplace.c). Rewrites a
  * schedule of COMPUTE/RECOMPUTE/FREE steps: with fuse, marks the tensors
  * inside fused pointwise chains (*fused, per tensor, NULL when none) and
  * moves the FREE steps of a chain's inputs after its last node; with

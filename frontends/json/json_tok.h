@@ -1,5 +1,5 @@
 /* json_tok.h - the JSON tokenizer shared by the two streaming readers
- * (frontends/json_graph.c: graph format; planner/plan_json.c: plans).
+ * (frontends/json_graph.c: graph format; frontends/plan_json.c: plans).
  * Internal, not installed.
  *
  * It scans RFC 8259 tokens of a text of len bytes from k->pos:

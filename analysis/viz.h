@@ -1,5 +1,5 @@
 /* viz.h - helpers shared by the lints, the DOT, HTML and trace writers
- * (planner/analysis.c, dot.c, html.c, trace_json.c). Not installed. */
+ * (analysis/lints.c, dot.c, html.c, trace_json.c). Not installed. */
 #ifndef MP_VIZ_H
 #define MP_VIZ_H
 

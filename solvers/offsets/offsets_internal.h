@@ -1,6 +1,6 @@
 /* Internal interface of the offsets solver (dynamic storage allocation).
- * Shared by solvers/offsets.c (options, lower bound, orchestration, the
- * improvement pass) and solvers/offsets_place.c (placement engines). */
+ * Shared by solvers/offsets/offsets.c (options, lower bound, orchestration, the
+ * improvement pass) and solvers/offsets/offsets_place.c (placement engines). */
 #ifndef MP_OFFSETS_INTERNAL_H
 #define MP_OFFSETS_INTERNAL_H
 

@@ -709,7 +709,7 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
     if (only >= 0)
         solver_name = cands[only].name;
     {
-        /* exact tier (solvers/offsets_exact.c): EXACT always, AUTO when
+        /* exact tier (solvers/offsets/offsets_exact.c): EXACT always, AUTO when
          * the packing is above the lower bound or the capacity */
         uint64_t heur = s.best_arena;
         int ran = 0;

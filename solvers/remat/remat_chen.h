@@ -1,6 +1,6 @@
-/* Checkmate's fixed-checkpoint baselines (solvers/remat_chen.c, issue 5):
+/* Checkmate's fixed-checkpoint baselines (solvers/remat/remat_chen.c, issue 5):
  * the schedules its code builds from a checkpoint set, for the driver in
- * solvers/remat.c. */
+ * solvers/remat/remat.c. */
 #ifndef MP_REMAT_CHEN_H
 #define MP_REMAT_CHEN_H
 

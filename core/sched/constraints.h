@@ -1,5 +1,5 @@
 /* Planning constraints and memory pools (issue 9): the internal form of
- * mp_constraints, shared by planner/constraints.c (building, checking) and
+ * mp_constraints, shared by core/sched/constraints.c (building, checking) and
  * solvers/pools.c (planning). Not installed. */
 #ifndef MP_CONSTRAINTS_H
 #define MP_CONSTRAINTS_H

@@ -141,7 +141,7 @@ MP_SHAPE_FN(mp_shape_reshape)
     bool have = mp_in_value(g, n, 1, &v, &c);
     if (!have && (v = mp_attr_ints(n, "shape", &c)) != NULL)
         have = true;
-    int64_t rb[MP_MAX_RANK]; /* a re-batched target (planner/rebatch.h) */
+    int64_t rb[MP_MAX_RANK]; /* a re-batched target (core/ops/rebatch.h) */
     mp_status rs = have ? mp_rebatch_operand(g, node, mp_in(g, n, 1) ? 1
                                                                      : MP_NONE,
                                              MP_REBATCH_RESHAPE, &in, &v, c,

@@ -9,7 +9,7 @@
  * - Constant nodes give their output's dtype, shape and small value;
  * - symbolic dims (dim_param) are bound from the options; an unbound one
  *   that a used graph input needs is one error listing the symbols;
- * - shapes of everything else come from the op registry (planner/ops.c);
+ * - shapes of everything else come from the op registry (core/ops/registry.c);
  *   shapes declared in value_info / graph outputs fill in what inference
  *   cannot reach (unless opt->declared_shapes is 0).
  * Tensor-valued attributes other than Constant's are kept as
@@ -308,7 +308,7 @@ static mp_status add_proto_tensor(loader *L, const char *name,
     int64_t cnt = tensor_count(t);
     if (dt == MP_DTYPE_STRING && cnt > 0 && cnt <= (int64_t)MP_VALUE_MAX &&
         t->n_string_data == (size_t)cnt) {
-        /* strings: interned ids (planner/strval.c) */
+        /* strings: interned ids (core/ops/strval.c) */
         const char **sv = mp_alloc(L->ctx, (size_t)cnt * sizeof *sv);
         size_t *sl = mp_alloc(L->ctx, (size_t)cnt * sizeof *sl);
         if (sv && sl)
@@ -777,7 +777,7 @@ static mp_status add_attrs(loader *L, uint32_t node,
                 st = add_attr_tensor(L, node, a->name, a->t);
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
-            /* kept as NAME.strings (planner/strval.h): StringNormalizer's
+            /* kept as NAME.strings (core/ops/strval.h): StringNormalizer's
              * stopwords */
             const char **sv = mp_alloc(L->ctx, (a->n_strings + 1) *
                                                    sizeof *sv);
@@ -927,7 +927,7 @@ static mp_status add_body(loader *L, const Onnx__GraphProto *gp,
         return st;
     L->g->subgraphs[L->g->n_subgraphs++] = sub;
     sub->onnx_opset = L->g->onnx_opset;
-    /* one string table for the whole tree (planner/strval.h) */
+    /* one string table for the whole tree (core/ops/strval.h) */
     sub->str_root = L->g->str_root ? L->g->str_root : L->g;
     loader S = {.ctx = L->ctx, .g = sub, .src = L->src, .opt = L->opt,
                 .depth = L->depth + 1};
@@ -1437,7 +1437,7 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
  * initializer, SYMBOL = N for a symbol at an input's dim 0, after the
  * caller's own (which must agree). The declared batch B0 (the inputs'
  * fixed dim 0, one value) goes to g->rebatch_from for the shape functions
- * (planner/rebatch.c). */
+ * (core/ops/rebatch.c). */
 typedef struct rebatch {
     mp_onnx_options opt;
     mp_dim_binding *dims;  /* the caller's, then the n made here */

@@ -1,6 +1,6 @@
 /* Recompute solvers: the problem every one of them sees, and the replay
- * that turns a keep/drop policy into a schedule (solvers/remat.c), shared
- * with the Checkmate LP/MILP (solvers/checkmate.c). */
+ * that turns a keep/drop policy into a schedule (solvers/remat/remat.c), shared
+ * with the Checkmate LP/MILP (solvers/remat/checkmate.c). */
 #ifndef MP_REMAT_INTERNAL_H
 #define MP_REMAT_INTERNAL_H
 
@@ -98,7 +98,7 @@ typedef struct rm_cm_result {
 
 /* bound_kind: one of memplan.h's MP_REMAT_BOUND_*. */
 
-/* Checkmate's model (solvers/checkmate.c): LP relaxation (integer = 0)
+/* Checkmate's model (solvers/remat/checkmate.c): LP relaxation (integer = 0)
  * with rounding, or the MILP (warm-started from warm's schedule when it
  * has steps and maps to a point of the model); every schedule found goes
  * to try_fn. */
@@ -107,14 +107,14 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
                        rm_cm_result *res, rm_try_fn try_fn, void *try_user);
 
 /* The stage-boundary relaxation of Checkmate's model (O(edges) columns;
- * solvers/checkmate.c says why its LP value bounds every schedule in this
+ * solvers/remat/checkmate.c says why its LP value bounds every schedule in this
  * order): lower_bound and bound_kind MP_REMAT_BOUND_STAGE_LP, or
  * infeasible; its solution rounded (keep across a boundary when K >=
  * threshold) goes to try_fn when try_fn is not NULL. */
 mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
                       rm_cm_result *res, rm_try_fn try_fn, void *try_user);
 
-/* ---- segment checkpointing (solvers/remat_segments.c, helper remat) ---- */
+/* ---- segment checkpointing (solvers/remat/remat_segments.c, helper remat) ---- */
 /* Chen's greedy segments on forward articulation points whose value
  * backward reads, swept over the segment budget, with eviction as a
  * repair, then polished (dropped values kept again while the cap and the

@@ -1,4 +1,4 @@
-/* Re-batching of batch-carrying shape constants (planner/rebatch.h;
+/* Re-batching of batch-carrying shape constants (core/ops/rebatch.h;
  * docs/onnx.md, "Re-batching"). */
 #include "rebatch.h"
 
