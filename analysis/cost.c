@@ -9,7 +9,7 @@
 
 /* Elements of a tensor: from its shape when known, else from its bytes
  * and element size (4 bytes when the dtype is unknown). */
-static double numel(const mp_tensor *t)
+static double numel(const mp__tensor *t)
 {
     if (t->rank >= 0) {
         double n = 1;
@@ -28,7 +28,7 @@ static double numel(const mp_tensor *t)
     return bits ? (double)t->bytes * 8.0 / bits : (double)t->bytes / 4.0;
 }
 
-static int dim(const mp_tensor *t, int32_t i, double *out)
+static int dim(const mp__tensor *t, int32_t i, double *out)
 {
     if (!t || t->rank < 0)
         return 0;
@@ -40,20 +40,20 @@ static int dim(const mp_tensor *t, int32_t i, double *out)
     return 1;
 }
 
-static const mp_tensor *in_t(const mp_graph *g, const mp_node *n, uint32_t i)
+static const mp__tensor *in_t(const mp_graph *g, const mp__node *n, uint32_t i)
 {
     return i < n->n_in && n->inputs[i] != MP_NONE
                ? &g->tensors[n->inputs[i]]
                : NULL;
 }
 
-mp_status mp_node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
+mp_status mp__node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
                               double *bytes)
 {
     if (!g || node >= g->n_nodes || !flops || !bytes)
         return MP_ERR_INVALID_ARG;
-    const mp_node *n = &g->nodes[node];
-    const mp_op_def *def = n->def ? n->def : mp_op_generic();
+    const mp__node *n = &g->nodes[node];
+    const mp__op_def *def = n->def ? n->def : mp__op_generic();
     double rd = 0, wr = 0, out_el = 0;
     for (uint32_t i = 0; i < n->n_in; i++)
         if (n->inputs[i] != MP_NONE)
@@ -62,39 +62,39 @@ mp_status mp_node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
         wr += (double)g->tensors[n->outputs[o]].bytes;
         out_el += numel(&g->tensors[n->outputs[o]]);
     }
-    if (def->flags & MP_OPF_VIEW) {
+    if (def->flags & MP__OPF_VIEW) {
         *flops = 0;
         *bytes = 0;
         return MP_OK;
     }
-    const mp_tensor *x = in_t(g, n, 0), *w = in_t(g, n, 1);
-    const mp_tensor *y = n->n_out ? &g->tensors[n->outputs[0]] : NULL;
+    const mp__tensor *x = in_t(g, n, 0), *w = in_t(g, n, 1);
+    const mp__tensor *y = n->n_out ? &g->tensors[n->outputs[0]] : NULL;
     double f = out_el, k = 0;
-    switch (MP_OP_COST_CLASS(def)) {
-    case MP_COST_MATMUL:
+    switch (MP__OP_COST_CLASS(def)) {
+    case MP__COST_MATMUL:
         if (x && y && dim(x, -1, &k))
             f = 2.0 * numel(y) * k;
         break;
-    case MP_COST_GEMM:
+    case MP__COST_GEMM:
         if (x && y && x->rank == 2) {
-            const mp_attr *ta = mp_node_attr(n, "transA");
-            int trans = ta && ta->type == MP_ATTR_INT && ta->v.i != 0;
+            const mp__attr *ta = mp__node_attr(n, "transA");
+            int trans = ta && ta->type == MP__ATTR_INT && ta->v.i != 0;
             if (dim(x, trans ? 0 : 1, &k))
                 f = 2.0 * numel(y) * k + (in_t(g, n, 2) ? numel(y) : 0);
         }
         break;
-    case MP_COST_CONV:
+    case MP__COST_CONV:
         if (w && y && dim(w, 0, &k) && k > 0)
             f = 2.0 * numel(y) * numel(w) / k;
         break;
-    case MP_COST_CONV_TRANSPOSE:
+    case MP__COST_CONV_TRANSPOSE:
         if (x && w && dim(w, 0, &k) && k > 0)
             f = 2.0 * numel(x) * numel(w) / k;
         break;
-    case MP_COST_POOL: {
-        const mp_attr *ks = mp_node_attr(n, "kernel_shape");
+    case MP__COST_POOL: {
+        const mp__attr *ks = mp__node_attr(n, "kernel_shape");
         double kk = 1;
-        if (ks && ks->type == MP_ATTR_INTS)
+        if (ks && ks->type == MP__ATTR_INTS)
             for (uint32_t i = 0; i < ks->n; i++)
                 kk *= (double)(ks->v.ints[i] > 0 ? ks->v.ints[i] : 1);
         else if (x && y && numel(y) > 0) /* global pooling */
@@ -102,13 +102,13 @@ mp_status mp_node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
         f = out_el * kk;
         break;
     }
-    case MP_COST_NORM:
+    case MP__COST_NORM:
         f = 8.0 * (x ? numel(x) : out_el);
         break;
-    case MP_COST_SOFTMAX:
+    case MP__COST_SOFTMAX:
         f = 5.0 * out_el;
         break;
-    case MP_COST_MOVE:
+    case MP__COST_MOVE:
         f = 0;
         break;
     default:
@@ -122,21 +122,21 @@ mp_status mp_node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
 mp_status mp_node_estimate(const mp_graph *g, uint32_t node,
                            const mp_device *d, mp_op_cost *out)
 {
-    return mp_node_estimate_ex(g, node, d, 1, out);
+    return mp__node_estimate_ex(g, node, d, 1, out);
 }
 
-mp_status mp_node_estimate_ex(const mp_graph *g, uint32_t node,
+mp_status mp__node_estimate_ex(const mp_graph *g, uint32_t node,
                               const mp_device *d, int use_given,
                               mp_op_cost *out)
 {
     if (!g || !d || !out)
         return MP_ERR_INVALID_ARG;
     if (node >= g->n_nodes)
-        return mp_err(g->ctx, MP_ERR_NOT_FOUND, "no node %u",
+        return mp__err(g->ctx, MP_ERR_NOT_FOUND, "no node %u",
                       (unsigned)node);
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     double f, b;
-    mp_status st = mp_node_flops_bytes(g, node, &f, &b);
+    mp_status st = mp__node_flops_bytes(g, node, &f, &b);
     if (st)
         return st;
     if (use_given && n->flops >= 0)
@@ -149,8 +149,8 @@ mp_status mp_node_estimate_ex(const mp_graph *g, uint32_t node,
         out->seconds = n->seconds;
         return MP_OK;
     }
-    const mp_op_def *def = n->def ? n->def : mp_op_generic();
-    if ((def->flags & MP_OPF_VIEW) || (f == 0 && b == 0)) {
+    const mp__op_def *def = n->def ? n->def : mp__op_generic();
+    if ((def->flags & MP__OPF_VIEW) || (f == 0 && b == 0)) {
         out->seconds = 0;
         return MP_OK;
     }

@@ -60,7 +60,7 @@ mp_status mp_device_builtin(mp_ctx *ctx, const char *name, mp_device *out)
             *out = builtin[i];
             return MP_OK;
         }
-    return mp_err(ctx, MP_ERR_NOT_FOUND,
+    return mp__err(ctx, MP_ERR_NOT_FOUND,
                   "unknown device '%s' (builtin: h200, h100, a100, l4, t4; "
                   "or a JSON profile file)",
                   name);
@@ -75,11 +75,11 @@ typedef struct {
 static mp_status num_field(jctx *j, const char *key, json_t *v, double *out)
 {
     if (!json_is_number(v))
-        return mp_err(j->ctx, MP_ERR_PARSE, "%s: \"%s\" must be a number",
+        return mp__err(j->ctx, MP_ERR_PARSE, "%s: \"%s\" must be a number",
                       j->src, key);
     double x = json_number_value(v);
     if (!isfinite(x) || x < 0)
-        return mp_err(j->ctx, MP_ERR_PARSE,
+        return mp__err(j->ctx, MP_ERR_PARSE,
                       "%s: \"%s\" must be a finite number >= 0", j->src, key);
     *out = x;
     return MP_OK;
@@ -89,7 +89,7 @@ static mp_status bytes_field(jctx *j, const char *key, json_t *v,
                              uint64_t *out)
 {
     if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return mp_err(j->ctx, MP_ERR_PARSE,
+        return mp__err(j->ctx, MP_ERR_PARSE,
                       "%s: \"%s\" must be a whole number of bytes >= 0",
                       j->src, key);
     *out = (uint64_t)json_integer_value(v);
@@ -99,7 +99,7 @@ static mp_status bytes_field(jctx *j, const char *key, json_t *v,
 static mp_status flops_obj(jctx *j, json_t *o, mp_device *d)
 {
     if (!json_is_object(o))
-        return mp_err(j->ctx, MP_ERR_PARSE,
+        return mp__err(j->ctx, MP_ERR_PARSE,
                       "%s: \"flops\" must be an object of dtype: FLOP/s",
                       j->src);
     const char *k;
@@ -121,7 +121,7 @@ static mp_status flops_obj(jctx *j, json_t *o, mp_device *d)
         else if (strcmp(k, "int8") == 0)
             dst = &d->flops_int8;
         else
-            return mp_err(j->ctx, MP_ERR_PARSE,
+            return mp__err(j->ctx, MP_ERR_PARSE,
                           "%s: unknown key \"flops.%s\" (float64, float32, "
                           "tf32, float16, bfloat16, float8, int8)",
                           j->src, k);
@@ -137,7 +137,7 @@ static mp_status flops_obj(jctx *j, json_t *o, mp_device *d)
 static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
 {
     if (!json_is_object(root))
-        return mp_err(j->ctx, MP_ERR_PARSE,
+        return mp__err(j->ctx, MP_ERR_PARSE,
                       "%s: a device profile is a JSON object", j->src);
     mp_device d;
     memset(&d, 0, sizeof d);
@@ -145,12 +145,12 @@ static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
     json_t *base = json_object_get(root, "base");
     if (base) {
         if (!json_is_string(base))
-            return mp_err(j->ctx, MP_ERR_PARSE,
+            return mp__err(j->ctx, MP_ERR_PARSE,
                           "%s: \"base\" must be a builtin device name",
                           j->src);
         mp_status st = mp_device_builtin(j->ctx, json_string_value(base), &d);
         if (st)
-            return mp_err(j->ctx, st, "%s: \"base\": unknown device '%s'",
+            return mp__err(j->ctx, st, "%s: \"base\": unknown device '%s'",
                           j->src, json_string_value(base));
     }
     const char *k;
@@ -165,7 +165,7 @@ static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
         if (strcmp(k, "name") == 0) {
             if (!json_is_string(v) || !json_string_value(v)[0] ||
                 strlen(json_string_value(v)) >= sizeof d.name)
-                return mp_err(j->ctx, MP_ERR_PARSE,
+                return mp__err(j->ctx, MP_ERR_PARSE,
                               "%s: \"name\" must be a string of 1 to %zu "
                               "characters",
                               j->src, sizeof d.name - 1);
@@ -188,7 +188,7 @@ static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
         } else if (strcmp(k, "copy_engines") == 0) {
             if (!json_is_integer(v) || json_integer_value(v) < 1 ||
                 json_integer_value(v) > 64)
-                return mp_err(j->ctx, MP_ERR_PARSE,
+                return mp__err(j->ctx, MP_ERR_PARSE,
                               "%s: \"copy_engines\" must be an integer in "
                               "[1, 64]",
                               j->src);
@@ -202,7 +202,7 @@ static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
         } else if (strcmp(k, "disk_write_bandwidth") == 0) {
             st = num_field(j, k, v, &d.disk_write_bw);
         } else {
-            return mp_err(j->ctx, MP_ERR_PARSE,
+            return mp__err(j->ctx, MP_ERR_PARSE,
                           "%s: unknown key \"%s\" (docs/cost-model.md lists "
                           "the keys; x-... keys are ignored)",
                           j->src, k);
@@ -211,15 +211,15 @@ static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
             return st;
     }
     if (!named && !base)
-        return mp_err(j->ctx, MP_ERR_PARSE,
+        return mp__err(j->ctx, MP_ERR_PARSE,
                       "%s: a profile needs \"name\" or \"base\"", j->src);
     if (d.flops_fp32 <= 0 && d.flops_fp16 <= 0 && d.flops_bf16 <= 0)
-        return mp_err(j->ctx, MP_ERR_PARSE,
+        return mp__err(j->ctx, MP_ERR_PARSE,
                       "%s: \"flops\" needs a float32, float16 or bfloat16 "
                       "peak above 0",
                       j->src);
     if (d.mem_bw <= 0)
-        return mp_err(j->ctx, MP_ERR_PARSE,
+        return mp__err(j->ctx, MP_ERR_PARSE,
                       "%s: \"memory_bandwidth\" must be above 0", j->src);
     if (d.h2d_bw <= 0 && d.d2h_bw > 0)
         d.h2d_bw = d.d2h_bw;
@@ -238,7 +238,7 @@ mp_status mp_device_load_json_string(mp_ctx *ctx, const char *text,
     json_error_t e;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &e);
     if (!root)
-        return mp_err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", src, e.line,
+        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", src, e.line,
                       e.column, e.text);
     jctx j = {ctx, src};
     mp_status st = read_profile(&j, root, out);
@@ -252,13 +252,13 @@ mp_status mp_device_load_json(mp_ctx *ctx, const char *path, mp_device *out)
         return MP_ERR_INVALID_ARG;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open the device profile",
+        return mp__err(ctx, MP_ERR_IO, "%s: cannot open the device profile",
                       path);
     json_error_t e;
     json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
     fclose(f);
     if (!root)
-        return mp_err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", path, e.line,
+        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", path, e.line,
                       e.column, e.text);
     jctx j = {ctx, path};
     mp_status st = read_profile(&j, root, out);

@@ -68,9 +68,9 @@ static mp_status new_block(sim *s, uint64_t addr, uint64_t size, int small,
                            uint32_t *id)
 {
     if (s->n >= UINT32_MAX - 1)
-        return mp_err(s->ctx, MP_ERR_OVERFLOW, "cache simulation: too many "
+        return mp__err(s->ctx, MP_ERR_OVERFLOW, "cache simulation: too many "
                       "blocks");
-    mp_status st = mp_grow(s->ctx, (void **)&s->b, sizeof *s->b, s->n + 1,
+    mp_status st = mp__grow(s->ctx, (void **)&s->b, sizeof *s->b, s->n + 1,
                            &s->cap);
     if (st)
         return st;
@@ -87,7 +87,7 @@ static mp_status new_block(sim *s, uint64_t addr, uint64_t size, int small,
 static mp_status free_push(sim *s, uint32_t id)
 {
     int p = s->b[id].small;
-    mp_status st = mp_grow(s->ctx, (void **)&s->freel[p], sizeof(uint32_t),
+    mp_status st = mp__grow(s->ctx, (void **)&s->freel[p], sizeof(uint32_t),
                            s->nfree[p] + 1, &s->capfree[p]);
     if (st)
         return st;
@@ -135,10 +135,10 @@ static mp_status sim_malloc(sim *s, uint64_t request, uint32_t *out)
         st = new_block(s, s->next_addr, seg, small, &id);
         if (st)
             return st;
-        if (!mp_add_u64(s->next_addr, seg, &s->next_addr) ||
-            !mp_add_u64(s->res->reserved_bytes, seg,
+        if (!mp__add_u64(s->next_addr, seg, &s->next_addr) ||
+            !mp__add_u64(s->res->reserved_bytes, seg,
                         &s->res->reserved_bytes))
-            return mp_err(s->ctx, MP_ERR_OVERFLOW,
+            return mp__err(s->ctx, MP_ERR_OVERFLOW,
                           "cache simulation: reserved bytes overflow");
         if (small)
             s->res->small_reserved_bytes += seg;
@@ -218,17 +218,17 @@ mp_status mp_cache_sim(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
     if (!ctx)
         return MP_ERR_INVALID_ARG;
     if (!out || (n && !bufs))
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "mp_cache_sim: NULL argument");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "mp_cache_sim: NULL argument");
     memset(out, 0, sizeof *out);
     if (n >= UINT32_MAX / 2)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "mp_cache_sim: too many "
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "mp_cache_sim: too many "
                       "buffers");
     sim s;
     memset(&s, 0, sizeof s);
     s.ctx = ctx;
     s.res = out;
-    sim_event *ev = mp_calloc(ctx, n ? 2 * n : 1, sizeof *ev);
-    uint32_t *where = mp_calloc(ctx, n ? n : 1, sizeof *where);
+    sim_event *ev = mp__calloc(ctx, n ? 2 * n : 1, sizeof *ev);
+    uint32_t *where = mp__calloc(ctx, n ? n : 1, sizeof *where);
     mp_status st = MP_OK;
     if (!ev || !where) {
         st = MP_ERR_NOMEM;
@@ -237,7 +237,7 @@ mp_status mp_cache_sim(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
     size_t ne = 0;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].end < bufs[i].start) {
-            st = mp_err(ctx, MP_ERR_INVALID_ARG, "mp_cache_sim: buffer %zu "
+            st = mp__err(ctx, MP_ERR_INVALID_ARG, "mp_cache_sim: buffer %zu "
                         "ends (%lld) before it starts (%lld)", i,
                         (long long)bufs[i].end, (long long)bufs[i].start);
             goto done;
@@ -246,7 +246,7 @@ mp_status mp_cache_sim(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
         if (bufs[i].size == 0 || bufs[i].end == bufs[i].start)
             continue;   /* 0 bytes: no memory in PyTorch; never live */
         if (bufs[i].size > UINT64_MAX / 2) {
-            st = mp_err(ctx, MP_ERR_OVERFLOW, "mp_cache_sim: buffer %zu is "
+            st = mp__err(ctx, MP_ERR_OVERFLOW, "mp_cache_sim: buffer %zu is "
                         "too large", i);
             goto done;
         }
@@ -277,10 +277,10 @@ mp_status mp_cache_sim(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
         }
     }
 done:
-    mp_dealloc(ctx, ev);
-    mp_dealloc(ctx, where);
-    mp_dealloc(ctx, s.b);
-    mp_dealloc(ctx, s.freel[0]);
-    mp_dealloc(ctx, s.freel[1]);
+    mp__dealloc(ctx, ev);
+    mp__dealloc(ctx, where);
+    mp__dealloc(ctx, s.b);
+    mp__dealloc(ctx, s.freel[0]);
+    mp__dealloc(ctx, s.freel[1]);
     return st;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* ---- shared helpers (viz.h) ------------------------------------------------ */
-const char *mp_viz_size(uint64_t bytes, char *buf, size_t cap)
+const char *mp__viz_size(uint64_t bytes, char *buf, size_t cap)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
                                         "EiB"};
@@ -28,7 +28,7 @@ const char *mp_viz_size(uint64_t bytes, char *buf, size_t cap)
     return buf;
 }
 
-size_t mp_viz_layer(const char *name, uint32_t depth, size_t *start)
+size_t mp__viz_layer(const char *name, uint32_t depth, size_t *start)
 {
     size_t s = 0;
     if (!name)
@@ -53,15 +53,15 @@ size_t mp_viz_layer(const char *name, uint32_t depth, size_t *start)
     return have_last ? last_sep : len;
 }
 
-mp_status mp_viz_blocks_build(const mp_plan *p, mp_viz_blocks *vb)
+mp_status mp__viz_blocks_build(const mp_plan *p, mp__viz_blocks *vb)
 {
     mp_ctx *ctx = p->ctx;
     size_t nt = p->graph->n_tensors;
-    vb->head = mp_alloc(ctx, (nt ? nt : 1) * sizeof *vb->head);
-    vb->next = mp_alloc(ctx, (p->n_blocks ? p->n_blocks : 1) *
+    vb->head = mp__alloc(ctx, (nt ? nt : 1) * sizeof *vb->head);
+    vb->next = mp__alloc(ctx, (p->n_blocks ? p->n_blocks : 1) *
                                  sizeof *vb->next);
     if (!vb->head || !vb->next) {
-        mp_viz_blocks_free(ctx, vb);
+        mp__viz_blocks_free(ctx, vb);
         return MP_ERR_NOMEM;
     }
     for (size_t t = 0; t < nt; t++)
@@ -77,14 +77,14 @@ mp_status mp_viz_blocks_build(const mp_plan *p, mp_viz_blocks *vb)
     return MP_OK;
 }
 
-void mp_viz_blocks_free(mp_ctx *ctx, mp_viz_blocks *vb)
+void mp__viz_blocks_free(mp_ctx *ctx, mp__viz_blocks *vb)
 {
-    mp_dealloc(ctx, vb->head);
-    mp_dealloc(ctx, vb->next);
+    mp__dealloc(ctx, vb->head);
+    mp__dealloc(ctx, vb->next);
     vb->head = vb->next = NULL;
 }
 
-uint32_t mp_viz_block_at(const mp_plan *p, const mp_viz_blocks *vb,
+uint32_t mp__viz_block_at(const mp_plan *p, const mp__viz_blocks *vb,
                          uint32_t t, uint32_t s)
 {
     if (t >= p->graph->n_tensors)
@@ -95,7 +95,7 @@ uint32_t mp_viz_block_at(const mp_plan *p, const mp_viz_blocks *vb,
     return MP_NONE;
 }
 
-void mp_viz_json_str(FILE *f, const char *s)
+void mp__viz_json_str(FILE *f, const char *s)
 {
     for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c;
          c++) {
@@ -108,7 +108,7 @@ void mp_viz_json_str(FILE *f, const char *s)
     }
 }
 
-void mp_viz_xml_str(FILE *f, const char *s)
+void mp__viz_xml_str(FILE *f, const char *s)
 {
     for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c;
          c++) {
@@ -161,11 +161,11 @@ void mp_lints_destroy(mp_lints *l)
     if (!l)
         return;
     for (size_t i = 0; i < l->n; i++) {
-        mp_dealloc(l->ctx, (void *)l->v[i].subject);
-        mp_dealloc(l->ctx, (void *)l->v[i].message);
+        mp__dealloc(l->ctx, (void *)l->v[i].subject);
+        mp__dealloc(l->ctx, (void *)l->v[i].message);
     }
-    mp_dealloc(l->ctx, l->v);
-    mp_dealloc(l->ctx, l);
+    mp__dealloc(l->ctx, l->v);
+    mp__dealloc(l->ctx, l);
 }
 
 uint32_t mp_lints_count(const mp_lints *l)
@@ -181,7 +181,7 @@ const mp_lint *mp_lints_get(const mp_lints *l, uint32_t i)
 static mp_status add_lint(mp_lints *l, mp_lint_kind kind, uint64_t bytes,
                           uint64_t aux, double share, uint32_t node,
                           uint32_t tensor, const char *subject,
-                          const char *fmt, ...) MP_PRINTF(9, 10);
+                          const char *fmt, ...) MP__PRINTF(9, 10);
 
 static mp_status add_lint(mp_lints *l, mp_lint_kind kind, uint64_t bytes,
                           uint64_t aux, double share, uint32_t node,
@@ -193,7 +193,7 @@ static mp_status add_lint(mp_lints *l, mp_lint_kind kind, uint64_t bytes,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    mp_status st = mp_grow(l->ctx, (void **)&l->v, sizeof *l->v, l->n + 1,
+    mp_status st = mp__grow(l->ctx, (void **)&l->v, sizeof *l->v, l->n + 1,
                            &l->cap);
     if (st)
         return st;
@@ -205,11 +205,11 @@ static mp_status add_lint(mp_lints *l, mp_lint_kind kind, uint64_t bytes,
     x->share = share;
     x->node = node;
     x->tensor = tensor;
-    x->subject = mp_strdup(l->ctx, subject ? subject : "");
-    x->message = mp_strdup(l->ctx, msg);
+    x->subject = mp__strdup(l->ctx, subject ? subject : "");
+    x->message = mp__strdup(l->ctx, msg);
     if (!x->subject || !x->message) {
-        mp_dealloc(l->ctx, (void *)x->subject);
-        mp_dealloc(l->ctx, (void *)x->message);
+        mp__dealloc(l->ctx, (void *)x->subject);
+        mp__dealloc(l->ctx, (void *)x->message);
         return MP_ERR_NOMEM;
     }
     l->n++;
@@ -221,7 +221,7 @@ typedef struct lint_run {
     const mp_graph *g;
     const mp_lint_options *o;
     mp_lints *l;
-    mp_viz_blocks vb;
+    mp__viz_blocks vb;
     uint32_t peak;          /* peak step; MP_NONE when no steps */
     uint64_t peak_live;
 } lint_run;
@@ -269,7 +269,7 @@ static mp_status attribute(lint_run *r, int by_op)
             key = g->nodes[prod].op;
             len = strlen(key);
         } else {
-            len = mp_viz_layer(g->nodes[prod].name, r->o->layer_depth,
+            len = mp__viz_layer(g->nodes[prod].name, r->o->layer_depth,
                                &start);
             key = g->nodes[prod].name + start;
         }
@@ -277,7 +277,7 @@ static mp_status attribute(lint_run *r, int by_op)
         while (k < ng && !(gr[k].len == len && !memcmp(gr[k].key, key, len)))
             k++;
         if (k == ng) {
-            st = mp_grow(ctx, (void **)&gr, sizeof *gr, ng + 1, &cap);
+            st = mp__grow(ctx, (void **)&gr, sizeof *gr, ng + 1, &cap);
             if (st)
                 goto done;
             gr[ng++] = (group){key, len, 0, 0};
@@ -297,13 +297,13 @@ static mp_status attribute(lint_run *r, int by_op)
                       gr[k].bytes, 0, share, MP_NONE, MP_NONE, name,
                       "%s '%s' holds %s at the peak (%.1f%%) in %u tensor%s",
                       by_op ? "op" : "layer", name,
-                      mp_viz_size(gr[k].bytes, sz, sizeof sz), 100.0 * share,
+                      mp__viz_size(gr[k].bytes, sz, sizeof sz), 100.0 * share,
                       gr[k].count, gr[k].count == 1 ? "" : "s");
         if (st)
             goto done;
     }
 done:
-    mp_dealloc(ctx, gr);
+    mp__dealloc(ctx, gr);
     return st;
 }
 
@@ -314,7 +314,7 @@ static uint64_t tensor_block_bytes(const lint_run *r, uint32_t t)
     if (b != MP_NONE)
         return r->p->blocks[b].size;
     uint64_t a;
-    if (!mp_align_up(r->g->tensors[t].bytes, r->p->fig.alignment ?
+    if (!mp__align_up(r->g->tensors[t].bytes, r->p->fig.alignment ?
                      r->p->fig.alignment : 1, &a))
         return UINT64_MAX;
     return a;
@@ -324,16 +324,16 @@ static mp_status dead_outputs(lint_run *r)
 {
     const mp_graph *g = r->g;
     for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const mp_tensor *x = &g->tensors[t];
-        if (x->producer == MP_NONE || x->n_cons || (x->flags & MP_TF_OUTPUT) ||
-            !mp_tensor_in_arena(x))
+        const mp__tensor *x = &g->tensors[t];
+        if (x->producer == MP_NONE || x->n_cons || (x->flags & MP__TF_OUTPUT) ||
+            !mp__tensor_in_arena(x))
             continue;
         uint64_t b = tensor_block_bytes(r, t);
         char sz[32];
         mp_status st = add_lint(
             r->l, MP_LINT_DEAD_OUTPUT, b, 0, 0.0, x->producer, t, x->name,
             "'%s' (%s, output of %s '%s') is computed and never read",
-            x->name, mp_viz_size(b, sz, sizeof sz), g->nodes[x->producer].op,
+            x->name, mp__viz_size(b, sz, sizeof sz), g->nodes[x->producer].op,
             g->nodes[x->producer].name);
         if (st)
             return st;
@@ -347,11 +347,11 @@ static mp_status pinned_outputs(lint_run *r)
     if (r->peak == MP_NONE)
         return MP_OK;
     for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const mp_tensor *x = &g->tensors[t];
-        if (!(x->flags & MP_TF_OUTPUT))
+        const mp__tensor *x = &g->tensors[t];
+        if (!(x->flags & MP__TF_OUTPUT))
             continue;
         uint32_t root = x->root;
-        uint32_t b = mp_viz_block_at(r->p, &r->vb, root, r->peak);
+        uint32_t b = mp__viz_block_at(r->p, &r->vb, root, r->peak);
         if (b == MP_NONE || r->p->blocks[b].first >= r->peak)
             continue;
         const mp_block *bl = &r->p->blocks[b];
@@ -361,7 +361,7 @@ static mp_status pinned_outputs(lint_run *r)
             g->tensors[root].producer, t, x->name,
             "graph output '%s' holds %s at the peak (step %u): computed at "
             "step %u and kept to the end",
-            x->name, mp_viz_size(bl->size, sz, sizeof sz), r->peak,
+            x->name, mp__viz_size(bl->size, sz, sizeof sz), r->peak,
             bl->first);
         if (st)
             return st;
@@ -374,11 +374,11 @@ static mp_status pinned_outputs(lint_run *r)
  * must survive: never written over). */
 static uint8_t *output_roots(const mp_graph *g)
 {
-    uint8_t *fl = mp_calloc(g->ctx, g->n_tensors ? g->n_tensors : 1, 1);
+    uint8_t *fl = mp__calloc(g->ctx, g->n_tensors ? g->n_tensors : 1, 1);
     if (!fl)
         return NULL;
     for (size_t t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].flags & MP_TF_OUTPUT)
+        if (g->tensors[t].flags & MP__TF_OUTPUT)
             fl[g->tensors[t].root] = 1;
     return fl;
 }
@@ -389,18 +389,18 @@ static uint8_t *output_roots(const mp_graph *g)
  * buffer), not kept as a graph output, at least as large as the output,
  * and dies at s (only FREE steps until its block ends). */
 static uint32_t inplace_target(const lint_run *r, const uint8_t *outr,
-                               const mp_node *nd, uint32_t i, uint32_t s,
+                               const mp__node *nd, uint32_t i, uint32_t s,
                                const mp_block *Bo)
 {
     const mp_plan *p = r->p;
     const mp_graph *g = r->g;
-    if (nd->inputs[i] == MP_NONE || !mp_op_may_overwrite(nd->def, i))
+    if (nd->inputs[i] == MP_NONE || !mp__op_may_overwrite(nd->def, i))
         return MP_NONE;
     uint32_t in = g->tensors[nd->inputs[i]].root;
-    const mp_tensor *ti = &g->tensors[in];
-    if (!mp_tensor_in_arena(ti) || ti->producer == MP_NONE || outr[in])
+    const mp__tensor *ti = &g->tensors[in];
+    if (!mp__tensor_in_arena(ti) || ti->producer == MP_NONE || outr[in])
         return MP_NONE;
-    uint32_t bi = mp_viz_block_at(p, &r->vb, in, s);
+    uint32_t bi = mp__viz_block_at(p, &r->vb, in, s);
     if (bi == MP_NONE || p->blocks[bi].size < Bo->size ||
         p->blocks[bi].end >= p->n_steps)
         return MP_NONE;
@@ -429,15 +429,15 @@ static mp_status inplace(lint_run *r)
             p->steps[s].kind != MP_STEP_RECOMPUTE)
             continue;
         uint32_t n = p->steps[s].index;
-        const mp_node *nd = &g->nodes[n];
-        if (!nd->def || !(nd->def->flags & MP_OPF_INPLACE) ||
+        const mp__node *nd = &g->nodes[n];
+        if (!nd->def || !(nd->def->flags & MP__OPF_INPLACE) ||
             nd->n_out == 0 || nd->outputs[0] == MP_NONE)
             continue;
         uint32_t out = nd->outputs[0];
-        const mp_tensor *to = &g->tensors[out];
-        if (!mp_tensor_in_arena(to) || to->root != out)
+        const mp__tensor *to = &g->tensors[out];
+        if (!mp__tensor_in_arena(to) || to->root != out)
             continue;
-        uint32_t bo = mp_viz_block_at(p, &r->vb, out, s);
+        uint32_t bo = mp__viz_block_at(p, &r->vb, out, s);
         if (bo == MP_NONE || p->blocks[bo].first != s ||
             (p->block_over && p->block_over[bo] != MP_NONE))
             continue;   /* not written here, or already in place */
@@ -448,7 +448,7 @@ static mp_status inplace(lint_run *r)
         if (bi == MP_NONE)
             continue;
         const mp_block *Bi = &p->blocks[bi];
-        const mp_tensor *ti = &g->tensors[Bi->tensor];
+        const mp__tensor *ti = &g->tensors[Bi->tensor];
         uint64_t at_peak = r->peak != MP_NONE && s <= r->peak &&
                                    r->peak < Bi->end && r->peak < Bo->end
                                ? Bo->size : 0;
@@ -458,18 +458,18 @@ static mp_status inplace(lint_run *r)
             "%s '%s' may write '%s' over its input '%s', which dies there: "
             "saves %s while it runs (%s at the peak)",
             nd->op, nd->name, to->name, ti->name,
-            mp_viz_size(Bo->size, sz, sizeof sz),
-            mp_viz_size(at_peak, sz2, sizeof sz2));
+            mp__viz_size(Bo->size, sz, sizeof sz),
+            mp__viz_size(at_peak, sz2, sizeof sz2));
     }
-    mp_dealloc(g->ctx, outr);
+    mp__dealloc(g->ctx, outr);
     return st;
 }
 
 /* ---- attention patterns ------------------------------------------------------ */
 #define ATT_HOPS 4
-#define ATT_PASS (MP_OPF_ELEMENTWISE | MP_OPF_INPLACE | MP_OPF_VIEW)
+#define ATT_PASS (MP__OPF_ELEMENTWISE | MP__OPF_INPLACE | MP__OPF_VIEW)
 
-static int node_has(const mp_node *n, unsigned flag)
+static int node_has(const mp__node *n, unsigned flag)
 {
     return n->def && (n->def->flags & flag);
 }
@@ -478,8 +478,8 @@ static mp_status attention(lint_run *r)
 {
     const mp_graph *g = r->g;
     for (uint32_t n = 0; n < g->n_nodes; n++) {
-        const mp_node *sm = &g->nodes[n];
-        if (!node_has(sm, MP_OPF_SOFTMAX) || sm->n_in < 1 || sm->n_out < 1 ||
+        const mp__node *sm = &g->nodes[n];
+        if (!node_has(sm, MP__OPF_SOFTMAX) || sm->n_in < 1 || sm->n_out < 1 ||
             sm->inputs[0] == MP_NONE || sm->outputs[0] == MP_NONE)
             continue;
         uint32_t chain[2 * ATT_HOPS + 2];
@@ -493,8 +493,8 @@ static mp_status attention(lint_run *r)
             if (pr == MP_NONE)
                 break;
             chain[nc++] = t;
-            const mp_node *pn = &g->nodes[pr];
-            if (node_has(pn, MP_OPF_MATMUL)) {
+            const mp__node *pn = &g->nodes[pr];
+            if (node_has(pn, MP__OPF_MATMUL)) {
                 found = 1;
                 break;
             }
@@ -508,11 +508,11 @@ static mp_status attention(lint_run *r)
         found = 0;
         t = sm->outputs[0];
         for (int h = 0; h <= ATT_HOPS && !found; h++) {
-            const mp_tensor *x = &g->tensors[t];
+            const mp__tensor *x = &g->tensors[t];
             uint32_t next = MP_NONE;
             for (uint32_t c = 0; c < x->n_cons; c++) {
-                const mp_node *cn = &g->nodes[g->cons[x->cons_begin + c]];
-                if (node_has(cn, MP_OPF_MATMUL)) {
+                const mp__node *cn = &g->nodes[g->cons[x->cons_begin + c]];
+                if (node_has(cn, MP__OPF_MATMUL)) {
                     found = 1;
                     break;
                 }
@@ -526,7 +526,7 @@ static mp_status attention(lint_run *r)
             chain[nc++] = next;
             t = next;
         }
-        const mp_tensor *sc = &g->tensors[sm->outputs[0]];
+        const mp__tensor *sc = &g->tensors[sm->outputs[0]];
         if (!found || sc->rank < 2)
             continue;
         /* bytes of the chain's storage live at the peak (each root once) */
@@ -537,7 +537,7 @@ static mp_status attention(lint_run *r)
             for (uint32_t j = 0; j < i; j++)
                 dup |= g->tensors[chain[j]].root == root;
             uint32_t b = dup ? MP_NONE
-                             : mp_viz_block_at(r->p, &r->vb, root, r->peak);
+                             : mp__viz_block_at(r->p, &r->vb, root, r->peak);
             if (b != MP_NONE)
                 at_peak += r->p->blocks[b].size;
         }
@@ -553,8 +553,8 @@ static mp_status attention(lint_run *r)
             "attention at %s '%s': scores %s (%s each, %u tensors in the "
             "chain); a fused attention kernel would hold none of them: %s "
             "less at the peak step",
-            sm->op, sm->name, dims, mp_viz_size(one, sz, sizeof sz), nc,
-            mp_viz_size(at_peak, sz2, sizeof sz2));
+            sm->op, sm->name, dims, mp__viz_size(one, sz, sizeof sz), nc,
+            mp__viz_size(at_peak, sz2, sizeof sz2));
         if (st)
             return st;
     }
@@ -577,7 +577,7 @@ static int name_has(const char *name, const char *word)
 
 /* Bytes per token of a cache tensor [..., seq, head_dim]: every dim but
  * the second last; 0 when unknown. */
-static uint64_t per_token(const mp_tensor *x)
+static uint64_t per_token(const mp__tensor *x)
 {
     unsigned bits = mp_dtype_bits((mp_dtype)x->dtype);
     if (x->rank < 3 || !bits || !x->dims)
@@ -586,11 +586,11 @@ static uint64_t per_token(const mp_tensor *x)
     for (int d = 0; d < x->rank; d++) {
         if (d == x->rank - 2)
             continue;
-        if (x->dims[d] < 0 || !mp_mul_u64(elems, (uint64_t)x->dims[d], &elems))
+        if (x->dims[d] < 0 || !mp__mul_u64(elems, (uint64_t)x->dims[d], &elems))
             return 0;
     }
     uint64_t b;
-    if (!mp_mul_u64(elems, bits, &b))
+    if (!mp__mul_u64(elems, bits, &b))
         return 0;
     return (b + 7) / 8;
 }
@@ -603,21 +603,21 @@ static mp_status kv_cache(lint_run *r)
     /* past key/value inputs; else present key/value outputs */
     for (int pass = 0; pass < 2 && count == 0; pass++)
         for (uint32_t t = 0; t < g->n_tensors; t++) {
-            const mp_tensor *x = &g->tensors[t];
+            const mp__tensor *x = &g->tensors[t];
             int cand = pass == 0
                            ? x->producer == MP_NONE &&
                                  x->declared_kind == MP_KIND_INPUT &&
                                  (name_has(x->name, "past") ||
                                   name_has(x->name, "cache"))
-                           : (x->flags & MP_TF_OUTPUT) &&
+                           : (x->flags & MP__TF_OUTPUT) &&
                                  name_has(x->name, "present");
             if (!cand)
                 continue;
             uint64_t b = per_token(x);
             if (!b)
                 continue;
-            if (!mp_add_u64(tok, b, &tok))
-                return mp_err(r->p->ctx, MP_ERR_OVERFLOW, "KV cache size "
+            if (!mp__add_u64(tok, b, &tok))
+                return mp__err(r->p->ctx, MP_ERR_OVERFLOW, "KV cache size "
                               "overflows");
             if (first == MP_NONE)
                 first = t;
@@ -626,7 +626,7 @@ static mp_status kv_cache(lint_run *r)
     if (count == 0)
         return MP_OK;
     uint64_t ctxb;
-    if (!mp_mul_u64(tok, r->o->kv_context, &ctxb))
+    if (!mp__mul_u64(tok, r->o->kv_context, &ctxb))
         ctxb = UINT64_MAX;
     char sz[32], sz2[32], subj[64];
     snprintf(subj, sizeof subj, "%u cache tensors", count);
@@ -635,8 +635,8 @@ static mp_status kv_cache(lint_run *r)
                     "KV cache: %u tensors (first '%s') hold %s per token: "
                     "%s at a context of %llu tokens",
                     count, g->tensors[first].name,
-                    mp_viz_size(tok, sz, sizeof sz),
-                    mp_viz_size(ctxb, sz2, sizeof sz2),
+                    mp__viz_size(tok, sz, sizeof sz),
+                    mp__viz_size(ctxb, sz2, sizeof sz2),
                     (unsigned long long)r->o->kv_context);
 }
 
@@ -645,7 +645,7 @@ static mp_status fragmentation(lint_run *r)
 {
     const mp_plan *p = r->p;
     mp_ctx *ctx = p->ctx;
-    mp_buffer *bufs = mp_calloc(ctx, p->n_blocks ? p->n_blocks : 1,
+    mp_buffer *bufs = mp__calloc(ctx, p->n_blocks ? p->n_blocks : 1,
                                 sizeof *bufs);
     if (!bufs)
         return MP_ERR_NOMEM;
@@ -658,7 +658,7 @@ static mp_status fragmentation(lint_run *r)
     }
     mp_cache_sim_result cs;
     mp_status st = mp_cache_sim(ctx, bufs, p->n_blocks, &cs);
-    mp_dealloc(ctx, bufs);
+    mp__dealloc(ctx, bufs);
     if (st)
         return st;
     uint64_t arena = p->fig.arena_bytes;
@@ -670,9 +670,9 @@ static mp_status fragmentation(lint_run *r)
         MP_NONE, "caching allocator",
         "a PyTorch-style caching allocator would reserve %s (%u segments, "
         "%s allocated at most) against the planned arena of %s: %s more",
-        mp_viz_size(cs.reserved_bytes, a, sizeof a), cs.segments,
-        mp_viz_size(cs.peak_allocated_bytes, b, sizeof b),
-        mp_viz_size(arena, c, sizeof c), mp_viz_size(over, d, sizeof d));
+        mp__viz_size(cs.reserved_bytes, a, sizeof a), cs.segments,
+        mp__viz_size(cs.peak_allocated_bytes, b, sizeof b),
+        mp__viz_size(arena, c, sizeof c), mp__viz_size(over, d, sizeof d));
 }
 
 /* Sorts the findings of one kind, [from, l->n), largest figure first. */
@@ -690,7 +690,7 @@ mp_status mp_plan_lint(const mp_plan *p, const mp_lint_options *opt,
                        mp_lints **out)
 {
     if (!p || !out)
-        return p ? mp_err(p->ctx, MP_ERR_INVALID_ARG, "mp_plan_lint: NULL "
+        return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG, "mp_plan_lint: NULL "
                           "argument") : MP_ERR_INVALID_ARG;
     *out = NULL;
     mp_ctx *ctx = p->ctx;
@@ -705,11 +705,11 @@ mp_status mp_plan_lint(const mp_plan *p, const mp_lint_options *opt,
     r.o = opt;
     r.peak = p->n_steps ? p->fig.peak_step : MP_NONE;
     r.peak_live = p->n_steps ? p->live[p->fig.peak_step] : 0;
-    r.l = mp_calloc(ctx, 1, sizeof *r.l);
+    r.l = mp__calloc(ctx, 1, sizeof *r.l);
     if (!r.l)
         return MP_ERR_NOMEM;
     r.l->ctx = ctx;
-    mp_status st = mp_viz_blocks_build(p, &r.vb);
+    mp_status st = mp__viz_blocks_build(p, &r.vb);
     size_t from = 0;
     for (int k = 0; k < MP_LINT_KIND_COUNT && st == MP_OK; k++) {
         switch ((mp_lint_kind)k) {
@@ -732,10 +732,10 @@ mp_status mp_plan_lint(const mp_plan *p, const mp_lint_options *opt,
             qsort(r.l->v + from, r.l->n - from, sizeof *r.l->v, cmp_lint);
         from = r.l->n;
     }
-    mp_viz_blocks_free(ctx, &r.vb);
+    mp__viz_blocks_free(ctx, &r.vb);
     if (st) {
         mp_lints_destroy(r.l);
-        return st == MP_ERR_NOMEM ? mp_err(ctx, st, "lints: out of memory")
+        return st == MP_ERR_NOMEM ? mp__err(ctx, st, "lints: out of memory")
                                   : st;
     }
     *out = r.l;

@@ -128,11 +128,11 @@ static mp_status check_overlaps(mp_ctx *ctx, uint32_t n, const int64_t *start,
                                 const uint64_t *size, label_fn label,
                                 const void *user)
 {
-    event *ev = mp_alloc(ctx, ((size_t)n * 2 + 1) * sizeof *ev);
-    uint32_t *mem = mp_alloc(ctx, ((size_t)n * 3 + 1) * sizeof *mem);
+    event *ev = mp__alloc(ctx, ((size_t)n * 2 + 1) * sizeof *ev);
+    uint32_t *mem = mp__alloc(ctx, ((size_t)n * 3 + 1) * sizeof *mem);
     if (!ev || !mem) {
-        mp_dealloc(ctx, ev);
-        mp_dealloc(ctx, mem);
+        mp__dealloc(ctx, ev);
+        mp__dealloc(ctx, mem);
         return MP_ERR_NOMEM;
     }
     size_t ne = 0;
@@ -169,7 +169,7 @@ static mp_status check_overlaps(mp_ctx *ctx, uint32_t n, const int64_t *start,
             label(user, other, la, sizeof la);
             label(user, b, lb, sizeof lb);
             int64_t from = start[b] > start[other] ? start[b] : start[other];
-            st = mp_err(ctx, MP_ERR_VERIFY,
+            st = mp__err(ctx, MP_ERR_VERIFY,
                         "%s at [%llu, %llu) and %s at [%llu, %llu) overlap "
                         "in memory while both live at time %lld",
                         la, (unsigned long long)off[other],
@@ -179,8 +179,8 @@ static mp_status check_overlaps(mp_ctx *ctx, uint32_t n, const int64_t *start,
                         (long long)from);
         }
     }
-    mp_dealloc(ctx, ev);
-    mp_dealloc(ctx, mem);
+    mp__dealloc(ctx, ev);
+    mp__dealloc(ctx, mem);
     return st;
 }
 
@@ -197,32 +197,32 @@ mp_status mp_offsets_verify(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
     if (!ctx || (n && !bufs))
         return MP_ERR_INVALID_ARG;
     if (alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     if (n >= UINT32_MAX / 3)
-        return mp_err(ctx, MP_ERR_OVERFLOW, "too many buffers");
+        return mp__err(ctx, MP_ERR_OVERFLOW, "too many buffers");
     for (size_t i = 0; i < n; i++) {
         uint64_t e;
         if (bufs[i].start >= bufs[i].end)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "buffer %zu: empty interval [%lld, %lld)", i,
                           (long long)bufs[i].start, (long long)bufs[i].end);
         if (bufs[i].offset % alignment)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "buffer %zu: offset %llu is not a multiple of %llu",
                           i, (unsigned long long)bufs[i].offset,
                           (unsigned long long)alignment);
-        if (!mp_add_u64(bufs[i].offset, bufs[i].size, &e) || e > arena)
-            return mp_err(ctx, MP_ERR_VERIFY,
+        if (!mp__add_u64(bufs[i].offset, bufs[i].size, &e) || e > arena)
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "buffer %zu: [%llu, +%llu) ends beyond the arena of "
                           "%llu bytes",
                           i, (unsigned long long)bufs[i].offset,
                           (unsigned long long)bufs[i].size,
                           (unsigned long long)arena);
     }
-    int64_t *start = mp_alloc(ctx, (n + 1) * sizeof *start);
-    int64_t *end = mp_alloc(ctx, (n + 1) * sizeof *end);
-    uint64_t *off = mp_alloc(ctx, (n + 1) * sizeof *off);
-    uint64_t *size = mp_alloc(ctx, (n + 1) * sizeof *size);
+    int64_t *start = mp__alloc(ctx, (n + 1) * sizeof *start);
+    int64_t *end = mp__alloc(ctx, (n + 1) * sizeof *end);
+    uint64_t *off = mp__alloc(ctx, (n + 1) * sizeof *off);
+    uint64_t *size = mp__alloc(ctx, (n + 1) * sizeof *size);
     mp_status st = MP_ERR_NOMEM;
     if (start && end && off && size) {
         for (size_t i = 0; i < n; i++) {
@@ -234,10 +234,10 @@ mp_status mp_offsets_verify(mp_ctx *ctx, const mp_buffer *bufs, size_t n,
         st = check_overlaps(ctx, (uint32_t)n, start, end, off, size,
                             label_buffer, NULL);
     }
-    mp_dealloc(ctx, start);
-    mp_dealloc(ctx, end);
-    mp_dealloc(ctx, off);
-    mp_dealloc(ctx, size);
+    mp__dealloc(ctx, start);
+    mp__dealloc(ctx, end);
+    mp__dealloc(ctx, off);
+    mp__dealloc(ctx, size);
     return st;
 }
 
@@ -310,19 +310,19 @@ static mp_status chain_resident(const mp_graph *g, const mp_plan *p,
                                 const uint32_t *open, uint32_t node,
                                 uint32_t s, uint32_t depth)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     if (depth > g->n_nodes)
-        return mp_err(p->ctx, MP_ERR_VERIFY, "fused chain through node '%s' "
+        return mp__err(p->ctx, MP_ERR_VERIFY, "fused chain through node '%s' "
                       "is cyclic", n->name);
     for (uint32_t i = 0; i < n->n_in; i++) {
         if (n->inputs[i] == MP_NONE)
             continue;
         uint32_t r = g->tensors[n->inputs[i]].root;
-        if (mp_kind_persistent(g->tensors[r].kind) || g->tensors[r].bytes == 0)
+        if (mp__kind_persistent(g->tensors[r].kind) || g->tensors[r].bytes == 0)
             continue;
         if (p->fused && p->fused[r]) {
             if (g->tensors[r].producer == MP_NONE)
-                return mp_err(p->ctx, MP_ERR_VERIFY,
+                return mp__err(p->ctx, MP_ERR_VERIFY,
                               "fused tensor '%s' has no producer",
                               g->tensors[r].name);
             mp_status st = chain_resident(g, p, open, g->tensors[r].producer,
@@ -330,7 +330,7 @@ static mp_status chain_resident(const mp_graph *g, const mp_plan *p,
             if (st)
                 return st;
         } else if (open[r] == MP_NONE) {
-            return mp_err(p->ctx, MP_ERR_VERIFY,
+            return mp__err(p->ctx, MP_ERR_VERIFY,
                           "step %u: input '%s' of node '%s' (inside a fused "
                           "chain) is not resident when the chain runs",
                           (unsigned)s, g->tensors[r].name, n->name);
@@ -348,32 +348,32 @@ static mp_status check_fused_output(const mp_graph *g, const mp_plan *p,
                                     uint32_t t)
 {
     mp_ctx *ctx = p->ctx;
-    const mp_tensor *tt = &g->tensors[t];
-    const mp_node *pn = &g->nodes[tt->producer];
+    const mp__tensor *tt = &g->tensors[t];
+    const mp__node *pn = &g->nodes[tt->producer];
     uint32_t outs = 0;
     for (uint32_t o = 0; o < pn->n_out; o++)
         outs += pn->outputs[o] != MP_NONE;
-    if (!mp_op_pointwise(pn->def) || outs != 1)
-        return mp_err(ctx, MP_ERR_VERIFY,
+    if (!mp__op_pointwise(pn->def) || outs != 1)
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "tensor '%s' is marked fused but node '%s' (%s) is not "
                       "a pointwise op with one output",
                       tt->name, pn->name, pn->op);
-    if (tt->flags & MP_TF_OUTPUT)
-        return mp_err(ctx, MP_ERR_VERIFY,
+    if (tt->flags & MP__TF_OUTPUT)
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "tensor '%s' is marked fused but is a graph output",
                       tt->name);
     if (tt->n_cons == 0)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "tensor '%s' is marked fused but nothing reads it",
                       tt->name);
     uint32_t c = g->cons[tt->cons_begin];
     for (uint32_t k = 1; k < tt->n_cons; k++)
         if (g->cons[tt->cons_begin + k] != c)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s' is marked fused but has more than one "
                           "reader",
                           tt->name);
-    const mp_node *cn = &g->nodes[c];
+    const mp__node *cn = &g->nodes[c];
     uint32_t z = MP_NONE;
     outs = 0;
     for (uint32_t o = 0; o < cn->n_out; o++)
@@ -381,14 +381,14 @@ static mp_status check_fused_output(const mp_graph *g, const mp_plan *p,
             z = cn->outputs[o];
             outs++;
         }
-    if (!mp_op_pointwise(cn->def) || outs != 1 ||
+    if (!mp__op_pointwise(cn->def) || outs != 1 ||
         g->tensors[z].bytes != tt->bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "tensor '%s' is marked fused but its reader '%s' (%s) "
                       "is not a pointwise op with one output of its size",
                       tt->name, cn->name, cn->op);
     if (find_block(p, order, t, s) != MP_NONE)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "tensor '%s' is marked fused but has a block", tt->name);
     return MP_OK;
 }
@@ -399,7 +399,7 @@ static mp_status check_fused_output(const mp_graph *g, const mp_plan *p,
 static bool reads_overwritable(const mp_graph *g, const mp_plan *p,
                                uint32_t node, uint32_t x, uint32_t depth)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     if (depth > g->n_nodes)
         return false;
     for (uint32_t i = 0; i < n->n_in; i++) {
@@ -411,7 +411,7 @@ static bool reads_overwritable(const mp_graph *g, const mp_plan *p,
                 reads_overwritable(g, p, g->tensors[r].producer, x,
                                    depth + 1))
                 return true;
-        } else if (r == x && mp_op_may_overwrite(n->def, i)) {
+        } else if (r == x && mp__op_may_overwrite(n->def, i)) {
             return true;
         }
     }
@@ -428,47 +428,47 @@ static mp_status check_inplace(const mp_graph *g, const mp_plan *p,
                                uint32_t o, uint32_t b)
 {
     mp_ctx *ctx = p->ctx;
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     uint32_t x = p->block_over[b];
-    const mp_tensor *ty = &g->tensors[p->blocks[b].tensor];
+    const mp__tensor *ty = &g->tensors[p->blocks[b].tensor];
     if (x >= g->n_tensors)
-        return mp_err(ctx, MP_ERR_VERIFY, "tensor '%s': in place over no "
+        return mp__err(ctx, MP_ERR_VERIFY, "tensor '%s': in place over no "
                       "tensor %u", ty->name, (unsigned)x);
-    const mp_tensor *tx = &g->tensors[x];
+    const mp__tensor *tx = &g->tensors[x];
     if (o != 0)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u: '%s' is output %u of node '%s'; only output "
                       "0 may be written in place",
                       (unsigned)s, ty->name, (unsigned)o, n->name);
-    if (!mp_tensor_in_arena(tx) || tx->producer == MP_NONE ||
-        (tx->flags & MP_TF_OUTPUT))
-        return mp_err(ctx, MP_ERR_VERIFY,
+    if (!mp__tensor_in_arena(tx) || tx->producer == MP_NONE ||
+        (tx->flags & MP__TF_OUTPUT))
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u: '%s' is written in place over '%s', which is "
                       "%s",
                       (unsigned)s, ty->name, tx->name,
-                      !mp_tensor_in_arena(tx) ? "not in the arena"
+                      !mp__tensor_in_arena(tx) ? "not in the arena"
                       : tx->producer == MP_NONE ? "a graph input"
                                                 : "a graph output");
     if (tx->bytes != ty->bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u: '%s' (%llu bytes) is written in place over "
                       "'%s' (%llu bytes): sizes differ",
                       (unsigned)s, ty->name, (unsigned long long)ty->bytes,
                       tx->name, (unsigned long long)tx->bytes);
     if (!reads_overwritable(g, p, node, x, 0))
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u: node '%s' (%s) writes '%s' in place over "
                       "'%s', which is not an input it may overwrite",
                       (unsigned)s, n->name, n->op, ty->name, tx->name);
     uint32_t bx = open[x];
     if (bx == MP_NONE)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u: '%s' is written in place over '%s', which is "
                       "not resident",
                       (unsigned)s, ty->name, tx->name);
     const mp_block *a = &p->blocks[bx];
     if (a->end != s)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u: '%s' is written in place over '%s', whose "
                       "block claims to end at step %u",
                       (unsigned)s, ty->name, tx->name, (unsigned)a->end);
@@ -501,14 +501,14 @@ static mp_status check_inplace_memory(const mp_graph *g, const mp_plan *p,
         }
         const mp_block *a = lo ? &p->blocks[order[lo - 1]] : NULL;
         if (!a || a->tensor != x || a->end != bb->first)
-            return mp_err(p->ctx, MP_ERR_VERIFY,
+            return mp__err(p->ctx, MP_ERR_VERIFY,
                           "tensor '%s' is written in place over '%s', which "
                           "has no block ending at step %u",
                           g->tensors[bb->tensor].name,
                           x < g->n_tensors ? g->tensors[x].name : "?",
                           (unsigned)bb->first);
         if (a->offset != bb->offset || a->size != bb->size)
-            return mp_err(p->ctx, MP_ERR_VERIFY,
+            return mp__err(p->ctx, MP_ERR_VERIFY,
                           "step %u: '%s' at [%llu, +%llu) is written in "
                           "place over '%s' at [%llu, +%llu): not the same "
                           "memory",
@@ -546,19 +546,19 @@ static mp_status replay_transfer(const mp_graph *g, const mp_plan *p,
     mp_ctx *ctx = p->ctx;
     char lb[300];
     const mp_step *sp = &p->steps[s];
-    const mp_tensor *tt = &g->tensors[sp->index];
-    if (!mp_tensor_in_arena(tt))
-        return mp_err(ctx, MP_ERR_VERIFY,
+    const mp__tensor *tt = &g->tensors[sp->index];
+    if (!mp__tensor_in_arena(tt))
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u (%s): the tensor takes no arena memory",
                       (unsigned)s, step_label(g, sp, lb, sizeof lb));
     if (sp->kind == MP_STEP_OFFLOAD) {
         uint32_t b = open[sp->index];
         if (b == MP_NONE)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "step %u (%s): the tensor is not resident",
                           (unsigned)s, step_label(g, sp, lb, sizeof lb));
         if (p->blocks[b].end != s)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "step %u (%s): its block claims to end at step %u",
                           (unsigned)s, step_label(g, sp, lb, sizeof lb),
                           (unsigned)p->blocks[b].end);
@@ -567,20 +567,20 @@ static mp_status replay_transfer(const mp_graph *g, const mp_plan *p,
         return MP_OK;
     }
     if (open[sp->index] != MP_NONE)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u (%s): the tensor is already resident",
                       (unsigned)s, step_label(g, sp, lb, sizeof lb));
     if (!on_host[sp->index])
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u (%s): the tensor was never offloaded to host",
                       (unsigned)s, step_label(g, sp, lb, sizeof lb));
     uint32_t b = find_block(p, order, sp->index, s);
     if (b == MP_NONE)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u (%s): no block starts at this step",
                       (unsigned)s, step_label(g, sp, lb, sizeof lb));
     if (p->blocks[b].size < tt->bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "tensor '%s': block of %llu bytes is smaller than the "
                       "tensor (%llu bytes)",
                       tt->name, (unsigned long long)p->blocks[b].size,
@@ -602,13 +602,13 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
         open[t] = MP_NONE;
     /* graph inputs are resident from the start */
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->producer != MP_NONE || !mp_tensor_in_arena(tt) ||
-            (tt->n_cons == 0 && !(tt->flags & MP_TF_OUTPUT)))
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->producer != MP_NONE || !mp__tensor_in_arena(tt) ||
+            (tt->n_cons == 0 && !(tt->flags & MP__TF_OUTPUT)))
             continue;
         uint32_t b = find_block(p, order, t, 0);
         if (b == MP_NONE)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "input tensor '%s' has no block starting at step 0",
                           tt->name);
         open[t] = b;
@@ -620,7 +620,7 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
             sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE;
         if ((unsigned)sp->kind > MP_STEP_PREFETCH ||
             sp->index >= (is_node ? g->n_nodes : g->n_tensors))
-            return mp_err(ctx, MP_ERR_VERIFY, "step %u: invalid step",
+            return mp__err(ctx, MP_ERR_VERIFY, "step %u: invalid step",
                           (unsigned)s);
         if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH) {
             mp_status st = replay_transfer(g, p, order, open, used, on_host,
@@ -630,36 +630,36 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
             continue;
         }
         if (sp->kind == MP_STEP_FREE) {
-            const mp_tensor *tt = &g->tensors[sp->index];
-            if (!mp_tensor_in_arena(tt))
-                return mp_err(ctx, MP_ERR_VERIFY,
+            const mp__tensor *tt = &g->tensors[sp->index];
+            if (!mp__tensor_in_arena(tt))
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): the tensor takes no arena memory",
                               (unsigned)s, step_label(g, sp, lb, sizeof lb));
             uint32_t b = open[sp->index];
             if (b == MP_NONE)
-                return mp_err(ctx, MP_ERR_VERIFY,
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): the tensor is not resident",
                               (unsigned)s, step_label(g, sp, lb, sizeof lb));
             if (p->blocks[b].end != s)
-                return mp_err(ctx, MP_ERR_VERIFY,
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): its block claims to end at step "
                               "%u",
                               (unsigned)s, step_label(g, sp, lb, sizeof lb),
                               (unsigned)p->blocks[b].end);
-            if (tt->flags & MP_TF_OUTPUT)
-                return mp_err(ctx, MP_ERR_VERIFY,
+            if (tt->flags & MP__TF_OUTPUT)
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): graph output freed", (unsigned)s,
                               step_label(g, sp, lb, sizeof lb));
             open[sp->index] = MP_NONE;
             continue;
         }
-        const mp_node *n = &g->nodes[sp->index];
+        const mp__node *n = &g->nodes[sp->index];
         if (sp->kind == MP_STEP_COMPUTE && computed[sp->index])
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "step %u (%s): node computed twice (use RECOMPUTE)",
                           (unsigned)s, step_label(g, sp, lb, sizeof lb));
         if (sp->kind == MP_STEP_RECOMPUTE && !computed[sp->index])
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "step %u (%s): recomputed before being computed",
                           (unsigned)s, step_label(g, sp, lb, sizeof lb));
         computed[sp->index] = 1;
@@ -667,16 +667,16 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
             uint32_t t = n->inputs[i];
             if (t == MP_NONE)
                 continue;
-            const mp_tensor *tt = &g->tensors[t];
+            const mp__tensor *tt = &g->tensors[t];
             uint32_t r = tt->root;
-            if (mp_kind_persistent(g->tensors[r].kind) ||
+            if (mp__kind_persistent(g->tensors[r].kind) ||
                 g->tensors[r].bytes == 0)
                 continue;
             if (p->fused && p->fused[r]) {
                 /* runs fused with its producer: computed just before */
                 if (g->tensors[r].producer == MP_NONE ||
                     g->tensors[r].producer != prev_node)
-                    return mp_err(ctx, MP_ERR_VERIFY,
+                    return mp__err(ctx, MP_ERR_VERIFY,
                                   "step %u (%s): fused input '%s' was not "
                                   "computed by the node step just before",
                                   (unsigned)s,
@@ -690,7 +690,7 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
             uint32_t ob = open[r] == MP_NONE ? overwritten_by(p, r, s)
                                              : MP_NONE;
             if (ob != MP_NONE)
-                return mp_err(ctx, MP_ERR_VERIFY,
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): input '%s' is read after '%s' "
                               "was written in place over it at step %u",
                               (unsigned)s, step_label(g, sp, lb, sizeof lb),
@@ -698,7 +698,7 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
                               g->tensors[p->blocks[ob].tensor].name,
                               (unsigned)p->blocks[ob].first);
             if (open[r] == MP_NONE)
-                return mp_err(ctx, MP_ERR_VERIFY,
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): input '%s'%s%s%s is not resident",
                               (unsigned)s, step_label(g, sp, lb, sizeof lb),
                               tt->name, r != t ? " (a view of '" : "",
@@ -707,8 +707,8 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
         }
         for (uint32_t o = 0; o < n->n_out; o++) {
             uint32_t t = n->outputs[o];
-            const mp_tensor *tt = &g->tensors[t];
-            if (!mp_tensor_in_arena(tt))
+            const mp__tensor *tt = &g->tensors[t];
+            if (!mp__tensor_in_arena(tt))
                 continue;
             if (p->fused && p->fused[t]) {
                 mp_status fst = check_fused_output(g, p, order, s, t);
@@ -717,19 +717,19 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
                 continue;
             }
             if (open[t] != MP_NONE)
-                return mp_err(ctx, MP_ERR_VERIFY,
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): output '%s' is still resident",
                               (unsigned)s, step_label(g, sp, lb, sizeof lb),
                               tt->name);
             uint32_t b = find_block(p, order, t, s);
             if (b == MP_NONE)
-                return mp_err(ctx, MP_ERR_VERIFY,
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "step %u (%s): output '%s' has no block "
                               "starting at this step",
                               (unsigned)s, step_label(g, sp, lb, sizeof lb),
                               tt->name);
             if (p->blocks[b].size < tt->bytes)
-                return mp_err(ctx, MP_ERR_VERIFY,
+                return mp__err(ctx, MP_ERR_VERIFY,
                               "tensor '%s': block of %llu bytes is smaller "
                               "than the tensor (%llu bytes)",
                               tt->name,
@@ -747,25 +747,25 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
     }
     for (uint32_t v = 0; v < g->n_nodes; v++)
         if (!computed[v])
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "node '%s' is never computed", g->nodes[v].name);
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         if (open[t] != MP_NONE && p->blocks[open[t]].end != p->n_steps)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s': resident at the end but its block "
                           "ends at step %u",
                           tt->name, (unsigned)p->blocks[open[t]].end);
-        if ((tt->flags & MP_TF_OUTPUT) &&
-            !mp_kind_persistent(g->tensors[tt->root].kind) &&
+        if ((tt->flags & MP__TF_OUTPUT) &&
+            !mp__kind_persistent(g->tensors[tt->root].kind) &&
             g->tensors[tt->root].bytes && open[tt->root] == MP_NONE)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "graph output '%s' is not resident at the end",
                           tt->name);
     }
     for (uint32_t b = 0; b < p->n_blocks; b++)
         if (!used[b])
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "block %u (tensor '%s' from step %u) matches no "
                           "step of the schedule",
                           (unsigned)b,
@@ -782,21 +782,21 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
  * within its pool's reported arena, each arena within the pool's
  * capacity, and the plan's arena is their sum. */
 static mp_status pool_bases(const mp_graph *g, const mp_plan *p,
-                            uint64_t base[MP_MAX_POOLS])
+                            uint64_t base[MP__MAX_POOLS])
 {
     mp_ctx *ctx = p->ctx;
     base[0] = 0;
     if (!p->block_pool)
         return MP_OK;
-    if (!p->n_pools || !p->pools || p->n_pools > MP_MAX_POOLS)
-        return mp_err(ctx, MP_ERR_VERIFY, "plan has blocks in pools but %u "
+    if (!p->n_pools || !p->pools || p->n_pools > MP__MAX_POOLS)
+        return mp__err(ctx, MP_ERR_VERIFY, "plan has blocks in pools but %u "
                       "pools", (unsigned)p->n_pools);
     uint64_t sum = 0;
     for (uint32_t k = 0; k < p->n_pools; k++) {
         base[k] = sum;
         if (p->pools[k].arena_bytes > p->pools[k].capacity ||
-            !mp_add_u64(sum, p->pools[k].arena_bytes, &sum))
-            return mp_err(ctx, MP_ERR_VERIFY,
+            !mp__add_u64(sum, p->pools[k].arena_bytes, &sum))
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "pool '%s': arena %llu bytes above its capacity "
                           "%llu",
                           p->pools[k].name,
@@ -808,7 +808,7 @@ static mp_status pool_bases(const mp_graph *g, const mp_plan *p,
         uint32_t k = p->block_pool[i];
         if (k >= p->n_pools || bl->offset > p->pools[k].arena_bytes ||
             bl->size > p->pools[k].arena_bytes - bl->offset)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s' at [%llu, +%llu) lies outside pool "
                           "%u's arena",
                           g->tensors[bl->tensor].name,
@@ -816,7 +816,7 @@ static mp_status pool_bases(const mp_graph *g, const mp_plan *p,
                           (unsigned long long)bl->size, (unsigned)k);
     }
     if (sum != p->fig.arena_bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "reported arena %llu bytes is not the sum of the "
                       "pools' arenas (%llu)",
                       (unsigned long long)p->fig.arena_bytes,
@@ -831,7 +831,7 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
     uint64_t align = f->alignment ? f->alignment : 1;
     uint64_t arena = 0, no_reuse = 0;
     uint32_t n = p->n_blocks;
-    uint64_t base[MP_MAX_POOLS];
+    uint64_t base[MP__MAX_POOLS];
     mp_status pst = pool_bases(g, p, base);
     if (pst)
         return pst;
@@ -839,19 +839,19 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
         const mp_block *b = &p->blocks[i];
         uint64_t e, vo = b->offset + base[p->block_pool ? p->block_pool[i] : 0];
         if (b->offset % align || b->size % align)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s': offset %llu / size %llu not aligned to "
                           "%llu",
                           g->tensors[b->tensor].name,
                           (unsigned long long)b->offset,
                           (unsigned long long)b->size,
                           (unsigned long long)align);
-        if (!mp_add_u64(vo, b->size, &e) ||
-            !mp_add_u64(no_reuse, b->size, &no_reuse))
-            return mp_err(ctx, MP_ERR_VERIFY, "tensor '%s': offset overflows",
+        if (!mp__add_u64(vo, b->size, &e) ||
+            !mp__add_u64(no_reuse, b->size, &no_reuse))
+            return mp__err(ctx, MP_ERR_VERIFY, "tensor '%s': offset overflows",
                           g->tensors[b->tensor].name);
         if (e > f->arena_bytes)
-            return mp_err(ctx, MP_ERR_VERIFY,
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s' at [%llu, %llu) lies outside the arena "
                           "of %llu bytes",
                           g->tensors[b->tensor].name,
@@ -862,14 +862,14 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
             arena = e;
     }
     if (arena != f->arena_bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "reported arena %llu bytes, but the blocks end at %llu",
                       (unsigned long long)f->arena_bytes,
                       (unsigned long long)arena);
-    int64_t *start = mp_alloc(ctx, ((size_t)n + 1) * sizeof *start);
-    int64_t *end = mp_alloc(ctx, ((size_t)n + 1) * sizeof *end);
-    uint64_t *off = mp_alloc(ctx, ((size_t)n + 1) * sizeof *off);
-    uint64_t *size = mp_alloc(ctx, ((size_t)n + 1) * sizeof *size);
+    int64_t *start = mp__alloc(ctx, ((size_t)n + 1) * sizeof *start);
+    int64_t *end = mp__alloc(ctx, ((size_t)n + 1) * sizeof *end);
+    uint64_t *off = mp__alloc(ctx, ((size_t)n + 1) * sizeof *off);
+    uint64_t *size = mp__alloc(ctx, ((size_t)n + 1) * sizeof *size);
     mp_status st = MP_ERR_NOMEM;
     if (start && end && off && size) {
         for (uint32_t i = 0; i < n; i++) {
@@ -882,14 +882,14 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
         plan_labels l = {g, p};
         st = check_overlaps(ctx, n, start, end, off, size, label_block, &l);
     }
-    mp_dealloc(ctx, start);
-    mp_dealloc(ctx, end);
-    mp_dealloc(ctx, off);
-    mp_dealloc(ctx, size);
+    mp__dealloc(ctx, start);
+    mp__dealloc(ctx, end);
+    mp__dealloc(ctx, off);
+    mp__dealloc(ctx, size);
     if (st)
         return st;
     if (no_reuse != f->no_reuse_bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "reported no-reuse bytes %llu, replayed %llu",
                       (unsigned long long)f->no_reuse_bytes,
                       (unsigned long long)no_reuse);
@@ -901,14 +901,14 @@ static mp_status check_figures(const mp_graph *g, const mp_plan *p)
     mp_ctx *ctx = p->ctx;
     const mp_figures *f = &p->fig;
     /* live bytes recomputed from the blocks, not read from the plan */
-    int64_t *delta = mp_calloc(ctx, (size_t)p->n_steps + 1, sizeof *delta);
+    int64_t *delta = mp__calloc(ctx, (size_t)p->n_steps + 1, sizeof *delta);
     if (!delta)
         return MP_ERR_NOMEM;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
         const mp_block *b = &p->blocks[i];
         if (b->first >= b->end || b->end > p->n_steps) {
-            mp_dealloc(ctx, delta);
-            return mp_err(ctx, MP_ERR_VERIFY,
+            mp__dealloc(ctx, delta);
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s': block interval [%u, %u) is invalid",
                           g->tensors[b->tensor].name, (unsigned)b->first,
                           (unsigned)b->end);
@@ -924,32 +924,32 @@ static mp_status check_figures(const mp_graph *g, const mp_plan *p)
         if (s == f->peak_step)
             at_peak = cur;
     }
-    mp_dealloc(ctx, delta);
+    mp__dealloc(ctx, delta);
     if (lb != f->lower_bound_bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "reported lower bound %llu bytes, replayed %llu",
                       (unsigned long long)f->lower_bound_bytes,
                       (unsigned long long)lb);
     if (p->n_steps && at_peak != lb)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "reported peak step %u has %llu live bytes, not the "
                       "maximum %llu",
                       (unsigned)f->peak_step, (unsigned long long)at_peak,
                       (unsigned long long)lb);
-    uint64_t pers = mp_plan_persistent_bytes(g), peak;
+    uint64_t pers = mp__plan_persistent_bytes(g), peak;
     if (pers != f->persistent_bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "reported persistent bytes %llu, replayed %llu",
                       (unsigned long long)f->persistent_bytes,
                       (unsigned long long)pers);
-    if (!mp_add_u64(f->arena_bytes, pers, &peak) || peak != f->peak_bytes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+    if (!mp__add_u64(f->arena_bytes, pers, &peak) || peak != f->peak_bytes)
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "reported peak %llu bytes is not arena + persistent "
                       "(%llu)",
                       (unsigned long long)f->peak_bytes,
                       (unsigned long long)peak);
     if (f->status == MP_SOLVE_OPTIMAL && f->arena_bytes != lb)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "plan claims to be optimal but its arena (%llu) is "
                       "above the lower bound (%llu)",
                       (unsigned long long)f->arena_bytes,
@@ -963,22 +963,22 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
         return MP_ERR_INVALID_ARG;
     mp_ctx *ctx = g->ctx;
     if (!g->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     for (uint32_t i = 0; i < p->n_blocks; i++)
         if (p->blocks[i].tensor >= g->n_tensors)
-            return mp_err(ctx, MP_ERR_VERIFY, "block %u: no tensor %u",
+            return mp__err(ctx, MP_ERR_VERIFY, "block %u: no tensor %u",
                           (unsigned)i, (unsigned)p->blocks[i].tensor);
-        else if (!mp_tensor_in_arena(&g->tensors[p->blocks[i].tensor]))
-            return mp_err(ctx, MP_ERR_VERIFY,
+        else if (!mp__tensor_in_arena(&g->tensors[p->blocks[i].tensor]))
+            return mp__err(ctx, MP_ERR_VERIFY,
                           "block %u: tensor '%s' takes no arena memory",
                           (unsigned)i, g->tensors[p->blocks[i].tensor].name);
     uint32_t nb = p->n_blocks, nt = (uint32_t)g->n_tensors;
-    uint32_t *order = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *order);
-    block_key *keys = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *keys);
-    uint32_t *open = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *open);
-    uint8_t *used = mp_calloc(ctx, (size_t)nb + 1, 1);
-    uint8_t *computed = mp_calloc(ctx, g->n_nodes + 1, 1);
-    uint8_t *on_host = mp_calloc(ctx, (size_t)nt + 1, 1);
+    uint32_t *order = mp__alloc(ctx, ((size_t)nb + 1) * sizeof *order);
+    block_key *keys = mp__alloc(ctx, ((size_t)nb + 1) * sizeof *keys);
+    uint32_t *open = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *open);
+    uint8_t *used = mp__calloc(ctx, (size_t)nb + 1, 1);
+    uint8_t *computed = mp__calloc(ctx, g->n_nodes + 1, 1);
+    uint8_t *on_host = mp__calloc(ctx, (size_t)nt + 1, 1);
     mp_status st = MP_ERR_NOMEM;
     if (order && keys && open && used && computed && on_host) {
         for (uint32_t i = 0; i < nb; i++)
@@ -991,7 +991,7 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
             const mp_block *a = &p->blocks[order[i - 1]];
             const mp_block *b = &p->blocks[order[i]];
             if (a->tensor == b->tensor && a->first == b->first)
-                st = mp_err(ctx, MP_ERR_VERIFY,
+                st = mp__err(ctx, MP_ERR_VERIFY,
                             "tensor '%s' has two blocks starting at step %u",
                             g->tensors[a->tensor].name, (unsigned)a->first);
         }
@@ -1004,11 +1004,11 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
         if (!st)
             st = check_figures(g, p);
     }
-    mp_dealloc(ctx, order);
-    mp_dealloc(ctx, keys);
-    mp_dealloc(ctx, open);
-    mp_dealloc(ctx, used);
-    mp_dealloc(ctx, computed);
-    mp_dealloc(ctx, on_host);
+    mp__dealloc(ctx, order);
+    mp__dealloc(ctx, keys);
+    mp__dealloc(ctx, open);
+    mp__dealloc(ctx, used);
+    mp__dealloc(ctx, computed);
+    mp__dealloc(ctx, on_host);
     return st;
 }

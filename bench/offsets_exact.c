@@ -71,8 +71,8 @@ static int run_one(const char *dir, const char *name, uint64_t cap,
            v == MP_OK ? "ok" : "FAILED");
     int bad = v != MP_OK || (!ok && st != MP_ERR_INFEASIBLE);
     if (ilp_s > 0) {
-        mp_ofs_prob p;
-        if (mp_ofs_prob_init(ctx, &p, b, n, 1) == MP_OK) {
+        mp__ofs_prob p;
+        if (mp__ofs_prob_init(ctx, &p, b, n, 1) == MP_OK) {
             /* warm start: the best greedy packing */
             mp_offsets_options_init(&o);
             o.method = MP_OFFSETS_SIZE_BESTFIT;
@@ -83,9 +83,9 @@ static int run_one(const char *dir, const char *name, uint64_t cap,
                 mp_offsets_solve(ctx, b, n, &o, &g) == MP_OK) {
                 for (size_t i = 0; i < n; i++)
                     seed[i] = b[i].offset;
-                mp_ofs_ilp_res ir;
+                mp__ofs_ilp_res ir;
                 double i0 = cpu_now();
-                mp_status is = mp_ofs_ilp(&p, seed, g.arena_bytes, cap,
+                mp_status is = mp__ofs_ilp(&p, seed, g.arena_bytes, cap,
                                           ilp_s, off, &ir);
                 double ic = cpu_now() - i0;
                 if (is == MP_OK) {
@@ -111,7 +111,7 @@ static int run_one(const char *dir, const char *name, uint64_t cap,
             }
             free(seed);
             free(off);
-            mp_ofs_prob_free(&p);
+            mp__ofs_prob_free(&p);
         }
     }
     mp_free(ctx, b);

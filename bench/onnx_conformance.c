@@ -116,7 +116,7 @@ static size_t read_input_values(const char *dir, const char *path,
 
 /* A sequence or optional output: inferred as one, its size known, its
  * element type and every element's declared dims as declared. */
-static int check_seq_output(const Onnx__ValueInfoProto *v, const mp_tensor *t,
+static int check_seq_output(const Onnx__ValueInfoProto *v, const mp__tensor *t,
                             char *why, size_t cap)
 {
     const Onnx__TypeProto *et = NULL;
@@ -132,18 +132,18 @@ static int check_seq_output(const Onnx__ValueInfoProto *v, const mp_tensor *t,
         of_seq = true;
         et = et->sequence_type->elem_type;
     }
-    int want = !optional ? MP_SEQ_SEQUENCE
-                         : of_seq ? MP_SEQ_OPTIONAL_SEQUENCE : MP_SEQ_OPTIONAL;
+    int want = !optional ? MP__SEQ_SEQUENCE
+                         : of_seq ? MP__SEQ_OPTIONAL_SEQUENCE : MP__SEQ_OPTIONAL;
     if (!t->seq || t->seq->type != want) {
         snprintf(why, cap, "output '%s': not inferred as a %s", v->name,
                  optional ? "optional" : "sequence");
         return 0;
     }
-    if (!(t->flags & MP_TF_SIZE_KNOWN)) {
+    if (!(t->flags & MP__TF_SIZE_KNOWN)) {
         snprintf(why, cap, "output '%s': size unknown", v->name);
         return 0;
     }
-    const mp_seq *q = t->seq;
+    const mp__seq *q = t->seq;
     const Onnx__TypeProto__Tensor *tt =
         et && et->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE
             ? et->tensor_type
@@ -156,7 +156,7 @@ static int check_seq_output(const Onnx__ValueInfoProto *v, const mp_tensor *t,
         return 0;
     }
     for (uint32_t e = 0; tt->shape && e < q->n_elems; e++) {
-        const mp_shape *s = &q->elems[e];
+        const mp__shape *s = &q->elems[e];
         bool bad = (size_t)s->rank != tt->shape->n_dim;
         for (size_t k = 0; !bad && k < tt->shape->n_dim; k++) {
             const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
@@ -262,7 +262,7 @@ static int check_node_test(const char *path, const char *inputs, int bind1,
             ok = 0;
             break;
         }
-        const mp_tensor *t = &g->tensors[id];
+        const mp__tensor *t = &g->tensors[id];
         if (v->type &&
             (v->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
              v->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)) {
@@ -333,7 +333,7 @@ static int check_model(const char *path, char *why, size_t cap)
     int ok = 0;
     mp_status st = ctx ? mpb_load_onnx_dims1(ctx, path, &g) : MP_ERR_NOMEM;
     if (!st && mp_graph_unknown_shapes(g))
-        st = mp_err(ctx, MP_ERR_SHAPE, "%s: %zu unknown shapes", path,
+        st = mp__err(ctx, MP_ERR_SHAPE, "%s: %zu unknown shapes", path,
                     mp_graph_unknown_shapes(g));
     if (!st)
         st = mp_plan_create(g, &po, &p);
@@ -374,7 +374,7 @@ static int time_model(const char *path, int reps)
     double best_cpu = 1e30, sum_cpu = 0, sum_wall = 0;
     for (int r = 0; r < reps; r++) {
         clock_t c0 = clock();
-        double w0 = mp_now_seconds();
+        double w0 = mp__now_seconds();
         mp_graph *g = NULL;
         mp_plan *p = NULL;
         mp_plan_options o;
@@ -388,7 +388,7 @@ static int time_model(const char *path, int reps)
             return 1;
         }
         double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
-        sum_wall += mp_now_seconds() - w0;
+        sum_wall += mp__now_seconds() - w0;
         sum_cpu += cpu;
         if (cpu < best_cpu)
             best_cpu = cpu;

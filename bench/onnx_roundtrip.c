@@ -43,15 +43,15 @@ static int diff_tensors(const mp_graph *a, const mp_graph *b, char *why,
                         size_t cap)
 {
     for (size_t i = 0; i < a->n_tensors; i++) {
-        const mp_tensor *t = &a->tensors[i];
-        if (!(t->flags & MP_TF_SIZE_KNOWN))
+        const mp__tensor *t = &a->tensors[i];
+        if (!(t->flags & MP__TF_SIZE_KNOWN))
             continue;
         uint32_t id;
         if (mp_graph_find_tensor(b, t->name, &id) != MP_OK) {
             snprintf(why, cap, "tensor '%s' missing", t->name);
             return -1;
         }
-        const mp_tensor *u = &b->tensors[id];
+        const mp__tensor *u = &b->tensors[id];
         int ka = t->kind == MP_KIND_OUTPUT ? MP_KIND_ACTIVATION : t->kind;
         int kb = u->kind == MP_KIND_OUTPUT ? MP_KIND_ACTIVATION : u->kind;
         if (u->bytes != t->bytes || ka != kb) {
@@ -62,7 +62,7 @@ static int diff_tensors(const mp_graph *a, const mp_graph *b, char *why,
                      mp_kind_name((mp_tensor_kind)kb));
             return -1;
         }
-        if (t->rank >= 0 && !(t->flags & MP_TF_BYTES_GIVEN) &&
+        if (t->rank >= 0 && !(t->flags & MP__TF_BYTES_GIVEN) &&
             (u->rank != t->rank || u->dtype != t->dtype ||
              (t->rank > 0 && memcmp(u->dims, t->dims,
                                     (size_t)t->rank * sizeof *t->dims)))) {

@@ -112,7 +112,7 @@ void mp_ctx_clear(mp_ctx *ctx)
     }
 }
 
-mp_status mp_verr(mp_ctx *ctx, mp_status st, const char *fmt, va_list ap)
+mp_status mp__verr(mp_ctx *ctx, mp_status st, const char *fmt, va_list ap)
 {
     if (!ctx)
         return st;
@@ -121,54 +121,54 @@ mp_status mp_verr(mp_ctx *ctx, mp_status st, const char *fmt, va_list ap)
     return st;
 }
 
-mp_status mp_err(mp_ctx *ctx, mp_status st, const char *fmt, ...)
+mp_status mp__err(mp_ctx *ctx, mp_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    mp_verr(ctx, st, fmt, ap);
+    mp__verr(ctx, st, fmt, ap);
     va_end(ap);
     return st;
 }
 
-void *mp_alloc(mp_ctx *ctx, size_t size)
+void *mp__alloc(mp_ctx *ctx, size_t size)
 {
     void *p = ctx->alloc.malloc_fn(ctx->alloc.user, size ? size : 1);
     if (!p)
-        mp_err(ctx, MP_ERR_NOMEM, "out of memory (allocating %zu bytes)",
+        mp__err(ctx, MP_ERR_NOMEM, "out of memory (allocating %zu bytes)",
                size);
     return p;
 }
 
-void *mp_calloc(mp_ctx *ctx, size_t count, size_t size)
+void *mp__calloc(mp_ctx *ctx, size_t count, size_t size)
 {
     size_t total;
     if (__builtin_mul_overflow(count, size, &total)) {
-        mp_err(ctx, MP_ERR_NOMEM, "allocation of %zu x %zu bytes overflows",
+        mp__err(ctx, MP_ERR_NOMEM, "allocation of %zu x %zu bytes overflows",
                count, size);
         return NULL;
     }
-    void *p = mp_alloc(ctx, total);
+    void *p = mp__alloc(ctx, total);
     if (p)
         memset(p, 0, total);
     return p;
 }
 
-void *mp_realloc_array(mp_ctx *ctx, void *ptr, size_t count, size_t size)
+void *mp__realloc_array(mp_ctx *ctx, void *ptr, size_t count, size_t size)
 {
     size_t total;
     if (__builtin_mul_overflow(count, size, &total)) {
-        mp_err(ctx, MP_ERR_NOMEM, "allocation of %zu x %zu bytes overflows",
+        mp__err(ctx, MP_ERR_NOMEM, "allocation of %zu x %zu bytes overflows",
                count, size);
         return NULL;
     }
     void *p = ctx->alloc.realloc_fn(ctx->alloc.user, ptr, total ? total : 1);
     if (!p)
-        mp_err(ctx, MP_ERR_NOMEM, "out of memory (allocating %zu bytes)",
+        mp__err(ctx, MP_ERR_NOMEM, "out of memory (allocating %zu bytes)",
                total);
     return p;
 }
 
-void mp_dealloc(mp_ctx *ctx, void *ptr)
+void mp__dealloc(mp_ctx *ctx, void *ptr)
 {
     if (ptr)
         ctx->alloc.free_fn(ctx->alloc.user, ptr);
@@ -177,19 +177,19 @@ void mp_dealloc(mp_ctx *ctx, void *ptr)
 void mp_free(mp_ctx *ctx, void *p)
 {
     if (ctx)
-        mp_dealloc(ctx, p);
+        mp__dealloc(ctx, p);
 }
 
-char *mp_strdup(mp_ctx *ctx, const char *s)
+char *mp__strdup(mp_ctx *ctx, const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *p = mp_alloc(ctx, n);
+    char *p = mp__alloc(ctx, n);
     if (p)
         memcpy(p, s, n);
     return p;
 }
 
-mp_status mp_grow(mp_ctx *ctx, void **arr, size_t elt, size_t need,
+mp_status mp__grow(mp_ctx *ctx, void **arr, size_t elt, size_t need,
                   size_t *cap)
 {
     if (need <= *cap)
@@ -197,10 +197,10 @@ mp_status mp_grow(mp_ctx *ctx, void **arr, size_t elt, size_t need,
     size_t nc = *cap ? *cap : 8;
     while (nc < need) {
         if (nc > SIZE_MAX / 2)
-            return mp_err(ctx, MP_ERR_NOMEM, "array too large");
+            return mp__err(ctx, MP_ERR_NOMEM, "array too large");
         nc *= 2;
     }
-    void *p = mp_realloc_array(ctx, *arr, nc, elt);
+    void *p = mp__realloc_array(ctx, *arr, nc, elt);
     if (!p)
         return MP_ERR_NOMEM;
     *arr = p;
@@ -208,7 +208,7 @@ mp_status mp_grow(mp_ctx *ctx, void **arr, size_t elt, size_t need,
     return MP_OK;
 }
 
-double mp_now_seconds(void)
+double mp__now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -226,13 +226,13 @@ static uint32_t hash_str(const char *s)
     return h;
 }
 
-static mp_status map_rehash(mp_ctx *ctx, mp_name_map *m, uint32_t ncap)
+static mp_status map_rehash(mp_ctx *ctx, mp__name_map *m, uint32_t ncap)
 {
-    uint32_t *ns = mp_calloc(ctx, ncap, sizeof *ns);
-    uint32_t *nh = mp_calloc(ctx, ncap, sizeof *nh);
+    uint32_t *ns = mp__calloc(ctx, ncap, sizeof *ns);
+    uint32_t *nh = mp__calloc(ctx, ncap, sizeof *nh);
     if (!ns || !nh) {
-        mp_dealloc(ctx, ns);
-        mp_dealloc(ctx, nh);
+        mp__dealloc(ctx, ns);
+        mp__dealloc(ctx, nh);
         return MP_ERR_NOMEM;
     }
     for (uint32_t i = 0; i < m->cap; i++) {
@@ -244,16 +244,16 @@ static mp_status map_rehash(mp_ctx *ctx, mp_name_map *m, uint32_t ncap)
         ns[h] = m->slots[i];
         nh[h] = m->hashes[i];
     }
-    mp_dealloc(ctx, m->slots);
-    mp_dealloc(ctx, m->hashes);
+    mp__dealloc(ctx, m->slots);
+    mp__dealloc(ctx, m->hashes);
     m->slots = ns;
     m->hashes = nh;
     m->cap = ncap;
     return MP_OK;
 }
 
-mp_status mp_name_map_insert(mp_ctx *ctx, mp_name_map *m, const void *owner,
-                             mp_name_of_fn name_of, const char *key,
+mp_status mp__name_map_insert(mp_ctx *ctx, mp__name_map *m, const void *owner,
+                             mp__name_of_fn name_of, const char *key,
                              uint32_t idx, uint32_t *existing)
 {
     if (existing)
@@ -261,7 +261,7 @@ mp_status mp_name_map_insert(mp_ctx *ctx, mp_name_map *m, const void *owner,
     if ((uint64_t)(m->count + 1) * 2 > m->cap) {
         uint32_t ncap = m->cap ? m->cap * 2 : 64;
         if (ncap < m->cap)
-            return mp_err(ctx, MP_ERR_NOMEM, "too many names");
+            return mp__err(ctx, MP_ERR_NOMEM, "too many names");
         mp_status st = map_rehash(ctx, m, ncap);
         if (st)
             return st;
@@ -282,8 +282,8 @@ mp_status mp_name_map_insert(mp_ctx *ctx, mp_name_map *m, const void *owner,
     return MP_OK;
 }
 
-uint32_t mp_name_map_find(const mp_name_map *m, const void *owner,
-                          mp_name_of_fn name_of, const char *key)
+uint32_t mp__name_map_find(const mp__name_map *m, const void *owner,
+                          mp__name_of_fn name_of, const char *key)
 {
     if (!m->cap)
         return MP_NONE;
@@ -297,10 +297,10 @@ uint32_t mp_name_map_find(const mp_name_map *m, const void *owner,
     return MP_NONE;
 }
 
-void mp_name_map_free(mp_ctx *ctx, mp_name_map *m)
+void mp__name_map_free(mp_ctx *ctx, mp__name_map *m)
 {
-    mp_dealloc(ctx, m->slots);
-    mp_dealloc(ctx, m->hashes);
+    mp__dealloc(ctx, m->slots);
+    mp__dealloc(ctx, m->hashes);
     m->slots = m->hashes = NULL;
     m->cap = m->count = 0;
 }

@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
+mp_status mp__read_file(mp_ctx *ctx, const char *path, char **text,
                        size_t *len)
 {
     *text = NULL;
     *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
+        return mp__err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
                       strerror(errno));
     size_t cap = 0, n = 0;
     char *buf = NULL;
@@ -26,9 +26,9 @@ mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
     for (;;) {
         if (!buf || n + 1 >= cap) {
             size_t ncap = !buf && cap ? cap : (cap ? cap * 2 : 65536);
-            char *nb = mp_realloc_array(ctx, buf, ncap, 1);
+            char *nb = mp__realloc_array(ctx, buf, ncap, 1);
             if (!nb) {
-                mp_dealloc(ctx, buf);
+                mp__dealloc(ctx, buf);
                 fclose(f);
                 return MP_ERR_NOMEM;
             }
@@ -41,7 +41,7 @@ mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
             break;
     }
     if (!buf) {
-        buf = mp_alloc(ctx, 1);
+        buf = mp__alloc(ctx, 1);
         if (!buf) {
             fclose(f);
             return MP_ERR_NOMEM;
@@ -49,9 +49,9 @@ mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
     }
     if (ferror(f)) {
         int e = errno;
-        mp_dealloc(ctx, buf);
+        mp__dealloc(ctx, buf);
         fclose(f);
-        return mp_err(ctx, MP_ERR_IO, "%s: read error: %s", path,
+        return mp__err(ctx, MP_ERR_IO, "%s: read error: %s", path,
                       strerror(e));
     }
     fclose(f);
@@ -61,12 +61,12 @@ mp_status mp_read_file(mp_ctx *ctx, const char *path, char **text,
     return MP_OK;
 }
 
-mp_status mp_write_file(mp_ctx *ctx, const char *path, const char *data,
+mp_status mp__write_file(mp_ctx *ctx, const char *path, const char *data,
                         size_t len)
 {
     FILE *f = fopen(path, "wb");
     if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open for writing: %s",
+        return mp__err(ctx, MP_ERR_IO, "%s: cannot open for writing: %s",
                       path, strerror(errno));
     size_t n = fwrite(data, 1, len, f);
     int e = errno;
@@ -74,7 +74,7 @@ mp_status mp_write_file(mp_ctx *ctx, const char *path, const char *data,
     if (closed != 0 && n == len)
         e = errno;
     if (n != len || closed != 0)
-        return mp_err(ctx, MP_ERR_IO, "%s: write failed: %s", path,
+        return mp__err(ctx, MP_ERR_IO, "%s: write failed: %s", path,
                       strerror(e));
     return MP_OK;
 }

@@ -49,7 +49,7 @@ typedef struct jv {
 } jv;
 
 typedef struct rd {
-    mp_jloc loc;
+    mp__jloc loc;
     mp_ctx *ctx;
     mp_graph *g;
     const char *t;
@@ -116,7 +116,7 @@ static void set_label(rd *r, const char *name)
     l[n + 2] = 0;
 }
 
-static mp_status syn(rd *r, size_t off, const char *fmt, ...) MP_PRINTF(3, 4);
+static mp_status syn(rd *r, size_t off, const char *fmt, ...) MP__PRINTF(3, 4);
 static mp_status syn(rd *r, size_t off, const char *fmt, ...)
 {
     char msg[256];
@@ -125,23 +125,23 @@ static mp_status syn(rd *r, size_t off, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     int line, col;
-    mp_json_offset_pos(r->t, r->len, off, &line, &col);
-    return mp_err(r->ctx, MP_ERR_PARSE, "%s:%d:%d: %s", r->loc.src, line, col,
+    mp__json_offset_pos(r->t, r->len, off, &line, &col);
+    return mp__err(r->ctx, MP_ERR_PARSE, "%s:%d:%d: %s", r->loc.src, line, col,
                   msg);
 }
 
 /* The shared tokenizer (json_tok.h) at the reader's position. */
-static mp_jtok tok(const rd *r)
+static mp__jtok tok(const rd *r)
 {
-    mp_jtok k;
-    mp_jtok_init(&k, r->t, r->len, r->pos);
+    mp__jtok k;
+    mp__jtok_init(&k, r->t, r->len, r->pos);
     return k;
 }
 
 static void ws(rd *r)
 {
-    mp_jtok k = tok(r);
-    mp_jtok_ws(&k);
+    mp__jtok k = tok(r);
+    mp__jtok_ws(&k);
     r->pos = k.pos;
 }
 
@@ -159,27 +159,27 @@ static mp_status unexpected(rd *r)
 
 /* Words what the tokenizer refused (messages and positions as this reader
  * has always given them). */
-static mp_status tok_fail(rd *r, const mp_jtok *k)
+static mp_status tok_fail(rd *r, const mp__jtok *k)
 {
     size_t start = k->err.start, at = k->err.at;
     switch (k->err.kind) {
-    case MP_JTOK_UNTERMINATED: return syn(r, start, "unterminated string");
-    case MP_JTOK_CONTROL:
+    case MP__JTOK_UNTERMINATED: return syn(r, start, "unterminated string");
+    case MP__JTOK_CONTROL:
         return syn(r, at, "control character in a string");
-    case MP_JTOK_BAD_HEX: return syn(r, start, "invalid \\u escape");
-    case MP_JTOK_SURROGATE: return syn(r, start, "invalid UTF-16 surrogate");
-    case MP_JTOK_NUL:
+    case MP__JTOK_BAD_HEX: return syn(r, start, "invalid \\u escape");
+    case MP__JTOK_SURROGATE: return syn(r, start, "invalid UTF-16 surrogate");
+    case MP__JTOK_NUL:
         return syn(r, start, "\\u0000 is not allowed in a string");
-    case MP_JTOK_BAD_ESCAPE:
+    case MP__JTOK_BAD_ESCAPE:
         return syn(r, start, "invalid escape '\\%c'", k->err.c);
-    case MP_JTOK_NUM_FRAC:
-    case MP_JTOK_NUM_EXP: return syn(r, start, "invalid number");
-    case MP_JTOK_WANT_KEY:
+    case MP__JTOK_NUM_FRAC:
+    case MP__JTOK_NUM_EXP: return syn(r, start, "invalid number");
+    case MP__JTOK_WANT_KEY:
         if (at < r->len)
             return syn(r, at, "string or '}' expected near '%c'", r->t[at]);
         r->pos = at;
         return unexpected(r);
-    case MP_JTOK_NUM_DIGIT: r->pos = start; return unexpected(r);
+    case MP__JTOK_NUM_DIGIT: r->pos = start; return unexpected(r);
     default: r->pos = at; return unexpected(r);
     }
 }
@@ -188,9 +188,9 @@ static mp_status tok_fail(rd *r, const mp_jtok *k)
  * it. */
 static mp_status rd_string(rd *r, bool decode, size_t *soff)
 {
-    mp_jtok k = tok(r);
+    mp__jtok k = tok(r);
     size_t n = 0;
-    mp_status st = mp_jtok_string(&k, r->ctx, decode ? &r->sb : NULL,
+    mp_status st = mp__jtok_string(&k, r->ctx, decode ? &r->sb : NULL,
                                   &r->sb_cap, r->sb_len, &n);
     if (st)
         return st == MP_ERR_PARSE ? tok_fail(r, &k) : st;
@@ -205,13 +205,13 @@ static mp_status rd_string(rd *r, bool decode, size_t *soff)
 static mp_status rd_number(rd *r, jv *v)
 {
     const char *t = r->t;
-    mp_jtok tk = tok(r);
+    mp__jtok tk = tok(r);
     size_t p;
     bool is_int;
     /* a leading 0 ends the number (a digit after it is the next token's
      * problem) */
-    if (mp_jtok_number(&tk, &p, &is_int) &&
-        tk.err.kind != MP_JTOK_LEADING_ZERO)
+    if (mp__jtok_number(&tk, &p, &is_int) &&
+        tk.err.kind != MP__JTOK_LEADING_ZERO)
         return tok_fail(r, &tk);
     bool neg = t[r->pos] == '-', real = !is_int;
     size_t digits = r->pos + (neg ? 1 : 0), int_end = p;
@@ -228,8 +228,8 @@ static mp_status rd_number(rd *r, jv *v)
         }
         if (u > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) {
             int line, col;
-            mp_json_offset_pos(r->t, r->len, r->pos, &line, &col);
-            return mp_err(r->ctx, MP_ERR_OVERFLOW,
+            mp__json_offset_pos(r->t, r->len, r->pos, &line, &col);
+            return mp__err(r->ctx, MP_ERR_OVERFLOW,
                           "%s:%d:%d: too big integer near '%.*s' (numbers "
                           "must fit in 64 bits)",
                           r->loc.src, line, col, (int)(p - r->pos),
@@ -254,8 +254,8 @@ static mp_status rd_number(rd *r, jv *v)
         }
         if (errno == ERANGE && isinf(d)) {
             int line, col;
-            mp_json_offset_pos(r->t, r->len, r->pos, &line, &col);
-            return mp_err(r->ctx, MP_ERR_OVERFLOW,
+            mp__json_offset_pos(r->t, r->len, r->pos, &line, &col);
+            return mp__err(r->ctx, MP_ERR_OVERFLOW,
                           "%s:%d:%d: real number overflow near '%.*s'",
                           r->loc.src, line, col, (int)nl, num);
         }
@@ -268,8 +268,8 @@ static mp_status rd_number(rd *r, jv *v)
 
 static mp_status lit(rd *r, const char *word)
 {
-    mp_jtok k = tok(r);
-    if (!mp_jtok_literal(&k, word))
+    mp__jtok k = tok(r);
+    if (!mp__jtok_literal(&k, word))
         return unexpected(r);
     r->pos = k.pos;
     return MP_OK;
@@ -302,9 +302,9 @@ static mp_status rd_value(rd *r, jv *v)
 static mp_status obj_next(rd *r, bool *first, bool *more, size_t *key,
                           size_t *key_off)
 {
-    mp_jtok k = tok(r);
+    mp__jtok k = tok(r);
     int state = !*first;
-    mp_status st = mp_jtok_obj_next(&k, &state, more);
+    mp_status st = mp__jtok_obj_next(&k, &state, more);
     if (st)
         return tok_fail(r, &k);
     *first = state == 0;
@@ -315,7 +315,7 @@ static mp_status obj_next(rd *r, bool *first, bool *more, size_t *key,
     if ((st = rd_string(r, true, key)))
         return st;
     k = tok(r);
-    if (mp_jtok_colon(&k))
+    if (mp__jtok_colon(&k))
         return tok_fail(r, &k);
     r->pos = k.pos;
     return MP_OK;
@@ -323,9 +323,9 @@ static mp_status obj_next(rd *r, bool *first, bool *more, size_t *key,
 
 static mp_status arr_next(rd *r, bool *first, bool *more)
 {
-    mp_jtok k = tok(r);
+    mp__jtok k = tok(r);
     int state = !*first;
-    mp_status st = mp_jtok_arr_next(&k, &state, more);
+    mp_status st = mp__jtok_arr_next(&k, &state, more);
     if (st)
         return tok_fail(r, &k);
     *first = state == 0;
@@ -402,14 +402,14 @@ static const char *describe(rd *r, const jv *v, char *buf, size_t cap)
 static mp_status type_err(rd *r, const jv *v, const char *expected)
 {
     char buf[96];
-    return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v->off, "expected %s, got %s",
+    return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, v->off, "expected %s, got %s",
                           expected, describe(r, v, buf, sizeof buf));
 }
 
 static mp_status unknown_key(rd *r, const char *key, size_t key_off,
                              const char *expected)
 {
-    return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+    return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
                           "unknown key \"%s\" (expected %s, or an \"x-\" "
                           "extension key)",
                           key, expected);
@@ -436,7 +436,7 @@ static mp_status member(rd *r, const char *key, size_t key_off,
                         unsigned *seen, int *k)
 {
     *k = -1;
-    if (mp_json_is_ext_key(key)) {
+    if (mp__json_is_ext_key(key)) {
         jv e;
         mp_status st = rd_value(r, &e);
         return st ? st : skip_rest(r, &e, 1);
@@ -459,17 +459,17 @@ static mp_status grow_refs(rd *r)
     size_t ncap = r->cap_ref ? r->cap_ref : 64;
     while (ncap < need)
         ncap *= 2;
-    void *a = mp_realloc_array(r->ctx, r->ref_node, ncap, sizeof(uint32_t));
+    void *a = mp__realloc_array(r->ctx, r->ref_node, ncap, sizeof(uint32_t));
     if (!a)
         return MP_ERR_NOMEM;
     r->ref_node = a;
-    if (!(a = mp_realloc_array(r->ctx, r->ref_slot, ncap, sizeof(uint32_t))))
+    if (!(a = mp__realloc_array(r->ctx, r->ref_slot, ncap, sizeof(uint32_t))))
         return MP_ERR_NOMEM;
     r->ref_slot = a;
-    if (!(a = mp_realloc_array(r->ctx, r->ref_off, ncap, sizeof(size_t))))
+    if (!(a = mp__realloc_array(r->ctx, r->ref_off, ncap, sizeof(size_t))))
         return MP_ERR_NOMEM;
     r->ref_off = a;
-    if (!(a = mp_realloc_array(r->ctx, r->declared, ncap, 1)))
+    if (!(a = mp__realloc_array(r->ctx, r->declared, ncap, 1)))
         return MP_ERR_NOMEM;
     r->declared = a;
     for (size_t i = r->cap_ref; i < ncap; i++) {
@@ -487,7 +487,7 @@ static mp_status need_string(rd *r, const jv *v, bool nonempty)
     if (v->type != J_STRING)
         return type_err(r, v, "a string");
     if (nonempty && !S(r, v->s)[0])
-        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v->off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, v->off,
                               "must not be an empty string");
     return MP_OK;
 }
@@ -495,7 +495,7 @@ static mp_status need_string(rd *r, const jv *v, bool nonempty)
 static mp_status missing(rd *r, size_t obj_off, const char *key,
                          const char *what)
 {
-    return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, obj_off,
+    return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, obj_off,
                           "missing required key \"%s\"%s", key, what);
 }
 
@@ -540,7 +540,7 @@ static mp_status read_tensor(rd *r)
             return st;
         if (k < 0)
             continue;
-        mp_jloc_key(&r->loc, tensor_keys[k]);
+        mp__jloc_key(&r->loc, tensor_keys[k]);
         if ((st = rd_value(r, &v)))
             return st;
         switch (k) {
@@ -555,7 +555,7 @@ static mp_status read_tensor(rd *r)
             if ((st = need_string(r, &v, false)))
                 return st;
             if (mp_dtype_parse(S(r, v.s), &d.dtype) != MP_OK)
-                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
                                       "unknown dtype \"%s\" (expected "
                                       "float32, float16, bfloat16, int64, "
                                       "...)",
@@ -565,7 +565,7 @@ static mp_status read_tensor(rd *r)
             if ((st = need_string(r, &v, false)))
                 return st;
             if (mp_kind_parse(S(r, v.s), &d.kind) != MP_OK)
-                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
                                       "unknown kind \"%s\" (expected "
                                       "activation, input, weight, constant, "
                                       "gradient, optimizer_state or output)",
@@ -591,7 +591,7 @@ static mp_status read_tensor(rd *r)
                 if (!m2)
                     break;
                 if (rank >= MP_MAX_RANK)
-                    return mp_jloc_err_at(&r->loc, MP_ERR_BAD_DIM,
+                    return mp__jloc_err_at(&r->loc, MP_ERR_BAD_DIM,
                                           shape_off,
                                           "rank %zu is more than the %d "
                                           "supported",
@@ -602,14 +602,14 @@ static mp_status read_tensor(rd *r)
                 if (e.type == J_NULL) {
                     dims[rank] = -1;
                 } else if (e.type == J_INT && e.i < -1) {
-                    mp_jloc_index(&r->loc, rank);
-                    return mp_jloc_err_at(&r->loc, MP_ERR_BAD_DIM, e.off,
+                    mp__jloc_index(&r->loc, rank);
+                    return mp__jloc_err_at(&r->loc, MP_ERR_BAD_DIM, e.off,
                                           "dim %zu is negative (%lld): a "
                                           "dim is >= 0, or -1 or null for "
                                           "unknown",
                                           rank, (long long)e.i);
                 } else if (e.type != J_INT) {
-                    mp_jloc_index(&r->loc, rank);
+                    mp__jloc_index(&r->loc, rank);
                     return type_err(r, &e, "an integer >= 0 (or -1 or null "
                                            "for unknown)");
                 } else {
@@ -624,7 +624,7 @@ static mp_status read_tensor(rd *r)
             break;
         }
         }
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
     }
     if (!(seen & (1u << TK_NAME)))
         return missing(r, obj_off, "name", "");
@@ -636,18 +636,18 @@ static mp_status read_tensor(rd *r)
         bool ok = true;
         for (int k = 0; k < d.rank && ok; k++)
             if (dims[k] >= 0)
-                ok = mp_mul_u64(count, (uint64_t)dims[k], &count);
+                ok = mp__mul_u64(count, (uint64_t)dims[k], &count);
         if (ok && bits)
-            ok = mp_mul_u64(count, bits, &b) && mp_add_u64(b, 7, &b);
-        mp_jloc_key(&r->loc, "shape");
+            ok = mp__mul_u64(count, bits, &b) && mp__add_u64(b, 7, &b);
+        mp__jloc_key(&r->loc, "shape");
         if (!ok)
-            return mp_jloc_err_at(&r->loc, MP_ERR_OVERFLOW, shape_off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_OVERFLOW, shape_off,
                                   "the tensor's %s overflows 64 bits",
                                   bits ? "size in bytes" : "element count");
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
         if (bits && shape_known && bytes_given && b / 8 != nbytes) {
-            mp_jloc_key(&r->loc, "bytes");
-            return mp_jloc_err_at(&r->loc, MP_ERR_SHAPE, bytes_off,
+            mp__jloc_key(&r->loc, "bytes");
+            return mp__jloc_err_at(&r->loc, MP_ERR_SHAPE, bytes_off,
                                   "%llu bytes disagree with the dtype and "
                                   "shape (%llu bytes)",
                                   (unsigned long long)nbytes,
@@ -659,8 +659,8 @@ static mp_status read_tensor(rd *r)
     if ((st = mp_graph_add_tensor(r->g, &d, &id))) {
         if (st == MP_ERR_DUPLICATE &&
             mp_graph_find_tensor(r->g, d.name, &prev) == MP_OK) {
-            mp_jloc_key(&r->loc, "name");
-            return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, name_off,
+            mp__jloc_key(&r->loc, "name");
+            return mp__jloc_err_at(&r->loc, MP_ERR_DUPLICATE, name_off,
                                   "duplicate tensor name \"%s\" (first "
                                   "declared at tensors[%u])",
                                   d.name, (unsigned)prev);
@@ -669,7 +669,7 @@ static mp_status read_tensor(rd *r)
     }
     if (bytes_given && nbytes == 0) {
         r->g->tensors[id].bytes = 0;
-        r->g->tensors[id].flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
+        r->g->tensors[id].flags |= MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN;
     }
     if ((st = grow_refs(r)))
         return st;
@@ -678,7 +678,7 @@ static mp_status read_tensor(rd *r)
      * value_info is: the body is inferred again for each use, and an
      * inferred shape that disagrees replaces it */
     if (r->parent && needs_producer(d.kind) && d.rank >= 0)
-        r->g->tensors[id].flags |= MP_TF_SHAPE_HINT;
+        r->g->tensors[id].flags |= MP__TF_SHAPE_HINT;
     return MP_OK;
 }
 
@@ -709,23 +709,23 @@ static mp_status read_names(rd *r, bool inputs)
         jv e;
         if ((st = rd_value(r, &e)))
             return st;
-        mp_jloc_index(&r->loc, n);
+        mp__jloc_index(&r->loc, n);
         if (e.type != J_STRING)
             return type_err(r, &e, inputs ? "a tensor name (a string; \"\" "
                                             "for an omitted optional input)"
                                           : "a tensor name (a string)");
         if (!inputs && !S(r, e.s)[0])
-            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, e.off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, e.off,
                                   "an output needs a tensor name");
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
         size_t **ps = inputs ? &r->in_s : &r->out_s;
         size_t **po = inputs ? &r->in_off : &r->out_off;
         size_t *cap = inputs ? &r->cap_in : &r->cap_out;
         if (n + 1 > *cap) {
             size_t c2 = *cap;
-            if (mp_grow(r->ctx, (void **)ps, sizeof **ps, n + 1, cap))
+            if (mp__grow(r->ctx, (void **)ps, sizeof **ps, n + 1, cap))
                 return MP_ERR_NOMEM;
-            if (mp_grow(r->ctx, (void **)po, sizeof **po, n + 1, &c2))
+            if (mp__grow(r->ctx, (void **)po, sizeof **po, n + 1, &c2))
                 return MP_ERR_NOMEM;
         }
         (*ps)[n] = e.s;
@@ -733,7 +733,7 @@ static mp_status read_names(rd *r, bool inputs)
         n++;
     }
     if (n > UINT32_MAX / 2)
-        return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
                               "too many tensors");
     if (inputs)
         r->n_in = n;
@@ -746,9 +746,9 @@ static mp_status pool_push(rd *r, int64_t i, double d)
 {
     if (r->n_pool + 1 > r->cap_pi) {
         size_t c2 = r->cap_pi;
-        if (mp_grow(r->ctx, (void **)&r->pi, sizeof *r->pi, r->n_pool + 1,
+        if (mp__grow(r->ctx, (void **)&r->pi, sizeof *r->pi, r->n_pool + 1,
                     &r->cap_pi) ||
-            mp_grow(r->ctx, (void **)&r->pd, sizeof *r->pd, r->n_pool + 1,
+            mp__grow(r->ctx, (void **)&r->pd, sizeof *r->pd, r->n_pool + 1,
                     &c2))
             return MP_ERR_NOMEM;
         r->cap_pd = c2;
@@ -772,15 +772,15 @@ static mp_status read_graph_attr(rd *r, struct rattr *at)
         if (!more)
             break;
         if (got || strcmp(S(r, key), "graph") != 0)
-            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
                                   "unknown key \"%s\" (an attribute object "
                                   "holds one key, \"graph\": a subgraph)",
                                   S(r, key));
         got = true;
-        mp_jloc_key(&r->loc, "graph");
+        mp__jloc_key(&r->loc, "graph");
         if ((st = read_sub(r, &at->i)))
             return st;
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
     }
     if (!got)
         return missing(r, at->off, "graph",
@@ -805,12 +805,12 @@ static mp_status read_attrs(rd *r)
         if (!more)
             break;
         if (!S(r, key)[0])
-            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
                                   "an attribute needs a name");
         for (size_t a = 0; a < r->n_attrs; a++)
             if (strcmp(S(r, r->attrs[a].name_s), S(r, key)) == 0)
                 return dup_key(r, S(r, key), key_off);
-        if (mp_grow(r->ctx, (void **)&r->attrs, sizeof *r->attrs,
+        if (mp__grow(r->ctx, (void **)&r->attrs, sizeof *r->attrs,
                     r->n_attrs + 1, &r->cap_attrs))
             return MP_ERR_NOMEM;
         struct rattr *at = &r->attrs[r->n_attrs];
@@ -818,7 +818,7 @@ static mp_status read_attrs(rd *r)
         at->name_s = key;
         at->key_off = key_off;
         snprintf(r->attr_key, sizeof r->attr_key, "%s", S(r, key));
-        mp_jloc_key(&r->loc, r->attr_key);
+        mp__jloc_key(&r->loc, r->attr_key);
         jv e;
         if ((st = rd_value(r, &e)))
             return st;
@@ -840,7 +840,7 @@ static mp_status read_attrs(rd *r)
                 if ((st = rd_value(r, &x)))
                     return st;
                 if (x.type != J_INT && x.type != J_REAL) {
-                    mp_jloc_index(&r->loc, at->n);
+                    mp__jloc_index(&r->loc, at->n);
                     return type_err(r, &x, "a number (attribute arrays hold "
                                            "numbers)");
                 }
@@ -852,7 +852,7 @@ static mp_status read_attrs(rd *r)
                 at->n++;
             }
             if (at->n > UINT32_MAX)
-                return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, e.off,
+                return mp__jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, e.off,
                                       "too many values");
             break;
         }
@@ -869,12 +869,12 @@ static mp_status read_attrs(rd *r)
         if (at->type != J_OBJECT &&
             (strcmp(r->attr_key, "body.inputs") == 0 ||
              (kl > 6 && strcmp(r->attr_key + kl - 6, ".graph") == 0)))
-            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, key_off,
                                   "attribute \"%s\" is reserved: a "
                                   "subgraph is written \"NAME\": "
                                   "{\"graph\": {...}}",
                                   r->attr_key);
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
         r->n_attrs++;
     }
     return MP_OK;
@@ -902,14 +902,14 @@ static mp_status read_cost(rd *r, double *c)
             return st;
         if (k < 0)
             continue;
-        mp_jloc_key(&r->loc, cost_keys[k]);
+        mp__jloc_key(&r->loc, cost_keys[k]);
         jv e;
         if ((st = rd_value(r, &e)))
             return st;
         if ((e.type != J_INT && e.type != J_REAL) || !(e.d >= 0))
             return type_err(r, &e, "a number >= 0");
         c[k] = e.d;
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
     }
     return MP_OK;
 }
@@ -928,7 +928,7 @@ static mp_status tensor_ref(rd *r, const char *name, uint32_t *id)
     return st ? st : grow_refs(r);
 }
 
-/* A constant source (the registry's MP_OPF_CONSTANT: Constant) gets its
+/* A constant source (the registry's MP__OPF_CONSTANT: Constant) gets its
  * output's dtype, shape and small value from its attributes, as the ONNX
  * loader sets them from the value tensor: "value.dtype", "value.dims" and
  * "value.ints" (how the loader keeps a tensor attribute,
@@ -937,57 +937,57 @@ static mp_status tensor_ref(rd *r, const char *name, uint32_t *id)
  * element count is the tensor's. */
 static mp_status constant_value(mp_graph *g, uint32_t node)
 {
-    const mp_node *n = &g->nodes[node];
-    if (!(n->def->flags & MP_OPF_CONSTANT) || !n->n_out)
+    const mp__node *n = &g->nodes[node];
+    if (!(n->def->flags & MP__OPF_CONSTANT) || !n->n_out)
         return MP_OK;
-    const mp_attr *dt = mp_node_attr(n, "value.dtype");
-    const mp_attr *dims = mp_node_attr(n, "value.dims");
-    const mp_attr *a;
+    const mp__attr *dt = mp__node_attr(n, "value.dtype");
+    const mp__attr *dims = mp__node_attr(n, "value.dims");
+    const mp__attr *a;
     int dtype;
     int32_t rank;
     int64_t d[MP_MAX_RANK], bits;
     const int64_t *v = NULL;
     uint32_t nv = 0;
-    if (dt && dt->type == MP_ATTR_INT && dims && dims->type == MP_ATTR_INTS &&
+    if (dt && dt->type == MP__ATTR_INT && dims && dims->type == MP__ATTR_INTS &&
         dims->n <= MP_MAX_RANK) {
-        const mp_attr *ints = mp_node_attr(n, "value.ints");
+        const mp__attr *ints = mp__node_attr(n, "value.ints");
         dtype = dt->v.i >= 0 && dt->v.i < 256 ? (int)dt->v.i : 0;
         rank = (int32_t)dims->n;
         for (int32_t k = 0; k < rank; k++)
             d[k] = dims->v.ints[k];
-        if (ints && ints->type == MP_ATTR_INTS && mp_dtype_is_int(dtype)) {
+        if (ints && ints->type == MP__ATTR_INTS && mp__dtype_is_int(dtype)) {
             v = ints->v.ints;
             nv = ints->n;
         }
-    } else if ((a = mp_node_attr(n, "value_int")) && a->type == MP_ATTR_INT) {
+    } else if ((a = mp__node_attr(n, "value_int")) && a->type == MP__ATTR_INT) {
         dtype = MP_DTYPE_INT64;
         rank = 0;
         v = &a->v.i;
         nv = 1;
-    } else if ((a = mp_node_attr(n, "value_ints")) &&
-               a->type == MP_ATTR_INTS) {
+    } else if ((a = mp__node_attr(n, "value_ints")) &&
+               a->type == MP__ATTR_INTS) {
         dtype = MP_DTYPE_INT64;
         rank = 1;
         d[0] = a->n;
         v = a->v.ints;
         nv = a->n;
-    } else if ((a = mp_node_attr(n, "value_float")) &&
-               (a->type == MP_ATTR_FLOAT || a->type == MP_ATTR_INT)) {
-        double x = a->type == MP_ATTR_FLOAT ? a->v.f : (double)a->v.i;
+    } else if ((a = mp__node_attr(n, "value_float")) &&
+               (a->type == MP__ATTR_FLOAT || a->type == MP__ATTR_INT)) {
+        double x = a->type == MP__ATTR_FLOAT ? a->v.f : (double)a->v.i;
         memcpy(&bits, &x, sizeof bits);
         dtype = MP_DTYPE_FLOAT32;
         rank = 0;
         v = &bits;
         nv = 1;
-    } else if ((a = mp_node_attr(n, "value_floats")) &&
-               (a->type == MP_ATTR_FLOATS || a->type == MP_ATTR_INTS)) {
+    } else if ((a = mp__node_attr(n, "value_floats")) &&
+               (a->type == MP__ATTR_FLOATS || a->type == MP__ATTR_INTS)) {
         dtype = MP_DTYPE_FLOAT32;
         rank = 1;
         d[0] = a->n;
     } else {
         return MP_OK;
     }
-    mp_tensor *t = &g->tensors[n->outputs[0]];
+    mp__tensor *t = &g->tensors[n->outputs[0]];
     if (!dtype || !mp_dtype_name((mp_dtype)dtype))
         return MP_OK;
     for (int32_t k = 0; k < rank; k++)
@@ -996,15 +996,15 @@ static mp_status constant_value(mp_graph *g, uint32_t node)
     if (t->dtype == MP_DTYPE_UNDEFINED)
         t->dtype = (uint8_t)dtype;
     mp_status st = MP_OK;
-    if (t->rank < 0 && !(t->flags & MP_TF_BYTES_GIVEN))
-        st = mp_tensor_set_shape(g->ctx, t, rank, d);
+    if (t->rank < 0 && !(t->flags & MP__TF_BYTES_GIVEN))
+        st = mp__tensor_set_shape(g->ctx, t, rank, d);
     uint64_t count = 1;
     for (int32_t k = 0; k < t->rank && count; k++)
-        if (t->dims[k] < 0 || !mp_mul_u64(count, (uint64_t)t->dims[k], &count))
+        if (t->dims[k] < 0 || !mp__mul_u64(count, (uint64_t)t->dims[k], &count))
             count = 0;
     if (!st && v && nv && !t->value && t->dtype == dtype && t->rank >= 0 &&
         count == nv)
-        st = mp_tensor_set_value(g->ctx, t, v, nv);
+        st = mp__tensor_set_value(g->ctx, t, v, nv);
     return st;
 }
 
@@ -1043,7 +1043,7 @@ static mp_status read_node(rd *r, size_t idx)
             return st;
         if (k < 0)
             continue;
-        mp_jloc_key(&r->loc, node_keys[k]);
+        mp__jloc_key(&r->loc, node_keys[k]);
         switch (k) {
         case NK_NAME:
         case NK_OP:
@@ -1062,7 +1062,7 @@ static mp_status read_node(rd *r, size_t idx)
                 dom_s = v.s;
                 has_dom = true;
             } else if (mp_phase_parse(S(r, v.s), &d.phase) != MP_OK) {
-                return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+                return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
                                       "unknown phase \"%s\" (expected "
                                       "forward, backward or optimizer)",
                                       S(r, v.s));
@@ -1075,7 +1075,7 @@ static mp_status read_node(rd *r, size_t idx)
         }
         if (st)
             return st;
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
     }
     if (!(seen & (1u << NK_NAME)))
         return missing(r, obj_off, "name", "");
@@ -1090,8 +1090,8 @@ static mp_status read_node(rd *r, size_t idx)
     d.domain = has_dom ? S(r, dom_s) : NULL;
     uint32_t prev;
     if (mp_graph_find_node(g, d.name, &prev) == MP_OK) {
-        mp_jloc_key(&r->loc, "name");
-        return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, name_off,
+        mp__jloc_key(&r->loc, "name");
+        return mp__jloc_err_at(&r->loc, MP_ERR_DUPLICATE, name_off,
                               "duplicate node name \"%s\" (first at "
                               "nodes[%u])",
                               d.name, (unsigned)prev);
@@ -1099,9 +1099,9 @@ static mp_status read_node(rd *r, size_t idx)
     size_t n_body = 0;
     for (size_t a = 0; a < r->n_attrs; a++)
         n_body += r->attrs[a].type == J_OBJECT;
-    if (mp_grow(r->ctx, (void **)&r->ids, sizeof *r->ids,
+    if (mp__grow(r->ctx, (void **)&r->ids, sizeof *r->ids,
                 r->n_in + r->n_outer + 1, &r->cap_ids) ||
-        mp_grow(r->ctx, (void **)&r->oids, sizeof *r->oids, r->n_out + 2,
+        mp__grow(r->ctx, (void **)&r->oids, sizeof *r->oids, r->n_out + 2,
                 &r->cap_oids))
         return MP_ERR_NOMEM;
     for (size_t k = 0; k < r->n_in; k++) {
@@ -1142,24 +1142,24 @@ static mp_status read_node(rd *r, size_t idx)
     char *body_name = NULL;
     if (n_body) {
         size_t nl = strlen(S(r, name_s));
-        if (!(body_name = mp_alloc(r->ctx, nl + 6)))
+        if (!(body_name = mp__alloc(r->ctx, nl + 6)))
             return MP_ERR_NOMEM;
         memcpy(body_name, S(r, name_s), nl);
         memcpy(body_name + nl, ":body", 6);
     }
-    mp_jloc_key(&r->loc, "outputs");
+    mp__jloc_key(&r->loc, "outputs");
     size_t n_outs = r->n_out + (n_body ? 1 : 0);
     for (size_t k = 0; k < n_outs && !st; k++) {
         bool made = k == r->n_out;
         const char *tn = made ? body_name : S(r, r->out_s[k]);
         size_t off = made ? obj_off : r->out_off[k];
-        mp_jloc_index(&r->loc, k);
+        mp__jloc_index(&r->loc, k);
         uint32_t t;
         if ((st = tensor_ref(r, tn, &t)))
             break;
         uint32_t p = g->tensors[t].producer;
         if (p != MP_NONE) {
-            st = mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+            st = mp__jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
                                 "tensor \"%s\" is already produced by "
                                 "nodes[%u] (\"%s\"): a tensor has one "
                                 "producer",
@@ -1167,7 +1167,7 @@ static mp_status read_node(rd *r, size_t idx)
             break;
         }
         if (r->declared[t] & 4) {
-            st = mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+            st = mp__jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
                                 "tensor \"%s\" is an input of the subgraph: "
                                 "no node produces it",
                                 tn);
@@ -1175,29 +1175,29 @@ static mp_status read_node(rd *r, size_t idx)
         }
         for (size_t j = 0; j < k && !st; j++)
             if (r->oids[j] == t)
-                st = mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+                st = mp__jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
                                     "tensor \"%s\" is listed twice as an "
                                     "output",
                                     tn);
         for (size_t j = 0; j < r->n_in && !st; j++)
             if (r->ids[j] == t)
-                st = mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, off,
+                st = mp__jloc_err_at(&r->loc, MP_ERR_CYCLE, off,
                                     "the node reads its own output \"%s\" "
                                     "(inputs[%zu])",
                                     tn, j);
         for (size_t j = 0; j < r->n_outer && !st; j++) /* where it is read */
             if (strcmp(r->outer[j].name, tn) == 0)
-                st = mp_jloc_err_at(&r->loc, MP_ERR_CYCLE, r->outer[j].off,
+                st = mp__jloc_err_at(&r->loc, MP_ERR_CYCLE, r->outer[j].off,
                                     "a subgraph of the node reads its own "
                                     "output \"%s\"",
                                     tn);
         r->oids[k] = t;
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
     }
-    mp_dealloc(r->ctx, body_name);
+    mp__dealloc(r->ctx, body_name);
     if (st)
         return st;
-    mp_jloc_pop(&r->loc);
+    mp__jloc_pop(&r->loc);
     d.inputs = r->ids;
     d.n_inputs = (uint32_t)n_all;
     d.outputs = r->oids;
@@ -1276,12 +1276,12 @@ static mp_status read_name_list(rd *r,
         jv e;
         if ((st = rd_value(r, &e)))
             return st;
-        mp_jloc_index(&r->loc, i);
+        mp__jloc_index(&r->loc, i);
         if (e.type != J_STRING)
             return type_err(r, &e, "a tensor name (a string)");
         if ((st = fn(r, S(r, e.s), e.off)))
             return st;
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
     }
     return MP_OK;
 }
@@ -1292,15 +1292,15 @@ static mp_status top_output(rd *r, const char *tn, size_t off)
     mp_graph *g = r->g;
     uint32_t t;
     if (mp_graph_find_tensor(g, tn, &t) != MP_OK)
-        return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, off,
                               "no tensor named \"%s\"", tn);
-    const mp_tensor *tt = &g->tensors[t];
+    const mp__tensor *tt = &g->tensors[t];
     if (r->declared[t] & 2)
-        return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
                               "\"%s\" is listed twice", tn);
     r->declared[t] |= 2;
     if (tt->producer == MP_NONE && needs_producer(tt->declared_kind))
-        return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, off,
                               "output \"%s\" (%s) is not produced by any "
                               "node",
                               tn,
@@ -1315,10 +1315,10 @@ static mp_status sub_name(rd *r, const char *tn, size_t off, const char *what,
                           size_t *cap)
 {
     if (!tn[0])
-        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, off,
                               "an %s needs a tensor name", what);
     mp_status st = tensor_ref(r, tn, t);
-    return st ? st : mp_grow(r->ctx, (void **)ids, sizeof **ids, n + 1, cap);
+    return st ? st : mp__grow(r->ctx, (void **)ids, sizeof **ids, n + 1, cap);
 }
 
 /* One name of a subgraph's "outputs": its formal outputs, in order (a
@@ -1348,20 +1348,20 @@ static mp_status sub_input(rd *r, const char *tn, size_t off)
                             g->n_sub_inputs, &r->cap_sub_in);
     if (st)
         return st;
-    mp_tensor *tt = &g->tensors[t];
+    mp__tensor *tt = &g->tensors[t];
     if (r->declared[t] & 4)
-        return mp_jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_DUPLICATE, off,
                               "\"%s\" is listed twice", tn);
     if (tt->declared_kind != MP_KIND_ACTIVATION &&
         tt->declared_kind != MP_KIND_INPUT)
-        return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, off,
+        return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, off,
                               "\"%s\" is declared with kind %s: an input "
                               "of a subgraph has kind input",
                               tn,
                               mp_kind_name((mp_tensor_kind)tt->declared_kind));
     g->sub_inputs[g->n_sub_inputs++] = t;
     tt->kind = tt->declared_kind = MP_KIND_INPUT;
-    tt->flags &= (uint8_t)~MP_TF_SHAPE_HINT;
+    tt->flags &= (uint8_t)~MP__TF_SHAPE_HINT;
     r->declared[t] |= 4;
     return MP_OK;
 }
@@ -1372,30 +1372,30 @@ static mp_status check_sources(rd *r)
 {
     mp_graph *g = r->g;
     for (size_t t = 0; t < g->n_tensors; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         if (tt->producer != MP_NONE || r->ref_node[t] == MP_NONE ||
             !needs_producer(tt->declared_kind))
             continue;
         uint32_t nd = r->ref_node[t];
         r->loc.depth = 0;
-        mp_jloc_key(&r->loc, "nodes");
-        mp_jloc_index(&r->loc, nd);
+        mp__jloc_key(&r->loc, "nodes");
+        mp__jloc_index(&r->loc, nd);
         set_label(r, g->nodes[nd].name);
-        const mp_attr *bi = mp_node_attr(&g->nodes[nd], "body.inputs");
-        if (bi && bi->type == MP_ATTR_INT && r->ref_slot[t] >= bi->v.i)
-            return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
+        const mp__attr *bi = mp__node_attr(&g->nodes[nd], "body.inputs");
+        if (bi && bi->type == MP__ATTR_INT && r->ref_slot[t] >= bi->v.i)
+            return mp__jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
                                   "\"%s\", used in a subgraph of the node, "
                                   "is neither declared nor produced in it "
                                   "or in an enclosing graph",
                                   tt->name);
-        mp_jloc_key(&r->loc, "inputs");
-        mp_jloc_index(&r->loc, r->ref_slot[t]);
+        mp__jloc_key(&r->loc, "inputs");
+        mp__jloc_index(&r->loc, r->ref_slot[t]);
         if (!(r->declared[t] & 1))
-            return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
+            return mp__jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
                                   "input \"%s\" is neither declared in "
                                   "\"tensors\" nor produced by any node",
                                   tt->name);
-        return mp_jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
+        return mp__jloc_err_at(&r->loc, MP_ERR_NO_PRODUCER, r->ref_off[t],
                               "input \"%s\" (%s) is not produced by any "
                               "node: declare it with kind input, weight or "
                               "constant",
@@ -1414,14 +1414,14 @@ static mp_status sub_sources(rd *r)
     mp_graph *g = r->g;
     rd *up = r->parent;
     for (size_t t = 0; t < g->n_tensors; t++) {
-        mp_tensor *tt = &g->tensors[t];
+        mp__tensor *tt = &g->tensors[t];
         if (tt->producer != MP_NONE || (r->declared[t] & 4) ||
             (!needs_producer(tt->declared_kind) &&
              tt->declared_kind != MP_KIND_INPUT) ||
             (r->ref_node[t] == MP_NONE && !(r->declared[t] & 2)))
             continue;
         tt->kind = tt->declared_kind = MP_KIND_INPUT;
-        if (mp_grow(r->ctx, (void **)&up->outer, sizeof *up->outer,
+        if (mp__grow(r->ctx, (void **)&up->outer, sizeof *up->outer,
                     up->n_outer + 1, &up->cap_outer))
             return MP_ERR_NOMEM;
         up->outer[up->n_outer].name = tt->name;
@@ -1444,7 +1444,7 @@ static mp_status read_list(rd *r, size_t off, const char *key,
     r->pos = off;
     r->loc.depth = 0;
     r->loc.label[0] = 0;
-    mp_jloc_key(&r->loc, key);
+    mp__jloc_key(&r->loc, key);
     jv v;
     mp_status st = rd_value(r, &v);
     if (st)
@@ -1457,10 +1457,10 @@ static mp_status read_list(rd *r, size_t off, const char *key,
             return st;
         if (!more)
             break;
-        mp_jloc_index(&r->loc, i);
+        mp__jloc_index(&r->loc, i);
         if ((st = fn(r, i)))
             return st;
-        mp_jloc_pop(&r->loc);
+        mp__jloc_pop(&r->loc);
     }
     return MP_OK;
 }
@@ -1481,31 +1481,31 @@ static mp_status top_member(rd *r, int k, size_t off)
     r->loc.label[0] = 0;
     switch (k) {
     case TOP_FORMAT:
-        mp_jloc_key(&r->loc, "format");
+        mp__jloc_key(&r->loc, "format");
         if ((st = rd_value(r, &v)))
             return st;
         if (v.type != J_STRING)
             return type_err(r, &v, "the string \"" FORMAT_NAME "\"");
         if (strcmp(S(r, v.s), FORMAT_NAME) != 0)
-            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
                                   "format \"%s\" is not supported (expected "
                                   "\"" FORMAT_NAME "\")",
                                   S(r, v.s));
         break;
     case TOP_VERSION:
-        mp_jloc_key(&r->loc, "version");
+        mp__jloc_key(&r->loc, "version");
         if ((st = rd_value(r, &v)))
             return st;
         if (v.type != J_INT)
             return type_err(r, &v, "an integer");
         if (v.i != FORMAT_VERSION)
-            return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, v.off,
                                   "version %lld is not supported (this "
                                   "memplan reads version %d)",
                                   (long long)v.i, FORMAT_VERSION);
         break;
     case TOP_NAME:
-        mp_jloc_key(&r->loc, "name");
+        mp__jloc_key(&r->loc, "name");
         if ((st = rd_value(r, &v)) || (st = need_string(r, &v, false)))
             return st;
         if ((st = mp_graph_set_name(r->g, S(r, v.s))))
@@ -1514,11 +1514,11 @@ static mp_status top_member(rd *r, int k, size_t off)
     case TOP_OPSET:
         /* the ONNX default-domain opset of the graph (g->onnx_opset);
          * subgraphs have their enclosing graph's */
-        mp_jloc_key(&r->loc, "opset");
+        mp__jloc_key(&r->loc, "opset");
         if ((st = rd_value(r, &v)))
             return st;
         if (r->parent)
-            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, v.off,
                                   "a subgraph has the opset of the top "
                                   "level");
         if (v.type != J_INT || v.i < 1)
@@ -1526,7 +1526,7 @@ static mp_status top_member(rd *r, int k, size_t off)
         r->g->onnx_opset = v.i;
         break;
     case TOP_METADATA:
-        mp_jloc_key(&r->loc, "metadata");
+        mp__jloc_key(&r->loc, "metadata");
         if ((st = rd_value(r, &v)))
             return st;
         if (v.type != J_OBJECT)
@@ -1537,12 +1537,12 @@ static mp_status top_member(rd *r, int k, size_t off)
     case TOP_TENSORS: return read_list(r, off, "tensors", tensor_fn);
     case TOP_NODES: return read_list(r, off, "nodes", read_node);
     case TOP_OUTPUTS:
-        mp_jloc_key(&r->loc, "outputs");
+        mp__jloc_key(&r->loc, "outputs");
         return read_name_list(r, r->parent ? sub_output : top_output);
     case TOP_INPUTS:
-        mp_jloc_key(&r->loc, "inputs");
+        mp__jloc_key(&r->loc, "inputs");
         if (!r->parent)
-            return mp_jloc_err_at(&r->loc, MP_ERR_PARSE, off,
+            return mp__jloc_err_at(&r->loc, MP_ERR_PARSE, off,
                                   "\"inputs\" lists the inputs of a "
                                   "subgraph; the inputs of the top level are "
                                   "tensors of kind \"input\"");
@@ -1575,7 +1575,7 @@ static mp_status read_canonical(rd *r, bool *other_order)
             break;
         int k = key_index(S(r, key), top_keys);
         if (k < 0) {
-            if (!mp_json_is_ext_key(S(r, key)) || stage > 0) {
+            if (!mp__json_is_ext_key(S(r, key)) || stage > 0) {
                 *other_order = true;
                 return MP_OK;
             }
@@ -1655,7 +1655,7 @@ static mp_status read_doc(rd *r)
     size_t p = r->pos, key_off, val_off;
     bool done = false, fast_ok = true;
     while (fast_ok && !done) {
-        fast_ok = mp_json_next_member(r->t, r->len, &p, &key_off, &val_off,
+        fast_ok = mp__json_next_member(r->t, r->len, &p, &key_off, &val_off,
                                       &done);
         if (!fast_ok || done)
             break;
@@ -1669,7 +1669,7 @@ static mp_status read_doc(rd *r)
         if (k >= 0) {
             has[k] = true;
             off[k] = val_off;
-        } else if (mp_json_is_ext_key(S(r, key))) {
+        } else if (mp__json_is_ext_key(S(r, key))) {
             if (n_ext < sizeof ext_off / sizeof ext_off[0])
                 ext_off[n_ext++] = val_off;
             else
@@ -1748,7 +1748,7 @@ static void rd_free(rd *r)
                       r->declared, r->in_s, r->in_off, r->out_s, r->out_off,
                       r->ids, r->oids, r->attrs, r->pi, r->pd, r->outer};
     for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
-        mp_dealloc(r->ctx, arrays[k]);
+        mp__dealloc(r->ctx, arrays[k]);
 }
 
 /* At the '{' of a subgraph (the value of an attribute's "graph"): reads
@@ -1763,14 +1763,14 @@ static mp_status read_sub(rd *r, int64_t *idx)
         return st ? st : type_err(r, &v, "an object (a subgraph)");
     }
     if (r->sub_depth >= MAX_SUB_DEPTH)
-        return mp_jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, r->pos,
+        return mp__jloc_err_at(&r->loc, MP_ERR_UNSUPPORTED, r->pos,
                               "subgraphs nested deeper than %d",
                               MAX_SUB_DEPTH);
-    rd *s = mp_calloc(r->ctx, 1, sizeof *s);
+    rd *s = mp__calloc(r->ctx, 1, sizeof *s);
     if (!s)
         return MP_ERR_NOMEM;
-    mp_jloc_init(&s->loc, r->ctx, r->loc.src, r->t, r->len);
-    mp_jloc_path(&r->loc, s->prefix, sizeof s->prefix);
+    mp__jloc_init(&s->loc, r->ctx, r->loc.src, r->t, r->len);
+    mp__jloc_path(&r->loc, s->prefix, sizeof s->prefix);
     s->loc.prefix = s->prefix;
     s->ctx = r->ctx;
     s->t = r->t;
@@ -1786,7 +1786,7 @@ static mp_status read_sub(rd *r, int64_t *idx)
         st = read_doc(s);
     }
     if (!st)
-        st = mp_grow(r->ctx, (void **)&r->g->subgraphs,
+        st = mp__grow(r->ctx, (void **)&r->g->subgraphs,
                      sizeof *r->g->subgraphs, r->g->n_subgraphs + 1,
                      &r->g->cap_subgraphs);
     if (!st) {
@@ -1797,17 +1797,17 @@ static mp_status read_sub(rd *r, int64_t *idx)
     }
     mp_graph_destroy(s->g);
     rd_free(s);
-    mp_dealloc(r->ctx, s);
+    mp__dealloc(r->ctx, s);
     return st;
 }
 
-mp_status mp_json_graph_read(mp_ctx *ctx, const char *text, size_t len,
+mp_status mp__json_graph_read(mp_ctx *ctx, const char *text, size_t len,
                              const char *src, mp_graph **out)
 {
     *out = NULL;
     rd r;
     memset(&r, 0, sizeof r);
-    mp_jloc_init(&r.loc, ctx, src, text, len);
+    mp__jloc_init(&r.loc, ctx, src, text, len);
     r.ctx = ctx;
     r.t = text;
     r.len = len;
@@ -1815,7 +1815,7 @@ mp_status mp_json_graph_read(mp_ctx *ctx, const char *text, size_t len,
     if (!st)
         st = read_doc(&r);
     if (!st)
-        st = mp_json_finalize(ctx, r.g, src);
+        st = mp__json_finalize(ctx, r.g, src);
     rd_free(&r);
     if (st) {
         mp_graph_destroy(r.g);
@@ -1829,28 +1829,28 @@ mp_status mp_graph_load_json_string(mp_ctx *ctx, const char *text,
                                     const char *source_name, mp_graph **out)
 {
     if (!ctx || !text || !out)
-        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+        return ctx ? mp__err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load_json_string: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
-    return mp_json_graph_read(ctx, text, strlen(text),
+    return mp__json_graph_read(ctx, text, strlen(text),
                               source_name ? source_name : "<string>", out);
 }
 
 mp_status mp_graph_load_json(mp_ctx *ctx, const char *path, mp_graph **out)
 {
     if (!ctx || !path || !out)
-        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+        return ctx ? mp__err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load_json: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
     char *text;
     size_t len;
-    mp_status st = mp_read_file(ctx, path, &text, &len);
+    mp_status st = mp__read_file(ctx, path, &text, &len);
     if (st)
         return st;
-    st = mp_json_graph_read(ctx, text, len, path, out);
-    mp_dealloc(ctx, text);
+    st = mp__json_graph_read(ctx, text, len, path, out);
+    mp__dealloc(ctx, text);
     return st;
 }
 
@@ -1867,7 +1867,7 @@ static void w_reserve(wbuf *w, size_t extra)
     if (w->st)
         return;
     if (w->len + extra + 1 > w->cap)
-        w->st = mp_grow(w->ctx, (void **)&w->p, 1, w->len + extra + 1,
+        w->st = mp__grow(w->ctx, (void **)&w->p, 1, w->len + extra + 1,
                         &w->cap);
 }
 
@@ -1947,7 +1947,7 @@ static void w_double(wbuf *w, double v, const char *what)
 {
     if (!isfinite(v)) {
         if (!w->st)
-            w->st = mp_err(w->ctx, MP_ERR_UNSUPPORTED,
+            w->st = mp__err(w->ctx, MP_ERR_UNSUPPORTED,
                            "%s: %g cannot be written in JSON", what, v);
         return;
     }
@@ -1982,17 +1982,17 @@ static void w_indent(wbuf *w, unsigned n)
 /* ---- the loader's subgraph bookkeeping, undone when writing ---- */
 
 /* The subgraph an int attribute NAME.graph refers to, or NULL. */
-static const mp_graph *attr_body(const mp_graph *g, const mp_attr *a)
+static const mp_graph *attr_body(const mp_graph *g, const mp__attr *a)
 {
     size_t n = strlen(a->name);
-    if (a->type != MP_ATTR_INT || n <= 6 ||
+    if (a->type != MP__ATTR_INT || n <= 6 ||
         strcmp(a->name + n - 6, ".graph") != 0 || a->v.i < 0 ||
         (uint64_t)a->v.i >= g->n_subgraphs)
         return NULL;
     return g->subgraphs[a->v.i];
 }
 
-static bool has_body(const mp_graph *g, const mp_node *n)
+static bool has_body(const mp_graph *g, const mp__node *n)
 {
     for (uint32_t i = 0; i < n->n_attrs; i++)
         if (attr_body(g, &n->attrs[i]))
@@ -2002,10 +2002,10 @@ static bool has_body(const mp_graph *g, const mp_node *n)
 
 /* Inputs of n as written: without the names its bodies take from
  * enclosing scopes (after "body.inputs" explicit ones). */
-static uint32_t written_inputs(const mp_graph *g, const mp_node *n)
+static uint32_t written_inputs(const mp_graph *g, const mp__node *n)
 {
-    const mp_attr *bi = mp_node_attr(n, "body.inputs");
-    if (bi && bi->type == MP_ATTR_INT && bi->v.i >= 0 &&
+    const mp__attr *bi = mp__node_attr(n, "body.inputs");
+    if (bi && bi->type == MP__ATTR_INT && bi->v.i >= 0 &&
         (uint64_t)bi->v.i <= n->n_in && has_body(g, n))
         return (uint32_t)bi->v.i;
     return n->n_in;
@@ -2015,7 +2015,7 @@ static uint32_t written_inputs(const mp_graph *g, const mp_node *n)
  * of node p's bodies (the reader makes it again). */
 static bool is_body_output(const mp_graph *g, uint32_t p, uint32_t t)
 {
-    const mp_node *n = &g->nodes[p];
+    const mp__node *n = &g->nodes[p];
     const char *tn = g->tensors[t].name;
     size_t ln = strlen(n->name);
     return n->n_out && n->outputs[n->n_out - 1] == t &&
@@ -2036,7 +2036,7 @@ static bool in_ids(const uint32_t *ids, uint32_t n, uint32_t id)
  * input). */
 static bool skip_tensor(const mp_graph *g, uint32_t t, bool sub)
 {
-    const mp_tensor *tt = &g->tensors[t];
+    const mp__tensor *tt = &g->tensors[t];
     if (tt->producer != MP_NONE)
         return is_body_output(g, tt->producer, t);
     return sub && tt->declared_kind == MP_KIND_INPUT &&
@@ -2046,7 +2046,7 @@ static bool skip_tensor(const mp_graph *g, uint32_t t, bool sub)
 static void write_graph(wbuf *w, const mp_graph *g, bool sub,
                         unsigned indent, unsigned depth);
 
-static void write_tensor(wbuf *w, const mp_tensor *t, unsigned indent)
+static void write_tensor(wbuf *w, const mp__tensor *t, unsigned indent)
 {
     w_indent(w, indent);
     w_str(w, "{\"name\": ");
@@ -2064,7 +2064,7 @@ static void write_tensor(wbuf *w, const mp_tensor *t, unsigned indent)
         }
         w_str(w, "]");
     }
-    if (t->flags & MP_TF_BYTES_GIVEN) {
+    if (t->flags & MP__TF_BYTES_GIVEN) {
         w_str(w, ", \"bytes\": ");
         w_u64(w, t->bytes);
     }
@@ -2087,7 +2087,7 @@ static void write_ids(wbuf *w, const mp_graph *g, const uint32_t *ids,
     w_str(w, "]");
 }
 
-static void write_node(wbuf *w, const mp_graph *g, const mp_node *n,
+static void write_node(wbuf *w, const mp_graph *g, const mp__node *n,
                        unsigned indent, unsigned depth)
 {
     char what[256];
@@ -2113,9 +2113,9 @@ static void write_node(wbuf *w, const mp_graph *g, const mp_node *n,
         w_str(w, ", \"attributes\": {");
         const char *sep = "";
         for (uint32_t a = 0; a < n->n_attrs; a++) {
-            const mp_attr *at = &n->attrs[a];
+            const mp__attr *at = &n->attrs[a];
             if (bodies && strcmp(at->name, "body.inputs") == 0 &&
-                at->type == MP_ATTR_INT)
+                at->type == MP__ATTR_INT)
                 continue;
             snprintf(what, sizeof what, "node '%s': attribute '%s'", n->name,
                      at->name);
@@ -2123,14 +2123,14 @@ static void write_node(wbuf *w, const mp_graph *g, const mp_node *n,
             sep = ", ";
             const mp_graph *body = attr_body(g, at);
             if (body) { /* NAME.graph: "NAME": {"graph": {...}} */
-                char *key = mp_strdup(w->ctx, at->name);
+                char *key = mp__strdup(w->ctx, at->name);
                 if (!key) {
                     w->st = w->st ? w->st : MP_ERR_NOMEM;
                     return;
                 }
                 key[strlen(key) - 6] = 0;
                 w_quoted(w, key);
-                mp_dealloc(w->ctx, key);
+                mp__dealloc(w->ctx, key);
                 w_str(w, ": {\"graph\": ");
                 write_graph(w, body, true, indent + 2, depth + 1);
                 w_str(w, "}");
@@ -2139,16 +2139,16 @@ static void write_node(wbuf *w, const mp_graph *g, const mp_node *n,
             w_quoted(w, at->name);
             w_str(w, ": ");
             switch (at->type) {
-            case MP_ATTR_INT: w_i64(w, at->v.i); break;
-            case MP_ATTR_FLOAT: w_double(w, at->v.f, what); break;
-            case MP_ATTR_STRING: w_quoted(w, at->v.s); break;
-            case MP_ATTR_INTS:
-            case MP_ATTR_FLOATS:
+            case MP__ATTR_INT: w_i64(w, at->v.i); break;
+            case MP__ATTR_FLOAT: w_double(w, at->v.f, what); break;
+            case MP__ATTR_STRING: w_quoted(w, at->v.s); break;
+            case MP__ATTR_INTS:
+            case MP__ATTR_FLOATS:
                 w_str(w, "[");
                 for (uint32_t k = 0; k < at->n; k++) {
                     if (k)
                         w_str(w, ", ");
-                    if (at->type == MP_ATTR_INTS)
+                    if (at->type == MP__ATTR_INTS)
                         w_i64(w, at->v.ints[k]);
                     else
                         w_double(w, at->v.floats[k], what);
@@ -2195,7 +2195,7 @@ static void write_graph(wbuf *w, const mp_graph *g, bool sub,
 {
     if (depth > MAX_SUB_DEPTH) {
         if (!w->st)
-            w->st = mp_err(w->ctx, MP_ERR_UNSUPPORTED, "JSON writer: "
+            w->st = mp__err(w->ctx, MP_ERR_UNSUPPORTED, "JSON writer: "
                            "subgraphs nested deeper than %d", MAX_SUB_DEPTH);
         return;
     }
@@ -2259,7 +2259,7 @@ static void write_graph(wbuf *w, const mp_graph *g, bool sub,
         w_str(w, "[");
         first = true;
         for (size_t i = 0; i < g->n_tensors; i++) {
-            if (!(g->tensors[i].flags & MP_TF_OUTPUT))
+            if (!(g->tensors[i].flags & MP__TF_OUTPUT))
                 continue;
             if (!first)
                 w_str(w, ", ");
@@ -2283,7 +2283,7 @@ mp_status mp_graph_to_json_string(const mp_graph *g, char **out)
     write_graph(&w, g, false, 0, 0);
     w_str(&w, "\n");
     if (w.st) {
-        mp_dealloc(g->ctx, w.p);
+        mp__dealloc(g->ctx, w.p);
         return w.st;
     }
     w.p[w.len] = 0;
@@ -2294,14 +2294,14 @@ mp_status mp_graph_to_json_string(const mp_graph *g, char **out)
 mp_status mp_graph_save_json(const mp_graph *g, const char *path)
 {
     if (!g || !path)
-        return g ? mp_err(g->ctx, MP_ERR_INVALID_ARG,
+        return g ? mp__err(g->ctx, MP_ERR_INVALID_ARG,
                           "mp_graph_save_json: NULL path")
                  : MP_ERR_INVALID_ARG;
     char *s;
     mp_status st = mp_graph_to_json_string(g, &s);
     if (st)
         return st;
-    st = mp_write_file(g->ctx, path, s, strlen(s));
-    mp_dealloc(g->ctx, s);
+    st = mp__write_file(g->ctx, path, s, strlen(s));
+    mp__dealloc(g->ctx, s);
     return st;
 }

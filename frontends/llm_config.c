@@ -28,7 +28,7 @@ static mp_status read_config(mp_ctx *ctx, json_t *root, const char *src,
                              mp_llm_config *out)
 {
     if (!json_is_object(root))
-        return mp_err(ctx, MP_ERR_PARSE, "%s: a model config is a JSON object",
+        return mp__err(ctx, MP_ERR_PARSE, "%s: a model config is a JSON object",
                       src);
     static const char *const k_layers[] = {"num_hidden_layers", "n_layer",
                                            "num_layers", NULL};
@@ -48,9 +48,9 @@ static mp_status read_config(mp_ctx *ctx, json_t *root, const char *src,
         (r = get_uint(root, k_hidden, &c.hidden, &bad)) <= 0 ||
         (r = get_uint(root, k_heads, &c.heads, &bad)) <= 0) {
         if (r < 0)
-            return mp_err(ctx, MP_ERR_PARSE,
+            return mp__err(ctx, MP_ERR_PARSE,
                           "%s: \"%s\" must be a positive integer", src, bad);
-        return mp_err(ctx, MP_ERR_PARSE,
+        return mp__err(ctx, MP_ERR_PARSE,
                       "%s: the config needs the number of layers "
                       "(num_hidden_layers), hidden size (hidden_size) and "
                       "heads (num_attention_heads)",
@@ -59,18 +59,18 @@ static mp_status read_config(mp_ctx *ctx, json_t *root, const char *src,
     if (get_uint(root, k_kv, &c.kv_heads, &bad) < 0 ||
         get_uint(root, k_ffn, &c.ffn, &bad) < 0 ||
         get_uint(root, k_vocab, &c.vocab, &bad) < 0)
-        return mp_err(ctx, MP_ERR_PARSE,
+        return mp__err(ctx, MP_ERR_PARSE,
                       "%s: \"%s\" must be a positive integer", src, bad);
     if (!c.kv_heads)
         c.kv_heads = c.heads;
     if (c.hidden % c.heads || c.heads % c.kv_heads)
-        return mp_err(ctx, MP_ERR_PARSE,
+        return mp__err(ctx, MP_ERR_PARSE,
                       "%s: hidden size %u is not a multiple of %u heads, or "
                       "heads not a multiple of %u KV heads",
                       src, c.hidden, c.heads, c.kv_heads);
     if (!c.ffn) {
         if (c.hidden > UINT32_MAX / 4)
-            return mp_err(ctx, MP_ERR_PARSE, "%s: hidden size too large",
+            return mp__err(ctx, MP_ERR_PARSE, "%s: hidden size too large",
                           src);
         c.ffn = 4 * c.hidden;
     }
@@ -82,7 +82,7 @@ static mp_status read_config(mp_ctx *ctx, json_t *root, const char *src,
             s += 6;
         if (mp_dtype_parse(s, &c.dtype) != MP_OK ||
             mp_dtype_bits(c.dtype) == 0)
-            return mp_err(ctx, MP_ERR_PARSE, "%s: unknown torch_dtype '%s'",
+            return mp__err(ctx, MP_ERR_PARSE, "%s: unknown torch_dtype '%s'",
                           src, json_string_value(dt));
     }
     c.mlp_matrices = 2;
@@ -116,7 +116,7 @@ mp_status mp_llm_config_load_json_string(mp_ctx *ctx, const char *text,
     json_error_t e;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &e);
     if (!root)
-        return mp_err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", src, e.line,
+        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", src, e.line,
                       e.column, e.text);
     mp_status st = read_config(ctx, root, src, out);
     json_decref(root);
@@ -130,13 +130,13 @@ mp_status mp_llm_config_load_json(mp_ctx *ctx, const char *path,
         return MP_ERR_INVALID_ARG;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open the model config",
+        return mp__err(ctx, MP_ERR_IO, "%s: cannot open the model config",
                       path);
     json_error_t e;
     json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
     fclose(f);
     if (!root)
-        return mp_err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", path, e.line,
+        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", path, e.line,
                       e.column, e.text);
     mp_status st = read_config(ctx, root, path, out);
     json_decref(root);

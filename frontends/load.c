@@ -32,13 +32,13 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
         opt = &dflt;
     size_t n_dims = opt->n_dims;
     if (!ctx || !path || !out || (n_dims && !opt->dims))
-        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+        return ctx ? mp__err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
     char *text;
     size_t len;
-    mp_status st = mp_read_file(ctx, path, &text, &len);
+    mp_status st = mp__read_file(ctx, path, &text, &len);
     if (st)
         return st;
     size_t i = 0;
@@ -51,12 +51,12 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
                      mp_onnx_available())) {
         /* ONNX (frontends/onnx/onnx.c): by extension, or not JSON */
         st = mp_graph_load_onnx_buffer(ctx, text, len, path, opt, out);
-        mp_dealloc(ctx, text);
+        mp__dealloc(ctx, text);
         return st;
     }
     if (n_dims || opt->n_values || opt->batch) {
-        mp_dealloc(ctx, text);
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        mp__dealloc(ctx, text);
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "%s: %s only for ONNX models; this graph has no %s",
                       path,
                       n_dims ? "dim bindings (--dim) are"
@@ -65,33 +65,33 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
                       n_dims ? "symbolic dims" : "graph input dims to set");
     }
     if (i < len && text[i] != '{' && text[i] != '[') {
-        mp_dealloc(ctx, text);
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+        mp__dealloc(ctx, text);
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "%s: not a graph memplan can read (expected a memplan "
                       "JSON graph or a networkx node-link JSON graph)",
                       path);
     }
-    switch (mp_json_detect(text, len)) {
-    case MP_JFMT_NODELINK: {
+    switch (mp__json_detect(text, len)) {
+    case MP__JFMT_NODELINK: {
         json_t *root;
-        st = mp_json_parse(ctx, text, len, path, &root);
+        st = mp__json_parse(ctx, text, len, path, &root);
         if (!st) {
-            st = mp_nodelink_build(ctx, root, text, len, path, out);
+            st = mp__nodelink_build(ctx, root, text, len, path, out);
             json_decref(root);
         }
         break;
     }
-    case MP_JFMT_MEMPLAN:
-    case MP_JFMT_SYNTAX: /* the reader names the syntax error */
-        st = mp_json_graph_read(ctx, text, len, path, out);
+    case MP__JFMT_MEMPLAN:
+    case MP__JFMT_SYNTAX: /* the reader names the syntax error */
+        st = mp__json_graph_read(ctx, text, len, path, out);
         break;
     default:
-        st = mp_err(ctx, MP_ERR_UNSUPPORTED,
+        st = mp__err(ctx, MP_ERR_UNSUPPORTED,
                     "%s: unrecognised JSON graph: expected a memplan graph "
                     "(\"tensors\"/\"nodes\") or a networkx node-link graph "
                     "(\"nodes\" and \"links\")",
                     path);
     }
-    mp_dealloc(ctx, text);
+    mp__dealloc(ctx, text);
     return st;
 }

@@ -1,7 +1,7 @@
 /* networkx node-link graphs as used by Checkmate and Moccasin
  * (docs/graph-format.md, "Node-link graphs").
  *
- * Each node becomes an mp_node (op "Checkmate") producing one tensor of
+ * Each node becomes an mp__node (op "Checkmate") producing one tensor of
  * cost_ram bytes named after the node; a link source -> target makes the
  * source's tensor an input of the target. Nodes are added in topological
  * order (the file's order whenever it is already topological) and the
@@ -21,7 +21,7 @@
 #define OP_NAME "Checkmate"
 
 typedef struct nl {
-    mp_jloc loc;
+    mp__jloc loc;
     mp_ctx *ctx;
     size_t n, n_links;
     char **ids;         /* canonical id per node */
@@ -32,7 +32,7 @@ typedef struct nl {
     uint32_t *src, *dst; /* per link: node indices */
     uint32_t *in_begin, *in_list, *out_begin, *out_list;
     uint32_t *indeg, *order, *heap, *tid, *stamp, *ins;
-    mp_name_map id_map, name_map;
+    mp__name_map id_map, name_map;
     const char *tag_ram, *tag_cpu, *tag_param;
 } nl;
 
@@ -44,8 +44,8 @@ static const char *str_at(const void *owner, uint32_t i)
 static mp_status nl_type_err(nl *L, const json_t *v, const char *expected)
 {
     char buf[96];
-    return mp_jloc_err(&L->loc, MP_ERR_PARSE, false, "expected %s, got %s",
-                       expected, mp_json_describe(v, buf, sizeof buf));
+    return mp__jloc_err(&L->loc, MP_ERR_PARSE, false, "expected %s, got %s",
+                       expected, mp__json_describe(v, buf, sizeof buf));
 }
 
 /* A node id (integer or string) in canonical form. */
@@ -61,7 +61,7 @@ static mp_status canon_id(nl *L, json_t *v, char **out)
     } else {
         return nl_type_err(L, v, "a node id (an integer or a string)");
     }
-    *out = mp_strdup(L->ctx, s);
+    *out = mp__strdup(L->ctx, s);
     return *out ? MP_OK : MP_ERR_NOMEM;
 }
 
@@ -93,7 +93,7 @@ static mp_status get_bytes(nl *L, json_t *v, uint64_t *out)
         double d = json_real_value(v);
         if (d >= 0 && d == floor(d)) {
             if (d >= 18446744073709551616.0)
-                return mp_jloc_err(&L->loc, MP_ERR_OVERFLOW, false,
+                return mp__jloc_err(&L->loc, MP_ERR_OVERFLOW, false,
                                    "%.17g bytes do not fit in 64 bits", d);
             *out = (uint64_t)d;
             return MP_OK;
@@ -111,47 +111,47 @@ static mp_status read_node(nl *L, json_t *nd, size_t i)
     static const char *const id_keys[] = {"id", "name"};
     json_t *idv = member(nd, id_keys, 2, &key);
     if (!idv)
-        return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
+        return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
                            "missing \"id\" (the node's id)");
-    mp_jloc_key(&L->loc, key);
+    mp__jloc_key(&L->loc, key);
     if ((st = canon_id(L, idv, &L->ids[i])))
         return st;
     uint32_t prev;
-    if (mp_name_map_insert(L->ctx, &L->id_map, L->ids, str_at, L->ids[i],
+    if (mp__name_map_insert(L->ctx, &L->id_map, L->ids, str_at, L->ids[i],
                            (uint32_t)i, &prev)) {
         if (prev == MP_NONE)
             return MP_ERR_NOMEM;
-        return mp_jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
+        return mp__jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
                            "duplicate node id %s (first at nodes[%u])",
                            L->ids[i], (unsigned)prev);
     }
-    mp_jloc_pop(&L->loc);
+    mp__jloc_pop(&L->loc);
     snprintf(L->loc.label, sizeof L->loc.label, "id %s", L->ids[i]);
 
     json_t *nm = json_object_get(nd, "name");
     if (nm && !json_is_string(nm) && !json_is_integer(nm)) {
-        mp_jloc_key(&L->loc, "name");
+        mp__jloc_key(&L->loc, "name");
         return nl_type_err(L, nm, "a string or an integer");
     }
     if (nm && json_is_string(nm)) {
         if (!json_string_value(nm)[0]) {
-            mp_jloc_key(&L->loc, "name");
-            return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
+            mp__jloc_key(&L->loc, "name");
+            return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
                                "must not be an empty string");
         }
-        L->names[i] = mp_strdup(L->ctx, json_string_value(nm));
+        L->names[i] = mp__strdup(L->ctx, json_string_value(nm));
     } else if (nm) {
         char buf[32];
         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(nm));
-        L->names[i] = mp_strdup(L->ctx, buf);
+        L->names[i] = mp__strdup(L->ctx, buf);
     } else {
-        L->names[i] = mp_strdup(L->ctx, L->ids[i]);
+        L->names[i] = mp__strdup(L->ctx, L->ids[i]);
     }
     if (!L->names[i])
         return MP_ERR_NOMEM;
     snprintf(L->loc.label, sizeof L->loc.label, "id %s, \"%s\"", L->ids[i],
              L->names[i]);
-    if (mp_name_map_insert(L->ctx, &L->name_map, L->names, str_at,
+    if (mp__name_map_insert(L->ctx, &L->name_map, L->names, str_at,
                            L->names[i], (uint32_t)i, &prev)) {
         if (prev == MP_NONE)
             return MP_ERR_NOMEM;
@@ -161,35 +161,35 @@ static mp_status read_node(nl *L, json_t *nd, size_t i)
     const char *ram_keys[] = {"cost_ram", L->tag_ram, "out_cost"};
     json_t *v = member(nd, ram_keys, 3, &key);
     if (!v)
-        return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
+        return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
                            "missing \"cost_ram\" (bytes of the node's "
                            "output)");
-    mp_jloc_key(&L->loc, key);
+    mp__jloc_key(&L->loc, key);
     if ((st = get_bytes(L, v, &L->ram[i])))
         return st;
-    mp_jloc_pop(&L->loc);
+    mp__jloc_pop(&L->loc);
 
     const char *cpu_keys[] = {"cost_cpu", L->tag_cpu, "duration"};
     L->cpu[i] = -1.0;
     if ((v = member(nd, cpu_keys, 3, &key))) {
-        mp_jloc_key(&L->loc, key);
+        mp__jloc_key(&L->loc, key);
         if (!json_is_number(v) || !(json_number_value(v) >= 0))
             return nl_type_err(L, v, "a number >= 0");
         L->cpu[i] = json_number_value(v);
-        mp_jloc_pop(&L->loc);
+        mp__jloc_pop(&L->loc);
     }
 
     const char *param_keys[] = {L->tag_param, "param_cost"};
     if ((v = member(nd, param_keys, 2, &key))) {
-        mp_jloc_key(&L->loc, key);
+        mp__jloc_key(&L->loc, key);
         if ((st = get_bytes(L, v, &L->param[i])))
             return st;
-        mp_jloc_pop(&L->loc);
+        mp__jloc_pop(&L->loc);
     }
 
     if ((v = json_object_get(nd, "backward"))) {
         if (!json_is_boolean(v)) {
-            mp_jloc_key(&L->loc, "backward");
+            mp__jloc_key(&L->loc, "backward");
             return nl_type_err(L, v, "true or false");
         }
         L->backward[i] = json_is_true(v);
@@ -201,22 +201,22 @@ static mp_status link_end(nl *L, json_t *lk, const char *key, uint32_t *out)
 {
     json_t *v = json_object_get(lk, key);
     if (!v)
-        return mp_jloc_err(&L->loc, MP_ERR_PARSE, false, "missing \"%s\"",
+        return mp__jloc_err(&L->loc, MP_ERR_PARSE, false, "missing \"%s\"",
                            key);
-    mp_jloc_key(&L->loc, key);
+    mp__jloc_key(&L->loc, key);
     char *id = NULL;
     mp_status st = canon_id(L, v, &id);
     if (st)
         return st;
-    uint32_t k = mp_name_map_find(&L->id_map, L->ids, str_at, id);
+    uint32_t k = mp__name_map_find(&L->id_map, L->ids, str_at, id);
     if (k == MP_NONE) {
-        st = mp_jloc_err(&L->loc, MP_ERR_GRAPH, false, "no node with id %s",
+        st = mp__jloc_err(&L->loc, MP_ERR_GRAPH, false, "no node with id %s",
                          id);
-        mp_dealloc(L->ctx, id);
+        mp__dealloc(L->ctx, id);
         return st;
     }
-    mp_dealloc(L->ctx, id);
-    mp_jloc_pop(&L->loc);
+    mp__dealloc(L->ctx, id);
+    mp__jloc_pop(&L->loc);
     *out = k;
     return MP_OK;
 }
@@ -249,13 +249,13 @@ static mp_status topo_sort(nl *L)
     uint32_t hn = 0, done = 0;
     for (size_t i = 0; i < n; i++)
         if (!L->indeg[i])
-            mp_heap_push(L->heap, &hn, (uint32_t)i);
+            mp__heap_push(L->heap, &hn, (uint32_t)i);
     while (hn) {
-        uint32_t v = mp_heap_pop(L->heap, &hn);
+        uint32_t v = mp__heap_pop(L->heap, &hn);
         L->order[done++] = v;
         for (uint32_t k = L->out_begin[v]; k < L->out_begin[v + 1]; k++)
             if (--L->indeg[L->out_list[k]] == 0)
-                mp_heap_push(L->heap, &hn, L->out_list[k]);
+                mp__heap_push(L->heap, &hn, L->out_list[k]);
     }
     if (done == n)
         return MP_OK;
@@ -277,11 +277,11 @@ static mp_status topo_sort(nl *L)
         cur = next;
     }
     L->loc.depth = 0;
-    mp_jloc_key(&L->loc, "nodes");
-    mp_jloc_index(&L->loc, cur);
+    mp__jloc_key(&L->loc, "nodes");
+    mp__jloc_index(&L->loc, cur);
     snprintf(L->loc.label, sizeof L->loc.label, "id %s, \"%s\"", L->ids[cur],
              L->names[cur]);
-    return mp_jloc_err(&L->loc, MP_ERR_CYCLE, false,
+    return mp__jloc_err(&L->loc, MP_ERR_CYCLE, false,
                        "the graph has a cycle through this node");
 }
 
@@ -289,7 +289,7 @@ static mp_status set_bytes(mp_graph *g, uint32_t t, uint64_t bytes)
 {
     /* explicit size, also when 0 (a desc's 0 means "derive") */
     g->tensors[t].bytes = bytes;
-    g->tensors[t].flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
+    g->tensors[t].flags |= MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN;
     return MP_OK;
 }
 
@@ -302,19 +302,19 @@ static mp_status build_graph(nl *L, mp_graph *g)
         if (!L->dup[i])
             continue;
         size_t len = strlen(L->names[i]) + strlen(L->ids[i]) + 2;
-        char *s = mp_alloc(L->ctx, len);
+        char *s = mp__alloc(L->ctx, len);
         if (!s)
             return MP_ERR_NOMEM;
         snprintf(s, len, "%s#%s", L->names[i], L->ids[i]);
-        mp_dealloc(L->ctx, L->names[i]);
+        mp__dealloc(L->ctx, L->names[i]);
         L->names[i] = s;
     }
     char *pname = NULL;
     for (size_t k = 0; k < n; k++) {
         uint32_t v = L->order[k];
         L->loc.depth = 0;
-        mp_jloc_key(&L->loc, "nodes");
-        mp_jloc_index(&L->loc, v);
+        mp__jloc_key(&L->loc, "nodes");
+        mp__jloc_index(&L->loc, v);
         snprintf(L->loc.label, sizeof L->loc.label, "id %s, \"%s\"",
                  L->ids[v], L->names[v]);
         uint32_t n_in = 0;
@@ -331,7 +331,7 @@ static mp_status build_graph(nl *L, mp_graph *g)
         uint32_t t;
         if (L->param[v]) {
             size_t len = strlen(L->names[v]) + 7;
-            pname = mp_alloc(L->ctx, len);
+            pname = mp__alloc(L->ctx, len);
             if (!pname)
                 return MP_ERR_NOMEM;
             snprintf(pname, len, "%s.param", L->names[v]);
@@ -339,13 +339,13 @@ static mp_status build_graph(nl *L, mp_graph *g)
             td.kind = MP_KIND_WEIGHT;
             uint32_t dummy;
             if (mp_graph_find_tensor(g, pname, &dummy) == MP_OK) {
-                st = mp_jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
+                st = mp__jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
                                  "tensor name \"%s\" is taken", pname);
-                mp_dealloc(L->ctx, pname);
+                mp__dealloc(L->ctx, pname);
                 return st;
             }
             st = mp_graph_add_tensor(g, &td, &t);
-            mp_dealloc(L->ctx, pname);
+            mp__dealloc(L->ctx, pname);
             if (st)
                 return st;
             set_bytes(g, t, L->param[v]);
@@ -355,7 +355,7 @@ static mp_status build_graph(nl *L, mp_graph *g)
         td.kind = L->backward[v] ? MP_KIND_GRADIENT : MP_KIND_ACTIVATION;
         uint32_t dummy;
         if (mp_graph_find_tensor(g, td.name, &dummy) == MP_OK)
-            return mp_jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
+            return mp__jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
                                "name \"%s\" is used twice", td.name);
         if ((st = mp_graph_add_tensor(g, &td, &t)))
             return st;
@@ -389,10 +389,10 @@ static mp_status load(nl *L, json_t *root, mp_graph *g)
     mp_status st;
     json_t *v;
     if ((v = json_object_get(root, "directed")) && !json_is_true(v)) {
-        mp_jloc_key(&L->loc, "directed");
+        mp__jloc_key(&L->loc, "directed");
         if (!json_is_boolean(v))
             return nl_type_err(L, v, "true or false");
-        return mp_jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
+        return mp__jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
                            "undirected graphs are not supported");
     }
     json_t *gr = json_object_get(root, "graph");
@@ -418,62 +418,62 @@ static mp_status load(nl *L, json_t *root, mp_graph *g)
         links_key = "edges";
     if (!nodes || !json_is_array(nodes)) {
         if (!nodes)
-            return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
+            return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
                                "missing required key \"nodes\" (an array)");
-        mp_jloc_key(&L->loc, "nodes");
+        mp__jloc_key(&L->loc, "nodes");
         return nl_type_err(L, nodes, "an array");
     }
     if (!links || !json_is_array(links)) {
         if (!links)
-            return mp_jloc_err(&L->loc, MP_ERR_PARSE, false,
+            return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
                                "missing required key \"links\" (an array)");
-        mp_jloc_key(&L->loc, links_key);
+        mp__jloc_key(&L->loc, links_key);
         return nl_type_err(L, links, "an array");
     }
     size_t n = json_array_size(nodes), m = json_array_size(links);
     if (n >= UINT32_MAX / 2 || m >= UINT32_MAX / 2)
-        return mp_jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
+        return mp__jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
                            "graph too large");
     L->n = n;
     L->n_links = m;
     size_t n1 = n + 1, m1 = m + 1;
     mp_ctx *ctx = L->ctx;
-    if (!(L->ids = mp_calloc(ctx, n1, sizeof *L->ids)) ||
-        !(L->names = mp_calloc(ctx, n1, sizeof *L->names)) ||
-        !(L->ram = mp_calloc(ctx, n1, sizeof *L->ram)) ||
-        !(L->param = mp_calloc(ctx, n1, sizeof *L->param)) ||
-        !(L->cpu = mp_calloc(ctx, n1, sizeof *L->cpu)) ||
-        !(L->backward = mp_calloc(ctx, n1, 1)) ||
-        !(L->dup = mp_calloc(ctx, n1, 1)) ||
-        !(L->src = mp_calloc(ctx, m1, sizeof *L->src)) ||
-        !(L->dst = mp_calloc(ctx, m1, sizeof *L->dst)) ||
-        !(L->in_begin = mp_calloc(ctx, n1, sizeof *L->in_begin)) ||
-        !(L->out_begin = mp_calloc(ctx, n1, sizeof *L->out_begin)) ||
-        !(L->in_list = mp_calloc(ctx, m1, sizeof *L->in_list)) ||
-        !(L->out_list = mp_calloc(ctx, m1, sizeof *L->out_list)) ||
-        !(L->indeg = mp_calloc(ctx, n1, sizeof *L->indeg)) ||
-        !(L->order = mp_calloc(ctx, n1, sizeof *L->order)) ||
-        !(L->heap = mp_calloc(ctx, n1, sizeof *L->heap)) ||
-        !(L->tid = mp_calloc(ctx, n1, sizeof *L->tid)) ||
-        !(L->stamp = mp_calloc(ctx, n1, sizeof *L->stamp)) ||
-        !(L->ins = mp_calloc(ctx, m1 + 1, sizeof *L->ins)))
+    if (!(L->ids = mp__calloc(ctx, n1, sizeof *L->ids)) ||
+        !(L->names = mp__calloc(ctx, n1, sizeof *L->names)) ||
+        !(L->ram = mp__calloc(ctx, n1, sizeof *L->ram)) ||
+        !(L->param = mp__calloc(ctx, n1, sizeof *L->param)) ||
+        !(L->cpu = mp__calloc(ctx, n1, sizeof *L->cpu)) ||
+        !(L->backward = mp__calloc(ctx, n1, 1)) ||
+        !(L->dup = mp__calloc(ctx, n1, 1)) ||
+        !(L->src = mp__calloc(ctx, m1, sizeof *L->src)) ||
+        !(L->dst = mp__calloc(ctx, m1, sizeof *L->dst)) ||
+        !(L->in_begin = mp__calloc(ctx, n1, sizeof *L->in_begin)) ||
+        !(L->out_begin = mp__calloc(ctx, n1, sizeof *L->out_begin)) ||
+        !(L->in_list = mp__calloc(ctx, m1, sizeof *L->in_list)) ||
+        !(L->out_list = mp__calloc(ctx, m1, sizeof *L->out_list)) ||
+        !(L->indeg = mp__calloc(ctx, n1, sizeof *L->indeg)) ||
+        !(L->order = mp__calloc(ctx, n1, sizeof *L->order)) ||
+        !(L->heap = mp__calloc(ctx, n1, sizeof *L->heap)) ||
+        !(L->tid = mp__calloc(ctx, n1, sizeof *L->tid)) ||
+        !(L->stamp = mp__calloc(ctx, n1, sizeof *L->stamp)) ||
+        !(L->ins = mp__calloc(ctx, m1 + 1, sizeof *L->ins)))
         return MP_ERR_NOMEM;
 
-    mp_jloc_key(&L->loc, "nodes");
+    mp__jloc_key(&L->loc, "nodes");
     for (size_t i = 0; i < n; i++) {
-        mp_jloc_index(&L->loc, i);
+        mp__jloc_index(&L->loc, i);
         L->loc.label[0] = 0;
         if ((st = read_node(L, json_array_get(nodes, i), i)))
             return st;
-        mp_jloc_pop(&L->loc);
+        mp__jloc_pop(&L->loc);
     }
-    mp_jloc_pop(&L->loc);
+    mp__jloc_pop(&L->loc);
     L->loc.label[0] = 0;
 
-    mp_jloc_key(&L->loc, links_key);
+    mp__jloc_key(&L->loc, links_key);
     for (size_t l = 0; l < m; l++) {
         json_t *lk = json_array_get(links, l);
-        mp_jloc_index(&L->loc, l);
+        mp__jloc_index(&L->loc, l);
         if (!json_is_object(lk))
             return nl_type_err(L, lk, "an object (a link)");
         bool moccasin = !json_object_get(lk, "source") &&
@@ -482,44 +482,44 @@ static mp_status load(nl *L, json_t *root, mp_graph *g)
             (st = link_end(L, lk, moccasin ? "1" : "target", &L->dst[l])))
             return st;
         if (L->src[l] == L->dst[l])
-            return mp_jloc_err(&L->loc, MP_ERR_CYCLE, false,
+            return mp__jloc_err(&L->loc, MP_ERR_CYCLE, false,
                                "self-loop on node id %s", L->ids[L->src[l]]);
-        mp_jloc_pop(&L->loc);
+        mp__jloc_pop(&L->loc);
     }
-    mp_jloc_pop(&L->loc);
+    mp__jloc_pop(&L->loc);
     if ((st = topo_sort(L)))
         return st;
     return build_graph(L, g);
 }
 
-mp_status mp_nodelink_build(mp_ctx *ctx, json_t *root, const char *text,
+mp_status mp__nodelink_build(mp_ctx *ctx, json_t *root, const char *text,
                             size_t len, const char *src, mp_graph **out)
 {
     *out = NULL;
     nl L;
     memset(&L, 0, sizeof L);
-    mp_jloc_init(&L.loc, ctx, src, text, len);
+    mp__jloc_init(&L.loc, ctx, src, text, len);
     L.ctx = ctx;
     mp_graph *g = NULL;
     mp_status st = mp_graph_create(ctx, &g);
     if (!st)
         st = load(&L, root, g);
     if (!st)
-        st = mp_json_finalize(ctx, g, src);
+        st = mp__json_finalize(ctx, g, src);
     for (size_t i = 0; i < L.n; i++) {
         if (L.ids)
-            mp_dealloc(ctx, L.ids[i]);
+            mp__dealloc(ctx, L.ids[i]);
         if (L.names)
-            mp_dealloc(ctx, L.names[i]);
+            mp__dealloc(ctx, L.names[i]);
     }
     void *arrays[] = {L.ids, L.names, L.ram, L.param, L.cpu, L.backward,
                       L.dup, L.src, L.dst, L.in_begin, L.out_begin,
                       L.in_list, L.out_list, L.indeg, L.order, L.heap,
                       L.tid, L.stamp, L.ins};
     for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
-        mp_dealloc(ctx, arrays[k]);
-    mp_name_map_free(ctx, &L.id_map);
-    mp_name_map_free(ctx, &L.name_map);
+        mp__dealloc(ctx, arrays[k]);
+    mp__name_map_free(ctx, &L.id_map);
+    mp__name_map_free(ctx, &L.name_map);
     if (st) {
         mp_graph_destroy(g);
         return st;
@@ -532,21 +532,21 @@ mp_status mp_graph_load_nodelink(mp_ctx *ctx, const char *path,
                                  mp_graph **out)
 {
     if (!ctx || !path || !out)
-        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+        return ctx ? mp__err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load_nodelink: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
     char *text;
     size_t len;
-    mp_status st = mp_read_file(ctx, path, &text, &len);
+    mp_status st = mp__read_file(ctx, path, &text, &len);
     if (st)
         return st;
     json_t *root;
-    st = mp_json_parse(ctx, text, len, path, &root);
+    st = mp__json_parse(ctx, text, len, path, &root);
     if (!st) {
-        st = mp_nodelink_build(ctx, root, text, len, path, out);
+        st = mp__nodelink_build(ctx, root, text, len, path, out);
         json_decref(root);
     }
-    mp_dealloc(ctx, text);
+    mp__dealloc(ctx, text);
     return st;
 }

@@ -40,7 +40,7 @@ static void w_reserve(wbuf *w, size_t extra)
     if (w->len + extra + 1 <= w->cap)
         return;
     void *p = w->buf;
-    w->st = mp_grow(w->ctx, &p, 1, w->len + extra + 1, &w->cap);
+    w->st = mp__grow(w->ctx, &p, 1, w->len + extra + 1, &w->cap);
     w->buf = p;
 }
 
@@ -127,7 +127,7 @@ static mp_status plan_write(const mp_plan *p, wbuf *w)
     /* the format has no pools yet (issue 9): refuse rather than write
      * per-pool offsets as if they shared one arena */
     if (p->n_pools)
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "plan JSON cannot hold memory pools yet (%u pools)",
                       (unsigned)p->n_pools);
 
@@ -138,11 +138,11 @@ static mp_status plan_write(const mp_plan *p, wbuf *w)
         bool is_node = s->kind == MP_STEP_COMPUTE ||
                        s->kind == MP_STEP_RECOMPUTE;
         if ((unsigned)s->kind > MP_STEP_PREFETCH)
-            return mp_err(ctx, MP_ERR_INVALID_ARG,
+            return mp__err(ctx, MP_ERR_INVALID_ARG,
                           "plan step %u has an unknown kind %d", i,
                           (int)s->kind);
         if (s->index >= (is_node ? g->n_nodes : g->n_tensors))
-            return mp_err(ctx, MP_ERR_INVALID_ARG,
+            return mp__err(ctx, MP_ERR_INVALID_ARG,
                           "plan step %u (%s) refers to %s %u, the graph has "
                           "%zu",
                           i, mp_step_kind_name(s->kind),
@@ -151,7 +151,7 @@ static mp_status plan_write(const mp_plan *p, wbuf *w)
     }
     for (uint32_t i = 0; i < p->n_blocks; i++)
         if (p->blocks[i].tensor >= g->n_tensors)
-            return mp_err(ctx, MP_ERR_INVALID_ARG,
+            return mp__err(ctx, MP_ERR_INVALID_ARG,
                           "plan block %u refers to tensor %u, the graph has "
                           "%zu",
                           i, p->blocks[i].tensor, g->n_tensors);
@@ -239,7 +239,7 @@ static mp_status plan_write(const mp_plan *p, wbuf *w)
 mp_status mp_plan_to_json_string(const mp_plan *p, char **out)
 {
     if (!out)
-        return p ? mp_err(p->ctx, MP_ERR_INVALID_ARG,
+        return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG,
                           "mp_plan_to_json_string: out is NULL")
                  : MP_ERR_INVALID_ARG;
     *out = NULL;
@@ -248,7 +248,7 @@ mp_status mp_plan_to_json_string(const mp_plan *p, char **out)
     wbuf w = {p->ctx, NULL, 0, 0, MP_OK};
     mp_status st = plan_write(p, &w);
     if (st) {
-        mp_dealloc(p->ctx, w.buf);
+        mp__dealloc(p->ctx, w.buf);
         return st;
     }
     *out = w.buf;
@@ -260,16 +260,16 @@ mp_status mp_plan_save_json(const mp_plan *p, const char *path)
     if (!p || !p->graph)
         return MP_ERR_INVALID_ARG;
     if (!path)
-        return mp_err(p->ctx, MP_ERR_INVALID_ARG,
+        return mp__err(p->ctx, MP_ERR_INVALID_ARG,
                       "mp_plan_save_json: path is NULL");
     wbuf w = {p->ctx, NULL, 0, 0, MP_OK};
     mp_status st = plan_write(p, &w);
     if (st) {
-        mp_dealloc(p->ctx, w.buf);
+        mp__dealloc(p->ctx, w.buf);
         return st;
     }
-    st = mp_write_file(p->ctx, path, w.buf, w.len);
-    mp_dealloc(p->ctx, w.buf);
+    st = mp__write_file(p->ctx, path, w.buf, w.len);
+    mp__dealloc(p->ctx, w.buf);
     return st;
 }
 
@@ -318,36 +318,36 @@ static const char *jtype_name(enum jtype t)
 
 /* Error at position pos: "file:line:column: <path>: <text>". */
 static mp_status rd_err(rd *r, const char *pos, mp_status st,
-                        const char *fmt, ...) MP_PRINTF(4, 5);
+                        const char *fmt, ...) MP__PRINTF(4, 5);
 static mp_status rd_err(rd *r, const char *pos, mp_status st,
                         const char *fmt, ...)
 {
     int line, col;   /* columns count characters (UTF-8), as jansson's */
-    mp_jtok_line_col(r->beg, (size_t)(r->end - r->beg),
+    mp__jtok_line_col(r->beg, (size_t)(r->end - r->beg),
                      pos > r->end ? (size_t)(r->end - r->beg)
                                   : (size_t)(pos - r->beg),
                      &line, &col);
-    char text[MP_MSG_MAX];
+    char text[MP__MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    return mp_err(r->ctx, st, "%s:%d:%d: %s", r->src, line, col, text);
+    return mp__err(r->ctx, st, "%s:%d:%d: %s", r->src, line, col, text);
 }
 
 /* The shared tokenizer (json_tok.h) at the reader's position. */
-static mp_jtok tok(const rd *r)
+static mp__jtok tok(const rd *r)
 {
-    mp_jtok k;
-    mp_jtok_init(&k, r->beg, (size_t)(r->end - r->beg),
+    mp__jtok k;
+    mp__jtok_init(&k, r->beg, (size_t)(r->end - r->beg),
                  (size_t)(r->p - r->beg));
     return k;
 }
 
 static void ws(rd *r)
 {
-    mp_jtok k = tok(r);
-    mp_jtok_ws(&k);
+    mp__jtok k = tok(r);
+    mp__jtok_ws(&k);
     r->p = r->beg + k.pos;
 }
 
@@ -388,48 +388,48 @@ static mp_status s_reserve(rd *r, size_t need)
     if (need <= r->scap)
         return MP_OK;
     void *p = r->sbuf;
-    mp_status st = mp_grow(r->ctx, &p, 1, need, &r->scap);
+    mp_status st = mp__grow(r->ctx, &p, 1, need, &r->scap);
     r->sbuf = p;
     return st;
 }
 
 /* Words a string or number the tokenizer refused (messages and positions
  * as this reader has always given them). */
-static mp_status tok_fail(rd *r, const mp_jtok *k)
+static mp_status tok_fail(rd *r, const mp__jtok *k)
 {
     const char *start = r->beg + k->err.start, *at = r->beg + k->err.at;
     char c = k->err.c;
     switch (k->err.kind) {
-    case MP_JTOK_UNTERMINATED:
+    case MP__JTOK_UNTERMINATED:
         return rd_err(r, start, MP_ERR_PARSE,
                       "syntax error: unterminated string");
-    case MP_JTOK_CONTROL:
+    case MP__JTOK_CONTROL:
         return rd_err(r, at, MP_ERR_PARSE,
                       "syntax error: control character in string");
-    case MP_JTOK_BAD_HEX:
+    case MP__JTOK_BAD_HEX:
         return rd_err(r, at, MP_ERR_PARSE,
                       "syntax error: bad \\u escape in string");
-    case MP_JTOK_SURROGATE:
+    case MP__JTOK_SURROGATE:
         return rd_err(r, start, MP_ERR_PARSE,
                       "syntax error: unpaired surrogate in \\u escape");
-    case MP_JTOK_NUL:
+    case MP__JTOK_NUL:
         return rd_err(r, start, MP_ERR_PARSE,
                       "\\u0000 is not allowed in a string");
-    case MP_JTOK_BAD_ESCAPE:
+    case MP__JTOK_BAD_ESCAPE:
         return rd_err(r, at, MP_ERR_PARSE,
                       "syntax error: bad escape '\\%c' in string",
                       (c >= 0x20 && c < 0x7f) ? c : '?');
-    case MP_JTOK_LEADING_ZERO:
+    case MP__JTOK_LEADING_ZERO:
         r->p = at;
         return rd_err(r, at, MP_ERR_PARSE,
                       "syntax error: leading zero in a number");
-    case MP_JTOK_NUM_DIGIT:
+    case MP__JTOK_NUM_DIGIT:
         r->p = at;
         return syntax(r, "a digit");
-    case MP_JTOK_NUM_FRAC:
+    case MP__JTOK_NUM_FRAC:
         r->p = at;
         return syntax(r, "a digit after '.'");
-    case MP_JTOK_NUM_EXP:
+    case MP__JTOK_NUM_EXP:
         r->p = at;
         return syntax(r, "a digit in the exponent");
     default:
@@ -441,8 +441,8 @@ static mp_status tok_fail(rd *r, const mp_jtok *k)
 /* Reads a string at r->p (which is '"') into r->sbuf. */
 static mp_status read_string(rd *r, size_t *len_out)
 {
-    mp_jtok k = tok(r);
-    mp_status st = mp_jtok_string(&k, r->ctx, &r->sbuf, &r->scap, 0,
+    mp__jtok k = tok(r);
+    mp_status st = mp__jtok_string(&k, r->ctx, &r->sbuf, &r->scap, 0,
                                   len_out);
     if (st)
         return st == MP_ERR_PARSE ? tok_fail(r, &k) : st;
@@ -454,9 +454,9 @@ static mp_status read_string(rd *r, size_t *len_out)
  * exponent. */
 static mp_status scan_number(rd *r, const char **num_end, bool *is_int)
 {
-    mp_jtok k = tok(r);
+    mp__jtok k = tok(r);
     size_t end;
-    if (mp_jtok_number(&k, &end, is_int))
+    if (mp__jtok_number(&k, &end, is_int))
         return tok_fail(r, &k);
     *num_end = r->beg + end;
     return MP_OK;
@@ -464,8 +464,8 @@ static mp_status scan_number(rd *r, const char **num_end, bool *is_int)
 
 static mp_status expect_literal(rd *r, const char *lit)
 {
-    mp_jtok k = tok(r);
-    if (!mp_jtok_literal(&k, lit))
+    mp__jtok k = tok(r);
+    if (!mp__jtok_literal(&k, lit))
         return syntax(r, "a JSON value");
     r->p = r->beg + k.pos;
     return MP_OK;
@@ -491,11 +491,11 @@ static mp_status obj_open(rd *r)
 static mp_status obj_next(rd *r, int *state, bool *more,
                           const char **key_pos)
 {
-    mp_jtok k = tok(r);
-    mp_status st = mp_jtok_obj_next(&k, state, more);
+    mp__jtok k = tok(r);
+    mp_status st = mp__jtok_obj_next(&k, state, more);
     if (st) {
         r->p = r->beg + k.err.at;
-        return syntax(r, k.err.kind == MP_JTOK_WANT_COMMA ? "',' or '}'"
+        return syntax(r, k.err.kind == MP__JTOK_WANT_COMMA ? "',' or '}'"
                                                           : "a string key");
     }
     r->p = r->beg + k.pos;
@@ -507,7 +507,7 @@ static mp_status obj_next(rd *r, int *state, bool *more,
     if ((st = read_string(r, NULL)))
         return st;
     k = tok(r);
-    if (mp_jtok_colon(&k)) {
+    if (mp__jtok_colon(&k)) {
         r->p = r->beg + k.err.at;
         return syntax(r, "':'");
     }
@@ -529,8 +529,8 @@ static mp_status arr_open(rd *r)
 
 static mp_status arr_next(rd *r, int *state, bool *more)
 {
-    mp_jtok k = tok(r);
-    mp_status st = mp_jtok_arr_next(&k, state, more);
+    mp__jtok k = tok(r);
+    mp_status st = mp__jtok_arr_next(&k, state, more);
     if (st) {
         r->p = r->beg + k.err.at;
         return syntax(r, "',' or ']'");
@@ -617,8 +617,8 @@ static mp_status get_uint(rd *r, const char *path, uint64_t max,
     }
     uint64_t v = 0;
     for (const char *q = pos; q < ne; q++) {
-        if (!mp_mul_u64(v, 10, &v) ||
-            !mp_add_u64(v, (uint64_t)(*q - '0'), &v) || v > max) {
+        if (!mp__mul_u64(v, 10, &v) ||
+            !mp__add_u64(v, (uint64_t)(*q - '0'), &v) || v > max) {
             r->p = ne;
             return rd_err(r, pos, MP_ERR_PARSE,
                           "%s: integer %.*s out of range (at most %llu)",
@@ -1007,7 +1007,7 @@ static mp_status read_schedule(rd *r, plan_acc *a)
                           want_node ? "node" : "tensor",
                           mp_step_kind_name((mp_step_kind)kind));
         void *arr = a->steps;
-        if ((st = mp_grow(r->ctx, &arr, sizeof *a->steps, i + 1,
+        if ((st = mp__grow(r->ctx, &arr, sizeof *a->steps, i + 1,
                           &a->cap_steps)))
             return st;
         a->steps = arr;
@@ -1099,13 +1099,13 @@ static mp_status read_blocks(rd *r, plan_acc *a)
         if ((st = missing(r, opos, NULL, keys, 5, seen)))
             return st;
         void *arr = a->blocks;
-        if ((st = mp_grow(r->ctx, &arr, sizeof *a->blocks, i + 1,
+        if ((st = mp__grow(r->ctx, &arr, sizeof *a->blocks, i + 1,
                           &a->cap_blocks)))
             return st;
         a->blocks = arr;
         a->blocks[i] = b;
         arr = a->over;
-        if ((st = mp_grow(r->ctx, &arr, sizeof *a->over, i + 1,
+        if ((st = mp__grow(r->ctx, &arr, sizeof *a->over, i + 1,
                           &a->cap_over)))
             return st;
         a->over = arr;
@@ -1125,7 +1125,7 @@ static mp_status read_fused(rd *r, plan_acc *a)
     if ((st = arr_open(r)))
         return st;
     if (!a->fused) {
-        a->fused = mp_calloc(r->ctx, r->g->n_tensors + 1, 1);
+        a->fused = mp__calloc(r->ctx, r->g->n_tensors + 1, 1);
         if (!a->fused)
             return MP_ERR_NOMEM;
     }
@@ -1282,25 +1282,25 @@ static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
     plan_acc a;
     memset(&a, 0, sizeof a);
     mp_status st = read_plan(&r, &a);
-    mp_dealloc(ctx, r.sbuf);
+    mp__dealloc(ctx, r.sbuf);
     mp_plan *p = NULL;
     if (st == MP_OK) {
-        p = mp_calloc(ctx, 1, sizeof *p);
+        p = mp__calloc(ctx, 1, sizeof *p);
         if (!p)
             st = MP_ERR_NOMEM;
     }
     if (st == MP_OK) {
         /* the live bytes are derived, never read: the verifier checks the
          * figures against them */
-        st = mp_blocks_live(ctx, a.blocks, (uint32_t)a.n_blocks,
+        st = mp__blocks_live(ctx, a.blocks, (uint32_t)a.n_blocks,
                             (uint32_t)a.n_steps, &p->live);
     }
     if (st) {
-        mp_dealloc(ctx, a.steps);
-        mp_dealloc(ctx, a.blocks);
-        mp_dealloc(ctx, a.over);
-        mp_dealloc(ctx, a.fused);
-        mp_dealloc(ctx, p);
+        mp__dealloc(ctx, a.steps);
+        mp__dealloc(ctx, a.blocks);
+        mp__dealloc(ctx, a.over);
+        mp__dealloc(ctx, a.fused);
+        mp__dealloc(ctx, p);
         return st;
     }
     p->ctx = ctx;
@@ -1315,7 +1315,7 @@ static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
     if (a.any_over) {
         p->block_over = a.over;
     } else {
-        mp_dealloc(ctx, a.over);
+        mp__dealloc(ctx, a.over);
     }
     p->fused = a.fused;
     *out = p;
@@ -1329,17 +1329,17 @@ mp_status mp_plan_load_json(mp_graph *g, const char *path, mp_plan **out)
     if (!g)
         return MP_ERR_INVALID_ARG;
     if (!path || !out)
-        return mp_err(g->ctx, MP_ERR_INVALID_ARG,
+        return mp__err(g->ctx, MP_ERR_INVALID_ARG,
                       "mp_plan_load_json: %s is NULL", path ? "out" : "path");
     if (!g->finalized)
-        return mp_err(g->ctx, MP_ERR_INVALID_ARG,
+        return mp__err(g->ctx, MP_ERR_INVALID_ARG,
                       "mp_plan_load_json: the graph is not finalized");
     char *text = NULL;
     size_t len = 0;
-    mp_status st = mp_read_file(g->ctx, path, &text, &len);
+    mp_status st = mp__read_file(g->ctx, path, &text, &len);
     if (st)
         return st;
     st = plan_from_text(g, text, len, path, out);
-    mp_dealloc(g->ctx, text);
+    mp__dealloc(g->ctx, text);
     return st;
 }

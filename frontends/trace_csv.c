@@ -100,7 +100,7 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
     if (!ctx)
         return MP_ERR_INVALID_ARG;
     if (!path || !bufs_out || !n_out)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "trace: path, bufs_out and n_out are required");
     *bufs_out = NULL;
     *n_out = 0;
@@ -110,7 +110,7 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         *has_offsets = 0;
     char *text = NULL;
     size_t len = 0;
-    mp_status st = mp_read_file(ctx, path, &text, &len);
+    mp_status st = mp__read_file(ctx, path, &text, &len);
     if (st != MP_OK)
         return st;
     mp_buffer *bufs = NULL;
@@ -125,7 +125,7 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         const char *le = nl ? nl : end;
         line++;
         if (memchr(p, '\0', (size_t)(le - p))) {
-            st = mp_err(ctx, MP_ERR_PARSE, "%s:%lu: NUL byte in the line",
+            st = mp__err(ctx, MP_ERR_PARSE, "%s:%lu: NUL byte in the line",
                         path, line);
             goto fail;
         }
@@ -136,7 +136,7 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         int k = split(p, le, fb, fe, 5);
         if (ncol == 0) { /* header */
             if (k < 4 || k > 5) {
-                st = mp_err(ctx, MP_ERR_PARSE,
+                st = mp__err(ctx, MP_ERR_PARSE,
                             "%s:%lu: header must be id,lower,upper,size[,"
                             "offset] (found %d columns)",
                             path, line, k > 5 ? 6 : k);
@@ -146,7 +146,7 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
                 size_t fl = (size_t)(fe[c] - fb[c]);
                 if (fl != strlen(col_names[c]) ||
                     memcmp(fb[c], col_names[c], fl) != 0) {
-                    st = mp_err(ctx, MP_ERR_PARSE,
+                    st = mp__err(ctx, MP_ERR_PARSE,
                                 "%s:%lu: column %d of the header must be "
                                 "'%s' (found '%.*s')",
                                 path, line, c + 1, col_names[c],
@@ -159,18 +159,18 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
             continue;
         }
         if (k != ncol) {
-            st = mp_err(ctx, MP_ERR_PARSE,
+            st = mp__err(ctx, MP_ERR_PARSE,
                         "%s:%lu: expected %d columns, found %s%d", path, line,
                         ncol, k > 5 ? "more than " : "", k > 5 ? 5 : k);
             goto fail;
         }
-        if (n == cap && mp_grow(ctx, (void **)&bufs, sizeof *bufs, n + 1,
+        if (n == cap && mp__grow(ctx, (void **)&bufs, sizeof *bufs, n + 1,
                                 &cap) != MP_OK) {
             st = MP_ERR_NOMEM;
             goto fail;
         }
         if (ids_out && n == idcap &&
-            mp_grow(ctx, (void **)&ids, sizeof *ids, n + 1, &idcap) != MP_OK) {
+            mp__grow(ctx, (void **)&ids, sizeof *ids, n + 1, &idcap) != MP_OK) {
             st = MP_ERR_NOMEM;
             goto fail;
         }
@@ -194,7 +194,7 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
             }
             if (!ok) {
                 size_t fl = (size_t)(fe[c] - fb[c]);
-                st = mp_err(ctx, MP_ERR_PARSE,
+                st = mp__err(ctx, MP_ERR_PARSE,
                             "%s:%lu: column '%s': '%.*s' is not %s", path,
                             line, col_names[c], (int)(fl > 40 ? 40 : fl),
                             fb[c],
@@ -205,14 +205,14 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
             }
         }
         if (b.end <= b.start) {
-            st = mp_err(ctx, MP_ERR_PARSE,
+            st = mp__err(ctx, MP_ERR_PARSE,
                         "%s:%lu: column 'upper': %lld is not greater than "
                         "lower %lld (intervals are [lower, upper))",
                         path, line, (long long)b.end, (long long)b.start);
             goto fail;
         }
         if (b.size == 0) {
-            st = mp_err(ctx, MP_ERR_PARSE, "%s:%lu: column 'size': size is 0",
+            st = mp__err(ctx, MP_ERR_PARSE, "%s:%lu: column 'size': size is 0",
                         path, line);
             goto fail;
         }
@@ -223,12 +223,12 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         p = le + 1;
     }
     if (ncol == 0) {
-        st = mp_err(ctx, MP_ERR_PARSE,
+        st = mp__err(ctx, MP_ERR_PARSE,
                     "%s:%lu: missing header id,lower,upper,size", path,
                     line ? line : 1);
         goto fail;
     }
-    mp_dealloc(ctx, text);
+    mp__dealloc(ctx, text);
     *bufs_out = bufs;
     if (ids_out)
         *ids_out = ids;
@@ -237,9 +237,9 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         *has_offsets = ncol == 5;
     return MP_OK;
 fail:
-    mp_dealloc(ctx, text);
-    mp_dealloc(ctx, bufs);
-    mp_dealloc(ctx, ids);
+    mp__dealloc(ctx, text);
+    mp__dealloc(ctx, bufs);
+    mp__dealloc(ctx, ids);
     return st;
 }
 
@@ -250,11 +250,11 @@ mp_status mp_trace_save_csv(mp_ctx *ctx, const char *path,
     if (!ctx)
         return MP_ERR_INVALID_ARG;
     if (!path || (n > 0 && !bufs))
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "trace: path and buffers are required");
     FILE *f = fopen(path, "wb");
     if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot create: %s", path,
+        return mp__err(ctx, MP_ERR_IO, "%s: cannot create: %s", path,
                       strerror(errno));
     int bad = fputs("id,lower,upper,size,offset\n", f) < 0;
     for (size_t i = 0; i < n && !bad; i++)
@@ -266,6 +266,6 @@ mp_status mp_trace_save_csv(mp_ctx *ctx, const char *path,
     if (fclose(f) != 0)
         bad = 1;
     if (bad)
-        return mp_err(ctx, MP_ERR_IO, "%s: write error", path);
+        return mp__err(ctx, MP_ERR_IO, "%s: write error", path);
     return MP_OK;
 }

@@ -26,29 +26,29 @@ void mp_plan_destroy(mp_plan *p)
     if (!p)
         return;
     mp_ctx *ctx = p->ctx;
-    mp_dealloc(ctx, p->steps);
-    mp_dealloc(ctx, p->blocks);
-    mp_dealloc(ctx, p->live);
-    mp_dealloc(ctx, p->block_pool);
-    mp_dealloc(ctx, p->pools);
-    mp_dealloc(ctx, p->block_over);
-    mp_dealloc(ctx, p->fused);
-    mp_dealloc(ctx, p);
+    mp__dealloc(ctx, p->steps);
+    mp__dealloc(ctx, p->blocks);
+    mp__dealloc(ctx, p->live);
+    mp__dealloc(ctx, p->block_pool);
+    mp__dealloc(ctx, p->pools);
+    mp__dealloc(ctx, p->block_over);
+    mp__dealloc(ctx, p->fused);
+    mp__dealloc(ctx, p);
 }
 
-uint64_t mp_plan_persistent_bytes(const mp_graph *g)
+uint64_t mp__plan_persistent_bytes(const mp_graph *g)
 {
     uint64_t sum = 0;
     for (size_t t = 0; t < g->n_tensors; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->alias_of == MP_NONE && mp_kind_persistent(tt->kind))
-            if (!mp_add_u64(sum, tt->bytes, &sum))
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->alias_of == MP_NONE && mp__kind_persistent(tt->kind))
+            if (!mp__add_u64(sum, tt->bytes, &sum))
                 return UINT64_MAX;
     }
     return sum;
 }
 
-mp_status mp_plan_compute_figures(mp_plan *p)
+mp_status mp__plan_compute_figures(mp_plan *p)
 {
     mp_ctx *ctx = p->ctx;
     mp_figures *f = &p->fig;
@@ -62,18 +62,18 @@ mp_status mp_plan_compute_figures(mp_plan *p)
     uint64_t arena = 0, no_reuse = 0;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
         uint64_t end;
-        if (!mp_add_u64(p->blocks[i].offset, p->blocks[i].size, &end) ||
-            !mp_add_u64(no_reuse, p->blocks[i].size, &no_reuse))
-            return mp_err(ctx, MP_ERR_OVERFLOW, "arena size overflows");
+        if (!mp__add_u64(p->blocks[i].offset, p->blocks[i].size, &end) ||
+            !mp__add_u64(no_reuse, p->blocks[i].size, &no_reuse))
+            return mp__err(ctx, MP_ERR_OVERFLOW, "arena size overflows");
         if (end > arena)
             arena = end;
     }
     f->arena_bytes = arena;
     f->no_reuse_bytes = no_reuse;
-    f->persistent_bytes = mp_plan_persistent_bytes(p->graph);
+    f->persistent_bytes = mp__plan_persistent_bytes(p->graph);
     if (f->persistent_bytes == UINT64_MAX ||
-        !mp_add_u64(arena, f->persistent_bytes, &f->peak_bytes))
-        return mp_err(ctx, MP_ERR_OVERFLOW, "peak bytes overflow");
+        !mp__add_u64(arena, f->persistent_bytes, &f->peak_bytes))
+        return mp__err(ctx, MP_ERR_OVERFLOW, "peak bytes overflow");
     return MP_OK;
 }
 
@@ -95,7 +95,7 @@ static mp_status plan_place(mp_plan *p, const mp_plan_options *opt,
     uint32_t *grp = NULL, n_bufs = 0;
     mp_status st = MP_OK;
     if (p->n_blocks) {
-        if ((st = mp_sharing_buffers(p, &bufs, &n_bufs, &grp)))
+        if ((st = mp__sharing_buffers(p, &bufs, &n_bufs, &grp)))
             return st;
         mp_offsets_options oo;
         mp_offsets_options_init(&oo);
@@ -114,7 +114,7 @@ static mp_status plan_place(mp_plan *p, const mp_plan_options *opt,
         for (uint32_t i = 0; i < p->n_blocks; i++)
             p->blocks[i].offset = bufs[grp ? grp[i] : i].offset;
     }
-    if ((st = mp_plan_compute_figures(p)))
+    if ((st = mp__plan_compute_figures(p)))
         goto out;
     p->fig.status = p->fig.arena_bytes == p->fig.lower_bound_bytes
                         ? MP_SOLVE_OPTIMAL
@@ -123,20 +123,20 @@ static mp_status plan_place(mp_plan *p, const mp_plan_options *opt,
              res.solver ? res.solver : "unknown");
     p->fig.solver = p->solver_name;
 out:
-    mp_dealloc(ctx, bufs);
-    mp_dealloc(ctx, grp);
+    mp__dealloc(ctx, bufs);
+    mp__dealloc(ctx, grp);
     return st;
 }
 
-mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
+mp_status mp__plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
                                 const mp_plan_options *opt, double t0,
                                 mp_plan **out)
 {
     mp_ctx *ctx = g->ctx;
     *out = NULL;
-    mp_plan *p = mp_calloc(ctx, 1, sizeof *p);
+    mp_plan *p = mp__calloc(ctx, 1, sizeof *p);
     if (!p) {
-        mp_dealloc(ctx, steps);
+        mp__dealloc(ctx, steps);
         return MP_ERR_NOMEM;
     }
     p->ctx = ctx;
@@ -147,20 +147,20 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
     if (opt->inplace || opt->fuse) {
         /* in-place reuse and fused chains (core/sched/inplace.c) */
         uint32_t *step_over = NULL;
-        st = mp_sharing_apply(g, &p->steps, &p->n_steps, opt->inplace,
+        st = mp__sharing_apply(g, &p->steps, &p->n_steps, opt->inplace,
                               opt->fuse, &step_over, &p->fused);
         if (!st)
-            st = mp_schedule_blocks_shared(g, p->steps, p->n_steps,
+            st = mp__schedule_blocks_shared(g, p->steps, p->n_steps,
                                            opt->alignment, step_over, p->fused,
                                            &p->blocks, &p->n_blocks,
                                            &p->block_over);
-        mp_dealloc(ctx, step_over);
+        mp__dealloc(ctx, step_over);
     } else {
-        st = mp_schedule_blocks(g, p->steps, p->n_steps, opt->alignment,
+        st = mp__schedule_blocks(g, p->steps, p->n_steps, opt->alignment,
                                 &p->blocks, &p->n_blocks);
     }
     if (!st)
-        st = mp_blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps, &p->live);
+        st = mp__blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps, &p->live);
     if (st)
         goto fail;
     /* one buffer per block, or per chain of blocks sharing memory in
@@ -168,7 +168,7 @@ mp_status mp_plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
     if ((st = plan_place(p, opt, opt->method, 0, 0)))
         goto fail;
     p->fig.alignment = opt->alignment;
-    p->fig.solve_seconds = mp_now_seconds() - t0;
+    p->fig.solve_seconds = mp__now_seconds() - t0;
     *out = p;
     return MP_OK;
 fail:
@@ -176,7 +176,7 @@ fail:
     return st;
 }
 
-mp_status mp_plan_refit(mp_plan *p, const mp_plan_options *opt,
+mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
                         uint64_t capacity)
 {
     if (!p->n_blocks || p->fig.arena_bytes <= capacity)
@@ -197,21 +197,21 @@ mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
         opt = &defaults;
     }
     if (opt->alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     if (!g->finalized) {
         mp_status st = mp_graph_finalize(g);
         if (st)
             return st;
     }
     if (opt->reorder)
-        return mp_plan_create_reordered(g, opt, out); /* solvers/order.c */
-    double t0 = mp_now_seconds();
+        return mp__plan_create_reordered(g, opt, out); /* solvers/order.c */
+    double t0 = mp__now_seconds();
     mp_step *steps = NULL;
     uint32_t n_steps = 0;
-    mp_status st = mp_schedule_default(g, &steps, &n_steps);
+    mp_status st = mp__schedule_default(g, &steps, &n_steps);
     if (st)
         return st;
-    return mp_plan_from_schedule(g, steps, n_steps, opt, t0, out);
+    return mp__plan_from_schedule(g, steps, n_steps, opt, t0, out);
 }
 
 const mp_figures *mp_plan_figures(const mp_plan *p)

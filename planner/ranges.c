@@ -15,18 +15,18 @@ mp_status mp_plan_fits(const mp_plan *p, const mp_graph *g)
     mp_ctx *ctx = g->ctx;
     const mp_graph *pg = p->graph;
     if (!g->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     if (g->n_tensors != pg->n_tensors || g->n_nodes != pg->n_nodes)
-        return mp_err(ctx, MP_ERR_VERIFY,
+        return mp__err(ctx, MP_ERR_VERIFY,
                       "graph has %zu tensors and %zu nodes, the plan's "
                       "%zu and %zu: not the same model",
                       g->n_tensors, g->n_nodes, pg->n_tensors, pg->n_nodes);
     /* the largest block of each tensor of the plan's graph */
-    uint64_t *cap = mp_calloc(ctx, pg->n_tensors + 1, sizeof *cap);
-    uint8_t *has = mp_calloc(ctx, pg->n_tensors + 1, 1);
+    uint64_t *cap = mp__calloc(ctx, pg->n_tensors + 1, sizeof *cap);
+    uint8_t *has = mp__calloc(ctx, pg->n_tensors + 1, 1);
     if (!cap || !has) {
-        mp_dealloc(ctx, cap);
-        mp_dealloc(ctx, has);
+        mp__dealloc(ctx, cap);
+        mp__dealloc(ctx, has);
         return MP_ERR_NOMEM;
     }
     for (uint32_t i = 0; i < p->n_blocks; i++) {
@@ -37,22 +37,22 @@ mp_status mp_plan_fits(const mp_plan *p, const mp_graph *g)
     }
     mp_status st = MP_OK;
     for (size_t t = 0; t < g->n_tensors && !st; t++) {
-        const mp_tensor *gt = &g->tensors[t];
+        const mp__tensor *gt = &g->tensors[t];
         uint32_t pt = MP_NONE;
         if (mp_graph_find_tensor(pg, gt->name, &pt) != MP_OK) {
-            st = mp_err(ctx, MP_ERR_VERIFY,
+            st = mp__err(ctx, MP_ERR_VERIFY,
                         "tensor '%s' is not in the plan's graph", gt->name);
             break;
         }
-        const mp_tensor *ptt = &pg->tensors[pt];
-        bool in_g = mp_tensor_in_arena(gt), in_p = mp_tensor_in_arena(ptt);
+        const mp__tensor *ptt = &pg->tensors[pt];
+        bool in_g = mp__tensor_in_arena(gt), in_p = mp__tensor_in_arena(ptt);
         /* an empty tensor (a dim of 0 at these values) needs no memory */
         if (!in_g && gt->bytes == 0 && gt->alias_of == MP_NONE &&
             gt->kind == ptt->kind)
             continue;
         if (in_g != in_p || (gt->alias_of == MP_NONE) !=
                                 (ptt->alias_of == MP_NONE)) {
-            st = mp_err(ctx, MP_ERR_VERIFY,
+            st = mp__err(ctx, MP_ERR_VERIFY,
                         "tensor '%s' takes memory differently from the "
                         "plan's graph (kind or view)",
                         gt->name);
@@ -62,13 +62,13 @@ mp_status mp_plan_fits(const mp_plan *p, const mp_graph *g)
         if (!in_g || !has[pt])
             continue;
         if (gt->bytes > cap[pt])
-            st = mp_err(ctx, MP_ERR_VERIFY,
+            st = mp__err(ctx, MP_ERR_VERIFY,
                         "tensor '%s' needs %llu bytes, its block holds %llu",
                         gt->name, (unsigned long long)gt->bytes,
                         (unsigned long long)cap[pt]);
     }
-    mp_dealloc(ctx, cap);
-    mp_dealloc(ctx, has);
+    mp__dealloc(ctx, cap);
+    mp__dealloc(ctx, has);
     return st;
 }
 

@@ -1,6 +1,6 @@
 /* Training-graph synthesis (issue 5): forward + loss + backward + optimizer
  * step from a forward graph, through the op registry's backward rules
- * (MP_OP_BWD). docs/training.md describes what is built and counted. */
+ * (MP__OP_BWD). docs/training.md describes what is built and counted. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -74,7 +74,7 @@ typedef struct syn {
 } syn;
 
 /* dtype of a forward tensor in the training graph */
-static uint8_t train_dtype(const syn *S, const mp_tensor *t)
+static uint8_t train_dtype(const syn *S, const mp__tensor *t)
 {
     if (S->prec != MP_PRECISION_FP32 && t->dtype == MP_DTYPE_FLOAT32 &&
         t->kind != MP_KIND_CONSTANT)
@@ -83,7 +83,7 @@ static uint8_t train_dtype(const syn *S, const mp_tensor *t)
     return t->dtype;
 }
 
-static bool dims_known(const mp_tensor *t)
+static bool dims_known(const mp__tensor *t)
 {
     if (t->rank < 0)
         return false;
@@ -94,7 +94,7 @@ static bool dims_known(const mp_tensor *t)
 }
 
 /* Adds a tensor shaped like forward tensor `like` (dtype dt). */
-static mp_status add_like(syn *S, const char *name, const mp_tensor *like,
+static mp_status add_like(syn *S, const char *name, const mp__tensor *like,
                           uint8_t dt, mp_tensor_kind kind, uint32_t *id)
 {
     mp_tensor_desc d;
@@ -134,25 +134,25 @@ static mp_status add_shaped(syn *S, const char *name, mp_dtype dt, int rank,
     return mp_graph_add_tensor(S->g, &d, id);
 }
 
-static mp_status copy_attrs(syn *S, const mp_node *n, uint32_t id)
+static mp_status copy_attrs(syn *S, const mp__node *n, uint32_t id)
 {
     mp_status st = MP_OK;
     for (uint32_t a = 0; a < n->n_attrs && !st; a++) {
-        const mp_attr *at = &n->attrs[a];
+        const mp__attr *at = &n->attrs[a];
         switch (at->type) {
-        case MP_ATTR_INT:
+        case MP__ATTR_INT:
             st = mp_graph_set_attr_int(S->g, id, at->name, at->v.i);
             break;
-        case MP_ATTR_FLOAT:
+        case MP__ATTR_FLOAT:
             st = mp_graph_set_attr_float(S->g, id, at->name, at->v.f);
             break;
-        case MP_ATTR_STRING:
+        case MP__ATTR_STRING:
             st = mp_graph_set_attr_string(S->g, id, at->name, at->v.s);
             break;
-        case MP_ATTR_INTS:
+        case MP__ATTR_INTS:
             st = mp_graph_set_attr_ints(S->g, id, at->name, at->v.ints, at->n);
             break;
-        case MP_ATTR_FLOATS:
+        case MP__ATTR_FLOATS:
             st = mp_graph_set_attr_floats(S->g, id, at->name, at->v.floats,
                                           at->n);
             break;
@@ -169,7 +169,7 @@ static uint64_t tbytes(const mp_graph *g, uint32_t t)
 /* Cost of a node of the training graph from FLOPs and the bytes it moves. */
 static mp_status set_cost(syn *S, uint32_t node, double flops)
 {
-    const mp_node *n = &S->g->nodes[node];
+    const mp__node *n = &S->g->nodes[node];
     double bytes = 0;
     for (uint32_t i = 0; i < n->n_in; i++)
         bytes += (double)tbytes(S->g, n->inputs[i]);
@@ -211,7 +211,7 @@ static mp_status accumulate(syn *S, uint32_t x, uint32_t part)
         S->n_part[x] = 1;
         return MP_OK;
     }
-    const mp_tensor *fx = &S->f->tensors[x];
+    const mp__tensor *fx = &S->f->tensors[x];
     uint32_t k = ++S->n_part[x], acc, id;
     snprintf(S->name, sizeof S->name, "d/%s#sum%u", fx->name, (unsigned)k);
     mp_status st = add_like(S, S->name, fx, train_dtype(S, fx),
@@ -230,7 +230,7 @@ static mp_status accumulate(syn *S, uint32_t x, uint32_t part)
 /* The gradient tensor for input x of a backward node (a fresh partial). */
 static mp_status new_partial(syn *S, uint32_t x, uint32_t *id)
 {
-    const mp_tensor *fx = &S->f->tensors[x];
+    const mp__tensor *fx = &S->f->tensors[x];
     snprintf(S->name, sizeof S->name, "d/%s#%u", fx->name,
              (unsigned)(S->n_part[x] + 1));
     return add_like(S, S->name, fx, train_dtype(S, fx), MP_KIND_GRADIENT, id);
@@ -240,11 +240,11 @@ static mp_status new_partial(syn *S, uint32_t x, uint32_t *id)
  * unchanged (its registry entry passes the gradient through, and forward
  * tensor x is read once, with output 0's shape and training dtype: not
  * broadcast, not summed twice), or MP_NONE. */
-static uint32_t grad_pass_pos(const syn *S, const mp_node *n, uint32_t x)
+static uint32_t grad_pass_pos(const syn *S, const mp__node *n, uint32_t x)
 {
     uint64_t fl = n->def->flags;
-    if (!(fl & (MP_OPF_GRAD_PASS0 | MP_OPF_GRAD_PASS_ALL)) || n->n_out != 1 ||
-        (fl & MP_OPF_VIEW))
+    if (!(fl & (MP__OPF_GRAD_PASS0 | MP__OPF_GRAD_PASS_ALL)) || n->n_out != 1 ||
+        (fl & MP__OPF_VIEW))
         return MP_NONE;
     uint32_t pos = MP_NONE, seen = 0;
     for (uint32_t i = 0; i < n->n_in; i++)
@@ -252,10 +252,10 @@ static uint32_t grad_pass_pos(const syn *S, const mp_node *n, uint32_t x)
             pos = i;
             seen++;
         }
-    if (seen != 1 || (pos != 0 && !(fl & MP_OPF_GRAD_PASS_ALL)))
+    if (seen != 1 || (pos != 0 && !(fl & MP__OPF_GRAD_PASS_ALL)))
         return MP_NONE;
-    const mp_tensor *tx = &S->f->tensors[x];
-    const mp_tensor *ty = &S->f->tensors[n->outputs[0]];
+    const mp__tensor *tx = &S->f->tensors[x];
+    const mp__tensor *ty = &S->f->tensors[n->outputs[0]];
     if (!dims_known(tx) || !dims_known(ty) || tx->rank != ty->rank ||
         tx->dtype != ty->dtype || tx->bytes != ty->bytes ||
         train_dtype(S, tx) != train_dtype(S, ty))
@@ -268,7 +268,7 @@ static uint32_t grad_pass_pos(const syn *S, const mp_node *n, uint32_t x)
 
 /* The gradient of forward x, input pos of node n, as a view of n's output
  * gradient gy: an Identity node NAME/grad_passPOS (no memory, no cost). */
-static mp_status add_grad_view(syn *S, const mp_node *n, uint32_t x,
+static mp_status add_grad_view(syn *S, const mp__node *n, uint32_t x,
                                uint32_t pos, uint32_t gy)
 {
     uint32_t part, id;
@@ -304,7 +304,7 @@ static void push_state(opt_state *sv, uint32_t *ns, const char *name,
 static mp_status add_opt_step(syn *S, const mp_train_options *opt, uint32_t t,
                               uint32_t *buf_in, mp_train_breakdown *B)
 {
-    const mp_tensor *w = &S->f->tensors[t];
+    const mp__tensor *w = &S->f->tensors[t];
     mp_status st;
     uint64_t bits = mp_dtype_bits((mp_dtype)w->dtype);
     uint64_t elems = bits ? w->bytes * 8 / bits : w->bytes / 4;
@@ -369,7 +369,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     mp_ctx *ctx = f->ctx;
     *out = NULL;
     if (!f->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     mp_train_options defs;
     if (!opt) {
         mp_train_options_init(&defs);
@@ -377,7 +377,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     }
     if ((unsigned)opt->optimizer > MP_OPTIM_ADAM8BIT ||
         (unsigned)opt->precision > MP_PRECISION_FP16_MIXED)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "unknown optimizer or precision");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "unknown optimizer or precision");
     mp_train_breakdown B;
     memset(&B, 0, sizeof B);
     syn S;
@@ -389,10 +389,10 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     mp_ctx_clear(ctx);
     uint32_t nt = (uint32_t)f->n_tensors, nn = (uint32_t)f->n_nodes;
     size_t nt1 = (size_t)nt + 1;
-    S.map = mp_alloc(ctx, nt1 * sizeof *S.map);
-    S.grad = mp_alloc(ctx, nt1 * sizeof *S.grad);
-    S.n_part = mp_calloc(ctx, nt1, sizeof *S.n_part);
-    S.rg = mp_calloc(ctx, nt1, 1);
+    S.map = mp__alloc(ctx, nt1 * sizeof *S.map);
+    S.grad = mp__alloc(ctx, nt1 * sizeof *S.grad);
+    S.n_part = mp__calloc(ctx, nt1, sizeof *S.n_part);
+    S.rg = mp__calloc(ctx, nt1, 1);
     uint32_t *buf_in = NULL, *buf_out = NULL, *outs = NULL;
     uint32_t *opt_head = NULL, *opt_next = NULL;
     uint8_t *trainable = NULL;
@@ -415,7 +415,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
      * weight's size) */
     bool any_weight = false;
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &f->tensors[t];
+        const mp__tensor *tt = &f->tensors[t];
         S.map[t] = S.grad[t] = MP_NONE;
         S.rg[t] = tt->kind == MP_KIND_WEIGHT && tt->producer == MP_NONE &&
                   is_float(tt->dtype);
@@ -423,40 +423,40 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     }
     (void)any_weight;
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &f->tensors[t];
-        if (!(tt->flags & MP_TF_FOLDED) || tt->rank < 1 ||
+        const mp__tensor *tt = &f->tensors[t];
+        if (!(tt->flags & MP__TF_FOLDED) || tt->rank < 1 ||
             tt->dtype == MP_DTYPE_UNDEFINED || !is_float(tt->dtype))
             continue;
         for (uint32_t c = 0; c < tt->n_cons; c++) {
-            const mp_node *cn = &f->nodes[f->cons[tt->cons_begin + c]];
+            const mp__node *cn = &f->nodes[f->cons[tt->cons_begin + c]];
             for (uint32_t o = 0; o < cn->n_out; o++)
-                if (!mp_kind_persistent(f->tensors[cn->outputs[o]].kind))
+                if (!mp__kind_persistent(f->tensors[cn->outputs[o]].kind))
                     S.rg[t] = 1;
         }
     }
-    trainable = mp_alloc(ctx, nt1);
+    trainable = mp__alloc(ctx, nt1);
     if (!trainable) {
         st = MP_ERR_NOMEM;
         goto fail;
     }
     memcpy(trainable, S.rg, nt1);
     for (uint32_t k = 0; k < nn; k++) {
-        const mp_node *n = &f->nodes[f->topo[k]];
-        if (MP_OP_BWD(n->def) == MP_BWD_NONDIFF)
+        const mp__node *n = &f->nodes[f->topo[k]];
+        if (MP__OP_BWD(n->def) == MP__BWD_NONDIFF)
             continue;
         bool any = false;
         for (uint32_t i = 0; i < n->n_in; i++)
             if (n->inputs[i] != MP_NONE && S.rg[n->inputs[i]])
                 any = true;
         for (uint32_t o = 0; o < n->n_out && any; o++) {
-            const mp_tensor *to = &f->tensors[n->outputs[o]];
+            const mp__tensor *to = &f->tensors[n->outputs[o]];
             S.rg[n->outputs[o]] = is_float(to->dtype) &&
-                                  !mp_kind_persistent(to->kind);
+                                  !mp__kind_persistent(to->kind);
         }
     }
     /* forward tensors */
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &f->tensors[t];
+        const mp__tensor *tt = &f->tensors[t];
         mp_tensor_kind k = (mp_tensor_kind)tt->declared_kind;
         if (k == MP_KIND_OUTPUT)
             k = MP_KIND_ACTIVATION;
@@ -469,10 +469,10 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         if ((size_t)f->nodes[v].n_in + 2 * (size_t)f->nodes[v].n_out + 8 > cap)
             cap = (size_t)f->nodes[v].n_in + 2 * (size_t)f->nodes[v].n_out + 8;
     cap += nt; /* the loss reads every output */
-    buf_in = mp_alloc(ctx, cap * sizeof *buf_in);
-    buf_out = mp_alloc(ctx, cap * sizeof *buf_out);
+    buf_in = mp__alloc(ctx, cap * sizeof *buf_in);
+    buf_out = mp__alloc(ctx, cap * sizeof *buf_out);
     /* extra saved outputs (stats, masks, indices) per forward node */
-    uint32_t *extra = mp_alloc(ctx, 2 * ((size_t)nn + 1) * sizeof *extra);
+    uint32_t *extra = mp__alloc(ctx, 2 * ((size_t)nn + 1) * sizeof *extra);
     outs = extra;
     uint32_t *nmap = extra ? extra + nn + 1 : NULL;
     if (!buf_in || !buf_out || !extra) {
@@ -482,8 +482,8 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     /* forward nodes */
     for (uint32_t k = 0; k < nn; k++) {
         uint32_t v = f->topo[k];
-        const mp_node *n = &f->nodes[v];
-        unsigned rule = MP_OP_BWD(n->def);
+        const mp__node *n = &f->nodes[v];
+        unsigned rule = MP__OP_BWD(n->def);
         uint32_t nin = 0, nout = 0;
         for (uint32_t i = 0; i < n->n_in; i++)
             buf_in[nin++] = n->inputs[i] == MP_NONE ? MP_NONE
@@ -494,17 +494,17 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         bool trains = false;
         for (uint32_t o = 0; o < n->n_out; o++)
             trains |= S.rg[n->outputs[o]] != 0;
-        const mp_tensor *x0 =
+        const mp__tensor *x0 =
             n->n_in && n->inputs[0] != MP_NONE ? &f->tensors[n->inputs[0]]
                                                : NULL;
-        const mp_tensor *y0 = n->n_out ? &f->tensors[n->outputs[0]] : NULL;
-        if (trains && (rule == MP_BWD_NORM_ROWS ||
-                       rule == MP_BWD_NORM_CHANNELS) &&
+        const mp__tensor *y0 = n->n_out ? &f->tensors[n->outputs[0]] : NULL;
+        if (trains && (rule == MP__BWD_NORM_ROWS ||
+                       rule == MP__BWD_NORM_CHANNELS) &&
             x0 && dims_known(x0) && x0->rank >= 2) {
             int64_t rows = 1;
-            if (rule == MP_BWD_NORM_ROWS) {
-                const mp_attr *ax = mp_node_attr(n, "axis");
-                int64_t a = ax && ax->type == MP_ATTR_INT ? ax->v.i : -1;
+            if (rule == MP__BWD_NORM_ROWS) {
+                const mp__attr *ax = mp__node_attr(n, "axis");
+                int64_t a = ax && ax->type == MP__ATTR_INT ? ax->v.i : -1;
                 if (a < 0)
                     a += x0->rank;
                 for (int64_t d = 0; d < a && d < x0->rank; d++)
@@ -517,23 +517,23 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
             if ((st = add_shaped(&S, S.name, MP_DTYPE_FLOAT32, 2, dims,
                                  MP_KIND_ACTIVATION, &extra[v])))
                 goto fail;
-        } else if (trains && (rule == MP_BWD_MASK || rule == MP_BWD_INDICES) &&
+        } else if (trains && (rule == MP__BWD_MASK || rule == MP__BWD_INDICES) &&
                    y0 && dims_known(y0)) {
             if (n->n_out >= 2) {
                 extra[v] = S.map[n->outputs[1]];
             } else {
                 snprintf(S.name, sizeof S.name, "%s/%s", n->name,
-                         rule == MP_BWD_MASK ? "mask" : "indices");
+                         rule == MP__BWD_MASK ? "mask" : "indices");
                 if ((st = add_shaped(&S, S.name,
-                                     rule == MP_BWD_MASK ? MP_DTYPE_BOOL
+                                     rule == MP__BWD_MASK ? MP_DTYPE_BOOL
                                                          : MP_DTYPE_INT64,
                                      y0->rank, y0->dims, MP_KIND_ACTIVATION,
                                      &extra[v])))
                     goto fail;
             }
         }
-        if (extra[v] != MP_NONE && (n->n_out < 2 || rule == MP_BWD_NORM_ROWS ||
-                                    rule == MP_BWD_NORM_CHANNELS))
+        if (extra[v] != MP_NONE && (n->n_out < 2 || rule == MP__BWD_NORM_ROWS ||
+                                    rule == MP__BWD_NORM_CHANNELS))
             buf_out[nout++] = extra[v];
         uint32_t id;
         if ((st = add_node(&S, n->name, n->op, n->domain, buf_in, nin, buf_out,
@@ -559,10 +559,10 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     /* loss over the differentiable outputs */
     uint32_t n_lo = 0;
     for (uint32_t t = 0; t < nt; t++)
-        if ((f->tensors[t].flags & MP_TF_OUTPUT) && S.rg[t])
+        if ((f->tensors[t].flags & MP__TF_OUTPUT) && S.rg[t])
             buf_in[n_lo++] = S.map[t];
     if (!n_lo) {
-        st = mp_err(ctx, MP_ERR_GRAPH,
+        st = mp__err(ctx, MP_ERR_GRAPH,
                     "training: no graph output depends on a trainable weight "
                     "through differentiable ops");
         goto fail;
@@ -579,7 +579,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
             goto fail;
         uint32_t k = 0;
         for (uint32_t t = 0; t < nt; t++)
-            if ((f->tensors[t].flags & MP_TF_OUTPUT) && S.rg[t]) {
+            if ((f->tensors[t].flags & MP__TF_OUTPUT) && S.rg[t]) {
                 if ((st = new_partial(&S, t, &buf_out[k])))
                     goto fail;
                 if ((st = accumulate(&S, t, buf_out[k])))
@@ -597,11 +597,11 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
      * contribution to its gradient): opt_head[k] lists the tensors whose
      * first reader is at topological position k, ascending */
     if (opt->step_in_backward) {
-        opt_head = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *opt_head);
-        opt_next = mp_alloc(ctx, nt1 * sizeof *opt_next);
-        uint32_t *tpos = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *tpos);
+        opt_head = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *opt_head);
+        opt_next = mp__alloc(ctx, nt1 * sizeof *opt_next);
+        uint32_t *tpos = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *tpos);
         if (!opt_head || !opt_next || !tpos) {
-            mp_dealloc(ctx, tpos);
+            mp__dealloc(ctx, tpos);
             st = MP_ERR_NOMEM;
             goto fail;
         }
@@ -610,7 +610,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         for (uint32_t k = 0; k < nn; k++)
             tpos[f->topo[k]] = k;
         for (uint32_t t = nt; t-- > 0;) {
-            const mp_tensor *tt = &f->tensors[t];
+            const mp__tensor *tt = &f->tensors[t];
             if (!trainable[t] || !tt->n_cons)
                 continue;
             uint32_t first = nn;
@@ -622,20 +622,20 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
             opt_next[t] = opt_head[first];
             opt_head[first] = t;
         }
-        mp_dealloc(ctx, tpos);
+        mp__dealloc(ctx, tpos);
     }
     /* backward, in reverse topological order */
     for (uint32_t k = nn; k-- > 0;) {
         uint32_t v = f->topo[k];
-        const mp_node *n = &f->nodes[v];
-        unsigned rule = MP_OP_BWD(n->def);
+        const mp__node *n = &f->nodes[v];
+        unsigned rule = MP__OP_BWD(n->def);
         /* the steps whose gradients the previous iteration completed */
         for (uint32_t t = opt_head ? opt_head[k + 1] : MP_NONE; t != MP_NONE;
              t = opt_next[t])
             if (S.grad[t] != MP_NONE &&
                 (st = add_opt_step(&S, opt, t, buf_in, &B)))
                 goto fail;
-        if (rule == MP_BWD_NONDIFF)
+        if (rule == MP__BWD_NONDIFF)
             continue;
         uint32_t nin = 0, nout = 0;
         for (uint32_t o = 0; o < n->n_out; o++)
@@ -676,36 +676,36 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         }
         const char *op;
         char opname[128];
-        if ((n->def->flags & MP_OPF_VIEW) && nw == 1 && nin == 1) {
+        if ((n->def->flags & MP__OPF_VIEW) && nw == 1 && nin == 1) {
             op = "Identity"; /* the gradient of a view is a view */
         } else {
             snprintf(opname, sizeof opname, "%sGrad", n->op);
             op = opname;
             /* saved tensors by the backward rule */
             switch (rule) {
-            case MP_BWD_INPUTS:
+            case MP__BWD_INPUTS:
                 for (uint32_t i = 0; i < n->n_in; i++)
                     if (n->inputs[i] != MP_NONE)
                         buf_in[nin++] = S.map[n->inputs[i]];
                 break;
-            case MP_BWD_OUTPUT:
+            case MP__BWD_OUTPUT:
                 buf_in[nin++] = S.map[n->outputs[0]];
                 break;
-            case MP_BWD_INPUT0:
-            case MP_BWD_NORM_ROWS:
-            case MP_BWD_NORM_CHANNELS:
-            case MP_BWD_INDICES:
+            case MP__BWD_INPUT0:
+            case MP__BWD_NORM_ROWS:
+            case MP__BWD_NORM_CHANNELS:
+            case MP__BWD_INDICES:
                 if (n->n_in && n->inputs[0] != MP_NONE)
                     buf_in[nin++] = S.map[n->inputs[0]];
-                if (rule != MP_BWD_INPUT0)
+                if (rule != MP__BWD_INPUT0)
                     for (uint32_t i = 1; i < n->n_in; i++)
                         if (n->inputs[i] != MP_NONE &&
-                            mp_kind_persistent(f->tensors[n->inputs[i]].kind))
+                            mp__kind_persistent(f->tensors[n->inputs[i]].kind))
                             buf_in[nin++] = S.map[n->inputs[i]];
                 if (extra[v] != MP_NONE)
                     buf_in[nin++] = extra[v];
                 break;
-            case MP_BWD_MASK:
+            case MP__BWD_MASK:
                 if (extra[v] != MP_NONE)
                     buf_in[nin++] = extra[v];
                 break;
@@ -736,7 +736,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         for (uint32_t j = 0; j < nw; j++)
             if ((st = new_partial(&S, want[j], &buf_out[nout++])))
                 goto fail;
-        const mp_node *fn = &S.g->nodes[nmap[v]]; /* its forward copy */
+        const mp__node *fn = &S.g->nodes[nmap[v]]; /* its forward copy */
         double ffl = fn->flops > 0 ? fn->flops : 0;
         for (int part = 0; part < (nwt ? 2 : 1); part++) {
             snprintf(S.name, sizeof S.name, part ? "%s/grad_w" : "%s/grad",
@@ -750,7 +750,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
                 goto fail;
             /* the INPUTS rule's two products: one per node when split;
              * other rules' weight gradients are reductions (bytes only) */
-            double fl = rule == MP_BWD_INPUTS ? (nwt ? ffl : 2 * ffl)
+            double fl = rule == MP__BWD_INPUTS ? (nwt ? ffl : 2 * ffl)
                         : part ? 0 : ffl;
             if ((st = set_cost(&S, id, fl)))
                 goto fail;
@@ -765,8 +765,8 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         if (S.grad[t] != MP_NONE &&
             (st = add_opt_step(&S, opt, t, buf_in, &B)))
             goto fail;
-    mp_dealloc(ctx, opt_head);
-    mp_dealloc(ctx, opt_next);
+    mp__dealloc(ctx, opt_head);
+    mp__dealloc(ctx, opt_next);
     opt_head = opt_next = NULL;
     /* optimizer step per trainable weight, after the backward pass (or,
      * with step_in_backward, already done in it) */
@@ -774,20 +774,20 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         if (trainable[t] && S.grad[t] != MP_NONE &&
             (st = add_opt_step(&S, opt, t, buf_in, &B)))
             goto fail;
-    mp_dealloc(ctx, trainable);
+    mp__dealloc(ctx, trainable);
     trainable = NULL;
     if ((st = mp_graph_finalize(S.g)))
         goto fail;
     /* saved: forward storage roots in the arena that backward nodes read */
     {
         mp_graph *g = S.g;
-        uint8_t *seen = mp_calloc(ctx, g->n_tensors + 1, 1);
+        uint8_t *seen = mp__calloc(ctx, g->n_tensors + 1, 1);
         if (!seen) {
             st = MP_ERR_NOMEM;
             goto fail;
         }
         for (uint32_t v = 0; v < g->n_nodes; v++) {
-            const mp_node *n = &g->nodes[v];
+            const mp__node *n = &g->nodes[v];
             if (n->phase != MP_PHASE_BACKWARD)
                 continue;
             for (uint32_t i = 0; i < n->n_in; i++) {
@@ -795,8 +795,8 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
                 if (x == MP_NONE)
                     continue;
                 uint32_t r = g->tensors[x].root;
-                const mp_tensor *tr = &g->tensors[r];
-                if (seen[r] || !mp_tensor_in_arena(tr))
+                const mp__tensor *tr = &g->tensors[r];
+                if (seen[r] || !mp__tensor_in_arena(tr))
                     continue;
                 if (tr->producer != MP_NONE &&
                     g->nodes[tr->producer].phase != MP_PHASE_FORWARD)
@@ -805,10 +805,10 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
                 B.saved_bytes += tr->bytes;
             }
         }
-        mp_dealloc(ctx, seen);
+        mp__dealloc(ctx, seen);
         /* optimizer nodes: weight, gradient, [master,] states -> tmp */
         for (uint32_t v = 0; v < g->n_nodes; v++) {
-            const mp_node *n = &g->nodes[v];
+            const mp__node *n = &g->nodes[v];
             if (n->phase != MP_PHASE_OPTIMIZER || n->n_in < 2)
                 continue;
             B.weight_bytes += g->tensors[n->inputs[0]].bytes;
@@ -822,33 +822,33 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
             if (n->n_out && g->tensors[n->outputs[0]].bytes > B.temporary_bytes)
                 B.temporary_bytes = g->tensors[n->outputs[0]].bytes;
         }
-        uint64_t pers = mp_plan_persistent_bytes(g);
+        uint64_t pers = mp__plan_persistent_bytes(g);
         uint64_t train = B.weight_bytes + B.master_weight_bytes +
                          B.optimizer_bytes;
         B.frozen_bytes = pers > train ? pers - train : 0;
     }
-    mp_dealloc(ctx, S.map);
-    mp_dealloc(ctx, S.grad);
-    mp_dealloc(ctx, S.n_part);
-    mp_dealloc(ctx, S.rg);
-    mp_dealloc(ctx, buf_in);
-    mp_dealloc(ctx, buf_out);
-    mp_dealloc(ctx, outs);
+    mp__dealloc(ctx, S.map);
+    mp__dealloc(ctx, S.grad);
+    mp__dealloc(ctx, S.n_part);
+    mp__dealloc(ctx, S.rg);
+    mp__dealloc(ctx, buf_in);
+    mp__dealloc(ctx, buf_out);
+    mp__dealloc(ctx, outs);
     if (bd)
         *bd = B;
     *out = S.g;
     return MP_OK;
 fail:
-    mp_dealloc(ctx, trainable);
-    mp_dealloc(ctx, opt_head);
-    mp_dealloc(ctx, opt_next);
+    mp__dealloc(ctx, trainable);
+    mp__dealloc(ctx, opt_head);
+    mp__dealloc(ctx, opt_next);
     mp_graph_destroy(S.g);
-    mp_dealloc(ctx, S.map);
-    mp_dealloc(ctx, S.grad);
-    mp_dealloc(ctx, S.n_part);
-    mp_dealloc(ctx, S.rg);
-    mp_dealloc(ctx, buf_in);
-    mp_dealloc(ctx, buf_out);
-    mp_dealloc(ctx, outs);
+    mp__dealloc(ctx, S.map);
+    mp__dealloc(ctx, S.grad);
+    mp__dealloc(ctx, S.n_part);
+    mp__dealloc(ctx, S.rg);
+    mp__dealloc(ctx, buf_in);
+    mp__dealloc(ctx, buf_out);
+    mp__dealloc(ctx, outs);
     return st;
 }

@@ -29,7 +29,7 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
     (void)opt;
     if (!p)
         return MP_ERR_INVALID_ARG;
-    return mp_err(p->ctx, MP_ERR_UNSUPPORTED,
+    return mp__err(p->ctx, MP_ERR_UNSUPPORTED,
                   "DOT output: this memplan was built without Graphviz "
                   "(cgraph); install libgraphviz-dev and configure with "
                   "-DMEMPLAN_WITH_GRAPHVIZ=ON");
@@ -83,7 +83,7 @@ typedef struct dot_run {
     uint32_t peak_node;
     uint32_t *gcount;     /* group -> nodes in it */
     Agraph_t **clus;      /* clusters (n_nodes slots), closed before G */
-    mp_viz_blocks vb;
+    mp__viz_blocks vb;
 } dot_run;
 
 typedef struct edge_rec {
@@ -100,7 +100,7 @@ static const char *key_of(const void *owner, uint32_t idx)
 }
 
 /* Index of key in *keys (added when new); MP_NONE when out of memory. */
-static uint32_t key_index(mp_ctx *ctx, mp_name_map *map, char ***keys,
+static uint32_t key_index(mp_ctx *ctx, mp__name_map *map, char ***keys,
                           size_t *nk, size_t *cap, const char *key,
                           size_t len)
 {
@@ -109,15 +109,15 @@ static uint32_t key_index(mp_ctx *ctx, mp_name_map *map, char ***keys,
         len = sizeof tmp - 1;
     memcpy(tmp, key, len);
     tmp[len] = 0;
-    uint32_t k = mp_name_map_find(map, keys, key_of, tmp);
+    uint32_t k = mp__name_map_find(map, keys, key_of, tmp);
     if (k != MP_NONE)
         return k;
-    if (mp_grow(ctx, (void **)keys, sizeof **keys, *nk + 1, cap) ||
-        !((*keys)[*nk] = mp_strdup(ctx, tmp)))
+    if (mp__grow(ctx, (void **)keys, sizeof **keys, *nk + 1, cap) ||
+        !((*keys)[*nk] = mp__strdup(ctx, tmp)))
         return MP_NONE;
-    if (mp_name_map_insert(ctx, map, keys, key_of, tmp, (uint32_t)*nk,
+    if (mp__name_map_insert(ctx, map, keys, key_of, tmp, (uint32_t)*nk,
                            NULL)) {
-        mp_dealloc(ctx, (*keys)[*nk]);
+        mp__dealloc(ctx, (*keys)[*nk]);
         return MP_NONE;
     }
     return (uint32_t)(*nk)++;
@@ -130,7 +130,7 @@ static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
     mp_ctx *ctx = r->p->ctx;
     char **keys = NULL;
     size_t nk = 0, cap = 0;
-    mp_name_map map;
+    mp__name_map map;
     memset(&map, 0, sizeof map);
     mp_status st = MP_OK;
     const char *pre = r->o->collapse_prefix;
@@ -141,7 +141,7 @@ static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
         r->group[n] = MP_NONE;
         if (r->o->collapse_depth > 0) {
             size_t s0;
-            len = mp_viz_layer(name, r->o->collapse_depth, &s0);
+            len = mp__viz_layer(name, r->o->collapse_depth, &s0);
             key = name + s0;
         } else if (pre && *pre) {
             const char *q = pre;
@@ -165,12 +165,12 @@ static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
         }
         r->group[n] = k;
     }
-    mp_name_map_free(ctx, &map);
-    r->gcount = st ? NULL : mp_calloc(ctx, nk ? nk : 1, sizeof *r->gcount);
+    mp__name_map_free(ctx, &map);
+    r->gcount = st ? NULL : mp__calloc(ctx, nk ? nk : 1, sizeof *r->gcount);
     if (st || !r->gcount) {
         for (size_t i = 0; i < nk; i++)
-            mp_dealloc(ctx, keys[i]);
-        mp_dealloc(ctx, keys);
+            mp__dealloc(ctx, keys[i]);
+        mp__dealloc(ctx, keys);
         return MP_ERR_NOMEM;
     }
     for (uint32_t n = 0; n < g->n_nodes; n++)
@@ -194,7 +194,7 @@ static int wrote_over(const dot_run *r, uint32_t x, uint32_t cn)
     for (size_t k = 0; w != MP_NONE && k <= g->n_nodes; k++) {
         if (cn == w)
             return 1;
-        const mp_node *nd = &g->nodes[cn];
+        const mp__node *nd = &g->nodes[cn];
         uint32_t y = nd->n_out ? nd->outputs[0] : MP_NONE;
         if (!r->p->fused || y == MP_NONE || !r->p->fused[y] ||
             g->tensors[y].n_cons == 0)
@@ -207,7 +207,7 @@ static int wrote_over(const dot_run *r, uint32_t x, uint32_t cn)
 static int tensor_at_peak(const dot_run *r, uint32_t t)
 {
     return r->p->n_steps &&
-           mp_viz_block_at(r->p, &r->vb, r->g->tensors[t].root,
+           mp__viz_block_at(r->p, &r->vb, r->g->tensors[t].root,
                            r->p->fig.peak_step) != MP_NONE;
 }
 
@@ -226,17 +226,17 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
     mp_ctx *ctx = p->ctx;
     mp_status st = MP_OK;
     if (r->o->clusters && nk == 0 && g->n_nodes) {
-        cl_of = mp_alloc(ctx, g->n_nodes * sizeof *cl_of);
-        clus = mp_calloc(ctx, g->n_nodes, sizeof *clus);
+        cl_of = mp__alloc(ctx, g->n_nodes * sizeof *cl_of);
+        clus = mp__calloc(ctx, g->n_nodes, sizeof *clus);
         if (!cl_of || !clus) {
             st = MP_ERR_NOMEM;
             goto done;
         }
-        mp_name_map map;
+        mp__name_map map;
         memset(&map, 0, sizeof map);
         size_t ccap = 0;
         for (uint32_t n = 0; n < g->n_nodes; n++) {
-            size_t s0, len = mp_viz_layer(g->nodes[n].name, 1, &s0);
+            size_t s0, len = mp__viz_layer(g->nodes[n].name, 1, &s0);
             const char *nm = g->nodes[n].name + s0;
             cl_of[n] = MP_NONE;
             if (len == 0 || len == strlen(nm))
@@ -252,28 +252,28 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
             uint32_t k = key_index(ctx, &map, &ckeys, &ncl, &ccap, ck,
                                    cl > 0 ? (size_t)cl : 0);
             if (k == MP_NONE) {
-                mp_name_map_free(ctx, &map);
+                mp__name_map_free(ctx, &map);
                 st = MP_ERR_NOMEM;
                 goto done;
             }
             cl_of[n] = k;
         }
-        mp_name_map_free(ctx, &map);
+        mp__name_map_free(ctx, &map);
     }
     /* group nodes (collapsed) */
     if (nk) {
-        gn = mp_calloc(ctx, nk, sizeof *gn);
+        gn = mp__calloc(ctx, nk, sizeof *gn);
         if (!gn) {
             st = MP_ERR_NOMEM;
             goto done;
         }
     }
     for (uint32_t n = 0; n < g->n_nodes; n++) {
-        const mp_node *nd = &g->nodes[n];
+        const mp__node *nd = &g->nodes[n];
         int folded = 1;
         for (uint32_t o = 0; o < nd->n_out; o++)
             if (nd->outputs[o] != MP_NONE &&
-                !(g->tensors[nd->outputs[o]].flags & MP_TF_FOLDED))
+                !(g->tensors[nd->outputs[o]].flags & MP__TF_FOLDED))
                 folded = 0;
         if (folded && nd->n_out && !r->o->show_weights)
             continue;   /* constant folding: not executed */
@@ -329,11 +329,11 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
     }
     /* tensors: edges producer -> consumer; graph inputs as ellipses */
     for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const mp_tensor *x = &g->tensors[t];
-        if (x->n_cons == 0 && !(x->flags & MP_TF_OUTPUT))
+        const mp__tensor *x = &g->tensors[t];
+        if (x->n_cons == 0 && !(x->flags & MP__TF_OUTPUT))
             continue;
         Agnode_t *src = NULL;
-        int persistent = mp_kind_persistent(x->kind);
+        int persistent = mp__kind_persistent(x->kind);
         if (x->producer != MP_NONE && r->rep[x->producer]) {
             src = r->rep[x->producer];
         } else if (x->producer == MP_NONE &&
@@ -369,7 +369,7 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
                 er->bytes += bytes;
                 er->tensors++;
                 snprintf(buf, sizeof buf, "%s (%u tensors)",
-                         mp_viz_size(er->bytes, sz, sizeof sz), er->tensors);
+                         mp__viz_size(er->bytes, sz, sizeof sz), er->tensors);
                 set(e, "label", buf);
             } else {
                 e = agedge(G, src, dst, NULL, 1);
@@ -382,7 +382,7 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
                     snprintf(buf, sizeof buf, "fused");
                 else
                     snprintf(buf, sizeof buf, "%s%s",
-                             mp_viz_size(bytes, sz, sizeof sz),
+                             mp__viz_size(bytes, sz, sizeof sz),
                              r->moved[x->root] == 1   ? " offload"
                              : r->moved[x->root] == 2 ? " prefetch"
                              : wrote_over(r, x->root, cn) ? " in place"
@@ -404,11 +404,11 @@ static mp_status build(dot_run *r, char **keys, uint32_t nk)
 done:
     if (ckeys)
         for (size_t i = 0; i < ncl; i++)
-            mp_dealloc(ctx, ckeys[i]);
-    mp_dealloc(ctx, ckeys);
+            mp__dealloc(ctx, ckeys[i]);
+    mp__dealloc(ctx, ckeys);
     r->clus = clus;   /* closed and released by mp_plan_write_dot */
-    mp_dealloc(ctx, cl_of);
-    mp_dealloc(ctx, gn);
+    mp__dealloc(ctx, cl_of);
+    mp__dealloc(ctx, gn);
     return st;
 }
 
@@ -416,7 +416,7 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                             const mp_dot_options *opt)
 {
     if (!p || !path)
-        return p ? mp_err(p->ctx, MP_ERR_INVALID_ARG,
+        return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG,
                           "mp_plan_write_dot: NULL argument")
                  : MP_ERR_INVALID_ARG;
     mp_dot_options defaults;
@@ -431,12 +431,12 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
     r.peak_node = MP_NONE;
     size_t nn = g->n_nodes ? g->n_nodes : 1, nt = g->n_tensors ? g->n_tensors
                                                                  : 1;
-    r.rep = mp_calloc(ctx, nn, sizeof *r.rep);
-    r.tin = mp_calloc(ctx, nt, sizeof *r.tin);
-    r.group = mp_calloc(ctx, nn, sizeof *r.group);
-    r.recomp = mp_calloc(ctx, nn, sizeof *r.recomp);
-    r.moved = mp_calloc(ctx, nt, sizeof *r.moved);
-    r.over = mp_alloc(ctx, nt * sizeof *r.over);
+    r.rep = mp__calloc(ctx, nn, sizeof *r.rep);
+    r.tin = mp__calloc(ctx, nt, sizeof *r.tin);
+    r.group = mp__calloc(ctx, nn, sizeof *r.group);
+    r.recomp = mp__calloc(ctx, nn, sizeof *r.recomp);
+    r.moved = mp__calloc(ctx, nt, sizeof *r.moved);
+    r.over = mp__alloc(ctx, nt * sizeof *r.over);
     char **keys = NULL;
     uint32_t nk = 0;
     mp_status st = MP_OK;
@@ -467,21 +467,21 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE)
             r.peak_node = sp->index;
     }
-    st = mp_viz_blocks_build(p, &r.vb);
+    st = mp__viz_blocks_build(p, &r.vb);
     if (!st)
         st = groups(&r, &keys, &nk);
     if (st)
         goto done;
     f = fopen(path, "w");
     if (!f) {
-        st = mp_err(ctx, MP_ERR_IO, "%s: cannot write: %s", path,
+        st = mp__err(ctx, MP_ERR_IO, "%s: cannot write: %s", path,
                     strerror(errno));
         goto done;
     }
     r.G = agopen(cs(g->name && *g->name ? g->name : "memplan"), Agdirected,
                  NULL);
     if (!r.G) {
-        st = mp_err(ctx, MP_ERR_NOMEM, "DOT: cgraph could not open a graph");
+        st = mp__err(ctx, MP_ERR_NOMEM, "DOT: cgraph could not open a graph");
         goto done;
     }
     agattr(r.G, AGRAPH, cs("rankdir"), cs("TB"));
@@ -503,9 +503,9 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                  "step %u (red: the node running and the tensors live "
                  "there)\\nblue forward, orange backward, green optimizer",
                  g->name && *g->name ? g->name : "graph",
-                 mp_viz_size(p->fig.arena_bytes, a, sizeof a),
-                 mp_viz_size(p->fig.lower_bound_bytes, b, sizeof b),
-                 mp_viz_size(p->fig.persistent_bytes, c, sizeof c),
+                 mp__viz_size(p->fig.arena_bytes, a, sizeof a),
+                 mp__viz_size(p->fig.lower_bound_bytes, b, sizeof b),
+                 mp__viz_size(p->fig.persistent_bytes, c, sizeof c),
                  p->fig.peak_step);
         size_t len = strlen(lab);
         /* pools: the arena is their sum; fused tensors take no memory */
@@ -514,7 +514,7 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
             int w = snprintf(lab + len, sizeof lab - len, "%s%.40s %s",
                              k ? ", " : "\\narena = the sum of its pools: ",
                              p->pools[k].name,
-                             mp_viz_size(p->pools[k].arena_bytes, a, sizeof a));
+                             mp__viz_size(p->pools[k].arena_bytes, a, sizeof a));
             len += w > 0 ? (size_t)w : 0;
         }
         uint32_t n_fused = 0;
@@ -532,7 +532,7 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
         int wr = agwrite(r.G, f);
         pthread_mutex_unlock(&write_lock);
         if (wr != 0)
-            st = mp_err(ctx, MP_ERR_IO, "%s: write failed", path);
+            st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
     }
 done:
     if (r.G) {
@@ -543,26 +543,26 @@ done:
                 agclose(r.clus[i]);
         agclose(r.G);
     }
-    mp_dealloc(ctx, r.clus);
+    mp__dealloc(ctx, r.clus);
     if (f) {
         int bad = ferror(f);
         if (fclose(f) != 0 || bad)
             if (!st)
-                st = mp_err(ctx, MP_ERR_IO, "%s: write failed", path);
+                st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
     }
     for (uint32_t i = 0; i < nk; i++)
-        mp_dealloc(ctx, keys[i]);
-    mp_dealloc(ctx, keys);
-    mp_dealloc(ctx, r.rep);
-    mp_dealloc(ctx, r.tin);
-    mp_dealloc(ctx, r.group);
-    mp_dealloc(ctx, r.recomp);
-    mp_dealloc(ctx, r.moved);
-    mp_dealloc(ctx, r.over);
-    mp_dealloc(ctx, r.gcount);
-    mp_viz_blocks_free(ctx, &r.vb);
+        mp__dealloc(ctx, keys[i]);
+    mp__dealloc(ctx, keys);
+    mp__dealloc(ctx, r.rep);
+    mp__dealloc(ctx, r.tin);
+    mp__dealloc(ctx, r.group);
+    mp__dealloc(ctx, r.recomp);
+    mp__dealloc(ctx, r.moved);
+    mp__dealloc(ctx, r.over);
+    mp__dealloc(ctx, r.gcount);
+    mp__viz_blocks_free(ctx, &r.vb);
     if (st == MP_ERR_NOMEM)
-        return mp_err(ctx, st, "DOT: out of memory");
+        return mp__err(ctx, st, "DOT: out of memory");
     return st;
 }
 

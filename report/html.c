@@ -33,9 +33,9 @@ void mp_html_options_init(mp_html_options *o)
     o->max_points = 4000;
 }
 
-static int category(const mp_tensor *t)
+static int category(const mp__tensor *t)
 {
-    if (t->flags & MP_TF_OUTPUT)
+    if (t->flags & MP__TF_OUTPUT)
         return CAT_OUTPUT;
     if (t->kind == MP_KIND_INPUT)
         return CAT_INPUT;
@@ -49,7 +49,7 @@ static void fig_row(FILE *f, const char *name, uint64_t v, const char *what)
     char b[32];
     fprintf(f, "<tr><th>%s</th><td class=\"num\">%s</td><td class=\"num\">"
                "%llu</td><td>%s</td></tr>\n",
-            name, mp_viz_size(v, b, sizeof b), (unsigned long long)v, what);
+            name, mp__viz_size(v, b, sizeof b), (unsigned long long)v, what);
 }
 
 /* A y-axis with 5 ticks from 0 to top bytes. */
@@ -62,7 +62,7 @@ static void y_axis(FILE *f, double x0, double y0, double h, uint64_t top)
                    "y2=\"%.1f\"/><text class=\"ax\" x=\"%.1f\" y=\"%.1f\" "
                    "text-anchor=\"end\">%s</text>\n",
                 x0, y, x0 + W, y, x0 - 4, y + 4,
-                mp_viz_size((uint64_t)((double)top * i / 4.0), b, sizeof b));
+                mp__viz_size((uint64_t)((double)top * i / 4.0), b, sizeof b));
     }
 }
 
@@ -81,7 +81,7 @@ static mp_status timeline(FILE *f, const mp_plan *p, const mp_html_options *o)
     mp_ctx *ctx = p->ctx;
     const mp_graph *g = p->graph;
     uint32_t ns = p->n_steps;
-    uint64_t *cat = mp_calloc(ctx, (size_t)(ns + 1) * CAT_N, sizeof *cat);
+    uint64_t *cat = mp__calloc(ctx, (size_t)(ns + 1) * CAT_N, sizeof *cat);
     if (!cat)
         return MP_ERR_NOMEM;
     /* difference arrays, then prefix sums: bytes per step per category */
@@ -108,9 +108,9 @@ static mp_status timeline(FILE *f, const mp_plan *p, const mp_html_options *o)
     uint32_t maxp = o->max_points ? o->max_points : 4000;
     if (np > maxp)
         np = maxp;
-    uint32_t *pick = mp_alloc(ctx, (np ? np : 1) * sizeof *pick);
+    uint32_t *pick = mp__alloc(ctx, (np ? np : 1) * sizeof *pick);
     if (!pick) {
-        mp_dealloc(ctx, cat);
+        mp__dealloc(ctx, cat);
         return MP_ERR_NOMEM;
     }
     for (uint32_t k = 0; k < np; k++) {
@@ -164,13 +164,13 @@ static mp_status timeline(FILE *f, const mp_plan *p, const mp_html_options *o)
     double ya = y0 + h - h * (double)p->fig.arena_bytes / (double)top;
     fprintf(f, "<line class=\"arena\" x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" "
                "y2=\"%.2f\"><title>arena %s</title></line>\n",
-            x0, ya, x0 + W, ya, mp_viz_size(p->fig.arena_bytes, b, sizeof b));
+            x0, ya, x0 + W, ya, mp__viz_size(p->fig.arena_bytes, b, sizeof b));
     if (ns) {
         double xp = x0 + dx * (p->fig.peak_step + 0.5);
         fprintf(f, "<line class=\"peak\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" "
                    "y2=\"%.1f\"><title>peak at step %u: %s</title></line>\n",
                 xp, y0, xp, y0 + h, p->fig.peak_step,
-                mp_viz_size(p->live[p->fig.peak_step], b, sizeof b));
+                mp__viz_size(p->live[p->fig.peak_step], b, sizeof b));
     }
     fputs("</svg>\n<p class=\"legend\">", f);
     for (int c = 0; c < CAT_N; c++)
@@ -181,8 +181,8 @@ static mp_status timeline(FILE *f, const mp_plan *p, const mp_html_options *o)
     if (np < ns)
         fprintf(f, "<p class=\"note\">%u steps drawn as %u samples (the step "
                    "with the most live bytes of each).</p>\n", ns, np);
-    mp_dealloc(ctx, pick);
-    mp_dealloc(ctx, cat);
+    mp__dealloc(ctx, pick);
+    mp__dealloc(ctx, cat);
     return MP_OK;
 }
 
@@ -219,28 +219,28 @@ static void block_title(FILE *f, const mp_plan *p, uint32_t i)
     const mp_block *bl = &p->blocks[i];
     const mp_graph *g = p->graph;
     char b[32];
-    const mp_tensor *t = bl->tensor < g->n_tensors ? &g->tensors[bl->tensor]
+    const mp__tensor *t = bl->tensor < g->n_tensors ? &g->tensors[bl->tensor]
                                                    : NULL;
     fputs("<title>", f);
-    mp_viz_xml_str(f, t ? t->name : "?");
-    fprintf(f, "\n%s (%llu bytes) at offset %llu\n", mp_viz_size(bl->size, b,
+    mp__viz_xml_str(f, t ? t->name : "?");
+    fprintf(f, "\n%s (%llu bytes) at offset %llu\n", mp__viz_size(bl->size, b,
                                                                   sizeof b),
             (unsigned long long)bl->size, (unsigned long long)bl->offset);
     if (p->n_pools > 1) {
         fputs("in pool ", f);
-        mp_viz_xml_str(f, p->pools[block_pool(p, i)].name);
+        mp__viz_xml_str(f, p->pools[block_pool(p, i)].name);
         fputc('\n', f);
     }
     if (p->block_over && p->block_over[i] < g->n_tensors) {
         fputs("written in place over ", f);
-        mp_viz_xml_str(f, g->tensors[p->block_over[i]].name);
+        mp__viz_xml_str(f, g->tensors[p->block_over[i]].name);
         fputc('\n', f);
     }
     if (t && t->producer != MP_NONE) {
         fputs("produced by ", f);
-        mp_viz_xml_str(f, g->nodes[t->producer].op);
+        mp__viz_xml_str(f, g->nodes[t->producer].op);
         fputs(" '", f);
-        mp_viz_xml_str(f, g->nodes[t->producer].name);
+        mp__viz_xml_str(f, g->nodes[t->producer].name);
         fputs("'\n", f);
     } else {
         fputs("graph input\n", f);
@@ -254,7 +254,7 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
     mp_ctx *ctx = p->ctx;
     const mp_graph *g = p->graph;
     uint32_t nb = p->n_blocks, ns = p->n_steps ? p->n_steps : 1;
-    ranked *idx = mp_alloc(ctx, (nb ? nb : 1) * sizeof *idx);
+    ranked *idx = mp__alloc(ctx, (nb ? nb : 1) * sizeof *idx);
     if (!idx)
         return MP_ERR_NOMEM;
     uint32_t keep = nb;
@@ -289,7 +289,7 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
         double yl = y0 + h - h * (double)pool_base(p, k) / (double)top;
         fprintf(f, "<text class=\"poolname\" x=\"%.1f\" y=\"%.2f\">",
                 x0 + W + 4, yl - 2);
-        mp_viz_xml_str(f, p->pools[k].name);
+        mp__viz_xml_str(f, p->pools[k].name);
         fputs("</text>\n", f);
     }
     for (uint32_t k = 0; k < keep; k++) {
@@ -321,8 +321,8 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
         for (uint32_t k = 0; k < p->n_pools; k++) {
             char b[32];
             fputs(k ? ", " : " ", f);
-            mp_viz_xml_str(f, p->pools[k].name);
-            fprintf(f, " %s", mp_viz_size(p->pools[k].arena_bytes, b,
+            mp__viz_xml_str(f, p->pools[k].name);
+            fprintf(f, " %s", mp__viz_size(p->pools[k].arena_bytes, b,
                                           sizeof b));
         }
         fputs(".</p>\n", f);
@@ -340,9 +340,9 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
         fprintf(f, "<p class=\"note\" id=\"capped\">%u of %u blocks drawn (the "
                    "largest by bytes &times; steps); the %u others, %s in "
                    "all, are not drawn.</p>\n",
-                keep, nb, nb - keep, mp_viz_size(left_bytes, b, sizeof b));
+                keep, nb, nb - keep, mp__viz_size(left_bytes, b, sizeof b));
     }
-    mp_dealloc(ctx, idx);
+    mp__dealloc(ctx, idx);
     return MP_OK;
 }
 
@@ -352,7 +352,7 @@ static mp_status peak_table(FILE *f, const mp_plan *p)
     if (!p->n_steps)
         return MP_OK;
     uint32_t ps = p->fig.peak_step, n = 0;
-    ranked *idx = mp_alloc(p->ctx, (p->n_blocks ? p->n_blocks : 1) *
+    ranked *idx = mp__alloc(p->ctx, (p->n_blocks ? p->n_blocks : 1) *
                                        sizeof *idx);
     if (!idx)
         return MP_ERR_NOMEM;
@@ -366,36 +366,36 @@ static mp_status peak_table(FILE *f, const mp_plan *p)
     fputs(mp_step_kind_name(st->kind), f);
     fputc(' ', f);
     if (st->kind == MP_STEP_COMPUTE || st->kind == MP_STEP_RECOMPUTE) {
-        mp_viz_xml_str(f, g->nodes[st->index].name);
+        mp__viz_xml_str(f, g->nodes[st->index].name);
         fputs(", ", f);
-        mp_viz_xml_str(f, g->nodes[st->index].op);
+        mp__viz_xml_str(f, g->nodes[st->index].op);
     } else if (st->index < g->n_tensors) {
-        mp_viz_xml_str(f, g->tensors[st->index].name);
+        mp__viz_xml_str(f, g->tensors[st->index].name);
     }
     fprintf(f, "): %s live in %u tensors.</p>\n<table id=\"peak\">\n<tr><th>"
                "tensor</th><th>kind</th><th>bytes</th><th>share</th><th>"
                "offset</th>%s<th>producer</th><th>steps</th></tr>\n",
-            mp_viz_size(p->live[ps], b, sizeof b), n,
+            mp__viz_size(p->live[ps], b, sizeof b), n,
             p->n_pools > 1 ? "<th>pool</th>" : "");
     for (uint32_t k = 0; k < n && k < PEAK_ROWS; k++) {
         const mp_block *bl = &p->blocks[idx[k].idx];
-        const mp_tensor *t = &g->tensors[bl->tensor];
+        const mp__tensor *t = &g->tensors[bl->tensor];
         fputs("<tr><td>", f);
-        mp_viz_xml_str(f, t->name);
+        mp__viz_xml_str(f, t->name);
         fprintf(f, "</td><td>%s</td><td class=\"num\">%s</td><td class=\"num\">"
                    "%.1f%%</td><td class=\"num\">%llu</td><td>",
-                cat_name[category(t)], mp_viz_size(bl->size, b, sizeof b),
+                cat_name[category(t)], mp__viz_size(bl->size, b, sizeof b),
                 p->live[ps] ? 100.0 * (double)bl->size / (double)p->live[ps]
                             : 0.0,
                 (unsigned long long)bl->offset);
         if (p->n_pools > 1) {
-            mp_viz_xml_str(f, p->pools[block_pool(p, idx[k].idx)].name);
+            mp__viz_xml_str(f, p->pools[block_pool(p, idx[k].idx)].name);
             fputs("</td><td>", f);
         }
         if (t->producer != MP_NONE) {
-            mp_viz_xml_str(f, g->nodes[t->producer].name);
+            mp__viz_xml_str(f, g->nodes[t->producer].name);
             fputs(" (", f);
-            mp_viz_xml_str(f, g->nodes[t->producer].op);
+            mp__viz_xml_str(f, g->nodes[t->producer].op);
             fputc(')', f);
         } else {
             fputs("graph input", f);
@@ -407,7 +407,7 @@ static mp_status peak_table(FILE *f, const mp_plan *p)
     if (n > PEAK_ROWS)
         fprintf(f, "<p class=\"note\">and %u smaller tensors.</p>\n",
                 n - PEAK_ROWS);
-    mp_dealloc(p->ctx, idx);
+    mp__dealloc(p->ctx, idx);
     return MP_OK;
 }
 
@@ -428,8 +428,8 @@ static void lint_table(FILE *f, const mp_lints *l)
         const mp_lint *x = mp_lints_get(l, i);
         char b[32];
         fprintf(f, "<tr><td>%s</td><td class=\"num\">%s</td><td>",
-                mp_lint_kind_name(x->kind), mp_viz_size(x->bytes, b, sizeof b));
-        mp_viz_xml_str(f, x->message);
+                mp_lint_kind_name(x->kind), mp__viz_size(x->bytes, b, sizeof b));
+        mp__viz_xml_str(f, x->message);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
@@ -454,7 +454,7 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
                              const mp_html_options *opt)
 {
     if (!p || !path)
-        return p ? mp_err(p->ctx, MP_ERR_INVALID_ARG,
+        return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG,
                           "mp_plan_write_html: NULL argument")
                  : MP_ERR_INVALID_ARG;
     mp_html_options defaults;
@@ -466,14 +466,14 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
                         : g->name && *g->name ? g->name : "graph";
     FILE *f = fopen(path, "w");
     if (!f)
-        return mp_err(p->ctx, MP_ERR_IO, "%s: cannot write: %s", path,
+        return mp__err(p->ctx, MP_ERR_IO, "%s: cannot write: %s", path,
                       strerror(errno));
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           "<title>memplan: ", f);
-    mp_viz_xml_str(f, title);
+    mp__viz_xml_str(f, title);
     fprintf(f, "</title><style>%s</style></head><body>\n<h1>memplan report: ",
             css);
-    mp_viz_xml_str(f, title);
+    mp__viz_xml_str(f, title);
     fprintf(f, "</h1>\n<p>%zu tensors, %zu nodes, %u schedule steps, %u arena "
                "blocks; solver %s, alignment %llu, %s.</p>\n",
             g->n_tensors, g->n_nodes, p->n_steps, p->n_blocks,
@@ -490,10 +490,10 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
     for (uint32_t k = 0; k < p->n_pools && p->n_pools > 1; k++) {
         char b[32];
         fputs("<tr><th>pool ", f);
-        mp_viz_xml_str(f, p->pools[k].name);
+        mp__viz_xml_str(f, p->pools[k].name);
         fprintf(f, "</th><td class=\"num\">%s</td><td class=\"num\">%llu"
                    "</td><td>its arena (offsets from 0)</td></tr>\n",
-                mp_viz_size(p->pools[k].arena_bytes, b, sizeof b),
+                mp__viz_size(p->pools[k].arena_bytes, b, sizeof b),
                 (unsigned long long)p->pools[k].arena_bytes);
     }
     fig_row(f, "peak", fg->peak_bytes, "arena + persistent");
@@ -516,6 +516,6 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
           ".</p>\n</body></html>\n", f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
-        return st ? st : mp_err(p->ctx, MP_ERR_IO, "%s: write failed", path);
-    return st == MP_ERR_NOMEM ? mp_err(p->ctx, st, "html: out of memory") : st;
+        return st ? st : mp__err(p->ctx, MP_ERR_IO, "%s: write failed", path);
+    return st == MP_ERR_NOMEM ? mp__err(p->ctx, st, "html: out of memory") : st;
 }

@@ -14,7 +14,7 @@ static double step_seconds(const mp_plan *p, uint32_t s, const double *given)
     const mp_step *st = &p->steps[s];
     if (st->kind != MP_STEP_COMPUTE && st->kind != MP_STEP_RECOMPUTE)
         return 0.0;
-    const mp_node *n = &p->graph->nodes[st->index];
+    const mp__node *n = &p->graph->nodes[st->index];
     return n->seconds >= 0 ? n->seconds : 1e-6;
 }
 
@@ -29,16 +29,16 @@ mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
                               const double *given)
 {
     if (!p || !path)
-        return p ? mp_err(p->ctx, MP_ERR_INVALID_ARG,
+        return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG,
                           "mp_plan_write_trace: NULL argument")
                  : MP_ERR_INVALID_ARG;
     const mp_graph *g = p->graph;
     FILE *f = fopen(path, "w");
     if (!f)
-        return mp_err(p->ctx, MP_ERR_IO, "%s: cannot write: %s", path,
+        return mp__err(p->ctx, MP_ERR_IO, "%s: cannot write: %s", path,
                       strerror(errno));
     fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"graph\":\"", f);
-    mp_viz_json_str(f, g->name);
+    mp__viz_json_str(f, g->name);
     fprintf(f, "\",\"arena_bytes\":%llu,\"lower_bound_bytes\":%llu,"
                "\"persistent_bytes\":%llu,\"peak_step\":%u},\n"
                "\"traceEvents\":[\n",
@@ -48,7 +48,7 @@ mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
     fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,"
           "\"args\":{\"name\":\"memplan: ",
           f);
-    mp_viz_json_str(f, g->name && *g->name ? g->name : "graph");
+    mp__viz_json_str(f, g->name && *g->name ? g->name : "graph");
     fputs("\"}},\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,"
           "\"args\":{\"name\":\"compute\"}},\n"
           "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":2,"
@@ -67,11 +67,11 @@ mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
         }
         fputs(",\n{\"name\":\"", f);
         if (comp)
-            mp_viz_json_str(f, g->nodes[st->index].name);
+            mp__viz_json_str(f, g->nodes[st->index].name);
         else {
             fputs(mp_step_kind_name(st->kind), f);
             fputc(' ', f);
-            mp_viz_json_str(f, st->index < g->n_tensors
+            mp__viz_json_str(f, st->index < g->n_tensors
                                    ? g->tensors[st->index].name : "?");
         }
         fprintf(f, "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,"
@@ -83,7 +83,7 @@ mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
                 (unsigned long long)p->live[s]);
         if (comp) {
             fputs(",\"op\":\"", f);
-            mp_viz_json_str(f, g->nodes[st->index].op);
+            mp__viz_json_str(f, g->nodes[st->index].op);
             fputc('"', f);
         }
         fputs("}}", f);
@@ -93,6 +93,6 @@ mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
     fputs("\n]}\n", f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
-        return mp_err(p->ctx, MP_ERR_IO, "%s: write failed", path);
+        return mp__err(p->ctx, MP_ERR_IO, "%s: write failed", path);
     return MP_OK;
 }

@@ -127,15 +127,15 @@ static mp_status model_consts(mp_ctx *ctx, const mp_llm_config *m,
     unsigned bits = mp_dtype_bits(m->dtype);
     if (!m->layers || !m->hidden || !m->heads || !m->kv_heads || !m->ffn ||
         bits < 8)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "model config: layers, hidden, heads, KV heads, ffn "
                       "and a dtype of 8 bits or more are needed");
     if ((o->weight_bits != 16 && o->weight_bits != 4) ||
         (o->cache_bits != 16 && o->cache_bits != 4))
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "compression: 16 (none) or 4 bits");
     if (!o->prompt_len || !o->gen_len)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "prompt and generation lengths must be >= 1");
     k->l = m->layers;
     k->s = o->prompt_len;
@@ -160,7 +160,7 @@ static mp_status model_consts(mp_ctx *ctx, const mp_llm_config *m,
 }
 
 /* Adds a row: e <= rhs (in the row's units: scale divides everything). */
-static mp_status row_le(mp_lp *lp, const expr *e, double rhs, double scale)
+static mp_status row_le(mp__lp *lp, const expr *e, double rhs, double scale)
 {
     uint32_t cols[NCOL];
     double vals[NCOL];
@@ -170,7 +170,7 @@ static mp_status row_le(mp_lp *lp, const expr *e, double rhs, double scale)
             cols[nnz] = j;
             vals[nnz++] = e->a[j] / scale;
         }
-    return mp_lp_add_row(lp, -MP_LP_INF, (rhs - e->c) / scale, nnz, cols,
+    return mp__lp_add_row(lp, -MP__LP_INF, (rhs - e->c) / scale, nnz, cols,
                          vals, NULL);
 }
 
@@ -194,12 +194,12 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
 {
     double bls = (double)gbs * nb, g = gbs;
     double s = k->s, n = k->n, l = k->l, h = k->h, hkv = k->hkv, b = k->b;
-    mp_lp *lp = NULL;
-    mp_status st = mp_lp_create(ctx, 0, &lp);
+    mp__lp *lp = NULL;
+    mp_status st = mp__lp_create(ctx, 0, &lp);
     if (st)
         return st;
     for (int j = 0; j < NCOL; j++) {
-        double lo = 0, hi = j < TPRE ? 1 : MP_LP_INF, obj = 0;
+        double lo = 0, hi = j < TPRE ? 1 : MP__LP_INF, obj = 0;
         if (j < TPRE && j != WN && j != CN && j != HN) {
             int pi = j == WG ? 0 : j == WC ? 1 : j == CG ? 2 : j == CC ? 3
                                                  : j == HG ? 4 : 5;
@@ -212,7 +212,7 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
             obj = l;
         if (j == TGEN)
             obj = l * (n - 1);
-        if ((st = mp_lp_add_col(lp, lo, hi, MP_LP_CONTINUOUS, obj, NULL)))
+        if ((st = mp__lp_add_col(lp, lo, hi, MP__LP_CONTINUOUS, obj, NULL)))
             goto out;
     }
     /* each set of fractions sums to 1 */
@@ -220,7 +220,7 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         uint32_t cols[3] = {(uint32_t)(3 * grp), (uint32_t)(3 * grp + 1),
                             (uint32_t)(3 * grp + 2)};
         double ones[3] = {1, 1, 1};
-        if ((st = mp_lp_add_row(lp, 1, 1, 3, cols, ones, NULL)))
+        if ((st = mp__lp_add_row(lp, 1, 1, 3, cols, ones, NULL)))
             goto out;
     }
     /* Time rows are divided by tu (the prefill compute of one layer) and
@@ -348,10 +348,10 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         (st = row_le(lp, &me.cpu_g, capc, capc > 0 ? capc : GIB)) ||
         (st = row_le(lp, &me.disk, capn, capn > 0 ? capn : GIB)))
         goto out;
-    mp_lp_options lo;
-    mp_lp_options_init(&lo);
-    mp_lp_result res;
-    if ((st = mp_lp_solve(lp, &lo, &res)))
+    mp__lp_options lo;
+    mp__lp_options_init(&lo);
+    mp__lp_result res;
+    if ((st = mp__lp_solve(lp, &lo, &res)))
         goto out;
     pol->lps_solved++;
     if (res.status != MP_SOLVE_OPTIMAL || !res.has_solution) {
@@ -359,7 +359,7 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         goto out;
     }
     *feasible = 1;
-    const double *xs = mp_lp_values(lp);
+    const double *xs = mp__lp_values(lp);
     double x[NCOL];
     for (int j = 0; j < NCOL; j++) /* GLPK's tolerances: -1e-12 is 0 */
         x[j] = j < TPRE && xs[j] < 0 ? 0 : j < TPRE && xs[j] > 1 ? 1 : xs[j];
@@ -388,7 +388,7 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     pol->cache_bytes = k->kvtok * (s + n) * bls * l;
     pol->hidden_bytes = k->hid * s * bls;
 out:
-    mp_lp_destroy(lp);
+    mp__lp_destroy(lp);
     return st;
 }
 
@@ -404,8 +404,8 @@ mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
         o = *opt;
     else
         mp_flexgen_options_init(&o);
-    if (!mp_glpk_available())
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+    if (!mp__glpk_available())
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "the policy search needs GLPK (build with "
                       "MEMPLAN_WITH_GLPK=ON)");
     if (hw->ctog_bw <= 0 || hw->gtoc_bw_cache <= 0 ||
@@ -413,7 +413,7 @@ mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
         hw->ctod_bw_cache_p <= 0 || hw->ctod_bw_hidden_p <= 0 ||
         hw->ctod_bw_g <= 0 || hw->mm_flops_p <= 0 || hw->mm_flops_g <= 0 ||
         hw->bmm_flops_p <= 0 || hw->bmm_flops_g <= 0 || hw->cpu_flops <= 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "hardware profile '%s': every bandwidth and FLOP/s "
                       "figure must be above 0",
                       hw->name);
@@ -488,7 +488,7 @@ mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
             break;
     }
     if (!found)
-        return mp_err(ctx, MP_ERR_INFEASIBLE,
+        return mp__err(ctx, MP_ERR_INFEASIBLE,
                       "no policy fits: %s does not hold model '%s' with "
                       "prompt %u and generation %u in %.0f GiB GPU, %.0f GiB "
                       "CPU and %.0f GiB disk",

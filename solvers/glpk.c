@@ -1,7 +1,7 @@
-/* The GLPK wrapper (see mp_glpk.h for the contract).
+/* The GLPK wrapper (see mp__glpk.h for the contract).
  *
  * The problem lives in memplan's memory; a glp_prob exists only inside
- * mp_lp_solve, in a region guarded by glp_error_hook + setjmp. On a GLPK
+ * mp__lp_solve, in a region guarded by glp_error_hook + setjmp. On a GLPK
  * error the hook longjmps back, glp_free_env() releases every GLPK object
  * (the glp_prob included: it must not be touched again) and the call
  * returns MP_ERR_INTERNAL with GLPK's message. The state the hook and the
@@ -25,7 +25,7 @@ typedef struct lp_ent {
     double v;
 } lp_ent;
 
-struct mp_lp {
+struct mp__lp {
     mp_ctx *ctx;
     int maximize;
     double obj0;
@@ -39,7 +39,7 @@ struct mp_lp {
     int has_x;
 };
 
-int mp_glpk_available(void)
+int mp__glpk_available(void)
 {
 #ifdef MP_WITH_GLPK
     return 1;
@@ -48,14 +48,14 @@ int mp_glpk_available(void)
 #endif
 }
 
-mp_status mp_lp_create(mp_ctx *ctx, int maximize, mp_lp **out)
+mp_status mp__lp_create(mp_ctx *ctx, int maximize, mp__lp **out)
 {
     if (!ctx)
         return MP_ERR_INVALID_ARG;
     if (!out)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "lp: out is NULL");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "lp: out is NULL");
     *out = NULL;
-    mp_lp *lp = mp_calloc(ctx, 1, sizeof *lp);
+    mp__lp *lp = mp__calloc(ctx, 1, sizeof *lp);
     if (!lp)
         return MP_ERR_NOMEM;
     lp->ctx = ctx;
@@ -64,54 +64,54 @@ mp_status mp_lp_create(mp_ctx *ctx, int maximize, mp_lp **out)
     return MP_OK;
 }
 
-void mp_lp_destroy(mp_lp *lp)
+void mp__lp_destroy(mp__lp *lp)
 {
     if (!lp)
         return;
     mp_ctx *ctx = lp->ctx;
-    mp_dealloc(ctx, lp->clo);
-    mp_dealloc(ctx, lp->chi);
-    mp_dealloc(ctx, lp->cobj);
-    mp_dealloc(ctx, lp->ckind);
-    mp_dealloc(ctx, lp->rlo);
-    mp_dealloc(ctx, lp->rhi);
-    mp_dealloc(ctx, lp->ent);
-    mp_dealloc(ctx, lp->x);
-    mp_dealloc(ctx, lp);
+    mp__dealloc(ctx, lp->clo);
+    mp__dealloc(ctx, lp->chi);
+    mp__dealloc(ctx, lp->cobj);
+    mp__dealloc(ctx, lp->ckind);
+    mp__dealloc(ctx, lp->rlo);
+    mp__dealloc(ctx, lp->rhi);
+    mp__dealloc(ctx, lp->ent);
+    mp__dealloc(ctx, lp->x);
+    mp__dealloc(ctx, lp);
 }
 
 static int bad_bounds(double lo, double hi)
 {
-    return isnan(lo) || isnan(hi) || lo > hi || lo == MP_LP_INF ||
-           hi == -MP_LP_INF;
+    return isnan(lo) || isnan(hi) || lo > hi || lo == MP__LP_INF ||
+           hi == -MP__LP_INF;
 }
 
-mp_status mp_lp_add_col(mp_lp *lp, double lo, double hi, mp_lp_kind kind,
+mp_status mp__lp_add_col(mp__lp *lp, double lo, double hi, mp__lp_kind kind,
                         double obj, uint32_t *idx)
 {
     if (!lp)
         return MP_ERR_INVALID_ARG;
     mp_ctx *ctx = lp->ctx;
-    if (kind == MP_LP_BINARY) {
+    if (kind == MP__LP_BINARY) {
         lo = 0;
         hi = 1;
     }
     if (bad_bounds(lo, hi) || !isfinite(obj) ||
-        (kind != MP_LP_CONTINUOUS && kind != MP_LP_INTEGER &&
-         kind != MP_LP_BINARY))
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        (kind != MP__LP_CONTINUOUS && kind != MP__LP_INTEGER &&
+         kind != MP__LP_BINARY))
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "lp: column %u: invalid bounds [%g, %g], kind or "
                       "objective",
                       lp->ncols, lo, hi);
     if (lp->ncols >= (uint32_t)INT32_MAX - 1)
-        return mp_err(ctx, MP_ERR_OVERFLOW, "lp: too many columns");
+        return mp__err(ctx, MP_ERR_OVERFLOW, "lp: too many columns");
     size_t need = (size_t)lp->ncols + 1, cap = lp->ccap;
     if (need > cap) {
         size_t c1 = cap, c2 = cap, c3 = cap, c4 = cap;
-        if (mp_grow(ctx, (void **)&lp->clo, sizeof *lp->clo, need, &c1) ||
-            mp_grow(ctx, (void **)&lp->chi, sizeof *lp->chi, need, &c2) ||
-            mp_grow(ctx, (void **)&lp->cobj, sizeof *lp->cobj, need, &c3) ||
-            mp_grow(ctx, (void **)&lp->ckind, sizeof *lp->ckind, need, &c4))
+        if (mp__grow(ctx, (void **)&lp->clo, sizeof *lp->clo, need, &c1) ||
+            mp__grow(ctx, (void **)&lp->chi, sizeof *lp->chi, need, &c2) ||
+            mp__grow(ctx, (void **)&lp->cobj, sizeof *lp->cobj, need, &c3) ||
+            mp__grow(ctx, (void **)&lp->ckind, sizeof *lp->ckind, need, &c4))
             return MP_ERR_NOMEM;
         /* keep the smallest: every array holds at least that many */
         size_t m = c1;
@@ -131,15 +131,15 @@ mp_status mp_lp_add_col(mp_lp *lp, double lo, double hi, mp_lp_kind kind,
     return MP_OK;
 }
 
-mp_status mp_lp_add_coef(mp_lp *lp, uint32_t row, uint32_t col, double v)
+mp_status mp__lp_add_coef(mp__lp *lp, uint32_t row, uint32_t col, double v)
 {
     if (!lp)
         return MP_ERR_INVALID_ARG;
     if (row >= lp->nrows || col >= lp->ncols || !isfinite(v))
-        return mp_err(lp->ctx, MP_ERR_INVALID_ARG,
+        return mp__err(lp->ctx, MP_ERR_INVALID_ARG,
                       "lp: coefficient (%u, %u) = %g out of range", row, col,
                       v);
-    if (mp_grow(lp->ctx, (void **)&lp->ent, sizeof *lp->ent, lp->nnz + 1,
+    if (mp__grow(lp->ctx, (void **)&lp->ent, sizeof *lp->ent, lp->nnz + 1,
                 &lp->ecap))
         return MP_ERR_NOMEM;
     lp->ent[lp->nnz] = (lp_ent){row, col, lp->nnz, v};
@@ -147,7 +147,7 @@ mp_status mp_lp_add_coef(mp_lp *lp, uint32_t row, uint32_t col, double v)
     return MP_OK;
 }
 
-mp_status mp_lp_add_row(mp_lp *lp, double lo, double hi, uint32_t nnz,
+mp_status mp__lp_add_row(mp__lp *lp, double lo, double hi, uint32_t nnz,
                         const uint32_t *cols, const double *vals,
                         uint32_t *idx)
 {
@@ -155,16 +155,16 @@ mp_status mp_lp_add_row(mp_lp *lp, double lo, double hi, uint32_t nnz,
         return MP_ERR_INVALID_ARG;
     mp_ctx *ctx = lp->ctx;
     if (bad_bounds(lo, hi) || (nnz && (!cols || !vals)))
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "lp: row %u: invalid bounds [%g, %g] or terms",
                       lp->nrows, lo, hi);
     if (lp->nrows >= (uint32_t)INT32_MAX - 1)
-        return mp_err(ctx, MP_ERR_OVERFLOW, "lp: too many rows");
+        return mp__err(ctx, MP_ERR_OVERFLOW, "lp: too many rows");
     size_t need = (size_t)lp->nrows + 1, cap = lp->rcap;
     if (need > cap) {
         size_t c1 = cap, c2 = cap;
-        if (mp_grow(ctx, (void **)&lp->rlo, sizeof *lp->rlo, need, &c1) ||
-            mp_grow(ctx, (void **)&lp->rhi, sizeof *lp->rhi, need, &c2))
+        if (mp__grow(ctx, (void **)&lp->rlo, sizeof *lp->rlo, need, &c1) ||
+            mp__grow(ctx, (void **)&lp->rhi, sizeof *lp->rhi, need, &c2))
             return MP_ERR_NOMEM;
         lp->rcap = c1 < c2 ? c1 : c2;
     }
@@ -173,7 +173,7 @@ mp_status mp_lp_add_row(mp_lp *lp, double lo, double hi, uint32_t nnz,
     lp->rhi[r] = hi;
     lp->nrows++;
     for (uint32_t k = 0; k < nnz; k++) {
-        mp_status st = mp_lp_add_coef(lp, r, cols[k], vals[k]);
+        mp_status st = mp__lp_add_coef(lp, r, cols[k], vals[k]);
         if (st != MP_OK) {
             /* undo the row */
             while (lp->nnz && lp->ent[lp->nnz - 1].r == r)
@@ -188,29 +188,29 @@ mp_status mp_lp_add_row(mp_lp *lp, double lo, double hi, uint32_t nnz,
     return MP_OK;
 }
 
-void mp_lp_set_obj_const(mp_lp *lp, double c)
+void mp__lp_set_obj_const(mp__lp *lp, double c)
 {
     if (lp && isfinite(c))
         lp->obj0 = c;
 }
 
-uint32_t mp_lp_num_cols(const mp_lp *lp)
+uint32_t mp__lp_num_cols(const mp__lp *lp)
 {
     return lp ? lp->ncols : 0;
 }
 
-uint32_t mp_lp_num_rows(const mp_lp *lp)
+uint32_t mp__lp_num_rows(const mp__lp *lp)
 {
     return lp ? lp->nrows : 0;
 }
 
-void mp_lp_options_init(mp_lp_options *o)
+void mp__lp_options_init(mp__lp_options *o)
 {
     if (o)
         memset(o, 0, sizeof *o);
 }
 
-const double *mp_lp_values(const mp_lp *lp)
+const double *mp__lp_values(const mp__lp *lp)
 {
     return lp && lp->has_x ? lp->x : NULL;
 }
@@ -229,7 +229,7 @@ static int cmp_ent(const void *a, const void *b)
 
 /* Sorts the entries by (row, col) and sums duplicates; zero sums dropped.
  * Returns the number of distinct entries (compacted in place). */
-static size_t merge_entries(mp_lp *lp)
+static size_t merge_entries(mp__lp *lp)
 {
     if (lp->nnz > 1)
         qsort(lp->ent, lp->nnz, sizeof *lp->ent, cmp_ent);
@@ -256,7 +256,7 @@ static double tol_of(double b)
 
 /* Objective of x, or NAN when x violates a bound, an integrality or a row
  * (entries must be merged and sorted by row). */
-static double check_point(const mp_lp *lp, const double *x)
+static double check_point(const mp__lp *lp, const double *x)
 {
     double obj = lp->obj0;
     for (uint32_t j = 0; j < lp->ncols; j++) {
@@ -264,7 +264,7 @@ static double check_point(const mp_lp *lp, const double *x)
         if (!isfinite(v) || v < lp->clo[j] - tol_of(lp->clo[j]) ||
             v > lp->chi[j] + tol_of(lp->chi[j]))
             return NAN;
-        if (lp->ckind[j] != MP_LP_CONTINUOUS && fabs(v - nearbyint(v)) > 1e-6)
+        if (lp->ckind[j] != MP__LP_CONTINUOUS && fabs(v - nearbyint(v)) > 1e-6)
             return NAN;
         obj += lp->cobj[j] * v;
     }
@@ -286,13 +286,13 @@ static double check_point(const mp_lp *lp, const double *x)
  * for any y; a lower bound for a minimization, an upper one for a
  * maximization (computed on -c). Entries must be merged. y is rewritten
  * (signs fixed). */
-static double dual_bound_of(const mp_lp *lp, double *y)
+static double dual_bound_of(const mp__lp *lp, double *y)
 {
     double sg = lp->maximize ? -1.0 : 1.0;
     long double b = (long double)(sg * lp->obj0);
-    long double *d = mp_alloc(lp->ctx, ((size_t)lp->ncols + 1) * sizeof *d);
+    long double *d = mp__alloc(lp->ctx, ((size_t)lp->ncols + 1) * sizeof *d);
     if (!d)
-        return sg * -MP_LP_INF;
+        return sg * -MP__LP_INF;
     for (uint32_t j = 0; j < lp->ncols; j++)
         d[j] = (long double)(sg * lp->cobj[j]);
     for (uint32_t r = 0; r < lp->nrows; r++) {
@@ -327,13 +327,13 @@ static double dual_bound_of(const mp_lp *lp, double *y)
                 ok = 0;
         }
     }
-    mp_dealloc(lp->ctx, d);
-    return ok ? sg * (double)b : sg * -MP_LP_INF;
+    mp__dealloc(lp->ctx, d);
+    return ok ? sg * (double)b : sg * -MP__LP_INF;
 }
 
 #ifndef MP_WITH_GLPK
 
-mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
+mp_status mp__lp_solve(mp__lp *lp, const mp__lp_options *opt, mp__lp_result *res)
 {
     (void)opt;
     if (!lp)
@@ -343,7 +343,7 @@ mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
     (void)merge_entries;
     (void)check_point;
     (void)dual_bound_of;
-    return mp_err(lp->ctx, MP_ERR_UNSUPPORTED,
+    return mp__err(lp->ctx, MP_ERR_UNSUPPORTED,
                   "lp: memplan was built without GLPK "
                   "(configure with -DMEMPLAN_WITH_GLPK=ON)");
 }
@@ -358,16 +358,16 @@ typedef struct guard {
     jmp_buf jb;
     char term[TERM_MAX]; /* last GLPK output (error text) */
     size_t term_len;
-    const mp_lp *lp;
+    const mp__lp *lp;
     double *warm1;       /* 1-based warm start for glp_ios_heur_sol */
     int warm_tried, warm_accepted;
     int minimize;
     double bound;        /* best bound seen in the search tree */
     int have_bound;
     /* the job */
-    mp_lp *job;
-    const mp_lp_options *opt;
-    mp_lp_result *res;
+    mp__lp *job;
+    const mp__lp_options *opt;
+    mp__lp_result *res;
     int *idx;
     double *val;
     double deadline, warm_obj;
@@ -437,7 +437,7 @@ static int ms_left(double deadline)
 {
     if (!(deadline < DBL_MAX))
         return INT32_MAX;
-    double left = (deadline - mp_now_seconds()) * 1000.0;
+    double left = (deadline - mp__now_seconds()) * 1000.0;
     if (left < 1)
         return 1;
     if (left > (double)INT32_MAX)
@@ -449,9 +449,9 @@ static int ms_left(double deadline)
  * error hook. Writes the outcome to res and lp->x. */
 static void run_glpk(guard *g)
 {
-    mp_lp *lp = g->job;
-    const mp_lp_options *opt = g->opt;
-    mp_lp_result *res = g->res;
+    mp__lp *lp = g->job;
+    const mp__lp_options *opt = g->opt;
+    mp__lp_result *res = g->res;
     int *idx = g->idx;
     double *val = g->val, deadline = g->deadline, warm_obj = g->warm_obj;
     int warm_ok = g->warm_ok;
@@ -474,8 +474,8 @@ static void run_glpk(guard *g)
         glp_set_col_bnds(P, c, glp_bnd_type(lo, hi), isfinite(lo) ? lo : 0,
                          isfinite(hi) ? hi : 0);
         glp_set_obj_coef(P, c, lp->cobj[j]);
-        if (lp->ckind[j] != MP_LP_CONTINUOUS && !opt->relax) {
-            glp_set_col_kind(P, c, lp->ckind[j] == MP_LP_BINARY ? GLP_BV
+        if (lp->ckind[j] != MP__LP_CONTINUOUS && !opt->relax) {
+            glp_set_col_kind(P, c, lp->ckind[j] == MP__LP_BINARY ? GLP_BV
                                                                 : GLP_IV);
             mip = 1;
         }
@@ -499,13 +499,13 @@ static void run_glpk(guard *g)
     if (opt->iteration_limit)
         sp.it_lim = opt->iteration_limit > INT32_MAX
                         ? INT32_MAX : (int)opt->iteration_limit;
-    if (opt->method == MP_LP_DUAL)
+    if (opt->method == MP__LP_DUAL)
         sp.meth = GLP_DUALP;
     int ret = glp_simplex(P, &sp);
     int lst = glp_get_status(P);
     int dst = glp_get_dual_stat(P);
     double lpobj = glp_get_obj_val(P);
-    res->bound = lp->maximize ? MP_LP_INF : -MP_LP_INF;
+    res->bound = lp->maximize ? MP__LP_INF : -MP__LP_INF;
     if (!mip) {
         /* GLPK keeps the last basis and its duals whatever the return */
         if (g->ydual && lst != GLP_UNDEF) {
@@ -630,35 +630,35 @@ static int guarded_run(guard *g)
     return 0;
 }
 
-mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
+mp_status mp__lp_solve(mp__lp *lp, const mp__lp_options *opt, mp__lp_result *res)
 {
     if (!lp)
         return MP_ERR_INVALID_ARG;
     mp_ctx *ctx = lp->ctx;
     if (!res)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "lp: result is NULL");
-    mp_lp_options dflt;
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "lp: result is NULL");
+    mp__lp_options dflt;
     if (!opt) {
-        mp_lp_options_init(&dflt);
+        mp__lp_options_init(&dflt);
         opt = &dflt;
     }
     memset(res, 0, sizeof *res);
-    res->dual_bound = lp->maximize ? MP_LP_INF : -MP_LP_INF;
-    double t0 = mp_now_seconds();
+    res->dual_bound = lp->maximize ? MP__LP_INF : -MP__LP_INF;
+    double t0 = mp__now_seconds();
     double deadline = opt->time_limit > 0 ? t0 + opt->time_limit : DBL_MAX;
     if (lp->nnz > (size_t)INT32_MAX / 2)
-        return mp_err(ctx, MP_ERR_OVERFLOW, "lp: too many coefficients");
+        return mp__err(ctx, MP_ERR_OVERFLOW, "lp: too many coefficients");
     merge_entries(lp);
     lp->has_x = 0;
-    mp_dealloc(ctx, lp->x);
-    lp->x = mp_calloc(ctx, (size_t)lp->ncols + 1, sizeof *lp->x);
-    int *idx = mp_alloc(ctx, (2 * lp->nnz + 1) * sizeof *idx);
-    double *val = mp_alloc(ctx, (lp->nnz + 1) * sizeof *val);
-    guard *g = mp_calloc(ctx, 1, sizeof *g);
+    mp__dealloc(ctx, lp->x);
+    lp->x = mp__calloc(ctx, (size_t)lp->ncols + 1, sizeof *lp->x);
+    int *idx = mp__alloc(ctx, (2 * lp->nnz + 1) * sizeof *idx);
+    double *val = mp__alloc(ctx, (lp->nnz + 1) * sizeof *val);
+    guard *g = mp__calloc(ctx, 1, sizeof *g);
     double *warm1 = NULL;
-    double *ydual = mp_alloc(ctx, ((size_t)lp->nrows + 1) * sizeof *ydual);
+    double *ydual = mp__alloc(ctx, ((size_t)lp->nrows + 1) * sizeof *ydual);
     if (opt->warm_start)
-        warm1 = mp_alloc(ctx, ((size_t)lp->ncols + 1) * sizeof *warm1);
+        warm1 = mp__alloc(ctx, ((size_t)lp->ncols + 1) * sizeof *warm1);
     mp_status st = MP_OK;
     if (!lp->x || !idx || !val || !g || !ydual ||
         (opt->warm_start && !warm1)) {
@@ -676,7 +676,7 @@ mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
                    (size_t)lp->ncols * sizeof *warm1);
             /* integral values exactly, as GLPK checks integrality */
             for (uint32_t j = 0; j < lp->ncols; j++)
-                if (lp->ckind[j] != MP_LP_CONTINUOUS)
+                if (lp->ckind[j] != MP__LP_CONTINUOUS)
                     warm1[j + 1] = nearbyint(warm1[j + 1]);
             g->warm1 = warm1;
         }
@@ -698,21 +698,21 @@ mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res)
     glp_free_env();
     if (!failed) {
         lp->has_x = res->has_solution;
-        res->seconds = mp_now_seconds() - t0;
+        res->seconds = mp__now_seconds() - t0;
     } else {
         size_t n = g->term_len;
         while (n && (g->term[n - 1] == '\n' || g->term[n - 1] == ' '))
             g->term[--n] = 0;
         memset(res, 0, sizeof *res);
-        st = mp_err(ctx, MP_ERR_INTERNAL, "lp: GLPK error: %s",
+        st = mp__err(ctx, MP_ERR_INTERNAL, "lp: GLPK error: %s",
                     n ? g->term : "(no message)");
     }
 out:
-    mp_dealloc(ctx, idx);
-    mp_dealloc(ctx, val);
-    mp_dealloc(ctx, g);
-    mp_dealloc(ctx, warm1);
-    mp_dealloc(ctx, ydual);
+    mp__dealloc(ctx, idx);
+    mp__dealloc(ctx, val);
+    mp__dealloc(ctx, g);
+    mp__dealloc(ctx, warm1);
+    mp__dealloc(ctx, ydual);
     return st;
 }
 

@@ -3,7 +3,7 @@
  * Every use of GLPK in memplan goes through this interface: the offsets
  * ILP tier, recompute and offload models. A problem is built in memplan's
  * own memory (context allocator, 0-based indices, duplicate (row, col)
- * entries summed) and handed to GLPK only inside mp_lp_solve, which
+ * entries summed) and handed to GLPK only inside mp__lp_solve, which
  *  - installs glp_error_hook with setjmp/longjmp recovery: a GLPK error
  *    (which would otherwise abort the process) becomes MP_ERR_INTERNAL with
  *    GLPK's message, after glp_free_env has released every GLPK object;
@@ -22,60 +22,60 @@
  *
  * THREADS: GLPK keeps one environment per thread at best (per process when
  * built without thread-local storage) and the error hook lives in it. Do
- * not call mp_lp_solve from two threads at once, and do not use GLPK
- * directly in the same thread while mp_lp_solve runs (it frees GLPK's
+ * not call mp__lp_solve from two threads at once, and do not use GLPK
+ * directly in the same thread while mp__lp_solve runs (it frees GLPK's
  * environment on return). memplan adds no global state of its own.
  *
  * Built without GLPK (MEMPLAN_WITH_GLPK=OFF, no MP_WITH_GLPK), problems can
- * still be built and mp_lp_solve returns MP_ERR_UNSUPPORTED.
+ * still be built and mp__lp_solve returns MP_ERR_UNSUPPORTED.
  * GLPK is GPL-3: the option is off wherever that matters to the user. */
-#ifndef MP_GLPK_H
-#define MP_GLPK_H
+#ifndef MP__GLPK_H
+#define MP__GLPK_H
 
 #include "internal.h"
 
 #include <math.h>
 
 /* 1 when memplan was built with GLPK. */
-int mp_glpk_available(void);
+int mp__glpk_available(void);
 
-typedef struct mp_lp mp_lp;
+typedef struct mp__lp mp__lp;
 
-typedef enum mp_lp_kind {
-    MP_LP_CONTINUOUS = 0,
-    MP_LP_INTEGER = 1,
-    MP_LP_BINARY = 2 /* integer in [0, 1] (the bounds given are ignored) */
-} mp_lp_kind;
+typedef enum mp__lp_kind {
+    MP__LP_CONTINUOUS = 0,
+    MP__LP_INTEGER = 1,
+    MP__LP_BINARY = 2 /* integer in [0, 1] (the bounds given are ignored) */
+} mp__lp_kind;
 
-/* Infinite bound (use -MP_LP_INF for no lower bound). */
-#define MP_LP_INF HUGE_VAL
+/* Infinite bound (use -MP__LP_INF for no lower bound). */
+#define MP__LP_INF HUGE_VAL
 
-mp_status mp_lp_create(mp_ctx *ctx, int maximize, mp_lp **out);
-void mp_lp_destroy(mp_lp *lp);
+mp_status mp__lp_create(mp_ctx *ctx, int maximize, mp__lp **out);
+void mp__lp_destroy(mp__lp *lp);
 
 /* Adds a column lo <= x <= hi (either may be infinite) with objective
  * coefficient obj; its 0-based index goes to *idx (may be NULL). */
-mp_status mp_lp_add_col(mp_lp *lp, double lo, double hi, mp_lp_kind kind,
+mp_status mp__lp_add_col(mp__lp *lp, double lo, double hi, mp__lp_kind kind,
                         double obj, uint32_t *idx);
 /* Adds a row lo <= sum_j a_j x_j <= hi with nnz terms (cols 0-based,
  * repeated columns summed); *idx gets its 0-based index (may be NULL). */
-mp_status mp_lp_add_row(mp_lp *lp, double lo, double hi, uint32_t nnz,
+mp_status mp__lp_add_row(mp__lp *lp, double lo, double hi, uint32_t nnz,
                         const uint32_t *cols, const double *vals,
                         uint32_t *idx);
 /* Adds coefficient v to entry (row, col) of the constraint matrix. */
-mp_status mp_lp_add_coef(mp_lp *lp, uint32_t row, uint32_t col, double v);
-void mp_lp_set_obj_const(mp_lp *lp, double c);
-uint32_t mp_lp_num_cols(const mp_lp *lp);
-uint32_t mp_lp_num_rows(const mp_lp *lp);
+mp_status mp__lp_add_coef(mp__lp *lp, uint32_t row, uint32_t col, double v);
+void mp__lp_set_obj_const(mp__lp *lp, double c);
+uint32_t mp__lp_num_cols(const mp__lp *lp);
+uint32_t mp__lp_num_rows(const mp__lp *lp);
 
-enum { MP_LP_PRIMAL = 0, MP_LP_DUAL = 1 };
+enum { MP__LP_PRIMAL = 0, MP__LP_DUAL = 1 };
 
-typedef struct mp_lp_options {
+typedef struct mp__lp_options {
     double time_limit;        /* seconds for the whole solve; <= 0: none */
     double mip_gap;           /* relative gap to stop at; 0: prove optimum */
     const double *warm_start; /* one value per column (0-based) or NULL */
     int relax;                /* solve the LP relaxation only */
-    /* Simplex method (issue 5): MP_LP_PRIMAL (default) or MP_LP_DUAL
+    /* Simplex method (issue 5): MP__LP_PRIMAL (default) or MP__LP_DUAL
      * (GLPK's dual simplex, falling back to the primal one; far faster on
      * the recompute LPs, whose dual stays feasible from the start). */
     int method;
@@ -89,20 +89,20 @@ typedef struct mp_lp_options {
     /* Tests only: make an invalid GLPK call inside the guarded region, to
      * exercise the error-hook recovery. Always 0 in real use. */
     int fault_injection;
-} mp_lp_options;
-void mp_lp_options_init(mp_lp_options *o);
+} mp__lp_options;
+void mp__lp_options_init(mp__lp_options *o);
 
-typedef struct mp_lp_result {
+typedef struct mp__lp_result {
     /* OPTIMAL: proven optimal; FEASIBLE: an incumbent, the search stopped
      * (time limit or mip_gap reached: see bound); INFEASIBLE; TIMEOUT: time ran out with no
      * solution (or an iteration or node limit was reached); NONE: unbounded or undecided (see `unbounded`). */
     mp_solve_status status;
-    int has_solution;     /* mp_lp_values() holds a feasible solution */
+    int has_solution;     /* mp__lp_values() holds a feasible solution */
     int unbounded;
     int from_warm_start;  /* the incumbent is the caller's warm start */
     double objective;     /* of the solution (when has_solution) */
     double bound;         /* best proven bound on the optimum (min: lower,
-                             max: upper); +-MP_LP_INF when none */
+                             max: upper); +-MP__LP_INF when none */
     double seconds;
     /* LP (no integer column, or relax): a certified lower bound (upper for
      * a maximization) on the LP optimum from GLPK's row duals at the end
@@ -112,19 +112,19 @@ typedef struct mp_lp_result {
      * column's box of d_j x_j, in long double. Valid for any duals when
      * every column with a reduced cost of the wrong sign is bounded on
      * that side (a reduced cost within 1e-9 (1 + |c_j|) of zero on an
-     * unbounded side is taken as zero); -MP_LP_INF (+MP_LP_INF) when
+     * unbounded side is taken as zero); -MP__LP_INF (+MP__LP_INF) when
      * none. */
     double dual_bound;
-} mp_lp_result;
+} mp__lp_result;
 
 /* Solves the problem. MP_OK whenever GLPK ran to an answer, whatever the
  * status (infeasible and time-outs are statuses, not errors). Errors:
  * MP_ERR_UNSUPPORTED without GLPK, MP_ERR_INVALID_ARG, MP_ERR_NOMEM,
  * MP_ERR_INTERNAL when GLPK reported an error (recovered; its message is
  * in the context). */
-mp_status mp_lp_solve(mp_lp *lp, const mp_lp_options *opt, mp_lp_result *res);
+mp_status mp__lp_solve(mp__lp *lp, const mp__lp_options *opt, mp__lp_result *res);
 /* The column values of the last solution (num_cols entries, 0-based), or
  * NULL when there is none. Valid until the next solve or destroy. */
-const double *mp_lp_values(const mp_lp *lp);
+const double *mp__lp_values(const mp__lp *lp);
 
 #endif

@@ -95,17 +95,17 @@ typedef struct {
 static void free_ctx(ctx_t *x)
 {
     mp_ctx *ctx = x->ctx;
-    mp_dealloc(ctx, x->pstep);
-    mp_dealloc(ctx, x->start);
-    mp_dealloc(ctx, x->in);
-    mp_dealloc(ctx, x->uses);
-    mp_dealloc(ctx, x->live);
-    mp_dealloc(ctx, x->c);
-    mp_dealloc(ctx, x->inst_cand);
-    mp_dealloc(ctx, x->need_beg);
-    mp_dealloc(ctx, x->need);
-    mp_dealloc(ctx, x->nb_beg);
-    mp_dealloc(ctx, x->nb);
+    mp__dealloc(ctx, x->pstep);
+    mp__dealloc(ctx, x->start);
+    mp__dealloc(ctx, x->in);
+    mp__dealloc(ctx, x->uses);
+    mp__dealloc(ctx, x->live);
+    mp__dealloc(ctx, x->c);
+    mp__dealloc(ctx, x->inst_cand);
+    mp__dealloc(ctx, x->need_beg);
+    mp__dealloc(ctx, x->need);
+    mp__dealloc(ctx, x->nb_beg);
+    mp__dealloc(ctx, x->nb);
     memset(x, 0, sizeof *x);
 }
 
@@ -115,10 +115,10 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : (x > y);
 }
 
-static int root_used(const mp_tensor *tt)
+static int root_used(const mp__tensor *tt)
 {
     return tt->producer != MP_NONE || tt->n_cons ||
-           (tt->flags & MP_TF_OUTPUT);
+           (tt->flags & MP__TF_OUTPUT);
 }
 
 /* Replays the base schedule into instances, uses and live bytes. */
@@ -128,12 +128,12 @@ static mp_status build_instances(ctx_t *x, uint64_t align)
     mp_ctx *ctx = x->ctx;
     uint32_t nt = (uint32_t)g->n_tensors;
     mp_status st = MP_OK;
-    uint32_t *open = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *open);
+    uint32_t *open = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *open);
     size_t cap_in = 0, nu = 0;
     /* uses are gathered as (instance, position) pairs, then grouped */
     uint32_t *pi = NULL, *pp = NULL;
     size_t cap_pi = 0, cap_pp = 0;
-    x->pstep = mp_alloc(ctx, ((size_t)x->nsteps + 1) * sizeof *x->pstep);
+    x->pstep = mp__alloc(ctx, ((size_t)x->nsteps + 1) * sizeof *x->pstep);
     if (!open || !x->pstep) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -142,7 +142,7 @@ static mp_status build_instances(ctx_t *x, uint64_t align)
         open[t] = MP_NONE;
 #define NEW_INST(r, q, made)                                                 \
     do {                                                                     \
-        if ((st = mp_grow(ctx, (void **)&x->in, sizeof *x->in, x->ni + 1,    \
+        if ((st = mp__grow(ctx, (void **)&x->in, sizeof *x->in, x->ni + 1,    \
                           &cap_in)))                                         \
             goto out;                                                        \
         x->in[x->ni] = (inst){(r), (q), 0, 0, (made)};                      \
@@ -150,23 +150,23 @@ static mp_status build_instances(ctx_t *x, uint64_t align)
     } while (0)
 #define ADD_USE(i, q)                                                        \
     do {                                                                     \
-        if ((st = mp_grow(ctx, (void **)&pi, sizeof *pi, nu + 1, &cap_pi)) ||\
-            (st = mp_grow(ctx, (void **)&pp, sizeof *pp, nu + 1, &cap_pp)))  \
+        if ((st = mp__grow(ctx, (void **)&pi, sizeof *pi, nu + 1, &cap_pi)) ||\
+            (st = mp__grow(ctx, (void **)&pp, sizeof *pp, nu + 1, &cap_pp)))  \
             goto out;                                                        \
         pi[nu] = (i);                                                        \
         pp[nu++] = (q);                                                      \
     } while (0)
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->producer == MP_NONE && mp_tensor_in_arena(tt) &&
-            (tt->n_cons || (tt->flags & MP_TF_OUTPUT)))
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->producer == MP_NONE && mp__tensor_in_arena(tt) &&
+            (tt->n_cons || (tt->flags & MP__TF_OUTPUT)))
             NEW_INST(t, 0, 0);
     }
     uint32_t q = 0;
     for (uint32_t s = 0; s < x->nsteps; s++) {
         const mp_step *sp = &x->steps[s];
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
-            const mp_node *n = &g->nodes[sp->index];
+            const mp__node *n = &g->nodes[sp->index];
             for (uint32_t i = 0; i < n->n_in; i++) {
                 if (n->inputs[i] == MP_NONE)
                     continue;
@@ -176,7 +176,7 @@ static mp_status build_instances(ctx_t *x, uint64_t align)
             }
             for (uint32_t o = 0; o < n->n_out; o++) {
                 uint32_t t = n->outputs[o];
-                if (!mp_tensor_in_arena(&g->tensors[t]))
+                if (!mp__tensor_in_arena(&g->tensors[t]))
                     continue;
                 NEW_INST(t, q, 1);
                 ADD_USE(open[t], q);
@@ -186,7 +186,7 @@ static mp_status build_instances(ctx_t *x, uint64_t align)
             if (sp->index < nt)
                 open[sp->index] = MP_NONE;
         } else {
-            st = mp_err(ctx, MP_ERR_INTERNAL,
+            st = mp__err(ctx, MP_ERR_INTERNAL,
                         "offload: base schedule with transfer steps");
             goto out;
         }
@@ -207,8 +207,8 @@ static mp_status build_instances(ctx_t *x, uint64_t align)
         total += x->in[i].ucnt;
         x->in[i].ucnt = 0;
     }
-    x->uses = mp_alloc(ctx, ((size_t)total + 1) * sizeof *x->uses);
-    x->live = mp_calloc(ctx, (size_t)x->np + 1, sizeof *x->live);
+    x->uses = mp__alloc(ctx, ((size_t)total + 1) * sizeof *x->uses);
+    x->live = mp__calloc(ctx, (size_t)x->np + 1, sizeof *x->live);
     if (!x->uses || !x->live) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -228,27 +228,27 @@ static mp_status build_instances(ctx_t *x, uint64_t align)
             if (u[k] != u[m - 1])
                 u[m++] = u[k];
         I->ucnt = m;
-        const mp_tensor *tr = &g->tensors[I->root];
+        const mp__tensor *tr = &g->tensors[I->root];
         if (!root_used(tr))
             continue;
         uint64_t sz;
-        if (!mp_align_up(tr->bytes, align, &sz)) {
-            st = mp_err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
+        if (!mp__align_up(tr->bytes, align, &sz)) {
+            st = mp__err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
                         tr->name);
             goto out;
         }
         for (uint32_t p = I->first; p <= u[m - 1] && p < x->np; p++)
             x->live[p] += sz;
     }
-    x->inst_cand = mp_alloc(ctx, ((size_t)x->ni + 1) * sizeof *x->inst_cand);
+    x->inst_cand = mp__alloc(ctx, ((size_t)x->ni + 1) * sizeof *x->inst_cand);
     if (!x->inst_cand)
         st = MP_ERR_NOMEM;
     for (uint32_t i = 0; i < x->ni && !st; i++)
         x->inst_cand[i] = MP_NONE;
 out:
-    mp_dealloc(ctx, open);
-    mp_dealloc(ctx, pi);
-    mp_dealloc(ctx, pp);
+    mp__dealloc(ctx, open);
+    mp__dealloc(ctx, pi);
+    mp__dealloc(ctx, pp);
     return st;
 }
 
@@ -285,25 +285,25 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
     mp_ctx *ctx = x->ctx;
     uint32_t nt = (uint32_t)g->n_tensors;
     mp_status st = MP_OK;
-    uint8_t *is_out = mp_calloc(ctx, (size_t)nt + 1, 1);
-    uint32_t *rbeg = mp_calloc(ctx, (size_t)nt + 2, sizeof *rbeg);
-    uint32_t *rlist = mp_alloc(ctx, ((size_t)x->ni + 1) * sizeof *rlist);
+    uint8_t *is_out = mp__calloc(ctx, (size_t)nt + 1, 1);
+    uint32_t *rbeg = mp__calloc(ctx, (size_t)nt + 2, sizeof *rbeg);
+    uint32_t *rlist = mp__alloc(ctx, ((size_t)x->ni + 1) * sizeof *rlist);
     uint32_t *pairs = NULL; /* (cand, needed instance) */
     size_t npairs = 0, cap_pairs = 0;
-    x->c = mp_alloc(ctx, ((size_t)x->ni + 1) * sizeof *x->c);
+    x->c = mp__alloc(ctx, ((size_t)x->ni + 1) * sizeof *x->c);
     if (!is_out || !rbeg || !rlist || !x->c) {
         st = MP_ERR_NOMEM;
         goto out;
     }
     for (uint32_t t = 0; t < nt; t++)
-        if (g->tensors[t].flags & MP_TF_OUTPUT)
+        if (g->tensors[t].flags & MP__TF_OUTPUT)
             is_out[g->tensors[t].root] = 1;
     for (uint32_t i = 0; i < x->ni; i++)
         rbeg[x->in[i].root + 1]++;
     for (uint32_t t = 0; t < nt; t++)
         rbeg[t + 1] += rbeg[t];
     {
-        uint32_t *fill = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *fill);
+        uint32_t *fill = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *fill);
         if (!fill) {
             st = MP_ERR_NOMEM;
             goto out;
@@ -311,12 +311,12 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
         memcpy(fill, rbeg, (size_t)nt * sizeof *fill);
         for (uint32_t i = 0; i < x->ni; i++)
             rlist[fill[x->in[i].root]++] = i;
-        mp_dealloc(ctx, fill);
+        mp__dealloc(ctx, fill);
     }
     x->nc = 0;
     for (uint32_t i = 0; i < x->ni; i++) {
         const inst *I = &x->in[i];
-        const mp_tensor *tr = &g->tensors[I->root];
+        const mp__tensor *tr = &g->tensors[I->root];
         if (I->ucnt < 2 || tr->bytes == 0 || !root_used(tr))
             continue;
         const uint32_t *u = x->uses + I->ubeg;
@@ -341,7 +341,7 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
         c->inst = i;
         c->t = I->root;
         c->node = MP_NONE;
-        if (!mp_align_up(tr->bytes, align, &c->size)) {
+        if (!mp__align_up(tr->bytes, align, &c->size)) {
             st = MP_ERR_OVERFLOW;
             goto out;
         }
@@ -375,22 +375,22 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
         if (recompute && I->created && !is_out[I->root] &&
             tr->producer != MP_NONE &&
             g->nodes[tr->producer].n_out == 1) {
-            const mp_node *pn = &g->nodes[tr->producer];
+            const mp__node *pn = &g->nodes[tr->producer];
             int ok = 1;
             size_t p0 = npairs;
             for (uint32_t k = 0; k < pn->n_in && ok; k++) {
                 if (pn->inputs[k] == MP_NONE)
                     continue;
                 uint32_t r = g->tensors[pn->inputs[k]].root;
-                const mp_tensor *rt = &g->tensors[r];
-                if (!mp_tensor_in_arena(rt) || rt->bytes == 0)
+                const mp__tensor *rt = &g->tensors[r];
+                if (!mp__tensor_in_arena(rt) || rt->bytes == 0)
                     continue;
                 uint32_t ii = inst_at(x, rbeg, rlist, r, bb);
                 if (ii == MP_NONE) {
                     ok = 0;
                     break;
                 }
-                if ((st = mp_grow(ctx, (void **)&pairs, sizeof *pairs * 2,
+                if ((st = mp__grow(ctx, (void **)&pairs, sizeof *pairs * 2,
                                   npairs + 1, &cap_pairs)))
                     goto out;
                 pairs[2 * npairs] = x->nc;
@@ -411,10 +411,10 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
     }
     /* need / needed-by lists over candidates (instances without a
      * candidate are never removed: no exclusion) */
-    x->need_beg = mp_calloc(ctx, (size_t)x->nc + 2, sizeof *x->need_beg);
-    x->nb_beg = mp_calloc(ctx, (size_t)x->nc + 2, sizeof *x->nb_beg);
-    x->need = mp_alloc(ctx, (npairs + 1) * sizeof *x->need);
-    x->nb = mp_alloc(ctx, (npairs + 1) * sizeof *x->nb);
+    x->need_beg = mp__calloc(ctx, (size_t)x->nc + 2, sizeof *x->need_beg);
+    x->nb_beg = mp__calloc(ctx, (size_t)x->nc + 2, sizeof *x->nb_beg);
+    x->need = mp__alloc(ctx, (npairs + 1) * sizeof *x->need);
+    x->nb = mp__alloc(ctx, (npairs + 1) * sizeof *x->nb);
     if (!x->need_beg || !x->nb_beg || !x->need || !x->nb) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -438,11 +438,11 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
         x->nb_beg[i + 1] += x->nb_beg[i];
     }
     {
-        uint32_t *f1 = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *f1);
-        uint32_t *f2 = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *f2);
+        uint32_t *f1 = mp__alloc(ctx, ((size_t)x->nc + 1) * sizeof *f1);
+        uint32_t *f2 = mp__alloc(ctx, ((size_t)x->nc + 1) * sizeof *f2);
         if (!f1 || !f2) {
-            mp_dealloc(ctx, f1);
-            mp_dealloc(ctx, f2);
+            mp__dealloc(ctx, f1);
+            mp__dealloc(ctx, f2);
             st = MP_ERR_NOMEM;
             goto out;
         }
@@ -452,14 +452,14 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
             x->need[f1[pairs[2 * k]]++] = pairs[2 * k + 1];
             x->nb[f2[pairs[2 * k + 1]]++] = pairs[2 * k];
         }
-        mp_dealloc(ctx, f1);
-        mp_dealloc(ctx, f2);
+        mp__dealloc(ctx, f1);
+        mp__dealloc(ctx, f2);
     }
 out:
-    mp_dealloc(ctx, is_out);
-    mp_dealloc(ctx, rbeg);
-    mp_dealloc(ctx, rlist);
-    mp_dealloc(ctx, pairs);
+    mp__dealloc(ctx, is_out);
+    mp__dealloc(ctx, rbeg);
+    mp__dealloc(ctx, rlist);
+    mp__dealloc(ctx, pairs);
     return st;
 }
 
@@ -556,18 +556,18 @@ static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
 {
     mp_ctx *ctx = x->ctx;
     *have = 0;
-    if (!mp_glpk_available())
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+    if (!mp__glpk_available())
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "the offload ILP needs GLPK (build with "
                       "MEMPLAN_WITH_GLPK=ON)");
-    mp_lp *lp = NULL;
-    mp_status st = mp_lp_create(ctx, 0, &lp);
+    mp__lp *lp = NULL;
+    mp_status st = mp__lp_create(ctx, 0, &lp);
     if (st)
         return st;
-    uint32_t *col0 = mp_alloc(ctx, ((size_t)x->nc + 1) * sizeof *col0);
-    double *warm = mp_alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *warm);
-    uint32_t *cols = mp_alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *cols);
-    double *vals = mp_alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *vals);
+    uint32_t *col0 = mp__alloc(ctx, ((size_t)x->nc + 1) * sizeof *col0);
+    double *warm = mp__alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *warm);
+    uint32_t *cols = mp__alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *cols);
+    double *vals = mp__alloc(ctx, ((size_t)x->nc * MAXV + 1) * sizeof *vals);
     if (!col0 || !warm || !cols || !vals) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -575,7 +575,7 @@ static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
     uint32_t ncol = 0;
     for (uint32_t i = 0; i < x->nc; i++) {
         const cand *c = &x->c[i];
-        const mp_tensor *t = &x->g->tensors[c->t];
+        const mp__tensor *t = &x->g->tensors[c->t];
         double xt = mp_device_transfer_seconds(x->d, t->bytes, 1) +
                     mp_device_transfer_seconds(x->d, t->bytes, 0);
         uint32_t cc[MAXV];
@@ -583,14 +583,14 @@ static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
         col0[i] = ncol;
         for (uint32_t v = 0; v < c->nv; v++) {
             int off = c->vrec[v] && !rec;
-            if ((st = mp_lp_add_col(lp, 0, off ? 0 : 1, MP_LP_BINARY,
+            if ((st = mp__lp_add_col(lp, 0, off ? 0 : 1, MP__LP_BINARY,
                                     c->vcost[v] + (c->vrec[v] ? 0 : 1e-3 * xt),
                                     &cc[v])))
                 goto out;
             warm[ncol++] = c->chosen && c->v == v;
         }
         if (c->nv > 1 &&
-            (st = mp_lp_add_row(lp, -MP_LP_INF, 1, c->nv, cc, one, NULL)))
+            (st = mp__lp_add_row(lp, -MP__LP_INF, 1, c->nv, cc, one, NULL)))
             goto out;
     }
     for (uint32_t q = 0; q < x->np; q++) {
@@ -607,7 +607,7 @@ static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
                     vals[nnz++] = sz;
                 }
         }
-        if ((st = mp_lp_add_row(lp, 1, MP_LP_INF, nnz, cols, vals, NULL)))
+        if ((st = mp__lp_add_row(lp, 1, MP__LP_INF, nnz, cols, vals, NULL)))
             goto out;
     }
     if (rec)
@@ -626,25 +626,25 @@ static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
                         continue;
                     uint32_t pc[2] = {col0[i] + rv, col0[x->need[k]] + w};
                     double pv[2] = {1, 1};
-                    if ((st = mp_lp_add_row(lp, -MP_LP_INF, 1, 2, pc, pv,
+                    if ((st = mp__lp_add_row(lp, -MP__LP_INF, 1, 2, pc, pv,
                                             NULL)))
                         goto out;
                 }
             }
         }
-    mp_lp_options lo;
-    mp_lp_options_init(&lo);
+    mp__lp_options lo;
+    mp__lp_options_init(&lo);
     lo.time_limit = time_limit > 0 ? time_limit : 10;
     lo.warm_start = warm;
-    mp_lp_result r;
-    if ((st = mp_lp_solve(lp, &lo, &r)))
+    mp__lp_result r;
+    if ((st = mp__lp_solve(lp, &lo, &r)))
         goto out;
     *status = r.status;
     if (!r.has_solution)
         goto out;
     *have = 1;
     *from_warm = r.from_warm_start;
-    const double *v = mp_lp_values(lp);
+    const double *v = mp__lp_values(lp);
     for (uint32_t i = 0; i < x->nc; i++) {
         cand *c = &x->c[i];
         c->chosen = 0;
@@ -656,11 +656,11 @@ static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
             }
     }
 out:
-    mp_lp_destroy(lp);
-    mp_dealloc(ctx, col0);
-    mp_dealloc(ctx, warm);
-    mp_dealloc(ctx, cols);
-    mp_dealloc(ctx, vals);
+    mp__lp_destroy(lp);
+    mp__dealloc(ctx, col0);
+    mp__dealloc(ctx, warm);
+    mp__dealloc(ctx, cols);
+    mp__dealloc(ctx, vals);
     return st;
 }
 
@@ -687,12 +687,12 @@ static mp_status build_steps(const ctx_t *x, mp_step **out, uint32_t *n_out)
     uint32_t n_chosen = 0;
     for (uint32_t i = 0; i < x->nc; i++)
         n_chosen += x->c[i].chosen != 0;
-    ins *ii = mp_alloc(ctx, ((size_t)n_chosen * 2 + 1) * sizeof *ii);
-    mp_step *ns = mp_alloc(ctx, ((size_t)x->nsteps + 2 * (size_t)n_chosen +
+    ins *ii = mp__alloc(ctx, ((size_t)n_chosen * 2 + 1) * sizeof *ii);
+    mp_step *ns = mp__alloc(ctx, ((size_t)x->nsteps + 2 * (size_t)n_chosen +
                                  1) * sizeof *ns);
     if (!ii || !ns) {
-        mp_dealloc(ctx, ii);
-        mp_dealloc(ctx, ns);
+        mp__dealloc(ctx, ii);
+        mp__dealloc(ctx, ns);
         return MP_ERR_NOMEM;
     }
     uint32_t ni = 0;
@@ -725,7 +725,7 @@ static mp_status build_steps(const ctx_t *x, mp_step **out, uint32_t *n_out)
         }
         ns[n++] = *sp;
     }
-    mp_dealloc(ctx, ii);
+    mp__dealloc(ctx, ii);
     *out = ns;
     *n_out = n;
     return MP_OK;
@@ -763,20 +763,20 @@ static mp_status simulate(mp_ctx *ctx, const mp_graph *g, const mp_step *st,
     double c = 0, d2h = 0, h2d = 0;
     int one_engine = d->copy_engines < 2;
     uint32_t nt = (uint32_t)g->n_tensors;
-    double *ready = mp_calloc(ctx, (size_t)nt + 1, sizeof *ready);
-    double *made = mp_calloc(ctx, (size_t)nt + 1, sizeof *made);
-    double *off_done = mp_calloc(ctx, (size_t)nt + 1, sizeof *off_done);
+    double *ready = mp__calloc(ctx, (size_t)nt + 1, sizeof *ready);
+    double *made = mp__calloc(ctx, (size_t)nt + 1, sizeof *made);
+    double *off_done = mp__calloc(ctx, (size_t)nt + 1, sizeof *off_done);
     memset(tm, 0, sizeof *tm);
     if (!ready || !made || !off_done) {
-        mp_dealloc(ctx, ready);
-        mp_dealloc(ctx, made);
-        mp_dealloc(ctx, off_done);
+        mp__dealloc(ctx, ready);
+        mp__dealloc(ctx, made);
+        mp__dealloc(ctx, off_done);
         return MP_ERR_NOMEM;
     }
     for (uint32_t s = 0; s < ns; s++) {
         const mp_step *sp = &st[s];
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
-            const mp_node *n = &g->nodes[sp->index];
+            const mp__node *n = &g->nodes[sp->index];
             double t0 = c;
             for (uint32_t i = 0; i < n->n_in; i++)
                 if (n->inputs[i] != MP_NONE) {
@@ -818,9 +818,9 @@ static mp_status simulate(mp_ctx *ctx, const mp_graph *g, const mp_step *st,
         }
     }
     tm->total = c;
-    mp_dealloc(ctx, ready);
-    mp_dealloc(ctx, made);
-    mp_dealloc(ctx, off_done);
+    mp__dealloc(ctx, ready);
+    mp__dealloc(ctx, made);
+    mp__dealloc(ctx, off_done);
     return MP_OK;
 }
 
@@ -831,16 +831,16 @@ static mp_status schedule_peak(const mp_graph *g, const mp_step *st,
     mp_block *bl = NULL;
     uint32_t nb = 0;
     uint64_t *live = NULL;
-    mp_status s = mp_schedule_blocks(g, st, ns, align, &bl, &nb);
+    mp_status s = mp__schedule_blocks(g, st, ns, align, &bl, &nb);
     if (!s)
-        s = mp_blocks_live(g->ctx, bl, nb, ns, &live);
+        s = mp__blocks_live(g->ctx, bl, nb, ns, &live);
     *peak = 0;
     if (!s)
         for (uint32_t i = 0; i < ns; i++)
             if (live[i] > *peak)
                 *peak = live[i];
-    mp_dealloc(g->ctx, bl);
-    mp_dealloc(g->ctx, live);
+    mp__dealloc(g->ctx, bl);
+    mp__dealloc(g->ctx, live);
     return s;
 }
 
@@ -857,7 +857,7 @@ typedef struct {
 
 static void best_clear(mp_ctx *ctx, best_t *b)
 {
-    mp_dealloc(ctx, b->steps);
+    mp__dealloc(ctx, b->steps);
     mp_plan_destroy(b->plan);
     memset(b, 0, sizeof *b);
 }
@@ -889,7 +889,7 @@ static mp_status offer(const mp_graph *g, best_t *b, mp_step *st, uint32_t n,
     if (t_out)
         *t_out = -1;
     if (e || peak > limit) {
-        mp_dealloc(ctx, st);
+        mp__dealloc(ctx, st);
         mp_plan_destroy(plan);
         return e;
     }
@@ -902,7 +902,7 @@ static mp_status offer(const mp_graph *g, best_t *b, mp_step *st, uint32_t n,
                    (win_ties && tm.to_host + tm.to_device ==
                                     b->tm.to_host + b->tm.to_device)));
     if (!better) {
-        mp_dealloc(ctx, st);
+        mp__dealloc(ctx, st);
         mp_plan_destroy(plan);
         return MP_OK;
     }
@@ -932,7 +932,7 @@ static mp_status setup(ctx_t *x, const mp_graph *g, const mp_device *d,
     mp_status st = build_instances(x, align);
     if (st)
         return st;
-    x->start = mp_alloc(x->ctx, ((size_t)x->np + 1) * sizeof *x->start);
+    x->start = mp__alloc(x->ctx, ((size_t)x->np + 1) * sizeof *x->start);
     if (!x->start)
         return MP_ERR_NOMEM;
     double t = 0;
@@ -956,7 +956,7 @@ static mp_status search_base(ctx_t *x, best_t *b, uint64_t target,
                              mp_offload_result *res, double *t_best)
 {
     mp_ctx *ctx = x->ctx;
-    uint64_t *live = mp_alloc(ctx, ((size_t)x->np + 1) * sizeof *live);
+    uint64_t *live = mp__alloc(ctx, ((size_t)x->np + 1) * sizeof *live);
     if (!live)
         return MP_ERR_NOMEM;
     mp_status st = MP_OK;
@@ -993,7 +993,7 @@ static mp_status search_base(ctx_t *x, best_t *b, uint64_t target,
             *t_best = t;
     }
 out:
-    mp_dealloc(ctx, live);
+    mp__dealloc(ctx, live);
     return st;
 }
 
@@ -1008,7 +1008,7 @@ static mp_status remat_run(mp_graph *g, const mp_offload_options *o,
 {
     mp_ctx *ctx = g->ctx;
     uint32_t nn = (uint32_t)g->n_nodes;
-    double *saved = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *saved);
+    double *saved = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *saved);
     if (!saved)
         return MP_ERR_NOMEM;
     for (uint32_t v = 0; v < nn; v++) {
@@ -1031,7 +1031,7 @@ static mp_status remat_run(mp_graph *g, const mp_offload_options *o,
     mp_status st = mp_remat_plan(g, &ro, &p2, out, &rr);
     for (uint32_t v = 0; v < nn; v++)
         g->nodes[v].seconds = saved[v];
-    mp_dealloc(ctx, saved);
+    mp__dealloc(ctx, saved);
     if (name)
         *name = rr.solver;
     return st;
@@ -1044,12 +1044,12 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     if (!g || !out || !res)
         return MP_ERR_INVALID_ARG;
     mp_ctx *ctx = g->ctx;
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     *out = NULL;
     memset(res, 0, sizeof *res);
     res->offload_only_seconds = res->recompute_only_seconds = -1;
     if (!g->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     mp_offload_options o;
     if (oo)
         o = *oo;
@@ -1061,19 +1061,19 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     else
         mp_plan_options_init(&po);
     if (po.alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     mp_device dev;
     if (o.device)
         dev = *o.device;
     else if (mp_device_builtin(ctx, "h200", &dev))
         return MP_ERR_INTERNAL;
     if (dev.h2d_bw <= 0 || dev.d2h_bw <= 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "device '%s': the host link bandwidth is unknown",
                       dev.name);
-    uint64_t pers = mp_plan_persistent_bytes(g);
+    uint64_t pers = mp__plan_persistent_bytes(g);
     if (pers == UINT64_MAX)
-        return mp_err(ctx, MP_ERR_OVERFLOW, "persistent bytes overflow");
+        return mp__err(ctx, MP_ERR_OVERFLOW, "persistent bytes overflow");
     uint32_t nn = (uint32_t)g->n_nodes;
     mp_status st = MP_OK;
     mp_step *steps = NULL;
@@ -1083,16 +1083,16 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     ctx_t x;
     memset(&x, 0, sizeof x);
     x.ctx = ctx;
-    double *ndur = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *ndur);
+    double *ndur = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *ndur);
     if (!ndur)
         return MP_ERR_NOMEM;
     for (uint32_t v = 0; v < nn; v++) {
         mp_op_cost k;
-        if ((st = mp_node_estimate_ex(g, v, &dev, o.use_given_seconds, &k)))
+        if ((st = mp__node_estimate_ex(g, v, &dev, o.use_given_seconds, &k)))
             goto out;
         ndur[v] = k.seconds;
     }
-    if ((st = mp_schedule_default(g, &steps, &nsteps)))
+    if ((st = mp__schedule_default(g, &steps, &nsteps)))
         goto out;
     {
         /* the plan without offload (in-place reuse and the rest of po
@@ -1122,7 +1122,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
             res->offload_only_seconds = tm.total;
             if (o.recompute)
                 res->recompute_only_seconds = tm.total;
-            res->seconds = mp_now_seconds() - t0;
+            res->seconds = mp__now_seconds() - t0;
             *out = p0;
             goto out;
         }
@@ -1212,7 +1212,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         if ((st = setup(&x, g, &dev, ndur, steps, nsteps, po.alignment,
                         o.recompute)))
             goto out;
-        uint64_t *live = mp_alloc(ctx, ((size_t)x.np + 1) * sizeof *live);
+        uint64_t *live = mp__alloc(ctx, ((size_t)x.np + 1) * sizeof *live);
         if (!live) {
             st = MP_ERR_NOMEM;
             goto out;
@@ -1223,8 +1223,8 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         uint64_t pk = 0;
         if (!(st = build_steps(&x, &s, &n)))
             st = schedule_peak(g, s, n, po.alignment, &pk);
-        mp_dealloc(ctx, s);
-        mp_dealloc(ctx, live);
+        mp__dealloc(ctx, s);
+        mp__dealloc(ctx, live);
         if (st)
             goto out;
         if (pk < min_peak)
@@ -1232,8 +1232,8 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         res->peak_bytes = min_peak + pers;
         if (res->base_peak_bytes < res->peak_bytes)
             res->peak_bytes = res->base_peak_bytes;
-        res->seconds = mp_now_seconds() - t0;
-        st = mp_err(ctx, MP_ERR_INFEASIBLE,
+        res->seconds = mp__now_seconds() - t0;
+        st = mp__err(ctx, MP_ERR_INFEASIBLE,
                     "offload%s cannot meet the budget of %llu bytes: the "
                     "smallest peak is %llu bytes (live arena + %llu "
                     "persistent)",
@@ -1246,7 +1246,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     /* the winner as a plan */
     mp_plan *p = B.plan;
     if (!p) {
-        st = mp_plan_from_schedule(g, B.steps, B.n, &po, t0, &p);
+        st = mp__plan_from_schedule(g, B.steps, B.n, &po, t0, &p);
         B.steps = NULL; /* owned by the plan now */
         if (st)
             goto out;
@@ -1255,20 +1255,20 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     res->peak_bytes = p->fig.lower_bound_bytes + pers;
     if (res->peak_bytes > o.budget) {
         mp_plan_destroy(p);
-        st = mp_err(ctx, MP_ERR_INTERNAL,
+        st = mp__err(ctx, MP_ERR_INTERNAL,
                     "offload: the plan's peak %llu exceeds its schedule's",
                     (unsigned long long)res->peak_bytes);
         goto out;
     }
     /* the budget holds for the placed arena too: where the packing left a
      * gap above the live bytes, the exact offsets tier is asked to fit */
-    if ((st = mp_plan_refit(p, &po, o.budget - pers))) {
+    if ((st = mp__plan_refit(p, &po, o.budget - pers))) {
         mp_plan_destroy(p);
         goto out;
     }
     if (p->fig.peak_bytes > o.budget) {
         res->status = MP_SOLVE_INFEASIBLE;
-        st = mp_err(ctx, MP_ERR_INFEASIBLE,
+        st = mp__err(ctx, MP_ERR_INFEASIBLE,
                     "offload: the schedule's live bytes fit the budget of "
                     "%llu bytes, but the smallest arena packing found "
                     "peaks at %llu bytes",
@@ -1287,14 +1287,14 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     res->recompute_seconds = B.tm.recompute;
     res->exposed_seconds = B.tm.exposed;
     res->total_seconds = B.tm.total;
-    res->seconds = mp_now_seconds() - t0;
+    res->seconds = mp__now_seconds() - t0;
     snprintf(p->solver_name, sizeof p->solver_name, "offload:%s",
              res->solver);
     *out = p;
 out:
     free_ctx(&x);
     best_clear(ctx, &B);
-    mp_dealloc(ctx, steps);
-    mp_dealloc(ctx, ndur);
+    mp__dealloc(ctx, steps);
+    mp__dealloc(ctx, ndur);
     return st;
 }

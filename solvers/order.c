@@ -2,7 +2,7 @@
  * the lower bound (max live arena bytes over the steps).
  *
  * The objective is computed by a model of the schedule that
- * mp_schedule_from_order builds (COMPUTE in order, FREE after the last
+ * mp__schedule_from_order builds (COMPUTE in order, FREE after the last
  * reader) with the in-place rule of core/sched/inplace.c when opt->inplace:
  * at the step of node v, live = the storage roots resident before v (made
  * earlier, or graph inputs, with a reader at or after v, or kept to the
@@ -52,7 +52,7 @@ static void model_free(model *m)
                    m->out0, m->pred_beg, m->pred, m->succ_beg, m->succ,
                    m->rem};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
-        mp_dealloc(c, arr[i]);
+        mp__dealloc(c, arr[i]);
 }
 
 static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
@@ -65,32 +65,32 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
     m->inplace = inplace;
     uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
     m->nn = nn;
-    m->rid = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *m->rid);
-    m->rt = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *m->rt);
-    m->sz = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *m->sz);
-    m->keep = mp_calloc(ctx, (size_t)nt + 1, 1);
-    m->input = mp_calloc(ctx, (size_t)nt + 1, 1);
-    m->nread = mp_calloc(ctx, (size_t)nt + 1, sizeof *m->nread);
-    m->prod = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *m->prod);
-    m->rem = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *m->rem);
-    m->rd_beg = mp_calloc(ctx, (size_t)nn + 2, sizeof *m->rd_beg);
-    m->out_beg = mp_calloc(ctx, (size_t)nn + 2, sizeof *m->out_beg);
-    m->ip_beg = mp_calloc(ctx, (size_t)nn + 2, sizeof *m->ip_beg);
-    m->out0 = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *m->out0);
-    m->pred_beg = mp_calloc(ctx, (size_t)nn + 2, sizeof *m->pred_beg);
-    m->succ_beg = mp_calloc(ctx, (size_t)nn + 2, sizeof *m->succ_beg);
+    m->rid = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *m->rid);
+    m->rt = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *m->rt);
+    m->sz = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *m->sz);
+    m->keep = mp__calloc(ctx, (size_t)nt + 1, 1);
+    m->input = mp__calloc(ctx, (size_t)nt + 1, 1);
+    m->nread = mp__calloc(ctx, (size_t)nt + 1, sizeof *m->nread);
+    m->prod = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *m->prod);
+    m->rem = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *m->rem);
+    m->rd_beg = mp__calloc(ctx, (size_t)nn + 2, sizeof *m->rd_beg);
+    m->out_beg = mp__calloc(ctx, (size_t)nn + 2, sizeof *m->out_beg);
+    m->ip_beg = mp__calloc(ctx, (size_t)nn + 2, sizeof *m->ip_beg);
+    m->out0 = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *m->out0);
+    m->pred_beg = mp__calloc(ctx, (size_t)nn + 2, sizeof *m->pred_beg);
+    m->succ_beg = mp__calloc(ctx, (size_t)nn + 2, sizeof *m->succ_beg);
     if (!m->rid || !m->rt || !m->sz || !m->keep || !m->input || !m->nread ||
         !m->prod || !m->rem || !m->rd_beg || !m->out_beg || !m->ip_beg ||
         !m->out0 || !m->pred_beg || !m->succ_beg)
         return MP_ERR_NOMEM;
     uint32_t nr = 0;
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         m->rid[t] = MP_NONE;
-        if (!mp_tensor_in_arena(tt) || tt->bytes == 0)
+        if (!mp__tensor_in_arena(tt) || tt->bytes == 0)
             continue;
-        if (!mp_align_up(tt->bytes, align, &m->sz[nr]))
-            return mp_err(ctx, MP_ERR_OVERFLOW,
+        if (!mp__align_up(tt->bytes, align, &m->sz[nr]))
+            return mp__err(ctx, MP_ERR_OVERFLOW,
                           "tensor '%s': aligned size overflows", tt->name);
         m->rid[t] = nr;
         m->rt[nr] = t;
@@ -100,15 +100,15 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
     }
     m->nr = nr;
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         uint32_t r = m->rid[tt->root];
-        if (r != MP_NONE && (tt->flags & MP_TF_OUTPUT))
+        if (r != MP_NONE && (tt->flags & MP__TF_OUTPUT))
             m->keep[r] = 1;
     }
     /* reads and outputs per node */
     size_t nrd = 0, nout = 0, nip = 0;
     for (uint32_t v = 0; v < nn; v++) {
-        const mp_node *n = &g->nodes[v];
+        const mp__node *n = &g->nodes[v];
         for (uint32_t i = 0; i < n->n_in; i++)
             if (n->inputs[i] != MP_NONE &&
                 m->rid[g->tensors[n->inputs[i]].root] != MP_NONE)
@@ -118,14 +118,14 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
                 nout++;
         nip += n->n_in;
     }
-    m->rd = mp_alloc(ctx, (nrd + 1) * sizeof *m->rd);
-    m->out = mp_alloc(ctx, (nout + 1) * sizeof *m->out);
-    m->ip = mp_alloc(ctx, (nip + 1) * sizeof *m->ip);
+    m->rd = mp__alloc(ctx, (nrd + 1) * sizeof *m->rd);
+    m->out = mp__alloc(ctx, (nout + 1) * sizeof *m->out);
+    m->ip = mp__alloc(ctx, (nip + 1) * sizeof *m->ip);
     if (!m->rd || !m->out || !m->ip)
         return MP_ERR_NOMEM;
     nrd = nout = nip = 0;
     for (uint32_t v = 0; v < nn; v++) {
-        const mp_node *n = &g->nodes[v];
+        const mp__node *n = &g->nodes[v];
         m->rd_beg[v] = (uint32_t)nrd;
         m->out_beg[v] = (uint32_t)nout;
         m->ip_beg[v] = (uint32_t)nip;
@@ -153,7 +153,7 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
         if (inplace && y != MP_NONE) {
             for (uint32_t i = 0; i < n->n_in; i++) {
                 if (n->inputs[i] == MP_NONE ||
-                    !mp_op_may_overwrite(n->def, i))
+                    !mp__op_may_overwrite(n->def, i))
                     continue;
                 uint32_t x = m->rid[g->tensors[n->inputs[i]].root];
                 if (x == MP_NONE || x == y || m->input[x] || m->keep[x] ||
@@ -174,19 +174,19 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
     /* dependency edges (through any tensor, arena or not) */
     size_t ne = 0;
     for (uint32_t v = 0; v < nn; v++) {
-        const mp_node *n = &g->nodes[v];
+        const mp__node *n = &g->nodes[v];
         for (uint32_t i = 0; i < n->n_in; i++)
             if (n->inputs[i] != MP_NONE &&
                 g->tensors[n->inputs[i]].producer != MP_NONE)
                 ne++;
     }
-    m->pred = mp_alloc(ctx, (ne + 1) * sizeof *m->pred);
-    m->succ = mp_alloc(ctx, (ne + 1) * sizeof *m->succ);
+    m->pred = mp__alloc(ctx, (ne + 1) * sizeof *m->pred);
+    m->succ = mp__alloc(ctx, (ne + 1) * sizeof *m->succ);
     if (!m->pred || !m->succ)
         return MP_ERR_NOMEM;
     ne = 0;
     for (uint32_t v = 0; v < nn; v++) {
-        const mp_node *n = &g->nodes[v];
+        const mp__node *n = &g->nodes[v];
         m->pred_beg[v] = (uint32_t)ne;
         for (uint32_t i = 0; i < n->n_in; i++)
             if (n->inputs[i] != MP_NONE &&
@@ -198,7 +198,7 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
     m->pred_beg[nn] = (uint32_t)ne;
     for (uint32_t v = 0; v < nn; v++)
         m->succ_beg[v + 1] += m->succ_beg[v];
-    uint32_t *fillv = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *fillv);
+    uint32_t *fillv = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *fillv);
     if (!fillv)
         return MP_ERR_NOMEM;
     for (uint32_t v = 0; v < nn; v++)
@@ -206,7 +206,7 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
     for (uint32_t v = 0; v < nn; v++)
         for (uint32_t q = m->pred_beg[v]; q < m->pred_beg[v + 1]; q++)
             m->succ[fillv[m->pred[q]]++] = v;
-    mp_dealloc(ctx, fillv);
+    mp__dealloc(ctx, fillv);
     return MP_OK;
 }
 
@@ -297,17 +297,17 @@ static mp_status exact_order(model *m, uint32_t *order, uint64_t *best_out)
     mp_ctx *ctx = m->ctx;
     uint32_t n = m->nn;
     size_t ns = (size_t)1 << n;
-    uint64_t *best = mp_alloc(ctx, ns * sizeof *best);
-    uint8_t *par = mp_alloc(ctx, ns);
-    uint32_t *predm = mp_calloc(ctx, n + 1, sizeof *predm);
-    uint32_t *readm = mp_calloc(ctx, m->nr + 1, sizeof *readm);
-    uint32_t *rem = mp_alloc(ctx, ((size_t)m->nr + 1) * sizeof *rem);
+    uint64_t *best = mp__alloc(ctx, ns * sizeof *best);
+    uint8_t *par = mp__alloc(ctx, ns);
+    uint32_t *predm = mp__calloc(ctx, n + 1, sizeof *predm);
+    uint32_t *readm = mp__calloc(ctx, m->nr + 1, sizeof *readm);
+    uint32_t *rem = mp__alloc(ctx, ((size_t)m->nr + 1) * sizeof *rem);
     if (!best || !par || !predm || !readm || !rem) {
-        mp_dealloc(ctx, best);
-        mp_dealloc(ctx, par);
-        mp_dealloc(ctx, predm);
-        mp_dealloc(ctx, readm);
-        mp_dealloc(ctx, rem);
+        mp__dealloc(ctx, best);
+        mp__dealloc(ctx, par);
+        mp__dealloc(ctx, predm);
+        mp__dealloc(ctx, readm);
+        mp__dealloc(ctx, rem);
         return MP_ERR_NOMEM;
     }
     for (uint32_t v = 0; v < n; v++) {
@@ -356,11 +356,11 @@ static mp_status exact_order(model *m, uint32_t *order, uint64_t *best_out)
         order[k] = v;
         S &= ~((size_t)1 << v);
     }
-    mp_dealloc(ctx, best);
-    mp_dealloc(ctx, par);
-    mp_dealloc(ctx, predm);
-    mp_dealloc(ctx, readm);
-    mp_dealloc(ctx, rem);
+    mp__dealloc(ctx, best);
+    mp__dealloc(ctx, par);
+    mp__dealloc(ctx, predm);
+    mp__dealloc(ctx, readm);
+    mp__dealloc(ctx, rem);
     return MP_OK;
 }
 
@@ -373,11 +373,11 @@ static mp_status list_schedule(model *m, const uint32_t *topo_pos, int rule,
 {
     mp_ctx *ctx = m->ctx;
     uint32_t n = m->nn;
-    uint32_t *indeg = mp_calloc(ctx, (size_t)n + 1, sizeof *indeg);
-    uint32_t *ready = mp_alloc(ctx, ((size_t)n + 1) * sizeof *ready);
+    uint32_t *indeg = mp__calloc(ctx, (size_t)n + 1, sizeof *indeg);
+    uint32_t *ready = mp__alloc(ctx, ((size_t)n + 1) * sizeof *ready);
     if (!indeg || !ready) {
-        mp_dealloc(ctx, indeg);
-        mp_dealloc(ctx, ready);
+        mp__dealloc(ctx, indeg);
+        mp__dealloc(ctx, ready);
         return MP_ERR_NOMEM;
     }
     for (uint32_t v = 0; v < n; v++)
@@ -438,8 +438,8 @@ static mp_status list_schedule(model *m, const uint32_t *topo_pos, int rule,
             if (--indeg[m->succ[q]] == 0)
                 ready[nready++] = m->succ[q];
     }
-    mp_dealloc(ctx, indeg);
-    mp_dealloc(ctx, ready);
+    mp__dealloc(ctx, indeg);
+    mp__dealloc(ctx, ready);
     return MP_OK;
 }
 
@@ -481,15 +481,15 @@ static mp_status local_search(model *m, uint32_t *order, uint64_t budget,
 {
     mp_ctx *ctx = m->ctx;
     uint32_t n = m->nn;
-    uint32_t *pos = mp_alloc(ctx, ((size_t)n + 1) * sizeof *pos);
-    uint32_t *cand = mp_alloc(ctx, ((size_t)n * 2 + 2) * sizeof *cand);
-    uint8_t *mark = mp_calloc(ctx, (size_t)n + 1, 1);
-    uint32_t *rem2 = mp_alloc(ctx, ((size_t)m->nr + 1) * sizeof *rem2);
+    uint32_t *pos = mp__alloc(ctx, ((size_t)n + 1) * sizeof *pos);
+    uint32_t *cand = mp__alloc(ctx, ((size_t)n * 2 + 2) * sizeof *cand);
+    uint8_t *mark = mp__calloc(ctx, (size_t)n + 1, 1);
+    uint32_t *rem2 = mp__alloc(ctx, ((size_t)m->nr + 1) * sizeof *rem2);
     if (!pos || !cand || !mark || !rem2) {
-        mp_dealloc(ctx, pos);
-        mp_dealloc(ctx, cand);
-        mp_dealloc(ctx, mark);
-        mp_dealloc(ctx, rem2);
+        mp__dealloc(ctx, pos);
+        mp__dealloc(ctx, cand);
+        mp__dealloc(ctx, mark);
+        mp__dealloc(ctx, rem2);
         return MP_ERR_NOMEM;
     }
     for (uint32_t k = 0; k < n; k++)
@@ -563,10 +563,10 @@ static mp_status local_search(model *m, uint32_t *order, uint64_t budget,
         }
     }
     *peak_io = peak;
-    mp_dealloc(ctx, pos);
-    mp_dealloc(ctx, cand);
-    mp_dealloc(ctx, mark);
-    mp_dealloc(ctx, rem2);
+    mp__dealloc(ctx, pos);
+    mp__dealloc(ctx, cand);
+    mp__dealloc(ctx, mark);
+    mp__dealloc(ctx, rem2);
     return MP_OK;
 }
 
@@ -583,7 +583,7 @@ mp_status mp_order_solve(mp_graph *g, const mp_plan_options *opt,
         opt = &defaults;
     }
     if (opt->alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     if (!g->finalized) {
         mp_status st = mp_graph_finalize(g);
         if (st)
@@ -592,8 +592,8 @@ mp_status mp_order_solve(mp_graph *g, const mp_plan_options *opt,
     model m;
     mp_status st = model_build(&m, g, opt->alignment, opt->inplace);
     uint32_t n = m.nn;
-    uint32_t *cur = mp_alloc(ctx, ((size_t)n + 1) * sizeof *cur);
-    uint32_t *topo_pos = mp_alloc(ctx, ((size_t)n + 1) * sizeof *topo_pos);
+    uint32_t *cur = mp__alloc(ctx, ((size_t)n + 1) * sizeof *cur);
+    uint32_t *topo_pos = mp__alloc(ctx, ((size_t)n + 1) * sizeof *topo_pos);
     if (!st && (!cur || !topo_pos))
         st = MP_ERR_NOMEM;
     if (st)
@@ -636,22 +636,22 @@ mp_status mp_order_solve(mp_graph *g, const mp_plan_options *opt,
     if (lb_after)
         *lb_after = best;
 done:
-    mp_dealloc(ctx, cur);
-    mp_dealloc(ctx, topo_pos);
+    mp__dealloc(ctx, cur);
+    mp__dealloc(ctx, topo_pos);
     model_free(&m);
     return st;
 }
 
-mp_status mp_schedule_from_order(const mp_graph *g, const uint32_t *order,
+mp_status mp__schedule_from_order(const mp_graph *g, const uint32_t *order,
                                  mp_step **steps_out, uint32_t *n_out)
 {
     mp_ctx *ctx = g->ctx;
     uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
-    uint32_t *pos = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *pos);
-    uint32_t *last = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *last);
-    uint32_t *head = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *head);
-    uint32_t *next = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *next);
-    mp_step *steps = mp_alloc(ctx, ((size_t)nn + nt + 1) * sizeof *steps);
+    uint32_t *pos = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *pos);
+    uint32_t *last = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *last);
+    uint32_t *head = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *head);
+    uint32_t *next = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *next);
+    mp_step *steps = mp__alloc(ctx, ((size_t)nn + nt + 1) * sizeof *steps);
     mp_status st = MP_OK;
     if (!pos || !last || !head || !next || !steps) {
         st = MP_ERR_NOMEM;
@@ -661,7 +661,7 @@ mp_status mp_schedule_from_order(const mp_graph *g, const uint32_t *order,
         pos[k] = MP_NONE;
     for (uint32_t k = 0; k < nn; k++) {
         if (order[k] >= nn || pos[order[k]] != MP_NONE) {
-            st = mp_err(ctx, MP_ERR_INVALID_ARG,
+            st = mp__err(ctx, MP_ERR_INVALID_ARG,
                         "order: entry %u is not a node or repeats one",
                         (unsigned)k);
             goto done;
@@ -669,12 +669,12 @@ mp_status mp_schedule_from_order(const mp_graph *g, const uint32_t *order,
         pos[order[k]] = k;
     }
     for (uint32_t k = 0; k < nn; k++) {
-        const mp_node *n = &g->nodes[order[k]];
+        const mp__node *n = &g->nodes[order[k]];
         for (uint32_t i = 0; i < n->n_in; i++) {
             uint32_t t = n->inputs[i];
             if (t != MP_NONE && g->tensors[t].producer != MP_NONE &&
                 pos[g->tensors[t].producer] >= k) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                st = mp__err(ctx, MP_ERR_INVALID_ARG,
                             "order: node '%s' comes before '%s', which "
                             "computes its input '%s'",
                             n->name, g->nodes[g->tensors[t].producer].name,
@@ -685,13 +685,13 @@ mp_status mp_schedule_from_order(const mp_graph *g, const uint32_t *order,
     }
     /* last use of each storage root (UINT32_MAX: kept to the end) */
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         last[t] = tt->producer != MP_NONE ? pos[tt->producer] : 0;
     }
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         uint32_t r = tt->root;
-        if (tt->flags & MP_TF_OUTPUT) {
+        if (tt->flags & MP__TF_OUTPUT) {
             last[r] = UINT32_MAX;
             continue;
         }
@@ -704,8 +704,8 @@ mp_status mp_schedule_from_order(const mp_graph *g, const uint32_t *order,
     for (uint32_t k = 0; k < nn; k++)
         head[k] = MP_NONE;
     for (uint32_t t = nt; t-- > 0;) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (!mp_tensor_in_arena(tt) || last[t] == UINT32_MAX)
+        const mp__tensor *tt = &g->tensors[t];
+        if (!mp__tensor_in_arena(tt) || last[t] == UINT32_MAX)
             continue;
         if (tt->producer == MP_NONE && tt->n_cons == 0)
             continue;
@@ -726,11 +726,11 @@ mp_status mp_schedule_from_order(const mp_graph *g, const uint32_t *order,
     *n_out = n;
     steps = NULL;
 done:
-    mp_dealloc(ctx, pos);
-    mp_dealloc(ctx, last);
-    mp_dealloc(ctx, head);
-    mp_dealloc(ctx, next);
-    mp_dealloc(ctx, steps);
+    mp__dealloc(ctx, pos);
+    mp__dealloc(ctx, last);
+    mp__dealloc(ctx, head);
+    mp__dealloc(ctx, next);
+    mp__dealloc(ctx, steps);
     return st;
 }
 
@@ -747,46 +747,46 @@ mp_status mp_plan_create_ordered(mp_graph *g, const uint32_t *order,
         opt = &defaults;
     }
     if (opt->alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     if (!g->finalized) {
         mp_status st = mp_graph_finalize(g);
         if (st)
             return st;
     }
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     mp_step *steps = NULL;
     uint32_t n = 0;
-    mp_status st = mp_schedule_from_order(g, order, &steps, &n);
+    mp_status st = mp__schedule_from_order(g, order, &steps, &n);
     if (st)
         return st;
-    return mp_plan_from_schedule(g, steps, n, opt, t0, out);
+    return mp__plan_from_schedule(g, steps, n, opt, t0, out);
 }
 
 /* mp_plan_create with opt->reorder: the default order's plan and the
  * reordered one; the one with the lower bound kept (the default on a
  * tie), both bounds reported in the figures. */
-mp_status mp_plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
+mp_status mp__plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
                                    mp_plan **out)
 {
     mp_ctx *ctx = g->ctx;
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     *out = NULL;
     mp_plan_options o = *opt;
     o.reorder = 0;
     mp_step *steps = NULL;
     uint32_t n = 0;
     mp_plan *base = NULL, *re = NULL;
-    uint32_t *order = mp_alloc(ctx, (g->n_nodes + 1) * sizeof *order);
+    uint32_t *order = mp__alloc(ctx, (g->n_nodes + 1) * sizeof *order);
     if (!order)
         return MP_ERR_NOMEM;
-    mp_status st = mp_schedule_default(g, &steps, &n);
+    mp_status st = mp__schedule_default(g, &steps, &n);
     if (!st)
-        st = mp_plan_from_schedule(g, steps, n, &o, t0, &base);
+        st = mp__plan_from_schedule(g, steps, n, &o, t0, &base);
     if (!st)
         st = mp_order_solve(g, &o, order, NULL, NULL);
     if (!st)
         st = mp_plan_create_ordered(g, order, &o, &re);
-    mp_dealloc(ctx, order);
+    mp__dealloc(ctx, order);
     if (st) {
         mp_plan_destroy(base);
         mp_plan_destroy(re);
@@ -798,7 +798,7 @@ mp_status mp_plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
     mp_plan_destroy(keep == re ? base : re);
     keep->fig.order_lb_before = before;
     keep->fig.order_lb_after = after < before ? after : before;
-    keep->fig.solve_seconds = mp_now_seconds() - t0;
+    keep->fig.solve_seconds = mp__now_seconds() - t0;
     *out = keep;
     return MP_OK;
 }

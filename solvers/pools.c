@@ -85,13 +85,13 @@ static mp_status first_fit(pctx *x, const uint32_t *ids, uint32_t n,
                            uint64_t *arena)
 {
     mp_ctx *ctx = x->ctx;
-    order_key *ord = mp_alloc(ctx, ((size_t)n + 1) * sizeof *ord);
-    uint32_t *placed = mp_alloc(ctx, ((size_t)n + 1) * sizeof *placed);
-    span *sp = mp_alloc(ctx, ((size_t)n + 1) * sizeof *sp);
+    order_key *ord = mp__alloc(ctx, ((size_t)n + 1) * sizeof *ord);
+    uint32_t *placed = mp__alloc(ctx, ((size_t)n + 1) * sizeof *placed);
+    span *sp = mp__alloc(ctx, ((size_t)n + 1) * sizeof *sp);
     if (!ord || !placed || !sp) {
-        mp_dealloc(ctx, ord);
-        mp_dealloc(ctx, placed);
-        mp_dealloc(ctx, sp);
+        mp__dealloc(ctx, ord);
+        mp__dealloc(ctx, placed);
+        mp__dealloc(ctx, sp);
         return MP_ERR_NOMEM;
     }
     uint32_t np = 0, no = 0;
@@ -108,7 +108,7 @@ static mp_status first_fit(pctx *x, const uint32_t *ids, uint32_t n,
             const mp_buffer *o = &x->bufs[placed[q]];
             if (time_overlap(bb, o) && bb->offset < o->offset + o->size &&
                 o->offset < bb->offset + bb->size)
-                st = mp_err(ctx, MP_ERR_INFEASIBLE,
+                st = mp__err(ctx, MP_ERR_INFEASIBLE,
                             "pinned tensors '%s' and '%s' overlap while both "
                             "are live",
                             buf_name(x, b), buf_name(x, placed[q]));
@@ -129,15 +129,15 @@ static mp_status first_fit(pctx *x, const uint32_t *ids, uint32_t n,
         uint64_t cand = 0;
         for (uint32_t q = 0; q < ns; q++) {
             uint64_t e;
-            if (!mp_add_u64(cand, bb->size, &e)) {
-                st = mp_err(ctx, MP_ERR_OVERFLOW, "offset overflows");
+            if (!mp__add_u64(cand, bb->size, &e)) {
+                st = mp__err(ctx, MP_ERR_OVERFLOW, "offset overflows");
                 break;
             }
             if (e <= sp[q].off)
                 break;
             if (sp[q].end > cand &&
-                !mp_align_up(sp[q].end, x->pb[b].align, &cand)) {
-                st = mp_err(ctx, MP_ERR_OVERFLOW, "offset overflows");
+                !mp__align_up(sp[q].end, x->pb[b].align, &cand)) {
+                st = mp__err(ctx, MP_ERR_OVERFLOW, "offset overflows");
                 break;
             }
         }
@@ -149,9 +149,9 @@ static mp_status first_fit(pctx *x, const uint32_t *ids, uint32_t n,
         if (o->offset + o->size > *arena)
             *arena = o->offset + o->size;
     }
-    mp_dealloc(ctx, ord);
-    mp_dealloc(ctx, placed);
-    mp_dealloc(ctx, sp);
+    mp__dealloc(ctx, ord);
+    mp__dealloc(ctx, placed);
+    mp__dealloc(ctx, sp);
     return st;
 }
 
@@ -169,7 +169,7 @@ static mp_status place_pool(pctx *x, const uint32_t *ids, uint32_t n,
             plain = false;
     if (!plain)
         return first_fit(x, ids, n, arena);
-    mp_buffer *tmp = mp_alloc(ctx, (size_t)n * sizeof *tmp);
+    mp_buffer *tmp = mp__alloc(ctx, (size_t)n * sizeof *tmp);
     if (!tmp)
         return MP_ERR_NOMEM;
     for (uint32_t k = 0; k < n; k++)
@@ -187,7 +187,7 @@ static mp_status place_pool(pctx *x, const uint32_t *ids, uint32_t n,
             x->bufs[ids[k]].offset = tmp[k].offset;
         *arena = res.arena_bytes;
     }
-    mp_dealloc(ctx, tmp);
+    mp__dealloc(ctx, tmp);
     return st;
 }
 
@@ -217,7 +217,7 @@ static uint32_t members(const pctx *x, uint32_t k, uint32_t *ids)
 
 /* Fills fast pool k: the forced buffers, then free ones by density while
  * the pool's live bytes stay within target; placed; *arena its extent. */
-static mp_status fill_pool(pctx *x, uint32_t k, const mp_pool_def *pd,
+static mp_status fill_pool(pctx *x, uint32_t k, const mp__pool_def *pd,
                            uint64_t target, const dens_key *cand,
                            uint32_t n_cand, uint64_t *live, uint32_t *ids,
                            uint64_t *arena)
@@ -257,10 +257,10 @@ static mp_status assign_and_place(pctx *x, const mp_constraints *c,
     mp_ctx *ctx = x->ctx;
     uint32_t npools = (uint32_t)(c->n_pools ? c->n_pools : 1);
     uint32_t last = npools - 1, ns = x->p->n_steps;
-    uint32_t *ids = mp_alloc(ctx, ((size_t)x->nb + 1) * sizeof *ids);
-    uint64_t *live = mp_alloc(ctx, ((size_t)ns + 1) * sizeof *live);
-    dens_key *cand = mp_alloc(ctx, ((size_t)x->nb + 1) * sizeof *cand);
-    uint32_t *porder = mp_alloc(ctx, (size_t)npools * sizeof *porder);
+    uint32_t *ids = mp__alloc(ctx, ((size_t)x->nb + 1) * sizeof *ids);
+    uint64_t *live = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *live);
+    dens_key *cand = mp__alloc(ctx, ((size_t)x->nb + 1) * sizeof *cand);
+    uint32_t *porder = mp__alloc(ctx, (size_t)npools * sizeof *porder);
     mp_status st = MP_OK;
     if (!ids || !live || !cand || !porder) {
         st = MP_ERR_NOMEM;
@@ -279,7 +279,7 @@ static mp_status assign_and_place(pctx *x, const mp_constraints *c,
     }
     for (uint32_t f = 0; f < nf; f++) {
         uint32_t k = porder[f];
-        const mp_pool_def *pd = &c->pools[k];
+        const mp__pool_def *pd = &c->pools[k];
         double gain = 1.0 / c->pools[last].bandwidth - 1.0 / pd->bandwidth;
         uint32_t n_cand = 0;
         for (uint32_t b = 0; b < x->nb; b++) {
@@ -306,7 +306,7 @@ static mp_status assign_and_place(pctx *x, const mp_constraints *c,
         if (st)
             goto done;
         if (arena > pd->capacity) {
-            st = mp_err(ctx, MP_ERR_INFEASIBLE,
+            st = mp__err(ctx, MP_ERR_INFEASIBLE,
                         "pool '%s': the tensors assigned or pinned there need "
                         "%llu bytes, above its capacity %llu",
                         pd->name, (unsigned long long)arena,
@@ -320,16 +320,16 @@ static mp_status assign_and_place(pctx *x, const mp_constraints *c,
             x->pb[b].pool = last;
     st = place_pool(x, ids, members(x, last, ids), &pool_arena[last]);
     if (!st && c->n_pools && pool_arena[last] > c->pools[last].capacity)
-        st = mp_err(ctx, MP_ERR_INFEASIBLE,
+        st = mp__err(ctx, MP_ERR_INFEASIBLE,
                     "pool '%s': %llu bytes needed, above its capacity %llu",
                     c->pools[last].name,
                     (unsigned long long)pool_arena[last],
                     (unsigned long long)c->pools[last].capacity);
 done:
-    mp_dealloc(ctx, ids);
-    mp_dealloc(ctx, live);
-    mp_dealloc(ctx, cand);
-    mp_dealloc(ctx, porder);
+    mp__dealloc(ctx, ids);
+    mp__dealloc(ctx, live);
+    mp__dealloc(ctx, cand);
+    mp__dealloc(ctx, porder);
     return st;
 }
 
@@ -341,11 +341,11 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
     const mp_graph *g = x->g;
     mp_plan *p = x->p;
     size_t nt = g->n_tensors;
-    uint32_t *rule_of = mp_alloc(ctx, (nt + 1) * sizeof *rule_of);
-    uint32_t *blk_of = mp_alloc(ctx, (nt + 1) * sizeof *blk_of);
+    uint32_t *rule_of = mp__alloc(ctx, (nt + 1) * sizeof *rule_of);
+    uint32_t *blk_of = mp__alloc(ctx, (nt + 1) * sizeof *blk_of);
     if (!rule_of || !blk_of) {
-        mp_dealloc(ctx, rule_of);
-        mp_dealloc(ctx, blk_of);
+        mp__dealloc(ctx, rule_of);
+        mp__dealloc(ctx, blk_of);
         return MP_ERR_NOMEM;
     }
     mp_status st = MP_OK;
@@ -361,7 +361,7 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
         if (blk_of[t] == MP_NONE)
             blk_of[t] = i;
         if (c->max_buffer && p->blocks[i].size > c->max_buffer)
-            st = mp_err(ctx, MP_ERR_INFEASIBLE,
+            st = mp__err(ctx, MP_ERR_INFEASIBLE,
                         "tensor '%s' takes %llu bytes, above the largest "
                         "buffer %llu",
                         g->tensors[t].name,
@@ -369,22 +369,22 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
                         (unsigned long long)c->max_buffer);
     }
     for (size_t r = 0; r < c->n_rules && !st; r++) {
-        const mp_tensor_rule *ru = &c->rules[r];
+        const mp__tensor_rule *ru = &c->rules[r];
         if (ru->tensor >= nt) {
-            st = mp_err(ctx, MP_ERR_NOT_FOUND,
+            st = mp__err(ctx, MP_ERR_NOT_FOUND,
                         "constraint on tensor %u: no such tensor",
                         (unsigned)ru->tensor);
             break;
         }
         uint32_t root = g->tensors[ru->tensor].root;
         if (blk_of[root] == MP_NONE) {
-            st = mp_err(ctx, MP_ERR_INVALID_ARG,
+            st = mp__err(ctx, MP_ERR_INVALID_ARG,
                         "constraint on tensor '%s': it takes no arena memory",
                         g->tensors[ru->tensor].name);
             break;
         }
         if (rule_of[root] != MP_NONE) {
-            st = mp_err(ctx, MP_ERR_INVALID_ARG,
+            st = mp__err(ctx, MP_ERR_INVALID_ARG,
                         "tensor '%s': two constraints on one memory (a view "
                         "and the tensor it views)",
                         g->tensors[ru->tensor].name);
@@ -396,11 +396,11 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
         uint32_t b = grp ? grp[i] : i, t = p->blocks[i].tensor;
         if (rule_of[t] == MP_NONE)
             continue;
-        const mp_tensor_rule *ru = &c->rules[rule_of[t]];
+        const mp__tensor_rule *ru = &c->rules[rule_of[t]];
         pbuf *pb = &x->pb[b];
         if (ru->pool != MP_NONE) {
             if (pb->forced && pb->pool != ru->pool)
-                st = mp_err(ctx, MP_ERR_INFEASIBLE,
+                st = mp__err(ctx, MP_ERR_INFEASIBLE,
                             "tensor '%s' shares memory in place with a "
                             "tensor of another pool",
                             g->tensors[t].name);
@@ -409,16 +409,16 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
         }
         if (ru->offset != UINT64_MAX) {
             if (pb->fixed && x->bufs[b].offset != ru->offset)
-                st = mp_err(ctx, MP_ERR_INFEASIBLE,
+                st = mp__err(ctx, MP_ERR_INFEASIBLE,
                             "tensor '%s' shares memory in place with a "
                             "tensor pinned elsewhere",
                             g->tensors[t].name);
             pb->fixed = 1;
             x->bufs[b].offset = ru->offset;
         }
-        uint64_t a = mp_lcm_u64(pb->align, ru->alignment);
+        uint64_t a = mp__lcm_u64(pb->align, ru->alignment);
         if (!a)
-            st = mp_err(ctx, MP_ERR_OVERFLOW, "tensor '%s': alignment "
+            st = mp__err(ctx, MP_ERR_OVERFLOW, "tensor '%s': alignment "
                         "overflows", g->tensors[t].name);
         pb->align = a;
         pb->no_share |= ru->no_share;
@@ -426,13 +426,13 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
     for (uint32_t b = 0; b < x->nb && !st; b++) {
         pbuf *pb = &x->pb[b];
         if (pb->fixed && x->bufs[b].offset % x->plan_align)
-            st = mp_err(ctx, MP_ERR_INFEASIBLE,
+            st = mp__err(ctx, MP_ERR_INFEASIBLE,
                         "tensor '%s' is pinned at %llu, not a multiple of the "
                         "plan's alignment %llu",
                         buf_name(x, b), (unsigned long long)x->bufs[b].offset,
                         (unsigned long long)x->plan_align);
         else if (pb->fixed && x->bufs[b].offset % pb->align)
-            st = mp_err(ctx, MP_ERR_INFEASIBLE,
+            st = mp__err(ctx, MP_ERR_INFEASIBLE,
                         "tensor '%s' is pinned at %llu, not a multiple of its "
                         "alignment %llu",
                         buf_name(x, b), (unsigned long long)x->bufs[b].offset,
@@ -447,7 +447,7 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
         const mp_step *sp = &p->steps[s];
         if (sp->kind != MP_STEP_COMPUTE && sp->kind != MP_STEP_RECOMPUTE)
             continue;
-        const mp_node *n = &g->nodes[sp->index];
+        const mp__node *n = &g->nodes[sp->index];
         for (uint32_t k = 0; k < n->n_in + n->n_out; k++) {
             uint32_t t = k < n->n_in ? n->inputs[k] : n->outputs[k - n->n_in];
             if (t == MP_NONE)
@@ -457,8 +457,8 @@ static mp_status collect(pctx *x, const mp_constraints *c, const uint32_t *grp)
                 x->pb[grp ? grp[i] : i].access += 1;
         }
     }
-    mp_dealloc(ctx, rule_of);
-    mp_dealloc(ctx, blk_of);
+    mp__dealloc(ctx, rule_of);
+    mp__dealloc(ctx, blk_of);
     return st;
 }
 
@@ -470,15 +470,15 @@ static mp_status apply_constraints(mp_plan *p, const mp_plan_options *opt,
     uint32_t *grp = NULL;
     uint64_t *pool_arena = NULL;
     uint32_t npools = (uint32_t)(c->n_pools ? c->n_pools : 1);
-    mp_status st = mp_sharing_buffers(p, &x.bufs, &x.nb, &grp);
+    mp_status st = mp__sharing_buffers(p, &x.bufs, &x.nb, &grp);
     if (st)
         return st;
-    x.pb = mp_alloc(ctx, ((size_t)x.nb + 1) * sizeof *x.pb);
-    pool_arena = mp_calloc(ctx, npools, sizeof *pool_arena);
-    p->block_pool = mp_calloc(ctx, (size_t)p->n_blocks + 1,
+    x.pb = mp__alloc(ctx, ((size_t)x.nb + 1) * sizeof *x.pb);
+    pool_arena = mp__calloc(ctx, npools, sizeof *pool_arena);
+    p->block_pool = mp__calloc(ctx, (size_t)p->n_blocks + 1,
                               sizeof *p->block_pool);
     if (c->n_pools)
-        p->pools = mp_calloc(ctx, npools, sizeof *p->pools);
+        p->pools = mp__calloc(ctx, npools, sizeof *p->pools);
     if (!x.pb || !pool_arena || !p->block_pool || (c->n_pools && !p->pools)) {
         st = MP_ERR_NOMEM;
         goto done;
@@ -495,21 +495,21 @@ static mp_status apply_constraints(mp_plan *p, const mp_plan_options *opt,
     }
     uint64_t sum = 0;
     for (uint32_t k = 0; k < npools; k++)
-        if (!mp_add_u64(sum, pool_arena[k], &sum)) {
-            st = mp_err(ctx, MP_ERR_OVERFLOW, "arena size overflows");
+        if (!mp__add_u64(sum, pool_arena[k], &sum)) {
+            st = mp__err(ctx, MP_ERR_OVERFLOW, "arena size overflows");
             goto done;
         }
     if (c->n_pools) {
         p->n_pools = npools;
         for (uint32_t k = 0; k < npools; k++) {
-            mp_pool_plan *pp = &p->pools[k];
+            mp__pool_plan *pp = &p->pools[k];
             snprintf(pp->name, sizeof pp->name, "%s", c->pools[k].name);
             pp->capacity = c->pools[k].capacity;
             pp->bandwidth = c->pools[k].bandwidth;
             pp->arena_bytes = pool_arena[k];
         }
         /* per-pool lower bound: max over steps of the pool's live bytes */
-        uint64_t *live = mp_calloc(ctx, (size_t)npools * ((size_t)p->n_steps + 1),
+        uint64_t *live = mp__calloc(ctx, (size_t)npools * ((size_t)p->n_steps + 1),
                                    sizeof *live);
         if (!live) {
             st = MP_ERR_NOMEM;
@@ -525,17 +525,17 @@ static mp_status apply_constraints(mp_plan *p, const mp_plan_options *opt,
                     p->pools[k].lower_bound_bytes = *l;
             }
         }
-        mp_dealloc(ctx, live);
+        mp__dealloc(ctx, live);
     } else {
-        mp_dealloc(ctx, p->block_pool);
+        mp__dealloc(ctx, p->block_pool);
         p->block_pool = NULL;
     }
-    st = mp_plan_compute_figures(p);
+    st = mp__plan_compute_figures(p);
     if (st)
         goto done;
     p->fig.arena_bytes = sum;
-    if (!mp_add_u64(sum, p->fig.persistent_bytes, &p->fig.peak_bytes)) {
-        st = mp_err(ctx, MP_ERR_OVERFLOW, "peak bytes overflow");
+    if (!mp__add_u64(sum, p->fig.persistent_bytes, &p->fig.peak_bytes)) {
+        st = mp__err(ctx, MP_ERR_OVERFLOW, "peak bytes overflow");
         goto done;
     }
     p->fig.status = sum == p->fig.lower_bound_bytes ? MP_SOLVE_OPTIMAL
@@ -544,10 +544,10 @@ static mp_status apply_constraints(mp_plan *p, const mp_plan_options *opt,
              c->n_pools ? "pools" : "constrained");
     p->fig.solver = p->solver_name;
 done:
-    mp_dealloc(ctx, x.bufs);
-    mp_dealloc(ctx, x.pb);
-    mp_dealloc(ctx, grp);
-    mp_dealloc(ctx, pool_arena);
+    mp__dealloc(ctx, x.bufs);
+    mp__dealloc(ctx, x.pb);
+    mp__dealloc(ctx, grp);
+    mp__dealloc(ctx, pool_arena);
     return st;
 }
 
@@ -557,11 +557,11 @@ mp_status mp_plan_create_constrained(mp_graph *g, const mp_plan_options *opt,
     if (!g || !out)
         return MP_ERR_INVALID_ARG;
     *out = NULL;
-    if (mp_constraints_trivial(c))
+    if (mp__constraints_trivial(c))
         return mp_plan_create(g, opt, out);
     mp_ctx *ctx = g->ctx;
     if (c->ctx != ctx)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "the constraints belong to another context");
     mp_plan_options o;
     if (opt)
@@ -574,9 +574,9 @@ mp_status mp_plan_create_constrained(mp_graph *g, const mp_plan_options *opt,
     if (c->n_pools)
         for (size_t r = 0; r < c->n_rules; r++)
             if (c->rules[r].pool != MP_NONE && c->rules[r].pool >= c->n_pools)
-                return mp_err(ctx, MP_ERR_NOT_FOUND, "no pool %u",
+                return mp__err(ctx, MP_ERR_NOT_FOUND, "no pool %u",
                               (unsigned)c->rules[r].pool);
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     mp_plan *p = NULL;
     mp_status st = mp_plan_create(g, &o, &p);
     if (st)
@@ -586,7 +586,7 @@ mp_status mp_plan_create_constrained(mp_graph *g, const mp_plan_options *opt,
         mp_plan_destroy(p);
         return st;
     }
-    p->fig.solve_seconds = mp_now_seconds() - t0;
+    p->fig.solve_seconds = mp__now_seconds() - t0;
     *out = p;
     return MP_OK;
 }
@@ -600,14 +600,14 @@ mp_status mp_plan_estimate_seconds(const mp_plan *p, const mp_constraints *c,
     mp_ctx *ctx = p->ctx;
     const mp_graph *g = p->graph;
     if (!c->n_pools)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "the time estimate needs pools with bandwidths");
     if (p->n_pools && p->n_pools != c->n_pools)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "the plan has %u pools, the constraints %zu",
                       (unsigned)p->n_pools, c->n_pools);
     uint32_t last = (uint32_t)c->n_pools - 1;
-    uint32_t *pool = mp_alloc(ctx, (g->n_tensors + 1) * sizeof *pool);
+    uint32_t *pool = mp__alloc(ctx, (g->n_tensors + 1) * sizeof *pool);
     if (!pool)
         return MP_ERR_NOMEM;
     for (size_t t = 0; t < g->n_tensors; t++)
@@ -621,7 +621,7 @@ mp_status mp_plan_estimate_seconds(const mp_plan *p, const mp_constraints *c,
         const mp_step *sp = &p->steps[s];
         if (sp->kind != MP_STEP_COMPUTE && sp->kind != MP_STEP_RECOMPUTE)
             continue;
-        const mp_node *n = &g->nodes[sp->index];
+        const mp__node *n = &g->nodes[sp->index];
         double mem = 0, flops = 0, bytes = 0;
         for (uint32_t k = 0; k < n->n_in + n->n_out; k++) {
             uint32_t t = k < n->n_in ? n->inputs[k] : n->outputs[k - n->n_in];
@@ -631,14 +631,14 @@ mp_status mp_plan_estimate_seconds(const mp_plan *p, const mp_constraints *c,
             mem += (double)g->tensors[t].bytes / c->pools[pool[r]].bandwidth;
         }
         if (c->compute_rate > 0) {
-            st = mp_node_flops_bytes(g, sp->index, &flops, &bytes);
+            st = mp__node_flops_bytes(g, sp->index, &flops, &bytes);
             if (st)
                 break;
         }
         double comp = c->compute_rate > 0 ? flops / c->compute_rate : 0;
         total += comp > mem ? comp : mem;
     }
-    mp_dealloc(ctx, pool);
+    mp__dealloc(ctx, pool);
     if (!st)
         *seconds = total;
     return st;

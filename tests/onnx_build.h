@@ -192,7 +192,7 @@ static inline uint8_t *ob_pack(ob *b, size_t *len)
     return buf;
 }
 
-#ifdef MP_INTERNAL_H
+#ifdef MP__INTERNAL_H
 /* Loads the model built in b (declared shapes ignored: everything is
  * inferred) with the nv input values vals; *g NULL on failure. */
 static inline mp_status ob_load_values(ob *b, mp_ctx *ctx,
@@ -211,7 +211,7 @@ static inline mp_status ob_load_values(ob *b, mp_ctx *ctx,
 }
 
 /* The tensor named name (the test stops when there is none). */
-static inline const mp_tensor *ob_tensor(const mp_graph *g, const char *name)
+static inline const mp__tensor *ob_tensor(const mp_graph *g, const char *name)
 {
     uint32_t id;
     CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);

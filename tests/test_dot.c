@@ -162,8 +162,8 @@ static void test_dot_fused_pools(void)
     CU_ASSERT_EQUAL(mp_plan_pool_info(plan, 1, &i1), MP_OK);
     char want[160], a[32], b[32];
     snprintf(want, sizeof want, "arena = the sum of its pools: sram %s, "
-             "dram %s", mp_viz_size(i0.arena_bytes, a, sizeof a),
-             mp_viz_size(i1.arena_bytes, b, sizeof b));
+             "dram %s", mp__viz_size(i0.arena_bytes, a, sizeof a),
+             mp__viz_size(i1.arena_bytes, b, sizeof b));
     CU_ASSERT_EQUAL(mp_test_count(s, want), 1);
     CU_ASSERT_EQUAL(mp_test_count(s, "fused"), 0);
     CU_ASSERT(renders(path));
@@ -179,7 +179,7 @@ static void test_dot_recompute(void)
     if (!mp_dot_available())
         return;
     build();
-    mp_step *steps = mp_alloc(ctx, 10 * sizeof *steps);
+    mp_step *steps = mp__alloc(ctx, 10 * sizeof *steps);
     CU_ASSERT_PTR_NOT_NULL_FATAL(steps);
     uint32_t x = 0, h1 = 1, h2 = 2, y = 3;
     mp_step seq[] = {{MP_STEP_COMPUTE, 0}, {MP_STEP_COMPUTE, 1},
@@ -191,8 +191,8 @@ static void test_dot_recompute(void)
     mp_plan_options po;
     mp_plan_options_init(&po);
     po.inplace = 0; /* peak figures below: without in-place reuse */
-    CU_ASSERT_EQUAL_FATAL(mp_plan_from_schedule(g, steps, 10, &po,
-                                                mp_now_seconds(), &plan),
+    CU_ASSERT_EQUAL_FATAL(mp__plan_from_schedule(g, steps, 10, &po,
+                                                mp__now_seconds(), &plan),
                           MP_OK);
     CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
     char path[256];

@@ -98,7 +98,7 @@ static void tiny(mp_llm_config *m, mp_flexgen_hw *hw, mp_flexgen_options *o)
 
 static int have_glpk(mp_ctx *c, mp_status st)
 {
-    if (mp_glpk_available())
+    if (mp__glpk_available())
         return 1;
     CU_ASSERT_EQUAL(st, MP_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(c), "GLPK"));
@@ -192,7 +192,7 @@ static void t_memory_bound(void)
     /* bad options */
     o.weight_bits = 8;
     CU_ASSERT_EQUAL(mp_flexgen_search(c, &m, &hw, &o, &p),
-                    mp_glpk_available() ? MP_ERR_INVALID_ARG
+                    mp__glpk_available() ? MP_ERR_INVALID_ARG
                                         : MP_ERR_UNSUPPORTED);
     mp_ctx_destroy(c);
 }
@@ -237,7 +237,7 @@ static void t_cli(void)
              "--gpu t4 --json",
              MP_CLI_PATH, MP_SOURCE_DIR);
     int rc = mp_test_run(cmd, out, sizeof out);
-    if (!mp_glpk_available()) {
+    if (!mp__glpk_available()) {
         CU_ASSERT_EQUAL(rc, 3);
     } else {
         CU_ASSERT_EQUAL(rc, 0);

@@ -35,11 +35,11 @@ static void test_json_empty_attr_array(void)
                           MP_OK);
     uint32_t k;
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g, "k", &k), MP_OK);
-    const mp_attr *a = mp_node_attr(&g->nodes[k], "value.dims");
+    const mp__attr *a = mp__node_attr(&g->nodes[k], "value.dims");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT_EQUAL(a->type, MP_ATTR_INTS);
+    CU_ASSERT_EQUAL(a->type, MP__ATTR_INTS);
     CU_ASSERT_EQUAL(a->n, 0);
-    CU_ASSERT_PTR_NOT_NULL(mp_node_attr(&g->nodes[k], "e"));
+    CU_ASSERT_PTR_NOT_NULL(mp__node_attr(&g->nodes[k], "e"));
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }

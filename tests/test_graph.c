@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int mp_op_registry_sorted(void);
+int mp__op_registry_sorted(void);
 
 static mp_ctx *ctx;
 static mp_graph *g;
@@ -189,8 +189,8 @@ static void test_views_and_pointwise(void)
     CU_ASSERT_EQUAL(ti.alias_of, v);
     CU_ASSERT_EQUAL(ti.bytes, 24);
     CU_ASSERT_EQUAL(g->tensors[v2].root, r);
-    CU_ASSERT_FALSE(mp_tensor_in_arena(&g->tensors[v2]));
-    CU_ASSERT_TRUE(mp_tensor_in_arena(&g->tensors[r]));
+    CU_ASSERT_FALSE(mp__tensor_in_arena(&g->tensors[v2]));
+    CU_ASSERT_TRUE(mp__tensor_in_arena(&g->tensors[r]));
     teardown();
 }
 
@@ -265,7 +265,7 @@ static void test_constant_folding(void)
     CU_ASSERT_EQUAL(ti.kind, MP_KIND_ACTIVATION);
     CU_ASSERT_FALSE(ti.folded);
     /* weights + folded transpose + folded constant */
-    CU_ASSERT_EQUAL(mp_plan_persistent_bytes(g), 24 + 24 + 24);
+    CU_ASSERT_EQUAL(mp__plan_persistent_bytes(g), 24 + 24 + 24);
     teardown();
 }
 
@@ -303,13 +303,13 @@ static void test_topological_order(void)
 
 static void test_registry(void)
 {
-    CU_ASSERT_TRUE(mp_op_registry_sorted());
-    const mp_op_def *d = mp_op_lookup("Reshape", "");
-    CU_ASSERT_TRUE(d->flags & MP_OPF_VIEW);
-    CU_ASSERT_PTR_EQUAL(mp_op_lookup("Reshape", "ai.onnx"), d);
-    CU_ASSERT_TRUE(mp_op_lookup("Relu", NULL)->flags & MP_OPF_ELEMENTWISE);
-    CU_ASSERT_PTR_EQUAL(mp_op_lookup("NoSuchOp", ""), mp_op_generic());
-    CU_ASSERT_PTR_EQUAL(mp_op_lookup("Relu", "com.example"), mp_op_generic());
+    CU_ASSERT_TRUE(mp__op_registry_sorted());
+    const mp__op_def *d = mp__op_lookup("Reshape", "");
+    CU_ASSERT_TRUE(d->flags & MP__OPF_VIEW);
+    CU_ASSERT_PTR_EQUAL(mp__op_lookup("Reshape", "ai.onnx"), d);
+    CU_ASSERT_TRUE(mp__op_lookup("Relu", NULL)->flags & MP__OPF_ELEMENTWISE);
+    CU_ASSERT_PTR_EQUAL(mp__op_lookup("NoSuchOp", ""), mp__op_generic());
+    CU_ASSERT_PTR_EQUAL(mp__op_lookup("Relu", "com.example"), mp__op_generic());
 }
 
 static void test_enum_names(void)

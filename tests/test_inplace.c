@@ -96,12 +96,12 @@ static mp_plan *plan_with(int inplace, int fuse)
         if (text2) {
             /* solve_seconds is written as is: same bytes */
             CU_ASSERT_STRING_EQUAL(text, text2);
-            mp_dealloc(ctx, text2);
+            mp__dealloc(ctx, text2);
         }
     }
     mp_plan_destroy(q);
     remove(path);
-    mp_dealloc(ctx, text);
+    mp__dealloc(ctx, text);
     return p;
 }
 
@@ -198,7 +198,7 @@ static void test_read_later(void)
      * later), with b moved onto a's memory and a's block ended there */
     mp_plan *q = plan_with(0, 0);
     uint32_t ba = block_of(q, "a"), bb = block_of(q, "b");
-    q->block_over = mp_alloc(ctx, q->n_blocks * sizeof *q->block_over);
+    q->block_over = mp__alloc(ctx, q->n_blocks * sizeof *q->block_over);
     CU_ASSERT_PTR_NOT_NULL_FATAL(q->block_over);
     for (uint32_t i = 0; i < q->n_blocks; i++)
         q->block_over[i] = MP_NONE;

@@ -425,7 +425,7 @@ static void compare_graphs(const mp_graph *a, const mp_graph *b)
     CU_ASSERT_EQUAL_FATAL(a->n_tensors, b->n_tensors);
     CU_ASSERT_EQUAL_FATAL(a->n_nodes, b->n_nodes);
     for (size_t i = 0; i < a->n_tensors; i++) {
-        const mp_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+        const mp__tensor *x = &a->tensors[i], *y = &b->tensors[i];
         CU_ASSERT_STRING_EQUAL(x->name, y->name);
         CU_ASSERT_EQUAL(x->dtype, y->dtype);
         CU_ASSERT_EQUAL(x->rank, y->rank);
@@ -439,7 +439,7 @@ static void compare_graphs(const mp_graph *a, const mp_graph *b)
         CU_ASSERT_EQUAL(x->alias_of, y->alias_of);
     }
     for (size_t i = 0; i < a->n_nodes; i++) {
-        const mp_node *x = &a->nodes[i], *y = &b->nodes[i];
+        const mp__node *x = &a->nodes[i], *y = &b->nodes[i];
         CU_ASSERT_STRING_EQUAL(x->name, y->name);
         CU_ASSERT_STRING_EQUAL(x->op, y->op);
         CU_ASSERT_STRING_EQUAL(x->domain, y->domain);
@@ -455,19 +455,19 @@ static void compare_graphs(const mp_graph *a, const mp_graph *b)
             CU_ASSERT_EQUAL(x->outputs[k], y->outputs[k]);
         CU_ASSERT_EQUAL_FATAL(x->n_attrs, y->n_attrs);
         for (uint32_t k = 0; k < x->n_attrs; k++) {
-            const mp_attr *p = &x->attrs[k], *q = &y->attrs[k];
+            const mp__attr *p = &x->attrs[k], *q = &y->attrs[k];
             CU_ASSERT_STRING_EQUAL(p->name, q->name);
             CU_ASSERT_EQUAL_FATAL(p->type, q->type);
             CU_ASSERT_EQUAL(p->n, q->n);
             switch (p->type) {
-            case MP_ATTR_INT: CU_ASSERT_EQUAL(p->v.i, q->v.i); break;
-            case MP_ATTR_FLOAT: CU_ASSERT_EQUAL(p->v.f, q->v.f); break;
-            case MP_ATTR_STRING: CU_ASSERT_STRING_EQUAL(p->v.s, q->v.s); break;
-            case MP_ATTR_INTS:
+            case MP__ATTR_INT: CU_ASSERT_EQUAL(p->v.i, q->v.i); break;
+            case MP__ATTR_FLOAT: CU_ASSERT_EQUAL(p->v.f, q->v.f); break;
+            case MP__ATTR_STRING: CU_ASSERT_STRING_EQUAL(p->v.s, q->v.s); break;
+            case MP__ATTR_INTS:
                 for (uint32_t j = 0; j < p->n; j++)
                     CU_ASSERT_EQUAL(p->v.ints[j], q->v.ints[j]);
                 break;
-            case MP_ATTR_FLOATS:
+            case MP__ATTR_FLOATS:
                 for (uint32_t j = 0; j < p->n; j++)
                     CU_ASSERT_EQUAL(p->v.floats[j], q->v.floats[j]);
                 break;
@@ -532,22 +532,22 @@ static void test_round_trip(void)
     /* the loaded graph: attribute types and folded constants */
     uint32_t id;
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g1, "conv1", &id), MP_OK);
-    const mp_node *conv = &g1->nodes[id];
-    const mp_attr *a = mp_node_attr(conv, "kernel_shape");
-    CU_ASSERT(a && a->type == MP_ATTR_INTS && a->n == 2 && a->v.ints[1] == 3);
-    a = mp_node_attr(conv, "two");
-    CU_ASSERT(a && a->type == MP_ATTR_FLOAT && a->v.f == 2.0);
-    a = mp_node_attr(conv, "scales");
-    CU_ASSERT(a && a->type == MP_ATTR_FLOATS && a->n == 3 &&
+    const mp__node *conv = &g1->nodes[id];
+    const mp__attr *a = mp__node_attr(conv, "kernel_shape");
+    CU_ASSERT(a && a->type == MP__ATTR_INTS && a->n == 2 && a->v.ints[1] == 3);
+    a = mp__node_attr(conv, "two");
+    CU_ASSERT(a && a->type == MP__ATTR_FLOAT && a->v.f == 2.0);
+    a = mp__node_attr(conv, "scales");
+    CU_ASSERT(a && a->type == MP__ATTR_FLOATS && a->n == 3 &&
               a->v.floats[0] == 1.0 && a->v.floats[2] == 0.1);
-    a = mp_node_attr(conv, "none");
-    CU_ASSERT(a && a->type == MP_ATTR_INTS && a->n == 0);
-    a = mp_node_attr(conv, "tiny");
-    CU_ASSERT(a && a->type == MP_ATTR_FLOAT && a->v.f == 1e-300);
-    a = mp_node_attr(conv, "big");
-    CU_ASSERT(a && a->type == MP_ATTR_INT && a->v.i == 9007199254740993LL);
-    a = mp_node_attr(conv, "mode");
-    CU_ASSERT(a && a->type == MP_ATTR_STRING && strcmp(a->v.s, "same") == 0);
+    a = mp__node_attr(conv, "none");
+    CU_ASSERT(a && a->type == MP__ATTR_INTS && a->n == 0);
+    a = mp__node_attr(conv, "tiny");
+    CU_ASSERT(a && a->type == MP__ATTR_FLOAT && a->v.f == 1e-300);
+    a = mp__node_attr(conv, "big");
+    CU_ASSERT(a && a->type == MP__ATTR_INT && a->v.i == 9007199254740993LL);
+    a = mp__node_attr(conv, "mode");
+    CU_ASSERT(a && a->type == MP__ATTR_STRING && strcmp(a->v.s, "same") == 0);
     CU_ASSERT_EQUAL(conv->inputs[2], MP_NONE);
     mp_tensor_info ti;
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(g1, "wT", &id), MP_OK);
@@ -898,13 +898,13 @@ static void test_speed_100k(void)
     CU_ASSERT_FATAL(len < cap);
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL;
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     mp_status st = mp_graph_load_json_string(ctx, t, "chain.json", &g);
-    double t1 = mp_now_seconds();
+    double t1 = mp__now_seconds();
     CU_ASSERT_EQUAL_FATAL(st, MP_OK);
     char *s = NULL;
     CU_ASSERT_EQUAL(mp_graph_to_json_string(g, &s), MP_OK);
-    double t2 = mp_now_seconds();
+    double t2 = mp__now_seconds();
     printf("\n  %zu nodes, %.1f MB: load %.3f s, write %.3f s (%.1f MB)\n",
            n, (double)len / 1e6, t1 - t0, t2 - t1,
            s ? (double)strlen(s) / 1e6 : 0.0);

@@ -25,14 +25,14 @@ static char *dq(const char *src)
     return t;
 }
 
-static const mp_tensor *tensor(const mp_graph *g, const char *name)
+static const mp__tensor *tensor(const mp_graph *g, const char *name)
 {
     uint32_t id;
     return mp_graph_find_tensor(g, name, &id) == MP_OK ? &g->tensors[id]
                                                         : NULL;
 }
 
-static const mp_node *node(const mp_graph *g, const char *name)
+static const mp__node *node(const mp_graph *g, const char *name)
 {
     uint32_t id;
     return mp_graph_find_node(g, name, &id) == MP_OK ? &g->nodes[id] : NULL;
@@ -41,8 +41,8 @@ static const mp_node *node(const mp_graph *g, const char *name)
 /* bytes of a tensor (UINT64_MAX when absent or unsized) */
 static uint64_t bytes_of(const mp_graph *g, const char *name)
 {
-    const mp_tensor *t = tensor(g, name);
-    return t && (t->flags & MP_TF_SIZE_KNOWN) ? t->bytes : UINT64_MAX;
+    const mp__tensor *t = tensor(g, name);
+    return t && (t->flags & MP__TF_SIZE_KNOWN) ? t->bytes : UINT64_MAX;
 }
 
 static mp_graph *load(mp_ctx *ctx, const char *src)
@@ -58,7 +58,7 @@ static mp_graph *load(mp_ctx *ctx, const char *src)
 
 /* load(text), and its node `name` in *n (both must exist) */
 static mp_graph *load_at(mp_ctx *ctx, const char *src, const char *name,
-                         const mp_node **n)
+                         const mp__node **n)
 {
     mp_graph *g = load(ctx, src);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -183,7 +183,7 @@ static const char if_fmt[] =
     " ],\n"
     " 'outputs': ['z']}\n";
 
-static mp_graph *load_if(mp_ctx *ctx, int cond, const mp_node **n)
+static mp_graph *load_if(mp_ctx *ctx, int cond, const mp__node **n)
 {
     char text[4096];
     if (cond < 0) /* unknown: a graph input */
@@ -207,15 +207,15 @@ static mp_graph *load_if(mp_ctx *ctx, int cond, const mp_node **n)
 static void test_if(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    const mp_node *n;
+    const mp__node *n;
     mp_graph *g = load_if(ctx, -1, &n);
     CU_ASSERT_EQUAL_FATAL(g->n_subgraphs, 2);
     /* the condition, then x taken from the enclosing graph; y, if:body */
     CU_ASSERT_EQUAL_FATAL(n->n_in, 2);
     CU_ASSERT_STRING_EQUAL(g->tensors[n->inputs[1]].name, "x");
-    CU_ASSERT_EQUAL(mp_attr_int(n, "body.inputs", -1), 1);
-    CU_ASSERT_EQUAL(mp_attr_int(n, "then_branch.graph", -1), 0);
-    CU_ASSERT_EQUAL(mp_attr_int(n, "else_branch.graph", -1), 1);
+    CU_ASSERT_EQUAL(mp__attr_int(n, "body.inputs", -1), 1);
+    CU_ASSERT_EQUAL(mp__attr_int(n, "then_branch.graph", -1), 0);
+    CU_ASSERT_EQUAL(mp__attr_int(n, "else_branch.graph", -1), 1);
     CU_ASSERT_EQUAL_FATAL(n->n_out, 2);
     CU_ASSERT_STRING_EQUAL(g->tensors[n->outputs[1]].name, "if:body");
     const mp_graph *then = g->subgraphs[0];
@@ -293,7 +293,7 @@ static const char loop_text[] =
 static void test_loop(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    const mp_node *n;
+    const mp__node *n;
     mp_graph *g = load_at(ctx, loop_text, "loop", &n);
     CU_ASSERT_EQUAL_FATAL(n->n_in, 4); /* M, cond, v0; w from outside */
     CU_ASSERT_STRING_EQUAL(g->tensors[n->inputs[3]].name, "w");
@@ -306,7 +306,7 @@ static void test_loop(void)
     CU_ASSERT_EQUAL(b->n_sub_outputs, 3);
     /* carried state keeps its shape; scan outputs stack 3 iterations */
     CU_ASSERT_EQUAL(bytes_of(g, "v"), 1024);
-    const mp_tensor *s = tensor(g, "s");
+    const mp__tensor *s = tensor(g, "s");
     CU_ASSERT_EQUAL_FATAL(s->rank, 3);
     CU_ASSERT_EQUAL(s->dims[0], 3);
     CU_ASSERT_EQUAL(s->dims[1], 2);
@@ -370,7 +370,7 @@ static const char nested_text[] =
 static void test_nested(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    const mp_node *n;
+    const mp__node *n;
     mp_graph *g = load_at(ctx, nested_text, "loop", &n);
     /* w, read two scopes down, is an input of the Loop ... */
     CU_ASSERT_EQUAL_FATAL(n->n_in, 4);
@@ -379,7 +379,7 @@ static void test_nested(void)
     const mp_graph *b = g->subgraphs[0];
     CU_ASSERT_EQUAL_FATAL(b->n_subgraphs, 2);
     /* ... and of the If in the body, with vi */
-    const mp_node *in = node(b, "inner");
+    const mp__node *in = node(b, "inner");
     CU_ASSERT_PTR_NOT_NULL_FATAL(in);
     CU_ASSERT_EQUAL_FATAL(in->n_in, 3);
     CU_ASSERT_STRING_EQUAL(b->tensors[in->inputs[1]].name, "vi");
@@ -626,7 +626,7 @@ static void test_example(void)
     if (st)
         fprintf(stderr, "\n  %s\n", mp_ctx_message(ctx));
     CU_ASSERT_EQUAL_FATAL(st, MP_OK);
-    const mp_tensor *hs = tensor(g, "hs");
+    const mp__tensor *hs = tensor(g, "hs");
     CU_ASSERT_EQUAL_FATAL(hs->rank, 3);
     CU_ASSERT_EQUAL(hs->dims[0], 4);
     CU_ASSERT_EQUAL(bytes_of(g, "hs"), 4 * 256);
@@ -642,7 +642,7 @@ static void test_example(void)
 
 /* Runs the memplan command (arguments formatted); its exit status, its
  * output in out. */
-static int cli(char *out, size_t cap, const char *fmt, ...) MP_PRINTF(3, 4);
+static int cli(char *out, size_t cap, const char *fmt, ...) MP__PRINTF(3, 4);
 static int cli(char *out, size_t cap, const char *fmt, ...)
 {
     char args[1024], cmd[1400];

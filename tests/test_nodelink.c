@@ -49,7 +49,7 @@ static mp_graph *load_text(mp_ctx *ctx, const char *text, mp_status want,
     return g;
 }
 
-static const mp_tensor *tensor(const mp_graph *g, const char *name)
+static const mp__tensor *tensor(const mp_graph *g, const char *name)
 {
     uint32_t id;
     if (mp_graph_find_tensor(g, name, &id) != MP_OK)
@@ -66,7 +66,7 @@ static void test_small(void)
     CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 5);
     CU_ASSERT_EQUAL(mp_graph_num_tensors(g), 5);
     /* repeated names get "#<id>"; the others keep theirs */
-    const mp_tensor *a = tensor(g, "a#0"), *a3 = tensor(g, "a#3"),
+    const mp__tensor *a = tensor(g, "a#0"), *a3 = tensor(g, "a#3"),
                     *b = tensor(g, "b"), *c = tensor(g, "c"),
                     *lone = tensor(g, "lone");
     CU_ASSERT_FATAL(a && a3 && b && c && lone);
@@ -75,7 +75,7 @@ static void test_small(void)
     CU_ASSERT_EQUAL(b->bytes, 200);
     CU_ASSERT_EQUAL(c->bytes, 300);
     CU_ASSERT_EQUAL(a3->bytes, 0);
-    CU_ASSERT(a3->flags & MP_TF_SIZE_KNOWN);
+    CU_ASSERT(a3->flags & MP__TF_SIZE_KNOWN);
     CU_ASSERT_EQUAL(lone->bytes, 7);
     CU_ASSERT_EQUAL(a->kind, MP_KIND_ACTIVATION);
     CU_ASSERT_EQUAL(a3->kind, MP_KIND_GRADIENT);
@@ -88,7 +88,7 @@ static void test_small(void)
     CU_ASSERT_STRING_EQUAL(g->nodes[4].name, "lone");
     for (int i = 0; i < 5; i++)
         CU_ASSERT_STRING_EQUAL(g->nodes[i].op, "Checkmate");
-    const mp_node *nc = &g->nodes[2];
+    const mp__node *nc = &g->nodes[2];
     CU_ASSERT_EQUAL_FATAL(nc->n_in, 2);
     CU_ASSERT_STRING_EQUAL(g->tensors[nc->inputs[0]].name, "b");
     CU_ASSERT_STRING_EQUAL(g->tensors[nc->inputs[1]].name, "a#0");
@@ -100,10 +100,10 @@ static void test_small(void)
     CU_ASSERT_EQUAL(g->nodes[3].phase, MP_PHASE_BACKWARD);
     CU_ASSERT_EQUAL(g->nodes[2].phase, MP_PHASE_FORWARD);
     /* sinks are the outputs */
-    CU_ASSERT(a3->flags & MP_TF_OUTPUT);
-    CU_ASSERT(lone->flags & MP_TF_OUTPUT);
-    CU_ASSERT(!(a->flags & MP_TF_OUTPUT));
-    CU_ASSERT(!(c->flags & MP_TF_OUTPUT));
+    CU_ASSERT(a3->flags & MP__TF_OUTPUT);
+    CU_ASSERT(lone->flags & MP__TF_OUTPUT);
+    CU_ASSERT(!(a->flags & MP__TF_OUTPUT));
+    CU_ASSERT(!(c->flags & MP__TF_OUTPUT));
     CU_ASSERT_EQUAL(c->n_cons, 1);
     CU_ASSERT_EQUAL(a->n_cons, 2);
     /* the graph plans */
@@ -155,7 +155,7 @@ static void test_moccasin_variant(void)
     CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 3);
     /* one weight tensor for the non-zero param_cost */
     CU_ASSERT_EQUAL(mp_graph_num_tensors(g), 4);
-    const mp_tensor *t1 = tensor(g, "1"), *p1 = tensor(g, "1.param");
+    const mp__tensor *t1 = tensor(g, "1"), *p1 = tensor(g, "1.param");
     CU_ASSERT_FATAL(t1 && p1);
     CU_ASSERT_EQUAL(t1->bytes, 16);
     CU_ASSERT_EQUAL(p1->bytes, 4);
@@ -165,7 +165,7 @@ static void test_moccasin_variant(void)
     CU_ASSERT_STRING_EQUAL(g->nodes[2].name, "1");
     CU_ASSERT_EQUAL(g->nodes[2].n_in, 3);
     CU_ASSERT_EQUAL(g->nodes[2].seconds, 5.0);
-    CU_ASSERT(t1->flags & MP_TF_OUTPUT);
+    CU_ASSERT(t1->flags & MP__TF_OUTPUT);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
@@ -300,9 +300,9 @@ static void test_checkmate_corpus(void)
         }
         free(is_src);
         mp_graph *g = NULL;
-        double t0 = mp_now_seconds();
+        double t0 = mp__now_seconds();
         mp_status st = mp_graph_load(ctx, path, &g);
-        double t1 = mp_now_seconds();
+        double t1 = mp__now_seconds();
         if (st)
             printf("\n  %s: %s\n", e->d_name, mp_ctx_message(ctx));
         CU_ASSERT_EQUAL(st, MP_OK);
@@ -310,7 +310,7 @@ static void test_checkmate_corpus(void)
             CU_ASSERT_EQUAL(mp_graph_num_nodes(g), nn);
             size_t outs = 0;
             for (size_t t = 0; t < g->n_tensors; t++)
-                if (g->tensors[t].flags & MP_TF_OUTPUT)
+                if (g->tensors[t].flags & MP__TF_OUTPUT)
                     outs++;
             CU_ASSERT_EQUAL(outs, nn - n_src);
             printf("\n  %-60.60s %5zu nodes %5zu links %.4f s", e->d_name, nn,

@@ -62,7 +62,7 @@ static void destroy(void)
 
 static mp_plan *offload_plan(void)
 {
-    mp_step *st = mp_alloc(ctx, 10 * sizeof *st);
+    mp_step *st = mp__alloc(ctx, 10 * sizeof *st);
     CU_ASSERT_FATAL(st != NULL);
     mp_step s[] = {S(COMPUTE, n1), S(FREE, x),     S(COMPUTE, n2),
                    S(OFFLOAD, a),  S(COMPUTE, n3), S(FREE, b),
@@ -73,7 +73,7 @@ static mp_plan *offload_plan(void)
     mp_plan_options_init(&o);
     o.alignment = 1;
     mp_plan *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_plan_from_schedule(g, st, 10, &o, 0, &p), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp__plan_from_schedule(g, st, 10, &o, 0, &p), MP_OK);
     return p;
 }
 
@@ -161,10 +161,10 @@ static void t_schedule_rejects(void)
     mp_step bad2[] = {S(COMPUTE, n1), S(OFFLOAD, a), S(OFFLOAD, a)};
     mp_block *bl = NULL;
     uint32_t nb = 0;
-    CU_ASSERT_EQUAL(mp_schedule_blocks(g, bad1, 2, 1, &bl, &nb),
+    CU_ASSERT_EQUAL(mp__schedule_blocks(g, bad1, 2, 1, &bl, &nb),
                     MP_ERR_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not on host"));
-    CU_ASSERT_EQUAL(mp_schedule_blocks(g, bad2, 3, 1, &bl, &nb),
+    CU_ASSERT_EQUAL(mp__schedule_blocks(g, bad2, 3, 1, &bl, &nb),
                     MP_ERR_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not resident"));
     destroy();
@@ -320,7 +320,7 @@ static void t_planner_ilp(void)
     mp_device fast = link_dev(1e6), slow = link_dev(500);
     oo.device = &fast;
     mp_status st = mp_offload_plan(g, &oo, &po, &p, &r);
-    if (!mp_glpk_available()) {
+    if (!mp__glpk_available()) {
         CU_ASSERT_EQUAL(st, MP_ERR_UNSUPPORTED);
         destroy();
         return;

@@ -378,21 +378,21 @@ static void test_repair_hand(void)
     mp_buffer b[] = {{0, 5, 10, 0}, {5, 10, 10, 1}, {0, 10, 10, 11},
                      {0, 10, 1, 21}};
     CU_ASSERT_EQUAL_FATAL(mp_offsets_verify(ctx, b, 4, 1, 22), MP_OK);
-    mp_ofs_prob p;
-    CU_ASSERT_EQUAL_FATAL(mp_ofs_prob_init(ctx, &p, b, 4, 1), MP_OK);
+    mp__ofs_prob p;
+    CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_init(ctx, &p, b, 4, 1), MP_OK);
     CU_ASSERT_EQUAL(p.lb, 21);
     uint64_t off[4], arena = 22;
     for (int i = 0; i < 4; i++)
         off[i] = b[i].offset;
     int improved = 0;
-    CU_ASSERT_EQUAL(mp_ofs_repair(&p, off, &arena, 1000000, 1e30, &improved),
+    CU_ASSERT_EQUAL(mp__ofs_repair(&p, off, &arena, 1000000, 1e30, &improved),
                     MP_OK);
     CU_ASSERT(improved);
     CU_ASSERT_EQUAL(arena, 21);
     for (int i = 0; i < 4; i++)
         b[i].offset = off[i];
     CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, 4, 1, 21), MP_OK);
-    mp_ofs_prob_free(&p);
+    mp__ofs_prob_free(&p);
     mp_ctx_destroy(ctx);
 }
 
@@ -424,13 +424,13 @@ static void test_repair_random(void)
         o.method = MP_OFFSETS_START_FIRSTFIT;
         mp_offsets_result r;
         CU_ASSERT_EQUAL_FATAL(mp_offsets_solve(ctx, b, n, &o, &r), MP_OK);
-        mp_ofs_prob p;
-        CU_ASSERT_EQUAL_FATAL(mp_ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
+        mp__ofs_prob p;
+        CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
         uint64_t *off = malloc(n * sizeof *off), arena = r.arena_bytes;
         for (size_t i = 0; i < n; i++)
             off[i] = b[i].offset;
         int improved = 0;
-        CU_ASSERT_EQUAL(mp_ofs_repair(&p, off, &arena, 2000000, 1e30,
+        CU_ASSERT_EQUAL(mp__ofs_repair(&p, off, &arena, 2000000, 1e30,
                                       &improved),
                         MP_OK);
         CU_ASSERT(arena <= r.arena_bytes);
@@ -445,7 +445,7 @@ static void test_repair_random(void)
         }
         CU_ASSERT_EQUAL(top, arena);
         CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, n, 1, arena), MP_OK);
-        mp_ofs_prob_free(&p);
+        mp__ofs_prob_free(&p);
         free(off);
         free(b);
         mp_ctx_destroy(ctx);

@@ -242,12 +242,12 @@ static void test_budget(void)
             b[i].end = s + 1 + (int64_t)(mp_test_rand(&rng) % 10);
             b[i].size = 1 + mp_test_rand(&rng) % 100;
         }
-        mp_ofs_prob p;
-        CU_ASSERT_EQUAL_FATAL(mp_ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
+        mp__ofs_prob p;
+        CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
         uint64_t off[60];
-        mp_ofs_exact_opts eo = {p.lb, 0, 50};
-        mp_ofs_exact_res er;
-        CU_ASSERT_EQUAL(mp_ofs_exact(&p, NULL, UINT64_MAX, &eo, off, &er),
+        mp__ofs_exact_opts eo = {p.lb, 0, 50};
+        mp__ofs_exact_res er;
+        CU_ASSERT_EQUAL(mp__ofs_exact(&p, NULL, UINT64_MAX, &eo, off, &er),
                         MP_OK);
         CU_ASSERT(er.nodes <= 50);
         if (er.status == MP_SOLVE_FEASIBLE || er.status == MP_SOLVE_OPTIMAL) {
@@ -259,7 +259,7 @@ static void test_budget(void)
                       er.status == MP_SOLVE_INFEASIBLE);
             timeouts += er.status == MP_SOLVE_TIMEOUT;
         }
-        mp_ofs_prob_free(&p);
+        mp__ofs_prob_free(&p);
     }
     CU_ASSERT(timeouts > 0);
     mp_ctx_destroy(ctx);
@@ -271,13 +271,13 @@ static void test_ilp_vs_exact(void)
     mp_buffer b[16];
     uint64_t rng = 99;
     random_instance(&rng, b, 6, 4);
-    mp_ofs_prob p;
-    CU_ASSERT_EQUAL_FATAL(mp_ofs_prob_init(ctx, &p, b, 6, 1), MP_OK);
+    mp__ofs_prob p;
+    CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_init(ctx, &p, b, 6, 1), MP_OK);
     uint64_t off[16];
-    mp_ofs_ilp_res ir;
-    mp_status st = mp_ofs_ilp(&p, NULL, UINT64_MAX, 0, 5, off, &ir);
-    mp_ofs_prob_free(&p);
-    if (!mp_glpk_available()) {
+    mp__ofs_ilp_res ir;
+    mp_status st = mp__ofs_ilp(&p, NULL, UINT64_MAX, 0, 5, off, &ir);
+    mp__ofs_prob_free(&p);
+    if (!mp__glpk_available()) {
         CU_ASSERT_EQUAL(st, MP_ERR_UNSUPPORTED);
         fprintf(stderr, "offsets_exact: built without GLPK: ILP tier "
                         "comparison skipped\n");
@@ -294,14 +294,14 @@ static void test_ilp_vs_exact(void)
         mp_offsets_result r;
         CU_ASSERT_EQUAL_FATAL(solve(ctx, b, n, MP_OFFSETS_EXACT, 0, &r),
                               MP_OK);
-        CU_ASSERT_EQUAL_FATAL(mp_ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
         /* from scratch, and warm-started from the exact packing */
         for (int w = 0; w < 2; w++) {
             uint64_t seed[16];
             for (size_t i = 0; i < n; i++)
                 seed[i] = b[i].offset;
             CU_ASSERT_EQUAL_FATAL(
-                mp_ofs_ilp(&p, w ? seed : NULL, w ? r.arena_bytes : UINT64_MAX,
+                mp__ofs_ilp(&p, w ? seed : NULL, w ? r.arena_bytes : UINT64_MAX,
                            0, 20, off, &ir),
                 MP_OK);
             CU_ASSERT_EQUAL(ir.status, MP_SOLVE_OPTIMAL);
@@ -314,13 +314,13 @@ static void test_ilp_vs_exact(void)
             CU_ASSERT_EQUAL(mp_offsets_verify(ctx, c, n, 1, ir.arena), MP_OK);
         }
         /* decision at the optimum: the ILP finds a packing within it */
-        CU_ASSERT_EQUAL(mp_ofs_ilp(&p, NULL, UINT64_MAX, r.arena_bytes, 20,
+        CU_ASSERT_EQUAL(mp__ofs_ilp(&p, NULL, UINT64_MAX, r.arena_bytes, 20,
                                    off, &ir),
                         MP_OK);
         CU_ASSERT_EQUAL(ir.status, MP_SOLVE_OPTIMAL);
         CU_ASSERT_EQUAL(ir.arena, r.arena_bytes);
         compared++;
-        mp_ofs_prob_free(&p);
+        mp__ofs_prob_free(&p);
     }
     CU_ASSERT_EQUAL(compared, 40);
     mp_ctx_destroy(ctx);

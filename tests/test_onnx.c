@@ -239,7 +239,7 @@ static mp_status load(mb *b, const mp_onnx_options *opt, mp_ctx *ctx,
     return st;
 }
 
-static const mp_tensor *tensor(const mp_graph *g, const char *name)
+static const mp__tensor *tensor(const mp_graph *g, const char *name)
 {
     uint32_t id;
     if (mp_graph_find_tensor(g, name, &id))
@@ -247,7 +247,7 @@ static const mp_tensor *tensor(const mp_graph *g, const char *name)
     return &g->tensors[id];
 }
 
-static int shape_is(const mp_tensor *t, int rank, const int64_t *dims)
+static int shape_is(const mp__tensor *t, int rank, const int64_t *dims)
 {
     if (!t || t->rank != rank)
         return 0;
@@ -305,12 +305,12 @@ static void test_cnn_shapes(void)
     CU_ASSERT(shape_is(tensor(g, "c"), 4, cd));
     CU_ASSERT(shape_is(tensor(g, "r"), 4, cd));
     CU_ASSERT(shape_is(tensor(g, "s"), 1, sd));
-    const mp_tensor *shp = tensor(g, "shp");
+    const mp__tensor *shp = tensor(g, "shp");
     CU_ASSERT_PTR_NOT_NULL_FATAL(shp);
     CU_ASSERT_EQUAL_FATAL(shp->n_value, 2);
     CU_ASSERT_EQUAL(shp->value[0], 1);
     CU_ASSERT_EQUAL(shp->value[1], -1);
-    const mp_tensor *y = tensor(g, "y");
+    const mp__tensor *y = tensor(g, "y");
     CU_ASSERT(shape_is(y, 2, yd));
     CU_ASSERT_EQUAL(y->bytes, 64 * 4);
     CU_ASSERT_EQUAL(y->dtype, MP_DTYPE_FLOAT32);
@@ -570,7 +570,7 @@ static void test_float_folding(void)
     CU_ASSERT_EQUAL_FATAL(load(&b, &o, ctx, &g), MP_OK);
     const int64_t yd[] = {1, 1, 128};
     CU_ASSERT(shape_is(tensor(g, "y"), 3, yd));
-    const mp_tensor *p = tensor(g, "p");
+    const mp__tensor *p = tensor(g, "p");
     CU_ASSERT_FATAL(p && p->value && p->n_value == 1);
     CU_ASSERT_EQUAL(p->value[0], 28);
     CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g), 0);
@@ -623,7 +623,7 @@ static void test_pad_list_folding(void)
     CU_ASSERT_EQUAL_FATAL(load(&b, &o, ctx, &g), MP_OK);
     /* cat [2,5,0,0,0,0] -> [[2,5],[0,0],[0,0]] -> flipped rows
      * [[0,0],[0,0],[2,5]] -> transposed [[0,0,2],[0,0,5]] -> flat */
-    const mp_tensor *p = tensor(g, "pads");
+    const mp__tensor *p = tensor(g, "pads");
     CU_ASSERT_FATAL(p && p->value && p->n_value == 6);
     const int64_t want[6] = {0, 0, 2, 0, 0, 5};
     for (int i = 0; i < 6; i++)
@@ -1024,7 +1024,7 @@ static void test_if_invalid_branch(void)
         build_if(&b, cases[i].else_tgt, cases[i].cond);
         mp_graph *g = NULL;
         CU_ASSERT_EQUAL_FATAL(load(&b, NULL, ctx, &g), MP_OK);
-        const mp_tensor *y = tensor(g, "y");
+        const mp__tensor *y = tensor(g, "y");
         if (cases[i].rank >= 0)
             CU_ASSERT(shape_is(y, cases[i].rank, cases[i].y));
         CU_ASSERT_EQUAL(y->bytes, 24);

@@ -191,7 +191,7 @@ static void test_sequence_ops(void)
     ob_output(&b, "y", 1, -1, NULL);
     mp_graph *g = NULL;
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
-    const mp_tensor *s = ob_tensor(g, "seq");
+    const mp__tensor *s = ob_tensor(g, "seq");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s->seq);
     CU_ASSERT_EQUAL(s->seq->n, 6);
     CU_ASSERT_EQUAL(s->seq->elems[5].rank, 1);
@@ -199,7 +199,7 @@ static void test_sequence_ops(void)
     CU_ASSERT_EQUAL(s->bytes, 6u * 4 * 4); /* the sum of the elements */
     CU_ASSERT_EQUAL(ob_tensor(g, "seq7")->seq->n, 7);
     CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g), 0u);
-    const mp_tensor *n6 = ob_tensor(g, "n");
+    const mp__tensor *n6 = ob_tensor(g, "n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(n6->value);
     CU_ASSERT_EQUAL(n6->value[0], 6);
     static const int64_t want_y[] = {6, 4};
@@ -326,7 +326,7 @@ static void test_loop_per_iteration(void)
     ob_output(&b, "y", 1, -1, NULL);
     mp_graph *g = NULL;
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
-    const mp_seq *s = ob_tensor(g, "seq3")->seq;
+    const mp__seq *s = ob_tensor(g, "seq3")->seq;
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL_FATAL(s->n, 3);
     for (int i = 0; i < 3; i++)
@@ -413,7 +413,7 @@ static void test_irfft_and_folding(void)
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, NULL, 0, &g), MP_OK);
     static const int64_t want[] = {1, 10, 10, 1};
     mp_test_assert_shape(g, "y", 4, want);
-    const mp_tensor *c = ob_tensor(g, "c"), *hw = ob_tensor(g, "hw");
+    const mp__tensor *c = ob_tensor(g, "c"), *hw = ob_tensor(g, "hw");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c->value);
     CU_ASSERT_EQUAL(c->value[0], 6);
     CU_ASSERT_PTR_NOT_NULL_FATAL(hw->value);

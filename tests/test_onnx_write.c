@@ -85,7 +85,7 @@ static const char json_text[] =
     " ],\n"
     " \"outputs\": [\"out\", \"packed\"]}\n";
 
-static const mp_tensor *find(const mp_graph *g, const char *name)
+static const mp__tensor *find(const mp_graph *g, const char *name)
 {
     uint32_t id;
     if (mp_graph_find_tensor(g, name, &id) != MP_OK)
@@ -94,7 +94,7 @@ static const mp_tensor *find(const mp_graph *g, const char *name)
 }
 
 /* kind OUTPUT is an activation marked as graph output */
-static int kind_of(const mp_tensor *t)
+static int kind_of(const mp__tensor *t)
 {
     return t->kind == MP_KIND_OUTPUT ? MP_KIND_ACTIVATION : t->kind;
 }
@@ -105,10 +105,10 @@ static int same_tensors(const mp_graph *a, const mp_graph *b)
 {
     int n = 0;
     for (size_t i = 0; i < a->n_tensors; i++) {
-        const mp_tensor *t = &a->tensors[i];
-        if (!(t->flags & MP_TF_SIZE_KNOWN))
+        const mp__tensor *t = &a->tensors[i];
+        if (!(t->flags & MP__TF_SIZE_KNOWN))
             continue;
-        const mp_tensor *u = find(b, t->name);
+        const mp__tensor *u = find(b, t->name);
         CU_ASSERT_PTR_NOT_NULL(u);
         if (!u)
             continue;
@@ -116,7 +116,7 @@ static int same_tensors(const mp_graph *a, const mp_graph *b)
         CU_ASSERT_EQUAL(u->bytes, t->bytes);
         CU_ASSERT_EQUAL(kind_of(u), kind_of(t));
         CU_ASSERT_EQUAL(u->alias_of == MP_NONE, t->alias_of == MP_NONE);
-        if (t->rank >= 0 && !(t->flags & MP_TF_BYTES_GIVEN)) {
+        if (t->rank >= 0 && !(t->flags & MP__TF_BYTES_GIVEN)) {
             CU_ASSERT_EQUAL(u->dtype, t->dtype);
             CU_ASSERT_EQUAL_FATAL(u->rank, t->rank);
             for (int32_t k = 0; k < t->rank; k++)
@@ -174,10 +174,10 @@ static void test_json_roundtrip(void)
     CU_ASSERT_EQUAL(g->n_nodes, h->n_nodes);
     /* nodes: op, domain, inputs, outputs and every attribute */
     for (size_t i = 0; i < g->n_nodes; i++) {
-        const mp_node *n = &g->nodes[i];
+        const mp__node *n = &g->nodes[i];
         uint32_t id;
         CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(h, n->name, &id), MP_OK);
-        const mp_node *m = &h->nodes[id];
+        const mp__node *m = &h->nodes[id];
         CU_ASSERT_STRING_EQUAL(m->op, n->op);
         CU_ASSERT_STRING_EQUAL(m->domain, n->domain);
         CU_ASSERT_EQUAL_FATAL(m->n_in, n->n_in);
@@ -192,31 +192,31 @@ static void test_json_roundtrip(void)
         if (strcmp(n->op, "Constant") != 0)
             CU_ASSERT_EQUAL(m->n_attrs, n->n_attrs);
         for (uint32_t k = 0; k < n->n_attrs; k++) {
-            const mp_attr *a = &n->attrs[k], *b = mp_node_attr(m, a->name);
+            const mp__attr *a = &n->attrs[k], *b = mp__node_attr(m, a->name);
             CU_ASSERT_PTR_NOT_NULL_FATAL(b);
             CU_ASSERT_EQUAL_FATAL(b->type, a->type);
             switch (a->type) {
-            case MP_ATTR_INT: CU_ASSERT_EQUAL(b->v.i, a->v.i); break;
-            case MP_ATTR_FLOAT: CU_ASSERT_EQUAL(b->v.f, a->v.f); break;
-            case MP_ATTR_STRING: CU_ASSERT_STRING_EQUAL(b->v.s, a->v.s); break;
-            case MP_ATTR_INTS:
-            case MP_ATTR_FLOATS:
+            case MP__ATTR_INT: CU_ASSERT_EQUAL(b->v.i, a->v.i); break;
+            case MP__ATTR_FLOAT: CU_ASSERT_EQUAL(b->v.f, a->v.f); break;
+            case MP__ATTR_STRING: CU_ASSERT_STRING_EQUAL(b->v.s, a->v.s); break;
+            case MP__ATTR_INTS:
+            case MP__ATTR_FLOATS:
                 CU_ASSERT_EQUAL_FATAL(b->n, a->n);
                 for (uint32_t j = 0; j < a->n; j++)
-                    CU_ASSERT(a->type == MP_ATTR_INTS
+                    CU_ASSERT(a->type == MP__ATTR_INTS
                                   ? b->v.ints[j] == a->v.ints[j]
                                   : b->v.floats[j] == a->v.floats[j]);
                 break;
             }
         }
     }
-    const mp_tensor *c = find(h, "c");
+    const mp__tensor *c = find(h, "c");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_EQUAL(c->dtype, MP_DTYPE_FLOAT16);
     CU_ASSERT_EQUAL(c->bytes, 20);
     /* graph outputs, and the bytes-only tensor keeps its size */
-    CU_ASSERT(find(h, "out")->flags & MP_TF_OUTPUT);
-    CU_ASSERT(find(h, "packed")->flags & MP_TF_OUTPUT);
+    CU_ASSERT(find(h, "out")->flags & MP__TF_OUTPUT);
+    CU_ASSERT(find(h, "packed")->flags & MP__TF_OUTPUT);
     CU_ASSERT_EQUAL(find(h, "packed")->bytes, 1000);
     same_plan(g, h);
     mp_graph_destroy(h);
@@ -254,9 +254,9 @@ static void test_values_roundtrip(void)
                     !mp_graph_add_tensor(g, &dz, &z) &&
                     !mp_graph_add_tensor(g, &dq, &q));
     const int64_t shape_v[] = {4, -1, 3}, st_v[] = {1}, en_v[] = {-1};
-    CU_ASSERT_FATAL(!mp_tensor_set_value(ctx, &g->tensors[s], shape_v, 3));
-    CU_ASSERT_FATAL(!mp_tensor_set_value(ctx, &g->tensors[st1], st_v, 1));
-    CU_ASSERT_FATAL(!mp_tensor_set_value(ctx, &g->tensors[en], en_v, 1));
+    CU_ASSERT_FATAL(!mp__tensor_set_value(ctx, &g->tensors[s], shape_v, 3));
+    CU_ASSERT_FATAL(!mp__tensor_set_value(ctx, &g->tensors[st1], st_v, 1));
+    CU_ASSERT_FATAL(!mp__tensor_set_value(ctx, &g->tensors[en], en_v, 1));
     uint32_t in1[] = {x, s}, in2[] = {y, st1, en}, in3[] = {z};
     mp_node_desc n1 = {"reshape", "Reshape", "", in1, 2, &y, 1,
                        MP_PHASE_FORWARD};
@@ -309,7 +309,7 @@ static void test_values_roundtrip(void)
 
     CU_ASSERT_EQUAL_FATAL(reload(g, 0, &h), MP_OK);
     CU_ASSERT_EQUAL(same_tensors(g, h), 8);
-    const mp_tensor *sv = find(h, "shape");
+    const mp__tensor *sv = find(h, "shape");
     CU_ASSERT_EQUAL_FATAL(sv->n_value, 3);
     CU_ASSERT_EQUAL(memcmp(sv->value, shape_v, sizeof shape_v), 0);
     CU_ASSERT_EQUAL(find(h, "big")->bytes, 512u * 1024u * 4u);
@@ -336,8 +336,8 @@ static void test_half_values(void)
     uint32_t h, b;
     CU_ASSERT_FATAL(!mp_graph_add_tensor(g, &dh, &h) &&
                     !mp_graph_add_tensor(g, &db, &b));
-    CU_ASSERT_FATAL(!mp_tensor_set_value(ctx, &g->tensors[h], bits, 4) &&
-                    !mp_tensor_set_value(ctx, &g->tensors[b], bits, 4));
+    CU_ASSERT_FATAL(!mp__tensor_set_value(ctx, &g->tensors[h], bits, 4) &&
+                    !mp__tensor_set_value(ctx, &g->tensors[b], bits, 4));
     void *buf;
     size_t len;
     CU_ASSERT_EQUAL_FATAL(mp_graph_to_onnx(g, &buf, &len), MP_OK);
@@ -404,7 +404,7 @@ static void test_if_roundtrip(void)
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(h, "if", &id), MP_OK);
     /* the body's outer-scope input x, as the loader made it */
     CU_ASSERT_EQUAL(h->nodes[id].n_in, g->nodes[id].n_in);
-    CU_ASSERT_PTR_NOT_NULL(mp_node_attr(&h->nodes[id], "then_branch.graph"));
+    CU_ASSERT_PTR_NOT_NULL(mp__node_attr(&h->nodes[id], "then_branch.graph"));
     same_plan(g, h);
     mp_graph_destroy(h);
     mp_graph_destroy(g);
@@ -433,7 +433,7 @@ static void test_sequence_roundtrip(void)
     if (st)
         printf("\n  %s\n", mp_ctx_message(ctx));
     CU_ASSERT_EQUAL_FATAL(st, MP_OK);
-    const mp_tensor *s = find(g, "s");
+    const mp__tensor *s = find(g, "s");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s->seq);
     /* the written value_info of s is a sequence of float [2,3] */

@@ -164,7 +164,7 @@ static void brute(uint32_t *order, uint32_t k, uint8_t *done,
     for (uint32_t v = 0; v < n; v++) {
         if (done[v])
             continue;
-        const mp_node *nd = &g->nodes[v];
+        const mp__node *nd = &g->nodes[v];
         bool ready = true;
         for (uint32_t i = 0; i < nd->n_in; i++) {
             uint32_t pr = g->tensors[nd->inputs[i]].producer;

@@ -170,7 +170,7 @@ static void test_round_trip_step_kinds(void)
     mp_plan *p = NULL, *q = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
     uint32_t n = p->n_steps;
-    mp_step *st = mp_realloc_array(ctx, p->steps, n + 3, sizeof *st);
+    mp_step *st = mp__realloc_array(ctx, p->steps, n + 3, sizeof *st);
     CU_ASSERT_PTR_NOT_NULL_FATAL(st);
     uint32_t a1, fc2;
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(g, "a1", &a1), MP_OK);
@@ -180,7 +180,7 @@ static void test_round_trip_step_kinds(void)
     st[n + 2] = (mp_step){MP_STEP_RECOMPUTE, fc2};
     p->steps = st;
     p->n_steps = n + 3;
-    uint64_t *live = mp_realloc_array(ctx, p->live, n + 4, sizeof *live);
+    uint64_t *live = mp__realloc_array(ctx, p->live, n + 4, sizeof *live);
     CU_ASSERT_PTR_NOT_NULL_FATAL(live);
     live[n] = live[n + 1] = live[n + 2] = live[n + 3] = 0;
     p->live = live;

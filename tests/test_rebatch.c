@@ -76,7 +76,7 @@ static mp_status load(ob *b, mp_ctx *ctx, int64_t batch,
     return mp_graph_load_onnx_buffer(ctx, buf, len, "t.onnx", &o, g);
 }
 
-static const mp_tensor *tensor(const mp_graph *g, const char *name)
+static const mp__tensor *tensor(const mp_graph *g, const char *name)
 {
     uint32_t id;
     CU_ASSERT_FATAL(mp_graph_find_tensor(g, name, &id) == MP_OK);
@@ -89,8 +89,8 @@ static int assert_scaled(const mp_graph *g1, const mp_graph *gn, uint64_t n)
 {
     int cnt = 0;
     for (size_t i = 0; i < g1->n_tensors; i++) {
-        const mp_tensor *a = &g1->tensors[i];
-        if (mp_kind_persistent(a->kind) || a->bytes == 0 ||
+        const mp__tensor *a = &g1->tensors[i];
+        if (mp__kind_persistent(a->kind) || a->bytes == 0 ||
             a->dtype != MP_DTYPE_FLOAT32)
             continue;
         uint32_t id;
@@ -175,7 +175,7 @@ static void t_reshape_resize(void)
     mp_test_plan_verify(g8);
     /* the constants themselves are unchanged (other readers see them as
      * written) */
-    const mp_tensor *t = tensor(g8, "target48");
+    const mp__tensor *t = tensor(g8, "target48");
     CU_ASSERT_EQUAL_FATAL(t->n_value, 2);
     CU_ASSERT_EQUAL(t->value[0], 1);
     mp_graph_destroy(g8);

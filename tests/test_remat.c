@@ -187,7 +187,7 @@ static void test_cost_cap(void)
  * rounding verifies within the budget (skipped without GLPK). */
 static void test_lp_bound(void)
 {
-    if (!mp_glpk_available()) {
+    if (!mp__glpk_available()) {
         fprintf(stderr, "\n  (remat: built without GLPK, LP test skipped)\n");
         return;
     }
@@ -232,7 +232,7 @@ static void test_lp_bound(void)
  * and the bound are both 1: auto's schedule is proven optimal. */
 static void test_stage_bound(void)
 {
-    if (!mp_glpk_available()) {
+    if (!mp__glpk_available()) {
         fprintf(stderr, "\n  (remat: built without GLPK, stage LP test "
                         "skipped)\n");
         return;
@@ -278,7 +278,7 @@ static mp_status keep_first(void *user, const char *name,
 
 static void test_milp_warm_start(void)
 {
-    if (!mp_glpk_available()) {
+    if (!mp__glpk_available()) {
         fprintf(stderr, "\n  (remat: built without GLPK, MILP test "
                         "skipped)\n");
         return;
@@ -307,7 +307,7 @@ static void test_milp_warm_start(void)
      * start's cost */
     CU_ASSERT(cr.lower_bound >= 0);
     CU_ASSERT(cr.lower_bound <= o.extra_cost * (1 + 1e-6));
-    mp_dealloc(ctx, o.steps);
+    mp__dealloc(ctx, o.steps);
     rm_prob_free(&p);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);

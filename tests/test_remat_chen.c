@@ -276,8 +276,8 @@ static void test_rules_2019(void)
     mp_plan_options_init(&po);
     po.alignment = 1;
     mp_plan *pl = NULL;
-    CU_ASSERT_FATAL(mp_plan_from_schedule(g, o.steps, o.n_steps, &po,
-                                          mp_now_seconds(), &pl) == MP_OK);
+    CU_ASSERT_FATAL(mp__plan_from_schedule(g, o.steps, o.n_steps, &po,
+                                          mp__now_seconds(), &pl) == MP_OK);
     CU_ASSERT_EQUAL(mp_verify_plan(g, pl), MP_OK);
     CU_ASSERT_EQUAL(pl->fig.lower_bound_bytes, 18900);
     mp_plan_destroy(pl);
@@ -286,7 +286,7 @@ static void test_rules_2019(void)
     CU_ASSERT_FATAL(rm_checkmate_fixed(&p, ck, RM_CM_RELEASED, &o) ==
                     MP_OK);
     CU_ASSERT_EQUAL(o.n_recompute, 0);
-    mp_dealloc(ctx, o.steps);
+    mp__dealloc(ctx, o.steps);
     rm_prob_free(&p);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
@@ -451,7 +451,7 @@ static void test_output_read_late(void)
         }
         CU_ASSERT_EQUAL(f0, 1);
         CU_ASSERT_EQUAL(b1, 12); /* computed, then recomputed */
-        mp_dealloc(ctx, o.steps);
+        mp__dealloc(ctx, o.steps);
     }
     rm_prob_free(&p);
     mp_graph_destroy(g);

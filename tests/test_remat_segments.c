@@ -91,7 +91,7 @@ static mp_status seg_try(void *user, const char *name, const rm_policy *pol)
     mp_plan_options po;
     mp_plan_options_init(&po);
     po.alignment = 64;
-    st = mp_plan_from_schedule(s->g, o.steps, o.n_steps, &po, 0, &plan);
+    st = mp__plan_from_schedule(s->g, o.steps, o.n_steps, &po, 0, &plan);
     if (st)
         return st;
     s->verified = mp_verify_plan(s->g, plan) == MP_OK &&
@@ -239,7 +239,7 @@ static void test_step_in_backward(void)
     CU_ASSERT_FATAL(pos != NULL);
     uint32_t last_bwd = 0, first_opt = UINT32_MAX, n_opt = 0;
     for (uint32_t k = 0; k < g1->n_nodes; k++) {
-        const mp_node *n = &g1->nodes[g1->topo[k]];
+        const mp__node *n = &g1->nodes[g1->topo[k]];
         pos[g1->topo[k]] = k;
         if (n->phase == MP_PHASE_BACKWARD)
             last_bwd = k;
@@ -248,7 +248,7 @@ static void test_step_in_backward(void)
     }
     CU_ASSERT(first_opt < last_bwd);
     for (uint32_t v = 0; v < g1->n_nodes; v++) {
-        const mp_node *n = &g1->nodes[v];
+        const mp__node *n = &g1->nodes[v];
         if (n->phase != MP_PHASE_OPTIMIZER)
             continue;
         n_opt++;

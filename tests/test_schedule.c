@@ -66,7 +66,7 @@ static void test_default_schedule(void)
     build_diamond();
     mp_step *steps;
     uint32_t ns;
-    CU_ASSERT_EQUAL_FATAL(mp_schedule_default(g, &steps, &ns), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp__schedule_default(g, &steps, &ns), MP_OK);
     /* compute A, free x, compute B, compute C, free a, compute D, free b, c */
     static const struct {
         mp_step_kind k;
@@ -85,7 +85,7 @@ static void test_default_schedule(void)
     }
     mp_block *bl;
     uint32_t nb;
-    CU_ASSERT_EQUAL_FATAL(mp_schedule_blocks(g, steps, ns, 1, &bl, &nb), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp__schedule_blocks(g, steps, ns, 1, &bl, &nb), MP_OK);
     CU_ASSERT_EQUAL(nb, 5); /* x a b c d; w is persistent */
     const mp_block *bx = block_of(bl, nb, 0), *ba = block_of(bl, nb, 2),
                    *bd = block_of(bl, nb, 5);
@@ -97,7 +97,7 @@ static void test_default_schedule(void)
     CU_ASSERT_EQUAL(bd->first, 5);
     CU_ASSERT_EQUAL(bd->end, ns); /* output: never freed */
     uint64_t *live;
-    CU_ASSERT_EQUAL_FATAL(mp_blocks_live(ctx, bl, nb, ns, &live), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp__blocks_live(ctx, bl, nb, ns, &live), MP_OK);
     /* step0: x+a=300; 2: a+b=500; 3: a+b+c=900; 5: b+c+d=750 */
     CU_ASSERT_EQUAL(live[0], 300);
     CU_ASSERT_EQUAL(live[1], 200);
@@ -107,15 +107,15 @@ static void test_default_schedule(void)
     CU_ASSERT_EQUAL(live[5], 750);
     CU_ASSERT_EQUAL(live[6], 450);
     CU_ASSERT_EQUAL(live[7], 50);
-    mp_dealloc(ctx, live);
+    mp__dealloc(ctx, live);
     /* alignment rounds every block up */
-    mp_dealloc(ctx, bl);
-    CU_ASSERT_EQUAL_FATAL(mp_schedule_blocks(g, steps, ns, 256, &bl, &nb), MP_OK);
+    mp__dealloc(ctx, bl);
+    CU_ASSERT_EQUAL_FATAL(mp__schedule_blocks(g, steps, ns, 256, &bl, &nb), MP_OK);
     for (uint32_t i = 0; i < nb; i++)
         CU_ASSERT_EQUAL(bl[i].size % 256, 0);
     CU_ASSERT_EQUAL(block_of(bl, nb, 4)->size, 512);
-    mp_dealloc(ctx, bl);
-    mp_dealloc(ctx, steps);
+    mp__dealloc(ctx, bl);
+    mp__dealloc(ctx, steps);
     destroy();
 }
 
@@ -228,9 +228,9 @@ static void test_random_dags(void)
         for (uint32_t k = 0; k < nn; k++) {
             uint64_t live = 0;
             for (uint32_t t = 0; t <= nn; t++) {
-                const mp_tensor *tt = &g->tensors[outs[t]];
+                const mp__tensor *tt = &g->tensors[outs[t]];
                 uint32_t from = t == 0 ? 0 : t - 1, to = from;
-                if (tt->flags & MP_TF_OUTPUT)
+                if (tt->flags & MP__TF_OUTPUT)
                     to = nn;
                 for (uint32_t c = 0; c < tt->n_cons; c++) {
                     uint32_t cn = g->cons[tt->cons_begin + c];

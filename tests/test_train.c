@@ -181,8 +181,8 @@ static void test_residual_grad_views(void)
     CU_ASSERT_EQUAL(t->tensors[dh3].alias_of, dh4);
     CU_ASSERT_EQUAL(t->tensors[dh2].root, dh5);
     CU_ASSERT_EQUAL(t->tensors[dh3].root, dh5);
-    CU_ASSERT(!mp_tensor_in_arena(&t->tensors[dh4]));
-    CU_ASSERT(mp_tensor_in_arena(&t->tensors[db]));
+    CU_ASSERT(!mp__tensor_in_arena(&t->tensors[dh4]));
+    CU_ASSERT(mp__tensor_in_arena(&t->tensors[db]));
     CU_ASSERT_EQUAL(t->tensors[db].bytes, 64);
     /* the bias's gradient is a reduction: addb/grad reads d/h5 only and
      * writes d/b; add (no broadcast) has no such node */
@@ -201,10 +201,10 @@ static void test_residual_grad_views(void)
     uint64_t grad_arena = 0;
     uint32_t n_views = 0;
     for (uint32_t v = 0; v < t->n_tensors; v++) {
-        const mp_tensor *tt = &t->tensors[v];
+        const mp__tensor *tt = &t->tensors[v];
         if (tt->kind != MP_KIND_GRADIENT)
             continue;
-        if (mp_tensor_in_arena(tt))
+        if (mp__tensor_in_arena(tt))
             grad_arena += tt->bytes;
         else
             n_views += tt->alias_of != MP_NONE;

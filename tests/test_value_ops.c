@@ -35,7 +35,7 @@ void mp_register_value_ops(void)
 #include "onnx_build.h"
 
 /* t's value as strings joined by '|' into buf */
-static const char *strings_of(const mp_graph *g, const mp_tensor *t,
+static const char *strings_of(const mp_graph *g, const mp__tensor *t,
                               char *buf, size_t cap)
 {
     size_t w = 0;
@@ -45,7 +45,7 @@ static const char *strings_of(const mp_graph *g, const mp_tensor *t,
     for (uint32_t i = 0; i < t->n_value; i++) {
         const char *s;
         size_t len;
-        CU_ASSERT_FATAL(mp_str_get(g, t->value[i], &s, &len));
+        CU_ASSERT_FATAL(mp__str_get(g, t->value[i], &s, &len));
         int k = snprintf(buf + w, cap - w, "%s%.*s", i ? "|" : "", (int)len,
                          s);
         CU_ASSERT_FATAL(k >= 0 && (size_t)k < cap - w);
@@ -297,7 +297,7 @@ static void check_split(const char *const *strs, int64_t n,
     CU_ASSERT_EQUAL_FATAL(ob_load_values(&b, ctx, &iv, 1, &g), MP_OK);
     mp_test_assert_shape(g, "y", 2, wy);
     mp_test_assert_shape(g, "z", 1, dims);
-    const mp_tensor *z = ob_tensor(g, "z");
+    const mp__tensor *z = ob_tensor(g, "z");
     if (n > 0) {
         CU_ASSERT_FATAL(z->value && z->n_value == (uint32_t)n);
         for (int64_t i = 0; i < n; i++)
@@ -375,34 +375,34 @@ static void test_strings_attr(void)
     CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &nd, &node), MP_OK);
     const char *s[] = {"", "a\0b", "\xff,:"};
     size_t len[] = {0, 3, 3};
-    CU_ASSERT_EQUAL_FATAL(mp_graph_set_attr_strings(g, node, "w", s, len, 3),
+    CU_ASSERT_EQUAL_FATAL(mp__graph_set_attr_strings(g, node, "w", s, len, 3),
                           MP_OK);
     size_t n;
     const char *cur;
-    CU_ASSERT_FATAL(mp_attr_strings(&g->nodes[node], "w", &n, &cur));
+    CU_ASSERT_FATAL(mp__attr_strings(&g->nodes[node], "w", &n, &cur));
     CU_ASSERT_EQUAL_FATAL(n, 3u);
     for (size_t i = 0; i < 3; i++) {
         char buf[8];
         size_t l;
-        CU_ASSERT_FATAL(mp_attr_strings_next(&cur, buf, sizeof buf, &l));
+        CU_ASSERT_FATAL(mp__attr_strings_next(&cur, buf, sizeof buf, &l));
         CU_ASSERT_EQUAL(l, len[i]);
         CU_ASSERT(memcmp(buf, s[i], l) == 0);
     }
     /* a string longer than the buffer is refused */
-    CU_ASSERT_FATAL(mp_attr_strings(&g->nodes[node], "w", &n, &cur));
+    CU_ASSERT_FATAL(mp__attr_strings(&g->nodes[node], "w", &n, &cur));
     char small[2];
     size_t l;
-    CU_ASSERT(mp_attr_strings_next(&cur, small, sizeof small, &l));
-    CU_ASSERT(!mp_attr_strings_next(&cur, small, sizeof small, &l));
-    CU_ASSERT(!mp_attr_strings(&g->nodes[node], "nope", &n, &cur));
+    CU_ASSERT(mp__attr_strings_next(&cur, small, sizeof small, &l));
+    CU_ASSERT(!mp__attr_strings_next(&cur, small, sizeof small, &l));
+    CU_ASSERT(!mp__attr_strings(&g->nodes[node], "nope", &n, &cur));
     /* interning: same bytes, same id; ids of another string differ */
     int64_t i1, i2, i3;
-    CU_ASSERT_EQUAL(mp_str_intern(g, "a\0b", 3, &i1), MP_OK);
-    CU_ASSERT_EQUAL(mp_str_intern(g, "a\0c", 3, &i2), MP_OK);
-    CU_ASSERT_EQUAL(mp_str_intern(g, "a\0b", 3, &i3), MP_OK);
+    CU_ASSERT_EQUAL(mp__str_intern(g, "a\0b", 3, &i1), MP_OK);
+    CU_ASSERT_EQUAL(mp__str_intern(g, "a\0c", 3, &i2), MP_OK);
+    CU_ASSERT_EQUAL(mp__str_intern(g, "a\0b", 3, &i3), MP_OK);
     CU_ASSERT(i1 >= 0 && i2 >= 0 && i1 == i3 && i1 != i2);
-    CU_ASSERT(!mp_str_get(g, 12345, &cur, &l));
-    CU_ASSERT(!mp_str_get(g, -1, &cur, &l));
+    CU_ASSERT(!mp__str_get(g, 12345, &cur, &l));
+    CU_ASSERT(!mp__str_get(g, -1, &cur, &l));
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
@@ -459,7 +459,7 @@ static mp_status nms_run(mp_ctx *ctx, int64_t B, int64_t C, int64_t N,
     mp_graph *g;
     mp_status st = ob_load_values(&b, ctx, v, nv, &g);
     if (!st) {
-        const mp_tensor *t = ob_tensor(g, "sel");
+        const mp__tensor *t = ob_tensor(g, "sel");
         CU_ASSERT_EQUAL(t->rank, 2);
         CU_ASSERT_EQUAL(t->dtype, MP_DTYPE_INT64);
         *rows = t->rank == 2 ? t->dims[0] : -2;
@@ -581,7 +581,7 @@ static mp_status decode(mp_ctx *ctx, const unsigned char *bytes, size_t n,
     mp_graph *g;
     mp_status st = ob_load_values(&b, ctx, &iv, 1, &g);
     if (!st) {
-        const mp_tensor *t = ob_tensor(g, "y");
+        const mp__tensor *t = ob_tensor(g, "y");
         CU_ASSERT_EQUAL_FATAL(t->rank, 3);
         CU_ASSERT_EQUAL(t->dtype, MP_DTYPE_UINT8);
         for (int i = 0; i < 3; i++)

@@ -119,18 +119,18 @@ static void t_misaligned(void)
  * wrong. */
 static void rederive(void)
 {
-    mp_dealloc(ctx, p->blocks);
-    mp_dealloc(ctx, p->live);
-    CU_ASSERT_FATAL(mp_schedule_blocks(g, p->steps, p->n_steps, 256,
+    mp__dealloc(ctx, p->blocks);
+    mp__dealloc(ctx, p->live);
+    CU_ASSERT_FATAL(mp__schedule_blocks(g, p->steps, p->n_steps, 256,
                                        &p->blocks, &p->n_blocks) == MP_OK);
     uint64_t off = 0;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
         p->blocks[i].offset = off;
         off += p->blocks[i].size;
     }
-    CU_ASSERT_FATAL(mp_blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps,
+    CU_ASSERT_FATAL(mp__blocks_live(ctx, p->blocks, p->n_blocks, p->n_steps,
                                    &p->live) == MP_OK);
-    CU_ASSERT_FATAL(mp_plan_compute_figures(p) == MP_OK);
+    CU_ASSERT_FATAL(mp__plan_compute_figures(p) == MP_OK);
     p->fig.status = MP_SOLVE_FEASIBLE;
 }
 

@@ -1,7 +1,7 @@
 /* host.c - lowering a plan into an executor program (no GPU needed).
  *
  * Every op-specific decision starts from the registry entry's kernel
- * (MP_OP_KERNEL / MP_OP_KOP); shapes and attributes give the parameters.
+ * (MP__OP_KERNEL / MP__OP_KOP); shapes and attributes give the parameters.
  * Anything the kernels cannot do (an unsupported dtype, rank, mode) falls
  * back to the synthetic kernel, and the node records why. */
 #include "validate.h"
@@ -16,7 +16,7 @@
 
 #define WALIGN 256u
 
-static int64_t numel(const mp_tensor *t)
+static int64_t numel(const mp__tensor *t)
 {
     int64_t n = 1;
     for (int i = 0; i < t->rank; i++)
@@ -24,17 +24,17 @@ static int64_t numel(const mp_tensor *t)
     return n;
 }
 
-static int64_t attr_i(const mp_node *n, const char *name, int64_t def)
+static int64_t attr_i(const mp__node *n, const char *name, int64_t def)
 {
-    const mp_attr *a = mp_node_attr(n, name);
-    return a && a->type == MP_ATTR_INT ? a->v.i : def;
+    const mp__attr *a = mp__node_attr(n, name);
+    return a && a->type == MP__ATTR_INT ? a->v.i : def;
 }
 
 /* ints attribute into v (up to cap); returns the count or -1 */
-static int attr_ints(const mp_node *n, const char *name, int64_t *v, int cap)
+static int attr_ints(const mp__node *n, const char *name, int64_t *v, int cap)
 {
-    const mp_attr *a = mp_node_attr(n, name);
-    if (!a || a->type != MP_ATTR_INTS || a->n > (uint32_t)cap)
+    const mp__attr *a = mp__node_attr(n, name);
+    if (!a || a->type != MP__ATTR_INTS || a->n > (uint32_t)cap)
         return -1;
     for (uint32_t i = 0; i < a->n; i++)
         v[i] = a->v.ints[i];
@@ -42,12 +42,12 @@ static int attr_ints(const mp_node *n, const char *name, int64_t *v, int cap)
 }
 
 /* known int values of input slot i (a folded constant); count or -1 */
-static int input_ints(const mp_graph *g, const mp_node *n, uint32_t i,
+static int input_ints(const mp_graph *g, const mp__node *n, uint32_t i,
                       int64_t *v, int cap)
 {
     if (i >= n->n_in || n->inputs[i] == MP_NONE)
         return -1;
-    const mp_tensor *t = &g->tensors[n->inputs[i]];
+    const mp__tensor *t = &g->tensors[n->inputs[i]];
     if (!t->value || t->n_value > (uint32_t)cap)
         return -1;
     int is_float = t->dtype == MP_DTYPE_FLOAT32 ||
@@ -66,12 +66,12 @@ static int input_ints(const mp_graph *g, const mp_node *n, uint32_t i,
 }
 
 /* known float values of input slot i; count or -1 */
-static int input_floats(const mp_graph *g, const mp_node *n, uint32_t i,
+static int input_floats(const mp_graph *g, const mp__node *n, uint32_t i,
                         double *v, int cap)
 {
     if (i >= n->n_in || n->inputs[i] == MP_NONE)
         return -1;
-    const mp_tensor *t = &g->tensors[n->inputs[i]];
+    const mp__tensor *t = &g->tensors[n->inputs[i]];
     if (!t->value || t->n_value > (uint32_t)cap)
         return -1;
     int is_float = t->dtype == MP_DTYPE_FLOAT32 ||
@@ -86,19 +86,19 @@ static int input_floats(const mp_graph *g, const mp_node *n, uint32_t i,
     return (int)t->n_value;
 }
 
-static const mp_tensor *in_t(const mp_graph *g, const mp_node *n, uint32_t i)
+static const mp__tensor *in_t(const mp_graph *g, const mp__node *n, uint32_t i)
 {
     return i < n->n_in && n->inputs[i] != MP_NONE ? &g->tensors[n->inputs[i]]
                                                   : NULL;
 }
 
-static int esize_of(const mp_tensor *t)
+static int esize_of(const mp__tensor *t)
 {
     unsigned b = mp_dtype_bits((mp_dtype)t->dtype);
     return (b == 8 || b == 16 || b == 32 || b == 64) ? (int)(b / 8) : 0;
 }
 
-static int is_f32(const mp_tensor *t)
+static int is_f32(const mp__tensor *t)
 {
     return t && t->dtype == MP_DTYPE_FLOAT32;
 }
@@ -124,7 +124,7 @@ static mpv_launch *add_launch(lower *L, int kind)
 {
     if (L->n == L->cap) {
         uint32_t nc = L->cap ? L->cap * 2 : 256;
-        mpv_launch *nl = mp_realloc_array(L->ctx, L->l, nc, sizeof *nl);
+        mpv_launch *nl = mp__realloc_array(L->ctx, L->l, nc, sizeof *nl);
         if (!nl)
             return NULL;
         L->l = nl;
@@ -147,7 +147,7 @@ static mpv_launch *add_launch(lower *L, int kind)
     } while (0)
 
 /* broadcast strides of t against the output dims (rank r) */
-static int bcast_strides(const mp_tensor *t, const int64_t *od, int r,
+static int bcast_strides(const mp__tensor *t, const int64_t *od, int r,
                          int64_t *st)
 {
     int64_t ts[MPV_MAXR];
@@ -166,11 +166,11 @@ static int bcast_strides(const mp_tensor *t, const int64_t *od, int r,
     return 0;
 }
 
-static int lower_nary(lower *L, const mp_node *n, int op, int first_in,
+static int lower_nary(lower *L, const mp__node *n, int op, int first_in,
                       int n_in, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     if (!is_f32(y) || y->rank > MPV_MAXR || n_in > MPV_MAXIN || n_in < 1)
         FAIL("pointwise: only float32, rank <= 8, up to 4 inputs");
     mpv_launch *x = add_launch(L, MPV_L_NARY);
@@ -183,7 +183,7 @@ static int lower_nary(lower *L, const mp_node *n, int op, int first_in,
     for (int i = 0; i < y->rank; i++)
         x->p.nary.dims[i] = y->dims[i];
     for (int k = 0; k < n_in; k++) {
-        const mp_tensor *a = in_t(g, n, (uint32_t)(first_in + k));
+        const mp__tensor *a = in_t(g, n, (uint32_t)(first_in + k));
         if (!is_f32(a) || bcast_strides(a, y->dims, y->rank,
                                         x->p.nary.st[k]) != 0) {
             L->n--;
@@ -226,11 +226,11 @@ static mpv_launch *add_copy(lower *L, int in, int out, int rank,
     return x;
 }
 
-static int lower_gemm_matmul(lower *L, const mp_node *n, const char **why)
+static int lower_gemm_matmul(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *a = in_t(g, n, 0), *b = in_t(g, n, 1);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *a = in_t(g, n, 0), *b = in_t(g, n, 1);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     if (!is_f32(a) || !is_f32(b) || !is_f32(y))
         FAIL("MatMul: only float32");
     if (a->rank < 2 || b->rank < 1 || y->rank < 1)
@@ -283,19 +283,19 @@ static int lower_gemm_matmul(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_gemm(lower *L, const mp_node *n, const char **why)
+static int lower_gemm(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *a = in_t(g, n, 0), *b = in_t(g, n, 1),
+    const mp__tensor *a = in_t(g, n, 0), *b = in_t(g, n, 1),
                     *c = in_t(g, n, 2);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     if (!is_f32(a) || !is_f32(b) || !is_f32(y) || a->rank != 2 ||
         b->rank != 2 || y->rank != 2)
         FAIL("Gemm: only float32 2-D");
     int ta = (int)attr_i(n, "transA", 0), tb = (int)attr_i(n, "transB", 0);
     int64_t M = y->dims[0], N = y->dims[1];
     int64_t K = ta ? a->dims[0] : a->dims[1];
-    double beta = mp_attr_float(n, "beta", 1.0);
+    double beta = mp__attr_float(n, "beta", 1.0);
     if (c) {
         if (!is_f32(c))
             FAIL("Gemm: C not float32");
@@ -320,20 +320,20 @@ static int lower_gemm(lower *L, const mp_node *n, const char **why)
     x->p.gemm.ldb = tb ? K : N;
     x->p.gemm.ldc = N;
     x->p.gemm.batch = 1;
-    x->p.gemm.alpha = mp_attr_float(n, "alpha", 1.0);
+    x->p.gemm.alpha = mp__attr_float(n, "alpha", 1.0);
     x->p.gemm.beta = c ? beta : 0.0;
     return 0;
 }
 
 /* pads of a 2-D window op: explicit pads or auto_pad */
-static void window_pads(const mp_node *n, int64_t h, int64_t w, int64_t oh,
+static void window_pads(const mp__node *n, int64_t h, int64_t w, int64_t oh,
                         int64_t ow, int64_t kh, int64_t kw, int64_t sh,
                         int64_t sw, int64_t dh, int64_t dw, int64_t *pt,
                         int64_t *pl)
 {
     int64_t pads[8];
     *pt = *pl = 0;
-    const char *ap = mp_attr_str(n, "auto_pad", "NOTSET");
+    const char *ap = mp__attr_str(n, "auto_pad", "NOTSET");
     if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
         int64_t th = (oh - 1) * sh + (kh - 1) * dh + 1 - h;
         int64_t tw = (ow - 1) * sw + (kw - 1) * dw + 1 - w;
@@ -350,12 +350,12 @@ static void window_pads(const mp_node *n, int64_t h, int64_t w, int64_t oh,
     }
 }
 
-static int lower_conv(lower *L, const mp_node *n, const char **why)
+static int lower_conv(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0), *wt = in_t(g, n, 1),
+    const mp__tensor *xt = in_t(g, n, 0), *wt = in_t(g, n, 1),
                     *bt = in_t(g, n, 2);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     if (!is_f32(xt) || !is_f32(wt) || !is_f32(y) || xt->rank != 4 ||
         wt->rank != 4 || y->rank != 4)
         FAIL("Conv: only float32 2-D (NCHW)");
@@ -412,11 +412,11 @@ static int lower_conv(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_pool(lower *L, const mp_node *n, int op, const char **why)
+static int lower_pool(lower *L, const mp__node *n, int op, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     if (!is_f32(xt) || !is_f32(y) || xt->rank != 4 || y->rank != 4)
         FAIL("pool: only float32 2-D (NCHW)");
     int64_t k[2], s[2] = {1, 1}, d[2] = {1, 1};
@@ -449,11 +449,11 @@ static int lower_pool(lower *L, const mp_node *n, int op, const char **why)
     return 0;
 }
 
-static int lower_softmax(lower *L, const mp_node *n, int log, const char **why)
+static int lower_softmax(lower *L, const mp__node *n, int log, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     if (!is_f32(xt) || !is_f32(y) || xt->rank < 1)
         FAIL("Softmax: only float32");
     int old = g->onnx_opset > 0 && g->onnx_opset < 13;
@@ -484,10 +484,10 @@ static int lower_softmax(lower *L, const mp_node *n, int log, const char **why)
     return 0;
 }
 
-static int lower_concat(lower *L, const mp_node *n, const char **why)
+static int lower_concat(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     int es = esize_of(y);
     if (!es || y->rank < 1 || y->rank > MPV_MAXR)
         FAIL("Concat: element size or rank");
@@ -499,7 +499,7 @@ static int lower_concat(lower *L, const mp_node *n, const char **why)
     int64_t off = 0;
     uint32_t first = L->n;
     for (uint32_t i = 0; i < n->n_in; i++) {
-        const mp_tensor *a = in_t(g, n, i);
+        const mp__tensor *a = in_t(g, n, i);
         if (!a)
             continue;
         if (a->rank != y->rank || esize_of(a) != es) {
@@ -517,10 +517,10 @@ static int lower_concat(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_split(lower *L, const mp_node *n, const char **why)
+static int lower_split(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
+    const mp__tensor *xt = in_t(g, n, 0);
     int es = esize_of(xt);
     if (!es || xt->rank < 1 || xt->rank > MPV_MAXR)
         FAIL("Split: element size or rank");
@@ -531,7 +531,7 @@ static int lower_split(lower *L, const mp_node *n, const char **why)
     strides_of(xt->dims, xt->rank, ist);
     int64_t off = 0;
     for (uint32_t o = 0; o < n->n_out; o++) {
-        const mp_tensor *y = &g->tensors[n->outputs[o]];
+        const mp__tensor *y = &g->tensors[n->outputs[o]];
         if (y->rank != xt->rank)
             FAIL("Split: output rank");
         int64_t ost[MPV_MAXR];
@@ -545,11 +545,11 @@ static int lower_split(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_transpose(lower *L, const mp_node *n, const char **why)
+static int lower_transpose(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     int es = esize_of(xt);
     if (!es || xt->rank > MPV_MAXR)
         FAIL("Transpose: element size or rank");
@@ -571,11 +571,11 @@ static int lower_transpose(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_slice(lower *L, const mp_node *n, const char **why)
+static int lower_slice(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     int es = esize_of(xt);
     int r = xt->rank;
     if (!es || r > MPV_MAXR || y->rank != r)
@@ -638,15 +638,15 @@ static int lower_slice(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_pad(lower *L, const mp_node *n, const char **why)
+static int lower_pad(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     int r = xt->rank;
     if (!is_f32(xt) || r > MPV_MAXR || y->rank != r)
         FAIL("Pad: only float32");
-    const char *mode = mp_attr_str(n, "mode", "constant");
+    const char *mode = mp__attr_str(n, "mode", "constant");
     if (strcmp(mode, "constant") != 0)
         FAIL("Pad: only constant mode");
     int64_t pads[2 * MPV_MAXR];
@@ -660,7 +660,7 @@ static int lower_pad(lower *L, const mp_node *n, const char **why)
         if (in_t(g, n, 2) && input_floats(g, n, 2, v, 1) == 1)
             value = v[0];
     } else {
-        value = mp_attr_float(n, "value", 0.0);
+        value = mp__attr_float(n, "value", 0.0);
     }
     for (int i = 0; i < 2 * r; i++)
         if (pads[i] < 0)
@@ -682,10 +682,10 @@ static int lower_pad(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_gather(lower *L, const mp_node *n, const char **why)
+static int lower_gather(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0), *it = in_t(g, n, 1);
+    const mp__tensor *xt = in_t(g, n, 0), *it = in_t(g, n, 1);
     int es = esize_of(xt);
     if (!es || !it ||
         (it->dtype != MP_DTYPE_INT64 && it->dtype != MP_DTYPE_INT32))
@@ -713,11 +713,11 @@ static int lower_gather(lower *L, const mp_node *n, const char **why)
     return 0;
 }
 
-static int lower_reduce(lower *L, const mp_node *n, int op, const char **why)
+static int lower_reduce(lower *L, const mp__node *n, int op, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     int r = xt->rank;
     if (!is_f32(xt) || !is_f32(y) || r > MPV_MAXR || r < 1)
         FAIL("Reduce: only float32");
@@ -751,15 +751,15 @@ static int lower_reduce(lower *L, const mp_node *n, int op, const char **why)
     return 0;
 }
 
-static int lower_resize(lower *L, const mp_node *n, const char **why)
+static int lower_resize(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_tensor *xt = in_t(g, n, 0);
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0);
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     if (!is_f32(xt) || !is_f32(y) || xt->rank != 4 || y->rank != 4 ||
         xt->dims[0] != y->dims[0] || xt->dims[1] != y->dims[1])
         FAIL("Resize: only float32 NCHW over H and W");
-    const char *mode = mp_attr_str(n, "mode", "nearest");
+    const char *mode = mp__attr_str(n, "mode", "nearest");
     int linear;
     if (strcmp(mode, "nearest") == 0)
         linear = 0;
@@ -768,9 +768,9 @@ static int lower_resize(lower *L, const mp_node *n, const char **why)
     else
         FAIL("Resize: only nearest and linear");
     int upsample = strcmp(n->op, "Upsample") == 0 || g->onnx_opset == 10;
-    const char *ct = mp_attr_str(n, "coordinate_transformation_mode",
+    const char *ct = mp__attr_str(n, "coordinate_transformation_mode",
                             upsample ? "asymmetric" : "half_pixel");
-    const char *nm = mp_attr_str(n, "nearest_mode",
+    const char *nm = mp__attr_str(n, "nearest_mode",
                             upsample ? "floor" : "round_prefer_floor");
     mpv_launch *x = add_launch(L, MPV_L_RESIZE);
     if (!x)
@@ -820,17 +820,17 @@ static int cast_ok(int dt)
 
 /* Lowers one node; returns 0 (lowered), 1 (needs the synthetic kernel,
  * *why set), -1 (out of memory). */
-static int lower_node(lower *L, const mp_node *n, const char **why)
+static int lower_node(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp_op_def *d = n->def;
-    unsigned k = MP_OP_KERNEL(d), kop = MP_OP_KOP(d);
+    const mp__op_def *d = n->def;
+    unsigned k = MP__OP_KERNEL(d), kop = MP__OP_KOP(d);
     if (n->n_out < 1)
         FAIL("no outputs");
-    const mp_tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *y = &g->tensors[n->outputs[0]];
     switch (k) {
-    case MP_KERNEL_COPY: { /* Dropout (inference): y = x; mask: ones */
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_COPY: { /* Dropout (inference): y = x; mask: ones */
+        const mp__tensor *xt = in_t(g, n, 0);
         int es = esize_of(xt);
         if (!xt || !es || numel(xt) != numel(y) || n->n_out > 2)
             FAIL("copy: shapes or extra outputs");
@@ -847,8 +847,8 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         }
         return 0;
     }
-    case MP_KERNEL_UNARY: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_UNARY: {
+        const mp__tensor *xt = in_t(g, n, 0);
         if (!is_f32(xt) || !is_f32(y) || numel(xt) != numel(y))
             FAIL("unary: only float32");
         mpv_launch *x = add_launch(L, MPV_L_UNARY);
@@ -860,9 +860,9 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.unary.op = (int)kop;
         double a = 0, b = 0;
         switch (kop) {
-        case MP_KOP_CLIP: {
-            a = mp_attr_float(n, "min", -INFINITY);
-            b = mp_attr_float(n, "max", INFINITY);
+        case MP__KOP_CLIP: {
+            a = mp__attr_float(n, "min", -INFINITY);
+            b = mp__attr_float(n, "max", INFINITY);
             double v[1];
             if (n->n_in >= 2 && in_t(g, n, 1)) {
                 if (input_floats(g, n, 1, v, 1) != 1) {
@@ -880,18 +880,18 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
             }
             break;
         }
-        case MP_KOP_HARDSIGMOID:
-            a = mp_attr_float(n, "alpha", 0.2);
-            b = mp_attr_float(n, "beta", 0.5);
+        case MP__KOP_HARDSIGMOID:
+            a = mp__attr_float(n, "alpha", 0.2);
+            b = mp__attr_float(n, "beta", 0.5);
             break;
-        case MP_KOP_LEAKYRELU:
-            a = mp_attr_float(n, "alpha", 0.01);
+        case MP__KOP_LEAKYRELU:
+            a = mp__attr_float(n, "alpha", 0.01);
             break;
-        case MP_KOP_ELU:
-            a = mp_attr_float(n, "alpha", 1.0);
+        case MP__KOP_ELU:
+            a = mp__attr_float(n, "alpha", 1.0);
             break;
-        case MP_KOP_GELU:
-            a = strcmp(mp_attr_str(n, "approximate", "none"), "tanh") == 0;
+        case MP__KOP_GELU:
+            a = strcmp(mp__attr_str(n, "approximate", "none"), "tanh") == 0;
             break;
         default:
             break;
@@ -900,14 +900,14 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.unary.beta = b;
         return 0;
     }
-    case MP_KERNEL_BINARY:
+    case MP__KERNEL_BINARY:
         if (n->n_in != 2)
             FAIL("binary: two inputs");
         return lower_nary(L, n, (int)kop, 0, 2, why);
-    case MP_KERNEL_VARIADIC: {
-        int r = lower_nary(L, n, kop == MP_KOP_MEAN ? MP_KOP_ADD : (int)kop, 0,
+    case MP__KERNEL_VARIADIC: {
+        int r = lower_nary(L, n, kop == MP__KOP_MEAN ? MP__KOP_ADD : (int)kop, 0,
                            (int)n->n_in, why);
-        if (r == 0 && kop == MP_KOP_MEAN) {
+        if (r == 0 && kop == MP__KOP_MEAN) {
             mpv_launch *x = add_launch(L, MPV_L_UNARY);
             if (!x)
                 return -1;
@@ -919,16 +919,16 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         }
         return r;
     }
-    case MP_KERNEL_MATMUL:
+    case MP__KERNEL_MATMUL:
         return lower_gemm_matmul(L, n, why);
-    case MP_KERNEL_GEMM:
+    case MP__KERNEL_GEMM:
         return lower_gemm(L, n, why);
-    case MP_KERNEL_CONV:
+    case MP__KERNEL_CONV:
         return lower_conv(L, n, why);
-    case MP_KERNEL_POOL:
+    case MP__KERNEL_POOL:
         return lower_pool(L, n, (int)kop, why);
-    case MP_KERNEL_GLOBAL_POOL: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_GLOBAL_POOL: {
+        const mp__tensor *xt = in_t(g, n, 0);
         if (!is_f32(xt) || xt->rank < 3)
             FAIL("global pool: only float32");
         mpv_launch *x = add_launch(L, MPV_L_GPOOL);
@@ -941,8 +941,8 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.gpool.op = (int)kop;
         return 0;
     }
-    case MP_KERNEL_BATCHNORM: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_BATCHNORM: {
+        const mp__tensor *xt = in_t(g, n, 0);
         if (!is_f32(xt) || xt->rank < 2 || n->n_in < 5 || n->n_out > 1)
             FAIL("BatchNormalization: float32 inference form only");
         for (uint32_t i = 1; i < 5; i++)
@@ -957,11 +957,11 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.bn.n = xt->dims[0];
         x->p.bn.c = xt->dims[1];
         x->p.bn.hw = numel(xt) / (xt->dims[0] * xt->dims[1]);
-        x->p.bn.eps = mp_attr_float(n, "epsilon", 1e-5);
+        x->p.bn.eps = mp__attr_float(n, "epsilon", 1e-5);
         return 0;
     }
-    case MP_KERNEL_LAYERNORM: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_LAYERNORM: {
+        const mp__tensor *xt = in_t(g, n, 0);
         if (!is_f32(xt) || xt->rank < 1 || !is_f32(in_t(g, n, 1)))
             FAIL("LayerNormalization: only float32");
         int axis = norm_axis(attr_i(n, "axis", -1), xt->rank);
@@ -970,7 +970,7 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         int64_t cols = 1;
         for (int i = axis; i < xt->rank; i++)
             cols *= xt->dims[i];
-        const mp_tensor *st = in_t(g, n, 1), *bt = in_t(g, n, 2);
+        const mp__tensor *st = in_t(g, n, 1), *bt = in_t(g, n, 2);
         if (numel(st) != cols || (bt && numel(bt) != cols))
             FAIL("LayerNormalization: scale/bias not of the normalized size");
         mpv_launch *x = add_launch(L, MPV_L_LN);
@@ -982,7 +982,7 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->out = 0;
         x->p.ln.cols = cols;
         x->p.ln.rows = numel(xt) / (cols ? cols : 1);
-        x->p.ln.eps = mp_attr_float(n, "epsilon", 1e-5);
+        x->p.ln.eps = mp__attr_float(n, "epsilon", 1e-5);
         x->p.ln.has_bias = bt != NULL;
         for (uint32_t o = 1; o < n->n_out; o++) { /* Mean, InvStdDev */
             mpv_launch *s = add_launch(L, MPV_L_FILL);
@@ -994,8 +994,8 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         }
         return 0;
     }
-    case MP_KERNEL_LRN: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_LRN: {
+        const mp__tensor *xt = in_t(g, n, 0);
         if (!is_f32(xt) || xt->rank < 3)
             FAIL("LRN: only float32");
         mpv_launch *x = add_launch(L, MPV_L_LRN);
@@ -1007,31 +1007,31 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.lrn.c = xt->dims[1];
         x->p.lrn.hw = numel(xt) / (xt->dims[0] * xt->dims[1]);
         x->p.lrn.size = attr_i(n, "size", 5);
-        x->p.lrn.alpha = mp_attr_float(n, "alpha", 1e-4);
-        x->p.lrn.beta = mp_attr_float(n, "beta", 0.75);
-        x->p.lrn.bias = mp_attr_float(n, "bias", 1.0);
+        x->p.lrn.alpha = mp__attr_float(n, "alpha", 1e-4);
+        x->p.lrn.beta = mp__attr_float(n, "beta", 0.75);
+        x->p.lrn.bias = mp__attr_float(n, "bias", 1.0);
         return 0;
     }
-    case MP_KERNEL_SOFTMAX:
-        return lower_softmax(L, n, kop == MP_KOP_LOGSOFTMAX, why);
-    case MP_KERNEL_CONCAT:
+    case MP__KERNEL_SOFTMAX:
+        return lower_softmax(L, n, kop == MP__KOP_LOGSOFTMAX, why);
+    case MP__KERNEL_CONCAT:
         return lower_concat(L, n, why);
-    case MP_KERNEL_SPLIT:
+    case MP__KERNEL_SPLIT:
         return lower_split(L, n, why);
-    case MP_KERNEL_SLICE:
+    case MP__KERNEL_SLICE:
         return lower_slice(L, n, why);
-    case MP_KERNEL_TRANSPOSE:
+    case MP__KERNEL_TRANSPOSE:
         return lower_transpose(L, n, why);
-    case MP_KERNEL_GATHER:
+    case MP__KERNEL_GATHER:
         return lower_gather(L, n, why);
-    case MP_KERNEL_REDUCE:
+    case MP__KERNEL_REDUCE:
         return lower_reduce(L, n, (int)kop, why);
-    case MP_KERNEL_RESIZE:
+    case MP__KERNEL_RESIZE:
         return lower_resize(L, n, why);
-    case MP_KERNEL_PAD:
+    case MP__KERNEL_PAD:
         return lower_pad(L, n, why);
-    case MP_KERNEL_CAST: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_CAST: {
+        const mp__tensor *xt = in_t(g, n, 0);
         if (!xt || !cast_ok(xt->dtype) || !cast_ok(y->dtype) ||
             numel(xt) != numel(y))
             FAIL("Cast: dtype pair not supported");
@@ -1045,8 +1045,8 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
         x->p.cast.to = y->dtype;
         return 0;
     }
-    case MP_KERNEL_SHAPE: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_SHAPE: {
+        const mp__tensor *xt = in_t(g, n, 0);
         if (!xt || y->dtype != MP_DTYPE_INT64 || numel(y) > MPV_MAXR)
             FAIL("Shape: output");
         int64_t start = attr_i(n, "start", 0), end = attr_i(n, "end", xt->rank);
@@ -1069,8 +1069,8 @@ static int lower_node(lower *L, const mp_node *n, const char **why)
             x->p.shape.v[i - start] = xt->dims[i];
         return 0;
     }
-    case MP_KERNEL_EXPAND: {
-        const mp_tensor *xt = in_t(g, n, 0);
+    case MP__KERNEL_EXPAND: {
+        const mp__tensor *xt = in_t(g, n, 0);
         int es = esize_of(y);
         int64_t st[MPV_MAXR], ost[MPV_MAXR];
         if (!xt || !es || y->rank > MPV_MAXR ||
@@ -1092,26 +1092,26 @@ void mpv_program_destroy(mpv_program *p)
     if (!p)
         return;
     mp_ctx *ctx = p->ctx;
-    mp_dealloc(ctx, p->steps);
-    mp_dealloc(ctx, p->refs);
-    mp_dealloc(ctx, p->nodes);
-    mp_dealloc(ctx, p->launches);
-    mp_dealloc(ctx, p->woff);
-    mp_dealloc(ctx, p->outputs);
-    mp_dealloc(ctx, p->out_offs);
-    mp_dealloc(ctx, p->inputs);
-    mp_dealloc(ctx, p->in_offs);
-    mp_dealloc(ctx, p);
+    mp__dealloc(ctx, p->steps);
+    mp__dealloc(ctx, p->refs);
+    mp__dealloc(ctx, p->nodes);
+    mp__dealloc(ctx, p->launches);
+    mp__dealloc(ctx, p->woff);
+    mp__dealloc(ctx, p->outputs);
+    mp__dealloc(ctx, p->out_offs);
+    mp__dealloc(ctx, p->inputs);
+    mp__dealloc(ctx, p->in_offs);
+    mp__dealloc(ctx, p);
 }
 
-static int node_runs(const mp_graph *g, const mp_node *n)
+static int node_runs(const mp_graph *g, const mp__node *n)
 {
-    if (n->def->flags & MP_OPF_VIEW)
+    if (n->def->flags & MP__OPF_VIEW)
         return 0;
     /* folded constants are set up with the weights */
     for (uint32_t o = 0; o < n->n_out; o++) {
-        const mp_tensor *t = &g->tensors[n->outputs[o]];
-        if (!(t->flags & MP_TF_FOLDED) && t->bytes > 0 &&
+        const mp__tensor *t = &g->tensors[n->outputs[o]];
+        if (!(t->flags & MP__TF_FOLDED) && t->bytes > 0 &&
             t->kind != MP_KIND_CONSTANT)
             return 1;
     }
@@ -1149,8 +1149,8 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
 {
     mp_ctx *ctx = g->ctx;
     if (!g->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "validate: graph not finalized");
-    mpv_program *p = mp_calloc(ctx, 1, sizeof *p);
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "validate: graph not finalized");
+    mpv_program *p = mp__calloc(ctx, 1, sizeof *p);
     if (!p)
         return MP_ERR_NOMEM;
     p->ctx = ctx;
@@ -1163,16 +1163,16 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
     const mp_block **byt = NULL;
     uint32_t *cnt = NULL;
     lower L = {g, NULL, 0, 0, ctx};
-    p->steps = mp_calloc(ctx, n_steps ? n_steps : 1, sizeof *p->steps);
-    p->nodes = mp_calloc(ctx, nn ? nn : 1, sizeof *p->nodes);
-    p->woff = mp_alloc(ctx, (nt ? nt : 1) * sizeof *p->woff);
-    p->outputs = mp_alloc(ctx, (nt ? nt : 1) * sizeof *p->outputs);
-    p->out_offs = mp_alloc(ctx, (nt ? nt : 1) * sizeof *p->out_offs);
-    p->inputs = mp_alloc(ctx, (nt ? nt : 1) * sizeof *p->inputs);
-    p->in_offs = mp_alloc(ctx, (nt ? nt : 1) * sizeof *p->in_offs);
-    sorted = mp_alloc(ctx, (n_blocks ? n_blocks : 1) * sizeof *sorted);
-    byt = mp_calloc(ctx, nt ? nt : 1, sizeof *byt);
-    cnt = mp_calloc(ctx, nt ? nt : 1, sizeof *cnt);
+    p->steps = mp__calloc(ctx, n_steps ? n_steps : 1, sizeof *p->steps);
+    p->nodes = mp__calloc(ctx, nn ? nn : 1, sizeof *p->nodes);
+    p->woff = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->woff);
+    p->outputs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->outputs);
+    p->out_offs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->out_offs);
+    p->inputs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->inputs);
+    p->in_offs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->in_offs);
+    sorted = mp__alloc(ctx, (n_blocks ? n_blocks : 1) * sizeof *sorted);
+    byt = mp__calloc(ctx, nt ? nt : 1, sizeof *byt);
+    cnt = mp__calloc(ctx, nt ? nt : 1, sizeof *cnt);
     if (!p->steps || !p->nodes || !p->woff || !p->outputs || !p->out_offs ||
         !p->inputs || !p->in_offs || !sorted || !byt ||
         !cnt) {
@@ -1182,13 +1182,13 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
     /* weights buffer: persistent storage roots, 256-aligned */
     uint64_t w = 0;
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         p->woff[t] = UINT64_MAX;
-        if (tt->alias_of != MP_NONE || tt->bytes == 0 || mp_tensor_in_arena(tt))
+        if (tt->alias_of != MP_NONE || tt->bytes == 0 || mp__tensor_in_arena(tt))
             continue;
         p->woff[t] = w;
-        if (!mp_add_u64(w, tt->bytes, &w) || !mp_align_up(w, WALIGN, &w)) {
-            st = mp_err(ctx, MP_ERR_OVERFLOW, "validate: weights overflow");
+        if (!mp__add_u64(w, tt->bytes, &w) || !mp__align_up(w, WALIGN, &w)) {
+            st = mp__err(ctx, MP_ERR_OVERFLOW, "validate: weights overflow");
             goto fail;
         }
     }
@@ -1200,7 +1200,7 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
     for (uint32_t i = 0; i < n_blocks; i++) {
         uint32_t t = sorted[i].tensor;
         if (t >= nt) {
-            st = mp_err(ctx, MP_ERR_INVALID_ARG, "validate: block %u: no "
+            st = mp__err(ctx, MP_ERR_INVALID_ARG, "validate: block %u: no "
                         "tensor %u", (unsigned)i, (unsigned)t);
             goto fail;
         }
@@ -1208,8 +1208,8 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
             byt[t] = &sorted[i];
         cnt[t]++;
         uint64_t e;
-        if (!mp_add_u64(sorted[i].offset, sorted[i].size, &e)) {
-            st = mp_err(ctx, MP_ERR_OVERFLOW, "validate: block end overflows");
+        if (!mp__add_u64(sorted[i].offset, sorted[i].size, &e)) {
+            st = mp__err(ctx, MP_ERR_OVERFLOW, "validate: block end overflows");
             goto fail;
         }
         if (e > p->arena_bytes)
@@ -1217,7 +1217,7 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
     }
     /* nodes */
     for (uint32_t i = 0; i < nn; i++) {
-        const mp_node *n = &g->nodes[i];
+        const mp__node *n = &g->nodes[i];
         mpv_node *pn = &p->nodes[i];
         pn->first = L.n;
         pn->run = node_runs(g, n);
@@ -1263,18 +1263,18 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
         const uint32_t *ts = NULL;
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
             if (sp->index >= nn) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG, "validate: step %u: no "
+                st = mp__err(ctx, MP_ERR_INVALID_ARG, "validate: step %u: no "
                             "node %u", (unsigned)s, (unsigned)sp->index);
                 goto fail;
             }
-            const mp_node *n = &g->nodes[sp->index];
+            const mp__node *n = &g->nodes[sp->index];
             if (sp->kind == MP_STEP_RECOMPUTE) {
                 p->n_recompute++;
                 p->compute_only = 0;
             }
             nl = n->n_in + n->n_out;
             ts = NULL;
-            if ((st = mp_grow(ctx, (void **)&p->refs, sizeof *p->refs,
+            if ((st = mp__grow(ctx, (void **)&p->refs, sizeof *p->refs,
                               p->n_refs + nl, &cap_refs)))
                 goto fail;
             for (uint32_t k = 0; k < nl; k++) {
@@ -1290,14 +1290,14 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                 if (p->woff[r] != UINT64_MAX) {
                     rf->space = MPV_SPACE_WEIGHTS;
                     rf->offset = p->woff[r];
-                } else if (mp_tensor_in_arena(&g->tensors[r])) {
+                } else if (mp__tensor_in_arena(&g->tensors[r])) {
                     /* an input may end here: its block was taken over
                      * in place by this step's output (issue 4) */
                     const mp_block *b = block_at(byt, cnt, r, s, k < n->n_in);
                     if (!b) {
                         if (!p->nodes[sp->index].run)
                             continue;
-                        st = mp_err(ctx, MP_ERR_VERIFY,
+                        st = mp__err(ctx, MP_ERR_VERIFY,
                                     "validate: step %u (node '%s'): tensor "
                                     "'%s' has no block at this step",
                                     (unsigned)s, n->name, g->tensors[t].name);
@@ -1314,7 +1314,7 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
         if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH ||
             sp->kind == MP_STEP_FREE) {
             if (sp->index >= nt) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG, "validate: step %u: no "
+                st = mp__err(ctx, MP_ERR_INVALID_ARG, "validate: step %u: no "
                             "tensor %u", (unsigned)s, (unsigned)sp->index);
                 goto fail;
             }
@@ -1327,7 +1327,7 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
             list[0] = sp->index;
             nl = 1;
             ts = list;
-            if ((st = mp_grow(ctx, (void **)&p->refs, sizeof *p->refs,
+            if ((st = mp__grow(ctx, (void **)&p->refs, sizeof *p->refs,
                               p->n_refs + 1, &cap_refs)))
                 goto fail;
             uint32_t r = g->tensors[ts[0]].root;
@@ -1347,7 +1347,7 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                 rf->space = MPV_SPACE_ARENA;
                 rf->offset = b->offset;
             } else if (sp->kind != MP_STEP_FREE) {
-                st = mp_err(ctx, MP_ERR_VERIFY,
+                st = mp__err(ctx, MP_ERR_VERIFY,
                             "validate: step %u: %s of '%s': no block",
                             (unsigned)s, mp_step_kind_name(sp->kind),
                             g->tensors[r].name);
@@ -1357,7 +1357,7 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
             ps->n_refs = 1;
             continue;
         }
-        st = mp_err(ctx, MP_ERR_UNSUPPORTED, "validate: step %u: unknown kind",
+        st = mp__err(ctx, MP_ERR_UNSUPPORTED, "validate: step %u: unknown kind",
                     (unsigned)s);
         goto fail;
     }
@@ -1371,11 +1371,11 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
     }
     /* outputs to compare: arena roots of graph outputs */
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (!(tt->flags & MP_TF_OUTPUT))
+        const mp__tensor *tt = &g->tensors[t];
+        if (!(tt->flags & MP__TF_OUTPUT))
             continue;
         uint32_t r = tt->root;
-        if (!mp_tensor_in_arena(&g->tensors[r]))
+        if (!mp__tensor_in_arena(&g->tensors[r]))
             continue;
         int dup = 0;
         for (uint32_t k = 0; k < p->n_outputs; k++)
@@ -1385,7 +1385,7 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
         const mp_block *b = n_steps ? block_at(byt, cnt, r, n_steps - 1, 1)
                                     : NULL;
         if (!b) {
-            st = mp_err(ctx, MP_ERR_VERIFY, "validate: output '%s' is not "
+            st = mp__err(ctx, MP_ERR_VERIFY, "validate: output '%s' is not "
                         "resident at the end", g->tensors[r].name);
             goto fail;
         }
@@ -1393,8 +1393,8 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
         p->outputs[p->n_outputs++] = r;
     }
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->producer != MP_NONE || !mp_tensor_in_arena(tt))
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->producer != MP_NONE || !mp__tensor_in_arena(tt))
             continue;
         for (uint32_t i = 0; i < cnt[t]; i++)
             if (byt[t][i].first == 0) {
@@ -1403,16 +1403,16 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                 break;
             }
     }
-    mp_dealloc(ctx, sorted);
-    mp_dealloc(ctx, byt);
-    mp_dealloc(ctx, cnt);
+    mp__dealloc(ctx, sorted);
+    mp__dealloc(ctx, byt);
+    mp__dealloc(ctx, cnt);
     *out = p;
     return MP_OK;
 fail:
-    mp_dealloc(ctx, L.l);
-    mp_dealloc(ctx, sorted);
-    mp_dealloc(ctx, byt);
-    mp_dealloc(ctx, cnt);
+    mp__dealloc(ctx, L.l);
+    mp__dealloc(ctx, sorted);
+    mp__dealloc(ctx, byt);
+    mp__dealloc(ctx, cnt);
     mpv_program_destroy(p);
     return st;
 }
@@ -1503,7 +1503,7 @@ static int put_ok(int dt)
 }
 
 /* fills one tensor's bytes: known values, else random of its dtype */
-static void fill_tensor(const mp_tensor *t, uint32_t id, void *dst,
+static void fill_tensor(const mp__tensor *t, uint32_t id, void *dst,
                         uint64_t seed, int is_input)
 {
     uint64_t n = (uint64_t)(t->rank >= 0 ? numel(t) : 0);
@@ -1575,15 +1575,15 @@ uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live)
     const mp_graph *g = p->graph;
     mp_ctx *ctx = p->ctx;
     uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
-    uint32_t *uses = mp_calloc(ctx, nt ? nt : 1, sizeof *uses);
-    uint8_t *alive = mp_calloc(ctx, nt ? nt : 1, 1);
-    uint8_t *done = mp_calloc(ctx, nn ? nn : 1, 1);
+    uint32_t *uses = mp__calloc(ctx, nt ? nt : 1, sizeof *uses);
+    uint8_t *alive = mp__calloc(ctx, nt ? nt : 1, 1);
+    uint8_t *done = mp__calloc(ctx, nn ? nn : 1, 1);
     uint64_t cur = 0, max = 0;
     if (!uses || !alive || !done)
         goto out;
     /* distinct consumer nodes of each root (through views) */
     for (uint32_t i = 0; i < nn; i++) {
-        const mp_node *n = &g->nodes[i];
+        const mp__node *n = &g->nodes[i];
         for (uint32_t k = 0; k < n->n_in; k++) {
             if (n->inputs[k] == MP_NONE)
                 continue;
@@ -1598,13 +1598,13 @@ uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live)
     }
     uint8_t *keep = alive; /* reuse as flags: bit 1 = kept to the end */
     for (uint32_t t = 0; t < nt; t++)
-        if (g->tensors[t].flags & MP_TF_OUTPUT)
+        if (g->tensors[t].flags & MP__TF_OUTPUT)
             keep[g->tensors[t].root] |= 2;
     uint64_t al = p->alignment;
 #define SZ(t) ((g->tensors[t].bytes + al - 1) / al * al)
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->producer == MP_NONE && mp_tensor_in_arena(tt) &&
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->producer == MP_NONE && mp__tensor_in_arena(tt) &&
             (uses[t] || (keep[t] & 2))) {
             alive[t] |= 1;
             cur += SZ(t);
@@ -1615,11 +1615,11 @@ uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live)
     for (uint32_t s = 0; s < p->n_steps; s++) {
         const mpv_step *ps = &p->steps[s];
         if (ps->kind == MP_STEP_COMPUTE && !done[ps->index]) {
-            const mp_node *n = &g->nodes[ps->index];
+            const mp__node *n = &g->nodes[ps->index];
             done[ps->index] = 1;
             for (uint32_t o = 0; o < n->n_out; o++) {
                 uint32_t t = n->outputs[o];
-                if (mp_tensor_in_arena(&g->tensors[t]) && !(alive[t] & 1)) {
+                if (mp__tensor_in_arena(&g->tensors[t]) && !(alive[t] & 1)) {
                     alive[t] |= 1;
                     cur += SZ(t);
                 }
@@ -1655,9 +1655,9 @@ uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live)
     }
 #undef SZ
 out:
-    mp_dealloc(ctx, uses);
-    mp_dealloc(ctx, alive);
-    mp_dealloc(ctx, done);
+    mp__dealloc(ctx, uses);
+    mp__dealloc(ctx, alive);
+    mp__dealloc(ctx, done);
     return max;
 }
 
@@ -1709,7 +1709,7 @@ double mpv_predict_seconds(const mpv_program *p, const mp_device *d,
 
 /* ---- values for an outside comparison (onnxruntime) ----------------------- */
 
-static int dump_line(FILE *ix, const char *kind, const mp_tensor *t,
+static int dump_line(FILE *ix, const char *kind, const mp__tensor *t,
                      uint64_t off, uint64_t bytes)
 {
     if (fprintf(ix, "%s\t%s\t%s\t", kind, t->name ? t->name : "",
@@ -1728,7 +1728,7 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
     const mp_graph *g = p->graph;
     mp_ctx *ctx = p->ctx;
     size_t n = strlen(dir) + 16;
-    char *pi = mp_alloc(ctx, n), *pb = mp_alloc(ctx, n);
+    char *pi = mp__alloc(ctx, n), *pb = mp__alloc(ctx, n);
     FILE *ix = NULL, *bin = NULL;
     mp_status st = MP_ERR_NOMEM;
     if (!pi || !pb)
@@ -1738,14 +1738,14 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
     ix = fopen(pi, "w");
     bin = fopen(pb, "wb");
     if (!ix || !bin) {
-        st = mp_err(ctx, MP_ERR_IO, "%s: cannot write", ix ? pb : pi);
+        st = mp__err(ctx, MP_ERR_IO, "%s: cannot write", ix ? pb : pi);
         goto out;
     }
     uint64_t at = 0;
     int bad = 0;
     /* weights and folded constants (the weights buffer) */
     for (uint32_t t = 0; t < g->n_tensors && !bad; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         if (p->woff[t] == UINT64_MAX || !tt->bytes)
             continue;
         bad |= dump_line(ix, "weight", tt, at, tt->bytes) != 0;
@@ -1754,7 +1754,7 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
         at += tt->bytes;
     }
     for (uint32_t i = 0; i < p->n_inputs && !bad; i++) {
-        const mp_tensor *tt = &g->tensors[p->inputs[i]];
+        const mp__tensor *tt = &g->tensors[p->inputs[i]];
         bad |= dump_line(ix, "input", tt, at, tt->bytes) != 0;
         bad |= fwrite(inputs[i], 1, tt->bytes, bin) != tt->bytes;
         at += tt->bytes;
@@ -1763,8 +1763,8 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
      * outs holds the roots of p->outputs one after another */
     uint64_t obase = at;
     for (uint32_t t = 0; t < g->n_tensors && !bad; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (!(tt->flags & MP_TF_OUTPUT))
+        const mp__tensor *tt = &g->tensors[t];
+        if (!(tt->flags & MP__TF_OUTPUT))
             continue;
         uint64_t off = 0;
         int found = 0;
@@ -1786,13 +1786,13 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
         bad |= fwrite(outs, 1, b, bin) != b;
         outs = (const unsigned char *)outs + b;
     }
-    st = bad ? mp_err(ctx, MP_ERR_IO, "%s: write failed", dir) : MP_OK;
+    st = bad ? mp__err(ctx, MP_ERR_IO, "%s: write failed", dir) : MP_OK;
 out:
     if (ix && fclose(ix) != 0 && st == MP_OK)
-        st = mp_err(ctx, MP_ERR_IO, "%s: write failed", pi);
+        st = mp__err(ctx, MP_ERR_IO, "%s: write failed", pi);
     if (bin && fclose(bin) != 0 && st == MP_OK)
-        st = mp_err(ctx, MP_ERR_IO, "%s: write failed", pb);
-    mp_dealloc(ctx, pi);
-    mp_dealloc(ctx, pb);
+        st = mp__err(ctx, MP_ERR_IO, "%s: write failed", pb);
+    mp__dealloc(ctx, pi);
+    mp__dealloc(ctx, pb);
     return st;
 }

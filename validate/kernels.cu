@@ -8,7 +8,7 @@
 // program give bit-identical outputs wherever the tensors are placed.
 #include "kernels.h"
 
-// op variants (MP_KOP_*) of the registry
+// op variants (MP__KOP_*) of the registry
 #include "internal.h"
 
 #include <math.h>
@@ -62,31 +62,31 @@ __global__ void k_shape(int64_t *out, int64_t n, mpv_launch p)
 __device__ float unary_op(int op, float x, float a, float b)
 {
     switch (op) {
-    case MP_KOP_RELU: return x > 0.f ? x : 0.f;
-    case MP_KOP_SIGMOID: return 1.f / (1.f + expf(-x));
-    case MP_KOP_TANH: return tanhf(x);
-    case MP_KOP_EXP: return expf(x);
-    case MP_KOP_LOG: return logf(x);
-    case MP_KOP_ERF: return erff(x);
-    case MP_KOP_GELU:
+    case MP__KOP_RELU: return x > 0.f ? x : 0.f;
+    case MP__KOP_SIGMOID: return 1.f / (1.f + expf(-x));
+    case MP__KOP_TANH: return tanhf(x);
+    case MP__KOP_EXP: return expf(x);
+    case MP__KOP_LOG: return logf(x);
+    case MP__KOP_ERF: return erff(x);
+    case MP__KOP_GELU:
         if (a != 0.f)
             return 0.5f * x *
                    (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
         return 0.5f * x * (1.f + erff(x * 0.70710678118f));
-    case MP_KOP_CLIP: return fminf(fmaxf(x, a), b);
-    case MP_KOP_HARDSIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
-    case MP_KOP_HARDSWISH: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
-    case MP_KOP_LEAKYRELU: return x >= 0.f ? x : a * x;
-    case MP_KOP_SQRT: return sqrtf(x);
-    case MP_KOP_NEG: return -x;
-    case MP_KOP_ABS: return fabsf(x);
-    case MP_KOP_RECIPROCAL: return 1.f / x;
-    case MP_KOP_SOFTPLUS: return log1pf(expf(x));
-    case MP_KOP_ELU: return x >= 0.f ? x : a * (expf(x) - 1.f);
-    case MP_KOP_FLOOR: return floorf(x);
-    case MP_KOP_CEIL: return ceilf(x);
-    case MP_KOP_SIN: return sinf(x);
-    case MP_KOP_COS: return cosf(x);
+    case MP__KOP_CLIP: return fminf(fmaxf(x, a), b);
+    case MP__KOP_HARDSIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
+    case MP__KOP_HARDSWISH: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
+    case MP__KOP_LEAKYRELU: return x >= 0.f ? x : a * x;
+    case MP__KOP_SQRT: return sqrtf(x);
+    case MP__KOP_NEG: return -x;
+    case MP__KOP_ABS: return fabsf(x);
+    case MP__KOP_RECIPROCAL: return 1.f / x;
+    case MP__KOP_SOFTPLUS: return log1pf(expf(x));
+    case MP__KOP_ELU: return x >= 0.f ? x : a * (expf(x) - 1.f);
+    case MP__KOP_FLOOR: return floorf(x);
+    case MP__KOP_CEIL: return ceilf(x);
+    case MP__KOP_SIN: return sinf(x);
+    case MP__KOP_COS: return cosf(x);
     case MPV_UOP_SCALE: return a * x;
     default: return x;
     }
@@ -101,14 +101,14 @@ __global__ void k_unary(const float *in, float *out, int64_t n, int op, float a,
 __device__ float binary_op(int op, float x, float y)
 {
     switch (op) {
-    case MP_KOP_ADD: case MP_KOP_MEAN: return x + y;
-    case MP_KOP_SUB: return x - y;
-    case MP_KOP_MUL: return x * y;
-    case MP_KOP_DIV: return x / y;
-    case MP_KOP_POW: return powf(x, y);
-    case MP_KOP_MAX: return fmaxf(x, y);
-    case MP_KOP_MIN: return fminf(x, y);
-    case MP_KOP_PRELU: return x >= 0.f ? x : x * y;
+    case MP__KOP_ADD: case MP__KOP_MEAN: return x + y;
+    case MP__KOP_SUB: return x - y;
+    case MP__KOP_MUL: return x * y;
+    case MP__KOP_DIV: return x / y;
+    case MP__KOP_POW: return powf(x, y);
+    case MP__KOP_MAX: return fmaxf(x, y);
+    case MP__KOP_MIN: return fminf(x, y);
+    case MP__KOP_PRELU: return x >= 0.f ? x : x * y;
     default: return x;
     }
 }
@@ -179,7 +179,7 @@ __global__ void k_pool(const float *x, float *y, mpv_launch l)
         int64_t ow = i % OW, t = i / OW;
         int64_t oh = t % OH, nc = t / OH;
         const float *xp = x + nc * H * W;
-        int is_max = l.p.pool.op == MP_KOP_POOL_MAX;
+        int is_max = l.p.pool.op == MP__KOP_POOL_MAX;
         float acc = is_max ? -INFINITY : 0.f;
         int64_t cnt = 0, cnt_pad = 0;
         for (int64_t kh = 0; kh < l.p.pool.kh; kh++) {
@@ -389,9 +389,9 @@ __global__ void k_reduce(const float *x, float *y, mpv_launch l)
             base += xk * st[d];
         }
         int op = l.p.reduce.op;
-        float acc = op == MP_KOP_REDUCE_MAX   ? -INFINITY
-                    : op == MP_KOP_REDUCE_MIN ? INFINITY
-                    : op == MP_KOP_REDUCE_PROD ? 1.f
+        float acc = op == MP__KOP_REDUCE_MAX   ? -INFINITY
+                    : op == MP__KOP_REDUCE_MIN ? INFINITY
+                    : op == MP__KOP_REDUCE_PROD ? 1.f
                                                : 0.f;
         for (int64_t j = 0; j < cnt; j++) {
             int64_t q = j, off = base;
@@ -403,17 +403,17 @@ __global__ void k_reduce(const float *x, float *y, mpv_launch l)
             }
             float v = x[off];
             switch (op) {
-            case MP_KOP_REDUCE_MAX: acc = fmaxf(acc, v); break;
-            case MP_KOP_REDUCE_MIN: acc = fminf(acc, v); break;
-            case MP_KOP_REDUCE_PROD: acc *= v; break;
-            case MP_KOP_REDUCE_SUMSQ: case MP_KOP_REDUCE_L2: acc += v * v; break;
-            case MP_KOP_REDUCE_L1: acc += fabsf(v); break;
+            case MP__KOP_REDUCE_MAX: acc = fmaxf(acc, v); break;
+            case MP__KOP_REDUCE_MIN: acc = fminf(acc, v); break;
+            case MP__KOP_REDUCE_PROD: acc *= v; break;
+            case MP__KOP_REDUCE_SUMSQ: case MP__KOP_REDUCE_L2: acc += v * v; break;
+            case MP__KOP_REDUCE_L1: acc += fabsf(v); break;
             default: acc += v; break;
             }
         }
-        if (op == MP_KOP_REDUCE_MEAN)
+        if (op == MP__KOP_REDUCE_MEAN)
             acc /= (float)cnt;
-        else if (op == MP_KOP_REDUCE_L2)
+        else if (op == MP__KOP_REDUCE_L2)
             acc = sqrtf(acc);
         y[i] = acc;
     }
@@ -680,7 +680,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     case MPV_L_GPOOL:
         k_gpool<<<blocks_for(l->p.gpool.nc), TPB, 0, s>>>(
             (const float *)IN(l->in[0]), (float *)out, l->p.gpool.nc,
-            l->p.gpool.hw, l->p.gpool.op == MP_KOP_POOL_MAX);
+            l->p.gpool.hw, l->p.gpool.op == MP__KOP_POOL_MAX);
         return LAUNCH_CHECK();
     case MPV_L_BN: {
         int64_t n = l->p.bn.n * l->p.bn.c * l->p.bn.hw;

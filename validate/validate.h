@@ -3,7 +3,7 @@
  * Two halves:
  *  - host.c (plain C, always built, tested in CI without a GPU): lowers a
  *    graph and a schedule with its blocks into a program: which kernel
- *    runs each node (from the op registry's MP_OPF_KERNEL), the kernels'
+ *    runs each node (from the op registry's MP__OPF_KERNEL), the kernels'
  *    parameters (from shapes and attributes), where every tensor lives at
  *    every step (arena offset from the plan's blocks, or the weights
  *    buffer), the workspace each launch needs, and the initial values of

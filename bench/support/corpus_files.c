@@ -166,14 +166,14 @@ mp_status mpb_load_onnx_dims1(mp_ctx *ctx, const char *path, mp_graph **g)
     size_t len;
     unsigned char *buf = mpb_read_all(path, &len);
     if (!buf)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot read", path);
+        return mp__err(ctx, MP_ERR_IO, "%s: cannot read", path);
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     mpb_dims table;
     if (mpb_parse_dims(mpb_model_dims(path), &table)) {
         if (m)
             onnx__model_proto__free_unpacked(m, NULL);
         free(buf);
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: bad entry in the corpus "
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "%s: bad entry in the corpus "
                       "bindings table", path);
     }
     mp_dim_binding binds[MPB_MAX_DIMS + 64];

@@ -28,59 +28,59 @@
  * per iteration when their body's shapes change between iterations. */
 #define LOOP_UNROLL_MAX 256
 
-static mp_graph *body_of(mp_graph *g, const mp_node *n, const char *attr)
+static mp_graph *body_of(mp_graph *g, const mp__node *n, const char *attr)
 {
     char key[64];
     snprintf(key, sizeof key, "%s.graph", attr);
-    int64_t i = mp_attr_int(n, key, -1);
+    int64_t i = mp__attr_int(n, key, -1);
     if (i < 0 || (size_t)i >= g->n_subgraphs)
         return NULL;
     return g->subgraphs[i];
 }
 
-static uint32_t explicit_inputs(const mp_node *n)
+static uint32_t explicit_inputs(const mp__node *n)
 {
-    int64_t k = mp_attr_int(n, "body.inputs", n->n_in);
+    int64_t k = mp__attr_int(n, "body.inputs", n->n_in);
     return k >= 0 && k <= (int64_t)n->n_in ? (uint32_t)k : n->n_in;
 }
 
 /* explicit outputs (the last one is NODE:body when bodies exist) */
-static uint32_t explicit_outputs(const mp_node *n)
+static uint32_t explicit_outputs(const mp__node *n)
 {
-    return mp_node_attr(n, "body.inputs") && n->n_out ? n->n_out - 1
+    return mp__node_attr(n, "body.inputs") && n->n_out ? n->n_out - 1
                                                        : n->n_out;
 }
 
 /* Gives body tensor t the dtype, shape and value of outer tensor src (or
  * of dtype/shape when src is NULL). */
-static mp_status bind(mp_graph *b, uint32_t t, const mp_tensor *src, int dt,
-                      const mp_shape *s)
+static mp_status bind(mp_graph *b, uint32_t t, const mp__tensor *src, int dt,
+                      const mp__shape *s)
 {
-    mp_tensor *bt = &b->tensors[t];
+    mp__tensor *bt = &b->tensors[t];
     if (src && src->seq) /* a sequence or optional */
-        return mp_tensor_take_seq(b->ctx, bt, mp_seq_copy(b->ctx, src->seq));
+        return mp__tensor_take_seq(b->ctx, bt, mp__seq_copy(b->ctx, src->seq));
     if (src) {
         if (bt->dtype == MP_DTYPE_UNDEFINED)
             bt->dtype = src->dtype;
         if (src->rank >= 0) {
-            mp_status st = mp_tensor_set_shape(b->ctx, bt, src->rank,
+            mp_status st = mp__tensor_set_shape(b->ctx, bt, src->rank,
                                                src->dims);
             if (!st && src->value && !bt->value)
-                st = mp_tensor_set_value(b->ctx, bt, src->value,
+                st = mp__tensor_set_value(b->ctx, bt, src->value,
                                          src->n_value);
             if (st)
                 return st;
         }
-        if ((src->flags & MP_TF_SIZE_KNOWN) && src->rank < 0) {
+        if ((src->flags & MP__TF_SIZE_KNOWN) && src->rank < 0) {
             bt->bytes = src->bytes;
-            bt->flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
+            bt->flags |= MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN;
         }
         return MP_OK;
     }
     if (bt->dtype == MP_DTYPE_UNDEFINED)
         bt->dtype = (uint8_t)dt;
     if (s && s->rank >= 0 && bt->rank < 0)
-        return mp_tensor_set_shape(b->ctx, bt, s->rank, s->d);
+        return mp__tensor_set_shape(b->ctx, bt, s->rank, s->d);
     return MP_OK;
 }
 
@@ -89,10 +89,10 @@ static mp_status bind(mp_graph *b, uint32_t t, const mp_tensor *src, int dt,
 static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
                             const char *what, uint64_t *peak)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     mp_status st = MP_OK;
     for (uint32_t i = explicit_inputs(n); i < n->n_in && !st; i++) {
-        const mp_tensor *src = mp_in(g, n, i);
+        const mp__tensor *src = mp__in(g, n, i);
         uint32_t t;
         if (src && mp_graph_find_tensor(b, src->name, &t) == MP_OK &&
             b->tensors[t].producer == MP_NONE)
@@ -106,12 +106,12 @@ static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
     if (st == MP_ERR_NOMEM) /* not a shape error: If and Loop retry those */
         return st;
     if (st) {
-        char msg[MP_MSG_MAX];
+        char msg[MP__MSG_MAX];
         snprintf(msg, sizeof msg, "%s", mp_ctx_message(g->ctx));
-        return mp_node_err(g, node, "in its %s: %s", what, msg);
+        return mp__node_err(g, node, "in its %s: %s", what, msg);
     }
     /* the body's peak without its inputs (the node's inputs) */
-    uint64_t *live = mp_calloc(g->ctx, (size_t)p->n_steps + 1, sizeof *live);
+    uint64_t *live = mp__calloc(g->ctx, (size_t)p->n_steps + 1, sizeof *live);
     if (!live) {
         mp_plan_destroy(p);
         return MP_ERR_NOMEM;
@@ -129,7 +129,7 @@ static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
     for (uint32_t s = 0; s < p->n_steps; s++)
         if (live[s] > m)
             m = live[s];
-    mp_dealloc(g->ctx, live);
+    mp__dealloc(g->ctx, live);
     mp_plan_destroy(p);
     *peak = m;
     return MP_OK;
@@ -137,16 +137,16 @@ static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
 
 static mp_status set_scratch(mp_graph *g, uint32_t node, uint64_t bytes)
 {
-    const mp_node *n = &g->nodes[node];
-    if (!mp_node_attr(n, "body.inputs") || !n->n_out)
+    const mp__node *n = &g->nodes[node];
+    if (!mp__node_attr(n, "body.inputs") || !n->n_out)
         return MP_OK;
     if (bytes > (uint64_t)INT64_MAX)
-        return mp_node_err(g, node, "body memory overflows");
-    mp_shape s = {.rank = 1, .d = {(int64_t)bytes}};
-    return mp_out_set(g, node, n->n_out - 1, MP_DTYPE_UINT8, &s);
+        return mp__node_err(g, node, "body memory overflows");
+    mp__shape s = {.rank = 1, .d = {(int64_t)bytes}};
+    return mp__out_set(g, node, n->n_out - 1, MP_DTYPE_UINT8, &s);
 }
 
-static void shape_of(const mp_tensor *t, mp_shape *s)
+static void shape_of(const mp__tensor *t, mp__shape *s)
 {
     s->rank = t->rank;
     for (int32_t i = 0; i < t->rank; i++)
@@ -155,21 +155,21 @@ static void shape_of(const mp_tensor *t, mp_shape *s)
 
 /* Output o of the node takes body tensor t's dtype/shape/size. */
 static mp_status out_from(mp_graph *g, uint32_t node, uint32_t o,
-                          const mp_tensor *t)
+                          const mp__tensor *t)
 {
     if (t->seq)
-        return mp_out_seq(g, node, o, mp_seq_copy(g->ctx, t->seq));
-    mp_shape s;
+        return mp__out_seq(g, node, o, mp__seq_copy(g->ctx, t->seq));
+    mp__shape s;
     shape_of(t, &s);
-    mp_status st = mp_out_set(g, node, o, t->dtype, &s);
-    mp_tensor *out = &g->tensors[g->nodes[node].outputs[o]];
-    if (!st && !(out->flags & MP_TF_SIZE_KNOWN) &&
-        (t->flags & MP_TF_SIZE_KNOWN)) {
+    mp_status st = mp__out_set(g, node, o, t->dtype, &s);
+    mp__tensor *out = &g->tensors[g->nodes[node].outputs[o]];
+    if (!st && !(out->flags & MP__TF_SIZE_KNOWN) &&
+        (t->flags & MP__TF_SIZE_KNOWN)) {
         out->bytes = t->bytes;
-        out->flags |= MP_TF_SIZE_KNOWN;
+        out->flags |= MP__TF_SIZE_KNOWN;
     }
     if (!st && t->value && !out->value)
-        st = mp_tensor_set_value(g->ctx, out, t->value, t->n_value);
+        st = mp__tensor_set_value(g->ctx, out, t->value, t->n_value);
     return st;
 }
 
@@ -177,66 +177,66 @@ static mp_status out_from(mp_graph *g, uint32_t node, uint32_t o,
  * of them a sequence or optional: elements kept where both agree; the
  * bytes the larger branch's. */
 static mp_status out_seq_either(mp_graph *g, uint32_t node, uint32_t o,
-                                const mp_tensor *a, const mp_tensor *b)
+                                const mp__tensor *a, const mp__tensor *b)
 {
     /* an empty Optional() whose type attribute is not read takes the
      * other branch's kind (optional tensor or optional sequence) */
     bool empty_a = a->seq && a->seq->present == 0 &&
-                   a->seq->type != MP_SEQ_SEQUENCE;
+                   a->seq->type != MP__SEQ_SEQUENCE;
     bool empty_b = b->seq && b->seq->present == 0 &&
-                   b->seq->type != MP_SEQ_SEQUENCE;
+                   b->seq->type != MP__SEQ_SEQUENCE;
     if (!a->seq || !b->seq ||
         (a->seq->type != b->seq->type &&
-         !((empty_a || empty_b) && a->seq->type != MP_SEQ_SEQUENCE &&
-           b->seq->type != MP_SEQ_SEQUENCE)))
-        return mp_node_err(g, node, "output %u is a sequence or optional in "
+         !((empty_a || empty_b) && a->seq->type != MP__SEQ_SEQUENCE &&
+           b->seq->type != MP__SEQ_SEQUENCE)))
+        return mp__node_err(g, node, "output %u is a sequence or optional in "
                            "one branch only", (unsigned)o);
-    const mp_seq *x = empty_a ? b->seq : a->seq, *y = empty_a ? a->seq
+    const mp__seq *x = empty_a ? b->seq : a->seq, *y = empty_a ? a->seq
                                                               : b->seq;
-    mp_seq *s = mp_seq_new(g->ctx, x->type, x->dtype ? x->dtype : y->dtype,
+    mp__seq *s = mp__seq_new(g->ctx, x->type, x->dtype ? x->dtype : y->dtype,
                            x->n == y->n ? x->n : -1);
     if (!s)
         return g->ctx->status ? g->ctx->status : MP_ERR_NOMEM;
     s->present = x->present == y->present ? x->present : -1;
     if (empty_a || empty_b) { /* the elements are the other branch's */
-        mp_dealloc(g->ctx, s);
-        s = mp_seq_copy(g->ctx, x);
+        mp__dealloc(g->ctx, s);
+        s = mp__seq_copy(g->ctx, x);
         if (!s)
             return g->ctx->status ? g->ctx->status : MP_ERR_NOMEM;
         s->present = x->present == 0 ? 0 : -1;
     }
     for (uint32_t i = 0; i < s->n_elems && !empty_a && !empty_b; i++) {
-        const mp_shape *p = &x->elems[i < x->n_elems ? i : 0];
-        const mp_shape *q = &y->elems[i < y->n_elems ? i : 0];
+        const mp__shape *p = &x->elems[i < x->n_elems ? i : 0];
+        const mp__shape *q = &y->elems[i < y->n_elems ? i : 0];
         s->elems[i].rank = p->rank == q->rank ? p->rank : -1;
         for (int32_t k = 0; k < s->elems[i].rank; k++)
             s->elems[i].d[k] = p->d[k] == q->d[k] ? p->d[k] : -1;
     }
-    mp_tensor *out = &g->tensors[g->nodes[node].outputs[o]];
-    if ((a->flags & MP_TF_SIZE_KNOWN) && (b->flags & MP_TF_SIZE_KNOWN)) {
+    mp__tensor *out = &g->tensors[g->nodes[node].outputs[o]];
+    if ((a->flags & MP__TF_SIZE_KNOWN) && (b->flags & MP__TF_SIZE_KNOWN)) {
         out->bytes = a->bytes > b->bytes ? a->bytes : b->bytes;
-        out->flags |= MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN;
+        out->flags |= MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN;
     }
-    return mp_tensor_take_seq(g->ctx, out, s);
+    return mp__tensor_take_seq(g->ctx, out, s);
 }
 
-MP_SHAPE_FN(mp_shape_if)
+MP__SHAPE_FN(mp__shape_if)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     mp_graph *br[2] = {body_of(g, n, "then_branch"),
                        body_of(g, n, "else_branch")};
     if (!br[0] || !br[1])
-        return mp_node_err(g, node, "a branch (then_branch, else_branch) is "
+        return mp__node_err(g, node, "a branch (then_branch, else_branch) is "
                            "missing");
     /* a constant condition picks its branch: only that one is inferred */
     const int64_t *cv;
     uint32_t cc;
     int pick = -1;
-    if (mp_in_value(g, n, 0, &cv, &cc) && cc == 1)
+    if (mp__in_value(g, n, 0, &cv, &cc) && cc == 1)
         pick = cv[0] ? 0 : 1;
     uint64_t peak[2] = {0, 0};
     mp_status bst[2] = {MP_OK, MP_OK};
-    char msg0[MP_MSG_MAX] = "";
+    char msg0[MP__MSG_MAX] = "";
     for (int k = 0; k < 2; k++) {
         if (pick >= 0 && pick != k)
             continue;
@@ -253,7 +253,7 @@ MP_SHAPE_FN(mp_shape_if)
             continue;
         bool generic = false;
         for (size_t j = 0; j < br[k]->n_nodes && !generic; j++)
-            generic = br[k]->nodes[j].def == mp_op_generic();
+            generic = br[k]->nodes[j].def == mp__op_generic();
         if (!generic) {
             pick = 1 - k;
             bst[k] = MP_OK;
@@ -261,20 +261,20 @@ MP_SHAPE_FN(mp_shape_if)
         }
     }
     if (bst[0])
-        return mp_err(g->ctx, bst[0], "%s", msg0);
+        return mp__err(g->ctx, bst[0], "%s", msg0);
     if (bst[1])
         return bst[1];
     mp_status st = MP_OK;
     uint32_t no = explicit_outputs(n);
     for (int k = 0; k < 2; k++)
         if ((pick < 0 || pick == k) && br[k]->n_sub_outputs != no)
-            return mp_node_err(g, node, "%s has %u outputs, the node %u",
+            return mp__node_err(g, node, "%s has %u outputs, the node %u",
                                k ? "else_branch" : "then_branch",
                                (unsigned)br[k]->n_sub_outputs, (unsigned)no);
     for (uint32_t o = 0; o < no && !st; o++) {
-        const mp_tensor *a =
+        const mp__tensor *a =
             pick == 1 ? NULL : &br[0]->tensors[br[0]->sub_outputs[o]];
-        const mp_tensor *b =
+        const mp__tensor *b =
             pick == 0 ? NULL : &br[1]->tensors[br[1]->sub_outputs[o]];
         if (pick >= 0) {
             st = out_from(g, node, o, pick ? b : a);
@@ -284,24 +284,24 @@ MP_SHAPE_FN(mp_shape_if)
             st = out_seq_either(g, node, o, a, b);
             continue;
         }
-        mp_shape s = {.rank = -1};
+        mp__shape s = {.rank = -1};
         if (a->rank >= 0 && a->rank == b->rank) {
             s.rank = a->rank;
             for (int32_t i = 0; i < a->rank; i++)
                 s.d[i] = a->dims[i] == b->dims[i] ? a->dims[i] : -1;
         }
         int dt = a->dtype ? a->dtype : b->dtype;
-        st = mp_out_set(g, node, o, dt, &s);
-        mp_tensor *out = &g->tensors[n->outputs[o]];
-        if (!st && !(out->flags & MP_TF_SIZE_KNOWN) &&
-            (a->flags & MP_TF_SIZE_KNOWN) && (b->flags & MP_TF_SIZE_KNOWN)) {
+        st = mp__out_set(g, node, o, dt, &s);
+        mp__tensor *out = &g->tensors[n->outputs[o]];
+        if (!st && !(out->flags & MP__TF_SIZE_KNOWN) &&
+            (a->flags & MP__TF_SIZE_KNOWN) && (b->flags & MP__TF_SIZE_KNOWN)) {
             out->bytes = a->bytes > b->bytes ? a->bytes : b->bytes;
-            out->flags |= MP_TF_SIZE_KNOWN;
+            out->flags |= MP__TF_SIZE_KNOWN;
         }
     }
     if (!st)
         st = set_scratch(g, node, peak[0] > peak[1] ? peak[0] : peak[1]);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 static void reset_body(mp_graph *b);
@@ -309,29 +309,29 @@ static void reset_body(mp_graph *b);
 /* A body tensor's dtype, shape, value, sequence and size copied into a
  * tensor outside any graph (free with snap_free), so that the next
  * iteration can be bound from it after the body is reset. */
-static mp_status snap(mp_ctx *ctx, const mp_tensor *t, mp_tensor *out)
+static mp_status snap(mp_ctx *ctx, const mp__tensor *t, mp__tensor *out)
 {
     memset(out, 0, sizeof *out);
     out->name = t->name;
     out->dtype = t->dtype;
     out->rank = -1;
-    mp_status st = mp_tensor_set_shape(ctx, out, t->rank, t->dims);
+    mp_status st = mp__tensor_set_shape(ctx, out, t->rank, t->dims);
     if (!st && t->value)
-        st = mp_tensor_set_value(ctx, out, t->value, t->n_value);
+        st = mp__tensor_set_value(ctx, out, t->value, t->n_value);
     if (!st && t->seq) {
-        out->seq = mp_seq_copy(ctx, t->seq);
+        out->seq = mp__seq_copy(ctx, t->seq);
         if (!out->seq)
             st = ctx->status ? ctx->status : MP_ERR_NOMEM;
     }
     out->bytes = t->bytes;
-    out->flags = t->flags & MP_TF_SIZE_KNOWN;
+    out->flags = t->flags & MP__TF_SIZE_KNOWN;
     return st;
 }
 
-static void snap_free(mp_ctx *ctx, mp_tensor *t)
+static void snap_free(mp_ctx *ctx, mp__tensor *t)
 {
-    mp_dealloc(ctx, t->dims);
-    mp_dealloc(ctx, t->seq);
+    mp__dealloc(ctx, t->dims);
+    mp__dealloc(ctx, t->seq);
     t->dims = t->value = NULL;
     t->seq = NULL;
 }
@@ -346,27 +346,27 @@ static mp_status unroll_loop(mp_graph *g, uint32_t node, mp_graph *b,
                              int64_t *trips, uint64_t *peak, bool *varied,
                              uint32_t nscan)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     uint32_t ncarried = explicit_inputs(n) - 2;
     mp_ctx *ctx = g->ctx;
-    mp_tensor *prev = mp_calloc(ctx, ncarried + nscan + 1, sizeof *prev);
+    mp__tensor *prev = mp__calloc(ctx, ncarried + nscan + 1, sizeof *prev);
     if (!prev)
         return MP_ERR_NOMEM;
-    mp_tensor *scan0 = prev + ncarried;
+    mp__tensor *scan0 = prev + ncarried;
     mp_status st = MP_OK;
-    mp_shape scalar = {.rank = 0};
+    mp__shape scalar = {.rank = 0};
     int64_t it = 0;
     *peak = 0;
     for (; it < *trips && !st; it++) {
         reset_body(b);
         st = bind(b, b->sub_inputs[0], NULL, MP_DTYPE_INT64, &scalar);
         if (!st)
-            st = mp_tensor_set_value(ctx, &b->tensors[b->sub_inputs[0]], &it,
+            st = mp__tensor_set_value(ctx, &b->tensors[b->sub_inputs[0]], &it,
                                      1);
         if (!st)
             st = bind(b, b->sub_inputs[1], NULL, MP_DTYPE_BOOL, &scalar);
         for (uint32_t i = 0; i < ncarried && !st; i++) {
-            const mp_tensor *src = it ? &prev[i] : mp_in(g, n, 2 + i);
+            const mp__tensor *src = it ? &prev[i] : mp__in(g, n, 2 + i);
             if (src)
                 st = bind(b, b->sub_inputs[2 + i], src, 0, NULL);
         }
@@ -386,7 +386,7 @@ static mp_status unroll_loop(mp_graph *g, uint32_t node, mp_graph *b,
             uint32_t bo = 1 + ncarried + k;
             if (bo >= b->n_sub_outputs)
                 break;
-            const mp_tensor *t = &b->tensors[b->sub_outputs[bo]];
+            const mp__tensor *t = &b->tensors[b->sub_outputs[bo]];
             if (it == 0) {
                 st = snap(ctx, t, &scan0[k]);
                 continue;
@@ -397,7 +397,7 @@ static mp_status unroll_loop(mp_graph *g, uint32_t node, mp_graph *b,
             if (!same)
                 varied[k] = true;
         }
-        const mp_tensor *cond = &b->tensors[b->sub_outputs[0]];
+        const mp__tensor *cond = &b->tensors[b->sub_outputs[0]];
         if (cond->value && cond->n_value == 1 && cond->value[0] == 0) {
             it++;
             break;
@@ -407,30 +407,30 @@ static mp_status unroll_loop(mp_graph *g, uint32_t node, mp_graph *b,
         *trips = it;
     for (uint32_t i = 0; i < ncarried + nscan; i++)
         snap_free(ctx, &prev[i]);
-    mp_dealloc(ctx, prev);
+    mp__dealloc(ctx, prev);
     return st;
 }
 
 /* Loop (M, cond, v_initial...) body (iter_num, cond, v...) ->
  * (cond, v..., scan...) */
-MP_SHAPE_FN(mp_shape_loop)
+MP__SHAPE_FN(mp__shape_loop)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     mp_graph *b = body_of(g, n, "body");
     if (!b)
-        return mp_node_err(g, node, "attribute 'body' is missing");
+        return mp__node_err(g, node, "attribute 'body' is missing");
     uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
     if (nin < 2 || b->n_sub_inputs != nin || b->n_sub_outputs < nin - 1)
-        return mp_node_err(g, node, "body has %u inputs and %u outputs for "
+        return mp__node_err(g, node, "body has %u inputs and %u outputs for "
                            "%u node inputs", (unsigned)b->n_sub_inputs,
                            (unsigned)b->n_sub_outputs, (unsigned)nin);
     uint32_t ncarried = nin - 2;
-    mp_shape scalar = {.rank = 0};
+    mp__shape scalar = {.rank = 0};
     mp_status st = bind(b, b->sub_inputs[0], NULL, MP_DTYPE_INT64, &scalar);
     if (!st)
         st = bind(b, b->sub_inputs[1], NULL, MP_DTYPE_BOOL, &scalar);
     for (uint32_t i = 0; i < ncarried && !st; i++) {
-        const mp_tensor *src = mp_in(g, n, 2 + i);
+        const mp__tensor *src = mp__in(g, n, 2 + i);
         if (src)
             st = bind(b, b->sub_inputs[2 + i], src, 0, NULL);
     }
@@ -440,12 +440,12 @@ MP_SHAPE_FN(mp_shape_loop)
     int64_t trips = -1;
     const int64_t *mv;
     uint32_t mc;
-    if (mp_in_value(g, n, 0, &mv, &mc) && mc == 1 && mv[0] >= 0)
+    if (mp__in_value(g, n, 0, &mv, &mc) && mc == 1 && mv[0] >= 0)
         trips = mv[0];
     bool carries_seq = false;
     for (uint32_t i = 0; i < ncarried; i++)
-        carries_seq = carries_seq || (mp_in(g, n, 2 + i) &&
-                                      mp_in(g, n, 2 + i)->seq);
+        carries_seq = carries_seq || (mp__in(g, n, 2 + i) &&
+                                      mp__in(g, n, 2 + i)->seq);
     /* a body whose shapes change per iteration (a sequence that grows,
      * slice bounds from the iteration number): inferred once per
      * iteration when the trip count is folded and small */
@@ -461,23 +461,23 @@ MP_SHAPE_FN(mp_shape_loop)
         uint32_t bo = 1 + o;
         if (bo >= b->n_sub_outputs)
             break;
-        const mp_tensor *t = &b->tensors[b->sub_outputs[bo]];
+        const mp__tensor *t = &b->tensors[b->sub_outputs[bo]];
         if (o < ncarried) {
             st = out_from(g, node, o, t);
             continue;
         }
-        mp_shape s = {.rank = -1};
+        mp__shape s = {.rank = -1};
         if (t->rank >= 0 && t->rank < MP_MAX_RANK && !varied[o - ncarried]) {
             s.rank = t->rank + 1;
             s.d[0] = trips;
             for (int32_t i = 0; i < t->rank; i++)
                 s.d[i + 1] = t->dims[i];
         }
-        st = mp_out_set(g, node, o, t->dtype, &s);
+        st = mp__out_set(g, node, o, t->dtype, &s);
     }
     if (!st)
         st = set_scratch(g, node, peak);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Scan opset 8: (sequence_lens?, state..., scan_in...) with a batch axis
@@ -486,12 +486,12 @@ MP_SHAPE_FN(mp_shape_loop)
  * get [batch] + state and [batch, sequence] + slice. */
 static mp_status scan8(mp_graph *g, uint32_t node, mp_graph *b)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
-    int64_t m = mp_attr_int(n, "num_scan_inputs", 0);
+    int64_t m = mp__attr_int(n, "num_scan_inputs", 0);
     if (nin < 1 || m <= 0 || (uint64_t)m > nin - 1 ||
         b->n_sub_inputs != nin - 1 || b->n_sub_outputs != nout)
-        return mp_node_err(g, node, "num_scan_inputs %lld, %u inputs, %u "
+        return mp__node_err(g, node, "num_scan_inputs %lld, %u inputs, %u "
                            "outputs, body %u/%u (opset 8)", (long long)m,
                            (unsigned)nin, (unsigned)nout,
                            (unsigned)b->n_sub_inputs,
@@ -500,10 +500,10 @@ static mp_status scan8(mp_graph *g, uint32_t node, mp_graph *b)
     int64_t batch = -1, seq = -1;
     mp_status st = MP_OK;
     for (uint32_t i = 1; i < nin && !st; i++) {
-        const mp_tensor *src = mp_in(g, n, i);
+        const mp__tensor *src = mp__in(g, n, i);
         if (!src)
             continue;
-        mp_shape s;
+        mp__shape s;
         shape_of(src, &s);
         int32_t drop = i - 1 < nstate ? 1 : 2; /* batch (and sequence) */
         if (s.rank < drop) {
@@ -523,9 +523,9 @@ static mp_status scan8(mp_graph *g, uint32_t node, mp_graph *b)
     if (!st)
         st = infer_body(g, node, b, "body", &peak);
     for (uint32_t o = 0; o < nout && !st; o++) {
-        const mp_tensor *t = &b->tensors[b->sub_outputs[o]];
+        const mp__tensor *t = &b->tensors[b->sub_outputs[o]];
         int32_t add = o < nstate ? 1 : 2;
-        mp_shape s = {.rank = -1};
+        mp__shape s = {.rank = -1};
         if (t->rank >= 0 && t->rank + add <= MP_MAX_RANK) {
             s.rank = t->rank + add;
             s.d[0] = batch;
@@ -533,53 +533,53 @@ static mp_status scan8(mp_graph *g, uint32_t node, mp_graph *b)
             for (int32_t i = 0; i < t->rank; i++)
                 s.d[i + add] = t->dims[i];
         }
-        st = mp_out_set(g, node, o, t->dtype, &s);
+        st = mp__out_set(g, node, o, t->dtype, &s);
     }
     if (!st)
         st = set_scratch(g, node, peak);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Scan (opset >= 9): (state..., scan_in...) body (state..., slice...) ->
  * (state..., scan_out_slice...) */
-MP_SHAPE_FN(mp_shape_scan)
+MP__SHAPE_FN(mp__shape_scan)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     if (g->onnx_opset > 0 && g->onnx_opset < 9 && body_of(g, n, "body"))
         return scan8(g, node, body_of(g, n, "body"));
     mp_graph *b = body_of(g, n, "body");
     if (!b)
-        return mp_node_err(g, node, "attribute 'body' is missing");
+        return mp__node_err(g, node, "attribute 'body' is missing");
     uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
-    int64_t m = mp_attr_int(n, "num_scan_inputs", 0);
+    int64_t m = mp__attr_int(n, "num_scan_inputs", 0);
     if (m <= 0 || (uint64_t)m > nin || b->n_sub_inputs != nin ||
         b->n_sub_outputs != nout)
-        return mp_node_err(g, node, "num_scan_inputs %lld, %u inputs, %u "
+        return mp__node_err(g, node, "num_scan_inputs %lld, %u inputs, %u "
                            "outputs, body %u/%u", (long long)m,
                            (unsigned)nin, (unsigned)nout,
                            (unsigned)b->n_sub_inputs,
                            (unsigned)b->n_sub_outputs);
     uint32_t nstate = nin - (uint32_t)m;
     uint32_t na, noa;
-    const int64_t *axes = mp_attr_ints(n, "scan_input_axes", &na);
-    const int64_t *oaxes = mp_attr_ints(n, "scan_output_axes", &noa);
+    const int64_t *axes = mp__attr_ints(n, "scan_input_axes", &na);
+    const int64_t *oaxes = mp__attr_ints(n, "scan_output_axes", &noa);
     mp_status st = MP_OK;
     int64_t seq = -1;
     for (uint32_t i = 0; i < nin && !st; i++) {
-        const mp_tensor *src = mp_in(g, n, i);
+        const mp__tensor *src = mp__in(g, n, i);
         if (!src)
             continue;
         if (i < nstate) {
             st = bind(b, b->sub_inputs[i], src, 0, NULL);
             continue;
         }
-        mp_shape s;
+        mp__shape s;
         shape_of(src, &s);
         int32_t ax = 0;
         if (s.rank >= 1) {
             uint32_t k = i - nstate;
-            if (axes && k < na && !mp_axis(axes[k], s.rank, &ax))
-                return mp_node_err(g, node, "scan_input_axes out of range");
+            if (axes && k < na && !mp__axis(axes[k], s.rank, &ax))
+                return mp__node_err(g, node, "scan_input_axes out of range");
             if (seq < 0)
                 seq = s.d[ax];
             for (int32_t d = ax; d + 1 < s.rank; d++)
@@ -596,27 +596,27 @@ MP_SHAPE_FN(mp_shape_scan)
     if (st)
         return st;
     for (uint32_t o = 0; o < nout && !st; o++) {
-        const mp_tensor *t = &b->tensors[b->sub_outputs[o]];
+        const mp__tensor *t = &b->tensors[b->sub_outputs[o]];
         if (o < nstate) {
             st = out_from(g, node, o, t);
             continue;
         }
-        mp_shape s = {.rank = -1};
+        mp__shape s = {.rank = -1};
         if (t->rank >= 0 && t->rank < MP_MAX_RANK) {
             int32_t ax = 0;
             uint32_t k = o - nstate;
             if (oaxes && k < noa &&
-                !mp_axis(oaxes[k], t->rank + 1, &ax))
-                return mp_node_err(g, node, "scan_output_axes out of range");
+                !mp__axis(oaxes[k], t->rank + 1, &ax))
+                return mp__node_err(g, node, "scan_output_axes out of range");
             s.rank = t->rank + 1;
             for (int32_t i = 0, j = 0; i < s.rank; i++)
                 s.d[i] = i == ax ? seq : t->dims[j++];
         }
-        st = mp_out_set(g, node, o, t->dtype, &s);
+        st = mp__out_set(g, node, o, t->dtype, &s);
     }
     if (!st)
         st = set_scratch(g, node, peak);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Forgets what inference found in body b (and its bodies), so that it can
@@ -629,42 +629,42 @@ static void reset_body(mp_graph *b)
     for (size_t i = 0; i < b->n_subgraphs; i++)
         reset_body(b->subgraphs[i]);
     for (uint32_t t = 0; t < b->n_tensors; t++) {
-        mp_tensor *tt = &b->tensors[t];
+        mp__tensor *tt = &b->tensors[t];
         tt->kind = tt->declared_kind;
-        tt->flags &= (uint8_t)~MP_TF_FOLDED;
+        tt->flags &= (uint8_t)~MP__TF_FOLDED;
         tt->alias_of = MP_NONE;
         tt->root = t;
-        if (mp_kind_persistent(tt->declared_kind) ||
+        if (mp__kind_persistent(tt->declared_kind) ||
             (tt->producer != MP_NONE &&
-             (b->nodes[tt->producer].def->flags & MP_OPF_CONSTANT)))
+             (b->nodes[tt->producer].def->flags & MP__OPF_CONSTANT)))
             continue;
-        mp_dealloc(ctx, tt->dims);
-        mp_dealloc(ctx, tt->seq);
+        mp__dealloc(ctx, tt->dims);
+        mp__dealloc(ctx, tt->seq);
         tt->dims = tt->value = NULL;
         tt->seq = NULL;
         tt->n_value = 0;
         tt->rank = -1;
         tt->dtype = MP_DTYPE_UNDEFINED;
         tt->bytes = 0;
-        tt->flags &= (uint8_t)~(MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN);
+        tt->flags &= (uint8_t)~(MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN);
     }
-    mp_dealloc(ctx, b->cons);
-    mp_dealloc(ctx, b->topo);
+    mp__dealloc(ctx, b->cons);
+    mp__dealloc(ctx, b->topo);
     b->cons = b->topo = NULL;
     b->finalized = false;
 }
 
 /* Body input t gets dtype dt and shape s (replacing a declared one). */
-static mp_status bind_shape(mp_graph *b, uint32_t t, int dt, const mp_shape *s)
+static mp_status bind_shape(mp_graph *b, uint32_t t, int dt, const mp__shape *s)
 {
-    mp_tensor *bt = &b->tensors[t];
+    mp__tensor *bt = &b->tensors[t];
     if (dt != MP_DTYPE_UNDEFINED)
         bt->dtype = (uint8_t)dt;
-    bt->flags &= (uint8_t)~(MP_TF_SIZE_KNOWN | MP_TF_BYTES_GIVEN);
-    return mp_tensor_set_shape(b->ctx, bt, s->rank, s->d);
+    bt->flags &= (uint8_t)~(MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN);
+    return mp__tensor_set_shape(b->ctx, bt, s->rank, s->d);
 }
 
-static bool seq_uniform(const mp_seq *s)
+static bool seq_uniform(const mp__seq *s)
 {
     for (uint32_t i = 1; i < s->n_elems; i++) {
         if (s->elems[i].rank != s->elems[0].rank)
@@ -680,40 +680,40 @@ static bool seq_uniform(const mp_seq *s)
  * body runs once per element of the first sequence (the others give
  * their element i; tensors are passed whole). It is inferred once when
  * every sequence's elements share one shape, else once per element. */
-MP_SHAPE_FN(mp_shape_seq_map)
+MP__SHAPE_FN(mp__shape_seq_map)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     mp_graph *b = body_of(g, n, "body");
     if (!b)
-        return mp_node_err(g, node, "attribute 'body' is missing");
+        return mp__node_err(g, node, "attribute 'body' is missing");
     uint32_t nin = explicit_inputs(n), nout = explicit_outputs(n);
     if (nin < 1 || b->n_sub_inputs != nin || b->n_sub_outputs != nout)
-        return mp_node_err(g, node, "body has %u inputs and %u outputs for "
+        return mp__node_err(g, node, "body has %u inputs and %u outputs for "
                            "%u inputs and %u outputs",
                            (unsigned)b->n_sub_inputs,
                            (unsigned)b->n_sub_outputs, (unsigned)nin,
                            (unsigned)nout);
-    const mp_tensor *first = mp_in(g, n, 0);
-    if (!first || !first->seq || first->seq->type != MP_SEQ_SEQUENCE)
-        return mp_node_err(g, node, "input 0 is not a sequence");
+    const mp__tensor *first = mp__in(g, n, 0);
+    if (!first || !first->seq || first->seq->type != MP__SEQ_SEQUENCE)
+        return mp__node_err(g, node, "input 0 is not a sequence");
     int32_t cnt = first->seq->n;
     bool uniform = true;
     for (uint32_t k = 0; k < nin; k++) {
-        const mp_tensor *src = mp_in(g, n, k);
+        const mp__tensor *src = mp__in(g, n, k);
         if (src && src->seq) {
             if (src->seq->n != cnt)
-                return mp_node_err(g, node, "input %u has %d elements, "
+                return mp__node_err(g, node, "input %u has %d elements, "
                                    "input 0 %d", (unsigned)k,
                                    (int)src->seq->n, (int)cnt);
             uniform = uniform && seq_uniform(src->seq);
         }
     }
-    mp_seq **outs = mp_calloc(g->ctx, nout ? nout : 1, sizeof *outs);
+    mp__seq **outs = mp__calloc(g->ctx, nout ? nout : 1, sizeof *outs);
     if (!outs)
         return MP_ERR_NOMEM;
     mp_status st = MP_OK;
     for (uint32_t o = 0; o < nout && !st; o++)
-        if (!(outs[o] = mp_seq_new(g->ctx, MP_SEQ_SEQUENCE,
+        if (!(outs[o] = mp__seq_new(g->ctx, MP__SEQ_SEQUENCE,
                                    MP_DTYPE_UNDEFINED, cnt)))
             st = g->ctx->status ? g->ctx->status : MP_ERR_NOMEM;
     uint64_t peak = 0;
@@ -722,7 +722,7 @@ MP_SHAPE_FN(mp_shape_seq_map)
         if (b->finalized)
             reset_body(b);
         for (uint32_t k = 0; k < nin && !st; k++) {
-            const mp_tensor *src = mp_in(g, n, k);
+            const mp__tensor *src = mp__in(g, n, k);
             if (!src)
                 continue;
             if (src->seq)
@@ -737,8 +737,8 @@ MP_SHAPE_FN(mp_shape_seq_map)
         if (pk > peak)
             peak = pk;
         for (uint32_t o = 0; o < nout && !st; o++) {
-            const mp_tensor *t = &b->tensors[b->sub_outputs[o]];
-            mp_shape s;
+            const mp__tensor *t = &b->tensors[b->sub_outputs[o]];
+            mp__shape s;
             shape_of(t, &s);
             outs[o]->dtype = t->dtype;
             for (uint32_t e = 0; e < outs[o]->n_elems; e++)
@@ -748,12 +748,12 @@ MP_SHAPE_FN(mp_shape_seq_map)
     }
     for (uint32_t o = 0; o < nout; o++) {
         if (!st)
-            st = mp_out_seq(g, node, o, outs[o]);
+            st = mp__out_seq(g, node, o, outs[o]);
         else
-            mp_dealloc(g->ctx, outs[o]);
+            mp__dealloc(g->ctx, outs[o]);
     }
-    mp_dealloc(g->ctx, outs);
+    mp__dealloc(g->ctx, outs);
     if (!st)
         st = set_scratch(g, node, peak);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }

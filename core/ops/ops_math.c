@@ -9,33 +9,33 @@
 #include <math.h>
 #include <string.h>
 
-static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
+static int in_dtype(const mp_graph *g, const mp__node *n, uint32_t i)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     return t ? t->dtype : MP_DTYPE_UNDEFINED;
 }
 
-MP_SHAPE_FN(mp_shape_generic) { return mp_shape_done(g, node); }
+MP__SHAPE_FN(mp__shape_generic) { return mp__shape_done(g, node); }
 
-static mp_status fold_float(mp_graph *g, uint32_t node, const mp_shape *out,
+static mp_status fold_float(mp_graph *g, uint32_t node, const mp__shape *out,
                             int out_dtype);
 
-MP_SHAPE_FN(mp_shape_same)
+MP__SHAPE_FN(mp__shape_same)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &s);
     /* Ceil, Floor, Round, Sqrt, ... of a small float constant */
     if (!st && n->n_out && s.rank >= 0 &&
-        mp_dtype_is_float(in_dtype(g, n, 0)))
+        mp__dtype_is_float(in_dtype(g, n, 0)))
         st = fold_float(g, node, &s, in_dtype(g, n, 0));
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Flat index into an input of shape `in` for flat output index `flat` of
  * shape `out` (numpy broadcasting). */
-static int64_t bidx(const mp_shape *out, const mp_shape *in, int64_t flat)
+static int64_t bidx(const mp__shape *out, const mp__shape *in, int64_t flat)
 {
     int64_t idx = 0, stride = 1;
     for (int32_t k = out->rank - 1; k >= 0; k--) {
@@ -195,7 +195,7 @@ static const struct {
     {"Or", f_or}, {"Sub", f_sub}, {"Sum", f_sum}, {"Where", f_where},
 };
 
-static fold_fn fold_of(const mp_node *n)
+static fold_fn fold_of(const mp__node *n)
 {
     if (n->domain[0])
         return NULL;
@@ -352,7 +352,7 @@ static const struct {
     {"Sqrt", d_sqrt}, {"Sub", d_sub}, {"Sum", d_sum}, {"Where", d_where},
 };
 
-static dfold_fn dfold_of(const mp_node *n)
+static dfold_fn dfold_of(const mp__node *n)
 {
     if (n->domain[0])
         return NULL;
@@ -362,15 +362,15 @@ static dfold_fn dfold_of(const mp_node *n)
     return NULL;
 }
 
-bool mp_dtype_is_float(int dt)
+bool mp__dtype_is_float(int dt)
 {
     return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT64 ||
            dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
 }
 
-double mp_value_double(const mp_tensor *t, uint32_t i)
+double mp__value_double(const mp__tensor *t, uint32_t i)
 {
-    if (mp_dtype_is_int(t->dtype))
+    if (mp__dtype_is_int(t->dtype))
         return (double)t->value[i];
     double d;
     memcpy(&d, &t->value[i], sizeof d);
@@ -381,9 +381,9 @@ double mp_value_double(const mp_tensor *t, uint32_t i)
  * rounded to float32 for float32 (float16/bfloat16 are not rounded
  * further: their values only feed shape arithmetic); integer dtypes take
  * the truncated value. False when x does not fit the integer range. */
-bool mp_value_from_double(int dt, double x, int64_t *out)
+bool mp__value_from_double(int dt, double x, int64_t *out)
 {
-    if (mp_dtype_is_float(dt)) {
+    if (mp__dtype_is_float(dt)) {
         double d = dt == MP_DTYPE_FLOAT64 ? x : (double)(float)x;
         if (dt != MP_DTYPE_FLOAT64 && isfinite(x) && !isfinite(d))
             d = x; /* beyond float range: keep it; only shapes read it */
@@ -402,72 +402,72 @@ bool mp_value_from_double(int dt, double x, int64_t *out)
 }
 
 /* Folds in doubles when every input has a value and one is a float. */
-static mp_status fold_float(mp_graph *g, uint32_t node, const mp_shape *out,
+static mp_status fold_float(mp_graph *g, uint32_t node, const mp__shape *out,
                             int out_dtype)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     dfold_fn fn = dfold_of(n);
-    int64_t total = mp_shape_numel(out);
-    if (!fn || total <= 0 || total > (int64_t)MP_VALUE_MAX || n->n_in == 0 ||
-        n->n_in > 8 || !(mp_dtype_is_int(out_dtype) ||
-                         mp_dtype_is_float(out_dtype)))
+    int64_t total = mp__shape_numel(out);
+    if (!fn || total <= 0 || total > (int64_t)MP__VALUE_MAX || n->n_in == 0 ||
+        n->n_in > 8 || !(mp__dtype_is_int(out_dtype) ||
+                         mp__dtype_is_float(out_dtype)))
         return MP_OK;
-    mp_shape sh[8];
-    const mp_tensor *ts[8];
+    mp__shape sh[8];
+    const mp__tensor *ts[8];
     bool any_float = false;
     for (uint32_t i = 0; i < n->n_in; i++) {
-        const mp_tensor *t = mp_in(g, n, i);
+        const mp__tensor *t = mp__in(g, n, i);
         if (!t || !t->value ||
-            !(mp_dtype_is_int(t->dtype) || mp_dtype_is_float(t->dtype)))
+            !(mp__dtype_is_int(t->dtype) || mp__dtype_is_float(t->dtype)))
             return MP_OK;
-        any_float |= mp_dtype_is_float(t->dtype);
-        mp_in_shape(g, n, i, &sh[i]);
-        if (mp_shape_numel(&sh[i]) != (int64_t)t->n_value)
+        any_float |= mp__dtype_is_float(t->dtype);
+        mp__in_shape(g, n, i, &sh[i]);
+        if (mp__shape_numel(&sh[i]) != (int64_t)t->n_value)
             return MP_OK;
         ts[i] = t;
     }
     if (!any_float)
         return MP_OK;
-    int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    int64_t *buf = mp__alloc(g->ctx, (size_t)total * sizeof *buf);
     if (!buf)
         return MP_ERR_NOMEM;
     bool ok = true;
     for (int64_t e = 0; e < total && ok; e++) {
         double args[8], r;
         for (uint32_t i = 0; i < n->n_in; i++)
-            args[i] = mp_value_double(ts[i], (uint32_t)bidx(out, &sh[i], e));
-        ok = fn(args, n->n_in, &r) && mp_value_from_double(out_dtype, r,
+            args[i] = mp__value_double(ts[i], (uint32_t)bidx(out, &sh[i], e));
+        ok = fn(args, n->n_in, &r) && mp__value_from_double(out_dtype, r,
                                                            &buf[e]);
     }
     mp_status st = MP_OK;
     if (ok)
-        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
-    mp_dealloc(g->ctx, buf);
+        st = mp__out_value(g, node, 0, buf, (uint32_t)total);
+    mp__dealloc(g->ctx, buf);
     return st;
 }
 
 /* Folds the node's value when every input has an integer value. */
-static mp_status fold(mp_graph *g, uint32_t node, const mp_shape *out)
+static mp_status fold(mp_graph *g, uint32_t node, const mp__shape *out)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     fold_fn fn = fold_of(n);
-    int64_t total = mp_shape_numel(out);
-    if (!fn || total <= 0 || total > (int64_t)MP_VALUE_MAX || n->n_in == 0 ||
+    int64_t total = mp__shape_numel(out);
+    if (!fn || total <= 0 || total > (int64_t)MP__VALUE_MAX || n->n_in == 0 ||
         n->n_in > 8)
         return MP_OK;
-    mp_shape sh[8];
+    mp__shape sh[8];
     const int64_t *vals[8];
     for (uint32_t i = 0; i < n->n_in; i++) {
-        const mp_tensor *t = mp_in(g, n, i);
+        const mp__tensor *t = mp__in(g, n, i);
         uint32_t c;
-        if (!t || !mp_dtype_is_int(t->dtype) ||
-            !mp_in_value(g, n, i, &vals[i], &c))
+        if (!t || !mp__dtype_is_int(t->dtype) ||
+            !mp__in_value(g, n, i, &vals[i], &c))
             return MP_OK;
-        mp_in_shape(g, n, i, &sh[i]);
-        if (mp_shape_numel(&sh[i]) != (int64_t)c)
+        mp__in_shape(g, n, i, &sh[i]);
+        if (mp__shape_numel(&sh[i]) != (int64_t)c)
             return MP_OK;
     }
-    int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    int64_t *buf = mp__alloc(g->ctx, (size_t)total * sizeof *buf);
     if (!buf)
         return MP_ERR_NOMEM;
     bool ok = true;
@@ -479,27 +479,27 @@ static mp_status fold(mp_graph *g, uint32_t node, const mp_shape *out)
     }
     mp_status st = MP_OK;
     if (ok)
-        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
-    mp_dealloc(g->ctx, buf);
+        st = mp__out_value(g, node, 0, buf, (uint32_t)total);
+    mp__dealloc(g->ctx, buf);
     return st;
 }
 
 static mp_status broadcast_all(mp_graph *g, uint32_t node, uint32_t first,
                                int dtype)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape out = {.rank = 0};
+    const mp__node *n = &g->nodes[node];
+    mp__shape out = {.rank = 0};
     bool any = false;
     for (uint32_t i = first; i < n->n_in; i++) {
-        if (!mp_in(g, n, i))
+        if (!mp__in(g, n, i))
             continue;
-        mp_shape s;
-        mp_in_shape(g, n, i, &s);
+        mp__shape s;
+        mp__in_shape(g, n, i, &s);
         /* opset < 7: broadcast=1 with axis aligns B at axis of A */
         if (i == 1 && any && out.rank >= 0 && s.rank >= 0 &&
-            mp_attr_int(n, "broadcast", 0) && mp_node_attr(n, "axis")) {
+            mp__attr_int(n, "broadcast", 0) && mp__node_attr(n, "axis")) {
             int32_t ax;
-            if (mp_axis(mp_attr_int(n, "axis", 0), out.rank, &ax) &&
+            if (mp__axis(mp__attr_int(n, "axis", 0), out.rank, &ax) &&
                 ax + s.rank <= out.rank) {
                 /* B's dims sit at A's axes ax.., then ones to the end */
                 for (int32_t k = s.rank; k < out.rank - ax; k++)
@@ -512,72 +512,72 @@ static mp_status broadcast_all(mp_graph *g, uint32_t node, uint32_t first,
             any = true;
             continue;
         }
-        mp_shape r;
-        if (!mp_broadcast(&out, &s, &r))
-            return mp_node_err(g, node, "input '%s' does not broadcast with "
+        mp__shape r;
+        if (!mp__broadcast(&out, &s, &r))
+            return mp__node_err(g, node, "input '%s' does not broadcast with "
                                "the other inputs",
-                               mp_in(g, n, i)->name);
+                               mp__in(g, n, i)->name);
         out = r;
     }
     if (!any)
         out.rank = -1;
     if (first > 0 && n->n_in > 0) {
-        mp_shape s0, r;
-        mp_in_shape(g, n, 0, &s0);
-        if (!mp_broadcast(&out, &s0, &r))
-            return mp_node_err(g, node, "condition does not broadcast");
+        mp__shape s0, r;
+        mp__in_shape(g, n, 0, &s0);
+        if (!mp__broadcast(&out, &s0, &r))
+            return mp__node_err(g, node, "condition does not broadcast");
         out = r;
     }
-    mp_status st = mp_out_set(g, node, 0, dtype, &out);
-    if (!st && mp_dtype_is_int(dtype))
+    mp_status st = mp__out_set(g, node, 0, dtype, &out);
+    if (!st && mp__dtype_is_int(dtype))
         st = fold(g, node, &out);
     if (!st && n->n_out && !g->tensors[n->outputs[0]].value)
         st = fold_float(g, node, &out, dtype);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_broadcast)
+MP__SHAPE_FN(mp__shape_broadcast)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     return broadcast_all(g, node, 0, in_dtype(g, n, 0));
 }
 
 /* PRelu: the output has X's shape. Before opset 7 a 1-D slope of size C
  * (or 1) applies along the channel axis 1, which numpy broadcasting would
  * refuse for X of rank > 2; from opset 7 the slope broadcasts to X. */
-MP_SHAPE_FN(mp_shape_prelu)
+MP__SHAPE_FN(mp__shape_prelu)
 {
-    const mp_node *n = &g->nodes[node];
-    const mp_tensor *x = mp_in(g, n, 0), *sl = mp_in(g, n, 1);
+    const mp__node *n = &g->nodes[node];
+    const mp__tensor *x = mp__in(g, n, 0), *sl = mp__in(g, n, 1);
     if (g->onnx_opset && g->onnx_opset < 7 && x && sl && sl->rank == 1 &&
         x->rank >= 2 && (sl->dims[0] == 1 || sl->dims[0] == x->dims[1])) {
-        mp_shape s;
-        mp_in_shape(g, n, 0, &s);
-        mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
-        return st ? st : mp_shape_done(g, node);
+        mp__shape s;
+        mp__in_shape(g, n, 0, &s);
+        mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &s);
+        return st ? st : mp__shape_done(g, node);
     }
-    return mp_shape_broadcast(g, node);
+    return mp__shape_broadcast(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_compare)
+MP__SHAPE_FN(mp__shape_compare)
 {
     return broadcast_all(g, node, 0, MP_DTYPE_BOOL);
 }
 
-MP_SHAPE_FN(mp_shape_logical)
+MP__SHAPE_FN(mp__shape_logical)
 {
     return broadcast_all(g, node, 0, MP_DTYPE_BOOL);
 }
 
-MP_SHAPE_FN(mp_shape_where)
+MP__SHAPE_FN(mp__shape_where)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     return broadcast_all(g, node, 1, in_dtype(g, n, 1));
 }
 
-MP_SHAPE_FN(mp_shape_variadic)
+MP__SHAPE_FN(mp__shape_variadic)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     int dt = MP_DTYPE_UNDEFINED;
     for (uint32_t i = 0; i < n->n_in && !dt; i++)
         dt = in_dtype(g, n, i);
@@ -586,69 +586,69 @@ MP_SHAPE_FN(mp_shape_variadic)
 
 static mp_status cast_to(mp_graph *g, uint32_t node, int to)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    mp_status st = mp_out_set(g, node, 0, to, &s);
-    const mp_tensor *in = mp_in(g, n, 0);
-    if (!st && in && in->value && (int64_t)in->n_value == mp_shape_numel(&s) &&
-        (mp_dtype_is_float(in->dtype) || mp_dtype_is_float(to)) &&
-        (mp_dtype_is_int(in->dtype) || mp_dtype_is_float(in->dtype)) &&
-        (mp_dtype_is_int(to) || mp_dtype_is_float(to))) {
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    mp_status st = mp__out_set(g, node, 0, to, &s);
+    const mp__tensor *in = mp__in(g, n, 0);
+    if (!st && in && in->value && (int64_t)in->n_value == mp__shape_numel(&s) &&
+        (mp__dtype_is_float(in->dtype) || mp__dtype_is_float(to)) &&
+        (mp__dtype_is_int(in->dtype) || mp__dtype_is_float(in->dtype)) &&
+        (mp__dtype_is_int(to) || mp__dtype_is_float(to))) {
         /* ints and floats into each other: through doubles */
-        int64_t *buf = mp_alloc(g->ctx, in->n_value * sizeof *buf);
+        int64_t *buf = mp__alloc(g->ctx, in->n_value * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
         bool ok = true;
         for (uint32_t i = 0; i < in->n_value && ok; i++)
-            ok = mp_value_from_double(to, mp_value_double(in, i), &buf[i]);
+            ok = mp__value_from_double(to, mp__value_double(in, i), &buf[i]);
         if (ok)
-            st = mp_out_value(g, node, 0, buf, in->n_value);
-        mp_dealloc(g->ctx, buf);
-    } else if (!st && in && in->value && mp_dtype_is_int(in->dtype) &&
-        mp_dtype_is_int(to)) {
+            st = mp__out_value(g, node, 0, buf, in->n_value);
+        mp__dealloc(g->ctx, buf);
+    } else if (!st && in && in->value && mp__dtype_is_int(in->dtype) &&
+        mp__dtype_is_int(to)) {
         if (to == MP_DTYPE_BOOL) {
-            int64_t *buf = mp_alloc(g->ctx, in->n_value * sizeof *buf);
+            int64_t *buf = mp__alloc(g->ctx, in->n_value * sizeof *buf);
             if (!buf)
                 return MP_ERR_NOMEM;
             for (uint32_t i = 0; i < in->n_value; i++)
                 buf[i] = in->value[i] != 0;
-            st = mp_out_value(g, node, 0, buf, in->n_value);
-            mp_dealloc(g->ctx, buf);
+            st = mp__out_value(g, node, 0, buf, in->n_value);
+            mp__dealloc(g->ctx, buf);
         } else {
-            st = mp_out_value(g, node, 0, in->value, in->n_value);
+            st = mp__out_value(g, node, 0, in->value, in->n_value);
         }
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_cast)
+MP__SHAPE_FN(mp__shape_cast)
 {
-    const mp_node *n = &g->nodes[node];
-    int64_t to = mp_attr_int(n, "to", MP_DTYPE_UNDEFINED);
+    const mp__node *n = &g->nodes[node];
+    int64_t to = mp__attr_int(n, "to", MP_DTYPE_UNDEFINED);
     if (to < 0 || to > MP_DTYPE_INT2 || !mp_dtype_name((mp_dtype)to))
-        return mp_node_err(g, node, "attribute 'to' is not a data type "
+        return mp__node_err(g, node, "attribute 'to' is not a data type "
                            "(%lld)", (long long)to);
     return cast_to(g, node, (int)to);
 }
 
-MP_SHAPE_FN(mp_shape_cast_like)
+MP__SHAPE_FN(mp__shape_cast_like)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     return cast_to(g, node, in_dtype(g, n, 1));
 }
 
-MP_SHAPE_FN(mp_shape_reduce)
+MP__SHAPE_FN(mp__shape_reduce)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
-    bool keep = mp_attr_int(n, "keepdims", 1) != 0;
-    bool noop = mp_attr_int(n, "noop_with_empty_axes", 0) != 0;
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
+    bool keep = mp__attr_int(n, "keepdims", 1) != 0;
+    bool noop = mp__attr_int(n, "noop_with_empty_axes", 0) != 0;
     uint32_t c = 0;
-    const int64_t *axes = mp_attr_ints(n, "axes", &c);
+    const int64_t *axes = mp__attr_ints(n, "axes", &c);
     bool have = true;
-    if (!axes && mp_in(g, n, 1) && !mp_in_value(g, n, 1, &axes, &c))
+    if (!axes && mp__in(g, n, 1) && !mp__in_value(g, n, 1, &axes, &c))
         have = false;
     if (!axes)
         c = 0;
@@ -656,8 +656,8 @@ MP_SHAPE_FN(mp_shape_reduce)
     if (in.rank >= 0 && have) {
         for (uint32_t k = 0; k < c; k++) {
             int32_t a;
-            if (!mp_axis(axes[k], in.rank, &a))
-                return mp_node_err(g, node, "axis %lld out of range",
+            if (!mp__axis(axes[k], in.rank, &a))
+                return mp__node_err(g, node, "axis %lld out of range",
                                    (long long)axes[k]);
             red[a] = true;
         }
@@ -676,7 +676,7 @@ MP_SHAPE_FN(mp_shape_reduce)
         for (int32_t i = 0; i < in.rank; i++)
             out.d[i] = -1;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     /* fold ReduceProd/Sum/Min/Max over every element of an int vector */
     const int64_t *v;
     uint32_t vc;
@@ -684,9 +684,9 @@ MP_SHAPE_FN(mp_shape_reduce)
     for (int32_t i = 0; i < in.rank; i++)
         if (!red[i])
             all = false;
-    if (!st && all && mp_shape_numel(&out) == 1 &&
-        mp_dtype_is_int(in_dtype(g, n, 0)) && mp_in_value(g, n, 0, &v, &vc) &&
-        vc > 0 && (int64_t)vc == mp_shape_numel(&in)) {
+    if (!st && all && mp__shape_numel(&out) == 1 &&
+        mp__dtype_is_int(in_dtype(g, n, 0)) && mp__in_value(g, n, 0, &v, &vc) &&
+        vc > 0 && (int64_t)vc == mp__shape_numel(&in)) {
         fold_fn fn = NULL;
         if (strcmp(n->op, "ReduceSum") == 0)
             fn = f_sum;
@@ -705,21 +705,21 @@ MP_SHAPE_FN(mp_shape_reduce)
             ok = false;
         }
         if (ok)
-            st = mp_out_value(g, node, 0, &r, 1);
+            st = mp__out_value(g, node, 0, &r, 1);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_argreduce)
+MP__SHAPE_FN(mp__shape_argreduce)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
-    bool keep = mp_attr_int(n, "keepdims", 1) != 0;
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
+    bool keep = mp__attr_int(n, "keepdims", 1) != 0;
     int32_t a;
     if (in.rank >= 0) {
-        if (!mp_axis(mp_attr_int(n, "axis", 0), in.rank, &a))
-            return mp_node_err(g, node, "axis out of range");
+        if (!mp__axis(mp__attr_int(n, "axis", 0), in.rank, &a))
+            return mp__node_err(g, node, "axis out of range");
         out.rank = 0;
         for (int32_t i = 0; i < in.rank; i++) {
             if (i != a)
@@ -728,8 +728,8 @@ MP_SHAPE_FN(mp_shape_argreduce)
                 out.d[out.rank++] = 1;
         }
     }
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, MP_DTYPE_INT64, &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* the error of a product whose inner dims ka (input ia) and kb (input
@@ -737,24 +737,24 @@ MP_SHAPE_FN(mp_shape_argreduce)
 static mp_status inner_dims_err(mp_graph *g, uint32_t node, int64_t ka,
                                 int64_t kb, uint32_t ia, uint32_t ib)
 {
-    const mp_tensor *ta = mp_in(g, &g->nodes[node], ia);
-    const mp_tensor *tb = mp_in(g, &g->nodes[node], ib);
-    return mp_node_err(g, node, "inner dims differ (%lld and %lld): "
+    const mp__tensor *ta = mp__in(g, &g->nodes[node], ia);
+    const mp__tensor *tb = mp__in(g, &g->nodes[node], ib);
+    return mp__node_err(g, node, "inner dims differ (%lld and %lld): "
                        "'%s' and '%s'", (long long)ka, (long long)kb,
                        ta ? ta->name : "?", tb ? tb->name : "?");
 }
 
 /* numpy matmul of shapes a0 (node input ia) and b0 (input ib) */
-static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
-                              uint32_t ia, const mp_shape *b0, uint32_t ib,
-                              mp_shape *out)
+static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp__shape *a0,
+                              uint32_t ia, const mp__shape *b0, uint32_t ib,
+                              mp__shape *out)
 {
     out->rank = -1;
     if (a0->rank < 1 || b0->rank < 1)
         return a0->rank == 0 || b0->rank == 0
-                   ? mp_node_err(g, node, "MatMul of a scalar")
+                   ? mp__node_err(g, node, "MatMul of a scalar")
                    : MP_OK;
-    mp_shape a = *a0, b = *b0;
+    mp__shape a = *a0, b = *b0;
     bool a1 = a.rank == 1, b1 = b.rank == 1;
     if (a1) {
         a.rank = 2;
@@ -768,11 +768,11 @@ static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
     int64_t ka = a.d[a.rank - 1], kb = b.d[b.rank - 2];
     if (ka >= 0 && kb >= 0 && ka != kb)
         return inner_dims_err(g, node, ka, kb, ia, ib);
-    mp_shape ba = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2}, bo;
+    mp__shape ba = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2}, bo;
     memcpy(ba.d, a.d, (size_t)ba.rank * sizeof a.d[0]);
     memcpy(bb.d, b.d, (size_t)bb.rank * sizeof b.d[0]);
-    if (!mp_broadcast(&ba, &bb, &bo))
-        return mp_node_err(g, node, "batch dims do not broadcast");
+    if (!mp__broadcast(&ba, &bb, &bo))
+        return mp__node_err(g, node, "batch dims do not broadcast");
     *out = bo;
     if (!a1)
         out->d[out->rank++] = a.d[a.rank - 2];
@@ -781,13 +781,13 @@ static mp_status matmul_shape(mp_graph *g, uint32_t node, const mp_shape *a0,
     return MP_OK;
 }
 
-MP_SHAPE_FN(mp_shape_matmul)
+MP__SHAPE_FN(mp__shape_matmul)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     bool qlinear = strcmp(n->op, "QLinearMatMul") == 0;
-    mp_shape a, b, out;
-    mp_in_shape(g, n, 0, &a);
-    mp_in_shape(g, n, qlinear ? 3 : 1, &b);
+    mp__shape a, b, out;
+    mp__in_shape(g, n, 0, &a);
+    mp__in_shape(g, n, qlinear ? 3 : 1, &b);
     mp_status st = matmul_shape(g, node, &a, 0, &b, qlinear ? 3 : 1, &out);
     if (st)
         return st;
@@ -796,19 +796,19 @@ MP_SHAPE_FN(mp_shape_matmul)
         dt = MP_DTYPE_INT32;
     else if (qlinear)
         dt = in_dtype(g, n, 7);
-    st = mp_out_set(g, node, 0, dt, &out);
-    return st ? st : mp_shape_done(g, node);
+    st = mp__out_set(g, node, 0, dt, &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_gemm)
+MP__SHAPE_FN(mp__shape_gemm)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape a, b, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &a);
-    mp_in_shape(g, n, 1, &b);
+    const mp__node *n = &g->nodes[node];
+    mp__shape a, b, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &a);
+    mp__in_shape(g, n, 1, &b);
     if (a.rank == 2 && b.rank == 2) {
-        bool ta = mp_attr_int(n, "transA", 0) != 0;
-        bool tb = mp_attr_int(n, "transB", 0) != 0;
+        bool ta = mp__attr_int(n, "transA", 0) != 0;
+        bool tb = mp__attr_int(n, "transB", 0) != 0;
         int64_t ka = ta ? a.d[0] : a.d[1], kb = tb ? b.d[1] : b.d[0];
         if (ka >= 0 && kb >= 0 && ka != kb)
             return inner_dims_err(g, node, ka, kb, 0, 1);
@@ -816,109 +816,109 @@ MP_SHAPE_FN(mp_shape_gemm)
         out.d[0] = ta ? a.d[1] : a.d[0];
         out.d[1] = tb ? b.d[0] : b.d[1];
     } else if (a.rank >= 0 && a.rank != 2) {
-        return mp_node_err(g, node, "A has rank %d, expected 2", (int)a.rank);
+        return mp__node_err(g, node, "A has rank %d, expected 2", (int)a.rank);
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_softmax)
+MP__SHAPE_FN(mp__shape_softmax)
 {
-    return mp_shape_same(g, node);
+    return mp__shape_same(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_topk)
+MP__SHAPE_FN(mp__shape_topk)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
     const int64_t *kv;
     uint32_t kc;
     int64_t k = -1;
-    if (mp_in_value(g, n, 1, &kv, &kc) && kc == 1)
+    if (mp__in_value(g, n, 1, &kv, &kc) && kc == 1)
         k = kv[0];
-    else if (mp_node_attr(n, "k"))
-        k = mp_attr_int(n, "k", -1);
+    else if (mp__node_attr(n, "k"))
+        k = mp__attr_int(n, "k", -1);
     int32_t a;
     if (in.rank >= 0) {
-        if (!mp_axis(mp_attr_int(n, "axis", -1), in.rank, &a))
-            return mp_node_err(g, node, "axis out of range");
+        if (!mp__axis(mp__attr_int(n, "axis", -1), in.rank, &a))
+            return mp__node_err(g, node, "axis out of range");
         out = in;
         out.d[a] = k;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     if (!st)
-        st = mp_out_set(g, node, 1, MP_DTYPE_INT64, &out);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 1, MP_DTYPE_INT64, &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_trilu) { return mp_shape_same(g, node); }
+MP__SHAPE_FN(mp__shape_trilu) { return mp__shape_same(g, node); }
 
-MP_SHAPE_FN(mp_shape_dropout)
+MP__SHAPE_FN(mp__shape_dropout)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &s);
     if (!st)
-        st = mp_out_set(g, node, 1, MP_DTYPE_BOOL, &s);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 1, MP_DTYPE_BOOL, &s);
+    return st ? st : mp__shape_done(g, node);
 }
-MP_SHAPE_FN(mp_shape_lrn) { return mp_shape_same(g, node); }
+MP__SHAPE_FN(mp__shape_lrn) { return mp__shape_same(g, node); }
 
-MP_SHAPE_FN(mp_shape_quantize)
+MP__SHAPE_FN(mp__shape_quantize)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    int dt = (int)mp_attr_int(n, "output_dtype", 0);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    int dt = (int)mp__attr_int(n, "output_dtype", 0);
     if (!dt)
-        dt = mp_in(g, n, 2) ? in_dtype(g, n, 2) : MP_DTYPE_UINT8;
-    mp_status st = mp_out_set(g, node, 0, dt, &s);
-    return st ? st : mp_shape_done(g, node);
+        dt = mp__in(g, n, 2) ? in_dtype(g, n, 2) : MP_DTYPE_UINT8;
+    mp_status st = mp__out_set(g, node, 0, dt, &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_dequantize)
+MP__SHAPE_FN(mp__shape_dequantize)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    int dt = (int)mp_attr_int(n, "output_dtype", 0);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    int dt = (int)mp__attr_int(n, "output_dtype", 0);
     if (!dt)
         dt = in_dtype(g, n, 1);
-    mp_status st = mp_out_set(g, node, 0, dt, &s);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, dt, &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: a scalar for
  * reduction mean/sum, the target's shape for none; SCE's optional second
  * output (log_prob) has the scores' shape. */
-MP_SHAPE_FN(mp_shape_loss)
+MP__SHAPE_FN(mp__shape_loss)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, t, out = {.rank = 0};
-    mp_in_shape(g, n, 0, &x);
-    mp_in_shape(g, n, 1, &t);
-    if (strcmp(mp_attr_str(n, "reduction", "mean"), "none") == 0)
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, t, out = {.rank = 0};
+    mp__in_shape(g, n, 0, &x);
+    mp__in_shape(g, n, 1, &t);
+    if (strcmp(mp__attr_str(n, "reduction", "mean"), "none") == 0)
         out = t;
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     if (!st)
-        st = mp_out_set(g, node, 1, in_dtype(g, n, 0), &x);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 1, in_dtype(g, n, 0), &x);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Attention (opset 23): Q, K, V of rank 4 [B, heads, seq, head] or rank 3
  * [B, seq, heads*head]; optional past_key/past_value (inputs 4, 5).
  * Outputs: Y, present_key, present_value, qk_matmul_output. */
-MP_SHAPE_FN(mp_shape_attention)
+MP__SHAPE_FN(mp__shape_attention)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape q, k, v, pk;
-    mp_in_shape(g, n, 0, &q);
-    mp_in_shape(g, n, 1, &k);
-    mp_in_shape(g, n, 2, &v);
-    mp_in_shape(g, n, 4, &pk);
-    mp_shape y = {.rank = -1}, pres_k = {.rank = -1}, pres_v = {.rank = -1},
+    const mp__node *n = &g->nodes[node];
+    mp__shape q, k, v, pk;
+    mp__in_shape(g, n, 0, &q);
+    mp__in_shape(g, n, 1, &k);
+    mp__in_shape(g, n, 2, &v);
+    mp__in_shape(g, n, 4, &pk);
+    mp__shape y = {.rank = -1}, pres_k = {.rank = -1}, pres_v = {.rank = -1},
              qk = {.rank = -1};
     int dt = in_dtype(g, n, 0);
     if (q.rank == 4 && k.rank == 4 && v.rank == 4) {
@@ -933,8 +933,8 @@ MP_SHAPE_FN(mp_shape_attention)
         qk = q;
         qk.d[3] = total;
     } else if (q.rank == 3 && k.rank == 3 && v.rank == 3) {
-        int64_t qh = mp_attr_int(n, "q_num_heads", -1);
-        int64_t kvh = mp_attr_int(n, "kv_num_heads", -1);
+        int64_t qh = mp__attr_int(n, "q_num_heads", -1);
+        int64_t kvh = mp__attr_int(n, "kv_num_heads", -1);
         int64_t past = pk.rank == 4 ? pk.d[2] : 0;
         int64_t total = (k.d[1] < 0 || past < 0) ? -1 : k.d[1] + past;
         y = q;
@@ -952,12 +952,12 @@ MP_SHAPE_FN(mp_shape_attention)
             qk.d[0] = q.d[0], qk.d[1] = qh, qk.d[2] = q.d[1], qk.d[3] = total;
         }
     }
-    mp_status st = mp_out_set(g, node, 0, dt, &y);
+    mp_status st = mp__out_set(g, node, 0, dt, &y);
     if (!st)
-        st = mp_out_set(g, node, 1, dt, &pres_k);
+        st = mp__out_set(g, node, 1, dt, &pres_k);
     if (!st)
-        st = mp_out_set(g, node, 2, dt, &pres_v);
+        st = mp__out_set(g, node, 2, dt, &pres_v);
     if (!st)
-        st = mp_out_set(g, node, 3, dt, &qk);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 3, dt, &qk);
+    return st ? st : mp__shape_done(g, node);
 }

@@ -7,20 +7,20 @@
 
 #include <string.h>
 
-static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
+static int in_dtype(const mp_graph *g, const mp__node *n, uint32_t i)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     return t ? t->dtype : MP_DTYPE_UNDEFINED;
 }
 
 /* Scalar (or one-element) int value of input i. */
-static bool in_scalar(const mp_graph *g, const mp_node *n, uint32_t i,
+static bool in_scalar(const mp_graph *g, const mp__node *n, uint32_t i,
                       int64_t *out)
 {
     const int64_t *v;
     uint32_t c;
-    const mp_tensor *t = mp_in(g, n, i);
-    if (!t || !mp_dtype_is_int(t->dtype) || !mp_in_value(g, n, i, &v, &c) ||
+    const mp__tensor *t = mp__in(g, n, i);
+    if (!t || !mp__dtype_is_int(t->dtype) || !mp__in_value(g, n, i, &v, &c) ||
         c != 1)
         return false;
     *out = v[0];
@@ -31,145 +31,145 @@ static mp_status all_unknown(mp_graph *g, uint32_t node, int dt)
 {
     mp_status st = MP_OK;
     for (uint32_t o = 0; o < g->nodes[node].n_out && !st; o++)
-        st = mp_out_set(g, node, o, dt, NULL);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, o, dt, NULL);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Bernoulli, RandomNormalLike, RandomUniformLike, EyeLike: input 0's
  * shape, dtype from the `dtype` attribute when given. */
-MP_SHAPE_FN(mp_shape_like)
+MP__SHAPE_FN(mp__shape_like)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    int dt = (int)mp_attr_int(n, "dtype", in_dtype(g, n, 0));
-    mp_status st = mp_out_set(g, node, 0, dt, &s);
-    return st ? st : mp_shape_done(g, node);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    int dt = (int)mp__attr_int(n, "dtype", in_dtype(g, n, 0));
+    mp_status st = mp__out_set(g, node, 0, dt, &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_bitcast)
+MP__SHAPE_FN(mp__shape_bitcast)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    int to = (int)mp_attr_int(n, "to", 0);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    int to = (int)mp__attr_int(n, "to", 0);
     unsigned a = mp_dtype_bits((mp_dtype)in_dtype(g, n, 0));
     unsigned b = mp_dtype_name((mp_dtype)to) ? mp_dtype_bits((mp_dtype)to)
                                              : 0;
     if (!b)
-        return mp_node_err(g, node, "attribute 'to' is not a data type (%d)",
+        return mp__node_err(g, node, "attribute 'to' is not a data type (%d)",
                            to);
     if (s.rank >= 0 && a && a != b) {
         if (a > b) { /* one element becomes a/b: a new last dim */
             if (s.rank == MP_MAX_RANK)
-                return mp_node_err(g, node, "rank above %d", MP_MAX_RANK);
+                return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
             s.d[s.rank++] = a / b;
         } else if (s.rank > 0 && s.d[s.rank - 1] == (int64_t)(b / a)) {
             s.rank--;
         } else {
-            return mp_node_err(g, node, "cannot bitcast: the last dim must "
+            return mp__node_err(g, node, "cannot bitcast: the last dim must "
                                "be %u", b / a);
         }
     }
-    mp_status st = mp_out_set(g, node, 0, to, &s);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, to, &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_det)
+MP__SHAPE_FN(mp__shape_det)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
     if (s.rank >= 2)
         s.rank -= 2;
     else if (s.rank >= 0)
-        return mp_node_err(g, node, "input of rank %d (needs >= 2)",
+        return mp__node_err(g, node, "input of rank %d (needs >= 2)",
                            (int)s.rank);
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_dynamic_quantize)
+MP__SHAPE_FN(mp__shape_dynamic_quantize)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s, scalar = {.rank = 0};
-    mp_in_shape(g, n, 0, &s);
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_UINT8, &s);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s, scalar = {.rank = 0};
+    mp__in_shape(g, n, 0, &s);
+    mp_status st = mp__out_set(g, node, 0, MP_DTYPE_UINT8, &s);
     if (!st)
-        st = mp_out_set(g, node, 1, MP_DTYPE_FLOAT32, &scalar);
+        st = mp__out_set(g, node, 1, MP_DTYPE_FLOAT32, &scalar);
     if (!st)
-        st = mp_out_set(g, node, 2, MP_DTYPE_UINT8, &scalar);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 2, MP_DTYPE_UINT8, &scalar);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Adagrad (R, T, X..., G..., H...) -> (X_new..., H_new...); Momentum the
  * same with V; Adam (R, T, X..., G..., V..., H...) -> (X, V, H new). */
 /* Gradient (ai.onnx.preview.training): output i is the gradient of y
  * with respect to xs[i], the node's input i: its dtype and shape. */
-MP_SHAPE_FN(mp_shape_gradient)
+MP__SHAPE_FN(mp__shape_gradient)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     mp_status st = MP_OK;
     for (uint32_t o = 0; o < n->n_out && !st; o++) {
         if (o >= n->n_in)
-            return mp_node_err(g, node, "output %u has no input %u (xs) to "
+            return mp__node_err(g, node, "output %u has no input %u (xs) to "
                                "take its shape from", (unsigned)o,
                                (unsigned)o);
-        mp_shape s;
-        mp_in_shape(g, n, o, &s);
-        st = mp_out_set(g, node, o, in_dtype(g, n, o), &s);
+        mp__shape s;
+        mp__in_shape(g, n, o, &s);
+        st = mp__out_set(g, node, o, in_dtype(g, n, o), &s);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_optimizer)
+MP__SHAPE_FN(mp__shape_optimizer)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     uint32_t groups_in = strcmp(n->op, "Adam") == 0 ? 4 : 3;
     if (n->n_in < 2 + groups_in || (n->n_in - 2) % groups_in)
-        return mp_node_err(g, node, "%u inputs: expected 2 + a multiple of "
+        return mp__node_err(g, node, "%u inputs: expected 2 + a multiple of "
                            "%u", (unsigned)n->n_in, (unsigned)groups_in);
     uint32_t k = (n->n_in - 2) / groups_in;
     mp_status st = MP_OK;
     for (uint32_t o = 0; o < n->n_out && !st; o++) {
-        mp_shape s;
-        mp_in_shape(g, n, 2 + o % k, &s);
-        st = mp_out_set(g, node, o, in_dtype(g, n, 2 + o % k), &s);
+        mp__shape s;
+        mp__in_shape(g, n, 2 + o % k, &s);
+        st = mp__out_set(g, node, o, in_dtype(g, n, 2 + o % k), &s);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* FlexAttention: (Q [B,H,Lq,E], K, V [B,H,Lk,Ev]) -> [B,H,Lq,Ev] */
-MP_SHAPE_FN(mp_shape_flex_attention)
+MP__SHAPE_FN(mp__shape_flex_attention)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape q, v;
-    mp_in_shape(g, n, 0, &q);
-    mp_in_shape(g, n, 2, &v);
+    const mp__node *n = &g->nodes[node];
+    mp__shape q, v;
+    mp__in_shape(g, n, 0, &q);
+    mp__in_shape(g, n, 2, &v);
     if (q.rank >= 1 && v.rank >= 1)
         q.d[q.rank - 1] = v.d[v.rank - 1];
     else
         q.rank = -1;
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &q);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &q);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* LinearAttention (query, key, value, past_state, decay, beta):
  * 3D inputs [B, L, heads*D]: output [B, L, Hq*Dv], present_state
  * [B, Hkv, Dk, Dv] (past_state's shape when given). */
-MP_SHAPE_FN(mp_shape_linear_attention)
+MP__SHAPE_FN(mp__shape_linear_attention)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape q, k, v, past;
-    mp_in_shape(g, n, 0, &q);
-    mp_in_shape(g, n, 1, &k);
-    mp_in_shape(g, n, 2, &v);
-    mp_in_shape(g, n, 3, &past);
-    int64_t hq = mp_attr_int(n, "q_num_heads", 1);
-    int64_t hkv = mp_attr_int(n, "kv_num_heads", hq);
+    const mp__node *n = &g->nodes[node];
+    mp__shape q, k, v, past;
+    mp__in_shape(g, n, 0, &q);
+    mp__in_shape(g, n, 1, &k);
+    mp__in_shape(g, n, 2, &v);
+    mp__in_shape(g, n, 3, &past);
+    int64_t hq = mp__attr_int(n, "q_num_heads", 1);
+    int64_t hkv = mp__attr_int(n, "kv_num_heads", hq);
     if (hq <= 0 || hkv <= 0)
-        return mp_node_err(g, node, "head counts must be positive");
-    mp_shape out = {.rank = -1}, state = past;
+        return mp__node_err(g, node, "head counts must be positive");
+    mp__shape out = {.rank = -1}, state = past;
     if (q.rank == 3 && v.rank == 3 && k.rank == 3) {
         int64_t dv = v.d[2] >= 0 ? v.d[2] / hkv : -1;
         int64_t dk = k.d[2] >= 0 ? k.d[2] / hkv : -1;
@@ -193,24 +193,24 @@ MP_SHAPE_FN(mp_shape_linear_attention)
             state.d[3] = v.d[3];
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     if (!st)
-        st = mp_out_set(g, node, 1,
+        st = mp__out_set(g, node, 1,
                         past.rank >= 0 ? in_dtype(g, n, 3) : in_dtype(g, n, 0),
                         &state);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* CausalConvWithState (input [N, C, L...], weight [M, C/group, K], ...):
  * output [N, M, L...] (causal padding keeps the length), present_state
  * [N, C, K-1] (past_state's shape when given). */
-MP_SHAPE_FN(mp_shape_causal_conv_state)
+MP__SHAPE_FN(mp__shape_causal_conv_state)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, w, past, out = {.rank = -1}, state = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
-    mp_in_shape(g, n, 1, &w);
-    mp_in_shape(g, n, 3, &past);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, w, past, out = {.rank = -1}, state = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
+    mp__in_shape(g, n, 1, &w);
+    mp__in_shape(g, n, 3, &past);
     if (x.rank >= 3 && w.rank == x.rank) {
         out = x;
         out.d[1] = w.d[0];
@@ -221,19 +221,19 @@ MP_SHAPE_FN(mp_shape_causal_conv_state)
     if (past.rank >= 0)
         state = past;
     int dt = in_dtype(g, n, 0);
-    mp_status st = mp_out_set(g, node, 0, dt, &out);
+    mp_status st = mp__out_set(g, node, 0, dt, &out);
     if (!st)
-        st = mp_out_set(g, node, 1, dt, &state);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 1, dt, &state);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_tfidf)
+MP__SHAPE_FN(mp__shape_tfidf)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
     uint32_t c;
-    const int64_t *idx = mp_attr_ints(n, "ngram_indexes", &c);
+    const int64_t *idx = mp__attr_ints(n, "ngram_indexes", &c);
     int64_t k = 0;
     for (uint32_t i = 0; idx && i < c; i++)
         if (idx[i] + 1 > k)
@@ -242,16 +242,16 @@ MP_SHAPE_FN(mp_shape_tfidf)
         out = x;
         out.d[x.rank - 1] = k;
     }
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_FLOAT32, &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, MP_DTYPE_FLOAT32, &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_grid_sample)
+MP__SHAPE_FN(mp__shape_grid_sample)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, grid, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
-    mp_in_shape(g, n, 1, &grid);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, grid, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
+    mp__in_shape(g, n, 1, &grid);
     if (x.rank >= 3 && grid.rank == x.rank) {
         out.rank = x.rank;
         out.d[0] = x.d[0];
@@ -259,44 +259,44 @@ MP_SHAPE_FN(mp_shape_grid_sample)
         for (int32_t i = 2; i < x.rank; i++)
             out.d[i] = grid.d[i - 1];
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_roi_align)
+MP__SHAPE_FN(mp__shape_roi_align)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, rois, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
-    mp_in_shape(g, n, 1, &rois);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, rois, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
+    mp__in_shape(g, n, 1, &rois);
     if (x.rank == 4 && rois.rank == 2) {
         out.rank = 4;
         out.d[0] = rois.d[0];
         out.d[1] = x.d[1];
-        out.d[2] = mp_attr_int(n, "output_height", 1);
-        out.d[3] = mp_attr_int(n, "output_width", 1);
+        out.d[2] = mp__attr_int(n, "output_height", 1);
+        out.d[3] = mp__attr_int(n, "output_width", 1);
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* out = indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:] */
-MP_SHAPE_FN(mp_shape_gather_nd)
+MP__SHAPE_FN(mp__shape_gather_nd)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape d, ix, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &d);
-    mp_in_shape(g, n, 1, &ix);
-    int64_t b = mp_attr_int(n, "batch_dims", 0);
+    const mp__node *n = &g->nodes[node];
+    mp__shape d, ix, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &d);
+    mp__in_shape(g, n, 1, &ix);
+    int64_t b = mp__attr_int(n, "batch_dims", 0);
     if (d.rank >= 1 && ix.rank >= 1 && ix.d[ix.rank - 1] >= 0) {
         int64_t last = ix.d[ix.rank - 1];
         if (b < 0 || b + last > d.rank)
-            return mp_node_err(g, node, "indices' last dim %lld with "
+            return mp__node_err(g, node, "indices' last dim %lld with "
                                "batch_dims %lld exceeds the data rank %d",
                                (long long)last, (long long)b, (int)d.rank);
         int64_t r = ix.rank - 1 + d.rank - b - last;
         if (r > MP_MAX_RANK)
-            return mp_node_err(g, node, "output rank above %d", MP_MAX_RANK);
+            return mp__node_err(g, node, "output rank above %d", MP_MAX_RANK);
         out.rank = (int32_t)r;
         int32_t k = 0;
         for (int32_t i = 0; i < ix.rank - 1; i++)
@@ -304,64 +304,64 @@ MP_SHAPE_FN(mp_shape_gather_nd)
         for (int64_t i = b + last; i < d.rank; i++)
             out.d[k++] = d.d[i];
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_one_hot)
+MP__SHAPE_FN(mp__shape_one_hot)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape ix, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &ix);
+    const mp__node *n = &g->nodes[node];
+    mp__shape ix, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &ix);
     int64_t depth;
     if (ix.rank >= 0 && ix.rank < MP_MAX_RANK) {
         int32_t ax;
-        if (!mp_axis(mp_attr_int(n, "axis", -1), ix.rank + 1, &ax))
-            return mp_node_err(g, node, "axis out of range");
-        const mp_tensor *dt = mp_in(g, n, 1);
+        if (!mp__axis(mp__attr_int(n, "axis", -1), ix.rank + 1, &ax))
+            return mp__node_err(g, node, "axis out of range");
+        const mp__tensor *dt = mp__in(g, n, 1);
         const int64_t *v;
         uint32_t c;
         bool known = false;
-        if (dt && mp_in_value(g, n, 1, &v, &c) && c == 1) {
-            if (mp_dtype_is_int(dt->dtype)) {
+        if (dt && mp__in_value(g, n, 1, &v, &c) && c == 1) {
+            if (mp__dtype_is_int(dt->dtype)) {
                 depth = v[0];
                 known = true;
             } else if (dt->dtype == MP_DTYPE_FLOAT32 ||
                        dt->dtype == MP_DTYPE_FLOAT64) {
                 double f;
                 memcpy(&f, &v[0], sizeof f);
-                known = mp_dim_from_double(f, &depth);
+                known = mp__dim_from_double(f, &depth);
             }
         }
         out.rank = ix.rank + 1;
         for (int32_t i = 0, k = 0; i < out.rank; i++)
             out.d[i] = i == ax ? (known ? depth : -1) : ix.d[k++];
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 2), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 2), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Einsum: explicit ("ij,jk->ik") or implicit ("ij,jk") output, with
  * ellipsis broadcasting. */
-MP_SHAPE_FN(mp_shape_einsum)
+MP__SHAPE_FN(mp__shape_einsum)
 {
-    const mp_node *n = &g->nodes[node];
-    const char *eq = mp_attr_str(n, "equation", NULL);
+    const mp__node *n = &g->nodes[node];
+    const char *eq = mp__attr_str(n, "equation", NULL);
     if (!eq)
-        return mp_node_err(g, node, "attribute 'equation' missing");
+        return mp__node_err(g, node, "attribute 'equation' missing");
     int64_t letter[52];
     int count[52];
     for (int i = 0; i < 52; i++)
         letter[i] = -2, count[i] = 0;
-    mp_shape ell = {.rank = 0};
+    mp__shape ell = {.rank = 0};
     bool unknown = false;
     const char *p = eq;
     uint32_t term = 0;
     while (*p && !(p[0] == '-' && p[1] == '>')) {
-        mp_shape s;
-        mp_in_shape(g, n, term, &s);
+        mp__shape s;
+        mp__in_shape(g, n, term, &s);
         if (term >= n->n_in)
-            return mp_node_err(g, node, "equation has more terms than "
+            return mp__node_err(g, node, "equation has more terms than "
                                "inputs");
         /* count the term's letters to place the ellipsis */
         int nl = 0;
@@ -374,7 +374,7 @@ MP_SHAPE_FN(mp_shape_einsum)
         }
         int32_t ell_rank = s.rank >= 0 ? s.rank - nl : -1;
         if (s.rank >= 0 && (ell_rank < 0 || (!has_ell && ell_rank)))
-            return mp_node_err(g, node, "term %u of the equation does not "
+            return mp__node_err(g, node, "term %u of the equation does not "
                                "match input rank %d", (unsigned)term,
                                (int)s.rank);
         int32_t pos = 0;
@@ -382,15 +382,15 @@ MP_SHAPE_FN(mp_shape_einsum)
             char ch = *p;
             if (ch == '.') {
                 if (strncmp(p, "...", 3) != 0)
-                    return mp_node_err(g, node, "bad ellipsis");
+                    return mp__node_err(g, node, "bad ellipsis");
                 if (s.rank < 0) {
                     unknown = true;
                 } else {
-                    mp_shape part = {.rank = ell_rank}, b;
+                    mp__shape part = {.rank = ell_rank}, b;
                     for (int32_t i = 0; i < ell_rank; i++)
                         part.d[i] = s.d[pos + i];
-                    if (!mp_broadcast(&ell, &part, &b))
-                        return mp_node_err(g, node, "ellipsis dims do not "
+                    if (!mp__broadcast(&ell, &part, &b))
+                        return mp__node_err(g, node, "ellipsis dims do not "
                                            "broadcast");
                     ell = b;
                     pos += ell_rank;
@@ -408,7 +408,7 @@ MP_SHAPE_FN(mp_shape_einsum)
                 count[li]++;
                 pos++;
             } else if (ch != ' ') {
-                return mp_node_err(g, node, "bad character '%c' in the "
+                return mp__node_err(g, node, "bad character '%c' in the "
                                    "equation", ch);
             }
             p++;
@@ -417,15 +417,15 @@ MP_SHAPE_FN(mp_shape_einsum)
         if (*p == ',')
             p++;
     }
-    mp_shape out = {.rank = 0};
+    mp__shape out = {.rank = 0};
     if (p[0] == '-') {
         p += 2;
         for (; *p; p++) {
             if (*p == '.') {
                 if (strncmp(p, "...", 3) != 0)
-                    return mp_node_err(g, node, "bad ellipsis");
+                    return mp__node_err(g, node, "bad ellipsis");
                 if (out.rank + ell.rank > MP_MAX_RANK)
-                    return mp_node_err(g, node, "rank above %d", MP_MAX_RANK);
+                    return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
                 for (int32_t i = 0; i < ell.rank; i++)
                     out.d[out.rank++] = ell.d[i];
                 p += 2;
@@ -437,10 +437,10 @@ MP_SHAPE_FN(mp_shape_einsum)
             if (li < 0)
                 continue;
             if (!count[li])
-                return mp_node_err(g, node, "output letter '%c' is not in "
+                return mp__node_err(g, node, "output letter '%c' is not in "
                                    "any input", *p);
             if (out.rank == MP_MAX_RANK)
-                return mp_node_err(g, node, "rank above %d", MP_MAX_RANK);
+                return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
             out.d[out.rank++] = letter[li] < 0 ? -1 : letter[li];
         }
     } else {
@@ -452,43 +452,43 @@ MP_SHAPE_FN(mp_shape_einsum)
     }
     if (unknown)
         out.rank = -1;
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* DFT: opset 17 (axis attribute, dft_length input 1); opset >= 20 (inputs
  * dft_length, axis). The last dim becomes 2 (complex); the axis dim is
  * dft_length, halved plus one when onesided. */
-MP_SHAPE_FN(mp_shape_dft)
+MP__SHAPE_FN(mp__shape_dft)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    bool onesided = mp_attr_int(n, "onesided", 0) != 0;
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    bool onesided = mp__attr_int(n, "onesided", 0) != 0;
     /* IRFFT (onesided inverse): complex one-sided input, real output of
      * dft_length, by default 2 * (n - 1) */
-    bool irfft = onesided && mp_attr_int(n, "inverse", 0) != 0;
+    bool irfft = onesided && mp__attr_int(n, "inverse", 0) != 0;
     int64_t len = -1;
-    bool has_len = mp_in(g, n, 1) != NULL;
+    bool has_len = mp__in(g, n, 1) != NULL;
     if (has_len && !in_scalar(g, n, 1, &len))
         len = -2; /* given but unknown */
     if (s.rank >= 2) {
         bool need_axis = onesided || has_len;
         int64_t axis;
         bool axis_known = true;
-        if (g->onnx_opset >= 20 || mp_in(g, n, 2)) {
+        if (g->onnx_opset >= 20 || mp__in(g, n, 2)) {
             axis = -2;
-            if (mp_in(g, n, 2) && !in_scalar(g, n, 2, &axis))
+            if (mp__in(g, n, 2) && !in_scalar(g, n, 2, &axis))
                 axis_known = false;
         } else {
-            axis = mp_attr_int(n, "axis", 1);
+            axis = mp__attr_int(n, "axis", 1);
         }
         if (need_axis) {
             int32_t ax;
             if (!axis_known) {
                 s.rank = -1;
-            } else if (!mp_axis(axis, s.rank, &ax) || ax == s.rank - 1) {
-                return mp_node_err(g, node, "axis %lld out of range",
+            } else if (!mp__axis(axis, s.rank, &ax) || ax == s.rank - 1) {
+                return mp__node_err(g, node, "axis %lld out of range",
                                    (long long)axis);
             } else {
                 int64_t l = has_len ? (len >= 0 ? len : -1) : s.d[ax];
@@ -503,88 +503,88 @@ MP_SHAPE_FN(mp_shape_dft)
         if (s.rank >= 0)
             s.d[s.rank - 1] = irfft ? 1 : 2;
     } else if (s.rank >= 0) {
-        return mp_node_err(g, node, "input of rank %d (needs >= 2)",
+        return mp__node_err(g, node, "input of rank %d (needs >= 2)",
                            (int)s.rank);
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* STFT (signal [B, L, 1|2], frame_step, window, frame_length) ->
  * [B, frames, bins, 2] */
-MP_SHAPE_FN(mp_shape_stft)
+MP__SHAPE_FN(mp__shape_stft)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape sig, win, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &sig);
-    mp_in_shape(g, n, 2, &win);
+    const mp__node *n = &g->nodes[node];
+    mp__shape sig, win, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &sig);
+    mp__in_shape(g, n, 2, &win);
     int64_t step, flen = -1;
     if (!in_scalar(g, n, 3, &flen) && win.rank == 1)
         flen = win.d[0];
     if (sig.rank == 3 && in_scalar(g, n, 1, &step) && step > 0 && flen > 0 &&
         sig.d[1] >= flen) {
-        bool onesided = mp_attr_int(n, "onesided", 1) != 0;
+        bool onesided = mp__attr_int(n, "onesided", 1) != 0;
         out.rank = 4;
         out.d[0] = sig.d[0];
         out.d[1] = (sig.d[1] - flen) / step + 1;
         out.d[2] = onesided ? flen / 2 + 1 : flen;
         out.d[3] = 2;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* HannWindow, HammingWindow, BlackmanWindow: [size] */
-MP_SHAPE_FN(mp_shape_window)
+MP__SHAPE_FN(mp__shape_window)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape out = {.rank = 1, .d = {-1}};
+    const mp__node *n = &g->nodes[node];
+    mp__shape out = {.rank = 1, .d = {-1}};
     int64_t size;
     if (in_scalar(g, n, 0, &size)) {
         if (size < 0)
-            return mp_node_err(g, node, "negative window size %lld",
+            return mp__node_err(g, node, "negative window size %lld",
                                (long long)size);
         out.d[0] = size;
     }
-    int dt = (int)mp_attr_int(n, "output_datatype", MP_DTYPE_FLOAT32);
-    mp_status st = mp_out_set(g, node, 0, dt, &out);
-    return st ? st : mp_shape_done(g, node);
+    int dt = (int)mp__attr_int(n, "output_datatype", MP_DTYPE_FLOAT32);
+    mp_status st = mp__out_set(g, node, 0, dt, &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_mel_weight)
+MP__SHAPE_FN(mp__shape_mel_weight)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape out = {.rank = 2, .d = {-1, -1}};
+    const mp__node *n = &g->nodes[node];
+    mp__shape out = {.rank = 2, .d = {-1, -1}};
     int64_t bins, dft;
     if (in_scalar(g, n, 0, &bins))
         out.d[1] = bins;
     if (in_scalar(g, n, 1, &dft))
         out.d[0] = dft / 2 + 1;
-    int dt = (int)mp_attr_int(n, "output_datatype", MP_DTYPE_FLOAT32);
-    mp_status st = mp_out_set(g, node, 0, dt, &out);
-    return st ? st : mp_shape_done(g, node);
+    int dt = (int)mp__attr_int(n, "output_datatype", MP_DTYPE_FLOAT32);
+    mp_status st = mp__out_set(g, node, 0, dt, &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_max_unpool)
+MP__SHAPE_FN(mp__shape_max_unpool)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
     const int64_t *v;
     uint32_t c;
-    if (mp_in(g, n, 2)) {
-        if (mp_in_value(g, n, 2, &v, &c) && c <= MP_MAX_RANK) {
+    if (mp__in(g, n, 2)) {
+        if (mp__in_value(g, n, 2, &v, &c) && c <= MP_MAX_RANK) {
             out.rank = (int32_t)c;
             memcpy(out.d, v, c * sizeof *v);
         }
     } else if (x.rank >= 3) {
         uint32_t nk, ns, np;
-        const int64_t *k = mp_attr_ints(n, "kernel_shape", &nk);
-        const int64_t *s = mp_attr_ints(n, "strides", &ns);
-        const int64_t *pd = mp_attr_ints(n, "pads", &np);
+        const int64_t *k = mp__attr_ints(n, "kernel_shape", &nk);
+        const int64_t *s = mp__attr_ints(n, "strides", &ns);
+        const int64_t *pd = mp__attr_ints(n, "pads", &np);
         int32_t sp = x.rank - 2;
         if (!k || nk != (uint32_t)sp)
-            return mp_node_err(g, node, "kernel_shape needs %d entries",
+            return mp__node_err(g, node, "kernel_shape needs %d entries",
                                (int)sp);
         out = x;
         for (int32_t i = 0; i < sp; i++) {
@@ -596,94 +596,94 @@ MP_SHAPE_FN(mp_shape_max_unpool)
                                : (x.d[2 + i] - 1) * st_ - pads + k[i];
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_compress)
+MP__SHAPE_FN(mp__shape_compress)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
     const int64_t *v;
     uint32_t c;
-    if (x.rank >= 0 && mp_in_value(g, n, 1, &v, &c)) {
+    if (x.rank >= 0 && mp__in_value(g, n, 1, &v, &c)) {
         int64_t cnt = 0;
         for (uint32_t i = 0; i < c; i++)
             cnt += v[i] != 0;
-        const mp_attr *a = mp_node_attr(n, "axis");
+        const mp__attr *a = mp__node_attr(n, "axis");
         int32_t ax;
         if (!a) {
             out.rank = 1;
             out.d[0] = cnt;
-        } else if (mp_axis(a->v.i, x.rank, &ax)) {
+        } else if (mp__axis(a->v.i, x.rank, &ax)) {
             out = x;
             out.d[ax] = cnt;
         } else {
-            return mp_node_err(g, node, "axis out of range");
+            return mp__node_err(g, node, "axis out of range");
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_nonzero)
+MP__SHAPE_FN(mp__shape_nonzero)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, out = {.rank = 2, .d = {-1, -1}};
-    mp_in_shape(g, n, 0, &x);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, out = {.rank = 2, .d = {-1, -1}};
+    mp__in_shape(g, n, 0, &x);
     const int64_t *v;
     uint32_t c;
     if (x.rank >= 0) {
         out.d[0] = x.rank;
-        if (mp_in_value(g, n, 0, &v, &c) && mp_dtype_is_int(in_dtype(g, n, 0))) {
+        if (mp__in_value(g, n, 0, &v, &c) && mp__dtype_is_int(in_dtype(g, n, 0))) {
             int64_t cnt = 0;
             for (uint32_t i = 0; i < c; i++)
                 cnt += v[i] != 0;
             out.d[1] = cnt;
         }
     }
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, MP_DTYPE_INT64, &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* CenterCropPad (input, shape) with optional axes */
-MP_SHAPE_FN(mp_shape_center_crop_pad)
+MP__SHAPE_FN(mp__shape_center_crop_pad)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
     const int64_t *v;
     uint32_t c, na;
-    const int64_t *axes = mp_attr_ints(n, "axes", &na);
-    if (x.rank >= 0 && mp_in_value(g, n, 1, &v, &c)) {
+    const int64_t *axes = mp__attr_ints(n, "axes", &na);
+    if (x.rank >= 0 && mp__in_value(g, n, 1, &v, &c)) {
         out = x;
         if (axes && na != c)
-            return mp_node_err(g, node, "shape and axes differ in length");
+            return mp__node_err(g, node, "shape and axes differ in length");
         if (!axes && c != (uint32_t)x.rank)
-            return mp_node_err(g, node, "shape needs %d entries",
+            return mp__node_err(g, node, "shape needs %d entries",
                                (int)x.rank);
         for (uint32_t i = 0; i < c; i++) {
             int32_t ax = (int32_t)i;
-            if (axes && !mp_axis(axes[i], x.rank, &ax))
-                return mp_node_err(g, node, "axis out of range");
+            if (axes && !mp__axis(axes[i], x.rank, &ax))
+                return mp__node_err(g, node, "axis out of range");
             out.d[ax] = v[i];
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Col2Im (input [N, C*prod(block), L], image_shape, block_shape) */
-MP_SHAPE_FN(mp_shape_col2im)
+MP__SHAPE_FN(mp__shape_col2im)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
     const int64_t *img, *blk;
     uint32_t ci, cb;
-    if (x.rank == 3 && mp_in_value(g, n, 1, &img, &ci) &&
-        mp_in_value(g, n, 2, &blk, &cb) && ci == cb &&
+    if (x.rank == 3 && mp__in_value(g, n, 1, &img, &ci) &&
+        mp__in_value(g, n, 2, &blk, &cb) && ci == cb &&
         ci + 2 <= MP_MAX_RANK) {
         int64_t prod = 1;
         for (uint32_t i = 0; i < cb; i++)
@@ -694,31 +694,31 @@ MP_SHAPE_FN(mp_shape_col2im)
         for (uint32_t i = 0; i < ci; i++)
             out.d[2 + i] = img[i];
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* AffineGrid (theta, size [N, C, H, W] or [N, C, D, H, W]) */
-MP_SHAPE_FN(mp_shape_affine_grid)
+MP__SHAPE_FN(mp__shape_affine_grid)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape out = {.rank = -1};
+    const mp__node *n = &g->nodes[node];
+    mp__shape out = {.rank = -1};
     const int64_t *v;
     uint32_t c;
-    if (mp_in_value(g, n, 1, &v, &c) && (c == 4 || c == 5)) {
+    if (mp__in_value(g, n, 1, &v, &c) && (c == 4 || c == 5)) {
         out.rank = (int32_t)c;
         out.d[0] = v[0];
         for (uint32_t i = 2; i < c; i++)
             out.d[i - 1] = v[i];
         out.d[c - 1] = (int64_t)c - 2;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Outputs whose sizes depend on the data (NonMaxSuppression, Unique,
  * StringSplit's tokens, ImageDecoder, ...): unknown unless declared. */
-MP_SHAPE_FN(mp_shape_data_dependent)
+MP__SHAPE_FN(mp__shape_data_dependent)
 {
     return all_unknown(g, node, MP_DTYPE_UNDEFINED);
 }
@@ -726,21 +726,21 @@ MP_SHAPE_FN(mp_shape_data_dependent)
 /* Unique (X; axis?) -> (Y, indices, inverse_indices, counts): the count
  * of distinct elements (or slices along axis) depends on the data; it is
  * folded when X's value is known (a constant, or a bound input value). */
-MP_SHAPE_FN(mp_shape_unique)
+MP__SHAPE_FN(mp__shape_unique)
 {
-    const mp_node *n = &g->nodes[node];
-    const mp_tensor *x = mp_in(g, n, 0);
-    mp_shape xs;
-    mp_in_shape(g, n, 0, &xs);
-    int64_t numel = mp_shape_numel(&xs);
+    const mp__node *n = &g->nodes[node];
+    const mp__tensor *x = mp__in(g, n, 0);
+    mp__shape xs;
+    mp__in_shape(g, n, 0, &xs);
+    int64_t numel = mp__shape_numel(&xs);
     if (!x || !x->value || numel < 0 || (int64_t)x->n_value != numel)
         return all_unknown(g, node, x ? x->dtype : MP_DTYPE_UNDEFINED);
     /* slices along the axis: len of them, each `size` values (outer
      * blocks of inner runs); no axis: every element alone */
-    const mp_attr *aa = mp_node_attr(n, "axis");
+    const mp__attr *aa = mp__node_attr(n, "axis");
     int32_t ax = 0;
-    if (aa && !mp_axis(mp_attr_int(n, "axis", 0), xs.rank, &ax))
-        return mp_node_err(g, node, "axis out of range");
+    if (aa && !mp__axis(mp__attr_int(n, "axis", 0), xs.rank, &ax))
+        return mp__node_err(g, node, "axis out of range");
     int64_t len = aa ? xs.d[ax] : numel, outer = 1, inner = 1;
     for (int32_t k = 0; aa && k < xs.rank; k++)
         if (k < ax)
@@ -754,84 +754,84 @@ MP_SHAPE_FN(mp_shape_unique)
             bool same = true;
             for (int64_t b = 0; b < outer && same; b++)
                 for (int64_t k = 0; k < inner && same; k++)
-                    same = mp_value_double(x, (uint32_t)((b * len + i) *
+                    same = mp__value_double(x, (uint32_t)((b * len + i) *
                                                         inner + k)) ==
-                           mp_value_double(x, (uint32_t)((b * len + j) *
+                           mp__value_double(x, (uint32_t)((b * len + j) *
                                                         inner + k));
             seen = same;
         }
         u += !seen;
     }
-    mp_shape y = xs, one = {.rank = 1, .d = {u}}, inv = {.rank = 1,
+    mp__shape y = xs, one = {.rank = 1, .d = {u}}, inv = {.rank = 1,
                                                         .d = {len}};
     if (aa)
         y.d[ax] = u;
     else
         y = one;
-    mp_status st = mp_out_set(g, node, 0, x->dtype, &y);
+    mp_status st = mp__out_set(g, node, 0, x->dtype, &y);
     if (!st)
-        st = mp_out_set(g, node, 1, MP_DTYPE_INT64, &one);
+        st = mp__out_set(g, node, 1, MP_DTYPE_INT64, &one);
     if (!st)
-        st = mp_out_set(g, node, 2, MP_DTYPE_INT64, &inv);
+        st = mp__out_set(g, node, 2, MP_DTYPE_INT64, &inv);
     if (!st)
-        st = mp_out_set(g, node, 3, MP_DTYPE_INT64, &one);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 3, MP_DTYPE_INT64, &one);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* RegexFullMatch: bool of the input's shape */
-MP_SHAPE_FN(mp_shape_regex_match)
+MP__SHAPE_FN(mp__shape_regex_match)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_BOOL, &s);
-    return st ? st : mp_shape_done(g, node);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    mp_status st = mp__out_set(g, node, 0, MP_DTYPE_BOOL, &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* ai.onnx.ml LabelEncoder: same shape; dtype from the values attribute
  * (a STRINGS attribute is kept as NAME.strings, core/ops/strval.h). */
-MP_SHAPE_FN(mp_shape_label_encoder)
+MP__SHAPE_FN(mp__shape_label_encoder)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
     int dt = MP_DTYPE_UNDEFINED;
-    if (mp_node_attr(n, "values_int64s"))
+    if (mp__node_attr(n, "values_int64s"))
         dt = MP_DTYPE_INT64;
-    else if (mp_node_attr(n, "values_floats"))
+    else if (mp__node_attr(n, "values_floats"))
         dt = MP_DTYPE_FLOAT32;
-    else if (mp_node_attr(n, "values_strings.strings"))
+    else if (mp__node_attr(n, "values_strings.strings"))
         dt = MP_DTYPE_STRING;
     else
-        dt = (int)mp_attr_int(n, "values_tensor.dtype", MP_DTYPE_UNDEFINED);
-    mp_status st = mp_out_set(g, node, 0, dt, &s);
-    return st ? st : mp_shape_done(g, node);
+        dt = (int)mp__attr_int(n, "values_tensor.dtype", MP_DTYPE_UNDEFINED);
+    mp_status st = mp__out_set(g, node, 0, dt, &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* ai.onnx.ml TreeEnsemble: [N, n_targets] */
-MP_SHAPE_FN(mp_shape_tree_ensemble)
+MP__SHAPE_FN(mp__shape_tree_ensemble)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
     if (x.rank >= 1) {
         out.rank = 2;
         out.d[0] = x.d[0];
-        out.d[1] = mp_attr_int(n, "n_targets", 1);
+        out.d[1] = mp__attr_int(n, "n_targets", 1);
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* ai.onnx.ml ArrayFeatureExtractor (X [..., C], Y [k]) -> [..., k]; a 1-D
  * X gives [1, k]. */
-MP_SHAPE_FN(mp_shape_array_feature)
+MP__SHAPE_FN(mp__shape_array_feature)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape x, y, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &x);
-    mp_in_shape(g, n, 1, &y);
-    int64_t k = mp_shape_numel(&y);
+    const mp__node *n = &g->nodes[node];
+    mp__shape x, y, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &x);
+    mp__in_shape(g, n, 1, &y);
+    int64_t k = mp__shape_numel(&y);
     if (x.rank == 1) {
         out.rank = 2;
         out.d[0] = 1;
@@ -840,6 +840,6 @@ MP_SHAPE_FN(mp_shape_array_feature)
         out = x;
         out.d[x.rank - 1] = k;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }

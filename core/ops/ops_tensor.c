@@ -8,42 +8,42 @@
 #include <math.h>
 #include <string.h>
 
-static int in_dtype(const mp_graph *g, const mp_node *n, uint32_t i)
+static int in_dtype(const mp_graph *g, const mp__node *n, uint32_t i)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     return t ? t->dtype : MP_DTYPE_UNDEFINED;
 }
 
 /* Output 0 = input 0's shape and dtype, value passed through (views). */
-MP_SHAPE_FN(mp_shape_view)
+MP__SHAPE_FN(mp__shape_view)
 {
-    const mp_node *n = &g->nodes[node];
-    const mp_tensor *in = mp_in(g, n, 0);
+    const mp__node *n = &g->nodes[node];
+    const mp__tensor *in = mp__in(g, n, 0);
     if (in && in->seq) { /* Identity of a sequence or optional */
-        mp_status st = mp_out_seq(g, node, 0, mp_seq_copy(g->ctx, in->seq));
-        return st ? st : mp_shape_done(g, node);
+        mp_status st = mp__out_seq(g, node, 0, mp__seq_copy(g->ctx, in->seq));
+        return st ? st : mp__shape_done(g, node);
     }
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &s);
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &s);
     const int64_t *v;
     uint32_t c;
-    if (!st && mp_in_value(g, n, 0, &v, &c))
-        st = mp_out_value(g, node, 0, v, c);
-    return st ? st : mp_shape_done(g, node);
+    if (!st && mp__in_value(g, n, 0, &v, &c))
+        st = mp__out_value(g, node, 0, v, c);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_shape)
+MP__SHAPE_FN(mp__shape_shape)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out;
+    mp__in_shape(g, n, 0, &in);
     out.rank = 1;
     out.d[0] = -1;
     mp_status st = MP_OK;
     if (in.rank >= 0) {
-        int64_t start = mp_attr_int(n, "start", 0);
-        int64_t end = mp_attr_int(n, "end", in.rank);
+        int64_t start = mp__attr_int(n, "start", 0);
+        int64_t end = mp__attr_int(n, "end", in.rank);
         if (start < 0)
             start += in.rank;
         if (end < 0)
@@ -58,93 +58,93 @@ MP_SHAPE_FN(mp_shape_shape)
         for (int64_t i = start; i < end; i++)
             if (in.d[i] < 0)
                 known = false;
-        st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &out);
+        st = mp__out_set(g, node, 0, MP_DTYPE_INT64, &out);
         if (!st && known && len > 0)
-            st = mp_out_value(g, node, 0, in.d + start, (uint32_t)len);
+            st = mp__out_value(g, node, 0, in.d + start, (uint32_t)len);
     } else {
-        st = mp_out_set(g, node, 0, MP_DTYPE_INT64, NULL);
+        st = mp__out_set(g, node, 0, MP_DTYPE_INT64, NULL);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_size)
+MP__SHAPE_FN(mp__shape_size)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = 0};
-    mp_in_shape(g, n, 0, &in);
-    mp_status st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &out);
-    int64_t c = mp_shape_numel(&in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = 0};
+    mp__in_shape(g, n, 0, &in);
+    mp_status st = mp__out_set(g, node, 0, MP_DTYPE_INT64, &out);
+    int64_t c = mp__shape_numel(&in);
     if (!st && c >= 0)
-        st = mp_out_value(g, node, 0, &c, 1);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_value(g, node, 0, &c, 1);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Constant: the loader sets the output's dtype, shape and value from the
  * attribute; nothing to infer. */
-MP_SHAPE_FN(mp_shape_constant) { return mp_shape_done(g, node); }
+MP__SHAPE_FN(mp__shape_constant) { return mp__shape_done(g, node); }
 
-MP_SHAPE_FN(mp_shape_constant_of_shape)
+MP__SHAPE_FN(mp__shape_constant_of_shape)
 {
-    const mp_node *n = &g->nodes[node];
-    int dt = (int)mp_attr_int(n, "value.dtype", MP_DTYPE_FLOAT32);
+    const mp__node *n = &g->nodes[node];
+    int dt = (int)mp__attr_int(n, "value.dtype", MP_DTYPE_FLOAT32);
     const int64_t *v;
     uint32_t c;
     mp_status st = MP_OK;
-    if (mp_in_value(g, n, 0, &v, &c)) {
-        mp_shape s;
+    if (mp__in_value(g, n, 0, &v, &c)) {
+        mp__shape s;
         if (c > MP_MAX_RANK)
-            return mp_node_err(g, node, "shape of rank %u is above %d",
+            return mp__node_err(g, node, "shape of rank %u is above %d",
                                (unsigned)c, MP_MAX_RANK);
         s.rank = (int32_t)c;
         for (uint32_t i = 0; i < c; i++) {
             if (v[i] < 0)
-                return mp_node_err(g, node, "negative dim %lld in the shape",
+                return mp__node_err(g, node, "negative dim %lld in the shape",
                                    (long long)v[i]);
             s.d[i] = v[i];
         }
-        st = mp_out_set(g, node, 0, dt, &s);
-        int64_t cnt = mp_shape_numel(&s);
+        st = mp__out_set(g, node, 0, dt, &s);
+        int64_t cnt = mp__shape_numel(&s);
         uint32_t nf;
-        const int64_t *fill = mp_attr_ints(n, "value.ints", &nf);
-        if (!st && mp_dtype_is_int(dt) && cnt > 0 && cnt <= (int64_t)MP_VALUE_MAX) {
-            int64_t *buf = mp_alloc(g->ctx, (size_t)cnt * sizeof *buf);
+        const int64_t *fill = mp__attr_ints(n, "value.ints", &nf);
+        if (!st && mp__dtype_is_int(dt) && cnt > 0 && cnt <= (int64_t)MP__VALUE_MAX) {
+            int64_t *buf = mp__alloc(g->ctx, (size_t)cnt * sizeof *buf);
             if (!buf)
                 return MP_ERR_NOMEM;
             for (int64_t i = 0; i < cnt; i++)
                 buf[i] = nf ? fill[0] : 0;
-            st = mp_out_value(g, node, 0, buf, (uint32_t)cnt);
-            mp_dealloc(g->ctx, buf);
+            st = mp__out_value(g, node, 0, buf, (uint32_t)cnt);
+            mp__dealloc(g->ctx, buf);
         }
     } else {
-        const mp_tensor *shp = mp_in(g, n, 0);
+        const mp__tensor *shp = mp__in(g, n, 0);
         if (shp && shp->rank == 1 && shp->dims[0] >= 0 &&
             shp->dims[0] <= MP_MAX_RANK) {
-            mp_shape s;
+            mp__shape s;
             s.rank = (int32_t)shp->dims[0];
             for (int32_t i = 0; i < s.rank; i++)
                 s.d[i] = -1;
-            st = mp_out_set(g, node, 0, dt, &s);
+            st = mp__out_set(g, node, 0, dt, &s);
         } else {
-            st = mp_out_set(g, node, 0, dt, NULL);
+            st = mp__out_set(g, node, 0, dt, NULL);
         }
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_reshape)
+MP__SHAPE_FN(mp__shape_reshape)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out;
+    mp__in_shape(g, n, 0, &in);
     const int64_t *v;
     uint32_t c;
-    bool have = mp_in_value(g, n, 1, &v, &c);
-    if (!have && (v = mp_attr_ints(n, "shape", &c)) != NULL)
+    bool have = mp__in_value(g, n, 1, &v, &c);
+    if (!have && (v = mp__attr_ints(n, "shape", &c)) != NULL)
         have = true;
     int64_t rb[MP_MAX_RANK]; /* a re-batched target (core/ops/rebatch.h) */
-    mp_status rs = have ? mp_rebatch_operand(g, node, mp_in(g, n, 1) ? 1
+    mp_status rs = have ? mp__rebatch_operand(g, node, mp__in(g, n, 1) ? 1
                                                                      : MP_NONE,
-                                             MP_REBATCH_RESHAPE, &in, &v, c,
+                                             MP__REBATCH_RESHAPE, &in, &v, c,
                                              rb)
                         : MP_OK;
     if (rs)
@@ -152,9 +152,9 @@ MP_SHAPE_FN(mp_shape_reshape)
     out.rank = -1;
     if (have) {
         if (c > MP_MAX_RANK)
-            return mp_node_err(g, node, "target rank %u above %d",
+            return mp__node_err(g, node, "target rank %u above %d",
                                (unsigned)c, MP_MAX_RANK);
-        bool allowzero = mp_attr_int(n, "allowzero", 0) != 0;
+        bool allowzero = mp__attr_int(n, "allowzero", 0) != 0;
         out.rank = (int32_t)c;
         int32_t infer_at = -1;
         uint64_t known = 1;
@@ -165,25 +165,25 @@ MP_SHAPE_FN(mp_shape_reshape)
                 d = (in.rank > (int32_t)i) ? in.d[i] : -1;
             else if (d == -1) {
                 if (infer_at >= 0)
-                    return mp_node_err(g, node, "more than one -1 in the "
+                    return mp__node_err(g, node, "more than one -1 in the "
                                        "target shape");
                 infer_at = (int32_t)i;
             } else if (d < -1)
-                return mp_node_err(g, node, "bad dim %lld in the target "
+                return mp__node_err(g, node, "bad dim %lld in the target "
                                    "shape", (long long)d);
             out.d[i] = d;
             if (i != (uint32_t)infer_at) {
                 if (d < 0)
                     all = false;
-                else if (!mp_mul_u64(known, (uint64_t)d, &known))
+                else if (!mp__mul_u64(known, (uint64_t)d, &known))
                     all = false;
             }
         }
         if (infer_at >= 0) {
-            int64_t total = mp_shape_numel(&in);
+            int64_t total = mp__shape_numel(&in);
             if (total >= 0 && all && known > 0) {
                 if ((uint64_t)total % known)
-                    return mp_node_err(g, node, "cannot reshape %lld "
+                    return mp__node_err(g, node, "cannot reshape %lld "
                                        "elements into the target shape",
                                        (long long)total);
                 out.d[infer_at] = (int64_t)((uint64_t)total / known);
@@ -196,70 +196,70 @@ MP_SHAPE_FN(mp_shape_reshape)
             /* a fixed target must hold the input's elements (a constant
              * target that fixes the batch fails here when a model is
              * re-batched with --dim INPUT:0=N) */
-            int64_t total = mp_shape_numel(&in);
+            int64_t total = mp__shape_numel(&in);
             if (total >= 0 && (uint64_t)total != known) {
-                const mp_tensor *tt = mp_in(g, n, 1);
-                return mp_node_err(g, node, "cannot reshape input '%s' "
+                const mp__tensor *tt = mp__in(g, n, 1);
+                return mp__node_err(g, node, "cannot reshape input '%s' "
                                    "(%lld elements) into the target shape "
                                    "%s%s%s(%llu elements)",
-                                   mp_in(g, n, 0)->name, (long long)total,
+                                   mp__in(g, n, 0)->name, (long long)total,
                                    tt ? "'" : "", tt ? tt->name : "",
                                    tt ? "' " : "", (unsigned long long)known);
             }
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    if (!st && mp_in_value(g, n, 0, &v, &c))
-        st = mp_out_value(g, node, 0, v, c);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    if (!st && mp__in_value(g, n, 0, &v, &c))
+        st = mp__out_value(g, node, 0, v, c);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_flatten)
+MP__SHAPE_FN(mp__shape_flatten)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out;
+    mp__in_shape(g, n, 0, &in);
     out.rank = -1;
     if (in.rank >= 0) {
-        int64_t axis = mp_attr_int(n, "axis", 1);
+        int64_t axis = mp__attr_int(n, "axis", 1);
         if (axis < 0)
             axis += in.rank;
         if (axis < 0 || axis > in.rank)
-            return mp_node_err(g, node, "axis %lld out of range",
+            return mp__node_err(g, node, "axis %lld out of range",
                                (long long)axis);
-        mp_shape a = {.rank = (int32_t)axis}, b = {.rank = in.rank - (int32_t)axis};
+        mp__shape a = {.rank = (int32_t)axis}, b = {.rank = in.rank - (int32_t)axis};
         memcpy(a.d, in.d, (size_t)a.rank * sizeof a.d[0]);
         memcpy(b.d, in.d + axis, (size_t)b.rank * sizeof b.d[0]);
         out.rank = 2;
-        out.d[0] = mp_shape_numel(&a);
-        out.d[1] = mp_shape_numel(&b);
+        out.d[0] = mp__shape_numel(&a);
+        out.d[1] = mp__shape_numel(&b);
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     const int64_t *v;
     uint32_t c;
-    if (!st && mp_in_value(g, n, 0, &v, &c))
-        st = mp_out_value(g, node, 0, v, c);
-    return st ? st : mp_shape_done(g, node);
+    if (!st && mp__in_value(g, n, 0, &v, &c))
+        st = mp__out_value(g, node, 0, v, c);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* axes from the attribute (older opsets) or input 1 (opset 13+) */
-static bool get_axes(const mp_graph *g, const mp_node *n, uint32_t input,
+static bool get_axes(const mp_graph *g, const mp__node *n, uint32_t input,
                      const int64_t **axes, uint32_t *cnt)
 {
-    *axes = mp_attr_ints(n, "axes", cnt);
+    *axes = mp__attr_ints(n, "axes", cnt);
     if (*axes)
         return true;
-    if (mp_in_value(g, n, input, axes, cnt))
+    if (mp__in_value(g, n, input, axes, cnt))
         return true;
     *cnt = 0;
-    return mp_in(g, n, input) == NULL; /* absent: no axes given */
+    return mp__in(g, n, input) == NULL; /* absent: no axes given */
 }
 
-MP_SHAPE_FN(mp_shape_squeeze)
+MP__SHAPE_FN(mp__shape_squeeze)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out;
+    mp__in_shape(g, n, 0, &in);
     out.rank = -1;
     const int64_t *axes;
     uint32_t c;
@@ -275,8 +275,8 @@ MP_SHAPE_FN(mp_shape_squeeze)
         } else {
             for (uint32_t k = 0; k < c; k++) {
                 int32_t a;
-                if (!mp_axis(axes[k], in.rank, &a))
-                    return mp_node_err(g, node, "axis %lld out of range",
+                if (!mp__axis(axes[k], in.rank, &a))
+                    return mp__node_err(g, node, "axis %lld out of range",
                                        (long long)axes[k]);
                 drop[a] = true;
             }
@@ -288,32 +288,32 @@ MP_SHAPE_FN(mp_shape_squeeze)
                     out.d[out.rank++] = in.d[i];
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     const int64_t *v;
     uint32_t vc;
-    if (!st && mp_in_value(g, n, 0, &v, &vc))
-        st = mp_out_value(g, node, 0, v, vc);
-    return st ? st : mp_shape_done(g, node);
+    if (!st && mp__in_value(g, n, 0, &v, &vc))
+        st = mp__out_value(g, node, 0, v, vc);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_unsqueeze)
+MP__SHAPE_FN(mp__shape_unsqueeze)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out;
+    mp__in_shape(g, n, 0, &in);
     out.rank = -1;
     const int64_t *axes;
     uint32_t c;
     if (in.rank >= 0 && get_axes(g, n, 1, &axes, &c) && c > 0) {
         int32_t r = in.rank + (int32_t)c;
         if (r > MP_MAX_RANK)
-            return mp_node_err(g, node, "rank %d above %d", (int)r,
+            return mp__node_err(g, node, "rank %d above %d", (int)r,
                                MP_MAX_RANK);
         bool ins[MP_MAX_RANK] = {false};
         for (uint32_t k = 0; k < c; k++) {
             int32_t a;
-            if (!mp_axis(axes[k], r, &a) || ins[a])
-                return mp_node_err(g, node, "bad axis %lld",
+            if (!mp__axis(axes[k], r, &a) || ins[a])
+                return mp__node_err(g, node, "bad axis %lld",
                                    (long long)axes[k]);
             ins[a] = true;
         }
@@ -321,31 +321,31 @@ MP_SHAPE_FN(mp_shape_unsqueeze)
         for (int32_t i = 0, j = 0; i < r; i++)
             out.d[i] = ins[i] ? 1 : in.d[j++];
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     const int64_t *v;
     uint32_t vc;
-    if (!st && mp_in_value(g, n, 0, &v, &vc))
-        st = mp_out_value(g, node, 0, v, vc);
-    return st ? st : mp_shape_done(g, node);
+    if (!st && mp__in_value(g, n, 0, &v, &vc))
+        st = mp__out_value(g, node, 0, v, vc);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Folds the value of a gather of in's value by an affine map per axis:
  * output coordinate c along axis i reads input axis src[i] at
  * first[i] + c * step[i]. in and out have the same rank; the value is left
  * unknown when anything is out of range or too large. */
-static mp_status fold_affine(mp_graph *g, uint32_t node, const mp_shape *in,
-                             const mp_shape *out, const int32_t *src,
+static mp_status fold_affine(mp_graph *g, uint32_t node, const mp__shape *in,
+                             const mp__shape *out, const int32_t *src,
                              const int64_t *first, const int64_t *step)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     const int64_t *v;
     uint32_t vc;
-    int64_t total = mp_shape_numel(out);
+    int64_t total = mp__shape_numel(out);
     if (in->rank < 0 || out->rank != in->rank || total <= 0 ||
-        total > (int64_t)MP_VALUE_MAX || !mp_in_value(g, n, 0, &v, &vc) ||
-        (int64_t)vc != mp_shape_numel(in))
+        total > (int64_t)MP__VALUE_MAX || !mp__in_value(g, n, 0, &v, &vc) ||
+        (int64_t)vc != mp__shape_numel(in))
         return MP_OK;
-    int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    int64_t *buf = mp__alloc(g->ctx, (size_t)total * sizeof *buf);
     if (!buf)
         return MP_ERR_NOMEM;
     bool ok = true;
@@ -370,30 +370,30 @@ static mp_status fold_affine(mp_graph *g, uint32_t node, const mp_shape *in,
         if (ok)
             buf[e] = v[idx];
     }
-    mp_status st = ok ? mp_out_value(g, node, 0, buf, (uint32_t)total)
+    mp_status st = ok ? mp__out_value(g, node, 0, buf, (uint32_t)total)
                       : MP_OK;
-    mp_dealloc(g->ctx, buf);
+    mp__dealloc(g->ctx, buf);
     return st;
 }
 
-MP_SHAPE_FN(mp_shape_transpose)
+MP__SHAPE_FN(mp__shape_transpose)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out;
+    mp__in_shape(g, n, 0, &in);
     out.rank = -1;
     if (in.rank >= 0) {
         uint32_t c;
-        const int64_t *perm = mp_attr_ints(n, "perm", &c);
+        const int64_t *perm = mp__attr_ints(n, "perm", &c);
         out.rank = in.rank;
         if (perm) {
             if (c != (uint32_t)in.rank)
-                return mp_node_err(g, node, "perm has %u entries for rank %d",
+                return mp__node_err(g, node, "perm has %u entries for rank %d",
                                    (unsigned)c, (int)in.rank);
             for (uint32_t i = 0; i < c; i++) {
                 int32_t a;
-                if (!mp_axis(perm[i], in.rank, &a))
-                    return mp_node_err(g, node, "bad perm entry %lld",
+                if (!mp__axis(perm[i], in.rank, &a))
+                    return mp__node_err(g, node, "bad perm entry %lld",
                                        (long long)perm[i]);
                 out.d[i] = in.d[a];
             }
@@ -402,48 +402,48 @@ MP_SHAPE_FN(mp_shape_transpose)
                 out.d[i] = in.d[in.rank - 1 - i];
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     const int64_t *v;
     uint32_t vc;
     /* rank <= 1: transposition keeps the value */
-    if (!st && in.rank >= 0 && in.rank <= 1 && mp_in_value(g, n, 0, &v, &vc))
-        st = mp_out_value(g, node, 0, v, vc);
-    else if (!st && in.rank > 1 && mp_shape_numel(&in) > 0) {
+    if (!st && in.rank >= 0 && in.rank <= 1 && mp__in_value(g, n, 0, &v, &vc))
+        st = mp__out_value(g, node, 0, v, vc);
+    else if (!st && in.rank > 1 && mp__shape_numel(&in) > 0) {
         /* small constants (PyTorch's pad list: reshape, flip, transpose) */
         int32_t src[MP_MAX_RANK];
         int64_t first[MP_MAX_RANK] = {0}, step[MP_MAX_RANK];
         uint32_t c;
-        const int64_t *perm = mp_attr_ints(n, "perm", &c);
+        const int64_t *perm = mp__attr_ints(n, "perm", &c);
         for (int32_t i = 0; i < in.rank; i++) {
             if (perm)
-                mp_axis(perm[i], in.rank, &src[i]);
+                mp__axis(perm[i], in.rank, &src[i]);
             else
                 src[i] = in.rank - 1 - i;
             step[i] = 1;
         }
         st = fold_affine(g, node, &in, &out, src, first, step);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_concat)
+MP__SHAPE_FN(mp__shape_concat)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape out = {.rank = -1};
-    int64_t axis = mp_attr_int(n, "axis", 0);
+    const mp__node *n = &g->nodes[node];
+    mp__shape out = {.rank = -1};
+    int64_t axis = mp__attr_int(n, "axis", 0);
     int32_t ax = -1;
     bool all_vals = true;
     int dt = MP_DTYPE_UNDEFINED;
     for (uint32_t i = 0; i < n->n_in; i++) {
-        mp_shape s;
-        mp_in_shape(g, n, i, &s);
-        if (!mp_in(g, n, i))
+        mp__shape s;
+        mp__in_shape(g, n, i, &s);
+        if (!mp__in(g, n, i))
             continue;
         if (dt == MP_DTYPE_UNDEFINED)
             dt = in_dtype(g, n, i);
         const int64_t *iv;
         uint32_t ic;
-        if (!mp_in_value(g, n, i, &iv, &ic)) /* an empty one is known */
+        if (!mp__in_value(g, n, i, &iv, &ic)) /* an empty one is known */
             all_vals = false;
         if (s.rank < 0) {
             out.rank = -1;
@@ -451,14 +451,14 @@ MP_SHAPE_FN(mp_shape_concat)
             break;
         }
         if (out.rank < 0) {
-            if (!mp_axis(axis, s.rank, &ax))
-                return mp_node_err(g, node, "axis %lld out of range",
+            if (!mp__axis(axis, s.rank, &ax))
+                return mp__node_err(g, node, "axis %lld out of range",
                                    (long long)axis);
             out = s;
             continue;
         }
         if (s.rank != out.rank)
-            return mp_node_err(g, node, "inputs of rank %d and %d",
+            return mp__node_err(g, node, "inputs of rank %d and %d",
                                (int)out.rank, (int)s.rank);
         for (int32_t k = 0; k < s.rank; k++) {
             if (k == ax)
@@ -468,25 +468,25 @@ MP_SHAPE_FN(mp_shape_concat)
                 out.d[k] = s.d[k];
         }
     }
-    mp_status st = mp_out_set(g, node, 0, dt, &out);
+    mp_status st = mp__out_set(g, node, 0, dt, &out);
     if (st)
         return st;
-    int64_t total = mp_shape_numel(&out);
-    if (all_vals && total > 0 && total <= (int64_t)MP_VALUE_MAX) {
+    int64_t total = mp__shape_numel(&out);
+    if (all_vals && total > 0 && total <= (int64_t)MP__VALUE_MAX) {
         /* outer blocks over axis, each input contributes d_i * inner */
         int64_t inner = 1, outer = 1;
         for (int32_t k = ax + 1; k < out.rank; k++)
             inner *= out.d[k];
         for (int32_t k = 0; k < ax; k++)
             outer *= out.d[k];
-        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+        int64_t *buf = mp__alloc(g->ctx, (size_t)total * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
         int64_t pos = 0;
         bool ok = true;
         for (int64_t o = 0; o < outer && ok; o++)
             for (uint32_t i = 0; i < n->n_in; i++) {
-                const mp_tensor *t = mp_in(g, n, i);
+                const mp__tensor *t = mp__in(g, n, i);
                 if (!t)
                     continue;
                 int64_t chunk = t->dims[ax] * inner;
@@ -502,41 +502,41 @@ MP_SHAPE_FN(mp_shape_concat)
                 pos += chunk;
             }
         if (ok && pos == total)
-            st = mp_out_value(g, node, 0, buf, (uint32_t)total);
-        mp_dealloc(g->ctx, buf);
+            st = mp__out_value(g, node, 0, buf, (uint32_t)total);
+        mp__dealloc(g->ctx, buf);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_split)
+MP__SHAPE_FN(mp__shape_split)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in;
+    mp__in_shape(g, n, 0, &in);
     int dt = in_dtype(g, n, 0);
     mp_status st = MP_OK;
     int32_t ax;
-    if (in.rank < 0 || !mp_axis(mp_attr_int(n, "axis", 0), in.rank, &ax)) {
+    if (in.rank < 0 || !mp__axis(mp__attr_int(n, "axis", 0), in.rank, &ax)) {
         for (uint32_t o = 0; o < n->n_out && !st; o++)
-            st = mp_out_set(g, node, o, dt, NULL);
-        return st ? st : mp_shape_done(g, node);
+            st = mp__out_set(g, node, o, dt, NULL);
+        return st ? st : mp__shape_done(g, node);
     }
     uint32_t c;
-    const int64_t *split = mp_attr_ints(n, "split", &c);
-    if (!split && !mp_in_value(g, n, 1, &split, &c))
+    const int64_t *split = mp__attr_ints(n, "split", &c);
+    if (!split && !mp__in_value(g, n, 1, &split, &c))
         split = NULL;
     if (split && c != n->n_out)
-        return mp_node_err(g, node, "split has %u entries for %u outputs",
+        return mp__node_err(g, node, "split has %u entries for %u outputs",
                            (unsigned)c, (unsigned)n->n_out);
     int64_t dim = in.d[ax];
     uint32_t nout = n->n_out ? n->n_out : 1;
     /* a split input whose value is only known at run time */
-    bool runtime_split = !split && mp_in(g, n, 1) != NULL;
+    bool runtime_split = !split && mp__in(g, n, 1) != NULL;
     /* a folded input value is split too (shape lists: N, C, H, W) */
     const int64_t *iv;
     uint32_t ic;
-    bool fold = mp_in_value(g, n, 0, &iv, &ic) && ic &&
-                (int64_t)ic == mp_shape_numel(&in);
+    bool fold = mp__in_value(g, n, 0, &iv, &ic) && ic &&
+                (int64_t)ic == mp__shape_numel(&in);
     int64_t outer = 1, inner = 1, off = 0;
     for (int32_t k = 0; k < in.rank; k++)
         if (k < ax)
@@ -544,7 +544,7 @@ MP_SHAPE_FN(mp_shape_split)
         else if (k > ax)
             inner *= in.d[k];
     for (uint32_t o = 0; o < n->n_out && !st; o++) {
-        mp_shape s = in;
+        mp__shape s = in;
         if (split)
             s.d[ax] = split[o];
         else if (dim < 0 || runtime_split)
@@ -554,22 +554,22 @@ MP_SHAPE_FN(mp_shape_split)
             int64_t left = dim - part * (int64_t)o;
             s.d[ax] = left < 0 ? 0 : (left < part ? left : part);
         }
-        st = mp_out_set(g, node, o, dt, &s);
+        st = mp__out_set(g, node, o, dt, &s);
         int64_t cnt = s.d[ax] < 0 ? -1 : outer * s.d[ax] * inner;
         if (!st && fold && cnt > 0 && off + s.d[ax] <= dim &&
-            cnt <= (int64_t)MP_VALUE_MAX) {
-            int64_t *buf = mp_alloc(g->ctx, (size_t)cnt * sizeof *buf);
+            cnt <= (int64_t)MP__VALUE_MAX) {
+            int64_t *buf = mp__alloc(g->ctx, (size_t)cnt * sizeof *buf);
             if (!buf)
                 return MP_ERR_NOMEM;
             for (int64_t b = 0, p = 0; b < outer; b++)
                 for (int64_t k = 0; k < s.d[ax] * inner; k++)
                     buf[p++] = iv[(b * dim + off) * inner + k];
-            st = mp_out_value(g, node, o, buf, (uint32_t)cnt);
-            mp_dealloc(g->ctx, buf);
+            st = mp__out_value(g, node, o, buf, (uint32_t)cnt);
+            mp__dealloc(g->ctx, buf);
         }
         off += s.d[ax] < 0 ? 0 : s.d[ax];
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* Number of elements a slice takes from a dim (start/end/step clamped). */
@@ -594,30 +594,30 @@ static int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step,
     return step == INT64_MIN ? 1 : 1 + (start - end - 1) / (-step);
 }
 
-MP_SHAPE_FN(mp_shape_slice)
+MP__SHAPE_FN(mp__shape_slice)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out;
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out;
+    mp__in_shape(g, n, 0, &in);
     out.rank = -1;
     const int64_t *starts, *ends, *axes = NULL, *steps = NULL;
     uint32_t ns, ne, na = 0, nst = 0;
     bool have;
-    starts = mp_attr_ints(n, "starts", &ns);
+    starts = mp__attr_ints(n, "starts", &ns);
     if (starts) {
-        ends = mp_attr_ints(n, "ends", &ne);
-        axes = mp_attr_ints(n, "axes", &na);
+        ends = mp__attr_ints(n, "ends", &ne);
+        axes = mp__attr_ints(n, "axes", &na);
         have = ends != NULL;
     } else {
-        have = mp_in_value(g, n, 1, &starts, &ns) &&
-               mp_in_value(g, n, 2, &ends, &ne);
-        if (have && mp_in(g, n, 3) && !mp_in_value(g, n, 3, &axes, &na))
+        have = mp__in_value(g, n, 1, &starts, &ns) &&
+               mp__in_value(g, n, 2, &ends, &ne);
+        if (have && mp__in(g, n, 3) && !mp__in_value(g, n, 3, &axes, &na))
             have = false;
-        if (have && mp_in(g, n, 4) && !mp_in_value(g, n, 4, &steps, &nst))
+        if (have && mp__in(g, n, 4) && !mp__in_value(g, n, 4, &steps, &nst))
             have = false;
     }
     if (have && (ne != ns || (axes && na != ns) || (steps && nst != ns)))
-        return mp_node_err(g, node, "starts, ends, axes and steps differ "
+        return mp__node_err(g, node, "starts, ends, axes and steps differ "
                            "in length");
     int64_t first0 = 0, step0 = 1;
     int64_t firsts[MP_MAX_RANK] = {0}, stepv[MP_MAX_RANK];
@@ -630,11 +630,11 @@ MP_SHAPE_FN(mp_shape_slice)
         out = in;
         for (uint32_t k = 0; k < ns; k++) {
             int32_t a;
-            if (!mp_axis(axes ? axes[k] : (int64_t)k, in.rank, &a))
-                return mp_node_err(g, node, "axis out of range");
+            if (!mp__axis(axes ? axes[k] : (int64_t)k, in.rank, &a))
+                return mp__node_err(g, node, "axis out of range");
             int64_t step = steps ? steps[k] : 1;
             if (step == 0)
-                return mp_node_err(g, node, "step 0");
+                return mp__node_err(g, node, "step 0");
             if (in.d[a] < 0) {
                 out.d[a] = -1;
                 continue;
@@ -649,38 +649,38 @@ MP_SHAPE_FN(mp_shape_slice)
             }
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     const int64_t *v;
     uint32_t vc;
     /* values of rank-1 tensors (shape vectors) */
     if (!st && out.rank == 1 && out.d[0] >= 0 && in.rank == 1 &&
-        mp_in_value(g, n, 0, &v, &vc) && (int64_t)vc == in.d[0] &&
+        mp__in_value(g, n, 0, &v, &vc) && (int64_t)vc == in.d[0] &&
         out.d[0] > 0) {
         int64_t buf[MP_MAX_RANK * 4];
         if (out.d[0] <= (int64_t)(sizeof buf / sizeof buf[0])) {
             for (int64_t i = 0; i < out.d[0]; i++)
                 buf[i] = v[first0 + i * step0];
-            st = mp_out_value(g, node, 0, buf, (uint32_t)out.d[0]);
+            st = mp__out_value(g, node, 0, buf, (uint32_t)out.d[0]);
         }
-    } else if (!st && out.rank > 1 && have && mp_shape_numel(&out) > 0)
+    } else if (!st && out.rank > 1 && have && mp__shape_numel(&out) > 0)
         st = fold_affine(g, node, &in, &out, src, firsts, stepv);
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_gather)
+MP__SHAPE_FN(mp__shape_gather)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape data, idx, out;
-    mp_in_shape(g, n, 0, &data);
-    mp_in_shape(g, n, 1, &idx);
+    const mp__node *n = &g->nodes[node];
+    mp__shape data, idx, out;
+    mp__in_shape(g, n, 0, &data);
+    mp__in_shape(g, n, 1, &idx);
     out.rank = -1;
     int32_t ax = 0;
     if (data.rank >= 0 && idx.rank >= 0) {
-        if (!mp_axis(mp_attr_int(n, "axis", 0), data.rank, &ax))
-            return mp_node_err(g, node, "axis out of range");
+        if (!mp__axis(mp__attr_int(n, "axis", 0), data.rank, &ax))
+            return mp__node_err(g, node, "axis out of range");
         out.rank = data.rank - 1 + idx.rank;
         if (out.rank > MP_MAX_RANK)
-            return mp_node_err(g, node, "rank above %d", MP_MAX_RANK);
+            return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
         int32_t k = 0;
         for (int32_t i = 0; i < ax; i++)
             out.d[k++] = data.d[i];
@@ -689,21 +689,21 @@ MP_SHAPE_FN(mp_shape_gather)
         for (int32_t i = ax + 1; i < data.rank; i++)
             out.d[k++] = data.d[i];
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     const int64_t *dv, *iv;
     uint32_t dc, ic;
-    int64_t total = mp_shape_numel(&out);
-    if (!st && total > 0 && total <= (int64_t)MP_VALUE_MAX &&
-        mp_in_value(g, n, 0, &dv, &dc) && mp_in_value(g, n, 1, &iv, &ic) &&
-        mp_dtype_is_int(in_dtype(g, n, 0)) &&
-        (int64_t)dc == mp_shape_numel(&data) &&
-        (int64_t)ic == mp_shape_numel(&idx)) {
+    int64_t total = mp__shape_numel(&out);
+    if (!st && total > 0 && total <= (int64_t)MP__VALUE_MAX &&
+        mp__in_value(g, n, 0, &dv, &dc) && mp__in_value(g, n, 1, &iv, &ic) &&
+        mp__dtype_is_int(in_dtype(g, n, 0)) &&
+        (int64_t)dc == mp__shape_numel(&data) &&
+        (int64_t)ic == mp__shape_numel(&idx)) {
         int64_t outer = 1, inner = 1, dim = data.d[ax];
         for (int32_t i = 0; i < ax; i++)
             outer *= data.d[i];
         for (int32_t i = ax + 1; i < data.rank; i++)
             inner *= data.d[i];
-        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+        int64_t *buf = mp__alloc(g->ctx, (size_t)total * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
         int64_t pos = 0;
@@ -719,70 +719,70 @@ MP_SHAPE_FN(mp_shape_gather)
                     buf[pos++] = dv[(o * dim + x) * inner + q];
             }
         if (ok && pos == total)
-            st = mp_out_value(g, node, 0, buf, (uint32_t)total);
-        mp_dealloc(g->ctx, buf);
+            st = mp__out_value(g, node, 0, buf, (uint32_t)total);
+        mp__dealloc(g->ctx, buf);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_gather_elements)
+MP__SHAPE_FN(mp__shape_gather_elements)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape idx;
-    mp_in_shape(g, n, 1, &idx);
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &idx);
-    return st ? st : mp_shape_done(g, node);
+    const mp__node *n = &g->nodes[node];
+    mp__shape idx;
+    mp__in_shape(g, n, 1, &idx);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &idx);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_expand)
+MP__SHAPE_FN(mp__shape_expand)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, shp, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, shp, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
     const int64_t *v;
     uint32_t c;
-    if (mp_in_value(g, n, 1, &v, &c) && c <= MP_MAX_RANK) {
+    if (mp__in_value(g, n, 1, &v, &c) && c <= MP_MAX_RANK) {
         shp.rank = (int32_t)c;
         memcpy(shp.d, v, c * sizeof *v);
-        if (!mp_broadcast(&in, &shp, &out))
-            return mp_node_err(g, node, "shape does not broadcast with the "
+        if (!mp__broadcast(&in, &shp, &out))
+            return mp__node_err(g, node, "shape does not broadcast with the "
                                "input");
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     /* value of a scalar / single element expanded */
-    int64_t total = mp_shape_numel(&out);
-    if (!st && total > 0 && total <= (int64_t)MP_VALUE_MAX &&
-        mp_in_value(g, n, 0, &v, &c) && c == 1) {
-        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    int64_t total = mp__shape_numel(&out);
+    if (!st && total > 0 && total <= (int64_t)MP__VALUE_MAX &&
+        mp__in_value(g, n, 0, &v, &c) && c == 1) {
+        int64_t *buf = mp__alloc(g->ctx, (size_t)total * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
         for (int64_t i = 0; i < total; i++)
             buf[i] = v[0];
-        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
-        mp_dealloc(g->ctx, buf);
+        st = mp__out_value(g, node, 0, buf, (uint32_t)total);
+        mp__dealloc(g->ctx, buf);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_tile)
+MP__SHAPE_FN(mp__shape_tile)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
     const int64_t *v;
     uint32_t c;
-    if (in.rank >= 0 && mp_in_value(g, n, 1, &v, &c)) {
+    if (in.rank >= 0 && mp__in_value(g, n, 1, &v, &c)) {
         if (c != (uint32_t)in.rank)
-            return mp_node_err(g, node, "repeats has %u entries for rank %d",
+            return mp__node_err(g, node, "repeats has %u entries for rank %d",
                                (unsigned)c, (int)in.rank);
         out = in;
         for (int32_t i = 0; i < in.rank; i++) {
             if (v[i] < 0)
-                return mp_node_err(g, node, "repeats[%d] is negative "
+                return mp__node_err(g, node, "repeats[%d] is negative "
                                    "(%lld)", (int)i, (long long)v[i]);
             if (in.d[i] >= 0 &&
                 __builtin_mul_overflow(in.d[i], v[i], &out.d[i]))
-                return mp_err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Tile): "
+                return mp__err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Tile): "
                               "dim %d overflows 64 bits", n->name, (int)i);
             if (in.d[i] < 0)
                 out.d[i] = -1;
@@ -792,143 +792,143 @@ MP_SHAPE_FN(mp_shape_tile)
         for (int32_t i = 0; i < in.rank; i++)
             out.d[i] = -1;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     const int64_t *iv;
     uint32_t ic;
-    int64_t total = mp_shape_numel(&out);
-    if (!st && in.rank == 1 && total > 0 && total <= (int64_t)MP_VALUE_MAX &&
-        mp_in_value(g, n, 0, &iv, &ic) && (int64_t)ic == in.d[0] && ic > 0) {
-        int64_t *buf = mp_alloc(g->ctx, (size_t)total * sizeof *buf);
+    int64_t total = mp__shape_numel(&out);
+    if (!st && in.rank == 1 && total > 0 && total <= (int64_t)MP__VALUE_MAX &&
+        mp__in_value(g, n, 0, &iv, &ic) && (int64_t)ic == in.d[0] && ic > 0) {
+        int64_t *buf = mp__alloc(g->ctx, (size_t)total * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
         for (int64_t i = 0; i < total; i++)
             buf[i] = iv[i % ic];
-        st = mp_out_value(g, node, 0, buf, (uint32_t)total);
-        mp_dealloc(g->ctx, buf);
+        st = mp__out_value(g, node, 0, buf, (uint32_t)total);
+        mp__dealloc(g->ctx, buf);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-static bool scalar_value(const mp_graph *g, const mp_node *n, uint32_t i,
+static bool scalar_value(const mp_graph *g, const mp__node *n, uint32_t i,
                          double *out)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     if (!t || !t->value || t->n_value != 1)
         return false;
-    if (mp_dtype_is_int(t->dtype))
+    if (mp__dtype_is_int(t->dtype))
         *out = (double)t->value[0];
     else
         memcpy(out, &t->value[0], sizeof *out);
     return true;
 }
 
-MP_SHAPE_FN(mp_shape_range)
+MP__SHAPE_FN(mp__shape_range)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape out = {.rank = 1, .d = {-1}};
+    const mp__node *n = &g->nodes[node];
+    mp__shape out = {.rank = 1, .d = {-1}};
     double s, l, d;
     int dt = in_dtype(g, n, 0);
     bool known = scalar_value(g, n, 0, &s) && scalar_value(g, n, 1, &l) &&
                  scalar_value(g, n, 2, &d);
     if (known && d == 0)
-        return mp_node_err(g, node, "delta is 0");
+        return mp__node_err(g, node, "delta is 0");
     if (known) {
         double cnt = ceil((l - s) / d);
         if (cnt != cnt)
-            return mp_node_err(g, node, "the length is not a number");
+            return mp__node_err(g, node, "the length is not a number");
         if (cnt < 0)
             cnt = 0;
-        if (!mp_dim_from_double(cnt, &out.d[0]))
-            return mp_err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Range): "
+        if (!mp__dim_from_double(cnt, &out.d[0]))
+            return mp__err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Range): "
                           "%g elements", n->name, cnt);
     }
-    mp_status st = mp_out_set(g, node, 0, dt, &out);
-    if (!st && known && mp_dtype_is_int(dt) && out.d[0] > 0 &&
-        out.d[0] <= (int64_t)MP_VALUE_MAX) {
-        int64_t *buf = mp_alloc(g->ctx, (size_t)out.d[0] * sizeof *buf);
+    mp_status st = mp__out_set(g, node, 0, dt, &out);
+    if (!st && known && mp__dtype_is_int(dt) && out.d[0] > 0 &&
+        out.d[0] <= (int64_t)MP__VALUE_MAX) {
+        int64_t *buf = mp__alloc(g->ctx, (size_t)out.d[0] * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
         /* integer operands: exact int64 steps (they come from int64
          * values; overflow leaves the value unknown) */
-        const mp_tensor *ts = mp_in(g, n, 0), *td = mp_in(g, n, 2);
-        bool ok = mp_dtype_is_int(ts->dtype) && mp_dtype_is_int(td->dtype);
+        const mp__tensor *ts = mp__in(g, n, 0), *td = mp__in(g, n, 2);
+        bool ok = mp__dtype_is_int(ts->dtype) && mp__dtype_is_int(td->dtype);
         for (int64_t i = 0; i < out.d[0] && ok; i++) {
             int64_t step;
             ok = !__builtin_mul_overflow(i, td->value[0], &step) &&
                  !__builtin_add_overflow(ts->value[0], step, &buf[i]);
         }
         if (ok)
-            st = mp_out_value(g, node, 0, buf, (uint32_t)out.d[0]);
-        mp_dealloc(g->ctx, buf);
+            st = mp__out_value(g, node, 0, buf, (uint32_t)out.d[0]);
+        mp__dealloc(g->ctx, buf);
     }
-    return st ? st : mp_shape_done(g, node);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_pad)
+MP__SHAPE_FN(mp__shape_pad)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
     const int64_t *pads, *axes = NULL;
     uint32_t c, na = 0;
-    pads = mp_attr_ints(n, "pads", &c);
+    pads = mp__attr_ints(n, "pads", &c);
     if (!pads)
-        pads = mp_attr_ints(n, "paddings", &c);
-    bool have = pads != NULL || mp_in_value(g, n, 1, &pads, &c);
-    if (have && mp_in(g, n, 3) && !mp_in_value(g, n, 3, &axes, &na))
+        pads = mp__attr_ints(n, "paddings", &c);
+    bool have = pads != NULL || mp__in_value(g, n, 1, &pads, &c);
+    if (have && mp__in(g, n, 3) && !mp__in_value(g, n, 3, &axes, &na))
         have = false;
     if (in.rank >= 0 && have) {
         uint32_t k = axes ? na : (uint32_t)in.rank;
         if (c != 2 * k)
-            return mp_node_err(g, node, "pads has %u entries, expected %u",
+            return mp__node_err(g, node, "pads has %u entries, expected %u",
                                (unsigned)c, (unsigned)(2 * k));
         out = in;
         for (uint32_t i = 0; i < k; i++) {
             int32_t a;
-            if (!mp_axis(axes ? axes[i] : (int64_t)i, in.rank, &a))
-                return mp_node_err(g, node, "axis out of range");
+            if (!mp__axis(axes ? axes[i] : (int64_t)i, in.rank, &a))
+                return mp__node_err(g, node, "axis out of range");
             if (out.d[a] >= 0 &&
                 (__builtin_add_overflow(in.d[a], pads[i], &out.d[a]) ||
                  __builtin_add_overflow(out.d[a], pads[i + k], &out.d[a])))
-                return mp_err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Pad): "
+                return mp__err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Pad): "
                               "dim %d overflows 64 bits", n->name, (int)a);
             if (out.d[a] < -1)
-                return mp_node_err(g, node, "pads make dim %d negative",
+                return mp__node_err(g, node, "pads make dim %d negative",
                                    (int)a);
         }
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_depth_to_space)
+MP__SHAPE_FN(mp__shape_depth_to_space)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
-    int64_t b = mp_attr_int(n, "blocksize", 1);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
+    int64_t b = mp__attr_int(n, "blocksize", 1);
     if (in.rank == 4 && b > 0) {
         out = in;
         out.d[1] = in.d[1] < 0 ? -1 : in.d[1] / (b * b);
         out.d[2] = in.d[2] < 0 ? -1 : in.d[2] * b;
         out.d[3] = in.d[3] < 0 ? -1 : in.d[3] * b;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }
 
-MP_SHAPE_FN(mp_shape_space_to_depth)
+MP__SHAPE_FN(mp__shape_space_to_depth)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape in, out = {.rank = -1};
-    mp_in_shape(g, n, 0, &in);
-    int64_t b = mp_attr_int(n, "blocksize", 1);
+    const mp__node *n = &g->nodes[node];
+    mp__shape in, out = {.rank = -1};
+    mp__in_shape(g, n, 0, &in);
+    int64_t b = mp__attr_int(n, "blocksize", 1);
     if (in.rank == 4 && b > 0) {
         out = in;
         out.d[1] = in.d[1] < 0 ? -1 : in.d[1] * b * b;
         out.d[2] = in.d[2] < 0 ? -1 : in.d[2] / b;
         out.d[3] = in.d[3] < 0 ? -1 : in.d[3] / b;
     }
-    mp_status st = mp_out_set(g, node, 0, in_dtype(g, n, 0), &out);
-    return st ? st : mp_shape_done(g, node);
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    return st ? st : mp__shape_done(g, node);
 }

@@ -12,20 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int dtype_in(const mp_graph *g, const mp_node *n, uint32_t i)
+static int dtype_in(const mp_graph *g, const mp__node *n, uint32_t i)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     return t ? t->dtype : MP_DTYPE_UNDEFINED;
 }
 
 /* t's whole value (every element): its count in *cnt */
-static bool whole_value(const mp_graph *g, const mp_node *n, uint32_t i,
+static bool whole_value(const mp_graph *g, const mp__node *n, uint32_t i,
                         int64_t *numel)
 {
-    const mp_tensor *t = mp_in(g, n, i);
-    mp_shape s;
-    mp_in_shape(g, n, i, &s);
-    int64_t c = mp_shape_numel(&s);
+    const mp__tensor *t = mp__in(g, n, i);
+    mp__shape s;
+    mp__in_shape(g, n, i, &s);
+    int64_t c = mp__shape_numel(&s);
     if (!t || c < 0)
         return false;
     *numel = c;
@@ -63,23 +63,23 @@ static int cmp_i64(const void *a, const void *b)
 
 /* Folds StringNormalizer when X's strings are known: *kept[i] says whether
  * element i survives the stopwords; false when it cannot tell (then the
- * caller keeps the upper bound). buf holds MP_STR_MAX_LEN bytes. */
+ * caller keeps the upper bound). buf holds MP__STR_MAX_LEN bytes. */
 static mp_status normalizer_keep(mp_graph *g, uint32_t node, const int64_t *x,
                                  int64_t c, bool cs, bool *kept, char *buf,
                                  bool *ok)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     size_t nstop = 0;
     const char *cur = NULL;
     *ok = false;
-    if (!mp_attr_strings(n, "stopwords", &nstop, &cur)) {
-        if (mp_node_attr(n, "stopwords"))
+    if (!mp__attr_strings(n, "stopwords", &nstop, &cur)) {
+        if (mp__node_attr(n, "stopwords"))
             return MP_OK; /* a stopwords list memplan cannot read */
         nstop = 0;
     }
-    if (nstop > MP_VALUE_MAX)
+    if (nstop > MP__VALUE_MAX)
         return MP_OK;
-    int64_t *stop = mp_alloc(g->ctx, (nstop ? nstop : 1) * sizeof *stop);
+    int64_t *stop = mp__alloc(g->ctx, (nstop ? nstop : 1) * sizeof *stop);
     if (!stop)
         return MP_ERR_NOMEM;
     mp_status st = MP_OK;
@@ -88,12 +88,12 @@ static mp_status normalizer_keep(mp_graph *g, uint32_t node, const int64_t *x,
      * the Unicode case rules are not memplan's) */
     for (size_t k = 0; k < nstop && good && !st; k++) {
         size_t len;
-        good = mp_attr_strings_next(&cur, buf, MP_STR_MAX_LEN, &len) &&
+        good = mp__attr_strings_next(&cur, buf, MP__STR_MAX_LEN, &len) &&
                (cs || ascii_only(buf, len));
         if (good && !cs)
             change_case(buf, len, buf, 'L');
         if (good)
-            st = mp_str_intern(g, buf, len, &stop[k]);
+            st = mp__str_intern(g, buf, len, &stop[k]);
         good = good && !st && stop[k] >= 0;
     }
     if (good && !st)
@@ -102,12 +102,12 @@ static mp_status normalizer_keep(mp_graph *g, uint32_t node, const int64_t *x,
         const char *s;
         size_t len;
         int64_t id = -1;
-        good = mp_str_get(g, x[i], &s, &len);
+        good = mp__str_get(g, x[i], &s, &len);
         if (good && !cs) {
-            good = len <= MP_STR_MAX_LEN && ascii_only(s, len);
+            good = len <= MP__STR_MAX_LEN && ascii_only(s, len);
             if (good) {
                 change_case(s, len, buf, 'L');
-                if (!mp_str_find(g, buf, len, &id))
+                if (!mp__str_find(g, buf, len, &id))
                     id = -1; /* in no stopword */
             }
         } else if (good) {
@@ -116,7 +116,7 @@ static mp_status normalizer_keep(mp_graph *g, uint32_t node, const int64_t *x,
         kept[i] = !(id >= 0 && nstop &&
                     bsearch(&id, stop, nstop, sizeof *stop, cmp_i64));
     }
-    mp_dealloc(g->ctx, stop);
+    mp__dealloc(g->ctx, stop);
     *ok = good && !st;
     return st;
 }
@@ -126,27 +126,27 @@ static mp_status normalizer_keep(mp_graph *g, uint32_t node, const int64_t *x,
  * the case is changed (case_change_action NONE/LOWER/UPPER); when every
  * element is dropped the output is [1] (or [1, 1]) holding "". Without
  * X's value the output gets X's shape: an upper bound. */
-MP_SHAPE_FN(mp_shape_string_normalizer)
+MP__SHAPE_FN(mp__shape_string_normalizer)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s;
-    mp_in_shape(g, n, 0, &s);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s;
+    mp__in_shape(g, n, 0, &s);
     int64_t c = -1;
-    const mp_tensor *x = mp_in(g, n, 0);
+    const mp__tensor *x = mp__in(g, n, 0);
     bool shape_ok = s.rank == 1 || (s.rank == 2 && s.d[0] == 1);
     if (!x || x->dtype != MP_DTYPE_STRING || !shape_ok ||
         !whole_value(g, n, 0, &c) || c <= 0) {
-        mp_status st = mp_out_set(g, node, 0, MP_DTYPE_STRING, &s);
-        return st ? st : mp_shape_done(g, node);
+        mp_status st = mp__out_set(g, node, 0, MP_DTYPE_STRING, &s);
+        return st ? st : mp__shape_done(g, node);
     }
-    const char *act = mp_attr_str(n, "case_change_action", "NONE");
+    const char *act = mp__attr_str(n, "case_change_action", "NONE");
     char how = strcmp(act, "LOWER") == 0 ? 'L'
                : strcmp(act, "UPPER") == 0 ? 'U'
                                             : 'N';
-    bool cs = mp_attr_int(n, "is_case_sensitive", 0) != 0;
-    bool *kept = mp_calloc(g->ctx, (size_t)c, sizeof *kept);
-    char *buf = mp_alloc(g->ctx, MP_STR_MAX_LEN);
-    int64_t *out = mp_alloc(g->ctx, (size_t)c * sizeof *out);
+    bool cs = mp__attr_int(n, "is_case_sensitive", 0) != 0;
+    bool *kept = mp__calloc(g->ctx, (size_t)c, sizeof *kept);
+    char *buf = mp__alloc(g->ctx, MP__STR_MAX_LEN);
+    int64_t *out = mp__alloc(g->ctx, (size_t)c * sizeof *out);
     mp_status st = kept && buf && out ? MP_OK : MP_ERR_NOMEM;
     bool ok = false;
     if (!st)
@@ -162,31 +162,31 @@ MP_SHAPE_FN(mp_shape_string_normalizer)
             out[k++] = x->value[i];
             continue;
         }
-        if (!mp_str_get(g, x->value[i], &p, &len) || len > MP_STR_MAX_LEN ||
+        if (!mp__str_get(g, x->value[i], &p, &len) || len > MP__STR_MAX_LEN ||
             !ascii_only(p, len)) {
             vals = false; /* the count holds; the strings are not known */
             k++;
             continue;
         }
         change_case(p, len, buf, how);
-        st = mp_str_intern(g, buf, len, &out[k]);
+        st = mp__str_intern(g, buf, len, &out[k]);
         vals = vals && out[k++] >= 0;
     }
     if (ok && !st) {
         if (k == 0) { /* all dropped: one empty string */
-            st = mp_str_intern(g, "", 0, &out[0]);
+            st = mp__str_intern(g, "", 0, &out[0]);
             vals = !st && out[0] >= 0;
         }
         s.d[s.rank - 1] = k ? k : 1;
     }
     if (!st)
-        st = mp_out_set(g, node, 0, MP_DTYPE_STRING, &s);
+        st = mp__out_set(g, node, 0, MP_DTYPE_STRING, &s);
     if (!st && ok && vals)
-        st = mp_out_value(g, node, 0, out, (uint32_t)(k ? k : 1));
-    mp_dealloc(g->ctx, kept);
-    mp_dealloc(g->ctx, buf);
-    mp_dealloc(g->ctx, out);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_value(g, node, 0, out, (uint32_t)(k ? k : 1));
+    mp__dealloc(g->ctx, kept);
+    mp__dealloc(g->ctx, buf);
+    mp__dealloc(g->ctx, out);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* ---- StringSplit ------------------------------------------------------------ */
@@ -225,7 +225,7 @@ static int64_t split_tokens(const char *s, size_t n, const char *sep,
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     int64_t cnt = 0;
-#define MP_TOKEN(a, b)                                                   \
+#define MP__TOKEN(a, b)                                                   \
     do {                                                                 \
         if (off && cnt < cap) {                                          \
             off[cnt] = (size_t)((a) - (const unsigned char *)s);          \
@@ -242,13 +242,13 @@ static int64_t split_tokens(const char *s, size_t n, const char *sep,
                 break;
             if (maxsplit >= 0 && cnt == maxsplit) {
                 /* the rest, leading space skipped (trailing kept) */
-                MP_TOKEN(p, end);
+                MP__TOKEN(p, end);
                 break;
             }
             const unsigned char *q = p;
             while (q < end && space_at(q, end) == 0)
                 q++;
-            MP_TOKEN(p, q);
+            MP__TOKEN(p, q);
             p = q;
         }
         return cnt;
@@ -263,31 +263,31 @@ static int64_t split_tokens(const char *s, size_t n, const char *sep,
             }
         if (!hit)
             break;
-        MP_TOKEN(i, hit);
+        MP__TOKEN(i, hit);
         i = hit + sl;
     }
-    MP_TOKEN(i, end);
-#undef MP_TOKEN
+    MP__TOKEN(i, end);
+#undef MP__TOKEN
     return cnt;
 }
 
 /* StringSplit (X) -> (Y [..., max tokens], Z lengths, X's shape): with X's
  * strings known the token counts are computed (delimiter: "" splits on
  * whitespace runs; maxsplit); Y's strings are padded with "". */
-MP_SHAPE_FN(mp_shape_string_split)
+MP__SHAPE_FN(mp__shape_string_split)
 {
-    const mp_node *n = &g->nodes[node];
-    mp_shape s, sub = {.rank = -1};
-    mp_in_shape(g, n, 0, &s);
+    const mp__node *n = &g->nodes[node];
+    mp__shape s, sub = {.rank = -1};
+    mp__in_shape(g, n, 0, &s);
     if (s.rank >= 0 && s.rank < MP_MAX_RANK) {
         sub = s;
         sub.d[sub.rank++] = -1;
     }
-    const mp_tensor *x = mp_in(g, n, 0);
-    const char *sep = mp_attr_str(n, "delimiter", "");
+    const mp__tensor *x = mp__in(g, n, 0);
+    const char *sep = mp__attr_str(n, "delimiter", "");
     size_t sl = strlen(sep);
-    int64_t maxsplit = mp_node_attr(n, "maxsplit")
-                           ? mp_attr_int(n, "maxsplit", -1)
+    int64_t maxsplit = mp__node_attr(n, "maxsplit")
+                           ? mp__attr_int(n, "maxsplit", -1)
                            : -1;
     int64_t c = -1, most = 0;
     int64_t *cnt = NULL;
@@ -299,44 +299,44 @@ MP_SHAPE_FN(mp_shape_string_split)
     for (int64_t i = 0; known && i < c; i++) {
         const char *p;
         size_t len;
-        known = mp_str_get(g, x->value[i], &p, &len) &&
-                mp_add_u64(bytes, len, &bytes) && bytes <= MP_STR_MAX_BYTES;
+        known = mp__str_get(g, x->value[i], &p, &len) &&
+                mp__add_u64(bytes, len, &bytes) && bytes <= MP__STR_MAX_BYTES;
     }
     if (known && c > 0) {
-        cnt = mp_alloc(g->ctx, (size_t)c * sizeof *cnt);
+        cnt = mp__alloc(g->ctx, (size_t)c * sizeof *cnt);
         if (!cnt)
             return MP_ERR_NOMEM;
         for (int64_t i = 0; i < c; i++) {
             const char *p;
             size_t len;
-            mp_str_get(g, x->value[i], &p, &len);
+            mp__str_get(g, x->value[i], &p, &len);
             cnt[i] = split_tokens(p, len, sep, sl, maxsplit, NULL, NULL, 0);
             most = cnt[i] > most ? cnt[i] : most;
         }
     }
     if (known)
         sub.d[sub.rank - 1] = most;
-    st = mp_out_set(g, node, 0, MP_DTYPE_STRING, &sub);
+    st = mp__out_set(g, node, 0, MP_DTYPE_STRING, &sub);
     if (!st)
-        st = mp_out_set(g, node, 1, MP_DTYPE_INT64, &s);
+        st = mp__out_set(g, node, 1, MP_DTYPE_INT64, &s);
     if (!st && cnt)
-        st = mp_out_value(g, node, 1, cnt, (uint32_t)c);
+        st = mp__out_value(g, node, 1, cnt, (uint32_t)c);
     /* Y's strings, when small */
     uint64_t total;
-    if (!st && cnt && most > 0 && mp_mul_u64((uint64_t)c, (uint64_t)most,
+    if (!st && cnt && most > 0 && mp__mul_u64((uint64_t)c, (uint64_t)most,
                                              &total) &&
-        total <= MP_VALUE_MAX) {
-        int64_t *ids = mp_alloc(g->ctx, (size_t)total * sizeof *ids);
-        size_t *off = mp_alloc(g->ctx, (size_t)most * sizeof *off);
-        size_t *len = mp_alloc(g->ctx, (size_t)most * sizeof *len);
+        total <= MP__VALUE_MAX) {
+        int64_t *ids = mp__alloc(g->ctx, (size_t)total * sizeof *ids);
+        size_t *off = mp__alloc(g->ctx, (size_t)most * sizeof *off);
+        size_t *len = mp__alloc(g->ctx, (size_t)most * sizeof *len);
         int64_t empty = -1;
-        st = ids && off && len ? mp_str_intern(g, "", 0, &empty)
+        st = ids && off && len ? mp__str_intern(g, "", 0, &empty)
                                : MP_ERR_NOMEM;
         bool ok = !st && empty >= 0;
         for (int64_t i = 0; i < c && ok && !st; i++) {
             const char *p;
             size_t l;
-            mp_str_get(g, x->value[i], &p, &l);
+            mp__str_get(g, x->value[i], &p, &l);
             split_tokens(p, l, sep, sl, maxsplit, off, len, most);
             for (int64_t k = 0; k < most && ok && !st; k++) {
                 int64_t *id = &ids[i * most + k];
@@ -344,20 +344,20 @@ MP_SHAPE_FN(mp_shape_string_split)
                     *id = empty;
                 } else {
                     /* interning may move the table: fetch it again */
-                    mp_str_get(g, x->value[i], &p, &l);
-                    st = mp_str_intern(g, p + off[k], len[k], id);
+                    mp__str_get(g, x->value[i], &p, &l);
+                    st = mp__str_intern(g, p + off[k], len[k], id);
                 }
                 ok = *id >= 0;
             }
         }
         if (ok && !st)
-            st = mp_out_value(g, node, 0, ids, (uint32_t)total);
-        mp_dealloc(g->ctx, ids);
-        mp_dealloc(g->ctx, off);
-        mp_dealloc(g->ctx, len);
+            st = mp__out_value(g, node, 0, ids, (uint32_t)total);
+        mp__dealloc(g->ctx, ids);
+        mp__dealloc(g->ctx, off);
+        mp__dealloc(g->ctx, len);
     }
-    mp_dealloc(g->ctx, cnt);
-    return st ? st : mp_shape_done(g, node);
+    mp__dealloc(g->ctx, cnt);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* ---- NonMaxSuppression ------------------------------------------------------ */
@@ -415,10 +415,10 @@ static bool nms_suppress(const float *a, const float *b, int center,
 
 /* A scalar (or 1-element) optional input: *present false when omitted;
  * false when given but its value is unknown. */
-static bool scalar_in(const mp_graph *g, const mp_node *n, uint32_t i,
+static bool scalar_in(const mp_graph *g, const mp__node *n, uint32_t i,
                       bool *present, double *v)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     *present = t != NULL;
     if (!t)
         return true;
@@ -427,7 +427,7 @@ static bool scalar_in(const mp_graph *g, const mp_node *n, uint32_t i,
         return false;
     *present = c == 1; /* an empty tensor counts as omitted */
     if (c == 1)
-        *v = mp_value_double(t, 0);
+        *v = mp__value_double(t, 0);
     return true;
 }
 
@@ -435,18 +435,18 @@ static bool scalar_in(const mp_graph *g, const mp_node *n, uint32_t i,
  * are not all known. */
 static mp_status nms_count(mp_graph *g, uint32_t node, int64_t *out)
 {
-    const mp_node *n = &g->nodes[node];
-    const mp_tensor *bx = mp_in(g, n, 0), *sc = mp_in(g, n, 1);
-    mp_shape bs, ss;
-    mp_in_shape(g, n, 0, &bs);
-    mp_in_shape(g, n, 1, &ss);
+    const mp__node *n = &g->nodes[node];
+    const mp__tensor *bx = mp__in(g, n, 0), *sc = mp__in(g, n, 1);
+    mp__shape bs, ss;
+    mp__in_shape(g, n, 0, &bs);
+    mp__in_shape(g, n, 1, &ss);
     int64_t nb, ns;
     *out = -1;
     bool have_max, have_iou, have_thr;
     double dmax = 0, iou = 0, thr = 0;
     if (!bx || !sc || bs.rank != 3 || ss.rank != 3 || bs.d[2] != 4 ||
         ss.d[0] != bs.d[0] || ss.d[2] != bs.d[1] ||
-        !mp_dtype_is_float(bx->dtype) || !mp_dtype_is_float(sc->dtype) ||
+        !mp__dtype_is_float(bx->dtype) || !mp__dtype_is_float(sc->dtype) ||
         !whole_value(g, n, 0, &nb) || !whole_value(g, n, 1, &ns) ||
         !scalar_in(g, n, 2, &have_max, &dmax) ||
         !scalar_in(g, n, 3, &have_iou, &iou) ||
@@ -456,23 +456,23 @@ static mp_status nms_count(mp_graph *g, uint32_t node, int64_t *out)
                    : dmax > 9.0e18          ? INT64_MAX
                                             : (int64_t)dmax;
     int64_t batches = bs.d[0], boxes = bs.d[1], classes = ss.d[1];
-    int center = (int)mp_attr_int(n, "center_point_box", 0) != 0;
+    int center = (int)mp__attr_int(n, "center_point_box", 0) != 0;
     if (maxb == 0 || batches == 0 || classes == 0 || boxes == 0) {
         *out = 0;
         return MP_OK;
     }
-    float *fb = mp_alloc(g->ctx, (size_t)nb * sizeof *fb);
-    nms_box *cand = mp_alloc(g->ctx, (size_t)boxes * sizeof *cand);
-    int64_t *sel = mp_alloc(g->ctx, (size_t)boxes * sizeof *sel);
+    float *fb = mp__alloc(g->ctx, (size_t)nb * sizeof *fb);
+    nms_box *cand = mp__alloc(g->ctx, (size_t)boxes * sizeof *cand);
+    int64_t *sel = mp__alloc(g->ctx, (size_t)boxes * sizeof *sel);
     mp_status st = fb && cand && sel ? MP_OK : MP_ERR_NOMEM;
     for (int64_t i = 0; !st && i < nb; i++)
-        fb[i] = (float)mp_value_double(bx, (uint32_t)i);
+        fb[i] = (float)mp__value_double(bx, (uint32_t)i);
     int64_t total = 0;
     for (int64_t b = 0; !st && b < batches; b++)
         for (int64_t c = 0; c < classes; c++) {
             int64_t m = 0, k = 0;
             for (int64_t i = 0; i < boxes; i++) {
-                float s = (float)mp_value_double(
+                float s = (float)mp__value_double(
                     sc, (uint32_t)((b * classes + c) * boxes + i));
                 if (have_thr && !(s > (float)thr))
                     continue;
@@ -491,9 +491,9 @@ static mp_status nms_count(mp_graph *g, uint32_t node, int64_t *out)
             }
             total += k;
         }
-    mp_dealloc(g->ctx, fb);
-    mp_dealloc(g->ctx, cand);
-    mp_dealloc(g->ctx, sel);
+    mp__dealloc(g->ctx, fb);
+    mp__dealloc(g->ctx, cand);
+    mp__dealloc(g->ctx, sel);
     if (!st)
         *out = total;
     return st;
@@ -503,14 +503,14 @@ static mp_status nms_count(mp_graph *g, uint32_t node, int64_t *out)
  * class?, iou_threshold?, score_threshold?) -> selected_indices
  * [num_selected, 3] int64: num_selected is computed when every given
  * input's value is known, else unknown. */
-MP_SHAPE_FN(mp_shape_nms)
+MP__SHAPE_FN(mp__shape_nms)
 {
     int64_t k;
     mp_status st = nms_count(g, node, &k);
-    mp_shape s = {.rank = 2, .d = {k, 3}};
+    mp__shape s = {.rank = 2, .d = {k, 3}};
     if (!st)
-        st = mp_out_set(g, node, 0, MP_DTYPE_INT64, &s);
-    return st ? st : mp_shape_done(g, node);
+        st = mp__out_set(g, node, 0, MP_DTYPE_INT64, &s);
+    return st ? st : mp__shape_done(g, node);
 }
 
 /* ---- ImageDecoder ------------------------------------------------------------ */
@@ -780,21 +780,21 @@ static bool image_size(const img_bytes *b, int64_t *w, int64_t *h)
 /* ImageDecoder (encoded_stream uint8 [N]) -> [H, W, C] uint8: C from
  * pixel_format (RGB/BGR 3, Grayscale 1); H and W from the header (BMP,
  * PNG, PNM, JPEG, TIFF, WebP, JPEG 2000) when the bytes are known. */
-MP_SHAPE_FN(mp_shape_image_decoder)
+MP__SHAPE_FN(mp__shape_image_decoder)
 {
-    const mp_node *n = &g->nodes[node];
-    const char *pf = mp_attr_str(n, "pixel_format", "RGB");
-    mp_shape s = {.rank = 3, .d = {-1, -1, -1}};
+    const mp__node *n = &g->nodes[node];
+    const char *pf = mp__attr_str(n, "pixel_format", "RGB");
+    mp__shape s = {.rank = 3, .d = {-1, -1, -1}};
     if (strcmp(pf, "Grayscale") == 0)
         s.d[2] = 1;
     else if (strcmp(pf, "RGB") == 0 || strcmp(pf, "BGR") == 0)
         s.d[2] = 3;
-    const mp_tensor *x = mp_in(g, n, 0);
+    const mp__tensor *x = mp__in(g, n, 0);
     int64_t c;
     mp_status st = MP_OK;
     if (x && dtype_in(g, n, 0) == MP_DTYPE_UINT8 &&
         whole_value(g, n, 0, &c) && c > 0) {
-        unsigned char *buf = mp_alloc(g->ctx, (size_t)c);
+        unsigned char *buf = mp__alloc(g->ctx, (size_t)c);
         if (!buf)
             return MP_ERR_NOMEM;
         for (int64_t i = 0; i < c; i++)
@@ -805,8 +805,8 @@ MP_SHAPE_FN(mp_shape_image_decoder)
             s.d[0] = h;
             s.d[1] = w;
         }
-        mp_dealloc(g->ctx, buf);
+        mp__dealloc(g->ctx, buf);
     }
-    st = mp_out_set(g, node, 0, MP_DTYPE_UINT8, &s);
-    return st ? st : mp_shape_done(g, node);
+    st = mp__out_set(g, node, 0, MP_DTYPE_UINT8, &s);
+    return st ? st : mp__shape_done(g, node);
 }

@@ -8,7 +8,7 @@
 /* Element count of a Reshape target against the input's dims (0 copies
  * the input's dim unless allowzero); -1 when unknown, when the target has
  * a -1, or on overflow. */
-static int64_t target_count(const int64_t *t, uint32_t c, const mp_shape *in,
+static int64_t target_count(const int64_t *t, uint32_t c, const mp__shape *in,
                             bool allowzero)
 {
     uint64_t n = 1;
@@ -16,7 +16,7 @@ static int64_t target_count(const int64_t *t, uint32_t c, const mp_shape *in,
         int64_t d = t[i];
         if (d == 0 && !allowzero)
             d = (int32_t)i < in->rank ? in->d[i] : -1;
-        if (d < 0 || !mp_mul_u64(n, (uint64_t)d, &n) || n > INT64_MAX)
+        if (d < 0 || !mp__mul_u64(n, (uint64_t)d, &n) || n > INT64_MAX)
             return -1;
     }
     return (int64_t)n;
@@ -37,36 +37,36 @@ static void format_dims(char *s, size_t cap, const int64_t *v, uint32_t c)
         snprintf(s + w, cap - w, "]");
 }
 
-mp_status mp_rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
-                             mp_rebatch_kind kind, const mp_shape *data,
+mp_status mp__rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
+                             mp__rebatch_kind kind, const mp__shape *data,
                              const int64_t **v, uint32_t c, int64_t *buf)
 {
     int64_t from = g->rebatch_from, to = g->rebatch_to;
     if (from <= 0 || to <= 0 || from == to || !*v || c == 0 ||
         c > MP_MAX_RANK || data->rank < 1 || data->d[0] != to)
         return MP_OK;
-    const mp_node *n = &g->nodes[node];
-    const mp_tensor *x = mp_in(g, n, 0);
-    if (!x || mp_kind_persistent(x->kind))
+    const mp__node *n = &g->nodes[node];
+    const mp__tensor *x = mp__in(g, n, 0);
+    if (!x || mp__kind_persistent(x->kind))
         return MP_OK; /* a constant's leading dim is no batch */
-    const mp_tensor *op = input == MP_NONE ? NULL : mp_in(g, n, input);
-    if (input != MP_NONE && (!op || !mp_kind_persistent(op->kind)))
+    const mp__tensor *op = input == MP_NONE ? NULL : mp__in(g, n, input);
+    if (input != MP_NONE && (!op || !mp__kind_persistent(op->kind)))
         return MP_OK; /* computed from the graph (Shape ...): follows it */
     const int64_t *s = *v;
     memcpy(buf, s, c * sizeof *buf);
-    if (kind == MP_REBATCH_DIMS) {
+    if (kind == MP__REBATCH_DIMS) {
         if (s[0] == from) {
             buf[0] = to;
             *v = buf;
         }
         return MP_OK;
     }
-    bool allowzero = mp_attr_int(n, "allowzero", 0) != 0;
+    bool allowzero = mp__attr_int(n, "allowzero", 0) != 0;
     bool infer = false;
     for (uint32_t i = 0; i < c; i++)
         if (s[i] == -1)
             infer = true;
-    int64_t total = mp_shape_numel(data);
+    int64_t total = mp__shape_numel(data);
     if (!infer && total >= 0 && target_count(s, c, data, allowzero) == total)
         return MP_OK; /* holds as written: no batch in it */
     if (s[0] == from) {
@@ -74,9 +74,9 @@ mp_status mp_rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
     } else if (!infer && s[0] > 0 && s[0] % from == 0) {
         /* the batch folded into dim 0 ([24, 2, 1936] for [1, 48, 44, 44]) */
         uint64_t k;
-        if (!mp_mul_u64((uint64_t)(s[0] / from), (uint64_t)to, &k) ||
+        if (!mp__mul_u64((uint64_t)(s[0] / from), (uint64_t)to, &k) ||
             k > INT64_MAX)
-            return mp_node_err(g, node, "re-batching the target shape: dim 0 "
+            return mp__node_err(g, node, "re-batching the target shape: dim 0 "
                                "overflows");
         buf[0] = (int64_t)k;
     } else {
@@ -89,7 +89,7 @@ mp_status mp_rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
     char a[160], b[160];
     format_dims(a, sizeof a, s, c);
     format_dims(b, sizeof b, buf, c);
-    return mp_node_err(g, node, "cannot re-batch the target shape %s%s%s%s "
+    return mp__node_err(g, node, "cannot re-batch the target shape %s%s%s%s "
                        "from batch %lld to %lld: input '%s' has %lld "
                        "elements, and neither the target as written nor "
                        "%s holds them (give the target a leading 0 or -1, "

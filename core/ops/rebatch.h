@@ -4,20 +4,20 @@
  * leading dim of every graph input to N and g->rebatch_from/to; the shape
  * functions of the ops whose operand is a shape that may hold the batch
  * (Reshape's target, Resize's sizes) pass the operand through
- * mp_rebatch_operand. The rules: docs/onnx.md, "Re-batching". */
-#ifndef MP_REBATCH_H
-#define MP_REBATCH_H
+ * mp__rebatch_operand. The rules: docs/onnx.md, "Re-batching". */
+#ifndef MP__REBATCH_H
+#define MP__REBATCH_H
 
 #include "shape.h"
 
-typedef enum mp_rebatch_kind {
+typedef enum mp__rebatch_kind {
     /* a Reshape target: 0 copies the input's dim, one -1 is inferred, the
      * element count must hold the input's */
-    MP_REBATCH_RESHAPE = 0,
+    MP__REBATCH_RESHAPE = 0,
     /* an output shape aligned with input 0 (Resize sizes over every axis):
      * element 0 is the output's batch */
-    MP_REBATCH_DIMS
-} mp_rebatch_kind;
+    MP__REBATCH_DIMS
+} mp__rebatch_kind;
 
 /* Operand `input` of `node` (MP_NONE: the node's attribute), *v with c
  * elements, against data input 0 of shape *data. When g is re-batched
@@ -25,15 +25,15 @@ typedef enum mp_rebatch_kind {
  * from them; an attribute), input 0 is not, and input 0's leading dim is
  * N, a batch-carrying operand is re-batched into buf (MP_MAX_RANK
  * entries) and *v points there:
- * - MP_REBATCH_DIMS: a first element B0 becomes N;
- * - MP_REBATCH_RESHAPE: a target that already holds the input's elements
+ * - MP__REBATCH_DIMS: a first element B0 becomes N;
+ * - MP__REBATCH_RESHAPE: a target that already holds the input's elements
  *   is kept; else a first element B0 becomes N (also with a -1 elsewhere:
  *   [B0, -1] -> [N, -1]); else, with no -1, a first element k*B0 (the
  *   batch folded into dim 0) becomes k*N; the result must hold the input's
  *   elements, or MP_ERR_SHAPE names the node, the constant and both
  *   counts. Anything else is left as written. */
-mp_status mp_rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
-                             mp_rebatch_kind kind, const mp_shape *data,
+mp_status mp__rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
+                             mp__rebatch_kind kind, const mp__shape *data,
                              const int64_t **v, uint32_t c, int64_t *buf);
 
-#endif /* MP_REBATCH_H */
+#endif /* MP__REBATCH_H */

@@ -6,13 +6,13 @@
 #include <string.h>
 
 /* dims and value share one allocation: [rank dims][n_value values]. */
-static mp_status set_block(mp_ctx *ctx, mp_tensor *t, int32_t rank,
+static mp_status set_block(mp_ctx *ctx, mp__tensor *t, int32_t rank,
                            const int64_t *dims, const int64_t *v, uint32_t n)
 {
     size_t total = (size_t)(rank > 0 ? rank : 0) + n;
     int64_t *blk = NULL;
     if (total) {
-        blk = mp_alloc(ctx, total * sizeof *blk);
+        blk = mp__alloc(ctx, total * sizeof *blk);
         if (!blk)
             return MP_ERR_NOMEM;
         if (rank > 0)
@@ -20,7 +20,7 @@ static mp_status set_block(mp_ctx *ctx, mp_tensor *t, int32_t rank,
         if (n)
             memcpy(blk + (rank > 0 ? rank : 0), v, (size_t)n * sizeof *blk);
     }
-    mp_dealloc(ctx, t->dims);
+    mp__dealloc(ctx, t->dims);
     t->dims = blk;
     t->rank = rank < 0 ? -1 : rank;
     t->value = n ? blk + (rank > 0 ? rank : 0) : NULL;
@@ -28,11 +28,11 @@ static mp_status set_block(mp_ctx *ctx, mp_tensor *t, int32_t rank,
     return MP_OK;
 }
 
-mp_status mp_tensor_set_shape(mp_ctx *ctx, mp_tensor *t, int32_t rank,
+mp_status mp__tensor_set_shape(mp_ctx *ctx, mp__tensor *t, int32_t rank,
                               const int64_t *dims)
 {
     if (rank > MP_MAX_RANK)
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "tensor '%s': rank %d is above the supported %d",
                       t->name, (int)rank, MP_MAX_RANK);
     int64_t tmp[MP_MAX_RANK];
@@ -42,10 +42,10 @@ mp_status mp_tensor_set_shape(mp_ctx *ctx, mp_tensor *t, int32_t rank,
     return set_block(ctx, t, rank, tmp, t->value, t->n_value);
 }
 
-mp_status mp_tensor_set_value(mp_ctx *ctx, mp_tensor *t, const int64_t *v,
+mp_status mp__tensor_set_value(mp_ctx *ctx, mp__tensor *t, const int64_t *v,
                               uint32_t n)
 {
-    if (n > MP_VALUE_MAX || n == 0)
+    if (n > MP__VALUE_MAX || n == 0)
         return MP_OK;
     int64_t tmp[MP_MAX_RANK];
     if (t->rank > 0)
@@ -53,7 +53,7 @@ mp_status mp_tensor_set_value(mp_ctx *ctx, mp_tensor *t, const int64_t *v,
     return set_block(ctx, t, t->rank, tmp, v, n);
 }
 
-bool mp_dtype_is_int(int dt)
+bool mp__dtype_is_int(int dt)
 {
     switch (dt) {
     case MP_DTYPE_INT64: case MP_DTYPE_INT32: case MP_DTYPE_INT16:
@@ -65,7 +65,7 @@ bool mp_dtype_is_int(int dt)
     }
 }
 
-bool mp_tensor_shape_known(const mp_tensor *t)
+bool mp__tensor_shape_known(const mp__tensor *t)
 {
     if (t->rank < 0)
         return false;
@@ -75,16 +75,16 @@ bool mp_tensor_shape_known(const mp_tensor *t)
     return true;
 }
 
-const mp_tensor *mp_in(const mp_graph *g, const mp_node *n, uint32_t i)
+const mp__tensor *mp__in(const mp_graph *g, const mp__node *n, uint32_t i)
 {
     if (i >= n->n_in || n->inputs[i] == MP_NONE)
         return NULL;
     return &g->tensors[n->inputs[i]];
 }
 
-void mp_in_shape(const mp_graph *g, const mp_node *n, uint32_t i, mp_shape *s)
+void mp__in_shape(const mp_graph *g, const mp__node *n, uint32_t i, mp__shape *s)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     s->rank = -1;
     if (!t || t->rank < 0)
         return;
@@ -93,16 +93,16 @@ void mp_in_shape(const mp_graph *g, const mp_node *n, uint32_t i, mp_shape *s)
         s->d[k] = t->dims[k];
 }
 
-bool mp_in_value(const mp_graph *g, const mp_node *n, uint32_t i,
+bool mp__in_value(const mp_graph *g, const mp__node *n, uint32_t i,
                  const int64_t **v, uint32_t *cnt)
 {
-    const mp_tensor *t = mp_in(g, n, i);
+    const mp__tensor *t = mp__in(g, n, i);
     if (!t)
         return false;
     if (!t->value) {
         /* an empty tensor's value is known: no elements */
         static const int64_t none[1] = {0};
-        bool empty = t->rank > 0 && mp_tensor_shape_known(t);
+        bool empty = t->rank > 0 && mp__tensor_shape_known(t);
         for (int32_t k = 0; empty && k < t->rank; k++)
             if (t->dims[k] == 0)
                 break;
@@ -119,14 +119,14 @@ bool mp_in_value(const mp_graph *g, const mp_node *n, uint32_t i,
     return true;
 }
 
-int64_t mp_attr_int(const mp_node *n, const char *name, int64_t dflt)
+int64_t mp__attr_int(const mp__node *n, const char *name, int64_t dflt)
 {
-    const mp_attr *a = mp_node_attr(n, name);
+    const mp__attr *a = mp__node_attr(n, name);
     if (!a)
         return dflt;
-    if (a->type == MP_ATTR_INT)
+    if (a->type == MP__ATTR_INT)
         return a->v.i;
-    if (a->type == MP_ATTR_FLOAT) {
+    if (a->type == MP__ATTR_FLOAT) {
         /* saturating: a float outside int64 (or NaN) is not UB here */
         double f = a->v.f;
         if (f != f)
@@ -140,7 +140,7 @@ int64_t mp_attr_int(const mp_node *n, const char *name, int64_t dflt)
     return dflt;
 }
 
-bool mp_dim_from_double(double x, int64_t *out)
+bool mp__dim_from_double(double x, int64_t *out)
 {
     if (!(x >= 0) || x >= 4611686018427387904.0) /* NaN, < 0, >= 2^62 */
         return false;
@@ -148,48 +148,48 @@ bool mp_dim_from_double(double x, int64_t *out)
     return true;
 }
 
-double mp_attr_float(const mp_node *n, const char *name, double dflt)
+double mp__attr_float(const mp__node *n, const char *name, double dflt)
 {
-    const mp_attr *a = mp_node_attr(n, name);
+    const mp__attr *a = mp__node_attr(n, name);
     if (!a)
         return dflt;
-    if (a->type == MP_ATTR_FLOAT)
+    if (a->type == MP__ATTR_FLOAT)
         return a->v.f;
-    if (a->type == MP_ATTR_INT)
+    if (a->type == MP__ATTR_INT)
         return (double)a->v.i;
     return dflt;
 }
 
-const int64_t *mp_attr_ints(const mp_node *n, const char *name, uint32_t *cnt)
+const int64_t *mp__attr_ints(const mp__node *n, const char *name, uint32_t *cnt)
 {
-    const mp_attr *a = mp_node_attr(n, name);
+    const mp__attr *a = mp__node_attr(n, name);
     *cnt = 0;
     if (!a)
         return NULL;
-    if (a->type == MP_ATTR_INTS) {
+    if (a->type == MP__ATTR_INTS) {
         *cnt = a->n;
         return a->v.ints;
     }
-    if (a->type == MP_ATTR_INT) {
+    if (a->type == MP__ATTR_INT) {
         *cnt = 1;
         return &a->v.i;
     }
     return NULL;
 }
 
-const char *mp_attr_str(const mp_node *n, const char *name, const char *dflt)
+const char *mp__attr_str(const mp__node *n, const char *name, const char *dflt)
 {
-    const mp_attr *a = mp_node_attr(n, name);
-    return a && a->type == MP_ATTR_STRING ? a->v.s : dflt;
+    const mp__attr *a = mp__node_attr(n, name);
+    return a && a->type == MP__ATTR_STRING ? a->v.s : dflt;
 }
 
-mp_status mp_out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
-                     const mp_shape *s)
+mp_status mp__out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
+                     const mp__shape *s)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     if (o >= n->n_out)
         return MP_OK;
-    mp_tensor *t = &g->tensors[n->outputs[o]];
+    mp__tensor *t = &g->tensors[n->outputs[o]];
     /* the dtype is set together with a shape: a tensor whose shape stays
      * unknown keeps what was declared */
     if (dtype != MP_DTYPE_UNDEFINED && t->dtype == MP_DTYPE_UNDEFINED &&
@@ -198,23 +198,23 @@ mp_status mp_out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
     if (s && s->rank >= 0) {
         for (int32_t i = 0; i < s->rank; i++)
             if (s->d[i] < -1)
-                return mp_node_err(g, node, "output '%s' would get dim %d "
+                return mp__node_err(g, node, "output '%s' would get dim %d "
                                    "of size %lld", t->name, (int)i,
                                    (long long)s->d[i]);
         bool conflict = false;
-        if ((t->flags & MP_TF_SHAPE_HINT) && t->rank >= 0) {
+        if ((t->flags & MP__TF_SHAPE_HINT) && t->rank >= 0) {
             /* a declared shape is a hint: one that disagrees with the
              * inferred shape (rank, or a dim known in both) is dropped */
             conflict = t->rank != s->rank;
             for (int32_t i = 0; !conflict && i < s->rank; i++)
                 conflict = t->dims[i] >= 0 && s->d[i] >= 0 &&
                            t->dims[i] != s->d[i];
-            t->flags &= (uint8_t)~MP_TF_SHAPE_HINT;
+            t->flags &= (uint8_t)~MP__TF_SHAPE_HINT;
             if (conflict)
-                t->flags &= (uint8_t)~MP_TF_SIZE_KNOWN;
+                t->flags &= (uint8_t)~MP__TF_SIZE_KNOWN;
         }
         if (t->rank < 0 || conflict) {
-            mp_status st = mp_tensor_set_shape(g->ctx, t, s->rank, s->d);
+            mp_status st = mp__tensor_set_shape(g->ctx, t, s->rank, s->d);
             if (st)
                 return st;
         } else if (t->rank == s->rank) {
@@ -223,31 +223,31 @@ mp_status mp_out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
                     t->dims[i] = s->d[i];
         }
     }
-    if (!(t->flags & MP_TF_SIZE_KNOWN) && mp_tensor_shape_known(t) &&
+    if (!(t->flags & MP__TF_SIZE_KNOWN) && mp__tensor_shape_known(t) &&
         mp_dtype_bits((mp_dtype)t->dtype)) {
         uint64_t b;
-        mp_status st = mp_tensor_bytes_from_shape(g->ctx, t, &b);
+        mp_status st = mp__tensor_bytes_from_shape(g->ctx, t, &b);
         if (st)
             return st;
         t->bytes = b;
-        t->flags |= MP_TF_SIZE_KNOWN;
+        t->flags |= MP__TF_SIZE_KNOWN;
     }
     return MP_OK;
 }
 
-mp_status mp_out_value(mp_graph *g, uint32_t node, uint32_t o,
+mp_status mp__out_value(mp_graph *g, uint32_t node, uint32_t o,
                        const int64_t *v, uint32_t n)
 {
-    const mp_node *nd = &g->nodes[node];
+    const mp__node *nd = &g->nodes[node];
     if (o >= nd->n_out)
         return MP_OK;
-    mp_tensor *t = &g->tensors[nd->outputs[o]];
+    mp__tensor *t = &g->tensors[nd->outputs[o]];
     if (t->value)
         return MP_OK;
-    return mp_tensor_set_value(g->ctx, t, v, n);
+    return mp__tensor_set_value(g->ctx, t, v, n);
 }
 
-static void node_label(const mp_graph *g, const mp_node *n, char *buf,
+static void node_label(const mp_graph *g, const mp__node *n, char *buf,
                        size_t cap)
 {
     (void)g;
@@ -255,7 +255,7 @@ static void node_label(const mp_graph *g, const mp_node *n, char *buf,
              n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op);
 }
 
-mp_status mp_node_err(mp_graph *g, uint32_t node, const char *fmt, ...)
+mp_status mp__node_err(mp_graph *g, uint32_t node, const char *fmt, ...)
 {
     char lab[400], msg[600];
     node_label(g, &g->nodes[node], lab, sizeof lab);
@@ -263,30 +263,30 @@ mp_status mp_node_err(mp_graph *g, uint32_t node, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return mp_err(g->ctx, MP_ERR_SHAPE, "%s: %s", lab, msg);
+    return mp__err(g->ctx, MP_ERR_SHAPE, "%s: %s", lab, msg);
 }
 
-mp_status mp_shape_done(mp_graph *g, uint32_t node)
+mp_status mp__shape_done(mp_graph *g, uint32_t node)
 {
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     /* views and same-shape pointwise ops: output 0 has input 0's bytes
      * even where only bytes (no shape) are known */
-    if ((n->def->flags & (MP_OPF_VIEW | MP_OPF_ELEMENTWISE)) && n->n_out &&
+    if ((n->def->flags & (MP__OPF_VIEW | MP__OPF_ELEMENTWISE)) && n->n_out &&
         n->n_in && n->inputs[0] != MP_NONE) {
-        mp_tensor *out = &g->tensors[n->outputs[0]];
-        const mp_tensor *in = &g->tensors[n->inputs[0]];
-        if (!(out->flags & MP_TF_SIZE_KNOWN) &&
-            (in->flags & MP_TF_SIZE_KNOWN)) {
+        mp__tensor *out = &g->tensors[n->outputs[0]];
+        const mp__tensor *in = &g->tensors[n->inputs[0]];
+        if (!(out->flags & MP__TF_SIZE_KNOWN) &&
+            (in->flags & MP__TF_SIZE_KNOWN)) {
             out->bytes = in->bytes;
-            out->flags |= MP_TF_SIZE_KNOWN;
+            out->flags |= MP__TF_SIZE_KNOWN;
         }
     }
     for (uint32_t o = 0; o < n->n_out; o++) {
-        const mp_tensor *t = &g->tensors[n->outputs[o]];
-        if (t->flags & MP_TF_SIZE_KNOWN)
+        const mp__tensor *t = &g->tensors[n->outputs[o]];
+        if (t->flags & MP__TF_SIZE_KNOWN)
             continue;
-        if (n->def == mp_op_generic())
-            return mp_err(g->ctx, MP_ERR_SHAPE,
+        if (n->def == mp__op_generic())
+            return mp__err(g->ctx, MP_ERR_SHAPE,
                           "node '%s' (op %s%s%s): size of output '%s' is "
                           "unknown: op '%s' of domain '%s' has no shape "
                           "function in memplan; declare the output's dtype "
@@ -297,18 +297,18 @@ mp_status mp_shape_done(mp_graph *g, uint32_t node)
         /* an optional output that nothing reads and that is not a graph
          * output (Dropout's mask, MaxPool's indices, ...): when its shape
          * cannot be inferred, it is taken as not materialised */
-        if (t->n_cons == 0 && !(t->flags & MP_TF_OUTPUT) && o > 0) {
-            mp_tensor *w = &g->tensors[n->outputs[o]];
+        if (t->n_cons == 0 && !(t->flags & MP__TF_OUTPUT) && o > 0) {
+            mp__tensor *w = &g->tensors[n->outputs[o]];
             w->bytes = 0;
-            w->flags |= MP_TF_SIZE_KNOWN;
+            w->flags |= MP__TF_SIZE_KNOWN;
             continue;
         }
         /* name the first input that blocks inference */
         const char *why = "";
         char buf[300] = "";
         for (uint32_t i = 0; i < n->n_in; i++) {
-            const mp_tensor *in = mp_in(g, n, i);
-            if (in && !mp_tensor_shape_known(in)) {
+            const mp__tensor *in = mp__in(g, n, i);
+            if (in && !mp__tensor_shape_known(in)) {
                 snprintf(buf, sizeof buf, ": the shape of input '%s' is "
                          "unknown", in->name);
                 why = buf;
@@ -317,7 +317,7 @@ mp_status mp_shape_done(mp_graph *g, uint32_t node)
         }
         if (!why[0])
             for (uint32_t i = 1; i < n->n_in; i++) {
-                const mp_tensor *in = mp_in(g, n, i);
+                const mp__tensor *in = mp__in(g, n, i);
                 if (in && !in->value &&
                     (in->dtype == MP_DTYPE_INT64 ||
                      in->dtype == MP_DTYPE_INT32)) {
@@ -327,7 +327,7 @@ mp_status mp_shape_done(mp_graph *g, uint32_t node)
                     break;
                 }
             }
-        return mp_node_err(g, node, "cannot infer the shape of output "
+        return mp__node_err(g, node, "cannot infer the shape of output "
                            "'%s'%s; declare it (value_info) or bind the "
                            "symbolic dims it depends on",
                            t->name, why);
@@ -335,7 +335,7 @@ mp_status mp_shape_done(mp_graph *g, uint32_t node)
     return MP_OK;
 }
 
-bool mp_broadcast(const mp_shape *a, const mp_shape *b, mp_shape *out)
+bool mp__broadcast(const mp__shape *a, const mp__shape *b, mp__shape *out)
 {
     if (a->rank < 0 || b->rank < 0) {
         out->rank = -1;
@@ -364,7 +364,7 @@ bool mp_broadcast(const mp_shape *a, const mp_shape *b, mp_shape *out)
     return true;
 }
 
-bool mp_axis(int64_t axis, int32_t rank, int32_t *out)
+bool mp__axis(int64_t axis, int32_t rank, int32_t *out)
 {
     if (axis < 0)
         axis += rank;
@@ -374,13 +374,13 @@ bool mp_axis(int64_t axis, int32_t rank, int32_t *out)
     return true;
 }
 
-int64_t mp_shape_numel(const mp_shape *s)
+int64_t mp__shape_numel(const mp__shape *s)
 {
     if (s->rank < 0)
         return -1;
     uint64_t c = 1;
     for (int32_t i = 0; i < s->rank; i++) {
-        if (s->d[i] < 0 || !mp_mul_u64(c, (uint64_t)s->d[i], &c) ||
+        if (s->d[i] < 0 || !mp__mul_u64(c, (uint64_t)s->d[i], &c) ||
             c > (uint64_t)INT64_MAX)
             return -1;
     }
@@ -393,14 +393,14 @@ size_t mp_graph_unknown_shapes(const mp_graph *g)
     if (!g)
         return 0;
     for (size_t i = 0; i < g->n_tensors; i++) {
-        const mp_tensor *t = &g->tensors[i];
-        bool in_use = t->n_cons || (t->flags & MP_TF_OUTPUT) || t->bytes;
+        const mp__tensor *t = &g->tensors[i];
+        bool in_use = t->n_cons || (t->flags & MP__TF_OUTPUT) || t->bytes;
         /* a sequence or optional: resolved when its size is (every
          * element's shape known) */
-        if (t->seq && (t->flags & MP_TF_SIZE_KNOWN))
+        if (t->seq && (t->flags & MP__TF_SIZE_KNOWN))
             continue;
-        if (in_use && !mp_tensor_shape_known(t) &&
-            !(t->flags & MP_TF_BYTES_GIVEN && t->rank < 0 &&
+        if (in_use && !mp__tensor_shape_known(t) &&
+            !(t->flags & MP__TF_BYTES_GIVEN && t->rank < 0 &&
               t->dtype == MP_DTYPE_UNDEFINED))
             n++;
     }

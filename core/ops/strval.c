@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct mp_strtab {
+typedef struct mp__strtab {
     char *buf;              /* the strings' bytes, back to back */
     size_t used, cap;
     size_t *off;            /* per id: offset into buf */
@@ -13,7 +13,7 @@ typedef struct mp_strtab {
     size_t n, cap_off, cap_len;
     uint32_t *slots;        /* open addressing: id + 1, 0 empty */
     size_t n_slots;         /* a power of two, > 2 n */
-} mp_strtab;
+} mp__strtab;
 
 static mp_graph *root_of(const mp_graph *g)
 {
@@ -32,15 +32,15 @@ static uint64_t hash_bytes(const char *s, size_t len)
     return h;
 }
 
-static bool same(const mp_strtab *t, size_t id, const char *s, size_t len)
+static bool same(const mp__strtab *t, size_t id, const char *s, size_t len)
 {
     return t->len[id] == len && (len == 0 || memcmp(t->buf + t->off[id], s,
                                                     len) == 0);
 }
 
-static mp_status rehash(mp_ctx *ctx, mp_strtab *t, size_t n_slots)
+static mp_status rehash(mp_ctx *ctx, mp__strtab *t, size_t n_slots)
 {
-    uint32_t *sl = mp_calloc(ctx, n_slots, sizeof *sl);
+    uint32_t *sl = mp__calloc(ctx, n_slots, sizeof *sl);
     if (!sl)
         return MP_ERR_NOMEM;
     for (size_t id = 0; id < t->n; id++) {
@@ -50,15 +50,15 @@ static mp_status rehash(mp_ctx *ctx, mp_strtab *t, size_t n_slots)
             k = (k + 1) & (n_slots - 1);
         sl[k] = (uint32_t)id + 1;
     }
-    mp_dealloc(ctx, t->slots);
+    mp__dealloc(ctx, t->slots);
     t->slots = sl;
     t->n_slots = n_slots;
     return MP_OK;
 }
 
-bool mp_str_find(const mp_graph *g, const char *s, size_t len, int64_t *id)
+bool mp__str_find(const mp_graph *g, const char *s, size_t len, int64_t *id)
 {
-    const mp_strtab *t = root_of(g)->strtab;
+    const mp__strtab *t = root_of(g)->strtab;
     if (!t || !t->n_slots || (!s && len))
         return false;
     for (size_t k = (size_t)hash_bytes(s ? s : "", len) & (t->n_slots - 1);
@@ -70,7 +70,7 @@ bool mp_str_find(const mp_graph *g, const char *s, size_t len, int64_t *id)
     return false;
 }
 
-mp_status mp_str_intern(mp_graph *g, const char *s, size_t len, int64_t *id)
+mp_status mp__str_intern(mp_graph *g, const char *s, size_t len, int64_t *id)
 {
     mp_graph *r = root_of(g);
     mp_ctx *ctx = r->ctx;
@@ -78,26 +78,26 @@ mp_status mp_str_intern(mp_graph *g, const char *s, size_t len, int64_t *id)
     if (!s && len)
         return MP_OK;
     if (!r->strtab) {
-        r->strtab = mp_calloc(ctx, 1, sizeof *r->strtab);
+        r->strtab = mp__calloc(ctx, 1, sizeof *r->strtab);
         if (!r->strtab)
             return MP_ERR_NOMEM;
     }
-    mp_strtab *t = r->strtab;
+    mp__strtab *t = r->strtab;
     uint64_t h = hash_bytes(s ? s : "", len);
-    if (mp_str_find(g, s, len, id))
+    if (mp__str_find(g, s, len, id))
         return MP_OK;
-    if (len > MP_STR_MAX_LEN || t->n >= MP_STR_MAX_COUNT ||
-        t->used + len > MP_STR_MAX_BYTES)
+    if (len > MP__STR_MAX_LEN || t->n >= MP__STR_MAX_COUNT ||
+        t->used + len > MP__STR_MAX_BYTES)
         return MP_OK; /* not carried */
     mp_status st;
     /* s may lie in the table itself (a token of a stored string): keep
      * its offset across the buffer's growth */
     bool inside = s && t->buf && s >= t->buf && s < t->buf + t->used;
     size_t at = inside ? (size_t)(s - t->buf) : 0;
-    if ((st = mp_grow(ctx, (void **)&t->buf, 1, t->used + len + 1, &t->cap)) ||
-        (st = mp_grow(ctx, (void **)&t->off, sizeof *t->off, t->n + 1,
+    if ((st = mp__grow(ctx, (void **)&t->buf, 1, t->used + len + 1, &t->cap)) ||
+        (st = mp__grow(ctx, (void **)&t->off, sizeof *t->off, t->n + 1,
                       &t->cap_off)) ||
-        (st = mp_grow(ctx, (void **)&t->len, sizeof *t->len, t->n + 1,
+        (st = mp__grow(ctx, (void **)&t->len, sizeof *t->len, t->n + 1,
                       &t->cap_len)))
         return st;
     if ((t->n + 1) * 2 >= t->n_slots &&
@@ -118,9 +118,9 @@ mp_status mp_str_intern(mp_graph *g, const char *s, size_t len, int64_t *id)
     return MP_OK;
 }
 
-bool mp_str_get(const mp_graph *g, int64_t id, const char **s, size_t *len)
+bool mp__str_get(const mp_graph *g, int64_t id, const char **s, size_t *len)
 {
-    const mp_strtab *t = root_of(g)->strtab;
+    const mp__strtab *t = root_of(g)->strtab;
     if (!t || id < 0 || (uint64_t)id >= t->n)
         return false;
     *s = t->buf + t->off[id];
@@ -128,55 +128,55 @@ bool mp_str_get(const mp_graph *g, int64_t id, const char **s, size_t *len)
     return true;
 }
 
-mp_status mp_str_set_value(mp_graph *g, mp_tensor *t, const char *const *s,
+mp_status mp__str_set_value(mp_graph *g, mp__tensor *t, const char *const *s,
                            const size_t *len, uint32_t n)
 {
-    if (n == 0 || n > MP_VALUE_MAX)
+    if (n == 0 || n > MP__VALUE_MAX)
         return MP_OK;
-    int64_t *ids = mp_alloc(g->ctx, (size_t)n * sizeof *ids);
+    int64_t *ids = mp__alloc(g->ctx, (size_t)n * sizeof *ids);
     if (!ids)
         return MP_ERR_NOMEM;
     mp_status st = MP_OK;
     bool ok = true;
     for (uint32_t i = 0; i < n && ok && !st; i++) {
-        st = mp_str_intern(g, s[i], len[i], &ids[i]);
+        st = mp__str_intern(g, s[i], len[i], &ids[i]);
         ok = ids[i] >= 0;
     }
     if (!st && ok)
-        st = mp_tensor_set_value(g->ctx, t, ids, n);
-    mp_dealloc(g->ctx, ids);
+        st = mp__tensor_set_value(g->ctx, t, ids, n);
+    mp__dealloc(g->ctx, ids);
     return st;
 }
 
-void mp_strtab_free(mp_graph *g)
+void mp__strtab_free(mp_graph *g)
 {
-    mp_strtab *t = g->strtab;
+    mp__strtab *t = g->strtab;
     if (!t)
         return;
-    mp_dealloc(g->ctx, t->buf);
-    mp_dealloc(g->ctx, t->off);
-    mp_dealloc(g->ctx, t->len);
-    mp_dealloc(g->ctx, t->slots);
-    mp_dealloc(g->ctx, t);
+    mp__dealloc(g->ctx, t->buf);
+    mp__dealloc(g->ctx, t->off);
+    mp__dealloc(g->ctx, t->len);
+    mp__dealloc(g->ctx, t->slots);
+    mp__dealloc(g->ctx, t);
     g->strtab = NULL;
 }
 
 /* ---- STRINGS attributes ---------------------------------------------------- */
 
-mp_status mp_graph_set_attr_strings(mp_graph *g, uint32_t node,
+mp_status mp__graph_set_attr_strings(mp_graph *g, uint32_t node,
                                     const char *name, const char *const *s,
                                     const size_t *len, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     uint64_t total = 24, x;
     for (size_t i = 0; i < n; i++)
-        if (!mp_mul_u64(len[i], 2, &x) || !mp_add_u64(total, x + 1, &total))
-            return mp_err(g->ctx, MP_ERR_OVERFLOW, "attribute '%s': too "
+        if (!mp__mul_u64(len[i], 2, &x) || !mp__add_u64(total, x + 1, &total))
+            return mp__err(g->ctx, MP_ERR_OVERFLOW, "attribute '%s': too "
                           "long", name);
     if (total > ((uint64_t)1 << 31))
-        return mp_err(g->ctx, MP_ERR_UNSUPPORTED, "attribute '%s': %llu "
+        return mp__err(g->ctx, MP_ERR_UNSUPPORTED, "attribute '%s': %llu "
                       "bytes of strings", name, (unsigned long long)total);
-    char *enc = mp_alloc(g->ctx, (size_t)total);
+    char *enc = mp__alloc(g->ctx, (size_t)total);
     char key[256];
     if (!enc)
         return MP_ERR_NOMEM;
@@ -192,17 +192,17 @@ mp_status mp_graph_set_attr_strings(mp_graph *g, uint32_t node,
     enc[w] = '\0';
     snprintf(key, sizeof key, "%s.strings", name);
     mp_status st = mp_graph_set_attr_string(g, node, key, enc);
-    mp_dealloc(g->ctx, enc);
+    mp__dealloc(g->ctx, enc);
     return st;
 }
 
-bool mp_attr_strings(const mp_node *nd, const char *name, size_t *n,
+bool mp__attr_strings(const mp__node *nd, const char *name, size_t *n,
                      const char **cur)
 {
     char key[256];
     snprintf(key, sizeof key, "%s.strings", name);
-    const mp_attr *a = mp_node_attr(nd, key);
-    if (!a || a->type != MP_ATTR_STRING || !a->v.s)
+    const mp__attr *a = mp__node_attr(nd, key);
+    if (!a || a->type != MP__ATTR_STRING || !a->v.s)
         return false;
     const char *p = a->v.s;
     size_t c = 0;
@@ -229,7 +229,7 @@ static int hexval(char c)
     return -1;
 }
 
-bool mp_attr_strings_next(const char **cur, char *buf, size_t cap,
+bool mp__attr_strings_next(const char **cur, char *buf, size_t cap,
                           size_t *len)
 {
     const char *p = *cur;

@@ -1,7 +1,7 @@
 /* In-place reuse and fused pointwise chains (issue 4).
  *
  * Both are rewrites of a schedule (COMPUTE/RECOMPUTE/FREE steps) made when
- * a plan is built from it (mp_plan_from_schedule), so that every schedule
+ * a plan is built from it (mp__plan_from_schedule), so that every schedule
  * (the default order, a reordered one, a recompute schedule) gets them:
  *
  * - fuse: a tensor y produced by a pointwise node P whose only reader is
@@ -31,12 +31,12 @@ typedef struct {
  * memory must survive to the end), 2 when another tensor views it. */
 static uint8_t *storage_flags(const mp_graph *g)
 {
-    uint8_t *fl = mp_calloc(g->ctx, g->n_tensors + 1, 1);
+    uint8_t *fl = mp__calloc(g->ctx, g->n_tensors + 1, 1);
     if (!fl)
         return NULL;
     for (size_t t = 0; t < g->n_tensors; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->flags & MP_TF_OUTPUT)
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->flags & MP__TF_OUTPUT)
             fl[tt->root] |= 1;
         if (tt->root != t)
             fl[tt->root] |= 2;
@@ -47,8 +47,8 @@ static uint8_t *storage_flags(const mp_graph *g)
 /* The single arena output of a pointwise node, or MP_NONE. */
 static uint32_t pointwise_out(const mp_graph *g, uint32_t node)
 {
-    const mp_node *n = &g->nodes[node];
-    if (!mp_op_pointwise(n->def))
+    const mp__node *n = &g->nodes[node];
+    if (!mp__op_pointwise(n->def))
         return MP_NONE;
     uint32_t y = MP_NONE;
     for (uint32_t o = 0; o < n->n_out; o++) {
@@ -73,8 +73,8 @@ static void mark_fused(const mp_graph *g, const mp_step *steps, uint32_t n,
         uint32_t y = pointwise_out(g, steps[s].index);
         if (y == MP_NONE)
             continue;
-        const mp_tensor *ty = &g->tensors[y];
-        if (!mp_tensor_in_arena(ty) || ty->bytes == 0 || sf[y] ||
+        const mp__tensor *ty = &g->tensors[y];
+        if (!mp__tensor_in_arena(ty) || ty->bytes == 0 || sf[y] ||
             ty->n_cons == 0)
             continue;
         uint32_t c = g->cons[ty->cons_begin];
@@ -102,7 +102,7 @@ static void chain_targets(const mp_graph *g, uint32_t node,
                           const uint8_t *fused, uint32_t *acc, uint32_t *nacc,
                           uint32_t cap, uint32_t *seen, uint32_t stamp)
 {
-    const mp_node *nd = &g->nodes[node];
+    const mp__node *nd = &g->nodes[node];
     for (uint32_t i = 0; i < nd->n_in && *nacc < cap; i++) {
         uint32_t t = nd->inputs[i];
         if (t == MP_NONE)
@@ -114,14 +114,14 @@ static void chain_targets(const mp_graph *g, uint32_t node,
                 chain_targets(g, p, fused, acc, nacc, cap, seen, stamp);
             continue;
         }
-        if (!mp_op_may_overwrite(nd->def, i) || seen[r] == stamp)
+        if (!mp__op_may_overwrite(nd->def, i) || seen[r] == stamp)
             continue;
         seen[r] = stamp;
         acc[(*nacc)++] = r;
     }
 }
 
-mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
+mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps_io,
                            uint32_t *n_io, int inplace, int fuse,
                            uint32_t **step_over_out, uint8_t **fused_out)
 {
@@ -138,7 +138,7 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
         else if (k != MP_STEP_COMPUTE && k != MP_STEP_FREE)
             return MP_OK; /* offload schedules: left as they are */
         if (steps[s].index >= (k == MP_STEP_FREE ? nt : g->n_nodes))
-            return MP_OK; /* invalid: mp_schedule_blocks says why */
+            return MP_OK; /* invalid: mp__schedule_blocks says why */
     }
     if (recompute)
         fuse = 0;
@@ -147,14 +147,14 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
 
     mp_status st = MP_ERR_NOMEM;
     uint8_t *sf = storage_flags(g);
-    uint8_t *fused = fuse ? mp_calloc(ctx, nt + 1, 1) : NULL;
-    uint32_t *next_ns = mp_alloc(ctx, ((size_t)n + 1) * sizeof *next_ns);
-    uint32_t *chain_end = mp_alloc(ctx, ((size_t)n + 1) * sizeof *chain_end);
-    uint32_t *anchor = mp_alloc(ctx, ((size_t)n + 1) * sizeof *anchor);
-    uint32_t *lr = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *lr);
-    uint32_t *head = mp_alloc(ctx, ((size_t)n + 2) * sizeof *head);
-    uint32_t *seen = mp_calloc(ctx, (size_t)nt + 1, sizeof *seen);
-    uint32_t *acc = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *acc);
+    uint8_t *fused = fuse ? mp__calloc(ctx, nt + 1, 1) : NULL;
+    uint32_t *next_ns = mp__alloc(ctx, ((size_t)n + 1) * sizeof *next_ns);
+    uint32_t *chain_end = mp__alloc(ctx, ((size_t)n + 1) * sizeof *chain_end);
+    uint32_t *anchor = mp__alloc(ctx, ((size_t)n + 1) * sizeof *anchor);
+    uint32_t *lr = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *lr);
+    uint32_t *head = mp__alloc(ctx, ((size_t)n + 2) * sizeof *head);
+    uint32_t *seen = mp__calloc(ctx, (size_t)nt + 1, sizeof *seen);
+    uint32_t *acc = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *acc);
     uint32_t *over = NULL;
     mp_step *out = NULL;
     cand *cands = NULL;
@@ -192,7 +192,7 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
         if (steps[s].kind != MP_STEP_FREE) {
             last_node = s;
             anchor[s] = s;
-            const mp_node *nd = &g->nodes[steps[s].index];
+            const mp__node *nd = &g->nodes[steps[s].index];
             for (uint32_t i = 0; i < nd->n_in; i++) {
                 if (nd->inputs[i] == MP_NONE)
                     continue;
@@ -215,7 +215,7 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
     }
     /* rebuild: each node step followed by the FREE steps anchored to it,
      * in their original order (a bucket list per node step) */
-    out = mp_alloc(ctx, ((size_t)n + 1) * sizeof *out);
+    out = mp__alloc(ctx, ((size_t)n + 1) * sizeof *out);
     if (!out)
         goto done;
     uint32_t *bucket_next = chain_end; /* reused: next FREE in a bucket */
@@ -248,7 +248,7 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
         for (uint32_t q = head[s]; q != MP_NONE; q = bucket_next[q])
             out[m++] = steps[q];
     }
-    mp_dealloc(ctx, steps);
+    mp__dealloc(ctx, steps);
     steps = out;
     out = NULL;
     n = m;
@@ -273,8 +273,8 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
         }
         /* 2. candidates: each FREE(x) names the node step of x's last
          * read (of that instance) */
-        cands = mp_alloc(ctx, ((size_t)n + 1) * sizeof *cands);
-        over = mp_alloc(ctx, ((size_t)n + 1) * sizeof *over);
+        cands = mp__alloc(ctx, ((size_t)n + 1) * sizeof *cands);
+        over = mp__alloc(ctx, ((size_t)n + 1) * sizeof *over);
         uint8_t *drop = (uint8_t *)anchor; /* reused, n bytes */
         if (!cands || !over)
             goto done;
@@ -289,7 +289,7 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
             over[s] = MP_NONE;
             drop[s] = 0;
             if (steps[s].kind != MP_STEP_FREE) {
-                const mp_node *nd = &g->nodes[steps[s].index];
+                const mp__node *nd = &g->nodes[steps[s].index];
                 for (uint32_t i = 0; i < nd->n_in; i++) {
                     if (nd->inputs[i] == MP_NONE)
                         continue;
@@ -317,12 +317,12 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
         for (uint32_t s = 0; s < n; s++) {
             if (steps[s].kind == MP_STEP_FREE || head[s] == MP_NONE)
                 continue;
-            const mp_node *nd = &g->nodes[steps[s].index];
+            const mp__node *nd = &g->nodes[steps[s].index];
             if (nd->n_out == 0 || nd->outputs[0] == MP_NONE)
                 continue;
             uint32_t y = nd->outputs[0];
-            const mp_tensor *ty = &g->tensors[y];
-            if (!mp_tensor_in_arena(ty) || ty->bytes == 0 ||
+            const mp__tensor *ty = &g->tensors[y];
+            if (!mp__tensor_in_arena(ty) || ty->bytes == 0 ||
                 (fused && fused[y]))
                 continue;
             uint32_t na = 0;
@@ -331,8 +331,8 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
                           stamp);
             for (uint32_t a = 0; a < na; a++) {
                 uint32_t x = acc[a];
-                const mp_tensor *tx = &g->tensors[x];
-                if (x == y || !mp_tensor_in_arena(tx) ||
+                const mp__tensor *tx = &g->tensors[x];
+                if (x == y || !mp__tensor_in_arena(tx) ||
                     tx->producer == MP_NONE || tx->bytes != ty->bytes ||
                     (sf[x] & 1))
                     continue;
@@ -370,22 +370,22 @@ mp_status mp_sharing_apply(const mp_graph *g, mp_step **steps_io,
     }
     st = MP_OK;
 done:
-    mp_dealloc(ctx, sf);
-    mp_dealloc(ctx, fused);
-    mp_dealloc(ctx, next_ns);
-    mp_dealloc(ctx, chain_end);
-    mp_dealloc(ctx, anchor);
-    mp_dealloc(ctx, lr);
-    mp_dealloc(ctx, head);
-    mp_dealloc(ctx, seen);
-    mp_dealloc(ctx, acc);
-    mp_dealloc(ctx, over);
-    mp_dealloc(ctx, out);
-    mp_dealloc(ctx, cands);
+    mp__dealloc(ctx, sf);
+    mp__dealloc(ctx, fused);
+    mp__dealloc(ctx, next_ns);
+    mp__dealloc(ctx, chain_end);
+    mp__dealloc(ctx, anchor);
+    mp__dealloc(ctx, lr);
+    mp__dealloc(ctx, head);
+    mp__dealloc(ctx, seen);
+    mp__dealloc(ctx, acc);
+    mp__dealloc(ctx, over);
+    mp__dealloc(ctx, out);
+    mp__dealloc(ctx, cands);
     return st;
 }
 
-mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
+mp_status mp__schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
                                     uint32_t n_steps, uint64_t alignment,
                                     const uint32_t *step_over,
                                     const uint8_t *fused, mp_block **blocks_out,
@@ -394,12 +394,12 @@ mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
     mp_ctx *ctx = g->ctx;
     *over_out = NULL;
     if (!step_over && !fused)
-        return mp_schedule_blocks(g, steps, n_steps, alignment, blocks_out,
+        return mp__schedule_blocks(g, steps, n_steps, alignment, blocks_out,
                                   n_out);
     uint32_t nt = (uint32_t)g->n_tensors;
     if (alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    uint32_t *open = mp_alloc(ctx, (nt ? nt : 1) * sizeof *open);
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+    uint32_t *open = mp__alloc(ctx, (nt ? nt : 1) * sizeof *open);
     if (!open)
         return MP_ERR_NOMEM;
     size_t cap = 0, cap_o = 0, n = 0;
@@ -410,16 +410,16 @@ mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
         open[t] = MP_NONE;
 #define OPEN_BLOCK(t, s, ov)                                                 \
     do {                                                                     \
-        const mp_tensor *tt_ = &g->tensors[t];                               \
+        const mp__tensor *tt_ = &g->tensors[t];                               \
         uint64_t sz_;                                                        \
-        if (!mp_align_up(tt_->bytes, alignment, &sz_)) {                     \
-            st = mp_err(ctx, MP_ERR_OVERFLOW,                                \
+        if (!mp__align_up(tt_->bytes, alignment, &sz_)) {                     \
+            st = mp__err(ctx, MP_ERR_OVERFLOW,                                \
                         "tensor '%s': aligned size overflows", tt_->name);   \
             goto done;                                                       \
         }                                                                    \
-        if ((st = mp_grow(ctx, (void **)&blocks, sizeof *blocks, n + 1,      \
+        if ((st = mp__grow(ctx, (void **)&blocks, sizeof *blocks, n + 1,      \
                           &cap)) ||                                          \
-            (st = mp_grow(ctx, (void **)&bo, sizeof *bo, n + 1, &cap_o)))    \
+            (st = mp__grow(ctx, (void **)&bo, sizeof *bo, n + 1, &cap_o)))    \
             goto done;                                                       \
         blocks[n].tensor = (t);                                              \
         blocks[n].offset = 0;                                                \
@@ -430,28 +430,28 @@ mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
         open[t] = (uint32_t)n++;                                             \
     } while (0)
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->producer == MP_NONE && mp_tensor_in_arena(tt) &&
-            (tt->n_cons || (tt->flags & MP_TF_OUTPUT)))
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->producer == MP_NONE && mp__tensor_in_arena(tt) &&
+            (tt->n_cons || (tt->flags & MP__TF_OUTPUT)))
             OPEN_BLOCK(t, 0, MP_NONE);
     }
     for (uint32_t s = 0; s < n_steps; s++) {
         const mp_step *sp = &steps[s];
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
             if (sp->index >= g->n_nodes) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
+                st = mp__err(ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
                             (unsigned)s, (unsigned)sp->index);
                 goto done;
             }
-            const mp_node *nd = &g->nodes[sp->index];
+            const mp__node *nd = &g->nodes[sp->index];
             uint32_t x = step_over ? step_over[s] : MP_NONE;
             for (uint32_t o = 0; o < nd->n_out; o++) {
                 uint32_t t = nd->outputs[o];
-                if (t == MP_NONE || !mp_tensor_in_arena(&g->tensors[t]) ||
+                if (t == MP_NONE || !mp__tensor_in_arena(&g->tensors[t]) ||
                     (fused && fused[t]))
                     continue;
                 if (open[t] != MP_NONE) {
-                    st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                    st = mp__err(ctx, MP_ERR_INVALID_ARG,
                                 "step %u: node '%s' writes '%s' which is "
                                 "still resident",
                                 (unsigned)s, nd->name, g->tensors[t].name);
@@ -460,7 +460,7 @@ mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
                 uint32_t ov = MP_NONE;
                 if (o == 0 && x != MP_NONE) {
                     if (x >= nt || open[x] == MP_NONE) {
-                        st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                        st = mp__err(ctx, MP_ERR_INVALID_ARG,
                                     "step %u: node '%s' writes in place over "
                                     "a tensor that is not resident",
                                     (unsigned)s, nd->name);
@@ -475,7 +475,7 @@ mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
         } else if (sp->kind == MP_STEP_FREE) {
             uint32_t t = sp->index;
             if (t >= nt || open[t] == MP_NONE) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                st = mp__err(ctx, MP_ERR_INVALID_ARG,
                             "step %u: frees a tensor that is not resident",
                             (unsigned)s);
                 goto done;
@@ -483,7 +483,7 @@ mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
             blocks[open[t]].end = s;
             open[t] = MP_NONE;
         } else {
-            st = mp_err(ctx, MP_ERR_UNSUPPORTED,
+            st = mp__err(ctx, MP_ERR_UNSUPPORTED,
                         "step %u: %s steps do not combine with in-place "
                         "reuse or fusion",
                         (unsigned)s, mp_step_kind_name(sp->kind));
@@ -492,10 +492,10 @@ mp_status mp_schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
     }
 #undef OPEN_BLOCK
 done:
-    mp_dealloc(ctx, open);
+    mp__dealloc(ctx, open);
     if (st) {
-        mp_dealloc(ctx, blocks);
-        mp_dealloc(ctx, bo);
+        mp__dealloc(ctx, blocks);
+        mp__dealloc(ctx, bo);
         return st;
     }
     bool any = false;
@@ -503,7 +503,7 @@ done:
         if (bo[i] != MP_NONE)
             any = true;
     if (!any) {
-        mp_dealloc(ctx, bo);
+        mp__dealloc(ctx, bo);
         bo = NULL;
     }
     *blocks_out = blocks;
@@ -512,7 +512,7 @@ done:
     return MP_OK;
 }
 
-mp_status mp_sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
+mp_status mp__sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
                              uint32_t *n_out, uint32_t **group_out)
 {
     mp_ctx *ctx = p->ctx;
@@ -523,25 +523,25 @@ mp_status mp_sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
     if (p->block_over) {
         /* the block each in-place block continues: the block of the
          * overwritten tensor that ends where it starts */
-        grp = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *grp);
-        uint32_t *last = mp_alloc(ctx, (p->graph->n_tensors + 1) *
+        grp = mp__alloc(ctx, ((size_t)nb + 1) * sizeof *grp);
+        uint32_t *last = mp__alloc(ctx, (p->graph->n_tensors + 1) *
                                            sizeof *last);
-        uint32_t *ord = mp_alloc(ctx, ((size_t)nb + 1) * sizeof *ord);
+        uint32_t *ord = mp__alloc(ctx, ((size_t)nb + 1) * sizeof *ord);
         if (!grp || !last || !ord) {
-            mp_dealloc(ctx, grp);
-            mp_dealloc(ctx, last);
-            mp_dealloc(ctx, ord);
+            mp__dealloc(ctx, grp);
+            mp__dealloc(ctx, last);
+            mp__dealloc(ctx, ord);
             return MP_ERR_NOMEM;
         }
-        /* blocks are made in step order by mp_schedule_blocks_shared, but
+        /* blocks are made in step order by mp__schedule_blocks_shared, but
          * do not rely on it: counting sort by first step */
         for (size_t t = 0; t < p->graph->n_tensors; t++)
             last[t] = MP_NONE;
-        uint32_t *cnt = mp_calloc(ctx, (size_t)p->n_steps + 2, sizeof *cnt);
+        uint32_t *cnt = mp__calloc(ctx, (size_t)p->n_steps + 2, sizeof *cnt);
         if (!cnt) {
-            mp_dealloc(ctx, grp);
-            mp_dealloc(ctx, last);
-            mp_dealloc(ctx, ord);
+            mp__dealloc(ctx, grp);
+            mp__dealloc(ctx, last);
+            mp__dealloc(ctx, ord);
             return MP_ERR_NOMEM;
         }
         for (uint32_t i = 0; i < nb; i++)
@@ -552,7 +552,7 @@ mp_status mp_sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
         for (uint32_t i = 0; i < nb; i++)
             ord[cnt[p->blocks[i].first < p->n_steps ? p->blocks[i].first
                                                     : p->n_steps]++] = i;
-        mp_dealloc(ctx, cnt);
+        mp__dealloc(ctx, cnt);
         ng = 0;
         for (uint32_t k = 0; k < nb; k++) {
             uint32_t i = ord[k];
@@ -566,12 +566,12 @@ mp_status mp_sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
                 grp[i] = ng++;
             last[p->blocks[i].tensor] = i;
         }
-        mp_dealloc(ctx, last);
-        mp_dealloc(ctx, ord);
+        mp__dealloc(ctx, last);
+        mp__dealloc(ctx, ord);
     }
-    mp_buffer *bufs = mp_alloc(ctx, ((size_t)ng + 1) * sizeof *bufs);
+    mp_buffer *bufs = mp__alloc(ctx, ((size_t)ng + 1) * sizeof *bufs);
     if (!bufs) {
-        mp_dealloc(ctx, grp);
+        mp__dealloc(ctx, grp);
         return MP_ERR_NOMEM;
     }
     for (uint32_t k = 0; k < ng; k++) {

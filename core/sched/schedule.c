@@ -12,24 +12,24 @@ static mp_status last_uses(const mp_graph *g, uint32_t **out)
 {
     mp_ctx *ctx = g->ctx;
     uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
-    uint32_t *pos = mp_alloc(ctx, (nn ? nn : 1) * sizeof *pos);
-    uint32_t *last = mp_alloc(ctx, (nt ? nt : 1) * sizeof *last);
+    uint32_t *pos = mp__alloc(ctx, (nn ? nn : 1) * sizeof *pos);
+    uint32_t *last = mp__alloc(ctx, (nt ? nt : 1) * sizeof *last);
     if (!pos || !last) {
-        mp_dealloc(ctx, pos);
-        mp_dealloc(ctx, last);
+        mp__dealloc(ctx, pos);
+        mp__dealloc(ctx, last);
         return MP_ERR_NOMEM;
     }
     for (uint32_t k = 0; k < nn; k++)
         pos[g->topo[k]] = k;
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         /* unused tensors die where they are produced */
         last[t] = tt->producer != MP_NONE ? pos[tt->producer] : 0;
     }
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         uint32_t r = tt->root, l = 0;
-        if (tt->flags & MP_TF_OUTPUT)
+        if (tt->flags & MP__TF_OUTPUT)
             l = UINT32_MAX;
         for (uint32_t c = 0; c < tt->n_cons && l != UINT32_MAX; c++) {
             uint32_t p = pos[g->cons[tt->cons_begin + c]];
@@ -42,40 +42,40 @@ static mp_status last_uses(const mp_graph *g, uint32_t **out)
         if (l > last[r])
             last[r] = l;
     }
-    mp_dealloc(ctx, pos);
+    mp__dealloc(ctx, pos);
     *out = last;
     return MP_OK;
 }
 
-mp_status mp_schedule_default(const mp_graph *g, mp_step **steps_out,
+mp_status mp__schedule_default(const mp_graph *g, mp_step **steps_out,
                               uint32_t *n_out)
 {
     mp_ctx *ctx = g->ctx;
     if (!g->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
     uint32_t *last;
     mp_status st = last_uses(g, &last);
     if (st)
         return st;
     /* bucket the arena roots by the position of their last use */
-    uint32_t *head = mp_alloc(ctx, ((size_t)nn + 1) * sizeof *head);
-    uint32_t *next = mp_alloc(ctx, (nt ? nt : 1) * sizeof *next);
+    uint32_t *head = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *head);
+    uint32_t *next = mp__alloc(ctx, (nt ? nt : 1) * sizeof *next);
     size_t cap = (size_t)nn + nt;
-    mp_step *steps = mp_alloc(ctx, (cap ? cap : 1) * sizeof *steps);
+    mp_step *steps = mp__alloc(ctx, (cap ? cap : 1) * sizeof *steps);
     if (!head || !next || !steps) {
-        mp_dealloc(ctx, last);
-        mp_dealloc(ctx, head);
-        mp_dealloc(ctx, next);
-        mp_dealloc(ctx, steps);
+        mp__dealloc(ctx, last);
+        mp__dealloc(ctx, head);
+        mp__dealloc(ctx, next);
+        mp__dealloc(ctx, steps);
         return MP_ERR_NOMEM;
     }
     for (uint32_t k = 0; k <= nn; k++)
         head[k] = MP_NONE;
     /* insert in decreasing id order so that each list is increasing */
     for (uint32_t t = nt; t-- > 0;) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (!mp_tensor_in_arena(tt) || last[t] == UINT32_MAX)
+        const mp__tensor *tt = &g->tensors[t];
+        if (!mp__tensor_in_arena(tt) || last[t] == UINT32_MAX)
             continue;
         if (tt->producer == MP_NONE && tt->n_cons == 0)
             continue; /* an unused input gets no block */
@@ -92,27 +92,27 @@ mp_status mp_schedule_default(const mp_graph *g, mp_step **steps_out,
             steps[n++].index = t;
         }
     }
-    mp_dealloc(ctx, last);
-    mp_dealloc(ctx, head);
-    mp_dealloc(ctx, next);
+    mp__dealloc(ctx, last);
+    mp__dealloc(ctx, head);
+    mp__dealloc(ctx, next);
     *steps_out = steps;
     *n_out = n;
     return MP_OK;
 }
 
-mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
+mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
                              uint32_t n_steps, uint64_t alignment,
                              mp_block **blocks_out, uint32_t *n_out)
 {
     mp_ctx *ctx = g->ctx;
     uint32_t nt = (uint32_t)g->n_tensors;
     if (alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    uint32_t *open = mp_alloc(ctx, (nt ? nt : 1) * sizeof *open);
-    uint8_t *on_host = mp_calloc(ctx, nt ? nt : 1, 1);
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+    uint32_t *open = mp__alloc(ctx, (nt ? nt : 1) * sizeof *open);
+    uint8_t *on_host = mp__calloc(ctx, nt ? nt : 1, 1);
     if (!open || !on_host) {
-        mp_dealloc(ctx, open);
-        mp_dealloc(ctx, on_host);
+        mp__dealloc(ctx, open);
+        mp__dealloc(ctx, on_host);
         return MP_ERR_NOMEM;
     }
     size_t cap = 0, n = 0;
@@ -122,14 +122,14 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
         open[t] = MP_NONE;
 #define OPEN_BLOCK(t, s)                                                     \
     do {                                                                     \
-        const mp_tensor *tt_ = &g->tensors[t];                               \
+        const mp__tensor *tt_ = &g->tensors[t];                               \
         uint64_t sz_;                                                        \
-        if (!mp_align_up(tt_->bytes, alignment, &sz_)) {                     \
-            st = mp_err(ctx, MP_ERR_OVERFLOW,                                \
+        if (!mp__align_up(tt_->bytes, alignment, &sz_)) {                     \
+            st = mp__err(ctx, MP_ERR_OVERFLOW,                                \
                         "tensor '%s': aligned size overflows", tt_->name);   \
             goto done;                                                       \
         }                                                                    \
-        if ((st = mp_grow(ctx, (void **)&blocks, sizeof *blocks, n + 1,      \
+        if ((st = mp__grow(ctx, (void **)&blocks, sizeof *blocks, n + 1,      \
                           &cap)))                                            \
             goto done;                                                       \
         blocks[n].tensor = (t);                                              \
@@ -140,26 +140,26 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
         open[t] = (uint32_t)n++;                                             \
     } while (0)
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (tt->producer == MP_NONE && mp_tensor_in_arena(tt) &&
-            (tt->n_cons || (tt->flags & MP_TF_OUTPUT)))
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->producer == MP_NONE && mp__tensor_in_arena(tt) &&
+            (tt->n_cons || (tt->flags & MP__TF_OUTPUT)))
             OPEN_BLOCK(t, 0);
     }
     for (uint32_t s = 0; s < n_steps; s++) {
         const mp_step *sp = &steps[s];
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
             if (sp->index >= g->n_nodes) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
+                st = mp__err(ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
                             (unsigned)s, (unsigned)sp->index);
                 goto done;
             }
-            const mp_node *nd = &g->nodes[sp->index];
+            const mp__node *nd = &g->nodes[sp->index];
             for (uint32_t o = 0; o < nd->n_out; o++) {
                 uint32_t t = nd->outputs[o];
-                if (!mp_tensor_in_arena(&g->tensors[t]))
+                if (!mp__tensor_in_arena(&g->tensors[t]))
                     continue;
                 if (open[t] != MP_NONE) {
-                    st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                    st = mp__err(ctx, MP_ERR_INVALID_ARG,
                                 "step %u: node '%s' writes '%s' which is "
                                 "still resident",
                                 (unsigned)s, nd->name, g->tensors[t].name);
@@ -170,7 +170,7 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
         } else if (sp->kind == MP_STEP_FREE) {
             uint32_t t = sp->index;
             if (t >= nt || open[t] == MP_NONE) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                st = mp__err(ctx, MP_ERR_INVALID_ARG,
                             "step %u: frees a tensor that is not resident",
                             (unsigned)s);
                 goto done;
@@ -181,7 +181,7 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
             /* the copy to host has completed: the device block ends */
             uint32_t t = sp->index;
             if (t >= nt || open[t] == MP_NONE) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                st = mp__err(ctx, MP_ERR_INVALID_ARG,
                             "step %u: offloads a tensor that is not resident",
                             (unsigned)s);
                 goto done;
@@ -193,7 +193,7 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
             /* a new device instance of a tensor held on host */
             uint32_t t = sp->index;
             if (t >= nt || open[t] != MP_NONE || !on_host[t]) {
-                st = mp_err(ctx, MP_ERR_INVALID_ARG,
+                st = mp__err(ctx, MP_ERR_INVALID_ARG,
                             "step %u: prefetches a tensor that is not on "
                             "host",
                             (unsigned)s);
@@ -201,17 +201,17 @@ mp_status mp_schedule_blocks(const mp_graph *g, const mp_step *steps,
             }
             OPEN_BLOCK(t, s);
         } else {
-            st = mp_err(ctx, MP_ERR_INVALID_ARG, "step %u: invalid step kind",
+            st = mp__err(ctx, MP_ERR_INVALID_ARG, "step %u: invalid step kind",
                         (unsigned)s);
             goto done;
         }
     }
 #undef OPEN_BLOCK
 done:
-    mp_dealloc(ctx, open);
-    mp_dealloc(ctx, on_host);
+    mp__dealloc(ctx, open);
+    mp__dealloc(ctx, on_host);
     if (st) {
-        mp_dealloc(ctx, blocks);
+        mp__dealloc(ctx, blocks);
         return st;
     }
     *blocks_out = blocks;
@@ -219,16 +219,16 @@ done:
     return MP_OK;
 }
 
-mp_status mp_blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
+mp_status mp__blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
                          uint32_t n_steps, uint64_t **live_out)
 {
-    uint64_t *live = mp_calloc(ctx, (size_t)n_steps + 1, sizeof *live);
+    uint64_t *live = mp__calloc(ctx, (size_t)n_steps + 1, sizeof *live);
     if (!live)
         return MP_ERR_NOMEM;
     /* starts in live[], ends in delta_neg[]; the prefix sum is checked */
-    uint64_t *delta_neg = mp_calloc(ctx, (size_t)n_steps + 1, sizeof *delta_neg);
+    uint64_t *delta_neg = mp__calloc(ctx, (size_t)n_steps + 1, sizeof *delta_neg);
     if (!delta_neg) {
-        mp_dealloc(ctx, live);
+        mp__dealloc(ctx, live);
         return MP_ERR_NOMEM;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -242,15 +242,15 @@ mp_status mp_blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
     uint64_t cur = 0;
     for (uint32_t s = 0; s < n_steps; s++) {
         cur -= delta_neg[s];
-        if (!mp_add_u64(cur, live[s], &cur)) {
-            mp_dealloc(ctx, live);
-            mp_dealloc(ctx, delta_neg);
-            return mp_err(ctx, MP_ERR_OVERFLOW, "live bytes overflow 64 bits");
+        if (!mp__add_u64(cur, live[s], &cur)) {
+            mp__dealloc(ctx, live);
+            mp__dealloc(ctx, delta_neg);
+            return mp__err(ctx, MP_ERR_OVERFLOW, "live bytes overflow 64 bits");
         }
         live[s] = cur;
     }
     live[n_steps] = 0;
-    mp_dealloc(ctx, delta_neg);
+    mp__dealloc(ctx, delta_neg);
     *live_out = live;
     return MP_OK;
 }

@@ -91,7 +91,7 @@ static bool skip_value(scan *sc)
 
 static bool read_hex4(const char *p, size_t avail, unsigned *out)
 {
-    return mp_jtok_hex4(p, avail, out) == 4;
+    return mp__jtok_hex4(p, avail, out) == 4;
 }
 
 /* At an opening quote: decodes the string and compares it with key.
@@ -218,13 +218,13 @@ static bool find_element(scan *sc, size_t idx)
     }
 }
 
-void mp_json_offset_pos(const char *text, size_t len, size_t off, int *line,
+void mp__json_offset_pos(const char *text, size_t len, size_t off, int *line,
                         int *col)
 {
-    mp_jtok_line_col(text, len, off, line, col);
+    mp__jtok_line_col(text, len, off, line, col);
 }
 
-bool mp_json_locate(const char *text, size_t len, const mp_jpath *path,
+bool mp__json_locate(const char *text, size_t len, const mp__jpath *path,
                     size_t depth, bool at_key, int *line, int *col)
 {
     if (!text)
@@ -241,12 +241,12 @@ bool mp_json_locate(const char *text, size_t len, const mp_jpath *path,
             return false;
     }
     skip_ws(&sc);
-    mp_json_offset_pos(text, len, sc.pos, line, col);
+    mp__json_offset_pos(text, len, sc.pos, line, col);
     return true;
 }
 
 /* ---- error context ---------------------------------------------------------- */
-void mp_jloc_init(mp_jloc *L, mp_ctx *ctx, const char *src, const char *text,
+void mp__jloc_init(mp__jloc *L, mp_ctx *ctx, const char *src, const char *text,
                   size_t len)
 {
     memset(L, 0, sizeof *L);
@@ -258,7 +258,7 @@ void mp_jloc_init(mp_jloc *L, mp_ctx *ctx, const char *src, const char *text,
 
 /* The prefix and the first `shown` steps of L's path, the label after
  * step 1, into buf (truncated to cap). */
-static void render_path(const mp_jloc *L, size_t shown, char *buf, size_t cap)
+static void render_path(const mp__jloc *L, size_t shown, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = 0;
@@ -285,58 +285,58 @@ static void render_path(const mp_jloc *L, size_t shown, char *buf, size_t cap)
     }
 }
 
-void mp_jloc_path(const mp_jloc *L, char *buf, size_t cap)
+void mp__jloc_path(const mp__jloc *L, char *buf, size_t cap)
 {
-    size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
+    size_t depth = L->depth < MP__JPATH_MAX ? L->depth : MP__JPATH_MAX;
     render_path(L, depth, buf, cap);
 }
 
-mp_status mp_jloc_err(mp_jloc *L, mp_status st, bool at_key, const char *fmt,
+mp_status mp__jloc_err(mp__jloc *L, mp_status st, bool at_key, const char *fmt,
                       ...)
 {
-    char msg[MP_MSG_MAX];
+    char msg[MP__MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
 
-    size_t depth = L->depth < MP_JPATH_MAX ? L->depth : MP_JPATH_MAX;
+    size_t depth = L->depth < MP__JPATH_MAX ? L->depth : MP__JPATH_MAX;
     /* pointing at a key: the key is named in the message, not the path */
     size_t shown = at_key && depth ? depth - 1 : depth;
     char path[512];
     render_path(L, shown, path, sizeof path);
     int line, col;
-    bool found = mp_json_locate(L->text, L->len, L->path, depth, at_key,
+    bool found = mp__json_locate(L->text, L->len, L->path, depth, at_key,
                                 &line, &col);
     if (found && shown)
-        return mp_err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
+        return mp__err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
                       msg);
     if (found)
-        return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
+        return mp__err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
     if (shown)
-        return mp_err(L->ctx, st, "%s: %s: %s", L->src, path, msg);
-    return mp_err(L->ctx, st, "%s: %s", L->src, msg);
+        return mp__err(L->ctx, st, "%s: %s: %s", L->src, path, msg);
+    return mp__err(L->ctx, st, "%s: %s", L->src, msg);
 }
 
-mp_status mp_jloc_err_at(mp_jloc *L, mp_status st, size_t off,
+mp_status mp__jloc_err_at(mp__jloc *L, mp_status st, size_t off,
                          const char *fmt, ...)
 {
-    char msg[MP_MSG_MAX];
+    char msg[MP__MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     char path[512];
-    mp_jloc_path(L, path, sizeof path);
+    mp__jloc_path(L, path, sizeof path);
     int line, col;
-    mp_json_offset_pos(L->text, L->len, off, &line, &col);
+    mp__json_offset_pos(L->text, L->len, off, &line, &col);
     if (L->depth || (L->prefix && L->prefix[0]))
-        return mp_err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
+        return mp__err(L->ctx, st, "%s:%d:%d: %s: %s", L->src, line, col, path,
                       msg);
-    return mp_err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
+    return mp__err(L->ctx, st, "%s:%d:%d: %s", L->src, line, col, msg);
 }
 
-bool mp_json_next_member(const char *text, size_t len, size_t *pos,
+bool mp__json_next_member(const char *text, size_t len, size_t *pos,
                          size_t *key_off, size_t *val_off, bool *done)
 {
     scan sc = {text, len, *pos};
@@ -371,22 +371,22 @@ bool mp_json_next_member(const char *text, size_t len, size_t *pos,
     return true;
 }
 
-mp_jfmt mp_json_detect(const char *text, size_t len)
+mp__jfmt mp__json_detect(const char *text, size_t len)
 {
     scan sc = {text, len, 0};
     skip_ws(&sc);
     if (peek(&sc) != '{')
-        return MP_JFMT_SYNTAX;
+        return MP__JFMT_SYNTAX;
     sc.pos++;
-    bool links = false, edges = false, directed = false, mp_keys = false,
+    bool links = false, edges = false, directed = false, mp__keys = false,
          fmt_key = false;
     skip_ws(&sc);
     if (peek(&sc) == '}')
-        return MP_JFMT_NONE;
+        return MP__JFMT_NONE;
     for (;;) {
         skip_ws(&sc);
         if (peek(&sc) != '"')
-            return MP_JFMT_SYNTAX;
+            return MP__JFMT_SYNTAX;
         scan k = sc;
         bool is_fmt = string_equals(&k, "format");
         k = sc;
@@ -400,40 +400,40 @@ mp_jfmt mp_json_detect(const char *text, size_t len)
             directed = true;
         k = sc;
         if (string_equals(&k, "tensors"))
-            return MP_JFMT_MEMPLAN; /* decisive: no need to scan further */
+            return MP__JFMT_MEMPLAN; /* decisive: no need to scan further */
         k = sc;
         if (string_equals(&k, "nodes"))
-            mp_keys = true;
+            mp__keys = true;
         if (!skip_string(&sc))
-            return MP_JFMT_SYNTAX;
+            return MP__JFMT_SYNTAX;
         skip_ws(&sc);
         if (peek(&sc) != ':')
-            return MP_JFMT_SYNTAX;
+            return MP__JFMT_SYNTAX;
         sc.pos++;
         skip_ws(&sc);
         if (is_fmt) {
             fmt_key = true;
             k = sc;
             if (peek(&k) == '"' && string_equals(&k, "memplan-graph"))
-                return MP_JFMT_MEMPLAN;
+                return MP__JFMT_MEMPLAN;
         }
         if (!skip_value(&sc))
-            return MP_JFMT_SYNTAX;
+            return MP__JFMT_SYNTAX;
         skip_ws(&sc);
         if (peek(&sc) == '}')
             break;
         if (peek(&sc) != ',')
-            return MP_JFMT_SYNTAX;
+            return MP__JFMT_SYNTAX;
         sc.pos++;
     }
     if (links || (edges && directed))
-        return MP_JFMT_NODELINK;
-    if (mp_keys || fmt_key)
-        return MP_JFMT_MEMPLAN;
-    return MP_JFMT_NONE;
+        return MP__JFMT_NODELINK;
+    if (mp__keys || fmt_key)
+        return MP__JFMT_MEMPLAN;
+    return MP__JFMT_NONE;
 }
 
-const char *mp_json_describe(const json_t *v, char *buf, size_t cap)
+const char *mp__json_describe(const json_t *v, char *buf, size_t cap)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
@@ -481,10 +481,10 @@ static void token_start(const char *text, size_t len, const json_error_t *e,
     size_t end = (size_t)e->position;
     if (end > len || tl > end || memcmp(text + end - tl, tok, tl) != 0)
         return;
-    mp_json_offset_pos(text, len, end - tl, line, col);
+    mp__json_offset_pos(text, len, end - tl, line, col);
 }
 
-mp_status mp_json_parse(mp_ctx *ctx, const char *text, size_t len,
+mp_status mp__json_parse(mp_ctx *ctx, const char *text, size_t len,
                         const char *src, json_t **root)
 {
     *root = NULL;
@@ -493,7 +493,7 @@ mp_status mp_json_parse(mp_ctx *ctx, const char *text, size_t len,
                        text[i] == '\r'))
         i++;
     if (i == len)
-        return mp_err(ctx, MP_ERR_PARSE, "%s:1:1: empty file (expected a "
+        return mp__err(ctx, MP_ERR_PARSE, "%s:1:1: empty file (expected a "
                       "JSON object)", src);
     json_error_t e;
     json_t *r = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
@@ -509,14 +509,14 @@ mp_status mp_json_parse(mp_ctx *ctx, const char *text, size_t len,
         const char *what = code == json_error_numeric_overflow
                                ? " (numbers must fit in 64 bits)"
                                : "";
-        return mp_err(ctx, st, "%s:%d:%d: %s%s", src, line, col, e.text,
+        return mp__err(ctx, st, "%s:%d:%d: %s%s", src, line, col, e.text,
                       what);
     }
     if (!json_is_object(r)) {
         int line, col;
-        mp_json_offset_pos(text, len, i, &line, &col);
+        mp__json_offset_pos(text, len, i, &line, &col);
         json_decref(r);
-        return mp_err(ctx, MP_ERR_PARSE,
+        return mp__err(ctx, MP_ERR_PARSE,
                       "%s:%d:%d: expected a JSON object at the top level, "
                       "got an array", src, line, col);
     }
@@ -524,13 +524,13 @@ mp_status mp_json_parse(mp_ctx *ctx, const char *text, size_t len,
     return MP_OK;
 }
 
-mp_status mp_json_finalize(mp_ctx *ctx, mp_graph *g, const char *src)
+mp_status mp__json_finalize(mp_ctx *ctx, mp_graph *g, const char *src)
 {
     mp_status st = mp_graph_finalize(g);
     if (st) {
-        char msg[MP_MSG_MAX];
+        char msg[MP__MSG_MAX];
         snprintf(msg, sizeof msg, "%s", ctx->msg);
-        mp_err(ctx, st, "%s: %s", src, msg);
+        mp__err(ctx, st, "%s: %s", src, msg);
     }
     return st;
 }

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static mp_status fail(mp_jtok *k, mp_jtok_err kind, size_t start, size_t at)
+static mp_status fail(mp__jtok *k, mp__jtok_err kind, size_t start, size_t at)
 {
     k->err.kind = kind;
     k->err.start = start;
@@ -24,7 +24,7 @@ static int hexv(char c)
     return -1;
 }
 
-unsigned mp_jtok_hex4(const char *p, size_t avail, unsigned *out)
+unsigned mp__jtok_hex4(const char *p, size_t avail, unsigned *out)
 {
     unsigned v = 0, i = 0;
     for (; i < 4 && i < avail; i++) {
@@ -39,9 +39,9 @@ unsigned mp_jtok_hex4(const char *p, size_t avail, unsigned *out)
 }
 
 /* Four hex digits at p; false with *bad at the first bad one. */
-static bool hex4(const mp_jtok *k, size_t p, unsigned *out, size_t *bad)
+static bool hex4(const mp__jtok *k, size_t p, unsigned *out, size_t *bad)
 {
-    unsigned n = mp_jtok_hex4(k->t + p, p < k->len ? k->len - p : 0, out);
+    unsigned n = mp__jtok_hex4(k->t + p, p < k->len ? k->len - p : 0, out);
     *bad = p + n;
     return n == 4;
 }
@@ -51,7 +51,7 @@ static mp_status reserve(mp_ctx *ctx, char **buf, size_t *cap, size_t need)
     if (need <= *cap)
         return MP_OK;
     void *p = *buf;
-    mp_status st = mp_grow(ctx, &p, 1, need, cap);
+    mp_status st = mp__grow(ctx, &p, 1, need, cap);
     *buf = p;
     return st ? MP_ERR_NOMEM : MP_OK;
 }
@@ -76,7 +76,7 @@ static char *put_utf8(char *o, unsigned cp)
     return o;
 }
 
-mp_status mp_jtok_string(mp_jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
+mp_status mp__jtok_string(mp__jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
                          size_t at, size_t *out_len)
 {
     const char *t = k->t;
@@ -110,14 +110,14 @@ mp_status mp_jtok_string(mp_jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
     }
     for (;;) {
         if (p >= e)
-            return fail(k, MP_JTOK_UNTERMINATED, start, start);
+            return fail(k, MP__JTOK_UNTERMINATED, start, start);
         unsigned char c = (unsigned char)t[p];
         if (c == '"') {
             p++;
             break;
         }
         if (c < 0x20)
-            return fail(k, MP_JTOK_CONTROL, p, p);
+            return fail(k, MP__JTOK_CONTROL, p, p);
         if (c != '\\') {
             if (o)
                 *o++ = (char)c;
@@ -125,7 +125,7 @@ mp_status mp_jtok_string(mp_jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
             continue;
         }
         if (p + 1 >= e)
-            return fail(k, MP_JTOK_UNTERMINATED, start, start);
+            return fail(k, MP__JTOK_UNTERMINATED, start, start);
         size_t bs = p;
         char esc = t[p + 1];
         p += 2;
@@ -142,24 +142,24 @@ mp_status mp_jtok_string(mp_jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
         case 'u': {
             size_t bad;
             if (!hex4(k, p, &cp, &bad))
-                return fail(k, MP_JTOK_BAD_HEX, bs, bad);
+                return fail(k, MP__JTOK_BAD_HEX, bs, bad);
             p += 4;
             if (cp >= 0xD800 && cp < 0xDC00) {
                 unsigned lo;
                 if (p + 6 > e || t[p] != '\\' || t[p + 1] != 'u' ||
                     !hex4(k, p + 2, &lo, &bad) || lo < 0xDC00 || lo >= 0xE000)
-                    return fail(k, MP_JTOK_SURROGATE, bs, bs);
+                    return fail(k, MP__JTOK_SURROGATE, bs, bs);
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 p += 6;
             } else if (cp >= 0xDC00 && cp < 0xE000) {
-                return fail(k, MP_JTOK_SURROGATE, bs, bs);
+                return fail(k, MP__JTOK_SURROGATE, bs, bs);
             }
             if (cp == 0)
-                return fail(k, MP_JTOK_NUL, bs, bs);
+                return fail(k, MP__JTOK_NUL, bs, bs);
             break;
         }
         default:
-            fail(k, MP_JTOK_BAD_ESCAPE, bs, bs + 1);
+            fail(k, MP__JTOK_BAD_ESCAPE, bs, bs + 1);
             k->err.c = esc;
             return MP_ERR_PARSE;
         }
@@ -177,7 +177,7 @@ mp_status mp_jtok_string(mp_jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
     return MP_OK;
 }
 
-mp_status mp_jtok_number(mp_jtok *k, size_t *end, bool *is_int)
+mp_status mp__jtok_number(mp__jtok *k, size_t *end, bool *is_int)
 {
     const char *t = k->t;
     size_t s = k->pos, q = s, e = k->len;
@@ -185,12 +185,12 @@ mp_status mp_jtok_number(mp_jtok *k, size_t *end, bool *is_int)
     if (q < e && t[q] == '-')
         q++;
     if (q >= e || t[q] < '0' || t[q] > '9')
-        return fail(k, MP_JTOK_NUM_DIGIT, s, q);
+        return fail(k, MP__JTOK_NUM_DIGIT, s, q);
     if (t[q] == '0') {
         q++;
         if (q < e && t[q] >= '0' && t[q] <= '9') {
             *end = q;
-            return fail(k, MP_JTOK_LEADING_ZERO, s, q);
+            return fail(k, MP__JTOK_LEADING_ZERO, s, q);
         }
     } else {
         while (q < e && t[q] >= '0' && t[q] <= '9')
@@ -200,7 +200,7 @@ mp_status mp_jtok_number(mp_jtok *k, size_t *end, bool *is_int)
         *is_int = false;
         q++;
         if (q >= e || t[q] < '0' || t[q] > '9')
-            return fail(k, MP_JTOK_NUM_FRAC, s, q);
+            return fail(k, MP__JTOK_NUM_FRAC, s, q);
         while (q < e && t[q] >= '0' && t[q] <= '9')
             q++;
     }
@@ -210,7 +210,7 @@ mp_status mp_jtok_number(mp_jtok *k, size_t *end, bool *is_int)
         if (q < e && (t[q] == '+' || t[q] == '-'))
             q++;
         if (q >= e || t[q] < '0' || t[q] > '9')
-            return fail(k, MP_JTOK_NUM_EXP, s, q);
+            return fail(k, MP__JTOK_NUM_EXP, s, q);
         while (q < e && t[q] >= '0' && t[q] <= '9')
             q++;
     }
@@ -218,7 +218,7 @@ mp_status mp_jtok_number(mp_jtok *k, size_t *end, bool *is_int)
     return MP_OK;
 }
 
-bool mp_jtok_literal(mp_jtok *k, const char *word)
+bool mp__jtok_literal(mp__jtok *k, const char *word)
 {
     size_t n = strlen(word);
     if (k->len - k->pos < n || memcmp(k->t + k->pos, word, n) != 0)
@@ -229,9 +229,9 @@ bool mp_jtok_literal(mp_jtok *k, const char *word)
 
 /* Members and elements alike: the closing bracket, or the ',' before
  * every one but the first. */
-static mp_status next_item(mp_jtok *k, char close, int *state, bool *more)
+static mp_status next_item(mp__jtok *k, char close, int *state, bool *more)
 {
-    mp_jtok_ws(k);
+    mp__jtok_ws(k);
     if (k->pos < k->len && k->t[k->pos] == close) {
         k->pos++;
         *more = false;
@@ -239,41 +239,41 @@ static mp_status next_item(mp_jtok *k, char close, int *state, bool *more)
     }
     if (*state) {
         if (k->pos >= k->len || k->t[k->pos] != ',')
-            return fail(k, MP_JTOK_WANT_COMMA, k->pos, k->pos);
+            return fail(k, MP__JTOK_WANT_COMMA, k->pos, k->pos);
         k->pos++;
-        mp_jtok_ws(k);
+        mp__jtok_ws(k);
     }
     *state = 1;
     *more = true;
     return MP_OK;
 }
 
-mp_status mp_jtok_obj_next(mp_jtok *k, int *state, bool *more)
+mp_status mp__jtok_obj_next(mp__jtok *k, int *state, bool *more)
 {
     mp_status st = next_item(k, '}', state, more);
     if (st || !*more)
         return st;
     if (k->pos >= k->len || k->t[k->pos] != '"')
-        return fail(k, MP_JTOK_WANT_KEY, k->pos, k->pos);
+        return fail(k, MP__JTOK_WANT_KEY, k->pos, k->pos);
     return MP_OK;
 }
 
-mp_status mp_jtok_colon(mp_jtok *k)
+mp_status mp__jtok_colon(mp__jtok *k)
 {
-    mp_jtok_ws(k);
+    mp__jtok_ws(k);
     if (k->pos >= k->len || k->t[k->pos] != ':')
-        return fail(k, MP_JTOK_WANT_COLON, k->pos, k->pos);
+        return fail(k, MP__JTOK_WANT_COLON, k->pos, k->pos);
     k->pos++;
-    mp_jtok_ws(k);
+    mp__jtok_ws(k);
     return MP_OK;
 }
 
-mp_status mp_jtok_arr_next(mp_jtok *k, int *state, bool *more)
+mp_status mp__jtok_arr_next(mp__jtok *k, int *state, bool *more)
 {
     return next_item(k, ']', state, more);
 }
 
-void mp_jtok_line_col(const char *t, size_t len, size_t off, int *line,
+void mp__jtok_line_col(const char *t, size_t len, size_t off, int *line,
                       int *col)
 {
     int ln = 1, cl = 1;

@@ -10,54 +10,54 @@
  * itself (their wordings and positions predate this module; tests and
  * users see them). Grammar above tokens (which value where, nesting
  * depth, duplicate keys) stays in the readers. */
-#ifndef MP_JSON_TOK_H
-#define MP_JSON_TOK_H
+#ifndef MP__JSON_TOK_H
+#define MP__JSON_TOK_H
 
 #include "internal.h"
 
 #include <stdbool.h>
 
-typedef enum mp_jtok_err {
-    MP_JTOK_NONE = 0,
-    MP_JTOK_UNTERMINATED,   /* string without its closing '"': start */
-    MP_JTOK_CONTROL,        /* control character in a string: at */
-    MP_JTOK_BAD_HEX,        /* \u without 4 hex digits: start = the '\\',
+typedef enum mp__jtok_err {
+    MP__JTOK_NONE = 0,
+    MP__JTOK_UNTERMINATED,   /* string without its closing '"': start */
+    MP__JTOK_CONTROL,        /* control character in a string: at */
+    MP__JTOK_BAD_HEX,        /* \u without 4 hex digits: start = the '\\',
                                at = the first bad digit (may be len) */
-    MP_JTOK_SURROGATE,      /* unpaired UTF-16 surrogate: start = '\\' */
-    MP_JTOK_NUL,            /* \u0000: start = its '\\' */
-    MP_JTOK_BAD_ESCAPE,     /* start = the '\\', c = the byte after it */
-    MP_JTOK_NUM_DIGIT,      /* no digit at a number's start (or after its
+    MP__JTOK_SURROGATE,      /* unpaired UTF-16 surrogate: start = '\\' */
+    MP__JTOK_NUL,            /* \u0000: start = its '\\' */
+    MP__JTOK_BAD_ESCAPE,     /* start = the '\\', c = the byte after it */
+    MP__JTOK_NUM_DIGIT,      /* no digit at a number's start (or after its
                                '-'): start = the number, at = there */
-    MP_JTOK_NUM_FRAC,       /* no digit after '.': start, at */
-    MP_JTOK_NUM_EXP,        /* no digit in the exponent: start, at */
-    MP_JTOK_LEADING_ZERO,   /* a digit after a leading 0 (at); the number
+    MP__JTOK_NUM_FRAC,       /* no digit after '.': start, at */
+    MP__JTOK_NUM_EXP,        /* no digit in the exponent: start, at */
+    MP__JTOK_LEADING_ZERO,   /* a digit after a leading 0 (at); the number
                                "0" ends before it (*end) */
-    MP_JTOK_WANT_COMMA,     /* ',' or the closing bracket expected: at */
-    MP_JTOK_WANT_KEY,       /* a string key (or '}') expected: at */
-    MP_JTOK_WANT_COLON      /* ':' expected: at */
-} mp_jtok_err;
+    MP__JTOK_WANT_COMMA,     /* ',' or the closing bracket expected: at */
+    MP__JTOK_WANT_KEY,       /* a string key (or '}') expected: at */
+    MP__JTOK_WANT_COLON      /* ':' expected: at */
+} mp__jtok_err;
 
-typedef struct mp_jtok {
+typedef struct mp__jtok {
     const char *t;      /* the text; t[len] readable (NUL) */
     size_t len, pos;
     struct {
-        mp_jtok_err kind;
+        mp__jtok_err kind;
         size_t start, at;
         char c;
     } err;              /* set when a call returns MP_ERR_PARSE */
-} mp_jtok;
+} mp__jtok;
 
-static inline void mp_jtok_init(mp_jtok *k, const char *t, size_t len,
+static inline void mp__jtok_init(mp__jtok *k, const char *t, size_t len,
                                 size_t pos)
 {
     k->t = t;
     k->len = len;
     k->pos = pos;
-    k->err.kind = MP_JTOK_NONE;
+    k->err.kind = MP__JTOK_NONE;
 }
 
 /* Skips JSON whitespace. */
-static inline void mp_jtok_ws(mp_jtok *k)
+static inline void mp__jtok_ws(mp__jtok *k)
 {
     const char *t = k->t;
     size_t p = k->pos, n = k->len;
@@ -71,32 +71,32 @@ static inline void mp_jtok_ws(mp_jtok *k)
  * *buf (capacity *cap) with the context allocator, and moves past it;
  * *out_len (may be NULL) gets its length. buf NULL: only checks it.
  * MP_ERR_NOMEM without a message. */
-mp_status mp_jtok_string(mp_jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
+mp_status mp__jtok_string(mp__jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
                          size_t at, size_t *out_len);
 
 /* At a number's first byte: scans it (not past *end, which it sets);
  * *is_int when it has no fraction and no exponent. Leaves k->pos. */
-mp_status mp_jtok_number(mp_jtok *k, size_t *end, bool *is_int);
+mp_status mp__jtok_number(mp__jtok *k, size_t *end, bool *is_int);
 
 /* Moves past `word` (true, false, null) when the text has it there. */
-bool mp_jtok_literal(mp_jtok *k, const char *word);
+bool mp__jtok_literal(mp__jtok *k, const char *word);
 
 /* Object members, after its '{' (*state 0 before the first): *more false
  * past the closing '}', else true with k->pos at the member's key '"'. */
-mp_status mp_jtok_obj_next(mp_jtok *k, int *state, bool *more);
+mp_status mp__jtok_obj_next(mp__jtok *k, int *state, bool *more);
 /* After a key: the ':' and the whitespace around it. */
-mp_status mp_jtok_colon(mp_jtok *k);
+mp_status mp__jtok_colon(mp__jtok *k);
 /* Array elements, after its '[': *more false past the closing ']', else
  * true with k->pos at the element (whitespace skipped). */
-mp_status mp_jtok_arr_next(mp_jtok *k, int *state, bool *more);
+mp_status mp__jtok_arr_next(mp__jtok *k, int *state, bool *more);
 
 /* Decodes up to 4 hex digits at p (avail bytes there): how many are hex
  * digits; *out set when all 4 are. */
-unsigned mp_jtok_hex4(const char *p, size_t avail, unsigned *out);
+unsigned mp__jtok_hex4(const char *p, size_t avail, unsigned *out);
 
 /* 1-based line and column of byte offset off (columns count UTF-8
  * characters, as jansson's do; off beyond len counts as len). */
-void mp_jtok_line_col(const char *t, size_t len, size_t off, int *line,
+void mp__jtok_line_col(const char *t, size_t len, size_t off, int *line,
                       int *col);
 
-#endif /* MP_JSON_TOK_H */
+#endif /* MP__JSON_TOK_H */

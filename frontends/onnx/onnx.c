@@ -42,7 +42,7 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
     (void)data, (void)len, (void)opt;
     if (out)
         *out = NULL;
-    return mp_err(ctx, MP_ERR_UNSUPPORTED,
+    return mp__err(ctx, MP_ERR_UNSUPPORTED,
                   "%s: this memplan was built without ONNX support (it needs "
                   "protoc-c, libprotobuf-c and libonnx-dev at build time)",
                   source_name ? source_name : "<buffer>");
@@ -67,10 +67,10 @@ int mp_onnx_available(void) { return 1; }
 
 static void *pb_alloc(void *data, size_t size)
 {
-    return mp_alloc((mp_ctx *)data, size ? size : 1);
+    return mp__alloc((mp_ctx *)data, size ? size : 1);
 }
 
-static void pb_free(void *data, void *ptr) { mp_dealloc((mp_ctx *)data, ptr); }
+static void pb_free(void *data, void *ptr) { mp__dealloc((mp_ctx *)data, ptr); }
 
 typedef struct loader {
     mp_ctx *ctx;
@@ -102,7 +102,7 @@ static mp_status dtype_of(loader *L, int32_t t, const char *what,
                           mp_dtype *out)
 {
     if (t < 0 || t > MP_DTYPE_INT2 || !mp_dtype_name((mp_dtype)t))
-        return mp_err(L->ctx, MP_ERR_UNSUPPORTED,
+        return mp__err(L->ctx, MP_ERR_UNSUPPORTED,
                       "%s: %s has data type %d, which memplan does not know",
                       L->src, what, (int)t);
     *out = (mp_dtype)t;
@@ -264,7 +264,7 @@ static int64_t tensor_count(const Onnx__TensorProto *t)
 {
     uint64_t c = 1;
     for (size_t i = 0; i < t->n_dims; i++) {
-        if (t->dims[i] < 0 || !mp_mul_u64(c, (uint64_t)t->dims[i], &c) ||
+        if (t->dims[i] < 0 || !mp__mul_u64(c, (uint64_t)t->dims[i], &c) ||
             c > (uint64_t)INT64_MAX)
             return -1;
     }
@@ -281,7 +281,7 @@ static mp_status add_proto_tensor(loader *L, const char *name,
     char what[300];
     snprintf(what, sizeof what, "tensor '%s'", name);
     if (t->n_dims > MP_MAX_RANK)
-        return mp_err(L->ctx, MP_ERR_BAD_DIM,
+        return mp__err(L->ctx, MP_ERR_BAD_DIM,
                       "%s: %s has rank %zu (at most %d)", L->src, what,
                       t->n_dims, MP_MAX_RANK);
     mp_dtype dt = MP_DTYPE_UNDEFINED;
@@ -290,7 +290,7 @@ static mp_status add_proto_tensor(loader *L, const char *name,
         return st;
     for (size_t i = 0; i < t->n_dims; i++)
         if (t->dims[i] < 0)
-            return mp_err(L->ctx, MP_ERR_BAD_DIM, "%s: %s has negative "
+            return mp__err(L->ctx, MP_ERR_BAD_DIM, "%s: %s has negative "
                           "dim %lld", L->src, what, (long long)t->dims[i]);
     uint32_t tid = existing;
     if (tid == MP_NONE) {
@@ -299,43 +299,43 @@ static mp_status add_proto_tensor(loader *L, const char *name,
         if (st)
             return st;
     } else {
-        mp_tensor *tt = &L->g->tensors[tid];
+        mp__tensor *tt = &L->g->tensors[tid];
         tt->dtype = (uint8_t)dt;
-        st = mp_tensor_set_shape(L->ctx, tt, (int32_t)t->n_dims, t->dims);
+        st = mp__tensor_set_shape(L->ctx, tt, (int32_t)t->n_dims, t->dims);
         if (st)
             return st;
     }
     int64_t cnt = tensor_count(t);
-    if (dt == MP_DTYPE_STRING && cnt > 0 && cnt <= (int64_t)MP_VALUE_MAX &&
+    if (dt == MP_DTYPE_STRING && cnt > 0 && cnt <= (int64_t)MP__VALUE_MAX &&
         t->n_string_data == (size_t)cnt) {
         /* strings: interned ids (core/ops/strval.c) */
-        const char **sv = mp_alloc(L->ctx, (size_t)cnt * sizeof *sv);
-        size_t *sl = mp_alloc(L->ctx, (size_t)cnt * sizeof *sl);
+        const char **sv = mp__alloc(L->ctx, (size_t)cnt * sizeof *sv);
+        size_t *sl = mp__alloc(L->ctx, (size_t)cnt * sizeof *sl);
         if (sv && sl)
             for (int64_t i = 0; i < cnt; i++) {
                 sv[i] = (const char *)t->string_data[i].data;
                 sl[i] = t->string_data[i].len;
             }
-        st = sv && sl ? mp_str_set_value(L->g, &L->g->tensors[tid], sv, sl,
+        st = sv && sl ? mp__str_set_value(L->g, &L->g->tensors[tid], sv, sl,
                                          (uint32_t)cnt)
                       : MP_ERR_NOMEM;
-        mp_dealloc(L->ctx, sv);
-        mp_dealloc(L->ctx, sl);
+        mp__dealloc(L->ctx, sv);
+        mp__dealloc(L->ctx, sl);
         if (st)
             return st;
     }
-    uint32_t cap = mp_dtype_is_int(dt) ? MP_VALUE_MAX
+    uint32_t cap = mp__dtype_is_int(dt) ? MP__VALUE_MAX
                    : L->float_cap      ? L->float_cap
                                        : FLOAT_VALUE_MAX;
     if (cnt > 0 && cnt <= (int64_t)cap &&
-        (mp_dtype_is_int(dt) || mp_dtype_is_float(dt))) {
-        int64_t *buf = mp_alloc(L->ctx, (size_t)cnt * sizeof *buf);
+        (mp__dtype_is_int(dt) || mp__dtype_is_float(dt))) {
+        int64_t *buf = mp__alloc(L->ctx, (size_t)cnt * sizeof *buf);
         if (!buf)
             return MP_ERR_NOMEM;
         uint32_t got = tensor_values(t, cnt, buf, cap);
         if (got)
-            st = mp_tensor_set_value(L->ctx, &L->g->tensors[tid], buf, got);
-        mp_dealloc(L->ctx, buf);
+            st = mp__tensor_set_value(L->ctx, &L->g->tensors[tid], buf, got);
+        mp__dealloc(L->ctx, buf);
         if (st)
             return st;
     }
@@ -366,10 +366,10 @@ static mp_status value_names(loader *L)
     if (!n)
         return MP_OK;
     if (!L->opt->values)
-        return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: n_values %zu with no "
+        return mp__err(L->ctx, MP_ERR_INVALID_ARG, "%s: n_values %zu with no "
                       "values", L->src, n);
-    L->vnames = mp_calloc(L->ctx, n, sizeof *L->vnames);
-    L->vused = mp_calloc(L->ctx, n, sizeof *L->vused);
+    L->vnames = mp__calloc(L->ctx, n, sizeof *L->vnames);
+    L->vused = mp__calloc(L->ctx, n, sizeof *L->vused);
     if (!L->vnames || !L->vused)
         return MP_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -379,17 +379,17 @@ static mp_status value_names(loader *L)
         if (!name && iv->pb) {
             t = unpack_tensor(L, iv);
             if (!t)
-                return mp_err(L->ctx, MP_ERR_PARSE, "%s: input value %zu: "
+                return mp__err(L->ctx, MP_ERR_PARSE, "%s: input value %zu: "
                               "not a valid TensorProto (%zu bytes)", L->src,
                               i, iv->pb_len);
             name = t->name;
         }
         if (!name || !name[0]) {
             free_tensor(L, t);
-            return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: input value %zu "
+            return mp__err(L->ctx, MP_ERR_INVALID_ARG, "%s: input value %zu "
                           "has no name", L->src, i);
         }
-        L->vnames[i] = mp_strdup(L->ctx, name);
+        L->vnames[i] = mp__strdup(L->ctx, name);
         free_tensor(L, t);
         if (!L->vnames[i])
             return MP_ERR_NOMEM;
@@ -400,9 +400,9 @@ static mp_status value_names(loader *L)
 static void free_value_names(loader *L)
 {
     for (size_t i = 0; L->vnames && i < L->opt->n_values; i++)
-        mp_dealloc(L->ctx, L->vnames[i]);
-    mp_dealloc(L->ctx, L->vnames);
-    mp_dealloc(L->ctx, L->vused);
+        mp__dealloc(L->ctx, L->vnames[i]);
+    mp__dealloc(L->ctx, L->vnames);
+    mp__dealloc(L->ctx, L->vused);
 }
 
 static const mp_input_value *find_value(const loader *L, const char *name)
@@ -435,16 +435,16 @@ static mp_status check_declared(loader *L, const Onnx__ValueInfoProto *v,
     if (st)
         return st;
     if (ddt != MP_DTYPE_UNDEFINED && ddt != dt)
-        return mp_err(L->ctx, MP_ERR_SHAPE, "%s: the value given for graph "
+        return mp__err(L->ctx, MP_ERR_SHAPE, "%s: the value given for graph "
                       "input '%s' has data type %d, declared %d", L->src,
                       v->name, (int)dt, (int)ddt);
     if (drank >= 0 && drank != rank)
-        return mp_err(L->ctx, MP_ERR_SHAPE, "%s: the value given for graph "
+        return mp__err(L->ctx, MP_ERR_SHAPE, "%s: the value given for graph "
                       "input '%s' has rank %d, declared %d", L->src, v->name,
                       rank, drank);
     for (int i = 0; drank >= 0 && i < rank; i++)
         if (dd[i] >= 0 && dd[i] != dims[i])
-            return mp_err(L->ctx, MP_ERR_SHAPE, "%s: the value given for "
+            return mp__err(L->ctx, MP_ERR_SHAPE, "%s: the value given for "
                           "graph input '%s' has dim %d = %lld, declared %lld",
                           L->src, v->name, i, (long long)dims[i],
                           (long long)dd[i]);
@@ -457,42 +457,42 @@ static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
                                  const mp_input_value *iv, uint32_t *id)
 {
     mp_status st;
-    mp_seq *decl;
-    if ((st = mp_onnx_seq_of_type(L->ctx, v->type, &decl)))
+    mp__seq *decl;
+    if ((st = mp__onnx_seq_of_type(L->ctx, v->type, &decl)))
         return st;
     if (decl) { /* a SequenceProto or OptionalProto */
-        mp_seq *sq = NULL;
+        mp__seq *sq = NULL;
         char what[300];
         snprintf(what, sizeof what, "%s: the value given for graph input "
                  "'%s'", L->src, v->name);
-        st = iv->pb ? mp_onnx_seq_of_pb(L->ctx, iv->pb, iv->pb_len,
-                                        decl->type != MP_SEQ_SEQUENCE, what,
+        st = iv->pb ? mp__onnx_seq_of_pb(L->ctx, iv->pb, iv->pb_len,
+                                        decl->type != MP__SEQ_SEQUENCE, what,
                                         &sq)
-                    : mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: give it as a "
+                    : mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: give it as a "
                              "serialized proto (pb)", what);
         if (!st && sq->dtype == MP_DTYPE_UNDEFINED)
             sq->dtype = decl->dtype;
-        if (!st && sq->present == 0 && sq->type == MP_SEQ_OPTIONAL &&
-            decl->type == MP_SEQ_OPTIONAL_SEQUENCE)
-            sq->type = MP_SEQ_OPTIONAL_SEQUENCE;
-        mp_dealloc(L->ctx, decl);
+        if (!st && sq->present == 0 && sq->type == MP__SEQ_OPTIONAL &&
+            decl->type == MP__SEQ_OPTIONAL_SEQUENCE)
+            sq->type = MP__SEQ_OPTIONAL_SEQUENCE;
+        mp__dealloc(L->ctx, decl);
         mp_tensor_desc d = {v->name, st ? 0 : sq->dtype, -1, NULL, 0,
                             MP_KIND_INPUT};
         if (!st)
             st = mp_graph_add_tensor(L->g, &d, id);
         if (!st)
-            return mp_tensor_take_seq(L->ctx, &L->g->tensors[*id], sq);
-        mp_dealloc(L->ctx, sq);
+            return mp__tensor_take_seq(L->ctx, &L->g->tensors[*id], sq);
+        mp__dealloc(L->ctx, sq);
         return st;
     }
     if (iv->pb) {
         Onnx__TensorProto *t = unpack_tensor(L, iv);
         if (!t)
-            return mp_err(L->ctx, MP_ERR_PARSE, "%s: the value given for "
+            return mp__err(L->ctx, MP_ERR_PARSE, "%s: the value given for "
                           "graph input '%s' is not a valid TensorProto (%zu "
                           "bytes)", L->src, v->name, iv->pb_len);
         st = t->n_dims > MP_MAX_RANK
-                 ? mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: the value given "
+                 ? mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: the value given "
                           "for graph input '%s' has rank %zu", L->src,
                           v->name, t->n_dims)
                  : check_declared(L, v, (mp_dtype)(t->has_data_type
@@ -501,7 +501,7 @@ static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
                                   (int)t->n_dims, t->dims);
         /* a bound input's floats are carried as its integers are (the
          * caller chose to give them) */
-        L->float_cap = MP_VALUE_MAX;
+        L->float_cap = MP__VALUE_MAX;
         if (!st)
             st = add_proto_tensor(L, v->name, t, MP_KIND_INPUT, MP_NONE, id);
         L->float_cap = 0;
@@ -510,13 +510,13 @@ static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
     }
     if (iv->rank < 0 || iv->rank > MP_MAX_RANK || (iv->rank && !iv->dims) ||
         !mp_dtype_name(iv->dtype) || iv->dtype == MP_DTYPE_UNDEFINED)
-        return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given for "
+        return mp__err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given for "
                       "graph input '%s' needs a dtype, a rank in 0..%d and "
                       "its dims", L->src, v->name, MP_MAX_RANK);
     uint64_t cnt = 1;
     for (int i = 0; i < iv->rank; i++)
-        if (iv->dims[i] < 0 || !mp_mul_u64(cnt, (uint64_t)iv->dims[i], &cnt))
-            return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given "
+        if (iv->dims[i] < 0 || !mp__mul_u64(cnt, (uint64_t)iv->dims[i], &cnt))
+            return mp__err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given "
                           "for graph input '%s' has a negative or overflowing "
                           "dim", L->src, v->name);
     if ((st = check_declared(L, v, iv->dtype, iv->rank, iv->dims)))
@@ -526,43 +526,43 @@ static mp_status add_bound_input(loader *L, const Onnx__ValueInfoProto *v,
     if ((st = mp_graph_add_tensor(L->g, &d, id)))
         return st;
     if (iv->dtype == MP_DTYPE_STRING) {
-        if (!iv->strings || cnt == 0 || cnt > MP_VALUE_MAX)
+        if (!iv->strings || cnt == 0 || cnt > MP__VALUE_MAX)
             return MP_OK; /* shape only */
-        size_t *sl = mp_alloc(L->ctx, (size_t)cnt * sizeof *sl);
+        size_t *sl = mp__alloc(L->ctx, (size_t)cnt * sizeof *sl);
         if (!sl)
             return MP_ERR_NOMEM;
         for (size_t i = 0; i < cnt; i++)
             sl[i] = iv->strings[i] ? strlen(iv->strings[i]) : 0;
         for (size_t i = 0; i < cnt && !st; i++)
             if (!iv->strings[i])
-                st = mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given "
+                st = mp__err(L->ctx, MP_ERR_INVALID_ARG, "%s: the value given "
                             "for graph input '%s': string %zu is NULL",
                             L->src, v->name, i);
         if (!st)
-            st = mp_str_set_value(L->g, &L->g->tensors[*id], iv->strings, sl,
+            st = mp__str_set_value(L->g, &L->g->tensors[*id], iv->strings, sl,
                                   (uint32_t)cnt);
-        mp_dealloc(L->ctx, sl);
+        mp__dealloc(L->ctx, sl);
         return st;
     }
-    bool is_int = mp_dtype_is_int(iv->dtype);
-    uint32_t cap = MP_VALUE_MAX; /* integers and floats alike */
+    bool is_int = mp__dtype_is_int(iv->dtype);
+    uint32_t cap = MP__VALUE_MAX; /* integers and floats alike */
     if (cnt == 0 || cnt > cap || (is_int ? !iv->ints : !iv->floats) ||
-        (!is_int && !mp_dtype_is_float(iv->dtype)))
+        (!is_int && !mp__dtype_is_float(iv->dtype)))
         return MP_OK; /* shape only */
-    int64_t *buf = mp_alloc(L->ctx, (size_t)cnt * sizeof *buf);
+    int64_t *buf = mp__alloc(L->ctx, (size_t)cnt * sizeof *buf);
     if (!buf)
         return MP_ERR_NOMEM;
     for (size_t i = 0; i < cnt; i++) {
         if (is_int)
             buf[i] = iv->ints[i];
-        else if (!mp_value_from_double(iv->dtype, iv->floats[i], &buf[i])) {
-            mp_dealloc(L->ctx, buf);
+        else if (!mp__value_from_double(iv->dtype, iv->floats[i], &buf[i])) {
+            mp__dealloc(L->ctx, buf);
             return MP_OK;
         }
     }
-    st = mp_tensor_set_value(L->ctx, &L->g->tensors[*id], buf,
+    st = mp__tensor_set_value(L->ctx, &L->g->tensors[*id], buf,
                              (uint32_t)cnt);
-    mp_dealloc(L->ctx, buf);
+    mp__dealloc(L->ctx, buf);
     return st;
 }
 
@@ -640,7 +640,7 @@ static mp_status type_shape(loader *L, const char *name,
         return MP_OK;
     }
     if (tt->shape->n_dim > MP_MAX_RANK)
-        return mp_err(L->ctx, MP_ERR_BAD_DIM,
+        return mp__err(L->ctx, MP_ERR_BAD_DIM,
                       "%s: tensor '%s' has rank %zu (at most %d)", L->src,
                       name, tt->shape->n_dim, MP_MAX_RANK);
     *rank = (int)tt->shape->n_dim;
@@ -654,7 +654,7 @@ static mp_status type_shape(loader *L, const char *name,
                 dims[i] = d->dim_value;
             else if (d->dim_value < -1) /* -1: unknown, as some exporters
                                            write it */
-                return mp_err(L->ctx, MP_ERR_BAD_DIM,
+                return mp__err(L->ctx, MP_ERR_BAD_DIM,
                               "%s: tensor '%s': dim %zu is negative (%lld)",
                               L->src, name, i, (long long)d->dim_value);
         } else if (d && d->value_case ==
@@ -695,7 +695,7 @@ static mp_status add_attr_tensor(loader *L, uint32_t node, const char *name,
                                      (uint32_t)t->n_dims)))
         return st;
     int64_t cnt = tensor_count(t);
-    if (t->has_data_type && mp_dtype_is_int(t->data_type) && cnt > 0 &&
+    if (t->has_data_type && mp__dtype_is_int(t->data_type) && cnt > 0 &&
         cnt <= 1024) {
         int64_t buf[1024];
         uint32_t got = tensor_values(t, cnt, buf, 1024);
@@ -740,28 +740,28 @@ static mp_status add_attrs(loader *L, uint32_t node,
             st = mp_graph_set_attr_int(L->g, node, a->name, a->i);
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
-            char *s = mp_alloc(L->ctx, a->s.len + 1);
+            char *s = mp__alloc(L->ctx, a->s.len + 1);
             if (!s)
                 return MP_ERR_NOMEM;
             if (a->s.len)
                 memcpy(s, a->s.data, a->s.len);
             s[a->s.len] = '\0';
             st = mp_graph_set_attr_string(L->g, node, a->name, s);
-            mp_dealloc(L->ctx, s);
+            mp__dealloc(L->ctx, s);
             break;
         }
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
             if (a->n_ints > UINT32_MAX)
-                return mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: attribute "
+                return mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: attribute "
                               "too long", L->src);
             st = mp_graph_set_attr_ints(L->g, node, a->name, a->ints,
                                         (uint32_t)a->n_ints);
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
             if (a->n_floats > UINT32_MAX)
-                return mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: attribute "
+                return mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: attribute "
                               "too long", L->src);
-            double *d = mp_alloc(L->ctx, (a->n_floats ? a->n_floats : 1) *
+            double *d = mp__alloc(L->ctx, (a->n_floats ? a->n_floats : 1) *
                                              sizeof *d);
             if (!d)
                 return MP_ERR_NOMEM;
@@ -769,7 +769,7 @@ static mp_status add_attrs(loader *L, uint32_t node,
                 d[k] = a->floats[k];
             st = mp_graph_set_attr_floats(L->g, node, a->name, d,
                                           (uint32_t)a->n_floats);
-            mp_dealloc(L->ctx, d);
+            mp__dealloc(L->ctx, d);
             break;
         }
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
@@ -779,21 +779,21 @@ static mp_status add_attrs(loader *L, uint32_t node,
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
             /* kept as NAME.strings (core/ops/strval.h): StringNormalizer's
              * stopwords */
-            const char **sv = mp_alloc(L->ctx, (a->n_strings + 1) *
+            const char **sv = mp__alloc(L->ctx, (a->n_strings + 1) *
                                                    sizeof *sv);
-            size_t *sl = mp_alloc(L->ctx, (a->n_strings + 1) * sizeof *sl);
+            size_t *sl = mp__alloc(L->ctx, (a->n_strings + 1) * sizeof *sl);
             if (sv && sl) {
                 for (size_t k = 0; k < a->n_strings; k++) {
                     sv[k] = (const char *)a->strings[k].data;
                     sl[k] = a->strings[k].len;
                 }
-                st = mp_graph_set_attr_strings(L->g, node, a->name, sv, sl,
+                st = mp__graph_set_attr_strings(L->g, node, a->name, sv, sl,
                                                a->n_strings);
             } else {
                 st = MP_ERR_NOMEM;
             }
-            mp_dealloc(L->ctx, sv);
-            mp_dealloc(L->ctx, sl);
+            mp__dealloc(L->ctx, sv);
+            mp__dealloc(L->ctx, sl);
             break;
         }
         default:
@@ -821,7 +821,7 @@ static mp_status tensor_by_name(loader *L, const char *name, uint32_t *id)
 static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
                                  uint32_t out)
 {
-    mp_tensor *t = &L->g->tensors[out];
+    mp__tensor *t = &L->g->tensors[out];
     for (size_t i = 0; i < np->n_attribute; i++) {
         const Onnx__AttributeProto *a = np->attribute[i];
         if (!a || !a->name)
@@ -833,18 +833,18 @@ static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
         mp_status st = MP_OK;
         if (strcmp(a->name, "value_int") == 0) {
             t->dtype = MP_DTYPE_INT64;
-            st = mp_tensor_set_shape(L->ctx, t, 0, NULL);
+            st = mp__tensor_set_shape(L->ctx, t, 0, NULL);
             if (!st)
-                st = mp_tensor_set_value(L->ctx, t, &a->i, 1);
+                st = mp__tensor_set_value(L->ctx, t, &a->i, 1);
             return st;
         }
         if (strcmp(a->name, "value_ints") == 0) {
             int64_t n = (int64_t)a->n_ints;
             t->dtype = MP_DTYPE_INT64;
-            st = mp_tensor_set_shape(L->ctx, t, 1, &n);
+            st = mp__tensor_set_shape(L->ctx, t, 1, &n);
             if (!st && a->n_ints)
-                st = mp_tensor_set_value(L->ctx, t, a->ints,
-                                         (uint32_t)(a->n_ints > MP_VALUE_MAX
+                st = mp__tensor_set_value(L->ctx, t, a->ints,
+                                         (uint32_t)(a->n_ints > MP__VALUE_MAX
                                                         ? 0
                                                         : a->n_ints));
             return st;
@@ -854,43 +854,43 @@ static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
             int64_t bits;
             memcpy(&bits, &d, sizeof bits);
             t->dtype = MP_DTYPE_FLOAT32;
-            st = mp_tensor_set_shape(L->ctx, t, 0, NULL);
+            st = mp__tensor_set_shape(L->ctx, t, 0, NULL);
             if (!st)
-                st = mp_tensor_set_value(L->ctx, t, &bits, 1);
+                st = mp__tensor_set_value(L->ctx, t, &bits, 1);
             return st;
         }
         if (strcmp(a->name, "value_floats") == 0) {
             int64_t n = (int64_t)a->n_floats;
             t->dtype = MP_DTYPE_FLOAT32;
-            return mp_tensor_set_shape(L->ctx, t, 1, &n);
+            return mp__tensor_set_shape(L->ctx, t, 1, &n);
         }
         if (strcmp(a->name, "value_string") == 0) {
             const char *sv = (const char *)a->s.data;
             size_t sl = a->s.len;
             t->dtype = MP_DTYPE_STRING;
-            st = mp_tensor_set_shape(L->ctx, t, 0, NULL);
-            return st ? st : mp_str_set_value(L->g, t, &sv, &sl, 1);
+            st = mp__tensor_set_shape(L->ctx, t, 0, NULL);
+            return st ? st : mp__str_set_value(L->g, t, &sv, &sl, 1);
         }
         if (strcmp(a->name, "value_strings") == 0) {
             int64_t n = (int64_t)a->n_strings;
             t->dtype = MP_DTYPE_STRING;
-            st = mp_tensor_set_shape(L->ctx, t, 1, &n);
-            if (st || !a->n_strings || a->n_strings > MP_VALUE_MAX)
+            st = mp__tensor_set_shape(L->ctx, t, 1, &n);
+            if (st || !a->n_strings || a->n_strings > MP__VALUE_MAX)
                 return st;
-            const char **sv = mp_alloc(L->ctx, a->n_strings * sizeof *sv);
-            size_t *sl = mp_alloc(L->ctx, a->n_strings * sizeof *sl);
+            const char **sv = mp__alloc(L->ctx, a->n_strings * sizeof *sv);
+            size_t *sl = mp__alloc(L->ctx, a->n_strings * sizeof *sl);
             if (sv && sl) {
                 for (size_t k = 0; k < a->n_strings; k++) {
                     sv[k] = (const char *)a->strings[k].data;
                     sl[k] = a->strings[k].len;
                 }
-                st = mp_str_set_value(L->g, t, sv, sl,
+                st = mp__str_set_value(L->g, t, sv, sl,
                                       (uint32_t)a->n_strings);
             } else {
                 st = MP_ERR_NOMEM;
             }
-            mp_dealloc(L->ctx, sv);
-            mp_dealloc(L->ctx, sl);
+            mp__dealloc(L->ctx, sv);
+            mp__dealloc(L->ctx, sl);
             return st;
         }
         if (strcmp(a->name, "sparse_value") == 0 && a->sparse_tensor) {
@@ -900,11 +900,11 @@ static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
             t->dtype = (uint8_t)(sp->values->has_data_type
                                      ? sp->values->data_type
                                      : 0);
-            return mp_tensor_set_shape(L->ctx, t, (int32_t)sp->n_dims,
+            return mp__tensor_set_shape(L->ctx, t, (int32_t)sp->n_dims,
                                        sp->dims);
         }
     }
-    return mp_err(L->ctx, MP_ERR_PARSE,
+    return mp__err(L->ctx, MP_ERR_PARSE,
                   "%s: Constant node '%s' has no value attribute", L->src,
                   np->name ? np->name : "");
 }
@@ -915,10 +915,10 @@ static mp_status add_body(loader *L, const Onnx__GraphProto *gp,
                           uint32_t **ins, size_t *cap_in, size_t *n_in)
 {
     if (L->depth >= MAX_DEPTH)
-        return mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: subgraphs nested "
+        return mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: subgraphs nested "
                       "deeper than %d", L->src, MAX_DEPTH);
     mp_graph *sub = NULL;
-    mp_status st = mp_grow(L->ctx, (void **)&L->g->subgraphs,
+    mp_status st = mp__grow(L->ctx, (void **)&L->g->subgraphs,
                            sizeof *L->g->subgraphs, L->g->n_subgraphs + 1,
                            &L->g->cap_subgraphs);
     if (!st)
@@ -934,7 +934,7 @@ static mp_status add_body(loader *L, const Onnx__GraphProto *gp,
     st = build_graph(&S, gp, true);
     for (size_t i = 0; i < S.n_outer && !st; i++) {
         uint32_t id;
-        if ((st = mp_grow(L->ctx, (void **)ins, sizeof **ins, *n_in + 1,
+        if ((st = mp__grow(L->ctx, (void **)ins, sizeof **ins, *n_in + 1,
                           cap_in)))
             break;
         st = tensor_by_name(L, sub->tensors[S.outer[i]].name, &id);
@@ -945,7 +945,7 @@ static mp_status add_body(loader *L, const Onnx__GraphProto *gp,
         if (!st && !dup)
             (*ins)[(*n_in)++] = id;
     }
-    mp_dealloc(L->ctx, S.outer);
+    mp__dealloc(L->ctx, S.outer);
     return st;
 }
 
@@ -954,7 +954,7 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
     const Onnx__GraphProto *gp = m->graph;
     mp_status st;
     if (!gp)
-        return mp_err(L->ctx, MP_ERR_PARSE, "%s: the ONNX model has no graph",
+        return mp__err(L->ctx, MP_ERR_PARSE, "%s: the ONNX model has no graph",
                       L->src);
     L->g->onnx_opset = m->n_opset_import ? 0 : 1;
     for (size_t i = 0; i < m->n_opset_import; i++) {
@@ -967,7 +967,7 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
         return st;
     for (size_t i = 0; L->vused && i < L->opt->n_values; i++)
         if (!L->vused[i])
-            return mp_err(L->ctx, MP_ERR_INVALID_ARG, "%s: a value is given "
+            return mp__err(L->ctx, MP_ERR_INVALID_ARG, "%s: a value is given "
                           "for '%s', which is no graph input of the model "
                           "(or is an initializer)", L->src, L->vnames[i]);
     return finish_top(L, gp);
@@ -982,11 +982,11 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         if (!t || !t->name || !t->name[0])
-            return mp_err(L->ctx, MP_ERR_PARSE, "%s: initializer %zu has no "
+            return mp__err(L->ctx, MP_ERR_PARSE, "%s: initializer %zu has no "
                           "name", L->src, i);
         uint32_t id;
         if (mp_graph_find_tensor(L->g, t->name, &id) == MP_OK)
-            return mp_err(L->ctx, MP_ERR_DUPLICATE, "%s: initializer '%s' "
+            return mp__err(L->ctx, MP_ERR_DUPLICATE, "%s: initializer '%s' "
                           "is given twice", L->src, t->name);
         if ((st = add_proto_tensor(L, t->name, t, MP_KIND_WEIGHT, MP_NONE,
                                    &id)))
@@ -998,18 +998,18 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *v = gp->input[i];
         if (!v || !v->name || !v->name[0])
-            return mp_err(L->ctx, MP_ERR_PARSE, "%s: graph input %zu has no "
+            return mp__err(L->ctx, MP_ERR_PARSE, "%s: graph input %zu has no "
                           "name", L->src, i);
         uint32_t id;
         if (sub) {
-            if ((st = mp_grow(L->ctx, (void **)&L->g->sub_inputs,
+            if ((st = mp__grow(L->ctx, (void **)&L->g->sub_inputs,
                               sizeof *L->g->sub_inputs,
                               L->g->n_sub_inputs + 1, &cap_sub)))
                 return st;
         }
         if (mp_graph_find_tensor(L->g, v->name, &id) == MP_OK) {
             if (sub) /* a name given twice */
-                return mp_err(L->ctx, MP_ERR_DUPLICATE, "%s: subgraph "
+                return mp__err(L->ctx, MP_ERR_DUPLICATE, "%s: subgraph "
                               "input '%s' is given twice", L->src, v->name);
             continue; /* IR < 4: an initializer listed as input */
         }
@@ -1030,9 +1030,9 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
         mp_tensor_desc d = {v->name, dt, rank, dims, 0, MP_KIND_INPUT};
         if ((st = mp_graph_add_tensor(L->g, &d, &id)))
             return st;
-        mp_seq *sq; /* a sequence or optional input */
-        if ((st = mp_onnx_seq_of_type(L->ctx, v->type, &sq)) ||
-            (sq && (st = mp_tensor_take_seq(L->ctx, &L->g->tensors[id], sq))))
+        mp__seq *sq; /* a sequence or optional input */
+        if ((st = mp__onnx_seq_of_type(L->ctx, v->type, &sq)) ||
+            (sq && (st = mp__tensor_take_seq(L->ctx, &L->g->tensors[id], sq))))
             return st;
         if (sub)
             L->g->sub_inputs[L->g->n_sub_inputs++] = id;
@@ -1062,7 +1062,7 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
                 if ((st = mp_graph_add_tensor(L->g, &d, &id)))
                     return st;
                 /* a hint: an inferred shape that disagrees replaces it */
-                L->g->tensors[id].flags |= MP_TF_SHAPE_HINT;
+                L->g->tensors[id].flags |= MP__TF_SHAPE_HINT;
             }
         }
     }
@@ -1074,12 +1074,12 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
     for (size_t k = 0; k < gp->n_node && !st; k++) {
         const Onnx__NodeProto *np = gp->node[k];
         if (!np || !np->op_type || !np->op_type[0]) {
-            st = mp_err(L->ctx, MP_ERR_PARSE, "%s: node %zu has no op type",
+            st = mp__err(L->ctx, MP_ERR_PARSE, "%s: node %zu has no op type",
                         L->src, k);
             break;
         }
         if (np->n_input > UINT32_MAX / 2 || np->n_output > UINT32_MAX / 2) {
-            st = mp_err(L->ctx, MP_ERR_UNSUPPORTED, "%s: node %zu has too "
+            st = mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: node %zu has too "
                         "many inputs", L->src, k);
             break;
         }
@@ -1093,9 +1093,9 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
             size_t len = strlen(name);
             snprintf(name + (len < 480 ? len : 480), 32, "#%zu", k);
         }
-        if (mp_grow(L->ctx, (void **)&ins, sizeof *ins, np->n_input + 1,
+        if (mp__grow(L->ctx, (void **)&ins, sizeof *ins, np->n_input + 1,
                     &cap_in) ||
-            mp_grow(L->ctx, (void **)&outs, sizeof *outs, np->n_output + 1,
+            mp__grow(L->ctx, (void **)&outs, sizeof *outs, np->n_output + 1,
                     &cap_out)) {
             st = MP_ERR_NOMEM;
             break;
@@ -1119,7 +1119,7 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
         }
         if (st)
             break;
-        if (n_body && mp_grow(L->ctx, (void **)&outs, sizeof *outs,
+        if (n_body && mp__grow(L->ctx, (void **)&outs, sizeof *outs,
                               np->n_output + 1, &cap_out)) {
             st = MP_ERR_NOMEM;
             break;
@@ -1151,9 +1151,9 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
         uint32_t nid;
         st = mp_graph_add_node(L->g, &nd, &nid);
         if (st) {
-            char msg[MP_MSG_MAX];
+            char msg[MP__MSG_MAX];
             snprintf(msg, sizeof msg, "%s", mp_ctx_message(L->ctx));
-            st = mp_err(L->ctx, st, "%s: %s", L->src, msg);
+            st = mp__err(L->ctx, st, "%s: %s", L->src, msg);
             break;
         }
         st = add_attrs(L, nid, np);
@@ -1174,8 +1174,8 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
             np->n_output >= 1)
             st = constant_output(L, np, outs[0]);
     }
-    mp_dealloc(L->ctx, ins);
-    mp_dealloc(L->ctx, outs);
+    mp__dealloc(L->ctx, ins);
+    mp__dealloc(L->ctx, outs);
     if (st)
         return st;
     /* graph outputs */
@@ -1189,12 +1189,12 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
             if ((st = tensor_by_name(L, v->name, &id)))
                 return st;
         } else if (mp_graph_find_tensor(L->g, v->name, &id) != MP_OK)
-            return mp_err(L->ctx, MP_ERR_NO_PRODUCER, "%s: graph output "
+            return mp__err(L->ctx, MP_ERR_NO_PRODUCER, "%s: graph output "
                           "'%s' is produced by no node", L->src, v->name);
         if ((st = mp_graph_mark_output(L->g, id)))
             return st;
         if (sub) {
-            if ((st = mp_grow(L->ctx, (void **)&L->g->sub_outputs,
+            if ((st = mp__grow(L->ctx, (void **)&L->g->sub_outputs,
                               sizeof *L->g->sub_outputs,
                               L->g->n_sub_outputs + 1, &cap_sub_out)))
                 return st;
@@ -1206,10 +1206,10 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
     /* names a body reads but does not define come from enclosing scopes:
      * inputs of the body (values the enclosing graph holds) */
     for (uint32_t t = 0; t < L->g->n_tensors; t++) {
-        mp_tensor *tt = &L->g->tensors[t];
+        mp__tensor *tt = &L->g->tensors[t];
         if (tt->producer != MP_NONE || tt->declared_kind != MP_KIND_ACTIVATION)
             continue;
-        bool used = (tt->flags & MP_TF_OUTPUT) != 0;
+        bool used = (tt->flags & MP__TF_OUTPUT) != 0;
         for (size_t k = 0; k < L->g->n_nodes && !used; k++)
             for (uint32_t i = 0; i < L->g->nodes[k].n_in; i++)
                 if (L->g->nodes[k].inputs[i] == t) {
@@ -1218,7 +1218,7 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
                 }
         if (!used)
             continue;
-        if ((st = mp_grow(L->ctx, (void **)&L->outer, sizeof *L->outer,
+        if ((st = mp__grow(L->ctx, (void **)&L->outer, sizeof *L->outer,
                           L->n_outer + 1, &L->cap_outer)))
             return st;
         tt->kind = tt->declared_kind = MP_KIND_INPUT;
@@ -1286,7 +1286,7 @@ static mp_status check_bindings(loader *L, const Onnx__GraphProto *gp)
         const mp_dim_binding *b = &L->opt->dims[i];
         const mp_dim_binding *first = find_binding(L, b->name);
         if (first != b && first->value != b->value)
-            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+            return mp__err(L->ctx, MP_ERR_INVALID_ARG,
                           "%s: dim '%s' is bound twice (%lld and %lld)",
                           L->src, b->name, (long long)first->value,
                           (long long)b->value);
@@ -1315,13 +1315,13 @@ static mp_status check_bindings(loader *L, const Onnx__GraphProto *gp)
         bool weight = pos && mp_graph_find_tensor(L->g, pname, &id) == MP_OK &&
                       L->g->tensors[id].declared_kind == MP_KIND_WEIGHT;
         if (!in && !weight)
-            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+            return mp__err(L->ctx, MP_ERR_INVALID_ARG,
                           "%s: dim binding '%s' names no symbolic dim "
                           "(dim_param) of the model and no axis INPUT:AXIS "
                           "of a graph input",
                           L->src, b->name);
         if (weight)
-            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+            return mp__err(L->ctx, MP_ERR_INVALID_ARG,
                           "%s: dim binding '%s': '%s' is a weight "
                           "(initializer), not an input whose dims can be "
                           "bound",
@@ -1333,7 +1333,7 @@ static mp_status check_bindings(loader *L, const Onnx__GraphProto *gp)
         if (tensor && tp->tensor_type->shape) {
             size_t r = tp->tensor_type->shape->n_dim;
             if (axis >= r)
-                return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+                return mp__err(L->ctx, MP_ERR_INVALID_ARG,
                               "%s: dim binding '%s': graph input '%s' has "
                               "rank %zu (axes 0..%zu), no axis %zu",
                               L->src, b->name, in->name, r,
@@ -1344,7 +1344,7 @@ static mp_status check_bindings(loader *L, const Onnx__GraphProto *gp)
         while (r < MP_MAX_RANK && find_axis_binding(L, in->name, r))
             r++;
         if (!tensor || axis >= r)
-            return mp_err(L->ctx, MP_ERR_INVALID_ARG,
+            return mp__err(L->ctx, MP_ERR_INVALID_ARG,
                           "%s: dim binding '%s': graph input '%s' has no "
                           "declared shape; give its whole shape (--shape "
                           "%s=D0xD1x..., i.e. bindings %s:0 .. %s:R-1 with "
@@ -1364,12 +1364,12 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
         return st;
     int64_t dims[MP_MAX_RANK];
     /* unbound symbols of used inputs */
-    bool *used = mp_calloc(L->ctx, L->g->n_tensors ? L->g->n_tensors : 1,
+    bool *used = mp__calloc(L->ctx, L->g->n_tensors ? L->g->n_tensors : 1,
                            sizeof *used);
     if (!used)
         return MP_ERR_NOMEM;
     for (size_t k = 0; k < L->g->n_nodes; k++) {
-        const mp_node *n = &L->g->nodes[k];
+        const mp__node *n = &L->g->nodes[k];
         for (uint32_t i = 0; i < n->n_in; i++)
             if (n->inputs[i] != MP_NONE)
                 used[n->inputs[i]] = true;
@@ -1380,7 +1380,7 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
         if (mp_graph_find_tensor(L->g, v->name, &id) != MP_OK ||
             L->g->tensors[id].kind != MP_KIND_INPUT)
             continue;
-        if (!used[id] && !(L->g->tensors[id].flags & MP_TF_OUTPUT))
+        if (!used[id] && !(L->g->tensors[id].flags & MP__TF_OUTPUT))
             continue;
         if (find_value(L, v->name) || L->g->tensors[id].seq)
             continue; /* its shape is the value's; a sequence's is
@@ -1394,18 +1394,18 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
                              &sym, &sd)))
             break;
         if (rank < 0 || dt == MP_DTYPE_UNDEFINED) {
-            st = rank < 0 ? mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input "
+            st = rank < 0 ? mp__err(L->ctx, MP_ERR_SHAPE, "%s: graph input "
                                    "'%s' has no declared shape; give it with "
                                    "--shape %s=D0xD1x... (bindings %s:0 .. "
                                    "%s:R-1)", L->src, v->name, v->name,
                                    v->name, v->name)
-                          : mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input "
+                          : mp__err(L->ctx, MP_ERR_SHAPE, "%s: graph input "
                                    "'%s' has no declared element type",
                                    L->src, v->name);
             break;
         }
         if (unbound && !sym) {
-            st = mp_err(L->ctx, MP_ERR_SHAPE, "%s: graph input '%s': dim %zu "
+            st = mp__err(L->ctx, MP_ERR_SHAPE, "%s: graph input '%s': dim %zu "
                         "has neither a size nor a name; bind it with --dim "
                         "%s:%zu=VALUE", L->src, v->name, sd, v->name, sd);
             break;
@@ -1413,21 +1413,21 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
         if (unbound)
             note_unbound(L, sym, v->name, sd);
     }
-    mp_dealloc(L->ctx, used);
+    mp__dealloc(L->ctx, used);
     if (st)
         return st;
     if (L->n_unbound)
-        return mp_err(L->ctx, MP_ERR_SHAPE,
+        return mp__err(L->ctx, MP_ERR_SHAPE,
                       "%s: %u symbolic dim%s not bound: %s; bind %s with "
                       "--dim NAME=VALUE",
                       L->src, L->n_unbound, L->n_unbound > 1 ? "s" : "",
                       L->unbound, L->n_unbound > 1 ? "them" : "it");
     st = mp_graph_finalize(L->g);
     if (st) {
-        char msg[MP_MSG_MAX];
+        char msg[MP__MSG_MAX];
         snprintf(msg, sizeof msg, "%s", mp_ctx_message(L->ctx));
         if (strncmp(msg, L->src, strlen(L->src)) != 0)
-            mp_err(L->ctx, st, "%s: %s", L->src, msg);
+            mp__err(L->ctx, st, "%s: %s", L->src, msg);
     }
     return st;
 }
@@ -1455,13 +1455,13 @@ static mp_status batch_bind(mp_ctx *ctx, const char *src, rebatch *rb,
         if (strcmp(rb->dims[i].name, key) == 0) {
             if (rb->dims[i].value == n)
                 return MP_OK;
-            return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: the batch %lld and "
+            return mp__err(ctx, MP_ERR_INVALID_ARG, "%s: the batch %lld and "
                           "the binding %s=%lld disagree (%s is the batch "
                           "dim)", src, (long long)n, key,
                           (long long)rb->dims[i].value, key);
         }
     size_t len = strlen(key) + 1;
-    char *s = mp_alloc(ctx, len);
+    char *s = mp__alloc(ctx, len);
     if (!s)
         return MP_ERR_NOMEM;
     memcpy(s, key, len);
@@ -1475,14 +1475,14 @@ static mp_status batch_bindings(mp_ctx *ctx, const char *src,
                                 const mp_onnx_options *opt, rebatch *rb)
 {
     if (opt->batch < 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: batch %lld: needs a "
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "%s: batch %lld: needs a "
                       "value >= 1 (0: as declared)", src,
                       (long long)opt->batch);
     if (!gp)
         return MP_OK; /* build() names the problem */
     rb->opt = *opt;
     rb->to = opt->batch;
-    rb->dims = mp_alloc(ctx, (opt->n_dims + 2 * gp->n_input + 1) *
+    rb->dims = mp__alloc(ctx, (opt->n_dims + 2 * gp->n_input + 1) *
                                  sizeof *rb->dims);
     if (!rb->dims)
         return MP_ERR_NOMEM;
@@ -1513,7 +1513,7 @@ static mp_status batch_bindings(mp_ctx *ctx, const char *src,
         for (size_t k = 0; !sp && k < opt->n_dims; k++)
             shaped = strcmp(opt->dims[k].name, key) == 0;
         if ((sp && sp->n_dim == 0) || (!sp && !shaped))
-            return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: graph input '%s' "
+            return mp__err(ctx, MP_ERR_INVALID_ARG, "%s: graph input '%s' "
                           "has %s: it has no batch dim for the batch "
                           "%lld%s", src, v->name,
                           sp ? "rank 0" : "no declared shape",
@@ -1525,7 +1525,7 @@ static mp_status batch_bindings(mp_ctx *ctx, const char *src,
                      ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
             d->dim_value >= 0) {
             if (first && d->dim_value != rb->from)
-                return mp_err(ctx, MP_ERR_INVALID_ARG, "%s: graph inputs "
+                return mp__err(ctx, MP_ERR_INVALID_ARG, "%s: graph inputs "
                               "'%s' and '%s' disagree on their batch (leading "
                               "dim %lld and %lld): the batch cannot set "
                               "both; bind each with --dim INPUT:AXIS=VALUE",
@@ -1543,7 +1543,7 @@ static mp_status batch_bindings(mp_ctx *ctx, const char *src,
         inputs++;
     }
     if (!st && !inputs)
-        st = mp_err(ctx, MP_ERR_INVALID_ARG, "%s: the model has no graph "
+        st = mp__err(ctx, MP_ERR_INVALID_ARG, "%s: the model has no graph "
                     "input (other than initializers) whose batch could be "
                     "set to %lld", src, (long long)rb->to);
     return st;
@@ -1554,7 +1554,7 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
                                     const mp_onnx_options *opt, mp_graph **out)
 {
     if (!ctx || !out || (!data && len))
-        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+        return ctx ? mp__err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load_onnx: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
@@ -1562,7 +1562,7 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
     if (opt)
         for (size_t i = 0; i < opt->n_dims; i++)
             if (!opt->dims || !opt->dims[i].name || opt->dims[i].value < 0)
-                return mp_err(ctx, MP_ERR_INVALID_ARG,
+                return mp__err(ctx, MP_ERR_INVALID_ARG,
                               "dim binding %zu: needs a name and a value "
                               ">= 0", i);
     ProtobufCAllocator pa = {pb_alloc, pb_free, ctx};
@@ -1571,7 +1571,7 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
     if (!m) {
         if (ctx->status == MP_ERR_NOMEM)
             return MP_ERR_NOMEM;
-        return mp_err(ctx, MP_ERR_CORRUPT,
+        return mp__err(ctx, MP_ERR_CORRUPT,
                       "%s: not a valid ONNX model: the protobuf is truncated "
                       "or corrupt (%zu bytes)",
                       src, len);
@@ -1590,8 +1590,8 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
         free_value_names(&L);
     }
     for (size_t i = 0; i < rb.n; i++)
-        mp_dealloc(ctx, (void *)rb.dims[rb.opt.n_dims - rb.n + i].name);
-    mp_dealloc(ctx, rb.dims);
+        mp__dealloc(ctx, (void *)rb.dims[rb.opt.n_dims - rb.n + i].name);
+    mp__dealloc(ctx, rb.dims);
     protobuf_c_message_free_unpacked(&m->base, &pa);
     if (st) {
         mp_graph_destroy(g);
@@ -1605,24 +1605,24 @@ mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
                              const mp_onnx_options *opt, mp_graph **out)
 {
     if (!ctx || !path || !out)
-        return ctx ? mp_err(ctx, MP_ERR_INVALID_ARG,
+        return ctx ? mp__err(ctx, MP_ERR_INVALID_ARG,
                             "mp_graph_load_onnx: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return mp_err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
+        return mp__err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
                       strerror(errno));
     size_t cap = 1 << 16, len = 0;
-    unsigned char *buf = mp_alloc(ctx, cap);
+    unsigned char *buf = mp__alloc(ctx, cap);
     mp_status st = buf ? MP_OK : MP_ERR_NOMEM;
     while (!st) {
         if (len == cap) {
             if (cap > SIZE_MAX / 2) {
-                st = mp_err(ctx, MP_ERR_IO, "%s: file too large", path);
+                st = mp__err(ctx, MP_ERR_IO, "%s: file too large", path);
                 break;
             }
-            unsigned char *nb = mp_realloc_array(ctx, buf, cap * 2, 1);
+            unsigned char *nb = mp__realloc_array(ctx, buf, cap * 2, 1);
             if (!nb) {
                 st = MP_ERR_NOMEM;
                 break;
@@ -1634,14 +1634,14 @@ mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
         len += r;
         if (r == 0) {
             if (ferror(f))
-                st = mp_err(ctx, MP_ERR_IO, "%s: read error", path);
+                st = mp__err(ctx, MP_ERR_IO, "%s: read error", path);
             break;
         }
     }
     fclose(f);
     if (!st)
         st = mp_graph_load_onnx_buffer(ctx, buf, len, path, opt, out);
-    mp_dealloc(ctx, buf);
+    mp__dealloc(ctx, buf);
     return st;
 }
 

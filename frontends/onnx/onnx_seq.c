@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-static void shape_of_type(const Onnx__TypeProto__Tensor *tt, mp_shape *s)
+static void shape_of_type(const Onnx__TypeProto__Tensor *tt, mp__shape *s)
 {
     s->rank = -1;
     if (!tt || !tt->shape || tt->shape->n_dim > MP_MAX_RANK)
@@ -24,22 +24,22 @@ static void shape_of_type(const Onnx__TypeProto__Tensor *tt, mp_shape *s)
 }
 
 /* sequence<tensor>: element type and prototype shape */
-static mp_seq *seq_of_seq_type(mp_ctx *ctx, const Onnx__TypeProto *et,
+static mp__seq *seq_of_seq_type(mp_ctx *ctx, const Onnx__TypeProto *et,
                                int type)
 {
     const Onnx__TypeProto__Tensor *tt =
         et && et->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE
             ? et->tensor_type
             : NULL;
-    mp_seq *s = mp_seq_new(ctx, type,
+    mp__seq *s = mp__seq_new(ctx, type,
                            tt && tt->has_elem_type ? tt->elem_type : 0, -1);
     if (s)
         shape_of_type(tt, &s->elems[0]);
     return s;
 }
 
-mp_status mp_onnx_seq_of_type(mp_ctx *ctx, const Onnx__TypeProto *tp,
-                              mp_seq **out)
+mp_status mp__onnx_seq_of_type(mp_ctx *ctx, const Onnx__TypeProto *tp,
+                              mp__seq **out)
 {
     *out = NULL;
     if (!tp)
@@ -47,20 +47,20 @@ mp_status mp_onnx_seq_of_type(mp_ctx *ctx, const Onnx__TypeProto *tp,
     if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
         tp->sequence_type) {
         *out = seq_of_seq_type(ctx, tp->sequence_type->elem_type,
-                               MP_SEQ_SEQUENCE);
+                               MP__SEQ_SEQUENCE);
     } else if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE &&
                tp->optional_type) {
         const Onnx__TypeProto *et = tp->optional_type->elem_type;
         if (et && et->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
             et->sequence_type) {
             *out = seq_of_seq_type(ctx, et->sequence_type->elem_type,
-                                   MP_SEQ_OPTIONAL_SEQUENCE);
+                                   MP__SEQ_OPTIONAL_SEQUENCE);
         } else {
             const Onnx__TypeProto__Tensor *tt =
                 et && et->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE
                     ? et->tensor_type
                     : NULL;
-            *out = mp_seq_new(ctx, MP_SEQ_OPTIONAL,
+            *out = mp__seq_new(ctx, MP__SEQ_OPTIONAL,
                               tt && tt->has_elem_type ? tt->elem_type : 0, 1);
             if (*out)
                 shape_of_type(tt, &(*out)->elems[0]);
@@ -142,14 +142,14 @@ static bool next_field(wire *w, uint32_t *field, const uint8_t **data,
 
 static void *ctx_alloc(void *c, size_t size)
 {
-    return mp_alloc((mp_ctx *)c, size ? size : 1);
+    return mp__alloc((mp_ctx *)c, size ? size : 1);
 }
 
-static void ctx_free(void *c, void *p) { mp_dealloc((mp_ctx *)c, p); }
+static void ctx_free(void *c, void *p) { mp__dealloc((mp_ctx *)c, p); }
 
 /* dtype and dims of a serialized TensorProto */
 static bool tensor_type_of(mp_ctx *ctx, const uint8_t *data, size_t len,
-                           uint8_t *dtype, mp_shape *s)
+                           uint8_t *dtype, mp__shape *s)
 {
     ProtobufCAllocator pa = {ctx_alloc, ctx_free, ctx};
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(&pa, len, data);
@@ -171,7 +171,7 @@ static bool tensor_type_of(mp_ctx *ctx, const uint8_t *data, size_t len,
 
 /* the tensor elements (field 3) of a SequenceProto */
 static mp_status seq_of_sequence_pb(mp_ctx *ctx, const uint8_t *p, size_t len,
-                                    int type, const char *what, mp_seq **out)
+                                    int type, const char *what, mp__seq **out)
 {
     wire w = {p, len, 0};
     uint32_t f, cnt = 0;
@@ -182,13 +182,13 @@ static mp_status seq_of_sequence_pb(mp_ctx *ctx, const uint8_t *p, size_t len,
         if (f == 3 && d)
             cnt++;
         else if (f == 5 || f == 6 || f == 7 || (f == 4 && d))
-            return mp_err(ctx, MP_ERR_UNSUPPORTED, "%s: a sequence of "
+            return mp__err(ctx, MP_ERR_UNSUPPORTED, "%s: a sequence of "
                           "sequences, maps, optionals or sparse tensors",
                           what);
     if (bad)
-        return mp_err(ctx, MP_ERR_PARSE, "%s: not a valid SequenceProto",
+        return mp__err(ctx, MP_ERR_PARSE, "%s: not a valid SequenceProto",
                       what);
-    mp_seq *s = mp_seq_new(ctx, type, 0, (int32_t)cnt);
+    mp__seq *s = mp__seq_new(ctx, type, 0, (int32_t)cnt);
     if (!s)
         return ctx->status ? ctx->status : MP_ERR_NOMEM;
     s->present = 1;
@@ -199,8 +199,8 @@ static mp_status seq_of_sequence_pb(mp_ctx *ctx, const uint8_t *p, size_t len,
             continue;
         uint8_t dt = 0;
         if (!tensor_type_of(ctx, d, dl, &dt, &s->elems[i])) {
-            mp_dealloc(ctx, s);
-            return mp_err(ctx, MP_ERR_PARSE, "%s: element %u is not a valid "
+            mp__dealloc(ctx, s);
+            return mp__err(ctx, MP_ERR_PARSE, "%s: element %u is not a valid "
                           "TensorProto", what, (unsigned)i);
         }
         if (i++ == 0 || s->dtype == 0)
@@ -210,12 +210,12 @@ static mp_status seq_of_sequence_pb(mp_ctx *ctx, const uint8_t *p, size_t len,
     return MP_OK;
 }
 
-mp_status mp_onnx_seq_of_pb(mp_ctx *ctx, const void *data, size_t len,
-                            int optional, const char *what, mp_seq **out)
+mp_status mp__onnx_seq_of_pb(mp_ctx *ctx, const void *data, size_t len,
+                            int optional, const char *what, mp__seq **out)
 {
     *out = NULL;
     if (!optional)
-        return seq_of_sequence_pb(ctx, data, len, MP_SEQ_SEQUENCE, what, out);
+        return seq_of_sequence_pb(ctx, data, len, MP__SEQ_SEQUENCE, what, out);
     /* OptionalProto: tensor_value (3) or sequence_value (5), or none */
     wire w = {data, len, 0};
     uint32_t f;
@@ -224,12 +224,12 @@ mp_status mp_onnx_seq_of_pb(mp_ctx *ctx, const void *data, size_t len,
     bool bad;
     while (next_field(&w, &f, &d, &dl, &bad)) {
         if (f == 3 && d) {
-            mp_seq *s = mp_seq_new(ctx, MP_SEQ_OPTIONAL, 0, 1);
+            mp__seq *s = mp__seq_new(ctx, MP__SEQ_OPTIONAL, 0, 1);
             if (!s)
                 return ctx->status ? ctx->status : MP_ERR_NOMEM;
             if (!tensor_type_of(ctx, d, dl, &s->dtype, &s->elems[0])) {
-                mp_dealloc(ctx, s);
-                return mp_err(ctx, MP_ERR_PARSE, "%s: its tensor is not a "
+                mp__dealloc(ctx, s);
+                return mp__err(ctx, MP_ERR_PARSE, "%s: its tensor is not a "
                               "valid TensorProto", what);
             }
             s->present = 1;
@@ -237,14 +237,14 @@ mp_status mp_onnx_seq_of_pb(mp_ctx *ctx, const void *data, size_t len,
             return MP_OK;
         }
         if (f == 5 && d)
-            return seq_of_sequence_pb(ctx, d, dl, MP_SEQ_OPTIONAL_SEQUENCE,
+            return seq_of_sequence_pb(ctx, d, dl, MP__SEQ_OPTIONAL_SEQUENCE,
                                       what, out);
     }
     if (bad)
-        return mp_err(ctx, MP_ERR_PARSE, "%s: not a valid OptionalProto",
+        return mp__err(ctx, MP_ERR_PARSE, "%s: not a valid OptionalProto",
                       what);
     /* no value */
-    *out = mp_seq_new(ctx, MP_SEQ_OPTIONAL, 0, 1);
+    *out = mp__seq_new(ctx, MP__SEQ_OPTIONAL, 0, 1);
     if (!*out)
         return ctx->status ? ctx->status : MP_ERR_NOMEM;
     (*out)->present = 0;

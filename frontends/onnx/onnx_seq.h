@@ -1,10 +1,10 @@
 /* ONNX sequences and optionals for the loader (frontends/onnx/onnx_seq.c):
- * the mp_seq (core/ops/shape.h) of a declared sequence/optional type, and
+ * the mp__seq (core/ops/shape.h) of a declared sequence/optional type, and
  * of a serialized SequenceProto / OptionalProto (onnx-data.proto, read
  * from the protobuf wire format: Debian's onnx.proto has no such
  * messages). Only with MP_WITH_ONNX. */
-#ifndef MP_ONNX_SEQ_H
-#define MP_ONNX_SEQ_H
+#ifndef MP__ONNX_SEQ_H
+#define MP__ONNX_SEQ_H
 
 #include "shape.h"
 #include "onnx.pb-c.h"
@@ -13,12 +13,12 @@
  * type, the element shape as a prototype (symbolic dims -1), length and
  * presence unknown. *out NULL (MP_OK) when tp is a tensor type or has no
  * type. */
-mp_status mp_onnx_seq_of_type(mp_ctx *ctx, const Onnx__TypeProto *tp,
-                              mp_seq **out);
+mp_status mp__onnx_seq_of_type(mp_ctx *ctx, const Onnx__TypeProto *tp,
+                              mp__seq **out);
 /* The value of a serialized SequenceProto (optional 0) or OptionalProto
  * (optional 1) of tensors: every element's dtype and dims. MP_ERR_PARSE
  * (naming what) when the bytes are not one. */
-mp_status mp_onnx_seq_of_pb(mp_ctx *ctx, const void *data, size_t len,
-                            int optional, const char *what, mp_seq **out);
+mp_status mp__onnx_seq_of_pb(mp_ctx *ctx, const void *data, size_t len,
+                            int optional, const char *what, mp__seq **out);
 
-#endif /* MP_ONNX_SEQ_H */
+#endif /* MP__ONNX_SEQ_H */

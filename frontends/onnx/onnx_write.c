@@ -13,7 +13,7 @@
  * - an initializer whose values the IR holds (small integer tensors of
  *   shape arithmetic, tiny float tensors) is written with its data; any
  *   other keeps dims and dtype only, its data marked EXTERNAL at the
- *   placeholder location MP_ONNX_NO_DATA (the loader never opens external
+ *   placeholder location MP__ONNX_NO_DATA (the loader never opens external
  *   data; other tools report the missing file);
  * - node attributes: int, float, string, ints, floats as they are; the
  *   loader's tensor attributes (NAME.dtype, NAME.dims, NAME.ints) as one
@@ -45,7 +45,7 @@ mp_status mp_graph_to_onnx(const mp_graph *g, void **data, size_t *len)
         *len = 0;
     if (!g)
         return MP_ERR_INVALID_ARG;
-    return mp_err(g->ctx, MP_ERR_UNSUPPORTED,
+    return mp__err(g->ctx, MP_ERR_UNSUPPORTED,
                   "this memplan was built without ONNX support (it needs "
                   "protoc-c, libprotobuf-c and libonnx-dev at build time)");
 }
@@ -62,7 +62,7 @@ mp_status mp_graph_save_onnx(const mp_graph *g, const char *path)
 
 #include "onnx.pb-c.h"
 
-#define MP_ONNX_NO_DATA "memplan-no-data"
+#define MP__ONNX_NO_DATA "memplan-no-data"
 #define DEFAULT_OPSET 17
 
 /* Every message and array is allocated here and released at once. */
@@ -87,10 +87,10 @@ static void *w_new(wr *w, size_t count, size_t size)
     size_t n;
     if (__builtin_mul_overflow(count ? count : 1, size ? size : 1, &n) ||
         n > SIZE_MAX - sizeof(blk)) {
-        w->st = mp_err(w->ctx, MP_ERR_OVERFLOW, "ONNX writer: too large");
+        w->st = mp__err(w->ctx, MP_ERR_OVERFLOW, "ONNX writer: too large");
         return NULL;
     }
-    blk *b = mp_calloc(w->ctx, 1, sizeof(blk) + n);
+    blk *b = mp__calloc(w->ctx, 1, sizeof(blk) + n);
     if (!b) {
         w->st = MP_ERR_NOMEM;
         return NULL;
@@ -105,9 +105,9 @@ static void w_free(wr *w)
     while (w->blocks) {
         blk *b = w->blocks;
         w->blocks = b->next;
-        mp_dealloc(w->ctx, b);
+        mp__dealloc(w->ctx, b);
     }
-    mp_dealloc(w->ctx, w->domains);
+    mp__dealloc(w->ctx, w->domains);
 }
 
 static char *w_fmt(wr *w, const char *a, const char *b)
@@ -125,7 +125,7 @@ static char *w_fmt(wr *w, const char *a, const char *b)
 
 /* The dims and dtype to write: the IR's, or for a tensor known only by its
  * byte size, one dim of that many elements. *rank -1: no shape. */
-static void written_shape(const mp_tensor *t, int *dtype, int *rank,
+static void written_shape(const mp__tensor *t, int *dtype, int *rank,
                           int64_t *dims)
 {
     *dtype = t->dtype;
@@ -133,10 +133,10 @@ static void written_shape(const mp_tensor *t, int *dtype, int *rank,
     if (t->rank >= 0) {
         for (int32_t i = 0; i < t->rank; i++)
             dims[i] = t->dims[i];
-        if (mp_tensor_shape_known(t) || !(t->flags & MP_TF_BYTES_GIVEN))
+        if (mp__tensor_shape_known(t) || !(t->flags & MP__TF_BYTES_GIVEN))
             return;
     }
-    if (!(t->flags & MP_TF_BYTES_GIVEN) || t->bytes > (uint64_t)INT64_MAX)
+    if (!(t->flags & MP__TF_BYTES_GIVEN) || t->bytes > (uint64_t)INT64_MAX)
         return;
     unsigned bits = mp_dtype_bits((mp_dtype)t->dtype);
     *rank = 1;
@@ -148,19 +148,19 @@ static void written_shape(const mp_tensor *t, int *dtype, int *rank,
     }
 }
 
-static Onnx__TypeProto *w_tensor_type(wr *w, const mp_tensor *t, bool input,
+static Onnx__TypeProto *w_tensor_type(wr *w, const mp__tensor *t, bool input,
                                       int dtype, int rank,
                                       const int64_t *dims);
 
 /* A sequence or optional value: its element type, with the elements'
  * shape where they all have one (dims that differ written unknown). */
-static Onnx__TypeProto *w_seq_type(wr *w, const mp_tensor *t)
+static Onnx__TypeProto *w_seq_type(wr *w, const mp__tensor *t)
 {
-    const mp_seq *q = t->seq;
+    const mp__seq *q = t->seq;
     int rank = -1;
     int64_t dims[MP_MAX_RANK];
     for (uint32_t e = 0; e < q->n_elems; e++) {
-        const mp_shape *sh = &q->elems[e];
+        const mp__shape *sh = &q->elems[e];
         if (e == 0) {
             rank = sh->rank;
             for (int32_t k = 0; k < rank; k++)
@@ -176,8 +176,8 @@ static Onnx__TypeProto *w_seq_type(wr *w, const mp_tensor *t)
     }
     Onnx__TypeProto *tp = w_tensor_type(w, t, false, q->dtype, rank, dims);
     for (int level = 0; level < 2 && tp; level++) {
-        bool seq = level == 0 && q->type != MP_SEQ_OPTIONAL;
-        bool opt = level == 1 && q->type != MP_SEQ_SEQUENCE;
+        bool seq = level == 0 && q->type != MP__SEQ_OPTIONAL;
+        bool opt = level == 1 && q->type != MP__SEQ_SEQUENCE;
         if (!seq && !opt)
             continue;
         Onnx__TypeProto *outer = w_new(w, 1, sizeof *outer);
@@ -206,7 +206,7 @@ static Onnx__TypeProto *w_seq_type(wr *w, const mp_tensor *t)
     return tp;
 }
 
-static Onnx__TypeProto *w_type(wr *w, const mp_tensor *t, bool input)
+static Onnx__TypeProto *w_type(wr *w, const mp__tensor *t, bool input)
 {
     int dtype, rank;
     int64_t dims[MP_MAX_RANK];
@@ -218,7 +218,7 @@ static Onnx__TypeProto *w_type(wr *w, const mp_tensor *t, bool input)
 
 /* A tensor type of dtype and dims (rank -1: no shape); NULL when neither
  * is known. Unknown dims of graph inputs get dim_param "TENSOR:AXIS". */
-static Onnx__TypeProto *w_tensor_type(wr *w, const mp_tensor *t, bool input,
+static Onnx__TypeProto *w_tensor_type(wr *w, const mp__tensor *t, bool input,
                                       int dtype, int rank,
                                       const int64_t *dims)
 {
@@ -268,7 +268,7 @@ static Onnx__TypeProto *w_tensor_type(wr *w, const mp_tensor *t, bool input,
     return w->st ? NULL : tp;
 }
 
-static Onnx__ValueInfoProto *w_value_info(wr *w, const mp_tensor *t,
+static Onnx__ValueInfoProto *w_value_info(wr *w, const mp__tensor *t,
                                           bool input)
 {
     Onnx__ValueInfoProto *v = w_new(w, 1, sizeof *v);
@@ -402,7 +402,7 @@ static void w_no_data(wr *w, Onnx__TensorProto *tp, uint64_t bytes)
     onnx__string_string_entry_proto__init(loc);
     onnx__string_string_entry_proto__init(len);
     loc->key = (char *)"location";
-    loc->value = (char *)MP_ONNX_NO_DATA;
+    loc->value = (char *)MP__ONNX_NO_DATA;
     snprintf(num, 24, "%llu", (unsigned long long)bytes);
     len->key = (char *)"length";
     len->value = num;
@@ -432,7 +432,7 @@ static Onnx__TensorProto *w_tensor(wr *w, const char *name, int dtype,
     for (int i = 0; i < rank; i++) {
         d[i] = dims[i] < 0 ? 0 : dims[i];
         known = known && dims[i] >= 0 &&
-                mp_mul_u64(numel, (uint64_t)dims[i], &numel);
+                mp__mul_u64(numel, (uint64_t)dims[i], &numel);
     }
     tp->dims = d;
     tp->n_dims = rank > 0 ? (size_t)rank : 0;
@@ -441,14 +441,14 @@ static Onnx__TensorProto *w_tensor(wr *w, const char *name, int dtype,
     if (known && v && count == numel && w_values(w, tp, dtype, v, count))
         return w->st ? NULL : tp;
     uint64_t bytes = 0, bits = mp_dtype_bits((mp_dtype)dtype);
-    if (!known || !mp_mul_u64(numel, bits, &bytes))
+    if (!known || !mp__mul_u64(numel, bits, &bytes))
         bytes = 0;
     w_no_data(w, tp, (bytes + 7) / 8);
     return w->st ? NULL : tp;
 }
 
 /* True when t's written shape is fully known (an initializer needs it). */
-static bool writable_shape(const mp_tensor *t)
+static bool writable_shape(const mp__tensor *t)
 {
     int dtype, rank;
     int64_t dims[MP_MAX_RANK];
@@ -459,13 +459,13 @@ static bool writable_shape(const mp_tensor *t)
     return rank >= 0;
 }
 
-static Onnx__TensorProto *w_tensor_of(wr *w, const mp_tensor *t,
+static Onnx__TensorProto *w_tensor_of(wr *w, const mp__tensor *t,
                                       const char *name)
 {
     int dtype, rank;
     int64_t dims[MP_MAX_RANK];
     if (!writable_shape(t)) {
-        w->st = mp_err(w->ctx, MP_ERR_SHAPE, "tensor '%s': its shape is not "
+        w->st = mp__err(w->ctx, MP_ERR_SHAPE, "tensor '%s': its shape is not "
                        "known, so it cannot be written as an ONNX tensor",
                        t->name);
         return NULL;
@@ -490,7 +490,7 @@ static bool has_suffix(const char *s, const char *suffix, size_t *base_len)
     return true;
 }
 
-static const mp_attr *attr_n(const mp_node *n, const char *base, size_t len,
+static const mp__attr *attr_n(const mp__node *n, const char *base, size_t len,
                              const char *suffix)
 {
     char key[512];
@@ -498,14 +498,14 @@ static const mp_attr *attr_n(const mp_node *n, const char *base, size_t len,
         return NULL;
     memcpy(key, base, len);
     strcpy(key + len, suffix);
-    return mp_node_attr(n, key);
+    return mp__node_attr(n, key);
 }
 
 /* Index of the subgraph an attribute NAME.graph refers to, or -1. */
-static int64_t graph_index(const mp_graph *g, const mp_attr *a)
+static int64_t graph_index(const mp_graph *g, const mp__attr *a)
 {
     size_t bl;
-    if (a->type != MP_ATTR_INT || !has_suffix(a->name, ".graph", &bl) ||
+    if (a->type != MP__ATTR_INT || !has_suffix(a->name, ".graph", &bl) ||
         a->v.i < 0 || (uint64_t)a->v.i >= g->n_subgraphs ||
         !g->subgraphs[a->v.i])
         return -1;
@@ -513,24 +513,24 @@ static int64_t graph_index(const mp_graph *g, const mp_attr *a)
 }
 
 /* A loader tensor attribute: NAME.dtype (int) with NAME.dims (ints). */
-static bool tensor_attr(const mp_node *n, const mp_attr *a, size_t *bl)
+static bool tensor_attr(const mp__node *n, const mp__attr *a, size_t *bl)
 {
-    if (a->type != MP_ATTR_INT || !has_suffix(a->name, ".dtype", bl))
+    if (a->type != MP__ATTR_INT || !has_suffix(a->name, ".dtype", bl))
         return false;
-    const mp_attr *d = attr_n(n, a->name, *bl, ".dims");
-    return d && d->type == MP_ATTR_INTS;
+    const mp__attr *d = attr_n(n, a->name, *bl, ".dims");
+    return d && d->type == MP__ATTR_INTS;
 }
 
-static bool part_of_tensor_attr(const mp_node *n, const mp_attr *a)
+static bool part_of_tensor_attr(const mp__node *n, const mp__attr *a)
 {
     size_t bl;
     const char *sfx[] = {".dims", ".ints"};
     for (int k = 0; k < 2; k++) {
         if (!has_suffix(a->name, sfx[k], &bl))
             continue;
-        const mp_attr *d = attr_n(n, a->name, bl, ".dtype");
-        const mp_attr *dd = attr_n(n, a->name, bl, ".dims");
-        if (d && d->type == MP_ATTR_INT && dd && dd->type == MP_ATTR_INTS)
+        const mp__attr *d = attr_n(n, a->name, bl, ".dtype");
+        const mp__attr *dd = attr_n(n, a->name, bl, ".dims");
+        if (d && d->type == MP__ATTR_INT && dd && dd->type == MP__ATTR_INTS)
             return true;
     }
     return false;
@@ -546,15 +546,15 @@ static char *w_base(wr *w, const char *s, size_t len)
 
 /* A STRINGS attribute kept as NAME.strings (core/ops/strval.h) written
  * back as one: true when a holds one (ap filled). */
-static bool w_strings_attr(wr *w, const mp_node *n, const mp_attr *a,
+static bool w_strings_attr(wr *w, const mp__node *n, const mp__attr *a,
                            Onnx__AttributeProto *ap)
 {
     size_t bl, cnt;
     const char *cur;
-    if (a->type != MP_ATTR_STRING || !has_suffix(a->name, ".strings", &bl))
+    if (a->type != MP__ATTR_STRING || !has_suffix(a->name, ".strings", &bl))
         return false;
     char *base = w_base(w, a->name, bl);
-    if (!base || !mp_attr_strings(n, base, &cnt, &cur) ||
+    if (!base || !mp__attr_strings(n, base, &cnt, &cur) ||
         cnt > strlen(a->v.s))
         return false;
     ProtobufCBinaryData *v = w_new(w, cnt, sizeof *v);
@@ -562,7 +562,7 @@ static bool w_strings_attr(wr *w, const mp_node *n, const mp_attr *a,
         /* each string is at most half its hex text */
         size_t cap = strlen(cur) / 2 + 1;
         char *b = w_new(w, cap, 1);
-        if (!b || !mp_attr_strings_next(&cur, b, cap, &v[i].len))
+        if (!b || !mp__attr_strings_next(&cur, b, cap, &v[i].len))
             return false;
         v[i].data = (uint8_t *)b;
     }
@@ -575,12 +575,12 @@ static bool w_strings_attr(wr *w, const mp_node *n, const mp_attr *a,
     return true;
 }
 
-static bool is_constant(const mp_node *n)
+static bool is_constant(const mp__node *n)
 {
     return strcmp(n->op, "Constant") == 0 && (!n->domain || !n->domain[0]);
 }
 
-static bool constant_has_value_attr(const mp_node *n)
+static bool constant_has_value_attr(const mp__node *n)
 {
     for (uint32_t i = 0; i < n->n_attrs; i++)
         if (strncmp(n->attrs[i].name, "value_", 6) == 0 ||
@@ -589,7 +589,7 @@ static bool constant_has_value_attr(const mp_node *n)
     return false;
 }
 
-static mp_status w_attrs(wr *w, const mp_graph *g, const mp_node *n,
+static mp_status w_attrs(wr *w, const mp_graph *g, const mp__node *n,
                          Onnx__NodeProto *np, unsigned depth)
 {
     Onnx__AttributeProto **as = w_new(w, (size_t)n->n_attrs + 1, sizeof *as);
@@ -600,9 +600,9 @@ static mp_status w_attrs(wr *w, const mp_graph *g, const mp_node *n,
                     !constant_has_value_attr(n) &&
                     writable_shape(&g->tensors[n->outputs[0]]);
     for (uint32_t i = 0; i < n->n_attrs && !w->st; i++) {
-        const mp_attr *a = &n->attrs[i];
+        const mp__attr *a = &n->attrs[i];
         size_t bl = 0;
-        if (strcmp(a->name, "body.inputs") == 0 && a->type == MP_ATTR_INT)
+        if (strcmp(a->name, "body.inputs") == 0 && a->type == MP__ATTR_INT)
             continue;
         if (part_of_tensor_attr(n, a))
             continue;
@@ -624,9 +624,9 @@ static mp_status w_attrs(wr *w, const mp_graph *g, const mp_node *n,
         if (tensor_attr(n, a, &bl)) {
             if (constant && bl == 5 && strncmp(a->name, "value", 5) == 0)
                 continue; /* written from the output below */
-            const mp_attr *dims = attr_n(n, a->name, bl, ".dims");
-            const mp_attr *ints = attr_n(n, a->name, bl, ".ints");
-            if (ints && ints->type != MP_ATTR_INTS)
+            const mp__attr *dims = attr_n(n, a->name, bl, ".dims");
+            const mp__attr *ints = attr_n(n, a->name, bl, ".ints");
+            if (ints && ints->type != MP__ATTR_INTS)
                 ints = NULL;
             if (dims->n > MP_MAX_RANK)
                 goto plain; /* not a tensor the loader made */
@@ -643,28 +643,28 @@ static mp_status w_attrs(wr *w, const mp_graph *g, const mp_node *n,
         }
     plain:
         switch (a->type) {
-        case MP_ATTR_INT:
+        case MP__ATTR_INT:
             ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
             ap->has_i = 1;
             ap->i = a->v.i;
             break;
-        case MP_ATTR_FLOAT:
+        case MP__ATTR_FLOAT:
             ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
             ap->has_f = 1;
             ap->f = (float)a->v.f;
             break;
-        case MP_ATTR_STRING:
+        case MP__ATTR_STRING:
             ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
             ap->has_s = 1;
             ap->s.data = (uint8_t *)a->v.s;
             ap->s.len = strlen(a->v.s);
             break;
-        case MP_ATTR_INTS:
+        case MP__ATTR_INTS:
             ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
             ap->ints = a->v.ints;
             ap->n_ints = a->n;
             break;
-        case MP_ATTR_FLOATS: {
+        case MP__ATTR_FLOATS: {
             float *f = w_new(w, a->n, sizeof *f);
             if (!f)
                 break;
@@ -679,7 +679,7 @@ static mp_status w_attrs(wr *w, const mp_graph *g, const mp_node *n,
         as[k++] = ap;
     }
     if (constant && !w->st) {
-        const mp_tensor *t = &g->tensors[n->outputs[0]];
+        const mp__tensor *t = &g->tensors[n->outputs[0]];
         Onnx__AttributeProto *ap = w_new(w, 1, sizeof *ap);
         if (ap) {
             onnx__attribute_proto__init(ap);
@@ -697,14 +697,14 @@ static mp_status w_attrs(wr *w, const mp_graph *g, const mp_node *n,
 
 /* Output i of n is one the loader made up for an omitted optional output
  * ("NODE:omittedI") or for a body's memory ("NODE:body"). */
-static bool made_up(const mp_node *n, const char *tname, const char *what)
+static bool made_up(const mp__node *n, const char *tname, const char *what)
 {
     size_t ln = strlen(n->name);
     return strncmp(tname, n->name, ln) == 0 &&
            strncmp(tname + ln, what, strlen(what)) == 0;
 }
 
-static Onnx__NodeProto *w_node(wr *w, const mp_graph *g, const mp_node *n,
+static Onnx__NodeProto *w_node(wr *w, const mp_graph *g, const mp__node *n,
                                unsigned depth)
 {
     Onnx__NodeProto *np = w_new(w, 1, sizeof *np);
@@ -719,12 +719,12 @@ static Onnx__NodeProto *w_node(wr *w, const mp_graph *g, const mp_node *n,
         np->domain = n->domain;
     /* inputs: without those the loader added for outer-scope names */
     uint32_t n_in = n->n_in;
-    const mp_attr *bi = mp_node_attr(n, "body.inputs");
+    const mp__attr *bi = mp__node_attr(n, "body.inputs");
     bool has_body = false;
     for (uint32_t i = 0; i < n->n_attrs; i++)
         if (graph_index(g, &n->attrs[i]) >= 0)
             has_body = true;
-    if (has_body && bi && bi->type == MP_ATTR_INT && bi->v.i >= 0 &&
+    if (has_body && bi && bi->type == MP__ATTR_INT && bi->v.i >= 0 &&
         (uint64_t)bi->v.i < n_in)
         n_in = (uint32_t)bi->v.i;
     for (uint32_t i = 0; i < n_in; i++)
@@ -747,7 +747,7 @@ static Onnx__NodeProto *w_node(wr *w, const mp_graph *g, const mp_node *n,
         for (size_t i = 0; i < w->n_domains && !seen; i++)
             seen = strcmp(w->domains[i], n->domain) == 0;
         if (!seen && strcmp(n->domain, "ai.onnx") != 0) {
-            if (mp_grow(w->ctx, (void **)&w->domains, sizeof *w->domains,
+            if (mp__grow(w->ctx, (void **)&w->domains, sizeof *w->domains,
                         w->n_domains + 1, &w->cap_domains)) {
                 w->st = MP_ERR_NOMEM;
                 return NULL;
@@ -770,11 +770,11 @@ static bool in_list(const uint32_t *ids, uint32_t n, uint32_t id)
     return false;
 }
 
-static bool made_up_tensor(const mp_graph *g, const mp_tensor *t)
+static bool made_up_tensor(const mp_graph *g, const mp__tensor *t)
 {
     if (t->producer == MP_NONE)
         return false;
-    const mp_node *n = &g->nodes[t->producer];
+    const mp__node *n = &g->nodes[t->producer];
     return made_up(n, t->name, ":omitted") || made_up(n, t->name, ":body");
 }
 
@@ -782,7 +782,7 @@ static Onnx__GraphProto *w_graph(wr *w, const mp_graph *g, bool sub,
                                  unsigned depth)
 {
     if (depth > 64) {
-        w->st = mp_err(w->ctx, MP_ERR_UNSUPPORTED,
+        w->st = mp__err(w->ctx, MP_ERR_UNSUPPORTED,
                        "ONNX writer: subgraphs nested deeper than 64");
         return NULL;
     }
@@ -806,7 +806,7 @@ static Onnx__GraphProto *w_graph(wr *w, const mp_graph *g, bool sub,
                 w_value_info(w, &g->tensors[g->sub_outputs[i]], false);
     }
     for (uint32_t i = 0; i < nt && !w->st; i++) {
-        const mp_tensor *t = &g->tensors[i];
+        const mp__tensor *t = &g->tensors[i];
         if (t->producer == MP_NONE) {
             switch (t->declared_kind) {
             case MP_KIND_INPUT:
@@ -820,13 +820,13 @@ static Onnx__GraphProto *w_graph(wr *w, const mp_graph *g, bool sub,
             default:
                 break; /* declared, never produced, unused */
             }
-            if (!sub && (t->flags & MP_TF_OUTPUT))
+            if (!sub && (t->flags & MP__TF_OUTPUT))
                 outs[gp->n_output++] = w_value_info(w, t, false);
             continue;
         }
         if (made_up_tensor(g, t))
             continue;
-        if (!sub && (t->flags & MP_TF_OUTPUT)) {
+        if (!sub && (t->flags & MP__TF_OUTPUT)) {
             outs[gp->n_output++] = w_value_info(w, t, false);
             continue;
         }
@@ -865,7 +865,7 @@ mp_status mp_graph_to_onnx(const mp_graph *g, void **data, size_t *len)
     if (len)
         *len = 0;
     if (!g || !data || !len)
-        return g ? mp_err(g->ctx, MP_ERR_INVALID_ARG,
+        return g ? mp__err(g->ctx, MP_ERR_INVALID_ARG,
                           "mp_graph_to_onnx: NULL argument")
                  : MP_ERR_INVALID_ARG;
     wr w = {.ctx = g->ctx};
@@ -891,14 +891,14 @@ mp_status mp_graph_to_onnx(const mp_graph *g, void **data, size_t *len)
         m.ir_version = ir_for_opset(opset);
         m.producer_name = (char *)"memplan";
         size_t n = onnx__model_proto__get_packed_size(&m);
-        uint8_t *buf = mp_alloc(g->ctx, n ? n : 1);
+        uint8_t *buf = mp__alloc(g->ctx, n ? n : 1);
         if (!buf) {
             w.st = MP_ERR_NOMEM;
         } else {
             size_t got = onnx__model_proto__pack(&m, buf);
             if (got != n) {
-                mp_dealloc(g->ctx, buf);
-                w.st = mp_err(g->ctx, MP_ERR_INTERNAL, "ONNX writer: packed "
+                mp__dealloc(g->ctx, buf);
+                w.st = mp__err(g->ctx, MP_ERR_INTERNAL, "ONNX writer: packed "
                               "%zu bytes, expected %zu", got, n);
             } else {
                 *data = buf;
@@ -914,7 +914,7 @@ mp_status mp_graph_to_onnx(const mp_graph *g, void **data, size_t *len)
 mp_status mp_graph_save_onnx(const mp_graph *g, const char *path)
 {
     if (!g || !path)
-        return g ? mp_err(g->ctx, MP_ERR_INVALID_ARG,
+        return g ? mp__err(g->ctx, MP_ERR_INVALID_ARG,
                           "mp_graph_save_onnx: NULL path")
                  : MP_ERR_INVALID_ARG;
     void *data;
@@ -922,8 +922,8 @@ mp_status mp_graph_save_onnx(const mp_graph *g, const char *path)
     mp_status st = mp_graph_to_onnx(g, &data, &len);
     if (st)
         return st;
-    st = mp_write_file(g->ctx, path, data, len);
-    mp_dealloc(g->ctx, data);
+    st = mp__write_file(g->ctx, path, data, len);
+    mp__dealloc(g->ctx, data);
     return st;
 }
 

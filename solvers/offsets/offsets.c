@@ -81,12 +81,12 @@ mp_status mp_offsets_lower_bound(mp_ctx *ctx, const mp_buffer *bufs,
     if (!ctx)
         return MP_ERR_INVALID_ARG;
     if (!lb)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "offsets: lb is NULL");
-    mp_ofs_prob p;
-    mp_status st = mp_ofs_prob_init(ctx, &p, bufs, n, alignment);
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "offsets: lb is NULL");
+    mp__ofs_prob p;
+    mp_status st = mp__ofs_prob_init(ctx, &p, bufs, n, alignment);
     if (st == MP_OK)
         *lb = p.lb;
-    mp_ofs_prob_free(&p);
+    mp__ofs_prob_free(&p);
     return st;
 }
 
@@ -102,7 +102,7 @@ enum { ORD_SIZE, ORD_DURATION, ORD_AREA, ORD_START, ORD_BREADTH,
 #define OFS_TINY_FRACTION 1e-6
 
 typedef struct ord_ctx {
-    const mp_ofs_prob *p;
+    const mp__ofs_prob *p;
     const double *area;
     const uint64_t *bkey;  /* breadth: live bytes of the first visit */
     const uint32_t *bpt;   /* breadth: the time point of the first visit */
@@ -154,7 +154,7 @@ static int cmp_start(const void *ctx, uint32_t a, uint32_t b)
     return cmp_tail(c, a, b);
 }
 
-static int is_tiny(const mp_ofs_prob *p, uint32_t a)
+static int is_tiny(const mp__ofs_prob *p, uint32_t a)
 {
     return (double)p->size[a] < OFS_TINY_FRACTION * (double)p->lb;
 }
@@ -213,18 +213,18 @@ static int cmp_breadth(const void *ctx, uint32_t a, uint32_t b)
 /* Breadth keys: for every buffer, the first time point that TFLite's
  * greedy by breadth visits among those it covers: the one of maximal live
  * bytes (the earliest among equal). Range-max over a segment tree. */
-static mp_status breadth_keys(const mp_ofs_prob *p, uint64_t *bkey,
+static mp_status breadth_keys(const mp__ofs_prob *p, uint64_t *bkey,
                               uint32_t *bpt)
 {
     mp_ctx *ctx = p->ctx;
     uint32_t P = 1;
     while (P < p->nt)
         P *= 2;
-    uint64_t *live = mp_calloc(ctx, 2 * (size_t)P, sizeof *live);
-    uint32_t *arg = mp_calloc(ctx, 2 * (size_t)P, sizeof *arg);
+    uint64_t *live = mp__calloc(ctx, 2 * (size_t)P, sizeof *live);
+    uint32_t *arg = mp__calloc(ctx, 2 * (size_t)P, sizeof *arg);
     if (!live || !arg) {
-        mp_dealloc(ctx, live);
-        mp_dealloc(ctx, arg);
+        mp__dealloc(ctx, live);
+        mp__dealloc(ctx, arg);
         return MP_ERR_NOMEM;
     }
     uint64_t *d = live + P; /* leaves: build deltas then prefix sums */
@@ -268,12 +268,12 @@ static mp_status breadth_keys(const mp_ofs_prob *p, uint64_t *bkey,
         bkey[i] = bv;
         bpt[i] = bt;
     }
-    mp_dealloc(ctx, live);
-    mp_dealloc(ctx, arg);
+    mp__dealloc(ctx, live);
+    mp__dealloc(ctx, arg);
     return MP_OK;
 }
 
-static mp_status make_order(const mp_ofs_prob *p, int kind, uint32_t *order)
+static mp_status make_order(const mp__ofs_prob *p, int kind, uint32_t *order)
 {
     mp_ctx *ctx = p->ctx;
     ord_ctx c = {p, NULL, NULL, NULL};
@@ -283,7 +283,7 @@ static mp_status make_order(const mp_ofs_prob *p, int kind, uint32_t *order)
     mp_status st = MP_OK;
     for (uint32_t i = 0; i < p->n; i++)
         order[i] = i;
-    mp_ofs_cmp_fn cmp = cmp_size;
+    mp__ofs_cmp_fn cmp = cmp_size;
     switch (kind) {
     case ORD_SIZE:
         cmp = cmp_size;
@@ -301,7 +301,7 @@ static mp_status make_order(const mp_ofs_prob *p, int kind, uint32_t *order)
         cmp = cmp_tiny_class;
         break;
     case ORD_AREA:
-        area = mp_alloc(ctx, (size_t)p->n * sizeof *area);
+        area = mp__alloc(ctx, (size_t)p->n * sizeof *area);
         if (!area)
             return MP_ERR_NOMEM;
         for (uint32_t i = 0; i < p->n; i++)
@@ -310,8 +310,8 @@ static mp_status make_order(const mp_ofs_prob *p, int kind, uint32_t *order)
         cmp = cmp_area;
         break;
     default:
-        bkey = mp_alloc(ctx, (size_t)p->n * sizeof *bkey);
-        bpt = mp_alloc(ctx, (size_t)p->n * sizeof *bpt);
+        bkey = mp__alloc(ctx, (size_t)p->n * sizeof *bkey);
+        bpt = mp__alloc(ctx, (size_t)p->n * sizeof *bpt);
         if (!bkey || !bpt) {
             st = MP_ERR_NOMEM;
             goto out;
@@ -324,11 +324,11 @@ static mp_status make_order(const mp_ofs_prob *p, int kind, uint32_t *order)
         cmp = cmp_breadth;
         break;
     }
-    st = mp_ofs_sort_idx(ctx, order, p->n, cmp, &c);
+    st = mp__ofs_sort_idx(ctx, order, p->n, cmp, &c);
 out:
-    mp_dealloc(ctx, area);
-    mp_dealloc(ctx, bkey);
-    mp_dealloc(ctx, bpt);
+    mp__dealloc(ctx, area);
+    mp__dealloc(ctx, bkey);
+    mp__dealloc(ctx, bpt);
     return st;
 }
 
@@ -340,19 +340,19 @@ typedef struct cand {
 } cand;
 
 static const cand cands[] = {
-    {ORD_SIZE, MP_OFS_BESTFIT, "size-bestfit"},
-    {ORD_SIZE, MP_OFS_FIRSTFIT, "size-firstfit"},
-    {ORD_DURATION, MP_OFS_BESTFIT, "duration-bestfit"},
-    {ORD_DURATION, MP_OFS_FIRSTFIT, "duration-firstfit"},
-    {ORD_AREA, MP_OFS_BESTFIT, "area-bestfit"},
-    {ORD_AREA, MP_OFS_FIRSTFIT, "area-firstfit"},
-    {ORD_BREADTH, MP_OFS_BESTFIT, "breadth"},
-    {ORD_START, MP_OFS_FIRSTFIT, "start-firstfit"},
-    {ORD_BREADTH, MP_OFS_FIRSTFIT, "breadth-firstfit"},
+    {ORD_SIZE, MP__OFS_BESTFIT, "size-bestfit"},
+    {ORD_SIZE, MP__OFS_FIRSTFIT, "size-firstfit"},
+    {ORD_DURATION, MP__OFS_BESTFIT, "duration-bestfit"},
+    {ORD_DURATION, MP__OFS_FIRSTFIT, "duration-firstfit"},
+    {ORD_AREA, MP__OFS_BESTFIT, "area-bestfit"},
+    {ORD_AREA, MP__OFS_FIRSTFIT, "area-firstfit"},
+    {ORD_BREADTH, MP__OFS_BESTFIT, "breadth"},
+    {ORD_START, MP__OFS_FIRSTFIT, "start-firstfit"},
+    {ORD_BREADTH, MP__OFS_FIRSTFIT, "breadth-firstfit"},
     /* large instances only (see large_seq) */
-    {ORD_TINY_SIZE, MP_OFS_FIRSTFIT, "tiny-size-firstfit"},
-    {ORD_TINY_CLASS, MP_OFS_FIRSTFIT, "tiny-class-firstfit"},
-    {ORD_TINY_CLASS, MP_OFS_BESTFIT, "tiny-class-bestfit"},
+    {ORD_TINY_SIZE, MP__OFS_FIRSTFIT, "tiny-size-firstfit"},
+    {ORD_TINY_CLASS, MP__OFS_FIRSTFIT, "tiny-class-firstfit"},
+    {ORD_TINY_CLASS, MP__OFS_BESTFIT, "tiny-class-bestfit"},
 };
 /* Small instances (matrix engine) run the first nine. */
 #define N_SMALL_CANDS 9u
@@ -389,9 +389,9 @@ static const char *const auto_names[] = {
 
 /* Solver state shared by the passes. */
 typedef struct solver {
-    mp_ofs_prob p;
-    mp_ofs_tree *tree;
-    mp_ofs_mat_ws ws;
+    mp__ofs_prob p;
+    mp__ofs_tree *tree;
+    mp__ofs_mat_ws ws;
     uint32_t *order;
     uint64_t *off;
     uint64_t *best_off;
@@ -404,20 +404,20 @@ typedef struct solver {
 static mp_status place_order(solver *s, const uint32_t *order, int fit,
                              uint64_t *off, uint64_t *arena)
 {
-    const mp_ofs_prob *p = &s->p;
+    const mp__ofs_prob *p = &s->p;
     if (p->mat) {
         for (uint32_t i = 0; i < p->n; i++)
             s->ws.pos[order[i]] = i;
-        *arena = mp_ofs_mat_place(p, &s->ws, order, 0, fit);
+        *arena = mp__ofs_mat_place(p, &s->ws, order, 0, fit);
         memcpy(off, s->ws.off, (size_t)p->n * sizeof *off);
         return MP_OK;
     }
     if (!s->tree) {
-        mp_status st = mp_ofs_tree_create(p, &s->tree);
+        mp_status st = mp__ofs_tree_create(p, &s->tree);
         if (st != MP_OK)
             return st;
     }
-    return mp_ofs_tree_place(s->tree, order, fit, off, arena);
+    return mp__ofs_tree_place(s->tree, order, fit, off, arena);
 }
 
 static mp_status run_cand(solver *s, int ci)
@@ -457,7 +457,7 @@ static uint32_t rng_below(uint64_t *s, uint32_t n)
 
 /* Number of buffers that reach the top of the arena (a plateau measure:
  * fewer is closer to lowering the arena). */
-static uint32_t count_top(const mp_ofs_prob *p, const uint64_t *off,
+static uint32_t count_top(const mp__ofs_prob *p, const uint64_t *off,
                           uint64_t arena)
 {
     uint32_t c = 0;
@@ -469,7 +469,7 @@ static uint32_t count_top(const mp_ofs_prob *p, const uint64_t *off,
 static mp_status improve(solver *s, uint64_t seed, double deadline,
                          int *improved)
 {
-    mp_ofs_prob *p = &s->p;
+    mp__ofs_prob *p = &s->p;
     mp_ctx *ctx = p->ctx;
     uint32_t n = p->n;
     *improved = 0;
@@ -482,27 +482,27 @@ static mp_status improve(solver *s, uint64_t seed, double deadline,
     if (iters < 50)
         iters = 50;
     uint32_t *order = s->order;
-    uint64_t *save_off = mp_alloc(ctx, (size_t)n * sizeof *save_off);
-    uint64_t *save_top = mp_alloc(ctx, (size_t)n * sizeof *save_top);
-    uint32_t *tops = mp_alloc(ctx, (size_t)n * sizeof *tops);
-    uint32_t *save_sorted = mp_alloc(ctx, (size_t)n * sizeof *save_sorted);
+    uint64_t *save_off = mp__alloc(ctx, (size_t)n * sizeof *save_off);
+    uint64_t *save_top = mp__alloc(ctx, (size_t)n * sizeof *save_top);
+    uint32_t *tops = mp__alloc(ctx, (size_t)n * sizeof *tops);
+    uint32_t *save_sorted = mp__alloc(ctx, (size_t)n * sizeof *save_sorted);
     if (!save_off || !save_top || !tops || !save_sorted) {
-        mp_dealloc(ctx, save_sorted);
-        mp_dealloc(ctx, save_off);
-        mp_dealloc(ctx, save_top);
-        mp_dealloc(ctx, tops);
+        mp__dealloc(ctx, save_sorted);
+        mp__dealloc(ctx, save_off);
+        mp__dealloc(ctx, save_top);
+        mp__dealloc(ctx, tops);
         return MP_ERR_NOMEM;
     }
     memcpy(order, s->best_order, (size_t)n * sizeof *order);
     int fit = s->best_fit;
-    mp_ofs_mat_ws *w = &s->ws;
+    mp__ofs_mat_ws *w = &s->ws;
     for (uint32_t i = 0; i < n; i++)
         w->pos[order[i]] = i;
-    uint64_t cur = mp_ofs_mat_place(p, w, order, 0, fit);
+    uint64_t cur = mp__ofs_mat_place(p, w, order, 0, fit);
     uint32_t cur_top = count_top(p, w->off, cur);
     uint64_t rng = seed ^ 0x6A09E667F3BCC909ull;
     for (uint64_t it = 0; it < iters; it++) {
-        if ((it & 255) == 255 && mp_now_seconds() > deadline)
+        if ((it & 255) == 255 && mp__now_seconds() > deadline)
             break;
         uint32_t i, j, kind = rng_below(&rng, 3);
         if (kind == 0) {
@@ -543,7 +543,7 @@ static mp_status improve(solver *s, uint64_t seed, double deadline,
             for (uint32_t k = i; k <= j; k++)
                 w->pos[order[k]] = k;
         }
-        uint64_t a = mp_ofs_mat_place(p, w, order, i, fit);
+        uint64_t a = mp__ofs_mat_place(p, w, order, i, fit);
         uint32_t at = count_top(p, w->off, a);
         /* simulated annealing on (arena, buffers at the top): the
          * temperature falls linearly to 0 over the budget */
@@ -588,10 +588,10 @@ static mp_status improve(solver *s, uint64_t seed, double deadline,
         memcpy(w->sorted, save_sorted, (size_t)n * sizeof *save_sorted);
         w->nsorted = n;
     }
-    mp_dealloc(ctx, save_sorted);
-    mp_dealloc(ctx, save_off);
-    mp_dealloc(ctx, save_top);
-    mp_dealloc(ctx, tops);
+    mp__dealloc(ctx, save_sorted);
+    mp__dealloc(ctx, save_off);
+    mp__dealloc(ctx, save_top);
+    mp__dealloc(ctx, tops);
     return MP_OK;
 }
 
@@ -602,13 +602,13 @@ static void solver_free(solver *s)
     mp_ctx *ctx = s->p.ctx;
     if (!ctx)
         return;
-    mp_ofs_tree_destroy(s->tree);
-    mp_ofs_mat_ws_free(ctx, &s->ws);
-    mp_dealloc(ctx, s->order);
-    mp_dealloc(ctx, s->off);
-    mp_dealloc(ctx, s->best_off);
-    mp_dealloc(ctx, s->best_order);
-    mp_ofs_prob_free(&s->p);
+    mp__ofs_tree_destroy(s->tree);
+    mp__ofs_mat_ws_free(ctx, &s->ws);
+    mp__dealloc(ctx, s->order);
+    mp__dealloc(ctx, s->off);
+    mp__dealloc(ctx, s->best_off);
+    mp__dealloc(ctx, s->best_order);
+    mp__ofs_prob_free(&s->p);
 }
 
 mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
@@ -623,21 +623,21 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
         opt = &dflt;
     }
     if (!res)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "offsets: result is NULL");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "offsets: result is NULL");
     if ((unsigned)opt->method >= N_METHODS)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "offsets: unknown method %d",
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "offsets: unknown method %d",
                       (int)opt->method);
     memset(res, 0, sizeof *res);
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     double limit = opt->time_limit > 0 ? opt->time_limit
                                        : OFS_DEFAULT_TIME_LIMIT;
     solver s;
     memset(&s, 0, sizeof s);
     s.best_cand = -1;
-    mp_status st = mp_ofs_prob_init(ctx, &s.p, bufs, n, opt->alignment);
+    mp_status st = mp__ofs_prob_init(ctx, &s.p, bufs, n, opt->alignment);
     if (st != MP_OK)
         goto out;
-    mp_ofs_prob *p = &s.p;
+    mp__ofs_prob *p = &s.p;
     const char *solver_name = mp_offsets_method_name(opt->method);
     uint64_t arena = 0;
     if (n == 0)
@@ -649,15 +649,15 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
         }
         goto done;
     }
-    st = mp_ofs_prob_matrix(p, OFS_MATRIX_MAX_N);
+    st = mp__ofs_prob_matrix(p, OFS_MATRIX_MAX_N);
     if (st != MP_OK)
         goto out;
-    if (p->mat && (st = mp_ofs_mat_ws_init(p, &s.ws)) != MP_OK)
+    if (p->mat && (st = mp__ofs_mat_ws_init(p, &s.ws)) != MP_OK)
         goto out;
-    s.order = mp_alloc(ctx, (size_t)p->n * sizeof *s.order);
-    s.off = mp_alloc(ctx, (size_t)p->n * sizeof *s.off);
-    s.best_off = mp_alloc(ctx, (size_t)p->n * sizeof *s.best_off);
-    s.best_order = mp_alloc(ctx, (size_t)p->n * sizeof *s.best_order);
+    s.order = mp__alloc(ctx, (size_t)p->n * sizeof *s.order);
+    s.off = mp__alloc(ctx, (size_t)p->n * sizeof *s.off);
+    s.best_off = mp__alloc(ctx, (size_t)p->n * sizeof *s.best_off);
+    s.best_order = mp__alloc(ctx, (size_t)p->n * sizeof *s.best_order);
     if (!s.order || !s.off || !s.best_off || !s.best_order) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -697,7 +697,7 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
             goto out;
         int repaired = 0;
         if (!p->mat && s.best_arena > p->lb) {
-            st = mp_ofs_repair(p, s.best_off, &s.best_arena, OFS_REPAIR_WORK,
+            st = mp__ofs_repair(p, s.best_off, &s.best_arena, OFS_REPAIR_WORK,
                                t0 + limit, &repaired);
             if (st != MP_OK)
                 goto out;
@@ -713,7 +713,7 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
          * the packing is above the lower bound or the capacity */
         uint64_t heur = s.best_arena;
         int ran = 0;
-        st = mp_ofs_exact_stage(p, opt, t0, s.best_off, &s.best_arena, res,
+        st = mp__ofs_exact_stage(p, opt, t0, s.best_off, &s.best_arena, res,
                                 &ran);
         if (st != MP_OK)
             goto out;
@@ -733,11 +733,11 @@ done:
     res->status = arena <= res->proven_lb_bytes ? MP_SOLVE_OPTIMAL
                                                 : MP_SOLVE_FEASIBLE;
     res->solver = solver_name;
-    res->seconds = mp_now_seconds() - t0;
+    res->seconds = mp__now_seconds() - t0;
     if (opt->capacity && arena > opt->capacity) {
         int proven = opt->capacity < res->proven_lb_bytes;
         res->status = proven ? MP_SOLVE_INFEASIBLE : MP_SOLVE_TIMEOUT;
-        st = mp_err(ctx, MP_ERR_INFEASIBLE,
+        st = mp__err(ctx, MP_ERR_INFEASIBLE,
                     "offsets: no placement within the capacity of %llu "
                     "bytes: %s (best arena %llu bytes, lower bound %llu)",
                     (unsigned long long)opt->capacity,
@@ -747,7 +747,7 @@ done:
     }
 out:
     if (st == MP_ERR_NOMEM && mp_ctx_status(ctx) != MP_ERR_NOMEM)
-        mp_err(ctx, st, "offsets: out of memory");
+        mp__err(ctx, st, "offsets: out of memory");
     solver_free(&s);
     return st;
 }

@@ -96,41 +96,41 @@ typedef struct ex {
 static void ex_free(ex *E)
 {
     mp_ctx *c = E->ctx;
-    mp_dealloc(c, E->sl);
-    mp_dealloc(c, E->sr);
-    mp_dealloc(c, E->aoff);
-    mp_dealloc(c, E->adj);
-    mp_dealloc(c, E->tot0);
-    mp_dealloc(c, E->cut0);
-    mp_dealloc(c, E->width);
-    mp_dealloc(c, E->pk);
-    mp_dealloc(c, E->moff);
-    mp_dealloc(c, E->mem);
-    mp_dealloc(c, E->mem2);
+    mp__dealloc(c, E->sl);
+    mp__dealloc(c, E->sr);
+    mp__dealloc(c, E->aoff);
+    mp__dealloc(c, E->adj);
+    mp__dealloc(c, E->tot0);
+    mp__dealloc(c, E->cut0);
+    mp__dealloc(c, E->width);
+    mp__dealloc(c, E->pk);
+    mp__dealloc(c, E->moff);
+    mp__dealloc(c, E->mem);
+    mp__dealloc(c, E->mem2);
     for (int k = 0; k < 2; k++) {
-        mp_dealloc(c, E->nx[k]);
-        mp_dealloc(c, E->pv[k]);
-        mp_dealloc(c, E->bpos[k]);
+        mp__dealloc(c, E->nx[k]);
+        mp__dealloc(c, E->pv[k]);
+        mp__dealloc(c, E->bpos[k]);
     }
-    mp_dealloc(c, E->bbase);
-    mp_dealloc(c, E->sstamp);
-    mp_dealloc(c, E->off);
-    mp_dealloc(c, E->minoff);
-    mp_dealloc(c, E->floor);
-    mp_dealloc(c, E->total);
-    mp_dealloc(c, E->sol);
-    mp_dealloc(c, E->cut);
-    mp_dealloc(c, E->stamp);
-    mp_dealloc(c, E->tr_idx);
-    mp_dealloc(c, E->tr_val);
-    mp_dealloc(c, E->la);
-    mp_dealloc(c, E->tmp);
-    mp_dealloc(c, E->cuts_hit);
+    mp__dealloc(c, E->bbase);
+    mp__dealloc(c, E->sstamp);
+    mp__dealloc(c, E->off);
+    mp__dealloc(c, E->minoff);
+    mp__dealloc(c, E->floor);
+    mp__dealloc(c, E->total);
+    mp__dealloc(c, E->sol);
+    mp__dealloc(c, E->cut);
+    mp__dealloc(c, E->stamp);
+    mp__dealloc(c, E->tr_idx);
+    mp__dealloc(c, E->tr_val);
+    mp__dealloc(c, E->la);
+    mp__dealloc(c, E->tmp);
+    mp__dealloc(c, E->cuts_hit);
 }
 
 static int cmp_by_l(const void *cx, uint32_t a, uint32_t b)
 {
-    const mp_ofs_prob *p = cx;
+    const mp__ofs_prob *p = cx;
     if (p->l[a] != p->l[b])
         return p->l[a] < p->l[b] ? -1 : 1;
     return a < b ? -1 : a > b;
@@ -138,7 +138,7 @@ static int cmp_by_l(const void *cx, uint32_t a, uint32_t b)
 
 static int cmp_by_start(const void *cx, uint32_t a, uint32_t b)
 {
-    const mp_ofs_prob *p = cx;
+    const mp__ofs_prob *p = cx;
     if (p->bufs[a].start != p->bufs[b].start)
         return p->bufs[a].start < p->bufs[b].start ? -1 : 1;
     return a < b ? -1 : a > b;
@@ -146,13 +146,13 @@ static int cmp_by_start(const void *cx, uint32_t a, uint32_t b)
 
 static int cmp_by_end_desc(const void *cx, uint32_t a, uint32_t b)
 {
-    const mp_ofs_prob *p = cx;
+    const mp__ofs_prob *p = cx;
     if (p->bufs[a].end != p->bufs[b].end)
         return p->bufs[a].end > p->bufs[b].end ? -1 : 1;
     return a < b ? -1 : a > b;
 }
 
-static mp_status ex_init(ex *E, const mp_ofs_prob *p)
+static mp_status ex_init(ex *E, const mp__ofs_prob *p)
 {
     mp_ctx *ctx = p->ctx;
     memset(E, 0, sizeof *E);
@@ -162,11 +162,11 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
     E->size = p->size;
     mp_status st = MP_OK;
     uint32_t *fill = NULL;
-    uint32_t *cntmax = mp_calloc(ctx, (size_t)nt + 2, sizeof *cntmax);
-    uint32_t *byl = mp_alloc(ctx, (size_t)n * sizeof *byl);
-    uint32_t *deg = mp_calloc(ctx, (size_t)n + 1, sizeof *deg);
-    E->sl = mp_alloc(ctx, (size_t)n * sizeof *E->sl);
-    E->sr = mp_alloc(ctx, (size_t)n * sizeof *E->sr);
+    uint32_t *cntmax = mp__calloc(ctx, (size_t)nt + 2, sizeof *cntmax);
+    uint32_t *byl = mp__alloc(ctx, (size_t)n * sizeof *byl);
+    uint32_t *deg = mp__calloc(ctx, (size_t)n + 1, sizeof *deg);
+    E->sl = mp__alloc(ctx, (size_t)n * sizeof *E->sl);
+    E->sr = mp__alloc(ctx, (size_t)n * sizeof *E->sr);
     if (!cntmax || !byl || !deg || !E->sl || !E->sr) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -174,7 +174,7 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
     /* maximal sections: start ranks k after which some buffer ends (r ==
      * k + 1); cntmax[k] = maximal ranks below k */
     {
-        unsigned char *ismax = mp_calloc(ctx, (size_t)nt + 1, 1);
+        unsigned char *ismax = mp__calloc(ctx, (size_t)nt + 1, 1);
         if (!ismax) {
             st = MP_ERR_NOMEM;
             goto out;
@@ -183,7 +183,7 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
             ismax[p->r[i] - 1] = 1;
         for (uint32_t k = 0; k < nt; k++)
             cntmax[k + 1] = cntmax[k] + ismax[k];
-        mp_dealloc(ctx, ismax);
+        mp__dealloc(ctx, ismax);
     }
     uint32_t ns = cntmax[nt];
     E->ns = ns;
@@ -195,7 +195,7 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
      * b ends */
     for (uint32_t i = 0; i < n; i++)
         byl[i] = i;
-    if ((st = mp_ofs_sort_idx(ctx, byl, n, cmp_by_l, p)) != MP_OK)
+    if ((st = mp__ofs_sort_idx(ctx, byl, n, cmp_by_l, p)) != MP_OK)
         goto out;
     uint64_t pairs = 0;
     for (uint32_t a = 0; a < n; a++) {
@@ -207,13 +207,13 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
         }
     }
     if (pairs > (uint64_t)UINT32_MAX / 2 - n) {
-        st = mp_err(ctx, MP_ERR_UNSUPPORTED,
+        st = mp__err(ctx, MP_ERR_UNSUPPORTED,
                     "offsets: exact tier: too many overlapping pairs (%llu)",
                     (unsigned long long)pairs);
         goto out;
     }
-    E->aoff = mp_alloc(ctx, ((size_t)n + 1) * sizeof *E->aoff);
-    E->adj = mp_alloc(ctx, (size_t)(2 * pairs + 1) * sizeof *E->adj);
+    E->aoff = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->aoff);
+    E->adj = mp__alloc(ctx, (size_t)(2 * pairs + 1) * sizeof *E->adj);
     if (!E->aoff || !E->adj) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -231,23 +231,23 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
         }
     }
     /* sections: bytes and boundary cuts */
-    E->tot0 = mp_calloc(ctx, (size_t)ns + 1, sizeof *E->tot0);
-    E->cut0 = mp_calloc(ctx, (size_t)ns + 1, sizeof *E->cut0);
-    E->width = mp_alloc(ctx, (size_t)n * sizeof *E->width);
-    E->pk = mp_alloc(ctx, ((size_t)n + 1) * sizeof *E->pk);
-    E->off = mp_alloc(ctx, (size_t)n * sizeof *E->off);
-    E->minoff = mp_alloc(ctx, (size_t)n * sizeof *E->minoff);
-    E->sol = mp_alloc(ctx, (size_t)n * sizeof *E->sol);
-    E->stamp = mp_calloc(ctx, (size_t)n, sizeof *E->stamp);
-    E->floor = mp_alloc(ctx, ((size_t)ns + 1) * sizeof *E->floor);
-    E->total = mp_alloc(ctx, ((size_t)ns + 1) * sizeof *E->total);
-    E->cut = mp_alloc(ctx, ((size_t)ns + 1) * sizeof *E->cut);
-    E->tmp = mp_alloc(ctx, ((size_t)n + 1) * sizeof *E->tmp);
-    E->cuts_hit = mp_alloc(ctx, ((size_t)ns + 1) * sizeof *E->cuts_hit);
+    E->tot0 = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->tot0);
+    E->cut0 = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->cut0);
+    E->width = mp__alloc(ctx, (size_t)n * sizeof *E->width);
+    E->pk = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->pk);
+    E->off = mp__alloc(ctx, (size_t)n * sizeof *E->off);
+    E->minoff = mp__alloc(ctx, (size_t)n * sizeof *E->minoff);
+    E->sol = mp__alloc(ctx, (size_t)n * sizeof *E->sol);
+    E->stamp = mp__calloc(ctx, (size_t)n, sizeof *E->stamp);
+    E->floor = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->floor);
+    E->total = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->total);
+    E->cut = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->cut);
+    E->tmp = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->tmp);
+    E->cuts_hit = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->cuts_hit);
     /* trail: grown on demand (tr_reserve) */
     E->tr_cap = 2 * (size_t)n + 2 * (size_t)ns + 64;
-    E->tr_idx = mp_alloc(ctx, E->tr_cap * sizeof *E->tr_idx);
-    E->tr_val = mp_alloc(ctx, E->tr_cap * sizeof *E->tr_val);
+    E->tr_idx = mp__alloc(ctx, E->tr_cap * sizeof *E->tr_idx);
+    E->tr_val = mp__alloc(ctx, E->tr_cap * sizeof *E->tr_val);
     if (!E->tot0 || !E->cut0 || !E->width || !E->pk || !E->off || !E->minoff ||
         !E->sol || !E->stamp || !E->floor || !E->total || !E->cut ||
         !E->tmp || !E->cuts_hit || !E->tr_idx || !E->tr_val) {
@@ -258,7 +258,7 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
     for (uint32_t i = 0; i < n; i++)
         nmem += E->sr[i] - E->sl[i];
     if (nmem + ns >= UINT32_MAX / 2) {
-        st = mp_err(ctx, MP_ERR_UNSUPPORTED,
+        st = mp__err(ctx, MP_ERR_UNSUPPORTED,
                     "offsets: exact tier: instance too large");
         goto out;
     }
@@ -272,18 +272,18 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
             E->cut0[s]++;
         nmem += E->sr[i] - E->sl[i];
     }
-    E->moff = mp_calloc(ctx, (size_t)ns + 1, sizeof *E->moff);
-    E->mem = mp_alloc(ctx, (size_t)(nmem + 1) * sizeof *E->mem);
-    E->mem2 = mp_alloc(ctx, (size_t)(nmem + 1) * sizeof *E->mem2);
-    E->sstamp = mp_calloc(ctx, (size_t)ns + 1, sizeof *E->sstamp);
-    fill = mp_alloc(ctx, ((size_t)ns + 1) * sizeof *fill);
+    E->moff = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->moff);
+    E->mem = mp__alloc(ctx, (size_t)(nmem + 1) * sizeof *E->mem);
+    E->mem2 = mp__alloc(ctx, (size_t)(nmem + 1) * sizeof *E->mem2);
+    E->sstamp = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->sstamp);
+    fill = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *fill);
     E->nmem = (uint32_t)nmem;
-    E->bbase = mp_alloc(ctx, ((size_t)n + 1) * sizeof *E->bbase);
+    E->bbase = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->bbase);
     int lk_ok = 1;
     for (int k = 0; k < 2; k++) {
-        E->nx[k] = mp_alloc(ctx, (size_t)(nmem + ns + 1) * sizeof *E->nx[k]);
-        E->pv[k] = mp_alloc(ctx, (size_t)(nmem + ns + 1) * sizeof *E->pv[k]);
-        E->bpos[k] = mp_alloc(ctx, (size_t)(nmem + 1) * sizeof *E->bpos[k]);
+        E->nx[k] = mp__alloc(ctx, (size_t)(nmem + ns + 1) * sizeof *E->nx[k]);
+        E->pv[k] = mp__alloc(ctx, (size_t)(nmem + ns + 1) * sizeof *E->pv[k]);
+        E->bpos[k] = mp__alloc(ctx, (size_t)(nmem + 1) * sizeof *E->bpos[k]);
         lk_ok &= E->nx[k] && E->pv[k] && E->bpos[k];
     }
     if (!E->moff || !E->mem || !E->mem2 || !E->sstamp || !fill ||
@@ -304,7 +304,7 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < n; i++)
             byl[i] = i;
-        st = mp_ofs_sort_idx(ctx, byl, n,
+        st = mp__ofs_sort_idx(ctx, byl, n,
                              pass ? cmp_by_start : cmp_by_end_desc, p);
         if (st != MP_OK)
             goto out;
@@ -319,10 +319,10 @@ static mp_status ex_init(ex *E, const mp_ofs_prob *p)
         }
     }
 out:
-    mp_dealloc(ctx, fill);
-    mp_dealloc(ctx, cntmax);
-    mp_dealloc(ctx, byl);
-    mp_dealloc(ctx, deg);
+    mp__dealloc(ctx, fill);
+    mp__dealloc(ctx, cntmax);
+    mp__dealloc(ctx, byl);
+    mp__dealloc(ctx, deg);
     return st;
 }
 
@@ -396,7 +396,7 @@ static int la_reserve(ex *E, size_t more)
 {
     if (E->la_n + more <= E->la_cap)
         return 0;
-    return mp_grow(E->ctx, (void **)&E->la, sizeof *E->la, E->la_n + more,
+    return mp__grow(E->ctx, (void **)&E->la, sizeof *E->la, E->la_n + more,
                    &E->la_cap) != MP_OK;
 }
 
@@ -407,8 +407,8 @@ static int tr_reserve(ex *E, uint32_t b)
     if (need <= E->tr_cap)
         return 0;
     size_t c1 = E->tr_cap, c2 = E->tr_cap;
-    if (mp_grow(E->ctx, (void **)&E->tr_idx, sizeof *E->tr_idx, need, &c1) ||
-        mp_grow(E->ctx, (void **)&E->tr_val, sizeof *E->tr_val, need, &c2))
+    if (mp__grow(E->ctx, (void **)&E->tr_idx, sizeof *E->tr_idx, need, &c1) ||
+        mp__grow(E->ctx, (void **)&E->tr_val, sizeof *E->tr_val, need, &c2))
         return 1;
     E->tr_cap = c1 < c2 ? c1 : c2;
     return 0;
@@ -622,7 +622,7 @@ static int dfs(ex *E, size_t lst, uint32_t cnt, uint64_t last_o,
         return EX_ABORT;
     E->nodes_left--;
     E->nodes++;
-    if ((E->nodes & 1023) == 0 && mp_now_seconds() > E->deadline) {
+    if ((E->nodes & 1023) == 0 && mp__now_seconds() > E->deadline) {
         E->timed_out = 1;
         return EX_ABORT;
     }
@@ -770,7 +770,7 @@ static int decide(ex *E, decide_ctx *d, uint64_t C)
     }
 }
 
-static uint64_t arena_of(const mp_ofs_prob *p, const uint64_t *off)
+static uint64_t arena_of(const mp__ofs_prob *p, const uint64_t *off)
 {
     uint64_t a = 0;
     for (uint32_t i = 0; i < p->n; i++)
@@ -779,18 +779,18 @@ static uint64_t arena_of(const mp_ofs_prob *p, const uint64_t *off)
     return a;
 }
 
-mp_status mp_ofs_exact(const mp_ofs_prob *p, const uint64_t *seed_off,
-                       uint64_t seed_arena, const mp_ofs_exact_opts *opt,
-                       uint64_t *off_out, mp_ofs_exact_res *res)
+mp_status mp__ofs_exact(const mp__ofs_prob *p, const uint64_t *seed_off,
+                       uint64_t seed_arena, const mp__ofs_exact_opts *opt,
+                       uint64_t *off_out, mp__ofs_exact_res *res)
 {
     mp_ctx *ctx = p->ctx;
     memset(res, 0, sizeof *res);
     res->arena = NONE;
     res->proven_lb = p->lb;
     res->status = MP_SOLVE_NONE;
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     double limit = opt->time_limit > 0 ? opt->time_limit
-                                       : MP_OFS_EXACT_DEFAULT_TIME;
+                                       : MP__OFS_EXACT_DEFAULT_TIME;
     uint64_t cap = opt->capacity;
     if (!seed_off)
         seed_arena = NONE;
@@ -817,7 +817,7 @@ mp_status mp_ofs_exact(const mp_ofs_prob *p, const uint64_t *seed_off,
     ex E;
     mp_status st = ex_init(&E, p);
     decide_ctx d = {opt->node_limit ? opt->node_limit
-                                    : MP_OFS_EXACT_DEFAULT_NODES};
+                                    : MP__OFS_EXACT_DEFAULT_NODES};
     if (st != MP_OK)
         goto out;
     E.deadline = t0 + limit;
@@ -878,7 +878,7 @@ out:
     res->nodes = E.nodes;
     res->timed_out = E.timed_out;
     if (st == MP_ERR_NOMEM && mp_ctx_status(ctx) != MP_ERR_NOMEM)
-        mp_err(ctx, st, "offsets: exact tier: out of memory");
+        mp__err(ctx, st, "offsets: exact tier: out of memory");
     ex_free(&E);
     return st;
 }
@@ -894,7 +894,7 @@ out:
 #define OFS_AUTO_EXACT_MAX_PAIRS 4000000ull
 #define OFS_EXACT_MAX_PAIRS 40000000ull
 
-mp_status mp_ofs_exact_stage(const mp_ofs_prob *p,
+mp_status mp__ofs_exact_stage(const mp__ofs_prob *p,
                              const mp_offsets_options *opt, double t0,
                              uint64_t *best_off, uint64_t *best_arena,
                              mp_offsets_result *res, int *ran)
@@ -913,17 +913,17 @@ mp_status mp_ofs_exact_stage(const mp_ofs_prob *p,
     if (p->pairs > OFS_EXACT_MAX_PAIRS)
         return MP_OK; /* too large for the search: keep the heuristic */
     double limit = opt->time_limit > 0 ? opt->time_limit
-                                       : MP_OFS_EXACT_DEFAULT_TIME;
-    double left = t0 + limit - mp_now_seconds();
+                                       : MP__OFS_EXACT_DEFAULT_TIME;
+    double left = t0 + limit - mp__now_seconds();
     if (left <= 0)
         return MP_OK;
-    mp_ofs_exact_opts eo = {cap, left,
+    mp__ofs_exact_opts eo = {cap, left,
                             exact ? 0 : OFS_AUTO_EXACT_NODES};
-    uint64_t *off = mp_alloc(p->ctx, (size_t)p->n * sizeof *off);
+    uint64_t *off = mp__alloc(p->ctx, (size_t)p->n * sizeof *off);
     if (!off)
         return MP_ERR_NOMEM;
-    mp_ofs_exact_res er;
-    mp_status st = mp_ofs_exact(p, best_off, *best_arena, &eo, off, &er);
+    mp__ofs_exact_res er;
+    mp_status st = mp__ofs_exact(p, best_off, *best_arena, &eo, off, &er);
     if (st == MP_OK) {
         *ran = 1;
         res->nodes = er.nodes;
@@ -934,6 +934,6 @@ mp_status mp_ofs_exact_stage(const mp_ofs_prob *p,
         if (er.proven_lb > res->proven_lb_bytes)
             res->proven_lb_bytes = er.proven_lb;
     }
-    mp_dealloc(p->ctx, off);
+    mp__dealloc(p->ctx, off);
     return st;
 }

@@ -30,19 +30,19 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
     return a;
 }
 
-mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
+mp_status mp__ofs_ilp(const mp__ofs_prob *p, const uint64_t *seed_off,
                      uint64_t seed_arena, uint64_t capacity,
                      double time_limit, uint64_t *off_out,
-                     mp_ofs_ilp_res *res)
+                     mp__ofs_ilp_res *res)
 {
     mp_ctx *ctx = p->ctx;
     memset(res, 0, sizeof *res);
     res->arena = UINT64_MAX;
     res->proven_lb = p->lb;
     res->status = MP_SOLVE_NONE;
-    double t0 = mp_now_seconds();
-    if (!mp_glpk_available())
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+    double t0 = mp__now_seconds();
+    if (!mp__glpk_available())
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "offsets: the ILP tier needs GLPK (configure with "
                       "-DMEMPLAN_WITH_GLPK=ON)");
     uint32_t n = p->n;
@@ -64,7 +64,7 @@ mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
         U = p->total; /* stacking everything always fits */
     U /= g;
     if (U > (1ull << 40))
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "offsets: ILP tier: sizes too large against their GCD "
                       "(%llu units)",
                       (unsigned long long)U);
@@ -73,25 +73,25 @@ mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
     for (uint32_t i = 0; warm && i < n; i++)
         if (seed_off[i] % g || (seed_off[i] + p->size[i]) / g > U)
             warm = 0;
-    mp_lp *lp = NULL;
+    mp__lp *lp = NULL;
     double *ws = NULL;
-    mp_status st = mp_lp_create(ctx, 0, &lp);
+    mp_status st = mp__lp_create(ctx, 0, &lp);
     if (st != MP_OK)
         return st;
     double dU = (double)U;
     uint32_t H;
     uint64_t lbu = (p->lb + g - 1) / g;
-    if ((st = mp_lp_add_col(lp, (double)lbu, dU, MP_LP_INTEGER, 1, &H)))
+    if ((st = mp__lp_add_col(lp, (double)lbu, dU, MP__LP_INTEGER, 1, &H)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         double s = (double)(p->size[i] / g);
         uint32_t x, cols[2];
         double vals[2] = {1, -1};
-        if ((st = mp_lp_add_col(lp, 0, dU - s, MP_LP_INTEGER, 0, &x)))
+        if ((st = mp__lp_add_col(lp, 0, dU - s, MP__LP_INTEGER, 0, &x)))
             goto out;
         cols[0] = x;
         cols[1] = H;
-        if ((st = mp_lp_add_row(lp, -MP_LP_INF, -s, 2, cols, vals, NULL)))
+        if ((st = mp__lp_add_row(lp, -MP__LP_INF, -s, 2, cols, vals, NULL)))
             goto out;
     }
     /* column of x_i is 1 + i */
@@ -101,24 +101,24 @@ mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
                 continue;
             double si = (double)(p->size[i] / g), sj = (double)(p->size[j] / g);
             uint32_t z;
-            if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_BINARY, 0, &z)))
+            if ((st = mp__lp_add_col(lp, 0, 1, MP__LP_BINARY, 0, &z)))
                 goto out;
             uint32_t c1[3] = {1 + i, 1 + j, z};
             double v1[3] = {1, -1, -dU};
-            if ((st = mp_lp_add_row(lp, -MP_LP_INF, -si, 3, c1, v1, NULL)))
+            if ((st = mp__lp_add_row(lp, -MP__LP_INF, -si, 3, c1, v1, NULL)))
                 goto out;
             double v2[3] = {-1, 1, dU};
-            if ((st = mp_lp_add_row(lp, -MP_LP_INF, dU - sj, 3, c1, v2,
+            if ((st = mp__lp_add_row(lp, -MP__LP_INF, dU - sj, 3, c1, v2,
                                     NULL)))
                 goto out;
         }
     }
-    mp_lp_options o;
-    mp_lp_options_init(&o);
+    mp__lp_options o;
+    mp__lp_options_init(&o);
     o.time_limit = time_limit > 0 ? time_limit : 10.0;
     if (warm) {
-        uint32_t nc = mp_lp_num_cols(lp);
-        ws = mp_alloc(ctx, (size_t)nc * sizeof *ws);
+        uint32_t nc = mp__lp_num_cols(lp);
+        ws = mp__alloc(ctx, (size_t)nc * sizeof *ws);
         if (!ws) {
             st = MP_ERR_NOMEM;
             goto out;
@@ -139,8 +139,8 @@ mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
                     ws[k++] = seed_off[i] >= seed_off[j] + p->size[j];
         o.warm_start = ws;
     }
-    mp_lp_result r;
-    st = mp_lp_solve(lp, &o, &r);
+    mp__lp_result r;
+    st = mp__lp_solve(lp, &o, &r);
     if (st != MP_OK)
         goto out;
     res->status = r.status;
@@ -152,7 +152,7 @@ mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
         if (b > res->proven_lb)
             res->proven_lb = b;
     }
-    const double *x = mp_lp_values(lp);
+    const double *x = mp__lp_values(lp);
     if (r.has_solution && x) {
         uint64_t a = 0;
         for (uint32_t i = 0; i < n; i++) {
@@ -165,8 +165,8 @@ mp_status mp_ofs_ilp(const mp_ofs_prob *p, const uint64_t *seed_off,
             res->proven_lb = a;
     }
 out:
-    res->seconds = mp_now_seconds() - t0;
-    mp_dealloc(ctx, ws);
-    mp_lp_destroy(lp);
+    res->seconds = mp__now_seconds() - t0;
+    mp__dealloc(ctx, ws);
+    mp__lp_destroy(lp);
     return st;
 }

@@ -25,7 +25,7 @@
 #include <string.h>
 
 typedef struct lg {
-    const mp_ofs_prob *p;
+    const mp__ofs_prob *p;
     mp_ctx *ctx;
     uint64_t *off;
     uint32_t P;
@@ -46,21 +46,21 @@ typedef struct lg {
 static void lg_free(lg *g)
 {
     mp_ctx *ctx = g->ctx;
-    mp_dealloc(ctx, g->first);
-    mp_dealloc(ctx, g->ids);
-    mp_dealloc(ctx, g->stamp);
-    mp_dealloc(ctx, g->lifted);
-    mp_dealloc(ctx, g->res);
-    mp_dealloc(ctx, g->stack);
-    mp_dealloc(ctx, g->a);
-    mp_dealloc(ctx, g->b2);
-    mp_dealloc(ctx, g->pre);
-    mp_dealloc(ctx, g->wl);
-    mp_dealloc(ctx, g->wh);
-    mp_dealloc(ctx, g->tw);
+    mp__dealloc(ctx, g->first);
+    mp__dealloc(ctx, g->ids);
+    mp__dealloc(ctx, g->stamp);
+    mp__dealloc(ctx, g->lifted);
+    mp__dealloc(ctx, g->res);
+    mp__dealloc(ctx, g->stack);
+    mp__dealloc(ctx, g->a);
+    mp__dealloc(ctx, g->b2);
+    mp__dealloc(ctx, g->pre);
+    mp__dealloc(ctx, g->wl);
+    mp__dealloc(ctx, g->wh);
+    mp__dealloc(ctx, g->tw);
 }
 
-static mp_status lg_init(lg *g, const mp_ofs_prob *p, uint64_t *off)
+static mp_status lg_init(lg *g, const mp__ofs_prob *p, uint64_t *off)
 {
     mp_ctx *ctx = p->ctx;
     memset(g, 0, sizeof *g);
@@ -72,17 +72,17 @@ static mp_status lg_init(lg *g, const mp_ofs_prob *p, uint64_t *off)
         P *= 2;
     g->P = P;
     size_t n = p->n;
-    g->first = mp_calloc(ctx, 2 * (size_t)P + 1, sizeof *g->first);
-    g->stamp = mp_calloc(ctx, n, sizeof *g->stamp);
-    g->lifted = mp_calloc(ctx, n, sizeof *g->lifted);
-    g->res = mp_alloc(ctx, n * sizeof *g->res);
-    g->stack = mp_alloc(ctx, 2 * (size_t)P * sizeof *g->stack);
-    g->a = mp_alloc(ctx, n * sizeof *g->a);
-    g->b2 = mp_alloc(ctx, n * sizeof *g->b2);
-    g->pre = mp_alloc(ctx, (n + 1) * sizeof *g->pre);
-    g->wl = mp_alloc(ctx, n * sizeof *g->wl);
-    g->wh = mp_alloc(ctx, n * sizeof *g->wh);
-    g->tw = mp_alloc(ctx, n * sizeof *g->tw);
+    g->first = mp__calloc(ctx, 2 * (size_t)P + 1, sizeof *g->first);
+    g->stamp = mp__calloc(ctx, n, sizeof *g->stamp);
+    g->lifted = mp__calloc(ctx, n, sizeof *g->lifted);
+    g->res = mp__alloc(ctx, n * sizeof *g->res);
+    g->stack = mp__alloc(ctx, 2 * (size_t)P * sizeof *g->stack);
+    g->a = mp__alloc(ctx, n * sizeof *g->a);
+    g->b2 = mp__alloc(ctx, n * sizeof *g->b2);
+    g->pre = mp__alloc(ctx, (n + 1) * sizeof *g->pre);
+    g->wl = mp__alloc(ctx, n * sizeof *g->wl);
+    g->wh = mp__alloc(ctx, n * sizeof *g->wh);
+    g->tw = mp__alloc(ctx, n * sizeof *g->tw);
     if (!g->first || !g->stamp || !g->lifted || !g->res || !g->stack ||
         !g->a || !g->b2 || !g->pre || !g->wl || !g->wh || !g->tw)
         return MP_ERR_NOMEM;
@@ -111,7 +111,7 @@ static mp_status lg_init(lg *g, const mp_ofs_prob *p, uint64_t *off)
             for (uint32_t v = 0; v < 2 * P; v++)
                 g->first[v + 1] += g->first[v];
             total = g->first[2 * P];
-            g->ids = mp_alloc(ctx, (total ? total : 1) * sizeof *g->ids);
+            g->ids = mp__alloc(ctx, (total ? total : 1) * sizeof *g->ids);
             if (!g->ids)
                 return MP_ERR_NOMEM;
         } else {
@@ -260,7 +260,7 @@ static void sort_kv(uint64_t *v, uint32_t *w, uint64_t *tv, uint32_t *tw,
  * buffers in g->res; UINT64_MAX when there is none. Uses g->a/b2. */
 static uint64_t lg_fit(lg *g, uint32_t b, uint64_t limit)
 {
-    const mp_ofs_prob *p = g->p;
+    const mp__ofs_prob *p = g->p;
     uint32_t k = g->nres;
     uint64_t z = p->size[b];
     /* the free gaps are those of the union of the intervals: sweep their
@@ -311,7 +311,7 @@ typedef struct lg_cand {
 static int lg_move(lg *g, uint32_t b, uint64_t H, uint32_t ncand,
                    uint32_t *ej, uint64_t *save)
 {
-    const mp_ofs_prob *p = g->p;
+    const mp__ofs_prob *p = g->p;
     uint64_t z = p->size[b];
     if (z >= H)
         return 0;
@@ -414,7 +414,7 @@ static int lg_move(lg *g, uint32_t b, uint64_t H, uint32_t ncand,
     return 0;
 }
 
-mp_status mp_ofs_repair(const mp_ofs_prob *p, uint64_t *off, uint64_t *arena,
+mp_status mp__ofs_repair(const mp__ofs_prob *p, uint64_t *off, uint64_t *arena,
                         uint64_t budget, double deadline, int *improved)
 {
     mp_ctx *ctx = p->ctx;
@@ -423,9 +423,9 @@ mp_status mp_ofs_repair(const mp_ofs_prob *p, uint64_t *off, uint64_t *arena,
         return MP_OK;
     lg g;
     mp_status st = lg_init(&g, p, off);
-    uint32_t *tops = mp_alloc(ctx, (size_t)p->n * sizeof *tops);
-    uint32_t *ej = mp_alloc(ctx, (size_t)p->n * sizeof *ej);
-    uint64_t *save = mp_alloc(ctx, (size_t)p->n * sizeof *save);
+    uint32_t *tops = mp__alloc(ctx, (size_t)p->n * sizeof *tops);
+    uint32_t *ej = mp__alloc(ctx, (size_t)p->n * sizeof *ej);
+    uint64_t *save = mp__alloc(ctx, (size_t)p->n * sizeof *save);
     if (st != MP_OK || !tops || !ej || !save) {
         st = MP_ERR_NOMEM;
         goto out;
@@ -439,7 +439,7 @@ mp_status mp_ofs_repair(const mp_ofs_prob *p, uint64_t *off, uint64_t *arena,
         g.work += p->n;
         int stuck = 0;
         for (uint32_t t = 0; t < nt; t++) {
-            if (g.work > budget || mp_now_seconds() > deadline ||
+            if (g.work > budget || mp__now_seconds() > deadline ||
                 !lg_move(&g, tops[t], H, LG_MAXCAND, ej, save)) {
                 stuck = 1;
                 break;
@@ -460,9 +460,9 @@ mp_status mp_ofs_repair(const mp_ofs_prob *p, uint64_t *off, uint64_t *arena,
 out:
     /* a stuck round may have moved some top buffers: the offsets stay
      * valid and the arena is still H (some buffer reaches it) */
-    mp_dealloc(ctx, tops);
-    mp_dealloc(ctx, ej);
-    mp_dealloc(ctx, save);
+    mp__dealloc(ctx, tops);
+    mp__dealloc(ctx, ej);
+    mp__dealloc(ctx, save);
     lg_free(&g);
     return st;
 }

@@ -36,12 +36,12 @@ static int cmp_u64_asc(const void *ctx, uint32_t a, uint32_t b)
     return v[a] < v[b] ? -1 : v[a] > v[b] ? 1 : 0;
 }
 
-mp_status mp_ofs_sort_idx(mp_ctx *ctx, uint32_t *idx, uint32_t n,
-                          mp_ofs_cmp_fn cmp, const void *cctx)
+mp_status mp__ofs_sort_idx(mp_ctx *ctx, uint32_t *idx, uint32_t n,
+                          mp__ofs_cmp_fn cmp, const void *cctx)
 {
     if (n < 2)
         return MP_OK;
-    uint32_t *tmp = mp_alloc(ctx, (size_t)n * sizeof *tmp);
+    uint32_t *tmp = mp__alloc(ctx, (size_t)n * sizeof *tmp);
     if (!tmp)
         return MP_ERR_NOMEM;
     /* insertion sort runs of 16, then bottom-up merges */
@@ -78,7 +78,7 @@ mp_status mp_ofs_sort_idx(mp_ctx *ctx, uint32_t *idx, uint32_t n,
     }
     if (src != idx)
         memcpy(idx, src, (size_t)n * sizeof *idx);
-    mp_dealloc(ctx, tmp);
+    mp__dealloc(ctx, tmp);
     return MP_OK;
 }
 
@@ -96,50 +96,50 @@ static uint32_t lower_bound_i64(const int64_t *v, uint32_t n, int64_t key)
     return lo;
 }
 
-void mp_ofs_prob_free(mp_ofs_prob *p)
+void mp__ofs_prob_free(mp__ofs_prob *p)
 {
     if (!p || !p->ctx)
         return;
-    mp_dealloc(p->ctx, p->l);
-    mp_dealloc(p->ctx, p->r);
-    mp_dealloc(p->ctx, p->size);
-    mp_dealloc(p->ctx, p->mat);
+    mp__dealloc(p->ctx, p->l);
+    mp__dealloc(p->ctx, p->r);
+    mp__dealloc(p->ctx, p->size);
+    mp__dealloc(p->ctx, p->mat);
     memset(p, 0, sizeof *p);
 }
 
-mp_status mp_ofs_prob_init(mp_ctx *ctx, mp_ofs_prob *p, const mp_buffer *bufs,
+mp_status mp__ofs_prob_init(mp_ctx *ctx, mp__ofs_prob *p, const mp_buffer *bufs,
                            size_t n, uint64_t alignment)
 {
     memset(p, 0, sizeof *p);
     p->ctx = ctx;
     p->bufs = bufs;
     if (alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "offsets: alignment must be at least 1");
     if (n > 0 && !bufs)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "offsets: buffers are NULL");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "offsets: buffers are NULL");
     if (n >= UINT32_MAX / 4)
-        return mp_err(ctx, MP_ERR_INVALID_ARG,
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "offsets: too many buffers (%zu)", n);
     p->n = (uint32_t)n;
     if (n == 0)
         return MP_OK;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].start >= bufs[i].end)
-            return mp_err(ctx, MP_ERR_INVALID_ARG,
+            return mp__err(ctx, MP_ERR_INVALID_ARG,
                           "offsets: buffer %zu: empty interval [%lld, %lld) "
                           "(start must be less than end)",
                           i, (long long)bufs[i].start, (long long)bufs[i].end);
         if (bufs[i].size == 0)
-            return mp_err(ctx, MP_ERR_INVALID_ARG,
+            return mp__err(ctx, MP_ERR_INVALID_ARG,
                           "offsets: buffer %zu: size is 0", i);
     }
-    p->l = mp_alloc(ctx, n * sizeof *p->l);
-    p->r = mp_alloc(ctx, n * sizeof *p->r);
-    p->size = mp_alloc(ctx, n * sizeof *p->size);
-    int64_t *starts = mp_alloc(ctx, n * sizeof *starts);
-    uint32_t *idx = mp_alloc(ctx, n * sizeof *idx);
-    uint64_t *delta = mp_calloc(ctx, n + 1, sizeof *delta);
+    p->l = mp__alloc(ctx, n * sizeof *p->l);
+    p->r = mp__alloc(ctx, n * sizeof *p->r);
+    p->size = mp__alloc(ctx, n * sizeof *p->size);
+    int64_t *starts = mp__alloc(ctx, n * sizeof *starts);
+    uint32_t *idx = mp__alloc(ctx, n * sizeof *idx);
+    uint64_t *delta = mp__calloc(ctx, n + 1, sizeof *delta);
     mp_status st = MP_OK;
     if (!p->l || !p->r || !p->size || !starts || !idx || !delta) {
         st = MP_ERR_NOMEM;
@@ -147,9 +147,9 @@ mp_status mp_ofs_prob_init(mp_ctx *ctx, mp_ofs_prob *p, const mp_buffer *bufs,
     }
     uint64_t total = 0;
     for (uint32_t i = 0; i < p->n; i++) {
-        if (!mp_align_up(bufs[i].size, alignment, &p->size[i]) ||
-            !mp_add_u64(total, p->size[i], &total)) {
-            st = mp_err(ctx, MP_ERR_OVERFLOW,
+        if (!mp__align_up(bufs[i].size, alignment, &p->size[i]) ||
+            !mp__add_u64(total, p->size[i], &total)) {
+            st = mp__err(ctx, MP_ERR_OVERFLOW,
                         "offsets: buffer %u: sizes add up to more than 64 "
                         "bits", i);
             goto out;
@@ -159,13 +159,13 @@ mp_status mp_ofs_prob_init(mp_ctx *ctx, mp_ofs_prob *p, const mp_buffer *bufs,
     }
     p->total = total;
     /* distinct start times, sorted */
-    st = mp_ofs_sort_idx(ctx, idx, p->n, cmp_u64_asc, starts);
+    st = mp__ofs_sort_idx(ctx, idx, p->n, cmp_u64_asc, starts);
     if (st != MP_OK)
         goto out;
     uint32_t nt = 0;
     int64_t *pts = starts; /* reuse: build sorted distinct in place */
     {
-        int64_t *sorted = mp_alloc(ctx, n * sizeof *sorted);
+        int64_t *sorted = mp__alloc(ctx, n * sizeof *sorted);
         if (!sorted) {
             st = MP_ERR_NOMEM;
             goto out;
@@ -176,7 +176,7 @@ mp_status mp_ofs_prob_init(mp_ctx *ctx, mp_ofs_prob *p, const mp_buffer *bufs,
                 sorted[nt++] = v;
         }
         memcpy(pts, sorted, nt * sizeof *pts);
-        mp_dealloc(ctx, sorted);
+        mp__dealloc(ctx, sorted);
     }
     p->nt = nt;
     for (uint32_t i = 0; i < p->n; i++) {
@@ -216,20 +216,20 @@ mp_status mp_ofs_prob_init(mp_ctx *ctx, mp_ofs_prob *p, const mp_buffer *bufs,
         p->pairs = pairs;
     }
 out:
-    mp_dealloc(ctx, starts);
-    mp_dealloc(ctx, idx);
-    mp_dealloc(ctx, delta);
+    mp__dealloc(ctx, starts);
+    mp__dealloc(ctx, idx);
+    mp__dealloc(ctx, delta);
     return st;
 }
 
-mp_status mp_ofs_prob_matrix(mp_ofs_prob *p, uint32_t max_n)
+mp_status mp__ofs_prob_matrix(mp__ofs_prob *p, uint32_t max_n)
 {
     if (p->n == 0 || p->n > max_n)
         return MP_OK;
     mp_ctx *ctx = p->ctx;
     uint32_t n = p->n, W = (n + 63) / 64;
     p->words = W;
-    p->mat = mp_calloc(ctx, (size_t)n * W, sizeof *p->mat);
+    p->mat = mp__calloc(ctx, (size_t)n * W, sizeof *p->mat);
     if (!p->mat)
         return MP_ERR_NOMEM;
     for (uint32_t a = 0; a < n; a++) {
@@ -243,32 +243,32 @@ mp_status mp_ofs_prob_matrix(mp_ofs_prob *p, uint32_t max_n)
 
 /* ---- matrix engine ------------------------------------------------------- */
 
-mp_status mp_ofs_mat_ws_init(const mp_ofs_prob *p, mp_ofs_mat_ws *w)
+mp_status mp__ofs_mat_ws_init(const mp__ofs_prob *p, mp__ofs_mat_ws *w)
 {
     mp_ctx *ctx = p->ctx;
     size_t n = p->n ? p->n : 1;
     memset(w, 0, sizeof *w);
-    w->pos = mp_alloc(ctx, n * sizeof *w->pos);
-    w->off = mp_alloc(ctx, n * sizeof *w->off);
-    w->ptop = mp_alloc(ctx, n * sizeof *w->ptop);
-    w->sorted = mp_alloc(ctx, n * sizeof *w->sorted);
+    w->pos = mp__alloc(ctx, n * sizeof *w->pos);
+    w->off = mp__alloc(ctx, n * sizeof *w->off);
+    w->ptop = mp__alloc(ctx, n * sizeof *w->ptop);
+    w->sorted = mp__alloc(ctx, n * sizeof *w->sorted);
     if (!w->pos || !w->off || !w->ptop || !w->sorted) {
-        mp_ofs_mat_ws_free(ctx, w);
+        mp__ofs_mat_ws_free(ctx, w);
         return MP_ERR_NOMEM;
     }
     return MP_OK;
 }
 
-void mp_ofs_mat_ws_free(mp_ctx *ctx, mp_ofs_mat_ws *w)
+void mp__ofs_mat_ws_free(mp_ctx *ctx, mp__ofs_mat_ws *w)
 {
-    mp_dealloc(ctx, w->pos);
-    mp_dealloc(ctx, w->off);
-    mp_dealloc(ctx, w->ptop);
-    mp_dealloc(ctx, w->sorted);
+    mp__dealloc(ctx, w->pos);
+    mp__dealloc(ctx, w->off);
+    mp__dealloc(ctx, w->ptop);
+    mp__dealloc(ctx, w->sorted);
     memset(w, 0, sizeof *w);
 }
 
-uint64_t mp_ofs_mat_place(const mp_ofs_prob *p, mp_ofs_mat_ws *w,
+uint64_t mp__ofs_mat_place(const mp__ofs_prob *p, mp__ofs_mat_ws *w,
                           const uint32_t *order, uint32_t from, int fit)
 {
     const uint64_t *size = p->size;
@@ -292,7 +292,7 @@ uint64_t mp_ofs_mat_place(const mp_ofs_prob *p, mp_ofs_mat_ws *w,
             uint64_t lo = off[a];
             if (lo > cur && lo - cur >= z) {
                 uint64_t g = lo - cur;
-                if (fit == MP_OFS_FIRSTFIT || g == z) {
+                if (fit == MP__OFS_FIRSTFIT || g == z) {
                     x = cur;
                     break;
                 }
@@ -334,8 +334,8 @@ typedef struct ofs_runset {
     uint32_t n, cap;
 } ofs_runset;
 
-struct mp_ofs_tree {
-    const mp_ofs_prob *p;
+struct mp__ofs_tree {
+    const mp__ofs_prob *p;
     uint32_t P;          /* leaves (power of two) */
     ofs_runset *own, *sub;
     /* query scratch */
@@ -345,31 +345,31 @@ struct mp_ofs_tree {
     uint32_t ncanon, npart;
 };
 
-void mp_ofs_tree_destroy(mp_ofs_tree *t)
+void mp__ofs_tree_destroy(mp__ofs_tree *t)
 {
     if (!t)
         return;
     mp_ctx *ctx = t->p->ctx;
     if (t->own)
         for (uint32_t v = 0; v < 2 * t->P; v++) {
-            mp_dealloc(ctx, t->own[v].v);
-            mp_dealloc(ctx, t->sub[v].v);
+            mp__dealloc(ctx, t->own[v].v);
+            mp__dealloc(ctx, t->sub[v].v);
         }
-    mp_dealloc(ctx, t->own);
-    mp_dealloc(ctx, t->sub);
-    mp_dealloc(ctx, t->qs);
-    mp_dealloc(ctx, t->cur);
-    mp_dealloc(ctx, t->heap);
-    mp_dealloc(ctx, t->canon);
-    mp_dealloc(ctx, t->part);
-    mp_dealloc(ctx, t);
+    mp__dealloc(ctx, t->own);
+    mp__dealloc(ctx, t->sub);
+    mp__dealloc(ctx, t->qs);
+    mp__dealloc(ctx, t->cur);
+    mp__dealloc(ctx, t->heap);
+    mp__dealloc(ctx, t->canon);
+    mp__dealloc(ctx, t->part);
+    mp__dealloc(ctx, t);
 }
 
-mp_status mp_ofs_tree_create(const mp_ofs_prob *p, mp_ofs_tree **out)
+mp_status mp__ofs_tree_create(const mp__ofs_prob *p, mp__ofs_tree **out)
 {
     mp_ctx *ctx = p->ctx;
     *out = NULL;
-    mp_ofs_tree *t = mp_calloc(ctx, 1, sizeof *t);
+    mp__ofs_tree *t = mp__calloc(ctx, 1, sizeof *t);
     if (!t)
         return MP_ERR_NOMEM;
     t->p = p;
@@ -379,16 +379,16 @@ mp_status mp_ofs_tree_create(const mp_ofs_prob *p, mp_ofs_tree **out)
         depth++;
     }
     t->P = P;
-    t->own = mp_calloc(ctx, 2 * (size_t)P, sizeof *t->own);
-    t->sub = mp_calloc(ctx, 2 * (size_t)P, sizeof *t->sub);
+    t->own = mp__calloc(ctx, 2 * (size_t)P, sizeof *t->own);
+    t->sub = mp__calloc(ctx, 2 * (size_t)P, sizeof *t->sub);
     size_t m = 4 * (size_t)depth + 4;
-    t->qs = mp_alloc(ctx, m * sizeof *t->qs);
-    t->cur = mp_alloc(ctx, m * sizeof *t->cur);
-    t->heap = mp_alloc(ctx, m * sizeof *t->heap);
-    t->canon = mp_alloc(ctx, m * sizeof *t->canon);
-    t->part = mp_alloc(ctx, m * sizeof *t->part);
+    t->qs = mp__alloc(ctx, m * sizeof *t->qs);
+    t->cur = mp__alloc(ctx, m * sizeof *t->cur);
+    t->heap = mp__alloc(ctx, m * sizeof *t->heap);
+    t->canon = mp__alloc(ctx, m * sizeof *t->canon);
+    t->part = mp__alloc(ctx, m * sizeof *t->part);
     if (!t->own || !t->sub || !t->qs || !t->cur || !t->heap || !t->canon || !t->part) {
-        mp_ofs_tree_destroy(t);
+        mp__ofs_tree_destroy(t);
         return MP_ERR_NOMEM;
     }
     *out = t;
@@ -397,7 +397,7 @@ mp_status mp_ofs_tree_create(const mp_ofs_prob *p, mp_ofs_tree **out)
 
 /* Canonical nodes of [l, r) and the partial nodes (ancestors of canonical
  * nodes: on the paths from leaves l and r-1 to the root, not inside). */
-static void tree_nodes(mp_ofs_tree *t, uint32_t l, uint32_t r)
+static void tree_nodes(mp__ofs_tree *t, uint32_t l, uint32_t r)
 {
     uint32_t P = t->P, nc = 0, np = 0;
     for (uint32_t a = l + P, b = r + P; a < b; a >>= 1, b >>= 1) {
@@ -445,7 +445,7 @@ static mp_status runset_insert(mp_ctx *ctx, ofs_runset *s, uint64_t lo,
     if (j == i) { /* insert a new run at i */
         if (s->n == s->cap) {
             uint32_t nc = s->cap ? 2 * s->cap : 4;
-            uint64_t *nv = mp_realloc_array(ctx, s->v, 2 * (size_t)nc,
+            uint64_t *nv = mp__realloc_array(ctx, s->v, 2 * (size_t)nc,
                                             sizeof *nv);
             if (!nv)
                 return MP_ERR_NOMEM;
@@ -497,7 +497,7 @@ static inline uint32_t runset_seek(const ofs_runset *s, uint32_t c, uint64_t x)
     return a;
 }
 
-static uint64_t tree_query(mp_ofs_tree *t, uint64_t z, int fit)
+static uint64_t tree_query(mp__ofs_tree *t, uint64_t z, int fit)
 {
     const ofs_runset **qs = t->qs;
     uint32_t *cur = t->cur, m = 0;
@@ -510,7 +510,7 @@ static uint64_t tree_query(mp_ofs_tree *t, uint64_t z, int fit)
     for (uint32_t k = 0; k < m; k++)
         cur[k] = 0;
     uint64_t x = 0;
-    if (fit == MP_OFS_FIRSTFIT) {
+    if (fit == MP__OFS_FIRSTFIT) {
         for (;;) {
             int moved = 0;
             for (uint32_t k = 0; k < m; k++) {
@@ -577,10 +577,10 @@ static uint64_t tree_query(mp_ofs_tree *t, uint64_t z, int fit)
     return best != UINT64_MAX ? bestx : x;
 }
 
-mp_status mp_ofs_tree_place(mp_ofs_tree *t, const uint32_t *order, int fit,
+mp_status mp__ofs_tree_place(mp__ofs_tree *t, const uint32_t *order, int fit,
                             uint64_t *off, uint64_t *arena)
 {
-    const mp_ofs_prob *p = t->p;
+    const mp__ofs_prob *p = t->p;
     mp_ctx *ctx = p->ctx;
     for (uint32_t v = 0; v < 2 * t->P; v++)
         t->own[v].n = t->sub[v].n = 0;

@@ -1,5 +1,5 @@
 /* Checkmate's recompute model (Jain et al., MLSys 2020) on GLPK through
- * the project's wrapper (mp_glpk.h): the MILP and its LP relaxation.
+ * the project's wrapper (mp__glpk.h): the MILP and its LP relaxation.
  *
  * Stage t computes unit t (the graph's topological order) and may
  * recompute earlier units. Variables, for i <= t: R[t,i] (computed in
@@ -39,7 +39,7 @@ typedef struct cm_model {
     uint32_t *rb, *sb, *ub;   /* per stage: first column of R, S, U */
     uint32_t *fb;             /* per (t,k) pair: first FREE column */
     size_t *pair;             /* per stage: index of (t,0) in fb */
-    mp_lp *lp;
+    mp__lp *lp;
 } cm_model;
 
 #define NOCOL UINT32_MAX
@@ -94,12 +94,12 @@ static void rb_add(rowbuf *r, uint32_t col, double v)
 static void cm_free(cm_model *m)
 {
     mp_ctx *ctx = m->p->ctx;
-    mp_dealloc(ctx, m->rb);
-    mp_dealloc(ctx, m->sb);
-    mp_dealloc(ctx, m->ub);
-    mp_dealloc(ctx, m->fb);
-    mp_dealloc(ctx, m->pair);
-    mp_lp_destroy(m->lp);
+    mp__dealloc(ctx, m->rb);
+    mp__dealloc(ctx, m->sb);
+    mp__dealloc(ctx, m->ub);
+    mp__dealloc(ctx, m->fb);
+    mp__dealloc(ctx, m->pair);
+    mp__lp_destroy(m->lp);
     memset(m, 0, sizeof *m);
 }
 
@@ -125,8 +125,8 @@ static mp_status cm_start(const rm_prob *p, rm_cm_result *res,
 {
     memset(res, 0, sizeof *res);
     res->lower_bound = -1;
-    if (!mp_glpk_available())
-        return mp_err(p->ctx, MP_ERR_UNSUPPORTED,
+    if (!mp__glpk_available())
+        return mp__err(p->ctx, MP_ERR_UNSUPPORTED,
                       "the %s needs GLPK (build with MEMPLAN_WITH_GLPK=ON)",
                       what);
     return MP_OK;
@@ -143,18 +143,18 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
     uint32_t T = p->T;
     m->T = T;
     size_t T1 = (size_t)T + 1;
-    m->rb = mp_alloc(ctx, T1 * sizeof *m->rb);
-    m->sb = mp_alloc(ctx, T1 * sizeof *m->sb);
-    m->ub = mp_alloc(ctx, T1 * sizeof *m->ub);
-    m->pair = mp_alloc(ctx, T1 * sizeof *m->pair);
+    m->rb = mp__alloc(ctx, T1 * sizeof *m->rb);
+    m->sb = mp__alloc(ctx, T1 * sizeof *m->sb);
+    m->ub = mp__alloc(ctx, T1 * sizeof *m->ub);
+    m->pair = mp__alloc(ctx, T1 * sizeof *m->pair);
     size_t n_pairs = (size_t)T * T1 / 2 + 1;
-    m->fb = mp_alloc(ctx, (n_pairs + 1) * sizeof *m->fb);
+    m->fb = mp__alloc(ctx, (n_pairs + 1) * sizeof *m->fb);
     if (!m->rb || !m->sb || !m->ub || !m->pair || !m->fb)
         return MP_ERR_NOMEM;
-    mp_status st = mp_lp_create(ctx, 0, &m->lp);
+    mp_status st = mp__lp_create(ctx, 0, &m->lp);
     if (st)
         return st;
-    mp_lp_kind bk = integer ? MP_LP_BINARY : MP_LP_CONTINUOUS;
+    mp__lp_kind bk = integer ? MP__LP_BINARY : MP__LP_CONTINUOUS;
     /* GLPK's simplex wants coefficients near 1: memory in units of the
      * largest unit, cost in units of the largest cost */
     cm_scales(p, &m->mscale, &m->cscale);
@@ -164,35 +164,35 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
     size_t pr = 0;
     for (uint32_t t = 0; t < T; t++) {
         uint32_t idx;
-        m->rb[t] = mp_lp_num_cols(m->lp);
+        m->rb[t] = mp__lp_num_cols(m->lp);
         for (uint32_t i = 0; i <= t; i++) {
             double lo = i == t ? 1 : 0;
             double hi = i == t || alive(p, i, t) ? 1 : 0;
-            if ((st = mp_lp_add_col(m->lp, lo, hi, i == t ? MP_LP_CONTINUOUS
+            if ((st = mp__lp_add_col(m->lp, lo, hi, i == t ? MP__LP_CONTINUOUS
                                                           : bk,
                                     i < t ? p->cost[i] / m->cscale : 0,
                                     &idx)))
                 return st;
         }
-        m->sb[t] = mp_lp_num_cols(m->lp);
+        m->sb[t] = mp__lp_num_cols(m->lp);
         for (uint32_t i = 0; i < t; i++) {
             double lo = p->out[i] ? 1 : 0; /* outputs stay once computed */
             double hi = alive(p, i, t) ? 1 : 0;
-            if ((st = mp_lp_add_col(m->lp, lo, hi, bk, 0, &idx)))
+            if ((st = mp__lp_add_col(m->lp, lo, hi, bk, 0, &idx)))
                 return st;
         }
-        m->ub[t] = mp_lp_num_cols(m->lp);
+        m->ub[t] = mp__lp_num_cols(m->lp);
         for (uint32_t k = 0; k <= t; k++)
-            if ((st = mp_lp_add_col(m->lp, 0, capd, MP_LP_CONTINUOUS, 0,
+            if ((st = mp__lp_add_col(m->lp, 0, capd, MP__LP_CONTINUOUS, 0,
                                     &idx)))
                 return st;
         m->pair[t] = pr;
         for (uint32_t k = 0; k <= t; k++) {
-            m->fb[pr++] = mp_lp_num_cols(m->lp);
+            m->fb[pr++] = mp__lp_num_cols(m->lp);
             for (uint32_t j = 0; j < n_fi(p, k); j++) {
                 uint32_t i = fi_at(p, k, j);
                 double hi = p->out[i] ? 0 : 1;
-                if ((st = mp_lp_add_col(m->lp, 0, hi, bk, 0, &idx)))
+                if ((st = mp__lp_add_col(m->lp, 0, hi, bk, 0, &idx)))
                     return st;
             }
         }
@@ -207,7 +207,7 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                 rb_add(&r, colS(m, t + 1, i), 1);
                 rb_add(&r, colS(m, t, i), -1);
                 rb_add(&r, colR(m, t, i), -1);
-                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 0, r.n, r.c, r.v,
+                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 0, r.n, r.c, r.v,
                                         NULL)))
                     return st;
             }
@@ -217,7 +217,7 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                 r.n = 0;
                 rb_add(&r, colR(m, t, i), 1);
                 rb_add(&r, colS(m, t, i), 1);
-                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, r.n, r.c, r.v,
+                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, r.n, r.c, r.v,
                                         NULL)))
                     return st;
             }
@@ -232,7 +232,7 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                 rb_add(&r, colR(m, t, k), 1);
                 rb_add(&r, colR(m, t, i), -1);
                 rb_add(&r, colS(m, t, i), -1);
-                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 0, r.n, r.c, r.v,
+                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 0, r.n, r.c, r.v,
                                         NULL)))
                     return st;
             }
@@ -244,11 +244,11 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                 if (p->in_out[q] || p->in_last[q] >= t)
                     in += MEM(p->in_mem[q]);
             uint32_t nterm = t + 2;
-            uint32_t *c = mp_alloc(ctx, nterm * sizeof *c);
-            double *v = mp_alloc(ctx, nterm * sizeof *v);
+            uint32_t *c = mp__alloc(ctx, nterm * sizeof *c);
+            double *v = mp__alloc(ctx, nterm * sizeof *v);
             if (!c || !v) {
-                mp_dealloc(ctx, c);
-                mp_dealloc(ctx, v);
+                mp__dealloc(ctx, c);
+                mp__dealloc(ctx, v);
                 return MP_ERR_NOMEM;
             }
             uint32_t n = 0;
@@ -263,19 +263,19 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                     c[n] = colS(m, t, i);
                     v[n++] = -MEM(p->mem[i]);
                 }
-            st = mp_lp_add_row(m->lp, in, in, n, c, v, NULL);
-            mp_dealloc(ctx, c);
-            mp_dealloc(ctx, v);
+            st = mp__lp_add_row(m->lp, in, in, n, c, v, NULL);
+            mp__dealloc(ctx, c);
+            mp__dealloc(ctx, v);
             if (st)
                 return st;
         }
         for (uint32_t k = 1; k <= t; k++) {
             uint32_t nf = n_fi(p, k - 1);
-            uint32_t *c = mp_alloc(ctx, (nf + 3) * sizeof *c);
-            double *v = mp_alloc(ctx, (nf + 3) * sizeof *v);
+            uint32_t *c = mp__alloc(ctx, (nf + 3) * sizeof *c);
+            double *v = mp__alloc(ctx, (nf + 3) * sizeof *v);
             if (!c || !v) {
-                mp_dealloc(ctx, c);
-                mp_dealloc(ctx, v);
+                mp__dealloc(ctx, c);
+                mp__dealloc(ctx, v);
                 return MP_ERR_NOMEM;
             }
             uint32_t n = 0;
@@ -295,9 +295,9 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                     v[n++] = MEM(p->mem[i]);
                 }
             }
-            st = mp_lp_add_row(m->lp, 0, 0, n, c, v, NULL);
-            mp_dealloc(ctx, c);
-            mp_dealloc(ctx, v);
+            st = mp__lp_add_row(m->lp, 0, 0, n, c, v, NULL);
+            mp__dealloc(ctx, c);
+            mp__dealloc(ctx, v);
             if (st)
                 return st;
         }
@@ -312,14 +312,14 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                 rb_add(&r, fc, 1);
                 if (colR(m, t, k) != NOCOL)
                     rb_add(&r, colR(m, t, k), -1);
-                if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 0, r.n, r.c, r.v,
+                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 0, r.n, r.c, r.v,
                                         NULL)))
                     return st;
                 if (t + 1 < T && colS(m, t + 1, i) != NOCOL) {
                     r.n = 0;
                     rb_add(&r, fc, 1);
                     rb_add(&r, colS(m, t + 1, i), 1);
-                    if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, r.n, r.c,
+                    if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, r.n, r.c,
                                             r.v, NULL)))
                         return st;
                 }
@@ -331,7 +331,7 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                     r.n = 0;
                     rb_add(&r, fc, 1);
                     rb_add(&r, colR(m, t, u), 1);
-                    if ((st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, r.n, r.c,
+                    if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, r.n, r.c,
                                             r.v, NULL)))
                         return st;
                 }
@@ -350,11 +350,11 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                     cnt++;
             if (cnt < 2)
                 continue;
-            uint32_t *c = mp_alloc(ctx, cnt * sizeof *c);
-            double *v = mp_alloc(ctx, cnt * sizeof *v);
+            uint32_t *c = mp__alloc(ctx, cnt * sizeof *c);
+            double *v = mp__alloc(ctx, cnt * sizeof *v);
             if (!c || !v) {
-                mp_dealloc(ctx, c);
-                mp_dealloc(ctx, v);
+                mp__dealloc(ctx, c);
+                mp__dealloc(ctx, v);
                 return MP_ERR_NOMEM;
             }
             uint32_t n = 0;
@@ -372,9 +372,9 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
                         break;
                     }
             }
-            st = mp_lp_add_row(m->lp, -MP_LP_INF, 1, n, c, v, NULL);
-            mp_dealloc(ctx, c);
-            mp_dealloc(ctx, v);
+            st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, n, c, v, NULL);
+            mp__dealloc(ctx, c);
+            mp__dealloc(ctx, v);
             if (st)
                 return st;
         }
@@ -399,7 +399,7 @@ static int cm_warm(const cm_model *m, const mp_step *steps, uint32_t n,
     const rm_prob *p = m->p;
     const mp_graph *g = p->g;
     uint32_t T = m->T;
-    memset(x, 0, (size_t)mp_lp_num_cols(m->lp) * sizeof *x);
+    memset(x, 0, (size_t)mp__lp_num_cols(m->lp) * sizeof *x);
     memset(res, 0, T);
     uint32_t t = 0;         /* stage of the current computation */
     int started = 0;        /* stage t has computed something */
@@ -525,23 +525,23 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
         cm_free(&m);
         return st;
     }
-    res->n_cols = mp_lp_num_cols(m.lp);
-    res->n_rows = mp_lp_num_rows(m.lp);
-    mp_lp_options lo;
-    mp_lp_options_init(&lo);
+    res->n_cols = mp__lp_num_cols(m.lp);
+    res->n_rows = mp__lp_num_rows(m.lp);
+    mp__lp_options lo;
+    mp__lp_options_init(&lo);
     lo.time_limit = time_limit > 0 ? time_limit : 60;
     lo.relax = !integer;
     /* the dual simplex: 3-10x faster here, and its basis stays dual
      * feasible, so a time limit still leaves a good certified bound */
-    lo.method = MP_LP_DUAL;
+    lo.method = MP__LP_DUAL;
     double *wx = NULL;
     uint8_t *wres = NULL;
     if (integer && warm && warm->steps) {
-        wx = mp_alloc(ctx, ((size_t)res->n_cols + 1) * sizeof *wx);
-        wres = mp_alloc(ctx, (size_t)p->T + 1);
+        wx = mp__alloc(ctx, ((size_t)res->n_cols + 1) * sizeof *wx);
+        wres = mp__alloc(ctx, (size_t)p->T + 1);
         if (!wx || !wres) {
-            mp_dealloc(ctx, wx);
-            mp_dealloc(ctx, wres);
+            mp__dealloc(ctx, wx);
+            mp__dealloc(ctx, wres);
             cm_free(&m);
             return MP_ERR_NOMEM;
         }
@@ -549,10 +549,10 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
             lo.warm_start = wx;
         res->warm_mapped = lo.warm_start != NULL;
     }
-    mp_lp_result lr;
-    st = mp_lp_solve(m.lp, &lo, &lr);
-    mp_dealloc(ctx, wx);
-    mp_dealloc(ctx, wres);
+    mp__lp_result lr;
+    st = mp__lp_solve(m.lp, &lo, &lr);
+    mp__dealloc(ctx, wx);
+    mp__dealloc(ctx, wres);
     if (st) {
         cm_free(&m);
         return st;
@@ -579,7 +579,7 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
         res->lower_bound *= 1 - 1e-7;
     if (lr.status == MP_SOLVE_INFEASIBLE)
         res->infeasible = 1;
-    const double *x = mp_lp_values(m.lp);
+    const double *x = mp__lp_values(m.lp);
     if (x && try_fn) {
         static const double th[] = {0.5, 0.1, 0.2, 0.3, 0.4,
                                     0.6, 0.7, 0.8, 0.9, 0.999};
@@ -669,20 +669,20 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
     size_t E = p->use_begin[T];
     /* per use slot q (use_begin order): column of K after that use and of
      * R at that use; kb[i]: K[i,0] */
-    uint32_t *kcol = mp_alloc(ctx, (E + 1) * sizeof *kcol);
-    uint32_t *rcol = mp_alloc(ctx, (E + 1) * sizeof *rcol);
-    uint32_t *k0 = mp_alloc(ctx, ((size_t)T + 1) * sizeof *k0);
-    double *crow = mp_alloc(ctx, ((size_t)T + 1) * sizeof *crow);
-    uint8_t *isdep = mp_calloc(ctx, (size_t)T + 1, 1);
-    uint32_t *c = mp_alloc(ctx, ((size_t)T + 2) * sizeof *c);
-    double *v = mp_alloc(ctx, ((size_t)T + 2) * sizeof *v);
-    mp_lp *lp = NULL;
+    uint32_t *kcol = mp__alloc(ctx, (E + 1) * sizeof *kcol);
+    uint32_t *rcol = mp__alloc(ctx, (E + 1) * sizeof *rcol);
+    uint32_t *k0 = mp__alloc(ctx, ((size_t)T + 1) * sizeof *k0);
+    double *crow = mp__alloc(ctx, ((size_t)T + 1) * sizeof *crow);
+    uint8_t *isdep = mp__calloc(ctx, (size_t)T + 1, 1);
+    uint32_t *c = mp__alloc(ctx, ((size_t)T + 2) * sizeof *c);
+    double *v = mp__alloc(ctx, ((size_t)T + 2) * sizeof *v);
+    mp__lp *lp = NULL;
     mp_status st = MP_OK;
     if (!kcol || !rcol || !k0 || !crow || !isdep || !c || !v) {
         st = MP_ERR_NOMEM;
         goto done;
     }
-    if ((st = mp_lp_create(ctx, 0, &lp)))
+    if ((st = mp__lp_create(ctx, 0, &lp)))
         goto done;
     double mscale, cscale;
     cm_scales(p, &mscale, &cscale);
@@ -695,20 +695,20 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
             kcol[q] = rcol[q] = NOCOL;
         if (p->out[i] || !p->mem[i] || b == e)
             continue; /* always resident, free, or never read */
-        if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_CONTINUOUS, 0, &k0[i])))
+        if ((st = mp__lp_add_col(lp, 0, 1, MP__LP_CONTINUOUS, 0, &k0[i])))
             goto done;
         uint32_t prev = k0[i];
         for (uint32_t q = b; q < e; q++) {
-            if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_CONTINUOUS,
+            if ((st = mp__lp_add_col(lp, 0, 1, MP__LP_CONTINUOUS,
                                     p->cost[i] / cscale, &rcol[q])))
                 goto done;
             /* K[prev] + R >= 1 */
             uint32_t rc[3] = {prev, rcol[q], 0};
             double rv[3] = {1, 1, -1};
-            if ((st = mp_lp_add_row(lp, 1, MP_LP_INF, 2, rc, rv, NULL)))
+            if ((st = mp__lp_add_row(lp, 1, MP__LP_INF, 2, rc, rv, NULL)))
                 goto done;
             if (q + 1 < e) {
-                if ((st = mp_lp_add_col(lp, 0, 1, MP_LP_CONTINUOUS, 0,
+                if ((st = mp__lp_add_col(lp, 0, 1, MP__LP_CONTINUOUS, 0,
                                         &kcol[q])))
                     goto done;
                 /* K[next] - K[prev] - R <= 0 */
@@ -718,14 +718,14 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
                 rv[0] = 1;
                 rv[1] = -1;
                 rv[2] = -1;
-                if ((st = mp_lp_add_row(lp, -MP_LP_INF, 0, 3, rc, rv, NULL)))
+                if ((st = mp__lp_add_row(lp, -MP__LP_INF, 0, 3, rc, rv, NULL)))
                     goto done;
                 prev = kcol[q];
             }
         }
     }
     /* memory rows: walk the stages, tracking each value's current K */
-    uint32_t *curq = mp_alloc(ctx, ((size_t)T + 1) * sizeof *curq);
+    uint32_t *curq = mp__alloc(ctx, ((size_t)T + 1) * sizeof *curq);
     if (!curq) {
         st = MP_ERR_NOMEM;
         goto done;
@@ -769,21 +769,21 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
             break;
         }
         if (n)
-            st = mp_lp_add_row(lp, -MP_LP_INF, capd - cst, n, c, v, NULL);
+            st = mp__lp_add_row(lp, -MP__LP_INF, capd - cst, n, c, v, NULL);
     }
 #undef SMEM
-    mp_dealloc(ctx, curq);
+    mp__dealloc(ctx, curq);
     if (st || res->infeasible)
         goto done;
-    res->n_cols = mp_lp_num_cols(lp);
-    res->n_rows = mp_lp_num_rows(lp);
-    mp_lp_options lo;
-    mp_lp_options_init(&lo);
+    res->n_cols = mp__lp_num_cols(lp);
+    res->n_rows = mp__lp_num_rows(lp);
+    mp__lp_options lo;
+    mp__lp_options_init(&lo);
     lo.time_limit = time_limit > 0 ? time_limit : 60;
     lo.relax = 1;
-    lo.method = MP_LP_DUAL;
-    mp_lp_result lr;
-    if ((st = mp_lp_solve(lp, &lo, &lr)))
+    lo.method = MP__LP_DUAL;
+    mp__lp_result lr;
+    if ((st = mp__lp_solve(lp, &lo, &lr)))
         goto done;
     res->status = lr.status;
     res->seconds = lr.seconds;
@@ -796,7 +796,7 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
     /* rounding, as for Checkmate's LP: keep a value across a boundary
      * when its K is at least a threshold; the replay recomputes the rest
      * (with eviction as a repair) */
-    const double *x = mp_lp_values(lp);
+    const double *x = mp__lp_values(lp);
     if (x && try_fn && lr.status == MP_SOLVE_OPTIMAL) {
         static const double th[] = {0.5, 0.1, 0.3, 0.7, 0.9, 0.999};
         sl_keep k = {p, x, k0, kcol, 0};
@@ -814,13 +814,13 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
         }
     }
 done:
-    mp_dealloc(ctx, kcol);
-    mp_dealloc(ctx, rcol);
-    mp_dealloc(ctx, k0);
-    mp_dealloc(ctx, crow);
-    mp_dealloc(ctx, isdep);
-    mp_dealloc(ctx, c);
-    mp_dealloc(ctx, v);
-    mp_lp_destroy(lp);
+    mp__dealloc(ctx, kcol);
+    mp__dealloc(ctx, rcol);
+    mp__dealloc(ctx, k0);
+    mp__dealloc(ctx, crow);
+    mp__dealloc(ctx, isdep);
+    mp__dealloc(ctx, c);
+    mp__dealloc(ctx, v);
+    mp__lp_destroy(lp);
     return st;
 }

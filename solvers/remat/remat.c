@@ -75,7 +75,7 @@ double mp_node_cost(const mp_graph *g, uint32_t node)
 {
     if (!g || node >= g->n_nodes)
         return 0;
-    const mp_node *n = &g->nodes[node];
+    const mp__node *n = &g->nodes[node];
     if (n->seconds >= 0)
         return n->seconds;
     if (n->flops >= 0)
@@ -91,23 +91,23 @@ void rm_prob_free(rm_prob *p)
     if (!p || !p->ctx)
         return;
     mp_ctx *c = p->ctx;
-    mp_dealloc(c, p->node);
-    mp_dealloc(c, p->pos);
-    mp_dealloc(c, p->mem);
-    mp_dealloc(c, p->cost);
-    mp_dealloc(c, p->flops);
-    mp_dealloc(c, p->fwd);
-    mp_dealloc(c, p->out);
-    mp_dealloc(c, p->dep_begin);
-    mp_dealloc(c, p->deps);
-    mp_dealloc(c, p->use_begin);
-    mp_dealloc(c, p->uses);
-    mp_dealloc(c, p->horizon);
-    mp_dealloc(c, p->in_tensor);
-    mp_dealloc(c, p->in_last);
-    mp_dealloc(c, p->in_horizon);
-    mp_dealloc(c, p->in_mem);
-    mp_dealloc(c, p->in_out);
+    mp__dealloc(c, p->node);
+    mp__dealloc(c, p->pos);
+    mp__dealloc(c, p->mem);
+    mp__dealloc(c, p->cost);
+    mp__dealloc(c, p->flops);
+    mp__dealloc(c, p->fwd);
+    mp__dealloc(c, p->out);
+    mp__dealloc(c, p->dep_begin);
+    mp__dealloc(c, p->deps);
+    mp__dealloc(c, p->use_begin);
+    mp__dealloc(c, p->uses);
+    mp__dealloc(c, p->horizon);
+    mp__dealloc(c, p->in_tensor);
+    mp__dealloc(c, p->in_last);
+    mp__dealloc(c, p->in_horizon);
+    mp__dealloc(c, p->in_mem);
+    mp__dealloc(c, p->in_out);
     memset(p, 0, sizeof *p);
 }
 
@@ -119,22 +119,22 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
     p->g = g;
     p->alignment = alignment ? alignment : 1;
     if (!g->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     uint32_t T = (uint32_t)g->n_nodes, nt = (uint32_t)g->n_tensors;
     size_t T1 = (size_t)T + 1;
     p->T = T;
-    p->node = mp_alloc(ctx, T1 * sizeof *p->node);
-    p->pos = mp_alloc(ctx, T1 * sizeof *p->pos);
-    p->mem = mp_calloc(ctx, T1, sizeof *p->mem);
-    p->cost = mp_calloc(ctx, T1, sizeof *p->cost);
-    p->flops = mp_calloc(ctx, T1, sizeof *p->flops);
-    p->fwd = mp_calloc(ctx, T1, 1);
-    p->out = mp_calloc(ctx, T1, 1);
-    p->dep_begin = mp_calloc(ctx, T1 + 1, sizeof *p->dep_begin);
-    p->use_begin = mp_calloc(ctx, T1 + 1, sizeof *p->use_begin);
-    p->horizon = mp_calloc(ctx, T1, sizeof *p->horizon);
-    uint32_t *in_idx = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *in_idx);
-    uint32_t *stamp = mp_calloc(ctx, T1 + nt, sizeof *stamp);
+    p->node = mp__alloc(ctx, T1 * sizeof *p->node);
+    p->pos = mp__alloc(ctx, T1 * sizeof *p->pos);
+    p->mem = mp__calloc(ctx, T1, sizeof *p->mem);
+    p->cost = mp__calloc(ctx, T1, sizeof *p->cost);
+    p->flops = mp__calloc(ctx, T1, sizeof *p->flops);
+    p->fwd = mp__calloc(ctx, T1, 1);
+    p->out = mp__calloc(ctx, T1, 1);
+    p->dep_begin = mp__calloc(ctx, T1 + 1, sizeof *p->dep_begin);
+    p->use_begin = mp__calloc(ctx, T1 + 1, sizeof *p->use_begin);
+    p->horizon = mp__calloc(ctx, T1, sizeof *p->horizon);
+    uint32_t *in_idx = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *in_idx);
+    uint32_t *stamp = mp__calloc(ctx, T1 + nt, sizeof *stamp);
     mp_status st = MP_OK;
     if (!p->node || !p->pos || !p->mem || !p->cost || !p->flops || !p->fwd ||
         !p->out || !p->dep_begin || !p->use_begin || !p->horizon || !in_idx ||
@@ -145,18 +145,18 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
     /* graph inputs in the arena */
     uint32_t n_in = 0;
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         in_idx[t] = MP_NONE;
-        if (tt->producer == MP_NONE && mp_tensor_in_arena(tt) &&
-            (tt->n_cons || (tt->flags & MP_TF_OUTPUT)))
+        if (tt->producer == MP_NONE && mp__tensor_in_arena(tt) &&
+            (tt->n_cons || (tt->flags & MP__TF_OUTPUT)))
             in_idx[t] = n_in++;
     }
     p->n_in = n_in;
-    p->in_tensor = mp_alloc(ctx, ((size_t)n_in + 1) * sizeof *p->in_tensor);
-    p->in_last = mp_calloc(ctx, (size_t)n_in + 1, sizeof *p->in_last);
-    p->in_horizon = mp_calloc(ctx, (size_t)n_in + 1, sizeof *p->in_horizon);
-    p->in_mem = mp_calloc(ctx, (size_t)n_in + 1, sizeof *p->in_mem);
-    p->in_out = mp_calloc(ctx, (size_t)n_in + 1, 1);
+    p->in_tensor = mp__alloc(ctx, ((size_t)n_in + 1) * sizeof *p->in_tensor);
+    p->in_last = mp__calloc(ctx, (size_t)n_in + 1, sizeof *p->in_last);
+    p->in_horizon = mp__calloc(ctx, (size_t)n_in + 1, sizeof *p->in_horizon);
+    p->in_mem = mp__calloc(ctx, (size_t)n_in + 1, sizeof *p->in_mem);
+    p->in_out = mp__calloc(ctx, (size_t)n_in + 1, 1);
     if (!p->in_tensor || !p->in_last || !p->in_horizon || !p->in_mem ||
         !p->in_out) {
         st = MP_ERR_NOMEM;
@@ -166,8 +166,8 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
         if (in_idx[t] != MP_NONE) {
             uint32_t k = in_idx[t];
             p->in_tensor[k] = t;
-            if (!mp_align_up(g->tensors[t].bytes, p->alignment, &p->in_mem[k])) {
-                st = mp_err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
+            if (!mp__align_up(g->tensors[t].bytes, p->alignment, &p->in_mem[k])) {
+                st = mp__err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
                             g->tensors[t].name);
                 goto done;
             }
@@ -180,19 +180,19 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
     size_t n_deps = 0;
     /* first pass: count deps (unique) */
     for (uint32_t u = 0; u < T; u++) {
-        const mp_node *nd = &g->nodes[p->node[u]];
+        const mp__node *nd = &g->nodes[p->node[u]];
         p->cost[u] = mp_node_cost(g, p->node[u]);
         p->flops[u] = nd->flops;
         p->base_cost += p->cost[u];
         p->fwd[u] = nd->phase == MP_PHASE_FORWARD;
         for (uint32_t o = 0; o < nd->n_out; o++) {
-            const mp_tensor *tt = &g->tensors[nd->outputs[o]];
+            const mp__tensor *tt = &g->tensors[nd->outputs[o]];
             uint64_t a;
-            if (!mp_tensor_in_arena(tt))
+            if (!mp__tensor_in_arena(tt))
                 continue;
-            if (!mp_align_up(tt->bytes, p->alignment, &a) ||
-                !mp_add_u64(p->mem[u], a, &p->mem[u])) {
-                st = mp_err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
+            if (!mp__align_up(tt->bytes, p->alignment, &a) ||
+                !mp__add_u64(p->mem[u], a, &p->mem[u])) {
+                st = mp__err(ctx, MP_ERR_OVERFLOW, "tensor '%s': size overflows",
                             tt->name);
                 goto done;
             }
@@ -202,8 +202,8 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
             if (x == MP_NONE)
                 continue;
             uint32_t r = g->tensors[x].root;
-            const mp_tensor *tr = &g->tensors[r];
-            if (mp_kind_persistent(tr->kind) || tr->bytes == 0)
+            const mp__tensor *tr = &g->tensors[r];
+            if (mp__kind_persistent(tr->kind) || tr->bytes == 0)
                 continue;
             if (tr->producer == MP_NONE) {
                 if (in_idx[r] != MP_NONE && u > p->in_last[in_idx[r]])
@@ -219,8 +219,8 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
         }
         p->dep_begin[u + 1] = (uint32_t)n_deps;
     }
-    p->deps = mp_alloc(ctx, (n_deps + 1) * sizeof *p->deps);
-    p->uses = mp_alloc(ctx, (n_deps + 1) * sizeof *p->uses);
+    p->deps = mp__alloc(ctx, (n_deps + 1) * sizeof *p->deps);
+    p->uses = mp__alloc(ctx, (n_deps + 1) * sizeof *p->uses);
     if (!p->deps || !p->uses) {
         st = MP_ERR_NOMEM;
         goto done;
@@ -230,7 +230,7 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
     memset(stamp, 0, T1 * sizeof *stamp);
     uint32_t *fill = stamp + T1; /* reuse: per-unit fill cursor (nt >= 0) */
     (void)fill;
-    uint32_t *cursor = mp_alloc(ctx, T1 * sizeof *cursor);
+    uint32_t *cursor = mp__alloc(ctx, T1 * sizeof *cursor);
     if (!cursor) {
         st = MP_ERR_NOMEM;
         goto done;
@@ -239,14 +239,14 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
         cursor[u] = p->use_begin[u];
     size_t k = 0;
     for (uint32_t u = 0; u < T; u++) {
-        const mp_node *nd = &g->nodes[p->node[u]];
+        const mp__node *nd = &g->nodes[p->node[u]];
         for (uint32_t i = 0; i < nd->n_in; i++) {
             uint32_t x = nd->inputs[i];
             if (x == MP_NONE)
                 continue;
             uint32_t r = g->tensors[x].root;
-            const mp_tensor *tr = &g->tensors[r];
-            if (mp_kind_persistent(tr->kind) || tr->bytes == 0 ||
+            const mp__tensor *tr = &g->tensors[r];
+            if (mp__kind_persistent(tr->kind) || tr->bytes == 0 ||
                 tr->producer == MP_NONE)
                 continue;
             uint32_t d = p->pos[tr->producer];
@@ -257,13 +257,13 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
             p->uses[cursor[d]++] = u;
         }
     }
-    mp_dealloc(ctx, cursor);
+    mp__dealloc(ctx, cursor);
     /* graph outputs */
     for (uint32_t t = 0; t < nt; t++) {
-        const mp_tensor *tt = &g->tensors[t];
-        if (!(tt->flags & MP_TF_OUTPUT))
+        const mp__tensor *tt = &g->tensors[t];
+        if (!(tt->flags & MP__TF_OUTPUT))
             continue;
-        const mp_tensor *tr = &g->tensors[tt->root];
+        const mp__tensor *tr = &g->tensors[tt->root];
         if (tr->producer != MP_NONE)
             p->out[p->pos[tr->producer]] = 1;
         else if (in_idx[tt->root] != MP_NONE)
@@ -282,7 +282,7 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
         p->horizon[u] = h;
     }
     for (uint32_t u = 0; u < T; u++) {
-        const mp_node *nd = &g->nodes[p->node[u]];
+        const mp__node *nd = &g->nodes[p->node[u]];
         for (uint32_t i = 0; i < nd->n_in; i++) {
             uint32_t x = nd->inputs[i];
             if (x == MP_NONE)
@@ -292,12 +292,12 @@ mp_status rm_prob_build(const mp_graph *g, uint64_t alignment, rm_prob *p)
                 p->in_horizon[in_idx[r]] = p->horizon[u];
         }
     }
-    p->persistent = mp_plan_persistent_bytes(g);
+    p->persistent = mp__plan_persistent_bytes(g);
     if (p->persistent == UINT64_MAX)
-        st = mp_err(ctx, MP_ERR_OVERFLOW, "persistent bytes overflow");
+        st = mp__err(ctx, MP_ERR_OVERFLOW, "persistent bytes overflow");
 done:
-    mp_dealloc(ctx, in_idx);
-    mp_dealloc(ctx, stamp);
+    mp__dealloc(ctx, in_idx);
+    mp__dealloc(ctx, stamp);
     if (st)
         rm_prob_free(p);
     return st;
@@ -328,7 +328,7 @@ static void emit(sim *s, mp_step_kind k, uint32_t idx)
 {
     if (!s->want || s->st)
         return;
-    if ((s->st = mp_grow(s->ctx, (void **)&s->steps, sizeof *s->steps,
+    if ((s->st = mp__grow(s->ctx, (void **)&s->steps, sizeof *s->steps,
                          s->n_steps + 1, &s->cap_steps)))
         return;
     s->steps[s->n_steps].kind = k;
@@ -351,9 +351,9 @@ static void res_add(sim *s, uint32_t u)
 static void free_unit(sim *s, uint32_t u)
 {
     const rm_prob *p = s->p;
-    const mp_node *nd = &p->g->nodes[p->node[u]];
+    const mp__node *nd = &p->g->nodes[p->node[u]];
     for (uint32_t o = 0; o < nd->n_out; o++)
-        if (mp_tensor_in_arena(&p->g->tensors[nd->outputs[o]]))
+        if (mp__tensor_in_arena(&p->g->tensors[nd->outputs[o]]))
             emit(s, MP_STEP_FREE, nd->outputs[o]);
     s->res[u] = 0;
     s->cur -= p->mem[u];
@@ -442,21 +442,21 @@ mp_status rm_simulate(const rm_prob *p, const rm_policy *pol, int want_steps,
     s.pol = pol;
     s.ctx = ctx;
     s.want = want_steps;
-    s.res = mp_calloc(ctx, T1, 1);
-    s.rc = mp_calloc(ctx, T1, 1);
-    s.in_res = mp_calloc(ctx, (size_t)p->n_in + 1, 1);
-    s.need = mp_calloc(ctx, T1, sizeof *s.need);
-    s.mark = mp_calloc(ctx, T1, sizeof *s.mark);
-    s.L = mp_alloc(ctx, T1 * sizeof *s.L);
-    s.stack = mp_alloc(ctx, T1 * sizeof *s.stack);
-    s.ev_head = mp_alloc(ctx, T1 * sizeof *s.ev_head);
-    s.ev_next = mp_alloc(ctx, T1 * sizeof *s.ev_next);
-    s.rlist = mp_alloc(ctx, T1 * sizeof *s.rlist);
-    s.rpos = mp_alloc(ctx, T1 * sizeof *s.rpos);
-    s.stale = mp_calloc(ctx, T1, sizeof *s.stale);
+    s.res = mp__calloc(ctx, T1, 1);
+    s.rc = mp__calloc(ctx, T1, 1);
+    s.in_res = mp__calloc(ctx, (size_t)p->n_in + 1, 1);
+    s.need = mp__calloc(ctx, T1, sizeof *s.need);
+    s.mark = mp__calloc(ctx, T1, sizeof *s.mark);
+    s.L = mp__alloc(ctx, T1 * sizeof *s.L);
+    s.stack = mp__alloc(ctx, T1 * sizeof *s.stack);
+    s.ev_head = mp__alloc(ctx, T1 * sizeof *s.ev_head);
+    s.ev_next = mp__alloc(ctx, T1 * sizeof *s.ev_next);
+    s.rlist = mp__alloc(ctx, T1 * sizeof *s.rlist);
+    s.rpos = mp__alloc(ctx, T1 * sizeof *s.rpos);
+    s.stale = mp__calloc(ctx, T1, sizeof *s.stale);
     /* in-head: inputs bucketed by the stage after which they are freed */
-    uint32_t *in_head = mp_alloc(ctx, T1 * sizeof *in_head);
-    uint32_t *in_next = mp_alloc(ctx, ((size_t)p->n_in + 1) * sizeof *in_next);
+    uint32_t *in_head = mp__alloc(ctx, T1 * sizeof *in_head);
+    uint32_t *in_next = mp__alloc(ctx, ((size_t)p->n_in + 1) * sizeof *in_next);
     mp_status st = MP_OK;
     if (!s.res || !s.rc || !s.in_res || !s.need || !s.mark || !s.L ||
         !s.stack || !s.ev_head || !s.ev_next || !s.rlist || !s.rpos ||
@@ -582,21 +582,21 @@ mp_status rm_simulate(const rm_prob *p, const rm_policy *pol, int want_steps,
         }
     }
 done:
-    mp_dealloc(ctx, s.res);
-    mp_dealloc(ctx, s.rc);
-    mp_dealloc(ctx, s.in_res);
-    mp_dealloc(ctx, s.need);
-    mp_dealloc(ctx, s.mark);
-    mp_dealloc(ctx, s.L);
-    mp_dealloc(ctx, s.stack);
-    mp_dealloc(ctx, s.ev_head);
-    mp_dealloc(ctx, s.ev_next);
-    mp_dealloc(ctx, s.rlist);
-    mp_dealloc(ctx, s.rpos);
-    mp_dealloc(ctx, s.stale);
-    mp_dealloc(ctx, s.steps);
-    mp_dealloc(ctx, in_head);
-    mp_dealloc(ctx, in_next);
+    mp__dealloc(ctx, s.res);
+    mp__dealloc(ctx, s.rc);
+    mp__dealloc(ctx, s.in_res);
+    mp__dealloc(ctx, s.need);
+    mp__dealloc(ctx, s.mark);
+    mp__dealloc(ctx, s.L);
+    mp__dealloc(ctx, s.stack);
+    mp__dealloc(ctx, s.ev_head);
+    mp__dealloc(ctx, s.ev_next);
+    mp__dealloc(ctx, s.rlist);
+    mp__dealloc(ctx, s.rpos);
+    mp__dealloc(ctx, s.stale);
+    mp__dealloc(ctx, s.steps);
+    mp__dealloc(ctx, in_head);
+    mp__dealloc(ctx, in_next);
     return st;
 }
 
@@ -644,7 +644,7 @@ static bool count_replay(rm_search *S, const rm_out *o)
 /* full (a replay with its steps, taken) becomes the best schedule. */
 static void take_best(rm_search *S, const char *name, rm_out *full)
 {
-    mp_dealloc(S->p->ctx, S->best.steps);
+    mp__dealloc(S->p->ctx, S->best.steps);
     S->best = *full;
     full->steps = NULL;
     S->have = 1;
@@ -682,7 +682,7 @@ static mp_status offer_cb(void *user, const char *name, rm_out *o)
         take_best(S, name, o);
         return MP_OK;
     }
-    mp_dealloc(S->p->ctx, o->steps);
+    mp__dealloc(S->p->ctx, o->steps);
     o->steps = NULL;
     return MP_OK;
 }
@@ -743,14 +743,14 @@ static mp_status h_none(rm_search *S)
     memset(&pol, 0, sizeof pol);
     if (!S->keep_ckpt)
         return try_policy(S, "checkpoint-all", &pol, &o);
-    uint8_t *pin = mp_alloc(S->p->ctx, (size_t)S->p->T + 1);
+    uint8_t *pin = mp__alloc(S->p->ctx, (size_t)S->p->T + 1);
     if (!pin)
         return MP_ERR_NOMEM;
     for (uint32_t u = 0; u < S->p->T; u++)
         pin[u] = S->p->fwd[u];
     pol.pin = pin;
     mp_status st = try_policy(S, "checkpoint-all", &pol, &o);
-    mp_dealloc(S->p->ctx, pin);
+    mp__dealloc(S->p->ctx, pin);
     return st;
 }
 
@@ -790,8 +790,8 @@ static mp_status h_chen(rm_search *S, int greedy)
     const rm_prob *p = S->p;
     mp_ctx *ctx = p->ctx;
     size_t T1 = (size_t)p->T + 1;
-    uint8_t *cut = mp_alloc(ctx, T1), *keep = mp_alloc(ctx, T1);
-    uint32_t *drop = mp_alloc(ctx, T1 * sizeof *drop);
+    uint8_t *cut = mp__alloc(ctx, T1), *keep = mp__alloc(ctx, T1);
+    uint32_t *drop = mp__alloc(ctx, T1 * sizeof *drop);
     mp_status st = MP_OK;
     if (!cut || !keep || !drop) {
         st = MP_ERR_NOMEM;
@@ -827,9 +827,9 @@ static mp_status h_chen(rm_search *S, int greedy)
         st = try_policy(S, "chen-greedy", &pol, &o);
     }
 done:
-    mp_dealloc(ctx, cut);
-    mp_dealloc(ctx, keep);
-    mp_dealloc(ctx, drop);
+    mp__dealloc(ctx, cut);
+    mp__dealloc(ctx, keep);
+    mp__dealloc(ctx, drop);
     return st;
 }
 
@@ -879,8 +879,8 @@ static mp_status h_selective(rm_search *S, int order, int evict)
     const rm_prob *p = S->p;
     mp_ctx *ctx = p->ctx;
     size_t T1 = (size_t)p->T + 1;
-    sel_key *c = mp_alloc(ctx, T1 * sizeof *c);
-    uint32_t *drop = mp_alloc(ctx, T1 * sizeof *drop);
+    sel_key *c = mp__alloc(ctx, T1 * sizeof *c);
+    uint32_t *drop = mp__alloc(ctx, T1 * sizeof *drop);
     mp_status st = MP_OK;
     if (!c || !drop) {
         st = MP_ERR_NOMEM;
@@ -963,13 +963,13 @@ static mp_status h_selective(rm_search *S, int order, int evict)
             break;
     }
 done:
-    mp_dealloc(ctx, c);
-    mp_dealloc(ctx, drop);
+    mp__dealloc(ctx, c);
+    mp__dealloc(ctx, drop);
     return st;
 }
 
 /* Graphs up to this many nodes get the Checkmate LP in auto mode. */
-#define MP_REMAT_LP_AUTO_MAX 120
+#define MP__REMAT_LP_AUTO_MAX 120
 
 /* ---- driver ------------------------------------------------------------------------ */
 /* One run of the solvers: they bound the live bytes (the arena's lower
@@ -995,14 +995,14 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
         po = &pdef;
     }
     if (po->alignment == 0)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     if ((unsigned)ro->solver > MP_REMAT_CM_CHEN_GREEDY)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "unknown recompute solver %d",
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "unknown recompute solver %d",
                       (int)ro->solver);
     mp_status st;
     if (!g->finalized && (st = mp_graph_finalize(g)))
         return st;
-    double t0 = mp_now_seconds();
+    double t0 = mp__now_seconds();
     rm_prob p;
     if ((st = rm_prob_build(g, po->alignment, &p)))
         return st;
@@ -1070,7 +1070,7 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
     cm.lower_bound = -1;
     bool run_cm = sv == MP_REMAT_LP || sv == MP_REMAT_ILP;
     if (sv == MP_REMAT_AUTO && S.cap != UINT64_MAX &&
-        !(S.have && S.cost == 0) && p.T <= MP_REMAT_LP_AUTO_MAX)
+        !(S.have && S.cost == 0) && p.T <= MP__REMAT_LP_AUTO_MAX)
         run_cm = true;
     if (!st && run_cm) {
         /* in auto mode the LP gets at most half of the time limit (the
@@ -1091,7 +1091,7 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
      * whose full LP does not finish (and a second one where it does: the
      * larger valid bound is reported) */
     if ((sv == MP_REMAT_AUTO || run_cm) && S.cap != UINT64_MAX &&
-        !(S.have && S.cost == 0) && mp_glpk_available()) {
+        !(S.have && S.cost == 0) && mp__glpk_available()) {
         rm_cm_result sb;
         double tl = ro->time_limit > 0 ? ro->time_limit : 60;
         if ((st = rm_stage_lp(&p, S.cap, tl / 4, &sb, try_cb, &S)))
@@ -1107,11 +1107,11 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
     res->lower_bound_kind = cm.lower_bound >= 0 ? cm.bound_kind : 0;
     res->min_peak_bytes =
         S.min_peak == UINT64_MAX ? 0 : S.min_peak + p.persistent;
-    res->seconds = mp_now_seconds() - t0;
+    res->seconds = mp__now_seconds() - t0;
     if (!S.have && run_cm && sv != MP_REMAT_AUTO && !cm.infeasible &&
         cm.status != MP_SOLVE_OPTIMAL && cm.status != MP_SOLVE_FEASIBLE) {
         res->status = MP_SOLVE_TIMEOUT;
-        st = mp_err(ctx, MP_ERR_TIMEOUT,
+        st = mp__err(ctx, MP_ERR_TIMEOUT,
                     "the Checkmate %s (%u columns, %u rows) gave no solution "
                     "in the time limit (%s)",
                     sv == MP_REMAT_ILP ? "MILP" : "LP", (unsigned)cm.n_cols,
@@ -1122,14 +1122,14 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
         res->status = MP_SOLVE_INFEASIBLE;
         res->peak_bytes = res->min_peak_bytes;
         if (S.max_extra >= 0)
-            st = mp_err(ctx, MP_ERR_INFEASIBLE,
+            st = mp__err(ctx, MP_ERR_INFEASIBLE,
                         "no schedule within the budget of %llu bytes at "
                         "most %g extra cost (smallest peak found %llu "
                         "bytes)",
                         (unsigned long long)ro->budget, S.max_extra,
                         (unsigned long long)res->min_peak_bytes);
         else
-            st = mp_err(ctx, MP_ERR_INFEASIBLE,
+            st = mp__err(ctx, MP_ERR_INFEASIBLE,
                         "no schedule within the budget of %llu bytes "
                         "(smallest peak found %llu bytes; none in this "
                         "order can peak below %llu bytes%s)",
@@ -1144,12 +1144,12 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
     o = S.best;
     S.best.steps = NULL; /* ownership passes to the plan */
     mp_plan *plan = NULL;
-    if ((st = mp_plan_from_schedule(g, o.steps, o.n_steps, po, t0, &plan)))
+    if ((st = mp__plan_from_schedule(g, o.steps, o.n_steps, po, t0, &plan)))
         goto done;
-    /* in-place reuse in mp_plan_from_schedule may only lower the peak */
+    /* in-place reuse in mp__plan_from_schedule may only lower the peak */
     if (plan->fig.lower_bound_bytes > o.peak) {
         mp_plan_destroy(plan);
-        st = mp_err(ctx, MP_ERR_INTERNAL,
+        st = mp__err(ctx, MP_ERR_INTERNAL,
                     "recompute replay peak %llu differs from the plan's "
                     "%llu",
                     (unsigned long long)o.peak,
@@ -1168,10 +1168,10 @@ static mp_status rm_plan_once(mp_graph *g, const mp_remat_options *ro,
     res->extra_cost = o.extra_cost;
     res->extra_flops = o.extra_flops;
     res->n_recompute = o.n_recompute;
-    res->seconds = mp_now_seconds() - t0;
+    res->seconds = mp__now_seconds() - t0;
     *out = plan;
 done:
-    mp_dealloc(ctx, S.best.steps);
+    mp__dealloc(ctx, S.best.steps);
     rm_prob_free(&p);
     return st;
 }
@@ -1195,7 +1195,7 @@ static mp_status rm_placed_infeasible(mp_ctx *ctx, mp_remat_result *res,
     res->min_placed_peak_bytes = placed_min;
     res->peak_bytes = live_min;
     if (!cap)
-        return mp_err(ctx, MP_ERR_INFEASIBLE,
+        return mp__err(ctx, MP_ERR_INFEASIBLE,
                       "no schedule within the budget of %llu bytes once "
                       "placed: the smallest live peak found is %llu bytes "
                       "(live arena + persistent), but the smallest placed "
@@ -1203,7 +1203,7 @@ static mp_status rm_placed_infeasible(mp_ctx *ctx, mp_remat_result *res,
                       (unsigned long long)budget,
                       (unsigned long long)live_min,
                       (unsigned long long)placed_min);
-    return mp_err(ctx, MP_ERR_INFEASIBLE,
+    return mp__err(ctx, MP_ERR_INFEASIBLE,
                   "no schedule within the budget of %llu bytes once placed: "
                   "the smallest live peak found is %llu bytes (live arena + "
                   "persistent), but the smallest placed peak (arena packing "
@@ -1240,7 +1240,7 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
             live_min = res->min_peak_bytes;
         uint64_t pers = p->fig.persistent_bytes;
         uint64_t cap = ro->budget > pers ? ro->budget - pers : 0;
-        if ((st = mp_plan_refit(p, po, cap))) {
+        if ((st = mp__plan_refit(p, po, cap))) {
             mp_plan_destroy(p);
             *out = NULL;
             return st;
@@ -1286,17 +1286,17 @@ static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
     if (st)
         return st;
     for (uint32_t t = 0; t < g->n_tensors && !st; t++) {
-        const mp_tensor *tt = &g->tensors[t];
+        const mp__tensor *tt = &g->tensors[t];
         mp_tensor_desc d;
         memset(&d, 0, sizeof d);
         d.name = tt->name;
         d.rank = -1;
         d.kind = (mp_tensor_kind)tt->declared_kind;
         uint64_t by = tt->bytes;
-        if (!mp_kind_persistent(tt->kind)) {
+        if (!mp__kind_persistent(tt->kind)) {
             uint64_t m;
-            if (!mp_mul_u64(by, b, &m) || !mp_add_u64(m, b0 - 1, &m)) {
-                st = mp_err(ctx, MP_ERR_OVERFLOW,
+            if (!mp__mul_u64(by, b, &m) || !mp__add_u64(m, b0 - 1, &m)) {
+                st = mp__err(ctx, MP_ERR_OVERFLOW,
                             "tensor '%s' at batch %llu: size overflows",
                             tt->name, (unsigned long long)b);
                 break;
@@ -1308,7 +1308,7 @@ static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
         st = mp_graph_add_tensor(s, &d, &id);
     }
     for (uint32_t v = 0; v < g->n_nodes && !st; v++) {
-        const mp_node *n = &g->nodes[v];
+        const mp__node *n = &g->nodes[v];
         mp_node_desc d;
         memset(&d, 0, sizeof d);
         d.name = n->name;
@@ -1325,7 +1325,7 @@ static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
                                         n->seconds);
     }
     for (uint32_t t = 0; t < g->n_tensors && !st; t++)
-        if (g->tensors[t].flags & MP_TF_OUTPUT)
+        if (g->tensors[t].flags & MP__TF_OUTPUT)
             st = mp_graph_mark_output(s, t);
     if (!st)
         st = mp_graph_finalize(s);
@@ -1343,12 +1343,12 @@ mp_status mp_remat_max_batch(const mp_graph *g, uint64_t graph_batch,
                              mp_remat_result *res)
 {
     if (!g || !ro || !best || !res || !graph_batch || !ro->budget)
-        return g ? mp_err(g->ctx, MP_ERR_INVALID_ARG,
+        return g ? mp__err(g->ctx, MP_ERR_INVALID_ARG,
                           "max batch needs a graph batch >= 1 and a budget")
                  : MP_ERR_INVALID_ARG;
     mp_ctx *ctx = g->ctx;
     if (!g->finalized)
-        return mp_err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     if (max_batch == 0)
         max_batch = 1u << 20;
     *best = 0;
@@ -1380,7 +1380,7 @@ mp_status mp_remat_max_batch(const mp_graph *g, uint64_t graph_batch,
     }
     *best = lo;
     if (!lo)
-        return mp_err(ctx, MP_ERR_INFEASIBLE,
+        return mp__err(ctx, MP_ERR_INFEASIBLE,
                       "not even batch 1 fits the budget of %llu bytes",
                       (unsigned long long)ro->budget);
     return MP_OK;

@@ -151,7 +151,7 @@ static void cm_step(cm_emit *e, mp_step_kind k, uint32_t idx)
 {
     if (e->st)
         return;
-    if ((e->st = mp_grow(e->ctx, (void **)&e->steps, sizeof *e->steps,
+    if ((e->st = mp__grow(e->ctx, (void **)&e->steps, sizeof *e->steps,
                          e->n + 1, &e->cap)))
         return;
     e->steps[e->n].kind = k;
@@ -161,9 +161,9 @@ static void cm_step(cm_emit *e, mp_step_kind k, uint32_t idx)
 static void cm_free_unit(const rm_prob *p, cm_emit *e, uint8_t *res,
                          uint64_t *cur, uint32_t u)
 {
-    const mp_node *nd = &p->g->nodes[p->node[u]];
+    const mp__node *nd = &p->g->nodes[p->node[u]];
     for (uint32_t o = 0; o < nd->n_out; o++)
-        if (mp_tensor_in_arena(&p->g->tensors[nd->outputs[o]]))
+        if (mp__tensor_in_arena(&p->g->tensors[nd->outputs[o]]))
             cm_step(e, MP_STEP_FREE, nd->outputs[o]);
     res[u] = 0;
     *cur -= p->mem[u];
@@ -177,22 +177,22 @@ mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
     size_t T1 = (size_t)T + 1;
     memset(out, 0, sizeof *out);
     if (T > RM_CM_MAX_UNITS)
-        return mp_err(ctx, MP_ERR_UNSUPPORTED,
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "Checkmate's baselines build a dense %u x %u "
                       "residency matrix: at most %u nodes",
                       (unsigned)T, (unsigned)T, RM_CM_MAX_UNITS);
     cm_s s;
     s.T = T;
     s.W = (T + 63) / 64;
-    s.bits = mp_calloc(ctx, (size_t)T * s.W + 1, sizeof *s.bits);
-    uint32_t *ck = mp_alloc(ctx, T1 * sizeof *ck);
-    uint32_t *rowmark = mp_calloc(ctx, T1, sizeof *rowmark);
-    uint32_t *row = mp_alloc(ctx, T1 * sizeof *row);
-    uint32_t *in_of = mp_alloc(ctx, ((size_t)nt + 1) * sizeof *in_of);
-    uint32_t *in_end = mp_calloc(ctx, (size_t)p->n_in + 1, sizeof *in_end);
-    uint8_t *res = mp_calloc(ctx, T1, 1);
+    s.bits = mp__calloc(ctx, (size_t)T * s.W + 1, sizeof *s.bits);
+    uint32_t *ck = mp__alloc(ctx, T1 * sizeof *ck);
+    uint32_t *rowmark = mp__calloc(ctx, T1, sizeof *rowmark);
+    uint32_t *row = mp__alloc(ctx, T1 * sizeof *row);
+    uint32_t *in_of = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *in_of);
+    uint32_t *in_end = mp__calloc(ctx, (size_t)p->n_in + 1, sizeof *in_end);
+    uint8_t *res = mp__calloc(ctx, T1, 1);
     uint32_t *rows = NULL;
-    uint32_t *row_begin = mp_calloc(ctx, T1 + 1, sizeof *row_begin);
+    uint32_t *row_begin = mp__calloc(ctx, T1 + 1, sizeof *row_begin);
     size_t n_rows = 0, cap_rows = 0;
     cm_emit em = {ctx, NULL, 0, 0, MP_OK};
     mp_status st = MP_OK;
@@ -235,7 +235,7 @@ mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
             }
         }
         qsort(row, n, sizeof *row, cmp_unit);
-        if ((st = mp_grow(ctx, (void **)&rows, sizeof *rows, n_rows + n,
+        if ((st = mp__grow(ctx, (void **)&rows, sizeof *rows, n_rows + n,
                           &cap_rows)))
             goto done;
         memcpy(rows + n_rows, row, n * sizeof *row);
@@ -249,7 +249,7 @@ mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
         in_of[p->in_tensor[k]] = k;
     for (uint32_t t = 0; t < T; t++)
         for (uint32_t r = row_begin[t]; r < row_begin[t + 1]; r++) {
-            const mp_node *nd = &p->g->nodes[p->node[rows[r]]];
+            const mp__node *nd = &p->g->nodes[p->node[rows[r]]];
             for (uint32_t q = 0; q < nd->n_in; q++) {
                 uint32_t x = nd->inputs[q];
                 if (x == MP_NONE)
@@ -279,7 +279,7 @@ mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
             uint32_t i = rows[r];
             for (uint32_t j = p->dep_begin[i]; j < p->dep_begin[i + 1]; j++)
                 if (!res[p->deps[j]]) {
-                    st = mp_err(ctx, MP_ERR_INTERNAL,
+                    st = mp__err(ctx, MP_ERR_INTERNAL,
                                 "Checkmate baseline: stage %u computes node "
                                 "'%s' without its input from node '%s'",
                                 (unsigned)t, p->g->nodes[p->node[i]].name,
@@ -287,7 +287,7 @@ mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
                     goto done;
                 }
             if (res[i]) {
-                st = mp_err(ctx, MP_ERR_INTERNAL,
+                st = mp__err(ctx, MP_ERR_INTERNAL,
                             "Checkmate baseline: stage %u computes node "
                             "'%s' while its output is resident",
                             (unsigned)t, p->g->nodes[p->node[i]].name);
@@ -326,16 +326,16 @@ mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
     out->n_steps = (uint32_t)em.n;
     em.steps = NULL;
 done:
-    mp_dealloc(ctx, s.bits);
-    mp_dealloc(ctx, ck);
-    mp_dealloc(ctx, rowmark);
-    mp_dealloc(ctx, row);
-    mp_dealloc(ctx, in_of);
-    mp_dealloc(ctx, in_end);
-    mp_dealloc(ctx, res);
-    mp_dealloc(ctx, rows);
-    mp_dealloc(ctx, row_begin);
-    mp_dealloc(ctx, em.steps);
+    mp__dealloc(ctx, s.bits);
+    mp__dealloc(ctx, ck);
+    mp__dealloc(ctx, rowmark);
+    mp__dealloc(ctx, row);
+    mp__dealloc(ctx, in_of);
+    mp__dealloc(ctx, in_end);
+    mp__dealloc(ctx, res);
+    mp__dealloc(ctx, rows);
+    mp__dealloc(ctx, row_begin);
+    mp__dealloc(ctx, em.steps);
     if (st)
         memset(out, 0, sizeof *out);
     return st;
@@ -372,7 +372,7 @@ mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
 {
     mp_ctx *ctx = p->ctx;
     size_t T1 = (size_t)p->T + 1;
-    uint8_t *cand = mp_calloc(ctx, T1, 1), *ck = mp_calloc(ctx, T1, 1);
+    uint8_t *cand = mp__calloc(ctx, T1, 1), *ck = mp__calloc(ctx, T1, 1);
     mp_status st = MP_OK;
     if (!cand || !ck) {
         st = MP_ERR_NOMEM;
@@ -405,7 +405,7 @@ mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
         if ((st = rm_checkmate_fixed(p, ck, RM_CM_2019, &o)))
             break;
         base = o.peak;
-        mp_dealloc(ctx, o.steps);
+        mp__dealloc(ctx, o.steps);
         rm_forward_cuts(p, cand);
         for (int j = 0; j < 60 && !st; j++) {
             double b = (double)base * (1.0 + (-1.0 + 0.05 * j)), acc = 0;
@@ -424,12 +424,12 @@ mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
         break;
     }
     default:
-        st = mp_err(ctx, MP_ERR_INVALID_ARG,
+        st = mp__err(ctx, MP_ERR_INVALID_ARG,
                     "solver %d is not one of Checkmate's baselines",
                     (int)which);
     }
 done:
-    mp_dealloc(ctx, cand);
-    mp_dealloc(ctx, ck);
+    mp__dealloc(ctx, cand);
+    mp__dealloc(ctx, ck);
     return st;
 }

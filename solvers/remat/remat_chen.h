@@ -1,8 +1,8 @@
 /* Checkmate's fixed-checkpoint baselines (solvers/remat/remat_chen.c, issue 5):
  * the schedules its code builds from a checkpoint set, for the driver in
  * solvers/remat/remat.c. */
-#ifndef MP_REMAT_CHEN_H
-#define MP_REMAT_CHEN_H
+#ifndef MP__REMAT_CHEN_H
+#define MP__REMAT_CHEN_H
 
 #include "remat_internal.h"
 
@@ -20,7 +20,7 @@ enum { RM_CM_RELEASED = 0, RM_CM_2019 = 1 };
 mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
                              int rules, rm_out *out);
 
-/* One of the baselines (MP_REMAT_CHEN_LINEAR, MP_REMAT_CM_*): its
+/* One of the baselines (MP_REMAT_CHEN_LINEAR, MP__REMAT_CM_*): its
  * schedules go to offer. */
 mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
                                 rm_offer_fn offer, void *user);

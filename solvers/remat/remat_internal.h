@@ -1,8 +1,8 @@
 /* Recompute solvers: the problem every one of them sees, and the replay
  * that turns a keep/drop policy into a schedule (solvers/remat/remat.c), shared
  * with the Checkmate LP/MILP (solvers/remat/checkmate.c). */
-#ifndef MP_REMAT_INTERNAL_H
-#define MP_REMAT_INTERNAL_H
+#ifndef MP__REMAT_INTERNAL_H
+#define MP__REMAT_INTERNAL_H
 
 #include "internal.h"
 
@@ -91,12 +91,12 @@ typedef struct rm_cm_result {
     double seconds;
     uint32_t n_cols, n_rows;
     int infeasible;           /* the model has no point within the cap */
-    int bound_kind;           /* MP_REMAT_BOUND_* of lower_bound */
+    int bound_kind;           /* MP__REMAT_BOUND_* of lower_bound */
     int warm_mapped;          /* MILP: the warm start maps to a model point */
     int from_warm;            /* MILP: the incumbent is the warm start */
 } rm_cm_result;
 
-/* bound_kind: one of memplan.h's MP_REMAT_BOUND_*. */
+/* bound_kind: one of memplan.h's MP__REMAT_BOUND_*. */
 
 /* Checkmate's model (solvers/remat/checkmate.c): LP relaxation (integer = 0)
  * with rounding, or the MILP (warm-started from warm's schedule when it

@@ -102,12 +102,12 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
     C.p = p;
     C.cap = cap;
     C.max_extra = max_extra;
-    C.lfu = mp_alloc(ctx, T1 * sizeof *C.lfu);
-    C.saved = mp_calloc(ctx, T1, 1);
-    C.cand = mp_calloc(ctx, T1, 1);
-    C.drop = mp_alloc(ctx, T1 * sizeof *C.drop);
-    uint32_t *best = mp_alloc(ctx, T1 * sizeof *best);
-    seg_key *keys = mp_alloc(ctx, T1 * sizeof *keys);
+    C.lfu = mp__alloc(ctx, T1 * sizeof *C.lfu);
+    C.saved = mp__calloc(ctx, T1, 1);
+    C.cand = mp__calloc(ctx, T1, 1);
+    C.drop = mp__alloc(ctx, T1 * sizeof *C.drop);
+    uint32_t *best = mp__alloc(ctx, T1 * sizeof *best);
+    seg_key *keys = mp__alloc(ctx, T1 * sizeof *keys);
     mp_status st = MP_OK;
     if (!C.lfu || !C.saved || !C.cand || !C.drop || !best || !keys) {
         st = MP_ERR_NOMEM;
@@ -227,11 +227,11 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
                     &pol);
     }
 done:
-    mp_dealloc(ctx, C.lfu);
-    mp_dealloc(ctx, C.saved);
-    mp_dealloc(ctx, C.cand);
-    mp_dealloc(ctx, C.drop);
-    mp_dealloc(ctx, best);
-    mp_dealloc(ctx, keys);
+    mp__dealloc(ctx, C.lfu);
+    mp__dealloc(ctx, C.saved);
+    mp__dealloc(ctx, C.cand);
+    mp__dealloc(ctx, C.drop);
+    mp__dealloc(ctx, best);
+    mp__dealloc(ctx, keys);
     return st;
 }
