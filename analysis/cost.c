@@ -2,7 +2,8 @@
  * (the cost class in the entry's flags), and time on a device profile as
  * a roofline, max(FLOPs / peak, bytes / memory bandwidth), plus a fixed
  * kernel overhead (docs/cost-model.md). */
-#include "internal.h"
+#include "ops.h"
+#include "cost.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* Device profiles for the cost model: builtin figures for common GPUs and
  * user profiles read from JSON (docs/cost-model.md). */
-#include "internal.h"
+#include "base.h"
 
 #include <ctype.h>
 #include <jansson.h>

@@ -16,7 +16,7 @@
  * - a freed block merges with its free neighbours in the same segment;
  * - segments are never returned (no out-of-memory retry is modelled).
  */
-#include "internal.h"
+#include "base.h"
 
 #include <stdlib.h>
 #include <string.h>

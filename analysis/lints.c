@@ -1,5 +1,6 @@
 /* analysis.c - static lints on a plan, each with a byte figure
  * (docs/report.md says how each is found and what its figure means). */
+#include "sched.h"
 #include "viz.h"
 
 #include <ctype.h>

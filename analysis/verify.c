@@ -1,6 +1,6 @@
 /* The verifier: replays plans and checks offsets, independently of the
  * solvers that made them. Nothing here trusts a figure it can recompute. */
-#include "internal.h"
+#include "sched.h"
 
 #include <stdio.h>
 #include <stdlib.h>

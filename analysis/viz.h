@@ -3,7 +3,7 @@
 #ifndef MP__VIZ_H
 #define MP__VIZ_H
 
-#include "internal.h"
+#include "base.h"
 
 #include <stdio.h>
 

@@ -18,7 +18,7 @@
  * within 1.005x of the in-place-aware bound (issue 4's target). Exits 0 (a
  * measurement); skips with a message when the corpus or ONNX support is
  * absent. */
-#include "internal.h"
+#include "base.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * else the shared/bench next to the source tree. --ilp S also runs the ILP
  * tier (GLPK) on A-K with S seconds each, warm-started from the greedy
  * packing. Missing data: says so and exits 0. */
-#include "internal.h"
+#include "base.h"
 #include "offsets_exact.h"
 
 #include <stdio.h>

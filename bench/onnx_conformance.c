@@ -29,7 +29,7 @@
  * --time: loads MODEL.onnx (file read, parse, shape inference) and plans
  * it with the default options REPS times (default 20) in this process,
  * and prints the CPU time (clock()) and wall time per load+plan. */
-#include "internal.h"
+#include "ir.h"
 #include "shape.h"
 
 #include <dirent.h>

@@ -19,7 +19,7 @@
  * message when the corpus or ONNX support is absent. --node-tests also
  * round-trips every model of CORPUS_DIR/onnx-node that loads and plans
  * (rows only for failures; a summary line; not part of the exit status). */
-#include "internal.h"
+#include "ir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

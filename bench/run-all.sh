@@ -169,6 +169,7 @@ compare() {
     return $bad
 }
 
+main() {
 if [ "${1:-}" = "--compare" ]; then
     [ $# -eq 3 ] || usage
     compare "$2" "$3"
@@ -347,3 +348,8 @@ else
     run viz_corpus_fuse       $SC/models bench_viz_corpus $SC --fuse
 fi
 log "run-all: done $(date '+%H:%M:%S'); outputs in $OUT"
+}
+
+# Everything above is parsed before anything runs, so editing this file
+# during a run does not disturb that run.
+main "$@"; exit $?

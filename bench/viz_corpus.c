@@ -16,7 +16,7 @@
  * how many tensors are fused (its id="fused" note) when any are.
  * Prints one line per model and a summary; exits 0 (it is a measurement).
  * Skips with a message when the corpus or ONNX support is absent. */
-#include "internal.h"
+#include "base.h"
 
 #include <dirent.h>
 #include <jansson.h>

@@ -1,6 +1,6 @@
 /* Reading node attributes back (issue 9): the getters a runtime or a
  * compiler needs to execute a node it got from a loaded graph. */
-#include "internal.h"
+#include "ir.h"
 
 static mp_status find_attr(const mp_graph *g, uint32_t node, const char *name,
                            mp__attr_type want, const mp__attr **out)

@@ -1,5 +1,5 @@
 /* Context: allocator hooks, status and message; enum name tables. */
-#include "internal.h"
+#include "base.h"
 
 #include <stdio.h>
 #include <stdlib.h>

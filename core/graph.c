@@ -1,6 +1,6 @@
 /* Graph IR: the builder, finalize (validation, sizes, views, folding,
  * consumers, topological order) and accessors. */
-#include "internal.h"
+#include "ops.h"
 #include "strval.h"
 
 #include <stdio.h>

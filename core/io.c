@@ -1,6 +1,6 @@
 /* Whole-file reading and writing with the context's allocator; every
  * frontend and writer goes through these two. */
-#include "internal.h"
+#include "base.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * a graph of the same schema as the top level, plus "inputs" (its formal
  * inputs, in order). It is read by a reader of its own with the same
  * functions, nested up to MAX_SUB_DEPTH, into the IR the ONNX loader
- * builds (internal.h, core/ops/ops_control.c): the body is owned by the
+ * builds (core/ir.h, core/ops/ops_control.c): the body is owned by the
  * node's graph (g->subgraphs, attribute "NAME.graph" its index); names a
  * body uses without declaring or producing them come from enclosing
  * scopes and become extra inputs of the node (after "body.inputs"

@@ -1,6 +1,6 @@
 /* Decoder-only transformer configs (Hugging Face config.json) for the
  * offload policy search (solvers/flexgen.c). */
-#include "internal.h"
+#include "base.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -12,6 +12,7 @@
  * layered graphs (nodes with name used as the id, out_cost, duration,
  * param_cost, named by the graph's node_*_tag attributes; links with keys
  * "0" and "1"). */
+#include "sched.h"
 #include "json_pos.h"
 
 #include <math.h>

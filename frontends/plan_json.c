@@ -10,7 +10,7 @@
  * and that every name exists in the graph, but not whether the plan is
  * right (resident inputs, overlaps, figures): that is mp_verify_plan's job,
  * so a tampered plan reaches the verifier intact. */
-#include "internal.h"
+#include "sched.h"
 #include "json_tok.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * on the half-open interval [lower, upper). Errors name file:line and the
  * column. Blank lines are skipped; fields may carry spaces around them;
  * CRLF line ends are accepted. */
-#include "internal.h"
+#include "base.h"
 
 #include <errno.h>
 #include <stdio.h>

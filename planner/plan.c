@@ -1,6 +1,6 @@
 /* Plans: the default schedule of a graph, its blocks and their offsets,
  * and the figures. */
-#include "internal.h"
+#include "planner.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * against the plan; mp_plan_check_range loads a model at several values
  * and checks each. The plan itself is never changed: offsets stay sized
  * for the bound. */
-#include "internal.h"
+#include "sched.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* Training-graph synthesis (issue 5): forward + loss + backward + optimizer
  * step from a forward graph, through the op registry's backward rules
  * (MP__OP_BWD). docs/training.md describes what is built and counted. */
-#include "internal.h"
+#include "sched.h"
 
 #include <stdio.h>
 #include <string.h>

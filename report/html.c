@@ -3,6 +3,7 @@
  * bytes per step, stacked by tensor kind), arena layout (offset against
  * step, one rectangle per block with a <title> tooltip), the tensors live
  * at the peak, the lints. */
+#include "sched.h"
 #include "viz.h"
 
 #include <errno.h>

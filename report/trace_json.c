@@ -1,6 +1,7 @@
 /* trace_json.c - a plan as Chrome trace-event JSON (opens in Perfetto and
  * chrome://tracing): one complete ("X") slice per schedule step and a
  * counter ("C") of the live arena bytes. */
+#include "sched.h"
 #include "viz.h"
 
 #include <errno.h>

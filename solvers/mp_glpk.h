@@ -32,7 +32,7 @@
 #ifndef MP__GLPK_H
 #define MP__GLPK_H
 
-#include "internal.h"
+#include "base.h"
 
 #include <math.h>
 

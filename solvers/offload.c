@@ -28,7 +28,8 @@
  * the budget among offload only, recompute only (mp_remat_plan with the
  * node times of the same model), the joint candidates, and recompute at
  * looser budgets followed by offload. */
-#include "internal.h"
+#include "cost.h"
+#include "../planner/planner.h" /* LAYER: a driver, moves to planner/ */
 #include "mp_glpk.h"
 
 #include <math.h>

@@ -17,7 +17,7 @@
  * the peak later and their readers earlier, within each node's window
  * between its predecessors and successors, keeping a move when the peak
  * (then the number of steps at the peak) drops. Deterministic. */
-#include "internal.h"
+#include "../planner/planner.h" /* LAYER: a driver, moves to planner/ */
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,9 @@
  * pinned buffers. When a pool's arena exceeds its capacity, its target is
  * lowered by the excess and the pool refilled (at most 32 rounds). What is
  * left goes to the last pool. Deterministic. */
+#include "sched.h"
 #include "constraints.h"
+#include "cost.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -192,7 +192,7 @@ static inline uint8_t *ob_pack(ob *b, size_t *len)
     return buf;
 }
 
-#ifdef MP__INTERNAL_H
+#ifdef MP__IR_H
 /* Loads the model built in b (declared shapes ignored: everything is
  * inferred) with the nv input values vals; *g NULL on failure. */
 static inline mp_status ob_load_values(ob *b, mp_ctx *ctx,

@@ -12,7 +12,7 @@
  * method, training graph, recompute, lints, HTML report); the BERT
  * encoder layer and the Loop/If subgraphs of examples/ loaded and
  * planned. */
-#include "internal.h"
+#include "base.h"
 #include "support.h"
 
 #include <stdio.h>

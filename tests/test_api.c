@@ -4,7 +4,7 @@
  * functions take NULL, messages are per context, attribute getters read
  * back what the builder set, the shared library exports exactly the
  * functions the headers declare, and docs/api/index.md is up to date. */
-#include "internal.h"
+#include "base.h"
 #include "support.h"
 
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #define _DEFAULT_SOURCE 1 /* mkstemps */
 #include "support.h"
 
-#include "internal.h"
+#include "ir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Cost model: device profiles (builtin, JSON good and malformed) and node
  * cost figures checked by hand. */
-#include "internal.h"
+#include "base.h"
 #include "support.h"
 
 #include <math.h>

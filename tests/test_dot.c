@@ -2,7 +2,7 @@
  * recompute marks, clusters, collapsing; rendered with `dot -Tsvg` when
  * Graphviz's dot is installed. Without Graphviz in the build the writer
  * must say MP_ERR_UNSUPPORTED. */
-#include "internal.h"
+#include "planner.h"
 #include "viz.h"
 #include "support.h"
 

@@ -1,7 +1,7 @@
 /* FlexGen-style policy search: config reading, the LP checked by hand on
  * a tiny model, a fixed policy evaluated by hand, the memory constraint,
  * and the shape of the OPT-30B policy on FlexGen's T4 profile. */
-#include "internal.h"
+#include "base.h"
 #include "mp_glpk.h"
 #include "support.h"
 

@@ -5,7 +5,7 @@
  * result. */
 #include "support.h"
 
-#include "internal.h"
+#include "ir.h"
 #include "memplan/memplan.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The GLPK wrapper (solvers/glpk.c): LP, MIP, infeasible, time limit with
  * a warm start, error-hook recovery. Skips (with a message) when memplan
  * was built without GLPK, after checking the UNSUPPORTED path. */
-#include "internal.h"
+#include "base.h"
 #include "mp_glpk.h"
 #include "support.h"
 

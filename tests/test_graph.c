@@ -1,5 +1,6 @@
 /* Graph IR, op registry and finalize. */
-#include "internal.h"
+#include "sched.h"
+#include "ops.h"
 #include "support.h"
 
 #include <stdio.h>

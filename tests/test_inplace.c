@@ -1,7 +1,7 @@
 /* In-place reuse and fused pointwise chains (issue 4): where they happen,
  * where they must not, exact lower bounds by hand, and the verifier on
  * plans with sharing (also hand-tampered ones and JSON round trips). */
-#include "internal.h"
+#include "sched.h"
 #include "support.h"
 
 #include <stdio.h>

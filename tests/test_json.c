@@ -1,6 +1,6 @@
 /* memplan JSON graph format: malformed inputs (status, position, key),
  * lossless round trips, sizes, load speed, format detection. */
-#include "internal.h"
+#include "ir.h"
 #include "support.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * inputs, NODE:body sized by the bodies' peak), plan and verify, and
  * survive JSON -> ONNX -> JSON; malformed subgraphs give positioned
  * errors, nesting is bounded. */
-#include "internal.h"
+#include "ir.h"
 #include "shape.h"
 #include "support.h"
 

@@ -1,5 +1,5 @@
 /* networkx node-link graphs (Checkmate, Moccasin). */
-#include "internal.h"
+#include "ir.h"
 #include "support.h"
 
 #include <dirent.h>

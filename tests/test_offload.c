@@ -1,6 +1,6 @@
 /* OFFLOAD / PREFETCH steps: lifetimes, the verifier (hand-made good and
  * bad plans), and the offload planner under a budget. */
-#include "internal.h"
+#include "planner.h"
 #include "mp_glpk.h"
 #include "support.h"
 

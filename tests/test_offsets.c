@@ -1,5 +1,5 @@
 /* Offsets solver (heuristic tier) and MiniMalloc CSV traces. */
-#include "internal.h"
+#include "base.h"
 #include "offsets_internal.h"
 #include "support.h"
 

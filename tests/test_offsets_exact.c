@@ -2,7 +2,7 @@
  * brute force, capacity decisions (feasible, infeasible when C < LB and
  * when provably impossible above it), determinism, the verifier on every
  * result, the ILP tier agreeing with the exact tier (with GLPK). */
-#include "internal.h"
+#include "base.h"
 #include "mp_glpk.h"
 #include "offsets_exact.h"
 #include "support.h"

@@ -3,7 +3,7 @@
  * message when memplan is built without ONNX. */
 #include "support.h"
 
-#include "internal.h"
+#include "ir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * with a message when memplan is built without ONNX. */
 #include "support.h"
 
-#include "internal.h"
+#include "ir.h"
 #include "shape.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * message when memplan is built without ONNX. */
 #include "support.h"
 
-#include "internal.h"
+#include "ir.h"
 #include "shape.h"
 
 #include <stdio.h>

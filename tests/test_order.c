@@ -2,7 +2,7 @@
  * method against brute force over every topological order on small
  * random DAGs, the heuristics on larger ones, and every reordered plan
  * through the verifier. */
-#include "internal.h"
+#include "ir.h"
 #include "support.h"
 
 #include <stdio.h>

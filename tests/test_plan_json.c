@@ -3,7 +3,7 @@
  * plans with the status and message each must give. */
 #include "support.h"
 
-#include "internal.h"
+#include "sched.h"
 #include "memplan/memplan.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * the verifier rejects pool plans that break the rules, two pools beat
  * one on the time estimate, pins are honoured, a plan made for a shape
  * bound holds the smaller shapes. */
-#include "internal.h"
+#include "sched.h"
 #include "support.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * verified. */
 #include "support.h"
 
-#include "internal.h"
+#include "ir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

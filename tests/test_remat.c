@@ -2,7 +2,7 @@
  * no-recompute peak matches the default schedule's, an unmeetable budget
  * is MP_ERR_INFEASIBLE with the smallest peak found, and the extra cost
  * equals the cost of the RECOMPUTE steps. */
-#include "internal.h"
+#include "base.h"
 #include "mp_glpk.h"
 #include "remat_internal.h"
 #include "support.h"

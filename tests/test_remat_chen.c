@@ -3,7 +3,7 @@
  * published max-batch figure, on a hand-made node-link training graph
  * whose checkpoints, ladder residency, recomputes and peaks are worked
  * out by hand below; every schedule is verified. */
-#include "internal.h"
+#include "planner.h"
 #include "remat_chen.h"
 #include "support.h"
 

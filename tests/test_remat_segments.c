@@ -5,7 +5,7 @@
  * units' costs), and each optimizer step runs right after its gradient
  * is complete (after the backward node that completes it and that
  * node's gradient accumulations). */
-#include "internal.h"
+#include "planner.h"
 #include "remat_internal.h"
 #include "support.h"
 

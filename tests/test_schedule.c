@@ -1,5 +1,5 @@
 /* Schedules, lifetimes, live bytes, lower bound and peak attribution. */
-#include "internal.h"
+#include "sched.h"
 #include "support.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * round-trip plans in their own context get the same results as one
  * thread alone, and ThreadSanitizer (a -DMEMPLAN_TSAN=ON build,
  * scripts/tsan.sh) sees no race. */
-#include "internal.h"
+#include "base.h"
 #include "support.h"
 
 #include <pthread.h>

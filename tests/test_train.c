@@ -1,7 +1,7 @@
 /* Training-graph synthesis: the breakdown of a small network against
  * values computed by hand, gradient accumulation, precisions, optimizers,
  * and a training graph planned under a budget with recompute. */
-#include "internal.h"
+#include "ir.h"
 #include "support.h"
 
 #include <stdio.h>

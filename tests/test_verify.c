@@ -1,6 +1,6 @@
 /* The verifier must accept good plans and reject hand-made bad ones, each
  * with a message naming the violation. */
-#include "internal.h"
+#include "sched.h"
 #include "support.h"
 
 #include <stdio.h>

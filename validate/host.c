@@ -6,7 +6,7 @@
  * back to the synthetic kernel, and the node records why. */
 #include "validate.h"
 
-#include "internal.h"
+#include "sched.h"
 #include "shape.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
 #include "kernels.h"
 
 // op variants (MP__KOP_*) of the registry
-#include "internal.h"
+#include "ir.h"
 
 #include <math.h>
 #include <stdint.h>

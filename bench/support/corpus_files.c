@@ -1,5 +1,5 @@
 #include "corpus_files.h"
-#include "internal.h"
+#include "base.h"
 
 #include <dirent.h>
 #include <stdbool.h>

@@ -19,7 +19,9 @@
  * - Scan: state values from the body; scan outputs with the sequence length
  *   inserted at their axis; NODE:body the peak of one iteration.
  * Body memory excludes the body's inputs (they are the node's inputs). */
+#include "sched.h"
 #include "shape.h"
+#include "ops.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,6 +5,7 @@
  * (declared in core/ops/shape.h). Unknown ops get the generic entry, which
  * needs the outputs' shapes declared (ONNX value_info). */
 #include "shape.h"
+#include "ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -234,22 +235,6 @@ static const mp__op_def registry[] = {
 static const mp__op_def generic = {"", "", 0, mp__shape_generic};
 
 const mp__op_def *mp__op_generic(void) { return &generic; }
-
-bool mp__op_pointwise(const mp__op_def *d)
-{
-    return d && (d->flags & (MP__OPF_ELEMENTWISE | MP__OPF_INPLACE |
-                             MP__OPF_INPLACE_ANY)) &&
-           !(d->flags & MP__OPF_VIEW);
-}
-
-bool mp__op_may_overwrite(const mp__op_def *d, uint32_t i)
-{
-    if (!d)
-        return false;
-    if (d->flags & MP__OPF_INPLACE_ANY)
-        return true;
-    return i == 0 && (d->flags & MP__OPF_INPLACE);
-}
 
 static int cmp_def(const void *a, const void *b)
 {

@@ -1,6 +1,8 @@
 /* Shape inference helpers: tensor shapes and constant values, node access,
  * broadcasting, and the final "every output known" check. */
+#include "sched.h"
 #include "shape.h"
+#include "ops.h"
 
 #include <stdio.h>
 #include <string.h>

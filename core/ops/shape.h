@@ -4,7 +4,7 @@
 #ifndef MP__SHAPE_H
 #define MP__SHAPE_H
 
-#include "internal.h"
+#include "ir.h"
 
 /* Largest integer constant whose value is carried for shape arithmetic. */
 #define MP__VALUE_MAX 16384u

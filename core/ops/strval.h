@@ -8,7 +8,7 @@
 #ifndef MP__STRVAL_H
 #define MP__STRVAL_H
 
-#include "internal.h"
+#include "ir.h"
 
 /* Limits of one graph tree's table: beyond them a string is not interned
  * (the tensor's value stays unknown; shapes are unaffected). */

@@ -4,7 +4,7 @@
 #ifndef MP__CONSTRAINTS_H
 #define MP__CONSTRAINTS_H
 
-#include "internal.h"
+#include "base.h"
 
 typedef struct mp__pool_def {
     char *name;

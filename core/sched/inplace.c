@@ -17,7 +17,7 @@
  *
  * The rules are documented in docs/memory-model.md. The verifier
  * (analysis/verify.c) checks the result without calling anything here. */
-#include "internal.h"
+#include "sched.h"
 
 #include <string.h>
 

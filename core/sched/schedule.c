@@ -1,7 +1,7 @@
 /* Schedules and lifetimes: the default schedule of a graph, the blocks
  * (tensor instances in the arena with their live intervals) derived from
  * any schedule, and live bytes per step. */
-#include "internal.h"
+#include "sched.h"
 
 #include <string.h>
 

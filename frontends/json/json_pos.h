@@ -6,7 +6,7 @@
 #ifndef MP__JSON_POS_H
 #define MP__JSON_POS_H
 
-#include "internal.h"
+#include "base.h"
 
 #include <jansson.h>
 

@@ -13,7 +13,7 @@
 #ifndef MP__JSON_TOK_H
 #define MP__JSON_TOK_H
 
-#include "internal.h"
+#include "base.h"
 
 #include <stdbool.h>
 

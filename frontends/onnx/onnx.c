@@ -15,7 +15,7 @@
  * Tensor-valued attributes other than Constant's are kept as
  * NAME.dtype (int), NAME.dims (ints) and, for small integer tensors,
  * NAME.ints (ints): ConstantOfShape reads value.dtype / value.ints. */
-#include "internal.h"
+#include "ir.h"
 #include "shape.h"
 
 #include <errno.h>

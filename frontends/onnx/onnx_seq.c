@@ -1,5 +1,5 @@
 /* ONNX sequences and optionals for the loader: see onnx_seq.h. */
-#include "internal.h"
+#include "ir.h"
 
 #ifdef MP_WITH_ONNX
 

@@ -26,7 +26,7 @@
  * - opset import: the default domain at the graph's opset (17 when the
  *   graph has none: a JSON graph), other domains used at version 1; the IR
  *   version is the one that goes with the opset. */
-#include "internal.h"
+#include "ir.h"
 #include "shape.h"
 #include "strval.h"
 

@@ -4,7 +4,7 @@
 #ifndef MP__OFFSETS_INTERNAL_H
 #define MP__OFFSETS_INTERNAL_H
 
-#include "internal.h"
+#include "base.h"
 
 /* A problem after validation: sizes rounded up to the alignment and time
  * compressed to the ranks of the distinct start times. Two buffers overlap

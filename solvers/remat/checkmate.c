@@ -26,6 +26,7 @@
  * replay recompute what is missing, and keep the cheapest schedule that
  * fits; the MILP is warm-started from the best heuristic when the wrapper
  * can use it and stops at the time limit. */
+#include "sched.h"
 #include "remat_internal.h"
 #include "mp_glpk.h"
 

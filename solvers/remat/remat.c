@@ -14,6 +14,7 @@
  * eviction under pressure frees it. Graph inputs cannot be recomputed:
  * when recompute is possible they stay until the last stage that could
  * need them (the unit's horizon). */
+#include "../../planner/planner.h" /* LAYER: a driver, moves to planner/ */
 #include "remat_internal.h"
 #include "remat_chen.h"
 #include "mp_glpk.h"

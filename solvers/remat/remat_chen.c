@@ -40,6 +40,7 @@
  * from their producer to the end, so they are never freed nor computed
  * again; graph inputs are freed after the last stage that reads them. S is a
  * dense T x T bit matrix: graphs up to RM_CM_MAX_UNITS units. */
+#include "sched.h"
 #include "remat_chen.h"
 
 #include <math.h>

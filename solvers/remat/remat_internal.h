@@ -4,7 +4,7 @@
 #ifndef MP__REMAT_INTERNAL_H
 #define MP__REMAT_INTERNAL_H
 
-#include "internal.h"
+#include "base.h"
 
 /* One unit per node, in the graph's topological order (unit u is stage u).
  * A unit's memory is the aligned bytes of its arena outputs, which live

@@ -1,131 +1,16 @@
-/* Internal declarations shared by the library's layers. Not installed. */
-#ifndef MP__INTERNAL_H
-#define MP__INTERNAL_H
+/* core/ir.h - the graph IR: tensors, attributes, nodes and the graph,
+ * and the format of an op registry entry (flags, cost class, executor
+ * kernel, backward rule) that each node points to. The registry table and
+ * shape inference are one layer up (core/ops/ops.h). Internal, not
+ * installed. */
+#ifndef MP__IR_H
+#define MP__IR_H
 
-#include "memplan/memplan.h"
+#include "base.h"
 
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#if defined(__GNUC__)
-#define MP__PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define MP__PRINTF(a, b)
-#endif
-
-/* ---- context ------------------------------------------------------------ */
-#define MP__MSG_MAX 1024
-
-struct mp_ctx {
-    mp_allocator alloc;
-    mp_status status;
-    char msg[MP__MSG_MAX];
-};
-
-/* Records status and message in ctx; returns status. */
-mp_status mp__err(mp_ctx *ctx, mp_status st, const char *fmt, ...)
-    MP__PRINTF(3, 4);
-mp_status mp__verr(mp_ctx *ctx, mp_status st, const char *fmt, va_list ap);
-
-/* Allocation through the context's hooks. On failure they record
- * MP_ERR_NOMEM in ctx and return NULL. Sizes are checked for overflow. */
-void *mp__alloc(mp_ctx *ctx, size_t size);
-void *mp__calloc(mp_ctx *ctx, size_t count, size_t size);
-void *mp__realloc_array(mp_ctx *ctx, void *ptr, size_t count, size_t size);
-void mp__dealloc(mp_ctx *ctx, void *ptr);
-char *mp__strdup(mp_ctx *ctx, const char *s);
-
-/* Grows *arr (element size elt) so that it holds at least need elements;
- * *cap is updated. Returns MP_OK or MP_ERR_NOMEM. */
-mp_status mp__grow(mp_ctx *ctx, void **arr, size_t elt, size_t need,
-                  size_t *cap);
-
-/* Checked 64-bit arithmetic: return false on overflow. */
-static inline bool mp__add_u64(uint64_t a, uint64_t b, uint64_t *r)
-{
-    return !__builtin_add_overflow(a, b, r);
-}
-static inline bool mp__mul_u64(uint64_t a, uint64_t b, uint64_t *r)
-{
-    return !__builtin_mul_overflow(a, b, r);
-}
-/* Rounds v up to a multiple of align (>= 1); false on overflow. */
-static inline bool mp__align_up(uint64_t v, uint64_t align, uint64_t *r)
-{
-    uint64_t rem = v % align;
-    if (rem == 0) {
-        *r = v;
-        return true;
-    }
-    return mp__add_u64(v, align - rem, r);
-}
-
-double mp__now_seconds(void);
-
-/* Binary min-heap of uint32 (h holds *n values): the smallest-index-first
- * topological orders use it, keeping a given order that is already
- * topological. */
-static inline void mp__heap_push(uint32_t *h, uint32_t *n, uint32_t v)
-{
-    uint32_t i = (*n)++;
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (h[p] <= v)
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = v;
-}
-
-static inline uint32_t mp__heap_pop(uint32_t *h, uint32_t *n)
-{
-    uint32_t top = h[0], v = h[--(*n)], i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n)
-        h[i] = v;
-    return top;
-}
-
-/* Reads a whole file with the context allocator; the text is
- * NUL-terminated. MP_ERR_IO names the file. (core/io.c) */
-mp_status mp__read_file(mp_ctx *ctx, const char *path, char **text,
-                       size_t *len);
-/* Writes len bytes to path (created or truncated); MP_ERR_IO names it. */
-mp_status mp__write_file(mp_ctx *ctx, const char *path, const char *data,
-                        size_t len);
-
-/* ---- string -> index hash map (open addressing) ------------------------ */
-typedef struct mp__name_map {
-    uint32_t *slots;   /* index + 1; 0 = empty */
-    uint32_t *hashes;  /* full hash of each slot's key */
-    uint32_t cap;      /* power of two */
-    uint32_t count;
-} mp__name_map;
-
-/* names(i) gives the key of index i: the map stores indices only. */
-typedef const char *(*mp__name_of_fn)(const void *owner, uint32_t idx);
-mp_status mp__name_map_insert(mp_ctx *ctx, mp__name_map *m, const void *owner,
-                             mp__name_of_fn name_of, const char *key,
-                             uint32_t idx, uint32_t *existing);
-uint32_t mp__name_map_find(const mp__name_map *m, const void *owner,
-                          mp__name_of_fn name_of, const char *key);
-void mp__name_map_free(mp_ctx *ctx, mp__name_map *m);
-
-/* ---- op registry ------------------------------------------------------- */
 struct mp_graph;
+
+/* ---- op registry entries ------------------------------------------------ */
 
 enum {
     MP__OPF_VIEW = 1u << 0,        /* output 0 aliases input 0: no memory */
@@ -161,14 +46,6 @@ enum {
 #define MP__OPF_COST_SHIFT 8
 #define MP__OPF_COST(c) ((unsigned)(c) << MP__OPF_COST_SHIFT)
 #define MP__OP_COST_CLASS(def) (((def)->flags >> MP__OPF_COST_SHIFT) & 0xffu)
-/* FLOPs and bytes (read + written) of a node from its registry entry. */
-mp_status mp__node_flops_bytes(const struct mp_graph *g, uint32_t node,
-                              double *flops, double *bytes);
-/* mp_node_estimate; use_given = 0 ignores FLOPs, bytes and seconds the
- * graph gives and estimates from the registry alone. */
-mp_status mp__node_estimate_ex(const struct mp_graph *g, uint32_t node,
-                              const mp_device *d, int use_given,
-                              mp_op_cost *out);
 
 /* Executor kernel of an op (validate/, issue 6): which kernel of the CUDA
  * executor implements it and its variant (MP__KOP_*), kept in the registry
@@ -245,14 +122,23 @@ typedef struct mp__op_def {
     mp_status (*infer)(struct mp_graph *g, uint32_t node);
 } mp__op_def;
 
-/* The registry entry of an op type; the generic entry when unknown. */
-const mp__op_def *mp__op_lookup(const char *op, const char *domain);
-const mp__op_def *mp__op_generic(void);
 /* Pointwise op (ELEMENTWISE, INPLACE or INPLACE_ANY, not a view): what a
  * fused chain (--fuse) is made of. */
-bool mp__op_pointwise(const mp__op_def *d);
+static inline bool mp__op_pointwise(const mp__op_def *d)
+{
+    return d && (d->flags & (MP__OPF_ELEMENTWISE | MP__OPF_INPLACE |
+                             MP__OPF_INPLACE_ANY)) &&
+           !(d->flags & MP__OPF_VIEW);
+}
 /* True when the op's output 0 may be written into its input position i. */
-bool mp__op_may_overwrite(const mp__op_def *d, uint32_t i);
+static inline bool mp__op_may_overwrite(const mp__op_def *d, uint32_t i)
+{
+    if (!d)
+        return false;
+    if (d->flags & MP__OPF_INPLACE_ANY)
+        return true;
+    return i == 0 && (d->flags & MP__OPF_INPLACE);
+}
 
 /* ---- graph IR ------------------------------------------------------------ */
 enum {
@@ -380,106 +266,4 @@ bool mp__kind_persistent(uint8_t kind);
 mp_status mp__tensor_bytes_from_shape(mp_ctx *ctx, const mp__tensor *t,
                                      uint64_t *bytes);
 
-/* ---- plans --------------------------------------------------------------- */
-/* A pool of a plan (issue 9): offsets of its blocks start at 0. */
-#define MP__MAX_POOLS 1024
-typedef struct mp__pool_plan {
-    char name[32];
-    uint64_t capacity;
-    double bandwidth;
-    uint64_t arena_bytes, lower_bound_bytes;
-    uint32_t n_blocks;
-} mp__pool_plan;
-
-struct mp_plan {
-    mp_ctx *ctx;
-    const mp_graph *graph;
-    mp_step *steps;
-    uint32_t n_steps;
-    mp_block *blocks;
-    uint32_t n_blocks;
-    uint64_t *live;        /* live arena bytes per step */
-    mp_figures fig;
-    char solver_name[32];
-    /* memory pools (solvers/pools.c, issue 9): the pool of each block
-     * and the pools; NULL / 0 for a plan made without pools (one pool) */
-    uint32_t *block_pool;
-    struct mp__pool_plan *pools;
-    uint32_t n_pools;
-    /* in-place reuse and fused chains (core/sched/inplace.c, issue 4): */
-    uint32_t *block_over;  /* per block: the tensor whose memory it took
-                              over at its first step, or MP_NONE; NULL
-                              when no block did */
-    uint8_t *fused;        /* per tensor: 1 inside a fused chain (no
-                              block); NULL when none */
-};
-
-/* Builds the default schedule of g (topological order, FREE after last
- * use). Allocates *steps with the context allocator. */
-mp_status mp__schedule_default(const mp_graph *g, mp_step **steps,
-                              uint32_t *n_steps);
-/* Derives blocks (lifetimes) from a schedule: one block per arena tensor
- * instance, offsets unset. */
-mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
-                             uint32_t n_steps, uint64_t alignment,
-                             mp_block **blocks, uint32_t *n_blocks);
-/* Live bytes per step from blocks. */
-mp_status mp__blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
-                         uint32_t n_steps, uint64_t **live);
-
-/* Builds a plan from a schedule (steps allocated with the context
- * allocator; ownership passes to the plan, also on failure): blocks and
- * lifetimes derived from the steps, offsets by opt->method, figures.
- * t0 (mp__now_seconds) is when solving started, for solve_seconds. */
-mp_status mp__plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
-                                const mp_plan_options *opt, double t0,
-                                mp_plan **out);
-/* Re-places p's offsets so that the arena fits `capacity` bytes (the
- * exact tier asked for that capacity, seeded by the heuristics). The new
- * offsets are kept only when the arena shrinks; MP_OK whether or not it
- * fits (compare p->fig.arena_bytes), an error only on failure. Used by
- * planners that promise a budget on the placed arena, not only on the
- * live bytes (recompute, offload). */
-mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
-                        uint64_t capacity);
-/* In-place reuse and fused chains (core/sched/inplace.c). Rewrites a
- * schedule of COMPUTE/RECOMPUTE/FREE steps: with fuse, marks the tensors
- * inside fused pointwise chains (*fused, per tensor, NULL when none) and
- * moves the FREE steps of a chain's inputs after its last node; with
- * inplace, lets output 0 of a node take over an input that dies there (its
- * FREE step disappears; *step_over[s] is that input, per new step, NULL
- * when none). Takes ownership of *steps (replaced). Schedules with other
- * step kinds are left as they are. */
-mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps,
-                           uint32_t *n_steps, int inplace, int fuse,
-                           uint32_t **step_over, uint8_t **fused);
-/* mp__schedule_blocks that understands step_over and fused (either NULL):
- * *block_over per block (NULL when no block took over another). */
-mp_status mp__schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
-                                    uint32_t n_steps, uint64_t alignment,
-                                    const uint32_t *step_over,
-                                    const uint8_t *fused, mp_block **blocks,
-                                    uint32_t *n_blocks, uint32_t **block_over);
-/* The buffers handed to the offsets solver: one per chain of blocks that
- * share memory in place (one per block without block_over). *group
- * (NULL when identity) maps each block to its buffer. */
-mp_status mp__sharing_buffers(const mp_plan *p, mp_buffer **bufs,
-                             uint32_t *n_bufs, uint32_t **group);
-/* Schedule from a topological order: COMPUTE each node, FREE each arena
- * storage root right after its last reader (solvers/order.c). */
-mp_status mp__schedule_from_order(const mp_graph *g, const uint32_t *order,
-                                 mp_step **steps, uint32_t *n_steps);
-/* mp_plan_create with opt->reorder (solvers/order.c): plans the default
- * order and mp_order_solve's, keeps the lower bound's winner (the default
- * on a tie) and reports both in fig.order_lb_before/after. */
-mp_status mp__plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
-                                   mp_plan **out);
-
-/* Sum of the bytes of persistent storage roots (weights, constants,
- * optimizer state); UINT64_MAX on overflow. */
-uint64_t mp__plan_persistent_bytes(const mp_graph *g);
-/* Fills p->fig from p->blocks and p->live: lower bound, peak step, arena,
- * no-reuse and persistent bytes, peak (not status, solver, alignment). */
-mp_status mp__plan_compute_figures(mp_plan *p);
-
-#endif /* MP__INTERNAL_H */
+#endif /* MP__IR_H */

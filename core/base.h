@@ -1,0 +1,130 @@
+/* core/base.h - the bottom of the library: the context (status and
+ * message), allocation through its hooks, checked 64-bit arithmetic, a
+ * min-heap, the clock, whole-file I/O and the string -> index map.
+ * Internal (mp__ names), not installed. */
+#ifndef MP__BASE_H
+#define MP__BASE_H
+
+#include "memplan/memplan.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define MP__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define MP__PRINTF(a, b)
+#endif
+
+/* ---- context ------------------------------------------------------------ */
+#define MP__MSG_MAX 1024
+
+struct mp_ctx {
+    mp_allocator alloc;
+    mp_status status;
+    char msg[MP__MSG_MAX];
+};
+
+/* Records status and message in ctx; returns status. */
+mp_status mp__err(mp_ctx *ctx, mp_status st, const char *fmt, ...)
+    MP__PRINTF(3, 4);
+mp_status mp__verr(mp_ctx *ctx, mp_status st, const char *fmt, va_list ap);
+
+/* Allocation through the context's hooks. On failure they record
+ * MP_ERR_NOMEM in ctx and return NULL. Sizes are checked for overflow. */
+void *mp__alloc(mp_ctx *ctx, size_t size);
+void *mp__calloc(mp_ctx *ctx, size_t count, size_t size);
+void *mp__realloc_array(mp_ctx *ctx, void *ptr, size_t count, size_t size);
+void mp__dealloc(mp_ctx *ctx, void *ptr);
+char *mp__strdup(mp_ctx *ctx, const char *s);
+
+/* Grows *arr (element size elt) so that it holds at least need elements;
+ * *cap is updated. Returns MP_OK or MP_ERR_NOMEM. */
+mp_status mp__grow(mp_ctx *ctx, void **arr, size_t elt, size_t need,
+                  size_t *cap);
+
+/* Checked 64-bit arithmetic: return false on overflow. */
+static inline bool mp__add_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+static inline bool mp__mul_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+/* Rounds v up to a multiple of align (>= 1); false on overflow. */
+static inline bool mp__align_up(uint64_t v, uint64_t align, uint64_t *r)
+{
+    uint64_t rem = v % align;
+    if (rem == 0) {
+        *r = v;
+        return true;
+    }
+    return mp__add_u64(v, align - rem, r);
+}
+
+double mp__now_seconds(void);
+
+/* Binary min-heap of uint32 (h holds *n values): the smallest-index-first
+ * topological orders use it, keeping a given order that is already
+ * topological. */
+static inline void mp__heap_push(uint32_t *h, uint32_t *n, uint32_t v)
+{
+    uint32_t i = (*n)++;
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (h[p] <= v)
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = v;
+}
+
+static inline uint32_t mp__heap_pop(uint32_t *h, uint32_t *n)
+{
+    uint32_t top = h[0], v = h[--(*n)], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = v;
+    return top;
+}
+
+/* Reads a whole file with the context allocator; the text is
+ * NUL-terminated. MP_ERR_IO names the file. (core/io.c) */
+mp_status mp__read_file(mp_ctx *ctx, const char *path, char **text,
+                       size_t *len);
+/* Writes len bytes to path (created or truncated); MP_ERR_IO names it. */
+mp_status mp__write_file(mp_ctx *ctx, const char *path, const char *data,
+                        size_t len);
+
+/* ---- string -> index hash map (open addressing) ------------------------ */
+typedef struct mp__name_map {
+    uint32_t *slots;   /* index + 1; 0 = empty */
+    uint32_t *hashes;  /* full hash of each slot's key */
+    uint32_t cap;      /* power of two */
+    uint32_t count;
+} mp__name_map;
+
+/* names(i) gives the key of index i: the map stores indices only. */
+typedef const char *(*mp__name_of_fn)(const void *owner, uint32_t idx);
+mp_status mp__name_map_insert(mp_ctx *ctx, mp__name_map *m, const void *owner,
+                             mp__name_of_fn name_of, const char *key,
+                             uint32_t idx, uint32_t *existing);
+uint32_t mp__name_map_find(const mp__name_map *m, const void *owner,
+                          mp__name_of_fn name_of, const char *key);
+void mp__name_map_free(mp_ctx *ctx, mp__name_map *m);
+
+#endif /* MP__BASE_H */

@@ -1,0 +1,91 @@
+/* core/sched/sched.h - schedules and what derives from them: the plan
+ * (steps, blocks, live bytes, figures), lifetimes as blocks, in-place
+ * sharing and fused chains. Plans are built by planner/; this is their
+ * data and the arithmetic on it. Internal, not installed. */
+#ifndef MP__SCHED_H
+#define MP__SCHED_H
+
+#include "ir.h"
+
+/* ---- plans --------------------------------------------------------------- */
+/* A pool of a plan (issue 9): offsets of its blocks start at 0. */
+#define MP__MAX_POOLS 1024
+typedef struct mp__pool_plan {
+    char name[32];
+    uint64_t capacity;
+    double bandwidth;
+    uint64_t arena_bytes, lower_bound_bytes;
+    uint32_t n_blocks;
+} mp__pool_plan;
+
+struct mp_plan {
+    mp_ctx *ctx;
+    const mp_graph *graph;
+    mp_step *steps;
+    uint32_t n_steps;
+    mp_block *blocks;
+    uint32_t n_blocks;
+    uint64_t *live;        /* live arena bytes per step */
+    mp_figures fig;
+    char solver_name[32];
+    /* memory pools (solvers/pools.c, issue 9): the pool of each block
+     * and the pools; NULL / 0 for a plan made without pools (one pool) */
+    uint32_t *block_pool;
+    struct mp__pool_plan *pools;
+    uint32_t n_pools;
+    /* in-place reuse and fused chains (core/sched/inplace.c, issue 4): */
+    uint32_t *block_over;  /* per block: the tensor whose memory it took
+                              over at its first step, or MP_NONE; NULL
+                              when no block did */
+    uint8_t *fused;        /* per tensor: 1 inside a fused chain (no
+                              block); NULL when none */
+};
+
+/* Builds the default schedule of g (topological order, FREE after last
+ * use). Allocates *steps with the context allocator. */
+mp_status mp__schedule_default(const mp_graph *g, mp_step **steps,
+                              uint32_t *n_steps);
+/* Derives blocks (lifetimes) from a schedule: one block per arena tensor
+ * instance, offsets unset. */
+mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
+                             uint32_t n_steps, uint64_t alignment,
+                             mp_block **blocks, uint32_t *n_blocks);
+/* Live bytes per step from blocks. */
+mp_status mp__blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
+                         uint32_t n_steps, uint64_t **live);
+
+/* In-place reuse and fused chains (core/sched/inplace.c). Rewrites a
+ * schedule of COMPUTE/RECOMPUTE/FREE steps: with fuse, marks the tensors
+ * inside fused pointwise chains (*fused, per tensor, NULL when none) and
+ * moves the FREE steps of a chain's inputs after its last node; with
+ * inplace, lets output 0 of a node take over an input that dies there (its
+ * FREE step disappears; *step_over[s] is that input, per new step, NULL
+ * when none). Takes ownership of *steps (replaced). Schedules with other
+ * step kinds are left as they are. */
+mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps,
+                           uint32_t *n_steps, int inplace, int fuse,
+                           uint32_t **step_over, uint8_t **fused);
+/* mp__schedule_blocks that understands step_over and fused (either NULL):
+ * *block_over per block (NULL when no block took over another). */
+mp_status mp__schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
+                                    uint32_t n_steps, uint64_t alignment,
+                                    const uint32_t *step_over,
+                                    const uint8_t *fused, mp_block **blocks,
+                                    uint32_t *n_blocks, uint32_t **block_over);
+/* The buffers handed to the offsets solver: one per chain of blocks that
+ * share memory in place (one per block without block_over). *group
+ * (NULL when identity) maps each block to its buffer. */
+mp_status mp__sharing_buffers(const mp_plan *p, mp_buffer **bufs,
+                             uint32_t *n_bufs, uint32_t **group);
+/* Schedule from a topological order: COMPUTE each node, FREE each arena
+ * storage root right after its last reader. */
+mp_status mp__schedule_from_order(const mp_graph *g, const uint32_t *order,
+                                 mp_step **steps, uint32_t *n_steps);
+/* Sum of the bytes of persistent storage roots (weights, constants,
+ * optimizer state); UINT64_MAX on overflow. */
+uint64_t mp__plan_persistent_bytes(const mp_graph *g);
+/* Fills p->fig from p->blocks and p->live: lower bound, peak step, arena,
+ * no-reuse and persistent bytes, peak (not status, solver, alignment). */
+mp_status mp__plan_compute_figures(mp_plan *p);
+
+#endif /* MP__SCHED_H */

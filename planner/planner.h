@@ -1,0 +1,30 @@
+/* planner/planner.h - what the plan drivers share: a plan from a
+ * schedule (placed by the offsets solver), re-placing a plan within a
+ * capacity, and the reordered plan. Internal, not installed. */
+#ifndef MP__PLANNER_H
+#define MP__PLANNER_H
+
+#include "sched.h"
+
+/* Builds a plan from a schedule (steps allocated with the context
+ * allocator; ownership passes to the plan, also on failure): blocks and
+ * lifetimes derived from the steps, offsets by opt->method, figures.
+ * t0 (mp__now_seconds) is when solving started, for solve_seconds. */
+mp_status mp__plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
+                                const mp_plan_options *opt, double t0,
+                                mp_plan **out);
+/* Re-places p's offsets so that the arena fits `capacity` bytes (the
+ * exact tier asked for that capacity, seeded by the heuristics). The new
+ * offsets are kept only when the arena shrinks; MP_OK whether or not it
+ * fits (compare p->fig.arena_bytes), an error only on failure. Used by
+ * planners that promise a budget on the placed arena, not only on the
+ * live bytes (recompute, offload). */
+mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
+                        uint64_t capacity);
+/* mp_plan_create with opt->reorder (planner/reorder.c): plans the default
+ * order and mp_order_solve's, keeps the lower bound's winner (the default
+ * on a tie) and reports both in fig.order_lb_before/after. */
+mp_status mp__plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
+                                   mp_plan **out);
+
+#endif /* MP__PLANNER_H */
