@@ -1,0 +1,98 @@
+/*
+ * memplan/cost.h - the cost model (docs/cost-model.md): device profiles
+ * (builtin or JSON), peak FLOP/s per dtype, host-link transfer times, and
+ * the estimated cost of one node from the op registry. The offload and
+ * recompute planners (memplan/offload.h, memplan/remat.h) time their
+ * schedules with it.
+ */
+#ifndef MEMPLAN_COST_H
+#define MEMPLAN_COST_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- device profiles --------------------------------------------------- */
+/* A device: peak dense FLOP/s per dtype class, memory, the host link and
+ * the host tiers (for offload). A plain value; builtin profiles (h200,
+ * h100, a100, l4, t4) or user JSON files fill it. Bandwidths in bytes/s,
+ * times in seconds, 0 where unknown. */
+typedef struct mp_device {
+    char name[48];
+    double flops_fp64, flops_fp32, flops_tf32, flops_fp16, flops_bf16,
+        flops_fp8, flops_int8;
+    double mem_bw;            /* device memory bandwidth */
+    uint64_t mem_bytes;       /* device memory */
+    double h2d_bw, d2h_bw;    /* host link, each direction */
+    double link_latency;      /* per transfer */
+    int copy_engines;         /* 1: both directions share one engine */
+    double kernel_overhead;   /* fixed cost of one kernel launch */
+    uint64_t host_mem_bytes;  /* host DRAM (offload tier) */
+    uint64_t disk_bytes;      /* disk tier */
+    double disk_read_bw, disk_write_bw;
+} mp_device;
+
+/* A builtin profile by name (case-insensitive: "h200", "h100", "a100",
+ * "l4", "t4").
+ * Errors: MP_ERR_NOT_FOUND (an unknown name; the message lists the
+ * names), MP_ERR_INVALID_ARG (NULL).
+ * Example: mp_device d; mp_device_builtin(ctx, "h100", &d); */
+MP_API mp_status mp_device_builtin(mp_ctx *ctx, const char *name,
+                                   mp_device *out);
+/* The number of builtin profiles. */
+MP_API size_t mp_device_builtin_count(void);
+/* The name of builtin profile i (0 .. mp_device_builtin_count() - 1); NULL
+ * beyond. */
+MP_API const char *mp_device_builtin_name(size_t i);
+/* A user profile (docs/cost-model.md): a JSON object, optionally "base"
+ * (a builtin whose figures the others override). Unknown keys, wrong
+ * types and negative figures are errors naming the key.
+ * Errors: MP_ERR_IO (unreadable), MP_ERR_PARSE (malformed JSON, an unknown
+ * key, a wrong type, a negative figure; file:line:column named),
+ * MP_ERR_NOT_FOUND (an unknown base), MP_ERR_INVALID_ARG (NULL). */
+MP_API mp_status mp_device_load_json(mp_ctx *ctx, const char *path,
+                                     mp_device *out);
+/* mp_device_load_json from a string; source_name names it in messages.
+ * Errors: as mp_device_load_json, without MP_ERR_IO. */
+MP_API mp_status mp_device_load_json_string(mp_ctx *ctx, const char *text,
+                                            const char *source_name,
+                                            mp_device *out);
+/* "name" of a builtin, else a JSON file path: what a --device option
+ * takes.
+ * Errors: as mp_device_builtin and mp_device_load_json.
+ * Example: mp_device_get(ctx, "profiles/my-gpu.json", &d); */
+MP_API mp_status mp_device_get(mp_ctx *ctx, const char *name_or_path,
+                               mp_device *out);
+/* Peak FLOP/s for arithmetic in dtype t (fp32 for unknown classes; a
+ * class the device lacks falls back to the next wider one). */
+MP_API double mp_device_flops(const mp_device *d, mp_dtype t);
+
+/* ---- node costs ---------------------------------------------------------- */
+/* Cost of one node from the op registry: FLOPs, bytes read and written,
+ * and the estimated time on d, max(flops / peak, bytes / mem_bw) plus
+ * the kernel overhead (views cost nothing). A time the graph gives
+ * (mp_graph_set_node_cost) is used as is. */
+typedef struct mp_op_cost {
+    double flops;
+    double bytes;
+    double seconds;
+} mp_op_cost;
+/* Fills *out with the cost of node `node` on device d (mp_op_cost, above).
+ * Errors: MP_ERR_NOT_FOUND (no such node), MP_ERR_INVALID_ARG (NULL).
+ * Example: mp_op_cost c; mp_node_estimate(g, n, &d, &c); */
+MP_API mp_status mp_node_estimate(const mp_graph *g, uint32_t node,
+                                  const mp_device *d, mp_op_cost *out);
+/* Seconds to move `bytes` over the host link (to_host: device -> host),
+ * latency included. */
+MP_API double mp_device_transfer_seconds(const mp_device *d, uint64_t bytes,
+                                         int to_host);
+/* Node cost used by the recompute solvers: the node's seconds when given,
+ * else FLOPs / 1e12 (1 TFLOP/s), else bytes moved / 1e12, else 1e-9. */
+MP_API double mp_node_cost(const mp_graph *g, uint32_t node);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMPLAN_COST_H */

@@ -1,0 +1,84 @@
+/*
+ * memplan/report.h - pictures and traces of a plan (docs/report.md): the
+ * graph as DOT through Graphviz, a self-contained HTML report (figures,
+ * memory timeline, arena layout, lints), and a Chrome trace-event file
+ * for Perfetto.
+ *
+ *     mp_html_options ho;
+ *     mp_html_options_init(&ho);
+ *     mp_plan_write_html(plan, "plan.html", &ho);
+ *     mp_plan_write_trace(plan, "plan.trace.json", NULL);
+ */
+#ifndef MEMPLAN_REPORT_H
+#define MEMPLAN_REPORT_H
+
+#include "lint.h"
+#include "plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- DOT ------------------------------------------------------------------------ */
+/* DOT through Graphviz cgraph: one box per node coloured by phase, edges
+ * labelled with tensor sizes, tensors live at the peak in red, recompute
+ * and offload marked, name-prefix groups as clusters. */
+typedef struct mp_dot_options {
+    const char *collapse_prefix; /* comma-separated prefixes: the nodes of
+                                    each become one node; NULL: none */
+    uint32_t collapse_depth;     /* > 0: nodes grouped by their first N name
+                                    components, one node per group */
+    int clusters;                /* 1 (default): name groups as clusters */
+    int show_weights;            /* 0 (default): persistent tensors hidden */
+} mp_dot_options;
+/* Fills DOT options with their defaults (the comments above). NULL is a
+ * no-op. */
+MP_API void mp_dot_options_init(mp_dot_options *o);
+/* 1 when this build writes DOT (cgraph), else 0: mp_plan_write_dot then
+ * returns MP_ERR_UNSUPPORTED. */
+MP_API int mp_dot_available(void);
+/* Writes the plan's graph as DOT (mp_dot_options, above); opt may be NULL.
+ * Errors: MP_ERR_UNSUPPORTED (a build without Graphviz), MP_ERR_IO (not
+ * writable), MP_ERR_INVALID_ARG (NULL, a bad option), MP_ERR_NOMEM.
+ * Example: mp_plan_write_dot(plan, "plan.dot", NULL); */
+MP_API mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
+                                   const mp_dot_options *opt);
+
+/* ---- HTML ----------------------------------------------------------------------- */
+/* HTML report: one self-contained file (inline SVG and CSS, no script, no
+ * network): figures, memory timeline by tensor kind, arena layout (one
+ * rectangle per block, <title> on hover), the tensors at the peak and the
+ * lints (lints may be NULL). */
+typedef struct mp_html_options {
+    const char *title;       /* NULL: the graph's name */
+    uint32_t max_rects;      /* arena rectangles drawn (5000), the largest
+                                by bytes x steps; the rest are summed up in
+                                a note */
+    uint32_t max_points;     /* timeline samples (4000) */
+    const mp_lints *lints;
+} mp_html_options;
+/* Fills HTML options with their defaults (in parentheses above). NULL is
+ * a no-op. */
+MP_API void mp_html_options_init(mp_html_options *o);
+/* Writes the HTML report (mp_html_options, above); opt may be NULL.
+ * Errors: MP_ERR_IO (not writable), MP_ERR_INVALID_ARG (NULL, a bad
+ * option), MP_ERR_NOMEM. */
+MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
+                                    const mp_html_options *opt);
+
+/* ---- trace ---------------------------------------------------------------------- */
+/* Chrome trace-event JSON (Perfetto, chrome://tracing): one "X" slice per
+ * step (compute and recompute on thread 1, free/offload/prefetch on
+ * thread 2), a "C" counter of live arena bytes. step_seconds may give each
+ * step's duration (n_steps entries, from a cost model for instance); else
+ * a node's given seconds, else 1 microsecond per compute step, 0 for the
+ * others.
+ * Errors: MP_ERR_IO (not writable), MP_ERR_INVALID_ARG (NULL),
+ * MP_ERR_NOMEM. */
+MP_API mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
+                                     const double *step_seconds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMPLAN_REPORT_H */

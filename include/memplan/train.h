@@ -1,0 +1,95 @@
+/*
+ * memplan/train.h - training graphs (docs/training.md): forward + loss +
+ * backward + optimizer step, built from a forward graph through the op
+ * registry's backward rules, with a breakdown of what a training step
+ * holds. The result is an ordinary finalized graph: plan it with
+ * memplan/plan.h, under a budget with memplan/remat.h.
+ *
+ *     mp_train_options to;
+ *     mp_train_options_init(&to);
+ *     to.optimizer = MP_OPTIM_ADAMW;
+ *     mp_train_graph(fwd, &to, &train, NULL);
+ */
+#ifndef MEMPLAN_TRAIN_H
+#define MEMPLAN_TRAIN_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- training graphs ------------------------------------------------------- */
+typedef enum mp_optimizer {
+    MP_OPTIM_SGD = 0, MP_OPTIM_MOMENTUM, MP_OPTIM_ADAM, MP_OPTIM_ADAMW,
+    MP_OPTIM_ADAM8BIT
+} mp_optimizer;
+typedef enum mp_precision {
+    MP_PRECISION_FP32 = 0,
+    MP_PRECISION_BF16_MIXED,  /* bf16 weights/activations, fp32 master */
+    MP_PRECISION_FP16_MIXED   /* fp16 weights/activations, fp32 master */
+} mp_precision;
+/* The name of an optimizer: "sgd", "momentum", "adam", "adamw",
+ * "adam8bit". */
+MP_API const char *mp_optimizer_name(mp_optimizer o);
+/* Parses an optimizer name as mp_optimizer_name writes it.
+ * Errors: MP_ERR_NOT_FOUND (an unknown name), MP_ERR_INVALID_ARG (NULL).
+ * Example: mp_optimizer_parse("adamw", &to.optimizer); */
+MP_API mp_status mp_optimizer_parse(const char *name, mp_optimizer *out);
+/* The name of a training precision: "fp32", "bf16-mixed", "fp16-mixed". */
+MP_API const char *mp_precision_name(mp_precision p);
+/* Parses a precision name as mp_precision_name writes it.
+ * Errors: MP_ERR_NOT_FOUND (an unknown name), MP_ERR_INVALID_ARG (NULL). */
+MP_API mp_status mp_precision_parse(const char *name, mp_precision *out);
+
+typedef struct mp_train_options {
+    mp_optimizer optimizer;   /* default ADAM */
+    mp_precision precision;   /* default FP32 */
+    /* 1 runs each parameter's optimizer step right after its gradient is
+     * complete (the backward node of its first forward reader), so the
+     * gradient is freed there, as PyTorch's optimizer step in backward
+     * does; 0 (default): every step after the backward pass, as
+     * optimizer.step(). */
+    int step_in_backward;
+    /* 1 computes the trainable tensors' gradients of a backward node by a
+     * node of their own (NAME/grad_w, after NAME/grad which writes the
+     * input gradients), as frameworks run the data and the weight
+     * gradient as two kernels: an input gradient then need not live as
+     * long as the weight gradient written beside it. 0 (default): one
+     * node writes both. */
+    int split_weight_grad;
+} mp_train_options;
+/* Fills training options with their defaults (the comments above). NULL
+ * is a no-op. */
+MP_API void mp_train_options_init(mp_train_options *o);
+
+/* What a training step holds, from the synthesized graph. */
+typedef struct mp_train_breakdown {
+    uint64_t n_params;            /* trainable parameters (elements) */
+    uint64_t weight_bytes;        /* trainable weights as stored */
+    uint64_t master_weight_bytes; /* fp32 master copies (mixed precision) */
+    uint64_t gradient_bytes;      /* parameter gradients */
+    uint64_t optimizer_bytes;     /* optimizer states (master excluded) */
+    uint64_t saved_bytes;         /* forward tensors (inputs included) that
+                                     backward nodes read */
+    uint64_t temporary_bytes;     /* the largest optimizer temporary */
+    uint64_t frozen_bytes;        /* other persistent tensors (constants) */
+    uint32_t n_forward, n_backward, n_optimizer;  /* nodes */
+} mp_train_breakdown;
+
+/* Builds the training graph of a finalized forward graph: a loss over the
+ * forward outputs, one backward node per differentiable forward node (its
+ * saved tensors from the registry's backward rule), Sum nodes where a
+ * tensor's gradient has several contributions, and one optimizer node per
+ * trainable weight (states persistent). The result comes back finalized.
+ * bd may be NULL.
+ * Errors: MP_ERR_GRAPH (a forward graph that cannot be differentiated),
+ * MP_ERR_INVALID_ARG (NULL, a bad option), MP_ERR_NOMEM. */
+MP_API mp_status mp_train_graph(const mp_graph *fwd,
+                                const mp_train_options *opt, mp_graph **out,
+                                mp_train_breakdown *bd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMPLAN_TRAIN_H */
