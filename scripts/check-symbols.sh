@@ -21,9 +21,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBRV]$/ {print $3}' |
   grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | sort -u > "$tmp/exported"
-# MP_API declarations: the function name is the identifier before the
-# first '(' of the declaration (declarations may span lines)
-grep -h -v "^[[:space:]]*#" "$incdir"/memplan/*.h | tr '\n' ' ' | grep -o 'MP_API[^;]*;' |
+# MP_API declarations of every header (memplan.h and the module headers it
+# includes): the function name is the identifier before the first '(' of
+# the declaration (declarations may span lines; comments, which may name
+# MP_API, and preprocessor lines are left out)
+grep -h -v "^[[:space:]]*#" "$incdir"/memplan/*.h | tr '\n' ' ' |
+  sed -E 's@/\*([^*]|\*+[^*/])*\*+/@ @g' | grep -o 'MP_API[^;]*;' |
   sed -E 's/\(.*//; s/.*[ *]//' | sort -u > "$tmp/declared"
 leaks=$(comm -23 "$tmp/exported" "$tmp/declared")
 missing=$(comm -13 "$tmp/exported" "$tmp/declared")

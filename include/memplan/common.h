@@ -35,7 +35,7 @@ extern "C" {
 /* An id that names nothing: an omitted input, no producer, no view. */
 #define MP_NONE UINT32_MAX
 
-/* ---- status codes (stable: never renumbered) --------------------------- */
+/* ---- status codes (stable: never renumbered) ---------------------------- */
 typedef enum mp_status {
     MP_OK = 0,
     MP_ERR_INVALID_ARG = 1,  /* a NULL handle, bad option value */

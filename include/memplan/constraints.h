@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-/* ---- memory pools and constraints ------------------------------------------ */
+/* ---- memory pools and constraints --------------------------------------- */
 /* A memory pool: on-chip SRAM, device DRAM, host memory, ... */
 typedef struct mp_pool_desc {
     const char *name;       /* copied; required */
@@ -43,11 +43,11 @@ typedef struct mp_constraints mp_constraints;
 MP_API mp_status mp_constraints_create(mp_ctx *ctx, mp_constraints **out);
 /* Frees constraints; plans made with them stay valid. NULL is accepted. */
 MP_API void mp_constraints_destroy(mp_constraints *c);
-/* Adds a pool (ids 0, 1, ... in the order added). Without pools a plan
- * has one unbounded pool. The planner chooses each tensor's pool to
- * minimise the estimated time (mp_plan_estimate_seconds) under the
- * capacities; the last pool also holds what fits nowhere else. id may be
- * NULL.
+/* Adds a pool; its id (counting from 0 in the order added) goes to *id,
+ * which may be NULL. Without pools a plan has one unbounded pool. The
+ * planner chooses each tensor's pool to minimise the estimated time
+ * (mp_plan_estimate_seconds) under the capacities; the last pool also holds
+ * what fits nowhere else.
  * Errors: MP_ERR_INVALID_ARG (no name, a duplicate name, capacity 0,
  * bandwidth <= 0, more than 1024 pools), MP_ERR_NOMEM. */
 MP_API mp_status mp_constraints_add_pool(mp_constraints *c,

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-/* ---- device profiles --------------------------------------------------- */
+/* ---- device profiles ---------------------------------------------------- */
 /* A device: peak dense FLOP/s per dtype class, memory, the host link and
  * the host tiers (for offload). A plain value; builtin profiles (h200,
  * h100, a100, l4, t4) or user JSON files fill it. Bandwidths in bytes/s,
@@ -43,12 +43,12 @@ MP_API mp_status mp_device_builtin(mp_ctx *ctx, const char *name,
                                    mp_device *out);
 /* The number of builtin profiles. */
 MP_API size_t mp_device_builtin_count(void);
-/* The name of builtin profile i (0 .. mp_device_builtin_count() - 1); NULL
+/* The name of builtin profile i (i below mp_device_builtin_count()); NULL
  * beyond. */
 MP_API const char *mp_device_builtin_name(size_t i);
-/* A user profile (docs/cost-model.md): a JSON object, optionally "base"
- * (a builtin whose figures the others override). Unknown keys, wrong
- * types and negative figures are errors naming the key.
+/* Reads a user device profile (docs/cost-model.md): a JSON object,
+ * optionally "base" (a builtin whose figures the others override). Unknown
+ * keys, wrong types and negative figures are errors naming the key.
  * Errors: MP_ERR_IO (unreadable), MP_ERR_PARSE (malformed JSON, an unknown
  * key, a wrong type, a negative figure; file:line:column named),
  * MP_ERR_NOT_FOUND (an unknown base), MP_ERR_INVALID_ARG (NULL). */
@@ -69,7 +69,7 @@ MP_API mp_status mp_device_get(mp_ctx *ctx, const char *name_or_path,
  * class the device lacks falls back to the next wider one). */
 MP_API double mp_device_flops(const mp_device *d, mp_dtype t);
 
-/* ---- node costs ---------------------------------------------------------- */
+/* ---- node costs --------------------------------------------------------- */
 /* Cost of one node from the op registry: FLOPs, bytes read and written,
  * and the estimated time on d, max(flops / peak, bytes / mem_bw) plus
  * the kernel overhead (views cost nothing). A time the graph gives

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-/* ---- graphs --------------------------------------------------------------- */
+/* ---- graphs ------------------------------------------------------------- */
 typedef struct mp_graph mp_graph;
 
 #define MP_MAX_RANK 16
@@ -57,9 +57,10 @@ MP_API mp_status mp_graph_set_name(mp_graph *g, const char *name);
 /* The graph's name; "" when it has none, and for NULL. */
 MP_API const char *mp_graph_name(const mp_graph *g);
 
-/* Adds a tensor; its id (0, 1, ... in the order added) goes to *id_out.
- * bytes 0 derives the size from dtype and dims; rank -1 leaves the shape
- * to inference. The kind decides where it lives (arena or persistent).
+/* Adds a tensor and returns its id in *id_out (ids count from 0 in the
+ * order added). bytes 0 derives the size from dtype and dims; rank -1
+ * leaves the shape to inference. The kind decides where it lives (arena or
+ * persistent).
  * Errors: MP_ERR_DUPLICATE (a name taken), MP_ERR_INVALID_ARG (NULL, no
  * name, a bad kind or dtype, a rank above MP_MAX_RANK, a finalized graph),
  * MP_ERR_BAD_DIM (a dim below -1), MP_ERR_OVERFLOW (a size beyond 64 bits,
@@ -89,7 +90,7 @@ MP_API mp_status mp_graph_mark_output(mp_graph *g, uint32_t tensor);
 MP_API mp_status mp_graph_set_node_cost(mp_graph *g, uint32_t node,
                                         double flops, double bytes,
                                         double seconds);
-/* Set attribute `name` of a node (int, float, string, int list, float
+/* Sets attribute `name` of a node (int, float, string, int list, float
  * list; strings and lists are copied), replacing one of the same name:
  * what shape inference and kernels read.
  * Errors: MP_ERR_NOT_FOUND (no such node), MP_ERR_INVALID_ARG (NULL, a
@@ -119,9 +120,9 @@ MP_API mp_status mp_graph_set_attr_floats(mp_graph *g, uint32_t node,
  * inferred; node and tensor named), MP_ERR_NOMEM. */
 MP_API mp_status mp_graph_finalize(mp_graph *g);
 
-/* The number of tensors (ids 0 .. n-1); 0 for NULL. */
+/* The number of tensors (ids from 0 to n-1); 0 for NULL. */
 MP_API uint32_t mp_graph_num_tensors(const mp_graph *g);
-/* The number of nodes (ids 0 .. n-1); 0 for NULL. */
+/* The number of nodes (ids from 0 to n-1); 0 for NULL. */
 MP_API uint32_t mp_graph_num_nodes(const mp_graph *g);
 /* The id of the tensor named `name`, in *id. No message is recorded when
  * it is absent (a probe is not a failure).
@@ -172,7 +173,7 @@ MP_API mp_status mp_graph_node_info(const mp_graph *g, uint32_t id,
  * every shape is resolved, and for NULL. g must be finalized. */
 MP_API size_t mp_graph_unknown_shapes(const mp_graph *g);
 
-/* ---- node attributes -------------------------------------------------------- */
+/* ---- node attributes ---------------------------------------------------- */
 /* Attribute getters, for runtimes that execute a loaded graph: attribute
  * `name` of a node as an int, a float (an integer also reads as a float),
  * a string, an int list or a float list (*n entries). Pointers stay valid

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-/* ---- static lints ------------------------------------------------------------- */
+/* ---- static lints ------------------------------------------------------- */
 /* Lints: static findings about a plan, each with a byte figure. */
 typedef enum mp_lint_kind {
     MP_LINT_PEAK_LAYER = 0,    /* a layer (name prefix) holding part of the
@@ -84,7 +84,7 @@ MP_API uint32_t mp_lints_count(const mp_lints *l);
 /* Finding i (its strings live in the findings); NULL out of range. */
 MP_API const mp_lint *mp_lints_get(const mp_lints *l, uint32_t i);
 
-/* ---- caching-allocator simulation ------------------------------------------- */
+/* ---- caching-allocator simulation --------------------------------------- */
 /* Caching-allocator simulation (PyTorch's CUDA caching allocator rules:
  * requests rounded up to 512 bytes; <= 1 MiB from 2 MiB segments, larger
  * from 20 MiB segments below 10 MiB and from segments rounded up to 2 MiB

@@ -15,15 +15,15 @@
 extern "C" {
 #endif
 
-/* ---- loading and saving --------------------------------------------------- */
-/* Detects the format from the content: memplan JSON graph or networkx
- * node-link JSON (or ONNX, when this build reads it). The graph comes back
- * finalized. Errors name file:line:column and the key.
+/* ---- loading and saving ------------------------------------------------- */
+/* Reads a graph file, detecting the format from the content: memplan JSON
+ * graph or networkx node-link JSON (or ONNX, when this build reads it). The
+ * graph comes back finalized. Messages name file:line:column and the key.
  * Errors: MP_ERR_IO (unreadable), MP_ERR_PARSE (malformed JSON),
- * MP_ERR_CORRUPT (a bad ONNX protobuf), the bad-input classes
- * MP_ERR_CYCLE, MP_ERR_NO_PRODUCER, MP_ERR_DUPLICATE, MP_ERR_UNKNOWN_OP,
- * MP_ERR_BAD_DIM, MP_ERR_OVERFLOW, MP_ERR_SHAPE (a size not inferable, an
- * unbound symbolic dim), MP_ERR_NOMEM, MP_ERR_INVALID_ARG (NULL).
+ * MP_ERR_CORRUPT (a bad ONNX protobuf), the bad-input classes MP_ERR_CYCLE,
+ * MP_ERR_NO_PRODUCER, MP_ERR_DUPLICATE, MP_ERR_UNKNOWN_OP, MP_ERR_BAD_DIM,
+ * MP_ERR_OVERFLOW, MP_ERR_SHAPE (a size not inferable, an unbound symbolic
+ * dim), MP_ERR_NOMEM, MP_ERR_INVALID_ARG (NULL).
  * Example: mp_graph *g = NULL; mp_graph_load(ctx, "model.json", &g); */
 MP_API mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out);
 /* Reads a memplan JSON graph file; finalized.
@@ -57,7 +57,7 @@ MP_API mp_status mp_graph_save_json(const mp_graph *g, const char *path);
  * Errors: MP_ERR_NOMEM, MP_ERR_INVALID_ARG (NULL). */
 MP_API mp_status mp_graph_to_json_string(const mp_graph *g, char **out);
 
-/* ---- ONNX ------------------------------------------------------------------ */
+/* ---- ONNX loading options ----------------------------------------------- */
 /* A value for a symbolic dimension (an ONNX dim_param such as "N"), or,
  * named "INPUT:AXIS", for axis AXIS of graph input INPUT: an unnamed, a
  * symbolic or a fixed dim (re-batching: declared intermediate shapes are
@@ -96,7 +96,7 @@ typedef struct mp_onnx_options {
  * Example: mp_onnx_options o; mp_onnx_options_init(&o); o.batch = 8; */
 MP_API void mp_onnx_options_init(mp_onnx_options *o);
 
-/* ---- ONNX: values of graph inputs ------------------------------------- */
+/* ---- ONNX: values of graph inputs --------------------------------------- */
 /* The value of a graph input of the top graph, known before planning ("plan
  * this model for this shape tensor"): the input takes the value's dtype
  * and shape (symbolic dims need no binding), and a small value (integer,
@@ -121,6 +121,8 @@ typedef struct mp_input_value {
      * as StringNormalizer and StringSplit fold through them) */
     const char *const *strings;
 } mp_input_value;
+
+/* ---- ONNX loaders ------------------------------------------------------- */
 /* 1 when this build reads ONNX (protobuf-c), else 0: then the loaders
  * return MP_ERR_UNSUPPORTED. */
 MP_API int mp_onnx_available(void);
@@ -170,8 +172,9 @@ MP_API mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
                                     const mp_onnx_options *opt,
                                     mp_graph **out);
 
-/* ---- ONNX export ------------------------------------------------------------ */
-/* Writes g as an ONNX model (protobuf-c): nodes with their attributes
+/* ---- ONNX export -------------------------------------------------------- */
+/* Writes g as an ONNX model into memory: *len bytes of a packed
+ * ModelProto at *data (protobuf-c). It holds nodes with their attributes
  * (tensor attributes and If/Loop/Scan bodies included), graph inputs and
  * outputs and value_info with dtype and shape, weights as initializers
  * with their data only where the graph holds their values (small integer

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-/* ---- FlexGen-style offload policy search for LLM inference ------------ */
+/* ---- FlexGen-style offload policy search for LLM inference -------------- */
 /* A decoder-only transformer, as its Hugging Face config.json gives it. */
 typedef struct mp_llm_config {
     char name[64];
@@ -30,13 +30,15 @@ typedef struct mp_llm_config {
     uint32_t mlp_matrices;   /* 2 (OPT, GPT) or 3 (gated: LLaMA, Mistral) */
     mp_dtype dtype;          /* of weights, activations and KV cache */
 } mp_llm_config;
-/* Reads num_hidden_layers/n_layer, hidden_size/n_embd/d_model,
+/* Reads a decoder-only transformer from its Hugging Face config.json:
+ * num_hidden_layers/n_layer, hidden_size/n_embd/d_model,
  * num_attention_heads/n_head, num_key_value_heads (default: heads),
  * ffn_dim/intermediate_size/n_inner (default 4 x hidden), vocab_size,
  * torch_dtype (default float16) and model_type; other keys are ignored.
  * Errors: MP_ERR_IO (unreadable), MP_ERR_PARSE (malformed JSON, a
  * required key missing), MP_ERR_INVALID_ARG (NULL, a bad value).
- * Example: mp_llm_config m; mp_llm_config_load_json(ctx, "config.json", &m); */
+ * Example: mp_llm_config m;
+ *          mp_llm_config_load_json(ctx, "config.json", &m); */
 MP_API mp_status mp_llm_config_load_json(mp_ctx *ctx, const char *path,
                                          mp_llm_config *out);
 /* mp_llm_config_load_json from a string; source_name names it in
@@ -105,7 +107,7 @@ MP_API mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
                                    const mp_flexgen_options *o,
                                    mp_flexgen_policy *out);
 
-/* ---- offload of graph tensors to host under a budget ------------------------ */
+/* ---- offload of graph tensors to host under a budget -------------------- */
 /* Chooses tensors to OFFLOAD after a use and PREFETCH before the next one
  * (largest and longest-idle first) so that live arena bytes + persistent
  * bytes fit the budget, placing each copy where the timeline says it is

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-/* ---- offsets (dynamic storage allocation) -------------------------------- */
+/* ---- offsets (dynamic storage allocation) ------------------------------- */
 /* A buffer of `size` bytes live on the half-open interval [start, end). */
 typedef struct mp_buffer {
     int64_t start, end;
@@ -80,7 +80,8 @@ typedef struct mp_offsets_result {
     uint64_t nodes;
 } mp_offsets_result;
 
-/* Places every buffer (sets .offset). Deterministic for a given seed.
+/* Places every buffer so that no two live at the same time overlap,
+ * minimising the arena (sets .offset). Deterministic for a given seed.
  * Errors: MP_ERR_INVALID_ARG (NULL, an unknown method, bad options),
  * MP_ERR_INFEASIBLE (opt->capacity given and no packing found within it;
  * the best packing found is placed), MP_ERR_NOMEM.
@@ -107,7 +108,7 @@ MP_API mp_status mp_offsets_verify(mp_ctx *ctx, const mp_buffer *bufs,
                                    size_t n, uint64_t alignment,
                                    uint64_t arena);
 
-/* ---- MiniMalloc traces ------------------------------------------------------ */
+/* ---- MiniMalloc traces -------------------------------------------------- */
 /* Reads a MiniMalloc trace: CSV with header id,lower,upper,size and an
  * optional fifth column offset. The buffers (and the ids, kept in *ids_out
  * when it is not NULL) are allocated with the context allocator: release

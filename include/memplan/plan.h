@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-/* ---- schedules and plans ---------------------------------------------------- */
+/* ---- schedules and plans ------------------------------------------------ */
 typedef enum mp_step_kind {
     MP_STEP_COMPUTE = 0, MP_STEP_RECOMPUTE = 1, MP_STEP_FREE = 2,
     MP_STEP_OFFLOAD = 3, MP_STEP_PREFETCH = 4
@@ -87,7 +87,7 @@ typedef struct mp_figures {
     uint64_t order_lb_before, order_lb_after;
 } mp_figures;
 
-/* The default schedule from the graph's topological order (COMPUTE each
+/* Plans a graph: the default schedule from its topological order (COMPUTE each
  * node, FREE each arena tensor right after its last use) and offsets by
  * opt->method. opt may be NULL (defaults); an unfinalized graph is
  * finalized first.
@@ -119,7 +119,7 @@ MP_API const mp_block *mp_plan_blocks(const mp_plan *p);
  * for NULL. */
 MP_API uint64_t mp_plan_live_bytes(const mp_plan *p, uint32_t step);
 
-/* ---- in-place reuse, fused chains, operator order ------------------------- */
+/* ---- in-place reuse, fused chains, operator order ----------------------- */
 /* The tensor whose memory block i took over at its first step (its node
  * wrote the output in place over that input, which died there), or
  * MP_NONE (also out of range). The two blocks share one offset. */
@@ -150,7 +150,7 @@ MP_API mp_status mp_plan_create_ordered(mp_graph *g, const uint32_t *order,
                                         const mp_plan_options *opt,
                                         mp_plan **out);
 
-/* ---- plan JSON ------------------------------------------------------------------ */
+/* ---- plan JSON ---------------------------------------------------------- */
 /* Writes the plan as JSON (docs/plan-format.md): schedule, blocks with
  * offsets, figures.
  * Errors: MP_ERR_IO (not writable), MP_ERR_NOMEM, MP_ERR_INVALID_ARG
@@ -169,7 +169,7 @@ MP_API mp_status mp_plan_to_json_string(const mp_plan *p, char **out);
 MP_API mp_status mp_plan_load_json(mp_graph *g, const char *path,
                                    mp_plan **out);
 
-/* ---- verification --------------------------------------------------------------- */
+/* ---- verification ------------------------------------------------------- */
 /* Replays a plan against its graph and checks every invariant: each input
  * of a step is resident when it runs, every arena tensor produced is
  * placed, no two resident blocks overlap, every block lies in the arena

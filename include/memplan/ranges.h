@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-/* ---- shape ranges ---------------------------------------------------------------- */
+/* ---- shape ranges ------------------------------------------------------- */
 /* Checks a graph (the same model loaded with other values) against a plan
  * made at the bounds: same tensors by name, taking memory the same way,
  * each arena tensor no larger than its block.

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-/* ---- recompute / checkpoint under a memory budget --------------------------- */
+/* ---- recompute / checkpoint under a memory budget ----------------------- */
 typedef enum mp_remat_solver {
     MP_REMAT_AUTO = 0,       /* every solver that fits the graph's size */
     MP_REMAT_NONE,           /* checkpoint-all: no recompute */
@@ -44,8 +44,8 @@ typedef enum mp_remat_solver {
 /* The name of a recompute solver: "auto", "checkpoint-all" (NONE),
  * "chen-sqrt", "chen-greedy", "dtr", "selective", "lp", "ilp", ... */
 MP_API const char *mp_remat_solver_name(mp_remat_solver s);
-/* Accepts the names above in lower case ("chen" = chen-greedy, "lp", "ilp",
- * "checkpoint-all" = none, "auto").
+/* Parses a recompute solver name: the names above in lower case ("chen" =
+ * chen-greedy, "lp", "ilp", "checkpoint-all" = none, "auto").
  * Errors: MP_ERR_NOT_FOUND (an unknown name), MP_ERR_INVALID_ARG (NULL).
  * Example: mp_remat_solver_parse("dtr", &ro.solver); */
 MP_API mp_status mp_remat_solver_parse(const char *name, mp_remat_solver *out);
@@ -99,7 +99,8 @@ typedef struct mp_remat_result {
 enum { MP_REMAT_BOUND_NONE = 0, MP_REMAT_BOUND_LP, MP_REMAT_BOUND_LP_DUALS,
        MP_REMAT_BOUND_MILP, MP_REMAT_BOUND_STAGE_LP };
 
-/* Plans g under ro->budget. On MP_OK *out is a plan (schedule with
+/* Plans g under ro->budget with the least extra compute, recomputing
+ * instead of keeping. On MP_OK *out is a plan (schedule with
  * RECOMPUTE steps, offsets by po) and res is filled. When no solver meets
  * the budget: MP_ERR_INFEASIBLE, res->min_peak_bytes says the smallest
  * peak found, *out is NULL. po may be NULL (defaults).

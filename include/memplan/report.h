@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* ---- DOT ------------------------------------------------------------------------ */
+/* ---- DOT ---------------------------------------------------------------- */
 /* DOT through Graphviz cgraph: one box per node coloured by phase, edges
  * labelled with tensor sizes, tensors live at the peak in red, recompute
  * and offload marked, name-prefix groups as clusters. */
@@ -44,7 +44,7 @@ MP_API int mp_dot_available(void);
 MP_API mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                                    const mp_dot_options *opt);
 
-/* ---- HTML ----------------------------------------------------------------------- */
+/* ---- HTML --------------------------------------------------------------- */
 /* HTML report: one self-contained file (inline SVG and CSS, no script, no
  * network): figures, memory timeline by tensor kind, arena layout (one
  * rectangle per block, <title> on hover), the tensors at the peak and the
@@ -66,13 +66,13 @@ MP_API void mp_html_options_init(mp_html_options *o);
 MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
                                     const mp_html_options *opt);
 
-/* ---- trace ---------------------------------------------------------------------- */
-/* Chrome trace-event JSON (Perfetto, chrome://tracing): one "X" slice per
- * step (compute and recompute on thread 1, free/offload/prefetch on
- * thread 2), a "C" counter of live arena bytes. step_seconds may give each
- * step's duration (n_steps entries, from a cost model for instance); else
- * a node's given seconds, else 1 microsecond per compute step, 0 for the
- * others.
+/* ---- trace -------------------------------------------------------------- */
+/* Writes a Chrome trace-event JSON file (Perfetto, chrome://tracing): one
+ * "X" slice per step (compute and recompute on thread 1,
+ * free/offload/prefetch on thread 2), a "C" counter of live arena bytes.
+ * step_seconds may give each step's duration (n_steps entries, from a cost
+ * model for instance); else a node's given seconds, else 1 microsecond per
+ * compute step, 0 for the others.
  * Errors: MP_ERR_IO (not writable), MP_ERR_INVALID_ARG (NULL),
  * MP_ERR_NOMEM. */
 MP_API mp_status mp_plan_write_trace(const mp_plan *p, const char *path,

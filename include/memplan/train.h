@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* ---- training graphs ------------------------------------------------------- */
+/* ---- training graphs ---------------------------------------------------- */
 typedef enum mp_optimizer {
     MP_OPTIM_SGD = 0, MP_OPTIM_MOMENTUM, MP_OPTIM_ADAM, MP_OPTIM_ADAMW,
     MP_OPTIM_ADAM8BIT
