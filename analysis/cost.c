@@ -1,7 +1,8 @@
 /* The cost model: FLOPs and bytes of each node from its op registry entry
  * (the cost class in the entry's flags), and time on a device profile as
  * a roofline, max(FLOPs / peak, bytes / memory bandwidth), plus a fixed
- * kernel overhead (docs/cost-model.md). */
+ * kernel overhead; without a profile, the node's given figures alone
+ * (mp_node_cost, the recompute solvers' clock; docs/cost-model.md). */
 #include "ops.h"
 #include "cost.h"
 
@@ -118,6 +119,27 @@ mp_status mp__node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
     *flops = f;
     *bytes = rd + wr;
     return MP_OK;
+}
+
+/* The cost without a device profile (the recompute solvers' clock): only
+ * the figures the graph gives, in the order mp__node_estimate_ex lets
+ * them override the registry's: the node's seconds, else its FLOPs at 1
+ * TFLOP/s, else its bytes moved at 1 TB/s, else 1 ns. The offload
+ * planner's joint mode puts the device's times (mp__node_estimate_ex)
+ * into the nodes' seconds, so that both planners read one clock
+ * (docs/cost-model.md). */
+double mp_node_cost(const mp_graph *g, uint32_t node)
+{
+    if (!g || node >= g->n_nodes)
+        return 0;
+    const mp__node *n = &g->nodes[node];
+    if (n->seconds >= 0)
+        return n->seconds;
+    if (n->flops >= 0)
+        return n->flops / 1e12;
+    if (n->bytes_moved >= 0)
+        return n->bytes_moved / 1e12;
+    return 1e-9;
 }
 
 mp_status mp_node_estimate(const mp_graph *g, uint32_t node,

@@ -4,7 +4,8 @@
  * equals the cost of the RECOMPUTE steps. */
 #include "base.h"
 #include "mp_glpk.h"
-#include "remat_internal.h"
+#include "checkmate.h"
+#include "remat.h"
 #include "support.h"
 
 #include <math.h>
@@ -268,7 +269,7 @@ static void test_stage_bound(void)
  * Checkmate's model that the wrapper accepts, and the MILP at that
  * schedule's peak finishes with an optimum no worse than it. */
 static mp_status keep_first(void *user, const char *name,
-                            const rm_policy *pol)
+                            const mp__remat_policy *pol)
 {
     (void)user;
     (void)name;
@@ -285,22 +286,22 @@ static void test_milp_warm_start(void)
     }
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = fwd_bwd(ctx, 4);
-    rm_prob p;
-    CU_ASSERT_FATAL(rm_prob_build(g, 1, &p) == MP_OK);
+    mp__remat_prob p;
+    CU_ASSERT_FATAL(mp__remat_prob_build(g, 1, &p) == MP_OK);
     uint32_t drop[8];
     for (uint32_t u = 0; u < p.T; u++)
         drop[u] = UINT32_MAX;
     drop[1] = 2; /* f1 freed after stage 2 (f2 read it) */
-    rm_policy pol;
+    mp__remat_policy pol;
     memset(&pol, 0, sizeof pol);
     pol.drop_after = drop;
-    rm_out o;
-    CU_ASSERT_FATAL(rm_simulate(&p, &pol, 1, &o) == MP_OK);
+    mp__remat_out o;
+    CU_ASSERT_FATAL(mp__remat_simulate(&p, &pol, 1, &o) == MP_OK);
     CU_ASSERT(o.n_recompute >= 1);
     CU_ASSERT(o.extra_cost > 0);
-    rm_cm_result cr;
-    CU_ASSERT_FATAL(rm_checkmate(&p, o.peak, 1, 30, &o, &cr, keep_first,
-                                 NULL) == MP_OK);
+    mp__remat_cm_result cr;
+    CU_ASSERT_FATAL(mp__remat_checkmate(&p, o.peak, 1, 30, &o, &cr,
+                                        keep_first, NULL) == MP_OK);
     CU_ASSERT(cr.warm_mapped);
     CU_ASSERT_EQUAL(cr.status, MP_SOLVE_OPTIMAL);
     /* the optimum (the bound at an optimal MILP) is at most the warm
@@ -308,7 +309,7 @@ static void test_milp_warm_start(void)
     CU_ASSERT(cr.lower_bound >= 0);
     CU_ASSERT(cr.lower_bound <= o.extra_cost * (1 + 1e-6));
     mp__dealloc(ctx, o.steps);
-    rm_prob_free(&p);
+    mp__remat_prob_free(&p);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }

@@ -4,6 +4,7 @@
  * whose checkpoints, ladder residency, recomputes and peaks are worked
  * out by hand below; every schedule is verified. */
 #include "planner.h"
+#include "remat.h"
 #include "remat_chen.h"
 #include "support.h"
 
@@ -226,7 +227,7 @@ static void test_gap_recompute(void)
     mp_ctx_destroy(ctx);
 }
 
-/* The 2019 rules (RM_CM_2019) with the one checkpoint f3: segments
+/* The 2019 rules (MP__REMAT_CM_2019) with the one checkpoint f3: segments
  * [0,3) and [3,7). S columns (stages where the unit is held):
  *   f0: its readers' stages 1, 11, 12; forward block 1..3; ladder of
  *       [0,3): 13 - 3 .. 13 - 1 = 10..12 -> {1,2,3,10,11,12};
@@ -246,12 +247,13 @@ static void test_rules_2019(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = load(ctx, 0);
-    rm_prob p;
-    CU_ASSERT_FATAL(rm_prob_build(g, 1, &p) == MP_OK);
+    mp__remat_prob p;
+    CU_ASSERT_FATAL(mp__remat_prob_build(g, 1, &p) == MP_OK);
     uint8_t ck[13] = {0};
     ck[3] = 1;
-    rm_out o;
-    CU_ASSERT_FATAL(rm_checkmate_fixed(&p, ck, RM_CM_2019, &o) == MP_OK);
+    mp__remat_out o;
+    CU_ASSERT_FATAL(mp__remat_checkmate_fixed(&p, ck, MP__REMAT_CM_2019, &o) ==
+                    MP_OK);
     CU_ASSERT_EQUAL(o.peak, 18900);
     CU_ASSERT_EQUAL(o.n_recompute, 5);
     CU_ASSERT_DOUBLE_EQUAL(o.extra_cost, 9, 1e-12);
@@ -283,11 +285,11 @@ static void test_rules_2019(void)
     mp_plan_destroy(pl);
     /* the released rules on the same set: every value held from its
      * producer to its readers, nothing recomputed */
-    CU_ASSERT_FATAL(rm_checkmate_fixed(&p, ck, RM_CM_RELEASED, &o) ==
-                    MP_OK);
+    CU_ASSERT_FATAL(mp__remat_checkmate_fixed(&p, ck, MP__REMAT_CM_RELEASED,
+                                              &o) == MP_OK);
     CU_ASSERT_EQUAL(o.n_recompute, 0);
     mp__dealloc(ctx, o.steps);
-    rm_prob_free(&p);
+    mp__remat_prob_free(&p);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
@@ -429,12 +431,13 @@ static void test_output_read_late(void)
     CU_ASSERT_FATAL(mp_graph_mark_output(g, t[0]) == MP_OK);
     CU_ASSERT_FATAL(mp_graph_mark_output(g, t[5]) == MP_OK);
     CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
-    rm_prob p;
-    CU_ASSERT_FATAL(rm_prob_build(g, 1, &p) == MP_OK);
+    mp__remat_prob p;
+    CU_ASSERT_FATAL(mp__remat_prob_build(g, 1, &p) == MP_OK);
     uint8_t ck[6] = {0};
-    for (int rules = RM_CM_RELEASED; rules <= RM_CM_2019; rules++) {
-        rm_out o;
-        mp_status st = rm_checkmate_fixed(&p, ck, rules, &o);
+    for (int rules = MP__REMAT_CM_RELEASED; rules <= MP__REMAT_CM_2019;
+         rules++) {
+        mp__remat_out o;
+        mp_status st = mp__remat_checkmate_fixed(&p, ck, rules, &o);
         if (st)
             printf("\n  %s\n", mp_ctx_message(ctx));
         CU_ASSERT_EQUAL_FATAL(st, MP_OK);
@@ -453,7 +456,7 @@ static void test_output_read_late(void)
         CU_ASSERT_EQUAL(b1, 12); /* computed, then recomputed */
         mp__dealloc(ctx, o.steps);
     }
-    rm_prob_free(&p);
+    mp__remat_prob_free(&p);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }

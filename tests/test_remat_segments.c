@@ -6,7 +6,8 @@
  * is complete (after the backward node that completes it and that
  * node's gradient accumulations). */
 #include "planner.h"
-#include "remat_internal.h"
+#include "heuristics.h"
+#include "remat.h"
 #include "support.h"
 
 #include <stdio.h>
@@ -65,10 +66,10 @@ static mp_graph *residual_train(mp_ctx *ctx, int n, int step_in_backward,
     return t;
 }
 
-/* What rm_segments hands to the search: replayed with its steps, placed
- * and verified here. */
+/* What mp__remat_segments hands to the search: replayed with its steps,
+ * placed and verified here. */
 typedef struct seg_seen {
-    const rm_prob *p;
+    const mp__remat_prob *p;
     mp_graph *g;
     int calls, verified;
     char name[32];
@@ -76,13 +77,14 @@ typedef struct seg_seen {
     double extra;
 } seg_seen;
 
-static mp_status seg_try(void *user, const char *name, const rm_policy *pol)
+static mp_status seg_try(void *user, const char *name,
+                         const mp__remat_policy *pol)
 {
     seg_seen *s = user;
     s->calls++;
     snprintf(s->name, sizeof s->name, "%s", name);
-    rm_out o;
-    mp_status st = rm_simulate(s->p, pol, 1, &o);
+    mp__remat_out o;
+    mp_status st = mp__remat_simulate(s->p, pol, 1, &o);
     if (st)
         return st;
     s->peak = o.peak;
@@ -102,14 +104,14 @@ static mp_status seg_try(void *user, const char *name, const rm_policy *pol)
 
 /* The 8-block residual training graph (steps in backward), its problem,
  * and its no-recompute live peak. */
-static uint64_t seg_setup(mp_ctx *ctx, mp_graph **g, rm_prob *p)
+static uint64_t seg_setup(mp_ctx *ctx, mp_graph **g, mp__remat_prob *p)
 {
     *g = residual_train(ctx, 8, 1, NULL);
-    CU_ASSERT_FATAL(rm_prob_build(*g, 64, p) == MP_OK);
-    rm_policy none;
+    CU_ASSERT_FATAL(mp__remat_prob_build(*g, 64, p) == MP_OK);
+    mp__remat_policy none;
     memset(&none, 0, sizeof none);
-    rm_out o;
-    CU_ASSERT_FATAL(rm_simulate(p, &none, 0, &o) == MP_OK);
+    mp__remat_out o;
+    CU_ASSERT_FATAL(mp__remat_simulate(p, &none, 0, &o) == MP_OK);
     return o.peak;
 }
 
@@ -117,7 +119,7 @@ static void test_segments_budget_and_bound(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL;
-    rm_prob p;
+    mp__remat_prob p;
     uint64_t base = seg_setup(ctx, &g, &p);
     /* one extra forward pass: what Chen's segments may recompute */
     double fwd = 0;
@@ -131,7 +133,7 @@ static void test_segments_budget_and_bound(void)
         memset(&s, 0, sizeof s);
         s.p = &p;
         s.g = g;
-        CU_ASSERT_EQUAL(rm_segments(&p, cap, -1, seg_try, &s), MP_OK);
+        CU_ASSERT_EQUAL(mp__remat_segments(&p, cap, -1, seg_try, &s), MP_OK);
         CU_ASSERT_EQUAL(s.calls, 1);
         if (s.calls != 1)
             continue;
@@ -152,23 +154,24 @@ static void test_segments_budget_and_bound(void)
     memset(&s, 0, sizeof s);
     s.p = &p;
     s.g = g;
-    CU_ASSERT_EQUAL(rm_segments(&p, base / 2, 1e-12, seg_try, &s), MP_OK);
+    CU_ASSERT_EQUAL(mp__remat_segments(&p, base / 2, 1e-12, seg_try, &s),
+                    MP_OK);
     CU_ASSERT_EQUAL(s.calls, 0);
-    rm_prob_free(&p);
+    mp__remat_prob_free(&p);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }
 
-/* Eviction scored by the next reader (rm_policy.evict_next_use) alone, no
- * drops: the replay stays within the cap, recomputes, and its schedule
- * places and verifies. */
+/* Eviction scored by the next reader (mp__remat_policy.evict_next_use)
+ * alone, no drops: the replay stays within the cap, recomputes, and its
+ * schedule places and verifies. */
 static void test_evict_next_use(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL;
-    rm_prob p;
+    mp__remat_prob p;
     uint64_t base = seg_setup(ctx, &g, &p);
-    rm_policy pol;
+    mp__remat_policy pol;
     memset(&pol, 0, sizeof pol);
     seg_seen s;
     memset(&s, 0, sizeof s);
@@ -180,7 +183,7 @@ static void test_evict_next_use(void)
     CU_ASSERT(s.verified);
     CU_ASSERT(s.peak <= pol.evict_cap);
     CU_ASSERT(s.extra > 0);
-    rm_prob_free(&p);
+    mp__remat_prob_free(&p);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }

@@ -26,15 +26,14 @@
  * replay recompute what is missing, and keep the cheapest schedule that
  * fits; the MILP is warm-started from the best heuristic when the wrapper
  * can use it and stops at the time limit. */
-#include "sched.h"
-#include "remat_internal.h"
+#include "checkmate.h"
 #include "mp_glpk.h"
 
 #include <math.h>
 #include <string.h>
 
 typedef struct cm_model {
-    const rm_prob *p;
+    const mp__remat_prob *p;
     double mscale, cscale;    /* bytes and cost per model unit */
     uint32_t T;
     uint32_t *rb, *sb, *ub;   /* per stage: first column of R, S, U */
@@ -46,9 +45,9 @@ typedef struct cm_model {
 #define NOCOL UINT32_MAX
 /* LPs of larger graphs drop the cut rows that are not needed for a valid
  * bound (solve time). */
-#define RM_CM_LEAN_ABOVE 120
+#define CM_LEAN_ABOVE 120
 
-static inline bool alive(const rm_prob *p, uint32_t i, uint32_t t)
+static inline bool alive(const mp__remat_prob *p, uint32_t i, uint32_t t)
 {
     return p->horizon[i] >= t || p->out[i];
 }
@@ -68,11 +67,11 @@ static uint32_t colS(const cm_model *m, uint32_t t, uint32_t i)
 }
 
 /* deps of k then k itself */
-static uint32_t n_fi(const rm_prob *p, uint32_t k)
+static uint32_t n_fi(const mp__remat_prob *p, uint32_t k)
 {
     return p->dep_begin[k + 1] - p->dep_begin[k] + 1;
 }
-static uint32_t fi_at(const rm_prob *p, uint32_t k, uint32_t j)
+static uint32_t fi_at(const mp__remat_prob *p, uint32_t k, uint32_t j)
 {
     uint32_t n = p->dep_begin[k + 1] - p->dep_begin[k];
     return j < n ? p->deps[p->dep_begin[k] + j] : k;
@@ -106,7 +105,7 @@ static void cm_free(cm_model *m)
 
 /* Units of both models: memory in units of the largest unit, cost in
  * units of the largest cost (GLPK's simplex wants coefficients near 1). */
-static void cm_scales(const rm_prob *p, double *mscale, double *cscale)
+static void cm_scales(const mp__remat_prob *p, double *mscale, double *cscale)
 {
     *mscale = 1;
     *cscale = 0;
@@ -121,7 +120,7 @@ static void cm_scales(const rm_prob *p, double *mscale, double *cscale)
 }
 
 /* Clears res; MP_ERR_UNSUPPORTED without GLPK. */
-static mp_status cm_start(const rm_prob *p, rm_cm_result *res,
+static mp_status cm_start(const mp__remat_prob *p, mp__remat_cm_result *res,
                           const char *what)
 {
     memset(res, 0, sizeof *res);
@@ -133,9 +132,268 @@ static mp_status cm_start(const rm_prob *p, rm_cm_result *res,
     return MP_OK;
 }
 
+/* Bytes in model units. */
+static inline double mem_units(const cm_model *m, uint64_t x)
+{
+    return (double)x / m->mscale;
+}
+
+/* The columns, stage by stage: R[t,0..t], S[t,0..t-1], U[t,0..t] and
+ * FREE[t,k,*] for k = 0..t (bk: the kind of the binary columns). */
+static mp_status cm_columns(cm_model *m, mp__lp_kind bk, double capd)
+{
+    const mp__remat_prob *p = m->p;
+    mp_status st;
+    size_t pr = 0;
+    for (uint32_t t = 0; t < m->T; t++) {
+        uint32_t idx;
+        m->rb[t] = mp__lp_num_cols(m->lp);
+        for (uint32_t i = 0; i <= t; i++) {
+            double lo = i == t ? 1 : 0;
+            double hi = i == t || alive(p, i, t) ? 1 : 0;
+            if ((st = mp__lp_add_col(m->lp, lo, hi, i == t ? MP__LP_CONTINUOUS
+                                                           : bk,
+                                     i < t ? p->cost[i] / m->cscale : 0,
+                                     &idx)))
+                return st;
+        }
+        m->sb[t] = mp__lp_num_cols(m->lp);
+        for (uint32_t i = 0; i < t; i++) {
+            double lo = p->out[i] ? 1 : 0; /* outputs stay once computed */
+            double hi = alive(p, i, t) ? 1 : 0;
+            if ((st = mp__lp_add_col(m->lp, lo, hi, bk, 0, &idx)))
+                return st;
+        }
+        m->ub[t] = mp__lp_num_cols(m->lp);
+        for (uint32_t k = 0; k <= t; k++)
+            if ((st = mp__lp_add_col(m->lp, 0, capd, MP__LP_CONTINUOUS, 0,
+                                     &idx)))
+                return st;
+        m->pair[t] = pr;
+        for (uint32_t k = 0; k <= t; k++) {
+            m->fb[pr++] = mp__lp_num_cols(m->lp);
+            for (uint32_t j = 0; j < n_fi(p, k); j++) {
+                uint32_t i = fi_at(p, k, j);
+                double hi = p->out[i] ? 0 : 1;
+                if ((st = mp__lp_add_col(m->lp, 0, hi, bk, 0, &idx)))
+                    return st;
+            }
+        }
+    }
+    return MP_OK;
+}
+
+/* A row lo <= sum r <= hi. */
+static mp_status rb_row(cm_model *m, double lo, double hi, const rowbuf *r)
+{
+    return mp__lp_add_row(m->lp, lo, hi, r->n, r->c, r->v, NULL);
+}
+
+/* Stage t: S[t+1,i] <= S[t,i] + R[t,i] (nothing appears from nowhere)
+ * and, unless lean, R[t,i] + S[t,i] <= 1; then R[t,k] <= R[t,i] + S[t,i]
+ * for every dependency i of k (dependencies present). */
+static mp_status cm_rows_residency(cm_model *m, uint32_t t, int lean)
+{
+    const mp__remat_prob *p = m->p;
+    mp_status st;
+    rowbuf r;
+    for (uint32_t i = 0; i <= t; i++) {
+        if (t + 1 < m->T && colS(m, t + 1, i) != NOCOL) {
+            r.n = 0;
+            rb_add(&r, colS(m, t + 1, i), 1);
+            rb_add(&r, colS(m, t, i), -1);
+            rb_add(&r, colR(m, t, i), -1);
+            if ((st = rb_row(m, -MP__LP_INF, 0, &r)))
+                return st;
+        }
+        if (!lean && i < t && colR(m, t, i) != NOCOL &&
+            colS(m, t, i) != NOCOL) {
+            r.n = 0;
+            rb_add(&r, colR(m, t, i), 1);
+            rb_add(&r, colS(m, t, i), 1);
+            if ((st = rb_row(m, -MP__LP_INF, 1, &r)))
+                return st;
+        }
+    }
+    for (uint32_t k = 0; k <= t; k++) {
+        if (colR(m, t, k) == NOCOL)
+            continue;
+        for (uint32_t j = p->dep_begin[k]; j < p->dep_begin[k + 1]; j++) {
+            uint32_t i = p->deps[j];
+            r.n = 0;
+            rb_add(&r, colR(m, t, k), 1);
+            rb_add(&r, colR(m, t, i), -1);
+            rb_add(&r, colS(m, t, i), -1);
+            if ((st = rb_row(m, -MP__LP_INF, 0, &r)))
+                return st;
+        }
+    }
+    return MP_OK;
+}
+
+/* A row lo <= sum v c <= hi of n terms at most, built by fill. */
+static mp_status cm_long_row(cm_model *m, uint32_t max_terms, double lo,
+                             double hi,
+                             uint32_t (*fill)(const cm_model *m, uint32_t t,
+                                              uint32_t k, uint32_t *c,
+                                              double *v),
+                             uint32_t t, uint32_t k)
+{
+    mp_ctx *ctx = m->p->ctx;
+    uint32_t *c = mp__alloc(ctx, max_terms * sizeof *c);
+    double *v = mp__alloc(ctx, max_terms * sizeof *v);
+    mp_status st = MP_ERR_NOMEM;
+    if (c && v) {
+        uint32_t n = fill(m, t, k, c, v);
+        st = mp__lp_add_row(m->lp, lo, hi, n, c, v, NULL);
+    }
+    mp__dealloc(ctx, c);
+    mp__dealloc(ctx, v);
+    return st;
+}
+
+/* U[t,0] - R[t,0] M0 - sum_i S[t,i] M_i (= the graph inputs still read) */
+static uint32_t fill_u0(const cm_model *m, uint32_t t, uint32_t k,
+                        uint32_t *c, double *v)
+{
+    const mp__remat_prob *p = m->p;
+    (void)k;
+    uint32_t n = 0;
+    c[n] = m->ub[t];
+    v[n++] = 1;
+    if (colR(m, t, 0) != NOCOL) {
+        c[n] = colR(m, t, 0);
+        v[n++] = -mem_units(m, p->mem[0]);
+    }
+    for (uint32_t i = 0; i < t; i++)
+        if (colS(m, t, i) != NOCOL && p->mem[i]) {
+            c[n] = colS(m, t, i);
+            v[n++] = -mem_units(m, p->mem[i]);
+        }
+    return n;
+}
+
+/* U[t,k] - U[t,k-1] - R[t,k] M_k + sum_i M_i FREE[t,i,k-1] (= 0) */
+static uint32_t fill_uk(const cm_model *m, uint32_t t, uint32_t k,
+                        uint32_t *c, double *v)
+{
+    const mp__remat_prob *p = m->p;
+    uint32_t n = 0;
+    c[n] = m->ub[t] + k;
+    v[n++] = 1;
+    c[n] = m->ub[t] + k - 1;
+    v[n++] = -1;
+    if (colR(m, t, k) != NOCOL) {
+        c[n] = colR(m, t, k);
+        v[n++] = -mem_units(m, p->mem[k]);
+    }
+    uint32_t f0 = m->fb[m->pair[t] + k - 1];
+    for (uint32_t j = 0; j < n_fi(p, k - 1); j++) {
+        uint32_t i = fi_at(p, k - 1, j);
+        if (p->mem[i] && !p->out[i]) {
+            c[n] = f0 + j;
+            v[n++] = mem_units(m, p->mem[i]);
+        }
+    }
+    return n;
+}
+
+/* FREE[t,i,*] + ... : each value freed at most once in stage t */
+static uint32_t fill_once(const cm_model *m, uint32_t t, uint32_t i,
+                          uint32_t *c, double *v)
+{
+    const mp__remat_prob *p = m->p;
+    uint32_t n = 0;
+    c[n] = m->fb[m->pair[t] + i] + n_fi(p, i) - 1;
+    v[n++] = 1;
+    for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1]; q++) {
+        uint32_t u = p->uses[q];
+        if (u > t)
+            continue;
+        /* position of i among u's deps */
+        for (uint32_t j = 0; j + 1 < n_fi(p, u); j++)
+            if (fi_at(p, u, j) == i) {
+                c[n] = m->fb[m->pair[t] + u] + j;
+                v[n++] = 1;
+                break;
+            }
+    }
+    return n;
+}
+
+/* Stage t's memory rows: U[t,0] and U[t,k] for k = 1..t. */
+static mp_status cm_rows_memory(cm_model *m, uint32_t t)
+{
+    const mp__remat_prob *p = m->p;
+    double in = 0;
+    for (uint32_t q = 0; q < p->n_in; q++)
+        if (p->in_out[q] || p->in_last[q] >= t)
+            in += mem_units(m, p->in_mem[q]);
+    mp_status st = cm_long_row(m, t + 2, in, in, fill_u0, t, 0);
+    for (uint32_t k = 1; k <= t && !st; k++)
+        st = cm_long_row(m, n_fi(p, k - 1) + 3, 0, 0, fill_uk, t, k);
+    return st;
+}
+
+/* Stage t's FREE cuts: FREE[t,i,k] <= R[t,k]; FREE[t,i,k] + S[t+1,i] <=
+ * 1; unless lean, FREE[t,i,k] + R[t,j] <= 1 for every user j of i with
+ * k < j <= t. Then sum_k FREE[t,i,k] <= 1. */
+static mp_status cm_rows_free(cm_model *m, uint32_t t, int lean)
+{
+    const mp__remat_prob *p = m->p;
+    mp_status st;
+    rowbuf r;
+    for (uint32_t k = 0; k <= t; k++) {
+        uint32_t f0 = m->fb[m->pair[t] + k];
+        for (uint32_t j = 0; j < n_fi(p, k); j++) {
+            uint32_t i = fi_at(p, k, j), fc = f0 + j;
+            if (p->out[i])
+                continue;
+            r.n = 0;
+            rb_add(&r, fc, 1);
+            if (colR(m, t, k) != NOCOL)
+                rb_add(&r, colR(m, t, k), -1);
+            if ((st = rb_row(m, -MP__LP_INF, 0, &r)))
+                return st;
+            if (t + 1 < m->T && colS(m, t + 1, i) != NOCOL) {
+                r.n = 0;
+                rb_add(&r, fc, 1);
+                rb_add(&r, colS(m, t + 1, i), 1);
+                if ((st = rb_row(m, -MP__LP_INF, 1, &r)))
+                    return st;
+            }
+            for (uint32_t q = p->use_begin[i];
+                 !lean && q < p->use_begin[i + 1]; q++) {
+                uint32_t u = p->uses[q];
+                if (u <= k || u > t || colR(m, t, u) == NOCOL)
+                    continue;
+                r.n = 0;
+                rb_add(&r, fc, 1);
+                rb_add(&r, colR(m, t, u), 1);
+                if ((st = rb_row(m, -MP__LP_INF, 1, &r)))
+                    return st;
+            }
+        }
+    }
+    for (uint32_t i = 0; i <= t; i++) {
+        if (p->out[i] || (i < t && colS(m, t, i) == NOCOL &&
+                          colR(m, t, i) == NOCOL))
+            continue;
+        uint32_t cnt = 1; /* (i, i) */
+        for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1]; q++)
+            if (p->uses[q] <= t)
+                cnt++;
+        if (cnt < 2)
+            continue;
+        if ((st = cm_long_row(m, cnt, -MP__LP_INF, 1, fill_once, t, i)))
+            return st;
+    }
+    return MP_OK;
+}
+
 /* lean: without the R + S <= 1 rows and the FREE + R[t,j] <= 1 cut
  * family (a weaker but still valid relaxation, far fewer rows). */
-static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
+static mp_status cm_build(const mp__remat_prob *p, uint64_t cap, int integer,
                           int lean, cm_model *m)
 {
     mp_ctx *ctx = p->ctx;
@@ -155,233 +413,17 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
     mp_status st = mp__lp_create(ctx, 0, &m->lp);
     if (st)
         return st;
-    mp__lp_kind bk = integer ? MP__LP_BINARY : MP__LP_CONTINUOUS;
     /* GLPK's simplex wants coefficients near 1: memory in units of the
      * largest unit, cost in units of the largest cost */
     cm_scales(p, &m->mscale, &m->cscale);
-    double capd = (double)cap / m->mscale;
-#define MEM(x) ((double)(x) / m->mscale)
-    /* columns */
-    size_t pr = 0;
-    for (uint32_t t = 0; t < T; t++) {
-        uint32_t idx;
-        m->rb[t] = mp__lp_num_cols(m->lp);
-        for (uint32_t i = 0; i <= t; i++) {
-            double lo = i == t ? 1 : 0;
-            double hi = i == t || alive(p, i, t) ? 1 : 0;
-            if ((st = mp__lp_add_col(m->lp, lo, hi, i == t ? MP__LP_CONTINUOUS
-                                                          : bk,
-                                    i < t ? p->cost[i] / m->cscale : 0,
-                                    &idx)))
-                return st;
-        }
-        m->sb[t] = mp__lp_num_cols(m->lp);
-        for (uint32_t i = 0; i < t; i++) {
-            double lo = p->out[i] ? 1 : 0; /* outputs stay once computed */
-            double hi = alive(p, i, t) ? 1 : 0;
-            if ((st = mp__lp_add_col(m->lp, lo, hi, bk, 0, &idx)))
-                return st;
-        }
-        m->ub[t] = mp__lp_num_cols(m->lp);
-        for (uint32_t k = 0; k <= t; k++)
-            if ((st = mp__lp_add_col(m->lp, 0, capd, MP__LP_CONTINUOUS, 0,
-                                    &idx)))
-                return st;
-        m->pair[t] = pr;
-        for (uint32_t k = 0; k <= t; k++) {
-            m->fb[pr++] = mp__lp_num_cols(m->lp);
-            for (uint32_t j = 0; j < n_fi(p, k); j++) {
-                uint32_t i = fi_at(p, k, j);
-                double hi = p->out[i] ? 0 : 1;
-                if ((st = mp__lp_add_col(m->lp, 0, hi, bk, 0, &idx)))
-                    return st;
-            }
-        }
-    }
-    /* rows */
-    rowbuf r;
-    for (uint32_t t = 0; t < T; t++) {
-        for (uint32_t i = 0; i <= t; i++) {
-            /* S[t+1,i] <= S[t,i] + R[t,i] */
-            if (t + 1 < T && colS(m, t + 1, i) != NOCOL) {
-                r.n = 0;
-                rb_add(&r, colS(m, t + 1, i), 1);
-                rb_add(&r, colS(m, t, i), -1);
-                rb_add(&r, colR(m, t, i), -1);
-                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 0, r.n, r.c, r.v,
-                                        NULL)))
-                    return st;
-            }
-            /* R[t,i] + S[t,i] <= 1 */
-            if (!lean && i < t && colR(m, t, i) != NOCOL &&
-                colS(m, t, i) != NOCOL) {
-                r.n = 0;
-                rb_add(&r, colR(m, t, i), 1);
-                rb_add(&r, colS(m, t, i), 1);
-                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, r.n, r.c, r.v,
-                                        NULL)))
-                    return st;
-            }
-        }
-        /* dependencies present */
-        for (uint32_t k = 0; k <= t; k++) {
-            if (colR(m, t, k) == NOCOL)
-                continue;
-            for (uint32_t j = p->dep_begin[k]; j < p->dep_begin[k + 1]; j++) {
-                uint32_t i = p->deps[j];
-                r.n = 0;
-                rb_add(&r, colR(m, t, k), 1);
-                rb_add(&r, colR(m, t, i), -1);
-                rb_add(&r, colS(m, t, i), -1);
-                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 0, r.n, r.c, r.v,
-                                        NULL)))
-                    return st;
-            }
-        }
-        /* memory: U[t,0] */
-        {
-            double in = 0;
-            for (uint32_t q = 0; q < p->n_in; q++)
-                if (p->in_out[q] || p->in_last[q] >= t)
-                    in += MEM(p->in_mem[q]);
-            uint32_t nterm = t + 2;
-            uint32_t *c = mp__alloc(ctx, nterm * sizeof *c);
-            double *v = mp__alloc(ctx, nterm * sizeof *v);
-            if (!c || !v) {
-                mp__dealloc(ctx, c);
-                mp__dealloc(ctx, v);
-                return MP_ERR_NOMEM;
-            }
-            uint32_t n = 0;
-            c[n] = m->ub[t];
-            v[n++] = 1;
-            if (colR(m, t, 0) != NOCOL) {
-                c[n] = colR(m, t, 0);
-                v[n++] = -MEM(p->mem[0]);
-            }
-            for (uint32_t i = 0; i < t; i++)
-                if (colS(m, t, i) != NOCOL && p->mem[i]) {
-                    c[n] = colS(m, t, i);
-                    v[n++] = -MEM(p->mem[i]);
-                }
-            st = mp__lp_add_row(m->lp, in, in, n, c, v, NULL);
-            mp__dealloc(ctx, c);
-            mp__dealloc(ctx, v);
-            if (st)
-                return st;
-        }
-        for (uint32_t k = 1; k <= t; k++) {
-            uint32_t nf = n_fi(p, k - 1);
-            uint32_t *c = mp__alloc(ctx, (nf + 3) * sizeof *c);
-            double *v = mp__alloc(ctx, (nf + 3) * sizeof *v);
-            if (!c || !v) {
-                mp__dealloc(ctx, c);
-                mp__dealloc(ctx, v);
-                return MP_ERR_NOMEM;
-            }
-            uint32_t n = 0;
-            c[n] = m->ub[t] + k;
-            v[n++] = 1;
-            c[n] = m->ub[t] + k - 1;
-            v[n++] = -1;
-            if (colR(m, t, k) != NOCOL) {
-                c[n] = colR(m, t, k);
-                v[n++] = -MEM(p->mem[k]);
-            }
-            uint32_t f0 = m->fb[m->pair[t] + k - 1];
-            for (uint32_t j = 0; j < nf; j++) {
-                uint32_t i = fi_at(p, k - 1, j);
-                if (p->mem[i] && !p->out[i]) {
-                    c[n] = f0 + j;
-                    v[n++] = MEM(p->mem[i]);
-                }
-            }
-            st = mp__lp_add_row(m->lp, 0, 0, n, c, v, NULL);
-            mp__dealloc(ctx, c);
-            mp__dealloc(ctx, v);
-            if (st)
-                return st;
-        }
-        /* FREE cuts */
-        for (uint32_t k = 0; k <= t; k++) {
-            uint32_t f0 = m->fb[m->pair[t] + k];
-            for (uint32_t j = 0; j < n_fi(p, k); j++) {
-                uint32_t i = fi_at(p, k, j), fc = f0 + j;
-                if (p->out[i])
-                    continue;
-                r.n = 0;
-                rb_add(&r, fc, 1);
-                if (colR(m, t, k) != NOCOL)
-                    rb_add(&r, colR(m, t, k), -1);
-                if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 0, r.n, r.c, r.v,
-                                        NULL)))
-                    return st;
-                if (t + 1 < T && colS(m, t + 1, i) != NOCOL) {
-                    r.n = 0;
-                    rb_add(&r, fc, 1);
-                    rb_add(&r, colS(m, t + 1, i), 1);
-                    if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, r.n, r.c,
-                                            r.v, NULL)))
-                        return st;
-                }
-                for (uint32_t q = p->use_begin[i];
-                     !lean && q < p->use_begin[i + 1]; q++) {
-                    uint32_t u = p->uses[q];
-                    if (u <= k || u > t || colR(m, t, u) == NOCOL)
-                        continue;
-                    r.n = 0;
-                    rb_add(&r, fc, 1);
-                    rb_add(&r, colR(m, t, u), 1);
-                    if ((st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, r.n, r.c,
-                                            r.v, NULL)))
-                        return st;
-                }
-            }
-        }
-        /* each value freed at most once per stage: sum over k of FREE */
-        for (uint32_t i = 0; i <= t; i++) {
-            if (p->out[i] || (i < t && colS(m, t, i) == NOCOL &&
-                              colR(m, t, i) == NOCOL))
-                continue;
-            uint32_t cnt = 0;
-            if (i <= t)
-                cnt++; /* (i, i) */
-            for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1]; q++)
-                if (p->uses[q] <= t)
-                    cnt++;
-            if (cnt < 2)
-                continue;
-            uint32_t *c = mp__alloc(ctx, cnt * sizeof *c);
-            double *v = mp__alloc(ctx, cnt * sizeof *v);
-            if (!c || !v) {
-                mp__dealloc(ctx, c);
-                mp__dealloc(ctx, v);
-                return MP_ERR_NOMEM;
-            }
-            uint32_t n = 0;
-            c[n] = m->fb[m->pair[t] + i] + n_fi(p, i) - 1;
-            v[n++] = 1;
-            for (uint32_t q = p->use_begin[i]; q < p->use_begin[i + 1]; q++) {
-                uint32_t u = p->uses[q];
-                if (u > t)
-                    continue;
-                /* position of i among u's deps */
-                for (uint32_t j = 0; j + 1 < n_fi(p, u); j++)
-                    if (fi_at(p, u, j) == i) {
-                        c[n] = m->fb[m->pair[t] + u] + j;
-                        v[n++] = 1;
-                        break;
-                    }
-            }
-            st = mp__lp_add_row(m->lp, -MP__LP_INF, 1, n, c, v, NULL);
-            mp__dealloc(ctx, c);
-            mp__dealloc(ctx, v);
-            if (st)
-                return st;
-        }
-    }
-#undef MEM
-    return MP_OK;
+    if ((st = cm_columns(m, integer ? MP__LP_BINARY : MP__LP_CONTINUOUS,
+                         mem_units(m, cap))))
+        return st;
+    for (uint32_t t = 0; t < T && !st; t++)
+        if (!(st = cm_rows_residency(m, t, lean)) &&
+            !(st = cm_rows_memory(m, t)))
+            st = cm_rows_free(m, t, lean);
+    return st;
 }
 
 /* The model's point of a replayed schedule (the MILP's warm start): R =
@@ -397,8 +439,7 @@ static mp_status cm_build(const rm_prob *p, uint64_t cap, int integer,
 static int cm_warm(const cm_model *m, const mp_step *steps, uint32_t n,
                    double *x, uint8_t *res)
 {
-    const rm_prob *p = m->p;
-    const mp_graph *g = p->g;
+    const mp__remat_prob *p = m->p;
     uint32_t T = m->T;
     memset(x, 0, (size_t)mp__lp_num_cols(m->lp) * sizeof *x);
     memset(res, 0, T);
@@ -439,11 +480,10 @@ static int cm_warm(const cm_model *m, const mp_step *steps, uint32_t n,
             last = u;
             ended = sp->kind == MP_STEP_COMPUTE;
         } else if (sp->kind == MP_STEP_FREE) {
-            uint32_t root = g->tensors[sp->index].root;
-            uint32_t pr = g->tensors[root].producer;
-            if (pr == MP_NONE)
+            uint32_t u = sp->index < p->n_tensors ? p->unit_of[sp->index]
+                                                  : MP_NONE;
+            if (u == MP_NONE)
                 continue; /* a graph input */
-            uint32_t u = p->pos[pr];
             if (!res[u])
                 continue; /* another output of a freed unit */
             res[u] = 0;
@@ -510,16 +550,18 @@ static int keep_s(void *user, uint32_t u, uint32_t t)
     return c != NOCOL && k->x[c] >= k->theta;
 }
 
-mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
-                       double time_limit, const rm_out *warm,
-                       rm_cm_result *res, rm_try_fn try_fn, void *try_user)
+mp_status mp__remat_checkmate(const mp__remat_prob *p, uint64_t cap,
+                              int integer, double time_limit,
+                              const mp__remat_out *warm,
+                              mp__remat_cm_result *res,
+                              mp__remat_try_fn try_fn, void *try_user)
 {
     mp_ctx *ctx = p->ctx;
     mp_status st0 = cm_start(p, res, "Checkmate LP/MILP");
     if (st0)
         return st0;
     cm_model m;
-    int lean = !integer && p->T > RM_CM_LEAN_ABOVE;
+    int lean = !integer && p->T > CM_LEAN_ABOVE;
     mp_status st = cm_build(p, cap == UINT64_MAX ? (uint64_t)1 << 62 : cap,
                             integer, lean, &m);
     if (st) {
@@ -589,7 +631,7 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
         k.m = &m;
         for (size_t i = 0; i < sizeof th / sizeof th[0] && !st; i++) {
             k.theta = integer ? 0.5 : th[i];
-            rm_policy pol;
+            mp__remat_policy pol;
             memset(&pol, 0, sizeof pol);
             pol.keep = keep_s;
             pol.user = &k;
@@ -607,7 +649,7 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
     return st;
 }
 
-/* ---- the stage-boundary relaxation ------------------------------------------ */
+/* ---- the stage-boundary relaxation --------------------------------------- */
 /* A relaxation of Checkmate's model with O(edges) columns (the full model
  * has O(T^2)), for graphs whose full LP GLPK cannot solve in time. It
  * keeps, per value i with uses u_1 < ... < u_m (stages), K[i,a] = "i
@@ -638,7 +680,7 @@ mp_status rm_checkmate(const rm_prob *p, uint64_t cap, int integer,
 /* keep() for the replay from the stage LP: K of the interval holding the
  * boundary t -> t+1 at least the threshold */
 typedef struct sl_keep {
-    const rm_prob *p;
+    const mp__remat_prob *p;
     const double *x;
     const uint32_t *k0, *kcol;
     double theta;
@@ -647,7 +689,7 @@ typedef struct sl_keep {
 static int keep_k(void *user, uint32_t u, uint32_t t)
 {
     const sl_keep *k = user;
-    const rm_prob *p = k->p;
+    const mp__remat_prob *p = k->p;
     if (k->k0[u] == NOCOL)
         return 1;
     uint32_t q = p->use_begin[u], e = p->use_begin[u + 1];
@@ -659,87 +701,84 @@ static int keep_k(void *user, uint32_t u, uint32_t t)
     return c != NOCOL && k->x[c] >= k->theta;
 }
 
-mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
-                      rm_cm_result *res, rm_try_fn try_fn, void *try_user)
-{
-    mp_ctx *ctx = p->ctx;
-    mp_status st0 = cm_start(p, res, "stage LP");
-    if (st0)
-        return st0;
-    uint32_t T = p->T;
-    size_t E = p->use_begin[T];
-    /* per use slot q (use_begin order): column of K after that use and of
-     * R at that use; kb[i]: K[i,0] */
-    uint32_t *kcol = mp__alloc(ctx, (E + 1) * sizeof *kcol);
-    uint32_t *rcol = mp__alloc(ctx, (E + 1) * sizeof *rcol);
-    uint32_t *k0 = mp__alloc(ctx, ((size_t)T + 1) * sizeof *k0);
-    double *crow = mp__alloc(ctx, ((size_t)T + 1) * sizeof *crow);
-    uint8_t *isdep = mp__calloc(ctx, (size_t)T + 1, 1);
-    uint32_t *c = mp__alloc(ctx, ((size_t)T + 2) * sizeof *c);
-    double *v = mp__alloc(ctx, ((size_t)T + 2) * sizeof *v);
-    mp__lp *lp = NULL;
-    mp_status st = MP_OK;
-    if (!kcol || !rcol || !k0 || !crow || !isdep || !c || !v) {
-        st = MP_ERR_NOMEM;
-        goto done;
-    }
-    if ((st = mp__lp_create(ctx, 0, &lp)))
-        goto done;
+/* The stage LP being built: per use slot q (use_begin order), the column
+ * of K after that use and of R at that use; k0[i]: K[i,0]. */
+typedef struct sl_model {
+    const mp__remat_prob *p;
+    mp__lp *lp;
+    uint32_t *kcol, *rcol, *k0;
+    uint8_t *isdep;
+    uint32_t *c;
+    double *v;
     double mscale, cscale;
-    cm_scales(p, &mscale, &cscale);
-#define SMEM(x) ((double)(x) / mscale)
-    /* columns and the two row families per value */
-    for (uint32_t i = 0; i < T; i++) {
-        k0[i] = NOCOL;
+} sl_model;
+
+/* The columns and the two row families of each value. */
+static mp_status sl_columns(sl_model *M)
+{
+    const mp__remat_prob *p = M->p;
+    mp_status st;
+    for (uint32_t i = 0; i < p->T; i++) {
+        M->k0[i] = NOCOL;
         uint32_t b = p->use_begin[i], e = p->use_begin[i + 1];
         for (uint32_t q = b; q < e; q++)
-            kcol[q] = rcol[q] = NOCOL;
+            M->kcol[q] = M->rcol[q] = NOCOL;
         if (p->out[i] || !p->mem[i] || b == e)
             continue; /* always resident, free, or never read */
-        if ((st = mp__lp_add_col(lp, 0, 1, MP__LP_CONTINUOUS, 0, &k0[i])))
-            goto done;
-        uint32_t prev = k0[i];
+        if ((st = mp__lp_add_col(M->lp, 0, 1, MP__LP_CONTINUOUS, 0,
+                                 &M->k0[i])))
+            return st;
+        uint32_t prev = M->k0[i];
         for (uint32_t q = b; q < e; q++) {
-            if ((st = mp__lp_add_col(lp, 0, 1, MP__LP_CONTINUOUS,
-                                    p->cost[i] / cscale, &rcol[q])))
-                goto done;
+            if ((st = mp__lp_add_col(M->lp, 0, 1, MP__LP_CONTINUOUS,
+                                     p->cost[i] / M->cscale, &M->rcol[q])))
+                return st;
             /* K[prev] + R >= 1 */
-            uint32_t rc[3] = {prev, rcol[q], 0};
+            uint32_t rc[3] = {prev, M->rcol[q], 0};
             double rv[3] = {1, 1, -1};
-            if ((st = mp__lp_add_row(lp, 1, MP__LP_INF, 2, rc, rv, NULL)))
-                goto done;
+            if ((st = mp__lp_add_row(M->lp, 1, MP__LP_INF, 2, rc, rv, NULL)))
+                return st;
             if (q + 1 < e) {
-                if ((st = mp__lp_add_col(lp, 0, 1, MP__LP_CONTINUOUS, 0,
-                                        &kcol[q])))
-                    goto done;
+                if ((st = mp__lp_add_col(M->lp, 0, 1, MP__LP_CONTINUOUS, 0,
+                                         &M->kcol[q])))
+                    return st;
                 /* K[next] - K[prev] - R <= 0 */
-                rc[0] = kcol[q];
+                rc[0] = M->kcol[q];
                 rc[1] = prev;
-                rc[2] = rcol[q];
+                rc[2] = M->rcol[q];
                 rv[0] = 1;
                 rv[1] = -1;
                 rv[2] = -1;
-                if ((st = mp__lp_add_row(lp, -MP__LP_INF, 0, 3, rc, rv, NULL)))
-                    goto done;
-                prev = kcol[q];
+                if ((st = mp__lp_add_row(M->lp, -MP__LP_INF, 0, 3, rc, rv,
+                                         NULL)))
+                    return st;
+                prev = M->kcol[q];
             }
         }
     }
-    /* memory rows: walk the stages, tracking each value's current K */
-    uint32_t *curq = mp__alloc(ctx, ((size_t)T + 1) * sizeof *curq);
-    if (!curq) {
-        st = MP_ERR_NOMEM;
-        goto done;
-    }
+    return MP_OK;
+}
+
+/* The memory rows, walking the stages and tracking each value's current
+ * K; *infeasible = 1 when a stage alone exceeds the cap. */
+static mp_status sl_memory_rows(sl_model *M, uint64_t cap, int *infeasible)
+{
+    const mp__remat_prob *p = M->p;
+    uint32_t T = p->T;
+    uint32_t *curq = mp__alloc(p->ctx, ((size_t)T + 1) * sizeof *curq);
+    if (!curq)
+        return MP_ERR_NOMEM;
     for (uint32_t i = 0; i < T; i++)
         curq[i] = p->use_begin[i]; /* next use slot of i */
-    double capd = (double)cap / mscale;
+    double capd = (double)cap / M->mscale;
     double outs = 0;
+    mp_status st = MP_OK;
+#define SMEM(x) ((double)(x) / M->mscale)
     for (uint32_t t = 0; t < T && !st; t++) {
         double cst = SMEM(p->mem[t]);
         for (uint32_t j = p->dep_begin[t]; j < p->dep_begin[t + 1]; j++) {
             uint32_t d = p->deps[j];
-            isdep[d] = 1;
+            M->isdep[d] = 1;
             if (!p->out[d])
                 cst += SMEM(p->mem[d]);
         }
@@ -754,74 +793,114 @@ mp_status rm_stage_lp(const rm_prob *p, uint64_t cap, double time_limit,
             uint32_t e = p->use_begin[i + 1];
             while (curq[i] < e && p->uses[curq[i]] <= t)
                 curq[i]++;
-            if (k0[i] == NOCOL || curq[i] == e || isdep[i])
+            if (M->k0[i] == NOCOL || curq[i] == e || M->isdep[i])
                 continue;
-            uint32_t col = curq[i] == p->use_begin[i] ? k0[i]
-                                                      : kcol[curq[i] - 1];
-            c[n] = col;
-            v[n++] = SMEM(p->mem[i]);
+            uint32_t col = curq[i] == p->use_begin[i] ? M->k0[i]
+                                                      : M->kcol[curq[i] - 1];
+            M->c[n] = col;
+            M->v[n++] = SMEM(p->mem[i]);
         }
         for (uint32_t j = p->dep_begin[t]; j < p->dep_begin[t + 1]; j++)
-            isdep[p->deps[j]] = 0;
+            M->isdep[p->deps[j]] = 0;
         if (p->out[t])
             outs += SMEM(p->mem[t]);
         if (cst > capd * (1 + 1e-12)) {
-            res->infeasible = 1; /* the stage alone exceeds the cap */
+            *infeasible = 1; /* the stage alone exceeds the cap */
             break;
         }
         if (n)
-            st = mp__lp_add_row(lp, -MP__LP_INF, capd - cst, n, c, v, NULL);
+            st = mp__lp_add_row(M->lp, -MP__LP_INF, capd - cst, n, M->c, M->v,
+                                NULL);
     }
 #undef SMEM
-    mp__dealloc(ctx, curq);
-    if (st || res->infeasible)
-        goto done;
-    res->n_cols = mp__lp_num_cols(lp);
-    res->n_rows = mp__lp_num_rows(lp);
+    mp__dealloc(p->ctx, curq);
+    return st;
+}
+
+/* Solves the stage LP: its bound into res; its solution rounded (keep a
+ * value across a boundary when its K is at least a threshold; the replay
+ * recomputes the rest, with eviction as a repair) to try_fn. */
+static mp_status sl_solve(sl_model *M, uint64_t cap, double time_limit,
+                          mp__remat_cm_result *res, mp__remat_try_fn try_fn,
+                          void *try_user)
+{
+    res->n_cols = mp__lp_num_cols(M->lp);
+    res->n_rows = mp__lp_num_rows(M->lp);
     mp__lp_options lo;
     mp__lp_options_init(&lo);
     lo.time_limit = time_limit > 0 ? time_limit : 60;
     lo.relax = 1;
     lo.method = MP__LP_DUAL;
     mp__lp_result lr;
-    if ((st = mp__lp_solve(lp, &lo, &lr)))
-        goto done;
+    mp_status st = mp__lp_solve(M->lp, &lo, &lr);
+    if (st)
+        return st;
     res->status = lr.status;
     res->seconds = lr.seconds;
     if (lr.status == MP_SOLVE_INFEASIBLE)
         res->infeasible = 1;
     else if (isfinite(lr.dual_bound)) {
-        res->lower_bound = fmax(0, lr.dual_bound) * cscale * (1 - 1e-7);
+        res->lower_bound = fmax(0, lr.dual_bound) * M->cscale * (1 - 1e-7);
         res->bound_kind = MP_REMAT_BOUND_STAGE_LP;
     }
-    /* rounding, as for Checkmate's LP: keep a value across a boundary
-     * when its K is at least a threshold; the replay recomputes the rest
-     * (with eviction as a repair) */
-    const double *x = mp__lp_values(lp);
-    if (x && try_fn && lr.status == MP_SOLVE_OPTIMAL) {
-        static const double th[] = {0.5, 0.1, 0.3, 0.7, 0.9, 0.999};
-        sl_keep k = {p, x, k0, kcol, 0};
-        for (size_t i = 0; i < sizeof th / sizeof th[0] && !st; i++) {
-            k.theta = th[i];
-            rm_policy pol;
-            memset(&pol, 0, sizeof pol);
-            pol.keep = keep_k;
-            pol.user = &k;
-            st = try_fn(try_user, "stage-lp-rounding", &pol);
-            if (!st && cap != UINT64_MAX) {
-                pol.evict_cap = cap;
-                st = try_fn(try_user, "stage-lp-rounding+evict", &pol);
-            }
+    const double *x = mp__lp_values(M->lp);
+    if (!x || !try_fn || lr.status != MP_SOLVE_OPTIMAL)
+        return MP_OK;
+    static const double th[] = {0.5, 0.1, 0.3, 0.7, 0.9, 0.999};
+    sl_keep k = {M->p, x, M->k0, M->kcol, 0};
+    for (size_t i = 0; i < sizeof th / sizeof th[0] && !st; i++) {
+        k.theta = th[i];
+        mp__remat_policy pol;
+        memset(&pol, 0, sizeof pol);
+        pol.keep = keep_k;
+        pol.user = &k;
+        st = try_fn(try_user, "stage-lp-rounding", &pol);
+        if (!st && cap != UINT64_MAX) {
+            pol.evict_cap = cap;
+            st = try_fn(try_user, "stage-lp-rounding+evict", &pol);
         }
     }
+    return st;
+}
+
+mp_status mp__remat_stage_lp(const mp__remat_prob *p, uint64_t cap,
+                             double time_limit, mp__remat_cm_result *res,
+                             mp__remat_try_fn try_fn, void *try_user)
+{
+    mp_ctx *ctx = p->ctx;
+    mp_status st0 = cm_start(p, res, "stage LP");
+    if (st0)
+        return st0;
+    uint32_t T = p->T;
+    size_t E = p->use_begin[T];
+    sl_model M;
+    memset(&M, 0, sizeof M);
+    M.p = p;
+    M.kcol = mp__alloc(ctx, (E + 1) * sizeof *M.kcol);
+    M.rcol = mp__alloc(ctx, (E + 1) * sizeof *M.rcol);
+    M.k0 = mp__alloc(ctx, ((size_t)T + 1) * sizeof *M.k0);
+    M.isdep = mp__calloc(ctx, (size_t)T + 1, 1);
+    M.c = mp__alloc(ctx, ((size_t)T + 2) * sizeof *M.c);
+    M.v = mp__alloc(ctx, ((size_t)T + 2) * sizeof *M.v);
+    mp_status st = MP_OK;
+    if (!M.kcol || !M.rcol || !M.k0 || !M.isdep || !M.c || !M.v) {
+        st = MP_ERR_NOMEM;
+        goto done;
+    }
+    if ((st = mp__lp_create(ctx, 0, &M.lp)))
+        goto done;
+    cm_scales(p, &M.mscale, &M.cscale);
+    if ((st = sl_columns(&M)) ||
+        (st = sl_memory_rows(&M, cap, &res->infeasible)) || res->infeasible)
+        goto done;
+    st = sl_solve(&M, cap, time_limit, res, try_fn, try_user);
 done:
-    mp__dealloc(ctx, kcol);
-    mp__dealloc(ctx, rcol);
-    mp__dealloc(ctx, k0);
-    mp__dealloc(ctx, crow);
-    mp__dealloc(ctx, isdep);
-    mp__dealloc(ctx, c);
-    mp__dealloc(ctx, v);
-    mp__lp_destroy(lp);
+    mp__dealloc(ctx, M.kcol);
+    mp__dealloc(ctx, M.rcol);
+    mp__dealloc(ctx, M.k0);
+    mp__dealloc(ctx, M.isdep);
+    mp__dealloc(ctx, M.c);
+    mp__dealloc(ctx, M.v);
+    mp__lp_destroy(M.lp);
     return st;
 }

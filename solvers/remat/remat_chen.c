@@ -12,17 +12,18 @@
  * vertex ids are topological, forward nodes first, then the loss and the
  * backward nodes mirrored: the backward node of forward i is T - 1 - i).
  * T units, Tf forward. For a sorted checkpoint set C, S[t][i] = 1 when:
- *   - inputs (RM_CM_RELEASED, Checkmate since January 2020): u < t < v
- *     for an edge u -> v; (RM_CM_2019, the code of the published figure):
- *     t = v only, so a value is resident at its readers' stages and
- *     recomputed in between unless another rule holds it;
+ *   - inputs (MP__REMAT_CM_RELEASED, Checkmate since January 2020):
+ *     u < t < v for an edge u -> v; (MP__REMAT_CM_2019, the code of the
+ *     published figure): t = v only, so a value is resident at its
+ *     readers' stages and recomputed in between unless another rule holds
+ *     it;
  *   - backward edges u -> v (both backward): u < t <= v;
  *   - stripe: t > c for every checkpoint c (kept to the end);
  *   - segments [s, e) are [0, c1), [c1, c2), ..., [cm, Tf + 1); for i in
  *     [s, e): ladder: T - e <= t <= T - 1 - s and t > i (a segment's
  *     values stay through its mirrored backward stages); forward block:
  *     i < t <= e;
- *   - backward block (RM_CM_2019 only; "removed in public release"): for
+ *   - backward block (MP__REMAT_CM_2019 only; "removed in public release"): for
  *     t in [s, e] and forward i in (t, e): S[T-1-t][T-1-i] = 1 (a
  *     segment's gradients stay through their segment's backward stages).
  * R[t][t] = 1; R[t][i] = 1 when S[t + 1][i] = 1 and S[t][i] = 0; and, down
@@ -39,15 +40,14 @@
  * live bytes just before each allocation). Graph outputs are held in S
  * from their producer to the end, so they are never freed nor computed
  * again; graph inputs are freed after the last stage that reads them. S is a
- * dense T x T bit matrix: graphs up to RM_CM_MAX_UNITS units. */
-#include "sched.h"
+ * dense T x T bit matrix: graphs up to CM_MAX_UNITS units. */
 #include "remat_chen.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define RM_CM_MAX_UNITS 32768u
+#define CM_MAX_UNITS 32768u
 
 typedef struct cm_s {
     uint32_t T, W;     /* rows, 64-bit words per row */
@@ -70,7 +70,7 @@ static void s_col(cm_s *s, uint64_t lo, uint64_t hi, uint32_t i)
         s->bits[t * s->W + i / 64] |= (uint64_t)1 << (i % 64);
 }
 
-static void s_build(const rm_prob *p, const uint32_t *ck, uint32_t nc,
+static void s_build(const mp__remat_prob *p, const uint32_t *ck, uint32_t nc,
                     int rules, cm_s *s)
 {
     uint32_t T = p->T, Tf = 0;
@@ -80,7 +80,7 @@ static void s_build(const rm_prob *p, const uint32_t *ck, uint32_t nc,
         uint32_t b = p->use_begin[u], e = p->use_begin[u + 1];
         for (uint32_t j = b; j < e; j++) {
             uint32_t v = p->uses[j];
-            if (rules == RM_CM_2019)
+            if (rules == MP__REMAT_CM_2019)
                 s_col(s, v, v, u);
             else if (v > u + 1)
                 s_col(s, (uint64_t)u + 1, v - 1, u);
@@ -109,7 +109,7 @@ static void s_build(const rm_prob *p, const uint32_t *ck, uint32_t nc,
             }
             s_col(s, i + 1, en, (uint32_t)i); /* forward block */
         }
-        if (rules != RM_CM_2019)
+        if (rules != MP__REMAT_CM_2019)
             continue;
         /* backward block: t in [st, en], forward i in (t, en) */
         for (uint64_t t = st; t <= en && t < T; t++)
@@ -122,8 +122,8 @@ static void s_build(const rm_prob *p, const uint32_t *ck, uint32_t nc,
 }
 
 /* Later computation of stage t (after i) reading u: rowmark[v] == t + 1. */
-static bool read_later(const rm_prob *p, const uint32_t *rowmark, uint32_t u,
-                       uint32_t t, uint32_t i)
+static bool read_later(const mp__remat_prob *p, const uint32_t *rowmark,
+                       uint32_t u, uint32_t t, uint32_t i)
 {
     for (uint32_t j = p->use_begin[u + 1]; j-- > p->use_begin[u];) {
         uint32_t v = p->uses[j];
@@ -141,64 +141,183 @@ static int cmp_unit(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-typedef struct cm_emit {
-    mp_ctx *ctx;
-    mp_step *steps;
-    size_t n, cap;
-    mp_status st;
-} cm_emit;
+/* The fixed-checkpoint schedule being built. */
+typedef struct cf_state {
+    const mp__remat_prob *p;
+    cm_s s;
+    uint32_t *rowmark, *row;   /* per stage: marks, the row being built */
+    uint32_t *rows, *row_begin; /* stage t computes rows[row_begin[t] ..
+                                 * row_begin[t + 1]), ascending */
+    size_t n_rows, cap_rows;
+    uint32_t *in_end;          /* graph input -> last stage reading it */
+    uint8_t *res;              /* unit resident */
+    mp__remat_steps em;
+    uint64_t cur, peak;
+} cf_state;
 
-static void cm_step(cm_emit *e, mp_step_kind k, uint32_t idx)
+/* The R rows, stage by stage: R[t][t], what S[t + 1] holds and S[t] does
+ * not, and down from those every dependency S[t] does not hold. */
+static mp_status cf_rows(cf_state *F)
 {
-    if (e->st)
-        return;
-    if ((e->st = mp__grow(e->ctx, (void **)&e->steps, sizeof *e->steps,
-                         e->n + 1, &e->cap)))
-        return;
-    e->steps[e->n].kind = k;
-    e->steps[e->n++].index = idx;
+    const mp__remat_prob *p = F->p;
+    const cm_s *s = &F->s;
+    uint32_t T = p->T;
+    for (uint32_t t = 0; t < T; t++) {
+        uint32_t n = 0;
+        F->rowmark[t] = t + 1;
+        F->row[n++] = t;
+        if (t + 1 < T) /* S[t + 1][i] = 1 and S[t][i] = 0 */
+            for (uint32_t w = 0; w < s->W; w++) {
+                uint64_t d = s->bits[(size_t)(t + 1) * s->W + w] &
+                             ~s->bits[(size_t)t * s->W + w];
+                while (d) {
+                    uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(d);
+                    d &= d - 1;
+                    if (F->rowmark[i] != t + 1) {
+                        F->rowmark[i] = t + 1;
+                        F->row[n++] = i;
+                    }
+                }
+            }
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t v = F->row[k];
+            for (uint32_t j = p->dep_begin[v]; j < p->dep_begin[v + 1]; j++) {
+                uint32_t u = p->deps[j];
+                if (F->rowmark[u] != t + 1 && !s_get(s, t, u)) {
+                    F->rowmark[u] = t + 1;
+                    F->row[n++] = u;
+                }
+            }
+        }
+        qsort(F->row, n, sizeof *F->row, cmp_unit);
+        mp_status st = mp__grow(p->ctx, (void **)&F->rows, sizeof *F->rows,
+                                F->n_rows + n, &F->cap_rows);
+        if (st)
+            return st;
+        memcpy(F->rows + F->n_rows, F->row, n * sizeof *F->row);
+        F->n_rows += n;
+        F->row_begin[t + 1] = (uint32_t)F->n_rows;
+    }
+    /* graph inputs: freed after the last stage computing a reader */
+    for (uint32_t t = 0; t < T; t++)
+        for (uint32_t r = F->row_begin[t]; r < F->row_begin[t + 1]; r++) {
+            uint32_t u = F->rows[r];
+            for (uint32_t q = p->read_begin[u]; q < p->read_begin[u + 1]; q++)
+                if (t > F->in_end[p->reads[q]])
+                    F->in_end[p->reads[q]] = t;
+        }
+    return MP_OK;
 }
 
-static void cm_free_unit(const rm_prob *p, cm_emit *e, uint8_t *res,
-                         uint64_t *cur, uint32_t u)
+static void cf_free_unit(cf_state *F, uint32_t u)
 {
-    const mp__node *nd = &p->g->nodes[p->node[u]];
-    for (uint32_t o = 0; o < nd->n_out; o++)
-        if (mp__tensor_in_arena(&p->g->tensors[nd->outputs[o]]))
-            cm_step(e, MP_STEP_FREE, nd->outputs[o]);
-    res[u] = 0;
-    *cur -= p->mem[u];
+    mp__remat_step_frees(&F->em, F->p, u);
+    F->res[u] = 0;
+    F->cur -= F->p->mem[u];
 }
 
-mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
-                             int rules, rm_out *out)
+/* Stage t computes unit i (again when i != t), then frees its inputs and
+ * itself unless S[t + 1] holds them or a later computation reads them. */
+static mp_status cf_compute(cf_state *F, uint32_t t, uint32_t i,
+                            mp__remat_out *out)
+{
+    const mp__remat_prob *p = F->p;
+    for (uint32_t j = p->dep_begin[i]; j < p->dep_begin[i + 1]; j++)
+        if (!F->res[p->deps[j]])
+            return mp__err(p->ctx, MP_ERR_INTERNAL,
+                           "Checkmate baseline: stage %u computes node "
+                           "'%s' without its input from node '%s'",
+                           (unsigned)t, p->name[i], p->name[p->deps[j]]);
+    if (F->res[i])
+        return mp__err(p->ctx, MP_ERR_INTERNAL,
+                       "Checkmate baseline: stage %u computes node "
+                       "'%s' while its output is resident",
+                       (unsigned)t, p->name[i]);
+    bool again = i != t;
+    mp__remat_step(&F->em, again ? MP_STEP_RECOMPUTE : MP_STEP_COMPUTE,
+                   p->node[i]);
+    F->res[i] = 1;
+    F->cur += p->mem[i];
+    if (F->cur > F->peak)
+        F->peak = F->cur;
+    if (again) {
+        out->extra_cost += p->cost[i];
+        if (p->flops[i] > 0)
+            out->extra_flops += p->flops[i];
+        out->n_recompute++;
+    }
+    for (uint32_t j = p->dep_begin[i]; j <= p->dep_begin[i + 1]; j++) {
+        uint32_t u = j < p->dep_begin[i + 1] ? p->deps[j] : i;
+        if (F->res[u] && !p->out[u] && !s_get(&F->s, t + 1, u) &&
+            !read_later(p, F->rowmark, u, t, i))
+            cf_free_unit(F, u);
+    }
+    return MP_OK;
+}
+
+/* The schedule of the R rows under Checkmate's scheduler. */
+static mp_status cf_schedule(cf_state *F, mp__remat_out *out)
+{
+    const mp__remat_prob *p = F->p;
+    uint32_t T = p->T;
+    F->cur = 0;
+    for (uint32_t k = 0; k < p->n_in; k++)
+        F->cur += p->in_mem[k];
+    F->peak = F->cur;
+    memset(F->rowmark, 0, ((size_t)T + 1) * sizeof *F->rowmark);
+    for (uint32_t t = 0; t < T && !F->em.st; t++) {
+        uint32_t rb = F->row_begin[t], re = F->row_begin[t + 1];
+        for (uint32_t r = rb; r < re; r++)
+            F->rowmark[F->rows[r]] = t + 1;
+        /* stage start: what S[t + 1] does not hold and stage t does not
+         * read */
+        for (uint32_t x = 0; x < T; x++)
+            if (F->res[x] && !p->out[x] && !s_get(&F->s, t + 1, x) &&
+                !read_later(p, F->rowmark, x, t, x))
+                cf_free_unit(F, x);
+        for (uint32_t r = rb; r < re; r++) {
+            mp_status st = cf_compute(F, t, F->rows[r], out);
+            if (st)
+                return st;
+        }
+        for (uint32_t k = 0; k < p->n_in; k++)
+            if (!p->in_out[k] && F->in_end[k] == t) {
+                mp__remat_step(&F->em, MP_STEP_FREE, p->in_tensor[k]);
+                F->cur -= p->in_mem[k];
+            }
+    }
+    return F->em.st;
+}
+
+mp_status mp__remat_checkmate_fixed(const mp__remat_prob *p,
+                                    const uint8_t *is_ckpt, int rules,
+                                    mp__remat_out *out)
 {
     mp_ctx *ctx = p->ctx;
-    uint32_t T = p->T, nt = (uint32_t)p->g->n_tensors;
+    uint32_t T = p->T;
     size_t T1 = (size_t)T + 1;
     memset(out, 0, sizeof *out);
-    if (T > RM_CM_MAX_UNITS)
+    if (T > CM_MAX_UNITS)
         return mp__err(ctx, MP_ERR_UNSUPPORTED,
-                      "Checkmate's baselines build a dense %u x %u "
-                      "residency matrix: at most %u nodes",
-                      (unsigned)T, (unsigned)T, RM_CM_MAX_UNITS);
-    cm_s s;
-    s.T = T;
-    s.W = (T + 63) / 64;
-    s.bits = mp__calloc(ctx, (size_t)T * s.W + 1, sizeof *s.bits);
+                       "Checkmate's baselines build a dense %u x %u "
+                       "residency matrix: at most %u nodes",
+                       (unsigned)T, (unsigned)T, CM_MAX_UNITS);
+    cf_state F;
+    memset(&F, 0, sizeof F);
+    F.p = p;
+    F.em.ctx = ctx;
+    F.s.T = T;
+    F.s.W = (T + 63) / 64;
+    F.s.bits = mp__calloc(ctx, (size_t)T * F.s.W + 1, sizeof *F.s.bits);
     uint32_t *ck = mp__alloc(ctx, T1 * sizeof *ck);
-    uint32_t *rowmark = mp__calloc(ctx, T1, sizeof *rowmark);
-    uint32_t *row = mp__alloc(ctx, T1 * sizeof *row);
-    uint32_t *in_of = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *in_of);
-    uint32_t *in_end = mp__calloc(ctx, (size_t)p->n_in + 1, sizeof *in_end);
-    uint8_t *res = mp__calloc(ctx, T1, 1);
-    uint32_t *rows = NULL;
-    uint32_t *row_begin = mp__calloc(ctx, T1 + 1, sizeof *row_begin);
-    size_t n_rows = 0, cap_rows = 0;
-    cm_emit em = {ctx, NULL, 0, 0, MP_OK};
+    F.rowmark = mp__calloc(ctx, T1, sizeof *F.rowmark);
+    F.row = mp__alloc(ctx, T1 * sizeof *F.row);
+    F.in_end = mp__calloc(ctx, (size_t)p->n_in + 1, sizeof *F.in_end);
+    F.res = mp__calloc(ctx, T1, 1);
+    F.row_begin = mp__calloc(ctx, T1 + 1, sizeof *F.row_begin);
     mp_status st = MP_OK;
-    if (!s.bits || !ck || !rowmark || !row || !in_of || !in_end || !res ||
-        !row_begin) {
+    if (!F.s.bits || !ck || !F.rowmark || !F.row || !F.in_end || !F.res ||
+        !F.row_begin) {
         st = MP_ERR_NOMEM;
         goto done;
     }
@@ -206,144 +325,30 @@ mp_status rm_checkmate_fixed(const rm_prob *p, const uint8_t *is_ckpt,
     for (uint32_t u = 0; u < T; u++)
         if (is_ckpt[u])
             ck[nc++] = u;
-    s_build(p, ck, nc, rules, &s);
-    /* the R rows, stage by stage */
-    for (uint32_t t = 0; t < T; t++) {
-        uint32_t n = 0;
-        rowmark[t] = t + 1;
-        row[n++] = t;
-        if (t + 1 < T) /* S[t + 1][i] = 1 and S[t][i] = 0 */
-            for (uint32_t w = 0; w < s.W; w++) {
-                uint64_t d = s.bits[(size_t)(t + 1) * s.W + w] &
-                             ~s.bits[(size_t)t * s.W + w];
-                while (d) {
-                    uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(d);
-                    d &= d - 1;
-                    if (rowmark[i] != t + 1) {
-                        rowmark[i] = t + 1;
-                        row[n++] = i;
-                    }
-                }
-            }
-        for (uint32_t k = 0; k < n; k++) {
-            uint32_t v = row[k];
-            for (uint32_t j = p->dep_begin[v]; j < p->dep_begin[v + 1]; j++) {
-                uint32_t u = p->deps[j];
-                if (rowmark[u] != t + 1 && !s_get(&s, t, u)) {
-                    rowmark[u] = t + 1;
-                    row[n++] = u;
-                }
-            }
-        }
-        qsort(row, n, sizeof *row, cmp_unit);
-        if ((st = mp__grow(ctx, (void **)&rows, sizeof *rows, n_rows + n,
-                          &cap_rows)))
-            goto done;
-        memcpy(rows + n_rows, row, n * sizeof *row);
-        n_rows += n;
-        row_begin[t + 1] = (uint32_t)n_rows;
-    }
-    /* graph inputs: freed after the last stage computing a reader */
-    for (uint32_t x = 0; x < nt; x++)
-        in_of[x] = MP_NONE;
-    for (uint32_t k = 0; k < p->n_in; k++)
-        in_of[p->in_tensor[k]] = k;
-    for (uint32_t t = 0; t < T; t++)
-        for (uint32_t r = row_begin[t]; r < row_begin[t + 1]; r++) {
-            const mp__node *nd = &p->g->nodes[p->node[rows[r]]];
-            for (uint32_t q = 0; q < nd->n_in; q++) {
-                uint32_t x = nd->inputs[q];
-                if (x == MP_NONE)
-                    continue;
-                uint32_t k = in_of[p->g->tensors[x].root];
-                if (k != MP_NONE && t > in_end[k])
-                    in_end[k] = t;
-            }
-        }
-    /* the schedule */
-    uint64_t cur = 0, peak;
-    for (uint32_t k = 0; k < p->n_in; k++)
-        cur += p->in_mem[k];
-    peak = cur;
-    memset(rowmark, 0, T1 * sizeof *rowmark);
-    for (uint32_t t = 0; t < T && !em.st; t++) {
-        uint32_t rb = row_begin[t], re = row_begin[t + 1];
-        for (uint32_t r = rb; r < re; r++)
-            rowmark[rows[r]] = t + 1;
-        /* stage start: what S[t + 1] does not hold and stage t does not
-         * read */
-        for (uint32_t x = 0; x < T; x++)
-            if (res[x] && !p->out[x] && !s_get(&s, t + 1, x) &&
-                !read_later(p, rowmark, x, t, x))
-                cm_free_unit(p, &em, res, &cur, x);
-        for (uint32_t r = rb; r < re; r++) {
-            uint32_t i = rows[r];
-            for (uint32_t j = p->dep_begin[i]; j < p->dep_begin[i + 1]; j++)
-                if (!res[p->deps[j]]) {
-                    st = mp__err(ctx, MP_ERR_INTERNAL,
-                                "Checkmate baseline: stage %u computes node "
-                                "'%s' without its input from node '%s'",
-                                (unsigned)t, p->g->nodes[p->node[i]].name,
-                                p->g->nodes[p->node[p->deps[j]]].name);
-                    goto done;
-                }
-            if (res[i]) {
-                st = mp__err(ctx, MP_ERR_INTERNAL,
-                            "Checkmate baseline: stage %u computes node "
-                            "'%s' while its output is resident",
-                            (unsigned)t, p->g->nodes[p->node[i]].name);
-                goto done;
-            }
-            bool again = i != t;
-            cm_step(&em, again ? MP_STEP_RECOMPUTE : MP_STEP_COMPUTE,
-                    p->node[i]);
-            res[i] = 1;
-            cur += p->mem[i];
-            if (cur > peak)
-                peak = cur;
-            if (again) {
-                out->extra_cost += p->cost[i];
-                if (p->flops[i] > 0)
-                    out->extra_flops += p->flops[i];
-                out->n_recompute++;
-            }
-            for (uint32_t j = p->dep_begin[i]; j <= p->dep_begin[i + 1]; j++) {
-                uint32_t u = j < p->dep_begin[i + 1] ? p->deps[j] : i;
-                if (res[u] && !p->out[u] && !s_get(&s, t + 1, u) &&
-                    !read_later(p, rowmark, u, t, i))
-                    cm_free_unit(p, &em, res, &cur, u);
-            }
-        }
-        for (uint32_t k = 0; k < p->n_in; k++)
-            if (!p->in_out[k] && in_end[k] == t) {
-                cm_step(&em, MP_STEP_FREE, p->in_tensor[k]);
-                cur -= p->in_mem[k];
-            }
-    }
-    if ((st = em.st))
+    s_build(p, ck, nc, rules, &F.s);
+    if ((st = cf_rows(&F)) || (st = cf_schedule(&F, out)))
         goto done;
-    out->peak = peak;
-    out->steps = em.steps;
-    out->n_steps = (uint32_t)em.n;
-    em.steps = NULL;
+    out->peak = F.peak;
+    out->steps = F.em.steps;
+    out->n_steps = (uint32_t)F.em.n;
+    F.em.steps = NULL;
 done:
-    mp__dealloc(ctx, s.bits);
+    mp__dealloc(ctx, F.s.bits);
     mp__dealloc(ctx, ck);
-    mp__dealloc(ctx, rowmark);
-    mp__dealloc(ctx, row);
-    mp__dealloc(ctx, in_of);
-    mp__dealloc(ctx, in_end);
-    mp__dealloc(ctx, res);
-    mp__dealloc(ctx, rows);
-    mp__dealloc(ctx, row_begin);
-    mp__dealloc(ctx, em.steps);
+    mp__dealloc(ctx, F.rowmark);
+    mp__dealloc(ctx, F.row);
+    mp__dealloc(ctx, F.in_end);
+    mp__dealloc(ctx, F.res);
+    mp__dealloc(ctx, F.rows);
+    mp__dealloc(ctx, F.row_begin);
+    mp__dealloc(ctx, F.em.steps);
     if (st)
         memset(out, 0, sizeof *out);
     return st;
 }
 
 /* Every floor(sqrt(n))-th candidate (in unit order) is a checkpoint. */
-static void every_kth(const rm_prob *p, const uint8_t *cand, uint8_t *ck)
+static void every_kth(const mp__remat_prob *p, const uint8_t *cand, uint8_t *ck)
 {
     uint32_t n = 0;
     for (uint32_t u = 0; u < p->T; u++)
@@ -360,16 +365,17 @@ static void every_kth(const rm_prob *p, const uint8_t *cand, uint8_t *ck)
         ck[u] = cand[u] && ++seen % k == 0;
 }
 
-static mp_status cm_try(const rm_prob *p, const uint8_t *ck, int rules,
-                        const char *name, rm_offer_fn offer, void *user)
+static mp_status cm_try(const mp__remat_prob *p, const uint8_t *ck, int rules,
+                        const char *name, mp__remat_offer_fn offer, void *user)
 {
-    rm_out o;
-    mp_status st = rm_checkmate_fixed(p, ck, rules, &o);
+    mp__remat_out o;
+    mp_status st = mp__remat_checkmate_fixed(p, ck, rules, &o);
     return st ? st : offer(user, name, &o);
 }
 
-mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
-                                rm_offer_fn offer, void *user)
+mp_status mp__remat_checkmate_baseline(const mp__remat_prob *p,
+                                       mp_remat_solver which,
+                                       mp__remat_offer_fn offer, void *user)
 {
     mp_ctx *ctx = p->ctx;
     size_t T1 = (size_t)p->T + 1;
@@ -383,31 +389,32 @@ mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
     case MP_REMAT_CHEN_LINEAR: /* every unit a candidate; released rules */
         memset(cand, 1, p->T);
         every_kth(p, cand, ck);
-        st = cm_try(p, ck, RM_CM_RELEASED, "chen-linear", offer, user);
+        st = cm_try(p, ck, MP__REMAT_CM_RELEASED, "chen-linear", offer, user);
         break;
     case MP_REMAT_CM_CHECKPOINT_ALL:
-        st = cm_try(p, p->fwd, RM_CM_2019, "cm-checkpoint-all", offer, user);
+        st = cm_try(p, p->fwd, MP__REMAT_CM_2019, "cm-checkpoint-all", offer,
+                    user);
         break;
     case MP_REMAT_CM_CHEN_SQRT:
         /* Checkmate's articulation points as its 2019 code counts them (a
          * source before the first forward node and a sink after the last;
          * removing a node separates them, or leaves one isolated): on a
          * chain, the forward units no forward edge jumps over */
-        rm_forward_cuts(p, cand);
+        mp__remat_forward_cuts(p, cand);
         every_kth(p, cand, ck);
-        st = cm_try(p, ck, RM_CM_2019, "cm-chen-sqrt", offer, user);
+        st = cm_try(p, ck, MP__REMAT_CM_2019, "cm-chen-sqrt", offer, user);
         break;
     case MP_REMAT_CM_CHEN_GREEDY: {
         /* the experiment's sweep: segment budgets b x (0, 0.05, ..., 2.95)
          * around the activation peak b of sqrt(n) on the forward nodes */
         uint64_t base = 0;
         every_kth(p, p->fwd, ck);
-        rm_out o;
-        if ((st = rm_checkmate_fixed(p, ck, RM_CM_2019, &o)))
+        mp__remat_out o;
+        if ((st = mp__remat_checkmate_fixed(p, ck, MP__REMAT_CM_2019, &o)))
             break;
         base = o.peak;
         mp__dealloc(ctx, o.steps);
-        rm_forward_cuts(p, cand);
+        mp__remat_forward_cuts(p, cand);
         for (int j = 0; j < 60 && !st; j++) {
             double b = (double)base * (1.0 + (-1.0 + 0.05 * j)), acc = 0;
             for (uint32_t u = 0; u < p->T; u++) {
@@ -420,7 +427,8 @@ mp_status rm_checkmate_baseline(const rm_prob *p, mp_remat_solver which,
                     acc = 0;
                 }
             }
-            st = cm_try(p, ck, RM_CM_2019, "cm-chen-greedy", offer, user);
+            st = cm_try(p, ck, MP__REMAT_CM_2019, "cm-chen-greedy", offer,
+                        user);
         }
         break;
     }

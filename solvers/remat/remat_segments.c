@@ -12,10 +12,10 @@
  *
  * Policy: checkpoints are kept; every other value that backward reads is
  * freed after its last forward reader and recomputed in backward by the
- * replay (rm_simulate: missing inputs are recomputed recursively from the
- * resident ones, recomputed copies kept to their last reader), so each
- * dropped value is recomputed about once per segment: at most one extra
- * forward pass. The sweep over the segment budget b (geometric, between
+ * replay (mp__remat_simulate: missing inputs are recomputed recursively
+ * from the resident ones, recomputed copies kept to their last reader), so
+ * each dropped value is recomputed about once per segment: at most one
+ * extra forward pass. The sweep over the segment budget b (geometric, between
  * the largest forward value and the whole forward pass) keeps the
  * cheapest schedule within the cap; with eviction under pressure as a
  * repair where the plain policy does not fit. Polishing then keeps again
@@ -24,14 +24,14 @@
  * The best schedule goes to the search (try_fn), which replays it again;
  * when none fits, the one with the smallest peak does (the search
  * reports the smallest peak found). */
-#include "remat_internal.h"
+#include "heuristics.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct seg_ctx {
-    const rm_prob *p;
+    const mp__remat_prob *p;
     uint64_t cap;
     double max_extra;
     uint32_t *lfu;       /* last forward reader (the unit itself if none) */
@@ -42,9 +42,9 @@ typedef struct seg_ctx {
 } seg_ctx;
 
 /* Evaluates drop (with eviction at cap when evict): 1 when it fits. */
-static mp_status seg_eval(seg_ctx *C, int evict, rm_out *o, int *fits)
+static mp_status seg_eval(seg_ctx *C, int evict, mp__remat_out *o, int *fits)
 {
-    rm_policy pol;
+    mp__remat_policy pol;
     memset(&pol, 0, sizeof pol);
     pol.drop_after = C->drop;
     if (evict) {
@@ -53,17 +53,16 @@ static mp_status seg_eval(seg_ctx *C, int evict, rm_out *o, int *fits)
     }
     if (C->max_extra >= 0)
         pol.cost_cutoff = C->max_extra > 0 ? C->max_extra * (1 + 1e-9) : 1e-300;
-    mp_status st = rm_simulate(C->p, &pol, 0, o);
+    mp_status st = mp__remat_simulate(C->p, &pol, 0, o);
     C->n_sims++;
-    *fits = !st && !o->cut && o->peak <= C->cap &&
-            (C->max_extra < 0 || o->extra_cost <= C->max_extra * (1 + 1e-12));
+    *fits = !st && mp__remat_fits(o, C->cap, C->max_extra);
     return st;
 }
 
 /* drop from the greedy segmentation with budget b. */
 static void seg_drops(seg_ctx *C, double b)
 {
-    const rm_prob *p = C->p;
+    const mp__remat_prob *p = C->p;
     double acc = 0;
     for (uint32_t u = 0; u < p->T; u++) {
         C->drop[u] = UINT32_MAX;
@@ -92,8 +91,9 @@ static int cmp_seg_key(const void *a, const void *b)
     return (x->u > y->u) - (x->u < y->u);
 }
 
-mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
-                      rm_try_fn try_fn, void *try_user)
+mp_status mp__remat_segments(const mp__remat_prob *p, uint64_t cap,
+                             double max_extra, mp__remat_try_fn try_fn,
+                             void *try_user)
 {
     mp_ctx *ctx = p->ctx;
     size_t T1 = (size_t)p->T + 1;
@@ -144,7 +144,7 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
     double best_cost = INFINITY;
     int best_evict = 0, low_evict = 0;
     uint64_t low_peak = UINT64_MAX;
-    rm_out o;
+    mp__remat_out o;
     for (int i = 0; i <= K; i++) {
         double b = mmax * pow(total / mmax, (double)i / K) * 0.999;
         seg_drops(&C, b);
@@ -169,7 +169,7 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
     if (best_cost == INFINITY) {
         /* none fits: the search still learns the smallest peak found */
         if (low_peak != UINT64_MAX) {
-            rm_policy pol;
+            mp__remat_policy pol;
             memset(&pol, 0, sizeof pol);
             pol.drop_after = best;
             if (low_evict) {
@@ -213,7 +213,7 @@ mp_status rm_segments(const rm_prob *p, uint64_t cap, double max_extra,
             break;
     }
     {
-        rm_policy pol;
+        mp__remat_policy pol;
         memset(&pol, 0, sizeof pol);
         pol.drop_after = C.drop;
         if (best_evict) {

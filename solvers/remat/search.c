@@ -1,0 +1,351 @@
+/* The recompute search (docs/training.md): runs the heuristics
+ * (heuristics.c, remat_segments.c), Checkmate's baselines (remat_chen.c)
+ * and Checkmate's models (checkmate.c) that the options ask for, replays
+ * every policy they offer (model.c) and keeps the cheapest schedule
+ * within the budget, with the best lower bound on its cost; also the
+ * solvers' names. The top of solvers/remat/: nothing below calls it. */
+#include "search.h"
+#include "checkmate.h"
+#include "heuristics.h"
+#include "mp_glpk.h"
+#include "remat_chen.h"
+
+#include <string.h>
+
+/* ---- names and options --------------------------------------------------- */
+static const char *const solver_names[] = {
+    "auto", "checkpoint-all", "chen-sqrt", "chen-greedy", "dtr", "selective",
+    "lp", "ilp", "chen-linear", "cm-checkpoint-all", "cm-chen-sqrt",
+    "cm-chen-greedy"};
+
+const char *mp_remat_solver_name(mp_remat_solver s)
+{
+    if ((unsigned)s < sizeof solver_names / sizeof solver_names[0])
+        return solver_names[s];
+    return "unknown";
+}
+
+mp_status mp_remat_solver_parse(const char *name, mp_remat_solver *out)
+{
+    if (!name || !out)
+        return MP_ERR_INVALID_ARG;
+    for (unsigned i = 0; i < sizeof solver_names / sizeof solver_names[0]; i++)
+        if (strcmp(name, solver_names[i]) == 0) {
+            *out = (mp_remat_solver)i;
+            return MP_OK;
+        }
+    if (strcmp(name, "none") == 0) {
+        *out = MP_REMAT_NONE;
+        return MP_OK;
+    }
+    if (strcmp(name, "chen") == 0) {
+        *out = MP_REMAT_CHEN_GREEDY;
+        return MP_OK;
+    }
+    if (strcmp(name, "checkmate") == 0) {
+        *out = MP_REMAT_ILP;
+        return MP_OK;
+    }
+    return MP_ERR_INVALID_ARG;
+}
+
+void mp_remat_options_init(mp_remat_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->solver = MP_REMAT_AUTO;
+    o->budget = 0;
+    o->time_limit = 0;
+    o->max_extra_cost = -1;
+    o->seed = 0;
+}
+
+/* ---- search bookkeeping -------------------------------------------------- */
+typedef struct search {
+    const mp__remat_prob *p;
+    uint64_t cap;            /* live arena bytes allowed */
+    double max_extra;        /* < 0: no cap */
+    int keep_ckpt;           /* Checkmate's baseline semantics */
+    /* best feasible schedule */
+    int have;
+    const char *name;
+    double cost;
+    uint64_t peak;
+    mp__remat_out best;      /* its replay, steps owned */
+    /* smallest peak seen */
+    uint64_t min_peak;
+    uint32_t n_sims;
+} search;
+
+/* o is feasible and cheaper than the best so far (or as cheap, lower). */
+static bool improves(const search *S, const mp__remat_out *o)
+{
+    return mp__remat_fits(o, S->cap, S->max_extra) &&
+           (!S->have || o->extra_cost < S->cost * (1 - 1e-12) ||
+            (o->extra_cost <= S->cost * (1 + 1e-12) && o->peak < S->peak));
+}
+
+/* A free schedule within the budget is known: nothing left to improve. */
+static bool have_free(const search *S)
+{
+    return S->have && S->cost == 0;
+}
+
+/* Counts replay o in the search (its peak among the smallest seen); true
+ * when it is the best feasible one so far. */
+static bool count_replay(search *S, const mp__remat_out *o)
+{
+    S->n_sims++;
+    if (!o->cut && o->peak < S->min_peak)
+        S->min_peak = o->peak;
+    return improves(S, o);
+}
+
+/* full (a replay with its steps, taken) becomes the best schedule. */
+static void take_best(search *S, const char *name, mp__remat_out *full)
+{
+    mp__dealloc(S->p->ctx, S->best.steps);
+    S->best = *full;
+    full->steps = NULL;
+    S->have = 1;
+    S->name = name;
+    S->cost = full->extra_cost;
+    S->peak = full->peak;
+}
+
+/* Simulates pol; records it when it is the best feasible one so far. */
+static mp_status try_policy(search *S, const char *name,
+                            const mp__remat_policy *pol, mp__remat_out *o)
+{
+    mp_status st = mp__remat_simulate(S->p, pol, 0, o);
+    if (st || !count_replay(S, o))
+        return st;
+    mp__remat_out full;
+    if ((st = mp__remat_simulate(S->p, pol, 1, &full)))
+        return st;
+    take_best(S, name, &full);
+    return MP_OK;
+}
+
+/* The heuristics' eval (heuristics.h). */
+static mp_status eval_cb(void *user, const char *name,
+                         const mp__remat_policy *pol, mp__remat_out *o)
+{
+    return try_policy(user, name, pol, o);
+}
+
+/* mp__remat_try_fn: segments and Checkmate's models. */
+static mp_status try_cb(void *user, const char *name,
+                        const mp__remat_policy *pol)
+{
+    mp__remat_out o;
+    return try_policy(user, name, pol, &o);
+}
+
+/* A finished replay (remat_chen.c): kept, steps and all, when it is the
+ * best feasible one so far; its steps are freed otherwise. */
+static mp_status offer_cb(void *user, const char *name, mp__remat_out *o)
+{
+    search *S = user;
+    if (count_replay(S, o)) {
+        take_best(S, name, o);
+        return MP_OK;
+    }
+    mp__dealloc(S->p->ctx, o->steps);
+    o->steps = NULL;
+    return MP_OK;
+}
+
+/* ---- the search ---------------------------------------------------------- */
+/* Graphs up to this many nodes get the Checkmate LP in auto mode. */
+#define MP__REMAT_LP_AUTO_MAX 120
+
+/* Stage bound on the live bytes: computing u needs u and its inputs
+ * resident, and graph outputs computed before u stay. */
+static uint64_t stage_bound(const mp__remat_prob *p)
+{
+    uint64_t lb = 0, outs = 0;
+    for (uint32_t u = 0; u < p->T; u++) {
+        uint64_t need = p->mem[u] + outs;
+        for (uint32_t j = p->dep_begin[u]; j < p->dep_begin[u + 1]; j++)
+            if (!p->out[p->deps[j]])
+                need += p->mem[p->deps[j]];
+        for (uint32_t k = 0; k < p->n_in; k++)
+            if (p->in_out[k] || p->in_last[k] >= u)
+                need += p->in_mem[k];
+        if (need > lb)
+            lb = need;
+        if (p->out[u])
+            outs += p->mem[u];
+    }
+    return lb;
+}
+
+/* The heuristics sv asks for (auto: each while no free schedule fits). */
+static mp_status run_heuristics(search *S, mp_remat_solver sv)
+{
+    const mp__remat_prob *p = S->p;
+    mp__remat_goal g = {S->cap, S->max_extra, S->keep_ckpt, eval_cb, S};
+    bool aut = sv == MP_REMAT_AUTO;
+    mp_status st = MP_OK;
+    if (sv == MP_REMAT_NONE || aut)
+        st = mp__remat_checkpoint_all(p, &g);
+    if (!st && sv >= MP_REMAT_CHEN_LINEAR) /* baselines: never in auto */
+        st = mp__remat_checkmate_baseline(p, sv, offer_cb, S);
+    if (!st && (sv == MP_REMAT_CHEN_SQRT || (aut && !S->have)))
+        st = mp__remat_chen(p, &g, 0);
+    if (!st && (sv == MP_REMAT_CHEN_GREEDY || (aut && !have_free(S))))
+        st = mp__remat_chen(p, &g, 1);
+    /* segment checkpointing on saved articulation points, polished */
+    if (!st && aut && S->cap != UINT64_MAX && !have_free(S))
+        st = mp__remat_segments(p, S->cap, S->max_extra, try_cb, S);
+    /* the MILP starts from the best of DTR and selective (warm start) */
+    if (!st && (sv == MP_REMAT_DTR || sv == MP_REMAT_ILP ||
+                (aut && !have_free(S))))
+        st = mp__remat_dtr(p, &g);
+    if (!st && (sv == MP_REMAT_SELECTIVE || sv == MP_REMAT_ILP ||
+                (aut && !have_free(S))))
+        for (int order = 0; order < 3 && !st; order++)
+            for (int ev = 0; ev < 2 && !st; ev++)
+                st = mp__remat_selective(p, &g, order, ev);
+    return st;
+}
+
+/* Checkmate's LP/MILP when sv asks for it (auto: small graphs), then the
+ * stage-boundary relaxation: O(edges) columns, a bound on graphs whose
+ * full LP does not finish (and a second one where it does: the larger
+ * valid bound is kept in cm). */
+static mp_status run_models(search *S, mp_remat_solver sv, double time_limit,
+                            mp__remat_cm_result *cm, bool *run_cm)
+{
+    const mp__remat_prob *p = S->p;
+    bool aut = sv == MP_REMAT_AUTO;
+    double tl = time_limit > 0 ? time_limit : 60;
+    mp_status st = MP_OK;
+    *run_cm = sv == MP_REMAT_LP || sv == MP_REMAT_ILP;
+    if (aut && S->cap != UINT64_MAX && !have_free(S) &&
+        p->T <= MP__REMAT_LP_AUTO_MAX)
+        *run_cm = true;
+    if (*run_cm) {
+        /* in auto mode the LP gets at most half of the time limit (the
+         * heuristics are done by then: their schedules stand) */
+        st = mp__remat_checkmate(p, S->cap, sv == MP_REMAT_ILP,
+                                 aut ? tl / 2 : tl, S->have ? &S->best : NULL,
+                                 cm, try_cb, S);
+        if (st == MP_ERR_UNSUPPORTED && aut) {
+            mp_ctx_clear(p->ctx);
+            st = MP_OK;
+        }
+    }
+    if (st)
+        return st;
+    if ((aut || *run_cm) && S->cap != UINT64_MAX && !have_free(S) &&
+        mp__glpk_available()) {
+        mp__remat_cm_result sb;
+        if ((st = mp__remat_stage_lp(p, S->cap, tl / 4, &sb, try_cb, S)))
+            return st;
+        if (sb.lower_bound > cm->lower_bound) {
+            cm->lower_bound = sb.lower_bound;
+            cm->bound_kind = sb.bound_kind;
+        }
+        if (sb.infeasible && !*run_cm)
+            cm->infeasible = 1;
+    }
+    return MP_OK;
+}
+
+/* No schedule: TIMEOUT when the model asked for gave nothing in the time
+ * limit, else INFEASIBLE; the message says why. */
+static mp_status no_schedule(const search *S, mp_remat_solver sv,
+                             const mp_remat_options *ro,
+                             const mp__remat_cm_result *cm, bool run_cm,
+                             mp__remat_solution *sol)
+{
+    mp_ctx *ctx = S->p->ctx;
+    if (run_cm && sv != MP_REMAT_AUTO && !cm->infeasible &&
+        cm->status != MP_SOLVE_OPTIMAL && cm->status != MP_SOLVE_FEASIBLE) {
+        sol->status = MP_SOLVE_TIMEOUT;
+        return mp__err(ctx, MP_ERR_TIMEOUT,
+                       "the Checkmate %s (%u columns, %u rows) gave no "
+                       "solution in the time limit (%s)",
+                       sv == MP_REMAT_ILP ? "MILP" : "LP",
+                       (unsigned)cm->n_cols, (unsigned)cm->n_rows,
+                       mp_solve_status_name(cm->status));
+    }
+    sol->status = MP_SOLVE_INFEASIBLE;
+    if (S->max_extra >= 0)
+        return mp__err(ctx, MP_ERR_INFEASIBLE,
+                       "no schedule within the budget of %llu bytes at "
+                       "most %g extra cost (smallest peak found %llu "
+                       "bytes)",
+                       (unsigned long long)ro->budget, S->max_extra,
+                       (unsigned long long)sol->min_peak_bytes);
+    return mp__err(ctx, MP_ERR_INFEASIBLE,
+                   "no schedule within the budget of %llu bytes "
+                   "(smallest peak found %llu bytes; none in this "
+                   "order can peak below %llu bytes%s)",
+                   (unsigned long long)ro->budget,
+                   (unsigned long long)sol->min_peak_bytes,
+                   (unsigned long long)sol->peak_lower_bound,
+                   cm->infeasible ? "; the Checkmate LP proves that no "
+                                    "schedule in this order fits"
+                                  : "");
+}
+
+mp_status mp__remat_search(const mp__remat_prob *p,
+                           const mp_remat_options *ro,
+                           mp__remat_solution *sol)
+{
+    if (!p || !ro || !sol)
+        return MP_ERR_INVALID_ARG;
+    memset(sol, 0, sizeof *sol);
+    sol->lower_bound = -1;
+    search S;
+    memset(&S, 0, sizeof S);
+    S.p = p;
+    S.max_extra = ro->max_extra_cost;
+    S.keep_ckpt = ro->keep_checkpoints;
+    S.min_peak = UINT64_MAX;
+    S.cap = UINT64_MAX;
+    if (ro->budget)
+        S.cap = ro->budget > p->persistent ? ro->budget - p->persistent : 0;
+    mp__remat_out o;
+    mp__remat_policy none;
+    memset(&none, 0, sizeof none);
+    mp_status st = mp__remat_simulate(p, &none, 0, &o);
+    if (st)
+        return st;
+    sol->base_peak_bytes = o.peak + p->persistent;
+    sol->peak_lower_bound = stage_bound(p) + p->persistent;
+    mp__remat_cm_result cm;
+    memset(&cm, 0, sizeof cm);
+    cm.lower_bound = -1;
+    bool run_cm = false;
+    mp_remat_solver sv = ro->solver;
+    if ((st = run_heuristics(&S, sv)) ||
+        (st = run_models(&S, sv, ro->time_limit, &cm, &run_cm)))
+        goto done;
+    sol->lower_bound = cm.lower_bound;
+    sol->lower_bound_kind = cm.lower_bound >= 0 ? cm.bound_kind : 0;
+    sol->min_peak_bytes =
+        S.min_peak == UINT64_MAX ? 0 : S.min_peak + p->persistent;
+    if (!S.have) {
+        st = no_schedule(&S, sv, ro, &cm, run_cm, sol);
+        goto done;
+    }
+    /* optimal: the cost meets the bound within its 1e-7 safety margin
+     * (GLPK's tolerances) */
+    double cost = S.best.extra_cost;
+    sol->status = cm.lower_bound >= 0 &&
+                          cost <= cm.lower_bound * (1 + 1e-6) +
+                                      1e-12 * (1 + cost)
+                      ? MP_SOLVE_OPTIMAL
+                      : MP_SOLVE_FEASIBLE;
+    sol->solver = S.name;
+    sol->best = S.best;
+    S.best.steps = NULL; /* ownership passes to the caller */
+done:
+    mp__dealloc(p->ctx, S.best.steps);
+    return st;
+}
