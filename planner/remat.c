@@ -274,23 +274,8 @@ done:
 }
 
 /* ---- one plan ------------------------------------------------------------ */
-/* res from the search's solution. */
-static void result_of(mp_remat_result *res, const mp__remat_prob *p,
-                      const mp__remat_solution *sol)
-{
-    res->base_peak_bytes = sol->base_peak_bytes;
-    res->peak_lower_bound = sol->peak_lower_bound;
-    res->base_cost = p->base_cost;
-    res->lower_bound_cost = sol->lower_bound;
-    res->lower_bound_kind = sol->lower_bound_kind;
-    res->min_peak_bytes = sol->min_peak_bytes;
-    res->status = sol->status;
-    if (sol->status == MP_SOLVE_INFEASIBLE)
-        res->peak_bytes = res->min_peak_bytes;
-}
-
-/* The plan of the search's best schedule (its steps pass to the plan),
- * and res's figures of it. */
+/* The plan of the search's best schedule (its steps pass to the plan);
+ * res->peak_bytes becomes the plan's. */
 static mp_status plan_best(mp_graph *g, const mp_plan_options *po, double t0,
                            const mp__remat_prob *p, mp__remat_solution *sol,
                            mp_plan **out, mp_remat_result *res)
@@ -311,11 +296,7 @@ static mp_status plan_best(mp_graph *g, const mp_plan_options *po, double t0,
                        "%llu",
                        (unsigned long long)o.peak, (unsigned long long)lb);
     }
-    res->solver = sol->solver;
     res->peak_bytes = plan->fig.lower_bound_bytes + p->persistent;
-    res->extra_cost = o.extra_cost;
-    res->extra_flops = o.extra_flops;
-    res->n_recompute = o.n_recompute;
     res->seconds = mp__now_seconds() - t0;
     *out = plan;
     return MP_OK;
@@ -357,7 +338,7 @@ static mp_status plan_once(mp_graph *g, const mp_remat_options *ro,
         return st;
     mp__remat_solution sol;
     st = mp__remat_search(&p, ro, &sol);
-    result_of(res, &p, &sol);
+    *res = sol.fig;
     res->seconds = mp__now_seconds() - t0;
     if (!st)
         st = plan_best(g, po, t0, &p, &sol, out, res);

@@ -265,7 +265,7 @@ static mp_status no_schedule(const search *S, mp_remat_solver sv,
     mp_ctx *ctx = S->p->ctx;
     if (run_cm && sv != MP_REMAT_AUTO && !cm->infeasible &&
         cm->status != MP_SOLVE_OPTIMAL && cm->status != MP_SOLVE_FEASIBLE) {
-        sol->status = MP_SOLVE_TIMEOUT;
+        sol->fig.status = MP_SOLVE_TIMEOUT;
         return mp__err(ctx, MP_ERR_TIMEOUT,
                        "the Checkmate %s (%u columns, %u rows) gave no "
                        "solution in the time limit (%s)",
@@ -273,21 +273,22 @@ static mp_status no_schedule(const search *S, mp_remat_solver sv,
                        (unsigned)cm->n_cols, (unsigned)cm->n_rows,
                        mp_solve_status_name(cm->status));
     }
-    sol->status = MP_SOLVE_INFEASIBLE;
+    sol->fig.status = MP_SOLVE_INFEASIBLE;
+    sol->fig.peak_bytes = sol->fig.min_peak_bytes;
     if (S->max_extra >= 0)
         return mp__err(ctx, MP_ERR_INFEASIBLE,
                        "no schedule within the budget of %llu bytes at "
                        "most %g extra cost (smallest peak found %llu "
                        "bytes)",
                        (unsigned long long)ro->budget, S->max_extra,
-                       (unsigned long long)sol->min_peak_bytes);
+                       (unsigned long long)sol->fig.min_peak_bytes);
     return mp__err(ctx, MP_ERR_INFEASIBLE,
                    "no schedule within the budget of %llu bytes "
                    "(smallest peak found %llu bytes; none in this "
                    "order can peak below %llu bytes%s)",
                    (unsigned long long)ro->budget,
-                   (unsigned long long)sol->min_peak_bytes,
-                   (unsigned long long)sol->peak_lower_bound,
+                   (unsigned long long)sol->fig.min_peak_bytes,
+                   (unsigned long long)sol->fig.peak_lower_bound,
                    cm->infeasible ? "; the Checkmate LP proves that no "
                                     "schedule in this order fits"
                                   : "");
@@ -300,7 +301,8 @@ mp_status mp__remat_search(const mp__remat_prob *p,
     if (!p || !ro || !sol)
         return MP_ERR_INVALID_ARG;
     memset(sol, 0, sizeof *sol);
-    sol->lower_bound = -1;
+    mp_remat_result *fig = &sol->fig;
+    fig->lower_bound_cost = -1;
     search S;
     memset(&S, 0, sizeof S);
     S.p = p;
@@ -316,8 +318,9 @@ mp_status mp__remat_search(const mp__remat_prob *p,
     mp_status st = mp__remat_simulate(p, &none, 0, &o);
     if (st)
         return st;
-    sol->base_peak_bytes = o.peak + p->persistent;
-    sol->peak_lower_bound = stage_bound(p) + p->persistent;
+    fig->base_peak_bytes = o.peak + p->persistent;
+    fig->peak_lower_bound = stage_bound(p) + p->persistent;
+    fig->base_cost = p->base_cost;
     mp__remat_cm_result cm;
     memset(&cm, 0, sizeof cm);
     cm.lower_bound = -1;
@@ -326,9 +329,9 @@ mp_status mp__remat_search(const mp__remat_prob *p,
     if ((st = run_heuristics(&S, sv)) ||
         (st = run_models(&S, sv, ro->time_limit, &cm, &run_cm)))
         goto done;
-    sol->lower_bound = cm.lower_bound;
-    sol->lower_bound_kind = cm.lower_bound >= 0 ? cm.bound_kind : 0;
-    sol->min_peak_bytes =
+    fig->lower_bound_cost = cm.lower_bound;
+    fig->lower_bound_kind = cm.lower_bound >= 0 ? cm.bound_kind : 0;
+    fig->min_peak_bytes =
         S.min_peak == UINT64_MAX ? 0 : S.min_peak + p->persistent;
     if (!S.have) {
         st = no_schedule(&S, sv, ro, &cm, run_cm, sol);
@@ -337,12 +340,16 @@ mp_status mp__remat_search(const mp__remat_prob *p,
     /* optimal: the cost meets the bound within its 1e-7 safety margin
      * (GLPK's tolerances) */
     double cost = S.best.extra_cost;
-    sol->status = cm.lower_bound >= 0 &&
+    fig->status = cm.lower_bound >= 0 &&
                           cost <= cm.lower_bound * (1 + 1e-6) +
                                       1e-12 * (1 + cost)
                       ? MP_SOLVE_OPTIMAL
                       : MP_SOLVE_FEASIBLE;
-    sol->solver = S.name;
+    fig->solver = S.name;
+    fig->peak_bytes = S.best.peak + p->persistent;
+    fig->extra_cost = cost;
+    fig->extra_flops = S.best.extra_flops;
+    fig->n_recompute = S.best.n_recompute;
     sol->best = S.best;
     S.best.steps = NULL; /* ownership passes to the caller */
 done:
