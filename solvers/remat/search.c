@@ -298,11 +298,13 @@ mp_status mp__remat_search(const mp__remat_prob *p,
                            const mp_remat_options *ro,
                            mp__remat_solution *sol)
 {
-    if (!p || !ro || !sol)
+    if (!sol)
         return MP_ERR_INVALID_ARG;
     memset(sol, 0, sizeof *sol);
     mp_remat_result *fig = &sol->fig;
     fig->lower_bound_cost = -1;
+    if (!p || !ro)
+        return MP_ERR_INVALID_ARG;
     search S;
     memset(&S, 0, sizeof S);
     S.p = p;
