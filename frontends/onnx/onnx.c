@@ -973,12 +973,9 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
     return finish_top(L, gp);
 }
 
-static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
+/* initializers: weights */
+static mp_status add_initializers(loader *L, const Onnx__GraphProto *gp)
 {
-    mp_status st;
-    if (gp->name && gp->name[0] && (st = mp_graph_set_name(L->g, gp->name)))
-        return st;
-    /* initializers: weights */
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         if (!t || !t->name || !t->name[0])
@@ -988,13 +985,22 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
         if (mp_graph_find_tensor(L->g, t->name, &id) == MP_OK)
             return mp__err(L->ctx, MP_ERR_DUPLICATE, "%s: initializer '%s' "
                           "is given twice", L->src, t->name);
-        if ((st = add_proto_tensor(L, t->name, t, MP_KIND_WEIGHT, MP_NONE,
-                                   &id)))
+        mp_status st = add_proto_tensor(L, t->name, t, MP_KIND_WEIGHT,
+                                        MP_NONE, &id);
+        if (st)
             return st;
     }
-    /* graph inputs that are not initializers */
+    return MP_OK;
+}
+
+/* graph inputs that are not initializers (a body's, in order, are its
+ * sub_inputs) */
+static mp_status add_graph_inputs(loader *L, const Onnx__GraphProto *gp,
+                                  bool sub)
+{
     int64_t dims[MP_MAX_RANK];
     size_t cap_sub = 0;
+    mp_status st;
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *v = gp->input[i];
         if (!v || !v->name || !v->name[0])
@@ -1036,150 +1042,198 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
             return st;
         if (sub)
             L->g->sub_inputs[L->g->n_sub_inputs++] = id;
-        (void)sym, (void)sd;
     }
-    /* declared shapes of intermediate values and outputs */
-    if (!L->opt || L->opt->declared_shapes) {
-        for (int pass = 0; pass < 2; pass++) {
-            size_t n = pass ? gp->n_output : gp->n_value_info;
-            Onnx__ValueInfoProto **vs = pass ? gp->output : gp->value_info;
-            for (size_t i = 0; i < n; i++) {
-                const Onnx__ValueInfoProto *v = vs[i];
-                uint32_t id;
-                if (!v || !v->name || !v->name[0] ||
-                    mp_graph_find_tensor(L->g, v->name, &id) == MP_OK)
-                    continue;
-                mp_dtype dt;
-                int rank;
-                bool unbound;
-                const char *sym;
-                size_t sd;
-                if ((st = type_shape(L, v->name, v->type, &dt, &rank, dims,
-                                     &unbound, &sym, &sd)))
-                    return st;
-                mp_tensor_desc d = {v->name, dt, rank, dims, 0,
-                                    MP_KIND_ACTIVATION};
-                if ((st = mp_graph_add_tensor(L->g, &d, &id)))
-                    return st;
-                /* a hint: an inferred shape that disagrees replaces it */
-                L->g->tensors[id].flags |= MP__TF_SHAPE_HINT;
-            }
-        }
-    }
-    /* nodes */
-    uint32_t *ins = NULL, *outs = NULL;
-    size_t cap_in = 0, cap_out = 0;
-    char name[512];
-    st = MP_OK;
-    for (size_t k = 0; k < gp->n_node && !st; k++) {
-        const Onnx__NodeProto *np = gp->node[k];
-        if (!np || !np->op_type || !np->op_type[0]) {
-            st = mp__err(L->ctx, MP_ERR_PARSE, "%s: node %zu has no op type",
-                        L->src, k);
-            break;
-        }
-        if (np->n_input > UINT32_MAX / 2 || np->n_output > UINT32_MAX / 2) {
-            st = mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: node %zu has too "
-                        "many inputs", L->src, k);
-            break;
-        }
-        /* node name: as given, else op_index; unique */
-        uint32_t dup;
-        if (np->name && np->name[0])
-            snprintf(name, sizeof name, "%s", np->name);
-        else
-            snprintf(name, sizeof name, "%s_%zu", np->op_type, k);
-        if (mp_graph_find_node(L->g, name, &dup) == MP_OK) {
-            size_t len = strlen(name);
-            snprintf(name + (len < 480 ? len : 480), 32, "#%zu", k);
-        }
-        if (mp__grow(L->ctx, (void **)&ins, sizeof *ins, np->n_input + 1,
-                    &cap_in) ||
-            mp__grow(L->ctx, (void **)&outs, sizeof *outs, np->n_output + 1,
-                    &cap_out)) {
-            st = MP_ERR_NOMEM;
-            break;
-        }
-        for (size_t i = 0; i < np->n_input && !st; i++) {
-            if (!np->input[i] || !np->input[i][0])
-                ins[i] = MP_NONE;
-            else
-                st = tensor_by_name(L, np->input[i], &ins[i]);
-        }
-        /* bodies (If/Loop/Scan): built first; the names they take from
-         * this scope become extra inputs of the node, and the memory a
-         * body needs is an extra output NODE:body (sized by inference) */
-        size_t n_in = np->n_input, n_body = 0;
-        for (size_t a = 0; a < np->n_attribute && !st; a++) {
-            const Onnx__AttributeProto *at = np->attribute[a];
-            if (!at || !at->g || !at->name)
+    return MP_OK;
+}
+
+/* declared shapes of intermediate values and outputs */
+static mp_status add_declared_shapes(loader *L, const Onnx__GraphProto *gp)
+{
+    int64_t dims[MP_MAX_RANK];
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = pass ? gp->n_output : gp->n_value_info;
+        Onnx__ValueInfoProto **vs = pass ? gp->output : gp->value_info;
+        for (size_t i = 0; i < n; i++) {
+            const Onnx__ValueInfoProto *v = vs[i];
+            uint32_t id;
+            if (!v || !v->name || !v->name[0] ||
+                mp_graph_find_tensor(L->g, v->name, &id) == MP_OK)
                 continue;
-            st = add_body(L, at->g, &ins, &cap_in, &n_in);
-            n_body++;
+            mp_dtype dt;
+            int rank;
+            bool unbound;
+            const char *sym;
+            size_t sd;
+            mp_status st = type_shape(L, v->name, v->type, &dt, &rank, dims,
+                                      &unbound, &sym, &sd);
+            if (st)
+                return st;
+            mp_tensor_desc d = {v->name, dt, rank, dims, 0,
+                                MP_KIND_ACTIVATION};
+            if ((st = mp_graph_add_tensor(L->g, &d, &id)))
+                return st;
+            /* a hint: an inferred shape that disagrees replaces it */
+            L->g->tensors[id].flags |= MP__TF_SHAPE_HINT;
         }
-        if (st)
-            break;
-        if (n_body && mp__grow(L->ctx, (void **)&outs, sizeof *outs,
-                              np->n_output + 1, &cap_out)) {
-            st = MP_ERR_NOMEM;
-            break;
-        }
-        for (size_t i = 0; i < np->n_output && !st; i++) {
-            if (np->output[i] && np->output[i][0]) {
-                st = tensor_by_name(L, np->output[i], &outs[i]);
-            } else {
-                /* an omitted optional output keeps its position */
-                char oname[600];
-                snprintf(oname, sizeof oname, "%s:omitted%zu", name, i);
-                st = tensor_by_name(L, oname, &outs[i]);
-            }
-        }
-        size_t n_out = np->n_output;
-        if (n_body && !st) {
-            char oname[600];
-            snprintf(oname, sizeof oname, "%s:body", name);
-            st = tensor_by_name(L, oname, &outs[n_out++]);
-        }
-        if (st)
-            break;
-        const char *dom = np->domain ? np->domain : "";
-        if (strcmp(dom, "ai.onnx") == 0)
-            dom = "";
-        mp_node_desc nd = {name, np->op_type, dom, ins,
-                           (uint32_t)n_in, outs,
-                           (uint32_t)n_out, MP_PHASE_FORWARD};
-        uint32_t nid;
-        st = mp_graph_add_node(L->g, &nd, &nid);
-        if (st) {
-            char msg[MP__MSG_MAX];
-            snprintf(msg, sizeof msg, "%s", mp_ctx_message(L->ctx));
-            st = mp__err(L->ctx, st, "%s: %s", L->src, msg);
-            break;
-        }
-        st = add_attrs(L, nid, np);
-        if (!st && n_body) {
-            st = mp_graph_set_attr_int(L->g, nid, "body.inputs",
-                                       (int64_t)np->n_input);
-            size_t first = L->g->n_subgraphs - n_body;
-            for (size_t a = 0; a < np->n_attribute && !st; a++) {
-                const Onnx__AttributeProto *at = np->attribute[a];
-                if (!at || !at->g || !at->name)
-                    continue;
-                char key[256];
-                snprintf(key, sizeof key, "%s.graph", at->name);
-                st = mp_graph_set_attr_int(L->g, nid, key, (int64_t)first++);
-            }
-        }
-        if (!st && strcmp(np->op_type, "Constant") == 0 && !dom[0] &&
-            np->n_output >= 1)
-            st = constant_output(L, np, outs[0]);
     }
-    mp__dealloc(L->ctx, ins);
-    mp__dealloc(L->ctx, outs);
-    if (st)
+    return MP_OK;
+}
+
+/* The operands and name of the node being added (buffers reused from
+ * node to node). */
+typedef struct node_buf {
+    uint32_t *ins, *outs;
+    size_t cap_in, cap_out;
+    size_t n_in, n_out, n_body;
+    char name[512];
+} node_buf;
+
+/* node name: as given, else op_index; unique */
+static void node_name(loader *L, const Onnx__NodeProto *np, size_t k,
+                      node_buf *nb)
+{
+    uint32_t dup;
+    if (np->name && np->name[0])
+        snprintf(nb->name, sizeof nb->name, "%s", np->name);
+    else
+        snprintf(nb->name, sizeof nb->name, "%s_%zu", np->op_type, k);
+    if (mp_graph_find_node(L->g, nb->name, &dup) == MP_OK) {
+        size_t len = strlen(nb->name);
+        snprintf(nb->name + (len < 480 ? len : 480), 32, "#%zu", k);
+    }
+}
+
+/* The node's inputs, then its bodies (If/Loop/Scan): built first; the
+ * names they take from this scope become extra inputs of the node. */
+static mp_status node_inputs(loader *L, const Onnx__NodeProto *np,
+                             node_buf *nb)
+{
+    mp_status st = MP_OK;
+    for (size_t i = 0; i < np->n_input && !st; i++) {
+        if (!np->input[i] || !np->input[i][0])
+            nb->ins[i] = MP_NONE;
+        else
+            st = tensor_by_name(L, np->input[i], &nb->ins[i]);
+    }
+    nb->n_in = np->n_input;
+    nb->n_body = 0;
+    for (size_t a = 0; a < np->n_attribute && !st; a++) {
+        const Onnx__AttributeProto *at = np->attribute[a];
+        if (!at || !at->g || !at->name)
+            continue;
+        st = add_body(L, at->g, &nb->ins, &nb->cap_in, &nb->n_in);
+        nb->n_body++;
+    }
+    return st;
+}
+
+/* The node's outputs; the memory a body needs is an extra output
+ * NODE:body (sized by inference). */
+static mp_status node_outputs(loader *L, const Onnx__NodeProto *np,
+                              node_buf *nb)
+{
+    if (nb->n_body && mp__grow(L->ctx, (void **)&nb->outs, sizeof *nb->outs,
+                               np->n_output + 1, &nb->cap_out))
+        return MP_ERR_NOMEM;
+    mp_status st = MP_OK;
+    char oname[600];
+    for (size_t i = 0; i < np->n_output && !st; i++) {
+        if (np->output[i] && np->output[i][0]) {
+            st = tensor_by_name(L, np->output[i], &nb->outs[i]);
+        } else {
+            /* an omitted optional output keeps its position */
+            snprintf(oname, sizeof oname, "%s:omitted%zu", nb->name, i);
+            st = tensor_by_name(L, oname, &nb->outs[i]);
+        }
+    }
+    nb->n_out = np->n_output;
+    if (nb->n_body && !st) {
+        snprintf(oname, sizeof oname, "%s:body", nb->name);
+        st = tensor_by_name(L, oname, &nb->outs[nb->n_out++]);
+    }
+    return st;
+}
+
+/* The node's attributes; a node with bodies also records its own input
+ * count and, per graph attribute, the index of its subgraph. */
+static mp_status node_attrs(loader *L, const Onnx__NodeProto *np,
+                            uint32_t nid, size_t n_body)
+{
+    mp_status st = add_attrs(L, nid, np);
+    if (st || !n_body)
         return st;
-    /* graph outputs */
+    st = mp_graph_set_attr_int(L->g, nid, "body.inputs",
+                               (int64_t)np->n_input);
+    size_t first = L->g->n_subgraphs - n_body;
+    for (size_t a = 0; a < np->n_attribute && !st; a++) {
+        const Onnx__AttributeProto *at = np->attribute[a];
+        if (!at || !at->g || !at->name)
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "%s.graph", at->name);
+        st = mp_graph_set_attr_int(L->g, nid, key, (int64_t)first++);
+    }
+    return st;
+}
+
+/* Node k of the graph: its operands, the node, its attributes, and the
+ * value of a Constant's output. */
+static mp_status add_onnx_node(loader *L, const Onnx__NodeProto *np,
+                               size_t k, node_buf *nb)
+{
+    if (!np || !np->op_type || !np->op_type[0])
+        return mp__err(L->ctx, MP_ERR_PARSE, "%s: node %zu has no op type",
+                      L->src, k);
+    if (np->n_input > UINT32_MAX / 2 || np->n_output > UINT32_MAX / 2)
+        return mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: node %zu has too "
+                      "many inputs", L->src, k);
+    node_name(L, np, k, nb);
+    if (mp__grow(L->ctx, (void **)&nb->ins, sizeof *nb->ins, np->n_input + 1,
+                &nb->cap_in) ||
+        mp__grow(L->ctx, (void **)&nb->outs, sizeof *nb->outs,
+                np->n_output + 1, &nb->cap_out))
+        return MP_ERR_NOMEM;
+    mp_status st;
+    if ((st = node_inputs(L, np, nb)) || (st = node_outputs(L, np, nb)))
+        return st;
+    const char *dom = np->domain ? np->domain : "";
+    if (strcmp(dom, "ai.onnx") == 0)
+        dom = "";
+    mp_node_desc nd = {nb->name, np->op_type, dom, nb->ins,
+                       (uint32_t)nb->n_in, nb->outs,
+                       (uint32_t)nb->n_out, MP_PHASE_FORWARD};
+    uint32_t nid;
+    st = mp_graph_add_node(L->g, &nd, &nid);
+    if (st) {
+        char msg[MP__MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", mp_ctx_message(L->ctx));
+        return mp__err(L->ctx, st, "%s: %s", L->src, msg);
+    }
+    st = node_attrs(L, np, nid, nb->n_body);
+    if (!st && strcmp(np->op_type, "Constant") == 0 && !dom[0] &&
+        np->n_output >= 1)
+        st = constant_output(L, np, nb->outs[0]);
+    return st;
+}
+
+static mp_status add_nodes(loader *L, const Onnx__GraphProto *gp)
+{
+    node_buf nb;
+    memset(&nb, 0, sizeof nb);
+    mp_status st = MP_OK;
+    for (size_t k = 0; k < gp->n_node && !st; k++)
+        st = add_onnx_node(L, gp->node[k], k, &nb);
+    mp__dealloc(L->ctx, nb.ins);
+    mp__dealloc(L->ctx, nb.outs);
+    return st;
+}
+
+/* graph outputs (a body's, in order, are its sub_outputs) */
+static mp_status mark_graph_outputs(loader *L, const Onnx__GraphProto *gp,
+                                    bool sub)
+{
     size_t cap_sub_out = 0;
+    mp_status st;
     for (size_t i = 0; i < gp->n_output; i++) {
         const Onnx__ValueInfoProto *v = gp->output[i];
         uint32_t id;
@@ -1201,10 +1255,14 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
             L->g->sub_outputs[L->g->n_sub_outputs++] = id;
         }
     }
-    if (!sub)
-        return MP_OK;
-    /* names a body reads but does not define come from enclosing scopes:
-     * inputs of the body (values the enclosing graph holds) */
+    return MP_OK;
+}
+
+/* names a body reads but does not define come from enclosing scopes:
+ * inputs of the body (values the enclosing graph holds), listed in
+ * L->outer */
+static mp_status take_outer_names(loader *L)
+{
     for (uint32_t t = 0; t < L->g->n_tensors; t++) {
         mp__tensor *tt = &L->g->tensors[t];
         if (tt->producer != MP_NONE || tt->declared_kind != MP_KIND_ACTIVATION)
@@ -1218,13 +1276,29 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
                 }
         if (!used)
             continue;
-        if ((st = mp__grow(L->ctx, (void **)&L->outer, sizeof *L->outer,
-                          L->n_outer + 1, &L->cap_outer)))
+        mp_status st = mp__grow(L->ctx, (void **)&L->outer, sizeof *L->outer,
+                                L->n_outer + 1, &L->cap_outer);
+        if (st)
             return st;
         tt->kind = tt->declared_kind = MP_KIND_INPUT;
         L->outer[L->n_outer++] = t;
     }
     return MP_OK;
+}
+
+static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
+{
+    mp_status st;
+    if (gp->name && gp->name[0] && (st = mp_graph_set_name(L->g, gp->name)))
+        return st;
+    if ((st = add_initializers(L, gp)) || (st = add_graph_inputs(L, gp, sub)))
+        return st;
+    if ((!L->opt || L->opt->declared_shapes) &&
+        (st = add_declared_shapes(L, gp)))
+        return st;
+    if ((st = add_nodes(L, gp)) || (st = mark_graph_outputs(L, gp, sub)))
+        return st;
+    return sub ? take_outer_names(L) : MP_OK;
 }
 
 /* ---- dim bindings: each must name something of the model --------------- */
