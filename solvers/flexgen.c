@@ -186,18 +186,13 @@ typedef struct {
     expr gpu_p, gpu_g, cpu_p, cpu_g, disk;
 } mem_exprs;
 
-/* One LP for (gbs, nb). *feasible = 0 when infeasible; else pol filled. */
-static mp_status solve_one(mp_ctx *ctx, const model_k *k,
-                           const mp_flexgen_hw *hw,
-                           const mp_flexgen_options *o, uint32_t gbs,
-                           uint32_t nb, int *feasible, mp_flexgen_policy *pol)
+/* The columns (fractions, fixed by o->percent where given; the prefill
+ * and decode times per layer, weighted by the layers and the tokens in
+ * the objective), and the rows making each set of fractions sum to 1. */
+static mp_status add_columns(mp__lp *lp, const model_k *k,
+                             const mp_flexgen_options *o)
 {
-    double bls = (double)gbs * nb, g = gbs;
-    double s = k->s, n = k->n, l = k->l, h = k->h, hkv = k->hkv, b = k->b;
-    mp__lp *lp = NULL;
-    mp_status st = mp__lp_create(ctx, 0, &lp);
-    if (st)
-        return st;
+    mp_status st;
     for (int j = 0; j < NCOL; j++) {
         double lo = 0, hi = j < TPRE ? 1 : MP__LP_INF, obj = 0;
         if (j < TPRE && j != WN && j != CN && j != HN) {
@@ -209,28 +204,31 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         if (j == HN)
             hi = 0; /* activations are not kept on disk (as in FlexGen) */
         if (j == TPRE)
-            obj = l;
+            obj = k->l;
         if (j == TGEN)
-            obj = l * (n - 1);
+            obj = k->l * (k->n - 1);
         if ((st = mp__lp_add_col(lp, lo, hi, MP__LP_CONTINUOUS, obj, NULL)))
-            goto out;
+            return st;
     }
-    /* each set of fractions sums to 1 */
     for (int grp = 0; grp < 3; grp++) {
         uint32_t cols[3] = {(uint32_t)(3 * grp), (uint32_t)(3 * grp + 1),
                             (uint32_t)(3 * grp + 2)};
         double ones[3] = {1, 1, 1};
         if ((st = mp__lp_add_row(lp, 1, 1, 3, cols, ones, NULL)))
-            goto out;
+            return st;
     }
-    /* Time rows are divided by tu (the prefill compute of one layer) and
-     * the time columns count units of tu, so that coefficients are near 1
-     * whatever the model; memory rows are divided by their capacity. */
-    double tu = bls * s * k->p2 / hw->mm_flops_p;
-    if (!(tu > 0))
-        tu = 1;
-    /* ---- prefill, per layer ---- */
+    return MP_OK;
+}
+
+/* Prefill, per layer: reads (CPU->GPU + disk->CPU), writes (GPU->CPU +
+ * CPU->disk) and compute each take at most Tpre. */
+static mp_status add_prefill_rows(mp__lp *lp, const model_k *k,
+                                  const mp_flexgen_hw *hw, double bls,
+                                  double tu)
+{
+    double s = k->s;
     expr ctog, gtoc, dtoc, ctod, comp;
+    mp_status st;
     ex_zero(&ctog);
     ctog.a[WC] = ctog.a[WN] = k->wi / hw->ctog_bw;
     ctog.a[HC] = ctog.a[HN] = k->hid * s * bls / hw->ctog_bw;
@@ -241,7 +239,7 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         ctog.a[j] += dtoc.a[j];
     ctog.a[TPRE] = -tu; /* ctog + dtoc <= Tpre */
     if ((st = row_le(lp, &ctog, 0, tu)))
-        goto out;
+        return st;
     ex_zero(&gtoc);
     gtoc.a[CC] = gtoc.a[CN] = k->kvtok * (s + 1) * bls / hw->gtoc_bw_cache;
     gtoc.a[HC] = gtoc.a[HN] = k->hid * s * bls / hw->gtoc_bw_hidden;
@@ -252,28 +250,41 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         gtoc.a[j] += ctod.a[j];
     gtoc.a[TPRE] = -tu;
     if ((st = row_le(lp, &gtoc, 0, tu)))
-        goto out;
+        return st;
     ex_zero(&comp);
     comp.c = bls * s * k->p2 / hw->mm_flops_p +
-             4 * bls * s * s * h / hw->bmm_flops_p;
+             4 * bls * s * s * k->h / hw->bmm_flops_p;
     comp.a[TPRE] = -tu;
-    if ((st = row_le(lp, &comp, 0, tu)))
-        goto out;
-    /* ---- decode, per layer and token: ctog + max(others) ---- */
+    return row_le(lp, &comp, 0, tu);
+}
+
+/* The CPU's attention efficiency at GPU batch g and hidden size h (the
+ * fitted model of hw: small batches and small hidden sizes run slower),
+ * at least 0.1. */
+static double cpu_efficiency(const mp_flexgen_hw *hw, double g, double h)
+{
+    double lb = g < 64 ? log2(64.0 / g) : 0;
+    double lh = h < 4096 ? log2(4096.0 / h) : 0;
+    double cpu_eff = 1 + hw->c1 * lb * lh - hw->c2 * lb - hw->c3 * lh;
+    return cpu_eff < 0.1 ? 0.1 : cpu_eff;
+}
+
+/* Decode, per layer and token: the CPU->GPU read plus each of the other
+ * transfers and the compute takes at most Tgen (and plus the reads from
+ * GPU memory, when its bandwidth is known). */
+static mp_status add_decode_rows(mp__lp *lp, const model_k *k,
+                                 const mp_flexgen_hw *hw, double g,
+                                 double bls, double tu)
+{
+    double h = k->h;
+    mp_status st;
     expr cg_in;
     ex_zero(&cg_in);
     cg_in.a[WC] = cg_in.a[WN] = k->wi / hw->ctog_bw;
     cg_in.a[HC] = cg_in.a[HN] = k->hid * bls / hw->ctog_bw;
     cg_in.a[TGEN] = -tu;
-    double ctx_len = s + n / 2;
-    double cpu_eff = 1.0;
-    {
-        double lb = g < 64 ? log2(64.0 / g) : 0;
-        double lh = h < 4096 ? log2(4096.0 / h) : 0;
-        cpu_eff = 1 + hw->c1 * lb * lh - hw->c2 * lb - hw->c3 * lh;
-        if (cpu_eff < 0.1)
-            cpu_eff = 0.1;
-    }
+    double ctx_len = k->s + k->n / 2;
+    double cpu_eff = cpu_efficiency(hw, g, h);
     expr terms[4];
     for (int t = 0; t < 4; t++)
         terms[t] = cg_in;
@@ -294,7 +305,7 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     terms[3].a[CN] += 4 * bls * ctx_len * h / (hw->cpu_flops * cpu_eff);
     for (int t = 0; t < 4; t++)
         if ((st = row_le(lp, &terms[t], 0, tu)))
-            goto out;
+            return st;
     if (hw->gpu_mem_bw > 0) {
         /* the step reads the layer's weights and the GPU's cache share
          * from device memory whatever the batch */
@@ -302,32 +313,39 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         rd.c += k->wi / hw->gpu_mem_bw;
         rd.a[CG] += k->kvtok * ctx_len * bls / hw->gpu_mem_bw;
         if ((st = row_le(lp, &rd, 0, tu)))
-            goto out;
+            return st;
     }
-    /* ---- peak memory per tier (GiB) ---- */
-    mem_exprs me;
-    memset(&me, 0, sizeof me);
+    return MP_OK;
+}
+
+/* Peak memory of each tier (bytes) during prefill and decode, as linear
+ * expressions of the fractions. */
+static void memory_exprs(const model_k *k, double g, double bls,
+                         mem_exprs *me)
+{
+    double s = k->s, n = k->n, l = k->l, h = k->h, hkv = k->hkv, b = k->b;
+    memset(me, 0, sizeof *me);
     double wl = k->wi * l;
-    expr *e = &me.gpu_p;
+    expr *e = &me->gpu_p;
     e->a[WG] = wl - 2 * k->wi;
     e->a[HG] = k->hid * s * bls - k->hid * s * g;
     e->a[CG] = k->kvtok * (s + n) * bls * l;
     e->c = 2 * k->wi + k->hid * s * g +
            g * s * b * (9 * h + k->nh * s + k->m1 * k->h2);
-    e = &me.gpu_g;
+    e = &me->gpu_g;
     e->a[WG] = wl - 2 * k->wi;
     e->a[HG] = k->hid * bls - k->hid * g;
     e->a[CG] = k->kvtok * (s + n) * bls * l + k->kvtok * (s + n) * g +
                g * b * (2 * h + 2 * (s + n) * hkv + k->nh * (s + n));
     e->c = 2 * k->wi + k->hid * g + g * b * (7 * h + k->m1 * k->h2);
-    e = &me.cpu_p;
+    e = &me->cpu_p;
     e->a[WC] = wl;
     e->a[WG] = -k->wi;
     e->a[HC] = k->hid * s * bls;
     e->a[HG] = -k->hid * s * g;
     e->a[CC] = k->kvtok * s * bls * l;
     e->c = k->wi + k->hid * s * g;
-    e = &me.cpu_g;
+    e = &me->cpu_g;
     e->a[WC] = wl;
     e->a[WN] = k->wi;
     e->a[HC] = k->hid * bls;
@@ -335,31 +353,37 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     e->a[CC] = k->kvtok * (s + n) * bls * l;
     e->a[CN] = 2 * k->kvtok * (s + n) * g;
     e->c = b * k->nh * (s + n) * g + k->hid * g;
-    e = &me.disk;
+    e = &me->disk;
     e->a[WN] = wl;
     e->a[HN] = k->hid * s * bls;
     e->a[CN] = k->kvtok * (s + n) * bls * l;
+}
+
+/* Each tier's peaks within its usable share (rows scaled by it, GiB
+ * when it is 0). */
+static mp_status add_memory_rows(mp__lp *lp, const mem_exprs *me,
+                                 const mp_flexgen_hw *hw,
+                                 const mp_flexgen_options *o)
+{
     double capg = o->alpha_g * (double)hw->gpu_mem;
     double capc = o->alpha_c * (double)hw->cpu_mem;
     double capn = o->alpha_n * (double)hw->disk_mem;
-    if ((st = row_le(lp, &me.gpu_p, capg, capg > 0 ? capg : GIB)) ||
-        (st = row_le(lp, &me.gpu_g, capg, capg > 0 ? capg : GIB)) ||
-        (st = row_le(lp, &me.cpu_p, capc, capc > 0 ? capc : GIB)) ||
-        (st = row_le(lp, &me.cpu_g, capc, capc > 0 ? capc : GIB)) ||
-        (st = row_le(lp, &me.disk, capn, capn > 0 ? capn : GIB)))
-        goto out;
-    mp__lp_options lo;
-    mp__lp_options_init(&lo);
-    mp__lp_result res;
-    if ((st = mp__lp_solve(lp, &lo, &res)))
-        goto out;
-    pol->lps_solved++;
-    if (res.status != MP_SOLVE_OPTIMAL || !res.has_solution) {
-        *feasible = 0;
-        goto out;
-    }
-    *feasible = 1;
-    const double *xs = mp__lp_values(lp);
+    mp_status st;
+    if ((st = row_le(lp, &me->gpu_p, capg, capg > 0 ? capg : GIB)) ||
+        (st = row_le(lp, &me->gpu_g, capg, capg > 0 ? capg : GIB)) ||
+        (st = row_le(lp, &me->cpu_p, capc, capc > 0 ? capc : GIB)) ||
+        (st = row_le(lp, &me->cpu_g, capc, capc > 0 ? capc : GIB)) ||
+        (st = row_le(lp, &me->disk, capn, capn > 0 ? capn : GIB)))
+        return st;
+    return MP_OK;
+}
+
+/* The policy of the LP's solution xs for (gbs, nb). */
+static void fill_policy(const model_k *k, const mem_exprs *me,
+                        const double *xs, uint32_t gbs, uint32_t nb,
+                        double tu, mp_flexgen_policy *pol)
+{
+    double bls = (double)gbs * nb, s = k->s, n = k->n, l = k->l;
     double x[NCOL];
     for (int j = 0; j < NCOL; j++) /* GLPK's tolerances: -1e-12 is 0 */
         x[j] = j < TPRE && xs[j] < 0 ? 0 : j < TPRE && xs[j] > 1 ? 1 : xs[j];
@@ -379,14 +403,48 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
     pol->throughput = T > 0 ? bls * n / T : 0;
     pol->prefill_seconds = l * tpre;
     pol->decode_seconds = l * (n - 1) * tgen;
-    double gp = val(&me.gpu_p, x), gg = val(&me.gpu_g, x);
-    double cp = val(&me.cpu_p, x), cgm = val(&me.cpu_g, x);
+    double gp = val(&me->gpu_p, x), gg = val(&me->gpu_g, x);
+    double cp = val(&me->cpu_p, x), cgm = val(&me->cpu_g, x);
     pol->gpu_peak = gp > gg ? gp : gg;
     pol->cpu_peak = cp > cgm ? cp : cgm;
-    pol->disk_peak = val(&me.disk, x);
-    pol->weight_bytes = wl;
+    pol->disk_peak = val(&me->disk, x);
+    pol->weight_bytes = k->wi * l;
     pol->cache_bytes = k->kvtok * (s + n) * bls * l;
     pol->hidden_bytes = k->hid * s * bls;
+}
+
+/* One LP for (gbs, nb). *feasible = 0 when infeasible; else pol filled. */
+static mp_status solve_one(mp_ctx *ctx, const model_k *k,
+                           const mp_flexgen_hw *hw,
+                           const mp_flexgen_options *o, uint32_t gbs,
+                           uint32_t nb, int *feasible, mp_flexgen_policy *pol)
+{
+    double bls = (double)gbs * nb, g = gbs;
+    mp__lp *lp = NULL;
+    mp_status st = mp__lp_create(ctx, 0, &lp);
+    if (st)
+        return st;
+    /* Time rows are divided by tu (the prefill compute of one layer) and
+     * the time columns count units of tu, so that coefficients are near 1
+     * whatever the model; memory rows are divided by their capacity. */
+    double tu = bls * k->s * k->p2 / hw->mm_flops_p;
+    if (!(tu > 0))
+        tu = 1;
+    mem_exprs me;
+    memory_exprs(k, g, bls, &me);
+    mp__lp_options lo;
+    mp__lp_options_init(&lo);
+    mp__lp_result res;
+    if ((st = add_columns(lp, k, o)) ||
+        (st = add_prefill_rows(lp, k, hw, bls, tu)) ||
+        (st = add_decode_rows(lp, k, hw, g, bls, tu)) ||
+        (st = add_memory_rows(lp, &me, hw, o)) ||
+        (st = mp__lp_solve(lp, &lo, &res)))
+        goto out;
+    pol->lps_solved++;
+    *feasible = res.status == MP_SOLVE_OPTIMAL && res.has_solution;
+    if (*feasible)
+        fill_policy(k, &me, mp__lp_values(lp), gbs, nb, tu, pol);
 out:
     mp__lp_destroy(lp);
     return st;
