@@ -83,6 +83,12 @@ typedef struct dot_run {
     uint32_t peak_node;
     uint32_t *gcount;     /* group -> nodes in it */
     Agraph_t **clus;      /* clusters (n_nodes slots), closed before G */
+    uint32_t *cl_of;      /* node -> cluster, MP_NONE: none */
+    char **ckeys;         /* cluster -> its label */
+    size_t ncl;
+    char **keys;          /* group -> its name prefix */
+    uint32_t nk;
+    Agnode_t **gn;        /* group -> the DOT node drawing it */
     mp__viz_blocks vb;
 } dot_run;
 
@@ -211,204 +217,253 @@ static int tensor_at_peak(const dot_run *r, uint32_t t)
                            r->p->fig.peak_step) != MP_NONE;
 }
 
-static mp_status build(dot_run *r, char **keys, uint32_t nk)
+/* Clusters: name groups (depth 1) of two or more nodes; cl_of[n] is
+ * node n's, ckeys their labels. */
+static mp_status cluster_keys(dot_run *r)
 {
     const mp_graph *g = r->g;
-    const mp_plan *p = r->p;
-    char buf[1024], sz[32];
-    Agraph_t *G = r->G;
-    /* clusters: name groups (depth 1) of two or more nodes */
-    Agraph_t **clus = NULL;
-    char **ckeys = NULL;
-    uint32_t *cl_of = NULL;
-    size_t ncl = 0;
-    Agnode_t **gn = NULL;
-    mp_ctx *ctx = p->ctx;
+    mp_ctx *ctx = r->p->ctx;
+    r->cl_of = mp__alloc(ctx, g->n_nodes * sizeof *r->cl_of);
+    r->clus = mp__calloc(ctx, g->n_nodes, sizeof *r->clus);
+    if (!r->cl_of || !r->clus)
+        return MP_ERR_NOMEM;
+    mp__name_map map;
+    memset(&map, 0, sizeof map);
+    size_t ccap = 0;
     mp_status st = MP_OK;
-    if (r->o->clusters && nk == 0 && g->n_nodes) {
-        cl_of = mp__alloc(ctx, g->n_nodes * sizeof *cl_of);
-        clus = mp__calloc(ctx, g->n_nodes, sizeof *clus);
-        if (!cl_of || !clus) {
-            st = MP_ERR_NOMEM;
-            goto done;
-        }
-        mp__name_map map;
-        memset(&map, 0, sizeof map);
-        size_t ccap = 0;
-        for (uint32_t n = 0; n < g->n_nodes; n++) {
-            size_t s0, len = mp__viz_layer(g->nodes[n].name, 1, &s0);
-            const char *nm = g->nodes[n].name + s0;
-            cl_of[n] = MP_NONE;
-            if (len == 0 || len == strlen(nm))
-                continue;   /* a flat name: no cluster */
-            char ck[300];
-            int cl = snprintf(ck, sizeof ck, "%.*s%s%s%s",
-                              (int)(len < 200 ? len : 200), nm,
-                              g->nodes[n].phase ? " (" : "",
-                              g->nodes[n].phase
-                                  ? mp_phase_name((mp_phase)g->nodes[n].phase)
-                                  : "",
-                              g->nodes[n].phase ? ")" : "");
-            uint32_t k = key_index(ctx, &map, &ckeys, &ncl, &ccap, ck,
-                                   cl > 0 ? (size_t)cl : 0);
-            if (k == MP_NONE) {
-                mp__name_map_free(ctx, &map);
-                st = MP_ERR_NOMEM;
-                goto done;
-            }
-            cl_of[n] = k;
-        }
-        mp__name_map_free(ctx, &map);
-    }
-    /* group nodes (collapsed) */
-    if (nk) {
-        gn = mp__calloc(ctx, nk, sizeof *gn);
-        if (!gn) {
-            st = MP_ERR_NOMEM;
-            goto done;
-        }
-    }
     for (uint32_t n = 0; n < g->n_nodes; n++) {
-        const mp__node *nd = &g->nodes[n];
-        int folded = 1;
-        for (uint32_t o = 0; o < nd->n_out; o++)
-            if (nd->outputs[o] != MP_NONE &&
-                !(g->tensors[nd->outputs[o]].flags & MP__TF_FOLDED))
-                folded = 0;
-        if (folded && nd->n_out && !r->o->show_weights)
-            continue;   /* constant folding: not executed */
-        uint32_t k = r->group[n];
-        if (k != MP_NONE) {
-            if (!gn[k]) {
-                snprintf(buf, sizeof buf, "g%u", k);
-                gn[k] = agnode(G, buf, 1);
-                snprintf(buf, sizeof buf, "%s*\\n%u nodes", keys[k],
-                         r->gcount[k]);
-                set(gn[k], "label", buf);
-                set(gn[k], "shape", "box3d");
-                set(gn[k], "fillcolor", phase_color(nd->phase));
-            }
-            r->rep[n] = gn[k];
-            if (n == r->peak_node) {
-                set(gn[k], "color", "red");
-                set(gn[k], "penwidth", "3");
-            }
-            continue;
+        size_t s0, len = mp__viz_layer(g->nodes[n].name, 1, &s0);
+        const char *nm = g->nodes[n].name + s0;
+        r->cl_of[n] = MP_NONE;
+        if (len == 0 || len == strlen(nm))
+            continue;   /* a flat name: no cluster */
+        char ck[300];
+        int cl = snprintf(ck, sizeof ck, "%.*s%s%s%s",
+                          (int)(len < 200 ? len : 200), nm,
+                          g->nodes[n].phase ? " (" : "",
+                          g->nodes[n].phase
+                              ? mp_phase_name((mp_phase)g->nodes[n].phase)
+                              : "",
+                          g->nodes[n].phase ? ")" : "");
+        uint32_t k = key_index(ctx, &map, &r->ckeys, &r->ncl, &ccap, ck,
+                               cl > 0 ? (size_t)cl : 0);
+        if (k == MP_NONE) {
+            st = MP_ERR_NOMEM;
+            break;
         }
-        Agraph_t *home = G;
-        if (cl_of && cl_of[n] != MP_NONE) {
-            uint32_t c = cl_of[n];
-            if (!clus[c]) {
-                snprintf(buf, sizeof buf, "cluster_%u", c);
-                clus[c] = agsubg(G, buf, 1);
-                set(clus[c], "label", ckeys[c]);
-                set(clus[c], "style", "rounded");
-                set(clus[c], "color", "#999999");
-            }
-            home = clus[c];
-        }
-        snprintf(buf, sizeof buf, "n%u", n);
-        Agnode_t *an = agnode(home, buf, 1);
-        r->rep[n] = an;
-        if (r->recomp[n])
-            snprintf(buf, sizeof buf, "%s\\n%s\\nrecomputed x%u", nd->name,
-                     nd->op, r->recomp[n]);
-        else
-            snprintf(buf, sizeof buf, "%s\\n%s", nd->name, nd->op);
-        set(an, "label", buf);
-        set(an, "fillcolor", phase_color(nd->phase));
-        if (r->recomp[n]) {
-            set(an, "style", "filled,dashed");
-            set(an, "peripheries", "2");
-        }
-        if (n == r->peak_node) {
-            set(an, "color", "red");
-            set(an, "penwidth", "3");
-            set(an, "tooltip", "runs at the peak step");
-        }
+        r->cl_of[n] = k;
     }
-    /* tensors: edges producer -> consumer; graph inputs as ellipses */
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const mp__tensor *x = &g->tensors[t];
-        if (x->n_cons == 0 && !(x->flags & MP__TF_OUTPUT))
-            continue;
-        Agnode_t *src = NULL;
-        int persistent = mp__kind_persistent(x->kind);
-        if (x->producer != MP_NONE && r->rep[x->producer]) {
-            src = r->rep[x->producer];
-        } else if (x->producer == MP_NONE &&
-                   (!persistent || r->o->show_weights)) {
-            snprintf(buf, sizeof buf, "t%u", t);
-            src = agnode(G, buf, 1);
-            set(src, "label", x->name);
-            set(src, "shape", persistent ? "note" : "ellipse");
-            set(src, "fillcolor", persistent ? "#eeeeee" : "#ffffcc");
-            r->tin[t] = src;
-        }
-        if (!src)
-            continue;
-        int hot = tensor_at_peak(r, t);
-        /* a fused tensor (--fuse) never takes memory: no bytes */
-        int fused = r->p->fused && r->p->fused[x->root];
-        uint64_t bytes = x->alias_of == MP_NONE && !fused ? x->bytes : 0;
-        for (uint32_t c = 0; c < x->n_cons; c++) {
-            uint32_t cn = g->cons[x->cons_begin + c];
-            Agnode_t *dst = r->rep[cn];
-            if (!dst || dst == src)
-                continue;
-            int dup = 0;
-            for (uint32_t c2 = 0; c2 < c; c2++)
-                dup |= g->cons[x->cons_begin + c2] == cn ||
-                       r->rep[g->cons[x->cons_begin + c2]] == dst;
-            if (dup)
-                continue;
-            Agedge_t *e = nk ? agedge(G, src, dst, NULL, 0) : NULL;
-            edge_rec *er;
-            if (e) {
-                er = (edge_rec *)agbindrec(e, cs("mp"), sizeof *er, 0);
-                er->bytes += bytes;
-                er->tensors++;
-                snprintf(buf, sizeof buf, "%s (%u tensors)",
-                         mp__viz_size(er->bytes, sz, sizeof sz), er->tensors);
-                set(e, "label", buf);
-            } else {
-                e = agedge(G, src, dst, NULL, 1);
-                er = (edge_rec *)agbindrec(e, cs("mp"), sizeof *er, 0);
-                er->bytes = bytes;
-                er->tensors = 1;
-                if (x->alias_of != MP_NONE)
-                    snprintf(buf, sizeof buf, "view");
-                else if (fused)
-                    snprintf(buf, sizeof buf, "fused");
-                else
-                    snprintf(buf, sizeof buf, "%s%s",
-                             mp__viz_size(bytes, sz, sizeof sz),
-                             r->moved[x->root] == 1   ? " offload"
-                             : r->moved[x->root] == 2 ? " prefetch"
-                             : wrote_over(r, x->root, cn) ? " in place"
-                                                      : "");
-                set(e, "label", buf);
-                set(e, "tooltip", x->name);
-            }
-            if (hot) {
-                set(e, "color", "red");
-                set(e, "fontcolor", "red");
-                set(e, "penwidth", "2");
-            }
-            if (r->moved[x->root])
-                set(e, "style", "dashed");
-            else if (fused)
-                set(e, "style", "dotted");
-        }
+    mp__name_map_free(ctx, &map);
+    return st;
+}
+
+static void mark_peak(void *obj)
+{
+    set(obj, "color", "red");
+    set(obj, "penwidth", "3");
+}
+
+/* Node n collapsed into the node of its group k (drawn once). */
+static void draw_group_member(dot_run *r, uint32_t n, uint32_t k)
+{
+    char buf[1024];
+    if (!r->gn[k]) {
+        snprintf(buf, sizeof buf, "g%u", k);
+        r->gn[k] = agnode(r->G, buf, 1);
+        snprintf(buf, sizeof buf, "%s*\\n%u nodes", r->keys[k],
+                 r->gcount[k]);
+        set(r->gn[k], "label", buf);
+        set(r->gn[k], "shape", "box3d");
+        set(r->gn[k], "fillcolor", phase_color(r->g->nodes[n].phase));
     }
-done:
-    if (ckeys)
-        for (size_t i = 0; i < ncl; i++)
-            mp__dealloc(ctx, ckeys[i]);
-    mp__dealloc(ctx, ckeys);
-    r->clus = clus;   /* closed and released by mp_plan_write_dot */
-    mp__dealloc(ctx, cl_of);
-    mp__dealloc(ctx, gn);
+    r->rep[n] = r->gn[k];
+    if (n == r->peak_node)
+        mark_peak(r->gn[k]);
+}
+
+/* The graph node n is drawn in: its cluster (opened on first use), or
+ * the root graph. */
+static Agraph_t *node_home(dot_run *r, uint32_t n)
+{
+    if (!r->cl_of || r->cl_of[n] == MP_NONE)
+        return r->G;
+    uint32_t c = r->cl_of[n];
+    if (!r->clus[c]) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "cluster_%u", c);
+        r->clus[c] = agsubg(r->G, buf, 1);
+        set(r->clus[c], "label", r->ckeys[c]);
+        set(r->clus[c], "style", "rounded");
+        set(r->clus[c], "color", "#999999");
+    }
+    return r->clus[c];
+}
+
+/* Node n: skipped when constant folding computed it (unless weights are
+ * shown), in its group's node when collapsed, else a node of its own
+ * (recomputed ones dashed, the one at the peak in red). */
+static void draw_node(dot_run *r, uint32_t n)
+{
+    const mp_graph *g = r->g;
+    const mp__node *nd = &g->nodes[n];
+    char buf[1024];
+    int folded = 1;
+    for (uint32_t o = 0; o < nd->n_out; o++)
+        if (nd->outputs[o] != MP_NONE &&
+            !(g->tensors[nd->outputs[o]].flags & MP__TF_FOLDED))
+            folded = 0;
+    if (folded && nd->n_out && !r->o->show_weights)
+        return;   /* constant folding: not executed */
+    if (r->group[n] != MP_NONE) {
+        draw_group_member(r, n, r->group[n]);
+        return;
+    }
+    Agraph_t *home = node_home(r, n);
+    snprintf(buf, sizeof buf, "n%u", n);
+    Agnode_t *an = agnode(home, buf, 1);
+    r->rep[n] = an;
+    if (r->recomp[n])
+        snprintf(buf, sizeof buf, "%s\\n%s\\nrecomputed x%u", nd->name,
+                 nd->op, r->recomp[n]);
+    else
+        snprintf(buf, sizeof buf, "%s\\n%s", nd->name, nd->op);
+    set(an, "label", buf);
+    set(an, "fillcolor", phase_color(nd->phase));
+    if (r->recomp[n]) {
+        set(an, "style", "filled,dashed");
+        set(an, "peripheries", "2");
+    }
+    if (n == r->peak_node) {
+        mark_peak(an);
+        set(an, "tooltip", "runs at the peak step");
+    }
+}
+
+/* Where tensor t's edges start: its producer's node, or for a graph
+ * input (a weight when shown) a node of its own; NULL: not drawn. */
+static Agnode_t *tensor_source(dot_run *r, uint32_t t)
+{
+    const mp__tensor *x = &r->g->tensors[t];
+    int persistent = mp__kind_persistent(x->kind);
+    if (x->producer != MP_NONE)
+        return r->rep[x->producer];
+    if (persistent && !r->o->show_weights)
+        return NULL;
+    char buf[32];
+    snprintf(buf, sizeof buf, "t%u", t);
+    Agnode_t *src = agnode(r->G, buf, 1);
+    set(src, "label", x->name);
+    set(src, "shape", persistent ? "note" : "ellipse");
+    set(src, "fillcolor", persistent ? "#eeeeee" : "#ffffcc");
+    r->tin[t] = src;
+    return src;
+}
+
+/* The edge src -> dst of tensor x read by node cn. With groups, one
+ * edge per pair of DOT nodes, labelled with the bytes and tensors it
+ * carries; else one per tensor, labelled with its size and what the plan
+ * does to it (view, fused, offloaded, prefetched, written over in
+ * place). */
+static Agedge_t *tensor_edge(dot_run *r, const mp__tensor *x, Agnode_t *src,
+                             Agnode_t *dst, uint32_t cn, uint64_t bytes,
+                             int fused)
+{
+    char buf[1024], sz[32];
+    Agedge_t *e = r->nk ? agedge(r->G, src, dst, NULL, 0) : NULL;
+    edge_rec *er;
+    if (e) {
+        er = (edge_rec *)agbindrec(e, cs("mp"), sizeof *er, 0);
+        er->bytes += bytes;
+        er->tensors++;
+        snprintf(buf, sizeof buf, "%s (%u tensors)",
+                 mp__viz_size(er->bytes, sz, sizeof sz), er->tensors);
+        set(e, "label", buf);
+        return e;
+    }
+    e = agedge(r->G, src, dst, NULL, 1);
+    er = (edge_rec *)agbindrec(e, cs("mp"), sizeof *er, 0);
+    er->bytes = bytes;
+    er->tensors = 1;
+    if (x->alias_of != MP_NONE)
+        snprintf(buf, sizeof buf, "view");
+    else if (fused)
+        snprintf(buf, sizeof buf, "fused");
+    else
+        snprintf(buf, sizeof buf, "%s%s", mp__viz_size(bytes, sz, sizeof sz),
+                 r->moved[x->root] == 1       ? " offload"
+                 : r->moved[x->root] == 2     ? " prefetch"
+                 : wrote_over(r, x->root, cn) ? " in place"
+                                              : "");
+    set(e, "label", buf);
+    set(e, "tooltip", x->name);
+    return e;
+}
+
+/* Tensor t as edges from its source to each reader's DOT node (once per
+ * DOT node; red when live at the peak, dashed when moved to host, dotted
+ * when fused). */
+static void draw_tensor(dot_run *r, uint32_t t)
+{
+    const mp_graph *g = r->g;
+    const mp__tensor *x = &g->tensors[t];
+    if (x->n_cons == 0 && !(x->flags & MP__TF_OUTPUT))
+        return;
+    Agnode_t *src = tensor_source(r, t);
+    if (!src)
+        return;
+    int hot = tensor_at_peak(r, t);
+    /* a fused tensor (--fuse) never takes memory: no bytes */
+    int fused = r->p->fused && r->p->fused[x->root];
+    uint64_t bytes = x->alias_of == MP_NONE && !fused ? x->bytes : 0;
+    for (uint32_t c = 0; c < x->n_cons; c++) {
+        uint32_t cn = g->cons[x->cons_begin + c];
+        Agnode_t *dst = r->rep[cn];
+        if (!dst || dst == src)
+            continue;
+        int dup = 0;
+        for (uint32_t c2 = 0; c2 < c; c2++)
+            dup |= g->cons[x->cons_begin + c2] == cn ||
+                   r->rep[g->cons[x->cons_begin + c2]] == dst;
+        if (dup)
+            continue;
+        Agedge_t *e = tensor_edge(r, x, src, dst, cn, bytes, fused);
+        if (hot) {
+            set(e, "color", "red");
+            set(e, "fontcolor", "red");
+            set(e, "penwidth", "2");
+        }
+        if (r->moved[x->root])
+            set(e, "style", "dashed");
+        else if (fused)
+            set(e, "style", "dotted");
+    }
+}
+
+/* The nodes (clustered by name unless collapsed into groups), then the
+ * tensors as edges. */
+static mp_status build(dot_run *r)
+{
+    const mp_graph *g = r->g;
+    mp_ctx *ctx = r->p->ctx;
+    mp_status st = MP_OK;
+    if (r->o->clusters && r->nk == 0 && g->n_nodes)
+        st = cluster_keys(r);
+    if (!st && r->nk && !(r->gn = mp__calloc(ctx, r->nk, sizeof *r->gn)))
+        st = MP_ERR_NOMEM;
+    if (!st) {
+        for (uint32_t n = 0; n < g->n_nodes; n++)
+            draw_node(r, n);
+        for (uint32_t t = 0; t < g->n_tensors; t++)
+            draw_tensor(r, t);
+    }
+    for (size_t i = 0; r->ckeys && i < r->ncl; i++)
+        mp__dealloc(ctx, r->ckeys[i]);
+    mp__dealloc(ctx, r->ckeys);
+    mp__dealloc(ctx, r->cl_of);
+    mp__dealloc(ctx, r->gn);
+    r->ckeys = NULL;
+    r->cl_of = NULL;
+    r->gn = NULL;
     return st;
 }
 
@@ -526,7 +581,9 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                      n_fused == 1 ? "" : "s");
         set(r.G, "label", lab);
     }
-    st = build(&r, keys, nk);
+    r.keys = keys;
+    r.nk = nk;
+    st = build(&r);
     if (!st) {
         pthread_mutex_lock(&write_lock);
         int wr = agwrite(r.G, f);
