@@ -467,6 +467,140 @@ static mp_status build(dot_run *r)
     return st;
 }
 
+/* The per-node and per-tensor arrays; what the schedule does to them
+ * (recomputed nodes, moved tensors, outputs written over an input in
+ * place), and the node running at the peak step. */
+static mp_status dot_run_init(dot_run *r)
+{
+    const mp_plan *p = r->p;
+    const mp_graph *g = r->g;
+    mp_ctx *ctx = p->ctx;
+    size_t nn = g->n_nodes ? g->n_nodes : 1, nt = g->n_tensors ? g->n_tensors
+                                                                 : 1;
+    r->peak_node = MP_NONE;
+    r->rep = mp__calloc(ctx, nn, sizeof *r->rep);
+    r->tin = mp__calloc(ctx, nt, sizeof *r->tin);
+    r->group = mp__calloc(ctx, nn, sizeof *r->group);
+    r->recomp = mp__calloc(ctx, nn, sizeof *r->recomp);
+    r->moved = mp__calloc(ctx, nt, sizeof *r->moved);
+    r->over = mp__alloc(ctx, nt * sizeof *r->over);
+    if (!r->rep || !r->tin || !r->group || !r->recomp || !r->moved ||
+        !r->over)
+        return MP_ERR_NOMEM;
+    for (size_t t = 0; t < nt; t++)
+        r->over[t] = MP_NONE;
+    for (uint32_t i = 0; p->block_over && i < p->n_blocks; i++) {
+        uint32_t x = p->block_over[i], y = p->blocks[i].tensor;
+        if (x < g->n_tensors && y < g->n_tensors)
+            r->over[x] = g->tensors[y].producer;
+    }
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mp_step *sp = &p->steps[s];
+        if (sp->kind == MP_STEP_RECOMPUTE && sp->index < g->n_nodes)
+            r->recomp[sp->index]++;
+        else if (sp->kind == MP_STEP_OFFLOAD && sp->index < g->n_tensors)
+            r->moved[sp->index] = 1;
+        else if (sp->kind == MP_STEP_PREFETCH && sp->index < g->n_tensors &&
+                 !r->moved[sp->index])
+            r->moved[sp->index] = 2;
+    }
+    if (p->n_steps) {
+        const mp_step *sp = &p->steps[p->fig.peak_step];
+        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE)
+            r->peak_node = sp->index;
+    }
+    mp_status st = mp__viz_blocks_build(p, &r->vb);
+    if (!st)
+        st = groups(r, &r->keys, &r->nk);
+    return st;
+}
+
+static void dot_run_free(dot_run *r)
+{
+    mp_ctx *ctx = r->p->ctx;
+    if (r->G) {
+        /* subgraphs first: agclose of the root leaves their dictionaries
+         * behind in this cgraph version */
+        for (uint32_t i = 0; r->clus && i < r->g->n_nodes; i++)
+            if (r->clus[i])
+                agclose(r->clus[i]);
+        agclose(r->G);
+    }
+    mp__dealloc(ctx, r->clus);
+    for (uint32_t i = 0; i < r->nk; i++)
+        mp__dealloc(ctx, r->keys[i]);
+    mp__dealloc(ctx, r->keys);
+    mp__dealloc(ctx, r->rep);
+    mp__dealloc(ctx, r->tin);
+    mp__dealloc(ctx, r->group);
+    mp__dealloc(ctx, r->recomp);
+    mp__dealloc(ctx, r->moved);
+    mp__dealloc(ctx, r->over);
+    mp__dealloc(ctx, r->gcount);
+    mp__viz_blocks_free(ctx, &r->vb);
+}
+
+/* The graph's label: the plan's figures, the legend, the pools the
+ * arena sums and the fused tensors. */
+static void graph_label(dot_run *r)
+{
+    const mp_plan *p = r->p;
+    const mp_graph *g = r->g;
+    char lab[512], a[32], b[32], c[32];
+    snprintf(lab, sizeof lab,
+             "%s: arena %s, lower bound %s, persistent %s\\npeak at "
+             "step %u (red: the node running and the tensors live "
+             "there)\\nblue forward, orange backward, green optimizer",
+             g->name && *g->name ? g->name : "graph",
+             mp__viz_size(p->fig.arena_bytes, a, sizeof a),
+             mp__viz_size(p->fig.lower_bound_bytes, b, sizeof b),
+             mp__viz_size(p->fig.persistent_bytes, c, sizeof c),
+             p->fig.peak_step);
+    size_t len = strlen(lab);
+    /* pools: the arena is their sum; fused tensors take no memory */
+    for (uint32_t k = 0; k < p->n_pools && p->n_pools > 1 &&
+                         len < sizeof lab; k++) {
+        int w = snprintf(lab + len, sizeof lab - len, "%s%.40s %s",
+                         k ? ", " : "\\narena = the sum of its pools: ",
+                         p->pools[k].name,
+                         mp__viz_size(p->pools[k].arena_bytes, a, sizeof a));
+        len += w > 0 ? (size_t)w : 0;
+    }
+    uint32_t n_fused = 0;
+    for (size_t t = 0; p->fused && t < g->n_tensors; t++)
+        n_fused += p->fused[t] != 0;
+    if (n_fused && len < sizeof lab)
+        snprintf(lab + len, sizeof lab - len, "\\n%u fused tensor%s "
+                 "(dotted edges) take no memory", n_fused,
+                 n_fused == 1 ? "" : "s");
+    set(r->G, "label", lab);
+}
+
+/* The root graph with its default attributes and label. */
+static mp_status open_graph(dot_run *r)
+{
+    const mp_graph *g = r->g;
+    r->G = agopen(cs(g->name && *g->name ? g->name : "memplan"), Agdirected,
+                  NULL);
+    if (!r->G)
+        return mp__err(r->p->ctx, MP_ERR_NOMEM,
+                      "DOT: cgraph could not open a graph");
+    agattr(r->G, AGRAPH, cs("rankdir"), cs("TB"));
+    /* dot's default ranking fails ("trouble in init_rank") on clustered
+     * training graphs, where backward edges cross clusters */
+    agattr(r->G, AGRAPH, cs("newrank"), cs("true"));
+    agattr(r->G, AGRAPH, cs("fontname"), cs("Helvetica"));
+    agattr(r->G, AGRAPH, cs("labelloc"), cs("t"));
+    agattr(r->G, AGNODE, cs("shape"), cs("box"));
+    agattr(r->G, AGNODE, cs("style"), cs("filled"));
+    agattr(r->G, AGNODE, cs("fontname"), cs("Helvetica"));
+    agattr(r->G, AGNODE, cs("fontsize"), cs("10"));
+    agattr(r->G, AGEDGE, cs("fontname"), cs("Helvetica"));
+    agattr(r->G, AGEDGE, cs("fontsize"), cs("9"));
+    graph_label(r);
+    return MP_OK;
+}
+
 mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                             const mp_dot_options *opt)
 {
@@ -477,54 +611,13 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
     mp_dot_options defaults;
     mp_dot_options_init(&defaults);
     mp_ctx *ctx = p->ctx;
-    const mp_graph *g = p->graph;
     dot_run r;
     memset(&r, 0, sizeof r);
     r.p = p;
-    r.g = g;
+    r.g = p->graph;
     r.o = opt ? opt : &defaults;
-    r.peak_node = MP_NONE;
-    size_t nn = g->n_nodes ? g->n_nodes : 1, nt = g->n_tensors ? g->n_tensors
-                                                                 : 1;
-    r.rep = mp__calloc(ctx, nn, sizeof *r.rep);
-    r.tin = mp__calloc(ctx, nt, sizeof *r.tin);
-    r.group = mp__calloc(ctx, nn, sizeof *r.group);
-    r.recomp = mp__calloc(ctx, nn, sizeof *r.recomp);
-    r.moved = mp__calloc(ctx, nt, sizeof *r.moved);
-    r.over = mp__alloc(ctx, nt * sizeof *r.over);
-    char **keys = NULL;
-    uint32_t nk = 0;
-    mp_status st = MP_OK;
     FILE *f = NULL;
-    if (!r.rep || !r.tin || !r.group || !r.recomp || !r.moved || !r.over) {
-        st = MP_ERR_NOMEM;
-        goto done;
-    }
-    for (size_t t = 0; t < nt; t++)
-        r.over[t] = MP_NONE;
-    for (uint32_t i = 0; p->block_over && i < p->n_blocks; i++) {
-        uint32_t x = p->block_over[i], y = p->blocks[i].tensor;
-        if (x < g->n_tensors && y < g->n_tensors)
-            r.over[x] = g->tensors[y].producer;
-    }
-    for (uint32_t s = 0; s < p->n_steps; s++) {
-        const mp_step *sp = &p->steps[s];
-        if (sp->kind == MP_STEP_RECOMPUTE && sp->index < g->n_nodes)
-            r.recomp[sp->index]++;
-        else if (sp->kind == MP_STEP_OFFLOAD && sp->index < g->n_tensors)
-            r.moved[sp->index] = 1;
-        else if (sp->kind == MP_STEP_PREFETCH && sp->index < g->n_tensors &&
-                 !r.moved[sp->index])
-            r.moved[sp->index] = 2;
-    }
-    if (p->n_steps) {
-        const mp_step *sp = &p->steps[p->fig.peak_step];
-        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE)
-            r.peak_node = sp->index;
-    }
-    st = mp__viz_blocks_build(p, &r.vb);
-    if (!st)
-        st = groups(&r, &keys, &nk);
+    mp_status st = dot_run_init(&r);
     if (st)
         goto done;
     f = fopen(path, "w");
@@ -533,91 +626,21 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                     strerror(errno));
         goto done;
     }
-    r.G = agopen(cs(g->name && *g->name ? g->name : "memplan"), Agdirected,
-                 NULL);
-    if (!r.G) {
-        st = mp__err(ctx, MP_ERR_NOMEM, "DOT: cgraph could not open a graph");
+    if ((st = open_graph(&r)) || (st = build(&r)))
         goto done;
-    }
-    agattr(r.G, AGRAPH, cs("rankdir"), cs("TB"));
-    /* dot's default ranking fails ("trouble in init_rank") on clustered
-     * training graphs, where backward edges cross clusters */
-    agattr(r.G, AGRAPH, cs("newrank"), cs("true"));
-    agattr(r.G, AGRAPH, cs("fontname"), cs("Helvetica"));
-    agattr(r.G, AGRAPH, cs("labelloc"), cs("t"));
-    agattr(r.G, AGNODE, cs("shape"), cs("box"));
-    agattr(r.G, AGNODE, cs("style"), cs("filled"));
-    agattr(r.G, AGNODE, cs("fontname"), cs("Helvetica"));
-    agattr(r.G, AGNODE, cs("fontsize"), cs("10"));
-    agattr(r.G, AGEDGE, cs("fontname"), cs("Helvetica"));
-    agattr(r.G, AGEDGE, cs("fontsize"), cs("9"));
-    {
-        char lab[512], a[32], b[32], c[32];
-        snprintf(lab, sizeof lab,
-                 "%s: arena %s, lower bound %s, persistent %s\\npeak at "
-                 "step %u (red: the node running and the tensors live "
-                 "there)\\nblue forward, orange backward, green optimizer",
-                 g->name && *g->name ? g->name : "graph",
-                 mp__viz_size(p->fig.arena_bytes, a, sizeof a),
-                 mp__viz_size(p->fig.lower_bound_bytes, b, sizeof b),
-                 mp__viz_size(p->fig.persistent_bytes, c, sizeof c),
-                 p->fig.peak_step);
-        size_t len = strlen(lab);
-        /* pools: the arena is their sum; fused tensors take no memory */
-        for (uint32_t k = 0; k < p->n_pools && p->n_pools > 1 &&
-                             len < sizeof lab; k++) {
-            int w = snprintf(lab + len, sizeof lab - len, "%s%.40s %s",
-                             k ? ", " : "\\narena = the sum of its pools: ",
-                             p->pools[k].name,
-                             mp__viz_size(p->pools[k].arena_bytes, a, sizeof a));
-            len += w > 0 ? (size_t)w : 0;
-        }
-        uint32_t n_fused = 0;
-        for (size_t t = 0; p->fused && t < g->n_tensors; t++)
-            n_fused += p->fused[t] != 0;
-        if (n_fused && len < sizeof lab)
-            snprintf(lab + len, sizeof lab - len, "\\n%u fused tensor%s "
-                     "(dotted edges) take no memory", n_fused,
-                     n_fused == 1 ? "" : "s");
-        set(r.G, "label", lab);
-    }
-    r.keys = keys;
-    r.nk = nk;
-    st = build(&r);
-    if (!st) {
-        pthread_mutex_lock(&write_lock);
-        int wr = agwrite(r.G, f);
-        pthread_mutex_unlock(&write_lock);
-        if (wr != 0)
-            st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
-    }
+    pthread_mutex_lock(&write_lock);
+    int wr = agwrite(r.G, f);
+    pthread_mutex_unlock(&write_lock);
+    if (wr != 0)
+        st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
 done:
-    if (r.G) {
-        /* subgraphs first: agclose of the root leaves their dictionaries
-         * behind in this cgraph version */
-        for (uint32_t i = 0; r.clus && i < g->n_nodes; i++)
-            if (r.clus[i])
-                agclose(r.clus[i]);
-        agclose(r.G);
-    }
-    mp__dealloc(ctx, r.clus);
+    dot_run_free(&r);
     if (f) {
         int bad = ferror(f);
         if (fclose(f) != 0 || bad)
             if (!st)
                 st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
     }
-    for (uint32_t i = 0; i < nk; i++)
-        mp__dealloc(ctx, keys[i]);
-    mp__dealloc(ctx, keys);
-    mp__dealloc(ctx, r.rep);
-    mp__dealloc(ctx, r.tin);
-    mp__dealloc(ctx, r.group);
-    mp__dealloc(ctx, r.recomp);
-    mp__dealloc(ctx, r.moved);
-    mp__dealloc(ctx, r.over);
-    mp__dealloc(ctx, r.gcount);
-    mp__viz_blocks_free(ctx, &r.vb);
     if (st == MP_ERR_NOMEM)
         return mp__err(ctx, st, "DOT: out of memory");
     return st;
