@@ -590,181 +590,211 @@ static mp_status replay_transfer(const mp_graph *g, const mp_plan *p,
     return MP_OK;
 }
 
-static mp_status replay(const mp_graph *g, const mp_plan *p,
-                        const uint32_t *order, uint32_t *open, uint8_t *used,
-                        uint8_t *computed, uint8_t *on_host)
+/* The state of one replay of the schedule. */
+typedef struct replayer {
+    const mp_graph *g;
+    const mp_plan *p;
+    const uint32_t *order; /* blocks by (tensor, first) */
+    uint32_t *open;        /* tensor -> its block now resident, MP_NONE */
+    uint8_t *used;         /* block -> a step started it */
+    uint8_t *computed;     /* node -> computed */
+    uint8_t *on_host;      /* tensor -> offloaded to host */
+    uint32_t prev_node;    /* node of the latest node step */
+    char lb[300];          /* step labels of messages */
+} replayer;
+
+/* graph inputs are resident from the start */
+static mp_status open_graph_inputs(replayer *R)
 {
-    mp_ctx *ctx = p->ctx;
-    char lb[300];
-    uint32_t nt = (uint32_t)g->n_tensors;
-    uint32_t prev_node = MP_NONE; /* node of the latest node step */
-    for (uint32_t t = 0; t < nt; t++)
-        open[t] = MP_NONE;
-    /* graph inputs are resident from the start */
-    for (uint32_t t = 0; t < nt; t++) {
+    const mp_graph *g = R->g;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
         const mp__tensor *tt = &g->tensors[t];
         if (tt->producer != MP_NONE || !mp__tensor_in_arena(tt) ||
             (tt->n_cons == 0 && !(tt->flags & MP__TF_OUTPUT)))
             continue;
-        uint32_t b = find_block(p, order, t, 0);
+        uint32_t b = find_block(R->p, R->order, t, 0);
         if (b == MP_NONE)
-            return mp__err(ctx, MP_ERR_VERIFY,
+            return mp__err(R->p->ctx, MP_ERR_VERIFY,
                           "input tensor '%s' has no block starting at step 0",
                           tt->name);
-        open[t] = b;
-        used[b] = 1;
+        R->open[t] = b;
+        R->used[b] = 1;
     }
-    for (uint32_t s = 0; s < p->n_steps; s++) {
-        const mp_step *sp = &p->steps[s];
-        bool is_node =
-            sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE;
-        if ((unsigned)sp->kind > MP_STEP_PREFETCH ||
-            sp->index >= (is_node ? g->n_nodes : g->n_tensors))
-            return mp__err(ctx, MP_ERR_VERIFY, "step %u: invalid step",
-                          (unsigned)s);
-        if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH) {
-            mp_status st = replay_transfer(g, p, order, open, used, on_host,
-                                           s);
-            if (st)
-                return st;
-            continue;
-        }
-        if (sp->kind == MP_STEP_FREE) {
-            const mp__tensor *tt = &g->tensors[sp->index];
-            if (!mp__tensor_in_arena(tt))
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): the tensor takes no arena memory",
-                              (unsigned)s, step_label(g, sp, lb, sizeof lb));
-            uint32_t b = open[sp->index];
-            if (b == MP_NONE)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): the tensor is not resident",
-                              (unsigned)s, step_label(g, sp, lb, sizeof lb));
-            if (p->blocks[b].end != s)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): its block claims to end at step "
-                              "%u",
-                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
-                              (unsigned)p->blocks[b].end);
-            if (tt->flags & MP__TF_OUTPUT)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): graph output freed", (unsigned)s,
-                              step_label(g, sp, lb, sizeof lb));
-            open[sp->index] = MP_NONE;
-            continue;
-        }
-        const mp__node *n = &g->nodes[sp->index];
-        if (sp->kind == MP_STEP_COMPUTE && computed[sp->index])
-            return mp__err(ctx, MP_ERR_VERIFY,
-                          "step %u (%s): node computed twice (use RECOMPUTE)",
-                          (unsigned)s, step_label(g, sp, lb, sizeof lb));
-        if (sp->kind == MP_STEP_RECOMPUTE && !computed[sp->index])
-            return mp__err(ctx, MP_ERR_VERIFY,
-                          "step %u (%s): recomputed before being computed",
-                          (unsigned)s, step_label(g, sp, lb, sizeof lb));
-        computed[sp->index] = 1;
-        for (uint32_t i = 0; i < n->n_in; i++) {
-            uint32_t t = n->inputs[i];
-            if (t == MP_NONE)
-                continue;
-            const mp__tensor *tt = &g->tensors[t];
-            uint32_t r = tt->root;
-            if (mp__kind_persistent(g->tensors[r].kind) ||
-                g->tensors[r].bytes == 0)
-                continue;
-            if (p->fused && p->fused[r]) {
-                /* runs fused with its producer: computed just before */
-                if (g->tensors[r].producer == MP_NONE ||
-                    g->tensors[r].producer != prev_node)
-                    return mp__err(ctx, MP_ERR_VERIFY,
-                                  "step %u (%s): fused input '%s' was not "
-                                  "computed by the node step just before",
-                                  (unsigned)s,
-                                  step_label(g, sp, lb, sizeof lb),
-                                  g->tensors[r].name);
-                mp_status fst = chain_resident(g, p, open, sp->index, s, 0);
-                if (fst)
-                    return fst;
-                continue;
-            }
-            uint32_t ob = open[r] == MP_NONE ? overwritten_by(p, r, s)
-                                             : MP_NONE;
-            if (ob != MP_NONE)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): input '%s' is read after '%s' "
-                              "was written in place over it at step %u",
-                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
-                              g->tensors[r].name,
-                              g->tensors[p->blocks[ob].tensor].name,
-                              (unsigned)p->blocks[ob].first);
-            if (open[r] == MP_NONE)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): input '%s'%s%s%s is not resident",
-                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
-                              tt->name, r != t ? " (a view of '" : "",
-                              r != t ? g->tensors[r].name : "",
-                              r != t ? "')" : "");
-        }
-        for (uint32_t o = 0; o < n->n_out; o++) {
-            uint32_t t = n->outputs[o];
-            const mp__tensor *tt = &g->tensors[t];
-            if (!mp__tensor_in_arena(tt))
-                continue;
-            if (p->fused && p->fused[t]) {
-                mp_status fst = check_fused_output(g, p, order, s, t);
-                if (fst)
-                    return fst;
-                continue;
-            }
-            if (open[t] != MP_NONE)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): output '%s' is still resident",
-                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
-                              tt->name);
-            uint32_t b = find_block(p, order, t, s);
-            if (b == MP_NONE)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "step %u (%s): output '%s' has no block "
-                              "starting at this step",
-                              (unsigned)s, step_label(g, sp, lb, sizeof lb),
-                              tt->name);
-            if (p->blocks[b].size < tt->bytes)
-                return mp__err(ctx, MP_ERR_VERIFY,
-                              "tensor '%s': block of %llu bytes is smaller "
-                              "than the tensor (%llu bytes)",
-                              tt->name,
-                              (unsigned long long)p->blocks[b].size,
-                              (unsigned long long)tt->bytes);
-            if (p->block_over && p->block_over[b] != MP_NONE) {
-                mp_status ist = check_inplace(g, p, open, s, sp->index, o, b);
-                if (ist)
-                    return ist;
-            }
-            used[b] = 1;
-            open[t] = b;
-        }
-        prev_node = sp->index;
+    return MP_OK;
+}
+
+/* FREE ends the block of a resident arena tensor, not a graph output,
+ * at this step. */
+static mp_status replay_free(replayer *R, uint32_t s)
+{
+    const mp_graph *g = R->g;
+    const mp_plan *p = R->p;
+    mp_ctx *ctx = p->ctx;
+    const mp_step *sp = &p->steps[s];
+    const mp__tensor *tt = &g->tensors[sp->index];
+    if (!mp__tensor_in_arena(tt))
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): the tensor takes no arena memory",
+                      (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb));
+    uint32_t b = R->open[sp->index];
+    if (b == MP_NONE)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): the tensor is not resident",
+                      (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb));
+    if (p->blocks[b].end != s)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): its block claims to end at step "
+                      "%u",
+                      (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
+                      (unsigned)p->blocks[b].end);
+    if (tt->flags & MP__TF_OUTPUT)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): graph output freed", (unsigned)s,
+                      step_label(g, sp, R->lb, sizeof R->lb));
+    R->open[sp->index] = MP_NONE;
+    return MP_OK;
+}
+
+/* Input t of the node at step s, when in the arena, is resident (a
+ * fused input: computed by the node step just before, the chain's inputs
+ * resident). */
+static mp_status replay_input(replayer *R, uint32_t s, uint32_t t)
+{
+    const mp_graph *g = R->g;
+    const mp_plan *p = R->p;
+    const mp_step *sp = &p->steps[s];
+    if (t == MP_NONE)
+        return MP_OK;
+    const mp__tensor *tt = &g->tensors[t];
+    uint32_t r = tt->root;
+    if (mp__kind_persistent(g->tensors[r].kind) || g->tensors[r].bytes == 0)
+        return MP_OK;
+    if (p->fused && p->fused[r]) {
+        /* runs fused with its producer: computed just before */
+        if (g->tensors[r].producer == MP_NONE ||
+            g->tensors[r].producer != R->prev_node)
+            return mp__err(p->ctx, MP_ERR_VERIFY,
+                          "step %u (%s): fused input '%s' was not "
+                          "computed by the node step just before",
+                          (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
+                          g->tensors[r].name);
+        return chain_resident(g, p, R->open, sp->index, s, 0);
     }
+    uint32_t ob = R->open[r] == MP_NONE ? overwritten_by(p, r, s) : MP_NONE;
+    if (ob != MP_NONE)
+        return mp__err(p->ctx, MP_ERR_VERIFY,
+                      "step %u (%s): input '%s' is read after '%s' "
+                      "was written in place over it at step %u",
+                      (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
+                      g->tensors[r].name,
+                      g->tensors[p->blocks[ob].tensor].name,
+                      (unsigned)p->blocks[ob].first);
+    if (R->open[r] == MP_NONE)
+        return mp__err(p->ctx, MP_ERR_VERIFY,
+                      "step %u (%s): input '%s'%s%s%s is not resident",
+                      (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
+                      tt->name, r != t ? " (a view of '" : "",
+                      r != t ? g->tensors[r].name : "",
+                      r != t ? "')" : "");
+    return MP_OK;
+}
+
+/* Output o of the node at step s, when in the arena and not fused,
+ * starts a block at this step, large enough, and is not resident before
+ * (written in place: over an input that dies here). */
+static mp_status replay_output(replayer *R, uint32_t s, uint32_t o)
+{
+    const mp_graph *g = R->g;
+    const mp_plan *p = R->p;
+    const mp_step *sp = &p->steps[s];
+    uint32_t t = g->nodes[sp->index].outputs[o];
+    const mp__tensor *tt = &g->tensors[t];
+    if (!mp__tensor_in_arena(tt))
+        return MP_OK;
+    if (p->fused && p->fused[t])
+        return check_fused_output(g, p, R->order, s, t);
+    if (R->open[t] != MP_NONE)
+        return mp__err(p->ctx, MP_ERR_VERIFY,
+                      "step %u (%s): output '%s' is still resident",
+                      (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
+                      tt->name);
+    uint32_t b = find_block(p, R->order, t, s);
+    if (b == MP_NONE)
+        return mp__err(p->ctx, MP_ERR_VERIFY,
+                      "step %u (%s): output '%s' has no block "
+                      "starting at this step",
+                      (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
+                      tt->name);
+    if (p->blocks[b].size < tt->bytes)
+        return mp__err(p->ctx, MP_ERR_VERIFY,
+                      "tensor '%s': block of %llu bytes is smaller "
+                      "than the tensor (%llu bytes)",
+                      tt->name, (unsigned long long)p->blocks[b].size,
+                      (unsigned long long)tt->bytes);
+    if (p->block_over && p->block_over[b] != MP_NONE) {
+        mp_status st = check_inplace(g, p, R->open, s, sp->index, o, b);
+        if (st)
+            return st;
+    }
+    R->used[b] = 1;
+    R->open[t] = b;
+    return MP_OK;
+}
+
+/* COMPUTE runs a node once, RECOMPUTE one already computed; then its
+ * inputs and outputs. */
+static mp_status replay_node(replayer *R, uint32_t s)
+{
+    const mp_step *sp = &R->p->steps[s];
+    const mp__node *n = &R->g->nodes[sp->index];
+    if (sp->kind == MP_STEP_COMPUTE && R->computed[sp->index])
+        return mp__err(R->p->ctx, MP_ERR_VERIFY,
+                      "step %u (%s): node computed twice (use RECOMPUTE)",
+                      (unsigned)s, step_label(R->g, sp, R->lb, sizeof R->lb));
+    if (sp->kind == MP_STEP_RECOMPUTE && !R->computed[sp->index])
+        return mp__err(R->p->ctx, MP_ERR_VERIFY,
+                      "step %u (%s): recomputed before being computed",
+                      (unsigned)s, step_label(R->g, sp, R->lb, sizeof R->lb));
+    R->computed[sp->index] = 1;
+    mp_status st;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if ((st = replay_input(R, s, n->inputs[i])))
+            return st;
+    for (uint32_t o = 0; o < n->n_out; o++)
+        if ((st = replay_output(R, s, o)))
+            return st;
+    R->prev_node = sp->index;
+    return MP_OK;
+}
+
+/* At the end: every node computed, the blocks of the tensors still
+ * resident end there, the graph outputs resident, every block used. */
+static mp_status check_replay_end(const replayer *R)
+{
+    const mp_graph *g = R->g;
+    const mp_plan *p = R->p;
+    mp_ctx *ctx = p->ctx;
+    uint32_t nt = (uint32_t)g->n_tensors;
     for (uint32_t v = 0; v < g->n_nodes; v++)
-        if (!computed[v])
+        if (!R->computed[v])
             return mp__err(ctx, MP_ERR_VERIFY,
                           "node '%s' is never computed", g->nodes[v].name);
     for (uint32_t t = 0; t < nt; t++) {
         const mp__tensor *tt = &g->tensors[t];
-        if (open[t] != MP_NONE && p->blocks[open[t]].end != p->n_steps)
+        if (R->open[t] != MP_NONE && p->blocks[R->open[t]].end != p->n_steps)
             return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s': resident at the end but its block "
                           "ends at step %u",
-                          tt->name, (unsigned)p->blocks[open[t]].end);
+                          tt->name, (unsigned)p->blocks[R->open[t]].end);
         if ((tt->flags & MP__TF_OUTPUT) &&
             !mp__kind_persistent(g->tensors[tt->root].kind) &&
-            g->tensors[tt->root].bytes && open[tt->root] == MP_NONE)
+            g->tensors[tt->root].bytes && R->open[tt->root] == MP_NONE)
             return mp__err(ctx, MP_ERR_VERIFY,
                           "graph output '%s' is not resident at the end",
                           tt->name);
     }
     for (uint32_t b = 0; b < p->n_blocks; b++)
-        if (!used[b])
+        if (!R->used[b])
             return mp__err(ctx, MP_ERR_VERIFY,
                           "block %u (tensor '%s' from step %u) matches no "
                           "step of the schedule",
@@ -774,6 +804,32 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
                               : "?",
                           (unsigned)p->blocks[b].first);
     return MP_OK;
+}
+
+static mp_status replay(const mp_graph *g, const mp_plan *p,
+                        const uint32_t *order, uint32_t *open, uint8_t *used,
+                        uint8_t *computed, uint8_t *on_host)
+{
+    replayer R = {g, p, order, open, used, computed, on_host, MP_NONE, {0}};
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        open[t] = MP_NONE;
+    mp_status st = open_graph_inputs(&R);
+    for (uint32_t s = 0; s < p->n_steps && !st; s++) {
+        const mp_step *sp = &p->steps[s];
+        bool is_node =
+            sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE;
+        if ((unsigned)sp->kind > MP_STEP_PREFETCH ||
+            sp->index >= (is_node ? g->n_nodes : g->n_tensors))
+            return mp__err(p->ctx, MP_ERR_VERIFY, "step %u: invalid step",
+                          (unsigned)s);
+        if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH)
+            st = replay_transfer(g, p, order, open, used, on_host, s);
+        else if (sp->kind == MP_STEP_FREE)
+            st = replay_free(&R, s);
+        else
+            st = replay_node(&R, s);
+    }
+    return st ? st : check_replay_end(&R);
 }
 
 /* Memory pools (issue 9): offsets are per pool; the checks below see one
