@@ -152,51 +152,40 @@ static int cmp_by_end_desc(const void *cx, uint32_t a, uint32_t b)
     return a < b ? -1 : a > b;
 }
 
-static mp_status ex_init(ex *E, const mp__ofs_prob *p)
+/* maximal sections: start ranks k after which some buffer ends (r ==
+ * k + 1); cntmax[k] = maximal ranks below k; [sl, sr) of each buffer */
+static mp_status ex_sections(ex *E, const mp__ofs_prob *p, uint32_t *cntmax)
 {
-    mp_ctx *ctx = p->ctx;
-    memset(E, 0, sizeof *E);
-    E->ctx = ctx;
     uint32_t n = p->n, nt = p->nt;
-    E->n = n;
-    E->size = p->size;
-    mp_status st = MP_OK;
-    uint32_t *fill = NULL;
-    uint32_t *cntmax = mp__calloc(ctx, (size_t)nt + 2, sizeof *cntmax);
-    uint32_t *byl = mp__alloc(ctx, (size_t)n * sizeof *byl);
-    uint32_t *deg = mp__calloc(ctx, (size_t)n + 1, sizeof *deg);
-    E->sl = mp__alloc(ctx, (size_t)n * sizeof *E->sl);
-    E->sr = mp__alloc(ctx, (size_t)n * sizeof *E->sr);
-    if (!cntmax || !byl || !deg || !E->sl || !E->sr) {
-        st = MP_ERR_NOMEM;
-        goto out;
-    }
-    /* maximal sections: start ranks k after which some buffer ends (r ==
-     * k + 1); cntmax[k] = maximal ranks below k */
-    {
-        unsigned char *ismax = mp__calloc(ctx, (size_t)nt + 1, 1);
-        if (!ismax) {
-            st = MP_ERR_NOMEM;
-            goto out;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            ismax[p->r[i] - 1] = 1;
-        for (uint32_t k = 0; k < nt; k++)
-            cntmax[k + 1] = cntmax[k] + ismax[k];
-        mp__dealloc(ctx, ismax);
-    }
-    uint32_t ns = cntmax[nt];
-    E->ns = ns;
+    unsigned char *ismax = mp__calloc(E->ctx, (size_t)nt + 1, 1);
+    if (!ismax)
+        return MP_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        ismax[p->r[i] - 1] = 1;
+    for (uint32_t k = 0; k < nt; k++)
+        cntmax[k + 1] = cntmax[k] + ismax[k];
+    mp__dealloc(E->ctx, ismax);
+    E->ns = cntmax[nt];
     for (uint32_t i = 0; i < n; i++) {
         E->sl[i] = cntmax[p->l[i]];
         E->sr[i] = cntmax[p->r[i]];
     }
-    /* overlaps: by start rank, b's later-starting partners start before
-     * b ends */
+    return MP_OK;
+}
+
+/* overlaps: by start rank, b's later-starting partners start before
+ * b ends; both directions in CSR (aoff, adj). byl and deg (zeroed) are
+ * scratch of n entries. */
+static mp_status ex_overlaps(ex *E, const mp__ofs_prob *p, uint32_t *byl,
+                             uint32_t *deg)
+{
+    mp_ctx *ctx = E->ctx;
+    uint32_t n = p->n;
     for (uint32_t i = 0; i < n; i++)
         byl[i] = i;
-    if ((st = mp__ofs_sort_idx(ctx, byl, n, cmp_by_l, p)) != MP_OK)
-        goto out;
+    mp_status st = mp__ofs_sort_idx(ctx, byl, n, cmp_by_l, p);
+    if (st != MP_OK)
+        return st;
     uint64_t pairs = 0;
     for (uint32_t a = 0; a < n; a++) {
         uint32_t x = byl[a];
@@ -206,18 +195,14 @@ static mp_status ex_init(ex *E, const mp__ofs_prob *p)
             pairs++;
         }
     }
-    if (pairs > (uint64_t)UINT32_MAX / 2 - n) {
-        st = mp__err(ctx, MP_ERR_UNSUPPORTED,
-                    "offsets: exact tier: too many overlapping pairs (%llu)",
-                    (unsigned long long)pairs);
-        goto out;
-    }
+    if (pairs > (uint64_t)UINT32_MAX / 2 - n)
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
+                      "offsets: exact tier: too many overlapping pairs (%llu)",
+                      (unsigned long long)pairs);
     E->aoff = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->aoff);
     E->adj = mp__alloc(ctx, (size_t)(2 * pairs + 1) * sizeof *E->adj);
-    if (!E->aoff || !E->adj) {
-        st = MP_ERR_NOMEM;
-        goto out;
-    }
+    if (!E->aoff || !E->adj)
+        return MP_ERR_NOMEM;
     E->aoff[0] = 0;
     for (uint32_t i = 0; i < n; i++)
         E->aoff[i + 1] = E->aoff[i] + deg[i];
@@ -230,39 +215,50 @@ static mp_status ex_init(ex *E, const mp__ofs_prob *p)
             E->adj[E->aoff[y] + deg[y]++] = x;
         }
     }
-    /* sections: bytes and boundary cuts */
-    E->tot0 = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->tot0);
-    E->cut0 = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->cut0);
-    E->width = mp__alloc(ctx, (size_t)n * sizeof *E->width);
-    E->pk = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->pk);
-    E->off = mp__alloc(ctx, (size_t)n * sizeof *E->off);
-    E->minoff = mp__alloc(ctx, (size_t)n * sizeof *E->minoff);
-    E->sol = mp__alloc(ctx, (size_t)n * sizeof *E->sol);
-    E->stamp = mp__calloc(ctx, (size_t)n, sizeof *E->stamp);
-    E->floor = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->floor);
-    E->total = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->total);
-    E->cut = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->cut);
-    E->tmp = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->tmp);
-    E->cuts_hit = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *E->cuts_hit);
+    return MP_OK;
+}
+
+/* The arrays of the search, per buffer and per section; the trail. */
+static mp_status ex_alloc_search(ex *E)
+{
+    mp_ctx *ctx = E->ctx;
+    size_t n = E->n, ns = E->ns;
+    E->tot0 = mp__calloc(ctx, ns + 1, sizeof *E->tot0);
+    E->cut0 = mp__calloc(ctx, ns + 1, sizeof *E->cut0);
+    E->width = mp__alloc(ctx, n * sizeof *E->width);
+    E->pk = mp__alloc(ctx, (n + 1) * sizeof *E->pk);
+    E->off = mp__alloc(ctx, n * sizeof *E->off);
+    E->minoff = mp__alloc(ctx, n * sizeof *E->minoff);
+    E->sol = mp__alloc(ctx, n * sizeof *E->sol);
+    E->stamp = mp__calloc(ctx, n, sizeof *E->stamp);
+    E->floor = mp__alloc(ctx, (ns + 1) * sizeof *E->floor);
+    E->total = mp__alloc(ctx, (ns + 1) * sizeof *E->total);
+    E->cut = mp__alloc(ctx, (ns + 1) * sizeof *E->cut);
+    E->tmp = mp__alloc(ctx, (n + 1) * sizeof *E->tmp);
+    E->cuts_hit = mp__alloc(ctx, (ns + 1) * sizeof *E->cuts_hit);
     /* trail: grown on demand (tr_reserve) */
-    E->tr_cap = 2 * (size_t)n + 2 * (size_t)ns + 64;
+    E->tr_cap = 2 * n + 2 * ns + 64;
     E->tr_idx = mp__alloc(ctx, E->tr_cap * sizeof *E->tr_idx);
     E->tr_val = mp__alloc(ctx, E->tr_cap * sizeof *E->tr_val);
     if (!E->tot0 || !E->cut0 || !E->width || !E->pk || !E->off || !E->minoff ||
         !E->sol || !E->stamp || !E->floor || !E->total || !E->cut ||
-        !E->tmp || !E->cuts_hit || !E->tr_idx || !E->tr_val) {
-        st = MP_ERR_NOMEM;
-        goto out;
-    }
-    uint64_t nmem = 0;
+        !E->tmp || !E->cuts_hit || !E->tr_idx || !E->tr_val)
+        return MP_ERR_NOMEM;
+    return MP_OK;
+}
+
+/* Lifetime widths; the bytes of each section and the buffers crossing
+ * each boundary; *nmem: the (buffer, section) memberships. */
+static mp_status ex_section_totals(ex *E, const mp__ofs_prob *p,
+                                   uint64_t *nmem)
+{
+    uint32_t n = E->n;
+    uint64_t m = 0;
     for (uint32_t i = 0; i < n; i++)
-        nmem += E->sr[i] - E->sl[i];
-    if (nmem + ns >= UINT32_MAX / 2) {
-        st = mp__err(ctx, MP_ERR_UNSUPPORTED,
-                    "offsets: exact tier: instance too large");
-        goto out;
-    }
-    nmem = 0;
+        m += E->sr[i] - E->sl[i];
+    if (m + E->ns >= UINT32_MAX / 2)
+        return mp__err(E->ctx, MP_ERR_UNSUPPORTED,
+                      "offsets: exact tier: instance too large");
     for (uint32_t i = 0; i < n; i++)
         E->width[i] = (uint64_t)p->bufs[i].end - (uint64_t)p->bufs[i].start;
     for (uint32_t i = 0; i < n; i++) {
@@ -270,13 +266,52 @@ static mp_status ex_init(ex *E, const mp__ofs_prob *p)
             E->tot0[s] += p->size[i];
         for (uint32_t s = E->sl[i]; s + 1 < E->sr[i]; s++)
             E->cut0[s]++;
-        nmem += E->sr[i] - E->sl[i];
     }
+    *nmem = m;
+    return MP_OK;
+}
+
+/* members by latest end (mem) and by earliest start (mem2): the
+ * prefixes of either are sets of buffers live together; bpos[pass]
+ * records each membership's position. byl is scratch of n entries,
+ * fill of ns. */
+static mp_status ex_fill_members(ex *E, const mp__ofs_prob *p, uint32_t *byl,
+                                 uint32_t *fill)
+{
+    uint32_t n = E->n;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < n; i++)
+            byl[i] = i;
+        mp_status st = mp__ofs_sort_idx(E->ctx, byl, n,
+                                        pass ? cmp_by_start : cmp_by_end_desc,
+                                        p);
+        if (st != MP_OK)
+            return st;
+        uint32_t *dst = pass ? E->mem2 : E->mem;
+        memcpy(fill, E->moff, (size_t)E->ns * sizeof *fill);
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t i = byl[k];
+            for (uint32_t s = E->sl[i]; s < E->sr[i]; s++) {
+                E->bpos[pass][E->bbase[i] + s - E->sl[i]] = fill[s];
+                dst[fill[s]++] = i;
+            }
+        }
+    }
+    return MP_OK;
+}
+
+/* The members of each section (CSR: moff; mem, mem2), the linked lists
+ * of unplaced members over them and each buffer's positions in them. */
+static mp_status ex_members(ex *E, const mp__ofs_prob *p, uint32_t *byl,
+                            uint64_t nmem)
+{
+    mp_ctx *ctx = E->ctx;
+    uint32_t n = E->n, ns = E->ns;
     E->moff = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->moff);
     E->mem = mp__alloc(ctx, (size_t)(nmem + 1) * sizeof *E->mem);
     E->mem2 = mp__alloc(ctx, (size_t)(nmem + 1) * sizeof *E->mem2);
     E->sstamp = mp__calloc(ctx, (size_t)ns + 1, sizeof *E->sstamp);
-    fill = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *fill);
+    uint32_t *fill = mp__alloc(ctx, ((size_t)ns + 1) * sizeof *fill);
     E->nmem = (uint32_t)nmem;
     E->bbase = mp__alloc(ctx, ((size_t)n + 1) * sizeof *E->bbase);
     int lk_ok = 1;
@@ -286,40 +321,43 @@ static mp_status ex_init(ex *E, const mp__ofs_prob *p)
         E->bpos[k] = mp__alloc(ctx, (size_t)(nmem + 1) * sizeof *E->bpos[k]);
         lk_ok &= E->nx[k] && E->pv[k] && E->bpos[k];
     }
-    if (!E->moff || !E->mem || !E->mem2 || !E->sstamp || !fill ||
-        !E->bbase || !lk_ok) {
-        st = MP_ERR_NOMEM;
-        goto out;
-    }
-    E->bbase[0] = 0;
-    for (uint32_t i = 0; i < n; i++)
-        E->bbase[i + 1] = E->bbase[i] + (E->sr[i] - E->sl[i]);
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t s = E->sl[i]; s < E->sr[i]; s++)
-            E->moff[s + 1]++;
-    for (uint32_t s = 0; s < ns; s++)
-        E->moff[s + 1] += E->moff[s];
-    /* members by latest end (mem) and by earliest start (mem2): the
-     * prefixes of either are sets of buffers live together */
-    for (int pass = 0; pass < 2; pass++) {
+    mp_status st = MP_ERR_NOMEM;
+    if (E->moff && E->mem && E->mem2 && E->sstamp && fill && E->bbase &&
+        lk_ok) {
+        E->bbase[0] = 0;
         for (uint32_t i = 0; i < n; i++)
-            byl[i] = i;
-        st = mp__ofs_sort_idx(ctx, byl, n,
-                             pass ? cmp_by_start : cmp_by_end_desc, p);
-        if (st != MP_OK)
-            goto out;
-        uint32_t *dst = pass ? E->mem2 : E->mem;
-        memcpy(fill, E->moff, (size_t)ns * sizeof *fill);
-        for (uint32_t k = 0; k < n; k++) {
-            uint32_t i = byl[k];
-            for (uint32_t s = E->sl[i]; s < E->sr[i]; s++) {
-                E->bpos[pass][E->bbase[i] + s - E->sl[i]] = fill[s];
-                dst[fill[s]++] = i;
-            }
-        }
+            E->bbase[i + 1] = E->bbase[i] + (E->sr[i] - E->sl[i]);
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t s = E->sl[i]; s < E->sr[i]; s++)
+                E->moff[s + 1]++;
+        for (uint32_t s = 0; s < ns; s++)
+            E->moff[s + 1] += E->moff[s];
+        st = ex_fill_members(E, p, byl, fill);
     }
-out:
     mp__dealloc(ctx, fill);
+    return st;
+}
+
+static mp_status ex_init(ex *E, const mp__ofs_prob *p)
+{
+    mp_ctx *ctx = p->ctx;
+    memset(E, 0, sizeof *E);
+    E->ctx = ctx;
+    uint32_t n = p->n, nt = p->nt;
+    E->n = n;
+    E->size = p->size;
+    uint32_t *cntmax = mp__calloc(ctx, (size_t)nt + 2, sizeof *cntmax);
+    uint32_t *byl = mp__alloc(ctx, (size_t)n * sizeof *byl);
+    uint32_t *deg = mp__calloc(ctx, (size_t)n + 1, sizeof *deg);
+    E->sl = mp__alloc(ctx, (size_t)n * sizeof *E->sl);
+    E->sr = mp__alloc(ctx, (size_t)n * sizeof *E->sr);
+    mp_status st = MP_ERR_NOMEM;
+    uint64_t nmem = 0;
+    if (cntmax && byl && deg && E->sl && E->sr &&
+        !(st = ex_sections(E, p, cntmax)) &&
+        !(st = ex_overlaps(E, p, byl, deg)) && !(st = ex_alloc_search(E)) &&
+        !(st = ex_section_totals(E, p, &nmem)))
+        st = ex_members(E, p, byl, nmem);
     mp__dealloc(ctx, cntmax);
     mp__dealloc(ctx, byl);
     mp__dealloc(ctx, deg);
