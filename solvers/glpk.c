@@ -445,20 +445,16 @@ static int ms_left(double deadline)
     return (int)left;
 }
 
-/* Builds and solves; every GLPK call of memplan happens here, under the
- * error hook. Writes the outcome to res and lp->x. */
-static void run_glpk(guard *g)
+/* The problem as a glp_prob: bounds, objective, column kinds (integral
+ * unless relaxed: *mip), the merged matrix. */
+static glp_prob *load_problem(guard *g, int *mip)
 {
     mp__lp *lp = g->job;
-    const mp__lp_options *opt = g->opt;
-    mp__lp_result *res = g->res;
     int *idx = g->idx;
-    double *val = g->val, deadline = g->deadline, warm_obj = g->warm_obj;
-    int warm_ok = g->warm_ok;
+    double *val = g->val;
     glp_prob *P = glp_create_prob();
     glp_set_obj_dir(P, lp->maximize ? GLP_MAX : GLP_MIN);
     glp_set_obj_coef(P, 0, lp->obj0);
-    int mip = 0;
     if (lp->nrows)
         glp_add_rows(P, (int)lp->nrows);
     if (lp->ncols)
@@ -474,10 +470,10 @@ static void run_glpk(guard *g)
         glp_set_col_bnds(P, c, glp_bnd_type(lo, hi), isfinite(lo) ? lo : 0,
                          isfinite(hi) ? hi : 0);
         glp_set_obj_coef(P, c, lp->cobj[j]);
-        if (lp->ckind[j] != MP__LP_CONTINUOUS && !opt->relax) {
+        if (lp->ckind[j] != MP__LP_CONTINUOUS && !g->opt->relax) {
             glp_set_col_kind(P, c, lp->ckind[j] == MP__LP_BINARY ? GLP_BV
                                                                 : GLP_IV);
-            mip = 1;
+            *mip = 1;
         }
     }
     /* entries are merged: no duplicate (i, j); GLPK arrays are 1-based */
@@ -488,96 +484,108 @@ static void run_glpk(guard *g)
     }
     if (lp->nnz)
         glp_load_matrix(P, (int)lp->nnz, idx, idx + lp->nnz, val);
-    if (opt->fault_injection)
+    if (g->opt->fault_injection)
         glp_set_col_bnds(P, (int)lp->ncols + 7, GLP_FX, 0, 0); /* misuse */
+    return P;
+}
 
+/* The simplex (presolve off, within the time and iteration limits);
+ * glp_simplex's return code. */
+static int run_simplex(guard *g, glp_prob *P)
+{
+    const mp__lp_options *opt = g->opt;
     glp_smcp sp;
     glp_init_smcp(&sp);
     sp.msg_lev = GLP_MSG_OFF;
     sp.presolve = GLP_OFF;
-    sp.tm_lim = ms_left(deadline);
+    sp.tm_lim = ms_left(g->deadline);
     if (opt->iteration_limit)
         sp.it_lim = opt->iteration_limit > INT32_MAX
                         ? INT32_MAX : (int)opt->iteration_limit;
     if (opt->method == MP__LP_DUAL)
         sp.meth = GLP_DUALP;
-    int ret = glp_simplex(P, &sp);
-    int lst = glp_get_status(P);
+    return glp_simplex(P, &sp);
+}
+
+/* An LP (no integral column): the outcome of the simplex, which returned
+ * ret with primal status lst. */
+static void lp_outcome(guard *g, glp_prob *P, int ret, int lst)
+{
+    mp__lp *lp = g->job;
+    mp__lp_result *res = g->res;
     int dst = glp_get_dual_stat(P);
     double lpobj = glp_get_obj_val(P);
-    res->bound = lp->maximize ? MP__LP_INF : -MP__LP_INF;
-    if (!mip) {
-        /* GLPK keeps the last basis and its duals whatever the return */
-        if (g->ydual && lst != GLP_UNDEF) {
-            for (uint32_t r = 0; r < lp->nrows; r++)
-                g->ydual[r] = glp_get_row_dual(P, (int)r + 1);
-            res->dual_bound = dual_bound_of(lp, g->ydual);
-        }
-        if (ret == 0 && lst == GLP_OPT) {
-            res->status = MP_SOLVE_OPTIMAL;
-            res->has_solution = 1;
-            res->objective = lpobj;
-            res->bound = lpobj;
-            for (uint32_t j = 0; j < lp->ncols; j++)
-                lp->x[j] = glp_get_col_prim(P, (int)j + 1);
-        } else if (lst == GLP_NOFEAS) {
-            res->status = MP_SOLVE_INFEASIBLE;
-        } else if (lst == GLP_UNBND || (ret == 0 && dst == GLP_NOFEAS &&
-                                        lst == GLP_FEAS)) {
-            res->status = MP_SOLVE_NONE;
-            res->unbounded = 1;
-        } else if (ret == GLP_ETMLIM || ret == GLP_EITLIM) {
-            res->status = MP_SOLVE_TIMEOUT;
-        } else {
-            res->status = MP_SOLVE_NONE;
-        }
-        glp_delete_prob(P);
-        return;
+    /* GLPK keeps the last basis and its duals whatever the return */
+    if (g->ydual && lst != GLP_UNDEF) {
+        for (uint32_t r = 0; r < lp->nrows; r++)
+            g->ydual[r] = glp_get_row_dual(P, (int)r + 1);
+        res->dual_bound = dual_bound_of(lp, g->ydual);
     }
-    /* MIP: the root LP must be optimal (presolve off, needed for
-     * glp_ios_heur_sol) */
-    if (ret != 0 || lst != GLP_OPT) {
-        if (lst == GLP_NOFEAS) {
-            res->status = MP_SOLVE_INFEASIBLE;
-        } else if (lst == GLP_UNBND) {
-            res->status = MP_SOLVE_NONE;
-            res->unbounded = 1;
-        } else if (warm_ok) {
-            res->status = MP_SOLVE_FEASIBLE;
-        } else {
-            res->status = ret == GLP_ETMLIM || ret == GLP_EITLIM
-                              ? MP_SOLVE_TIMEOUT
-                              : MP_SOLVE_NONE;
-        }
-        if (warm_ok) {
-            memcpy(lp->x, opt->warm_start, (size_t)lp->ncols * sizeof *lp->x);
-            res->has_solution = 1;
-            res->from_warm_start = 1;
-            res->objective = warm_obj;
-        }
-        glp_delete_prob(P);
-        return;
+    if (ret == 0 && lst == GLP_OPT) {
+        res->status = MP_SOLVE_OPTIMAL;
+        res->has_solution = 1;
+        res->objective = lpobj;
+        res->bound = lpobj;
+        for (uint32_t j = 0; j < lp->ncols; j++)
+            lp->x[j] = glp_get_col_prim(P, (int)j + 1);
+    } else if (lst == GLP_NOFEAS) {
+        res->status = MP_SOLVE_INFEASIBLE;
+    } else if (lst == GLP_UNBND || (ret == 0 && dst == GLP_NOFEAS &&
+                                    lst == GLP_FEAS)) {
+        res->status = MP_SOLVE_NONE;
+        res->unbounded = 1;
+    } else if (ret == GLP_ETMLIM || ret == GLP_EITLIM) {
+        res->status = MP_SOLVE_TIMEOUT;
+    } else {
+        res->status = MP_SOLVE_NONE;
     }
-    g->bound = lpobj;
-    g->have_bound = 1;
-    glp_iocp ip;
-    glp_init_iocp(&ip);
-    ip.msg_lev = GLP_MSG_OFF;
-    ip.presolve = GLP_OFF;
-    ip.tm_lim = ms_left(deadline);
-    ip.mip_gap = opt->mip_gap > 0 ? opt->mip_gap : 0;
-    ip.cb_func = on_tree;
-    ip.cb_info = g;
-    ret = glp_intopt(P, &ip);
+}
+
+/* The solution is the (feasible) warm start. */
+static void take_warm_start(guard *g)
+{
+    mp__lp *lp = g->job;
+    memcpy(lp->x, g->opt->warm_start, (size_t)lp->ncols * sizeof *lp->x);
+    g->res->has_solution = 1;
+    g->res->from_warm_start = 1;
+    g->res->objective = g->warm_obj;
+}
+
+/* A MIP whose root LP is not optimal (the search needs it: presolve
+ * off, as glp_ios_heur_sol requires): infeasible, unbounded, or the
+ * warm start when there is one. */
+static void mip_root_outcome(guard *g, int ret, int lst)
+{
+    mp__lp_result *res = g->res;
+    if (lst == GLP_NOFEAS) {
+        res->status = MP_SOLVE_INFEASIBLE;
+    } else if (lst == GLP_UNBND) {
+        res->status = MP_SOLVE_NONE;
+        res->unbounded = 1;
+    } else if (g->warm_ok) {
+        res->status = MP_SOLVE_FEASIBLE;
+    } else {
+        res->status = ret == GLP_ETMLIM || ret == GLP_EITLIM
+                          ? MP_SOLVE_TIMEOUT
+                          : MP_SOLVE_NONE;
+    }
+    if (g->warm_ok)
+        take_warm_start(g);
+}
+
+/* The outcome of the branch and bound, which returned ret. */
+static void mip_outcome(guard *g, glp_prob *P, int ret)
+{
+    mp__lp *lp = g->job;
+    mp__lp_result *res = g->res;
+    double warm_obj = g->warm_obj;
     int mst = glp_mip_status(P);
     if (mst == GLP_OPT || mst == GLP_FEAS) {
         double obj = glp_mip_obj_val(P);
         /* an incumbent GLPK did not improve on stays the warm start */
-        if (warm_ok && !(lp->maximize ? obj > warm_obj + tol_of(warm_obj)
-                                      : obj < warm_obj - tol_of(warm_obj))) {
-            memcpy(lp->x, opt->warm_start, (size_t)lp->ncols * sizeof *lp->x);
-            res->objective = warm_obj;
-            res->from_warm_start = 1;
+        if (g->warm_ok && !(lp->maximize ? obj > warm_obj + tol_of(warm_obj)
+                                         : obj < warm_obj - tol_of(warm_obj))) {
+            take_warm_start(g);
         } else {
             for (uint32_t j = 0; j < lp->ncols; j++)
                 lp->x[j] = glp_mip_col_val(P, (int)j + 1);
@@ -592,16 +600,33 @@ static void run_glpk(guard *g)
         }
     } else if (mst == GLP_NOFEAS && ret == 0) {
         res->status = MP_SOLVE_INFEASIBLE;
-    } else if (warm_ok) {
-        memcpy(lp->x, opt->warm_start, (size_t)lp->ncols * sizeof *lp->x);
-        res->has_solution = 1;
-        res->from_warm_start = 1;
-        res->objective = warm_obj;
+    } else if (g->warm_ok) {
+        take_warm_start(g);
         res->status = MP_SOLVE_FEASIBLE;
     } else {
         res->status = ret == GLP_ETMLIM || ret == GLP_ESTOP ? MP_SOLVE_TIMEOUT
                                                             : MP_SOLVE_NONE;
     }
+}
+
+/* Branch and bound from the optimal root LP (objective lpobj, the first
+ * bound); on_tree tightens the bound, offers the warm start and stops at
+ * the node limit. */
+static void run_intopt(guard *g, glp_prob *P, double lpobj)
+{
+    mp__lp *lp = g->job;
+    mp__lp_result *res = g->res;
+    g->bound = lpobj;
+    g->have_bound = 1;
+    glp_iocp ip;
+    glp_init_iocp(&ip);
+    ip.msg_lev = GLP_MSG_OFF;
+    ip.presolve = GLP_OFF;
+    ip.tm_lim = ms_left(g->deadline);
+    ip.mip_gap = g->opt->mip_gap > 0 ? g->opt->mip_gap : 0;
+    ip.cb_func = on_tree;
+    ip.cb_info = g;
+    mip_outcome(g, P, glp_intopt(P, &ip));
     if (res->status != MP_SOLVE_OPTIMAL && res->status != MP_SOLVE_INFEASIBLE
         && g->have_bound) {
         double b = g->bound;
@@ -612,6 +637,23 @@ static void run_glpk(guard *g)
                              : fmin(b, res->objective);
         res->bound = b;
     }
+}
+
+/* Builds and solves; every GLPK call of memplan happens here, under the
+ * error hook. Writes the outcome to res and lp->x. */
+static void run_glpk(guard *g)
+{
+    int mip = 0;
+    glp_prob *P = load_problem(g, &mip);
+    int ret = run_simplex(g, P);
+    int lst = glp_get_status(P);
+    g->res->bound = g->job->maximize ? MP__LP_INF : -MP__LP_INF;
+    if (!mip)
+        lp_outcome(g, P, ret, lst);
+    else if (ret != 0 || lst != GLP_OPT)
+        mip_root_outcome(g, ret, lst);
+    else
+        run_intopt(g, P, glp_get_obj_val(P));
     glp_delete_prob(P);
 }
 
