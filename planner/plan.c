@@ -184,36 +184,6 @@ mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
     return plan_place(p, opt, MP_OFFSETS_EXACT, capacity, 1);
 }
 
-mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
-                         mp_plan **out)
-{
-    if (!g || !out)
-        return MP_ERR_INVALID_ARG;
-    mp_ctx *ctx = g->ctx;
-    *out = NULL;
-    mp_plan_options defaults;
-    if (!opt) {
-        mp_plan_options_init(&defaults);
-        opt = &defaults;
-    }
-    if (opt->alignment == 0)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    if (!g->finalized) {
-        mp_status st = mp_graph_finalize(g);
-        if (st)
-            return st;
-    }
-    if (opt->reorder)
-        return mp__plan_create_reordered(g, opt, out); /* solvers/order.c */
-    double t0 = mp__now_seconds();
-    mp_step *steps = NULL;
-    uint32_t n_steps = 0;
-    mp_status st = mp__schedule_default(g, &steps, &n_steps);
-    if (st)
-        return st;
-    return mp__plan_from_schedule(g, steps, n_steps, opt, t0, out);
-}
-
 const mp_figures *mp_plan_figures(const mp_plan *p)
 {
     return p ? &p->fig : NULL;

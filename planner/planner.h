@@ -1,6 +1,7 @@
 /* planner/planner.h - what the plan drivers share: a plan from a
- * schedule (placed by the offsets solver), re-placing a plan within a
- * capacity, and the reordered plan. Internal, not installed. */
+ * schedule (placed by the offsets solver) and re-placing a plan within a
+ * capacity (planner/plan.c). mp_plan_create, with or without reordering,
+ * is planner/reorder.c's. Internal, not installed. */
 #ifndef MP__PLANNER_H
 #define MP__PLANNER_H
 
@@ -21,10 +22,5 @@ mp_status mp__plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
  * live bytes (recompute, offload). */
 mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
                         uint64_t capacity);
-/* mp_plan_create with opt->reorder (planner/reorder.c): plans the default
- * order and mp_order_solve's, keeps the lower bound's winner (the default
- * on a tie) and reports both in fig.order_lb_before/after. */
-mp_status mp__plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
-                                   mp_plan **out);
 
 #endif /* MP__PLANNER_H */

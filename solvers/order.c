@@ -16,8 +16,12 @@
  * kept) and a local search that moves the producers of tensors live at
  * the peak later and their readers earlier, within each node's window
  * between its predecessors and successors, keeping a move when the peak
- * (then the number of steps at the peak) drops. Deterministic. */
-#include "../planner/planner.h" /* LAYER: a driver, moves to planner/ */
+ * (then the number of steps at the peak) drops. Deterministic.
+ *
+ * Pure: a graph in, an order out. The plans built from orders (and the
+ * choice between the default order's plan and the solved one) are
+ * planner/reorder.c's. */
+#include "order_solver.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +57,50 @@ static void model_free(model *m)
                    m->rem};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
         mp__dealloc(c, arr[i]);
+}
+
+/* The dependency edges of m (through any tensor, arena or not): pred and
+ * succ in CSR over the nodes (pred_beg and succ_beg allocated, zeroed). */
+static mp_status model_edges(model *m, const mp_graph *g)
+{
+    mp_ctx *ctx = m->ctx;
+    uint32_t nn = m->nn;
+    size_t ne = 0;
+    for (uint32_t v = 0; v < nn; v++) {
+        const mp__node *n = &g->nodes[v];
+        for (uint32_t i = 0; i < n->n_in; i++)
+            if (n->inputs[i] != MP_NONE &&
+                g->tensors[n->inputs[i]].producer != MP_NONE)
+                ne++;
+    }
+    m->pred = mp__alloc(ctx, (ne + 1) * sizeof *m->pred);
+    m->succ = mp__alloc(ctx, (ne + 1) * sizeof *m->succ);
+    if (!m->pred || !m->succ)
+        return MP_ERR_NOMEM;
+    ne = 0;
+    for (uint32_t v = 0; v < nn; v++) {
+        const mp__node *n = &g->nodes[v];
+        m->pred_beg[v] = (uint32_t)ne;
+        for (uint32_t i = 0; i < n->n_in; i++)
+            if (n->inputs[i] != MP_NONE &&
+                g->tensors[n->inputs[i]].producer != MP_NONE) {
+                m->pred[ne++] = g->tensors[n->inputs[i]].producer;
+                m->succ_beg[g->tensors[n->inputs[i]].producer + 1]++;
+            }
+    }
+    m->pred_beg[nn] = (uint32_t)ne;
+    for (uint32_t v = 0; v < nn; v++)
+        m->succ_beg[v + 1] += m->succ_beg[v];
+    uint32_t *fillv = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *fillv);
+    if (!fillv)
+        return MP_ERR_NOMEM;
+    for (uint32_t v = 0; v < nn; v++)
+        fillv[v] = m->succ_beg[v];
+    for (uint32_t v = 0; v < nn; v++)
+        for (uint32_t q = m->pred_beg[v]; q < m->pred_beg[v + 1]; q++)
+            m->succ[fillv[m->pred[q]]++] = v;
+    mp__dealloc(ctx, fillv);
+    return MP_OK;
 }
 
 static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
@@ -171,43 +219,7 @@ static mp_status model_build(model *m, const mp_graph *g, uint64_t align,
     m->rd_beg[nn] = (uint32_t)nrd;
     m->out_beg[nn] = (uint32_t)nout;
     m->ip_beg[nn] = (uint32_t)nip;
-    /* dependency edges (through any tensor, arena or not) */
-    size_t ne = 0;
-    for (uint32_t v = 0; v < nn; v++) {
-        const mp__node *n = &g->nodes[v];
-        for (uint32_t i = 0; i < n->n_in; i++)
-            if (n->inputs[i] != MP_NONE &&
-                g->tensors[n->inputs[i]].producer != MP_NONE)
-                ne++;
-    }
-    m->pred = mp__alloc(ctx, (ne + 1) * sizeof *m->pred);
-    m->succ = mp__alloc(ctx, (ne + 1) * sizeof *m->succ);
-    if (!m->pred || !m->succ)
-        return MP_ERR_NOMEM;
-    ne = 0;
-    for (uint32_t v = 0; v < nn; v++) {
-        const mp__node *n = &g->nodes[v];
-        m->pred_beg[v] = (uint32_t)ne;
-        for (uint32_t i = 0; i < n->n_in; i++)
-            if (n->inputs[i] != MP_NONE &&
-                g->tensors[n->inputs[i]].producer != MP_NONE) {
-                m->pred[ne++] = g->tensors[n->inputs[i]].producer;
-                m->succ_beg[g->tensors[n->inputs[i]].producer + 1]++;
-            }
-    }
-    m->pred_beg[nn] = (uint32_t)ne;
-    for (uint32_t v = 0; v < nn; v++)
-        m->succ_beg[v + 1] += m->succ_beg[v];
-    uint32_t *fillv = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *fillv);
-    if (!fillv)
-        return MP_ERR_NOMEM;
-    for (uint32_t v = 0; v < nn; v++)
-        fillv[v] = m->succ_beg[v];
-    for (uint32_t v = 0; v < nn; v++)
-        for (uint32_t q = m->pred_beg[v]; q < m->pred_beg[v + 1]; q++)
-            m->succ[fillv[m->pred[q]]++] = v;
-    mp__dealloc(ctx, fillv);
-    return MP_OK;
+    return model_edges(m, g);
 }
 
 /* Bytes resident before the first step: graph inputs with readers (or
@@ -570,25 +582,11 @@ static mp_status local_search(model *m, uint32_t *order, uint64_t budget,
     return MP_OK;
 }
 
-mp_status mp_order_solve(mp_graph *g, const mp_plan_options *opt,
-                         uint32_t *order, uint64_t *lb_before,
-                         uint64_t *lb_after)
+mp_status mp__order_solve(const mp_graph *g, const mp_plan_options *opt,
+                          uint32_t *order, uint64_t *lb_before,
+                          uint64_t *lb_after)
 {
-    if (!g || !order)
-        return MP_ERR_INVALID_ARG;
     mp_ctx *ctx = g->ctx;
-    mp_plan_options defaults;
-    if (!opt) {
-        mp_plan_options_init(&defaults);
-        opt = &defaults;
-    }
-    if (opt->alignment == 0)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    if (!g->finalized) {
-        mp_status st = mp_graph_finalize(g);
-        if (st)
-            return st;
-    }
     model m;
     mp_status st = model_build(&m, g, opt->alignment, opt->inplace);
     uint32_t n = m.nn;
@@ -640,165 +638,4 @@ done:
     mp__dealloc(ctx, topo_pos);
     model_free(&m);
     return st;
-}
-
-mp_status mp__schedule_from_order(const mp_graph *g, const uint32_t *order,
-                                 mp_step **steps_out, uint32_t *n_out)
-{
-    mp_ctx *ctx = g->ctx;
-    uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
-    uint32_t *pos = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *pos);
-    uint32_t *last = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *last);
-    uint32_t *head = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *head);
-    uint32_t *next = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *next);
-    mp_step *steps = mp__alloc(ctx, ((size_t)nn + nt + 1) * sizeof *steps);
-    mp_status st = MP_OK;
-    if (!pos || !last || !head || !next || !steps) {
-        st = MP_ERR_NOMEM;
-        goto done;
-    }
-    for (uint32_t k = 0; k < nn; k++)
-        pos[k] = MP_NONE;
-    for (uint32_t k = 0; k < nn; k++) {
-        if (order[k] >= nn || pos[order[k]] != MP_NONE) {
-            st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                        "order: entry %u is not a node or repeats one",
-                        (unsigned)k);
-            goto done;
-        }
-        pos[order[k]] = k;
-    }
-    for (uint32_t k = 0; k < nn; k++) {
-        const mp__node *n = &g->nodes[order[k]];
-        for (uint32_t i = 0; i < n->n_in; i++) {
-            uint32_t t = n->inputs[i];
-            if (t != MP_NONE && g->tensors[t].producer != MP_NONE &&
-                pos[g->tensors[t].producer] >= k) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                            "order: node '%s' comes before '%s', which "
-                            "computes its input '%s'",
-                            n->name, g->nodes[g->tensors[t].producer].name,
-                            g->tensors[t].name);
-                goto done;
-            }
-        }
-    }
-    /* last use of each storage root (UINT32_MAX: kept to the end) */
-    for (uint32_t t = 0; t < nt; t++) {
-        const mp__tensor *tt = &g->tensors[t];
-        last[t] = tt->producer != MP_NONE ? pos[tt->producer] : 0;
-    }
-    for (uint32_t t = 0; t < nt; t++) {
-        const mp__tensor *tt = &g->tensors[t];
-        uint32_t r = tt->root;
-        if (tt->flags & MP__TF_OUTPUT) {
-            last[r] = UINT32_MAX;
-            continue;
-        }
-        for (uint32_t c = 0; c < tt->n_cons; c++) {
-            uint32_t p = pos[g->cons[tt->cons_begin + c]];
-            if (last[r] != UINT32_MAX && p > last[r])
-                last[r] = p;
-        }
-    }
-    for (uint32_t k = 0; k < nn; k++)
-        head[k] = MP_NONE;
-    for (uint32_t t = nt; t-- > 0;) {
-        const mp__tensor *tt = &g->tensors[t];
-        if (!mp__tensor_in_arena(tt) || last[t] == UINT32_MAX)
-            continue;
-        if (tt->producer == MP_NONE && tt->n_cons == 0)
-            continue;
-        uint32_t k = last[t] < nn ? last[t] : nn - 1;
-        next[t] = head[k];
-        head[k] = t;
-    }
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < nn; k++) {
-        steps[n].kind = MP_STEP_COMPUTE;
-        steps[n++].index = order[k];
-        for (uint32_t t = head[k]; t != MP_NONE; t = next[t]) {
-            steps[n].kind = MP_STEP_FREE;
-            steps[n++].index = t;
-        }
-    }
-    *steps_out = steps;
-    *n_out = n;
-    steps = NULL;
-done:
-    mp__dealloc(ctx, pos);
-    mp__dealloc(ctx, last);
-    mp__dealloc(ctx, head);
-    mp__dealloc(ctx, next);
-    mp__dealloc(ctx, steps);
-    return st;
-}
-
-mp_status mp_plan_create_ordered(mp_graph *g, const uint32_t *order,
-                                 const mp_plan_options *opt, mp_plan **out)
-{
-    if (!g || !order || !out)
-        return MP_ERR_INVALID_ARG;
-    *out = NULL;
-    mp_ctx *ctx = g->ctx;
-    mp_plan_options defaults;
-    if (!opt) {
-        mp_plan_options_init(&defaults);
-        opt = &defaults;
-    }
-    if (opt->alignment == 0)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    if (!g->finalized) {
-        mp_status st = mp_graph_finalize(g);
-        if (st)
-            return st;
-    }
-    double t0 = mp__now_seconds();
-    mp_step *steps = NULL;
-    uint32_t n = 0;
-    mp_status st = mp__schedule_from_order(g, order, &steps, &n);
-    if (st)
-        return st;
-    return mp__plan_from_schedule(g, steps, n, opt, t0, out);
-}
-
-/* mp_plan_create with opt->reorder: the default order's plan and the
- * reordered one; the one with the lower bound kept (the default on a
- * tie), both bounds reported in the figures. */
-mp_status mp__plan_create_reordered(mp_graph *g, const mp_plan_options *opt,
-                                   mp_plan **out)
-{
-    mp_ctx *ctx = g->ctx;
-    double t0 = mp__now_seconds();
-    *out = NULL;
-    mp_plan_options o = *opt;
-    o.reorder = 0;
-    mp_step *steps = NULL;
-    uint32_t n = 0;
-    mp_plan *base = NULL, *re = NULL;
-    uint32_t *order = mp__alloc(ctx, (g->n_nodes + 1) * sizeof *order);
-    if (!order)
-        return MP_ERR_NOMEM;
-    mp_status st = mp__schedule_default(g, &steps, &n);
-    if (!st)
-        st = mp__plan_from_schedule(g, steps, n, &o, t0, &base);
-    if (!st)
-        st = mp_order_solve(g, &o, order, NULL, NULL);
-    if (!st)
-        st = mp_plan_create_ordered(g, order, &o, &re);
-    mp__dealloc(ctx, order);
-    if (st) {
-        mp_plan_destroy(base);
-        mp_plan_destroy(re);
-        return st;
-    }
-    uint64_t before = base->fig.lower_bound_bytes;
-    uint64_t after = re->fig.lower_bound_bytes;
-    mp_plan *keep = after < before ? re : base;
-    mp_plan_destroy(keep == re ? base : re);
-    keep->fig.order_lb_before = before;
-    keep->fig.order_lb_after = after < before ? after : before;
-    keep->fig.solve_seconds = mp__now_seconds() - t0;
-    *out = keep;
-    return MP_OK;
 }

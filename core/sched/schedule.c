@@ -1,6 +1,7 @@
-/* Schedules and lifetimes: the default schedule of a graph, the blocks
- * (tensor instances in the arena with their live intervals) derived from
- * any schedule, and live bytes per step. */
+/* Schedules and lifetimes: the default schedule of a graph and the
+ * schedule of a given topological order, the blocks (tensor instances in
+ * the arena with their live intervals) derived from any schedule, and
+ * live bytes per step. */
 #include "sched.h"
 
 #include <string.h>
@@ -47,27 +48,22 @@ static mp_status last_uses(const mp_graph *g, uint32_t **out)
     return MP_OK;
 }
 
-mp_status mp__schedule_default(const mp_graph *g, mp_step **steps_out,
-                              uint32_t *n_out)
+/* The steps of a topological order (nn nodes): COMPUTE each node, then
+ * FREE each arena root whose last use (last[], UINT32_MAX: kept to the
+ * end) is that position, in increasing id order. steps: room for
+ * n_nodes + n_tensors entries. */
+static mp_status steps_from_last_uses(const mp_graph *g, const uint32_t *order,
+                                      const uint32_t *last, mp_step *steps,
+                                      uint32_t *n_out)
 {
     mp_ctx *ctx = g->ctx;
-    if (!g->finalized)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
     uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
-    uint32_t *last;
-    mp_status st = last_uses(g, &last);
-    if (st)
-        return st;
     /* bucket the arena roots by the position of their last use */
     uint32_t *head = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *head);
     uint32_t *next = mp__alloc(ctx, (nt ? nt : 1) * sizeof *next);
-    size_t cap = (size_t)nn + nt;
-    mp_step *steps = mp__alloc(ctx, (cap ? cap : 1) * sizeof *steps);
-    if (!head || !next || !steps) {
-        mp__dealloc(ctx, last);
+    if (!head || !next) {
         mp__dealloc(ctx, head);
         mp__dealloc(ctx, next);
-        mp__dealloc(ctx, steps);
         return MP_ERR_NOMEM;
     }
     for (uint32_t k = 0; k <= nn; k++)
@@ -86,18 +82,120 @@ mp_status mp__schedule_default(const mp_graph *g, mp_step **steps_out,
     uint32_t n = 0;
     for (uint32_t k = 0; k < nn; k++) {
         steps[n].kind = MP_STEP_COMPUTE;
-        steps[n++].index = g->topo[k];
+        steps[n++].index = order[k];
         for (uint32_t t = head[k]; t != MP_NONE; t = next[t]) {
             steps[n].kind = MP_STEP_FREE;
             steps[n++].index = t;
         }
     }
-    mp__dealloc(ctx, last);
     mp__dealloc(ctx, head);
     mp__dealloc(ctx, next);
+    *n_out = n;
+    return MP_OK;
+}
+
+mp_status mp__schedule_default(const mp_graph *g, mp_step **steps_out,
+                              uint32_t *n_out)
+{
+    mp_ctx *ctx = g->ctx;
+    if (!g->finalized)
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
+    uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
+    uint32_t *last;
+    mp_status st = last_uses(g, &last);
+    if (st)
+        return st;
+    size_t cap = (size_t)nn + nt;
+    mp_step *steps = mp__alloc(ctx, (cap ? cap : 1) * sizeof *steps);
+    uint32_t n = 0;
+    st = steps ? steps_from_last_uses(g, g->topo, last, steps, &n)
+               : MP_ERR_NOMEM;
+    mp__dealloc(ctx, last);
+    if (st) {
+        mp__dealloc(ctx, steps);
+        return st;
+    }
     *steps_out = steps;
     *n_out = n;
     return MP_OK;
+}
+
+/* pos[node]: the node's position in order; an error when order is not a
+ * topological order of g's nodes. */
+static mp_status order_positions(const mp_graph *g, const uint32_t *order,
+                                 uint32_t *pos)
+{
+    mp_ctx *ctx = g->ctx;
+    uint32_t nn = (uint32_t)g->n_nodes;
+    for (uint32_t k = 0; k < nn; k++)
+        pos[k] = MP_NONE;
+    for (uint32_t k = 0; k < nn; k++) {
+        if (order[k] >= nn || pos[order[k]] != MP_NONE)
+            return mp__err(ctx, MP_ERR_INVALID_ARG,
+                          "order: entry %u is not a node or repeats one",
+                          (unsigned)k);
+        pos[order[k]] = k;
+    }
+    for (uint32_t k = 0; k < nn; k++) {
+        const mp__node *n = &g->nodes[order[k]];
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t t = n->inputs[i];
+            if (t != MP_NONE && g->tensors[t].producer != MP_NONE &&
+                pos[g->tensors[t].producer] >= k)
+                return mp__err(ctx, MP_ERR_INVALID_ARG,
+                              "order: node '%s' comes before '%s', which "
+                              "computes its input '%s'",
+                              n->name, g->nodes[g->tensors[t].producer].name,
+                              g->tensors[t].name);
+        }
+    }
+    return MP_OK;
+}
+
+mp_status mp__schedule_from_order(const mp_graph *g, const uint32_t *order,
+                                 mp_step **steps_out, uint32_t *n_out)
+{
+    mp_ctx *ctx = g->ctx;
+    uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
+    uint32_t *pos = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *pos);
+    uint32_t *last = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *last);
+    mp_step *steps = mp__alloc(ctx, ((size_t)nn + nt + 1) * sizeof *steps);
+    mp_status st = MP_OK;
+    if (!pos || !last || !steps) {
+        st = MP_ERR_NOMEM;
+        goto done;
+    }
+    if ((st = order_positions(g, order, pos)))
+        goto done;
+    /* last use of each storage root (UINT32_MAX: kept to the end) */
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp__tensor *tt = &g->tensors[t];
+        last[t] = tt->producer != MP_NONE ? pos[tt->producer] : 0;
+    }
+    for (uint32_t t = 0; t < nt; t++) {
+        const mp__tensor *tt = &g->tensors[t];
+        uint32_t r = tt->root;
+        if (tt->flags & MP__TF_OUTPUT) {
+            last[r] = UINT32_MAX;
+            continue;
+        }
+        for (uint32_t c = 0; c < tt->n_cons; c++) {
+            uint32_t p = pos[g->cons[tt->cons_begin + c]];
+            if (last[r] != UINT32_MAX && p > last[r])
+                last[r] = p;
+        }
+    }
+    uint32_t n = 0;
+    if ((st = steps_from_last_uses(g, order, last, steps, &n)))
+        goto done;
+    *steps_out = steps;
+    *n_out = n;
+    steps = NULL;
+done:
+    mp__dealloc(ctx, pos);
+    mp__dealloc(ctx, last);
+    mp__dealloc(ctx, steps);
+    return st;
 }
 
 mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
