@@ -1,6 +1,6 @@
 /* Planning constraints (issue 9): pools, pinned offsets, no-share tensors,
  * per-tensor alignment and the largest buffer; and mp_verify_constraints,
- * which checks a plan against them independently of solvers/pools.c. */
+ * which checks a plan against them independently of planner/pools.c. */
 #include "sched.h"
 #include "constraints.h"
 

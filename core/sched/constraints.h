@@ -1,6 +1,6 @@
 /* Planning constraints and memory pools (issue 9): the internal form of
  * mp_constraints, shared by core/sched/constraints.c (building, checking) and
- * solvers/pools.c (planning). Not installed. */
+ * planner/pools.c and solvers/pools.c (planning). Not installed. */
 #ifndef MP__CONSTRAINTS_H
 #define MP__CONSTRAINTS_H
 

@@ -28,7 +28,7 @@ struct mp_plan {
     uint64_t *live;        /* live arena bytes per step */
     mp_figures fig;
     char solver_name[32];
-    /* memory pools (solvers/pools.c, issue 9): the pool of each block
+    /* memory pools (planner/pools.c, issue 9): the pool of each block
      * and the pools; NULL / 0 for a plan made without pools (one pool) */
     uint32_t *block_pool;
     struct mp__pool_plan *pools;
