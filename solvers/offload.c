@@ -1,4 +1,5 @@
-/* Offload planner, alone or jointly with recompute (docs/offload.md).
+/* Offload decisions, alone or jointly with recompute (docs/offload.md):
+ * the solver. planner/offload.c builds the plans and chooses among them.
  *
  * A base schedule (the default topological one, or a recompute solver's)
  * is replayed into tensor instances: an instance of an arena storage root
@@ -21,29 +22,20 @@
  * variant covering the peak position with the least cost, largest size x
  * idle time first. ILP (GLPK): one binary per variant, at most one per
  * candidate, the excess covered at every position above the budget, the
- * exclusions, least estimated cost; warm-started from the greedy. Every
- * schedule is then timed by a simulation of the compute stream and the
- * copy engines (one per direction when the device has two) on one cost
- * model (the device), and joint mode keeps the fastest schedule within
- * the budget among offload only, recompute only (mp_remat_plan with the
- * node times of the same model), the joint candidates, and recompute at
- * looser budgets followed by offload. */
-#include "cost.h"
-#include "../planner/planner.h" /* LAYER: a driver, moves to planner/ */
+ * exclusions, least estimated cost; warm-started from the greedy. The
+ * chosen variants become a schedule, which a simulation of the compute
+ * stream and the copy engines (one per direction when the device has two)
+ * times on one cost model (the device).
+ *
+ * Pure: a graph, a base schedule, node times and a device in; decisions,
+ * schedules and their times out. */
+#include "offload_solver.h"
 #include "mp_glpk.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void mp_offload_options_init(mp_offload_options *o)
-{
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->use_given_seconds = 1;
-}
 
 #define MAXV 5
 
@@ -71,7 +63,7 @@ typedef struct {
     int created;       /* by a node step (not a graph input) */
 } inst;
 
-typedef struct {
+struct mp__offload_problem {
     mp_ctx *ctx;
     const mp_graph *g;
     const mp_device *d;
@@ -91,7 +83,8 @@ typedef struct {
     /* recompute variant of candidate i needs candidates need[...] resident
      * at ub_i; nb: the reverse */
     uint32_t *need_beg, *need, *nb_beg, *nb;
-} ctx_t;
+};
+typedef struct mp__offload_problem ctx_t;
 
 static void free_ctx(ctx_t *x)
 {
@@ -278,6 +271,54 @@ static uint32_t inst_at(const ctx_t *x, const uint32_t *rbeg,
     return MP_NONE;
 }
 
+/* The need / needed-by lists over candidates from the (candidate, needed
+ * instance) pairs (reordered in place); instances without a candidate are
+ * never removed: no exclusion. */
+static mp_status build_needs(ctx_t *x, uint32_t *pairs, size_t npairs)
+{
+    mp_ctx *ctx = x->ctx;
+    x->need_beg = mp__calloc(ctx, (size_t)x->nc + 2, sizeof *x->need_beg);
+    x->nb_beg = mp__calloc(ctx, (size_t)x->nc + 2, sizeof *x->nb_beg);
+    x->need = mp__alloc(ctx, (npairs + 1) * sizeof *x->need);
+    x->nb = mp__alloc(ctx, (npairs + 1) * sizeof *x->nb);
+    if (!x->need_beg || !x->nb_beg || !x->need || !x->nb)
+        return MP_ERR_NOMEM;
+    size_t m = 0;
+    for (size_t k = 0; k < npairs; k++) {
+        uint32_t a = pairs[2 * k], b = x->inst_cand[pairs[2 * k + 1]];
+        if (a >= x->nc || x->c[a].node == MP_NONE || b == MP_NONE || a == b)
+            continue;
+        pairs[2 * m] = a;
+        pairs[2 * m + 1] = b;
+        m++;
+    }
+    npairs = m;
+    for (size_t k = 0; k < npairs; k++) {
+        x->need_beg[pairs[2 * k] + 1]++;
+        x->nb_beg[pairs[2 * k + 1] + 1]++;
+    }
+    for (uint32_t i = 0; i < x->nc; i++) {
+        x->need_beg[i + 1] += x->need_beg[i];
+        x->nb_beg[i + 1] += x->nb_beg[i];
+    }
+    uint32_t *f1 = mp__alloc(ctx, ((size_t)x->nc + 1) * sizeof *f1);
+    uint32_t *f2 = mp__alloc(ctx, ((size_t)x->nc + 1) * sizeof *f2);
+    if (!f1 || !f2) {
+        mp__dealloc(ctx, f1);
+        mp__dealloc(ctx, f2);
+        return MP_ERR_NOMEM;
+    }
+    memcpy(f1, x->need_beg, (size_t)x->nc * sizeof *f1);
+    memcpy(f2, x->nb_beg, (size_t)x->nc * sizeof *f2);
+    for (size_t k = 0; k < npairs; k++) {
+        x->need[f1[pairs[2 * k]]++] = pairs[2 * k + 1];
+        x->nb[f2[pairs[2 * k + 1]]++] = pairs[2 * k];
+    }
+    mp__dealloc(ctx, f1);
+    mp__dealloc(ctx, f2);
+    return MP_OK;
+}
+
 /* Candidates: the longest idle gap of each instance; with recompute, the
  * recompute variant and the candidates it needs resident. */
 static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
@@ -410,52 +451,7 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
         c->score = (double)c->size * (best > 0 ? best : 0);
         x->inst_cand[i] = x->nc++;
     }
-    /* need / needed-by lists over candidates (instances without a
-     * candidate are never removed: no exclusion) */
-    x->need_beg = mp__calloc(ctx, (size_t)x->nc + 2, sizeof *x->need_beg);
-    x->nb_beg = mp__calloc(ctx, (size_t)x->nc + 2, sizeof *x->nb_beg);
-    x->need = mp__alloc(ctx, (npairs + 1) * sizeof *x->need);
-    x->nb = mp__alloc(ctx, (npairs + 1) * sizeof *x->nb);
-    if (!x->need_beg || !x->nb_beg || !x->need || !x->nb) {
-        st = MP_ERR_NOMEM;
-        goto out;
-    }
-    size_t m = 0;
-    for (size_t k = 0; k < npairs; k++) {
-        uint32_t a = pairs[2 * k], b = x->inst_cand[pairs[2 * k + 1]];
-        if (a >= x->nc || x->c[a].node == MP_NONE || b == MP_NONE || a == b)
-            continue;
-        pairs[2 * m] = a;
-        pairs[2 * m + 1] = b;
-        m++;
-    }
-    npairs = m;
-    for (size_t k = 0; k < npairs; k++) {
-        x->need_beg[pairs[2 * k] + 1]++;
-        x->nb_beg[pairs[2 * k + 1] + 1]++;
-    }
-    for (uint32_t i = 0; i < x->nc; i++) {
-        x->need_beg[i + 1] += x->need_beg[i];
-        x->nb_beg[i + 1] += x->nb_beg[i];
-    }
-    {
-        uint32_t *f1 = mp__alloc(ctx, ((size_t)x->nc + 1) * sizeof *f1);
-        uint32_t *f2 = mp__alloc(ctx, ((size_t)x->nc + 1) * sizeof *f2);
-        if (!f1 || !f2) {
-            mp__dealloc(ctx, f1);
-            mp__dealloc(ctx, f2);
-            st = MP_ERR_NOMEM;
-            goto out;
-        }
-        memcpy(f1, x->need_beg, (size_t)x->nc * sizeof *f1);
-        memcpy(f2, x->nb_beg, (size_t)x->nc * sizeof *f2);
-        for (size_t k = 0; k < npairs; k++) {
-            x->need[f1[pairs[2 * k]]++] = pairs[2 * k + 1];
-            x->nb[f2[pairs[2 * k + 1]]++] = pairs[2 * k];
-        }
-        mp__dealloc(ctx, f1);
-        mp__dealloc(ctx, f2);
-    }
+    st = build_needs(x, pairs, npairs);
 out:
     mp__dealloc(ctx, is_out);
     mp__dealloc(ctx, rbeg);
@@ -551,9 +547,9 @@ static uint32_t greedy(ctx_t *x, uint64_t target, int rec, uint64_t *live)
  * them away at that position; minimise the estimated cost plus a small
  * cost per transfer. Warm start: the current choice in x->c, which is
  * replaced by the solution when there is one. */
-static mp_status solve_ilp(ctx_t *x, uint64_t target, int rec,
-                           double time_limit, mp_solve_status *status,
-                           int *from_warm, int *have)
+mp_status mp__offload_ilp(ctx_t *x, uint64_t target, int rec,
+                          double time_limit, mp_solve_status *status,
+                          int *from_warm, int *have)
 {
     mp_ctx *ctx = x->ctx;
     *have = 0;
@@ -682,7 +678,8 @@ static int cmp_ins(const void *a, const void *b)
 
 /* The base schedule with the chosen candidates' steps inserted before the
  * node steps of their positions. */
-static mp_status build_steps(const ctx_t *x, mp_step **out, uint32_t *n_out)
+mp_status mp__offload_schedule(const ctx_t *x, mp_step **out,
+                               uint32_t *n_out)
 {
     mp_ctx *ctx = x->ctx;
     uint32_t n_chosen = 0;
@@ -732,11 +729,6 @@ static mp_status build_steps(const ctx_t *x, mp_step **out, uint32_t *n_out)
     return MP_OK;
 }
 
-typedef struct {
-    double compute, recompute, exposed, total;
-    uint64_t to_host, to_device;
-    uint32_t n_off, n_rec;
-} timing;
 
 /* A copy that may start at `earliest` on its engine (one per direction,
  * or one shared): its end; the engine is busy until then. */
@@ -757,9 +749,10 @@ static double copy_done(double *d2h, double *h2d, int one_engine,
  * stalls for inputs still being prefetched and at OFFLOAD steps whose copy
  * has not finished; a copy to host may start once its instance exists,
  * a copy back at its PREFETCH step once the engine is free. */
-static mp_status simulate(mp_ctx *ctx, const mp_graph *g, const mp_step *st,
-                          uint32_t ns, const mp_device *d, const double *ndur,
-                          timing *tm)
+mp_status mp__offload_simulate(mp_ctx *ctx, const mp_graph *g,
+                               const mp_step *st, uint32_t ns,
+                               const mp_device *d, const double *ndur,
+                               mp__offload_timing *tm)
 {
     double c = 0, d2h = 0, h2d = 0;
     int one_engine = d->copy_engines < 2;
@@ -825,9 +818,9 @@ static mp_status simulate(mp_ctx *ctx, const mp_graph *g, const mp_step *st,
     return MP_OK;
 }
 
-/* Live arena peak of a schedule (no in-place). */
-static mp_status schedule_peak(const mp_graph *g, const mp_step *st,
-                               uint32_t ns, uint64_t align, uint64_t *peak)
+mp_status mp__offload_schedule_peak(const mp_graph *g, const mp_step *st,
+                                    uint32_t ns, uint64_t align,
+                                    uint64_t *peak)
 {
     mp_block *bl = NULL;
     uint32_t nb = 0;
@@ -843,79 +836,6 @@ static mp_status schedule_peak(const mp_graph *g, const mp_step *st,
     mp__dealloc(g->ctx, bl);
     mp__dealloc(g->ctx, live);
     return s;
-}
-
-/* ---- the search ------------------------------------------------------------ */
-typedef struct {
-    mp_step *steps;     /* best schedule so far (owned) or NULL */
-    uint32_t n;
-    mp_plan *plan;      /* or a finished plan (recompute only) */
-    timing tm;
-    uint64_t peak;
-    const char *solver;
-    int have;
-} best_t;
-
-static void best_clear(mp_ctx *ctx, best_t *b)
-{
-    mp__dealloc(ctx, b->steps);
-    mp_plan_destroy(b->plan);
-    memset(b, 0, sizeof *b);
-}
-
-/* Offers a schedule (taken over): kept when within the budget and faster
- * than the best (ties: fewer bytes moved; on a full tie the earlier offer
- * stays unless win_ties, as for the ILP against its warm start). *t_out: its total seconds, or
- * -1 when over the budget. */
-static mp_status offer(const mp_graph *g, best_t *b, mp_step *st, uint32_t n,
-                       mp_plan *plan, uint64_t limit, uint64_t align,
-                       const mp_device *d, const double *ndur,
-                       const char *solver, int win_ties, double *t_out,
-                       uint64_t *pk_out)
-{
-    mp_ctx *ctx = g->ctx;
-    const mp_step *s = plan ? plan->steps : st;
-    uint32_t ns = plan ? plan->n_steps : n;
-    uint64_t peak = 0;
-    timing tm;
-    mp_status e = MP_OK;
-    if (plan)
-        peak = plan->fig.lower_bound_bytes;
-    else
-        e = schedule_peak(g, s, ns, align, &peak);
-    if (!e)
-        e = simulate(ctx, g, s, ns, d, ndur, &tm);
-    if (pk_out)
-        *pk_out = peak;
-    if (t_out)
-        *t_out = -1;
-    if (e || peak > limit) {
-        mp__dealloc(ctx, st);
-        mp_plan_destroy(plan);
-        return e;
-    }
-    if (t_out)
-        *t_out = tm.total;
-    int better = !b->have || tm.total < b->tm.total * (1 - 1e-12) ||
-                 (tm.total <= b->tm.total * (1 + 1e-12) &&
-                  (tm.to_host + tm.to_device <
-                       b->tm.to_host + b->tm.to_device ||
-                   (win_ties && tm.to_host + tm.to_device ==
-                                    b->tm.to_host + b->tm.to_device)));
-    if (!better) {
-        mp__dealloc(ctx, st);
-        mp_plan_destroy(plan);
-        return MP_OK;
-    }
-    best_clear(ctx, b);
-    b->steps = plan ? NULL : st;
-    b->n = n;
-    b->plan = plan;
-    b->tm = tm;
-    b->peak = peak;
-    b->solver = solver;
-    b->have = 1;
-    return MP_OK;
 }
 
 /* Analyses a base schedule (steps not owned) into x. */
@@ -945,357 +865,47 @@ static mp_status setup(ctx_t *x, const mp_graph *g, const mp_device *d,
     return build_cands(x, align, recompute);
 }
 
-/* Greedy (and the ILP when use_ilp: 2 when the caller asked for it, so
- * that a build without GLPK says MP_ERR_UNSUPPORTED; 1 when it is only
- * tried) on base schedule x toward target; each schedule found is
- * offered. */
-static mp_status search_base(ctx_t *x, best_t *b, uint64_t target,
-                             uint64_t limit, uint64_t align, int rec,
-                             int use_ilp, double time_limit,
-                             const char *name_greedy, const char *name_ilp,
-                             const char *name_ilp_warm,
-                             mp_offload_result *res, double *t_best)
+mp_status mp__offload_problem_create(const mp_graph *g, const mp_device *d,
+                                     const double *ndur, const mp_step *steps,
+                                     uint32_t n, uint64_t align, int recompute,
+                                     mp__offload_problem **out)
 {
+    *out = NULL;
+    ctx_t *x = mp__alloc(g->ctx, sizeof *x);
+    if (!x)
+        return MP_ERR_NOMEM;
+    mp_status st = setup(x, g, d, ndur, steps, n, align, recompute);
+    if (st) {
+        mp__offload_problem_destroy(x);
+        return st;
+    }
+    *out = x;
+    return MP_OK;
+}
+
+void mp__offload_problem_destroy(mp__offload_problem *x)
+{
+    if (!x)
+        return;
     mp_ctx *ctx = x->ctx;
-    uint64_t *live = mp__alloc(ctx, ((size_t)x->np + 1) * sizeof *live);
+    free_ctx(x);
+    mp__dealloc(ctx, x);
+}
+
+uint32_t mp__offload_num_candidates(const mp__offload_problem *x)
+{
+    return x->nc;
+}
+
+mp_status mp__offload_greedy(mp__offload_problem *x, uint64_t target, int rec,
+                             uint32_t *n_chosen)
+{
+    uint64_t *live = mp__alloc(x->ctx, ((size_t)x->np + 1) * sizeof *live);
     if (!live)
         return MP_ERR_NOMEM;
-    mp_status st = MP_OK;
-    uint32_t n_chosen = greedy(x, target, rec, live);
-    mp_step *s = NULL;
-    uint32_t n = 0;
-    double t = -1;
-    if ((st = build_steps(x, &s, &n)) ||
-        (st = offer(x->g, b, s, n, NULL, limit, align, x->d, x->ndur,
-                    name_greedy, 0, &t, NULL)))
-        goto out;
-    if (t >= 0 && (*t_best < 0 || t < *t_best))
-        *t_best = t;
-    if (use_ilp && n_chosen) {
-        mp_solve_status ss = MP_SOLVE_NONE;
-        int fw = 0, have = 0;
-        st = solve_ilp(x, target, rec, time_limit, &ss, &fw, &have);
-        if (st == MP_ERR_UNSUPPORTED && use_ilp < 2) {
-            /* an ILP the caller did not ask for: the greedy stands */
-            mp_ctx_clear(ctx);
-            st = MP_OK;
-            goto out;
-        }
-        if (st)
-            goto out;
-        res->ilp_status = ss;
-        if (!have)
-            goto out;
-        if ((st = build_steps(x, &s, &n)) ||
-            (st = offer(x->g, b, s, n, NULL, limit, align, x->d, x->ndur,
-                        fw ? name_ilp_warm : name_ilp, 1, &t, NULL)))
-            goto out;
-        if (t >= 0 && (*t_best < 0 || t < *t_best))
-            *t_best = t;
-    }
-out:
-    mp__dealloc(ctx, live);
-    return st;
-}
-
-/* mp_remat_plan with the node times of the device model (the graph's
- * given seconds are put back afterwards). inplace 0: the schedule keeps
- * its FREE steps (a base for offload). */
-static mp_status remat_run(mp_graph *g, const mp_offload_options *o,
-                           const double *ndur, uint64_t budget,
-                           const mp_plan_options *po, int inplace,
-                           mp_remat_solver solver, mp_plan **out,
-                           const char **name)
-{
-    mp_ctx *ctx = g->ctx;
-    uint32_t nn = (uint32_t)g->n_nodes;
-    double *saved = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *saved);
-    if (!saved)
-        return MP_ERR_NOMEM;
-    for (uint32_t v = 0; v < nn; v++) {
-        saved[v] = g->nodes[v].seconds;
-        g->nodes[v].seconds = ndur[v] > 0 ? ndur[v] : 1e-12;
-    }
-    mp_remat_options ro;
-    if (o->remat)
-        ro = *o->remat;
-    else {
-        mp_remat_options_init(&ro);
-        ro.time_limit = 10;
-    }
-    if (solver != MP_REMAT_AUTO)
-        ro.solver = solver;
-    ro.budget = budget;
-    mp_plan_options p2 = *po;
-    p2.inplace = inplace;
-    mp_remat_result rr;
-    mp_status st = mp_remat_plan(g, &ro, &p2, out, &rr);
-    for (uint32_t v = 0; v < nn; v++)
-        g->nodes[v].seconds = saved[v];
-    mp__dealloc(ctx, saved);
-    if (name)
-        *name = rr.solver;
-    return st;
-}
-
-mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
-                          const mp_plan_options *po_in, mp_plan **out,
-                          mp_offload_result *res)
-{
-    if (!g || !out || !res)
-        return MP_ERR_INVALID_ARG;
-    mp_ctx *ctx = g->ctx;
-    double t0 = mp__now_seconds();
-    *out = NULL;
-    memset(res, 0, sizeof *res);
-    res->offload_only_seconds = res->recompute_only_seconds = -1;
-    if (!g->finalized)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "graph is not finalized");
-    mp_offload_options o;
-    if (oo)
-        o = *oo;
-    else
-        mp_offload_options_init(&o);
-    mp_plan_options po;
-    if (po_in)
-        po = *po_in;
-    else
-        mp_plan_options_init(&po);
-    if (po.alignment == 0)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    mp_device dev;
-    if (o.device)
-        dev = *o.device;
-    else if (mp_device_builtin(ctx, "h200", &dev))
-        return MP_ERR_INTERNAL;
-    if (dev.h2d_bw <= 0 || dev.d2h_bw <= 0)
-        return mp__err(ctx, MP_ERR_INVALID_ARG,
-                      "device '%s': the host link bandwidth is unknown",
-                      dev.name);
-    uint64_t pers = mp__plan_persistent_bytes(g);
-    if (pers == UINT64_MAX)
-        return mp__err(ctx, MP_ERR_OVERFLOW, "persistent bytes overflow");
-    uint32_t nn = (uint32_t)g->n_nodes;
-    mp_status st = MP_OK;
-    mp_step *steps = NULL;
-    uint32_t nsteps = 0;
-    best_t B;
-    memset(&B, 0, sizeof B);
-    ctx_t x;
-    memset(&x, 0, sizeof x);
-    x.ctx = ctx;
-    double *ndur = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *ndur);
-    if (!ndur)
-        return MP_ERR_NOMEM;
-    for (uint32_t v = 0; v < nn; v++) {
-        mp_op_cost k;
-        if ((st = mp__node_estimate_ex(g, v, &dev, o.use_given_seconds, &k)))
-            goto out;
-        ndur[v] = k.seconds;
-    }
-    if ((st = mp__schedule_default(g, &steps, &nsteps)))
-        goto out;
-    {
-        /* the plan without offload (in-place reuse and the rest of po
-         * included): when it meets the budget, it is the answer */
-        mp_plan *p0 = NULL;
-        if ((st = mp_plan_create(g, &po, &p0)))
-            goto out;
-        uint64_t pk0 = p0->fig.lower_bound_bytes + pers, pkd = 0;
-        if ((st = schedule_peak(g, steps, nsteps, po.alignment, &pkd))) {
-            mp_plan_destroy(p0);
-            goto out;
-        }
-        res->base_peak_bytes = pk0 < pkd + pers ? pk0 : pkd + pers;
-        if (o.budget == 0 || pk0 <= o.budget) {
-            timing tm;
-            if ((st = simulate(ctx, g, p0->steps, p0->n_steps, &dev, ndur,
-                               &tm))) {
-                mp_plan_destroy(p0);
-                goto out;
-            }
-            res->peak_bytes = pk0;
-            res->status = MP_SOLVE_FEASIBLE;
-            res->solver = "none";
-            res->ilp_status = MP_SOLVE_NONE;
-            res->compute_seconds = tm.compute;
-            res->total_seconds = tm.total;
-            res->offload_only_seconds = tm.total;
-            if (o.recompute)
-                res->recompute_only_seconds = tm.total;
-            res->seconds = mp__now_seconds() - t0;
-            *out = p0;
-            goto out;
-        }
-        mp_plan_destroy(p0);
-    }
-    uint64_t target = o.budget > pers ? o.budget - pers : 0;
-    uint64_t limit = target; /* live arena peak allowed */
-    res->ilp_status = MP_SOLVE_NONE;
-    uint64_t min_peak = UINT64_MAX;
-    /* 1. offload only on the default schedule */
-    if ((st = setup(&x, g, &dev, ndur, steps, nsteps, po.alignment,
-                    o.recompute)))
-        goto out;
-    uint32_t ilp_max = o.ilp_max_candidates ? o.ilp_max_candidates : 400;
-    int joint_ilp = o.ilp || x.nc <= ilp_max;
-    double t_off = -1, t_joint = -1, t_rec = -1;
-    if ((st = search_base(&x, &B, target, limit, po.alignment, 0,
-                          o.ilp ? 2 : 0, o.time_limit, "greedy", "ilp",
-                          "ilp(greedy)", res, &t_off)))
-        goto out;
-    if (B.have && B.peak < min_peak)
-        min_peak = B.peak;
-    res->offload_only_seconds = t_off;
-    if (o.recompute) {
-        /* 2. joint candidates on the default schedule */
-        if ((st = search_base(&x, &B, target, limit, po.alignment, 1,
-                              o.ilp ? 2 : joint_ilp, o.time_limit,
-                              "joint-greedy",
-                              "joint-ilp", "joint-ilp(greedy)", res,
-                              &t_joint)))
-            goto out;
-        free_ctx(&x);
-        /* 3. recompute only */
-        mp_plan *pr = NULL;
-        const char *rname = NULL;
-        st = remat_run(g, &o, ndur, o.budget, &po, po.inplace, MP_REMAT_AUTO,
-                       &pr, &rname);
-        if (st == MP_OK) {
-            uint64_t pk = 0;
-            if ((st = offer(g, &B, NULL, 0, pr, limit, po.alignment, &dev,
-                            ndur, "recompute", 0, &t_rec, &pk)))
-                goto out;
-            res->recompute_only_seconds = t_rec;
-            res->remat_solver = rname;
-        } else if (st == MP_ERR_INFEASIBLE) {
-            mp_ctx_clear(ctx); /* one of the alternatives */
-            st = MP_OK;
-        } else {
-            goto out;
-        }
-        /* 4. recompute at looser budgets (5% to 75% of the way to the
-         * no-offload peak), then offload or recompute down to the budget
-         * (joint moves: a few hidden copies in place of recomputes) */
-        uint64_t base_live = res->base_peak_bytes > pers
-                                 ? res->base_peak_bytes - pers : 0;
-        static const double fr[] = {0.05, 0.1, 0.25, 0.5, 0.75};
-        for (int k = 0; k < 5 && base_live > target; k++) {
-            uint64_t bl = target + (uint64_t)(fr[k] *
-                                              (double)(base_live - target));
-            mp_plan *pb = NULL;
-            st = remat_run(g, &o, ndur, bl + pers, &po, 0,
-                           MP_REMAT_SELECTIVE, &pb, NULL);
-            if (st == MP_ERR_INFEASIBLE) {
-                mp_ctx_clear(ctx);
-                st = MP_OK;
-                continue;
-            }
-            if (st)
-                goto out;
-            st = setup(&x, g, &dev, ndur, pb->steps, pb->n_steps,
-                       po.alignment, 1);
-            if (!st)
-                st = search_base(&x, &B, target, limit, po.alignment, 1,
-                                 0, o.time_limit, "recompute+offload",
-                                 "recompute+offload", "recompute+offload",
-                                 res, &t_joint);
-            free_ctx(&x);
-            mp_plan_destroy(pb);
-            if (st)
-                goto out;
-        }
-    }
-    free_ctx(&x);
-    if (!B.have) {
-        /* the smallest peak reached: offload greedy with no budget left */
-        res->status = MP_SOLVE_INFEASIBLE;
-        if ((st = setup(&x, g, &dev, ndur, steps, nsteps, po.alignment,
-                        o.recompute)))
-            goto out;
-        uint64_t *live = mp__alloc(ctx, ((size_t)x.np + 1) * sizeof *live);
-        if (!live) {
-            st = MP_ERR_NOMEM;
-            goto out;
-        }
-        greedy(&x, 0, o.recompute, live);
-        mp_step *s = NULL;
-        uint32_t n = 0;
-        uint64_t pk = 0;
-        if (!(st = build_steps(&x, &s, &n)))
-            st = schedule_peak(g, s, n, po.alignment, &pk);
-        mp__dealloc(ctx, s);
-        mp__dealloc(ctx, live);
-        if (st)
-            goto out;
-        if (pk < min_peak)
-            min_peak = pk;
-        res->peak_bytes = min_peak + pers;
-        if (res->base_peak_bytes < res->peak_bytes)
-            res->peak_bytes = res->base_peak_bytes;
-        res->seconds = mp__now_seconds() - t0;
-        st = mp__err(ctx, MP_ERR_INFEASIBLE,
-                    "offload%s cannot meet the budget of %llu bytes: the "
-                    "smallest peak is %llu bytes (live arena + %llu "
-                    "persistent)",
-                    o.recompute ? " with recompute" : "",
-                    (unsigned long long)o.budget,
-                    (unsigned long long)res->peak_bytes,
-                    (unsigned long long)pers);
-        goto out;
-    }
-    /* the winner as a plan */
-    mp_plan *p = B.plan;
-    if (!p) {
-        st = mp__plan_from_schedule(g, B.steps, B.n, &po, t0, &p);
-        B.steps = NULL; /* owned by the plan now */
-        if (st)
-            goto out;
-    }
-    B.plan = NULL;
-    res->peak_bytes = p->fig.lower_bound_bytes + pers;
-    if (res->peak_bytes > o.budget) {
-        mp_plan_destroy(p);
-        st = mp__err(ctx, MP_ERR_INTERNAL,
-                    "offload: the plan's peak %llu exceeds its schedule's",
-                    (unsigned long long)res->peak_bytes);
-        goto out;
-    }
-    /* the budget holds for the placed arena too: where the packing left a
-     * gap above the live bytes, the exact offsets tier is asked to fit */
-    if ((st = mp__plan_refit(p, &po, o.budget - pers))) {
-        mp_plan_destroy(p);
-        goto out;
-    }
-    if (p->fig.peak_bytes > o.budget) {
-        res->status = MP_SOLVE_INFEASIBLE;
-        st = mp__err(ctx, MP_ERR_INFEASIBLE,
-                    "offload: the schedule's live bytes fit the budget of "
-                    "%llu bytes, but the smallest arena packing found "
-                    "peaks at %llu bytes",
-                    (unsigned long long)o.budget,
-                    (unsigned long long)p->fig.peak_bytes);
-        mp_plan_destroy(p);
-        goto out;
-    }
-    res->solver = B.solver;
-    res->status = MP_SOLVE_FEASIBLE;
-    res->bytes_to_host = B.tm.to_host;
-    res->bytes_to_device = B.tm.to_device;
-    res->n_offloaded = B.tm.n_off;
-    res->n_recomputed = B.tm.n_rec;
-    res->compute_seconds = B.tm.compute;
-    res->recompute_seconds = B.tm.recompute;
-    res->exposed_seconds = B.tm.exposed;
-    res->total_seconds = B.tm.total;
-    res->seconds = mp__now_seconds() - t0;
-    snprintf(p->solver_name, sizeof p->solver_name, "offload:%s",
-             res->solver);
-    *out = p;
-out:
-    free_ctx(&x);
-    best_clear(ctx, &B);
-    mp__dealloc(ctx, steps);
-    mp__dealloc(ctx, ndur);
-    return st;
+    uint32_t n = greedy(x, target, rec, live);
+    mp__dealloc(x->ctx, live);
+    if (n_chosen)
+        *n_chosen = n;
+    return MP_OK;
 }
