@@ -1,4 +1,7 @@
-/* args.c - command-line option parsing and number/size parsing. */
+/* args.c - the command-line parser over the table of cli/options.c, its
+ * checks (unknown options with a suggestion, positional arguments, the
+ * rules of options that would do nothing), and the parsers of numbers,
+ * sizes, dims and shapes. */
 #include "cli.h"
 
 #include <ctype.h>
@@ -7,97 +10,220 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const cli_opt *find_long(const cli_opt *opts, const char *name,
-                                size_t len)
+int cli_command_find(const char *name)
 {
-    for (const cli_opt *o = opts; o && o->name; o++)
-        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
-            return o;
-    return NULL;
+    for (int c = 0; c < CLI_CMD_COUNT_; c++)
+        if (strcmp(name, cli_commands[c].name) == 0)
+            return c;
+    return -1;
 }
 
-static const cli_opt *find_short(const cli_opt *opts, char c)
+static int takes(int cmd, int id)
 {
-    for (const cli_opt *o = opts; o && o->name; o++)
-        if (o->short_name && o->short_name == c)
-            return o;
-    return NULL;
+    return (cli_options[id].cmds >> cmd) & 1u;
 }
 
-int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
-              cli_opt_fn fn, void *state, const char **pos, int *n_pos,
-              int *help)
+static int find_long(int cmd, const char *name, size_t len)
 {
-    int only_pos = 0;
-    *n_pos = 0;
-    *help = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const cli_opt *o = NULL;
-        const char *value = NULL;
+    for (int id = 0; id < CLI_O_COUNT_; id++)
+        if (takes(cmd, id) && strlen(cli_options[id].name) == len &&
+            strncmp(cli_options[id].name, name, len) == 0)
+            return id;
+    return -1;
+}
+
+static int find_short(int cmd, char c)
+{
+    for (int id = 0; id < CLI_O_COUNT_; id++)
+        if (takes(cmd, id) && cli_options[id].short_name == c)
+            return id;
+    return -1;
+}
+
+/* ---- unknown options -------------------------------------------------- */
+/* Names that were retired, and what to write instead. */
+static const struct {
+    unsigned cmds;
+    const char *name, *instead;
+} renamed[] = {
+    {CLI_C(OFFLOAD_POLICY), "gpu", "it is --device now"},
+    {CLI_C(OFFLOAD_POLICY), "model",
+     "the model is the positional argument now: memplan offload-policy "
+     "CONFIG.json"},
+};
+
+static int unknown_option(int cmd, const char *shown, const char *name,
+                          size_t len)
+{
+    const char *cname = cli_commands[cmd].name;
+    char key[64], others[160] = "";
+    snprintf(key, sizeof key, "%.*s", (int)(len < 63 ? len : 63), name);
+    for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++)
+        if (((renamed[i].cmds >> cmd) & 1u) &&
+            strcmp(key, renamed[i].name) == 0) {
+            cli_error("%s: unknown option '%s': %s", cname, shown,
+                      renamed[i].instead);
+            return CLI_EXIT_USAGE;
+        }
+    const char *names[CLI_O_COUNT_];
+    size_t n = 0;
+    for (int id = 0; id < CLI_O_COUNT_; id++) {
+        if (takes(cmd, id))
+            names[n++] = cli_options[id].name;
+        else if (strcmp(cli_options[id].name, key) == 0)
+            for (int c = 0; c < CLI_CMD_COUNT_; c++)
+                if (takes(c, id))
+                    snprintf(others + strlen(others),
+                             sizeof others - strlen(others), "%s%s",
+                             *others ? ", " : "", cli_commands[c].name);
+    }
+    const char *best = len ? cli_closest(key, names, n) : NULL;
+    if (*others)
+        cli_error("%s: unknown option '%s': an option of %s, not of %s (see "
+                  "'memplan %s --help')", cname, shown, others, cname, cname);
+    else if (best)
+        cli_error("%s: unknown option '%s'; did you mean --%s? (see 'memplan "
+                  "%s --help')", cname, shown, best, cname);
+    else
+        cli_error("%s: unknown option '%s' (see 'memplan %s --help')", cname,
+                  shown, cname);
+    return CLI_EXIT_USAGE;
+}
+
+/* ---- the parser --------------------------------------------------------- */
+/* The table's defaults of cmd, through each option's parser. */
+static int init_args(cli_args *a, int cmd, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    a->argc = argc;
+    a->argv = argv;
+    mp_train_options_init(&a->train.topt);
+    mp_remat_options_init(&a->train.ropt);
+    mp_dot_options_init(&a->dopt);
+    mp_flexgen_options_init(&a->fo);
+    for (int id = 0; id < CLI_O_COUNT_; id++) {
+        const char *def = cli_option_def(&cli_options[id], cmd);
+        if (!takes(cmd, id) || !def)
+            continue;
         char shown[64];
-        if (only_pos || a[0] != '-' || a[1] == '\0') {
-            if (*n_pos >= CLI_MAX_POSITIONAL) {
-                cli_error("%s: too many arguments (see 'memplan %s --help')",
-                          cmd, cmd);
-                return CLI_EXIT_USAGE;
-            }
-            pos[(*n_pos)++] = a;
-            continue;
+        snprintf(shown, sizeof shown, "--%s", cli_options[id].name);
+        if (cli_option_set(a, id, shown, def) != 0) {
+            cli_error("internal error: default '%s' of %s", def, shown);
+            return CLI_EXIT_INTERNAL;
         }
-        if (strcmp(a, "--") == 0) {
-            only_pos = 1;
-            continue;
-        }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            *help = 1;
-            continue;
-        }
-        if (a[1] == '-') {
-            const char *name = a + 2;
-            const char *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            o = find_long(opts, name, len);
-            snprintf(shown, sizeof shown, "--%.*s", (int)(len < 40 ? len : 40),
-                     name);
-            if (!o) {
-                cli_error("%s: unknown option '%s' (see 'memplan %s --help')",
-                          cmd, shown, cmd);
-                return CLI_EXIT_USAGE;
-            }
-            if (eq) {
-                if (!o->takes_value) {
-                    cli_error("%s: option '%s' takes no value", cmd, shown);
-                    return CLI_EXIT_USAGE;
-                }
-                value = eq + 1;
-            }
-        } else {
-            if (a[2] != '\0') {
-                cli_error("%s: unknown option '%s' (see 'memplan %s --help')",
-                          cmd, a, cmd);
-                return CLI_EXIT_USAGE;
-            }
-            o = find_short(opts, a[1]);
-            snprintf(shown, sizeof shown, "-%c", a[1]);
-            if (!o) {
-                cli_error("%s: unknown option '%s' (see 'memplan %s --help')",
-                          cmd, a, cmd);
-                return CLI_EXIT_USAGE;
-            }
-        }
-        if (o->takes_value && !value) {
-            if (i + 1 >= argc) {
-                cli_error("%s: option '%s' needs a value", cmd, shown);
-                return CLI_EXIT_USAGE;
-            }
-            value = argv[++i];
-        }
-        int rc = fn(state, o->id, shown, value);
-        if (rc != 0)
-            return rc;
     }
     return 0;
+}
+
+/* One option at argv[*i]; 0 or an exit code. */
+static int parse_option(cli_args *a, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i], *value = NULL;
+    const char *cname = cli_commands[a->cmd].name;
+    char shown[64];
+    int id;
+    if (arg[1] == '-') {
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        snprintf(shown, sizeof shown, "--%.*s", (int)(len < 40 ? len : 40),
+                 name);
+        if ((id = find_long(a->cmd, name, len)) < 0)
+            return unknown_option(a->cmd, shown, name, len);
+        if (eq && !cli_options[id].arg) {
+            cli_error("%s: option '%s' takes no value", cname, shown);
+            return CLI_EXIT_USAGE;
+        }
+        value = eq ? eq + 1 : NULL;
+    } else {
+        snprintf(shown, sizeof shown, "-%c", arg[1]);
+        if (arg[2] != '\0' || (id = find_short(a->cmd, arg[1])) < 0) {
+            cli_error("%s: unknown option '%s' (see 'memplan %s --help')",
+                      cname, arg, cname);
+            return CLI_EXIT_USAGE;
+        }
+        snprintf(shown, sizeof shown, "--%s", cli_options[id].name);
+    }
+    if (cli_options[id].arg && !value) {
+        if (*i + 1 >= argc) {
+            cli_error("%s: option '%s' needs a value", cname, shown);
+            return CLI_EXIT_USAGE;
+        }
+        value = argv[++*i];
+    }
+    a->given[id] = 1;
+    return cli_option_set(a, id, shown, value);
+}
+
+int cli_no_effect(const cli_args *a, int id, const char *context,
+                  const char *why)
+{
+    cli_error("%s: --%s does nothing %s: %s", cli_commands[a->cmd].name,
+              cli_options[id].name, context, why);
+    return CLI_EXIT_USAGE;
+}
+
+/* The positional count and the rules. */
+static int check_args(const cli_args *a)
+{
+    const cli_command *c = &cli_commands[a->cmd];
+    if (a->n_pos < c->min_pos || a->n_pos > c->max_pos) {
+        cli_error("%s: expected %s, got %d arguments (see 'memplan %s "
+                  "--help')", c->name, c->args, a->n_pos, c->name);
+        return CLI_EXIT_USAGE;
+    }
+    for (const cli_rule *r = cli_rules; r->why; r++) {
+        if (!((r->cmds >> a->cmd) & 1u) || !cli_given(a, r->opt) ||
+            cli_given(a, r->other) != !r->needs)
+            continue;
+        char context[64];
+        snprintf(context, sizeof context, "%s --%s",
+                 r->needs ? "without" : "with", cli_options[r->other].name);
+        return cli_no_effect(a, r->opt, context, r->why);
+    }
+    return 0;
+}
+
+int cli_parse_args(int cmd, int argc, char **argv, cli_args *a)
+{
+    int rc = init_args(a, cmd, argc, argv), only_pos = 0;
+    const char *cname = cli_commands[cmd].name;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *s = argv[i];
+        if (only_pos || s[0] != '-' || s[1] == '\0') {
+            if (a->n_pos >= CLI_MAX_POSITIONAL) {
+                cli_error("%s: too many arguments (see 'memplan %s --help')",
+                          cname, cname);
+                return CLI_EXIT_USAGE;
+            }
+            a->pos[a->n_pos++] = s;
+        } else if (strcmp(s, "--") == 0) {
+            only_pos = 1;
+        } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+            a->help = 1;
+        } else {
+            rc = parse_option(a, argc, argv, &i);
+        }
+    }
+    if (rc || a->help)
+        return rc;
+    return check_args(a);
+}
+
+int cli_run_command(int cmd, int argc, char **argv, int (*run)(cli_args *a))
+{
+    cli_args *a = malloc(sizeof *a);
+    if (!a) {
+        cli_error("out of memory");
+        return CLI_EXIT_INTERNAL;
+    }
+    int rc = cli_parse_args(cmd, argc, argv, a);
+    if (!rc && a->help)
+        cli_help(stdout, cmd);
+    else if (!rc)
+        rc = run(a);
+    free(a);
+    return rc;
 }
 
 /* ---- numbers ------------------------------------------------------------------ */
@@ -210,16 +336,6 @@ int cli_parse_seconds(const char *what, const char *s, double *out)
     return 0;
 }
 
-int cli_parse_method(const char *s, mp_offsets_method *out)
-{
-    if (mp_offsets_method_parse(s, out) == MP_OK)
-        return 0;
-    fprintf(stderr, "memplan: unknown method '%s' for --method (one of: ", s);
-    cli_print_methods(stderr);
-    fprintf(stderr, ")\n");
-    return CLI_EXIT_USAGE;
-}
-
 void cli_print_methods(FILE *f)
 {
     for (int m = MP_OFFSETS_AUTO; m <= MP_OFFSETS_EXACT; m++)
@@ -227,44 +343,19 @@ void cli_print_methods(FILE *f)
                 mp_offsets_method_name((mp_offsets_method)m));
 }
 
-/* ---- options shared by plan and offsets -------------------------------------- */
-enum { OPT_OUTPUT, OPT_JSON, OPT_ALIGN, OPT_METHOD, OPT_SEED, OPT_TIME };
-
-const cli_opt cli_solve_opts[] = {
-    {"output", 'o', 1, OPT_OUTPUT},
-    {"json", 0, 0, OPT_JSON},
-    {"align", 0, 1, OPT_ALIGN},
-    {"method", 0, 1, OPT_METHOD},
-    {"seed", 0, 1, OPT_SEED},
-    {"time-limit", 0, 1, OPT_TIME},
-    {NULL, 0, 0, 0},
-};
-
-int cli_solve_on_opt(void *state, int id, const char *name, const char *value)
-{
-    cli_solve_args *a = state;
-    switch (id) {
-    case OPT_OUTPUT: a->output = value; return 0;
-    case OPT_JSON: a->json = 1; return 0;
-    case OPT_ALIGN: return cli_parse_size(name, value, &a->alignment);
-    case OPT_METHOD: return cli_parse_method(value, &a->method);
-    case OPT_SEED: return cli_parse_u64(name, value, &a->seed);
-    case OPT_TIME: return cli_parse_seconds(name, value, &a->time_limit);
-    default: return CLI_EXIT_INTERNAL;
-    }
-}
-
-int cli_parse_dim(cli_dims *d, const char *opt, const char *value)
+/* ---- dims and shapes ------------------------------------------------------ */
+/* NAME=VALUE for option opt ("--dim", "--shape") */
+static int parse_binding(cli_dims *d, const char *opt, const char *value)
 {
     const char *eq = strrchr(value, '=');
     if (!eq || eq == value) {
-        cli_error("--%s expects NAME=VALUE (or INPUT:AXIS=VALUE), got '%s'",
+        cli_error("%s expects NAME=VALUE (or INPUT:AXIS=VALUE), got '%s'",
                   opt, value);
         return CLI_EXIT_USAGE;
     }
     size_t len = (size_t)(eq - value);
     if (d->n == CLI_MAX_DIMS || len >= sizeof d->names[0]) {
-        cli_error("--%s: at most %d bindings of names up to %zu characters",
+        cli_error("%s: at most %d bindings of names up to %zu characters",
                   opt, CLI_MAX_DIMS, sizeof d->names[0] - 1);
         return CLI_EXIT_USAGE;
     }
@@ -273,7 +364,7 @@ int cli_parse_dim(cli_dims *d, const char *opt, const char *value)
     if (rc)
         return rc;
     if (v > (uint64_t)INT64_MAX) {
-        cli_error("--%s: value %s too large", opt, eq + 1);
+        cli_error("%s: value %s too large", opt, eq + 1);
         return CLI_EXIT_USAGE;
     }
     memcpy(d->names[d->n], value, len);
@@ -284,42 +375,9 @@ int cli_parse_dim(cli_dims *d, const char *opt, const char *value)
     return 0;
 }
 
-int cli_parse_batch(cli_dims *d, const char *opt, const char *value)
+int cli_parse_dim(cli_dims *d, const char *value)
 {
-    uint64_t v;
-    int rc = cli_parse_u64(opt, value, &v);
-    if (rc)
-        return rc;
-    if (v < 1 || v > (uint64_t)INT64_MAX) {
-        cli_error("bad value '%s' for --%s: a batch must be >= 1", value, opt);
-        return CLI_EXIT_USAGE;
-    }
-    d->batch = (int64_t)v;
-    return 0;
-}
-
-mp_status cli_load_graph(mp_ctx *ctx, const char *path, const cli_dims *d,
-                         int json_batch_ok, mp_graph **g)
-{
-    mp_onnx_options o;
-    mp_onnx_options_init(&o);
-    o.dims = d->b;
-    o.n_dims = d->n;
-    o.batch = d->batch;
-    if (o.batch && json_batch_ok) {
-        /* JSON (first character '{' or '['), as mp_graph_load tells it */
-        size_t len = strlen(path);
-        FILE *f = len >= 5 && strcmp(path + len - 5, ".onnx") == 0
-                      ? NULL : fopen(path, "rb");
-        int c = ' ';
-        while (f && (c == ' ' || c == '\t' || c == '\n' || c == '\r'))
-            c = fgetc(f);
-        if (f)
-            fclose(f);
-        if (c == '{' || c == '[')
-            o.batch = 0;
-    }
-    return mp_graph_load_opts(ctx, path, &o, g);
+    return parse_binding(d, "--dim", value);
 }
 
 int cli_parse_shape(cli_dims *d, const char *value)
@@ -342,7 +400,7 @@ int cli_parse_shape(cli_dims *d, const char *value)
             cli_error("--shape: bad shape in '%s'", value);
             return CLI_EXIT_USAGE;
         }
-        int rc = cli_parse_dim(d, "shape", buf);
+        int rc = parse_binding(d, "--shape", buf);
         if (rc)
             return rc;
         if (!x)
@@ -351,51 +409,42 @@ int cli_parse_shape(cli_dims *d, const char *value)
     }
 }
 
-int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
-                   const cli_opt *opts, cli_opt_fn fn, void *state,
-                   const char **pos, int *n_pos, int *help)
+int cli_is_json(const char *path)
 {
-    d->batch = 0; /* plan and validate take --batch with the training
-                     options (cli_train_opts) and copy it here */
-    char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
-    if (!rest) {
-        cli_error("out of memory");
-        return CLI_EXIT_INTERNAL;
+    /* JSON (first character '{' or '['), as mp_graph_load tells it */
+    size_t len = strlen(path);
+    FILE *f = len >= 5 && strcmp(path + len - 5, ".onnx") == 0
+                  ? NULL : fopen(path, "rb");
+    int c = ' ';
+    while (f && (c == ' ' || c == '\t' || c == '\n' || c == '\r'))
+        c = fgetc(f);
+    if (f)
+        fclose(f);
+    return c == '{' || c == '[';
+}
+
+int cli_load_graph(mp_ctx *ctx, const cli_args *a, mp_graph **g)
+{
+    const char *path = a->pos[0];
+    mp_onnx_options o;
+    mp_onnx_options_init(&o);
+    o.dims = a->dims.b;
+    o.n_dims = a->dims.n;
+    o.batch = a->dims.batch;
+    o.declared_shapes = !a->no_declared;
+    int plans = a->cmd == CLI_CMD_PLAN || a->cmd == CLI_CMD_VALIDATE;
+    if ((a->no_declared || (o.batch && plans)) && cli_is_json(path)) {
+        if (a->no_declared)
+            return cli_no_effect(a, CLI_O_NO_DECLARED, "on a JSON graph",
+                                 "only an ONNX model declares shapes");
+        if (!a->train.maximize)
+            return cli_no_effect(a, CLI_O_BATCH,
+                                 "on a JSON graph without --maximize",
+                                 "a JSON graph has no input dims to set; "
+                                 "there --batch names the batch --maximize "
+                                 "scales from");
+        o.batch = 0;
     }
-    int n = 0, rc = 0, only_pos = 0;
-    for (int i = 0; i < argc && !rc; i++) {
-        const char *s = argv[i];
-        if (i > 0 && !only_pos && strcmp(s, "--") == 0)
-            only_pos = 1;
-        if (i > 0 && !only_pos && strncmp(s, "--shape", 7) == 0 &&
-            (s[7] == '\0' || s[7] == '=')) {
-            if (s[7] == '=') {
-                rc = cli_parse_shape(d, s + 8);
-            } else if (i + 1 < argc) {
-                rc = cli_parse_shape(d, argv[++i]);
-            } else {
-                cli_error("%s: option '--shape' needs a value", cmd);
-                rc = CLI_EXIT_USAGE;
-            }
-            continue;
-        }
-        if (i == 0 || only_pos || strncmp(s, "--dim", 5) != 0 ||
-            (s[5] != '\0' && s[5] != '=')) {
-            rest[n++] = argv[i];
-            continue;
-        }
-        if (s[5] == '=') {
-            rc = cli_parse_dim(d, "dim", s + 6);
-        } else if (i + 1 < argc) {
-            rc = cli_parse_dim(d, "dim", argv[++i]);
-        } else {
-            cli_error("%s: option '--dim' needs a value", cmd);
-            rc = CLI_EXIT_USAGE;
-        }
-    }
-    rest[n] = NULL;
-    if (!rc)
-        rc = cli_parse(cmd, n, rest, opts, fn, state, pos, n_pos, help);
-    free(rest);
-    return rc;
+    mp_status st = mp_graph_load_opts(ctx, path, &o, g);
+    return st == MP_OK ? 0 : cli_fail(ctx, st, path);
 }

@@ -1,7 +1,13 @@
 /* cli.h - shared pieces of the memplan command (not installed).
  *
  * The command is thin: it parses options, calls the public API of
- * libmemplan (include/memplan/memplan.h) and prints what comes back. */
+ * libmemplan (include/memplan/memplan.h) and prints what comes back.
+ *
+ * Every option is declared once, in the table of cli/options.c: its name,
+ * its value, its default, its help and the commands that take it. Parsing
+ * (cli/args.c), help, usage lines and docs/cli.md's option lists
+ * (cli/help.c) and the checks that refuse an option that would do nothing
+ * (the rules of cli/options.c) all read that table. */
 #ifndef MEMPLAN_CLI_H
 #define MEMPLAN_CLI_H
 
@@ -35,6 +41,8 @@ int cli_exit_code(mp_status st);
 void cli_print_exit_codes(FILE *f);
 
 /* ---- messages -------------------------------------------------------------- */
+/* A context with the default allocator; NULL (printed) when out of memory. */
+mp_ctx *cli_ctx_create(void);
 /* "memplan: <message>" on stderr. */
 void cli_error(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -46,90 +54,111 @@ void cli_error(const char *fmt, ...)
  * the message does not already name it (except for a rejected option value
  * or out of memory), and returns the exit code. */
 int cli_fail(mp_ctx *ctx, mp_status st, const char *path);
+/* cli_fail for a planner's status: 0 for MP_OK; MP_ERR_INFEASIBLE sets
+ * *infeasible and gives exit 4. */
+int cli_fail_plan(mp_ctx *ctx, mp_status st, const char *path,
+                  int *infeasible);
 
-/* ---- option parsing -------------------------------------------------------- */
-typedef struct cli_opt {
-    const char *name;   /* long name without "--" */
-    char short_name;    /* 0: none */
-    int takes_value;
-    int id;
-} cli_opt;
+/* ---- the commands and the options (cli/options.c) ------------------------- */
+enum {
+    CLI_CMD_PLAN, CLI_CMD_OFFSETS, CLI_CMD_VERIFY, CLI_CMD_SHAPES,
+    CLI_CMD_CONVERT, CLI_CMD_VALIDATE, CLI_CMD_OFFLOAD_POLICY,
+    CLI_CMD_COUNT_
+};
+#define CLI_C(name) (1u << CLI_CMD_##name)
 
-/* Called for each option found; returns 0 or an exit code. */
-typedef int (*cli_opt_fn)(void *state, int id, const char *name,
-                          const char *value);
+typedef struct cli_command {
+    const char *name;
+    const char *args;     /* the positional arguments, e.g. "INPUT" */
+    int min_pos, max_pos; /* how many positional arguments */
+    const char *summary;  /* one line, for 'memplan --help' */
+    const char *about;    /* the help's description */
+    const char *notes;    /* after the options (NULL: none) */
+    const char *examples; /* one command a line */
+} cli_command;
+extern const cli_command cli_commands[CLI_CMD_COUNT_];
 
+/* One option per row; the row's index is its id (CLI_O_*). */
+enum {
+    /* input */
+    CLI_O_DIM, CLI_O_SHAPE, CLI_O_BATCH, CLI_O_NO_DECLARED,
+    /* placement */
+    CLI_O_ALIGN, CLI_O_METHOD, CLI_O_SEED, CLI_O_TIME_LIMIT, CLI_O_CAPACITY,
+    CLI_O_NO_INPLACE, CLI_O_FUSE, CLI_O_REORDER,
+    /* output */
+    CLI_O_OUTPUT, CLI_O_JSON,
+    /* report */
+    CLI_O_DOT, CLI_O_COLLAPSE, CLI_O_HTML, CLI_O_TRACE, CLI_O_KV_CONTEXT,
+    CLI_O_NO_LINTS,
+    /* training and recompute */
+    CLI_O_TRAIN, CLI_O_OPTIMIZER, CLI_O_PRECISION, CLI_O_STEP_IN_BACKWARD,
+    CLI_O_SPLIT_WEIGHT_GRAD, CLI_O_BUDGET, CLI_O_SOLVER, CLI_O_MAX_EXTRA,
+    CLI_O_MAXIMIZE,
+    /* offload */
+    CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
+    /* validate */
+    CLI_O_PLAN, CLI_O_NO_REFERENCE, CLI_O_POISON, CLI_O_DUMP, CLI_O_LOWER_ONLY,
+    /* offload-policy */
+    CLI_O_PROMPT, CLI_O_GEN, CLI_O_GPU_BATCH, CLI_O_NUM_BATCHES, CLI_O_PERCENT,
+    CLI_O_COMPRESS_WEIGHTS, CLI_O_COMPRESS_KV, CLI_O_GPU_MEM, CLI_O_CPU_MEM,
+    CLI_O_DISK_MEM, CLI_O_ALPHA,
+    CLI_O_COUNT_
+};
+
+/* What an option says for some commands instead of the row's own text. */
+typedef struct cli_variant {
+    unsigned cmds;        /* CLI_C() bits; 0 ends a list */
+    const char *def;      /* NULL: the row's */
+    const char *note;     /* NULL: the row's */
+    const char *help;     /* NULL: the row's */
+} cli_variant;
+
+typedef struct cli_option {
+    const char *name;     /* long name without "--" */
+    char short_name;      /* 0: none */
+    const char *arg;      /* the value's name in help; NULL: a flag */
+    unsigned cmds;        /* CLI_C() bits: the commands that take it */
+    const char *group;    /* help section */
+    /* the default: `def` is applied through the option's own parser
+     * before the command line is read; `note` is only shown (a default
+     * the library chooses, or none) */
+    const char *def, *note;
+    const char *help;
+    const cli_variant *variants; /* NULL, or a list ended by cmds == 0 */
+    void (*values)(FILE *f);     /* appends the values the library knows */
+    int repeat;                  /* may be given more than once */
+} cli_option;
+extern const cli_option cli_options[CLI_O_COUNT_];
+
+/* An option that does nothing where another one is missing (needs) or
+ * given (!needs): refused with exit 2 and `why`. */
+typedef struct cli_rule {
+    unsigned cmds;
+    int opt, other;
+    int needs;            /* 1: opt needs other; 0: opt does nothing with other */
+    const char *why;
+} cli_rule;
+extern const cli_rule cli_rules[];
+
+/* The row's default, note and help for one command (variants applied). */
+const char *cli_option_def(const cli_option *o, int cmd);
+const char *cli_option_note(const cli_option *o, int cmd);
+const char *cli_option_help(const cli_option *o, int cmd);
+
+/* ---- the parsed command line ---------------------------------------------- */
 #define CLI_MAX_POSITIONAL 8
-
-/* Parses argv[1..argc-1] (argv[0] is the subcommand name). Options may come
- * before, between or after positional arguments; "--" ends the options;
- * "--name=value" and "--name value" are both accepted. -h/--help sets
- * *help. Returns 0, or CLI_EXIT_USAGE after printing the reason. */
-int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
-              cli_opt_fn fn, void *state, const char **pos, int *n_pos,
-              int *help);
-
-/* Parses a byte size: a decimal integer with an optional unit B, KiB, MiB,
- * GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), any case,
- * e.g. "256", "4KiB", "1 MiB". On error prints why (naming `what`) and
- * returns CLI_EXIT_USAGE. */
-int cli_parse_size(const char *what, const char *s, uint64_t *out);
-int cli_parse_u64(const char *what, const char *s, uint64_t *out);
-int cli_parse_seconds(const char *what, const char *s, double *out);
-/* --method NAME through mp_offsets_method_parse. */
-int cli_parse_method(const char *s, mp_offsets_method *out);
-
-/* The options `plan` and `offsets` share: -o, --json, --align, --method,
- * --seed, --time-limit. Callers set the defaults, then pass
- * cli_solve_opts / cli_solve_on_opt to cli_parse. */
-/* --dim NAME=VALUE (repeatable): ONNX symbolic dims, or INPUT:AXIS=VALUE
- * for a graph input's dim without a name (issue 3). */
 #define CLI_MAX_DIMS 64
+
+/* --dim NAME=VALUE and --shape INPUT=D0xD1x... (repeatable): ONNX symbolic
+ * dims, or INPUT:AXIS=VALUE for a graph input's dim; --batch N. */
 typedef struct cli_dims {
     mp_dim_binding b[CLI_MAX_DIMS];
     char names[CLI_MAX_DIMS][256];
     size_t n;
     int64_t batch; /* --batch N: re-batch an ONNX model (0: as declared) */
 } cli_dims;
-/* --batch N (N >= 1) into d->batch; 0 or CLI_EXIT_USAGE (printed). */
-int cli_parse_batch(cli_dims *d, const char *opt, const char *value);
-/* Loads INPUT with d's bindings and batch (mp_graph_load_opts). With
- * json_batch_ok, a graph that is not ONNX (JSON: no input dims to set)
- * takes --batch only as the batch it is at (plan --maximize batch) and is
- * loaded as it is. */
-mp_status cli_load_graph(mp_ctx *ctx, const char *path, const cli_dims *d,
-                         int json_batch_ok, mp_graph **g);
-/* Parses one NAME=VALUE into d; 0 or CLI_EXIT_USAGE (printed). */
-int cli_parse_dim(cli_dims *d, const char *opt, const char *value);
-/* --shape INPUT=D0xD1x... (repeatable): the whole shape of a graph input,
- * as bindings INPUT:0=D0, INPUT:1=D1, ... (an input declared with no
- * shape, or one re-shaped); 0 or CLI_EXIT_USAGE (printed). */
-int cli_parse_shape(cli_dims *d, const char *value);
-/* cli_parse, with every --dim NAME=VALUE and --shape INPUT=D0xD1x...
- * (before "--") taken into d. */
-int cli_parse_dims(cli_dims *d, const char *cmd, int argc, char **argv,
-                   const cli_opt *opts, cli_opt_fn fn, void *state,
-                   const char **pos, int *n_pos, int *help);
 
-typedef struct cli_solve_args {
-    const char *output;
-    int json;
-    uint64_t alignment;
-    mp_offsets_method method;
-    uint64_t seed;
-    double time_limit;
-} cli_solve_args;
-extern const cli_opt cli_solve_opts[];
-int cli_solve_on_opt(void *state, int id, const char *name, const char *value);
-/* Lists the offsets methods the library knows, comma separated. */
-void cli_print_methods(FILE *f);
-
-/* ---- training and recompute options of plan (issue 5, train_opts.c) ----- */
-enum {
-    CLI_T_TRAIN = 2000, CLI_T_OPTIMIZER, CLI_T_PRECISION, CLI_T_BUDGET,
-    CLI_T_SOLVER, CLI_T_MAX_EXTRA, CLI_T_MAXIMIZE, CLI_T_BATCH,
-    CLI_T_STEP_IN_BACKWARD, CLI_T_SPLIT_WEIGHT_GRAD
-};
+/* Training and recompute (cli/train_opts.c). */
 typedef struct cli_train_args {
     int train, remat, have_max_extra, maximize;
     double max_extra;            /* x the forward compute */
@@ -143,28 +172,13 @@ typedef struct cli_train_args {
     mp_train_breakdown bd;
     mp_remat_result rr;
 } cli_train_args;
-extern const cli_opt cli_train_opts[];
-void cli_train_init(cli_train_args *t);
-void cli_train_help(FILE *f);
-/* 0, an exit code, or -1 when id is not a training option. */
-int cli_train_on_opt(cli_train_args *t, int id, const char *name,
-                     const char *value);
-/* --train: replaces *g by its training graph. 0 or an exit code. */
-int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
-                      const char *input);
-/* The plan: mp_remat_plan with --budget/--solver, else mp_plan_create. */
-int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
-                   const mp_plan_options *opt, mp_plan **plan,
-                   const char *input);
-int cli_train_json(const cli_train_args *t, json_t *o);
-void cli_train_summary(const cli_train_args *t);
 
-/* ---- plan --offload [--device D] (issue 8; cli/offload_opts.c) ---------- */
+/* Offload (cli/offload_opts.c). */
 typedef struct cli_offload_args {
     int enabled;            /* --offload */
-    const char *device;     /* --device NAME|FILE.json (default h200) */
-    /* --offload-solver greedy|ilp|joint|auto (default auto: joint when
-     * recompute is allowed, i.e. unless --solver checkpoint-all) */
+    const char *device;     /* --device NAME|FILE.json */
+    /* --offload-solver greedy|ilp|joint|auto (auto: joint when recompute
+     * is allowed, i.e. unless --solver checkpoint-all) */
     const char *solver;
     const mp_remat_options *ropt; /* --solver etc. for joint; may be NULL */
     mp_device dev;
@@ -172,7 +186,122 @@ typedef struct cli_offload_args {
     int did, infeasible;
     mp_offload_result res;
 } cli_offload_args;
-void cli_offload_init(cli_offload_args *o);
+
+typedef struct cli_args {
+    int cmd;                       /* CLI_CMD_* */
+    int argc;                      /* the command's own argv (argv[0]: its name) */
+    char **argv;
+    unsigned char given[CLI_O_COUNT_]; /* on the command line */
+    const char *pos[CLI_MAX_POSITIONAL];
+    int n_pos, help;
+    /* input */
+    cli_dims dims;
+    int no_declared;
+    /* placement and output */
+    uint64_t alignment, capacity;
+    mp_offsets_method method;
+    uint64_t seed;
+    double time_limit;
+    int no_inplace, fuse, reorder;
+    const char *output;
+    int json;
+    /* report */
+    const char *dot, *html, *trace;
+    mp_dot_options dopt;
+    uint64_t kv_context;
+    int no_lints;
+    /* training, recompute, offload */
+    cli_train_args train;
+    cli_offload_args offload;
+    /* validate */
+    const char *plan, *dump;
+    int no_reference, poison, lower_only;
+    /* offload-policy */
+    mp_flexgen_options fo;
+    uint64_t gpu_mem, cpu_mem, disk_mem;
+} cli_args;
+
+/* Was option id on the command line? */
+static inline int cli_given(const cli_args *a, int id)
+{
+    return a->given[id] != 0;
+}
+
+/* Sets option id from its value (NULL for a flag); `shown` is how the
+ * option was written ("--align"). 0 or CLI_EXIT_USAGE (printed). */
+int cli_option_set(cli_args *a, int id, const char *shown, const char *value);
+
+/* Parses the command line of command cmd (argv[0]: the command's name):
+ * the table's defaults, then every option, then (unless --help) the
+ * positional count and the rules. Options may come before, between or
+ * after positional arguments; "--" ends the options; "--name=value" and
+ * "--name value" are both accepted. Returns 0 or an exit code (printed). */
+int cli_parse_args(int cmd, int argc, char **argv, cli_args *a);
+/* Parses, prints the help when asked, else runs `run`. */
+int cli_run_command(int cmd, int argc, char **argv, int (*run)(cli_args *a));
+/* The index of the command called name, or -1. */
+int cli_command_find(const char *name);
+/* Refuses option id: "CMD: --X does nothing CONTEXT: WHY"; returns
+ * CLI_EXIT_USAGE. */
+int cli_no_effect(const cli_args *a, int id, const char *context,
+                  const char *why);
+
+/* ---- help (cli/help.c) ------------------------------------------------------ */
+/* 'memplan CMD --help' */
+void cli_help(FILE *f, int cmd);
+/* The usage line and option table of cmd in Markdown (docs/cli.md). */
+void cli_help_markdown(FILE *f, int cmd);
+/* 'memplan --help' */
+void cli_help_main(FILE *f);
+/* The commands, one a line with its summary. */
+void cli_list_commands(FILE *f);
+/* The closest of `n` names to `s` (edit distance, at most a third of its
+ * length, and 2 at least), or NULL. */
+const char *cli_closest(const char *s, const char *const *names, size_t n);
+
+/* ---- values ---------------------------------------------------------------- */
+/* Parses a byte size: a decimal integer with an optional unit B, KiB, MiB,
+ * GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), any case,
+ * e.g. "256", "4KiB", "1 MiB". On error prints why (naming `what`) and
+ * returns CLI_EXIT_USAGE. */
+int cli_parse_size(const char *what, const char *s, uint64_t *out);
+int cli_parse_u64(const char *what, const char *s, uint64_t *out);
+int cli_parse_seconds(const char *what, const char *s, double *out);
+/* Lists the offsets methods the library knows, comma separated. */
+void cli_print_methods(FILE *f);
+/* Parses one NAME=VALUE into d; 0 or CLI_EXIT_USAGE (printed). */
+int cli_parse_dim(cli_dims *d, const char *value);
+/* INPUT=D0xD1x...: bindings INPUT:0=D0, INPUT:1=D1, ...; 0 or
+ * CLI_EXIT_USAGE (printed). */
+int cli_parse_shape(cli_dims *d, const char *value);
+/* 1 when path holds a JSON graph (as mp_graph_load tells it). */
+int cli_is_json(const char *path);
+/* Loads a's model pos[0] with --dim, --shape, --batch (and convert's
+ * --no-declared-shapes). --batch on a JSON graph is refused unless
+ * --maximize takes it as the batch the graph is at. 0 or an exit code
+ * (printed). */
+int cli_load_graph(mp_ctx *ctx, const cli_args *a, mp_graph **g);
+
+/* ---- training and recompute (cli/train_opts.c) ---------------------------- */
+/* --train: replaces *g by its training graph. 0 or an exit code. */
+int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
+                      const char *input);
+/* The plan: mp_remat_plan with --budget, else mp_plan_create. */
+int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
+                   const mp_plan_options *opt, mp_plan **plan,
+                   const char *input);
+int cli_train_json(const cli_train_args *t, json_t *o);
+void cli_train_summary(const cli_train_args *t);
+/* a's placement options into a plan's options */
+void cli_plan_options(const cli_args *a, mp_plan_options *opt);
+/* The plan of plan and validate: offload, recompute or the default; on an
+ * infeasible budget with --json and json_infeasible, prints what is
+ * known. 0 or an exit code. */
+int cli_make_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
+                  const mp_plan_options *opt, mp_plan **plan,
+                  int json_infeasible);
+
+/* ---- offload (cli/offload_opts.c) ---------------------------------------- */
 /* 0 when --offload-solver's value is known, else an exit code. */
 int cli_offload_check_solver(const char *value, const char *name);
 /* mp_offload_plan under budget (0: none). 0 or an exit code. */
@@ -199,13 +328,13 @@ int cli_json_print(json_t *obj);
 /* Sets key on obj (takes the reference of v); returns 0 or -1. */
 int cli_json_set(json_t *obj, const char *key, json_t *v);
 
-/* ---- subcommands --------------------------------------------------------------- */
-int cli_cmd_plan(int argc, char **argv);
-int cli_cmd_offsets(int argc, char **argv);
-int cli_cmd_verify(int argc, char **argv);
-int cli_cmd_shapes(int argc, char **argv);
-int cli_cmd_convert(int argc, char **argv);
-int cli_cmd_offload_policy(int argc, char **argv);
-int cli_cmd_validate(int argc, char **argv);
+/* ---- subcommands (cmd_NAME.c; validate: validate/, its own executable) ---- */
+int cli_cmd_plan(cli_args *a);
+int cli_cmd_offsets(cli_args *a);
+int cli_cmd_verify(cli_args *a);
+int cli_cmd_shapes(cli_args *a);
+int cli_cmd_convert(cli_args *a);
+int cli_cmd_offload_policy(cli_args *a);
+int cli_cmd_validate(cli_args *a);
 
 #endif /* MEMPLAN_CLI_H */

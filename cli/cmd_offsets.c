@@ -3,49 +3,6 @@
 
 #include <string.h>
 
-static void help(void)
-{
-    fputs("Usage: memplan offsets TRACE.csv [-o OUT.csv] [--json] [--align N]\n"
-          "                       [--method M] [--seed S] [--time-limit SEC]\n"
-          "                       [--capacity N]\n"
-          "\n"
-          "Reads a MiniMalloc trace (CSV with header id,lower,upper,size: a\n"
-          "buffer of `size` bytes live on the half-open interval\n"
-          "[lower, upper)), places every buffer in one arena so that buffers\n"
-          "live at the same time do not overlap, and reports the arena against\n"
-          "the lower bound (max over time of live bytes). A fifth column\n"
-          "`offset` in the input is ignored.\n"
-          "\n"
-          "Options:\n"
-          "  -o, --output FILE   write the trace with a fifth column `offset`\n"
-          "      --json          print one JSON object instead of the summary\n"
-          "      --align N       offset alignment in bytes (default 1: traces\n"
-          "                      give exact sizes); units accepted, e.g. 64B\n"
-          "      --method M      offsets method (default auto), one of:\n"
-          "                      ",
-          stdout);
-    cli_print_methods(stdout);
-    fputs("\n"
-          "      --seed S        seed for randomized improvement (default 0)\n"
-          "      --time-limit SEC  seconds for improvement passes and the exact\n"
-          "                      search (a safety net; default 10)\n"
-          "      --capacity N    ask for a packing within N bytes (units accepted,\n"
-          "                      e.g. 1MiB); when there is none, or none is found,\n"
-          "                      the best packing is still reported and written\n"
-          "                      and the exit code is 4. --method exact proves\n"
-          "                      optimality or infeasibility\n"
-          "  -h, --help          show this help\n"
-          "\n"
-          "Examples:\n"
-          "  memplan offsets trace.csv\n"
-          "  memplan offsets trace.csv -o placed.csv && memplan verify placed.csv\n"
-          "  memplan offsets trace.csv --json --method naive\n"
-          "  memplan offsets trace.csv --method exact --capacity 1MiB\n"
-          "\n",
-          stdout);
-    cli_print_exit_codes(stdout);
-}
-
 static int print_json(size_t n, const mp_offsets_result *r,
                       const mp_offsets_options *opt, const char *output)
 {
@@ -104,69 +61,21 @@ static void print_summary(const char *trace, size_t n,
         printf("\noffsets written to %s\n", output);
 }
 
-/* offsets' own option on top of the shared solver options */
-enum { OPT_CAPACITY = 900 };
-typedef struct offsets_args {
-    cli_solve_args solve;
-    uint64_t capacity;
-} offsets_args;
-
-static int offsets_on_opt(void *state, int id, const char *name,
-                          const char *value)
-{
-    offsets_args *oa = state;
-    if (id == OPT_CAPACITY) {
-        int rc = cli_parse_size(name, value, &oa->capacity);
-        if (!rc && oa->capacity == 0) {
-            cli_error("bad value '%s' for --capacity: expected a size > 0",
-                      value);
-            return CLI_EXIT_USAGE;
-        }
-        return rc;
-    }
-    return cli_solve_on_opt(&oa->solve, id, name, value);
-}
-
-int cli_cmd_offsets(int argc, char **argv)
+int cli_cmd_offsets(cli_args *a)
 {
     mp_offsets_options opt;
     mp_offsets_options_init(&opt);
-    offsets_args oa = {{NULL, 0, 1, opt.method, opt.seed, opt.time_limit}, 0};
-    cli_opt opts[24];
-    size_t no = 0;
-    for (const cli_opt *o = cli_solve_opts; o->name && no < 22; o++)
-        opts[no++] = *o;
-    opts[no++] = (cli_opt){"capacity", 0, 1, OPT_CAPACITY};
-    opts[no] = (cli_opt){NULL, 0, 0, 0};
-    const char *pos[CLI_MAX_POSITIONAL];
-    int n_pos, want_help;
-    int rc = cli_parse("offsets", argc, argv, opts, offsets_on_opt, &oa, pos,
-                       &n_pos, &want_help);
-    cli_solve_args a = oa.solve;
-    if (rc)
-        return rc;
-    if (want_help) {
-        help();
-        return CLI_EXIT_OK;
-    }
-    if (n_pos != 1) {
-        cli_error("offsets: expected one TRACE.csv, got %d arguments "
-                  "(see 'memplan offsets --help')",
-                  n_pos);
-        return CLI_EXIT_USAGE;
-    }
-    const char *trace = pos[0];
-    opt.alignment = a.alignment;
-    opt.method = a.method;
-    opt.seed = a.seed;
-    opt.time_limit = a.time_limit;
-    opt.capacity = oa.capacity;
+    const char *trace = a->pos[0];
+    opt.alignment = a->alignment;
+    opt.method = a->method;
+    opt.seed = a->seed;
+    opt.time_limit = a->time_limit;
+    opt.capacity = a->capacity;
+    int rc;
 
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    if (!ctx) {
-        cli_error("out of memory");
+    mp_ctx *ctx = cli_ctx_create();
+    if (!ctx)
         return CLI_EXIT_INTERNAL;
-    }
     mp_buffer *bufs = NULL;
     int64_t *ids = NULL;
     size_t n = 0;
@@ -188,17 +97,17 @@ int cli_cmd_offsets(int argc, char **argv)
         rc = cli_fail(ctx, st, trace);
         goto done;
     }
-    if (a.output) {
-        st = mp_trace_save_csv(ctx, a.output, bufs, ids, n);
+    if (a->output) {
+        st = mp_trace_save_csv(ctx, a->output, bufs, ids, n);
         if (st != MP_OK) {
-            rc = cli_fail(ctx, st, a.output);
+            rc = cli_fail(ctx, st, a->output);
             goto done;
         }
     }
-    if (a.json) {
-        rc = print_json(n, &res, &opt, a.output);
+    if (a->json) {
+        rc = print_json(n, &res, &opt, a->output);
     } else {
-        print_summary(trace, n, &res, &opt, a.output);
+        print_summary(trace, n, &res, &opt, a->output);
         rc = CLI_EXIT_OK;
     }
     if (solve_st != MP_OK && rc == CLI_EXIT_OK)

@@ -7,165 +7,6 @@
 
 #define PEAK_TOP 10
 
-static void help(void)
-{
-    fputs("Usage: memplan plan INPUT [-o PLAN.json] [--json] [--align N]\n"
-          "                    [--method M] [--seed S] [--time-limit SEC]\n"
-          "\n"
-          "Loads a graph (ONNX when built with it, memplan JSON, or networkx\n"
-          "node-link JSON), builds the default schedule (topological order,\n"
-          "each arena tensor freed after its last use), places every tensor\n"
-          "in one arena and prints the figures: persistent bytes (weights,\n"
-          "constants), the lower bound (max live arena bytes), the arena, the\n"
-          "peak (arena + persistent), and the step where live bytes peak with\n"
-          "the largest tensors there.\n"
-          "\n"
-          "Options:\n"
-          "  -o, --output FILE   write the plan JSON (docs/plan-format.md)\n"
-          "      --json          print one JSON object instead of the summary\n"
-          "      --align N       arena alignment in bytes (default 256); units\n"
-          "                      accepted, e.g. 4KiB\n"
-          "      --method M      offsets method (default auto), one of:\n"
-          "                      ",
-          stdout);
-    cli_print_methods(stdout);
-    fputs("\n"
-          "      --seed S        seed for randomized improvement (default 0)\n"
-          "      --time-limit SEC  seconds for improvement passes\n"
-          "      --dim NAME=VALUE  bind an ONNX symbolic dim (repeatable);\n"
-          "                        INPUT:AXIS=VALUE binds a dim of a graph\n"
-          "                        input (also a fixed one: re-batching)\n"
-          "      --shape INPUT=D0xD1x...  the whole shape of a graph input\n"
-          "                        (one declared with no shape; repeatable)\n"
-          "      --dot FILE      write the graph as Graphviz DOT (render with\n"
-          "                      dot -Tsvg); needs a build with Graphviz\n"
-          "      --collapse PREFIX|DEPTH  in the DOT, draw the nodes whose name\n"
-          "                      starts with PREFIX (comma-separated list), or\n"
-          "                      each group of the first DEPTH name parts, as one\n"
-          "      --html FILE     write the HTML report (timeline, arena layout,\n"
-          "                      peak tensors, lints; one file, no network)\n"
-          "      --trace FILE    write a Chrome trace (Perfetto) with a memory\n"
-          "                      counter\n"
-          "      --kv-context N  tokens for the KV-cache lint (default 4096)\n"
-          "      --no-lints      skip the static lints\n"
-          "      --no-inplace    no in-place reuse (by default an output may\n"
-          "                      take over an input that dies at its node,\n"
-          "                      where the op allows it)\n"
-          "      --fuse          tensors inside fused pointwise chains take no\n"
-          "                      memory (docs/memory-model.md)\n"
-          "      --reorder       memory-aware operator order; reports the lower\n"
-          "                      bound before and after\n"
-          "  -h, --help          show this help\n"
-          "\n",
-          stdout);
-    cli_train_help(stdout);
-    fputs("Offload (docs/offload.md):\n"
-          "      --offload       move idle tensors to host memory (OFFLOAD /\n"
-          "                      PREFETCH steps) to fit --budget\n"
-          "      --device D      cost model: h200 (default), h100, a100, l4,\n"
-          "                      t4 or a device profile JSON\n"
-          "      --offload-solver S  greedy, ilp (offload only), joint (per\n"
-          "                      tensor keep / recompute / offload, the fastest\n"
-          "                      plan on the device's cost model) or auto\n"
-          "                      (default: joint unless --solver\n"
-          "                      checkpoint-all forbids recompute)\n"
-          "\n"
-          "Examples:\n"
-          "  memplan plan g.json --budget 12GiB --offload --device h200 --json\n"
-          "  memplan plan examples/resnet50.json\n"
-          "  memplan plan examples/resnet50.json -o plan.json --align 64\n"
-          "  memplan plan model.onnx --json --method size-bestfit\n"
-          "  memplan plan model.onnx --html report.html --dot g.dot --collapse 2\n"
-          "\n",
-          stdout);
-    cli_print_exit_codes(stdout);
-}
-
-/* Options of plan beyond the shared solver ones (ids above theirs). */
-enum { P_DOT = 1000, P_COLLAPSE, P_HTML, P_TRACE, P_KV, P_NOLINT };
-enum { P_NOINPLACE = 1200, P_FUSE, P_REORDER }; /* issue 4 */
-enum { P_OFFLOAD = 1100, P_DEVICE, P_OFFLOAD_SOLVER };
-static const cli_opt plan_only_opts[] = {
-    {"offload", 0, 0, P_OFFLOAD},
-    {"device", 0, 1, P_DEVICE},
-    {"offload-solver", 0, 1, P_OFFLOAD_SOLVER},
-    {"dot", 0, 1, P_DOT},
-    {"collapse", 0, 1, P_COLLAPSE},
-    {"html", 0, 1, P_HTML},
-    {"trace", 0, 1, P_TRACE},
-    {"kv-context", 0, 1, P_KV},
-    {"no-lints", 0, 0, P_NOLINT},
-    {"no-inplace", 0, 0, P_NOINPLACE},
-    {"fuse", 0, 0, P_FUSE},
-    {"reorder", 0, 0, P_REORDER},
-    {NULL, 0, 0, 0},
-};
-
-typedef struct plan_args {
-    cli_train_args train;   /* issue 5 */
-    cli_solve_args solve;
-    const char *dot, *html, *trace;
-    mp_dot_options dopt;
-    uint64_t kv_context;
-    int no_lints;
-    int no_inplace, fuse, reorder; /* issue 4 */
-    cli_offload_args offload; /* issue 8 */
-} plan_args;
-
-static int plan_on_opt(void *state, int id, const char *name,
-                       const char *value)
-{
-    plan_args *a = state;
-    switch (id) {
-    case P_DOT: a->dot = value; return 0;
-    case P_HTML: a->html = value; return 0;
-    case P_TRACE: a->trace = value; return 0;
-    case P_NOLINT: a->no_lints = 1; return 0;
-    case P_NOINPLACE: a->no_inplace = 1; return 0;
-    case P_FUSE: a->fuse = 1; return 0;
-    case P_REORDER: a->reorder = 1; return 0;
-    case P_OFFLOAD: a->offload.enabled = 1; return 0;
-    case P_DEVICE: a->offload.device = value; return 0;
-    case P_OFFLOAD_SOLVER:
-        a->offload.solver = value;
-        a->offload.enabled = 1;
-        return cli_offload_check_solver(value, name);
-    case P_KV: return cli_parse_u64(name, value, &a->kv_context);
-    case P_COLLAPSE: {
-        const char *p = value;
-        while (*p >= '0' && *p <= '9')
-            p++;
-        if (*value && !*p) {
-            uint64_t d;
-            int rc = cli_parse_u64(name, value, &d);
-            if (rc)
-                return rc;
-            if (d == 0 || d > 64) {
-                cli_error("bad value '%s' for %s: a depth from 1 to 64 or a "
-                          "name prefix", value, name);
-                return CLI_EXIT_USAGE;
-            }
-            a->dopt.collapse_depth = (uint32_t)d;
-            a->dopt.collapse_prefix = NULL;
-        } else {
-            if (!*value) {
-                cli_error("empty value for %s", name);
-                return CLI_EXIT_USAGE;
-            }
-            a->dopt.collapse_prefix = value;
-            a->dopt.collapse_depth = 0;
-        }
-        return 0;
-    }
-    default: {
-        int trc = cli_train_on_opt(&a->train, id, name, value);
-        if (trc >= 0)
-            return trc;
-        return cli_solve_on_opt(&a->solve, id, name, value);
-    }
-    }
-}
-
 /* Arena blocks live at the peak step, largest first. */
 typedef struct peak_info {
     uint32_t step;
@@ -264,7 +105,7 @@ static void sharing_counts(const mp_graph *g, const mp_plan *plan,
 
 static int print_json(const mp_graph *g, const mp_plan *plan,
                       const peak_info *pk, const char *output,
-                      const plan_args *pa, const mp_lints *lints)
+                      const cli_args *pa, const mp_lints *lints)
 {
     const mp_figures *f = mp_plan_figures(plan);
     json_t *o = json_object();
@@ -435,167 +276,83 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
         printf("\nplan written to %s\n", output);
 }
 
-int cli_cmd_plan(int argc, char **argv)
-{
-    mp_plan_options opt;
-    mp_plan_options_init(&opt);
-    plan_args pa;
-    memset(&pa, 0, sizeof pa);
-    pa.solve = (cli_solve_args){NULL, 0, opt.alignment, opt.method, opt.seed,
-                                opt.time_limit};
-    mp_dot_options_init(&pa.dopt);
-    cli_train_init(&pa.train);
-    cli_offload_init(&pa.offload);
-    mp_lint_options lopt;
-    mp_lint_options_init(&lopt);
-    pa.kv_context = lopt.kv_context;
-    cli_solve_args a;
-    /* the shared solver options, then plan's own */
-    cli_opt opts[48];
-    size_t no = 0;
-    for (const cli_opt *o = cli_solve_opts; o->name && no < 16; o++)
-        opts[no++] = *o;
-    for (const cli_opt *o = plan_only_opts; o->name && no < 31; o++)
-        opts[no++] = *o;
-    for (const cli_opt *o = cli_train_opts; o->name && no < 47; o++)
-        opts[no++] = *o;
-    opts[no] = (cli_opt){NULL, 0, 0, 0};
-    const char *pos[CLI_MAX_POSITIONAL];
-    int n_pos, want_help;
-    cli_dims dims;
-    dims.n = 0;
-    int rc = cli_parse_dims(&dims, "plan", argc, argv, opts, plan_on_opt, &pa, pos,
-                       &n_pos, &want_help);
-    a = pa.solve;
-    if (rc)
-        return rc;
-    if (want_help) {
-        help();
-        return CLI_EXIT_OK;
-    }
-    if (n_pos != 1) {
-        cli_error("plan: expected one INPUT graph, got %d arguments "
-                  "(see 'memplan plan --help')",
-                  n_pos);
-        return CLI_EXIT_USAGE;
-    }
-    const char *input = pos[0];
-    opt.alignment = a.alignment;
-    opt.method = a.method;
-    opt.seed = a.seed;
-    opt.time_limit = a.time_limit;
-    opt.inplace = !pa.no_inplace;
-    opt.fuse = pa.fuse;
-    opt.reorder = pa.reorder;
 
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    if (!ctx) {
+/* -o, the lints, --dot, --html and --trace of a plan. */
+static int write_outputs(mp_ctx *ctx, const cli_args *a, const mp_plan *plan,
+                         mp_lints **lints)
+{
+    mp_status st;
+    if (a->output && (st = mp_plan_save_json(plan, a->output)) != MP_OK)
+        return cli_fail(ctx, st, a->output);
+    if (!a->no_lints) {
+        mp_lint_options lopt;
+        mp_lint_options_init(&lopt);
+        lopt.kv_context = a->kv_context;
+        if ((st = mp_plan_lint(plan, &lopt, lints)) != MP_OK)
+            return cli_fail(ctx, st, a->pos[0]);
+    }
+    if (a->dot && (st = mp_plan_write_dot(plan, a->dot, &a->dopt)) != MP_OK)
+        return cli_fail(ctx, st, a->dot);
+    if (a->html) {
+        mp_html_options ho;
+        mp_html_options_init(&ho);
+        ho.lints = *lints;
+        if ((st = mp_plan_write_html(plan, a->html, &ho)) != MP_OK)
+            return cli_fail(ctx, st, a->html);
+    }
+    if (a->trace && (st = mp_plan_write_trace(plan, a->trace, NULL)) != MP_OK)
+        return cli_fail(ctx, st, a->trace);
+    return 0;
+}
+
+/* The summary for humans, or --json. */
+static int report(const cli_args *a, const mp_graph *g, const mp_plan *plan,
+                  const mp_lints *lints)
+{
+    peak_info pk;
+    if (peak_collect(plan, &pk) != 0) {
         cli_error("out of memory");
         return CLI_EXIT_INTERNAL;
     }
+    int rc = CLI_EXIT_OK;
+    if (a->json) {
+        rc = print_json(g, plan, &pk, a->output, a, lints);
+    } else {
+        print_summary(g, plan, &pk, a->output);
+        cli_train_summary(&a->train);
+        cli_offload_summary(&a->offload);
+        if (lints)
+            print_lints(lints);
+        if (a->dot)
+            printf("DOT written to %s\n", a->dot);
+        if (a->html)
+            printf("HTML report written to %s\n", a->html);
+        if (a->trace)
+            printf("trace written to %s\n", a->trace);
+    }
+    free(pk.blocks);
+    return rc;
+}
+
+int cli_cmd_plan(cli_args *a)
+{
+    mp_plan_options opt;
+    cli_plan_options(a, &opt);
+    mp_ctx *ctx = cli_ctx_create();
+    if (!ctx)
+        return CLI_EXIT_INTERNAL;
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
     mp_lints *lints = NULL;
-    peak_info pk;
-    memset(&pk, 0, sizeof pk);
-    dims.batch = (int64_t)pa.train.batch; /* --batch: re-batch an ONNX model */
-    mp_status st = cli_load_graph(ctx, input, &dims, 1, &g);
-    if (st != MP_OK) {
-        rc = cli_fail(ctx, st, input);
-        goto done;
-    }
-    if ((rc = cli_train_prepare(ctx, &pa.train, &g, input)) != 0)
-        goto done;
-    if (pa.offload.enabled) {
-        /* --offload: the offload planner under --budget */
-        pa.offload.ropt = &pa.train.ropt;
-        if ((rc = cli_offload_plan(ctx, &pa.offload, pa.train.ropt.budget, g,
-                                   &opt, &plan, input)) != 0) {
-            if (pa.offload.infeasible && a.json) {
-                json_t *o = json_object();
-                if (o &&
-                    !cli_json_set(o, "graph", cli_json_str(mp_graph_name(g))) &&
-                    !cli_offload_json(&pa.offload, o))
-                    cli_json_print(o);
-                else
-                    json_decref(o);
-            }
-            goto done;
-        }
-    } else if ((rc = cli_train_plan(ctx, &pa.train, g, &opt, &plan,
-                                    input)) != 0) {
-        if (pa.train.infeasible && a.json) {
-            json_t *o = json_object();
-            if (o && !cli_json_set(o, "graph", cli_json_str(mp_graph_name(g))) &&
-                !cli_train_json(&pa.train, o))
-                cli_json_print(o);
-            else
-                json_decref(o);
-        }
-        goto done;
-    }
-    if (a.output) {
-        st = mp_plan_save_json(plan, a.output);
-        if (st != MP_OK) {
-            rc = cli_fail(ctx, st, a.output);
-            goto done;
-        }
-    }
-    if (!pa.no_lints) {
-        lopt.kv_context = pa.kv_context;
-        st = mp_plan_lint(plan, &lopt, &lints);
-        if (st != MP_OK) {
-            rc = cli_fail(ctx, st, input);
-            goto done;
-        }
-    }
-    if (pa.dot) {
-        st = mp_plan_write_dot(plan, pa.dot, &pa.dopt);
-        if (st != MP_OK) {
-            rc = cli_fail(ctx, st, pa.dot);
-            goto done;
-        }
-    }
-    if (pa.html) {
-        mp_html_options ho;
-        mp_html_options_init(&ho);
-        ho.lints = lints;
-        st = mp_plan_write_html(plan, pa.html, &ho);
-        if (st != MP_OK) {
-            rc = cli_fail(ctx, st, pa.html);
-            goto done;
-        }
-    }
-    if (pa.trace) {
-        st = mp_plan_write_trace(plan, pa.trace, NULL);
-        if (st != MP_OK) {
-            rc = cli_fail(ctx, st, pa.trace);
-            goto done;
-        }
-    }
-    if (peak_collect(plan, &pk) != 0) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_INTERNAL;
-        goto done;
-    }
-    if (a.json) {
-        rc = print_json(g, plan, &pk, a.output, &pa, lints);
-    } else {
-        print_summary(g, plan, &pk, a.output);
-        cli_train_summary(&pa.train);
-        cli_offload_summary(&pa.offload);
-        if (lints)
-            print_lints(lints);
-        if (pa.dot)
-            printf("DOT written to %s\n", pa.dot);
-        if (pa.html)
-            printf("HTML report written to %s\n", pa.html);
-        if (pa.trace)
-            printf("trace written to %s\n", pa.trace);
-        rc = CLI_EXIT_OK;
-    }
-done:
-    free(pk.blocks);
+    int rc = cli_load_graph(ctx, a, &g);
+    if (!rc)
+        rc = cli_train_prepare(ctx, &a->train, &g, a->pos[0]);
+    if (!rc)
+        rc = cli_make_plan(ctx, a, g, &opt, &plan, 1);
+    if (!rc)
+        rc = write_outputs(ctx, a, plan, &lints);
+    if (!rc)
+        rc = report(a, g, plan, lints);
     mp_lints_destroy(lints);
     mp_plan_destroy(plan);
     mp_graph_destroy(g);

@@ -4,61 +4,6 @@
 
 #include <string.h>
 
-enum { OPT_DIM, OPT_JSON, OPT_SHAPE, OPT_BATCH };
-
-static const cli_opt shapes_opts[] = {
-    {"dim", 0, 1, OPT_DIM},
-    {"json", 0, 0, OPT_JSON},
-    {"shape", 0, 1, OPT_SHAPE},
-    {"batch", 0, 1, OPT_BATCH},
-    {NULL, 0, 0, 0},
-};
-
-typedef struct shapes_args {
-    cli_dims dims;
-    int json;
-} shapes_args;
-
-static int on_opt(void *state, int id, const char *name, const char *value)
-{
-    shapes_args *a = state;
-    switch (id) {
-    case OPT_DIM: return cli_parse_dim(&a->dims, name, value);
-    case OPT_JSON: a->json = 1; return 0;
-    case OPT_SHAPE: return cli_parse_shape(&a->dims, value);
-    case OPT_BATCH: return cli_parse_batch(&a->dims, name, value);
-    default: return CLI_EXIT_INTERNAL;
-    }
-}
-
-static void help(void)
-{
-    fputs("Usage: memplan shapes MODEL [--dim NAME=VALUE]... [--json]\n"
-          "\n"
-          "Loads a graph (ONNX model or JSON graph), infers every shape and\n"
-          "prints one line per tensor: name, dtype, shape ('?' for a dim\n"
-          "memplan could not resolve), bytes and kind; then the number of\n"
-          "tensors whose shape is not fully known (unknown_shapes).\n"
-          "\n"
-          "Options:\n"
-          "      --dim NAME=VALUE  bind an ONNX symbolic dim (repeatable);\n"
-          "                        INPUT:AXIS=VALUE binds a dim of a graph\n"
-          "                        input (also a fixed one: re-batching)\n"
-          "      --shape INPUT=D0xD1x...  the whole shape of a graph input\n"
-          "                        (one declared with no shape)\n"
-          "      --batch N         re-batch an ONNX model exported at a fixed\n"
-          "                        batch: inputs' leading dim and the constant\n"
-          "                        Reshape targets / Resize sizes holding it\n"
-          "      --json            one JSON object instead of text\n"
-          "  -h, --help            show this help\n"
-          "\n"
-          "Example:\n"
-          "  memplan shapes model.onnx --dim batch=8\n"
-          "\n",
-          stdout);
-    cli_print_exit_codes(stdout);
-}
-
 static void shape_text(const mp_tensor_info *t, char *buf, size_t cap)
 {
     size_t len = 0;
@@ -78,39 +23,19 @@ static void shape_text(const mp_tensor_info *t, char *buf, size_t cap)
         snprintf(buf + len, cap - len, "]");
 }
 
-int cli_cmd_shapes(int argc, char **argv)
+int cli_cmd_shapes(cli_args *a)
 {
-    shapes_args a;
-    memset(&a, 0, sizeof a);
-    const char *pos[CLI_MAX_POSITIONAL];
-    int n_pos, want_help;
-    int rc = cli_parse("shapes", argc, argv, shapes_opts, on_opt, &a, pos,
-                       &n_pos, &want_help);
-    if (rc)
-        return rc;
-    if (want_help) {
-        help();
-        return CLI_EXIT_OK;
-    }
-    if (n_pos != 1) {
-        cli_error("shapes: expected one MODEL argument, got %d (see 'memplan "
-                  "shapes --help')", n_pos);
-        return CLI_EXIT_USAGE;
-    }
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    if (!ctx) {
-        cli_error("out of memory");
+    mp_ctx *ctx = cli_ctx_create();
+    if (!ctx)
         return CLI_EXIT_INTERNAL;
-    }
     mp_graph *g = NULL;
-    mp_status st = cli_load_graph(ctx, pos[0], &a.dims, 0, &g);
-    if (st) {
-        rc = cli_fail(ctx, st, pos[0]);
+    int rc = cli_load_graph(ctx, a, &g);
+    if (rc) {
         mp_ctx_destroy(ctx);
         return rc;
     }
     size_t n = mp_graph_num_tensors(g);
-    json_t *arr = a.json ? json_array() : NULL;
+    json_t *arr = a->json ? json_array() : NULL;
     rc = CLI_EXIT_OK;
     for (size_t i = 0; i < n && !rc; i++) {
         mp_tensor_info t;
@@ -119,7 +44,7 @@ int cli_cmd_shapes(int argc, char **argv)
         const char *dt = mp_dtype_name(t.dtype);
         char shp[512];
         shape_text(&t, shp, sizeof shp);
-        if (!a.json) {
+        if (!a->json) {
             printf("%-40s %-10s %-24s %12llu  %s\n", t.name,
                    dt ? dt : "?", shp, (unsigned long long)t.bytes,
                    mp_kind_name(t.kind));
@@ -149,7 +74,7 @@ int cli_cmd_shapes(int argc, char **argv)
         }
     }
     size_t unknown = mp_graph_unknown_shapes(g);
-    if (!rc && a.json) {
+    if (!rc && a->json) {
         json_t *o = json_object();
         int bad = !o;
         if (!bad) {

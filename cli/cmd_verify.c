@@ -3,96 +3,18 @@
 
 #include <string.h>
 
-enum { OPT_CAPACITY, OPT_ALIGN, OPT_DIM, OPT_SHAPE, OPT_BATCH };
-
-static const cli_opt verify_opts[] = {
-    {"capacity", 0, 1, OPT_CAPACITY},
-    {"align", 0, 1, OPT_ALIGN},
-    {"dim", 0, 1, OPT_DIM},
-    {"shape", 0, 1, OPT_SHAPE},
-    {"batch", 0, 1, OPT_BATCH},
-    {NULL, 0, 0, 0},
-};
-
-typedef struct verify_args {
-    uint64_t capacity;   /* UINT64_MAX: no limit */
-    uint64_t alignment;
-    int trace_opts;      /* --capacity or --align given */
-    cli_dims dims;       /* --dim: ONNX symbolic dims */
-} verify_args;
-
-static int on_opt(void *state, int id, const char *name, const char *value)
+static int verify_plan(const cli_args *a)
 {
-    verify_args *a = state;
-    if (id == OPT_DIM)
-        return cli_parse_dim(&a->dims, name, value);
-    if (id == OPT_SHAPE)
-        return cli_parse_shape(&a->dims, value);
-    if (id == OPT_BATCH)
-        return cli_parse_batch(&a->dims, name, value);
-    a->trace_opts = 1;
-    switch (id) {
-    case OPT_CAPACITY: return cli_parse_size(name, value, &a->capacity);
-    case OPT_ALIGN: return cli_parse_size(name, value, &a->alignment);
-    default: return CLI_EXIT_INTERNAL;
-    }
-}
-
-static void help(void)
-{
-    fputs("Usage: memplan verify INPUT PLAN.json [--dim NAME=VALUE]... "
-          "[--shape INPUT=D0xD1x...]...\n"
-          "                      [--batch N]\n"
-          "       memplan verify TRACE.csv [--capacity N] [--align N]\n"
-          "\n"
-          "With a graph and a plan: replays the plan against the graph and\n"
-          "checks every invariant (each input of a step is resident when it\n"
-          "runs, every arena tensor is placed, no two resident tensors overlap,\n"
-          "every block lies in the arena and is aligned, the plan's figures\n"
-          "equal the replayed ones).\n"
-          "\n"
-          "With one trace (id,lower,upper,size,offset CSV, as written by\n"
-          "'memplan offsets -o'): checks that buffers live at the same time do\n"
-          "not overlap, that offsets are aligned and that every buffer ends\n"
-          "within the capacity.\n"
-          "\n"
-          "Prints 'valid: ...' and exits 0 when valid; otherwise prints the\n"
-          "first violation to stderr and exits 5.\n"
-          "\n"
-          "The model is loaded as plan loads it: --dim, --shape and --batch N\n"
-          "(an ONNX model re-batched to N, see 'memplan plan --help').\n"
-          "\n"
-          "Options (trace only):\n"
-          "      --capacity N    arena size every buffer must fit in (default:\n"
-          "                      no limit); units accepted, e.g. 1MiB\n"
-          "      --align N       required offset alignment (default 1)\n"
-          "  -h, --help          show this help\n"
-          "\n"
-          "Examples:\n"
-          "  memplan verify examples/resnet50.json plan.json\n"
-          "  memplan verify placed.csv --capacity 1MiB\n"
-          "\n",
-          stdout);
-    cli_print_exit_codes(stdout);
-}
-
-static int verify_plan(const char *input, const char *plan_path,
-                       const cli_dims *dims)
-{
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    if (!ctx) {
-        cli_error("out of memory");
+    const char *plan_path = a->pos[1];
+    mp_ctx *ctx = cli_ctx_create();
+    if (!ctx)
         return CLI_EXIT_INTERNAL;
-    }
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
-    int rc;
-    mp_status st = cli_load_graph(ctx, input, dims, 0, &g);
-    if (st != MP_OK) {
-        rc = cli_fail(ctx, st, input);
+    int rc = cli_load_graph(ctx, a, &g);
+    if (rc)
         goto done;
-    }
-    st = mp_plan_load_json(g, plan_path, &plan);
+    mp_status st = mp_plan_load_json(g, plan_path, &plan);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, plan_path);
         goto done;
@@ -116,13 +38,15 @@ done:
     return rc;
 }
 
-static int verify_trace(const char *trace, const verify_args *a)
+static int verify_trace(const cli_args *a)
 {
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    if (!ctx) {
-        cli_error("out of memory");
+    const char *trace = a->pos[0];
+    /* no limit unless --capacity */
+    uint64_t capacity =
+        cli_given(a, CLI_O_CAPACITY) ? a->capacity : UINT64_MAX;
+    mp_ctx *ctx = cli_ctx_create();
+    if (!ctx)
         return CLI_EXIT_INTERNAL;
-    }
     mp_buffer *bufs = NULL;
     size_t n = 0;
     int has_offsets = 0, rc;
@@ -139,7 +63,7 @@ static int verify_trace(const char *trace, const verify_args *a)
         rc = CLI_EXIT_INPUT;
         goto done;
     }
-    st = mp_offsets_verify(ctx, bufs, n, a->alignment, a->capacity);
+    st = mp_offsets_verify(ctx, bufs, n, a->alignment, capacity);
     if (st == MP_OK)
         st = mp_offsets_lower_bound(ctx, bufs, n, a->alignment, &lb);
     if (st != MP_OK) {
@@ -164,36 +88,19 @@ done:
     return rc;
 }
 
-int cli_cmd_verify(int argc, char **argv)
+int cli_cmd_verify(cli_args *a)
 {
-    verify_args a;
-    a.capacity = UINT64_MAX;
-    a.alignment = 1;
-    a.trace_opts = 0;
-    a.dims.n = 0;
-    a.dims.batch = 0;
-    const char *pos[CLI_MAX_POSITIONAL];
-    int n_pos, want_help;
-    int rc = cli_parse("verify", argc, argv, verify_opts, on_opt, &a, pos,
-                       &n_pos, &want_help);
-    if (rc)
-        return rc;
-    if (want_help) {
-        help();
-        return CLI_EXIT_OK;
-    }
-    if (n_pos == 2) {
-        if (a.trace_opts) {
-            cli_error("verify: --capacity and --align apply to a trace only; "
-                      "a plan carries its own alignment and arena");
-            return CLI_EXIT_USAGE;
-        }
-        return verify_plan(pos[0], pos[1], &a.dims);
-    }
-    if (n_pos == 1)
-        return verify_trace(pos[0], &a);
-    cli_error("verify: expected INPUT PLAN.json or TRACE.csv, got %d "
-              "arguments (see 'memplan verify --help')",
-              n_pos);
-    return CLI_EXIT_USAGE;
+    /* a model's options with a trace, a trace's with a plan */
+    static const int model_opts[] = {CLI_O_DIM, CLI_O_SHAPE, CLI_O_BATCH};
+    static const int trace_opts[] = {CLI_O_CAPACITY, CLI_O_ALIGN};
+    for (size_t i = 0; a->n_pos == 1 && i < 3; i++)
+        if (cli_given(a, model_opts[i]))
+            return cli_no_effect(a, model_opts[i], "with a trace",
+                                 "it applies to the model of a plan");
+    for (size_t i = 0; a->n_pos == 2 && i < 2; i++)
+        if (cli_given(a, trace_opts[i]))
+            return cli_no_effect(a, trace_opts[i], "with a plan",
+                                 "it applies to a trace only; a plan "
+                                 "carries its own alignment and arena");
+    return a->n_pos == 2 ? verify_plan(a) : verify_trace(a);
 }

@@ -1,104 +1,136 @@
 /* main.c - the memplan command: dispatch to subcommands.
  *
- * Every subcommand lives in its own file (cmd_NAME.c) and is one row of
- * the table below; later subcommands (convert, shapes, validate) are added
- * as rows when they exist. */
+ * Every subcommand is a row of cli_commands (cli/options.c) and lives in
+ * its own file (cmd_NAME.c). `validate` runs the CUDA executor, which is a
+ * program of its own (memplan-validate, built from validate/): memplan
+ * checks the command line, then executes it, so that no other command
+ * loads CUDA. */
 #include "cli.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
-typedef struct cli_command {
-    const char *name;
-    const char *summary;
-    int (*run)(int argc, char **argv);
-} cli_command;
+#ifndef MP_LIBEXEC_REL
+#define MP_LIBEXEC_REL "../libexec/memplan"
+#endif
 
-static const cli_command commands[] = {
-    {"plan", "plan a graph: lifetimes, arena offsets, peak and its tensors",
-     cli_cmd_plan},
-    {"offsets", "place the buffers of a trace (id,lower,upper,size CSV)",
-     cli_cmd_offsets},
-    {"verify", "check a plan against its graph, or a trace's offsets",
-     cli_cmd_verify},
-    {"shapes", "print every tensor's dtype and shape (ONNX: with --dim)",
-     cli_cmd_shapes},
-    {"convert", "write a model (ONNX) as a memplan JSON graph",
-     cli_cmd_convert},
-    {"validate", "run the plan on a GPU: measured against predicted memory",
-     cli_cmd_validate},
-    {"offload-policy", "FlexGen-style offload policy for LLM inference",
-     cli_cmd_offload_policy},
-};
-#define N_COMMANDS (sizeof commands / sizeof commands[0])
-
-static void list_commands(FILE *f)
+/* The executor: next to this program (a build tree, or the bin
+ * directory), then in the libexec directory relative to it (an
+ * installation, wherever it was moved), then where it was installed. */
+static int find_validate(char *path, size_t cap)
 {
-    fputs("Commands:\n", f);
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    const char *dirs[3] = {NULL, NULL, MP_LIBEXEC_DIR};
+    char rel[4096 + 64];
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            dirs[0] = self;
+            snprintf(rel, sizeof rel, "%s/%s", self, MP_LIBEXEC_REL);
+            dirs[1] = rel;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!dirs[i])
+            continue;
+        int w = snprintf(path, cap, "%s/memplan-validate", dirs[i]);
+        if (w > 0 && (size_t)w < cap && access(path, X_OK) == 0)
+            return 0;
+    }
+    return -1;
 }
 
-static void usage(FILE *f)
+static int run_validate(cli_args *a)
 {
-    fputs("Usage: memplan COMMAND [OPTIONS] ARGS...\n"
-          "       memplan COMMAND --help\n"
-          "       memplan --version\n"
-          "\n"
-          "Offline memory planner for computation graphs: works out every\n"
-          "tensor's size and lifetime and packs them into one arena.\n"
-          "\n",
-          f);
-    list_commands(f);
-    fputs("\n"
-          "Examples:\n"
-          "  memplan plan examples/resnet50.json -o plan.json\n"
-          "  memplan verify examples/resnet50.json plan.json\n"
-          "  memplan offsets trace.csv -o placed.csv && memplan verify placed.csv\n"
-          "\n"
-          "Sizes accept units: B, KiB, MiB, GiB, TiB (1024) and KB, MB, GB, TB\n"
-          "(1000), any case, e.g. --align 4KiB.\n"
-          "\n",
-          f);
-    cli_print_exit_codes(f);
+    char path[4200];
+    if (find_validate(path, sizeof path) != 0) {
+        cli_error("validate: the executor memplan-validate is not next to "
+                  "memplan nor in %s (build the memplan-validate target)",
+                  MP_LIBEXEC_DIR);
+        return CLI_EXIT_INTERNAL;
+    }
+    fflush(stdout);
+    a->argv[0] = path;
+    execv(path, a->argv);
+    cli_error("validate: cannot run %s: %s", path, strerror(errno));
+    return CLI_EXIT_INTERNAL;
+}
+
+static int (*const run[CLI_CMD_COUNT_])(cli_args *a) = {
+    [CLI_CMD_PLAN] = cli_cmd_plan,
+    [CLI_CMD_OFFSETS] = cli_cmd_offsets,
+    [CLI_CMD_VERIFY] = cli_cmd_verify,
+    [CLI_CMD_SHAPES] = cli_cmd_shapes,
+    [CLI_CMD_CONVERT] = cli_cmd_convert,
+    [CLI_CMD_VALIDATE] = run_validate,
+    [CLI_CMD_OFFLOAD_POLICY] = cli_cmd_offload_policy,
+};
+
+static int unknown(const char *what, const char *name)
+{
+    const char *names[CLI_CMD_COUNT_];
+    for (int c = 0; c < CLI_CMD_COUNT_; c++)
+        names[c] = cli_commands[c].name;
+    const char *best = name[0] == '-' ? NULL
+                                      : cli_closest(name, names, CLI_CMD_COUNT_);
+    if (best)
+        cli_error("unknown %s '%s'; did you mean '%s'?", what, name, best);
+    else
+        cli_error("unknown %s '%s'", what, name);
+    cli_list_commands(stderr);
+    fputs("Run 'memplan --help' for usage.\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+/* memplan help [--markdown] [COMMAND] */
+static int help(int argc, char **argv)
+{
+    int md = argc > 2 && strcmp(argv[2], "--markdown") == 0;
+    if (argc > 3 + md) {
+        cli_error("help: expected [--markdown] [COMMAND]");
+        return CLI_EXIT_USAGE;
+    }
+    if (argc < 3 + md) {
+        if (md) {
+            cli_error("help: --markdown needs a COMMAND");
+            return CLI_EXIT_USAGE;
+        }
+        cli_help_main(stdout);
+        return CLI_EXIT_OK;
+    }
+    int c = cli_command_find(argv[2 + md]);
+    if (c < 0)
+        return unknown("command", argv[2 + md]);
+    if (md)
+        cli_help_markdown(stdout, c);
+    else
+        cli_help(stdout, c);
+    return CLI_EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        cli_help_main(stderr);
         return CLI_EXIT_USAGE;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
-        usage(stdout);
+        cli_help_main(stdout);
         return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
         printf("memplan %s\n", mp_version());
         return CLI_EXIT_OK;
     }
-    if (strcmp(cmd, "help") == 0) {
-        if (argc < 3) {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        for (size_t i = 0; i < N_COMMANDS; i++)
-            if (strcmp(argv[2], commands[i].name) == 0) {
-                static char help_opt[] = "--help";
-                char *help_argv[] = {argv[2], help_opt, NULL};
-                return commands[i].run(2, help_argv);
-            }
-        cmd = argv[2];
-    } else {
-        for (size_t i = 0; i < N_COMMANDS; i++)
-            if (strcmp(cmd, commands[i].name) == 0)
-                return commands[i].run(argc - 1, argv + 1);
-    }
-    if (cmd[0] == '-')
-        cli_error("unknown option '%s'", cmd);
-    else
-        cli_error("unknown command '%s'", cmd);
-    list_commands(stderr);
-    fputs("Run 'memplan --help' for usage.\n", stderr);
-    return CLI_EXIT_USAGE;
+    if (strcmp(cmd, "help") == 0)
+        return help(argc, argv);
+    int c = cli_command_find(cmd);
+    if (c >= 0)
+        return cli_run_command(c, argc - 1, argv + 1, run[c]);
+    return unknown(cmd[0] == '-' ? "option" : "command", cmd);
 }

@@ -1,16 +1,10 @@
-/* offload_opts.c - plan's offload options (issue 8): --offload,
+/* offload_opts.c - the offload plan of plan and validate: --offload,
  * --device NAME|FILE.json and --offload-solver, with --budget (and the
- * recompute options of train_opts.c for the joint solver). The work is the library's
+ * recompute options for the joint solver). The work is the library's
  * (mp_offload_plan); this file calls it and reports the figures. */
 #include "cli.h"
 
 #include <string.h>
-
-void cli_offload_init(cli_offload_args *o)
-{
-    memset(o, 0, sizeof *o);
-    o->device = "h200";
-}
 
 int cli_offload_check_solver(const char *value, const char *name)
 {
@@ -49,12 +43,7 @@ int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
     o->budget = budget;
     st = mp_offload_plan(g, &oo, opt, plan, &o->res);
     o->did = 1;
-    if (st == MP_ERR_INFEASIBLE) {
-        o->infeasible = 1;
-        cli_fail(ctx, st, input);
-        return CLI_EXIT_INFEASIBLE;
-    }
-    return st == MP_OK ? 0 : cli_fail(ctx, st, input);
+    return cli_fail_plan(ctx, st, input, &o->infeasible);
 }
 
 int cli_offload_json(const cli_offload_args *o, json_t *obj)

@@ -71,6 +71,14 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
+mp_ctx *cli_ctx_create(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    if (!ctx)
+        cli_error("out of memory");
+    return ctx;
+}
+
 int cli_fail(mp_ctx *ctx, mp_status st, const char *path)
 {
     const char *msg = ctx ? mp_ctx_message(ctx) : "";
@@ -83,6 +91,18 @@ int cli_fail(mp_ctx *ctx, mp_status st, const char *path)
     else
         cli_error("%s", msg);
     return cli_exit_code(st);
+}
+
+int cli_fail_plan(mp_ctx *ctx, mp_status st, const char *path,
+                  int *infeasible)
+{
+    if (st == MP_OK)
+        return 0;
+    if (st != MP_ERR_INFEASIBLE)
+        return cli_fail(ctx, st, path);
+    *infeasible = 1;
+    cli_fail(ctx, st, path);
+    return CLI_EXIT_INFEASIBLE;
 }
 
 const char *cli_size(uint64_t bytes, char *buf, size_t cap)

@@ -1,155 +1,12 @@
-/* train_opts.c - plan's training and recompute options (issue 5):
- * --train, --optimizer, --precision, --budget, --solver, --max-extra.
- * The work is the library's (mp_train_graph, mp_remat_plan); this file
- * parses the options and reports the figures. */
+/* train_opts.c - the plan of plan and validate: training (--train),
+ * recompute under --budget, offload (cli/offload_opts.c) or the default
+ * plan. The work is the library's (mp_train_graph, mp_remat_plan); this
+ * file calls it and reports the figures. The options themselves are rows
+ * of cli/options.c. */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-const cli_opt cli_train_opts[] = {
-    {"train", 0, 0, CLI_T_TRAIN},
-    {"optimizer", 0, 1, CLI_T_OPTIMIZER},
-    {"precision", 0, 1, CLI_T_PRECISION},
-    {"budget", 0, 1, CLI_T_BUDGET},
-    {"solver", 0, 1, CLI_T_SOLVER},
-    {"max-extra", 0, 1, CLI_T_MAX_EXTRA},
-    {"maximize", 0, 1, CLI_T_MAXIMIZE},
-    {"batch", 0, 1, CLI_T_BATCH},
-    {"step-in-backward", 0, 0, CLI_T_STEP_IN_BACKWARD},
-    {"split-weight-grad", 0, 0, CLI_T_SPLIT_WEIGHT_GRAD},
-    {NULL, 0, 0, 0},
-};
-
-void cli_train_init(cli_train_args *t)
-{
-    memset(t, 0, sizeof *t);
-    mp_train_options_init(&t->topt);
-    mp_remat_options_init(&t->ropt);
-}
-
-void cli_train_help(FILE *f)
-{
-    fputs("Training and recompute (docs/training.md):\n"
-          "      --train         plan a training step: forward, loss,\n"
-          "                      backward and optimizer step\n"
-          "      --optimizer O   sgd, momentum, adam (default), adamw, adam8bit\n"
-          "      --precision P   fp32 (default), bf16-mixed, fp16-mixed\n"
-          "      --step-in-backward  each parameter's optimizer step right\n"
-          "                      after its gradient is complete (frees it)\n"
-          "      --split-weight-grad  weight gradients by a backward node of\n"
-          "                      their own (input gradients die sooner)\n"
-          "      --budget SIZE   peak (live arena + persistent) to fit, e.g.\n"
-          "                      12GiB: recompute chooses what to keep\n"
-          "      --solver S      auto (default), checkpoint-all, chen-sqrt,\n"
-          "                      chen-greedy (chen), dtr, selective, lp, ilp;\n"
-          "                      Checkmate's baselines as its code builds\n"
-          "                      them: chen-linear, cm-checkpoint-all,\n"
-          "                      cm-chen-sqrt, cm-chen-greedy\n"
-          "      --max-extra F   at most F x the forward compute extra\n"
-          "                      (e.g. 1: one extra forward pass)\n"
-          "      --maximize batch  the largest batch whose plan meets\n"
-          "                      --budget (and --max-extra): arena tensors\n"
-          "                      scale with the batch, weights do not\n"
-          "      --batch B       plan at batch B: an ONNX model exported at a\n"
-          "                      fixed batch is re-batched (inputs' leading\n"
-          "                      dim, constant Reshape targets and Resize\n"
-          "                      sizes holding the batch; docs/onnx.md); a\n"
-          "                      JSON graph is taken as being at batch B\n"
-          "                      (default 1; the Checkmate MLSys graphs are\n"
-          "                      at 256 or 32), what --maximize scales from\n",
-          f);
-}
-
-int cli_train_on_opt(cli_train_args *t, int id, const char *name,
-                     const char *value)
-{
-    switch (id) {
-    case CLI_T_TRAIN:
-        t->train = 1;
-        return 0;
-    case CLI_T_OPTIMIZER:
-        if (mp_optimizer_parse(value, &t->topt.optimizer) != MP_OK) {
-            cli_error("bad value '%s' for %s: one of sgd, momentum, adam, "
-                      "adamw, adam8bit", value, name);
-            return CLI_EXIT_USAGE;
-        }
-        t->train = 1;
-        return 0;
-    case CLI_T_STEP_IN_BACKWARD:
-        t->topt.step_in_backward = 1;
-        t->train = 1;
-        return 0;
-    case CLI_T_SPLIT_WEIGHT_GRAD:
-        t->topt.split_weight_grad = 1;
-        t->train = 1;
-        return 0;
-    case CLI_T_PRECISION:
-        if (mp_precision_parse(value, &t->topt.precision) != MP_OK) {
-            cli_error("bad value '%s' for %s: one of fp32, bf16-mixed, "
-                      "fp16-mixed", value, name);
-            return CLI_EXIT_USAGE;
-        }
-        t->train = 1;
-        return 0;
-    case CLI_T_BUDGET: {
-        int rc = cli_parse_size(name, value, &t->ropt.budget);
-        if (rc)
-            return rc;
-        if (!t->ropt.budget) {
-            cli_error("bad value '%s' for %s: a budget must be > 0", value,
-                      name);
-            return CLI_EXIT_USAGE;
-        }
-        t->remat = 1;
-        return 0;
-    }
-    case CLI_T_SOLVER:
-        if (mp_remat_solver_parse(value, &t->ropt.solver) != MP_OK) {
-            cli_error("bad value '%s' for %s: one of auto, checkpoint-all, "
-                      "chen-sqrt, chen-greedy, chen, dtr, selective, lp, ilp, "
-                      "chen-linear, cm-checkpoint-all, cm-chen-sqrt, "
-                      "cm-chen-greedy",
-                      value, name);
-            return CLI_EXIT_USAGE;
-        }
-        t->remat = 1;
-        return 0;
-    case CLI_T_MAX_EXTRA: {
-        char *end = NULL;
-        double v = strtod(value, &end);
-        if (!end || *end || !(v >= 0)) {
-            cli_error("bad value '%s' for %s: a number >= 0", value, name);
-            return CLI_EXIT_USAGE;
-        }
-        t->max_extra = v;
-        t->have_max_extra = 1;
-        t->remat = 1;
-        return 0;
-    }
-    case CLI_T_MAXIMIZE:
-        if (strcmp(value, "batch") != 0) {
-            cli_error("bad value '%s' for %s: only 'batch'", value, name);
-            return CLI_EXIT_USAGE;
-        }
-        t->maximize = 1;
-        t->remat = 1;
-        return 0;
-    case CLI_T_BATCH: {
-        int rc = cli_parse_u64(name, value, &t->batch);
-        if (rc)
-            return rc;
-        if (!t->batch) {
-            cli_error("bad value '%s' for %s: a batch must be >= 1", value,
-                      name);
-            return CLI_EXIT_USAGE;
-        }
-        return 0;
-    }
-    default:
-        return -1;
-    }
-}
 
 int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
                       const char *input)
@@ -189,33 +46,66 @@ int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
     t->ropt.time_limit = opt->time_limit;
     t->ropt.seed = opt->seed;
     if (t->maximize) {
-        if (!t->ropt.budget) {
-            cli_error("--maximize batch needs --budget");
-            return CLI_EXIT_USAGE;
-        }
         mp_remat_result mr;
         st = mp_remat_max_batch(g, t->batch ? t->batch : 1, 0, &t->ropt, opt,
                                 &t->max_batch, &mr);
         if (st == MP_ERR_INFEASIBLE) {
-            t->infeasible = 1;
             t->did_remat = 1;
             t->rr = mr;
-            cli_fail(ctx, st, input);
-            return CLI_EXIT_INFEASIBLE;
         }
         if (st != MP_OK)
-            return cli_fail(ctx, st, input);
+            return cli_fail_plan(ctx, st, input, &t->infeasible);
         t->max_batch_rr = mr;
         t->did_max = 1;
     }
     st = mp_remat_plan(g, &t->ropt, opt, plan, &t->rr);
     t->did_remat = 1;
-    if (st == MP_ERR_INFEASIBLE) {
-        t->infeasible = 1;
-        cli_fail(ctx, st, input);
-        return CLI_EXIT_INFEASIBLE;
+    return cli_fail_plan(ctx, st, input, &t->infeasible);
+}
+
+void cli_plan_options(const cli_args *a, mp_plan_options *opt)
+{
+    mp_plan_options_init(opt);
+    opt->alignment = a->alignment;
+    opt->method = a->method;
+    opt->seed = a->seed;
+    opt->time_limit = a->time_limit;
+    opt->inplace = !a->no_inplace;
+    opt->fuse = a->fuse;
+    opt->reorder = a->reorder;
+}
+
+/* {"graph": NAME, ...what is known} after an infeasible budget */
+static void print_infeasible(const cli_args *a, const mp_graph *g)
+{
+    json_t *o = json_object();
+    if (o && !cli_json_set(o, "graph", cli_json_str(mp_graph_name(g))) &&
+        !(a->offload.enabled ? cli_offload_json(&a->offload, o)
+                             : cli_train_json(&a->train, o)))
+        cli_json_print(o);
+    else
+        json_decref(o);
+}
+
+int cli_make_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
+                  const mp_plan_options *opt, mp_plan **plan,
+                  int json_infeasible)
+{
+    int rc;
+    a->train.remat = cli_given(a, CLI_O_BUDGET);
+    if (a->offload.enabled) {
+        /* --offload: the offload planner under --budget */
+        a->offload.ropt = &a->train.ropt;
+        rc = cli_offload_plan(ctx, &a->offload, a->train.ropt.budget, g, opt,
+                              plan, a->pos[0]);
+    } else {
+        rc = cli_train_plan(ctx, &a->train, g, opt, plan, a->pos[0]);
     }
-    return st == MP_OK ? 0 : cli_fail(ctx, st, input);
+    int infeasible = a->offload.enabled ? a->offload.infeasible
+                                        : a->train.infeasible;
+    if (rc && infeasible && json_infeasible && a->json)
+        print_infeasible(a, g);
+    return rc;
 }
 
 static json_t *jnum(double v) { return json_real(v); }

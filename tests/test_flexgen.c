@@ -233,8 +233,8 @@ static void t_cli(void)
 {
     char cmd[2048], out[1 << 14];
     snprintf(cmd, sizeof cmd,
-             "'%s' offload-policy --model '%s/examples/llm/opt-30b.json' "
-             "--gpu t4 --json",
+             "'%s' offload-policy '%s/examples/llm/opt-30b.json' "
+             "--device t4 --json",
              MP_CLI_PATH, MP_SOURCE_DIR);
     int rc = mp_test_run(cmd, out, sizeof out);
     if (!mp__glpk_available()) {
@@ -254,7 +254,7 @@ static void t_cli(void)
         json_decref(o);
         /* a fixed policy: exactly the fractions given */
         snprintf(cmd, sizeof cmd,
-                 "'%s' offload-policy --model "
+                 "'%s' offload-policy "
                  "'%s/examples/llm/opt-30b.json' --gpu-batch 48 "
                  "--num-batches 3 --percent 20,80,0,100,0,100 --alpha 1.2 "
                  "--json",
@@ -270,11 +270,11 @@ static void t_cli(void)
         json_decref(o);
     }
     static const char *bad[] = {
-        "--gpu t4", /* no --model */
-        "--model x.json --compress-weights 3bit",
-        "--model x.json --percent 20,80",
-        "--model x.json --prompt 0",
-        "--model x.json --alpha 0",
+        "--device t4", /* no model */
+        "x.json --compress-weights 3bit",
+        "x.json --percent 20,80",
+        "x.json --prompt 0",
+        "x.json --alpha 0",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "'%s' offload-policy %s 2>/dev/null",
@@ -282,7 +282,7 @@ static void t_cli(void)
         CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
     }
     snprintf(cmd, sizeof cmd,
-             "'%s' offload-policy --model /nonexistent.json 2>/dev/null",
+             "'%s' offload-policy /nonexistent.json 2>/dev/null",
              MP_CLI_PATH);
     CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 3);
 }

@@ -1,0 +1,271 @@
+/* option_set.c - what each option of cli/options.c does to the parsed
+ * command line (cli_args): one setter for every row, flags and names by
+ * the field they set, the rest by their parser. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Flags (int set to 1) and plain values (the string kept), by field. */
+static const size_t flag_field[CLI_O_COUNT_] = {
+    [CLI_O_NO_DECLARED] = offsetof(cli_args, no_declared),
+    [CLI_O_NO_INPLACE] = offsetof(cli_args, no_inplace),
+    [CLI_O_FUSE] = offsetof(cli_args, fuse),
+    [CLI_O_REORDER] = offsetof(cli_args, reorder),
+    [CLI_O_JSON] = offsetof(cli_args, json),
+    [CLI_O_NO_LINTS] = offsetof(cli_args, no_lints),
+    [CLI_O_TRAIN] = offsetof(cli_args, train.train),
+    [CLI_O_STEP_IN_BACKWARD] = offsetof(cli_args, train.topt.step_in_backward),
+    [CLI_O_SPLIT_WEIGHT_GRAD] =
+        offsetof(cli_args, train.topt.split_weight_grad),
+    [CLI_O_OFFLOAD] = offsetof(cli_args, offload.enabled),
+    [CLI_O_NO_REFERENCE] = offsetof(cli_args, no_reference),
+    [CLI_O_POISON] = offsetof(cli_args, poison),
+    [CLI_O_LOWER_ONLY] = offsetof(cli_args, lower_only),
+};
+static const size_t string_field[CLI_O_COUNT_] = {
+    [CLI_O_OUTPUT] = offsetof(cli_args, output),
+    [CLI_O_DOT] = offsetof(cli_args, dot),
+    [CLI_O_HTML] = offsetof(cli_args, html),
+    [CLI_O_TRACE] = offsetof(cli_args, trace),
+    [CLI_O_DEVICE] = offsetof(cli_args, offload.device),
+    [CLI_O_PLAN] = offsetof(cli_args, plan),
+    [CLI_O_DUMP] = offsetof(cli_args, dump),
+};
+/* Sizes by field. */
+static const size_t size_field[CLI_O_COUNT_] = {
+    [CLI_O_ALIGN] = offsetof(cli_args, alignment),
+    [CLI_O_CAPACITY] = offsetof(cli_args, capacity),
+    [CLI_O_BUDGET] = offsetof(cli_args, train.ropt.budget),
+    [CLI_O_GPU_MEM] = offsetof(cli_args, gpu_mem),
+    [CLI_O_CPU_MEM] = offsetof(cli_args, cpu_mem),
+    [CLI_O_DISK_MEM] = offsetof(cli_args, disk_mem),
+};
+
+static int bad_value(const char *value, const char *name, const char *want)
+{
+    cli_error("bad value '%s' for %s: %s", value, name, want);
+    return CLI_EXIT_USAGE;
+}
+
+/* --collapse PREFIX|DEPTH */
+static int set_collapse(mp_dot_options *d, const char *name, const char *value)
+{
+    const char *p = value;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*value && !*p) {
+        uint64_t depth;
+        int rc = cli_parse_u64(name, value, &depth);
+        if (rc)
+            return rc;
+        if (depth == 0 || depth > 64)
+            return bad_value(value, name, "a depth from 1 to 64 or a name "
+                                          "prefix");
+        d->collapse_depth = (uint32_t)depth;
+        d->collapse_prefix = NULL;
+        return 0;
+    }
+    if (!*value) {
+        cli_error("empty value for %s", name);
+        return CLI_EXIT_USAGE;
+    }
+    d->collapse_prefix = value;
+    d->collapse_depth = 0;
+    return 0;
+}
+
+/* a whole number from 1 to 2^24 (offload-policy) */
+static int parse_u32(const char *name, const char *v, uint32_t *out)
+{
+    uint64_t x;
+    int rc = cli_parse_u64(name, v, &x);
+    if (rc)
+        return rc;
+    if (x == 0 || x > 1u << 24) {
+        cli_error("bad value '%s' for %s: expected 1 to %u", v, name,
+                  1u << 24);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int parse_bits(const char *name, const char *v, unsigned *out)
+{
+    if (strcmp(v, "4bit") == 0 || strcmp(v, "4") == 0) {
+        *out = 4;
+        return 0;
+    }
+    if (strcmp(v, "none") == 0 || strcmp(v, "16bit") == 0) {
+        *out = 16;
+        return 0;
+    }
+    return bad_value(v, name, "expected 4bit or none");
+}
+
+static int parse_percent(const char *v, double *p)
+{
+    const char *s = v;
+    for (int i = 0; i < 6; i++) {
+        if (*s == '-' && (s[1] == ',' || s[1] == '\0')) {
+            p[i] = -1;
+            s++;
+        } else {
+            char *end;
+            errno = 0;
+            double x = strtod(s, &end);
+            if (end == s || errno || !(x >= 0 && x <= 100))
+                goto bad;
+            p[i] = x;
+            s = end;
+        }
+        if (i < 5) {
+            if (*s != ',')
+                goto bad;
+            s++;
+        }
+    }
+    if (*s == '\0')
+        return 0;
+bad:
+    cli_error("bad value '%s' for --percent: expected six percentages "
+              "wg,wc,cg,cc,hg,hc in [0, 100], '-' for a free one",
+              v);
+    return CLI_EXIT_USAGE;
+}
+
+static int set_alpha(mp_flexgen_options *fo, const char *name,
+                     const char *value)
+{
+    double x;
+    int rc = cli_parse_seconds(name, value, &x);
+    if (rc)
+        return rc;
+    if (x <= 0 || x > 4)
+        return bad_value(value, name, "expected a share in (0, 4]");
+    fo->alpha_g = fo->alpha_c = fo->alpha_n = x;
+    return 0;
+}
+
+static int set_max_extra(cli_train_args *t, const char *name,
+                         const char *value)
+{
+    char *end = NULL;
+    double v = strtod(value, &end);
+    if (!end || *end || !(v >= 0))
+        return bad_value(value, name, "a number >= 0");
+    t->max_extra = v;
+    t->have_max_extra = 1;
+    return 0;
+}
+
+static int set_batch(cli_args *a, const char *name, const char *value)
+{
+    uint64_t v;
+    int rc = cli_parse_u64(name, value, &v);
+    if (rc)
+        return rc;
+    if (v < 1 || v > (uint64_t)INT64_MAX)
+        return bad_value(value, name, "a batch must be >= 1");
+    a->dims.batch = (int64_t)v;
+    a->train.batch = v;
+    return 0;
+}
+
+/* the options whose value a library parser reads */
+static int set_named(cli_args *a, int id, const char *name, const char *v)
+{
+    mp_status st = MP_OK;
+    const char *want = NULL;
+    switch (id) {
+    case CLI_O_METHOD:
+        if (mp_offsets_method_parse(v, &a->method) == MP_OK)
+            return 0;
+        fprintf(stderr, "memplan: unknown method '%s' for --method (one "
+                        "of: ", v);
+        cli_print_methods(stderr);
+        fprintf(stderr, ")\n");
+        return CLI_EXIT_USAGE;
+    case CLI_O_OPTIMIZER:
+        st = mp_optimizer_parse(v, &a->train.topt.optimizer);
+        want = "one of sgd, momentum, adam, adamw, adam8bit";
+        break;
+    case CLI_O_PRECISION:
+        st = mp_precision_parse(v, &a->train.topt.precision);
+        want = "one of fp32, bf16-mixed, fp16-mixed";
+        break;
+    case CLI_O_SOLVER:
+        st = mp_remat_solver_parse(v, &a->train.ropt.solver);
+        want = "one of auto, checkpoint-all, chen-sqrt, chen-greedy, chen, "
+               "dtr, selective, lp, ilp, chen-linear, cm-checkpoint-all, "
+               "cm-chen-sqrt, cm-chen-greedy";
+        break;
+    case CLI_O_OFFLOAD_SOLVER:
+        a->offload.solver = v;
+        return cli_offload_check_solver(v, name);
+    default:
+        return CLI_EXIT_INTERNAL;
+    }
+    return st == MP_OK ? 0 : bad_value(v, name, want);
+}
+
+/* the options with a parser of their own */
+static int set_other(cli_args *a, int id, const char *name, const char *v)
+{
+    switch (id) {
+    case CLI_O_DIM: return cli_parse_dim(&a->dims, v);
+    case CLI_O_SHAPE: return cli_parse_shape(&a->dims, v);
+    case CLI_O_BATCH: return set_batch(a, name, v);
+    case CLI_O_SEED: return cli_parse_u64(name, v, &a->seed);
+    case CLI_O_TIME_LIMIT: return cli_parse_seconds(name, v, &a->time_limit);
+    case CLI_O_COLLAPSE: return set_collapse(&a->dopt, name, v);
+    case CLI_O_KV_CONTEXT: return cli_parse_u64(name, v, &a->kv_context);
+    case CLI_O_MAX_EXTRA: return set_max_extra(&a->train, name, v);
+    case CLI_O_MAXIMIZE:
+        if (strcmp(v, "batch") != 0)
+            return bad_value(v, name, "only 'batch'");
+        a->train.maximize = 1;
+        return 0;
+    case CLI_O_PROMPT: return parse_u32(name, v, &a->fo.prompt_len);
+    case CLI_O_GEN: return parse_u32(name, v, &a->fo.gen_len);
+    case CLI_O_GPU_BATCH: return parse_u32(name, v, &a->fo.gpu_batch);
+    case CLI_O_NUM_BATCHES: return parse_u32(name, v, &a->fo.num_batches);
+    case CLI_O_PERCENT: return parse_percent(v, a->fo.percent);
+    case CLI_O_COMPRESS_WEIGHTS:
+        return parse_bits(name, v, &a->fo.weight_bits);
+    case CLI_O_COMPRESS_KV: return parse_bits(name, v, &a->fo.cache_bits);
+    case CLI_O_ALPHA: return set_alpha(&a->fo, name, v);
+    default: return set_named(a, id, name, v);
+    }
+}
+
+int cli_option_set(cli_args *a, int id, const char *shown, const char *value)
+{
+    char *base = (char *)a;
+    if (flag_field[id]) {
+        *(int *)(base + flag_field[id]) = 1;
+        return 0;
+    }
+    if (string_field[id]) {
+        *(const char **)(base + string_field[id]) = value;
+        return 0;
+    }
+    if (size_field[id]) {
+        uint64_t *dst = (uint64_t *)(base + size_field[id]);
+        int rc = cli_parse_size(shown, value, dst);
+        if (rc)
+            return rc;
+        /* a budget, and the capacity offsets asks for, of 0 mean nothing */
+        if (*dst == 0 && (id == CLI_O_BUDGET ||
+                          (id == CLI_O_CAPACITY && a->cmd == CLI_CMD_OFFSETS)))
+            return bad_value(value, shown, id == CLI_O_BUDGET
+                                               ? "a budget must be > 0"
+                                               : "expected a size > 0");
+        return 0;
+    }
+    return set_other(a, id, shown, value);
+}

@@ -1,0 +1,435 @@
+/* options.c - the one table of memplan's commands, options and rules.
+ *
+ * Each option is declared once: name, value, default, help and the
+ * commands that take it. The parser (args.c), the help, the usage lines
+ * and docs/cli.md's option lists (help.c, `memplan help --markdown CMD`)
+ * read this table; the rules below refuse an option that would do nothing
+ * where it is given. A row's `def` is applied through the option's own
+ * parser (cli_option_set) before the command line is read, so the default
+ * the help shows is the one the command uses. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define C_PLAN CLI_C(PLAN)
+#define C_OFFSETS CLI_C(OFFSETS)
+#define C_VERIFY CLI_C(VERIFY)
+#define C_SHAPES CLI_C(SHAPES)
+#define C_CONVERT CLI_C(CONVERT)
+#define C_VALIDATE CLI_C(VALIDATE)
+#define C_POLICY CLI_C(OFFLOAD_POLICY)
+/* the commands that load a model */
+#define C_MODEL (C_PLAN | C_VERIFY | C_SHAPES | C_CONVERT | C_VALIDATE)
+/* the commands that plan a model */
+#define C_PLANS (C_PLAN | C_VALIDATE)
+
+#define G_INPUT "Model"
+#define G_PLACE "Placement"
+#define G_OUT "Output"
+#define G_REPORT "Reports (docs/report.md)"
+#define G_TRAIN "Training and recompute (docs/training.md)"
+#define G_OFFLOAD "Offload (docs/offload.md)"
+#define G_RUN "The run on the GPU (docs/validation.md)"
+#define G_POLICY "Inference offload policy (docs/offload.md)"
+
+const cli_option cli_options[CLI_O_COUNT_] = {
+    [CLI_O_DIM] = {"dim", 0, "NAME=VALUE", C_MODEL, G_INPUT, NULL, NULL,
+        "bind a symbolic dim of an ONNX model; INPUT:AXIS=VALUE sets a dim "
+        "of a graph input, also a fixed one (re-batching)",
+        NULL, NULL, 1},
+    [CLI_O_SHAPE] = {"shape", 0, "INPUT=D0xD1x...", C_MODEL, G_INPUT, NULL,
+        NULL,
+        "the whole shape of a graph input, e.g. q=1x8x128x64 (one declared "
+        "with no shape)",
+        NULL, NULL, 1},
+    [CLI_O_BATCH] = {"batch", 0, "N", C_MODEL, G_INPUT, NULL, NULL,
+        "re-batch an ONNX model exported at a fixed batch: the inputs' "
+        "leading dim and the constant Reshape targets and Resize sizes "
+        "holding it (docs/onnx.md)",
+        (const cli_variant[]){
+            {C_PLANS, NULL, "1",
+             "plan at batch N: an ONNX model exported at a fixed batch is "
+             "re-batched (the inputs' leading dim and the constant Reshape "
+             "targets and Resize sizes holding it; docs/onnx.md); a JSON "
+             "graph is taken as being at batch N, what --maximize scales "
+             "from (the Checkmate MLSys graphs are at 256 or 32)"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_NO_DECLARED] = {"no-declared-shapes", 0, NULL, C_CONVERT, G_INPUT,
+        NULL, NULL,
+        "ONNX: ignore value_info and the declared output shapes (infer "
+        "everything)",
+        NULL, NULL, 0},
+
+    [CLI_O_ALIGN] = {"align", 0, "N", C_PLANS | C_OFFSETS | C_VERIFY, G_PLACE,
+        "256", NULL,
+        "alignment of arena offsets and sizes in bytes; units accepted, "
+        "e.g. 4KiB",
+        (const cli_variant[]){
+            {C_OFFSETS, "1", NULL,
+             "offset alignment in bytes (traces give exact sizes; sizes are "
+             "rounded up to it); units accepted, e.g. 64B"},
+            {C_VERIFY, "1", NULL,
+             "the alignment every offset of the trace must have"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_METHOD] = {"method", 0, "M", C_PLANS | C_OFFSETS, G_PLACE, "auto",
+        NULL, "offsets method, one of:", NULL, cli_print_methods, 0},
+    [CLI_O_SEED] = {"seed", 0, "S", C_PLANS | C_OFFSETS, G_PLACE, "0", NULL,
+        "seed for randomized improvement passes; results are deterministic "
+        "for a seed",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "seed for randomized improvement passes and for the values of "
+             "the run's inputs and weights"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_TIME_LIMIT] = {"time-limit", 0, "SEC", C_PLANS | C_OFFSETS,
+        G_PLACE, NULL, "the library's", "seconds for improvement passes",
+        (const cli_variant[]){
+            {C_OFFSETS, NULL, "10",
+             "seconds for improvement passes and the exact search (a safety "
+             "net)"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_CAPACITY] = {"capacity", 0, "N", C_OFFSETS | C_VERIFY, G_PLACE,
+        NULL, NULL,
+        "ask for a packing within N bytes (units accepted, e.g. 1MiB); when "
+        "there is none, or none is found, the best packing is still "
+        "reported and written and the exit code is 4; --method exact "
+        "proves optimality or infeasibility",
+        (const cli_variant[]){
+            {C_VERIFY, NULL, "no limit",
+             "the arena every buffer of the trace must end within; units "
+             "accepted, e.g. 1MiB"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_NO_INPLACE] = {"no-inplace", 0, NULL, C_PLAN, G_PLACE, NULL, NULL,
+        "no in-place reuse (by default an output may take over an input "
+        "that dies at its node, where the op allows it)",
+        NULL, NULL, 0},
+    [CLI_O_FUSE] = {"fuse", 0, NULL, C_PLAN, G_PLACE, NULL, NULL,
+        "tensors inside fused pointwise chains take no memory "
+        "(docs/memory-model.md)",
+        NULL, NULL, 0},
+    [CLI_O_REORDER] = {"reorder", 0, NULL, C_PLAN, G_PLACE, NULL, NULL,
+        "memory-aware operator order; reports the lower bound before and "
+        "after",
+        NULL, NULL, 0},
+
+    [CLI_O_OUTPUT] = {"output", 'o', "FILE", C_PLAN | C_OFFSETS | C_CONVERT,
+        G_OUT, NULL, NULL, "write the plan JSON (docs/plan-format.md)",
+        (const cli_variant[]){
+            {C_OFFSETS, NULL, NULL,
+             "write the trace with a fifth column `offset`"},
+            {C_CONVERT, NULL, "standard output",
+             "write the graph there: an ONNX model when FILE ends in .onnx, "
+             "else memplan's JSON graph"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_JSON] = {"json", 0, NULL,
+        C_PLANS | C_OFFSETS | C_SHAPES | C_POLICY, G_OUT, NULL, NULL,
+        "print one JSON object instead of the summary", NULL, NULL, 0},
+
+    [CLI_O_DOT] = {"dot", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
+        "write the graph as Graphviz DOT (render with dot -Tsvg); needs a "
+        "build with Graphviz",
+        NULL, NULL, 0},
+    [CLI_O_COLLAPSE] = {"collapse", 0, "PREFIX|DEPTH", C_PLAN, G_REPORT, NULL,
+        NULL,
+        "in the DOT, draw the nodes whose name starts with PREFIX "
+        "(comma-separated list), or each group of the first DEPTH name "
+        "parts, as one",
+        NULL, NULL, 0},
+    [CLI_O_HTML] = {"html", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
+        "write the HTML report (timeline, arena layout, peak tensors, "
+        "lints; one file, no network)",
+        NULL, NULL, 0},
+    [CLI_O_TRACE] = {"trace", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
+        "write a Chrome trace (Perfetto) with a memory counter", NULL, NULL,
+        0},
+    [CLI_O_KV_CONTEXT] = {"kv-context", 0, "N", C_PLAN, G_REPORT, "4096",
+        NULL, "tokens for the KV-cache lint", NULL, NULL, 0},
+    [CLI_O_NO_LINTS] = {"no-lints", 0, NULL, C_PLAN, G_REPORT, NULL, NULL,
+        "skip the static lints", NULL, NULL, 0},
+
+    [CLI_O_TRAIN] = {"train", 0, NULL, C_PLANS, G_TRAIN, NULL, NULL,
+        "plan a training step: forward, loss, backward and optimizer step",
+        NULL, NULL, 0},
+    [CLI_O_OPTIMIZER] = {"optimizer", 0, "O", C_PLANS, G_TRAIN, "adam", NULL,
+        "with --train: sgd, momentum, adam, adamw or adam8bit", NULL, NULL,
+        0},
+    [CLI_O_PRECISION] = {"precision", 0, "P", C_PLANS, G_TRAIN, "fp32", NULL,
+        "with --train: fp32, bf16-mixed or fp16-mixed", NULL, NULL, 0},
+    [CLI_O_STEP_IN_BACKWARD] = {"step-in-backward", 0, NULL, C_PLANS, G_TRAIN,
+        NULL, NULL,
+        "with --train: each parameter's optimizer step right after its "
+        "gradient is complete (frees it)",
+        NULL, NULL, 0},
+    [CLI_O_SPLIT_WEIGHT_GRAD] = {"split-weight-grad", 0, NULL, C_PLANS,
+        G_TRAIN, NULL, NULL,
+        "with --train: weight gradients by a backward node of their own "
+        "(input gradients die sooner)",
+        NULL, NULL, 0},
+    [CLI_O_BUDGET] = {"budget", 0, "SIZE", C_PLANS, G_TRAIN, NULL, NULL,
+        "peak (live arena + persistent) to fit, e.g. 12GiB: recompute "
+        "chooses what to keep",
+        NULL, NULL, 0},
+    [CLI_O_SOLVER] = {"solver", 0, "S", C_PLANS, G_TRAIN, "auto", NULL,
+        "recompute solver under --budget: auto, checkpoint-all, chen-sqrt, "
+        "chen-greedy (chen), dtr, selective, lp, ilp; Checkmate's baselines "
+        "as its code builds them: chen-linear, cm-checkpoint-all, "
+        "cm-chen-sqrt, cm-chen-greedy",
+        NULL, NULL, 0},
+    [CLI_O_MAX_EXTRA] = {"max-extra", 0, "F", C_PLANS, G_TRAIN, NULL, NULL,
+        "under --budget, at most F x the forward compute extra (e.g. 1: one "
+        "extra forward pass)",
+        NULL, NULL, 0},
+    [CLI_O_MAXIMIZE] = {"maximize", 0, "batch", C_PLANS, G_TRAIN, NULL, NULL,
+        "the largest batch whose plan meets --budget (and --max-extra): "
+        "arena tensors scale with the batch, weights do not",
+        NULL, NULL, 0},
+
+    [CLI_O_OFFLOAD] = {"offload", 0, NULL, C_PLANS, G_OFFLOAD, NULL, NULL,
+        "move idle tensors to host memory (OFFLOAD / PREFETCH steps) to fit "
+        "--budget",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "plan offload under --budget (OFFLOAD/PREFETCH steps copy to "
+             "pinned host memory and back)"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_DEVICE] = {"device", 0, "D", C_PLANS | C_POLICY, G_OFFLOAD, "h200",
+        NULL,
+        "the cost model of --offload: h200, h100, a100, l4, t4 or a device "
+        "profile JSON",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "the cost model of --offload and of the predicted time: h200, "
+             "h100, a100, l4, t4 or a device profile JSON"},
+            {C_POLICY, "t4", NULL,
+             "t4 (FlexGen's fitted T4 machine), a builtin device (h200, "
+             "h100, a100, l4) or a device profile JSON"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_OFFLOAD_SOLVER] = {"offload-solver", 0, "S", C_PLANS, G_OFFLOAD,
+        "auto", NULL,
+        "with --offload: greedy, ilp (offload only), joint (per tensor "
+        "keep / recompute / offload, the fastest plan on the device's cost "
+        "model) or auto (joint unless --solver checkpoint-all forbids "
+        "recompute)",
+        NULL, NULL, 0},
+
+    [CLI_O_PLAN] = {"plan", 0, "FILE", C_VALIDATE, G_RUN, NULL,
+        "plan it now", "validate this plan", NULL, NULL, 0},
+    [CLI_O_NO_REFERENCE] = {"no-reference", 0, NULL, C_VALIDATE, G_RUN, NULL,
+        NULL, "skip the reference run", NULL, NULL, 0},
+    [CLI_O_POISON] = {"poison", 0, NULL, C_VALIDATE, G_RUN, NULL, NULL,
+        "fill freed blocks with 0xff in the planned run", NULL, NULL, 0},
+    [CLI_O_DUMP] = {"dump", 0, "DIR", C_VALIDATE, G_RUN, NULL, NULL,
+        "write the inputs, weights and outputs of the planned run to "
+        "DIR/values.{txt,bin} (for validate/ort_compare.py)",
+        NULL, NULL, 0},
+    [CLI_O_LOWER_ONLY] = {"lower-only", 0, NULL, C_VALIDATE, G_RUN, NULL,
+        NULL,
+        "print how each node is lowered (kernel or synthetic, and why); "
+        "needs no GPU",
+        NULL, NULL, 0},
+
+    [CLI_O_PROMPT] = {"prompt", 0, "N", C_POLICY, G_POLICY, "512", NULL,
+        "prompt length", NULL, NULL, 0},
+    [CLI_O_GEN] = {"gen", 0, "N", C_POLICY, G_POLICY, "32", NULL,
+        "tokens generated", NULL, NULL, 0},
+    [CLI_O_GPU_BATCH] = {"gpu-batch", 0, "N", C_POLICY, G_POLICY, NULL,
+        "searched", "fix the GPU batch size", NULL, NULL, 0},
+    [CLI_O_NUM_BATCHES] = {"num-batches", 0, "N", C_POLICY, G_POLICY, NULL,
+        "searched", "fix the number of GPU batches", NULL, NULL, 0},
+    [CLI_O_PERCENT] = {"percent", 0, "WG,WC,CG,CC,HG,HC", C_POLICY, G_POLICY,
+        NULL, "all solved",
+        "fix the percent of the weights (W), KV cache (C) and activations "
+        "(H) on GPU (G) and CPU (C); '-' leaves one to the LP",
+        NULL, NULL, 0},
+    [CLI_O_COMPRESS_WEIGHTS] = {"compress-weights", 0, "4bit|none", C_POLICY,
+        G_POLICY, "none", NULL, "group-wise 4-bit compression of the weights",
+        NULL, NULL, 0},
+    [CLI_O_COMPRESS_KV] = {"compress-kv", 0, "4bit|none", C_POLICY, G_POLICY,
+        "none", NULL, "group-wise 4-bit compression of the KV cache", NULL,
+        NULL, 0},
+    [CLI_O_GPU_MEM] = {"gpu-mem", 0, "SIZE", C_POLICY, G_POLICY, NULL,
+        "the device's", "override the GPU memory", NULL, NULL, 0},
+    [CLI_O_CPU_MEM] = {"cpu-mem", 0, "SIZE", C_POLICY, G_POLICY, NULL,
+        "the device's", "override the CPU memory", NULL, NULL, 0},
+    [CLI_O_DISK_MEM] = {"disk-mem", 0, "SIZE", C_POLICY, G_POLICY, NULL,
+        "the device's", "override the disk space", NULL, NULL, 0},
+    [CLI_O_ALPHA] = {"alpha", 0, "A", C_POLICY, G_POLICY, "0.8", NULL,
+        "usable share of each tier's memory (FlexGen relaxes it to 1.2 to "
+        "evaluate a given policy)",
+        NULL, NULL, 0},
+};
+
+/* ---- what does nothing where ------------------------------------------- */
+#define READ_PLAN "the plan is read from --plan FILE, not made"
+#define LOWER_ONLY "--lower-only prints the lowering and runs nothing"
+
+const cli_rule cli_rules[] = {
+    {C_PLANS, CLI_O_OPTIMIZER, CLI_O_TRAIN, 1,
+     "the optimizer is part of the training step that --train plans"},
+    {C_PLANS, CLI_O_PRECISION, CLI_O_TRAIN, 1,
+     "the precision is that of the training step that --train plans"},
+    {C_PLANS, CLI_O_STEP_IN_BACKWARD, CLI_O_TRAIN, 1,
+     "it orders the optimizer step of the training step that --train plans"},
+    {C_PLANS, CLI_O_SPLIT_WEIGHT_GRAD, CLI_O_TRAIN, 1,
+     "it shapes the backward pass of the training step that --train plans"},
+    {C_PLANS, CLI_O_SOLVER, CLI_O_BUDGET, 1,
+     "it chooses how recompute fits the budget"},
+    {C_PLANS, CLI_O_MAX_EXTRA, CLI_O_BUDGET, 1,
+     "it bounds the recompute that fits the budget"},
+    {C_PLANS, CLI_O_MAXIMIZE, CLI_O_BUDGET, 1,
+     "the largest batch is the one whose plan fits the budget"},
+    {C_PLANS, CLI_O_OFFLOAD, CLI_O_BUDGET, 1,
+     "offload moves tensors to host memory to fit the budget"},
+    {C_PLANS, CLI_O_OFFLOAD_SOLVER, CLI_O_OFFLOAD, 1,
+     "it chooses how --offload fits the budget"},
+    {C_PLAN, CLI_O_DEVICE, CLI_O_OFFLOAD, 1,
+     "the device's cost model times the offload plan's transfers"},
+    {C_PLAN, CLI_O_COLLAPSE, CLI_O_DOT, 1,
+     "it groups the nodes of the DOT graph"},
+    {C_PLAN, CLI_O_KV_CONTEXT, CLI_O_NO_LINTS, 0,
+     "it sizes the KV-cache lint, and --no-lints skips the lints"},
+    {C_VALIDATE, CLI_O_ALIGN, CLI_O_PLAN, 0, READ_PLAN},
+    {C_VALIDATE, CLI_O_METHOD, CLI_O_PLAN, 0, READ_PLAN},
+    {C_VALIDATE, CLI_O_TIME_LIMIT, CLI_O_PLAN, 0, READ_PLAN},
+    {C_VALIDATE, CLI_O_BUDGET, CLI_O_PLAN, 0, READ_PLAN},
+    {C_VALIDATE, CLI_O_OFFLOAD, CLI_O_PLAN, 0, READ_PLAN},
+    {C_VALIDATE, CLI_O_JSON, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {C_VALIDATE, CLI_O_NO_REFERENCE, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {C_VALIDATE, CLI_O_POISON, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {C_VALIDATE, CLI_O_DUMP, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {0, 0, 0, 0, NULL},
+};
+
+/* ---- the commands ---------------------------------------------------------- */
+const cli_command cli_commands[CLI_CMD_COUNT_] = {
+    [CLI_CMD_PLAN] = {"plan", "INPUT", 1, 1,
+        "plan a graph: lifetimes, arena offsets, peak and its tensors",
+        "Loads a graph (ONNX when built with it, memplan JSON, or networkx "
+        "node-link JSON), builds the default schedule (topological order, "
+        "each arena tensor freed after its last use), places every tensor "
+        "in one arena and prints the figures: persistent bytes (weights, "
+        "constants), the lower bound (max live arena bytes), the arena, the "
+        "peak (arena + persistent), and the step where live bytes peak with "
+        "the largest tensors there.",
+        NULL,
+        "memplan plan examples/resnet50.json\n"
+        "memplan plan examples/resnet50.json -o plan.json --align 64\n"
+        "memplan plan model.onnx --json --method size-bestfit\n"
+        "memplan plan model.onnx --html report.html --dot g.dot --collapse 2\n"
+        "memplan plan model.onnx --train --budget 12GiB --solver auto\n"
+        "memplan plan g.json --budget 12GiB --offload --device h200 --json\n"},
+    [CLI_CMD_OFFSETS] = {"offsets", "TRACE.csv", 1, 1,
+        "place the buffers of a trace (id,lower,upper,size CSV)",
+        "Reads a MiniMalloc trace (CSV with header id,lower,upper,size: a "
+        "buffer of `size` bytes live on the half-open interval "
+        "[lower, upper)), places every buffer in one arena so that buffers "
+        "live at the same time do not overlap, and reports the arena "
+        "against the lower bound (max over time of live bytes). A fifth "
+        "column `offset` in the input is ignored.",
+        NULL,
+        "memplan offsets trace.csv\n"
+        "memplan offsets trace.csv -o placed.csv && memplan verify placed.csv\n"
+        "memplan offsets trace.csv --json --method naive\n"
+        "memplan offsets trace.csv --method exact --capacity 1MiB\n"},
+    [CLI_CMD_VERIFY] = {"verify", "INPUT PLAN.json | TRACE.csv", 1, 2,
+        "check a plan against its graph, or a trace's offsets",
+        "With a graph and a plan: replays the plan against the graph and "
+        "checks every invariant (each input of a step is resident when it "
+        "runs, every arena tensor is placed, no two resident tensors "
+        "overlap, every block lies in the arena and is aligned, the plan's "
+        "figures equal the replayed ones). The model is loaded as plan "
+        "loads it (--dim, --shape, --batch).\n\n"
+        "With one trace (id,lower,upper,size,offset CSV, as written by "
+        "'memplan offsets -o'): checks that buffers live at the same time "
+        "do not overlap, that offsets are aligned and that every buffer "
+        "ends within the capacity.\n\n"
+        "Prints 'valid: ...' and exits 0 when valid; otherwise prints the "
+        "first violation to stderr and exits 5.",
+        "--dim, --shape and --batch apply to a model, --capacity and "
+        "--align to a trace.",
+        "memplan verify examples/resnet50.json plan.json\n"
+        "memplan verify placed.csv --capacity 1MiB\n"},
+    [CLI_CMD_SHAPES] = {"shapes", "MODEL", 1, 1,
+        "print every tensor's dtype and shape (ONNX: with --dim)",
+        "Loads a graph (ONNX model or JSON graph), infers every shape and "
+        "prints one line per tensor: name, dtype, shape ('?' for a dim "
+        "memplan could not resolve), bytes and kind; then the number of "
+        "tensors whose shape is not fully known (unknown_shapes).",
+        NULL,
+        "memplan shapes model.onnx --dim batch=8\n"},
+    [CLI_CMD_CONVERT] = {"convert", "MODEL", 1, 1,
+        "write a model (ONNX) as a memplan JSON graph",
+        "Reads a model (ONNX, or a JSON graph) and writes memplan's JSON "
+        "graph with the shapes memplan inferred (to stdout without -o), or, "
+        "when the output ends in .onnx, an ONNX model (weights keep dims "
+        "and dtype; their data is written only where memplan holds it: see "
+        "docs/onnx.md).",
+        NULL,
+        "memplan convert model.onnx --dim N=1 -o graph.json\n"
+        "memplan convert graph.json -o model.onnx\n"},
+    [CLI_CMD_VALIDATE] = {"validate", "MODEL", 1, 1,
+        "run the plan on a GPU: measured against predicted memory",
+        "Runs the plan of MODEL on the GPU (one arena of the planned size, "
+        "every tensor at its planned offset, the schedule step by step) and "
+        "prints predicted against measured device memory (arena, "
+        "workspace, weights; CUDA context and cuBLAS apart), time per step "
+        "and in total against the cost model's prediction, and the checks: "
+        "outputs bit-identical to a reference run with one allocation per "
+        "tensor, and the reference run's live bytes (summed by the "
+        "executor) against the planner's lower bound. Exits 5 when a check "
+        "fails. The CUDA executor is a program of its own, "
+        "memplan-validate, which memplan runs.",
+        "Built without CUDA, it loads and lowers the model (which kernel "
+        "runs each node) and exits 3 before touching a GPU.",
+        "memplan validate examples/tiny.json\n"
+        "memplan validate examples/offload/skip_chain.json --budget 850MiB "
+        "--offload --json\n"
+        "memplan validate model.onnx --dim N=32 --lower-only\n"},
+    [CLI_CMD_OFFLOAD_POLICY] = {"offload-policy", "CONFIG.json", 1, 1,
+        "FlexGen-style offload policy for LLM inference",
+        "For a decoder-only transformer (its Hugging Face config.json: "
+        "layers, hidden size, heads, KV heads, FFN size, dtype), searches "
+        "the GPU batch size and the number of GPU batches and solves, for "
+        "each, FlexGen's linear program over the fractions of the weights, "
+        "KV cache and activations kept on GPU, CPU and disk (GLPK). Reports "
+        "the best policy, its estimated generation throughput and the "
+        "memory of each tier (docs/offload.md).",
+        NULL,
+        "memplan offload-policy examples/llm/opt-30b.json --device t4\n"},
+};
+
+/* ---- variants ------------------------------------------------------------- */
+static const cli_variant *variant(const cli_option *o, int cmd)
+{
+    for (const cli_variant *v = o->variants; v && v->cmds; v++)
+        if (v->cmds & (1u << cmd))
+            return v;
+    return NULL;
+}
+
+const char *cli_option_def(const cli_option *o, int cmd)
+{
+    const cli_variant *v = variant(o, cmd);
+    return v && v->def ? v->def : o->def;
+}
+
+const char *cli_option_note(const cli_option *o, int cmd)
+{
+    const cli_variant *v = variant(o, cmd);
+    return v && v->note ? v->note : o->note;
+}
+
+const char *cli_option_help(const cli_option *o, int cmd)
+{
+    const cli_variant *v = variant(o, cmd);
+    return v && v->help ? v->help : o->help;
+}

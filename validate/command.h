@@ -1,0 +1,43 @@
+/* command.h - the steps of `memplan validate` (memplan-validate: the
+ * command in validate/main.c, its report in validate/report.c). Not
+ * installed. */
+#ifndef MEMPLAN_VALIDATE_COMMAND_H
+#define MEMPLAN_VALIDATE_COMMAND_H
+
+#include "cli.h"
+#include "validate.h"
+
+/* One validation: the command line, the model and its plan, the program
+ * the plan is lowered into and what the run measured. */
+typedef struct mpv_cmd {
+    cli_args *a;
+    mp_ctx *ctx;
+    mp_graph *g;
+    mp_plan *plan;
+    mpv_program *prog;
+    mpv_result res;
+    double *step_s;       /* predicted seconds of each step */
+} mpv_cmd;
+
+/* Predicted against measured, and the checks. */
+typedef struct mpv_cmd_figures {
+    uint64_t gran;                  /* the driver's allocation granularity */
+    uint64_t cublas_ws;             /* cuBLAS's workspace */
+    uint64_t pred_arena, pred_ws, pred_w, pred_total;
+    double r_arena, r_aw, r_total;  /* measured / predicted */
+    uint32_t n_over;                /* blocks written in place */
+    int ok_arena, ok_ws, ok_id, ok_rep, ok_lb, ok_extra, all_ok;
+    mp_device dev;                  /* --device: the predicted time's */
+    double pred_s;                  /* predicted seconds (< 0: none) */
+    int have_pred;
+} mpv_cmd_figures;
+
+/* The figures of a run (v->res) against the plan; fills v->step_s. 0 or
+ * an exit code (printed). */
+int mpv_cmd_figures_get(mpv_cmd *v, mpv_cmd_figures *f);
+/* The --json report; an exit code. */
+int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f);
+/* The summary for humans. */
+void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f);
+
+#endif /* MEMPLAN_VALIDATE_COMMAND_H */

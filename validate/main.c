@@ -1,0 +1,139 @@
+/* main.c - memplan-validate, the program behind `memplan validate MODEL`:
+ * run the plan on a GPU and compare what the device used with the
+ * prediction (docs/validation.md).
+ *
+ * It is a program of its own so that only it loads CUDA (cuBLAS, cudart):
+ * `memplan validate ...` checks the command line with the same table
+ * (cli/options.c) and executes this program with it, found next to
+ * memplan or in the libexec directory. Run directly, it takes the same
+ * arguments as `memplan validate`.
+ *
+ * The steps: load the model (and its training graph), make or read the
+ * plan, verify and lower it (validate/host.c), then --lower-only prints
+ * the lowering, or the program runs (validate/executor.cu) and the
+ * figures are reported (validate/report.c). */
+#include "command.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The model, its plan (made, or read with --plan), verified and lowered
+ * into v->prog. 0 or an exit code (printed). */
+static int load_and_lower(mpv_cmd *v)
+{
+    cli_args *a = v->a;
+    const char *model = a->pos[0];
+    int rc = cli_load_graph(v->ctx, a, &v->g);
+    if (!rc)
+        rc = cli_train_prepare(v->ctx, &a->train, &v->g, model);
+    if (rc)
+        return rc;
+    mp_status st = MP_OK;
+    if (a->plan) {
+        st = mp_plan_load_json(v->g, a->plan, &v->plan);
+    } else {
+        mp_plan_options po;
+        cli_plan_options(a, &po);
+        if ((rc = cli_make_plan(v->ctx, a, v->g, &po, &v->plan, 0)) != 0)
+            return rc;
+    }
+    if (!st)
+        st = mp_verify_plan(v->g, v->plan);
+    if (!st)
+        st = mpv_program_from_plan(v->g, v->plan, &v->prog);
+    return st ? cli_fail(v->ctx, st, a->plan ? a->plan : model) : 0;
+}
+
+/* --lower-only: which kernel runs each node, and the synthetic ones. */
+static void print_lowering(const mpv_cmd *v)
+{
+    const mpv_program *prog = v->prog;
+    printf("%u nodes run: %u real kernels, %u synthetic; arena %llu, "
+           "workspace %llu, weights buffer %llu bytes\n",
+           prog->n_real + prog->n_synthetic, prog->n_real, prog->n_synthetic,
+           (unsigned long long)prog->arena_bytes,
+           (unsigned long long)prog->workspace_bytes,
+           (unsigned long long)prog->weights_bytes);
+    for (uint32_t i = 0; i < mp_graph_num_nodes(v->g); i++) {
+        mp_node_info ni;
+        mp_graph_node_info(v->g, i, &ni);
+        if (prog->nodes[i].synthetic)
+            printf("  synthetic  %s (%s): %s\n", ni.name, ni.op,
+                   prog->nodes[i].why ? prog->nodes[i].why : "");
+    }
+}
+
+/* The planned and reference runs on the GPU into v->res. 0 or an exit
+ * code (printed). */
+static int execute(mpv_cmd *v)
+{
+#ifdef MP_WITH_CUDA
+    char why[200];
+    if (!mpv_cuda_device_ok(why, sizeof why)) {
+        cli_error("%s", why);
+        return CLI_EXIT_INPUT;
+    }
+    mpv_options vo;
+    mpv_options_init(&vo);
+    vo.seed = v->a->seed + 1;
+    vo.reference = !v->a->no_reference;
+    vo.poison_free = v->a->poison;
+    vo.dump_dir = v->a->dump;
+    if (mpv_execute(v->prog, &vo, &v->res) != 0) {
+        cli_error("executor: %s", v->res.error);
+        return CLI_EXIT_INTERNAL;
+    }
+    return 0;
+#else
+    const mpv_program *prog = v->prog;
+    cli_error("built without CUDA (MEMPLAN_WITH_CUDA=OFF): lowered %u nodes "
+              "(%u real kernels, %u synthetic), nothing run",
+              prog->n_real + prog->n_synthetic, prog->n_real,
+              prog->n_synthetic);
+    return CLI_EXIT_INPUT;
+#endif
+}
+
+/* Runs, then reports predicted against measured; exit 5 when a check
+ * fails. */
+static int run_and_report(mpv_cmd *v)
+{
+    int rc = execute(v);
+    mpv_cmd_figures f;
+    if (!rc)
+        rc = mpv_cmd_figures_get(v, &f);
+    if (rc)
+        return rc;
+    if (v->a->json) {
+        rc = mpv_cmd_report_json(v, &f);
+    } else {
+        mpv_cmd_report_text(v, &f);
+        rc = 0;
+    }
+    return !rc && !f.all_ok ? CLI_EXIT_VERIFY : rc;
+}
+
+static int validate(cli_args *a)
+{
+    mpv_cmd v;
+    memset(&v, 0, sizeof v);
+    v.a = a;
+    v.ctx = cli_ctx_create();
+    int rc = v.ctx ? load_and_lower(&v) : CLI_EXIT_INTERNAL;
+    if (!rc && a->lower_only)
+        print_lowering(&v);
+    else if (!rc)
+        rc = run_and_report(&v);
+    mpv_result_free(&v.res);
+    mpv_program_destroy(v.prog);
+    mp_plan_destroy(v.plan);
+    mp_graph_destroy(v.g);
+    mp_ctx_destroy(v.ctx);
+    free(v.step_s);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    return cli_run_command(CLI_CMD_VALIDATE, argc, argv, validate);
+}
