@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "memplan/memplan.h"
+#include "cli.h" /* the option table the command is built from */
 
 static char out[1 << 16];
 
@@ -504,6 +505,161 @@ static void test_shapes_convert(void)
     remove(conv);
 }
 
+
+/* ---- the option table: help, usage lines, docs, suggestions, rules ---- */
+/* Every option the table gives a command is in its help and in its usage
+ * lines (the text before the first empty line). */
+static void test_help_lists_options(void)
+{
+    for (int c = 0; c < CLI_CMD_COUNT_; c++) {
+        CU_ASSERT_EQUAL(cli("%s --help", cli_commands[c].name), 0);
+        const char *blank = strstr(out, "\n\n");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(blank);
+        for (int id = 0; id < CLI_O_COUNT_; id++) {
+            if (!((cli_options[id].cmds >> c) & 1u))
+                continue;
+            char opt[64];
+            if (cli_options[id].short_name)
+                snprintf(opt, sizeof opt, "-%c", cli_options[id].short_name);
+            else
+                snprintf(opt, sizeof opt, "--%s", cli_options[id].name);
+            const char *at = strstr(out, opt);
+            CU_ASSERT_PTR_NOT_NULL(at);
+            CU_ASSERT(at && at < blank); /* in the usage lines */
+            snprintf(opt, sizeof opt, "--%s", cli_options[id].name);
+            at = strstr(blank, opt);
+            CU_ASSERT_PTR_NOT_NULL(at); /* and described */
+            if (!at)
+                fprintf(stderr, "memplan %s --help: no %s\n",
+                        cli_commands[c].name, opt);
+        }
+    }
+    /* and the main help lists every command */
+    CU_ASSERT_EQUAL(cli("--help"), 0);
+    for (int c = 0; c < CLI_CMD_COUNT_; c++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cli_commands[c].name));
+}
+
+/* docs/cli.md's option lists are those the binary writes */
+static void test_docs_current(void)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "sh '%s/cli/gen-docs.sh' --check '%s' "
+             "'%s/docs/cli.md' 2>&1", MP_SOURCE_DIR, MP_CLI_PATH,
+             MP_SOURCE_DIR);
+    int rc = mp_test_run(cmd, out, sizeof out);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(cli("help --markdown plan"), 0);
+    CU_ASSERT(strncmp(out, "```\nmemplan plan INPUT", 21) == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "| `--budget SIZE` |"));
+    CU_ASSERT_EQUAL(cli("help --markdown nothing 2>&1"), 2);
+}
+
+static void test_did_you_mean(void)
+{
+    CU_ASSERT_EQUAL(cli("plan a.json --budgte 1GiB 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown option '--budgte'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "did you mean --budget?"));
+    CU_ASSERT_EQUAL(cli("offsets t.csv --alignn 4 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "did you mean --align?"));
+    CU_ASSERT_EQUAL(cli("plan a.json --offlaod-solver greedy 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "did you mean --offload-solver?"));
+    /* nothing close: no suggestion */
+    CU_ASSERT_EQUAL(cli("plan a.json --zzzzzzzz 2>&1"), 2);
+    CU_ASSERT_PTR_NULL(strstr(out, "did you mean"));
+    /* an option of another command says which */
+    CU_ASSERT_EQUAL(cli("offsets t.csv --budget 1GiB 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "an option of plan, validate"));
+    /* retired names say what replaced them */
+    CU_ASSERT_EQUAL(cli("offload-policy m.json --gpu t4 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--device"));
+    CU_ASSERT_EQUAL(cli("offload-policy --model m.json 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "positional"));
+    /* commands too */
+    CU_ASSERT_EQUAL(cli("plna a.json 2>&1"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "did you mean 'plan'?"));
+}
+
+/* Each option that does nothing where it is given: exit 2, saying why. */
+static void test_no_effect(void)
+{
+    char graph[256], trace[256], placed[256];
+    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
+    CU_ASSERT_FATAL(temp(trace, sizeof trace, ".csv", trace_text) == 0);
+    CU_ASSERT_FATAL(temp(placed, sizeof placed, ".csv",
+                         "id,lower,upper,size,offset\n0,0,2,100,0\n") == 0);
+    static const struct {
+        const char *cmd, *args, *want;
+    } cases[] = {
+        {"plan", "--solver chen", "--solver does nothing without --budget"},
+        {"plan", "--max-extra 1", "--max-extra does nothing without --budget"},
+        {"plan", "--maximize batch", "--maximize does nothing without --budget"},
+        {"plan", "--offload", "--offload does nothing without --budget"},
+        {"plan", "--budget 1GiB --offload-solver greedy",
+         "--offload-solver does nothing without --offload"},
+        {"plan", "--device h100", "--device does nothing without --offload"},
+        {"plan", "--collapse 2", "--collapse does nothing without --dot"},
+        {"plan", "--optimizer sgd", "--optimizer does nothing without --train"},
+        {"plan", "--precision bf16-mixed",
+         "--precision does nothing without --train"},
+        {"plan", "--step-in-backward",
+         "--step-in-backward does nothing without --train"},
+        {"plan", "--split-weight-grad",
+         "--split-weight-grad does nothing without --train"},
+        {"plan", "--kv-context 64 --no-lints",
+         "--kv-context does nothing with --no-lints"},
+        {"plan", "--batch 4",
+         "--batch does nothing on a JSON graph without --maximize"},
+        {"validate", "--solver lp", "--solver does nothing without --budget"},
+        {"validate", "--plan p.json --budget 1GiB",
+         "--budget does nothing with --plan"},
+        {"validate", "--plan p.json --align 64",
+         "--align does nothing with --plan"},
+        {"validate", "--lower-only --json",
+         "--json does nothing with --lower-only"},
+        {"validate", "--lower-only --dump d",
+         "--dump does nothing with --lower-only"},
+        {"convert", "--no-declared-shapes",
+         "--no-declared-shapes does nothing on a JSON graph"},
+        {"verify", "p.json --capacity 1MiB",
+         "--capacity does nothing with a plan"},
+        {"verify", "p.json --align 64", "--align does nothing with a plan"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CU_ASSERT_EQUAL(cli("%s %s %s 2>&1", cases[i].cmd, graph,
+                            cases[i].args), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, ": ")); /* and why */
+        if (!strstr(out, cases[i].want))
+            fprintf(stderr, "%s %s: %s\n", cases[i].cmd, cases[i].args, out);
+    }
+    /* a model's options with a trace */
+    CU_ASSERT_EQUAL(cli("verify %s --dim N=1 2>&1", placed), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--dim does nothing with a trace"));
+    CU_ASSERT_EQUAL(cli("verify %s --batch 2 2>&1", placed), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--batch does nothing with a trace"));
+    /* where they do something they are taken */
+    CU_ASSERT_EQUAL(cli("plan %s --train --optimizer sgd --json", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"optimizer\": \"sgd\""));
+    CU_ASSERT_NOT_EQUAL(cli("plan %s --dot /dev/null --collapse 1 --json "
+                            "2>/dev/null", graph), 2);
+    CU_ASSERT_EQUAL(cli("verify %s --align 4 --capacity 1MiB", placed), 0);
+    unlink(graph);
+    unlink(trace);
+    unlink(placed);
+}
+
+/* memplan itself loads no CUDA library: memplan-validate does */
+static void test_no_cuda(void)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "ldd '%s' | grep -c 'libcu'", MP_CLI_PATH);
+    mp_test_run(cmd, out, sizeof out);
+    CU_ASSERT_STRING_EQUAL(out, "0\n");
+}
+
 void mp_register_cli(void)
 {
     static CU_TestInfo tests[] = {
@@ -517,6 +673,11 @@ void mp_register_cli(void)
         {"plan_verify", test_plan_verify},
         {"input_errors", test_input_errors},
         {"shapes_convert", test_shapes_convert},
+        {"help_lists_options", test_help_lists_options},
+        {"docs_current", test_docs_current},
+        {"did_you_mean", test_did_you_mean},
+        {"no_effect", test_no_effect},
+        {"no_cuda", test_no_cuda},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("cli", tests);
