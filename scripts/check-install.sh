@@ -8,7 +8,9 @@
 # (examples/runtime/encoder_small.json): each must run inside one planned
 # arena with outputs identical to a run with one allocation per tensor.
 # Also checks that the shared library exports exactly the functions the
-# installed headers declare (scripts/check-symbols.sh).
+# installed headers declare (scripts/check-symbols.sh), and that the
+# installed memplan loads no CUDA library and finds the executor
+# `memplan validate` runs (LIBEXECDIR/memplan/memplan-validate).
 #
 #   scripts/check-install.sh BUILD_DIR [--sanitize] [--full]
 #
@@ -33,6 +35,13 @@ prefix=$tmp/prefix
 echo "== install $build into a temporary prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 "$root/scripts/check-symbols.sh" "$prefix"
+
+echo "== the installed memplan: no CUDA; memplan validate finds its executor"
+if ldd "$prefix/bin/memplan" | grep -q 'libcu'; then
+  echo "check-install: bin/memplan links a CUDA library" >&2
+  exit 1
+fi
+"$prefix/bin/memplan" validate "$root/examples/tiny.json" --lower-only >/dev/null
 
 cmake_san=OFF make_san=0
 if [ $san = 1 ]; then

@@ -1,7 +1,8 @@
 #!/bin/sh
 # validate/gpu-test.sh MEMPLAN EXAMPLES - the GPU test (ctest label "gpu").
-# Runs `memplan validate` on examples/tiny.json and examples/offload/
-# skip_chain.json (with --offload) and requires every check to pass.
+# Runs `memplan validate` (which executes memplan-validate, built beside
+# memplan) on examples/tiny.json and examples/offload/skip_chain.json
+# (with --offload) and requires every check to pass.
 # Exits 77 (ctest: skipped) with the reason where memplan was built without
 # CUDA or no CUDA device is present.
 set -u
