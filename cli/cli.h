@@ -5,9 +5,13 @@
  *
  * Every option is declared once, in the table of cli/options.c: its name,
  * its value, its default, its help and the commands that take it. Parsing
- * (cli/args.c), help, usage lines and docs/cli.md's option lists
- * (cli/help.c) and the checks that refuse an option that would do nothing
- * (the rules of cli/options.c) all read that table. */
+ * (cli/args.c; each option's setter: cli/option_set.c), help, usage lines
+ * and docs/cli.md's option lists (cli/help.c) and the checks that refuse
+ * an option that would do nothing (the rules of cli/options.c) all read
+ * that table. The files, bottom up (none calls a file above it):
+ * report.c, values.c, options.c, option_set.c, help.c, args.c, model.c,
+ * offload_opts.c, train_opts.c; then each command, cmd_NAME.c, and
+ * main.c. */
 #ifndef MEMPLAN_CLI_H
 #define MEMPLAN_CLI_H
 
@@ -259,7 +263,7 @@ void cli_list_commands(FILE *f);
  * length, and 2 at least), or NULL. */
 const char *cli_closest(const char *s, const char *const *names, size_t n);
 
-/* ---- values ---------------------------------------------------------------- */
+/* ---- values (cli/values.c) and the model (cli/model.c) -------------------- */
 /* Parses a byte size: a decimal integer with an optional unit B, KiB, MiB,
  * GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), any case,
  * e.g. "256", "4KiB", "1 MiB". On error prints why (naming `what`) and
