@@ -332,13 +332,14 @@ int cli_json_print(json_t *obj);
 /* Sets key on obj (takes the reference of v); returns 0 or -1. */
 int cli_json_set(json_t *obj, const char *key, json_t *v);
 
-/* ---- subcommands (cmd_NAME.c; validate: validate/, its own executable) ---- */
+/* ---- subcommands (cmd_NAME.c) ----------------------------------------------
+ * validate is memplan-validate, a program of its own (validate/main.c):
+ * cli/main.c executes it. */
 int cli_cmd_plan(cli_args *a);
 int cli_cmd_offsets(cli_args *a);
 int cli_cmd_verify(cli_args *a);
 int cli_cmd_shapes(cli_args *a);
 int cli_cmd_convert(cli_args *a);
 int cli_cmd_offload_policy(cli_args *a);
-int cli_cmd_validate(cli_args *a);
 
 #endif /* MEMPLAN_CLI_H */

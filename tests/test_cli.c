@@ -651,13 +651,21 @@ static void test_no_effect(void)
     unlink(placed);
 }
 
-/* memplan itself loads no CUDA library: memplan-validate does */
+/* memplan itself loads no CUDA library: memplan validate executes
+ * memplan-validate, found beside it */
 static void test_no_cuda(void)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "ldd '%s' | grep -c 'libcu'", MP_CLI_PATH);
     mp_test_run(cmd, out, sizeof out);
     CU_ASSERT_STRING_EQUAL(out, "0\n");
+    char graph[256];
+    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
+    CU_ASSERT_EQUAL(cli("validate %s --lower-only 2>&1", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 nodes run: 2 real kernels"));
+    CU_ASSERT_EQUAL(cli("validate --help"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "Usage: memplan validate MODEL"));
+    unlink(graph);
 }
 
 void mp_register_cli(void)
