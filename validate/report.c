@@ -109,23 +109,38 @@ static json_t *by_op_json(const mpv_program *prog, const double *step_s,
     return o;
 }
 
+/* Sets each key of rows on o to its size; 0 or -1. */
+typedef struct size_row {
+    const char *key;
+    uint64_t bytes;
+} size_row;
+
+static int set_sizes(json_t *o, const size_row *rows, size_t n)
+{
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad |= cli_json_set(o, rows[i].key, cli_json_u64(rows[i].bytes));
+    return bad;
+}
+
 /* "predicted": the plan's figures and the device memory they need */
 static json_t *predicted_json(const mpv_cmd *v, const mpv_cmd_figures *f)
 {
     const mp_figures *pf = mp_plan_figures(v->plan);
+    const size_row rows[] = {
+        {"arena_bytes", pf->arena_bytes},
+        {"lower_bound_bytes", pf->lower_bound_bytes},
+        {"persistent_bytes", pf->persistent_bytes},
+        {"peak_bytes", pf->peak_bytes},
+        {"workspace_bytes", v->prog->workspace_bytes + f->cublas_ws},
+        {"weights_buffer_bytes", v->prog->weights_bytes},
+        {"arena_device_bytes", f->pred_arena},
+        {"total_device_bytes", f->pred_total},
+    };
     json_t *p = json_object();
     if (!p)
         return NULL;
-    cli_json_set(p, "arena_bytes", cli_json_u64(pf->arena_bytes));
-    cli_json_set(p, "lower_bound_bytes", cli_json_u64(pf->lower_bound_bytes));
-    cli_json_set(p, "persistent_bytes", cli_json_u64(pf->persistent_bytes));
-    cli_json_set(p, "peak_bytes", cli_json_u64(pf->peak_bytes));
-    cli_json_set(p, "workspace_bytes",
-                 cli_json_u64(v->prog->workspace_bytes + f->cublas_ws));
-    cli_json_set(p, "weights_buffer_bytes",
-                 cli_json_u64(v->prog->weights_bytes));
-    cli_json_set(p, "arena_device_bytes", cli_json_u64(f->pred_arena));
-    cli_json_set(p, "total_device_bytes", cli_json_u64(f->pred_total));
+    set_sizes(p, rows, sizeof rows / sizeof rows[0]);
     cli_json_set(p, "seconds",
                  f->have_pred ? json_real(f->pred_s) : json_null());
     cli_json_set(p, "time_device", cli_json_str(f->dev.name));
@@ -135,25 +150,24 @@ static json_t *predicted_json(const mpv_cmd *v, const mpv_cmd_figures *f)
 /* "measured": what the run used, by part, and its times */
 static json_t *measured_json(const mpv_result *res)
 {
+    const size_row rows[] = {
+        {"context_bytes", res->ctx_bytes},
+        {"cublas_bytes", res->cublas_bytes},
+        {"weights_bytes", res->weights_measured},
+        {"workspace_bytes", res->workspace_measured},
+        {"arena_bytes", res->arena_measured},
+        {"peak_bytes", res->peak_measured},
+        {"lazy_library_bytes", res->lazy_bytes},
+        {"run_extra_bytes", res->run_extra_bytes},
+        {"staging_host_bytes", res->staging_host_bytes},
+        {"reference_pool_high_bytes", res->ref_pool_high},
+        {"reference_pool_reserved_high_bytes", res->ref_pool_reserved_high},
+        {"reference_live_max_bytes", res->ref_live_max},
+    };
     json_t *m = json_object();
     if (!m)
         return NULL;
-    cli_json_set(m, "context_bytes", cli_json_u64(res->ctx_bytes));
-    cli_json_set(m, "cublas_bytes", cli_json_u64(res->cublas_bytes));
-    cli_json_set(m, "weights_bytes", cli_json_u64(res->weights_measured));
-    cli_json_set(m, "workspace_bytes", cli_json_u64(res->workspace_measured));
-    cli_json_set(m, "arena_bytes", cli_json_u64(res->arena_measured));
-    cli_json_set(m, "peak_bytes", cli_json_u64(res->peak_measured));
-    cli_json_set(m, "lazy_library_bytes", cli_json_u64(res->lazy_bytes));
-    cli_json_set(m, "run_extra_bytes", cli_json_u64(res->run_extra_bytes));
-    cli_json_set(m, "staging_host_bytes",
-                 cli_json_u64(res->staging_host_bytes));
-    cli_json_set(m, "reference_pool_high_bytes",
-                 cli_json_u64(res->ref_pool_high));
-    cli_json_set(m, "reference_pool_reserved_high_bytes",
-                 cli_json_u64(res->ref_pool_reserved_high));
-    cli_json_set(m, "reference_live_max_bytes",
-                 cli_json_u64(res->ref_live_max));
+    set_sizes(m, rows, sizeof rows / sizeof rows[0]);
     cli_json_set(m, "planned_ms", json_real(res->planned_ms));
     cli_json_set(m, "steps_ms_sum", json_real(res->steps_ms_sum));
     cli_json_set(m, "reference_ms", json_real(res->reference_ms));
