@@ -122,6 +122,12 @@ typedef struct mp__op_def {
     mp_status (*infer)(struct mp_graph *g, uint32_t node);
 } mp__op_def;
 
+/* The generic entry (core/ops/registry.c, name ""): the one unknown ops
+ * get, which needs their outputs' shapes declared. */
+static inline bool mp__op_is_generic(const mp__op_def *d)
+{
+    return d && d->name[0] == '\0';
+}
 /* Pointwise op (ELEMENTWISE, INPLACE or INPLACE_ANY, not a view): what a
  * fused chain (--fuse) is made of. */
 static inline bool mp__op_pointwise(const mp__op_def *d)
@@ -202,7 +208,7 @@ typedef struct mp__node {
     char *name;
     char *op;              /* op type as written */
     char *domain;          /* "" for the default */
-    const mp__op_def *def;
+    const mp__op_def *def; /* registry entry: NULL until finalize */
     uint32_t *inputs;      /* MP_NONE for omitted optional inputs */
     uint32_t *outputs;
     uint32_t n_in, n_out;
@@ -249,7 +255,7 @@ struct mp_graph {
     size_t n_subgraphs, cap_subgraphs;
     uint32_t *sub_inputs, *sub_outputs;
     uint32_t n_sub_inputs, n_sub_outputs;
-    /* String values (core/ops/strval.c, issue 3): a STRING tensor's value
+    /* String values (core/strval.c, issue 3): a STRING tensor's value
      * holds ids into one interned table per graph tree (equal ids are
      * equal strings), owned by the top graph; str_root is the graph whose
      * table a subgraph uses (NULL: its own). */
@@ -257,7 +263,28 @@ struct mp_graph {
     struct mp_graph *str_root;
 };
 
+/* MP_OK while g can still be changed; MP_ERR_INVALID_ARG (message) once
+ * it is finalized, or when g is NULL. MP__CHECK_OPEN returns it. */
+static inline mp_status mp__graph_check_open(const mp_graph *g)
+{
+    if (!g)
+        return MP_ERR_INVALID_ARG;
+    if (g->finalized)
+        return mp__err(g->ctx, MP_ERR_INVALID_ARG,
+                       "graph is finalized and cannot be changed");
+    return MP_OK;
+}
+#define MP__CHECK_OPEN(g)                                                    \
+    do {                                                                     \
+        mp_status open_st_ = mp__graph_check_open(g);                        \
+        if (open_st_)                                                        \
+            return open_st_;                                                 \
+    } while (0)
+
+/* The attribute of that name, or NULL (core/attrs.c). */
 const mp__attr *mp__node_attr(const mp__node *n, const char *name);
+
+/* ---- tensors (core/tensor.c) --------------------------------------------- */
 /* True when the tensor takes arena memory (not persistent, not a view). */
 bool mp__tensor_in_arena(const mp__tensor *t);
 bool mp__kind_persistent(uint8_t kind);
@@ -265,5 +292,27 @@ bool mp__kind_persistent(uint8_t kind);
  * MP_ERR_OVERFLOW on overflow (message names the tensor). */
 mp_status mp__tensor_bytes_from_shape(mp_ctx *ctx, const mp__tensor *t,
                                      uint64_t *bytes);
+
+/* Largest integer constant whose value is carried for shape arithmetic. */
+#define MP__VALUE_MAX 16384u
+
+/* Replaces t's shape (keeps its value). rank -1: unknown. */
+mp_status mp__tensor_set_shape(mp_ctx *ctx, mp__tensor *t, int32_t rank,
+                              const int64_t *dims);
+/* Stores a copy of n int64 values on t (n <= MP__VALUE_MAX; larger is
+ * silently not stored). */
+mp_status mp__tensor_set_value(mp_ctx *ctx, mp__tensor *t, const int64_t *v,
+                              uint32_t n);
+/* True when every dim is known (rank >= 0). */
+bool mp__tensor_shape_known(const mp__tensor *t);
+/* Integer or bool dtypes (values carried as int64). */
+bool mp__dtype_is_int(int dtype);
+/* float32/64, float16, bfloat16: values carried as the bits of doubles. */
+bool mp__dtype_is_float(int dtype);
+/* Element i of t's value as a double (t->value set, int or float dtype). */
+double mp__value_double(const mp__tensor *t, uint32_t i);
+/* x stored as a value of dtype dt (float: double bits, rounded to float32
+ * for float32; int: truncated; false when out of the int64 range). */
+bool mp__value_from_double(int dtype, double x, int64_t *out);
 
 #endif /* MP__IR_H */

@@ -14,6 +14,7 @@
  * its bodies need. The writer undoes that bookkeeping. */
 #include "json_pos.h"
 #include "json_tok.h"
+#include "ops.h"
 #include "shape.h"
 
 #include <errno.h>
@@ -938,7 +939,9 @@ static mp_status tensor_ref(rd *r, const char *name, uint32_t *id)
 static mp_status constant_value(mp_graph *g, uint32_t node)
 {
     const mp__node *n = &g->nodes[node];
-    if (!(n->def->flags & MP__OPF_CONSTANT) || !n->n_out)
+    /* before finalize, which sets n->def */
+    const mp__op_def *def = mp__op_lookup(n->op, n->domain);
+    if (!(def->flags & MP__OPF_CONSTANT) || !n->n_out)
         return MP_OK;
     const mp__attr *dt = mp__node_attr(n, "value.dtype");
     const mp__attr *dims = mp__node_attr(n, "value.dims");
@@ -1781,7 +1784,7 @@ static mp_status read_sub(rd *r, int64_t *idx)
     mp_status st = mp_graph_create(r->ctx, &s->g);
     if (!st) {
         s->g->onnx_opset = r->g->onnx_opset;
-        /* one string table for the whole tree (core/ops/strval.h) */
+        /* one string table for the whole tree (core/strval.h) */
         s->g->str_root = r->g->str_root ? r->g->str_root : r->g;
         st = read_doc(s);
     }

@@ -1,5 +1,5 @@
 /* Shapes that depend on input VALUES (issue 3, core/ops/ops_values.c):
- * string values (core/ops/strval.c) through StringNormalizer and
+ * string values (core/strval.c) through StringNormalizer and
  * StringSplit, NonMaxSuppression's selected boxes, ImageDecoder's image
  * size from the container header. Models are built here with the
  * generated protobuf-c code (tests/onnx_build.h); values are given as

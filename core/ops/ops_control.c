@@ -255,7 +255,7 @@ MP__SHAPE_FN(mp__shape_if)
             continue;
         bool generic = false;
         for (size_t j = 0; j < br[k]->n_nodes && !generic; j++)
-            generic = br[k]->nodes[j].def == mp__op_generic();
+            generic = mp__op_is_generic(br[k]->nodes[j].def);
         if (!generic) {
             pick = 1 - k;
             bst[k] = MP_OK;

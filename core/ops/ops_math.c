@@ -362,45 +362,6 @@ static dfold_fn dfold_of(const mp__node *n)
     return NULL;
 }
 
-bool mp__dtype_is_float(int dt)
-{
-    return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT64 ||
-           dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
-}
-
-double mp__value_double(const mp__tensor *t, uint32_t i)
-{
-    if (mp__dtype_is_int(t->dtype))
-        return (double)t->value[i];
-    double d;
-    memcpy(&d, &t->value[i], sizeof d);
-    return d;
-}
-
-/* x as a value of dtype dt: float dtypes keep the bits of the double,
- * rounded to float32 for float32 (float16/bfloat16 are not rounded
- * further: their values only feed shape arithmetic); integer dtypes take
- * the truncated value. False when x does not fit the integer range. */
-bool mp__value_from_double(int dt, double x, int64_t *out)
-{
-    if (mp__dtype_is_float(dt)) {
-        double d = dt == MP_DTYPE_FLOAT64 ? x : (double)(float)x;
-        if (dt != MP_DTYPE_FLOAT64 && isfinite(x) && !isfinite(d))
-            d = x; /* beyond float range: keep it; only shapes read it */
-        memcpy(out, &d, sizeof d);
-        return true;
-    }
-    if (dt == MP_DTYPE_BOOL) {
-        *out = x != 0;
-        return true;
-    }
-    if (!isfinite(x) || x >= 9223372036854775808.0 ||
-        x < -9223372036854775808.0)
-        return false;
-    *out = (int64_t)x;
-    return true;
-}
-
 /* Folds in doubles when every input has a value and one is a float. */
 static mp_status fold_float(mp_graph *g, uint32_t node, const mp__shape *out,
                             int out_dtype)

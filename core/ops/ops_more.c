@@ -789,7 +789,7 @@ MP__SHAPE_FN(mp__shape_regex_match)
 }
 
 /* ai.onnx.ml LabelEncoder: same shape; dtype from the values attribute
- * (a STRINGS attribute is kept as NAME.strings, core/ops/strval.h). */
+ * (a STRINGS attribute is kept as NAME.strings, core/strval.h). */
 MP__SHAPE_FN(mp__shape_label_encoder)
 {
     const mp__node *n = &g->nodes[node];

@@ -1,6 +1,6 @@
 /* Shape functions of ops whose output sizes depend on input VALUES (issue
  * 3, node conformance): StringNormalizer and StringSplit (string values,
- * core/ops/strval.h), NonMaxSuppression (box coordinates and scores) and
+ * core/strval.h), NonMaxSuppression (box coordinates and scores) and
  * ImageDecoder (the image's container header). Each infers what it can
  * without the values and computes the exact size when they are known (a
  * constant, or a graph input bound with mp_input_value). The values may

@@ -7,76 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* dims and value share one allocation: [rank dims][n_value values]. */
-static mp_status set_block(mp_ctx *ctx, mp__tensor *t, int32_t rank,
-                           const int64_t *dims, const int64_t *v, uint32_t n)
-{
-    size_t total = (size_t)(rank > 0 ? rank : 0) + n;
-    int64_t *blk = NULL;
-    if (total) {
-        blk = mp__alloc(ctx, total * sizeof *blk);
-        if (!blk)
-            return MP_ERR_NOMEM;
-        if (rank > 0)
-            memcpy(blk, dims, (size_t)rank * sizeof *blk);
-        if (n)
-            memcpy(blk + (rank > 0 ? rank : 0), v, (size_t)n * sizeof *blk);
-    }
-    mp__dealloc(ctx, t->dims);
-    t->dims = blk;
-    t->rank = rank < 0 ? -1 : rank;
-    t->value = n ? blk + (rank > 0 ? rank : 0) : NULL;
-    t->n_value = n;
-    return MP_OK;
-}
-
-mp_status mp__tensor_set_shape(mp_ctx *ctx, mp__tensor *t, int32_t rank,
-                              const int64_t *dims)
-{
-    if (rank > MP_MAX_RANK)
-        return mp__err(ctx, MP_ERR_UNSUPPORTED,
-                      "tensor '%s': rank %d is above the supported %d",
-                      t->name, (int)rank, MP_MAX_RANK);
-    int64_t tmp[MP_MAX_RANK];
-    if (rank > 0)
-        memcpy(tmp, dims, (size_t)rank * sizeof *tmp);
-    /* the value may live in the block being replaced: copy via set_block */
-    return set_block(ctx, t, rank, tmp, t->value, t->n_value);
-}
-
-mp_status mp__tensor_set_value(mp_ctx *ctx, mp__tensor *t, const int64_t *v,
-                              uint32_t n)
-{
-    if (n > MP__VALUE_MAX || n == 0)
-        return MP_OK;
-    int64_t tmp[MP_MAX_RANK];
-    if (t->rank > 0)
-        memcpy(tmp, t->dims, (size_t)t->rank * sizeof *tmp);
-    return set_block(ctx, t, t->rank, tmp, v, n);
-}
-
-bool mp__dtype_is_int(int dt)
-{
-    switch (dt) {
-    case MP_DTYPE_INT64: case MP_DTYPE_INT32: case MP_DTYPE_INT16:
-    case MP_DTYPE_INT8: case MP_DTYPE_UINT8: case MP_DTYPE_UINT16:
-    case MP_DTYPE_UINT32: case MP_DTYPE_UINT64: case MP_DTYPE_BOOL:
-        return true;
-    default:
-        return false;
-    }
-}
-
-bool mp__tensor_shape_known(const mp__tensor *t)
-{
-    if (t->rank < 0)
-        return false;
-    for (int32_t i = 0; i < t->rank; i++)
-        if (t->dims[i] < 0)
-            return false;
-    return true;
-}
-
 const mp__tensor *mp__in(const mp_graph *g, const mp__node *n, uint32_t i)
 {
     if (i >= n->n_in || n->inputs[i] == MP_NONE)
@@ -287,7 +217,7 @@ mp_status mp__shape_done(mp_graph *g, uint32_t node)
         const mp__tensor *t = &g->tensors[n->outputs[o]];
         if (t->flags & MP__TF_SIZE_KNOWN)
             continue;
-        if (n->def == mp__op_generic())
+        if (mp__op_is_generic(n->def))
             return mp__err(g->ctx, MP_ERR_SHAPE,
                           "node '%s' (op %s%s%s): size of output '%s' is "
                           "unknown: op '%s' of domain '%s' has no shape "

@@ -6,34 +6,11 @@
 
 #include "ir.h"
 
-/* Largest integer constant whose value is carried for shape arithmetic. */
-#define MP__VALUE_MAX 16384u
-
 /* A shape being computed: rank -1 = unknown; dims -1 = unknown. */
 typedef struct mp__shape {
     int32_t rank;
     int64_t d[MP_MAX_RANK];
 } mp__shape;
-
-/* ---- tensors ------------------------------------------------------------ */
-/* Replaces t's shape (keeps its value). rank -1: unknown. */
-mp_status mp__tensor_set_shape(mp_ctx *ctx, mp__tensor *t, int32_t rank,
-                              const int64_t *dims);
-/* Stores a copy of n int64 values on t (n <= MP__VALUE_MAX; larger is
- * silently not stored). */
-mp_status mp__tensor_set_value(mp_ctx *ctx, mp__tensor *t, const int64_t *v,
-                              uint32_t n);
-/* Integer or bool dtypes (values carried as int64). */
-bool mp__dtype_is_int(int dtype);
-/* float32/64, float16, bfloat16: values carried as the bits of doubles. */
-bool mp__dtype_is_float(int dtype);
-/* Element i of t's value as a double (t->value set, int or float dtype). */
-double mp__value_double(const mp__tensor *t, uint32_t i);
-/* x stored as a value of dtype dt (float: double bits, rounded to float32
- * for float32; int: truncated; false when out of the int64 range). */
-bool mp__value_from_double(int dtype, double x, int64_t *out);
-/* True when every dim is known (rank >= 0). */
-bool mp__tensor_shape_known(const mp__tensor *t);
 
 /* ---- node access -------------------------------------------------------- */
 /* Input i of the node, NULL when absent or omitted. */

@@ -1,6 +1,6 @@
 /* String values for shape inference (issue 3): the value of a STRING
  * tensor is carried like an integer one (mp__tensor.value), each element an
- * id into an interned table of the graph tree (core/ops/strval.c), so that
+ * id into an interned table of the graph tree (core/strval.c), so that
  * value-moving folds (Identity, Reshape, Gather, Concat, ...) carry strings
  * unchanged and equal ids are equal strings. Strings are byte strings
  * (length given; NUL allowed). StringNormalizer and StringSplit fold

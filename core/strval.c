@@ -1,7 +1,7 @@
 /* String values: one interned table per graph tree (see strval.h). */
 #include "strval.h"
-#include "shape.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 

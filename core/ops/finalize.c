@@ -1,0 +1,281 @@
+/* Finalize: the registry entry of every node, consumers, topological
+ * order (smallest index first), the sources check, then sizes: from
+ * declared shapes, then each node's shape function in topological order,
+ * views and constant folding. The graph is closed once it succeeds. */
+#include "ops.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static mp_status report_cycle(mp_graph *g, const uint32_t *indeg)
+{
+    /* walk producers backwards among unprocessed nodes until one repeats */
+    uint32_t start = MP_NONE;
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        if (indeg[i]) {
+            start = i;
+            break;
+        }
+    uint32_t cur = start;
+    for (size_t steps = 0; steps <= g->n_nodes; steps++) {
+        const mp__node *n = &g->nodes[cur];
+        uint32_t next = MP_NONE;
+        for (uint32_t k = 0; k < n->n_in && next == MP_NONE; k++) {
+            uint32_t t = n->inputs[k];
+            if (t == MP_NONE)
+                continue;
+            uint32_t p = g->tensors[t].producer;
+            if (p != MP_NONE && indeg[p])
+                next = p;
+        }
+        if (next == MP_NONE)
+            break;
+        cur = next;
+    }
+    /* cur is on a cycle (after n steps we are inside it) */
+    char buf[512];
+    size_t len = 0;
+    uint32_t v = cur;
+    for (int k = 0; k < 8; k++) {
+        int w = snprintf(buf + len, sizeof buf - len, "%s'%s'",
+                         k ? " <- " : "", g->nodes[v].name);
+        if (w < 0 || (size_t)w >= sizeof buf - len)
+            break;
+        len += (size_t)w;
+        const mp__node *n = &g->nodes[v];
+        uint32_t next = MP_NONE;
+        for (uint32_t i = 0; i < n->n_in && next == MP_NONE; i++) {
+            uint32_t t = n->inputs[i];
+            if (t != MP_NONE && g->tensors[t].producer != MP_NONE &&
+                indeg[g->tensors[t].producer])
+                next = g->tensors[t].producer;
+        }
+        if (next == MP_NONE || next == cur)
+            break;
+        v = next;
+    }
+    return mp__err(g->ctx, MP_ERR_CYCLE, "graph has a cycle through node %s",
+                  buf);
+}
+
+static mp_status build_consumers_and_order(mp_graph *g)
+{
+    mp_ctx *ctx = g->ctx;
+    uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
+    size_t total = 0;
+    for (uint32_t i = 0; i < nn; i++)
+        for (uint32_t k = 0; k < g->nodes[i].n_in; k++)
+            if (g->nodes[i].inputs[k] != MP_NONE)
+                total++;
+    g->cons = mp__alloc(ctx, (total ? total : 1) * sizeof *g->cons);
+    g->topo = mp__alloc(ctx, (nn ? nn : 1) * sizeof *g->topo);
+    uint32_t *indeg = mp__calloc(ctx, nn ? nn : 1, sizeof *indeg);
+    uint32_t *heap = mp__alloc(ctx, (nn ? nn : 1) * sizeof *heap);
+    if (!g->cons || !g->topo || !indeg || !heap) {
+        mp__dealloc(ctx, indeg);
+        mp__dealloc(ctx, heap);
+        return MP_ERR_NOMEM;
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        g->tensors[t].n_cons = 0;
+    for (uint32_t i = 0; i < nn; i++)
+        for (uint32_t k = 0; k < g->nodes[i].n_in; k++) {
+            uint32_t t = g->nodes[i].inputs[k];
+            if (t != MP_NONE)
+                g->tensors[t].n_cons++;
+        }
+    uint32_t off = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        g->tensors[t].cons_begin = off;
+        off += g->tensors[t].n_cons;
+        g->tensors[t].n_cons = 0;
+    }
+    for (uint32_t i = 0; i < nn; i++) {
+        const mp__node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->n_in; k++) {
+            uint32_t t = n->inputs[k];
+            if (t == MP_NONE)
+                continue;
+            mp__tensor *tt = &g->tensors[t];
+            /* a node reading the same tensor twice counts once */
+            if (tt->n_cons && g->cons[tt->cons_begin + tt->n_cons - 1] == i)
+                continue;
+            g->cons[tt->cons_begin + tt->n_cons++] = i;
+            if (tt->producer != MP_NONE)
+                indeg[i]++;
+        }
+    }
+    uint32_t hn = 0, done = 0;
+    for (uint32_t i = 0; i < nn; i++)
+        if (!indeg[i])
+            mp__heap_push(heap, &hn, i);
+    while (hn) {
+        uint32_t v = mp__heap_pop(heap, &hn);
+        g->topo[done++] = v;
+        const mp__node *n = &g->nodes[v];
+        for (uint32_t k = 0; k < n->n_out; k++) {
+            const mp__tensor *t = &g->tensors[n->outputs[k]];
+            for (uint32_t c = 0; c < t->n_cons; c++) {
+                uint32_t u = g->cons[t->cons_begin + c];
+                if (--indeg[u] == 0)
+                    mp__heap_push(heap, &hn, u);
+            }
+        }
+    }
+    mp_status st = MP_OK;
+    if (done != nn)
+        st = report_cycle(g, indeg);
+    mp__dealloc(ctx, indeg);
+    mp__dealloc(ctx, heap);
+    return st;
+}
+
+static mp_status check_sources(mp_graph *g)
+{
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        mp__tensor *tt = &g->tensors[t];
+        if (tt->producer == MP_NONE) {
+            if (tt->kind == MP_KIND_ACTIVATION || tt->kind == MP_KIND_GRADIENT ||
+                tt->kind == MP_KIND_OUTPUT) {
+                if (tt->n_cons == 0 && !(tt->flags & MP__TF_OUTPUT))
+                    continue; /* declared but unused: ignored */
+                return mp__err(g->ctx, MP_ERR_NO_PRODUCER,
+                              "tensor '%s' (%s) has no producer%s%s%s: "
+                              "declare it as an input, weight or constant",
+                              tt->name, mp_kind_name((mp_tensor_kind)tt->kind),
+                              tt->n_cons ? "; it is used by node '" : "",
+                              tt->n_cons ? g->nodes[g->cons[tt->cons_begin]].name
+                                         : "",
+                              tt->n_cons ? "'" : "");
+            }
+        } else if (tt->kind == MP_KIND_INPUT) {
+            return mp__err(g->ctx, MP_ERR_GRAPH,
+                          "tensor '%s' is a graph input but node '%s' "
+                          "produces it",
+                          tt->name, g->nodes[tt->producer].name);
+        }
+    }
+    return MP_OK;
+}
+
+/* Sizes from shapes, then the op registry for outputs still unknown (in
+ * topological order), views and constant folding. */
+static mp_status infer_sizes(mp_graph *g)
+{
+    mp_ctx *ctx = g->ctx;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        mp__tensor *tt = &g->tensors[t];
+        bool shape_known = tt->rank >= 0 && mp_dtype_bits((mp_dtype)tt->dtype);
+        for (int32_t d = 0; shape_known && d < tt->rank; d++)
+            if (tt->dims[d] < 0)
+                shape_known = false;
+        if (!shape_known)
+            continue;
+        uint64_t b;
+        mp_status st = mp__tensor_bytes_from_shape(ctx, tt, &b);
+        if (st)
+            return st;
+        if ((tt->flags & MP__TF_BYTES_GIVEN) && b != tt->bytes)
+            return mp__err(ctx, MP_ERR_SHAPE,
+                          "tensor '%s': bytes %llu disagree with its dtype and "
+                          "shape (%llu bytes)",
+                          tt->name, (unsigned long long)tt->bytes,
+                          (unsigned long long)b);
+        tt->bytes = b;
+        tt->flags |= MP__TF_SIZE_KNOWN;
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->producer == MP_NONE && !(tt->flags & MP__TF_SIZE_KNOWN) &&
+            (tt->n_cons || (tt->flags & MP__TF_OUTPUT)))
+            return mp__err(ctx, MP_ERR_SHAPE,
+                          "tensor '%s' (%s): size unknown: give its dtype and "
+                          "shape, or bytes",
+                          tt->name, mp_kind_name((mp_tensor_kind)tt->kind));
+    }
+    for (uint32_t k = 0; k < g->n_nodes; k++) {
+        uint32_t v = g->topo[k];
+        mp__node *n = &g->nodes[v];
+        mp_status st = n->def->infer(g, v);
+        if (st == MP_ERR_SHAPE && mp__op_is_generic(n->def))
+            ctx->status = st = MP_ERR_UNKNOWN_OP; /* the message names op,
+                                                     domain and node */
+        if (st)
+            return st;
+        /* views: output 0 shares input 0's memory */
+        if ((n->def->flags & MP__OPF_VIEW) && n->n_in && n->n_out &&
+            n->inputs[0] != MP_NONE) {
+            mp__tensor *in = &g->tensors[n->inputs[0]];
+            mp__tensor *out = &g->tensors[n->outputs[0]];
+            if (out->bytes != in->bytes)
+                return mp__err(ctx, MP_ERR_SHAPE,
+                              "node '%s' (%s): view output '%s' has %llu bytes "
+                              "but its input '%s' has %llu",
+                              n->name, n->op, out->name,
+                              (unsigned long long)out->bytes, in->name,
+                              (unsigned long long)in->bytes);
+            out->alias_of = n->inputs[0];
+            out->root = in->root;
+        }
+        /* folding: every input persistent (or a constant source) */
+        bool any = false, all_const = true;
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t t = n->inputs[i];
+            if (t == MP_NONE)
+                continue;
+            any = true;
+            if (!mp__kind_persistent(g->tensors[t].kind))
+                all_const = false;
+        }
+        if (any ? all_const : (n->def->flags & MP__OPF_CONSTANT) != 0) {
+            for (uint32_t o = 0; o < n->n_out; o++) {
+                mp__tensor *out = &g->tensors[n->outputs[o]];
+                if (!mp__kind_persistent(out->kind)) {
+                    out->kind = MP_KIND_CONSTANT;
+                    out->flags |= MP__TF_FOLDED;
+                }
+            }
+        }
+    }
+    return MP_OK;
+}
+
+/* Each node's registry entry, in g and in its bodies (control-flow shape
+ * functions read and reset bodies they have not finalized yet); a node's
+ * op type never changes. */
+static void set_defs(mp_graph *g)
+{
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        mp__node *n = &g->nodes[i];
+        if (!n->def)
+            n->def = mp__op_lookup(n->op, n->domain);
+    }
+    for (size_t i = 0; i < g->n_subgraphs; i++)
+        set_defs(g->subgraphs[i]);
+}
+
+mp_status mp_graph_finalize(mp_graph *g)
+{
+    MP__CHECK_OPEN(g);
+    set_defs(g);
+    mp_status st = build_consumers_and_order(g);
+    if (!st)
+        st = check_sources(g);
+    if (!st)
+        st = infer_sizes(g);
+    if (st) {
+        mp__dealloc(g->ctx, g->cons);
+        mp__dealloc(g->ctx, g->topo);
+        g->cons = g->topo = NULL;
+        for (uint32_t t = 0; t < g->n_tensors; t++) {
+            mp__tensor *tt = &g->tensors[t];
+            tt->kind = tt->declared_kind;
+            tt->flags &= (uint8_t)~MP__TF_FOLDED;
+            tt->alias_of = MP_NONE;
+            tt->root = t;
+        }
+        return st;
+    }
+    g->finalized = true;
+    return MP_OK;
+}
