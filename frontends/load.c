@@ -1,6 +1,10 @@
 /* mp_graph_load: reads a file once, detects its format from the content
- * and hands the parsed document to the right frontend. */
+ * and hands the parsed document to the right frontend; and
+ * mp_plan_check_range, which loads a model at several values of its
+ * symbolic dims and checks each against a plan (mp_plan_fits,
+ * core/sched/plan.c). */
 #include "json_pos.h"
+#include "sched.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -94,4 +98,30 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
     }
     mp__dealloc(ctx, text);
     return st;
+}
+
+/* Shape ranges (issue 9): the model at each value set must fit the
+ * plan made at the upper bounds. */
+mp_status mp_plan_check_range(const mp_plan *p, const char *path,
+                              const mp_dim_binding *sets, size_t n_dims,
+                              size_t n_sets, size_t *failed)
+{
+    if (failed)
+        *failed = n_sets;
+    if (!p || !path || (n_sets && n_dims && !sets))
+        return MP_ERR_INVALID_ARG;
+    for (size_t k = 0; k < n_sets; k++) {
+        mp_graph *g = NULL;
+        mp_status st = mp_graph_load_dims(p->ctx, path, sets + k * n_dims,
+                                          n_dims, &g);
+        if (!st)
+            st = mp_plan_fits(p, g);
+        mp_graph_destroy(g);
+        if (st) {
+            if (failed)
+                *failed = k;
+            return st;
+        }
+    }
+    return MP_OK;
 }

@@ -825,7 +825,7 @@ mp_status mp__offload_schedule_peak(const mp_graph *g, const mp_step *st,
     mp_block *bl = NULL;
     uint32_t nb = 0;
     uint64_t *live = NULL;
-    mp_status s = mp__schedule_blocks(g, st, ns, align, &bl, &nb);
+    mp_status s = mp__schedule_blocks(g, st, ns, align, NULL, NULL, &bl, &nb, NULL);
     if (!s)
         s = mp__blocks_live(g->ctx, bl, nb, ns, &live);
     *peak = 0;

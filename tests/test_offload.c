@@ -161,10 +161,10 @@ static void t_schedule_rejects(void)
     mp_step bad2[] = {S(COMPUTE, n1), S(OFFLOAD, a), S(OFFLOAD, a)};
     mp_block *bl = NULL;
     uint32_t nb = 0;
-    CU_ASSERT_EQUAL(mp__schedule_blocks(g, bad1, 2, 1, &bl, &nb),
+    CU_ASSERT_EQUAL(mp__schedule_blocks(g, bad1, 2, 1, NULL, NULL, &bl, &nb, NULL),
                     MP_ERR_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not on host"));
-    CU_ASSERT_EQUAL(mp__schedule_blocks(g, bad2, 3, 1, &bl, &nb),
+    CU_ASSERT_EQUAL(mp__schedule_blocks(g, bad2, 3, 1, NULL, NULL, &bl, &nb, NULL),
                     MP_ERR_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not resident"));
     destroy();

@@ -85,7 +85,7 @@ static void test_default_schedule(void)
     }
     mp_block *bl;
     uint32_t nb;
-    CU_ASSERT_EQUAL_FATAL(mp__schedule_blocks(g, steps, ns, 1, &bl, &nb), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp__schedule_blocks(g, steps, ns, 1, NULL, NULL, &bl, &nb, NULL), MP_OK);
     CU_ASSERT_EQUAL(nb, 5); /* x a b c d; w is persistent */
     const mp_block *bx = block_of(bl, nb, 0), *ba = block_of(bl, nb, 2),
                    *bd = block_of(bl, nb, 5);
@@ -110,7 +110,7 @@ static void test_default_schedule(void)
     mp__dealloc(ctx, live);
     /* alignment rounds every block up */
     mp__dealloc(ctx, bl);
-    CU_ASSERT_EQUAL_FATAL(mp__schedule_blocks(g, steps, ns, 256, &bl, &nb), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp__schedule_blocks(g, steps, ns, 256, NULL, NULL, &bl, &nb, NULL), MP_OK);
     for (uint32_t i = 0; i < nb; i++)
         CU_ASSERT_EQUAL(bl[i].size % 256, 0);
     CU_ASSERT_EQUAL(block_of(bl, nb, 4)->size, 512);

@@ -121,8 +121,9 @@ static void rederive(void)
 {
     mp__dealloc(ctx, p->blocks);
     mp__dealloc(ctx, p->live);
-    CU_ASSERT_FATAL(mp__schedule_blocks(g, p->steps, p->n_steps, 256,
-                                       &p->blocks, &p->n_blocks) == MP_OK);
+    CU_ASSERT_FATAL(mp__schedule_blocks(g, p->steps, p->n_steps, 256, NULL,
+                                       NULL, &p->blocks, &p->n_blocks,
+                                       NULL) == MP_OK);
     uint64_t off = 0;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
         p->blocks[i].offset = off;

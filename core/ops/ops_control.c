@@ -9,7 +9,8 @@
  * Inference gives each body's formal inputs and outer names the shapes (and
  * folded values) of what the node passes in, finalizes the body (its own
  * shape inference, nested to any depth since bodies of bodies are inferred
- * the same way), plans it, and sets:
+ * the same way), sizes it (its peak as its default plan lays it out,
+ * core/sched), and sets:
  * - If: each output from the two branches (equal dims kept; a dim that
  *   differs is unknown and the size is the larger branch's); NODE:body is
  *   the larger of the two branches' own peaks;
@@ -86,7 +87,7 @@ static mp_status bind(mp_graph *b, uint32_t t, const mp__tensor *src, int dt,
     return MP_OK;
 }
 
-/* Binds the body's outer names, finalizes and plans it; *peak gets the
+/* Binds the body's outer names, finalizes and sizes it; *peak gets the
  * most memory the body's own tensors take at one step. */
 static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
                             const char *what, uint64_t *peak)
@@ -102,9 +103,11 @@ static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
     }
     if (!st && !b->finalized)
         st = mp_graph_finalize(b);
-    mp_plan *p = NULL;
+    /* the body's peak without its inputs (the node's inputs), as
+     * mp_plan_create lays it out by default (core/sched) */
+    uint64_t m = 0;
     if (!st)
-        st = mp_plan_create(b, NULL, &p);
+        st = mp__schedule_body_peak(b, &m);
     if (st == MP_ERR_NOMEM) /* not a shape error: If and Loop retry those */
         return st;
     if (st) {
@@ -112,27 +115,6 @@ static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
         snprintf(msg, sizeof msg, "%s", mp_ctx_message(g->ctx));
         return mp__node_err(g, node, "in its %s: %s", what, msg);
     }
-    /* the body's peak without its inputs (the node's inputs) */
-    uint64_t *live = mp__calloc(g->ctx, (size_t)p->n_steps + 1, sizeof *live);
-    if (!live) {
-        mp_plan_destroy(p);
-        return MP_ERR_NOMEM;
-    }
-    for (uint32_t k = 0; k < p->n_blocks; k++) {
-        const mp_block *bl = &p->blocks[k];
-        if (bl->tensor < b->n_tensors &&
-            b->tensors[bl->tensor].kind == MP_KIND_INPUT)
-            continue;
-        uint32_t end = bl->end < p->n_steps ? bl->end : p->n_steps;
-        for (uint32_t s = bl->first; s < end; s++)
-            live[s] += bl->size;
-    }
-    uint64_t m = 0;
-    for (uint32_t s = 0; s < p->n_steps; s++)
-        if (live[s] > m)
-            m = live[s];
-    mp__dealloc(g->ctx, live);
-    mp_plan_destroy(p);
     *peak = m;
     return MP_OK;
 }

@@ -385,133 +385,6 @@ done:
     return st;
 }
 
-mp_status mp__schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
-                                    uint32_t n_steps, uint64_t alignment,
-                                    const uint32_t *step_over,
-                                    const uint8_t *fused, mp_block **blocks_out,
-                                    uint32_t *n_out, uint32_t **over_out)
-{
-    mp_ctx *ctx = g->ctx;
-    *over_out = NULL;
-    if (!step_over && !fused)
-        return mp__schedule_blocks(g, steps, n_steps, alignment, blocks_out,
-                                  n_out);
-    uint32_t nt = (uint32_t)g->n_tensors;
-    if (alignment == 0)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    uint32_t *open = mp__alloc(ctx, (nt ? nt : 1) * sizeof *open);
-    if (!open)
-        return MP_ERR_NOMEM;
-    size_t cap = 0, cap_o = 0, n = 0;
-    mp_block *blocks = NULL;
-    uint32_t *bo = NULL;
-    mp_status st = MP_OK;
-    for (uint32_t t = 0; t < nt; t++)
-        open[t] = MP_NONE;
-#define OPEN_BLOCK(t, s, ov)                                                 \
-    do {                                                                     \
-        const mp__tensor *tt_ = &g->tensors[t];                               \
-        uint64_t sz_;                                                        \
-        if (!mp__align_up(tt_->bytes, alignment, &sz_)) {                     \
-            st = mp__err(ctx, MP_ERR_OVERFLOW,                                \
-                        "tensor '%s': aligned size overflows", tt_->name);   \
-            goto done;                                                       \
-        }                                                                    \
-        if ((st = mp__grow(ctx, (void **)&blocks, sizeof *blocks, n + 1,      \
-                          &cap)) ||                                          \
-            (st = mp__grow(ctx, (void **)&bo, sizeof *bo, n + 1, &cap_o)))    \
-            goto done;                                                       \
-        blocks[n].tensor = (t);                                              \
-        blocks[n].offset = 0;                                                \
-        blocks[n].size = sz_;                                                \
-        blocks[n].first = (s);                                               \
-        blocks[n].end = n_steps;                                             \
-        bo[n] = (ov);                                                        \
-        open[t] = (uint32_t)n++;                                             \
-    } while (0)
-    for (uint32_t t = 0; t < nt; t++) {
-        const mp__tensor *tt = &g->tensors[t];
-        if (tt->producer == MP_NONE && mp__tensor_in_arena(tt) &&
-            (tt->n_cons || (tt->flags & MP__TF_OUTPUT)))
-            OPEN_BLOCK(t, 0, MP_NONE);
-    }
-    for (uint32_t s = 0; s < n_steps; s++) {
-        const mp_step *sp = &steps[s];
-        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
-            if (sp->index >= g->n_nodes) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
-                            (unsigned)s, (unsigned)sp->index);
-                goto done;
-            }
-            const mp__node *nd = &g->nodes[sp->index];
-            uint32_t x = step_over ? step_over[s] : MP_NONE;
-            for (uint32_t o = 0; o < nd->n_out; o++) {
-                uint32_t t = nd->outputs[o];
-                if (t == MP_NONE || !mp__tensor_in_arena(&g->tensors[t]) ||
-                    (fused && fused[t]))
-                    continue;
-                if (open[t] != MP_NONE) {
-                    st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                                "step %u: node '%s' writes '%s' which is "
-                                "still resident",
-                                (unsigned)s, nd->name, g->tensors[t].name);
-                    goto done;
-                }
-                uint32_t ov = MP_NONE;
-                if (o == 0 && x != MP_NONE) {
-                    if (x >= nt || open[x] == MP_NONE) {
-                        st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                                    "step %u: node '%s' writes in place over "
-                                    "a tensor that is not resident",
-                                    (unsigned)s, nd->name);
-                        goto done;
-                    }
-                    blocks[open[x]].end = s;
-                    open[x] = MP_NONE;
-                    ov = x;
-                }
-                OPEN_BLOCK(t, s, ov);
-            }
-        } else if (sp->kind == MP_STEP_FREE) {
-            uint32_t t = sp->index;
-            if (t >= nt || open[t] == MP_NONE) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                            "step %u: frees a tensor that is not resident",
-                            (unsigned)s);
-                goto done;
-            }
-            blocks[open[t]].end = s;
-            open[t] = MP_NONE;
-        } else {
-            st = mp__err(ctx, MP_ERR_UNSUPPORTED,
-                        "step %u: %s steps do not combine with in-place "
-                        "reuse or fusion",
-                        (unsigned)s, mp_step_kind_name(sp->kind));
-            goto done;
-        }
-    }
-#undef OPEN_BLOCK
-done:
-    mp__dealloc(ctx, open);
-    if (st) {
-        mp__dealloc(ctx, blocks);
-        mp__dealloc(ctx, bo);
-        return st;
-    }
-    bool any = false;
-    for (size_t i = 0; i < n; i++)
-        if (bo[i] != MP_NONE)
-            any = true;
-    if (!any) {
-        mp__dealloc(ctx, bo);
-        bo = NULL;
-    }
-    *blocks_out = blocks;
-    *n_out = (uint32_t)n;
-    *over_out = bo;
-    return MP_OK;
-}
-
 mp_status mp__sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
                              uint32_t *n_out, uint32_t **group_out)
 {
@@ -533,7 +406,7 @@ mp_status mp__sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
             mp__dealloc(ctx, ord);
             return MP_ERR_NOMEM;
         }
-        /* blocks are made in step order by mp__schedule_blocks_shared, but
+        /* blocks are made in step order by mp__schedule_blocks, but
          * do not rely on it: counting sort by first step */
         for (size_t t = 0; t < p->graph->n_tensors; t++)
             last[t] = MP_NONE;
@@ -593,18 +466,4 @@ mp_status mp__sharing_buffers(const mp_plan *p, mp_buffer **bufs_out,
     *n_out = ng;
     *group_out = grp;
     return MP_OK;
-}
-
-uint32_t mp_plan_block_over(const mp_plan *p, uint32_t block)
-{
-    if (!p || !p->block_over || block >= p->n_blocks)
-        return MP_NONE;
-    return p->block_over[block];
-}
-
-int mp_plan_tensor_fused(const mp_plan *p, uint32_t tensor)
-{
-    if (!p || !p->fused || tensor >= p->graph->n_tensors)
-        return 0;
-    return p->fused[tensor] ? 1 : 0;
 }

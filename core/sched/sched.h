@@ -46,10 +46,18 @@ struct mp_plan {
 mp_status mp__schedule_default(const mp_graph *g, mp_step **steps,
                               uint32_t *n_steps);
 /* Derives blocks (lifetimes) from a schedule: one block per arena tensor
- * instance, offsets unset. */
+ * instance, offsets 0. With in-place sharing (step_over, per step: the
+ * input output 0 takes over, or MP_NONE) or fused chains (fused, per
+ * tensor: 1 inside a chain, no block), both from mp__sharing_apply, the
+ * schedule may hold only COMPUTE, RECOMPUTE and FREE steps, and
+ * *block_over (when block_over is not NULL) gets per block the tensor
+ * whose memory it took over, or NULL when no block took over another.
+ * step_over, fused and block_over may be NULL (no sharing). */
 mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
                              uint32_t n_steps, uint64_t alignment,
-                             mp_block **blocks, uint32_t *n_blocks);
+                             const uint32_t *step_over, const uint8_t *fused,
+                             mp_block **blocks, uint32_t *n_blocks,
+                             uint32_t **block_over);
 /* Live bytes per step from blocks. */
 mp_status mp__blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
                          uint32_t n_steps, uint64_t **live);
@@ -65,13 +73,6 @@ mp_status mp__blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
 mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps,
                            uint32_t *n_steps, int inplace, int fuse,
                            uint32_t **step_over, uint8_t **fused);
-/* mp__schedule_blocks that understands step_over and fused (either NULL):
- * *block_over per block (NULL when no block took over another). */
-mp_status mp__schedule_blocks_shared(const mp_graph *g, const mp_step *steps,
-                                    uint32_t n_steps, uint64_t alignment,
-                                    const uint32_t *step_over,
-                                    const uint8_t *fused, mp_block **blocks,
-                                    uint32_t *n_blocks, uint32_t **block_over);
 /* The buffers handed to the offsets solver: one per chain of blocks that
  * share memory in place (one per block without block_over). *group
  * (NULL when identity) maps each block to its buffer. */
@@ -81,6 +82,26 @@ mp_status mp__sharing_buffers(const mp_plan *p, mp_buffer **bufs,
  * storage root right after its last reader. */
 mp_status mp__schedule_from_order(const mp_graph *g, const uint32_t *order,
                                  mp_step **steps, uint32_t *n_steps);
+
+/* ---- the plan's data (core/sched/plan.c) ------------------------------- */
+/* mp_plan_options_init's defaults (planner/plan.c), which control-flow
+ * bodies are sized with (mp__schedule_body_peak). */
+#define MP__PLAN_ALIGNMENT 256
+#define MP__PLAN_INPLACE 1
+#define MP__PLAN_FUSE 0
+
+/* The layout of p's schedule (p->ctx, p->graph, p->steps, p->n_steps set,
+ * nothing else): with inplace or fuse, in-place sharing and fused chains
+ * (mp__sharing_apply: the steps are rewritten, p->fused and p->block_over
+ * set); then p->blocks (offsets 0) and p->live. mp__plan_from_schedule
+ * places these blocks; control-flow bodies are sized from them. */
+mp_status mp__schedule_layout(mp_plan *p, int inplace, int fuse,
+                             uint64_t alignment);
+/* The most memory g's own tensors (not its graph inputs) take at one step
+ * of its default schedule laid out as mp_plan_create lays it out by
+ * default: what an If/Loop/Scan body needs (core/ops/ops_control.c). g is
+ * finalized. */
+mp_status mp__schedule_body_peak(const mp_graph *g, uint64_t *peak);
 /* Sum of the bytes of persistent storage roots (weights, constants,
  * optimizer state); UINT64_MAX on overflow. */
 uint64_t mp__plan_persistent_bytes(const mp_graph *g);

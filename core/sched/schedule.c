@@ -4,6 +4,7 @@
  * live bytes per step. */
 #include "sched.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* Position (in topological order) of the last use of each storage root:
@@ -198,122 +199,191 @@ done:
     return st;
 }
 
+/* The walk over a schedule that makes its blocks: open[t] is the block
+ * of tensor t while it is resident, MP_NONE otherwise. */
+typedef struct walk {
+    const mp_graph *g;
+    mp_ctx *ctx;
+    uint64_t alignment;
+    uint32_t n_steps;
+    const uint32_t *step_over; /* in-place sharing (NULL: none) */
+    const uint8_t *fused;      /* fused chains (NULL: none) */
+    uint32_t *open;
+    uint8_t *on_host;          /* offloaded tensors (without sharing) */
+    bool want_over;            /* keep each block's over[] */
+    mp_block *blocks;
+    uint32_t *over;
+    size_t n, cap, cap_over;
+} walk;
+
+/* A new block of tensor t from step s, taking over tensor ov's memory
+ * (MP_NONE: none). */
+static mp_status open_block(walk *w, uint32_t t, uint32_t s, uint32_t ov)
+{
+    const mp__tensor *tt = &w->g->tensors[t];
+    uint64_t sz;
+    if (!mp__align_up(tt->bytes, w->alignment, &sz))
+        return mp__err(w->ctx, MP_ERR_OVERFLOW,
+                       "tensor '%s': aligned size overflows", tt->name);
+    mp_status st = mp__grow(w->ctx, (void **)&w->blocks, sizeof *w->blocks,
+                            w->n + 1, &w->cap);
+    if (!st && w->want_over)
+        st = mp__grow(w->ctx, (void **)&w->over, sizeof *w->over, w->n + 1,
+                      &w->cap_over);
+    if (st)
+        return st;
+    mp_block *b = &w->blocks[w->n];
+    b->tensor = t;
+    b->offset = 0;
+    b->size = sz;
+    b->first = s;
+    b->end = w->n_steps;
+    if (w->want_over)
+        w->over[w->n] = ov;
+    w->open[t] = (uint32_t)w->n++;
+    return MP_OK;
+}
+
+static void close_block(walk *w, uint32_t t, uint32_t s)
+{
+    w->blocks[w->open[t]].end = s;
+    w->open[t] = MP_NONE;
+}
+
+/* COMPUTE or RECOMPUTE at step s: a block per arena output (not inside a
+ * fused chain); output 0 may take over a dying input (step_over). */
+static mp_status walk_compute(walk *w, uint32_t s, uint32_t node)
+{
+    const mp_graph *g = w->g;
+    if (node >= g->n_nodes)
+        return mp__err(w->ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
+                       (unsigned)s, (unsigned)node);
+    const mp__node *nd = &g->nodes[node];
+    uint32_t x = w->step_over ? w->step_over[s] : MP_NONE;
+    for (uint32_t o = 0; o < nd->n_out; o++) {
+        uint32_t t = nd->outputs[o];
+        if (t == MP_NONE || !mp__tensor_in_arena(&g->tensors[t]) ||
+            (w->fused && w->fused[t]))
+            continue;
+        if (w->open[t] != MP_NONE)
+            return mp__err(w->ctx, MP_ERR_INVALID_ARG,
+                           "step %u: node '%s' writes '%s' which is still "
+                           "resident",
+                           (unsigned)s, nd->name, g->tensors[t].name);
+        uint32_t ov = MP_NONE;
+        if (o == 0 && x != MP_NONE) {
+            if (x >= g->n_tensors || w->open[x] == MP_NONE)
+                return mp__err(w->ctx, MP_ERR_INVALID_ARG,
+                               "step %u: node '%s' writes in place over a "
+                               "tensor that is not resident",
+                               (unsigned)s, nd->name);
+            close_block(w, x, s);
+            ov = x;
+        }
+        mp_status st = open_block(w, t, s, ov);
+        if (st)
+            return st;
+    }
+    return MP_OK;
+}
+
+/* Step s; OFFLOAD and PREFETCH only without sharing. */
+static mp_status walk_step(walk *w, uint32_t s, const mp_step *sp)
+{
+    uint32_t t = sp->index, nt = (uint32_t)w->g->n_tensors;
+    bool shared = w->step_over || w->fused;
+    switch (sp->kind) {
+    case MP_STEP_COMPUTE:
+    case MP_STEP_RECOMPUTE:
+        return walk_compute(w, s, t);
+    case MP_STEP_FREE:
+        if (t >= nt || w->open[t] == MP_NONE)
+            return mp__err(w->ctx, MP_ERR_INVALID_ARG,
+                           "step %u: frees a tensor that is not resident",
+                           (unsigned)s);
+        close_block(w, t, s);
+        return MP_OK;
+    case MP_STEP_OFFLOAD:
+        if (shared)
+            break;
+        /* the copy to host has completed: the device block ends */
+        if (t >= nt || w->open[t] == MP_NONE)
+            return mp__err(w->ctx, MP_ERR_INVALID_ARG,
+                           "step %u: offloads a tensor that is not resident",
+                           (unsigned)s);
+        close_block(w, t, s);
+        w->on_host[t] = 1;
+        return MP_OK;
+    case MP_STEP_PREFETCH:
+        if (shared)
+            break;
+        /* a new device instance of a tensor held on host */
+        if (t >= nt || w->open[t] != MP_NONE || !w->on_host[t])
+            return mp__err(w->ctx, MP_ERR_INVALID_ARG,
+                           "step %u: prefetches a tensor that is not on host",
+                           (unsigned)s);
+        return open_block(w, t, s, MP_NONE);
+    default:
+        if (shared)
+            break;
+        return mp__err(w->ctx, MP_ERR_INVALID_ARG,
+                       "step %u: invalid step kind", (unsigned)s);
+    }
+    return mp__err(w->ctx, MP_ERR_UNSUPPORTED,
+                   "step %u: %s steps do not combine with in-place reuse or "
+                   "fusion",
+                   (unsigned)s, mp_step_kind_name(sp->kind));
+}
+
 mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
                              uint32_t n_steps, uint64_t alignment,
-                             mp_block **blocks_out, uint32_t *n_out)
+                             const uint32_t *step_over, const uint8_t *fused,
+                             mp_block **blocks_out, uint32_t *n_out,
+                             uint32_t **over_out)
 {
     mp_ctx *ctx = g->ctx;
     uint32_t nt = (uint32_t)g->n_tensors;
+    if (over_out)
+        *over_out = NULL;
     if (alignment == 0)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    uint32_t *open = mp__alloc(ctx, (nt ? nt : 1) * sizeof *open);
-    uint8_t *on_host = mp__calloc(ctx, nt ? nt : 1, 1);
-    if (!open || !on_host) {
-        mp__dealloc(ctx, open);
-        mp__dealloc(ctx, on_host);
-        return MP_ERR_NOMEM;
-    }
-    size_t cap = 0, n = 0;
-    mp_block *blocks = NULL;
+    walk w = {.g = g, .ctx = ctx, .alignment = alignment, .n_steps = n_steps,
+              .step_over = step_over, .fused = fused,
+              .want_over = step_over && over_out};
+    w.open = mp__alloc(ctx, (nt ? nt : 1) * sizeof *w.open);
+    if (!step_over && !fused)
+        w.on_host = mp__calloc(ctx, nt ? nt : 1, 1);
     mp_status st = MP_OK;
-    for (uint32_t t = 0; t < nt; t++)
-        open[t] = MP_NONE;
-#define OPEN_BLOCK(t, s)                                                     \
-    do {                                                                     \
-        const mp__tensor *tt_ = &g->tensors[t];                               \
-        uint64_t sz_;                                                        \
-        if (!mp__align_up(tt_->bytes, alignment, &sz_)) {                     \
-            st = mp__err(ctx, MP_ERR_OVERFLOW,                                \
-                        "tensor '%s': aligned size overflows", tt_->name);   \
-            goto done;                                                       \
-        }                                                                    \
-        if ((st = mp__grow(ctx, (void **)&blocks, sizeof *blocks, n + 1,      \
-                          &cap)))                                            \
-            goto done;                                                       \
-        blocks[n].tensor = (t);                                              \
-        blocks[n].offset = 0;                                                \
-        blocks[n].size = sz_;                                                \
-        blocks[n].first = (s);                                               \
-        blocks[n].end = n_steps;                                             \
-        open[t] = (uint32_t)n++;                                             \
-    } while (0)
-    for (uint32_t t = 0; t < nt; t++) {
+    if (!w.open || (!step_over && !fused && !w.on_host))
+        st = MP_ERR_NOMEM;
+    for (uint32_t t = 0; t < nt && !st; t++)
+        w.open[t] = MP_NONE;
+    /* graph inputs in the arena are resident from the start */
+    for (uint32_t t = 0; t < nt && !st; t++) {
         const mp__tensor *tt = &g->tensors[t];
         if (tt->producer == MP_NONE && mp__tensor_in_arena(tt) &&
             (tt->n_cons || (tt->flags & MP__TF_OUTPUT)))
-            OPEN_BLOCK(t, 0);
+            st = open_block(&w, t, 0, MP_NONE);
     }
-    for (uint32_t s = 0; s < n_steps; s++) {
-        const mp_step *sp = &steps[s];
-        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
-            if (sp->index >= g->n_nodes) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG, "step %u: no node %u",
-                            (unsigned)s, (unsigned)sp->index);
-                goto done;
-            }
-            const mp__node *nd = &g->nodes[sp->index];
-            for (uint32_t o = 0; o < nd->n_out; o++) {
-                uint32_t t = nd->outputs[o];
-                if (!mp__tensor_in_arena(&g->tensors[t]))
-                    continue;
-                if (open[t] != MP_NONE) {
-                    st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                                "step %u: node '%s' writes '%s' which is "
-                                "still resident",
-                                (unsigned)s, nd->name, g->tensors[t].name);
-                    goto done;
-                }
-                OPEN_BLOCK(t, s);
-            }
-        } else if (sp->kind == MP_STEP_FREE) {
-            uint32_t t = sp->index;
-            if (t >= nt || open[t] == MP_NONE) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                            "step %u: frees a tensor that is not resident",
-                            (unsigned)s);
-                goto done;
-            }
-            blocks[open[t]].end = s;
-            open[t] = MP_NONE;
-        } else if (sp->kind == MP_STEP_OFFLOAD) {
-            /* the copy to host has completed: the device block ends */
-            uint32_t t = sp->index;
-            if (t >= nt || open[t] == MP_NONE) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                            "step %u: offloads a tensor that is not resident",
-                            (unsigned)s);
-                goto done;
-            }
-            blocks[open[t]].end = s;
-            open[t] = MP_NONE;
-            on_host[t] = 1;
-        } else if (sp->kind == MP_STEP_PREFETCH) {
-            /* a new device instance of a tensor held on host */
-            uint32_t t = sp->index;
-            if (t >= nt || open[t] != MP_NONE || !on_host[t]) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG,
-                            "step %u: prefetches a tensor that is not on "
-                            "host",
-                            (unsigned)s);
-                goto done;
-            }
-            OPEN_BLOCK(t, s);
-        } else {
-            st = mp__err(ctx, MP_ERR_INVALID_ARG, "step %u: invalid step kind",
-                        (unsigned)s);
-            goto done;
-        }
+    for (uint32_t s = 0; s < n_steps && !st; s++)
+        st = walk_step(&w, s, &steps[s]);
+    mp__dealloc(ctx, w.open);
+    mp__dealloc(ctx, w.on_host);
+    bool any = false;
+    for (size_t i = 0; i < w.n && w.over && !any; i++)
+        any = w.over[i] != MP_NONE;
+    if (st || !any) {
+        mp__dealloc(ctx, w.over);
+        w.over = NULL;
     }
-#undef OPEN_BLOCK
-done:
-    mp__dealloc(ctx, open);
-    mp__dealloc(ctx, on_host);
     if (st) {
-        mp__dealloc(ctx, blocks);
+        mp__dealloc(ctx, w.blocks);
         return st;
     }
-    *blocks_out = blocks;
-    *n_out = (uint32_t)n;
+    *blocks_out = w.blocks;
+    *n_out = (uint32_t)w.n;
+    if (over_out)
+        *over_out = w.over;
     return MP_OK;
 }
 
