@@ -261,6 +261,12 @@ struct mp_graph {
      * table a subgraph uses (NULL: its own). */
     struct mp__strtab *strtab;
     struct mp_graph *str_root;
+    /* Set by finalize (core/ops/finalize.c) before it runs this graph's
+     * shape functions: how a control-flow shape function finalizes a body
+     * (core/ops/ops_control.c). Handed down through the graph so that the
+     * shape functions, which the registry table names, do not call the
+     * pass that looks the table up. */
+    mp_status (*finalize_body)(struct mp_graph *body);
 };
 
 /* MP_OK while g can still be changed; MP_ERR_INVALID_ARG (message) once

@@ -261,6 +261,7 @@ mp_status mp_graph_finalize(mp_graph *g)
     mp_status st = build_consumers_and_order(g);
     if (!st)
         st = check_sources(g);
+    g->finalize_body = mp_graph_finalize;
     if (!st)
         st = infer_sizes(g);
     if (st) {

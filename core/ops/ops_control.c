@@ -101,8 +101,13 @@ static mp_status infer_body(mp_graph *g, uint32_t node, mp_graph *b,
             b->tensors[t].producer == MP_NONE)
             st = bind(b, t, src, 0, NULL);
     }
+    /* finalize, as handed down by the finalize of g */
     if (!st && !b->finalized)
-        st = mp_graph_finalize(b);
+        st = g->finalize_body ? g->finalize_body(b)
+                              : mp__err(g->ctx, MP_ERR_INVALID_ARG,
+                                        "node '%s': its %s is inferred "
+                                        "outside mp_graph_finalize",
+                                        n->name, what);
     /* the body's peak without its inputs (the node's inputs), as
      * mp_plan_create lays it out by default (core/sched) */
     uint64_t m = 0;
