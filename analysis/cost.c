@@ -55,7 +55,9 @@ mp_status mp__node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
     if (!g || node >= g->n_nodes || !flops || !bytes)
         return MP_ERR_INVALID_ARG;
     const mp__node *n = &g->nodes[node];
-    const mp__op_def *def = n->def ? n->def : mp__op_generic();
+    /* n->def is set by finalize; an open graph looks the entry up */
+    const mp__op_def *def = n->def ? n->def : mp__op_lookup(n->op,
+                                                              n->domain);
     double rd = 0, wr = 0, out_el = 0;
     for (uint32_t i = 0; i < n->n_in; i++)
         if (n->inputs[i] != MP_NONE)
@@ -172,7 +174,9 @@ mp_status mp__node_estimate_ex(const mp_graph *g, uint32_t node,
         out->seconds = n->seconds;
         return MP_OK;
     }
-    const mp__op_def *def = n->def ? n->def : mp__op_generic();
+    /* n->def is set by finalize; an open graph looks the entry up */
+    const mp__op_def *def = n->def ? n->def : mp__op_lookup(n->op,
+                                                              n->domain);
     if ((def->flags & MP__OPF_VIEW) || (f == 0 && b == 0)) {
         out->seconds = 0;
         return MP_OK;

@@ -5,7 +5,6 @@
 #include "ir.h"
 #include "strval.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static const char *tensor_name_of(const void *owner, uint32_t i)

@@ -22,7 +22,6 @@
  * Body memory excludes the body's inputs (they are the node's inputs). */
 #include "sched.h"
 #include "shape.h"
-#include "ops.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,7 @@
-/* Shape inference helpers: tensor shapes and constant values, node access,
- * broadcasting, and the final "every output known" check. */
-#include "sched.h"
+/* Shape inference helpers: node access, attributes, setting outputs,
+ * broadcasting, and the final "every output known" check (a tensor's own
+ * shape and value setters are in core/tensor.c). */
 #include "shape.h"
-#include "ops.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,8 +5,6 @@
  * planner/plan.c. */
 #include "sched.h"
 
-#include <string.h>
-
 void mp_plan_destroy(mp_plan *p)
 {
     if (!p)
