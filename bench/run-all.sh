@@ -199,11 +199,11 @@ BUILD=$(cd "$BUILD" && pwd)
 SRC=$(cd "$SRC" && pwd)
 if [ -d "$SHARED" ]; then SHARED=$(cd "$SHARED" && pwd); fi
 [ -x /usr/bin/time ] || die "/usr/bin/time is needed (GNU time)"
-mkdir -p "$OUT" || die "cannot create $OUT"
-OUT=$(cd "$OUT" && pwd)
+OUT=$(realpath -m -- "$OUT")
 case "$OUT/" in
-"$REPO"/* | "$SRC"/*) die "OUT_DIR $OUT is inside the source tree; use a folder outside it" ;;
+"$(realpath -m -- "$REPO")"/* | "$SRC"/*) die "OUT_DIR $OUT is inside the source tree; use a folder outside it" ;;
 esac
+mkdir -p "$OUT" || die "cannot create $OUT"
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/memplan-run-all.XXXXXX") || die "mktemp failed"
 trap 'rm -rf "$SCRATCH"' EXIT
@@ -259,7 +259,7 @@ run() {
          -o "$OUT/$name.time" "$@") > "$OUT/$name.txt" 2>&1
     rc=$?
     echo "[run-all] exit status $rc" >> "$OUT/$name.txt"
-    log "$(printf '%-32s exit %d, %s' "$name" "$rc" "$(head -1 "$OUT/$name.time" 2>/dev/null)")"
+    log "$(printf '%-32s exit %d, %s' "$name" "$rc" "$(grep " s wall" "$OUT/$name.time" 2>/dev/null | head -1)")"
 }
 
 # gen_graphs NAME SPEC...: SPEC is NODES:SEED:FILE; generates each graph into
@@ -286,7 +286,7 @@ gen_graphs() {
     rc=$?
     (cd "$RUN" && sha256sum $files && ls -l $files | awk '{print $5, $NF}') >> "$OUT/$name.txt" 2>&1
     echo "[run-all] exit status $rc" >> "$OUT/$name.txt"
-    log "$(printf '%-32s exit %d, %s' "$name" "$rc" "$(head -1 "$OUT/$name.time" 2>/dev/null)")"
+    log "$(printf '%-32s exit %d, %s' "$name" "$rc" "$(grep " s wall" "$OUT/$name.time" 2>/dev/null | head -1)")"
     return $rc
 }
 

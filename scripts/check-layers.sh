@@ -24,13 +24,33 @@ cli validate"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# The object files of the current configuration: those that
+# compile_commands.json names (CMake writes it), else every object file
+# of the layers' targets.
+list_objects() {
+  if [ -f "$build/compile_commands.json" ]; then
+    sed -n 's/^ *"output": "\(.*\)",\{0,1\}$/\1/p' "$build/compile_commands.json" |
+      while IFS= read -r o; do
+        case $o in /*) echo "$o" ;; *) echo "$build/$o" ;; esac
+      done | grep -E '/CMakeFiles/(mp_[a-z]+|memplan|memplan-validate|memplan_validate_[a-z]+)\.dir/'
+  else
+    find "$build" -path '*/CMakeFiles/mp_*.dir/*' -name '*.o' -o \
+         -path '*/CMakeFiles/memplan.dir/*' -name '*.o' -o \
+         -path '*/CMakeFiles/memplan_validate*.dir/*' -name '*.o' -o \
+         -path '*/CMakeFiles/memplan-validate.dir/*' -name '*.o'
+  fi
+}
+
 # object file -> its source path relative to the repository
 : > "$tmp/syms"
 n_obj=0
 while IFS= read -r obj; do
-  rel=${obj#"$build"/CMakeFiles/}
-  rel=${rel#*.dir/}
-  rel=${rel%.o}
+  [ -f "$obj" ] || continue
+  # BUILD/[SUBDIR/]CMakeFiles/TARGET.dir/PATH.o holds SUBDIR/PATH
+  rel=${obj#"$build"/}
+  sub=${rel%%CMakeFiles/*}
+  rel=${rel#*CMakeFiles/*.dir/}
+  rel=$sub${rel%.o}
   case $rel in
     onnx_gen/*) rel=frontends/onnx/${rel#onnx_gen/} ;; # protoc-c output
   esac
@@ -39,10 +59,7 @@ while IFS= read -r obj; do
   nm "$obj" | awk -v f="$rel" '
     NF == 3 && $2 ~ /^[TDBRC]$/ { print f, "D", $3 }
     NF == 2 && $1 == "U"        { print f, "U", $2 }' >> "$tmp/syms"
-done < <(find "$build/CMakeFiles" -path '*/CMakeFiles/mp_*.dir/*' -name '*.o' -o \
-              -path '*/CMakeFiles/memplan.dir/*' -name '*.o' -o \
-              -path '*/CMakeFiles/memplan_validate*.dir/*' -name '*.o' -o \
-              -path '*/CMakeFiles/memplan-validate.dir/*' -name '*.o')
+done < <(list_objects)
 [ "$n_obj" -gt 0 ] || { echo "check-layers: no object files under $build" >&2; exit 1; }
 
 # file -> file edges with the symbols, and upward ones
@@ -75,6 +92,17 @@ awk -v layers="$layers" -v up="$tmp/up" -v edges="$tmp/edges" '
 touch "$tmp/up" "$tmp/edges"
 
 st=0
+# an include by a path that leaves the file's folder would get round the
+# include folders CMake gives each layer
+( cd "$root" && grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.\./' \
+    $(git ls-files 'core/*.[ch]' 'frontends/*.[ch]' 'analysis/*.[ch]' 'solvers/*.[ch]' \
+                   'planner/*.[ch]' 'report/*.[ch]' 'cli/*.[ch]' 'validate/*.[ch]' \
+                   'validate/*.cu' 2>/dev/null) /dev/null ) > "$tmp/relinc" || true
+if [ -s "$tmp/relinc" ]; then
+  echo "check-layers: includes by a relative path out of the file's folder (name the header; CMake gives each layer its include folders):"
+  sed 's/^/  /' "$tmp/relinc"
+  st=1
+fi
 if [ -s "$tmp/up" ]; then
   echo "check-layers: calls into a higher layer (layers from the bottom: $(echo $layers)):"
   sort -u "$tmp/up" | sed 's/^/  /'

@@ -2,6 +2,7 @@
 # Installs the dependencies, builds memplan twice and runs the tests in each:
 #   build/       warnings as errors (-DMEMPLAN_WERROR=ON)
 #   build-asan/  AddressSanitizer + UBSan (-DMEMPLAN_SANITIZE=ON)
+# checks the layers on build/'s object files (scripts/check-layers.sh),
 # and after each, installs it into a temporary prefix and builds and runs
 # examples/runtime against the installed package (scripts/check-install.sh);
 # then the thread suite under ThreadSanitizer in build-tsan/ (scripts/tsan.sh),
@@ -31,6 +32,8 @@ fi
 echo "== build (warnings as errors): build/"
 cmake -S . -B build -DMEMPLAN_WERROR=ON
 cmake --build build -j "$jobs"
+echo "== layers: no file calls into a higher layer, no circle (docs/architecture.md)"
+./scripts/check-layers.sh build
 echo "== tests: build/"
 ctest --test-dir build --output-on-failure
 echo "== installed package: examples/runtime through find_package and pkg-config"
