@@ -1,4 +1,4 @@
-/* In-place reuse and fused pointwise chains (issue 4).
+/* In-place reuse and fused pointwise chains.
  *
  * Both are rewrites of a schedule (COMPUTE/RECOMPUTE/FREE steps) made when
  * a plan is built from it (mp__plan_from_schedule), so that every schedule
@@ -121,113 +121,166 @@ static void chain_targets(const mp_graph *g, uint32_t node,
     }
 }
 
-mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps_io,
-                           uint32_t *n_io, int inplace, int fuse,
-                           uint32_t **step_over_out, uint8_t **fused_out)
+/* The state of one rewrite. Per step (n + 1 entries): next_ns, the next
+ * node step; chain_end, the step where the fused chain through a node step
+ * ends; anchor, the node step a FREE step follows; head, the first FREE
+ * anchored to a step (head[n]: before any node step). Per tensor: sf
+ * (storage_flags), fused, lr (the step of the last read of a root), seen
+ * and acc (chain_targets' scratch). */
+typedef struct sharing {
+    const mp_graph *g;
+    mp_ctx *ctx;
+    mp_step *steps;
+    uint32_t n, nt, n_fused;
+    uint8_t *sf, *fused;
+    uint32_t *next_ns, *chain_end, *anchor, *lr, *head, *seen, *acc;
+    uint32_t *over;
+    cand *cands;
+} sharing;
+
+/* False when the schedule is left as it is: other step kinds than
+ * COMPUTE/RECOMPUTE/FREE (offload schedules), an invalid index (the block
+ * walker says why), or nothing to do. Recompute schedules are not fused. */
+static bool sharing_applies(const mp_graph *g, const mp_step *steps,
+                            uint32_t n, int inplace, int *fuse)
 {
-    mp_ctx *ctx = g->ctx;
-    mp_step *steps = *steps_io;
-    uint32_t n = *n_io, nt = (uint32_t)g->n_tensors;
-    *step_over_out = NULL;
-    *fused_out = NULL;
     bool recompute = false;
     for (uint32_t s = 0; s < n; s++) {
         mp_step_kind k = steps[s].kind;
         if (k == MP_STEP_RECOMPUTE)
             recompute = true;
         else if (k != MP_STEP_COMPUTE && k != MP_STEP_FREE)
-            return MP_OK; /* offload schedules: left as they are */
-        if (steps[s].index >= (k == MP_STEP_FREE ? nt : g->n_nodes))
-            return MP_OK; /* invalid: mp__schedule_blocks says why */
+            return false;
+        if (steps[s].index >= (k == MP_STEP_FREE ? g->n_tensors : g->n_nodes))
+            return false;
     }
     if (recompute)
-        fuse = 0;
-    if (!inplace && !fuse)
-        return MP_OK;
+        *fuse = 0;
+    return inplace || *fuse;
+}
 
-    mp_status st = MP_ERR_NOMEM;
-    uint8_t *sf = storage_flags(g);
-    uint8_t *fused = fuse ? mp__calloc(ctx, nt + 1, 1) : NULL;
-    uint32_t *next_ns = mp__alloc(ctx, ((size_t)n + 1) * sizeof *next_ns);
-    uint32_t *chain_end = mp__alloc(ctx, ((size_t)n + 1) * sizeof *chain_end);
-    uint32_t *anchor = mp__alloc(ctx, ((size_t)n + 1) * sizeof *anchor);
-    uint32_t *lr = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *lr);
-    uint32_t *head = mp__alloc(ctx, ((size_t)n + 2) * sizeof *head);
-    uint32_t *seen = mp__calloc(ctx, (size_t)nt + 1, sizeof *seen);
-    uint32_t *acc = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *acc);
-    uint32_t *over = NULL;
-    mp_step *out = NULL;
-    cand *cands = NULL;
-    uint32_t n_fused = 0;
-    if (!sf || (fuse && !fused) || !next_ns || !chain_end || !anchor ||
-        !lr || !head || !seen || !acc)
-        goto done;
+static mp_status sharing_alloc(sharing *sh, int fuse)
+{
+    mp_ctx *ctx = sh->ctx;
+    size_t n = sh->n, nt = sh->nt;
+    sh->sf = storage_flags(sh->g);
+    sh->fused = fuse ? mp__calloc(ctx, nt + 1, 1) : NULL;
+    sh->next_ns = mp__alloc(ctx, (n + 1) * sizeof *sh->next_ns);
+    sh->chain_end = mp__alloc(ctx, (n + 1) * sizeof *sh->chain_end);
+    sh->anchor = mp__alloc(ctx, (n + 1) * sizeof *sh->anchor);
+    sh->lr = mp__alloc(ctx, (nt + 1) * sizeof *sh->lr);
+    sh->head = mp__alloc(ctx, (n + 2) * sizeof *sh->head);
+    sh->seen = mp__calloc(ctx, nt + 1, sizeof *sh->seen);
+    sh->acc = mp__alloc(ctx, (nt + 1) * sizeof *sh->acc);
+    if (!sh->sf || (fuse && !sh->fused) || !sh->next_ns || !sh->chain_end ||
+        !sh->anchor || !sh->lr || !sh->head || !sh->seen || !sh->acc)
+        return MP_ERR_NOMEM;
+    return MP_OK;
+}
 
-    /* node step successor chains */
+static void sharing_free(sharing *sh)
+{
+    mp_ctx *ctx = sh->ctx;
+    mp__dealloc(ctx, sh->sf);
+    mp__dealloc(ctx, sh->fused);
+    mp__dealloc(ctx, sh->next_ns);
+    mp__dealloc(ctx, sh->chain_end);
+    mp__dealloc(ctx, sh->anchor);
+    mp__dealloc(ctx, sh->lr);
+    mp__dealloc(ctx, sh->head);
+    mp__dealloc(ctx, sh->seen);
+    mp__dealloc(ctx, sh->acc);
+    mp__dealloc(ctx, sh->over);
+    mp__dealloc(ctx, sh->cands);
+}
+
+/* next_ns: the next node step after each step (MP_NONE at the end). */
+static void node_successors(sharing *sh)
+{
     uint32_t nxt = MP_NONE;
-    for (uint32_t s = n; s-- > 0;) {
-        next_ns[s] = nxt;
-        if (steps[s].kind != MP_STEP_FREE)
+    for (uint32_t s = sh->n; s-- > 0;) {
+        sh->next_ns[s] = nxt;
+        if (sh->steps[s].kind != MP_STEP_FREE)
             nxt = s;
     }
-    if (fuse)
-        mark_fused(g, steps, n, next_ns, sf, fused, &n_fused);
-    /* the step where the fused chain through each node step ends */
-    for (uint32_t s = n; s-- > 0;) {
-        chain_end[s] = s;
-        if (steps[s].kind == MP_STEP_FREE || !n_fused)
-            continue;
-        uint32_t y = pointwise_out(g, steps[s].index);
-        if (y != MP_NONE && fused[y])
-            chain_end[s] = chain_end[next_ns[s]];
-    }
+}
 
-    /* 1. anchor every FREE step after the node step that really ends its
-     * tensor's life (a read inside a fused chain counts at the chain's
-     * end); FREE steps of fused tensors are dropped (anchor MP_NONE - 1) */
-    for (uint32_t t = 0; t < nt; t++)
-        lr[t] = MP_NONE;
+/* chain_end of each step, from next_ns and the fused tensors. */
+static void chain_ends(sharing *sh)
+{
+    for (uint32_t s = sh->n; s-- > 0;) {
+        sh->chain_end[s] = s;
+        if (sh->steps[s].kind == MP_STEP_FREE || !sh->n_fused)
+            continue;
+        uint32_t y = pointwise_out(sh->g, sh->steps[s].index);
+        if (y != MP_NONE && sh->fused[y])
+            sh->chain_end[s] = sh->chain_end[sh->next_ns[s]];
+    }
+}
+
+/* Node step s reads its inputs: lr of each input's root becomes the end
+ * of the fused chain through s when that is later. */
+static void note_reads(sharing *sh, uint32_t s)
+{
+    const mp_graph *g = sh->g;
+    const mp__node *nd = &g->nodes[sh->steps[s].index];
+    for (uint32_t i = 0; i < nd->n_in; i++) {
+        if (nd->inputs[i] == MP_NONE)
+            continue;
+        uint32_t r = g->tensors[nd->inputs[i]].root;
+        if (sh->lr[r] == MP_NONE || sh->chain_end[s] > sh->lr[r])
+            sh->lr[r] = sh->chain_end[s];
+    }
+}
+
+/* 1. Anchors every FREE step after the node step that really ends its
+ * tensor's life (a read inside a fused chain counts at the chain's end);
+ * FREE steps of fused tensors are dropped (anchor MP_NONE - 1). */
+static void anchor_frees(sharing *sh)
+{
+    const mp_step *steps = sh->steps;
+    for (uint32_t t = 0; t < sh->nt; t++)
+        sh->lr[t] = MP_NONE;
     uint32_t last_node = MP_NONE;
-    for (uint32_t s = 0; s < n; s++) {
+    for (uint32_t s = 0; s < sh->n; s++) {
         if (steps[s].kind != MP_STEP_FREE) {
             last_node = s;
-            anchor[s] = s;
-            const mp__node *nd = &g->nodes[steps[s].index];
-            for (uint32_t i = 0; i < nd->n_in; i++) {
-                if (nd->inputs[i] == MP_NONE)
-                    continue;
-                uint32_t r = g->tensors[nd->inputs[i]].root;
-                if (lr[r] == MP_NONE || chain_end[s] > lr[r])
-                    lr[r] = chain_end[s];
-            }
+            sh->anchor[s] = s;
+            note_reads(sh, s);
             continue;
         }
         uint32_t x = steps[s].index;
-        if (fused && fused[x]) {
-            anchor[s] = MP_NONE - 1;
+        if (sh->fused && sh->fused[x]) {
+            sh->anchor[s] = MP_NONE - 1;
             continue;
         }
         uint32_t a = last_node;
-        if (lr[x] != MP_NONE && (a == MP_NONE || lr[x] > a))
-            a = lr[x];
-        anchor[s] = a;
-        lr[x] = MP_NONE;
+        if (sh->lr[x] != MP_NONE && (a == MP_NONE || sh->lr[x] > a))
+            a = sh->lr[x];
+        sh->anchor[s] = a;
+        sh->lr[x] = MP_NONE;
     }
-    /* rebuild: each node step followed by the FREE steps anchored to it,
-     * in their original order (a bucket list per node step) */
-    out = mp__alloc(ctx, ((size_t)n + 1) * sizeof *out);
+}
+
+/* The schedule rebuilt from the anchors: each node step followed by the
+ * FREE steps anchored to it, in their original order (a bucket list per
+ * node step; chain_end is reused as the buckets' next links). Replaces
+ * sh->steps (and *steps_io, *n_io). */
+static mp_status rebuild(sharing *sh, mp_step **steps_io, uint32_t *n_io)
+{
+    const mp_step *steps = sh->steps;
+    uint32_t n = sh->n, *head = sh->head, *bucket_next = sh->chain_end;
+    mp_step *out = mp__alloc(sh->ctx, ((size_t)n + 1) * sizeof *out);
     if (!out)
-        goto done;
-    uint32_t *bucket_next = chain_end; /* reused: next FREE in a bucket */
+        return MP_ERR_NOMEM;
     for (uint32_t s = 0; s <= n; s++)
         head[s] = MP_NONE;
-    /* head[n] holds FREE steps anchored before any node step */
     for (uint32_t s = 0; s < n; s++) {
-        if (steps[s].kind != MP_STEP_FREE || anchor[s] == MP_NONE - 1)
+        if (steps[s].kind != MP_STEP_FREE || sh->anchor[s] == MP_NONE - 1)
             continue;
-        uint32_t b = anchor[s] == MP_NONE ? n : anchor[s];
-        /* append keeping original order: walk to the end (buckets are
-         * short: the frees after one node) */
+        uint32_t b = sh->anchor[s] == MP_NONE ? n : sh->anchor[s];
+        /* append keeping the original order (buckets are short: the frees
+         * after one node) */
         if (head[b] == MP_NONE) {
             head[b] = s;
         } else {
@@ -248,140 +301,144 @@ mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps_io,
         for (uint32_t q = head[s]; q != MP_NONE; q = bucket_next[q])
             out[m++] = steps[q];
     }
-    mp__dealloc(ctx, steps);
-    steps = out;
-    out = NULL;
-    n = m;
-    *steps_io = steps;
-    *n_io = n;
+    mp__dealloc(sh->ctx, sh->steps);
+    sh->steps = *steps_io = out;
+    sh->n = *n_io = m;
+    return MP_OK;
+}
 
-    if (inplace) {
-        /* chain ends again, on the rebuilt schedule */
-        nxt = MP_NONE;
-        for (uint32_t s = n; s-- > 0;) {
-            next_ns[s] = nxt;
-            if (steps[s].kind != MP_STEP_FREE)
-                nxt = s;
-        }
-        for (uint32_t s = n; s-- > 0;) {
-            chain_end[s] = s;
-            if (steps[s].kind == MP_STEP_FREE || !n_fused)
-                continue;
-            uint32_t y = pointwise_out(g, steps[s].index);
-            if (y != MP_NONE && fused[y])
-                chain_end[s] = chain_end[next_ns[s]];
-        }
-        /* 2. candidates: each FREE(x) names the node step of x's last
-         * read (of that instance) */
-        cands = mp__alloc(ctx, ((size_t)n + 1) * sizeof *cands);
-        over = mp__alloc(ctx, ((size_t)n + 1) * sizeof *over);
-        uint8_t *drop = (uint8_t *)anchor; /* reused, n bytes */
-        if (!cands || !over)
-            goto done;
-        for (uint32_t t = 0; t < nt; t++) {
-            lr[t] = MP_NONE;
-            seen[t] = 0;
-        }
-        for (uint32_t s = 0; s <= n; s++)
-            head[s] = MP_NONE;
-        uint32_t nc = 0;
-        for (uint32_t s = 0; s < n; s++) {
-            over[s] = MP_NONE;
-            drop[s] = 0;
-            if (steps[s].kind != MP_STEP_FREE) {
-                const mp__node *nd = &g->nodes[steps[s].index];
-                for (uint32_t i = 0; i < nd->n_in; i++) {
-                    if (nd->inputs[i] == MP_NONE)
-                        continue;
-                    uint32_t r = g->tensors[nd->inputs[i]].root;
-                    if (lr[r] == MP_NONE || chain_end[s] > lr[r])
-                        lr[r] = chain_end[s];
-                }
-                /* an output instance starts: earlier reads are of the
-                 * previous instance */
-                for (uint32_t o = 0; o < nd->n_out; o++)
-                    if (nd->outputs[o] != MP_NONE)
-                        lr[nd->outputs[o]] = MP_NONE;
-                continue;
-            }
-            uint32_t x = steps[s].index;
-            if (lr[x] != MP_NONE) {
-                cands[nc] = (cand){x, s, head[lr[x]]};
-                head[lr[x]] = nc++;
-            }
-            lr[x] = MP_NONE;
-        }
-        /* 3. at each node step, output 0 takes over the first allowed
-         * input (in input order, through fused chains) that dies here */
-        uint32_t stamp = 0;
-        for (uint32_t s = 0; s < n; s++) {
-            if (steps[s].kind == MP_STEP_FREE || head[s] == MP_NONE)
-                continue;
+/* 2. Candidates: each FREE(x) names the node step of x's last read (of
+ * that instance); head[s] lists those of node step s. drop and over are
+ * cleared. */
+static void inplace_candidates(sharing *sh, uint8_t *drop)
+{
+    const mp_graph *g = sh->g;
+    const mp_step *steps = sh->steps;
+    for (uint32_t t = 0; t < sh->nt; t++) {
+        sh->lr[t] = MP_NONE;
+        sh->seen[t] = 0;
+    }
+    for (uint32_t s = 0; s <= sh->n; s++)
+        sh->head[s] = MP_NONE;
+    uint32_t nc = 0;
+    for (uint32_t s = 0; s < sh->n; s++) {
+        sh->over[s] = MP_NONE;
+        drop[s] = 0;
+        if (steps[s].kind != MP_STEP_FREE) {
+            note_reads(sh, s);
+            /* an output instance starts: earlier reads are of the
+             * previous instance */
             const mp__node *nd = &g->nodes[steps[s].index];
-            if (nd->n_out == 0 || nd->outputs[0] == MP_NONE)
-                continue;
-            uint32_t y = nd->outputs[0];
-            const mp__tensor *ty = &g->tensors[y];
-            if (!mp__tensor_in_arena(ty) || ty->bytes == 0 ||
-                (fused && fused[y]))
-                continue;
-            uint32_t na = 0;
-            stamp++;
-            chain_targets(g, steps[s].index, fused, acc, &na, nt, seen,
-                          stamp);
-            for (uint32_t a = 0; a < na; a++) {
-                uint32_t x = acc[a];
-                const mp__tensor *tx = &g->tensors[x];
-                if (x == y || !mp__tensor_in_arena(tx) ||
-                    tx->producer == MP_NONE || tx->bytes != ty->bytes ||
-                    (sf[x] & 1))
-                    continue;
-                uint32_t c = head[s];
-                while (c != MP_NONE && cands[c].x != x)
-                    c = cands[c].next;
-                if (c == MP_NONE || drop[cands[c].f])
-                    continue;
-                drop[cands[c].f] = 1;
-                over[s] = x;
-                break;
-            }
+            for (uint32_t o = 0; o < nd->n_out; o++)
+                if (nd->outputs[o] != MP_NONE)
+                    sh->lr[nd->outputs[o]] = MP_NONE;
+            continue;
         }
-        /* 4. drop the FREE steps of the overwritten inputs */
-        m = 0;
-        for (uint32_t s = 0; s < n; s++) {
-            if (drop[s])
-                continue;
-            over[m] = over[s];
-            steps[m++] = steps[s];
+        uint32_t x = steps[s].index;
+        if (sh->lr[x] != MP_NONE) {
+            sh->cands[nc] = (cand){x, s, sh->head[sh->lr[x]]};
+            sh->head[sh->lr[x]] = nc++;
         }
-        bool any = false;
-        for (uint32_t s = 0; s < m; s++)
-            if (over[s] != MP_NONE)
-                any = true;
-        *n_io = m;
-        if (any) {
-            *step_over_out = over;
-            over = NULL;
-        }
+        sh->lr[x] = MP_NONE;
     }
-    if (n_fused) {
-        *fused_out = fused;
-        fused = NULL;
+}
+
+/* 3. At node step s, output 0 takes over the first allowed input (in
+ * input order, through fused chains) that dies there: over[s] is that
+ * input and its FREE step is marked in drop. */
+static void take_over(sharing *sh, uint32_t s, uint32_t stamp, uint8_t *drop)
+{
+    const mp_graph *g = sh->g;
+    const mp__node *nd = &g->nodes[sh->steps[s].index];
+    if (nd->n_out == 0 || nd->outputs[0] == MP_NONE)
+        return;
+    uint32_t y = nd->outputs[0];
+    const mp__tensor *ty = &g->tensors[y];
+    if (!mp__tensor_in_arena(ty) || ty->bytes == 0 ||
+        (sh->fused && sh->fused[y]))
+        return;
+    uint32_t na = 0;
+    chain_targets(g, sh->steps[s].index, sh->fused, sh->acc, &na, sh->nt,
+                  sh->seen, stamp);
+    for (uint32_t a = 0; a < na; a++) {
+        uint32_t x = sh->acc[a];
+        const mp__tensor *tx = &g->tensors[x];
+        if (x == y || !mp__tensor_in_arena(tx) || tx->producer == MP_NONE ||
+            tx->bytes != ty->bytes || (sh->sf[x] & 1))
+            continue;
+        uint32_t c = sh->head[s];
+        while (c != MP_NONE && sh->cands[c].x != x)
+            c = sh->cands[c].next;
+        if (c == MP_NONE || drop[sh->cands[c].f])
+            continue;
+        drop[sh->cands[c].f] = 1;
+        sh->over[s] = x;
+        return;
     }
-    st = MP_OK;
-done:
-    mp__dealloc(ctx, sf);
-    mp__dealloc(ctx, fused);
-    mp__dealloc(ctx, next_ns);
-    mp__dealloc(ctx, chain_end);
-    mp__dealloc(ctx, anchor);
-    mp__dealloc(ctx, lr);
-    mp__dealloc(ctx, head);
-    mp__dealloc(ctx, seen);
-    mp__dealloc(ctx, acc);
-    mp__dealloc(ctx, over);
-    mp__dealloc(ctx, out);
-    mp__dealloc(ctx, cands);
+}
+
+/* In place on the rebuilt schedule: candidates, take-overs, then the FREE
+ * steps of the overwritten inputs dropped (*n_io shrinks); *step_over_out
+ * when any step took over an input. */
+static mp_status apply_inplace(sharing *sh, uint32_t *n_io,
+                               uint32_t **step_over_out)
+{
+    node_successors(sh);
+    chain_ends(sh);
+    sh->cands = mp__alloc(sh->ctx, ((size_t)sh->n + 1) * sizeof *sh->cands);
+    sh->over = mp__alloc(sh->ctx, ((size_t)sh->n + 1) * sizeof *sh->over);
+    uint8_t *drop = (uint8_t *)sh->anchor; /* reused, n bytes */
+    if (!sh->cands || !sh->over)
+        return MP_ERR_NOMEM;
+    inplace_candidates(sh, drop);
+    uint32_t stamp = 0;
+    for (uint32_t s = 0; s < sh->n; s++)
+        if (sh->steps[s].kind != MP_STEP_FREE && sh->head[s] != MP_NONE)
+            take_over(sh, s, ++stamp, drop);
+    uint32_t m = 0;
+    bool any = false;
+    for (uint32_t s = 0; s < sh->n; s++) {
+        if (drop[s])
+            continue;
+        sh->over[m] = sh->over[s];
+        sh->steps[m++] = sh->steps[s];
+        any |= sh->over[s] != MP_NONE;
+    }
+    *n_io = m;
+    if (any) {
+        *step_over_out = sh->over;
+        sh->over = NULL;
+    }
+    return MP_OK;
+}
+
+mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps_io,
+                           uint32_t *n_io, int inplace, int fuse,
+                           uint32_t **step_over_out, uint8_t **fused_out)
+{
+    *step_over_out = NULL;
+    *fused_out = NULL;
+    if (!sharing_applies(g, *steps_io, *n_io, inplace, &fuse))
+        return MP_OK;
+    sharing sh = {.g = g, .ctx = g->ctx, .steps = *steps_io, .n = *n_io,
+                  .nt = (uint32_t)g->n_tensors};
+    mp_status st = sharing_alloc(&sh, fuse);
+    if (!st) {
+        node_successors(&sh);
+        if (fuse)
+            mark_fused(g, sh.steps, sh.n, sh.next_ns, sh.sf, sh.fused,
+                       &sh.n_fused);
+        chain_ends(&sh);
+        anchor_frees(&sh);
+        st = rebuild(&sh, steps_io, n_io);
+    }
+    if (!st && inplace)
+        st = apply_inplace(&sh, n_io, step_over_out);
+    if (!st && sh.n_fused) {
+        *fused_out = sh.fused;
+        sh.fused = NULL;
+    }
+    sharing_free(&sh);
     return st;
 }
 
