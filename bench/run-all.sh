@@ -64,6 +64,12 @@
 #   Rule 3 also hides a few cost-model figures printed in seconds (e.g.
 #   bench_flexgen's "3.26 s per layer"): they are derived from figures that
 #   are compared.
+#   Known variation between two runs of the same build (wall-clock solver
+#   limits, so they depend on the machine's load): bench_offload's "offload
+#   only ms" column (its ILP stops at --time-limit 10 on MobileNet and
+#   ResNet50 at 0.7x/0.5x) and bench_remat's "lp" rows on MobileNet and
+#   ResNet50 (Checkmate's LP stops at --time-limit 60). Every other figure
+#   was identical over two full runs at load averages 2 to 22.
 set -u
 
 die() { echo "run-all.sh: $*" >&2; exit 2; }
