@@ -48,6 +48,105 @@ static char *cs(const char *s) { return (char *)s; }
 /* agwrite keeps its indentation state in statics: one writer at a time. */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Object IDs: cgraph's default ID discipline takes a named object's ID
+ * from the address of its interned name, and writes subgraphs (the
+ * clusters) in ID order, so their order in the file followed the heap
+ * (another build, another order), and it numbers anonymous objects with
+ * one counter shared by every graph. This discipline numbers names in
+ * the order they are first seen (even IDs) and anonymous objects per
+ * graph (odd IDs): the file follows the plan alone. The names are
+ * cgraph's own strings (agstrdup: the writer reads their header), released
+ * with the graph; the table of them uses the context allocator. */
+typedef struct dot_ids {
+    Agdisc_t disc;        /* first: the id discipline's open() gets it */
+    mp_ctx *ctx;
+    Agraph_t *root;
+    char **names;         /* ID 2 * (k + 1) -> names[k] */
+    size_t n, cap;
+    mp__name_map map;
+    IDTYPE anon;          /* next anonymous ID (odd) */
+    int failed;           /* an allocation failed (MP_ERR_NOMEM) */
+} dot_ids;
+
+static const char *id_name_of(const void *owner, uint32_t k)
+{
+    return ((const dot_ids *)owner)->names[k];
+}
+
+static void *id_open(Agraph_t *g, Agdisc_t *disc)
+{
+    ((dot_ids *)disc)->root = g;
+    return disc;
+}
+
+static long id_map(void *state, int objtype, char *str, IDTYPE *id,
+                   int createflag)
+{
+    dot_ids *d = state;
+    (void)objtype;
+    if (!str) {
+        *id = d->anon;
+        d->anon += 2;
+        return 1;
+    }
+    uint32_t k = mp__name_map_find(&d->map, d, id_name_of, str);
+    if (k == MP_NONE) {
+        if (!createflag)
+            return 0;
+        char *copy = agstrdup(d->root, str);
+        if (!copy || d->n >= UINT32_MAX - 1 ||
+            mp__grow(d->ctx, (void **)&d->names, sizeof *d->names, d->n + 1,
+                     &d->cap)) {
+            d->failed = 1;
+            return 0;
+        }
+        k = (uint32_t)d->n;
+        d->names[d->n++] = copy;
+        if (mp__name_map_insert(d->ctx, &d->map, d, id_name_of, copy, k,
+                                NULL)) {
+            d->failed = 1;
+            return 0;
+        }
+    }
+    *id = 2 * ((IDTYPE)k + 1);
+    return 1;
+}
+
+static long id_alloc(void *state, int objtype, IDTYPE request)
+{
+    (void)state, (void)objtype, (void)request;
+    return 0; /* no object asks for an ID of its own */
+}
+
+static void id_free(void *state, int objtype, IDTYPE id)
+{
+    (void)state, (void)objtype, (void)id; /* names live until id_close */
+}
+
+static char *id_print(void *state, int objtype, IDTYPE id)
+{
+    const dot_ids *d = state;
+    (void)objtype;
+    return id % 2 == 0 && id / 2 - 1 < d->n ? d->names[id / 2 - 1] : NULL;
+}
+
+static void id_close(void *state)
+{
+    dot_ids *d = state; /* the strings go with the graph's string dict */
+    mp__dealloc(d->ctx, d->names);
+    mp__name_map_free(d->ctx, &d->map);
+    d->names = NULL;
+    d->n = d->cap = 0;
+}
+
+static void id_register(void *state, int objtype, void *obj)
+{
+    (void)state, (void)objtype, (void)obj;
+}
+
+static Agiddisc_t id_disc = {id_open, id_map, id_alloc, id_free, id_print,
+                             id_close, id_register};
+
 /* cgraph allocates with its default discipline (malloc). A memory
  * discipline routing it through the context allocator was tried: with it,
  * agclose of this cgraph version (2.42) leaves graph objects and cdt
@@ -73,6 +172,7 @@ typedef struct dot_run {
     const mp_graph *g;
     const mp_dot_options *o;
     Agraph_t *G;
+    dot_ids ids;          /* the ID discipline's state */
     Agnode_t **rep;       /* node id -> the DOT node drawing it */
     Agnode_t **tin;       /* tensor -> DOT node of a graph input/weight */
     uint32_t *group;      /* node -> group index, MP_NONE: own node */
@@ -455,6 +555,8 @@ static mp_status build(dot_run *r)
             draw_node(r, n);
         for (uint32_t t = 0; t < g->n_tensors; t++)
             draw_tensor(r, t);
+        if (r->ids.failed)
+            st = MP_ERR_NOMEM;
     }
     for (size_t i = 0; r->ckeys && i < r->ncl; i++)
         mp__dealloc(ctx, r->ckeys[i]);
@@ -580,8 +682,11 @@ static void graph_label(dot_run *r)
 static mp_status open_graph(dot_run *r)
 {
     const mp_graph *g = r->g;
+    r->ids.disc = (Agdisc_t){&AgMemDisc, &id_disc, &AgIoDisc};
+    r->ids.ctx = r->p->ctx;
+    r->ids.anon = 1;
     r->G = agopen(cs(g->name && *g->name ? g->name : "memplan"), Agdirected,
-                  NULL);
+                  &r->ids.disc);
     if (!r->G)
         return mp__err(r->p->ctx, MP_ERR_NOMEM,
                       "DOT: cgraph could not open a graph");
