@@ -1,10 +1,11 @@
 /* Device profiles for the cost model: builtin figures for common GPUs and
  * user profiles read from JSON (docs/cost-model.md). */
 #include "base.h"
+#include "json.h"
 
 #include <ctype.h>
-#include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,161 +67,145 @@ mp_status mp_device_builtin(mp_ctx *ctx, const char *name, mp_device *out)
                   name);
 }
 
-/* ---- JSON profiles ---------------------------------------------------------- */
-typedef struct {
-    mp_ctx *ctx;
-    const char *src;
-} jctx;
+/* ---- JSON profiles ---------------------------------------------------------- *
+ * Read with the library's JSON reader (frontends/json/json.h). The figures
+ * given override those of "base" wherever "base" stands in the object. */
+enum { P_NAME, P_BASE, P_FLOPS, P_FIELDS };
+static const char *const profile_names[] = {
+    "name", "base", "flops", "memory_bytes", "memory_bandwidth",
+    "h2d_bandwidth", "d2h_bandwidth", "link_latency", "kernel_overhead",
+    "copy_engines", "host_memory_bytes", "disk_bytes", "disk_read_bandwidth",
+    "disk_write_bandwidth", "float64", "float32", "tf32", "float16",
+    "bfloat16", "float8", "int8"};
+#define N_PROFILE 14 /* then the keys of "flops" */
+/* per key from P_FIELDS: where it goes, and b (bytes), c (copy engines)
+ * or d (a figure >= 0) */
+static const size_t profile_off[] = {
+    0, 0, 0, offsetof(mp_device, mem_bytes), offsetof(mp_device, mem_bw),
+    offsetof(mp_device, h2d_bw), offsetof(mp_device, d2h_bw),
+    offsetof(mp_device, link_latency), offsetof(mp_device, kernel_overhead),
+    offsetof(mp_device, copy_engines), offsetof(mp_device, host_mem_bytes),
+    offsetof(mp_device, disk_bytes), offsetof(mp_device, disk_read_bw),
+    offsetof(mp_device, disk_write_bw), offsetof(mp_device, flops_fp64),
+    offsetof(mp_device, flops_fp32), offsetof(mp_device, flops_tf32),
+    offsetof(mp_device, flops_fp16), offsetof(mp_device, flops_bf16),
+    offsetof(mp_device, flops_fp8), offsetof(mp_device, flops_int8)};
+static const char profile_kind[] = "..." "bdddddcbbdd" "ddddddd";
 
-static mp_status num_field(jctx *j, const char *key, json_t *v, double *out)
-{
-    if (!json_is_number(v))
-        return mp__err(j->ctx, MP_ERR_PARSE, "%s: \"%s\" must be a number",
-                      j->src, key);
-    double x = json_number_value(v);
-    if (!isfinite(x) || x < 0)
-        return mp__err(j->ctx, MP_ERR_PARSE,
-                      "%s: \"%s\" must be a finite number >= 0", j->src, key);
-    *out = x;
-    return MP_OK;
-}
+typedef struct profile {
+    mp__jr r;
+    mp_device given;
+    uint32_t set;       /* bit k: key k was given */
+    size_t base_s, base_off; /* "base": its name in the arena, offset */
+} profile;
 
-static mp_status bytes_field(jctx *j, const char *key, json_t *v,
-                             uint64_t *out)
+/* The value v of key k (>= P_FIELDS) into p->given. */
+static mp_status profile_field(profile *p, int k, const mp__jval *v)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return mp__err(j->ctx, MP_ERR_PARSE,
-                      "%s: \"%s\" must be a whole number of bytes >= 0",
-                      j->src, key);
-    *out = (uint64_t)json_integer_value(v);
-    return MP_OK;
-}
-
-static mp_status flops_obj(jctx *j, json_t *o, mp_device *d)
-{
-    if (!json_is_object(o))
-        return mp__err(j->ctx, MP_ERR_PARSE,
-                      "%s: \"flops\" must be an object of dtype: FLOP/s",
-                      j->src);
-    const char *k;
-    json_t *v;
-    json_object_foreach(o, k, v) {
-        double *dst = NULL;
-        if (strcmp(k, "float64") == 0)
-            dst = &d->flops_fp64;
-        else if (strcmp(k, "float32") == 0)
-            dst = &d->flops_fp32;
-        else if (strcmp(k, "tf32") == 0)
-            dst = &d->flops_tf32;
-        else if (strcmp(k, "float16") == 0)
-            dst = &d->flops_fp16;
-        else if (strcmp(k, "bfloat16") == 0)
-            dst = &d->flops_bf16;
-        else if (strcmp(k, "float8") == 0)
-            dst = &d->flops_fp8;
-        else if (strcmp(k, "int8") == 0)
-            dst = &d->flops_int8;
-        else
-            return mp__err(j->ctx, MP_ERR_PARSE,
-                          "%s: unknown key \"flops.%s\" (float64, float32, "
-                          "tf32, float16, bfloat16, float8, int8)",
-                          j->src, k);
-        char key[64];
-        snprintf(key, sizeof key, "flops.%s", k);
-        mp_status st = num_field(j, key, v, dst);
-        if (st)
-            return st;
+    char *at = (char *)&p->given + profile_off[k];
+    uint64_t u;
+    int64_t i;
+    double d;
+    mp_status st;
+    switch (profile_kind[k]) {
+    case 'b':
+        if (!(st = mp__jr_u64(&p->r, v, UINT64_MAX,
+                              "a whole number of bytes >= 0", &u)))
+            memcpy(at, &u, sizeof u);
+        return st;
+    case 'c':
+        if (!(st = mp__jr_i64(&p->r, v, 1, 64, "an integer in [1, 64]", &i)))
+            p->given.copy_engines = (int)i;
+        return st;
+    default:
+        if (!(st = mp__jr_num(&p->r, v, 0, "a finite number >= 0", &d)))
+            memcpy(at, &d, sizeof d);
+        return st;
     }
-    return MP_OK;
 }
 
-static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
+/* "flops": an object of dtype: FLOP/s. */
+static mp_status profile_flops(profile *p, const mp__jval *v)
 {
-    if (!json_is_object(root))
-        return mp__err(j->ctx, MP_ERR_PARSE,
-                      "%s: a device profile is a JSON object", j->src);
+    static const mp__jkeys keys = {profile_names + N_PROFILE, 7, 0, NULL};
+    mp__jobj o;
+    mp__jval x;
+    int k;
+    mp_status st;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_type_err(&p->r, v, "an object of dtype: FLOP/s");
+    mp__jr_object_at(&p->r, &o, v, &keys);
+    while (!(st = mp__jr_member(&p->r, &o, &k)) && k != MP__JK_END) {
+        if ((st = mp__jr_value(&p->r, &x)) ||
+            (st = profile_field(p, N_PROFILE + k, &x)))
+            return st;
+        p->set |= 1u << (N_PROFILE + k);
+    }
+    return st;
+}
+
+/* Member k of the profile, its value v. */
+static mp_status profile_member(profile *p, int k, const mp__jval *v)
+{
+    const char *s;
+    mp_status st;
+    switch (k) {
+    case P_NAME:
+        if (v->type != MP__JT_STRING || !v->n ||
+            v->n >= sizeof p->given.name) {
+            char want[64];
+            snprintf(want, sizeof want, "a string of 1 to %zu characters",
+                     sizeof p->given.name - 1);
+            return mp__jr_type_err(&p->r, v, want);
+        }
+        snprintf(p->given.name, sizeof p->given.name, "%s",
+                 mp__jr_str(&p->r, v->s));
+        return MP_OK;
+    case P_BASE:
+        if ((st = mp__jr_string(&p->r, v, false, "a builtin device name",
+                                &s)))
+            return st;
+        p->base_s = v->s;
+        p->base_off = v->off;
+        return MP_OK;
+    case P_FLOPS: return profile_flops(p, v);
+    default: return profile_field(p, k, v);
+    }
+}
+
+/* The profile: "base" (if any), the figures given over it, checks. */
+static mp_status profile_make(profile *p, const mp__jobj *o, mp_device *out)
+{
     mp_device d;
     memset(&d, 0, sizeof d);
     d.copy_engines = 1;
-    json_t *base = json_object_get(root, "base");
-    if (base) {
-        if (!json_is_string(base))
-            return mp__err(j->ctx, MP_ERR_PARSE,
-                          "%s: \"base\" must be a builtin device name",
-                          j->src);
-        mp_status st = mp_device_builtin(j->ctx, json_string_value(base), &d);
-        if (st)
-            return mp__err(j->ctx, st, "%s: \"base\": unknown device '%s'",
-                          j->src, json_string_value(base));
-    }
-    const char *k;
-    json_t *v;
-    mp_status st = MP_OK;
-    int named = 0;
-    json_object_foreach(root, k, v) {
-        if (strcmp(k, "base") == 0)
-            continue;
-        if (strncmp(k, "x-", 2) == 0)
-            continue; /* extension keys, as in the graph format */
-        if (strcmp(k, "name") == 0) {
-            if (!json_is_string(v) || !json_string_value(v)[0] ||
-                strlen(json_string_value(v)) >= sizeof d.name)
-                return mp__err(j->ctx, MP_ERR_PARSE,
-                              "%s: \"name\" must be a string of 1 to %zu "
-                              "characters",
-                              j->src, sizeof d.name - 1);
-            snprintf(d.name, sizeof d.name, "%s", json_string_value(v));
-            named = 1;
-        } else if (strcmp(k, "flops") == 0) {
-            st = flops_obj(j, v, &d);
-        } else if (strcmp(k, "memory_bytes") == 0) {
-            st = bytes_field(j, k, v, &d.mem_bytes);
-        } else if (strcmp(k, "memory_bandwidth") == 0) {
-            st = num_field(j, k, v, &d.mem_bw);
-        } else if (strcmp(k, "h2d_bandwidth") == 0) {
-            st = num_field(j, k, v, &d.h2d_bw);
-        } else if (strcmp(k, "d2h_bandwidth") == 0) {
-            st = num_field(j, k, v, &d.d2h_bw);
-        } else if (strcmp(k, "link_latency") == 0) {
-            st = num_field(j, k, v, &d.link_latency);
-        } else if (strcmp(k, "kernel_overhead") == 0) {
-            st = num_field(j, k, v, &d.kernel_overhead);
-        } else if (strcmp(k, "copy_engines") == 0) {
-            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                json_integer_value(v) > 64)
-                return mp__err(j->ctx, MP_ERR_PARSE,
-                              "%s: \"copy_engines\" must be an integer in "
-                              "[1, 64]",
-                              j->src);
-            d.copy_engines = (int)json_integer_value(v);
-        } else if (strcmp(k, "host_memory_bytes") == 0) {
-            st = bytes_field(j, k, v, &d.host_mem_bytes);
-        } else if (strcmp(k, "disk_bytes") == 0) {
-            st = bytes_field(j, k, v, &d.disk_bytes);
-        } else if (strcmp(k, "disk_read_bandwidth") == 0) {
-            st = num_field(j, k, v, &d.disk_read_bw);
-        } else if (strcmp(k, "disk_write_bandwidth") == 0) {
-            st = num_field(j, k, v, &d.disk_write_bw);
-        } else {
-            return mp__err(j->ctx, MP_ERR_PARSE,
-                          "%s: unknown key \"%s\" (docs/cost-model.md lists "
-                          "the keys; x-... keys are ignored)",
-                          j->src, k);
+    if (p->set >> P_BASE & 1) {
+        const char *base = mp__jr_str(&p->r, p->base_s);
+        mp_status st = mp_device_builtin(p->r.ctx, base, &d);
+        if (st) {
+            mp__jr_push_key(&p->r, "base");
+            return mp__jr_err(&p->r, st, p->base_off, "unknown device '%s'",
+                              base);
         }
-        if (st)
-            return st;
     }
-    if (!named && !base)
-        return mp__err(j->ctx, MP_ERR_PARSE,
-                      "%s: a profile needs \"name\" or \"base\"", j->src);
+    if (p->set >> P_NAME & 1)
+        memcpy(d.name, p->given.name, sizeof d.name);
+    for (int k = P_FIELDS; k < (int)(sizeof profile_off / sizeof *profile_off);
+         k++)
+        if (p->set >> k & 1)
+            memcpy((char *)&d + profile_off[k],
+                   (const char *)&p->given + profile_off[k],
+                   profile_kind[k] == 'c' ? sizeof d.copy_engines : 8);
+    if (!(p->set & 3))
+        return mp__jr_err(&p->r, MP_ERR_PARSE, o->off,
+                          "a profile needs \"name\" or \"base\"");
     if (d.flops_fp32 <= 0 && d.flops_fp16 <= 0 && d.flops_bf16 <= 0)
-        return mp__err(j->ctx, MP_ERR_PARSE,
-                      "%s: \"flops\" needs a float32, float16 or bfloat16 "
-                      "peak above 0",
-                      j->src);
+        return mp__jr_err(&p->r, MP_ERR_PARSE, o->off,
+                          "\"flops\" needs a float32, float16 or bfloat16 "
+                          "peak above 0");
     if (d.mem_bw <= 0)
-        return mp__err(j->ctx, MP_ERR_PARSE,
-                      "%s: \"memory_bandwidth\" must be above 0", j->src);
+        return mp__jr_err(&p->r, MP_ERR_PARSE, o->off,
+                          "\"memory_bandwidth\" must be above 0");
     if (d.h2d_bw <= 0 && d.d2h_bw > 0)
         d.h2d_bw = d.d2h_bw;
     if (d.d2h_bw <= 0 && d.h2d_bw > 0)
@@ -229,40 +214,49 @@ static mp_status read_profile(jctx *j, json_t *root, mp_device *out)
     return MP_OK;
 }
 
+/* A profile from text (len bytes), src naming it in messages. */
+static mp_status profile_load(mp_ctx *ctx, const char *text, size_t len,
+                              const char *src, mp_device *out)
+{
+    static const mp__jkeys keys = {profile_names, N_PROFILE, MP__JK_EXT, NULL};
+    profile p;
+    mp__jobj o;
+    mp__jval v;
+    int k;
+    memset(&p, 0, sizeof p);
+    mp__jr_init(&p.r, ctx, src, text, len, 0);
+    mp_status st = mp__jr_doc(&p.r, &o, &keys);
+    while (!st && !(st = mp__jr_member(&p.r, &o, &k)) && k != MP__JK_END &&
+           !(st = mp__jr_value(&p.r, &v))) {
+        st = profile_member(&p, k, &v);
+        p.set |= 1u << k;
+    }
+    if (!st && !(st = mp__jr_doc_end(&p.r)))
+        st = profile_make(&p, &o, out);
+    mp__jr_free(&p.r);
+    return st;
+}
+
 mp_status mp_device_load_json_string(mp_ctx *ctx, const char *text,
                                      const char *source_name, mp_device *out)
 {
     if (!ctx || !text || !out)
         return MP_ERR_INVALID_ARG;
-    const char *src = source_name ? source_name : "<string>";
-    json_error_t e;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &e);
-    if (!root)
-        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", src, e.line,
-                      e.column, e.text);
-    jctx j = {ctx, src};
-    mp_status st = read_profile(&j, root, out);
-    json_decref(root);
-    return st;
+    return profile_load(ctx, text, strlen(text),
+                        source_name ? source_name : "<string>", out);
 }
 
 mp_status mp_device_load_json(mp_ctx *ctx, const char *path, mp_device *out)
 {
     if (!ctx || !path || !out)
         return MP_ERR_INVALID_ARG;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mp__err(ctx, MP_ERR_IO, "%s: cannot open the device profile",
-                      path);
-    json_error_t e;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
-    fclose(f);
-    if (!root)
-        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", path, e.line,
-                      e.column, e.text);
-    jctx j = {ctx, path};
-    mp_status st = read_profile(&j, root, out);
-    json_decref(root);
+    char *text;
+    size_t len;
+    mp_status st = mp__read_file(ctx, path, &text, &len);
+    if (st)
+        return st;
+    st = profile_load(ctx, text, len, path, out);
+    mp__dealloc(ctx, text);
     return st;
 }
 

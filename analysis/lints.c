@@ -96,19 +96,6 @@ uint32_t mp__viz_block_at(const mp_plan *p, const mp__viz_blocks *vb,
     return MP_NONE;
 }
 
-void mp__viz_json_str(FILE *f, const char *s)
-{
-    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c;
-         c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(f, "\\%c", *c);
-        else if (*c < 0x20 || *c >= 0x7f)
-            fprintf(f, "\\u%04x", *c);
-        else
-            fputc(*c, f);
-    }
-}
-
 void mp__viz_xml_str(FILE *f, const char *s)
 {
     for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c;

@@ -1,5 +1,5 @@
 /* viz.h - helpers shared by the lints, the DOT, HTML and trace writers
- * (analysis/lints.c, dot.c, html.c, trace_json.c). Not installed. */
+ * (analysis/lints.c, dot.c, html.c). Not installed. */
 #ifndef MP__VIZ_H
 #define MP__VIZ_H
 
@@ -27,9 +27,6 @@ void mp__viz_blocks_free(mp_ctx *ctx, mp__viz_blocks *vb);
 uint32_t mp__viz_block_at(const mp_plan *p, const mp__viz_blocks *vb,
                          uint32_t t, uint32_t s);
 
-/* Writes s as the body of a JSON string (no quotes); bytes that are not
- * printable ASCII are escaped (\u00XX), so the output is valid UTF-8. */
-void mp__viz_json_str(FILE *f, const char *s);
 /* Writes s escaped for HTML/XML text and attribute values. */
 void mp__viz_xml_str(FILE *f, const char *s);
 

@@ -1,109 +1,143 @@
 /* Decoder-only transformer configs (Hugging Face config.json) for the
- * offload policy search (solvers/flexgen.c). */
-#include "base.h"
+ * offload policy search (solvers/flexgen.c), read with the library's JSON
+ * reader (frontends/json/json.h). Keys the search does not use are passed
+ * over. */
+#include "json.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
-static int get_uint(json_t *root, const char *const *keys, uint32_t *out,
-                    const char **bad)
+/* The keys read, by slot; a figure takes the first of its spellings the
+ * config has. */
+enum { K_LAYERS, K_HIDDEN = 3, K_HEADS = 6, K_KV = 8, K_FFN, K_VOCAB = 12,
+       K_DTYPE, K_ACT, K_TYPE, K_NAME_PATH, K_NAME, K_N };
+static const char *const names[K_N] = {
+    "num_hidden_layers", "n_layer", "num_layers",         /* K_LAYERS */
+    "hidden_size", "n_embd", "d_model",                   /* K_HIDDEN */
+    "num_attention_heads", "n_head",                      /* K_HEADS */
+    "num_key_value_heads",                                /* K_KV */
+    "ffn_dim", "intermediate_size", "n_inner",            /* K_FFN */
+    "vocab_size", "torch_dtype", "hidden_act", "model_type",
+    "_name_or_path", "name"};
+
+typedef struct cfg {
+    mp__jr r;
+    mp__jobj o;
+    mp__jval v[K_N];
+} cfg;
+
+/* The first spelling present among slots [from, from + n): a positive
+ * integer (*out; 0 when none is present). */
+static mp_status get_uint(cfg *c, int from, int n, uint32_t *out)
 {
-    for (; *keys; keys++) {
-        json_t *v = json_object_get(root, *keys);
-        if (!v)
+    int64_t x;
+    for (int k = from; k < from + n; k++) {
+        if (!(c->o.seen >> k & 1))
             continue;
-        if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
-            json_integer_value(v) > (json_int_t)UINT32_MAX) {
-            *bad = *keys;
-            return -1;
-        }
-        *out = (uint32_t)json_integer_value(v);
-        return 1;
+        mp__jr_push_key(&c->r, names[k]);
+        mp_status st = mp__jr_i64(&c->r, &c->v[k], 1, UINT32_MAX,
+                                  "a positive integer", &x);
+        mp__jr_pop(&c->r);
+        *out = (uint32_t)x;
+        return st;
     }
-    return 0;
+    *out = 0;
+    return MP_OK;
 }
 
-static mp_status read_config(mp_ctx *ctx, json_t *root, const char *src,
-                             mp_llm_config *out)
+/* The string of slot k, or NULL when absent or not a string. */
+static const char *get_str(const cfg *c, int k)
 {
-    if (!json_is_object(root))
-        return mp__err(ctx, MP_ERR_PARSE, "%s: a model config is a JSON object",
-                      src);
-    static const char *const k_layers[] = {"num_hidden_layers", "n_layer",
-                                           "num_layers", NULL};
-    static const char *const k_hidden[] = {"hidden_size", "n_embd", "d_model",
-                                           NULL};
-    static const char *const k_heads[] = {"num_attention_heads", "n_head",
-                                          NULL};
-    static const char *const k_kv[] = {"num_key_value_heads", NULL};
-    static const char *const k_ffn[] = {"ffn_dim", "intermediate_size",
-                                        "n_inner", NULL};
-    static const char *const k_vocab[] = {"vocab_size", NULL};
-    mp_llm_config c;
-    memset(&c, 0, sizeof c);
-    const char *bad = NULL;
-    int r;
-    if ((r = get_uint(root, k_layers, &c.layers, &bad)) <= 0 ||
-        (r = get_uint(root, k_hidden, &c.hidden, &bad)) <= 0 ||
-        (r = get_uint(root, k_heads, &c.heads, &bad)) <= 0) {
-        if (r < 0)
-            return mp__err(ctx, MP_ERR_PARSE,
-                          "%s: \"%s\" must be a positive integer", src, bad);
-        return mp__err(ctx, MP_ERR_PARSE,
-                      "%s: the config needs the number of layers "
-                      "(num_hidden_layers), hidden size (hidden_size) and "
-                      "heads (num_attention_heads)",
-                      src);
+    return (c->o.seen >> k & 1) && c->v[k].type == MP__JT_STRING
+               ? mp__jr_str(&c->r, c->v[k].s)
+               : NULL;
+}
+
+static mp_status config_dtype(cfg *c, mp_llm_config *m)
+{
+    m->dtype = MP_DTYPE_FLOAT16;
+    const char *s = get_str(c, K_DTYPE), *t = s;
+    if (!s)
+        return MP_OK;
+    if (strncmp(t, "torch.", 6) == 0)
+        t += 6;
+    if (mp_dtype_parse(t, &m->dtype) == MP_OK && mp_dtype_bits(m->dtype))
+        return MP_OK;
+    mp__jr_push_key(&c->r, "torch_dtype");
+    return mp__jr_err(&c->r, MP_ERR_PARSE, c->v[K_DTYPE].off,
+                      "unknown torch_dtype '%s'", s);
+}
+
+static mp_status read_config(cfg *c, mp_llm_config *out)
+{
+    mp_llm_config m;
+    memset(&m, 0, sizeof m);
+    uint32_t *need[3] = {&m.layers, &m.hidden, &m.heads};
+    static const int from[3] = {K_LAYERS, K_HIDDEN, K_HEADS};
+    mp_status st;
+    for (int i = 0; i < 3; i++) {
+        if ((st = get_uint(c, from[i], i < 2 ? 3 : 2, need[i])))
+            return st;
+        if (!*need[i])
+            return mp__jr_err(&c->r, MP_ERR_PARSE, c->o.off,
+                              "the config needs the number of layers "
+                              "(num_hidden_layers), hidden size "
+                              "(hidden_size) and heads "
+                              "(num_attention_heads)");
     }
-    if (get_uint(root, k_kv, &c.kv_heads, &bad) < 0 ||
-        get_uint(root, k_ffn, &c.ffn, &bad) < 0 ||
-        get_uint(root, k_vocab, &c.vocab, &bad) < 0)
-        return mp__err(ctx, MP_ERR_PARSE,
-                      "%s: \"%s\" must be a positive integer", src, bad);
-    if (!c.kv_heads)
-        c.kv_heads = c.heads;
-    if (c.hidden % c.heads || c.heads % c.kv_heads)
-        return mp__err(ctx, MP_ERR_PARSE,
-                      "%s: hidden size %u is not a multiple of %u heads, or "
-                      "heads not a multiple of %u KV heads",
-                      src, c.hidden, c.heads, c.kv_heads);
-    if (!c.ffn) {
-        if (c.hidden > UINT32_MAX / 4)
-            return mp__err(ctx, MP_ERR_PARSE, "%s: hidden size too large",
-                          src);
-        c.ffn = 4 * c.hidden;
+    if ((st = get_uint(c, K_KV, 1, &m.kv_heads)) ||
+        (st = get_uint(c, K_FFN, 3, &m.ffn)) ||
+        (st = get_uint(c, K_VOCAB, 1, &m.vocab)))
+        return st;
+    if (!m.kv_heads)
+        m.kv_heads = m.heads;
+    if (m.hidden % m.heads || m.heads % m.kv_heads)
+        return mp__jr_err(&c->r, MP_ERR_PARSE, c->o.off,
+                          "hidden size %u is not a multiple of %u heads, or "
+                          "heads not a multiple of %u KV heads",
+                          m.hidden, m.heads, m.kv_heads);
+    if (!m.ffn) {
+        if (m.hidden > UINT32_MAX / 4)
+            return mp__jr_err(&c->r, MP_ERR_PARSE, c->o.off,
+                              "hidden size too large");
+        m.ffn = 4 * m.hidden;
     }
-    c.dtype = MP_DTYPE_FLOAT16;
-    json_t *dt = json_object_get(root, "torch_dtype");
-    if (dt && json_is_string(dt)) {
-        const char *s = json_string_value(dt);
-        if (strncmp(s, "torch.", 6) == 0)
-            s += 6;
-        if (mp_dtype_parse(s, &c.dtype) != MP_OK ||
-            mp_dtype_bits(c.dtype) == 0)
-            return mp__err(ctx, MP_ERR_PARSE, "%s: unknown torch_dtype '%s'",
-                          src, json_string_value(dt));
-    }
-    c.mlp_matrices = 2;
-    json_t *act = json_object_get(root, "hidden_act");
-    json_t *mt = json_object_get(root, "model_type");
-    if ((act && json_is_string(act) &&
-         strcmp(json_string_value(act), "silu") == 0) ||
-        (mt && json_is_string(mt) &&
-         (strcmp(json_string_value(mt), "llama") == 0 ||
-          strcmp(json_string_value(mt), "mistral") == 0 ||
-          strcmp(json_string_value(mt), "qwen2") == 0)))
-        c.mlp_matrices = 3;
-    json_t *nm = json_object_get(root, "_name_or_path");
-    if (!nm)
-        nm = json_object_get(root, "name");
-    snprintf(c.name, sizeof c.name, "%s",
-             nm && json_is_string(nm) ? json_string_value(nm)
-             : mt && json_is_string(mt) ? json_string_value(mt)
-                                        : "model");
-    *out = c;
+    if ((st = config_dtype(c, &m)))
+        return st;
+    const char *act = get_str(c, K_ACT), *mt = get_str(c, K_TYPE);
+    m.mlp_matrices = (act && strcmp(act, "silu") == 0) ||
+                             (mt && (strcmp(mt, "llama") == 0 ||
+                                     strcmp(mt, "mistral") == 0 ||
+                                     strcmp(mt, "qwen2") == 0))
+                         ? 3
+                         : 2;
+    const char *nm = c->o.seen >> K_NAME_PATH & 1 ? get_str(c, K_NAME_PATH)
+                                                  : get_str(c, K_NAME);
+    snprintf(m.name, sizeof m.name, "%s", nm ? nm : mt ? mt : "model");
+    *out = m;
     return MP_OK;
+}
+
+/* text (len bytes), src naming it in messages. */
+static mp_status load_config(mp_ctx *ctx, const char *text, size_t len,
+                             const char *src, mp_llm_config *out)
+{
+    static const mp__jkeys keys = {names, K_N, MP__JK_ANY, NULL};
+    cfg c;
+    mp__jval v;
+    int k;
+    mp__jr_init(&c.r, ctx, src, text, len, 0);
+    mp_status st = mp__jr_doc(&c.r, &c.o, &keys);
+    while (!st && !(st = mp__jr_member(&c.r, &c.o, &k)) && k != MP__JK_END &&
+           !(st = mp__jr_value(&c.r, &v))) {
+        st = mp__jr_skip(&c.r, &v);
+        if (k >= 0)
+            c.v[k] = v;
+    }
+    if (!st && !(st = mp__jr_doc_end(&c.r)))
+        st = read_config(&c, out);
+    mp__jr_free(&c.r);
+    return st;
 }
 
 mp_status mp_llm_config_load_json_string(mp_ctx *ctx, const char *text,
@@ -112,15 +146,8 @@ mp_status mp_llm_config_load_json_string(mp_ctx *ctx, const char *text,
 {
     if (!ctx || !text || !out)
         return MP_ERR_INVALID_ARG;
-    const char *src = source_name ? source_name : "<string>";
-    json_error_t e;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &e);
-    if (!root)
-        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", src, e.line,
-                      e.column, e.text);
-    mp_status st = read_config(ctx, root, src, out);
-    json_decref(root);
-    return st;
+    return load_config(ctx, text, strlen(text),
+                       source_name ? source_name : "<string>", out);
 }
 
 mp_status mp_llm_config_load_json(mp_ctx *ctx, const char *path,
@@ -128,17 +155,12 @@ mp_status mp_llm_config_load_json(mp_ctx *ctx, const char *path,
 {
     if (!ctx || !path || !out)
         return MP_ERR_INVALID_ARG;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mp__err(ctx, MP_ERR_IO, "%s: cannot open the model config",
-                      path);
-    json_error_t e;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
-    fclose(f);
-    if (!root)
-        return mp__err(ctx, MP_ERR_PARSE, "%s:%d:%d: %s", path, e.line,
-                      e.column, e.text);
-    mp_status st = read_config(ctx, root, path, out);
-    json_decref(root);
+    char *text;
+    size_t len;
+    mp_status st = mp__read_file(ctx, path, &text, &len);
+    if (st)
+        return st;
+    st = load_config(ctx, text, len, path, out);
+    mp__dealloc(ctx, text);
     return st;
 }

@@ -1,13 +1,50 @@
 /* mp_graph_load: reads a file once, detects its format from the content
- * and hands the parsed document to the right frontend; and
- * mp_plan_check_range, which loads a model at several values of its
- * symbolic dims and checks each against a plan (mp_plan_fits,
- * core/sched/plan.c). */
-#include "json_pos.h"
+ * and hands the text to the right frontend; and mp_plan_check_range,
+ * which loads a model at several values of its symbolic dims and checks
+ * each against a plan (mp_plan_fits, core/sched/plan.c). */
+#include "json.h"
 #include "sched.h"
 
 #include <stdbool.h>
 #include <string.h>
+
+/* The JSON graph formats, told apart by the top-level keys. */
+typedef enum jfmt { JFMT_NONE, JFMT_MEMPLAN, JFMT_NODELINK, JFMT_SYNTAX } jfmt;
+
+/* Reads the top-level keys of a JSON text until they decide its format
+ * (*f): "tensors", or "format": "memplan-graph", is a memplan graph;
+ * "links", or "edges" with "directed", a node-link graph; otherwise
+ * "nodes" or "format" a memplan graph. JFMT_SYNTAX when the text is not a
+ * JSON object (the graph reader then words the error). */
+static mp_status detect(mp_ctx *ctx, const char *text, size_t len, jfmt *fmt)
+{
+    static const char *const names[] = {"tensors", "format", "links",
+                                        "edges", "directed", "nodes"};
+    static const mp__jkeys keys = {names, 6, MP__JK_ANY, NULL};
+    mp__jr r;
+    mp__jobj o;
+    mp__jval v;
+    int k;
+    jfmt f = JFMT_SYNTAX;
+    mp__jr_init(&r, ctx, "", text, len, 0);
+    mp_status st = mp__jr_doc(&r, &o, &keys);
+    while (!st && !(st = mp__jr_member(&r, &o, &k)) && k != MP__JK_END &&
+           !(st = mp__jr_value(&r, &v))) {
+        if (k == 0 || (k == 1 && v.type == MP__JT_STRING &&
+                       strcmp(mp__jr_str(&r, v.s), "memplan-graph") == 0)) {
+            f = JFMT_MEMPLAN; /* decisive: no need to read further */
+            break;
+        }
+        st = mp__jr_skip(&r, &v);
+    }
+    if (!st && f == JFMT_SYNTAX)
+        f = (o.seen & 4) || (o.seen & 0x18) == 0x18 ? JFMT_NODELINK
+            : (o.seen & 0x22)                       ? JFMT_MEMPLAN
+                                                    : JFMT_NONE;
+    mp__jr_free(&r);
+    *fmt = f;
+    return st == MP_ERR_NOMEM ? st : MP_OK;
+}
 
 mp_status mp_graph_load(mp_ctx *ctx, const char *path, mp_graph **out)
 {
@@ -75,18 +112,17 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
                       "JSON graph or a networkx node-link JSON graph)",
                       path);
     }
-    switch (mp__json_detect(text, len)) {
-    case MP__JFMT_NODELINK: {
-        json_t *root;
-        st = mp__json_parse(ctx, text, len, path, &root);
-        if (!st) {
-            st = mp__nodelink_build(ctx, root, text, len, path, out);
-            json_decref(root);
-        }
-        break;
+    jfmt f;
+    if ((st = detect(ctx, text, len, &f))) {
+        mp__dealloc(ctx, text);
+        return st;
     }
-    case MP__JFMT_MEMPLAN:
-    case MP__JFMT_SYNTAX: /* the reader names the syntax error */
+    switch (f) {
+    case JFMT_NODELINK:
+        st = mp__nodelink_read(ctx, text, len, path, out);
+        break;
+    case JFMT_MEMPLAN:
+    case JFMT_SYNTAX: /* the reader names the syntax error */
         st = mp__json_graph_read(ctx, text, len, path, out);
         break;
     default:

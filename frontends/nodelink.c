@@ -1,5 +1,6 @@
 /* networkx node-link graphs as used by Checkmate and Moccasin
- * (docs/graph-format.md, "Node-link graphs").
+ * (docs/graph-format.md, "Node-link graphs"), read with the library's
+ * JSON reader (frontends/json/json.h).
  *
  * Each node becomes an mp__node (op "Checkmate") producing one tensor of
  * cost_ram bytes named after the node; a link source -> target makes the
@@ -11,9 +12,9 @@
  * cost_cpu, cost_ram; links with source and target) and Moccasin's random
  * layered graphs (nodes with name used as the id, out_cost, duration,
  * param_cost, named by the graph's node_*_tag attributes; links with keys
- * "0" and "1"). */
-#include "sched.h"
-#include "json_pos.h"
+ * "0" and "1"). Keys the format does not use are passed over. */
+#include "json.h"
+#include "ir.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,207 +22,285 @@
 
 #define OP_NAME "Checkmate"
 
+typedef struct nl_node {
+    char *id;           /* canonical id */
+    char *name;         /* tensor/node name */
+    uint64_t ram, param;
+    double cpu;
+    uint8_t backward, dup;
+    size_t off;         /* its object in the text */
+} nl_node;
+
 typedef struct nl {
-    mp__jloc loc;
+    mp__jr jr;
     mp_ctx *ctx;
-    size_t n, n_links;
-    char **ids;         /* canonical id per node */
-    char **names;       /* tensor/node name per node */
-    uint64_t *ram, *param;
-    double *cpu;
-    uint8_t *backward, *dup;
+    nl_node *nodes;
+    size_t n, cap_nodes;
     uint32_t *src, *dst; /* per link: node indices */
+    size_t n_links, cap_src, cap_dst;
     uint32_t *in_begin, *in_list, *out_begin, *out_list;
     uint32_t *indeg, *order, *heap, *tid, *stamp, *ins;
     mp__name_map id_map, name_map;
-    const char *tag_ram, *tag_cpu, *tag_param;
+    char *tags[3];      /* node_output_cost_tag, _duration_, _param_cost_ */
 } nl;
 
-static const char *str_at(const void *owner, uint32_t i)
+static const char *id_at(const void *owner, uint32_t i)
 {
-    return ((char *const *)owner)[i];
+    return ((const nl_node *)owner)[i].id;
 }
 
-static mp_status nl_type_err(nl *L, const json_t *v, const char *expected)
+static const char *name_at(const void *owner, uint32_t i)
 {
-    char buf[96];
-    return mp__jloc_err(&L->loc, MP_ERR_PARSE, false, "expected %s, got %s",
-                       expected, mp__json_describe(v, buf, sizeof buf));
+    return ((const nl_node *)owner)[i].name;
+}
+
+/* The path of node v for messages: nodes[v] (id ID, "NAME"). */
+static void at_node(nl *L, size_t v)
+{
+    mp__jr_path_cut(&L->jr, 0);
+    mp__jr_push_key(&L->jr, "nodes");
+    mp__jr_push_index(&L->jr, v);
+    mp__jr_label(&L->jr, "id %s, \"%s\"", L->nodes[v].id, L->nodes[v].name);
 }
 
 /* A node id (integer or string) in canonical form. */
-static mp_status canon_id(nl *L, json_t *v, char **out)
+static mp_status canon_id(nl *L, const mp__jval *v, char **out)
 {
     char buf[32];
     const char *s;
-    if (json_is_integer(v)) {
-        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+    if (v->type == MP__JT_NUMBER && v->is_int) {
+        snprintf(buf, sizeof buf, "%lld", (long long)v->i);
         s = buf;
-    } else if (json_is_string(v)) {
-        s = json_string_value(v);
+    } else if (v->type == MP__JT_STRING) {
+        s = mp__jr_str(&L->jr, v->s);
     } else {
-        return nl_type_err(L, v, "a node id (an integer or a string)");
+        return mp__jr_type_err(&L->jr, v,
+                               "a node id (an integer or a string)");
     }
     *out = mp__strdup(L->ctx, s);
     return *out ? MP_OK : MP_ERR_NOMEM;
 }
 
-/* First member present among keys (NULLs skipped). */
-static json_t *member(json_t *obj, const char *const *keys, size_t nk,
-                      const char **used)
-{
-    for (size_t k = 0; k < nk; k++) {
-        if (!keys[k])
-            continue;
-        json_t *v = json_object_get(obj, keys[k]);
-        if (v) {
-            *used = keys[k];
-            return v;
-        }
-    }
-    return NULL;
-}
-
 /* A byte count: an integer >= 0, or an integral real (networkx may write
  * 1024.0). */
-static mp_status get_bytes(nl *L, json_t *v, uint64_t *out)
+static mp_status get_bytes(nl *L, const mp__jval *v, uint64_t *out)
 {
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = (uint64_t)json_integer_value(v);
+    if (v->type == MP__JT_NUMBER && v->is_int && v->i >= 0) {
+        *out = (uint64_t)v->i;
         return MP_OK;
     }
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if (d >= 0 && d == floor(d)) {
-            if (d >= 18446744073709551616.0)
-                return mp__jloc_err(&L->loc, MP_ERR_OVERFLOW, false,
-                                   "%.17g bytes do not fit in 64 bits", d);
-            *out = (uint64_t)d;
-            return MP_OK;
-        }
+    if (v->type == MP__JT_NUMBER && !v->is_int && v->d >= 0 &&
+        v->d == floor(v->d)) {
+        if (v->d >= 18446744073709551616.0)
+            return mp__jr_err(&L->jr, MP_ERR_OVERFLOW, v->off,
+                              "%.17g bytes do not fit in 64 bits", v->d);
+        *out = (uint64_t)v->d;
+        return MP_OK;
     }
-    return nl_type_err(L, v, "a byte count (an integer >= 0)");
+    return mp__jr_type_err(&L->jr, v, "a byte count (an integer >= 0)");
 }
 
-static mp_status read_node(nl *L, json_t *nd, size_t i)
+/* The members of a node the format reads, by slot. */
+enum { N_ID, N_NAME, N_RAM, N_RAM_TAG, N_OUT_COST, N_CPU, N_CPU_TAG,
+       N_DURATION, N_PARAM_TAG, N_PARAM_COST, N_BACKWARD, N_SLOTS };
+
+typedef struct nl_obj {
+    mp__jobj o;
+    mp__jval v[N_SLOTS];
+} nl_obj;
+
+/* The next value, an object (what: its kind), its members of the table
+ * keys into m->v (containers skipped); other members passed over. */
+static mp_status read_members(nl *L, const mp__jkeys *keys, const char *what,
+                              nl_obj *m)
 {
-    mp_status st;
-    if (!json_is_object(nd))
-        return nl_type_err(L, nd, "an object (a node)");
-    const char *key = NULL;
-    static const char *const id_keys[] = {"id", "name"};
-    json_t *idv = member(nd, id_keys, 2, &key);
-    if (!idv)
-        return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
-                           "missing \"id\" (the node's id)");
-    mp__jloc_key(&L->loc, key);
-    if ((st = canon_id(L, idv, &L->ids[i])))
-        return st;
+    int k;
+    mp__jval v;
+    mp_status st = mp__jr_object(&L->jr, &m->o, keys, what);
+    while (!st && !(st = mp__jr_member(&L->jr, &m->o, &k)) &&
+           k != MP__JK_END && !(st = mp__jr_value(&L->jr, &v))) {
+        st = mp__jr_skip(&L->jr, &v);
+        if (k >= 0)
+            m->v[k] = v;
+    }
+    return st;
+}
+
+/* The first member present among the slots (from, n of them): its slot,
+ * with its key on the path; -1 when none is. */
+static int present(nl *L, const nl_obj *m, int from, int n)
+{
+    for (int k = from; k < from + n; k++)
+        if (m->o.seen >> k & 1) {
+            mp__jr_push_key(&L->jr, m->o.keys->names[k]);
+            return k;
+        }
+    return -1;
+}
+
+/* The node's id and name (ids unique; repeated names marked). */
+static mp_status node_names(nl *L, const nl_obj *m, size_t i)
+{
+    nl_node *nd = &L->nodes[i];
+    int k = present(L, m, N_ID, 2);
+    if (k < 0)
+        return mp__jr_err(&L->jr, MP_ERR_PARSE, m->o.off,
+                          "missing \"id\" (the node's id)");
     uint32_t prev;
-    if (mp__name_map_insert(L->ctx, &L->id_map, L->ids, str_at, L->ids[i],
-                           (uint32_t)i, &prev)) {
-        if (prev == MP_NONE)
-            return MP_ERR_NOMEM;
-        return mp__jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
-                           "duplicate node id %s (first at nodes[%u])",
-                           L->ids[i], (unsigned)prev);
-    }
-    mp__jloc_pop(&L->loc);
-    snprintf(L->loc.label, sizeof L->loc.label, "id %s", L->ids[i]);
-
-    json_t *nm = json_object_get(nd, "name");
-    if (nm && !json_is_string(nm) && !json_is_integer(nm)) {
-        mp__jloc_key(&L->loc, "name");
-        return nl_type_err(L, nm, "a string or an integer");
-    }
-    if (nm && json_is_string(nm)) {
-        if (!json_string_value(nm)[0]) {
-            mp__jloc_key(&L->loc, "name");
-            return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
-                               "must not be an empty string");
-        }
-        L->names[i] = mp__strdup(L->ctx, json_string_value(nm));
-    } else if (nm) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(nm));
-        L->names[i] = mp__strdup(L->ctx, buf);
-    } else {
-        L->names[i] = mp__strdup(L->ctx, L->ids[i]);
-    }
-    if (!L->names[i])
-        return MP_ERR_NOMEM;
-    snprintf(L->loc.label, sizeof L->loc.label, "id %s, \"%s\"", L->ids[i],
-             L->names[i]);
-    if (mp__name_map_insert(L->ctx, &L->name_map, L->names, str_at,
-                           L->names[i], (uint32_t)i, &prev)) {
-        if (prev == MP_NONE)
-            return MP_ERR_NOMEM;
-        L->dup[i] = L->dup[prev] = 1;
-    }
-
-    const char *ram_keys[] = {"cost_ram", L->tag_ram, "out_cost"};
-    json_t *v = member(nd, ram_keys, 3, &key);
-    if (!v)
-        return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
-                           "missing \"cost_ram\" (bytes of the node's "
-                           "output)");
-    mp__jloc_key(&L->loc, key);
-    if ((st = get_bytes(L, v, &L->ram[i])))
-        return st;
-    mp__jloc_pop(&L->loc);
-
-    const char *cpu_keys[] = {"cost_cpu", L->tag_cpu, "duration"};
-    L->cpu[i] = -1.0;
-    if ((v = member(nd, cpu_keys, 3, &key))) {
-        mp__jloc_key(&L->loc, key);
-        if (!json_is_number(v) || !(json_number_value(v) >= 0))
-            return nl_type_err(L, v, "a number >= 0");
-        L->cpu[i] = json_number_value(v);
-        mp__jloc_pop(&L->loc);
-    }
-
-    const char *param_keys[] = {L->tag_param, "param_cost"};
-    if ((v = member(nd, param_keys, 2, &key))) {
-        mp__jloc_key(&L->loc, key);
-        if ((st = get_bytes(L, v, &L->param[i])))
-            return st;
-        mp__jloc_pop(&L->loc);
-    }
-
-    if ((v = json_object_get(nd, "backward"))) {
-        if (!json_is_boolean(v)) {
-            mp__jloc_key(&L->loc, "backward");
-            return nl_type_err(L, v, "true or false");
-        }
-        L->backward[i] = json_is_true(v);
-    }
-    return MP_OK;
-}
-
-static mp_status link_end(nl *L, json_t *lk, const char *key, uint32_t *out)
-{
-    json_t *v = json_object_get(lk, key);
-    if (!v)
-        return mp__jloc_err(&L->loc, MP_ERR_PARSE, false, "missing \"%s\"",
-                           key);
-    mp__jloc_key(&L->loc, key);
-    char *id = NULL;
-    mp_status st = canon_id(L, v, &id);
+    mp_status st = canon_id(L, &m->v[k], &nd->id);
+    if (!st && mp__name_map_insert(L->ctx, &L->id_map, L->nodes, id_at,
+                                   nd->id, (uint32_t)i, &prev))
+        st = prev == MP_NONE ? MP_ERR_NOMEM
+                             : mp__jr_err(&L->jr, MP_ERR_DUPLICATE,
+                                          m->v[k].off,
+                                          "duplicate node id %s (first at "
+                                          "nodes[%u])",
+                                          nd->id, (unsigned)prev);
     if (st)
         return st;
-    uint32_t k = mp__name_map_find(&L->id_map, L->ids, str_at, id);
-    if (k == MP_NONE) {
-        st = mp__jloc_err(&L->loc, MP_ERR_GRAPH, false, "no node with id %s",
-                         id);
-        mp__dealloc(L->ctx, id);
-        return st;
+    mp__jr_pop(&L->jr);
+    mp__jr_label(&L->jr, "id %s", nd->id);
+    const mp__jval *nm = &m->v[N_NAME];
+    char buf[32];
+    const char *name = nd->id;
+    if (m->o.seen >> N_NAME & 1) {
+        mp__jr_push_key(&L->jr, "name");
+        if (nm->type == MP__JT_NUMBER && nm->is_int)
+            snprintf(buf, sizeof buf, "%lld", (long long)nm->i);
+        else if ((st = mp__jr_string(&L->jr, nm, true,
+                                     "a string or an integer", &name)))
+            return st;
+        mp__jr_pop(&L->jr);
+        name = nm->type == MP__JT_STRING ? name : buf;
     }
-    mp__dealloc(L->ctx, id);
-    mp__jloc_pop(&L->loc);
-    *out = k;
+    if (!(nd->name = mp__strdup(L->ctx, name)))
+        return MP_ERR_NOMEM;
+    mp__jr_label(&L->jr, "id %s, \"%s\"", nd->id, nd->name);
+    if (mp__name_map_insert(L->ctx, &L->name_map, L->nodes, name_at,
+                           nd->name, (uint32_t)i, &prev)) {
+        if (prev == MP_NONE)
+            return MP_ERR_NOMEM;
+        nd->dup = L->nodes[prev].dup = 1;
+    }
     return MP_OK;
 }
 
+/* The node's costs and phase. */
+static mp_status node_costs(nl *L, const nl_obj *m, nl_node *nd)
+{
+    mp_status st;
+    int k = present(L, m, N_RAM, 3);
+    if (k < 0)
+        return mp__jr_err(&L->jr, MP_ERR_PARSE, m->o.off,
+                          "missing \"cost_ram\" (bytes of the node's "
+                          "output)");
+    if ((st = get_bytes(L, &m->v[k], &nd->ram)))
+        return st;
+    mp__jr_pop(&L->jr);
+    nd->cpu = -1.0;
+    if ((k = present(L, m, N_CPU, 3)) >= 0) {
+        if ((st = mp__jr_num(&L->jr, &m->v[k], 0, "a number >= 0",
+                             &nd->cpu)))
+            return st;
+        mp__jr_pop(&L->jr);
+    }
+    if ((k = present(L, m, N_PARAM_TAG, 2)) >= 0) {
+        if ((st = get_bytes(L, &m->v[k], &nd->param)))
+            return st;
+        mp__jr_pop(&L->jr);
+    }
+    if (present(L, m, N_BACKWARD, 1) >= 0) {
+        mp__jtype t = m->v[N_BACKWARD].type;
+        if (t != MP__JT_TRUE && t != MP__JT_FALSE)
+            return mp__jr_type_err(&L->jr, &m->v[N_BACKWARD],
+                                   "true or false");
+        nd->backward = t == MP__JT_TRUE;
+        mp__jr_pop(&L->jr);
+    }
+    return MP_OK;
+}
+
+/* The next value: node i. */
+static mp_status read_node(nl *L, size_t i)
+{
+    const char *names[N_SLOTS] = {"id", "name", "cost_ram", L->tags[0],
+                                  "out_cost", "cost_cpu", L->tags[1],
+                                  "duration", L->tags[2], "param_cost",
+                                  "backward"};
+    const mp__jkeys keys = {names, N_SLOTS, MP__JK_ANY, NULL};
+    nl_obj m;
+    size_t mark = mp__jr_mark(&L->jr), depth = L->jr.n_path;
+    if (i >= UINT32_MAX / 2)
+        return mp__jr_err(&L->jr, MP_ERR_UNSUPPORTED, mp__jr_pos(&L->jr),
+                          "graph too large");
+    if (mp__grow(L->ctx, (void **)&L->nodes, sizeof *L->nodes, i + 1,
+                &L->cap_nodes))
+        return MP_ERR_NOMEM;
+    memset(&L->nodes[i], 0, sizeof L->nodes[i]);
+    L->n = i + 1;
+    L->nodes[i].off = mp__jr_ws(&L->jr);
+    mp_status st = read_members(L, &keys, "an object (a node)", &m);
+    if (!st)
+        st = node_names(L, &m, i);
+    if (!st)
+        st = node_costs(L, &m, &L->nodes[i]);
+    mp__jr_path_cut(&L->jr, depth);
+    mp__jr_release(&L->jr, mark);
+    return st;
+}
+
+/* One end of link l (key: "source"/"target" or "0"/"1"): its node. */
+static mp_status link_end(nl *L, const nl_obj *m, int k, uint32_t *out)
+{
+    static const char *const names[4] = {"source", "target", "0", "1"};
+    if (!(m->o.seen >> k & 1))
+        return mp__jr_err(&L->jr, MP_ERR_PARSE, m->o.off, "missing \"%s\"",
+                          names[k]);
+    mp__jr_push_key(&L->jr, names[k]);
+    char *id = NULL;
+    mp_status st = canon_id(L, &m->v[k], &id);
+    if (st)
+        return st;
+    uint32_t n = mp__name_map_find(&L->id_map, L->nodes, id_at, id);
+    if (n == MP_NONE)
+        st = mp__jr_err(&L->jr, MP_ERR_GRAPH, m->v[k].off,
+                        "no node with id %s", id);
+    mp__dealloc(L->ctx, id);
+    mp__jr_pop(&L->jr);
+    *out = n;
+    return st;
+}
+
+/* The next value: link l. */
+static mp_status read_link(nl *L, size_t l)
+{
+    static const char *const names[] = {"source", "target", "0", "1"};
+    static const mp__jkeys keys = {names, 4, MP__JK_ANY, NULL};
+    nl_obj m;
+    size_t mark = mp__jr_mark(&L->jr);
+    if (l >= UINT32_MAX / 2)
+        return mp__jr_err(&L->jr, MP_ERR_UNSUPPORTED, mp__jr_pos(&L->jr),
+                          "graph too large");
+    size_t c2 = L->cap_dst;
+    if (mp__grow(L->ctx, (void **)&L->src, sizeof *L->src, l + 1,
+                &L->cap_src) ||
+        mp__grow(L->ctx, (void **)&L->dst, sizeof *L->dst, l + 1, &c2))
+        return MP_ERR_NOMEM;
+    L->cap_dst = c2;
+    L->n_links = l + 1;
+    mp_status st = read_members(L, &keys, "an object (a link)", &m);
+    /* Moccasin writes the ends as "0" and "1" */
+    int k = (m.o.seen & 1) || !(m.o.seen & 4) ? 0 : 2;
+    if (!st)
+        st = link_end(L, &m, k, &L->src[l]);
+    if (!st)
+        st = link_end(L, &m, k + 1, &L->dst[l]);
+    if (!st && L->src[l] == L->dst[l])
+        st = mp__jr_err(&L->jr, MP_ERR_CYCLE, m.o.off,
+                        "self-loop on node id %s", L->nodes[L->src[l]].id);
+    mp__jr_release(&L->jr, mark);
+    return st;
+}
 
 /* Builds the in/out adjacency (CSR, link order kept) and a topological
  * order (smallest file index first). */
@@ -277,13 +356,9 @@ static mp_status topo_sort(nl *L)
             break;
         cur = next;
     }
-    L->loc.depth = 0;
-    mp__jloc_key(&L->loc, "nodes");
-    mp__jloc_index(&L->loc, cur);
-    snprintf(L->loc.label, sizeof L->loc.label, "id %s, \"%s\"", L->ids[cur],
-             L->names[cur]);
-    return mp__jloc_err(&L->loc, MP_ERR_CYCLE, false,
-                       "the graph has a cycle through this node");
+    at_node(L, cur);
+    return mp__jr_err(&L->jr, MP_ERR_CYCLE, L->nodes[cur].off,
+                      "the graph has a cycle through this node");
 }
 
 static mp_status set_bytes(mp_graph *g, uint32_t t, uint64_t bytes)
@@ -300,24 +375,22 @@ static mp_status build_graph(nl *L, mp_graph *g)
     size_t n = L->n;
     /* final names: repeated names get "#<id>" */
     for (size_t i = 0; i < n; i++) {
-        if (!L->dup[i])
+        nl_node *nd = &L->nodes[i];
+        if (!nd->dup)
             continue;
-        size_t len = strlen(L->names[i]) + strlen(L->ids[i]) + 2;
+        size_t len = strlen(nd->name) + strlen(nd->id) + 2;
         char *s = mp__alloc(L->ctx, len);
         if (!s)
             return MP_ERR_NOMEM;
-        snprintf(s, len, "%s#%s", L->names[i], L->ids[i]);
-        mp__dealloc(L->ctx, L->names[i]);
-        L->names[i] = s;
+        snprintf(s, len, "%s#%s", nd->name, nd->id);
+        mp__dealloc(L->ctx, nd->name);
+        nd->name = s;
     }
     char *pname = NULL;
     for (size_t k = 0; k < n; k++) {
         uint32_t v = L->order[k];
-        L->loc.depth = 0;
-        mp__jloc_key(&L->loc, "nodes");
-        mp__jloc_index(&L->loc, v);
-        snprintf(L->loc.label, sizeof L->loc.label, "id %s, \"%s\"",
-                 L->ids[v], L->names[v]);
+        const nl_node *nn = &L->nodes[v];
+        at_node(L, v);
         uint32_t n_in = 0;
         for (uint32_t e = L->in_begin[v]; e < L->in_begin[v + 1]; e++) {
             uint32_t s = L->in_list[e];
@@ -330,18 +403,18 @@ static mp_status build_graph(nl *L, mp_graph *g)
         memset(&td, 0, sizeof td);
         td.rank = -1;
         uint32_t t;
-        if (L->param[v]) {
-            size_t len = strlen(L->names[v]) + 7;
+        if (nn->param) {
+            size_t len = strlen(nn->name) + 7;
             pname = mp__alloc(L->ctx, len);
             if (!pname)
                 return MP_ERR_NOMEM;
-            snprintf(pname, len, "%s.param", L->names[v]);
+            snprintf(pname, len, "%s.param", nn->name);
             td.name = pname;
             td.kind = MP_KIND_WEIGHT;
             uint32_t dummy;
             if (mp_graph_find_tensor(g, pname, &dummy) == MP_OK) {
-                st = mp__jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
-                                 "tensor name \"%s\" is taken", pname);
+                st = mp__jr_err(&L->jr, MP_ERR_DUPLICATE, nn->off,
+                                "tensor name \"%s\" is taken", pname);
                 mp__dealloc(L->ctx, pname);
                 return st;
             }
@@ -349,33 +422,33 @@ static mp_status build_graph(nl *L, mp_graph *g)
             mp__dealloc(L->ctx, pname);
             if (st)
                 return st;
-            set_bytes(g, t, L->param[v]);
+            set_bytes(g, t, nn->param);
             L->ins[n_in++] = t;
         }
-        td.name = L->names[v];
-        td.kind = L->backward[v] ? MP_KIND_GRADIENT : MP_KIND_ACTIVATION;
+        td.name = nn->name;
+        td.kind = nn->backward ? MP_KIND_GRADIENT : MP_KIND_ACTIVATION;
         uint32_t dummy;
         if (mp_graph_find_tensor(g, td.name, &dummy) == MP_OK)
-            return mp__jloc_err(&L->loc, MP_ERR_DUPLICATE, false,
-                               "name \"%s\" is used twice", td.name);
+            return mp__jr_err(&L->jr, MP_ERR_DUPLICATE, nn->off,
+                              "name \"%s\" is used twice", td.name);
         if ((st = mp_graph_add_tensor(g, &td, &t)))
             return st;
-        set_bytes(g, t, L->ram[v]);
+        set_bytes(g, t, nn->ram);
         L->tid[v] = t;
         mp_node_desc nd;
         memset(&nd, 0, sizeof nd);
-        nd.name = L->names[v];
+        nd.name = nn->name;
         nd.op = OP_NAME;
         nd.inputs = L->ins;
         nd.n_inputs = n_in;
         nd.outputs = &t;
         nd.n_outputs = 1;
-        nd.phase = L->backward[v] ? MP_PHASE_BACKWARD : MP_PHASE_FORWARD;
+        nd.phase = nn->backward ? MP_PHASE_BACKWARD : MP_PHASE_FORWARD;
         uint32_t id;
         if ((st = mp_graph_add_node(g, &nd, &id)))
             return st;
-        if (L->cpu[v] >= 0 &&
-            (st = mp_graph_set_node_cost(g, id, -1.0, -1.0, L->cpu[v])))
+        if (nn->cpu >= 0 &&
+            (st = mp_graph_set_node_cost(g, id, -1.0, -1.0, nn->cpu)))
             return st;
     }
     for (size_t i = 0; i < n; i++)
@@ -385,70 +458,91 @@ static mp_status build_graph(nl *L, mp_graph *g)
     return MP_OK;
 }
 
-static mp_status load(nl *L, json_t *root, mp_graph *g)
+/* The value at off (at depth), an array, element by element with fn. */
+static mp_status read_list(nl *L, size_t off, unsigned depth,
+                           const char *key,
+                           mp_status (*fn)(nl *L, size_t i))
 {
-    mp_status st;
-    json_t *v;
-    if ((v = json_object_get(root, "directed")) && !json_is_true(v)) {
-        mp__jloc_key(&L->loc, "directed");
-        if (!json_is_boolean(v))
-            return nl_type_err(L, v, "true or false");
-        return mp__jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
-                           "undirected graphs are not supported");
-    }
-    json_t *gr = json_object_get(root, "graph");
-    if (gr && json_is_object(gr)) {
-        json_t *nm = json_object_get(gr, "name");
-        if (nm && json_is_string(nm) &&
-            (st = mp_graph_set_name(g, json_string_value(nm))))
+    mp__jarr a;
+    bool more;
+    mp__jr_seek(&L->jr, off, depth);
+    mp__jr_path_cut(&L->jr, 0);
+    mp__jr_push_key(&L->jr, key);
+    mp_status st = mp__jr_array(&L->jr, &a, NULL);
+    while (!st && !(st = mp__jr_elem(&L->jr, &a, &more)) && more)
+        st = fn(L, a.n - 1);
+    return st;
+}
+
+/* "graph": its name and the node attributes' names (Moccasin's tags). */
+static mp_status read_graph_attrs(nl *L, mp_graph *g)
+{
+    static const char *const names[] = {"node_output_cost_tag",
+                                        "node_duration_tag",
+                                        "node_param_cost_tag", "name"};
+    static const mp__jkeys keys = {names, 4, MP__JK_ANY, NULL};
+    mp__jval v;
+    mp__jobj o;
+    int k;
+    mp_status st = mp__jr_value(&L->jr, &v);
+    if (st || v.type != MP__JT_OBJECT)
+        return st ? st : mp__jr_skip(&L->jr, &v);
+    mp__jr_object_at(&L->jr, &o, &v, &keys);
+    while (!(st = mp__jr_member(&L->jr, &o, &k)) && k != MP__JK_END) {
+        if ((st = mp__jr_value(&L->jr, &v)) || (st = mp__jr_skip(&L->jr, &v)))
             return st;
-        static const char *const tags[] = {"node_output_cost_tag",
-                                           "node_duration_tag",
-                                           "node_param_cost_tag"};
-        const char **dst[] = {&L->tag_ram, &L->tag_cpu, &L->tag_param};
-        for (int k = 0; k < 3; k++) {
-            json_t *t = json_object_get(gr, tags[k]);
-            if (t && json_is_string(t))
-                *dst[k] = json_string_value(t);
+        if (k < 0 || v.type != MP__JT_STRING)
+            continue;
+        const char *s = mp__jr_str(&L->jr, v.s);
+        if (k == 3) {
+            if ((st = mp_graph_set_name(g, s)))
+                return st;
+        } else if (!(L->tags[k] = mp__strdup(L->ctx, s))) {
+            return MP_ERR_NOMEM;
         }
     }
-    json_t *nodes = json_object_get(root, "nodes");
-    const char *links_key = "links";
-    json_t *links = json_object_get(root, "links");
-    if (!links && (links = json_object_get(root, "edges")))
-        links_key = "edges";
-    if (!nodes || !json_is_array(nodes)) {
-        if (!nodes)
-            return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
-                               "missing required key \"nodes\" (an array)");
-        mp__jloc_key(&L->loc, "nodes");
-        return nl_type_err(L, nodes, "an array");
-    }
-    if (!links || !json_is_array(links)) {
-        if (!links)
-            return mp__jloc_err(&L->loc, MP_ERR_PARSE, false,
-                               "missing required key \"links\" (an array)");
-        mp__jloc_key(&L->loc, links_key);
-        return nl_type_err(L, links, "an array");
-    }
-    size_t n = json_array_size(nodes), m = json_array_size(links);
-    if (n >= UINT32_MAX / 2 || m >= UINT32_MAX / 2)
-        return mp__jloc_err(&L->loc, MP_ERR_UNSUPPORTED, false,
-                           "graph too large");
-    L->n = n;
-    L->n_links = m;
-    size_t n1 = n + 1, m1 = m + 1;
+    return st;
+}
+
+/* The top level: "directed" must be true when given. */
+static mp_status check_directed(nl *L, size_t off, unsigned depth)
+{
+    mp__jval v;
+    mp__jr_seek(&L->jr, off, depth);
+    mp__jr_push_key(&L->jr, "directed");
+    mp_status st = mp__jr_value(&L->jr, &v);
+    if (st || v.type == MP__JT_TRUE)
+        return st;
+    if (v.type != MP__JT_FALSE)
+        return mp__jr_type_err(&L->jr, &v, "true or false");
+    return mp__jr_err(&L->jr, MP_ERR_UNSUPPORTED, v.off,
+                      "undirected graphs are not supported");
+}
+
+/* The top-level member k (its value at off) must be an array. */
+static mp_status check_list(nl *L, const mp__jobj *o, int k, size_t off)
+{
+    static const char *const names[] = {"nodes", "links", "edges"};
+    mp__jval v;
+    if (!(o->seen >> k & 1))
+        return mp__jr_missing(&L->jr, o, names[k < 2 ? k : 1],
+                              " (an array)");
+    mp__jr_seek(&L->jr, off, o->depth);
+    mp__jr_path_cut(&L->jr, 0);
+    mp__jr_push_key(&L->jr, names[k]);
+    mp_status st = mp__jr_value(&L->jr, &v);
+    if (!st && v.type != MP__JT_ARRAY)
+        st = mp__jr_type_err(&L->jr, &v, "an array");
+    mp__jr_path_cut(&L->jr, 0);
+    return st;
+}
+
+/* CSR arrays and the topological order, once n and m are known. */
+static mp_status alloc_order(nl *L)
+{
+    size_t n1 = L->n + 1, m1 = L->n_links + 1;
     mp_ctx *ctx = L->ctx;
-    if (!(L->ids = mp__calloc(ctx, n1, sizeof *L->ids)) ||
-        !(L->names = mp__calloc(ctx, n1, sizeof *L->names)) ||
-        !(L->ram = mp__calloc(ctx, n1, sizeof *L->ram)) ||
-        !(L->param = mp__calloc(ctx, n1, sizeof *L->param)) ||
-        !(L->cpu = mp__calloc(ctx, n1, sizeof *L->cpu)) ||
-        !(L->backward = mp__calloc(ctx, n1, 1)) ||
-        !(L->dup = mp__calloc(ctx, n1, 1)) ||
-        !(L->src = mp__calloc(ctx, m1, sizeof *L->src)) ||
-        !(L->dst = mp__calloc(ctx, m1, sizeof *L->dst)) ||
-        !(L->in_begin = mp__calloc(ctx, n1, sizeof *L->in_begin)) ||
+    if (!(L->in_begin = mp__calloc(ctx, n1, sizeof *L->in_begin)) ||
         !(L->out_begin = mp__calloc(ctx, n1, sizeof *L->out_begin)) ||
         !(L->in_list = mp__calloc(ctx, m1, sizeof *L->in_list)) ||
         !(L->out_list = mp__calloc(ctx, m1, sizeof *L->out_list)) ||
@@ -459,68 +553,75 @@ static mp_status load(nl *L, json_t *root, mp_graph *g)
         !(L->stamp = mp__calloc(ctx, n1, sizeof *L->stamp)) ||
         !(L->ins = mp__calloc(ctx, m1 + 1, sizeof *L->ins)))
         return MP_ERR_NOMEM;
+    return MP_OK;
+}
 
-    mp__jloc_key(&L->loc, "nodes");
-    for (size_t i = 0; i < n; i++) {
-        mp__jloc_index(&L->loc, i);
-        L->loc.label[0] = 0;
-        if ((st = read_node(L, json_array_get(nodes, i), i)))
-            return st;
-        mp__jloc_pop(&L->loc);
-    }
-    mp__jloc_pop(&L->loc);
-    L->loc.label[0] = 0;
+enum { T_NODES, T_LINKS, T_EDGES, T_DIRECTED, T_GRAPH, T_N };
 
-    mp__jloc_key(&L->loc, links_key);
-    for (size_t l = 0; l < m; l++) {
-        json_t *lk = json_array_get(links, l);
-        mp__jloc_index(&L->loc, l);
-        if (!json_is_object(lk))
-            return nl_type_err(L, lk, "an object (a link)");
-        bool moccasin = !json_object_get(lk, "source") &&
-                        json_object_get(lk, "0");
-        if ((st = link_end(L, lk, moccasin ? "0" : "source", &L->src[l])) ||
-            (st = link_end(L, lk, moccasin ? "1" : "target", &L->dst[l])))
-            return st;
-        if (L->src[l] == L->dst[l])
-            return mp__jloc_err(&L->loc, MP_ERR_CYCLE, false,
-                               "self-loop on node id %s", L->ids[L->src[l]]);
-        mp__jloc_pop(&L->loc);
+static mp_status load(nl *L, mp_graph *g)
+{
+    static const char *const names[] = {"nodes", "links", "edges",
+                                        "directed", "graph"};
+    static const mp__jkeys keys = {names, T_N, MP__JK_ANY, NULL};
+    size_t off[T_N] = {0};
+    mp__jobj o;
+    int k;
+    mp_status st = mp__jr_doc(&L->jr, &o, &keys);
+    while (!st && !(st = mp__jr_member(&L->jr, &o, &k)) && k != MP__JK_END) {
+        size_t at = mp__jr_ws(&L->jr);
+        if (k >= 0)
+            off[k] = at;
+        st = mp__jr_skip_value(&L->jr);
     }
-    mp__jloc_pop(&L->loc);
-    if ((st = topo_sort(L)))
+    if (st || (st = mp__jr_doc_end(&L->jr)))
+        return st;
+    if ((o.seen >> T_DIRECTED & 1) &&
+        (st = check_directed(L, off[T_DIRECTED], o.depth)))
+        return st;
+    mp__jr_path_cut(&L->jr, 0);
+    if (o.seen >> T_GRAPH & 1) {
+        mp__jr_seek(&L->jr, off[T_GRAPH], o.depth);
+        if ((st = read_graph_attrs(L, g)))
+            return st;
+    }
+    int lk = (o.seen >> T_LINKS & 1) || !(o.seen >> T_EDGES & 1) ? T_LINKS
+                                                                 : T_EDGES;
+    if ((st = check_list(L, &o, T_NODES, off[T_NODES])) ||
+        (st = check_list(L, &o, lk, off[lk])) ||
+        (st = read_list(L, off[T_NODES], o.depth, "nodes", read_node)) ||
+        (st = read_list(L, off[lk], o.depth, names[lk], read_link)) ||
+        (st = alloc_order(L)) || (st = topo_sort(L)))
         return st;
     return build_graph(L, g);
 }
 
-mp_status mp__nodelink_build(mp_ctx *ctx, json_t *root, const char *text,
-                            size_t len, const char *src, mp_graph **out)
+mp_status mp__nodelink_read(mp_ctx *ctx, const char *text, size_t len,
+                           const char *src, mp_graph **out)
 {
     *out = NULL;
     nl L;
     memset(&L, 0, sizeof L);
-    mp__jloc_init(&L.loc, ctx, src, text, len);
+    mp__jr_init(&L.jr, ctx, src, text, len, MP__JR_NUM64);
     L.ctx = ctx;
     mp_graph *g = NULL;
     mp_status st = mp_graph_create(ctx, &g);
     if (!st)
-        st = load(&L, root, g);
+        st = load(&L, g);
     if (!st)
         st = mp__json_finalize(ctx, g, src);
     for (size_t i = 0; i < L.n; i++) {
-        if (L.ids)
-            mp__dealloc(ctx, L.ids[i]);
-        if (L.names)
-            mp__dealloc(ctx, L.names[i]);
+        mp__dealloc(ctx, L.nodes[i].id);
+        mp__dealloc(ctx, L.nodes[i].name);
     }
-    void *arrays[] = {L.ids, L.names, L.ram, L.param, L.cpu, L.backward,
-                      L.dup, L.src, L.dst, L.in_begin, L.out_begin,
+    void *arrays[] = {L.nodes, L.src, L.dst, L.in_begin, L.out_begin,
                       L.in_list, L.out_list, L.indeg, L.order, L.heap,
-                      L.tid, L.stamp, L.ins};
+                      L.tid, L.stamp, L.ins, L.tags[0], L.tags[1],
+                      L.tags[2]};
     for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
         mp__dealloc(ctx, arrays[k]);
     mp__name_map_free(ctx, &L.id_map);
     mp__name_map_free(ctx, &L.name_map);
+    mp__jr_free(&L.jr);
     if (st) {
         mp_graph_destroy(g);
         return st;
@@ -542,12 +643,7 @@ mp_status mp_graph_load_nodelink(mp_ctx *ctx, const char *path,
     mp_status st = mp__read_file(ctx, path, &text, &len);
     if (st)
         return st;
-    json_t *root;
-    st = mp__json_parse(ctx, text, len, path, &root);
-    if (!st) {
-        st = mp__nodelink_build(ctx, root, text, len, path, out);
-        json_decref(root);
-    }
+    st = mp__nodelink_read(ctx, text, len, path, out);
     mp__dealloc(ctx, text);
     return st;
 }

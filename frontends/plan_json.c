@@ -1,138 +1,38 @@
-/* Plan JSON: writer and reader (schema in docs/plan-format.md).
+/* Plan JSON: writer and reader (schema in docs/plan-format.md), through
+ * the library's JSON reader and writer (frontends/json/json.h).
  *
- * Both directions are hand-written rather than going through jansson's
- * DOM: a 100k-node plan is ~15 MB of JSON with 300k small objects, which
- * jansson takes over half a second to build (a hash table per object),
- * while the streaming reader below resolves names as it goes and keeps the
- * position of every value, so semantic errors name file:line:column too.
- *
- * The reader loads what it reads: it checks syntax, types, required keys
- * and that every name exists in the graph, but not whether the plan is
- * right (resident inputs, overlaps, figures): that is mp_verify_plan's job,
- * so a tampered plan reaches the verifier intact. */
+ * The reader streams: a 100k-node plan is ~15 MB of JSON with 300k small
+ * objects, and names are resolved as they are read. It loads what it
+ * reads: it checks syntax, types, required keys and that every name exists
+ * in the graph, but not whether the plan is right (resident inputs,
+ * overlaps, figures): that is mp_verify_plan's job, so a tampered plan
+ * reaches the verifier intact. */
 #include "sched.h"
-#include "json_tok.h"
+#include "json.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define PLAN_FORMAT "memplan-plan"
 #define PLAN_VERSION 1
-#define MAX_DEPTH 256
 
 /* ======================================================================
  * Writer
  * ====================================================================== */
-typedef struct wbuf {
-    mp_ctx *ctx;
-    char *buf;
-    size_t len, cap;
-    mp_status st;
-} wbuf;
 
-static void w_reserve(wbuf *w, size_t extra)
-{
-    if (w->st)
-        return;
-    if (w->len + extra + 1 <= w->cap)
-        return;
-    void *p = w->buf;
-    w->st = mp__grow(w->ctx, &p, 1, w->len + extra + 1, &w->cap);
-    w->buf = p;
-}
-
-static void w_raw(wbuf *w, const char *s, size_t n)
-{
-    w_reserve(w, n);
-    if (w->st)
-        return;
-    memcpy(w->buf + w->len, s, n);
-    w->len += n;
-}
-
-static void w_str(wbuf *w, const char *s) { w_raw(w, s, strlen(s)); }
-
-static void w_u64(wbuf *w, uint64_t v)
-{
-    char tmp[24];
-    int i = (int)sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    w_raw(w, tmp + i, sizeof tmp - (size_t)i);
-}
-
-/* Shortest "%.Ng" that reads back as the same double. */
-static void w_double(wbuf *w, double v)
-{
-    char tmp[40];
-    if (!isfinite(v))
-        v = 0.0;
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-        if (strtod(tmp, NULL) == v)
-            break;
-    }
-    /* keep it a JSON number that reads back as a real: "1" -> "1.0" is not
-     * needed, the reader accepts integers for real fields */
-    w_str(w, tmp);
-}
-
-static void w_json_string(wbuf *w, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    w_reserve(w, strlen(s) + 2);
-    w_raw(w, "\"", 1);
-    const char *run = s;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        w_raw(w, run, (size_t)(s - run));
-        run = s + 1;
-        switch (c) {
-        case '"': w_raw(w, "\\\"", 2); break;
-        case '\\': w_raw(w, "\\\\", 2); break;
-        case '\n': w_raw(w, "\\n", 2); break;
-        case '\t': w_raw(w, "\\t", 2); break;
-        case '\r': w_raw(w, "\\r", 2); break;
-        case '\b': w_raw(w, "\\b", 2); break;
-        case '\f': w_raw(w, "\\f", 2); break;
-        default: {
-            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            w_raw(w, u, 6);
-        }
-        }
-    }
-    w_raw(w, run, (size_t)(s - run));
-    w_raw(w, "\"", 1);
-}
-
-static void w_key_u64(wbuf *w, const char *key, uint64_t v)
-{
-    w_str(w, key);
-    w_u64(w, v);
-}
-
-static mp_status plan_write(const mp_plan *p, wbuf *w)
+/* Every index must name something in the graph, or the file would not
+ * read back. */
+static mp_status plan_check(const mp_plan *p)
 {
     const mp_graph *g = p->graph;
     mp_ctx *ctx = p->ctx;
-    const mp_figures *f = &p->fig;
-
-    /* the format has no pools yet (issue 9): refuse rather than write
-     * per-pool offsets as if they shared one arena */
+    /* the format has no pools yet: refuse rather than write per-pool
+     * offsets as if they shared one arena */
     if (p->n_pools)
         return mp__err(ctx, MP_ERR_UNSUPPORTED,
                       "plan JSON cannot hold memory pools yet (%u pools)",
                       (unsigned)p->n_pools);
-
-    /* every index must name something in the graph, or the file would not
-     * read back */
     for (uint32_t i = 0; i < p->n_steps; i++) {
         const mp_step *s = &p->steps[i];
         bool is_node = s->kind == MP_STEP_COMPUTE ||
@@ -155,84 +55,107 @@ static mp_status plan_write(const mp_plan *p, wbuf *w)
                           "plan block %u refers to tensor %u, the graph has "
                           "%zu",
                           i, p->blocks[i].tensor, g->n_tensors);
+    return MP_OK;
+}
 
-    /* ~40 bytes per step and ~90 per block, plus names */
-    w_reserve(w, 1024 + (size_t)p->n_steps * 48 + (size_t)p->n_blocks * 96);
+static void key_u64(mp__jw *w, const char *key, uint64_t v)
+{
+    mp__jw_key(w, key);
+    mp__jw_u64(w, v);
+}
 
-    w_str(w, "{\n  \"format\": \"" PLAN_FORMAT "\",\n  \"version\": ");
-    w_u64(w, PLAN_VERSION);
-    w_str(w, ",\n  \"graph\": {\"name\": ");
-    if (g->name)
-        w_json_string(w, g->name);
-    else
-        w_str(w, "null");
-    w_key_u64(w, ", \"tensors\": ", g->n_tensors);
-    w_key_u64(w, ", \"nodes\": ", g->n_nodes);
-    w_str(w, "},\n  \"figures\": {");
-    w_key_u64(w, "\"lower_bound_bytes\": ", f->lower_bound_bytes);
-    w_key_u64(w, ", \"arena_bytes\": ", f->arena_bytes);
-    w_key_u64(w, ", \"persistent_bytes\": ", f->persistent_bytes);
-    w_key_u64(w, ", \"peak_bytes\": ", f->peak_bytes);
-    w_key_u64(w, ", \"no_reuse_bytes\": ", f->no_reuse_bytes);
-    w_key_u64(w, ", \"alignment\": ", f->alignment);
-    w_key_u64(w, ", \"peak_step\": ", f->peak_step);
-    w_str(w, ", \"status\": ");
-    w_json_string(w, mp_solve_status_name(f->status));
-    w_str(w, ", \"solver\": ");
-    if (f->solver)
-        w_json_string(w, f->solver);
-    else
-        w_str(w, "null");
-    w_str(w, ", \"solve_seconds\": ");
-    w_double(w, f->solve_seconds);
-    w_str(w, "},\n  \"schedule\": [");
+static void key_str(mp__jw *w, const char *key, const char *s)
+{
+    mp__jw_key(w, key);
+    mp__jw_string(w, s);
+}
+
+static void write_figures(mp__jw *w, const mp_figures *f)
+{
+    mp__jw_key(w, "figures");
+    mp__jw_object(w, false);
+    key_u64(w, "lower_bound_bytes", f->lower_bound_bytes);
+    key_u64(w, "arena_bytes", f->arena_bytes);
+    key_u64(w, "persistent_bytes", f->persistent_bytes);
+    key_u64(w, "peak_bytes", f->peak_bytes);
+    key_u64(w, "no_reuse_bytes", f->no_reuse_bytes);
+    key_u64(w, "alignment", f->alignment);
+    key_u64(w, "peak_step", f->peak_step);
+    key_str(w, "status", mp_solve_status_name(f->status));
+    key_str(w, "solver", f->solver);
+    mp__jw_key(w, "solve_seconds");
+    mp__jw_double(w, f->solve_seconds, MP__JW_SHORTEST, "solve_seconds");
+    mp__jw_end(w);
+}
+
+/* The schedule and the blocks, one per line; the fused tensors. */
+static void write_lists(mp__jw *w, const mp_plan *p)
+{
+    const mp_graph *g = p->graph;
+    mp__jw_key(w, "schedule");
+    mp__jw_array(w, true);
     for (uint32_t i = 0; i < p->n_steps; i++) {
         const mp_step *s = &p->steps[i];
         bool is_node = s->kind == MP_STEP_COMPUTE ||
                        s->kind == MP_STEP_RECOMPUTE;
-        w_str(w, i ? ",\n    {\"step\": \"" : "\n    {\"step\": \"");
-        w_str(w, mp_step_kind_name(s->kind));
-        if (is_node) {
-            w_str(w, "\", \"node\": ");
-            w_json_string(w, g->nodes[s->index].name);
-        } else {
-            w_str(w, "\", \"tensor\": ");
-            w_json_string(w, g->tensors[s->index].name);
-        }
-        w_str(w, "}");
+        mp__jw_object(w, false);
+        key_str(w, "step", mp_step_kind_name(s->kind));
+        key_str(w, is_node ? "node" : "tensor",
+                is_node ? g->nodes[s->index].name : g->tensors[s->index].name);
+        mp__jw_end(w);
     }
-    w_str(w, p->n_steps ? "\n  ],\n  \"blocks\": [" : "],\n  \"blocks\": [");
+    mp__jw_end(w);
+    mp__jw_key(w, "blocks");
+    mp__jw_array(w, true);
     for (uint32_t i = 0; i < p->n_blocks; i++) {
         const mp_block *b = &p->blocks[i];
-        w_str(w, i ? ",\n    {\"tensor\": " : "\n    {\"tensor\": ");
-        w_json_string(w, g->tensors[b->tensor].name);
-        w_key_u64(w, ", \"offset\": ", b->offset);
-        w_key_u64(w, ", \"size\": ", b->size);
-        w_key_u64(w, ", \"first\": ", b->first);
-        w_key_u64(w, ", \"end\": ", b->end);
-        if (p->block_over && p->block_over[i] < g->n_tensors) {
-            /* optional: written in place over that tensor (issue 4) */
-            w_str(w, ", \"over\": ");
-            w_json_string(w, g->tensors[p->block_over[i]].name);
-        }
-        w_str(w, "}");
+        mp__jw_object(w, false);
+        key_str(w, "tensor", g->tensors[b->tensor].name);
+        key_u64(w, "offset", b->offset);
+        key_u64(w, "size", b->size);
+        key_u64(w, "first", b->first);
+        key_u64(w, "end", b->end);
+        /* optional: written in place over that tensor */
+        if (p->block_over && p->block_over[i] < g->n_tensors)
+            key_str(w, "over", g->tensors[p->block_over[i]].name);
+        mp__jw_end(w);
     }
-    w_str(w, p->n_blocks ? "\n  ]" : "]");
-    if (p->fused) {
-        /* optional: tensors inside fused chains, without memory */
-        bool first = true;
-        w_str(w, ",\n  \"fused\": [");
+    mp__jw_end(w);
+    if (p->fused) { /* optional: tensors inside fused chains */
+        mp__jw_key(w, "fused");
+        mp__jw_array(w, false);
         for (size_t t = 0; t < g->n_tensors; t++)
-            if (p->fused[t]) {
-                w_str(w, first ? "" : ", ");
-                w_json_string(w, g->tensors[t].name);
-                first = false;
-            }
-        w_str(w, "]");
+            if (p->fused[t])
+                mp__jw_string(w, g->tensors[t].name);
+        mp__jw_end(w);
     }
-    w_str(w, "\n}\n");
-    if (w->st == MP_OK)
-        w->buf[w->len] = 0;
+}
+
+/* The plan as JSON into w (initialized here). */
+static mp_status plan_write(const mp_plan *p, mp__jw *w)
+{
+    const mp_graph *g = p->graph;
+    /* ~40 bytes per step and ~90 per block, plus names */
+    mp__jw_init(w, p->ctx, 0,
+                1024 + (size_t)p->n_steps * 48 + (size_t)p->n_blocks * 96);
+    mp_status st = plan_check(p);
+    if (st) {
+        w->st = st; /* the message is in the context */
+        return st;
+    }
+    mp__jw_object(w, true);
+    key_str(w, "format", PLAN_FORMAT);
+    key_u64(w, "version", PLAN_VERSION);
+    mp__jw_key(w, "graph");
+    mp__jw_object(w, false);
+    key_str(w, "name", g->name);
+    key_u64(w, "tensors", g->n_tensors);
+    key_u64(w, "nodes", g->n_nodes);
+    mp__jw_end(w);
+    write_figures(w, &p->fig);
+    write_lists(w, p);
+    mp__jw_end(w);
+    mp__jw_raw(w, "\n");
     return w->st;
 }
 
@@ -245,14 +168,9 @@ mp_status mp_plan_to_json_string(const mp_plan *p, char **out)
     *out = NULL;
     if (!p || !p->graph)
         return MP_ERR_INVALID_ARG;
-    wbuf w = {p->ctx, NULL, 0, 0, MP_OK};
-    mp_status st = plan_write(p, &w);
-    if (st) {
-        mp__dealloc(p->ctx, w.buf);
-        return st;
-    }
-    *out = w.buf;
-    return MP_OK;
+    mp__jw w;
+    plan_write(p, &w);
+    return mp__jw_done(&w, out, NULL);
 }
 
 mp_status mp_plan_save_json(const mp_plan *p, const char *path)
@@ -262,424 +180,19 @@ mp_status mp_plan_save_json(const mp_plan *p, const char *path)
     if (!path)
         return mp__err(p->ctx, MP_ERR_INVALID_ARG,
                       "mp_plan_save_json: path is NULL");
-    wbuf w = {p->ctx, NULL, 0, 0, MP_OK};
-    mp_status st = plan_write(p, &w);
-    if (st) {
-        mp__dealloc(p->ctx, w.buf);
-        return st;
-    }
-    st = mp__write_file(p->ctx, path, w.buf, w.len);
-    mp__dealloc(p->ctx, w.buf);
-    return st;
+    mp__jw w;
+    plan_write(p, &w);
+    return mp__jw_save(&w, path);
 }
 
 /* ======================================================================
  * Reader
  * ====================================================================== */
 typedef struct rd {
-    mp_ctx *ctx;
+    mp__jr jr;
     mp_graph *g;
-    const char *src;          /* file name for messages */
-    const char *beg, *p, *end;
-    char *sbuf;               /* decoded string, NUL-terminated */
-    size_t scap;
-    int depth;
-    /* the path of the value being read, formatted only for a message */
-    const char *psec, *pkey;
-    size_t pidx;
-    char pbuf[96];
     uint32_t last_node, last_tensor;   /* previous names resolved */
 } rd;
-
-/* The path for a message: `path` when given, else section[index].key from
- * the reader's state (formatting it for every value would cost more than
- * parsing the value). */
-static const char *P(rd *r, const char *path)
-{
-    if (path)
-        return path;
-    if (r->pkey)
-        snprintf(r->pbuf, sizeof r->pbuf, "%s[%zu].%s", r->psec, r->pidx,
-                 r->pkey);
-    else
-        snprintf(r->pbuf, sizeof r->pbuf, "%s[%zu]", r->psec, r->pidx);
-    return r->pbuf;
-}
-
-enum jtype { J_STRING, J_NUMBER, J_OBJECT, J_ARRAY, J_BOOL, J_NULL, J_BAD };
-
-static const char *jtype_name(enum jtype t)
-{
-    static const char *const n[] = {"a string", "a number", "an object",
-                                    "an array", "a boolean", "null",
-                                    "an invalid token"};
-    return n[t];
-}
-
-/* Error at position pos: "file:line:column: <path>: <text>". */
-static mp_status rd_err(rd *r, const char *pos, mp_status st,
-                        const char *fmt, ...) MP__PRINTF(4, 5);
-static mp_status rd_err(rd *r, const char *pos, mp_status st,
-                        const char *fmt, ...)
-{
-    int line, col;   /* columns count characters (UTF-8), as jansson's */
-    mp__jtok_line_col(r->beg, (size_t)(r->end - r->beg),
-                     pos > r->end ? (size_t)(r->end - r->beg)
-                                  : (size_t)(pos - r->beg),
-                     &line, &col);
-    char text[MP__MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    return mp__err(r->ctx, st, "%s:%d:%d: %s", r->src, line, col, text);
-}
-
-/* The shared tokenizer (json_tok.h) at the reader's position. */
-static mp__jtok tok(const rd *r)
-{
-    mp__jtok k;
-    mp__jtok_init(&k, r->beg, (size_t)(r->end - r->beg),
-                 (size_t)(r->p - r->beg));
-    return k;
-}
-
-static void ws(rd *r)
-{
-    mp__jtok k = tok(r);
-    mp__jtok_ws(&k);
-    r->p = r->beg + k.pos;
-}
-
-static enum jtype peek(rd *r)
-{
-    ws(r);
-    if (r->p >= r->end)
-        return J_BAD;
-    switch (*r->p) {
-    case '"': return J_STRING;
-    case '{': return J_OBJECT;
-    case '[': return J_ARRAY;
-    case 't': case 'f': return J_BOOL;
-    case 'n': return J_NULL;
-    case '-': case '0': case '1': case '2': case '3': case '4': case '5':
-    case '6': case '7': case '8': case '9': return J_NUMBER;
-    default: return J_BAD;
-    }
-}
-
-static mp_status syntax(rd *r, const char *what)
-{
-    if (r->p >= r->end)
-        return rd_err(r, r->p, MP_ERR_PARSE,
-                      "syntax error: unexpected end of input, expected %s",
-                      what);
-    unsigned char c = (unsigned char)*r->p;
-    if (c >= 0x20 && c < 0x7f)
-        return rd_err(r, r->p, MP_ERR_PARSE,
-                      "syntax error: unexpected '%c', expected %s", c, what);
-    return rd_err(r, r->p, MP_ERR_PARSE,
-                  "syntax error: unexpected byte 0x%02x, expected %s", c,
-                  what);
-}
-
-static mp_status s_reserve(rd *r, size_t need)
-{
-    if (need <= r->scap)
-        return MP_OK;
-    void *p = r->sbuf;
-    mp_status st = mp__grow(r->ctx, &p, 1, need, &r->scap);
-    r->sbuf = p;
-    return st;
-}
-
-/* Words a string or number the tokenizer refused (messages and positions
- * as this reader has always given them). */
-static mp_status tok_fail(rd *r, const mp__jtok *k)
-{
-    const char *start = r->beg + k->err.start, *at = r->beg + k->err.at;
-    char c = k->err.c;
-    switch (k->err.kind) {
-    case MP__JTOK_UNTERMINATED:
-        return rd_err(r, start, MP_ERR_PARSE,
-                      "syntax error: unterminated string");
-    case MP__JTOK_CONTROL:
-        return rd_err(r, at, MP_ERR_PARSE,
-                      "syntax error: control character in string");
-    case MP__JTOK_BAD_HEX:
-        return rd_err(r, at, MP_ERR_PARSE,
-                      "syntax error: bad \\u escape in string");
-    case MP__JTOK_SURROGATE:
-        return rd_err(r, start, MP_ERR_PARSE,
-                      "syntax error: unpaired surrogate in \\u escape");
-    case MP__JTOK_NUL:
-        return rd_err(r, start, MP_ERR_PARSE,
-                      "\\u0000 is not allowed in a string");
-    case MP__JTOK_BAD_ESCAPE:
-        return rd_err(r, at, MP_ERR_PARSE,
-                      "syntax error: bad escape '\\%c' in string",
-                      (c >= 0x20 && c < 0x7f) ? c : '?');
-    case MP__JTOK_LEADING_ZERO:
-        r->p = at;
-        return rd_err(r, at, MP_ERR_PARSE,
-                      "syntax error: leading zero in a number");
-    case MP__JTOK_NUM_DIGIT:
-        r->p = at;
-        return syntax(r, "a digit");
-    case MP__JTOK_NUM_FRAC:
-        r->p = at;
-        return syntax(r, "a digit after '.'");
-    case MP__JTOK_NUM_EXP:
-        r->p = at;
-        return syntax(r, "a digit in the exponent");
-    default:
-        r->p = at;
-        return syntax(r, "a JSON value");
-    }
-}
-
-/* Reads a string at r->p (which is '"') into r->sbuf. */
-static mp_status read_string(rd *r, size_t *len_out)
-{
-    mp__jtok k = tok(r);
-    mp_status st = mp__jtok_string(&k, r->ctx, &r->sbuf, &r->scap, 0,
-                                  len_out);
-    if (st)
-        return st == MP_ERR_PARSE ? tok_fail(r, &k) : st;
-    r->p = r->beg + k.pos;
-    return MP_OK;
-}
-
-/* Scans a JSON number at r->p; sets *is_int when it has no fraction or
- * exponent. */
-static mp_status scan_number(rd *r, const char **num_end, bool *is_int)
-{
-    mp__jtok k = tok(r);
-    size_t end;
-    if (mp__jtok_number(&k, &end, is_int))
-        return tok_fail(r, &k);
-    *num_end = r->beg + end;
-    return MP_OK;
-}
-
-static mp_status expect_literal(rd *r, const char *lit)
-{
-    mp__jtok k = tok(r);
-    if (!mp__jtok_literal(&k, lit))
-        return syntax(r, "a JSON value");
-    r->p = r->beg + k.pos;
-    return MP_OK;
-}
-
-static mp_status skip_value(rd *r);
-
-/* Object and array iteration. *state is 0 before the first member. */
-static mp_status obj_open(rd *r)
-{
-    ws(r);
-    if (r->p >= r->end || *r->p != '{')
-        return syntax(r, "'{'");
-    if (++r->depth > MAX_DEPTH)
-        return rd_err(r, r->p, MP_ERR_PARSE, "nesting deeper than %d",
-                      MAX_DEPTH);
-    r->p++;
-    return MP_OK;
-}
-
-/* Sets *more to true and reads the key into r->sbuf (then consumes ':'),
- * or sets *more to false at the closing brace. */
-static mp_status obj_next(rd *r, int *state, bool *more,
-                          const char **key_pos)
-{
-    mp__jtok k = tok(r);
-    mp_status st = mp__jtok_obj_next(&k, state, more);
-    if (st) {
-        r->p = r->beg + k.err.at;
-        return syntax(r, k.err.kind == MP__JTOK_WANT_COMMA ? "',' or '}'"
-                                                          : "a string key");
-    }
-    r->p = r->beg + k.pos;
-    if (!*more) {
-        r->depth--;
-        return MP_OK;
-    }
-    *key_pos = r->p;
-    if ((st = read_string(r, NULL)))
-        return st;
-    k = tok(r);
-    if (mp__jtok_colon(&k)) {
-        r->p = r->beg + k.err.at;
-        return syntax(r, "':'");
-    }
-    r->p = r->beg + k.pos;
-    return MP_OK;
-}
-
-static mp_status arr_open(rd *r)
-{
-    ws(r);
-    if (r->p >= r->end || *r->p != '[')
-        return syntax(r, "'['");
-    if (++r->depth > MAX_DEPTH)
-        return rd_err(r, r->p, MP_ERR_PARSE, "nesting deeper than %d",
-                      MAX_DEPTH);
-    r->p++;
-    return MP_OK;
-}
-
-static mp_status arr_next(rd *r, int *state, bool *more)
-{
-    mp__jtok k = tok(r);
-    mp_status st = mp__jtok_arr_next(&k, state, more);
-    if (st) {
-        r->p = r->beg + k.err.at;
-        return syntax(r, "',' or ']'");
-    }
-    r->p = r->beg + k.pos;
-    if (!*more)
-        r->depth--;
-    return MP_OK;
-}
-
-static mp_status skip_value(rd *r)
-{
-    mp_status st;
-    bool more, is_int;
-    int state = 0;
-    const char *kp, *ne = NULL;
-    switch (peek(r)) {
-    case J_STRING: return read_string(r, NULL);
-    case J_NUMBER:
-        st = scan_number(r, &ne, &is_int);
-        if (st == MP_OK)
-            r->p = ne;
-        return st;
-    case J_BOOL: return expect_literal(r, *r->p == 't' ? "true" : "false");
-    case J_NULL: return expect_literal(r, "null");
-    case J_OBJECT:
-        if ((st = obj_open(r)))
-            return st;
-        for (;;) {
-            if ((st = obj_next(r, &state, &more, &kp)))
-                return st;
-            if (!more)
-                return MP_OK;
-            if ((st = skip_value(r)))
-                return st;
-        }
-    case J_ARRAY:
-        if ((st = arr_open(r)))
-            return st;
-        for (;;) {
-            if ((st = arr_next(r, &state, &more)))
-                return st;
-            if (!more)
-                return MP_OK;
-            if ((st = skip_value(r)))
-                return st;
-        }
-    default: return syntax(r, "a JSON value");
-    }
-}
-
-/* ---- typed values; `path` names the value in messages ------------------ */
-static mp_status wrong_type(rd *r, const char *path, const char *want)
-{
-    enum jtype t = peek(r);
-    if (t == J_BAD)
-        return syntax(r, "a JSON value");
-    const char *pos = r->p;
-    /* make sure the bad value is at least well-formed JSON: a syntax error
-     * further on is reported as such */
-    mp_status st = skip_value(r);
-    if (st)
-        return st;
-    return rd_err(r, pos, MP_ERR_PARSE, "%s: expected %s, got %s",
-                  P(r, path), want, jtype_name(t));
-}
-
-static mp_status get_uint(rd *r, const char *path, uint64_t max,
-                          uint64_t *out)
-{
-    if (peek(r) != J_NUMBER)
-        return wrong_type(r, path, "a non-negative integer");
-    const char *pos = r->p, *ne = NULL;
-    bool is_int;
-    mp_status st = scan_number(r, &ne, &is_int);
-    if (st)
-        return st;
-    if (!is_int || *pos == '-') {
-        r->p = ne;
-        return rd_err(r, pos, MP_ERR_PARSE,
-                      "%s: expected a non-negative integer, got %.*s",
-                      P(r, path),
-                      (int)(ne - pos < 40 ? ne - pos : 40), pos);
-    }
-    uint64_t v = 0;
-    for (const char *q = pos; q < ne; q++) {
-        if (!mp__mul_u64(v, 10, &v) ||
-            !mp__add_u64(v, (uint64_t)(*q - '0'), &v) || v > max) {
-            r->p = ne;
-            return rd_err(r, pos, MP_ERR_PARSE,
-                          "%s: integer %.*s out of range (at most %llu)",
-                          P(r, path), (int)(ne - pos < 40 ? ne - pos : 40),
-                          pos, (unsigned long long)max);
-        }
-    }
-    r->p = ne;
-    *out = v;
-    return MP_OK;
-}
-
-static mp_status get_u32(rd *r, const char *path, uint32_t *out)
-{
-    uint64_t v;
-    mp_status st = get_uint(r, path, UINT32_MAX, &v);
-    if (st == MP_OK)
-        *out = (uint32_t)v;
-    return st;
-}
-
-static mp_status get_double(rd *r, const char *path, double *out)
-{
-    if (peek(r) != J_NUMBER)
-        return wrong_type(r, path, "a number");
-    const char *pos = r->p, *ne = NULL;
-    bool is_int;
-    mp_status st = scan_number(r, &ne, &is_int);
-    if (st)
-        return st;
-    size_t n = (size_t)(ne - pos);
-    if ((st = s_reserve(r, n + 1)))
-        return st;
-    memcpy(r->sbuf, pos, n);
-    r->sbuf[n] = 0;
-    double v = strtod(r->sbuf, NULL);
-    r->p = ne;
-    if (!isfinite(v))
-        return rd_err(r, pos, MP_ERR_PARSE, "%s: number %s out of range",
-                      P(r, path), r->sbuf);
-    *out = v;
-    return MP_OK;
-}
-
-/* A string into r->sbuf; *is_null set when null is allowed and given. */
-static mp_status get_string(rd *r, const char *path, bool allow_null,
-                            bool *is_null)
-{
-    enum jtype t = peek(r);
-    if (is_null)
-        *is_null = false;
-    if (t == J_NULL && allow_null) {
-        if (is_null)
-            *is_null = true;
-        return expect_literal(r, "null");
-    }
-    if (t != J_STRING)
-        return wrong_type(r, path, allow_null ? "a string or null"
-                                              : "a string");
-    return read_string(r, NULL);
-}
 
 /* ---- the plan ----------------------------------------------------------- */
 typedef struct plan_acc {
@@ -696,193 +209,39 @@ typedef struct plan_acc {
     uint8_t *fused;        /* per tensor, from "fused"; NULL when absent */
 } plan_acc;
 
-/* Bit per key, for "missing" and "duplicate" checks. */
-static int key_index(const char *key, const char *const *keys, int n)
+/* v as a string (or null when allow_null: *s NULL). */
+static mp_status str_of(rd *r, const mp__jval *v, bool allow_null,
+                        const char **s)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(key, keys[i]) == 0)
-            return i;
-    return -1;
+    *s = NULL;
+    if (allow_null && v->type == MP__JT_NULL)
+        return MP_OK;
+    return mp__jr_string(&r->jr, v, false,
+                         allow_null ? "a string or null" : "a string", s);
 }
 
-static mp_status dup_key(rd *r, const char *kp, const char *path,
-                         const char *key)
+static mp_status u64_of(rd *r, const mp__jval *v, uint64_t *out)
 {
-    return rd_err(r, kp, MP_ERR_PARSE, "%s: duplicate key \"%s\"",
-                  P(r, path), key);
+    return mp__jr_u64(&r->jr, v, UINT64_MAX, "a non-negative integer", out);
 }
 
-/* Unknown keys are errors (a typo must not pass silently), except
- * extension keys "x-..." whose values are skipped; as in graph JSON. */
-static mp_status unknown_key(rd *r, const char *kp, const char *path)
+static mp_status u32_of(rd *r, const mp__jval *v, uint32_t *out)
 {
-    if (strncmp(r->sbuf, "x-", 2) == 0)
-        return skip_value(r);
-    return rd_err(r, kp, MP_ERR_PARSE, "%s: unknown key \"%s\"", P(r, path),
-                  r->sbuf);
+    uint64_t x = 0;
+    mp_status st = mp__jr_u64(&r->jr, v, UINT32_MAX,
+                              "a non-negative integer", &x);
+    *out = (uint32_t)x;
+    return st;
 }
 
-static mp_status missing(rd *r, const char *pos, const char *path,
-                         const char *const *keys, int n, unsigned seen)
+/* v names a tensor or node of the graph: its index. */
+static mp_status ref_of(rd *r, const mp__jval *v, bool is_node,
+                        uint32_t *idx)
 {
-    for (int i = 0; i < n; i++)
-        if (!(seen & (1u << i)))
-            return rd_err(r, pos, MP_ERR_PARSE, "%s: missing key \"%s\"",
-                          P(r, path), keys[i]);
-    return MP_OK;
-}
-
-static mp_status read_graph_section(rd *r)
-{
-    static const char *const keys[] = {"name", "tensors", "nodes"};
-    const char *opos;
-    unsigned seen = 0;
-    int state = 0;
-    bool more;
-    const char *kp;
-    const char *vpos[3] = {NULL, NULL, NULL};
-    uint32_t nt = 0, nn = 0;
-    mp_status st;
-    ws(r);
-    opos = r->p;
-    if (peek(r) != J_OBJECT)
-        return wrong_type(r, "graph", "an object");
-    if ((st = obj_open(r)))
+    const char *name;
+    mp_status st = mp__jr_string(&r->jr, v, false, NULL, &name);
+    if (st)
         return st;
-    for (;;) {
-        if ((st = obj_next(r, &state, &more, &kp)))
-            return st;
-        if (!more)
-            break;
-        int k = key_index(r->sbuf, keys, 3);
-        if (k < 0) {
-            if ((st = unknown_key(r, kp, "graph")))
-                return st;
-            continue;
-        }
-        if (seen & (1u << k))
-            return dup_key(r, kp, "graph", keys[k]);
-        seen |= 1u << k;
-        vpos[k] = r->p;
-        if (k == 0)
-            st = get_string(r, "graph.name", true, NULL);
-        else if (k == 1)
-            st = get_u32(r, "graph.tensors", &nt);
-        else
-            st = get_u32(r, "graph.nodes", &nn);
-        if (st)
-            return st;
-    }
-    if ((st = missing(r, opos, "graph", keys, 3, seen)))
-        return st;
-    /* the plan names tensors and nodes of one graph: a different count
-     * means it was made for another graph */
-    if (nt != r->g->n_tensors)
-        return rd_err(r, vpos[1], MP_ERR_GRAPH,
-                      "graph.tensors: the plan was made for a graph of %u "
-                      "tensors, this graph has %zu",
-                      nt, r->g->n_tensors);
-    if (nn != r->g->n_nodes)
-        return rd_err(r, vpos[2], MP_ERR_GRAPH,
-                      "graph.nodes: the plan was made for a graph of %u "
-                      "nodes, this graph has %zu",
-                      nn, r->g->n_nodes);
-    return MP_OK;
-}
-
-static mp_status read_figures(rd *r, plan_acc *a)
-{
-    static const char *const keys[] = {
-        "lower_bound_bytes", "arena_bytes", "persistent_bytes",
-        "peak_bytes", "no_reuse_bytes", "alignment", "peak_step",
-        "status", "solver", "solve_seconds"};
-    enum { NK = 10 };
-    char path[64];
-    const char *opos;
-    unsigned seen = 0;
-    int state = 0;
-    bool more;
-    const char *kp;
-    mp_status st;
-    mp_figures *f = &a->fig;
-    ws(r);
-    opos = r->p;
-    if (peek(r) != J_OBJECT)
-        return wrong_type(r, "figures", "an object");
-    if ((st = obj_open(r)))
-        return st;
-    for (;;) {
-        if ((st = obj_next(r, &state, &more, &kp)))
-            return st;
-        if (!more)
-            break;
-        int k = key_index(r->sbuf, keys, NK);
-        if (k < 0) {
-            if ((st = unknown_key(r, kp, "figures")))
-                return st;
-            continue;
-        }
-        if (seen & (1u << k))
-            return dup_key(r, kp, "figures", keys[k]);
-        seen |= 1u << k;
-        snprintf(path, sizeof path, "figures.%s", keys[k]);
-        const char *vp = r->p;
-        switch (k) {
-        case 0: st = get_uint(r, path, UINT64_MAX, &f->lower_bound_bytes);
-            break;
-        case 1: st = get_uint(r, path, UINT64_MAX, &f->arena_bytes); break;
-        case 2: st = get_uint(r, path, UINT64_MAX, &f->persistent_bytes);
-            break;
-        case 3: st = get_uint(r, path, UINT64_MAX, &f->peak_bytes); break;
-        case 4: st = get_uint(r, path, UINT64_MAX, &f->no_reuse_bytes);
-            break;
-        case 5: st = get_uint(r, path, UINT64_MAX, &f->alignment); break;
-        case 6: st = get_u32(r, path, &f->peak_step); break;
-        case 7: {
-            if ((st = get_string(r, path, false, NULL)))
-                return st;
-            int found = -1;
-            for (int s = MP_SOLVE_NONE; s <= MP_SOLVE_TIMEOUT; s++)
-                if (strcmp(r->sbuf, mp_solve_status_name(
-                                        (mp_solve_status)s)) == 0)
-                    found = s;
-            if (found < 0)
-                return rd_err(r, vp, MP_ERR_PARSE,
-                              "%s: unknown status \"%s\" (expected none, "
-                              "optimal, feasible, infeasible or timeout)",
-                              path, r->sbuf);
-            f->status = (mp_solve_status)found;
-            break;
-        }
-        case 8: {
-            size_t len;
-            if (peek(r) == J_NULL) {
-                a->solver_null = true;
-                st = expect_literal(r, "null");
-                break;
-            }
-            if (peek(r) != J_STRING)
-                return wrong_type(r, path, "a string or null");
-            if ((st = read_string(r, &len)))
-                return st;
-            if (len >= sizeof a->solver)
-                return rd_err(r, vp, MP_ERR_PARSE,
-                              "%s: solver name longer than %zu bytes", path,
-                              sizeof a->solver - 1);
-            memcpy(a->solver, r->sbuf, len + 1);
-            break;
-        }
-        default: st = get_double(r, path, &f->solve_seconds); break;
-        }
-        if (st)
-            return st;
-    }
-    return missing(r, opos, "figures", keys, NK, seen);
-}
-
-static mp_status resolve(rd *r, const char *vpos, const char *path,
-                         bool is_node, uint32_t *idx)
-{
     /* Plans list nodes and blocks mostly in graph order: try the index
      * after the previous one before hashing (a hit costs one strcmp on a
      * name next to the previous one in memory instead of a hash and a
@@ -892,261 +251,277 @@ static mp_status resolve(rd *r, const char *vpos, const char *path,
     uint32_t guess = *last + 1;
     if (guess < n &&
         strcmp(is_node ? r->g->nodes[guess].name : r->g->tensors[guess].name,
-               r->sbuf) == 0) {
+               name) == 0) {
         *idx = *last = guess;
         return MP_OK;
     }
-    mp_status st = is_node ? mp_graph_find_node(r->g, r->sbuf, idx)
-                           : mp_graph_find_tensor(r->g, r->sbuf, idx);
+    st = is_node ? mp_graph_find_node(r->g, name, idx)
+                 : mp_graph_find_tensor(r->g, name, idx);
     if (st == MP_OK) {
         *last = *idx;
         return MP_OK;
     }
     if (st != MP_ERR_NOT_FOUND)
         return st;
-    const char *gname = r->g->name ? r->g->name : "";
-    return rd_err(r, vpos, MP_ERR_NOT_FOUND,
-                  "%s: no %s named \"%s\" in graph \"%s\"", P(r, path),
-                  is_node ? "node" : "tensor", r->sbuf, gname);
+    return mp__jr_err(&r->jr, MP_ERR_NOT_FOUND, v->off,
+                      "no %s named \"%s\" in graph \"%s\"",
+                      is_node ? "node" : "tensor", name,
+                      r->g->name ? r->g->name : "");
+}
+
+static mp_status read_graph_section(rd *r)
+{
+    static const char *const names[] = {"name", "tensors", "nodes"};
+    static const mp__jkeys keys = {names, 3, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval v, counts[3];
+    uint32_t nt = 0, nn = 0;
+    const char *s;
+    int k;
+    mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
+    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
+           !(st = mp__jr_value(&r->jr, &v))) {
+        counts[k] = v;
+        st = k == 0 ? str_of(r, &v, true, &s)
+                    : u32_of(r, &v, k == 1 ? &nt : &nn);
+    }
+    if (st || (st = mp__jr_require(&r->jr, &o, 7)))
+        return st;
+    /* the plan names tensors and nodes of one graph: a different count
+     * means it was made for another graph */
+    bool tensors = nt != r->g->n_tensors;
+    if (!tensors && nn == r->g->n_nodes)
+        return MP_OK;
+    mp__jr_push_key(&r->jr, tensors ? "tensors" : "nodes");
+    return mp__jr_err(&r->jr, MP_ERR_GRAPH, counts[tensors ? 1 : 2].off,
+                      "the plan was made for a graph of %u %s, this graph "
+                      "has %zu",
+                      tensors ? nt : nn, tensors ? "tensors" : "nodes",
+                      tensors ? r->g->n_tensors : r->g->n_nodes);
+}
+
+/* The index of name among n names (-1: none). */
+static int name_index(const char *name, const char *(*name_of)(int), int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, name_of(i)) == 0)
+            return i;
+    return -1;
+}
+
+static const char *status_name(int i)
+{
+    return mp_solve_status_name((mp_solve_status)i);
+}
+
+static const char *step_name(int i)
+{
+    return mp_step_kind_name((mp_step_kind)i);
+}
+
+static mp_status read_figure(rd *r, plan_acc *a, int k, const mp__jval *v)
+{
+    mp_figures *f = &a->fig;
+    uint64_t *u64s[] = {&f->lower_bound_bytes, &f->arena_bytes,
+                        &f->persistent_bytes, &f->peak_bytes,
+                        &f->no_reuse_bytes, &f->alignment};
+    const char *s;
+    mp_status st;
+    if (k < 6)
+        return u64_of(r, v, u64s[k]);
+    switch (k) {
+    case 6: return u32_of(r, v, &f->peak_step);
+    case 7: {
+        if ((st = str_of(r, v, false, &s)))
+            return st;
+        int found = name_index(s, status_name, MP_SOLVE_TIMEOUT + 1);
+        if (found < 0)
+            return mp__jr_err(&r->jr, MP_ERR_PARSE, v->off,
+                              "unknown status \"%s\" (expected none, "
+                              "optimal, feasible, infeasible or timeout)",
+                              s);
+        f->status = (mp_solve_status)found;
+        return MP_OK;
+    }
+    case 8:
+        if ((st = str_of(r, v, true, &s)))
+            return st;
+        a->solver_null = !s;
+        if (s && v->n >= sizeof a->solver)
+            return mp__jr_err(&r->jr, MP_ERR_PARSE, v->off,
+                              "solver name longer than %zu bytes",
+                              sizeof a->solver - 1);
+        if (s)
+            memcpy(a->solver, s, v->n + 1);
+        return MP_OK;
+    default:
+        return mp__jr_num(&r->jr, v, -INFINITY, "a number",
+                          &f->solve_seconds);
+    }
+}
+
+static mp_status read_figures(rd *r, plan_acc *a)
+{
+    static const char *const names[] = {
+        "lower_bound_bytes", "arena_bytes", "persistent_bytes",
+        "peak_bytes", "no_reuse_bytes", "alignment", "peak_step",
+        "status", "solver", "solve_seconds"};
+    static const mp__jkeys keys = {names, 10, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval v;
+    int k;
+    mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
+    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
+           !(st = mp__jr_value(&r->jr, &v)))
+        st = read_figure(r, a, k, &v);
+    return st ? st : mp__jr_require(&r->jr, &o, 0x3ff);
+}
+
+/* One object of "schedule" into *s. */
+static mp_status read_step(rd *r, mp_step *s)
+{
+    static const char *const names[] = {"step", "node", "tensor"};
+    static const mp__jkeys keys = {names, 3, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval v;
+    size_t kind_off = 0, ref_off = 0;
+    int k, kind = -1;
+    const char *name;
+    mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
+    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
+           !(st = mp__jr_value(&r->jr, &v))) {
+        if (k) {
+            ref_off = v.off;
+            st = ref_of(r, &v, k == 1, &s->index);
+        } else if (!(st = str_of(r, &v, false, &name))) {
+            kind_off = v.off;
+            if ((kind = name_index(name, step_name, MP_STEP_PREFETCH + 1)) < 0)
+                return mp__jr_err(&r->jr, MP_ERR_PARSE, v.off,
+                                  "unknown step \"%s\" (expected compute, "
+                                  "recompute, free, offload or prefetch)",
+                                  name);
+        }
+    }
+    if (st || (st = mp__jr_require(&r->jr, &o, 1)))
+        return st;
+    bool want_node = kind == MP_STEP_COMPUTE || kind == MP_STEP_RECOMPUTE;
+    const char *kn = mp_step_kind_name((mp_step_kind)kind);
+    if (o.seen & (want_node ? 4u : 2u))
+        return mp__jr_err(&r->jr, MP_ERR_PARSE, ref_off ? ref_off : kind_off,
+                          "a %s step takes \"%s\", not \"%s\"", kn,
+                          want_node ? "node" : "tensor",
+                          want_node ? "tensor" : "node");
+    if (!(o.seen & (want_node ? 2u : 4u))) {
+        char detail[32];
+        snprintf(detail, sizeof detail, " (a %s step)", kn);
+        return mp__jr_missing(&r->jr, &o, want_node ? "node" : "tensor",
+                              detail);
+    }
+    s->kind = (mp_step_kind)kind;
+    return MP_OK;
 }
 
 static mp_status read_schedule(rd *r, plan_acc *a)
 {
-    static const char *const keys[] = {"step", "node", "tensor"};
-    char path[64];
-    int astate = 0;
-    bool amore;
-    mp_status st;
-    if (peek(r) != J_ARRAY)
-        return wrong_type(r, "schedule", "an array");
-    if ((st = arr_open(r)))
-        return st;
-    for (;;) {
-        if ((st = arr_next(r, &astate, &amore)))
-            return st;
-        if (!amore)
-            return MP_OK;
-        size_t i = a->n_steps;
+    mp__jarr arr;
+    bool more;
+    mp_status st = mp__jr_array(&r->jr, &arr, NULL);
+    while (!st && !(st = mp__jr_elem(&r->jr, &arr, &more)) && more) {
+        size_t i = a->n_steps, mark = mp__jr_mark(&r->jr);
         if (i >= UINT32_MAX)
-            return rd_err(r, r->p, MP_ERR_PARSE, "schedule: too many steps");
-        const char *opos = r->p;
-        if (peek(r) != J_OBJECT) {
-            snprintf(path, sizeof path, "schedule[%zu]", i);
-            return wrong_type(r, path, "an object");
-        }
-        if ((st = obj_open(r)))
-            return st;
-        int state = 0, kind = -1;
-        bool more;
-        const char *kp, *kind_pos = NULL, *ref_pos = NULL;
-        unsigned seen = 0;
-        uint32_t idx = 0;
-        for (;;) {
-            if ((st = obj_next(r, &state, &more, &kp)))
-                return st;
-            if (!more)
-                break;
-            int k = key_index(r->sbuf, keys, 3);
-            if (k < 0) {
-                r->psec = "schedule";
-                r->pidx = i;
-                r->pkey = NULL;
-                if ((st = unknown_key(r, kp, NULL)))
-                    return st;
-                continue;
-            }
-            if (seen & (1u << k)) {
-                snprintf(path, sizeof path, "schedule[%zu]", i);
-                return dup_key(r, kp, path, keys[k]);
-            }
-            seen |= 1u << k;
-            r->psec = "schedule";
-            r->pidx = i;
-            r->pkey = keys[k];
-            const char *vp = r->p;
-            if ((st = get_string(r, NULL, false, NULL)))
-                return st;
-            if (k == 0) {
-                kind_pos = vp;
-                for (int s = MP_STEP_COMPUTE; s <= MP_STEP_PREFETCH; s++)
-                    if (strcmp(r->sbuf,
-                               mp_step_kind_name((mp_step_kind)s)) == 0)
-                        kind = s;
-                if (kind < 0)
-                    return rd_err(r, vp, MP_ERR_PARSE,
-                                  "%s: unknown step \"%s\" (expected "
-                                  "compute, recompute, free, offload or "
-                                  "prefetch)",
-                                  P(r, NULL), r->sbuf);
-            } else {
-                ref_pos = vp;
-                if ((st = resolve(r, vp, NULL, k == 1, &idx)))
-                    return st;
-            }
-        }
-        r->psec = "schedule";
-        r->pidx = i;
-        r->pkey = NULL;
-        if (!(seen & 1u))
-            return rd_err(r, opos, MP_ERR_PARSE,
-                          "%s: missing key \"step\"", P(r, NULL));
-        bool want_node = kind == MP_STEP_COMPUTE ||
-                         kind == MP_STEP_RECOMPUTE;
-        unsigned want = want_node ? 2u : 4u, other = want_node ? 4u : 2u;
-        if (seen & other)
-            return rd_err(r, ref_pos ? ref_pos : kind_pos, MP_ERR_PARSE,
-                          "%s: a %s step takes \"%s\", not \"%s\"",
-                          P(r, NULL),
-                          mp_step_kind_name((mp_step_kind)kind),
-                          want_node ? "node" : "tensor",
-                          want_node ? "tensor" : "node");
-        if (!(seen & want))
-            return rd_err(r, opos, MP_ERR_PARSE,
-                          "%s: missing key \"%s\" (a %s step)",
-                          P(r, NULL),
-                          want_node ? "node" : "tensor",
-                          mp_step_kind_name((mp_step_kind)kind));
-        void *arr = a->steps;
-        if ((st = mp__grow(r->ctx, &arr, sizeof *a->steps, i + 1,
+            return mp__jr_err(&r->jr, MP_ERR_PARSE, mp__jr_pos(&r->jr),
+                              "too many steps");
+        void *p = a->steps;
+        if ((st = mp__grow(r->jr.ctx, &p, sizeof *a->steps, i + 1,
                           &a->cap_steps)))
             return st;
-        a->steps = arr;
-        a->steps[i].kind = (mp_step_kind)kind;
-        a->steps[i].index = idx;
+        a->steps = p;
+        if ((st = read_step(r, &a->steps[i])))
+            return st;
         a->n_steps = i + 1;
+        mp__jr_release(&r->jr, mark);
     }
+    return st;
+}
+
+/* One object of "blocks" into *b (*over: its "over" tensor or MP_NONE). */
+static mp_status read_block(rd *r, plan_acc *a, mp_block *b, uint32_t *over)
+{
+    static const char *const names[] = {"tensor", "offset", "size", "first",
+                                        "end", "over"}; /* over: optional */
+    static const mp__jkeys keys = {names, 6, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval v;
+    int k;
+    mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
+    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
+           !(st = mp__jr_value(&r->jr, &v))) {
+        switch (k) {
+        case 0: st = ref_of(r, &v, false, &b->tensor); break;
+        case 1: st = u64_of(r, &v, &b->offset); break;
+        case 2: st = u64_of(r, &v, &b->size); break;
+        case 3: st = u32_of(r, &v, &b->first); break;
+        case 4: st = u32_of(r, &v, &b->end); break;
+        default:
+            st = ref_of(r, &v, false, over);
+            a->any_over = true;
+        }
+    }
+    return st ? st : mp__jr_require(&r->jr, &o, 0x1f);
 }
 
 static mp_status read_blocks(rd *r, plan_acc *a)
 {
-    static const char *const keys[] = {"tensor", "offset", "size", "first",
-                                       "end", "over"}; /* over: optional */
-    char path[64];
-    int astate = 0;
-    bool amore;
-    mp_status st;
-    if (peek(r) != J_ARRAY)
-        return wrong_type(r, "blocks", "an array");
-    if ((st = arr_open(r)))
-        return st;
-    for (;;) {
-        if ((st = arr_next(r, &astate, &amore)))
-            return st;
-        if (!amore)
-            return MP_OK;
-        size_t i = a->n_blocks;
+    mp__jarr arr;
+    bool more;
+    mp_status st = mp__jr_array(&r->jr, &arr, NULL);
+    while (!st && !(st = mp__jr_elem(&r->jr, &arr, &more)) && more) {
+        size_t i = a->n_blocks, mark = mp__jr_mark(&r->jr), c2 = a->cap_over;
         if (i >= UINT32_MAX)
-            return rd_err(r, r->p, MP_ERR_PARSE, "blocks: too many blocks");
-        const char *opos = r->p;
-        if (peek(r) != J_OBJECT) {
-            snprintf(path, sizeof path, "blocks[%zu]", i);
-            return wrong_type(r, path, "an object");
-        }
-        if ((st = obj_open(r)))
+            return mp__jr_err(&r->jr, MP_ERR_PARSE, mp__jr_pos(&r->jr),
+                              "too many blocks");
+        void *p = a->blocks, *q = a->over;
+        st = mp__grow(r->jr.ctx, &p, sizeof *a->blocks, i + 1, &a->cap_blocks);
+        a->blocks = p;
+        if (!st)
+            st = mp__grow(r->jr.ctx, &q, sizeof *a->over, i + 1, &c2);
+        a->over = q;
+        a->cap_over = c2;
+        if (st)
             return st;
-        int state = 0;
-        bool more;
-        const char *kp;
-        unsigned seen = 0;
-        mp_block b = {0, 0, 0, 0, 0};
-        uint32_t over = MP_NONE;
-        for (;;) {
-            if ((st = obj_next(r, &state, &more, &kp)))
-                return st;
-            if (!more)
-                break;
-            int k = key_index(r->sbuf, keys, 6);
-            if (k < 0) {
-                r->psec = "blocks";
-                r->pidx = i;
-                r->pkey = NULL;
-                if ((st = unknown_key(r, kp, NULL)))
-                    return st;
-                continue;
-            }
-            if (seen & (1u << k)) {
-                snprintf(path, sizeof path, "blocks[%zu]", i);
-                return dup_key(r, kp, path, keys[k]);
-            }
-            seen |= 1u << k;
-            r->psec = "blocks";
-            r->pidx = i;
-            r->pkey = keys[k];
-            const char *vp = r->p;
-            switch (k) {
-            case 0:
-                if ((st = get_string(r, NULL, false, NULL)))
-                    return st;
-                st = resolve(r, vp, NULL, false, &b.tensor);
-                break;
-            case 1: st = get_uint(r, NULL, UINT64_MAX, &b.offset); break;
-            case 2: st = get_uint(r, NULL, UINT64_MAX, &b.size); break;
-            case 3: st = get_u32(r, NULL, &b.first); break;
-            case 4: st = get_u32(r, NULL, &b.end); break;
-            default:
-                if ((st = get_string(r, NULL, false, NULL)))
-                    return st;
-                st = resolve(r, vp, NULL, false, &over);
-                a->any_over = true;
-                break;
-            }
-            if (st)
-                return st;
-        }
-        r->psec = "blocks";
-        r->pidx = i;
-        r->pkey = NULL;
-        if ((st = missing(r, opos, NULL, keys, 5, seen)))
+        memset(&a->blocks[i], 0, sizeof a->blocks[i]);
+        a->over[i] = MP_NONE;
+        if ((st = read_block(r, a, &a->blocks[i], &a->over[i])))
             return st;
-        void *arr = a->blocks;
-        if ((st = mp__grow(r->ctx, &arr, sizeof *a->blocks, i + 1,
-                          &a->cap_blocks)))
-            return st;
-        a->blocks = arr;
-        a->blocks[i] = b;
-        arr = a->over;
-        if ((st = mp__grow(r->ctx, &arr, sizeof *a->over, i + 1,
-                          &a->cap_over)))
-            return st;
-        a->over = arr;
-        a->over[i] = over;
         a->n_blocks = i + 1;
+        mp__jr_release(&r->jr, mark);
     }
+    return st;
 }
 
-/* Optional "fused": names of the tensors inside fused chains (issue 4). */
+/* Optional "fused": names of the tensors inside fused chains. */
 static mp_status read_fused(rd *r, plan_acc *a)
 {
-    int astate = 0;
-    bool amore;
-    mp_status st;
-    if (peek(r) != J_ARRAY)
-        return wrong_type(r, "fused", "an array");
-    if ((st = arr_open(r)))
-        return st;
-    if (!a->fused) {
-        a->fused = mp__calloc(r->ctx, r->g->n_tensors + 1, 1);
-        if (!a->fused)
-            return MP_ERR_NOMEM;
-    }
-    for (size_t i = 0;; i++) {
-        if ((st = arr_next(r, &astate, &amore)))
-            return st;
-        if (!amore)
-            return MP_OK;
-        r->psec = "fused";
-        r->pidx = i;
-        r->pkey = NULL;
-        const char *vp = r->p;
+    mp__jarr arr;
+    mp__jval v;
+    bool more;
+    mp_status st = mp__jr_array(&r->jr, &arr, NULL);
+    if (!st && !a->fused &&
+        !(a->fused = mp__calloc(r->jr.ctx, r->g->n_tensors + 1, 1)))
+        return MP_ERR_NOMEM;
+    while (!st && !(st = mp__jr_elem(&r->jr, &arr, &more)) && more) {
+        size_t mark = mp__jr_mark(&r->jr);
         uint32_t t;
-        if ((st = get_string(r, NULL, false, NULL)) ||
-            (st = resolve(r, vp, NULL, false, &t)))
-            return st;
-        a->fused[t] = 1;
+        if (!(st = mp__jr_value(&r->jr, &v)) &&
+            !(st = ref_of(r, &v, false, &t)))
+            a->fused[t] = 1;
+        mp__jr_release(&r->jr, mark);
     }
+    return st;
 }
 
-enum { SEC_GRAPH, SEC_FIGURES, SEC_SCHEDULE, SEC_BLOCKS, SEC_FUSED, N_SEC };
+enum { SEC_GRAPH, SEC_FIGURES, SEC_SCHEDULE, SEC_BLOCKS, SEC_FUSED, N_SEC,
+       K_FORMAT = N_SEC, K_VERSION };
 
 static mp_status read_section(rd *r, plan_acc *a, int sec)
 {
@@ -1159,116 +534,107 @@ static mp_status read_section(rd *r, plan_acc *a, int sec)
     }
 }
 
-static mp_status read_plan(rd *r, plan_acc *a)
+/* "format" and "version": the next value. */
+static mp_status read_format(rd *r, int k)
 {
-    static const char *const keys[] = {"graph", "figures", "schedule",
-                                       "blocks", "fused", "format",
-                                       "version"}; /* fused: optional */
-    enum { K_FORMAT = 5, K_VERSION = 6 };
-    const char *sec_pos[N_SEC] = {NULL, NULL, NULL, NULL, NULL};
-    const char *opos, *unknown_pos = NULL;
-    char unknown[64];
-    unsigned seen = 0;
-    int state = 0;
-    bool more;
-    const char *kp;
-    mp_status st;
-
-    ws(r);
-    opos = r->p;
-    if (r->p >= r->end)
-        return rd_err(r, r->p, MP_ERR_PARSE,
-                      "syntax error: empty input, expected a JSON object");
-    if (peek(r) != J_OBJECT) {
-        if (peek(r) == J_BAD)
-            return syntax(r, "a JSON object");
-        return wrong_type(r, "the top level", "an object");
-    }
-    if ((st = obj_open(r)))
+    mp__jval v;
+    const char *s;
+    uint64_t ver;
+    mp_status st = mp__jr_value(&r->jr, &v);
+    if (st)
         return st;
-    for (;;) {
-        if ((st = obj_next(r, &state, &more, &kp)))
+    if (k == K_FORMAT) {
+        if ((st = str_of(r, &v, false, &s)) || strcmp(s, PLAN_FORMAT) == 0)
             return st;
-        if (!more)
-            break;
-        int k = key_index(r->sbuf, keys, 7);
-        if (k < 0) {
-            /* "metadata" and "x-..." are free; another key is an error,
-             * reported once the version is known to be one we read */
-            if (!unknown_pos && strcmp(r->sbuf, "metadata") != 0 &&
-                strncmp(r->sbuf, "x-", 2) != 0) {
-                unknown_pos = kp;
-                snprintf(unknown, sizeof unknown, "%s", r->sbuf);
-            }
-            if ((st = skip_value(r)))
-                return st;
-            continue;
-        }
-        if (seen & (1u << k))
-            return dup_key(r, kp, "the top level", keys[k]);
-        seen |= 1u << k;
-        const char *vp = r->p;
-        if (k == K_FORMAT) {
-            if ((st = get_string(r, "format", false, NULL)))
-                return st;
-            if (strcmp(r->sbuf, PLAN_FORMAT) != 0)
-                return rd_err(r, vp, MP_ERR_PARSE,
-                              "format: \"%s\" is not a memplan plan "
-                              "(expected \"" PLAN_FORMAT "\")%s",
-                              r->sbuf,
-                              strcmp(r->sbuf, "memplan-graph") == 0
-                                  ? "; this file is a graph"
-                                  : "");
-        } else if (k == K_VERSION) {
-            uint64_t v;
-            if ((st = get_uint(r, "version", UINT64_MAX, &v)))
-                return st;
-            if (v > PLAN_VERSION)
-                return rd_err(r, vp, MP_ERR_UNSUPPORTED,
-                              "version: plan format version %llu is newer "
-                              "than this memplan reads (%d); upgrade "
-                              "memplan",
-                              (unsigned long long)v, PLAN_VERSION);
-            if (v < 1)
-                return rd_err(r, vp, MP_ERR_PARSE,
-                              "version: %llu is not a plan format version",
-                              (unsigned long long)v);
-        } else if (!(seen & (1u << K_VERSION)) ||
-                   !(seen & (1u << K_FORMAT))) {
-            /* read the sections once format and version are known, so a
-             * newer file says so instead of failing on its contents */
-            sec_pos[k] = r->p;
-            if ((st = skip_value(r)))
-                return st;
-        } else {
-            if ((st = read_section(r, a, k)))
-                return st;
-        }
+        return mp__jr_err(&r->jr, MP_ERR_PARSE, v.off,
+                          "\"%s\" is not a memplan plan (expected \""
+                          PLAN_FORMAT "\")%s",
+                          s, strcmp(s, "memplan-graph") == 0
+                                 ? "; this file is a graph" : "");
     }
-    ws(r);
-    if (r->p < r->end)
-        return rd_err(r, r->p, MP_ERR_PARSE,
-                      "syntax error: unexpected text after the plan object");
-    if (!(seen & (1u << K_FORMAT)))
-        return rd_err(r, opos, MP_ERR_PARSE,
-                      "not a memplan plan: missing key \"format\"");
-    if (unknown_pos)
-        return rd_err(r, unknown_pos, MP_ERR_PARSE,
-                      "the top level: unknown key \"%s\"", unknown);
-    if ((st = missing(r, opos, "the top level", keys, 7,
-                      seen | (1u << SEC_FUSED))))
+    if ((st = u64_of(r, &v, &ver)))
         return st;
-    const char *stop = r->p;
+    if (ver > PLAN_VERSION)
+        return mp__jr_err(&r->jr, MP_ERR_UNSUPPORTED, v.off,
+                          "plan format version %llu is newer than this "
+                          "memplan reads (%d); upgrade memplan",
+                          (unsigned long long)ver, PLAN_VERSION);
+    if (ver < 1)
+        return mp__jr_err(&r->jr, MP_ERR_PARSE, v.off,
+                          "%llu is not a plan format version",
+                          (unsigned long long)ver);
+    return MP_OK;
+}
+
+/* The sections skipped until format and version were known, read now. */
+static mp_status read_skipped(rd *r, plan_acc *a, const mp__jobj *o,
+                              const size_t *sec_pos)
+{
+    static const char *const names[] = {"graph", "figures", "schedule",
+                                        "blocks", "fused"};
+    size_t stop = mp__jr_pos(&r->jr);
+    unsigned depth = r->jr.depth;
     for (int s = 0; s < N_SEC; s++) {
         if (!sec_pos[s])
             continue;
-        r->p = sec_pos[s];
-        r->depth = 1;
-        if ((st = read_section(r, a, s)))
+        mp__jr_seek(&r->jr, sec_pos[s], o->depth);
+        mp__jr_path_cut(&r->jr, 0);
+        mp__jr_push_key(&r->jr, names[s]);
+        mp_status st = read_section(r, a, s);
+        if (st)
             return st;
     }
-    r->p = stop;
+    mp__jr_seek(&r->jr, stop, depth);
     return MP_OK;
+}
+
+static mp_status read_plan(rd *r, plan_acc *a)
+{
+    static const char *const names[] = {"graph", "figures", "schedule",
+                                        "blocks", "fused", "format",
+                                        "version"}; /* fused: optional */
+    static const mp__jkeys keys = {
+        names, 7, MP__JK_EXT | MP__JK_ANY,
+        "format, version, graph, figures, schedule, blocks, fused or "
+        "metadata"};
+    size_t sec_pos[N_SEC] = {0, 0, 0, 0, 0}, unknown_off = 0;
+    char unknown[64] = "";
+    mp__jobj o;
+    int k;
+    mp_status st = mp__jr_doc(&r->jr, &o, &keys);
+    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END) {
+        bool known = (o.seen >> K_FORMAT & 1) && (o.seen >> K_VERSION & 1);
+        if (k == MP__JK_OTHER) {
+            /* "metadata" is free; another key is an error, reported once
+             * the version is known to be one this memplan reads */
+            if (!unknown_off && strcmp(mp__jr_key(&r->jr, &o), "metadata")) {
+                unknown_off = o.key_off;
+                snprintf(unknown, sizeof unknown, "%s",
+                         mp__jr_key(&r->jr, &o));
+            }
+            st = mp__jr_skip_value(&r->jr);
+        } else if (k >= K_FORMAT) {
+            st = read_format(r, k);
+        } else if (!known) {
+            /* read the sections once format and version are known, so a
+             * newer file says so instead of failing on its contents */
+            sec_pos[k] = mp__jr_ws(&r->jr);
+            st = mp__jr_skip_value(&r->jr);
+        } else {
+            st = read_section(r, a, k);
+        }
+    }
+    if (st || (st = mp__jr_doc_end(&r->jr)))
+        return st;
+    if (!(o.seen >> K_FORMAT & 1))
+        return mp__jr_err(&r->jr, MP_ERR_PARSE, o.off,
+                          "not a memplan plan: missing required key "
+                          "\"format\"");
+    if (unknown_off)
+        return mp__jr_unknown_key(&r->jr, &keys, unknown_off, unknown);
+    if ((st = mp__jr_require(&r->jr, &o, 0x6f)))
+        return st;
+    return read_skipped(r, a, &o, sec_pos);
 }
 
 /* Parses text (len bytes) against g into a new plan. */
@@ -1276,13 +642,14 @@ static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
                                 const char *source, mp_plan **out)
 {
     mp_ctx *ctx = g->ctx;
-    rd r = {.ctx = ctx, .g = g, .src = source, .beg = text, .p = text,
-            .end = text + len, .last_node = UINT32_MAX,
-            .last_tensor = UINT32_MAX};
+    rd r;
+    mp__jr_init(&r.jr, ctx, source, text, len, 0);
+    r.g = g;
+    r.last_node = r.last_tensor = UINT32_MAX;
     plan_acc a;
     memset(&a, 0, sizeof a);
     mp_status st = read_plan(&r, &a);
-    mp__dealloc(ctx, r.sbuf);
+    mp__jr_free(&r.jr);
     mp_plan *p = NULL;
     if (st == MP_OK) {
         p = mp__calloc(ctx, 1, sizeof *p);

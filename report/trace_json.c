@@ -1,12 +1,11 @@
 /* trace_json.c - a plan as Chrome trace-event JSON (opens in Perfetto and
  * chrome://tracing): one complete ("X") slice per schedule step and a
- * counter ("C") of the live arena bytes. */
+ * counter ("C") of the live arena bytes, through the library's JSON
+ * writer (frontends/json/json.h). */
 #include "sched.h"
-#include "viz.h"
+#include "json.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
+#include <stdint.h>
 
 static double step_seconds(const mp_plan *p, uint32_t s, const double *given)
 {
@@ -19,11 +18,118 @@ static double step_seconds(const mp_plan *p, uint32_t s, const double *given)
     return n->seconds >= 0 ? n->seconds : 1e-6;
 }
 
-static void counter(FILE *f, double ts, uint64_t live)
+/* The live-bytes counter at time ts. */
+static void counter(mp__jw *w, double ts, uint64_t live)
 {
-    fprintf(f, ",\n{\"name\":\"arena live bytes\",\"ph\":\"C\",\"ts\":%.3f,"
-               "\"pid\":1,\"args\":{\"live\":%llu}}",
-            ts, (unsigned long long)live);
+    mp__jw_object(w, false);
+    mp__jw_key(w, "name");
+    mp__jw_string(w, "arena live bytes");
+    mp__jw_key(w, "ph");
+    mp__jw_string(w, "C");
+    mp__jw_key(w, "ts");
+    mp__jw_fixed(w, ts, 3);
+    mp__jw_key(w, "pid");
+    mp__jw_u64(w, 1);
+    mp__jw_key(w, "args");
+    mp__jw_object(w, false);
+    mp__jw_key(w, "live");
+    mp__jw_u64(w, live);
+    mp__jw_end(w);
+    mp__jw_end(w);
+}
+
+/* A metadata event ("process_name", "thread_name") naming thread tid
+ * prefix + name. */
+static void meta(mp__jw *w, const char *what, int tid, const char *prefix,
+                 const char *name)
+{
+    mp__jw_object(w, false);
+    mp__jw_key(w, "name");
+    mp__jw_string(w, what);
+    mp__jw_key(w, "ph");
+    mp__jw_string(w, "M");
+    mp__jw_key(w, "pid");
+    mp__jw_u64(w, 1);
+    mp__jw_key(w, "tid");
+    mp__jw_i64(w, tid);
+    mp__jw_key(w, "args");
+    mp__jw_object(w, false);
+    mp__jw_key(w, "name");
+    mp__jw_string_begin(w);
+    mp__jw_string_add(w, prefix);
+    mp__jw_string_add(w, name);
+    mp__jw_string_end(w);
+    mp__jw_end(w);
+    mp__jw_end(w);
+}
+
+/* The header: the figures of the plan in "otherData". */
+static void header(mp__jw *w, const mp_plan *p)
+{
+    const mp_graph *g = p->graph;
+    mp__jw_key(w, "displayTimeUnit");
+    mp__jw_string(w, "ms");
+    mp__jw_key(w, "otherData");
+    mp__jw_object(w, false);
+    mp__jw_key(w, "graph");
+    mp__jw_string(w, g->name ? g->name : "");
+    mp__jw_key(w, "arena_bytes");
+    mp__jw_u64(w, p->fig.arena_bytes);
+    mp__jw_key(w, "lower_bound_bytes");
+    mp__jw_u64(w, p->fig.lower_bound_bytes);
+    mp__jw_key(w, "persistent_bytes");
+    mp__jw_u64(w, p->fig.persistent_bytes);
+    mp__jw_key(w, "peak_step");
+    mp__jw_u64(w, p->fig.peak_step);
+    mp__jw_end(w);
+}
+
+/* The slice of step s, from ts for dur microseconds. */
+static void slice(mp__jw *w, const mp_plan *p, uint32_t s, double ts,
+                  double dur)
+{
+    const mp_graph *g = p->graph;
+    const mp_step *st = &p->steps[s];
+    int comp = st->kind == MP_STEP_COMPUTE || st->kind == MP_STEP_RECOMPUTE;
+    const mp__node *n = comp ? &g->nodes[st->index] : NULL;
+    mp__jw_object(w, false);
+    mp__jw_key(w, "name");
+    mp__jw_string_begin(w);
+    if (comp) {
+        mp__jw_string_add(w, n->name);
+    } else {
+        mp__jw_string_add(w, mp_step_kind_name(st->kind));
+        mp__jw_string_add(w, " ");
+        mp__jw_string_add(w, st->index < g->n_tensors
+                                 ? g->tensors[st->index].name : "?");
+    }
+    mp__jw_string_end(w);
+    mp__jw_key(w, "cat");
+    mp__jw_string(w, comp ? mp_phase_name((mp_phase)n->phase) : "memory");
+    mp__jw_key(w, "ph");
+    mp__jw_string(w, "X");
+    mp__jw_key(w, "ts");
+    mp__jw_fixed(w, ts, 3);
+    mp__jw_key(w, "dur");
+    mp__jw_fixed(w, dur, 3);
+    mp__jw_key(w, "pid");
+    mp__jw_u64(w, 1);
+    mp__jw_key(w, "tid");
+    mp__jw_i64(w, comp ? 1 : 2);
+    mp__jw_key(w, "args");
+    mp__jw_object(w, false);
+    mp__jw_key(w, "step");
+    mp__jw_u64(w, s);
+    mp__jw_key(w, "kind");
+    mp__jw_string(w, mp_step_kind_name(st->kind));
+    mp__jw_key(w, "live_bytes");
+    mp__jw_u64(w, p->live[s]);
+    if (comp) {
+        mp__jw_key(w, "op");
+        mp__jw_string(w, n->op);
+    }
+    mp__jw_end(w);
+    mp__jw_end(w);
 }
 
 mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
@@ -34,66 +140,32 @@ mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
                           "mp_plan_write_trace: NULL argument")
                  : MP_ERR_INVALID_ARG;
     const mp_graph *g = p->graph;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return mp__err(p->ctx, MP_ERR_IO, "%s: cannot write: %s", path,
-                      strerror(errno));
-    fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"graph\":\"", f);
-    mp__viz_json_str(f, g->name);
-    fprintf(f, "\",\"arena_bytes\":%llu,\"lower_bound_bytes\":%llu,"
-               "\"persistent_bytes\":%llu,\"peak_step\":%u},\n"
-               "\"traceEvents\":[\n",
-            (unsigned long long)p->fig.arena_bytes,
-            (unsigned long long)p->fig.lower_bound_bytes,
-            (unsigned long long)p->fig.persistent_bytes, p->fig.peak_step);
-    fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,"
-          "\"args\":{\"name\":\"memplan: ",
-          f);
-    mp__viz_json_str(f, g->name && *g->name ? g->name : "graph");
-    fputs("\"}},\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,"
-          "\"args\":{\"name\":\"compute\"}},\n"
-          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":2,"
-          "\"args\":{\"name\":\"memory (free, offload, prefetch)\"}}",
-          f);
-    double ts = 0.0;   /* microseconds */
+    mp__jw w;
+    mp__jw_init(&w, p->ctx, MP__JW_COMPACT | MP__JW_ASCII,
+                512 + (size_t)p->n_steps * 200);
+    mp__jw_object(&w, false);
+    header(&w, p);
+    mp__jw_newline(&w);
+    mp__jw_key(&w, "traceEvents");
+    mp__jw_array(&w, true);
+    meta(&w, "process_name", 1, "memplan: ",
+         g->name && *g->name ? g->name : "graph");
+    meta(&w, "thread_name", 1, "", "compute");
+    meta(&w, "thread_name", 2, "", "memory (free, offload, prefetch)");
+    double ts = 0.0; /* microseconds */
     uint64_t prev = UINT64_MAX;
     for (uint32_t s = 0; s < p->n_steps; s++) {
-        const mp_step *st = &p->steps[s];
         double dur = step_seconds(p, s, given) * 1e6;
-        int comp = st->kind == MP_STEP_COMPUTE ||
-                   st->kind == MP_STEP_RECOMPUTE;
         if (p->live[s] != prev) {
-            counter(f, ts, p->live[s]);
+            counter(&w, ts, p->live[s]);
             prev = p->live[s];
         }
-        fputs(",\n{\"name\":\"", f);
-        if (comp)
-            mp__viz_json_str(f, g->nodes[st->index].name);
-        else {
-            fputs(mp_step_kind_name(st->kind), f);
-            fputc(' ', f);
-            mp__viz_json_str(f, st->index < g->n_tensors
-                                   ? g->tensors[st->index].name : "?");
-        }
-        fprintf(f, "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,"
-                   "\"dur\":%.3f,\"pid\":1,\"tid\":%d,\"args\":{\"step\":%u,"
-                   "\"kind\":\"%s\",\"live_bytes\":%llu",
-                comp ? mp_phase_name((mp_phase)g->nodes[st->index].phase)
-                     : "memory",
-                ts, dur, comp ? 1 : 2, s, mp_step_kind_name(st->kind),
-                (unsigned long long)p->live[s]);
-        if (comp) {
-            fputs(",\"op\":\"", f);
-            mp__viz_json_str(f, g->nodes[st->index].op);
-            fputc('"', f);
-        }
-        fputs("}}", f);
+        slice(&w, p, s, ts, dur);
         ts += dur;
     }
-    counter(f, ts, 0);
-    fputs("\n]}\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return mp__err(p->ctx, MP_ERR_IO, "%s: write failed", path);
-    return MP_OK;
+    counter(&w, ts, 0);
+    mp__jw_end(&w);
+    mp__jw_end(&w);
+    mp__jw_raw(&w, "\n");
+    return mp__jw_save(&w, path);
 }

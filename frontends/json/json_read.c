@@ -1,0 +1,790 @@
+/* json_read.c - the JSON reader (json.h): values, objects with key tables,
+ * arrays, typed accessors, and messages that name src:line:column and
+ * the path. Tokens come from the lexer (json_tok.c). */
+#include "json.h"
+#include "json_tok.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mp__jr_init(mp__jr *r, mp_ctx *ctx, const char *src, const char *text,
+                size_t len, unsigned flags)
+{
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->src = src;
+    mp__jtok_init(&r->k, text, len, 0);
+    r->flags = flags;
+}
+
+void mp__jr_free(mp__jr *r)
+{
+    mp__dealloc(r->ctx, r->sb);
+    mp__dealloc(r->ctx, r->stack);
+    r->sb = NULL;
+    r->stack = NULL;
+    r->sb_len = r->sb_cap = r->stack_cap = 0;
+}
+
+static void ws(mp__jr *r) { mp__jtok_ws(&r->k); }
+
+/* ---- messages --------------------------------------------------------------- */
+static void render_path(const mp__jr *r, bool top, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    if (r->prefix && r->prefix[0]) {
+        int w = snprintf(buf, cap, "%s", r->prefix);
+        n = w < 0 ? 0 : (size_t)w;
+    }
+    size_t shown = r->n_path < MP__JPATH_MAX ? r->n_path : MP__JPATH_MAX;
+    for (size_t d = 0; d < shown && n < cap; d++) {
+        const mp__jpath *p = &r->path[d];
+        int w = p->key ? snprintf(buf + n, cap - n, "%s%s", n ? "." : "",
+                                  p->key)
+                       : snprintf(buf + n, cap - n, "[%zu]", p->index);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+        if (d == 1 && r->label[0] && n < cap) {
+            w = snprintf(buf + n, cap - n, " (%s)", r->label);
+            if (w < 0)
+                break;
+            n += (size_t)w;
+        }
+    }
+    if (!n && top)
+        snprintf(buf, cap, "the top level");
+}
+
+void mp__jr_path(const mp__jr *r, char *buf, size_t cap)
+{
+    render_path(r, true, buf, cap);
+}
+
+static mp_status verr_at(mp__jr *r, mp_status st, size_t off, bool path,
+                         const char *fmt, va_list ap)
+{
+    char msg[MP__MSG_MAX], where[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    int line, col;
+    mp__jtok_line_col(r->k.t, r->k.len, off, &line, &col);
+    if (!path)
+        return mp__err(r->ctx, st, "%s:%d:%d: %s", r->src, line, col, msg);
+    render_path(r, true, where, sizeof where);
+    return mp__err(r->ctx, st, "%s:%d:%d: %s: %s", r->src, line, col, where,
+                  msg);
+}
+
+mp_status mp__jr_err(mp__jr *r, mp_status st, size_t off, const char *fmt,
+                    ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = verr_at(r, st, off, true, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* A fault of the text itself: no path. */
+static mp_status lex_err(mp__jr *r, mp_status st, size_t off,
+                         const char *fmt, ...) MP__PRINTF(4, 5);
+static mp_status lex_err(mp__jr *r, mp_status st, size_t off,
+                         const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = verr_at(r, st, off, false, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* The byte at off as messages show it: "token near 'c'", or its code. */
+static const char *token_at(const mp__jr *r, size_t off, char *buf,
+                            size_t cap)
+{
+    unsigned char c = (unsigned char)r->k.t[off];
+    if (c >= 0x20 && c < 0x7f)
+        snprintf(buf, cap, "token near '%c'", (char)c);
+    else
+        snprintf(buf, cap, "byte 0x%02x", (unsigned)c);
+    return buf;
+}
+
+static mp_status unexpected(mp__jr *r, size_t at, const char *expected)
+{
+    char b[32];
+    if (at >= r->k.len)
+        return lex_err(r, MP_ERR_PARSE, r->k.len, "syntax error: unexpected "
+                       "end of file, expected %s", expected);
+    return lex_err(r, MP_ERR_PARSE, at, "syntax error: unexpected %s, "
+                   "expected %s", token_at(r, at, b, sizeof b), expected);
+}
+
+/* Words what the lexer refused; `expected` is what a bad character
+ * between tokens should have been. */
+static mp_status tok_fail(mp__jr *r, const char *expected)
+{
+    size_t start = r->k.err.start, at = r->k.err.at;
+    char c = r->k.err.c;
+    switch (r->k.err.kind) {
+    case MP__JTOK_UNTERMINATED:
+        return lex_err(r, MP_ERR_PARSE, start,
+                       "syntax error: unterminated string");
+    case MP__JTOK_CONTROL:
+        return lex_err(r, MP_ERR_PARSE, at,
+                       "syntax error: control character in a string");
+    case MP__JTOK_BAD_HEX:
+        return lex_err(r, MP_ERR_PARSE, at,
+                       "syntax error: bad \\u escape in a string");
+    case MP__JTOK_SURROGATE:
+        return lex_err(r, MP_ERR_PARSE, start,
+                       "syntax error: unpaired surrogate in a \\u escape");
+    case MP__JTOK_NUL:
+        return lex_err(r, MP_ERR_PARSE, start,
+                       "\\u0000 is not allowed in a string");
+    case MP__JTOK_BAD_ESCAPE:
+        return lex_err(r, MP_ERR_PARSE, at,
+                       "syntax error: bad escape '\\%c' in a string",
+                       (c >= 0x20 && c < 0x7f) ? c : '?');
+    case MP__JTOK_LEADING_ZERO:
+        return lex_err(r, MP_ERR_PARSE, at,
+                       "syntax error: leading zero in a number");
+    case MP__JTOK_NUM_DIGIT: return unexpected(r, at, "a digit");
+    case MP__JTOK_NUM_FRAC: return unexpected(r, at, "a digit after '.'");
+    case MP__JTOK_NUM_EXP:
+        return unexpected(r, at, "a digit in the exponent");
+    case MP__JTOK_WANT_KEY: return unexpected(r, at, "a string key");
+    case MP__JTOK_WANT_COLON: return unexpected(r, at, "':'");
+    default: return unexpected(r, at, expected);
+    }
+}
+
+/* ---- scalars -------------------------------------------------------------------- */
+/* At '"': the string, decoded into the arena (at *s, length *n) when
+ * decode, else only checked. */
+static mp_status read_string(mp__jr *r, bool decode, size_t *s, size_t *n)
+{
+    size_t len = 0;
+    mp_status st = mp__jtok_string(&r->k, r->ctx, decode ? &r->sb : NULL,
+                                  &r->sb_cap, r->sb_len, &len);
+    if (st)
+        return st == MP_ERR_PARSE ? tok_fail(r, "a JSON value") : st;
+    *s = r->sb_len;
+    *n = len;
+    if (decode)
+        r->sb_len += len + 1;
+    return MP_OK;
+}
+
+/* The integer digits of v (no fraction, no exponent). */
+static void int_value(const mp__jr *r, mp__jval *v)
+{
+    const char *t = r->k.t;
+    uint64_t u = 0;
+    v->big = false;
+    for (size_t q = v->off + (v->neg ? 1 : 0); q < v->end; q++) {
+        unsigned d = (unsigned)(t[q] - '0');
+        if (u > (UINT64_MAX - d) / 10) {
+            v->big = true;
+            break;
+        }
+        u = u * 10 + d;
+    }
+    v->u = u;
+    v->fits = !v->big && u <= (uint64_t)INT64_MAX + (v->neg ? 1u : 0u);
+    v->i = v->fits ? (v->neg ? (int64_t)(0 - u) : (int64_t)u) : 0;
+}
+
+static double parse_double(const char *num, size_t n)
+{
+    char buf[64];
+    if (n < sizeof buf) {
+        memcpy(buf, num, n);
+        buf[n] = 0;
+        return strtod(buf, NULL);
+    }
+    return strtod(num, NULL); /* the text is NUL-terminated */
+}
+
+static mp_status read_number(mp__jr *r, mp__jval *v)
+{
+    bool is_int;
+    if (mp__jtok_number(&r->k, &v->end, &is_int))
+        return tok_fail(r, "a JSON value");
+    v->type = MP__JT_NUMBER;
+    v->is_int = is_int;
+    v->neg = r->k.t[v->off] == '-';
+    int n = (int)(v->end - v->off);
+    if (is_int) {
+        int_value(r, v);
+        v->d = v->fits ? (double)v->i
+                       : parse_double(r->k.t + v->off, v->end - v->off);
+        if (!v->fits && (r->flags & MP__JR_NUM64))
+            return lex_err(r, MP_ERR_OVERFLOW, v->off,
+                           "too big integer near '%.*s' (numbers must fit "
+                           "in 64 bits)",
+                           n, r->k.t + v->off);
+    } else {
+        v->fits = v->big = false;
+        v->u = 0;
+        v->i = 0;
+        errno = 0;
+        v->d = parse_double(r->k.t + v->off, v->end - v->off);
+        if (errno == ERANGE && isinf(v->d) && (r->flags & MP__JR_NUM64))
+            return lex_err(r, MP_ERR_OVERFLOW, v->off,
+                           "real number overflow near '%.*s'", n,
+                           r->k.t + v->off);
+    }
+    r->k.pos = v->end;
+    return MP_OK;
+}
+
+static mp_status literal(mp__jr *r, const char *word, const char *expected)
+{
+    if (!mp__jtok_literal(&r->k, word))
+        return unexpected(r, r->k.pos, expected);
+    return MP_OK;
+}
+
+static mp_status open_container(mp__jr *r, mp__jval *v, mp__jtype type)
+{
+    if (r->depth >= MP__JSON_MAX_DEPTH)
+        return lex_err(r, MP_ERR_PARSE, r->k.pos, "syntax error: nesting "
+                       "deeper than %d levels", MP__JSON_MAX_DEPTH);
+    r->depth++;
+    r->k.pos++;
+    v->type = type;
+    return MP_OK;
+}
+
+/* The next value's start (decode: strings into the arena); a character
+ * that starts no value is "unexpected ..., expected <expected>". */
+static mp_status read_value(mp__jr *r, mp__jval *v, bool decode,
+                            const char *expected)
+{
+    ws(r);
+    v->off = v->end = r->k.pos;
+    v->s = v->n = 0;
+    if (r->k.pos >= r->k.len)
+        return unexpected(r, r->k.pos, expected);
+    switch (r->k.t[r->k.pos]) {
+    case '{': return open_container(r, v, MP__JT_OBJECT);
+    case '[': return open_container(r, v, MP__JT_ARRAY);
+    case '"':
+        v->type = MP__JT_STRING;
+        return read_string(r, decode, &v->s, &v->n);
+    case 't': v->type = MP__JT_TRUE; return literal(r, "true", expected);
+    case 'f': v->type = MP__JT_FALSE; return literal(r, "false", expected);
+    case 'n': v->type = MP__JT_NULL; return literal(r, "null", expected);
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5':
+    case '6': case '7': case '8': case '9':
+        return read_number(r, v);
+    default: return unexpected(r, r->k.pos, expected);
+    }
+}
+
+mp_status mp__jr_value(mp__jr *r, mp__jval *v)
+{
+    mp_status st = read_value(r, v, true, "a JSON value");
+    if (!st && v->type != MP__JT_NUMBER)
+        v->end = r->k.pos;
+    return st;
+}
+
+/* ---- skipping ---------------------------------------------------------------- */
+#define STACK0 (sizeof ((mp__jr *)0)->stack0 / sizeof (uint64_t))
+
+/* The word of the bit stack holding level. */
+static uint64_t *stack_word(const mp__jr *r, size_t level)
+{
+    size_t word = level / 64;
+    return word < STACK0 ? (uint64_t *)&r->stack0[word]
+                         : &r->stack[word - STACK0];
+}
+
+static mp_status stack_set(mp__jr *r, size_t level, bool obj)
+{
+    size_t word = level / 64;
+    if (word >= STACK0 && word - STACK0 >= r->stack_cap) {
+        void *p = r->stack;
+        if (mp__grow(r->ctx, &p, sizeof *r->stack, word - STACK0 + 1,
+                    &r->stack_cap))
+            return MP_ERR_NOMEM;
+        r->stack = p;
+    }
+    uint64_t bit = (uint64_t)1 << (level % 64), *w = stack_word(r, level);
+    *w = obj ? *w | bit : *w & ~bit;
+    return MP_OK;
+}
+
+static bool stack_obj(const mp__jr *r, size_t level)
+{
+    return (*stack_word(r, level) >> (level % 64)) & 1;
+}
+
+/* After the '"' of a key (or an object's first token): the key checked
+ * and the ':' after it. */
+static mp_status skip_key(mp__jr *r)
+{
+    size_t s, n;
+    mp_status st = read_string(r, false, &s, &n);
+    if (st)
+        return st;
+    if (mp__jtok_colon(&r->k))
+        return tok_fail(r, "':'");
+    return MP_OK;
+}
+
+/* Containers inside a skipped value are tracked on a bit stack (1: an
+ * object), without recursion and without a depth limit. */
+mp_status mp__jr_skip(mp__jr *r, const mp__jval *v)
+{
+    if (v->type != MP__JT_OBJECT && v->type != MP__JT_ARRAY)
+        return MP_OK;
+    size_t level = 0;
+    int state = 0;
+    mp_status st = stack_set(r, 0, v->type == MP__JT_OBJECT);
+    while (!st) {
+        bool obj = stack_obj(r, level), more;
+        if (obj ? mp__jtok_obj_next(&r->k, &state, &more)
+                : mp__jtok_arr_next(&r->k, &state, &more))
+            return tok_fail(r, obj ? "',' or '}'" : "',' or ']'");
+        if (!more) {
+            if (level-- == 0)
+                break;
+            state = 1;
+            continue;
+        }
+        if (obj && (st = skip_key(r)))
+            return st;
+        mp__jval e;
+        if ((st = read_value(r, &e, false, "a JSON value")))
+            return st;
+        if (e.type == MP__JT_OBJECT || e.type == MP__JT_ARRAY) {
+            r->depth--; /* counted by the level instead */
+            st = stack_set(r, ++level, e.type == MP__JT_OBJECT);
+            state = 0;
+        }
+    }
+    if (!st)
+        r->depth--;
+    return st;
+}
+
+mp_status mp__jr_skip_value(mp__jr *r)
+{
+    mp__jval v;
+    size_t mark = r->sb_len;
+    mp_status st = read_value(r, &v, false, "a JSON value");
+    if (!st)
+        st = mp__jr_skip(r, &v);
+    r->sb_len = mark;
+    return st;
+}
+
+/* ---- objects and arrays ---------------------------------------------------- */
+static void push_static(mp__jr *r, const char *key)
+{
+    if (r->n_path < MP__JPATH_MAX)
+        r->path[r->n_path].key = key;
+    if (r->n_path == 1)
+        r->label[0] = 0;
+    r->n_path++;
+}
+
+void mp__jr_push_key(mp__jr *r, const char *key)
+{
+    if (r->n_path < MP__JPATH_MAX) {
+        mp__jpath *p = &r->path[r->n_path];
+        size_t n = strlen(key);
+        if (n >= sizeof p->own)
+            n = sizeof p->own - 1;
+        memcpy(p->own, key, n);
+        p->own[n] = 0;
+        key = p->own;
+    }
+    push_static(r, key);
+}
+
+void mp__jr_push_index(mp__jr *r, size_t i)
+{
+    if (r->n_path < MP__JPATH_MAX) {
+        r->path[r->n_path].key = NULL;
+        r->path[r->n_path].index = i;
+    }
+    if (r->n_path == 1)
+        r->label[0] = 0;
+    r->n_path++;
+}
+
+void mp__jr_pop(mp__jr *r)
+{
+    if (r->n_path)
+        r->n_path--;
+}
+
+void mp__jr_path_cut(mp__jr *r, size_t n)
+{
+    if (n < r->n_path)
+        r->n_path = n;
+    if (n < 2)
+        r->label[0] = 0;
+}
+
+void mp__jr_label_name(mp__jr *r, const char *name)
+{
+    if (!name) {
+        r->label[0] = 0;
+        return;
+    }
+    /* cheaper than snprintf: it is set for every element */
+    char *l = r->label;
+    size_t n = strlen(name), max = sizeof r->label - 3;
+    if (n > max)
+        n = max;
+    l[0] = '"';
+    memcpy(l + 1, name, n);
+    l[n + 1] = '"';
+    l[n + 2] = 0;
+}
+
+void mp__jr_label(mp__jr *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->label, sizeof r->label, fmt, ap);
+    va_end(ap);
+}
+
+void mp__jr_object_at(mp__jr *r, mp__jobj *o, const mp__jval *v,
+                     const mp__jkeys *keys)
+{
+    memset(o, 0, sizeof *o);
+    o->keys = keys;
+    o->off = v->off;
+    o->depth = r->depth;
+}
+
+void mp__jr_array_at(mp__jr *r, mp__jarr *a, const mp__jval *v)
+{
+    memset(a, 0, sizeof *a);
+    a->off = v->off;
+    a->depth = r->depth;
+}
+
+mp_status mp__jr_object(mp__jr *r, mp__jobj *o, const mp__jkeys *keys,
+                       const char *what)
+{
+    mp__jval v;
+    mp_status st = mp__jr_value(r, &v);
+    if (st)
+        return st;
+    if (v.type != MP__JT_OBJECT)
+        return mp__jr_type_err(r, &v, what ? what : "an object");
+    mp__jr_object_at(r, o, &v, keys);
+    return MP_OK;
+}
+
+mp_status mp__jr_array(mp__jr *r, mp__jarr *a, const char *what)
+{
+    mp__jval v;
+    mp_status st = mp__jr_value(r, &v);
+    if (st)
+        return st;
+    if (v.type != MP__JT_ARRAY)
+        return mp__jr_type_err(r, &v, what ? what : "an array");
+    mp__jr_array_at(r, a, &v);
+    return MP_OK;
+}
+
+/* The keys of K as "a, b or c" into buf. */
+static void key_list(const mp__jkeys *K, char *buf, size_t cap)
+{
+    size_t n = 0, left = 0;
+    buf[0] = 0;
+    for (int i = 0; i < K->n; i++)
+        left += K->names[i] != NULL;
+    for (int i = 0; i < K->n && n < cap; i++) {
+        if (!K->names[i])
+            continue;
+        left--;
+        int w = snprintf(buf + n, cap - n, "%s%s", K->names[i],
+                         left > 1 ? ", " : left == 1 ? " or " : "");
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+}
+
+mp_status mp__jr_unknown_key(mp__jr *r, const mp__jkeys *K, size_t key_off,
+                            const char *key)
+{
+    char list[512];
+    if (K->expected)
+        snprintf(list, sizeof list, "%s", K->expected);
+    else
+        key_list(K, list, sizeof list);
+    return mp__jr_err(r, MP_ERR_PARSE, key_off,
+                      "unknown key \"%s\" (expected %s%s)", key, list,
+                      (K->flags & MP__JK_EXT) ? ", or an \"x-\" extension key"
+                                              : "");
+}
+
+mp_status mp__jr_dup_key(mp__jr *r, const mp__jobj *o)
+{
+    return mp__jr_err(r, MP_ERR_PARSE, o->key_off, "duplicate key \"%s\"",
+                      mp__jr_key(r, o));
+}
+
+/* The table key whose name is the n bytes at t (-1: none). */
+static int key_match(const mp__jkeys *K, const char *t, size_t n)
+{
+    char c = n ? t[0] : 0;
+    for (int i = 0; i < K->n; i++) {
+        const char *name = K->names[i];
+        if (name && name[0] == c && strncmp(name, t, n) == 0 && !name[n])
+            return i;
+    }
+    return -1;
+}
+
+/* At the '"' of a key: *i its index in the table (-1: none; such a key,
+ * and one with escapes, is decoded into the arena), then the ':'. A key
+ * without escapes is matched on the text: most keys are the table's. */
+static mp_status read_key(mp__jr *r, mp__jobj *o, int *i)
+{
+    const char *t = r->k.t;
+    size_t p = r->k.pos + 1, q = p, e = r->k.len, n;
+    o->key_off = r->k.pos;
+    o->name = NULL;
+    *i = -1;
+    while (q < e && t[q] != '"' && t[q] != '\\' &&
+           (unsigned char)t[q] >= 0x20)
+        q++;
+    bool plain = q < e && t[q] == '"';
+    if (plain && o->keys && (*i = key_match(o->keys, t + p, q - p)) >= 0) {
+        o->name = o->keys->names[*i];
+        r->k.pos = q + 1;
+    } else {
+        mp_status st = read_string(r, true, &o->key, &n);
+        if (st)
+            return st;
+        if (!plain && o->keys)
+            *i = key_match(o->keys, mp__jr_str(r, o->key), n);
+    }
+    if (r->k.pos < e && t[r->k.pos] == ':')
+        r->k.pos++;
+    else if (mp__jtok_colon(&r->k))
+        return tok_fail(r, "':'");
+    return MP_OK;
+}
+
+mp_status mp__jr_member(mp__jr *r, mp__jobj *o, int *k)
+{
+    const mp__jkeys *K = o->keys;
+    mp_status st;
+    for (;;) {
+        if (o->pushed) {
+            mp__jr_pop(r);
+            o->pushed = false;
+        }
+        bool more;
+        if (mp__jtok_obj_next(&r->k, &o->state, &more))
+            return tok_fail(r, "',' or '}'");
+        if (!more) {
+            r->depth = o->depth - 1;
+            *k = MP__JK_END;
+            return MP_OK;
+        }
+        int i;
+        if ((st = read_key(r, o, &i)))
+            return st;
+        if (i >= 0) {
+            uint64_t bit = (uint64_t)1 << i;
+            if (o->seen & bit)
+                return mp__jr_dup_key(r, o);
+            o->seen |= bit;
+            push_static(r, K->names[i]);
+            o->pushed = true;
+            *k = i;
+            return MP_OK;
+        }
+        if (K && (K->flags & MP__JK_EXT) &&
+            mp__json_is_ext_key(mp__jr_key(r, o))) {
+            r->sb_len = o->key; /* its key is not needed */
+            if ((st = mp__jr_skip_value(r)))
+                return st;
+            continue;
+        }
+        if (!K || (K->flags & MP__JK_ANY)) {
+            *k = MP__JK_OTHER;
+            return MP_OK;
+        }
+        return mp__jr_unknown_key(r, K, o->key_off, mp__jr_key(r, o));
+    }
+}
+
+mp_status mp__jr_elem(mp__jr *r, mp__jarr *a, bool *more)
+{
+    if (a->pushed) {
+        mp__jr_pop(r);
+        a->pushed = false;
+    }
+    if (mp__jtok_arr_next(&r->k, &a->state, more))
+        return tok_fail(r, "',' or ']'");
+    if (!*more) {
+        r->depth = a->depth - 1;
+        return MP_OK;
+    }
+    mp__jr_push_index(r, a->n++);
+    a->pushed = true;
+    return MP_OK;
+}
+
+mp_status mp__jr_doc(mp__jr *r, mp__jobj *o, const mp__jkeys *keys)
+{
+    ws(r);
+    if (r->k.pos >= r->k.len)
+        return mp__err(r->ctx, MP_ERR_PARSE,
+                      "%s:1:1: empty file (expected a JSON object)", r->src);
+    mp__jval v;
+    mp_status st = read_value(r, &v, true, "a JSON object");
+    if (st)
+        return st;
+    if (v.type != MP__JT_OBJECT)
+        return mp__jr_type_err(r, &v, "a JSON object");
+    mp__jr_object_at(r, o, &v, keys);
+    return MP_OK;
+}
+
+mp_status mp__jr_doc_end(mp__jr *r)
+{
+    char b[32];
+    ws(r);
+    if (r->k.pos < r->k.len)
+        return lex_err(r, MP_ERR_PARSE, r->k.pos, "syntax error: unexpected "
+                       "text after the top-level object: end of file "
+                       "expected, found %s",
+                       token_at(r, r->k.pos, b, sizeof b));
+    return MP_OK;
+}
+
+/* ---- typed values -------------------------------------------------------- */
+static const char *describe(const mp__jr *r, const mp__jval *v, char *buf,
+                            size_t cap)
+{
+    switch (v->type) {
+    case MP__JT_OBJECT: return "an object";
+    case MP__JT_ARRAY: return "an array";
+    case MP__JT_STRING:
+        if (v->n > 40)
+            snprintf(buf, cap, "\"%.40s...\"", mp__jr_str(r, v->s));
+        else
+            snprintf(buf, cap, "\"%s\"", mp__jr_str(r, v->s));
+        return buf;
+    case MP__JT_NUMBER: {
+        size_t n = v->end - v->off;
+        snprintf(buf, cap, "%.*s", (int)(n < 40 ? n : 40), r->k.t + v->off);
+        return buf;
+    }
+    case MP__JT_TRUE: return "true";
+    case MP__JT_FALSE: return "false";
+    case MP__JT_NULL: return "null";
+    }
+    return "a value";
+}
+
+mp_status mp__jr_type_err(mp__jr *r, const mp__jval *v, const char *expected)
+{
+    char buf[96];
+    return mp__jr_err(r, MP_ERR_PARSE, v->off, "expected %s, got %s",
+                      expected, describe(r, v, buf, sizeof buf));
+}
+
+mp_status mp__jr_missing(mp__jr *r, const mp__jobj *o, const char *key,
+                        const char *detail)
+{
+    return mp__jr_err(r, MP_ERR_PARSE, o->off,
+                      "missing required key \"%s\"%s", key,
+                      detail ? detail : "");
+}
+
+mp_status mp__jr_require(mp__jr *r, const mp__jobj *o, uint64_t need)
+{
+    for (int i = 0; i < o->keys->n; i++)
+        if (((need & ~o->seen) >> i) & 1)
+            return mp__jr_missing(r, o, o->keys->names[i], NULL);
+    return MP_OK;
+}
+
+mp_status mp__jr_string(mp__jr *r, const mp__jval *v, bool nonempty,
+                       const char *expected, const char **s)
+{
+    if (v->type != MP__JT_STRING)
+        return mp__jr_type_err(r, v, expected ? expected : "a string");
+    if (nonempty && !v->n)
+        return mp__jr_err(r, MP_ERR_PARSE, v->off,
+                          "must not be an empty string");
+    *s = mp__jr_str(r, v->s);
+    return MP_OK;
+}
+
+static mp_status out_of_range(mp__jr *r, const mp__jval *v,
+                              unsigned long long max)
+{
+    int n = (int)(v->end - v->off);
+    return mp__jr_err(r, MP_ERR_PARSE, v->off,
+                      "integer %.*s out of range (at most %llu)",
+                      n < 40 ? n : 40, r->k.t + v->off, max);
+}
+
+mp_status mp__jr_i64(mp__jr *r, const mp__jval *v, int64_t min, int64_t max,
+                    const char *expected, int64_t *out)
+{
+    if (v->type != MP__JT_NUMBER || !v->is_int || (!v->fits && v->neg) ||
+        (v->fits && v->i < min))
+        return mp__jr_type_err(r, v, expected);
+    if (!v->fits || v->i > max)
+        return out_of_range(r, v, (unsigned long long)max);
+    *out = v->i;
+    return MP_OK;
+}
+
+mp_status mp__jr_u64(mp__jr *r, const mp__jval *v, uint64_t max,
+                    const char *expected, uint64_t *out)
+{
+    if (v->type != MP__JT_NUMBER || !v->is_int || v->neg)
+        return mp__jr_type_err(r, v, expected);
+    if (v->big || v->u > max)
+        return out_of_range(r, v, max);
+    *out = v->u;
+    return MP_OK;
+}
+
+mp_status mp__jr_num(mp__jr *r, const mp__jval *v, double min,
+                    const char *expected, double *out)
+{
+    if (v->type != MP__JT_NUMBER || !(v->d >= min))
+        return mp__jr_type_err(r, v, expected);
+    if (!isfinite(v->d))
+        return mp__jr_err(r, MP_ERR_PARSE, v->off, "number %.*s out of range",
+                          (int)(v->end - v->off), r->k.t + v->off);
+    *out = v->d;
+    return MP_OK;
+}
+
+/* ---- nested documents ------------------------------------------------------- */
+void mp__jr_child(mp__jr *child, const mp__jr *parent, char *prefix,
+                 size_t cap)
+{
+    mp__jr_init(child, parent->ctx, parent->src, parent->k.t, parent->k.len,
+               parent->flags);
+    child->k.pos = parent->k.pos;
+    child->depth = parent->depth;
+    render_path(parent, false, prefix, cap);
+    child->prefix = prefix;
+}
