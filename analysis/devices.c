@@ -67,7 +67,7 @@ mp_status mp_device_builtin(mp_ctx *ctx, const char *name, mp_device *out)
                   name);
 }
 
-/* ---- JSON profiles ---------------------------------------------------------- *
+/* ---- JSON profiles ------------------------------------------------------
  * Read with the library's JSON reader (frontends/json/json.h). The figures
  * given override those of "base" wherever "base" stands in the object. */
 enum { P_NAME, P_BASE, P_FLOPS, P_FIELDS };
@@ -216,7 +216,7 @@ static mp_status profile_make(profile *p, const mp__jobj *o, mp_device *out)
 
 /* A profile from text (len bytes), src naming it in messages. */
 static mp_status profile_load(mp_ctx *ctx, const char *text, size_t len,
-                              const char *src, mp_device *out)
+                              const char *src, void *out)
 {
     static const mp__jkeys keys = {profile_names, N_PROFILE, MP__JK_EXT, NULL};
     profile p;
@@ -250,14 +250,7 @@ mp_status mp_device_load_json(mp_ctx *ctx, const char *path, mp_device *out)
 {
     if (!ctx || !path || !out)
         return MP_ERR_INVALID_ARG;
-    char *text;
-    size_t len;
-    mp_status st = mp__read_file(ctx, path, &text, &len);
-    if (st)
-        return st;
-    st = profile_load(ctx, text, len, path, out);
-    mp__dealloc(ctx, text);
-    return st;
+    return mp__json_load_file(ctx, path, profile_load, out);
 }
 
 mp_status mp_device_get(mp_ctx *ctx, const char *name_or_path,

@@ -24,7 +24,7 @@
 #define FORMAT_NAME "memplan-graph"
 #define FORMAT_VERSION 1
 
-/* ---- reader ------------------------------------------------------------------
+/* ---- reader -------------------------------------------------------------
  *
  * A streaming reader (a 100k-node graph is ~15 MB of JSON with ~300k
  * small objects): values are read as they come and every error names
@@ -134,7 +134,7 @@ static bool is_int(const mp__jval *v)
 static bool needs_producer(uint8_t kind);
 static mp_status read_sub(rd *r, int64_t *idx);
 
-/* ---- tensors ------------------------------------------------------------------ */
+/* ---- tensors ------------------------------------------------------------ */
 static const char *const tensor_names[] = {"name", "dtype", "shape", "bytes",
                                            "kind"};
 static const mp__jkeys tensor_keys = {tensor_names, 5, MP__JK_EXT, NULL};
@@ -324,7 +324,7 @@ static mp_status read_tensor(rd *r, size_t i)
     return tensor_add(r, &t);
 }
 
-/* ---- nodes ------------------------------------------------------------------- */
+/* ---- nodes -------------------------------------------------------------- */
 static const char *const node_names[] = {"name", "op", "domain", "inputs",
                                          "outputs", "attributes", "phase",
                                          "cost"};
@@ -929,47 +929,50 @@ static mp_status top_output(rd *r, const char *tn, size_t off)
     return mp_graph_mark_output(g, t);
 }
 
-/* A name of a subgraph's "inputs" or "outputs" (what): its tensor in *t,
- * the list (*ids, *n) grown to hold one more. */
-static mp_status sub_name(rd *r, const char *tn, size_t off, const char *what,
-                          uint32_t *t, uint32_t **ids, uint32_t n,
-                          size_t *cap)
+/* A name of a subgraph's "inputs" (input) or "outputs": its tensor in
+ * *t, appended to the list (g->sub_inputs or g->sub_outputs). */
+static mp_status sub_name(rd *r, const char *tn, size_t off, bool input,
+                          uint32_t *t)
 {
+    mp_graph *g = r->g;
+    uint32_t **ids = input ? &g->sub_inputs : &g->sub_outputs;
+    uint32_t *n = input ? &g->n_sub_inputs : &g->n_sub_outputs;
     if (!tn[0])
         return mp__jr_err(&r->jr, MP_ERR_PARSE, off,
-                          "an %s needs a tensor name", what);
+                          "an %s needs a tensor name",
+                          input ? "input" : "output");
     mp_status st = tensor_ref(r, tn, t);
-    return st ? st : mp__grow(r->ctx, (void **)ids, sizeof **ids, n + 1, cap);
+    if (!st)
+        st = mp__grow(r->ctx, (void **)ids, sizeof **ids, *n + 1,
+                     input ? &r->cap_sub_in : &r->cap_sub_out);
+    if (!st)
+        (*ids)[(*n)++] = *t;
+    return st;
 }
 
 /* One name of a subgraph's "outputs": its formal outputs, in order (a
  * name may come twice, or from an enclosing scope). */
 static mp_status sub_output(rd *r, const char *tn, size_t off)
 {
-    mp_graph *g = r->g;
     uint32_t t;
-    mp_status st = sub_name(r, tn, off, "output", &t, &g->sub_outputs,
-                            g->n_sub_outputs, &r->cap_sub_out);
+    mp_status st = sub_name(r, tn, off, false, &t);
     if (st)
         return st;
-    g->sub_outputs[g->n_sub_outputs++] = t;
     if (!(r->declared[t] & 2) && r->ref_node[t] == MP_NONE)
         r->ref_off[t] = off;
     r->declared[t] |= 2;
-    return mp_graph_mark_output(g, t);
+    return mp_graph_mark_output(r->g, t);
 }
 
 /* One name of a subgraph's "inputs": its formal inputs, in order
  * (declared in "tensors" or not; their kind is input). */
 static mp_status sub_input(rd *r, const char *tn, size_t off)
 {
-    mp_graph *g = r->g;
     uint32_t t;
-    mp_status st = sub_name(r, tn, off, "input", &t, &g->sub_inputs,
-                            g->n_sub_inputs, &r->cap_sub_in);
+    mp_status st = sub_name(r, tn, off, true, &t);
     if (st)
         return st;
-    mp__tensor *tt = &g->tensors[t];
+    mp__tensor *tt = &r->g->tensors[t];
     if (r->declared[t] & 4)
         return mp__jr_err(&r->jr, MP_ERR_DUPLICATE, off,
                           "\"%s\" is listed twice", tn);
@@ -980,7 +983,6 @@ static mp_status sub_input(rd *r, const char *tn, size_t off)
                           "subgraph has kind input",
                           tn,
                           mp_kind_name((mp_tensor_kind)tt->declared_kind));
-    g->sub_inputs[g->n_sub_inputs++] = t;
     tt->kind = tt->declared_kind = MP_KIND_INPUT;
     tt->flags &= (uint8_t)~MP__TF_SHAPE_HINT;
     r->declared[t] |= 4;
@@ -1051,7 +1053,7 @@ static mp_status sub_sources(rd *r)
     return MP_OK;
 }
 
-/* ---- the top level -------------------------------------------------------- */
+/* ---- the top level ------------------------------------------------------ */
 static const char *const top_names[] = {"format", "version", "name",
                                         "tensors", "nodes", "outputs",
                                         "metadata", "inputs", "opset"};
@@ -1348,8 +1350,9 @@ mp_status mp__json_finalize(mp_ctx *ctx, mp_graph *g, const char *src)
 }
 
 mp_status mp__json_graph_read(mp_ctx *ctx, const char *text, size_t len,
-                             const char *src, mp_graph **out)
+                             const char *src, void *graph)
 {
+    mp_graph **out = graph;
     *out = NULL;
     rd r;
     memset(&r, 0, sizeof r);
@@ -1391,17 +1394,10 @@ mp_status mp_graph_load_json(mp_ctx *ctx, const char *path, mp_graph **out)
                             "mp_graph_load_json: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
-    char *text;
-    size_t len;
-    mp_status st = mp__read_file(ctx, path, &text, &len);
-    if (st)
-        return st;
-    st = mp__json_graph_read(ctx, text, len, path, out);
-    mp__dealloc(ctx, text);
-    return st;
+    return mp__json_load_file(ctx, path, mp__json_graph_read, out);
 }
 
-/* ---- writer ---------------------------------------------------------------- */
+/* ---- writer ------------------------------------------------------------- */
 
 /* ---- the loader's subgraph bookkeeping, undone when writing ---- */
 

@@ -120,7 +120,7 @@ static mp_status read_config(cfg *c, mp_llm_config *out)
 
 /* text (len bytes), src naming it in messages. */
 static mp_status load_config(mp_ctx *ctx, const char *text, size_t len,
-                             const char *src, mp_llm_config *out)
+                             const char *src, void *out)
 {
     static const mp__jkeys keys = {names, K_N, MP__JK_ANY, NULL};
     cfg c;
@@ -155,12 +155,5 @@ mp_status mp_llm_config_load_json(mp_ctx *ctx, const char *path,
 {
     if (!ctx || !path || !out)
         return MP_ERR_INVALID_ARG;
-    char *text;
-    size_t len;
-    mp_status st = mp__read_file(ctx, path, &text, &len);
-    if (st)
-        return st;
-    st = load_config(ctx, text, len, path, out);
-    mp__dealloc(ctx, text);
-    return st;
+    return mp__json_load_file(ctx, path, load_config, out);
 }

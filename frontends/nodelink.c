@@ -596,8 +596,9 @@ static mp_status load(nl *L, mp_graph *g)
 }
 
 mp_status mp__nodelink_read(mp_ctx *ctx, const char *text, size_t len,
-                           const char *src, mp_graph **out)
+                           const char *src, void *graph)
 {
+    mp_graph **out = graph;
     *out = NULL;
     nl L;
     memset(&L, 0, sizeof L);
@@ -638,12 +639,5 @@ mp_status mp_graph_load_nodelink(mp_ctx *ctx, const char *path,
                             "mp_graph_load_nodelink: NULL argument")
                    : MP_ERR_INVALID_ARG;
     *out = NULL;
-    char *text;
-    size_t len;
-    mp_status st = mp__read_file(ctx, path, &text, &len);
-    if (st)
-        return st;
-    st = mp__nodelink_read(ctx, text, len, path, out);
-    mp__dealloc(ctx, text);
-    return st;
+    return mp__json_load_file(ctx, path, mp__nodelink_read, out);
 }

@@ -637,11 +637,18 @@ static mp_status read_plan(rd *r, plan_acc *a)
     return read_skipped(r, a, &o, sec_pos);
 }
 
-/* Parses text (len bytes) against g into a new plan. */
-static mp_status plan_from_text(mp_graph *g, const char *text, size_t len,
-                                const char *source, mp_plan **out)
+/* Where a plan is read to: against graph g, into *out. */
+typedef struct plan_dest {
+    mp_graph *g;
+    mp_plan **out;
+} plan_dest;
+
+/* Parses text (len bytes) against dest's graph into a new plan. */
+static mp_status plan_from_text(mp_ctx *ctx, const char *text, size_t len,
+                                const char *source, void *dest)
 {
-    mp_ctx *ctx = g->ctx;
+    mp_graph *g = ((const plan_dest *)dest)->g;
+    mp_plan **out = ((const plan_dest *)dest)->out;
     rd r;
     mp__jr_init(&r.jr, ctx, source, text, len, 0);
     r.g = g;
@@ -701,12 +708,6 @@ mp_status mp_plan_load_json(mp_graph *g, const char *path, mp_plan **out)
     if (!g->finalized)
         return mp__err(g->ctx, MP_ERR_INVALID_ARG,
                       "mp_plan_load_json: the graph is not finalized");
-    char *text = NULL;
-    size_t len = 0;
-    mp_status st = mp__read_file(g->ctx, path, &text, &len);
-    if (st)
-        return st;
-    st = plan_from_text(g, text, len, path, out);
-    mp__dealloc(g->ctx, text);
-    return st;
+    plan_dest d = {g, out};
+    return mp__json_load_file(g->ctx, path, plan_from_text, &d);
 }

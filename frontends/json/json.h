@@ -355,15 +355,24 @@ mp_status mp__jw_done(mp__jw *w, char **out, size_t *len);
 mp_status mp__jw_save(mp__jw *w, const char *path);
 
 /* ======================================================================
- * The JSON graph formats, for format detection (frontends/load.c)
+ * Formats
  * ====================================================================== */
+/* A reader of a format: a JSON text (len bytes, text[len] readable), src
+ * naming it in messages, the result in *out (of the format's type). */
+typedef mp_status (*mp__json_text_fn)(mp_ctx *ctx, const char *text,
+                                      size_t len, const char *src,
+                                      void *out);
+/* Reads the file at path and hands its text to fn. */
+mp_status mp__json_load_file(mp_ctx *ctx, const char *path,
+                            mp__json_text_fn fn, void *out);
+
 /* A memplan JSON graph (json_graph.c) / a networkx node-link graph
- * (nodelink.c) from text (len bytes; text[len] readable); src names it in
- * messages. The graph returned is finalized. */
+ * (nodelink.c), for format detection (frontends/load.c): out is an
+ * mp_graph **, the graph finalized. */
 mp_status mp__json_graph_read(mp_ctx *ctx, const char *text, size_t len,
-                             const char *src, mp_graph **out);
+                             const char *src, void *out);
 mp_status mp__nodelink_read(mp_ctx *ctx, const char *text, size_t len,
-                           const char *src, mp_graph **out);
+                           const char *src, void *out);
 /* Finalizes g; on failure prefixes the message with "src: ". */
 mp_status mp__json_finalize(mp_ctx *ctx, mp_graph *g, const char *src);
 

@@ -31,7 +31,7 @@ void mp__jr_free(mp__jr *r)
 
 static void ws(mp__jr *r) { mp__jtok_ws(&r->k); }
 
-/* ---- messages --------------------------------------------------------------- */
+/* ---- messages ----------------------------------------------------------- */
 static void render_path(const mp__jr *r, bool top, char *buf, size_t cap)
 {
     size_t n = 0;
@@ -128,42 +128,43 @@ static mp_status unexpected(mp__jr *r, size_t at, const char *expected)
  * between tokens should have been. */
 static mp_status tok_fail(mp__jr *r, const char *expected)
 {
-    size_t start = r->k.err.start, at = r->k.err.at;
-    char c = r->k.err.c;
-    switch (r->k.err.kind) {
-    case MP__JTOK_UNTERMINATED:
-        return lex_err(r, MP_ERR_PARSE, start,
-                       "syntax error: unterminated string");
-    case MP__JTOK_CONTROL:
-        return lex_err(r, MP_ERR_PARSE, at,
-                       "syntax error: control character in a string");
-    case MP__JTOK_BAD_HEX:
-        return lex_err(r, MP_ERR_PARSE, at,
-                       "syntax error: bad \\u escape in a string");
-    case MP__JTOK_SURROGATE:
-        return lex_err(r, MP_ERR_PARSE, start,
-                       "syntax error: unpaired surrogate in a \\u escape");
-    case MP__JTOK_NUL:
-        return lex_err(r, MP_ERR_PARSE, start,
-                       "\\u0000 is not allowed in a string");
+    static const struct {
+        int kind;
+        bool at_start;   /* at the token's start, else at the fault */
+        const char *text;
+    } faults[] = {
+        {MP__JTOK_UNTERMINATED, true, "syntax error: unterminated string"},
+        {MP__JTOK_CONTROL, false,
+         "syntax error: control character in a string"},
+        {MP__JTOK_BAD_HEX, false, "syntax error: bad \\u escape in a string"},
+        {MP__JTOK_SURROGATE, true,
+         "syntax error: unpaired surrogate in a \\u escape"},
+        {MP__JTOK_NUL, true, "\\u0000 is not allowed in a string"},
+        {MP__JTOK_LEADING_ZERO, false,
+         "syntax error: leading zero in a number"}};
+    const mp__jtok *k = &r->k;
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        if (faults[i].kind == (int)k->err.kind)
+            return lex_err(r, MP_ERR_PARSE,
+                           faults[i].at_start ? k->err.start : k->err.at,
+                           "%s", faults[i].text);
+    char c = k->err.c;
+    switch (k->err.kind) {
     case MP__JTOK_BAD_ESCAPE:
-        return lex_err(r, MP_ERR_PARSE, at,
+        return lex_err(r, MP_ERR_PARSE, k->err.at,
                        "syntax error: bad escape '\\%c' in a string",
                        (c >= 0x20 && c < 0x7f) ? c : '?');
-    case MP__JTOK_LEADING_ZERO:
-        return lex_err(r, MP_ERR_PARSE, at,
-                       "syntax error: leading zero in a number");
-    case MP__JTOK_NUM_DIGIT: return unexpected(r, at, "a digit");
-    case MP__JTOK_NUM_FRAC: return unexpected(r, at, "a digit after '.'");
-    case MP__JTOK_NUM_EXP:
-        return unexpected(r, at, "a digit in the exponent");
-    case MP__JTOK_WANT_KEY: return unexpected(r, at, "a string key");
-    case MP__JTOK_WANT_COLON: return unexpected(r, at, "':'");
-    default: return unexpected(r, at, expected);
+    case MP__JTOK_NUM_DIGIT: expected = "a digit"; break;
+    case MP__JTOK_NUM_FRAC: expected = "a digit after '.'"; break;
+    case MP__JTOK_NUM_EXP: expected = "a digit in the exponent"; break;
+    case MP__JTOK_WANT_KEY: expected = "a string key"; break;
+    case MP__JTOK_WANT_COLON: expected = "':'"; break;
+    default: break;
     }
+    return unexpected(r, k->err.at, expected);
 }
 
-/* ---- scalars -------------------------------------------------------------------- */
+/* ---- scalars ------------------------------------------------------------ */
 /* At '"': the string, decoded into the arena (at *s, length *n) when
  * decode, else only checked. */
 static mp_status read_string(mp__jr *r, bool decode, size_t *s, size_t *n)
@@ -295,7 +296,7 @@ mp_status mp__jr_value(mp__jr *r, mp__jval *v)
     return st;
 }
 
-/* ---- skipping ---------------------------------------------------------------- */
+/* ---- skipping ----------------------------------------------------------- */
 #define STACK0 (sizeof ((mp__jr *)0)->stack0 / sizeof (uint64_t))
 
 /* The word of the bit stack holding level. */
@@ -386,7 +387,7 @@ mp_status mp__jr_skip_value(mp__jr *r)
     return st;
 }
 
-/* ---- objects and arrays ---------------------------------------------------- */
+/* ---- objects and arrays ------------------------------------------------- */
 static void push_static(mp__jr *r, const char *key)
 {
     if (r->n_path < MP__JPATH_MAX)
@@ -558,7 +559,7 @@ static int key_match(const mp__jkeys *K, const char *t, size_t n)
 static mp_status read_key(mp__jr *r, mp__jobj *o, int *i)
 {
     const char *t = r->k.t;
-    size_t p = r->k.pos + 1, q = p, e = r->k.len, n;
+    size_t p = r->k.pos + 1, q = p, e = r->k.len, n = 0;
     o->key_off = r->k.pos;
     o->name = NULL;
     *i = -1;
@@ -673,7 +674,7 @@ mp_status mp__jr_doc_end(mp__jr *r)
     return MP_OK;
 }
 
-/* ---- typed values -------------------------------------------------------- */
+/* ---- typed values ------------------------------------------------------- */
 static const char *describe(const mp__jr *r, const mp__jval *v, char *buf,
                             size_t cap)
 {
@@ -777,7 +778,7 @@ mp_status mp__jr_num(mp__jr *r, const mp__jval *v, double min,
     return MP_OK;
 }
 
-/* ---- nested documents ------------------------------------------------------- */
+/* ---- nested documents --------------------------------------------------- */
 void mp__jr_child(mp__jr *child, const mp__jr *parent, char *prefix,
                  size_t cap)
 {
@@ -787,4 +788,17 @@ void mp__jr_child(mp__jr *child, const mp__jr *parent, char *prefix,
     child->depth = parent->depth;
     render_path(parent, false, prefix, cap);
     child->prefix = prefix;
+}
+
+mp_status mp__json_load_file(mp_ctx *ctx, const char *path,
+                            mp__json_text_fn fn, void *out)
+{
+    char *text;
+    size_t len;
+    mp_status st = mp__read_file(ctx, path, &text, &len);
+    if (st)
+        return st;
+    st = fn(ctx, text, len, path, out);
+    mp__dealloc(ctx, text);
+    return st;
 }

@@ -1,5 +1,4 @@
-/* json_tok.c - the JSON tokenizer shared by the streaming readers
- * (json_tok.h). */
+/* json_tok.c - the lexer of the JSON reader (json_tok.h). */
 #include "json_tok.h"
 
 #include <string.h>
@@ -24,7 +23,9 @@ static int hexv(char c)
     return -1;
 }
 
-unsigned mp__jtok_hex4(const char *p, size_t avail, unsigned *out)
+/* Decodes up to 4 hex digits at p (avail bytes there): how many are hex
+ * digits; *out set when all 4 are. */
+static unsigned hex_digits(const char *p, size_t avail, unsigned *out)
 {
     unsigned v = 0, i = 0;
     for (; i < 4 && i < avail; i++) {
@@ -41,7 +42,7 @@ unsigned mp__jtok_hex4(const char *p, size_t avail, unsigned *out)
 /* Four hex digits at p; false with *bad at the first bad one. */
 static bool hex4(const mp__jtok *k, size_t p, unsigned *out, size_t *bad)
 {
-    unsigned n = mp__jtok_hex4(k->t + p, p < k->len ? k->len - p : 0, out);
+    unsigned n = hex_digits(k->t + p, p < k->len ? k->len - p : 0, out);
     *bad = p + n;
     return n == 4;
 }

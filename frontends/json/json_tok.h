@@ -1,15 +1,13 @@
-/* json_tok.h - the JSON tokenizer shared by the two streaming readers
- * (frontends/json_graph.c: graph format; frontends/plan_json.c: plans).
+/* json_tok.h - the lexer of the JSON reader (json.h, json_read.c).
  * Internal, not installed.
  *
  * It scans RFC 8259 tokens of a text of len bytes from k->pos:
  * whitespace, strings (decoded to UTF-8 into a growable buffer, or only
  * checked), numbers, literals, and the punctuation of objects and arrays.
  * It records no message: a malformed token returns MP_ERR_PARSE with its
- * kind and byte offsets in k->err, and each reader words the message
- * itself (their wordings and positions predate this module; tests and
- * users see them). Grammar above tokens (which value where, nesting
- * depth, duplicate keys) stays in the readers. */
+ * kind and byte offsets in k->err, and the reader words the message.
+ * Grammar above tokens (which value where, nesting depth, duplicate keys)
+ * is the reader's. */
 #ifndef MP__JSON_TOK_H
 #define MP__JSON_TOK_H
 
@@ -89,10 +87,6 @@ mp_status mp__jtok_colon(mp__jtok *k);
 /* Array elements, after its '[': *more false past the closing ']', else
  * true with k->pos at the element (whitespace skipped). */
 mp_status mp__jtok_arr_next(mp__jtok *k, int *state, bool *more);
-
-/* Decodes up to 4 hex digits at p (avail bytes there): how many are hex
- * digits; *out set when all 4 are. */
-unsigned mp__jtok_hex4(const char *p, size_t avail, unsigned *out);
 
 /* 1-based line and column of byte offset off (columns count UTF-8
  * characters, as jansson's do; off beyond len counts as len). */

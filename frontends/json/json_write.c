@@ -147,7 +147,7 @@ void mp__jw_end(mp__jw *w)
 
 void mp__jw_newline(mp__jw *w) { w->newline = true; }
 
-/* ---- strings ------------------------------------------------------------- */
+/* ---- strings ------------------------------------------------------------ */
 /* Bytes that end a run written as is: 1 always (NUL, controls, '"',
  * '\\'), 2 with MP__JW_ASCII only (0x7f and above). */
 static const unsigned char stop[256] = {
@@ -261,7 +261,7 @@ void mp__jw_key(mp__jw *w, const char *key)
     w->lv[w->depth].key = 1;
 }
 
-/* ---- scalars ----------------------------------------------------------------- */
+/* ---- scalars ------------------------------------------------------------ */
 void mp__jw_null(mp__jw *w)
 {
     value(w);
@@ -375,7 +375,7 @@ void mp__jw_fixed(mp__jw *w, double v, int decimals)
         put(w, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
 }
 
-/* ---- the result ------------------------------------------------------------- */
+/* ---- the result --------------------------------------------------------- */
 mp_status mp__jw_done(mp__jw *w, char **out, size_t *len)
 {
     *out = NULL;
