@@ -145,10 +145,14 @@ static mp_status profile_flops(profile *p, const mp__jval *v)
 }
 
 /* Member k of the profile, its value v. */
-static mp_status profile_member(profile *p, int k, const mp__jval *v)
+static mp_status profile_member(mp__jr *r, void *prof, int k,
+                                const mp__jval *v)
 {
+    profile *p = prof;
     const char *s;
     mp_status st;
+    (void)r;
+    p->set |= 1u << k;
     switch (k) {
     case P_NAME:
         if (v->type != MP__JT_STRING || !v->n ||
@@ -221,17 +225,10 @@ static mp_status profile_load(mp_ctx *ctx, const char *text, size_t len,
     static const mp__jkeys keys = {profile_names, N_PROFILE, MP__JK_EXT, NULL};
     profile p;
     mp__jobj o;
-    mp__jval v;
-    int k;
     memset(&p, 0, sizeof p);
     mp__jr_init(&p.r, ctx, src, text, len, 0);
-    mp_status st = mp__jr_doc(&p.r, &o, &keys);
-    while (!st && !(st = mp__jr_member(&p.r, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&p.r, &v))) {
-        st = profile_member(&p, k, &v);
-        p.set |= 1u << k;
-    }
-    if (!st && !(st = mp__jr_doc_end(&p.r)))
+    mp_status st = mp__jr_read_doc(&p.r, &o, &keys, profile_member, &p);
+    if (!st)
         st = profile_make(&p, &o, out);
     mp__jr_free(&p.r);
     return st;

@@ -206,24 +206,20 @@ static mp_status tensor_member(rd *r, int k, const mp__jval *v, rtensor *t)
         mp__jr_label_name(&r->jr, S(r, t->name_s));
         return MP_OK;
     case TK_DTYPE:
-        if ((st = need_string(r, v, false, &s)))
-            return st;
-        if (mp_dtype_parse(S(r, s), &t->d.dtype) != MP_OK)
-            return mp__jr_err(&r->jr, MP_ERR_PARSE, v->off,
-                              "unknown dtype \"%s\" (expected float32, "
-                              "float16, bfloat16, int64, ...)",
-                              S(r, s));
-        return MP_OK;
     case TK_KIND:
         if ((st = need_string(r, v, false, &s)))
             return st;
-        if (mp_kind_parse(S(r, s), &t->d.kind) != MP_OK)
-            return mp__jr_err(&r->jr, MP_ERR_PARSE, v->off,
-                              "unknown kind \"%s\" (expected activation, "
-                              "input, weight, constant, gradient, "
-                              "optimizer_state or output)",
-                              S(r, s));
-        return MP_OK;
+        if (k == TK_DTYPE ? mp_dtype_parse(S(r, s), &t->d.dtype) == MP_OK
+                          : mp_kind_parse(S(r, s), &t->d.kind) == MP_OK)
+            return MP_OK;
+        return mp__jr_err(&r->jr, MP_ERR_PARSE, v->off,
+                          "unknown %s \"%s\" (expected %s)", tensor_names[k],
+                          S(r, s),
+                          k == TK_DTYPE ? "float32, float16, bfloat16, "
+                                          "int64, ..."
+                                        : "activation, input, weight, "
+                                          "constant, gradient, "
+                                          "optimizer_state or output");
     case TK_BYTES:
         if ((st = mp__jr_i64(&r->jr, v, 0, INT64_MAX, "an integer >= 0", &i)))
             return st;
@@ -312,8 +308,8 @@ static mp_status read_tensor(rd *r, size_t i)
     int k;
     mp_status st = mp__jr_object(&r->jr, &o, &tensor_keys,
                                  "an object (a tensor)");
-    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&r->jr, &v)))
+    while (!st && !(st = mp__jr_next(&r->jr, &o, &k, &v)) &&
+           k != MP__JK_END)
         st = tensor_member(r, k, &v, &t);
     if (st)
         return st;
@@ -519,8 +515,8 @@ static mp_status read_cost(rd *r, double *c)
     int k;
     mp_status st = mp__jr_object(&r->jr, &o, &cost_keys,
                                  "an object with flops, bytes, seconds");
-    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&r->jr, &e)))
+    while (!st && !(st = mp__jr_next(&r->jr, &o, &k, &e)) &&
+           k != MP__JK_END)
         st = mp__jr_num(&r->jr, &e, 0, "a number >= 0", &c[k]);
     return st;
 }
@@ -1338,15 +1334,20 @@ static mp_status read_sub(rd *r, int64_t *idx)
     return st;
 }
 
-mp_status mp__json_finalize(mp_ctx *ctx, mp_graph *g, const char *src)
+mp_status mp__json_graph_done(mp_ctx *ctx, mp_status st, mp_graph *g,
+                             const char *src, mp_graph **out)
 {
-    mp_status st = mp_graph_finalize(g);
-    if (st) {
+    if (!st && (st = mp_graph_finalize(g))) {
         char msg[MP__MSG_MAX];
         snprintf(msg, sizeof msg, "%s", ctx->msg);
         mp__err(ctx, st, "%s: %s", src, msg);
     }
-    return st;
+    if (st) {
+        mp_graph_destroy(g);
+        return st;
+    }
+    *out = g;
+    return MP_OK;
 }
 
 mp_status mp__json_graph_read(mp_ctx *ctx, const char *text, size_t len,
@@ -1364,15 +1365,8 @@ mp_status mp__json_graph_read(mp_ctx *ctx, const char *text, size_t len,
         st = mp__jr_doc(&r.jr, &o, &top_read);
     if (!st)
         st = read_doc(&r, o);
-    if (!st)
-        st = mp__json_finalize(ctx, r.g, src);
     rd_free(&r);
-    if (st) {
-        mp_graph_destroy(r.g);
-        return st;
-    }
-    *out = r.g;
-    return MP_OK;
+    return mp__json_graph_done(ctx, st, r.g, src, out);
 }
 
 mp_status mp_graph_load_json_string(mp_ctx *ctx, const char *text,

@@ -124,17 +124,9 @@ static mp_status load_config(mp_ctx *ctx, const char *text, size_t len,
 {
     static const mp__jkeys keys = {names, K_N, MP__JK_ANY, NULL};
     cfg c;
-    mp__jval v;
-    int k;
     mp__jr_init(&c.r, ctx, src, text, len, 0);
-    mp_status st = mp__jr_doc(&c.r, &c.o, &keys);
-    while (!st && !(st = mp__jr_member(&c.r, &c.o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&c.r, &v))) {
-        st = mp__jr_skip(&c.r, &v);
-        if (k >= 0)
-            c.v[k] = v;
-    }
-    if (!st && !(st = mp__jr_doc_end(&c.r)))
+    mp_status st = mp__jr_read_doc(&c.r, &c.o, &keys, mp__jr_keep, c.v);
+    if (!st)
         st = read_config(&c, out);
     mp__jr_free(&c.r);
     return st;

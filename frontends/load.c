@@ -28,8 +28,8 @@ static mp_status detect(mp_ctx *ctx, const char *text, size_t len, jfmt *fmt)
     jfmt f = JFMT_SYNTAX;
     mp__jr_init(&r, ctx, "", text, len, 0);
     mp_status st = mp__jr_doc(&r, &o, &keys);
-    while (!st && !(st = mp__jr_member(&r, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&r, &v))) {
+    while (!st && !(st = mp__jr_next(&r, &o, &k, &v)) &&
+           k != MP__JK_END) {
         if (k == 0 || (k == 1 && v.type == MP__JT_STRING &&
                        strcmp(mp__jr_str(&r, v.s), "memplan-graph") == 0)) {
             f = JFMT_MEMPLAN; /* decisive: no need to read further */

@@ -117,12 +117,9 @@ static mp_status read_members(nl *L, const mp__jkeys *keys, const char *what,
     int k;
     mp__jval v;
     mp_status st = mp__jr_object(&L->jr, &m->o, keys, what);
-    while (!st && !(st = mp__jr_member(&L->jr, &m->o, &k)) &&
-           k != MP__JK_END && !(st = mp__jr_value(&L->jr, &v))) {
-        st = mp__jr_skip(&L->jr, &v);
-        if (k >= 0)
-            m->v[k] = v;
-    }
+    while (!st && !(st = mp__jr_next(&L->jr, &m->o, &k, &v)) &&
+           k != MP__JK_END)
+        st = mp__jr_keep(&L->jr, m->v, k, &v);
     return st;
 }
 
@@ -504,37 +501,30 @@ static mp_status read_graph_attrs(nl *L, mp_graph *g)
     return st;
 }
 
-/* The top level: "directed" must be true when given. */
-static mp_status check_directed(nl *L, size_t off, unsigned depth)
+/* The top level: "directed" (its value v) must be true. */
+static mp_status check_directed(nl *L, const mp__jval *v)
 {
-    mp__jval v;
-    mp__jr_seek(&L->jr, off, depth);
+    if (v->type == MP__JT_TRUE)
+        return MP_OK;
     mp__jr_push_key(&L->jr, "directed");
-    mp_status st = mp__jr_value(&L->jr, &v);
-    if (st || v.type == MP__JT_TRUE)
-        return st;
-    if (v.type != MP__JT_FALSE)
-        return mp__jr_type_err(&L->jr, &v, "true or false");
-    return mp__jr_err(&L->jr, MP_ERR_UNSUPPORTED, v.off,
+    if (v->type != MP__JT_FALSE)
+        return mp__jr_type_err(&L->jr, v, "true or false");
+    return mp__jr_err(&L->jr, MP_ERR_UNSUPPORTED, v->off,
                       "undirected graphs are not supported");
 }
 
-/* The top-level member k (its value at off) must be an array. */
-static mp_status check_list(nl *L, const mp__jobj *o, int k, size_t off)
+/* The top-level member k (its value v) must be an array. */
+static mp_status check_list(nl *L, const mp__jobj *o, int k,
+                            const mp__jval *v)
 {
     static const char *const names[] = {"nodes", "links", "edges"};
-    mp__jval v;
     if (!(o->seen >> k & 1))
         return mp__jr_missing(&L->jr, o, names[k < 2 ? k : 1],
                               " (an array)");
-    mp__jr_seek(&L->jr, off, o->depth);
-    mp__jr_path_cut(&L->jr, 0);
+    if (v->type == MP__JT_ARRAY)
+        return MP_OK;
     mp__jr_push_key(&L->jr, names[k]);
-    mp_status st = mp__jr_value(&L->jr, &v);
-    if (!st && v.type != MP__JT_ARRAY)
-        st = mp__jr_type_err(&L->jr, &v, "an array");
-    mp__jr_path_cut(&L->jr, 0);
-    return st;
+    return mp__jr_type_err(&L->jr, v, "an array");
 }
 
 /* CSR arrays and the topological order, once n and m are known. */
@@ -563,33 +553,23 @@ static mp_status load(nl *L, mp_graph *g)
     static const char *const names[] = {"nodes", "links", "edges",
                                         "directed", "graph"};
     static const mp__jkeys keys = {names, T_N, MP__JK_ANY, NULL};
-    size_t off[T_N] = {0};
+    mp__jval top[T_N];
     mp__jobj o;
-    int k;
-    mp_status st = mp__jr_doc(&L->jr, &o, &keys);
-    while (!st && !(st = mp__jr_member(&L->jr, &o, &k)) && k != MP__JK_END) {
-        size_t at = mp__jr_ws(&L->jr);
-        if (k >= 0)
-            off[k] = at;
-        st = mp__jr_skip_value(&L->jr);
-    }
-    if (st || (st = mp__jr_doc_end(&L->jr)))
+    mp_status st = mp__jr_read_doc(&L->jr, &o, &keys, mp__jr_keep, top);
+    if (st || ((o.seen >> T_DIRECTED & 1) &&
+               (st = check_directed(L, &top[T_DIRECTED]))))
         return st;
-    if ((o.seen >> T_DIRECTED & 1) &&
-        (st = check_directed(L, off[T_DIRECTED], o.depth)))
-        return st;
-    mp__jr_path_cut(&L->jr, 0);
     if (o.seen >> T_GRAPH & 1) {
-        mp__jr_seek(&L->jr, off[T_GRAPH], o.depth);
+        mp__jr_seek(&L->jr, top[T_GRAPH].off, o.depth);
         if ((st = read_graph_attrs(L, g)))
             return st;
     }
     int lk = (o.seen >> T_LINKS & 1) || !(o.seen >> T_EDGES & 1) ? T_LINKS
                                                                  : T_EDGES;
-    if ((st = check_list(L, &o, T_NODES, off[T_NODES])) ||
-        (st = check_list(L, &o, lk, off[lk])) ||
-        (st = read_list(L, off[T_NODES], o.depth, "nodes", read_node)) ||
-        (st = read_list(L, off[lk], o.depth, names[lk], read_link)) ||
+    if ((st = check_list(L, &o, T_NODES, &top[T_NODES])) ||
+        (st = check_list(L, &o, lk, &top[lk])) ||
+        (st = read_list(L, top[T_NODES].off, o.depth, "nodes", read_node)) ||
+        (st = read_list(L, top[lk].off, o.depth, names[lk], read_link)) ||
         (st = alloc_order(L)) || (st = topo_sort(L)))
         return st;
     return build_graph(L, g);
@@ -608,8 +588,6 @@ mp_status mp__nodelink_read(mp_ctx *ctx, const char *text, size_t len,
     mp_status st = mp_graph_create(ctx, &g);
     if (!st)
         st = load(&L, g);
-    if (!st)
-        st = mp__json_finalize(ctx, g, src);
     for (size_t i = 0; i < L.n; i++) {
         mp__dealloc(ctx, L.nodes[i].id);
         mp__dealloc(ctx, L.nodes[i].name);
@@ -623,12 +601,7 @@ mp_status mp__nodelink_read(mp_ctx *ctx, const char *text, size_t len,
     mp__name_map_free(ctx, &L.id_map);
     mp__name_map_free(ctx, &L.name_map);
     mp__jr_free(&L.jr);
-    if (st) {
-        mp_graph_destroy(g);
-        return st;
-    }
-    *out = g;
-    return MP_OK;
+    return mp__json_graph_done(ctx, st, g, src, out);
 }
 
 mp_status mp_graph_load_nodelink(mp_ctx *ctx, const char *path,

@@ -279,8 +279,8 @@ static mp_status read_graph_section(rd *r)
     const char *s;
     int k;
     mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
-    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&r->jr, &v))) {
+    while (!st && !(st = mp__jr_next(&r->jr, &o, &k, &v)) &&
+           k != MP__JK_END) {
         counts[k] = v;
         st = k == 0 ? str_of(r, &v, true, &s)
                     : u32_of(r, &v, k == 1 ? &nt : &nn);
@@ -371,8 +371,8 @@ static mp_status read_figures(rd *r, plan_acc *a)
     mp__jval v;
     int k;
     mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
-    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&r->jr, &v)))
+    while (!st && !(st = mp__jr_next(&r->jr, &o, &k, &v)) &&
+           k != MP__JK_END)
         st = read_figure(r, a, k, &v);
     return st ? st : mp__jr_require(&r->jr, &o, 0x3ff);
 }
@@ -388,8 +388,8 @@ static mp_status read_step(rd *r, mp_step *s)
     int k, kind = -1;
     const char *name;
     mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
-    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&r->jr, &v))) {
+    while (!st && !(st = mp__jr_next(&r->jr, &o, &k, &v)) &&
+           k != MP__JK_END) {
         if (k) {
             ref_off = v.off;
             st = ref_of(r, &v, k == 1, &s->index);
@@ -454,8 +454,8 @@ static mp_status read_block(rd *r, plan_acc *a, mp_block *b, uint32_t *over)
     mp__jval v;
     int k;
     mp_status st = mp__jr_object(&r->jr, &o, &keys, NULL);
-    while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END &&
-           !(st = mp__jr_value(&r->jr, &v))) {
+    while (!st && !(st = mp__jr_next(&r->jr, &o, &k, &v)) &&
+           k != MP__JK_END) {
         switch (k) {
         case 0: st = ref_of(r, &v, false, &b->tensor); break;
         case 1: st = u64_of(r, &v, &b->offset); break;

@@ -181,9 +181,25 @@ void mp__jr_array_at(mp__jr *r, mp__jarr *a, const mp__jval *v);
  * the table lets through, MP__JK_END past the closing brace. A table key
  * is on the path until the next call; the key is mp__jr_key(r, o). */
 mp_status mp__jr_member(mp__jr *r, mp__jobj *o, int *k);
+/* mp__jr_member, then the member's value into *v (unless MP__JK_END). */
+mp_status mp__jr_next(mp__jr *r, mp__jobj *o, int *k, mp__jval *v);
 /* The next element of a: *more false past the closing bracket; else its
  * index is on the path until the next call. */
 mp_status mp__jr_elem(mp__jr *r, mp__jarr *a, bool *more);
+
+/* What a whole document's members are handed to (mp__jr_read_doc): the
+ * member's key k and value v; the rest of a container value is fn's to
+ * read or skip. */
+typedef mp_status (*mp__jmember_fn)(mp__jr *r, void *arg, int k,
+                                    const mp__jval *v);
+/* A whole document: its top-level object (keys: its table), each member
+ * given to fn, then the end of the text. */
+mp_status mp__jr_read_doc(mp__jr *r, mp__jobj *o, const mp__jkeys *keys,
+                         mp__jmember_fn fn, void *arg);
+/* An mp__jmember_fn that keeps the value of table key k in
+ * ((mp__jval *)slots)[k] (a container skipped: its type and offset kept)
+ * and passes over other keys. */
+mp_status mp__jr_keep(mp__jr *r, void *slots, int k, const mp__jval *v);
 
 static inline const char *mp__jr_str(const mp__jr *r, size_t s)
 {
@@ -373,7 +389,9 @@ mp_status mp__json_graph_read(mp_ctx *ctx, const char *text, size_t len,
                              const char *src, void *out);
 mp_status mp__nodelink_read(mp_ctx *ctx, const char *text, size_t len,
                            const char *src, void *out);
-/* Finalizes g; on failure prefixes the message with "src: ". */
-mp_status mp__json_finalize(mp_ctx *ctx, mp_graph *g, const char *src);
+/* The end of a graph reader that read g with status st: g finalized (a
+ * failure's message prefixed with "src: ") into *out, or destroyed. */
+mp_status mp__json_graph_done(mp_ctx *ctx, mp_status st, mp_graph *g,
+                             const char *src, mp_graph **out);
 
 #endif /* MP__JSON_H */

@@ -477,29 +477,31 @@ void mp__jr_array_at(mp__jr *r, mp__jarr *a, const mp__jval *v)
     a->depth = r->depth;
 }
 
+/* The next value, which must be of type `type`: else "expected what". */
+static mp_status expect(mp__jr *r, mp__jval *v, mp__jtype type,
+                        const char *what)
+{
+    mp_status st = mp__jr_value(r, v);
+    return st || v->type == type ? st : mp__jr_type_err(r, v, what);
+}
+
 mp_status mp__jr_object(mp__jr *r, mp__jobj *o, const mp__jkeys *keys,
                        const char *what)
 {
     mp__jval v;
-    mp_status st = mp__jr_value(r, &v);
-    if (st)
-        return st;
-    if (v.type != MP__JT_OBJECT)
-        return mp__jr_type_err(r, &v, what ? what : "an object");
-    mp__jr_object_at(r, o, &v, keys);
-    return MP_OK;
+    mp_status st = expect(r, &v, MP__JT_OBJECT, what ? what : "an object");
+    if (!st)
+        mp__jr_object_at(r, o, &v, keys);
+    return st;
 }
 
 mp_status mp__jr_array(mp__jr *r, mp__jarr *a, const char *what)
 {
     mp__jval v;
-    mp_status st = mp__jr_value(r, &v);
-    if (st)
-        return st;
-    if (v.type != MP__JT_ARRAY)
-        return mp__jr_type_err(r, &v, what ? what : "an array");
-    mp__jr_array_at(r, a, &v);
-    return MP_OK;
+    mp_status st = expect(r, &v, MP__JT_ARRAY, what ? what : "an array");
+    if (!st)
+        mp__jr_array_at(r, a, &v);
+    return st;
 }
 
 /* The keys of K as "a, b or c" into buf. */
@@ -627,6 +629,30 @@ mp_status mp__jr_member(mp__jr *r, mp__jobj *o, int *k)
         }
         return mp__jr_unknown_key(r, K, o->key_off, mp__jr_key(r, o));
     }
+}
+
+mp_status mp__jr_next(mp__jr *r, mp__jobj *o, int *k, mp__jval *v)
+{
+    mp_status st = mp__jr_member(r, o, k);
+    return st || *k == MP__JK_END ? st : mp__jr_value(r, v);
+}
+
+mp_status mp__jr_read_doc(mp__jr *r, mp__jobj *o, const mp__jkeys *keys,
+                         mp__jmember_fn fn, void *arg)
+{
+    mp__jval v;
+    int k;
+    mp_status st = mp__jr_doc(r, o, keys);
+    while (!st && !(st = mp__jr_next(r, o, &k, &v)) && k != MP__JK_END)
+        st = fn(r, arg, k, &v);
+    return st ? st : mp__jr_doc_end(r);
+}
+
+mp_status mp__jr_keep(mp__jr *r, void *slots, int k, const mp__jval *v)
+{
+    if (k >= 0)
+        ((mp__jval *)slots)[k] = *v;
+    return mp__jr_skip(r, v);
 }
 
 mp_status mp__jr_elem(mp__jr *r, mp__jarr *a, bool *more)
