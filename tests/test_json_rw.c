@@ -276,6 +276,15 @@ static void test_nesting(void)
                                   "d.json:1:513: syntax error: nesting "
                                   "deeper than 512 levels"));
     mp__jr_free(&r);
+    /* a value opened at the limit is skipped whole, however deep */
+    strcpy(t, "[[[[]]]]");
+    mp__jr_init(&r, ctx, "d.json", t, strlen(t), 0);
+    r.depth = MP__JSON_MAX_DEPTH - 1;
+    CU_ASSERT_EQUAL(mp__jr_value(&r, &v), MP_OK);
+    CU_ASSERT_EQUAL(mp__jr_skip(&r, &v), MP_OK);
+    CU_ASSERT_EQUAL(r.depth, MP__JSON_MAX_DEPTH - 1);
+    CU_ASSERT_EQUAL(mp__jr_pos(&r), strlen(t));
+    mp__jr_free(&r);
     mp_ctx_destroy(ctx);
     free(t);
 }

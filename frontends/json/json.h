@@ -12,7 +12,8 @@
  * and the byte offset of every value, so that every error names
  * src:line:column and the path:
  *
- *     t.json:4:17: tensors[3] ("x").shape[1]: expected an integer >= 0, got "a"
+ *     t.json:4:17: tensors[3] ("x").shape[1]: expected an integer >= 0
+ *         (or -1 or null for unknown), got "a"
  *
  * An object declares the keys it takes in a key table: an unknown key or a
  * key given twice is an error naming it and the object's path; "x-..."
@@ -21,11 +22,11 @@
  * skipped whole are checked without recursion at any depth. Strings are
  * decoded (escapes, \u surrogate pairs) into the reader's string arena.
  *
- *     mp__jr r;  mp__jobj o;  int k;
+ *     mp__jr r;  mp__jobj o;  mp__jval v;  int k;
  *     mp__jr_init(&r, ctx, "t.json", text, len, 0);
  *     st = mp__jr_doc(&r, &o, &keys);
- *     while (!st && !(st = mp__jr_member(&r, &o, &k)) && k != MP__JK_END)
- *         ... mp__jr_value(&r, &v) and a typed check of v ...
+ *     while (!st && !(st = mp__jr_next(&r, &o, &k, &v)) && k != MP__JK_END)
+ *         st = ... a typed check of v (mp__jr_u64, mp__jr_string, ...);
  *     if (!st) st = mp__jr_doc_end(&r);
  *     mp__jr_free(&r);
  *
@@ -254,9 +255,6 @@ void mp__jr_path_cut(mp__jr *r, size_t n);
  * as is (NULL: no label). */
 void mp__jr_label_name(mp__jr *r, const char *name);
 void mp__jr_label(mp__jr *r, const char *fmt, ...) MP__PRINTF(2, 3);
-/* The path as messages print it (prefix, steps, label; "the top level"
- * when empty) into buf. */
-void mp__jr_path(const mp__jr *r, char *buf, size_t cap);
 
 /* Records "src:line:col: <path>: <message>" (off: a byte offset of the
  * text) in the context and returns st. */

@@ -2,7 +2,6 @@
  * arrays, typed accessors, and messages that name src:line:column and
  * the path. Tokens come from the lexer (json_tok.c). */
 #include "json.h"
-#include "json_tok.h"
 
 #include <errno.h>
 #include <math.h>
@@ -32,6 +31,8 @@ void mp__jr_free(mp__jr *r)
 static void ws(mp__jr *r) { mp__jtok_ws(&r->k); }
 
 /* ---- messages ----------------------------------------------------------- */
+/* The path as messages print it: prefix, steps, the label after step 1;
+ * "the top level" (when top) for none. */
 static void render_path(const mp__jr *r, bool top, char *buf, size_t cap)
 {
     size_t n = 0;
@@ -58,11 +59,6 @@ static void render_path(const mp__jr *r, bool top, char *buf, size_t cap)
     }
     if (!n && top)
         snprintf(buf, cap, "the top level");
-}
-
-void mp__jr_path(const mp__jr *r, char *buf, size_t cap)
-{
-    render_path(r, true, buf, cap);
 }
 
 static mp_status verr_at(mp__jr *r, mp_status st, size_t off, bool path,
@@ -300,11 +296,10 @@ mp_status mp__jr_value(mp__jr *r, mp__jval *v)
 #define STACK0 (sizeof ((mp__jr *)0)->stack0 / sizeof (uint64_t))
 
 /* The word of the bit stack holding level. */
-static uint64_t *stack_word(const mp__jr *r, size_t level)
+static uint64_t *stack_word(mp__jr *r, size_t level)
 {
     size_t word = level / 64;
-    return word < STACK0 ? (uint64_t *)&r->stack0[word]
-                         : &r->stack[word - STACK0];
+    return word < STACK0 ? &r->stack0[word] : &r->stack[word - STACK0];
 }
 
 static mp_status stack_set(mp__jr *r, size_t level, bool obj)
@@ -322,7 +317,7 @@ static mp_status stack_set(mp__jr *r, size_t level, bool obj)
     return MP_OK;
 }
 
-static bool stack_obj(const mp__jr *r, size_t level)
+static bool stack_obj(mp__jr *r, size_t level)
 {
     return (*stack_word(r, level) >> (level % 64)) & 1;
 }
@@ -362,14 +357,17 @@ mp_status mp__jr_skip(mp__jr *r, const mp__jval *v)
         }
         if (obj && (st = skip_key(r)))
             return st;
+        ws(r);
+        char c = r->k.pos < r->k.len ? r->k.t[r->k.pos] : 0;
+        if (c == '{' || c == '[') { /* counted by the level, not depth */
+            r->k.pos++;
+            st = stack_set(r, ++level, c == '{');
+            state = 0;
+            continue;
+        }
         mp__jval e;
         if ((st = read_value(r, &e, false, "a JSON value")))
             return st;
-        if (e.type == MP__JT_OBJECT || e.type == MP__JT_ARRAY) {
-            r->depth--; /* counted by the level instead */
-            st = stack_set(r, ++level, e.type == MP__JT_OBJECT);
-            state = 0;
-        }
     }
     if (!st)
         r->depth--;
