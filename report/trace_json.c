@@ -142,7 +142,7 @@ mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
     const mp_graph *g = p->graph;
     mp__jw w;
     mp__jw_init(&w, p->ctx, MP__JW_COMPACT | MP__JW_ASCII,
-                512 + (size_t)p->n_steps * 200);
+                512 + (size_t)p->n_steps * 160);
     mp__jw_object(&w, false);
     header(&w, p);
     mp__jw_newline(&w);
