@@ -29,10 +29,13 @@ trap 'rm -rf "$tmp"' EXIT
 # of the layers' targets.
 list_objects() {
   if [ -f "$build/compile_commands.json" ]; then
-    sed -n 's/^ *"output": "\(.*\)",\{0,1\}$/\1/p' "$build/compile_commands.json" |
-      while IFS= read -r o; do
-        case $o in /*) echo "$o" ;; *) echo "$build/$o" ;; esac
-      done | grep -E '/CMakeFiles/(mp_[a-z]+|memplan|memplan-validate|memplan_validate_[a-z]+)\.dir/'
+    # each entry: "directory" (where the command ran), then the command
+    # with "-o OBJECT"
+    awk '/"directory":/ { d = $0; sub(/.*"directory": *"/, "", d); sub(/".*/, "", d) }
+         /"command":/ && match($0, / -o [^ "]*\.o[ "]/) {
+           o = substr($0, RSTART + 4, RLENGTH - 5)
+           print (o ~ /^\// ? o : d "/" o) }' "$build/compile_commands.json" |
+      grep -E '/CMakeFiles/(mp_[a-z]+|memplan|memplan-validate|memplan_validate_[a-z]+)\.dir/'
   else
     find "$build" -path '*/CMakeFiles/mp_*.dir/*' -name '*.o' -o \
          -path '*/CMakeFiles/memplan.dir/*' -name '*.o' -o \
