@@ -16,12 +16,18 @@
 
 #define WALIGN 256u
 
-static int64_t numel(const mp__tensor *t)
+/* product of dims[from..to) (1 when empty) */
+static int64_t dims_prod(const int64_t *dims, int from, int to)
 {
     int64_t n = 1;
-    for (int i = 0; i < t->rank; i++)
-        n *= t->dims[i];
+    for (int i = from; i < to; i++)
+        n *= dims[i];
     return n;
+}
+
+static int64_t numel(const mp__tensor *t)
+{
+    return dims_prod(t->dims, 0, t->rank);
 }
 
 static int64_t attr_i(const mp__node *n, const char *name, int64_t def)
@@ -41,55 +47,57 @@ static int attr_ints(const mp__node *n, const char *name, int64_t *v, int cap)
     return (int)a->n;
 }
 
-/* known int values of input slot i (a folded constant); count or -1 */
-static int input_ints(const mp_graph *g, const mp__node *n, uint32_t i,
-                      int64_t *v, int cap)
-{
-    if (i >= n->n_in || n->inputs[i] == MP_NONE)
-        return -1;
-    const mp__tensor *t = &g->tensors[n->inputs[i]];
-    if (!t->value || t->n_value > (uint32_t)cap)
-        return -1;
-    int is_float = t->dtype == MP_DTYPE_FLOAT32 ||
-                   t->dtype == MP_DTYPE_FLOAT64 ||
-                   t->dtype == MP_DTYPE_FLOAT16;
-    for (uint32_t k = 0; k < t->n_value; k++) {
-        if (is_float) {
-            double d;
-            memcpy(&d, &t->value[k], sizeof d);
-            v[k] = (int64_t)d;
-        } else {
-            v[k] = t->value[k];
-        }
-    }
-    return (int)t->n_value;
-}
-
-/* known float values of input slot i; count or -1 */
-static int input_floats(const mp_graph *g, const mp__node *n, uint32_t i,
-                        double *v, int cap)
-{
-    if (i >= n->n_in || n->inputs[i] == MP_NONE)
-        return -1;
-    const mp__tensor *t = &g->tensors[n->inputs[i]];
-    if (!t->value || t->n_value > (uint32_t)cap)
-        return -1;
-    int is_float = t->dtype == MP_DTYPE_FLOAT32 ||
-                   t->dtype == MP_DTYPE_FLOAT64 ||
-                   t->dtype == MP_DTYPE_FLOAT16;
-    for (uint32_t k = 0; k < t->n_value; k++) {
-        if (is_float)
-            memcpy(&v[k], &t->value[k], sizeof v[k]);
-        else
-            v[k] = (double)t->value[k];
-    }
-    return (int)t->n_value;
-}
-
 static const mp__tensor *in_t(const mp_graph *g, const mp__node *n, uint32_t i)
 {
     return i < n->n_in && n->inputs[i] != MP_NONE ? &g->tensors[n->inputs[i]]
                                                   : NULL;
+}
+
+static int is_float_dtype(int dt)
+{
+    return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT64 ||
+           dt == MP_DTYPE_FLOAT16;
+}
+
+/* element k of a tensor's known values; those of a float tensor are kept
+ * as the bits of a double */
+static double value_at(const mp__tensor *t, uint64_t k)
+{
+    double d;
+    if (!is_float_dtype(t->dtype))
+        return (double)t->value[k];
+    memcpy(&d, &t->value[k], sizeof d);
+    return d;
+}
+
+/* known values of input slot i (a folded constant), at most cap of them:
+ * as ints into iv, or as floats into fv when given; count or -1 */
+static int input_values(const mp_graph *g, const mp__node *n, uint32_t i,
+                        int cap, int64_t *iv, double *fv)
+{
+    const mp__tensor *t = in_t(g, n, i);
+    if (!t || !t->value || t->n_value > (uint32_t)cap)
+        return -1;
+    for (uint32_t k = 0; k < t->n_value; k++) {
+        if (fv)
+            fv[k] = value_at(t, k);
+        else
+            iv[k] = is_float_dtype(t->dtype) ? (int64_t)value_at(t, k)
+                                             : t->value[k];
+    }
+    return (int)t->n_value;
+}
+
+static int input_ints(const mp_graph *g, const mp__node *n, uint32_t i,
+                      int64_t *v, int cap)
+{
+    return input_values(g, n, i, cap, v, NULL);
+}
+
+static int input_floats(const mp_graph *g, const mp__node *n, uint32_t i,
+                        double *v, int cap)
+{
+    return input_values(g, n, i, cap, NULL, v);
 }
 
 static int esize_of(const mp__tensor *t)
@@ -112,6 +120,41 @@ static void strides_of(const int64_t *dims, int rank, int64_t *st)
         s *= dims[i];
     }
 }
+
+static int norm_axis(int64_t a, int rank)
+{
+    return (int)(a < 0 ? a + rank : a);
+}
+
+/* attribute "axis" (default def) counted from 0 for rank; -1 when out of
+ * range */
+static int axis_attr(const mp__node *n, int64_t def, int rank)
+{
+    int axis = norm_axis(attr_i(n, "axis", def), rank);
+    return axis < 0 || axis >= rank ? -1 : axis;
+}
+
+/* broadcast strides of t against the output dims (rank r) */
+static int bcast_strides(const mp__tensor *t, const int64_t *od, int r,
+                         int64_t *st)
+{
+    int64_t ts[MPV_MAXR];
+    if (t->rank > r)
+        return -1;
+    strides_of(t->dims, t->rank, ts);
+    for (int i = 0; i < r; i++) {
+        int j = i - (r - t->rank);
+        if (j < 0 || t->dims[j] == 1)
+            st[i] = 0;
+        else if (t->dims[j] == od[i])
+            st[i] = ts[j];
+        else
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- launches -------------------------------------------------------------- */
 
 typedef struct lower {
     const mp_graph *g;
@@ -139,65 +182,32 @@ static mpv_launch *add_launch(lower *L, int kind)
     return x;
 }
 
-/* fallback reasons (static strings) */
-#define FAIL(msg)                                                            \
-    do {                                                                     \
-        *why = (msg);                                                        \
-        return 1;                                                            \
-    } while (0)
-
-/* broadcast strides of t against the output dims (rank r) */
-static int bcast_strides(const mp__tensor *t, const int64_t *od, int r,
-                         int64_t *st)
+/* a launch that reads node input slots 0 .. n_in - 1 and writes output
+ * slot 0 */
+static mpv_launch *add_launch_io(lower *L, int kind, int n_in)
 {
-    int64_t ts[MPV_MAXR];
-    if (t->rank > r)
-        return -1;
-    strides_of(t->dims, t->rank, ts);
-    for (int i = 0; i < r; i++) {
-        int j = i - (r - t->rank);
-        if (j < 0 || t->dims[j] == 1)
-            st[i] = 0;
-        else if (t->dims[j] == od[i])
-            st[i] = ts[j];
-        else
-            return -1;
-    }
-    return 0;
-}
-
-static int lower_nary(lower *L, const mp__node *n, int op, int first_in,
-                      int n_in, const char **why)
-{
-    const mp_graph *g = L->g;
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
-    if (!is_f32(y) || y->rank > MPV_MAXR || n_in > MPV_MAXIN || n_in < 1)
-        FAIL("pointwise: only float32, rank <= 8, up to 4 inputs");
-    mpv_launch *x = add_launch(L, MPV_L_NARY);
+    mpv_launch *x = add_launch(L, kind);
     if (!x)
-        return -1;
-    x->p.nary.op = op;
-    x->p.nary.n_in = n_in;
-    x->p.nary.rank = y->rank;
-    x->p.nary.n = numel(y);
-    for (int i = 0; i < y->rank; i++)
-        x->p.nary.dims[i] = y->dims[i];
-    for (int k = 0; k < n_in; k++) {
-        const mp__tensor *a = in_t(g, n, (uint32_t)(first_in + k));
-        if (!is_f32(a) || bcast_strides(a, y->dims, y->rank,
-                                        x->p.nary.st[k]) != 0) {
-            L->n--;
-            FAIL("pointwise: input not float32 or not broadcastable");
-        }
-        x->in[k] = first_in + k;
-    }
+        return NULL;
+    for (int i = 0; i < n_in; i++)
+        x->in[i] = i;
     x->out = 0;
-    return 0;
+    return x;
 }
 
-static int norm_axis(int64_t a, int rank)
+/* fills output slot out: n floats of value, or (zero_bytes > 0) every
+ * byte with zero_bytes - 1; 0 or -1 */
+static int add_fill(lower *L, int out, int64_t n, int zero_bytes,
+                    double value)
 {
-    return (int)(a < 0 ? a + rank : a);
+    mpv_launch *f = add_launch(L, MPV_L_FILL);
+    if (!f)
+        return -1;
+    f->out = out;
+    f->p.fill.n = n;
+    f->p.fill.value = value;
+    f->p.fill.zero_bytes = zero_bytes;
+    return 0;
 }
 
 /* strided copy of a whole input (in slot) into an output region */
@@ -213,24 +223,174 @@ static mpv_launch *add_copy(lower *L, int in, int out, int rank,
     x->out = out;
     x->p.copy.rank = rank;
     x->p.copy.esize = esize;
-    int64_t nn = 1;
     for (int i = 0; i < rank; i++) {
         x->p.copy.dims[i] = dims[i];
         x->p.copy.ist[i] = ist[i];
         x->p.copy.ost[i] = ost[i];
-        nn *= dims[i];
     }
-    x->p.copy.n = nn;
+    x->p.copy.n = dims_prod(dims, 0, rank);
     x->p.copy.ioff = ioff;
     x->p.copy.ooff = ooff;
     return x;
 }
 
-static int lower_gemm_matmul(lower *L, const mp__node *n, const char **why)
+/* ---- one lowering per kernel ----------------------------------------------- */
+
+/* Each returns 0 (lowered), 1 (needs the synthetic kernel, *why set to a
+ * static string; the caller drops the launches the node added) or -1
+ * (out of memory). */
+#define FAIL(msg)                                                            \
+    do {                                                                     \
+        *why = (msg);                                                        \
+        return 1;                                                            \
+    } while (0)
+
+static const mp__tensor *out_t(const mp_graph *g, const mp__node *n,
+                               uint32_t o)
+{
+    return &g->tensors[n->outputs[o]];
+}
+
+static unsigned kop_of(const mp__node *n)
+{
+    return MP__OP_KOP(n->def);
+}
+
+/* Dropout (inference): y = x; mask: ones */
+static int lower_copy(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0), *y = out_t(L->g, n, 0);
+    int es = xt ? esize_of(xt) : 0;
+    if (!xt || !es || numel(xt) != numel(y) || n->n_out > 2)
+        FAIL("copy: shapes or extra outputs");
+    int64_t dims[1] = {numel(y)}, st[1] = {1};
+    if (!add_copy(L, 0, 0, 1, dims, st, st, 0, 0, es))
+        return -1;
+    /* the mask: all true (bytes 0x01) */
+    if (n->n_out == 2 && add_fill(L, 1, numel(out_t(L->g, n, 1)), 2, 0) != 0)
+        return -1;
+    return 0;
+}
+
+/* scalar input slot i, when the node has it: its known value into *v */
+static int scalar_input(const mp_graph *g, const mp__node *n, uint32_t i,
+                        double *v)
+{
+    if (!in_t(g, n, i))
+        return 0;
+    return input_floats(g, n, i, v, 1) == 1 ? 0 : -1;
+}
+
+/* a unary op's alpha and beta */
+static int unary_params(const mp_graph *g, const mp__node *n, double *a,
+                        double *b, const char **why)
+{
+    *a = *b = 0;
+    switch (kop_of(n)) {
+    case MP__KOP_CLIP:
+        *a = mp__attr_float(n, "min", -INFINITY);
+        *b = mp__attr_float(n, "max", INFINITY);
+        if (scalar_input(g, n, 1, a) != 0)
+            FAIL("Clip: min not known");
+        if (scalar_input(g, n, 2, b) != 0)
+            FAIL("Clip: max not known");
+        break;
+    case MP__KOP_HARDSIGMOID:
+        *a = mp__attr_float(n, "alpha", 0.2);
+        *b = mp__attr_float(n, "beta", 0.5);
+        break;
+    case MP__KOP_LEAKYRELU:
+        *a = mp__attr_float(n, "alpha", 0.01);
+        break;
+    case MP__KOP_ELU:
+        *a = mp__attr_float(n, "alpha", 1.0);
+        break;
+    case MP__KOP_GELU:
+        *a = strcmp(mp__attr_str(n, "approximate", "none"), "tanh") == 0;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int lower_unary(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0), *y = out_t(L->g, n, 0);
+    if (!is_f32(xt) || !is_f32(y) || numel(xt) != numel(y))
+        FAIL("unary: only float32");
+    double a, b;
+    if (unary_params(L->g, n, &a, &b, why) != 0)
+        return 1;
+    mpv_launch *x = add_launch_io(L, MPV_L_UNARY, 1);
+    if (!x)
+        return -1;
+    x->p.unary.n = numel(y);
+    x->p.unary.op = (int)kop_of(n);
+    x->p.unary.alpha = a;
+    x->p.unary.beta = b;
+    return 0;
+}
+
+/* broadcasting pointwise op over the node's first n_in inputs */
+static int lower_nary(lower *L, const mp__node *n, int op, int n_in,
+                      const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *y = out_t(g, n, 0);
+    if (!is_f32(y) || y->rank > MPV_MAXR || n_in > MPV_MAXIN || n_in < 1)
+        FAIL("pointwise: only float32, rank <= 8, up to 4 inputs");
+    mpv_launch *x = add_launch(L, MPV_L_NARY);
+    if (!x)
+        return -1;
+    x->p.nary.op = op;
+    x->p.nary.n_in = n_in;
+    x->p.nary.rank = y->rank;
+    x->p.nary.n = numel(y);
+    for (int i = 0; i < y->rank; i++)
+        x->p.nary.dims[i] = y->dims[i];
+    for (int k = 0; k < n_in; k++) {
+        const mp__tensor *a = in_t(g, n, (uint32_t)k);
+        if (!is_f32(a) ||
+            bcast_strides(a, y->dims, y->rank, x->p.nary.st[k]) != 0)
+            FAIL("pointwise: input not float32 or not broadcastable");
+        x->in[k] = k;
+    }
+    x->out = 0;
+    return 0;
+}
+
+static int lower_binary(lower *L, const mp__node *n, const char **why)
+{
+    if (n->n_in != 2)
+        FAIL("binary: two inputs");
+    return lower_nary(L, n, (int)kop_of(n), 2, why);
+}
+
+/* Sum, Max, Min, Mean (a sum, then scaled by 1 / inputs) */
+static int lower_variadic(lower *L, const mp__node *n, const char **why)
+{
+    unsigned kop = kop_of(n);
+    int mean = kop == MP__KOP_MEAN;
+    int r = lower_nary(L, n, mean ? MP__KOP_ADD : (int)kop, (int)n->n_in, why);
+    if (r != 0 || !mean)
+        return r;
+    mpv_launch *x = add_launch(L, MPV_L_UNARY);
+    if (!x)
+        return -1;
+    x->in[0] = -2; /* the output itself */
+    x->out = 0;
+    x->p.unary.n = numel(out_t(L->g, n, 0));
+    x->p.unary.op = MPV_UOP_SCALE;
+    x->p.unary.alpha = 1.0 / (double)n->n_in;
+    return 0;
+}
+
+static int lower_matmul(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
     const mp__tensor *a = in_t(g, n, 0), *b = in_t(g, n, 1);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *y = out_t(g, n, 0);
     if (!is_f32(a) || !is_f32(b) || !is_f32(y))
         FAIL("MatMul: only float32");
     if (a->rank < 2 || b->rank < 1 || y->rank < 1)
@@ -239,17 +399,15 @@ static int lower_gemm_matmul(lower *L, const mp__node *n, const char **why)
     int64_t N = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
     if (b->rank >= 2 && b->dims[b->rank - 2] != K)
         FAIL("MatMul: inner dims differ");
-    int64_t ba = 1, bb = 1;
-    for (int i = 0; i < a->rank - 2; i++)
-        ba *= a->dims[i];
-    for (int i = 0; i < b->rank - 2; i++)
-        bb *= b->dims[i];
-    mpv_launch *x = add_launch(L, MPV_L_GEMM);
+    int64_t ba = dims_prod(a->dims, 0, a->rank - 2);
+    int64_t bb = dims_prod(b->dims, 0, b->rank - 2);
+    /* B shared, or the same batch (the batch dims must then be equal, not
+     * broadcast), or A shared */
+    if (bb != 1 && !(ba == bb && a->rank == b->rank) && ba != 1)
+        FAIL("MatMul: batch broadcast not supported");
+    mpv_launch *x = add_launch_io(L, MPV_L_GEMM, 2);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->in[1] = 1;
-    x->out = 0;
     x->p.gemm.alpha = 1.0;
     x->p.gemm.beta = 0.0;
     x->p.gemm.k = K;
@@ -261,25 +419,15 @@ static int lower_gemm_matmul(lower *L, const mp__node *n, const char **why)
         /* B shared: one product with the batch folded into M */
         x->p.gemm.m = M * ba;
         x->p.gemm.batch = 1;
-    } else if (ba == bb || ba == 1) {
-        /* same batch (the batch dims must then be equal, not broadcast) */
-        if (ba == bb && a->rank != b->rank) {
-            L->n--;
-            FAIL("MatMul: batch broadcast not supported");
-        }
+    } else {
         x->p.gemm.m = M;
         x->p.gemm.batch = bb;
         x->p.gemm.sa = ba == 1 ? 0 : M * K;
         x->p.gemm.sb = K * N;
         x->p.gemm.sc = M * N;
-    } else {
-        L->n--;
-        FAIL("MatMul: batch broadcast not supported");
     }
-    if (numel(y) != x->p.gemm.m * N * x->p.gemm.batch) {
-        L->n--;
+    if (numel(y) != x->p.gemm.m * N * x->p.gemm.batch)
         FAIL("MatMul: output size does not match");
-    }
     return 0;
 }
 
@@ -287,8 +435,8 @@ static int lower_gemm(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
     const mp__tensor *a = in_t(g, n, 0), *b = in_t(g, n, 1),
-                    *c = in_t(g, n, 2);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+                     *c = in_t(g, n, 2);
+    const mp__tensor *y = out_t(g, n, 0);
     if (!is_f32(a) || !is_f32(b) || !is_f32(y) || a->rank != 2 ||
         b->rank != 2 || y->rank != 2)
         FAIL("Gemm: only float32 2-D");
@@ -297,6 +445,7 @@ static int lower_gemm(lower *L, const mp__node *n, const char **why)
     int64_t K = ta ? a->dims[0] : a->dims[1];
     double beta = mp__attr_float(n, "beta", 1.0);
     if (c) {
+        /* C is copied into the output first, which the product adds to */
         if (!is_f32(c))
             FAIL("Gemm: C not float32");
         int64_t st[MPV_MAXR], ost[2] = {N, 1};
@@ -305,12 +454,9 @@ static int lower_gemm(lower *L, const mp__node *n, const char **why)
         if (!add_copy(L, 2, 0, 2, y->dims, st, ost, 0, 0, 4))
             return -1;
     }
-    mpv_launch *x = add_launch(L, MPV_L_GEMM);
+    mpv_launch *x = add_launch_io(L, MPV_L_GEMM, 2);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->in[1] = 1;
-    x->out = 0;
     x->p.gemm.ta = ta;
     x->p.gemm.tb = tb;
     x->p.gemm.m = M;
@@ -325,28 +471,43 @@ static int lower_gemm(lower *L, const mp__node *n, const char **why)
     return 0;
 }
 
-/* pads of a 2-D window op: explicit pads or auto_pad */
-static void window_pads(const mp__node *n, int64_t h, int64_t w, int64_t oh,
-                        int64_t ow, int64_t kh, int64_t kw, int64_t sh,
-                        int64_t sw, int64_t dh, int64_t dw, int64_t *pt,
-                        int64_t *pl)
+/* a 2-D window op over NCHW: input and output sizes, kernel, strides,
+ * dilations and the top and left pads */
+typedef struct window {
+    int64_t h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+} window;
+
+/* the same fields of the conv and pool parameters */
+#define SET_WINDOW(P, W)                                                     \
+    ((P).h = (W).h, (P).w = (W).w, (P).oh = (W).oh, (P).ow = (W).ow,         \
+     (P).kh = (W).kh, (P).kw = (W).kw, (P).sh = (W).sh, (P).sw = (W).sw,     \
+     (P).dh = (W).dh, (P).dw = (W).dw, (P).pt = (W).pt, (P).pl = (W).pl)
+
+/* The window of x -> y with a kh x kw kernel: strides and dilations (1
+ * where not given), pads explicit or from auto_pad. */
+static void window_of(const mp__node *n, const mp__tensor *xt,
+                      const mp__tensor *y, int64_t kh, int64_t kw, window *w)
 {
-    int64_t pads[8];
-    *pt = *pl = 0;
+    int64_t s[2] = {1, 1}, d[2] = {1, 1}, pads[8];
+    attr_ints(n, "strides", s, 2);
+    attr_ints(n, "dilations", d, 2);
+    *w = (window){.h = xt->dims[2], .w = xt->dims[3], .oh = y->dims[2],
+                  .ow = y->dims[3], .kh = kh, .kw = kw, .sh = s[0],
+                  .sw = s[1], .dh = d[0], .dw = d[1]};
     const char *ap = mp__attr_str(n, "auto_pad", "NOTSET");
     if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
-        int64_t th = (oh - 1) * sh + (kh - 1) * dh + 1 - h;
-        int64_t tw = (ow - 1) * sw + (kw - 1) * dw + 1 - w;
+        int64_t th = (w->oh - 1) * w->sh + (w->kh - 1) * w->dh + 1 - w->h;
+        int64_t tw = (w->ow - 1) * w->sw + (w->kw - 1) * w->dw + 1 - w->w;
         if (th < 0)
             th = 0;
         if (tw < 0)
             tw = 0;
         int upper = strcmp(ap, "SAME_UPPER") == 0;
-        *pt = upper ? th / 2 : th - th / 2;
-        *pl = upper ? tw / 2 : tw - tw / 2;
+        w->pt = upper ? th / 2 : th - th / 2;
+        w->pl = upper ? tw / 2 : tw - tw / 2;
     } else if (attr_ints(n, "pads", pads, 8) == 4) {
-        *pt = pads[0];
-        *pl = pads[1];
+        w->pt = pads[0];
+        w->pl = pads[1];
     }
 }
 
@@ -354,202 +515,214 @@ static int lower_conv(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
     const mp__tensor *xt = in_t(g, n, 0), *wt = in_t(g, n, 1),
-                    *bt = in_t(g, n, 2);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+                     *bt = in_t(g, n, 2);
+    const mp__tensor *y = out_t(g, n, 0);
     if (!is_f32(xt) || !is_f32(wt) || !is_f32(y) || xt->rank != 4 ||
         wt->rank != 4 || y->rank != 4)
         FAIL("Conv: only float32 2-D (NCHW)");
     if (bt && !is_f32(bt))
         FAIL("Conv: bias not float32");
-    int64_t k[2], s[2] = {1, 1}, d[2] = {1, 1};
-    k[0] = wt->dims[2];
-    k[1] = wt->dims[3];
-    if (attr_ints(n, "strides", s, 2) < 0) {
-        s[0] = s[1] = 1;
-    }
-    if (attr_ints(n, "dilations", d, 2) < 0) {
-        d[0] = d[1] = 1;
-    }
     int64_t G = attr_i(n, "group", 1);
-    mpv_launch *x = add_launch(L, MPV_L_CONV);
+    if (G <= 0 || xt->dims[1] % G || y->dims[1] % G ||
+        wt->dims[1] * G != xt->dims[1] || wt->dims[0] != y->dims[1])
+        FAIL("Conv: inconsistent group/channels");
+    window w;
+    window_of(n, xt, y, wt->dims[2], wt->dims[3], &w);
+    mpv_launch *x = add_launch_io(L, MPV_L_CONV, bt ? 3 : 2);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->in[1] = 1;
-    x->in[2] = bt ? 2 : -1;
-    x->out = 0;
+    SET_WINDOW(x->p.conv, w);
     x->p.conv.n = xt->dims[0];
     x->p.conv.c = xt->dims[1];
-    x->p.conv.h = xt->dims[2];
-    x->p.conv.w = xt->dims[3];
     x->p.conv.m = y->dims[1];
-    x->p.conv.oh = y->dims[2];
-    x->p.conv.ow = y->dims[3];
-    x->p.conv.kh = k[0];
-    x->p.conv.kw = k[1];
-    x->p.conv.sh = s[0];
-    x->p.conv.sw = s[1];
-    x->p.conv.dh = d[0];
-    x->p.conv.dw = d[1];
     x->p.conv.g = G;
     x->p.conv.has_bias = bt != NULL;
-    window_pads(n, xt->dims[2], xt->dims[3], y->dims[2], y->dims[3], k[0],
-                k[1], s[0], s[1], d[0], d[1], &x->p.conv.pt, &x->p.conv.pl);
-    if (G <= 0 || xt->dims[1] % G || y->dims[1] % G ||
-        wt->dims[1] * G != xt->dims[1] || wt->dims[0] != y->dims[1]) {
-        L->n--;
-        FAIL("Conv: inconsistent group/channels");
-    }
-    x->p.conv.direct = k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1 &&
-                       x->p.conv.pt == 0 && x->p.conv.pl == 0 &&
-                       y->dims[2] == xt->dims[2] && y->dims[3] == xt->dims[3];
+    x->p.conv.direct = w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 &&
+                       w.pt == 0 && w.pl == 0 && w.oh == w.h && w.ow == w.w;
     if (!x->p.conv.direct) {
         /* im2col of one image: C*kh*kw rows of OH*OW floats */
-        uint64_t ws = (uint64_t)xt->dims[1] * (uint64_t)(k[0] * k[1]) *
-                      (uint64_t)(y->dims[2] * y->dims[3]) * 4u;
+        uint64_t ws = (uint64_t)xt->dims[1] * (uint64_t)(w.kh * w.kw) *
+                      (uint64_t)(w.oh * w.ow) * 4u;
         x->workspace = ws;
     }
     return 0;
 }
 
-static int lower_pool(lower *L, const mp__node *n, int op, const char **why)
+static int lower_pool(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp__tensor *xt = in_t(g, n, 0);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
     if (!is_f32(xt) || !is_f32(y) || xt->rank != 4 || y->rank != 4)
         FAIL("pool: only float32 2-D (NCHW)");
-    int64_t k[2], s[2] = {1, 1}, d[2] = {1, 1};
+    int64_t k[2];
     if (attr_ints(n, "kernel_shape", k, 2) != 2)
         FAIL("pool: kernel_shape missing");
-    if (attr_ints(n, "strides", s, 2) < 0)
-        s[0] = s[1] = 1;
-    if (attr_ints(n, "dilations", d, 2) < 0)
-        d[0] = d[1] = 1;
-    mpv_launch *x = add_launch(L, MPV_L_POOL);
+    window w;
+    window_of(n, xt, y, k[0], k[1], &w);
+    mpv_launch *x = add_launch_io(L, MPV_L_POOL, 1);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->out = 0;
+    SET_WINDOW(x->p.pool, w);
     x->p.pool.nc = xt->dims[0] * xt->dims[1];
-    x->p.pool.h = xt->dims[2];
-    x->p.pool.w = xt->dims[3];
-    x->p.pool.oh = y->dims[2];
-    x->p.pool.ow = y->dims[3];
-    x->p.pool.kh = k[0];
-    x->p.pool.kw = k[1];
-    x->p.pool.sh = s[0];
-    x->p.pool.sw = s[1];
-    x->p.pool.dh = d[0];
-    x->p.pool.dw = d[1];
-    x->p.pool.op = op;
+    x->p.pool.op = (int)kop_of(n);
     x->p.pool.count_pad = (int)attr_i(n, "count_include_pad", 0);
-    window_pads(n, xt->dims[2], xt->dims[3], y->dims[2], y->dims[3], k[0],
-                k[1], s[0], s[1], d[0], d[1], &x->p.pool.pt, &x->p.pool.pl);
     return 0;
 }
 
-static int lower_softmax(lower *L, const mp__node *n, int log, const char **why)
+static int lower_global_pool(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0);
+    if (!is_f32(xt) || xt->rank < 3)
+        FAIL("global pool: only float32");
+    mpv_launch *x = add_launch_io(L, MPV_L_GPOOL, 1);
+    if (!x)
+        return -1;
+    x->p.gpool.nc = xt->dims[0] * xt->dims[1];
+    x->p.gpool.hw = numel(xt) / (x->p.gpool.nc ? x->p.gpool.nc : 1);
+    x->p.gpool.op = (int)kop_of(n);
+    return 0;
+}
+
+/* batch, channels and the size of one channel's plane of x, for the
+ * per-channel parameters of BatchNormalization and LRN */
+#define SET_NCHW(P, X)                                                       \
+    ((P).n = (X)->dims[0], (P).c = (X)->dims[1],                             \
+     (P).hw = numel(X) / ((X)->dims[0] * (X)->dims[1]))
+
+static int lower_batchnorm(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0);
+    if (!is_f32(xt) || xt->rank < 2 || n->n_in < 5 || n->n_out > 1)
+        FAIL("BatchNormalization: float32 inference form only");
+    for (uint32_t i = 1; i < 5; i++)
+        if (!is_f32(in_t(L->g, n, i)))
+            FAIL("BatchNormalization: parameters not float32");
+    mpv_launch *x = add_launch_io(L, MPV_L_BN, 4);
+    if (!x)
+        return -1;
+    SET_NCHW(x->p.bn, xt);
+    x->p.bn.eps = mp__attr_float(n, "epsilon", 1e-5);
+    return 0;
+}
+
+static int lower_layernorm(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
     const mp__tensor *xt = in_t(g, n, 0);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+    if (!is_f32(xt) || xt->rank < 1 || !is_f32(in_t(g, n, 1)))
+        FAIL("LayerNormalization: only float32");
+    int axis = axis_attr(n, -1, xt->rank);
+    if (axis < 0)
+        FAIL("LayerNormalization: bad axis");
+    int64_t cols = dims_prod(xt->dims, axis, xt->rank);
+    const mp__tensor *st = in_t(g, n, 1), *bt = in_t(g, n, 2);
+    if (numel(st) != cols || (bt && numel(bt) != cols))
+        FAIL("LayerNormalization: scale/bias not of the normalized size");
+    mpv_launch *x = add_launch_io(L, MPV_L_LN, bt ? 3 : 2);
+    if (!x)
+        return -1;
+    x->p.ln.cols = cols;
+    x->p.ln.rows = numel(xt) / (cols ? cols : 1);
+    x->p.ln.eps = mp__attr_float(n, "epsilon", 1e-5);
+    x->p.ln.has_bias = bt != NULL;
+    for (uint32_t o = 1; o < n->n_out; o++) /* Mean, InvStdDev */
+        if (add_fill(L, (int)o, numel(out_t(g, n, o)), 1, 0) != 0)
+            return -1;
+    return 0;
+}
+
+static int lower_lrn(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0);
+    if (!is_f32(xt) || xt->rank < 3)
+        FAIL("LRN: only float32");
+    mpv_launch *x = add_launch_io(L, MPV_L_LRN, 1);
+    if (!x)
+        return -1;
+    SET_NCHW(x->p.lrn, xt);
+    x->p.lrn.size = attr_i(n, "size", 5);
+    x->p.lrn.alpha = mp__attr_float(n, "alpha", 1e-4);
+    x->p.lrn.beta = mp__attr_float(n, "beta", 0.75);
+    x->p.lrn.bias = mp__attr_float(n, "bias", 1.0);
+    return 0;
+}
+
+static int lower_softmax(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
     if (!is_f32(xt) || !is_f32(y) || xt->rank < 1)
         FAIL("Softmax: only float32");
     int old = g->onnx_opset > 0 && g->onnx_opset < 13;
-    int axis = norm_axis(attr_i(n, "axis", old ? 1 : -1), xt->rank);
-    if (axis < 0 || axis >= xt->rank)
+    int axis = axis_attr(n, old ? 1 : -1, xt->rank);
+    if (axis < 0)
         FAIL("Softmax: bad axis");
-    int64_t outer = 1, dim = 1, inner = 1;
-    for (int i = 0; i < axis; i++)
-        outer *= xt->dims[i];
-    if (old) {
-        /* opset < 13: coerced to 2-D at axis */
-        for (int i = axis; i < xt->rank; i++)
-            dim *= xt->dims[i];
-    } else {
-        dim = xt->dims[axis];
-        for (int i = axis + 1; i < xt->rank; i++)
-            inner *= xt->dims[i];
-    }
-    mpv_launch *x = add_launch(L, MPV_L_SOFTMAX);
+    mpv_launch *x = add_launch_io(L, MPV_L_SOFTMAX, 1);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->out = 0;
-    x->p.softmax.outer = outer;
-    x->p.softmax.dim = dim;
-    x->p.softmax.inner = inner;
-    x->p.softmax.log = log;
+    x->p.softmax.outer = dims_prod(xt->dims, 0, axis);
+    if (old) {
+        /* opset < 13: coerced to 2-D at axis */
+        x->p.softmax.dim = dims_prod(xt->dims, axis, xt->rank);
+        x->p.softmax.inner = 1;
+    } else {
+        x->p.softmax.dim = xt->dims[axis];
+        x->p.softmax.inner = dims_prod(xt->dims, axis + 1, xt->rank);
+    }
+    x->p.softmax.log = kop_of(n) == MP__KOP_LOGSOFTMAX;
     return 0;
 }
 
-static int lower_concat(lower *L, const mp__node *n, const char **why)
+/* Concat and Split: a strided copy of each part (Concat's inputs, Split's
+ * outputs) to or from its place along the axis in the whole (Concat's
+ * output, Split's input) */
+static int lower_parts(lower *L, const mp__node *n, int concat,
+                       const char **why)
 {
     const mp_graph *g = L->g;
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
-    int es = esize_of(y);
-    if (!es || y->rank < 1 || y->rank > MPV_MAXR)
-        FAIL("Concat: element size or rank");
-    int axis = norm_axis(attr_i(n, "axis", 0), y->rank);
-    if (axis < 0 || axis >= y->rank)
-        FAIL("Concat: bad axis");
-    int64_t ost[MPV_MAXR];
-    strides_of(y->dims, y->rank, ost);
-    int64_t off = 0;
-    uint32_t first = L->n;
-    for (uint32_t i = 0; i < n->n_in; i++) {
-        const mp__tensor *a = in_t(g, n, i);
+    const mp__tensor *w = concat ? out_t(g, n, 0) : in_t(g, n, 0);
+    int es = esize_of(w);
+    if (!es || w->rank < 1 || w->rank > MPV_MAXR)
+        FAIL(concat ? "Concat: element size or rank"
+                    : "Split: element size or rank");
+    int axis = axis_attr(n, 0, w->rank);
+    if (axis < 0)
+        FAIL(concat ? "Concat: bad axis" : "Split: bad axis");
+    int64_t wst[MPV_MAXR], pst[MPV_MAXR], off = 0;
+    strides_of(w->dims, w->rank, wst);
+    for (uint32_t i = 0; i < (concat ? n->n_in : n->n_out); i++) {
+        const mp__tensor *a = concat ? in_t(g, n, i) : out_t(g, n, i);
         if (!a)
             continue;
-        if (a->rank != y->rank || esize_of(a) != es) {
-            L->n = first;
-            FAIL("Concat: input rank or dtype");
-        }
-        int64_t ist[MPV_MAXR];
-        strides_of(a->dims, a->rank, ist);
+        if (a->rank != w->rank || (concat && esize_of(a) != es))
+            FAIL(concat ? "Concat: input rank or dtype" : "Split: output rank");
+        strides_of(a->dims, a->rank, pst);
+        int64_t at = off * wst[axis];
         if (numel(a) > 0 &&
-            !add_copy(L, (int)i, 0, a->rank, a->dims, ist, ost, 0,
-                      off * ost[axis], es))
+            !(concat ? add_copy(L, (int)i, 0, a->rank, a->dims, pst, wst, 0,
+                                at, es)
+                     : add_copy(L, 0, (int)i, a->rank, a->dims, wst, pst, at,
+                                0, es)))
             return -1;
         off += a->dims[axis];
     }
     return 0;
 }
 
+static int lower_concat(lower *L, const mp__node *n, const char **why)
+{
+    return lower_parts(L, n, 1, why);
+}
+
 static int lower_split(lower *L, const mp__node *n, const char **why)
 {
-    const mp_graph *g = L->g;
-    const mp__tensor *xt = in_t(g, n, 0);
-    int es = esize_of(xt);
-    if (!es || xt->rank < 1 || xt->rank > MPV_MAXR)
-        FAIL("Split: element size or rank");
-    int axis = norm_axis(attr_i(n, "axis", 0), xt->rank);
-    if (axis < 0 || axis >= xt->rank)
-        FAIL("Split: bad axis");
-    int64_t ist[MPV_MAXR];
-    strides_of(xt->dims, xt->rank, ist);
-    int64_t off = 0;
-    for (uint32_t o = 0; o < n->n_out; o++) {
-        const mp__tensor *y = &g->tensors[n->outputs[o]];
-        if (y->rank != xt->rank)
-            FAIL("Split: output rank");
-        int64_t ost[MPV_MAXR];
-        strides_of(y->dims, y->rank, ost);
-        if (numel(y) > 0 &&
-            !add_copy(L, 0, (int)o, y->rank, y->dims, ist, ost,
-                      off * ist[axis], 0, es))
-            return -1;
-        off += y->dims[axis];
-    }
-    return 0;
+    return lower_parts(L, n, 0, why);
 }
 
 static int lower_transpose(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp__tensor *xt = in_t(g, n, 0);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
     int es = esize_of(xt);
     if (!es || xt->rank > MPV_MAXR)
         FAIL("Transpose: element size or rank");
@@ -571,18 +744,13 @@ static int lower_transpose(lower *L, const mp__node *n, const char **why)
     return 0;
 }
 
-static int lower_slice(lower *L, const mp__node *n, const char **why)
+/* Slice's starts, axes and steps (axes 0.., steps 1 where not given):
+ * inputs from opset 10, attributes before; their count or -1 */
+static int slice_args(const mp_graph *g, const mp__node *n, int64_t *starts,
+                      int64_t *axes, int64_t *steps, const char **why)
 {
-    const mp_graph *g = L->g;
-    const mp__tensor *xt = in_t(g, n, 0);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
-    int es = esize_of(xt);
-    int r = xt->rank;
-    if (!es || r > MPV_MAXR || y->rank != r)
-        FAIL("Slice: element size or rank");
-    int64_t starts[MPV_MAXR], axes[MPV_MAXR], steps[MPV_MAXR];
     int ns, na, nst;
-    if (n->n_in >= 2) { /* opset >= 10: inputs */
+    if (n->n_in >= 2) {
         ns = input_ints(g, n, 1, starts, MPV_MAXR);
         na = input_ints(g, n, 3, axes, MPV_MAXR);
         nst = input_ints(g, n, 4, steps, MPV_MAXR);
@@ -591,8 +759,10 @@ static int lower_slice(lower *L, const mp__node *n, const char **why)
         na = attr_ints(n, "axes", axes, MPV_MAXR);
         nst = -1;
     }
-    if (ns < 0)
-        FAIL("Slice: starts not known");
+    if (ns < 0) {
+        *why = "Slice: starts not known";
+        return -1;
+    }
     if (na < 0) {
         na = ns;
         for (int i = 0; i < ns; i++)
@@ -603,8 +773,45 @@ static int lower_slice(lower *L, const mp__node *n, const char **why)
         for (int i = 0; i < ns; i++)
             steps[i] = 1;
     }
-    if (na != ns || nst != ns)
-        FAIL("Slice: starts/axes/steps lengths differ");
+    if (na != ns || nst != ns) {
+        *why = "Slice: starts/axes/steps lengths differ";
+        return -1;
+    }
+    return ns;
+}
+
+/* a slice's first index on an axis of dim elements: start clamped into
+ * range for the direction of step */
+static int64_t slice_start(int64_t st, int64_t dim, int64_t step)
+{
+    if (st < 0)
+        st += dim;
+    if (step > 0) {
+        if (st < 0)
+            st = 0;
+        if (st > dim)
+            st = dim;
+    } else {
+        if (st < 0)
+            st = -1;
+        if (st > dim - 1)
+            st = dim - 1;
+    }
+    return st;
+}
+
+static int lower_slice(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
+    int es = esize_of(xt);
+    int r = xt->rank;
+    if (!es || r > MPV_MAXR || y->rank != r)
+        FAIL("Slice: element size or rank");
+    int64_t starts[MPV_MAXR], axes[MPV_MAXR], steps[MPV_MAXR];
+    int ns = slice_args(g, n, starts, axes, steps, why);
+    if (ns < 0)
+        return 1;
     int64_t ist[MPV_MAXR], sst[MPV_MAXR], ost[MPV_MAXR];
     strides_of(xt->dims, r, ist);
     strides_of(y->dims, r, ost);
@@ -615,22 +822,8 @@ static int lower_slice(lower *L, const mp__node *n, const char **why)
         int a = norm_axis(axes[i], r);
         if (a < 0 || a >= r || steps[i] == 0)
             FAIL("Slice: bad axis or step");
-        int64_t dim = xt->dims[a], st = starts[i];
-        if (st < 0)
-            st += dim;
-        if (steps[i] > 0) {
-            if (st < 0)
-                st = 0;
-            if (st > dim)
-                st = dim;
-        } else {
-            if (st < 0)
-                st = -1;
-            if (st > dim - 1)
-                st = dim - 1;
-        }
         if (y->dims[a] > 0)
-            off += st * ist[a];
+            off += slice_start(starts[i], xt->dims[a], steps[i]) * ist[a];
         sst[a] = ist[a] * steps[i];
     }
     if (numel(y) > 0 && !add_copy(L, 0, 0, r, y->dims, sst, ost, off, 0, es))
@@ -638,11 +831,12 @@ static int lower_slice(lower *L, const mp__node *n, const char **why)
     return 0;
 }
 
+/* constant-mode Pad: the output filled with the value, then the input
+ * copied inside it */
 static int lower_pad(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp__tensor *xt = in_t(g, n, 0);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
     int r = xt->rank;
     if (!is_f32(xt) || r > MPV_MAXR || y->rank != r)
         FAIL("Pad: only float32");
@@ -665,12 +859,8 @@ static int lower_pad(lower *L, const mp__node *n, const char **why)
     for (int i = 0; i < 2 * r; i++)
         if (pads[i] < 0)
             FAIL("Pad: negative pads");
-    mpv_launch *f = add_launch(L, MPV_L_FILL);
-    if (!f)
+    if (add_fill(L, 0, numel(y), 0, value) != 0)
         return -1;
-    f->out = 0;
-    f->p.fill.n = numel(y);
-    f->p.fill.value = value;
     int64_t ist[MPV_MAXR], ost[MPV_MAXR], off = 0;
     strides_of(xt->dims, r, ist);
     strides_of(y->dims, r, ost);
@@ -690,49 +880,40 @@ static int lower_gather(lower *L, const mp__node *n, const char **why)
     if (!es || !it ||
         (it->dtype != MP_DTYPE_INT64 && it->dtype != MP_DTYPE_INT32))
         FAIL("Gather: element size or index dtype");
-    int axis = norm_axis(attr_i(n, "axis", 0), xt->rank);
-    if (axis < 0 || axis >= xt->rank)
+    int axis = axis_attr(n, 0, xt->rank);
+    if (axis < 0)
         FAIL("Gather: bad axis");
-    mpv_launch *x = add_launch(L, MPV_L_GATHER);
+    mpv_launch *x = add_launch_io(L, MPV_L_GATHER, 2);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->in[1] = 1;
-    x->out = 0;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; i++)
-        outer *= xt->dims[i];
-    for (int i = axis + 1; i < xt->rank; i++)
-        inner *= xt->dims[i];
-    x->p.gather.outer = outer;
+    x->p.gather.outer = dims_prod(xt->dims, 0, axis);
     x->p.gather.axis = xt->dims[axis];
-    x->p.gather.inner = inner;
+    x->p.gather.inner = dims_prod(xt->dims, axis + 1, xt->rank);
     x->p.gather.nidx = numel(it);
     x->p.gather.esize = es;
     x->p.gather.iesize = esize_of(it);
     return 0;
 }
 
-static int lower_reduce(lower *L, const mp__node *n, int op, const char **why)
+static int lower_reduce(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp__tensor *xt = in_t(g, n, 0);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
     int r = xt->rank;
     if (!is_f32(xt) || !is_f32(y) || r > MPV_MAXR || r < 1)
         FAIL("Reduce: only float32");
+    /* axes: the attribute, or the second input */
     int64_t axes[MPV_MAXR];
     int na = attr_ints(n, "axes", axes, MPV_MAXR);
-    if (na < 0 && n->n_in >= 2 && in_t(g, n, 1))
+    if (na < 0 && n->n_in >= 2 && in_t(g, n, 1)) {
         na = input_ints(g, n, 1, axes, MPV_MAXR);
-    if (na < 0 && n->n_in >= 2 && in_t(g, n, 1))
-        FAIL("Reduce: axes not known");
-    mpv_launch *x = add_launch(L, MPV_L_REDUCE);
+        if (na < 0)
+            FAIL("Reduce: axes not known");
+    }
+    mpv_launch *x = add_launch_io(L, MPV_L_REDUCE, 1);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->out = 0;
-    x->p.reduce.op = op;
+    x->p.reduce.op = (int)kop_of(n);
     x->p.reduce.rank = r;
     x->p.reduce.n = numel(y);
     for (int i = 0; i < r; i++) {
@@ -742,41 +923,60 @@ static int lower_reduce(lower *L, const mp__node *n, int op, const char **why)
     }
     for (int i = 0; i < na; i++) {
         int a = norm_axis(axes[i], r);
-        if (a < 0 || a >= r) {
-            L->n--;
+        if (a < 0 || a >= r)
             FAIL("Reduce: bad axis");
-        }
         x->p.reduce.red[a] = 1;
     }
     return 0;
 }
 
+/* a string attribute's code in a table; def when not there */
+typedef struct name_code {
+    const char *name;
+    int code;
+} name_code;
+
+static int code_of(const name_code *t, size_t n, const char *name, int def)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].name, name) == 0)
+            return t[i].code;
+    return def;
+}
+
+#define CODE_OF(t, name, def) code_of(t, sizeof t / sizeof t[0], name, def)
+
+static const name_code resize_modes[] = {
+    {"nearest", 0}, {"linear", 1}, {"bilinear", 1}};
+static const name_code coord_modes[] = {
+    {"asymmetric", MPV_CT_ASYMMETRIC},
+    {"align_corners", MPV_CT_ALIGN_CORNERS},
+    {"pytorch_half_pixel", MPV_CT_PYTORCH_HALF_PIXEL},
+    {"tf_half_pixel_for_nn", MPV_CT_TF_HALF_PIXEL}};
+static const name_code nearest_modes[] = {
+    {"floor", MPV_NM_FLOOR},
+    {"ceil", MPV_NM_CEIL},
+    {"round_prefer_ceil", MPV_NM_ROUND_PREFER_CEIL}};
+
 static int lower_resize(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
-    const mp__tensor *xt = in_t(g, n, 0);
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
     if (!is_f32(xt) || !is_f32(y) || xt->rank != 4 || y->rank != 4 ||
         xt->dims[0] != y->dims[0] || xt->dims[1] != y->dims[1])
         FAIL("Resize: only float32 NCHW over H and W");
-    const char *mode = mp__attr_str(n, "mode", "nearest");
-    int linear;
-    if (strcmp(mode, "nearest") == 0)
-        linear = 0;
-    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0)
-        linear = 1;
-    else
+    int linear =
+        CODE_OF(resize_modes, mp__attr_str(n, "mode", "nearest"), -1);
+    if (linear < 0)
         FAIL("Resize: only nearest and linear");
     int upsample = strcmp(n->op, "Upsample") == 0 || g->onnx_opset == 10;
     const char *ct = mp__attr_str(n, "coordinate_transformation_mode",
-                            upsample ? "asymmetric" : "half_pixel");
+                                  upsample ? "asymmetric" : "half_pixel");
     const char *nm = mp__attr_str(n, "nearest_mode",
-                            upsample ? "floor" : "round_prefer_floor");
-    mpv_launch *x = add_launch(L, MPV_L_RESIZE);
+                                  upsample ? "floor" : "round_prefer_floor");
+    mpv_launch *x = add_launch_io(L, MPV_L_RESIZE, 1);
     if (!x)
         return -1;
-    x->in[0] = 0;
-    x->out = 0;
     x->p.resize.nc = xt->dims[0] * xt->dims[1];
     x->p.resize.h = xt->dims[2];
     x->p.resize.w = xt->dims[3];
@@ -784,8 +984,7 @@ static int lower_resize(lower *L, const mp__node *n, const char **why)
     x->p.resize.ow = y->dims[3];
     /* scales: given ones when known (input "scales"), else out / in */
     double sc[4];
-    int si = upsample ? 1 : 2;
-    if (input_floats(g, n, (uint32_t)si, sc, 4) == 4 && sc[2] > 0 &&
+    if (input_floats(g, n, upsample ? 1u : 2u, sc, 4) == 4 && sc[2] > 0 &&
         sc[3] > 0) {
         x->p.resize.sh = sc[2];
         x->p.resize.sw = sc[3];
@@ -794,19 +993,9 @@ static int lower_resize(lower *L, const mp__node *n, const char **why)
         x->p.resize.sw = (double)y->dims[3] / (double)xt->dims[3];
     }
     x->p.resize.linear = linear;
-    x->p.resize.coord = strcmp(ct, "asymmetric") == 0 ? MPV_CT_ASYMMETRIC
-                        : strcmp(ct, "align_corners") == 0
-                            ? MPV_CT_ALIGN_CORNERS
-                        : strcmp(ct, "pytorch_half_pixel") == 0
-                            ? MPV_CT_PYTORCH_HALF_PIXEL
-                        : strcmp(ct, "tf_half_pixel_for_nn") == 0
-                            ? MPV_CT_TF_HALF_PIXEL
-                            : MPV_CT_HALF_PIXEL;
-    x->p.resize.nearest = strcmp(nm, "floor") == 0   ? MPV_NM_FLOOR
-                          : strcmp(nm, "ceil") == 0  ? MPV_NM_CEIL
-                          : strcmp(nm, "round_prefer_ceil") == 0
-                              ? MPV_NM_ROUND_PREFER_CEIL
-                              : MPV_NM_ROUND_PREFER_FLOOR;
+    x->p.resize.coord = CODE_OF(coord_modes, ct, MPV_CT_HALF_PIXEL);
+    x->p.resize.nearest =
+        CODE_OF(nearest_modes, nm, MPV_NM_ROUND_PREFER_FLOOR);
     return 0;
 }
 
@@ -818,274 +1007,106 @@ static int cast_ok(int dt)
            dt == MP_DTYPE_FLOAT16;
 }
 
+static int lower_cast(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0), *y = out_t(L->g, n, 0);
+    if (!xt || !cast_ok(xt->dtype) || !cast_ok(y->dtype) ||
+        numel(xt) != numel(y))
+        FAIL("Cast: dtype pair not supported");
+    mpv_launch *x = add_launch_io(L, MPV_L_CAST, 1);
+    if (!x)
+        return -1;
+    x->p.cast.n = numel(y);
+    x->p.cast.from = xt->dtype;
+    x->p.cast.to = y->dtype;
+    return 0;
+}
+
+/* Shape: the input's dims start .. end, written as constants */
+static int lower_shape(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0), *y = out_t(L->g, n, 0);
+    if (!xt || y->dtype != MP_DTYPE_INT64 || numel(y) > MPV_MAXR)
+        FAIL("Shape: output");
+    int64_t start = attr_i(n, "start", 0), end = attr_i(n, "end", xt->rank);
+    if (start < 0)
+        start += xt->rank;
+    if (end < 0)
+        end += xt->rank;
+    if (end > xt->rank)
+        end = xt->rank;
+    if (start < 0)
+        start = 0;
+    if (end - start != numel(y))
+        FAIL("Shape: start/end");
+    mpv_launch *x = add_launch(L, MPV_L_SHAPE);
+    if (!x)
+        return -1;
+    x->out = 0;
+    x->p.shape.n = numel(y);
+    for (int64_t i = start; i < end; i++)
+        x->p.shape.v[i - start] = xt->dims[i];
+    return 0;
+}
+
+static int lower_expand(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *xt = in_t(L->g, n, 0), *y = out_t(L->g, n, 0);
+    int es = esize_of(y);
+    int64_t st[MPV_MAXR], ost[MPV_MAXR];
+    if (!xt || !es || y->rank > MPV_MAXR ||
+        bcast_strides(xt, y->dims, y->rank, st) != 0)
+        FAIL("Expand: shapes");
+    strides_of(y->dims, y->rank, ost);
+    return add_copy(L, 0, 0, y->rank, y->dims, st, ost, 0, 0, es) ? 0 : -1;
+}
+
+typedef int (*lower_fn)(lower *L, const mp__node *n, const char **why);
+
+/* the lowering of each registry kernel (none: the synthetic kernel) */
+static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
+    [MP__KERNEL_COPY] = lower_copy,
+    [MP__KERNEL_UNARY] = lower_unary,
+    [MP__KERNEL_BINARY] = lower_binary,
+    [MP__KERNEL_VARIADIC] = lower_variadic,
+    [MP__KERNEL_MATMUL] = lower_matmul,
+    [MP__KERNEL_GEMM] = lower_gemm,
+    [MP__KERNEL_CONV] = lower_conv,
+    [MP__KERNEL_POOL] = lower_pool,
+    [MP__KERNEL_GLOBAL_POOL] = lower_global_pool,
+    [MP__KERNEL_BATCHNORM] = lower_batchnorm,
+    [MP__KERNEL_LAYERNORM] = lower_layernorm,
+    [MP__KERNEL_LRN] = lower_lrn,
+    [MP__KERNEL_SOFTMAX] = lower_softmax,
+    [MP__KERNEL_CONCAT] = lower_concat,
+    [MP__KERNEL_SPLIT] = lower_split,
+    [MP__KERNEL_SLICE] = lower_slice,
+    [MP__KERNEL_TRANSPOSE] = lower_transpose,
+    [MP__KERNEL_GATHER] = lower_gather,
+    [MP__KERNEL_REDUCE] = lower_reduce,
+    [MP__KERNEL_RESIZE] = lower_resize,
+    [MP__KERNEL_CAST] = lower_cast,
+    [MP__KERNEL_PAD] = lower_pad,
+    [MP__KERNEL_SHAPE] = lower_shape,
+    [MP__KERNEL_EXPAND] = lower_expand,
+};
+
 /* Lowers one node; returns 0 (lowered), 1 (needs the synthetic kernel,
  * *why set), -1 (out of memory). */
 static int lower_node(lower *L, const mp__node *n, const char **why)
 {
-    const mp_graph *g = L->g;
-    const mp__op_def *d = n->def;
-    unsigned k = MP__OP_KERNEL(d), kop = MP__OP_KOP(d);
+    unsigned k = MP__OP_KERNEL(n->def);
     if (n->n_out < 1)
         FAIL("no outputs");
-    const mp__tensor *y = &g->tensors[n->outputs[0]];
-    switch (k) {
-    case MP__KERNEL_COPY: { /* Dropout (inference): y = x; mask: ones */
-        const mp__tensor *xt = in_t(g, n, 0);
-        int es = esize_of(xt);
-        if (!xt || !es || numel(xt) != numel(y) || n->n_out > 2)
-            FAIL("copy: shapes or extra outputs");
-        int64_t dims[1] = {numel(y)}, st[1] = {1};
-        if (!add_copy(L, 0, 0, 1, dims, st, st, 0, 0, es))
-            return -1;
-        if (n->n_out == 2) { /* the mask: all true (bytes 0x01) */
-            mpv_launch *m = add_launch(L, MPV_L_FILL);
-            if (!m)
-                return -1;
-            m->out = 1;
-            m->p.fill.n = numel(&g->tensors[n->outputs[1]]);
-            m->p.fill.zero_bytes = 2;
-        }
-        return 0;
-    }
-    case MP__KERNEL_UNARY: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        if (!is_f32(xt) || !is_f32(y) || numel(xt) != numel(y))
-            FAIL("unary: only float32");
-        mpv_launch *x = add_launch(L, MPV_L_UNARY);
-        if (!x)
-            return -1;
-        x->in[0] = 0;
-        x->out = 0;
-        x->p.unary.n = numel(y);
-        x->p.unary.op = (int)kop;
-        double a = 0, b = 0;
-        switch (kop) {
-        case MP__KOP_CLIP: {
-            a = mp__attr_float(n, "min", -INFINITY);
-            b = mp__attr_float(n, "max", INFINITY);
-            double v[1];
-            if (n->n_in >= 2 && in_t(g, n, 1)) {
-                if (input_floats(g, n, 1, v, 1) != 1) {
-                    L->n--;
-                    FAIL("Clip: min not known");
-                }
-                a = v[0];
-            }
-            if (n->n_in >= 3 && in_t(g, n, 2)) {
-                if (input_floats(g, n, 2, v, 1) != 1) {
-                    L->n--;
-                    FAIL("Clip: max not known");
-                }
-                b = v[0];
-            }
-            break;
-        }
-        case MP__KOP_HARDSIGMOID:
-            a = mp__attr_float(n, "alpha", 0.2);
-            b = mp__attr_float(n, "beta", 0.5);
-            break;
-        case MP__KOP_LEAKYRELU:
-            a = mp__attr_float(n, "alpha", 0.01);
-            break;
-        case MP__KOP_ELU:
-            a = mp__attr_float(n, "alpha", 1.0);
-            break;
-        case MP__KOP_GELU:
-            a = strcmp(mp__attr_str(n, "approximate", "none"), "tanh") == 0;
-            break;
-        default:
-            break;
-        }
-        x->p.unary.alpha = a;
-        x->p.unary.beta = b;
-        return 0;
-    }
-    case MP__KERNEL_BINARY:
-        if (n->n_in != 2)
-            FAIL("binary: two inputs");
-        return lower_nary(L, n, (int)kop, 0, 2, why);
-    case MP__KERNEL_VARIADIC: {
-        int r = lower_nary(L, n, kop == MP__KOP_MEAN ? MP__KOP_ADD : (int)kop, 0,
-                           (int)n->n_in, why);
-        if (r == 0 && kop == MP__KOP_MEAN) {
-            mpv_launch *x = add_launch(L, MPV_L_UNARY);
-            if (!x)
-                return -1;
-            x->in[0] = -2; /* the output itself */
-            x->out = 0;
-            x->p.unary.n = numel(y);
-            x->p.unary.op = MPV_UOP_SCALE;
-            x->p.unary.alpha = 1.0 / (double)n->n_in;
-        }
-        return r;
-    }
-    case MP__KERNEL_MATMUL:
-        return lower_gemm_matmul(L, n, why);
-    case MP__KERNEL_GEMM:
-        return lower_gemm(L, n, why);
-    case MP__KERNEL_CONV:
-        return lower_conv(L, n, why);
-    case MP__KERNEL_POOL:
-        return lower_pool(L, n, (int)kop, why);
-    case MP__KERNEL_GLOBAL_POOL: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        if (!is_f32(xt) || xt->rank < 3)
-            FAIL("global pool: only float32");
-        mpv_launch *x = add_launch(L, MPV_L_GPOOL);
-        if (!x)
-            return -1;
-        x->in[0] = 0;
-        x->out = 0;
-        x->p.gpool.nc = xt->dims[0] * xt->dims[1];
-        x->p.gpool.hw = numel(xt) / (x->p.gpool.nc ? x->p.gpool.nc : 1);
-        x->p.gpool.op = (int)kop;
-        return 0;
-    }
-    case MP__KERNEL_BATCHNORM: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        if (!is_f32(xt) || xt->rank < 2 || n->n_in < 5 || n->n_out > 1)
-            FAIL("BatchNormalization: float32 inference form only");
-        for (uint32_t i = 1; i < 5; i++)
-            if (!is_f32(in_t(g, n, i)))
-                FAIL("BatchNormalization: parameters not float32");
-        mpv_launch *x = add_launch(L, MPV_L_BN);
-        if (!x)
-            return -1;
-        for (int i = 0; i < 4; i++)
-            x->in[i] = i;
-        x->out = 0;
-        x->p.bn.n = xt->dims[0];
-        x->p.bn.c = xt->dims[1];
-        x->p.bn.hw = numel(xt) / (xt->dims[0] * xt->dims[1]);
-        x->p.bn.eps = mp__attr_float(n, "epsilon", 1e-5);
-        return 0;
-    }
-    case MP__KERNEL_LAYERNORM: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        if (!is_f32(xt) || xt->rank < 1 || !is_f32(in_t(g, n, 1)))
-            FAIL("LayerNormalization: only float32");
-        int axis = norm_axis(attr_i(n, "axis", -1), xt->rank);
-        if (axis < 0 || axis >= xt->rank)
-            FAIL("LayerNormalization: bad axis");
-        int64_t cols = 1;
-        for (int i = axis; i < xt->rank; i++)
-            cols *= xt->dims[i];
-        const mp__tensor *st = in_t(g, n, 1), *bt = in_t(g, n, 2);
-        if (numel(st) != cols || (bt && numel(bt) != cols))
-            FAIL("LayerNormalization: scale/bias not of the normalized size");
-        mpv_launch *x = add_launch(L, MPV_L_LN);
-        if (!x)
-            return -1;
-        x->in[0] = 0;
-        x->in[1] = 1;
-        x->in[2] = bt ? 2 : -1;
-        x->out = 0;
-        x->p.ln.cols = cols;
-        x->p.ln.rows = numel(xt) / (cols ? cols : 1);
-        x->p.ln.eps = mp__attr_float(n, "epsilon", 1e-5);
-        x->p.ln.has_bias = bt != NULL;
-        for (uint32_t o = 1; o < n->n_out; o++) { /* Mean, InvStdDev */
-            mpv_launch *s = add_launch(L, MPV_L_FILL);
-            if (!s)
-                return -1;
-            s->out = (int)o;
-            s->p.fill.n = numel(&g->tensors[n->outputs[o]]);
-            s->p.fill.zero_bytes = 1;
-        }
-        return 0;
-    }
-    case MP__KERNEL_LRN: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        if (!is_f32(xt) || xt->rank < 3)
-            FAIL("LRN: only float32");
-        mpv_launch *x = add_launch(L, MPV_L_LRN);
-        if (!x)
-            return -1;
-        x->in[0] = 0;
-        x->out = 0;
-        x->p.lrn.n = xt->dims[0];
-        x->p.lrn.c = xt->dims[1];
-        x->p.lrn.hw = numel(xt) / (xt->dims[0] * xt->dims[1]);
-        x->p.lrn.size = attr_i(n, "size", 5);
-        x->p.lrn.alpha = mp__attr_float(n, "alpha", 1e-4);
-        x->p.lrn.beta = mp__attr_float(n, "beta", 0.75);
-        x->p.lrn.bias = mp__attr_float(n, "bias", 1.0);
-        return 0;
-    }
-    case MP__KERNEL_SOFTMAX:
-        return lower_softmax(L, n, kop == MP__KOP_LOGSOFTMAX, why);
-    case MP__KERNEL_CONCAT:
-        return lower_concat(L, n, why);
-    case MP__KERNEL_SPLIT:
-        return lower_split(L, n, why);
-    case MP__KERNEL_SLICE:
-        return lower_slice(L, n, why);
-    case MP__KERNEL_TRANSPOSE:
-        return lower_transpose(L, n, why);
-    case MP__KERNEL_GATHER:
-        return lower_gather(L, n, why);
-    case MP__KERNEL_REDUCE:
-        return lower_reduce(L, n, (int)kop, why);
-    case MP__KERNEL_RESIZE:
-        return lower_resize(L, n, why);
-    case MP__KERNEL_PAD:
-        return lower_pad(L, n, why);
-    case MP__KERNEL_CAST: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        if (!xt || !cast_ok(xt->dtype) || !cast_ok(y->dtype) ||
-            numel(xt) != numel(y))
-            FAIL("Cast: dtype pair not supported");
-        mpv_launch *x = add_launch(L, MPV_L_CAST);
-        if (!x)
-            return -1;
-        x->in[0] = 0;
-        x->out = 0;
-        x->p.cast.n = numel(y);
-        x->p.cast.from = xt->dtype;
-        x->p.cast.to = y->dtype;
-        return 0;
-    }
-    case MP__KERNEL_SHAPE: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        if (!xt || y->dtype != MP_DTYPE_INT64 || numel(y) > MPV_MAXR)
-            FAIL("Shape: output");
-        int64_t start = attr_i(n, "start", 0), end = attr_i(n, "end", xt->rank);
-        if (start < 0)
-            start += xt->rank;
-        if (end < 0)
-            end += xt->rank;
-        if (end > xt->rank)
-            end = xt->rank;
-        if (start < 0)
-            start = 0;
-        if (end - start != numel(y))
-            FAIL("Shape: start/end");
-        mpv_launch *x = add_launch(L, MPV_L_SHAPE);
-        if (!x)
-            return -1;
-        x->out = 0;
-        x->p.shape.n = numel(y);
-        for (int64_t i = start; i < end; i++)
-            x->p.shape.v[i - start] = xt->dims[i];
-        return 0;
-    }
-    case MP__KERNEL_EXPAND: {
-        const mp__tensor *xt = in_t(g, n, 0);
-        int es = esize_of(y);
-        int64_t st[MPV_MAXR], ost[MPV_MAXR];
-        if (!xt || !es || y->rank > MPV_MAXR ||
-            bcast_strides(xt, y->dims, y->rank, st) != 0)
-            FAIL("Expand: shapes");
-        strides_of(y->dims, y->rank, ost);
-        return add_copy(L, 0, 0, y->rank, y->dims, st, ost, 0, 0, es) ? 0
-                                                                       : -1;
-    }
-    default:
+    if (k >= MP__KERNEL_COUNT_ || !lowerings[k])
         FAIL("no kernel for this op in the registry");
-    }
+    return lowerings[k](L, n, why);
 }
 
 /* ---- program -------------------------------------------------------------- */
+
+/* the synthetic kernel's workspace, the least a program has */
+#define SYNTH_WORKSPACE 256u
 
 void mpv_program_destroy(mpv_program *p)
 {
@@ -1118,20 +1139,39 @@ static int node_runs(const mp_graph *g, const mp__node *n)
     return 0;
 }
 
-/* the block of arena root r that holds step s (for OFFLOAD also the one
+/* the plan's blocks grouped by tensor: byt[t], cnt[t] of them, by first
+ * step */
+typedef struct block_index {
+    mp_block *sorted;
+    const mp_block **byt;
+    uint32_t *cnt;
+} block_index;
+
+/* the block of arena root r that holds step s (ending_ok: else the one
  * that ends at s) */
-static const mp_block *block_at(const mp_block *const *byt, const uint32_t *cnt,
-                                uint32_t r, uint32_t s, int ending_ok)
+static const mp_block *block_at(const block_index *bi, uint32_t r, uint32_t s,
+                                int ending_ok)
 {
-    const mp_block *const b = byt[r];
-    for (uint32_t i = 0; i < cnt[r]; i++)
+    const mp_block *const b = bi->byt[r];
+    for (uint32_t i = 0; i < bi->cnt[r]; i++)
         if (b[i].first <= s && s < b[i].end)
             return &b[i];
     if (ending_ok)
-        for (uint32_t i = 0; i < cnt[r]; i++)
+        for (uint32_t i = 0; i < bi->cnt[r]; i++)
             if (b[i].end == s)
                 return &b[i];
     return NULL;
+}
+
+/* the block of root r that starts at step s (the first such, or the last) */
+static const mp_block *block_starting(const block_index *bi, uint32_t r,
+                                      uint32_t s, int last)
+{
+    const mp_block *found = NULL;
+    for (uint32_t i = 0; i < bi->cnt[r] && (last || !found); i++)
+        if (bi->byt[r][i].first == s)
+            found = &bi->byt[r][i];
+    return found;
 }
 
 static int cmp_block(const void *a, const void *b)
@@ -1142,116 +1182,248 @@ static int cmp_block(const void *a, const void *b)
     return x->first < y->first ? -1 : x->first > y->first;
 }
 
-mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
-                            uint32_t n_steps, const mp_block *blocks,
-                            uint32_t n_blocks, uint64_t alignment,
-                            mpv_program **out)
+/* one program being built */
+typedef struct build {
+    const mp_graph *g;
+    mp_ctx *ctx;
+    mpv_program *p;
+    block_index bi;
+    size_t cap_refs;
+} build;
+
+/* n elements of size bytes, zeroed (at least one element) */
+static void *zeroed(mp_ctx *ctx, uint32_t n, size_t size)
 {
-    mp_ctx *ctx = g->ctx;
-    if (!g->finalized)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "validate: graph not finalized");
-    mpv_program *p = mp__calloc(ctx, 1, sizeof *p);
+    return mp__calloc(ctx, n ? n : 1, size);
+}
+
+static mp_status program_alloc(build *b, uint32_t n_steps, uint64_t alignment)
+{
+    mp_ctx *ctx = b->ctx;
+    uint32_t nt = (uint32_t)b->g->n_tensors, nn = (uint32_t)b->g->n_nodes;
+    mpv_program *p = b->p = mp__calloc(ctx, 1, sizeof *p);
     if (!p)
         return MP_ERR_NOMEM;
     p->ctx = ctx;
-    p->graph = g;
+    p->graph = b->g;
     p->alignment = alignment ? alignment : 1;
     p->n_steps = n_steps;
-    uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
-    mp_status st = MP_OK;
-    mp_block *sorted = NULL;
-    const mp_block **byt = NULL;
-    uint32_t *cnt = NULL;
-    lower L = {g, NULL, 0, 0, ctx};
-    p->steps = mp__calloc(ctx, n_steps ? n_steps : 1, sizeof *p->steps);
-    p->nodes = mp__calloc(ctx, nn ? nn : 1, sizeof *p->nodes);
-    p->woff = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->woff);
-    p->outputs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->outputs);
-    p->out_offs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->out_offs);
-    p->inputs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->inputs);
-    p->in_offs = mp__alloc(ctx, (nt ? nt : 1) * sizeof *p->in_offs);
-    sorted = mp__alloc(ctx, (n_blocks ? n_blocks : 1) * sizeof *sorted);
-    byt = mp__calloc(ctx, nt ? nt : 1, sizeof *byt);
-    cnt = mp__calloc(ctx, nt ? nt : 1, sizeof *cnt);
-    if (!p->steps || !p->nodes || !p->woff || !p->outputs || !p->out_offs ||
-        !p->inputs || !p->in_offs || !sorted || !byt ||
-        !cnt) {
-        st = MP_ERR_NOMEM;
-        goto fail;
-    }
-    /* weights buffer: persistent storage roots, 256-aligned */
+    p->steps = zeroed(ctx, n_steps, sizeof *p->steps);
+    p->nodes = zeroed(ctx, nn, sizeof *p->nodes);
+    p->woff = zeroed(ctx, nt, sizeof *p->woff);
+    p->outputs = zeroed(ctx, nt, sizeof *p->outputs);
+    p->out_offs = zeroed(ctx, nt, sizeof *p->out_offs);
+    p->inputs = zeroed(ctx, nt, sizeof *p->inputs);
+    p->in_offs = zeroed(ctx, nt, sizeof *p->in_offs);
+    return p->steps && p->nodes && p->woff && p->outputs && p->out_offs &&
+                   p->inputs && p->in_offs
+               ? MP_OK
+               : MP_ERR_NOMEM;
+}
+
+/* the weights buffer: persistent storage roots, 256-aligned */
+static mp_status place_weights(build *b)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
     uint64_t w = 0;
-    for (uint32_t t = 0; t < nt; t++) {
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
         const mp__tensor *tt = &g->tensors[t];
         p->woff[t] = UINT64_MAX;
         if (tt->alias_of != MP_NONE || tt->bytes == 0 || mp__tensor_in_arena(tt))
             continue;
         p->woff[t] = w;
-        if (!mp__add_u64(w, tt->bytes, &w) || !mp__align_up(w, WALIGN, &w)) {
-            st = mp__err(ctx, MP_ERR_OVERFLOW, "validate: weights overflow");
-            goto fail;
-        }
+        if (!mp__add_u64(w, tt->bytes, &w) || !mp__align_up(w, WALIGN, &w))
+            return mp__err(b->ctx, MP_ERR_OVERFLOW,
+                           "validate: weights overflow");
     }
     p->weights_bytes = w;
-    /* blocks grouped by tensor */
+    return MP_OK;
+}
+
+/* the blocks grouped by tensor; the arena ends at the highest block end */
+static mp_status index_blocks(build *b, const mp_block *blocks,
+                              uint32_t n_blocks)
+{
+    mp_ctx *ctx = b->ctx;
+    block_index *bi = &b->bi;
+    uint32_t nt = (uint32_t)b->g->n_tensors;
+    bi->sorted = zeroed(ctx, n_blocks, sizeof *bi->sorted);
+    bi->byt = zeroed(ctx, nt, sizeof *bi->byt);
+    bi->cnt = zeroed(ctx, nt, sizeof *bi->cnt);
+    if (!bi->sorted || !bi->byt || !bi->cnt)
+        return MP_ERR_NOMEM;
     if (n_blocks)
-        memcpy(sorted, blocks, n_blocks * sizeof *sorted);
-    qsort(sorted, n_blocks, sizeof *sorted, cmp_block);
+        memcpy(bi->sorted, blocks, n_blocks * sizeof *bi->sorted);
+    qsort(bi->sorted, n_blocks, sizeof *bi->sorted, cmp_block);
     for (uint32_t i = 0; i < n_blocks; i++) {
-        uint32_t t = sorted[i].tensor;
-        if (t >= nt) {
-            st = mp__err(ctx, MP_ERR_INVALID_ARG, "validate: block %u: no "
-                        "tensor %u", (unsigned)i, (unsigned)t);
-            goto fail;
-        }
-        if (!cnt[t])
-            byt[t] = &sorted[i];
-        cnt[t]++;
+        const mp_block *bl = &bi->sorted[i];
+        if (bl->tensor >= nt)
+            return mp__err(ctx, MP_ERR_INVALID_ARG, "validate: block %u: "
+                           "no tensor %u", (unsigned)i, (unsigned)bl->tensor);
+        if (!bi->cnt[bl->tensor])
+            bi->byt[bl->tensor] = bl;
+        bi->cnt[bl->tensor]++;
         uint64_t e;
-        if (!mp__add_u64(sorted[i].offset, sorted[i].size, &e)) {
-            st = mp__err(ctx, MP_ERR_OVERFLOW, "validate: block end overflows");
-            goto fail;
-        }
-        if (e > p->arena_bytes)
-            p->arena_bytes = e;
+        if (!mp__add_u64(bl->offset, bl->size, &e))
+            return mp__err(ctx, MP_ERR_OVERFLOW,
+                           "validate: block end overflows");
+        if (e > b->p->arena_bytes)
+            b->p->arena_bytes = e;
     }
-    /* nodes */
-    for (uint32_t i = 0; i < nn; i++) {
-        const mp__node *n = &g->nodes[i];
+    return MP_OK;
+}
+
+/* Lowers every node that runs into p->launches: its kernels, or the
+ * synthetic kernel (and why). The workspace is the most any launch needs. */
+static mp_status lower_nodes(build *b)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
+    lower L = {g, NULL, 0, 0, b->ctx};
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
         mpv_node *pn = &p->nodes[i];
         pn->first = L.n;
-        pn->run = node_runs(g, n);
+        pn->run = node_runs(g, &g->nodes[i]);
         if (!pn->run)
             continue;
         const char *why = NULL;
-        int r = lower_node(&L, n, &why);
-        if (r < 0) {
-            st = MP_ERR_NOMEM;
-            goto fail;
-        }
+        int r = lower_node(&L, &g->nodes[i], &why);
         if (r > 0) {
-            L.n = pn->first;
+            L.n = pn->first; /* what the node's own kernels added goes */
             mpv_launch *x = add_launch(&L, MPV_L_SYNTH);
-            if (!x) {
-                st = MP_ERR_NOMEM;
-                goto fail;
-            }
-            x->workspace = 256;
+            if (x)
+                x->workspace = SYNTH_WORKSPACE;
             pn->synthetic = 1;
             pn->why = why;
+            r = x ? 0 : -1;
+        }
+        if (r < 0) {
+            mp__dealloc(b->ctx, L.l);
+            return MP_ERR_NOMEM;
         }
         pn->count = L.n - pn->first;
+        if (pn->synthetic)
+            p->n_synthetic++;
+        else
+            p->n_real++;
     }
     p->launches = L.l;
     p->n_launches = L.n;
-    L.l = NULL;
+    p->workspace_bytes = SYNTH_WORKSPACE;
     for (uint32_t i = 0; i < p->n_launches; i++)
         if (p->launches[i].workspace > p->workspace_bytes)
             p->workspace_bytes = p->launches[i].workspace;
-    if (p->workspace_bytes < 256)
-        p->workspace_bytes = 256;
-    /* steps and their references */
-    size_t cap_refs = 0;
+    return MP_OK;
+}
+
+/* room for n more refs */
+static mp_status refs_room(build *b, uint32_t n)
+{
+    return mp__grow(b->ctx, (void **)&b->p->refs, sizeof *b->p->refs,
+                    b->p->n_refs + n, &b->cap_refs);
+}
+
+/* where slot k of the node of step s (its inputs, then its outputs)
+ * lives while s runs */
+static mp_status node_ref(build *b, uint32_t s, uint32_t node, uint32_t k,
+                          mpv_ref *rf)
+{
+    const mp_graph *g = b->g;
+    const mp__node *n = &g->nodes[node];
+    int is_input = k < n->n_in;
+    uint32_t t = is_input ? n->inputs[k] : n->outputs[k - n->n_in];
+    memset(rf, 0, sizeof *rf);
+    rf->tensor = MP_NONE;
+    if (t == MP_NONE)
+        return MP_OK;
+    uint32_t r = g->tensors[t].root;
+    rf->tensor = r;
+    rf->bytes = g->tensors[t].bytes;
+    if (b->p->woff[r] != UINT64_MAX) {
+        rf->space = MPV_SPACE_WEIGHTS;
+        rf->offset = b->p->woff[r];
+    } else if (mp__tensor_in_arena(&g->tensors[r])) {
+        /* an input may end here: its block was taken over in place by
+         * this step's output */
+        const mp_block *bl = block_at(&b->bi, r, s, is_input);
+        if (!bl) {
+            if (!b->p->nodes[node].run)
+                return MP_OK;
+            return mp__err(b->ctx, MP_ERR_VERIFY,
+                           "validate: step %u (node '%s'): tensor '%s' has "
+                           "no block at this step",
+                           (unsigned)s, n->name, g->tensors[t].name);
+        }
+        rf->space = MPV_SPACE_ARENA;
+        rf->offset = bl->offset;
+    }
+    return MP_OK;
+}
+
+/* COMPUTE and RECOMPUTE step s: a ref for each input of its node, then
+ * each output */
+static mp_status node_step_refs(build *b, uint32_t s, const mp_step *sp)
+{
+    mpv_program *p = b->p;
+    const mp__node *n = &b->g->nodes[sp->index];
+    if (sp->kind == MP_STEP_RECOMPUTE) {
+        p->n_recompute++;
+        p->compute_only = 0;
+    }
+    uint32_t nl = n->n_in + n->n_out;
+    mp_status st = refs_room(b, nl);
+    for (uint32_t k = 0; k < nl && st == MP_OK; k++)
+        st = node_ref(b, s, sp->index, k, &p->refs[p->n_refs + k]);
+    if (st != MP_OK)
+        return st;
+    p->n_refs += nl;
+    p->steps[s].n_refs = nl;
+    return MP_OK;
+}
+
+/* OFFLOAD, PREFETCH and FREE step s: one ref, the tensor's block (for
+ * PREFETCH the one it starts, for OFFLOAD the one that holds it or ends
+ * at s) */
+static mp_status tensor_step_ref(build *b, uint32_t s, const mp_step *sp)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
+    if (sp->kind != MP_STEP_FREE)
+        p->compute_only = 0;
+    if (sp->kind == MP_STEP_OFFLOAD)
+        p->n_offload++;
+    if (sp->kind == MP_STEP_PREFETCH)
+        p->n_prefetch++;
+    mp_status st = refs_room(b, 1);
+    if (st != MP_OK)
+        return st;
+    uint32_t r = g->tensors[sp->index].root;
+    mpv_ref *rf = &p->refs[p->n_refs];
+    memset(rf, 0, sizeof *rf);
+    rf->tensor = r;
+    rf->bytes = g->tensors[r].bytes;
+    const mp_block *bl = sp->kind == MP_STEP_PREFETCH
+                             ? block_starting(&b->bi, r, s, 1)
+                             : block_at(&b->bi, r, s, 1);
+    if (bl) {
+        rf->space = MPV_SPACE_ARENA;
+        rf->offset = bl->offset;
+    } else if (sp->kind != MP_STEP_FREE) {
+        return mp__err(b->ctx, MP_ERR_VERIFY,
+                       "validate: step %u: %s of '%s': no block", (unsigned)s,
+                       mp_step_kind_name(sp->kind), g->tensors[r].name);
+    }
+    p->n_refs += 1;
+    p->steps[s].n_refs = 1;
+    return MP_OK;
+}
+
+/* the steps, each with the tensors it refers to (after checking its kind
+ * and that its node or tensor exists) */
+static mp_status step_refs(build *b, const mp_step *steps, uint32_t n_steps)
+{
+    mpv_program *p = b->p;
     p->compute_only = 1;
     for (uint32_t s = 0; s < n_steps; s++) {
         const mp_step *sp = &steps[s];
@@ -1259,118 +1431,31 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
         ps->kind = sp->kind;
         ps->index = sp->index;
         ps->refs = p->n_refs;
-        uint32_t list[2] = {0, 0}, nl = 0;
-        const uint32_t *ts = NULL;
-        if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE) {
-            if (sp->index >= nn) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG, "validate: step %u: no "
-                            "node %u", (unsigned)s, (unsigned)sp->index);
-                goto fail;
-            }
-            const mp__node *n = &g->nodes[sp->index];
-            if (sp->kind == MP_STEP_RECOMPUTE) {
-                p->n_recompute++;
-                p->compute_only = 0;
-            }
-            nl = n->n_in + n->n_out;
-            ts = NULL;
-            if ((st = mp__grow(ctx, (void **)&p->refs, sizeof *p->refs,
-                              p->n_refs + nl, &cap_refs)))
-                goto fail;
-            for (uint32_t k = 0; k < nl; k++) {
-                uint32_t t = k < n->n_in ? n->inputs[k] : n->outputs[k - n->n_in];
-                mpv_ref *rf = &p->refs[p->n_refs + k];
-                memset(rf, 0, sizeof *rf);
-                rf->tensor = MP_NONE;
-                if (t == MP_NONE)
-                    continue;
-                uint32_t r = g->tensors[t].root;
-                rf->tensor = r;
-                rf->bytes = g->tensors[t].bytes;
-                if (p->woff[r] != UINT64_MAX) {
-                    rf->space = MPV_SPACE_WEIGHTS;
-                    rf->offset = p->woff[r];
-                } else if (mp__tensor_in_arena(&g->tensors[r])) {
-                    /* an input may end here: its block was taken over
-                     * in place by this step's output (issue 4) */
-                    const mp_block *b = block_at(byt, cnt, r, s, k < n->n_in);
-                    if (!b) {
-                        if (!p->nodes[sp->index].run)
-                            continue;
-                        st = mp__err(ctx, MP_ERR_VERIFY,
-                                    "validate: step %u (node '%s'): tensor "
-                                    "'%s' has no block at this step",
-                                    (unsigned)s, n->name, g->tensors[t].name);
-                        goto fail;
-                    }
-                    rf->space = MPV_SPACE_ARENA;
-                    rf->offset = b->offset;
-                }
-            }
-            p->n_refs += nl;
-            ps->n_refs = nl;
-            continue;
-        }
-        if (sp->kind == MP_STEP_OFFLOAD || sp->kind == MP_STEP_PREFETCH ||
-            sp->kind == MP_STEP_FREE) {
-            if (sp->index >= nt) {
-                st = mp__err(ctx, MP_ERR_INVALID_ARG, "validate: step %u: no "
-                            "tensor %u", (unsigned)s, (unsigned)sp->index);
-                goto fail;
-            }
-            if (sp->kind != MP_STEP_FREE)
-                p->compute_only = 0;
-            if (sp->kind == MP_STEP_OFFLOAD)
-                p->n_offload++;
-            if (sp->kind == MP_STEP_PREFETCH)
-                p->n_prefetch++;
-            list[0] = sp->index;
-            nl = 1;
-            ts = list;
-            if ((st = mp__grow(ctx, (void **)&p->refs, sizeof *p->refs,
-                              p->n_refs + 1, &cap_refs)))
-                goto fail;
-            uint32_t r = g->tensors[ts[0]].root;
-            mpv_ref *rf = &p->refs[p->n_refs];
-            memset(rf, 0, sizeof *rf);
-            rf->tensor = r;
-            rf->bytes = g->tensors[r].bytes;
-            const mp_block *b =
-                block_at(byt, cnt, r, s, sp->kind != MP_STEP_PREFETCH);
-            if (sp->kind == MP_STEP_PREFETCH) {
-                b = NULL;
-                for (uint32_t i = 0; i < cnt[r]; i++)
-                    if (byt[r][i].first == s)
-                        b = &byt[r][i];
-            }
-            if (b) {
-                rf->space = MPV_SPACE_ARENA;
-                rf->offset = b->offset;
-            } else if (sp->kind != MP_STEP_FREE) {
-                st = mp__err(ctx, MP_ERR_VERIFY,
-                            "validate: step %u: %s of '%s': no block",
-                            (unsigned)s, mp_step_kind_name(sp->kind),
-                            g->tensors[r].name);
-                goto fail;
-            }
-            p->n_refs += 1;
-            ps->n_refs = 1;
-            continue;
-        }
-        st = mp__err(ctx, MP_ERR_UNSUPPORTED, "validate: step %u: unknown kind",
-                    (unsigned)s);
-        goto fail;
+        int on_node = sp->kind == MP_STEP_COMPUTE ||
+                      sp->kind == MP_STEP_RECOMPUTE;
+        if (!on_node && sp->kind != MP_STEP_OFFLOAD &&
+            sp->kind != MP_STEP_PREFETCH && sp->kind != MP_STEP_FREE)
+            return mp__err(b->ctx, MP_ERR_UNSUPPORTED,
+                           "validate: step %u: unknown kind", (unsigned)s);
+        if (sp->index >= (on_node ? b->g->n_nodes : b->g->n_tensors))
+            return mp__err(b->ctx, MP_ERR_INVALID_ARG,
+                           "validate: step %u: no %s %u", (unsigned)s,
+                           on_node ? "node" : "tensor", (unsigned)sp->index);
+        mp_status st = on_node ? node_step_refs(b, s, sp)
+                               : tensor_step_ref(b, s, sp);
+        if (st != MP_OK)
+            return st;
     }
-    for (uint32_t i = 0; i < nn; i++) {
-        if (!p->nodes[i].run)
-            continue;
-        if (p->nodes[i].synthetic)
-            p->n_synthetic++;
-        else
-            p->n_real++;
-    }
-    /* outputs to compare: arena roots of graph outputs */
-    for (uint32_t t = 0; t < nt; t++) {
+    return MP_OK;
+}
+
+/* the outputs to compare: arena roots of graph outputs, where they are at
+ * the end */
+static mp_status find_outputs(build *b)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
         const mp__tensor *tt = &g->tensors[t];
         if (!(tt->flags & MP__TF_OUTPUT))
             continue;
@@ -1382,39 +1467,65 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
             dup |= p->outputs[k] == r;
         if (dup)
             continue;
-        const mp_block *b = n_steps ? block_at(byt, cnt, r, n_steps - 1, 1)
-                                    : NULL;
-        if (!b) {
-            st = mp__err(ctx, MP_ERR_VERIFY, "validate: output '%s' is not "
-                        "resident at the end", g->tensors[r].name);
-            goto fail;
-        }
-        p->out_offs[p->n_outputs] = b->offset;
+        const mp_block *bl =
+            p->n_steps ? block_at(&b->bi, r, p->n_steps - 1, 1) : NULL;
+        if (!bl)
+            return mp__err(b->ctx, MP_ERR_VERIFY, "validate: output '%s' is "
+                           "not resident at the end", g->tensors[r].name);
+        p->out_offs[p->n_outputs] = bl->offset;
         p->outputs[p->n_outputs++] = r;
     }
-    for (uint32_t t = 0; t < nt; t++) {
+    return MP_OK;
+}
+
+/* the graph inputs in the arena, where they are at step 0 */
+static void find_inputs(build *b)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
         const mp__tensor *tt = &g->tensors[t];
         if (tt->producer != MP_NONE || !mp__tensor_in_arena(tt))
             continue;
-        for (uint32_t i = 0; i < cnt[t]; i++)
-            if (byt[t][i].first == 0) {
-                p->inputs[p->n_inputs] = t;
-                p->in_offs[p->n_inputs++] = byt[t][i].offset;
-                break;
-            }
+        const mp_block *bl = block_starting(&b->bi, t, 0, 0);
+        if (bl) {
+            p->inputs[p->n_inputs] = t;
+            p->in_offs[p->n_inputs++] = bl->offset;
+        }
     }
-    mp__dealloc(ctx, sorted);
-    mp__dealloc(ctx, byt);
-    mp__dealloc(ctx, cnt);
-    *out = p;
+}
+
+mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
+                            uint32_t n_steps, const mp_block *blocks,
+                            uint32_t n_blocks, uint64_t alignment,
+                            mpv_program **out)
+{
+    mp_ctx *ctx = g->ctx;
+    if (!g->finalized)
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "validate: graph not finalized");
+    build b = {.g = g, .ctx = ctx};
+    mp_status st = program_alloc(&b, n_steps, alignment);
+    if (st == MP_OK)
+        st = place_weights(&b);
+    if (st == MP_OK)
+        st = index_blocks(&b, blocks, n_blocks);
+    if (st == MP_OK)
+        st = lower_nodes(&b);
+    if (st == MP_OK)
+        st = step_refs(&b, steps, n_steps);
+    if (st == MP_OK)
+        st = find_outputs(&b);
+    if (st == MP_OK)
+        find_inputs(&b);
+    mp__dealloc(ctx, b.bi.sorted);
+    mp__dealloc(ctx, b.bi.byt);
+    mp__dealloc(ctx, b.bi.cnt);
+    if (st != MP_OK) {
+        mpv_program_destroy(b.p);
+        return st;
+    }
+    *out = b.p;
     return MP_OK;
-fail:
-    mp__dealloc(ctx, L.l);
-    mp__dealloc(ctx, sorted);
-    mp__dealloc(ctx, byt);
-    mp__dealloc(ctx, cnt);
-    mpv_program_destroy(p);
-    return st;
 }
 
 mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
@@ -1490,12 +1601,6 @@ static void put_value(void *dst, int dtype, uint64_t i, double v)
     }
 }
 
-static int is_float_dtype(int dt)
-{
-    return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT64 ||
-           dt == MP_DTYPE_FLOAT16;
-}
-
 static int put_ok(int dt)
 {
     return is_float_dtype(dt) || dt == MP_DTYPE_INT64 || dt == MP_DTYPE_INT32 ||
@@ -1515,14 +1620,8 @@ static void fill_tensor(const mp__tensor *t, uint32_t id, void *dst,
         return;
     }
     if (t->value && t->n_value == n) {
-        for (uint64_t i = 0; i < n; i++) {
-            double v;
-            if (is_float_dtype(t->dtype))
-                memcpy(&v, &t->value[i], sizeof v);
-            else
-                v = (double)t->value[i];
-            put_value(dst, t->dtype, i, v);
-        }
+        for (uint64_t i = 0; i < n; i++)
+            put_value(dst, t->dtype, i, value_at(t, i));
         return;
     }
     if (is_float_dtype(t->dtype)) {
@@ -1570,6 +1669,20 @@ void mpv_input_init(const mpv_program *p, uint32_t tensor, void *buf,
 
 /* ---- reference allocation model ------------------------------------------ */
 
+/* the storage root of input slot k of n, unless an earlier slot has the
+ * same root (or k is empty): then MP_NONE */
+static uint32_t new_input_root(const mp_graph *g, const mp__node *n,
+                               uint32_t k)
+{
+    if (n->inputs[k] == MP_NONE)
+        return MP_NONE;
+    uint32_t r = g->tensors[n->inputs[k]].root;
+    for (uint32_t j = 0; j < k; j++)
+        if (n->inputs[j] != MP_NONE && g->tensors[n->inputs[j]].root == r)
+            return MP_NONE;
+    return r;
+}
+
 uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live)
 {
     const mp_graph *g = p->graph;
@@ -1585,14 +1698,8 @@ uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live)
     for (uint32_t i = 0; i < nn; i++) {
         const mp__node *n = &g->nodes[i];
         for (uint32_t k = 0; k < n->n_in; k++) {
-            if (n->inputs[k] == MP_NONE)
-                continue;
-            uint32_t r = g->tensors[n->inputs[k]].root;
-            int seen = 0;
-            for (uint32_t j = 0; j < k; j++)
-                seen |= n->inputs[j] != MP_NONE &&
-                        g->tensors[n->inputs[j]].root == r;
-            if (!seen)
+            uint32_t r = new_input_root(g, n, k);
+            if (r != MP_NONE)
                 uses[r]++;
         }
     }
@@ -1627,14 +1734,8 @@ uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live)
             if (cur > max)
                 max = cur;
             for (uint32_t k = 0; k < n->n_in; k++) {
-                if (n->inputs[k] == MP_NONE)
-                    continue;
-                uint32_t r = g->tensors[n->inputs[k]].root;
-                int seen = 0;
-                for (uint32_t j = 0; j < k; j++)
-                    seen |= n->inputs[j] != MP_NONE &&
-                            g->tensors[n->inputs[j]].root == r;
-                if (seen || !uses[r])
+                uint32_t r = new_input_root(g, n, k);
+                if (r == MP_NONE || !uses[r])
                     continue;
                 if (--uses[r] == 0 && (alive[r] & 1) && !(keep[r] & 2)) {
                     alive[r] &= (uint8_t)~1u;
