@@ -109,18 +109,19 @@ static json_t *by_op_json(const mpv_program *prog, const double *step_s,
     return o;
 }
 
-/* Sets each key of rows on o to its size; 0 or -1. */
 typedef struct size_row {
     const char *key;
     uint64_t bytes;
 } size_row;
 
-static int set_sizes(json_t *o, const size_row *rows, size_t n)
+/* An object with each key of rows set to its size; NULL when out of
+ * memory. */
+static json_t *sizes_json(const size_row *rows, size_t n)
 {
-    int bad = 0;
-    for (size_t i = 0; i < n; i++)
-        bad |= cli_json_set(o, rows[i].key, cli_json_u64(rows[i].bytes));
-    return bad;
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++)
+        cli_json_set(o, rows[i].key, cli_json_u64(rows[i].bytes));
+    return o;
 }
 
 /* "predicted": the plan's figures and the device memory they need */
@@ -137,10 +138,9 @@ static json_t *predicted_json(const mpv_cmd *v, const mpv_cmd_figures *f)
         {"arena_device_bytes", f->pred_arena},
         {"total_device_bytes", f->pred_total},
     };
-    json_t *p = json_object();
+    json_t *p = sizes_json(rows, sizeof rows / sizeof rows[0]);
     if (!p)
         return NULL;
-    set_sizes(p, rows, sizeof rows / sizeof rows[0]);
     cli_json_set(p, "seconds",
                  f->have_pred ? json_real(f->pred_s) : json_null());
     cli_json_set(p, "time_device", cli_json_str(f->dev.name));
@@ -164,10 +164,9 @@ static json_t *measured_json(const mpv_result *res)
         {"reference_pool_reserved_high_bytes", res->ref_pool_reserved_high},
         {"reference_live_max_bytes", res->ref_live_max},
     };
-    json_t *m = json_object();
+    json_t *m = sizes_json(rows, sizeof rows / sizeof rows[0]);
     if (!m)
         return NULL;
-    set_sizes(m, rows, sizeof rows / sizeof rows[0]);
     cli_json_set(m, "planned_ms", json_real(res->planned_ms));
     cli_json_set(m, "steps_ms_sum", json_real(res->steps_ms_sum));
     cli_json_set(m, "reference_ms", json_real(res->reference_ms));
