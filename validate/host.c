@@ -272,7 +272,8 @@ static int lower_copy(lower *L, const mp__node *n, const char **why)
     return 0;
 }
 
-/* scalar input slot i, when the node has it: its known value into *v */
+/* input slot i, a scalar: its value into *v when the node has the input
+ * (else *v stays); -1 when it has it but the value is not known */
 static int scalar_input(const mp_graph *g, const mp__node *n, uint32_t i,
                         double *v)
 {
