@@ -832,7 +832,7 @@ static mp_status replay(const mp_graph *g, const mp_plan *p,
     return st ? st : check_replay_end(&R);
 }
 
-/* Memory pools (issue 9): offsets are per pool; the checks below see one
+/* Memory pools: offsets are per pool; the checks below see one
  * address space where pool k starts at base[k], the sum of the arenas of
  * pools 0..k-1 (base[k] = 0 for a plan without pools). Each block must lie
  * within its pool's reported arena, each arena within the pool's

@@ -21,7 +21,7 @@ enum {
     MP__OPF_MATMUL = 1u << 4,      /* a matrix product (attention scores) */
     MP__OPF_SOFTMAX = 1u << 5      /* a softmax over the last axis */
 };
-/* In-place reuse (core/sched/inplace.c, issue 4). MP__OPF_INPLACE lets output
+/* In-place reuse (core/sched/inplace.c). MP__OPF_INPLACE lets output
  * 0 take over input 0's memory when that input dies at the node; with
  * MP__OPF_INPLACE_ANY too, any input of output 0's byte size (binary and
  * variadic pointwise ops: out[i] reads every in[i] before writing it). */
@@ -47,7 +47,7 @@ enum {
 #define MP__OPF_COST(c) ((unsigned)(c) << MP__OPF_COST_SHIFT)
 #define MP__OP_COST_CLASS(def) (((def)->flags >> MP__OPF_COST_SHIFT) & 0xffu)
 
-/* Executor kernel of an op (validate/, issue 6): which kernel of the CUDA
+/* Executor kernel of an op (validate/): which kernel of the CUDA
  * executor implements it and its variant (MP__KOP_*), kept in the registry
  * entry's flags as MP__OPF_KERNEL(kernel, kop). The default (0) is
  * MP__KERNEL_SYNTHETIC: a deterministic kernel that reads every input byte
@@ -85,7 +85,7 @@ enum {
 #define MP__OP_KERNEL(def) (((def)->flags >> MP__OPF_KERNEL_SHIFT) & 0xffu)
 #define MP__OP_KOP(def) (((def)->flags >> MP__OPF_KOP_SHIFT) & 0xffu)
 
-/* Backward rule of an op (issue 5, planner/train.c): which forward
+/* Backward rule of an op (planner/train.c): which forward
  * tensors its gradient needs saved. Kept in the registry entry's flags as
  * MP__OPF_BWD(rule); 0 (the default) saves every input. */
 enum {
@@ -241,7 +241,7 @@ struct mp_graph {
     uint32_t *topo;        /* node ids in topological order */
     /* ONNX: opset version of the default domain (0: unknown / not ONNX) */
     int64_t onnx_opset;
-    /* Re-batching (issue 3/5, helper rebatch; mp_onnx_options.batch,
+    /* Re-batching (mp_onnx_options.batch,
      * core/ops/rebatch.c): the model was declared at batch rebatch_from
      * and is planned at rebatch_to; shape constants that carry the batch
      * are re-batched by the shape functions (Reshape targets, Resize sizes).
@@ -255,7 +255,7 @@ struct mp_graph {
     size_t n_subgraphs, cap_subgraphs;
     uint32_t *sub_inputs, *sub_outputs;
     uint32_t n_sub_inputs, n_sub_outputs;
-    /* String values (core/strval.c, issue 3): a STRING tensor's value
+    /* String values (core/strval.c): a STRING tensor's value
      * holds ids into one interned table per graph tree (equal ids are
      * equal strings), owned by the top graph; str_root is the graph whose
      * table a subgraph uses (NULL: its own). */

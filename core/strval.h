@@ -1,4 +1,4 @@
-/* String values for shape inference (issue 3): the value of a STRING
+/* String values for shape inference: the value of a STRING
  * tensor is carried like an integer one (mp__tensor.value), each element an
  * id into an interned table of the graph tree (core/strval.c), so that
  * value-moving folds (Identity, Reshape, Gather, Concat, ...) carry strings

@@ -136,7 +136,7 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
     return st;
 }
 
-/* Shape ranges (issue 9): the model at each value set must fit the
+/* Shape ranges: the model at each value set must fit the
  * plan made at the upper bounds. */
 mp_status mp_plan_check_range(const mp_plan *p, const char *path,
                               const mp_dim_binding *sets, size_t n_dims,

@@ -1,4 +1,4 @@
-/* Memory pools and placement constraints (issue 9), the driver: the plan
+/* Memory pools and placement constraints, the driver: the plan
  * is first made as usual (schedule, lifetimes, in-place chains); its
  * buffers (one per chain of blocks sharing memory) get the rules of their
  * tensors and their accesses, solvers/pools.c assigns them to pools and

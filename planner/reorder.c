@@ -1,4 +1,4 @@
-/* Plan creation in an operator order (issue 4): mp_plan_create (the
+/* Plan creation in an operator order: mp_plan_create (the
  * graph's default order; with opt->reorder, the default order's plan and
  * the solved order's, the winner kept), the plan of a given order, and the
  * public order search (mp_order_solve, over the pure search of

@@ -187,7 +187,7 @@ static mp_status timeline(FILE *f, const mp_plan *p, const mp_html_options *o)
     return MP_OK;
 }
 
-/* Pools (issue 9): blocks' offsets start at 0 in each pool; the arena
+/* Pools: blocks' offsets start at 0 in each pool; the arena
  * drawing stacks the pools, pool 0 at the bottom. */
 static uint32_t block_pool(const mp_plan *p, uint32_t i)
 {

@@ -75,7 +75,7 @@ typedef struct mp__lp_options {
     double mip_gap;           /* relative gap to stop at; 0: prove optimum */
     const double *warm_start; /* one value per column (0-based) or NULL */
     int relax;                /* solve the LP relaxation only */
-    /* Simplex method (issue 5): MP__LP_PRIMAL (default) or MP__LP_DUAL
+    /* Simplex method: MP__LP_PRIMAL (default) or MP__LP_DUAL
      * (GLPK's dual simplex, falling back to the primal one; far faster on
      * the recompute LPs, whose dual stays feasible from the start). */
     int method;

@@ -1,4 +1,4 @@
-/* Operator order (issue 4): a topological order of the nodes that lowers
+/* Operator order: a topological order of the nodes that lowers
  * the lower bound (max live arena bytes over the steps).
  *
  * The objective is computed by a model of the schedule that

@@ -1,4 +1,4 @@
-/* Memory pools and placement constraints (issue 9), the solver: which
+/* Memory pools and placement constraints, the solver: which
  * pool each arena buffer goes to, and its offset there, under pool
  * capacities, pinned offsets and per-buffer alignment.
  *

@@ -1,4 +1,4 @@
-/* validate.h - the validation executor (issue 6; docs/validation.md).
+/* validate.h - the validation executor (docs/validation.md).
  *
  * Two halves:
  *  - host.c (plain C, always built, tested in CI without a GPU): lowers a

@@ -1,6 +1,5 @@
-/* Re-batching of batch-carrying shape constants (issue 3/5, helper
- * rebatch): a model exported at a fixed batch B0 and loaded with
- * mp_onnx_options.batch = N != B0 (CLI --batch N). The loader sets the
+/* Re-batching of batch-carrying shape constants: a model exported at a
+ * fixed batch B0 and loaded with mp_onnx_options.batch = N != B0 (CLI --batch N). The loader sets the
  * leading dim of every graph input to N and g->rebatch_from/to; the shape
  * functions of the ops whose operand is a shape that may hold the batch
  * (Reshape's target, Resize's sizes) pass the operand through

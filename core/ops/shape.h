@@ -139,7 +139,7 @@ MP__SHAPE_FN(mp__shape_data_dependent);
 MP__SHAPE_FN(mp__shape_unique);
 MP__SHAPE_FN(mp__shape_regex_match);
 
-/* core/ops/ops_values.c: sizes from input values (issue 3, helper values) */
+/* core/ops/ops_values.c: sizes from input values */
 MP__SHAPE_FN(mp__shape_string_normalizer);
 MP__SHAPE_FN(mp__shape_string_split);
 MP__SHAPE_FN(mp__shape_nms);            /* NonMaxSuppression */

@@ -1,4 +1,4 @@
-/* Planning constraints (issue 9): pools, pinned offsets, no-share tensors,
+/* Planning constraints: pools, pinned offsets, no-share tensors,
  * per-tensor alignment and the largest buffer; and mp_verify_constraints,
  * which checks a plan against them independently of planner/pools.c. */
 #include "sched.h"

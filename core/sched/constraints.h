@@ -1,4 +1,4 @@
-/* Planning constraints and memory pools (issue 9): the internal form of
+/* Planning constraints and memory pools: the internal form of
  * mp_constraints, shared by core/sched/constraints.c (building, checking) and
  * planner/pools.c and solvers/pools.c (planning). Not installed. */
 #ifndef MP__CONSTRAINTS_H

@@ -149,7 +149,7 @@ mp_status mp__schedule_body_peak(const mp_graph *g, uint64_t *peak)
     return st;
 }
 
-/* Shape ranges (issue 9): a plan made with every symbolic dim at its upper
+/* Shape ranges: a plan made with every symbolic dim at its upper
  * bound holds the same model at smaller values when each arena tensor
  * there is no larger than its block. mp_plan_fits checks one such graph
  * against the plan (mp_plan_check_range, frontends/load.c, loads a model

@@ -8,7 +8,7 @@
 #include "ir.h"
 
 /* ---- plans --------------------------------------------------------------- */
-/* A pool of a plan (issue 9): offsets of its blocks start at 0. */
+/* A pool of a plan: offsets of its blocks start at 0. */
 #define MP__MAX_POOLS 1024
 typedef struct mp__pool_plan {
     char name[32];
@@ -28,12 +28,12 @@ struct mp_plan {
     uint64_t *live;        /* live arena bytes per step */
     mp_figures fig;
     char solver_name[32];
-    /* memory pools (planner/pools.c, issue 9): the pool of each block
+    /* memory pools (planner/pools.c): the pool of each block
      * and the pools; NULL / 0 for a plan made without pools (one pool) */
     uint32_t *block_pool;
     struct mp__pool_plan *pools;
     uint32_t n_pools;
-    /* in-place reuse and fused chains (core/sched/inplace.c, issue 4): */
+    /* in-place reuse and fused chains (core/sched/inplace.c): */
     uint32_t *block_over;  /* per block: the tensor whose memory it took
                               over at its first step, or MP_NONE; NULL
                               when no block did */

@@ -1506,7 +1506,7 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
     return st;
 }
 
-/* ---- re-batching (opt->batch; issues 3/5, helper rebatch) ---------------
+/* ---- re-batching (opt->batch) ------------------------------------------
  * --batch N is bindings: INPUT:0 = N for every graph input that is not an
  * initializer, SYMBOL = N for a symbol at an input's dim 0, after the
  * caller's own (which must agree). The declared batch B0 (the inputs'

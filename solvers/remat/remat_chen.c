@@ -1,4 +1,4 @@
-/* Checkmate's fixed-checkpoint baselines (issue 5; docs/training.md,
+/* Checkmate's fixed-checkpoint baselines (docs/training.md,
  * "Checkmate's baselines"): a checkpoint set gives a residency matrix S
  * (S[t][i] = 1: unit i is resident when stage t starts), S gives the
  * cheapest recompute matrix R that S allows, and the two give a schedule

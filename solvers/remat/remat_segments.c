@@ -1,4 +1,4 @@
-/* Segment checkpointing with polishing (issue 5): Chen et al.'s greedy
+/* Segment checkpointing with polishing: Chen et al.'s greedy
  * segmentation on the forward graph's articulation points, where only a
  * value that backward reads can be a checkpoint, swept over the segment
  * budget, then polished.
