@@ -1,9 +1,9 @@
 /* Re-batching of batch-carrying shape constants: a model exported at a
  * fixed batch B0 and loaded with mp_onnx_options.batch = N != B0 (CLI
- * --batch N). The loader sets the leading dim of every graph input to N and g->rebatch_from/to; the shape
- * functions of the ops whose operand is a shape that may hold the batch
- * (Reshape's target, Resize's sizes) pass the operand through
- * mp__rebatch_operand. The rules: docs/onnx.md, "Re-batching". */
+ * --batch N). The loader sets the leading dim of every graph input to N
+ * and g->rebatch_from/to; the shape functions of the ops whose operand is
+ * a shape that may hold the batch (Reshape's target, Resize's sizes) pass
+ * the operand through mp__rebatch_operand. The rules: docs/onnx.md, "Re-batching". */
 #ifndef MP__REBATCH_H
 #define MP__REBATCH_H
 
