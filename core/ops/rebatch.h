@@ -3,7 +3,8 @@
  * --batch N). The loader sets the leading dim of every graph input to N
  * and g->rebatch_from/to; the shape functions of the ops whose operand is
  * a shape that may hold the batch (Reshape's target, Resize's sizes) pass
- * the operand through mp__rebatch_operand. The rules: docs/onnx.md, "Re-batching". */
+ * the operand through mp__rebatch_operand. The rules: docs/onnx.md,
+ * "Re-batching". */
 #ifndef MP__REBATCH_H
 #define MP__REBATCH_H
 
