@@ -228,21 +228,36 @@ bool mp__jtok_literal(mp__jtok *k, const char *word)
     return true;
 }
 
+/* True when the next byte is c. */
+static bool at(const mp__jtok *k, char c)
+{
+    return k->pos < k->len && k->t[k->pos] == c;
+}
+
+/* The byte c (else an error of the kind given), then white space. */
+static mp_status expect(mp__jtok *k, char c, mp__jtok_err kind)
+{
+    if (!at(k, c))
+        return fail(k, kind, k->pos, k->pos);
+    k->pos++;
+    mp__jtok_ws(k);
+    return MP_OK;
+}
+
 /* Members and elements alike: the closing bracket, or the ',' before
  * every one but the first. */
 static mp_status next_item(mp__jtok *k, char close, int *state, bool *more)
 {
     mp__jtok_ws(k);
-    if (k->pos < k->len && k->t[k->pos] == close) {
+    if (at(k, close)) {
         k->pos++;
         *more = false;
         return MP_OK;
     }
     if (*state) {
-        if (k->pos >= k->len || k->t[k->pos] != ',')
-            return fail(k, MP__JTOK_WANT_COMMA, k->pos, k->pos);
-        k->pos++;
-        mp__jtok_ws(k);
+        mp_status st = expect(k, ',', MP__JTOK_WANT_COMMA);
+        if (st)
+            return st;
     }
     *state = 1;
     *more = true;
@@ -254,7 +269,7 @@ mp_status mp__jtok_obj_next(mp__jtok *k, int *state, bool *more)
     mp_status st = next_item(k, '}', state, more);
     if (st || !*more)
         return st;
-    if (k->pos >= k->len || k->t[k->pos] != '"')
+    if (!at(k, '"'))
         return fail(k, MP__JTOK_WANT_KEY, k->pos, k->pos);
     return MP_OK;
 }
@@ -262,11 +277,7 @@ mp_status mp__jtok_obj_next(mp__jtok *k, int *state, bool *more)
 mp_status mp__jtok_colon(mp__jtok *k)
 {
     mp__jtok_ws(k);
-    if (k->pos >= k->len || k->t[k->pos] != ':')
-        return fail(k, MP__JTOK_WANT_COLON, k->pos, k->pos);
-    k->pos++;
-    mp__jtok_ws(k);
-    return MP_OK;
+    return expect(k, ':', MP__JTOK_WANT_COLON);
 }
 
 mp_status mp__jtok_arr_next(mp__jtok *k, int *state, bool *more)
