@@ -20,8 +20,10 @@
 #              Checkmate) and corpus/ (ONNX models and node tests); default
 #              <repo>/../shared.
 #   --quick    only the runs that take seconds (skips bench_offsets' 1-2 min,
-#              bench_maxbatch, bench_remat, bench_offload, bench_viz_corpus
-#              and the 300k-node graph): a smoke check.
+#              bench_maxbatch, bench_remat, bench_offload, bench_viz_corpus,
+#              validate_host (bench/validate-host.sh: docs/validation.md's
+#              host-side figures, about 5 min) and the 300k-node graph): a
+#              smoke check.
 #   env SRC    the source tree that gives examples/ and bench/gen_graph.py
 #              (default: the repository this script lives in). Only read.
 #   env NICE   niceness of every driver (default 19: `nice -n 19`).
@@ -329,7 +331,7 @@ else
 fi
 
 if [ $QUICK = 1 ]; then
-    log "run-all: --quick: skipped offsets, graphs_300k, maxbatch, remat_*, offload_*, viz_corpus*"
+    log "run-all: --quick: skipped offsets, graphs_300k, maxbatch, remat_*, offload_*, viz_corpus*, validate_host"
 else
     # ---- a minute or more each
     run offsets               $SB/minimalloc:$SB/idealloc bench_offsets --shared $SB
@@ -351,6 +353,12 @@ else
     run offload_h200          $SB/checkmate bench_offload --time-limit 10 h200
     run offload_t4            $SB/checkmate bench_offload --time-limit 10 t4
     run viz_corpus            $SC/models bench_viz_corpus $SC
+    # docs/validation.md's host-side figures (lowering and plans; no GPU)
+    if [ -x "$BUILD/memplan" ]; then
+        run validate_host     $SC/models:examples/gen bash "$SRC/bench/validate-host.sh" "$BUILD/memplan"
+    else
+        skip validate_host "$BUILD/memplan is not built"
+    fi
     run viz_corpus_fuse       $SC/models bench_viz_corpus $SC --fuse
 fi
 log "run-all: done $(date '+%H:%M:%S'); outputs in $OUT"
