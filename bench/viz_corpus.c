@@ -10,16 +10,17 @@
  *   - html: headless Chromium's --dump-dom holds <svg id="timeline"> with
  *     at least one stacked area and <svg id="arena"> with one <rect
  *     class="blk"> per block (or the number the cap allows, with its note);
- *   - trace: valid JSON (jansson), one "X" event per step, "C" counter
- *     events, "M" metadata, nothing else.
+ *   - trace: valid JSON (the library's reader; an event's keys each
+ *     once), one "X" event per step, "C" counter events, "M" metadata,
+ *     nothing else.
  * --fuse plans with fused pointwise chains: the report must then also say
  * how many tensors are fused (its id="fused" note) when any are.
  * Prints one line per model and a summary; exits 0 (it is a measurement).
  * Skips with a message when the corpus or ONNX support is absent. */
 #include "base.h"
+#include "json.h"
 
 #include <dirent.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,39 +61,90 @@ static int sh(const char *cmd)
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* One event of the trace: *what 'X' (a complete event with numbers ts
+ * and dur), 'C', 'M', or 0 (anything else). Its keys are those the trace
+ * writes, each once. */
+static mp_status trace_event(mp__jr *r, const mp__jval *v, char *what)
+{
+    static const char *const names[] = {"ph", "ts", "dur", "name", "cat",
+                                        "pid", "tid", "args"};
+    static const mp__jkeys keys = {names, 8, MP__JK_ANY, NULL};
+    mp__jobj o;
+    mp__jval m;
+    int k;
+    mp_status st;
+    char ph = 0;
+    int numbers = 0;
+    *what = 0;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_skip(r, v);
+    mp__jr_object_at(r, &o, v, &keys);
+    while (!(st = mp__jr_next(r, &o, &k, &m)) && k != MP__JK_END) {
+        if (k == 0 && m.type == MP__JT_STRING && m.n == 1)
+            ph = mp__jr_str(r, m.s)[0];
+        numbers += (k == 1 || k == 2) && m.type == MP__JT_NUMBER;
+        if ((st = mp__jr_skip(r, &m)))
+            return st;
+    }
+    if (ph == 'C' || ph == 'M' || (ph == 'X' && numbers == 2))
+        *what = ph;
+    return st;
+}
+
+/* The trace's events counted by kind (the library's JSON reader). */
+static mp_status trace_count(mp__jr *r, uint32_t *nx, uint32_t *nc,
+                             uint32_t *other)
+{
+    static const char *const names[] = {"traceEvents"};
+    static const mp__jkeys keys = {names, 1, MP__JK_ANY, NULL};
+    mp__jobj o;
+    mp__jval v, e;
+    int k;
+    mp_status st = mp__jr_doc(r, &o, &keys);
+    while (!st && !(st = mp__jr_next(r, &o, &k, &v)) && k != MP__JK_END) {
+        if (k != 0 || v.type != MP__JT_ARRAY) {
+            st = mp__jr_skip(r, &v);
+            continue;
+        }
+        mp__jarr a;
+        bool more;
+        mp__jr_array_at(r, &a, &v);
+        while (!(st = mp__jr_elem(r, &a, &more)) && more) {
+            char what;
+            if ((st = mp__jr_value(r, &e)) || (st = trace_event(r, &e, &what)))
+                break;
+            *nx += what == 'X';
+            *nc += what == 'C';
+            *other += !what;
+        }
+    }
+    return st ? st : mp__jr_doc_end(r);
+}
+
 static int check_trace(const char *path, uint32_t steps, char *why,
                        size_t cap)
 {
-    json_error_t err;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    if (!root) {
-        snprintf(why, cap, "trace: line %d: %.200s", err.line, err.text);
-        return 0;
-    }
-    json_t *ev = json_object_get(root, "traceEvents");
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    char *text = NULL;
+    size_t len = 0;
     uint32_t nx = 0, nc = 0, other = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(ev, i, e) {
-        const char *ph = json_string_value(json_object_get(e, "ph"));
-        if (!ph)
-            other++;
-        else if (!strcmp(ph, "X") &&
-                 json_is_number(json_object_get(e, "ts")) &&
-                 json_is_number(json_object_get(e, "dur")))
-            nx++;
-        else if (!strcmp(ph, "C"))
-            nc++;
-        else if (strcmp(ph, "M") != 0)
-            other++;
+    mp_status st = ctx ? mp__read_file(ctx, path, &text, &len) : MP_ERR_NOMEM;
+    if (!st) {
+        mp__jr r;
+        mp__jr_init(&r, ctx, path, text, len, MP__JR_NUM64);
+        st = trace_count(&r, &nx, &nc, &other);
+        mp__jr_free(&r);
     }
-    json_decref(root);
-    if (nx != steps || nc < 1 || other) {
+    if (st)
+        snprintf(why, cap, "trace: %.200s",
+                 ctx ? mp_ctx_message(ctx) : "out of memory");
+    else if (nx != steps || nc < 1 || other)
         snprintf(why, cap, "trace: %u X events for %u steps, %u C, %u bad",
                  nx, steps, nc, other);
-        return 0;
-    }
-    return 1;
+    if (ctx)
+        mp_free(ctx, text);
+    mp_ctx_destroy(ctx);
+    return !st && nx == steps && nc >= 1 && !other;
 }
 
 int main(int argc, char **argv)

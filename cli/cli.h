@@ -1,7 +1,9 @@
 /* cli.h - shared pieces of the memplan command (not installed).
  *
  * The command is thin: it parses options, calls the public API of
- * libmemplan (include/memplan/memplan.h) and prints what comes back.
+ * libmemplan (include/memplan/memplan.h) and prints what comes back; its
+ * --json output goes through the library's JSON writer (the one internal
+ * header it includes, frontends/json/json.h, with core/base.h).
  *
  * Every option is declared once, in the table of cli/options.c: its name,
  * its value, its default, its help and the commands that take it. Parsing
@@ -15,11 +17,12 @@
 #ifndef MEMPLAN_CLI_H
 #define MEMPLAN_CLI_H
 
-#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "memplan/memplan.h"
+/* the library's JSON writer (internal), for --json */
+#include "json.h"
 
 /* ---- exit codes (stable; docs/exit-codes.md) ----------------------------- */
 enum {
@@ -294,7 +297,8 @@ int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
 int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
                    const mp_plan_options *opt, mp_plan **plan,
                    const char *input);
-int cli_train_json(const cli_train_args *t, json_t *o);
+/* The "training" and "recompute" members of --json (what was done). */
+void cli_train_json(const cli_train_args *t, mp__jw *w);
 void cli_train_summary(const cli_train_args *t);
 /* a's placement options into a plan's options */
 void cli_plan_options(const cli_args *a, mp_plan_options *opt);
@@ -312,25 +316,53 @@ int cli_offload_check_solver(const char *value, const char *name);
 int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
                      mp_graph *g, const mp_plan_options *opt, mp_plan **plan,
                      const char *input);
-int cli_offload_json(const cli_offload_args *o, json_t *obj);
+/* The "offload" member of --json (when it was done). */
+void cli_offload_json(const cli_offload_args *o, mp__jw *w);
 void cli_offload_summary(const cli_offload_args *o);
 
 /* ---- output ------------------------------------------------------------------ */
 /* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */
 const char *cli_size(uint64_t bytes, char *buf, size_t cap);
-/* arena / lower bound: a JSON real, null when the lower bound is 0. */
-json_t *cli_json_ratio(uint64_t arena, uint64_t lower_bound);
 /* The summary's "arena/LB" line; `empty` says why there is no ratio. */
 void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty);
-/* A JSON string; NULL gives "", bytes that are not UTF-8 become '?'
- * (names come from user files). NULL only when out of memory. */
-json_t *cli_json_str(const char *s);
-/* A JSON integer for a 64-bit size (a real above INT64_MAX). */
-json_t *cli_json_u64(uint64_t v);
-/* Prints one JSON object to stdout and releases it; returns an exit code. */
-int cli_json_print(json_t *obj);
-/* Sets key on obj (takes the reference of v); returns 0 or -1. */
-int cli_json_set(json_t *obj, const char *key, json_t *v);
+
+/* ---- JSON output (cli/report.c) ------------------------------------------
+ * --json prints one object, written with the library's writer in the form
+ * it has always had (jansson's JSON_INDENT(2)): every object and array one
+ * item a line, control characters as \u00XX in capitals, reals as %.17g.
+ * Members are written in order; key NULL writes a value (an array's). A
+ * failure is the writer's, reported once by cli_json_print. */
+/* Starts the top-level object. */
+void cli_json_begin(mp__jw *w, mp_ctx *ctx);
+/* Ends it and prints it with a line break to stdout; an exit code (the
+ * error printed). */
+int cli_json_print(mp__jw *w);
+/* The member's key (NULL: none). */
+void cli_json_key(mp__jw *w, const char *key);
+/* key: {  (close with mp__jw_end) */
+void cli_json_object(mp__jw *w, const char *key);
+/* A string; NULL gives "", a string that is not UTF-8 has every byte
+ * outside ASCII as '?' (names come from user files). */
+void cli_json_str(mp__jw *w, const char *key, const char *s);
+/* An integer; a 64-bit size above INT64_MAX is a real. */
+void cli_json_u64(mp__jw *w, const char *key, uint64_t v);
+void cli_json_int(mp__jw *w, const char *key, int64_t v);
+/* A real; one that is not finite fails the output. */
+void cli_json_real(mp__jw *w, const char *key, double v);
+void cli_json_bool(mp__jw *w, const char *key, int b);
+void cli_json_null(mp__jw *w, const char *key);
+/* arena / lower bound, null when the lower bound is 0. */
+void cli_json_ratio(mp__jw *w, const char *key, uint64_t arena,
+                    uint64_t lower_bound);
+/* 64-bit sizes and counts under their keys, in order (cli_json_u64). */
+typedef struct cli_json_size {
+    const char *key;
+    uint64_t bytes;
+} cli_json_size;
+void cli_json_sizes(mp__jw *w, const cli_json_size *rows, size_t n);
+/* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points above U+10FFFF). */
+int cli_utf8_valid(const char *s);
 
 /* ---- subcommands (cmd_NAME.c) ----------------------------------------------
  * validate is memplan-validate, a program of its own (validate/main.c):

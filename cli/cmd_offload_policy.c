@@ -6,34 +6,49 @@
 
 static double pct(double f) { return 100.0 * f; }
 
-static int print_json(const mp_llm_config *m, const mp_flexgen_hw *hw,
-                      const mp_flexgen_options *fo,
+/* key: {"gpu": a, "cpu": b, "disk": c} (or the names given) */
+static void three(mp__jw *w, const char *key, const char *const names[3],
+                  double a, double b, double c)
+{
+    static const char *const tiers[3] = {"gpu", "cpu", "disk"};
+    const double v[3] = {a, b, c};
+    if (!names)
+        names = tiers;
+    cli_json_object(w, key);
+    for (int i = 0; i < 3; i++)
+        cli_json_real(w, names[i], v[i]);
+    mp__jw_end(w);
+}
+
+static int print_json(mp_ctx *ctx, const mp_llm_config *m,
+                      const mp_flexgen_hw *hw, const mp_flexgen_options *fo,
                       const mp_flexgen_policy *p)
 {
-    json_t *o = json_pack(
-        "{s:o, s:o, s:i, s:i, s:i, s:i, s:i, s:i, "
-        "s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, "
-        "s:f, s:f, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:i}",
-        "model", cli_json_str(m->name), "hardware", cli_json_str(hw->name),
-        "prompt_len", (json_int_t)fo->prompt_len, "gen_len",
-        (json_int_t)fo->gen_len, "gpu_batch", (json_int_t)p->gpu_batch,
-        "num_batches", (json_int_t)p->num_batches, "effective_batch",
-        (json_int_t)p->gpu_batch * p->num_batches, "weight_bits",
-        (json_int_t)fo->weight_bits, "weights", "gpu", pct(p->w_gpu), "cpu",
-        pct(p->w_cpu), "disk", pct(p->w_disk), "kv_cache", "gpu",
-        pct(p->c_gpu), "cpu", pct(p->c_cpu), "disk", pct(p->c_disk),
-        "activations", "gpu", pct(p->h_gpu), "cpu", pct(p->h_cpu), "disk",
-        pct(p->h_disk), "throughput_tokens_per_s", p->throughput,
-        "prefill_seconds", p->prefill_seconds, "decode_seconds",
-        p->decode_seconds, "peak_bytes", "gpu", p->gpu_peak, "cpu",
-        p->cpu_peak, "disk", p->disk_peak, "total_bytes", "weights",
-        p->weight_bytes, "kv_cache", p->cache_bytes, "activations",
-        p->hidden_bytes, "lps_solved", (json_int_t)p->lps_solved);
-    if (!o) {
-        cli_error("out of memory");
-        return CLI_EXIT_INTERNAL;
-    }
-    return cli_json_print(o);
+    static const char *const totals[3] = {"weights", "kv_cache",
+                                          "activations"};
+    mp__jw w;
+    cli_json_begin(&w, ctx);
+    cli_json_str(&w, "model", m->name);
+    cli_json_str(&w, "hardware", hw->name);
+    cli_json_int(&w, "prompt_len", fo->prompt_len);
+    cli_json_int(&w, "gen_len", fo->gen_len);
+    cli_json_int(&w, "gpu_batch", p->gpu_batch);
+    cli_json_int(&w, "num_batches", p->num_batches);
+    cli_json_int(&w, "effective_batch",
+                 (int64_t)p->gpu_batch * p->num_batches);
+    cli_json_int(&w, "weight_bits", fo->weight_bits);
+    three(&w, "weights", NULL, pct(p->w_gpu), pct(p->w_cpu), pct(p->w_disk));
+    three(&w, "kv_cache", NULL, pct(p->c_gpu), pct(p->c_cpu), pct(p->c_disk));
+    three(&w, "activations", NULL, pct(p->h_gpu), pct(p->h_cpu),
+          pct(p->h_disk));
+    cli_json_real(&w, "throughput_tokens_per_s", p->throughput);
+    cli_json_real(&w, "prefill_seconds", p->prefill_seconds);
+    cli_json_real(&w, "decode_seconds", p->decode_seconds);
+    three(&w, "peak_bytes", NULL, p->gpu_peak, p->cpu_peak, p->disk_peak);
+    three(&w, "total_bytes", totals, p->weight_bytes, p->cache_bytes,
+          p->hidden_bytes);
+    cli_json_int(&w, "lps_solved", p->lps_solved);
+    return cli_json_print(&w);
 }
 
 int cli_cmd_offload_policy(cli_args *a)
@@ -72,7 +87,7 @@ int cli_cmd_offload_policy(cli_args *a)
         goto out;
     }
     if (a->json) {
-        rc = print_json(&m, &hw, &a->fo, &p);
+        rc = print_json(ctx, &m, &hw, &a->fo, &p);
         goto out;
     }
     char b1[64], b2[64], b3[64];

@@ -3,37 +3,29 @@
 
 #include <string.h>
 
-static int print_json(size_t n, const mp_offsets_result *r,
+static int print_json(mp_ctx *ctx, size_t n, const mp_offsets_result *r,
                       const mp_offsets_options *opt, const char *output)
 {
-    json_t *o = json_object();
-    if (!o) {
-        cli_error("out of memory");
-        return CLI_EXIT_INTERNAL;
-    }
-    int bad = 0;
-    bad |= cli_json_set(o, "buffers", cli_json_u64(n));
-    bad |= cli_json_set(o, "alignment", cli_json_u64(opt->alignment));
-    bad |= cli_json_set(o, "lower_bound_bytes", cli_json_u64(r->lower_bound_bytes));
-    bad |= cli_json_set(o, "arena_bytes", cli_json_u64(r->arena_bytes));
-    bad |= cli_json_set(o, "ratio", cli_json_ratio(r->arena_bytes,
-                                                   r->lower_bound_bytes));
-    bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(r->status)));
-    bad |= cli_json_set(o, "solver", cli_json_str(r->solver));
-    bad |= cli_json_set(o, "solve_seconds", json_real(r->seconds));
-    bad |= cli_json_set(o, "proven_lower_bound_bytes",
-                        cli_json_u64(r->proven_lb_bytes));
-    bad |= cli_json_set(o, "search_nodes", cli_json_u64(r->nodes));
+    mp__jw w;
+    cli_json_begin(&w, ctx);
+    const cli_json_size sizes[] = {
+        {"buffers", n},
+        {"alignment", opt->alignment},
+        {"lower_bound_bytes", r->lower_bound_bytes},
+        {"arena_bytes", r->arena_bytes},
+    };
+    cli_json_sizes(&w, sizes, sizeof sizes / sizeof sizes[0]);
+    cli_json_ratio(&w, "ratio", r->arena_bytes, r->lower_bound_bytes);
+    cli_json_str(&w, "status", mp_solve_status_name(r->status));
+    cli_json_str(&w, "solver", r->solver);
+    cli_json_real(&w, "solve_seconds", r->seconds);
+    cli_json_u64(&w, "proven_lower_bound_bytes", r->proven_lb_bytes);
+    cli_json_u64(&w, "search_nodes", r->nodes);
     if (opt->capacity)
-        bad |= cli_json_set(o, "capacity_bytes", cli_json_u64(opt->capacity));
+        cli_json_u64(&w, "capacity_bytes", opt->capacity);
     if (output)
-        bad |= cli_json_set(o, "output_file", cli_json_str(output));
-    if (bad) {
-        json_decref(o);
-        cli_error("out of memory");
-        return CLI_EXIT_INTERNAL;
-    }
-    return cli_json_print(o);
+        cli_json_str(&w, "output_file", output);
+    return cli_json_print(&w);
 }
 
 static void print_summary(const char *trace, size_t n,
@@ -105,7 +97,7 @@ int cli_cmd_offsets(cli_args *a)
         }
     }
     if (a->json) {
-        rc = print_json(n, &res, &opt, a->output);
+        rc = print_json(ctx, n, &res, &opt, a->output);
     } else {
         print_summary(trace, n, &res, &opt, a->output);
         rc = CLI_EXIT_OK;

@@ -65,31 +65,24 @@ static void describe_step(const mp_graph *g, const mp_plan *plan, uint32_t s,
                  tensor_name(g, st->index));
 }
 
-static json_t *lints_json(const mp_graph *g, const mp_lints *l)
+static void lints_json(mp__jw *w, const mp_graph *g, const mp_lints *l)
 {
-    json_t *arr = json_array();
-    for (uint32_t i = 0; arr && i < mp_lints_count(l); i++) {
+    mp__jw_key(w, "lints");
+    mp__jw_array(w, true);
+    for (uint32_t i = 0; i < mp_lints_count(l); i++) {
         const mp_lint *x = mp_lints_get(l, i);
-        json_t *e = json_object();
-        int bad = !e;
-        if (e) {
-            bad |= cli_json_set(e, "kind", json_string(mp_lint_kind_name(x->kind)));
-            bad |= cli_json_set(e, "bytes", cli_json_u64(x->bytes));
-            bad |= cli_json_set(e, "aux_bytes", cli_json_u64(x->aux_bytes));
-            bad |= cli_json_set(e, "share", json_real(x->share));
-            bad |= cli_json_set(e, "subject", cli_json_str(x->subject));
-            if (x->tensor != MP_NONE)
-                bad |= cli_json_set(e, "tensor",
-                                    cli_json_str(tensor_name(g, x->tensor)));
-            bad |= cli_json_set(e, "message", cli_json_str(x->message));
-            bad |= json_array_append_new(arr, e);
-        }
-        if (bad) {
-            json_decref(arr);
-            return NULL;
-        }
+        cli_json_object(w, NULL);
+        cli_json_str(w, "kind", mp_lint_kind_name(x->kind));
+        cli_json_u64(w, "bytes", x->bytes);
+        cli_json_u64(w, "aux_bytes", x->aux_bytes);
+        cli_json_real(w, "share", x->share);
+        cli_json_str(w, "subject", x->subject);
+        if (x->tensor != MP_NONE)
+            cli_json_str(w, "tensor", tensor_name(g, x->tensor));
+        cli_json_str(w, "message", x->message);
+        mp__jw_end(w);
     }
-    return arr;
+    mp__jw_end(w);
 }
 
 /* In-place blocks and fused tensors of a plan (issue 4). */
@@ -103,89 +96,77 @@ static void sharing_counts(const mp_graph *g, const mp_plan *plan,
         *n_fused += (uint32_t)mp_plan_tensor_fused(plan, t);
 }
 
-static int print_json(const mp_graph *g, const mp_plan *plan,
-                      const peak_info *pk, const char *output,
-                      const cli_args *pa, const mp_lints *lints)
+/* The peak step, what runs there and the largest blocks live. */
+static void peak_json(mp__jw *w, const mp_graph *g, const mp_plan *plan,
+                      const peak_info *pk)
 {
-    const mp_figures *f = mp_plan_figures(plan);
-    json_t *o = json_object();
-    json_t *top = json_array();
-    if (!o || !top) {
-        json_decref(o);
-        json_decref(top);
-        cli_error("out of memory");
-        return CLI_EXIT_INTERNAL;
-    }
-    for (uint32_t i = 0; i < pk->n && i < PEAK_TOP; i++) {
-        const mp_block *bl = pk->blocks[i];
-        json_t *e = json_object();
-        int bad = !e;
-        if (e) {
-            bad |= cli_json_set(e, "name", cli_json_str(tensor_name(g, bl->tensor)));
-            bad |= cli_json_set(e, "bytes", cli_json_u64(bl->size));
-            bad |= cli_json_set(e, "offset", cli_json_u64(bl->offset));
-            bad |= json_array_append_new(top, e);   /* releases e on failure */
-        }
-        if (bad) {
-            json_decref(o);
-            json_decref(top);
-            cli_error("out of memory");
-            return CLI_EXIT_INTERNAL;
-        }
-    }
     char step[256] = "";
     if (pk->step < mp_plan_num_steps(plan))
         describe_step(g, plan, pk->step, step, sizeof step);
-    int bad = 0;
-    bad |= cli_json_set(o, "graph", cli_json_str(mp_graph_name(g)));
-    bad |= cli_json_set(o, "tensors", json_integer(mp_graph_num_tensors(g)));
-    bad |= cli_json_set(o, "unknown_shapes",
-                        json_integer((json_int_t)mp_graph_unknown_shapes(g)));
-    bad |= cli_json_set(o, "nodes", json_integer(mp_graph_num_nodes(g)));
-    bad |= cli_json_set(o, "steps", json_integer(mp_plan_num_steps(plan)));
-    bad |= cli_json_set(o, "alignment", cli_json_u64(f->alignment));
-    bad |= cli_json_set(o, "persistent_bytes", cli_json_u64(f->persistent_bytes));
-    bad |= cli_json_set(o, "lower_bound_bytes", cli_json_u64(f->lower_bound_bytes));
-    bad |= cli_json_set(o, "arena_bytes", cli_json_u64(f->arena_bytes));
-    bad |= cli_json_set(o, "peak_bytes", cli_json_u64(f->peak_bytes));
-    bad |= cli_json_set(o, "no_reuse_bytes", cli_json_u64(f->no_reuse_bytes));
+    cli_json_int(w, "peak_step", pk->step);
+    cli_json_str(w, "peak_step_action", step);
+    cli_json_u64(w, "peak_live_bytes", pk->live);
+    cli_json_int(w, "peak_tensors_live", pk->n);
+    mp__jw_key(w, "peak_tensors");
+    mp__jw_array(w, true);
+    for (uint32_t i = 0; i < pk->n && i < PEAK_TOP; i++) {
+        const mp_block *bl = pk->blocks[i];
+        cli_json_object(w, NULL);
+        cli_json_str(w, "name", tensor_name(g, bl->tensor));
+        cli_json_u64(w, "bytes", bl->size);
+        cli_json_u64(w, "offset", bl->offset);
+        mp__jw_end(w);
+    }
+    mp__jw_end(w);
+}
+
+static int print_json(mp_ctx *ctx, const mp_graph *g, const mp_plan *plan,
+                      const peak_info *pk, const cli_args *pa,
+                      const mp_lints *lints)
+{
+    const mp_figures *f = mp_plan_figures(plan);
+    mp__jw w;
+    cli_json_begin(&w, ctx);
+    cli_json_str(&w, "graph", mp_graph_name(g));
+    cli_json_int(&w, "tensors", mp_graph_num_tensors(g));
+    cli_json_int(&w, "unknown_shapes", (int64_t)mp_graph_unknown_shapes(g));
+    cli_json_int(&w, "nodes", mp_graph_num_nodes(g));
+    cli_json_int(&w, "steps", mp_plan_num_steps(plan));
+    const cli_json_size sizes[] = {
+        {"alignment", f->alignment},
+        {"persistent_bytes", f->persistent_bytes},
+        {"lower_bound_bytes", f->lower_bound_bytes},
+        {"arena_bytes", f->arena_bytes},
+        {"peak_bytes", f->peak_bytes},
+        {"no_reuse_bytes", f->no_reuse_bytes},
+    };
+    cli_json_sizes(&w, sizes, sizeof sizes / sizeof sizes[0]);
     uint32_t n_over, n_fused;
     sharing_counts(g, plan, &n_over, &n_fused);
-    bad |= cli_json_set(o, "inplace_blocks", json_integer(n_over));
-    bad |= cli_json_set(o, "fused_tensors", json_integer(n_fused));
+    cli_json_int(&w, "inplace_blocks", n_over);
+    cli_json_int(&w, "fused_tensors", n_fused);
     if (pa->reorder) {
-        bad |= cli_json_set(o, "order_lower_bound_before",
-                            cli_json_u64(f->order_lb_before));
-        bad |= cli_json_set(o, "order_lower_bound_after",
-                            cli_json_u64(f->order_lb_after));
+        cli_json_u64(&w, "order_lower_bound_before", f->order_lb_before);
+        cli_json_u64(&w, "order_lower_bound_after", f->order_lb_after);
     }
-    bad |= cli_json_set(o, "ratio", cli_json_ratio(f->arena_bytes, f->lower_bound_bytes));
-    bad |= cli_json_set(o, "status", json_string(mp_solve_status_name(f->status)));
-    bad |= cli_json_set(o, "solver", cli_json_str(f->solver));
-    bad |= cli_json_set(o, "solve_seconds", json_real(f->solve_seconds));
-    bad |= cli_json_set(o, "peak_step", json_integer(pk->step));
-    bad |= cli_json_set(o, "peak_step_action", cli_json_str(step));
-    bad |= cli_json_set(o, "peak_live_bytes", cli_json_u64(pk->live));
-    bad |= cli_json_set(o, "peak_tensors_live", json_integer(pk->n));
-    bad |= cli_json_set(o, "peak_tensors", top);
-    if (output)
-        bad |= cli_json_set(o, "plan_file", cli_json_str(output));
+    cli_json_ratio(&w, "ratio", f->arena_bytes, f->lower_bound_bytes);
+    cli_json_str(&w, "status", mp_solve_status_name(f->status));
+    cli_json_str(&w, "solver", f->solver);
+    cli_json_real(&w, "solve_seconds", f->solve_seconds);
+    peak_json(&w, g, plan, pk);
+    if (pa->output)
+        cli_json_str(&w, "plan_file", pa->output);
     if (pa->dot)
-        bad |= cli_json_set(o, "dot_file", cli_json_str(pa->dot));
+        cli_json_str(&w, "dot_file", pa->dot);
     if (pa->html)
-        bad |= cli_json_set(o, "html_file", cli_json_str(pa->html));
+        cli_json_str(&w, "html_file", pa->html);
     if (pa->trace)
-        bad |= cli_json_set(o, "trace_file", cli_json_str(pa->trace));
+        cli_json_str(&w, "trace_file", pa->trace);
     if (lints)
-        bad |= cli_json_set(o, "lints", lints_json(g, lints));
-    bad |= cli_train_json(&pa->train, o);
-    bad |= cli_offload_json(&pa->offload, o);
-    if (bad) {
-        json_decref(o);
-        cli_error("out of memory");
-        return CLI_EXIT_INTERNAL;
-    }
-    return cli_json_print(o);
+        lints_json(&w, g, lints);
+    cli_train_json(&pa->train, &w);
+    cli_offload_json(&pa->offload, &w);
+    return cli_json_print(&w);
 }
 
 #define LINTS_PER_KIND 5
@@ -306,8 +287,8 @@ static int write_outputs(mp_ctx *ctx, const cli_args *a, const mp_plan *plan,
 }
 
 /* The summary for humans, or --json. */
-static int report(const cli_args *a, const mp_graph *g, const mp_plan *plan,
-                  const mp_lints *lints)
+static int report(mp_ctx *ctx, const cli_args *a, const mp_graph *g,
+                  const mp_plan *plan, const mp_lints *lints)
 {
     peak_info pk;
     if (peak_collect(plan, &pk) != 0) {
@@ -316,7 +297,7 @@ static int report(const cli_args *a, const mp_graph *g, const mp_plan *plan,
     }
     int rc = CLI_EXIT_OK;
     if (a->json) {
-        rc = print_json(g, plan, &pk, a->output, a, lints);
+        rc = print_json(ctx, g, plan, &pk, a, lints);
     } else {
         print_summary(g, plan, &pk, a->output);
         cli_train_summary(&a->train);
@@ -352,7 +333,7 @@ int cli_cmd_plan(cli_args *a)
     if (!rc)
         rc = write_outputs(ctx, a, plan, &lints);
     if (!rc)
-        rc = report(a, g, plan, lints);
+        rc = report(ctx, a, g, plan, lints);
     mp_lints_destroy(lints);
     mp_plan_destroy(plan);
     mp_graph_destroy(g);

@@ -46,44 +46,38 @@ int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
     return cli_fail_plan(ctx, st, input, &o->infeasible);
 }
 
-int cli_offload_json(const cli_offload_args *o, json_t *obj)
+void cli_offload_json(const cli_offload_args *o, mp__jw *w)
 {
     if (!o->did)
-        return 0;
+        return;
     const mp_offload_result *r = &o->res;
-    json_t *j = json_object();
-    if (!j)
-        return 1;
-    int bad = 0;
-    bad |= cli_json_set(j, "status",
-                        json_string(o->infeasible
-                                        ? "infeasible"
-                                        : mp_solve_status_name(r->status)));
-    bad |= cli_json_set(j, "device", cli_json_str(o->dev.name));
-    bad |= cli_json_set(j, "budget_bytes", cli_json_u64(o->budget));
-    bad |= cli_json_set(j, "peak_bytes", cli_json_u64(r->peak_bytes));
-    bad |= cli_json_set(j, "no_offload_peak_bytes",
-                        cli_json_u64(r->base_peak_bytes));
-    bad |= cli_json_set(j, "offloaded_tensors", json_integer(r->n_offloaded));
-    bad |= cli_json_set(j, "bytes_to_host", cli_json_u64(r->bytes_to_host));
-    bad |= cli_json_set(j, "bytes_to_device", cli_json_u64(r->bytes_to_device));
-    bad |= cli_json_set(j, "solver", cli_json_str(r->solver ? r->solver : ""));
-    bad |= cli_json_set(j, "recomputed_nodes", json_integer(r->n_recomputed));
-    bad |= cli_json_set(j, "compute_seconds", json_real(r->compute_seconds));
-    bad |= cli_json_set(j, "recompute_seconds",
-                        json_real(r->recompute_seconds));
-    bad |= cli_json_set(j, "exposed_transfer_seconds",
-                        json_real(r->exposed_seconds));
-    bad |= cli_json_set(j, "total_seconds", json_real(r->total_seconds));
+    cli_json_object(w, "offload");
+    cli_json_str(w, "status", o->infeasible ? "infeasible"
+                                            : mp_solve_status_name(r->status));
+    cli_json_str(w, "device", o->dev.name);
+    const cli_json_size sizes[] = {
+        {"budget_bytes", o->budget},
+        {"peak_bytes", r->peak_bytes},
+        {"no_offload_peak_bytes", r->base_peak_bytes},
+        {"offloaded_tensors", r->n_offloaded},
+        {"bytes_to_host", r->bytes_to_host},
+        {"bytes_to_device", r->bytes_to_device},
+    };
+    cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
+    cli_json_str(w, "solver", r->solver);
+    cli_json_int(w, "recomputed_nodes", r->n_recomputed);
+    cli_json_real(w, "compute_seconds", r->compute_seconds);
+    cli_json_real(w, "recompute_seconds", r->recompute_seconds);
+    cli_json_real(w, "exposed_transfer_seconds", r->exposed_seconds);
+    cli_json_real(w, "total_seconds", r->total_seconds);
     if (r->offload_only_seconds >= 0)
-        bad |= cli_json_set(j, "offload_only_total_seconds",
-                            json_real(r->offload_only_seconds));
+        cli_json_real(w, "offload_only_total_seconds",
+                      r->offload_only_seconds);
     if (r->recompute_only_seconds >= 0)
-        bad |= cli_json_set(j, "recompute_only_total_seconds",
-                            json_real(r->recompute_only_seconds));
-    bad |= cli_json_set(j, "seconds", json_real(r->seconds));
-    bad |= cli_json_set(obj, "offload", j);
-    return bad;
+        cli_json_real(w, "recompute_only_total_seconds",
+                      r->recompute_only_seconds);
+    cli_json_real(w, "seconds", r->seconds);
+    mp__jw_end(w);
 }
 
 void cli_offload_summary(const cli_offload_args *o)

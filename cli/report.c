@@ -1,6 +1,8 @@
-/* report.c - exit codes, error messages, human sizes and JSON output. */
+/* report.c - exit codes, error messages, human sizes and JSON output
+ * (through the library's writer, frontends/json/json.h). */
 #include "cli.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +126,6 @@ const char *cli_size(uint64_t bytes, char *buf, size_t cap)
     return buf;
 }
 
-json_t *cli_json_ratio(uint64_t arena, uint64_t lower_bound)
-{
-    if (lower_bound == 0)
-        return json_null();
-    return json_real((double)arena / (double)lower_bound);
-}
-
 void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty)
 {
     if (lower_bound)
@@ -139,53 +134,142 @@ void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty)
         printf("arena/LB     n/a (%s)\n", empty);
 }
 
-json_t *cli_json_str(const char *s)
+/* ---- JSON output ---------------------------------------------------------- */
+void cli_json_begin(mp__jw *w, mp_ctx *ctx)
 {
-    if (!s)
-        s = "";
-    json_t *v = json_string(s);
-    if (v)
-        return v;
-    /* not UTF-8: keep ASCII, replace every other byte */
-    size_t n = strlen(s);
-    char *copy = malloc(n + 1);
-    if (!copy)
-        return NULL;
-    for (size_t i = 0; i <= n; i++)
-        copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
-    v = json_string(copy);
-    free(copy);
-    return v;
+    mp__jw_init(w, ctx, MP__JW_UPPER, 0);
+    mp__jw_object(w, true);
 }
 
-json_t *cli_json_u64(uint64_t v)
+int cli_json_print(mp__jw *w)
 {
-    if (v <= (uint64_t)INT64_MAX)
-        return json_integer((json_int_t)v);
-    return json_real((double)v);
-}
-
-int cli_json_set(json_t *obj, const char *key, json_t *v)
-{
-    if (!v)
-        return -1;
-    return json_object_set_new(obj, key, v);
-}
-
-int cli_json_print(json_t *obj)
-{
-    char *s = json_dumps(obj, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(obj);
-    if (!s) {
-        cli_error("out of memory writing JSON");
-        return CLI_EXIT_INTERNAL;
-    }
-    fputs(s, stdout);
-    fputc('\n', stdout);
-    free(s);
-    if (fflush(stdout) != 0) {
+    char *s = NULL;
+    size_t len = 0;
+    mp__jw_end(w);
+    mp_status st = mp__jw_done(w, &s, &len);
+    if (st)
+        return cli_fail(w->ctx, st, NULL);
+    int bad = fwrite(s, 1, len, stdout) != len || fputc('\n', stdout) == EOF;
+    mp_free(w->ctx, s);
+    if (bad || fflush(stdout) != 0) {
         cli_error("cannot write to standard output");
         return CLI_EXIT_INTERNAL;
     }
     return CLI_EXIT_OK;
+}
+
+void cli_json_key(mp__jw *w, const char *key)
+{
+    if (key)
+        mp__jw_key(w, key);
+}
+
+void cli_json_object(mp__jw *w, const char *key)
+{
+    cli_json_key(w, key);
+    mp__jw_object(w, true);
+}
+
+int cli_utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p, n, cp;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        if (c < 0xC2 || c > 0xF4)
+            return 0;   /* a continuation byte, overlong, beyond U+10FFFF */
+        n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+        cp = c & (0x3Fu >> n);
+        for (unsigned i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[i] & 0x3Fu);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+void cli_json_str(mp__jw *w, const char *key, const char *s)
+{
+    cli_json_key(w, key);
+    if (!s)
+        s = "";
+    if (cli_utf8_valid(s)) {
+        mp__jw_string(w, s);
+        return;
+    }
+    /* not UTF-8: keep ASCII, replace every other byte */
+    char b[128];
+    size_t n = 0;
+    mp__jw_string_begin(w);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        b[n++] = *p < 0x80 ? (char)*p : '?';
+        if (n == sizeof b - 1 || !p[1]) {
+            b[n] = 0;
+            mp__jw_string_add(w, b);
+            n = 0;
+        }
+    }
+    mp__jw_string_end(w);
+}
+
+void cli_json_u64(mp__jw *w, const char *key, uint64_t v)
+{
+    if (v > (uint64_t)INT64_MAX) {
+        cli_json_real(w, key, (double)v);
+        return;
+    }
+    cli_json_key(w, key);
+    mp__jw_u64(w, v);
+}
+
+void cli_json_int(mp__jw *w, const char *key, int64_t v)
+{
+    cli_json_key(w, key);
+    mp__jw_i64(w, v);
+}
+
+void cli_json_real(mp__jw *w, const char *key, double v)
+{
+    if (!isfinite(v)) {
+        mp__jw_fail(w, MP_ERR_INTERNAL, "--json: %s: %g cannot be written "
+                    "in JSON", key ? key : "a value", v);
+        return;
+    }
+    cli_json_key(w, key);
+    mp__jw_double(w, v, MP__JW_G17, key);
+}
+
+void cli_json_bool(mp__jw *w, const char *key, int b)
+{
+    cli_json_key(w, key);
+    mp__jw_bool(w, b != 0);
+}
+
+void cli_json_null(mp__jw *w, const char *key)
+{
+    cli_json_key(w, key);
+    mp__jw_null(w);
+}
+
+void cli_json_ratio(mp__jw *w, const char *key, uint64_t arena,
+                    uint64_t lower_bound)
+{
+    if (lower_bound == 0)
+        cli_json_null(w, key);
+    else
+        cli_json_real(w, key, (double)arena / (double)lower_bound);
+}
+
+void cli_json_sizes(mp__jw *w, const cli_json_size *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cli_json_u64(w, rows[i].key, rows[i].bytes);
 }

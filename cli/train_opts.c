@@ -76,15 +76,17 @@ void cli_plan_options(const cli_args *a, mp_plan_options *opt)
 }
 
 /* {"graph": NAME, ...what is known} after an infeasible budget */
-static void print_infeasible(const cli_args *a, const mp_graph *g)
+static void print_infeasible(mp_ctx *ctx, const cli_args *a,
+                             const mp_graph *g)
 {
-    json_t *o = json_object();
-    if (o && !cli_json_set(o, "graph", cli_json_str(mp_graph_name(g))) &&
-        !(a->offload.enabled ? cli_offload_json(&a->offload, o)
-                             : cli_train_json(&a->train, o)))
-        cli_json_print(o);
+    mp__jw w;
+    cli_json_begin(&w, ctx);
+    cli_json_str(&w, "graph", mp_graph_name(g));
+    if (a->offload.enabled)
+        cli_offload_json(&a->offload, &w);
     else
-        json_decref(o);
+        cli_train_json(&a->train, &w);
+    cli_json_print(&w);
 }
 
 int cli_make_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
@@ -104,101 +106,94 @@ int cli_make_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
     int infeasible = a->offload.enabled ? a->offload.infeasible
                                         : a->train.infeasible;
     if (rc && infeasible && json_infeasible && a->json)
-        print_infeasible(a, g);
+        print_infeasible(ctx, a, g);
     return rc;
 }
 
-static json_t *jnum(double v) { return json_real(v); }
-
-int cli_train_json(const cli_train_args *t, json_t *o)
+static void training_json(const cli_train_args *t, mp__jw *w)
 {
-    int bad = 0;
-    if (t->did_train) {
-        json_t *b = json_object();
-        if (!b)
-            return 1;
-        const mp_train_breakdown *d = &t->bd;
-        bad |= cli_json_set(b, "optimizer",
-                            json_string(mp_optimizer_name(t->topt.optimizer)));
-        bad |= cli_json_set(b, "precision",
-                            json_string(mp_precision_name(t->topt.precision)));
-        bad |= cli_json_set(b, "params", cli_json_u64(d->n_params));
-        bad |= cli_json_set(b, "weight_bytes", cli_json_u64(d->weight_bytes));
-        bad |= cli_json_set(b, "master_weight_bytes",
-                            cli_json_u64(d->master_weight_bytes));
-        bad |= cli_json_set(b, "gradient_bytes", cli_json_u64(d->gradient_bytes));
-        bad |= cli_json_set(b, "optimizer_state_bytes",
-                            cli_json_u64(d->optimizer_bytes));
-        bad |= cli_json_set(b, "saved_activation_bytes",
-                            cli_json_u64(d->saved_bytes));
-        bad |= cli_json_set(b, "temporary_bytes",
-                            cli_json_u64(d->temporary_bytes));
-        bad |= cli_json_set(b, "frozen_bytes", cli_json_u64(d->frozen_bytes));
-        bad |= cli_json_set(o, "training", b);
-    }
-    if (t->did_remat) {
-        json_t *r = json_object();
-        if (!r)
-            return 1;
-        const mp_remat_result *x = &t->rr;
-        bad |= cli_json_set(r, "status",
-                            json_string(t->infeasible
-                                            ? "infeasible"
-                                            : mp_solve_status_name(x->status)));
-        bad |= cli_json_set(r, "solver", cli_json_str(x->solver ? x->solver
-                                                                : ""));
-        bad |= cli_json_set(r, "budget_bytes", cli_json_u64(t->ropt.budget));
-        bad |= cli_json_set(r, "peak_bytes", cli_json_u64(x->peak_bytes));
-        bad |= cli_json_set(r, "min_peak_bytes",
-                            cli_json_u64(x->min_peak_bytes));
-        bad |= cli_json_set(r, "min_placed_peak_bytes",
-                            cli_json_u64(x->min_placed_peak_bytes));
-        bad |= cli_json_set(r, "peak_lower_bound_bytes",
-                            cli_json_u64(x->peak_lower_bound));
-        bad |= cli_json_set(r, "no_recompute_peak_bytes",
-                            cli_json_u64(x->base_peak_bytes));
-        bad |= cli_json_set(r, "base_cost", jnum(x->base_cost));
-        bad |= cli_json_set(r, "extra_cost", jnum(x->extra_cost));
-        bad |= cli_json_set(r, "extra_flops", jnum(x->extra_flops));
-        bad |= cli_json_set(r, "overhead",
-                            jnum(x->base_cost > 0 ? (x->base_cost +
+    const mp_train_breakdown *d = &t->bd;
+    cli_json_object(w, "training");
+    cli_json_str(w, "optimizer", mp_optimizer_name(t->topt.optimizer));
+    cli_json_str(w, "precision", mp_precision_name(t->topt.precision));
+    const cli_json_size sizes[] = {
+        {"params", d->n_params},
+        {"weight_bytes", d->weight_bytes},
+        {"master_weight_bytes", d->master_weight_bytes},
+        {"gradient_bytes", d->gradient_bytes},
+        {"optimizer_state_bytes", d->optimizer_bytes},
+        {"saved_activation_bytes", d->saved_bytes},
+        {"temporary_bytes", d->temporary_bytes},
+        {"frozen_bytes", d->frozen_bytes},
+    };
+    cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
+    mp__jw_end(w);
+}
+
+/* The extra cost's LP lower bound: its value (null: none) and kind. */
+static void lp_bound_json(const mp_remat_result *x, mp__jw *w)
+{
+    static const char *const kinds[] = {"none", "lp", "lp-duals", "milp",
+                                        "stage-lp"};
+    int k = x->lower_bound_kind;
+    if (x->lower_bound_cost >= 0)
+        cli_json_real(w, "lp_lower_bound_extra_cost", x->lower_bound_cost);
+    else
+        cli_json_null(w, "lp_lower_bound_extra_cost");
+    cli_json_str(w, "lp_lower_bound_kind",
+                 x->lower_bound_cost >= 0 && k >= 0 && k <= 4 ? kinds[k]
+                                                               : "none");
+}
+
+static void max_batch_json(const cli_train_args *t, mp__jw *w)
+{
+    const mp_remat_result *y = &t->max_batch_rr;
+    cli_json_object(w, "maximize_batch");
+    cli_json_u64(w, "graph_batch", t->batch ? t->batch : 1);
+    cli_json_u64(w, "max_batch", t->max_batch);
+    cli_json_u64(w, "peak_bytes", y->peak_bytes);
+    cli_json_real(w, "extra_cost", y->extra_cost);
+    cli_json_str(w, "solver", y->solver);
+    mp__jw_end(w);
+}
+
+static void recompute_json(const cli_train_args *t, mp__jw *w)
+{
+    const mp_remat_result *x = &t->rr;
+    cli_json_object(w, "recompute");
+    cli_json_str(w, "status", t->infeasible ? "infeasible"
+                                            : mp_solve_status_name(x->status));
+    cli_json_str(w, "solver", x->solver);
+    const cli_json_size sizes[] = {
+        {"budget_bytes", t->ropt.budget},
+        {"peak_bytes", x->peak_bytes},
+        {"min_peak_bytes", x->min_peak_bytes},
+        {"min_placed_peak_bytes", x->min_placed_peak_bytes},
+        {"peak_lower_bound_bytes", x->peak_lower_bound},
+        {"no_recompute_peak_bytes", x->base_peak_bytes},
+    };
+    cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
+    cli_json_real(w, "base_cost", x->base_cost);
+    cli_json_real(w, "extra_cost", x->extra_cost);
+    cli_json_real(w, "extra_flops", x->extra_flops);
+    cli_json_real(w, "overhead", x->base_cost > 0 ? (x->base_cost +
                                                      x->extra_cost) /
                                                         x->base_cost
-                                                  : 1));
-        bad |= cli_json_set(r, "lp_lower_bound_extra_cost",
-                            x->lower_bound_cost >= 0
-                                ? jnum(x->lower_bound_cost)
-                                : json_null());
-        {
-            static const char *const kinds[] = {"none", "lp", "lp-duals",
-                                                "milp", "stage-lp"};
-            int k = x->lower_bound_kind;
-            bad |= cli_json_set(
-                r, "lp_lower_bound_kind",
-                json_string(x->lower_bound_cost >= 0 && k >= 0 && k <= 4
-                                ? kinds[k]
-                                : "none"));
-        }
-        bad |= cli_json_set(r, "recompute_steps",
-                            json_integer(x->n_recompute));
-        bad |= cli_json_set(r, "seconds", jnum(x->seconds));
-        if (t->did_max) {
-            json_t *mb = json_object();
-            if (!mb)
-                return 1;
-            const mp_remat_result *y = &t->max_batch_rr;
-            bad |= cli_json_set(mb, "graph_batch",
-                                cli_json_u64(t->batch ? t->batch : 1));
-            bad |= cli_json_set(mb, "max_batch", cli_json_u64(t->max_batch));
-            bad |= cli_json_set(mb, "peak_bytes", cli_json_u64(y->peak_bytes));
-            bad |= cli_json_set(mb, "extra_cost", jnum(y->extra_cost));
-            bad |= cli_json_set(mb, "solver",
-                                cli_json_str(y->solver ? y->solver : ""));
-            bad |= cli_json_set(r, "maximize_batch", mb);
-        }
-        bad |= cli_json_set(o, "recompute", r);
-    }
-    return bad;
+                                                  : 1);
+    lp_bound_json(x, w);
+    cli_json_int(w, "recompute_steps", x->n_recompute);
+    cli_json_real(w, "seconds", x->seconds);
+    if (t->did_max)
+        max_batch_json(t, w);
+    mp__jw_end(w);
+}
+
+void cli_train_json(const cli_train_args *t, mp__jw *w)
+{
+    if (t->did_train)
+        training_json(t, w);
+    if (t->did_remat)
+        recompute_json(t, w);
 }
 
 void cli_train_summary(const cli_train_args *t)

@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libjansson-dev libcunit1-dev
+  libcunit1-dev
   libglpk-dev libgraphviz-dev
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev
   # ONNX conformance with the tests' input values (onnx 1.12 test data, 40 MB)

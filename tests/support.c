@@ -1,6 +1,9 @@
 #define _DEFAULT_SOURCE 1 /* mkstemps */
 #include "support.h"
 
+#include "json.h"
+
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,4 +190,240 @@ uint32_t mp_test_node(mp_graph *g, const char *name, const char *op,
     uint32_t id = MP_NONE;
     CU_ASSERT_EQUAL(mp_graph_add_node(g, &d, &id), MP_OK);
     return id;
+}
+
+/* ---- JSON read into a table of paths ------------------------------------ */
+#define JPATH_MAX 1024
+
+typedef struct jentry {
+    char *path;
+    mp_test_jval v;
+} jentry;
+
+struct mp_test_json {
+    jentry *e;
+    size_t n, cap;
+};
+
+/* An entry for v at path (its string copied); -1 when out of memory. */
+static int jadd(mp_test_json *j, const char *path, const mp__jr *r,
+                const mp__jval *v)
+{
+    static const char letter[] = {
+        [MP__JT_NULL] = 'n', [MP__JT_FALSE] = 'b', [MP__JT_TRUE] = 'b',
+        [MP__JT_NUMBER] = 'r', [MP__JT_STRING] = 's', [MP__JT_ARRAY] = 'a',
+        [MP__JT_OBJECT] = 'o'};
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? 2 * j->cap : 64;
+        jentry *e = realloc(j->e, cap * sizeof *e);
+        if (!e)
+            return -1;
+        j->e = e;
+        j->cap = cap;
+    }
+    jentry *x = &j->e[j->n];
+    memset(x, 0, sizeof *x);
+    x->v.type = letter[v->type];
+    x->v.i = v->type == MP__JT_TRUE;
+    x->v.d = v->d;
+    if (v->type == MP__JT_NUMBER && v->is_int && v->fits) {
+        x->v.type = 'i';
+        x->v.i = v->i;
+    }
+    x->v.off = v->off;
+    x->v.end = v->end;
+    x->path = strdup(path);
+    if (v->type == MP__JT_STRING)
+        x->v.s = strdup(mp__jr_str(r, v->s));
+    if (!x->path || (v->type == MP__JT_STRING && !x->v.s)) {
+        free(x->path);
+        return -1;
+    }
+    j->n++;
+    return 0;
+}
+
+/* path[len..] = the step (".key", "key" at the top, "[i]"): the new
+ * length, 0 when the path would be too long. */
+static size_t jstep(char *path, size_t len, const char *key, size_t i)
+{
+    int n = key ? snprintf(path + len, JPATH_MAX - len, "%s%s",
+                           len ? "." : "", key)
+                : snprintf(path + len, JPATH_MAX - len, "[%zu]", i);
+    return n < 0 || len + (size_t)n >= JPATH_MAX ? 0 : len + (size_t)n;
+}
+
+static mp_status jwalk_value(mp__jr *r, mp_test_json *j, const mp__jval *v,
+                             char *path, size_t len);
+
+/* The members of o under path; *n counts them. */
+static mp_status jwalk_object(mp__jr *r, mp_test_json *j, mp__jobj *o,
+                              char *path, size_t len, size_t *n)
+{
+    size_t mark = mp__jr_mark(r);
+    mp__jval m;
+    int k;
+    mp_status st;
+    while (!(st = mp__jr_next(r, o, &k, &m)) && k != MP__JK_END) {
+        size_t l = jstep(path, len, mp__jr_key(r, o), 0);
+        if (!l)
+            return mp__jr_err(r, MP_ERR_PARSE, m.off, "path too long");
+        if ((st = jwalk_value(r, j, &m, path, l)))
+            return st;
+        mp__jr_release(r, mark);
+        ++*n;
+    }
+    path[len] = 0;
+    return st;
+}
+
+static mp_status jwalk_value(mp__jr *r, mp_test_json *j, const mp__jval *v,
+                             char *path, size_t len)
+{
+    size_t me = j->n, n = 0;
+    if (jadd(j, path, r, v))
+        return MP_ERR_NOMEM;
+    mp_status st = MP_OK;
+    if (v->type == MP__JT_OBJECT) {
+        mp__jobj o;
+        mp__jr_object_at(r, &o, v, NULL);
+        st = jwalk_object(r, j, &o, path, len, &n);
+    } else if (v->type == MP__JT_ARRAY) {
+        mp__jarr a;
+        mp__jval e;
+        bool more;
+        mp__jr_array_at(r, &a, v);
+        while (!st && !(st = mp__jr_elem(r, &a, &more)) && more) {
+            size_t l = jstep(path, len, NULL, n++);
+            if (!l)
+                return mp__jr_err(r, MP_ERR_PARSE, v->off, "path too long");
+            if (!(st = mp__jr_value(r, &e)))
+                st = jwalk_value(r, j, &e, path, l);
+        }
+        path[len] = 0;
+    }
+    j->e[me].v.n = n;
+    return st;
+}
+
+static int jcmp(const void *a, const void *b)
+{
+    return strcmp(((const jentry *)a)->path, ((const jentry *)b)->path);
+}
+
+/* The whole text into j, the entries sorted by path; a duplicate path is
+ * a duplicate key. */
+static mp_status jread(mp_ctx *ctx, mp_test_json *j, const char *text)
+{
+    char path[JPATH_MAX] = "";
+    const mp__jval top = {.type = MP__JT_OBJECT};
+    mp__jr r;
+    mp__jobj o;
+    size_t n = 0;
+    mp__jr_init(&r, ctx, "JSON", text, strlen(text), MP__JR_NUM64);
+    mp_status st = mp__jr_doc(&r, &o, NULL);
+    if (!st && jadd(j, "", &r, &top))
+        st = MP_ERR_NOMEM;
+    if (!st)
+        st = jwalk_object(&r, j, &o, path, 0, &n);
+    if (!st)
+        st = mp__jr_doc_end(&r);
+    mp__jr_free(&r);
+    if (st)
+        return st;
+    j->e[0].v.n = n;
+    qsort(j->e, j->n, sizeof *j->e, jcmp);
+    for (size_t i = 1; i < j->n; i++)
+        if (strcmp(j->e[i - 1].path, j->e[i].path) == 0)
+            return mp__err(ctx, MP_ERR_PARSE, "duplicate key at %s",
+                           j->e[i].path);
+    return MP_OK;
+}
+
+mp_test_json *mp_test_json_parse(const char *text)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_test_json *j = calloc(1, sizeof *j);
+    mp_status st = ctx && j ? jread(ctx, j, text) : MP_ERR_NOMEM;
+    if (st) {
+        printf("\n  JSON: %s\n", ctx ? mp_ctx_message(ctx) : "no memory");
+        mp_test_json_free(j);
+        j = NULL;
+    }
+    mp_ctx_destroy(ctx);
+    return j;
+}
+
+mp_test_json *mp_test_json_load(const char *path)
+{
+    char *text = mp_test_slurp(path);
+    mp_test_json *j = text ? mp_test_json_parse(text) : NULL;
+    free(text);
+    return j;
+}
+
+void mp_test_json_free(mp_test_json *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->n; i++) {
+        free(j->e[i].path);
+        free((char *)j->e[i].v.s);
+    }
+    free(j->e);
+    free(j);
+}
+
+static const mp_test_jval *jvget(const mp_test_json *j, const char *fmt,
+                                 va_list ap)
+{
+    char path[JPATH_MAX];
+    vsnprintf(path, sizeof path, fmt, ap);
+    const jentry key = {path, {0}};
+    const jentry *e = j ? bsearch(&key, j->e, j->n, sizeof *j->e, jcmp)
+                        : NULL;
+    return e ? &e->v : NULL;
+}
+
+/* const mp_test_jval *v: the value at the path of the variadic caller */
+#define JGET(v)                                                               \
+    va_list ap;                                                               \
+    va_start(ap, fmt);                                                        \
+    const mp_test_jval *v = jvget(j, fmt, ap);                                \
+    va_end(ap)
+
+const mp_test_jval *mp_test_jget(const mp_test_json *j, const char *fmt, ...)
+{
+    JGET(v);
+    return v;
+}
+
+char mp_test_jtype(const mp_test_json *j, const char *fmt, ...)
+{
+    JGET(v);
+    return v ? v->type : 0;
+}
+
+int64_t mp_test_jint(const mp_test_json *j, const char *fmt, ...)
+{
+    JGET(v);
+    return v && v->type == 'i' ? v->i : 0;
+}
+
+double mp_test_jnum(const mp_test_json *j, const char *fmt, ...)
+{
+    JGET(v);
+    return v && (v->type == 'i' || v->type == 'r') ? v->d : 0;
+}
+
+const char *mp_test_jstr(const mp_test_json *j, const char *fmt, ...)
+{
+    JGET(v);
+    return v && v->type == 's' ? v->s : NULL;
+}
+
+size_t mp_test_jlen(const mp_test_json *j, const char *fmt, ...)
+{
+    JGET(v);
+    return v && v->type == 'a' ? v->n : 0;
 }

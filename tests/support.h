@@ -22,6 +22,47 @@ int mp_test_count(const char *s, const char *what);
  * the source tree, or /work/shared/corpus), written into buf; NULL after
  * printing a "skipped" line when it is absent. */
 const char *mp_test_corpus_file(const char *rel, char *buf, size_t cap);
+/* ---- JSON the tests read (CLI output, files the library writes) ----
+ * A JSON object read with the library's pull reader (frontends/json/
+ * json.h) into a table of its values by path: "" is the object itself,
+ * "offload.bytes_to_host" a member of a member, "peak_tensors[2].name" a
+ * member of an array's element. A duplicate key (anywhere) or text after
+ * the object is an error. */
+typedef struct mp_test_json mp_test_json;
+typedef struct mp_test_jval {
+    /* 'o' object, 'a' array, 's' string, 'i' integer (no fraction or
+     * exponent), 'r' real, 'b' true or false, 'n' null */
+    char type;
+    int64_t i;        /* an integer's value; true: 1 */
+    double d;         /* a number's value */
+    const char *s;    /* a string's text */
+    size_t n;         /* an array's elements, an object's members */
+    size_t off, end;  /* a scalar's text: bytes [off, end) */
+} mp_test_jval;
+/* Reads a NUL-terminated text; NULL (the reader's message printed) when
+ * it is not one JSON object. */
+mp_test_json *mp_test_json_parse(const char *text);
+/* The same for a file's text. */
+mp_test_json *mp_test_json_load(const char *path);
+void mp_test_json_free(mp_test_json *j);
+/* The value at a path (printf format), or NULL (also for j NULL). */
+const mp_test_jval *mp_test_jget(const mp_test_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The type letter of the value at a path, 0 when there is none. */
+char mp_test_jtype(const mp_test_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* An integer's value (0 when absent or not an integer), a number's (0
+ * when absent or not a number), a string's (NULL when absent or not a
+ * string), an array's length (0 when absent or not an array). */
+int64_t mp_test_jint(const mp_test_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+double mp_test_jnum(const mp_test_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *mp_test_jstr(const mp_test_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+size_t mp_test_jlen(const mp_test_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* xorshift64* PRNG for reproducible random tests. */
 uint64_t mp_test_rand(uint64_t *state);
 

@@ -2,7 +2,6 @@
  * hand-written inputs and checks exit codes, output and written files. */
 #include "support.h"
 
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,30 +217,30 @@ static void test_offsets_roundtrip(void)
 
     /* JSON summary: figures agree with the independent computation */
     CU_ASSERT_EQUAL(cli("offsets %s --json", trace), 0);
-    json_error_t err;
-    json_t *j = json_loads(out, 0, &err);
+    mp_test_json *j = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "buffers")), 5);
-    json_int_t lb = json_integer_value(json_object_get(j, "lower_bound_bytes"));
-    json_int_t ar = json_integer_value(json_object_get(j, "arena_bytes"));
+    CU_ASSERT_EQUAL(mp_test_jint(j, "buffers"), 5);
+    int64_t lb = mp_test_jint(j, "lower_bound_bytes");
+    int64_t ar = mp_test_jint(j, "arena_bytes");
     CU_ASSERT_EQUAL(lb, trace_lower_bound(r, n));
     CU_ASSERT(ar >= lb);
-    CU_ASSERT(json_is_real(json_object_get(j, "ratio")));
-    CU_ASSERT(json_is_string(json_object_get(j, "status")));
-    CU_ASSERT(json_is_string(json_object_get(j, "solver")));
-    CU_ASSERT(json_is_number(json_object_get(j, "solve_seconds")));
-    json_decref(j);
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "ratio"), 'r');
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "status"), 's');
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "solver"), 's');
+    char t = mp_test_jtype(j, "solve_seconds");
+    CU_ASSERT(t == 'i' || t == 'r');
+    mp_test_json_free(j);
 
     /* --method reaches the solver: naive stacks the buffers end to end */
     CU_ASSERT_EQUAL(cli("offsets %s --json --method naive --seed 7 "
                         "--time-limit=0.5", trace), 0);
-    j = json_loads(out, 0, &err);
+    j = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     long long total = 0;
     for (int i = 0; i < n; i++)
         total += r[i].size;
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "arena_bytes")), total);
-    json_decref(j);
+    CU_ASSERT_EQUAL(mp_test_jint(j, "arena_bytes"), total);
+    mp_test_json_free(j);
 
     /* the input has no offsets: verify says so (input error) */
     CU_ASSERT_EQUAL(cli("verify %s 2>&1", trace), 3);
@@ -317,44 +316,41 @@ static void test_plan_json(void)
     char graph[256];
     CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
     CU_ASSERT_EQUAL_FATAL(cli("plan %s --json", graph), 0);
-    json_error_t err;
-    json_t *j = json_loads(out, 0, &err);   /* exactly one JSON value */
+    mp_test_json *j = mp_test_json_parse(out); /* exactly one JSON value */
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT(json_is_object(j));
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "%s", ""), 'o');
     const char *keys[] = {"tensors", "nodes", "lower_bound_bytes",
                           "arena_bytes", "peak_bytes", "persistent_bytes",
                           "no_reuse_bytes", "status", "solver",
                           "solve_seconds", "alignment", "peak_step",
                           "peak_tensors"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        CU_ASSERT_PTR_NOT_NULL(json_object_get(j, keys[i]));
-    json_int_t lb = json_integer_value(json_object_get(j, "lower_bound_bytes"));
-    json_int_t arena = json_integer_value(json_object_get(j, "arena_bytes"));
-    json_int_t peak = json_integer_value(json_object_get(j, "peak_bytes"));
-    json_int_t pers = json_integer_value(json_object_get(j, "persistent_bytes"));
-    json_int_t noreuse = json_integer_value(json_object_get(j, "no_reuse_bytes"));
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "tensors")), 4);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "nodes")), 2);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "alignment")), 256);
+        CU_ASSERT_PTR_NOT_NULL(mp_test_jget(j, "%s", keys[i]));
+    int64_t lb = mp_test_jint(j, "lower_bound_bytes");
+    int64_t arena = mp_test_jint(j, "arena_bytes");
+    int64_t peak = mp_test_jint(j, "peak_bytes");
+    int64_t pers = mp_test_jint(j, "persistent_bytes");
+    int64_t noreuse = mp_test_jint(j, "no_reuse_bytes");
+    CU_ASSERT_EQUAL(mp_test_jint(j, "tensors"), 4);
+    CU_ASSERT_EQUAL(mp_test_jint(j, "nodes"), 2);
+    CU_ASSERT_EQUAL(mp_test_jint(j, "alignment"), 256);
     CU_ASSERT_EQUAL(pers, 4096);             /* the weight */
     CU_ASSERT(lb >= 2 * 4096);               /* a node's input and output */
     CU_ASSERT(lb <= 3 * 4096);               /* x, y, z at most */
     CU_ASSERT(arena >= lb);
     CU_ASSERT(noreuse >= arena);
     CU_ASSERT_EQUAL(peak, arena + pers);
-    CU_ASSERT(json_is_string(json_object_get(j, "status")));
-    CU_ASSERT(json_is_string(json_object_get(j, "solver")));
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "status"), 's');
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "solver"), 's');
     /* the peak's tensors: names from the graph, largest first, summing to
      * the live bytes at the peak step, which is the lower bound */
-    json_t *top = json_object_get(j, "peak_tensors");
-    CU_ASSERT_FATAL(json_is_array(top));
-    CU_ASSERT(json_array_size(top) >= 2);
-    json_int_t sum = 0, prev = -1;
-    size_t i;
-    json_t *e;
-    json_array_foreach(top, i, e) {
-        const char *name = json_string_value(json_object_get(e, "name"));
-        json_int_t b = json_integer_value(json_object_get(e, "bytes"));
+    CU_ASSERT_EQUAL_FATAL(mp_test_jtype(j, "peak_tensors"), 'a');
+    size_t n_top = mp_test_jlen(j, "peak_tensors");
+    CU_ASSERT(n_top >= 2);
+    int64_t sum = 0, prev = -1;
+    for (size_t i = 0; i < n_top; i++) {
+        const char *name = mp_test_jstr(j, "peak_tensors[%zu].name", i);
+        int64_t b = mp_test_jint(j, "peak_tensors[%zu].bytes", i);
         CU_ASSERT_PTR_NOT_NULL_FATAL(name);
         CU_ASSERT(strcmp(name, "x") == 0 || strcmp(name, "y") == 0 ||
                   strcmp(name, "z") == 0);
@@ -364,14 +360,14 @@ static void test_plan_json(void)
         sum += b;
     }
     CU_ASSERT_EQUAL(sum, lb);
-    json_decref(j);
+    mp_test_json_free(j);
 
     /* --align with a unit reaches the plan */
     CU_ASSERT_EQUAL_FATAL(cli("plan %s --json --align 1KiB", graph), 0);
-    j = json_loads(out, 0, &err);
+    j = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "alignment")), 1024);
-    json_decref(j);
+    CU_ASSERT_EQUAL(mp_test_jint(j, "alignment"), 1024);
+    mp_test_json_free(j);
 
     /* the human summary names the graph and gives sizes with units */
     CU_ASSERT_EQUAL(cli("plan %s", graph), 0);
@@ -384,28 +380,32 @@ static void test_plan_json(void)
 /* Moves one block onto another block live at the same time (plan JSON,
  * docs/plan-format.md: "blocks" with offset, size, first, end). The block
  * with the lower offset moves up, so that the arena still holds every
- * block and overlap is the only violation. Returns 0 when it found such a
- * pair of equal-sized blocks. */
-static int overlap_two_blocks(json_t *plan)
+ * block and overlap is the only violation. Returns the plan text with
+ * that offset changed (malloc'ed), or NULL when it found no such pair of
+ * equal-sized blocks. */
+static char *overlap_two_blocks(const char *plan)
 {
-    json_t *blocks = json_object_get(plan, "blocks");
-    size_t n = json_array_size(blocks);
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = i + 1; k < n; k++) {
-            json_t *a = json_array_get(blocks, i);
-            json_t *b = json_array_get(blocks, k);
-#define F(o, key) json_integer_value(json_object_get(o, key))
-            if (F(a, "size") != F(b, "size") || F(a, "offset") == F(b, "offset"))
+    mp_test_json *j = mp_test_json_parse(plan);
+    size_t n = mp_test_jlen(j, "blocks");
+    char *tampered = NULL;
+    for (size_t i = 0; i < n && !tampered; i++)
+        for (size_t k = i + 1; k < n && !tampered; k++) {
+#define F(x, key) mp_test_jint(j, "blocks[%zu].%s", x, key)
+            if (F(i, "size") != F(k, "size") || F(i, "offset") == F(k, "offset"))
                 continue;
-            if (!(F(a, "first") < F(b, "end") && F(b, "first") < F(a, "end")))
+            if (!(F(i, "first") < F(k, "end") && F(k, "first") < F(i, "end")))
                 continue;
-            json_t *lo = F(a, "offset") < F(b, "offset") ? a : b;
-            json_t *hi = lo == a ? b : a;
-            json_object_set_new(lo, "offset", json_integer(F(hi, "offset")));
+            size_t lo = F(i, "offset") < F(k, "offset") ? i : k;
+            size_t hi = lo == i ? k : i;
+            const mp_test_jval *v = mp_test_jget(j, "blocks[%zu].offset", lo);
+            size_t len = strlen(plan) + 32;
+            if ((tampered = malloc(len)))
+                snprintf(tampered, len, "%.*s%lld%s", (int)v->off, plan,
+                         (long long)F(hi, "offset"), plan + v->end);
 #undef F
-            return 0;
         }
-    return -1;
+    mp_test_json_free(j);
+    return tampered;
 }
 
 static void test_plan_verify(void)
@@ -421,12 +421,16 @@ static void test_plan_verify(void)
     CU_ASSERT(strncmp(out, "valid:", 6) == 0);
 
     /* y moved onto x (or z onto y): two live tensors share bytes */
-    json_error_t err;
-    json_t *j = json_load_file(plan, 0, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_EQUAL_FATAL(overlap_two_blocks(j), 0);
-    CU_ASSERT_EQUAL_FATAL(json_dump_file(j, tampered, JSON_INDENT(1)), 0);
-    json_decref(j);
+    char *text = mp_test_slurp(plan);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *moved = overlap_two_blocks(text);
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(moved);
+    FILE *f = fopen(tampered, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT(fputs(moved, f) >= 0);
+    CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
+    free(moved);
     CU_ASSERT_EQUAL(cli("verify %s %s 2>&1", graph, tampered), 5);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "memplan: "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "overlap"));
@@ -434,9 +438,9 @@ static void test_plan_verify(void)
 
     /* --json output and -o together: stdout is still one JSON object */
     CU_ASSERT_EQUAL(cli("plan %s --json -o %s", graph, plan), 0);
-    j = json_loads(out, 0, &err);
+    mp_test_json *j = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL(j);
-    json_decref(j);
+    mp_test_json_free(j);
     unlink(graph);
     unlink(plan);
     unlink(tampered);
@@ -481,20 +485,17 @@ static void test_shapes_convert(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "float32"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown_shapes: 0"));
     CU_ASSERT_EQUAL_FATAL(cli("shapes %s --json", graph), 0);
-    json_error_t err;
-    json_t *j = json_loads(out, 0, &err);
+    mp_test_json *j = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "unknown_shapes")),
-                    0);
-    CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "tensors")), 4);
-    json_decref(j);
+    CU_ASSERT_EQUAL(mp_test_jint(j, "unknown_shapes"), 0);
+    CU_ASSERT_EQUAL(mp_test_jlen(j, "tensors"), 4);
+    mp_test_json_free(j);
     CU_ASSERT_EQUAL_FATAL(cli("plan %s --json", graph), 0);
-    j = json_loads(out, 0, &err);
+    j = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT(json_is_integer(json_object_get(j, "unknown_shapes")));
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "unknown_shapes")),
-                    0);
-    json_decref(j);
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "unknown_shapes"), 'i');
+    CU_ASSERT_EQUAL(mp_test_jint(j, "unknown_shapes"), 0);
+    mp_test_json_free(j);
     /* a JSON graph has no symbolic dims: a binding is refused */
     CU_ASSERT_NOT_EQUAL(cli("plan %s --dim N=4 2>&1", graph), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--dim"));

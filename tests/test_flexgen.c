@@ -5,7 +5,6 @@
 #include "mp_glpk.h"
 #include "support.h"
 
-#include <jansson.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -241,17 +240,13 @@ static void t_cli(void)
         CU_ASSERT_EQUAL(rc, 3);
     } else {
         CU_ASSERT_EQUAL(rc, 0);
-        json_error_t e;
-        json_t *o = json_loads(out, 0, &e);
+        mp_test_json *o = mp_test_json_parse(out);
         CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-        double tput =
-            json_number_value(json_object_get(o, "throughput_tokens_per_s"));
+        double tput = mp_test_jnum(o, "throughput_tokens_per_s");
         CU_ASSERT(tput > 1);
-        json_t *w = json_object_get(o, "weights");
-        CU_ASSERT(json_number_value(json_object_get(w, "cpu")) > 60);
-        CU_ASSERT_EQUAL(json_integer_value(json_object_get(o, "prompt_len")),
-                        512);
-        json_decref(o);
+        CU_ASSERT(mp_test_jnum(o, "weights.cpu") > 60);
+        CU_ASSERT_EQUAL(mp_test_jint(o, "prompt_len"), 512);
+        mp_test_json_free(o);
         /* a fixed policy: exactly the fractions given */
         snprintf(cmd, sizeof cmd,
                  "'%s' offload-policy "
@@ -260,14 +255,11 @@ static void t_cli(void)
                  "--json",
                  MP_CLI_PATH, MP_SOURCE_DIR);
         CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
-        o = json_loads(out, 0, &e);
+        o = mp_test_json_parse(out);
         CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-        w = json_object_get(o, "weights");
-        CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(w, "gpu")),
-                               20, 1e-6);
-        CU_ASSERT_EQUAL(
-            json_integer_value(json_object_get(o, "effective_batch")), 144);
-        json_decref(o);
+        CU_ASSERT_DOUBLE_EQUAL(mp_test_jnum(o, "weights.gpu"), 20, 1e-6);
+        CU_ASSERT_EQUAL(mp_test_jint(o, "effective_batch"), 144);
+        mp_test_json_free(o);
     }
     static const char *bad[] = {
         "--device t4", /* no model */

@@ -6,7 +6,6 @@
 #include "memplan/memplan.h"
 #include "support.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,36 +238,35 @@ static void test_trace(void)
     char path[256];
     snprintf(path, sizeof path, "%s", temp_path(".json"));
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_trace(plan, path, NULL), MP_OK);
-    json_error_t err;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    /* duplicate keys are an error of mp_test_json_load */
+    mp_test_json *root = mp_test_json_load(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
-    json_t *ev = json_object_get(root, "traceEvents");
-    CU_ASSERT_FATAL(json_is_array(ev));
+    CU_ASSERT_EQUAL_FATAL(mp_test_jtype(root, "traceEvents"), 'a');
     uint32_t nx = 0, nc = 0, compute = 0;
     double last_ts = -1, sum_dur = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(ev, i, e) {
-        const char *ph = json_string_value(json_object_get(e, "ph"));
+    size_t n_ev = mp_test_jlen(root, "traceEvents");
+    for (size_t i = 0; i < n_ev; i++) {
+#define EV(key) "traceEvents[%zu]." key, i
+        const char *ph = mp_test_jstr(root, EV("ph"));
         CU_ASSERT_PTR_NOT_NULL_FATAL(ph);
-        CU_ASSERT(json_is_integer(json_object_get(e, "pid")));
+        CU_ASSERT_EQUAL(mp_test_jtype(root, EV("pid")), 'i');
         if (strcmp(ph, "X") == 0) {
-            json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
-            CU_ASSERT_FATAL(json_is_number(ts) && json_is_number(dur));
-            CU_ASSERT(json_number_value(ts) >= last_ts);
-            last_ts = json_number_value(ts);
-            CU_ASSERT(json_is_string(json_object_get(e, "name")));
-            json_t *args = json_object_get(e, "args");
-            CU_ASSERT_EQUAL(json_integer_value(json_object_get(args, "step")),
-                            (json_int_t)nx);
-            if (json_integer_value(json_object_get(e, "tid")) == 1) {
+            char ts_t = mp_test_jtype(root, EV("ts"));
+            char dur_t = mp_test_jtype(root, EV("dur"));
+            CU_ASSERT_FATAL((ts_t == 'i' || ts_t == 'r') &&
+                            (dur_t == 'i' || dur_t == 'r'));
+            double ts = mp_test_jnum(root, EV("ts"));
+            CU_ASSERT(ts >= last_ts);
+            last_ts = ts;
+            CU_ASSERT_EQUAL(mp_test_jtype(root, EV("name")), 's');
+            CU_ASSERT_EQUAL(mp_test_jint(root, EV("args.step")), nx);
+            if (mp_test_jint(root, EV("tid")) == 1) {
                 compute++;
-                sum_dur += json_number_value(dur);
+                sum_dur += mp_test_jnum(root, EV("dur"));
             }
             nx++;
         } else if (strcmp(ph, "C") == 0) {
-            json_t *args = json_object_get(e, "args");
-            CU_ASSERT(json_is_integer(json_object_get(args, "live")));
+            CU_ASSERT_EQUAL(mp_test_jtype(root, EV("args.live")), 'i');
             nc++;
         } else {
             CU_ASSERT_STRING_EQUAL(ph, "M");
@@ -280,34 +278,34 @@ static void test_trace(void)
     CU_ASSERT(nc >= 2);
     /* the backward node's category is its phase */
     int backward = 0;
-    json_array_foreach(ev, i, e) {
-        const char *nm = json_string_value(json_object_get(e, "name"));
-        const char *cat = json_string_value(json_object_get(e, "cat"));
+    for (size_t i = 0; i < n_ev; i++) {
+        const char *nm = mp_test_jstr(root, EV("name"));
+        const char *cat = mp_test_jstr(root, EV("cat"));
         if (nm && cat && strcmp(nm, "add") == 0)
             backward = strcmp(cat, "backward") == 0;
     }
     CU_ASSERT(backward);
-    json_decref(root);
+    mp_test_json_free(root);
     /* durations from the caller */
     double *sec = calloc(mp_plan_num_steps(plan), sizeof *sec);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
     for (uint32_t s = 0; s < mp_plan_num_steps(plan); s++)
         sec[s] = 0.5e-3;
     CU_ASSERT_EQUAL_FATAL(mp_plan_write_trace(plan, path, sec), MP_OK);
-    root = json_load_file(path, 0, &err);
+    root = mp_test_json_load(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
-    ev = json_object_get(root, "traceEvents");
+    n_ev = mp_test_jlen(root, "traceEvents");
     double end = 0;
-    json_array_foreach(ev, i, e) {
-        const char *ph = json_string_value(json_object_get(e, "ph"));
+    for (size_t i = 0; i < n_ev; i++) {
+        const char *ph = mp_test_jstr(root, EV("ph"));
         if (strcmp(ph, "X") == 0) {
-            CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(e, "dur")),
-                                   500.0, 1e-9);
-            end = json_number_value(json_object_get(e, "ts")) + 500.0;
+            CU_ASSERT_DOUBLE_EQUAL(mp_test_jnum(root, EV("dur")), 500.0, 1e-9);
+            end = mp_test_jnum(root, EV("ts")) + 500.0;
         }
+#undef EV
     }
     CU_ASSERT_DOUBLE_EQUAL(end, 500.0 * mp_plan_num_steps(plan), 1e-6);
-    json_decref(root);
+    mp_test_json_free(root);
     free(sec);
     remove(path);
     teardown();

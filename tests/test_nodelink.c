@@ -3,7 +3,6 @@
 #include "support.h"
 
 #include <dirent.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,22 +276,19 @@ static void test_checkmate_corpus(void)
             continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        json_error_t err;
-        json_t *root = json_load_file(path, 0, &err);
+        mp_test_json *root = mp_test_json_load(path);
         CU_ASSERT_PTR_NOT_NULL_FATAL(root);
-        json_t *nodes = json_object_get(root, "nodes");
-        json_t *links = json_object_get(root, "links");
-        size_t nn = json_array_size(nodes);
+        size_t nn = mp_test_jlen(root, "nodes");
+        size_t n_links = mp_test_jlen(root, "links");
         /* sinks: nodes that are no link's source */
         size_t n_src = 0;
         char *is_src = calloc(nn + 1, 1);
-        for (size_t k = 0; k < json_array_size(links); k++) {
-            json_t *lk = json_array_get(links, k);
-            json_t *s = json_object_get(lk, "source");
-            if (!s)
-                s = json_object_get(lk, "0");
+        for (size_t k = 0; k < n_links; k++) {
+            const char *key = mp_test_jget(root, "links[%zu].source", k)
+                                  ? "source"
+                                  : "0";
             /* ids are 0..n-1 in these files */
-            json_int_t id = json_integer_value(s);
+            int64_t id = mp_test_jint(root, "links[%zu].%s", k, key);
             if (id >= 0 && (size_t)id < nn && !is_src[id]) {
                 is_src[id] = 1;
                 n_src++;
@@ -314,10 +310,10 @@ static void test_checkmate_corpus(void)
                     outs++;
             CU_ASSERT_EQUAL(outs, nn - n_src);
             printf("\n  %-60.60s %5zu nodes %5zu links %.4f s", e->d_name, nn,
-                   json_array_size(links), t1 - t0);
+                   n_links, t1 - t0);
         }
         mp_graph_destroy(g);
-        json_decref(root);
+        mp_test_json_free(root);
         files++;
     }
     closedir(d);

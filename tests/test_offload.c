@@ -4,7 +4,6 @@
 #include "mp_glpk.h"
 #include "support.h"
 
-#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,23 +510,17 @@ static void t_cli(void)
              "--offload-solver greedy --device '%s' --json --no-lints",
              MP_CLI_PATH, path, dev);
     CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
-    json_error_t e;
-    json_t *o = json_loads(out, 0, &e);
+    mp_test_json *o = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    json_t *off = json_object_get(o, "offload");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(o, "peak_bytes")),
-                    1150);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(off, "bytes_to_host")),
-                    1000);
-    CU_ASSERT_EQUAL(
-        json_integer_value(json_object_get(off, "bytes_to_device")), 1000);
-    CU_ASSERT_DOUBLE_EQUAL(
-        json_real_value(json_object_get(off, "exposed_transfer_seconds")), 4.0,
-        1e-9);
-    CU_ASSERT_STRING_EQUAL(
-        json_string_value(json_object_get(off, "device")), "slow");
-    json_decref(o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mp_test_jget(o, "offload"));
+    CU_ASSERT_EQUAL(mp_test_jint(o, "peak_bytes"), 1150);
+    CU_ASSERT_EQUAL(mp_test_jint(o, "offload.bytes_to_host"), 1000);
+    CU_ASSERT_EQUAL(mp_test_jint(o, "offload.bytes_to_device"), 1000);
+    CU_ASSERT_EQUAL(mp_test_jtype(o, "offload.exposed_transfer_seconds"), 'r');
+    CU_ASSERT_DOUBLE_EQUAL(mp_test_jnum(o, "offload.exposed_transfer_seconds"),
+                           4.0, 1e-9);
+    CU_ASSERT_STRING_EQUAL(mp_test_jstr(o, "offload.device"), "slow");
+    mp_test_json_free(o);
     /* the default (auto = joint): recomputing n1 for 1 s beats the 4 s of
      * exposed copies; both alternatives reported */
     snprintf(cmd, sizeof cmd,
@@ -535,20 +528,17 @@ static void t_cli(void)
              "--json --no-lints",
              MP_CLI_PATH, path, dev);
     CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
-    o = json_loads(out, 0, &e);
+    o = mp_test_json_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    off = json_object_get(o, "offload");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(off, "recomputed_nodes")),
-                    1);
-    CU_ASSERT_DOUBLE_EQUAL(
-        json_real_value(json_object_get(off, "total_seconds")), 6.0, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(
-        json_real_value(json_object_get(off, "offload_only_total_seconds")),
-        9.0, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(
-        json_real_value(json_object_get(off, "recompute_seconds")), 1.0, 1e-9);
-    json_decref(o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mp_test_jget(o, "offload"));
+    CU_ASSERT_EQUAL(mp_test_jint(o, "offload.recomputed_nodes"), 1);
+    CU_ASSERT_DOUBLE_EQUAL(mp_test_jnum(o, "offload.total_seconds"), 6.0,
+                           1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(mp_test_jnum(o, "offload.offload_only_total_seconds"),
+                           9.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(mp_test_jnum(o, "offload.recompute_seconds"), 1.0,
+                           1e-9);
+    mp_test_json_free(o);
     /* an unknown offload solver is a usage error */
     snprintf(cmd, sizeof cmd,
              "'%s' plan '%s' --budget 1800 --offload-solver magic --no-lints "

@@ -3,6 +3,7 @@
  * against the cost model, and the checks (docs/validation.md). */
 #include "command.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,9 +61,17 @@ int mpv_cmd_figures_get(mpv_cmd *v, mpv_cmd_figures *f)
     return 0;
 }
 
+/* A real member; one that is not finite is left out (as the report has
+ * always done). */
+static void real(mp__jw *w, const char *key, double v)
+{
+    if (isfinite(v))
+        cli_json_real(w, key, v);
+}
+
 /* predicted and measured (per-step events) milliseconds summed by op */
-static json_t *by_op_json(const mpv_program *prog, const double *step_s,
-                          const mpv_result *res)
+static void by_op_json(mp__jw *w, const mpv_program *prog,
+                       const double *step_s, const mpv_result *res)
 {
     enum { MAXOP = 96 };
     const char *name[MAXOP];
@@ -98,37 +107,25 @@ static json_t *by_op_json(const mpv_program *prog, const double *step_s,
         meas[k] += res->steps[s].ms;
         cnt[k]++;
     }
-    json_t *o = json_object();
-    for (uint32_t k = 0; o && k < n; k++) {
-        json_t *e = json_object();
-        cli_json_set(e, "steps", json_integer(cnt[k]));
-        cli_json_set(e, "predicted_ms", json_real(pred[k]));
-        cli_json_set(e, "measured_ms", json_real(meas[k]));
-        cli_json_set(o, name[k], e);
+    cli_json_object(w, "by_op");
+    for (uint32_t k = 0; k < n; k++) {
+        if (!cli_utf8_valid(name[k]))
+            continue;   /* a key that is not UTF-8 is left out */
+        cli_json_object(w, name[k]);
+        cli_json_int(w, "steps", cnt[k]);
+        real(w, "predicted_ms", pred[k]);
+        real(w, "measured_ms", meas[k]);
+        mp__jw_end(w);
     }
-    return o;
-}
-
-typedef struct size_row {
-    const char *key;
-    uint64_t bytes;
-} size_row;
-
-/* An object with each key of rows set to its size; NULL when out of
- * memory. */
-static json_t *sizes_json(const size_row *rows, size_t n)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; o && i < n; i++)
-        cli_json_set(o, rows[i].key, cli_json_u64(rows[i].bytes));
-    return o;
+    mp__jw_end(w);
 }
 
 /* "predicted": the plan's figures and the device memory they need */
-static json_t *predicted_json(const mpv_cmd *v, const mpv_cmd_figures *f)
+static void predicted_json(mp__jw *w, const mpv_cmd *v,
+                           const mpv_cmd_figures *f)
 {
     const mp_figures *pf = mp_plan_figures(v->plan);
-    const size_row rows[] = {
+    const cli_json_size rows[] = {
         {"arena_bytes", pf->arena_bytes},
         {"lower_bound_bytes", pf->lower_bound_bytes},
         {"persistent_bytes", pf->persistent_bytes},
@@ -138,19 +135,20 @@ static json_t *predicted_json(const mpv_cmd *v, const mpv_cmd_figures *f)
         {"arena_device_bytes", f->pred_arena},
         {"total_device_bytes", f->pred_total},
     };
-    json_t *p = sizes_json(rows, sizeof rows / sizeof rows[0]);
-    if (!p)
-        return NULL;
-    cli_json_set(p, "seconds",
-                 f->have_pred ? json_real(f->pred_s) : json_null());
-    cli_json_set(p, "time_device", cli_json_str(f->dev.name));
-    return p;
+    cli_json_object(w, "predicted");
+    cli_json_sizes(w, rows, sizeof rows / sizeof rows[0]);
+    if (f->have_pred)
+        real(w, "seconds", f->pred_s);
+    else
+        cli_json_null(w, "seconds");
+    cli_json_str(w, "time_device", f->dev.name);
+    mp__jw_end(w);
 }
 
 /* "measured": what the run used, by part, and its times */
-static json_t *measured_json(const mpv_result *res)
+static void measured_json(mp__jw *w, const mpv_result *res)
 {
-    const size_row rows[] = {
+    const cli_json_size rows[] = {
         {"context_bytes", res->ctx_bytes},
         {"cublas_bytes", res->cublas_bytes},
         {"weights_bytes", res->weights_measured},
@@ -164,35 +162,39 @@ static json_t *measured_json(const mpv_result *res)
         {"reference_pool_reserved_high_bytes", res->ref_pool_reserved_high},
         {"reference_live_max_bytes", res->ref_live_max},
     };
-    json_t *m = sizes_json(rows, sizeof rows / sizeof rows[0]);
-    if (!m)
-        return NULL;
-    cli_json_set(m, "planned_ms", json_real(res->planned_ms));
-    cli_json_set(m, "steps_ms_sum", json_real(res->steps_ms_sum));
-    cli_json_set(m, "reference_ms", json_real(res->reference_ms));
-    cli_json_set(m, "max_abs_output", json_real(res->max_abs_output));
-    cli_json_set(m, "nonfinite_outputs", json_integer(res->nonfinite_outputs));
-    return m;
+    cli_json_object(w, "measured");
+    cli_json_sizes(w, rows, sizeof rows / sizeof rows[0]);
+    real(w, "planned_ms", res->planned_ms);
+    real(w, "steps_ms_sum", res->steps_ms_sum);
+    real(w, "reference_ms", res->reference_ms);
+    real(w, "max_abs_output", res->max_abs_output);
+    cli_json_int(w, "nonfinite_outputs", res->nonfinite_outputs);
+    mp__jw_end(w);
+}
+
+/* A check: true or false, or null where it was not made. */
+static void check(mp__jw *w, const char *key, int made, int ok)
+{
+    if (made)
+        cli_json_bool(w, key, ok);
+    else
+        cli_json_null(w, key);
 }
 
 /* "checks" */
-static json_t *checks_json(const mpv_cmd *v, const mpv_cmd_figures *f)
+static void checks_json(mp__jw *w, const mpv_cmd *v, const mpv_cmd_figures *f)
 {
     int no_ref = v->a->no_reference;
-    json_t *ck = json_object();
-    if (!ck)
-        return NULL;
-    cli_json_set(ck, "arena_exact", json_boolean(f->ok_arena));
-    cli_json_set(ck, "arena_workspace_within_1pct", json_boolean(f->ok_ws));
-    cli_json_set(ck, "outputs_identical",
-                 no_ref ? json_null() : json_boolean(v->res.outputs_identical));
-    cli_json_set(ck, "planned_repeatable", json_boolean(f->ok_rep));
-    cli_json_set(ck, "live_max_equals_lower_bound",
-                 v->prog->compute_only && !no_ref ? json_boolean(f->ok_lb)
-                                                  : json_null());
-    cli_json_set(ck, "no_growth_while_running", json_boolean(f->ok_extra));
-    cli_json_set(ck, "all", json_boolean(f->all_ok));
-    return ck;
+    cli_json_object(w, "checks");
+    cli_json_bool(w, "arena_exact", f->ok_arena);
+    cli_json_bool(w, "arena_workspace_within_1pct", f->ok_ws);
+    check(w, "outputs_identical", !no_ref, v->res.outputs_identical);
+    cli_json_bool(w, "planned_repeatable", f->ok_rep);
+    check(w, "live_max_equals_lower_bound", v->prog->compute_only && !no_ref,
+          f->ok_lb);
+    cli_json_bool(w, "no_growth_while_running", f->ok_extra);
+    cli_json_bool(w, "all", f->all_ok);
+    mp__jw_end(w);
 }
 
 int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
@@ -200,40 +202,31 @@ int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
     const mpv_program *prog = v->prog;
     const mpv_result *res = &v->res;
     const cli_args *a = v->a;
-    json_t *o = json_object(), *p = predicted_json(v, f),
-           *m = measured_json(res), *ck = checks_json(v, f);
-    if (!o || !m || !p || !ck) {
-        json_decref(o);
-        json_decref(p);
-        json_decref(m);
-        json_decref(ck);
-        return CLI_EXIT_INTERNAL;
-    }
-    cli_json_set(o, "model", cli_json_str(a->pos[0]));
-    cli_json_set(o, "device", cli_json_str(res->device));
-    cli_json_set(o, "nodes_real_kernel", json_integer(prog->n_real));
-    cli_json_set(o, "nodes_synthetic", json_integer(prog->n_synthetic));
-    cli_json_set(o, "steps", json_integer(prog->n_steps));
-    cli_json_set(o, "recompute_steps", json_integer(prog->n_recompute));
-    cli_json_set(o, "offload_steps", json_integer(prog->n_offload));
-    cli_json_set(o, "prefetch_steps", json_integer(prog->n_prefetch));
-    cli_json_set(o, "granularity", cli_json_u64(f->gran));
-    cli_json_set(o, "predicted", p);
-    cli_json_set(o, "measured", m);
-    cli_json_set(o, "by_op", by_op_json(prog, v->step_s, res));
+    mp__jw w;
+    cli_json_begin(&w, v->ctx);
+    cli_json_str(&w, "model", a->pos[0]);
+    cli_json_str(&w, "device", res->device);
+    cli_json_int(&w, "nodes_real_kernel", prog->n_real);
+    cli_json_int(&w, "nodes_synthetic", prog->n_synthetic);
+    cli_json_int(&w, "steps", prog->n_steps);
+    cli_json_int(&w, "recompute_steps", prog->n_recompute);
+    cli_json_int(&w, "offload_steps", prog->n_offload);
+    cli_json_int(&w, "prefetch_steps", prog->n_prefetch);
+    cli_json_u64(&w, "granularity", f->gran);
+    predicted_json(&w, v, f);
+    measured_json(&w, res);
+    by_op_json(&w, prog, v->step_s, res);
     if (f->have_pred && res->planned_ms > 0)
-        cli_json_set(o, "ratio_time_measured_predicted",
-                     json_real(res->planned_ms / (f->pred_s * 1e3)));
-    if (a->train.did_train || a->train.did_remat)
-        cli_train_json(&a->train, o);
-    if (a->offload.did)
-        cli_offload_json(&a->offload, o);
-    cli_json_set(o, "ratio_arena", json_real(f->r_arena));
-    cli_json_set(o, "ratio_arena_workspace", json_real(f->r_aw));
-    cli_json_set(o, "ratio_total", json_real(f->r_total));
-    cli_json_set(o, "inplace_blocks", json_integer(f->n_over));
-    cli_json_set(o, "checks", ck);
-    return cli_json_print(o);
+        real(&w, "ratio_time_measured_predicted",
+             res->planned_ms / (f->pred_s * 1e3));
+    cli_train_json(&a->train, &w);
+    cli_offload_json(&a->offload, &w);
+    real(&w, "ratio_arena", f->r_arena);
+    real(&w, "ratio_arena_workspace", f->r_aw);
+    real(&w, "ratio_total", f->r_total);
+    cli_json_int(&w, "inplace_blocks", f->n_over);
+    checks_json(&w, v, f);
+    return cli_json_print(&w);
 }
 
 void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
