@@ -14,6 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 [ -d "$build/CMakeFiles" ] || { echo "check-layers: no build in $build" >&2; exit 1; }
+build=$(cd "$build" && pwd)   # compile_commands.json names objects by absolute path
 
 # The layers from the bottom up: a file belongs to the longest folder of
 # this list that holds it. A file may use what its own layer or a lower
