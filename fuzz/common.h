@@ -9,11 +9,36 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static inline void mp_fuzz_fail(const char *what, const mp_ctx *ctx)
 {
     fprintf(stderr, "fuzz: %s: %s\n", what, ctx ? mp_ctx_message(ctx) : "");
     abort();
+}
+
+/* Readers that take a path get each input through a per-process file in
+ * $TMPDIR (default /dev/shm when it exists, else /tmp: a disk-backed /tmp
+ * can cost milliseconds per input). */
+static inline void mp_fuzz_tmp_path(char *buf, size_t cap, const char *what,
+                                    const char *ext)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(buf, cap, "%s/mp-fuzz-%s-%ld.%s", dir, what, (long)getpid(),
+             ext);
+}
+
+/* Writes the input to path; 0 when it cannot (not a bug of memplan). */
+static inline int mp_fuzz_write_file(const char *path, const void *data,
+                                     size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    size_t w = fwrite(data, 1, size, f);
+    return fclose(f) == 0 && w == size;
 }
 
 /* Plans g with the default options (bounded work: the graphs come from

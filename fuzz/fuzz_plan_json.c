@@ -2,14 +2,12 @@
  * arbitrary text, against one fixed graph built here; a plan that reads is
  * replayed by the verifier (which may reject it, but must not crash) and
  * written back. mp_plan_load_json reads a path, so each input goes through
- * a per-process file in $TMPDIR (default /dev/shm when it exists, else
- * /tmp: a disk-backed /tmp can cost milliseconds per input). Built with
+ * a per-process file (fuzz/common.h). Built with
  * -DMEMPLAN_FUZZ=ON (clang); docs/fuzzing.md. */
 #include "common.h"
 
 #include <stddef.h>
 #include <stdint.h>
-#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -45,23 +43,14 @@ static void setup(void)
     if (!g_ctx || mp_graph_load_json_string(g_ctx, graph_json, "fuzz-graph",
                                             &g_graph) != MP_OK)
         mp_fuzz_fail("cannot build the fixed graph", g_ctx);
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(g_path, sizeof g_path, "%s/mp-fuzz-plan-%ld.json", dir,
-             (long)getpid());
+    mp_fuzz_tmp_path(g_path, sizeof g_path, "plan", "json");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!g_graph)
         setup();
-    FILE *f = fopen(g_path, "wb");
-    if (!f)
-        return 0;
-    size_t w = fwrite(data, 1, size, f);
-    fclose(f);
-    if (w != size)
+    if (!mp_fuzz_write_file(g_path, data, size))
         return 0;
     mp_plan *p = NULL;
     mp_status st = mp_plan_load_json(g_graph, g_path, &p);

@@ -5,11 +5,14 @@
 #   SEEDS/json  examples/*.json and up to 400 of those models converted
 #               with `memplan convert`
 #   SEEDS/plan  plans of fuzz_plan_json's fixed graph, one per method
-# usage: fuzz/seed.sh MEMPLAN_CLI CORPUS_DIR SEEDS
+#   SEEDS/csv   the first 60 lines of each MiniMalloc and idealloc trace
+#               (BENCH_DIR, default CORPUS_DIR/../bench), with and without
+#               the offset column
+# usage: fuzz/seed.sh MEMPLAN_CLI CORPUS_DIR SEEDS [BENCH_DIR]
 set -euo pipefail
-cli=$1 corpus=$2 seeds=$3
+cli=$1 corpus=$2 seeds=$3 bench=${4:-$2/../bench}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-mkdir -p "$seeds/onnx" "$seeds/json" "$seeds/plan"
+mkdir -p "$seeds/onnx" "$seeds/json" "$seeds/plan" "$seeds/csv"
 find "$corpus/onnx-node" "$corpus/onnx-backend" "$corpus/models" \
      -name '*.onnx' -size -4k | sort | while read -r f; do
   rel=${f#"$corpus"/}
@@ -35,4 +38,12 @@ for m in auto size-bestfit breadth naive start-firstfit; do
 done
 "$cli" plan "$seeds/graph.json" -o "$seeds/plan/plan_a64.json" --align 64 \
   >/dev/null
-echo "seeds: $(ls "$seeds/onnx" | wc -l) onnx, $(ls "$seeds/json" | wc -l) json, $(ls "$seeds/plan" | wc -l) plan"
+for f in "$bench"/minimalloc/*.csv "$bench"/idealloc/*.csv; do
+  [ -f "$f" ] || continue
+  b=$(basename "$(dirname "$f")")_$(basename "$f" .csv)
+  head -60 "$f" > "$seeds/csv/$b.csv"
+  # with offsets: the packing of the short trace
+  "$cli" offsets "$seeds/csv/$b.csv" -o "$seeds/csv/${b}_packed.csv" \
+    >/dev/null 2>&1 || true
+done
+echo "seeds: $(ls "$seeds/onnx" | wc -l) onnx, $(ls "$seeds/json" | wc -l) json, $(ls "$seeds/plan" | wc -l) plan, $(ls "$seeds/csv" | wc -l) csv"
