@@ -585,6 +585,12 @@ static mp_status replay_transfer(const mp_graph *g, const mp_plan *p,
                       "tensor (%llu bytes)",
                       tt->name, (unsigned long long)p->blocks[b].size,
                       (unsigned long long)tt->bytes);
+    if (p->block_over && p->block_over[b] != MP_NONE)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "step %u (%s): a prefetched block claims to be written "
+                      "in place over another tensor; only a node's output "
+                      "can be",
+                      (unsigned)s, step_label(g, sp, lb, sizeof lb));
     used[b] = 1;
     open[sp->index] = b;
     return MP_OK;
@@ -616,6 +622,11 @@ static mp_status open_graph_inputs(replayer *R)
         if (b == MP_NONE)
             return mp__err(R->p->ctx, MP_ERR_VERIFY,
                           "input tensor '%s' has no block starting at step 0",
+                          tt->name);
+        if (R->p->block_over && R->p->block_over[b] != MP_NONE)
+            return mp__err(R->p->ctx, MP_ERR_VERIFY,
+                          "input tensor '%s' claims to be written in place "
+                          "over another tensor; only a node's output can be",
                           tt->name);
         R->open[t] = b;
         R->used[b] = 1;
@@ -884,7 +895,7 @@ static mp_status check_geometry(const mp_graph *g, const mp_plan *p)
 {
     mp_ctx *ctx = p->ctx;
     const mp_figures *f = &p->fig;
-    uint64_t align = f->alignment ? f->alignment : 1;
+    uint64_t align = f->alignment; /* >= 1: check_claims */
     uint64_t arena = 0, no_reuse = 0;
     uint32_t n = p->n_blocks;
     uint64_t base[MP__MAX_POOLS];
@@ -956,10 +967,14 @@ static mp_status check_figures(const mp_graph *g, const mp_plan *p)
 {
     mp_ctx *ctx = p->ctx;
     const mp_figures *f = &p->fig;
-    /* live bytes recomputed from the blocks, not read from the plan */
-    int64_t *delta = mp__calloc(ctx, (size_t)p->n_steps + 1, sizeof *delta);
+    /* live bytes recomputed from the blocks, not read from the plan; the
+     * sum of all sizes fits in 64 bits (check_geometry), so the running
+     * sum, in unsigned arithmetic, does too */
+    uint64_t *delta = mp__calloc(ctx, 2 * ((size_t)p->n_steps + 1),
+                                 sizeof *delta);
     if (!delta)
         return MP_ERR_NOMEM;
+    uint64_t *minus = delta + p->n_steps + 1;
     for (uint32_t i = 0; i < p->n_blocks; i++) {
         const mp_block *b = &p->blocks[i];
         if (b->first >= b->end || b->end > p->n_steps) {
@@ -969,16 +984,17 @@ static mp_status check_figures(const mp_graph *g, const mp_plan *p)
                           g->tensors[b->tensor].name, (unsigned)b->first,
                           (unsigned)b->end);
         }
-        delta[b->first] += (int64_t)b->size;
-        delta[b->end] -= (int64_t)b->size;
+        delta[b->first] += b->size;
+        minus[b->end] += b->size;
     }
-    uint64_t cur = 0, lb = 0, at_peak = 0;
+    uint64_t cur = 0, lb = 0;
+    uint32_t first_peak = 0;
     for (uint32_t s = 0; s < p->n_steps; s++) {
-        cur += (uint64_t)delta[s];
-        if (cur > lb)
+        cur = cur + delta[s] - minus[s];
+        if (cur > lb) {
             lb = cur;
-        if (s == f->peak_step)
-            at_peak = cur;
+            first_peak = s;
+        }
     }
     mp__dealloc(ctx, delta);
     if (lb != f->lower_bound_bytes)
@@ -986,12 +1002,12 @@ static mp_status check_figures(const mp_graph *g, const mp_plan *p)
                       "reported lower bound %llu bytes, replayed %llu",
                       (unsigned long long)f->lower_bound_bytes,
                       (unsigned long long)lb);
-    if (p->n_steps && at_peak != lb)
+    if (f->peak_step != first_peak)
         return mp__err(ctx, MP_ERR_VERIFY,
-                      "reported peak step %u has %llu live bytes, not the "
-                      "maximum %llu",
-                      (unsigned)f->peak_step, (unsigned long long)at_peak,
-                      (unsigned long long)lb);
+                      "reported peak step %u, but the live bytes first reach "
+                      "their maximum %llu at step %u",
+                      (unsigned)f->peak_step, (unsigned long long)lb,
+                      (unsigned)first_peak);
     uint64_t pers = mp__plan_persistent_bytes(g), peak;
     if (pers != f->persistent_bytes)
         return mp__err(ctx, MP_ERR_VERIFY,
@@ -1010,6 +1026,83 @@ static mp_status check_figures(const mp_graph *g, const mp_plan *p)
                       "above the lower bound (%llu)",
                       (unsigned long long)f->arena_bytes,
                       (unsigned long long)lb);
+    if (f->status != MP_SOLVE_OPTIMAL && f->arena_bytes == lb)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "plan claims to be %s but its arena equals the lower "
+                      "bound (%llu bytes): it is optimal",
+                      mp_solve_status_name(f->status),
+                      (unsigned long long)lb);
+    return MP_OK;
+}
+
+/* What a plan claims about itself before any replay: an alignment of at
+ * least 1, a solve time that is a non-negative number, a status a plan
+ * can have, a peak step inside the schedule, every block exactly its
+ * tensor's size rounded up to the alignment (a larger block would hide
+ * a wrong size from the overlap sweep, a smaller one lets the tensor's
+ * real bytes overlap its neighbours), and every fused tensor an arena
+ * tensor some node produces. */
+static mp_status check_claims(const mp_graph *g, const mp_plan *p)
+{
+    mp_ctx *ctx = g->ctx;
+    const mp_figures *f = &p->fig;
+    if (f->alignment == 0)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "plan alignment is 0; it must be at least 1");
+    if (!(f->solve_seconds >= 0) || f->solve_seconds > 1e300)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "plan solve time %g seconds is not a non-negative "
+                      "number",
+                      f->solve_seconds);
+    if (f->status != MP_SOLVE_OPTIMAL && f->status != MP_SOLVE_FEASIBLE)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "plan status '%s': a plan is 'optimal' (its arena "
+                      "equals the lower bound) or 'feasible'",
+                      mp_solve_status_name(f->status));
+    if (p->n_steps ? f->peak_step >= p->n_steps : f->peak_step != 0)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "reported peak step %u is not a step of the schedule "
+                      "(%u steps)",
+                      (unsigned)f->peak_step, (unsigned)p->n_steps);
+    for (uint32_t i = 0; i < p->n_blocks; i++) {
+        const mp_block *b = &p->blocks[i];
+        const mp__tensor *tt = &g->tensors[b->tensor];
+        uint64_t want;
+        if (!mp__align_up(tt->bytes, f->alignment, &want))
+            return mp__err(ctx, MP_ERR_VERIFY,
+                          "block %u (tensor '%s'): the tensor's %llu bytes "
+                          "rounded up to the alignment %llu overflow 64 bits",
+                          (unsigned)i, tt->name,
+                          (unsigned long long)tt->bytes,
+                          (unsigned long long)f->alignment);
+        if (b->size != want)
+            return mp__err(ctx, MP_ERR_VERIFY,
+                          "block %u (tensor '%s' from step %u): size %llu "
+                          "bytes is %s than the tensor: expected %llu (its "
+                          "%llu bytes rounded up to the alignment %llu)",
+                          (unsigned)i, tt->name, (unsigned)b->first,
+                          (unsigned long long)b->size,
+                          b->size < want ? "smaller" : "larger",
+                          (unsigned long long)want,
+                          (unsigned long long)tt->bytes,
+                          (unsigned long long)f->alignment);
+    }
+    for (uint32_t t = 0; p->fused && t < g->n_tensors; t++) {
+        const mp__tensor *tt = &g->tensors[t];
+        if (!p->fused[t])
+            continue;
+        const char *why = mp__kind_persistent(tt->kind)
+                              ? "a weight or constant (not in the arena)"
+                          : tt->alias_of != MP_NONE ? "a view of another tensor"
+                          : tt->bytes == 0          ? "empty"
+                          : tt->producer == MP_NONE ? "a graph input"
+                                                    : NULL;
+        if (why)
+            return mp__err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s' is marked fused but is %s; only an "
+                          "arena tensor produced by a node can be fused",
+                          tt->name, why);
+    }
     return MP_OK;
 }
 
@@ -1028,6 +1121,9 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
             return mp__err(ctx, MP_ERR_VERIFY,
                           "block %u: tensor '%s' takes no arena memory",
                           (unsigned)i, g->tensors[p->blocks[i].tensor].name);
+    mp_status cst = check_claims(g, p);
+    if (cst)
+        return cst;
     uint32_t nb = p->n_blocks, nt = (uint32_t)g->n_tensors;
     uint32_t *order = mp__alloc(ctx, ((size_t)nb + 1) * sizeof *order);
     block_key *keys = mp__alloc(ctx, ((size_t)nb + 1) * sizeof *keys);

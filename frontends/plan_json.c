@@ -637,6 +637,30 @@ static mp_status read_plan(rd *r, plan_acc *a)
     return read_skipped(r, a, &o, sec_pos);
 }
 
+/* The blocks live at one step add up to more than 2^64 bytes: names a
+ * block larger than its tensor (the likely cause) when there is one. */
+static mp_status overflow_invalid(mp_ctx *ctx, const char *source,
+                                  const mp_graph *g, const plan_acc *a)
+{
+    uint64_t align = a->fig.alignment ? a->fig.alignment : 1;
+    for (size_t i = 0; i < a->n_blocks; i++) {
+        const mp_block *b = &a->blocks[i];
+        const mp__tensor *tt = &g->tensors[b->tensor];
+        uint64_t want;
+        if (!mp__align_up(tt->bytes, align, &want) || b->size > want)
+            return mp__err(ctx, MP_ERR_VERIFY,
+                          "%s: blocks[%zu] (tensor '%s'): size %llu bytes is "
+                          "larger than the tensor (%llu bytes), and the "
+                          "blocks live at one step add up to more than 2^64 "
+                          "bytes: not a valid plan",
+                          source, i, tt->name, (unsigned long long)b->size,
+                          (unsigned long long)tt->bytes);
+    }
+    return mp__err(ctx, MP_ERR_VERIFY,
+                  "%s: the blocks live at one step add up to more than 2^64 "
+                  "bytes: not a valid plan", source);
+}
+
 /* Where a plan is read to: against graph g, into *out. */
 typedef struct plan_dest {
     mp_graph *g;
@@ -668,6 +692,10 @@ static mp_status plan_from_text(mp_ctx *ctx, const char *text, size_t len,
          * figures against them */
         st = mp__blocks_live(ctx, a.blocks, (uint32_t)a.n_blocks,
                             (uint32_t)a.n_steps, &p->live);
+        /* blocks live together beyond 2^64 bytes fit in no arena: the
+         * plan is invalid (a verification failure), not too large */
+        if (st == MP_ERR_OVERFLOW)
+            st = overflow_invalid(ctx, source, g, &a);
     }
     if (st) {
         mp__dealloc(ctx, a.steps);

@@ -228,7 +228,7 @@ static void t_block_too_small(void)
     mp_block *a = blk("a");
     a->size = 256; /* a needs 3000 bytes */
     p->fig.no_reuse_bytes = 0;
-    expect_reject("smaller than the tensor");
+    expect_reject("size 256 bytes is smaller than the tensor: expected 3072");
     teardown();
 }
 
