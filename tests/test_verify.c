@@ -3,6 +3,7 @@
 #include "sched.h"
 #include "support.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +324,174 @@ static void t_offsets_random(void)
     mp_ctx_destroy(c);
 }
 
+/* ---- memplan verify: the plans of the issue's examples -------------------- */
+/* Plans examples/GRAPH.json (in-place reuse as given), lets `tamper`
+ * change the plan, saves it and runs `memplan verify`: exit 5 and a
+ * message containing `needle`. */
+static void cli_case(const char *graph, int inplace,
+                     void (*tamper)(const mp_graph *, mp_plan *),
+                     const char *needle)
+{
+    char gpath[1024], cmd[4096], out[4096];
+    snprintf(gpath, sizeof gpath, "%s/examples/%s", MP_SOURCE_DIR, graph);
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_graph *gg = NULL;
+    mp_plan *pp = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load(c, gpath, &gg), MP_OK);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    o.inplace = inplace;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(gg, &o, &pp), MP_OK);
+    tamper(gg, pp);
+    const char *tmp = mp_test_write_temp(".json", "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+    char ppath[512];
+    snprintf(ppath, sizeof ppath, "%s", tmp);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_save_json(pp, ppath), MP_OK);
+    snprintf(cmd, sizeof cmd, "'%s' verify '%s' '%s' 2>&1", MP_CLI_PATH,
+             gpath, ppath);
+    int rc = mp_test_run(cmd, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 5);
+    if (rc != 5 || !strstr(out, needle)) {
+        printf("\n  %s: exit %d: %s  expected exit 5 and: %s\n", graph, rc,
+               out, needle);
+        CU_FAIL("memplan verify does not reject the plan as it should");
+    }
+    remove(ppath);
+    mp_plan_destroy(pp);
+    mp_graph_destroy(gg);
+    mp_ctx_destroy(c);
+}
+
+static mp_block *block_of(const mp_graph *gg, mp_plan *pp, const char *name)
+{
+    for (uint32_t i = 0; i < pp->n_blocks; i++)
+        if (strcmp(gg->tensors[pp->blocks[i].tensor].name, name) == 0)
+            return &pp->blocks[i];
+    CU_FAIL_FATAL("no block");
+    return NULL;
+}
+
+/* fc1's input x given 256 bytes at offset 0 and its output h1 put at 256:
+ * their real bytes overlap, their blocks do not */
+static void tamper_tiny_x(const mp_graph *gg, mp_plan *pp)
+{
+    block_of(gg, pp, "x")->offset = 0;
+    block_of(gg, pp, "x")->size = 256;
+    block_of(gg, pp, "h1")->offset = 256;
+}
+
+static void tamper_shrink(const mp_graph *gg, mp_plan *pp)
+{
+    (void)gg;
+    pp->blocks[pp->n_blocks / 2].size -= 256;
+}
+
+static void tamper_grow(const mp_graph *gg, mp_plan *pp)
+{
+    /* one block 256 bytes larger, moved to the top of the arena, the
+     * figures restated: only its size is wrong */
+    mp_block *b = block_of(gg, pp, "s");
+    b->offset = pp->fig.arena_bytes;
+    b->size += 256;
+    pp->fig.arena_bytes += b->size;
+    pp->fig.peak_bytes += b->size;
+    pp->fig.no_reuse_bytes += 256;
+    pp->fig.status = MP_SOLVE_FEASIBLE;
+}
+
+static void tamper_huge(const mp_graph *gg, mp_plan *pp)
+{
+    block_of(gg, pp, "a1")->size = UINT64_MAX - 255; /* 2^64 - 256 */
+}
+
+static void tamper_align0(const mp_graph *gg, mp_plan *pp)
+{
+    (void)gg;
+    pp->fig.alignment = 0;
+}
+
+static void tamper_infeasible(const mp_graph *gg, mp_plan *pp)
+{
+    (void)gg;
+    pp->fig.status = MP_SOLVE_INFEASIBLE;
+}
+
+static void tamper_feasible(const mp_graph *gg, mp_plan *pp)
+{
+    (void)gg;
+    CU_ASSERT_EQUAL(pp->fig.status, MP_SOLVE_OPTIMAL);
+    pp->fig.status = MP_SOLVE_FEASIBLE;
+}
+
+static void tamper_seconds(const mp_graph *gg, mp_plan *pp)
+{
+    (void)gg;
+    pp->fig.solve_seconds = -1.0;
+}
+
+static void tamper_fused_weight(const mp_graph *gg, mp_plan *pp)
+{
+    uint32_t w1;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(gg, "w1", &w1), MP_OK);
+    pp->fused = mp__calloc(pp->ctx, gg->n_tensors, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pp->fused);
+    pp->fused[w1] = 1;
+}
+
+static void t_cli_issue_cases(void)
+{
+    cli_case("tiny.json", 0, tamper_tiny_x,
+             "block 0 (tensor 'x' from step 0): size 256 bytes is smaller "
+             "than the tensor: expected 32768");
+    cli_case("resnet50.json", 1, tamper_shrink, "is smaller than the tensor");
+    cli_case("tiny.json", 1, tamper_grow,
+             "(tensor 's' from step 4): size 33024 bytes is larger than the "
+             "tensor: expected 32768");
+    cli_case("tiny.json", 1, tamper_huge,
+             "size 18446744073709551360 bytes is larger than the tensor");
+    cli_case("tiny.json", 1, tamper_align0, "plan alignment is 0");
+    cli_case("tiny.json", 1, tamper_infeasible, "plan status 'infeasible'");
+    cli_case("tiny.json", 1, tamper_feasible,
+             "plan claims to be feasible but its arena equals the lower "
+             "bound");
+    cli_case("tiny.json", 1, tamper_seconds, "plan solve time -1 seconds");
+    cli_case("tiny.json", 1, tamper_fused_weight,
+             "tensor 'w1' is marked fused but is a weight");
+}
+
+/* The claims the replay cannot see: each one alone is rejected. */
+static void t_claims(void)
+{
+    setup();
+    p->fig.peak_step = p->n_steps;
+    expect_reject("not a step of the schedule");
+    teardown();
+    setup();
+    /* a later step with as many live bytes is not the peak step */
+    uint32_t s = p->fig.peak_step;
+    p->fig.peak_step = s + 1;
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_ERR_VERIFY);
+    teardown();
+    setup();
+    p->fig.status = MP_SOLVE_TIMEOUT;
+    expect_reject("plan status 'timeout'");
+    teardown();
+    setup();
+    p->fig.solve_seconds = NAN;
+    expect_reject("not a non-negative number");
+    teardown();
+    setup();
+    /* an in-place claim on a graph input's block */
+    p->block_over = mp__alloc(ctx, p->n_blocks * sizeof *p->block_over);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p->block_over);
+    for (uint32_t i = 0; i < p->n_blocks; i++)
+        p->block_over[i] = MP_NONE;
+    p->block_over[blk("x") - p->blocks] = blk("a")->tensor;
+    expect_reject("input tensor 'x' claims to be written in place");
+    teardown();
+}
+
 static CU_TestInfo tests[] = {
     {"rejects overlapping blocks", t_overlap},
     {"rejects a block outside the arena", t_outside_arena},
@@ -342,6 +511,8 @@ static CU_TestInfo tests[] = {
     {"rejects an offload whose block does not end there", t_offload_block_end},
     {"offsets verifier cases", t_offsets},
     {"offsets verifier vs brute force", t_offsets_random},
+    {"claims: peak step, status, solve time, in place on an input", t_claims},
+    {"memplan verify: exit 5 on the issue's broken plans", t_cli_issue_cases},
     CU_TEST_INFO_NULL,
 };
 
