@@ -165,7 +165,9 @@ MP_API mp_status mp_plan_to_json_string(const mp_plan *p, char **out);
  * Errors: MP_ERR_IO (unreadable), MP_ERR_PARSE (malformed JSON, a missing
  * key; file:line:column named), MP_ERR_NOT_FOUND (a name not in g),
  * MP_ERR_GRAPH (made for a graph with other counts), MP_ERR_UNSUPPORTED (a
- * newer format version), MP_ERR_NOMEM, MP_ERR_INVALID_ARG (NULL). */
+ * newer format version), MP_ERR_VERIFY (blocks live at one step add up
+ * to more than 2^64 bytes: no arena holds them), MP_ERR_NOMEM,
+ * MP_ERR_INVALID_ARG (NULL). */
 MP_API mp_status mp_plan_load_json(mp_graph *g, const char *path,
                                    mp_plan **out);
 
@@ -174,7 +176,11 @@ MP_API mp_status mp_plan_load_json(mp_graph *g, const char *path,
  * of a step is resident when it runs, every arena tensor produced is
  * placed, no two resident blocks overlap, every block lies in the arena
  * and is aligned, and the reported figures equal the replayed ones.
- * Independent of the solvers.
+ * Every block must be exactly its tensor's size rounded up to the
+ * alignment (>= 1); the status must be OPTIMAL when the arena equals the
+ * lower bound and FEASIBLE otherwise; the peak step is the first step at
+ * the maximum; the solve time a non-negative number; fused and in-place
+ * claims legal for their tensors. Independent of the solvers.
  * Errors: MP_ERR_VERIFY (the first violation: step, tensors, offsets),
  * MP_ERR_INVALID_ARG (NULL, an unfinalized graph), MP_ERR_NOMEM.
  * Example: if (mp_verify_plan(g, p) != MP_OK) puts(mp_ctx_message(ctx)); */
