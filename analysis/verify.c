@@ -2,6 +2,7 @@
  * solvers that made them. Nothing here trusts a figure it can recompute. */
 #include "sched.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1049,10 +1050,10 @@ static mp_status check_claims(const mp_graph *g, const mp_plan *p)
     if (f->alignment == 0)
         return mp__err(ctx, MP_ERR_VERIFY,
                       "plan alignment is 0; it must be at least 1");
-    if (!(f->solve_seconds >= 0) || f->solve_seconds > 1e300)
+    if (!isfinite(f->solve_seconds) || f->solve_seconds < 0)
         return mp__err(ctx, MP_ERR_VERIFY,
-                      "plan solve time %g seconds is not a non-negative "
-                      "number",
+                      "plan solve time %g seconds is not a finite "
+                      "non-negative number",
                       f->solve_seconds);
     if (f->status != MP_SOLVE_OPTIMAL && f->status != MP_SOLVE_FEASIBLE)
         return mp__err(ctx, MP_ERR_VERIFY,

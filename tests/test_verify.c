@@ -479,7 +479,7 @@ static void t_claims(void)
     teardown();
     setup();
     p->fig.solve_seconds = NAN;
-    expect_reject("not a non-negative number");
+    expect_reject("not a finite non-negative number");
     teardown();
     setup();
     /* an in-place claim on a graph input's block */
