@@ -341,10 +341,10 @@ int cli_json_print(mp__jw *w);
 void cli_json_key(mp__jw *w, const char *key);
 /* key: {  (close with mp__jw_end) */
 void cli_json_object(mp__jw *w, const char *key);
-/* A string; NULL gives "", a string that is not UTF-8 has every byte
- * outside ASCII as '?' (names come from user files). */
+/* A string; NULL gives "". A byte that is not part of well-formed UTF-8
+ * is written as U+FFFD (names come from user files; the writer does it). */
 void cli_json_str(mp__jw *w, const char *key, const char *s);
-/* An integer; a 64-bit size above INT64_MAX is a real. */
+/* An integer, exactly (all of uint64: 18446744073709551615 stays that). */
 void cli_json_u64(mp__jw *w, const char *key, uint64_t v);
 void cli_json_int(mp__jw *w, const char *key, int64_t v);
 /* A real; one that is not finite fails the output. */
@@ -360,9 +360,6 @@ typedef struct cli_json_size {
     uint64_t bytes;
 } cli_json_size;
 void cli_json_sizes(mp__jw *w, const cli_json_size *rows, size_t n);
-/* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
- * points above U+10FFFF). */
-int cli_utf8_valid(const char *s);
 
 /* ---- subcommands (cmd_NAME.c) ----------------------------------------------
  * validate is memplan-validate, a program of its own (validate/main.c):

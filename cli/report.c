@@ -170,62 +170,15 @@ void cli_json_object(mp__jw *w, const char *key)
     mp__jw_object(w, true);
 }
 
-int cli_utf8_valid(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p, n, cp;
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-        if (c < 0xC2 || c > 0xF4)
-            return 0;   /* a continuation byte, overlong, beyond U+10FFFF */
-        n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
-        cp = c & (0x3Fu >> n);
-        for (unsigned i = 1; i <= n; i++) {
-            if ((p[i] & 0xC0) != 0x80)
-                return 0;
-            cp = cp << 6 | (p[i] & 0x3Fu);
-        }
-        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return 0;
-        p += n + 1;
-    }
-    return 1;
-}
-
 void cli_json_str(mp__jw *w, const char *key, const char *s)
 {
+    /* the writer replaces what is not UTF-8 (U+FFFD) */
     cli_json_key(w, key);
-    if (!s)
-        s = "";
-    if (cli_utf8_valid(s)) {
-        mp__jw_string(w, s);
-        return;
-    }
-    /* not UTF-8: keep ASCII, replace every other byte */
-    char b[128];
-    size_t n = 0;
-    mp__jw_string_begin(w);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        b[n++] = *p < 0x80 ? (char)*p : '?';
-        if (n == sizeof b - 1 || !p[1]) {
-            b[n] = 0;
-            mp__jw_string_add(w, b);
-            n = 0;
-        }
-    }
-    mp__jw_string_end(w);
+    mp__jw_string(w, s ? s : "");
 }
 
 void cli_json_u64(mp__jw *w, const char *key, uint64_t v)
 {
-    if (v > (uint64_t)INT64_MAX) {
-        cli_json_real(w, key, (double)v);
-        return;
-    }
     cli_json_key(w, key);
     mp__jw_u64(w, v);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__GNUC__)
 #define MP__PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -103,12 +104,50 @@ static inline uint32_t mp__heap_pop(uint32_t *h, uint32_t *n)
 }
 
 /* Reads a whole file with the context allocator; the text is
- * NUL-terminated. MP_ERR_IO names the file. (core/io.c) */
+ * NUL-terminated. MP_ERR_IO names the file; so does a path that is not a
+ * regular file (a directory, a device). (core/io.c) */
 mp_status mp__read_file(mp_ctx *ctx, const char *path, char **text,
                        size_t *len);
-/* Writes len bytes to path (created or truncated); MP_ERR_IO names it. */
+/* MP_OK when path names a regular file (through symlinks); else MP_ERR_IO
+ * naming it: "cannot open: <why>" or "is a directory ..." (core/io.c). */
+mp_status mp__check_regular(mp_ctx *ctx, const char *path);
+/* Writes len bytes to path atomically (mp__wfile); MP_ERR_IO names it. */
 mp_status mp__write_file(mp_ctx *ctx, const char *path, const char *data,
                         size_t len);
+
+/* ---- UTF-8 (core/utf8.c) ---------------------------------------------------
+ * The length (1 to 4) of the well-formed UTF-8 character at s, its code
+ * point in *cp; 0 at the end (NUL) or where the bytes are not one (a stray
+ * continuation byte, an overlong form, a surrogate, beyond U+10FFFF, a
+ * character cut short). */
+size_t mp__utf8_next(const char *s, uint32_t *cp);
+/* true when the NUL-terminated s is well-formed UTF-8 throughout. */
+bool mp__utf8_valid(const char *s);
+
+/* An output file written atomically: the data goes to a fresh temporary
+ * file beside the target (".NAME.tmp-PID-N" in its folder, with the
+ * target's permissions when it exists), which commit flushes, fsyncs and
+ * renames over the target (then fsyncs the folder). A failure at any
+ * point, or abort, removes the temporary file and leaves the target as it
+ * was. A symlink is followed: the file it names is replaced. A target
+ * that exists and is not a regular file (/dev/null, a FIFO) is written in
+ * place. */
+typedef struct mp__wfile {
+    mp_ctx *ctx;
+    FILE *f;           /* write here */
+    const char *path;  /* the target as given (messages) */
+    char *dest;        /* what is renamed over (NULL: written in place) */
+    char *tmp;         /* the temporary file (NULL: in place) */
+} mp__wfile;
+/* Opens the temporary file (or the target in place); MP_ERR_IO names the
+ * target. */
+mp_status mp__wfile_open(mp_ctx *ctx, const char *path, mp__wfile *w);
+/* Closes and renames; `failed` (a write error the caller saw) aborts
+ * instead. MP_OK, or MP_ERR_IO naming the target (the temporary file
+ * removed). */
+mp_status mp__wfile_commit(mp__wfile *w, bool failed);
+/* Closes and removes the temporary file (nothing when not open). */
+void mp__wfile_abort(mp__wfile *w);
 
 /* ---- string -> index hash map (open addressing) ------------------------ */
 typedef struct mp__name_map {

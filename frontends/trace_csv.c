@@ -252,10 +252,11 @@ mp_status mp_trace_save_csv(mp_ctx *ctx, const char *path,
     if (!path || (n > 0 && !bufs))
         return mp__err(ctx, MP_ERR_INVALID_ARG,
                       "trace: path and buffers are required");
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return mp__err(ctx, MP_ERR_IO, "%s: cannot create: %s", path,
-                      strerror(errno));
+    mp__wfile w;
+    mp_status st = mp__wfile_open(ctx, path, &w);
+    if (st)
+        return st;
+    FILE *f = w.f;
     int bad = fputs("id,lower,upper,size,offset\n", f) < 0;
     for (size_t i = 0; i < n && !bad; i++)
         bad = fprintf(f, "%lld,%lld,%lld,%llu,%llu\n",
@@ -263,9 +264,5 @@ mp_status mp_trace_save_csv(mp_ctx *ctx, const char *path,
                       (long long)bufs[i].start, (long long)bufs[i].end,
                       (unsigned long long)bufs[i].size,
                       (unsigned long long)bufs[i].offset) < 0;
-    if (fclose(f) != 0)
-        bad = 1;
-    if (bad)
-        return mp__err(ctx, MP_ERR_IO, "%s: write error", path);
-    return MP_OK;
+    return mp__wfile_commit(&w, bad);
 }

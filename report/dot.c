@@ -45,8 +45,46 @@ int mp_dot_available(void) { return 1; }
 /* cgraph's API is not const-correct: its string parameters are only read. */
 static char *cs(const char *s) { return (char *)s; }
 
-/* agwrite keeps its indentation state in statics: one writer at a time. */
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+/* cgraph keeps global state (agwrite's indentation, the default string
+ * dictionary, its error state, the protograph): every cgraph call of the
+ * library, from agopen to the last agclose, is made under this lock, so
+ * that two contexts on two threads may write DOT at once. */
+static pthread_mutex_t cgraph_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* s as a DOT string may carry it, into buf (cap bytes, at least 8): a
+ * backslash doubled (DOT reads "\\" as one; a lone one before the closing
+ * quote would escape it and swallow what follows), a control character
+ * as '?', a byte that is not part of well-formed UTF-8 as U+FFFD. Cut
+ * between characters when buf is full. Quotes are cgraph's to escape. */
+static const char *dot_esc(const char *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        uint32_t cp;
+        size_t k = *p < 0x80 ? 1 : mp__utf8_next((const char *)p, &cp);
+        const char *put = (const char *)p;
+        size_t len = k;
+        if (k == 0) {
+            put = "\xEF\xBF\xBD";
+            len = 3;
+            k = 1;
+        } else if (*p == '\\') {
+            put = "\\\\";
+            len = 2;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            put = "?";
+            len = 1;
+        }
+        if (n + len >= cap)
+            break;
+        memcpy(buf + n, put, len);
+        n += len;
+        p += k;
+    }
+    buf[n] = 0;
+    return buf;
+}
 
 /* Object IDs: cgraph's default ID discipline takes a named object's ID
  * from the address of its interned name, and writes subgraphs (the
@@ -162,9 +200,34 @@ static const char *phase_color(uint8_t ph)
     }
 }
 
+/* Sets attribute k. A value cut short by snprintf may end inside an
+ * escape ("\\") or a UTF-8 character: that tail is dropped, so that the
+ * closing quote stays a quote and the file stays UTF-8. */
 static void set(void *obj, const char *k, const char *v)
 {
-    agsafeset(obj, cs(k), cs(v), cs(""));
+    size_t n = strlen(v), end = n, bs = 0;
+    while (end > 0 && ((unsigned char)v[end - 1] & 0xC0) == 0x80 &&
+           n - end < 3)
+        end--;
+    if (end > 0 && (unsigned char)v[end - 1] >= 0xC0) {
+        uint32_t cp;
+        if (mp__utf8_next(v + end - 1, &cp) == 0)
+            n = end - 1;  /* a character cut short */
+    }
+    for (end = n; end > 0 && v[end - 1] == '\\'; end--)
+        bs++;
+    if (bs % 2)
+        n--;
+    if (n == strlen(v)) {
+        agsafeset(obj, cs(k), cs(v), cs(""));
+        return;
+    }
+    char buf[1100];
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    memcpy(buf, v, n);
+    buf[n] = 0;
+    agsafeset(obj, cs(k), buf, cs(""));
 }
 
 typedef struct dot_run {
@@ -370,8 +433,9 @@ static void draw_group_member(dot_run *r, uint32_t n, uint32_t k)
     if (!r->gn[k]) {
         snprintf(buf, sizeof buf, "g%u", k);
         r->gn[k] = agnode(r->G, buf, 1);
-        snprintf(buf, sizeof buf, "%s*\\n%u nodes", r->keys[k],
-                 r->gcount[k]);
+        char e[512];
+        snprintf(buf, sizeof buf, "%s*\\n%u nodes",
+                 dot_esc(r->keys[k], e, sizeof e), r->gcount[k]);
         set(r->gn[k], "label", buf);
         set(r->gn[k], "shape", "box3d");
         set(r->gn[k], "fillcolor", phase_color(r->g->nodes[n].phase));
@@ -392,7 +456,8 @@ static Agraph_t *node_home(dot_run *r, uint32_t n)
         char buf[32];
         snprintf(buf, sizeof buf, "cluster_%u", c);
         r->clus[c] = agsubg(r->G, buf, 1);
-        set(r->clus[c], "label", r->ckeys[c]);
+        char e[640];
+        set(r->clus[c], "label", dot_esc(r->ckeys[c], e, sizeof e));
         set(r->clus[c], "style", "rounded");
         set(r->clus[c], "color", "#999999");
     }
@@ -422,11 +487,14 @@ static void draw_node(dot_run *r, uint32_t n)
     snprintf(buf, sizeof buf, "n%u", n);
     Agnode_t *an = agnode(home, buf, 1);
     r->rep[n] = an;
+    char en[512], eo[256];
+    dot_esc(nd->name, en, sizeof en);
+    dot_esc(nd->op, eo, sizeof eo);
     if (r->recomp[n])
-        snprintf(buf, sizeof buf, "%s\\n%s\\nrecomputed x%u", nd->name,
-                 nd->op, r->recomp[n]);
+        snprintf(buf, sizeof buf, "%s\\n%s\\nrecomputed x%u", en, eo,
+                 r->recomp[n]);
     else
-        snprintf(buf, sizeof buf, "%s\\n%s", nd->name, nd->op);
+        snprintf(buf, sizeof buf, "%s\\n%s", en, eo);
     set(an, "label", buf);
     set(an, "fillcolor", phase_color(nd->phase));
     if (r->recomp[n]) {
@@ -452,7 +520,8 @@ static Agnode_t *tensor_source(dot_run *r, uint32_t t)
     char buf[32];
     snprintf(buf, sizeof buf, "t%u", t);
     Agnode_t *src = agnode(r->G, buf, 1);
-    set(src, "label", x->name);
+    char e[1024];
+    set(src, "label", dot_esc(x->name, e, sizeof e));
     set(src, "shape", persistent ? "note" : "ellipse");
     set(src, "fillcolor", persistent ? "#eeeeee" : "#ffffcc");
     r->tin[t] = src;
@@ -495,7 +564,7 @@ static Agedge_t *tensor_edge(dot_run *r, const mp__tensor *x, Agnode_t *src,
                  : wrote_over(r, x->root, cn) ? " in place"
                                               : "");
     set(e, "label", buf);
-    set(e, "tooltip", x->name);
+    set(e, "tooltip", dot_esc(x->name, buf, sizeof buf));
     return e;
 }
 
@@ -617,9 +686,9 @@ static mp_status dot_run_init(dot_run *r)
     return st;
 }
 
-static void dot_run_free(dot_run *r)
+/* Closes the cgraph graphs (under cgraph_lock). */
+static void dot_run_close(dot_run *r)
 {
-    mp_ctx *ctx = r->p->ctx;
     if (r->G) {
         /* subgraphs first: agclose of the root leaves their dictionaries
          * behind in this cgraph version */
@@ -627,7 +696,13 @@ static void dot_run_free(dot_run *r)
             if (r->clus[i])
                 agclose(r->clus[i]);
         agclose(r->G);
+        r->G = NULL;
     }
+}
+
+static void dot_run_free(dot_run *r)
+{
+    mp_ctx *ctx = r->p->ctx;
     mp__dealloc(ctx, r->clus);
     for (uint32_t i = 0; i < r->nk; i++)
         mp__dealloc(ctx, r->keys[i]);
@@ -648,12 +723,13 @@ static void graph_label(dot_run *r)
 {
     const mp_plan *p = r->p;
     const mp_graph *g = r->g;
-    char lab[512], a[32], b[32], c[32];
+    char lab[768], a[32], b[32], c[32], name[256];
     snprintf(lab, sizeof lab,
              "%s: arena %s, lower bound %s, persistent %s\\npeak at "
              "step %u (red: the node running and the tensors live "
              "there)\\nblue forward, orange backward, green optimizer",
-             g->name && *g->name ? g->name : "graph",
+             g->name && *g->name ? dot_esc(g->name, name, sizeof name)
+                                 : "graph",
              mp__viz_size(p->fig.arena_bytes, a, sizeof a),
              mp__viz_size(p->fig.lower_bound_bytes, b, sizeof b),
              mp__viz_size(p->fig.persistent_bytes, c, sizeof c),
@@ -664,7 +740,7 @@ static void graph_label(dot_run *r)
                          len < sizeof lab; k++) {
         int w = snprintf(lab + len, sizeof lab - len, "%s%.40s %s",
                          k ? ", " : "\\narena = the sum of its pools: ",
-                         p->pools[k].name,
+                         dot_esc(p->pools[k].name, name, 41),
                          mp__viz_size(p->pools[k].arena_bytes, a, sizeof a));
         len += w > 0 ? (size_t)w : 0;
     }
@@ -685,8 +761,11 @@ static mp_status open_graph(dot_run *r)
     r->ids.disc = (Agdisc_t){&AgMemDisc, &id_disc, &AgIoDisc};
     r->ids.ctx = r->p->ctx;
     r->ids.anon = 1;
-    r->G = agopen(cs(g->name && *g->name ? g->name : "memplan"), Agdirected,
-                  &r->ids.disc);
+    char name[512];
+    r->G = agopen(g->name && *g->name ? (char *)dot_esc(g->name, name,
+                                                        sizeof name)
+                                      : cs("memplan"),
+                  Agdirected, &r->ids.disc);
     if (!r->G)
         return mp__err(r->p->ctx, MP_ERR_NOMEM,
                       "DOT: cgraph could not open a graph");
@@ -721,31 +800,24 @@ mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
     r.p = p;
     r.g = p->graph;
     r.o = opt ? opt : &defaults;
-    FILE *f = NULL;
+    mp__wfile w;
+    memset(&w, 0, sizeof w);
     mp_status st = dot_run_init(&r);
-    if (st)
-        goto done;
-    f = fopen(path, "w");
-    if (!f) {
-        st = mp__err(ctx, MP_ERR_IO, "%s: cannot write: %s", path,
-                    strerror(errno));
-        goto done;
+    if (!st)
+        st = mp__wfile_open(ctx, path, &w);
+    if (!st) {
+        pthread_mutex_lock(&cgraph_lock);
+        if (!(st = open_graph(&r)) && !(st = build(&r)) &&
+            agwrite(r.G, w.f) != 0)
+            st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
+        dot_run_close(&r);
+        pthread_mutex_unlock(&cgraph_lock);
+        if (st)
+            mp__wfile_abort(&w);
+        else
+            st = mp__wfile_commit(&w, false);
     }
-    if ((st = open_graph(&r)) || (st = build(&r)))
-        goto done;
-    pthread_mutex_lock(&write_lock);
-    int wr = agwrite(r.G, f);
-    pthread_mutex_unlock(&write_lock);
-    if (wr != 0)
-        st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
-done:
     dot_run_free(&r);
-    if (f) {
-        int bad = ferror(f);
-        if (fclose(f) != 0 || bad)
-            if (!st)
-                st = mp__err(ctx, MP_ERR_IO, "%s: write failed", path);
-    }
     if (st == MP_ERR_NOMEM)
         return mp__err(ctx, st, "DOT: out of memory");
     return st;

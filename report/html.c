@@ -465,10 +465,11 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
     const mp_figures *fg = &p->fig;
     const char *title = o->title ? o->title
                         : g->name && *g->name ? g->name : "graph";
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return mp__err(p->ctx, MP_ERR_IO, "%s: cannot write: %s", path,
-                      strerror(errno));
+    mp__wfile w;
+    mp_status st = mp__wfile_open(p->ctx, path, &w);
+    if (st)
+        return st;
+    FILE *f = w.f;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           "<title>memplan: ", f);
     mp__viz_xml_str(f, title);
@@ -502,7 +503,7 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
             "every arena tensor in its own memory");
     fputs("</table>\n<h2>Memory timeline</h2>\n<p>Live arena bytes at each "
           "step, stacked by tensor kind.</p>\n", f);
-    mp_status st = timeline(f, p, o);
+    st = timeline(f, p, o);
     if (!st) {
         fputs("<h2>Arena layout</h2>\n<p>Offset in the arena against the "
               "step: one rectangle per tensor (hover for its name, size, "
@@ -515,8 +516,10 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
         lint_table(f, o->lints);
     fputs("<p class=\"note\">Written by memplan " MP_VERSION_STRING
           ".</p>\n</body></html>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return st ? st : mp__err(p->ctx, MP_ERR_IO, "%s: write failed", path);
-    return st == MP_ERR_NOMEM ? mp__err(p->ctx, st, "html: out of memory") : st;
+    if (st) {
+        mp__wfile_abort(&w);
+        return st == MP_ERR_NOMEM ? mp__err(p->ctx, st, "html: out of memory")
+                                  : st;
+    }
+    return mp__wfile_commit(&w, false);
 }

@@ -1832,17 +1832,21 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
     size_t n = strlen(dir) + 16;
     char *pi = mp__alloc(ctx, n), *pb = mp__alloc(ctx, n);
     FILE *ix = NULL, *bin = NULL;
+    /* both written atomically (core/io.c): a failed run leaves the
+     * previous dump as it was */
+    mp__wfile wi, wb;
+    memset(&wi, 0, sizeof wi);
+    memset(&wb, 0, sizeof wb);
     mp_status st = MP_ERR_NOMEM;
     if (!pi || !pb)
         goto out;
     snprintf(pi, n, "%s/values.txt", dir);
     snprintf(pb, n, "%s/values.bin", dir);
-    ix = fopen(pi, "w");
-    bin = fopen(pb, "wb");
-    if (!ix || !bin) {
-        st = mp__err(ctx, MP_ERR_IO, "%s: cannot write", ix ? pb : pi);
+    if ((st = mp__wfile_open(ctx, pi, &wi)) ||
+        (st = mp__wfile_open(ctx, pb, &wb)))
         goto out;
-    }
+    ix = wi.f;
+    bin = wb.f;
     uint64_t at = 0;
     int bad = 0;
     /* weights and folded constants (the weights buffer) */
@@ -1890,10 +1894,12 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
     }
     st = bad ? mp__err(ctx, MP_ERR_IO, "%s: write failed", dir) : MP_OK;
 out:
-    if (ix && fclose(ix) != 0 && st == MP_OK)
-        st = mp__err(ctx, MP_ERR_IO, "%s: write failed", pi);
-    if (bin && fclose(bin) != 0 && st == MP_OK)
-        st = mp__err(ctx, MP_ERR_IO, "%s: write failed", pb);
+    if (!st)
+        st = mp__wfile_commit(&wi, false);
+    if (!st)
+        st = mp__wfile_commit(&wb, false);
+    mp__wfile_abort(&wi);
+    mp__wfile_abort(&wb);
     mp__dealloc(ctx, pi);
     mp__dealloc(ctx, pb);
     return st;

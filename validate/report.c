@@ -109,7 +109,7 @@ static void by_op_json(mp__jw *w, const mpv_program *prog,
     }
     cli_json_object(w, "by_op");
     for (uint32_t k = 0; k < n; k++) {
-        if (!cli_utf8_valid(name[k]))
+        if (!mp__utf8_valid(name[k]))
             continue;   /* a key that is not UTF-8 is left out */
         cli_json_object(w, name[k]);
         cli_json_int(w, "steps", cnt[k]);

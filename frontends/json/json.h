@@ -33,7 +33,10 @@
  * Writer: a growable buffer with nested objects and arrays; commas,
  * colons, line breaks and indentation come from the nesting, so that each
  * format's layout is declared by how it opens its containers (one member
- * per line, or all on one line). Strings are escaped, numbers written in
+ * per line, or all on one line). Strings are escaped (control characters
+ * as escapes; a byte that is not part of well-formed UTF-8 as U+FFFD, so
+ * that the output is always valid JSON whatever a name holds), integers
+ * written exactly (all of uint64 and int64), numbers written in
  * the form each format has always used; the result is a string or a file.
  *
  *     mp__jw w;
@@ -297,8 +300,9 @@ static inline bool mp__json_is_ext_key(const char *key)
  * ====================================================================== */
 enum {
     MP__JW_COMPACT = 1, /* "," and ":" without spaces, no indentation */
-    MP__JW_ASCII = 2,   /* every byte outside printable ASCII as \u00xx
-                           (the trace's form), no short escapes */
+    MP__JW_ASCII = 2,   /* every character outside printable ASCII as
+                           \uXXXX (a surrogate pair above U+FFFF; the
+                           trace's form), no short escapes */
     MP__JW_UPPER = 4    /* \u00XX in capitals (jansson's form) */
 };
 

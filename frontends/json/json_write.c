@@ -149,19 +149,20 @@ void mp__jw_newline(mp__jw *w) { w->newline = true; }
 
 /* ---- strings ------------------------------------------------------------ */
 /* Bytes that end a run written as is: 1 always (NUL, controls, '"',
- * '\\'), 2 with MP__JW_ASCII only (0x7f and above). */
+ * '\\', and the bytes of UTF-8 above ASCII, checked before they are
+ * copied), 2 with MP__JW_ASCII only (0x7f). */
 static const unsigned char stop[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     ['"'] = 1, ['\\'] = 1, [0x7f] = 2,
-    [0x80] = 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+    [0x80] = 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
 
 /* How many bytes of s need no escape. */
 static size_t plain_len(const mp__jw *w, const char *s)
@@ -196,6 +197,44 @@ static size_t escape(const mp__jw *w, unsigned char c, char *e)
     return 6;
 }
 
+/* \uXXXX of a code point below 0x10000 into e (6 bytes). */
+static void u_escape(const mp__jw *w, uint32_t cp, char *e)
+{
+    const char *hex = (w->flags & MP__JW_UPPER) ? "0123456789ABCDEF"
+                                                : "0123456789abcdef";
+    e[0] = '\\';
+    e[1] = 'u';
+    for (int i = 0; i < 4; i++)
+        e[2 + i] = hex[(cp >> (12 - 4 * i)) & 15];
+}
+
+/* The character at s, above ASCII: copied when it is well-formed UTF-8
+ * (as \uXXXX, a surrogate pair above U+FFFF, with MP__JW_ASCII), else
+ * its first byte replaced by U+FFFD. The bytes of s used. */
+static size_t non_ascii(mp__jw *w, const char *s)
+{
+    uint32_t cp;
+    size_t k = mp__utf8_next(s, &cp);
+    if (!k)
+        cp = 0xFFFD;
+    if (w->flags & MP__JW_ASCII) {
+        char e[12];
+        if (cp >= 0x10000) {
+            u_escape(w, 0xD800 + ((cp - 0x10000) >> 10), e);
+            u_escape(w, 0xDC00 + ((cp - 0x10000) & 0x3FF), e + 6);
+            put(w, e, 12);
+        } else {
+            u_escape(w, cp, e);
+            put(w, e, 6);
+        }
+    } else if (k) {
+        put(w, s, k);
+    } else {
+        put(w, "\xEF\xBF\xBD", 3);
+    }
+    return k ? k : 1;
+}
+
 static void escaped(mp__jw *w, const char *s)
 {
     for (;;) {
@@ -203,9 +242,14 @@ static void escaped(mp__jw *w, const char *s)
         put(w, s, n);
         if (!s[n])
             return;
+        s += n;
+        if ((unsigned char)*s >= 0x80) {
+            s += non_ascii(w, s);
+            continue;
+        }
         char e[6];
-        put(w, e, escape(w, (unsigned char)s[n], e));
-        s += n + 1;
+        put(w, e, escape(w, (unsigned char)*s, e));
+        s++;
     }
 }
 
