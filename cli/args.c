@@ -177,7 +177,7 @@ static int check_args(const cli_args *a)
                  r->needs ? "without" : "with", cli_options[r->other].name);
         return cli_no_effect(a, r->opt, context, r->why);
     }
-    return 0;
+    return cli_check_paths(a);
 }
 
 int cli_parse_args(int cmd, int argc, char **argv, cli_args *a)

@@ -11,9 +11,9 @@
  * and docs/cli.md's option lists (cli/help.c) and the checks that refuse
  * an option that would do nothing (the rules of cli/options.c) all read
  * that table. The files, bottom up (none calls a file above it):
- * report.c, values.c, options.c, option_set.c, help.c, args.c, model.c,
- * offload_opts.c, train_opts.c; then each command, cmd_NAME.c, and
- * main.c. */
+ * report.c, values.c, options.c, option_set.c, paths.c, help.c, args.c,
+ * model.c, offload_opts.c, train_opts.c; then each command, cmd_NAME.c,
+ * and main.c. */
 #ifndef MEMPLAN_CLI_H
 #define MEMPLAN_CLI_H
 
@@ -252,6 +252,15 @@ int cli_command_find(const char *name);
  * CLI_EXIT_USAGE. */
 int cli_no_effect(const cli_args *a, int id, const char *context,
                   const char *why);
+
+/* ---- files (cli/paths.c) ----------------------------------------------------
+ * Refuses an output (-o, --dot, --html, --trace, --dump) that is one of
+ * the command's inputs or another of its outputs, however the path is
+ * written (../, ./, a symlink): compared by device and inode when the
+ * file exists, by the real path of its folder and its name when not.
+ * Devices and pipes are not compared. 0 or CLI_EXIT_USAGE (printed).
+ * cli_parse_args calls it for every command. */
+int cli_check_paths(const cli_args *a);
 
 /* ---- help (cli/help.c) ------------------------------------------------------ */
 /* 'memplan CMD --help' */

@@ -6,11 +6,19 @@
 
 int cli_is_json(const char *path)
 {
-    /* JSON (first character '{' or '['), as mp_graph_load tells it */
+    /* JSON (first character '{' or '[', after a byte order mark), as
+     * mp_graph_load tells it */
     size_t len = strlen(path);
     FILE *f = len >= 5 && strcmp(path + len - 5, ".onnx") == 0
                   ? NULL : fopen(path, "rb");
     int c = ' ';
+    if (f) {
+        /* a UTF-8 byte order mark may stand before the JSON */
+        unsigned char bom[3];
+        size_t n = fread(bom, 1, 3, f);
+        if (n != 3 || bom[0] != 0xEF || bom[1] != 0xBB || bom[2] != 0xBF)
+            rewind(f);
+    }
     while (f && (c == ' ' || c == '\t' || c == '\n' || c == '\r'))
         c = fgetc(f);
     if (f)

@@ -164,10 +164,19 @@ static mp_status read_shape(rd *r, const mp__jval *v, rtensor *t)
     t->shape_known = true;
     while (!(st = mp__jr_elem(&r->jr, &a, &more)) && more) {
         if (rank >= MP_MAX_RANK) {
+            /* the real rank: the rest of the array counted */
+            size_t n = rank;
+            while (!st && more) {
+                n++;
+                if (!(st = mp__jr_skip_value(&r->jr)))
+                    st = mp__jr_elem(&r->jr, &a, &more);
+            }
+            if (st)
+                return st;
             mp__jr_path_cut(&r->jr, base);
             return mp__jr_err(&r->jr, MP_ERR_BAD_DIM, v->off,
                               "rank %zu is more than the %d supported",
-                              rank + 1, MP_MAX_RANK);
+                              n, MP_MAX_RANK);
         }
         if ((st = mp__jr_value(&r->jr, &e)))
             return st;
@@ -1135,7 +1144,7 @@ static mp_status read_header(rd *r, int k)
     default:
         if (v.type != MP__JT_OBJECT)
             return mp__jr_type_err(&r->jr, &v, "an object");
-        return mp__jr_skip(&r->jr, &v);
+        return mp__jr_skip_unique(&r->jr, &v);
     }
 }
 
@@ -1179,7 +1188,7 @@ static mp_status read_canonical(rd *r, mp__jobj o, bool *other_order)
                 *other_order = true;
                 return MP_OK;
             }
-            if ((st = mp__jr_skip_value(&r->jr)))
+            if ((st = mp__jr_skip_value_unique(&r->jr)))
                 return st;
             continue;
         }
@@ -1217,7 +1226,10 @@ static mp_status read_two_pass(rd *r, mp__jobj o)
             unknown_off = o.key_off;
             unknown_s = o.key;
         }
-        if ((st = mp__jr_skip_value(&r->jr)))
+        /* an extension's value is read here only: its keys checked */
+        if ((st = k < 0 && mp__json_is_ext_key(mp__jr_key(&r->jr, &o))
+                      ? mp__jr_skip_value_unique(&r->jr)
+                      : mp__jr_skip_value(&r->jr)))
             return st;
     }
     if (st || (!r->parent && (st = mp__jr_doc_end(&r->jr))))

@@ -82,7 +82,8 @@ mp_status mp_graph_load_opts(mp_ctx *ctx, const char *path,
     mp_status st = mp__read_file(ctx, path, &text, &len);
     if (st)
         return st;
-    size_t i = 0;
+    /* a UTF-8 byte order mark may stand before JSON */
+    size_t i = mp__json_bom(text, len);
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
                        text[i] == '\r'))
         i++;

@@ -599,20 +599,27 @@ static mp_status read_plan(rd *r, plan_acc *a)
         "metadata"};
     size_t sec_pos[N_SEC] = {0, 0, 0, 0, 0}, unknown_off = 0;
     char unknown[64] = "";
+    bool meta_seen = false;
     mp__jobj o;
     int k;
     mp_status st = mp__jr_doc(&r->jr, &o, &keys);
     while (!st && !(st = mp__jr_member(&r->jr, &o, &k)) && k != MP__JK_END) {
         bool known = (o.seen >> K_FORMAT & 1) && (o.seen >> K_VERSION & 1);
         if (k == MP__JK_OTHER) {
-            /* "metadata" is free; another key is an error, reported once
-             * the version is known to be one this memplan reads */
-            if (!unknown_off && strcmp(mp__jr_key(&r->jr, &o), "metadata")) {
+            /* "metadata" is free (once, its keys unique); another key is
+             * an error, reported once the version is known to be one this
+             * memplan reads */
+            bool meta = strcmp(mp__jr_key(&r->jr, &o), "metadata") == 0;
+            if (meta && meta_seen)
+                return mp__jr_dup_key(&r->jr, &o);
+            meta_seen |= meta;
+            if (!unknown_off && !meta) {
                 unknown_off = o.key_off;
                 snprintf(unknown, sizeof unknown, "%s",
                          mp__jr_key(&r->jr, &o));
             }
-            st = mp__jr_skip_value(&r->jr);
+            st = meta ? mp__jr_skip_value_unique(&r->jr)
+                      : mp__jr_skip_value(&r->jr);
         } else if (k >= K_FORMAT) {
             st = read_format(r, k);
         } else if (!known) {

@@ -120,6 +120,9 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
     unsigned long line = 0;
     const char *fb[6], *fe[6];
     const char *p = text, *end = text + len;
+    /* a UTF-8 byte order mark before the header is skipped */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;

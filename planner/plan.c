@@ -82,6 +82,18 @@ mp_status mp__plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
 {
     mp_ctx *ctx = g->ctx;
     *out = NULL;
+    if (n_steps == 0) {
+        /* no node: nothing runs, so no step holds anything (a plan has at
+         * least one step for its graph inputs to be live at) */
+        mp__dealloc(ctx, steps);
+        return mp__err(ctx, MP_ERR_GRAPH,
+                       "graph%s%s%s has no nodes: there is nothing to plan "
+                       "(its outputs are its inputs); add the nodes that "
+                       "compute the outputs",
+                       g->name && *g->name ? " '" : "",
+                       g->name && *g->name ? g->name : "",
+                       g->name && *g->name ? "'" : "");
+    }
     mp_plan *p = mp__calloc(ctx, 1, sizeof *p);
     if (!p) {
         mp__dealloc(ctx, steps);

@@ -170,6 +170,12 @@ mp_status mp__jr_value(mp__jr *r, mp__jval *v);
 mp_status mp__jr_skip(mp__jr *r, const mp__jval *v);
 /* The next value, skipped whole. */
 mp_status mp__jr_skip_value(mp__jr *r);
+/* mp__jr_skip / mp__jr_skip_value, checking that no object inside has a
+ * key twice ("duplicate key" at its second place): for the values the
+ * formats keep free (metadata, "x-" extensions), which are skipped but
+ * must still be JSON as the formats define it. */
+mp_status mp__jr_skip_unique(mp__jr *r, const mp__jval *v);
+mp_status mp__jr_skip_value_unique(mp__jr *r);
 
 /* The next value, which must be an object / array: otherwise "expected
  * <what>, got ..." (what NULL: "an object" / "an array"). */

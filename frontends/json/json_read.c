@@ -15,7 +15,8 @@ void mp__jr_init(mp__jr *r, mp_ctx *ctx, const char *src, const char *text,
     memset(r, 0, sizeof *r);
     r->ctx = ctx;
     r->src = src;
-    mp__jtok_init(&r->k, text, len, 0);
+    /* a byte order mark before the document is skipped */
+    mp__jtok_init(&r->k, text, len, mp__json_bom(text, len));
     r->flags = flags;
 }
 
@@ -335,33 +336,123 @@ static mp_status skip_key(mp__jr *r)
     return MP_OK;
 }
 
+/* The keys of the objects open in a skipped value, when they are checked
+ * unique: each key decoded into the arena, each level's first key and
+ * arena mark. */
+typedef struct ukey {
+    const char *p;  /* set before sorting (the arena may move before) */
+    size_t s, n, off;
+} ukey;
+typedef struct ulevel {
+    size_t kstart, mark;
+} ulevel;
+typedef struct uniq {
+    ukey *k;
+    size_t nk, kcap;
+    ulevel *lv;
+    size_t lcap;
+} uniq;
+
+static int ukey_cmp(const void *pa, const void *pb)
+{
+    const ukey *a = pa, *b = pb;
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    int c = memcmp(a->p, b->p, a->n);
+    if (c)
+        return c;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+/* The keys [kstart, nk) of the object just closed: a key given twice is
+ * "duplicate key" at its second place (the first such in the text). */
+static mp_status unique_check(mp__jr *r, uniq *u, size_t kstart)
+{
+    ukey *k = u->k + kstart;
+    size_t n = u->nk - kstart, bad = n;
+    for (size_t i = 0; i < n; i++)
+        k[i].p = r->sb + k[i].s;
+    if (n > 1)
+        qsort(k, n, sizeof *k, ukey_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (k[i].n == k[i - 1].n && memcmp(k[i].p, k[i - 1].p, k[i].n) == 0 &&
+            (bad == n || k[i].off < k[bad].off))
+            bad = i;
+    if (bad < n)
+        return mp__jr_err(r, MP_ERR_PARSE, k[bad].off,
+                          "duplicate key \"%s\" (keys must be unique, also "
+                          "inside metadata and \"x-\" values)",
+                          k[bad].p);
+    return MP_OK;
+}
+
+/* Level `level` opens (an object's keys start at u->nk). */
+static mp_status unique_open(mp__jr *r, uniq *u, size_t level)
+{
+    void *p = u->lv;
+    if (mp__grow(r->ctx, &p, sizeof *u->lv, level + 1, &u->lcap))
+        return MP_ERR_NOMEM;
+    u->lv = p;
+    u->lv[level].kstart = u->nk;
+    u->lv[level].mark = r->sb_len;
+    return MP_OK;
+}
+
+/* At the '"' of a key: decoded and kept, then the ':'. */
+static mp_status unique_key(mp__jr *r, uniq *u)
+{
+    size_t off = r->k.pos, s, n;
+    mp_status st = read_string(r, true, &s, &n);
+    if (st)
+        return st;
+    void *p = u->k;
+    if (mp__grow(r->ctx, &p, sizeof *u->k, u->nk + 1, &u->kcap))
+        return MP_ERR_NOMEM;
+    u->k = p;
+    u->k[u->nk++] = (ukey){NULL, s, n, off};
+    if (mp__jtok_colon(&r->k))
+        return tok_fail(r, "':'");
+    return MP_OK;
+}
+
 /* Containers inside a skipped value are tracked on a bit stack (1: an
- * object), without recursion and without a depth limit. */
-mp_status mp__jr_skip(mp__jr *r, const mp__jval *v)
+ * object), without recursion and without a depth limit; with u, the keys
+ * of every object are checked unique. */
+static mp_status skip(mp__jr *r, const mp__jval *v, uniq *u)
 {
     if (v->type != MP__JT_OBJECT && v->type != MP__JT_ARRAY)
         return MP_OK;
     size_t level = 0;
     int state = 0;
     mp_status st = stack_set(r, 0, v->type == MP__JT_OBJECT);
+    if (!st && u)
+        st = unique_open(r, u, 0);
     while (!st) {
         bool obj = stack_obj(r, level), more;
         if (obj ? mp__jtok_obj_next(&r->k, &state, &more)
                 : mp__jtok_arr_next(&r->k, &state, &more))
             return tok_fail(r, obj ? "',' or '}'" : "',' or ']'");
         if (!more) {
+            if (u && obj) {
+                if ((st = unique_check(r, u, u->lv[level].kstart)))
+                    return st;
+                u->nk = u->lv[level].kstart;
+                r->sb_len = u->lv[level].mark;
+            }
             if (level-- == 0)
                 break;
             state = 1;
             continue;
         }
-        if (obj && (st = skip_key(r)))
+        if (obj && (st = u ? unique_key(r, u) : skip_key(r)))
             return st;
         ws(r);
         char c = r->k.pos < r->k.len ? r->k.t[r->k.pos] : 0;
         if (c == '{' || c == '[') { /* counted by the level, not depth */
             r->k.pos++;
             st = stack_set(r, ++level, c == '{');
+            if (!st && u)
+                st = unique_open(r, u, level);
             state = 0;
             continue;
         }
@@ -371,6 +462,34 @@ mp_status mp__jr_skip(mp__jr *r, const mp__jval *v)
     }
     if (!st)
         r->depth--;
+    return st;
+}
+
+mp_status mp__jr_skip(mp__jr *r, const mp__jval *v)
+{
+    return skip(r, v, NULL);
+}
+
+mp_status mp__jr_skip_unique(mp__jr *r, const mp__jval *v)
+{
+    uniq u;
+    memset(&u, 0, sizeof u);
+    size_t mark = r->sb_len;
+    mp_status st = skip(r, v, &u);
+    r->sb_len = mark;
+    mp__dealloc(r->ctx, u.k);
+    mp__dealloc(r->ctx, u.lv);
+    return st;
+}
+
+mp_status mp__jr_skip_value_unique(mp__jr *r)
+{
+    mp__jval v;
+    size_t mark = r->sb_len;
+    mp_status st = read_value(r, &v, false, "a JSON value");
+    if (!st)
+        st = mp__jr_skip_unique(r, &v);
+    r->sb_len = mark;
     return st;
 }
 
@@ -617,7 +736,7 @@ mp_status mp__jr_member(mp__jr *r, mp__jobj *o, int *k)
         if (K && (K->flags & MP__JK_EXT) &&
             mp__json_is_ext_key(mp__jr_key(r, o))) {
             r->sb_len = o->key; /* its key is not needed */
-            if ((st = mp__jr_skip_value(r)))
+            if ((st = mp__jr_skip_value_unique(r)))
                 return st;
             continue;
         }

@@ -291,7 +291,9 @@ void mp__jtok_line_col(const char *t, size_t len, size_t off, int *line,
     int ln = 1, cl = 1;
     if (off > len)
         off = len;
-    for (size_t i = 0; i < off; i++) {
+    /* a byte order mark is no column */
+    size_t i0 = mp__json_bom(t, len);
+    for (size_t i = off < i0 ? off : i0; i < off; i++) {
         unsigned char c = (unsigned char)t[i];
         if (c == '\n') {
             ln++;

@@ -45,6 +45,16 @@ typedef struct mp__jtok {
     } err;              /* set when a call returns MP_ERR_PARSE */
 } mp__jtok;
 
+/* 3 when the text starts with a UTF-8 byte order mark (EF BB BF, which
+ * some editors write before JSON; it is skipped), else 0. */
+static inline size_t mp__json_bom(const char *t, size_t len)
+{
+    return len >= 3 && (unsigned char)t[0] == 0xEF &&
+                   (unsigned char)t[1] == 0xBB && (unsigned char)t[2] == 0xBF
+               ? 3
+               : 0;
+}
+
 static inline void mp__jtok_init(mp__jtok *k, const char *t, size_t len,
                                 size_t pos)
 {
