@@ -48,6 +48,13 @@ int cli_exit_code(mp_status st);
 void cli_print_exit_codes(FILE *f);
 
 /* ---- messages -------------------------------------------------------------- */
+/* Text for the terminal: a control character (ANSI escapes start with
+ * ESC), a C1 control or a byte that is not well-formed UTF-8, taken from
+ * a name in the user's files, is written as \xNN. cli_safe writes into buf
+ * (cap bytes, at least 8; cut with "..." when full) and returns it. Every
+ * name the summaries print, and every error message, goes through it. */
+const char *cli_safe(const char *s, char *buf, size_t cap);
+void cli_fputs_safe(FILE *f, const char *s);
 /* A context with the default allocator; NULL (printed) when out of memory. */
 mp_ctx *cli_ctx_create(void);
 /* "memplan: <message>" on stderr. */

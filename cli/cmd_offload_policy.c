@@ -90,10 +90,12 @@ int cli_cmd_offload_policy(cli_args *a)
         rc = print_json(ctx, &m, &hw, &a->fo, &p);
         goto out;
     }
-    char b1[64], b2[64], b3[64];
+    char b1[64], b2[64], b3[64], safe[512];
     printf("model        %s (%u layers, hidden %u, %u heads, %u KV heads)\n",
-           m.name, m.layers, m.hidden, m.heads, m.kv_heads);
-    printf("hardware     %s: GPU %s, CPU %s, disk %s\n", hw.name,
+           cli_safe(m.name, safe, sizeof safe), m.layers, m.hidden, m.heads,
+           m.kv_heads);
+    printf("hardware     %s: GPU %s, CPU %s, disk %s\n",
+           cli_safe(hw.name, safe, sizeof safe),
            cli_size(hw.gpu_mem, b1, sizeof b1),
            cli_size(hw.cpu_mem, b2, sizeof b2),
            cli_size(hw.disk_mem, b3, sizeof b3));

@@ -187,9 +187,10 @@ static void print_lints(const mp_lints *l)
                 rest += y->bytes;
                 continue;
             }
-            printf("  %s%-13s%s %s\n", tty ? "\033[33m" : "",
-                   mp_lint_kind_name(y->kind), tty ? "\033[0m" : "",
-                   y->message);
+            printf("  %s%-13s%s ", tty ? "\033[33m" : "",
+                   mp_lint_kind_name(y->kind), tty ? "\033[0m" : "");
+            cli_fputs_safe(stdout, y->message);
+            putchar('\n');
         }
         if (shown > LINTS_PER_KIND) {
             char b[96];
@@ -205,9 +206,10 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
                           const peak_info *pk, const char *output)
 {
     const mp_figures *f = mp_plan_figures(plan);
-    char b[96];
+    char b[96], safe[1024];
     const char *name = mp_graph_name(g);
-    printf("graph        %s\n", name && *name ? name : "(unnamed)");
+    printf("graph        %s\n",
+           name && *name ? cli_safe(name, safe, sizeof safe) : "(unnamed)");
     printf("tensors      %u\n", mp_graph_num_tensors(g));
     printf("nodes        %u (%u schedule steps)\n", mp_graph_num_nodes(g),
            mp_plan_num_steps(plan));
@@ -241,14 +243,14 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
         char step[256];
         describe_step(g, plan, pk->step, step, sizeof step);
         printf("\npeak at step %u of %u: %s\n", pk->step,
-               mp_plan_num_steps(plan), step);
+               mp_plan_num_steps(plan), cli_safe(step, safe, sizeof safe));
         printf("  %s live in the arena in %u tensors%s\n",
                cli_size(pk->live, b, sizeof b), pk->n,
                pk->n ? ", largest first:" : "");
         for (uint32_t i = 0; i < pk->n && i < PEAK_TOP; i++) {
             const mp_block *bl = pk->blocks[i];
             printf("  %-32s %s\n", cli_size(bl->size, b, sizeof b),
-                   tensor_name(g, bl->tensor));
+                   cli_safe(tensor_name(g, bl->tensor), safe, sizeof safe));
         }
         if (pk->n > PEAK_TOP)
             printf("  ... and %u more\n", pk->n - PEAK_TOP);

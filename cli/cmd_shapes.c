@@ -25,9 +25,10 @@ static void shape_text(const mp_tensor_info *t, char *buf, size_t cap)
 
 static void print_text(const mp_tensor_info *t, const char *dt)
 {
-    char shp[512];
+    char shp[512], name[1024];
     shape_text(t, shp, sizeof shp);
-    printf("%-40s %-10s %-24s %12llu  %s\n", t->name, dt ? dt : "?", shp,
+    printf("%-40s %-10s %-24s %12llu  %s\n",
+           cli_safe(t->name, name, sizeof name), dt ? dt : "?", shp,
            (unsigned long long)t->bytes, mp_kind_name(t->kind));
 }
 

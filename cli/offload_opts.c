@@ -85,8 +85,8 @@ void cli_offload_summary(const cli_offload_args *o)
     if (!o->did || o->infeasible)
         return;
     const mp_offload_result *r = &o->res;
-    char b1[64], b2[64];
-    printf("offload (%s): peak %s", o->dev.name,
+    char b1[64], b2[64], name[256];
+    printf("offload (%s): peak %s", cli_safe(o->dev.name, name, sizeof name),
            cli_size(r->peak_bytes, b1, sizeof b1));
     if (o->budget)
         printf(" within budget %s", cli_size(o->budget, b2, sizeof b2));

@@ -63,14 +63,84 @@ void cli_print_exit_codes(FILE *f)
           f);
 }
 
+/* ---- text for a terminal ---------------------------------------------------
+ * Names come from the user's files: a control character (an ANSI escape
+ * starts with ESC), a C1 control or a byte that is not part of well-formed
+ * UTF-8 would act on the terminal or garble it. Each such byte is written
+ * as \xNN; everything else as it is. */
+
+/* The text the character at s is written as (into e, 16 bytes) and its
+ * length; *k the bytes of s it takes. */
+static size_t safe_char(const char *s, char *e, size_t *k)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    uint32_t cp = 0;
+    size_t n = *p < 0x80 ? 1 : mp__utf8_next(s, &cp);
+    if (*p < 0x80)
+        cp = *p;
+    if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+        /* every byte of a C1 control, else the one bad byte */
+        size_t m = n ? n : 1, w = 0;
+        for (size_t i = 0; i < m; i++)
+            w += (size_t)snprintf(e + w, 16 - w, "\\x%02x", p[i]);
+        *k = m;
+        return w;
+    }
+    memcpy(e, s, n);
+    *k = n;
+    return n;
+}
+
+const char *cli_safe(const char *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (!s)
+        s = "";
+    while (*s) {
+        char e[16];
+        size_t k, w = safe_char(s, e, &k);
+        if (n + w + 4 > cap) {   /* room for "..." and the NUL */
+            memcpy(buf + n, "...", 3);
+            n += 3;
+            break;
+        }
+        memcpy(buf + n, e, w);
+        n += w;
+        s += k;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+void cli_fputs_safe(FILE *f, const char *s)
+{
+    while (s && *s) {
+        char e[16];
+        size_t k, w = safe_char(s, e, &k);
+        fwrite(e, 1, w, f);
+        s += k;
+    }
+}
+
 void cli_error(const char *fmt, ...)
 {
-    va_list ap;
+    /* the message may quote names from the input: made safe */
+    char small[1024], *msg = small;
+    va_list ap, ap2;
     va_start(ap, fmt);
-    fputs("memplan: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)))
+        vsnprintf(msg, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    if (!msg)
+        msg = small;   /* out of memory: the message cut */
+    fputs("memplan: ", stderr);
+    cli_fputs_safe(stderr, n < 0 ? fmt : msg);
+    fputc('\n', stderr);
+    if (msg != small)
+        free(msg);
 }
 
 mp_ctx *cli_ctx_create(void)

@@ -93,6 +93,53 @@ static int blank(const char *b, const char *e)
     return 1;
 }
 
+/* The rows sorted by id (then line), for unique_ids. */
+typedef struct id_row {
+    int64_t id;
+    unsigned long line;
+} id_row;
+
+static int id_row_cmp(const void *pa, const void *pb)
+{
+    const id_row *a = pa, *b = pb;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+/* Every id once: a buffer's id names it in the output and in messages.
+ * The first repeat in the file is reported with the line of the first
+ * use. */
+static mp_status unique_ids(mp_ctx *ctx, const char *path,
+                            const int64_t *ids, const unsigned long *lines,
+                            size_t n)
+{
+    if (n < 2)
+        return MP_OK;
+    id_row *v = mp__alloc(ctx, n * sizeof *v);
+    if (!v)
+        return MP_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        v[i] = (id_row){ids[i], lines[i]};
+    qsort(v, n, sizeof *v, id_row_cmp);
+    size_t bad = n;
+    for (size_t i = 1; i < n; i++)
+        if (v[i].id == v[i - 1].id && (bad == n || v[i].line < v[bad].line))
+            bad = i;
+    mp_status st = MP_OK;
+    if (bad < n) {
+        unsigned long first = v[bad].line;
+        for (size_t i = bad; i > 0 && v[i - 1].id == v[bad].id; i--)
+            first = v[i - 1].line;
+        st = mp__err(ctx, MP_ERR_PARSE,
+                     "%s:%lu: column 'id': id %lld is already used on line "
+                     "%lu (every buffer needs an id of its own)",
+                     path, v[bad].line, (long long)v[bad].id, first);
+    }
+    mp__dealloc(ctx, v);
+    return st;
+}
+
 mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
                             mp_buffer **bufs_out, int64_t **ids_out,
                             size_t *n_out, int *has_offsets)
@@ -115,7 +162,8 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         return st;
     mp_buffer *bufs = NULL;
     int64_t *ids = NULL;
-    size_t n = 0, cap = 0, idcap = 0;
+    unsigned long *lines = NULL;
+    size_t n = 0, cap = 0, idcap = 0, linecap = 0;
     int ncol = 0;
     unsigned long line = 0;
     const char *fb[6], *fe[6];
@@ -172,8 +220,10 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
             st = MP_ERR_NOMEM;
             goto fail;
         }
-        if (ids_out && n == idcap &&
-            mp__grow(ctx, (void **)&ids, sizeof *ids, n + 1, &idcap) != MP_OK) {
+        if (n == idcap &&
+            (mp__grow(ctx, (void **)&ids, sizeof *ids, n + 1, &idcap) ||
+             mp__grow(ctx, (void **)&lines, sizeof *lines, n + 1,
+                      &linecap))) {
             st = MP_ERR_NOMEM;
             goto fail;
         }
@@ -220,8 +270,8 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
             goto fail;
         }
         bufs[n] = b;
-        if (ids_out)
-            ids[n] = id;
+        ids[n] = id;
+        lines[n] = line;
         n++;
         p = le + 1;
     }
@@ -231,10 +281,15 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
                     line ? line : 1);
         goto fail;
     }
+    if ((st = unique_ids(ctx, path, ids, lines, n)))
+        goto fail;
     mp__dealloc(ctx, text);
+    mp__dealloc(ctx, lines);
     *bufs_out = bufs;
     if (ids_out)
         *ids_out = ids;
+    else
+        mp__dealloc(ctx, ids);
     *n_out = n;
     if (has_offsets)
         *has_offsets = ncol == 5;
@@ -243,6 +298,7 @@ fail:
     mp__dealloc(ctx, text);
     mp__dealloc(ctx, bufs);
     mp__dealloc(ctx, ids);
+    mp__dealloc(ctx, lines);
     return st;
 }
 
