@@ -209,18 +209,25 @@ void mp__wfile_abort(mp__wfile *w)
 }
 
 /* fsync of the folder holding path, so that the rename is on disk too
- * (best effort: some file systems refuse it). */
-static void sync_dir(mp_ctx *ctx, const char *path)
+ * (best effort: some file systems refuse it; a path too long for the
+ * buffer is left to the file system). */
+static void sync_dir(const char *path)
 {
-    char *dir = dir_of(ctx, path);
-    if (!dir)
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
         return;
+    if (n)
+        memcpy(dir, path, n);
+    else
+        dir[n++] = '.';
+    dir[n] = 0;
     int fd = open(dir, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         (void)fsync(fd);
         close(fd);
     }
-    mp__dealloc(ctx, dir);
 }
 
 mp_status mp__wfile_commit(mp__wfile *w, bool failed)
@@ -249,7 +256,7 @@ mp_status mp__wfile_commit(mp__wfile *w, bool failed)
                       err ? strerror(err) : "");
     }
     if (w->tmp)
-        sync_dir(w->ctx, w->dest);
+        sync_dir(w->dest);
     wfile_free(w);
     return MP_OK;
 }

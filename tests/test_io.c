@@ -1,0 +1,661 @@
+/* Files in and out (library side): outputs written atomically (a failed
+ * write leaves the old file and no temporary file), inputs that must be
+ * regular files, a byte order mark before JSON, the messages of a rank
+ * above the limit, of a graph without nodes, of duplicate keys inside
+ * metadata and "x-" values and of duplicate trace ids; the JSON writer's
+ * UTF-8 and integers; DOT escaping; one output per graph, byte for byte.
+ * The command's side is in tests/test_cli.c (cli_io). */
+#include "base.h"
+#include "json.h"
+#include "support.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* x -> r1 -> h -> r2 -> y */
+static const char graph_text[] =
+    "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"io\",\n"
+    " \"tensors\": [\n"
+    "  {\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [64, 64], "
+    "\"kind\": \"input\"},\n"
+    "  {\"name\": \"h\", \"dtype\": \"float32\", \"shape\": [64, 64], "
+    "\"kind\": \"activation\"},\n"
+    "  {\"name\": \"y\", \"dtype\": \"float32\", \"shape\": [64, 64], "
+    "\"kind\": \"output\"}],\n"
+    " \"nodes\": [\n"
+    "  {\"name\": \"r1\", \"op\": \"Relu\", \"inputs\": [\"x\"], "
+    "\"outputs\": [\"h\"]},\n"
+    "  {\"name\": \"r2\", \"op\": \"Relu\", \"inputs\": [\"h\"], "
+    "\"outputs\": [\"y\"]}],\n"
+    " \"outputs\": [\"y\"]}\n";
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/mp_io_XXXXXX");
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+}
+
+/* Files in dir (the temporaries are hidden: counted too). */
+static int count_files(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+static void path_in(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", dir, name);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The graph and its default plan. */
+static void load_plan(mp_ctx *ctx, const char *text, mp_graph **g,
+                      mp_plan **p)
+{
+    CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, text, "io", g) == MP_OK);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    CU_ASSERT_FATAL(mp_plan_create(*g, &o, p) == MP_OK);
+}
+
+/* ---- atomic outputs -------------------------------------------------------- */
+/* Every writer, with the file size limited below what it writes: the
+ * write fails (MP_ERR_IO), the old file is untouched and no temporary
+ * file is left; without the limit it replaces the file. */
+static void test_atomic(void)
+{
+    make_dir();
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_plan *p = NULL;
+    load_plan(ctx, graph_text, &g, &p);
+    mp_buffer bufs[64];
+    int64_t ids[64];
+    for (int i = 0; i < 64; i++) {
+        bufs[i] = (mp_buffer){i, i + 2, 1000, (uint64_t)i * 1000};
+        ids[i] = i;
+    }
+    static const char old[] = "the old file\n";
+    struct rlimit saved, small;
+    CU_ASSERT_FATAL(getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    small = saved;
+    small.rlim_cur = 64;   /* every output is larger */
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    for (int w = 0; w < 6; w++) {
+        char path[128];
+        path_in(path, sizeof path, "out");
+        write_text(path, old);
+        for (int limited = 1; limited >= 0; limited--) {
+            CU_ASSERT_FATAL(setrlimit(RLIMIT_FSIZE,
+                                      limited ? &small : &saved) == 0);
+            mp_status st = MP_OK;
+            switch (w) {
+            case 0: st = mp_plan_save_json(p, path); break;
+            case 1: st = mp_plan_write_html(p, path, NULL); break;
+            case 2: st = mp_plan_write_trace(p, path, NULL); break;
+            case 3: st = mp_trace_save_csv(ctx, path, bufs, ids, 64); break;
+            case 4: st = mp_graph_save_json(g, path); break;
+            default:
+                st = mp_dot_available() ? mp_plan_write_dot(p, path, NULL)
+                     : limited          ? MP_ERR_IO
+                                        : MP_OK;
+                if (!mp_dot_available() && !limited)
+                    write_text(path, "digraph");
+            }
+            setrlimit(RLIMIT_FSIZE, &saved);
+            char *text = mp_test_slurp(path);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+            if (limited) {
+                CU_ASSERT_EQUAL(st, MP_ERR_IO);
+                CU_ASSERT_STRING_EQUAL(text, old);
+                if (mp_dot_available() || w != 5)
+                    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), path));
+            } else {
+                CU_ASSERT_EQUAL(st, MP_OK);
+                CU_ASSERT(strlen(text) > sizeof old);
+            }
+            CU_ASSERT_EQUAL(count_files(), 1);  /* no temporary left */
+            free(text);
+        }
+    }
+    signal(SIGXFSZ, prev);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    remove_dir();
+}
+
+/* A symlink is followed (the file it names replaced, the link kept), a
+ * new file gets the usual permissions, an existing one keeps its own, and
+ * a device is written in place. */
+static void test_atomic_targets(void)
+{
+    make_dir();
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_plan *p = NULL;
+    load_plan(ctx, graph_text, &g, &p);
+    char real[128], link[128], fresh[128];
+    path_in(real, sizeof real, "real.json");
+    path_in(link, sizeof link, "link.json");
+    path_in(fresh, sizeof fresh, "fresh.json");
+    write_text(real, "old");
+    CU_ASSERT_EQUAL(chmod(real, 0640), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("real.json", link), 0);
+    CU_ASSERT_EQUAL(mp_plan_save_json(p, link), MP_OK);
+    struct stat sb;
+    CU_ASSERT_EQUAL(lstat(link, &sb), 0);
+    CU_ASSERT(S_ISLNK(sb.st_mode));
+    CU_ASSERT_EQUAL(stat(real, &sb), 0);
+    CU_ASSERT_EQUAL(sb.st_mode & 0777, 0640);
+    char *text = mp_test_slurp(real);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "\"format\""));
+    free(text);
+    mode_t um = umask(022);
+    CU_ASSERT_EQUAL(mp_plan_save_json(p, fresh), MP_OK);
+    umask(um);
+    CU_ASSERT_EQUAL(stat(fresh, &sb), 0);
+    CU_ASSERT_EQUAL(sb.st_mode & 0777, 0644);
+    CU_ASSERT_EQUAL(mp_plan_save_json(p, "/dev/null"), MP_OK);
+    CU_ASSERT_EQUAL(stat("/dev/null", &sb), 0);
+    CU_ASSERT(S_ISCHR(sb.st_mode));
+    /* a folder as the output: an error naming it, nothing written */
+    CU_ASSERT_EQUAL(mp_plan_save_json(p, dir), MP_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "is a directory"));
+    CU_ASSERT_EQUAL(count_files(), 3);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    remove_dir();
+}
+
+/* ---- inputs ------------------------------------------------------------------ */
+/* A folder is no input: MP_ERR_IO "is a directory" from every reader
+ * (it used to read as a file of 2^63 bytes). */
+static void test_regular_input(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_buffer *b = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(mp_graph_load(ctx, "/tmp", &g), MP_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "/tmp: is a directory"));
+    CU_ASSERT_EQUAL(mp_trace_load_csv(ctx, "/tmp", &b, NULL, &n, NULL),
+                    MP_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "is a directory"));
+    mp_graph *g2 = NULL;
+    mp_plan *p = NULL;
+    load_plan(ctx, graph_text, &g2, &p);
+    mp_plan *q = NULL;
+    CU_ASSERT_EQUAL(mp_plan_load_json(g2, "/", &q), MP_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "is a directory"));
+    CU_ASSERT_EQUAL(mp_graph_load(ctx, "/nonexistent/g.json", &g), MP_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "cannot open"));
+    mp_plan_destroy(p);
+    mp_graph_destroy(g2);
+    mp_ctx_destroy(ctx);
+}
+
+/* A UTF-8 byte order mark before a JSON graph, plan or CSV trace is
+ * skipped (the graph was "not a valid ONNX model"); positions after it
+ * are counted without it. */
+static void test_bom(void)
+{
+    make_dir();
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    char path[128], text[4096];
+    path_in(path, sizeof path, "g.json");
+    snprintf(text, sizeof text, "\xEF\xBB\xBF%s", graph_text);
+    write_text(path, text);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load(ctx, path, &g), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 2);
+    mp_graph_destroy(g);
+    g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, text, "s", &g), MP_OK);
+    mp_plan *p = NULL;
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &o, &p), MP_OK);
+    char *pj = NULL, ppath[128];
+    CU_ASSERT_EQUAL_FATAL(mp_plan_to_json_string(p, &pj), MP_OK);
+    path_in(ppath, sizeof ppath, "p.json");
+    char *with_bom = malloc(strlen(pj) + 4);
+    sprintf(with_bom, "\xEF\xBB\xBF%s", pj);
+    write_text(ppath, with_bom);
+    mp_plan *q = NULL;
+    CU_ASSERT_EQUAL(mp_plan_load_json(g, ppath, &q), MP_OK);
+    mp_plan_destroy(q);
+    free(with_bom);
+    mp_free(ctx, pj);
+    /* an error on line 1 after the mark: the column as an editor shows it */
+    mp_graph *bad = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, "\xEF\xBB\xBF{\"format\" 1}",
+                                              "b", &bad), MP_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "b:1:11:"));
+    char tpath[128];
+    path_in(tpath, sizeof tpath, "t.csv");
+    write_text(tpath, "\xEF\xBB\xBFid,lower,upper,size\n0,0,2,10\n");
+    mp_buffer *b = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(mp_trace_load_csv(ctx, tpath, &b, NULL, &n, NULL), MP_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    mp_free(ctx, b);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    remove_dir();
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+/* A shape of rank 100000: the real rank and the limit (was "rank 17"). */
+static void test_rank_message(void)
+{
+    size_t n = 100000, cap = 2 * n + 512, len;
+    char *t = malloc(cap);
+    len = (size_t)snprintf(t, cap,
+                           "{\"format\": \"memplan-graph\", \"version\": 1, "
+                           "\"tensors\": [{\"name\": \"x\", \"dtype\": "
+                           "\"float32\", \"kind\": \"input\", \"shape\": [");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(t + len, cap - len, "%s1", i ? "," : "");
+    snprintf(t + len, cap - len, "]}], \"nodes\": [], \"outputs\": [\"x\"]}");
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, t, "r", &g), MP_ERR_BAD_DIM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                  "rank 100000 is more than the 16 supported"));
+    free(t);
+    mp_ctx_destroy(ctx);
+}
+
+/* A graph without nodes whose output is its input: a clear error (there
+ * is nothing to plan), not an internal "empty interval". */
+static void test_no_nodes(void)
+{
+    static const char t[] =
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"e\", "
+        "\"tensors\": [{\"name\": \"x\", \"dtype\": \"float32\", "
+        "\"shape\": [4], \"kind\": \"input\"}], \"nodes\": [], "
+        "\"outputs\": [\"x\"]}";
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load_json_string(ctx, t, "e", &g), MP_OK);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL(mp_plan_create(g, &o, &p), MP_ERR_GRAPH);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                  "graph 'e' has no nodes"));
+    CU_ASSERT_PTR_NULL(strstr(mp_ctx_message(ctx), "interval"));
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* Duplicate keys inside metadata and "x-" values, at any depth, of the
+ * graph and the plan formats: MP_ERR_PARSE at the second key. */
+static void test_dup_keys(void)
+{
+    static const char *const bad[] = {
+        /* graph metadata */
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"metadata\": "
+        "{\"a\": 1,\n \"a\": 2}, \"tensors\": [], \"nodes\": [], "
+        "\"outputs\": []}",
+        /* nested, inside an x- value of a tensor */
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"tensors\": "
+        "[{\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [1], "
+        "\"kind\": \"input\",\n \"x-k\": {\"b\": [{\"c\": 1, \"c\": 2}]}}], "
+        "\"nodes\": [], \"outputs\": []}",
+        /* a top-level x- value, keys written with an escape */
+        "{\"x-top\": {\"ab\": 1,\n \"a\\u0062\": 2}, \"format\": "
+        "\"memplan-graph\", \"version\": 1, \"tensors\": [], \"nodes\": [], "
+        "\"outputs\": []}",
+        /* the same, read in two passes (lists before format) */
+        "{\"tensors\": [], \"x-top\": {\"q\": 1,\n \"q\": 2}, \"format\": "
+        "\"memplan-graph\", \"version\": 1, \"nodes\": [], \"outputs\": []}",
+    };
+    static const char *const where[] = {"m:2:2:", "m:2:25:", "m:2:2:",
+                                        "m:2:2:"};
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mp_graph *g = NULL;
+        CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, bad[i], "m", &g),
+                        MP_ERR_PARSE);
+        const char *msg = mp_ctx_message(ctx);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, where[i]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "duplicate key"));
+        if (!strstr(msg, where[i]))
+            printf("\n  %s\n", msg);
+        mp_graph_destroy(g);
+    }
+    /* the same keys in different objects are fine */
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(
+                        ctx,
+                        "{\"format\": \"memplan-graph\", \"version\": 1, "
+                        "\"metadata\": {\"a\": {\"a\": 1}, \"b\": {\"a\": 2}, "
+                        "\"c\": [{\"a\": 1}, {\"a\": 2}]}, \"tensors\": [], "
+                        "\"nodes\": [], \"outputs\": []}",
+                        "ok", &g),
+                    MP_OK);
+    mp_graph_destroy(g);
+    /* plans: metadata once, its keys unique */
+    mp_graph *pg = NULL;
+    mp_plan *p = NULL;
+    load_plan(ctx, graph_text, &pg, &p);
+    char *pj = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_to_json_string(p, &pj), MP_OK);
+    const char *adds[] = {"{\"metadata\": {\"k\": 1, \"k\": 2},",
+                          "{\"metadata\": {}, \"metadata\": {},",
+                          "{\"x-ext\": {\"k\": {\"z\": 1, \"z\": 1}},"};
+    make_dir();
+    for (size_t i = 0; i < 3; i++) {
+        char path[128];
+        path_in(path, sizeof path, "p.json");
+        char *t = malloc(strlen(pj) + 64);
+        sprintf(t, "%s%s", adds[i], strchr(pj, '{') + 1);
+        write_text(path, t);
+        mp_plan *q = NULL;
+        CU_ASSERT_EQUAL(mp_plan_load_json(pg, path, &q), MP_ERR_PARSE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "duplicate key"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "p.json:1:"));
+        mp_plan_destroy(q);
+        free(t);
+    }
+    remove_dir();
+    mp_free(ctx, pj);
+    mp_plan_destroy(p);
+    mp_graph_destroy(pg);
+    mp_ctx_destroy(ctx);
+}
+
+/* A buffer id given twice in a trace: an error at the line of the repeat
+ * naming the first (the output had two rows of one id). */
+static void test_trace_dup_id(void)
+{
+    make_dir();
+    char path[128];
+    path_in(path, sizeof path, "t.csv");
+    write_text(path, "id,lower,upper,size\n7,0,2,10\n8,0,2,10\n\n9,1,3,1\n"
+                     "8,1,3,10\n7,2,3,4\n");
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_buffer *b = NULL;
+    int64_t *ids = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(mp_trace_load_csv(ctx, path, &b, &ids, &n, NULL),
+                    MP_ERR_PARSE);
+    CU_ASSERT_PTR_NULL(b);
+    CU_ASSERT_PTR_NULL(ids);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                  "t.csv:6: column 'id': id 8 is already "
+                                  "used on line 3"));
+    CU_ASSERT_EQUAL(mp_trace_load_csv(ctx, path, &b, NULL, &n, NULL),
+                    MP_ERR_PARSE);
+    mp_ctx_destroy(ctx);
+    remove_dir();
+}
+
+/* ---- writers ------------------------------------------------------------------ */
+static char *jw_string(unsigned flags, const char *s)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp__jw w;
+    mp__jw_init(&w, ctx, flags, 0);
+    mp__jw_array(&w, false);
+    mp__jw_string(&w, s);
+    mp__jw_u64(&w, UINT64_MAX);
+    mp__jw_u64(&w, (uint64_t)1 << 63);
+    mp__jw_i64(&w, INT64_MIN);
+    mp__jw_end(&w);
+    char *out = NULL, *copy = NULL;
+    if (mp__jw_done(&w, &out, NULL) == MP_OK)
+        copy = strdup(out);
+    mp_free(ctx, out);
+    mp_ctx_destroy(ctx);
+    return copy;
+}
+
+/* The JSON writer never writes invalid UTF-8: a bad byte is U+FFFD, a
+ * control character an escape, a good character itself (\uXXXX, and a
+ * surrogate pair above U+FFFF, in the ASCII form); 64-bit integers
+ * exactly. */
+static void test_json_writer(void)
+{
+    const char *in = "a\x01" "b\xff" "c\xc3\xa9" "d\xed\xa0\x80" "e\xf0\x9f\x98\x80"
+                     "f\xc3";
+    char *s = jw_string(0, in);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_STRING_EQUAL(s, "[\"a\\u0001b\xEF\xBF\xBD" "c\xc3\xa9"
+                              "d\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                              "e\xf0\x9f\x98\x80" "f\xEF\xBF\xBD\", "
+                              "18446744073709551615, 9223372036854775808, "
+                              "-9223372036854775808]");
+    free(s);
+    s = jw_string(MP__JW_ASCII | MP__JW_COMPACT, in);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_STRING_EQUAL(s, "[\"a\\u0001b\\ufffdc\\u00e9"
+                              "d\\ufffd\\ufffd\\ufffde\\ud83d\\ude00"
+                              "f\\ufffd\",18446744073709551615,"
+                              "9223372036854775808,-9223372036854775808]");
+    free(s);
+}
+
+/* A graph whose names hold what DOT, JSON and a terminal cannot take as
+ * they are: a trailing backslash, an escape sequence, invalid UTF-8. */
+static const char nasty_text[] =
+    "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"g\\\\\",\n"
+    " \"tensors\": [\n"
+    "  {\"name\": \"a\\\\\", \"dtype\": \"float32\", \"shape\": [64], "
+    "\"kind\": \"input\"},\n"
+    "  {\"name\": \"b\\u001b[31m\", \"dtype\": \"float32\", \"shape\": [64], "
+    "\"kind\": \"activation\"},\n"
+    "  {\"name\": \"c\xff\", \"dtype\": \"float32\", \"shape\": [64], "
+    "\"kind\": \"output\"}],\n"
+    " \"nodes\": [\n"
+    "  {\"name\": \"n\\\\\", \"op\": \"Relu\", \"inputs\": [\"a\\\\\"], "
+    "\"outputs\": [\"b\\u001b[31m\"]},\n"
+    "  {\"name\": \"m\xff\", \"op\": \"Relu\", \"inputs\": [\"b\\u001b[31m\"], "
+    "\"outputs\": [\"c\xff\"]}],\n"
+    " \"outputs\": [\"c\xff\"]}\n";
+
+/* DOT: a backslash doubled (a lone one escaped the closing quote and
+ * swallowed the next statement), control characters as '?', invalid
+ * UTF-8 as U+FFFD. */
+static void test_dot_escaping(void)
+{
+    if (!mp_dot_available()) {
+        printf("skipped: built without Graphviz ");
+        return;
+    }
+    make_dir();
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_plan *p = NULL;
+    load_plan(ctx, nasty_text, &g, &p);
+    char path[128];
+    path_in(path, sizeof path, "g.dot");
+    mp_dot_options o;
+    mp_dot_options_init(&o);
+    o.show_weights = 1;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(p, path, &o), MP_OK);
+    char *t = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "digraph \"g\\\\\" {"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "label=\"a\\\\\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "label=\"n\\\\\\nRelu\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "tooltip=\"b?[31m\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "label=\"m\xEF\xBF\xBD\\nRelu\""));
+    CU_ASSERT_PTR_NULL(strchr(t, '\x1b'));
+    CU_ASSERT_PTR_NULL(strchr(t, '\xff'));
+    CU_ASSERT(mp__utf8_valid(t));
+    /* every quote in the file closes what it opened: outside strings,
+     * the statements are balanced */
+    int depth = 0, in_str = 0;
+    for (const char *c = t; *c; c++) {
+        if (in_str) {
+            if (*c == '\\' && c[1])
+                c++;
+            else if (*c == '"')
+                in_str = 0;
+        } else if (*c == '"') {
+            in_str = 1;
+        } else if (*c == '{' || *c == '[') {
+            depth++;
+        } else if (*c == '}' || *c == ']') {
+            depth--;
+        }
+    }
+    CU_ASSERT_EQUAL(in_str, 0);
+    CU_ASSERT_EQUAL(depth, 0);
+    free(t);
+    /* rendered by Graphviz's dot when installed: no syntax error */
+    char cmd[256], out[4096];
+    snprintf(cmd, sizeof cmd, "command -v dot >/dev/null || exit 77; "
+             "dot -Tplain '%s' 2>&1 | grep -c '^node'", path);
+    int rc = mp_test_run(cmd, out, sizeof out);
+    if (rc != 77)
+        CU_ASSERT_EQUAL(atoi(out), 3);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+    remove_dir();
+}
+
+/* The plan JSON and the trace of names that are not UTF-8: valid JSON
+ * (U+FFFD) that reads back. */
+static void test_json_names(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    mp_plan *p = NULL;
+    load_plan(ctx, nasty_text, &g, &p);
+    char *pj = NULL, *gj = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_to_json_string(p, &pj), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_to_json_string(g, &gj), MP_OK);
+    CU_ASSERT(mp__utf8_valid(pj));
+    CU_ASSERT(mp__utf8_valid(gj));
+    CU_ASSERT_PTR_NOT_NULL(strstr(gj, "\"c\xEF\xBF\xBD\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(gj, "\"b\\u001b[31m\""));
+    mp_test_json *j = mp_test_json_parse(pj);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    mp_test_json_free(j);
+    make_dir();
+    char path[128];
+    path_in(path, sizeof path, "t.json");
+    CU_ASSERT_EQUAL(mp_plan_write_trace(p, path, NULL), MP_OK);
+    char *t = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT(mp__utf8_valid(t));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"m\\ufffd\""));
+    free(t);
+    remove_dir();
+    mp_free(ctx, pj);
+    mp_free(ctx, gj);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* One graph, one output: DOT, HTML, trace and graph JSON byte for byte
+ * the same when written twice in one process (two plans of one graph);
+ * the plan JSON too but for its measured solve_seconds. */
+static void test_same_bytes(void)
+{
+    static const char rel[] = "/examples/transformer_block.json";
+    char gpath[512];
+    snprintf(gpath, sizeof gpath, "%s%s", MP_SOURCE_DIR, rel);
+    make_dir();
+    char *out[2][5] = {{NULL}};
+    for (int run = 0; run < 2; run++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        mp_plan *p = NULL;
+        CU_ASSERT_FATAL(mp_graph_load(ctx, gpath, &g) == MP_OK);
+        mp_plan_options o;
+        mp_plan_options_init(&o);
+        CU_ASSERT_FATAL(mp_plan_create(g, &o, &p) == MP_OK);
+        char path[5][128];
+        const char *names[5] = {"g.dot", "g.html", "g.trace", "g.json",
+                                "p.json"};
+        for (int k = 0; k < 5; k++)
+            path_in(path[k], sizeof path[k], names[k]);
+        if (mp_dot_available())
+            CU_ASSERT_EQUAL(mp_plan_write_dot(p, path[0], NULL), MP_OK);
+        CU_ASSERT_EQUAL(mp_plan_write_html(p, path[1], NULL), MP_OK);
+        CU_ASSERT_EQUAL(mp_plan_write_trace(p, path[2], NULL), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_save_json(g, path[3]), MP_OK);
+        CU_ASSERT_EQUAL(mp_plan_save_json(p, path[4]), MP_OK);
+        for (int k = 0; k < 5; k++)
+            out[run][k] = mp_test_slurp(path[k]);
+        /* the measured time is the one figure that varies: cut out */
+        char *sec = out[run][4] ? strstr(out[run][4], "\"solve_seconds\": ")
+                                : NULL;
+        CU_ASSERT_PTR_NOT_NULL(sec);
+        if (sec) {
+            size_t end = strcspn(sec, ",}");
+            memmove(sec, sec + end, strlen(sec + end) + 1);
+        }
+        mp_plan_destroy(p);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+    for (int k = 0; k < 5; k++) {
+        if (k == 0 && !mp_dot_available())
+            continue;
+        CU_ASSERT_PTR_NOT_NULL(out[0][k]);
+        CU_ASSERT(out[0][k] && out[1][k] &&
+                  strcmp(out[0][k], out[1][k]) == 0);
+        free(out[0][k]);
+        free(out[1][k]);
+    }
+    remove_dir();
+}
+
+void mp_register_io(void)
+{
+    static CU_TestInfo tests[] = {
+        {"atomic", test_atomic},
+        {"atomic_targets", test_atomic_targets},
+        {"regular_input", test_regular_input},
+        {"bom", test_bom},
+        {"rank_message", test_rank_message},
+        {"no_nodes", test_no_nodes},
+        {"dup_keys", test_dup_keys},
+        {"trace_dup_id", test_trace_dup_id},
+        {"json_writer", test_json_writer},
+        {"dot_escaping", test_dot_escaping},
+        {"json_names", test_json_names},
+        {"same_bytes", test_same_bytes},
+        CU_TEST_INFO_NULL,
+    };
+    mp_test_add_suite("io", tests);
+}
