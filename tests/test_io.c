@@ -10,6 +10,7 @@
 #include "support.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -640,6 +641,173 @@ static void test_same_bytes(void)
     remove_dir();
 }
 
+/* ---- the command ------------------------------------------------------------- */
+static char cli_out[1 << 16];
+
+/* Runs "cd dir && MP_CLI_PATH <args>" (stdout and stderr into cli_out). */
+static int cli(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int cli(const char *fmt, ...)
+{
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, MP_CLI_PATH,
+             args);
+    cli_out[0] = 0;
+    return mp_test_run(cmd, cli_out, sizeof cli_out);
+}
+
+static size_t file_size(const char *name)
+{
+    char path[256];
+    struct stat sb;
+    path_in(path, sizeof path, name);
+    return stat(path, &sb) == 0 ? (size_t)sb.st_size : 0;
+}
+
+/* An output that is an input, or another output, however written: exit
+ * 2 and nothing written; devices may be given twice. */
+static void test_cli_same_file(void)
+{
+    make_dir();
+    char path[256];
+    path_in(path, sizeof path, "g.json");
+    write_text(path, graph_text);
+    path_in(path, sizeof path, "t.csv");
+    write_text(path, "id,lower,upper,size\n0,0,2,10\n1,1,3,20\n");
+    path_in(path, sizeof path, "sub");
+    CU_ASSERT_EQUAL(mkdir(path, 0755), 0);
+    size_t gsize = file_size("g.json");
+    static const char *const refused[] = {
+        "plan g.json -o g.json",
+        "plan g.json -o ./sub/../g.json",
+        "plan ./g.json --html g.json",
+        "plan g.json --dot link.json",
+        "plan g.json --trace %s/g.json",
+        "plan g.json -o p.json --html ./p.json",
+        "plan g.json -o p.json --trace sub/../p.json",
+        "offsets t.csv -o t.csv",
+        "convert g.json -o link.json",
+        "verify g.json g.json",   /* no output: accepted as far as paths go */
+    };
+    path_in(path, sizeof path, "link.json");
+    CU_ASSERT_EQUAL_FATAL(symlink("g.json", path), 0);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, refused[i], dir);
+        int rc = cli("%s", args);
+        if (i == sizeof refused / sizeof refused[0] - 1) {
+            CU_ASSERT_NOT_EQUAL(rc, 2);
+            continue;
+        }
+        CU_ASSERT_EQUAL(rc, 2);
+        CU_ASSERT(strstr(cli_out, "would destroy the input") ||
+                  strstr(cli_out, "are the same file"));
+        if (rc != 2)
+            printf("\n  %s: %d %s", args, rc, cli_out);
+    }
+    CU_ASSERT_EQUAL(file_size("g.json"), gsize);
+    CU_ASSERT_EQUAL(file_size("p.json"), 0);
+    /* devices are not files to protect */
+    CU_ASSERT_EQUAL(cli("plan g.json -o /dev/null --html /dev/null --trace "
+                        "/dev/null"), 0);
+    /* convert of an ONNX model onto itself (an MNIST model lost its
+     * weights): refused, the model untouched */
+    if (mp_onnx_available()) {
+        CU_ASSERT_EQUAL(cli("convert g.json -o m.onnx"), 0);
+        size_t msize = file_size("m.onnx");
+        CU_ASSERT(msize > 0);
+        CU_ASSERT_EQUAL(cli("convert m.onnx -o m.onnx"), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "would destroy the input"));
+        CU_ASSERT_EQUAL(file_size("m.onnx"), msize);
+    }
+    remove_dir();
+}
+
+/* A directory as input: exit 3 "is a directory" (was exit 1, "out of
+ * memory (allocating 9223372036854775808 bytes)"). */
+static void test_cli_directory(void)
+{
+    make_dir();
+    static const char *const cmds[] = {"plan .", "shapes /tmp",
+                                       "offsets .", "verify ."};
+    for (size_t i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(cli("%s", cmds[i]), 3);
+        CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "is a directory"));
+        CU_ASSERT_PTR_NULL(strstr(cli_out, "out of memory"));
+    }
+    remove_dir();
+}
+
+/* A write that fails part way (the file size limited): exit 3, the old
+ * file as it was, no temporary file left. */
+static void test_cli_failed_write(void)
+{
+    make_dir();
+    char path[256];
+    path_in(path, sizeof path, "p.json");
+    write_text(path, "old plan\n");
+    char args[1024];
+    snprintf(args, sizeof args, "cd '%s' && (ulimit -f 1; trap '' XFSZ; "
+             "exec '%s' plan '%s/examples/transformer_block.json' -o p.json "
+             "--json) >/dev/null 2>&1",
+             dir, MP_CLI_PATH, MP_SOURCE_DIR);
+    CU_ASSERT_EQUAL(mp_test_run(args, cli_out, sizeof cli_out), 3);
+    char *t = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL(t && strcmp(t, "old plan\n") == 0 ? t : NULL);
+    free(t);
+    CU_ASSERT_EQUAL(count_files(), 1);
+    /* and without the limit it is replaced */
+    CU_ASSERT_EQUAL(cli("plan '%s/examples/transformer_block.json' -o "
+                        "p.json", MP_SOURCE_DIR), 0);
+    CU_ASSERT(file_size("p.json") > 1000);
+    CU_ASSERT_EQUAL(count_files(), 1);
+    remove_dir();
+}
+
+/* offsets --json: sizes of 2^63 and more as exact integers (they were
+ * rounded doubles); a BOM before the CSV header; names with escapes in
+ * the terminal summary and in messages written as \xNN. */
+static void test_cli_text(void)
+{
+    make_dir();
+    char path[256];
+    path_in(path, sizeof path, "big.csv");
+    write_text(path, "\xEF\xBB\xBFid,lower,upper,size\n0,0,2,9223372036854775809\n");
+    CU_ASSERT_EQUAL(cli("offsets big.csv --align 1 --json"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out,
+                                  "\"arena_bytes\": 9223372036854775809,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out,
+                                  "\"lower_bound_bytes\": 9223372036854775809,"));
+    mp_test_json *j = mp_test_json_parse(cli_out);
+    CU_ASSERT_EQUAL(mp_test_jtype(j, "arena_bytes"), 'i');  /* not a real */
+    mp_test_json_free(j);
+    path_in(path, sizeof path, "n.json");
+    write_text(path, nasty_text);
+    CU_ASSERT_EQUAL(cli("plan n.json"), 0);
+    CU_ASSERT_PTR_NULL(strchr(cli_out, '\x1b'));
+    CU_ASSERT_PTR_NULL(strchr(cli_out, '\xff'));
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "b\\x1b[31m"));
+    CU_ASSERT_EQUAL(cli("shapes n.json"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "c\\xff "));
+    CU_ASSERT_PTR_NULL(strchr(cli_out, '\x1b'));
+    CU_ASSERT_EQUAL(cli("plan n.json --json"), 0);
+    CU_ASSERT(mp__utf8_valid(cli_out));
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "b\\u001B[31m"));
+    /* an error naming a tensor with an escape */
+    path_in(path, sizeof path, "e.json");
+    write_text(path, "{\"format\": \"memplan-graph\", \"version\": 1, "
+                     "\"tensors\": [], \"nodes\": [{\"name\": \"n\", \"op\": "
+                     "\"Relu\", \"inputs\": [\"q\\u001b[2J\"], \"outputs\": "
+                     "[\"y\"]}], \"outputs\": [\"y\"]}");
+    CU_ASSERT_NOT_EQUAL(cli("plan e.json"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "q\\x1b[2J"));
+    CU_ASSERT_PTR_NULL(strchr(cli_out, '\x1b'));
+    remove_dir();
+}
+
 void mp_register_io(void)
 {
     static CU_TestInfo tests[] = {
@@ -655,6 +823,10 @@ void mp_register_io(void)
         {"dot_escaping", test_dot_escaping},
         {"json_names", test_json_names},
         {"same_bytes", test_same_bytes},
+        {"cli_same_file", test_cli_same_file},
+        {"cli_directory", test_cli_directory},
+        {"cli_failed_write", test_cli_failed_write},
+        {"cli_text", test_cli_text},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("io", tests);
