@@ -781,9 +781,8 @@ static void test_cli_text(void)
                                   "\"arena_bytes\": 9223372036854775809,"));
     CU_ASSERT_PTR_NOT_NULL(strstr(cli_out,
                                   "\"lower_bound_bytes\": 9223372036854775809,"));
-    mp_test_json *j = mp_test_json_parse(cli_out);
-    CU_ASSERT_EQUAL(mp_test_jtype(j, "arena_bytes"), 'i');  /* not a real */
-    mp_test_json_free(j);
+    /* not a real (9.2233720368547758e+18, which is 2^63) */
+    CU_ASSERT_PTR_NULL(strstr(cli_out, "e+18"));
     path_in(path, sizeof path, "n.json");
     write_text(path, nasty_text);
     CU_ASSERT_EQUAL(cli("plan n.json"), 0);
