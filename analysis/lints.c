@@ -107,12 +107,21 @@ void mp__viz_xml_str(FILE *f, const char *s)
         case '"': fputs("&quot;", f); break;
         case '\'': fputs("&#39;", f); break;
         default:
-            if (*c < 0x20 && *c != '\n' && *c != '\t')
+            if ((*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f) {
                 fputc('?', f);
-            else if (*c >= 0x80)
-                fprintf(f, "&#%u;", *c);   /* as Latin-1: always valid */
-            else
+            } else if (*c >= 0x80) {
+                /* the page is UTF-8: a character as it is, a byte that is
+                 * not part of one as U+FFFD */
+                uint32_t cp;
+                size_t k = mp__utf8_next((const char *)c, &cp);
+                if (k)
+                    fwrite(c, 1, k, f);
+                else
+                    fputs("&#xFFFD;", f);
+                c += k ? k - 1 : 0;
+            } else {
                 fputc(*c, f);
+            }
         }
     }
 }
