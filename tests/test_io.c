@@ -343,9 +343,16 @@ static void test_dup_keys(void)
         /* the same, read in two passes (lists before format) */
         "{\"tensors\": [], \"x-top\": {\"q\": 1,\n \"q\": 2}, \"format\": "
         "\"memplan-graph\", \"version\": 1, \"nodes\": [], \"outputs\": []}",
+        /* an "x-" key twice in one object: at the top, in a tensor */
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"x-a\": 1,\n "
+        "\"x-a\": 2, \"tensors\": [], \"nodes\": [], \"outputs\": []}",
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"tensors\": "
+        "[{\"name\": \"x\", \"x-b\": {}, \"dtype\": \"float32\",\n \"x-b\": "
+        "[], \"shape\": [1], \"kind\": \"input\"}], \"nodes\": [], "
+        "\"outputs\": []}",
     };
     static const char *const where[] = {"m:2:2:", "m:2:25:", "m:2:2:",
-                                        "m:2:2:"};
+                                        "m:2:2:", "m:2:2:", "m:2:2:"};
     mp_ctx *ctx = mp_ctx_create(NULL);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mp_graph *g = NULL;
@@ -358,8 +365,20 @@ static void test_dup_keys(void)
             printf("\n  %s\n", msg);
         mp_graph_destroy(g);
     }
-    /* the same keys in different objects are fine */
+    /* the same keys in different objects are fine, and a document read
+     * twice (its keys out of the writer's order) has no duplicate */
     mp_graph *g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(
+                        ctx,
+                        "{\"x-a\": 1, \"tensors\": [{\"name\": \"x\", "
+                        "\"dtype\": \"float32\", \"shape\": [1], \"kind\": "
+                        "\"input\", \"x-a\": 2}], \"format\": "
+                        "\"memplan-graph\", \"x-b\": {\"x-a\": 3}, "
+                        "\"version\": 1, \"nodes\": [], \"outputs\": []}",
+                        "twice", &g),
+                    MP_OK);
+    mp_graph_destroy(g);
+    g = NULL;
     CU_ASSERT_EQUAL(mp_graph_load_json_string(
                         ctx,
                         "{\"format\": \"memplan-graph\", \"version\": 1, "
@@ -377,9 +396,10 @@ static void test_dup_keys(void)
     CU_ASSERT_EQUAL_FATAL(mp_plan_to_json_string(p, &pj), MP_OK);
     const char *adds[] = {"{\"metadata\": {\"k\": 1, \"k\": 2},",
                           "{\"metadata\": {}, \"metadata\": {},",
-                          "{\"x-ext\": {\"k\": {\"z\": 1, \"z\": 1}},"};
+                          "{\"x-ext\": {\"k\": {\"z\": 1, \"z\": 1}},",
+                          "{\"x-e\": 1, \"x-e\": 1,"};
     make_dir();
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof adds / sizeof adds[0]; i++) {
         char path[128];
         path_in(path, sizeof path, "p.json");
         char *t = malloc(strlen(pj) + 64);

@@ -113,6 +113,9 @@ typedef struct mp__jr {
     size_t n_path;
     char label[160];     /* printed after path[1], e.g. "\"conv1\"" */
     const char *prefix;  /* printed before the path (NULL: none) */
+    /* keys read that are not in their object's table (extensions, free
+     * keys): a key twice in one object is an error (json_read.c) */
+    struct mp__jxkeys *xkeys;
 } mp__jr;
 
 /* Key table of an object. names: n entries (NULL entries never match);

@@ -20,8 +20,112 @@ void mp__jr_init(mp__jr *r, mp_ctx *ctx, const char *src, const char *text,
     r->flags = flags;
 }
 
+/* The keys of objects read that are not in their table ("x-" keys, the
+ * free keys of MP__JK_ANY objects and of objects without a table), by
+ * object and text: a second such key of one object is "duplicate key"
+ * (table keys are checked by the object's `seen` bits). A key read again
+ * at the same place (a document read a second time) is no duplicate. */
+typedef struct xkey {
+    size_t obj, off;    /* the object's '{', the key's '"' */
+    size_t s, n;        /* the key's text in chars */
+    uint64_t h;
+} xkey;
+struct mp__jxkeys {
+    xkey *e;
+    size_t n, cap;
+    uint32_t *slot;     /* index + 1; 0 empty */
+    size_t nslot;
+    char *chars;
+    size_t nchars, ccap;
+};
+
+static uint64_t xkey_hash(size_t obj, const char *k, size_t n)
+{
+    uint64_t h = 1469598103934665603ull ^ ((uint64_t)obj * 0x9E3779B97F4A7C15ull);
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)k[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+}
+
+static void xkeys_free(mp_ctx *ctx, struct mp__jxkeys *x)
+{
+    if (!x)
+        return;
+    mp__dealloc(ctx, x->e);
+    mp__dealloc(ctx, x->slot);
+    mp__dealloc(ctx, x->chars);
+    mp__dealloc(ctx, x);
+}
+
+/* Places e (index i) in the table. */
+static void xkeys_place(struct mp__jxkeys *x, size_t i)
+{
+    size_t m = x->nslot - 1, j = (size_t)x->e[i].h & m;
+    while (x->slot[j])
+        j = (j + 1) & m;
+    x->slot[j] = (uint32_t)(i + 1);
+}
+
+/* Key k (n bytes) of the object at obj, read at off: MP_OK, or
+ * "duplicate key" when the object had it at another place. */
+static mp_status xkey_check(mp__jr *r, size_t obj, size_t off, const char *k,
+                            size_t n)
+{
+    mp_ctx *ctx = r->ctx;
+    struct mp__jxkeys *x = r->xkeys;
+    if (!x && !(x = r->xkeys = mp__calloc(ctx, 1, sizeof *x)))
+        return MP_ERR_NOMEM;
+    uint64_t h = xkey_hash(obj, k, n);
+    if (x->nslot) {
+        size_t m = x->nslot - 1;
+        for (size_t j = (size_t)h & m; x->slot[j]; j = (j + 1) & m) {
+            const xkey *e = &x->e[x->slot[j] - 1];
+            if (e->h != h || e->obj != obj || e->n != n ||
+                memcmp(x->chars + e->s, k, n) != 0)
+                continue;
+            if (e->off == off)
+                return MP_OK;   /* the same key, read again */
+            return mp__jr_err(r, MP_ERR_PARSE, off, "duplicate key \"%s\"",
+                              k);
+        }
+    }
+    if (x->n >= UINT32_MAX - 1)
+        return mp__err(ctx, MP_ERR_OVERFLOW, "%s: too many keys", r->src);
+    void *p = x->e;
+    if (mp__grow(ctx, &p, sizeof *x->e, x->n + 1, &x->cap))
+        return MP_ERR_NOMEM;
+    x->e = p;
+    p = x->chars;
+    if (mp__grow(ctx, &p, 1, x->nchars + n + 1, &x->ccap))
+        return MP_ERR_NOMEM;
+    x->chars = p;
+    memcpy(x->chars + x->nchars, k, n);
+    x->chars[x->nchars + n] = 0;
+    x->e[x->n] = (xkey){obj, off, x->nchars, n, h};
+    x->nchars += n + 1;
+    x->n++;
+    if (2 * x->n > x->nslot) {   /* grow the table: at most half full */
+        size_t ns = x->nslot ? 2 * x->nslot : 64;
+        uint32_t *sl = mp__calloc(ctx, ns, sizeof *sl);
+        if (!sl)
+            return MP_ERR_NOMEM;
+        mp__dealloc(ctx, x->slot);
+        x->slot = sl;
+        x->nslot = ns;
+        for (size_t i = 0; i < x->n; i++)
+            xkeys_place(x, i);
+    } else {
+        xkeys_place(x, x->n - 1);
+    }
+    return MP_OK;
+}
+
 void mp__jr_free(mp__jr *r)
 {
+    xkeys_free(r->ctx, r->xkeys);
+    r->xkeys = NULL;
     mp__dealloc(r->ctx, r->sb);
     mp__dealloc(r->ctx, r->stack);
     r->sb = NULL;
@@ -723,6 +827,11 @@ mp_status mp__jr_member(mp__jr *r, mp__jobj *o, int *k)
         int i;
         if ((st = read_key(r, o, &i)))
             return st;
+        if (i < 0) {
+            const char *key = mp__jr_key(r, o);
+            if ((st = xkey_check(r, o->off, o->key_off, key, strlen(key))))
+                return st;
+        }
         if (i >= 0) {
             uint64_t bit = (uint64_t)1 << i;
             if (o->seen & bit)
