@@ -39,12 +39,17 @@ mp_status mp__read_file(mp_ctx *ctx, const char *path, char **text,
 {
     *text = NULL;
     *len = 0;
+    /* a regular file only, checked before it is opened (opening a pipe
+     * would wait for a writer; a directory opens, but its "size" is no
+     * size and reading it fails) */
+    mp_status st = mp__check_regular(ctx, path);
+    if (st)
+        return st;
     FILE *f = fopen(path, "rb");
     if (!f)
         return mp__err(ctx, MP_ERR_IO, "%s: cannot open: %s", path,
                       strerror(errno));
-    /* what was opened must be a regular file: a directory opens, but its
-     * "size" is no size and reading it fails */
+    /* and what was opened is one (the path may have changed since) */
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
@@ -174,14 +179,16 @@ mp_status mp__wfile_open(mp_ctx *ctx, const char *path, mp__wfile *w)
         if (fd < 0 && err != EEXIST)
             break;
     }
-    mp__dealloc(ctx, dir);
     if (fd < 0) {
         mp_status st = mp__err(ctx, MP_ERR_IO,
-                               "%s: cannot open for writing: %s", path,
-                               strerror(err));
+                               "%s: cannot write: %s (the file is written "
+                               "to a temporary file in %s, then renamed)",
+                               path, strerror(err), dir);
+        mp__dealloc(ctx, dir);
         wfile_free(w);
         return st;
     }
+    mp__dealloc(ctx, dir);
     /* the target's permissions (open applied the umask to new files) */
     if (exists)
         (void)fchmod(fd, mode);
