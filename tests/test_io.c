@@ -388,6 +388,53 @@ static void test_dup_keys(void)
                         "ok", &g),
                     MP_OK);
     mp_graph_destroy(g);
+    /* many objects with the same free keys, then a duplicate: in the
+     * last tensor, and at the top level around the tensors (the keys of
+     * an object are dropped when it ends, the top level's kept) */
+    for (int top = 0; top < 2; top++) {
+        size_t cap = 1 << 20, len = 0;
+        char *t = malloc(cap);
+        len += (size_t)snprintf(t + len, cap - len,
+                                "{\"format\": \"memplan-graph\", \"version\": "
+                                "1, \"x-t\": 0, \"tensors\": [\n");
+        for (int i = 0; i < 400; i++) {
+            len += (size_t)snprintf(t + len, cap - len,
+                                    "{\"name\": \"t%d\", \"dtype\": "
+                                    "\"float32\", \"shape\": [1], "
+                                    "\"kind\": \"input\"", i);
+            for (int k = 0; k < 20; k++)
+                len += (size_t)snprintf(t + len, cap - len, ", \"x-%d\": %d",
+                                        (k * 7 + i) % 20, k);
+            len += (size_t)snprintf(t + len, cap - len, "},\n");
+        }
+        len += (size_t)snprintf(t + len, cap - len,
+                                "{\"name\": \"last\", \"dtype\": "
+                                "\"float32\", \"shape\": [1], \"kind\": "
+                                "\"input\", \"x-5\": 1%s}]%s, "
+                                "\"nodes\": [], \"outputs\": []}",
+                                top ? "" : ", \"x-5\": 2",
+                                top ? ",\n \"x-t\": 1" : "");
+        mp_graph *many = NULL;
+        CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, t, "many", &many),
+                        MP_ERR_PARSE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                      top ? "duplicate key \"x-t\""
+                                          : "duplicate key \"x-5\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                      top ? "many:403:2:" : "many:402:79:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "many:40"));
+        if (!strstr(mp_ctx_message(ctx), "many:40"))
+            printf("\n  %s\n", mp_ctx_message(ctx));
+        mp_graph_destroy(many);
+        /* without the duplicates it loads */
+        char *dup = strstr(t, top ? ",\n \"x-t\": 1" : ", \"x-5\": 2}]");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dup);
+        memset(dup, ' ', top ? 11 : 10);
+        CU_ASSERT_EQUAL(mp_graph_load_json_string(ctx, t, "many", &many),
+                        MP_OK);
+        mp_graph_destroy(many);
+        free(t);
+    }
     /* plans: metadata once, its keys unique */
     mp_graph *pg = NULL;
     mp_plan *p = NULL;

@@ -20,11 +20,13 @@ void mp__jr_init(mp__jr *r, mp_ctx *ctx, const char *src, const char *text,
     r->flags = flags;
 }
 
-/* The keys of objects read that are not in their table ("x-" keys, the
- * free keys of MP__JK_ANY objects and of objects without a table), by
+/* The keys of objects being read that are not in their table ("x-" keys,
+ * the free keys of MP__JK_ANY objects and of objects without a table), by
  * object and text: a second such key of one object is "duplicate key"
  * (table keys are checked by the object's `seen` bits). A key read again
- * at the same place (a document read a second time) is no duplicate. */
+ * at the same place (a document read a second time) is no duplicate. The
+ * keys of an object are dropped when it ends (objects end in the reverse
+ * order they open): what is kept is the keys of the open objects. */
 typedef struct xkey {
     size_t obj, off;    /* the object's '{', the key's '"' */
     size_t s, n;        /* the key's text in chars */
@@ -41,7 +43,8 @@ struct mp__jxkeys {
 
 static uint64_t xkey_hash(size_t obj, const char *k, size_t n)
 {
-    uint64_t h = 1469598103934665603ull ^ ((uint64_t)obj * 0x9E3779B97F4A7C15ull);
+    uint64_t h = 1469598103934665603ull ^
+                 ((uint64_t)obj * 0x9E3779B97F4A7C15ull);
     for (size_t i = 0; i < n; i++) {
         h ^= (unsigned char)k[i];
         h *= 1099511628211ull;
@@ -66,6 +69,36 @@ static void xkeys_place(struct mp__jxkeys *x, size_t i)
     while (x->slot[j])
         j = (j + 1) & m;
     x->slot[j] = (uint32_t)(i + 1);
+}
+
+/* Drops the keys of the object at obj (the last ones kept): each one's
+ * slot emptied, the slots after it in its run moved back where they may
+ * stand (deletion in linear probing). */
+static void xkeys_end(struct mp__jxkeys *x, size_t obj)
+{
+    if (!x)
+        return;
+    size_t m = x->nslot - 1;
+    while (x->n && x->e[x->n - 1].obj == obj) {
+        size_t i = x->n - 1, j = (size_t)x->e[i].h & m;
+        while (x->slot[j] != i + 1)
+            j = (j + 1) & m;
+        x->slot[j] = 0;
+        for (size_t k = (j + 1) & m; x->slot[k]; k = (k + 1) & m) {
+            size_t home = (size_t)x->e[x->slot[k] - 1].h & m;
+            /* the entry at k may move to j when its home is not in
+             * the cyclic interval (j, k] */
+            bool stays = j < k ? (home > j && home <= k)
+                               : (home > j || home <= k);
+            if (!stays) {
+                x->slot[j] = x->slot[k];
+                x->slot[k] = 0;
+                j = k;
+            }
+        }
+        x->nchars = x->e[i].s;
+        x->n = i;
+    }
 }
 
 /* Key k (n bytes) of the object at obj, read at off: MP_OK, or
@@ -109,8 +142,11 @@ static mp_status xkey_check(mp__jr *r, size_t obj, size_t off, const char *k,
     if (2 * x->n > x->nslot) {   /* grow the table: at most half full */
         size_t ns = x->nslot ? 2 * x->nslot : 64;
         uint32_t *sl = mp__calloc(ctx, ns, sizeof *sl);
-        if (!sl)
+        if (!sl) {
+            x->n--;   /* not kept: every kept key has its slot */
+            x->nchars = x->e[x->n].s;
             return MP_ERR_NOMEM;
+        }
         mp__dealloc(ctx, x->slot);
         x->slot = sl;
         x->nslot = ns;
@@ -820,6 +856,7 @@ mp_status mp__jr_member(mp__jr *r, mp__jobj *o, int *k)
         if (mp__jtok_obj_next(&r->k, &o->state, &more))
             return tok_fail(r, "',' or '}'");
         if (!more) {
+            xkeys_end(r->xkeys, o->off);
             r->depth = o->depth - 1;
             *k = MP__JK_END;
             return MP_OK;
