@@ -377,7 +377,7 @@ static const char *rich_doc =
     "  {'name': 'conv1', 'op': 'Conv', 'domain': '', 'inputs': ['x', 'w', "
     "''], 'outputs': ['y'],\n"
     "   'attributes': {'kernel_shape': [3, 3], 'alpha': 0.5, 'mode': "
-    "'same', 'group': -1, 'big': 9007199254740993, 'scales': [1, 2.0, "
+    "'same', 'groups': -1, 'big': 9007199254740993, 'scales': [1, 2.0, "
     "0.1], 'none': [], 'two': 2.0, 'tiny': 1e-300, 'esc': 'a\\tb\\u0001'},\n"
     "   'phase': 'forward', 'cost': {'flops': 1.2e9, 'bytes': 3.4e6, "
     "'seconds': 1e-4}, 'x-origin': 'layer1'},\n"

@@ -89,6 +89,15 @@ static const struct {
     /* the recogniser's 3 convolution stages need a width of 320 */
     {"paddleocr/en_number_mobile_v2.0_rec_infer.onnx",
      "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=320"},
+    /* the direction classifier's input: 48 x 192 (at 1 x 1 its pools
+     * have kernels larger than their inputs) */
+    {"paddleocr/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+     "--dim p2o.DynamicDimension.0=1 --dim p2o.DynamicDimension.1=48 "
+     "--dim p2o.DynamicDimension.2=192"},
+    /* silero-vad: one 512-sample chunk (16 kHz), batch 1 (a chunk of 1
+     * is shorter than the STFT convolution's kernel of 256) */
+    {"silero-vad/silero_vad_op18_ifless.onnx",
+     "--dim sequence=512 --dim batch=1"},
     /* silero-vad: one 512-sample chunk (16 kHz), batch 1 */
     {"silero-vad/silero_vad_16k_op15.onnx", "--dim sequence=512 --dim batch=1"},
     {"silero-vad/silero_vad_half.onnx", "--dim sequence=512 --dim batch=1"},

@@ -615,13 +615,13 @@ MP__SHAPE_FN(mp__shape_reduce)
         c = 0;
     bool red[MP_MAX_RANK] = {false};
     if (in.rank >= 0 && have) {
-        for (uint32_t k = 0; k < c; k++) {
-            int32_t a;
-            if (!mp__axis(axes[k], in.rank, &a))
-                return mp__node_err(g, node, "axis %lld out of range",
-                                   (long long)axes[k]);
-            red[a] = true;
-        }
+        mp_status cs = mp__check_axes(g, node,
+                                      mp__attr_ints(n, "axes", &(uint32_t){0})
+                                          ? "attribute 'axes'"
+                                          : "input 'axes'",
+                                      axes, c, in.rank, red);
+        if (cs)
+            return cs;
         if (c == 0 && !noop)
             for (int32_t i = 0; i < in.rank; i++)
                 red[i] = true;
@@ -679,8 +679,10 @@ MP__SHAPE_FN(mp__shape_argreduce)
     bool keep = mp__attr_int(n, "keepdims", 1) != 0;
     int32_t a;
     if (in.rank >= 0) {
-        if (!mp__axis(mp__attr_int(n, "axis", 0), in.rank, &a))
-            return mp__node_err(g, node, "axis out of range");
+        mp_status cs = mp__check_axis(g, node, "attribute 'axis'",
+                                      mp__attr_int(n, "axis", 0), in.rank, &a);
+        if (cs)
+            return cs;
         out.rank = 0;
         for (int32_t i = 0; i < in.rank; i++) {
             if (i != a)
@@ -778,13 +780,221 @@ MP__SHAPE_FN(mp__shape_gemm)
         out.d[1] = tb ? b.d[0] : b.d[1];
     } else if (a.rank >= 0 && a.rank != 2) {
         return mp__node_err(g, node, "A has rank %d, expected 2", (int)a.rank);
+    } else if (b.rank >= 0 && b.rank != 2) {
+        return mp__node_err(g, node, "B has rank %d, expected 2", (int)b.rank);
+    }
+    /* C broadcasts to [M, N] in one direction */
+    mp__shape cc;
+    mp__in_shape(g, n, 2, &cc);
+    if (out.rank == 2 && cc.rank >= 0) {
+        if (cc.rank > 2)
+            return mp__node_err(g, node, "C ('%s') has rank %d: it must "
+                               "broadcast to the output [M, N]",
+                               mp__in(g, n, 2)->name, (int)cc.rank);
+        for (int32_t i = 0; i < cc.rank; i++) {
+            int64_t cd = cc.d[i], od = out.d[2 - cc.rank + i];
+            if (cd >= 0 && od >= 0 && cd != 1 && cd != od)
+                return mp__node_err(g, node, "C ('%s') dim %d = %lld does "
+                                   "not broadcast to the output's %lld",
+                                   mp__in(g, n, 2)->name, (int)i,
+                                   (long long)cd, (long long)od);
+        }
     }
     mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     return st ? st : mp__shape_done(g, node);
 }
 
+/* Softmax, LogSoftmax, Hardmax, LpNormalization, CumSum, CumProd,
+ * Trilu, ReverseSequence, Scatter*: the input's shape, after the checks
+ * of their axis attribute or input. */
 MP__SHAPE_FN(mp__shape_softmax)
 {
+    const mp__node *n = &g->nodes[node];
+    mp__shape x;
+    mp__in_shape(g, n, 0, &x);
+    int32_t a;
+    /* Softmax, LogSoftmax, Hardmax before opset 13: axis 1 by default
+     * (the input coerced to 2-D there) */
+    bool lp = strcmp(n->op, "LpNormalization") == 0;
+    int64_t dflt = !lp && g->onnx_opset && g->onnx_opset < 13 ? 1 : -1;
+    if (lp) {
+        int64_t p = mp__attr_int(n, "p", 2);
+        if (p != 1 && p != 2)
+            return mp__node_err(g, node, "attribute 'p' = %lld: must be 1 "
+                               "or 2", (long long)p);
+    }
+    if (x.rank > 0) {
+        mp_status st = mp__check_axis(g, node, "attribute 'axis'",
+                                      mp__attr_int(n, "axis", dflt), x.rank,
+                                      &a);
+        if (st)
+            return st;
+    }
+    return mp__shape_same(g, node);
+}
+
+/* CumSum, CumProd: the axis is input 1, a scalar */
+MP__SHAPE_FN(mp__shape_cumsum)
+{
+    const mp__node *n = &g->nodes[node];
+    mp__shape x;
+    mp__in_shape(g, n, 0, &x);
+    const int64_t *v;
+    uint32_t c;
+    if (x.rank >= 0 && mp__in_value(g, n, 1, &v, &c)) {
+        int32_t a;
+        if (c != 1)
+            return mp__node_err(g, node, "input 'axis' ('%s') has %u values: "
+                               "it must be a scalar", mp__in(g, n, 1)->name,
+                               (unsigned)c);
+        mp_status st = mp__check_axis(g, node, "input 'axis'", v[0], x.rank,
+                                      &a);
+        if (st)
+            return st;
+    }
+    return mp__shape_same(g, node);
+}
+
+/* Trilu: input of rank >= 2 */
+MP__SHAPE_FN(mp__shape_trilu)
+{
+    const mp__node *n = &g->nodes[node];
+    mp__shape x;
+    mp__in_shape(g, n, 0, &x);
+    if (x.rank >= 0 && x.rank < 2)
+        return mp__node_err(g, node, "input '%s' has rank %d: it needs at "
+                           "least 2", mp__in(g, n, 0)->name, (int)x.rank);
+    return mp__shape_same(g, node);
+}
+
+/* ReverseSequence: batch_axis and time_axis are 0 and 1 (either way) */
+MP__SHAPE_FN(mp__shape_reverse_sequence)
+{
+    const mp__node *n = &g->nodes[node];
+    int64_t b = mp__attr_int(n, "batch_axis", 1);
+    int64_t t = mp__attr_int(n, "time_axis", 0);
+    if ((b != 0 && b != 1) || (t != 0 && t != 1) || b == t)
+        return mp__node_err(g, node, "attributes 'batch_axis' = %lld and "
+                           "'time_axis' = %lld: one must be 0 and the other "
+                           "1", (long long)b, (long long)t);
+    mp__shape x;
+    mp__in_shape(g, n, 0, &x);
+    if (x.rank >= 0 && x.rank < 2)
+        return mp__node_err(g, node, "input '%s' has rank %d: it needs at "
+                           "least 2", mp__in(g, n, 0)->name, (int)x.rank);
+    return mp__shape_same(g, node);
+}
+
+/* MeanVarianceNormalization: axes in range, none twice */
+MP__SHAPE_FN(mp__shape_mvn)
+{
+    const mp__node *n = &g->nodes[node];
+    mp__shape x;
+    mp__in_shape(g, n, 0, &x);
+    uint32_t c;
+    const int64_t *axes = mp__attr_ints(n, "axes", &c);
+    mp_status st;
+    if (axes && x.rank >= 0 &&
+        (st = mp__check_axes(g, node, "attribute 'axes'", axes, c, x.rank,
+                             NULL)))
+        return st;
+    return mp__shape_same(g, node);
+}
+
+/* LRN: size >= 1 */
+MP__SHAPE_FN(mp__shape_lrn)
+{
+    const mp__node *n = &g->nodes[node];
+    int64_t size = mp__attr_int(n, "size", 1);
+    if (size < 1)
+        return mp__node_err(g, node, "attribute 'size' = %lld: must be >= 1",
+                           (long long)size);
+    return mp__shape_same(g, node);
+}
+
+/* Scatter, ScatterElements (data, indices, updates; axis): indices and
+ * updates of one shape and data's rank, known indices inside the axis;
+ * ScatterND (data, indices, updates): indices' last dim k <= data's rank
+ * and updates = indices.shape[:-1] + data.shape[k:]. Output: data. */
+MP__SHAPE_FN(mp__shape_scatter)
+{
+    const mp__node *n = &g->nodes[node];
+    static const char *const reds[] = {"none", "add", "mul", "max", "min",
+                                       NULL};
+    mp_status st = mp__check_enum(g, node, "reduction", "none", reds, NULL);
+    if (st)
+        return st;
+    mp__shape d, ix, up;
+    mp__in_shape(g, n, 0, &d);
+    mp__in_shape(g, n, 1, &ix);
+    mp__in_shape(g, n, 2, &up);
+    const char *dn = mp__in(g, n, 0) ? mp__in(g, n, 0)->name : "?";
+    const char *in_ = mp__in(g, n, 1) ? mp__in(g, n, 1)->name : "?";
+    const char *un = mp__in(g, n, 2) ? mp__in(g, n, 2)->name : "?";
+    if (strcmp(n->op, "ScatterND") == 0) {
+        if (ix.rank == 0)
+            return mp__node_err(g, node, "indices '%s' have rank 0: they "
+                               "need at least 1", in_);
+        if (d.rank >= 0 && ix.rank >= 1 && up.rank >= 0 &&
+            ix.d[ix.rank - 1] >= 0) {
+            int64_t k = ix.d[ix.rank - 1];
+            if (k > d.rank)
+                return mp__node_err(g, node, "indices '%s' have a last dim "
+                                   "of %lld, above the data's rank %d",
+                                   in_, (long long)k, (int)d.rank);
+            int64_t want = ix.rank - 1 + d.rank - k;
+            if (up.rank != want)
+                return mp__node_err(g, node, "updates '%s' have rank %d: "
+                                   "indices.shape[:-1] + data.shape[%lld:] "
+                                   "has rank %lld", un, (int)up.rank,
+                                   (long long)k, (long long)want);
+            for (int32_t i = 0; i < up.rank; i++) {
+                int64_t e = i < ix.rank - 1 ? ix.d[i]
+                                            : d.d[k + i - (ix.rank - 1)];
+                if (e >= 0 && up.d[i] >= 0 && e != up.d[i])
+                    return mp__node_err(g, node, "updates '%s' dim %d = "
+                                       "%lld: indices.shape[:-1] + "
+                                       "data.shape[%lld:] has %lld", un,
+                                       (int)i, (long long)up.d[i],
+                                       (long long)k, (long long)e);
+            }
+        }
+        return mp__shape_same(g, node);
+    }
+    if (d.rank >= 0) {
+        int32_t a;
+        st = mp__check_axis(g, node, "attribute 'axis'",
+                            mp__attr_int(n, "axis", 0), d.rank, &a);
+        if (st)
+            return st;
+        if (ix.rank >= 0 && ix.rank != d.rank)
+            return mp__node_err(g, node, "indices '%s' have rank %d, data "
+                               "'%s' %d: they must be equal", in_,
+                               (int)ix.rank, dn, (int)d.rank);
+        const int64_t *v;
+        uint32_t c;
+        const mp__tensor *t = mp__in(g, n, 1);
+        if (d.d[a] >= 0 && t && mp__dtype_is_int(t->dtype) &&
+            mp__in_value(g, n, 1, &v, &c))
+            for (uint32_t k = 0; k < c; k++)
+                if (v[k] < -d.d[a] || v[k] >= d.d[a])
+                    return mp__node_err(g, node, "input '%s'[%u] = %lld: an "
+                                       "index into axis %d (of %lld) must "
+                                       "be in [%lld, %lld]", in_,
+                                       (unsigned)k, (long long)v[k], (int)a,
+                                       (long long)d.d[a],
+                                       (long long)-d.d[a],
+                                       (long long)d.d[a] - 1);
+    }
+    if (ix.rank >= 0 && up.rank >= 0) {
+        bool same = ix.rank == up.rank;
+        for (int32_t i = 0; same && i < ix.rank; i++)
+            same = ix.d[i] < 0 || up.d[i] < 0 || ix.d[i] == up.d[i];
+        if (!same)
+            return mp__node_err(g, node, "updates '%s' and indices '%s' "
+                               "differ in shape: they must be equal", un,
+                               in_);
+    }
     return mp__shape_same(g, node);
 }
 
@@ -801,9 +1011,20 @@ MP__SHAPE_FN(mp__shape_topk)
     else if (mp__node_attr(n, "k"))
         k = mp__attr_int(n, "k", -1);
     int32_t a;
+    bool k_known = (mp__in_value(g, n, 1, &kv, &kc) && kc == 1) ||
+                   mp__node_attr(n, "k") != NULL;
+    if (k_known && k < 0)
+        return mp__node_err(g, node, "k = %lld: must be >= 0", (long long)k);
     if (in.rank >= 0) {
-        if (!mp__axis(mp__attr_int(n, "axis", -1), in.rank, &a))
-            return mp__node_err(g, node, "axis out of range");
+        mp_status cs = mp__check_axis(g, node, "attribute 'axis'",
+                                      mp__attr_int(n, "axis", -1), in.rank,
+                                      &a);
+        if (cs)
+            return cs;
+        if (k >= 0 && in.d[a] >= 0 && k > in.d[a])
+            return mp__node_err(g, node, "k = %lld: larger than axis %d of "
+                               "input '%s' (%lld)", (long long)k, (int)a,
+                               mp__in(g, n, 0)->name, (long long)in.d[a]);
         out = in;
         out.d[a] = k;
     }
@@ -813,7 +1034,6 @@ MP__SHAPE_FN(mp__shape_topk)
     return st ? st : mp__shape_done(g, node);
 }
 
-MP__SHAPE_FN(mp__shape_trilu) { return mp__shape_same(g, node); }
 
 MP__SHAPE_FN(mp__shape_dropout)
 {
@@ -825,7 +1045,7 @@ MP__SHAPE_FN(mp__shape_dropout)
         st = mp__out_set(g, node, 1, MP_DTYPE_BOOL, &s);
     return st ? st : mp__shape_done(g, node);
 }
-MP__SHAPE_FN(mp__shape_lrn) { return mp__shape_same(g, node); }
+
 
 MP__SHAPE_FN(mp__shape_quantize)
 {

@@ -269,6 +269,25 @@ MP__SHAPE_FN(mp__shape_roi_align)
     mp__shape x, rois, out = {.rank = -1};
     mp__in_shape(g, n, 0, &x);
     mp__in_shape(g, n, 1, &rois);
+    static const char *const modes[] = {"avg", "max", NULL};
+    mp_status cs = mp__check_enum(g, node, "mode", "avg", modes, NULL);
+    if (cs)
+        return cs;
+    static const char *const ctm[] = {"half_pixel", "output_half_pixel",
+                                      NULL};
+    if ((cs = mp__check_enum(g, node, "coordinate_transformation_mode",
+                             "half_pixel", ctm, NULL)))
+        return cs;
+    static const char *const names[] = {"output_height", "output_width"};
+    for (int i = 0; i < 2; i++)
+        if (mp__attr_int(n, names[i], 1) < 1)
+            return mp__node_err(g, node, "attribute '%s' = %lld: must be >= "
+                               "1", names[i],
+                               (long long)mp__attr_int(n, names[i], 1));
+    if (mp__attr_int(n, "sampling_ratio", 0) < 0)
+        return mp__node_err(g, node, "attribute 'sampling_ratio' = %lld: "
+                           "must be >= 0",
+                           (long long)mp__attr_int(n, "sampling_ratio", 0));
     if (x.rank == 4 && rois.rank == 2) {
         out.rank = 4;
         out.d[0] = rois.d[0];
@@ -288,6 +307,18 @@ MP__SHAPE_FN(mp__shape_gather_nd)
     mp__in_shape(g, n, 0, &d);
     mp__in_shape(g, n, 1, &ix);
     int64_t b = mp__attr_int(n, "batch_dims", 0);
+    if (b < 0 || (d.rank >= 0 && b >= d.rank) || (ix.rank >= 0 && b >= ix.rank))
+        return mp__node_err(g, node, "attribute 'batch_dims' = %lld: must be "
+                           ">= 0 and below the ranks of data (%d) and "
+                           "indices (%d)", (long long)b, (int)d.rank,
+                           (int)ix.rank);
+    if (d.rank >= 0 && ix.rank >= 0)
+        for (int64_t i = 0; i < b; i++)
+            if (d.d[i] >= 0 && ix.d[i] >= 0 && d.d[i] != ix.d[i])
+                return mp__node_err(g, node, "batch dim %lld: data has %lld, "
+                                   "indices %lld: they must be equal",
+                                   (long long)i, (long long)d.d[i],
+                                   (long long)ix.d[i]);
     if (d.rank >= 1 && ix.rank >= 1 && ix.d[ix.rank - 1] >= 0) {
         int64_t last = ix.d[ix.rank - 1];
         if (b < 0 || b + last > d.rank)
@@ -316,8 +347,11 @@ MP__SHAPE_FN(mp__shape_one_hot)
     int64_t depth;
     if (ix.rank >= 0 && ix.rank < MP_MAX_RANK) {
         int32_t ax;
-        if (!mp__axis(mp__attr_int(n, "axis", -1), ix.rank + 1, &ax))
-            return mp__node_err(g, node, "axis out of range");
+        mp_status cs = mp__check_axis(g, node, "attribute 'axis'",
+                                      mp__attr_int(n, "axis", -1),
+                                      ix.rank + 1, &ax);
+        if (cs)
+            return cs;
         const mp__tensor *dt = mp__in(g, n, 1);
         const int64_t *v;
         uint32_t c;
@@ -333,6 +367,13 @@ MP__SHAPE_FN(mp__shape_one_hot)
                 known = mp__dim_from_double(f, &depth);
             }
         }
+        if (known && depth < 1)
+            return mp__node_err(g, node, "input 'depth' ('%s') = %lld: must "
+                               "be >= 1", dt->name, (long long)depth);
+        if (!known && dt && mp__in_value(g, n, 1, &v, &c) && c == 1 &&
+            (dt->dtype == MP_DTYPE_FLOAT32 || dt->dtype == MP_DTYPE_FLOAT64))
+            return mp__node_err(g, node, "input 'depth' ('%s') is not a "
+                               "positive number below 2^62", dt->name);
         out.rank = ix.rank + 1;
         for (int32_t i = 0, k = 0; i < out.rank; i++)
             out.d[i] = i == ax ? (known ? depth : -1) : ix.d[k++];
@@ -403,6 +444,12 @@ MP__SHAPE_FN(mp__shape_einsum)
                                                 : -1;
             if (li >= 0) {
                 int64_t d = s.rank >= 0 ? s.d[pos] : -1;
+                if (d >= 0 && letter[li] >= 0 && d != letter[li] && d != 1 &&
+                    letter[li] != 1)
+                    return mp__node_err(g, node, "letter '%c' of the "
+                                       "equation stands for dims %lld and "
+                                       "%lld: they must be equal", ch,
+                                       (long long)letter[li], (long long)d);
                 if (letter[li] < 0 || letter[li] == 1)
                     letter[li] = d >= 0 || letter[li] == -2 ? d : letter[li];
                 count[li]++;
@@ -417,9 +464,17 @@ MP__SHAPE_FN(mp__shape_einsum)
         if (*p == ',')
             p++;
     }
+    /* "->x": one term, a scalar (the loop above sees no term) */
+    if (term == 0 && p == eq)
+        term = 1;
+    if (term != n->n_in)
+        return mp__node_err(g, node, "attribute 'equation' has %u terms for "
+                           "%u inputs: they must be equal", (unsigned)term,
+                           (unsigned)n->n_in);
     mp__shape out = {.rank = 0};
     if (p[0] == '-') {
         p += 2;
+        bool used[52] = {false};
         for (; *p; p++) {
             if (*p == '.') {
                 if (strncmp(p, "...", 3) != 0)
@@ -439,6 +494,10 @@ MP__SHAPE_FN(mp__shape_einsum)
             if (!count[li])
                 return mp__node_err(g, node, "output letter '%c' is not in "
                                    "any input", *p);
+            if (used[li])
+                return mp__node_err(g, node, "output letter '%c' appears "
+                                   "twice", *p);
+            used[li] = true;
             if (out.rank == MP_MAX_RANK)
                 return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
             out.d[out.rank++] = letter[li] < 0 ? -1 : letter[li];
@@ -521,6 +580,19 @@ MP__SHAPE_FN(mp__shape_stft)
     int64_t step, flen = -1;
     if (!in_scalar(g, n, 3, &flen) && win.rank == 1)
         flen = win.d[0];
+    if (in_scalar(g, n, 1, &step) && step < 1)
+        return mp__node_err(g, node, "input 'frame_step' = %lld: must be >= "
+                           "1", (long long)step);
+    if (flen == 0 || flen < -1)
+        return mp__node_err(g, node, "frame length %lld: must be >= 1",
+                           (long long)flen);
+    if (sig.rank >= 0 && sig.rank != 3)
+        return mp__node_err(g, node, "input 'signal' has rank %d: it must be "
+                           "3 [batch, length, 1 or 2]", (int)sig.rank);
+    if (sig.rank == 3 && sig.d[1] >= 0 && flen > sig.d[1])
+        return mp__node_err(g, node, "frame length %lld is longer than the "
+                           "signal (%lld)", (long long)flen,
+                           (long long)sig.d[1]);
     if (sig.rank == 3 && in_scalar(g, n, 1, &step) && step > 0 && flen > 0 &&
         sig.d[1] >= flen) {
         bool onesided = mp__attr_int(n, "onesided", 1) != 0;
@@ -556,10 +628,18 @@ MP__SHAPE_FN(mp__shape_mel_weight)
     const mp__node *n = &g->nodes[node];
     mp__shape out = {.rank = 2, .d = {-1, -1}};
     int64_t bins, dft;
-    if (in_scalar(g, n, 0, &bins))
+    if (in_scalar(g, n, 0, &bins)) {
+        if (bins < 1)
+            return mp__node_err(g, node, "input 'num_mel_bins' = %lld: must "
+                               "be >= 1", (long long)bins);
         out.d[1] = bins;
-    if (in_scalar(g, n, 1, &dft))
+    }
+    if (in_scalar(g, n, 1, &dft)) {
+        if (dft < 1)
+            return mp__node_err(g, node, "input 'dft_length' = %lld: must be "
+                               ">= 1", (long long)dft);
         out.d[0] = dft / 2 + 1;
+    }
     int dt = (int)mp__attr_int(n, "output_datatype", MP_DTYPE_FLOAT32);
     mp_status st = mp__out_set(g, node, 0, dt, &out);
     return st ? st : mp__shape_done(g, node);
@@ -583,17 +663,48 @@ MP__SHAPE_FN(mp__shape_max_unpool)
         const int64_t *s = mp__attr_ints(n, "strides", &ns);
         const int64_t *pd = mp__attr_ints(n, "pads", &np);
         int32_t sp = x.rank - 2;
-        if (!k || nk != (uint32_t)sp)
-            return mp__node_err(g, node, "kernel_shape needs %d entries",
-                               (int)sp);
+        if (!k)
+            return mp__node_err(g, node, "attribute 'kernel_shape' is "
+                               "missing: it is required (one entry per "
+                               "spatial dim)");
+        mp_status cs = mp__check_count(g, node, "attribute 'kernel_shape'",
+                                       nk, (uint32_t)sp,
+                                       "(one per spatial dim)");
+        if (!cs)
+            cs = mp__check_min(g, node, "attribute 'kernel_shape'", k, nk, 1);
+        if (!cs && s)
+            cs = mp__check_count(g, node, "attribute 'strides'", ns,
+                                 (uint32_t)sp, "(one per spatial dim)");
+        if (!cs && s)
+            cs = mp__check_min(g, node, "attribute 'strides'", s, ns, 1);
+        if (!cs && pd)
+            cs = mp__check_count(g, node, "attribute 'pads'", np,
+                                 2u * (uint32_t)sp,
+                                 "(begin and end of each spatial dim)");
+        if (!cs && pd)
+            cs = mp__check_min(g, node, "attribute 'pads'", pd, np, 0);
+        if (cs)
+            return cs;
         out = x;
         for (int32_t i = 0; i < sp; i++) {
             int64_t st_ = s && ns == (uint32_t)sp ? s[i] : 1;
-            int64_t pads = pd && np == 2u * (uint32_t)sp ? pd[i] + pd[i + sp]
-                                                          : 0;
-            out.d[2 + i] = x.d[2 + i] < 0
-                               ? -1
-                               : (x.d[2 + i] - 1) * st_ - pads + k[i];
+            int64_t pads = 0;
+            if (pd && __builtin_add_overflow(pd[i], pd[i + sp], &pads))
+                pads = INT64_MAX; /* more than any output */
+            int64_t o = -1;
+            if (x.d[2 + i] >= 0 &&
+                (__builtin_mul_overflow(x.d[2 + i] > 0 ? x.d[2 + i] - 1 : 0,
+                                        st_, &o) ||
+                 __builtin_add_overflow(o, k[i], &o) ||
+                 __builtin_sub_overflow(o, pads, &o)))
+                return mp__node_fail(g, node, MP_ERR_OVERFLOW, "spatial dim "
+                                    "%d: the output size overflows 64 bits",
+                                    (int)i);
+            if (x.d[2 + i] > 0 && o < 1)
+                return mp__node_err(g, node, "spatial dim %d: pads leave an "
+                                   "output of %lld: it must be >= 1",
+                                   (int)i, (long long)o);
+            out.d[2 + i] = x.d[2 + i] == 0 ? 0 : o;
         }
     }
     mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
@@ -616,11 +727,19 @@ MP__SHAPE_FN(mp__shape_compress)
         if (!a) {
             out.rank = 1;
             out.d[0] = cnt;
-        } else if (mp__axis(a->v.i, x.rank, &ax)) {
+        } else {
+            mp_status cs = mp__check_axis(g, node, "attribute 'axis'",
+                                          mp__attr_int(n, "axis", 0), x.rank,
+                                          &ax);
+            if (cs)
+                return cs;
+            if (x.d[ax] >= 0 && (int64_t)c > x.d[ax])
+                return mp__node_err(g, node, "input 'condition' has %u "
+                                   "values, more than axis %d of the input "
+                                   "(%lld)", (unsigned)c, (int)ax,
+                                   (long long)x.d[ax]);
             out = x;
             out.d[ax] = cnt;
-        } else {
-            return mp__node_err(g, node, "axis out of range");
         }
     }
     mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
@@ -663,6 +782,13 @@ MP__SHAPE_FN(mp__shape_center_crop_pad)
         if (!axes && c != (uint32_t)x.rank)
             return mp__node_err(g, node, "shape needs %d entries",
                                (int)x.rank);
+        mp_status cs = axes ? mp__check_axes(g, node, "attribute 'axes'",
+                                             axes, na, x.rank, NULL)
+                            : MP_OK;
+        if (!cs)
+            cs = mp__check_min(g, node, "input 'shape'", v, c, 0);
+        if (cs)
+            return cs;
         for (uint32_t i = 0; i < c; i++) {
             int32_t ax = (int32_t)i;
             if (axes && !mp__axis(axes[i], x.rank, &ax))
@@ -683,11 +809,26 @@ MP__SHAPE_FN(mp__shape_col2im)
     const int64_t *img, *blk;
     uint32_t ci, cb;
     if (x.rank == 3 && mp__in_value(g, n, 1, &img, &ci) &&
-        mp__in_value(g, n, 2, &blk, &cb) && ci == cb &&
-        ci + 2 <= MP_MAX_RANK) {
+        mp__in_value(g, n, 2, &blk, &cb) && ci + 2 <= MP_MAX_RANK) {
+        if (ci != cb)
+            return mp__node_err(g, node, "inputs 'image_shape' (%u entries) "
+                               "and 'block_shape' (%u) differ in length",
+                               (unsigned)ci, (unsigned)cb);
+        mp_status cs = mp__check_min(g, node, "input 'block_shape'", blk, cb,
+                                     1);
+        if (!cs)
+            cs = mp__check_min(g, node, "input 'image_shape'", img, ci, 1);
+        if (cs)
+            return cs;
         int64_t prod = 1;
         for (uint32_t i = 0; i < cb; i++)
-            prod *= blk[i] > 0 ? blk[i] : 1;
+            if (__builtin_mul_overflow(prod, blk[i], &prod))
+                return mp__node_fail(g, node, MP_ERR_OVERFLOW, "the product "
+                                    "of 'block_shape' overflows 64 bits");
+        if (x.d[1] >= 0 && x.d[1] % prod)
+            return mp__node_err(g, node, "input dim 1 (%lld) is not a "
+                               "multiple of the block size %lld",
+                               (long long)x.d[1], (long long)prod);
         out.rank = (int32_t)ci + 2;
         out.d[0] = x.d[0];
         out.d[1] = x.d[1] >= 0 ? x.d[1] / prod : -1;
@@ -705,7 +846,14 @@ MP__SHAPE_FN(mp__shape_affine_grid)
     mp__shape out = {.rank = -1};
     const int64_t *v;
     uint32_t c;
-    if (mp__in_value(g, n, 1, &v, &c) && (c == 4 || c == 5)) {
+    if (mp__in_value(g, n, 1, &v, &c)) {
+        if (c != 4 && c != 5)
+            return mp__node_err(g, node, "input 'size' has %u entries: it "
+                               "must be 4 (N, C, H, W) or 5 (N, C, D, H, W)",
+                               (unsigned)c);
+        mp_status cs = mp__check_min(g, node, "input 'size'", v, c, 0);
+        if (cs)
+            return cs;
         out.rank = (int32_t)c;
         out.d[0] = v[0];
         for (uint32_t i = 2; i < c; i++)
@@ -739,8 +887,10 @@ MP__SHAPE_FN(mp__shape_unique)
      * blocks of inner runs); no axis: every element alone */
     const mp__attr *aa = mp__node_attr(n, "axis");
     int32_t ax = 0;
-    if (aa && !mp__axis(mp__attr_int(n, "axis", 0), xs.rank, &ax))
-        return mp__node_err(g, node, "axis out of range");
+    mp_status cs;
+    if (aa && (cs = mp__check_axis(g, node, "attribute 'axis'",
+                                   mp__attr_int(n, "axis", 0), xs.rank, &ax)))
+        return cs;
     int64_t len = aa ? xs.d[ax] : numel, outer = 1, inner = 1;
     for (int32_t k = 0; aa && k < xs.rank; k++)
         if (k < ax)

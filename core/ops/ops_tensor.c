@@ -155,12 +155,27 @@ MP__SHAPE_FN(mp__shape_reshape)
             return mp__node_err(g, node, "target rank %u above %d",
                                (unsigned)c, MP_MAX_RANK);
         bool allowzero = mp__attr_int(n, "allowzero", 0) != 0;
+        if (allowzero) {
+            bool zero = false, minus = false;
+            for (uint32_t i = 0; i < c; i++) {
+                zero |= v[i] == 0;
+                minus |= v[i] == -1;
+            }
+            if (zero && minus)
+                return mp__node_err(g, node, "the target shape has both 0 "
+                                   "and -1 while attribute 'allowzero' = 1: "
+                                   "the -1 cannot be inferred");
+        }
         out.rank = (int32_t)c;
         int32_t infer_at = -1;
         uint64_t known = 1;
         bool all = true;
         for (uint32_t i = 0; i < c; i++) {
             int64_t d = v[i];
+            if (d == 0 && !allowzero && in.rank >= 0 && (int32_t)i >= in.rank)
+                return mp__node_err(g, node, "target shape[%u] = 0 copies "
+                                   "input dim %u, but the input has rank %d",
+                                   (unsigned)i, (unsigned)i, (int)in.rank);
             if (d == 0 && !allowzero)
                 d = (in.rank > (int32_t)i) ? in.d[i] : -1;
             else if (d == -1) {
@@ -169,8 +184,8 @@ MP__SHAPE_FN(mp__shape_reshape)
                                        "target shape");
                 infer_at = (int32_t)i;
             } else if (d < -1)
-                return mp__node_err(g, node, "bad dim %lld in the target "
-                                   "shape", (long long)d);
+                return mp__node_err(g, node, "target shape[%u] = %lld: must "
+                                   "be >= -1", (unsigned)i, (long long)d);
             out.d[i] = d;
             if (i != (uint32_t)infer_at) {
                 if (d < 0)
@@ -225,8 +240,10 @@ MP__SHAPE_FN(mp__shape_flatten)
         if (axis < 0)
             axis += in.rank;
         if (axis < 0 || axis > in.rank)
-            return mp__node_err(g, node, "axis %lld out of range",
-                               (long long)axis);
+            return mp__node_err(g, node, "attribute 'axis' = %lld: must be in "
+                               "[%d, %d] (input rank %d)",
+                               (long long)mp__attr_int(n, "axis", 1),
+                               -(int)in.rank, (int)in.rank, (int)in.rank);
         mp__shape a = {.rank = (int32_t)axis}, b = {.rank = in.rank - (int32_t)axis};
         memcpy(a.d, in.d, (size_t)a.rank * sizeof a.d[0]);
         memcpy(b.d, in.d + axis, (size_t)b.rank * sizeof b.d[0]);
@@ -273,13 +290,19 @@ MP__SHAPE_FN(mp__shape_squeeze)
                 drop[i] = in.d[i] == 1;
             }
         } else {
-            for (uint32_t k = 0; k < c; k++) {
-                int32_t a;
-                if (!mp__axis(axes[k], in.rank, &a))
-                    return mp__node_err(g, node, "axis %lld out of range",
-                                       (long long)axes[k]);
-                drop[a] = true;
-            }
+            const char *what = mp__attr_ints(n, "axes", &(uint32_t){0})
+                                   ? "attribute 'axes'"
+                                   : "input 'axes'";
+            mp_status cs = mp__check_axes(g, node, what, axes, c, in.rank,
+                                          drop);
+            if (cs)
+                return cs;
+            for (int32_t i = 0; i < in.rank; i++)
+                if (drop[i] && in.d[i] >= 0 && in.d[i] != 1)
+                    return mp__node_err(g, node, "%s names axis %d, whose "
+                                       "dim is %lld: only a dim of 1 can be "
+                                       "squeezed", what, (int)i,
+                                       (long long)in.d[i]);
         }
         if (ok) {
             out.rank = 0;
@@ -309,14 +332,14 @@ MP__SHAPE_FN(mp__shape_unsqueeze)
         if (r > MP_MAX_RANK)
             return mp__node_err(g, node, "rank %d above %d", (int)r,
                                MP_MAX_RANK);
-        bool ins[MP_MAX_RANK] = {false};
-        for (uint32_t k = 0; k < c; k++) {
-            int32_t a;
-            if (!mp__axis(axes[k], r, &a) || ins[a])
-                return mp__node_err(g, node, "bad axis %lld",
-                                   (long long)axes[k]);
-            ins[a] = true;
-        }
+        bool ins[MP_MAX_RANK];
+        mp_status cs = mp__check_axes(g, node,
+                                      mp__attr_ints(n, "axes", &(uint32_t){0})
+                                          ? "attribute 'axes'"
+                                          : "input 'axes'",
+                                      axes, c, r, ins);
+        if (cs)
+            return cs;
         out.rank = r;
         for (int32_t i = 0, j = 0; i < r; i++)
             out.d[i] = ins[i] ? 1 : in.d[j++];
@@ -387,16 +410,12 @@ MP__SHAPE_FN(mp__shape_transpose)
         const int64_t *perm = mp__attr_ints(n, "perm", &c);
         out.rank = in.rank;
         if (perm) {
-            if (c != (uint32_t)in.rank)
-                return mp__node_err(g, node, "perm has %u entries for rank %d",
-                                   (unsigned)c, (int)in.rank);
-            for (uint32_t i = 0; i < c; i++) {
-                int32_t a;
-                if (!mp__axis(perm[i], in.rank, &a))
-                    return mp__node_err(g, node, "bad perm entry %lld",
-                                       (long long)perm[i]);
-                out.d[i] = in.d[a];
-            }
+            mp_status cs = mp__check_perm(g, node, "attribute 'perm'", perm, c,
+                                          in.rank);
+            if (cs)
+                return cs;
+            for (uint32_t i = 0; i < c; i++)
+                out.d[i] = in.d[perm[i]];
         } else {
             for (int32_t i = 0; i < in.rank; i++)
                 out.d[i] = in.d[in.rank - 1 - i];
@@ -451,21 +470,36 @@ MP__SHAPE_FN(mp__shape_concat)
             break;
         }
         if (out.rank < 0) {
-            if (!mp__axis(axis, s.rank, &ax))
-                return mp__node_err(g, node, "axis %lld out of range",
-                                   (long long)axis);
+            mp_status cs = mp__check_axis(g, node, "attribute 'axis'", axis,
+                                          s.rank, &ax);
+            if (cs)
+                return cs;
             out = s;
             continue;
         }
         if (s.rank != out.rank)
-            return mp__node_err(g, node, "inputs of rank %d and %d",
-                               (int)out.rank, (int)s.rank);
+            return mp__node_err(g, node, "input '%s' has rank %d, the inputs "
+                               "before it %d: they must be equal",
+                               mp__in(g, n, i)->name, (int)s.rank,
+                               (int)out.rank);
         for (int32_t k = 0; k < s.rank; k++) {
-            if (k == ax)
-                out.d[k] = (out.d[k] < 0 || s.d[k] < 0) ? -1
-                                                        : out.d[k] + s.d[k];
-            else if (out.d[k] < 0)
+            if (k == ax) {
+                if (out.d[k] < 0 || s.d[k] < 0)
+                    out.d[k] = -1;
+                else if (__builtin_add_overflow(out.d[k], s.d[k], &out.d[k]))
+                    return mp__node_fail(g, node, MP_ERR_OVERFLOW, "the "
+                                        "concatenated axis overflows 64 "
+                                        "bits");
+            } else if (out.d[k] >= 0 && s.d[k] >= 0 && out.d[k] != s.d[k]) {
+                return mp__node_err(g, node, "input '%s' has dim %d = %lld, "
+                                   "the inputs before it %lld: only the "
+                                   "axis %d may differ",
+                                   mp__in(g, n, i)->name, (int)k,
+                                   (long long)s.d[k], (long long)out.d[k],
+                                   (int)ax);
+            } else if (out.d[k] < 0) {
                 out.d[k] = s.d[k];
+            }
         }
     }
     mp_status st = mp__out_set(g, node, 0, dt, &out);
@@ -516,20 +550,59 @@ MP__SHAPE_FN(mp__shape_split)
     int dt = in_dtype(g, n, 0);
     mp_status st = MP_OK;
     int32_t ax;
-    if (in.rank < 0 || !mp__axis(mp__attr_int(n, "axis", 0), in.rank, &ax)) {
+    const mp__attr *nattr = mp__node_attr(n, "num_outputs");
+    int64_t num_outputs = mp__attr_int(n, "num_outputs", 0);
+    if (nattr && num_outputs != (int64_t)n->n_out)
+        return mp__node_err(g, node, "attribute 'num_outputs' = %lld: the "
+                           "node has %u outputs", (long long)num_outputs,
+                           (unsigned)n->n_out);
+    if (in.rank >= 0 &&
+        (st = mp__check_axis(g, node, "attribute 'axis'",
+                             mp__attr_int(n, "axis", 0), in.rank, &ax)))
+        return st;
+    if (in.rank < 0) {
         for (uint32_t o = 0; o < n->n_out && !st; o++)
             st = mp__out_set(g, node, o, dt, NULL);
         return st ? st : mp__shape_done(g, node);
     }
     uint32_t c;
     const int64_t *split = mp__attr_ints(n, "split", &c);
-    if (!split && !mp__in_value(g, n, 1, &split, &c))
+    const char *what = "attribute 'split'";
+    if (!split && mp__in_value(g, n, 1, &split, &c))
+        what = "input 'split'";
+    else if (!split)
         split = NULL;
+    if (split && nattr)
+        return mp__node_err(g, node, "%s and attribute 'num_outputs' are "
+                           "both given: only one may be", what);
     if (split && c != n->n_out)
-        return mp__node_err(g, node, "split has %u entries for %u outputs",
-                           (unsigned)c, (unsigned)n->n_out);
+        return mp__node_err(g, node, "%s has %u entries for %u outputs: "
+                           "they must be equal", what, (unsigned)c,
+                           (unsigned)n->n_out);
     int64_t dim = in.d[ax];
+    if (split) {
+        if ((st = mp__check_min(g, node, what, split, c, 0)))
+            return st;
+        int64_t sum = 0;
+        for (uint32_t i = 0; i < c; i++)
+            if (__builtin_add_overflow(sum, split[i], &sum))
+                return mp__node_fail(g, node, MP_ERR_OVERFLOW, "the sum of "
+                                    "%s overflows 64 bits", what);
+        if (dim >= 0 && sum != dim)
+            return mp__node_err(g, node, "%s sums to %lld, but axis %d of "
+                               "input '%s' has %lld: they must be equal",
+                               what, (long long)sum, (int)ax,
+                               mp__in(g, n, 0)->name, (long long)dim);
+    }
     uint32_t nout = n->n_out ? n->n_out : 1;
+    /* before opset 18 a split without sizes is into equal parts */
+    if (!split && !mp__in(g, n, 1) && g->onnx_opset && g->onnx_opset < 18 &&
+        dim >= 0 && dim % (int64_t)nout)
+        return mp__node_err(g, node, "axis %d of input '%s' has %lld, not a "
+                           "multiple of the %u outputs (opset %d splits "
+                           "into equal parts)", (int)ax,
+                           mp__in(g, n, 0)->name, (long long)dim,
+                           (unsigned)nout, (int)g->onnx_opset);
     /* a split input whose value is only known at run time */
     bool runtime_split = !split && mp__in(g, n, 1) != NULL;
     /* a folded input value is split too (shape lists: N, C, H, W) */
@@ -627,14 +700,25 @@ MP__SHAPE_FN(mp__shape_slice)
         src[i] = i;
     }
     if (in.rank >= 0 && have) {
+        const char *aw = mp__attr_ints(n, "axes", &(uint32_t){0})
+                             ? "attribute 'axes'"
+                             : "input 'axes'";
+        mp_status cs;
+        if (axes && (cs = mp__check_axes(g, node, aw, axes, na, in.rank,
+                                         NULL)))
+            return cs;
+        if (!axes && ns > (uint32_t)in.rank)
+            return mp__node_err(g, node, "starts has %u entries for input "
+                               "rank %d (without axes, at most one per "
+                               "axis)", (unsigned)ns, (int)in.rank);
         out = in;
         for (uint32_t k = 0; k < ns; k++) {
             int32_t a;
-            if (!mp__axis(axes ? axes[k] : (int64_t)k, in.rank, &a))
-                return mp__node_err(g, node, "axis out of range");
+            mp__axis(axes ? axes[k] : (int64_t)k, in.rank, &a);
             int64_t step = steps ? steps[k] : 1;
             if (step == 0)
-                return mp__node_err(g, node, "step 0");
+                return mp__node_err(g, node, "input 'steps'[%u] = 0: a step "
+                                   "must not be 0", (unsigned)k);
             if (in.d[a] < 0) {
                 out.d[a] = -1;
                 continue;
@@ -667,6 +751,28 @@ MP__SHAPE_FN(mp__shape_slice)
     return st ? st : mp__shape_done(g, node);
 }
 
+/* Known index values of input i (Gather, GatherElements, ScatterElements)
+ * must lie in [-dim, dim - 1] of the data's axis ax. */
+static mp_status check_indices(mp_graph *g, uint32_t node, uint32_t i,
+                               int64_t dim, int32_t ax)
+{
+    const mp__node *n = &g->nodes[node];
+    const mp__tensor *t = mp__in(g, n, i);
+    const int64_t *v;
+    uint32_t c;
+    if (dim < 0 || !t || !mp__dtype_is_int(t->dtype) ||
+        !mp__in_value(g, n, i, &v, &c))
+        return MP_OK;
+    for (uint32_t k = 0; k < c; k++)
+        if (v[k] < -dim || v[k] >= dim)
+            return mp__node_err(g, node, "input '%s'[%u] = %lld: an index "
+                               "into axis %d (of %lld) must be in [%lld, "
+                               "%lld]", t->name, (unsigned)k,
+                               (long long)v[k], (int)ax, (long long)dim,
+                               (long long)-dim, (long long)dim - 1);
+    return MP_OK;
+}
+
 MP__SHAPE_FN(mp__shape_gather)
 {
     const mp__node *n = &g->nodes[node];
@@ -676,11 +782,17 @@ MP__SHAPE_FN(mp__shape_gather)
     out.rank = -1;
     int32_t ax = 0;
     if (data.rank >= 0 && idx.rank >= 0) {
-        if (!mp__axis(mp__attr_int(n, "axis", 0), data.rank, &ax))
-            return mp__node_err(g, node, "axis out of range");
+        mp_status as = mp__check_axis(g, node, "attribute 'axis'",
+                                      mp__attr_int(n, "axis", 0), data.rank,
+                                      &ax);
+        if (as)
+            return as;
         out.rank = data.rank - 1 + idx.rank;
         if (out.rank > MP_MAX_RANK)
             return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
+        mp_status cs = check_indices(g, node, 1, data.d[ax], ax);
+        if (cs)
+            return cs;
         int32_t k = 0;
         for (int32_t i = 0; i < ax; i++)
             out.d[k++] = data.d[i];
@@ -728,8 +840,24 @@ MP__SHAPE_FN(mp__shape_gather)
 MP__SHAPE_FN(mp__shape_gather_elements)
 {
     const mp__node *n = &g->nodes[node];
-    mp__shape idx;
+    mp__shape data, idx;
+    mp__in_shape(g, n, 0, &data);
     mp__in_shape(g, n, 1, &idx);
+    if (data.rank >= 0) {
+        int32_t ax;
+        mp_status cs = mp__check_axis(g, node, "attribute 'axis'",
+                                      mp__attr_int(n, "axis", 0), data.rank,
+                                      &ax);
+        if (!cs && idx.rank >= 0 && idx.rank != data.rank)
+            cs = mp__node_err(g, node, "indices '%s' have rank %d, data '%s' "
+                             "%d: they must be equal", mp__in(g, n, 1)->name,
+                             (int)idx.rank, mp__in(g, n, 0)->name,
+                             (int)data.rank);
+        if (!cs)
+            cs = check_indices(g, node, 1, data.d[ax], ax);
+        if (cs)
+            return cs;
+    }
     mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &idx);
     return st ? st : mp__shape_done(g, node);
 }
@@ -741,7 +869,14 @@ MP__SHAPE_FN(mp__shape_expand)
     mp__in_shape(g, n, 0, &in);
     const int64_t *v;
     uint32_t c;
-    if (mp__in_value(g, n, 1, &v, &c) && c <= MP_MAX_RANK) {
+    if (mp__in_value(g, n, 1, &v, &c)) {
+        if (c > MP_MAX_RANK)
+            return mp__node_fail(g, node, MP_ERR_BAD_DIM, "input 'shape' has "
+                                "%u entries: rank above %d", (unsigned)c,
+                                MP_MAX_RANK);
+        mp_status cs = mp__check_min(g, node, "input 'shape'", v, c, 0);
+        if (cs)
+            return cs;
         shp.rank = (int32_t)c;
         memcpy(shp.d, v, c * sizeof *v);
         if (!mp__broadcast(&in, &shp, &out))
@@ -877,11 +1012,22 @@ MP__SHAPE_FN(mp__shape_pad)
     bool have = pads != NULL || mp__in_value(g, n, 1, &pads, &c);
     if (have && mp__in(g, n, 3) && !mp__in_value(g, n, 3, &axes, &na))
         have = false;
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap",
+                                        NULL};
+    mp_status cs = mp__check_enum(g, node, "mode", "constant", modes, NULL);
+    if (cs)
+        return cs;
+    if (in.rank >= 0 && axes &&
+        (cs = mp__check_axes(g, node, "input 'axes'", axes, na, in.rank,
+                             NULL)))
+        return cs;
     if (in.rank >= 0 && have) {
         uint32_t k = axes ? na : (uint32_t)in.rank;
         if (c != 2 * k)
-            return mp__node_err(g, node, "pads has %u entries, expected %u",
-                               (unsigned)c, (unsigned)(2 * k));
+            return mp__node_err(g, node, "pads has %u entries, expected %u "
+                               "(begin and end of each %s)", (unsigned)c,
+                               (unsigned)(2 * k), axes ? "axis in 'axes'"
+                                                       : "input axis");
         out = in;
         for (uint32_t i = 0; i < k; i++) {
             int32_t a;
@@ -892,13 +1038,34 @@ MP__SHAPE_FN(mp__shape_pad)
                  __builtin_add_overflow(out.d[a], pads[i + k], &out.d[a])))
                 return mp__err(g->ctx, MP_ERR_OVERFLOW, "node '%s' (Pad): "
                               "dim %d overflows 64 bits", n->name, (int)a);
-            if (out.d[a] < -1)
-                return mp__node_err(g, node, "pads make dim %d negative",
-                                   (int)a);
+            if (out.d[a] < -1 || (in.d[a] >= 0 && out.d[a] < 0))
+                return mp__node_err(g, node, "pads %lld and %lld make dim %d "
+                                   "(%lld) negative", (long long)pads[i],
+                                   (long long)pads[i + k], (int)a,
+                                   (long long)in.d[a]);
         }
     }
     mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     return st ? st : mp__shape_done(g, node);
+}
+
+/* DepthToSpace, SpaceToDepth: input [N, C, H, W], blocksize >= 1 */
+static mp_status block_check(mp_graph *g, uint32_t node, const mp__shape *in,
+                             int64_t *b)
+{
+    const mp__node *n = &g->nodes[node];
+    if (!mp__node_attr(n, "blocksize"))
+        return mp__node_err(g, node, "attribute 'blocksize' is missing: it "
+                           "is required");
+    *b = mp__attr_int(n, "blocksize", 1);
+    if (*b < 1)
+        return mp__node_err(g, node, "attribute 'blocksize' = %lld: must be "
+                           ">= 1", (long long)*b);
+    if (in->rank >= 0 && in->rank != 4)
+        return mp__node_err(g, node, "input '%s' has rank %d: it must be 4 "
+                           "(N, C, H, W)", mp__in(g, n, 0)->name,
+                           (int)in->rank);
+    return MP_OK;
 }
 
 MP__SHAPE_FN(mp__shape_depth_to_space)
@@ -906,14 +1073,32 @@ MP__SHAPE_FN(mp__shape_depth_to_space)
     const mp__node *n = &g->nodes[node];
     mp__shape in, out = {.rank = -1};
     mp__in_shape(g, n, 0, &in);
-    int64_t b = mp__attr_int(n, "blocksize", 1);
-    if (in.rank == 4 && b > 0) {
+    int64_t b, bb;
+    static const char *const modes[] = {"DCR", "CRD", NULL};
+    mp_status st = block_check(g, node, &in, &b);
+    if (!st)
+        st = mp__check_enum(g, node, "mode", "DCR", modes, NULL);
+    if (st)
+        return st;
+    if (__builtin_mul_overflow(b, b, &bb))
+        return mp__node_fail(g, node, MP_ERR_OVERFLOW, "attribute 'blocksize' "
+                            "= %lld: its square overflows 64 bits",
+                            (long long)b);
+    if (in.rank == 4) {
         out = in;
-        out.d[1] = in.d[1] < 0 ? -1 : in.d[1] / (b * b);
-        out.d[2] = in.d[2] < 0 ? -1 : in.d[2] * b;
-        out.d[3] = in.d[3] < 0 ? -1 : in.d[3] * b;
+        if (in.d[1] >= 0 && in.d[1] % bb)
+            return mp__node_err(g, node, "input '%s' has %lld channels: not "
+                               "a multiple of blocksize^2 = %lld",
+                               mp__in(g, n, 0)->name, (long long)in.d[1],
+                               (long long)bb);
+        out.d[1] = in.d[1] < 0 ? -1 : in.d[1] / bb;
+        for (int32_t i = 2; i < 4; i++)
+            if (in.d[i] >= 0 && __builtin_mul_overflow(in.d[i], b, &out.d[i]))
+                return mp__node_fail(g, node, MP_ERR_OVERFLOW, "dim %d (%lld) "
+                                    "x blocksize %lld overflows 64 bits",
+                                    (int)i, (long long)in.d[i], (long long)b);
     }
-    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     return st ? st : mp__shape_done(g, node);
 }
 
@@ -922,13 +1107,29 @@ MP__SHAPE_FN(mp__shape_space_to_depth)
     const mp__node *n = &g->nodes[node];
     mp__shape in, out = {.rank = -1};
     mp__in_shape(g, n, 0, &in);
-    int64_t b = mp__attr_int(n, "blocksize", 1);
-    if (in.rank == 4 && b > 0) {
+    int64_t b, bb;
+    mp_status st = block_check(g, node, &in, &b);
+    if (st)
+        return st;
+    if (__builtin_mul_overflow(b, b, &bb))
+        return mp__node_fail(g, node, MP_ERR_OVERFLOW, "attribute 'blocksize' "
+                            "= %lld: its square overflows 64 bits",
+                            (long long)b);
+    if (in.rank == 4) {
         out = in;
-        out.d[1] = in.d[1] < 0 ? -1 : in.d[1] * b * b;
-        out.d[2] = in.d[2] < 0 ? -1 : in.d[2] / b;
-        out.d[3] = in.d[3] < 0 ? -1 : in.d[3] / b;
+        for (int32_t i = 2; i < 4; i++) {
+            if (in.d[i] >= 0 && in.d[i] % b)
+                return mp__node_err(g, node, "input '%s' has dim %d = %lld: "
+                                   "not a multiple of blocksize %lld",
+                                   mp__in(g, n, 0)->name, (int)i,
+                                   (long long)in.d[i], (long long)b);
+            out.d[i] = in.d[i] < 0 ? -1 : in.d[i] / b;
+        }
+        if (in.d[1] >= 0 && __builtin_mul_overflow(in.d[1], bb, &out.d[1]))
+            return mp__node_fail(g, node, MP_ERR_OVERFLOW, "%lld channels x "
+                                "blocksize^2 %lld overflow 64 bits",
+                                (long long)in.d[1], (long long)bb);
     }
-    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
+    st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     return st ? st : mp__shape_done(g, node);
 }

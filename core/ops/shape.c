@@ -197,6 +197,123 @@ mp_status mp__node_err(mp_graph *g, uint32_t node, const char *fmt, ...)
     return mp__err(g->ctx, MP_ERR_SHAPE, "%s: %s", lab, msg);
 }
 
+mp_status mp__node_fail(mp_graph *g, uint32_t node, mp_status st,
+                       const char *fmt, ...)
+{
+    char lab[400], msg[600];
+    node_label(g, &g->nodes[node], lab, sizeof lab);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mp__err(g->ctx, st, "%s: %s", lab, msg);
+}
+
+mp_status mp__check_axis(mp_graph *g, uint32_t node, const char *what,
+                        int64_t axis, int32_t rank, int32_t *out)
+{
+    if (mp__axis(axis, rank, out))
+        return MP_OK;
+    if (rank <= 0)
+        return mp__node_err(g, node, "%s = %lld: the input has rank %d, "
+                           "so there is no axis", what, (long long)axis,
+                           (int)rank);
+    return mp__node_err(g, node, "%s = %lld: must be in [%d, %d] (input "
+                       "rank %d)", what, (long long)axis, -(int)rank,
+                       (int)rank - 1, (int)rank);
+}
+
+mp_status mp__check_axes(mp_graph *g, uint32_t node, const char *what,
+                        const int64_t *axes, uint32_t cnt, int32_t rank,
+                        bool *mask)
+{
+    bool seen[MP_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < cnt; i++) {
+        int32_t a;
+        if (!mp__axis(axes[i], rank, &a))
+            return rank <= 0
+                       ? mp__node_err(g, node, "%s[%u] = %lld: the input "
+                                     "has rank %d, so there is no axis",
+                                     what, (unsigned)i, (long long)axes[i],
+                                     (int)rank)
+                       : mp__node_err(g, node, "%s[%u] = %lld: must be in "
+                                     "[%d, %d] (input rank %d)", what,
+                                     (unsigned)i, (long long)axes[i],
+                                     -(int)rank, (int)rank - 1, (int)rank);
+        if (seen[a])
+            return mp__node_err(g, node, "%s[%u] = %lld: axis %d is named "
+                               "twice", what, (unsigned)i,
+                               (long long)axes[i], (int)a);
+        seen[a] = true;
+    }
+    if (mask)
+        memcpy(mask, seen, sizeof seen);
+    return MP_OK;
+}
+
+mp_status mp__check_min(mp_graph *g, uint32_t node, const char *what,
+                       const int64_t *v, uint32_t cnt, int64_t min)
+{
+    for (uint32_t i = 0; v && i < cnt; i++)
+        if (v[i] < min)
+            return mp__node_err(g, node, "%s[%u] = %lld: must be >= %lld",
+                               what, (unsigned)i, (long long)v[i],
+                               (long long)min);
+    return MP_OK;
+}
+
+mp_status mp__check_count(mp_graph *g, uint32_t node, const char *what,
+                         uint32_t cnt, uint32_t want, const char *per)
+{
+    if (cnt == want)
+        return MP_OK;
+    return mp__node_err(g, node, "%s has %u entries, expected %u%s%s", what,
+                       (unsigned)cnt, (unsigned)want, per ? " " : "",
+                       per ? per : "");
+}
+
+mp_status mp__check_perm(mp_graph *g, uint32_t node, const char *what,
+                        const int64_t *perm, uint32_t cnt, int32_t rank)
+{
+    mp_status st = mp__check_count(g, node, what, cnt, (uint32_t)rank,
+                                   "(one per input axis)");
+    bool seen[MP_MAX_RANK] = {false};
+    for (uint32_t i = 0; !st && i < cnt; i++) {
+        if (perm[i] < 0 || perm[i] >= rank)
+            return mp__node_err(g, node, "%s[%u] = %lld: must be in [0, %d] "
+                               "(input rank %d)", what, (unsigned)i,
+                               (long long)perm[i], (int)rank - 1, (int)rank);
+        if (seen[perm[i]])
+            return mp__node_err(g, node, "%s[%u] = %lld: axis %lld is named "
+                               "twice", what, (unsigned)i,
+                               (long long)perm[i], (long long)perm[i]);
+        seen[perm[i]] = true;
+    }
+    return st;
+}
+
+mp_status mp__check_enum(mp_graph *g, uint32_t node, const char *name,
+                        const char *dflt, const char *const *allowed,
+                        const char **out)
+{
+    const char *v = mp__attr_str(&g->nodes[node], name, dflt);
+    char list[300] = "";
+    size_t len = 0;
+    for (const char *const *a = allowed; *a; a++) {
+        if (v && strcmp(v, *a) == 0) {
+            if (out)
+                *out = v;
+            return MP_OK;
+        }
+        int w = snprintf(list + len, sizeof list - len, "%s'%s'",
+                         a == allowed ? "" : (a[1] ? ", " : " or "), *a);
+        if (w > 0 && (size_t)w < sizeof list - len)
+            len += (size_t)w;
+    }
+    return mp__node_err(g, node, "attribute '%s' = '%s': must be %s", name,
+                       v ? v : "", list);
+}
+
 mp_status mp__shape_done(mp_graph *g, uint32_t node)
 {
     const mp__node *n = &g->nodes[node];

@@ -42,6 +42,39 @@ mp_status mp__out_value(mp_graph *g, uint32_t node, uint32_t o,
 /* MP_ERR_SHAPE naming node, op and domain. */
 mp_status mp__node_err(mp_graph *g, uint32_t node, const char *fmt, ...)
     MP__PRINTF(3, 4);
+/* The same with another status (MP_ERR_OVERFLOW for a size that does not
+ * fit in 64 bits). */
+mp_status mp__node_fail(mp_graph *g, uint32_t node, mp_status st,
+                       const char *fmt, ...) MP__PRINTF(4, 5);
+
+/* ---- checks of attributes and input values (the ONNX operator spec) ------
+ * Each returns MP_OK, or MP_ERR_SHAPE naming the node, its op, `what`
+ * ("attribute 'pads'", "input 'axes'"), the entry and its value:
+ *   node 'c' (op Conv): attribute 'pads'[2] = -1: must be >= 0 */
+/* An axis in [-rank, rank): *out gets it in [0, rank). */
+mp_status mp__check_axis(mp_graph *g, uint32_t node, const char *what,
+                        int64_t axis, int32_t rank, int32_t *out);
+/* A list of axes: each in [-rank, rank), none named twice; mask (NULL or
+ * MP_MAX_RANK entries, cleared here) gets the axes named. */
+mp_status mp__check_axes(mp_graph *g, uint32_t node, const char *what,
+                        const int64_t *axes, uint32_t cnt, int32_t rank,
+                        bool *mask);
+/* Every entry >= min. */
+mp_status mp__check_min(mp_graph *g, uint32_t node, const char *what,
+                       const int64_t *v, uint32_t cnt, int64_t min);
+/* A list of cnt entries where `want` are expected (`per` says why: "one
+ * per spatial dim"). */
+mp_status mp__check_count(mp_graph *g, uint32_t node, const char *what,
+                         uint32_t cnt, uint32_t want, const char *per);
+/* A permutation of 0..rank-1. */
+mp_status mp__check_perm(mp_graph *g, uint32_t node, const char *what,
+                        const int64_t *perm, uint32_t cnt, int32_t rank);
+/* String attribute `name` (default dflt) is one of `allowed` (NULL-ended);
+ * *out gets it. */
+mp_status mp__check_enum(mp_graph *g, uint32_t node, const char *name,
+                        const char *dflt, const char *const *allowed,
+                        const char **out);
+
 /* Final check of every shape function: all outputs have known sizes, else
  * one error naming the node, op, domain and the output. */
 mp_status mp__shape_done(mp_graph *g, uint32_t node);
@@ -96,7 +129,11 @@ MP__SHAPE_FN(mp__shape_conv_transpose);
 MP__SHAPE_FN(mp__shape_pool);
 MP__SHAPE_FN(mp__shape_global_pool);
 MP__SHAPE_FN(mp__shape_norm);           /* BatchNorm, LayerNorm, ... */
-MP__SHAPE_FN(mp__shape_softmax);
+MP__SHAPE_FN(mp__shape_softmax);        /* + Hardmax, LpNormalization */
+MP__SHAPE_FN(mp__shape_cumsum);         /* CumSum, CumProd */
+MP__SHAPE_FN(mp__shape_reverse_sequence);
+MP__SHAPE_FN(mp__shape_mvn);            /* MeanVarianceNormalization */
+MP__SHAPE_FN(mp__shape_scatter);        /* Scatter, ScatterElements, ScatterND */
 MP__SHAPE_FN(mp__shape_resize);
 MP__SHAPE_FN(mp__shape_topk);
 MP__SHAPE_FN(mp__shape_depth_to_space);
