@@ -1047,11 +1047,37 @@ MP__SHAPE_FN(mp__shape_dropout)
 }
 
 
+/* QuantizeLinear, DequantizeLinear: a 1-D scale is per axis; the axis
+ * must exist and the scale have its length (blocked scales: any rank) */
+static mp_status quant_axis(mp_graph *g, uint32_t node, const mp__shape *x)
+{
+    const mp__node *n = &g->nodes[node];
+    mp__shape sc;
+    mp__in_shape(g, n, 1, &sc);
+    if (x->rank < 1 || sc.rank != 1 || mp__attr_int(n, "block_size", 0) ||
+        sc.d[0] == 1)
+        return MP_OK;
+    int32_t a;
+    mp_status st = mp__check_axis(g, node, "attribute 'axis'",
+                                  mp__attr_int(n, "axis", 1), x->rank, &a);
+    if (st)
+        return st;
+    if (sc.d[0] >= 0 && x->d[a] >= 0 && sc.d[0] != x->d[a])
+        return mp__node_err(g, node, "scale '%s' has %lld entries, axis %d "
+                           "of the input %lld: they must be equal",
+                           mp__in(g, n, 1)->name, (long long)sc.d[0], (int)a,
+                           (long long)x->d[a]);
+    return MP_OK;
+}
+
 MP__SHAPE_FN(mp__shape_quantize)
 {
     const mp__node *n = &g->nodes[node];
     mp__shape s;
     mp__in_shape(g, n, 0, &s);
+    mp_status cs = quant_axis(g, node, &s);
+    if (cs)
+        return cs;
     int dt = (int)mp__attr_int(n, "output_dtype", 0);
     if (!dt)
         dt = mp__in(g, n, 2) ? in_dtype(g, n, 2) : MP_DTYPE_UINT8;
@@ -1064,6 +1090,9 @@ MP__SHAPE_FN(mp__shape_dequantize)
     const mp__node *n = &g->nodes[node];
     mp__shape s;
     mp__in_shape(g, n, 0, &s);
+    mp_status cs = quant_axis(g, node, &s);
+    if (cs)
+        return cs;
     int dt = (int)mp__attr_int(n, "output_dtype", 0);
     if (!dt)
         dt = in_dtype(g, n, 1);
@@ -1080,7 +1109,21 @@ MP__SHAPE_FN(mp__shape_loss)
     mp__shape x, t, out = {.rank = 0};
     mp__in_shape(g, n, 0, &x);
     mp__in_shape(g, n, 1, &t);
-    if (strcmp(mp__attr_str(n, "reduction", "mean"), "none") == 0)
+    static const char *const reds[] = {"none", "sum", "mean", NULL};
+    const char *red;
+    mp_status cs = mp__check_enum(g, node, "reduction", "mean", reds, &red);
+    if (cs)
+        return cs;
+    if (x.rank >= 0 && x.rank < 2)
+        return mp__node_err(g, node, "input '%s' has rank %d: it needs at "
+                           "least 2 (N, C)", mp__in(g, n, 0)->name,
+                           (int)x.rank);
+    if (x.rank >= 2 && t.rank >= 0 && t.rank != x.rank - 1)
+        return mp__node_err(g, node, "target '%s' has rank %d: it must be "
+                           "the input's rank less 1 (%d)",
+                           mp__in(g, n, 1)->name, (int)t.rank,
+                           (int)x.rank - 1);
+    if (strcmp(red, "none") == 0)
         out = t;
     mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &out);
     if (!st)

@@ -5,6 +5,7 @@
  * that are inferred when those values are constants memplan folded. */
 #include "shape.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int in_dtype(const mp_graph *g, const mp__node *n, uint32_t i)
@@ -62,7 +63,8 @@ MP__SHAPE_FN(mp__shape_bitcast)
     if (s.rank >= 0 && a && a != b) {
         if (a > b) { /* one element becomes a/b: a new last dim */
             if (s.rank == MP_MAX_RANK)
-                return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
+                return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                     "rank above %d", MP_MAX_RANK);
             s.d[s.rank++] = a / b;
         } else if (s.rank > 0 && s.d[s.rank - 1] == (int64_t)(b / a)) {
             s.rank--;
@@ -252,6 +254,25 @@ MP__SHAPE_FN(mp__shape_grid_sample)
     mp__shape x, grid, out = {.rank = -1};
     mp__in_shape(g, n, 0, &x);
     mp__in_shape(g, n, 1, &grid);
+    static const char *const modes[] = {"bilinear", "nearest", "bicubic",
+                                        "linear", "cubic", NULL};
+    static const char *const pads[] = {"zeros", "border", "reflection", NULL};
+    mp_status cs = mp__check_enum(g, node, "mode", "bilinear", modes, NULL);
+    if (!cs)
+        cs = mp__check_enum(g, node, "padding_mode", "zeros", pads, NULL);
+    if (cs)
+        return cs;
+    if (x.rank >= 0 && grid.rank >= 0 && grid.rank != x.rank)
+        return mp__node_err(g, node, "grid '%s' has rank %d, the input %d: "
+                           "they must be equal", mp__in(g, n, 1)->name,
+                           (int)grid.rank, (int)x.rank);
+    if (x.rank >= 3 && grid.rank == x.rank &&
+        grid.d[grid.rank - 1] >= 0 && grid.d[grid.rank - 1] != x.rank - 2)
+        return mp__node_err(g, node, "grid '%s' has a last dim of %lld: it "
+                           "must be the spatial rank %d",
+                           mp__in(g, n, 1)->name,
+                           (long long)grid.d[grid.rank - 1],
+                           (int)x.rank - 2);
     if (x.rank >= 3 && grid.rank == x.rank) {
         out.rank = x.rank;
         out.d[0] = x.d[0];
@@ -327,7 +348,8 @@ MP__SHAPE_FN(mp__shape_gather_nd)
                                (long long)last, (long long)b, (int)d.rank);
         int64_t r = ix.rank - 1 + d.rank - b - last;
         if (r > MP_MAX_RANK)
-            return mp__node_err(g, node, "output rank above %d", MP_MAX_RANK);
+            return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                 "output rank above %d", MP_MAX_RANK);
         out.rank = (int32_t)r;
         int32_t k = 0;
         for (int32_t i = 0; i < ix.rank - 1; i++)
@@ -480,7 +502,8 @@ MP__SHAPE_FN(mp__shape_einsum)
                 if (strncmp(p, "...", 3) != 0)
                     return mp__node_err(g, node, "bad ellipsis");
                 if (out.rank + ell.rank > MP_MAX_RANK)
-                    return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
+                    return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                         "rank above %d", MP_MAX_RANK);
                 for (int32_t i = 0; i < ell.rank; i++)
                     out.d[out.rank++] = ell.d[i];
                 p += 2;
@@ -499,7 +522,8 @@ MP__SHAPE_FN(mp__shape_einsum)
                                    "twice", *p);
             used[li] = true;
             if (out.rank == MP_MAX_RANK)
-                return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
+                return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                     "rank above %d", MP_MAX_RANK);
             out.d[out.rank++] = letter[li] < 0 ? -1 : letter[li];
         }
     } else {
@@ -531,6 +555,9 @@ MP__SHAPE_FN(mp__shape_dft)
     bool has_len = mp__in(g, n, 1) != NULL;
     if (has_len && !in_scalar(g, n, 1, &len))
         len = -2; /* given but unknown */
+    else if (has_len && len < 1)
+        return mp__node_err(g, node, "input 'dft_length' = %lld: must be >= "
+                           "1", (long long)len);
     if (s.rank >= 2) {
         bool need_axis = onesided || has_len;
         int64_t axis;
@@ -808,6 +835,20 @@ MP__SHAPE_FN(mp__shape_col2im)
     mp__in_shape(g, n, 0, &x);
     const int64_t *img, *blk;
     uint32_t ci, cb;
+    static const char *const wattrs[] = {"dilations", "strides", "pads"};
+    for (int k = 0; k < 3; k++) {
+        uint32_t c;
+        const int64_t *v = mp__attr_ints(n, wattrs[k], &c);
+        char what[40];
+        snprintf(what, sizeof what, "attribute '%s'", wattrs[k]);
+        mp_status cs = mp__check_min(g, node, what, v, c, k < 2 ? 1 : 0);
+        if (cs)
+            return cs;
+    }
+    if (x.rank >= 0 && x.rank != 3)
+        return mp__node_err(g, node, "input '%s' has rank %d: it must be 3 "
+                           "(N, C x block, L)", mp__in(g, n, 0)->name,
+                           (int)x.rank);
     if (x.rank == 3 && mp__in_value(g, n, 1, &img, &ci) &&
         mp__in_value(g, n, 2, &blk, &cb) && ci + 2 <= MP_MAX_RANK) {
         if (ci != cb)
@@ -964,6 +1005,9 @@ MP__SHAPE_FN(mp__shape_tree_ensemble)
     const mp__node *n = &g->nodes[node];
     mp__shape x, out = {.rank = -1};
     mp__in_shape(g, n, 0, &x);
+    if (mp__attr_int(n, "n_targets", 1) < 1)
+        return mp__node_err(g, node, "attribute 'n_targets' = %lld: must be "
+                           ">= 1", (long long)mp__attr_int(n, "n_targets", 1));
     if (x.rank >= 1) {
         out.rank = 2;
         out.d[0] = x.d[0];

@@ -386,7 +386,8 @@ MP__SHAPE_FN(mp__shape_norm)
     int dt = in_dtype(g, n, 0);
     mp_status st;
     int32_t ax;
-    if (strcmp(n->op, "LayerNormalization") == 0 && x.rank >= 0 &&
+    if ((strcmp(n->op, "LayerNormalization") == 0 ||
+         strcmp(n->op, "RMSNormalization") == 0) && x.rank >= 0 &&
         (st = mp__check_axis(g, node, "attribute 'axis'",
                              mp__attr_int(n, "axis", -1), x.rank, &ax)))
         return st;
@@ -460,6 +461,23 @@ MP__SHAPE_FN(mp__shape_resize)
     mp_status cs = mp__check_enum(g, node, "mode", "nearest",
                                   upsample ? umodes : modes, NULL);
     if (cs)
+        return cs;
+    static const char *const ctms[] = {
+        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+        "align_corners", "asymmetric", "tf_crop_and_resize",
+        "tf_half_pixel_for_nn", NULL};
+    static const char *const nmodes[] = {"round_prefer_floor",
+                                         "round_prefer_ceil", "floor", "ceil",
+                                         NULL};
+    static const char *const policies[] = {"stretch", "not_larger",
+                                           "not_smaller", NULL};
+    if (!upsample &&
+        ((cs = mp__check_enum(g, node, "coordinate_transformation_mode",
+                              "half_pixel", ctms, NULL)) ||
+         (cs = mp__check_enum(g, node, "nearest_mode", "round_prefer_floor",
+                              nmodes, NULL)) ||
+         (cs = mp__check_enum(g, node, "keep_aspect_ratio_policy", "stretch",
+                              policies, NULL))))
         return cs;
     if (axes && x.rank >= 0 &&
         (cs = mp__check_axes(g, node, "attribute 'axes'", axes, na, x.rank,

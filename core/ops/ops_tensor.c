@@ -93,7 +93,8 @@ MP__SHAPE_FN(mp__shape_constant_of_shape)
     if (mp__in_value(g, n, 0, &v, &c)) {
         mp__shape s;
         if (c > MP_MAX_RANK)
-            return mp__node_err(g, node, "shape of rank %u is above %d",
+            return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                 "shape of rank %u is above %d",
                                (unsigned)c, MP_MAX_RANK);
         s.rank = (int32_t)c;
         for (uint32_t i = 0; i < c; i++) {
@@ -152,7 +153,8 @@ MP__SHAPE_FN(mp__shape_reshape)
     out.rank = -1;
     if (have) {
         if (c > MP_MAX_RANK)
-            return mp__node_err(g, node, "target rank %u above %d",
+            return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                 "target rank %u above %d",
                                (unsigned)c, MP_MAX_RANK);
         bool allowzero = mp__attr_int(n, "allowzero", 0) != 0;
         if (allowzero) {
@@ -330,7 +332,8 @@ MP__SHAPE_FN(mp__shape_unsqueeze)
     if (in.rank >= 0 && get_axes(g, n, 1, &axes, &c) && c > 0) {
         int32_t r = in.rank + (int32_t)c;
         if (r > MP_MAX_RANK)
-            return mp__node_err(g, node, "rank %d above %d", (int)r,
+            return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                 "rank %d above %d", (int)r,
                                MP_MAX_RANK);
         bool ins[MP_MAX_RANK];
         mp_status cs = mp__check_axes(g, node,
@@ -789,7 +792,8 @@ MP__SHAPE_FN(mp__shape_gather)
             return as;
         out.rank = data.rank - 1 + idx.rank;
         if (out.rank > MP_MAX_RANK)
-            return mp__node_err(g, node, "rank above %d", MP_MAX_RANK);
+            return mp__node_fail(g, node, MP_ERR_BAD_DIM,
+                                 "rank above %d", MP_MAX_RANK);
         mp_status cs = check_indices(g, node, 1, data.d[ax], ax);
         if (cs)
             return cs;

@@ -145,7 +145,7 @@ static const mp__op_def registry[] = {
     {"QLinearConv", "", MP__OPF_COST(MP__COST_CONV), mp__shape_conv},
     {"QLinearMatMul", "", MP__OPF_COST(MP__COST_MATMUL), mp__shape_matmul},
     {"QuantizeLinear", "", 0, mp__shape_quantize},
-    {"RMSNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_ROWS) | MP__OPF_COST(MP__COST_NORM), mp__shape_same},
+    {"RMSNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_ROWS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
     {"RNN", "", 0, mp__shape_rnn},
     {"RandomNormalLike", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_like},
     {"RandomUniformLike", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_like},
