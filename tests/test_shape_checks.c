@@ -4,8 +4,8 @@
  * values), asserting the library status and a fragment of the message
  * (which names the node, the attribute or input, the entry and its
  * value); valid neighbours of the rejected graphs still load; a few go
- * through the command for the exit codes (3 for a bad attribute, 12 for
- * window arithmetic that overflows). */
+ * through the command for the exit codes (3 for a bad attribute, 11 for a
+ * rank above 16, 12 for window arithmetic that overflows). */
 #include "support.h"
 
 #include <stdbool.h>
@@ -383,6 +383,52 @@ static const check_case cases[] = {
     {"Compress condition longer than the axis", X("[2,3]"),
      K("c", "[4]", "[1,0,1,1]") N("Compress", "['x','c']", "'axis':1"),
      MP_ERR_SHAPE, "input 'condition' has 4 values, more than axis 1"},
+    {"Resize coordinate_transformation_mode", X("[1,1,4,4]"),
+     K("z", "[4]", "[1,1,8,8]")
+     N("Resize", "['x','','','z']", "'coordinate_transformation_mode':'edge'"),
+     MP_ERR_SHAPE, "attribute 'coordinate_transformation_mode' = 'edge'"},
+    {"Resize negative size", X("[1,1,4,4]"), K("z", "[4]", "[1,1,-8,8]")
+     N("Resize", "['x','','','z']", ""), MP_ERR_SHAPE,
+     "input 'sizes'[2] = -8: must be >= 0"},
+    {"RMSNormalization axis", X("[2,3]") B("s", "[3]"),
+     N("RMSNormalization", "['x','s']", "'axis':-3"), MP_ERR_SHAPE,
+     "attribute 'axis' = -3: must be in [-2, 1]"},
+    {"NegativeLogLikelihoodLoss reduction", X("[2,3]") I("t", "[2]"),
+     N("NegativeLogLikelihoodLoss", "['x','t']", "'reduction':'avg'"),
+     MP_ERR_SHAPE, "attribute 'reduction' = 'avg': must be 'none', 'sum' or "
+                   "'mean'"},
+    {"SoftmaxCrossEntropyLoss target rank", X("[2,3]") I("t", "[2,1]"),
+     N("SoftmaxCrossEntropyLoss", "['x','t']", ""), MP_ERR_SHAPE,
+     "target 't' has rank 2: it must be the input's rank less 1 (1)"},
+    {"DequantizeLinear per-axis scale", X("[2,3]") B("s", "[4]"),
+     N("DequantizeLinear", "['x','s']", "'axis':1"), MP_ERR_SHAPE,
+     "scale 's' has 4 entries, axis 1 of the input 3"},
+    {"QuantizeLinear axis", X("[2,3]") B("s", "[3]"),
+     N("QuantizeLinear", "['x','s']", "'axis':2"), MP_ERR_SHAPE,
+     "attribute 'axis' = 2: must be in [-2, 1]"},
+    {"GridSample grid's last dim", X("[1,1,4,4]") B("g", "[1,5,5,3]"),
+     N("GridSample", "['x','g']", ""), MP_ERR_SHAPE,
+     "grid 'g' has a last dim of 3: it must be the spatial rank 2"},
+    {"GridSample padding_mode", X("[1,1,4,4]") B("g", "[1,5,5,2]"),
+     N("GridSample", "['x','g']", "'padding_mode':'wrap'"), MP_ERR_SHAPE,
+     "attribute 'padding_mode' = 'wrap'"},
+    {"DFT length 0", X("[1,8,1]"), K("l", "[]", "[0]") K("a", "[]", "[1]")
+     N("DFT", "['x','l','a']", ""), MP_ERR_SHAPE,
+     "input 'dft_length' = 0: must be >= 1"},
+    {"Col2Im stride 0", X("[1,4,9]"),
+     K("i", "[2]", "[4,4]") K("b", "[2]", "[2,2]")
+     N("Col2Im", "['x','i','b']", "'strides':[1,0]"), MP_ERR_SHAPE,
+     "attribute 'strides'[1] = 0: must be >= 1"},
+    {"Attention heads of 3-D inputs", X("[1,4,8]") B("k", "[1,4,8]")
+     B("v", "[1,4,8]"), N("Attention", "['x','k','v']", "'q_num_heads':3,"
+                          "'kv_num_heads':3"), MP_ERR_SHAPE,
+     "input 'x' has a hidden size of 8: not a multiple of 3 heads"},
+    {"Attention ranks", X("[1,4,8]") B("k", "[1,2,4,4]") B("v", "[1,2,4,4]"),
+     N("Attention", "['x','k','v']", ""), MP_ERR_SHAPE,
+     "Q, K and V have ranks 3, 4 and 4"},
+    {"Unsqueeze to rank 17", X("[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
+     N("Unsqueeze", "['x']", "'axes':[0]"), MP_ERR_BAD_DIM,
+     "rank 17 above 16"},
 };
 
 /* the graph of a case: one document, its single quotes made double */
@@ -436,7 +482,8 @@ static void test_exit_codes(void)
                 {"Conv kernel larger than the padded input", 3},
                 {"MaxPool kernel 0", 3},
                 {"Split sizes do not sum to the dim", 3},
-                {"Gather index above the dim", 3}};
+                {"Gather index above the dim", 3},
+                {"Unsqueeze to rank 17", 11}};
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         const check_case *c = NULL;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !c; i++)

@@ -566,8 +566,21 @@ MP__SHAPE_FN(mp__shape_scan)
         int32_t ax = 0;
         if (s.rank >= 1) {
             uint32_t k = i - nstate;
-            if (axes && k < na && !mp__axis(axes[k], s.rank, &ax))
-                return mp__node_err(g, node, "scan_input_axes out of range");
+            char what[64];
+            snprintf(what, sizeof what, "attribute 'scan_input_axes'[%u]",
+                     (unsigned)k);
+            mp_status cs = axes && k < na ? mp__check_axis(g, node, what,
+                                                           axes[k], s.rank,
+                                                           &ax)
+                                          : MP_OK;
+            if (cs)
+                return cs;
+            if (seq >= 0 && s.d[ax] >= 0 && s.d[ax] != seq)
+                return mp__node_err(g, node, "scan input '%s' has %lld "
+                                   "steps along axis %d, an earlier one "
+                                   "%lld: they must be equal", src->name,
+                                   (long long)s.d[ax], (int)ax,
+                                   (long long)seq);
             if (seq < 0)
                 seq = s.d[ax];
             for (int32_t d = ax; d + 1 < s.rank; d++)
@@ -593,9 +606,15 @@ MP__SHAPE_FN(mp__shape_scan)
         if (t->rank >= 0 && t->rank < MP_MAX_RANK) {
             int32_t ax = 0;
             uint32_t k = o - nstate;
-            if (oaxes && k < noa &&
-                !mp__axis(oaxes[k], t->rank + 1, &ax))
-                return mp__node_err(g, node, "scan_output_axes out of range");
+            char what[64];
+            snprintf(what, sizeof what, "attribute 'scan_output_axes'[%u]",
+                     (unsigned)k);
+            mp_status cs = oaxes && k < noa
+                               ? mp__check_axis(g, node, what, oaxes[k],
+                                               t->rank + 1, &ax)
+                               : MP_OK;
+            if (cs)
+                return cs;
             s.rank = t->rank + 1;
             for (int32_t i = 0, j = 0; i < s.rank; i++)
                 s.d[i] = i == ax ? seq : t->dims[j++];

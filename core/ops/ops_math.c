@@ -1145,6 +1145,41 @@ MP__SHAPE_FN(mp__shape_attention)
     mp__shape y = {.rank = -1}, pres_k = {.rank = -1}, pres_v = {.rank = -1},
              qk = {.rank = -1};
     int dt = in_dtype(g, n, 0);
+    if ((q.rank >= 0 && q.rank != 3 && q.rank != 4) ||
+        (q.rank >= 0 && k.rank >= 0 && k.rank != q.rank) ||
+        (q.rank >= 0 && v.rank >= 0 && v.rank != q.rank))
+        return mp__node_err(g, node, "Q, K and V have ranks %d, %d and %d: "
+                           "they must be all 3 or all 4", (int)q.rank,
+                           (int)k.rank, (int)v.rank);
+    if (q.rank == 3) {
+        static const char *const heads[] = {"q_num_heads", "kv_num_heads"};
+        for (int i = 0; i < 2; i++)
+            if (mp__attr_int(n, heads[i], 0) < 1)
+                return mp__node_err(g, node, "attribute '%s' = %lld: 3-D "
+                                   "inputs need it >= 1", heads[i],
+                                   (long long)mp__attr_int(n, heads[i], 0));
+        int64_t qh0 = mp__attr_int(n, "q_num_heads", 1);
+        int64_t kvh0 = mp__attr_int(n, "kv_num_heads", 1);
+        if (qh0 % kvh0)
+            return mp__node_err(g, node, "attribute 'q_num_heads' = %lld is "
+                               "not a multiple of 'kv_num_heads' = %lld",
+                               (long long)qh0, (long long)kvh0);
+        const mp__shape *qkv[3] = {&q, &k, &v};
+        for (int i = 0; i < 3; i++) {
+            int64_t h = i ? kvh0 : qh0, d = qkv[i]->rank == 3 ? qkv[i]->d[2]
+                                                               : -1;
+            if (d >= 0 && d % h)
+                return mp__node_err(g, node, "input '%s' has a hidden size "
+                                   "of %lld: not a multiple of %lld heads",
+                                   mp__in(g, n, (uint32_t)i)->name,
+                                   (long long)d, (long long)h);
+        }
+    }
+    if (q.rank == 4 && k.rank == 4 && q.d[1] >= 0 && k.d[1] > 0 &&
+        q.d[1] % k.d[1])
+        return mp__node_err(g, node, "Q has %lld heads, K %lld: Q's must be "
+                           "a multiple of K's", (long long)q.d[1],
+                           (long long)k.d[1]);
     if (q.rank == 4 && k.rank == 4 && v.rank == 4) {
         int64_t past = pk.rank == 4 ? pk.d[2] : 0;
         int64_t total = (k.d[2] < 0 || past < 0) ? -1 : k.d[2] + past;

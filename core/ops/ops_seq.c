@@ -275,8 +275,11 @@ MP__SHAPE_FN(mp__shape_split_to_seq)
     const mp__tensor *in = mp__in(g, n, 0);
     int dt = in ? in->dtype : MP_DTYPE_UNDEFINED;
     int32_t ax = 0;
-    if (x.rank >= 0 && !mp__axis(mp__attr_int(n, "axis", 0), x.rank, &ax))
-        return mp__node_err(g, node, "axis out of range");
+    mp_status cs;
+    if (x.rank >= 0 &&
+        (cs = mp__check_axis(g, node, "attribute 'axis'",
+                             mp__attr_int(n, "axis", 0), x.rank, &ax)))
+        return cs;
     const mp__tensor *split = mp__in(g, n, 1);
     const int64_t *sv = NULL;
     uint32_t sc = 0;
@@ -346,9 +349,11 @@ MP__SHAPE_FN(mp__shape_concat_from_seq)
     common_shape(in, &c);
     if (in->n > 0 && c.rank >= 0) {
         int32_t ax;
-        if (!mp__axis(mp__attr_int(n, "axis", 0), c.rank + (stack ? 1 : 0),
-                     &ax))
-            return mp__node_err(g, node, "axis out of range");
+        mp_status cs = mp__check_axis(g, node, "attribute 'axis'",
+                                      mp__attr_int(n, "axis", 0),
+                                      c.rank + (stack ? 1 : 0), &ax);
+        if (cs)
+            return cs;
         out = c;
         if (stack) {
             for (int32_t k = c.rank; k > ax; k--)
