@@ -426,6 +426,19 @@ static const check_case cases[] = {
     {"Attention ranks", X("[1,4,8]") B("k", "[1,2,4,4]") B("v", "[1,2,4,4]"),
      N("Attention", "['x','k','v']", ""), MP_ERR_SHAPE,
      "Q, K and V have ranks 3, 4 and 4"},
+    {"RandomNormalLike dtype", X("[2,3]"),
+     N("RandomNormalLike", "['x']", "'dtype':99"), MP_ERR_SHAPE,
+     "attribute 'dtype' = 99: not a data type"},
+    {"EyeLike rank", X("[2,3,4]"), N("EyeLike", "['x']", ""), MP_ERR_SHAPE,
+     "input 'x' has rank 3: it must be 2"},
+    {"Scan steps differ", X("[2]") B("a", "[5,2]") B("b", "[4,2]"),
+     "{'name':'n','op':'Scan','inputs':['x','a','b'],'outputs':['y'],"
+     "'attributes':{'num_scan_inputs':2,'body':{'graph':{'name':'body',"
+     "'inputs':['s','ai','bi'],'tensors':[{'name':'s','dtype':'float32',"
+     "'shape':[2]},{'name':'ai','dtype':'float32','shape':[2]},{'name':'bi',"
+     "'dtype':'float32','shape':[2]}],'nodes':[{'name':'add','op':'Add',"
+     "'inputs':['s','ai'],'outputs':['s2']}],'outputs':['s2']}}}}",
+     MP_ERR_SHAPE, "scan input 'b' has 4 steps along axis 0, an earlier one 5"},
     {"Unsqueeze to rank 17", X("[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
      N("Unsqueeze", "['x']", "'axes':[0]"), MP_ERR_BAD_DIM,
      "rank 17 above 16"},

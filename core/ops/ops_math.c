@@ -1076,6 +1076,8 @@ MP__SHAPE_FN(mp__shape_quantize)
     mp__shape s;
     mp__in_shape(g, n, 0, &s);
     mp_status cs = quant_axis(g, node, &s);
+    if (!cs)
+        cs = mp__check_dtype(g, node, "output_dtype", true);
     if (cs)
         return cs;
     int dt = (int)mp__attr_int(n, "output_dtype", 0);
@@ -1091,6 +1093,8 @@ MP__SHAPE_FN(mp__shape_dequantize)
     mp__shape s;
     mp__in_shape(g, n, 0, &s);
     mp_status cs = quant_axis(g, node, &s);
+    if (!cs)
+        cs = mp__check_dtype(g, node, "output_dtype", true);
     if (cs)
         return cs;
     int dt = (int)mp__attr_int(n, "output_dtype", 0);

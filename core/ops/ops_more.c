@@ -43,6 +43,12 @@ MP__SHAPE_FN(mp__shape_like)
     const mp__node *n = &g->nodes[node];
     mp__shape s;
     mp__in_shape(g, n, 0, &s);
+    mp_status cs = mp__check_dtype(g, node, "dtype", false);
+    if (cs)
+        return cs;
+    if (strcmp(n->op, "EyeLike") == 0 && s.rank >= 0 && s.rank != 2)
+        return mp__node_err(g, node, "input '%s' has rank %d: it must be 2",
+                           mp__in(g, n, 0)->name, (int)s.rank);
     int dt = (int)mp__attr_int(n, "dtype", in_dtype(g, n, 0));
     mp_status st = mp__out_set(g, node, 0, dt, &s);
     return st ? st : mp__shape_done(g, node);
@@ -645,8 +651,11 @@ MP__SHAPE_FN(mp__shape_window)
                                (long long)size);
         out.d[0] = size;
     }
+    mp_status st = mp__check_dtype(g, node, "output_datatype", false);
+    if (st)
+        return st;
     int dt = (int)mp__attr_int(n, "output_datatype", MP_DTYPE_FLOAT32);
-    mp_status st = mp__out_set(g, node, 0, dt, &out);
+    st = mp__out_set(g, node, 0, dt, &out);
     return st ? st : mp__shape_done(g, node);
 }
 
@@ -667,8 +676,11 @@ MP__SHAPE_FN(mp__shape_mel_weight)
                                ">= 1", (long long)dft);
         out.d[0] = dft / 2 + 1;
     }
+    mp_status st = mp__check_dtype(g, node, "output_datatype", false);
+    if (st)
+        return st;
     int dt = (int)mp__attr_int(n, "output_datatype", MP_DTYPE_FLOAT32);
-    mp_status st = mp__out_set(g, node, 0, dt, &out);
+    st = mp__out_set(g, node, 0, dt, &out);
     return st ? st : mp__shape_done(g, node);
 }
 

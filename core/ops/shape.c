@@ -292,6 +292,21 @@ mp_status mp__check_perm(mp_graph *g, uint32_t node, const char *what,
     return st;
 }
 
+mp_status mp__check_dtype(mp_graph *g, uint32_t node, const char *name,
+                         bool zero_ok)
+{
+    const mp__node *n = &g->nodes[node];
+    if (!mp__node_attr(n, name))
+        return MP_OK;
+    int64_t v = mp__attr_int(n, name, 0);
+    if ((v == 0 && zero_ok) ||
+        (v > 0 && v < 256 && mp_dtype_name((mp_dtype)v) &&
+         mp_dtype_bits((mp_dtype)v)))
+        return MP_OK;
+    return mp__node_err(g, node, "attribute '%s' = %lld: not a data type "
+                       "(ONNX TensorProto.DataType)", name, (long long)v);
+}
+
 mp_status mp__check_enum(mp_graph *g, uint32_t node, const char *name,
                         const char *dflt, const char *const *allowed,
                         const char **out)

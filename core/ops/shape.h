@@ -69,6 +69,10 @@ mp_status mp__check_count(mp_graph *g, uint32_t node, const char *what,
 /* A permutation of 0..rank-1. */
 mp_status mp__check_perm(mp_graph *g, uint32_t node, const char *what,
                         const int64_t *perm, uint32_t cnt, int32_t rank);
+/* Int attribute `name`, when present, is a data type memplan knows
+ * (`0`, undefined, too when zero_ok). */
+mp_status mp__check_dtype(mp_graph *g, uint32_t node, const char *name,
+                         bool zero_ok);
 /* String attribute `name` (default dflt) is one of `allowed` (NULL-ended);
  * *out gets it. */
 mp_status mp__check_enum(mp_graph *g, uint32_t node, const char *name,
