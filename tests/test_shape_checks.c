@@ -439,6 +439,14 @@ static const check_case cases[] = {
      "'dtype':'float32','shape':[2]}],'nodes':[{'name':'add','op':'Add',"
      "'inputs':['s','ai'],'outputs':['s2']}],'outputs':['s2']}}}}",
      MP_ERR_SHAPE, "scan input 'b' has 4 steps along axis 0, an earlier one 5"},
+    {"StringNormalizer case_change_action", "{'name':'x','dtype':'string',"
+     "'shape':[2],'kind':'input'}",
+     N("StringNormalizer", "['x']", "'case_change_action':'TITLE'"),
+     MP_ERR_SHAPE, "attribute 'case_change_action' = 'TITLE': must be "
+                   "'NONE', 'LOWER' or 'UPPER'"},
+    {"NonMaxSuppression center_point_box", X("[1,4,4]") B("s", "[1,1,4]"),
+     N("NonMaxSuppression", "['x','s']", "'center_point_box':2"),
+     MP_ERR_SHAPE, "attribute 'center_point_box' = 2: must be 0 or 1"},
     {"Unsqueeze to rank 17", X("[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
      N("Unsqueeze", "['x']", "'axes':[0]"), MP_ERR_BAD_DIM,
      "rank 17 above 16"},

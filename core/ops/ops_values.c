@@ -129,6 +129,11 @@ static mp_status normalizer_keep(mp_graph *g, uint32_t node, const int64_t *x,
 MP__SHAPE_FN(mp__shape_string_normalizer)
 {
     const mp__node *n = &g->nodes[node];
+    static const char *const acts[] = {"NONE", "LOWER", "UPPER", NULL};
+    mp_status es = mp__check_enum(g, node, "case_change_action", "NONE", acts,
+                                  NULL);
+    if (es)
+        return es;
     mp__shape s;
     mp__in_shape(g, n, 0, &s);
     int64_t c = -1;
@@ -505,6 +510,10 @@ static mp_status nms_count(mp_graph *g, uint32_t node, int64_t *out)
  * input's value is known, else unknown. */
 MP__SHAPE_FN(mp__shape_nms)
 {
+    int64_t cpb = mp__attr_int(&g->nodes[node], "center_point_box", 0);
+    if (cpb != 0 && cpb != 1)
+        return mp__node_err(g, node, "attribute 'center_point_box' = %lld: "
+                           "must be 0 or 1", (long long)cpb);
     int64_t k;
     mp_status st = nms_count(g, node, &k);
     mp__shape s = {.rank = 2, .d = {k, 3}};
@@ -783,7 +792,11 @@ static bool image_size(const img_bytes *b, int64_t *w, int64_t *h)
 MP__SHAPE_FN(mp__shape_image_decoder)
 {
     const mp__node *n = &g->nodes[node];
-    const char *pf = mp__attr_str(n, "pixel_format", "RGB");
+    static const char *const pfs[] = {"RGB", "BGR", "Grayscale", NULL};
+    const char *pf;
+    mp_status es = mp__check_enum(g, node, "pixel_format", "RGB", pfs, &pf);
+    if (es)
+        return es;
     mp__shape s = {.rank = 3, .d = {-1, -1, -1}};
     if (strcmp(pf, "Grayscale") == 0)
         s.d[2] = 1;
