@@ -8,6 +8,8 @@
  * rank above 16, 12 for window arithmetic that overflows). */
 #include "support.h"
 
+#include "ir.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,11 +531,77 @@ static void test_exit_codes(void)
     }
 }
 
+#ifdef MP_WITH_ONNX
+#include "onnx_build.h"
+
+static void ob_attr_ints(ob *b, Onnx__NodeProto *n, const char *name,
+                         int64_t *v, size_t cnt)
+{
+    Onnx__AttributeProto *a =
+        ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->ints = v;
+    a->n_ints = cnt;
+}
+
+/* The same checks reached through the ONNX loader: x [1,3,8,8] into a
+ * Conv (weight w [4,3,3,3]) or a MaxPool with one ints attribute. */
+static void test_onnx(void)
+{
+    static const int64_t xd[] = {1, 3, 8, 8}, wd[] = {4, 3, 3, 3};
+    static int64_t neg[] = {0, 0, -1, 0}, big[] = {1LL << 62, 0, 1LL << 62, 0},
+                   zero[] = {0, 0};
+    static const struct {
+        const char *op, *attr;
+        int64_t *v;
+        size_t n;
+        mp_status st;
+        const char *frag;
+    } runs[] = {
+        {"Conv", "pads", neg, 4, MP_ERR_SHAPE,
+         "node 'n' (op Conv): attribute 'pads'[2] = -1: must be >= 0"},
+        {"Conv", "pads", big, 4, MP_ERR_OVERFLOW,
+         "spatial dim 0: input 8 with pads 4611686018427387904"},
+        {"MaxPool", "kernel_shape", zero, 2, MP_ERR_SHAPE,
+         "node 'n' (op MaxPool): attribute 'kernel_shape'[0] = 0: must be "
+         ">= 1"},
+    };
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        ob b;
+        ob_init(&b, 8, 17);
+        ob_input(&b, "x", 1, 4, xd);
+        Onnx__NodeProto *n;
+        if (strcmp(runs[k].op, "Conv") == 0) {
+            ob_init_tensor(&b, "w", 4, wd);
+            n = ob_node(&b, "Conv", "n", "x", "w", "y");
+        } else {
+            n = ob_node(&b, "MaxPool", "n", "x", NULL, "y");
+        }
+        ob_attr_ints(&b, n, runs[k].attr, runs[k].v, runs[k].n);
+        ob_output(&b, "y", 1, -1, NULL);
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        mp_status st = ob_load_values(&b, ctx, NULL, 0, &g);
+        const char *msg = mp_ctx_message(ctx);
+        if (st != runs[k].st || !strstr(msg, runs[k].frag))
+            printf("\n  ONNX %s %s: %s\n", runs[k].op, runs[k].attr, msg);
+        CU_ASSERT_EQUAL(st, runs[k].st);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, runs[k].frag));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "t.onnx"));
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+        ob_free(&b);
+    }
+}
+#endif
+
 void mp_register_shape_checks(void)
 {
     static CU_TestInfo tests[] = {
         {"every rejected attribute or input, one case each", test_table},
         {"exit codes and messages through the command", test_exit_codes},
+#ifdef MP_WITH_ONNX
+        {"the checks through the ONNX loader", test_onnx},
+#endif
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("shape_checks", tests);
