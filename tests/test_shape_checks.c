@@ -384,7 +384,11 @@ static const check_case cases[] = {
      "input 'shape'[1] = -1: must be >= 0"},
     {"Compress condition longer than the axis", X("[2,3]"),
      K("c", "[4]", "[1,0,1,1]") N("Compress", "['x','c']", "'axis':1"),
-     MP_ERR_SHAPE, "input 'condition' has 4 values, more than axis 1"},
+     MP_ERR_SHAPE, "input 'condition'[3] is true, past the end of axis 1 of "
+                   "the input (3)"},
+    {"Compress valid longer condition", X("[2,3]"),
+     K("c", "[4]", "[1,0,1,0]") N("Compress", "['x','c']", "'axis':1"), MP_OK,
+     NULL},
     {"Resize coordinate_transformation_mode", X("[1,1,4,4]"),
      K("z", "[4]", "[1,1,8,8]")
      N("Resize", "['x','','','z']", "'coordinate_transformation_mode':'edge'"),

@@ -772,11 +772,19 @@ MP__SHAPE_FN(mp__shape_compress)
                                           &ax);
             if (cs)
                 return cs;
-            if (x.d[ax] >= 0 && (int64_t)c > x.d[ax])
-                return mp__node_err(g, node, "input 'condition' has %u "
-                                   "values, more than axis %d of the input "
-                                   "(%lld)", (unsigned)c, (int)ax,
-                                   (long long)x.d[ax]);
+            /* a longer condition is cut to the axis; a true entry past
+             * its end selects a slice that does not exist */
+            for (uint32_t i = 0; x.d[ax] >= 0 && i < c; i++)
+                if (v[i] && (int64_t)i >= x.d[ax])
+                    return mp__node_err(g, node, "input 'condition'[%u] is "
+                                       "true, past the end of axis %d of "
+                                       "the input (%lld)", (unsigned)i,
+                                       (int)ax, (long long)x.d[ax]);
+            if (x.d[ax] >= 0 && (int64_t)c > x.d[ax]) {
+                cnt = 0;
+                for (int64_t i = 0; i < x.d[ax]; i++)
+                    cnt += v[i] != 0;
+            }
             out = x;
             out.d[ax] = cnt;
         }
