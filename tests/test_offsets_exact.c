@@ -245,7 +245,7 @@ static void test_budget(void)
         mp__ofs_prob p;
         CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
         uint64_t off[60];
-        mp__ofs_exact_opts eo = {p.lb, 0, 50};
+        mp__ofs_exact_opts eo = {p.lb, 0, 50, 0, 0};
         mp__ofs_exact_res er;
         CU_ASSERT_EQUAL(mp__ofs_exact(&p, NULL, UINT64_MAX, &eo, off, &er),
                         MP_OK);

@@ -401,9 +401,13 @@ typedef struct solver {
     int best_fit;
 } solver;
 
+/* deadline: the tree engine stops there (*complete = 0; with `stack`,
+ * the rest of the order is stacked on top, a valid placement). */
 static mp_status place_order(solver *s, const uint32_t *order, int fit,
-                             uint64_t *off, uint64_t *arena)
+                             uint64_t *off, uint64_t *arena, double deadline,
+                             int stack, int *complete)
 {
+    *complete = 1;
     const mp__ofs_prob *p = &s->p;
     if (p->mat) {
         for (uint32_t i = 0; i < p->n; i++)
@@ -417,18 +421,25 @@ static mp_status place_order(solver *s, const uint32_t *order, int fit,
         if (st != MP_OK)
             return st;
     }
-    return mp__ofs_tree_place(s->tree, order, fit, off, arena);
+    return mp__ofs_tree_place(s->tree, order, fit, off, arena, deadline,
+                              stack, complete);
 }
 
-static mp_status run_cand(solver *s, int ci)
+/* The first candidate always yields a placement (stacked past the
+ * deadline); a later one that the deadline cuts short is dropped. */
+static mp_status run_cand(solver *s, int ci, double deadline)
 {
     mp_status st = make_order(&s->p, cands[ci].ord, s->order);
     if (st != MP_OK)
         return st;
     uint64_t arena;
-    st = place_order(s, s->order, cands[ci].fit, s->off, &arena);
+    int complete;
+    st = place_order(s, s->order, cands[ci].fit, s->off, &arena, deadline,
+                     s->best_cand < 0, &complete);
     if (st != MP_OK)
         return st;
+    if (!complete && s->best_cand >= 0)
+        return MP_OK;
     if (s->best_cand < 0 || arena < s->best_arena) {
         s->best_arena = arena;
         s->best_cand = ci;
@@ -466,16 +477,19 @@ static uint32_t count_top(const mp__ofs_prob *p, const uint64_t *off,
     return c;
 }
 
-static mp_status improve(solver *s, uint64_t seed, double deadline,
-                         int *improved)
+/* Stops at `target` (the lower bound, or a capacity above it). */
+static mp_status improve(solver *s, uint64_t seed, uint64_t target,
+                         double deadline, int *improved)
 {
     mp__ofs_prob *p = &s->p;
     mp_ctx *ctx = p->ctx;
     uint32_t n = p->n;
     *improved = 0;
-    if (!p->mat || n < 3 || s->best_arena <= p->lb)
+    if (!p->mat || n < 3 || s->best_arena <= target)
         return MP_OK;
     uint64_t per_pass = (uint64_t)n * n / 3 + n;
+    /* the clock every iteration once an iteration costs ~1e5 visits */
+    uint64_t clock_mask = per_pass > 100000 ? 0 : 255;
     uint64_t iters = OFS_IMPROVE_WORK / per_pass;
     if (iters > 400 * (uint64_t)n)
         iters = 400 * (uint64_t)n;
@@ -502,7 +516,7 @@ static mp_status improve(solver *s, uint64_t seed, double deadline,
     uint32_t cur_top = count_top(p, w->off, cur);
     uint64_t rng = seed ^ 0x6A09E667F3BCC909ull;
     for (uint64_t it = 0; it < iters; it++) {
-        if ((it & 255) == 255 && mp__now_seconds() > deadline)
+        if ((it & clock_mask) == clock_mask && mp__now_seconds() > deadline)
             break;
         uint32_t i, j, kind = rng_below(&rng, 3);
         if (kind == 0) {
@@ -563,7 +577,7 @@ static mp_status improve(solver *s, uint64_t seed, double deadline,
                 memcpy(s->best_off, w->off, (size_t)n * sizeof *w->off);
                 memcpy(s->best_order, order, (size_t)n * sizeof *order);
                 *improved = 1;
-                if (a <= p->lb)
+                if (a <= target)
                     break;
             }
             cur = a;
@@ -670,8 +684,12 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
     case MP_OFFSETS_START_FIRSTFIT: only = 7; break;
     default: break;
     }
+    double deadline = t0 + limit;
+    /* stop when this is reached: the lower bound, or a capacity above it */
+    uint64_t target = opt->capacity > p->lb ? opt->capacity : p->lb;
+    int ran_exact = 0;
     if (only >= 0) {
-        if ((st = run_cand(&s, only)) != MP_OK)
+        if ((st = run_cand(&s, only, deadline)) != MP_OK)
             goto out;
     } else {
         unsigned passes = N_SMALL_CANDS;
@@ -684,31 +702,50 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
         }
         for (unsigned c = 0; c < passes; c++) {
             int ci = p->mat ? (int)c : large_seq[c];
-            if ((st = run_cand(&s, ci)) != MP_OK)
-                goto out;
-            if (s.best_arena <= p->lb)
+            if (c > 0 && mp__now_seconds() > deadline)
                 break;
+            if ((st = run_cand(&s, ci, deadline)) != MP_OK)
+                goto out;
+            if (s.best_arena <= target)
+                break;
+        }
+        solver_name = auto_names[s.best_cand];
+        /* AUTO with a capacity the greedy placements miss: the exact tier
+         * first, with its own budget (it decides the capacity where the
+         * local search only lowers the arena); the passes below use what
+         * time is left */
+        if (opt->method == MP_OFFSETS_AUTO && opt->capacity &&
+            s.best_arena > target) {
+            uint64_t heur = s.best_arena;
+            st = mp__ofs_exact_stage(p, opt, t0, s.best_off, &s.best_arena,
+                                    res, &ran_exact);
+            if (st != MP_OK)
+                goto out;
+            if (s.best_arena < heur)
+                solver_name = "auto:exact";
         }
         int improved = 0;
         /* the exact tier starts from the greedy packings */
         if (opt->method != MP_OFFSETS_EXACT)
-            st = improve(&s, opt->seed, t0 + limit, &improved);
+            st = improve(&s, opt->seed, target, deadline, &improved);
         if (st != MP_OK)
             goto out;
         int repaired = 0;
-        if (!p->mat && s.best_arena > p->lb) {
+        if (!p->mat && s.best_arena > target &&
+            mp__now_seconds() < deadline) {
             st = mp__ofs_repair(p, s.best_off, &s.best_arena, OFS_REPAIR_WORK,
-                               t0 + limit, &repaired);
+                               deadline, &repaired);
             if (st != MP_OK)
                 goto out;
         }
-        solver_name = repaired   ? repaired_names[s.best_cand]
-                      : improved ? improved_names[s.best_cand]
-                                 : auto_names[s.best_cand];
+        if (repaired)
+            solver_name = repaired_names[s.best_cand];
+        else if (improved)
+            solver_name = improved_names[s.best_cand];
     }
     if (only >= 0)
         solver_name = cands[only].name;
-    {
+    if (!ran_exact) {
         /* exact tier (solvers/offsets/offsets_exact.c): EXACT always, AUTO when
          * the packing is above the lower bound or the capacity */
         uint64_t heur = s.best_arena;

@@ -27,8 +27,14 @@
  * Minimisation: the seed (heuristic packing) is the upper bound, the max
  * live bytes the lower bound; decide C = LB first, then bisect.
  *
- * Deterministic: node budgets decide everything; the wall clock is a
- * safety net only (res->timed_out says when it fired).
+ * Budgets: search nodes and work units (list entries and section members
+ * visited, so a budget bounds the time whatever the instance's shape);
+ * within them the search is deterministic. The wall clock is read every
+ * OFS_EX_CLOCK_WORK work units (res->timed_out says when it stopped the
+ * search). mem_limit bounds the search state: the overlap lists, the
+ * section memberships and the trail are sized up front (above the limit
+ * the search does not start), and the per-node candidate lists, which
+ * grow with the depth, stop the search when they reach the rest.
  */
 #include "offsets_exact.h"
 
@@ -39,6 +45,10 @@
 #define SEC_FLAG 0x80000000u
 
 enum { EX_FOUND = 0, EX_NOTFOUND = 1, EX_ABORT = 2, EX_NOMEM = 3 };
+
+/* Work units between two readings of the clock (well under a
+ * millisecond). */
+#define OFS_EX_CLOCK_WORK 65536u
 
 typedef struct ent {
     uint64_t o;     /* smallest viable offset when the list was built */
@@ -86,9 +96,12 @@ typedef struct ex {
     ent *tmp;              /* changed entries while building a child list */
     uint32_t *cuts_hit;    /* zero-cut boundaries found at a node (stack) */
     size_t ch_n;
+    size_t la_max;         /* entries; 0: no limit */
     uint64_t nodes, nodes_left;
+    uint64_t work, work_limit, next_clock;
     double deadline;
     int timed_out;
+    int capped;            /* the lists reached la_max */
 } ex;
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -338,7 +351,24 @@ static mp_status ex_members(ex *E, const mp__ofs_prob *p, uint32_t *byl,
     return st;
 }
 
-static mp_status ex_init(ex *E, const mp__ofs_prob *p)
+/* Bytes of the search state before the candidate lists: per buffer,
+ * per overlapping pair (the adjacency lists), per section membership
+ * (the member lists and their links) and per section; the trail (a
+ * growable array) holds at most one entry per pair and membership along
+ * a path, counted twice for its growth. */
+static uint64_t ex_state_bytes(const mp__ofs_prob *p, uint64_t nmem,
+                               uint64_t ns)
+{
+    uint64_t upairs = p->pairs / 2;
+    return 128 * (uint64_t)p->n + 8 * upairs + 32 * nmem + 64 * ns +
+           24 * (upairs + nmem + 2 * (uint64_t)p->n + 2 * ns);
+}
+
+/* mem_limit > 0: when the state would not fit, sets *skip and returns
+ * MP_OK without building anything; otherwise sets E->la_max to the list
+ * entries that fit beside it. */
+static mp_status ex_init(ex *E, const mp__ofs_prob *p, uint64_t mem_limit,
+                         int *skip)
 {
     mp_ctx *ctx = p->ctx;
     memset(E, 0, sizeof *E);
@@ -353,8 +383,22 @@ static mp_status ex_init(ex *E, const mp__ofs_prob *p)
     E->sr = mp__alloc(ctx, (size_t)n * sizeof *E->sr);
     mp_status st = MP_ERR_NOMEM;
     uint64_t nmem = 0;
+    *skip = 0;
     if (cntmax && byl && deg && E->sl && E->sr &&
-        !(st = ex_sections(E, p, cntmax)) &&
+        !(st = ex_sections(E, p, cntmax)) && mem_limit) {
+        for (uint32_t i = 0; i < n; i++)
+            nmem += E->sr[i] - E->sl[i];
+        uint64_t state = ex_state_bytes(p, nmem, E->ns);
+        /* the lists grow by doubling: half of the rest for entries */
+        uint64_t lists = state < mem_limit
+                             ? (mem_limit - state) / (2 * sizeof(ent))
+                             : 0;
+        if (lists < 2 * (uint64_t)n + 64)
+            *skip = 1;
+        else
+            E->la_max = lists > SIZE_MAX ? SIZE_MAX : (size_t)lists;
+    }
+    if (cntmax && byl && deg && E->sl && E->sr && st == MP_OK && !*skip &&
         !(st = ex_overlaps(E, p, byl, deg)) && !(st = ex_alloc_search(E)) &&
         !(st = ex_section_totals(E, p, &nmem)))
         st = ex_members(E, p, byl, nmem);
@@ -430,12 +474,18 @@ static int ent_less(const ent *x, const ent *y)
     return x->o < y->o || (x->o == y->o && x->pre < y->pre);
 }
 
+/* Room for `more` list entries: EX_FOUND, EX_NOMEM, or EX_ABORT when
+ * the lists would pass la_max. */
 static int la_reserve(ex *E, size_t more)
 {
     if (E->la_n + more <= E->la_cap)
-        return 0;
+        return EX_FOUND;
+    if (E->la_max && E->la_n + more > E->la_max) {
+        E->capped = 1;
+        return EX_ABORT;
+    }
     return mp__grow(E->ctx, (void **)&E->la, sizeof *E->la, E->la_n + more,
-                   &E->la_cap) != MP_OK;
+                   &E->la_cap) != MP_OK ? EX_NOMEM : EX_FOUND;
 }
 
 /* Room on the trail for one placement of b. */
@@ -520,20 +570,24 @@ static void unplace(ex *E, uint32_t b, size_t mark)
  * sections give), in the sections where something changed: b's and those
  * of the buffers whose viable offset rose. (The floor and the current
  * offset are covered by the node's bound omax.) */
-static int check_set(const ex *E, int k, uint32_t s)
+static int check_set(ex *E, int k, uint32_t s)
 {
     const uint32_t *m = k ? E->mem2 : E->mem, *nx = E->nx[k];
     uint32_t head = E->nmem + s;
-    uint64_t lo = NONE, sum = 0;
-    for (uint32_t q = nx[head]; q != head; q = nx[q]) {
+    uint64_t lo = NONE, sum = 0, w = 1;
+    int ok = 1;
+    for (uint32_t q = nx[head]; q != head; q = nx[q], w++) {
         uint32_t x = m[q];
         if (E->minoff[x] < lo)
             lo = E->minoff[x];
         sum += E->size[x];
-        if (lo + sum > E->C)
-            return 0;
+        if (lo + sum > E->C) {
+            ok = 0;
+            break;
+        }
     }
-    return 1;
+    E->work += w;
+    return ok;
 }
 
 static int check_sec(ex *E, uint32_t s)
@@ -564,11 +618,14 @@ static int check(ex *E, uint32_t b)
 
 /* Builds the child list at the end of the arena from the list at `lst`
  * (cnt entries) minus the placed buffer b, with the entries whose viable
- * offset changed (stamp) re-sorted. Returns the count, or -1 (no memory). */
+ * offset changed (stamp) re-sorted. Returns the count, or -1 (no memory)
+ * or -2 (the lists reached la_max). */
 static int64_t child_list(ex *E, size_t lst, uint32_t cnt, uint32_t b)
 {
-    if (la_reserve(E, cnt))
-        return -1;
+    int lr = la_reserve(E, cnt);
+    if (lr != EX_FOUND)
+        return lr == EX_ABORT ? -2 : -1;
+    E->work += cnt;
     ent *src = E->la + lst, *dst = E->la + E->la_n;
     uint32_t nu = 0, nc = 0;
     /* unchanged entries stay in order; changed ones go to tmp */
@@ -627,8 +684,10 @@ static int solve_pieces(ex *E, size_t lst, uint32_t cnt, uint32_t s0,
         if (hi <= lo)
             continue;
         size_t mark = E->la_n;
-        if (la_reserve(E, cnt))
-            return EX_NOMEM;
+        int lr = la_reserve(E, cnt);
+        if (lr != EX_FOUND)
+            return lr;
+        E->work += cnt;
         ent *src = E->la + lst, *dst = E->la + E->la_n;
         uint32_t m = 0;
         for (uint32_t i = 0; i < cnt; i++) {
@@ -640,6 +699,7 @@ static int solve_pieces(ex *E, size_t lst, uint32_t cnt, uint32_t s0,
         if (m) {
             size_t piece = E->la_n;
             E->la_n += m;
+            E->work += 8 * (uint64_t)m;
             rank_list(E, E->la + piece, m);
             r = dfs(E, piece, m, 0, 0, lo, hi);
         }
@@ -660,10 +720,16 @@ static int dfs(ex *E, size_t lst, uint32_t cnt, uint64_t last_o,
         return EX_ABORT;
     E->nodes_left--;
     E->nodes++;
-    if ((E->nodes & 1023) == 0 && mp__now_seconds() > E->deadline) {
-        E->timed_out = 1;
-        return EX_ABORT;
+    E->work += cnt;
+    if (E->work >= E->next_clock) {
+        E->next_clock = E->work + OFS_EX_CLOCK_WORK;
+        if (mp__now_seconds() > E->deadline) {
+            E->timed_out = 1;
+            return EX_ABORT;
+        }
     }
+    if (E->work > E->work_limit)
+        return EX_ABORT;
     uint64_t minh = NONE;
     {
         const ent *L = E->la + lst;
@@ -706,7 +772,7 @@ static int dfs(ex *E, size_t lst, uint32_t cnt, uint64_t last_o,
             size_t amark = E->la_n;
             int64_t m = child_list(E, lst, cnt, b);
             if (m < 0) {
-                r = EX_NOMEM;
+                r = m == -2 ? EX_ABORT : EX_NOMEM;
             } else {
                 size_t child = E->la_n;
                 E->la_n += (size_t)m;
@@ -766,8 +832,10 @@ static int search_all(ex *E)
     E->tr_n = 0;
     E->la_n = 0;
     E->ch_n = 0;
-    if (la_reserve(E, n))
-        return EX_NOMEM;
+    E->work += n + E->nmem;
+    int lr = la_reserve(E, n);
+    if (lr != EX_FOUND)
+        return lr;
     for (uint32_t i = 0; i < n; i++)
         E->la[i] = (ent){0, 0, i};
     E->la_n = n;
@@ -801,7 +869,7 @@ static int decide(ex *E, decide_ctx *d, uint64_t C)
             d->budget -= lim - E->nodes_left;
             if (r != EX_ABORT)
                 return r;
-            if (E->timed_out)
+            if (E->timed_out || E->capped || E->work > E->work_limit)
                 return EX_ABORT;
         }
         limit *= 2;
@@ -853,12 +921,19 @@ mp_status mp__ofs_exact(const mp__ofs_prob *p, const uint64_t *seed_off,
         return MP_OK;
     }
     ex E;
-    mp_status st = ex_init(&E, p);
+    int skip = 0;
+    mp_status st = ex_init(&E, p, opt->mem_limit, &skip);
     decide_ctx d = {opt->node_limit ? opt->node_limit
                                     : MP__OFS_EXACT_DEFAULT_NODES};
     if (st != MP_OK)
         goto out;
+    if (skip) {
+        res->skipped = 1;
+        goto out;
+    }
     E.deadline = t0 + limit;
+    E.work_limit = opt->work_limit ? opt->work_limit : UINT64_MAX;
+    E.next_clock = OFS_EX_CLOCK_WORK;
     if (cap) {
         int r = decide(&E, &d, cap);
         if (r == EX_NOMEM) {
@@ -914,6 +989,7 @@ mp_status mp__ofs_exact(const mp__ofs_prob *p, const uint64_t *seed_off,
     }
 out:
     res->nodes = E.nodes;
+    res->work = E.work;
     res->timed_out = E.timed_out;
     if (st == MP_ERR_NOMEM && mp_ctx_status(ctx) != MP_ERR_NOMEM)
         mp__err(ctx, st, "offsets: exact tier: out of memory");
@@ -923,13 +999,20 @@ out:
 
 /* ---- the stage mp_offsets_solve runs ------------------------------------------ */
 
-/* Default budget of AUTO's exact stage (search nodes), and the largest
- * instance AUTO sends to it. */
-#define OFS_AUTO_EXACT_NODES 100000ull
-#define OFS_AUTO_EXACT_MAX_N 20000u
-/* Overlapping (ordered) pairs: AUTO skips the stage above the first, the
- * search refuses instances above the second (memory: 4 bytes a pair). */
-#define OFS_AUTO_EXACT_MAX_PAIRS 4000000ull
+/* AUTO's exact stage without a capacity: a budget of work units and a
+ * memory bound that grow linearly with the instance (a constant part for
+ * small instances, where the search is most useful), so the stage costs
+ * time and memory in proportion to the input. */
+#define OFS_AUTO_EXACT_WORK0 200000000ull
+#define OFS_AUTO_EXACT_WORK_PER_BUF 2000ull
+#define OFS_AUTO_EXACT_MEM0 (16ull << 20)
+#define OFS_AUTO_EXACT_MEM_PER_BUF 512ull
+/* AUTO with a capacity escalates to the exact tier's own budgets (nodes,
+ * the time limit), its state bounded by this much memory. */
+#define OFS_CAP_EXACT_MEM0 (256ull << 20)
+#define OFS_CAP_EXACT_MEM_PER_BUF 1024ull
+/* Overlapping (ordered) pairs above which the search is not tried
+ * (its adjacency lists take 4 bytes a pair). */
 #define OFS_EXACT_MAX_PAIRS 40000000ull
 
 mp_status mp__ofs_exact_stage(const mp__ofs_prob *p,
@@ -938,15 +1021,13 @@ mp_status mp__ofs_exact_stage(const mp__ofs_prob *p,
                              mp_offsets_result *res, int *ran)
 {
     *ran = 0;
-    res->proven_lb_bytes = p->lb;
-    res->nodes = 0;
+    if (res->proven_lb_bytes < p->lb)
+        res->proven_lb_bytes = p->lb;
     int exact = opt->method == MP_OFFSETS_EXACT;
     uint64_t cap = opt->capacity;
     if (p->n == 0 || *best_arena <= p->lb || (cap && *best_arena <= cap))
         return MP_OK;
-    if (!exact && (opt->method != MP_OFFSETS_AUTO ||
-                   p->n > OFS_AUTO_EXACT_MAX_N ||
-                   p->pairs > OFS_AUTO_EXACT_MAX_PAIRS))
+    if (!exact && opt->method != MP_OFFSETS_AUTO)
         return MP_OK;
     if (p->pairs > OFS_EXACT_MAX_PAIRS)
         return MP_OK; /* too large for the search: keep the heuristic */
@@ -955,16 +1036,25 @@ mp_status mp__ofs_exact_stage(const mp__ofs_prob *p,
     double left = t0 + limit - mp__now_seconds();
     if (left <= 0)
         return MP_OK;
-    mp__ofs_exact_opts eo = {cap, left,
-                            exact ? 0 : OFS_AUTO_EXACT_NODES};
+    mp__ofs_exact_opts eo = {cap, left, 0, 0, 0};
+    if (!exact && cap) {
+        eo.mem_limit = OFS_CAP_EXACT_MEM0 +
+                       OFS_CAP_EXACT_MEM_PER_BUF * (uint64_t)p->n;
+    } else if (!exact) {
+        eo.node_limit = UINT64_MAX;
+        eo.work_limit = OFS_AUTO_EXACT_WORK0 +
+                        OFS_AUTO_EXACT_WORK_PER_BUF * (uint64_t)p->n;
+        eo.mem_limit = OFS_AUTO_EXACT_MEM0 +
+                       OFS_AUTO_EXACT_MEM_PER_BUF * (uint64_t)p->n;
+    }
     uint64_t *off = mp__alloc(p->ctx, (size_t)p->n * sizeof *off);
     if (!off)
         return MP_ERR_NOMEM;
     mp__ofs_exact_res er;
     mp_status st = mp__ofs_exact(p, best_off, *best_arena, &eo, off, &er);
-    if (st == MP_OK) {
+    if (st == MP_OK && !er.skipped) {
         *ran = 1;
-        res->nodes = er.nodes;
+        res->nodes += er.nodes;
         if (er.arena < *best_arena) {
             memcpy(best_off, off, (size_t)p->n * sizeof *off);
             *best_arena = er.arena;

@@ -9,6 +9,11 @@ typedef struct mp__ofs_exact_opts {
     uint64_t capacity;    /* > 0: find a packing within it; 0: minimise */
     double time_limit;    /* seconds, safety net; <= 0: default */
     uint64_t node_limit;  /* search nodes in all; 0: default */
+    uint64_t work_limit;  /* work units in all (list entries and section
+                           * members visited); 0: none */
+    uint64_t mem_limit;   /* bytes of search state; 0: none. Above it the
+                           * search does not start (res->skipped), or stops
+                           * when its lists outgrow it */
 } mp__ofs_exact_opts;
 
 typedef struct mp__ofs_exact_res {
@@ -16,7 +21,9 @@ typedef struct mp__ofs_exact_res {
     uint64_t proven_lb;   /* no packing exists below this */
     mp_solve_status status;
     uint64_t nodes;       /* search nodes explored */
-    int timed_out;        /* the wall-clock safety net fired */
+    uint64_t work;        /* work units spent */
+    int timed_out;        /* the wall-clock limit fired */
+    int skipped;          /* mem_limit: the search state would not fit */
 } mp__ofs_exact_res;
 
 #define MP__OFS_EXACT_DEFAULT_NODES 20000000ull

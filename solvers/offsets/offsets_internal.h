@@ -63,9 +63,13 @@ typedef struct mp__ofs_tree mp__ofs_tree;
 mp_status mp__ofs_tree_create(const mp__ofs_prob *p, mp__ofs_tree **out);
 void mp__ofs_tree_destroy(mp__ofs_tree *t);
 /* Places all buffers in the given order; writes off[], returns arena in
- * *arena. */
+ * *arena. Past `deadline` (read every few hundred buffers) it stops with
+ * *complete = 0: with `stack`, the buffers not yet placed are stacked
+ * above the placed ones (a valid placement, fast), otherwise off[] is
+ * partial. */
 mp_status mp__ofs_tree_place(mp__ofs_tree *t, const uint32_t *order, int fit,
-                            uint64_t *off, uint64_t *arena);
+                            uint64_t *off, uint64_t *arena, double deadline,
+                            int stack, int *complete);
 
 /* ---- repair pass (offsets_large.c): any size ---------------------------- */
 /* Lowers the buffers that reach the top of the arena by re-placing them

@@ -577,16 +577,33 @@ static uint64_t tree_query(mp__ofs_tree *t, uint64_t z, int fit)
     return best != UINT64_MAX ? bestx : x;
 }
 
+/* Buffers placed between two readings of the clock. */
+#define OFS_TREE_CLOCK_EVERY 256u
+
 mp_status mp__ofs_tree_place(mp__ofs_tree *t, const uint32_t *order, int fit,
-                            uint64_t *off, uint64_t *arena)
+                            uint64_t *off, uint64_t *arena, double deadline,
+                            int stack, int *complete)
 {
     const mp__ofs_prob *p = t->p;
     mp_ctx *ctx = p->ctx;
     for (uint32_t v = 0; v < 2 * t->P; v++)
         t->own[v].n = t->sub[v].n = 0;
     uint64_t top = 0;
+    *complete = 1;
     for (uint32_t i = 0; i < p->n; i++) {
         uint32_t b = order[i];
+        if (i % OFS_TREE_CLOCK_EVERY == OFS_TREE_CLOCK_EVERY - 1 &&
+            mp__now_seconds() > deadline) {
+            *complete = 0;
+            if (!stack)
+                break;
+            /* the rest above everything placed: valid, without gaps */
+            for (uint32_t k = i; k < p->n; k++) {
+                off[order[k]] = top;
+                top += p->size[order[k]];
+            }
+            break;
+        }
         tree_nodes(t, p->l[b], p->r[b]);
         uint64_t x = tree_query(t, p->size[b], fit);
         uint64_t e = x + p->size[b];
