@@ -3,6 +3,7 @@
 #include "offsets_internal.h"
 #include "support.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,6 +367,88 @@ static void test_auto_improves(void)
     mp_ctx_destroy(ctx);
 }
 
+/* ---- time limits and the capacity -------------------------------------- */
+
+/* Log-uniform draw in [1, max]. */
+static uint64_t log_uniform(uint64_t *rng, uint64_t max)
+{
+    double u = (double)(mp_test_rand(rng) >> 11) * 0x1.0p-53;
+    double v = exp(u * log((double)max + 1.0));
+    uint64_t r = (uint64_t)v;
+    return r < 1 ? 1 : r > max ? max : r;
+}
+
+/* A dense random trace: starts uniform on [0, n), durations and sizes
+ * log-uniform (the first greedy pass alone takes seconds at 200k). */
+static mp_buffer *dense_trace(uint64_t *rng, size_t n)
+{
+    mp_buffer *b = calloc(n, sizeof *b);
+    for (size_t i = 0; i < n; i++) {
+        b[i].start = (int64_t)(mp_test_rand(rng) % n);
+        b[i].end = b[i].start + (int64_t)log_uniform(rng, n);
+        b[i].size = log_uniform(rng, 1u << 20);
+    }
+    return b;
+}
+
+/* The time limit bounds AUTO, a single greedy method and the exact tier
+ * on an instance that takes far longer unbounded; the result is still a
+ * valid placement. The bound allows for setup (sorting) on a slow or
+ * instrumented build. */
+static void test_time_limit(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    uint64_t rng = 77;
+    size_t n = 200000;
+    mp_buffer *b = dense_trace(&rng, n);
+    const mp_offsets_method ms[] = {MP_OFFSETS_AUTO, MP_OFFSETS_SIZE_FIRSTFIT,
+                                    MP_OFFSETS_EXACT};
+    for (size_t k = 0; k < sizeof ms / sizeof ms[0]; k++) {
+        mp_offsets_options o;
+        mp_offsets_options_init(&o);
+        o.method = ms[k];
+        o.time_limit = 0.3;
+        mp_offsets_result r;
+        double t = mp__now_seconds();
+        CU_ASSERT_EQUAL(mp_offsets_solve(ctx, b, n, &o, &r), MP_OK);
+        t = mp__now_seconds() - t;
+        CU_ASSERT(t < 2.0);
+        CU_ASSERT(r.seconds < 2.0);
+        CU_ASSERT(r.arena_bytes >= r.lower_bound_bytes);
+        CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, n, 1, r.arena_bytes), MP_OK);
+    }
+    free(b);
+    mp_ctx_destroy(ctx);
+}
+
+/* With a capacity, AUTO escalates to the exact tier: MiniMalloc's B fits
+ * its capacity (the greedy placements and the local search end ~10 %
+ * above it). */
+static void test_capacity_escalates(void)
+{
+    const char *path = MP_SOURCE_DIR "/../shared/bench/minimalloc/B.csv";
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, " (MiniMalloc B.csv not found: skipped) ");
+        return;
+    }
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_buffer *b = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_trace_load_csv(ctx, path, &b, NULL, &n, NULL),
+                          MP_OK);
+    mp_offsets_options o;
+    mp_offsets_options_init(&o);
+    o.capacity = 1048576;
+    mp_offsets_result r;
+    CU_ASSERT_EQUAL(mp_offsets_solve(ctx, b, n, &o, &r), MP_OK);
+    CU_ASSERT(r.arena_bytes <= o.capacity);
+    CU_ASSERT_STRING_EQUAL(r.solver, "auto:exact");
+    CU_ASSERT(r.nodes > 0);
+    CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, n, 1, o.capacity), MP_OK);
+    mp_free(ctx, b);
+    mp_ctx_destroy(ctx);
+}
+
 /* ---- large instances: repair pass and tiny-first orders ------------------- */
 
 /* A tiny long-lived buffer on top that fits only after the buffer in its
@@ -646,6 +729,8 @@ void mp_register_offsets(void)
         {"repair_hand", test_repair_hand},
         {"repair_random", test_repair_random},
         {"large_tiny", test_large_tiny},
+        {"time_limit", test_time_limit},
+        {"capacity_escalates", test_capacity_escalates},
         CU_TEST_INFO_NULL};
     static CU_TestInfo csv[] = {
         {"round_trip", test_csv_round_trip},

@@ -399,6 +399,7 @@ typedef struct solver {
     uint64_t best_arena;
     int best_cand;
     int best_fit;
+    int cut;    /* the first placement was cut at the time limit */
 } solver;
 
 /* deadline: the tree engine stops there (*complete = 0; with `stack`,
@@ -440,6 +441,8 @@ static mp_status run_cand(solver *s, int ci, double deadline)
         return st;
     if (!complete && s->best_cand >= 0)
         return MP_OK;
+    if (!complete)
+        s->cut = 1;
     if (s->best_cand < 0 || arena < s->best_arena) {
         s->best_arena = arena;
         s->best_cand = ci;
@@ -745,6 +748,8 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
     }
     if (only >= 0)
         solver_name = cands[only].name;
+    if (s.cut && s.best_cand >= 0 && s.best_arena > p->lb)
+        solver_name = "stacked-at-time-limit";
     if (!ran_exact) {
         /* exact tier (solvers/offsets/offsets_exact.c): EXACT always, AUTO when
          * the packing is above the lower bound or the capacity */
