@@ -389,9 +389,9 @@ static mp_status ex_init(ex *E, const mp__ofs_prob *p, uint64_t mem_limit,
         for (uint32_t i = 0; i < n; i++)
             nmem += E->sr[i] - E->sl[i];
         uint64_t state = ex_state_bytes(p, nmem, E->ns);
-        /* the lists grow by doubling: half of the rest for entries */
+        /* the rest for the lists (allocated once, see la_reserve) */
         uint64_t lists = state < mem_limit
-                             ? (mem_limit - state) / (2 * sizeof(ent))
+                             ? (mem_limit - state) / sizeof(ent)
                              : 0;
         if (lists < 2 * (uint64_t)n + 64)
             *skip = 1;
@@ -480,11 +480,16 @@ static int la_reserve(ex *E, size_t more)
 {
     if (E->la_n + more <= E->la_cap)
         return EX_FOUND;
-    if (E->la_max && E->la_n + more > E->la_max) {
-        E->capped = 1;
-        return EX_ABORT;
+    size_t need = E->la_n + more;
+    if (E->la_max) {
+        if (need > E->la_max) {
+            E->capped = 1;
+            return EX_ABORT;
+        }
+        /* at once: pages count only once the lists reach them */
+        need = E->la_max;
     }
-    return mp__grow(E->ctx, (void **)&E->la, sizeof *E->la, E->la_n + more,
+    return mp__grow(E->ctx, (void **)&E->la, sizeof *E->la, need,
                    &E->la_cap) != MP_OK ? EX_NOMEM : EX_FOUND;
 }
 
@@ -1005,7 +1010,7 @@ out:
  * time and memory in proportion to the input. */
 #define OFS_AUTO_EXACT_WORK0 200000000ull
 #define OFS_AUTO_EXACT_WORK_PER_BUF 2000ull
-#define OFS_AUTO_EXACT_MEM0 (16ull << 20)
+#define OFS_AUTO_EXACT_MEM0 (32ull << 20)
 #define OFS_AUTO_EXACT_MEM_PER_BUF 512ull
 /* AUTO with a capacity escalates to the exact tier's own budgets (nodes,
  * the time limit), its state bounded by this much memory. */
