@@ -89,16 +89,18 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         G_PLACE, NULL, "the library's", "seconds for improvement passes",
         (const cli_variant[]){
             {C_OFFSETS, NULL, "10",
-             "seconds for improvement passes and the exact search (a safety "
-             "net)"},
+             "seconds for the whole solve: greedy passes, local search, "
+             "repair and the exact tier stop at it (reading and writing the "
+             "trace come on top)"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_CAPACITY] = {"capacity", 0, "N", C_OFFSETS | C_VERIFY, G_PLACE,
         NULL, NULL,
         "ask for a packing within N bytes (units accepted, e.g. 1MiB); when "
         "there is none, or none is found, the best packing is still "
-        "reported and written and the exit code is 4; --method exact "
-        "proves optimality or infeasibility",
+        "reported and written and the exit code is 4; the default method "
+        "escalates to the exact tier when its greedy placements miss N; "
+        "--method exact proves optimality or infeasibility",
         (const cli_variant[]){
             {C_VERIFY, NULL, "no limit",
              "the arena every buffer of the trace must end within; units "

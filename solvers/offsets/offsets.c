@@ -18,10 +18,13 @@
  *    repair pass of offsets_large.c (ejection of the buffers in the way
  *    of those at the top).
  *
- * Determinism: every decision depends on the input and the seed only. The
- * improvement pass (simulated annealing over the order) has an iteration budget derived from the instance size;
- * the wall-clock limit (opt->time_limit, default 10 s) is only a safety
- * net that a normal run never reaches.
+ * Determinism: every decision depends on the input and the seed only,
+ * within the budgets: the improvement pass (simulated annealing over the
+ * order) has an iteration budget derived from the instance size, the
+ * repair pass and the exact stage work budgets. The wall-clock limit
+ * (opt->time_limit, default 10 s) bounds the whole solve: every pass reads
+ * the clock (docs/algorithms-offsets.md, "Time limit and cost"); a run it
+ * stops depends on the machine's speed.
  */
 #include "offsets_internal.h"
 #include "offsets_exact.h"
