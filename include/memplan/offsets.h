@@ -54,10 +54,15 @@ MP_API const char *mp_offsets_method_name(mp_offsets_method m);
 MP_API mp_status mp_offsets_method_parse(const char *name,
                                          mp_offsets_method *out);
 
+/* Seconds mp_offsets_solve takes at most when time_limit is <= 0. */
+#define MP_OFFSETS_DEFAULT_TIME_LIMIT 10.0
+
 typedef struct mp_offsets_options {
     mp_offsets_method method;
     uint64_t alignment;      /* offsets and sizes rounded up to it; >= 1 */
-    double time_limit;       /* seconds for improvement passes; <= 0: default */
+    /* seconds for the whole solve, every pass and tier (setup that is
+     * linear or n log n excepted); <= 0: MP_OFFSETS_DEFAULT_TIME_LIMIT */
+    double time_limit;
     uint64_t seed;
     /* exact tier: > 0 asks for a packing within `capacity` bytes
      * (mp_offsets_solve returns MP_ERR_INFEASIBLE, with the best packing

@@ -32,7 +32,7 @@
 #include <math.h>
 #include <string.h>
 
-#define OFS_DEFAULT_TIME_LIMIT 10.0
+#define OFS_DEFAULT_TIME_LIMIT MP_OFFSETS_DEFAULT_TIME_LIMIT
 /* Larger instances use the tree engine and the repair pass instead of the
  * improvement pass. */
 #define OFS_MATRIX_MAX_N 4096u
