@@ -30,10 +30,49 @@
 
 /* ---- problem ------------------------------------------------------------ */
 
-static int cmp_u64_asc(const void *ctx, uint32_t a, uint32_t b)
+/* Sorts idx[0..n) (stable) by key[idx[i]] ascending: LSD radix sort
+ * over the order-preserving unsigned image of the keys, 16 bits a pass
+ * (linear time; the passes whose digit is the same everywhere are
+ * skipped). tmp: n entries of scratch. */
+static mp_status radix_sort_i64(mp_ctx *ctx, const int64_t *key, uint32_t *idx,
+                                uint32_t n)
 {
-    const int64_t *v = ctx;
-    return v[a] < v[b] ? -1 : v[a] > v[b] ? 1 : 0;
+    uint32_t *tmp = mp__alloc(ctx, (size_t)n * sizeof *tmp);
+    uint32_t *cnt = mp__alloc(ctx, 65536 * sizeof *cnt);
+    if (!tmp || !cnt) {
+        mp__dealloc(ctx, tmp);
+        mp__dealloc(ctx, cnt);
+        return MP_ERR_NOMEM;
+    }
+    uint32_t *src = idx, *dst = tmp;
+    for (int sh = 0; sh < 64; sh += 16) {
+        memset(cnt, 0, 65536 * sizeof *cnt);
+        for (uint32_t i = 0; i < n; i++)
+            cnt[(((uint64_t)key[src[i]] ^ (1ull << 63)) >> sh) & 0xFFFF]++;
+        uint32_t d0 = (uint32_t)((((uint64_t)key[src[0]] ^ (1ull << 63)) >>
+                                  sh) & 0xFFFF);
+        if (cnt[d0] == n)
+            continue; /* one digit: the order stands */
+        uint32_t sum = 0;
+        for (uint32_t d = 0; d < 65536; d++) {
+            uint32_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t d = (uint32_t)((((uint64_t)key[src[i]] ^ (1ull << 63)) >>
+                                     sh) & 0xFFFF);
+            dst[cnt[d]++] = src[i];
+        }
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != idx)
+        memcpy(idx, src, (size_t)n * sizeof *idx);
+    mp__dealloc(ctx, tmp);
+    mp__dealloc(ctx, cnt);
+    return MP_OK;
 }
 
 mp_status mp__ofs_sort_idx(mp_ctx *ctx, uint32_t *idx, uint32_t n,
@@ -80,20 +119,6 @@ mp_status mp__ofs_sort_idx(mp_ctx *ctx, uint32_t *idx, uint32_t n,
         memcpy(idx, src, (size_t)n * sizeof *idx);
     mp__dealloc(ctx, tmp);
     return MP_OK;
-}
-
-/* First index i in v[0..n) with v[i] >= key (v sorted ascending). */
-static uint32_t lower_bound_i64(const int64_t *v, uint32_t n, int64_t key)
-{
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 void mp__ofs_prob_free(mp__ofs_prob *p)
@@ -158,30 +183,42 @@ mp_status mp__ofs_prob_init(mp_ctx *ctx, mp__ofs_prob *p, const mp_buffer *bufs,
         idx[i] = i;
     }
     p->total = total;
-    /* distinct start times, sorted */
-    st = mp__ofs_sort_idx(ctx, idx, p->n, cmp_u64_asc, starts);
+    /* distinct start times, sorted; l = rank of the start among them */
+    st = radix_sort_i64(ctx, starts, idx, p->n);
     if (st != MP_OK)
         goto out;
     uint32_t nt = 0;
-    int64_t *pts = starts; /* reuse: build sorted distinct in place */
-    {
-        int64_t *sorted = mp__alloc(ctx, n * sizeof *sorted);
-        if (!sorted) {
-            st = MP_ERR_NOMEM;
-            goto out;
-        }
-        for (uint32_t i = 0; i < p->n; i++) {
-            int64_t v = bufs[idx[i]].start;
-            if (nt == 0 || sorted[nt - 1] != v)
-                sorted[nt++] = v;
-        }
-        memcpy(pts, sorted, nt * sizeof *pts);
-        mp__dealloc(ctx, sorted);
+    int64_t *pts = mp__alloc(ctx, n * sizeof *pts);
+    if (!pts) {
+        st = MP_ERR_NOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < p->n; i++) {
+        int64_t v = starts[idx[i]];
+        if (nt == 0 || pts[nt - 1] != v)
+            pts[nt++] = v;
+        p->l[idx[i]] = nt - 1;
     }
     p->nt = nt;
+    /* r = number of distinct starts below the end: ends in order, merged
+     * with the starts */
     for (uint32_t i = 0; i < p->n; i++) {
-        p->l[i] = lower_bound_i64(pts, nt, bufs[i].start);
-        p->r[i] = lower_bound_i64(pts, nt, bufs[i].end);
+        starts[i] = bufs[i].end;
+        idx[i] = i;
+    }
+    st = radix_sort_i64(ctx, starts, idx, p->n);
+    if (st != MP_OK) {
+        mp__dealloc(ctx, pts);
+        goto out;
+    }
+    for (uint32_t i = 0, j = 0; i < p->n; i++) {
+        int64_t e = starts[idx[i]];
+        while (j < nt && pts[j] < e)
+            j++;
+        p->r[idx[i]] = j;
+    }
+    mp__dealloc(ctx, pts);
+    for (uint32_t i = 0; i < p->n; i++) {
         delta[p->l[i]] += p->size[i];
         delta[p->r[i]] -= p->size[i]; /* modular; prefix sums stay exact */
     }
