@@ -5,7 +5,23 @@
 
 #include <string.h>
 
-/* Returns the attribute slot for name (replacing an existing one). */
+static const char *attr_name_of(const void *owner, uint32_t idx)
+{
+    return ((const mp__node *)owner)->attrs[idx].name;
+}
+
+static uint32_t attr_find(const mp__node *n, const char *name)
+{
+    if (n->attr_index)
+        return mp__name_map_find(n->attr_index, n, attr_name_of, name);
+    for (uint32_t i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0)
+            return i;
+    return MP_NONE;
+}
+
+/* Returns a cleared slot at n->attrs[n->n_attrs] with its name set; the
+ * setter fills it and calls attr_commit. A name already set is an error. */
 static mp_status attr_slot(mp_graph *g, uint32_t node, const char *name,
                            mp__attr **out)
 {
@@ -17,22 +33,71 @@ static mp_status attr_slot(mp_graph *g, uint32_t node, const char *name,
                       "node '%s': attribute without a name",
                       g->nodes[node].name);
     mp__node *n = &g->nodes[node];
-    for (uint32_t i = 0; i < n->n_attrs; i++)
-        if (strcmp(n->attrs[i].name, name) == 0)
-            return mp__err(g->ctx, MP_ERR_DUPLICATE,
-                          "node '%s': attribute '%s' given twice", n->name,
-                          name);
-    mp__attr *na = mp__realloc_array(g->ctx, n->attrs, n->n_attrs + 1u,
-                                   sizeof *na);
-    if (!na)
-        return MP_ERR_NOMEM;
-    n->attrs = na;
-    mp__attr *a = &na[n->n_attrs];
+    if (attr_find(n, name) != MP_NONE)
+        return mp__err(g->ctx, MP_ERR_DUPLICATE,
+                      "node '%s': attribute '%s' given twice", n->name,
+                      name);
+    if (n->n_attrs >= UINT32_MAX / 2)
+        return mp__err(g->ctx, MP_ERR_OVERFLOW,
+                      "node '%s': too many attributes", n->name);
+    if (n->n_attrs == n->cap_attrs) {
+        uint32_t nc = n->cap_attrs ? n->cap_attrs * 2 : 4;
+        mp__attr *na = mp__realloc_array(g->ctx, n->attrs, nc, sizeof *na);
+        if (!na)
+            return MP_ERR_NOMEM;
+        n->attrs = na;
+        n->cap_attrs = nc;
+    }
+    mp__attr *a = &n->attrs[n->n_attrs];
     memset(a, 0, sizeof *a);
     a->name = mp__strdup(g->ctx, name);
     if (!a->name)
         return MP_ERR_NOMEM;
     *out = a;
+    return MP_OK;
+}
+
+static void attr_clear(mp_ctx *ctx, mp__attr *a)
+{
+    mp__dealloc(ctx, a->name);
+    if (a->type == MP__ATTR_STRING)
+        mp__dealloc(ctx, a->v.s);
+    else if (a->type == MP__ATTR_INTS)
+        mp__dealloc(ctx, a->v.ints);
+    else if (a->type == MP__ATTR_FLOATS)
+        mp__dealloc(ctx, a->v.floats);
+    memset(a, 0, sizeof *a);
+}
+
+/* The filled slot becomes the node's last attribute; past
+ * MP__ATTR_INDEX_MIN attributes the name index holds it too (built once,
+ * then one insertion per attribute). On failure the slot is freed. */
+static mp_status attr_commit(mp_graph *g, uint32_t node)
+{
+    mp__node *n = &g->nodes[node];
+    uint32_t k = n->n_attrs;
+    mp_status st = MP_OK;
+    if (!n->attr_index && k + 1 > MP__ATTR_INDEX_MIN) {
+        n->attr_index = mp__calloc(g->ctx, 1, sizeof *n->attr_index);
+        for (uint32_t i = 0; n->attr_index && i < k && !st; i++)
+            st = mp__name_map_insert(g->ctx, n->attr_index, n, attr_name_of,
+                                    n->attrs[i].name, i, NULL);
+        if (!n->attr_index || st) {
+            if (n->attr_index)
+                mp__name_map_free(g->ctx, n->attr_index);
+            mp__dealloc(g->ctx, n->attr_index);
+            n->attr_index = NULL;
+            st = MP_ERR_NOMEM;
+        }
+    }
+    if (!st && n->attr_index)
+        st = mp__name_map_insert(g->ctx, n->attr_index, n, attr_name_of,
+                                n->attrs[k].name, k, NULL);
+    if (st) {
+        attr_clear(g->ctx, &n->attrs[k]);
+        return st;
+    }
+    n->n_attrs++;
     return MP_OK;
 }
 
@@ -45,8 +110,7 @@ mp_status mp_graph_set_attr_int(mp_graph *g, uint32_t node, const char *name,
         return st;
     a->type = MP__ATTR_INT;
     a->v.i = v;
-    g->nodes[node].n_attrs++;
-    return MP_OK;
+    return attr_commit(g, node);
 }
 
 mp_status mp_graph_set_attr_float(mp_graph *g, uint32_t node,
@@ -58,8 +122,7 @@ mp_status mp_graph_set_attr_float(mp_graph *g, uint32_t node,
         return st;
     a->type = MP__ATTR_FLOAT;
     a->v.f = v;
-    g->nodes[node].n_attrs++;
-    return MP_OK;
+    return attr_commit(g, node);
 }
 
 mp_status mp_graph_set_attr_string(mp_graph *g, uint32_t node,
@@ -77,8 +140,7 @@ mp_status mp_graph_set_attr_string(mp_graph *g, uint32_t node,
         return MP_ERR_NOMEM;
     }
     a->type = MP__ATTR_STRING;
-    g->nodes[node].n_attrs++;
-    return MP_OK;
+    return attr_commit(g, node);
 }
 
 static mp_status set_array(mp_graph *g, uint32_t node, const char *name,
@@ -104,8 +166,7 @@ static mp_status set_array(mp_graph *g, uint32_t node, const char *name,
         a->v.ints = copy;
     else
         a->v.floats = copy;
-    g->nodes[node].n_attrs++;
-    return MP_OK;
+    return attr_commit(g, node);
 }
 
 mp_status mp_graph_set_attr_ints(mp_graph *g, uint32_t node, const char *name,
@@ -123,10 +184,8 @@ mp_status mp_graph_set_attr_floats(mp_graph *g, uint32_t node,
 
 const mp__attr *mp__node_attr(const mp__node *n, const char *name)
 {
-    for (uint32_t i = 0; i < n->n_attrs; i++)
-        if (strcmp(n->attrs[i].name, name) == 0)
-            return &n->attrs[i];
-    return NULL;
+    uint32_t i = attr_find(n, name);
+    return i == MP_NONE ? NULL : &n->attrs[i];
 }
 
 static mp_status find_attr(const mp_graph *g, uint32_t node, const char *name,

@@ -72,6 +72,10 @@ static void free_node(mp_ctx *ctx, mp__node *n)
             mp__dealloc(ctx, at->v.floats);
     }
     mp__dealloc(ctx, n->attrs);
+    if (n->attr_index) {
+        mp__name_map_free(ctx, n->attr_index);
+        mp__dealloc(ctx, n->attr_index);
+    }
 }
 
 void mp_graph_destroy(mp_graph *g)
@@ -235,24 +239,38 @@ mp_status mp_graph_add_node(mp_graph *g, const mp_node_desc *d,
     if (mp__name_map_find(&g->node_map, g, node_name_of, d->name) != MP_NONE)
         return mp__err(ctx, MP_ERR_DUPLICATE, "duplicate node name '%s'",
                       d->name);
-    /* each output: one producer, not twice in the list */
-    for (uint32_t i = 0; i < d->n_outputs; i++) {
-        uint32_t t = d->outputs ? d->outputs[i] : MP_NONE;
+    /* each output: one producer, not twice in the list (an output seen
+     * is marked in its producer field, MARK, until the node is added or
+     * refused: linear in the outputs) */
+    const uint32_t MARK = MP_NONE - 1;
+    mp_status st = MP_OK;
+    uint32_t marked = 0;
+    for (; marked < d->n_outputs && !st; marked++) {
+        uint32_t t = d->outputs ? d->outputs[marked] : MP_NONE;
         if (t >= g->n_tensors)
-            return mp__err(ctx, MP_ERR_NOT_FOUND,
-                          "node '%s': output %u is not a tensor id", d->name,
-                          (unsigned)i);
-        if (g->tensors[t].producer != MP_NONE)
-            return mp__err(ctx, MP_ERR_DUPLICATE,
-                          "tensor '%s' is produced by two nodes: '%s' and '%s'",
-                          g->tensors[t].name,
-                          g->nodes[g->tensors[t].producer].name, d->name);
-        for (uint32_t j = 0; j < i; j++)
-            if (d->outputs[j] == t)
-                return mp__err(ctx, MP_ERR_DUPLICATE,
-                              "node '%s': tensor '%s' listed twice as output",
-                              d->name, g->tensors[t].name);
+            st = mp__err(ctx, MP_ERR_NOT_FOUND,
+                        "node '%s': output %u is not a tensor id", d->name,
+                        (unsigned)marked);
+        else if (g->tensors[t].producer == MARK)
+            st = mp__err(ctx, MP_ERR_DUPLICATE,
+                        "node '%s': tensor '%s' listed twice as output",
+                        d->name, g->tensors[t].name);
+        else if (g->tensors[t].producer != MP_NONE)
+            st = mp__err(ctx, MP_ERR_DUPLICATE,
+                        "tensor '%s' is produced by two nodes: '%s' and '%s'",
+                        g->tensors[t].name,
+                        g->nodes[g->tensors[t].producer].name, d->name);
+        else
+            g->tensors[t].producer = MARK;
     }
+    /* the marks are cleared here; a node added sets the producers below */
+    for (uint32_t i = 0; i < marked && d->outputs; i++) {
+        uint32_t t = d->outputs[i];
+        if (t < g->n_tensors && g->tensors[t].producer == MARK)
+            g->tensors[t].producer = MP_NONE;
+    }
+    if (st)
+        return st;
     if (mp__grow(ctx, (void **)&g->nodes, sizeof *g->nodes, g->n_nodes + 1,
                 &g->cap_nodes))
         return MP_ERR_NOMEM;
@@ -263,7 +281,6 @@ mp_status mp_graph_add_node(mp_graph *g, const mp_node_desc *d,
     n->phase = (uint8_t)d->phase;
     n->n_in = d->n_inputs;
     n->n_out = d->n_outputs;
-    mp_status st = MP_OK;
     if (!(n->name = graph_strdup(g, d->name)) ||
         !(n->op = graph_strdup(g, d->op)) ||
         !(n->domain = graph_strdup(g, d->domain ? d->domain : "")))

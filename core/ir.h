@@ -212,8 +212,11 @@ typedef struct mp__node {
     uint32_t *inputs;      /* MP_NONE for omitted optional inputs */
     uint32_t *outputs;
     uint32_t n_in, n_out;
-    mp__attr *attrs;
-    uint32_t n_attrs;
+    mp__attr *attrs;       /* in the order they were set */
+    uint32_t n_attrs, cap_attrs;
+    /* attribute name -> index, built once a node has more than
+     * MP__ATTR_INDEX_MIN attributes (NULL below: a scan is faster) */
+    mp__name_map *attr_index;
     uint8_t phase;
     double flops, bytes_moved, seconds;   /* < 0 unset */
 } mp__node;
@@ -287,7 +290,9 @@ static inline mp_status mp__graph_check_open(const mp_graph *g)
             return open_st_;                                                 \
     } while (0)
 
-/* The attribute of that name, or NULL (core/attrs.c). */
+/* The attribute of that name, or NULL (core/attrs.c): a scan of a few,
+ * a hash lookup above MP__ATTR_INDEX_MIN. */
+#define MP__ATTR_INDEX_MIN 8u
 const mp__attr *mp__node_attr(const mp__node *n, const char *name);
 
 /* ---- tensors (core/tensor.c) --------------------------------------------- */

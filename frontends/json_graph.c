@@ -48,6 +48,12 @@ typedef struct rd {
     uint32_t *ref_node, *ref_slot;
     size_t *ref_off;
     uint8_t *declared;
+    /* per tensor, for the node being read (marks equal to stamp, which
+     * changes with each node): read at input slot in_pos (in_mark), read
+     * by a body of the node as outer[outer_pos] (outer_mark), listed in
+     * its outputs (out_mark); so a node's checks are linear in its size */
+    uint32_t *in_mark, *in_pos, *outer_mark, *outer_pos, *out_mark;
+    uint32_t stamp;
     size_t cap_ref;
     /* a node being read: names (arena offsets) and their text offsets */
     size_t *in_s, *in_off, *out_s, *out_off;
@@ -63,6 +69,9 @@ typedef struct rd {
         bool any_real;
     } *attrs;
     size_t n_attrs, cap_attrs;
+    /* the node's attribute names (index in attrs), once it has more
+     * than ATTR_MAP_MIN: duplicates found in constant time */
+    mp__name_map attr_map;
     int64_t *pi;
     double *pd;
     size_t n_pool, cap_pi, cap_pd;
@@ -105,11 +114,21 @@ static mp_status grow_refs(rd *r)
     if (!(a = mp__realloc_array(r->ctx, r->declared, ncap, 1)))
         return MP_ERR_NOMEM;
     r->declared = a;
+    uint32_t **marks[] = {&r->in_mark, &r->in_pos, &r->outer_mark,
+                          &r->outer_pos, &r->out_mark};
+    for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
+        if (!(a = mp__realloc_array(r->ctx, *marks[k], ncap,
+                                    sizeof(uint32_t))))
+            return MP_ERR_NOMEM;
+        *marks[k] = a;
+    }
     for (size_t i = r->cap_ref; i < ncap; i++) {
         r->ref_node[i] = MP_NONE;
         r->ref_slot[i] = 0;
         r->ref_off[i] = 0;
         r->declared[i] = 0;
+        r->in_mark[i] = r->outer_mark[i] = r->out_mark[i] = 0;
+        r->in_pos[i] = r->outer_pos[i] = 0;
     }
     r->cap_ref = ncap;
     return MP_OK;
@@ -488,6 +507,35 @@ static mp_status read_attr(rd *r, struct rattr *at)
     return MP_OK;
 }
 
+#define ATTR_MAP_MIN 8u
+
+static const char *rattr_name_of(const void *owner, uint32_t idx)
+{
+    const rd *r = owner;
+    return S(r, r->attrs[idx].name_s);
+}
+
+/* True when the node being read already has an attribute named key. */
+static mp_status attr_seen(rd *r, const char *key, bool *seen)
+{
+    *seen = false;
+    if (r->n_attrs < ATTR_MAP_MIN) {
+        for (size_t a = 0; a < r->n_attrs && !*seen; a++)
+            *seen = strcmp(S(r, r->attrs[a].name_s), key) == 0;
+        return MP_OK;
+    }
+    if (r->attr_map.count == 0) /* the first ATTR_MAP_MIN names */
+        for (uint32_t a = 0; a < (uint32_t)r->n_attrs; a++)
+            if (mp__name_map_insert(r->ctx, &r->attr_map, r, rattr_name_of,
+                                   S(r, r->attrs[a].name_s), a, NULL))
+                return MP_ERR_NOMEM;
+    mp_status st = mp__name_map_insert(r->ctx, &r->attr_map, r, rattr_name_of,
+                                      key, (uint32_t)r->n_attrs, NULL);
+    if (st == MP_ERR_DUPLICATE)
+        *seen = true;
+    return st == MP_ERR_DUPLICATE ? MP_OK : st;
+}
+
 static mp_status read_attrs(rd *r)
 {
     mp__jobj o;
@@ -498,9 +546,14 @@ static mp_status read_attrs(rd *r)
         if (!key[0])
             return mp__jr_err(&r->jr, MP_ERR_PARSE, o.key_off,
                               "an attribute needs a name");
-        for (size_t a = 0; a < r->n_attrs; a++)
-            if (strcmp(S(r, r->attrs[a].name_s), key) == 0)
-                return mp__jr_dup_key(&r->jr, &o);
+        bool seen;
+        if (r->n_attrs >= UINT32_MAX - 1)
+            return mp__jr_err(&r->jr, MP_ERR_UNSUPPORTED, o.key_off,
+                              "too many attributes");
+        if ((st = attr_seen(r, key, &seen)))
+            return st;
+        if (seen)
+            return mp__jr_dup_key(&r->jr, &o);
         if (mp__grow(r->ctx, (void **)&r->attrs, sizeof *r->attrs,
                     r->n_attrs + 1, &r->cap_attrs))
             return MP_ERR_NOMEM;
@@ -682,6 +735,10 @@ static mp_status node_inputs(rd *r, size_t idx, size_t *n_all)
         if ((st = tensor_ref(r, tn, &r->ids[k])))
             return st;
         uint32_t t = r->ids[k];
+        if (r->in_mark[t] != r->stamp) {
+            r->in_mark[t] = r->stamp;
+            r->in_pos[t] = (uint32_t)k;
+        }
         if (r->ref_node[t] == MP_NONE) {
             r->ref_node[t] = (uint32_t)idx;
             r->ref_slot[t] = (uint32_t)k;
@@ -693,9 +750,11 @@ static mp_status node_inputs(rd *r, size_t idx, size_t *n_all)
         uint32_t t;
         if ((st = tensor_ref(r, r->outer[k].name, &t)))
             return st;
-        bool dup = false;
-        for (size_t j = 0; j < *n_all && !dup; j++)
-            dup = r->ids[j] == t;
+        bool dup = r->in_mark[t] == r->stamp || r->outer_mark[t] == r->stamp;
+        if (r->outer_mark[t] != r->stamp) {
+            r->outer_mark[t] = r->stamp;
+            r->outer_pos[t] = (uint32_t)k;
+        }
         if (dup)
             continue;
         if (r->ref_node[t] == MP_NONE) {
@@ -725,23 +784,23 @@ static mp_status node_output(rd *r, size_t k, uint32_t t, const char *tn,
                           "tensor \"%s\" is an input of the subgraph: no "
                           "node produces it",
                           tn);
-    for (size_t j = 0; j < k; j++)
-        if (r->oids[j] == t)
-            return mp__jr_err(&r->jr, MP_ERR_DUPLICATE, off,
-                              "tensor \"%s\" is listed twice as an output",
-                              tn);
-    for (size_t j = 0; j < r->n_in; j++)
-        if (r->ids[j] == t)
-            return mp__jr_err(&r->jr, MP_ERR_CYCLE, off,
-                              "the node reads its own output \"%s\" "
-                              "(inputs[%zu])",
-                              tn, j);
-    for (size_t j = 0; j < r->n_outer; j++) /* where it is read */
-        if (strcmp(r->outer[j].name, tn) == 0)
-            return mp__jr_err(&r->jr, MP_ERR_CYCLE, r->outer[j].off,
-                              "a subgraph of the node reads its own output "
-                              "\"%s\"",
-                              tn);
+    (void)k;
+    if (r->out_mark[t] == r->stamp)
+        return mp__jr_err(&r->jr, MP_ERR_DUPLICATE, off,
+                          "tensor \"%s\" is listed twice as an output",
+                          tn);
+    r->out_mark[t] = r->stamp;
+    if (r->in_mark[t] == r->stamp)
+        return mp__jr_err(&r->jr, MP_ERR_CYCLE, off,
+                          "the node reads its own output \"%s\" "
+                          "(inputs[%u])",
+                          tn, (unsigned)r->in_pos[t]);
+    if (r->outer_mark[t] == r->stamp) /* where it is read */
+        return mp__jr_err(&r->jr, MP_ERR_CYCLE,
+                          r->outer[r->outer_pos[t]].off,
+                          "a subgraph of the node reads its own output "
+                          "\"%s\"",
+                          tn);
     return MP_OK;
 }
 
@@ -845,6 +904,9 @@ static mp_status read_node(rd *r, size_t idx)
     n.d.phase = MP_PHASE_FORWARD;
     n.cost[0] = n.cost[1] = n.cost[2] = -1.0;
     r->n_in = r->n_out = r->n_attrs = r->n_pool = r->n_outer = 0;
+    if (r->attr_map.count)
+        mp__name_map_free(r->ctx, &r->attr_map);
+    r->stamp++;
     mp_status st = node_read(r, &o, &n);
     if (st)
         return st;
@@ -1295,9 +1357,12 @@ static void rd_free(rd *r)
 {
     void *arrays[] = {r->ref_node, r->ref_slot, r->ref_off, r->declared,
                       r->in_s, r->in_off, r->out_s, r->out_off, r->ids,
-                      r->oids, r->attrs, r->pi, r->pd, r->outer};
+                      r->oids, r->attrs, r->pi, r->pd, r->outer,
+                      r->in_mark, r->in_pos, r->outer_mark, r->outer_pos,
+                      r->out_mark};
     for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
         mp__dealloc(r->ctx, arrays[k]);
+    mp__name_map_free(r->ctx, &r->attr_map);
     mp__jr_free(&r->jr);
 }
 

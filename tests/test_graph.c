@@ -4,7 +4,9 @@
 #include "support.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int mp__op_registry_sorted(void);
 
@@ -356,6 +358,117 @@ static void test_int4_sizes(void)
     teardown();
 }
 
+/* 100k attributes on one node: each set once (a name given again is
+ * refused, below and above the size where the name index starts), each
+ * read back by name; linear work, so well under a second here (a scan per
+ * attribute took about 20 s). */
+static void test_many_attributes(void)
+{
+    enum { N = 100000 };
+    setup();
+    uint32_t x = tensor("x", MP_KIND_INPUT, 2, d23);
+    uint32_t y = tensor("y", MP_KIND_OUTPUT, 2, d23);
+    uint32_t in[] = {x}, out[] = {y}, id = 0;
+    mp_node_desc d = {"r", "Relu", NULL, in, 1, out, 1, MP_PHASE_FORWARD};
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &d, &id), MP_OK);
+    char key[32];
+    clock_t t0 = clock(); /* CPU time: not the machine's load */
+    mp_status st = MP_OK;
+    for (int i = 0; i < N && !st; i++) {
+        snprintf(key, sizeof key, "a%d", i);
+        if (i % 3 == 0)
+            st = mp_graph_set_attr_int(g, id, key, i);
+        else if (i % 3 == 1)
+            st = mp_graph_set_attr_float(g, id, key, i + 0.5);
+        else {
+            int64_t v[2] = {i, -i};
+            st = mp_graph_set_attr_ints(g, id, key, v, 2);
+        }
+        /* a name given twice: at 5 attributes (scanned) and later on
+         * (indexed), the first name and the newest */
+        if (!st && (i == 4 || i == 20000 || i == N - 1)) {
+            CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, id, "a0", 7),
+                            MP_ERR_DUPLICATE);
+            CU_ASSERT_EQUAL(mp_graph_set_attr_string(g, id, key, "s"),
+                            MP_ERR_DUPLICATE);
+            CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "given twice"));
+            CU_ASSERT_EQUAL(g->nodes[id].n_attrs, (uint32_t)i + 1);
+        }
+    }
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    CU_ASSERT_EQUAL(g->nodes[id].n_attrs, N);
+    int bad = 0;
+    for (int i = N; i-- > 0;) {
+        snprintf(key, sizeof key, "a%d", i);
+        int64_t iv = -1;
+        double fv = -1;
+        const int64_t *av = NULL;
+        uint32_t an = 0;
+        if (i % 3 == 0)
+            bad += mp_graph_get_attr_int(g, id, key, &iv) != MP_OK || iv != i;
+        else if (i % 3 == 1)
+            bad += mp_graph_get_attr_float(g, id, key, &fv) != MP_OK ||
+                   fv != i + 0.5;
+        else
+            bad += mp_graph_get_attr_ints(g, id, key, &av, &an) != MP_OK ||
+                   an != 2 || av[0] != i || av[1] != -i;
+        /* in the order they were set */
+        bad += strcmp(g->nodes[id].attrs[i].name, key) != 0;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(mp_graph_get_attr_int(g, id, "a100000", NULL),
+                    MP_ERR_NOT_FOUND);
+    CU_ASSERT_PTR_NULL(mp__node_attr(&g->nodes[id], "a"));
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CU_ASSERT(secs < 5.0);
+    if (secs >= 5.0)
+        printf("\n  100k attributes: %.2f s\n", secs);
+    CU_ASSERT_EQUAL(mp_graph_finalize(g), MP_OK);
+    teardown();
+}
+
+/* A node with 100k outputs, one listed twice at the end: refused, and the
+ * outputs it named are still free (a node producing them is accepted);
+ * a node with an output produced elsewhere likewise. Linear work. */
+static void test_many_outputs(void)
+{
+    enum { N = 100000 };
+    setup();
+    uint32_t x = tensor("x", MP_KIND_INPUT, 1, d6);
+    uint32_t *out = malloc((N + 1) * sizeof *out);
+    CU_ASSERT_FATAL(out != NULL);
+    char name[32];
+    static const int64_t d1[] = {1};
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "o%d", i);
+        out[i] = tensor(name, MP_KIND_ACTIVATION, 1, d1);
+    }
+    uint32_t in[] = {x};
+    clock_t t0 = clock(); /* CPU time: not the machine's load */
+    out[N] = out[N / 2];
+    CU_ASSERT_EQUAL(node("s", "Split", in, 1, out, N + 1), MP_ERR_DUPLICATE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                  "tensor 'o50000' listed twice as output"));
+    for (int i = 0; i < N; i++)
+        CU_ASSERT_EQUAL_FATAL(g->tensors[out[i]].producer, MP_NONE);
+    /* o7 produced by another node first */
+    uint32_t o7[] = {out[7]};
+    CU_ASSERT_EQUAL(node("r", "Relu", in, 1, o7, 1), MP_OK);
+    CU_ASSERT_EQUAL(node("s", "Split", in, 1, out, N), MP_ERR_DUPLICATE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "two nodes: 'r' and 's'"));
+    for (int i = 0; i < N; i++)
+        if (i != 7)
+            CU_ASSERT_EQUAL_FATAL(g->tensors[out[i]].producer, MP_NONE);
+    out[7] = tensor("o7b", MP_KIND_ACTIVATION, 1, d1);
+    CU_ASSERT_EQUAL(node("s", "Split", in, 1, out, N), MP_OK);
+    for (int i = 0; i < N; i++)
+        CU_ASSERT_EQUAL_FATAL(g->tensors[out[i]].producer, 1u);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CU_ASSERT(secs < 5.0);
+    free(out);
+    teardown();
+}
+
 static CU_TestInfo tests[] = {
     {"sizes and consumers", test_sizes_and_consumers},
     {"duplicate names", test_duplicate_names},
@@ -373,6 +486,8 @@ static CU_TestInfo tests[] = {
     {"op registry", test_registry},
     {"enum names", test_enum_names},
     {"sub-byte sizes", test_int4_sizes},
+    {"100k attributes on a node", test_many_attributes},
+    {"100k outputs of a node", test_many_outputs},
     CU_TEST_INFO_NULL,
 };
 

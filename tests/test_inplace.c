@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define K 1024u
 
@@ -354,6 +355,88 @@ static void test_fuse_negative(void)
     finish();
 }
 
+static uint32_t add_s(const char *name, mp_tensor_kind kind, int64_t d0,
+                      int64_t d1)
+{
+    int64_t dims[2] = {d0, d1};
+    mp_tensor_desc d = {name, MP_DTYPE_FLOAT32, 2, dims, 0, kind};
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
+    return id;
+}
+
+/* Two Splits of 100k outputs each, a Sum over all of them and c, a
+ * Concat: o_i [1,64] are read again by the Concat, p_i [1,1] die at the
+ * Sum (other size), c [1,64] dies there. The Sum's output takes over c,
+ * nothing else; the FREE steps keep their order. Linear work: the rewrite
+ * used to walk the Sum's 100k candidates for each o_i (quadratic, minutes)
+ * and the FREE list of one node for each FREE. */
+static void test_wide_nodes(void)
+{
+    enum { N = 100000 };
+    start();
+    uint32_t x = add_s("x", MP_KIND_INPUT, N, 64);
+    uint32_t x2 = add_s("x2", MP_KIND_INPUT, N, 1);
+    uint32_t x3 = add_s("x3", MP_KIND_INPUT, 1, 64);
+    uint32_t *o = malloc((2 * (size_t)N + 1) * sizeof *o);
+    uint32_t *pp = malloc((size_t)N * sizeof *pp);
+    CU_ASSERT_FATAL(o != NULL && pp != NULL);
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "o%d", i);
+        o[i] = add_s(name, MP_KIND_ACTIVATION, 1, 64);
+        snprintf(name, sizeof name, "p%d", i);
+        pp[i] = add_s(name, MP_KIND_ACTIVATION, 1, 1);
+    }
+    uint32_t c = add_s("c", MP_KIND_ACTIVATION, 1, 64);
+    uint32_t y = add_s("y", MP_KIND_ACTIVATION, 1, 64);
+    uint32_t z = add_s("z", MP_KIND_ACTIVATION, N + 1, 64);
+    add_n("split1", "Split", &x, 1, o, N);
+    add_n("split2", "Split", &x2, 1, pp, N);
+    add_n("relu", "Relu", &x3, 1, &c, 1);
+    /* Sum(o..., p..., c) */
+    memcpy(o + N, pp, (size_t)N * sizeof *o);
+    o[2 * N] = c;
+    add_n("sum", "Sum", o, 2 * N + 1, &y, 1);
+    /* Concat(o..., y) */
+    o[N] = y;
+    add_n("concat", "Concat", o, N + 1, &z, 1);
+    uint32_t cat;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g, "concat", &cat), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_set_attr_int(g, cat, "axis", 0), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, z), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    clock_t t0 = clock(); /* CPU time: not the machine's load */
+    mp_plan *p = plan_with(1, 0);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CU_ASSERT(secs < 10.0);
+    if (secs >= 10.0)
+        printf("\n  wide nodes: %.2f s\n", secs);
+    CU_ASSERT_EQUAL(over_of(p, "y"), c);
+    uint32_t taken = 0;
+    for (uint32_t i = 0; i < mp_plan_num_blocks(p); i++)
+        taken += mp_plan_block_over(p, i) != MP_NONE;
+    CU_ASSERT_EQUAL(taken, 1);
+    /* the FREE steps in the order of the plan without in-place, less c's */
+    mp_plan *q = plan_with(0, 0);
+    const mp_step *sp = mp_plan_steps(p), *sq = mp_plan_steps(q);
+    uint32_t np = mp_plan_num_steps(p), nq = mp_plan_num_steps(q);
+    CU_ASSERT_EQUAL(np + 1, nq);
+    uint32_t i = 0, j = 0, bad = 0;
+    for (; i < np && j < nq; i++, j++) {
+        if (sq[j].kind == MP_STEP_FREE && sq[j].index == c)
+            j++;
+        bad += j >= nq || sp[i].kind != sq[j].kind ||
+               sp[i].index != sq[j].index;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    mp_plan_destroy(q);
+    mp_plan_destroy(p);
+    free(o);
+    free(pp);
+    finish();
+}
+
 static CU_TestInfo tests[] = {
     {"chain: exact bounds with and without in-place", test_chain},
     {"never over a tensor read later; tampered plans", test_read_later},
@@ -363,6 +446,7 @@ static CU_TestInfo tests[] = {
      test_inputs_outputs_sizes},
     {"fuse: exact figures by hand", test_fuse},
     {"fuse: not across two readers or a gap", test_fuse_negative},
+    {"100k-wide Split, Sum and Concat: linear", test_wide_nodes},
     CU_TEST_INFO_NULL,
 };
 

@@ -279,6 +279,12 @@ static const bad_case bad_cases[] = {
      "{'nodes': [{'name': 'n', 'op': 'Relu', 'inputs': [], 'outputs': [], "
      "'attributes': {'a': 1, @'a': 2}}]}",
      MP_ERR_PARSE, "nodes[0] (\"n\").attributes: duplicate key \"a\""},
+    {"duplicate attribute among many (each node its own names)",
+     "{'nodes': [{'name': 'm', 'op': 'Relu', 'inputs': [], 'outputs': [], "
+     "'attributes': {'a0': 0, 'a1': 1, 'a2': 2, 'a3': 3, 'a4': 4, 'a5': 5, 'a6': 6, 'a7': 7, 'a8': 8, 'a9': 9}},\n"
+     " {'name': 'n', 'op': 'Relu', 'inputs': [], 'outputs': [], "
+     "'attributes': {'a0': 0, 'a1': 1, 'a2': 2, 'a3': 3, 'a4': 4, 'a5': 5, 'a6': 6, 'a7': 7, 'a8': 8, 'a9': 9, 'b': 1, @'a9': 2}}]}",
+     MP_ERR_PARSE, "nodes[1] (\"n\").attributes: duplicate key \"a9\""},
     {"format not a string", "{'format': @1}", MP_ERR_PARSE,
      "format: expected the string \"memplan-graph\", got 1"},
     {"nodes not an array", "{'nodes': @'n'}", MP_ERR_PARSE,

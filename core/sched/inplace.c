@@ -135,6 +135,9 @@ typedef struct sharing {
     uint8_t *sf, *fused;
     uint32_t *next_ns, *chain_end, *anchor, *lr, *head, *seen, *acc;
     uint32_t *over;
+    /* take_over's scratch per tensor: the candidate of the current step
+     * for that tensor (cand_of), valid where cand_stamp is the step's */
+    uint32_t *cand_of, *cand_stamp;
     cand *cands;
 } sharing;
 
@@ -192,6 +195,8 @@ static void sharing_free(sharing *sh)
     mp__dealloc(ctx, sh->acc);
     mp__dealloc(ctx, sh->over);
     mp__dealloc(ctx, sh->cands);
+    mp__dealloc(ctx, sh->cand_of);
+    mp__dealloc(ctx, sh->cand_stamp);
 }
 
 /* next_ns: the next node step after each step (MP_NONE at the end). */
@@ -275,21 +280,14 @@ static mp_status rebuild(sharing *sh, mp_step **steps_io, uint32_t *n_io)
         return MP_ERR_NOMEM;
     for (uint32_t s = 0; s <= n; s++)
         head[s] = MP_NONE;
-    for (uint32_t s = 0; s < n; s++) {
+    /* prepended in reverse step order: each bucket lists its FREE steps in
+     * their original order (linear however many frees one node has) */
+    for (uint32_t s = n; s-- > 0;) {
         if (steps[s].kind != MP_STEP_FREE || sh->anchor[s] == MP_NONE - 1)
             continue;
         uint32_t b = sh->anchor[s] == MP_NONE ? n : sh->anchor[s];
-        /* append keeping the original order (buckets are short: the frees
-         * after one node) */
-        if (head[b] == MP_NONE) {
-            head[b] = s;
-        } else {
-            uint32_t q = head[b];
-            while (bucket_next[q] != MP_NONE)
-                q = bucket_next[q];
-            bucket_next[q] = s;
-        }
-        bucket_next[s] = MP_NONE;
+        bucket_next[s] = head[b];
+        head[b] = s;
     }
     uint32_t m = 0;
     for (uint32_t q = head[n]; q != MP_NONE; q = bucket_next[q])
@@ -360,15 +358,19 @@ static void take_over(sharing *sh, uint32_t s, uint32_t stamp, uint8_t *drop)
     uint32_t na = 0;
     chain_targets(g, sh->steps[s].index, sh->fused, sh->acc, &na, sh->nt,
                   sh->seen, stamp);
+    /* the candidates of step s by tensor (at most one per tensor: a FREE
+     * ends the instance that step s read last) */
+    for (uint32_t c = sh->head[s]; c != MP_NONE; c = sh->cands[c].next) {
+        sh->cand_of[sh->cands[c].x] = c;
+        sh->cand_stamp[sh->cands[c].x] = stamp;
+    }
     for (uint32_t a = 0; a < na; a++) {
         uint32_t x = sh->acc[a];
         const mp__tensor *tx = &g->tensors[x];
         if (x == y || !mp__tensor_in_arena(tx) || tx->producer == MP_NONE ||
             tx->bytes != ty->bytes || (sh->sf[x] & 1))
             continue;
-        uint32_t c = sh->head[s];
-        while (c != MP_NONE && sh->cands[c].x != x)
-            c = sh->cands[c].next;
+        uint32_t c = sh->cand_stamp[x] == stamp ? sh->cand_of[x] : MP_NONE;
         if (c == MP_NONE || drop[sh->cands[c].f])
             continue;
         drop[sh->cands[c].f] = 1;
@@ -387,8 +389,11 @@ static mp_status apply_inplace(sharing *sh, uint32_t *n_io,
     chain_ends(sh);
     sh->cands = mp__alloc(sh->ctx, ((size_t)sh->n + 1) * sizeof *sh->cands);
     sh->over = mp__alloc(sh->ctx, ((size_t)sh->n + 1) * sizeof *sh->over);
+    sh->cand_of = mp__alloc(sh->ctx, ((size_t)sh->nt + 1) * sizeof *sh->cand_of);
+    sh->cand_stamp = mp__calloc(sh->ctx, (size_t)sh->nt + 1,
+                                sizeof *sh->cand_stamp);
     uint8_t *drop = (uint8_t *)sh->anchor; /* reused, n bytes */
-    if (!sh->cands || !sh->over)
+    if (!sh->cands || !sh->over || !sh->cand_of || !sh->cand_stamp)
         return MP_ERR_NOMEM;
     inplace_candidates(sh, drop);
     uint32_t stamp = 0;
