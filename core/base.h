@@ -26,7 +26,26 @@ struct mp_ctx {
     mp_allocator alloc;
     mp_status status;
     char msg[MP__MSG_MAX];
+    /* Wall-clock deadline (mp__now_seconds) of the running plan, 0: none.
+     * Set by the planner's entry points from a time limit; each stage
+     * clamps its own limit to what is left (mp__time_slice), so that one
+     * limit bounds the whole run, whatever the number of stages. */
+    double deadline;
 };
+
+/* Starts a deadline limit seconds from now when limit > 0 and none runs
+ * (an inner entry point keeps the outer one); returns what to give
+ * mp__deadline_end. */
+double mp__deadline_begin(mp_ctx *ctx, double limit);
+void mp__deadline_end(mp_ctx *ctx, double saved);
+/* The time limit a stage may use: `limit` (<= 0: the stage's default),
+ * clamped to what is left before ctx's deadline when one runs (at least
+ * MP__TIME_SLICE_MIN: a stage past the deadline stops at its first
+ * check, keeping what it has). Without a deadline, `limit` as it is. */
+#define MP__TIME_SLICE_MIN 1e-3
+double mp__time_slice(const mp_ctx *ctx, double limit);
+/* True when ctx's deadline has passed. */
+bool mp__deadline_passed(const mp_ctx *ctx);
 
 /* Records status and message in ctx; returns status. */
 mp_status mp__err(mp_ctx *ctx, mp_status st, const char *fmt, ...)

@@ -215,6 +215,31 @@ double mp__now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double mp__deadline_begin(mp_ctx *ctx, double limit)
+{
+    double saved = ctx->deadline;
+    if (limit > 0 && saved == 0)
+        ctx->deadline = mp__now_seconds() + limit;
+    return saved;
+}
+
+void mp__deadline_end(mp_ctx *ctx, double saved) { ctx->deadline = saved; }
+
+double mp__time_slice(const mp_ctx *ctx, double limit)
+{
+    if (ctx->deadline == 0)
+        return limit;
+    double left = ctx->deadline - mp__now_seconds();
+    if (left < MP__TIME_SLICE_MIN)
+        left = MP__TIME_SLICE_MIN;
+    return limit > 0 && limit < left ? limit : left;
+}
+
+bool mp__deadline_passed(const mp_ctx *ctx)
+{
+    return ctx->deadline != 0 && mp__now_seconds() >= ctx->deadline;
+}
+
 /* ---- name map ----------------------------------------------------------------- */
 static uint32_t hash_str(const char *s)
 {

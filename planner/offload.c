@@ -141,7 +141,11 @@ static mp_status search_base(run_t *r, mp__offload_problem *x, int rec,
         return MP_OK;
     mp_solve_status ss = MP_SOLVE_NONE;
     int fw = 0, have = 0;
-    st = mp__offload_ilp(x, r->target, rec, r->o.time_limit, &ss, &fw, &have);
+    st = mp__offload_ilp(x, r->target, rec,
+                         mp__time_slice(r->ctx, r->o.time_limit > 0
+                                                    ? r->o.time_limit
+                                                    : 10),
+                         &ss, &fw, &have);
     if (st == MP_ERR_UNSUPPORTED && use_ilp < 2) {
         /* an ILP the caller did not ask for: the greedy stands */
         mp_ctx_clear(r->ctx);
@@ -255,7 +259,11 @@ static mp_status plan_without_offload(run_t *r, mp_plan **out)
 {
     mp_offload_result *res = r->res;
     mp_plan *p0 = NULL;
-    mp_status st = mp_plan_create(r->g, &r->po, &p0);
+    /* under a deadline: a quarter of it, the rest for the search */
+    mp_plan_options po = r->po;
+    if (r->ctx->deadline != 0)
+        po.time_limit = mp__time_slice(r->ctx, 0) / 4;
+    mp_status st = mp_plan_create(r->g, &po, &p0);
     if (st)
         return st;
     uint64_t pk0 = p0->fig.lower_bound_bytes + r->pers, pkd = 0;
@@ -318,7 +326,9 @@ static mp_status search_recompute_then_offload(run_t *r)
                              ? r->res->base_peak_bytes - pers : 0;
     static const double fr[] = {0.05, 0.1, 0.25, 0.5, 0.75};
     double t_joint = -1;
-    for (int k = 0; k < 5 && base_live > target; k++) {
+    for (int k = 0; k < 5 && base_live > target &&
+                    !mp__deadline_passed(r->ctx);
+         k++) {
         uint64_t bl = target + (uint64_t)(fr[k] *
                                           (double)(base_live - target));
         mp_plan *pb = NULL;
@@ -377,7 +387,10 @@ static mp_status search(run_t *r, uint64_t *min_peak)
         goto out;
     mp__offload_problem_destroy(x);
     x = NULL;
-    /* 3. recompute only; 4. recompute at looser budgets, then offload */
+    /* 3. recompute only; 4. recompute at looser budgets, then offload
+     * (while the deadline, if any, allows) */
+    if (mp__deadline_passed(r->ctx) && r->B.have)
+        goto out;
     if (!(st = search_recompute_only(r)))
         st = search_recompute_then_offload(r);
 out:
@@ -495,6 +508,9 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     *out = NULL;
     memset(res, 0, sizeof *res);
     res->offload_only_seconds = res->recompute_only_seconds = -1;
+    /* po_in->time_limit bounds the whole search (every stage takes what
+     * is left of it) */
+    double dl = mp__deadline_begin(g->ctx, po_in ? po_in->time_limit : 0);
     mp_status st = prepare(&r, oo, po_in);
     if (!st)
         st = plan_without_offload(&r, out);
@@ -507,6 +523,7 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         goto out;
     st = r.B.have ? finish(&r, out) : infeasible(&r, min_peak);
 out:
+    mp__deadline_end(g->ctx, dl);
     best_clear(r.ctx, &r.B);
     mp__dealloc(r.ctx, r.steps);
     mp__dealloc(r.ctx, r.ndur);

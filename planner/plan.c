@@ -49,7 +49,8 @@ static mp_status plan_place(mp_plan *p, const mp_plan_options *opt,
         mp_offsets_options_init(&oo);
         oo.method = method;
         oo.alignment = opt->alignment;
-        oo.time_limit = opt->time_limit;
+        /* what is left of the plan's time limit (mp_plan_create) */
+        oo.time_limit = mp__time_slice(ctx, opt->time_limit);
         oo.seed = opt->seed;
         oo.capacity = capacity;
         st = mp_offsets_solve(ctx, bufs, n_bufs, &oo, &res);

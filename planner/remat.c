@@ -336,12 +336,23 @@ static mp_status plan_once(mp_graph *g, const mp_remat_options *ro,
     mp__remat_prob p;
     if ((st = mp__remat_prob_build(g, po->alignment, &p)))
         return st;
+    /* under a deadline (mp_remat_plan): the models at most 60% of what is
+     * left (they use up to 3/4 of their limit), the placement half of
+     * what is left then, the refit of mp_remat_plan the rest */
+    mp_remat_options rs = *ro;
+    mp_plan_options ps = *po;
+    if (ctx->deadline != 0)
+        rs.time_limit = mp__time_slice(ctx, ro->time_limit > 0
+                                                ? ro->time_limit
+                                                : 60) * 0.6;
     mp__remat_solution sol;
-    st = mp__remat_search(&p, ro, &sol);
+    st = mp__remat_search(&p, &rs, &sol);
     *res = sol.fig;
     res->seconds = mp__now_seconds() - t0;
+    if (ctx->deadline != 0)
+        ps.time_limit = mp__time_slice(ctx, 0) / 2;
     if (!st)
-        st = plan_best(g, po, t0, &p, &sol, out, res);
+        st = plan_best(g, &ps, t0, &p, &sol, out, res);
     mp__dealloc(ctx, sol.best.steps);
     mp__remat_prob_free(&p);
     return st;
@@ -388,9 +399,9 @@ static mp_status placed_infeasible(mp_ctx *ctx, mp_remat_result *res,
                    (unsigned long long)cap_min);
 }
 
-mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
-                        const mp_plan_options *po, mp_plan **out,
-                        mp_remat_result *res)
+static mp_status remat_plan(mp_graph *g, const mp_remat_options *ro,
+                            const mp_plan_options *po, mp_plan **out,
+                            mp_remat_result *res)
 {
     mp_status st = plan_once(g, ro, po, out, res);
     if (st || !ro || !ro->budget)
@@ -443,6 +454,20 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
         if (st)
             return st;
     }
+}
+
+/* po->time_limit bounds the whole run: the solvers, the placement and the
+ * refit rounds take what is left of it (mp__time_slice) */
+mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
+                        const mp_plan_options *po, mp_plan **out,
+                        mp_remat_result *res)
+{
+    if (!g)
+        return MP_ERR_INVALID_ARG;
+    double dl = mp__deadline_begin(g->ctx, po ? po->time_limit : 0);
+    mp_status st = remat_plan(g, ro, po, out, res);
+    mp__deadline_end(g->ctx, dl);
+    return st;
 }
 
 /* ---- max batch ----------------------------------------------------------- */
@@ -529,7 +554,10 @@ mp_status mp_remat_max_batch(const mp_graph *g, uint64_t graph_batch,
      * cost cap (which scales with the graph: a fraction of its forward
      * compute when ro->max_extra_cost is given as such by the caller) */
     uint64_t lo = 0, hi = max_batch + 1;
-    while (lo + 1 < hi) {
+    /* po->time_limit bounds the whole bisection: past it, the largest
+     * batch found so far */
+    double dl = mp__deadline_begin(ctx, po ? po->time_limit : 0);
+    while (lo + 1 < hi && !(lo && mp__deadline_passed(ctx))) {
         uint64_t mid = lo + (hi - lo) / 2;
         mp_graph *s = NULL;
         mp_status st = scaled_graph(g, mid, graph_batch, &s);
@@ -547,9 +575,11 @@ mp_status mp_remat_max_batch(const mp_graph *g, uint64_t graph_batch,
             mp_ctx_clear(ctx);
             hi = mid;
         } else {
+            mp__deadline_end(ctx, dl);
             return st;
         }
     }
+    mp__deadline_end(ctx, dl);
     *best = lo;
     if (!lo)
         return mp__err(ctx, MP_ERR_INFEASIBLE,

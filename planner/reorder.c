@@ -46,12 +46,14 @@ mp_status mp_plan_create_ordered(mp_graph *g, const uint32_t *order,
     if (st)
         return st;
     double t0 = mp__now_seconds();
+    double dl = mp__deadline_begin(g->ctx, opt->time_limit);
     mp_step *steps = NULL;
     uint32_t n = 0;
     st = mp__schedule_from_order(g, order, &steps, &n);
-    if (st)
-        return st;
-    return mp__plan_from_schedule(g, steps, n, opt, t0, out);
+    if (!st)
+        st = mp__plan_from_schedule(g, steps, n, opt, t0, out);
+    mp__deadline_end(g->ctx, dl);
+    return st;
 }
 
 /* mp_plan_create with opt->reorder: the default order's plan and the
@@ -72,11 +74,19 @@ static mp_status plan_create_reordered(mp_graph *g,
     uint32_t *order = mp__alloc(ctx, (g->n_nodes + 1) * sizeof *order);
     if (!order)
         return MP_ERR_NOMEM;
+    /* under a time limit (the caller's deadline): the default order's
+     * placement a third of it, the order search until half of what is
+     * left, the reordered placement the rest */
+    mp_plan_options ob = o, os = o;
+    if (ctx->deadline != 0)
+        ob.time_limit = (ctx->deadline - mp__now_seconds()) / 3;
     mp_status st = mp__schedule_default(g, &steps, &n);
     if (!st)
-        st = mp__plan_from_schedule(g, steps, n, &o, t0, &base);
+        st = mp__plan_from_schedule(g, steps, n, &ob, t0, &base);
+    if (!st && ctx->deadline != 0)
+        os.time_limit = mp__time_slice(ctx, 0) / 2;
     if (!st)
-        st = mp_order_solve(g, &o, order, NULL, NULL);
+        st = mp_order_solve(g, &os, order, NULL, NULL);
     if (!st)
         st = mp_plan_create_ordered(g, order, &o, &re);
     mp__dealloc(ctx, order);
@@ -106,13 +116,19 @@ mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
     mp_status st = plan_args(g, &opt, &defaults);
     if (st)
         return st;
-    if (opt->reorder)
-        return plan_create_reordered(g, opt, out);
-    double t0 = mp__now_seconds();
-    mp_step *steps = NULL;
-    uint32_t n_steps = 0;
-    st = mp__schedule_default(g, &steps, &n_steps);
-    if (st)
-        return st;
-    return mp__plan_from_schedule(g, steps, n_steps, opt, t0, out);
+    /* opt->time_limit bounds the whole plan (every stage takes what is
+     * left of it: mp__time_slice) */
+    double dl = mp__deadline_begin(g->ctx, opt->time_limit);
+    if (opt->reorder) {
+        st = plan_create_reordered(g, opt, out);
+    } else {
+        double t0 = mp__now_seconds();
+        mp_step *steps = NULL;
+        uint32_t n_steps = 0;
+        st = mp__schedule_default(g, &steps, &n_steps);
+        if (!st)
+            st = mp__plan_from_schedule(g, steps, n_steps, opt, t0, out);
+    }
+    mp__deadline_end(g->ctx, dl);
+    return st;
 }

@@ -488,8 +488,12 @@ static void window(const model *m, const uint32_t *pos, uint32_t v,
     *hi = b;
 }
 
+/* stop: a wall-clock time (mp__now_seconds) after which the search ends
+ * with the best order so far; 0: none (the evaluation budget alone) */
+static bool past(double stop) { return stop > 0 && mp__now_seconds() > stop; }
+
 static mp_status local_search(model *m, uint32_t *order, uint64_t budget,
-                              uint64_t *peak_io)
+                              double stop, uint64_t *peak_io)
 {
     mp_ctx *ctx = m->ctx;
     uint32_t n = m->nn;
@@ -510,7 +514,7 @@ static mp_status local_search(model *m, uint32_t *order, uint64_t budget,
     uint64_t peak = simulate(m, order, &pk, &cnt);
     uint64_t evals = 0;
     bool improved = true;
-    while (improved && evals < budget) {
+    while (improved && evals < budget && !past(stop)) {
         improved = false;
         /* roots resident across the peak step pk: made before it, read
          * after it; candidates: their producers (move later) and their
@@ -525,7 +529,10 @@ static mp_status local_search(model *m, uint32_t *order, uint64_t budget,
         memset(mark, 0, n);
         cand[nc++] = order[pk];
         mark[order[pk]] = 1;
+        bool late = false;
         for (uint32_t r = 0; r < m->nr && nc + 2 <= 2 * (size_t)n; r++) {
+            if ((r & 255) == 255 && (late = past(stop)))
+                break;
             if (!rem2[r] || m->keep[r])
                 continue;
             uint32_t p = m->prod[r];
@@ -549,7 +556,10 @@ static mp_status local_search(model *m, uint32_t *order, uint64_t budget,
                 cand[nc++] = nxt;
             }
         }
-        for (uint32_t c = 0; c < nc && evals < budget && !improved; c++) {
+        for (uint32_t c = 0; c < nc && evals < budget && !improved && !late;
+             c++) {
+            if ((c & 15) == 15 && (late = past(stop)))
+                break;
             uint32_t v = cand[c];
             uint32_t lo, hi;
             window(m, pos, v, &lo, &hi);
@@ -622,7 +632,10 @@ mp_status mp__order_solve(const mp_graph *g, const mp_plan_options *opt,
         }
         uint64_t v = best;
         memcpy(cur, order, (size_t)n * sizeof *cur);
-        if ((st = local_search(&m, cur, opt->reorder_budget, &v)))
+        /* opt->time_limit, clamped to the caller's deadline */
+        double tl = mp__time_slice(ctx, opt->time_limit);
+        double stop = tl > 0 ? mp__now_seconds() + tl : 0;
+        if ((st = local_search(&m, cur, opt->reorder_budget, stop, &v)))
             goto done;
         if (v < best) {
             best = v;

@@ -393,8 +393,11 @@ static mp_status cm_rows_free(cm_model *m, uint32_t t, int lean)
 
 /* lean: without the R + S <= 1 rows and the FREE + R[t,j] <= 1 cut
  * family (a weaker but still valid relaxation, far fewer rows). */
+/* Builds the model; O(T^2) rows and columns, so on a large graph the
+ * build alone can outlast a time limit: past `stop` (mp__now_seconds; 0:
+ * none) it ends with *late set and no model to solve. */
 static mp_status cm_build(const mp__remat_prob *p, uint64_t cap, int integer,
-                          int lean, cm_model *m)
+                          int lean, double stop, cm_model *m, int *late)
 {
     mp_ctx *ctx = p->ctx;
     memset(m, 0, sizeof *m);
@@ -419,10 +422,16 @@ static mp_status cm_build(const mp__remat_prob *p, uint64_t cap, int integer,
     if ((st = cm_columns(m, integer ? MP__LP_BINARY : MP__LP_CONTINUOUS,
                          mem_units(m, cap))))
         return st;
-    for (uint32_t t = 0; t < T && !st; t++)
+    *late = 0;
+    for (uint32_t t = 0; t < T && !st; t++) {
+        if (stop > 0 && (t & 7) == 7 && mp__now_seconds() > stop) {
+            *late = 1;
+            break;
+        }
         if (!(st = cm_rows_residency(m, t, lean)) &&
             !(st = cm_rows_memory(m, t)))
             st = cm_rows_free(m, t, lean);
+    }
     return st;
 }
 
@@ -561,10 +570,15 @@ mp_status mp__remat_checkmate(const mp__remat_prob *p, uint64_t cap,
     if (st0)
         return st0;
     cm_model m;
-    int lean = !integer && p->T > CM_LEAN_ABOVE;
+    int lean = !integer && p->T > CM_LEAN_ABOVE, late = 0;
+    double t0 = mp__now_seconds();
+    double tl = time_limit > 0 ? time_limit : 60;
     mp_status st = cm_build(p, cap == UINT64_MAX ? (uint64_t)1 << 62 : cap,
-                            integer, lean, &m);
-    if (st) {
+                            integer, lean, t0 + tl, &m, &late);
+    if (st || late) {
+        /* the time limit ran out while building: no bound, no schedule */
+        if (late)
+            res->status = MP_SOLVE_TIMEOUT;
         cm_free(&m);
         return st;
     }
@@ -572,7 +586,9 @@ mp_status mp__remat_checkmate(const mp__remat_prob *p, uint64_t cap,
     res->n_rows = mp__lp_num_rows(m.lp);
     mp__lp_options lo;
     mp__lp_options_init(&lo);
-    lo.time_limit = time_limit > 0 ? time_limit : 60;
+    lo.time_limit = t0 + tl - mp__now_seconds();
+    if (lo.time_limit < 1e-3)
+        lo.time_limit = 1e-3;
     lo.relax = !integer;
     /* the dual simplex: 3-10x faster here, and its basis stays dual
      * feasible, so a time limit still leaves a good certified bound */
@@ -629,7 +645,10 @@ mp_status mp__remat_checkmate(const mp__remat_prob *p, uint64_t cap,
         cm_keep k;
         k.x = x;
         k.m = &m;
-        for (size_t i = 0; i < sizeof th / sizeof th[0] && !st; i++) {
+        /* the first threshold always; the others while time is left */
+        for (size_t i = 0; i < sizeof th / sizeof th[0] && !st &&
+                           !(i && mp__now_seconds() > t0 + tl);
+             i++) {
             k.theta = integer ? 0.5 : th[i];
             mp__remat_policy pol;
             memset(&pol, 0, sizeof pol);
@@ -904,3 +923,4 @@ done:
     mp__lp_destroy(M.lp);
     return st;
 }
+
