@@ -86,7 +86,9 @@ const cli_option cli_options[CLI_O_COUNT_] = {
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_TIME_LIMIT] = {"time-limit", 0, "SEC", C_PLANS | C_OFFSETS,
-        G_PLACE, NULL, "the library's", "seconds for improvement passes",
+        G_PLACE, NULL, "each stage's own",
+        "seconds the whole plan may take: placement, --reorder, recompute "
+        "and offload share them",
         (const cli_variant[]){
             {C_OFFSETS, NULL, "10",
              "seconds for the whole solve: greedy passes, local search, "

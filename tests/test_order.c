@@ -242,11 +242,94 @@ static void test_heuristics(void)
     }
 }
 
+/* The context's deadline: an inner begin keeps the outer one, a stage's
+ * slice is clamped to what is left (never below the minimum), the end
+ * restores; without a deadline a limit passes unchanged. */
+static void test_deadline(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    CU_ASSERT_FATAL(c != NULL);
+    CU_ASSERT_EQUAL(mp__time_slice(c, 5), 5);
+    CU_ASSERT_EQUAL(mp__time_slice(c, 0), 0);
+    CU_ASSERT_FALSE(mp__deadline_passed(c));
+    double d0 = mp__deadline_begin(c, 0); /* no limit: no deadline */
+    CU_ASSERT_EQUAL(c->deadline, 0);
+    double d1 = mp__deadline_begin(c, 1.0);
+    double d2 = mp__deadline_begin(c, 100.0); /* the outer one stays */
+    double left = mp__time_slice(c, 50);
+    CU_ASSERT(left <= 1.0 && left > 0.5);
+    CU_ASSERT(mp__time_slice(c, 0.25) == 0.25);
+    CU_ASSERT(mp__time_slice(c, 0) <= 1.0);
+    mp__deadline_end(c, d2);
+    CU_ASSERT(c->deadline != 0);
+    c->deadline = mp__now_seconds() - 1; /* passed */
+    CU_ASSERT(mp__deadline_passed(c));
+    CU_ASSERT_EQUAL(mp__time_slice(c, 3), MP__TIME_SLICE_MIN);
+    mp__deadline_end(c, d1);
+    mp__deadline_end(c, d0);
+    CU_ASSERT_EQUAL(c->deadline, 0);
+    CU_ASSERT_EQUAL(mp__time_slice(c, 3), 3);
+    mp_ctx_destroy(c);
+}
+
+/* --reorder on a 20k-node DAG with an unbounded evaluation budget: the
+ * time limit bounds the whole plan (placements and order search), the
+ * deadline ends with it, and the plan is valid. */
+static void test_reorder_time_limit(void)
+{
+    enum { N = 20000 };
+    uint64_t rng = 7;
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_FATAL(ctx && mp_graph_create(ctx, &g) == MP_OK);
+    /* each node reads the last tensor and one of the 64 before it */
+    uint32_t *ids = malloc((N + 1) * sizeof *ids);
+    CU_ASSERT_FATAL(ids != NULL);
+    char name[32];
+    ids[0] = add_t("x", MP_KIND_INPUT, 512);
+    for (uint32_t v = 0; v < N; v++) {
+        snprintf(name, sizeof name, "t%u", (unsigned)v);
+        ids[v + 1] = add_t(name, MP_KIND_ACTIVATION,
+                           256 * (1 + mp_test_rand(&rng) % 16));
+        uint32_t back = (uint32_t)(mp_test_rand(&rng) % 64);
+        uint32_t in[2] = {ids[v], ids[v > back ? v - back : 0]};
+        snprintf(name, sizeof name, "n%u", (unsigned)v);
+        add_n(name, "Concat", in, in[0] == in[1] ? 1 : 2, &ids[v + 1], 1);
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, ids[N]), MP_OK);
+    free(ids);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    o.reorder = 1;
+    o.reorder_budget = UINT64_MAX;
+    o.time_limit = 1.0;
+    /* one greedy pass: the offsets solver's own time checks are not
+     * what this tests */
+    o.method = MP_OFFSETS_SIZE_FIRSTFIT;
+    mp_plan *p = NULL;
+    double t0 = mp__now_seconds();
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &o, &p), MP_OK);
+    double secs = mp__now_seconds() - t0;
+    /* 10% over, and 0.2 s for a loaded machine's scheduling */
+    CU_ASSERT(secs < 1.3);
+    if (secs >= 1.3)
+        printf("\n  --reorder, time limit 1 s: %.2f s\n", secs);
+    CU_ASSERT_EQUAL(ctx->deadline, 0); /* ended with the plan */
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    const mp_figures *f = mp_plan_figures(p);
+    CU_ASSERT(f->order_lb_after <= f->order_lb_before);
+    mp_plan_destroy(p);
+    destroy();
+}
+
 static CU_TestInfo tests[] = {
     {"branches: 17K before, 10K after (exact and heuristic)", test_branches},
     {"exact method equals brute force on random DAGs", test_exact_vs_brute},
     {"heuristics on 40-node DAGs: never worse, deterministic",
      test_heuristics},
+    {"the context's deadline and time slices", test_deadline},
+    {"--reorder within its time limit on 20k nodes",
+     test_reorder_time_limit},
     CU_TEST_INFO_NULL,
 };
 

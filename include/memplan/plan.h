@@ -50,7 +50,11 @@ typedef struct mp_plan mp_plan;
 typedef struct mp_plan_options {
     uint64_t alignment;            /* default 256 */
     mp_offsets_method method;      /* default AUTO */
-    double time_limit;             /* seconds; <= 0: default */
+    /* seconds the whole plan may take (mp_plan_create, the recompute and
+     * offload planners): every stage (placement, order search, recompute
+     * models, offload ILP, refits) takes what is left of it; <= 0: no
+     * overall limit, each stage its own default */
+    double time_limit;
     uint64_t seed;
     /* in-place reuse, fused chains and operator order (see
      * docs/memory-model.md): */
