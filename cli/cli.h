@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "memplan/memplan.h"
 /* the library's JSON writer (internal), for --json */
@@ -290,6 +291,10 @@ const char *cli_closest(const char *s, const char *const *names, size_t n);
 int cli_parse_size(const char *what, const char *s, uint64_t *out);
 int cli_parse_u64(const char *what, const char *s, uint64_t *out);
 int cli_parse_seconds(const char *what, const char *s, double *out);
+/* What is left at this moment of a time limit of `limit` seconds counted
+ * from t0 (CLOCK_MONOTONIC at the start of the command), but at least a
+ * tenth of it: a solver gets what reading the input left. */
+double cli_time_left(const struct timespec *t0, double limit);
 /* Lists the offsets methods the library knows, comma separated. */
 void cli_print_methods(FILE *f);
 /* Parses one NAME=VALUE into d; 0 or CLI_EXIT_USAGE (printed). */

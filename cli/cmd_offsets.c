@@ -75,7 +75,7 @@ int cli_cmd_offsets(cli_args *a)
     int has_offsets = 0;
     mp_offsets_result res;
     memset(&res, 0, sizeof res);
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     mp_status st = mp_trace_load_csv(ctx, trace, &bufs, &ids, &n, &has_offsets);
     if (st != MP_OK) {
@@ -84,14 +84,9 @@ int cli_cmd_offsets(cli_args *a)
     }
     /* the time limit counts from the start of the command: the solve gets
      * what reading the trace left (at least a tenth of the limit) */
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    {
-        double lim = opt.time_limit > 0 ? opt.time_limit
-                                        : MP_OFFSETS_DEFAULT_TIME_LIMIT;
-        double left = lim - ((double)(t1.tv_sec - t0.tv_sec) +
-                             (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-        opt.time_limit = left > lim / 10 ? left : lim / 10;
-    }
+    opt.time_limit = cli_time_left(&t0, opt.time_limit > 0
+                                            ? opt.time_limit
+                                            : MP_OFFSETS_DEFAULT_TIME_LIMIT);
     st = mp_offsets_solve(ctx, bufs, n, &opt, &res);
     /* MP_ERR_INFEASIBLE with a capacity: the buffers hold the best packing
      * found; report and write it, then exit 4 */

@@ -319,8 +319,9 @@ static int report(mp_ctx *ctx, const cli_args *a, const mp_graph *g,
 
 int cli_cmd_plan(cli_args *a)
 {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     mp_plan_options opt;
-    cli_plan_options(a, &opt);
     mp_ctx *ctx = cli_ctx_create();
     if (!ctx)
         return CLI_EXIT_INTERNAL;
@@ -330,6 +331,11 @@ int cli_cmd_plan(cli_args *a)
     int rc = cli_load_graph(ctx, a, &g);
     if (!rc)
         rc = cli_train_prepare(ctx, &a->train, &g, a->pos[0]);
+    /* --time-limit counts from the start of the command: planning gets
+     * what loading the graph left */
+    if (a->time_limit > 0)
+        a->time_limit = cli_time_left(&t0, a->time_limit);
+    cli_plan_options(a, &opt);
     if (!rc)
         rc = cli_make_plan(ctx, a, g, &opt, &plan, 1);
     if (!rc)

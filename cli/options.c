@@ -87,13 +87,14 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         NULL, 0},
     [CLI_O_TIME_LIMIT] = {"time-limit", 0, "SEC", C_PLANS | C_OFFSETS,
         G_PLACE, NULL, "each stage's own",
-        "seconds the whole plan may take: placement, --reorder, recompute "
-        "and offload share them",
+        "seconds the whole plan may take, counted from the start of the "
+        "command: placement, --reorder, recompute and offload share what "
+        "loading the graph left (at least a tenth)",
         (const cli_variant[]){
             {C_OFFSETS, NULL, "10",
-             "seconds for the whole solve: greedy passes, local search, "
-             "repair and the exact tier stop at it (reading and writing the "
-             "trace come on top)"},
+             "seconds for the whole command: greedy passes, local search, "
+             "repair and the exact tier share what reading the trace left "
+             "(at least a tenth; writing the result comes on top)"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_CAPACITY] = {"capacity", 0, "N", C_OFFSETS | C_VERIFY, G_PLACE,

@@ -118,6 +118,15 @@ int cli_parse_seconds(const char *what, const char *s, double *out)
     return 0;
 }
 
+double cli_time_left(const struct timespec *t0, double limit)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double left = limit - ((double)(t1.tv_sec - t0->tv_sec) +
+                           (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9);
+    return left > limit / 10 ? left : limit / 10;
+}
+
 void cli_print_methods(FILE *f)
 {
     for (int m = MP_OFFSETS_AUTO; m <= MP_OFFSETS_EXACT; m++)

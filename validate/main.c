@@ -23,6 +23,8 @@ static int load_and_lower(mpv_cmd *v)
 {
     cli_args *a = v->a;
     const char *model = a->pos[0];
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = cli_load_graph(v->ctx, a, &v->g);
     if (!rc)
         rc = cli_train_prepare(v->ctx, &a->train, &v->g, model);
@@ -33,6 +35,8 @@ static int load_and_lower(mpv_cmd *v)
         st = mp_plan_load_json(v->g, a->plan, &v->plan);
     } else {
         mp_plan_options po;
+        if (a->time_limit > 0) /* as `memplan plan`: from the start */
+            a->time_limit = cli_time_left(&t0, a->time_limit);
         cli_plan_options(a, &po);
         if ((rc = cli_make_plan(v->ctx, a, v->g, &po, &v->plan, 0)) != 0)
             return rc;
