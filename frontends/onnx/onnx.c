@@ -57,6 +57,7 @@ mp_status mp_graph_load_onnx(mp_ctx *ctx, const char *path,
 #else /* MP_WITH_ONNX */
 
 #include "onnx.pb-c.h"
+#include "onnx_scan.h"
 #include "onnx_seq.h"
 #include "strval.h"
 
@@ -93,9 +94,9 @@ typedef struct loader {
     uint32_t float_cap;
 } loader;
 
-#define MAX_DEPTH 64
+#define MAX_DEPTH MP__ONNX_MAX_NESTING
 
-static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub);
+static mp_status build_graph(loader *top, const Onnx__GraphProto *gp);
 static mp_status finish_top(loader *L, const Onnx__GraphProto *gp);
 
 static mp_status dtype_of(loader *L, int32_t t, const char *what,
@@ -909,46 +910,6 @@ static mp_status constant_output(loader *L, const Onnx__NodeProto *np,
                   np->name ? np->name : "");
 }
 
-/* Builds a body (subgraph attribute) as a graph owned by L->g; the names
- * it takes from enclosing scopes are appended to (*ins)[*n_in...]. */
-static mp_status add_body(loader *L, const Onnx__GraphProto *gp,
-                          uint32_t **ins, size_t *cap_in, size_t *n_in)
-{
-    if (L->depth >= MAX_DEPTH)
-        return mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: subgraphs nested "
-                      "deeper than %d", L->src, MAX_DEPTH);
-    mp_graph *sub = NULL;
-    mp_status st = mp__grow(L->ctx, (void **)&L->g->subgraphs,
-                           sizeof *L->g->subgraphs, L->g->n_subgraphs + 1,
-                           &L->g->cap_subgraphs);
-    if (!st)
-        st = mp_graph_create(L->ctx, &sub);
-    if (st)
-        return st;
-    L->g->subgraphs[L->g->n_subgraphs++] = sub;
-    sub->onnx_opset = L->g->onnx_opset;
-    /* one string table for the whole tree (core/ops/strval.h) */
-    sub->str_root = L->g->str_root ? L->g->str_root : L->g;
-    loader S = {.ctx = L->ctx, .g = sub, .src = L->src, .opt = L->opt,
-                .depth = L->depth + 1};
-    st = build_graph(&S, gp, true);
-    for (size_t i = 0; i < S.n_outer && !st; i++) {
-        uint32_t id;
-        if ((st = mp__grow(L->ctx, (void **)ins, sizeof **ins, *n_in + 1,
-                          cap_in)))
-            break;
-        st = tensor_by_name(L, sub->tensors[S.outer[i]].name, &id);
-        bool dup = false;
-        for (size_t k = 0; k < *n_in && !st; k++)
-            if ((*ins)[k] == id)
-                dup = true;
-        if (!st && !dup)
-            (*ins)[(*n_in)++] = id;
-    }
-    mp__dealloc(L->ctx, S.outer);
-    return st;
-}
-
 static mp_status build(loader *L, const Onnx__ModelProto *m)
 {
     const Onnx__GraphProto *gp = m->graph;
@@ -963,7 +924,7 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
                   strcmp(o->domain, "ai.onnx") == 0) && o->has_version)
             L->g->onnx_opset = o->version;
     }
-    if ((st = value_names(L)) || (st = build_graph(L, gp, false)))
+    if ((st = value_names(L)) || (st = build_graph(L, gp)))
         return st;
     for (size_t i = 0; L->vused && i < L->opt->n_values; i++)
         if (!L->vused[i])
@@ -1103,8 +1064,7 @@ static void node_name(loader *L, const Onnx__NodeProto *np, size_t k,
     }
 }
 
-/* The node's inputs, then its bodies (If/Loop/Scan): built first; the
- * names they take from this scope become extra inputs of the node. */
+/* The node's inputs (its bodies come after: body_begin, body_end). */
 static mp_status node_inputs(loader *L, const Onnx__NodeProto *np,
                              node_buf *nb)
 {
@@ -1117,13 +1077,6 @@ static mp_status node_inputs(loader *L, const Onnx__NodeProto *np,
     }
     nb->n_in = np->n_input;
     nb->n_body = 0;
-    for (size_t a = 0; a < np->n_attribute && !st; a++) {
-        const Onnx__AttributeProto *at = np->attribute[a];
-        if (!at || !at->g || !at->name)
-            continue;
-        st = add_body(L, at->g, &nb->ins, &nb->cap_in, &nb->n_in);
-        nb->n_body++;
-    }
     return st;
 }
 
@@ -1176,10 +1129,9 @@ static mp_status node_attrs(loader *L, const Onnx__NodeProto *np,
     return st;
 }
 
-/* Node k of the graph: its operands, the node, its attributes, and the
- * value of a Constant's output. */
-static mp_status add_onnx_node(loader *L, const Onnx__NodeProto *np,
-                               size_t k, node_buf *nb)
+/* Node k of the graph, up to its bodies: checks, name, inputs. */
+static mp_status node_begin(loader *L, const Onnx__NodeProto *np, size_t k,
+                            node_buf *nb)
 {
     if (!np || !np->op_type || !np->op_type[0])
         return mp__err(L->ctx, MP_ERR_PARSE, "%s: node %zu has no op type",
@@ -1193,8 +1145,15 @@ static mp_status add_onnx_node(loader *L, const Onnx__NodeProto *np,
         mp__grow(L->ctx, (void **)&nb->outs, sizeof *nb->outs,
                 np->n_output + 1, &nb->cap_out))
         return MP_ERR_NOMEM;
-    mp_status st;
-    if ((st = node_inputs(L, np, nb)) || (st = node_outputs(L, np, nb)))
+    return node_inputs(L, np, nb);
+}
+
+/* Node k after its bodies: outputs, the node, its attributes, and the
+ * value of a Constant's output. */
+static mp_status node_end(loader *L, const Onnx__NodeProto *np, node_buf *nb)
+{
+    mp_status st = node_outputs(L, np, nb);
+    if (st)
         return st;
     const char *dom = np->domain ? np->domain : "";
     if (strcmp(dom, "ai.onnx") == 0)
@@ -1205,26 +1164,17 @@ static mp_status add_onnx_node(loader *L, const Onnx__NodeProto *np,
     uint32_t nid;
     st = mp_graph_add_node(L->g, &nd, &nid);
     if (st) {
-        char msg[MP__MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", mp_ctx_message(L->ctx));
-        return mp__err(L->ctx, st, "%s: %s", L->src, msg);
+        char *msg = mp__strdup(L->ctx, mp_ctx_message(L->ctx));
+        if (!msg)
+            return MP_ERR_NOMEM;
+        mp__err(L->ctx, st, "%s: %s", L->src, msg);
+        mp__dealloc(L->ctx, msg);
+        return st;
     }
     st = node_attrs(L, np, nid, nb->n_body);
     if (!st && strcmp(np->op_type, "Constant") == 0 && !dom[0] &&
         np->n_output >= 1)
         st = constant_output(L, np, nb->outs[0]);
-    return st;
-}
-
-static mp_status add_nodes(loader *L, const Onnx__GraphProto *gp)
-{
-    node_buf nb;
-    memset(&nb, 0, sizeof nb);
-    mp_status st = MP_OK;
-    for (size_t k = 0; k < gp->n_node && !st; k++)
-        st = add_onnx_node(L, gp->node[k], k, &nb);
-    mp__dealloc(L->ctx, nb.ins);
-    mp__dealloc(L->ctx, nb.outs);
     return st;
 }
 
@@ -1286,7 +1236,23 @@ static mp_status take_outer_names(loader *L)
     return MP_OK;
 }
 
-static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
+/* ---- building graphs: an explicit stack of the graphs being built ----
+ * A node's bodies (If/Loop/Scan graph attributes) are built before the
+ * node is added, since the names a body takes from enclosing scopes become
+ * extra inputs of the node. One frame per graph open, on the heap: the C
+ * stack stays flat at any nesting (the scan, onnx_scan.c, bounds it to
+ * MAX_DEPTH). */
+typedef struct bframe {
+    loader *L;  /* the graph being built: the caller's, or sub */
+    loader sub; /* a body's loader */
+    const Onnx__GraphProto *gp;
+    size_t k, a; /* the node being added, its next attribute */
+    node_buf nb;
+    bool in_node;
+} bframe;
+
+/* The part of a graph before its nodes. */
+static mp_status graph_begin(loader *L, const Onnx__GraphProto *gp, bool sub)
 {
     mp_status st;
     if (gp->name && gp->name[0] && (st = mp_graph_set_name(L->g, gp->name)))
@@ -1296,9 +1262,132 @@ static mp_status build_graph(loader *L, const Onnx__GraphProto *gp, bool sub)
     if ((!L->opt || L->opt->declared_shapes) &&
         (st = add_declared_shapes(L, gp)))
         return st;
-    if ((st = add_nodes(L, gp)) || (st = mark_graph_outputs(L, gp, sub)))
+    return MP_OK;
+}
+
+/* The part of a graph after its nodes. */
+static mp_status graph_end(loader *L, const Onnx__GraphProto *gp, bool sub)
+{
+    mp_status st = mark_graph_outputs(L, gp, sub);
+    return st ? st : sub ? take_outer_names(L) : MP_OK;
+}
+
+/* A body of the node of frame f (graph attribute gp) as a graph owned by
+ * f's graph, to be built in frame c. */
+static mp_status body_begin(bframe *f, bframe *c, const Onnx__GraphProto *gp)
+{
+    loader *L = f->L;
+    memset(c, 0, sizeof *c);
+    if (L->depth >= MAX_DEPTH)
+        return mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: subgraphs nested "
+                      "deeper than %d", L->src, MAX_DEPTH);
+    mp_graph *sub = NULL;
+    mp_status st = mp__grow(L->ctx, (void **)&L->g->subgraphs,
+                           sizeof *L->g->subgraphs, L->g->n_subgraphs + 1,
+                           &L->g->cap_subgraphs);
+    if (!st)
+        st = mp_graph_create(L->ctx, &sub);
+    if (st)
         return st;
-    return sub ? take_outer_names(L) : MP_OK;
+    L->g->subgraphs[L->g->n_subgraphs++] = sub;
+    sub->onnx_opset = L->g->onnx_opset;
+    /* one string table for the whole tree (core/ops/strval.h) */
+    sub->str_root = L->g->str_root ? L->g->str_root : L->g;
+    c->sub = (loader){.ctx = L->ctx, .g = sub, .src = L->src, .opt = L->opt,
+                      .depth = L->depth + 1};
+    c->L = &c->sub;
+    c->gp = gp;
+    return graph_begin(c->L, gp, true);
+}
+
+/* The body built in frame c: the names it takes from enclosing scopes
+ * become extra inputs of f's node. */
+static mp_status body_end(bframe *f, bframe *c)
+{
+    loader *L = f->L, *S = c->L;
+    node_buf *nb = &f->nb;
+    mp_status st = MP_OK;
+    for (size_t i = 0; i < S->n_outer && !st; i++) {
+        uint32_t id;
+        if ((st = mp__grow(L->ctx, (void **)&nb->ins, sizeof *nb->ins,
+                          nb->n_in + 1, &nb->cap_in)))
+            break;
+        st = tensor_by_name(L, S->g->tensors[S->outer[i]].name, &id);
+        bool dup = false;
+        for (size_t k = 0; k < nb->n_in && !st; k++)
+            if (nb->ins[k] == id)
+                dup = true;
+        if (!st && !dup)
+            nb->ins[nb->n_in++] = id;
+    }
+    nb->n_body++;
+    return st;
+}
+
+static void frame_free(bframe *f)
+{
+    if (!f->L)
+        return;
+    mp_ctx *ctx = f->L->ctx;
+    mp__dealloc(ctx, f->nb.ins);
+    mp__dealloc(ctx, f->nb.outs);
+    if (f->L == &f->sub)
+        mp__dealloc(ctx, f->sub.outer);
+    memset(f, 0, sizeof *f);
+}
+
+/* The graph gp into top->g, with its bodies. */
+static mp_status build_graph(loader *top, const Onnx__GraphProto *gp)
+{
+    bframe *fs = mp__calloc(top->ctx, MAX_DEPTH + 1, sizeof *fs);
+    if (!fs)
+        return MP_ERR_NOMEM;
+    size_t n = 1;
+    fs[0].L = top;
+    fs[0].gp = gp;
+    mp_status st = graph_begin(top, gp, false);
+    while (!st && n) {
+        bframe *f = &fs[n - 1];
+        const Onnx__GraphProto *g = f->gp;
+        if (!f->in_node) {
+            if (f->k == g->n_node) { /* the graph is complete */
+                st = graph_end(f->L, g, n > 1);
+                if (!st && n > 1)
+                    st = body_end(&fs[n - 2], f);
+                if (!st && n > 1)
+                    fs[n - 2].a++;
+                frame_free(f);
+                n--;
+                continue;
+            }
+            st = node_begin(f->L, g->node[f->k], f->k, &f->nb);
+            f->in_node = true;
+            f->a = 0;
+            continue;
+        }
+        const Onnx__NodeProto *np = g->node[f->k];
+        while (f->a < np->n_attribute &&
+               (!np->attribute[f->a] || !np->attribute[f->a]->g ||
+                !np->attribute[f->a]->name))
+            f->a++;
+        if (f->a < np->n_attribute) { /* a body: built in a new frame */
+            if (n > MAX_DEPTH) {
+                st = mp__err(top->ctx, MP_ERR_UNSUPPORTED, "%s: subgraphs "
+                            "nested deeper than %d", top->src, MAX_DEPTH);
+                break;
+            }
+            st = body_begin(f, &fs[n], np->attribute[f->a]->g);
+            n++;
+            continue;
+        }
+        st = node_end(f->L, np, &f->nb);
+        f->in_node = false;
+        f->k++;
+    }
+    while (n)
+        frame_free(&fs[--n]);
+    mp__dealloc(top->ctx, fs);
+    return st;
 }
 
 /* ---- dim bindings: each must name something of the model --------------- */
@@ -1639,6 +1728,11 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
                 return mp__err(ctx, MP_ERR_INVALID_ARG,
                               "dim binding %zu: needs a name and a value "
                               ">= 0", i);
+    /* nesting and names first: unpacking recurses once per nested message
+     * and cuts strings at a NUL */
+    mp_status scan = mp__onnx_scan_model(ctx, data, len, src);
+    if (scan)
+        return scan;
     ProtobufCAllocator pa = {pb_alloc, pb_free, ctx};
     Onnx__ModelProto *m =
         onnx__model_proto__unpack(&pa, len, (const uint8_t *)data);

@@ -4,6 +4,7 @@
 #ifdef MP_WITH_ONNX
 
 #include "onnx_seq.h"
+#include "onnx_wire.h"
 
 #include <string.h>
 
@@ -71,75 +72,6 @@ mp_status mp__onnx_seq_of_type(mp_ctx *ctx, const Onnx__TypeProto *tp,
     return *out ? MP_OK : (ctx->status ? ctx->status : MP_ERR_NOMEM);
 }
 
-/* ---- protobuf wire format ------------------------------------------------ */
-typedef struct wire {
-    const uint8_t *p;
-    size_t len, pos;
-} wire;
-
-static bool varint(wire *w, uint64_t *v)
-{
-    *v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (w->pos >= w->len)
-            return false;
-        uint8_t b = w->p[w->pos++];
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return true;
-    }
-    return false;
-}
-
-/* The next field: number, and for length-delimited ones the bytes (other
- * wire types are skipped: *data NULL). False at the end or on bad input
- * (*bad set). */
-static bool next_field(wire *w, uint32_t *field, const uint8_t **data,
-                       size_t *dlen, bool *bad)
-{
-    *bad = false;
-    if (w->pos >= w->len)
-        return false;
-    uint64_t key, v;
-    if (!varint(w, &key) || key >> 3 == 0 || key >> 3 > UINT32_MAX) {
-        *bad = true;
-        return false;
-    }
-    *field = (uint32_t)(key >> 3);
-    *data = NULL;
-    *dlen = 0;
-    switch (key & 7) {
-    case 0:
-        if (!varint(w, &v))
-            *bad = true;
-        break;
-    case 1:
-        if (w->len - w->pos < 8)
-            *bad = true;
-        else
-            w->pos += 8;
-        break;
-    case 5:
-        if (w->len - w->pos < 4)
-            *bad = true;
-        else
-            w->pos += 4;
-        break;
-    case 2:
-        if (!varint(w, &v) || v > w->len - w->pos) {
-            *bad = true;
-            break;
-        }
-        *data = w->p + w->pos;
-        *dlen = (size_t)v;
-        w->pos += (size_t)v;
-        break;
-    default:
-        *bad = true;
-    }
-    return !*bad;
-}
-
 static void *ctx_alloc(void *c, size_t size)
 {
     return mp__alloc((mp_ctx *)c, size ? size : 1);
@@ -173,12 +105,13 @@ static bool tensor_type_of(mp_ctx *ctx, const uint8_t *data, size_t len,
 static mp_status seq_of_sequence_pb(mp_ctx *ctx, const uint8_t *p, size_t len,
                                     int type, const char *what, mp__seq **out)
 {
-    wire w = {p, len, 0};
+    mp__wire w = {p, len, 0};
     uint32_t f, cnt = 0;
     const uint8_t *d;
     size_t dl;
+    unsigned wt;
     bool bad;
-    while (next_field(&w, &f, &d, &dl, &bad))
+    while (mp__wire_next(&w, &f, &wt, &d, &dl, &bad))
         if (f == 3 && d)
             cnt++;
         else if (f == 5 || f == 6 || f == 7 || (f == 4 && d))
@@ -194,7 +127,7 @@ static mp_status seq_of_sequence_pb(mp_ctx *ctx, const uint8_t *p, size_t len,
     s->present = 1;
     w.pos = 0;
     uint32_t i = 0;
-    while (next_field(&w, &f, &d, &dl, &bad)) {
+    while (mp__wire_next(&w, &f, &wt, &d, &dl, &bad)) {
         if (f != 3 || !d)
             continue;
         uint8_t dt = 0;
@@ -217,12 +150,13 @@ mp_status mp__onnx_seq_of_pb(mp_ctx *ctx, const void *data, size_t len,
     if (!optional)
         return seq_of_sequence_pb(ctx, data, len, MP__SEQ_SEQUENCE, what, out);
     /* OptionalProto: tensor_value (3) or sequence_value (5), or none */
-    wire w = {data, len, 0};
+    mp__wire w = {data, len, 0};
     uint32_t f;
     const uint8_t *d;
     size_t dl;
+    unsigned wt;
     bool bad;
-    while (next_field(&w, &f, &d, &dl, &bad)) {
+    while (mp__wire_next(&w, &f, &wt, &d, &dl, &bad)) {
         if (f == 3 && d) {
             mp__seq *s = mp__seq_new(ctx, MP__SEQ_OPTIONAL, 0, 1);
             if (!s)
