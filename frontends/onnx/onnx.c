@@ -272,6 +272,90 @@ static int64_t tensor_count(const Onnx__TensorProto *t)
     return (int64_t)c;
 }
 
+/* "[2,3]" (unknown dims as ?) */
+static const char *dims_str(char *buf, size_t cap, int rank,
+                            const int64_t *dims)
+{
+    size_t n = 0;
+    int w = snprintf(buf, cap, "[");
+    for (int i = 0; w > 0 && (n += (size_t)w) < cap && i < rank; i++)
+        w = dims[i] < 0 ? snprintf(buf + n, cap - n, "%s?", i ? "," : "")
+                        : snprintf(buf + n, cap - n, "%s%lld", i ? "," : "",
+                                   (long long)dims[i]);
+    if (w > 0 && (n += (size_t)w) < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* A TensorProto's data against its dims: raw_data of exactly the bytes
+ * the dims need, or a typed field (float_data, int64_data, ...) of
+ * exactly as many values; none at all is a tensor given by its shape
+ * only. External data is never opened, so never checked. what names the
+ * tensor ("initializer 'w'"). */
+static mp_status check_tensor_data(loader *L, const Onnx__TensorProto *t,
+                                   const char *what)
+{
+    if (t->has_data_location &&
+        t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return MP_OK;
+    int64_t cnt = tensor_count(t);
+    int dt = t->has_data_type ? t->data_type : 0;
+    unsigned bits = dt == MP_DTYPE_STRING ? 0 : mp_dtype_bits((mp_dtype)dt);
+    if (cnt < 0 || !bits) /* an overflow, a string, an unknown dtype:
+                             reported elsewhere or not held as bytes */
+        return MP_OK;
+    char ds[200];
+    dims_str(ds, sizeof ds, (int)(t->n_dims < MP_MAX_RANK ? t->n_dims
+                                                          : MP_MAX_RANK),
+             t->dims);
+    uint64_t need;
+    if (t->has_raw_data) {
+        if (!mp__mul_u64((uint64_t)cnt, bits, &need) ||
+            !mp__add_u64(need, 7, &need))
+            return MP_OK; /* the size overflows: reported as such */
+        need /= 8;
+        if (t->raw_data.len != need)
+            return mp__err(L->ctx, MP_ERR_CORRUPT, "%s: %s: raw_data holds "
+                          "%zu bytes, but its dims %s of %s need %llu",
+                          L->src, what, t->raw_data.len, ds,
+                          mp_dtype_name((mp_dtype)dt),
+                          (unsigned long long)need);
+        return MP_OK;
+    }
+    size_t have;
+    const char *field;
+    need = (uint64_t)cnt;
+    switch (dt) {
+    case MP_DTYPE_FLOAT32: case MP_DTYPE_COMPLEX64:
+        have = t->n_float_data, field = "float_data";
+        break;
+    case MP_DTYPE_INT32: case MP_DTYPE_INT16: case MP_DTYPE_INT8:
+    case MP_DTYPE_UINT16: case MP_DTYPE_UINT8: case MP_DTYPE_BOOL:
+    case MP_DTYPE_FLOAT16: case MP_DTYPE_BFLOAT16:
+        have = t->n_int32_data, field = "int32_data";
+        break;
+    case MP_DTYPE_INT64:
+        have = t->n_int64_data, field = "int64_data";
+        break;
+    case MP_DTYPE_FLOAT64: case MP_DTYPE_COMPLEX128:
+        have = t->n_double_data, field = "double_data";
+        break;
+    case MP_DTYPE_UINT32: case MP_DTYPE_UINT64:
+        have = t->n_uint64_data, field = "uint64_data";
+        break;
+    default: /* 8-, 4- and 2-bit floats and integers: packing varies */
+        return MP_OK;
+    }
+    if (dt == MP_DTYPE_COMPLEX64 || dt == MP_DTYPE_COMPLEX128)
+        need *= 2; /* real and imaginary parts; cnt < 2^63 */
+    if (have && have != need)
+        return mp__err(L->ctx, MP_ERR_CORRUPT, "%s: %s: %s holds %zu values, "
+                      "but its dims %s of %s need %llu", L->src, what, field,
+                      have, ds, mp_dtype_name((mp_dtype)dt),
+                      (unsigned long long)need);
+    return MP_OK;
+}
+
 /* Adds a tensor from a TensorProto (initializer or Constant value);
  * *id gets its id. kind: weight or activation (Constant's output). */
 static mp_status add_proto_tensor(loader *L, const char *name,
@@ -293,6 +377,8 @@ static mp_status add_proto_tensor(loader *L, const char *name,
         if (t->dims[i] < 0)
             return mp__err(L->ctx, MP_ERR_BAD_DIM, "%s: %s has negative "
                           "dim %lld", L->src, what, (long long)t->dims[i]);
+    if ((st = check_tensor_data(L, t, what)))
+        return st;
     uint32_t tid = existing;
     if (tid == MP_NONE) {
         mp_tensor_desc d = {name, dt, (int)t->n_dims, t->dims, 0, kind};
@@ -687,6 +773,10 @@ static mp_status add_attr_tensor(loader *L, uint32_t node, const char *name,
 {
     char key[256];
     mp_status st;
+    snprintf(key, sizeof key, "node '%s' attribute '%s'",
+             L->g->nodes[node].name, name);
+    if ((st = check_tensor_data(L, t, key)))
+        return st;
     snprintf(key, sizeof key, "%s.dtype", name);
     if ((st = mp_graph_set_attr_int(L->g, node, key,
                                     t->has_data_type ? t->data_type : 0)))
@@ -741,6 +831,15 @@ static mp_status add_attrs(loader *L, uint32_t node,
             st = mp_graph_set_attr_int(L->g, node, a->name, a->i);
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+            if (a->s.len && memchr(a->s.data, 0, a->s.len))
+                return mp__err(L->ctx, MP_ERR_UNSUPPORTED, "%s: node '%s' "
+                              "attribute '%s': the string holds a NUL byte "
+                              "(at %zu), which memplan cannot keep in a "
+                              "string attribute", L->src,
+                              L->g->nodes[node].name, a->name,
+                              (size_t)((const uint8_t *)memchr(a->s.data, 0,
+                                                               a->s.len) -
+                                       a->s.data));
             char *s = mp__alloc(L->ctx, a->s.len + 1);
             if (!s)
                 return MP_ERR_NOMEM;
@@ -917,9 +1016,19 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
     if (!gp)
         return mp__err(L->ctx, MP_ERR_PARSE, "%s: the ONNX model has no graph",
                       L->src);
+    if (m->has_ir_version && m->ir_version < 0)
+        return mp__err(L->ctx, MP_ERR_CORRUPT, "%s: the model's ir_version "
+                      "is negative (%lld)", L->src,
+                      (long long)m->ir_version);
     L->g->onnx_opset = m->n_opset_import ? 0 : 1;
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (o && o->has_version && o->version < 0)
+            return mp__err(L->ctx, MP_ERR_CORRUPT, "%s: opset_import %zu "
+                          "(domain '%s') has a negative version (%lld)",
+                          L->src, i,
+                          o->domain && o->domain[0] ? o->domain : "ai.onnx",
+                          (long long)o->version);
         if (o && (!o->domain || !o->domain[0] ||
                   strcmp(o->domain, "ai.onnx") == 0) && o->has_version)
             L->g->onnx_opset = o->version;
@@ -954,6 +1063,73 @@ static mp_status add_initializers(loader *L, const Onnx__GraphProto *gp)
     return MP_OK;
 }
 
+/* Graph input i names tensor id, which exists already: an initializer
+ * (IR < 4 lists them as inputs too), whose dtype and dims its declared
+ * type must match, or an earlier graph input of the same name. */
+static mp_status input_again(loader *L, const Onnx__GraphProto *gp, size_t i,
+                             uint32_t id)
+{
+    const Onnx__ValueInfoProto *v = gp->input[i];
+    const mp__tensor *t = &L->g->tensors[id];
+    int64_t dims[MP_MAX_RANK];
+    mp_dtype dt;
+    int rank;
+    bool unbound;
+    const char *sym = NULL;
+    size_t sd = 0, first = 0;
+    char a[200], b[200];
+    if (t->declared_kind != MP_KIND_WEIGHT) {
+        while (first < i && strcmp(gp->input[first]->name, v->name) != 0)
+            first++;
+        mp_dtype dt0;
+        int rank0;
+        int64_t dims0[MP_MAX_RANK];
+        mp_status st = type_shape(L, v->name, gp->input[first]->type, &dt0,
+                                  &rank0, dims0, &unbound, &sym, &sd);
+        if (!st)
+            st = type_shape(L, v->name, v->type, &dt, &rank, dims, &unbound,
+                            &sym, &sd);
+        if (st)
+            return st;
+        bool same = dt == dt0 && rank == rank0 &&
+                    memcmp(dims, dims0, (size_t)(rank > 0 ? rank : 0) *
+                                            sizeof *dims) == 0;
+        return mp__err(L->ctx, MP_ERR_DUPLICATE, "%s: graph input '%s' is "
+                      "listed twice (inputs %zu and %zu)%s%s%s%s%s", L->src,
+                      v->name, first, i, same ? "" : ", as ",
+                      same ? "" : rank0 < 0 ? "unknown shape"
+                                            : dims_str(a, sizeof a, rank0,
+                                                       dims0),
+                      same ? "" : " and as ",
+                      same ? "" : rank < 0 ? "unknown shape"
+                                           : dims_str(b, sizeof b, rank,
+                                                      dims),
+                      same ? "" : dt != dt0 ? " (and data types differ)"
+                                            : "");
+    }
+    /* an initializer: its dims are fixed; bindings of a weight are
+     * refused later (check_bindings) */
+    mp_status st = type_shape(L, v->name, v->type, &dt, &rank, dims,
+                              &unbound, &sym, &sd);
+    if (st)
+        return st;
+    if (dt != MP_DTYPE_UNDEFINED && t->dtype != MP_DTYPE_UNDEFINED &&
+        dt != t->dtype)
+        return mp__err(L->ctx, MP_ERR_DUPLICATE, "%s: initializer '%s' is "
+                      "%s, but graph input '%s' (input %zu) declares %s",
+                      L->src, v->name, mp_dtype_name((mp_dtype)t->dtype),
+                      v->name, i, mp_dtype_name(dt));
+    bool differ = rank >= 0 && t->rank >= 0 && rank != t->rank;
+    for (int k = 0; !differ && rank >= 0 && k < rank; k++)
+        differ = dims[k] >= 0 && dims[k] != t->dims[k];
+    if (differ)
+        return mp__err(L->ctx, MP_ERR_DUPLICATE, "%s: initializer '%s' has "
+                      "dims %s, but graph input '%s' (input %zu) declares %s",
+                      L->src, v->name, dims_str(a, sizeof a, t->rank, t->dims),
+                      v->name, i, dims_str(b, sizeof b, rank, dims));
+    return MP_OK;
+}
+
 /* graph inputs that are not initializers (a body's, in order, are its
  * sub_inputs) */
 static mp_status add_graph_inputs(loader *L, const Onnx__GraphProto *gp,
@@ -978,7 +1154,10 @@ static mp_status add_graph_inputs(loader *L, const Onnx__GraphProto *gp,
             if (sub) /* a name given twice */
                 return mp__err(L->ctx, MP_ERR_DUPLICATE, "%s: subgraph "
                               "input '%s' is given twice", L->src, v->name);
-            continue; /* IR < 4: an initializer listed as input */
+            /* IR < 4: an initializer listed as input, which must agree */
+            if ((st = input_again(L, gp, i, id)))
+                return st;
+            continue;
         }
         mp_dtype dt;
         int rank;
