@@ -272,18 +272,22 @@ static int64_t tensor_count(const Onnx__TensorProto *t)
     return (int64_t)c;
 }
 
-/* "[2,3]" (unknown dims as ?) */
+/* "[2,3]" (unknown dims as ?), cut short to fit cap */
 static const char *dims_str(char *buf, size_t cap, int rank,
                             const int64_t *dims)
 {
     size_t n = 0;
-    int w = snprintf(buf, cap, "[");
-    for (int i = 0; w > 0 && (n += (size_t)w) < cap && i < rank; i++)
-        w = dims[i] < 0 ? snprintf(buf + n, cap - n, "%s?", i ? "," : "")
-                        : snprintf(buf + n, cap - n, "%s%lld", i ? "," : "",
-                                   (long long)dims[i]);
-    if (w > 0 && (n += (size_t)w) < cap)
-        snprintf(buf + n, cap - n, "]");
+    buf[0] = '\0';
+    for (int i = 0; i <= rank && n < cap; i++) {
+        int w = i == rank  ? snprintf(buf + n, cap - n, "%s]", i ? "" : "[")
+                : dims[i] < 0 ? snprintf(buf + n, cap - n, "%s?",
+                                         i ? "," : "[")
+                              : snprintf(buf + n, cap - n, "%s%lld",
+                                         i ? "," : "[", (long long)dims[i]);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
     return buf;
 }
 
