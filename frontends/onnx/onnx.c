@@ -294,13 +294,14 @@ static const char *dims_str(char *buf, size_t cap, int rank,
 /* A TensorProto's data against its dims: raw_data of exactly the bytes
  * the dims need, or a typed field (float_data, int64_data, ...) of
  * exactly as many values; none at all is a tensor given by its shape
- * only. External data is never opened, so never checked. what names the
- * tensor ("initializer 'w'"). */
+ * only. External data is never opened, so never checked, nor is a
+ * segment (part of a tensor). what names the tensor ("tensor 'w'"). */
 static mp_status check_tensor_data(loader *L, const Onnx__TensorProto *t,
                                    const char *what)
 {
-    if (t->has_data_location &&
-        t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    if ((t->has_data_location &&
+         t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+        t->segment) /* a segment holds part of the tensor */
         return MP_OK;
     int64_t cnt = tensor_count(t);
     int dt = t->has_data_type ? t->data_type : 0;
