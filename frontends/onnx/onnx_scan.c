@@ -119,7 +119,8 @@ static const fdesc *field_of(int type, uint32_t number)
     return NULL;
 }
 
-/* Length of the valid UTF-8 prefix of s (n: all of it). */
+/* Length of the valid UTF-8 prefix of s (n: all of it). A field is
+ * length-delimited, not NUL-terminated as core's mp__utf8_next reads. */
 static size_t utf8_valid(const uint8_t *s, size_t n)
 {
     size_t i = 0;
