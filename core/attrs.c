@@ -104,7 +104,7 @@ static mp_status attr_commit(mp_graph *g, uint32_t node)
 mp_status mp_graph_set_attr_int(mp_graph *g, uint32_t node, const char *name,
                                 int64_t v)
 {
-    mp__attr *a;
+    mp__attr *a = NULL;
     mp_status st = attr_slot(g, node, name, &a);
     if (st)
         return st;
@@ -116,7 +116,7 @@ mp_status mp_graph_set_attr_int(mp_graph *g, uint32_t node, const char *name,
 mp_status mp_graph_set_attr_float(mp_graph *g, uint32_t node,
                                   const char *name, double v)
 {
-    mp__attr *a;
+    mp__attr *a = NULL;
     mp_status st = attr_slot(g, node, name, &a);
     if (st)
         return st;
@@ -130,7 +130,7 @@ mp_status mp_graph_set_attr_string(mp_graph *g, uint32_t node,
 {
     if (!v)
         return MP_ERR_INVALID_ARG;
-    mp__attr *a;
+    mp__attr *a = NULL;
     mp_status st = attr_slot(g, node, name, &a);
     if (st)
         return st;
@@ -149,7 +149,7 @@ static mp_status set_array(mp_graph *g, uint32_t node, const char *name,
 {
     if (n && !v)
         return MP_ERR_INVALID_ARG;
-    mp__attr *a;
+    mp__attr *a = NULL;
     mp_status st = attr_slot(g, node, name, &a);
     if (st)
         return st;

@@ -388,6 +388,17 @@ static void test_dup_keys(void)
                         "ok", &g),
                     MP_OK);
     mp_graph_destroy(g);
+    /* empty objects where keys are checked (the first one before any key
+     * was kept: the key list was still NULL) */
+    g = NULL;
+    CU_ASSERT_EQUAL(mp_graph_load_json_string(
+                        ctx,
+                        "{\"metadata\": {}, \"x-e\": {\"x-f\": {}}, "
+                        "\"format\": \"memplan-graph\", \"version\": 1, "
+                        "\"tensors\": [], \"nodes\": [], \"outputs\": []}",
+                        "empty", &g),
+                    MP_OK);
+    mp_graph_destroy(g);
     /* many objects with the same free keys, then a duplicate: in the
      * last tensor, and at the top level around the tensors (the keys of
      * an object are dropped when it ends, the top level's kept) */
@@ -538,7 +549,37 @@ static void test_json_writer(void)
 }
 
 /* A graph whose names hold what DOT, JSON and a terminal cannot take as
- * they are: a trailing backslash, an escape sequence, invalid UTF-8. */
+ * they are: a trailing backslash, an escape sequence, invalid UTF-8. The
+ * JSON reader refuses bytes that are not UTF-8, so it is built through
+ * the API, which takes names as they come. */
+static void load_nasty(mp_ctx *ctx, mp_graph **g, mp_plan **p)
+{
+    static const char *const names[3] = {"a\\", "b\x1b[31m", "c\xff"};
+    static const mp_tensor_kind kinds[3] = {MP_KIND_INPUT, MP_KIND_ACTIVATION,
+                                            MP_KIND_OUTPUT};
+    int64_t dims[1] = {64};
+    uint32_t t[3], n;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, g) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_set_name(*g, "g\\") == MP_OK);
+    for (int i = 0; i < 3; i++) {
+        mp_tensor_desc d = {names[i], MP_DTYPE_FLOAT32, 1, dims, 0, kinds[i]};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(*g, &d, &t[i]) == MP_OK);
+    }
+    mp_node_desc n0 = {"n\\", "Relu", NULL, &t[0], 1, &t[1], 1,
+                       MP_PHASE_FORWARD};
+    mp_node_desc n1 = {"m\xff", "Relu", NULL, &t[1], 1, &t[2], 1,
+                       MP_PHASE_FORWARD};
+    CU_ASSERT_FATAL(mp_graph_add_node(*g, &n0, &n) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_add_node(*g, &n1, &n) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_mark_output(*g, t[2]) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(*g) == MP_OK);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    CU_ASSERT_FATAL(mp_plan_create(*g, &o, p) == MP_OK);
+}
+
+/* The same names in a JSON graph for the command, UTF-8 but for the
+ * escapes the terminal must not get raw */
 static const char nasty_text[] =
     "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"g\\\\\",\n"
     " \"tensors\": [\n"
@@ -546,14 +587,14 @@ static const char nasty_text[] =
     "\"kind\": \"input\"},\n"
     "  {\"name\": \"b\\u001b[31m\", \"dtype\": \"float32\", \"shape\": [64], "
     "\"kind\": \"activation\"},\n"
-    "  {\"name\": \"c\xff\", \"dtype\": \"float32\", \"shape\": [64], "
+    "  {\"name\": \"c\\u0085\", \"dtype\": \"float32\", \"shape\": [64], "
     "\"kind\": \"output\"}],\n"
     " \"nodes\": [\n"
     "  {\"name\": \"n\\\\\", \"op\": \"Relu\", \"inputs\": [\"a\\\\\"], "
     "\"outputs\": [\"b\\u001b[31m\"]},\n"
-    "  {\"name\": \"m\xff\", \"op\": \"Relu\", \"inputs\": [\"b\\u001b[31m\"], "
-    "\"outputs\": [\"c\xff\"]}],\n"
-    " \"outputs\": [\"c\xff\"]}\n";
+    "  {\"name\": \"m\", \"op\": \"Relu\", \"inputs\": [\"b\\u001b[31m\"], "
+    "\"outputs\": [\"c\\u0085\"]}],\n"
+    " \"outputs\": [\"c\\u0085\"]}\n";
 
 /* DOT: a backslash doubled (a lone one escaped the closing quote and
  * swallowed the next statement), control characters as '?', invalid
@@ -568,7 +609,7 @@ static void test_dot_escaping(void)
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL;
     mp_plan *p = NULL;
-    load_plan(ctx, nasty_text, &g, &p);
+    load_nasty(ctx, &g, &p);
     char path[128];
     path_in(path, sizeof path, "g.dot");
     mp_dot_options o;
@@ -625,7 +666,7 @@ static void test_json_names(void)
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL;
     mp_plan *p = NULL;
-    load_plan(ctx, nasty_text, &g, &p);
+    load_nasty(ctx, &g, &p);
     char *pj = NULL, *gj = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_plan_to_json_string(p, &pj), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_to_json_string(g, &gj), MP_OK);
@@ -857,7 +898,8 @@ static void test_cli_text(void)
     CU_ASSERT_PTR_NULL(strchr(cli_out, '\xff'));
     CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "b\\x1b[31m"));
     CU_ASSERT_EQUAL(cli("shapes n.json"), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "c\\xff "));
+    /* U+0085, a C1 control, as its bytes */
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "c\\xc2\\x85 "));
     CU_ASSERT_PTR_NULL(strchr(cli_out, '\x1b'));
     CU_ASSERT_EQUAL(cli("plan n.json --json"), 0);
     CU_ASSERT(mp__utf8_valid(cli_out));
@@ -871,6 +913,15 @@ static void test_cli_text(void)
     CU_ASSERT_NOT_EQUAL(cli("plan e.json"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "q\\x1b[2J"));
     CU_ASSERT_PTR_NULL(strchr(cli_out, '\x1b'));
+    /* bytes that are not UTF-8 in a JSON string: refused where they are */
+    write_text(path, "{\"format\": \"memplan-graph\", \"version\": 1, "
+                     "\"tensors\": [{\"name\": \"x\xff\", \"dtype\": "
+                     "\"float32\", \"shape\": [4], \"kind\": \"input\"}], "
+                     "\"nodes\": [], \"outputs\": []}");
+    CU_ASSERT_EQUAL(cli("plan e.json"), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "e.json:1:66: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "bytes that are not UTF-8"));
+    CU_ASSERT_PTR_NULL(strchr(cli_out, '\xff'));
     remove_dir();
 }
 

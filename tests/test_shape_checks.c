@@ -453,6 +453,15 @@ static const check_case cases[] = {
     {"NonMaxSuppression center_point_box", X("[1,4,4]") B("s", "[1,1,4]"),
      N("NonMaxSuppression", "['x','s']", "'center_point_box':2"),
      MP_ERR_SHAPE, "attribute 'center_point_box' = 2: must be 0 or 1"},
+    /* ---- bytes declared for an output whose shape is inferred ---- */
+    {"declared bytes disagree with the inferred shape",
+     X("[4]") ",{'name':'y','dtype':'float32','bytes':100}",
+     N("Relu", "['x']", ""), MP_ERR_SHAPE,
+     "node 'n' (op Relu): output 'y' is declared with 100 bytes, but its "
+     "inferred dtype and shape give 16 bytes"},
+    {"declared bytes agree with the inferred shape",
+     X("[4]") ",{'name':'y','dtype':'float32','bytes':16}",
+     N("Relu", "['x']", ""), MP_OK, NULL},
     {"Unsqueeze to rank 17", X("[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
      N("Unsqueeze", "['x']", "'axes':[0]"), MP_ERR_BAD_DIM,
      "rank 17 above 16"},

@@ -1077,7 +1077,7 @@ MP__SHAPE_FN(mp__shape_depth_to_space)
     const mp__node *n = &g->nodes[node];
     mp__shape in, out = {.rank = -1};
     mp__in_shape(g, n, 0, &in);
-    int64_t b, bb;
+    int64_t b = 0, bb;
     static const char *const modes[] = {"DCR", "CRD", NULL};
     mp_status st = block_check(g, node, &in, &b);
     if (!st)
@@ -1111,7 +1111,7 @@ MP__SHAPE_FN(mp__shape_space_to_depth)
     const mp__node *n = &g->nodes[node];
     mp__shape in, out = {.rank = -1};
     mp__in_shape(g, n, 0, &in);
-    int64_t b, bb;
+    int64_t b = 0, bb;
     mp_status st = block_check(g, node, &in, &b);
     if (st)
         return st;

@@ -154,12 +154,21 @@ mp_status mp__out_set(mp_graph *g, uint32_t node, uint32_t o, int dtype,
                     t->dims[i] = s->d[i];
         }
     }
-    if (!(t->flags & MP__TF_SIZE_KNOWN) && mp__tensor_shape_known(t) &&
-        mp_dtype_bits((mp_dtype)t->dtype)) {
+    if (mp__tensor_shape_known(t) && mp_dtype_bits((mp_dtype)t->dtype) &&
+        (!(t->flags & MP__TF_SIZE_KNOWN) ||
+         ((t->flags & MP__TF_BYTES_GIVEN) && !t->seq))) {
         uint64_t b;
         mp_status st = mp__tensor_bytes_from_shape(g->ctx, t, &b);
         if (st)
             return st;
+        /* bytes declared for an output whose shape is then inferred: the
+         * two must agree, or the plan would size it by the declaration */
+        if ((t->flags & MP__TF_SIZE_KNOWN) && b != t->bytes)
+            return mp__node_err(g, node, "output '%s' is declared with "
+                                "%llu bytes, but its inferred dtype and "
+                                "shape give %llu bytes", t->name,
+                                (unsigned long long)t->bytes,
+                                (unsigned long long)b);
         t->bytes = b;
         t->flags |= MP__TF_SIZE_KNOWN;
     }

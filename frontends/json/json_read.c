@@ -277,6 +277,8 @@ static mp_status tok_fail(mp__jr *r, const char *expected)
         {MP__JTOK_SURROGATE, true,
          "syntax error: unpaired surrogate in a \\u escape"},
         {MP__JTOK_NUL, true, "\\u0000 is not allowed in a string"},
+        {MP__JTOK_UTF8, false,
+         "syntax error: a string holds bytes that are not UTF-8"},
         {MP__JTOK_LEADING_ZERO, false,
          "syntax error: leading zero in a number"}};
     const mp__jtok *k = &r->k;
@@ -508,6 +510,8 @@ static int ukey_cmp(const void *pa, const void *pb)
  * "duplicate key" at its second place (the first such in the text). */
 static mp_status unique_check(mp__jr *r, uniq *u, size_t kstart)
 {
+    if (u->nk <= kstart)
+        return MP_OK; /* no keys (u->k may still be NULL) */
     ukey *k = u->k + kstart;
     size_t n = u->nk - kstart, bad = n;
     for (size_t i = 0; i < n; i++)

@@ -77,14 +77,42 @@ static char *put_utf8(char *o, unsigned cp)
     return o;
 }
 
+/* The length (2 to 4) of the well-formed UTF-8 character of n bytes at s
+ * (its first byte >= 0x80), or 0: a stray continuation byte, an overlong
+ * form, a surrogate, beyond U+10FFFF, or cut short (RFC 3629). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0], len, min;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, min = 0x80, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, min = 0x800, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, min = 0x10000, cp = c & 0x07;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (unsigned i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000))
+        return 0;
+    return len;
+}
+
 mp_status mp__jtok_string(mp__jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
                          size_t at, size_t *out_len)
 {
     const char *t = k->t;
     size_t start = k->pos, e = k->len, p = start + 1, q = p;
-    /* fast path: no escape and no control character before the '"' */
+    /* fast path: ASCII without escapes or control characters up to the
+     * '"' */
     while (q < e && t[q] != '"' && t[q] != '\\' &&
-           (unsigned char)t[q] >= 0x20)
+           (unsigned char)t[q] >= 0x20 && (unsigned char)t[q] < 0x80)
         q++;
     if (q < e && t[q] == '"') {
         size_t n = q - p;
@@ -119,6 +147,19 @@ mp_status mp__jtok_string(mp__jtok *k, mp_ctx *ctx, char **buf, size_t *cap,
         }
         if (c < 0x20)
             return fail(k, MP__JTOK_CONTROL, p, p);
+        if (c >= 0x80) {
+            /* JSON text is UTF-8 (RFC 8259): bytes that are not would be
+             * written back changed, or not at all */
+            size_t u = utf8_len((const unsigned char *)t + p, e - p);
+            if (!u)
+                return fail(k, MP__JTOK_UTF8, p, p);
+            if (o) {
+                memcpy(o, t + p, u);
+                o += u;
+            }
+            p += u;
+            continue;
+        }
         if (c != '\\') {
             if (o)
                 *o++ = (char)c;

@@ -23,6 +23,7 @@ typedef enum mp__jtok_err {
                                at = the first bad digit (may be len) */
     MP__JTOK_SURROGATE,      /* unpaired UTF-16 surrogate: start = '\\' */
     MP__JTOK_NUL,            /* \u0000: start = its '\\' */
+    MP__JTOK_UTF8,           /* bytes that are not UTF-8 in a string: at */
     MP__JTOK_BAD_ESCAPE,     /* start = the '\\', c = the byte after it */
     MP__JTOK_NUM_DIGIT,      /* no digit at a number's start (or after its
                                '-'): start = the number, at = there */
