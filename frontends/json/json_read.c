@@ -545,7 +545,7 @@ static mp_status unique_open(mp__jr *r, uniq *u, size_t level)
 /* At the '"' of a key: decoded and kept, then the ':'. */
 static mp_status unique_key(mp__jr *r, uniq *u)
 {
-    size_t off = r->k.pos, s, n;
+    size_t off = r->k.pos, s = 0, n = 0;
     mp_status st = read_string(r, true, &s, &n);
     if (st)
         return st;
