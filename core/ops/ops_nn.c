@@ -126,6 +126,30 @@ static mp_status window_dims(mp_graph *g, uint32_t node, const mp__shape *x,
     return MP_OK;
 }
 
+/* The input (0) and weight (wi) shapes of a convolution and its group,
+ * checked: group >= 1, the input of rank >= 2 and the weight of the
+ * input's rank. */
+static mp_status conv_inputs(mp_graph *g, uint32_t node, uint32_t wi,
+                             mp__shape *x, mp__shape *w, int64_t *group)
+{
+    const mp__node *n = &g->nodes[node];
+    mp__in_shape(g, n, 0, x);
+    mp__in_shape(g, n, wi, w);
+    *group = mp__attr_int(n, "group", 1);
+    if (*group < 1)
+        return mp__node_err(g, node, "attribute 'group' = %lld: must be >= 1",
+                           (long long)*group);
+    if (x->rank >= 0 && x->rank < 2)
+        return mp__node_err(g, node, "input '%s' has rank %d: it needs at "
+                           "least 2 (N, C, spatial dims)", mp__in(g, n, 0)->name,
+                           (int)x->rank);
+    if (x->rank >= 0 && w->rank >= 0 && w->rank != x->rank)
+        return mp__node_err(g, node, "weight '%s' has rank %d, the input %d: "
+                           "they must be equal", mp__in(g, n, wi)->name,
+                           (int)w->rank, (int)x->rank);
+    return MP_OK;
+}
+
 MP__SHAPE_FN(mp__shape_conv)
 {
     const mp__node *n = &g->nodes[node];
@@ -133,20 +157,10 @@ MP__SHAPE_FN(mp__shape_conv)
     bool integer = strcmp(n->op, "ConvInteger") == 0;
     uint32_t wi = qlinear ? 3 : 1;
     mp__shape x, w, out = {.rank = -1};
-    mp__in_shape(g, n, 0, &x);
-    mp__in_shape(g, n, wi, &w);
-    int64_t group = mp__attr_int(n, "group", 1);
-    if (group < 1)
-        return mp__node_err(g, node, "attribute 'group' = %lld: must be >= 1",
-                           (long long)group);
-    if (x.rank >= 0 && x.rank < 2)
-        return mp__node_err(g, node, "input '%s' has rank %d: it needs at "
-                           "least 2 (N, C, spatial dims)", mp__in(g, n, 0)->name,
-                           (int)x.rank);
-    if (x.rank >= 0 && w.rank >= 0 && w.rank != x.rank)
-        return mp__node_err(g, node, "weight '%s' has rank %d, the input %d: "
-                           "they must be equal", mp__in(g, n, wi)->name,
-                           (int)w.rank, (int)x.rank);
+    int64_t group;
+    mp_status cst = conv_inputs(g, node, wi, &x, &w, &group);
+    if (cst)
+        return cst;
     if (x.rank >= 2 && w.rank == x.rank) {
         /* input channels = weight channels x group; M a multiple of group */
         int64_t c;
@@ -210,20 +224,10 @@ MP__SHAPE_FN(mp__shape_conv_transpose)
 {
     const mp__node *n = &g->nodes[node];
     mp__shape x, w, out = {.rank = -1};
-    mp__in_shape(g, n, 0, &x);
-    mp__in_shape(g, n, 1, &w);
-    int64_t group = mp__attr_int(n, "group", 1);
-    if (group < 1)
-        return mp__node_err(g, node, "attribute 'group' = %lld: must be >= 1",
-                           (long long)group);
-    if (x.rank >= 0 && x.rank < 2)
-        return mp__node_err(g, node, "input '%s' has rank %d: it needs at "
-                           "least 2 (N, C, spatial dims)", mp__in(g, n, 0)->name,
-                           (int)x.rank);
-    if (x.rank >= 0 && w.rank >= 0 && w.rank != x.rank)
-        return mp__node_err(g, node, "weight '%s' has rank %d, the input %d: "
-                           "they must be equal", mp__in(g, n, 1)->name,
-                           (int)w.rank, (int)x.rank);
+    int64_t group;
+    mp_status cst = conv_inputs(g, node, 1, &x, &w, &group);
+    if (cst)
+        return cst;
     if (x.rank >= 2 && w.rank == x.rank && x.d[1] >= 0 && w.d[0] >= 0 &&
         x.d[1] != w.d[0])
         return mp__node_err(g, node, "input '%s' has %lld channels, weight "
