@@ -140,6 +140,75 @@ static mp_status unique_ids(mp_ctx *ctx, const char *path,
     return st;
 }
 
+/* The header's k columns: id,lower,upper,size[,offset]. */
+static mp_status check_header(mp_ctx *ctx, const char *path,
+                              unsigned long line, const char *const *fb,
+                              const char *const *fe, int k)
+{
+    if (k < 4 || k > 5)
+        return mp__err(ctx, MP_ERR_PARSE,
+                       "%s:%lu: header must be id,lower,upper,size[,"
+                       "offset] (found %d columns)",
+                       path, line, k > 5 ? 6 : k);
+    for (int c = 0; c < k; c++) {
+        size_t fl = (size_t)(fe[c] - fb[c]);
+        if (fl != strlen(col_names[c]) ||
+            memcmp(fb[c], col_names[c], fl) != 0)
+            return mp__err(ctx, MP_ERR_PARSE,
+                           "%s:%lu: column %d of the header must be "
+                           "'%s' (found '%.*s')",
+                           path, line, c + 1, col_names[c],
+                           (int)(fl > 40 ? 40 : fl), fb[c]);
+    }
+    return MP_OK;
+}
+
+/* One row of ncol fields into *b and *id: integers, upper > lower,
+ * size > 0. */
+static mp_status parse_row(mp_ctx *ctx, const char *path, unsigned long line,
+                           const char *const *fb, const char *const *fe,
+                           int ncol, mp_buffer *b, int64_t *id)
+{
+    for (int c = 0; c < ncol; c++) {
+        int ok;
+        uint64_t u = 0;
+        switch (c) {
+        case 0: ok = parse_int(fb[c], fe[c], 1, id, NULL); break;
+        case 1: ok = parse_int(fb[c], fe[c], 1, &b->start, NULL); break;
+        case 2: ok = parse_int(fb[c], fe[c], 1, &b->end, NULL); break;
+        case 3:
+            ok = parse_int(fb[c], fe[c], 0, NULL, &u);
+            b->size = u;
+            break;
+        default:
+            ok = parse_int(fb[c], fe[c], 0, NULL, &u);
+            b->offset = u;
+            break;
+        }
+        if (!ok) {
+            size_t fl = (size_t)(fe[c] - fb[c]);
+            return mp__err(ctx, MP_ERR_PARSE,
+                        "%s:%lu: column '%s': '%.*s' is not %s", path,
+                        line, col_names[c], (int)(fl > 40 ? 40 : fl),
+                        fb[c],
+                        c == 0 || c == 1 || c == 2
+                            ? "a 64-bit integer"
+                            : "a non-negative 64-bit integer");
+        }
+    }
+    if (b->end <= b->start) {
+        return mp__err(ctx, MP_ERR_PARSE,
+                    "%s:%lu: column 'upper': %lld is not greater than "
+                    "lower %lld (intervals are [lower, upper))",
+                    path, line, (long long)b->end, (long long)b->start);
+    }
+    if (b->size == 0) {
+        return mp__err(ctx, MP_ERR_PARSE, "%s:%lu: column 'size': size is 0",
+                    path, line);
+    }
+    return MP_OK;
+}
+
 mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
                             mp_buffer **bufs_out, int64_t **ids_out,
                             size_t *n_out, int *has_offsets)
@@ -186,25 +255,8 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         }
         int k = split(p, le, fb, fe, 5);
         if (ncol == 0) { /* header */
-            if (k < 4 || k > 5) {
-                st = mp__err(ctx, MP_ERR_PARSE,
-                            "%s:%lu: header must be id,lower,upper,size[,"
-                            "offset] (found %d columns)",
-                            path, line, k > 5 ? 6 : k);
+            if ((st = check_header(ctx, path, line, fb, fe, k)))
                 goto fail;
-            }
-            for (int c = 0; c < k; c++) {
-                size_t fl = (size_t)(fe[c] - fb[c]);
-                if (fl != strlen(col_names[c]) ||
-                    memcmp(fb[c], col_names[c], fl) != 0) {
-                    st = mp__err(ctx, MP_ERR_PARSE,
-                                "%s:%lu: column %d of the header must be "
-                                "'%s' (found '%.*s')",
-                                path, line, c + 1, col_names[c],
-                                (int)(fl > 40 ? 40 : fl), fb[c]);
-                    goto fail;
-                }
-            }
             ncol = k;
             p = le + 1;
             continue;
@@ -229,46 +281,8 @@ mp_status mp_trace_load_csv(mp_ctx *ctx, const char *path,
         }
         mp_buffer b = {0, 0, 0, 0};
         int64_t id = 0;
-        for (int c = 0; c < ncol; c++) {
-            int ok;
-            uint64_t u = 0;
-            switch (c) {
-            case 0: ok = parse_int(fb[c], fe[c], 1, &id, NULL); break;
-            case 1: ok = parse_int(fb[c], fe[c], 1, &b.start, NULL); break;
-            case 2: ok = parse_int(fb[c], fe[c], 1, &b.end, NULL); break;
-            case 3:
-                ok = parse_int(fb[c], fe[c], 0, NULL, &u);
-                b.size = u;
-                break;
-            default:
-                ok = parse_int(fb[c], fe[c], 0, NULL, &u);
-                b.offset = u;
-                break;
-            }
-            if (!ok) {
-                size_t fl = (size_t)(fe[c] - fb[c]);
-                st = mp__err(ctx, MP_ERR_PARSE,
-                            "%s:%lu: column '%s': '%.*s' is not %s", path,
-                            line, col_names[c], (int)(fl > 40 ? 40 : fl),
-                            fb[c],
-                            c == 0 || c == 1 || c == 2
-                                ? "a 64-bit integer"
-                                : "a non-negative 64-bit integer");
-                goto fail;
-            }
-        }
-        if (b.end <= b.start) {
-            st = mp__err(ctx, MP_ERR_PARSE,
-                        "%s:%lu: column 'upper': %lld is not greater than "
-                        "lower %lld (intervals are [lower, upper))",
-                        path, line, (long long)b.end, (long long)b.start);
+        if ((st = parse_row(ctx, path, line, fb, fe, ncol, &b, &id)))
             goto fail;
-        }
-        if (b.size == 0) {
-            st = mp__err(ctx, MP_ERR_PARSE, "%s:%lu: column 'size': size is 0",
-                        path, line);
-            goto fail;
-        }
         bufs[n] = b;
         ids[n] = id;
         lines[n] = line;
