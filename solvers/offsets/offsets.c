@@ -631,6 +631,70 @@ static void solver_free(solver *s)
     mp__ofs_prob_free(&s->p);
 }
 
+/* AUTO: the greedy candidates (all of them on small instances, a budget of
+ * placements on large ones) until one reaches the target, the exact tier
+ * first when a capacity is missed, then local search and repair with the
+ * time left; *solver_name says which won. */
+static mp_status run_auto(solver *s, const mp_offsets_options *opt,
+                          double t0, double deadline, uint64_t target,
+                          mp_offsets_result *res, int *ran_exact,
+                          const char **solver_name)
+{
+    mp__ofs_prob *p = &s->p;
+    mp_status st = MP_OK;
+    unsigned passes = N_SMALL_CANDS;
+    if (!p->mat) {
+        passes = OFS_LARGE_PLACEMENTS / p->n;
+        if (passes < OFS_LARGE_MIN_PASSES)
+            passes = OFS_LARGE_MIN_PASSES;
+        if (passes > N_LARGE_SEQ)
+            passes = N_LARGE_SEQ;
+    }
+    for (unsigned c = 0; c < passes; c++) {
+        int ci = p->mat ? (int)c : large_seq[c];
+        if (c > 0 && mp__now_seconds() > deadline)
+            break;
+        if ((st = run_cand(s, ci, deadline)) != MP_OK)
+            return st;
+        if (s->best_arena <= target)
+            break;
+    }
+    *solver_name = auto_names[s->best_cand];
+    /* AUTO with a capacity the greedy placements miss: the exact tier
+     * first, with its own budget (it decides the capacity where the
+     * local search only lowers the arena); the passes below use what
+     * time is left */
+    if (opt->method == MP_OFFSETS_AUTO && opt->capacity &&
+        s->best_arena > target) {
+        uint64_t heur = s->best_arena;
+        st = mp__ofs_exact_stage(p, opt, t0, s->best_off, &s->best_arena,
+                                res, ran_exact);
+        if (st != MP_OK)
+            return st;
+        if (s->best_arena < heur)
+            *solver_name = "auto:exact";
+    }
+    int improved = 0;
+    /* the exact tier starts from the greedy packings */
+    if (opt->method != MP_OFFSETS_EXACT)
+        st = improve(s, opt->seed, target, deadline, &improved);
+    if (st != MP_OK)
+        return st;
+    int repaired = 0;
+    if (!p->mat && s->best_arena > target &&
+        mp__now_seconds() < deadline) {
+        st = mp__ofs_repair(p, s->best_off, &s->best_arena, OFS_REPAIR_WORK,
+                           deadline, &repaired);
+        if (st != MP_OK)
+            return st;
+    }
+    if (repaired)
+        *solver_name = repaired_names[s->best_cand];
+    else if (improved)
+        *solver_name = improved_names[s->best_cand];
+    return MP_OK;
+}
+
 mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
                            const mp_offsets_options *opt,
                            mp_offsets_result *res)
@@ -697,57 +761,9 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
     if (only >= 0) {
         if ((st = run_cand(&s, only, deadline)) != MP_OK)
             goto out;
-    } else {
-        unsigned passes = N_SMALL_CANDS;
-        if (!p->mat) {
-            passes = OFS_LARGE_PLACEMENTS / p->n;
-            if (passes < OFS_LARGE_MIN_PASSES)
-                passes = OFS_LARGE_MIN_PASSES;
-            if (passes > N_LARGE_SEQ)
-                passes = N_LARGE_SEQ;
-        }
-        for (unsigned c = 0; c < passes; c++) {
-            int ci = p->mat ? (int)c : large_seq[c];
-            if (c > 0 && mp__now_seconds() > deadline)
-                break;
-            if ((st = run_cand(&s, ci, deadline)) != MP_OK)
-                goto out;
-            if (s.best_arena <= target)
-                break;
-        }
-        solver_name = auto_names[s.best_cand];
-        /* AUTO with a capacity the greedy placements miss: the exact tier
-         * first, with its own budget (it decides the capacity where the
-         * local search only lowers the arena); the passes below use what
-         * time is left */
-        if (opt->method == MP_OFFSETS_AUTO && opt->capacity &&
-            s.best_arena > target) {
-            uint64_t heur = s.best_arena;
-            st = mp__ofs_exact_stage(p, opt, t0, s.best_off, &s.best_arena,
-                                    res, &ran_exact);
-            if (st != MP_OK)
-                goto out;
-            if (s.best_arena < heur)
-                solver_name = "auto:exact";
-        }
-        int improved = 0;
-        /* the exact tier starts from the greedy packings */
-        if (opt->method != MP_OFFSETS_EXACT)
-            st = improve(&s, opt->seed, target, deadline, &improved);
-        if (st != MP_OK)
-            goto out;
-        int repaired = 0;
-        if (!p->mat && s.best_arena > target &&
-            mp__now_seconds() < deadline) {
-            st = mp__ofs_repair(p, s.best_off, &s.best_arena, OFS_REPAIR_WORK,
-                               deadline, &repaired);
-            if (st != MP_OK)
-                goto out;
-        }
-        if (repaired)
-            solver_name = repaired_names[s.best_cand];
-        else if (improved)
-            solver_name = improved_names[s.best_cand];
+    } else if ((st = run_auto(&s, opt, t0, deadline, target, res, &ran_exact,
+                              &solver_name)) != MP_OK) {
+        goto out;
     }
     if (only >= 0)
         solver_name = cands[only].name;
