@@ -7,6 +7,8 @@
 # the stack is limited to 1 MiB (ulimit -s 1024; STACK_KIB overrides), so
 # deep recursion shows up as a crash here rather than on a user's thread.
 # The last "#N" line of OUT/NAME.log is the total executions.
+# FORKS_<name> (e.g. FORKS_fuzz_json_graph=5) gives one harness its own
+# worker count, so the slower harnesses can have more of the cores.
 # usage: fuzz/run.sh BUILD_DIR SEEDS OUT SECONDS FORKS
 set -uo pipefail
 build=$1 seeds=$2 out=$3 secs=$4 forks=$5
@@ -14,7 +16,9 @@ mkdir -p "$out"
 ulimit -s "${STACK_KIB:-1024}"
 run() { # name seeds-subdir max_len
   mkdir -p "$out/$1.corpus" "$out/$1.artifacts"
-  "$build/fuzz/$1" -fork="$forks" -ignore_crashes=1 -ignore_timeouts=1 \
+  local var="FORKS_$1" n
+  n=${!var:-$forks}
+  "$build/fuzz/$1" -fork="$n" -ignore_crashes=1 -ignore_timeouts=1 \
     -ignore_ooms=1 -max_total_time="$secs" -max_len="$3" -timeout=10 \
     -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1 \
     -artifact_prefix="$out/$1.artifacts/" "$out/$1.corpus" "$seeds/$2" \

@@ -462,6 +462,17 @@ static const check_case cases[] = {
     {"declared bytes agree with the inferred shape",
      X("[4]") ",{'name':'y','dtype':'float32','bytes':16}",
      N("Relu", "['x']", ""), MP_OK, NULL},
+    /* ---- a sequence output declared as a tensor (found by fuzzing:
+     * the declared shape was dropped, and the written graph no longer
+     * loaded) ---- */
+    {"sequence output declared a tensor",
+     X("[2,3]") ",{'name':'y','dtype':'float32','shape':[2,3]}",
+     N("SequenceConstruct", "['x']", ""), MP_ERR_SHAPE,
+     "node 'n' (op SequenceConstruct): output 'y' is a sequence, but the "
+     "graph declares it a tensor of rank 2; leave out its shape"},
+    {"sequence output declared with a dtype only",
+     X("[2,3]") ",{'name':'y','dtype':'float32'}",
+     N("SequenceConstruct", "['x']", ""), MP_OK, NULL},
     {"Unsqueeze to rank 17", X("[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
      N("Unsqueeze", "['x']", "'axes':[0]"), MP_ERR_BAD_DIM,
      "rank 17 above 16"},

@@ -85,7 +85,17 @@ mp_status mp__out_seq(mp_graph *g, uint32_t node, uint32_t o, mp__seq *s)
         mp__dealloc(g->ctx, s);
         return MP_OK;
     }
-    return mp__tensor_take_seq(g->ctx, &g->tensors[n->outputs[o]], s);
+    mp__tensor *t = &g->tensors[n->outputs[o]];
+    /* a shape declared for it (not a hint) says it is a tensor: the
+     * declaration and the op disagree, and neither can be trusted */
+    if (s && t->rank >= 0 && !t->seq && !(t->flags & MP__TF_SHAPE_HINT)) {
+        mp__dealloc(g->ctx, s);
+        return mp__node_err(g, node, "output '%s' is a sequence, but the "
+                            "graph declares it a tensor of rank %d; leave "
+                            "out its shape", t->name, (int)t->rank);
+    }
+    t->flags &= (uint8_t)~MP__TF_SHAPE_HINT;
+    return mp__tensor_take_seq(g->ctx, t, s);
 }
 
 /* input i as a sequence (NULL when it is not one) */
