@@ -10,6 +10,9 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #ifndef MP_LIBEXEC_REL
 #define MP_LIBEXEC_REL "../libexec/memplan"
@@ -114,6 +117,15 @@ static int help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+#ifdef __GLIBC__
+    /* Large arrays from mmap, always: glibc's default threshold rises to
+     * the size of the largest block freed (up to 32 MiB), after which the
+     * planner's growing arrays come from the heap and their reallocations
+     * leave holes that stay resident (plan on a 100k-node graph: 110 MiB
+     * of RSS at the default, 90 MiB with this). The library does not
+     * touch malloc's settings; this is the program's choice. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     if (argc < 2) {
         cli_help_main(stderr);
         return CLI_EXIT_USAGE;

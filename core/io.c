@@ -60,6 +60,14 @@ mp_status mp__read_file(mp_ctx *ctx, const char *path, char **text,
     if (sb.st_size > 0 && (uint64_t)sb.st_size < SIZE_MAX)
         cap = (size_t)sb.st_size + 1;
     for (;;) {
+        if (buf && n + 1 >= cap) {
+            /* full at the size fstat gave: grow only if there is more */
+            int c = fgetc(f);
+            if (c == EOF)
+                break;
+            if (ungetc(c, f) == EOF)
+                break;
+        }
         if (!buf || n + 1 >= cap) {
             size_t ncap = !buf && cap ? cap : (cap ? cap * 2 : 65536);
             if (buf && cap > SIZE_MAX / 2) {

@@ -366,14 +366,21 @@ uint64_t mp__ofs_mat_place(const mp__ofs_prob *p, mp__ofs_mat_ws *w,
 
 /* ---- tree engine ------------------------------------------------------------ */
 
+/* The occupied offsets of a node: runs lo, hi interleaved; disjoint,
+ * non-adjacent, sorted; words of the tree's width (offsets_tree_w.h), in
+ * units of 2^shift bytes. */
 typedef struct ofs_runset {
-    uint64_t *v;   /* lo, hi interleaved; disjoint, non-adjacent, sorted */
+    void *v;
     uint32_t n, cap;
 } ofs_runset;
 
 struct mp__ofs_tree {
     const mp__ofs_prob *p;
     uint32_t P;          /* leaves (power of two) */
+    /* every size is a multiple of 2^shift; narrow: the sets hold 32-bit
+     * words (every offset, in those units, below 2^31) */
+    unsigned shift;
+    int narrow;
     ofs_runset *own, *sub;
     /* query scratch */
     const ofs_runset **qs;
@@ -416,6 +423,12 @@ mp_status mp__ofs_tree_create(const mp__ofs_prob *p, mp__ofs_tree **out)
         depth++;
     }
     t->P = P;
+    uint64_t all = 0;
+    for (uint32_t i = 0; i < p->n; i++)
+        all |= p->size[i];
+    t->shift = all ? (unsigned)__builtin_ctzll(all) : 0;
+    /* offsets stay below the sum of the sizes; x + z below twice it */
+    t->narrow = (p->total >> t->shift) < ((uint64_t)1 << 31);
     t->own = mp__calloc(ctx, 2 * (size_t)P, sizeof *t->own);
     t->sub = mp__calloc(ctx, 2 * (size_t)P, sizeof *t->sub);
     size_t m = 4 * (size_t)depth + 4;
@@ -459,160 +472,16 @@ static void tree_nodes(mp__ofs_tree *t, uint32_t l, uint32_t r)
     t->npart = np;
 }
 
-static mp_status runset_insert(mp_ctx *ctx, ofs_runset *s, uint64_t lo,
-                               uint64_t hi)
-{
-    /* first run with hi >= lo (overlapping or adjacent on the left) */
-    uint32_t a = 0, b = s->n;
-    while (a < b) {
-        uint32_t m = a + (b - a) / 2;
-        if (s->v[2 * m + 1] < lo)
-            a = m + 1;
-        else
-            b = m;
-    }
-    uint32_t i = a, j = a;
-    while (j < s->n && s->v[2 * j] <= hi) {
-        if (s->v[2 * j] < lo)
-            lo = s->v[2 * j];
-        if (s->v[2 * j + 1] > hi)
-            hi = s->v[2 * j + 1];
-        j++;
-    }
-    if (j == i) { /* insert a new run at i */
-        if (s->n == s->cap) {
-            uint32_t nc = s->cap ? 2 * s->cap : 4;
-            uint64_t *nv = mp__realloc_array(ctx, s->v, 2 * (size_t)nc,
-                                            sizeof *nv);
-            if (!nv)
-                return MP_ERR_NOMEM;
-            s->v = nv;
-            s->cap = nc;
-        }
-        memmove(s->v + 2 * (i + 1), s->v + 2 * i,
-                2 * (size_t)(s->n - i) * sizeof *s->v);
-        s->n++;
-    } else if (j > i + 1) { /* runs i..j-1 merge into one */
-        memmove(s->v + 2 * (i + 1), s->v + 2 * j,
-                2 * (size_t)(s->n - j) * sizeof *s->v);
-        s->n -= j - i - 1;
-    }
-    s->v[2 * i] = lo;
-    s->v[2 * i + 1] = hi;
-    return MP_OK;
-}
-
-/* Advances c to the first run of s with hi > x. */
-static inline uint32_t runset_seek(const ofs_runset *s, uint32_t c, uint64_t x)
-{
-    const uint64_t *v = s->v;
-    uint32_t n = s->n;
-    if (c >= n || v[2 * c + 1] > x)
-        return c;
-    /* gallop */
-    uint32_t step = 1, lo = c, hi;
-    for (;;) {
-        hi = lo + step;
-        if (hi >= n) {
-            hi = n;
-            break;
-        }
-        if (v[2 * hi + 1] > x)
-            break;
-        lo = hi;
-        step *= 2;
-    }
-    /* v[lo].hi <= x, answer in (lo, hi] */
-    uint32_t a = lo + 1, b = hi;
-    while (a < b) {
-        uint32_t m = a + (b - a) / 2;
-        if (v[2 * m + 1] <= x)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a;
-}
-
-static uint64_t tree_query(mp__ofs_tree *t, uint64_t z, int fit)
-{
-    const ofs_runset **qs = t->qs;
-    uint32_t *cur = t->cur, m = 0;
-    for (uint32_t i = 0; i < t->ncanon; i++)
-        if (t->sub[t->canon[i]].n)
-            qs[m++] = &t->sub[t->canon[i]];
-    for (uint32_t i = 0; i < t->npart; i++)
-        if (t->own[t->part[i]].n)
-            qs[m++] = &t->own[t->part[i]];
-    for (uint32_t k = 0; k < m; k++)
-        cur[k] = 0;
-    uint64_t x = 0;
-    if (fit == MP__OFS_FIRSTFIT) {
-        for (;;) {
-            int moved = 0;
-            for (uint32_t k = 0; k < m; k++) {
-                uint32_t c = cur[k] = runset_seek(qs[k], cur[k], x);
-                if (c < qs[k]->n && qs[k]->v[2 * c] < x + z) {
-                    x = qs[k]->v[2 * c + 1];
-                    moved = 1;
-                }
-            }
-            if (!moved)
-                return x;
-        }
-    }
-    /* best fit: sweep the union of the sets in offset order, a binary
-     * heap of the sets keyed by the start of their current run */
-    uint32_t *heap = t->heap, hn = 0;
-    for (uint32_t k = 0; k < m; k++) {
-        uint32_t i = hn++;
-        heap[i] = k;
-        while (i > 0 && qs[heap[(i - 1) / 2]]->v[0] > qs[k]->v[0]) {
-            heap[i] = heap[(i - 1) / 2];
-            i = (i - 1) / 2;
-        }
-        heap[i] = k;
-    }
-    uint64_t best = UINT64_MAX, bestx = 0;
-    while (hn > 0) {
-        uint32_t k = heap[0];
-        const uint64_t *run = qs[k]->v + 2 * cur[k];
-        if (run[0] > x) {
-            uint64_t g = run[0] - x;
-            if (g >= z && g < best) {
-                best = g;
-                bestx = x;
-                if (g == z)
-                    return x;
-            }
-        }
-        if (run[1] > x)
-            x = run[1];
-        uint32_t c = cur[k] = runset_seek(qs[k], cur[k], x);
-        uint32_t i = 0;
-        if (c >= qs[k]->n) {
-            k = heap[--hn];
-            if (hn == 0)
-                break;
-        }
-        /* sift k down from the root */
-        uint64_t key = qs[k]->v[2 * cur[k]];
-        for (;;) {
-            uint32_t ch = 2 * i + 1;
-            if (ch >= hn)
-                break;
-            if (ch + 1 < hn && qs[heap[ch + 1]]->v[2 * cur[heap[ch + 1]]] <
-                                   qs[heap[ch]]->v[2 * cur[heap[ch]]])
-                ch++;
-            if (qs[heap[ch]]->v[2 * cur[heap[ch]]] >= key)
-                break;
-            heap[i] = heap[ch];
-            i = ch;
-        }
-        heap[i] = k;
-    }
-    return best != UINT64_MAX ? bestx : x;
-}
+#define OFS_W uint32_t
+#define OFS_N(name) name##_32
+#include "offsets_tree_w.h"
+#undef OFS_W
+#undef OFS_N
+#define OFS_W uint64_t
+#define OFS_N(name) name##_64
+#include "offsets_tree_w.h"
+#undef OFS_W
+#undef OFS_N
 
 /* Buffers placed between two readings of the clock. */
 #define OFS_TREE_CLOCK_EVERY 256u
@@ -622,7 +491,6 @@ mp_status mp__ofs_tree_place(mp__ofs_tree *t, const uint32_t *order, int fit,
                             int stack, int *complete)
 {
     const mp__ofs_prob *p = t->p;
-    mp_ctx *ctx = p->ctx;
     for (uint32_t v = 0; v < 2 * t->P; v++)
         t->own[v].n = t->sub[v].n = 0;
     uint64_t top = 0;
@@ -642,20 +510,20 @@ mp_status mp__ofs_tree_place(mp__ofs_tree *t, const uint32_t *order, int fit,
             break;
         }
         tree_nodes(t, p->l[b], p->r[b]);
-        uint64_t x = tree_query(t, p->size[b], fit);
-        uint64_t e = x + p->size[b];
-        off[b] = x;
-        if (e > top)
-            top = e;
-        for (uint32_t k = 0; k < t->ncanon; k++) {
-            uint32_t v = t->canon[k];
-            if (runset_insert(ctx, &t->own[v], x, e) != MP_OK ||
-                runset_insert(ctx, &t->sub[v], x, e) != MP_OK)
-                return MP_ERR_NOMEM;
+        uint64_t z = p->size[b] >> t->shift, x;
+        mp_status st;
+        if (t->narrow) {
+            x = tree_query_32(t, (uint32_t)z, fit);
+            st = tree_insert_32(t, (uint32_t)x, (uint32_t)(x + z));
+        } else {
+            x = tree_query_64(t, z, fit);
+            st = tree_insert_64(t, x, x + z);
         }
-        for (uint32_t k = 0; k < t->npart; k++)
-            if (runset_insert(ctx, &t->sub[t->part[k]], x, e) != MP_OK)
-                return MP_ERR_NOMEM;
+        if (st)
+            return st;
+        off[b] = x << t->shift;
+        if (off[b] + p->size[b] > top)
+            top = off[b] + p->size[b];
     }
     *arena = top;
     return MP_OK;
