@@ -580,6 +580,72 @@ static void test_large_tiny(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The tree engine holds its runs in 32-bit words (sizes with a common
+ * power of two, small totals) or 64-bit words (odd sizes, large totals):
+ * both place every buffer of an order where the matrix engine does (first
+ * fit: the lowest offset that fits is unique). */
+static void tree_vs_matrix(uint64_t seed, uint64_t unit, uint64_t max_units,
+                           int odd)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    uint64_t rng = seed;
+    size_t n = 400;
+    mp_buffer *b = random_instance(&rng, n, 300, max_units);
+    for (size_t i = 0; i < n; i++)
+        b[i].size = b[i].size * unit + (odd ? 1 : 0);
+    mp__ofs_prob p;
+    CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_init(ctx, &p, b, n, 1), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp__ofs_prob_matrix(&p, (uint32_t)n), MP_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p.mat);
+    mp__ofs_mat_ws ws;
+    CU_ASSERT_EQUAL_FATAL(mp__ofs_mat_ws_init(&p, &ws), MP_OK);
+    mp__ofs_tree *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp__ofs_tree_create(&p, &t), MP_OK);
+    uint32_t *order = malloc(n * sizeof *order);
+    uint64_t *off = malloc(n * sizeof *off);
+    for (int round = 0; round < 3; round++) {
+        for (uint32_t i = 0; i < n; i++)
+            order[i] = i;
+        for (uint32_t i = (uint32_t)n - 1; i > 0; i--) { /* shuffle */
+            uint32_t j = (uint32_t)(mp_test_rand(&rng) % (i + 1));
+            uint32_t x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            ws.pos[order[i]] = i;
+        uint64_t am = mp__ofs_mat_place(&p, &ws, order, 0, MP__OFS_FIRSTFIT);
+        uint64_t at = 0;
+        int complete = 0;
+        CU_ASSERT_EQUAL(mp__ofs_tree_place(t, order, MP__OFS_FIRSTFIT, off,
+                                          &at, 1e300, 0, &complete), MP_OK);
+        CU_ASSERT(complete);
+        CU_ASSERT_EQUAL(am, at);
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++)
+            differ += off[i] != ws.off[i];
+        CU_ASSERT_EQUAL(differ, 0);
+        for (size_t i = 0; i < n; i++)
+            b[i].offset = off[i];
+        CU_ASSERT_EQUAL(mp_offsets_verify(ctx, b, n, 1, at), MP_OK);
+    }
+    free(order);
+    free(off);
+    mp__ofs_tree_destroy(t);
+    mp__ofs_mat_ws_free(ctx, &ws);
+    mp__ofs_prob_free(&p);
+    free(b);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_tree_word_widths(void)
+{
+    tree_vs_matrix(71, 256, 4096, 0);              /* 32-bit words */
+    tree_vs_matrix(72, 1, 1u << 20, 1);            /* 32-bit, odd sizes */
+    tree_vs_matrix(73, (uint64_t)1 << 24, 4096, 1); /* 64-bit: odd, 2^41 */
+    tree_vs_matrix(74, 3, (uint64_t)1 << 40, 0);   /* 64-bit: large sizes */
+}
+
 /* ---- CSV ------------------------------------------------------------------ */
 
 static void test_csv_round_trip(void)
@@ -729,6 +795,7 @@ void mp_register_offsets(void)
         {"repair_hand", test_repair_hand},
         {"repair_random", test_repair_random},
         {"large_tiny", test_large_tiny},
+        {"tree_word_widths", test_tree_word_widths},
         {"time_limit", test_time_limit},
         {"capacity_escalates", test_capacity_escalates},
         CU_TEST_INFO_NULL};
