@@ -23,7 +23,10 @@
 # bytes of peak RSS per buffer, arena / lower bound and the winning solver.
 # Then the fitted exponents of median wall time, median CPU time and
 # median peak RSS against n (over the sizes given), and "exit 1" when any
-# run passed its limit by more than 10 %.
+# run passed its limit by more than 10 %. The program's own footprint (its
+# code and libraries: the peak RSS of the same command on a one-buffer
+# trace) is measured first; "above base" is what a run holds beyond it,
+# per buffer, and its exponent is fitted too.
 #
 # Requires python3 (the generator and the fit) and GNU time.
 set -u
@@ -67,9 +70,14 @@ EFF_LIMIT=${LIMIT:-10}
 echo "# memplan offsets scaling: $(uname -m), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# traces: python3 bench/gen_trace.py N SEED --max-duration $MAXDUR"
 echo "# run: $MEMPLAN offsets TRACE --json ${LIM_ARGS[*]} ${EXTRA[*]}"
+printf 'id,lower,upper,size\n0,0,1,64\n' > "$DIR/one.csv"
+/usr/bin/time -f '%M' -o "$DIR/time.txt" "$MEMPLAN" offsets "$DIR/one.csv" \
+    --json > /dev/null 2>&1 || die "$MEMPLAN offsets on a one-buffer trace failed"
+BASE=$(tail -1 "$DIR/time.txt")
+echo "# the program's own footprint (one-buffer trace): $BASE KiB peak RSS"
 echo
-echo "| buffers | seed | wall s | CPU s | solve s | limit s | over limit | peak RSS MiB | bytes/buffer | arena/LB | solver |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| buffers | seed | wall s | CPU s | solve s | limit s | over limit | peak RSS MiB | bytes/buffer | above base, bytes/buffer | arena/LB | solver |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 RES=$DIR/results.tsv
 : > "$RES"
 bad=0
@@ -84,9 +92,10 @@ for n in $SIZES; do
         rc=$?
         read -r wall user sys kb < <(tail -1 "$DIR/time.txt")
         python3 - "$DIR/out.json" "$n" "$s" "$wall" "$user" "$sys" "$kb" \
-            "$EFF_LIMIT" "$rc" "$RES" <<'EOF' || bad=1
+            "$EFF_LIMIT" "$rc" "$RES" "$BASE" <<'EOF' || bad=1
 import json, sys
-out, n, s, wall, user, sys_, kb, limit, rc, res = sys.argv[1:]
+out, n, s, wall, user, sys_, kb, limit, rc, res, base = sys.argv[1:]
+base = int(base)
 n, wall, cpu, kb, limit = int(n), float(wall), float(user) + float(sys_), int(kb), float(limit)
 try:
     j = json.load(open(out))
@@ -96,9 +105,9 @@ solve = j.get("solve_seconds", float("nan"))
 ratio = j.get("ratio", float("nan"))
 solver = j.get("solver", "exit %s" % rc)
 over = wall > 1.1 * limit
-print("| %d | %s | %.2f | %.2f | %.2f | %g | %s | %.1f | %.0f | %.4f | %s |" % (
+print("| %d | %s | %.2f | %.2f | %.2f | %g | %s | %.1f | %.0f | %.0f | %.4f | %s |" % (
     n, s, wall, cpu, solve, limit, "YES" if over else "no", kb / 1024.0,
-    kb * 1024.0 / n, ratio, solver))
+    kb * 1024.0 / n, max(kb - base, 0) * 1024.0 / n, ratio, solver))
 with open(res, "a") as f:
     f.write("%d\t%f\t%f\t%d\t%d\n" % (n, wall, cpu, kb, over))
 sys.exit(1 if over or rc not in ("0",) else 0)
@@ -106,8 +115,9 @@ EOF
     done
 done
 echo
-python3 - "$RES" <<'EOF'
+python3 - "$RES" "$BASE" <<'EOF'
 import math, statistics, sys
+base = int(sys.argv[2])
 rows = [l.split("\t") for l in open(sys.argv[1]) if l.strip()]
 by = {}
 for n, wall, cpu, kb, over in rows:
@@ -122,16 +132,19 @@ def fit(vals):
     sxx = sum((x - mx) ** 2 for x in xs)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
 med = {n: [statistics.median(v[i] for v in by[n]) for i in range(3)] for n in ns}
-print("| buffers | median wall s | median CPU s | median peak RSS MiB | bytes/buffer |")
-print("|---|---|---|---|---|")
+print("| buffers | median wall s | median CPU s | median peak RSS MiB | bytes/buffer | above base, bytes/buffer |")
+print("|---|---|---|---|---|---|")
 for n in ns:
     w, c, kb = med[n]
-    print("| %d | %.2f | %.2f | %.1f | %.0f |" % (n, w, c, kb / 1024, kb * 1024 / n))
+    print("| %d | %.2f | %.2f | %.1f | %.0f | %.0f |" % (
+        n, w, c, kb / 1024, kb * 1024 / n, max(kb - base, 0) * 1024 / n))
 print()
 print("fitted exponents (log-log least squares over %s buffers):" % ", ".join(map(str, ns)))
 print("  wall time  n^%.2f" % fit([med[n][0] for n in ns]))
 print("  CPU time   n^%.2f" % fit([med[n][1] for n in ns]))
 print("  peak RSS   n^%.2f" % fit([med[n][2] for n in ns]))
+print("  peak RSS above the base (%d KiB)  n^%.2f" % (
+    base, fit([max(med[n][2] - base, 1) for n in ns])))
 EOF
 if [ $bad = 1 ]; then
     echo "some run passed its time limit by more than 10 % or failed"

@@ -19,7 +19,10 @@
 # wall time ~ n^b, of user time, and of peak RSS ~ n^b (also of RSS less
 # the smallest run's, the part that grows), printed with a table of the
 # medians per size. A run over SEC * 1.1 (when --time-limit is given) is
-# flagged "OVER".
+# flagged "OVER". The program's own footprint (its code and libraries:
+# the peak RSS of the same command on examples/tiny.json) is measured
+# first; "above base" is what a run holds beyond it, per node, and its
+# exponent is fitted too.
 #
 # Generated graphs are Checkmate-style random layered graphs with the same
 # statistics at every size (bench/gen_random_graph.py). Nothing is written
@@ -48,6 +51,11 @@ done
 [ -x "$MEMPLAN" ] || die "$MEMPLAN is not an executable"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT" || die "cannot create $OUT"
+/usr/bin/time -f '%M' -o "$OUT/time.txt" "$MEMPLAN" plan \
+    "$HERE/../examples/tiny.json" --no-lints --json > /dev/null 2>&1 ||
+    die "$MEMPLAN plan examples/tiny.json failed"
+BASE=$(tail -1 "$OUT/time.txt")
+echo "the program's own footprint (examples/tiny.json): $BASE KiB peak RSS" >&2
 TSV=$OUT/runs.tsv
 printf 'n\tseed\twall_s\tuser_s\tpeak_rss_kib\trss_per_node_b\tsolve_s\tarena\tlb\tstatus\texit\n' > "$TSV"
 for n in $SIZES; do
@@ -78,10 +86,11 @@ for n in $SIZES; do
     done
 done
 rm -f "$OUT/time.txt" "$OUT/out.json" "$OUT/err.txt"
-python3 - "$TSV" "${TL:-0}" <<'EOF'
+python3 - "$TSV" "${TL:-0}" "$BASE" <<'EOF'
 import math, statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
 tl = float(sys.argv[2])
+fixed = int(sys.argv[3])
 def fit(xs, ys):
     lx = [math.log(x) for x in xs]; ly = [math.log(max(y, 1e-9)) for y in ys]
     mx, my = statistics.mean(lx), statistics.mean(ly)
@@ -92,24 +101,27 @@ wall = [float(r[2]) for r in rows]
 user = [float(r[3]) for r in rows]
 rss = [int(r[4]) for r in rows]
 base = min(rss)
-print("| n | runs | wall s (median) | user s (median) | peak RSS MiB (median) | bytes/node (median) | arena/LB (median) | worst wall / limit |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| n | runs | wall s (median) | user s (median) | peak RSS MiB (median) | bytes/node (median) | above base, bytes/node (median) | arena/LB (median) | worst wall / limit |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for size in sorted(set(n)):
     sel = [r for r in rows if int(r[0]) == size]
     ratio = [int(r[7]) / int(r[8]) for r in sel if r[7].isdigit() and r[8].isdigit() and int(r[8]) > 0]
     worst = max(float(r[2]) for r in sel)
     over = "%.2f%s" % (worst / tl, " OVER" if worst > 1.1 * tl else "") if tl > 0 else "-"
-    print("| %d | %d | %.2f | %.2f | %.1f | %d | %s | %s |" % (
+    print("| %d | %d | %.2f | %.2f | %.1f | %d | %d | %s | %s |" % (
         size, len(sel), statistics.median(float(r[2]) for r in sel),
         statistics.median(float(r[3]) for r in sel),
         statistics.median(int(r[4]) for r in sel) / 1024,
         statistics.median(int(r[5]) for r in sel),
+        statistics.median(max(int(r[4]) - fixed, 0) * 1024 // size for r in sel),
         "%.4f" % statistics.median(ratio) if ratio else "?", over))
 print()
 print("fitted exponents (least squares on log-log, every run):")
 print("  wall time ~ n^%.3f" % fit(n, wall))
 print("  user time ~ n^%.3f" % fit(n, user))
 print("  peak RSS  ~ n^%.3f" % fit(n, rss))
+print("  peak RSS above the program's own %d KiB ~ n^%.3f" % (
+    fixed, fit(n, [max(b - fixed, 1) for b in rss])))
 grow = [(a, b - base) for a, b in zip(n, rss) if b - base > 0]
 if len(set(a for a, _ in grow)) > 1:
     print("  peak RSS less the smallest run's (%d KiB) ~ n^%.3f" % (

@@ -572,6 +572,16 @@ static mp_status load(nl *L, mp_graph *g)
         (st = read_list(L, top[lk].off, o.depth, names[lk], read_link)) ||
         (st = alloc_order(L)) || (st = topo_sort(L)))
         return st;
+    /* what only the links and the sort needed goes before the graph is
+     * built (the peak of a large load) */
+    uint32_t **done[] = {&L->src, &L->dst, &L->heap, &L->indeg,
+                         &L->out_list};
+    for (size_t k = 0; k < sizeof done / sizeof done[0]; k++) {
+        mp__dealloc(L->ctx, *done[k]);
+        *done[k] = NULL;
+    }
+    mp__name_map_free(L->ctx, &L->id_map);
+    mp__name_map_free(L->ctx, &L->name_map);
     return build_graph(L, g);
 }
 
