@@ -84,6 +84,11 @@ typedef struct syn {
 /* dtype of a forward tensor in the training graph */
 static uint8_t train_dtype(const syn *S, const mp__tensor *t)
 {
+    /* a view has the dtype of the storage it views (an Identity over a
+     * weight, as torchvision exports write shared weights) */
+    if (t->alias_of != MP_NONE && t->root != MP_NONE &&
+        &S->f->tensors[t->root] != t)
+        t = &S->f->tensors[t->root];
     if (S->prec != MP_PRECISION_FP32 && t->dtype == MP_DTYPE_FLOAT32 &&
         t->kind != MP_KIND_CONSTANT)
         return S->prec == MP_PRECISION_BF16_MIXED ? MP_DTYPE_BFLOAT16
@@ -427,6 +432,10 @@ static void mark_trainable(syn *S)
         if (!(tt->flags & MP__TF_FOLDED) || tt->rank < 1 ||
             tt->dtype == MP_DTYPE_UNDEFINED || !is_float(tt->dtype))
             continue;
+        /* a view of a trainable weight is not trained apart: its
+         * gradient flows back through the view (mark_requires_grad) */
+        if (tt->alias_of != MP_NONE && S->rg[tt->root])
+            continue;
         for (uint32_t c = 0; c < tt->n_cons; c++) {
             const mp__node *cn = &f->nodes[f->cons[tt->cons_begin + c]];
             for (uint32_t o = 0; o < cn->n_out; o++)
@@ -458,8 +467,13 @@ static mp_status mark_requires_grad(syn *S)
                 any = true;
         for (uint32_t o = 0; o < n->n_out && any; o++) {
             const mp__tensor *to = &f->tensors[n->outputs[o]];
+            /* a view of a tensor that requires grad requires it too, even
+             * when it views persistent storage (Identity over a weight):
+             * its gradient flows back through the view */
+            bool view = to->alias_of != MP_NONE &&
+                        (n->def && (n->def->flags & MP__OPF_VIEW));
             S->rg[n->outputs[o]] = is_float(to->dtype) &&
-                                   !mp__kind_persistent(to->kind);
+                                   (view || !mp__kind_persistent(to->kind));
         }
     }
     return MP_OK;

@@ -129,6 +129,69 @@ static void test_breakdown_mixed_and_8bit(void)
     mp_ctx_destroy(ctx);
 }
 
+/* x[4,8] -> MatMul(W[8,16]) -> y, with W read directly or through an
+ * Identity (as torchvision exports write shared weights). */
+static mp_graph *one_layer(mp_ctx *ctx, int identity)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw[] = {8, 16}, dy[] = {4, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t r = w;
+    if (identity) {
+        r = mp_test_tensor(g, "Wi", MP_KIND_ACTIVATION, 2, dw);
+        mp_test_node(g, "id", "Identity", &w, 1, &r, 1);
+    }
+    uint32_t in[] = {x, r};
+    mp_test_node(g, "mm", "MatMul", in, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+/* A weight read through an Identity is trained once, as the weight: the
+ * same parameters, states and peak as when it is read directly, in fp32
+ * and in bf16-mixed (where the view once kept fp32 while the weight
+ * became bf16, and the graph did not build). */
+static void test_identity_over_weight(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_precision precs[] = {MP_PRECISION_FP32, MP_PRECISION_BF16_MIXED};
+    for (int k = 0; k < 2; k++) {
+        mp_train_breakdown b[2];
+        uint64_t peak[2] = {0, 0};
+        for (int idn = 0; idn < 2; idn++) {
+            mp_graph *f = one_layer(ctx, idn), *t = NULL;
+            mp_train_options o;
+            mp_train_options_init(&o);
+            o.precision = precs[k];
+            CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &o, &t, &b[idn]), MP_OK);
+            mp_plan *p = NULL;
+            CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &p), MP_OK);
+            CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+            peak[idn] = mp_plan_figures(p)->peak_bytes;
+            uint32_t id;
+            /* one optimizer step, for W only */
+            CU_ASSERT_EQUAL(mp_graph_find_node(t, "opt/W", &id), MP_OK);
+            CU_ASSERT_NOT_EQUAL(mp_graph_find_node(t, "opt/Wi", &id), MP_OK);
+            mp_plan_destroy(p);
+            mp_graph_destroy(t);
+            mp_graph_destroy(f);
+        }
+        CU_ASSERT_EQUAL(b[1].n_params, 128);
+        CU_ASSERT_EQUAL(b[1].n_params, b[0].n_params);
+        CU_ASSERT_EQUAL(b[1].weight_bytes, b[0].weight_bytes);
+        CU_ASSERT_EQUAL(b[1].master_weight_bytes, b[0].master_weight_bytes);
+        CU_ASSERT_EQUAL(b[1].gradient_bytes, b[0].gradient_bytes);
+        CU_ASSERT_EQUAL(b[1].optimizer_bytes, b[0].optimizer_bytes);
+        CU_ASSERT_EQUAL(b[1].saved_bytes, b[0].saved_bytes);
+        CU_ASSERT_EQUAL(peak[1], peak[0]);
+    }
+    mp_ctx_destroy(ctx);
+}
+
 /* h2 has two consumers (relu2, add): its gradient is a Sum of two parts */
 static void test_accumulation(void)
 {
@@ -356,6 +419,7 @@ static CU_TestInfo tests[] = {
     {"breakdown bf16-mixed, adam8bit, sgd, momentum",
      test_breakdown_mixed_and_8bit},
     {"gradient accumulation", test_accumulation},
+    {"a weight read through an Identity", test_identity_over_weight},
     {"residual block: Add input gradients are views",
      test_residual_grad_views},
     {"residual chain under a budget", test_residual_remat},
