@@ -194,6 +194,10 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
         st = mp_optimizer_parse(v, &a->train.topt.optimizer);
         want = "one of sgd, momentum, adam, adamw, adam8bit";
         break;
+    case CLI_O_OPTIMIZER_IMPL:
+        st = mp_optimizer_impl_parse(v, &a->train.topt.optimizer_impl);
+        want = "one of foreach, fused, for-loop";
+        break;
     case CLI_O_PRECISION:
         st = mp_precision_parse(v, &a->train.topt.precision);
         want = "one of fp32, bf16-mixed, fp16-mixed";

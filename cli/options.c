@@ -165,6 +165,12 @@ const cli_option cli_options[CLI_O_COUNT_] = {
     [CLI_O_OPTIMIZER] = {"optimizer", 0, "O", C_PLANS, G_TRAIN, "adam", NULL,
         "with --train: sgd, momentum, adam, adamw or adam8bit", NULL, NULL,
         0},
+    [CLI_O_OPTIMIZER_IMPL] = {"optimizer-impl", 0, "I", C_PLANS, G_TRAIN,
+        "foreach", NULL,
+        "with --train: how Adam's step runs, as PyTorch names it: foreach "
+        "(a temporary the size of all parameters), fused (none) or for-loop "
+        "(one parameter's size)",
+        NULL, NULL, 0},
     [CLI_O_PRECISION] = {"precision", 0, "P", C_PLANS, G_TRAIN, "fp32", NULL,
         "with --train: fp32, bf16-mixed or fp16-mixed", NULL, NULL, 0},
     [CLI_O_STEP_IN_BACKWARD] = {"step-in-backward", 0, NULL, C_PLANS, G_TRAIN,
@@ -279,6 +285,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
 
 const cli_rule cli_rules[] = {
     {C_PLANS, CLI_O_OPTIMIZER, CLI_O_TRAIN, 1,
+     "the optimizer is part of the training step that --train plans"},
+    {C_PLANS, CLI_O_OPTIMIZER_IMPL, CLI_O_TRAIN, 1,
      "the optimizer is part of the training step that --train plans"},
     {C_PLANS, CLI_O_PRECISION, CLI_O_TRAIN, 1,
      "the precision is that of the training step that --train plans"},

@@ -115,6 +115,8 @@ static void training_json(const cli_train_args *t, mp__jw *w)
     const mp_train_breakdown *d = &t->bd;
     cli_json_object(w, "training");
     cli_json_str(w, "optimizer", mp_optimizer_name(t->topt.optimizer));
+    cli_json_str(w, "optimizer_impl",
+                 mp_optimizer_impl_name(t->topt.optimizer_impl));
     cli_json_str(w, "precision", mp_precision_name(t->topt.precision));
     const cli_json_size sizes[] = {
         {"params", d->n_params},
@@ -201,8 +203,9 @@ void cli_train_summary(const cli_train_args *t)
     char b1[64];
     if (t->did_train) {
         const mp_train_breakdown *d = &t->bd;
-        printf("training (%s, %s): %llu parameters\n",
+        printf("training (%s %s, %s): %llu parameters\n",
                mp_optimizer_name(t->topt.optimizer),
+               mp_optimizer_impl_name(t->topt.optimizer_impl),
                mp_precision_name(t->topt.precision),
                (unsigned long long)d->n_params);
         printf("  weights            %s\n", cli_size(d->weight_bytes, b1, sizeof b1));

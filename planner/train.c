@@ -11,6 +11,9 @@ static const char *const optim_names[] = {"sgd", "momentum", "adam", "adamw",
 static const char *const optim_ops[] = {"SGD", "Momentum", "Adam", "AdamW",
                                         "Adam8bit"};
 static const char *const prec_names[] = {"fp32", "bf16-mixed", "fp16-mixed"};
+static const char *const impl_names[] = {"foreach", "fused", "for-loop"};
+/* the op of the node that holds a FOREACH group's temporary */
+#define FOREACH_OP "ForeachTemp"
 
 const char *mp_optimizer_name(mp_optimizer o)
 {
@@ -26,6 +29,21 @@ mp_status mp_optimizer_parse(const char *name, mp_optimizer *out)
             return MP_OK;
         }
     return MP_ERR_INVALID_ARG;
+}
+const char *mp_optimizer_impl_name(mp_optimizer_impl i)
+{
+    return (unsigned)i < 3 ? impl_names[i] : "unknown";
+}
+mp_status mp_optimizer_impl_parse(const char *name, mp_optimizer_impl *out)
+{
+    if (!name || !out)
+        return MP_ERR_INVALID_ARG;
+    for (unsigned i = 0; i < 3; i++)
+        if (strcmp(name, impl_names[i]) == 0) {
+            *out = (mp_optimizer_impl)i;
+            return MP_OK;
+        }
+    return MP_ERR_NOT_FOUND;
 }
 const char *mp_precision_name(mp_precision p)
 {
@@ -76,6 +94,8 @@ typedef struct syn {
     /* step_in_backward: tensors by topological position of their first
      * forward reader (opt_head), linked through opt_next */
     uint32_t *opt_head, *opt_next;
+    /* FOREACH: the group temporary every Adam step reads, or MP_NONE */
+    uint32_t foreach_tmp;
     int have_dev;
     mp_device dev;
     char name[512];
@@ -357,9 +377,17 @@ static mp_status add_opt_step(syn *S, const mp_train_options *opt, uint32_t t,
             return st;
         buf_in[nin++] = id;
     }
-    /* temporaries of the update: Adam variants compute the step in a
-     * parameter-sized fp32 buffer; SGD and momentum update in place */
+    /* temporaries of the update: SGD and momentum update in place; Adam
+     * variants compute sqrt(v) in a parameter-sized fp32 buffer, one
+     * parameter at a time (for-loop, or each step on its own in
+     * backward), in the group's buffer (foreach: read here) or in
+     * registers (fused) */
     int64_t tn = opt->optimizer >= MP_OPTIM_ADAM ? ne : 0;
+    if (opt->optimizer_impl == MP_OPTIM_IMPL_FUSED ||
+        S->foreach_tmp != MP_NONE)
+        tn = 0;
+    if (S->foreach_tmp != MP_NONE)
+        buf_in[nin++] = S->foreach_tmp;
     uint32_t tmp, id;
     snprintf(S->name, sizeof S->name, "opt/%s/tmp", w->name);
     if ((st = add_shaped(S, S->name, MP_DTYPE_FLOAT32, 1, &tn,
@@ -888,6 +916,49 @@ static mp_status add_backward_node(syn *S, uint32_t v)
     return add_grad_nodes(S, v, op, rule, nin, want, nw, nwt);
 }
 
+/* FOREACH Adam/AdamW after the backward pass: PyTorch's multi-tensor
+ * step computes sqrt(v) for the whole parameter group into one list of
+ * temporaries (torch._foreach_sqrt in _multi_tensor_adam), held until the
+ * parameters are updated. One node (FOREACH_OP) reads every parameter
+ * gradient and writes that fp32 temporary; each step reads it, and it is
+ * freed after the last. */
+static mp_status add_foreach_group(syn *S)
+{
+    const mp_graph *f = S->f;
+    S->foreach_tmp = MP_NONE;
+    if (S->opt->optimizer_impl != MP_OPTIM_IMPL_FOREACH ||
+        (S->opt->optimizer != MP_OPTIM_ADAM &&
+         S->opt->optimizer != MP_OPTIM_ADAMW))
+        return MP_OK;
+    uint32_t nin = 0;
+    uint64_t elems = 0;
+    for (uint32_t t = 0; t < f->n_tensors; t++) {
+        if (!S->trainable[t] || S->grad[t] == MP_NONE)
+            continue;
+        const mp__tensor *w = &f->tensors[t];
+        uint64_t bits = mp_dtype_bits((mp_dtype)w->dtype);
+        uint64_t e = bits ? w->bytes * 8 / bits : w->bytes / 4;
+        if (!mp__add_u64(elems, e, &elems) || elems > INT64_MAX)
+            return mp__err(S->ctx, MP_ERR_OVERFLOW, "training: the "
+                           "parameters' element count overflows");
+        S->buf_in[nin++] = S->grad[t];
+    }
+    if (!nin)
+        return MP_OK;
+    int64_t n = (int64_t)elems;
+    uint32_t tmp, id;
+    mp_status st = add_shaped(S, "opt/foreach/tmp", MP_DTYPE_FLOAT32, 1, &n,
+                              MP_KIND_ACTIVATION, &tmp);
+    if (!st)
+        st = add_node(S, "opt/foreach", FOREACH_OP, "memplan", S->buf_in,
+                      nin, &tmp, 1, MP_PHASE_OPTIMIZER, &id);
+    if (!st)
+        st = set_cost(S, id, 2.0 * (double)elems);
+    if (!st)
+        S->foreach_tmp = tmp;
+    return st;
+}
+
 /* The backward pass in reverse topological order (with step_in_backward,
  * each tensor's optimizer step as soon as its gradient is complete),
  * then the remaining optimizer steps. */
@@ -908,6 +979,8 @@ static mp_status add_backward(syn *S)
     S->opt_head = S->opt_next = NULL;
     /* optimizer step per trainable weight, after the backward pass (or,
      * with step_in_backward, already done in it) */
+    if (!S->opt->step_in_backward && (st = add_foreach_group(S)))
+        return st;
     for (uint32_t t = 0; t < f->n_tensors && !S->opt->step_in_backward; t++)
         if (S->trainable[t] && S->grad[t] != MP_NONE &&
             (st = add_opt_step(S, S->opt, t, S->buf_in, &S->B)))
@@ -955,16 +1028,21 @@ static void count_optimizer_bytes(syn *S)
         const mp__node *n = &g->nodes[v];
         if (n->phase != MP_PHASE_OPTIMIZER || n->n_in < 2)
             continue;
+        if (n->n_out && g->tensors[n->outputs[0]].bytes > B->temporary_bytes)
+            B->temporary_bytes = g->tensors[n->outputs[0]].bytes;
+        if (strcmp(n->op, FOREACH_OP) == 0)
+            continue; /* the group's temporary only */
         B->weight_bytes += g->tensors[n->inputs[0]].bytes;
         B->gradient_bytes += g->tensors[n->inputs[1]].bytes;
         for (uint32_t i = 2; i < n->n_in; i++) {
+            if (g->tensors[n->inputs[i]].declared_kind !=
+                MP_KIND_OPTIMIZER_STATE)
+                continue; /* the foreach group's temporary */
             if (i == 2 && S->prec != MP_PRECISION_FP32)
                 B->master_weight_bytes += g->tensors[n->inputs[i]].bytes;
             else
                 B->optimizer_bytes += g->tensors[n->inputs[i]].bytes;
         }
-        if (n->n_out && g->tensors[n->outputs[0]].bytes > B->temporary_bytes)
-            B->temporary_bytes = g->tensors[n->outputs[0]].bytes;
     }
     uint64_t pers = mp__plan_persistent_bytes(g);
     uint64_t train = B->weight_bytes + B->master_weight_bytes +
@@ -1009,10 +1087,14 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         opt = &defs;
     }
     if ((unsigned)opt->optimizer > MP_OPTIM_ADAM8BIT ||
-        (unsigned)opt->precision > MP_PRECISION_FP16_MIXED)
-        return mp__err(ctx, MP_ERR_INVALID_ARG, "unknown optimizer or precision");
+        (unsigned)opt->precision > MP_PRECISION_FP16_MIXED ||
+        (unsigned)opt->optimizer_impl > MP_OPTIM_IMPL_FOR_LOOP)
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
+                       "unknown optimizer, precision or optimizer "
+                       "implementation");
     syn S;
     memset(&S, 0, sizeof S);
+    S.foreach_tmp = MP_NONE;
     S.f = f;
     S.ctx = ctx;
     S.opt = opt;

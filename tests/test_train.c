@@ -60,7 +60,8 @@ static void test_breakdown_fp32_adam(void)
     CU_ASSERT_EQUAL(b.gradient_bytes, 640);
     CU_ASSERT_EQUAL(b.optimizer_bytes, 1280); /* m and v, fp32 */
     CU_ASSERT_EQUAL(b.master_weight_bytes, 0);
-    CU_ASSERT_EQUAL(b.temporary_bytes, 512);  /* W1's fp32 update */
+    /* Adam foreach (the default): sqrt(v) of the whole group, fp32 */
+    CU_ASSERT_EQUAL(b.temporary_bytes, 640);
     /* saved: x (MatMul saves its inputs: 4*8*4 = 128), h2 (Relu saves its
      * output, MatMul 2 its input: 4*16*4 = 256), y (the loss gradient:
      * 4*2*4 = 32); h1 is not saved */
@@ -189,6 +190,67 @@ static void test_identity_over_weight(void)
         CU_ASSERT_EQUAL(b[1].saved_bytes, b[0].saved_bytes);
         CU_ASSERT_EQUAL(peak[1], peak[0]);
     }
+    mp_ctx_destroy(ctx);
+}
+
+/* Adam's temporaries by implementation, as PyTorch runs them: foreach,
+ * one fp32 buffer for the whole group (160 parameters: 640 bytes) held
+ * by one node before the steps and freed after the last; for-loop, one
+ * parameter's at a time (W1: 128 parameters, 512 bytes); fused, none. The
+ * peaks in that order; SGD has no temporary under any; with the steps in
+ * backward, foreach is per parameter. */
+static void test_optimizer_impl(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = mlp(ctx, 0);
+    const mp_optimizer_impl impls[] = {MP_OPTIM_IMPL_FOREACH,
+                                       MP_OPTIM_IMPL_FOR_LOOP,
+                                       MP_OPTIM_IMPL_FUSED};
+    const uint64_t want_tmp[] = {640, 512, 0};
+    uint64_t peak[3];
+    uint32_t id;
+    for (int k = 0; k < 3; k++) {
+        mp_train_options o;
+        mp_train_options_init(&o);
+        CU_ASSERT_EQUAL(o.optimizer_impl, MP_OPTIM_IMPL_FOREACH);
+        o.optimizer_impl = impls[k];
+        mp_graph *t = NULL;
+        mp_train_breakdown b;
+        CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &o, &t, &b), MP_OK);
+        CU_ASSERT_EQUAL(b.temporary_bytes, want_tmp[k]);
+        CU_ASSERT_EQUAL(b.weight_bytes, 640);
+        CU_ASSERT_EQUAL(b.gradient_bytes, 640);
+        CU_ASSERT_EQUAL(b.optimizer_bytes, 1280);
+        CU_ASSERT_EQUAL(b.n_optimizer, 2);
+        CU_ASSERT_EQUAL(mp_graph_find_node(t, "opt/foreach", &id) == MP_OK,
+                        k == 0);
+        mp_plan *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &p), MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+        peak[k] = mp_plan_figures(p)->peak_bytes;
+        mp_plan_destroy(p);
+        mp_graph_destroy(t);
+        /* SGD: in place under every implementation */
+        o.optimizer = MP_OPTIM_SGD;
+        CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &o, &t, &b), MP_OK);
+        CU_ASSERT_EQUAL(b.temporary_bytes, 0);
+        CU_ASSERT_NOT_EQUAL(mp_graph_find_node(t, "opt/foreach", &id), MP_OK);
+        mp_graph_destroy(t);
+        /* steps in backward: each on its own */
+        o.optimizer = MP_OPTIM_ADAM;
+        o.step_in_backward = 1;
+        CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &o, &t, &b), MP_OK);
+        CU_ASSERT_EQUAL(b.temporary_bytes, k == 2 ? 0 : 512);
+        mp_graph_destroy(t);
+    }
+    CU_ASSERT(peak[0] > peak[1]);
+    CU_ASSERT(peak[1] >= peak[2]);
+    mp_optimizer_impl x;
+    CU_ASSERT_EQUAL(mp_optimizer_impl_parse("for-loop", &x), MP_OK);
+    CU_ASSERT_EQUAL(x, MP_OPTIM_IMPL_FOR_LOOP);
+    CU_ASSERT_STRING_EQUAL(mp_optimizer_impl_name(MP_OPTIM_IMPL_FUSED), "fused");
+    CU_ASSERT_EQUAL(mp_optimizer_impl_parse("foreachx", &x), MP_ERR_NOT_FOUND);
+    mp_graph_destroy(f);
     mp_ctx_destroy(ctx);
 }
 
@@ -420,6 +482,8 @@ static CU_TestInfo tests[] = {
      test_breakdown_mixed_and_8bit},
     {"gradient accumulation", test_accumulation},
     {"a weight read through an Identity", test_identity_over_weight},
+    {"optimizer implementations: foreach, for-loop, fused",
+     test_optimizer_impl},
     {"residual block: Add input gradients are views",
      test_residual_grad_views},
     {"residual chain under a budget", test_residual_remat},

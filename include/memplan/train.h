@@ -24,6 +24,16 @@ typedef enum mp_optimizer {
     MP_OPTIM_SGD = 0, MP_OPTIM_MOMENTUM, MP_OPTIM_ADAM, MP_OPTIM_ADAMW,
     MP_OPTIM_ADAM8BIT
 } mp_optimizer;
+/* How the optimizer step runs, as PyTorch's optimizers name it (Adam and
+ * AdamW; SGD and momentum update in place under all three):
+ * FOREACH (PyTorch's default on CUDA) runs each operation over the whole
+ * parameter group, and Adam's sqrt(v) step holds one fp32 temporary of
+ * the group's size while the step runs; FUSED runs one kernel per group
+ * with no temporary; FOR_LOOP updates one parameter at a time with a
+ * temporary of that parameter's size. */
+typedef enum mp_optimizer_impl {
+    MP_OPTIM_IMPL_FOREACH = 0, MP_OPTIM_IMPL_FUSED, MP_OPTIM_IMPL_FOR_LOOP
+} mp_optimizer_impl;
 typedef enum mp_precision {
     MP_PRECISION_FP32 = 0,
     MP_PRECISION_BF16_MIXED,  /* bf16 weights/activations, fp32 master */
@@ -36,6 +46,15 @@ MP_API const char *mp_optimizer_name(mp_optimizer o);
  * Errors: MP_ERR_NOT_FOUND (an unknown name), MP_ERR_INVALID_ARG (NULL).
  * Example: mp_optimizer_parse("adamw", &to.optimizer); */
 MP_API mp_status mp_optimizer_parse(const char *name, mp_optimizer *out);
+/* The name of an optimizer implementation: "foreach", "fused",
+ * "for-loop". */
+MP_API const char *mp_optimizer_impl_name(mp_optimizer_impl i);
+/* Parses an optimizer implementation name as mp_optimizer_impl_name
+ * writes it.
+ * Errors: MP_ERR_NOT_FOUND (an unknown name), MP_ERR_INVALID_ARG (NULL).
+ * Example: mp_optimizer_impl_parse("fused", &to.optimizer_impl); */
+MP_API mp_status mp_optimizer_impl_parse(const char *name,
+                                         mp_optimizer_impl *out);
 /* The name of a training precision: "fp32", "bf16-mixed", "fp16-mixed". */
 MP_API const char *mp_precision_name(mp_precision p);
 /* Parses a precision name as mp_precision_name writes it.
@@ -58,6 +77,10 @@ typedef struct mp_train_options {
      * long as the weight gradient written beside it. 0 (default): one
      * node writes both. */
     int split_weight_grad;
+    /* default FOREACH, PyTorch's default; with step_in_backward each step
+     * is on its own, so FOREACH holds a temporary of one parameter's size,
+     * as FOR_LOOP does */
+    mp_optimizer_impl optimizer_impl;
 } mp_train_options;
 /* Fills training options with their defaults (the comments above). NULL
  * is a no-op. */
