@@ -28,7 +28,7 @@ mp_status mp_optimizer_parse(const char *name, mp_optimizer *out)
             *out = (mp_optimizer)i;
             return MP_OK;
         }
-    return MP_ERR_INVALID_ARG;
+    return MP_ERR_NOT_FOUND;
 }
 const char *mp_optimizer_impl_name(mp_optimizer_impl i)
 {
@@ -58,7 +58,7 @@ mp_status mp_precision_parse(const char *name, mp_precision *out)
             *out = (mp_precision)i;
             return MP_OK;
         }
-    return MP_ERR_INVALID_ARG;
+    return MP_ERR_NOT_FOUND;
 }
 void mp_train_options_init(mp_train_options *o)
 {

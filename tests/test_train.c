@@ -250,6 +250,12 @@ static void test_optimizer_impl(void)
     CU_ASSERT_EQUAL(x, MP_OPTIM_IMPL_FOR_LOOP);
     CU_ASSERT_STRING_EQUAL(mp_optimizer_impl_name(MP_OPTIM_IMPL_FUSED), "fused");
     CU_ASSERT_EQUAL(mp_optimizer_impl_parse("foreachx", &x), MP_ERR_NOT_FOUND);
+    /* the three parsers answer an unknown name as their pages say */
+    mp_optimizer oo;
+    mp_precision pp;
+    CU_ASSERT_EQUAL(mp_optimizer_parse("adamx", &oo), MP_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(mp_precision_parse("fp8", &pp), MP_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(mp_optimizer_parse(NULL, &oo), MP_ERR_INVALID_ARG);
     mp_graph_destroy(f);
     mp_ctx_destroy(ctx);
 }
