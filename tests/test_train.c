@@ -193,6 +193,49 @@ static void test_identity_over_weight(void)
     mp_ctx_destroy(ctx);
 }
 
+/* x[4,8] -> MatMul(Transpose(W[16,8])) -> y[4,16]: how exporters write a
+ * Linear layer without constant folding. W is trained (its gradient flows
+ * back through the Transpose folded at load); the transposed copy gets no
+ * optimizer step of its own (it once did, and the graph built no
+ * gradient for W, or failed: "no graph output depends on a trainable
+ * weight"). */
+static void test_transposed_weight(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw[] = {16, 8}, dt[] = {8, 16}, dy[] = {4, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t wt = mp_test_tensor(g, "Wt", MP_KIND_ACTIVATION, 2, dt);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
+    mp_test_node(g, "tr", "Transpose", &w, 1, &wt, 1);
+    uint32_t in[] = {x, wt};
+    mp_test_node(g, "mm", "MatMul", in, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    mp_graph *t = NULL;
+    mp_train_breakdown b;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &o, &t, &b), MP_OK);
+    CU_ASSERT_EQUAL(b.n_params, 128);
+    CU_ASSERT_EQUAL(b.weight_bytes, 512);
+    CU_ASSERT_EQUAL(b.gradient_bytes, 512);
+    CU_ASSERT_EQUAL(b.optimizer_bytes, 1024);
+    uint32_t id;
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "opt/W", &id), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_find_node(t, "opt/Wt", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "tr/grad", &id), MP_OK);
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* Adam's temporaries by implementation, as PyTorch runs them: foreach,
  * one fp32 buffer for the whole group (160 parameters: 640 bytes) held
  * by one node before the steps and freed after the last; for-loop, one
@@ -488,6 +531,7 @@ static CU_TestInfo tests[] = {
      test_breakdown_mixed_and_8bit},
     {"gradient accumulation", test_accumulation},
     {"a weight read through an Identity", test_identity_over_weight},
+    {"a weight read through a Transpose", test_transposed_weight},
     {"optimizer implementations: foreach, for-loop, fused",
      test_optimizer_impl},
     {"residual block: Add input gradients are views",
