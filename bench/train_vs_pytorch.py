@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""train_vs_pytorch.py - memplan's planned peaks over PyTorch's measured ones
+(docs/training.md, "PyTorch reference set"). Python 3 standard library
+only: it runs where memplan is built, no torch needed.
+
+    python3 bench/train_vs_pytorch.py REF_DIR/reference.json
+        [--onnx-dir DIR] [--memplan build/memplan] [--models a,b]
+        [--modes fp32-sgd,...] [--extra "ARGS"] [--bf16 bf16-mixed]
+        [--timeout SEC] [--json OUT.json] [--markdown] [--fail-above X]
+    python3 bench/train_vs_pytorch.py --self-test --memplan build/memplan
+        --examples examples
+
+REF is what validate/train_reference.py wrote on the GPU machine (its
+docstring has the schema); the exports it names (row "onnx", a file name
+relative to --onnx-dir, default REF's folder) are planned here, one
+`memplan plan FILE --json` per row:
+
+  mode        memplan options                               PyTorch step
+  fp32-sgd    --train --optimizer sgd  --precision fp32     SGD, fp32
+  fp32-adam   --train --optimizer adam --precision fp32     Adam (foreach)
+  bf16-adam   --train --optimizer adam --precision BF16     Adam, bf16 autocast
+  inference   (no --train; the eval-mode export)            eval, no_grad
+
+BF16 is --bf16 (default bf16-mixed). --extra is appended to every command
+(e.g. "--step-in-backward" or a save policy).
+
+What is compared: memplan's `peak_bytes` (the plan JSON: arena +
+persistent) with torch.cuda.max_memory_allocated() of one measured step.
+Both count the same things: weights and optimizer states (memplan:
+persistent_bytes, with master weights and frozen constants), gradients,
+the step's activations, inputs, outputs and temporaries (memplan: the
+arena). PyTorch's figure also holds cuBLAS's workspace (allocated through
+the caching allocator and kept) and its 512-byte rounding of every block;
+memplan's the 256-byte alignment of its arena offsets. Neither counts the
+CUDA context or memory cached but free. A ratio above 1.00 means memplan's
+plan needs more memory than PyTorch did.
+
+Columns (MiB = 2^20 bytes): memplan's peak, PyTorch eager's and
+torch.compile's peaks, memplan/eager and memplan/compile, and what failed
+(memplan's message or PyTorch's recorded error). Exit status: 0; 1 when
+--fail-above X is given and a row's memplan/compile ratio is above X or
+a row could not be planned; 2 usage; 3 unreadable reference.
+"""
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MODES = ["fp32-sgd", "fp32-adam", "bf16-adam", "inference"]
+
+
+def memplan_args(row, bf16):
+    mode = row.get("mode")
+    if mode == "inference":
+        return []
+    opt = row.get("optimizer") or {"fp32-sgd": "sgd"}.get(mode, "adam")
+    prec = row.get("precision") or ("bf16" if mode == "bf16-adam"
+                                    else "fp32")
+    return ["--train", "--optimizer", opt,
+            "--precision", bf16 if prec == "bf16" else prec]
+
+
+def one_line(s, limit=300):
+    s = " ".join((s or "").split())
+    return s if len(s) <= limit else s[:limit] + " ..."
+
+
+def plan(memplan, path, args, timeout):
+    """-> (plan JSON or None, error message or None, command)"""
+    cmd = [memplan, "plan", path, "--json"] + args
+    if not os.path.exists(path):
+        return None, "%s: no such file (not exported?)" % path, cmd
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "memplan ran past %d s" % timeout, cmd
+    except OSError as e:
+        return None, "cannot run %s: %s" % (memplan, e), cmd
+    err = p.stderr.decode("utf-8", "replace")
+    if p.returncode != 0:
+        return None, "exit %d: %s" % (p.returncode, one_line(err)), cmd
+    try:
+        d = json.loads(p.stdout.decode("utf-8", "replace"))
+        int(d["peak_bytes"])
+    except (ValueError, KeyError, TypeError) as e:
+        return None, "unreadable plan JSON (%s) %s" % (e, one_line(err)), cmd
+    return d, None, cmd
+
+
+def ratio(a, b):
+    if a is None or not b:
+        return None
+    return a / float(b)
+
+
+def fmt_mib(b):
+    return "-" if b is None else "%.1f" % (b / 1048576.0)
+
+
+def fmt_x(r):
+    return "-" if r is None else "%.2fx" % r
+
+
+def compare(ref, onnx_dir, memplan, models, modes, extra, bf16, timeout,
+            progress=True):
+    out = []
+    for row in ref.get("rows", []):
+        if models and row.get("model") not in models:
+            continue
+        if modes and row.get("mode") not in modes:
+            continue
+        onnx = row.get("onnx") or ""
+        path = onnx if os.path.isabs(onnx) else os.path.join(onnx_dir, onnx)
+        args = memplan_args(row, bf16) + extra
+        if progress:
+            sys.stderr.write("planning %s %s\n" % (row.get("model"),
+                                                   row.get("mode")))
+        d, err, cmd = plan(memplan, path, args, timeout)
+        r = {"model": row.get("model"), "mode": row.get("mode"),
+             "command": " ".join(shlex.quote(c) for c in cmd),
+             "eager_peak_bytes": row.get("eager_peak_bytes"),
+             "compile_peak_bytes": row.get("compile_peak_bytes"),
+             "eager_before_bytes": row.get("eager_before_bytes"),
+             "compile_before_bytes": row.get("compile_before_bytes"),
+             "pytorch_errors": row.get("errors") or {},
+             "memplan_error": err}
+        if d is not None:
+            r["memplan_peak_bytes"] = int(d["peak_bytes"])
+            r["memplan_persistent_bytes"] = d.get("persistent_bytes")
+            r["memplan_arena_bytes"] = d.get("arena_bytes")
+            r["memplan_training"] = d.get("training")
+        else:
+            r["memplan_peak_bytes"] = None
+        r["x_eager"] = ratio(r["memplan_peak_bytes"], r["eager_peak_bytes"])
+        r["x_compile"] = ratio(r["memplan_peak_bytes"],
+                               r["compile_peak_bytes"])
+        out.append(r)
+    return out
+
+
+def notes(r):
+    n = []
+    if r["memplan_error"]:
+        n.append("memplan: " + r["memplan_error"])
+    for k, v in sorted(r["pytorch_errors"].items()):
+        n.append("pytorch %s: %s" % (k, one_line(v, 160)))
+    return "; ".join(n)
+
+
+def print_table(rows, markdown, f=sys.stdout):
+    head = ["model", "mode", "memplan MiB", "eager MiB", "compile MiB",
+            "/eager", "/compile", "notes"]
+    cells = [[r["model"] or "?", r["mode"] or "?",
+              fmt_mib(r["memplan_peak_bytes"]),
+              fmt_mib(r["eager_peak_bytes"]),
+              fmt_mib(r["compile_peak_bytes"]),
+              fmt_x(r["x_eager"]), fmt_x(r["x_compile"]), notes(r)]
+             for r in rows]
+    if markdown:
+        f.write("| " + " | ".join(head) + " |\n")
+        f.write("|" + "---|" * 2 + "---:|" * 5 + "---|\n")
+        for c in cells:
+            f.write("| " + " | ".join(x.replace("|", "/") for x in c)
+                    + " |\n")
+    else:
+        w = [max([len(h)] + [len(c[i]) for c in cells])
+             for i, h in enumerate(head[:-1])]
+        line = lambda c: "  ".join(  # noqa: E731
+            (c[i].ljust(w[i]) if i < 2 else c[i].rjust(w[i]))
+            for i in range(len(w))) + "  " + c[-1]
+        f.write(line(head).rstrip() + "\n")
+        for c in cells:
+            f.write(line(c).rstrip() + "\n")
+    xs = [r["x_compile"] for r in rows if r["x_compile"] is not None]
+    planned = sum(1 for r in rows if r["memplan_peak_bytes"] is not None)
+    f.write("\n%d rows, %d planned; memplan <= 1.00x torch.compile on %d "
+            "of %d rows with both figures"
+            % (len(rows), planned, sum(1 for x in xs if x <= 1.0), len(xs)))
+    if xs:
+        worst = max((r for r in rows if r["x_compile"] is not None),
+                    key=lambda r: r["x_compile"])
+        f.write("; worst %s %s %.2fx" % (worst["model"], worst["mode"],
+                                         worst["x_compile"]))
+    f.write("\n")
+
+
+def find_memplan(given):
+    if given:
+        return given
+    here = os.path.dirname(os.path.abspath(__file__))
+    cand = os.path.join(here, os.pardir, "build", "memplan")
+    if os.path.exists(cand):
+        return os.path.normpath(cand)
+    return shutil.which("memplan") or "memplan"
+
+
+# ------------------------------------------------------------ self-test
+
+def self_test(memplan, examples):
+    """Plans examples/tiny.json from a hand-written reference and checks
+    the figures, the options each mode passes and the error rows."""
+    tiny = os.path.join(examples, "tiny.json")
+    if not os.path.exists(tiny):
+        print("self-test: %s missing" % tiny)
+        return 1
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+            print("FAIL: " + what)
+
+    def direct(args):
+        p = subprocess.run([memplan, "plan", tiny, "--json"] + args,
+                           stdout=subprocess.PIPE, check=True)
+        return json.loads(p.stdout.decode())
+
+    d_sgd = direct(["--train", "--optimizer", "sgd", "--precision", "fp32"])
+    d_adam = direct(["--train", "--optimizer", "adam",
+                     "--precision", "bf16-mixed"])
+    d_inf = direct([])
+    tmp = tempfile.mkdtemp(prefix="mp_tvp_")
+    try:
+        ref = {"schema": 1, "models": {}, "rows": [
+            {"model": "tiny", "mode": "fp32-sgd", "optimizer": "sgd",
+             "precision": "fp32", "onnx": tiny,
+             "eager_peak_bytes": d_sgd["peak_bytes"] * 2,
+             "compile_peak_bytes": d_sgd["peak_bytes"] // 2,
+             "errors": {}},
+            {"model": "tiny", "mode": "bf16-adam", "optimizer": "adam",
+             "precision": "bf16", "onnx": tiny,
+             "eager_peak_bytes": 4 * 1048576, "compile_peak_bytes": None,
+             "errors": {"compile": "OutOfMemoryError: CUDA out of memory"}},
+            {"model": "tiny", "mode": "inference", "optimizer": None,
+             "precision": "fp32", "onnx": tiny,
+             "eager_peak_bytes": d_inf["peak_bytes"],
+             "compile_peak_bytes": d_inf["peak_bytes"], "errors": {}},
+            {"model": "absent", "mode": "fp32-adam", "optimizer": "adam",
+             "precision": "fp32", "onnx": "absent.train.onnx",
+             "eager_peak_bytes": 1, "compile_peak_bytes": 1, "errors": {}},
+            {"model": "unreadable", "mode": "fp32-adam", "optimizer": "adam",
+             "precision": "fp32", "onnx": "bad.train.onnx",
+             "eager_peak_bytes": 1, "compile_peak_bytes": 1, "errors": {}},
+        ]}
+        with open(os.path.join(tmp, "bad.train.onnx"), "wb") as f:
+            f.write(b"\x0a\xff\xff\xff not a model")
+        refp = os.path.join(tmp, "reference.json")
+        with open(refp, "w") as f:
+            json.dump(ref, f)
+        outp = os.path.join(tmp, "out.json")
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), refp,
+                            "--memplan", memplan, "--json", outp,
+                            "--fail-above", "1.0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        text = p.stdout.decode()
+        print(text)
+        check(p.returncode == 1, "exit 1 with --fail-above 1.0 and rows "
+              "above it (got %d)" % p.returncode)
+        with open(outp) as f:
+            rows = json.load(f)["rows"]
+        check(len(rows) == 5, "five rows (got %d)" % len(rows))
+        by = {(r["model"], r["mode"]): r for r in rows}
+        s = by[("tiny", "fp32-sgd")]
+        check(s["memplan_peak_bytes"] == d_sgd["peak_bytes"],
+              "fp32-sgd peak is memplan's --train --optimizer sgd peak")
+        check(s["memplan_training"]["optimizer"] == "sgd",
+              "fp32-sgd planned with sgd")
+        check(abs(s["x_eager"] - 0.5) < 1e-9, "x eager 0.50")
+        check(abs(s["x_compile"] - d_sgd["peak_bytes"]
+                  / float(d_sgd["peak_bytes"] // 2)) < 1e-9, "x compile")
+        b = by[("tiny", "bf16-adam")]
+        check(b["memplan_peak_bytes"] == d_adam["peak_bytes"]
+              and b["memplan_training"]["precision"] == "bf16-mixed"
+              and b["memplan_training"]["optimizer"] == "adam",
+              "bf16-adam planned with adam, bf16-mixed")
+        check(b["x_compile"] is None and "OutOfMemoryError" in text,
+              "a PyTorch error is shown, no ratio")
+        i = by[("tiny", "inference")]
+        check(i["memplan_peak_bytes"] == d_inf["peak_bytes"]
+              and i["memplan_training"] is None
+              and abs(i["x_compile"] - 1.0) < 1e-12,
+              "inference planned without --train, ratio 1.00")
+        check(d_inf["peak_bytes"] < d_sgd["peak_bytes"],
+              "training peak above inference peak")
+        a = by[("absent", "fp32-adam")]
+        check(a["memplan_peak_bytes"] is None
+              and "no such file" in (a["memplan_error"] or ""),
+              "a missing export is reported")
+        u = by[("unreadable", "fp32-adam")]
+        check(u["memplan_peak_bytes"] is None
+              and (u["memplan_error"] or "").startswith("exit ")
+              and "memplan: exit" in text,
+              "memplan's failure is printed with its exit status")
+        check("0.50x" in text and "1.00x" in text, "ratios in the table")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("self-test: %s" % ("FAILED: " + "; ".join(failures)
+                              if failures else "ok"))
+    return 1 if failures else 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(
+        description="memplan's planned peaks over PyTorch's measured peaks")
+    ap.add_argument("reference", nargs="?",
+                    help="reference.json from validate/train_reference.py")
+    ap.add_argument("--onnx-dir", help="folder of the exports (default: "
+                    "the reference's folder)")
+    ap.add_argument("--memplan", help="the memplan binary (default: "
+                    "build/memplan beside this script, else PATH)")
+    ap.add_argument("--models", default="", help="comma-separated subset")
+    ap.add_argument("--modes", default="", help="comma-separated subset of "
+                    + ", ".join(MODES))
+    ap.add_argument("--extra", default="",
+                    help="options appended to every memplan command")
+    ap.add_argument("--bf16", default="bf16-mixed",
+                    help="memplan's --precision for bf16-adam rows")
+    ap.add_argument("--timeout", type=int, default=600,
+                    help="seconds per memplan command")
+    ap.add_argument("--json", help="write the rows with memplan's figures")
+    ap.add_argument("--markdown", action="store_true",
+                    help="a markdown table")
+    ap.add_argument("--fail-above", type=float,
+                    help="exit 1 if a row is above this x torch.compile or "
+                         "could not be planned")
+    ap.add_argument("--self-test", action="store_true",
+                    help="check this script on examples/tiny.json")
+    ap.add_argument("--examples", default=None,
+                    help="with --self-test: the examples folder")
+    a = ap.parse_args(argv)
+    memplan = find_memplan(a.memplan)
+    if a.self_test:
+        ex = a.examples or os.path.join(os.path.dirname(
+            os.path.abspath(__file__)), os.pardir, "examples")
+        return self_test(memplan, ex)
+    if not a.reference:
+        ap.error("the reference JSON is required")
+    try:
+        with open(a.reference) as f:
+            ref = json.load(f)
+        if not isinstance(ref.get("rows"), list):
+            raise ValueError("no \"rows\" list")
+    except (OSError, ValueError, AttributeError) as e:
+        sys.stderr.write("train_vs_pytorch: %s: %s\n" % (a.reference, e))
+        return 3
+    onnx_dir = a.onnx_dir or os.path.dirname(os.path.abspath(a.reference))
+    models = set(x for x in a.models.split(",") if x)
+    modes = set(x for x in a.modes.split(",") if x)
+    rows = compare(ref, onnx_dir, memplan, models, modes,
+                   shlex.split(a.extra), a.bf16, a.timeout)
+    env = ref.get("env") or {}
+    if env:
+        print("PyTorch reference: torch %s on %s"
+              % (env.get("torch", "?"), env.get("device", "?")))
+    print_table(rows, a.markdown)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"reference": os.path.abspath(a.reference),
+                       "env": env, "rows": rows}, f, indent=1)
+            f.write("\n")
+    if a.fail_above is not None:
+        bad = [r for r in rows if r["memplan_peak_bytes"] is None
+               or (r["x_compile"] is not None
+                   and r["x_compile"] > a.fail_above)]
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
