@@ -75,7 +75,8 @@ JSON schema (reference.json):
       "attn_implementation": HF config's attention implementation or null,
       "onnx_train", "onnx_infer": file names in OUT_DIR (null if no export),
       "export": {"train": {...}, "infer": {...}}: per export "exporter"
-          ("torchscript" or "dynamo"), "opset", "nodes", "initializers",
+          ("torchscript" or "dynamo"), "opset", "constant_folding",
+          "nodes", "initializers",
           "stripped" (initializers whose data was dropped),
           "dropout_removed", "seconds", "error" (null or the message),
           "torchscript_error" (why the dynamo fallback ran, if it did)
@@ -108,6 +109,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 MODELS = ["resnet101", "resnet18", "mobilenet_v3_large", "efficientnet_b0",
           "swin_t", "vit_b_32", "bert_base", "gpt2_medium", "t5_small"]
@@ -192,12 +194,9 @@ def build(name, args):
 
     if name in VISION:
         import torchvision
-        kw = {}
-        if name in ("swin_t", "efficientnet_b0"):
-            kw["stochastic_depth_prob"] = 0.0
-        if name in ("efficientnet_b0", "mobilenet_v3_large"):
-            kw["dropout"] = 0.0
-        m = getattr(torchvision.models, name)(weights=None, **kw)
+        # the builders' own dropout / stochastic-depth defaults; no_dropout
+        # sets them to 0 (swin_t's builder fixes stochastic_depth_prob)
+        m = getattr(torchvision.models, name)(weights=None)
         return Out(no_dropout(m), "vision"), "vision", None
 
     import transformers as tf
@@ -372,7 +371,8 @@ def export_one(model, inputs, input_names, path_out, training, args):
     dynamo exporter when that fails. Returns the export record."""
     import inspect
     import torch
-    rec = {"exporter": None, "opset": args.opset, "error": None}
+    rec = {"exporter": None, "opset": args.opset, "error": None,
+           "constant_folding": bool(args.constant_folding)}
     t0 = time.time()
     tm = getattr(torch.onnx, "TrainingMode", None)
     mode = None if tm is None else (tm.TRAINING if training else tm.EVAL)
@@ -383,14 +383,18 @@ def export_one(model, inputs, input_names, path_out, training, args):
         raw = os.path.join(tmp, "model.onnx")
         kw = dict(export_params=True, input_names=list(input_names),
                   output_names=["output"], opset_version=args.opset,
-                  training=mode, do_constant_folding=False)
+                  training=mode,
+                  do_constant_folding=bool(args.constant_folding))
         if mode is None:
             del kw["training"]
         if "dynamo" in params:
             kw["dynamo"] = False
         kw = {k: v for k, v in kw.items() if k in params}
         try:
-            with torch.no_grad():
+            # not under no_grad: nn.MultiheadAttention's inference fast
+            # path (_native_multi_head_attention) has no ONNX export
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # one per node otherwise
                 torch.onnx.export(model, tuple(inputs), raw, **kw)
             rec["exporter"] = "torchscript"
         except Exception as e:
@@ -406,7 +410,9 @@ def export_one(model, inputs, input_names, path_out, training, args):
                       external_data=True)
             kw = {k: v for k, v in kw.items() if k in params}
             model.train(training)  # torch.export traces the current mode
-            torch.onnx.export(model, tuple(inputs), raw, **kw)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, tuple(inputs), raw, **kw)
             rec["exporter"] = "dynamo"
         (rec["nodes"], rec["initializers"], rec["stripped"],
          rec["dropout_removed"]) = strip_onnx(raw, path_out)
@@ -422,8 +428,9 @@ def export_one(model, inputs, input_names, path_out, training, args):
 def cleanup():
     import torch
     gc.collect()
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
 
 
 def measure(model, inputs, mode, backend):
@@ -571,6 +578,10 @@ def parse_args(argv):
     ap.add_argument("--text-batch", type=int, default=8, help="text batch")
     ap.add_argument("--seq", type=int, default=128, help="text length")
     ap.add_argument("--opset", type=int, default=17)
+    ap.add_argument("--constant-folding", action="store_true",
+                    help="export with do_constant_folding=True (default "
+                         "False, as for training; with it a Linear's "
+                         "weight Transpose is folded into the initializer)")
     ap.add_argument("--quick", action="store_true",
                     help="batch 2 and sequence 32 (a smoke run)")
     ap.add_argument("--backends", default="eager,compile",
