@@ -596,6 +596,8 @@ def parse_args(argv):
     ap.add_argument("--time-budget", type=float, default=0,
                     help="stop cleanly before starting work after this many "
                          "seconds (0: no limit)")
+    # a dry run of the control flow on another device (figures meaningless)
+    ap.add_argument("--device", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.quick:
         a.batch, a.text_batch, a.seq = 2, 2, 32
@@ -648,7 +650,8 @@ def main(argv):
     doc["args"] = {k: v for k, v in vars(args).items()}
     save_json(path, doc)
     backends = args.backends
-    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(args.device or
+                       ("cuda" if torch.cuda.is_available() else "cpu"))
     stopped = False
 
     def over_budget():
