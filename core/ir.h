@@ -85,21 +85,51 @@ enum {
 #define MP__OP_KERNEL(def) (((def)->flags >> MP__OPF_KERNEL_SHIFT) & 0xffu)
 #define MP__OP_KOP(def) (((def)->flags >> MP__OPF_KOP_SHIFT) & 0xffu)
 
-/* Backward rule of an op (planner/train.c): which forward
- * tensors its gradient needs saved. Kept in the registry entry's flags as
- * MP__OPF_BWD(rule); 0 (the default) saves every input. */
+/* Backward rule of an op (planner/train.c): which forward tensors the
+ * gradient of each of its inputs needs saved, as PyTorch's autograd saves
+ * them (tools/autograd/derivatives.yaml; docs/training.md lists the
+ * source of each). Kept in the registry entry's flags as MP__OPF_BWD(rule);
+ * 0 (the default, also unknown ops) saves every input. A node saves the
+ * union of the needs of only its inputs that require a gradient
+ * (mp__bwd_needs, core/ops/ops.h). */
 enum {
-    MP__BWD_INPUTS = 0,     /* every input (MatMul, Gemm, Conv, Mul, ...) */
+    MP__BWD_INPUTS = 0,     /* each input's gradient: every input (unknown
+                              ops, Max, Min, PRelu, GatherElements) */
     MP__BWD_NONE,           /* nothing (Add, Sub, Concat, Transpose, views) */
     MP__BWD_OUTPUT,         /* output 0 (Relu, Sigmoid, Tanh, Softmax, Exp) */
     MP__BWD_INPUT0,         /* input 0 (Gelu, Erf, Log, AveragePool, ...) */
-    MP__BWD_NORM_ROWS,      /* input 0 + fp32 mean and inverse std per row
-                              (LayerNormalization; RMSNormalization) */
-    MP__BWD_NORM_CHANNELS,  /* input 0 + fp32 mean and inverse std per
+    MP__BWD_NORM_ROWS,      /* every input + fp32 mean and inverse std per
+                              row (LayerNormalization; RMSNormalization) */
+    MP__BWD_NORM_CHANNELS,  /* every input + fp32 mean and inverse std per
                               channel (BatchNormalization, ...) */
     MP__BWD_MASK,           /* a 1-byte mask of output 0's shape (Dropout) */
     MP__BWD_INDICES,        /* input 0 + int64 indices of output 0 (MaxPool) */
-    MP__BWD_NONDIFF         /* no gradient flows (Shape, comparisons, ...) */
+    MP__BWD_NONDIFF,        /* no gradient flows (Shape, comparisons, ...) */
+    MP__BWD_OTHER,          /* input 0's gradient: input 1; input 1's:
+                              input 0 (Mul) */
+    MP__BWD_MATMUL,         /* A's gradient: B; B's: A; Gemm's C: nothing
+                              (MatMul, Gemm, whatever transA/transB) */
+    MP__BWD_DIV,            /* input 0's gradient: input 1; input 1's:
+                              both inputs (Div) */
+    MP__BWD_POW,            /* base's gradient: base and exponent; the
+                              exponent's: both and output 0 (Pow) */
+    MP__BWD_WHERE,          /* the condition (input 0) for either branch */
+    MP__BWD_GATHER,         /* data's gradient: the indices (input 1) */
+    MP__BWD_CONV,           /* input, weight and bias share one formula:
+                              input and weight when any needs a gradient
+                              (Conv, ConvTranspose) */
+    MP__BWD_COUNT_
+};
+/* What the gradient of one input needs (mp__bwd_needs): input 0, 1, 2,
+ * every input, output 0, the extra saved output (statistics, mask or
+ * indices, planner/train.c). */
+enum {
+    MP__BWDN_IN0 = 1u << 0,
+    MP__BWDN_IN1 = 1u << 1,
+    MP__BWDN_IN2 = 1u << 2,
+    MP__BWDN_ALL_IN = 1u << 3,
+    MP__BWDN_OUT0 = 1u << 4,
+    MP__BWDN_EXTRA = 1u << 5
 };
 #define MP__OPF_BWD_SHIFT 32
 #define MP__OPF_BWD(r) ((uint64_t)(r) << MP__OPF_BWD_SHIFT)

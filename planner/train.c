@@ -2,6 +2,7 @@
  * step from a forward graph, through the op registry's backward rules
  * (MP__OP_BWD). docs/training.md describes what is built and counted. */
 #include "sched.h"
+#include "ops.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -567,6 +568,18 @@ static mp_status alloc_node_buffers(syn *S)
     return MP_OK;
 }
 
+/* What the backward of forward node n saves (MP__BWDN_* bits): the union
+ * of what the gradients of its inputs that require a gradient need, as
+ * autograd saves a tensor only for the input gradients that use it. */
+static unsigned saved_needs(const syn *S, const mp__node *n, unsigned rule)
+{
+    unsigned need = 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (n->inputs[i] != MP_NONE && S->rg[n->inputs[i]])
+            need |= mp__bwd_needs(rule, i);
+    return need;
+}
+
 /* Rows of the statistics a normalization saves: the product of the dims
  * before its axis (NORM_ROWS), or the channels (NORM_CHANNELS). */
 static int64_t norm_rows(const mp__node *n, const mp__tensor *x0,
@@ -587,7 +600,8 @@ static int64_t norm_rows(const mp__node *n, const mp__tensor *x0,
 /* extra[v]: what the backward rule of forward node v saves besides its
  * operands (a normalization's statistics; the mask or indices of a
  * masking op, its second output when it has one), when an output of v
- * requires grad; else MP_NONE. */
+ * requires grad and the gradient of an input that requires one needs it;
+ * else MP_NONE. */
 static mp_status add_saved_extra(syn *S, uint32_t v, unsigned rule)
 {
     const mp_graph *f = S->f;
@@ -596,6 +610,7 @@ static mp_status add_saved_extra(syn *S, uint32_t v, unsigned rule)
     bool trains = false;
     for (uint32_t o = 0; o < n->n_out; o++)
         trains |= S->rg[n->outputs[o]] != 0;
+    trains = trains && (saved_needs(S, n, rule) & MP__BWDN_EXTRA);
     const mp__tensor *x0 =
         n->n_in && n->inputs[0] != MP_NONE ? &f->tensors[n->inputs[0]] : NULL;
     const mp__tensor *y0 = n->n_out ? &f->tensors[n->outputs[0]] : NULL;
@@ -796,43 +811,36 @@ static mp_status add_grad_views(syn *S, const mp__node *n, uint32_t gy,
     return MP_OK;
 }
 
+/* Appends id to buf_in (nin entries so far) unless the saved entries
+ * from position first on hold it; returns the new count. */
+static uint32_t push_saved(uint32_t *in, uint32_t first, uint32_t nin,
+                           uint32_t id)
+{
+    for (uint32_t k = first; k < nin; k++)
+        if (in[k] == id)
+            return nin;
+    in[nin] = id;
+    return nin + 1;
+}
+
 /* Appends to buf_in (nin entries so far) the forward tensors the backward
- * rule of node v saves; returns the new count. */
+ * rule of node v saves for the gradients of its inputs that require one
+ * (saved_needs): inputs in position order, then output 0, then the extra
+ * saved output; each once. Returns the new count. */
 static uint32_t add_saved_inputs(syn *S, uint32_t v, unsigned rule,
                                  uint32_t nin)
 {
     const mp__node *n = &S->f->nodes[v];
-    uint32_t *in = S->buf_in;
-    switch (rule) {
-    case MP__BWD_INPUTS:
-        for (uint32_t i = 0; i < n->n_in; i++)
-            if (n->inputs[i] != MP_NONE)
-                in[nin++] = S->map[n->inputs[i]];
-        break;
-    case MP__BWD_OUTPUT:
-        in[nin++] = S->map[n->outputs[0]];
-        break;
-    case MP__BWD_INPUT0:
-    case MP__BWD_NORM_ROWS:
-    case MP__BWD_NORM_CHANNELS:
-    case MP__BWD_INDICES:
-        if (n->n_in && n->inputs[0] != MP_NONE)
-            in[nin++] = S->map[n->inputs[0]];
-        if (rule != MP__BWD_INPUT0)
-            for (uint32_t i = 1; i < n->n_in; i++)
-                if (n->inputs[i] != MP_NONE &&
-                    mp__kind_persistent(S->f->tensors[n->inputs[i]].kind))
-                    in[nin++] = S->map[n->inputs[i]];
-        if (S->extra[v] != MP_NONE)
-            in[nin++] = S->extra[v];
-        break;
-    case MP__BWD_MASK:
-        if (S->extra[v] != MP_NONE)
-            in[nin++] = S->extra[v];
-        break;
-    default:
-        break;
-    }
+    uint32_t *in = S->buf_in, first = nin;
+    unsigned need = saved_needs(S, n, rule);
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (n->inputs[i] != MP_NONE &&
+            ((need & MP__BWDN_ALL_IN) || (i < 3 && (need & (1u << i)))))
+            nin = push_saved(in, first, nin, S->map[n->inputs[i]]);
+    if ((need & MP__BWDN_OUT0) && n->n_out && n->outputs[0] != MP_NONE)
+        nin = push_saved(in, first, nin, S->map[n->outputs[0]]);
+    if ((need & MP__BWDN_EXTRA) && S->extra[v] != MP_NONE)
+        nin = push_saved(in, first, nin, S->extra[v]);
     return nin;
 }
 
@@ -885,9 +893,10 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
                            S->buf_in, nin, S->buf_out + o0, no,
                            MP_PHASE_BACKWARD, &id)))
             return st;
-        /* the INPUTS rule's two products: one per node when split;
-         * other rules' weight gradients are reductions (bytes only) */
-        double fl = rule == MP__BWD_INPUTS ? (nwt ? ffl : 2 * ffl)
+        /* two products (matrix products, convolutions): one per node
+         * when split; other rules' weight gradients are reductions
+         * (bytes only) */
+        double fl = mp__bwd_two_products(rule) ? (nwt ? ffl : 2 * ffl)
                     : part ? 0 : ffl;
         if ((st = set_cost(S, id, fl)))
             return st;

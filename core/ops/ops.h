@@ -12,4 +12,14 @@ const mp__op_def *mp__op_generic(void);
 /* 1 when the table is sorted by (domain, name), as lookup needs (tests). */
 int mp__op_registry_sorted(void);
 
+/* Backward rules (MP__BWD_*, core/ir.h): what the gradient of input
+ * position pos needs saved, as MP__BWDN_* bits; 0 for an unknown rule. */
+unsigned mp__bwd_needs(unsigned rule, uint32_t pos);
+/* True when the rule's backward node costs two forward passes (the two
+ * products of a matrix product or convolution; rules that began as the
+ * default "every input"), one otherwise. */
+bool mp__bwd_two_products(unsigned rule);
+/* The rule's name as docs/training.md spells it ("INPUTS", "OTHER", ...). */
+const char *mp__bwd_name(unsigned rule);
+
 #endif /* MP__OPS_H */

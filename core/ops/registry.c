@@ -57,9 +57,9 @@ static const mp__op_def registry[] = {
     {"ConcatFromSequence", "", 0, mp__shape_concat_from_seq},
     {"Constant", "", MP__OPF_CONSTANT | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_constant},
     {"ConstantOfShape", "", MP__OPF_CONSTANT | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_constant_of_shape},
-    {"Conv", "", KN(CONV) | MP__OPF_COST(MP__COST_CONV), mp__shape_conv},
+    {"Conv", "", KN(CONV) | MP__OPF_BWD(MP__BWD_CONV) | MP__OPF_COST(MP__COST_CONV), mp__shape_conv},
     {"ConvInteger", "", MP__OPF_COST(MP__COST_CONV), mp__shape_conv},
-    {"ConvTranspose", "", MP__OPF_COST(MP__COST_CONV_TRANSPOSE), mp__shape_conv_transpose},
+    {"ConvTranspose", "", MP__OPF_BWD(MP__BWD_CONV) | MP__OPF_COST(MP__COST_CONV_TRANSPOSE), mp__shape_conv_transpose},
     {"Cos", "", EW | KX(UNARY, COS) | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
     {"Cosh", "", EW, mp__shape_same},
     {"CumProd", "", 0, mp__shape_cumsum},
@@ -69,11 +69,11 @@ static const mp__op_def registry[] = {
     {"DepthToSpace", "", 0, mp__shape_depth_to_space},
     {"DequantizeLinear", "", 0, mp__shape_dequantize},
     {"Det", "", 0, mp__shape_det},
-    {"Div", "", BIN | KX(BINARY, DIV), mp__shape_broadcast},
+    {"Div", "", BIN | KX(BINARY, DIV) | MP__OPF_BWD(MP__BWD_DIV), mp__shape_broadcast},
     {"Dropout", "", MP__OPF_INPLACE | KN(COPY) | MP__OPF_BWD(MP__BWD_MASK), mp__shape_dropout},
     {"DynamicQuantizeLinear", "", 0, mp__shape_dynamic_quantize},
     {"Einsum", "", 0, mp__shape_einsum},
-    {"Elu", "", EW | KX(UNARY, ELU) | MP__OPF_BWD(MP__BWD_OUTPUT), mp__shape_same},
+    {"Elu", "", EW | KX(UNARY, ELU) | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
     {"Equal", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_compare},
     {"Erf", "", EW | KX(UNARY, ERF) | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
     {"Exp", "", EW | KX(UNARY, EXP) | MP__OPF_BWD(MP__BWD_OUTPUT), mp__shape_same},
@@ -82,11 +82,11 @@ static const mp__op_def registry[] = {
     {"Flatten", "", VIEW | KN(VIEW) | MP__OPF_BWD(MP__BWD_NONE), mp__shape_flatten},
     {"Floor", "", EW | KX(UNARY, FLOOR) | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_same},
     {"GRU", "", 0, mp__shape_rnn},
-    {"Gather", "", KN(GATHER) | MP__OPF_COST(MP__COST_MOVE), mp__shape_gather},
+    {"Gather", "", KN(GATHER) | MP__OPF_BWD(MP__BWD_GATHER) | MP__OPF_COST(MP__COST_MOVE), mp__shape_gather},
     {"GatherElements", "", 0, mp__shape_gather_elements},
     {"GatherND", "", 0, mp__shape_gather_nd},
     {"Gelu", "", EW | KX(UNARY, GELU) | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
-    {"Gemm", "", KN(GEMM) | MP__OPF_COST(MP__COST_GEMM), mp__shape_gemm},
+    {"Gemm", "", KN(GEMM) | MP__OPF_BWD(MP__BWD_MATMUL) | MP__OPF_COST(MP__COST_GEMM), mp__shape_gemm},
     {"GlobalAveragePool", "", KX(GLOBAL_POOL, POOL_AVG) | MP__OPF_BWD(MP__BWD_NONE) | MP__OPF_COST(MP__COST_POOL), mp__shape_global_pool},
     {"GlobalLpPool", "", MP__OPF_COST(MP__COST_POOL), mp__shape_global_pool},
     {"GlobalMaxPool", "", KX(GLOBAL_POOL, POOL_MAX) | MP__OPF_COST(MP__COST_POOL), mp__shape_global_pool},
@@ -117,7 +117,7 @@ static const mp__op_def registry[] = {
     {"Loop", "", 0, mp__shape_loop},
     {"LpNormalization", "", 0, mp__shape_softmax},
     {"LpPool", "", MP__OPF_COST(MP__COST_POOL), mp__shape_pool},
-    {"MatMul", "", MP__OPF_MATMUL | KN(MATMUL) | MP__OPF_COST(MP__COST_MATMUL), mp__shape_matmul},
+    {"MatMul", "", MP__OPF_MATMUL | KN(MATMUL) | MP__OPF_BWD(MP__BWD_MATMUL) | MP__OPF_COST(MP__COST_MATMUL), mp__shape_matmul},
     {"MatMulInteger", "", MP__OPF_COST(MP__COST_MATMUL), mp__shape_matmul},
     {"Max", "", BIN | KX(VARIADIC, MAX), mp__shape_variadic},
     {"MaxPool", "", KX(POOL, POOL_MAX) | MP__OPF_BWD(MP__BWD_INDICES) | MP__OPF_COST(MP__COST_POOL), mp__shape_pool},
@@ -128,7 +128,7 @@ static const mp__op_def registry[] = {
     {"Min", "", BIN | KX(VARIADIC, MIN), mp__shape_variadic},
     {"Mish", "", EW | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
     {"Mod", "", BIN, mp__shape_broadcast},
-    {"Mul", "", BIN | KX(BINARY, MUL), mp__shape_broadcast},
+    {"Mul", "", BIN | KX(BINARY, MUL) | MP__OPF_BWD(MP__BWD_OTHER), mp__shape_broadcast},
     {"Neg", "", EW | KX(UNARY, NEG) | MP__OPF_BWD(MP__BWD_NONE), mp__shape_broadcast},
     {"NegativeLogLikelihoodLoss", "", 0, mp__shape_loss},
     {"NonMaxSuppression", "", 0, mp__shape_nms},
@@ -141,7 +141,7 @@ static const mp__op_def registry[] = {
     {"Or", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_logical},
     {"PRelu", "", MP__OPF_INPLACE | KX(BINARY, PRELU), mp__shape_prelu},
     {"Pad", "", KN(PAD) | MP__OPF_BWD(MP__BWD_NONE) | MP__OPF_COST(MP__COST_MOVE), mp__shape_pad},
-    {"Pow", "", BIN | KX(BINARY, POW), mp__shape_broadcast},
+    {"Pow", "", BIN | KX(BINARY, POW) | MP__OPF_BWD(MP__BWD_POW), mp__shape_broadcast},
     {"QLinearConv", "", MP__OPF_COST(MP__COST_CONV), mp__shape_conv},
     {"QLinearMatMul", "", MP__OPF_COST(MP__COST_MATMUL), mp__shape_matmul},
     {"QuantizeLinear", "", 0, mp__shape_quantize},
@@ -218,7 +218,7 @@ static const mp__op_def registry[] = {
     {"Unique", "", 0, mp__shape_unique},
     {"Unsqueeze", "", VIEW | KN(VIEW) | MP__OPF_BWD(MP__BWD_NONE), mp__shape_unsqueeze},
     {"Upsample", "", KN(RESIZE), mp__shape_resize},
-    {"Where", "", 0, mp__shape_where},
+    {"Where", "", MP__OPF_BWD(MP__BWD_WHERE), mp__shape_where},
     {"Xor", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_logical},
     {"ArrayFeatureExtractor", "ai.onnx.ml", 0, mp__shape_array_feature},
     {"Binarizer", "ai.onnx.ml", EW, mp__shape_same},
@@ -253,6 +253,59 @@ const mp__op_def *mp__op_lookup(const char *op, const char *domain)
     const mp__op_def *d = bsearch(&key, registry, N_OPS, sizeof registry[0],
                                  cmp_def);
     return d ? d : &generic;
+}
+
+/* Backward rules: per rule, what the gradient of input 0, 1, 2 and of
+ * any later input needs (MP__BWDN_*), from PyTorch's derivatives.yaml
+ * (docs/training.md names the entry of each). */
+#define I0 MP__BWDN_IN0
+#define I1 MP__BWDN_IN1
+#define I2 MP__BWDN_IN2
+#define IA MP__BWDN_ALL_IN
+#define O0 MP__BWDN_OUT0
+#define EX MP__BWDN_EXTRA
+static const struct {
+    const char *name;
+    uint8_t need[4]; /* inputs 0, 1, 2, 3 and later */
+    bool two_products;
+} bwd_rules[MP__BWD_COUNT_] = {
+    [MP__BWD_INPUTS] = {"INPUTS", {IA, IA, IA, IA}, true},
+    [MP__BWD_NONE] = {"NONE", {0, 0, 0, 0}, false},
+    [MP__BWD_OUTPUT] = {"OUTPUT", {O0, O0, O0, O0}, false},
+    [MP__BWD_INPUT0] = {"INPUT0", {I0, I0, I0, I0}, false},
+    [MP__BWD_NORM_ROWS] = {"NORM_ROWS", {IA | EX, IA | EX, IA | EX, IA | EX}, false},
+    [MP__BWD_NORM_CHANNELS] = {"NORM_CHANNELS", {IA | EX, IA | EX, IA | EX, IA | EX}, false},
+    [MP__BWD_MASK] = {"MASK", {EX, EX, EX, EX}, false},
+    [MP__BWD_INDICES] = {"INDICES", {I0 | EX, I0 | EX, I0 | EX, I0 | EX}, false},
+    [MP__BWD_NONDIFF] = {"NONDIFF", {0, 0, 0, 0}, false},
+    [MP__BWD_OTHER] = {"OTHER", {I1, I0, 0, 0}, true},
+    [MP__BWD_MATMUL] = {"MATMUL", {I1, I0, 0, 0}, true},
+    [MP__BWD_DIV] = {"DIV", {I1, I0 | I1, 0, 0}, true},
+    [MP__BWD_POW] = {"POW", {I0 | I1, I0 | I1 | O0, 0, 0}, true},
+    [MP__BWD_WHERE] = {"WHERE", {I0, I0, I0, 0}, true},
+    [MP__BWD_GATHER] = {"GATHER", {I1, 0, 0, 0}, true},
+    [MP__BWD_CONV] = {"CONV", {I0 | I1, I0 | I1, I0 | I1, 0}, true},
+};
+#undef I0
+#undef I1
+#undef I2
+#undef IA
+#undef O0
+#undef EX
+
+unsigned mp__bwd_needs(unsigned rule, uint32_t pos)
+{
+    if (rule >= MP__BWD_COUNT_)
+        return 0;
+    return bwd_rules[rule].need[pos < 3 ? pos : 3];
+}
+bool mp__bwd_two_products(unsigned rule)
+{
+    return rule < MP__BWD_COUNT_ && bwd_rules[rule].two_products;
+}
+const char *mp__bwd_name(unsigned rule)
+{
+    return rule < MP__BWD_COUNT_ ? bwd_rules[rule].name : "unknown";
 }
 
 /* For the registry's own test: 1 when the table is sorted and unique. */
