@@ -62,9 +62,11 @@ static void test_breakdown_fp32_adam(void)
     CU_ASSERT_EQUAL(b.master_weight_bytes, 0);
     /* Adam foreach (the default): sqrt(v) of the whole group, fp32 */
     CU_ASSERT_EQUAL(b.temporary_bytes, 640);
-    /* saved: x (MatMul saves its inputs: 4*8*4 = 128), h2 (Relu saves its
-     * output, MatMul 2 its input: 4*16*4 = 256), y (the loss gradient:
-     * 4*2*4 = 32); h1 is not saved */
+    /* saved: x (W1's gradient needs it: 4*8*4 = 128; x needs no
+     * gradient, so mm1 does not keep W1 for it, which would cost nothing
+     * anyway), h2 (Relu saves its output, W2's gradient needs it:
+     * 4*16*4 = 256), y (the loss gradient: 4*2*4 = 32); h1 is not
+     * saved */
     CU_ASSERT_EQUAL(b.saved_bytes, 128 + 256 + 32);
     CU_ASSERT_EQUAL(b.n_forward, 3);
     CU_ASSERT_EQUAL(b.n_backward, 4);
@@ -521,6 +523,204 @@ static void chain_under_budget(int layers, int residual_add)
     mp_ctx_destroy(ctx);
 }
 
+/* The saved inputs of backward node `name` of t (after its output
+ * gradients): 1 when tensor `tname` is among its inputs. */
+static int grad_reads(const mp_graph *t, const char *name, const char *tname)
+{
+    uint32_t id;
+    mp_node_info ni;
+    if (mp_graph_find_node(t, name, &id) != MP_OK ||
+        mp_graph_node_info(t, id, &ni) != MP_OK)
+        return -1;
+    for (uint32_t i = 0; i < ni.n_inputs; i++) {
+        mp_tensor_info ti;
+        if (mp_graph_tensor_info(t, ni.inputs[i], &ti) == MP_OK &&
+            strcmp(ti.name, tname) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* x[4,8] (input) -> MatMul W1[8,16] -> h1[4,16] -> OP(h1, s) -> y[4,16]
+ * (output), s of shape sdims and kind sk; with swap, OP(s, h1). */
+static mp_graph *binary_after_mm(mp_ctx *ctx, const char *op,
+                                 mp_tensor_kind sk, int srank,
+                                 const int64_t *sdims, int swap)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw1[] = {8, 16}, dh[] = {4, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w1 = mp_test_tensor(g, "W1", MP_KIND_WEIGHT, 2, dw1);
+    uint32_t h1 = mp_test_tensor(g, "h1", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t sv = mp_test_tensor(g, "s", sk, srank, sdims);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t i1[] = {x, w1}, i2[] = {h1, sv}, i3[] = {sv, h1};
+    mp_test_node(g, "mm1", "MatMul", i1, 2, &h1, 1);
+    mp_test_node(g, "op", op, swap ? i3 : i2, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+static uint64_t saved_of(mp_graph *f, mp_graph **t)
+{
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer = MP_OPTIM_SGD;
+    mp_train_breakdown b;
+    memset(&b, 0, sizeof b);
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, t, &b) == MP_OK);
+    return b.saved_bytes;
+}
+
+/* Mul(h1, W) keeps h1 for W's gradient; Mul(h1, constant) keeps only the
+ * constant (persistent: no saved bytes), as mul's derivatives.yaml entry
+ * (self: grad * other, other: grad * self) is saved by autograd. */
+static void test_saved_mul(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int64_t ds[] = {4, 16};
+    mp_graph *f = binary_after_mm(ctx, "Mul", MP_KIND_WEIGHT, 2, ds, 0), *t;
+    /* x 128 (W1's gradient) + h1 256 (W's gradient) + y 256 (loss) */
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256 + 256);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "h1"), 1);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "s"), 1);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    f = binary_after_mm(ctx, "Mul", MP_KIND_CONSTANT, 2, ds, 0);
+    /* x 128 + y 256: h1's gradient needs only the constant */
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "h1"), 0);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "s"), 1);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    /* the constant on the left: the same */
+    f = binary_after_mm(ctx, "Mul", MP_KIND_CONSTANT, 2, ds, 1);
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "h1"), 0);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* Div(h1, c): h1's gradient needs only the divisor; Div(h1, W): W's
+ * gradient needs h1 and W; Div(c, h1): h1's gradient needs both. */
+static void test_saved_div(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int64_t dc[] = {16};
+    mp_graph *f = binary_after_mm(ctx, "Div", MP_KIND_CONSTANT, 1, dc, 0), *t;
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256); /* x, y */
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "h1"), 0);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "s"), 1);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    f = binary_after_mm(ctx, "Div", MP_KIND_WEIGHT, 1, dc, 0);
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256 + 256); /* x, h1, y */
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "h1"), 1);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    f = binary_after_mm(ctx, "Div", MP_KIND_CONSTANT, 1, dc, 1);
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256 + 256); /* x, h1, y */
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "h1"), 1);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "s"), 1);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* MatMul(x, W) with x a graph input: W's gradient needs x (saved, 128
+ * bytes); x needs no gradient, so W is not kept for it: mm1/grad reads
+ * the output gradient and x only. */
+static void test_saved_matmul_input(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int64_t ds[] = {4, 16};
+    mp_graph *f = binary_after_mm(ctx, "Mul", MP_KIND_CONSTANT, 2, ds, 0), *t;
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256);
+    uint32_t id;
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "mm1/grad", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT_EQUAL(ni.n_inputs, 2);
+    CU_ASSERT_EQUAL(grad_reads(t, "mm1/grad", "x"), 1);
+    CU_ASSERT_EQUAL(grad_reads(t, "mm1/grad", "W1"), 0);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    /* h1 @ W (both need a gradient): both operands are kept */
+    int64_t dw[] = {16, 16};
+    f = binary_after_mm(ctx, "MatMul", MP_KIND_WEIGHT, 2, dw, 0);
+    CU_ASSERT_EQUAL(saved_of(f, &t), 128 + 256 + 256); /* x, h1, y */
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "h1"), 1);
+    CU_ASSERT_EQUAL(grad_reads(t, "op/grad", "s"), 1);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* Conv(x, W, B) with x a graph input: convolution's one formula for
+ * input, weight and bias keeps x and W; the bias is never read. */
+static void test_saved_conv_bias(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = NULL, *t = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &f) == MP_OK);
+    int64_t dx[] = {1, 3, 8, 8}, dw[] = {4, 3, 1, 1}, db[] = {4},
+            dy[] = {1, 4, 8, 8};
+    uint32_t x = mp_test_tensor(f, "x", MP_KIND_INPUT, 4, dx);
+    uint32_t w = mp_test_tensor(f, "W", MP_KIND_WEIGHT, 4, dw);
+    uint32_t b = mp_test_tensor(f, "B", MP_KIND_WEIGHT, 1, db);
+    uint32_t y = mp_test_tensor(f, "y", MP_KIND_ACTIVATION, 4, dy);
+    uint32_t in[] = {x, w, b};
+    mp_test_node(f, "conv", "Conv", in, 3, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(f, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(f) == MP_OK);
+    /* x 1*3*8*8*4 = 768 (W's gradient), y 1*4*8*8*4 = 1024 (loss) */
+    CU_ASSERT_EQUAL(saved_of(f, &t), 768 + 1024);
+    CU_ASSERT_EQUAL(grad_reads(t, "conv/grad", "x"), 1);
+    CU_ASSERT_EQUAL(grad_reads(t, "conv/grad", "W"), 1);
+    CU_ASSERT_EQUAL(grad_reads(t, "conv/grad", "B"), 0);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* Unary rules: Relu, Sqrt keep their output; Elu (out of place), Gelu
+ * their input; Neg nothing. */
+static void test_saved_unary(void)
+{
+    static const struct {
+        const char *op;
+        int keeps_in, keeps_out;
+    } cases[] = {{"Relu", 0, 1}, {"Sqrt", 0, 1}, {"Elu", 1, 0},
+                 {"Gelu", 1, 0}, {"Neg", 0, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *f = NULL, *t = NULL;
+        CU_ASSERT_FATAL(mp_graph_create(ctx, &f) == MP_OK);
+        int64_t dx[] = {4, 8}, dw[] = {8, 16}, dh[] = {4, 16};
+        uint32_t x = mp_test_tensor(f, "x", MP_KIND_INPUT, 2, dx);
+        uint32_t w = mp_test_tensor(f, "W", MP_KIND_WEIGHT, 2, dw);
+        uint32_t h = mp_test_tensor(f, "h", MP_KIND_ACTIVATION, 2, dh);
+        uint32_t u = mp_test_tensor(f, "u", MP_KIND_ACTIVATION, 2, dh);
+        uint32_t i1[] = {x, w};
+        mp_test_node(f, "mm", "MatMul", i1, 2, &h, 1);
+        mp_test_node(f, "un", cases[c].op, &h, 1, &u, 1);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(f, u), MP_OK);
+        CU_ASSERT_FATAL(mp_graph_finalize(f) == MP_OK);
+        /* x 128 (W's gradient), u 256 (the loss gradient reads it
+         * anyway), h 256 when the rule keeps the input */
+        uint64_t sb = saved_of(f, &t);
+        CU_ASSERT_EQUAL(sb, 128 + 256 + (cases[c].keeps_in ? 256 : 0));
+        CU_ASSERT_EQUAL(grad_reads(t, "un/grad", "h"), cases[c].keeps_in);
+        CU_ASSERT_EQUAL(grad_reads(t, "un/grad", "u"), cases[c].keeps_out);
+        mp_graph_destroy(t);
+        mp_graph_destroy(f);
+        mp_ctx_destroy(ctx);
+    }
+}
+
 static void test_train_remat(void) { chain_under_budget(12, 0); }
 /* residual blocks: recompute around the gradient views verifies */
 static void test_residual_remat(void) { chain_under_budget(8, 1); }
@@ -539,6 +739,11 @@ static CU_TestInfo tests[] = {
     {"residual chain under a budget", test_residual_remat},
     {"no trainable weight", test_no_weights},
     {"training graph under a budget", test_train_remat},
+    {"saved: Mul by a weight or a constant", test_saved_mul},
+    {"saved: Div by a constant, a weight; a constant by h", test_saved_div},
+    {"saved: MatMul of a graph input keeps no weight", test_saved_matmul_input},
+    {"saved: Conv with bias keeps input and weight", test_saved_conv_bias},
+    {"saved: unary rules (output, input, nothing)", test_saved_unary},
     CU_TEST_INFO_NULL,
 };
 
