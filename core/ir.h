@@ -101,7 +101,7 @@ enum {
     MP__BWD_NORM_ROWS,      /* every input + fp32 mean and inverse std per
                               row (LayerNormalization; RMSNormalization) */
     MP__BWD_NORM_CHANNELS,  /* every input + fp32 mean and inverse std per
-                              channel (BatchNormalization, ...) */
+                              channel (BatchNormalization) */
     MP__BWD_MASK,           /* a 1-byte mask of output 0's shape (Dropout) */
     MP__BWD_INDICES,        /* input 0 + int64 indices of output 0 (MaxPool) */
     MP__BWD_NONDIFF,        /* no gradient flows (Shape, comparisons, ...) */
@@ -118,6 +118,11 @@ enum {
     MP__BWD_CONV,           /* input, weight and bias share one formula:
                               input and weight when any needs a gradient
                               (Conv, ConvTranspose) */
+    MP__BWD_NORM_GROUPS,    /* every input + fp32 mean and inverse std per
+                              sample and group (GroupNormalization;
+                              InstanceNormalization: a group per channel) */
+    MP__BWD_NORM_RMS,       /* every input + fp32 inverse rms per row
+                              (RMSNormalization) */
     MP__BWD_COUNT_
 };
 /* What the gradient of one input needs (mp__bwd_needs): input 0, 1, 2,
@@ -130,6 +135,14 @@ enum {
     MP__BWDN_ALL_IN = 1u << 3,
     MP__BWDN_OUT0 = 1u << 4,
     MP__BWDN_EXTRA = 1u << 5
+};
+/* The extra saved output of a rule (mp__bwd_extra): none, statistics
+ * (fp32, n_stats vectors of one value per row before the axis, per
+ * channel, or per sample and group), a bool mask or int64 indices of
+ * output 0's shape. */
+enum {
+    MP__BWDX_NONE = 0, MP__BWDX_ROWS, MP__BWDX_CHANNELS, MP__BWDX_GROUPS,
+    MP__BWDX_MASK, MP__BWDX_INDICES
 };
 #define MP__OPF_BWD_SHIFT 32
 #define MP__OPF_BWD(r) ((uint64_t)(r) << MP__OPF_BWD_SHIFT)

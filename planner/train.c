@@ -580,13 +580,22 @@ static unsigned saved_needs(const syn *S, const mp__node *n, unsigned rule)
     return need;
 }
 
-/* Rows of the statistics a normalization saves: the product of the dims
- * before its axis (NORM_ROWS), or the channels (NORM_CHANNELS). */
+/* Rows of the statistics a normalization saves (x0 of rank >= 2): the
+ * product of the dims before its axis (MP__BWDX_ROWS), the channels
+ * (MP__BWDX_CHANNELS), or samples x groups (MP__BWDX_GROUPS: num_groups,
+ * else a group per channel); 0 when unknown. */
 static int64_t norm_rows(const mp__node *n, const mp__tensor *x0,
-                         unsigned rule)
+                         unsigned extra)
 {
-    if (rule != MP__BWD_NORM_ROWS)
+    if (extra == MP__BWDX_CHANNELS)
         return x0->dims[1];
+    if (extra == MP__BWDX_GROUPS) {
+        const mp__attr *ng = mp__node_attr(n, "num_groups");
+        int64_t groups = ng && ng->type == MP__ATTR_INT && ng->v.i > 0
+                             ? ng->v.i
+                             : x0->dims[1];
+        return x0->dims[0] > INT64_MAX / groups ? 0 : x0->dims[0] * groups;
+    }
     int64_t rows = 1;
     const mp__attr *ax = mp__node_attr(n, "axis");
     int64_t a = ax && ax->type == MP__ATTR_INT ? ax->v.i : -1;
@@ -610,28 +619,33 @@ static mp_status add_saved_extra(syn *S, uint32_t v, unsigned rule)
     bool trains = false;
     for (uint32_t o = 0; o < n->n_out; o++)
         trains |= S->rg[n->outputs[o]] != 0;
-    trains = trains && (saved_needs(S, n, rule) & MP__BWDN_EXTRA);
+    unsigned n_stats, extra = mp__bwd_extra(rule, &n_stats);
+    if (!trains || !(saved_needs(S, n, rule) & MP__BWDN_EXTRA))
+        return MP_OK;
     const mp__tensor *x0 =
         n->n_in && n->inputs[0] != MP_NONE ? &f->tensors[n->inputs[0]] : NULL;
     const mp__tensor *y0 = n->n_out ? &f->tensors[n->outputs[0]] : NULL;
-    if (trains && (rule == MP__BWD_NORM_ROWS ||
-                   rule == MP__BWD_NORM_CHANNELS) &&
+    if ((extra == MP__BWDX_ROWS || extra == MP__BWDX_CHANNELS ||
+         extra == MP__BWDX_GROUPS) &&
         x0 && dims_known(x0) && x0->rank >= 2) {
-        int64_t dims[2] = {2, norm_rows(n, x0, rule)};
+        int64_t dims[2] = {(int64_t)n_stats, norm_rows(n, x0, extra)};
+        if (dims[1] <= 0)
+            return MP_OK;
         snprintf(S->name, sizeof S->name, "%s/stats", n->name);
         return add_shaped(S, S->name, MP_DTYPE_FLOAT32, 2, dims,
                           MP_KIND_ACTIVATION, &S->extra[v]);
     }
-    if (trains && (rule == MP__BWD_MASK || rule == MP__BWD_INDICES) && y0 &&
+    if ((extra == MP__BWDX_MASK || extra == MP__BWDX_INDICES) && y0 &&
         dims_known(y0)) {
         if (n->n_out >= 2) {
             S->extra[v] = S->map[n->outputs[1]];
             return MP_OK;
         }
         snprintf(S->name, sizeof S->name, "%s/%s", n->name,
-                 rule == MP__BWD_MASK ? "mask" : "indices");
+                 extra == MP__BWDX_MASK ? "mask" : "indices");
         return add_shaped(S, S->name,
-                          rule == MP__BWD_MASK ? MP_DTYPE_BOOL : MP_DTYPE_INT64,
+                          extra == MP__BWDX_MASK ? MP_DTYPE_BOOL
+                                                 : MP_DTYPE_INT64,
                           y0->rank, y0->dims, MP_KIND_ACTIVATION,
                           &S->extra[v]);
     }
@@ -670,8 +684,11 @@ static mp_status add_forward_node(syn *S, uint32_t v)
     mp_status st = add_saved_extra(S, v, rule);
     if (st)
         return st;
-    if (S->extra[v] != MP_NONE && (n->n_out < 2 || rule == MP__BWD_NORM_ROWS ||
-                                   rule == MP__BWD_NORM_CHANNELS))
+    /* statistics are always an output of their own; a mask or indices
+     * only when the node does not write them as output 1 */
+    unsigned extra = mp__bwd_extra(rule, NULL);
+    if (S->extra[v] != MP_NONE &&
+        (n->n_out < 2 || (extra != MP__BWDX_MASK && extra != MP__BWDX_INDICES)))
         S->buf_out[nout++] = S->extra[v];
     if ((st = add_node(S, n->name, n->op, n->domain, S->buf_in, nin,
                        S->buf_out, nout, MP_PHASE_FORWARD, &id)))

@@ -721,6 +721,47 @@ static void test_saved_unary(void)
     }
 }
 
+/* LayerNormalization keeps h, its scale and bias (persistent) and fp32
+ * mean and rstd per row; RMSNormalization only rstd per row. */
+static void test_saved_norm_stats(void)
+{
+    static const struct {
+        const char *op;
+        int n_stats;
+    } cases[] = {{"LayerNormalization", 2}, {"RMSNormalization", 1}};
+    for (size_t c = 0; c < 2; c++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *f = NULL;
+        CU_ASSERT_FATAL(mp_graph_create(ctx, &f) == MP_OK);
+        int64_t dx[] = {4, 8}, dw[] = {8, 16}, dh[] = {4, 16}, ds[] = {16};
+        uint32_t x = mp_test_tensor(f, "x", MP_KIND_INPUT, 2, dx);
+        uint32_t w = mp_test_tensor(f, "W", MP_KIND_WEIGHT, 2, dw);
+        uint32_t h = mp_test_tensor(f, "h", MP_KIND_ACTIVATION, 2, dh);
+        uint32_t sc = mp_test_tensor(f, "scale", MP_KIND_WEIGHT, 1, ds);
+        uint32_t y = mp_test_tensor(f, "y", MP_KIND_ACTIVATION, 2, dh);
+        uint32_t i1[] = {x, w}, i2[] = {h, sc};
+        mp_test_node(f, "mm", "MatMul", i1, 2, &h, 1);
+        mp_test_node(f, "norm", cases[c].op, i2, 2, &y, 1);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(f, y), MP_OK);
+        CU_ASSERT_FATAL(mp_graph_finalize(f) == MP_OK);
+        mp_graph *t = NULL;
+        /* x 128, h 256, y 256, stats n_stats x 4 rows x 4 bytes */
+        CU_ASSERT_EQUAL(saved_of(f, &t),
+                        128 + 256 + 256 + (uint64_t)cases[c].n_stats * 16);
+        uint32_t id;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "norm/stats", &id),
+                              MP_OK);
+        CU_ASSERT_EQUAL(t->tensors[id].dims[0], cases[c].n_stats);
+        CU_ASSERT_EQUAL(t->tensors[id].dims[1], 4);
+        CU_ASSERT_EQUAL(grad_reads(t, "norm/grad", "norm/stats"), 1);
+        CU_ASSERT_EQUAL(grad_reads(t, "norm/grad", "h"), 1);
+        CU_ASSERT_EQUAL(grad_reads(t, "norm/grad", "scale"), 1);
+        mp_graph_destroy(t);
+        mp_graph_destroy(f);
+        mp_ctx_destroy(ctx);
+    }
+}
+
 static void test_train_remat(void) { chain_under_budget(12, 0); }
 /* residual blocks: recompute around the gradient views verifies */
 static void test_residual_remat(void) { chain_under_budget(8, 1); }
@@ -744,6 +785,7 @@ static CU_TestInfo tests[] = {
     {"saved: MatMul of a graph input keeps no weight", test_saved_matmul_input},
     {"saved: Conv with bias keeps input and weight", test_saved_conv_bias},
     {"saved: unary rules (output, input, nothing)", test_saved_unary},
+    {"saved: LayerNorm mean and rstd, RMSNorm rstd", test_saved_norm_stats},
     CU_TEST_INFO_NULL,
 };
 

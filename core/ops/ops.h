@@ -19,6 +19,9 @@ unsigned mp__bwd_needs(unsigned rule, uint32_t pos);
  * products of a matrix product or convolution; rules that began as the
  * default "every input"), one otherwise. */
 bool mp__bwd_two_products(unsigned rule);
+/* The rule's extra saved output (MP__BWDX_*) and, for statistics, how
+ * many fp32 vectors (mean and inverse std: 2; inverse rms: 1). */
+unsigned mp__bwd_extra(unsigned rule, unsigned *n_stats);
 /* The rule's name as docs/training.md spells it ("INPUTS", "OTHER", ...). */
 const char *mp__bwd_name(unsigned rule);
 

@@ -93,7 +93,7 @@ static const mp__op_def registry[] = {
     {"Greater", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_compare},
     {"GreaterOrEqual", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_compare},
     {"GridSample", "", 0, mp__shape_grid_sample},
-    {"GroupNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_CHANNELS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
+    {"GroupNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_GROUPS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
     {"HammingWindow", "", 0, mp__shape_window},
     {"HannWindow", "", 0, mp__shape_window},
     {"HardSigmoid", "", EW | KX(UNARY, HARDSIGMOID) | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
@@ -102,7 +102,7 @@ static const mp__op_def registry[] = {
     {"Identity", "", VIEW | KN(VIEW) | MP__OPF_BWD(MP__BWD_NONE), mp__shape_view},
     {"If", "", 0, mp__shape_if},
     {"ImageDecoder", "", 0, mp__shape_image_decoder},
-    {"InstanceNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_CHANNELS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
+    {"InstanceNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_GROUPS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
     {"IsInf", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_logical},
     {"IsNaN", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_logical},
     {"LRN", "", KN(LRN), mp__shape_lrn},
@@ -145,7 +145,7 @@ static const mp__op_def registry[] = {
     {"QLinearConv", "", MP__OPF_COST(MP__COST_CONV), mp__shape_conv},
     {"QLinearMatMul", "", MP__OPF_COST(MP__COST_MATMUL), mp__shape_matmul},
     {"QuantizeLinear", "", 0, mp__shape_quantize},
-    {"RMSNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_ROWS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
+    {"RMSNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_RMS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
     {"RNN", "", 0, mp__shape_rnn},
     {"RandomNormalLike", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_like},
     {"RandomUniformLike", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_like},
@@ -268,15 +268,16 @@ static const struct {
     const char *name;
     uint8_t need[4]; /* inputs 0, 1, 2, 3 and later */
     bool two_products;
+    uint8_t extra, n_stats; /* MP__BWDX_*, statistics vectors */
 } bwd_rules[MP__BWD_COUNT_] = {
     [MP__BWD_INPUTS] = {"INPUTS", {IA, IA, IA, IA}, true},
     [MP__BWD_NONE] = {"NONE", {0, 0, 0, 0}, false},
     [MP__BWD_OUTPUT] = {"OUTPUT", {O0, O0, O0, O0}, false},
     [MP__BWD_INPUT0] = {"INPUT0", {I0, I0, I0, I0}, false},
-    [MP__BWD_NORM_ROWS] = {"NORM_ROWS", {IA | EX, IA | EX, IA | EX, IA | EX}, false},
-    [MP__BWD_NORM_CHANNELS] = {"NORM_CHANNELS", {IA | EX, IA | EX, IA | EX, IA | EX}, false},
-    [MP__BWD_MASK] = {"MASK", {EX, EX, EX, EX}, false},
-    [MP__BWD_INDICES] = {"INDICES", {I0 | EX, I0 | EX, I0 | EX, I0 | EX}, false},
+    [MP__BWD_NORM_ROWS] = {"NORM_ROWS", {IA | EX, IA | EX, IA | EX, IA | EX}, false, MP__BWDX_ROWS, 2},
+    [MP__BWD_NORM_CHANNELS] = {"NORM_CHANNELS", {IA | EX, IA | EX, IA | EX, IA | EX}, false, MP__BWDX_CHANNELS, 2},
+    [MP__BWD_MASK] = {"MASK", {EX, EX, EX, EX}, false, MP__BWDX_MASK, 0},
+    [MP__BWD_INDICES] = {"INDICES", {I0 | EX, I0 | EX, I0 | EX, I0 | EX}, false, MP__BWDX_INDICES, 0},
     [MP__BWD_NONDIFF] = {"NONDIFF", {0, 0, 0, 0}, false},
     [MP__BWD_OTHER] = {"OTHER", {I1, I0, 0, 0}, true},
     [MP__BWD_MATMUL] = {"MATMUL", {I1, I0, 0, 0}, true},
@@ -285,6 +286,8 @@ static const struct {
     [MP__BWD_WHERE] = {"WHERE", {I0, I0, I0, 0}, true},
     [MP__BWD_GATHER] = {"GATHER", {I1, 0, 0, 0}, true},
     [MP__BWD_CONV] = {"CONV", {I0 | I1, I0 | I1, I0 | I1, 0}, true},
+    [MP__BWD_NORM_GROUPS] = {"NORM_GROUPS", {IA | EX, IA | EX, IA | EX, IA | EX}, false, MP__BWDX_GROUPS, 2},
+    [MP__BWD_NORM_RMS] = {"NORM_RMS", {IA | EX, IA | EX, IA | EX, IA | EX}, false, MP__BWDX_ROWS, 1},
 };
 #undef I0
 #undef I1
@@ -302,6 +305,12 @@ unsigned mp__bwd_needs(unsigned rule, uint32_t pos)
 bool mp__bwd_two_products(unsigned rule)
 {
     return rule < MP__BWD_COUNT_ && bwd_rules[rule].two_products;
+}
+unsigned mp__bwd_extra(unsigned rule, unsigned *n_stats)
+{
+    if (n_stats)
+        *n_stats = rule < MP__BWD_COUNT_ ? bwd_rules[rule].n_stats : 0;
+    return rule < MP__BWD_COUNT_ ? bwd_rules[rule].extra : MP__BWDX_NONE;
 }
 const char *mp__bwd_name(unsigned rule)
 {
