@@ -2,6 +2,7 @@
  * values computed by hand, gradient accumulation, precisions, optimizers,
  * and a training graph planned under a budget with recompute. */
 #include "ir.h"
+#include "ops.h"
 #include "support.h"
 
 #include <stdio.h>
@@ -762,6 +763,35 @@ static void test_saved_norm_stats(void)
     }
 }
 
+/* Every backward rule is in docs/training.md's table (as `NAME`), and
+ * the rule table answers for each: NONE and NONDIFF need nothing, the
+ * others something for input 0 or 1. */
+static void test_rules_documented(void)
+{
+    FILE *fp = fopen(MP_SOURCE_DIR "/docs/training.md", "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    static char doc[1 << 18];
+    size_t n = fread(doc, 1, sizeof doc - 1, fp);
+    fclose(fp);
+    doc[n] = '\0';
+    for (unsigned r = 0; r < MP__BWD_COUNT_; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "| `%s`", mp__bwd_name(r));
+        if (!strstr(doc, key))
+            printf("\n  rule %s is not in docs/training.md\n",
+                   mp__bwd_name(r));
+        CU_ASSERT_PTR_NOT_NULL(strstr(doc, key));
+        unsigned any = mp__bwd_needs(r, 0) | mp__bwd_needs(r, 1);
+        CU_ASSERT_EQUAL(any == 0,
+                        r == MP__BWD_NONE || r == MP__BWD_NONDIFF);
+    }
+    CU_ASSERT_EQUAL(mp__bwd_needs(MP__BWD_COUNT_, 0), 0);
+    /* Gemm's C needs nothing; Conv's bias keeps input and weight */
+    CU_ASSERT_EQUAL(mp__bwd_needs(MP__BWD_MATMUL, 2), 0);
+    CU_ASSERT_EQUAL(mp__bwd_needs(MP__BWD_CONV, 2),
+                    MP__BWDN_IN0 | MP__BWDN_IN1);
+}
+
 static void test_train_remat(void) { chain_under_budget(12, 0); }
 /* residual blocks: recompute around the gradient views verifies */
 static void test_residual_remat(void) { chain_under_budget(8, 1); }
@@ -786,6 +816,7 @@ static CU_TestInfo tests[] = {
     {"saved: Conv with bias keeps input and weight", test_saved_conv_bias},
     {"saved: unary rules (output, input, nothing)", test_saved_unary},
     {"saved: LayerNorm mean and rstd, RMSNorm rstd", test_saved_norm_stats},
+    {"every backward rule is documented", test_rules_documented},
     CU_TEST_INFO_NULL,
 };
 
