@@ -28,6 +28,11 @@ enum {
 enum {
     MP__OPF_INPLACE_ANY = 1u << 6
 };
+/* Cheap to recompute although no other flag says so: reductions,
+ * comparisons, casts, Where (see mp__op_cheap). */
+enum {
+    MP__OPF_CHEAP = 1u << 7
+};
 
 /* Cost class of an op (analysis/cost.c: FLOPs and bytes), kept in the
  * registry entry's flags as MP__OPF_COST(class); 0 (the default) counts
@@ -178,6 +183,22 @@ static inline bool mp__op_pointwise(const mp__op_def *d)
     return d && (d->flags & (MP__OPF_ELEMENTWISE | MP__OPF_INPLACE |
                              MP__OPF_INPLACE_ANY)) &&
            !(d->flags & MP__OPF_VIEW);
+}
+/* Cheap to recompute: what the min-cut save/recompute choice
+ * (solvers/remat/remat_mincut.c) may recompute in backward, as
+ * AOTAutograd's default allowlist: pointwise ops (ELEMENTWISE or
+ * INPLACE_ANY), views, layout and data movement (cost class MOVE),
+ * normalizations and softmax (reductions and pointwise ops once
+ * decomposed), constants, and the entries marked MP__OPF_CHEAP. Never a
+ * matrix product, convolution, attention, pooling or random op. */
+static inline bool mp__op_cheap(const mp__op_def *d)
+{
+    if (!d)
+        return false;
+    unsigned c = (unsigned)MP__OP_COST_CLASS(d);
+    return (d->flags & (MP__OPF_ELEMENTWISE | MP__OPF_INPLACE_ANY |
+                        MP__OPF_VIEW | MP__OPF_CONSTANT | MP__OPF_CHEAP)) ||
+           c == MP__COST_NORM || c == MP__COST_SOFTMAX || c == MP__COST_MOVE;
 }
 /* True when the op's output 0 may be written into its input position i. */
 static inline bool mp__op_may_overwrite(const mp__op_def *d, uint32_t i)

@@ -5,6 +5,7 @@
  * the flow, and hand cases: a path, parallel paths, infinite edges, a
  * sink the source cannot reach, the cut nearest the sink, bad input. */
 #include "mincut.h"
+#include "ops.h"
 #include "support.h"
 
 #include <stdlib.h>
@@ -207,11 +208,41 @@ static void test_hand_cases(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The registry's "cheap to recompute" class (mp__op_cheap): pointwise,
+ * reductions, views, layout, norms, softmax; never a matrix product,
+ * convolution, attention, pooling, random op or unknown op. */
+static void test_cheap_ops(void)
+{
+    const char *cheap[] = {"Relu", "Add", "Mul", "Div", "Erf", "Sigmoid",
+                           "Reshape", "Transpose", "Concat", "Slice",
+                           "Gather", "Expand", "ReduceMean", "ReduceSum",
+                           "Cast", "Where", "LayerNormalization",
+                           "BatchNormalization", "Softmax", "Identity"};
+    const char *dear[] = {"MatMul", "Gemm", "Conv", "ConvTranspose",
+                          "Attention", "Dropout", "RandomNormalLike",
+                          "Bernoulli", "MaxPool", "AveragePool", "LSTM"};
+    for (size_t i = 0; i < sizeof cheap / sizeof cheap[0]; i++) {
+        const mp__op_def *d = mp__op_lookup(cheap[i], "");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+        if (!mp__op_cheap(d))
+            CU_FAIL(cheap[i]);
+    }
+    for (size_t i = 0; i < sizeof dear / sizeof dear[0]; i++) {
+        const mp__op_def *d = mp__op_lookup(dear[i], "");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+        if (mp__op_cheap(d))
+            CU_FAIL(dear[i]);
+    }
+    CU_ASSERT(!mp__op_cheap(mp__op_generic()));
+    CU_ASSERT(!mp__op_cheap(NULL));
+}
+
 void mp_register_mincut(void)
 {
     static CU_TestInfo tests[] = {
         {"random graphs against brute force", test_random_vs_brute},
         {"hand cases", test_hand_cases},
+        {"ops cheap to recompute", test_cheap_ops},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("mincut", tests);
