@@ -26,9 +26,10 @@ static uint32_t dep_unit(const mp_graph *g, const mp__remat_prob *p,
 }
 
 /* Item j of node nd's list `which` into *v: its arena outputs (FREE_LIST,
- * the unit's FREE steps) or the graph inputs it reads (READ_LIST, by
- * their index in_idx); 0 when item j is not one. */
-enum { FREE_LIST, READ_LIST };
+ * the unit's FREE steps), the graph inputs it reads (READ_LIST, by
+ * their index in_idx) or the arena storage roots it reads (ROOT_LIST);
+ * 0 when item j is not one. */
+enum { FREE_LIST, READ_LIST, ROOT_LIST };
 static int list_item(const mp_graph *g, const uint32_t *in_idx,
                      const mp__node *nd, int which, uint32_t j, uint32_t *v)
 {
@@ -39,6 +40,11 @@ static int list_item(const mp_graph *g, const uint32_t *in_idx,
     uint32_t x = nd->inputs[j];
     if (x == MP_NONE)
         return 0;
+    if (which == ROOT_LIST) {
+        *v = g->tensors[x].root;
+        return mp__tensor_in_arena(&g->tensors[*v]) &&
+               g->tensors[*v].bytes > 0;
+    }
     *v = in_idx[g->tensors[x].root];
     return *v != MP_NONE;
 }
@@ -107,6 +113,40 @@ static mp_status prob_inputs(const mp_graph *g, mp__remat_prob *p,
     return MP_OK;
 }
 
+/* Each arena storage root's aligned bytes (0 for other tensors). */
+static mp_status tensor_mem(const mp_graph *g, mp__remat_prob *p)
+{
+    p->t_mem = mp__calloc(g->ctx, (size_t)p->n_tensors + 1, sizeof *p->t_mem);
+    if (!p->t_mem)
+        return MP_ERR_NOMEM;
+    for (uint32_t t = 0; t < p->n_tensors; t++) {
+        const mp__tensor *tt = &g->tensors[t];
+        if (tt->root == t && mp__tensor_in_arena(tt) &&
+            !mp__align_up(tt->bytes, p->alignment, &p->t_mem[t]))
+            return mp__err(g->ctx, MP_ERR_OVERFLOW,
+                           "tensor '%s': size overflows", tt->name);
+    }
+    return MP_OK;
+}
+
+/* The node may be recomputed by the min-cut default: cheap by its
+ * registry entry, and not a reduction that shrinks its inputs more than
+ * fourfold (its output is cheap to keep: AOTAutograd bans those too). */
+static uint8_t node_cheap(const mp_graph *g, const mp__node *nd)
+{
+    if (!mp__op_cheap(nd->def))
+        return 0;
+    uint64_t in = 0, out = 0;
+    for (uint32_t i = 0; i < nd->n_in; i++)
+        if (nd->inputs[i] != MP_NONE &&
+            !mp__add_u64(in, g->tensors[nd->inputs[i]].bytes, &in))
+            return 0;
+    for (uint32_t i = 0; i < nd->n_out; i++)
+        if (!mp__add_u64(out, g->tensors[nd->outputs[i]].bytes, &out))
+            return 0;
+    return out >= in / 4;
+}
+
 /* Per unit: node, name, cost, FLOPs, phase and aligned output bytes;
  * the last stage reading each graph input; and the unique dependencies
  * counted (dep_begin, and the uses of each producer in use_begin). */
@@ -121,6 +161,7 @@ static mp_status prob_units(const mp_graph *g, mp__remat_prob *p,
         p->flops[u] = nd->flops;
         p->base_cost += p->cost[u];
         p->fwd[u] = nd->phase == MP_PHASE_FORWARD;
+        p->cheap[u] = node_cheap(g, nd);
         for (uint32_t j = p->free_begin[u]; j < p->free_begin[u + 1]; j++) {
             const mp__tensor *tt = &g->tensors[p->frees[j]];
             uint64_t a;
@@ -237,6 +278,7 @@ mp_status mp__remat_prob_build(const mp_graph *g, uint64_t alignment,
     p->flops = mp__calloc(ctx, T1, sizeof *p->flops);
     p->fwd = mp__calloc(ctx, T1, 1);
     p->out = mp__calloc(ctx, T1, 1);
+    p->cheap = mp__calloc(ctx, T1, 1);
     p->dep_begin = mp__calloc(ctx, T1 + 1, sizeof *p->dep_begin);
     p->use_begin = mp__calloc(ctx, T1 + 1, sizeof *p->use_begin);
     p->horizon = mp__calloc(ctx, T1, sizeof *p->horizon);
@@ -245,7 +287,8 @@ mp_status mp__remat_prob_build(const mp_graph *g, uint64_t alignment,
     uint32_t *stamp = mp__calloc(ctx, T1, sizeof *stamp);
     mp_status st = MP_OK;
     if (!p->node || !p->pos || !p->name || !p->mem || !p->cost ||
-        !p->flops || !p->fwd || !p->out || !p->dep_begin || !p->use_begin ||
+        !p->flops || !p->fwd || !p->out || !p->cheap || !p->dep_begin ||
+        !p->use_begin ||
         !p->horizon || !p->unit_of || !in_idx || !stamp) {
         st = MP_ERR_NOMEM;
         goto done;
@@ -259,6 +302,8 @@ mp_status mp__remat_prob_build(const mp_graph *g, uint64_t alignment,
                         &p->frees)) ||
         (st = unit_list(g, p, in_idx, READ_LIST, &p->read_begin,
                         &p->reads)) ||
+        (st = unit_list(g, p, in_idx, ROOT_LIST, &p->root_begin,
+                        &p->roots)) || (st = tensor_mem(g, p)) ||
         (st = prob_units(g, p, stamp)) || (st = prob_edges(g, p, stamp)))
         goto done;
     prob_horizons(g, p, in_idx);
@@ -326,7 +371,7 @@ static mp_status plan_once(mp_graph *g, const mp_remat_options *ro,
     }
     if (po->alignment == 0)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
-    if ((unsigned)ro->solver > MP_REMAT_CM_CHEN_GREEDY)
+    if ((unsigned)ro->solver > MP_REMAT_MINCUT)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "unknown recompute solver %d",
                        (int)ro->solver);
     mp_status st;

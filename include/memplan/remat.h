@@ -39,10 +39,18 @@ typedef enum mp_remat_solver {
     MP_REMAT_CHEN_LINEAR,       /* released code: linearized Chen sqrt(n) */
     MP_REMAT_CM_CHECKPOINT_ALL, /* code of the published max-batch figure: */
     MP_REMAT_CM_CHEN_SQRT,      /*   checkpoint-all, Chen sqrt(n) on */
-    MP_REMAT_CM_CHEN_GREEDY     /*   articulation points, Chen greedy */
+    MP_REMAT_CM_CHEN_GREEDY,    /*   articulation points, Chen greedy */
+    /* AOTAutograd's default partitioner: the forward values saved for
+     * backward are a minimum cut (the fewest bytes) such that every other
+     * value backward reads is recomputed from them by cheap ops
+     * (pointwise, reductions, views; never matmul, conv, attention or
+     * random ops). Without a budget: kept when its live peak is at most
+     * checkpoint-all's, else checkpoint-all. Also a candidate of auto. */
+    MP_REMAT_MINCUT
 } mp_remat_solver;
 /* The name of a recompute solver: "auto", "checkpoint-all" (NONE),
- * "chen-sqrt", "chen-greedy", "dtr", "selective", "lp", "ilp", ... */
+ * "chen-sqrt", "chen-greedy", "dtr", "selective", "lp", "ilp", ...,
+ * "mincut" */
 MP_API const char *mp_remat_solver_name(mp_remat_solver s);
 /* Parses a recompute solver name: the names above in lower case ("chen" =
  * chen-greedy, "lp", "ilp", "checkpoint-all" = none, "auto").

@@ -31,6 +31,10 @@ void mp__remat_prob_free(mp__remat_prob *p)
     mp__dealloc(c, p->flops);
     mp__dealloc(c, p->fwd);
     mp__dealloc(c, p->out);
+    mp__dealloc(c, p->cheap);
+    mp__dealloc(c, p->root_begin);
+    mp__dealloc(c, p->roots);
+    mp__dealloc(c, p->t_mem);
     mp__dealloc(c, p->dep_begin);
     mp__dealloc(c, p->deps);
     mp__dealloc(c, p->use_begin);

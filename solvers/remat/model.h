@@ -22,13 +22,21 @@ typedef struct mp__remat_prob {
     double *cost, *flops;    /* flops < 0: not given */
     uint8_t *fwd;            /* forward phase */
     uint8_t *out;            /* holds a graph output: never freed */
+    uint8_t *cheap;          /* the min-cut default may recompute it
+                              * (mp__op_cheap, and its outputs at least a
+                              * quarter of its inputs' bytes); NULL: none */
     uint32_t *dep_begin, *deps;  /* producer units of inputs (unique) */
     uint32_t *use_begin, *uses;  /* consumer units, ascending, unique */
     uint32_t *horizon;       /* last stage at which the unit may be needed */
     uint32_t *free_begin, *frees; /* the unit's arena outputs (tensor ids,
                                    * output order): its FREE steps */
     uint32_t *read_begin, *reads; /* graph inputs (0..n_in-1) it reads */
+    uint32_t *root_begin, *roots; /* the arena storage roots the unit reads
+                                   * (tensor ids, graph inputs too; a
+                                   * schedule written per tensor) */
     uint32_t n_tensors;
+    uint64_t *t_mem;         /* tensor -> its aligned bytes when it is an
+                              * arena storage root, else 0 */
     uint32_t *unit_of;       /* tensor -> unit whose node produces its
                               * storage root; MP_NONE: none (graph input) */
     /* graph inputs that take arena memory */
@@ -100,6 +108,10 @@ bool mp__remat_fits(const mp__remat_out *o, uint64_t cap, double max_extra);
  * call). */
 typedef mp_status (*mp__remat_try_fn)(void *user, const char *name,
                                       const mp__remat_policy *pol);
+
+/* Takes a finished replay (o->steps owned by the callee from then on). */
+typedef mp_status (*mp__remat_offer_fn)(void *user, const char *name,
+                                        mp__remat_out *o);
 
 /* A schedule being written (context allocator): the first failure
  * sticks in st and later steps are dropped. */

@@ -7,10 +7,6 @@
 
 #include "model.h"
 
-/* Takes a finished replay (o->steps owned by the callee from then on). */
-typedef mp_status (*mp__remat_offer_fn)(void *user, const char *name,
-                                        mp__remat_out *o);
-
 /* Which of Checkmate's S rules (remat_chen.c lists them): its released
  * code (January 2020 on), or the code of its published max-batch figure
  * (autumn 2019). */

@@ -9,6 +9,7 @@
 #include "heuristics.h"
 #include "mp_glpk.h"
 #include "remat_chen.h"
+#include "remat_mincut.h"
 
 #include <string.h>
 
@@ -16,7 +17,7 @@
 static const char *const solver_names[] = {
     "auto", "checkpoint-all", "chen-sqrt", "chen-greedy", "dtr", "selective",
     "lp", "ilp", "chen-linear", "cm-checkpoint-all", "cm-chen-sqrt",
-    "cm-chen-greedy"};
+    "cm-chen-greedy", "mincut"};
 
 const char *mp_remat_solver_name(mp_remat_solver s)
 {
@@ -191,7 +192,13 @@ static mp_status run_heuristics(search *S, mp_remat_solver sv)
     mp_status st = MP_OK;
     if (sv == MP_REMAT_NONE || aut)
         st = mp__remat_checkpoint_all(p, &g);
-    if (!st && sv >= MP_REMAT_CHEN_LINEAR) /* baselines: never in auto */
+    /* the min-cut choice: alone (or the schedule that saves everything
+     * when its peak is lower), or a candidate of auto (the other solvers
+     * must beat it) */
+    if (!st && (sv == MP_REMAT_MINCUT || (aut && !have_free(S))))
+        st = mp__remat_mincut(p, sv == MP_REMAT_MINCUT, offer_cb, S);
+    if (!st && sv >= MP_REMAT_CHEN_LINEAR &&
+        sv <= MP_REMAT_CM_CHEN_GREEDY) /* baselines: never in auto */
         st = mp__remat_checkmate_baseline(p, sv, offer_cb, S);
     if (!st && (sv == MP_REMAT_CHEN_SQRT || (aut && !S->have)))
         st = mp__remat_chen(p, &g, 0);
