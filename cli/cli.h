@@ -107,8 +107,8 @@ enum {
     CLI_O_NO_LINTS,
     /* training and recompute */
     CLI_O_TRAIN, CLI_O_OPTIMIZER, CLI_O_OPTIMIZER_IMPL, CLI_O_PRECISION,
-    CLI_O_STEP_IN_BACKWARD,
-    CLI_O_SPLIT_WEIGHT_GRAD, CLI_O_BUDGET, CLI_O_SOLVER, CLI_O_MAX_EXTRA,
+    CLI_O_STEP_IN_BACKWARD, CLI_O_SPLIT_WEIGHT_GRAD, CLI_O_SAVE,
+    CLI_O_BUDGET, CLI_O_SOLVER, CLI_O_MAX_EXTRA,
     CLI_O_MAXIMIZE,
     /* offload */
     CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
@@ -177,6 +177,7 @@ typedef struct cli_dims {
 /* Training and recompute (cli/train_opts.c). */
 typedef struct cli_train_args {
     int train, remat, have_max_extra, maximize;
+    int save_eager;              /* --save eager (default mincut) */
     double max_extra;            /* x the forward compute */
     uint64_t batch;              /* --batch: the graph's batch (0: 1) */
     mp_train_options topt;
@@ -187,6 +188,12 @@ typedef struct cli_train_args {
     mp_remat_result max_batch_rr;
     mp_train_breakdown bd;
     mp_remat_result rr;
+    /* --save mincut without --budget: both plans' peaks (arena +
+     * persistent), the min-cut's figures, the plan kept */
+    int did_save;
+    uint64_t eager_peak, mincut_peak;
+    mp_remat_result save_rr;
+    const char *save_kept;       /* "mincut" or "eager" */
 } cli_train_args;
 
 /* Offload (cli/offload_opts.c). */

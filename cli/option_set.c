@@ -205,8 +205,18 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
     case CLI_O_SOLVER:
         st = mp_remat_solver_parse(v, &a->train.ropt.solver);
         want = "one of auto, checkpoint-all, chen-sqrt, chen-greedy, chen, "
-               "dtr, selective, lp, ilp, chen-linear, cm-checkpoint-all, "
-               "cm-chen-sqrt, cm-chen-greedy";
+               "dtr, selective, lp, ilp, mincut, chen-linear, "
+               "cm-checkpoint-all, cm-chen-sqrt, cm-chen-greedy";
+        break;
+    case CLI_O_SAVE:
+        st = MP_OK;
+        if (strcmp(v, "eager") == 0)
+            a->train.save_eager = 1;
+        else if (strcmp(v, "mincut") == 0)
+            a->train.save_eager = 0;
+        else
+            st = MP_ERR_INVALID_ARG;
+        want = "eager or mincut";
         break;
     case CLI_O_OFFLOAD_SOLVER:
         a->offload.solver = v;

@@ -183,14 +183,22 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "with --train: weight gradients by a backward node of their own "
         "(input gradients die sooner)",
         NULL, NULL, 0},
+    [CLI_O_SAVE] = {"save", 0, "S", C_PLANS, G_TRAIN, "mincut", NULL,
+        "with --train, without --budget: what backward keeps. mincut: the "
+        "forward values saved are a minimum cut, the fewest bytes, from "
+        "which cheap ops (pointwise, reductions, views) are recomputed in "
+        "backward, as torch.compile's partitioner does; eager: every value "
+        "backward reads is kept, as PyTorch eager does. The summary gives "
+        "both peaks; the lower plan is kept",
+        NULL, NULL, 0},
     [CLI_O_BUDGET] = {"budget", 0, "SIZE", C_PLANS, G_TRAIN, NULL, NULL,
         "peak (live arena + persistent) to fit, e.g. 12GiB: recompute "
         "chooses what to keep",
         NULL, NULL, 0},
     [CLI_O_SOLVER] = {"solver", 0, "S", C_PLANS, G_TRAIN, "auto", NULL,
         "recompute solver under --budget: auto, checkpoint-all, chen-sqrt, "
-        "chen-greedy (chen), dtr, selective, lp, ilp; Checkmate's baselines "
-        "as its code builds them: chen-linear, cm-checkpoint-all, "
+        "chen-greedy (chen), dtr, selective, lp, ilp, mincut; Checkmate's "
+        "baselines as its code builds them: chen-linear, cm-checkpoint-all, "
         "cm-chen-sqrt, cm-chen-greedy",
         NULL, NULL, 0},
     [CLI_O_MAX_EXTRA] = {"max-extra", 0, "F", C_PLANS, G_TRAIN, NULL, NULL,
@@ -294,6 +302,8 @@ const cli_rule cli_rules[] = {
      "it orders the optimizer step of the training step that --train plans"},
     {C_PLANS, CLI_O_SPLIT_WEIGHT_GRAD, CLI_O_TRAIN, 1,
      "it shapes the backward pass of the training step that --train plans"},
+    {C_PLANS, CLI_O_SAVE, CLI_O_TRAIN, 1,
+     "it chooses what the backward pass of --train keeps"},
     {C_PLANS, CLI_O_SOLVER, CLI_O_BUDGET, 1,
      "it chooses how recompute fits the budget"},
     {C_PLANS, CLI_O_MAX_EXTRA, CLI_O_BUDGET, 1,

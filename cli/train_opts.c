@@ -23,13 +23,50 @@ int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
     return 0;
 }
 
+/* --train without --budget, --save mincut: the plan that saves every
+ * value backward reads (eager) and the min-cut's; the lower one kept
+ * (eager on a tie), both peaks reported. */
+static mp_status save_plan(cli_train_args *t, mp_graph *g,
+                           const mp_plan_options *opt, mp_plan **plan)
+{
+    mp_plan *eager = NULL, *mc = NULL;
+    mp_status st = mp_plan_create(g, opt, &eager);
+    if (st)
+        return st;
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    ro.solver = MP_REMAT_MINCUT;
+    ro.time_limit = opt->time_limit;
+    ro.seed = opt->seed;
+    if ((st = mp_remat_plan(g, &ro, opt, &mc, &t->save_rr))) {
+        mp_plan_destroy(eager);
+        return st;
+    }
+    t->did_save = 1;
+    t->eager_peak = mp_plan_figures(eager)->peak_bytes;
+    t->mincut_peak = mp_plan_figures(mc)->peak_bytes;
+    if (t->mincut_peak < t->eager_peak) {
+        t->save_kept = "mincut";
+        mp_plan_destroy(eager);
+        *plan = mc;
+    } else {
+        t->save_kept = "eager";
+        mp_plan_destroy(mc);
+        *plan = eager;
+    }
+    return MP_OK;
+}
+
 int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
                    const mp_plan_options *opt, mp_plan **plan,
                    const char *input)
 {
     mp_status st;
     if (!t->remat) {
-        st = mp_plan_create(g, opt, plan);
+        if (t->did_train && !t->save_eager)
+            st = save_plan(t, g, opt, plan);
+        else
+            st = mp_plan_create(g, opt, plan);
         return st == MP_OK ? 0 : cli_fail(ctx, st, input);
     }
     if (t->have_max_extra) {
@@ -190,10 +227,32 @@ static void recompute_json(const cli_train_args *t, mp__jw *w)
     mp__jw_end(w);
 }
 
+/* "save": what --save chose and both peaks */
+static void save_json(const cli_train_args *t, mp__jw *w)
+{
+    const mp_remat_result *x = &t->save_rr;
+    cli_json_object(w, "save");
+    cli_json_str(w, "mode", "mincut");
+    cli_json_str(w, "kept", t->save_kept);
+    cli_json_str(w, "solver", x->solver);
+    const cli_json_size sizes[] = {
+        {"eager_peak_bytes", t->eager_peak},
+        {"mincut_peak_bytes", t->mincut_peak},
+    };
+    cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
+    cli_json_real(w, "base_cost", x->base_cost);
+    cli_json_real(w, "extra_cost", x->extra_cost);
+    cli_json_real(w, "extra_flops", x->extra_flops);
+    cli_json_int(w, "recompute_steps", x->n_recompute);
+    mp__jw_end(w);
+}
+
 void cli_train_json(const cli_train_args *t, mp__jw *w)
 {
     if (t->did_train)
         training_json(t, w);
+    if (t->did_save)
+        save_json(t, w);
     if (t->did_remat)
         recompute_json(t, w);
 }
@@ -217,6 +276,21 @@ void cli_train_summary(const cli_train_args *t)
         printf("  saved activations  %s\n", cli_size(d->saved_bytes, b1, sizeof b1));
         printf("  temporaries        %s (largest optimizer temporary)\n",
                cli_size(d->temporary_bytes, b1, sizeof b1));
+    }
+    if (t->did_save) {
+        const mp_remat_result *x = &t->save_rr;
+        char b2[64];
+        printf("save (mincut, %s kept): peak %s; eager %s\n", t->save_kept,
+               cli_size(t->mincut_peak, b1, sizeof b1),
+               cli_size(t->eager_peak, b2, sizeof b2));
+        printf("  extra compute      %.4g (%.2f%% of %.4g), %u recompute "
+               "steps%s\n",
+               x->extra_cost,
+               x->base_cost > 0 ? 100.0 * x->extra_cost / x->base_cost : 0.0,
+               x->base_cost, (unsigned)x->n_recompute,
+               strcmp(x->solver ? x->solver : "", "mincut") == 0
+                   ? ""
+                   : " (the min-cut schedule peaked higher: none)");
     }
     if (t->did_remat && !t->infeasible) {
         const mp_remat_result *x = &t->rr;
