@@ -7,8 +7,11 @@
  * attention, random ops, reductions that shrink their inputs, anything
  * not pointwise, a view or data movement) and u_out of the graph outputs
  * (kept anyway); u_out feeds the sink (infinite) when a backward unit
- * reads u. Graph inputs are held while recompute may need them (the
- * replay's rule), so units that read only inputs are free to recompute.
+ * reads u. Graph inputs (the batch; weights are persistent) are not in
+ * the network: a cheap unit that reads only them may be recomputed, the
+ * input then kept to that recomputation without its bytes in the cut
+ * (the batch usually is kept anyway: the first layer's backward reads
+ * it).
  * A minimum cut is a set of units, the fewest bytes, such that every
  * value backward reads is saved or recomputable from saved values
  * through cheap units alone. Of the minimum cuts, the one nearest the
