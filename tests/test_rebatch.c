@@ -415,12 +415,95 @@ static void t_corpus_cli(void)
     remove(plan);
 }
 
+/* What transformer exports traced at batch B0 = 2 write (x [2, 5, 6]):
+ * a class token cls [1, 1, 6] expanded to the batch with the constant
+ * shape [2, 1, 6] and concatenated to x (torchvision's ViT); x flattened
+ * to [10, 6] for a Linear and viewed back as [2, 5, 6] (the batch folded
+ * with the sequence in the input of the second Reshape, as the dynamo
+ * exporter writes GPT-2); x transposed to [5, 2, 6] and viewed as
+ * [5, 2*3, 2] (batch x heads folded into axis 1, as
+ * nn.MultiheadAttention traced at a fixed batch). At batch 3: [3, 1, 6],
+ * [3, 6, 6], [15, 6], [3, 5, 6] and [5, 9, 2]. */
+static const int64_t tx_dims[] = {2, 5, 6}, cls_dims[] = {1, 1, 6};
+static const int64_t exp_shape[] = {2, 1, 6}, flat[] = {10, 6},
+                     unflat[] = {2, 5, 6}, perm102[] = {1, 0, 2},
+                     heads[] = {5, 6, 2};
+
+static void transformer_model(ob *b)
+{
+    ob_init(b, 8, 17);
+    ob_input(b, "x", 1, 3, tx_dims);
+    ob_init_tensor(b, "cls", 3, cls_dims);
+    int_init(b, "exp_shape", exp_shape, 3);
+    int_init(b, "flat", flat, 2);
+    int_init(b, "unflat", unflat, 3);
+    int_init(b, "heads", heads, 3);
+    ob_node(b, "Expand", "expand", "cls", "exp_shape", "e");
+    Onnx__NodeProto *cat = ob_node(b, "Concat", "cat", "e", "x", "c");
+    ob_attr_int(b, cat, "axis", 1);
+    ob_node(b, "Reshape", "flatten", "x", "flat", "f");
+    ob_node(b, "Relu", "act", "f", NULL, "fr");
+    ob_node(b, "Reshape", "unflatten", "fr", "unflat", "u");
+    transpose(b, "x", "xt", perm102, 3);
+    ob_node(b, "Reshape", "split_heads", "xt", "heads", "h");
+    ob_output(b, "c", 1, -1, NULL);
+    ob_output(b, "u", 1, -1, NULL);
+    ob_output(b, "h", 1, -1, NULL);
+}
+
+static void assert_dims(const mp_graph *g, const char *name,
+                        const int64_t *d, int32_t rank)
+{
+    const mp__tensor *t = tensor(g, name);
+    CU_ASSERT_EQUAL_FATAL(t->rank, rank);
+    for (int32_t i = 0; i < rank; i++) {
+        if (t->dims[i] != d[i])
+            fprintf(stderr, "\n  %s[%d] = %lld, want %lld\n", name, (int)i,
+                    (long long)t->dims[i], (long long)d[i]);
+        CU_ASSERT_EQUAL(t->dims[i], d[i]);
+    }
+}
+
+static void t_transformer_patterns(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    ob b;
+    transformer_model(&b);
+    mp_graph *g2 = NULL, *g3 = NULL;
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 0, NULL, 0, &g2), MP_OK);
+    static const int64_t e2[] = {2, 1, 6}, c2[] = {2, 6, 6}, h2[] = {5, 6, 2};
+    assert_dims(g2, "e", e2, 3);
+    assert_dims(g2, "c", c2, 3);
+    assert_dims(g2, "h", h2, 3);
+    ob_free(&b);
+    transformer_model(&b);
+    mp_status st = load(&b, ctx, 3, NULL, 0, &g3);
+    if (st)
+        fprintf(stderr, "\n  %s\n", mp_ctx_message(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    static const int64_t e3[] = {3, 1, 6}, c3[] = {3, 6, 6}, f3[] = {15, 6},
+                         u3[] = {3, 5, 6}, h3[] = {5, 9, 2};
+    assert_dims(g3, "e", e3, 3);
+    assert_dims(g3, "c", c3, 3);
+    assert_dims(g3, "f", f3, 2);
+    assert_dims(g3, "u", u3, 3);
+    assert_dims(g3, "h", h3, 3);
+    /* the constants themselves are not changed */
+    CU_ASSERT_EQUAL(tensor(g3, "cls")->dims[0], 1);
+    ob_free(&b);
+    mp_graph_destroy(g2);
+    mp_graph_destroy(g3);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_rebatch(void)
 {
     static CU_TestInfo tests[] = {
         {"Reshape [1,K], [1,-1], folded; Resize sizes; 8x sizes",
          t_reshape_resize},
         {"batch folded into dim 0 (channel shuffle)", t_folded_batch},
+        {"transformer exports: Expand of a class token, batch folded with "
+         "the sequence or the heads", t_transformer_patterns},
         {"symbolic batch bound by --batch", t_symbolic},
         {"errors: rank 0, disagreeing inputs, bindings, counts, JSON",
          t_errors},

@@ -873,11 +873,16 @@ MP__SHAPE_FN(mp__shape_expand)
     mp__in_shape(g, n, 0, &in);
     const int64_t *v;
     uint32_t c;
+    int64_t rb[MP_MAX_RANK]; /* a re-batched shape (core/ops/rebatch.h) */
     if (mp__in_value(g, n, 1, &v, &c)) {
         if (c > MP_MAX_RANK)
             return mp__node_fail(g, node, MP_ERR_BAD_DIM, "input 'shape' has "
                                 "%u entries: rank above %d", (unsigned)c,
                                 MP_MAX_RANK);
+        mp_status rs = mp__rebatch_operand(g, node, 1, MP__REBATCH_EXPAND,
+                                           &in, &v, c, rb);
+        if (rs)
+            return rs;
         mp_status cs = mp__check_min(g, node, "input 'shape'", v, c, 0);
         if (cs)
             return cs;

@@ -43,17 +43,61 @@ mp_status mp__rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
 {
     int64_t from = g->rebatch_from, to = g->rebatch_to;
     if (from <= 0 || to <= 0 || from == to || !*v || c == 0 ||
-        c > MP_MAX_RANK || data->rank < 1 || data->d[0] != to)
+        c > MP_MAX_RANK || data->rank < 0)
         return MP_OK;
     const mp__node *n = &g->nodes[node];
     const mp__tensor *x = mp__in(g, n, 0);
-    if (!x || mp__kind_persistent(x->kind))
-        return MP_OK; /* a constant's leading dim is no batch */
     const mp__tensor *op = input == MP_NONE ? NULL : mp__in(g, n, input);
     if (input != MP_NONE && (!op || !mp__kind_persistent(op->kind)))
         return MP_OK; /* computed from the graph (Shape ...): follows it */
     const int64_t *s = *v;
     memcpy(buf, s, c * sizeof *buf);
+    if (kind == MP__REBATCH_EXPAND) {
+        /* input 0's dim under element 0 (right-aligned), 1 when none */
+        int32_t k = data->rank - (int32_t)c;
+        int64_t d0 = k >= 0 ? data->d[k] : 1;
+        if (s[0] == from && (d0 == 1 || d0 == to)) {
+            buf[0] = to;
+            *v = buf;
+        }
+        return MP_OK;
+    }
+    if (!x || mp__kind_persistent(x->kind) || data->rank < 1)
+        return MP_OK; /* a constant's leading dim is no batch */
+    if (data->d[0] != to) {
+        /* the batch folded with other axes into input 0's dim 0: only
+         * what makes the target hold the input's elements */
+        int64_t total = mp__shape_numel(data);
+        bool az = mp__attr_int(n, "allowzero", 0) != 0, inf = false;
+        for (uint32_t i = 0; i < c; i++)
+            inf |= s[i] == -1;
+        if (kind != MP__REBATCH_RESHAPE || total < 0 ||
+            (!inf && target_count(s, c, data, az) == total))
+            return MP_OK;
+        if (s[0] == from) {
+            buf[0] = to;
+            if (inf || target_count(buf, c, data, az) == total)
+                *v = buf;
+            return MP_OK;
+        }
+        /* the batch folded into another axis with a constant factor
+         * ([T, B0*H, D] for multi-head attention traced at B0): the
+         * outermost k*B0 that, as k*N, makes the target hold the input */
+        for (uint32_t i = 0; i < c && !inf; i++) {
+            uint64_t kn;
+            if (s[i] <= 0 || s[i] % from != 0 ||
+                !mp__mul_u64((uint64_t)(s[i] / from), (uint64_t)to, &kn) ||
+                kn > INT64_MAX)
+                continue;
+            buf[i] = (int64_t)kn;
+            if (target_count(buf, c, data, az) == total) {
+                *v = buf;
+                return MP_OK;
+            }
+            buf[i] = s[i];
+        }
+        return MP_OK;
+    }
     if (kind == MP__REBATCH_DIMS) {
         if (s[0] == from) {
             buf[0] = to;
