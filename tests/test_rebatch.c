@@ -422,17 +422,32 @@ static void t_corpus_cli(void)
  * with the sequence in the input of the second Reshape, as the dynamo
  * exporter writes GPT-2); x transposed to [5, 2, 6] and viewed as
  * [5, 2*3, 2] (batch x heads folded into axis 1, as
- * nn.MultiheadAttention traced at a fixed batch). At batch 3: [3, 1, 6],
- * [3, 6, 6], [15, 6], [3, 5, 6] and [5, 9, 2]. */
+ * nn.MultiheadAttention traced at a fixed batch); a bool mask folded at
+ * export [2, 1, 5, 5] (GPT-2's attention mask, dynamo exporter) in a Where
+ * with the input att [2, 1, 5, 5]; a float weight w2 [2, 6] (its leading
+ * 2 is no batch). At batch 3: [3, 1, 6], [3, 6, 6], [15, 6], [3, 5, 6],
+ * [5, 9, 2], the mask and the Where [3, 1, 5, 5], w2 still [2, 6]. */
 static const int64_t tx_dims[] = {2, 5, 6}, cls_dims[] = {1, 1, 6};
 static const int64_t exp_shape[] = {2, 1, 6}, flat[] = {10, 6},
                      unflat[] = {2, 5, 6}, perm102[] = {1, 0, 2},
                      heads[] = {5, 6, 2};
 
+static const int64_t mask_dims[] = {2, 1, 5, 5}, w2_dims[] = {2, 6};
+
 static void transformer_model(ob *b)
 {
     ob_init(b, 8, 17);
     ob_input(b, "x", 1, 3, tx_dims);
+    ob_input(b, "att", 1, 4, mask_dims);
+    ob_init_tensor(b, "mask", 4, mask_dims);
+    b->graph->initializer[b->graph->n_initializer - 1]->data_type = 9;
+    ob_init_tensor(b, "w2", 2, w2_dims);
+    Onnx__NodeProto *wh = ob_node(b, "Where", "mask_where", "mask", "att",
+                                  "wm");
+    wh->input = ob_new(b, 3 * sizeof *wh->input);
+    wh->input[0] = (char *)"mask";
+    wh->input[1] = wh->input[2] = (char *)"att";
+    wh->n_input = 3;
     ob_init_tensor(b, "cls", 3, cls_dims);
     int_init(b, "exp_shape", exp_shape, 3);
     int_init(b, "flat", flat, 2);
@@ -449,6 +464,7 @@ static void transformer_model(ob *b)
     ob_output(b, "c", 1, -1, NULL);
     ob_output(b, "u", 1, -1, NULL);
     ob_output(b, "h", 1, -1, NULL);
+    ob_output(b, "wm", 1, -1, NULL);
 }
 
 static void assert_dims(const mp_graph *g, const char *name,
@@ -488,6 +504,11 @@ static void t_transformer_patterns(void)
     assert_dims(g3, "f", f3, 2);
     assert_dims(g3, "u", u3, 3);
     assert_dims(g3, "h", h3, 3);
+    static const int64_t m3[] = {3, 1, 5, 5};
+    assert_dims(g3, "mask", m3, 4);
+    assert_dims(g3, "wm", m3, 4);
+    assert_dims(g3, "w2", w2_dims, 2);
+    assert_dims(g2, "mask", mask_dims, 4);
     /* the constants themselves are not changed */
     CU_ASSERT_EQUAL(tensor(g3, "cls")->dims[0], 1);
     ob_free(&b);

@@ -1048,6 +1048,33 @@ static mp_status build(loader *L, const Onnx__ModelProto *m)
     return finish_top(L, gp);
 }
 
+/* Re-batching (--batch, g->rebatch_from/to): a bool initializer of rank
+ * >= 2 whose leading dim is the exported batch B0 is a per-batch mask
+ * folded at export (the dynamo exporter folds GPT-2's attention mask
+ * into a [B0, 1, T, T] constant): its leading dim becomes N, its value
+ * (if carried) is dropped. Weights are float and keep their shapes. */
+static mp_status rebatch_mask(loader *L, uint32_t id)
+{
+    mp_graph *g = L->g;
+    mp__tensor *t = &g->tensors[id];
+    int64_t from = g->rebatch_from, to = g->rebatch_to;
+    if (from <= 0 || to <= 0 || from == to || t->dtype != MP_DTYPE_BOOL ||
+        t->rank < 2 || t->dims[0] != from)
+        return MP_OK;
+    int64_t d[MP_MAX_RANK];
+    memcpy(d, t->dims, (size_t)t->rank * sizeof *d);
+    d[0] = to;
+    t->value = NULL;
+    t->n_value = 0;
+    uint64_t b;
+    mp_status st = mp__tensor_set_shape(L->ctx, t, t->rank, d);
+    if (!st)
+        st = mp__tensor_bytes_from_shape(L->ctx, t, &b);
+    if (!st)
+        t->bytes = b;
+    return st;
+}
+
 /* initializers: weights */
 static mp_status add_initializers(loader *L, const Onnx__GraphProto *gp)
 {
@@ -1062,6 +1089,8 @@ static mp_status add_initializers(loader *L, const Onnx__GraphProto *gp)
                           "is given twice", L->src, t->name);
         mp_status st = add_proto_tensor(L, t->name, t, MP_KIND_WEIGHT,
                                         MP_NONE, &id);
+        if (!st)
+            st = rebatch_mask(L, id);
         if (st)
             return st;
     }
