@@ -47,7 +47,7 @@ mp_status mp_remat_solver_parse(const char *name, mp_remat_solver *out)
         *out = MP_REMAT_ILP;
         return MP_OK;
     }
-    return MP_ERR_INVALID_ARG;
+    return MP_ERR_NOT_FOUND;
 }
 
 void mp_remat_options_init(mp_remat_options *o)
