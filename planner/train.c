@@ -16,50 +16,59 @@ static const char *const impl_names[] = {"foreach", "fused", "for-loop"};
 /* the op of the node that holds a FOREACH group's temporary */
 #define FOREACH_OP "ForeachTemp"
 
+/* Index of name in names[0..n), through *out; the parsers below. */
+static mp_status parse_name(const char *const *names, unsigned n,
+                            const char *name, unsigned *out)
+{
+    if (!name)
+        return MP_ERR_INVALID_ARG;
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = i;
+            return MP_OK;
+        }
+    return MP_ERR_NOT_FOUND;
+}
+#define N_OF(a) ((unsigned)(sizeof(a) / sizeof((a)[0])))
+
 const char *mp_optimizer_name(mp_optimizer o)
 {
-    return (unsigned)o < 5 ? optim_names[o] : "unknown";
+    return (unsigned)o < N_OF(optim_names) ? optim_names[o] : "unknown";
 }
 mp_status mp_optimizer_parse(const char *name, mp_optimizer *out)
 {
-    if (!name || !out)
-        return MP_ERR_INVALID_ARG;
-    for (unsigned i = 0; i < 5; i++)
-        if (strcmp(name, optim_names[i]) == 0) {
-            *out = (mp_optimizer)i;
-            return MP_OK;
-        }
-    return MP_ERR_NOT_FOUND;
+    unsigned i = 0;
+    mp_status st = out ? parse_name(optim_names, N_OF(optim_names), name, &i)
+                       : MP_ERR_INVALID_ARG;
+    if (!st)
+        *out = (mp_optimizer)i;
+    return st;
 }
 const char *mp_optimizer_impl_name(mp_optimizer_impl i)
 {
-    return (unsigned)i < 3 ? impl_names[i] : "unknown";
+    return (unsigned)i < N_OF(impl_names) ? impl_names[i] : "unknown";
 }
 mp_status mp_optimizer_impl_parse(const char *name, mp_optimizer_impl *out)
 {
-    if (!name || !out)
-        return MP_ERR_INVALID_ARG;
-    for (unsigned i = 0; i < 3; i++)
-        if (strcmp(name, impl_names[i]) == 0) {
-            *out = (mp_optimizer_impl)i;
-            return MP_OK;
-        }
-    return MP_ERR_NOT_FOUND;
+    unsigned i = 0;
+    mp_status st = out ? parse_name(impl_names, N_OF(impl_names), name, &i)
+                       : MP_ERR_INVALID_ARG;
+    if (!st)
+        *out = (mp_optimizer_impl)i;
+    return st;
 }
 const char *mp_precision_name(mp_precision p)
 {
-    return (unsigned)p < 3 ? prec_names[p] : "unknown";
+    return (unsigned)p < N_OF(prec_names) ? prec_names[p] : "unknown";
 }
 mp_status mp_precision_parse(const char *name, mp_precision *out)
 {
-    if (!name || !out)
-        return MP_ERR_INVALID_ARG;
-    for (unsigned i = 0; i < 3; i++)
-        if (strcmp(name, prec_names[i]) == 0) {
-            *out = (mp_precision)i;
-            return MP_OK;
-        }
-    return MP_ERR_NOT_FOUND;
+    unsigned i = 0;
+    mp_status st = out ? parse_name(prec_names, N_OF(prec_names), name, &i)
+                       : MP_ERR_INVALID_ARG;
+    if (!st)
+        *out = (mp_precision)i;
+    return st;
 }
 void mp_train_options_init(mp_train_options *o)
 {
