@@ -133,20 +133,25 @@ static void test_breakdown_mixed_and_8bit(void)
     mp_ctx_destroy(ctx);
 }
 
-/* x[4,8] -> MatMul(W[8,16]) -> y, with W read directly or through an
- * Identity (as torchvision exports write shared weights). */
-static mp_graph *one_layer(mp_ctx *ctx, int identity)
+/* x[4,8] -> MatMul(W[8,16]) -> y, with W read directly (how 0), through
+ * an Identity (1: as torchvision exports write shared weights) or stored
+ * as [16,8] and read through a Transpose (2: as exporters write a Linear
+ * layer without constant folding). */
+static mp_graph *one_layer(mp_ctx *ctx, int how)
 {
     mp_graph *g = NULL;
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
-    int64_t dx[] = {4, 8}, dw[] = {8, 16}, dy[] = {4, 16};
+    int64_t dx[] = {4, 8}, dw[] = {8, 16}, dwt[] = {16, 8}, dy[] = {4, 16};
     uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
-    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, how == 2 ? dwt : dw);
     uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
     uint32_t r = w;
-    if (identity) {
+    if (how == 1) {
         r = mp_test_tensor(g, "Wi", MP_KIND_ACTIVATION, 2, dw);
         mp_test_node(g, "id", "Identity", &w, 1, &r, 1);
+    } else if (how == 2) {
+        r = mp_test_tensor(g, "Wt", MP_KIND_ACTIVATION, 2, dw);
+        mp_test_node(g, "tr", "Transpose", &w, 1, &r, 1);
     }
     uint32_t in[] = {x, r};
     mp_test_node(g, "mm", "MatMul", in, 2, &y, 1);
@@ -196,27 +201,15 @@ static void test_identity_over_weight(void)
     mp_ctx_destroy(ctx);
 }
 
-/* x[4,8] -> MatMul(Transpose(W[16,8])) -> y[4,16]: how exporters write a
- * Linear layer without constant folding. W is trained (its gradient flows
- * back through the Transpose folded at load); the transposed copy gets no
- * optimizer step of its own (it once did, and the graph built no
- * gradient for W, or failed: "no graph output depends on a trainable
- * weight"). */
+/* x[4,8] -> MatMul(Transpose(W[16,8])) -> y[4,16] (one_layer, how 2). W
+ * is trained (its gradient flows back through the Transpose folded at
+ * load); the transposed copy gets no optimizer step of its own (it once
+ * did, and the graph built no gradient for W, or failed: "no graph output
+ * depends on a trainable weight"). */
 static void test_transposed_weight(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = NULL;
-    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
-    int64_t dx[] = {4, 8}, dw[] = {16, 8}, dt[] = {8, 16}, dy[] = {4, 16};
-    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
-    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
-    uint32_t wt = mp_test_tensor(g, "Wt", MP_KIND_ACTIVATION, 2, dt);
-    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
-    mp_test_node(g, "tr", "Transpose", &w, 1, &wt, 1);
-    uint32_t in[] = {x, wt};
-    mp_test_node(g, "mm", "MatMul", in, 2, &y, 1);
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
-    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_graph *g = one_layer(ctx, 2);
     mp_train_options o;
     mp_train_options_init(&o);
     mp_graph *t = NULL;
