@@ -66,7 +66,7 @@ mp_status mp__node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
         wr += (double)g->tensors[n->outputs[o]].bytes;
         out_el += numel(&g->tensors[n->outputs[o]]);
     }
-    if (def->flags & MP__OPF_VIEW) {
+    if ((def->flags & MP__OPF_VIEW) || n->view) {
         *flops = 0;
         *bytes = 0;
         return MP_OK;
@@ -177,7 +177,7 @@ mp_status mp__node_estimate_ex(const mp_graph *g, uint32_t node,
     /* n->def is set by finalize; an open graph looks the entry up */
     const mp__op_def *def = n->def ? n->def : mp__op_lookup(n->op,
                                                               n->domain);
-    if ((def->flags & MP__OPF_VIEW) || (f == 0 && b == 0)) {
+    if ((def->flags & MP__OPF_VIEW) || n->view || (f == 0 && b == 0)) {
         out->seconds = 0;
         return MP_OK;
     }

@@ -160,6 +160,16 @@ enum {
  * MP__OPF_GRAD_PASS_ALL: every input (Add, Sum). */
 #define MP__OPF_GRAD_PASS0 ((uint64_t)1 << 40)
 #define MP__OPF_GRAD_PASS_ALL ((uint64_t)1 << 41)
+/* Transposed operands, as cuBLAS reads them (op T): a Transpose that
+ * swaps the last two axes (MP__OPF_VIEW_T) is a view of its input, not a
+ * copy, when every node that reads it is a matrix product reading it as
+ * operand 0 or 1 (MP__OPF_T_OPERAND: MatMul, Gemm) or a backward node of
+ * a training graph (which reads the saved operand as the product did):
+ * the transposed weight of a Linear layer as exporters write it. The
+ * decision is per node (mp__node.view, set by mp_graph_finalize);
+ * mp__node_view answers for both kinds of view. */
+#define MP__OPF_VIEW_T ((uint64_t)1 << 42)
+#define MP__OPF_T_OPERAND ((uint64_t)1 << 43)
 
 typedef struct mp__op_def {
     const char *name;     /* op type; "" for the generic entry */
@@ -282,6 +292,7 @@ typedef struct mp__node {
      * MP__ATTR_INDEX_MIN attributes (NULL below: a scan is faster) */
     mp__name_map *attr_index;
     uint8_t phase;
+    uint8_t view;          /* a view by its operands (MP__OPF_VIEW_T) */
     double flops, bytes_moved, seconds;   /* < 0 unset */
 } mp__node;
 
@@ -353,6 +364,21 @@ static inline mp_status mp__graph_check_open(const mp_graph *g)
         if (open_st_)                                                        \
             return open_st_;                                                 \
     } while (0)
+
+/* Output 0 aliases input 0: the op is a view (MP__OPF_VIEW), or this
+ * node is one by its operands (MP__OPF_VIEW_T, decided by finalize). */
+static inline bool mp__node_view(const mp__node *n)
+{
+    return (n->def && (n->def->flags & MP__OPF_VIEW)) || n->view;
+}
+/* Tensor t is a transposed view (a Transpose of its last two axes that
+ * finalize made a view): a matrix product reads its producer's input with
+ * op T. */
+static inline bool mp__tensor_tview(const mp_graph *g, uint32_t t)
+{
+    uint32_t p = t < g->n_tensors ? g->tensors[t].producer : MP_NONE;
+    return p != MP_NONE && g->nodes[p].view;
+}
 
 /* The attribute of that name, or NULL (core/attrs.c): a scan of a few,
  * a hash lookup above MP__ATTR_INDEX_MIN. */

@@ -287,7 +287,7 @@ static uint32_t grad_pass_pos(const syn *S, const mp__node *n, uint32_t x)
 {
     uint64_t fl = n->def->flags;
     if (!(fl & (MP__OPF_GRAD_PASS0 | MP__OPF_GRAD_PASS_ALL)) || n->n_out != 1 ||
-        (fl & MP__OPF_VIEW))
+        mp__node_view(n))
         return MP_NONE;
     uint32_t pos = MP_NONE, seen = 0;
     for (uint32_t i = 0; i < n->n_in; i++)
@@ -529,8 +529,7 @@ static mp_status mark_requires_grad(syn *S)
              * when it views persistent storage (Identity over a weight),
              * and so does a tensor folded at load from it (a weight
              * transposed or cast): the gradient flows back through them */
-            bool view = to->alias_of != MP_NONE &&
-                        (n->def && (n->def->flags & MP__OPF_VIEW));
+            bool view = to->alias_of != MP_NONE && mp__node_view(n);
             bool folded = (to->flags & MP__TF_FOLDED) != 0;
             S->rg[n->outputs[o]] |= is_float(to->dtype) &&
                                     (view || folded ||

@@ -202,8 +202,8 @@ static void test_identity_over_weight(void)
 }
 
 /* x[4,8] -> MatMul(Transpose(W[16,8])) -> y[4,16] (one_layer, how 2). W
- * is trained (its gradient flows back through the Transpose folded at
- * load); the transposed copy gets no optimizer step of its own (it once
+ * is trained (its gradient flows back through the Transpose, a view of
+ * W); the transposed copy gets no optimizer step of its own (it once
  * did, and the graph built no gradient for W, or failed: "no graph output
  * depends on a trainable weight"). */
 static void test_transposed_weight(void)
@@ -223,9 +223,15 @@ static void test_transposed_weight(void)
     CU_ASSERT_EQUAL(mp_graph_find_node(t, "opt/W", &id), MP_OK);
     CU_ASSERT_NOT_EQUAL(mp_graph_find_node(t, "opt/Wt", &id), MP_OK);
     CU_ASSERT_EQUAL(mp_graph_find_node(t, "tr/grad", &id), MP_OK);
+    /* the transposed weight is a view the product reads with op T, as
+     * PyTorch's Linear reads its weight: no copy held, persistent is the
+     * weight and Adam's two states (512 + 1024 bytes) */
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "Wt", &id), MP_OK);
+    CU_ASSERT_NOT_EQUAL(t->tensors[id].alias_of, MP_NONE);
     mp_plan *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &p), MP_OK);
     CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_figures(p)->persistent_bytes, 512u + 1024u);
     mp_plan_destroy(p);
     mp_graph_destroy(t);
     mp_graph_destroy(g);

@@ -2,6 +2,7 @@
  * into launches, tensor placement per step, workspace, the reference
  * allocation model. Needs no GPU. */
 #include "support.h"
+#include "sched.h"
 #include "validate.h"
 
 #include <CUnit/CUnit.h>
@@ -265,6 +266,150 @@ static void test_dump(void)
     mp_ctx_destroy(ctx);
 }
 
+/* x[2,4,6] and a weight w[5,6] read through Transpose(w) (perm 1,0) by
+ * MatMul(x, wt) -> y[2,4,5]; with `also` the transposed weight is read
+ * by a Relu too (then it is a copy, not a view) */
+static mp_graph *linear_net(mp_ctx *ctx, int also, uint32_t *wt_id)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[3] = {2, 4, 6}, dw[2] = {5, 6}, dt[2] = {6, 5},
+            dy[3] = {2, 4, 5};
+    mp_tensor_desc t[5] = {
+        {"x", MP_DTYPE_FLOAT32, 3, dx, 0, MP_KIND_INPUT},
+        {"w", MP_DTYPE_FLOAT32, 2, dw, 0, MP_KIND_WEIGHT},
+        {"wt", MP_DTYPE_FLOAT32, 2, dt, 0, MP_KIND_ACTIVATION},
+        {"y", MP_DTYPE_FLOAT32, 3, dy, 0, MP_KIND_ACTIVATION},
+        {"r", MP_DTYPE_FLOAT32, 2, dt, 0, MP_KIND_ACTIVATION},
+    };
+    uint32_t id[5];
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &t[i], &id[i]), MP_OK);
+    uint32_t tin[1] = {id[1]}, tout[1] = {id[2]};
+    uint32_t min[2] = {id[0], id[2]}, mout[1] = {id[3]};
+    uint32_t rout[1] = {id[4]};
+    mp_node_desc n[3] = {
+        {"t", "Transpose", NULL, tin, 1, tout, 1, MP_PHASE_FORWARD},
+        {"mm", "MatMul", NULL, min, 2, mout, 1, MP_PHASE_FORWARD},
+        {"relu", "Relu", NULL, tout, 1, rout, 1, MP_PHASE_FORWARD},
+    };
+    uint32_t nid[3];
+    for (int i = 0; i < 2 + (also != 0); i++)
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &n[i], &nid[i]), MP_OK);
+    int64_t perm[2] = {1, 0};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nid[0], "perm", perm, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, id[3]), MP_OK);
+    if (also)
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, id[4]), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    *wt_id = id[2];
+    return g;
+}
+
+/* a weight transposed for a matrix product is a view the product reads
+ * with op T (cuBLAS), as PyTorch's Linear reads its weight: no second
+ * persistent copy, no launch for the Transpose */
+static void test_transposed_operand(void)
+{
+    for (int also = 0; also <= 1; also++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        uint32_t wt;
+        mp_graph *g = linear_net(ctx, also, &wt);
+        uint32_t w;
+        mp_graph_find_tensor(g, "w", &w);
+        CU_ASSERT_EQUAL(g->tensors[wt].alias_of, also ? MP_NONE : w);
+        CU_ASSERT_EQUAL(g->nodes[g->tensors[wt].producer].view, !also);
+        /* persistent: w alone, or w and the copies folded at load (its
+         * transpose and the Relu of that) */
+        CU_ASSERT_EQUAL(mp__plan_persistent_bytes(g), also ? 360u : 120u);
+        mp_plan *plan = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+        mpv_program *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+        /* a view runs nothing, nor does a copy folded at load */
+        CU_ASSERT_EQUAL(p->nodes[0].run, 0);
+        const mpv_launch *l = NULL;
+        for (uint32_t k = 0; k < p->n_launches; k++)
+            if (p->launches[k].kind == MPV_L_GEMM)
+                l = &p->launches[k];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+        /* y[8,5] = x[8,6] op(B): B is w [5,6] read transposed (ldb = K),
+         * or the copy wt [6,5] read as it is (ldb = N) */
+        CU_ASSERT_EQUAL(l->p.gemm.ta, 0);
+        CU_ASSERT_EQUAL(l->p.gemm.tb, !also);
+        CU_ASSERT_EQUAL(l->p.gemm.m, 8);
+        CU_ASSERT_EQUAL(l->p.gemm.n, 5);
+        CU_ASSERT_EQUAL(l->p.gemm.k, 6);
+        CU_ASSERT_EQUAL(l->p.gemm.ldb, also ? 5 : 6);
+        CU_ASSERT_EQUAL(l->p.gemm.lda, 6);
+        mpv_program_destroy(p);
+        mp_plan_destroy(plan);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+}
+
+/* an activation transposed on its last two axes (perm 0,2,1) is read as
+ * operand A with op T; kept apart when it is also a graph output */
+static void test_transposed_activation(void)
+{
+    for (int out = 0; out <= 1; out++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+        int64_t da[3] = {2, 4, 6}, dt[3] = {2, 6, 4}, db[3] = {2, 4, 3},
+                dy[3] = {2, 6, 3};
+        mp_tensor_desc t[4] = {
+            {"a", MP_DTYPE_FLOAT32, 3, da, 0, MP_KIND_INPUT},
+            {"at", MP_DTYPE_FLOAT32, 3, dt, 0, MP_KIND_ACTIVATION},
+            {"b", MP_DTYPE_FLOAT32, 3, db, 0, MP_KIND_INPUT},
+            {"y", MP_DTYPE_FLOAT32, 3, dy, 0, MP_KIND_ACTIVATION},
+        };
+        uint32_t id[4], nid[2];
+        for (int i = 0; i < 4; i++)
+            CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &t[i], &id[i]),
+                                  MP_OK);
+        uint32_t tin[1] = {id[0]}, tout[1] = {id[1]};
+        uint32_t min[2] = {id[1], id[2]}, mout[1] = {id[3]};
+        mp_node_desc n[2] = {
+            {"t", "Transpose", NULL, tin, 1, tout, 1, MP_PHASE_FORWARD},
+            {"mm", "MatMul", NULL, min, 2, mout, 1, MP_PHASE_FORWARD},
+        };
+        for (int i = 0; i < 2; i++)
+            CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &n[i], &nid[i]),
+                                  MP_OK);
+        int64_t perm[3] = {0, 2, 1};
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nid[0], "perm", perm, 3),
+                        MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, id[3]), MP_OK);
+        if (out)
+            CU_ASSERT_EQUAL(mp_graph_mark_output(g, id[1]), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+        CU_ASSERT_EQUAL(g->tensors[id[1]].alias_of, out ? MP_NONE : id[0]);
+        mp_plan *plan = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+        mpv_program *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+        CU_ASSERT_EQUAL(p->nodes[nid[0]].run, out);
+        const mpv_launch *l = &p->launches[p->nodes[nid[1]].first];
+        CU_ASSERT_EQUAL_FATAL(l->kind, MPV_L_GEMM);
+        /* per batch y[6,3] = op(A) b[4,3]: A is a's [4,6] read with op T
+         * (lda = M = 6), or the copy at [6,4] (lda = K = 4) */
+        CU_ASSERT_EQUAL(l->p.gemm.ta, !out);
+        CU_ASSERT_EQUAL(l->p.gemm.lda, out ? 4 : 6);
+        CU_ASSERT_EQUAL(l->p.gemm.m, 6);
+        CU_ASSERT_EQUAL(l->p.gemm.k, 4);
+        CU_ASSERT_EQUAL(l->p.gemm.batch, 2);
+        CU_ASSERT_EQUAL(l->p.gemm.sa, 24);
+        mpv_program_destroy(p);
+        mp_plan_destroy(plan);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -274,6 +419,10 @@ void mp_register_validate_host(void)
         {"predicted time: cost model per step, copies over the link",
          test_predict},
         {"dump: index and bytes of weights, inputs, outputs", test_dump},
+        {"transposed weight: a view read with op T, not a copy",
+         test_transposed_operand},
+        {"transposed activation: operand A with op T unless an output",
+         test_transposed_activation},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

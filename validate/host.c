@@ -406,15 +406,23 @@ static int lower_matmul(lower *L, const mp__node *n, const char **why)
      * broadcast), or A shared */
     if (bb != 1 && !(ba == bb && a->rank == b->rank) && ba != 1)
         FAIL("MatMul: batch broadcast not supported");
+    /* an operand that is a transposed view holds its producer's input:
+     * read it with op T */
+    int ta = mp__tensor_tview(g, n->inputs[0]);
+    int tb = b->rank >= 2 && mp__tensor_tview(g, n->inputs[1]);
+    if (ta && ba != 1 && bb == 1)
+        FAIL("MatMul: a transposed batched A with a shared B");
     mpv_launch *x = add_launch_io(L, MPV_L_GEMM, 2);
     if (!x)
         return -1;
     x->p.gemm.alpha = 1.0;
     x->p.gemm.beta = 0.0;
+    x->p.gemm.ta = ta;
+    x->p.gemm.tb = tb;
     x->p.gemm.k = K;
     x->p.gemm.n = N;
-    x->p.gemm.lda = K;
-    x->p.gemm.ldb = N;
+    x->p.gemm.lda = ta ? M : K;
+    x->p.gemm.ldb = tb ? K : N;
     x->p.gemm.ldc = N;
     if (bb == 1) {
         /* B shared: one product with the batch folded into M */
@@ -444,6 +452,10 @@ static int lower_gemm(lower *L, const mp__node *n, const char **why)
     int ta = (int)attr_i(n, "transA", 0), tb = (int)attr_i(n, "transB", 0);
     int64_t M = y->dims[0], N = y->dims[1];
     int64_t K = ta ? a->dims[0] : a->dims[1];
+    /* an operand that is a transposed view holds its producer's input,
+     * [K, M] for A [M, K]: ta and tb say how the memory is read */
+    ta ^= mp__tensor_tview(g, n->inputs[0]);
+    tb ^= mp__tensor_tview(g, n->inputs[1]);
     double beta = mp__attr_float(n, "beta", 1.0);
     if (c) {
         /* C is copied into the output first, which the product adds to */
@@ -1128,7 +1140,7 @@ void mpv_program_destroy(mpv_program *p)
 
 static int node_runs(const mp_graph *g, const mp__node *n)
 {
-    if (n->def->flags & MP__OPF_VIEW)
+    if (mp__node_view(n))
         return 0;
     /* folded constants are set up with the weights */
     for (uint32_t o = 0; o < n->n_out; o++) {

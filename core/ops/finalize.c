@@ -3,6 +3,7 @@
  * declared shapes, then each node's shape function in topological order,
  * views and constant folding. The graph is closed once it succeeds. */
 #include "ops.h"
+#include "shape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -158,6 +159,46 @@ static mp_status check_sources(mp_graph *g)
     return MP_OK;
 }
 
+/* A Transpose (MP__OPF_VIEW_T) that swaps the last two axes of a tensor
+ * that is not itself a transposed view, is no graph output, and is read
+ * only as operand 0 or 1 of matrix products (MP__OPF_T_OPERAND) or by
+ * backward nodes: a view, which its readers take with op T. */
+static bool transposed_view(const mp_graph *g, uint32_t v)
+{
+    const mp__node *n = &g->nodes[v];
+    if (n->n_in < 1 || n->n_out != 1 || n->inputs[0] == MP_NONE ||
+        mp__tensor_tview(g, n->inputs[0]))
+        return false;
+    uint32_t y = n->outputs[0];
+    const mp__tensor *in = &g->tensors[n->inputs[0]], *out = &g->tensors[y];
+    int32_t r = in->rank;
+    if (r < 2 || out->rank != r || (out->flags & MP__TF_OUTPUT) ||
+        !out->n_cons || out->bytes != in->bytes)
+        return false;
+    uint32_t c;
+    const int64_t *perm = mp__attr_ints(n, "perm", &c);
+    if (perm) {
+        if (c != (uint32_t)r || perm[r - 2] != r - 1 || perm[r - 1] != r - 2)
+            return false;
+        for (int32_t i = 0; i < r - 2; i++)
+            if (perm[i] != i)
+                return false;
+    } else if (r != 2) {
+        return false;
+    }
+    for (uint32_t k = 0; k < out->n_cons; k++) {
+        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
+        if (cn->phase == MP_PHASE_BACKWARD)
+            continue;
+        if (!cn->def || !(cn->def->flags & MP__OPF_T_OPERAND))
+            return false;
+        for (uint32_t i = 2; i < cn->n_in; i++)
+            if (cn->inputs[i] == y)
+                return false;
+    }
+    return true;
+}
+
 /* Sizes from shapes, then the op registry for outputs still unknown (in
  * topological order), views and constant folding. */
 static mp_status infer_sizes(mp_graph *g)
@@ -202,8 +243,9 @@ static mp_status infer_sizes(mp_graph *g)
                                                      domain and node */
         if (st)
             return st;
+        n->view = (n->def->flags & MP__OPF_VIEW_T) && transposed_view(g, v);
         /* views: output 0 shares input 0's memory */
-        if ((n->def->flags & MP__OPF_VIEW) && n->n_in && n->n_out &&
+        if (mp__node_view(n) && n->n_in && n->n_out &&
             n->inputs[0] != MP_NONE) {
             mp__tensor *in = &g->tensors[n->inputs[0]];
             mp__tensor *out = &g->tensors[n->outputs[0]];
@@ -275,6 +317,8 @@ mp_status mp_graph_finalize(mp_graph *g)
             tt->alias_of = MP_NONE;
             tt->root = t;
         }
+        for (uint32_t k = 0; k < g->n_nodes; k++)
+            g->nodes[k].view = 0;
         return st;
     }
     g->finalized = true;
