@@ -7,6 +7,7 @@ only: it runs where memplan is built, no torch needed.
         [--onnx-dir DIR] [--memplan build/memplan] [--models a,b]
         [--modes fp32-sgd,...] [--extra "ARGS"] [--bf16 bf16-mixed]
         [--timeout SEC] [--json OUT.json] [--markdown] [--fail-above X]
+        [--validate [--time-budget SEC]]
     python3 bench/train_vs_pytorch.py --self-test --memplan build/memplan
         --examples examples
 
@@ -39,7 +40,16 @@ Columns (MiB = 2^20 bytes): memplan's peak, PyTorch eager's and
 torch.compile's peaks, memplan/eager and memplan/compile, and what failed
 (memplan's message or PyTorch's recorded error). Exit status: 0; 1 when
 --fail-above X is given and a row's memplan/compile ratio is above X or
-a row could not be planned; 2 usage; 3 unreadable reference.
+a row could not be planned (with --validate also when a GPU run fails a
+check); 2 usage; 3 unreadable reference.
+
+--validate (on the GPU machine, memplan built with its CUDA executor)
+runs each planned row again with `memplan validate` and the same options:
+the plan executed step by step in one arena on the device, measured
+against predicted memory and the outputs against a run with one
+allocation per tensor (docs/validation.md). The "GPU run" column shows
+"ok" when every check passed, with measured/predicted total device
+memory.
 """
 import argparse
 import json
@@ -49,6 +59,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 MODES = ["fp32-sgd", "fp32-adam", "bf16-adam", "inference"]
 
@@ -92,6 +103,51 @@ def plan(memplan, path, args, timeout):
     return d, None, cmd
 
 
+def validate(memplan, path, args, timeout):
+    """`memplan validate PATH --json ARGS` on the GPU: -> summary dict"""
+    cmd = [memplan, "validate", path, "--json"] + args
+    v = {"command": " ".join(shlex.quote(c) for c in cmd), "all": None,
+         "error": None}
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        v["error"] = "memplan validate ran past %d s" % timeout
+        return v
+    except OSError as e:
+        v["error"] = "cannot run %s: %s" % (memplan, e)
+        return v
+    err = p.stderr.decode("utf-8", "replace")
+    try:
+        d = json.loads(p.stdout.decode("utf-8", "replace"))
+        checks = d["checks"]
+    except (ValueError, KeyError, TypeError):
+        v["error"] = "exit %d: %s" % (p.returncode, one_line(err))
+        return v
+    v["all"] = bool(checks.get("all"))
+    v["failed_checks"] = sorted(k for k, x in checks.items()
+                                if x is False and k != "all")
+    for k in ("ratio_total", "ratio_arena", "ratio_arena_workspace",
+              "nodes_real_kernel", "nodes_synthetic", "recompute_steps"):
+        v[k] = d.get(k)
+    v["predicted_peak_bytes"] = (d.get("predicted") or {}).get("peak_bytes")
+    v["measured_arena_bytes"] = (d.get("measured") or {}).get("arena_bytes")
+    v["predicted_arena_device_bytes"] = (d.get("predicted") or {}).get(
+        "arena_device_bytes")
+    if p.returncode not in (0, 5):
+        v["error"] = "exit %d: %s" % (p.returncode, one_line(err))
+    return v
+
+
+def fmt_validated(v):
+    if not v:
+        return "-"
+    if v.get("all") is None:
+        return "error"
+    return "%s %.3f" % ("ok" if v["all"] else "FAILED",
+                        v.get("ratio_total") or 0.0)
+
+
 def ratio(a, b):
     if a is None or not b:
         return None
@@ -107,8 +163,9 @@ def fmt_x(r):
 
 
 def compare(ref, onnx_dir, memplan, models, modes, extra, bf16, timeout,
-            progress=True):
+            progress=True, gpu=False, budget=0.0):
     out = []
+    t0 = time.time()
     for row in ref.get("rows", []):
         if models and row.get("model") not in models:
             continue
@@ -136,6 +193,15 @@ def compare(ref, onnx_dir, memplan, models, modes, extra, bf16, timeout,
             r["memplan_training"] = d.get("training")
         else:
             r["memplan_peak_bytes"] = None
+        if gpu and d is not None:
+            if budget and time.time() - t0 > budget:
+                r["validate"] = {"all": None, "error": "not run: the time "
+                                 "budget of %g s was spent" % budget}
+            else:
+                if progress:
+                    sys.stderr.write("validating %s %s\n"
+                                     % (row.get("model"), row.get("mode")))
+                r["validate"] = validate(memplan, path, args, timeout)
         r["x_eager"] = ratio(r["memplan_peak_bytes"], r["eager_peak_bytes"])
         r["x_compile"] = ratio(r["memplan_peak_bytes"],
                                r["compile_peak_bytes"])
@@ -149,21 +215,29 @@ def notes(r):
         n.append("memplan: " + r["memplan_error"])
     for k, v in sorted(r["pytorch_errors"].items()):
         n.append("pytorch %s: %s" % (k, one_line(v, 160)))
+    v = r.get("validate")
+    if v and v.get("error"):
+        n.append("validate: " + v["error"])
+    if v and v.get("failed_checks"):
+        n.append("validate failed: " + ", ".join(v["failed_checks"]))
     return "; ".join(n)
 
 
 def print_table(rows, markdown, f=sys.stdout):
+    gpu = any("validate" in r for r in rows)
     head = ["model", "mode", "memplan MiB", "eager MiB", "compile MiB",
-            "/eager", "/compile", "notes"]
+            "/eager", "/compile"] + (["GPU run"] if gpu else []) + ["notes"]
     cells = [[r["model"] or "?", r["mode"] or "?",
               fmt_mib(r["memplan_peak_bytes"]),
               fmt_mib(r["eager_peak_bytes"]),
               fmt_mib(r["compile_peak_bytes"]),
-              fmt_x(r["x_eager"]), fmt_x(r["x_compile"]), notes(r)]
+              fmt_x(r["x_eager"]), fmt_x(r["x_compile"])]
+             + ([fmt_validated(r.get("validate"))] if gpu else [])
+             + [notes(r)]
              for r in rows]
     if markdown:
         f.write("| " + " | ".join(head) + " |\n")
-        f.write("|" + "---|" * 2 + "---:|" * 5 + "---|\n")
+        f.write("|" + "---|" * 2 + "---:|" * (len(head) - 3) + "---|\n")
         for c in cells:
             f.write("| " + " | ".join(x.replace("|", "/") for x in c)
                     + " |\n")
@@ -186,6 +260,11 @@ def print_table(rows, markdown, f=sys.stdout):
                     key=lambda r: r["x_compile"])
         f.write("; worst %s %s %.2fx" % (worst["model"], worst["mode"],
                                          worst["x_compile"]))
+    vs = [r["validate"] for r in rows if r.get("validate")]
+    if vs:
+        f.write("\nGPU runs (memplan validate): %d of %d rows pass every check"
+                " (measured/predicted total in the column)\n"
+                % (sum(1 for v in vs if v.get("all")), len(vs)))
     f.write("\n")
 
 
@@ -297,6 +376,20 @@ def self_test(memplan, examples):
               and "memplan: exit" in text,
               "memplan's failure is printed with its exit status")
         check("0.50x" in text and "1.00x" in text, "ratios in the table")
+        # --validate: a GPU run per planned row, its outcome in a column
+        # (here memplan validate fails: no GPU, or built without CUDA)
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), refp,
+                            "--memplan", memplan, "--json", outp,
+                            "--validate", "--models", "tiny",
+                            "--modes", "fp32-sgd"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        text = p.stdout.decode()
+        with open(outp) as f:
+            v = json.load(f)["rows"][0].get("validate") or {}
+        check("GPU run" in text and "validate" in v["command"]
+              and "--optimizer sgd" in v["command"]
+              and (v.get("all") is not None or "validate: " in text),
+              "--validate runs memplan validate with the row's options")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("self-test: %s" % ("FAILED: " + "; ".join(failures)
@@ -328,6 +421,14 @@ def main(argv):
     ap.add_argument("--fail-above", type=float,
                     help="exit 1 if a row is above this x torch.compile or "
                          "could not be planned")
+    ap.add_argument("--validate", action="store_true",
+                    help="also run every planned row on the GPU with "
+                         "`memplan validate` (the same options) and show "
+                         "whether every check passed and measured/predicted "
+                         "total memory")
+    ap.add_argument("--time-budget", type=float, default=0.0,
+                    help="with --validate: start no GPU run after this many "
+                         "seconds (0: no limit)")
     ap.add_argument("--self-test", action="store_true",
                     help="check this script on examples/tiny.json")
     ap.add_argument("--examples", default=None,
@@ -352,7 +453,8 @@ def main(argv):
     models = set(x for x in a.models.split(",") if x)
     modes = set(x for x in a.modes.split(",") if x)
     rows = compare(ref, onnx_dir, memplan, models, modes,
-                   shlex.split(a.extra), a.bf16, a.timeout)
+                   shlex.split(a.extra), a.bf16, a.timeout,
+                   gpu=a.validate, budget=a.time_budget)
     env = ref.get("env") or {}
     if env:
         print("PyTorch reference: torch %s on %s"
@@ -366,7 +468,8 @@ def main(argv):
     if a.fail_above is not None:
         bad = [r for r in rows if r["memplan_peak_bytes"] is None
                or (r["x_compile"] is not None
-                   and r["x_compile"] > a.fail_above)]
+                   and r["x_compile"] > a.fail_above)
+               or (r.get("validate") and not r["validate"].get("all"))]
         return 1 if bad else 0
     return 0
 

@@ -248,7 +248,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "fill freed blocks with 0xff in the planned run", NULL, NULL, 0},
     [CLI_O_DUMP] = {"dump", 0, "DIR", C_VALIDATE, G_RUN, NULL, NULL,
         "write the inputs, weights and outputs of the planned run to "
-        "DIR/values.{txt,bin} (for validate/ort_compare.py)",
+        "DIR/values.{txt,bin} (for validate/ort_compare.py); DIR is made "
+        "when missing",
         NULL, NULL, 0},
     [CLI_O_LOWER_ONLY] = {"lower-only", 0, NULL, C_VALIDATE, G_RUN, NULL,
         NULL,

@@ -179,11 +179,11 @@ bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
         return true;
     mp_node_info ni;
     mp_graph_node_info(p->graph, ps.index, &ni);
-    void *in[64], *out[64];
-    uint64_t inb[64], outb[64];
-    int odt[64];
-    if (ni.n_inputs > 64 || ni.n_outputs > 64)
-        return fail(c.r, ni.name, "more than 64 inputs or outputs");
+    // any number of inputs and outputs (the foreach optimizer node reads
+    // every parameter's gradient)
+    std::vector<void *> in(ni.n_inputs + 1), out(ni.n_outputs + 1);
+    std::vector<uint64_t> inb(ni.n_inputs + 1), outb(ni.n_outputs + 1);
+    std::vector<int> odt(ni.n_outputs + 1);
     for (uint32_t k = 0; k < ni.n_inputs; k++) {
         const mpv_ref &rf = p->refs[ps.refs + k];
         in[k] = ref_ptr(c, rf, tensor_ptr);
@@ -197,8 +197,8 @@ bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
         mp_graph_tensor_info(p->graph, ni.outputs[k], &ti);
         odt[k] = ti.dtype;
     }
-    mpv_io io = {in, inb, ni.n_inputs, out, outb, odt, ni.n_outputs, c.ws,
-                 ps.index};
+    mpv_io io = {in.data(), inb.data(), ni.n_inputs, out.data(), outb.data(),
+                 odt.data(), ni.n_outputs, c.ws, ps.index};
     for (uint32_t i = 0; i < pn.count; i++) {
         const mpv_launch *l = &p->launches[pn.first + i];
         if (l->out >= 0 && !out[l->out])

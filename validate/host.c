@@ -9,10 +9,12 @@
 #include "sched.h"
 #include "shape.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define WALIGN 256u
 
@@ -1854,6 +1856,12 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
         goto out;
     snprintf(pi, n, "%s/values.txt", dir);
     snprintf(pb, n, "%s/values.bin", dir);
+    /* the folder is made when missing (not its parents) */
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        st = mp__err(ctx, MP_ERR_IO, "%s: cannot make the folder: %s", dir,
+                     strerror(errno));
+        goto out;
+    }
     if ((st = mp__wfile_open(ctx, pi, &wi)) ||
         (st = mp__wfile_open(ctx, pb, &wb)))
         goto out;
