@@ -391,6 +391,8 @@ def export_one(model, inputs, input_names, path_out, training, args):
             kw["dynamo"] = False
         kw = {k: v for k, v in kw.items() if k in params}
         try:
+            if getattr(args, "exporter", "auto") == "dynamo":
+                raise RuntimeError("--exporter dynamo")
             # not under no_grad: nn.MultiheadAttention's inference fast
             # path (_native_multi_head_attention) has no ONNX export
             with warnings.catch_warnings():
@@ -398,7 +400,8 @@ def export_one(model, inputs, input_names, path_out, training, args):
                 torch.onnx.export(model, tuple(inputs), raw, **kw)
             rec["exporter"] = "torchscript"
         except Exception as e:
-            if "dynamo" not in params:
+            if ("dynamo" not in params or
+                    getattr(args, "exporter", "auto") == "torchscript"):
                 raise
             rec["torchscript_error"] = short_error(e)
             log("  torchscript export failed (%s); trying dynamo"
@@ -582,6 +585,10 @@ def parse_args(argv):
                     help="export with do_constant_folding=True (default "
                          "False, as for training; with it a Linear's "
                          "weight Transpose is folded into the initializer)")
+    ap.add_argument("--exporter", default="auto",
+                    choices=["auto", "torchscript", "dynamo"],
+                    help="torch.onnx exporter: auto (TorchScript, dynamo "
+                         "where it fails), or only one of them")
     ap.add_argument("--quick", action="store_true",
                     help="batch 2 and sequence 32 (a smoke run)")
     ap.add_argument("--backends", default="eager,compile",
