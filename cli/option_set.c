@@ -200,7 +200,7 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
         break;
     case CLI_O_PRECISION:
         st = mp_precision_parse(v, &a->train.topt.precision);
-        want = "one of fp32, bf16-mixed, fp16-mixed";
+        want = "one of 32-true, bf16-mixed, 16-mixed, bf16-true";
         break;
     case CLI_O_SOLVER:
         st = mp_remat_solver_parse(v, &a->train.ropt.solver);

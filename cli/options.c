@@ -171,8 +171,10 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "(a temporary the size of all parameters), fused (none) or for-loop "
         "(one parameter's size)",
         NULL, NULL, 0},
-    [CLI_O_PRECISION] = {"precision", 0, "P", C_PLANS, G_TRAIN, "fp32", NULL,
-        "with --train: fp32, bf16-mixed or fp16-mixed", NULL, NULL, 0},
+    [CLI_O_PRECISION] = {"precision", 0, "P", C_PLANS, G_TRAIN, "32-true", NULL,
+        "with --train: 32-true (or fp32), bf16-mixed, 16-mixed (or "
+        "fp16-mixed), bf16-true, as PyTorch Lightning names them "
+        "(docs/training.md)", NULL, NULL, 0},
     [CLI_O_STEP_IN_BACKWARD] = {"step-in-backward", 0, NULL, C_PLANS, G_TRAIN,
         NULL, NULL,
         "with --train: each parameter's optimizer step right after its "

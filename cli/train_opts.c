@@ -164,6 +164,7 @@ static void training_json(const cli_train_args *t, mp__jw *w)
         {"saved_activation_bytes", d->saved_bytes},
         {"temporary_bytes", d->temporary_bytes},
         {"frozen_bytes", d->frozen_bytes},
+        {"cast_weight_bytes", d->cast_weight_bytes},
     };
     cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
     mp__jw_end(w);
@@ -271,6 +272,10 @@ void cli_train_summary(const cli_train_args *t)
         if (d->master_weight_bytes)
             printf("  master weights     %s\n",
                    cli_size(d->master_weight_bytes, b1, sizeof b1));
+        if (d->cast_weight_bytes)
+            printf("  weight casts       %s (autocast's copies, held "
+                   "through forward)\n",
+                   cli_size(d->cast_weight_bytes, b1, sizeof b1));
         printf("  gradients          %s\n", cli_size(d->gradient_bytes, b1, sizeof b1));
         printf("  optimizer state    %s\n", cli_size(d->optimizer_bytes, b1, sizeof b1));
         printf("  saved activations  %s\n", cli_size(d->saved_bytes, b1, sizeof b1));

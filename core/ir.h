@@ -170,6 +170,30 @@ enum {
  * mp__node_view answers for both kinds of view. */
 #define MP__OPF_VIEW_T ((uint64_t)1 << 42)
 #define MP__OPF_T_OPERAND ((uint64_t)1 << 43)
+/* Autocast class (planner/train.c, bf16-mixed and 16-mixed), as
+ * torch.autocast's CUDA lists place the op, kept in the registry entry's
+ * flags as MP__OPF_AMP(class):
+ * MP__AMP_PROMOTE (0, the default): ops on no list; the output takes the
+ * widest float dtype of the inputs that are not scalars (PyTorch's type
+ * promotion: bf16 + fp32 -> fp32), no copies;
+ * MP__AMP_LOW: the lower-precision list (matmul, linear, conv, bmm,
+ * einsum, prelu, attention): float32 inputs are cast to bf16/fp16 copies
+ * (a weight's copy is cached and held through forward), bf16/fp16 out;
+ * MP__AMP_F32: the fp32 list (layer_norm, group_norm, exp, log, pow,
+ * reciprocal, softplus, upsample, norms): bf16/fp16 inputs are cast to
+ * fp32 copies, fp32 out;
+ * MP__AMP_F32_OPT: the fp32 ops that take a dtype argument (softmax,
+ * log_softmax, sum, prod, cumsum): fp32 out, the input read as it is;
+ * MP__AMP_INPUT0: ops on no list whose output has input 0's dtype
+ * whatever the other inputs' (batch_norm, instance_norm: fp32 statistics
+ * and affine weights with bf16 activations). */
+enum {
+    MP__AMP_PROMOTE = 0, MP__AMP_LOW, MP__AMP_F32, MP__AMP_F32_OPT,
+    MP__AMP_INPUT0
+};
+#define MP__OPF_AMP_SHIFT 44
+#define MP__OPF_AMP(c) ((uint64_t)(c) << MP__OPF_AMP_SHIFT)
+#define MP__OP_AMP(def) ((unsigned)(((def)->flags >> MP__OPF_AMP_SHIFT) & 0x7u))
 
 typedef struct mp__op_def {
     const char *name;     /* op type; "" for the generic entry */
@@ -229,7 +253,10 @@ enum {
     /* shape declared as a hint (ONNX value_info / graph outputs): when
      * inference gives a shape that conflicts with it, the inferred one
      * replaces it (mp__out_set) */
-    MP__TF_SHAPE_HINT = 1u << 4
+    MP__TF_SHAPE_HINT = 1u << 4,
+    /* computed every step although its inputs are persistent (autocast's
+     * cast of a weight in a training graph): finalize does not fold it */
+    MP__TF_NO_FOLD = 1u << 5
 };
 
 typedef struct mp__tensor {

@@ -11,7 +11,10 @@ static const char *const optim_names[] = {"sgd", "momentum", "adam", "adamw",
                                           "adam8bit"};
 static const char *const optim_ops[] = {"SGD", "Momentum", "Adam", "AdamW",
                                         "Adam8bit"};
-static const char *const prec_names[] = {"fp32", "bf16-mixed", "fp16-mixed"};
+/* PyTorch Lightning's names; "fp32" and "fp16-mixed" (the names of
+ * earlier versions) are read as "32-true" and "16-mixed" */
+static const char *const prec_names[] = {"32-true", "bf16-mixed", "16-mixed",
+                                         "bf16-true"};
 static const char *const impl_names[] = {"foreach", "fused", "for-loop"};
 /* the op of the node that holds a FOREACH group's temporary */
 #define FOREACH_OP "ForeachTemp"
@@ -64,6 +67,10 @@ const char *mp_precision_name(mp_precision p)
 mp_status mp_precision_parse(const char *name, mp_precision *out)
 {
     unsigned i = 0;
+    if (name && strcmp(name, "fp32") == 0)
+        name = "32-true";
+    else if (name && strcmp(name, "fp16-mixed") == 0)
+        name = "16-mixed";
     mp_status st = out ? parse_name(prec_names, N_OF(prec_names), name, &i)
                        : MP_ERR_INVALID_ARG;
     if (!st)
@@ -106,10 +113,29 @@ typedef struct syn {
     uint32_t *opt_head, *opt_next;
     /* FOREACH: the group temporary every Adam step reads, or MP_NONE */
     uint32_t foreach_tmp;
+    /* autocast (bf16-mixed, 16-mixed): the dtype of each forward tensor
+     * (amp_dtypes); per forward node, from cin_off[v], the cast copy each
+     * input is read through (MP_NONE: the tensor itself); per forward
+     * tensor, the cached low-precision copy of a weight (wcast) */
+    uint8_t *dt;
+    uint32_t *cin, *cin_off, *wcast;
     int have_dev;
     mp_device dev;
     char name[512];
 } syn;
+
+/* autocast's precisions: fp32 weights, the ops of its lists in bf16 or
+ * fp16 (bf16-mixed, 16-mixed) */
+static bool amp(const syn *S)
+{
+    return S->prec == MP_PRECISION_BF16_MIXED ||
+           S->prec == MP_PRECISION_FP16_MIXED;
+}
+static uint8_t amp_low(const syn *S)
+{
+    return S->prec == MP_PRECISION_FP16_MIXED ? MP_DTYPE_FLOAT16
+                                              : MP_DTYPE_BFLOAT16;
+}
 
 /* dtype of a forward tensor in the training graph */
 static uint8_t train_dtype(const syn *S, const mp__tensor *t)
@@ -119,10 +145,12 @@ static uint8_t train_dtype(const syn *S, const mp__tensor *t)
     if (t->alias_of != MP_NONE && t->root != MP_NONE &&
         &S->f->tensors[t->root] != t)
         t = &S->f->tensors[t->root];
-    if (S->prec != MP_PRECISION_FP32 && t->dtype == MP_DTYPE_FLOAT32 &&
+    if (S->dt)
+        return S->dt[t - S->f->tensors];
+    /* bf16-true: every float32 tensor but the constants in bf16 */
+    if (S->prec == MP_PRECISION_BF16_TRUE && t->dtype == MP_DTYPE_FLOAT32 &&
         t->kind != MP_KIND_CONSTANT)
-        return S->prec == MP_PRECISION_BF16_MIXED ? MP_DTYPE_BFLOAT16
-                                                  : MP_DTYPE_FLOAT16;
+        return MP_DTYPE_BFLOAT16;
     return t->dtype;
 }
 
@@ -358,18 +386,20 @@ static mp_status add_opt_step(syn *S, const mp_train_options *opt, uint32_t t,
     buf_in[nin++] = S->grad[t];
     opt_state sv[4];
     uint32_t ns = 0;
-    if (S->prec != MP_PRECISION_FP32)
-        push_state(sv, &ns, "master", MP_DTYPE_FLOAT32, ne);
+    /* states in the parameter's dtype, as torch.optim makes them
+     * (zeros_like): fp32 but with bf16-true (no precision here keeps a
+     * master copy) */
+    mp_dtype sdt = (mp_dtype)train_dtype(S, w);
     switch (opt->optimizer) {
     case MP_OPTIM_SGD:
         break;
     case MP_OPTIM_MOMENTUM:
-        push_state(sv, &ns, "momentum", MP_DTYPE_FLOAT32, ne);
+        push_state(sv, &ns, "momentum", sdt, ne);
         break;
     case MP_OPTIM_ADAM:
     case MP_OPTIM_ADAMW:
-        push_state(sv, &ns, "m", MP_DTYPE_FLOAT32, ne);
-        push_state(sv, &ns, "v", MP_DTYPE_FLOAT32, ne);
+        push_state(sv, &ns, "m", sdt, ne);
+        push_state(sv, &ns, "v", sdt, ne);
         break;
     case MP_OPTIM_ADAM8BIT:
         push_state(sv, &ns, "m8", MP_DTYPE_UINT8, ne);
@@ -400,7 +430,7 @@ static mp_status add_opt_step(syn *S, const mp_train_options *opt, uint32_t t,
         buf_in[nin++] = S->foreach_tmp;
     uint32_t tmp, id;
     snprintf(S->name, sizeof S->name, "opt/%s/tmp", w->name);
-    if ((st = add_shaped(S, S->name, MP_DTYPE_FLOAT32, 1, &tn,
+    if ((st = add_shaped(S, S->name, sdt, 1, &tn,
                          MP_KIND_ACTIVATION, &tmp)))
         return st;
     snprintf(S->name, sizeof S->name, "opt/%s", w->name);
@@ -448,6 +478,10 @@ static void syn_free(syn *S)
     mp__dealloc(ctx, S->buf_in);
     mp__dealloc(ctx, S->buf_out);
     mp__dealloc(ctx, S->extra);
+    mp__dealloc(ctx, S->dt);
+    mp__dealloc(ctx, S->cin);
+    mp__dealloc(ctx, S->cin_off);
+    mp__dealloc(ctx, S->wcast);
 }
 
 /* trainable: float weights, and the float folded constants of rank
@@ -535,6 +569,232 @@ static mp_status mark_requires_grad(syn *S)
                                     (view || folded ||
                                      !mp__kind_persistent(to->kind));
         }
+    }
+    return MP_OK;
+}
+
+/* ---- autocast (bf16-mixed, 16-mixed) ----------------------------------- */
+
+/* Width of a float dtype for type promotion (0: not a float). */
+static int float_rank(uint8_t dt)
+{
+    switch (dt) {
+    case MP_DTYPE_FLOAT64:
+        return 3;
+    case MP_DTYPE_FLOAT32:
+        return 2;
+    case MP_DTYPE_BFLOAT16:
+    case MP_DTYPE_FLOAT16:
+        return 1;
+    default:
+        return 0;
+    }
+}
+static uint8_t wider(uint8_t a, uint8_t b)
+{
+    return float_rank(b) > float_rank(a) ? b : a;
+}
+
+/* A tensor that takes part in type promotion: not a scalar (rank 0, or a
+ * constant of one element, as exporters write PyTorch's Python scalars) */
+static bool promotes(const mp__tensor *t)
+{
+    if (t->rank == 0)
+        return false;
+    if (t->rank > 0 && dims_known(t) && mp__kind_persistent(t->kind) &&
+        !(t->kind == MP_KIND_WEIGHT && t->producer == MP_NONE)) {
+        int64_t n = 1;
+        for (int32_t d = 0; d < t->rank; d++)
+            n *= t->dims[d];
+        return n != 1;
+    }
+    return true;
+}
+
+/* S->dt: the dtype of each forward tensor under autocast, in topological
+ * order by the op's autocast class (core/ir.h, MP__AMP_*). Only tensors
+ * that are float32 in the model change; sources keep theirs (weights
+ * stay fp32). A Linear exported as MatMul then Add of a 1-D weight (the
+ * bias) is one addmm in PyTorch: its Add keeps the product's dtype. */
+static mp_status amp_dtypes(syn *S)
+{
+    const mp_graph *f = S->f;
+    uint32_t nt = (uint32_t)f->n_tensors;
+    S->dt = mp__alloc(S->ctx, (size_t)nt + 1);
+    if (!S->dt)
+        return MP_ERR_NOMEM;
+    for (uint32_t t = 0; t < nt; t++)
+        S->dt[t] = f->tensors[t].dtype;
+    uint8_t low = amp_low(S);
+    for (uint32_t k = 0; k < f->n_nodes; k++) {
+        const mp__node *n = &f->nodes[f->topo[k]];
+        unsigned cls = MP__OP_AMP(n->def);
+        uint8_t want = MP_DTYPE_UNDEFINED, all = MP_DTYPE_UNDEFINED;
+        uint32_t x0 = n->n_in ? n->inputs[0] : MP_NONE;
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t x = n->inputs[i];
+            if (x == MP_NONE || !float_rank(S->dt[x]))
+                continue;
+            all = wider(all, S->dt[x]);
+            if (promotes(&f->tensors[x]))
+                want = wider(want, S->dt[x]);
+        }
+        if (mp__node_view(n))
+            want = x0 != MP_NONE ? S->dt[x0] : MP_DTYPE_UNDEFINED;
+        else if (cls == MP__AMP_LOW)
+            want = all ? low : MP_DTYPE_UNDEFINED;
+        else if (cls == MP__AMP_F32 || cls == MP__AMP_F32_OPT)
+            want = all ? MP_DTYPE_FLOAT32 : MP_DTYPE_UNDEFINED;
+        else if (cls == MP__AMP_INPUT0)
+            want = x0 != MP_NONE && float_rank(S->dt[x0])
+                       ? S->dt[x0] : MP_DTYPE_UNDEFINED;
+        else if (!want)
+            want = all;
+        /* the bias of a Linear: an Add (gradient passed to every input)
+         * of a lower-precision product and a 1-D weight */
+        if (cls == MP__AMP_PROMOTE && n->n_in == 2 &&
+            (n->def->flags & MP__OPF_GRAD_PASS_ALL) &&
+            want == MP_DTYPE_FLOAT32)
+            for (int a = 0; a < 2; a++) {
+                uint32_t p = n->inputs[a], b = n->inputs[1 - a];
+                if (p == MP_NONE || b == MP_NONE || S->dt[p] != low)
+                    continue;
+                const mp__tensor *tp = &f->tensors[p], *tb = &f->tensors[b];
+                if (tp->producer != MP_NONE &&
+                    MP__OP_AMP(f->nodes[tp->producer].def) == MP__AMP_LOW &&
+                    tb->rank == 1 && mp__kind_persistent(tb->kind))
+                    want = low;
+            }
+        if (!want)
+            continue;
+        for (uint32_t o = 0; o < n->n_out; o++)
+            if (f->tensors[n->outputs[o]].dtype == MP_DTYPE_FLOAT32)
+                S->dt[n->outputs[o]] = want;
+    }
+    uint32_t nin = 0;
+    for (uint32_t v = 0; v < f->n_nodes; v++)
+        nin += f->nodes[v].n_in;
+    S->cin_off = mp__alloc(S->ctx, ((size_t)f->n_nodes + 1) * sizeof *S->cin_off);
+    S->cin = mp__alloc(S->ctx, ((size_t)nin + 1) * sizeof *S->cin);
+    S->wcast = mp__alloc(S->ctx, ((size_t)nt + 1) * sizeof *S->wcast);
+    if (!S->cin_off || !S->cin || !S->wcast)
+        return MP_ERR_NOMEM;
+    nin = 0;
+    for (uint32_t v = 0; v < f->n_nodes; v++) {
+        S->cin_off[v] = nin;
+        nin += f->nodes[v].n_in;
+    }
+    for (uint32_t i = 0; i < nin; i++)
+        S->cin[i] = MP_NONE;
+    for (uint32_t t = 0; t < nt; t++)
+        S->wcast[t] = MP_NONE;
+    return MP_OK;
+}
+
+/* The training tensor input i of forward node v is read through: its
+ * autocast copy, or the tensor itself. */
+static uint32_t fwd_in(const syn *S, uint32_t v, uint32_t i)
+{
+    uint32_t x = S->f->nodes[v].inputs[i];
+    if (x == MP_NONE)
+        return MP_NONE;
+    if (S->cin && S->cin[S->cin_off[v] + i] != MP_NONE)
+        return S->cin[S->cin_off[v] + i];
+    return S->map[x];
+}
+
+/* A Cast node (forward) writing a copy of training tensor `from` in
+ * dtype to, named `name`; its id in *copy. */
+static mp_status add_cast(syn *S, const char *name, const mp__tensor *like,
+                          uint32_t from, uint8_t to, uint32_t *copy)
+{
+    uint32_t id;
+    mp_status st = add_like(S, name, like, to, MP_KIND_ACTIVATION, copy);
+    if (!st) /* a weight's copy is made every step, not at load */
+        S->g->tensors[*copy].flags |= MP__TF_NO_FOLD;
+    if (!st)
+        st = add_node(S, name, "Cast", "", &from, 1, copy, 1,
+                      MP_PHASE_FORWARD, &id);
+    if (!st)
+        st = mp_graph_set_attr_int(S->g, id, "to", to);
+    if (!st)
+        st = set_cost(S, id, 0);
+    return st;
+}
+
+/* The cached low-precision copy of forward tensor x, a weight that
+ * requires grad (made at its first use): a Cast of the weight; for a
+ * transposed view of a weight (a Linear's Transpose before MatMul), the
+ * same view of the weight's copy, as F.linear casts the weight and reads
+ * it transposed. */
+static mp_status weight_cast(syn *S, uint32_t x, uint8_t to, uint32_t *copy)
+{
+    const mp_graph *f = S->f;
+    const mp__tensor *tx = &f->tensors[x];
+    mp_status st = MP_OK;
+    if (S->wcast[x] == MP_NONE && mp__tensor_tview(f, x)) {
+        const mp__node *tr = &f->nodes[tx->producer];
+        uint32_t w = tr->inputs[0], wc, id;
+        if ((st = weight_cast(S, w, to, &wc)))
+            return st;
+        snprintf(S->name, sizeof S->name, "%s/autocast", tx->name);
+        if ((st = add_like(S, S->name, tx, to, MP_KIND_ACTIVATION,
+                           &S->wcast[x])) ||
+            (st = add_node(S, S->name, tr->op, tr->domain, &wc, 1,
+                           &S->wcast[x], 1, MP_PHASE_FORWARD, &id)) ||
+            (st = copy_attrs(S, tr, id)) || (st = set_cost(S, id, 0)))
+            return st;
+    } else if (S->wcast[x] == MP_NONE) {
+        snprintf(S->name, sizeof S->name, "%s/autocast", tx->name);
+        if ((st = add_cast(S, S->name, tx, S->map[x], to, &S->wcast[x])))
+            return st;
+        uint64_t bits = mp_dtype_bits((mp_dtype)tx->dtype);
+        if (bits)
+            S->B.cast_weight_bytes +=
+                tx->bytes / bits * mp_dtype_bits((mp_dtype)to);
+    }
+    *copy = S->wcast[x];
+    return st;
+}
+
+/* The copies autocast makes before forward node v: float32 inputs of an
+ * op on the lower-precision list cast to bf16/fp16 (a weight that
+ * requires grad once, cached: torch.autocast's cache of leaf casts, held
+ * until forward ends), lower-precision inputs of an op on the fp32 list
+ * cast to fp32; each read by v and, where its backward saves the input,
+ * by the backward too (autograd saves the copy). */
+static mp_status amp_casts(syn *S, uint32_t v)
+{
+    if (!S->cin)
+        return MP_OK;
+    const mp_graph *f = S->f;
+    const mp__node *n = &f->nodes[v];
+    unsigned cls = MP__OP_AMP(n->def);
+    if (cls != MP__AMP_LOW && cls != MP__AMP_F32)
+        return MP_OK;
+    uint8_t low = amp_low(S);
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        uint32_t x = n->inputs[i];
+        if (x == MP_NONE)
+            continue;
+        const mp__tensor *tx = &f->tensors[x];
+        uint8_t d = S->dt[x], to;
+        if (cls == MP__AMP_LOW && d == MP_DTYPE_FLOAT32)
+            to = low;
+        else if (cls == MP__AMP_F32 && float_rank(d) == 1)
+            to = MP_DTYPE_FLOAT32;
+        else
+            continue;
+        const mp__tensor *root = &f->tensors[tx->root];
+        bool leaf = cls == MP__AMP_LOW && S->rg[x] &&
+                    mp__kind_persistent(root->kind);
+        uint32_t *cp = &S->cin[S->cin_off[v] + i];
+        mp_status st = leaf ? weight_cast(S, x, to, cp)
+                            : (snprintf(S->name, sizeof S->name,
+                                        "%s/autocast%u", n->name, (unsigned)i),
+                               add_cast(S, S->name, tx, S->map[x], to, cp));
+        if (st)
+            return st;
     }
     return MP_OK;
 }
@@ -684,12 +944,14 @@ static mp_status add_forward_node(syn *S, uint32_t v)
     const mp__node *n = &S->f->nodes[v];
     unsigned rule = MP__OP_BWD(n->def);
     uint32_t nin = 0, nout = 0, id;
+    mp_status st = amp_casts(S, v);
+    if (st)
+        return st;
     for (uint32_t i = 0; i < n->n_in; i++)
-        S->buf_in[nin++] = n->inputs[i] == MP_NONE ? MP_NONE
-                                                   : S->map[n->inputs[i]];
+        S->buf_in[nin++] = fwd_in(S, v, i);
     for (uint32_t o = 0; o < n->n_out; o++)
         S->buf_out[nout++] = S->map[n->outputs[o]];
-    mp_status st = add_saved_extra(S, v, rule);
+    st = add_saved_extra(S, v, rule);
     if (st)
         return st;
     /* statistics are always an output of their own; a mask or indices
@@ -721,6 +983,13 @@ static mp_status add_loss(syn *S)
         return mp__err(S->ctx, MP_ERR_GRAPH,
                        "training: no graph output depends on a trainable "
                        "weight through differentiable ops");
+    /* autocast's cache of weight casts is emptied when forward ends (the
+     * autocast region closes): the loss reads them, so that they live
+     * until then (longer where backward keeps them) */
+    uint32_t n_out = n_lo;
+    for (uint32_t t = 0; S->wcast && t < nt; t++)
+        if (S->wcast[t] != MP_NONE)
+            S->buf_in[n_lo++] = S->wcast[t];
     uint32_t loss, id;
     int64_t none = 0;
     mp_status st;
@@ -740,7 +1009,7 @@ static mp_status add_loss(syn *S)
             k++;
         }
     if ((st = add_node(S, "loss/grad", "LossGrad", "memplan", S->buf_in,
-                       n_lo, S->buf_out, k, MP_PHASE_BACKWARD, &id)) ||
+                       n_out, S->buf_out, k, MP_PHASE_BACKWARD, &id)) ||
         (st = set_cost(S, id, 0)))
         return st;
     S->B.n_backward++;
@@ -861,7 +1130,7 @@ static uint32_t add_saved_inputs(syn *S, uint32_t v, unsigned rule,
     for (uint32_t i = 0; i < n->n_in; i++)
         if (n->inputs[i] != MP_NONE &&
             ((need & MP__BWDN_ALL_IN) || (i < 3 && (need & (1u << i)))))
-            nin = push_saved(in, first, nin, S->map[n->inputs[i]]);
+            nin = push_saved(in, first, nin, fwd_in(S, v, i));
     if ((need & MP__BWDN_OUT0) && n->n_out && n->outputs[0] != MP_NONE)
         nin = push_saved(in, first, nin, S->map[n->outputs[0]]);
     if ((need & MP__BWDN_EXTRA) && S->extra[v] != MP_NONE)
@@ -1004,7 +1273,10 @@ static mp_status add_foreach_group(syn *S)
         return MP_OK;
     int64_t n = (int64_t)elems;
     uint32_t tmp, id;
-    mp_status st = add_shaped(S, "opt/foreach/tmp", MP_DTYPE_FLOAT32, 1, &n,
+    /* in the parameters' dtype (bf16 with bf16-true) */
+    mp_dtype gdt = S->prec == MP_PRECISION_BF16_TRUE ? MP_DTYPE_BFLOAT16
+                                                     : MP_DTYPE_FLOAT32;
+    mp_status st = add_shaped(S, "opt/foreach/tmp", gdt, 1, &n,
                               MP_KIND_ACTIVATION, &tmp);
     if (!st)
         st = add_node(S, "opt/foreach", FOREACH_OP, "memplan", S->buf_in,
@@ -1095,10 +1367,7 @@ static void count_optimizer_bytes(syn *S)
             if (g->tensors[n->inputs[i]].declared_kind !=
                 MP_KIND_OPTIMIZER_STATE)
                 continue; /* the foreach group's temporary */
-            if (i == 2 && S->prec != MP_PRECISION_FP32)
-                B->master_weight_bytes += g->tensors[n->inputs[i]].bytes;
-            else
-                B->optimizer_bytes += g->tensors[n->inputs[i]].bytes;
+            B->optimizer_bytes += g->tensors[n->inputs[i]].bytes;
         }
     }
     uint64_t pers = mp__plan_persistent_bytes(g);
@@ -1112,6 +1381,7 @@ static mp_status synthesize(syn *S)
 {
     mp_status st;
     if ((st = syn_begin(S)) || (st = mark_requires_grad(S)) ||
+        (amp(S) && (st = amp_dtypes(S))) ||
         (st = add_forward_tensors(S)) || (st = alloc_node_buffers(S)))
         return st;
     for (uint32_t k = 0; k < S->f->n_nodes; k++)
@@ -1144,7 +1414,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         opt = &defs;
     }
     if ((unsigned)opt->optimizer > MP_OPTIM_ADAM8BIT ||
-        (unsigned)opt->precision > MP_PRECISION_FP16_MIXED ||
+        (unsigned)opt->precision > MP_PRECISION_BF16_TRUE ||
         (unsigned)opt->optimizer_impl > MP_OPTIM_IMPL_FOR_LOOP)
         return mp__err(ctx, MP_ERR_INVALID_ARG,
                        "unknown optimizer, precision or optimizer "

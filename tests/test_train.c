@@ -104,10 +104,47 @@ static void test_breakdown_mixed_and_8bit(void)
     o.precision = MP_PRECISION_BF16_MIXED;
     mp_train_breakdown b;
     CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &b) == MP_OK);
-    CU_ASSERT_EQUAL(b.weight_bytes, 320);        /* bf16 */
-    CU_ASSERT_EQUAL(b.master_weight_bytes, 640); /* fp32 master */
-    CU_ASSERT_EQUAL(b.gradient_bytes, 320);
+    /* autocast: fp32 weights, gradients and states, no master copy;
+     * both MatMuls read bf16 copies of their weights (cached: 256 + 64
+     * bytes) and mm1 a bf16 copy of x */
+    CU_ASSERT_EQUAL(b.weight_bytes, 640);
+    CU_ASSERT_EQUAL(b.master_weight_bytes, 0);
+    CU_ASSERT_EQUAL(b.gradient_bytes, 640);
     CU_ASSERT_EQUAL(b.optimizer_bytes, 1280);
+    CU_ASSERT_EQUAL(b.cast_weight_bytes, 256 + 64);
+    /* saved, all bf16: x's copy (W1's gradient: 64), h2 (Relu and W2's
+     * gradient: 128), W2's copy (h2's gradient: 64), y (16) */
+    CU_ASSERT_EQUAL(b.saved_bytes, 64 + 128 + 64 + 16);
+    uint32_t id;
+    mp_tensor_info ti;
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "W1/autocast", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(t, id, &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.dtype, MP_DTYPE_BFLOAT16);
+    CU_ASSERT_FALSE(ti.folded); /* made every step, not at load */
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "h1", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(t, id, &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.dtype, MP_DTYPE_BFLOAT16);
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "W1", &id), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(t, id, &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.dtype, MP_DTYPE_FLOAT32);
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    /* persistent: the weights and Adam's states only (no copies) */
+    CU_ASSERT_EQUAL(mp_plan_figures(p)->persistent_bytes, 640 + 1280);
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
+    t = NULL;
+    /* bf16-true: weights, gradients, states and the foreach temporary in
+     * bf16, no copies */
+    o.precision = MP_PRECISION_BF16_TRUE;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, &b) == MP_OK);
+    CU_ASSERT_EQUAL(b.weight_bytes, 320);
+    CU_ASSERT_EQUAL(b.gradient_bytes, 320);
+    CU_ASSERT_EQUAL(b.optimizer_bytes, 640);
+    CU_ASSERT_EQUAL(b.temporary_bytes, 320);
+    CU_ASSERT_EQUAL(b.master_weight_bytes, 0);
+    CU_ASSERT_EQUAL(b.cast_weight_bytes, 0);
     CU_ASSERT_EQUAL(b.saved_bytes, 64 + 128 + 16);
     mp_graph_destroy(t);
     t = NULL;
@@ -797,7 +834,7 @@ static void test_residual_remat(void) { chain_under_budget(8, 1); }
 
 static CU_TestInfo tests[] = {
     {"breakdown fp32 adam by hand", test_breakdown_fp32_adam},
-    {"breakdown bf16-mixed, adam8bit, sgd, momentum",
+    {"breakdown bf16-mixed (autocast), bf16-true, adam8bit, sgd, momentum",
      test_breakdown_mixed_and_8bit},
     {"gradient accumulation", test_accumulation},
     {"a weight read through an Identity", test_identity_over_weight},

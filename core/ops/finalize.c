@@ -162,7 +162,8 @@ static mp_status check_sources(mp_graph *g)
 /* A Transpose (MP__OPF_VIEW_T) that swaps the last two axes of a tensor
  * that is not itself a transposed view, is no graph output, and is read
  * only as operand 0 or 1 of matrix products (MP__OPF_T_OPERAND) or by
- * backward nodes: a view, which its readers take with op T. */
+ * backward nodes (or not at all): a view, which its readers take with
+ * op T. */
 static bool transposed_view(const mp_graph *g, uint32_t v)
 {
     const mp__node *n = &g->nodes[v];
@@ -172,8 +173,10 @@ static bool transposed_view(const mp_graph *g, uint32_t v)
     uint32_t y = n->outputs[0];
     const mp__tensor *in = &g->tensors[n->inputs[0]], *out = &g->tensors[y];
     int32_t r = in->rank;
+    /* (no reader at all: a training graph's Transpose of a weight whose
+     * product reads autocast's copy instead) */
     if (r < 2 || out->rank != r || (out->flags & MP__TF_OUTPUT) ||
-        !out->n_cons || out->bytes != in->bytes)
+        out->bytes != in->bytes)
         return false;
     uint32_t c;
     const int64_t *perm = mp__attr_ints(n, "perm", &c);
@@ -272,7 +275,8 @@ static mp_status infer_sizes(mp_graph *g)
         if (any ? all_const : (n->def->flags & MP__OPF_CONSTANT) != 0) {
             for (uint32_t o = 0; o < n->n_out; o++) {
                 mp__tensor *out = &g->tensors[n->outputs[o]];
-                if (!mp__kind_persistent(out->kind)) {
+                if (!mp__kind_persistent(out->kind) &&
+                    !(out->flags & MP__TF_NO_FOLD)) {
                     out->kind = MP_KIND_CONSTANT;
                     out->flags |= MP__TF_FOLDED;
                 }

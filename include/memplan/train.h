@@ -34,10 +34,20 @@ typedef enum mp_optimizer {
 typedef enum mp_optimizer_impl {
     MP_OPTIM_IMPL_FOREACH = 0, MP_OPTIM_IMPL_FUSED, MP_OPTIM_IMPL_FOR_LOOP
 } mp_optimizer_impl;
+/* Training precision, as PyTorch Lightning names and runs it
+ * (docs/training.md, "Precision"): FP32 "32-true" (everything fp32);
+ * BF16_MIXED "bf16-mixed" and FP16_MIXED "16-mixed" (torch.autocast: fp32
+ * weights, gradients and optimizer states; the ops on autocast's
+ * lower-precision list read bf16/fp16 copies of their float32 inputs and
+ * write bf16/fp16, the weights' copies cached through forward; the fp32
+ * list in fp32; 16-mixed adds loss scaling, scalars only); BF16_TRUE
+ * "bf16-true" (weights, activations, gradients and optimizer states in
+ * bf16). No precision keeps an fp32 master copy of the weights. */
 typedef enum mp_precision {
     MP_PRECISION_FP32 = 0,
-    MP_PRECISION_BF16_MIXED,  /* bf16 weights/activations, fp32 master */
-    MP_PRECISION_FP16_MIXED   /* fp16 weights/activations, fp32 master */
+    MP_PRECISION_BF16_MIXED,
+    MP_PRECISION_FP16_MIXED,
+    MP_PRECISION_BF16_TRUE
 } mp_precision;
 /* The name of an optimizer: "sgd", "momentum", "adam", "adamw",
  * "adam8bit". */
@@ -55,9 +65,11 @@ MP_API const char *mp_optimizer_impl_name(mp_optimizer_impl i);
  * Example: mp_optimizer_impl_parse("fused", &to.optimizer_impl); */
 MP_API mp_status mp_optimizer_impl_parse(const char *name,
                                          mp_optimizer_impl *out);
-/* The name of a training precision: "fp32", "bf16-mixed", "fp16-mixed". */
+/* The name of a training precision: "32-true", "bf16-mixed", "16-mixed",
+ * "bf16-true". */
 MP_API const char *mp_precision_name(mp_precision p);
-/* Parses a precision name as mp_precision_name writes it.
+/* Parses a precision name as mp_precision_name writes it; "fp32" and
+ * "fp16-mixed" (earlier names) are read as "32-true" and "16-mixed".
  * Errors: MP_ERR_NOT_FOUND (an unknown name), MP_ERR_INVALID_ARG (NULL). */
 MP_API mp_status mp_precision_parse(const char *name, mp_precision *out);
 
@@ -90,7 +102,8 @@ MP_API void mp_train_options_init(mp_train_options *o);
 typedef struct mp_train_breakdown {
     uint64_t n_params;            /* trainable parameters (elements) */
     uint64_t weight_bytes;        /* trainable weights as stored */
-    uint64_t master_weight_bytes; /* fp32 master copies (mixed precision) */
+    uint64_t master_weight_bytes; /* fp32 master copies: 0 (no precision
+                                     keeps one; kept for compatibility) */
     uint64_t gradient_bytes;      /* parameter gradients */
     uint64_t optimizer_bytes;     /* optimizer states (master excluded) */
     uint64_t saved_bytes;         /* forward tensors (inputs included) that
@@ -98,6 +111,9 @@ typedef struct mp_train_breakdown {
     uint64_t temporary_bytes;     /* the largest optimizer temporary */
     uint64_t frozen_bytes;        /* other persistent tensors (constants) */
     uint32_t n_forward, n_backward, n_optimizer;  /* nodes */
+    uint64_t cast_weight_bytes;   /* autocast's bf16/fp16 copies of the
+                                     weights (bf16-mixed, 16-mixed), held
+                                     in the arena through forward */
 } mp_train_breakdown;
 
 /* Builds the training graph of a finalized forward graph: a loss over the
