@@ -548,6 +548,8 @@ static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
         d.bytes = by ? by : 1;
         uint32_t id;
         st = mp_graph_add_tensor(s, &d, &id);
+        if (!st) /* an autocast copy stays one (computed every step) */
+            s->tensors[id].flags |= tt->flags & MP__TF_NO_FOLD;
     }
     for (uint32_t v = 0; v < g->n_nodes && !st; v++) {
         const mp__node *n = &g->nodes[v];
@@ -565,6 +567,10 @@ static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
         if (!(st = mp_graph_add_node(s, &d, &id)))
             st = mp_graph_set_node_cost(s, id, n->flops, n->bytes_moved,
                                         n->seconds);
+        /* the copy carries sizes, not shapes: a transposed view stays one
+         * as decided on the shapes (finalize keeps a view set here) */
+        if (!st)
+            s->nodes[id].view = n->view;
     }
     for (uint32_t t = 0; t < g->n_tensors && !st; t++)
         if (g->tensors[t].flags & MP__TF_OUTPUT)

@@ -988,8 +988,8 @@ static mp_status add_loss(syn *S)
      * until then (longer where backward keeps them) */
     uint32_t n_out = n_lo;
     for (uint32_t t = 0; S->wcast && t < nt; t++)
-        if (S->wcast[t] != MP_NONE)
-            S->buf_in[n_lo++] = S->wcast[t];
+        if (S->wcast[t] != MP_NONE && !mp__tensor_tview(f, t))
+            S->buf_in[n_lo++] = S->wcast[t]; /* (a view's root is one) */
     uint32_t loss, id;
     int64_t none = 0;
     mp_status st;

@@ -271,6 +271,21 @@ static void test_transposed_weight(void)
     CU_ASSERT_EQUAL(mp_plan_figures(p)->persistent_bytes, 512u + 1024u);
     mp_plan_destroy(p);
     mp_graph_destroy(t);
+    /* bf16-mixed: autocast casts W (256 bytes, in the arena) and the
+     * product reads the same transposed view of the copy; the fp32
+     * Transpose, read by nothing now, is a view too: no copy persists */
+    o.precision = MP_PRECISION_BF16_MIXED;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &o, &t, &b), MP_OK);
+    CU_ASSERT_EQUAL(b.cast_weight_bytes, 256);
+    uint32_t wc, wtc;
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "W/autocast", &wc), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(t, "Wt/autocast", &wtc), MP_OK);
+    CU_ASSERT_EQUAL(t->tensors[wtc].alias_of, wc);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(t, p), MP_OK);
+    CU_ASSERT_EQUAL(mp_plan_figures(p)->persistent_bytes, 512u + 1024u);
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
 }

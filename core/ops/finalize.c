@@ -246,7 +246,10 @@ static mp_status infer_sizes(mp_graph *g)
                                                      domain and node */
         if (st)
             return st;
-        n->view = (n->def->flags & MP__OPF_VIEW_T) && transposed_view(g, v);
+        /* (a view set before finalize, by a copy of a graph finalized
+         * with shapes, stays one) */
+        n->view = (n->def->flags & MP__OPF_VIEW_T) &&
+                  (n->view || transposed_view(g, v));
         /* views: output 0 shares input 0's memory */
         if (mp__node_view(n) && n->n_in && n->n_out &&
             n->inputs[0] != MP_NONE) {
