@@ -96,7 +96,8 @@ extern const cli_command cli_commands[CLI_CMD_COUNT_];
 /* One option per row; the row's index is its id (CLI_O_*). */
 enum {
     /* input */
-    CLI_O_DIM, CLI_O_SHAPE, CLI_O_BATCH, CLI_O_NO_DECLARED,
+    CLI_O_DIM, CLI_O_SHAPE, CLI_O_BATCH, CLI_O_SHOW_REWRITES,
+    CLI_O_NO_DECLARED,
     /* placement */
     CLI_O_ALIGN, CLI_O_METHOD, CLI_O_SEED, CLI_O_TIME_LIMIT, CLI_O_CAPACITY,
     CLI_O_NO_INPLACE, CLI_O_FUSE, CLI_O_REORDER,
@@ -219,7 +220,7 @@ typedef struct cli_args {
     int n_pos, help;
     /* input */
     cli_dims dims;
-    int no_declared;
+    int show_rewrites, no_declared;
     /* placement and output */
     uint64_t alignment, capacity;
     mp_offsets_method method;
@@ -317,6 +318,30 @@ int cli_is_json(const char *path);
  * --maximize takes it as the batch the graph is at. 0 or an exit code
  * (printed). */
 int cli_load_graph(mp_ctx *ctx, const cli_args *a, mp_graph **g);
+
+/* The rewrites of --batch (mp_graph_rebatch_info), copied from the loaded
+ * graph before --train replaces it. */
+typedef struct cli_rewrite {
+    const char *kind;          /* mp_rebatch_kind_name */
+    char *node, *op, *tensor;  /* NULL where the rewrite has none */
+    int axis, rank;
+    int64_t old_v[MP_MAX_RANK], new_v[MP_MAX_RANK];
+} cli_rewrite;
+typedef struct cli_rewrites {
+    int on;                    /* --batch was applied to an ONNX model */
+    int64_t from, to;
+    cli_rewrite *r;
+    uint32_t n;
+} cli_rewrites;
+/* Copies g's re-batching rewrites into *rw when --batch was given (0, or
+ * CLI_EXIT_INTERNAL when out of memory, printed). */
+int cli_rewrites_get(const cli_args *a, const mp_graph *g, cli_rewrites *rw);
+void cli_rewrites_free(cli_rewrites *rw);
+/* "rebatch      N rewrites ..." (nothing when --batch was not applied);
+ * every rewrite, one a line, with all != 0 (--show-rewrites). */
+void cli_rewrites_print(const cli_rewrites *rw, int all);
+/* The "rebatch" member of --json: from, to and every rewrite. */
+void cli_rewrites_json(const cli_rewrites *rw, mp__jw *w);
 
 /* ---- training and recompute (cli/train_opts.c) ---------------------------- */
 /* --train: replaces *g by its training graph. 0 or an exit code. */

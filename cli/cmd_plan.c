@@ -122,7 +122,7 @@ static void peak_json(mp__jw *w, const mp_graph *g, const mp_plan *plan,
 
 static int print_json(mp_ctx *ctx, const mp_graph *g, const mp_plan *plan,
                       const peak_info *pk, const cli_args *pa,
-                      const mp_lints *lints)
+                      const mp_lints *lints, const cli_rewrites *rw)
 {
     const mp_figures *f = mp_plan_figures(plan);
     mp__jw w;
@@ -164,6 +164,7 @@ static int print_json(mp_ctx *ctx, const mp_graph *g, const mp_plan *plan,
         cli_json_str(&w, "trace_file", pa->trace);
     if (lints)
         lints_json(&w, g, lints);
+    cli_rewrites_json(rw, &w);
     cli_train_json(&pa->train, &w);
     cli_offload_json(&pa->offload, &w);
     return cli_json_print(&w);
@@ -203,7 +204,8 @@ static void print_lints(const mp_lints *l)
 }
 
 static void print_summary(const mp_graph *g, const mp_plan *plan,
-                          const peak_info *pk, const char *output)
+                          const peak_info *pk, const char *output,
+                          const cli_rewrites *rw, int all_rewrites)
 {
     const mp_figures *f = mp_plan_figures(plan);
     char b[96], safe[1024];
@@ -213,6 +215,7 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
     printf("tensors      %u\n", mp_graph_num_tensors(g));
     printf("nodes        %u (%u schedule steps)\n", mp_graph_num_nodes(g),
            mp_plan_num_steps(plan));
+    cli_rewrites_print(rw, all_rewrites);
     printf("persistent   %s  weights, constants, optimizer state\n",
            cli_size(f->persistent_bytes, b, sizeof b));
     printf("lower bound  %s  max live arena bytes\n",
@@ -290,7 +293,8 @@ static int write_outputs(mp_ctx *ctx, const cli_args *a, const mp_plan *plan,
 
 /* The summary for humans, or --json. */
 static int report(mp_ctx *ctx, const cli_args *a, const mp_graph *g,
-                  const mp_plan *plan, const mp_lints *lints)
+                  const mp_plan *plan, const mp_lints *lints,
+                  const cli_rewrites *rw)
 {
     peak_info pk;
     if (peak_collect(plan, &pk) != 0) {
@@ -299,9 +303,9 @@ static int report(mp_ctx *ctx, const cli_args *a, const mp_graph *g,
     }
     int rc = CLI_EXIT_OK;
     if (a->json) {
-        rc = print_json(ctx, g, plan, &pk, a, lints);
+        rc = print_json(ctx, g, plan, &pk, a, lints, rw);
     } else {
-        print_summary(g, plan, &pk, a->output);
+        print_summary(g, plan, &pk, a->output, rw, a->show_rewrites);
         cli_train_summary(&a->train);
         cli_offload_summary(&a->offload);
         if (lints)
@@ -328,7 +332,10 @@ int cli_cmd_plan(cli_args *a)
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
     mp_lints *lints = NULL;
+    cli_rewrites rw = {0};
     int rc = cli_load_graph(ctx, a, &g);
+    if (!rc)
+        rc = cli_rewrites_get(a, g, &rw);
     if (!rc)
         rc = cli_train_prepare(ctx, &a->train, &g, a->pos[0]);
     /* --time-limit counts from the start of the command: planning gets
@@ -341,7 +348,8 @@ int cli_cmd_plan(cli_args *a)
     if (!rc)
         rc = write_outputs(ctx, a, plan, &lints);
     if (!rc)
-        rc = report(ctx, a, g, plan, lints);
+        rc = report(ctx, a, g, plan, lints, &rw);
+    cli_rewrites_free(&rw);
     mp_lints_destroy(lints);
     mp_plan_destroy(plan);
     mp_graph_destroy(g);

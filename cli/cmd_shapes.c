@@ -62,12 +62,20 @@ int cli_cmd_shapes(cli_args *a)
         mp_ctx_destroy(ctx);
         return rc;
     }
+    cli_rewrites rw;
+    if ((rc = cli_rewrites_get(a, g, &rw)) != 0) {
+        cli_rewrites_free(&rw);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+        return rc;
+    }
     size_t n = mp_graph_num_tensors(g), unknown = mp_graph_unknown_shapes(g);
     mp__jw w;
     if (a->json) {
         cli_json_begin(&w, ctx);
         cli_json_str(&w, "graph", mp_graph_name(g));
         cli_json_int(&w, "unknown_shapes", (int64_t)unknown);
+        cli_rewrites_json(&rw, &w);
         mp__jw_key(&w, "tensors");
         mp__jw_array(&w, true);
     }
@@ -86,7 +94,9 @@ int cli_cmd_shapes(cli_args *a)
         rc = cli_json_print(&w);
     } else {
         printf("unknown_shapes: %zu\n", unknown);
+        cli_rewrites_print(&rw, a->show_rewrites);
     }
+    cli_rewrites_free(&rw);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
     return rc;

@@ -12,6 +12,7 @@
 /* Flags (int set to 1) and plain values (the string kept), by field. */
 static const size_t flag_field[CLI_O_COUNT_] = {
     [CLI_O_NO_DECLARED] = offsetof(cli_args, no_declared),
+    [CLI_O_SHOW_REWRITES] = offsetof(cli_args, show_rewrites),
     [CLI_O_NO_INPLACE] = offsetof(cli_args, no_inplace),
     [CLI_O_FUSE] = offsetof(cli_args, fuse),
     [CLI_O_REORDER] = offsetof(cli_args, reorder),

@@ -56,6 +56,12 @@ const cli_option cli_options[CLI_O_COUNT_] = {
              "from (the Checkmate MLSys graphs are at 256 or 32)"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
+    [CLI_O_SHOW_REWRITES] = {"show-rewrites", 0, NULL, C_PLAN | C_SHAPES,
+        G_INPUT, NULL, NULL,
+        "list every rewrite --batch made (inputs, masks, Reshape targets, "
+        "Expand shapes, Resize sizes), one a line; the summary gives their "
+        "number and --json lists each",
+        NULL, NULL, 0},
     [CLI_O_NO_DECLARED] = {"no-declared-shapes", 0, NULL, C_CONVERT, G_INPUT,
         NULL, NULL,
         "ONNX: ignore value_info and the declared output shapes (infer "
@@ -295,6 +301,10 @@ const cli_option cli_options[CLI_O_COUNT_] = {
 #define LOWER_ONLY "--lower-only prints the lowering and runs nothing"
 
 const cli_rule cli_rules[] = {
+    {C_PLAN | C_SHAPES, CLI_O_SHOW_REWRITES, CLI_O_BATCH, 1,
+     "only --batch rewrites the model"},
+    {C_PLAN | C_SHAPES, CLI_O_SHOW_REWRITES, CLI_O_JSON, 0,
+     "--json lists every rewrite"},
     {C_PLANS, CLI_O_OPTIMIZER, CLI_O_TRAIN, 1,
      "the optimizer is part of the training step that --train plans"},
     {C_PLANS, CLI_O_OPTIMIZER_IMPL, CLI_O_TRAIN, 1,

@@ -106,6 +106,7 @@ void mp_graph_destroy(mp_graph *g)
     mp__name_map_free(ctx, &g->node_map);
     mp__dealloc(ctx, g->cons);
     mp__dealloc(ctx, g->topo);
+    mp__dealloc(ctx, g->rebatches);
     mp__dealloc(ctx, g->name);
     mp__dealloc(ctx, g);
 }
@@ -399,5 +400,67 @@ mp_status mp_graph_node_info(const mp_graph *g, uint32_t id,
     out->flops = n->flops;
     out->bytes = n->bytes_moved;
     out->seconds = n->seconds;
+    return MP_OK;
+}
+
+/* ---- re-batching rewrites ----------------------------------------------- */
+static const char *const rebatch_names[MP_REBATCH_KIND_COUNT] = {
+    "input", "mask", "reshape", "folded", "expand", "resize"};
+
+const char *mp_rebatch_kind_name(mp_rebatch_kind k)
+{
+    return (unsigned)k < MP_REBATCH_KIND_COUNT ? rebatch_names[k] : NULL;
+}
+
+mp_status mp__graph_note_rebatch(mp_graph *g, int kind, uint32_t node,
+                                 uint32_t tensor, const int64_t *old_v,
+                                 const int64_t *new_v, int rank)
+{
+    if (rank < 0 || rank > MP_MAX_RANK)
+        return MP_OK;
+    mp__rebatch_rec *r = NULL;
+    for (size_t i = 0; i < g->n_rebatches && !r; i++)
+        if (g->rebatches[i].node == node && g->rebatches[i].tensor == tensor)
+            r = &g->rebatches[i];
+    if (!r) {
+        if (mp__grow(g->ctx, (void **)&g->rebatches, sizeof *g->rebatches,
+                     g->n_rebatches + 1, &g->cap_rebatches))
+            return MP_ERR_NOMEM;
+        r = &g->rebatches[g->n_rebatches++];
+    }
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->node = node;
+    r->tensor = tensor;
+    r->rank = rank;
+    r->axis = 0;
+    if (rank) {
+        memcpy(r->old_v, old_v, (size_t)rank * sizeof *old_v);
+        memcpy(r->new_v, new_v, (size_t)rank * sizeof *new_v);
+    }
+    while (r->axis < rank - 1 && r->old_v[r->axis] == r->new_v[r->axis])
+        r->axis++;
+    return MP_OK;
+}
+
+uint32_t mp_graph_num_rebatches(const mp_graph *g)
+{
+    return g ? (uint32_t)g->n_rebatches : 0;
+}
+
+mp_status mp_graph_rebatch_info(const mp_graph *g, uint32_t i,
+                                mp_rebatch_info *out)
+{
+    if (!g || !out)
+        return g ? mp__err(g->ctx, MP_ERR_INVALID_ARG,
+                          "mp_graph_rebatch_info: NULL argument")
+                 : MP_ERR_INVALID_ARG;
+    if (i >= g->n_rebatches)
+        return mp__err(g->ctx, MP_ERR_NOT_FOUND, "re-batching rewrite %u: "
+                      "the graph has %zu", i, g->n_rebatches);
+    const mp__rebatch_rec *r = &g->rebatches[i];
+    *out = (mp_rebatch_info){(mp_rebatch_kind)r->kind, r->node, r->tensor,
+                             r->axis, r->rank, r->old_v, r->new_v,
+                             g->rebatch_from, g->rebatch_to};
     return MP_OK;
 }

@@ -352,6 +352,11 @@ struct mp_graph {
      * are re-batched by the shape functions (Reshape targets, Resize sizes).
      * 0: not re-batched (or the declared batch is unknown). */
     int64_t rebatch_from, rebatch_to;
+    /* the rewrites re-batching made (mp_graph_rebatch_info), in the order
+     * made: graph inputs first, then masks, then constants in topological
+     * order of their readers */
+    struct mp__rebatch_rec *rebatches;
+    size_t n_rebatches, cap_rebatches;
     /* ONNX control flow (frontends/onnx/onnx.c, core/ops/ops_control.c):
      * subgraphs owned by this graph (If/Loop/Scan bodies), destroyed with
      * it; a node finds its body by the int attribute "ATTR.graph" (index
@@ -373,6 +378,21 @@ struct mp_graph {
      * pass that looks the table up. */
     mp_status (*finalize_body)(struct mp_graph *body);
 };
+
+/* One re-batching rewrite (memplan/load.h, mp_rebatch_info): kind is an
+ * mp_rebatch_kind; node MP_NONE for a graph input or a mask; tensor
+ * MP_NONE for a node's attribute. */
+typedef struct mp__rebatch_rec {
+    uint32_t node, tensor;
+    int kind, axis, rank;
+    int64_t old_v[MP_MAX_RANK], new_v[MP_MAX_RANK];
+} mp__rebatch_rec;
+
+/* Records a rewrite of g's re-batching: one (node, tensor) pair is kept
+ * once (a later note replaces it). MP_OK or MP_ERR_NOMEM. */
+mp_status mp__graph_note_rebatch(struct mp_graph *g, int kind, uint32_t node,
+                                 uint32_t tensor, const int64_t *old_v,
+                                 const int64_t *new_v, int rank);
 
 /* MP_OK while g can still be changed; MP_ERR_INVALID_ARG (message) once
  * it is finalized, or when g is NULL. MP__CHECK_OPEN returns it. */

@@ -35,6 +35,51 @@ void mp_onnx_options_init(mp_onnx_options *o)
 
 int mp_onnx_available(void) { return 0; }
 
+/* The rewrites of the graph inputs whose fixed leading dim was B0
+ * (mp_graph_rebatch_info), put before those made while loading. */
+static mp_status note_inputs(mp_graph *g, const Onnx__GraphProto *gp,
+                             const rebatch *rb)
+{
+    size_t before = g->n_rebatches;
+    for (size_t i = 0; gp && i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *v = gp->input[i];
+        const Onnx__TypeProto *tp = v ? v->type : NULL;
+        const Onnx__TensorShapeProto *sp =
+            tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                    tp->tensor_type
+                ? tp->tensor_type->shape
+                : NULL;
+        uint32_t id;
+        if (!sp || !sp->n_dim || !sp->dim[0] ||
+            sp->dim[0]->value_case !=
+                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+            sp->dim[0]->dim_value != rb->from || !v->name ||
+            mp_graph_find_tensor(g, v->name, &id) != MP_OK)
+            continue;
+        const mp__tensor *t = &g->tensors[id];
+        if (t->kind != MP_KIND_INPUT || t->rank < 1 || t->dims[0] != rb->to)
+            continue; /* an initializer, or an input given a value */
+        int64_t old[MP_MAX_RANK];
+        memcpy(old, t->dims, (size_t)t->rank * sizeof *old);
+        old[0] = rb->from;
+        if (mp__graph_note_rebatch(g, MP_REBATCH_INPUT, MP_NONE, id, old,
+                                   t->dims, t->rank))
+            return MP_ERR_NOMEM;
+    }
+    size_t k = g->n_rebatches - before;
+    if (k && before) {
+        /* rotate the k input records to the front */
+        mp__rebatch_rec *r = mp__alloc(g->ctx, k * sizeof *r);
+        if (!r)
+            return MP_ERR_NOMEM;
+        memcpy(r, g->rebatches + before, k * sizeof *r);
+        memmove(g->rebatches + k, g->rebatches, before * sizeof *r);
+        memcpy(g->rebatches, r, k * sizeof *r);
+        mp__dealloc(g->ctx, r);
+    }
+    return MP_OK;
+}
+
 mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
                                     const char *source_name,
                                     const mp_onnx_options *opt, mp_graph **out)
@@ -1061,8 +1106,9 @@ static mp_status rebatch_mask(loader *L, uint32_t id)
     if (from <= 0 || to <= 0 || from == to || t->dtype != MP_DTYPE_BOOL ||
         t->rank < 2 || t->dims[0] != from)
         return MP_OK;
-    int64_t d[MP_MAX_RANK];
+    int64_t d[MP_MAX_RANK], old[MP_MAX_RANK];
     memcpy(d, t->dims, (size_t)t->rank * sizeof *d);
+    memcpy(old, t->dims, (size_t)t->rank * sizeof *d);
     d[0] = to;
     t->value = NULL;
     t->n_value = 0;
@@ -1072,6 +1118,9 @@ static mp_status rebatch_mask(loader *L, uint32_t id)
         st = mp__tensor_bytes_from_shape(L->ctx, t, &b);
     if (!st)
         t->bytes = b;
+    if (!st)
+        st = mp__graph_note_rebatch(g, MP_REBATCH_MASK, MP_NONE, id, old, d,
+                                    t->rank);
     return st;
 }
 
@@ -1925,6 +1974,51 @@ static mp_status batch_bindings(mp_ctx *ctx, const char *src,
     return st;
 }
 
+/* The rewrites of the graph inputs whose fixed leading dim was B0
+ * (mp_graph_rebatch_info), put before those made while loading. */
+static mp_status note_inputs(mp_graph *g, const Onnx__GraphProto *gp,
+                             const rebatch *rb)
+{
+    size_t before = g->n_rebatches;
+    for (size_t i = 0; gp && i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *v = gp->input[i];
+        const Onnx__TypeProto *tp = v ? v->type : NULL;
+        const Onnx__TensorShapeProto *sp =
+            tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                    tp->tensor_type
+                ? tp->tensor_type->shape
+                : NULL;
+        uint32_t id;
+        if (!sp || !sp->n_dim || !sp->dim[0] ||
+            sp->dim[0]->value_case !=
+                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+            sp->dim[0]->dim_value != rb->from || !v->name ||
+            mp_graph_find_tensor(g, v->name, &id) != MP_OK)
+            continue;
+        const mp__tensor *t = &g->tensors[id];
+        if (t->kind != MP_KIND_INPUT || t->rank < 1 || t->dims[0] != rb->to)
+            continue; /* an initializer, or an input given a value */
+        int64_t old[MP_MAX_RANK];
+        memcpy(old, t->dims, (size_t)t->rank * sizeof *old);
+        old[0] = rb->from;
+        if (mp__graph_note_rebatch(g, MP_REBATCH_INPUT, MP_NONE, id, old,
+                                   t->dims, t->rank))
+            return MP_ERR_NOMEM;
+    }
+    size_t k = g->n_rebatches - before;
+    if (k && before) {
+        /* rotate the k input records to the front */
+        mp__rebatch_rec *r = mp__alloc(g->ctx, k * sizeof *r);
+        if (!r)
+            return MP_ERR_NOMEM;
+        memcpy(r, g->rebatches + before, k * sizeof *r);
+        memmove(g->rebatches + k, g->rebatches, before * sizeof *r);
+        memcpy(g->rebatches, r, k * sizeof *r);
+        mp__dealloc(g->ctx, r);
+    }
+    return MP_OK;
+}
+
 mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
                                     const char *source_name,
                                     const mp_onnx_options *opt, mp_graph **out)
@@ -1969,6 +2063,8 @@ mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
                     .opt = rb.to ? &rb.opt : opt};
         st = build(&L, m);
         free_value_names(&L);
+        if (!st && rb.from > 0 && rb.to != rb.from)
+            st = note_inputs(g, m->graph, &rb);
     }
     for (size_t i = 0; i < rb.n; i++)
         mp__dealloc(ctx, (void *)rb.dims[rb.opt.n_dims - rb.n + i].name);

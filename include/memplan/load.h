@@ -96,6 +96,50 @@ typedef struct mp_onnx_options {
  * Example: mp_onnx_options o; mp_onnx_options_init(&o); o.batch = 8; */
 MP_API void mp_onnx_options_init(mp_onnx_options *o);
 
+/* ---- ONNX: re-batching rewrites ----------------------------------------- */
+/* What re-batching (mp_onnx_options.batch) changed in a loaded model, one
+ * record per rewrite (docs/onnx.md, "Re-batching"): each graph input whose
+ * fixed leading dim B0 became N, each bool mask initializer, and each
+ * constant operand of a node that was read re-batched. */
+typedef enum mp_rebatch_kind {
+    MP_REBATCH_INPUT = 0,   /* a graph input's leading dim B0 -> N */
+    MP_REBATCH_MASK = 1,    /* a bool initializer's leading dim B0 -> N (a
+                               mask folded at export) */
+    MP_REBATCH_RESHAPE = 2, /* a Reshape target's element B0 -> N */
+    MP_REBATCH_FOLDED = 3,  /* a Reshape target's element k*B0 -> k*N (the
+                               batch folded into that axis) */
+    MP_REBATCH_EXPAND = 4,  /* an Expand shape's first element B0 -> N */
+    MP_REBATCH_RESIZE = 5   /* Resize sizes' first element B0 -> N */
+} mp_rebatch_kind;
+#define MP_REBATCH_KIND_COUNT 6
+/* The name of a rewrite kind: "input", "mask", "reshape", "folded",
+ * "expand", "resize"; NULL for an unknown kind. */
+MP_API const char *mp_rebatch_kind_name(mp_rebatch_kind k);
+
+typedef struct mp_rebatch_info {
+    mp_rebatch_kind kind;
+    uint32_t node;     /* the node reading the constant; MP_NONE for an
+                          input or a mask */
+    uint32_t tensor;   /* the constant operand, the input or the mask;
+                          MP_NONE for a node's attribute */
+    int axis;          /* the first element (the axis) that changed */
+    int rank;          /* entries in old_value and new_value */
+    const int64_t *old_value; /* as exported: the constant's elements, or
+                                 the input's / mask's dims */
+    const int64_t *new_value; /* as planned */
+    int64_t from, to;  /* the batch as exported (B0) and as planned (N) */
+} mp_rebatch_info;
+/* The number of re-batching rewrites of a loaded graph (0 when it was not
+ * re-batched, and for NULL). */
+MP_API uint32_t mp_graph_num_rebatches(const mp_graph *g);
+/* Rewrite i: graph inputs first, then masks, then constants in the order
+ * of their readers (the pointers live in the graph).
+ * Errors: MP_ERR_NOT_FOUND (i out of range), MP_ERR_INVALID_ARG (NULL).
+ * Example: for (uint32_t i = 0; i < mp_graph_num_rebatches(g); i++)
+ *              mp_graph_rebatch_info(g, i, &r); */
+MP_API mp_status mp_graph_rebatch_info(const mp_graph *g, uint32_t i,
+                                       mp_rebatch_info *out);
+
 /* ---- ONNX: values of graph inputs --------------------------------------- */
 /* The value of a graph input of the top graph, known before planning ("plan
  * this model for this shape tensor"): the input takes the value's dtype
