@@ -171,7 +171,7 @@ void cli_rewrites_print(const cli_rewrites *rw, int all)
 static void dims_json(mp__jw *w, const char *key, const int64_t *v, int n)
 {
     mp__jw_key(w, key);
-    mp__jw_array(w, true);
+    mp__jw_array(w, false);
     for (int i = 0; i < n; i++)
         mp__jw_i64(w, v[i]);
     mp__jw_end(w);
@@ -188,7 +188,7 @@ void cli_rewrites_json(const cli_rewrites *rw, mp__jw *w)
         cli_json_null(w, "from");
     cli_json_int(w, "to", rw->to);
     mp__jw_key(w, "rewrites");
-    mp__jw_array(w, false);
+    mp__jw_array(w, true);
     for (uint32_t i = 0; i < rw->n; i++) {
         const cli_rewrite *x = &rw->r[i];
         cli_json_object(w, NULL);

@@ -45,13 +45,15 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         NULL, NULL, 1},
     [CLI_O_BATCH] = {"batch", 0, "N", C_MODEL, G_INPUT, NULL, NULL,
         "re-batch an ONNX model exported at a fixed batch: the inputs' "
-        "leading dim and the constant Reshape targets and Resize sizes "
-        "holding it (docs/onnx.md)",
+        "leading dim and the constants holding it (Reshape targets, Expand "
+        "shapes, Resize sizes, bool masks; docs/onnx.md); plan and shapes "
+        "report every rewrite",
         (const cli_variant[]){
             {C_PLANS, NULL, "1",
              "plan at batch N: an ONNX model exported at a fixed batch is "
-             "re-batched (the inputs' leading dim and the constant Reshape "
-             "targets and Resize sizes holding it; docs/onnx.md); a JSON "
+             "re-batched (the inputs' leading dim and the constants holding "
+             "it: Reshape targets, Expand shapes, Resize sizes, bool masks; "
+             "docs/onnx.md; every rewrite is reported); a JSON "
              "graph is taken as being at batch N, what --maximize scales "
              "from (the Checkmate MLSys graphs are at 256 or 32)"},
             {0, NULL, NULL, NULL}},

@@ -517,6 +517,319 @@ static void t_transformer_patterns(void)
     mp_ctx_destroy(ctx);
 }
 
+/* ---- exports at batch 1 (B0 = 1: a 1 may be the batch or a real 1) ----
+ * One model in the patterns torch.onnx writes for BERT- and GPT-2-class
+ * models, built at batch B0 (ids [B0, 4], hidden 6, 2 heads of 3):
+ * - HF BERT's token_type_ids (TorchScript exporter): a buffer tt [1, 8]
+ *   expanded to position_ids' leading dim ([1, 8]: 1 at any batch),
+ *   gathered at pos [1, 4] (GatherElements), expanded to the batch
+ *   ([B0, 4]) and embedded, added to the word embeddings;
+ * - heads split with [B0, 4, 2, 3], the batch folded with the sequence
+ *   ([4*B0, 6], a Linear's input) and viewed back [B0, 4, 6] (GPT-2,
+ *   dynamo exporter);
+ * - attention scores [B0, 4, 4] viewed [B0, 1, 4, 4] under a bool mask
+ *   folded at export [B0, 1, 4, 4].
+ * Planned at batch 8 from B0 = 1, every tensor has the shape it has when
+ * built at B0 = 8. */
+static void init_ints2(ob *b, const char *name, const int64_t *v,
+                       const int64_t *dims, size_t rank)
+{
+    int_init(b, name, v, 1);
+    Onnx__TensorProto *t =
+        b->graph->initializer[b->graph->n_initializer - 1];
+    t->dims = (int64_t *)dims;
+    t->n_dims = rank;
+    size_t n = 1;
+    for (size_t i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    t->n_int64_data = n;
+}
+
+typedef struct b1_consts {
+    int64_t ids[2], shape_b[2], heads[4], fold[2], unfold[3], sc4[4];
+    int64_t mask[4];
+} b1_consts;
+
+static const int64_t tt_dims[] = {1, 8}, tt_v[8] = {0},
+                     pos_v[] = {0, 1, 2, 3}, pos_dims[] = {1, 4},
+                     shape_pos[] = {1, 8}, wword[] = {10, 6},
+                     wtt[] = {2, 6}, wlin[] = {6, 6}, p021[] = {0, 2, 1};
+
+static void b1_model(ob *b, b1_consts *k, int64_t b0)
+{
+    *k = (b1_consts){{b0, 4}, {b0, 4}, {b0, 4, 2, 3}, {4 * b0, 6},
+                     {b0, 4, 6}, {b0, 1, 4, 4}, {b0, 1, 4, 4}};
+    ob_init(b, 12, 17);
+    ob_input(b, "ids", 7, 2, k->ids);
+    ob_init_tensor(b, "wword", 2, wword);
+    ob_init_tensor(b, "wtt", 2, wtt);
+    ob_init_tensor(b, "wlin", 2, wlin);
+    ob_init_tensor(b, "mask", 4, k->mask);
+    b->graph->initializer[b->graph->n_initializer - 1]->data_type = 9;
+    init_ints2(b, "tt", tt_v, tt_dims, 2);
+    init_ints2(b, "pos", pos_v, pos_dims, 2);
+    int_init(b, "shape_pos", shape_pos, 2);
+    int_init(b, "shape_b", k->shape_b, 2);
+    int_init(b, "heads", k->heads, 4);
+    int_init(b, "fold", k->fold, 2);
+    int_init(b, "unfold", k->unfold, 3);
+    int_init(b, "sc4", k->sc4, 4);
+    ob_node(b, "Gather", "word", "wword", "ids", "emb");
+    ob_node(b, "Expand", "expand_pos", "tt", "shape_pos", "e1");
+    Onnx__NodeProto *ge =
+        ob_node(b, "GatherElements", "gather_pos", "e1", "pos", "g1");
+    ob_attr_int(b, ge, "axis", 1);
+    ob_node(b, "Expand", "expand_batch", "g1", "shape_b", "e2");
+    ob_node(b, "Gather", "token_type", "wtt", "e2", "te");
+    ob_node(b, "Add", "embed", "emb", "te", "s");
+    ob_node(b, "Reshape", "split_heads", "s", "heads", "q");
+    ob_node(b, "Reshape", "flatten", "s", "fold", "f");
+    ob_node(b, "MatMul", "linear", "f", "wlin", "l");
+    ob_node(b, "Reshape", "unflatten", "l", "unfold", "u");
+    transpose(b, "u", "ut", p021, 3);
+    ob_node(b, "MatMul", "scores", "u", "ut", "sc");
+    ob_node(b, "Reshape", "scores4", "sc", "sc4", "r");
+    Onnx__NodeProto *wh = ob_node(b, "Where", "masked", "mask", "r", "w");
+    wh->input = ob_new(b, 3 * sizeof *wh->input);
+    wh->input[0] = (char *)"mask";
+    wh->input[1] = wh->input[2] = (char *)"r";
+    wh->n_input = 3;
+    ob_output(b, "q", 1, -1, NULL);
+    ob_output(b, "w", 1, -1, NULL);
+}
+
+/* Every tensor of a has b's shape (same name); returns how many. */
+static int assert_same_shapes(const mp_graph *a, const mp_graph *b)
+{
+    int cnt = 0;
+    CU_ASSERT_EQUAL(a->n_tensors, b->n_tensors);
+    for (size_t i = 0; i < a->n_tensors; i++) {
+        const mp__tensor *x = &a->tensors[i];
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_find_tensor(b, x->name, &id) == MP_OK);
+        const mp__tensor *y = &b->tensors[id];
+        bool same = x->rank == y->rank && x->bytes == y->bytes;
+        for (int32_t d = 0; same && d < x->rank; d++)
+            same = x->dims[d] == y->dims[d];
+        if (!same)
+            fprintf(stderr, "\n  %s: rank %d, %llu bytes; built at 8: rank "
+                    "%d, %llu bytes\n", x->name, (int)x->rank,
+                    (unsigned long long)x->bytes, (int)y->rank,
+                    (unsigned long long)y->bytes);
+        CU_ASSERT(same);
+        cnt++;
+    }
+    return cnt;
+}
+
+static uint64_t peak_of(mp_graph *g, int train)
+{
+    mp_graph *t = NULL;
+    if (train) {
+        mp_train_options to;
+        mp_train_options_init(&to);
+        CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
+        g = t;
+    }
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, p), MP_OK);
+    uint64_t peak = mp_plan_figures(p)->peak_bytes;
+    mp_plan_destroy(p);
+    mp_graph_destroy(t);
+    return peak;
+}
+
+static void t_batch1_exports(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    ob b;
+    b1_consts k;
+    mp_graph *g1 = NULL, *g8 = NULL, *plain = NULL;
+    b1_model(&b, &k, 1);
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 0, NULL, 0, &plain), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_num_rebatches(plain), 0);
+    mp_status st = load(&b, ctx, 8, NULL, 0, &g1);
+    if (st)
+        fprintf(stderr, "\n  %s\n", mp_ctx_message(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    ob_free(&b);
+    b1_model(&b, &k, 8);
+    CU_ASSERT_EQUAL_FATAL(load(&b, ctx, 0, NULL, 0, &g8), MP_OK);
+    ob_free(&b);
+    /* the same shapes as the model built at batch 8, and so the same
+     * peaks, inference and training */
+    CU_ASSERT(assert_same_shapes(g1, g8) > 20);
+    static const int64_t e1[] = {1, 8}, e2[] = {8, 4}, f[] = {32, 6};
+    assert_dims(g1, "e1", e1, 2);
+    assert_dims(g1, "e2", e2, 2);
+    assert_dims(g1, "f", f, 2);
+    CU_ASSERT_EQUAL(peak_of(g1, 0), peak_of(g8, 0));
+    CU_ASSERT_EQUAL(peak_of(g1, 1), peak_of(g8, 1));
+    /* every rewrite reported: the input, the mask, then the constants in
+     * the order of their readers; expand_pos is not among them */
+    static const struct {
+        mp_rebatch_kind kind;
+        const char *node, *tensor;
+        int axis;
+        int64_t old0, new0;
+    } want[] = {
+        {MP_REBATCH_INPUT, NULL, "ids", 0, 1, 8},
+        {MP_REBATCH_MASK, NULL, "mask", 0, 1, 8},
+        {MP_REBATCH_EXPAND, "expand_batch", "shape_b", 0, 1, 8},
+        {MP_REBATCH_RESHAPE, "split_heads", "heads", 0, 1, 8},
+        {MP_REBATCH_FOLDED, "flatten", "fold", 0, 4, 32},
+        {MP_REBATCH_RESHAPE, "unflatten", "unfold", 0, 1, 8},
+        {MP_REBATCH_RESHAPE, "scores4", "sc4", 0, 1, 8},
+    };
+    size_t nw = sizeof want / sizeof *want;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_num_rebatches(g1), nw);
+    /* topological order may put independent readers either way: match
+     * the constants by node */
+    bool found[16] = {false};
+    for (uint32_t i = 0; i < mp_graph_num_rebatches(g1); i++) {
+        mp_rebatch_info r;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_rebatch_info(g1, i, &r), MP_OK);
+        CU_ASSERT_EQUAL(r.from, 1);
+        CU_ASSERT_EQUAL(r.to, 8);
+        mp_node_info ni = {0};
+        mp_tensor_info ti = {0};
+        if (r.node != MP_NONE)
+            CU_ASSERT_EQUAL(mp_graph_node_info(g1, r.node, &ni), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp_graph_tensor_info(g1, r.tensor, &ti), MP_OK);
+        size_t j = 0;
+        while (j < nw && strcmp(want[j].tensor, ti.name) != 0)
+            j++;
+        CU_ASSERT_FATAL(j < nw);
+        CU_ASSERT(!found[j]);
+        found[j] = true;
+        if (i < 2)
+            CU_ASSERT_EQUAL(j, i); /* inputs, then masks, first */
+        CU_ASSERT_EQUAL(r.kind, want[j].kind);
+        CU_ASSERT_EQUAL(r.node == MP_NONE, want[j].node == NULL);
+        if (want[j].node)
+            CU_ASSERT_STRING_EQUAL(ni.name, want[j].node);
+        CU_ASSERT_EQUAL(r.axis, want[j].axis);
+        CU_ASSERT_FATAL(r.rank >= 2);
+        CU_ASSERT_EQUAL(r.old_value[r.axis], want[j].old0);
+        CU_ASSERT_EQUAL(r.new_value[r.axis], want[j].new0);
+        for (int d = 1; d < r.rank; d++)
+            CU_ASSERT_EQUAL(r.old_value[d], r.new_value[d]);
+    }
+    mp_rebatch_info r;
+    CU_ASSERT_EQUAL(mp_graph_rebatch_info(g1, (uint32_t)nw, &r),
+                    MP_ERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(mp_graph_rebatch_info(NULL, 0, &r), MP_ERR_INVALID_ARG);
+    CU_ASSERT_STRING_EQUAL(mp_rebatch_kind_name(MP_REBATCH_FOLDED), "folded");
+    CU_ASSERT_PTR_NULL(mp_rebatch_kind_name((mp_rebatch_kind)99));
+    mp_graph_destroy(plain);
+    mp_graph_destroy(g1);
+    mp_graph_destroy(g8);
+    mp_ctx_destroy(ctx);
+}
+
+/* The CLI: the summary line, --show-rewrites, --json, and the rules. */
+static void t_cli_rewrites(void)
+{
+    ob b;
+    b1_consts k;
+    b1_model(&b, &k, 1);
+    size_t len;
+    uint8_t *buf = ob_pack(&b, &len);
+    const char *tmp = mp_test_write_temp(".onnx", "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+    char path[512], cmd[2048];
+    static char out[65536];
+    snprintf(path, sizeof path, "%s", tmp);
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    ob_free(&b);
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --batch 8 --no-lints",
+             MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "rebatch      7 rewrites from batch 1 "
+                                       "to 8 (1 input, 1 mask, 3 reshape, 1 "
+                                       "folded, 1 expand); --show-rewrites"));
+    CU_ASSERT_PTR_NULL(strstr(out, "'shape_b'"));
+    snprintf(cmd, sizeof cmd, "'%s' shapes '%s' --batch 8 --show-rewrites",
+             MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  expand   node 'expand_batch' "
+                                       "(Expand) constant 'shape_b' [1, 4] "
+                                       "-> [8, 4] (axis 0)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  folded   node 'flatten' (Reshape) "
+                                       "constant 'fold' [4, 6] -> [32, 6]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  input    'ids' [1, 4] -> [8, 4]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  mask     'mask' [1, 1, 4, 4] -> "
+                                       "[8, 1, 4, 4]"));
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --batch 8 --json --no-lints",
+             MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    mp_test_json *j = mp_test_json_parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(mp_test_jstr(j, "rebatch.rewrites[2].kind"),
+                           "expand");
+    mp_test_json_free(j);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"from\": 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"node\": \"flatten\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"tensor\": \"fold\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"new\": [32, 6]"));
+    /* without --batch nothing is printed; --show-rewrites needs --batch */
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --no-lints", MP_CLI_PATH,
+             path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "rebatch"));
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --show-rewrites 2>&1",
+             MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--show-rewrites"));
+    remove(path);
+}
+
+/* The batch-1 exports of the reference models (torch.onnx, TorchScript
+ * and dynamo), when MEMPLAN_B1_DIR names their folder (b1ts/, b1dy/):
+ * each loads at batch 8 and reports its rewrites. */
+static void t_b1_exports_dir(void)
+{
+    const char *dir = getenv("MEMPLAN_B1_DIR");
+    if (!dir || !*dir) {
+        fprintf(stderr, "\n  rebatch: batch-1 exports skipped "
+                        "(MEMPLAN_B1_DIR not set)\n");
+        return;
+    }
+    static const char *const files[] = {
+        "b1ts/bert_base.train.onnx", "b1ts/t5_small.train.onnx",
+        "b1dy/bert_base.train.onnx", "b1dy/t5_small.train.onnx",
+        "b1dy/gpt2_medium.train.onnx"};
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int found = 0;
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            continue;
+        fclose(f);
+        found++;
+        mp_onnx_options o;
+        mp_onnx_options_init(&o);
+        o.batch = 8;
+        mp_graph *g = NULL;
+        mp_status st = mp_graph_load_onnx(ctx, path, &o, &g);
+        if (st)
+            fprintf(stderr, "\n  %s\n", mp_ctx_message(ctx));
+        CU_ASSERT_EQUAL(st, MP_OK);
+        CU_ASSERT(mp_graph_num_rebatches(g) > 10);
+        CU_ASSERT_EQUAL(mp_graph_unknown_shapes(g), 0);
+        mp_graph_destroy(g);
+    }
+    if (!found)
+        fprintf(stderr, "\n  rebatch: no batch-1 export in %s\n", dir);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_rebatch(void)
 {
     static CU_TestInfo tests[] = {
@@ -531,6 +844,12 @@ void mp_register_rebatch(void)
         {"corpus: 9 onnx_light models at batch 8, 8x sizes, verified",
          t_corpus_light},
         {"corpus: CLI plan/verify light_resnet50 --batch 8", t_corpus_cli},
+        {"batch-1 exports (BERT, GPT-2 patterns): the shapes and peaks of "
+         "the model built at batch 8; every rewrite reported",
+         t_batch1_exports},
+        {"CLI: rewrites summary, --show-rewrites, --json", t_cli_rewrites},
+        {"batch-1 exports in MEMPLAN_B1_DIR (skipped when unset)",
+         t_b1_exports_dir},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("rebatch", tests);
 }
