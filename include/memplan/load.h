@@ -84,11 +84,12 @@ typedef struct mp_onnx_options {
      * this batch N. The leading dim of every graph input that is not an
      * initializer becomes N (a symbol there is bound to N), and shape
      * constants that hold the declared batch B0 (Reshape targets, Resize
-     * sizes; [1, 2048] -> [N, 2048]) are re-batched, as a dynamic-batch
-     * export writes them. An input of rank 0, or inputs whose fixed
-     * leading dims disagree, are MP_ERR_INVALID_ARG naming them; a
-     * constant that cannot be re-batched is MP_ERR_SHAPE naming the node
-     * and the constant. 0 (default): the batch as declared. */
+     * sizes, Expand shapes, bool masks; [1, 2048] -> [N, 2048]) are
+     * re-batched, as a dynamic-batch export writes them; each rewrite is
+     * reported (mp_graph_rebatch_info). An input of rank 0, or inputs
+     * whose fixed leading dims disagree, are MP_ERR_INVALID_ARG naming
+     * them; a constant that cannot be re-batched is MP_ERR_SHAPE naming
+     * the node and the constant. 0 (default): the batch as declared. */
     int64_t batch;
 } mp_onnx_options;
 /* Fills ONNX loading options with their defaults: no bindings, no input
