@@ -173,6 +173,31 @@ static void t_reshape_resize(void)
     /* x, r, y, z, y2, u, f: every activation 8x its batch-1 bytes */
     CU_ASSERT_EQUAL(assert_scaled(g1, g8, 8), 7);
     mp_test_plan_verify(g8);
+    /* reported: the input, the three targets and the sizes; at batch 1
+     * (as declared) nothing */
+    uint32_t kinds[MP_REBATCH_KIND_COUNT] = {0};
+    for (uint32_t i = 0; i < mp_graph_num_rebatches(g8); i++) {
+        mp_rebatch_info r;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_rebatch_info(g8, i, &r), MP_OK);
+        CU_ASSERT_FATAL((unsigned)r.kind < MP_REBATCH_KIND_COUNT);
+        kinds[r.kind]++;
+        if (r.kind == MP_REBATCH_RESIZE) {
+            CU_ASSERT_EQUAL(r.rank, 4);
+            CU_ASSERT_EQUAL(r.old_value[0], 1);
+            CU_ASSERT_EQUAL(r.new_value[0], 8);
+            CU_ASSERT_EQUAL(r.new_value[3], 8);
+        }
+        if (r.kind == MP_REBATCH_FOLDED) {
+            CU_ASSERT_EQUAL(r.old_value[0], 3);
+            CU_ASSERT_EQUAL(r.new_value[0], 24);
+        }
+    }
+    CU_ASSERT_EQUAL(mp_graph_num_rebatches(g8), 5);
+    CU_ASSERT_EQUAL(kinds[MP_REBATCH_INPUT], 1);
+    CU_ASSERT_EQUAL(kinds[MP_REBATCH_RESHAPE], 2);
+    CU_ASSERT_EQUAL(kinds[MP_REBATCH_FOLDED], 1);
+    CU_ASSERT_EQUAL(kinds[MP_REBATCH_RESIZE], 1);
+    CU_ASSERT_EQUAL(mp_graph_num_rebatches(g1), 0);
     /* the constants themselves are unchanged (other readers see them as
      * written) */
     const mp__tensor *t = tensor(g8, "target48");
@@ -511,6 +536,31 @@ static void t_transformer_patterns(void)
     assert_dims(g2, "mask", mask_dims, 4);
     /* the constants themselves are not changed */
     CU_ASSERT_EQUAL(tensor(g3, "cls")->dims[0], 1);
+    /* reported: inputs x and att, the mask, the class token's Expand, the
+     * flattened [10, 6] and the heads [5, 6, 2] (folded, axes 0 and 1),
+     * the view back [2, 5, 6] */
+    CU_ASSERT_EQUAL(mp_graph_num_rebatches(g3), 7);
+    CU_ASSERT_EQUAL(mp_graph_num_rebatches(g2), 0);
+    int heads_seen = 0;
+    for (uint32_t i = 0; i < mp_graph_num_rebatches(g3); i++) {
+        mp_rebatch_info r;
+        mp_tensor_info ti;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_rebatch_info(g3, i, &r), MP_OK);
+        CU_ASSERT_EQUAL(r.from, 2);
+        CU_ASSERT_EQUAL(r.to, 3);
+        CU_ASSERT_EQUAL_FATAL(mp_graph_tensor_info(g3, r.tensor, &ti), MP_OK);
+        if (strcmp(ti.name, "heads") == 0) {
+            heads_seen++;
+            CU_ASSERT_EQUAL(r.kind, MP_REBATCH_FOLDED);
+            CU_ASSERT_EQUAL(r.axis, 1);
+            CU_ASSERT_EQUAL(r.new_value[1], 9);
+        }
+        if (strcmp(ti.name, "exp_shape") == 0)
+            CU_ASSERT_EQUAL(r.kind, MP_REBATCH_EXPAND);
+        if (strcmp(ti.name, "mask") == 0)
+            CU_ASSERT_EQUAL(r.kind, MP_REBATCH_MASK);
+    }
+    CU_ASSERT_EQUAL(heads_seen, 1);
     ob_free(&b);
     mp_graph_destroy(g2);
     mp_graph_destroy(g3);
