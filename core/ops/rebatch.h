@@ -32,7 +32,9 @@ typedef enum mp__rebatch_kind {
  * - MP__REBATCH_DIMS: a first element B0 becomes N;
  * - MP__REBATCH_EXPAND (any input 0, a weight included: a class token
  *   expanded to the batch): a first element B0 becomes N when input 0 has
- *   no axis there, a 1, or N (a buffer [1, T] expanded to [B0, T]);
+ *   no axis there, a 1, or N (a buffer [1, T] expanded to [B0, T]); at
+ *   B0 = 1, a 1 (or no axis) expanded to a 1 only when the output meets
+ *   a tensor computed from a graph input (rebatch.c, meets_batch);
  * - MP__REBATCH_RESHAPE: a target that already holds the input's elements
  *   is kept; else a first element B0 becomes N (also with a -1 elsewhere:
  *   [B0, -1] -> [N, -1]); else, with no -1, a first element k*B0 (the
@@ -41,7 +43,9 @@ typedef enum mp__rebatch_kind {
  *   counts. When input 0's leading dim is not N (the batch folded with
  *   the sequence, [N*T, C] into [B0, T, C]), a first element B0 becomes N
  *   only if that makes the target hold the input's elements and the
- *   target as written does not. Anything else is left as written. */
+ *   target as written does not. Anything else is left as written.
+ * Each rewrite is recorded on g (mp__graph_note_rebatch: kind, node, the
+ * operand, its value as written and as used). */
 mp_status mp__rebatch_operand(mp_graph *g, uint32_t node, uint32_t input,
                              mp__rebatch_kind kind, const mp__shape *data,
                              const int64_t **v, uint32_t c, int64_t *buf);
