@@ -304,33 +304,53 @@ static int cmp_block_key(const void *a, const void *b)
 }
 
 /* ---- in-place reuse and fused chains (docs/memory-model.md) ---------------- */
-/* Every arena input of the fused chain ending at `node` (the inputs of its
- * nodes that are not themselves fused) must be resident at step s: a fused
- * chain runs as one kernel at the step of its last node. */
-static mp_status chain_resident(const mp_graph *g, const mp_plan *p,
-                                const uint32_t *open, uint32_t node,
-                                uint32_t s, uint32_t depth)
+/* The state of one replay of the schedule. A fused instance: the value a
+ * node step writes of a tensor marked fused with no block starting at
+ * that step; only the next node step reads it (they run as one kernel). */
+typedef struct replayer {
+    const mp_graph *g;
+    const mp_plan *p;
+    const uint32_t *order; /* blocks by (tensor, first) */
+    uint32_t *open;        /* tensor -> its block now resident, MP_NONE */
+    uint8_t *used;         /* block -> a step started it */
+    uint8_t *computed;     /* node -> computed */
+    uint8_t *on_host;      /* tensor -> offloaded to host */
+    uint32_t *prev_of;     /* node step -> the node step before, MP_NONE */
+    uint32_t *fused_at;    /* node step -> the tensor of the fused instance
+                              it wrote, MP_NONE */
+    uint32_t prev_step;    /* the latest node step, MP_NONE */
+    char lb[300];          /* step labels of messages */
+} replayer;
+
+/* The tensor whose fused instance node step q reads (written by the node
+ * step before it), or MP_NONE. */
+static uint32_t fused_read(const replayer *R, uint32_t q)
 {
-    const mp__node *n = &g->nodes[node];
-    if (depth > g->n_nodes)
-        return mp__err(p->ctx, MP_ERR_VERIFY, "fused chain through node '%s' "
-                      "is cyclic", n->name);
+    uint32_t b = R->prev_of[q];
+    return b == MP_NONE ? MP_NONE : R->fused_at[b];
+}
+
+/* Every arena input of the fused chain ending at node step q (the inputs
+ * of its node steps that are not fused instances) must be resident at
+ * step s: a fused chain runs as one kernel at the step of its last node. */
+static mp_status chain_resident(const replayer *R, uint32_t q, uint32_t s)
+{
+    const mp_graph *g = R->g;
+    const mp_plan *p = R->p;
+    const mp__node *n = &g->nodes[p->steps[q].index];
+    uint32_t fin = fused_read(R, q);
     for (uint32_t i = 0; i < n->n_in; i++) {
         if (n->inputs[i] == MP_NONE)
             continue;
         uint32_t r = g->tensors[n->inputs[i]].root;
         if (mp__kind_persistent(g->tensors[r].kind) || g->tensors[r].bytes == 0)
             continue;
-        if (p->fused && p->fused[r]) {
-            if (g->tensors[r].producer == MP_NONE)
-                return mp__err(p->ctx, MP_ERR_VERIFY,
-                              "fused tensor '%s' has no producer",
-                              g->tensors[r].name);
-            mp_status st = chain_resident(g, p, open, g->tensors[r].producer,
-                                          s, depth + 1);
+        if (r == fin) {
+            /* the step before q is earlier: the recursion ends */
+            mp_status st = chain_resident(R, R->prev_of[q], s);
             if (st)
                 return st;
-        } else if (open[r] == MP_NONE) {
+        } else if (R->open[r] == MP_NONE) {
             return mp__err(p->ctx, MP_ERR_VERIFY,
                           "step %u: input '%s' of node '%s' (inside a fused "
                           "chain) is not resident when the chain runs",
@@ -340,43 +360,28 @@ static mp_status chain_resident(const mp_graph *g, const mp_plan *p,
     return MP_OK;
 }
 
-/* A tensor marked fused must follow the rule: produced by a pointwise
- * node with one output, read by exactly one pointwise node (no views)
- * whose single output has the same byte size, not a graph output, and
- * without a block. Its consumer's step checks the adjacency. */
-static mp_status check_fused_output(const mp_graph *g, const mp_plan *p,
-                                    const uint32_t *order, uint32_t s,
-                                    uint32_t t)
+/* Node step s reads the fused instance `fin` written by the node step
+ * before: it must read it, and be a pointwise node with one output of
+ * its size. */
+static mp_status check_fused_reader(replayer *R, uint32_t s, uint32_t fin)
 {
-    mp_ctx *ctx = p->ctx;
-    const mp__tensor *tt = &g->tensors[t];
-    const mp__node *pn = &g->nodes[tt->producer];
-    uint32_t outs = 0;
-    for (uint32_t o = 0; o < pn->n_out; o++)
-        outs += pn->outputs[o] != MP_NONE;
-    if (!mp__op_pointwise(pn->def) || outs != 1)
-        return mp__err(ctx, MP_ERR_VERIFY,
-                      "tensor '%s' is marked fused but node '%s' (%s) is not "
-                      "a pointwise op with one output",
-                      tt->name, pn->name, pn->op);
-    if (tt->flags & MP__TF_OUTPUT)
-        return mp__err(ctx, MP_ERR_VERIFY,
-                      "tensor '%s' is marked fused but is a graph output",
-                      tt->name);
-    if (tt->n_cons == 0)
-        return mp__err(ctx, MP_ERR_VERIFY,
-                      "tensor '%s' is marked fused but nothing reads it",
-                      tt->name);
-    uint32_t c = g->cons[tt->cons_begin];
-    for (uint32_t k = 1; k < tt->n_cons; k++)
-        if (g->cons[tt->cons_begin + k] != c)
-            return mp__err(ctx, MP_ERR_VERIFY,
-                          "tensor '%s' is marked fused but has more than one "
-                          "reader",
-                          tt->name);
-    const mp__node *cn = &g->nodes[c];
-    uint32_t z = MP_NONE;
-    outs = 0;
+    const mp_graph *g = R->g;
+    const mp_plan *p = R->p;
+    const mp__node *cn = &g->nodes[p->steps[s].index];
+    const mp__tensor *tt = &g->tensors[fin];
+    bool reads = false;
+    uint32_t z = MP_NONE, outs = 0;
+    for (uint32_t i = 0; i < cn->n_in; i++)
+        reads |= cn->inputs[i] != MP_NONE &&
+                 g->tensors[cn->inputs[i]].root == fin;
+    if (!reads)
+        return mp__err(p->ctx, MP_ERR_VERIFY,
+                      "step %u (%s): the fused value of '%s' written at step "
+                      "%u is not read here; a fused value is read by the "
+                      "node step right after the one that writes it",
+                      (unsigned)s,
+                      step_label(g, &p->steps[s], R->lb, sizeof R->lb),
+                      tt->name, (unsigned)R->prev_of[s]);
     for (uint32_t o = 0; o < cn->n_out; o++)
         if (cn->outputs[o] != MP_NONE) {
             z = cn->outputs[o];
@@ -384,33 +389,27 @@ static mp_status check_fused_output(const mp_graph *g, const mp_plan *p,
         }
     if (!mp__op_pointwise(cn->def) || outs != 1 ||
         g->tensors[z].bytes != tt->bytes)
-        return mp__err(ctx, MP_ERR_VERIFY,
+        return mp__err(p->ctx, MP_ERR_VERIFY,
                       "tensor '%s' is marked fused but its reader '%s' (%s) "
                       "is not a pointwise op with one output of its size",
                       tt->name, cn->name, cn->op);
-    if (find_block(p, order, t, s) != MP_NONE)
-        return mp__err(ctx, MP_ERR_VERIFY,
-                      "tensor '%s' is marked fused but has a block", tt->name);
     return MP_OK;
 }
 
-/* True when `node` reads storage root x at an input position its registry
- * entry lets output 0 overwrite, directly or inside the fused chain that
- * ends at node. */
-static bool reads_overwritable(const mp_graph *g, const mp_plan *p,
-                               uint32_t node, uint32_t x, uint32_t depth)
+/* True when node step q reads storage root x at an input position its
+ * registry entry lets output 0 overwrite, directly or inside the fused
+ * chain that ends at q. */
+static bool reads_overwritable(const replayer *R, uint32_t q, uint32_t x)
 {
-    const mp__node *n = &g->nodes[node];
-    if (depth > g->n_nodes)
-        return false;
+    const mp_graph *g = R->g;
+    const mp__node *n = &g->nodes[R->p->steps[q].index];
+    uint32_t fin = fused_read(R, q);
     for (uint32_t i = 0; i < n->n_in; i++) {
         if (n->inputs[i] == MP_NONE)
             continue;
         uint32_t r = g->tensors[n->inputs[i]].root;
-        if (p->fused && p->fused[r]) {
-            if (g->tensors[r].producer != MP_NONE &&
-                reads_overwritable(g, p, g->tensors[r].producer, x,
-                                   depth + 1))
+        if (r == fin) {
+            if (reads_overwritable(R, R->prev_of[q], x))
                 return true;
         } else if (r == x && mp__op_may_overwrite(n->def, i)) {
             return true;
@@ -424,10 +423,13 @@ static bool reads_overwritable(const mp_graph *g, const mp_plan *p,
  * here and it is closed now, so any later read or FREE of it fails), be a
  * tensor the node may overwrite, not a graph input or output, and share
  * b's offset and size. */
-static mp_status check_inplace(const mp_graph *g, const mp_plan *p,
-                               uint32_t *open, uint32_t s, uint32_t node,
-                               uint32_t o, uint32_t b)
+static mp_status check_inplace(const replayer *R, uint32_t s, uint32_t o,
+                               uint32_t b)
 {
+    const mp_graph *g = R->g;
+    const mp_plan *p = R->p;
+    uint32_t *open = R->open;
+    uint32_t node = p->steps[s].index;
     mp_ctx *ctx = p->ctx;
     const mp__node *n = &g->nodes[node];
     uint32_t x = p->block_over[b];
@@ -456,7 +458,7 @@ static mp_status check_inplace(const mp_graph *g, const mp_plan *p,
                       "'%s' (%llu bytes): sizes differ",
                       (unsigned)s, ty->name, (unsigned long long)ty->bytes,
                       tx->name, (unsigned long long)tx->bytes);
-    if (!reads_overwritable(g, p, node, x, 0))
+    if (!reads_overwritable(R, s, x))
         return mp__err(ctx, MP_ERR_VERIFY,
                       "step %u: node '%s' (%s) writes '%s' in place over "
                       "'%s', which is not an input it may overwrite",
@@ -597,18 +599,6 @@ static mp_status replay_transfer(const mp_graph *g, const mp_plan *p,
     return MP_OK;
 }
 
-/* The state of one replay of the schedule. */
-typedef struct replayer {
-    const mp_graph *g;
-    const mp_plan *p;
-    const uint32_t *order; /* blocks by (tensor, first) */
-    uint32_t *open;        /* tensor -> its block now resident, MP_NONE */
-    uint8_t *used;         /* block -> a step started it */
-    uint8_t *computed;     /* node -> computed */
-    uint8_t *on_host;      /* tensor -> offloaded to host */
-    uint32_t prev_node;    /* node of the latest node step */
-    char lb[300];          /* step labels of messages */
-} replayer;
 
 /* graph inputs are resident from the start */
 static mp_status open_graph_inputs(replayer *R)
@@ -667,8 +657,8 @@ static mp_status replay_free(replayer *R, uint32_t s)
     return MP_OK;
 }
 
-/* Input t of the node at step s, when in the arena, is resident (a
- * fused input: computed by the node step just before, the chain's inputs
+/* Input t of the node at step s, when in the arena, is resident (the
+ * fused instance the node step before wrote: the chain's inputs
  * resident). */
 static mp_status replay_input(replayer *R, uint32_t s, uint32_t t)
 {
@@ -681,17 +671,8 @@ static mp_status replay_input(replayer *R, uint32_t s, uint32_t t)
     uint32_t r = tt->root;
     if (mp__kind_persistent(g->tensors[r].kind) || g->tensors[r].bytes == 0)
         return MP_OK;
-    if (p->fused && p->fused[r]) {
-        /* runs fused with its producer: computed just before */
-        if (g->tensors[r].producer == MP_NONE ||
-            g->tensors[r].producer != R->prev_node)
-            return mp__err(p->ctx, MP_ERR_VERIFY,
-                          "step %u (%s): fused input '%s' was not "
-                          "computed by the node step just before",
-                          (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
-                          g->tensors[r].name);
-        return chain_resident(g, p, R->open, sp->index, s, 0);
-    }
+    if (r == fused_read(R, s)) /* runs fused with the step before */
+        return chain_resident(R, s, s);
     uint32_t ob = R->open[r] == MP_NONE ? overwritten_by(p, r, s) : MP_NONE;
     if (ob != MP_NONE)
         return mp__err(p->ctx, MP_ERR_VERIFY,
@@ -703,11 +684,15 @@ static mp_status replay_input(replayer *R, uint32_t s, uint32_t t)
                       (unsigned)p->blocks[ob].first);
     if (R->open[r] == MP_NONE)
         return mp__err(p->ctx, MP_ERR_VERIFY,
-                      "step %u (%s): input '%s'%s%s%s is not resident",
+                      "step %u (%s): input '%s'%s%s%s is not resident%s",
                       (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
                       tt->name, r != t ? " (a view of '" : "",
                       r != t ? g->tensors[r].name : "",
-                      r != t ? "')" : "");
+                      r != t ? "')" : "",
+                      p->fused && p->fused[r]
+                          ? " (a fused value is read only by the node step "
+                            "right after the one that writes it)"
+                          : "");
     return MP_OK;
 }
 
@@ -723,14 +708,17 @@ static mp_status replay_output(replayer *R, uint32_t s, uint32_t o)
     const mp__tensor *tt = &g->tensors[t];
     if (!mp__tensor_in_arena(tt))
         return MP_OK;
-    if (p->fused && p->fused[t])
-        return check_fused_output(g, p, R->order, s, t);
     if (R->open[t] != MP_NONE)
         return mp__err(p->ctx, MP_ERR_VERIFY,
                       "step %u (%s): output '%s' is still resident",
                       (unsigned)s, step_label(g, sp, R->lb, sizeof R->lb),
                       tt->name);
     uint32_t b = find_block(p, R->order, t, s);
+    if (b == MP_NONE && p->fused && p->fused[t]) {
+        /* a fused instance (check_claims checked the producer) */
+        R->fused_at[s] = t;
+        return MP_OK;
+    }
     if (b == MP_NONE)
         return mp__err(p->ctx, MP_ERR_VERIFY,
                       "step %u (%s): output '%s' has no block "
@@ -744,7 +732,7 @@ static mp_status replay_output(replayer *R, uint32_t s, uint32_t o)
                       tt->name, (unsigned long long)p->blocks[b].size,
                       (unsigned long long)tt->bytes);
     if (p->block_over && p->block_over[b] != MP_NONE) {
-        mp_status st = check_inplace(g, p, R->open, s, sp->index, o, b);
+        mp_status st = check_inplace(R, s, o, b);
         if (st)
             return st;
     }
@@ -768,14 +756,19 @@ static mp_status replay_node(replayer *R, uint32_t s)
                       "step %u (%s): recomputed before being computed",
                       (unsigned)s, step_label(R->g, sp, R->lb, sizeof R->lb));
     R->computed[sp->index] = 1;
+    R->prev_of[s] = R->prev_step;
+    R->fused_at[s] = MP_NONE;
+    uint32_t fin = fused_read(R, s);
     mp_status st;
+    if (fin != MP_NONE && (st = check_fused_reader(R, s, fin)))
+        return st;
     for (uint32_t i = 0; i < n->n_in; i++)
         if ((st = replay_input(R, s, n->inputs[i])))
             return st;
     for (uint32_t o = 0; o < n->n_out; o++)
         if ((st = replay_output(R, s, o)))
             return st;
-    R->prev_node = sp->index;
+    R->prev_step = s;
     return MP_OK;
 }
 
@@ -791,6 +784,12 @@ static mp_status check_replay_end(const replayer *R)
         if (!R->computed[v])
             return mp__err(ctx, MP_ERR_VERIFY,
                           "node '%s' is never computed", g->nodes[v].name);
+    if (R->prev_step != MP_NONE && R->fused_at[R->prev_step] != MP_NONE)
+        return mp__err(ctx, MP_ERR_VERIFY,
+                      "the fused value of '%s' written at step %u is never "
+                      "read",
+                      g->tensors[R->fused_at[R->prev_step]].name,
+                      (unsigned)R->prev_step);
     for (uint32_t t = 0; t < nt; t++) {
         const mp__tensor *tt = &g->tensors[t];
         if (R->open[t] != MP_NONE && p->blocks[R->open[t]].end != p->n_steps)
@@ -820,9 +819,12 @@ static mp_status check_replay_end(const replayer *R)
 
 static mp_status replay(const mp_graph *g, const mp_plan *p,
                         const uint32_t *order, uint32_t *open, uint8_t *used,
-                        uint8_t *computed, uint8_t *on_host)
+                        uint8_t *computed, uint8_t *on_host, uint32_t *per_step)
 {
-    replayer R = {g, p, order, open, used, computed, on_host, MP_NONE, {0}};
+    replayer R = {g,        p,       order,
+                  open,     used,    computed,
+                  on_host,  per_step, per_step + p->n_steps + 1,
+                  MP_NONE,  {0}};
     for (uint32_t t = 0; t < g->n_tensors; t++)
         open[t] = MP_NONE;
     mp_status st = open_graph_inputs(&R);
@@ -1103,6 +1105,19 @@ static mp_status check_claims(const mp_graph *g, const mp_plan *p)
                           "tensor '%s' is marked fused but is %s; only an "
                           "arena tensor produced by a node can be fused",
                           tt->name, why);
+        const mp__node *pn = &g->nodes[tt->producer];
+        uint32_t outs = 0;
+        for (uint32_t o = 0; o < pn->n_out; o++)
+            outs += pn->outputs[o] != MP_NONE;
+        if (!mp__op_pointwise(pn->def) || outs != 1)
+            return mp__err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s' is marked fused but node '%s' (%s) is "
+                          "not a pointwise op with one output",
+                          tt->name, pn->name, pn->op);
+        if (tt->flags & MP__TF_OUTPUT)
+            return mp__err(ctx, MP_ERR_VERIFY,
+                          "tensor '%s' is marked fused but is a graph output",
+                          tt->name);
     }
     return MP_OK;
 }
@@ -1132,8 +1147,10 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
     uint8_t *used = mp__calloc(ctx, (size_t)nb + 1, 1);
     uint8_t *computed = mp__calloc(ctx, g->n_nodes + 1, 1);
     uint8_t *on_host = mp__calloc(ctx, (size_t)nt + 1, 1);
+    uint32_t *per_step = mp__alloc(ctx, 2 * ((size_t)p->n_steps + 1) *
+                                            sizeof *per_step);
     mp_status st = MP_ERR_NOMEM;
-    if (order && keys && open && used && computed && on_host) {
+    if (order && keys && open && used && computed && on_host && per_step) {
         for (uint32_t i = 0; i < nb; i++)
             keys[i] = (block_key){p->blocks[i].tensor, p->blocks[i].first, i};
         qsort(keys, nb, sizeof *keys, cmp_block_key);
@@ -1149,7 +1166,7 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
                             g->tensors[a->tensor].name, (unsigned)a->first);
         }
         if (!st)
-            st = replay(g, p, order, open, used, computed, on_host);
+            st = replay(g, p, order, open, used, computed, on_host, per_step);
         if (!st)
             st = check_geometry(g, p);
         if (!st)
@@ -1163,5 +1180,6 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
     mp__dealloc(ctx, used);
     mp__dealloc(ctx, computed);
     mp__dealloc(ctx, on_host);
+    mp__dealloc(ctx, per_step);
     return st;
 }

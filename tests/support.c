@@ -427,3 +427,40 @@ size_t mp_test_jlen(const mp_test_json *j, const char *fmt, ...)
     JGET(v);
     return v && v->type == 'a' ? v->n : 0;
 }
+
+mp_graph *mp_test_gelu_train(mp_ctx *ctx)
+{
+    mp_graph *g = NULL, *t = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {32, 256}, dw[] = {256, 256};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w1 = mp_test_tensor(g, "W1", MP_KIND_WEIGHT, 2, dw);
+    uint32_t w2 = mp_test_tensor(g, "W2", MP_KIND_WEIGHT, 2, dw);
+    uint32_t c = mp_test_tensor(g, "sqrt2", MP_KIND_CONSTANT, 0, NULL);
+    uint32_t one = mp_test_tensor(g, "one", MP_KIND_CONSTANT, 0, NULL);
+    uint32_t half = mp_test_tensor(g, "half", MP_KIND_CONSTANT, 0, NULL);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t d = mp_test_tensor(g, "d", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t e = mp_test_tensor(g, "e", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t m = mp_test_tensor(g, "m", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t u = mp_test_tensor(g, "u", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t i1[] = {x, w1}, i2[] = {h, c}, i4[] = {e, one}, i5[] = {h, a},
+             i6[] = {m, half}, i7[] = {u, w2};
+    mp_test_node(g, "mm1", "MatMul", i1, 2, &h, 1);
+    mp_test_node(g, "div", "Div", i2, 2, &d, 1);
+    mp_test_node(g, "erf", "Erf", &d, 1, &e, 1);
+    mp_test_node(g, "add", "Add", i4, 2, &a, 1);
+    mp_test_node(g, "mul", "Mul", i5, 2, &m, 1);
+    mp_test_node(g, "mulhalf", "Mul", i6, 2, &u, 1);
+    mp_test_node(g, "mm2", "MatMul", i7, 2, &y, 1);
+    CU_ASSERT_FATAL(mp_graph_mark_output(g, y) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer_impl = MP_OPTIM_IMPL_FUSED; /* no optimizer temporary */
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_graph_destroy(g);
+    return t;
+}

@@ -84,6 +84,12 @@ uint32_t mp_test_node(mp_graph *g, const char *name, const char *op,
 /* Asserts that g's tensor `name` has this rank and these dims. */
 void mp_test_assert_shape(const mp_graph *g, const char *name, int rank,
                           const int64_t *dims);
+/* The training graph (fused Adam) of a two-layer MLP whose activation is
+ * a GELU decomposed as torch.onnx exports it: h = MatMul(x, W1), d =
+ * Div(h, sqrt2), e = Erf(d), a = Add(e, one), m = Mul(h, a), u = Mul(m,
+ * half), y = MatMul(u, W2); activations [32, 256] (32 KiB). Backward
+ * reads h, d (Erf's derivative), a (the Mul's other operand) and u. */
+mp_graph *mp_test_gelu_train(mp_ctx *ctx);
 /* Plans g with the default options and asserts that mp_verify_plan
  * accepts the plan. */
 void mp_test_plan_verify(mp_graph *g);

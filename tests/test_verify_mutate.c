@@ -111,6 +111,31 @@ static void make_bases(void)
         nrec += p->steps[s].kind == MP_STEP_RECOMPUTE;
     CU_ASSERT(nrec > 0);
     add_base("transformer_block --train, recompute", tg2, fwd, p);
+    /* a training step with --fuse under the min-cut save choice: fused
+     * forward instances of tensors whose recomputed instances keep their
+     * blocks, beside RECOMPUTE steps */
+    mp_graph *tg3 = NULL;
+    fwd = load_example("transformer_block.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fwd);
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(fwd, NULL, &tg3, NULL), MP_OK);
+    ro.solver = MP_REMAT_MINCUT;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.fuse = 1;
+    p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_remat_plan(tg3, &ro, &po, &p, &rr), MP_OK);
+    uint32_t nfused = 0, nkept = 0;
+    nrec = 0;
+    for (uint32_t s = 0; s < p->n_steps; s++)
+        nrec += p->steps[s].kind == MP_STEP_RECOMPUTE;
+    for (uint32_t i = 0; i < p->n_blocks; i++)
+        nkept += p->fused != NULL && p->fused[p->blocks[i].tensor];
+    for (uint32_t t = 0; p->fused && t < tg3->n_tensors; t++)
+        nfused += p->fused[t];
+    CU_ASSERT(nrec > 0);
+    CU_ASSERT(nfused > 0);
+    CU_ASSERT(nkept > 0); /* some instance of a fused tensor has a block */
+    add_base("transformer_block --train --fuse, min-cut", tg3, fwd, p);
     /* offload: OFFLOAD and PREFETCH steps (docs/offload.md) */
     mp_graph *og = load_example("offload/skip_chain.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(og);
@@ -243,25 +268,57 @@ static bool resident(const oracle *o, uint32_t t, uint32_t s, uint32_t node)
     return false;
 }
 
-/* every arena input of `n` (through fused chains) is resident at step s,
- * where node `at` runs */
-static bool chain_inputs_resident(const oracle *o, uint32_t n, uint32_t s,
-                                  uint32_t at, uint32_t depth)
+/* the node step before step s, or MP_NONE */
+static uint32_t node_step_before(const mp_plan *p, uint32_t s)
+{
+    while (s-- > 0)
+        if (is_node_step(&p->steps[s]))
+            return s;
+    return MP_NONE;
+}
+
+/* the tensor of the fused instance node step q writes: an output marked
+ * fused with no block starting at q; else MP_NONE */
+static uint32_t fused_instance(const oracle *o, uint32_t q)
+{
+    const mp_plan *p = o->p;
+    const mp__node *n = &o->g->nodes[p->steps[q].index];
+    for (uint32_t k = 0; k < n->n_out; k++) {
+        uint32_t t = n->outputs[k];
+        if (t == MP_NONE || !in_arena(&o->g->tensors[t]) || !fused(p, t))
+            continue;
+        bool block = false;
+        for (uint32_t i = 0; i < p->n_blocks; i++)
+            block |= p->blocks[i].tensor == t && p->blocks[i].first == q;
+        if (!block)
+            return t;
+    }
+    return MP_NONE;
+}
+
+/* the fused instance node step q reads: written by the node step before */
+static uint32_t fused_input_at(const oracle *o, uint32_t q)
+{
+    uint32_t b = node_step_before(o->p, q);
+    return b == MP_NONE ? MP_NONE : fused_instance(o, b);
+}
+
+/* every arena input of node step q (through fused chains) is resident at
+ * step s, where node `at` runs */
+static bool chain_inputs_resident(const oracle *o, uint32_t q, uint32_t s,
+                                  uint32_t at)
 {
     const mp_graph *g = o->g;
-    if (depth > g->n_nodes)
-        return false;
-    const mp__node *nd = &g->nodes[n];
+    const mp__node *nd = &g->nodes[o->p->steps[q].index];
+    uint32_t fin = fused_input_at(o, q);
     for (uint32_t i = 0; i < nd->n_in; i++) {
         if (nd->inputs[i] == MP_NONE)
             continue;
         uint32_t r = g->tensors[nd->inputs[i]].root;
         if (takes_no_memory(g, r))
             continue;
-        if (fused(o->p, r)) {
-            if (g->tensors[r].producer == MP_NONE ||
-                !chain_inputs_resident(o, g->tensors[r].producer, s, at,
-                                       depth + 1))
+        if (r == fin) {
+            if (!chain_inputs_resident(o, node_step_before(o->p, q), s, at))
                 return false;
         } else if (!resident(o, r, s, at)) {
             return false;
@@ -270,20 +327,17 @@ static bool chain_inputs_resident(const oracle *o, uint32_t n, uint32_t s,
     return true;
 }
 
-static bool overwrites(const oracle *o, uint32_t n, uint32_t x,
-                       uint32_t depth)
+static bool overwrites(const oracle *o, uint32_t q, uint32_t x)
 {
     const mp_graph *g = o->g;
-    if (depth > g->n_nodes)
-        return false;
-    const mp__node *nd = &g->nodes[n];
+    const mp__node *nd = &g->nodes[o->p->steps[q].index];
+    uint32_t fin = fused_input_at(o, q);
     for (uint32_t i = 0; i < nd->n_in; i++) {
         if (nd->inputs[i] == MP_NONE)
             continue;
         uint32_t r = g->tensors[nd->inputs[i]].root;
-        if (fused(o->p, r)) {
-            if (g->tensors[r].producer != MP_NONE &&
-                overwrites(o, g->tensors[r].producer, x, depth + 1))
+        if (r == fin) {
+            if (overwrites(o, node_step_before(o->p, q), x))
                 return true;
         } else if (r == x && mp__op_may_overwrite(nd->def, i)) {
             return true;
@@ -363,6 +417,9 @@ static bool check_numbers(oracle *o)
     return true;
 }
 
+/* a tensor marked fused: an arena tensor a pointwise node with one
+ * output writes, not a graph output (each instance of it without a block
+ * is checked in check_steps) */
 static bool check_fused(oracle *o)
 {
     const mp_graph *g = o->g;
@@ -371,21 +428,11 @@ static bool check_fused(oracle *o)
         if (!fused(p, t))
             continue;
         const mp__tensor *tt = &g->tensors[t];
-        uint32_t z = MP_NONE, ignore;
+        uint32_t ignore;
         if (!in_arena(tt) || tt->producer == MP_NONE ||
             !pointwise_one_out(&g->nodes[tt->producer], &ignore) ||
-            (tt->flags & MP__TF_OUTPUT) || tt->n_cons == 0)
+            (tt->flags & MP__TF_OUTPUT))
             return bad(o, "fused tensor breaks the rule");
-        uint32_t c = g->cons[tt->cons_begin];
-        for (uint32_t k = 1; k < tt->n_cons; k++)
-            if (g->cons[tt->cons_begin + k] != c)
-                return bad(o, "fused tensor with two readers");
-        if (!pointwise_one_out(&g->nodes[c], &z) ||
-            g->tensors[z].bytes != tt->bytes)
-            return bad(o, "fused tensor's reader");
-        for (uint32_t i = 0; i < p->n_blocks; i++)
-            if (p->blocks[i].tensor == t)
-                return bad(o, "fused tensor with a block");
     }
     return true;
 }
@@ -413,7 +460,7 @@ static bool check_starts(oracle *o)
                 const mp__tensor *tx = &g->tensors[x];
                 if (!in_arena(tx) || tx->producer == MP_NONE ||
                     (tx->flags & MP__TF_OUTPUT) || tx->bytes != tt->bytes ||
-                    !overwrites(o, st->index, x, 0))
+                    !overwrites(o, b->first, x))
                     return bad(o, "in place: illegal");
                 bool same = false;
                 for (uint32_t j = 0; j < p->n_blocks; j++) {
@@ -506,32 +553,52 @@ static bool check_steps(oracle *o)
             break;
         }
         done[st->index] = 1;
+        /* the fused instance the node step before wrote: read here by a
+         * pointwise node with one output of its size */
+        uint32_t fin = prev == MP_NONE ? MP_NONE : fused_instance(o, prev);
+        if (fin != MP_NONE) {
+            bool reads = false;
+            uint32_t z = MP_NONE;
+            for (uint32_t i = 0; i < n->n_in; i++)
+                reads |= n->inputs[i] != MP_NONE &&
+                         g->tensors[n->inputs[i]].root == fin;
+            if (!reads || !pointwise_one_out(n, &z) ||
+                g->tensors[z].bytes != g->tensors[fin].bytes)
+                ok = bad(o, "fused value's reader");
+        }
         for (uint32_t i = 0; i < n->n_in && ok; i++) {
             if (n->inputs[i] == MP_NONE)
                 continue;
             uint32_t r = g->tensors[n->inputs[i]].root;
             if (takes_no_memory(g, r))
                 continue;
-            if (fused(p, r)) {
-                if (g->tensors[r].producer != prev ||
-                    !chain_inputs_resident(o, st->index, s, st->index, 0))
-                    ok = bad(o, "fused input");
+            if (r == fin) {
+                if (!chain_inputs_resident(o, s, s, st->index))
+                    ok = bad(o, "fused chain's input");
             } else if (!resident(o, r, s, st->index)) {
                 ok = bad(o, "input not resident");
             }
         }
+        uint32_t fout = fused_instance(o, s);
         for (uint32_t k = 0; k < n->n_out && ok; k++) {
             uint32_t t = n->outputs[k];
-            if (t == MP_NONE || !in_arena(&g->tensors[t]) || fused(p, t))
+            if (t == MP_NONE || !in_arena(&g->tensors[t]))
                 continue;
-            bool found = false;
-            for (uint32_t i = 0; i < p->n_blocks; i++)
-                found |= p->blocks[i].tensor == t && p->blocks[i].first == s;
-            if (!found)
+            bool found = false, live = false;
+            for (uint32_t i = 0; i < p->n_blocks; i++) {
+                const mp_block *bl = &p->blocks[i];
+                found |= bl->tensor == t && bl->first == s;
+                live |= bl->tensor == t && bl->first < s && s < bl->end;
+            }
+            if (t == fout && live)
+                ok = bad(o, "fused value written while resident");
+            else if (t != fout && !found)
                 ok = bad(o, "output without a block");
         }
-        prev = st->index;
+        prev = s;
     }
+    if (ok && prev != MP_NONE && fused_instance(o, prev) != MP_NONE)
+        ok = bad(o, "fused value never read");
     for (uint32_t v = 0; v < g->n_nodes && ok; v++)
         if (!done[v])
             ok = bad(o, "node never computed");
@@ -668,7 +735,7 @@ static const char *mutate_one(mplan *m, const mp_graph *g)
     uint32_t nt = (uint32_t)g->n_tensors, nn = (uint32_t)g->n_nodes;
     uint64_t a = f->alignment ? f->alignment : 1;
     mp_block *b = nb ? &p->blocks[rnd(nb)] : NULL;
-    switch (rnd(22)) {
+    switch (rnd(23)) {
     case 0:
         if (!b)
             return "none";
@@ -823,6 +890,18 @@ static const char *mutate_one(mplan *m, const mp_graph *g)
             : rnd(2)    ? (uint32_t)rnd(nt)
                         : p->blocks[rnd(nb)].tensor;
         return "in place";
+    case 21:
+        if (!b)
+            return "none";
+        /* an instance claimed fused: its block removed and its tensor
+         * marked (legal only where the fusion rule holds there) */
+        p->fused[b->tensor] = 1;
+        memmove(b, b + 1, (nb - 1 - (uint32_t)(b - p->blocks)) * sizeof *b);
+        memmove(&p->block_over[b - p->blocks],
+                &p->block_over[b - p->blocks + 1],
+                (nb - 1 - (uint32_t)(b - p->blocks)) * sizeof *p->block_over);
+        p->n_blocks--;
+        return "instance fused";
     case 20:
         if (!b)
             return "none";

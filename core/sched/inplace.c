@@ -4,11 +4,14 @@
  * a plan is built from it (mp__plan_from_schedule), so that every schedule
  * (the default order, a reordered one, a recompute schedule) gets them:
  *
- * - fuse: a tensor y produced by a pointwise node P whose only reader is
- *   a pointwise node C computed right after P (only FREE steps between),
- *   with C's output of y's byte size, is *fused*: P and C run as one
- *   kernel, y never exists in memory (no block). The inputs of P must then
- *   stay resident until C runs: their FREE steps move after C.
+ * - fuse: the value a pointwise node P writes at one step (an *instance*
+ *   of its output y: a training schedule computes y in the forward pass
+ *   and may recompute it for backward) is *fused* when the only step that
+ *   reads that instance is the next node step, a pointwise node C with
+ *   one output of y's byte size: P and C run as one kernel, that instance
+ *   of y never exists in memory (no block). The inputs of P must then stay
+ *   resident until C runs: their FREE steps move after C. Other instances
+ *   of y (read by backward, say) keep their blocks.
  * - in place: output 0 of a node whose registry entry allows it takes over
  *   the memory of an input that dies at that node (no later reader, also
  *   through views or, with fuse, through the fused chain ending there).
@@ -61,79 +64,22 @@ static uint32_t pointwise_out(const mp_graph *g, uint32_t node)
     return y;
 }
 
-/* Marks fused tensors given the node steps of the schedule (next_ns: the
- * next node step after each node step, MP_NONE at the end). */
-static void mark_fused(const mp_graph *g, const mp_step *steps, uint32_t n,
-                       const uint32_t *next_ns, const uint8_t *sf,
-                       uint8_t *fused, uint32_t *count)
-{
-    for (uint32_t s = 0; s < n; s++) {
-        if (steps[s].kind != MP_STEP_COMPUTE)
-            continue;
-        uint32_t y = pointwise_out(g, steps[s].index);
-        if (y == MP_NONE)
-            continue;
-        const mp__tensor *ty = &g->tensors[y];
-        if (!mp__tensor_in_arena(ty) || ty->bytes == 0 || sf[y] ||
-            ty->n_cons == 0)
-            continue;
-        uint32_t c = g->cons[ty->cons_begin];
-        bool one = true;
-        for (uint32_t k = 1; k < ty->n_cons; k++)
-            if (g->cons[ty->cons_begin + k] != c)
-                one = false;
-        uint32_t ns = next_ns[s];
-        if (!one || ns == MP_NONE || steps[ns].kind != MP_STEP_COMPUTE ||
-            steps[ns].index != c)
-            continue;
-        uint32_t z = pointwise_out(g, c);
-        if (z == MP_NONE || g->tensors[z].bytes != ty->bytes)
-            continue;
-        fused[y] = 1;
-        (*count)++;
-    }
-}
-
-/* Appends to `acc` (marking seen[] with stamp) the storage roots that the
- * chain ending at node `node` may overwrite: inputs at positions the op
- * allows, and through fused inputs the allowed inputs of their producers.
- * Depth-first, input order: deterministic. */
-static void chain_targets(const mp_graph *g, uint32_t node,
-                          const uint8_t *fused, uint32_t *acc, uint32_t *nacc,
-                          uint32_t cap, uint32_t *seen, uint32_t stamp)
-{
-    const mp__node *nd = &g->nodes[node];
-    for (uint32_t i = 0; i < nd->n_in && *nacc < cap; i++) {
-        uint32_t t = nd->inputs[i];
-        if (t == MP_NONE)
-            continue;
-        uint32_t r = g->tensors[t].root;
-        if (fused && fused[r]) {
-            uint32_t p = g->tensors[r].producer;
-            if (p != MP_NONE)
-                chain_targets(g, p, fused, acc, nacc, cap, seen, stamp);
-            continue;
-        }
-        if (!mp__op_may_overwrite(nd->def, i) || seen[r] == stamp)
-            continue;
-        seen[r] = stamp;
-        acc[(*nacc)++] = r;
-    }
-}
-
 /* The state of one rewrite. Per step (n + 1 entries): next_ns, the next
  * node step; chain_end, the step where the fused chain through a node step
- * ends; anchor, the node step a FREE step follows; head, the first FREE
- * anchored to a step (head[n]: before any node step). Per tensor: sf
- * (storage_flags), fused, lr (the step of the last read of a root), seen
- * and acc (chain_targets' scratch). */
+ * ends; prev_ns, the node step before; fstep, 1 where the node step's
+ * output instance is fused; anchor, the node step a FREE step follows;
+ * head, the first FREE anchored to a step (head[n]: before any node step).
+ * Per tensor: sf (storage_flags), fused (1 when some instance is), lr (the
+ * step of the last read of a root), seen and acc (chain_targets'
+ * scratch). */
 typedef struct sharing {
     const mp_graph *g;
     mp_ctx *ctx;
     mp_step *steps;
     uint32_t n, nt, n_fused;
     uint8_t *sf, *fused;
-    uint32_t *next_ns, *chain_end, *anchor, *lr, *head, *seen, *acc;
+    uint8_t *fstep; /* per step: the output instance it writes is fused */
+    uint32_t *next_ns, *prev_ns, *chain_end, *anchor, *lr, *head, *seen, *acc;
     uint32_t *over;
     /* take_over's scratch per tensor: the candidate of the current step
      * for that tensor (cand_of), valid where cand_stamp is the step's */
@@ -143,23 +89,19 @@ typedef struct sharing {
 
 /* False when the schedule is left as it is: other step kinds than
  * COMPUTE/RECOMPUTE/FREE (offload schedules), an invalid index (the block
- * walker says why), or nothing to do. Recompute schedules are not fused. */
+ * walker says why), or nothing to do. */
 static bool sharing_applies(const mp_graph *g, const mp_step *steps,
-                            uint32_t n, int inplace, int *fuse)
+                            uint32_t n, int inplace, int fuse)
 {
-    bool recompute = false;
     for (uint32_t s = 0; s < n; s++) {
         mp_step_kind k = steps[s].kind;
-        if (k == MP_STEP_RECOMPUTE)
-            recompute = true;
-        else if (k != MP_STEP_COMPUTE && k != MP_STEP_FREE)
+        if (k != MP_STEP_COMPUTE && k != MP_STEP_RECOMPUTE &&
+            k != MP_STEP_FREE)
             return false;
         if (steps[s].index >= (k == MP_STEP_FREE ? g->n_tensors : g->n_nodes))
             return false;
     }
-    if (recompute)
-        *fuse = 0;
-    return inplace || *fuse;
+    return inplace || fuse;
 }
 
 static mp_status sharing_alloc(sharing *sh, int fuse)
@@ -168,14 +110,17 @@ static mp_status sharing_alloc(sharing *sh, int fuse)
     size_t n = sh->n, nt = sh->nt;
     sh->sf = storage_flags(sh->g);
     sh->fused = fuse ? mp__calloc(ctx, nt + 1, 1) : NULL;
+    sh->fstep = mp__calloc(ctx, n + 1, 1);
     sh->next_ns = mp__alloc(ctx, (n + 1) * sizeof *sh->next_ns);
+    sh->prev_ns = mp__alloc(ctx, (n + 1) * sizeof *sh->prev_ns);
     sh->chain_end = mp__alloc(ctx, (n + 1) * sizeof *sh->chain_end);
     sh->anchor = mp__alloc(ctx, (n + 1) * sizeof *sh->anchor);
     sh->lr = mp__alloc(ctx, (nt + 1) * sizeof *sh->lr);
     sh->head = mp__alloc(ctx, (n + 2) * sizeof *sh->head);
     sh->seen = mp__calloc(ctx, nt + 1, sizeof *sh->seen);
     sh->acc = mp__alloc(ctx, (nt + 1) * sizeof *sh->acc);
-    if (!sh->sf || (fuse && !sh->fused) || !sh->next_ns || !sh->chain_end ||
+    if (!sh->sf || (fuse && !sh->fused) || !sh->fstep || !sh->next_ns ||
+        !sh->prev_ns || !sh->chain_end ||
         !sh->anchor || !sh->lr || !sh->head || !sh->seen || !sh->acc)
         return MP_ERR_NOMEM;
     return MP_OK;
@@ -186,7 +131,9 @@ static void sharing_free(sharing *sh)
     mp_ctx *ctx = sh->ctx;
     mp__dealloc(ctx, sh->sf);
     mp__dealloc(ctx, sh->fused);
+    mp__dealloc(ctx, sh->fstep);
     mp__dealloc(ctx, sh->next_ns);
+    mp__dealloc(ctx, sh->prev_ns);
     mp__dealloc(ctx, sh->chain_end);
     mp__dealloc(ctx, sh->anchor);
     mp__dealloc(ctx, sh->lr);
@@ -199,14 +146,116 @@ static void sharing_free(sharing *sh)
     mp__dealloc(ctx, sh->cand_stamp);
 }
 
-/* next_ns: the next node step after each step (MP_NONE at the end). */
+/* next_ns and prev_ns: the next and the previous node step of each step
+ * (MP_NONE at the ends). */
 static void node_successors(sharing *sh)
 {
-    uint32_t nxt = MP_NONE;
+    uint32_t nxt = MP_NONE, prv = MP_NONE;
     for (uint32_t s = sh->n; s-- > 0;) {
         sh->next_ns[s] = nxt;
         if (sh->steps[s].kind != MP_STEP_FREE)
             nxt = s;
+    }
+    for (uint32_t s = 0; s < sh->n; s++) {
+        sh->prev_ns[s] = prv;
+        if (sh->steps[s].kind != MP_STEP_FREE)
+            prv = s;
+    }
+}
+
+/* The tensor whose fused instance node step s reads: the output of the
+ * node step before s when that instance is fused and s reads it; else
+ * MP_NONE. */
+static uint32_t fused_input(const sharing *sh, uint32_t s)
+{
+    uint32_t q = sh->prev_ns[s];
+    return q != MP_NONE && sh->fstep[q] ? pointwise_out(sh->g,
+                                                        sh->steps[q].index)
+                                        : MP_NONE;
+}
+
+/* Marks the node steps whose output instance is fused (fstep) and the
+ * tensors with a fused instance (fused). One pass counts, per node step,
+ * the distinct node steps that read its output instance (until the
+ * tensor's next producing step) and the first of them. */
+static mp_status mark_fused(sharing *sh)
+{
+    const mp_graph *g = sh->g;
+    const mp_step *steps = sh->steps;
+    uint32_t *cur = sh->lr;             /* tensor -> step of its instance */
+    uint32_t *nrd = sh->chain_end;      /* step -> readers of its instance */
+    uint32_t *first = sh->anchor;       /* step -> its first reader */
+    uint32_t *last = sh->head;          /* step -> its latest reader */
+    for (uint32_t t = 0; t < sh->nt; t++)
+        cur[t] = MP_NONE;
+    for (uint32_t s = 0; s < sh->n; s++) {
+        nrd[s] = 0;
+        first[s] = last[s] = MP_NONE;
+        if (steps[s].kind == MP_STEP_FREE)
+            continue;
+        const mp__node *nd = &g->nodes[steps[s].index];
+        for (uint32_t i = 0; i < nd->n_in; i++) {
+            if (nd->inputs[i] == MP_NONE)
+                continue;
+            uint32_t q = cur[g->tensors[nd->inputs[i]].root];
+            if (q == MP_NONE || last[q] == s)
+                continue;
+            if (nrd[q]++ == 0)
+                first[q] = s;
+            last[q] = s;
+        }
+        for (uint32_t o = 0; o < nd->n_out; o++)
+            if (nd->outputs[o] != MP_NONE)
+                cur[nd->outputs[o]] = s;
+    }
+    for (uint32_t s = 0; s < sh->n; s++) {
+        if (steps[s].kind == MP_STEP_FREE)
+            continue;
+        uint32_t y = pointwise_out(g, steps[s].index);
+        if (y == MP_NONE)
+            continue;
+        const mp__tensor *ty = &g->tensors[y];
+        uint32_t ns = sh->next_ns[s];
+        if (!mp__tensor_in_arena(ty) || ty->bytes == 0 || sh->sf[y] ||
+            nrd[s] != 1 || ns == MP_NONE || first[s] != ns)
+            continue;
+        uint32_t z = pointwise_out(g, steps[ns].index);
+        if (z == MP_NONE || g->tensors[z].bytes != ty->bytes)
+            continue;
+        sh->fstep[s] = 1;
+        if (!sh->fused[y])
+            sh->n_fused++;
+        sh->fused[y] = 1;
+    }
+    return MP_OK;
+}
+
+/* Appends to `acc` (marking seen[] with stamp) the storage roots that the
+ * chain ending at node step s may overwrite: inputs at positions the op
+ * allows, and through the fused input the allowed inputs of the node step
+ * before. Depth-first, input order: deterministic. */
+static void chain_targets(const sharing *sh, uint32_t s, uint32_t stamp,
+                          uint32_t *nacc)
+{
+    const mp_graph *g = sh->g;
+    const mp__node *nd = &g->nodes[sh->steps[s].index];
+    uint32_t fin = fused_input(sh, s);
+    for (uint32_t i = 0; i < nd->n_in && *nacc < sh->nt; i++) {
+        uint32_t t = nd->inputs[i];
+        if (t == MP_NONE)
+            continue;
+        uint32_t r = g->tensors[t].root;
+        if (r == fin) {
+            if (sh->seen[r] != stamp) {
+                sh->seen[r] = stamp;
+                chain_targets(sh, sh->prev_ns[s], stamp, nacc);
+            }
+            continue;
+        }
+        if (!mp__op_may_overwrite(nd->def, i) || sh->seen[r] == stamp)
+            continue;
+        sh->seen[r] = stamp;
+        sh->acc[(*nacc)++] = r;
     }
 }
 
@@ -215,10 +264,7 @@ static void chain_ends(sharing *sh)
 {
     for (uint32_t s = sh->n; s-- > 0;) {
         sh->chain_end[s] = s;
-        if (sh->steps[s].kind == MP_STEP_FREE || !sh->n_fused)
-            continue;
-        uint32_t y = pointwise_out(sh->g, sh->steps[s].index);
-        if (y != MP_NONE && sh->fused[y])
+        if (sh->steps[s].kind != MP_STEP_FREE && sh->fstep[s])
             sh->chain_end[s] = sh->chain_end[sh->next_ns[s]];
     }
 }
@@ -240,22 +286,27 @@ static void note_reads(sharing *sh, uint32_t s)
 
 /* 1. Anchors every FREE step after the node step that really ends its
  * tensor's life (a read inside a fused chain counts at the chain's end);
- * FREE steps of fused tensors are dropped (anchor MP_NONE - 1). */
-static void anchor_frees(sharing *sh)
+ * FREE steps of fused instances are dropped (anchor MP_NONE - 1). inst
+ * (per tensor): the step of its current instance. */
+static void anchor_frees(sharing *sh, uint32_t *inst)
 {
     const mp_step *steps = sh->steps;
     for (uint32_t t = 0; t < sh->nt; t++)
-        sh->lr[t] = MP_NONE;
+        sh->lr[t] = inst[t] = MP_NONE;
     uint32_t last_node = MP_NONE;
     for (uint32_t s = 0; s < sh->n; s++) {
         if (steps[s].kind != MP_STEP_FREE) {
             last_node = s;
             sh->anchor[s] = s;
             note_reads(sh, s);
+            const mp__node *nd = &sh->g->nodes[steps[s].index];
+            for (uint32_t o = 0; o < nd->n_out; o++)
+                if (nd->outputs[o] != MP_NONE)
+                    inst[nd->outputs[o]] = s;
             continue;
         }
         uint32_t x = steps[s].index;
-        if (sh->fused && sh->fused[x]) {
+        if (inst[x] != MP_NONE && sh->fstep[inst[x]]) {
             sh->anchor[s] = MP_NONE - 1;
             continue;
         }
@@ -276,8 +327,12 @@ static mp_status rebuild(sharing *sh, mp_step **steps_io, uint32_t *n_io)
     const mp_step *steps = sh->steps;
     uint32_t n = sh->n, *head = sh->head, *bucket_next = sh->chain_end;
     mp_step *out = mp__alloc(sh->ctx, ((size_t)n + 1) * sizeof *out);
-    if (!out)
+    uint8_t *fs = mp__calloc(sh->ctx, (size_t)n + 1, 1);
+    if (!out || !fs) {
+        mp__dealloc(sh->ctx, out);
+        mp__dealloc(sh->ctx, fs);
         return MP_ERR_NOMEM;
+    }
     for (uint32_t s = 0; s <= n; s++)
         head[s] = MP_NONE;
     /* prepended in reverse step order: each bucket lists its FREE steps in
@@ -295,10 +350,13 @@ static mp_status rebuild(sharing *sh, mp_step **steps_io, uint32_t *n_io)
     for (uint32_t s = 0; s < n; s++) {
         if (steps[s].kind == MP_STEP_FREE)
             continue;
+        fs[m] = sh->fstep[s];
         out[m++] = steps[s];
         for (uint32_t q = head[s]; q != MP_NONE; q = bucket_next[q])
             out[m++] = steps[q];
     }
+    mp__dealloc(sh->ctx, sh->fstep);
+    sh->fstep = fs;
     mp__dealloc(sh->ctx, sh->steps);
     sh->steps = *steps_io = out;
     sh->n = *n_io = m;
@@ -352,12 +410,10 @@ static void take_over(sharing *sh, uint32_t s, uint32_t stamp, uint8_t *drop)
         return;
     uint32_t y = nd->outputs[0];
     const mp__tensor *ty = &g->tensors[y];
-    if (!mp__tensor_in_arena(ty) || ty->bytes == 0 ||
-        (sh->fused && sh->fused[y]))
+    if (!mp__tensor_in_arena(ty) || ty->bytes == 0 || sh->fstep[s])
         return;
     uint32_t na = 0;
-    chain_targets(g, sh->steps[s].index, sh->fused, sh->acc, &na, sh->nt,
-                  sh->seen, stamp);
+    chain_targets(sh, s, stamp, &na);
     /* the candidates of step s by tensor (at most one per tensor: a FREE
      * ends the instance that step s read last) */
     for (uint32_t c = sh->head[s]; c != MP_NONE; c = sh->cands[c].next) {
@@ -406,6 +462,7 @@ static mp_status apply_inplace(sharing *sh, uint32_t *n_io,
         if (drop[s])
             continue;
         sh->over[m] = sh->over[s];
+        sh->fstep[m] = sh->fstep[s];
         sh->steps[m++] = sh->steps[s];
         any |= sh->over[s] != MP_NONE;
     }
@@ -419,11 +476,13 @@ static mp_status apply_inplace(sharing *sh, uint32_t *n_io,
 
 mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps_io,
                            uint32_t *n_io, int inplace, int fuse,
-                           uint32_t **step_over_out, uint8_t **fused_out)
+                           uint32_t **step_over_out, uint8_t **fused_out,
+                           uint8_t **step_fused_out)
 {
     *step_over_out = NULL;
     *fused_out = NULL;
-    if (!sharing_applies(g, *steps_io, *n_io, inplace, &fuse))
+    *step_fused_out = NULL;
+    if (!sharing_applies(g, *steps_io, *n_io, inplace, fuse))
         return MP_OK;
     sharing sh = {.g = g, .ctx = g->ctx, .steps = *steps_io, .n = *n_io,
                   .nt = (uint32_t)g->n_tensors};
@@ -431,17 +490,20 @@ mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps_io,
     if (!st) {
         node_successors(&sh);
         if (fuse)
-            mark_fused(g, sh.steps, sh.n, sh.next_ns, sh.sf, sh.fused,
-                       &sh.n_fused);
+            st = mark_fused(&sh);
+    }
+    if (!st) {
         chain_ends(&sh);
-        anchor_frees(&sh);
+        anchor_frees(&sh, sh.acc);
         st = rebuild(&sh, steps_io, n_io);
     }
     if (!st && inplace)
         st = apply_inplace(&sh, n_io, step_over_out);
     if (!st && sh.n_fused) {
         *fused_out = sh.fused;
+        *step_fused_out = sh.fstep;
         sh.fused = NULL;
+        sh.fstep = NULL;
     }
     sharing_free(&sh);
     return st;

@@ -96,15 +96,17 @@ mp_status mp__schedule_layout(mp_plan *p, int inplace, int fuse,
 {
     const mp_graph *g = p->graph;
     uint32_t *step_over = NULL;
+    uint8_t *step_fused = NULL;
     mp_status st = MP_OK;
     if (inplace || fuse)
         st = mp__sharing_apply(g, &p->steps, &p->n_steps, inplace, fuse,
-                               &step_over, &p->fused);
+                               &step_over, &p->fused, &step_fused);
     if (!st)
         st = mp__schedule_blocks(g, p->steps, p->n_steps, alignment,
-                                 step_over, p->fused, &p->blocks, &p->n_blocks,
-                                 &p->block_over);
+                                 step_over, step_fused, &p->blocks,
+                                 &p->n_blocks, &p->block_over);
     mp__dealloc(p->ctx, step_over);
+    mp__dealloc(p->ctx, step_fused);
     if (!st)
         st = mp__blocks_live(p->ctx, p->blocks, p->n_blocks, p->n_steps,
                              &p->live);

@@ -37,8 +37,11 @@ struct mp_plan {
     uint32_t *block_over;  /* per block: the tensor whose memory it took
                               over at its first step, or MP_NONE; NULL
                               when no block did */
-    uint8_t *fused;        /* per tensor: 1 inside a fused chain (no
-                              block); NULL when none */
+    uint8_t *fused;        /* per tensor: 1 when the tensor may be fused:
+                              each instance of it (the value one node
+                              step writes) that has no block starting at
+                              its step is inside a fused chain; NULL when
+                              none */
 };
 
 /* Builds the default schedule of g (topological order, FREE after last
@@ -47,32 +50,36 @@ mp_status mp__schedule_default(const mp_graph *g, mp_step **steps,
                               uint32_t *n_steps);
 /* Derives blocks (lifetimes) from a schedule: one block per arena tensor
  * instance, offsets 0. With in-place sharing (step_over, per step: the
- * input output 0 takes over, or MP_NONE) or fused chains (fused, per
- * tensor: 1 inside a chain, no block), both from mp__sharing_apply, the
+ * input output 0 takes over, or MP_NONE) or fused chains (step_fused, per
+ * step: 1 when the node step's output instance is fused, no block), both
+ * from mp__sharing_apply, the
  * schedule may hold only COMPUTE, RECOMPUTE and FREE steps, and
  * *block_over (when block_over is not NULL) gets per block the tensor
  * whose memory it took over, or NULL when no block took over another.
- * step_over, fused and block_over may be NULL (no sharing). */
+ * step_over, step_fused and block_over may be NULL (no sharing). */
 mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
                              uint32_t n_steps, uint64_t alignment,
-                             const uint32_t *step_over, const uint8_t *fused,
-                             mp_block **blocks, uint32_t *n_blocks,
-                             uint32_t **block_over);
+                             const uint32_t *step_over,
+                             const uint8_t *step_fused, mp_block **blocks,
+                             uint32_t *n_blocks, uint32_t **block_over);
 /* Live bytes per step from blocks. */
 mp_status mp__blocks_live(mp_ctx *ctx, const mp_block *blocks, uint32_t n,
                          uint32_t n_steps, uint64_t **live);
 
 /* In-place reuse and fused chains (core/sched/inplace.c). Rewrites a
- * schedule of COMPUTE/RECOMPUTE/FREE steps: with fuse, marks the tensors
- * inside fused pointwise chains (*fused, per tensor, NULL when none) and
- * moves the FREE steps of a chain's inputs after its last node; with
+ * schedule of COMPUTE/RECOMPUTE/FREE steps: with fuse, marks the output
+ * instances inside fused pointwise chains (*step_fused, per new step: the
+ * node step's output instance is fused; *fused, per tensor: some instance
+ * is; both NULL when none) and moves the FREE steps of a chain's inputs
+ * after its last node; with
  * inplace, lets output 0 of a node take over an input that dies there (its
  * FREE step disappears; *step_over[s] is that input, per new step, NULL
  * when none). Takes ownership of *steps (replaced). Schedules with other
  * step kinds are left as they are. */
 mp_status mp__sharing_apply(const mp_graph *g, mp_step **steps,
                            uint32_t *n_steps, int inplace, int fuse,
-                           uint32_t **step_over, uint8_t **fused);
+                           uint32_t **step_over, uint8_t **fused,
+                           uint8_t **step_fused);
 /* The buffers handed to the offsets solver: one per chain of blocks that
  * share memory in place (one per block without block_over). *group
  * (NULL when identity) maps each block to its buffer. */

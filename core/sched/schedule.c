@@ -207,7 +207,7 @@ typedef struct walk {
     uint64_t alignment;
     uint32_t n_steps;
     const uint32_t *step_over; /* in-place sharing (NULL: none) */
-    const uint8_t *fused;      /* fused chains (NULL: none) */
+    const uint8_t *step_fused; /* per step: its output is fused (NULL: none) */
     uint32_t *open;
     uint8_t *on_host;          /* offloaded tensors (without sharing) */
     bool want_over;            /* keep each block's over[] */
@@ -250,8 +250,9 @@ static void close_block(walk *w, uint32_t t, uint32_t s)
     w->open[t] = MP_NONE;
 }
 
-/* COMPUTE or RECOMPUTE at step s: a block per arena output (not inside a
- * fused chain); output 0 may take over a dying input (step_over). */
+/* COMPUTE or RECOMPUTE at step s: a block per arena output (none when
+ * the step's output instance is fused); output 0 may take over a dying
+ * input (step_over). */
 static mp_status walk_compute(walk *w, uint32_t s, uint32_t node)
 {
     const mp_graph *g = w->g;
@@ -263,7 +264,7 @@ static mp_status walk_compute(walk *w, uint32_t s, uint32_t node)
     for (uint32_t o = 0; o < nd->n_out; o++) {
         uint32_t t = nd->outputs[o];
         if (t == MP_NONE || !mp__tensor_in_arena(&g->tensors[t]) ||
-            (w->fused && w->fused[t]))
+            (w->step_fused && w->step_fused[s]))
             continue;
         if (w->open[t] != MP_NONE)
             return mp__err(w->ctx, MP_ERR_INVALID_ARG,
@@ -291,7 +292,7 @@ static mp_status walk_compute(walk *w, uint32_t s, uint32_t node)
 static mp_status walk_step(walk *w, uint32_t s, const mp_step *sp)
 {
     uint32_t t = sp->index, nt = (uint32_t)w->g->n_tensors;
-    bool shared = w->step_over || w->fused;
+    bool shared = w->step_over || w->step_fused;
     switch (sp->kind) {
     case MP_STEP_COMPUTE:
     case MP_STEP_RECOMPUTE:
@@ -337,7 +338,8 @@ static mp_status walk_step(walk *w, uint32_t s, const mp_step *sp)
 
 mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
                              uint32_t n_steps, uint64_t alignment,
-                             const uint32_t *step_over, const uint8_t *fused,
+                             const uint32_t *step_over,
+                             const uint8_t *step_fused,
                              mp_block **blocks_out, uint32_t *n_out,
                              uint32_t **over_out)
 {
@@ -348,13 +350,13 @@ mp_status mp__schedule_blocks(const mp_graph *g, const mp_step *steps,
     if (alignment == 0)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
     walk w = {.g = g, .ctx = ctx, .alignment = alignment, .n_steps = n_steps,
-              .step_over = step_over, .fused = fused,
+              .step_over = step_over, .step_fused = step_fused,
               .want_over = step_over && over_out};
     w.open = mp__alloc(ctx, (nt ? nt : 1) * sizeof *w.open);
-    if (!step_over && !fused)
+    if (!step_over && !step_fused)
         w.on_host = mp__calloc(ctx, nt ? nt : 1, 1);
     mp_status st = MP_OK;
-    if (!w.open || (!step_over && !fused && !w.on_host))
+    if (!w.open || (!step_over && !step_fused && !w.on_host))
         st = MP_ERR_NOMEM;
     for (uint32_t t = 0; t < nt && !st; t++)
         w.open[t] = MP_NONE;
