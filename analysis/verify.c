@@ -387,7 +387,7 @@ static mp_status check_fused_reader(replayer *R, uint32_t s, uint32_t fin)
             z = cn->outputs[o];
             outs++;
         }
-    if (!mp__op_pointwise(cn->def) || outs != 1 ||
+    if (!mp__node_pointwise(cn) || outs != 1 ||
         g->tensors[z].bytes != tt->bytes)
         return mp__err(p->ctx, MP_ERR_VERIFY,
                       "tensor '%s' is marked fused but its reader '%s' (%s) "
@@ -1109,7 +1109,7 @@ static mp_status check_claims(const mp_graph *g, const mp_plan *p)
         uint32_t outs = 0;
         for (uint32_t o = 0; o < pn->n_out; o++)
             outs += pn->outputs[o] != MP_NONE;
-        if (!mp__op_pointwise(pn->def) || outs != 1)
+        if (!mp__node_pointwise(pn) || outs != 1)
             return mp__err(ctx, MP_ERR_VERIFY,
                           "tensor '%s' is marked fused but node '%s' (%s) is "
                           "not a pointwise op with one output",

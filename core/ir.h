@@ -320,8 +320,20 @@ typedef struct mp__node {
     mp__name_map *attr_index;
     uint8_t phase;
     uint8_t view;          /* a view by its operands (MP__OPF_VIEW_T) */
+    /* a backward node that is pointwise though its op has no registry
+     * entry: the gradient of a pointwise op, one output the size of the
+     * output gradient it reads, every arena input that size (set by the
+     * training graph's builder, planner/train.c) */
+    uint8_t bwd_pointwise;
     double flops, bytes_moved, seconds;   /* < 0 unset */
 } mp__node;
+
+/* A pointwise node: its op is (mp__op_pointwise), or it is a pointwise
+ * backward node. What a fused chain (--fuse) is made of. */
+static inline bool mp__node_pointwise(const mp__node *n)
+{
+    return mp__op_pointwise(n->def) || n->bwd_pointwise;
+}
 
 /* Chunked string storage owned by a graph: names, op types and domains
  * live here, freed all at once with the graph. */

@@ -1187,6 +1187,12 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
                            S->buf_in, nin, S->buf_out + o0, no,
                            MP_PHASE_BACKWARD, &id)))
             return st;
+        /* the gradient of a pointwise op, one gradient: pointwise too
+         * (a fused chain may hold it) when its sizes match, which
+         * mark_pointwise_backward checks once sizes are known */
+        S->g->nodes[id].bwd_pointwise = !nwt && nout == 1 &&
+                                        mp__op_pointwise(n->def) &&
+                                        strcmp(op, "Identity") != 0;
         /* two products (matrix products, convolutions): one per node
          * when split; other rules' weight gradients are reductions
          * (bytes only) */
@@ -1376,6 +1382,29 @@ static void count_optimizer_bytes(syn *S)
     B->frozen_bytes = pers > train ? pers - train : 0;
 }
 
+/* A backward node marked pointwise stays so only when every arena
+ * input has its output's bytes (no broadcast operand, no reduction). */
+static void mark_pointwise_backward(mp_graph *g)
+{
+    for (uint32_t v = 0; v < g->n_nodes; v++) {
+        mp__node *n = &g->nodes[v];
+        if (!n->bwd_pointwise)
+            continue;
+        uint64_t b = n->n_out == 1 && n->outputs[0] != MP_NONE
+                         ? g->tensors[n->outputs[0]].bytes
+                         : 0;
+        bool ok = b != 0;
+        for (uint32_t i = 0; i < n->n_in && ok; i++) {
+            if (n->inputs[i] == MP_NONE)
+                continue;
+            const mp__tensor *r = &g->tensors[g->tensors[n->inputs[i]].root];
+            ok = mp__kind_persistent(r->kind) ||
+                 g->tensors[n->inputs[i]].bytes == b;
+        }
+        n->bwd_pointwise = ok;
+    }
+}
+
 /* The training graph of S->f in S->g, its breakdown in S->B. */
 static mp_status synthesize(syn *S)
 {
@@ -1395,6 +1424,7 @@ static mp_status synthesize(syn *S)
     S->trainable = NULL;
     if ((st = mp_graph_finalize(S->g)) || (st = count_saved_bytes(S)))
         return st;
+    mark_pointwise_backward(S->g);
     count_optimizer_bytes(S);
     return MP_OK;
 }

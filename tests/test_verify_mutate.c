@@ -111,13 +111,10 @@ static void make_bases(void)
         nrec += p->steps[s].kind == MP_STEP_RECOMPUTE;
     CU_ASSERT(nrec > 0);
     add_base("transformer_block --train, recompute", tg2, fwd, p);
-    /* a training step with --fuse under the min-cut save choice: fused
-     * forward instances of tensors whose recomputed instances keep their
-     * blocks, beside RECOMPUTE steps */
-    mp_graph *tg3 = NULL;
-    fwd = load_example("transformer_block.json");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(fwd);
-    CU_ASSERT_EQUAL_FATAL(mp_train_graph(fwd, NULL, &tg3, NULL), MP_OK);
+    /* a training step with --fuse under the min-cut save choice (a
+     * decomposed GELU): fused forward instances of tensors whose
+     * recomputed instances keep their blocks, beside RECOMPUTE steps */
+    mp_graph *tg3 = mp_test_gelu_train(ctx);
     ro.solver = MP_REMAT_MINCUT;
     mp_plan_options po;
     mp_plan_options_init(&po);
@@ -135,7 +132,7 @@ static void make_bases(void)
     CU_ASSERT(nrec > 0);
     CU_ASSERT(nfused > 0);
     CU_ASSERT(nkept > 0); /* some instance of a fused tensor has a block */
-    add_base("transformer_block --train --fuse, min-cut", tg3, fwd, p);
+    add_base("GELU MLP --train --fuse, min-cut", tg3, NULL, p);
     /* offload: OFFLOAD and PREFETCH steps (docs/offload.md) */
     mp_graph *og = load_example("offload/skip_chain.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(og);
@@ -245,7 +242,7 @@ static bool pointwise_one_out(const mp__node *n, uint32_t *out)
             *out = n->outputs[o];
             k++;
         }
-    return k == 1 && mp__op_pointwise(n->def);
+    return k == 1 && mp__node_pointwise(n);
 }
 
 /* tensor t has a block live at step s, or one that ends at s taken over

@@ -51,7 +51,7 @@ static uint8_t *storage_flags(const mp_graph *g)
 static uint32_t pointwise_out(const mp_graph *g, uint32_t node)
 {
     const mp__node *n = &g->nodes[node];
-    if (!mp__op_pointwise(n->def))
+    if (!mp__node_pointwise(n))
         return MP_NONE;
     uint32_t y = MP_NONE;
     for (uint32_t o = 0; o < n->n_out; o++) {
