@@ -122,7 +122,7 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "no in-place reuse (by default an output may take over an input "
         "that dies at its node, where the op allows it)",
         NULL, NULL, 0},
-    [CLI_O_FUSE] = {"fuse", 0, NULL, C_PLAN, G_PLACE, NULL, NULL,
+    [CLI_O_FUSE] = {"fuse", 0, NULL, C_PLANS, G_PLACE, NULL, NULL,
         "tensors inside fused pointwise chains take no memory "
         "(docs/memory-model.md)",
         NULL, NULL, 0},

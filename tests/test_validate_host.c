@@ -146,7 +146,7 @@ static void test_offload_refs(void)
     offload_schedule(g, st, bl, id);
     uint32_t x = id[0], c = id[1], r = id[2], y = id[3];
     mpv_program *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, &p), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, NULL, &p), MP_OK);
     CU_ASSERT_EQUAL(p->n_offload, 1);
     CU_ASSERT_EQUAL(p->n_prefetch, 1);
     CU_ASSERT_FALSE(p->compute_only);
@@ -159,7 +159,7 @@ static void test_offload_refs(void)
     /* a step that reads a tensor with no block is rejected */
     mp_block bad[4] = {{x, 0, 768, 0, 1}, {c, 1024, 1024, 0, 2},
                        {r, 0, 1024, 4, 6}, {y, 2048, 1024, 5, 6}};
-    CU_ASSERT_EQUAL(mpv_program_build(g, st, 6, bad, 4, 256, &p),
+    CU_ASSERT_EQUAL(mpv_program_build(g, st, 6, bad, 4, 256, NULL, &p),
                     MP_ERR_VERIFY);
     mp_graph_destroy(g);
     mp_ctx_destroy(ctx);
@@ -176,7 +176,7 @@ static void test_predict(void)
     uint32_t id[4];
     offload_schedule(g, st, bl, id);
     mpv_program *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, &p), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mpv_program_build(g, st, 6, bl, 5, 256, NULL, &p), MP_OK);
     mp_device d;
     CU_ASSERT_EQUAL_FATAL(mp_device_builtin(ctx, "h200", &d), MP_OK);
     double ss[6];
@@ -410,6 +410,74 @@ static void test_transposed_activation(void)
     }
 }
 
+
+/* A training --fuse plan (min-cut, a decomposed GELU): every fused value
+ * is a SCRATCH ref in one of two slots after the launches' workspace;
+ * the node step after its producer reads it from the slot the producer
+ * wrote; a chain alternates slots; materialized instances of the same
+ * tensors stay in the arena. */
+static void test_fused_scratch(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = mp_test_gelu_train(ctx);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    ro.solver = MP_REMAT_MINCUT;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.fuse = 1;
+    mp_remat_result rr;
+    mp_plan *plan = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, &po, &plan, &rr) == MP_OK);
+    mpv_program *p = NULL, *q = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    /* the same steps and blocks without the fused marks: refused, the
+     * fused values have no block */
+    CU_ASSERT_EQUAL(mpv_program_build(g, plan->steps, plan->n_steps,
+                                      plan->blocks, plan->n_blocks, 256,
+                                      NULL, &q),
+                    MP_ERR_VERIFY);
+    uint64_t slot = 32768; /* [32, 256] fp32 */
+    uint64_t base = p->workspace_bytes - 2 * slot;
+    CU_ASSERT(base >= 256); /* after the synthetic kernel's workspace */
+    uint32_t n_scratch = 0, n_arena_fusedt = 0;
+    int prev_out = -1; /* slot the previous node step wrote, -1 none */
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mpv_step *ps = &p->steps[s];
+        if (ps->kind != MP_STEP_COMPUTE && ps->kind != MP_STEP_RECOMPUTE)
+            continue;
+        const mp__node *n = &g->nodes[ps->index];
+        int wrote = -1;
+        for (uint32_t k = 0; k < ps->n_refs; k++) {
+            const mpv_ref *rf = &p->refs[ps->refs + k];
+            if (rf->tensor != MP_NONE && mp_plan_tensor_fused(plan, rf->tensor) &&
+                rf->space == MPV_SPACE_ARENA)
+                n_arena_fusedt++;
+            if (rf->space != MPV_SPACE_SCRATCH)
+                continue;
+            n_scratch++;
+            CU_ASSERT(rf->offset == base || rf->offset == base + slot);
+            int sl = rf->offset == base ? 0 : 1;
+            if (k < n->n_in) {
+                CU_ASSERT_EQUAL(sl, prev_out); /* read where written */
+            } else {
+                CU_ASSERT(sl != prev_out);     /* the other slot */
+                wrote = sl;
+            }
+        }
+        prev_out = wrote;
+    }
+    CU_ASSERT_EQUAL(p->n_fused_refs, n_scratch);
+    /* 8 fused instances (forward d e a m, recomputed e m, backward
+     * d/d#1 d/h#2), each written once and read once */
+    CU_ASSERT_EQUAL(n_scratch, 16);
+    CU_ASSERT(n_arena_fusedt > 0); /* recomputed d and a: in the arena */
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -423,6 +491,8 @@ void mp_register_validate_host(void)
          test_transposed_operand},
         {"transposed activation: operand A with op T unless an output",
          test_transposed_activation},
+        {"fused values in two scratch slots of the workspace",
+         test_fused_scratch},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

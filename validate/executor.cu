@@ -165,6 +165,8 @@ void *ref_ptr(const run_ctx &c, const mpv_ref &rf, void *const *tensor_ptr)
         return c.weights + rf.offset;
     if (rf.space == MPV_SPACE_ARENA)
         return tensor_ptr ? tensor_ptr[rf.tensor] : c.arena + rf.offset;
+    if (rf.space == MPV_SPACE_SCRATCH) // a fused value: its own block in
+        return tensor_ptr ? tensor_ptr[rf.tensor] : c.ws + rf.offset; // the reference
     return NULL;
 }
 

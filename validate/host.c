@@ -1204,6 +1204,12 @@ typedef struct build {
     mpv_program *p;
     block_index bi;
     size_t cap_refs;
+    /* fused values (SCRATCH): the tensors marked fused, the slots' start
+     * in the workspace and size, the slot the latest node step's fused
+     * output took (-1: none), and this step's input and output slots */
+    const uint8_t *fused;
+    uint64_t slot_base, slot_bytes;
+    int prev_slot, in_slot, out_slot;
 } build;
 
 /* n elements of size bytes, zeroed (at least one element) */
@@ -1362,6 +1368,17 @@ static mp_status node_ref(build *b, uint32_t s, uint32_t node, uint32_t k,
         /* an input may end here: its block was taken over in place by
          * this step's output */
         const mp_block *bl = block_at(&b->bi, r, s, is_input);
+        int slot = is_input ? b->in_slot : b->out_slot;
+        if (!bl && b->fused && b->fused[r] && slot >= 0) {
+            /* a fused value: written by this step into a free slot, or
+             * read from the one the node step before wrote */
+            rf->space = MPV_SPACE_SCRATCH;
+            rf->offset = b->slot_base + (uint64_t)slot * b->slot_bytes;
+            b->p->n_fused_refs++;
+            if (!is_input)
+                b->prev_slot = slot;
+            return MP_OK;
+        }
         if (!bl) {
             if (!b->p->nodes[node].run)
                 return MP_OK;
@@ -1388,6 +1405,9 @@ static mp_status node_step_refs(build *b, uint32_t s, const mp_step *sp)
     }
     uint32_t nl = n->n_in + n->n_out;
     mp_status st = refs_room(b, nl);
+    b->in_slot = b->prev_slot;
+    b->out_slot = b->in_slot == 0 ? 1 : 0;
+    b->prev_slot = -1;
     for (uint32_t k = 0; k < nl && st == MP_OK; k++)
         st = node_ref(b, s, sp->index, k, &p->refs[p->n_refs + k]);
     if (st != MP_OK)
@@ -1510,15 +1530,39 @@ static void find_inputs(build *b)
     }
 }
 
+/* The scratch slots of fused values after the launches' workspace: two
+ * of the largest fused tensor's bytes (a chain's node reads one while it
+ * writes the other). */
+static mp_status scratch_slots(build *b)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
+    b->prev_slot = -1;
+    b->slot_bytes = 0;
+    for (uint32_t t = 0; b->fused && t < g->n_tensors; t++)
+        if (b->fused[t] && g->tensors[t].bytes > b->slot_bytes)
+            b->slot_bytes = g->tensors[t].bytes;
+    if (!b->slot_bytes)
+        return MP_OK;
+    uint64_t total;
+    if (!mp__align_up(p->workspace_bytes, 256, &b->slot_base) ||
+        !mp__align_up(b->slot_bytes, 256, &b->slot_bytes) ||
+        !mp__mul_u64(b->slot_bytes, 2, &total) ||
+        !mp__add_u64(b->slot_base, total, &p->workspace_bytes))
+        return mp__err(b->ctx, MP_ERR_OVERFLOW,
+                       "validate: the fused values' workspace overflows");
+    return MP_OK;
+}
+
 mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                             uint32_t n_steps, const mp_block *blocks,
                             uint32_t n_blocks, uint64_t alignment,
-                            mpv_program **out)
+                            const uint8_t *fused, mpv_program **out)
 {
     mp_ctx *ctx = g->ctx;
     if (!g->finalized)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "validate: graph not finalized");
-    build b = {.g = g, .ctx = ctx};
+    build b = {.g = g, .ctx = ctx, .fused = fused};
     mp_status st = program_alloc(&b, n_steps, alignment);
     if (st == MP_OK)
         st = place_weights(&b);
@@ -1526,6 +1570,8 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
         st = index_blocks(&b, blocks, n_blocks);
     if (st == MP_OK)
         st = lower_nodes(&b);
+    if (st == MP_OK)
+        st = scratch_slots(&b);
     if (st == MP_OK)
         st = step_refs(&b, steps, n_steps);
     if (st == MP_OK)
@@ -1546,9 +1592,19 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
 mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
                                 mpv_program **out)
 {
-    return mpv_program_build(g, mp_plan_steps(p), mp_plan_num_steps(p),
-                             mp_plan_blocks(p), mp_plan_num_blocks(p),
-                             mp_plan_figures(p)->alignment, out);
+    uint8_t *fused = NULL;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        if (!mp_plan_tensor_fused(p, t))
+            continue;
+        if (!fused && !(fused = mp__calloc(g->ctx, g->n_tensors, 1)))
+            return MP_ERR_NOMEM;
+        fused[t] = 1;
+    }
+    mp_status st = mpv_program_build(
+        g, mp_plan_steps(p), mp_plan_num_steps(p), mp_plan_blocks(p),
+        mp_plan_num_blocks(p), mp_plan_figures(p)->alignment, fused, out);
+    mp__dealloc(g->ctx, fused);
+    return st;
 }
 
 /* ---- initial values ------------------------------------------------------ */

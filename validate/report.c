@@ -40,12 +40,13 @@ int mpv_cmd_figures_get(mpv_cmd *v, mpv_cmd_figures *f)
     f->ok_rep = res->planned_repeatable;
     /* the reference run allocates every tensor on its own: its live
      * bytes equal the planner's lower bound, or exceed it where the
-     * plan wrote outputs in place over dying inputs */
+     * plan wrote outputs in place over dying inputs or fused values */
     for (uint32_t i = 0; i < mp_plan_num_blocks(v->plan); i++)
         f->n_over += mp_plan_block_over(v->plan, i) != MP_NONE;
     f->ok_lb = !prog->compute_only || no_ref ||
-               (f->n_over ? res->ref_live_max >= pf->lower_bound_bytes
-                          : res->ref_live_max == pf->lower_bound_bytes);
+               (f->n_over || prog->n_fused_refs
+                    ? res->ref_live_max >= pf->lower_bound_bytes
+                    : res->ref_live_max == pf->lower_bound_bytes);
     f->ok_extra = res->run_extra_bytes == 0;
     f->all_ok = f->ok_arena && f->ok_ws && f->ok_id && f->ok_rep &&
                 f->ok_lb && f->ok_extra;

@@ -29,8 +29,13 @@ extern "C" {
 #define MPV_MAXR 8   /* highest rank the kernels index */
 #define MPV_MAXIN 4  /* inputs of one n-ary pointwise launch */
 
-/* where a tensor lives at a step */
-enum { MPV_SPACE_NONE = 0, MPV_SPACE_ARENA = 1, MPV_SPACE_WEIGHTS = 2 };
+/* where a tensor lives at a step; SCRATCH: a value inside a fused chain
+ * (no block), in one of two slots of the workspace after what the
+ * launches use: the chain's nodes run one after another through them */
+enum {
+    MPV_SPACE_NONE = 0, MPV_SPACE_ARENA = 1, MPV_SPACE_WEIGHTS = 2,
+    MPV_SPACE_SCRATCH = 3
+};
 typedef struct mpv_ref {
     uint32_t space;
     uint32_t tensor;    /* the storage root */
@@ -158,7 +163,9 @@ typedef struct mpv_program {
     uint64_t arena_bytes;   /* highest block end */
     uint64_t weights_bytes; /* weights buffer, roots 256-aligned */
     uint64_t *woff;         /* per tensor: offset in weights (UINT64_MAX) */
-    uint64_t workspace_bytes; /* max over launches, + 256 for SYNTH */
+    uint64_t workspace_bytes; /* max over launches, + 256 for SYNTH, then
+                                 two slots of the largest fused value */
+    uint32_t n_fused_refs;  /* refs to fused values (SCRATCH) */
     uint64_t alignment;
     uint32_t n_synthetic;   /* nodes that run the synthetic kernel */
     uint32_t n_real;        /* nodes with real kernels */
@@ -172,11 +179,13 @@ typedef struct mpv_program {
     int compute_only;       /* only COMPUTE and FREE steps */
 } mpv_program;
 
-/* Lowers graph + schedule + blocks (offsets set) into a program. */
+/* Lowers graph + schedule + blocks (offsets set) into a program. fused
+ * (per tensor, NULL: none): the tensors marked fused (mp_plan_tensor_
+ * fused); an instance of one without a block lives in a scratch slot. */
 mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                             uint32_t n_steps, const mp_block *blocks,
                             uint32_t n_blocks, uint64_t alignment,
-                            mpv_program **out);
+                            const uint8_t *fused, mpv_program **out);
 mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
                                 mpv_program **out);
 void mpv_program_destroy(mpv_program *p);
