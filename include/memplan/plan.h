@@ -128,8 +128,11 @@ MP_API uint64_t mp_plan_live_bytes(const mp_plan *p, uint32_t step);
  * wrote the output in place over that input, which died there), or
  * MP_NONE (also out of range). The two blocks share one offset. */
 MP_API uint32_t mp_plan_block_over(const mp_plan *p, uint32_t block);
-/* 1 when the tensor lies inside a fused pointwise chain (--fuse) and takes
- * no memory, else 0. */
+/* 1 when the tensor lies inside a fused pointwise chain (--fuse) at some
+ * step, else 0: each value of it a node step writes with no block
+ * starting there (mp_plan_blocks) is computed inside the chain and takes
+ * no memory; in a training plan a recomputed instance that backward reads
+ * keeps its block. */
 MP_API int mp_plan_tensor_fused(const mp_plan *p, uint32_t tensor);
 /* A memory-aware topological order of g's nodes (order: n_nodes entries):
  * list scheduling with memory priorities, local search within each node's
