@@ -334,7 +334,9 @@ static mp_status arena(FILE *f, const mp_plan *p, const mp_html_options *o)
     if (n_fused)
         fprintf(f, "<p class=\"note\" id=\"fused\">%u tensor%s inside fused "
                    "pointwise chains take no arena memory and %s no "
-                   "rectangle.</p>\n", n_fused, n_fused == 1 ? "" : "s",
+                   "rectangle where fused (a training plan may keep the "
+                   "value backward recomputes).</p>\n",
+                n_fused, n_fused == 1 ? "" : "s",
                 n_fused == 1 ? "has" : "have");
     if (keep < nb) {
         char b[32];
