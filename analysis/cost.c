@@ -115,6 +115,10 @@ mp_status mp__node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
     case MP__COST_MOVE:
         f = 0;
         break;
+    case MP__COST_ATTENTION: /* Q [..., Tq, D] and K transposed [..., D, Tk] */
+        if (x && w && dim(w, -1, &k))
+            f = 4.0 * numel(x) * k;
+        break;
     default:
         break;
     }

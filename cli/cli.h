@@ -100,7 +100,7 @@ enum {
     CLI_O_NO_DECLARED,
     /* placement */
     CLI_O_ALIGN, CLI_O_METHOD, CLI_O_SEED, CLI_O_TIME_LIMIT, CLI_O_CAPACITY,
-    CLI_O_NO_INPLACE, CLI_O_FUSE, CLI_O_REORDER,
+    CLI_O_NO_INPLACE, CLI_O_FUSE, CLI_O_REORDER, CLI_O_ATTENTION,
     /* output */
     CLI_O_OUTPUT, CLI_O_JSON,
     /* report */
@@ -227,6 +227,11 @@ typedef struct cli_args {
     uint64_t seed;
     double time_limit;
     int no_inplace, fuse, reorder;
+    /* --attention fused|naive (cli/train_opts.c): the chains fused and
+     * the peaks of the plain plans without and with the fusion */
+    mp_attention_mode attention;
+    uint32_t att_fused;
+    uint64_t att_bytes, att_naive_peak, att_fused_peak;
     const char *output;
     int json;
     /* report */
@@ -344,6 +349,16 @@ void cli_rewrites_print(const cli_rewrites *rw, int all);
 void cli_rewrites_json(const cli_rewrites *rw, mp__jw *w);
 
 /* ---- training and recompute (cli/train_opts.c) ---------------------------- */
+/* --attention fused (before cli_train_prepare): an inference graph's
+ * attention chains fused in place; the peaks of the plain plans (eager
+ * saves in training) without and with the fusion in a->att_*. 0 or an
+ * exit code. */
+int cli_attention_prepare(mp_ctx *ctx, cli_args *a, mp_graph **g,
+                          const char *input);
+/* The "attention" summary line and --json member (nothing when no chain
+ * was fused). */
+void cli_attention_print(const cli_args *a);
+void cli_attention_json(const cli_args *a, mp__jw *w);
 /* --train: replaces *g by its training graph. 0 or an exit code. */
 int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
                       const char *input);

@@ -166,6 +166,7 @@ static int print_json(mp_ctx *ctx, const mp_graph *g, const mp_plan *plan,
         lints_json(&w, g, lints);
     cli_rewrites_json(rw, &w);
     cli_train_json(&pa->train, &w);
+    cli_attention_json(pa, &w);
     cli_offload_json(&pa->offload, &w);
     return cli_json_print(&w);
 }
@@ -306,6 +307,7 @@ static int report(mp_ctx *ctx, const cli_args *a, const mp_graph *g,
         rc = print_json(ctx, g, plan, &pk, a, lints, rw);
     } else {
         print_summary(g, plan, &pk, a->output, rw, a->show_rewrites);
+        cli_attention_print(a);
         cli_train_summary(&a->train);
         cli_offload_summary(&a->offload);
         if (lints)
@@ -336,6 +338,8 @@ int cli_cmd_plan(cli_args *a)
     int rc = cli_load_graph(ctx, a, &g);
     if (!rc)
         rc = cli_rewrites_get(a, g, &rw);
+    if (!rc)
+        rc = cli_attention_prepare(ctx, a, &g, a->pos[0]);
     if (!rc)
         rc = cli_train_prepare(ctx, &a->train, &g, a->pos[0]);
     /* --time-limit counts from the start of the command: planning gets

@@ -14,7 +14,15 @@ static int verify_plan(const cli_args *a)
     int rc = cli_load_graph(ctx, a, &g);
     if (rc)
         goto done;
-    mp_status st = mp_plan_load_json(g, plan_path, &plan);
+    /* a plan made with --attention fused names the fused nodes */
+    mp_status st = a->attention == MP_ATTENTION_FUSED
+                       ? mp_graph_fuse_attention(g, NULL, NULL)
+                       : MP_OK;
+    if (st != MP_OK) {
+        rc = cli_fail(ctx, st, a->pos[0]);
+        goto done;
+    }
+    st = mp_plan_load_json(g, plan_path, &plan);
     if (st != MP_OK) {
         rc = cli_fail(ctx, st, plan_path);
         goto done;

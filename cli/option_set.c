@@ -209,6 +209,11 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
                "dtr, selective, lp, ilp, mincut, chen-linear, "
                "cm-checkpoint-all, cm-chen-sqrt, cm-chen-greedy";
         break;
+    case CLI_O_ATTENTION:
+        st = mp_attention_parse(v, &a->attention);
+        a->train.topt.attention = a->attention;
+        want = "fused or naive";
+        break;
     case CLI_O_SAVE:
         st = MP_OK;
         if (strcmp(v, "eager") == 0)

@@ -130,6 +130,19 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "memory-aware operator order; reports the lower bound before and "
         "after",
         NULL, NULL, 0},
+    [CLI_O_ATTENTION] = {"attention", 0, "A", C_PLANS | C_VERIFY, G_PLACE,
+        "fused", NULL,
+        "fused: each scaled-dot-product attention chain (MatMul, scale, "
+        "mask, Softmax, MatMul) is planned as one node, as PyTorch's "
+        "scaled_dot_product_attention runs it (no T x T scores; in "
+        "training its backward keeps Q, K, V, the output and the "
+        "log-sum-exp; docs/attention.md); naive: the ops as exported",
+        (const cli_variant[]){
+            {C_VERIFY, NULL, "fused",
+             "the attention mode the plan was made with (fused or naive): "
+             "a fused plan names the fused nodes"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
 
     [CLI_O_OUTPUT] = {"output", 'o', "FILE", C_PLAN | C_OFFSETS | C_CONVERT,
         G_OUT, NULL, NULL, "write the plan JSON (docs/plan-format.md)",

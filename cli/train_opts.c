@@ -8,6 +8,100 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The peak of the plain plan of g (mp_plan_create, attention as given). */
+static mp_status plain_peak(const cli_args *a, mp_graph *g,
+                            mp_attention_mode m, uint64_t *peak)
+{
+    mp_plan_options o;
+    cli_plan_options(a, &o);
+    o.attention = m;
+    o.reorder = 0;
+    mp_plan *p = NULL;
+    mp_status st = mp_plan_create(g, &o, &p);
+    if (!st)
+        *peak = mp_plan_figures(p)->peak_bytes;
+    mp_plan_destroy(p);
+    return st;
+}
+
+/* The training graph of fwd with attention m, its plain plan's peak. */
+static mp_status train_peak(const cli_args *a, const mp_graph *fwd,
+                            mp_attention_mode m, uint32_t *n_fused,
+                            uint64_t *bytes, uint64_t *peak)
+{
+    mp_train_options to = a->train.topt;
+    to.attention = m;
+    mp_graph *tg = NULL;
+    mp_train_breakdown bd;
+    mp_status st = mp_train_graph(fwd, &to, &tg, &bd);
+    if (!st)
+        st = plain_peak(a, tg, MP_ATTENTION_NAIVE, peak);
+    if (!st && n_fused) {
+        *n_fused = bd.n_attention_fused;
+        *bytes = bd.attention_bytes;
+    }
+    mp_graph_destroy(tg);
+    return st;
+}
+
+int cli_attention_prepare(mp_ctx *ctx, cli_args *a, mp_graph **g,
+                          const char *input)
+{
+    a->train.topt.attention = a->attention;
+    a->att_fused = 0;
+    if (a->attention != MP_ATTENTION_FUSED)
+        return 0;
+    mp_status st;
+    if (a->train.train) {
+        st = train_peak(a, *g, MP_ATTENTION_FUSED, &a->att_fused,
+                        &a->att_bytes, &a->att_fused_peak);
+        if (!st && a->att_fused)
+            st = train_peak(a, *g, MP_ATTENTION_NAIVE, NULL, NULL,
+                            &a->att_naive_peak);
+    } else {
+        st = plain_peak(a, *g, MP_ATTENTION_NAIVE, &a->att_naive_peak);
+        if (!st)
+            st = mp_graph_fuse_attention(*g, &a->att_fused, &a->att_bytes);
+        if (!st && a->att_fused)
+            st = plain_peak(a, *g, MP_ATTENTION_NAIVE, &a->att_fused_peak);
+    }
+    return st ? cli_fail(ctx, st, input) : 0;
+}
+
+void cli_attention_print(const cli_args *a)
+{
+    if (!a->att_fused)
+        return;
+    char b[96], b2[96], b3[96], b4[96];
+    uint64_t saved = a->att_naive_peak > a->att_fused_peak
+                         ? a->att_naive_peak - a->att_fused_peak
+                         : 0;
+    printf("attention    %u chains fused (SDPA): %s of intermediates "
+           "removed; peak %s naive, %s fused (%s less%s)\n",
+           a->att_fused, cli_size(a->att_bytes, b, sizeof b),
+           cli_size(a->att_naive_peak, b2, sizeof b2),
+           cli_size(a->att_fused_peak, b3, sizeof b3),
+           cli_size(saved, b4, sizeof b4),
+           a->train.train ? ", plans saving every value backward reads" : "");
+}
+
+void cli_attention_json(const cli_args *a, mp__jw *w)
+{
+    cli_json_object(w, "attention");
+    cli_json_str(w, "mode", mp_attention_name(a->attention));
+    cli_json_int(w, "chains_fused", a->att_fused);
+    if (a->att_fused) {
+        cli_json_u64(w, "removed_bytes", a->att_bytes);
+        cli_json_u64(w, "naive_peak_bytes", a->att_naive_peak);
+        cli_json_u64(w, "fused_peak_bytes", a->att_fused_peak);
+        cli_json_u64(w, "saved_peak_bytes",
+                     a->att_naive_peak > a->att_fused_peak
+                         ? a->att_naive_peak - a->att_fused_peak
+                         : 0);
+    }
+    mp__jw_end(w);
+}
+
 int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
                       const char *input)
 {
@@ -110,6 +204,7 @@ void cli_plan_options(const cli_args *a, mp_plan_options *opt)
     opt->inplace = !a->no_inplace;
     opt->fuse = a->fuse;
     opt->reorder = a->reorder;
+    opt->attention = a->attention;
 }
 
 /* {"graph": NAME, ...what is known} after an infeasible budget */

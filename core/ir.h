@@ -46,7 +46,9 @@ enum {
     MP__COST_POOL = 5,            /* numel(Y) * prod(kernel_shape) */
     MP__COST_NORM = 6,            /* 8 FLOPs per input element */
     MP__COST_SOFTMAX = 7,         /* 5 FLOPs per element */
-    MP__COST_MOVE = 8             /* data movement only: 0 FLOPs */
+    MP__COST_MOVE = 8,            /* data movement only: 0 FLOPs */
+    MP__COST_ATTENTION = 9        /* fused attention: 4 * B*H * Tq * Tk * D
+                                     (the two products; backward 2.5x) */
 };
 #define MP__OPF_COST_SHIFT 8
 #define MP__OPF_COST(c) ((unsigned)(c) << MP__OPF_COST_SHIFT)
@@ -65,6 +67,7 @@ typedef enum mp__kernel {
     MP__KERNEL_SOFTMAX, MP__KERNEL_CONCAT, MP__KERNEL_SPLIT, MP__KERNEL_SLICE,
     MP__KERNEL_TRANSPOSE, MP__KERNEL_GATHER, MP__KERNEL_REDUCE, MP__KERNEL_RESIZE,
     MP__KERNEL_CAST, MP__KERNEL_PAD, MP__KERNEL_SHAPE, MP__KERNEL_EXPAND,
+    MP__KERNEL_ATTENTION,
     MP__KERNEL_COUNT_
 } mp__kernel;
 enum {
@@ -128,6 +131,12 @@ enum {
                               InstanceNormalization: a group per channel) */
     MP__BWD_NORM_RMS,       /* every input + fp32 inverse rms per row
                               (RMSNormalization) */
+    MP__BWD_SDPA,           /* every input (Q, K, V, the mask and scale
+                              factors) + output 0 + the fp32 log-sum-exp
+                              per query row; no T x T scores
+                              (ScaledDotProductAttention, as
+                              _scaled_dot_product_efficient_attention
+                              saves) */
     MP__BWD_COUNT_
 };
 /* What the gradient of one input needs (mp__bwd_needs): input 0, 1, 2,

@@ -261,6 +261,7 @@ static mp_status plan_without_offload(run_t *r, mp_plan **out)
     mp_plan *p0 = NULL;
     /* under a deadline: a quarter of it, the rest for the search */
     mp_plan_options po = r->po;
+    po.attention = MP_ATTENTION_NAIVE; /* r indexes the graph as it is */
     if (r->ctx->deadline != 0)
         po.time_limit = mp__time_slice(r->ctx, 0) / 4;
     mp_status st = mp_plan_create(r->g, &po, &p0);

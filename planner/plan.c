@@ -23,6 +23,7 @@ void mp_plan_options_init(mp_plan_options *o)
     o->reorder = 0;
     o->reorder_exact_max = 20;
     o->reorder_budget = 4000;
+    o->attention = MP_ATTENTION_FUSED;
 }
 
 /* Offsets for p's blocks (one buffer per in-place chain) by `method`,

@@ -249,6 +249,8 @@ mp_status mp_plan_create_constrained(mp_graph *g, const mp_plan_options *opt,
     for (size_t r = 0; r < c->n_rules; r++)
         if (c->rules[r].no_share)
             o.inplace = 0; /* a no-share tensor is never written over */
+    /* the rules name tensors by id: the graph is planned as it is */
+    o.attention = MP_ATTENTION_NAIVE;
     if (c->n_pools)
         for (size_t r = 0; r < c->n_rules; r++)
             if (c->rules[r].pool != MP_NONE && c->rules[r].pool >= c->n_pools)

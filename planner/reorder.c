@@ -17,6 +17,10 @@ static mp_status plan_args(mp_graph *g, const mp_plan_options **opt,
     }
     if ((*opt)->alignment == 0)
         return mp__err(g->ctx, MP_ERR_INVALID_ARG, "alignment must be >= 1");
+    if ((unsigned)(*opt)->attention > MP_ATTENTION_NAIVE)
+        return mp__err(g->ctx, MP_ERR_INVALID_ARG,
+                       "attention mode %u: it must be MP_ATTENTION_FUSED or "
+                       "MP_ATTENTION_NAIVE", (unsigned)(*opt)->attention);
     if (!g->finalized)
         return mp_graph_finalize(g);
     return MP_OK;
@@ -114,6 +118,8 @@ mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
     *out = NULL;
     mp_plan_options defaults;
     mp_status st = plan_args(g, &opt, &defaults);
+    if (!st && opt->attention == MP_ATTENTION_FUSED)
+        st = mp_graph_fuse_attention(g, NULL, NULL);
     if (st)
         return st;
     /* opt->time_limit bounds the whole plan (every stage takes what is

@@ -1177,11 +1177,33 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
             return st;
     const mp__node *fn = &S->g->nodes[S->nmap[v]]; /* its forward copy */
     double ffl = fn->flops > 0 ? fn->flops : 0;
+    /* a flash backward's temporaries: per query row, the fp32 dot product
+     * of the output and its gradient (delta) and the fp32 accumulator of
+     * Q's gradient (D values): one workspace, written and freed there */
+    uint32_t n_ws = 0;
+    if (rule == MP__BWD_SDPA && !nwt && n->n_in > 0 &&
+        n->inputs[0] != MP_NONE && dims_known(&S->f->tensors[n->inputs[0]])) {
+        const mp__tensor *q = &S->f->tensors[n->inputs[0]];
+        uint64_t rows = 1, d = (uint64_t)q->dims[q->rank - 1], e;
+        for (int32_t i = 0; i + 1 < q->rank; i++)
+            if (!mp__mul_u64(rows, (uint64_t)q->dims[i], &rows))
+                return mp__err(S->ctx, MP_ERR_OVERFLOW, "training: the "
+                               "rows of '%s' overflow", n->name);
+        if (!mp__mul_u64(rows, d + 1, &e) || e > INT64_MAX)
+            return mp__err(S->ctx, MP_ERR_OVERFLOW, "training: the "
+                           "workspace of '%s' overflows", n->name);
+        int64_t dims = (int64_t)e;
+        snprintf(S->name, sizeof S->name, "%s/grad/workspace", n->name);
+        if ((st = add_shaped(S, S->name, MP_DTYPE_FLOAT32, 1, &dims,
+                             MP_KIND_ACTIVATION, &S->buf_out[nout])))
+            return st;
+        n_ws = 1;
+    }
     for (int part = 0; part < (nwt ? 2 : 1); part++) {
         snprintf(S->name, sizeof S->name, part ? "%s/grad_w" : "%s/grad",
                  n->name);
         uint32_t id, o0 = part ? nw - nwt : 0;
-        uint32_t no = nwt ? (part ? nwt : nw - nwt) : nout;
+        uint32_t no = nwt ? (part ? nwt : nw - nwt) : nout + n_ws;
         if ((st = add_node(S, S->name, op,
                            strcmp(op, "Identity") ? "memplan" : "",
                            S->buf_in, nin, S->buf_out + o0, no,
@@ -1198,6 +1220,8 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
          * (bytes only) */
         double fl = mp__bwd_two_products(rule) ? (nwt ? ffl : 2 * ffl)
                     : part ? 0 : ffl;
+        if (rule == MP__BWD_SDPA) /* flash backward: 2.5 forwards */
+            fl = part ? 0 : 2.5 * ffl;
         if ((st = set_cost(S, id, fl)))
             return st;
         S->B.n_backward++;
@@ -1445,6 +1469,7 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     }
     if ((unsigned)opt->optimizer > MP_OPTIM_ADAM8BIT ||
         (unsigned)opt->precision > MP_PRECISION_BF16_TRUE ||
+        (unsigned)opt->attention > MP_ATTENTION_NAIVE ||
         (unsigned)opt->optimizer_impl > MP_OPTIM_IMPL_FOR_LOOP)
         return mp__err(ctx, MP_ERR_INVALID_ARG,
                        "unknown optimizer, precision or optimizer "
@@ -1458,12 +1483,27 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     S.prec = opt->precision;
     S.have_dev = mp_device_builtin(ctx, "h200", &S.dev) == MP_OK;
     mp_ctx_clear(ctx);
-    mp_status st = synthesize(&S);
+    /* fused attention: the training graph of a copy with the chains
+     * fused (f itself is not changed) */
+    mp_graph *fused = NULL;
+    uint32_t n_att = 0;
+    uint64_t att_bytes = 0;
+    mp_status st = opt->attention == MP_ATTENTION_FUSED
+                       ? mp__attention_fused_copy(f, &fused, &n_att,
+                                                  &att_bytes)
+                       : MP_OK;
+    if (fused)
+        S.f = fused;
+    if (!st)
+        st = synthesize(&S);
     syn_free(&S);
+    mp_graph_destroy(fused);
     if (st) {
         mp_graph_destroy(S.g);
         return st;
     }
+    S.B.n_attention_fused = n_att;
+    S.B.attention_bytes = att_bytes;
     if (bd)
         *bd = S.B;
     *out = S.g;

@@ -43,12 +43,15 @@ static void node(const char *name, const char *op, uint32_t i0, uint32_t i1,
     CU_ASSERT_EQUAL(mp_graph_add_node(g, &d, NULL), MP_OK);
 }
 
+static mp_attention_mode att_mode = MP_ATTENTION_NAIVE;
+
 static void finish(const mp_lint_options *lo)
 {
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
     mp_plan_options po;
     mp_plan_options_init(&po);
     po.inplace = 0; /* figures below: plans without in-place reuse */
+    po.attention = att_mode; /* the chains as built, unless a test fuses */
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_verify_plan(g, plan), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, lo, &lints), MP_OK);
@@ -345,6 +348,30 @@ static void test_attention(void)
     CU_ASSERT_EQUAL(l->bytes, 32768);
     CU_ASSERT_EQUAL(l->aux_bytes, 16384);
     CU_ASSERT_PTR_NOT_NULL(strstr(l->message, "1x1x64x64"));
+    end();
+    /* fused (the default): the chain is one node, no scores held, and the
+     * lint no longer offers what the plan already does */
+    att_mode = MP_ATTENTION_FUSED;
+    begin();
+    q = tf("q", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 4, 1, 1, 64, 8);
+    kt = tf("kT", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 4, 1, 1, 8, 64);
+    v = tf("v", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 4, 1, 1, 64, 8);
+    sc = tf("scale", MP_KIND_WEIGHT, MP_DTYPE_FLOAT32, 1, 1, 0, 0, 0);
+    s = tf("s", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1, 0, 0, 0, 0);
+    m = tf("m", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1, 0, 0, 0, 0);
+    p = tf("p", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1, 0, 0, 0, 0);
+    o = tf("o", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1, 0, 0, 0, 0);
+    node("qk", "MatMul", q, kt, s);
+    node("scale_mul", "Mul", s, sc, m);
+    node("softmax", "Softmax", m, MP_NONE, p);
+    node("pv", "MatMul", p, v, o);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
+    finish(NULL);
+    att_mode = MP_ATTENTION_NAIVE;
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 1);
+    /* q, kT, v and o live at the fused node: 4 x 2 KiB */
+    CU_ASSERT_EQUAL(mp_plan_figures(plan)->lower_bound_bytes, 4 * 2048);
+    CU_ASSERT_EQUAL(count(MP_LINT_ATTENTION), 0);
     end();
 }
 

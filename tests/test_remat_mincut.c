@@ -200,21 +200,22 @@ static void test_cli_save(void)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "'%s' plan '%s/examples/transformer_block.json' --train",
+             "'%s' plan '%s/examples/transformer_block.json' --train "
+             "--attention naive",
              MP_CLI_PATH, MP_SOURCE_DIR);
     CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
     CU_ASSERT(strstr(out, "save (mincut, mincut kept): peak ") != NULL);
     CU_ASSERT(strstr(out, "; eager 156.1 MiB") != NULL);
     snprintf(cmd, sizeof cmd,
              "'%s' plan '%s/examples/transformer_block.json' --train "
-             "--save eager",
+             "--save eager --attention naive",
              MP_CLI_PATH, MP_SOURCE_DIR);
     CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
     CU_ASSERT(strstr(out, "save (") == NULL);
     CU_ASSERT(strstr(out, "peak         156.1 MiB") != NULL);
     snprintf(cmd, sizeof cmd,
              "'%s' plan '%s/examples/transformer_block.json' --train "
-             "--json",
+             "--json --attention naive",
              MP_CLI_PATH, MP_SOURCE_DIR);
     CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
     CU_ASSERT(strstr(out, "\"save\"") != NULL);

@@ -27,6 +27,8 @@ static int load_and_lower(mpv_cmd *v)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = cli_load_graph(v->ctx, a, &v->g);
     if (!rc)
+        rc = cli_attention_prepare(v->ctx, a, &v->g, model);
+    if (!rc)
         rc = cli_train_prepare(v->ctx, &a->train, &v->g, model);
     if (rc)
         return rc;

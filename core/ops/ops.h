@@ -25,4 +25,10 @@ unsigned mp__bwd_extra(unsigned rule, unsigned *n_stats);
 /* The rule's name as docs/training.md spells it ("INPUTS", "OTHER", ...). */
 const char *mp__bwd_name(unsigned rule);
 
+/* Fused attention (core/ops/attention.c): a finalized copy of g with its
+ * attention chains fused (mp_graph_fuse_attention), or *out NULL when g
+ * has none; g is not changed. */
+mp_status mp__attention_fused_copy(const mp_graph *g, mp_graph **out,
+                                   uint32_t *n_fused, uint64_t *scores_bytes);
+
 #endif /* MP__OPS_H */

@@ -1135,6 +1135,52 @@ MP__SHAPE_FN(mp__shape_loss)
     return st ? st : mp__shape_done(g, node);
 }
 
+/* ScaledDotProductAttention (domain memplan): the fused attention chain
+ * (core/ops/attention.c). Inputs: Q [..., Tq, D], K transposed
+ * [..., D, Tk], V [..., Tk, Dv], then optional: the mask (broadcast to
+ * [..., Tq, Tk]), the scalar factors of Q, of K and of the scores, and
+ * the fill value of a boolean mask. Output: [..., Tq, Dv] in Q's dtype.
+ * The leading dims of Q, K and V are equal. */
+MP__SHAPE_FN(mp__shape_sdpa)
+{
+    const mp__node *n = &g->nodes[node];
+    mp__shape q, k, v;
+    mp__in_shape(g, n, 0, &q);
+    mp__in_shape(g, n, 1, &k);
+    mp__in_shape(g, n, 2, &v);
+    if (n->n_in < 3 || !mp__in(g, n, 0) || !mp__in(g, n, 1) ||
+        !mp__in(g, n, 2))
+        return mp__node_err(g, node, "it needs Q, K and V (inputs 0-2)");
+    if (q.rank < 0 || k.rank < 0 || v.rank < 0) {
+        mp_status st = mp__out_set(g, node, 0, -1, NULL);
+        return st ? st : mp__shape_done(g, node);
+    }
+    if (q.rank < 2 || k.rank != q.rank || v.rank != q.rank)
+        return mp__node_err(g, node, "Q, K and V have ranks %d, %d and %d: "
+                           "they must be equal and at least 2", (int)q.rank,
+                           (int)k.rank, (int)v.rank);
+    int32_t r = q.rank;
+    for (int32_t i = 0; i < r - 2; i++)
+        if (q.d[i] >= 0 && ((k.d[i] >= 0 && k.d[i] != q.d[i]) ||
+                            (v.d[i] >= 0 && v.d[i] != q.d[i])))
+            return mp__node_err(g, node, "dim %d of Q, K and V differ "
+                               "(%lld, %lld, %lld)", (int)i,
+                               (long long)q.d[i], (long long)k.d[i],
+                               (long long)v.d[i]);
+    if ((q.d[r - 1] >= 0 && k.d[r - 2] >= 0 && q.d[r - 1] != k.d[r - 2]) ||
+        (k.d[r - 1] >= 0 && v.d[r - 2] >= 0 && k.d[r - 1] != v.d[r - 2]))
+        return mp__node_err(g, node, "Q [..., %lld, %lld], K transposed "
+                           "[..., %lld, %lld] and V [..., %lld, %lld] do not "
+                           "match", (long long)q.d[r - 2],
+                           (long long)q.d[r - 1], (long long)k.d[r - 2],
+                           (long long)k.d[r - 1], (long long)v.d[r - 2],
+                           (long long)v.d[r - 1]);
+    mp__shape y = q;
+    y.d[r - 1] = v.d[r - 1];
+    mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &y);
+    return st ? st : mp__shape_done(g, node);
+}
+
 /* Attention (opset 23): Q, K, V of rank 4 [B, heads, seq, head] or rank 3
  * [B, seq, heads*head]; optional past_key/past_value (inputs 4, 5).
  * Outputs: Y, present_key, present_value, qk_matmul_output. */

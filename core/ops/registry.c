@@ -234,6 +234,7 @@ static const mp__op_def registry[] = {
     {"Adam", "ai.onnx.preview.training", 0, mp__shape_optimizer},
     {"Gradient", "ai.onnx.preview.training", 0, mp__shape_gradient},
     {"Momentum", "ai.onnx.preview.training", 0, mp__shape_optimizer},
+    {"ScaledDotProductAttention", "memplan", KN(ATTENTION) | MP__OPF_BWD(MP__BWD_SDPA) | MP__OPF_COST(MP__COST_ATTENTION), mp__shape_sdpa},
 };
 #define N_OPS (sizeof registry / sizeof registry[0])
 
@@ -293,6 +294,7 @@ static const struct {
     [MP__BWD_CONV] = {"CONV", {I0 | I1, I0 | I1, I0 | I1, 0}, true},
     [MP__BWD_NORM_GROUPS] = {"NORM_GROUPS", {IA | EX, IA | EX, IA | EX, IA | EX}, false, MP__BWDX_GROUPS, 2},
     [MP__BWD_NORM_RMS] = {"NORM_RMS", {IA | EX, IA | EX, IA | EX, IA | EX}, false, MP__BWDX_ROWS, 1},
+    [MP__BWD_SDPA] = {"SDPA", {IA | O0 | EX, IA | O0 | EX, IA | O0 | EX, IA | O0 | EX}, false, MP__BWDX_ROWS, 1},
 };
 #undef I0
 #undef I1

@@ -150,6 +150,7 @@ MP__SHAPE_FN(mp__shape_rnn);            /* LSTM, GRU, RNN */
 MP__SHAPE_FN(mp__shape_dropout);
 MP__SHAPE_FN(mp__shape_loss);
 MP__SHAPE_FN(mp__shape_attention);
+MP__SHAPE_FN(mp__shape_sdpa);
 
 /* core/ops/ops_more.c */
 MP__SHAPE_FN(mp__shape_like);

@@ -120,6 +120,37 @@ MP_API mp_status mp_graph_set_attr_floats(mp_graph *g, uint32_t node,
  * inferred; node and tensor named), MP_ERR_NOMEM. */
 MP_API mp_status mp_graph_finalize(mp_graph *g);
 
+/* ---- fused attention ------------------------------------------------------
+ * How scaled-dot-product attention is planned: FUSED (default) as one
+ * ScaledDotProductAttention node, as PyTorch's scaled_dot_product_attention
+ * runs it (no T x T scores in memory); NAIVE as the exported ops, each
+ * intermediate in memory (the plan of the graph as written). */
+typedef enum mp_attention_mode {
+    MP_ATTENTION_FUSED = 0, MP_ATTENTION_NAIVE
+} mp_attention_mode;
+/* The name of an attention mode: "fused", "naive". */
+MP_API const char *mp_attention_name(mp_attention_mode m);
+/* Parses an attention mode name as mp_attention_name writes it.
+ * Errors: MP_ERR_NOT_FOUND (an unknown name), MP_ERR_INVALID_ARG (NULL). */
+MP_API mp_status mp_attention_parse(const char *name, mp_attention_mode *out);
+/* Rewrites each scaled-dot-product attention chain of a finalized graph,
+ * MatMul(Q, K^T) -> optional scale (Mul or Div by a scalar, also on Q and
+ * K^T) -> optional mask (Add, or Where with a scalar fill) -> Softmax over
+ * the last axis -> optional Where(IsNaN) and Dropout -> MatMul(., V),
+ * whose intermediates have no other reader, as one node
+ * ScaledDotProductAttention (domain "memplan"; docs/attention.md) reading
+ * Q, K^T, V, the mask and the scalars and writing the second MatMul's
+ * output; the chain's other nodes and tensors are removed, and g comes
+ * back finalized. Tensor and node ids change when a chain is fused (look
+ * names up again); plans made from g before are no longer valid. A graph
+ * with no chain (or with control-flow subgraphs) is left as it was.
+ * *n_fused (may be NULL): the chains fused; *scores_bytes (may be NULL):
+ * the bytes of the tensors removed.
+ * Errors: MP_ERR_INVALID_ARG (NULL, not finalized), MP_ERR_NOMEM; on an
+ * error g is unchanged. */
+MP_API mp_status mp_graph_fuse_attention(mp_graph *g, uint32_t *n_fused,
+                                         uint64_t *scores_bytes);
+
 /* The number of tensors (ids from 0 to n-1); 0 for NULL. */
 MP_API uint32_t mp_graph_num_tensors(const mp_graph *g);
 /* The number of nodes (ids from 0 to n-1); 0 for NULL. */

@@ -93,6 +93,12 @@ typedef struct mp_train_options {
      * is on its own, so FOREACH holds a temporary of one parameter's size,
      * as FOR_LOOP does */
     mp_optimizer_impl optimizer_impl;
+    /* default MP_ATTENTION_FUSED: the forward graph's attention chains
+     * are fused first (mp_graph_fuse_attention, on a copy), and each fused
+     * node's backward saves Q, K, V, the mask, its output and the fp32
+     * log-sum-exp per query row, as PyTorch's scaled_dot_product_attention
+     * (docs/attention.md); NAIVE differentiates the ops as exported */
+    mp_attention_mode attention;
 } mp_train_options;
 /* Fills training options with their defaults (the comments above). NULL
  * is a no-op. */
@@ -114,6 +120,9 @@ typedef struct mp_train_breakdown {
     uint64_t cast_weight_bytes;   /* autocast's bf16/fp16 copies of the
                                      weights (bf16-mixed, 16-mixed), held
                                      in the arena through forward */
+    uint32_t n_attention_fused;   /* attention chains fused */
+    uint64_t attention_bytes;     /* forward bytes the fused chains
+                                     removed (scores and the like) */
 } mp_train_breakdown;
 
 /* Builds the training graph of a finalized forward graph: a loss over the

@@ -1,0 +1,481 @@
+/* Fused attention (core/ops/attention.c): which chains are recognized on
+ * small graphs built as the exporters write them, the fused node's
+ * inputs, that a chain with a second reader of the scores is left alone,
+ * --attention naive keeping the graph and its plan, and what the fused
+ * node's backward keeps in training. */
+#include "ir.h"
+#include "ops.h"
+#include "support.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum {
+    F_SCALE = 1, F_DIV = 2, F_ADD = 4, F_WHERE = 8, F_DROPOUT = 16,
+    F_SECOND_READER = 32, F_EXPORT = 64, F_TRAIN = 128
+};
+
+#define BH 2
+#define T 64
+#define D 8
+
+typedef struct built {
+    mp_graph *g;
+    uint32_t q, kt, v, out; /* tensors the fused node should read/write */
+} built;
+
+static uint32_t ten(mp_graph *g, const char *name, mp_tensor_kind k,
+                    mp_dtype dt, int rank, const int64_t *dims)
+{
+    mp_tensor_desc d = {name, dt, rank, dims, 0, k};
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
+    return id;
+}
+
+static uint32_t act(mp_graph *g, const char *name)
+{
+    return ten(g, name, MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1, NULL);
+}
+
+static uint32_t nd(mp_graph *g, const char *name, const char *op,
+                   const uint32_t *in, uint32_t nin, const uint32_t *out,
+                   uint32_t nout)
+{
+    return mp_test_node(g, name, op, in, nin, out, nout);
+}
+
+/* Scores [BH, T, T] from q [BH, T, D] and kT [BH, D, T] (F_TRAIN: each
+ * a MatMul of x [BH, T, D] by a weight), then the chain by flags. */
+static built build(mp_ctx *ctx, unsigned f)
+{
+    built b = {0};
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    b.g = g;
+    int64_t dq[] = {BH, T, D}, dk[] = {BH, D, T}, one[] = {1},
+            dm[] = {1, T, T}, dw[] = {D, D};
+    uint32_t q, kt, v;
+    if (f & F_EXPORT) {
+        /* [1, T, BH*D] -> Reshape [1, T, BH, D] -> Transpose -> [BH...]:
+         * with batch 1 folded: q, v via perm (0,2,1,3), kT via (0,2,3,1) */
+        int64_t dl[] = {1, T, BH * D}, d4[] = {4};
+        uint32_t shp = ten(g, "shape4", MP_KIND_CONSTANT, MP_DTYPE_INT64, 1,
+                           d4);
+        int64_t sv[] = {1, T, BH, D};
+        CU_ASSERT_EQUAL(mp__tensor_set_value(ctx, &g->tensors[shp], sv, 4),
+                        MP_OK);
+        const char *nm[3] = {"q", "k", "v"};
+        uint32_t res[3];
+        for (int i = 0; i < 3; i++) {
+            char n1[32], n2[32], n3[32];
+            snprintf(n1, sizeof n1, "%s_lin", nm[i]);
+            snprintf(n2, sizeof n2, "%s_r", nm[i]);
+            snprintf(n3, sizeof n3, "%s_t", nm[i]);
+            uint32_t lin = ten(g, n1, MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3, dl);
+            uint32_t r = act(g, n2), t = act(g, n3);
+            uint32_t ri[] = {lin, shp};
+            nd(g, n2, "Reshape", ri, 2, &r, 1);
+            uint32_t tn = nd(g, n3, "Transpose", &r, 1, &t, 1);
+            int64_t p0[] = {0, 2, 1, 3}, p1[] = {0, 2, 3, 1};
+            CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, tn, "perm",
+                                                   i == 1 ? p1 : p0, 4),
+                            MP_OK);
+            res[i] = t;
+        }
+        /* the TorchScript exporter: Q and K^T each times sqrt(scale) */
+        uint32_t s = ten(g, "sqrt_scale", MP_KIND_CONSTANT, MP_DTYPE_FLOAT32,
+                         0, NULL);
+        q = act(g, "q_s");
+        kt = act(g, "k_s");
+        uint32_t i1[] = {res[0], s}, i2[] = {res[1], s};
+        nd(g, "q_mul", "Mul", i1, 2, &q, 1);
+        nd(g, "k_mul", "Mul", i2, 2, &kt, 1);
+        b.q = res[0];
+        b.kt = res[1];
+        v = b.v = res[2];
+    } else if (f & F_TRAIN) {
+        uint32_t x = ten(g, "x", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3, dq);
+        uint32_t wq = ten(g, "Wq", MP_KIND_WEIGHT, MP_DTYPE_FLOAT32, 2, dw);
+        uint32_t wk = ten(g, "Wk", MP_KIND_WEIGHT, MP_DTYPE_FLOAT32, 2, dw);
+        uint32_t wv = ten(g, "Wv", MP_KIND_WEIGHT, MP_DTYPE_FLOAT32, 2, dw);
+        q = b.q = act(g, "q");
+        uint32_t k = act(g, "k");
+        kt = b.kt = act(g, "kT");
+        v = b.v = act(g, "v");
+        uint32_t a1[] = {x, wq}, a2[] = {x, wk}, a3[] = {x, wv};
+        nd(g, "q_proj", "MatMul", a1, 2, &q, 1);
+        nd(g, "k_proj", "MatMul", a2, 2, &k, 1);
+        nd(g, "v_proj", "MatMul", a3, 2, &v, 1);
+        uint32_t tn = nd(g, "k_t", "Transpose", &k, 1, &kt, 1);
+        int64_t p[] = {0, 2, 1};
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, tn, "perm", p, 3), MP_OK);
+    } else {
+        q = b.q = ten(g, "q", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3, dq);
+        kt = b.kt = ten(g, "kT", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3, dk);
+        v = b.v = ten(g, "v", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3, dq);
+    }
+    uint32_t s = act(g, "scores");
+    uint32_t mi[] = {q, kt};
+    nd(g, "qk", "MatMul", mi, 2, &s, 1);
+    if (f & (F_SCALE | F_DIV)) {
+        uint32_t c = ten(g, "c", MP_KIND_CONSTANT, MP_DTYPE_FLOAT32, 1, one);
+        uint32_t s2 = act(g, "scaled"), in[] = {s, c};
+        nd(g, "scale", f & F_DIV ? "Div" : "Mul", in, 2, &s2, 1);
+        s = s2;
+    }
+    if (f & F_ADD) {
+        uint32_t m = ten(g, "mask", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3, dm);
+        uint32_t s2 = act(g, "masked"), in[] = {s, m};
+        nd(g, "add_mask", "Add", in, 2, &s2, 1);
+        s = s2;
+    }
+    if (f & F_WHERE) {
+        uint32_t m = ten(g, "keep", MP_KIND_INPUT, MP_DTYPE_BOOL, 3, dm);
+        uint32_t fill = ten(g, "neg_inf", MP_KIND_CONSTANT, MP_DTYPE_FLOAT32,
+                            0, NULL);
+        uint32_t s2 = act(g, "masked"), in[] = {m, s, fill};
+        nd(g, "where_mask", "Where", in, 3, &s2, 1);
+        s = s2;
+    }
+    uint32_t p = act(g, "probs");
+    nd(g, "softmax", "Softmax", &s, 1, &p, 1);
+    if (f & F_EXPORT) {
+        /* Where(IsNaN(p), 0, p) */
+        uint32_t isn = ten(g, "isnan", MP_KIND_ACTIVATION, MP_DTYPE_BOOL, -1,
+                           NULL);
+        uint32_t zero = ten(g, "zero", MP_KIND_CONSTANT, MP_DTYPE_FLOAT32, 0,
+                            NULL);
+        uint32_t p2 = act(g, "probs_nz"), wi[] = {isn, zero, p};
+        nd(g, "isnan", "IsNaN", &p, 1, &isn, 1);
+        nd(g, "where_nan", "Where", wi, 3, &p2, 1);
+        p = p2;
+    }
+    if (f & F_DROPOUT) {
+        uint32_t p2 = act(g, "dropped");
+        nd(g, "dropout", "Dropout", &p, 1, &p2, 1);
+        p = p2;
+    }
+    if (f & F_SECOND_READER) {
+        uint32_t r = act(g, "probs_relu");
+        nd(g, "reader", "Relu", &p, 1, &r, 1);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, r), MP_OK);
+    }
+    uint32_t o = b.out = act(g, "attn_out"), pi[] = {p, v};
+    nd(g, "pv", "MatMul", pi, 2, &o, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return b;
+}
+
+static uint32_t find_op(const mp_graph *g, const char *op)
+{
+    for (uint32_t v = 0; v < mp_graph_num_nodes(g); v++) {
+        mp_node_info ni;
+        if (mp_graph_node_info(g, v, &ni) == MP_OK && strcmp(ni.op, op) == 0)
+            return v;
+    }
+    return MP_NONE;
+}
+
+static const char *tname(const mp_graph *g, uint32_t t)
+{
+    mp_tensor_info ti;
+    return t != MP_NONE && mp_graph_tensor_info(g, t, &ti) == MP_OK ? ti.name
+                                                                     : "";
+}
+
+/* Fuses b's graph; checks the fused node reads q, kT, v (by name) and
+ * writes the output; returns the fused node (MP_NONE when not fused). */
+static uint32_t fuse(built *b, uint32_t want)
+{
+    char qn[64], kn[64], vn[64], on[64];
+    snprintf(qn, sizeof qn, "%s", tname(b->g, b->q));
+    snprintf(kn, sizeof kn, "%s", tname(b->g, b->kt));
+    snprintf(vn, sizeof vn, "%s", tname(b->g, b->v));
+    snprintf(on, sizeof on, "%s", tname(b->g, b->out));
+    uint32_t n = 99;
+    uint64_t bytes = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_fuse_attention(b->g, &n, &bytes), MP_OK);
+    CU_ASSERT_EQUAL(n, want);
+    uint32_t v = find_op(b->g, "ScaledDotProductAttention");
+    if (!want) {
+        CU_ASSERT_EQUAL(v, MP_NONE);
+        CU_ASSERT_EQUAL(bytes, 0);
+        return MP_NONE;
+    }
+    CU_ASSERT_FATAL(v != MP_NONE);
+    CU_ASSERT(bytes >= (uint64_t)BH * T * T * 4 * 2); /* scores, probs */
+    CU_ASSERT_EQUAL(find_op(b->g, "Softmax"), MP_NONE);
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(b->g, v, &ni), MP_OK);
+    CU_ASSERT_STRING_EQUAL(ni.domain, "memplan");
+    CU_ASSERT_FATAL(ni.n_inputs >= 3 && ni.n_outputs == 1);
+    CU_ASSERT_STRING_EQUAL(tname(b->g, ni.inputs[0]), qn);
+    CU_ASSERT_STRING_EQUAL(tname(b->g, ni.inputs[1]), kn);
+    CU_ASSERT_STRING_EQUAL(tname(b->g, ni.inputs[2]), vn);
+    CU_ASSERT_STRING_EQUAL(tname(b->g, ni.outputs[0]), on);
+    mp_tensor_info ti;
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(b->g, ni.outputs[0], &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.bytes, (uint64_t)BH * T * D * 4);
+    uint32_t none;
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(b->g, "scores", &none),
+                    MP_ERR_NOT_FOUND);
+    return v;
+}
+
+static int64_t attr(const mp_graph *g, uint32_t v, const char *name)
+{
+    int64_t x = 0;
+    return mp_graph_get_attr_int(g, v, name, &x) == MP_OK ? x : 0;
+}
+
+static void test_plain(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    built b = build(ctx, 0);
+    uint32_t v = fuse(&b, 1);
+    mp_node_info ni;
+    CU_ASSERT_EQUAL(mp_graph_node_info(b.g, v, &ni), MP_OK);
+    CU_ASSERT_EQUAL(ni.n_inputs, 3);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(b.g), 1);
+    CU_ASSERT_EQUAL(attr(b.g, v, "mask_kind"), 0);
+    /* again: nothing left to fuse */
+    uint32_t n = 9;
+    CU_ASSERT_EQUAL(mp_graph_fuse_attention(b.g, &n, NULL), MP_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    /* FLOPs: 4 * BH * T * T * D */
+    mp_op_cost c;
+    mp_device dev;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(ctx, "h200", &dev), MP_OK);
+    CU_ASSERT_EQUAL(mp_node_estimate(b.g, v, &dev, &c), MP_OK);
+    CU_ASSERT_DOUBLE_EQUAL(c.flops, 4.0 * BH * T * T * D, 0.5);
+    mp_graph_destroy(b.g);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_scale_mask(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    struct {
+        unsigned f;
+        int64_t kind, div;
+        uint32_t n_in;
+    } cases[] = {
+        {F_SCALE, 0, 0, 7},          {F_DIV, 0, 1, 7},
+        {F_ADD, 1, 0, 4},            {F_SCALE | F_ADD, 1, 0, 7},
+        {F_WHERE, 2, 0, 8},          {F_DIV | F_WHERE | F_DROPOUT, 2, 1, 8},
+        {F_DROPOUT, 0, 0, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        built b = build(ctx, cases[i].f);
+        uint32_t v = fuse(&b, 1);
+        if (v == MP_NONE) {
+            mp_graph_destroy(b.g);
+            continue;
+        }
+        mp_node_info ni;
+        CU_ASSERT_EQUAL(mp_graph_node_info(b.g, v, &ni), MP_OK);
+        CU_ASSERT_EQUAL(ni.n_inputs, cases[i].n_in);
+        CU_ASSERT_EQUAL(attr(b.g, v, "mask_kind"), cases[i].kind);
+        CU_ASSERT_EQUAL(attr(b.g, v, "scale_div"), cases[i].div);
+        CU_ASSERT_EQUAL(attr(b.g, v, "dropout"),
+                        (cases[i].f & F_DROPOUT) ? 1 : 0);
+        if (cases[i].f & (F_SCALE | F_DIV))
+            CU_ASSERT_STRING_EQUAL(tname(b.g, ni.inputs[6]), "c");
+        if (cases[i].f & F_ADD)
+            CU_ASSERT_STRING_EQUAL(tname(b.g, ni.inputs[3]), "mask");
+        if (cases[i].f & F_WHERE) {
+            CU_ASSERT_STRING_EQUAL(tname(b.g, ni.inputs[3]), "keep");
+            CU_ASSERT_STRING_EQUAL(tname(b.g, ni.inputs[7]), "neg_inf");
+        }
+        CU_ASSERT_EQUAL(mp_graph_num_nodes(b.g), 1);
+        mp_graph_destroy(b.g);
+    }
+    mp_ctx_destroy(ctx);
+}
+
+/* the softmax output read by another node: the scores must exist */
+static void test_second_reader(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    built b = build(ctx, F_SCALE | F_SECOND_READER);
+    uint32_t nn = mp_graph_num_nodes(b.g);
+    fuse(&b, 0);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(b.g), nn);
+    CU_ASSERT(find_op(b.g, "Softmax") != MP_NONE);
+    mp_graph_destroy(b.g);
+    mp_ctx_destroy(ctx);
+}
+
+/* Q, K, V through Reshape and Transpose, Q and K^T scaled, Where(IsNaN):
+ * fused; the node reads the Transposes' outputs, which stay */
+static void test_export_form(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    built b = build(ctx, F_EXPORT | F_ADD);
+    uint32_t v = fuse(&b, 1);
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(b.g, v, &ni), MP_OK);
+    CU_ASSERT_EQUAL(ni.n_inputs, 6);
+    CU_ASSERT_STRING_EQUAL(tname(b.g, ni.inputs[4]), "sqrt_scale");
+    CU_ASSERT_STRING_EQUAL(tname(b.g, ni.inputs[5]), "sqrt_scale");
+    CU_ASSERT_EQUAL(attr(b.g, v, "nan_to_zero"), 1);
+    CU_ASSERT_EQUAL(find_op(b.g, "IsNaN"), MP_NONE);
+    CU_ASSERT(find_op(b.g, "Transpose") != MP_NONE);
+    /* 3 Reshapes, 3 Transposes and the fused node */
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(b.g), 7);
+    mp_graph_destroy(b.g);
+    mp_ctx_destroy(ctx);
+}
+
+/* --attention naive: the graph is not changed and the plan is the one of
+ * the graph as built; fused: no scores, a lower bound below */
+static void test_naive_keeps(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    built a = build(ctx, F_SCALE | F_ADD), b = build(ctx, F_SCALE | F_ADD);
+    uint32_t nn = mp_graph_num_nodes(a.g), nt = mp_graph_num_tensors(a.g);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    CU_ASSERT_EQUAL(o.attention, MP_ATTENTION_FUSED);
+    o.attention = MP_ATTENTION_NAIVE;
+    mp_plan *pa = NULL, *pb = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(a.g, &o, &pa), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(a.g), nn);
+    CU_ASSERT_EQUAL(mp_graph_num_tensors(a.g), nt);
+    CU_ASSERT_EQUAL(mp_verify_plan(a.g, pa), MP_OK);
+    /* scores, scaled, masked (no in-place: probs beside masked) */
+    uint64_t sc = (uint64_t)BH * T * T * 4;
+    CU_ASSERT(mp_plan_figures(pa)->lower_bound_bytes >= 2 * sc);
+    o.attention = MP_ATTENTION_FUSED;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(b.g, &o, &pb), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(b.g), 1);
+    CU_ASSERT_EQUAL(mp_verify_plan(b.g, pb), MP_OK);
+    /* the inputs q, kT, v, the mask [1, T, T] and the output */
+    CU_ASSERT_EQUAL(mp_plan_figures(pb)->lower_bound_bytes,
+                    4 * (uint64_t)BH * T * D * 4 + (uint64_t)T * T * 4);
+    CU_ASSERT(mp_plan_figures(pb)->lower_bound_bytes <
+              mp_plan_figures(pa)->lower_bound_bytes);
+    o.attention = (mp_attention_mode)7;
+    mp_plan *pc = NULL;
+    CU_ASSERT_EQUAL(mp_plan_create(b.g, &o, &pc), MP_ERR_INVALID_ARG);
+    mp_attention_mode m;
+    CU_ASSERT_EQUAL(mp_attention_parse("naive", &m), MP_OK);
+    CU_ASSERT_EQUAL(m, MP_ATTENTION_NAIVE);
+    CU_ASSERT_EQUAL(mp_attention_parse("flash", &m), MP_ERR_NOT_FOUND);
+    CU_ASSERT_STRING_EQUAL(mp_attention_name(MP_ATTENTION_FUSED), "fused");
+    mp_plan_destroy(pa);
+    mp_plan_destroy(pb);
+    mp_graph_destroy(a.g);
+    mp_graph_destroy(b.g);
+    mp_ctx_destroy(ctx);
+}
+
+/* Training: the fused node's backward reads Q, K^T, V, the output and
+ * the fp32 log-sum-exp [1, BH*T]; no T x T tensor exists; its workspace
+ * (BH*T rows of D+1 fp32) is written and freed there; the peak is below
+ * the naive training graph's. */
+static void test_train_saved(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    built b = build(ctx, F_TRAIN | F_SCALE);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    mp_graph *tf = NULL, *tn = NULL;
+    mp_train_breakdown bf, bn;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(b.g, &to, &tf, &bf), MP_OK);
+    to.attention = MP_ATTENTION_NAIVE;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(b.g, &to, &tn, &bn), MP_OK);
+    CU_ASSERT_EQUAL(bf.n_attention_fused, 1);
+    CU_ASSERT_EQUAL(bn.n_attention_fused, 0);
+    CU_ASSERT(bf.saved_bytes < bn.saved_bytes);
+    /* the forward graph is not changed */
+    CU_ASSERT(find_op(b.g, "Softmax") != MP_NONE);
+    uint32_t gv = find_op(tf, "ScaledDotProductAttentionGrad");
+    CU_ASSERT_FATAL(gv != MP_NONE);
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(tf, gv, &ni), MP_OK);
+    /* the output gradient, q, kT, v, c, the output, the statistics */
+    CU_ASSERT_EQUAL(ni.n_inputs, 7);
+    const char *want[] = {"q", "kT", "v", "c", "attn_out"};
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_STRING_EQUAL(tname(tf, ni.inputs[1 + i]), want[i]);
+    mp_tensor_info ti;
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(tf, ni.inputs[6], &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.bytes, (uint64_t)BH * T * 4);
+    CU_ASSERT(strstr(ti.name, "/stats") != NULL);
+    /* outputs: the gradients of q, kT and v, and the workspace */
+    CU_ASSERT_EQUAL_FATAL(ni.n_outputs, 4);
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(tf, ni.outputs[3], &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.bytes, (uint64_t)BH * T * (D + 1) * 4);
+    for (uint32_t t = 0; t < mp_graph_num_tensors(tf); t++) {
+        CU_ASSERT_EQUAL(mp_graph_tensor_info(tf, t, &ti), MP_OK);
+        CU_ASSERT(ti.bytes != (uint64_t)BH * T * T * 4);
+    }
+    /* the backward costs 2.5 forwards */
+    mp_node_info fi;
+    uint32_t fv = find_op(tf, "ScaledDotProductAttention");
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(tf, fv, &fi), MP_OK);
+    CU_ASSERT(fi.flops > 0);
+    CU_ASSERT_DOUBLE_EQUAL(ni.flops, 2.5 * fi.flops, 1e-6 * fi.flops);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    mp_plan *pf = NULL, *pn = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(tf, &o, &pf), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(tn, &o, &pn), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(tf, pf), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(tn, pn), MP_OK);
+    CU_ASSERT(mp_plan_figures(pf)->peak_bytes <
+              mp_plan_figures(pn)->peak_bytes);
+    mp_plan_destroy(pf);
+    mp_plan_destroy(pn);
+    mp_graph_destroy(tf);
+    mp_graph_destroy(tn);
+    mp_graph_destroy(b.g);
+    mp_ctx_destroy(ctx);
+}
+
+/* the CLI: the summary line and --attention naive */
+static void test_cli(void)
+{
+    static char out[1 << 16];
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/transformer_block.json' 2>&1",
+             MP_CLI_PATH, MP_SOURCE_DIR);
+    int rc = mp_test_run(cmd, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    int fused = strstr(out, "chains fused (SDPA)") != NULL;
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/transformer_block.json' --attention "
+             "naive 2>&1",
+             MP_CLI_PATH, MP_SOURCE_DIR);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT(strstr(out, "chains fused") == NULL);
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/transformer_block.json' --attention "
+             "flash 2>&1",
+             MP_CLI_PATH, MP_SOURCE_DIR);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/transformer_block.json' --json 2>&1",
+             MP_CLI_PATH, MP_SOURCE_DIR);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT(strstr(out, "\"attention\"") != NULL);
+    CU_ASSERT_EQUAL(strstr(out, "\"chains_fused\": 0") == NULL, fused);
+}
+
+static CU_TestInfo tests[] = {
+    {"plain chain", test_plain},
+    {"scale, mask, Where, Dropout", test_scale_mask},
+    {"a second reader of the scores: not fused", test_second_reader},
+    {"Q, K, V through Reshape and Transpose", test_export_form},
+    {"naive keeps the graph and plan", test_naive_keeps},
+    {"training: what backward keeps", test_train_saved},
+    {"plan --attention", test_cli},
+    CU_TEST_INFO_NULL,
+};
+
+void mp_register_attention(void) { mp_test_add_suite("attention", tests); }
