@@ -410,7 +410,6 @@ static void test_transposed_activation(void)
     }
 }
 
-
 /* A training --fuse plan (min-cut, a decomposed GELU): every fused value
  * is a SCRATCH ref in one of two slots after the launches' workspace;
  * the node step after its producer reads it from the slot the producer
@@ -478,6 +477,103 @@ static void test_fused_scratch(void)
     mp_ctx_destroy(ctx);
 }
 
+/* q [2,3,16,8] x kT [2,3,8,32] -> Div(c) -> Add(mask [2,1,1,32]) (or
+ * Where(keep [2,1,1,32], ., fill)) -> Softmax -> MatMul(v [2,3,32,4]):
+ * fused (the default), lowered to one attention launch */
+static void attention_case(int where, mp_dtype dt)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dq[] = {2, 3, 16, 8}, dk[] = {2, 3, 8, 32}, dv[] = {2, 3, 32, 4},
+            dm[] = {2, 1, 1, 32}, one[] = {1};
+    uint32_t q = mp_test_tensor(g, "q", MP_KIND_INPUT, 4, dq);
+    uint32_t kt = mp_test_tensor(g, "kT", MP_KIND_INPUT, 4, dk);
+    uint32_t v = mp_test_tensor(g, "v", MP_KIND_INPUT, 4, dv);
+    if (dt != MP_DTYPE_FLOAT32) {
+        /* the same chain in float16: not run by the kernel */
+        g->tensors[q].dtype = g->tensors[kt].dtype = g->tensors[v].dtype =
+            (uint8_t)dt;
+    }
+    mp_tensor_desc cd = {"c", dt, 1, one, 0, MP_KIND_CONSTANT};
+    mp_tensor_desc md = {where ? "keep" : "mask",
+                         where ? MP_DTYPE_BOOL : dt, 4, dm, 0,
+                         MP_KIND_INPUT};
+    mp_tensor_desc fd = {"fill", dt, 0, NULL, 0, MP_KIND_CONSTANT};
+    uint32_t c, m, f = MP_NONE, s[4], o;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &cd, &c), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &md, &m), MP_OK);
+    if (where)
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &fd, &f), MP_OK);
+    const char *sn[4] = {"s0", "s1", "s2", "s3"};
+    for (int i = 0; i < 4; i++) {
+        mp_tensor_desc d = {sn[i], dt, -1, NULL, 0, MP_KIND_ACTIVATION};
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &d, &s[i]), MP_OK);
+    }
+    mp_tensor_desc od = {"o", dt, -1, NULL, 0, MP_KIND_ACTIVATION};
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &od, &o), MP_OK);
+    uint32_t i0[] = {q, kt}, i1[] = {s[0], c}, i2[] = {s[1], m},
+             i2w[] = {m, s[1], f}, i4[] = {s[3], v};
+    mp_test_node(g, "qk", "MatMul", i0, 2, &s[0], 1);
+    mp_test_node(g, "div", "Div", i1, 2, &s[1], 1);
+    if (where)
+        mp_test_node(g, "mask", "Where", i2w, 3, &s[2], 1);
+    else
+        mp_test_node(g, "mask", "Add", i2, 2, &s[2], 1);
+    mp_test_node(g, "softmax", "Softmax", &s[2], 1, &s[3], 1);
+    mp_test_node(g, "pv", "MatMul", i4, 2, &o, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_num_nodes(g), 1);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    if (dt != MP_DTYPE_FLOAT32) {
+        CU_ASSERT_EQUAL(p->nodes[0].synthetic, 1);
+        CU_ASSERT_PTR_NOT_NULL(p->nodes[0].why);
+    } else {
+        CU_ASSERT_EQUAL(p->n_synthetic, 0);
+        CU_ASSERT_EQUAL_FATAL(p->nodes[0].count, 1);
+        const mpv_launch *l = &p->launches[p->nodes[0].first];
+        CU_ASSERT_EQUAL(l->kind, MPV_L_ATTENTION);
+        CU_ASSERT_EQUAL(l->in[0], 0);
+        CU_ASSERT_EQUAL(l->in[1], 1);
+        CU_ASSERT_EQUAL(l->in[2], 2);
+        CU_ASSERT_EQUAL(l->in[3], 3);
+        CU_ASSERT_EQUAL(l->out, 0);
+        CU_ASSERT_EQUAL(l->p.attn.rank, 4);
+        CU_ASSERT_EQUAL(l->p.attn.bh, 6);
+        CU_ASSERT_EQUAL(l->p.attn.tq, 16);
+        CU_ASSERT_EQUAL(l->p.attn.tk, 32);
+        CU_ASSERT_EQUAL(l->p.attn.d, 8);
+        CU_ASSERT_EQUAL(l->p.attn.dv, 4);
+        CU_ASSERT_EQUAL(l->p.attn.lead[0], 2);
+        CU_ASSERT_EQUAL(l->p.attn.lead[1], 3);
+        CU_ASSERT_EQUAL(l->p.attn.mask_kind, where ? 2 : 1);
+        CU_ASSERT_EQUAL(l->p.attn.mask_esize, where ? 1 : 4);
+        CU_ASSERT_EQUAL(l->p.attn.scale_div, 1);
+        CU_ASSERT_EQUAL(l->p.attn.mask_first, 0);
+        /* the mask [2,1,1,32] over the scores [2,3,16,32] */
+        CU_ASSERT_EQUAL(l->p.attn.mst[0], 32);
+        CU_ASSERT_EQUAL(l->p.attn.mst[1], 0);
+        CU_ASSERT_EQUAL(l->p.attn.mst[2], 0);
+        CU_ASSERT_EQUAL(l->p.attn.mst[3], 1);
+        CU_ASSERT_EQUAL(l->workspace, 0);
+    }
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_attention(void)
+{
+    attention_case(0, MP_DTYPE_FLOAT32);
+    attention_case(1, MP_DTYPE_FLOAT32);
+    attention_case(0, MP_DTYPE_FLOAT16);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -493,6 +589,8 @@ void mp_register_validate_host(void)
          test_transposed_activation},
         {"fused values in two scratch slots of the workspace",
          test_fused_scratch},
+        {"fused attention: one flash-style launch, the mask broadcast",
+         test_attention},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

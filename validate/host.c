@@ -1079,6 +1079,68 @@ static int lower_expand(lower *L, const mp__node *n, const char **why)
 typedef int (*lower_fn)(lower *L, const mp__node *n, const char **why);
 
 /* the lowering of each registry kernel (none: the synthetic kernel) */
+/* ScaledDotProductAttention (core/ops/attention.c): one flash-style
+ * launch; float32 Q, K^T, V, output and scalars, a float (Add) or bool
+ * (Where) mask broadcast over the scores */
+static int lower_attention(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *q = in_t(g, n, 0), *k = in_t(g, n, 1), *v = in_t(g, n, 2);
+    const mp__tensor *y = out_t(g, n, 0), *m = in_t(g, n, 3);
+    if (!q || !k || !v || !is_f32(q) || !is_f32(k) || !is_f32(v) || !is_f32(y))
+        FAIL("attention: Q, K, V and the output must be float32");
+    int r = q->rank;
+    if (r < 2 || r > MPV_MAXR || k->rank != r || v->rank != r ||
+        y->rank != r)
+        FAIL("attention: ranks");
+    for (uint32_t i = 4; i < n->n_in && i < 8; i++) {
+        const mp__tensor *c = in_t(g, n, i);
+        if (c && (!is_f32(c) || numel(c) != 1))
+            FAIL("attention: a scalar factor that is not one float32");
+    }
+    int64_t kind = mp__attr_int(n, "mask_kind", 0);
+    if ((kind != 0) != (m != NULL) || kind < 0 || kind > 3)
+        FAIL("attention: mask and mask_kind disagree");
+    if (m && (m->rank > r || (kind == 1 ? !is_f32(m)
+                                        : m->dtype != MP_DTYPE_BOOL)))
+        FAIL("attention: the mask's dtype or rank");
+    mpv_launch *x = add_launch_io(L, MPV_L_ATTENTION, 3);
+    if (!x)
+        return -1;
+    if (m)
+        x->in[3] = 3;
+    x->p.attn.rank = r;
+    x->p.attn.bh = dims_prod(q->dims, 0, r - 2);
+    x->p.attn.tq = q->dims[r - 2];
+    x->p.attn.d = q->dims[r - 1];
+    x->p.attn.tk = k->dims[r - 1];
+    x->p.attn.dv = v->dims[r - 1];
+    for (int i = 0; i < r - 2; i++)
+        x->p.attn.lead[i] = q->dims[i];
+    x->p.attn.mask_kind = (int32_t)kind;
+    x->p.attn.mask_esize = m ? (kind == 1 ? 4 : 1) : 0;
+    x->p.attn.scale_div = mp__attr_int(n, "scale_div", 0) != 0;
+    x->p.attn.mask_first = mp__attr_int(n, "mask_first", 0) != 0;
+    x->p.attn.nan_to_zero = mp__attr_int(n, "nan_to_zero", 0) != 0;
+    if (m) {
+        /* the scores' dims: lead..., tq, tk; the mask aligned right */
+        int64_t sd[MPV_MAXR], st = 1;
+        for (int i = 0; i < r - 2; i++)
+            sd[i] = q->dims[i];
+        sd[r - 2] = x->p.attn.tq;
+        sd[r - 1] = x->p.attn.tk;
+        for (int i = r - 1; i >= 0; i--) {
+            int mi = i - (r - m->rank);
+            int64_t md = mi >= 0 ? m->dims[mi] : 1;
+            if (md != 1 && md != sd[i])
+                FAIL("attention: the mask does not broadcast to the scores");
+            x->p.attn.mst[i] = md == 1 ? 0 : st;
+            st *= md;
+        }
+    }
+    return 0;
+}
+
 static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_COPY] = lower_copy,
     [MP__KERNEL_UNARY] = lower_unary,
@@ -1104,6 +1166,7 @@ static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_PAD] = lower_pad,
     [MP__KERNEL_SHAPE] = lower_shape,
     [MP__KERNEL_EXPAND] = lower_expand,
+    [MP__KERNEL_ATTENTION] = lower_attention,
 };
 
 /* Lowers one node; returns 0 (lowered), 1 (needs the synthetic kernel,

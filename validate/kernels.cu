@@ -574,6 +574,116 @@ static const char *cb_err(cublasStatus_t s)
     return s == CUBLAS_STATUS_SUCCESS ? NULL : "cuBLAS call failed";
 }
 
+// ---- fused attention ------------------------------------------------------
+// ScaledDotProductAttention, flash-style: one block per (batch*head, query
+// row), the keys in tiles of TPB, an online softmax (running max and sum,
+// the accumulator rescaled per tile); no scores tensor. Q, K^T and V are
+// row-major [bh, tq, d], [bh, d, tk], [bh, tk, dv]; qk_scale is the product
+// of the scalar factors of Q and K^T; the scores' factor ss multiplies (or
+// divides, scale_div) and the mask adds (kind 1) or keeps where true (2) or
+// false (3), fill elsewhere, in the chain's order. Deterministic: tree
+// reductions in shared memory.
+__device__ float attn_block_reduce(float v, float *red, int is_max)
+{
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (int off = blockDim.x / 2; off > 0; off >>= 1) {
+        if ((int)threadIdx.x < off) {
+            float a = red[threadIdx.x], b = red[threadIdx.x + off];
+            red[threadIdx.x] = is_max ? fmaxf(a, b) : a + b;
+        }
+        __syncthreads();
+    }
+    float r = red[0];
+    __syncthreads();
+    return r;
+}
+
+__global__ void k_attention(const float *__restrict__ Q,
+                            const float *__restrict__ KT,
+                            const float *__restrict__ V,
+                            const void *__restrict__ mask,
+                            const float *qs, const float *ks, const float *ss,
+                            const float *fill, float *__restrict__ Y,
+                            mpv_launch L)
+{
+    const auto &p = L.p.attn;
+    extern __shared__ float sh[];
+    float *qrow = sh;                  // d
+    float *acc = qrow + p.d;           // dv
+    float *pt = acc + p.dv;            // TPB
+    float *red = pt + blockDim.x;      // TPB
+    float qk_scale = (qs ? *qs : 1.f) * (ks ? *ks : 1.f);
+    float sf = ss ? *ss : 1.f, fv = fill ? *fill : 0.f;
+    int64_t rows = p.bh * p.tq;
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        int64_t b = row / p.tq, i = row % p.tq;
+        // the mask's offset of (b, i, 0)
+        int64_t moff = 0, rem = b;
+        for (int dd = p.rank - 3; dd >= 0; dd--) {
+            int64_t x = rem % p.lead[dd];
+            rem /= p.lead[dd];
+            moff += x * p.mst[dd];
+        }
+        moff += i * p.mst[p.rank - 2];
+        for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x)
+            qrow[c] = Q[(b * p.tq + i) * p.d + c] * qk_scale;
+        for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x)
+            acc[c] = 0.f;
+        __syncthreads();
+        float m = -INFINITY, l = 0.f;
+        const float *kb = KT + b * p.d * p.tk;
+        const float *vb = V + b * p.tk * p.dv;
+        for (int64_t j0 = 0; j0 < p.tk; j0 += blockDim.x) {
+            int64_t j = j0 + threadIdx.x;
+            float s = -INFINITY;
+            if (j < p.tk) {
+                float dot = 0.f;
+                for (int64_t c = 0; c < p.d; c++)
+                    dot += qrow[c] * kb[c * p.tk + j];
+                s = dot;
+                for (int step = 0; step < 2; step++) {
+                    int do_mask = (step == 0) == (p.mask_first != 0);
+                    if (!do_mask) {
+                        if (ss)
+                            s = p.scale_div ? s / sf : s * sf;
+                    } else if (p.mask_kind == 1) {
+                        s += ((const float *)mask)[moff + j * p.mst[p.rank - 1]];
+                    } else if (p.mask_kind >= 2) {
+                        bool cnd = ((const unsigned char *)mask)
+                                       [moff + j * p.mst[p.rank - 1]] != 0;
+                        if (cnd != (p.mask_kind == 2))
+                            s = fv;
+                    }
+                }
+            }
+            float tmax = attn_block_reduce(j < p.tk ? s : -INFINITY, red, 1);
+            float mn = fmaxf(m, tmax);
+            float e = (j < p.tk && mn != -INFINITY && s != -INFINITY)
+                          ? expf(s - mn)
+                          : 0.f;
+            pt[threadIdx.x] = e;
+            float tsum = attn_block_reduce(e, red, 0);
+            float corr = (m == -INFINITY) ? 0.f : expf(m - mn);
+            l = l * corr + tsum;
+            int64_t nj = p.tk - j0 < (int64_t)blockDim.x ? p.tk - j0
+                                                          : (int64_t)blockDim.x;
+            for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x) {
+                float a = acc[c] * corr;
+                for (int64_t jj = 0; jj < nj; jj++)
+                    a += pt[jj] * vb[(j0 + jj) * p.dv + c];
+                acc[c] = a;
+            }
+            m = mn;
+            __syncthreads();
+        }
+        for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x)
+            Y[(b * p.tq + i) * p.dv + c] =
+                l > 0.f ? acc[c] / l : (p.nan_to_zero ? 0.f : NAN);
+        __syncthreads();
+    }
+}
+
 #define LAUNCH_CHECK() cu_err(cudaGetLastError())
 
 static const char *gemm(cublasHandle_t h, int ta, int tb, int64_t m, int64_t n,
@@ -741,6 +851,25 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         int64_t n = l->p.resize.nc * l->p.resize.oh * l->p.resize.ow;
         k_resize<<<blocks_for(n), TPB, 0, s>>>((const float *)IN(l->in[0]),
                                                (float *)out, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_ATTENTION: {
+        const auto &p = l->p.attn;
+        int64_t rows = p.bh * p.tq;
+        unsigned nb = (unsigned)(rows < 65535LL * 32 ? (rows ? rows : 1)
+                                                     : 65535LL * 32);
+        size_t shm = (size_t)(p.d + p.dv + 2 * TPB) * sizeof(float);
+        if (shm > 48 * 1024)
+            return "attention: head dims too large for shared memory";
+        const float *sc[4];
+        for (int k = 0; k < 4; k++)
+            sc[k] = io->n_in > (uint32_t)(4 + k) ? (const float *)io->in[4 + k]
+                                                 : NULL;
+        k_attention<<<nb, TPB, shm, s>>>(
+            (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
+            (const float *)IN(l->in[2]),
+            l->in[3] >= 0 ? IN(l->in[3]) : NULL, sc[0], sc[1], sc[2], sc[3],
+            (float *)out, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_CAST:

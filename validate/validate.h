@@ -63,6 +63,7 @@ enum {
     MPV_L_RESIZE,
     MPV_L_CAST,
     MPV_L_SHAPE,
+    MPV_L_ATTENTION,  /* fused attention, flash-style (online softmax) */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -123,6 +124,16 @@ typedef struct mpv_launch {
         } resize;
         struct { int64_t n; int32_t from, to; } cast;
         struct { int64_t n; int64_t v[MPV_MAXR]; } shape;
+        /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
+         * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask
+         * (slot 3, float or bool) broadcast by mst over the scores' dims
+         * (lead..., tq, tk); the scalars are node inputs 4-7 */
+        struct {
+            int64_t bh, tq, tk, d, dv;
+            int32_t rank, mask_kind, mask_esize, scale_div, mask_first,
+                nan_to_zero;
+            int64_t lead[MPV_MAXR], mst[MPV_MAXR];
+        } attn;
     } p;
 } mpv_launch;
 
