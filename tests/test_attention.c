@@ -83,6 +83,14 @@ static built build(mp_ctx *ctx, unsigned f)
                             MP_OK);
             res[i] = t;
         }
+        /* a Constant node's value (as the ONNX loader stores it) */
+        uint32_t cv = ten(g, "cval", MP_KIND_ACTIVATION, MP_DTYPE_INT64, 1,
+                          one);
+        int64_t seven = 7;
+        CU_ASSERT_EQUAL(mp__tensor_set_value(ctx, &g->tensors[cv], &seven, 1),
+                        MP_OK);
+        nd(g, "cnode", "Constant", NULL, 0, &cv, 1);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, cv), MP_OK);
         /* the TorchScript exporter: Q and K^T each times sqrt(scale) */
         uint32_t s = ten(g, "sqrt_scale", MP_KIND_CONSTANT, MP_DTYPE_FLOAT32,
                          0, NULL);
@@ -323,8 +331,16 @@ static void test_export_form(void)
     CU_ASSERT_EQUAL(attr(b.g, v, "nan_to_zero"), 1);
     CU_ASSERT_EQUAL(find_op(b.g, "IsNaN"), MP_NONE);
     CU_ASSERT(find_op(b.g, "Transpose") != MP_NONE);
-    /* 3 Reshapes, 3 Transposes and the fused node */
-    CU_ASSERT_EQUAL(mp_graph_num_nodes(b.g), 7);
+    /* 3 Reshapes, 3 Transposes, the Constant and the fused node */
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(b.g), 8);
+    /* values kept: an initializer's, a Constant's */
+    uint32_t t;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(b.g, "shape4", &t), MP_OK);
+    CU_ASSERT_FATAL(b.g->tensors[t].value != NULL);
+    CU_ASSERT_EQUAL(b.g->tensors[t].value[2], BH);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(b.g, "cval", &t), MP_OK);
+    CU_ASSERT_FATAL(b.g->tensors[t].value != NULL);
+    CU_ASSERT_EQUAL(b.g->tensors[t].value[0], 7);
     mp_graph_destroy(b.g);
     mp_ctx_destroy(ctx);
 }

@@ -331,7 +331,9 @@ static mp_status add_copy_tensor(mp_graph *ng, const mp__tensor *t,
     if (t->flags & MP__TF_BYTES_GIVEN || t->rank < 0)
         d.bytes = t->flags & MP__TF_BYTES_GIVEN ? t->bytes : 0;
     mp_status st = mp_graph_add_tensor(ng, &d, id);
-    if (!st && t->value && t->producer == MP_NONE)
+    /* values: initializers, and what the loader put on a node's output
+     * (a Constant's); folding recomputes the others the same way */
+    if (!st && t->value)
         st = mp__tensor_set_value(ng->ctx, &ng->tensors[*id], t->value,
                                   t->n_value);
     return st;
