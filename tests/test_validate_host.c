@@ -567,11 +567,55 @@ static void attention_case(int where, mp_dtype dt)
     mp_ctx_destroy(ctx);
 }
 
+/* training: the fused forward node also writes the log-sum-exp its
+ * backward reads (output 1, [1, bh*tq] fp32), so the synthetic backward
+ * reads defined bytes */
+static void attention_train(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dq[] = {2, 16, 8}, dk[] = {2, 8, 16};
+    uint32_t q = mp_test_tensor(g, "q", MP_KIND_INPUT, 3, dq);
+    uint32_t kt = mp_test_tensor(g, "kT", MP_KIND_WEIGHT, 3, dk);
+    uint32_t v = mp_test_tensor(g, "v", MP_KIND_WEIGHT, 3, dq);
+    uint32_t s = mp_test_tensor(g, "s", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t pr = mp_test_tensor(g, "p", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t o = mp_test_tensor(g, "o", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t i0[] = {q, kt}, i1[] = {pr, v};
+    mp_test_node(g, "qk", "MatMul", i0, 2, &s, 1);
+    mp_test_node(g, "softmax", "Softmax", &s, 1, &pr, 1);
+    mp_test_node(g, "pv", "MatMul", i1, 2, &o, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_graph *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, NULL, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    int found = 0;
+    for (uint32_t k = 0; k < p->n_launches; k++)
+        if (p->launches[k].kind == MPV_L_ATTENTION) {
+            found++;
+            CU_ASSERT_EQUAL(p->launches[k].p.attn.lse, 1);
+            CU_ASSERT_EQUAL(p->launches[k].p.attn.bh, 2);
+            CU_ASSERT_EQUAL(p->launches[k].p.attn.tk, 16);
+        }
+    CU_ASSERT_EQUAL(found, 1);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_attention(void)
 {
     attention_case(0, MP_DTYPE_FLOAT32);
     attention_case(1, MP_DTYPE_FLOAT32);
     attention_case(0, MP_DTYPE_FLOAT16);
+    attention_train();
 }
 
 void mp_register_validate_host(void)

@@ -1087,6 +1087,9 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     const mp_graph *g = L->g;
     const mp__tensor *q = in_t(g, n, 0), *k = in_t(g, n, 1), *v = in_t(g, n, 2);
     const mp__tensor *y = out_t(g, n, 0), *m = in_t(g, n, 3);
+    const mp__tensor *lse = n->n_out > 1 && n->outputs[1] != MP_NONE
+                                ? out_t(g, n, 1)
+                                : NULL;
     if (!q || !k || !v || !is_f32(q) || !is_f32(k) || !is_f32(v) || !is_f32(y))
         FAIL("attention: Q, K, V and the output must be float32");
     int r = q->rank;
@@ -1104,6 +1107,21 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     if (m && (m->rank > r || (kind == 1 ? !is_f32(m)
                                         : m->dtype != MP_DTYPE_BOOL)))
         FAIL("attention: the mask's dtype or rank");
+    /* the mask's strides over the scores' dims (lead..., tq, tk), aligned
+     * right; 0 where it broadcasts */
+    int64_t mst[MPV_MAXR] = {0};
+    if (m) {
+        int64_t st = 1;
+        for (int i = r - 1; i >= 0; i--) {
+            int mi = i - (r - m->rank);
+            int64_t md = mi >= 0 ? m->dims[mi] : 1;
+            int64_t sd = i == r - 1 ? k->dims[r - 1] : q->dims[i];
+            if (md != 1 && md != sd)
+                FAIL("attention: the mask does not broadcast to the scores");
+            mst[i] = md == 1 ? 0 : st;
+            st *= md;
+        }
+    }
     mpv_launch *x = add_launch_io(L, MPV_L_ATTENTION, 3);
     if (!x)
         return -1;
@@ -1115,29 +1133,21 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     x->p.attn.d = q->dims[r - 1];
     x->p.attn.tk = k->dims[r - 1];
     x->p.attn.dv = v->dims[r - 1];
-    for (int i = 0; i < r - 2; i++)
-        x->p.attn.lead[i] = q->dims[i];
+    for (int i = 0; i < r; i++) {
+        x->p.attn.lead[i] = i < r - 2 ? q->dims[i] : 0;
+        x->p.attn.mst[i] = mst[i];
+    }
     x->p.attn.mask_kind = (int32_t)kind;
     x->p.attn.mask_esize = m ? (kind == 1 ? 4 : 1) : 0;
     x->p.attn.scale_div = mp__attr_int(n, "scale_div", 0) != 0;
     x->p.attn.mask_first = mp__attr_int(n, "mask_first", 0) != 0;
     x->p.attn.nan_to_zero = mp__attr_int(n, "nan_to_zero", 0) != 0;
-    if (m) {
-        /* the scores' dims: lead..., tq, tk; the mask aligned right */
-        int64_t sd[MPV_MAXR], st = 1;
-        for (int i = 0; i < r - 2; i++)
-            sd[i] = q->dims[i];
-        sd[r - 2] = x->p.attn.tq;
-        sd[r - 1] = x->p.attn.tk;
-        for (int i = r - 1; i >= 0; i--) {
-            int mi = i - (r - m->rank);
-            int64_t md = mi >= 0 ? m->dims[mi] : 1;
-            if (md != 1 && md != sd[i])
-                FAIL("attention: the mask does not broadcast to the scores");
-            x->p.attn.mst[i] = md == 1 ? 0 : st;
-            st *= md;
-        }
-    }
+    /* training: output 1 holds the fp32 log-sum-exp per query row; other
+     * statistics are zeros (a fill: x may move, so last) */
+    if (lse && is_f32(lse) && numel(lse) == x->p.attn.bh * x->p.attn.tq)
+        x->p.attn.lse = 1;
+    else if (lse && add_fill(L, 1, 0, 1, 0) != 0)
+        return -1;
     return 0;
 }
 

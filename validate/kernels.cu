@@ -605,7 +605,7 @@ __global__ void k_attention(const float *__restrict__ Q,
                             const void *__restrict__ mask,
                             const float *qs, const float *ks, const float *ss,
                             const float *fill, float *__restrict__ Y,
-                            mpv_launch L)
+                            float *__restrict__ lse, mpv_launch L)
 {
     const auto &p = L.p.attn;
     extern __shared__ float sh[];
@@ -680,6 +680,8 @@ __global__ void k_attention(const float *__restrict__ Q,
         for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x)
             Y[(b * p.tq + i) * p.dv + c] =
                 l > 0.f ? acc[c] / l : (p.nan_to_zero ? 0.f : NAN);
+        if (lse && threadIdx.x == 0)
+            lse[row] = l > 0.f ? m + logf(l) : -INFINITY;
         __syncthreads();
     }
 }
@@ -869,7 +871,8 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
             (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
             (const float *)IN(l->in[2]),
             l->in[3] >= 0 ? IN(l->in[3]) : NULL, sc[0], sc[1], sc[2], sc[3],
-            (float *)out, *l);
+            (float *)out,
+            p.lse && io->n_out > 1 ? (float *)io->out[1] : NULL, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_CAST:

@@ -221,6 +221,7 @@ int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
         real(&w, "ratio_time_measured_predicted",
              res->planned_ms / (f->pred_s * 1e3));
     cli_train_json(&a->train, &w);
+    cli_attention_json(a, &w);
     cli_offload_json(&a->offload, &w);
     real(&w, "ratio_arena", f->r_arena);
     real(&w, "ratio_arena_workspace", f->r_aw);
@@ -241,6 +242,7 @@ void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
            "(%u recompute, %u offload, %u prefetch)\n",
            prog->n_real, prog->n_synthetic, prog->n_steps, prog->n_recompute,
            prog->n_offload, prog->n_prefetch);
+    cli_attention_print(v->a);
     printf("context      %s, cuBLAS handle %s, first-run library "
            "allocations %s (not in the plan)\n",
            cli_size(res->ctx_bytes, b1, sizeof b1),

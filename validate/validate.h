@@ -132,6 +132,8 @@ typedef struct mpv_launch {
             int64_t bh, tq, tk, d, dv;
             int32_t rank, mask_kind, mask_esize, scale_div, mask_first,
                 nan_to_zero;
+            int32_t lse;  /* 1: output 1 gets the log-sum-exp per row
+                             (training: the saved statistics) */
             int64_t lead[MPV_MAXR], mst[MPV_MAXR];
         } attn;
     } p;
