@@ -172,7 +172,8 @@ enum {
 /* Transposed operands, as cuBLAS reads them (op T): a Transpose that
  * swaps the last two axes (MP__OPF_VIEW_T) is a view of its input, not a
  * copy, when every node that reads it is a matrix product reading it as
- * operand 0 or 1 (MP__OPF_T_OPERAND: MatMul, Gemm) or a backward node of
+ * operand 0 or 1 (MP__OPF_T_OPERAND: MatMul, Gemm, and the fused
+ * attention's Q and K transposed) or a backward node of
  * a training graph (which reads the saved operand as the product did):
  * the transposed weight of a Linear layer as exporters write it. The
  * decision is per node (mp__node.view, set by mp_graph_finalize);

@@ -610,8 +610,57 @@ static void attention_train(void)
     mp_ctx_destroy(ctx);
 }
 
+/* K^T a Transpose of K's last two axes read only by the chain: after the
+ * fusion a transposed view (no copy), the kernel reading K with k_t */
+static void attention_kview(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dq[] = {2, 16, 8};
+    uint32_t q = mp_test_tensor(g, "q", MP_KIND_INPUT, 3, dq);
+    uint32_t k = mp_test_tensor(g, "k", MP_KIND_INPUT, 3, dq);
+    uint32_t v = mp_test_tensor(g, "v", MP_KIND_INPUT, 3, dq);
+    uint32_t kt = mp_test_tensor(g, "kT", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t s = mp_test_tensor(g, "s", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t pr = mp_test_tensor(g, "p", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t o = mp_test_tensor(g, "o", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t tn = mp_test_node(g, "kt", "Transpose", &k, 1, &kt, 1);
+    int64_t perm[] = {0, 2, 1};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, tn, "perm", perm, 3), MP_OK);
+    uint32_t i0[] = {q, kt}, i1[] = {pr, v};
+    mp_test_node(g, "qk", "MatMul", i0, 2, &s, 1);
+    mp_test_node(g, "softmax", "Softmax", &s, 1, &pr, 1);
+    mp_test_node(g, "pv", "MatMul", i1, 2, &o, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_num_nodes(g), 2);
+    uint32_t ktn;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(g, "kT", &ktn), MP_OK);
+    CU_ASSERT(mp__tensor_tview(g, ktn));
+    /* q, k, v and o: kT takes no memory of its own */
+    CU_ASSERT_EQUAL(mp_plan_figures(plan)->lower_bound_bytes, 4u * 1024u);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    int found = 0;
+    for (uint32_t i = 0; i < p->n_launches; i++)
+        if (p->launches[i].kind == MPV_L_ATTENTION) {
+            found++;
+            CU_ASSERT_EQUAL(p->launches[i].p.attn.k_t, 1);
+            CU_ASSERT_EQUAL(p->launches[i].p.attn.q_t, 0);
+        }
+    CU_ASSERT_EQUAL(found, 1);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_attention(void)
 {
+    attention_kview();
     attention_case(0, MP_DTYPE_FLOAT32);
     attention_case(1, MP_DTYPE_FLOAT32);
     attention_case(0, MP_DTYPE_FLOAT16);

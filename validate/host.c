@@ -1142,6 +1142,9 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     x->p.attn.scale_div = mp__attr_int(n, "scale_div", 0) != 0;
     x->p.attn.mask_first = mp__attr_int(n, "mask_first", 0) != 0;
     x->p.attn.nan_to_zero = mp__attr_int(n, "nan_to_zero", 0) != 0;
+    /* an operand that is a transposed view holds its producer's input */
+    x->p.attn.q_t = mp__tensor_tview(g, n->inputs[0]);
+    x->p.attn.k_t = mp__tensor_tview(g, n->inputs[1]);
     /* training: output 1 holds the fp32 log-sum-exp per query row; other
      * statistics are zeros (a fill: x may move, so last) */
     if (lse && is_f32(lse) && numel(lse) == x->p.attn.bh * x->p.attn.tq)

@@ -578,7 +578,8 @@ static const char *cb_err(cublasStatus_t s)
 // ScaledDotProductAttention, flash-style: one block per (batch*head, query
 // row), the keys in tiles of TPB, an online softmax (running max and sum,
 // the accumulator rescaled per tile); no scores tensor. Q, K^T and V are
-// row-major [bh, tq, d], [bh, d, tk], [bh, tk, dv]; qk_scale is the product
+// row-major [bh, tq, d], [bh, d, tk], [bh, tk, dv] (Q stored [bh, d, tq]
+// when q_t, K^T stored as K [bh, tk, d] when k_t: transposed views); qk_scale is the product
 // of the scalar factors of Q and K^T; the scores' factor ss multiplies (or
 // divides, scale_div) and the mask adds (kind 1) or keeps where true (2) or
 // false (3), fill elsewhere, in the chain's order. Deterministic: tree
@@ -627,7 +628,9 @@ __global__ void k_attention(const float *__restrict__ Q,
         }
         moff += i * p.mst[p.rank - 2];
         for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x)
-            qrow[c] = Q[(b * p.tq + i) * p.d + c] * qk_scale;
+            qrow[c] = (p.q_t ? Q[(b * p.d + c) * p.tq + i]
+                             : Q[(b * p.tq + i) * p.d + c]) *
+                      qk_scale;
         for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x)
             acc[c] = 0.f;
         __syncthreads();
@@ -639,8 +642,12 @@ __global__ void k_attention(const float *__restrict__ Q,
             float s = -INFINITY;
             if (j < p.tk) {
                 float dot = 0.f;
-                for (int64_t c = 0; c < p.d; c++)
-                    dot += qrow[c] * kb[c * p.tk + j];
+                if (p.k_t) // K [tk, d]
+                    for (int64_t c = 0; c < p.d; c++)
+                        dot += qrow[c] * kb[j * p.d + c];
+                else
+                    for (int64_t c = 0; c < p.d; c++)
+                        dot += qrow[c] * kb[c * p.tk + j];
                 s = dot;
                 for (int step = 0; step < 2; step++) {
                     int do_mask = (step == 0) == (p.mask_first != 0);

@@ -134,6 +134,8 @@ typedef struct mpv_launch {
                 nan_to_zero;
             int32_t lse;  /* 1: output 1 gets the log-sum-exp per row
                              (training: the saved statistics) */
+            int32_t q_t, k_t; /* Q / K^T is a transposed view: its storage
+                                 is [bh, d, tq] / K [bh, tk, d] */
             int64_t lead[MPV_MAXR], mst[MPV_MAXR];
         } attn;
     } p;
