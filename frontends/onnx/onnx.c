@@ -35,51 +35,6 @@ void mp_onnx_options_init(mp_onnx_options *o)
 
 int mp_onnx_available(void) { return 0; }
 
-/* The rewrites of the graph inputs whose fixed leading dim was B0
- * (mp_graph_rebatch_info), put before those made while loading. */
-static mp_status note_inputs(mp_graph *g, const Onnx__GraphProto *gp,
-                             const rebatch *rb)
-{
-    size_t before = g->n_rebatches;
-    for (size_t i = 0; gp && i < gp->n_input; i++) {
-        const Onnx__ValueInfoProto *v = gp->input[i];
-        const Onnx__TypeProto *tp = v ? v->type : NULL;
-        const Onnx__TensorShapeProto *sp =
-            tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
-                    tp->tensor_type
-                ? tp->tensor_type->shape
-                : NULL;
-        uint32_t id;
-        if (!sp || !sp->n_dim || !sp->dim[0] ||
-            sp->dim[0]->value_case !=
-                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-            sp->dim[0]->dim_value != rb->from || !v->name ||
-            mp_graph_find_tensor(g, v->name, &id) != MP_OK)
-            continue;
-        const mp__tensor *t = &g->tensors[id];
-        if (t->kind != MP_KIND_INPUT || t->rank < 1 || t->dims[0] != rb->to)
-            continue; /* an initializer, or an input given a value */
-        int64_t old[MP_MAX_RANK];
-        memcpy(old, t->dims, (size_t)t->rank * sizeof *old);
-        old[0] = rb->from;
-        if (mp__graph_note_rebatch(g, MP_REBATCH_INPUT, MP_NONE, id, old,
-                                   t->dims, t->rank))
-            return MP_ERR_NOMEM;
-    }
-    size_t k = g->n_rebatches - before;
-    if (k && before) {
-        /* rotate the k input records to the front */
-        mp__rebatch_rec *r = mp__alloc(g->ctx, k * sizeof *r);
-        if (!r)
-            return MP_ERR_NOMEM;
-        memcpy(r, g->rebatches + before, k * sizeof *r);
-        memmove(g->rebatches + k, g->rebatches, before * sizeof *r);
-        memcpy(g->rebatches, r, k * sizeof *r);
-        mp__dealloc(g->ctx, r);
-    }
-    return MP_OK;
-}
-
 mp_status mp_graph_load_onnx_buffer(mp_ctx *ctx, const void *data, size_t len,
                                     const char *source_name,
                                     const mp_onnx_options *opt, mp_graph **out)
