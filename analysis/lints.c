@@ -325,6 +325,12 @@ static mp_status dead_outputs(lint_run *r)
         if (x->producer == MP_NONE || x->n_cons || (x->flags & MP__TF_OUTPUT) ||
             !mp__tensor_in_arena(x))
             continue;
+        /* the nodes memplan writes into a training graph (domain
+         * "memplan") hold their workspaces and temporaries as outputs
+         * nobody reads (opt/W/tmp, NODE/grad/workspace): by design */
+        const char *dom = g->nodes[x->producer].domain;
+        if (dom && strcmp(dom, "memplan") == 0)
+            continue;
         uint64_t b = tensor_block_bytes(r, t);
         char sz[32];
         mp_status st = add_lint(
