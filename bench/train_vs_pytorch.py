@@ -183,6 +183,9 @@ def compare(ref, onnx_dir, memplan, models, modes, extra, bf16, timeout,
              "eager_peak_bytes": row.get("eager_peak_bytes"),
              "compile_peak_bytes": row.get("compile_peak_bytes"),
              "eager_before_bytes": row.get("eager_before_bytes"),
+             "eager_baseline_bytes": row.get("eager_baseline_bytes"),
+             "compile_baseline_bytes": row.get("compile_baseline_bytes"),
+             "weights_bytes": row.get("weights_bytes"),
              "compile_before_bytes": row.get("compile_before_bytes"),
              "pytorch_errors": row.get("errors") or {},
              "memplan_error": err}
@@ -215,6 +218,14 @@ def notes(r):
         n.append("memplan: " + r["memplan_error"])
     for k, v in sorted(r["pytorch_errors"].items()):
         n.append("pytorch %s: %s" % (k, one_line(v, 160)))
+    for b in ("eager", "compile"):
+        # memory not this model's before its step (an earlier model's,
+        # left allocated in the reference run): PyTorch's peak includes it
+        left = (r.get("%s_baseline_bytes" % b) or 0) - (r.get("weights_bytes")
+                                                         or 0)
+        if r.get("weights_bytes") and left > 256 * 2**20:
+            n.append("pytorch %s: %.0f MiB not this model's allocated "
+                     "before the step (in its peak)" % (b, left / 2.0**20))
     v = r.get("validate")
     if v and v.get("error"):
         n.append("validate: " + v["error"])

@@ -422,6 +422,11 @@ def export_one(model, inputs, input_names, path_out, training, args):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         model.train(True)
+        if rec.get("exporter") == "dynamo" or "torchscript_error" in rec:
+            # torch.export's caches keep the traced model (GPT-2's 1.4 GB
+            # were still allocated when the next model was measured)
+            import torch._dynamo
+            torch._dynamo.reset()
     rec["seconds"] = round(time.time() - t0, 2)
     return rec
 
@@ -767,6 +772,19 @@ def main(argv):
                     res = measure(model, inputs, mode, backend)
                     for k, v in res.items():
                         row["%s_%s" % (backend, k)] = v
+                    # memory allocated before the step that is not this
+                    # model's (weights, buffers, inputs): left by an
+                    # earlier model of the run; the peaks include it
+                    own = (info["weights_bytes"] + info["buffers_bytes"] +
+                           info["input_bytes"])
+                    left = res["baseline_bytes"] - own
+                    row["%s_residue_bytes" % backend] = max(0, int(left))
+                    if left > 256 * 2**20:  # (cuBLAS workspaces: ~70 MiB)
+                        log("%s %s %s: WARNING %.1f MiB allocated before "
+                            "the model's own tensors (left by an earlier "
+                            "model): the peak includes it; measure this "
+                            "model alone (--models %s)"
+                            % (name, mode, backend, left / 2**20, name))
                     log("%s %s %s: peak %.1f MiB (before the step %.1f MiB)"
                         % (name, mode, backend, res["peak_bytes"] / 2**20,
                            res["before_bytes"] / 2**20))
