@@ -23,7 +23,9 @@ void mp_plan_options_init(mp_plan_options *o)
     o->reorder = 0;
     o->reorder_exact_max = 20;
     o->reorder_budget = 4000;
-    o->attention = MP_ATTENTION_FUSED;
+    /* the graph as written: a fused node is an op the caller's runtime
+     * must know, and fusing renumbers g (the CLI fuses by default) */
+    o->attention = MP_ATTENTION_NAIVE;
 }
 
 /* Offsets for p's blocks (one buffer per in-place chain) by `method`,

@@ -84,6 +84,7 @@ void mp_train_options_init(mp_train_options *o)
     memset(o, 0, sizeof *o);
     o->optimizer = MP_OPTIM_ADAM;
     o->precision = MP_PRECISION_FP32;
+    o->attention = MP_ATTENTION_NAIVE; /* as mp_plan_options_init */
 }
 
 static bool is_float(uint8_t dt)

@@ -525,7 +525,10 @@ static void attention_case(int where, mp_dtype dt)
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
     mp_plan *plan = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.attention = MP_ATTENTION_FUSED;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_num_nodes(g), 1);
     mpv_program *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
@@ -589,7 +592,10 @@ static void attention_train(void)
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
     mp_graph *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, NULL, &t, NULL), MP_OK);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.attention = MP_ATTENTION_FUSED;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
     mp_plan *plan = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
     mpv_program *p = NULL;
@@ -635,7 +641,10 @@ static void attention_kview(void)
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
     mp_plan *plan = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.attention = MP_ATTENTION_FUSED;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_num_nodes(g), 2);
     uint32_t ktn;
     CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(g, "kT", &ktn), MP_OK);

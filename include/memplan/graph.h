@@ -121,10 +121,12 @@ MP_API mp_status mp_graph_set_attr_floats(mp_graph *g, uint32_t node,
 MP_API mp_status mp_graph_finalize(mp_graph *g);
 
 /* ---- fused attention ------------------------------------------------------
- * How scaled-dot-product attention is planned: FUSED (default) as one
+ * How scaled-dot-product attention is planned: FUSED as one
  * ScaledDotProductAttention node, as PyTorch's scaled_dot_product_attention
- * runs it (no T x T scores in memory); NAIVE as the exported ops, each
- * intermediate in memory (the plan of the graph as written). */
+ * runs it (no T x T scores in memory; the memplan command's default);
+ * NAIVE as the exported ops, each intermediate in memory (the plan of the
+ * graph as written; mp_plan_options_init's and mp_train_options_init's
+ * default, since a fused node is an op the runtime must implement). */
 typedef enum mp_attention_mode {
     MP_ATTENTION_FUSED = 0, MP_ATTENTION_NAIVE
 } mp_attention_mode;

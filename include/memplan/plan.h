@@ -68,10 +68,13 @@ typedef struct mp_plan_options {
                                    nodes (default 20, at most 24) */
     uint64_t reorder_budget;    /* local search: candidate orders tried
                                    (default 4000) */
-    /* default MP_ATTENTION_FUSED: mp_plan_create first rewrites each
-     * scaled-dot-product attention chain of g as one fused node
-     * (mp_graph_fuse_attention, memplan/graph.h: g is changed, its ids
-     * too); MP_ATTENTION_NAIVE plans the graph as written */
+    /* default MP_ATTENTION_NAIVE: the graph as written. FUSED:
+     * mp_plan_create first rewrites each scaled-dot-product attention
+     * chain of g as one fused node (mp_graph_fuse_attention,
+     * memplan/graph.h: g is changed, its ids too), an op
+     * (memplan::ScaledDotProductAttention) the runtime that runs the
+     * plan must implement. The memplan command fuses by default
+     * (--attention fused). */
     mp_attention_mode attention;
 } mp_plan_options;
 /* Fills planning options with their defaults (the comments above); call
@@ -99,7 +102,7 @@ typedef struct mp_figures {
 /* Plans a graph: the default schedule from its topological order (COMPUTE each
  * node, FREE each arena tensor right after its last use) and offsets by
  * opt->method. opt may be NULL (defaults); an unfinalized graph is
- * finalized first, and with opt->attention FUSED (the default) its
+ * finalized first, and with opt->attention FUSED (not the default) its
  * attention chains are fused in place first (mp_graph_fuse_attention).
  * Errors: MP_ERR_INVALID_ARG (NULL, alignment 0), MP_ERR_GRAPH or
  * MP_ERR_SHAPE (the graph could not be finalized), MP_ERR_OVERFLOW (the

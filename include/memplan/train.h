@@ -93,7 +93,8 @@ typedef struct mp_train_options {
      * is on its own, so FOREACH holds a temporary of one parameter's size,
      * as FOR_LOOP does */
     mp_optimizer_impl optimizer_impl;
-    /* default MP_ATTENTION_FUSED: the forward graph's attention chains
+    /* default MP_ATTENTION_NAIVE (the ops as exported; the memplan
+     * command's default is fused). FUSED: the forward graph's attention chains
      * are fused first (mp_graph_fuse_attention, on a copy), and each fused
      * node's backward saves Q, K, V, the mask, its output and the fp32
      * log-sum-exp per query row, as PyTorch's scaled_dot_product_attention
