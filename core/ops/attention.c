@@ -142,24 +142,16 @@ static uint32_t operand_scale(const mp_graph *g, uint32_t t, uint32_t reader,
 }
 
 /* The chain around Softmax node s, when it is one (see graph.h). */
-static bool match(const mp_graph *g, uint32_t s, attn_chain *c)
+/* The chain after Softmax node s (its output y): [Where(IsNaN(y), 0, y)]
+ * [Dropout or Identity] MatMul(., V); fwd[] gets the nodes between, c the
+ * second MatMul and V. */
+static bool match_forward(const mp_graph *g, uint32_t s, attn_chain *c,
+                          uint32_t *fwd, uint32_t *n_fwd)
 {
     const mp__node *sm = &g->nodes[s];
-    memset(c, 0, sizeof *c);
-    c->q = c->kt = c->v = c->mask = c->qs = c->ks = c->ss = c->fill = MP_NONE;
-    if (!op_is(sm, "Softmax") || sm->n_in != 1 || sm->n_out != 1 ||
-        sm->inputs[0] == MP_NONE)
-        return false;
-    const mp__tensor *sc = &g->tensors[sm->outputs[0]];
-    if (sc->rank < 2 || !is_float_dt(sc->dtype))
-        return false;
-    int64_t dflt = g->onnx_opset && g->onnx_opset < 13 ? 1 : -1;
-    int64_t ax = mp__attr_int(sm, "axis", dflt);
-    if (ax != -1 && ax != sc->rank - 1)
-        return false;
     /* forward: [Where(IsNaN(y), 0, y)] [Dropout] MatMul(., V) */
     uint32_t y = sm->outputs[0];
-    uint32_t fwd[4], nf = 0;
+    uint32_t nf = 0;
     const mp__tensor *yt = &g->tensors[y];
     if (yt->n_cons == 2 && !(yt->flags & MP__TF_OUTPUT)) {
         uint32_t a = g->cons[yt->cons_begin], b = g->cons[yt->cons_begin + 1];
@@ -210,9 +202,21 @@ static bool match(const mp_graph *g, uint32_t s, attn_chain *c)
         return false;
     c->mm2 = mm2;
     c->v = g->nodes[mm2].inputs[1];
+    *n_fwd = nf;
+    return true;
+}
+
+/* The chain before Softmax node s (scores like sc): [scale] [mask] in
+ * either order, then MatMul(Q, K^T); back[] gets the nodes between (from
+ * the Softmax back), *mm1 the first MatMul, c the scale and the mask. */
+static bool match_backward(const mp_graph *g, uint32_t s,
+                           const mp__tensor *sc, attn_chain *c,
+                           uint32_t *back, uint32_t *n_back, uint32_t *mm1_out)
+{
+    const mp__node *sm = &g->nodes[s];
     /* backward: [scale] [mask] in either order, then MatMul(Q, K^T) */
     uint32_t t = sm->inputs[0], reader = s, mm1 = MP_NONE;
-    uint32_t back[4], nb = 0;
+    uint32_t nb = 0;
     bool have_scale = false, have_mask = false;
     for (int hop = 0; hop < 3 && mm1 == MP_NONE; hop++) {
         const mp__node *p = producer(g, t);
@@ -275,12 +279,39 @@ static bool match(const mp_graph *g, uint32_t s, attn_chain *c)
     }
     if (mm1 == MP_NONE)
         return false;
+    if (mm1 == MP_NONE)
+        return false;
     /* mask_first was set as the backward walk met it: a mask met before
      * the scale (nearer the Softmax) is applied after it */
     if (have_mask && have_scale)
         c->mask_first = !c->mask_first;
     else
         c->mask_first = 0;
+    *n_back = nb;
+    *mm1_out = mm1;
+    return true;
+}
+
+static bool match(const mp_graph *g, uint32_t s, attn_chain *c)
+{
+    const mp__node *sm = &g->nodes[s];
+    memset(c, 0, sizeof *c);
+    c->q = c->kt = c->v = c->mask = c->qs = c->ks = c->ss = c->fill = MP_NONE;
+    if (!op_is(sm, "Softmax") || sm->n_in != 1 || sm->n_out != 1 ||
+        sm->inputs[0] == MP_NONE)
+        return false;
+    const mp__tensor *sc = &g->tensors[sm->outputs[0]];
+    if (sc->rank < 2 || !is_float_dt(sc->dtype))
+        return false;
+    int64_t dflt = g->onnx_opset && g->onnx_opset < 13 ? 1 : -1;
+    int64_t ax = mp__attr_int(sm, "axis", dflt);
+    if (ax != -1 && ax != sc->rank - 1)
+        return false;
+    uint32_t fwd[4], nf = 0, back[4], nb = 0, mm1 = MP_NONE;
+    if (!match_forward(g, s, c, fwd, &nf) ||
+        !match_backward(g, s, sc, c, back, &nb, &mm1))
+        return false;
+    uint32_t mm2 = c->mm2;
     const mp__node *m1 = &g->nodes[mm1];
     uint32_t qn = MP_NONE, kn = MP_NONE;
     c->qs = operand_scale(g, m1->inputs[0], mm1, &c->q, &qn);
