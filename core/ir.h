@@ -196,10 +196,12 @@ enum {
  * log_softmax, sum, prod, cumsum): fp32 out, the input read as it is;
  * MP__AMP_INPUT0: ops on no list whose output has input 0's dtype
  * whatever the other inputs' (batch_norm, instance_norm: fp32 statistics
- * and affine weights with bf16 activations). */
+ * and affine weights with bf16 activations);
+ * MP__AMP_KEEP: an explicit conversion (Cast, CastLike: `.float()`,
+ * `.to(dtype)`): the output keeps the dtype the model gives it. */
 enum {
     MP__AMP_PROMOTE = 0, MP__AMP_LOW, MP__AMP_F32, MP__AMP_F32_OPT,
-    MP__AMP_INPUT0
+    MP__AMP_INPUT0, MP__AMP_KEEP
 };
 #define MP__OPF_AMP_SHIFT 44
 #define MP__OPF_AMP(c) ((uint64_t)(c) << MP__OPF_AMP_SHIFT)

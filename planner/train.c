@@ -630,6 +630,8 @@ static mp_status amp_dtypes(syn *S)
     for (uint32_t k = 0; k < f->n_nodes; k++) {
         const mp__node *n = &f->nodes[f->topo[k]];
         unsigned cls = MP__OP_AMP(n->def);
+        if (cls == MP__AMP_KEEP)
+            continue; /* an explicit conversion: the model's dtype */
         uint8_t want = MP_DTYPE_UNDEFINED, all = MP_DTYPE_UNDEFINED;
         uint32_t x0 = n->n_in ? n->inputs[0] : MP_NONE;
         for (uint32_t i = 0; i < n->n_in; i++) {

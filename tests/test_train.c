@@ -95,6 +95,48 @@ static void test_breakdown_fp32_adam(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Under autocast an explicit conversion keeps the model's dtype: h =
+ * MatMul(x, W) is bf16, y = Cast(h, float32) (PyTorch's `.float()`) is
+ * fp32, and Relu(y) after it too. */
+static void test_autocast_explicit_cast(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw[] = {8, 16}, dh[] = {4, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t r = mp_test_tensor(g, "r", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t in[] = {x, w};
+    mp_test_node(g, "mm", "MatMul", in, 2, &h, 1);
+    uint32_t c = mp_test_node(g, "cast", "Cast", &h, 1, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, c, "to", MP_DTYPE_FLOAT32),
+                    MP_OK);
+    mp_test_node(g, "relu", "Relu", &y, 1, &r, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, r), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.precision = MP_PRECISION_BF16_MIXED;
+    mp_graph *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &o, &t, NULL), MP_OK);
+    const char *names[] = {"h", "y", "r"};
+    const mp_dtype want[] = {MP_DTYPE_BFLOAT16, MP_DTYPE_FLOAT32,
+                             MP_DTYPE_FLOAT32};
+    for (int i = 0; i < 3; i++) {
+        uint32_t id;
+        mp_tensor_info ti;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, names[i], &id), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_tensor_info(t, id, &ti), MP_OK);
+        CU_ASSERT_EQUAL(ti.dtype, want[i]);
+    }
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_breakdown_mixed_and_8bit(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -849,6 +891,8 @@ static void test_residual_remat(void) { chain_under_budget(8, 1); }
 
 static CU_TestInfo tests[] = {
     {"breakdown fp32 adam by hand", test_breakdown_fp32_adam},
+    {"autocast: an explicit Cast keeps the model's dtype",
+     test_autocast_explicit_cast},
     {"breakdown bf16-mixed (autocast), bf16-true, adam8bit, sgd, momentum",
      test_breakdown_mixed_and_8bit},
     {"gradient accumulation", test_accumulation},

@@ -16,6 +16,7 @@
 #define AMP_F32 MP__OPF_AMP(MP__AMP_F32)
 #define AMP_F32_OPT MP__OPF_AMP(MP__AMP_F32_OPT)
 #define AMP_INPUT0 MP__OPF_AMP(MP__AMP_INPUT0)
+#define AMP_KEEP MP__OPF_AMP(MP__AMP_KEEP)
 #define EW (MP__OPF_ELEMENTWISE | MP__OPF_INPLACE)
 /* binary/variadic pointwise: output 0 may overwrite any same-size input */
 #define BIN (MP__OPF_INPLACE | MP__OPF_INPLACE_ANY)
@@ -49,8 +50,8 @@ static const mp__op_def registry[] = {
     {"BitwiseOr", "", BIN | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_broadcast},
     {"BitwiseXor", "", BIN | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_broadcast},
     {"BlackmanWindow", "", 0, mp__shape_window},
-    {"Cast", "", MP__OPF_CHEAP | KN(CAST) | MP__OPF_BWD(MP__BWD_NONE), mp__shape_cast},
-    {"CastLike", "", MP__OPF_CHEAP | MP__OPF_BWD(MP__BWD_NONE), mp__shape_cast_like},
+    {"Cast", "", AMP_KEEP | MP__OPF_CHEAP | KN(CAST) | MP__OPF_BWD(MP__BWD_NONE), mp__shape_cast},
+    {"CastLike", "", AMP_KEEP | MP__OPF_CHEAP | MP__OPF_BWD(MP__BWD_NONE), mp__shape_cast_like},
     {"CausalConvWithState", "", 0, mp__shape_causal_conv_state},
     {"Ceil", "", EW | KX(UNARY, CEIL) | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_same},
     {"Celu", "", EW | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
