@@ -604,10 +604,10 @@ static bool promotes(const mp__tensor *t)
         return false;
     if (t->rank > 0 && dims_known(t) && mp__kind_persistent(t->kind) &&
         !(t->kind == MP_KIND_WEIGHT && t->producer == MP_NONE)) {
-        int64_t n = 1;
         for (int32_t d = 0; d < t->rank; d++)
-            n *= t->dims[d];
-        return n != 1;
+            if (t->dims[d] != 1)
+                return true;
+        return false; /* one element */
     }
     return true;
 }
@@ -792,10 +792,14 @@ static mp_status amp_casts(syn *S, uint32_t v)
         bool leaf = cls == MP__AMP_LOW && S->rg[x] &&
                     mp__kind_persistent(root->kind);
         uint32_t *cp = &S->cin[S->cin_off[v] + i];
-        mp_status st = leaf ? weight_cast(S, x, to, cp)
-                            : (snprintf(S->name, sizeof S->name,
-                                        "%s/autocast%u", n->name, (unsigned)i),
-                               add_cast(S, S->name, tx, S->map[x], to, cp));
+        mp_status st;
+        if (leaf) {
+            st = weight_cast(S, x, to, cp);
+        } else {
+            snprintf(S->name, sizeof S->name, "%s/autocast%u", n->name,
+                     (unsigned)i);
+            st = add_cast(S, S->name, tx, S->map[x], to, cp);
+        }
         if (st)
             return st;
     }
