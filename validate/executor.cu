@@ -55,6 +55,11 @@ struct run_ctx {
     std::vector<std::vector<uint32_t>> issue;  // [s]: OFFLOADs issued
                                                // before step s
     std::vector<uint32_t> n_in;                // per step: node inputs
+    // run_node's operand arrays, grown to the widest node and kept (no
+    // allocation per step in the timed runs)
+    std::vector<void *> in, out;
+    std::vector<uint64_t> inb, outb;
+    std::vector<int> odt;
 };
 
 // an in-flight copy: its arena bytes [lo, hi) and its completion event
@@ -183,9 +188,18 @@ bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
     mp_graph_node_info(p->graph, ps.index, &ni);
     // any number of inputs and outputs (the foreach optimizer node reads
     // every parameter's gradient)
-    std::vector<void *> in(ni.n_inputs + 1), out(ni.n_outputs + 1);
-    std::vector<uint64_t> inb(ni.n_inputs + 1), outb(ni.n_outputs + 1);
-    std::vector<int> odt(ni.n_outputs + 1);
+    if (c.in.size() <= ni.n_inputs) {
+        c.in.resize(ni.n_inputs + 1);
+        c.inb.resize(ni.n_inputs + 1);
+    }
+    if (c.out.size() <= ni.n_outputs) {
+        c.out.resize(ni.n_outputs + 1);
+        c.outb.resize(ni.n_outputs + 1);
+        c.odt.resize(ni.n_outputs + 1);
+    }
+    void **in = c.in.data(), **out = c.out.data();
+    uint64_t *inb = c.inb.data(), *outb = c.outb.data();
+    int *odt = c.odt.data();
     for (uint32_t k = 0; k < ni.n_inputs; k++) {
         const mpv_ref &rf = p->refs[ps.refs + k];
         in[k] = ref_ptr(c, rf, tensor_ptr);
@@ -199,8 +213,8 @@ bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
         mp_graph_tensor_info(p->graph, ni.outputs[k], &ti);
         odt[k] = ti.dtype;
     }
-    mpv_io io = {in.data(), inb.data(), ni.n_inputs, out.data(), outb.data(),
-                 odt.data(), ni.n_outputs, c.ws, ps.index};
+    mpv_io io = {in, inb, ni.n_inputs, out, outb, odt, ni.n_outputs, c.ws,
+                 ps.index};
     for (uint32_t i = 0; i < pn.count; i++) {
         const mpv_launch *l = &p->launches[pn.first + i];
         if (l->out >= 0 && !out[l->out])
