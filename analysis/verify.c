@@ -412,7 +412,8 @@ static bool reads_overwritable(const replayer *R, uint32_t q, uint32_t x)
             if (reads_overwritable(R, R->prev_of[q], x))
                 return true;
         } else if (r == x && mp__op_may_overwrite(n->def, i)) {
-            return true;
+            /* (and no other input reads a part of x) */
+            return mp__node_reads_whole(g, n, x);
         }
     }
     return false;

@@ -175,6 +175,7 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
     t->producer = MP_NONE;
     t->alias_of = MP_NONE;
     t->root = id;
+    t->view_off = 0;
     if (d->bytes) {
         t->bytes = d->bytes;
         t->flags |= MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN;
@@ -378,6 +379,17 @@ mp_status mp_graph_tensor_info(const mp_graph *g, uint32_t id,
     out->alias_of = t->alias_of;
     out->is_output = (t->flags & MP__TF_OUTPUT) != 0;
     out->folded = (t->flags & MP__TF_FOLDED) != 0;
+    out->view = MP_VIEW_NONE;
+    out->view_offset = 0;
+    if (t->alias_of != MP_NONE) {
+        static const mp_view_kind kinds[] = {
+            [MP__NVIEW_NONE] = MP_VIEW_SAME, [MP__NVIEW_T] = MP_VIEW_TRANSPOSED,
+            [MP__NVIEW_B] = MP_VIEW_BROADCAST, [MP__NVIEW_R] = MP_VIEW_RANGE};
+        unsigned k = mp__tensor_view_kind(g, id);
+        out->view = k < sizeof kinds / sizeof kinds[0] ? kinds[k]
+                                                       : MP_VIEW_SAME;
+        out->view_offset = t->view_off - g->tensors[t->alias_of].view_off;
+    }
     return MP_OK;
 }
 

@@ -180,6 +180,19 @@ enum {
  * mp__node_view answers for both kinds of view. */
 #define MP__OPF_VIEW_T ((uint64_t)1 << 42)
 #define MP__OPF_T_OPERAND ((uint64_t)1 << 43)
+/* Broadcast views: an Expand (MP__OPF_VIEW_B) is a view of its input, not
+ * a copy, when every node that reads it reads all its inputs broadcast to
+ * its output's shape (MP__OPF_BCAST_IN: the numpy-broadcasting pointwise
+ * ops, comparisons and Where) or is a backward node: broadcasting the
+ * Expand's input directly gives the same values. Range views: a Slice
+ * with unit steps or a Split (MP__OPF_VIEW_R) whose outputs are each one
+ * contiguous range of the input's bytes (every axis before the sliced
+ * one has one element taken, every axis after it is whole) and are no
+ * graph outputs is a view of the input at a byte offset. Both decided per
+ * node by mp_graph_finalize, like transposed views. */
+#define MP__OPF_VIEW_B ((uint64_t)1 << 47)
+#define MP__OPF_BCAST_IN ((uint64_t)1 << 48)
+#define MP__OPF_VIEW_R ((uint64_t)1 << 49)
 /* Autocast class (planner/train.c, bf16-mixed and 16-mixed), as
  * torch.autocast's CUDA lists place the op, kept in the registry entry's
  * flags as MP__OPF_AMP(class):
@@ -283,6 +296,9 @@ typedef struct mp__tensor {
     uint32_t producer;     /* node or MP_NONE */
     uint32_t alias_of;     /* MP_NONE, or the tensor whose memory it views */
     uint32_t root;         /* storage root (itself when no alias) */
+    /* bytes from the start of the root's memory to this tensor's (a
+     * range view: a Slice or Split part; 0 for roots and other views) */
+    uint64_t view_off;
     uint32_t cons_begin, n_cons;   /* into g->cons (after finalize) */
     /* Value of a small constant, row-major: n_value elements, or NULL
      * when unknown. Integer and bool dtypes hold int64 values; floating
@@ -331,7 +347,7 @@ typedef struct mp__node {
      * MP__ATTR_INDEX_MIN attributes (NULL below: a scan is faster) */
     mp__name_map *attr_index;
     uint8_t phase;
-    uint8_t view;          /* a view by its operands (MP__OPF_VIEW_T) */
+    uint8_t view;          /* a view by its readers: MP__NVIEW_* */
     /* a backward node that is pointwise though its op has no registry
      * entry: the gradient of a pointwise op, one output the size of the
      * output gradient it reads, every arena input that size (set by the
@@ -436,19 +452,35 @@ static inline mp_status mp__graph_check_open(const mp_graph *g)
             return open_st_;                                                 \
     } while (0)
 
+/* The kind of view a node is by its readers (mp__node.view, decided by
+ * mp_graph_finalize): transposed (MP__OPF_VIEW_T), broadcast
+ * (MP__OPF_VIEW_B), byte range (MP__OPF_VIEW_R; every output). */
+enum { MP__NVIEW_NONE = 0, MP__NVIEW_T, MP__NVIEW_B, MP__NVIEW_R };
 /* Output 0 aliases input 0: the op is a view (MP__OPF_VIEW), or this
- * node is one by its operands (MP__OPF_VIEW_T, decided by finalize). */
+ * node is one by its readers (decided by finalize; a range view's every
+ * output aliases input 0). */
 static inline bool mp__node_view(const mp__node *n)
 {
     return (n->def && (n->def->flags & MP__OPF_VIEW)) || n->view;
+}
+/* The view kind (MP__NVIEW_*) of tensor t's producer. */
+static inline unsigned mp__tensor_view_kind(const mp_graph *g, uint32_t t)
+{
+    uint32_t p = t < g->n_tensors ? g->tensors[t].producer : MP_NONE;
+    return p != MP_NONE ? g->nodes[p].view : MP__NVIEW_NONE;
 }
 /* Tensor t is a transposed view (a Transpose of its last two axes that
  * finalize made a view): a matrix product reads its producer's input with
  * op T. */
 static inline bool mp__tensor_tview(const mp_graph *g, uint32_t t)
 {
-    uint32_t p = t < g->n_tensors ? g->tensors[t].producer : MP_NONE;
-    return p != MP_NONE && g->nodes[p].view;
+    return mp__tensor_view_kind(g, t) == MP__NVIEW_T;
+}
+/* Tensor t is a broadcast view (an Expand finalize made a view): its
+ * readers broadcast its producer's input (alias_of) instead. */
+static inline bool mp__tensor_bview(const mp_graph *g, uint32_t t)
+{
+    return mp__tensor_view_kind(g, t) == MP__NVIEW_B;
 }
 
 /* The attribute of that name, or NULL (core/attrs.c): a scan of a few,
@@ -457,6 +489,11 @@ static inline bool mp__tensor_tview(const mp_graph *g, uint32_t t)
 const mp__attr *mp__node_attr(const mp__node *n, const char *name);
 
 /* ---- tensors (core/tensor.c) --------------------------------------------- */
+/* Every input of node n stored in root r reads all of r as it is laid
+ * out (r itself, or a view of the same bytes at offset 0 that is not
+ * transposed or broadcast): what writing output 0 over r in place needs
+ * (a part of r, a range view, would be overwritten before it is read). */
+bool mp__node_reads_whole(const mp_graph *g, const mp__node *n, uint32_t r);
 /* True when the tensor takes arena memory (not persistent, not a view). */
 bool mp__tensor_in_arena(const mp__tensor *t);
 bool mp__kind_persistent(uint8_t kind);

@@ -151,3 +151,19 @@ bool mp__value_from_double(int dt, double x, int64_t *out)
     *out = (int64_t)x;
     return true;
 }
+
+bool mp__node_reads_whole(const mp_graph *g, const mp__node *n, uint32_t r)
+{
+    const mp__tensor *tr = &g->tensors[r];
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        uint32_t t = n->inputs[i];
+        if (t == MP_NONE || t == r || g->tensors[t].root != r)
+            continue;
+        const mp__tensor *tt = &g->tensors[t];
+        unsigned k = mp__tensor_view_kind(g, t);
+        if (tt->bytes != tr->bytes || tt->view_off != tr->view_off ||
+            k == MP__NVIEW_T || k == MP__NVIEW_B)
+            return false;
+    }
+    return true;
+}

@@ -550,6 +550,13 @@ static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
         st = mp_graph_add_tensor(s, &d, &id);
         if (!st) /* an autocast copy stays one (computed every step) */
             s->tensors[id].flags |= tt->flags & MP__TF_NO_FOLD;
+        /* a range view's offset, scaled as its bytes are (rounded down:
+         * it stays inside its root, whose bytes are rounded up) */
+        if (!st && tt->view_off)
+            s->tensors[id].view_off =
+                mp__kind_persistent(tt->kind)
+                    ? tt->view_off
+                    : (uint64_t)((unsigned __int128)tt->view_off * b / b0);
     }
     for (uint32_t v = 0; v < g->n_nodes && !st; v++) {
         const mp__node *n = &g->nodes[v];
@@ -567,8 +574,8 @@ static mp_status scaled_graph(const mp_graph *g, uint64_t b, uint64_t b0,
         if (!(st = mp_graph_add_node(s, &d, &id)))
             st = mp_graph_set_node_cost(s, id, n->flops, n->bytes_moved,
                                         n->seconds);
-        /* the copy carries sizes, not shapes: a transposed view stays one
-         * as decided on the shapes (finalize keeps a view set here) */
+        /* the copy carries sizes, not shapes: a view by its readers stays
+         * one as decided on the shapes (finalize keeps a view set here) */
         if (!st)
             s->nodes[id].view = n->view;
     }

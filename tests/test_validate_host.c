@@ -667,6 +667,271 @@ static void attention_kview(void)
     mp_ctx_destroy(ctx);
 }
 
+
+/* ---- broadcast and range views ------------------------------------------ */
+
+static uint32_t vt_tensor(mp_graph *g, const char *name, mp_tensor_kind k,
+                          mp_dtype dt, int rank, const int64_t *dims)
+{
+    mp_tensor_desc d = {name, dt, rank, dims, 0, k};
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
+    return id;
+}
+
+static uint32_t vt_node(mp_graph *g, const char *name, const char *op,
+                        const uint32_t *in, uint32_t n_in, const uint32_t *out,
+                        uint32_t n_out)
+{
+    mp_node_desc d = {name, op, NULL, in, n_in, out, n_out, MP_PHASE_FORWARD};
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &d, &id), MP_OK);
+    return id;
+}
+
+/* x[1,4] -> Relu -> r -> Expand(r, [3,4]) -> e; Add(e, m[3,4]) -> y.
+ * reader 1: e also read by a Relu (no broadcasting reader: a copy);
+ * reader 2: e is a graph output (a copy). */
+static void broadcast_case(int reader)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[2] = {1, 4}, dm[2] = {3, 4}, ds[1] = {2};
+    uint32_t x = vt_tensor(g, "x", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 2, dx);
+    uint32_t r = vt_tensor(g, "r", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, 2, dx);
+    uint32_t sh = vt_tensor(g, "shape", MP_KIND_CONSTANT, MP_DTYPE_INT64, 1, ds);
+    uint32_t e = vt_tensor(g, "e", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1,
+                           NULL);
+    uint32_t m = vt_tensor(g, "m", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 2, dm);
+    uint32_t y = vt_tensor(g, "y", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1,
+                           NULL);
+    uint32_t z = vt_tensor(g, "z", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1,
+                           NULL);
+    int64_t sv[2] = {3, 4};
+    CU_ASSERT_EQUAL(mp__tensor_set_value(ctx, &g->tensors[sh], sv, 2), MP_OK);
+    uint32_t ein[2] = {r, sh}, ain[2] = {e, m};
+    vt_node(g, "relu", "Relu", &x, 1, &r, 1);
+    uint32_t ex = vt_node(g, "expand", "Expand", ein, 2, &e, 1);
+    uint32_t add = vt_node(g, "add", "Add", ain, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    if (reader == 1) {
+        vt_node(g, "relu2", "Relu", &e, 1, &z, 1);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, z), MP_OK);
+    }
+    if (reader == 2)
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, e), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    int view = reader == 0;
+    mp_tensor_info ti;
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(g, e, &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.bytes, 48u);
+    CU_ASSERT_EQUAL(ti.alias_of, view ? r : MP_NONE);
+    CU_ASSERT_EQUAL(ti.view, view ? MP_VIEW_BROADCAST : MP_VIEW_NONE);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+    /* the expanded copy takes no block when it is a view */
+    int e_block = 0;
+    for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++)
+        e_block |= mp_plan_blocks(plan)[i].tensor == e;
+    CU_ASSERT_EQUAL(e_block, !view);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->nodes[ex].run, !view);
+    const mpv_launch *l = &p->launches[p->nodes[add].first];
+    CU_ASSERT_EQUAL_FATAL(l->kind, MPV_L_NARY);
+    /* input 0 of the Add: r [1,4] broadcast over the rows (stride 0), or
+     * the copy e [3,4] */
+    CU_ASSERT_EQUAL(l->p.nary.st[0][0], view ? 0 : 4);
+    CU_ASSERT_EQUAL(l->p.nary.st[0][1], 1);
+    CU_ASSERT_EQUAL(l->p.nary.st[1][0], 4);
+    /* the Add's step reads 16 bytes of r's block (the view's storage) */
+    for (uint32_t s = 0; s < p->n_steps; s++)
+        if (p->steps[s].kind == MP_STEP_COMPUTE &&
+            mp_plan_steps(plan)[s].index == add) {
+            const mpv_ref *rf = &p->refs[p->steps[s].refs];
+            CU_ASSERT_EQUAL(rf->tensor, view ? r : e);
+            CU_ASSERT_EQUAL(rf->bytes, view ? 16u : 48u);
+        }
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_broadcast_view(void)
+{
+    for (int reader = 0; reader <= 2; reader++)
+        broadcast_case(reader);
+}
+
+/* the arena offset of tensor t's root block at step s plus its view
+ * offset equals the ref's offset */
+static uint64_t root_offset_at(const mp_plan *plan, uint32_t root, uint32_t s)
+{
+    const mp_block *b = mp_plan_blocks(plan);
+    for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++)
+        if (b[i].tensor == root && b[i].first <= s && s <= b[i].end)
+            return b[i].offset;
+    return UINT64_MAX;
+}
+
+/* x[4,6] -> Relu -> r; Slice(r) along axis 0 rows 1..3 -> s[2,6], a range
+ * view 24 bytes in; along axis 1 (not contiguous) a copy; Split of
+ * r3[1,6,4] along axis 1 into [1,2,4] and [1,4,4]: views at 0 and 32
+ * bytes. Each read by a Relu. */
+static void test_range_view(void)
+{
+    for (int axis = 0; axis <= 1; axis++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+        int64_t dx[2] = {4, 6}, d3[3] = {1, 6, 4};
+        uint32_t x = vt_tensor(g, "x", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 2, dx);
+        uint32_t r = vt_tensor(g, "r", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, 2,
+                               dx);
+        uint32_t sl = vt_tensor(g, "s", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        uint32_t y = vt_tensor(g, "y", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                               -1, NULL);
+        uint32_t x3 = vt_tensor(g, "x3", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3,
+                                d3);
+        uint32_t r3 = vt_tensor(g, "r3", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                3, d3);
+        uint32_t p0 = vt_tensor(g, "p0", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        uint32_t p1 = vt_tensor(g, "p1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        uint32_t y0 = vt_tensor(g, "y0", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        uint32_t y1 = vt_tensor(g, "y1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        vt_node(g, "relu", "Relu", &x, 1, &r, 1);
+        uint32_t sn = vt_node(g, "slice", "Slice", &r, 1, &sl, 1);
+        uint32_t rs = vt_node(g, "relu_s", "Relu", &sl, 1, &y, 1);
+        vt_node(g, "relu3", "Relu", &x3, 1, &r3, 1);
+        uint32_t parts[2] = {p0, p1};
+        uint32_t spn = vt_node(g, "split", "Split", &r3, 1, parts, 2);
+        uint32_t r0 = vt_node(g, "relu_0", "Relu", &p0, 1, &y0, 1);
+        uint32_t r1 = vt_node(g, "relu_1", "Relu", &p1, 1, &y1, 1);
+        int64_t st = 1, en = axis ? 4 : 3, ax = axis, sp[2] = {2, 4}, one = 1;
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "starts", &st, 1), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "ends", &en, 1), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "axes", &ax, 1), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, spn, "split", sp, 2), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, spn, "axis", one), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, y0), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, y1), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+        mp_tensor_info ti;
+        CU_ASSERT_EQUAL(mp_graph_tensor_info(g, sl, &ti), MP_OK);
+        CU_ASSERT_EQUAL(ti.bytes, 48u);
+        CU_ASSERT_EQUAL(ti.alias_of, axis ? MP_NONE : r);
+        CU_ASSERT_EQUAL(ti.view, axis ? MP_VIEW_NONE : MP_VIEW_RANGE);
+        CU_ASSERT_EQUAL(ti.view_offset, axis ? 0u : 24u);
+        uint32_t pt[2] = {p0, p1};
+        uint64_t want[2] = {0, 32};
+        for (int i = 0; i < 2; i++) {
+            CU_ASSERT_EQUAL(mp_graph_tensor_info(g, pt[i], &ti), MP_OK);
+            CU_ASSERT_EQUAL(ti.alias_of, r3);
+            CU_ASSERT_EQUAL(ti.view, MP_VIEW_RANGE);
+            CU_ASSERT_EQUAL(ti.view_offset, want[i]);
+        }
+        mp_plan *plan = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+        mpv_program *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+        CU_ASSERT_EQUAL(p->nodes[sn].run, axis);
+        CU_ASSERT_EQUAL(p->nodes[spn].run, 0);
+        /* each reader's ref: the root's block offset + the view offset */
+        uint32_t readers[3] = {rs, r0, r1}, roots[3] = {axis ? sl : r, r3, r3};
+        uint64_t offs[3] = {axis ? 0u : 24u, 0, 32};
+        int seen = 0;
+        for (uint32_t s = 0; s < p->n_steps; s++) {
+            const mp_step *ps = &mp_plan_steps(plan)[s];
+            if (ps->kind != MP_STEP_COMPUTE)
+                continue;
+            for (int k = 0; k < 3; k++)
+                if (ps->index == readers[k]) {
+                    const mpv_ref *rf = &p->refs[p->steps[s].refs];
+                    CU_ASSERT_EQUAL(rf->tensor, roots[k]);
+                    CU_ASSERT_EQUAL(rf->view_off, offs[k]);
+                    CU_ASSERT_EQUAL(rf->offset,
+                                    root_offset_at(plan, roots[k], s) +
+                                        offs[k]);
+                    seen++;
+                }
+        }
+        CU_ASSERT_EQUAL(seen, 3);
+        mpv_program_destroy(p);
+        mp_plan_destroy(plan);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+}
+
+/* r3[1,6,4] (96 bytes) split into p0[1,2,4] and p1[1,4,4]; Relu(p1)
+ * first, then Add(p0, z[3,2,4]) -> y[3,2,4], 96 bytes like r3, where r3
+ * dies: the Add reads only a part of r3 (broadcast over z's rows), so
+ * writing y over r3 in place would overwrite p0 before it is read. With
+ * split [6] (p0 is all of r3, z [1,6,4]) it may. */
+static void test_range_view_inplace(void)
+{
+    for (int whole = 0; whole <= 1; whole++) {
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_graph *g = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+        int64_t d3[3] = {1, 6, 4}, dz[3] = {3, 2, 4};
+        uint32_t x3 = vt_tensor(g, "x3", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3,
+                                d3);
+        uint32_t r3 = vt_tensor(g, "r3", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                3, d3);
+        uint32_t z = vt_tensor(g, "z", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3,
+                               whole ? d3 : dz);
+        uint32_t p0 = vt_tensor(g, "p0", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        uint32_t p1 = vt_tensor(g, "p1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        uint32_t y1 = vt_tensor(g, "y1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                                -1, NULL);
+        uint32_t y = vt_tensor(g, "y", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
+                               -1, NULL);
+        vt_node(g, "relu3", "Relu", &x3, 1, &r3, 1);
+        uint32_t parts[2] = {p0, p1};
+        uint32_t spn = vt_node(g, "split", "Split", &r3, 1, parts,
+                               whole ? 1 : 2);
+        if (!whole)
+            vt_node(g, "relu_1", "Relu", &p1, 1, &y1, 1);
+        uint32_t ain[2] = {p0, z};
+        vt_node(g, "add", "Add", ain, 2, &y, 1);
+        int64_t sp[2] = {2, 4}, six = 6;
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, spn, "split",
+                                               whole ? &six : sp,
+                                               whole ? 1 : 2), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, spn, "axis", 1), MP_OK);
+        if (!whole)
+            CU_ASSERT_EQUAL(mp_graph_mark_output(g, y1), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+        CU_ASSERT_EQUAL(g->tensors[p0].alias_of, r3);
+        CU_ASSERT_EQUAL(g->tensors[y].bytes, g->tensors[r3].bytes);
+        mp_plan *plan = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+        uint32_t over = MP_NONE;
+        for (uint32_t i = 0; i < mp_plan_num_blocks(plan); i++)
+            if (mp_plan_blocks(plan)[i].tensor == y)
+                over = mp_plan_block_over(plan, i);
+        CU_ASSERT_EQUAL(over, whole ? r3 : MP_NONE);
+        mp_plan_destroy(plan);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+}
+
 static void test_attention(void)
 {
     attention_kview();
@@ -693,6 +958,12 @@ void mp_register_validate_host(void)
          test_fused_scratch},
         {"fused attention: one flash-style launch, the mask broadcast",
          test_attention},
+        {"Expand read by broadcasting ops: a view, the reader broadcasts its "
+         "input", test_broadcast_view},
+        {"Slice/Split parts that are one byte range: views at an offset",
+         test_range_view},
+        {"a reader of part of a root does not write over it in place",
+         test_range_view_inplace},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

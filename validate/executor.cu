@@ -77,8 +77,9 @@ bool ref_range(const run_ctx &c, const mpv_ref &rf, uint64_t *lo, uint64_t *hi)
         return false;
     mp_tensor_info ti;
     mp_graph_tensor_info(c.p->graph, rf.tensor, &ti);
-    *lo = rf.offset;
-    *hi = rf.offset + (ti.bytes > rf.bytes ? ti.bytes : rf.bytes);
+    uint64_t end = rf.view_off + rf.bytes; // (a range view's end)
+    *lo = rf.offset - rf.view_off;
+    *hi = *lo + (ti.bytes > end ? ti.bytes : end);
     return true;
 }
 
@@ -169,9 +170,11 @@ void *ref_ptr(const run_ctx &c, const mpv_ref &rf, void *const *tensor_ptr)
     if (rf.space == MPV_SPACE_WEIGHTS)
         return c.weights + rf.offset;
     if (rf.space == MPV_SPACE_ARENA)
-        return tensor_ptr ? tensor_ptr[rf.tensor] : c.arena + rf.offset;
+        return tensor_ptr ? (unsigned char *)tensor_ptr[rf.tensor] + rf.view_off
+                          : c.arena + rf.offset;
     if (rf.space == MPV_SPACE_SCRATCH) // a fused value: its own block in
-        return tensor_ptr ? tensor_ptr[rf.tensor] : c.ws + rf.offset; // the reference
+        return tensor_ptr ? (unsigned char *)tensor_ptr[rf.tensor] + rf.view_off // the
+                          : c.ws + rf.offset;                            // reference
     return NULL;
 }
 

@@ -354,6 +354,10 @@ static int lower_nary(lower *L, const mp__node *n, int op, int n_in,
         x->p.nary.dims[i] = y->dims[i];
     for (int k = 0; k < n_in; k++) {
         const mp__tensor *a = in_t(g, n, (uint32_t)k);
+        /* a broadcast view: its storage is the tensor it views, which
+         * broadcasts to the output as the view would */
+        if (a && mp__tensor_bview(g, n->inputs[k]))
+            a = &g->tensors[a->alias_of];
         if (!is_f32(a) ||
             bcast_strides(a, y->dims, y->rank, x->p.nary.st[k]) != 0)
             FAIL("pointwise: input not float32 or not broadcastable");
@@ -1434,12 +1438,17 @@ static mp_status node_ref(build *b, uint32_t s, uint32_t node, uint32_t k,
     rf->tensor = MP_NONE;
     if (t == MP_NONE)
         return MP_OK;
-    uint32_t r = g->tensors[t].root;
+    const mp__tensor *tt = &g->tensors[t];
+    uint32_t r = tt->root;
     rf->tensor = r;
-    rf->bytes = g->tensors[t].bytes;
+    /* a broadcast view holds the bytes of the tensor it views; a range
+     * view starts view_off bytes into its root */
+    rf->bytes = mp__tensor_bview(g, t) ? g->tensors[tt->alias_of].bytes
+                                       : tt->bytes;
+    rf->view_off = tt->view_off;
     if (b->p->woff[r] != UINT64_MAX) {
         rf->space = MPV_SPACE_WEIGHTS;
-        rf->offset = b->p->woff[r];
+        rf->offset = b->p->woff[r] + tt->view_off;
     } else if (mp__tensor_in_arena(&g->tensors[r])) {
         /* an input may end here: its block was taken over in place by
          * this step's output */
@@ -1449,7 +1458,8 @@ static mp_status node_ref(build *b, uint32_t s, uint32_t node, uint32_t k,
             /* a fused value: written by this step into a free slot, or
              * read from the one the node step before wrote */
             rf->space = MPV_SPACE_SCRATCH;
-            rf->offset = b->slot_base + (uint64_t)slot * b->slot_bytes;
+            rf->offset = b->slot_base + (uint64_t)slot * b->slot_bytes +
+                         tt->view_off;
             b->p->n_fused_refs++;
             if (!is_input)
                 b->prev_slot = slot;
@@ -1464,7 +1474,7 @@ static mp_status node_ref(build *b, uint32_t s, uint32_t node, uint32_t k,
                            (unsigned)s, n->name, g->tensors[t].name);
         }
         rf->space = MPV_SPACE_ARENA;
-        rf->offset = bl->offset;
+        rf->offset = bl->offset + tt->view_off;
     }
     return MP_OK;
 }

@@ -39,8 +39,10 @@ enum {
 typedef struct mpv_ref {
     uint32_t space;
     uint32_t tensor;    /* the storage root */
-    uint64_t offset;    /* bytes from the start of the space */
-    uint64_t bytes;     /* the tensor's bytes */
+    uint64_t offset;    /* bytes from the start of the space (view_off in) */
+    uint64_t bytes;     /* the bytes it reads or writes there: the tensor's,
+                           a broadcast view's the viewed tensor's */
+    uint64_t view_off;  /* bytes from the root's start (a range view) */
 } mpv_ref;
 
 /* launch kinds: the primitives nodes are lowered into */

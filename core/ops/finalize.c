@@ -202,6 +202,163 @@ static bool transposed_view(const mp_graph *g, uint32_t v)
     return true;
 }
 
+/* Tensor t's memory holds its elements in row-major order of its own
+ * shape: no transposed or broadcast view. */
+static bool contiguous(const mp_graph *g, uint32_t t)
+{
+    unsigned k = mp__tensor_view_kind(g, t);
+    return k != MP__NVIEW_T && k != MP__NVIEW_B;
+}
+
+/* An Expand (MP__OPF_VIEW_B) of a contiguous tensor, no graph output,
+ * read only by nodes that broadcast every input to their output's shape
+ * (MP__OPF_BCAST_IN) or by backward nodes (or not at all): a view, which
+ * its readers take by broadcasting its input. */
+static bool broadcast_view(const mp_graph *g, uint32_t v)
+{
+    const mp__node *n = &g->nodes[v];
+    if (n->n_in < 1 || n->n_out != 1 || n->inputs[0] == MP_NONE ||
+        n->outputs[0] == MP_NONE || !contiguous(g, n->inputs[0]))
+        return false;
+    const mp__tensor *in = &g->tensors[n->inputs[0]];
+    const mp__tensor *out = &g->tensors[n->outputs[0]];
+    if ((out->flags & MP__TF_OUTPUT) || out->dtype != in->dtype ||
+        in->rank < 0 || out->rank < in->rank)
+        return false;
+    for (uint32_t k = 0; k < out->n_cons; k++) {
+        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
+        if (cn->phase != MP_PHASE_BACKWARD &&
+            (!cn->def || !(cn->def->flags & MP__OPF_BCAST_IN)))
+            return false;
+    }
+    return true;
+}
+
+/* Byte offset of the part of x (rank r, dims xd, esize bytes an
+ * element) that starts at index firsts and has dims od, in *off: false
+ * when the part is not one contiguous range (an axis before the partial
+ * one has more than one element taken, or one after it is not whole). */
+static bool range_of(const int64_t *xd, const int64_t *od, int32_t r,
+                     const int64_t *firsts, uint64_t esize, uint64_t *off)
+{
+    int32_t a = -1;
+    for (int32_t i = 0; i < r; i++)
+        if (od[i] != xd[i])
+            a = i;
+    for (int32_t i = 0; i < a; i++)
+        if (od[i] != 1)
+            return false;
+    uint64_t o = 0, stride = esize;
+    for (int32_t i = r - 1; i >= 0; i--) {
+        o += (uint64_t)firsts[i] * stride;
+        stride *= (uint64_t)xd[i];
+    }
+    *off = o;
+    return true;
+}
+
+/* A Slice with unit steps or a Split (MP__OPF_VIEW_R) of a contiguous
+ * tensor whose every output is one contiguous range of it and no graph
+ * output: a view of each range. Sets each output's view_off. */
+static bool range_view(mp_graph *g, uint32_t v)
+{
+    const mp__node *n = &g->nodes[v];
+    if (n->n_in < 1 || n->inputs[0] == MP_NONE || n->n_out < 1 ||
+        !contiguous(g, n->inputs[0]))
+        return false;
+    const mp__tensor *in = &g->tensors[n->inputs[0]];
+    int32_t r = in->rank;
+    unsigned bits = mp_dtype_bits((mp_dtype)in->dtype);
+    if (r < 1 || r > MP_MAX_RANK || !bits || bits % 8 ||
+        !(in->flags & MP__TF_SIZE_KNOWN))
+        return false;
+    for (int32_t i = 0; i < r; i++)
+        if (in->dims[i] < 0)
+            return false;
+    bool split = MP__OP_KERNEL(n->def) == MP__KERNEL_SPLIT;
+    int32_t ax = 0;
+    if (split && !mp__axis(mp__attr_int(n, "axis", 0), r, &ax))
+        return false;
+    int64_t firsts[MP_MAX_RANK], at = 0;
+    if (!split && (n->n_out != 1 || !mp__slice_firsts(g, v, firsts)))
+        return false;
+    bool ok = true;
+    for (uint32_t o = 0; o < n->n_out && ok; o++) {
+        mp__tensor *out = n->outputs[o] == MP_NONE
+                              ? NULL
+                              : &g->tensors[n->outputs[o]];
+        ok = out && !(out->flags & MP__TF_OUTPUT) &&
+             out->dtype == in->dtype && out->rank == r;
+        for (int32_t i = 0; ok && i < r; i++)
+            ok = out->dims[i] >= 0;
+        if (ok && split) {
+            for (int32_t i = 0; i < r; i++)
+                firsts[i] = i == ax ? at : 0;
+            at += out->dims[ax];
+        }
+        uint64_t off = 0;
+        ok = ok && range_of(in->dims, out->dims, r, firsts, bits / 8, &off);
+        if (ok)
+            out->view_off = in->view_off + (out->bytes ? off : 0);
+    }
+    if (!ok) /* (offsets are only a view's) */
+        for (uint32_t o = 0; o < n->n_out; o++)
+            if (n->outputs[o] != MP_NONE)
+                g->tensors[n->outputs[o]].view_off = 0;
+    return ok;
+}
+
+/* The view kind (MP__NVIEW_*) node v is by its readers. A kind set
+ * before finalize (by a copy of a graph finalized with shapes, which may
+ * carry sizes only) stays, its offsets with it. */
+static uint8_t view_kind(mp_graph *g, uint32_t v)
+{
+    const mp__node *n = &g->nodes[v];
+    uint64_t f = n->def->flags;
+    if (f & MP__OPF_VIEW_T)
+        return n->view == MP__NVIEW_T || transposed_view(g, v) ? MP__NVIEW_T
+                                                                : 0;
+    if (f & MP__OPF_VIEW_B)
+        return n->view == MP__NVIEW_B || broadcast_view(g, v) ? MP__NVIEW_B
+                                                               : 0;
+    if (f & MP__OPF_VIEW_R)
+        return range_view(g, v) || n->view == MP__NVIEW_R ? MP__NVIEW_R : 0;
+    return 0;
+}
+
+/* The view node v's outputs share input 0's memory: a range view's every
+ * output inside it, another view's output 0 with its bytes (a broadcast
+ * view: fewer). */
+static mp_status alias_outputs(mp_graph *g, uint32_t v)
+{
+    const mp__node *n = &g->nodes[v];
+    mp__tensor *in = &g->tensors[n->inputs[0]];
+    uint32_t k = n->view == MP__NVIEW_R ? n->n_out : 1;
+    for (uint32_t o = 0; o < k; o++) {
+        mp__tensor *out = &g->tensors[n->outputs[o]];
+        bool fits;
+        if (n->view == MP__NVIEW_R)
+            fits = out->view_off >= in->view_off &&
+                   out->view_off - in->view_off <= in->bytes &&
+                   out->bytes <= in->bytes - (out->view_off - in->view_off);
+        else
+            fits = n->view == MP__NVIEW_B || out->bytes == in->bytes;
+        if (!fits)
+            return mp__err(g->ctx, MP_ERR_SHAPE,
+                          "node '%s' (%s): view output '%s' has %llu bytes "
+                          "%s but its input '%s' has %llu",
+                          n->name, n->op, out->name,
+                          (unsigned long long)out->bytes,
+                          n->view == MP__NVIEW_R ? "at its offset" : "",
+                          in->name, (unsigned long long)in->bytes);
+        if (n->view != MP__NVIEW_R)
+            out->view_off = in->view_off;
+        out->alias_of = n->inputs[0];
+        out->root = in->root;
+    }
+    return MP_OK;
+}
+
 /* Sizes from shapes, then the op registry for outputs still unknown (in
  * topological order), views and constant folding. */
 static mp_status infer_sizes(mp_graph *g)
@@ -246,25 +403,12 @@ static mp_status infer_sizes(mp_graph *g)
                                                      domain and node */
         if (st)
             return st;
-        /* (a view set before finalize, by a copy of a graph finalized
-         * with shapes, stays one) */
-        n->view = (n->def->flags & MP__OPF_VIEW_T) &&
-                  (n->view || transposed_view(g, v));
-        /* views: output 0 shares input 0's memory */
+        n->view = view_kind(g, v);
+        /* views: output 0 (a range view: every output) shares input 0's
+         * memory */
         if (mp__node_view(n) && n->n_in && n->n_out &&
-            n->inputs[0] != MP_NONE) {
-            mp__tensor *in = &g->tensors[n->inputs[0]];
-            mp__tensor *out = &g->tensors[n->outputs[0]];
-            if (out->bytes != in->bytes)
-                return mp__err(ctx, MP_ERR_SHAPE,
-                              "node '%s' (%s): view output '%s' has %llu bytes "
-                              "but its input '%s' has %llu",
-                              n->name, n->op, out->name,
-                              (unsigned long long)out->bytes, in->name,
-                              (unsigned long long)in->bytes);
-            out->alias_of = n->inputs[0];
-            out->root = in->root;
-        }
+            n->inputs[0] != MP_NONE && (st = alias_outputs(g, v)))
+            return st;
         /* folding: every input persistent (or a constant source) */
         bool any = false, all_const = true;
         for (uint32_t i = 0; i < n->n_in; i++) {
@@ -323,6 +467,7 @@ mp_status mp_graph_finalize(mp_graph *g)
             tt->flags &= (uint8_t)~MP__TF_FOLDED;
             tt->alias_of = MP_NONE;
             tt->root = t;
+            tt->view_off = 0;
         }
         for (uint32_t k = 0; k < g->n_nodes; k++)
             g->nodes[k].view = 0;

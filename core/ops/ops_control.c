@@ -641,6 +641,7 @@ static void reset_body(mp_graph *b)
         tt->flags &= (uint8_t)~MP__TF_FOLDED;
         tt->alias_of = MP_NONE;
         tt->root = t;
+        tt->view_off = 0;
         if (mp__kind_persistent(tt->declared_kind) ||
             (tt->producer != MP_NONE &&
              (b->nodes[tt->producer].def->flags & MP__OPF_CONSTANT)))
@@ -655,6 +656,8 @@ static void reset_body(mp_graph *b)
         tt->bytes = 0;
         tt->flags &= (uint8_t)~(MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN);
     }
+    for (uint32_t k = 0; k < b->n_nodes; k++)
+        b->nodes[k].view = 0; /* decided again on the new shapes */
     mp__dealloc(ctx, b->cons);
     mp__dealloc(ctx, b->topo);
     b->cons = b->topo = NULL;

@@ -670,28 +670,65 @@ static int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step,
     return step == INT64_MIN ? 1 : 1 + (start - end - 1) / (-step);
 }
 
+/* A Slice's starts, ends, axes and steps (attributes before opset 10,
+ * inputs after; axes and steps NULL where not given): false when a value
+ * is not known. */
+typedef struct slice_args {
+    const int64_t *starts, *ends, *axes, *steps;
+    uint32_t ns, ne, na, nst;
+} slice_args;
+
+static bool get_slice_args(const mp_graph *g, const mp__node *n,
+                           slice_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->starts = mp__attr_ints(n, "starts", &a->ns);
+    if (a->starts) {
+        a->ends = mp__attr_ints(n, "ends", &a->ne);
+        a->axes = mp__attr_ints(n, "axes", &a->na);
+        return a->ends != NULL;
+    }
+    bool have = mp__in_value(g, n, 1, &a->starts, &a->ns) &&
+                mp__in_value(g, n, 2, &a->ends, &a->ne);
+    if (have && mp__in(g, n, 3) && !mp__in_value(g, n, 3, &a->axes, &a->na))
+        have = false;
+    if (have && mp__in(g, n, 4) && !mp__in_value(g, n, 4, &a->steps, &a->nst))
+        have = false;
+    return have;
+}
+
+bool mp__slice_firsts(const mp_graph *g, uint32_t node, int64_t *firsts)
+{
+    const mp__node *n = &g->nodes[node];
+    const mp__tensor *x = mp__in(g, n, 0);
+    slice_args a;
+    if (!x || x->rank < 0 || x->rank > MP_MAX_RANK || !get_slice_args(g, n, &a) ||
+        a.ne != a.ns || (a.axes && a.na != a.ns) || (a.steps && a.nst != a.ns))
+        return false;
+    for (int32_t i = 0; i < x->rank; i++)
+        firsts[i] = 0;
+    for (uint32_t k = 0; k < a.ns; k++) {
+        int32_t ax;
+        if ((a.steps && a.steps[k] != 1) ||
+            !mp__axis(a.axes ? a.axes[k] : (int64_t)k, x->rank, &ax) ||
+            x->dims[ax] < 0)
+            return false;
+        slice_len(x->dims[ax], a.starts[k], a.ends[k], 1, &firsts[ax]);
+    }
+    return true;
+}
+
 MP__SHAPE_FN(mp__shape_slice)
 {
     const mp__node *n = &g->nodes[node];
     mp__shape in, out;
     mp__in_shape(g, n, 0, &in);
     out.rank = -1;
-    const int64_t *starts, *ends, *axes = NULL, *steps = NULL;
-    uint32_t ns, ne, na = 0, nst = 0;
-    bool have;
-    starts = mp__attr_ints(n, "starts", &ns);
-    if (starts) {
-        ends = mp__attr_ints(n, "ends", &ne);
-        axes = mp__attr_ints(n, "axes", &na);
-        have = ends != NULL;
-    } else {
-        have = mp__in_value(g, n, 1, &starts, &ns) &&
-               mp__in_value(g, n, 2, &ends, &ne);
-        if (have && mp__in(g, n, 3) && !mp__in_value(g, n, 3, &axes, &na))
-            have = false;
-        if (have && mp__in(g, n, 4) && !mp__in_value(g, n, 4, &steps, &nst))
-            have = false;
-    }
+    slice_args sa;
+    bool have = get_slice_args(g, n, &sa);
+    const int64_t *starts = sa.starts, *ends = sa.ends, *axes = sa.axes,
+                  *steps = sa.steps;
+    uint32_t ns = sa.ns, ne = sa.ne, na = sa.na, nst = sa.nst;
     if (have && (ne != ns || (axes && na != ns) || (steps && nst != ns)))
         return mp__node_err(g, node, "starts, ends, axes and steps differ "
                            "in length");

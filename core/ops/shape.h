@@ -91,6 +91,10 @@ bool mp__broadcast(const mp__shape *a, const mp__shape *b, mp__shape *out);
 bool mp__axis(int64_t axis, int32_t rank, int32_t *out);
 /* Element count (-1 when unknown or overflowing). */
 int64_t mp__shape_numel(const mp__shape *s);
+/* The first index a Slice node takes on each axis of its input, in
+ * firsts (input rank entries): false when a value is not known or a step
+ * is not 1 (finalize's range views, core/ops/finalize.c). */
+bool mp__slice_firsts(const mp_graph *g, uint32_t node, int64_t *firsts);
 
 /* ---- shape functions (core/ops/ops_*.c) ---------------------------------- */
 #define MP__SHAPE_FN(name) mp_status name(mp_graph *g, uint32_t node)

@@ -255,7 +255,8 @@ static void chain_targets(const sharing *sh, uint32_t s, uint32_t stamp,
         if (!mp__op_may_overwrite(nd->def, i) || sh->seen[r] == stamp)
             continue;
         sh->seen[r] = stamp;
-        sh->acc[(*nacc)++] = r;
+        if (!(sh->sf[r] & 2) || mp__node_reads_whole(g, nd, r))
+            sh->acc[(*nacc)++] = r;
     }
 }
 

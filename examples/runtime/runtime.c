@@ -49,6 +49,7 @@ typedef struct runtime {
     uint64_t alignment;
     /* per tensor */
     uint32_t *root;        /* the tensor whose memory it uses */
+    uint64_t *voff;        /* its first byte there (a range view's offset) */
     uint8_t *persistent;   /* own buffer, same in both runs */
     uint64_t *offset;      /* arena offset (UINT64_MAX: no block) */
     unsigned char **mem;   /* data pointer in the current run */
@@ -432,7 +433,7 @@ static void resolve_views(runtime *rt)
 {
     for (uint32_t t = 0; t < rt->nt; t++)
         if (rt->root[t] != t)
-            rt->mem[t] = rt->mem[rt->root[t]];
+            rt->mem[t] = (unsigned char *)rt->mem[rt->root[t]] + rt->voff[t];
 }
 
 /* planned: arena != NULL. Returns 0 or -1. */
@@ -553,12 +554,13 @@ int main(int argc, char **argv)
     rt.nn = mp_graph_num_nodes(rt.g);
     size_t nt1 = (size_t)rt.nt + 1;
     rt.root = calloc(nt1, sizeof *rt.root);
+    rt.voff = calloc(nt1, sizeof *rt.voff);
     rt.persistent = calloc(nt1, 1);
     rt.offset = calloc(nt1, sizeof *rt.offset);
     rt.mem = calloc(nt1, sizeof *rt.mem);
     rt.own = calloc(nt1, sizeof *rt.own);
     persist = calloc(nt1, sizeof *persist);
-    if (!rt.root || !rt.persistent || !rt.offset || !rt.mem || !rt.own ||
+    if (!rt.root || !rt.voff || !rt.persistent || !rt.offset || !rt.mem || !rt.own ||
         !persist) {
         rc = fail("out of memory", NULL);
         goto out;
@@ -569,14 +571,17 @@ int main(int argc, char **argv)
         mp_tensor_info ti;
         mp_graph_tensor_info(rt.g, t, &ti);
         uint32_t r = t;
+        uint64_t voff = 0;
         for (int hops = 0; hops < 64; hops++) {
             mp_tensor_info ri;
             mp_graph_tensor_info(rt.g, r, &ri);
             if (ri.alias_of == MP_NONE)
                 break;
+            voff += ri.view_offset; /* MP_VIEW_RANGE: bytes into alias_of */
             r = ri.alias_of;
         }
         rt.root[t] = r;
+        rt.voff[t] = voff;
         rt.offset[t] = UINT64_MAX;
         rt.persistent[t] = ti.kind == MP_KIND_WEIGHT ||
                            ti.kind == MP_KIND_CONSTANT ||
@@ -705,6 +710,7 @@ out:
     free(arena);
     free(out_planned);
     free(rt.root);
+    free(rt.voff);
     free(rt.persistent);
     free(rt.offset);
     free(rt.mem);

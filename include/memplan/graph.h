@@ -168,6 +168,22 @@ MP_API mp_status mp_graph_find_tensor(const mp_graph *g, const char *name,
 MP_API mp_status mp_graph_find_node(const mp_graph *g, const char *name,
                                     uint32_t *id);
 
+/* How a view (mp_tensor_info.alias_of set) reads the memory it views,
+ * which a runtime that runs the plan must honour:
+ * MP_VIEW_SAME: the same bytes in the same order (Reshape, Flatten,
+ * Squeeze, Unsqueeze, Identity); MP_VIEW_TRANSPOSED: the viewed tensor's
+ * last two axes swapped (a Transpose read only by matrix products, which
+ * take the viewed tensor with op T); MP_VIEW_BROADCAST: the viewed
+ * tensor's elements broadcast to this shape (an Expand read only by
+ * broadcasting pointwise ops, which broadcast the viewed tensor instead);
+ * MP_VIEW_RANGE: the bytes [view_offset, view_offset + bytes) of the
+ * viewed tensor (a Slice or Split part that is one contiguous range).
+ * docs/memory-model.md, "Views". */
+typedef enum mp_view_kind {
+    MP_VIEW_NONE = 0, MP_VIEW_SAME, MP_VIEW_TRANSPOSED, MP_VIEW_BROADCAST,
+    MP_VIEW_RANGE
+} mp_view_kind;
+
 typedef struct mp_tensor_info {
     const char *name;
     mp_dtype dtype;
@@ -180,6 +196,8 @@ typedef struct mp_tensor_info {
     uint32_t alias_of;        /* tensor whose memory this one views, or MP_NONE */
     int is_output;
     int folded;               /* computed only from weights/constants */
+    mp_view_kind view;        /* how it views alias_of (MP_VIEW_NONE: no view) */
+    uint64_t view_offset;     /* MP_VIEW_RANGE: its first byte in alias_of */
 } mp_tensor_info;
 
 typedef struct mp_node_info {
