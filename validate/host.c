@@ -1108,19 +1108,32 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     int64_t kind = mp__attr_int(n, "mask_kind", 0);
     if ((kind != 0) != (m != NULL) || kind < 0 || kind > 3)
         FAIL("attention: mask and mask_kind disagree");
-    if (m && (m->rank > r || (kind == 1 ? !is_f32(m)
-                                        : m->dtype != MP_DTYPE_BOOL)))
+    /* the shape the mask is added at: the scores (lead..., tq, tk), or
+     * the node's mask_dims, the scores with their leading dims regrouped
+     * (Swin's shifted windows: [b, windows, heads, tq, tk] for scores
+     * [b*windows, heads, tq, tk]); the kernel walks a row's batch*head
+     * index through these leading dims */
+    mp__shape ms;
+    const char *mwhy = "";
+    int mr = r;
+    if (m) {
+        if (mp__sdpa_mask_shape(g, n, &ms, &mwhy) != 1 || ms.rank < 2 ||
+            ms.rank > MPV_MAXR)
+            FAIL("attention: the shape the mask is added at (mask_dims)");
+        mr = ms.rank;
+    }
+    if (m && (m->rank > mr || (kind == 1 ? !is_f32(m)
+                                         : m->dtype != MP_DTYPE_BOOL)))
         FAIL("attention: the mask's dtype or rank");
-    /* the mask's strides over the scores' dims (lead..., tq, tk), aligned
-     * right; 0 where it broadcasts */
+    /* the mask's strides over those dims, aligned right; 0 where it
+     * broadcasts */
     int64_t mst[MPV_MAXR] = {0};
     if (m) {
         int64_t st = 1;
-        for (int i = r - 1; i >= 0; i--) {
-            int mi = i - (r - m->rank);
+        for (int i = mr - 1; i >= 0; i--) {
+            int mi = i - (mr - m->rank);
             int64_t md = mi >= 0 ? m->dims[mi] : 1;
-            int64_t sd = i == r - 1 ? k->dims[r - 1] : q->dims[i];
-            if (md != 1 && md != sd)
+            if (md != 1 && md != ms.d[i])
                 FAIL("attention: the mask does not broadcast to the scores");
             mst[i] = md == 1 ? 0 : st;
             st *= md;
@@ -1131,14 +1144,14 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
         return -1;
     if (m)
         x->in[3] = 3;
-    x->p.attn.rank = r;
+    x->p.attn.rank = mr;
     x->p.attn.bh = dims_prod(q->dims, 0, r - 2);
     x->p.attn.tq = q->dims[r - 2];
     x->p.attn.d = q->dims[r - 1];
     x->p.attn.tk = k->dims[r - 1];
     x->p.attn.dv = v->dims[r - 1];
-    for (int i = 0; i < r; i++) {
-        x->p.attn.lead[i] = i < r - 2 ? q->dims[i] : 0;
+    for (int i = 0; i < mr; i++) {
+        x->p.attn.lead[i] = i >= mr - 2 ? 0 : m ? ms.d[i] : q->dims[i];
         x->p.attn.mst[i] = mst[i];
     }
     x->p.attn.mask_kind = (int32_t)kind;

@@ -128,8 +128,11 @@ typedef struct mpv_launch {
         struct { int64_t n; int64_t v[MPV_MAXR]; } shape;
         /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
          * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask
-         * (slot 3, float or bool) broadcast by mst over the scores' dims
-         * (lead..., tq, tk); the scalars are node inputs 4-7 */
+         * (slot 3, float or bool) broadcast by mst over the dims it is
+         * added at (lead..., tq, tk; rank dims): the scores', or the
+         * node's mask_dims, whose leading dims regroup the scores' (a
+         * row's bh index is walked through lead); the scalars are node
+         * inputs 4-7 */
         struct {
             int64_t bh, tq, tk, d, dv;
             int32_t rank, mask_kind, mask_esize, scale_div, mask_first,

@@ -14,13 +14,20 @@
 /* Mask kinds (attribute mask_kind of the fused node). */
 enum { MASK_NONE = 0, MASK_ADD = 1, MASK_KEEP_TRUE = 2, MASK_KEEP_FALSE = 3 };
 
-#define CHAIN_MAX 12
+#define CHAIN_MAX 16
+#define BACK_MAX 6
 
 typedef struct attn_chain {
     uint32_t nodes[CHAIN_MAX]; /* removed (mm2 last: replaced) */
     uint32_t n_nodes;
     uint32_t mm2;
     uint32_t q, kt, v, mask, qs, ks, ss, fill; /* tensors or MP_NONE */
+    /* a mask added while the scores are reshaped to view[] (Swin's
+     * shifted windows: [B*nW, H, T, T] as [B, nW, H, T, T]); with a
+     * mask of the scores' shape as well, the fused node reads their sum */
+    uint32_t vmask;
+    int32_t view_rank; /* 0: no view */
+    int64_t view[MP_MAX_RANK];
     int mask_kind, scale_div, mask_first, nan_to_zero, dropout;
     uint64_t removed_bytes;
 } attn_chain;
@@ -76,6 +83,47 @@ static bool same_shape(const mp__tensor *a, const mp__tensor *b)
         return false;
     for (int32_t i = 0; i < a->rank; i++)
         if (a->dims[i] < 0 || a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+/* A view of the scores s that the fused kernel can index a mask by:
+ * known dims, the last two (Tq, Tk) kept, the leading ones regrouped
+ * (same product, row-major), rank at most MPV's 8 and above 2. */
+static bool scores_view_ok(const mp__tensor *v, const mp__tensor *s)
+{
+    if (v->rank < 3 || v->rank > 8 || s->rank < 2)
+        return false;
+    uint64_t pv = 1, ps = 1;
+    for (int32_t i = 0; i < v->rank; i++)
+        if (v->dims[i] < 1)
+            return false;
+    if (v->dims[v->rank - 1] != s->dims[s->rank - 1] ||
+        v->dims[v->rank - 2] != s->dims[s->rank - 2])
+        return false;
+    for (int32_t i = 0; i + 2 < v->rank; i++)
+        if (!mp__mul_u64(pv, (uint64_t)v->dims[i], &pv))
+            return false;
+    for (int32_t i = 0; i + 2 < s->rank; i++)
+        if (s->dims[i] < 1 || !mp__mul_u64(ps, (uint64_t)s->dims[i], &ps))
+            return false;
+    return pv == ps;
+}
+
+/* A mask m that broadcasts to the scores s also broadcasts, aligned right,
+ * to the view v of s (with the same values): the dims of s it covers
+ * beyond the trailing ones s and v share are 1. */
+static bool mask_fits_view(const mp__tensor *m, const mp__tensor *s,
+                           const mp__tensor *v)
+{
+    if (m->rank > v->rank)
+        return false;
+    int32_t common = 0;
+    while (common < s->rank && common < v->rank &&
+           s->dims[s->rank - 1 - common] == v->dims[v->rank - 1 - common])
+        common++;
+    for (int32_t i = common; i < m->rank; i++)
+        if (m->dims[m->rank - 1 - i] != 1)
             return false;
     return true;
 }
@@ -206,39 +254,72 @@ static bool match_forward(const mp_graph *g, uint32_t s, attn_chain *c,
     return true;
 }
 
-/* The chain before Softmax node s (scores like sc): [scale] [mask] in
- * either order, then MatMul(Q, K^T); back[] gets the nodes between (from
- * the Softmax back), *mm1 the first MatMul, c the scale and the mask. */
+/* The chain before Softmax node s (scores like sc), walked back to
+ * MatMul(Q, K^T): at most one scale and one mask in either order, and at
+ * most one view of the scores holding an additive mask: Reshape(scores
+ * to V), Add(., a mask broadcast to V), Reshape(back to the scores'
+ * shape), as torchvision's shifted-window attention adds its mask over
+ * [B, windows, heads, T, T]. Two masks are added next to each other (no
+ * scale between them). back[] gets the nodes between (from the Softmax
+ * back), *mm1 the first MatMul, c the scale, the masks and the view. */
 static bool match_backward(const mp_graph *g, uint32_t s,
                            const mp__tensor *sc, attn_chain *c,
                            uint32_t *back, uint32_t *n_back, uint32_t *mm1_out)
 {
     const mp__node *sm = &g->nodes[s];
-    /* backward: [scale] [mask] in either order, then MatMul(Q, K^T) */
     uint32_t t = sm->inputs[0], reader = s, mm1 = MP_NONE;
     uint32_t nb = 0;
-    bool have_scale = false, have_mask = false;
-    for (int hop = 0; hop < 3 && mm1 == MP_NONE; hop++) {
+    const mp__tensor *cur = sc, *view = NULL; /* the shape walked at */
+    bool have_scale = false, have_mask = false, in_view = false;
+    char order[4]; /* 'S' scale, 'M' mask, 'V' view mask, as met */
+    int n_order = 0;
+    for (int hop = 0; hop < BACK_MAX && mm1 == MP_NONE; hop++) {
         const mp__node *p = producer(g, t);
         if (!p || !only_read_by(g, t, reader) ||
-            !same_shape(&g->tensors[t], sc))
+            !same_shape(&g->tensors[t], cur))
             return false;
         uint32_t pn = g->tensors[t].producer, pos = 0;
-        if (p->def && (p->def->flags & MP__OPF_MATMUL) && op_is(p, "MatMul") &&
-            p->n_in == 2) {
+        if (!in_view && p->def && (p->def->flags & MP__OPF_MATMUL) &&
+            op_is(p, "MatMul") && p->n_in == 2) {
             mm1 = pn;
             break;
+        }
+        if (op_is(p, "Reshape") && p->n_in >= 1 && p->n_out == 1 &&
+            p->inputs[0] != MP_NONE && producer(g, p->inputs[0])) {
+            const mp__tensor *x = &g->tensors[p->inputs[0]];
+            if (!in_view && !view && scores_view_ok(x, sc) &&
+                !same_shape(x, sc)) {
+                view = cur = x; /* the scores seen as the view */
+                in_view = true;
+            } else if (in_view && c->vmask != MP_NONE && same_shape(x, sc)) {
+                cur = sc; /* the scores before the view */
+                in_view = false;
+            } else
+                return false;
+            back[nb++] = pn;
+            reader = pn;
+            t = p->inputs[0];
+            continue;
         }
         /* the scores input of the node: the one of the scores' shape */
         uint32_t in = MP_NONE;
         for (uint32_t i = 0; i < p->n_in && in == MP_NONE; i++)
             if (p->inputs[i] != MP_NONE &&
-                same_shape(&g->tensors[p->inputs[i]], sc) &&
+                same_shape(&g->tensors[p->inputs[i]], cur) &&
                 producer(g, p->inputs[i]))
                 in = p->inputs[i];
         if (in == MP_NONE)
             return false;
-        if (!have_scale && (op_is(p, "Mul") || op_is(p, "Div"))) {
+        if (in_view) {
+            uint32_t o = c->vmask == MP_NONE && op_is(p, "Add")
+                             ? other_input(p, in, &pos)
+                             : MP_NONE;
+            if (o == MP_NONE || g->tensors[o].dtype != sc->dtype ||
+                !broadcasts_to(&g->tensors[o], view))
+                return false;
+            c->vmask = o;
+            order[n_order++] = 'V';
+        } else if (!have_scale && (op_is(p, "Mul") || op_is(p, "Div"))) {
             uint32_t o = other_input(p, in, &pos);
             if (o == MP_NONE || !is_scalar(g, o) ||
                 (op_is(p, "Div") && pos != 0))
@@ -246,6 +327,7 @@ static bool match_backward(const mp_graph *g, uint32_t s,
             c->ss = o;
             c->scale_div = op_is(p, "Div");
             have_scale = true;
+            order[n_order++] = 'S';
         } else if (!have_mask && op_is(p, "Add")) {
             uint32_t o = other_input(p, in, &pos);
             if (o == MP_NONE || !is_float_dt(g->tensors[o].dtype) ||
@@ -253,8 +335,8 @@ static bool match_backward(const mp_graph *g, uint32_t s,
                 return false;
             c->mask = o;
             c->mask_kind = MASK_ADD;
-            c->mask_first = !have_scale;
             have_mask = true;
+            order[n_order++] = 'M';
         } else if (!have_mask && op_is(p, "Where") && p->n_in == 3) {
             uint32_t cond = p->inputs[0];
             if (cond == MP_NONE || g->tensors[cond].dtype != MP_DTYPE_BOOL ||
@@ -269,8 +351,8 @@ static bool match_backward(const mp_graph *g, uint32_t s,
             } else
                 return false;
             c->mask = cond;
-            c->mask_first = !have_scale;
             have_mask = true;
+            order[n_order++] = 'M';
         } else
             return false;
         back[nb++] = pn;
@@ -279,14 +361,35 @@ static bool match_backward(const mp_graph *g, uint32_t s,
     }
     if (mm1 == MP_NONE)
         return false;
-    if (mm1 == MP_NONE)
-        return false;
-    /* mask_first was set as the backward walk met it: a mask met before
-     * the scale (nearer the Softmax) is applied after it */
+    if (c->vmask != MP_NONE) {
+        /* one additive mask read over the view: the view mask, or the
+         * sum of both (the other must then broadcast to the view too) */
+        if (have_mask &&
+            (c->mask_kind != MASK_ADD ||
+             g->tensors[c->mask].dtype != g->tensors[c->vmask].dtype ||
+             !mask_fits_view(&g->tensors[c->mask], sc, view)))
+            return false;
+        for (int i = 0; i + 2 < n_order; i++)
+            if (order[i + 1] == 'S' && order[i] != 'S' && order[i + 2] != 'S')
+                return false; /* a scale between the two masks */
+        if (!have_mask) {
+            c->mask = c->vmask;
+            c->vmask = MP_NONE;
+            c->mask_kind = MASK_ADD;
+            have_mask = true;
+        }
+        c->view_rank = view->rank;
+        memcpy(c->view, view->dims, (size_t)view->rank * sizeof *c->view);
+    }
+    /* a scale met before the masks (nearer the Softmax) is applied after
+     * them: the mask comes first */
+    c->mask_first = 0;
     if (have_mask && have_scale)
-        c->mask_first = !c->mask_first;
-    else
-        c->mask_first = 0;
+        for (int i = 0; i < n_order; i++)
+            if (order[i] == 'S') {
+                c->mask_first = i == 0;
+                break;
+            }
     *n_back = nb;
     *mm1_out = mm1;
     return true;
@@ -296,7 +399,8 @@ static bool match(const mp_graph *g, uint32_t s, attn_chain *c)
 {
     const mp__node *sm = &g->nodes[s];
     memset(c, 0, sizeof *c);
-    c->q = c->kt = c->v = c->mask = c->qs = c->ks = c->ss = c->fill = MP_NONE;
+    c->q = c->kt = c->v = c->mask = c->qs = c->ks = c->ss = c->fill =
+        c->vmask = MP_NONE;
     if (!op_is(sm, "Softmax") || sm->n_in != 1 || sm->n_out != 1 ||
         sm->inputs[0] == MP_NONE)
         return false;
@@ -307,7 +411,7 @@ static bool match(const mp_graph *g, uint32_t s, attn_chain *c)
     int64_t ax = mp__attr_int(sm, "axis", dflt);
     if (ax != -1 && ax != sc->rank - 1)
         return false;
-    uint32_t fwd[4], nf = 0, back[4], nb = 0, mm1 = MP_NONE;
+    uint32_t fwd[4], nf = 0, back[BACK_MAX], nb = 0, mm1 = MP_NONE;
     if (!match_forward(g, s, c, fwd, &nf) ||
         !match_backward(g, s, sc, c, back, &nb, &mm1))
         return false;
@@ -397,6 +501,59 @@ static mp_status copy_node_attrs(mp_graph *ng, const mp__node *n, uint32_t id)
     return st;
 }
 
+/* A name for a node (node != 0) or tensor of ng that neither g nor ng
+ * has: base, else base_1, base_2, ... */
+static void fresh_name(const mp_graph *g, const mp_graph *ng, int node,
+                       const char *base, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", base);
+    for (unsigned k = 1; k < 1000; k++) {
+        uint32_t id;
+        bool taken = node ? mp_graph_find_node(g, buf, &id) == MP_OK ||
+                                mp_graph_find_node(ng, buf, &id) == MP_OK
+                          : mp_graph_find_tensor(g, buf, &id) == MP_OK ||
+                                mp_graph_find_tensor(ng, buf, &id) == MP_OK;
+        if (!taken)
+            return;
+        snprintf(buf, size, "%s_%u", base, k);
+    }
+}
+
+/* The fused node's mask when the chain adds two (one over the scores, one
+ * over their view): a tensor NAME/mask = Add(mask, view mask), in the
+ * view's shape where the view mask broadcasts, written by a node
+ * NAME/mask before the fused node; *out its id in ng. */
+static mp_status add_mask_sum(mp_graph *ng, const mp_graph *g,
+                              const attn_chain *c, const char *name,
+                              const uint32_t *tmap, mp_phase phase,
+                              uint32_t *out)
+{
+    char base[528], nm[560];
+    snprintf(base, sizeof base, "%s/mask", name);
+    fresh_name(g, ng, 0, base, nm, sizeof nm);
+    mp_tensor_desc td;
+    memset(&td, 0, sizeof td);
+    td.name = nm;
+    td.dtype = (mp_dtype)g->tensors[c->mask].dtype;
+    td.kind = MP_KIND_ACTIVATION;
+    td.rank = -1; /* the Add's broadcast shape, at finalize */
+    mp_status st = mp_graph_add_tensor(ng, &td, out);
+    if (st)
+        return st;
+    fresh_name(g, ng, 1, base, nm, sizeof nm);
+    uint32_t in[2] = {tmap[c->mask], tmap[c->vmask]}, id;
+    mp_node_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = nm;
+    d.op = "Add";
+    d.inputs = in;
+    d.n_inputs = 2;
+    d.outputs = out;
+    d.n_outputs = 1;
+    d.phase = phase;
+    return mp_graph_add_node(ng, &d, &id);
+}
+
 static mp_status add_fused_node(mp_graph *ng, const mp_graph *g,
                                 const attn_chain *c, const uint32_t *tmap,
                                 uint32_t *buf)
@@ -417,6 +574,11 @@ static mp_status add_fused_node(mp_graph *ng, const mp_graph *g,
             sm = &g->nodes[c->nodes[i]];
     char name[512];
     snprintf(name, sizeof name, "%s", sm ? sm->name : m2->name);
+    mp_status st = MP_OK;
+    if (c->vmask != MP_NONE &&
+        (st = add_mask_sum(ng, g, c, name, tmap, (mp_phase)m2->phase,
+                           &buf[3])))
+        return st;
     mp_node_desc d;
     memset(&d, 0, sizeof d);
     d.name = name;
@@ -427,9 +589,18 @@ static mp_status add_fused_node(mp_graph *ng, const mp_graph *g,
     d.outputs = &out;
     d.n_outputs = 1;
     d.phase = (mp_phase)m2->phase;
-    mp_status st = mp_graph_add_node(ng, &d, &id);
+    st = mp_graph_add_node(ng, &d, &id);
     if (!st && c->mask_kind)
         st = mp_graph_set_attr_int(ng, id, "mask_kind", c->mask_kind);
+    if (!st && c->view_rank) {
+        /* the scores' shape the mask is added at; the outermost dim
+         * inferred (-1), so the attribute holds at any batch */
+        int64_t v[MP_MAX_RANK];
+        memcpy(v, c->view, (size_t)c->view_rank * sizeof *v);
+        v[0] = -1;
+        st = mp_graph_set_attr_ints(ng, id, "mask_dims", v,
+                                    (uint32_t)c->view_rank);
+    }
     if (!st && c->scale_div)
         st = mp_graph_set_attr_int(ng, id, "scale_div", 1);
     if (!st && c->mask_first)
@@ -439,6 +610,43 @@ static mp_status add_fused_node(mp_graph *ng, const mp_graph *g,
     if (!st && c->dropout)
         st = mp_graph_set_attr_int(ng, id, "dropout", 1);
     return st;
+}
+
+/* Nodes that only computed what removed nodes read (the shape operands
+ * of a chain's Reshapes): removed too (role 1), unless a fused node
+ * reads (need[t]) or the graph outputs what they write. A node with
+ * outputs no node read before stays (it was not the chain's). */
+static void drop_feeders(const mp_graph *g, uint32_t *role,
+                         const uint32_t *need)
+{
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (uint32_t v = g->n_nodes; v-- > 0;) {
+            const mp__node *n = &g->nodes[v];
+            if (role[v])
+                continue;
+            bool fed = false, dead = true;
+            for (uint32_t o = 0; o < n->n_out && dead; o++) {
+                uint32_t t = n->outputs[o];
+                if (t == MP_NONE)
+                    continue;
+                const mp__tensor *x = &g->tensors[t];
+                if ((x->flags & MP__TF_OUTPUT) || need[t])
+                    dead = false;
+                for (uint32_t k = 0; k < x->n_cons && dead; k++) {
+                    fed = true;
+                    dead = role[g->cons[x->cons_begin + k]] == 1;
+                }
+                if (!x->n_cons)
+                    dead = false;
+            }
+            if (dead && fed) {
+                role[v] = 1;
+                changed = true;
+            }
+        }
+    }
 }
 
 /* The graph g with chains c[0..nc) fused, finalized, in *out. */
@@ -458,6 +666,17 @@ static mp_status fused_copy(const mp_graph *g, const attn_chain *c,
             role[c[k].nodes[i]] = 1;
         role[c[k].mm2] = 2 + k;
     }
+    /* tensors the fused nodes read (kept whoever else read them) */
+    memset(used, 0, nt * sizeof *used);
+    for (uint32_t k = 0; k < nc; k++) {
+        const attn_chain *ch = &c[k];
+        uint32_t in[9] = {ch->q, ch->kt, ch->v, ch->mask, ch->qs, ch->ks,
+                          ch->ss, ch->fill, ch->vmask};
+        for (int i = 0; i < 9; i++)
+            if (in[i] != MP_NONE)
+                used[in[i]] = 1;
+    }
+    drop_feeders(g, role, used);
     /* tensors kept: those a kept node or a fused node reads or writes,
      * graph inputs and outputs, and those no node read before */
     memset(used, 0, nt * sizeof *used);
@@ -473,9 +692,9 @@ static mp_status fused_copy(const mp_graph *g, const attn_chain *c,
             continue;
         if (role[v] >= 2) {
             const attn_chain *ch = &c[role[v] - 2];
-            uint32_t in[8] = {ch->q, ch->kt, ch->v, ch->mask, ch->qs, ch->ks,
-                              ch->ss, ch->fill};
-            for (int i = 0; i < 8; i++)
+            uint32_t in[9] = {ch->q, ch->kt, ch->v, ch->mask, ch->qs, ch->ks,
+                              ch->ss, ch->fill, ch->vmask};
+            for (int i = 0; i < 9; i++)
                 if (in[i] != MP_NONE)
                     used[in[i]] = 1;
             used[n->outputs[0]] = 1;

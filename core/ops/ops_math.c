@@ -1135,6 +1135,77 @@ MP__SHAPE_FN(mp__shape_loss)
     return st ? st : mp__shape_done(g, node);
 }
 
+/* The shape the fused attention node adds its mask at, into *out: the
+ * scores [..., Tq, Tk] (Q's leading dims, Tq, K^T's last), or the
+ * attribute mask_dims, a reshape of the scores that keeps Tq and Tk and
+ * regroups the leading dims (Swin's [B, windows, heads, T, T] for scores
+ * [B*windows, heads, T, T]), where one -1 is inferred. Returns 1 with
+ * the shape, 0 when Q's or K^T's shape is not known, -1 when mask_dims
+ * does not fit the scores (*why says how). */
+int mp__sdpa_mask_shape(const mp_graph *g, const mp__node *n, mp__shape *out,
+                        const char **why)
+{
+    mp__shape q, k;
+    *why = "";
+    mp__in_shape(g, n, 0, &q);
+    mp__in_shape(g, n, 1, &k);
+    if (q.rank < 2 || k.rank != q.rank)
+        return 0;
+    int32_t r = q.rank;
+    mp__shape s = q;
+    s.d[r - 1] = k.d[r - 1];
+    for (int32_t i = 0; i < r; i++)
+        if (s.d[i] < 0)
+            return 0;
+    uint32_t c = 0;
+    const int64_t *v = mp__attr_ints(n, "mask_dims", &c);
+    if (!v) {
+        *out = s;
+        return 1;
+    }
+    if (c < 2 || c > MP_MAX_RANK) {
+        *why = "it needs 2 to 16 dims";
+        return -1;
+    }
+    if (v[c - 2] != s.d[r - 2] || v[c - 1] != s.d[r - 1]) {
+        *why = "its last two dims are not the scores' (Tq, Tk)";
+        return -1;
+    }
+    /* the leading dims: their product is the scores' (one -1 inferred) */
+    uint64_t lead = 1, known = 1;
+    int32_t infer = -1;
+    for (int32_t i = 0; i + 2 < r; i++)
+        if (!mp__mul_u64(lead, (uint64_t)s.d[i], &lead)) {
+            *why = "the scores' leading dims overflow";
+            return -1;
+        }
+    out->rank = (int32_t)c;
+    for (uint32_t i = 0; i < c; i++) {
+        out->d[i] = v[i];
+        if (i + 2 >= c)
+            continue;
+        if (v[i] == -1 && infer < 0) {
+            infer = (int32_t)i;
+        } else if (v[i] < 1 || !mp__mul_u64(known, (uint64_t)v[i], &known)) {
+            *why = "a dim below 1 (one -1 may be inferred)";
+            return -1;
+        }
+    }
+    if (infer >= 0) {
+        if (lead % known) {
+            *why = "its leading dims do not divide the scores'";
+            return -1;
+        }
+        out->d[infer] = (int64_t)(lead / known);
+        known = lead;
+    }
+    if (known != lead) {
+        *why = "its leading dims do not hold the scores' elements";
+        return -1;
+    }
+    return 1;
+}
+
 /* ScaledDotProductAttention (domain memplan): the fused attention chain
  * (core/ops/attention.c). Inputs: Q [..., Tq, D], K transposed
  * [..., D, Tk], V [..., Tk, Dv], then optional: the mask (broadcast to
@@ -1175,6 +1246,28 @@ MP__SHAPE_FN(mp__shape_sdpa)
                            (long long)q.d[r - 1], (long long)k.d[r - 2],
                            (long long)k.d[r - 1], (long long)v.d[r - 2],
                            (long long)v.d[r - 1]);
+    /* the mask (input 3) broadcasts to the shape it is added at */
+    mp__shape ms, m;
+    const char *why;
+    int known = mp__sdpa_mask_shape(g, n, &ms, &why);
+    if (known < 0)
+        return mp__node_err(g, node, "attribute 'mask_dims': %s", why);
+    mp__in_shape(g, n, 3, &m);
+    if (known > 0 && m.rank >= 0) {
+        uint32_t nmd;
+        bool viewed = mp__attr_ints(n, "mask_dims", &nmd) != NULL;
+        mp__shape b;
+        bool ok = m.rank <= ms.rank && mp__broadcast(&m, &ms, &b) &&
+                  b.rank == ms.rank;
+        for (int32_t i = 0; ok && i < ms.rank; i++)
+            ok = b.d[i] == ms.d[i];
+        if (!ok)
+            return mp__node_err(g, node, "the mask '%s' does not broadcast "
+                               "to the %s (rank %d)", mp__in(g, n, 3)->name,
+                               viewed ? "shape 'mask_dims' gives the scores"
+                                      : "scores",
+                               (int)ms.rank);
+    }
     mp__shape y = q;
     y.d[r - 1] = v.d[r - 1];
     mp_status st = mp__out_set(g, node, 0, in_dtype(g, n, 0), &y);

@@ -96,6 +96,13 @@ int64_t mp__shape_numel(const mp__shape *s);
  * is not 1 (finalize's range views, core/ops/finalize.c). */
 bool mp__slice_firsts(const mp_graph *g, uint32_t node, int64_t *firsts);
 
+/* The shape the fused ScaledDotProductAttention node n adds its mask at
+ * (the scores', or its attribute mask_dims resolved): 1 with *out, 0 when
+ * Q's or K^T's shape is unknown, -1 when mask_dims does not fit the
+ * scores (*why says how). core/ops/ops_math.c. */
+int mp__sdpa_mask_shape(const mp_graph *g, const mp__node *n, mp__shape *out,
+                        const char **why);
+
 /* ---- shape functions (core/ops/ops_*.c) ---------------------------------- */
 #define MP__SHAPE_FN(name) mp_status name(mp_graph *g, uint32_t node)
 MP__SHAPE_FN(mp__shape_generic);
