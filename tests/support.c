@@ -1,6 +1,7 @@
 #define _DEFAULT_SOURCE 1 /* mkstemps */
 #include "support.h"
 
+#include "ir.h"
 #include "json.h"
 
 #include <stdarg.h>
@@ -463,4 +464,104 @@ mp_graph *mp_test_gelu_train(mp_ctx *ctx)
     CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
     mp_graph_destroy(g);
     return t;
+}
+
+/* an int64 [n] tensor holding v: a constant, or a Constant node's output */
+static uint32_t sw_target(mp_graph *g, const char *name, const int64_t *v,
+                          int64_t n, int node)
+{
+    uint32_t t = MP_NONE;
+    mp_tensor_desc d = {name, MP_DTYPE_INT64, 1, &n, 0,
+                        node ? MP_KIND_ACTIVATION : MP_KIND_CONSTANT};
+    CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &t) == MP_OK);
+    CU_ASSERT_FATAL(mp__tensor_set_value(g->ctx, &g->tensors[t], v,
+                                         (uint32_t)n) == MP_OK);
+    if (node) {
+        char nn[64];
+        snprintf(nn, sizeof nn, "%s_node", name);
+        mp_test_node(g, nn, "Constant", NULL, 0, &t, 1);
+    }
+    return t;
+}
+
+mp_graph *mp_test_shifted_window(mp_ctx *ctx, unsigned f)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t bw = SW_B * SW_W;
+    int64_t dq[] = {bw, SW_H, SW_N, SW_D}, dk[] = {bw, SW_H, SW_D, SW_N},
+            dw[] = {SW_D, SW_D}, db[] = {1, SW_H, SW_N, SW_N},
+            dwide[] = {bw, SW_H, SW_N, SW_N},
+            dm[] = {1, SW_W, 1, SW_N, SW_N};
+    uint32_t q, kt, v;
+    if (f & SW_TRAIN) {
+        uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 4, dq);
+        uint32_t wq = mp_test_tensor(g, "Wq", MP_KIND_WEIGHT, 2, dw);
+        uint32_t wk = mp_test_tensor(g, "Wk", MP_KIND_WEIGHT, 2, dw);
+        uint32_t wv = mp_test_tensor(g, "Wv", MP_KIND_WEIGHT, 2, dw);
+        q = mp_test_tensor(g, "q", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t k = mp_test_tensor(g, "k", MP_KIND_ACTIVATION, -1, NULL);
+        kt = mp_test_tensor(g, "kT", MP_KIND_ACTIVATION, -1, NULL);
+        v = mp_test_tensor(g, "v", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t a1[] = {x, wq}, a2[] = {x, wk}, a3[] = {x, wv};
+        mp_test_node(g, "q_proj", "MatMul", a1, 2, &q, 1);
+        mp_test_node(g, "k_proj", "MatMul", a2, 2, &k, 1);
+        mp_test_node(g, "v_proj", "MatMul", a3, 2, &v, 1);
+        uint32_t tn = mp_test_node(g, "k_t", "Transpose", &k, 1, &kt, 1);
+        int64_t perm[] = {0, 1, 3, 2};
+        CU_ASSERT(mp_graph_set_attr_ints(g, tn, "perm", perm, 4) == MP_OK);
+    } else {
+        q = mp_test_tensor(g, "q", MP_KIND_INPUT, 4, dq);
+        kt = mp_test_tensor(g, "kT", MP_KIND_INPUT, 4, dk);
+        v = mp_test_tensor(g, "v", MP_KIND_INPUT, 4, dq);
+    }
+    /* q * head_dim^-0.5, as torchvision scales q */
+    uint32_t qscale = mp_test_tensor(g, "qscale", MP_KIND_CONSTANT, 0, NULL);
+    uint32_t qs = mp_test_tensor(g, "q_scaled", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t s = mp_test_tensor(g, "scores", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t i0[] = {q, qscale}, i1[] = {qs, kt};
+    mp_test_node(g, "q_mul", "Mul", i0, 2, &qs, 1);
+    mp_test_node(g, "qk", "MatMul", i1, 2, &s, 1);
+    if (f & (SW_BIAS | SW_WIDE_BIAS)) {
+        uint32_t b = mp_test_tensor(g, "bias",
+                                    f & SW_TRAIN ? MP_KIND_WEIGHT
+                                                 : MP_KIND_INPUT,
+                                    4, f & SW_WIDE_BIAS ? dwide : db);
+        uint32_t s2 = mp_test_tensor(g, "biased", MP_KIND_ACTIVATION, -1,
+                                     NULL);
+        uint32_t ib[] = {s, b};
+        mp_test_node(g, "add_bias", "Add", ib, 2, &s2, 1);
+        s = s2;
+    }
+    if (f & SW_SCALE_BETWEEN) {
+        uint32_t c = mp_test_tensor(g, "c", MP_KIND_CONSTANT, 0, NULL);
+        uint32_t s2 = mp_test_tensor(g, "scaled", MP_KIND_ACTIVATION, -1,
+                                     NULL);
+        uint32_t ic[] = {s, c};
+        mp_test_node(g, "scale", "Mul", ic, 2, &s2, 1);
+        s = s2;
+    }
+    int64_t v5[] = {SW_B, SW_W, SW_H, SW_N, SW_N}, v4[] = {-1, SW_H, SW_N,
+                                                           SW_N};
+    int cn = (f & SW_CONST_NODES) != 0;
+    uint32_t t5 = sw_target(g, "view_shape", v5, 5, cn);
+    uint32_t t4 = sw_target(g, "scores_shape", v4, 4, cn);
+    uint32_t sm = mp_test_tensor(g, "smask", MP_KIND_CONSTANT, 5, dm);
+    uint32_t r1 = mp_test_tensor(g, "viewed", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t a = mp_test_tensor(g, "shift_masked", MP_KIND_ACTIVATION, -1,
+                                NULL);
+    uint32_t r2 = mp_test_tensor(g, "unviewed", MP_KIND_ACTIVATION, -1,
+                                 NULL);
+    uint32_t p = mp_test_tensor(g, "probs", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t o = mp_test_tensor(g, "out", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t ir1[] = {s, t5}, ia[] = {r1, sm}, ir2[] = {a, t4}, io[] = {p, v};
+    mp_test_node(g, "view", "Reshape", ir1, 2, &r1, 1);
+    mp_test_node(g, "add_shift_mask", "Add", ia, 2, &a, 1);
+    mp_test_node(g, "unview", "Reshape", ir2, 2, &r2, 1);
+    uint32_t smn = mp_test_node(g, "softmax", "Softmax", &r2, 1, &p, 1);
+    CU_ASSERT(mp_graph_set_attr_int(g, smn, "axis", -1) == MP_OK);
+    mp_test_node(g, "pv", "MatMul", io, 2, &o, 1);
+    CU_ASSERT_FATAL(mp_graph_mark_output(g, o) == MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
 }

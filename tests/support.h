@@ -93,4 +93,22 @@ mp_graph *mp_test_gelu_train(mp_ctx *ctx);
 /* Plans g with the default options and asserts that mp_verify_plan
  * accepts the plan. */
 void mp_test_plan_verify(mp_graph *g);
+/* Shifted-window attention as torchvision's swin_transformer exports it
+ * (float32, SW_B images of SW_W windows, SW_H heads, SW_N tokens a
+ * window, head dim SW_D): scores = MatMul(Mul(q, qscale), kT)
+ * [B*W, H, N, N]; Add(scores, bias [1, H, N, N]) (SW_BIAS); Reshape to
+ * [B, W, H, N, N] (target "view_shape"), Add(., smask [1, W, 1, N, N]),
+ * Reshape to [-1, H, N, N] ("scores_shape"); Softmax; MatMul(., v);
+ * output "out". Inputs q, kT, v [B*W, H, N, D] / [.., D, N] (SW_TRAIN:
+ * MatMuls of input x by weights Wq, Wk, Wv and a Transpose for kT, the
+ * bias a weight); SW_SCALE_BETWEEN: a Mul by a scalar between the bias
+ * and the view; SW_WIDE_BIAS: the bias [B*W, H, N, N] (it varies with
+ * the window's image); SW_CONST_NODES: the Reshape targets written by
+ * Constant nodes. Finalized. */
+enum { SW_B = 2, SW_W = 4, SW_H = 2, SW_N = 16, SW_D = 4 };
+enum {
+    SW_BIAS = 1, SW_TRAIN = 2, SW_SCALE_BETWEEN = 4, SW_WIDE_BIAS = 8,
+    SW_CONST_NODES = 16
+};
+mp_graph *mp_test_shifted_window(mp_ctx *ctx, unsigned flags);
 #endif

@@ -5,9 +5,11 @@
  * node's backward keeps in training. */
 #include "ir.h"
 #include "ops.h"
+#include "shape.h"
 #include "support.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -486,6 +488,310 @@ static void test_cli(void)
     CU_ASSERT_EQUAL(strstr(out, "\"chains_fused\": 0") == NULL, fused);
 }
 
+
+/* ---- Swin's shifted windows ------------------------------------------------
+ * The mask added over a Reshape of the scores to [B, W, H, N, N]: fused,
+ * the node reading the sum of the bias and the window mask (a new Add)
+ * or the window mask alone, with mask_dims [-1, W, H, N, N]. */
+#define SW_SCORES ((uint64_t)SW_B * SW_W * SW_H * SW_N * SW_N * 4)
+#define SW_Q ((uint64_t)SW_B * SW_W * SW_H * SW_N * SW_D * 4)
+
+static uint32_t tensor_named(const mp_graph *g, const char *name)
+{
+    uint32_t t = MP_NONE;
+    return mp_graph_find_tensor(g, name, &t) == MP_OK ? t : MP_NONE;
+}
+
+static void check_mask_dims(const mp_graph *g, uint32_t v)
+{
+    const int64_t want[] = {-1, SW_W, SW_H, SW_N, SW_N};
+    uint32_t n = 0;
+    const int64_t *d = mp__attr_ints(&g->nodes[v], "mask_dims", &n);
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(d[i], want[i]);
+}
+
+static void test_shifted_window(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    /* the bias and the window mask: one mask, their sum */
+    mp_graph *g = mp_test_shifted_window(ctx, SW_BIAS);
+    uint32_t n = 0;
+    uint64_t bytes = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_fuse_attention(g, &n, &bytes), MP_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    /* scores, biased, shift_masked, probs and q_scaled (the Reshapes'
+     * outputs are views) */
+    CU_ASSERT_EQUAL(bytes, 4 * SW_SCORES + SW_Q);
+    uint32_t v = find_op(g, "ScaledDotProductAttention");
+    CU_ASSERT_FATAL(v != MP_NONE);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 2); /* the mask's Add, the node */
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(g, v, &ni), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(ni.n_inputs, 5);
+    CU_ASSERT_STRING_EQUAL(tname(g, ni.inputs[0]), "q");
+    CU_ASSERT_STRING_EQUAL(tname(g, ni.inputs[1]), "kT");
+    CU_ASSERT_STRING_EQUAL(tname(g, ni.inputs[2]), "v");
+    CU_ASSERT_STRING_EQUAL(tname(g, ni.inputs[3]), "softmax/mask");
+    CU_ASSERT_STRING_EQUAL(tname(g, ni.inputs[4]), "qscale");
+    CU_ASSERT_STRING_EQUAL(tname(g, ni.outputs[0]), "out");
+    CU_ASSERT_EQUAL(attr(g, v, "mask_kind"), 1);
+    CU_ASSERT_EQUAL(attr(g, v, "mask_first"), 0);
+    check_mask_dims(g, v);
+    /* the sum: Add(bias, smask) -> [1, W, H, N, N], before the node */
+    const int64_t dm[] = {1, SW_W, SW_H, SW_N, SW_N};
+    mp_test_assert_shape(g, "softmax/mask", 5, dm);
+    uint32_t a = find_op(g, "Add");
+    CU_ASSERT_FATAL(a != MP_NONE);
+    mp_node_info ai;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(g, a, &ai), MP_OK);
+    CU_ASSERT_STRING_EQUAL(ai.name, "softmax/mask");
+    CU_ASSERT_STRING_EQUAL(tname(g, ai.inputs[0]), "bias");
+    CU_ASSERT_STRING_EQUAL(tname(g, ai.inputs[1]), "smask");
+    CU_ASSERT_EQUAL(ai.outputs[0], ni.inputs[3]);
+    const char *gone[] = {"scores", "biased", "viewed", "shift_masked",
+                          "unviewed", "probs", "q_scaled"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        CU_ASSERT_EQUAL(tensor_named(g, gone[i]), MP_NONE);
+    /* planned and verified */
+    mp_test_plan_verify(g);
+    mp_graph_destroy(g);
+
+    /* the window mask alone: read as it is */
+    g = mp_test_shifted_window(ctx, 0);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_fuse_attention(g, &n, &bytes), MP_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL(bytes, 3 * SW_SCORES + SW_Q);
+    v = find_op(g, "ScaledDotProductAttention");
+    CU_ASSERT_FATAL(v != MP_NONE);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 1);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(g, v, &ni), MP_OK);
+    CU_ASSERT_STRING_EQUAL(tname(g, ni.inputs[3]), "smask");
+    check_mask_dims(g, v);
+    mp_test_plan_verify(g);
+    mp_graph_destroy(g);
+
+    /* the Reshape targets written by Constant nodes: those nodes only fed
+     * the removed Reshapes, so they go too */
+    g = mp_test_shifted_window(ctx, SW_BIAS | SW_CONST_NODES);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 10);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_fuse_attention(g, &n, NULL), MP_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL(mp_graph_num_nodes(g), 2);
+    CU_ASSERT_EQUAL(find_op(g, "Constant"), MP_NONE);
+    CU_ASSERT_EQUAL(tensor_named(g, "view_shape"), MP_NONE);
+    mp_graph_destroy(g);
+
+    /* left alone: a scale between the two masks (their sum would be
+     * scaled), a bias that varies with the window's image (no [W, H, N,
+     * N] mask holds it) */
+    unsigned keep[] = {SW_BIAS | SW_SCALE_BETWEEN, SW_WIDE_BIAS};
+    for (size_t i = 0; i < 2; i++) {
+        g = mp_test_shifted_window(ctx, keep[i]);
+        uint32_t nn = mp_graph_num_nodes(g);
+        CU_ASSERT_EQUAL_FATAL(mp_graph_fuse_attention(g, &n, &bytes), MP_OK);
+        CU_ASSERT_EQUAL(n, 0);
+        CU_ASSERT_EQUAL(bytes, 0);
+        CU_ASSERT_EQUAL(mp_graph_num_nodes(g), nn);
+        CU_ASSERT(find_op(g, "Softmax") != MP_NONE);
+        mp_graph_destroy(g);
+    }
+    mp_ctx_destroy(ctx);
+}
+
+/* Training: one fused node; the bias (a weight) gets its gradient through
+ * the mask's Add; no tensor of the scores' size; the plan verifies and
+ * its peak is below the naive one's. */
+static void test_shifted_window_train(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = mp_test_shifted_window(ctx, SW_TRAIN | SW_BIAS);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.attention = MP_ATTENTION_FUSED;
+    to.optimizer = MP_OPTIM_SGD;
+    mp_graph *tf = NULL, *tn = NULL;
+    mp_train_breakdown bf, bn;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &tf, &bf), MP_OK);
+    to.attention = MP_ATTENTION_NAIVE;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &tn, &bn), MP_OK);
+    CU_ASSERT_EQUAL(bf.n_attention_fused, 1);
+    CU_ASSERT_EQUAL(bn.n_attention_fused, 0);
+    uint32_t fv = find_op(tf, "ScaledDotProductAttention");
+    CU_ASSERT_FATAL(fv != MP_NONE);
+    check_mask_dims(tf, fv);
+    CU_ASSERT(find_op(tf, "ScaledDotProductAttentionGrad") != MP_NONE);
+    CU_ASSERT(tensor_named(tf, "d/bias#1") != MP_NONE);
+    CU_ASSERT(tensor_named(tf, "d/Wq#1") != MP_NONE);
+    mp_tensor_info ti;
+    int scores_sized = 0;
+    for (uint32_t t = 0; t < mp_graph_num_tensors(tf); t++)
+        if (mp_graph_tensor_info(tf, t, &ti) == MP_OK &&
+            ti.bytes == SW_SCORES)
+            scores_sized++;
+    CU_ASSERT_EQUAL(scores_sized, 0);
+    mp_plan_options o;
+    mp_plan_options_init(&o);
+    mp_plan *pf = NULL, *pn = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(tf, &o, &pf), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(tn, &o, &pn), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(tf, pf), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(tn, pn), MP_OK);
+    CU_ASSERT(mp_plan_figures(pf)->peak_bytes <
+              mp_plan_figures(pn)->peak_bytes);
+    mp_plan_destroy(pf);
+    mp_plan_destroy(pn);
+    mp_graph_destroy(tf);
+    mp_graph_destroy(tn);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* The node's mask_dims as its shape function checks them: a reshape of
+ * the scores [4, 2, 8, 8] keeping (8, 8), one -1 inferred, the mask
+ * broadcasting to it. */
+static mp_status sdpa_with(mp_ctx *ctx, const int64_t *md, uint32_t nmd,
+                           const int64_t *mask, int mrank)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dq[] = {4, 2, 8, 4}, dk[] = {4, 2, 4, 8};
+    uint32_t in[4];
+    in[0] = mp_test_tensor(g, "q", MP_KIND_INPUT, 4, dq);
+    in[1] = mp_test_tensor(g, "kT", MP_KIND_INPUT, 4, dk);
+    in[2] = mp_test_tensor(g, "v", MP_KIND_INPUT, 4, dq);
+    in[3] = mp_test_tensor(g, "mask", MP_KIND_INPUT, mrank, mask);
+    uint32_t o = mp_test_tensor(g, "o", MP_KIND_ACTIVATION, -1, NULL), id;
+    mp_node_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = "sdpa";
+    d.op = "ScaledDotProductAttention";
+    d.domain = "memplan";
+    d.inputs = in;
+    d.n_inputs = 4;
+    d.outputs = &o;
+    d.n_outputs = 1;
+    CU_ASSERT_FATAL(mp_graph_add_node(g, &d, &id) == MP_OK);
+    CU_ASSERT(mp_graph_set_attr_int(g, id, "mask_kind", 1) == MP_OK);
+    if (md)
+        CU_ASSERT(mp_graph_set_attr_ints(g, id, "mask_dims", md, nmd) ==
+                  MP_OK);
+    mp_status st = mp_graph_finalize(g);
+    if (st)
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "sdpa"));
+    mp_graph_destroy(g);
+    return st;
+}
+
+static void test_mask_dims(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    int64_t m5[] = {1, 2, 1, 8, 8}, m4[] = {1, 2, 8, 8}, bad[] = {1, 3, 1, 8, 8};
+    int64_t ok1[] = {-1, 2, 2, 8, 8}, ok2[] = {2, 2, 2, 8, 8},
+            undiv[] = {-1, 3, 2, 8, 8}, last[] = {-1, 2, 2, 8, 4},
+            count[] = {3, 2, 2, 8, 8}, two[] = {-1, -1, 2, 8, 8};
+    CU_ASSERT_EQUAL(sdpa_with(ctx, ok1, 5, m5, 5), MP_OK);
+    CU_ASSERT_EQUAL(sdpa_with(ctx, ok2, 5, m5, 5), MP_OK);
+    CU_ASSERT_EQUAL(sdpa_with(ctx, NULL, 0, m4, 4), MP_OK);
+    CU_ASSERT_EQUAL(sdpa_with(ctx, undiv, 5, m5, 5), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "mask_dims"));
+    CU_ASSERT_EQUAL(sdpa_with(ctx, last, 5, m5, 5), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "(Tq, Tk)"));
+    CU_ASSERT_EQUAL(sdpa_with(ctx, count, 5, m5, 5), MP_ERR_SHAPE);
+    CU_ASSERT_EQUAL(sdpa_with(ctx, two, 5, m5, 5), MP_ERR_SHAPE);
+    /* the mask [1, 3, 1, 8, 8] is no mask of [2, 2, 2, 8, 8] */
+    CU_ASSERT_EQUAL(sdpa_with(ctx, ok1, 5, bad, 5), MP_ERR_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "does not broadcast"));
+    /* without mask_dims a rank-5 mask does not fit rank-4 scores */
+    CU_ASSERT_EQUAL(sdpa_with(ctx, NULL, 0, m5, 5), MP_ERR_SHAPE);
+    mp_ctx_destroy(ctx);
+}
+
+/* The reference exports of torchvision's swin_t (validate/
+ * train_reference.py writes them to build-ref/; MEMPLAN_REF_DIR names
+ * another folder): all 12 chains fused, 5 of them shifted windows, in
+ * training and inference; the plans verify. Skipped when absent. */
+static const char *ref_file(const char *name, char *buf, size_t cap)
+{
+    const char *env = getenv("MEMPLAN_REF_DIR");
+    const char *dirs[] = {env && *env ? env : NULL, MP_SOURCE_DIR "/build-ref"};
+    for (int i = 0; i < 2; i++) {
+        if (!dirs[i])
+            continue;
+        snprintf(buf, cap, "%s/%s", dirs[i], name);
+        FILE *f = fopen(buf, "rb");
+        if (f) {
+            fclose(f);
+            return buf;
+        }
+    }
+    printf("\n  skipped: %s not present (build-ref/ or MEMPLAN_REF_DIR)\n",
+           name);
+    return NULL;
+}
+
+static void test_swin_t(void)
+{
+    const char *files[] = {"swin_t.train.onnx", "swin_t.infer.onnx"};
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        if (!ref_file(files[i], path, sizeof path))
+            continue;
+        mp_ctx *ctx = mp_ctx_create(NULL);
+        mp_onnx_options oo;
+        mp_onnx_options_init(&oo);
+        oo.batch = 8;
+        mp_graph *g = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_load_onnx(ctx, path, &oo, &g), MP_OK);
+        mp_graph *t = NULL;
+        mp_train_breakdown br;
+        if (i == 0) {
+            mp_train_options to;
+            mp_train_options_init(&to);
+            to.attention = MP_ATTENTION_FUSED;
+            to.optimizer = MP_OPTIM_SGD;
+            CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, &br), MP_OK);
+            CU_ASSERT_EQUAL(br.n_attention_fused, 12);
+        } else {
+            uint32_t n = 0;
+            CU_ASSERT_EQUAL_FATAL(mp_graph_fuse_attention(g, &n, NULL),
+                                  MP_OK);
+            CU_ASSERT_EQUAL(n, 12);
+            t = g;
+            g = NULL;
+        }
+        uint32_t with_view = 0, softmax = 0;
+        for (uint32_t v = 0; v < mp_graph_num_nodes(t); v++) {
+            mp_node_info ni;
+            CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(t, v, &ni), MP_OK);
+            softmax += strcmp(ni.op, "Softmax") == 0;
+            if (strcmp(ni.op, "ScaledDotProductAttention") == 0 &&
+                attr(t, v, "mask_kind") == 1) {
+                uint32_t c = 0;
+                with_view += mp__attr_ints(&t->nodes[v], "mask_dims", &c) &&
+                             c == 5;
+            }
+        }
+        CU_ASSERT_EQUAL(softmax, 0);
+        CU_ASSERT_EQUAL(with_view, 5);
+        mp_test_plan_verify(t);
+        mp_graph_destroy(t);
+        mp_graph_destroy(g);
+        mp_ctx_destroy(ctx);
+    }
+    /* the command's summary */
+    char path[1024];
+    if (!ref_file(files[0], path, sizeof path))
+        return;
+    static char out[1 << 16];
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --train --batch 8 2>&1",
+             MP_CLI_PATH, path);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "attention    12 chains fused"));
+}
+
 static CU_TestInfo tests[] = {
     {"plain chain", test_plain},
     {"scale, mask, Where, Dropout", test_scale_mask},
@@ -494,6 +800,10 @@ static CU_TestInfo tests[] = {
     {"naive keeps the graph and plan", test_naive_keeps},
     {"training: what backward keeps", test_train_saved},
     {"plan --attention", test_cli},
+    {"shifted windows: the mask over a view of the scores", test_shifted_window},
+    {"shifted windows in training", test_shifted_window_train},
+    {"the node's mask_dims", test_mask_dims},
+    {"swin_t exports: 12 chains (build-ref/)", test_swin_t},
     CU_TEST_INFO_NULL,
 };
 

@@ -6,6 +6,7 @@
 #include "validate.h"
 
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -754,6 +755,57 @@ static void broadcast_case(int reader)
             CU_ASSERT_EQUAL(rf->tensor, view ? r : e);
             CU_ASSERT_EQUAL(rf->bytes, view ? 16u : 48u);
         }
+/* Swin's shifted windows (mp_test_shifted_window): the fused node reads
+ * the sum of the bias [1, H, N, N] and the window mask [1, W, 1, N, N],
+ * [1, W, H, N, N], over mask_dims [B, W, H, N, N] of the scores
+ * [B*W, H, N, N]; lowered to rank 5, lead (B, W, H) and the mask's
+ * strides (0, H*N*N, N*N, N, 1). The kernel's arithmetic (k_attention's
+ * mask offsets, on the CPU) on random values gives the unfused chain's
+ * output: q*qscale x kT + bias, as [B, W, H, N, N] + the window mask,
+ * softmax, x v. */
+static void attention_shifted_window(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = mp_test_shifted_window(ctx, SW_BIAS);
+    mp_plan *plan = NULL;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.attention = MP_ATTENTION_FUSED;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0); /* the mask's Add too */
+    const mpv_launch *l = NULL;
+    uint32_t node = MP_NONE;
+    for (uint32_t i = 0; i < mp_graph_num_nodes(g); i++)
+        for (uint32_t k = 0; k < p->nodes[i].count; k++)
+            if (p->launches[p->nodes[i].first + k].kind == MPV_L_ATTENTION) {
+                l = &p->launches[p->nodes[i].first + k];
+                node = i;
+            }
+    CU_ASSERT_FATAL(l != NULL);
+    enum { B = SW_B, W = SW_W, H = SW_H, N = SW_N, D = SW_D };
+    CU_ASSERT_FATAL(node != MP_NONE);
+    const mp__node *fn = &g->nodes[node];
+    const mp__tensor *mt = &g->tensors[fn->inputs[3]];
+    int64_t want_m[] = {1, W, H, N, N};
+    CU_ASSERT_EQUAL_FATAL(mt->rank, 5);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(mt->dims[i], want_m[i]);
+    const mpv_launch L = *l;
+    CU_ASSERT_EQUAL(L.p.attn.rank, 5);
+    CU_ASSERT_EQUAL(L.p.attn.bh, B * W * H);
+    CU_ASSERT_EQUAL(L.p.attn.tq, N);
+    CU_ASSERT_EQUAL(L.p.attn.tk, N);
+    CU_ASSERT_EQUAL(L.p.attn.d, D);
+    CU_ASSERT_EQUAL(L.p.attn.lead[0], B);
+    CU_ASSERT_EQUAL(L.p.attn.lead[1], W);
+    CU_ASSERT_EQUAL(L.p.attn.lead[2], H);
+    const int64_t want_st[] = {0, H * N * N, N * N, N, 1};
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(L.p.attn.mst[i], want_st[i]);
+    CU_ASSERT_EQUAL(L.p.attn.mask_kind, 1);
     mpv_program_destroy(p);
     mp_plan_destroy(plan);
     mp_graph_destroy(g);
@@ -930,10 +982,97 @@ static void test_range_view_inplace(void)
         mp_graph_destroy(g);
         mp_ctx_destroy(ctx);
     }
+
+    static float q[B * W][H][N][D], kt[B * W][H][D][N], v[B * W][H][N][D],
+        bias[H][N][N], smask[W][N][N], mask[W][H][N][N],
+        ref[B * W][H][N][D], got[B * W][H][N][D];
+    uint64_t rs = 42;
+    float *all[] = {&q[0][0][0][0], &kt[0][0][0][0], &v[0][0][0][0],
+                    &bias[0][0][0]};
+    size_t cnt[] = {sizeof q / 4, sizeof kt / 4, sizeof v / 4,
+                    sizeof bias / 4};
+    for (int a = 0; a < 4; a++)
+        for (size_t i = 0; i < cnt[a]; i++)
+            all[a][i] = (float)(mp_test_rand(&rs) % 2001) / 1000.f - 1.f;
+    for (int w = 0; w < W; w++) /* Swin's: 0 or -100 by region */
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++)
+                smask[w][i][j] = ((i ^ j ^ w) & 2) ? -100.f : 0.f;
+    for (int w = 0; w < W; w++) /* the Add's output, [1, W, H, N, N] */
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < N; j++)
+                    mask[w][h][i][j] = bias[h][i][j] + smask[w][i][j];
+    const float qscale = 0.5f;
+    float sc[N];
+    /* the unfused chain */
+    for (int b = 0; b < B * W; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < N; i++) {
+                float mx = -INFINITY, sum = 0.f;
+                for (int j = 0; j < N; j++) {
+                    float dot = 0.f;
+                    for (int c = 0; c < D; c++)
+                        dot += q[b][h][i][c] * qscale * kt[b][h][c][j];
+                    sc[j] = (dot + bias[h][i][j]) + smask[b % W][i][j];
+                    mx = sc[j] > mx ? sc[j] : mx;
+                }
+                for (int j = 0; j < N; j++)
+                    sum += sc[j] = expf(sc[j] - mx);
+                for (int c = 0; c < D; c++) {
+                    float a = 0.f;
+                    for (int j = 0; j < N; j++)
+                        a += sc[j] / sum * v[b][h][j][c];
+                    ref[b][h][i][c] = a;
+                }
+            }
+    /* the kernel's rows: (b, i) with b over bh, the mask at moff */
+    const float *mk = &mask[0][0][0][0];
+    const float *qf = &q[0][0][0][0], *kf = &kt[0][0][0][0],
+                *vf = &v[0][0][0][0];
+    float *of = &got[0][0][0][0];
+    const int64_t tq = L.p.attn.tq, tk = L.p.attn.tk, d = L.p.attn.d;
+    for (int64_t row = 0; row < L.p.attn.bh * tq; row++) {
+        int64_t b = row / tq, i = row % tq, moff = 0, rem = b;
+        for (int dd = L.p.attn.rank - 3; dd >= 0; dd--) {
+            CU_ASSERT_FATAL(L.p.attn.lead[dd] > 0);
+            int64_t x = rem % L.p.attn.lead[dd];
+            rem /= L.p.attn.lead[dd];
+            moff += x * L.p.attn.mst[dd];
+        }
+        moff += i * L.p.attn.mst[L.p.attn.rank - 2];
+        CU_ASSERT_FATAL(moff >= 0 &&
+                        moff + (tk - 1) * L.p.attn.mst[L.p.attn.rank - 1] <
+                            (int64_t)(sizeof mask / 4));
+        float mx = -INFINITY, sum = 0.f;
+        for (int64_t j = 0; j < tk; j++) {
+            float dot = 0.f;
+            for (int64_t c = 0; c < d; c++)
+                dot += qf[(b * tq + i) * d + c] * qscale *
+                       kf[(b * d + c) * tk + j];
+            sc[j] = dot + mk[moff + j * L.p.attn.mst[L.p.attn.rank - 1]];
+            mx = sc[j] > mx ? sc[j] : mx;
+        }
+        for (int64_t j = 0; j < tk; j++)
+            sum += sc[j] = expf(sc[j] - mx);
+        for (int64_t c = 0; c < L.p.attn.dv; c++) {
+            float a = 0.f;
+            for (int64_t j = 0; j < tk; j++)
+                a += sc[j] / sum * vf[(b * tk + j) * L.p.attn.dv + c];
+            of[(b * tq + i) * L.p.attn.dv + c] = a;
+        }
+    }
+    float worst = 0.f;
+    for (size_t i = 0; i < sizeof ref / 4; i++) {
+        float e = fabsf((&ref[0][0][0][0])[i] - of[i]);
+        worst = e > worst ? e : worst;
+    }
+    CU_ASSERT(worst < 1e-5f);
 }
 
 static void test_attention(void)
 {
+    attention_shifted_window();
     attention_kview();
     attention_case(0, MP_DTYPE_FLOAT32);
     attention_case(1, MP_DTYPE_FLOAT32);
