@@ -1,8 +1,9 @@
 /* Fused attention (core/ops/attention.c): which chains are recognized on
  * small graphs built as the exporters write them, the fused node's
  * inputs, that a chain with a second reader of the scores is left alone,
- * --attention naive keeping the graph and its plan, and what the fused
- * node's backward keeps in training. */
+ * --attention naive keeping the graph and its plan, what the fused
+ * node's backward keeps in training, Swin's shifted-window chains (the
+ * mask added over a view of the scores) and the swin_t exports. */
 #include "ir.h"
 #include "ops.h"
 #include "shape.h"

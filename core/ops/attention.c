@@ -4,7 +4,9 @@
  * node (mp_graph_fuse_attention, include/memplan/graph.h;
  * docs/attention.md). The fused node reads the tensors the chain read
  * (Q, K transposed, V, the mask, the scalar factors) and writes the second
- * MatMul's output, so every tensor it touches keeps its ONNX name. */
+ * MatMul's output, so every tensor it touches keeps its ONNX name; a chain
+ * with two masks (Swin's shifted windows: one over the scores, one over a
+ * view of them) reads their sum, the one tensor the rewrite adds. */
 #include "ops.h"
 #include "shape.h"
 

@@ -142,8 +142,12 @@ MP_API mp_status mp_attention_parse(const char *name, mp_attention_mode *out);
  * whose intermediates have no other reader, as one node
  * ScaledDotProductAttention (domain "memplan"; docs/attention.md) reading
  * Q, K^T, V, the mask and the scalars and writing the second MatMul's
- * output; the chain's other nodes and tensors are removed, and g comes
- * back finalized. Tensor and node ids change when a chain is fused (look
+ * output. An additive mask may also be added over a Reshape of the
+ * scores that regroups their leading dims and back (Swin's shifted
+ * windows): the node reads that mask, or its sum with the scores' mask
+ * (a new Add node and tensor NAME/mask), with attribute mask_dims. The
+ * chain's other nodes and tensors, and the nodes that only fed them, are
+ * removed, and g comes back finalized. Tensor and node ids change when a chain is fused (look
  * names up again); plans made from g before are no longer valid. A graph
  * with no chain (or with control-flow subgraphs) is left as it was.
  * *n_fused (may be NULL): the chains fused; *scores_bytes (may be NULL):
