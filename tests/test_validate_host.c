@@ -755,57 +755,6 @@ static void broadcast_case(int reader)
             CU_ASSERT_EQUAL(rf->tensor, view ? r : e);
             CU_ASSERT_EQUAL(rf->bytes, view ? 16u : 48u);
         }
-/* Swin's shifted windows (mp_test_shifted_window): the fused node reads
- * the sum of the bias [1, H, N, N] and the window mask [1, W, 1, N, N],
- * [1, W, H, N, N], over mask_dims [B, W, H, N, N] of the scores
- * [B*W, H, N, N]; lowered to rank 5, lead (B, W, H) and the mask's
- * strides (0, H*N*N, N*N, N, 1). The kernel's arithmetic (k_attention's
- * mask offsets, on the CPU) on random values gives the unfused chain's
- * output: q*qscale x kT + bias, as [B, W, H, N, N] + the window mask,
- * softmax, x v. */
-static void attention_shifted_window(void)
-{
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = mp_test_shifted_window(ctx, SW_BIAS);
-    mp_plan *plan = NULL;
-    mp_plan_options po;
-    mp_plan_options_init(&po);
-    po.attention = MP_ATTENTION_FUSED;
-    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
-    mpv_program *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
-    CU_ASSERT_EQUAL(p->n_synthetic, 0); /* the mask's Add too */
-    const mpv_launch *l = NULL;
-    uint32_t node = MP_NONE;
-    for (uint32_t i = 0; i < mp_graph_num_nodes(g); i++)
-        for (uint32_t k = 0; k < p->nodes[i].count; k++)
-            if (p->launches[p->nodes[i].first + k].kind == MPV_L_ATTENTION) {
-                l = &p->launches[p->nodes[i].first + k];
-                node = i;
-            }
-    CU_ASSERT_FATAL(l != NULL);
-    enum { B = SW_B, W = SW_W, H = SW_H, N = SW_N, D = SW_D };
-    CU_ASSERT_FATAL(node != MP_NONE);
-    const mp__node *fn = &g->nodes[node];
-    const mp__tensor *mt = &g->tensors[fn->inputs[3]];
-    int64_t want_m[] = {1, W, H, N, N};
-    CU_ASSERT_EQUAL_FATAL(mt->rank, 5);
-    for (int i = 0; i < 5; i++)
-        CU_ASSERT_EQUAL(mt->dims[i], want_m[i]);
-    const mpv_launch L = *l;
-    CU_ASSERT_EQUAL(L.p.attn.rank, 5);
-    CU_ASSERT_EQUAL(L.p.attn.bh, B * W * H);
-    CU_ASSERT_EQUAL(L.p.attn.tq, N);
-    CU_ASSERT_EQUAL(L.p.attn.tk, N);
-    CU_ASSERT_EQUAL(L.p.attn.d, D);
-    CU_ASSERT_EQUAL(L.p.attn.lead[0], B);
-    CU_ASSERT_EQUAL(L.p.attn.lead[1], W);
-    CU_ASSERT_EQUAL(L.p.attn.lead[2], H);
-    const int64_t want_st[] = {0, H * N * N, N * N, N, 1};
-    for (int i = 0; i < 5; i++)
-        CU_ASSERT_EQUAL(L.p.attn.mst[i], want_st[i]);
-    CU_ASSERT_EQUAL(L.p.attn.mask_kind, 1);
     mpv_program_destroy(p);
     mp_plan_destroy(plan);
     mp_graph_destroy(g);
@@ -982,6 +931,64 @@ static void test_range_view_inplace(void)
         mp_graph_destroy(g);
         mp_ctx_destroy(ctx);
     }
+}
+
+
+/* Swin's shifted windows (mp_test_shifted_window): the fused node reads
+ * the sum of the bias [1, H, N, N] and the window mask [1, W, 1, N, N],
+ * [1, W, H, N, N], over mask_dims [B, W, H, N, N] of the scores
+ * [B*W, H, N, N]; lowered to rank 5, lead (B, W, H) and the mask's
+ * strides (0, H*N*N, N*N, N, 1). The kernel's arithmetic (k_attention's
+ * mask offsets, on the CPU) on random values gives the unfused chain's
+ * output: q*qscale x kT + bias, as [B, W, H, N, N] + the window mask,
+ * softmax, x v. */
+static void attention_shifted_window(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = mp_test_shifted_window(ctx, SW_BIAS);
+    mp_plan *plan = NULL;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.attention = MP_ATTENTION_FUSED;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0); /* the mask's Add too */
+    const mpv_launch *l = NULL;
+    uint32_t node = MP_NONE;
+    for (uint32_t i = 0; i < mp_graph_num_nodes(g); i++)
+        for (uint32_t k = 0; k < p->nodes[i].count; k++)
+            if (p->launches[p->nodes[i].first + k].kind == MPV_L_ATTENTION) {
+                l = &p->launches[p->nodes[i].first + k];
+                node = i;
+            }
+    CU_ASSERT_FATAL(l != NULL);
+    enum { B = SW_B, W = SW_W, H = SW_H, N = SW_N, D = SW_D };
+    CU_ASSERT_FATAL(node != MP_NONE);
+    const mp__node *fn = &g->nodes[node];
+    const mp__tensor *mt = &g->tensors[fn->inputs[3]];
+    int64_t want_m[] = {1, W, H, N, N};
+    CU_ASSERT_EQUAL_FATAL(mt->rank, 5);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(mt->dims[i], want_m[i]);
+    const mpv_launch L = *l;
+    CU_ASSERT_EQUAL(L.p.attn.rank, 5);
+    CU_ASSERT_EQUAL(L.p.attn.bh, B * W * H);
+    CU_ASSERT_EQUAL(L.p.attn.tq, N);
+    CU_ASSERT_EQUAL(L.p.attn.tk, N);
+    CU_ASSERT_EQUAL(L.p.attn.d, D);
+    CU_ASSERT_EQUAL(L.p.attn.lead[0], B);
+    CU_ASSERT_EQUAL(L.p.attn.lead[1], W);
+    CU_ASSERT_EQUAL(L.p.attn.lead[2], H);
+    const int64_t want_st[] = {0, H * N * N, N * N, N, 1};
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(L.p.attn.mst[i], want_st[i]);
+    CU_ASSERT_EQUAL(L.p.attn.mask_kind, 1);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
 
     static float q[B * W][H][N][D], kt[B * W][H][D][N], v[B * W][H][N][D],
         bias[H][N][N], smask[W][N][N], mask[W][H][N][N],
