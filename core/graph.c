@@ -384,7 +384,8 @@ mp_status mp_graph_tensor_info(const mp_graph *g, uint32_t id,
     if (t->alias_of != MP_NONE) {
         static const mp_view_kind kinds[] = {
             [MP__NVIEW_NONE] = MP_VIEW_SAME, [MP__NVIEW_T] = MP_VIEW_TRANSPOSED,
-            [MP__NVIEW_B] = MP_VIEW_BROADCAST, [MP__NVIEW_R] = MP_VIEW_RANGE};
+            [MP__NVIEW_B] = MP_VIEW_BROADCAST, [MP__NVIEW_R] = MP_VIEW_RANGE,
+            [MP__NVIEW_P] = MP_VIEW_PERMUTED};
         unsigned k = mp__tensor_view_kind(g, id);
         out->view = k < sizeof kinds / sizeof kinds[0] ? kinds[k]
                                                        : MP_VIEW_SAME;

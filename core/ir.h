@@ -193,6 +193,13 @@ enum {
 #define MP__OPF_VIEW_B ((uint64_t)1 << 47)
 #define MP__OPF_BCAST_IN ((uint64_t)1 << 48)
 #define MP__OPF_VIEW_R ((uint64_t)1 << 49)
+/* Permuted views: a Transpose (MP__OPF_VIEW_T) with any perm is a view of
+ * its input when every node that reads it takes operands 0-2 with any
+ * strides (MP__OPF_STRIDED_IN: the fused attention reads Q, K^T and V
+ * so, as PyTorch's scaled_dot_product_attention reads q.transpose(1, 2))
+ * and reads it only there, or is a backward node: the Q/K/V permutes of
+ * multi-head attention, (0,2,1,3) and (0,2,3,1), cost no copy. */
+#define MP__OPF_STRIDED_IN ((uint64_t)1 << 50)
 /* Autocast class (planner/train.c, bf16-mixed and 16-mixed), as
  * torch.autocast's CUDA lists place the op, kept in the registry entry's
  * flags as MP__OPF_AMP(class):
@@ -454,8 +461,10 @@ static inline mp_status mp__graph_check_open(const mp_graph *g)
 
 /* The kind of view a node is by its readers (mp__node.view, decided by
  * mp_graph_finalize): transposed (MP__OPF_VIEW_T), broadcast
- * (MP__OPF_VIEW_B), byte range (MP__OPF_VIEW_R; every output). */
-enum { MP__NVIEW_NONE = 0, MP__NVIEW_T, MP__NVIEW_B, MP__NVIEW_R };
+ * (MP__OPF_VIEW_B), byte range (MP__OPF_VIEW_R; every output), permuted
+ * (MP__OPF_VIEW_T with MP__OPF_STRIDED_IN readers). */
+enum { MP__NVIEW_NONE = 0, MP__NVIEW_T, MP__NVIEW_B, MP__NVIEW_R,
+       MP__NVIEW_P };
 /* Output 0 aliases input 0: the op is a view (MP__OPF_VIEW), or this
  * node is one by its readers (decided by finalize; a range view's every
  * output aliases input 0). */

@@ -618,7 +618,8 @@ static void attention_train(void)
 }
 
 /* K^T a Transpose of K's last two axes read only by the chain: after the
- * fusion a transposed view (no copy), the kernel reading K with k_t */
+ * fusion a transposed view (no copy), the kernel reading K through its
+ * strides (K [2,16,8]: K^T's axes (b, d, t) at (128, 1, 8)) */
 static void attention_kview(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -658,8 +659,10 @@ static void attention_kview(void)
     for (uint32_t i = 0; i < p->n_launches; i++)
         if (p->launches[i].kind == MPV_L_ATTENTION) {
             found++;
-            CU_ASSERT_EQUAL(p->launches[i].p.attn.k_t, 1);
-            CU_ASSERT_EQUAL(p->launches[i].p.attn.q_t, 0);
+            const int64_t *ks = p->launches[i].p.attn.kst,
+                          *qs = p->launches[i].p.attn.qst;
+            CU_ASSERT(ks[0] == 128 && ks[1] == 1 && ks[2] == 8);
+            CU_ASSERT(qs[0] == 128 && qs[1] == 8 && qs[2] == 1);
         }
     CU_ASSERT_EQUAL(found, 1);
     mpv_program_destroy(p);
@@ -1077,10 +1080,87 @@ static void attention_shifted_window(void)
     CU_ASSERT(worst < 1e-5f);
 }
 
+/* Multi-head attention as exporters write it: q, k, v [2,4,3,5] (batch,
+ * tokens, heads, head dim) permuted to heads first, (0,2,1,3) for Q and
+ * V and (0,2,3,1) for K^T: after the fusion the three permutes are
+ * views (no copies) the kernel reads through the permuted strides. */
+static void attention_permuted_heads(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[] = {2, 4, 3, 5};
+    const char *nm[3] = {"q", "k", "v"}, *pn[3] = {"qh", "kT", "vh"};
+    int64_t perms[3][4] = {{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}};
+    uint32_t x[3], h[3];
+    for (int i = 0; i < 3; i++) {
+        x[i] = mp_test_tensor(g, nm[i], MP_KIND_INPUT, 4, dx);
+        h[i] = mp_test_tensor(g, pn[i], MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t tn = mp_test_node(g, pn[i], "Transpose", &x[i], 1, &h[i], 1);
+        CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, tn, "perm", perms[i], 4),
+                        MP_OK);
+    }
+    uint32_t s = mp_test_tensor(g, "s", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t pr = mp_test_tensor(g, "p", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t o = mp_test_tensor(g, "o", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t i0[] = {h[0], h[1]}, i1[] = {pr, h[2]};
+    mp_test_node(g, "qk", "MatMul", i0, 2, &s, 1);
+    mp_test_node(g, "softmax", "Softmax", &s, 1, &pr, 1);
+    mp_test_node(g, "pv", "MatMul", i1, 2, &o, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    /* unfused: the MatMuls need the copies */
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(g->tensors[h[i]].alias_of, MP_NONE);
+    mp_plan *plan = NULL;
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.attention = MP_ATTENTION_FUSED;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+    for (int i = 0; i < 3; i++) {
+        uint32_t t;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(g, pn[i], &t), MP_OK);
+        mp_tensor_info ti;
+        CU_ASSERT_EQUAL(mp_graph_tensor_info(g, t, &ti), MP_OK);
+        CU_ASSERT_EQUAL(ti.view, MP_VIEW_PERMUTED);
+    }
+    /* q, k, v, o (120 floats each, 512 bytes aligned): no copy of the
+     * heads */
+    CU_ASSERT_EQUAL(mp_plan_figures(plan)->lower_bound_bytes, 4u * 512u);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    int found = 0;
+    for (uint32_t i = 0; i < p->n_launches; i++) {
+        const mpv_launch *l = &p->launches[i];
+        CU_ASSERT_NOT_EQUAL(l->kind, MPV_L_COPY);
+        if (l->kind != MPV_L_ATTENTION)
+            continue;
+        found++;
+        /* storage [2,4,3,5]: strides (60, 15, 5, 1) */
+        const int64_t wq[4] = {60, 5, 15, 1}, wk[4] = {60, 5, 1, 15};
+        for (int d = 0; d < 4; d++) {
+            CU_ASSERT_EQUAL(l->p.attn.qst[d], wq[d]);
+            CU_ASSERT_EQUAL(l->p.attn.vst[d], wq[d]);
+            CU_ASSERT_EQUAL(l->p.attn.kst[d], wk[d]);
+        }
+        CU_ASSERT_EQUAL(l->p.attn.qrank, 4);
+        CU_ASSERT(l->p.attn.qlead[0] == 2 && l->p.attn.qlead[1] == 3);
+        CU_ASSERT(l->p.attn.bh == 6 && l->p.attn.tq == 4 &&
+                  l->p.attn.tk == 4 && l->p.attn.d == 5);
+    }
+    CU_ASSERT_EQUAL(found, 1);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_attention(void)
 {
     attention_shifted_window();
     attention_kview();
+    attention_permuted_heads();
     attention_case(0, MP_DTYPE_FLOAT32);
     attention_case(1, MP_DTYPE_FLOAT32);
     attention_case(0, MP_DTYPE_FLOAT16);

@@ -156,6 +156,37 @@ static int bcast_strides(const mp__tensor *t, const int64_t *od, int r,
     return 0;
 }
 
+/* Element strides of tensor t's axes in its storage (rank <= MPV_MAXR):
+ * row-major for a tensor of its own layout (a range view included: its
+ * ref points at its first byte), the input's permuted for a transposed
+ * or permuted view (a Transpose its readers take in place). 0 or -1. */
+static int operand_strides(const mp_graph *g, uint32_t t, int64_t *st)
+{
+    const mp__tensor *tt = &g->tensors[t];
+    if (tt->rank < 0 || tt->rank > MPV_MAXR)
+        return -1;
+    unsigned k = mp__tensor_view_kind(g, t);
+    if (k != MP__NVIEW_T && k != MP__NVIEW_P) {
+        strides_of(tt->dims, tt->rank, st);
+        return 0;
+    }
+    const mp__node *n = &g->nodes[tt->producer];
+    const mp__tensor *x = &g->tensors[n->inputs[0]];
+    int r = tt->rank;
+    int64_t ist[MPV_MAXR], perm[MPV_MAXR];
+    if (x->rank != r || operand_strides(g, n->inputs[0], ist))
+        return -1;
+    if (attr_ints(n, "perm", perm, MPV_MAXR) != r)
+        for (int i = 0; i < r; i++)
+            perm[i] = r - 1 - i;
+    for (int i = 0; i < r; i++) {
+        if (perm[i] < 0 || perm[i] >= r)
+            return -1;
+        st[i] = ist[perm[i]];
+    }
+    return 0;
+}
+
 /* ---- launches -------------------------------------------------------------- */
 
 typedef struct lower {
@@ -1159,9 +1190,17 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     x->p.attn.scale_div = mp__attr_int(n, "scale_div", 0) != 0;
     x->p.attn.mask_first = mp__attr_int(n, "mask_first", 0) != 0;
     x->p.attn.nan_to_zero = mp__attr_int(n, "nan_to_zero", 0) != 0;
-    /* an operand that is a transposed view holds its producer's input */
-    x->p.attn.q_t = mp__tensor_tview(g, n->inputs[0]);
-    x->p.attn.k_t = mp__tensor_tview(g, n->inputs[1]);
+    /* Q, K^T, V read in place through transposed and permuted views */
+    x->p.attn.qrank = r;
+    for (int i = 0; i < r - 2; i++)
+        x->p.attn.qlead[i] = q->dims[i];
+    if (operand_strides(g, n->inputs[0], x->p.attn.qst) ||
+        operand_strides(g, n->inputs[1], x->p.attn.kst) ||
+        operand_strides(g, n->inputs[2], x->p.attn.vst))
+        FAIL("attention: an operand's strides (a view of rank > 8)");
+    for (int i = 0; i < r - 2; i++)
+        if (k->dims[i] != q->dims[i] || v->dims[i] != q->dims[i])
+            FAIL("attention: Q, K and V with different leading dims");
     /* training: output 1 holds the fp32 log-sum-exp per query row; other
      * statistics are zeros (a fill: x may move, so last) */
     if (lse && is_f32(lse) && numel(lse) == x->p.attn.bh * x->p.attn.tq)

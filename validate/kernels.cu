@@ -578,8 +578,9 @@ static const char *cb_err(cublasStatus_t s)
 // ScaledDotProductAttention, flash-style: one block per (batch*head, query
 // row), the keys in tiles of TPB, an online softmax (running max and sum,
 // the accumulator rescaled per tile); no scores tensor. Q, K^T and V are
-// row-major [bh, tq, d], [bh, d, tk], [bh, tk, dv] (Q stored [bh, d, tq]
-// when q_t, K^T stored as K [bh, tk, d] when k_t: transposed views); qk_scale is the product
+// [lead..., tq, d], [lead..., d, tk], [lead..., tk, dv], each read through
+// its element strides (qst, kst, vst: row-major, or transposed and
+// permuted views of the heads read in place); qk_scale is the product
 // of the scalar factors of Q and K^T; the scores' factor ss multiplies (or
 // divides, scale_div) and the mask adds (kind 1) or keeps where true (2) or
 // false (3), fill elsewhere, in the chain's order. Deterministic: tree
@@ -627,27 +628,35 @@ __global__ void k_attention(const float *__restrict__ Q,
             moff += x * p.mst[dd];
         }
         moff += i * p.mst[p.rank - 2];
+        // Q's, K^T's and V's offsets of batch*head index b, through Q's
+        // leading dims and each operand's strides (views read in place)
+        int64_t qo = 0, ko = 0, vo = 0;
+        rem = b;
+        for (int dd = p.qrank - 3; dd >= 0; dd--) {
+            int64_t x = rem % p.qlead[dd];
+            rem /= p.qlead[dd];
+            qo += x * p.qst[dd];
+            ko += x * p.kst[dd];
+            vo += x * p.vst[dd];
+        }
+        const int64_t qr = p.qst[p.qrank - 2], qc = p.qst[p.qrank - 1];
+        const int64_t kr = p.kst[p.qrank - 2], kc = p.kst[p.qrank - 1];
+        const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
         for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x)
-            qrow[c] = (p.q_t ? Q[(b * p.d + c) * p.tq + i]
-                             : Q[(b * p.tq + i) * p.d + c]) *
-                      qk_scale;
+            qrow[c] = Q[qo + i * qr + c * qc] * qk_scale;
         for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x)
             acc[c] = 0.f;
         __syncthreads();
         float m = -INFINITY, l = 0.f;
-        const float *kb = KT + b * p.d * p.tk;
-        const float *vb = V + b * p.tk * p.dv;
+        const float *kb = KT + ko; // K^T [d, tk]: (c, j) at c*kr + j*kc
+        const float *vb = V + vo;  // V [tk, dv]: (j, c) at j*vr + c*vc
         for (int64_t j0 = 0; j0 < p.tk; j0 += blockDim.x) {
             int64_t j = j0 + threadIdx.x;
             float s = -INFINITY;
             if (j < p.tk) {
                 float dot = 0.f;
-                if (p.k_t) // K [tk, d]
-                    for (int64_t c = 0; c < p.d; c++)
-                        dot += qrow[c] * kb[j * p.d + c];
-                else
-                    for (int64_t c = 0; c < p.d; c++)
-                        dot += qrow[c] * kb[c * p.tk + j];
+                for (int64_t c = 0; c < p.d; c++)
+                    dot += qrow[c] * kb[c * kr + j * kc];
                 s = dot;
                 for (int step = 0; step < 2; step++) {
                     int do_mask = (step == 0) == (p.mask_first != 0);
@@ -678,7 +687,7 @@ __global__ void k_attention(const float *__restrict__ Q,
             for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x) {
                 float a = acc[c] * corr;
                 for (int64_t jj = 0; jj < nj; jj++)
-                    a += pt[jj] * vb[(j0 + jj) * p.dv + c];
+                    a += pt[jj] * vb[(j0 + jj) * vr + c * vc];
                 acc[c] = a;
             }
             m = mn;

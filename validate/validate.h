@@ -139,9 +139,14 @@ typedef struct mpv_launch {
                 nan_to_zero;
             int32_t lse;  /* 1: output 1 gets the log-sum-exp per row
                              (training: the saved statistics) */
-            int32_t q_t, k_t; /* Q / K^T is a transposed view: its storage
-                                 is [bh, d, tq] / K [bh, tk, d] */
+            int32_t qrank;    /* rank of Q, K^T and V */
             int64_t lead[MPV_MAXR], mst[MPV_MAXR];
+            /* Q's leading dims (qrank - 2 of them) and the element
+             * strides of Q [lead..., tq, d], K^T [lead..., d, tk] and
+             * V [lead..., tk, dv] in their storage: transposed and
+             * permuted views (the heads' permutes) are read in place */
+            int64_t qlead[MPV_MAXR], qst[MPV_MAXR], kst[MPV_MAXR],
+                vst[MPV_MAXR];
         } attn;
     } p;
 } mpv_launch;

@@ -167,8 +167,11 @@ static mp_status check_sources(mp_graph *g)
 static bool transposed_view(const mp_graph *g, uint32_t v)
 {
     const mp__node *n = &g->nodes[v];
+    unsigned ik = n->n_in < 1 || n->inputs[0] == MP_NONE
+                      ? MP__NVIEW_NONE
+                      : mp__tensor_view_kind(g, n->inputs[0]);
     if (n->n_in < 1 || n->n_out != 1 || n->inputs[0] == MP_NONE ||
-        mp__tensor_tview(g, n->inputs[0]))
+        ik == MP__NVIEW_T || ik == MP__NVIEW_B || ik == MP__NVIEW_P)
         return false;
     uint32_t y = n->outputs[0];
     const mp__tensor *in = &g->tensors[n->inputs[0]], *out = &g->tensors[y];
@@ -207,7 +210,36 @@ static bool transposed_view(const mp_graph *g, uint32_t v)
 static bool contiguous(const mp_graph *g, uint32_t t)
 {
     unsigned k = mp__tensor_view_kind(g, t);
-    return k != MP__NVIEW_T && k != MP__NVIEW_B;
+    return k != MP__NVIEW_T && k != MP__NVIEW_B && k != MP__NVIEW_P;
+}
+
+/* A Transpose (any perm) of a contiguous, transposed or permuted tensor,
+ * no graph output, read only as operand 0-2 of nodes that read those
+ * with any strides (MP__OPF_STRIDED_IN) or by backward nodes: a view its
+ * readers take with the permuted strides. */
+static bool permuted_view(const mp_graph *g, uint32_t v)
+{
+    const mp__node *n = &g->nodes[v];
+    if (n->n_in < 1 || n->n_out != 1 || n->inputs[0] == MP_NONE ||
+        n->outputs[0] == MP_NONE ||
+        mp__tensor_view_kind(g, n->inputs[0]) == MP__NVIEW_B)
+        return false;
+    uint32_t y = n->outputs[0];
+    const mp__tensor *in = &g->tensors[n->inputs[0]], *out = &g->tensors[y];
+    if ((out->flags & MP__TF_OUTPUT) || in->rank < 2 ||
+        out->rank != in->rank || out->bytes != in->bytes || !out->n_cons)
+        return false;
+    for (uint32_t k = 0; k < out->n_cons; k++) {
+        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
+        if (cn->phase == MP_PHASE_BACKWARD)
+            continue;
+        if (!cn->def || !(cn->def->flags & MP__OPF_STRIDED_IN))
+            return false;
+        for (uint32_t i = 3; i < cn->n_in; i++)
+            if (cn->inputs[i] == y)
+                return false;
+    }
+    return true;
 }
 
 /* An Expand (MP__OPF_VIEW_B) of a contiguous tensor, no graph output,
@@ -316,8 +348,10 @@ static uint8_t view_kind(mp_graph *g, uint32_t v)
     const mp__node *n = &g->nodes[v];
     uint64_t f = n->def->flags;
     if (f & MP__OPF_VIEW_T)
-        return n->view == MP__NVIEW_T || transposed_view(g, v) ? MP__NVIEW_T
-                                                                : 0;
+        return n->view == MP__NVIEW_T || (!n->view && transposed_view(g, v))
+                   ? MP__NVIEW_T
+               : n->view == MP__NVIEW_P || permuted_view(g, v) ? MP__NVIEW_P
+                                                               : 0;
     if (f & MP__OPF_VIEW_B)
         return n->view == MP__NVIEW_B || broadcast_view(g, v) ? MP__NVIEW_B
                                                                : 0;

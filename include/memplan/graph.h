@@ -181,11 +181,14 @@ MP_API mp_status mp_graph_find_node(const mp_graph *g, const char *name,
  * tensor's elements broadcast to this shape (an Expand read only by
  * broadcasting pointwise ops, which broadcast the viewed tensor instead);
  * MP_VIEW_RANGE: the bytes [view_offset, view_offset + bytes) of the
- * viewed tensor (a Slice or Split part that is one contiguous range).
- * docs/memory-model.md, "Views". */
+ * viewed tensor (a Slice or Split part that is one contiguous range);
+ * MP_VIEW_PERMUTED: the viewed tensor's axes permuted as the producing
+ * Transpose's perm says (read only by fused attention, which takes Q, K^T
+ * and V with any strides). docs/memory-model.md, "Where each tensor
+ * lives". */
 typedef enum mp_view_kind {
     MP_VIEW_NONE = 0, MP_VIEW_SAME, MP_VIEW_TRANSPOSED, MP_VIEW_BROADCAST,
-    MP_VIEW_RANGE
+    MP_VIEW_RANGE, MP_VIEW_PERMUTED
 } mp_view_kind;
 
 typedef struct mp_tensor_info {
