@@ -671,27 +671,7 @@ static void attention_kview(void)
     mp_ctx_destroy(ctx);
 }
 
-
 /* ---- broadcast and range views ------------------------------------------ */
-
-static uint32_t vt_tensor(mp_graph *g, const char *name, mp_tensor_kind k,
-                          mp_dtype dt, int rank, const int64_t *dims)
-{
-    mp_tensor_desc d = {name, dt, rank, dims, 0, k};
-    uint32_t id;
-    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
-    return id;
-}
-
-static uint32_t vt_node(mp_graph *g, const char *name, const char *op,
-                        const uint32_t *in, uint32_t n_in, const uint32_t *out,
-                        uint32_t n_out)
-{
-    mp_node_desc d = {name, op, NULL, in, n_in, out, n_out, MP_PHASE_FORWARD};
-    uint32_t id;
-    CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &d, &id), MP_OK);
-    return id;
-}
 
 /* x[1,4] -> Relu -> r -> Expand(r, [3,4]) -> e; Add(e, m[3,4]) -> y.
  * reader 1: e also read by a Relu (no broadcasting reader: a copy);
@@ -702,25 +682,27 @@ static void broadcast_case(int reader)
     mp_graph *g = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
     int64_t dx[2] = {1, 4}, dm[2] = {3, 4}, ds[1] = {2};
-    uint32_t x = vt_tensor(g, "x", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 2, dx);
-    uint32_t r = vt_tensor(g, "r", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, 2, dx);
-    uint32_t sh = vt_tensor(g, "shape", MP_KIND_CONSTANT, MP_DTYPE_INT64, 1, ds);
-    uint32_t e = vt_tensor(g, "e", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1,
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t r = mp_test_tensor(g, "r", MP_KIND_ACTIVATION, 2, dx);
+    mp_tensor_desc sd = {"shape", MP_DTYPE_INT64, 1, ds, 0, MP_KIND_CONSTANT};
+    uint32_t sh;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &sd, &sh), MP_OK);
+    uint32_t e = mp_test_tensor(g, "e", MP_KIND_ACTIVATION, -1,
                            NULL);
-    uint32_t m = vt_tensor(g, "m", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 2, dm);
-    uint32_t y = vt_tensor(g, "y", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1,
+    uint32_t m = mp_test_tensor(g, "m", MP_KIND_INPUT, 2, dm);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1,
                            NULL);
-    uint32_t z = vt_tensor(g, "z", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, -1,
+    uint32_t z = mp_test_tensor(g, "z", MP_KIND_ACTIVATION, -1,
                            NULL);
     int64_t sv[2] = {3, 4};
     CU_ASSERT_EQUAL(mp__tensor_set_value(ctx, &g->tensors[sh], sv, 2), MP_OK);
     uint32_t ein[2] = {r, sh}, ain[2] = {e, m};
-    vt_node(g, "relu", "Relu", &x, 1, &r, 1);
-    uint32_t ex = vt_node(g, "expand", "Expand", ein, 2, &e, 1);
-    uint32_t add = vt_node(g, "add", "Add", ain, 2, &y, 1);
+    mp_test_node(g, "relu", "Relu", &x, 1, &r, 1);
+    uint32_t ex = mp_test_node(g, "expand", "Expand", ein, 2, &e, 1);
+    uint32_t add = mp_test_node(g, "add", "Add", ain, 2, &y, 1);
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
     if (reader == 1) {
-        vt_node(g, "relu2", "Relu", &e, 1, &z, 1);
+        mp_test_node(g, "relu2", "Relu", &e, 1, &z, 1);
         CU_ASSERT_EQUAL(mp_graph_mark_output(g, z), MP_OK);
     }
     if (reader == 2)
@@ -792,33 +774,26 @@ static void test_range_view(void)
         mp_graph *g = NULL;
         CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
         int64_t dx[2] = {4, 6}, d3[3] = {1, 6, 4};
-        uint32_t x = vt_tensor(g, "x", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 2, dx);
-        uint32_t r = vt_tensor(g, "r", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32, 2,
+        uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+        uint32_t r = mp_test_tensor(g, "r", MP_KIND_ACTIVATION, 2,
                                dx);
-        uint32_t sl = vt_tensor(g, "s", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        uint32_t y = vt_tensor(g, "y", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                               -1, NULL);
-        uint32_t x3 = vt_tensor(g, "x3", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3,
+        uint32_t sl = mp_test_tensor(g, "s", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t x3 = mp_test_tensor(g, "x3", MP_KIND_INPUT, 3,
                                 d3);
-        uint32_t r3 = vt_tensor(g, "r3", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                3, d3);
-        uint32_t p0 = vt_tensor(g, "p0", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        uint32_t p1 = vt_tensor(g, "p1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        uint32_t y0 = vt_tensor(g, "y0", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        uint32_t y1 = vt_tensor(g, "y1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        vt_node(g, "relu", "Relu", &x, 1, &r, 1);
-        uint32_t sn = vt_node(g, "slice", "Slice", &r, 1, &sl, 1);
-        uint32_t rs = vt_node(g, "relu_s", "Relu", &sl, 1, &y, 1);
-        vt_node(g, "relu3", "Relu", &x3, 1, &r3, 1);
+        uint32_t r3 = mp_test_tensor(g, "r3", MP_KIND_ACTIVATION, 3, d3);
+        uint32_t p0 = mp_test_tensor(g, "p0", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t p1 = mp_test_tensor(g, "p1", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t y0 = mp_test_tensor(g, "y0", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t y1 = mp_test_tensor(g, "y1", MP_KIND_ACTIVATION, -1, NULL);
+        mp_test_node(g, "relu", "Relu", &x, 1, &r, 1);
+        uint32_t sn = mp_test_node(g, "slice", "Slice", &r, 1, &sl, 1);
+        uint32_t rs = mp_test_node(g, "relu_s", "Relu", &sl, 1, &y, 1);
+        mp_test_node(g, "relu3", "Relu", &x3, 1, &r3, 1);
         uint32_t parts[2] = {p0, p1};
-        uint32_t spn = vt_node(g, "split", "Split", &r3, 1, parts, 2);
-        uint32_t r0 = vt_node(g, "relu_0", "Relu", &p0, 1, &y0, 1);
-        uint32_t r1 = vt_node(g, "relu_1", "Relu", &p1, 1, &y1, 1);
+        uint32_t spn = mp_test_node(g, "split", "Split", &r3, 1, parts, 2);
+        uint32_t r0 = mp_test_node(g, "relu_0", "Relu", &p0, 1, &y0, 1);
+        uint32_t r1 = mp_test_node(g, "relu_1", "Relu", &p1, 1, &y1, 1);
         int64_t st = 1, en = axis ? 4 : 3, ax = axis, sp[2] = {2, 4}, one = 1;
         CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "starts", &st, 1), MP_OK);
         CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "ends", &en, 1), MP_OK);
@@ -889,28 +864,23 @@ static void test_range_view_inplace(void)
         mp_graph *g = NULL;
         CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
         int64_t d3[3] = {1, 6, 4}, dz[3] = {3, 2, 4};
-        uint32_t x3 = vt_tensor(g, "x3", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3,
+        uint32_t x3 = mp_test_tensor(g, "x3", MP_KIND_INPUT, 3,
                                 d3);
-        uint32_t r3 = vt_tensor(g, "r3", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                3, d3);
-        uint32_t z = vt_tensor(g, "z", MP_KIND_INPUT, MP_DTYPE_FLOAT32, 3,
+        uint32_t r3 = mp_test_tensor(g, "r3", MP_KIND_ACTIVATION, 3, d3);
+        uint32_t z = mp_test_tensor(g, "z", MP_KIND_INPUT, 3,
                                whole ? d3 : dz);
-        uint32_t p0 = vt_tensor(g, "p0", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        uint32_t p1 = vt_tensor(g, "p1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        uint32_t y1 = vt_tensor(g, "y1", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                                -1, NULL);
-        uint32_t y = vt_tensor(g, "y", MP_KIND_ACTIVATION, MP_DTYPE_FLOAT32,
-                               -1, NULL);
-        vt_node(g, "relu3", "Relu", &x3, 1, &r3, 1);
+        uint32_t p0 = mp_test_tensor(g, "p0", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t p1 = mp_test_tensor(g, "p1", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t y1 = mp_test_tensor(g, "y1", MP_KIND_ACTIVATION, -1, NULL);
+        uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
+        mp_test_node(g, "relu3", "Relu", &x3, 1, &r3, 1);
         uint32_t parts[2] = {p0, p1};
-        uint32_t spn = vt_node(g, "split", "Split", &r3, 1, parts,
+        uint32_t spn = mp_test_node(g, "split", "Split", &r3, 1, parts,
                                whole ? 1 : 2);
         if (!whole)
-            vt_node(g, "relu_1", "Relu", &p1, 1, &y1, 1);
+            mp_test_node(g, "relu_1", "Relu", &p1, 1, &y1, 1);
         uint32_t ain[2] = {p0, z};
-        vt_node(g, "add", "Add", ain, 2, &y, 1);
+        mp_test_node(g, "add", "Add", ain, 2, &y, 1);
         int64_t sp[2] = {2, 4}, six = 6;
         CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, spn, "split",
                                                whole ? &six : sp,

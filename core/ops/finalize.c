@@ -159,6 +159,26 @@ static mp_status check_sources(mp_graph *g)
     return MP_OK;
 }
 
+/* Every reader of tensor y is a backward node, or a node whose registry
+ * entry has `flag` that reads y only at inputs before `from`: the
+ * readers a view by its readers needs. */
+static bool readers_take(const mp_graph *g, uint32_t y, uint64_t flag,
+                         uint32_t from)
+{
+    const mp__tensor *out = &g->tensors[y];
+    for (uint32_t k = 0; k < out->n_cons; k++) {
+        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
+        if (cn->phase == MP_PHASE_BACKWARD)
+            continue;
+        if (!cn->def || !(cn->def->flags & flag))
+            return false;
+        for (uint32_t i = from; i < cn->n_in; i++)
+            if (cn->inputs[i] == y)
+                return false;
+    }
+    return true;
+}
+
 /* A Transpose (MP__OPF_VIEW_T) that swaps the last two axes of a tensor
  * that is not itself a transposed view, is no graph output, and is read
  * only as operand 0 or 1 of matrix products (MP__OPF_T_OPERAND) or by
@@ -192,17 +212,7 @@ static bool transposed_view(const mp_graph *g, uint32_t v)
     } else if (r != 2) {
         return false;
     }
-    for (uint32_t k = 0; k < out->n_cons; k++) {
-        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
-        if (cn->phase == MP_PHASE_BACKWARD)
-            continue;
-        if (!cn->def || !(cn->def->flags & MP__OPF_T_OPERAND))
-            return false;
-        for (uint32_t i = 2; i < cn->n_in; i++)
-            if (cn->inputs[i] == y)
-                return false;
-    }
-    return true;
+    return readers_take(g, y, MP__OPF_T_OPERAND, 2);
 }
 
 /* Tensor t's memory holds its elements in row-major order of its own
@@ -229,17 +239,7 @@ static bool permuted_view(const mp_graph *g, uint32_t v)
     if ((out->flags & MP__TF_OUTPUT) || in->rank < 2 ||
         out->rank != in->rank || out->bytes != in->bytes || !out->n_cons)
         return false;
-    for (uint32_t k = 0; k < out->n_cons; k++) {
-        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
-        if (cn->phase == MP_PHASE_BACKWARD)
-            continue;
-        if (!cn->def || !(cn->def->flags & MP__OPF_STRIDED_IN))
-            return false;
-        for (uint32_t i = 3; i < cn->n_in; i++)
-            if (cn->inputs[i] == y)
-                return false;
-    }
-    return true;
+    return readers_take(g, y, MP__OPF_STRIDED_IN, 3);
 }
 
 /* An Expand (MP__OPF_VIEW_B) of a contiguous tensor, no graph output,
@@ -257,13 +257,7 @@ static bool broadcast_view(const mp_graph *g, uint32_t v)
     if ((out->flags & MP__TF_OUTPUT) || out->dtype != in->dtype ||
         in->rank < 0 || out->rank < in->rank)
         return false;
-    for (uint32_t k = 0; k < out->n_cons; k++) {
-        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
-        if (cn->phase != MP_PHASE_BACKWARD &&
-            (!cn->def || !(cn->def->flags & MP__OPF_BCAST_IN)))
-            return false;
-    }
-    return true;
+    return readers_take(g, n->outputs[0], MP__OPF_BCAST_IN, UINT32_MAX);
 }
 
 /* Byte offset of the part of x (rank r, dims xd, esize bytes an
