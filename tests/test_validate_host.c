@@ -1052,8 +1052,9 @@ static void attention_shifted_window(void)
 
 /* Multi-head attention as exporters write it: q, k, v [2,4,3,5] (batch,
  * tokens, heads, head dim) permuted to heads first, (0,2,1,3) for Q and
- * V and (0,2,3,1) for K^T: after the fusion the three permutes are
- * views (no copies) the kernel reads through the permuted strides. */
+ * V and (0,2,3,1) for K^T: the three permutes are views (no copies) the
+ * matrix products read through the permuted strides, and after the
+ * fusion the attention kernel does. */
 static void attention_permuted_heads(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -1079,10 +1080,41 @@ static void attention_permuted_heads(void)
     mp_test_node(g, "pv", "MatMul", i1, 2, &o, 1);
     CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
-    /* unfused: the MatMuls need the copies */
+    /* unfused: the MatMuls read the permutes in place too: Q [2,3,4,5]
+     * with op N (ld 15), K^T with op T (ld 15), the heads as a strided
+     * batch (stride 5), the batch as outer products (stride 60) */
     for (int i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL(g->tensors[h[i]].alias_of, MP_NONE);
+        CU_ASSERT_EQUAL(g->tensors[h[i]].alias_of, x[i]);
     mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+    mpv_program *p0 = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p0), MP_OK);
+    int gemms = 0;
+    for (uint32_t i = 0; i < p0->n_launches; i++) {
+        const mpv_launch *l = &p0->launches[i];
+        CU_ASSERT_NOT_EQUAL(l->kind, MPV_L_COPY);
+        if (l->kind != MPV_L_GEMM)
+            continue;
+        const int pv = gemms++; /* 0: Q K^T, 1: P V */
+        CU_ASSERT_EQUAL(l->p.gemm.ta, 0);
+        CU_ASSERT_EQUAL(l->p.gemm.tb, !pv);
+        CU_ASSERT_EQUAL(l->p.gemm.lda, pv ? 4 : 15);
+        CU_ASSERT_EQUAL(l->p.gemm.ldb, 15);
+        CU_ASSERT_EQUAL(l->p.gemm.batch, 3);
+        CU_ASSERT_EQUAL(l->p.gemm.sa, pv ? 16 : 5);
+        CU_ASSERT_EQUAL(l->p.gemm.sb, 5);
+        CU_ASSERT_EQUAL(l->p.gemm.sc, pv ? 20 : 16);
+        CU_ASSERT_EQUAL(l->p.gemm.orank, 1);
+        CU_ASSERT_EQUAL(l->p.gemm.odims[0], 2);
+        CU_ASSERT_EQUAL(l->p.gemm.osa[0], pv ? 48 : 60);
+        CU_ASSERT_EQUAL(l->p.gemm.osb[0], 60);
+        CU_ASSERT_EQUAL(l->p.gemm.osc[0], pv ? 60 : 48);
+    }
+    CU_ASSERT_EQUAL(gemms, 2);
+    mpv_program_destroy(p0);
+    mp_plan_destroy(plan);
+    plan = NULL;
     mp_plan_options po;
     mp_plan_options_init(&po);
     po.attention = MP_ATTENTION_FUSED;

@@ -424,6 +424,86 @@ static int lower_variadic(lower *L, const mp__node *n, const char **why)
     return 0;
 }
 
+/* A matrix operand of rank r with element strides st: op N when its
+ * columns are contiguous (ld: the row stride), op T when its rows are
+ * (ld: the column stride); -1 when neither. */
+static int matrix_op(const int64_t *st, int r, int64_t *ld)
+{
+    if (st[r - 1] == 1) {
+        *ld = st[r - 2];
+        return 0;
+    }
+    if (st[r - 2] == 1) {
+        *ld = st[r - 1];
+        return 1;
+    }
+    return -1;
+}
+
+/* MatMul with a permuted operand (a view read in place): each operand's
+ * matrix read with op N or T through its strides, the batch dims (the
+ * output's leading dims, an operand's broadcast ones at stride 0) walked
+ * as a strided batch over the innermost and outer products over the
+ * rest. */
+static int lower_matmul_strided(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *a = in_t(g, n, 0), *b = in_t(g, n, 1);
+    const mp__tensor *y = out_t(g, n, 0);
+    int ra = a->rank, rb = b->rank, ry = y->rank;
+    int64_t sa[MPV_MAXR], sb[MPV_MAXR], sy[MPV_MAXR];
+    if (rb < 2 || ra > MPV_MAXR || rb > MPV_MAXR || ry > MPV_MAXR ||
+        ry != (ra > rb ? ra : rb) ||
+        operand_strides(g, n->inputs[0], sa) ||
+        operand_strides(g, n->inputs[1], sb))
+        FAIL("MatMul: a permuted operand's rank or strides");
+    strides_of(y->dims, ry, sy);
+    int64_t lda = 0, ldb = 0;
+    int ta = matrix_op(sa, ra, &lda), tb = matrix_op(sb, rb, &ldb);
+    if (ta < 0 || tb < 0)
+        FAIL("MatMul: a permuted operand with no contiguous rows or columns");
+    int64_t M = a->dims[ra - 2], K = a->dims[ra - 1], N = b->dims[rb - 1];
+    if (b->dims[rb - 2] != K || y->dims[ry - 2] != M || y->dims[ry - 1] != N)
+        FAIL("MatMul: shapes");
+    mpv_launch *x = add_launch_io(L, MPV_L_GEMM, 2);
+    if (!x)
+        return -1;
+    x->p.gemm.alpha = 1.0;
+    x->p.gemm.ta = ta;
+    x->p.gemm.tb = tb;
+    x->p.gemm.m = M;
+    x->p.gemm.n = N;
+    x->p.gemm.k = K;
+    x->p.gemm.lda = lda;
+    x->p.gemm.ldb = ldb;
+    x->p.gemm.ldc = N;
+    x->p.gemm.batch = 1;
+    /* the output's leading dims: the innermost a strided batch, the
+     * others outer products; an operand broadcast there has stride 0 */
+    int lead = ry - 2;
+    for (int i = 0; i < lead; i++) {
+        int ia = i - (ry - ra), ib = i - (ry - rb);
+        int64_t s_a = ia >= 0 && a->dims[ia] != 1 ? sa[ia] : 0;
+        int64_t s_b = ib >= 0 && b->dims[ib] != 1 ? sb[ib] : 0;
+        if ((ia >= 0 && a->dims[ia] != 1 && a->dims[ia] != y->dims[i]) ||
+            (ib >= 0 && b->dims[ib] != 1 && b->dims[ib] != y->dims[i]))
+            FAIL("MatMul: batch dims");
+        if (i == lead - 1) {
+            x->p.gemm.batch = y->dims[i];
+            x->p.gemm.sa = s_a;
+            x->p.gemm.sb = s_b;
+            x->p.gemm.sc = sy[i];
+        } else {
+            int o = x->p.gemm.orank++;
+            x->p.gemm.odims[o] = y->dims[i];
+            x->p.gemm.osa[o] = s_a;
+            x->p.gemm.osb[o] = s_b;
+            x->p.gemm.osc[o] = sy[i];
+        }
+    }
+    return 0;
+}
+
 static int lower_matmul(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
@@ -433,6 +513,9 @@ static int lower_matmul(lower *L, const mp__node *n, const char **why)
         FAIL("MatMul: only float32");
     if (a->rank < 2 || b->rank < 1 || y->rank < 1)
         FAIL("MatMul: 1-D A not supported");
+    if (mp__tensor_view_kind(g, n->inputs[0]) == MP__NVIEW_P ||
+        mp__tensor_view_kind(g, n->inputs[1]) == MP__NVIEW_P)
+        return lower_matmul_strided(L, n, why);
     int64_t M = a->dims[a->rank - 2], K = a->dims[a->rank - 1];
     int64_t N = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
     if (b->rank >= 2 && b->dims[b->rank - 2] != K)

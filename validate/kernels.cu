@@ -762,10 +762,28 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_GEMM: {
         const auto &g = l->p.gemm;
-        return gemm(h, g.ta, g.tb, g.m, g.n, g.k, (float)g.alpha,
-                    (const float *)IN(l->in[0]), g.lda, g.sa,
-                    (const float *)IN(l->in[1]), g.ldb, g.sb, (float)g.beta,
-                    (float *)out, g.ldc, g.sc, g.batch);
+        int64_t outer = 1;
+        for (int i = 0; i < g.orank; i++)
+            outer *= g.odims[i];
+        for (int64_t o = 0; o < outer; o++) {
+            // the outer index's offsets (row-major over odims)
+            int64_t oa = 0, ob = 0, oc = 0, rem = o;
+            for (int i = g.orank - 1; i >= 0; i--) {
+                int64_t x = rem % g.odims[i];
+                rem /= g.odims[i];
+                oa += x * g.osa[i];
+                ob += x * g.osb[i];
+                oc += x * g.osc[i];
+            }
+            const char *e = gemm(
+                h, g.ta, g.tb, g.m, g.n, g.k, (float)g.alpha,
+                (const float *)IN(l->in[0]) + oa, g.lda, g.sa,
+                (const float *)IN(l->in[1]) + ob, g.ldb, g.sb, (float)g.beta,
+                (float *)out + oc, g.ldc, g.sc, g.batch);
+            if (e)
+                return e;
+        }
+        return NULL;
     }
     case MPV_L_CONV: {
         const auto &c = l->p.conv;

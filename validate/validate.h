@@ -99,6 +99,12 @@ typedef struct mpv_launch {
             int32_t ta, tb;
             int64_t m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
             double alpha, beta;
+            /* outer batch dims (a permuted operand's batch axes that one
+             * stride cannot walk): orank dims, the operands' strides;
+             * one strided-batched product per outer index */
+            int32_t orank;
+            int64_t odims[MPV_MAXR], osa[MPV_MAXR], osb[MPV_MAXR],
+                osc[MPV_MAXR];
         } gemm;
         struct {
             int64_t n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, g;

@@ -2,11 +2,14 @@
 """views_onnx.py OUT.onnx - a small model whose Expand, Slice and Split are
 views (docs/memory-model.md, "Where each tensor lives"): an Expand read
 only by an Add (a broadcast view: the Add broadcasts the Expand's input),
-a Slice of the outermost axis (a range view at a byte offset) and a Split
+a Slice of the outermost axis (a range view at a byte offset), a Split
 of the outermost axis into two parts (two range views, one read with
-broadcasting by a Mul). Every op has a real kernel in the executor, so
+broadcasting by a Mul), and multi-head attention whose heads' permutes,
+(0,2,1,3) and (0,2,3,1), are permuted views the matrix products read
+through their strides (and, fused, the attention kernel). Every op has a
+real kernel in the executor, so
 
-    memplan validate OUT.onnx --dump DIR
+    memplan validate OUT.onnx --dump DIR [--attention naive]
     python3 validate/ort_compare.py OUT.onnx DIR
 
 checks the views' reads against onnxruntime (run on the GPU machine,
@@ -36,13 +39,24 @@ def main(out):
         helper.make_node("Tanh", ["x"], ["q"]),                       # [4,6,8]
         helper.make_node("Split", ["q", "split"], ["q0", "q1"], axis=0),
         helper.make_node("Mul", ["q1", "q0"], ["y2"]),                # [3,6,8]
+        # attention over [2 batch, 4 tokens, 3 heads, 5 dims]
+        helper.make_node("Transpose", ["aq"], ["qh"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["ak"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["av"], ["vh"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qh", "kt"], ["sc"]),             # [2,3,4,4]
+        helper.make_node("Softmax", ["sc"], ["pr"], axis=-1),
+        helper.make_node("MatMul", ["pr", "vh"], ["oh"]),             # [2,3,4,5]
+        helper.make_node("Transpose", ["oh"], ["y3"], perm=[0, 2, 1, 3]),
     ]
     g = helper.make_graph(
         nodes, "views",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6, 8]),
-         helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 6, 1])],
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 6, 1])] +
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4, 3, 5])
+         for n in ("aq", "ak", "av")],
         [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [2, 6, 8]),
-         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [3, 6, 8])],
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [3, 6, 8]),
+         helper.make_tensor_value_info("y3", TensorProto.FLOAT, [2, 4, 3, 5])],
         inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8

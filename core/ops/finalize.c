@@ -225,8 +225,11 @@ static bool contiguous(const mp_graph *g, uint32_t t)
 
 /* A Transpose (any perm) of a contiguous, transposed or permuted tensor,
  * no graph output, read only as operand 0-2 of nodes that read those
- * with any strides (MP__OPF_STRIDED_IN) or by backward nodes: a view its
- * readers take with the permuted strides. */
+ * with any strides (MP__OPF_STRIDED_IN) or by backward nodes, or (of a
+ * contiguous tensor whose last axis stays one of the last two, so that
+ * each matrix has unit stride along its rows or columns) as operand A or
+ * B of a matrix product, which reads it with batch strides and op N or
+ * T: a view its readers take with the permuted strides. */
 static bool permuted_view(const mp_graph *g, uint32_t v)
 {
     const mp__node *n = &g->nodes[v];
@@ -239,7 +242,27 @@ static bool permuted_view(const mp_graph *g, uint32_t v)
     if ((out->flags & MP__TF_OUTPUT) || in->rank < 2 ||
         out->rank != in->rank || out->bytes != in->bytes || !out->n_cons)
         return false;
-    return readers_take(g, y, MP__OPF_STRIDED_IN, 3);
+    if (readers_take(g, y, MP__OPF_STRIDED_IN, 3))
+        return true;
+    int32_t r = in->rank;
+    uint32_t c;
+    const int64_t *perm = mp__attr_ints(n, "perm", &c);
+    if (!perm || c != (uint32_t)r ||
+        (perm[r - 1] != r - 1 && perm[r - 2] != r - 1) ||
+        mp__tensor_view_kind(g, n->inputs[0]) != MP__NVIEW_NONE)
+        return false;
+    for (uint32_t k = 0; k < out->n_cons; k++) {
+        const mp__node *cn = &g->nodes[g->cons[out->cons_begin + k]];
+        if (cn->phase == MP_PHASE_BACKWARD)
+            continue;
+        bool attn = cn->def && (cn->def->flags & MP__OPF_STRIDED_IN);
+        if (!attn && (!cn->def || MP__OP_KERNEL(cn->def) != MP__KERNEL_MATMUL))
+            return false;
+        for (uint32_t i = attn ? 3 : 2; i < cn->n_in; i++)
+            if (cn->inputs[i] == y)
+                return false;
+    }
+    return true;
 }
 
 /* An Expand (MP__OPF_VIEW_B) of a contiguous tensor, no graph output,
