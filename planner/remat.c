@@ -255,6 +255,14 @@ static void prob_horizons(const mp_graph *g, mp__remat_prob *p,
         for (uint32_t q = p->read_begin[u]; q < p->read_begin[u + 1]; q++)
             if (p->horizon[u] > p->in_horizon[p->reads[q]])
                 p->in_horizon[p->reads[q]] = p->horizon[u];
+    /* each arena output's last reader (units ascend), its producer when
+     * none reads it */
+    for (uint32_t u = 0; u < T; u++) {
+        for (uint32_t j = p->free_begin[u]; j < p->free_begin[u + 1]; j++)
+            p->t_last[p->frees[j]] = u;
+        for (uint32_t j = p->root_begin[u]; j < p->root_begin[u + 1]; j++)
+            p->t_last[p->roots[j]] = u;
+    }
 }
 
 mp_status mp__remat_prob_build(const mp_graph *g, uint64_t alignment,
@@ -283,13 +291,14 @@ mp_status mp__remat_prob_build(const mp_graph *g, uint64_t alignment,
     p->use_begin = mp__calloc(ctx, T1 + 1, sizeof *p->use_begin);
     p->horizon = mp__calloc(ctx, T1, sizeof *p->horizon);
     p->unit_of = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *p->unit_of);
+    p->t_last = mp__calloc(ctx, (size_t)nt + 1, sizeof *p->t_last);
     uint32_t *in_idx = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *in_idx);
     uint32_t *stamp = mp__calloc(ctx, T1, sizeof *stamp);
     mp_status st = MP_OK;
     if (!p->node || !p->pos || !p->name || !p->mem || !p->cost ||
         !p->flops || !p->fwd || !p->out || !p->cheap || !p->dep_begin ||
         !p->use_begin ||
-        !p->horizon || !p->unit_of || !in_idx || !stamp) {
+        !p->horizon || !p->unit_of || !p->t_last || !in_idx || !stamp) {
         st = MP_ERR_NOMEM;
         goto done;
     }

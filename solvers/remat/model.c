@@ -45,6 +45,7 @@ void mp__remat_prob_free(mp__remat_prob *p)
     mp__dealloc(c, p->read_begin);
     mp__dealloc(c, p->reads);
     mp__dealloc(c, p->unit_of);
+    mp__dealloc(c, p->t_last);
     mp__dealloc(c, p->in_tensor);
     mp__dealloc(c, p->in_last);
     mp__dealloc(c, p->in_horizon);
@@ -109,6 +110,9 @@ typedef struct sim {
     const mp__remat_policy *pol;
     mp_ctx *ctx;
     uint8_t *res, *rc, *in_res;
+    uint8_t *tlive;         /* per tensor: an output of a resident unit
+                             * not yet freed (with p->t_last) */
+    uint64_t *rmem;         /* per unit: its resident bytes */
     uint32_t *need, *mark, *L, *stack, *ev_head, *ev_next;
     uint32_t *in_head, *in_next; /* inputs by the stage after which they go */
     uint32_t *rlist, *rpos; /* resident units */
@@ -137,21 +141,55 @@ static inline bool has_future(const mp__remat_prob *p, uint32_t u, uint32_t t)
 
 static void res_add(sim *s, uint32_t u)
 {
+    const mp__remat_prob *p = s->p;
     s->res[u] = 1;
     s->rpos[u] = s->n_res;
     s->rlist[s->n_res++] = u;
+    s->rmem[u] = p->mem[u];
+    if (p->t_last)
+        for (uint32_t j = p->free_begin[u]; j < p->free_begin[u + 1]; j++)
+            s->tlive[p->frees[j]] = 1;
 }
 
 static void free_unit(sim *s, uint32_t u)
 {
     const mp__remat_prob *p = s->p;
-    if (s->want)
+    if (p->t_last) {
+        for (uint32_t j = p->free_begin[u]; j < p->free_begin[u + 1]; j++)
+            if (s->tlive[p->frees[j]]) {
+                s->tlive[p->frees[j]] = 0;
+                emit(s, MP_STEP_FREE, p->frees[j]);
+            }
+    } else if (s->want) {
         mp__remat_step_frees(&s->em, p, u);
+    }
     s->res[u] = 0;
-    s->cur -= p->mem[u];
+    s->cur -= s->rmem[u];
+    s->rmem[u] = 0;
     uint32_t i = s->rpos[u], last = s->rlist[--s->n_res];
     s->rlist[i] = last;
     s->rpos[last] = i;
+}
+
+/* u's in-stage readers are done: its outputs that no later stage reads
+ * are freed one by one, the unit staying for the others (a gradient
+ * node's input gradient does not wait for its weight gradient; a reader
+ * recomputed later recomputes u: stale_deps); graph outputs and pinned
+ * units stay whole. */
+static void free_dead(sim *s, uint32_t u, uint32_t t)
+{
+    const mp__remat_prob *p = s->p;
+    if (!p->t_last || p->out[u] || (s->pol->pin && s->pol->pin[u]))
+        return;
+    for (uint32_t j = p->free_begin[u]; j < p->free_begin[u + 1]; j++) {
+        uint32_t r = p->frees[j];
+        if (s->tlive[r] && p->t_last[r] <= t) {
+            s->tlive[r] = 0;
+            emit(s, MP_STEP_FREE, r);
+            s->cur -= p->t_mem[r];
+            s->rmem[u] -= p->t_mem[r];
+        }
+    }
 }
 
 /* u's in-stage readers are done: free it unless a later stage keeps it. */
@@ -166,6 +204,8 @@ static void maybe_free(sim *s, uint32_t u, uint32_t t)
     }
     if (!s->rc[u] && s->pol->drop_after && s->pol->drop_after[u] <= t)
         free_unit(s, u);
+    else
+        free_dead(s, u, t);
 }
 
 /* DTR's score of resident unit x (the lowest is evicted first). */
@@ -191,7 +231,7 @@ static double evict_score(const sim *s, uint32_t x)
         for (uint32_t j = p->dep_begin[x]; j < p->dep_begin[x + 1]; j++)
             if (!s->res[p->deps[j]])
                 c += p->cost[p->deps[j]];
-    return (c + 1e-12) / ((double)p->mem[x] * age);
+    return (c + 1e-12) / ((double)s->rmem[x] * age);
 }
 
 /* Frees resident units by DTR score until `need` more bytes fit. */
@@ -204,7 +244,7 @@ static void evict_for(sim *s, uint64_t bytes, uint32_t y)
         double best_h = 0;
         for (uint32_t i = 0; i < s->n_res; i++) {
             uint32_t x = s->rlist[i];
-            if (x == y || s->need[x] || p->out[x] || p->mem[x] == 0 ||
+            if (x == y || s->need[x] || p->out[x] || s->rmem[x] == 0 ||
                 (s->pol->pin && s->pol->pin[x]))
                 continue;
             double h = evict_score(s, x);
@@ -230,6 +270,8 @@ static void sim_release(sim *s)
 {
     mp_ctx *ctx = s->ctx;
     mp__dealloc(ctx, s->res);
+    mp__dealloc(ctx, s->tlive);
+    mp__dealloc(ctx, s->rmem);
     mp__dealloc(ctx, s->rc);
     mp__dealloc(ctx, s->in_res);
     mp__dealloc(ctx, s->need);
@@ -256,6 +298,8 @@ static mp_status sim_start(sim *s)
     uint32_t T = p->T;
     size_t T1 = (size_t)T + 1;
     s->res = mp__calloc(ctx, T1, 1);
+    s->tlive = mp__calloc(ctx, (size_t)p->n_tensors + 1, 1);
+    s->rmem = mp__calloc(ctx, T1, sizeof *s->rmem);
     s->rc = mp__calloc(ctx, T1, 1);
     s->in_res = mp__calloc(ctx, (size_t)p->n_in + 1, 1);
     s->need = mp__calloc(ctx, T1, sizeof *s->need);
@@ -269,7 +313,7 @@ static mp_status sim_start(sim *s)
     s->stale = mp__calloc(ctx, T1, sizeof *s->stale);
     s->in_head = mp__alloc(ctx, T1 * sizeof *s->in_head);
     s->in_next = mp__alloc(ctx, ((size_t)p->n_in + 1) * sizeof *s->in_next);
-    if (!s->res || !s->rc || !s->in_res || !s->need || !s->mark || !s->L ||
+    if (!s->res || !s->tlive || !s->rmem || !s->rc || !s->in_res || !s->need || !s->mark || !s->L ||
         !s->stack || !s->ev_head || !s->ev_next || !s->rlist || !s->rpos ||
         !s->stale || !s->in_head || !s->in_next)
         return MP_ERR_NOMEM;
@@ -291,12 +335,28 @@ static mp_status sim_start(sim *s)
     return MP_OK;
 }
 
+/* A resident unit of which x reads an output that was freed (no stage
+ * read it any more, but x is recomputed) is recomputed whole: its other
+ * outputs are freed first. */
+static void stale_deps(sim *s, uint32_t x)
+{
+    const mp__remat_prob *p = s->p;
+    if (!p->t_last)
+        return;
+    for (uint32_t j = p->root_begin[x]; j < p->root_begin[x + 1]; j++) {
+        uint32_t r = p->roots[j], d = p->unit_of[r];
+        if (d != MP_NONE && s->res[d] && !s->tlive[r])
+            free_unit(s, d);
+    }
+}
+
 /* The units stage t computes into s->L: its missing inputs, recursively,
  * in topological order, then t. Returns their number. */
 static uint32_t sim_missing(sim *s, uint32_t t)
 {
     const mp__remat_prob *p = s->p;
     uint32_t nL = 0, sp = 0;
+    stale_deps(s, t);
     for (uint32_t j = p->dep_begin[t]; j < p->dep_begin[t + 1]; j++) {
         uint32_t d = p->deps[j];
         if (!s->res[d] && s->mark[d] != t + 1) {
@@ -307,6 +367,7 @@ static uint32_t sim_missing(sim *s, uint32_t t)
     while (sp) {
         uint32_t x = s->stack[--sp];
         s->L[nL++] = x;
+        stale_deps(s, x);
         for (uint32_t j = p->dep_begin[x]; j < p->dep_begin[x + 1]; j++) {
             uint32_t d = p->deps[j];
             if (!s->res[d] && s->mark[d] != t + 1) {

@@ -39,6 +39,10 @@ typedef struct mp__remat_prob {
                               * arena storage root, else 0 */
     uint32_t *unit_of;       /* tensor -> unit whose node produces its
                               * storage root; MP_NONE: none (graph input) */
+    uint32_t *t_last;        /* arena storage root -> the last unit reading
+                              * it (its producer's when none does): the
+                              * replay frees a unit's outputs one by one
+                              * (NULL: together, when the unit goes) */
     /* graph inputs that take arena memory */
     uint32_t n_in;
     uint32_t *in_tensor, *in_last, *in_horizon;
