@@ -136,7 +136,7 @@ static void test_segments_budget_and_bound(void)
         memset(&s, 0, sizeof s);
         s.p = &p;
         s.g = g;
-        CU_ASSERT_EQUAL(mp__remat_segments(&p, cap, -1, seg_try, &s), MP_OK);
+        CU_ASSERT_EQUAL(mp__remat_segments(&p, cap, -1, NULL, seg_try, &s), MP_OK);
         CU_ASSERT_EQUAL(s.calls, 1);
         if (s.calls != 1)
             continue;
@@ -157,7 +157,7 @@ static void test_segments_budget_and_bound(void)
     memset(&s, 0, sizeof s);
     s.p = &p;
     s.g = g;
-    CU_ASSERT_EQUAL(mp__remat_segments(&p, base / 2, 1e-12, seg_try, &s),
+    CU_ASSERT_EQUAL(mp__remat_segments(&p, base / 2, 1e-12, NULL, seg_try, &s),
                     MP_OK);
     CU_ASSERT_EQUAL(s.calls, 0);
     mp__remat_prob_free(&p);

@@ -144,7 +144,19 @@ mp_status mp__remat_dtr(const mp__remat_prob *p, const mp__remat_goal *g)
     pol.evict_cap = g->cap == UINT64_MAX ? 0 : g->cap;
     if (!pol.evict_cap)
         return mp__remat_checkpoint_all(p, g);
-    return offer(g, "dtr", &pol, &o);
+    mp_status st = offer(g, "dtr", &pol, &o);
+    if (st || !g->seed)
+        return st;
+    /* from the min-cut's plan: its drops, then eviction under pressure */
+    uint32_t *drop = mp__alloc(p->ctx, ((size_t)p->T + 1) * sizeof *drop);
+    if (!drop)
+        return MP_ERR_NOMEM;
+    for (uint32_t u = 0; u < p->T; u++)
+        drop[u] = g->seed[u] ? mp__remat_last_fwd_use(p, u) : UINT32_MAX;
+    pol.drop_after = drop;
+    st = offer(g, "mincut+dtr", &pol, &o);
+    mp__dealloc(p->ctx, drop);
+    return st;
 }
 
 /* ---- selective recompute ------------------------------------------------- */
@@ -152,7 +164,9 @@ mp_status mp__remat_dtr(const mp__remat_prob *p, const mp__remat_goal *g)
  * before matmul/conv), the shortest prefix that fits found by bisection,
  * then polished: each dropped unit, most expensive first, is kept again
  * when the budget still holds. With evict: the same with DTR eviction as
- * a fallback under pressure. */
+ * a fallback under pressure. Seeded (the min-cut's drops), the seeded
+ * units come first and every prefix holds them: the search starts from
+ * the min-cut's plan, and only polishing keeps one of them again. */
 typedef struct sel_key {
     double key;
     uint32_t u;
@@ -174,6 +188,7 @@ typedef struct sel {
     uint32_t *drop;
     sel_key *c;              /* the candidates, sorted */
     uint32_t n;
+    uint32_t n0;             /* every prefix holds the first n0 (seeded) */
 } sel;
 
 /* Drops the first k candidates and replays. */
@@ -198,7 +213,7 @@ static mp_status sel_bisect(sel *S, uint32_t *k, int *found)
         return st;
     if (!mp__remat_fits(&o, S->g->cap, S->g->max_extra))
         return MP_OK;
-    uint32_t lo = 0, hi = S->n;
+    uint32_t lo = S->n0, hi = S->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if ((st = sel_eval(S, mid, &o)))
@@ -221,7 +236,7 @@ static mp_status sel_grid(sel *S, uint32_t *k, int *found)
     *k = 0;
     const uint32_t G = 32;
     for (uint32_t i = 0; i <= G; i++) {
-        uint32_t kk = (uint32_t)((uint64_t)S->n * i / G);
+        uint32_t kk = S->n0 + (uint32_t)((uint64_t)(S->n - S->n0) * i / G);
         mp_status st = sel_eval(S, kk, &o);
         if (st)
             return st;
@@ -268,8 +283,8 @@ static mp_status sel_polish(sel *S, uint32_t k)
     return MP_OK;
 }
 
-mp_status mp__remat_selective(const mp__remat_prob *p,
-                              const mp__remat_goal *g, int order, int evict)
+static mp_status selective(const mp__remat_prob *p, const mp__remat_goal *g,
+                           int order, int evict, const uint8_t *seed)
 {
     mp_ctx *ctx = p->ctx;
     size_t T1 = (size_t)p->T + 1;
@@ -285,18 +300,23 @@ mp_status mp__remat_selective(const mp__remat_prob *p,
         goto done;
     }
     for (uint32_t u = 0; u < p->T; u++) {
-        if (!droppable(p, u))
+        if (!droppable(p, u) && !(seed && seed[u]))
             continue;
         double m = (double)p->mem[u], cost = p->cost[u] + 1e-15;
         S.c[S.n].u = u;
         S.c[S.n].key = order == 0 ? cost / m : order == 1 ? cost : -m;
+        if (seed && seed[u]) {
+            S.c[S.n].key = -INFINITY; /* first, in unit order */
+            S.n0++;
+        }
         S.n++;
     }
     qsort(S.c, S.n, sizeof *S.c, cmp_sel);
     S.pol.drop_after = S.drop;
     if (evict && g->cap != UINT64_MAX)
         S.pol.evict_cap = g->cap;
-    S.name = evict ? "selective+evict" : "selective";
+    S.name = seed ? (evict ? "mincut+selective+evict" : "mincut+selective")
+                  : (evict ? "selective+evict" : "selective");
     uint32_t k = 0;
     int found;
     st = evict ? sel_grid(&S, &k, &found) : sel_bisect(&S, &k, &found);
@@ -305,5 +325,14 @@ mp_status mp__remat_selective(const mp__remat_prob *p,
 done:
     mp__dealloc(ctx, S.c);
     mp__dealloc(ctx, S.drop);
+    return st;
+}
+
+mp_status mp__remat_selective(const mp__remat_prob *p,
+                              const mp__remat_goal *g, int order, int evict)
+{
+    mp_status st = selective(p, g, order, evict, NULL);
+    if (!st && g->seed)
+        st = selective(p, g, order, evict, g->seed);
     return st;
 }

@@ -373,6 +373,28 @@ done:
     return st;
 }
 
+mp_status mp__remat_mincut_seed(const mp__remat_prob *p, uint8_t *seed,
+                                uint32_t *n)
+{
+    mp__remat_mincut_choice c;
+    *n = 0;
+    memset(seed, 0, (size_t)p->T + 1);
+    mp_status st = mp__remat_mincut_choose(p, &c);
+    if (st)
+        return st;
+    for (uint32_t u = 0; u < p->T; u++) {
+        if (!p->fwd[u] || c.saved[u] || p->out[u] || p->mem[u] == 0)
+            continue;
+        uint32_t b = p->use_begin[u], e = p->use_begin[u + 1];
+        if (e > b && p->uses[e - 1] > mp__remat_last_fwd_use(p, u)) {
+            seed[u] = 1;
+            (*n)++;
+        }
+    }
+    mp__remat_mincut_free(p, &c);
+    return MP_OK;
+}
+
 mp_status mp__remat_mincut(const mp__remat_prob *p, int alone,
                            mp__remat_offer_fn offer, void *user)
 {

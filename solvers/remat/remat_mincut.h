@@ -32,6 +32,14 @@ void mp__remat_mincut_free(const mp__remat_prob *p,
 mp_status mp__remat_mincut_schedule(const mp__remat_prob *p,
                                     const uint8_t *saved, mp__remat_out *out);
 
+/* The forward units the min-cut save plan drops after their last forward
+ * reader and recomputes for backward, into seed[T] (a value backward
+ * reads, not a graph output, that the cut does not save): where the
+ * budget heuristics start from. *n their number (0: the cut saves every
+ * value). */
+mp_status mp__remat_mincut_seed(const mp__remat_prob *p, uint8_t *seed,
+                                uint32_t *n);
+
 /* Offers the min-cut schedule to the search ("mincut"); alone: the
  * schedule that saves everything ("eager") instead when its peak is
  * lower. */

@@ -92,8 +92,8 @@ static int cmp_seg_key(const void *a, const void *b)
 }
 
 mp_status mp__remat_segments(const mp__remat_prob *p, uint64_t cap,
-                             double max_extra, mp__remat_try_fn try_fn,
-                             void *try_user)
+                             double max_extra, const uint8_t *seed,
+                             mp__remat_try_fn try_fn, void *try_user)
 {
     mp_ctx *ctx = p->ctx;
     size_t T1 = (size_t)p->T + 1;
@@ -130,7 +130,8 @@ mp_status mp__remat_segments(const mp__remat_prob *p, uint64_t cap,
         if (!p->fwd[u])
             continue;
         C.saved[u] = !p->out[u] && p->mem[u] > 0 && last > l;
-        C.cand[u] = C.saved[u] && reach <= u;
+        /* the min-cut's drops stay dropped: never checkpoints */
+        C.cand[u] = C.saved[u] && reach <= u && !(seed && seed[u]);
         if (l > reach)
             reach = l;
         total += (double)p->mem[u];
@@ -176,7 +177,8 @@ mp_status mp__remat_segments(const mp__remat_prob *p, uint64_t cap,
                 pol.evict_cap = cap;
                 pol.evict_next_use = low_evict == 2;
             }
-            st = try_fn(try_user, "segments", &pol);
+            st = try_fn(try_user, seed ? "mincut+segments" : "segments",
+                        &pol);
         }
         goto done;
     }
@@ -220,11 +222,11 @@ mp_status mp__remat_segments(const mp__remat_prob *p, uint64_t cap,
             pol.evict_cap = cap;
             pol.evict_next_use = best_evict == 2;
         }
-        st = try_fn(try_user,
-                    best_evict == 2 ? "segments+evict-next-use"
-                    : best_evict    ? "segments+evict"
-                                    : "segments",
-                    &pol);
+        static const char *const names[2][3] = {
+            {"segments", "segments+evict", "segments+evict-next-use"},
+            {"mincut+segments", "mincut+segments+evict",
+             "mincut+segments+evict-next-use"}};
+        st = try_fn(try_user, names[seed != NULL][best_evict], &pol);
     }
 done:
     mp__dealloc(ctx, C.lfu);

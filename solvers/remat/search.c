@@ -183,13 +183,29 @@ static uint64_t stage_bound(const mp__remat_prob *p)
     return lb;
 }
 
-/* The heuristics sv asks for (auto: each while no free schedule fits). */
+/* The heuristics sv asks for (auto: each while no free schedule fits).
+ * Under a budget, dtr, selective and segments run twice: from the
+ * checkpoint-all start and from the min-cut save plan's (its recomputed
+ * values dropped already; not when the cut saves every value). */
 static mp_status run_heuristics(search *S, mp_remat_solver sv)
 {
     const mp__remat_prob *p = S->p;
-    mp__remat_goal g = {S->cap, S->max_extra, S->keep_ckpt, eval_cb, S};
+    mp__remat_goal g = {S->cap, S->max_extra, S->keep_ckpt, eval_cb, S,
+                        NULL};
     bool aut = sv == MP_REMAT_AUTO;
+    uint8_t *seed = NULL;
     mp_status st = MP_OK;
+    if (S->cap != UINT64_MAX && !S->keep_ckpt &&
+        (aut || sv == MP_REMAT_DTR || sv == MP_REMAT_SELECTIVE ||
+         sv == MP_REMAT_ILP)) {
+        uint32_t n = 0;
+        if (!(seed = mp__alloc(p->ctx, (size_t)p->T + 1)))
+            return MP_ERR_NOMEM;
+        if ((st = mp__remat_mincut_seed(p, seed, &n)))
+            goto done;
+        if (n)
+            g.seed = seed;
+    }
     if (sv == MP_REMAT_NONE || aut)
         st = mp__remat_checkpoint_all(p, &g);
     /* the min-cut choice: alone (or the schedule that saves everything
@@ -206,7 +222,9 @@ static mp_status run_heuristics(search *S, mp_remat_solver sv)
         st = mp__remat_chen(p, &g, 1);
     /* segment checkpointing on saved articulation points, polished */
     if (!st && aut && S->cap != UINT64_MAX && !have_free(S))
-        st = mp__remat_segments(p, S->cap, S->max_extra, try_cb, S);
+        st = mp__remat_segments(p, S->cap, S->max_extra, NULL, try_cb, S);
+    if (!st && aut && g.seed && !have_free(S))
+        st = mp__remat_segments(p, S->cap, S->max_extra, g.seed, try_cb, S);
     /* the MILP starts from the best of DTR and selective (warm start) */
     if (!st && (sv == MP_REMAT_DTR || sv == MP_REMAT_ILP ||
                 (aut && !have_free(S))))
@@ -216,6 +234,8 @@ static mp_status run_heuristics(search *S, mp_remat_solver sv)
         for (int order = 0; order < 3 && !st; order++)
             for (int ev = 0; ev < 2 && !st; ev++)
                 st = mp__remat_selective(p, &g, order, ev);
+done:
+    mp__dealloc(p->ctx, seed);
     return st;
 }
 
