@@ -5,7 +5,9 @@
  *
  * Replay semantics: stage t computes unit t. Missing inputs are
  * recomputed first, recursively, in topological order; a value is freed
- * right after its last reader in the stage when no later stage reads it.
+ * right after its last reader in the stage when no later stage reads it,
+ * and a unit's outputs one by one (an output no later stage reads goes
+ * while the unit stays for the others).
  * A first materialization whose drop_after stage has passed is freed
  * (later readers recompute it); a recomputed copy is kept to its last
  * reader (Chen's semantics) unless the policy's keep() or the eviction

@@ -10,8 +10,9 @@
 #include "base.h"
 
 /* One unit per node, in the graph's topological order (unit u is stage u).
- * A unit's memory is the aligned bytes of its arena outputs, which live
- * and die together. Dependencies go through views to storage roots. */
+ * A unit's memory is the aligned bytes of its arena outputs, computed
+ * together (the replay frees each after its last reader: t_last).
+ * Dependencies go through views to storage roots. */
 typedef struct mp__remat_prob {
     mp_ctx *ctx;             /* allocator and messages */
     uint32_t T;

@@ -17,9 +17,7 @@
  * through cheap units alone. Of the minimum cuts, the one nearest the
  * sink: the least recompute for the same saved bytes.
  *
- * The schedule is written per tensor, as the default schedule is (the
- * replay of model.c frees a unit's outputs together, which on a training
- * graph keeps every input gradient as long as its weight gradient): the
+ * The schedule is written per tensor, as the default schedule is: the
  * nodes in topological order; before a backward node, the forward units
  * it needs that are gone are recomputed (RECOMPUTE steps), recursively,
  * in topological order; each instance of a tensor (a computation or a
