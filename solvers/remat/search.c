@@ -163,15 +163,24 @@ static mp_status offer_cb(void *user, const char *name, mp__remat_out *o)
 #define MP__REMAT_LP_AUTO_MAX 120
 
 /* Stage bound on the live bytes: computing u needs u and its inputs
- * resident, and graph outputs computed before u stay. */
-static uint64_t stage_bound(const mp__remat_prob *p)
+ * resident, and graph outputs computed before u stay. An input is the
+ * tensor u reads, not every output of its unit (the replay frees those
+ * one by one). */
+static mp_status stage_bound(const mp__remat_prob *p, uint64_t *out)
 {
     uint64_t lb = 0, outs = 0;
+    uint32_t *seen = mp__calloc(p->ctx, (size_t)p->n_tensors + 1,
+                                sizeof *seen);
+    if (!seen)
+        return MP_ERR_NOMEM;
     for (uint32_t u = 0; u < p->T; u++) {
         uint64_t need = p->mem[u] + outs;
-        for (uint32_t j = p->dep_begin[u]; j < p->dep_begin[u + 1]; j++)
-            if (!p->out[p->deps[j]])
-                need += p->mem[p->deps[j]];
+        for (uint32_t j = p->root_begin[u]; j < p->root_begin[u + 1]; j++) {
+            uint32_t r = p->roots[j], d = p->unit_of[r];
+            if (d != MP_NONE && !p->out[d] && seen[r] != u + 1)
+                need += p->t_mem[r];
+            seen[r] = u + 1; /* a root read twice counts once */
+        }
         for (uint32_t k = 0; k < p->n_in; k++)
             if (p->in_out[k] || p->in_last[k] >= u)
                 need += p->in_mem[k];
@@ -180,7 +189,23 @@ static uint64_t stage_bound(const mp__remat_prob *p)
         if (p->out[u])
             outs += p->mem[u];
     }
-    return lb;
+    mp__dealloc(p->ctx, seen);
+    *out = lb;
+    return MP_OK;
+}
+
+/* Every unit has at most one arena output: the LPs' memory (a unit's
+ * outputs together) is the replay's (one by one). */
+static bool one_output_units(const mp__remat_prob *p)
+{
+    for (uint32_t u = 0; u < p->T; u++) {
+        uint32_t n = 0;
+        for (uint32_t j = p->free_begin[u]; j < p->free_begin[u + 1]; j++)
+            n += p->t_mem[p->frees[j]] > 0;
+        if (n > 1)
+            return false;
+    }
+    return true;
 }
 
 /* The heuristics sv asks for (auto: each while no free schedule fits).
@@ -348,7 +373,10 @@ mp_status mp__remat_search(const mp__remat_prob *p,
     if (st)
         return st;
     fig->base_peak_bytes = o.peak + p->persistent;
-    fig->peak_lower_bound = stage_bound(p) + p->persistent;
+    uint64_t lb;
+    if ((st = stage_bound(p, &lb)))
+        return st;
+    fig->peak_lower_bound = lb + p->persistent;
     fig->base_cost = p->base_cost;
     mp__remat_cm_result cm;
     memset(&cm, 0, sizeof cm);
@@ -358,6 +386,13 @@ mp_status mp__remat_search(const mp__remat_prob *p,
     if ((st = run_heuristics(&S, sv)) ||
         (st = run_models(&S, sv, ro->time_limit, &cm, &run_cm)))
         goto done;
+    if (!one_output_units(p)) {
+        /* the LPs count a unit's outputs together, the replay one by one:
+         * their optimum bounds no schedule of the replay (their roundings
+         * stand) */
+        cm.lower_bound = -1;
+        cm.infeasible = 0;
+    }
     fig->lower_bound_cost = cm.lower_bound;
     fig->lower_bound_kind = cm.lower_bound >= 0 ? cm.bound_kind : 0;
     fig->min_peak_bytes =
