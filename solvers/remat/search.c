@@ -209,10 +209,11 @@ static bool one_output_units(const mp__remat_prob *p)
 }
 
 /* The heuristics sv asks for (auto: each while no free schedule fits).
- * Under a budget, dtr, selective and segments run twice: from the
- * checkpoint-all start and from the min-cut save plan's (its recomputed
- * values dropped already; not when the cut saves every value). */
-static mp_status run_heuristics(search *S, mp_remat_solver sv)
+ * Under a budget and seeded, dtr, selective and segments run twice: from
+ * the checkpoint-all start and from the min-cut save plan's (its
+ * recomputed values dropped already; not when the cut saves every
+ * value). */
+static mp_status run_heuristics(search *S, mp_remat_solver sv, bool seeded)
 {
     const mp__remat_prob *p = S->p;
     mp__remat_goal g = {S->cap, S->max_extra, S->keep_ckpt, eval_cb, S,
@@ -220,7 +221,7 @@ static mp_status run_heuristics(search *S, mp_remat_solver sv)
     bool aut = sv == MP_REMAT_AUTO;
     uint8_t *seed = NULL;
     mp_status st = MP_OK;
-    if (S->cap != UINT64_MAX && !S->keep_ckpt &&
+    if (seeded && S->cap != UINT64_MAX && !S->keep_ckpt &&
         (aut || sv == MP_REMAT_DTR || sv == MP_REMAT_SELECTIVE ||
          sv == MP_REMAT_ILP)) {
         uint32_t n = 0;
@@ -236,7 +237,7 @@ static mp_status run_heuristics(search *S, mp_remat_solver sv)
     /* the min-cut choice: alone (or the schedule that saves everything
      * when its peak is lower), or a candidate of auto (the other solvers
      * must beat it) */
-    if (!st && (sv == MP_REMAT_MINCUT || (aut && !have_free(S))))
+    if (!st && (sv == MP_REMAT_MINCUT || (aut && seeded && !have_free(S))))
         st = mp__remat_mincut(p, sv == MP_REMAT_MINCUT, offer_cb, S);
     if (!st && sv >= MP_REMAT_CHEN_LINEAR &&
         sv <= MP_REMAT_CM_CHEN_GREEDY) /* baselines: never in auto */
@@ -383,8 +384,23 @@ mp_status mp__remat_search(const mp__remat_prob *p,
     cm.lower_bound = -1;
     bool run_cm = false;
     mp_remat_solver sv = ro->solver;
-    if ((st = run_heuristics(&S, sv)) ||
-        (st = run_models(&S, sv, ro->time_limit, &cm, &run_cm)))
+    if ((st = run_heuristics(&S, sv, true)))
+        goto done;
+    if (!one_output_units(p) && sv != MP_REMAT_MINCUT &&
+        !(sv >= MP_REMAT_CHEN_LINEAR && sv <= MP_REMAT_CM_CHEN_GREEDY) &&
+        S.cap != UINT64_MAX && !have_free(&S)) {
+        /* again with a unit's outputs freed together, from checkpoint-all:
+         * eviction there can recompute less where freeing one output
+         * makes a later recompute of its reader recompute the unit too */
+        mp__remat_prob whole = *p;
+        whole.t_last = NULL;
+        S.p = &whole;
+        st = run_heuristics(&S, sv, false);
+        S.p = p;
+        if (st)
+            goto done;
+    }
+    if ((st = run_models(&S, sv, ro->time_limit, &cm, &run_cm)))
         goto done;
     if (!one_output_units(p)) {
         /* the LPs count a unit's outputs together, the replay one by one:
