@@ -191,9 +191,15 @@ mp_status mp__node_estimate_ex(const mp_graph *g, uint32_t node,
         dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
     else if (n->n_out && g->tensors[n->outputs[0]].dtype)
         dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
-    double peak = mp_device_flops(d, dt);
-    double tc = peak > 0 ? f / peak : 0;
-    double tm = d->mem_bw > 0 ? b / d->mem_bw : 0;
-    out->seconds = (tc > tm ? tc : tm) + d->kernel_overhead;
+    out->seconds = mp__kernel_seconds(d, f, b, dt);
     return MP_OK;
+}
+
+double mp__kernel_seconds(const mp_device *d, double flops, double bytes,
+                          mp_dtype dt)
+{
+    double peak = mp_device_flops(d, dt);
+    double tc = peak > 0 && flops > 0 ? flops / peak : 0;
+    double tm = d->mem_bw > 0 && bytes > 0 ? bytes / d->mem_bw : 0;
+    return (tc > tm ? tc : tm) + d->kernel_overhead;
 }

@@ -3,6 +3,7 @@
  * (MP__OP_BWD). docs/training.md describes what is built and counted. */
 #include "sched.h"
 #include "ops.h"
+#include "cost.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -122,6 +123,9 @@ typedef struct syn {
     uint32_t *cin, *cin_off, *wcast;
     int have_dev;
     mp_device dev;
+    /* the nodes set_cost gave FLOPs, timed once the graph is finalized */
+    uint32_t *costed;
+    size_t n_costed, cap_costed;
     char name[512];
 } syn;
 
@@ -238,23 +242,47 @@ static uint64_t tbytes(const mp_graph *g, uint32_t t)
     return t == MP_NONE ? 0 : g->tensors[t].bytes;
 }
 
-/* Cost of a node of the training graph from FLOPs and the bytes it moves. */
+/* The FLOPs of a node of the training graph; its bytes and time come
+ * once the graph is finalized and its tensors are sized (time_costed). */
 static mp_status set_cost(syn *S, uint32_t node, double flops)
 {
-    const mp__node *n = &S->g->nodes[node];
-    double bytes = 0;
-    for (uint32_t i = 0; i < n->n_in; i++)
-        bytes += (double)tbytes(S->g, n->inputs[i]);
-    for (uint32_t o = 0; o < n->n_out; o++)
-        bytes += (double)tbytes(S->g, n->outputs[o]);
-    double sec = -1;
-    if (S->have_dev) {
-        double pf = mp_device_flops(&S->dev, MP_DTYPE_FLOAT32);
-        double a = pf > 0 && flops > 0 ? flops / pf : 0;
-        double b = S->dev.mem_bw > 0 ? bytes / S->dev.mem_bw : 0;
-        sec = (a > b ? a : b) + S->dev.kernel_overhead;
+    mp_status st = mp__grow(S->ctx, (void **)&S->costed, sizeof *S->costed,
+                            S->n_costed + 1, &S->cap_costed);
+    if (st)
+        return st;
+    S->costed[S->n_costed++] = node;
+    return mp_graph_set_node_cost(S->g, node, flops, -1, -1);
+}
+
+/* The bytes each node of set_cost reads and writes, and its time on the
+ * device by the one cost function (mp__node_estimate_ex, as every forward
+ * node's): roofline of those FLOPs and bytes, views free. */
+static mp_status time_costed(syn *S)
+{
+    for (size_t k = 0; k < S->n_costed; k++) {
+        uint32_t node = S->costed[k];
+        const mp__node *n = &S->g->nodes[node];
+        double bytes = 0;
+        /* the FOREACH group temporary is read only to keep it alive: a
+         * step touches its own parameter's part, which its own
+         * temporary (an output) stands for */
+        for (uint32_t i = 0; i < n->n_in; i++)
+            if (n->inputs[i] != S->foreach_tmp ||
+                n->phase != MP_PHASE_OPTIMIZER)
+                bytes += (double)tbytes(S->g, n->inputs[i]);
+        for (uint32_t o = 0; o < n->n_out; o++)
+            bytes += (double)tbytes(S->g, n->outputs[o]);
+        mp_status st = mp_graph_set_node_cost(S->g, node, n->flops, bytes,
+                                              -1);
+        if (st || !S->have_dev)
+            return st;
+        mp_op_cost c;
+        if ((st = mp__node_estimate_ex(S->g, node, &S->dev, 1, &c)) ||
+            (st = mp_graph_set_node_cost(S->g, node, n->flops, bytes,
+                                         c.seconds)))
+            return st;
     }
-    return mp_graph_set_node_cost(S->g, node, flops, bytes, sec);
+    return MP_OK;
 }
 
 static mp_status add_node(syn *S, const char *name, const char *op,
@@ -483,6 +511,7 @@ static void syn_free(syn *S)
     mp__dealloc(ctx, S->cin);
     mp__dealloc(ctx, S->cin_off);
     mp__dealloc(ctx, S->wcast);
+    mp__dealloc(ctx, S->costed);
 }
 
 /* trainable: float weights, and the float folded constants of rank
@@ -1453,7 +1482,8 @@ static mp_status synthesize(syn *S)
         return st;
     mp__dealloc(S->ctx, S->trainable);
     S->trainable = NULL;
-    if ((st = mp_graph_finalize(S->g)) || (st = count_saved_bytes(S)))
+    if ((st = mp_graph_finalize(S->g)) || (st = time_costed(S)) ||
+        (st = count_saved_bytes(S)))
         return st;
     mark_pointwise_backward(S->g);
     count_optimizer_bytes(S);
