@@ -1,6 +1,8 @@
 /* Cost model: device profiles (builtin, JSON good and malformed) and node
  * cost figures checked by hand. */
 #include "base.h"
+#include "cost.h"
+#include "ir.h"
 #include "support.h"
 
 #include <math.h>
@@ -241,11 +243,106 @@ static void t_op_classes(void)
     mp_ctx_destroy(c);
 }
 
+/* A small training net on which every clock is compared:
+ * x[64,1024] -> MatMul(w[1024,1024]) -> Relu -> y. */
+static mp_graph *mlp(mp_ctx *c)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(c, &g) == MP_OK);
+    int64_t dx[] = {64, 1024}, dw[] = {1024, 1024};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, dw);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t in[] = {x, w};
+    mp_test_node(g, "mm", "MatMul", in, 2, &h, 1);
+    mp_test_node(g, "relu", "Relu", &h, 1, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}
+
+/* One cost function: the time the training synthesis gives a node is the
+ * roofline of its FLOPs and sized tensors in its dtype
+ * (mp__kernel_seconds), and the same number is what mp_node_estimate
+ * (validate, the offload solver) and mp_node_cost (the recompute solvers)
+ * give, and what the offload planner's compute time and the recompute
+ * planner's base cost add up. */
+static void t_one_clock(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_graph *f = mlp(c);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(c, "h200", &d), MP_OK);
+    static const mp_precision precs[] = {MP_PRECISION_FP32,
+                                         MP_PRECISION_BF16_MIXED};
+    double mm_grad[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        mp_train_options to;
+        mp_train_options_init(&to);
+        to.precision = precs[k];
+        mp_graph *t = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+        double sum = 0, sum_cost = 0;
+        for (uint32_t v = 0; v < t->n_nodes; v++) {
+            mp_op_cost e;
+            CU_ASSERT_EQUAL_FATAL(mp_node_estimate(t, v, &d, &e), MP_OK);
+            CU_ASSERT(e.seconds >= 0);
+            CU_ASSERT_EQUAL(e.seconds, mp_node_cost(t, v));
+            sum += e.seconds;
+            sum_cost += mp_node_cost(t, v);
+        }
+        /* the backward MatMul: two products of the forward's 2 x 64 x
+         * 1024 x 1024 FLOPs, its bytes those of its sized tensors, in
+         * the dtype it reads (bf16 under bf16-mixed, as its forward) */
+        uint32_t g_id;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "mm/grad", &g_id), MP_OK);
+        const mp__node *n = &t->nodes[g_id];
+        CU_ASSERT(close_rel(n->flops, 2.0 * 2.0 * 64 * 1024 * 1024));
+        double bytes = 0;
+        for (uint32_t i = 0; i < n->n_in; i++)
+            bytes += (double)t->tensors[n->inputs[i]].bytes;
+        for (uint32_t o = 0; o < n->n_out; o++)
+            bytes += (double)t->tensors[n->outputs[o]].bytes;
+        CU_ASSERT(bytes > 0);
+        CU_ASSERT(close_rel(n->bytes_moved, bytes));
+        mp_dtype dt = (mp_dtype)t->tensors[n->inputs[0]].dtype;
+        CU_ASSERT_EQUAL(dt, k ? MP_DTYPE_BFLOAT16 : MP_DTYPE_FLOAT32);
+        CU_ASSERT_EQUAL(n->seconds,
+                        mp__kernel_seconds(&d, n->flops, bytes, dt));
+        mm_grad[k] = n->seconds;
+        /* the offload planner (no budget: every node once) */
+        mp_offload_options oo;
+        mp_offload_options_init(&oo);
+        oo.device = &d;
+        mp_offload_result orr;
+        mp_plan *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_offload_plan(t, &oo, NULL, &p, &orr), MP_OK);
+        CU_ASSERT(close_rel(orr.compute_seconds, sum));
+        mp_plan_destroy(p);
+        /* the recompute planner (no budget) */
+        mp_remat_options ro;
+        mp_remat_options_init(&ro);
+        mp_remat_result rr;
+        p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_remat_plan(t, &ro, NULL, &p, &rr), MP_OK);
+        CU_ASSERT(close_rel(rr.base_cost, sum_cost));
+        mp_plan_destroy(p);
+        mp_graph_destroy(t);
+    }
+    /* 268 MFLOPs: compute bound, at the FP32 peak in fp32 and at the
+     * BF16 peak under bf16-mixed */
+    CU_ASSERT(mm_grad[1] < mm_grad[0]);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(c);
+}
+
 static CU_TestInfo tests[] = {
     {"builtin device profiles", t_builtin},
     {"JSON device profiles: good and malformed", t_json},
     {"node cost by hand (roofline, given figures, views)", t_node_cost},
     {"FLOPs of MatMul, Conv, Softmax, Transpose by hand", t_op_classes},
+    {"one clock: training synthesis, estimate, remat, offload", t_one_clock},
     CU_TEST_INFO_NULL,
 };
 

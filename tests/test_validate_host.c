@@ -207,6 +207,67 @@ static void test_predict(void)
     mp_ctx_destroy(ctx);
 }
 
+/* predicted time of a training step: each node's step is the number the
+ * planner's cost model gives it (mp_node_estimate, which the offload
+ * solver reads, and mp_node_cost, the recompute solvers' clock) */
+static void test_predict_train(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[] = {64, 256}, dw[] = {256, 256};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, dw);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t in[] = {x, w};
+    mp_test_node(g, "mm", "MatMul", in, 2, &h, 1);
+    mp_test_node(g, "relu", "Relu", &h, 1, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.precision = MP_PRECISION_BF16_MIXED;
+    mp_graph *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(ctx, "h200", &d), MP_OK);
+    double *ss = calloc(p->n_steps + 1, sizeof *ss);
+    CU_ASSERT_FATAL(ss != NULL);
+    double sum = mpv_predict_seconds(p, &d, ss), add = 0;
+    uint32_t n_run = 0, mm_grad = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "mm/grad", &mm_grad), MP_OK);
+    int seen_grad = 0;
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mpv_step *ps = &p->steps[s];
+        add += ss[s];
+        if (ps->kind != MP_STEP_COMPUTE || !p->nodes[ps->index].run)
+            continue;
+        mp_op_cost e;
+        CU_ASSERT_EQUAL(mp_node_estimate(t, ps->index, &d, &e), MP_OK);
+        CU_ASSERT_EQUAL(ss[s], e.seconds);
+        CU_ASSERT_EQUAL(ss[s], mp_node_cost(t, ps->index));
+        if (ps->index == mm_grad) {
+            seen_grad = 1;
+            CU_ASSERT(ss[s] > d.kernel_overhead);
+        }
+        n_run++;
+    }
+    CU_ASSERT(n_run > 3);
+    CU_ASSERT_TRUE(seen_grad);
+    CU_ASSERT_DOUBLE_EQUAL(sum, add, 1e-15);
+    free(ss);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* --dump: the index names every weight, input and output with its bytes */
 static void test_dump(void)
 {
@@ -1177,6 +1238,8 @@ void mp_register_validate_host(void)
         {"offload/prefetch steps resolve to their blocks", test_offload_refs},
         {"predicted time: cost model per step, copies over the link",
          test_predict},
+        {"predicted time of a training step: the planner's node times",
+         test_predict_train},
         {"dump: index and bytes of weights, inputs, outputs", test_dump},
         {"transposed weight: a view read with op T, not a copy",
          test_transposed_operand},
