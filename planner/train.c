@@ -1144,21 +1144,27 @@ static mp_status add_grad_views(syn *S, const mp__node *n, uint32_t gy,
 /* Appends id to buf_in (nin entries so far) unless the saved entries
  * from position first on hold it; returns the new count. */
 static uint32_t push_saved(uint32_t *in, uint32_t first, uint32_t nin,
-                           uint32_t id)
+                           uint32_t id, int64_t *codes, int64_t code)
 {
     for (uint32_t k = first; k < nin; k++)
         if (in[k] == id)
             return nin;
     in[nin] = id;
+    if (codes)
+        codes[nin - first] = code;
     return nin + 1;
 }
 
 /* Appends to buf_in (nin entries so far) the forward tensors the backward
  * rule of node v saves for the gradients of its inputs that require one
  * (saved_needs): inputs in position order, then output 0, then the extra
- * saved output; each once. Returns the new count. */
+ * saved output; each once. codes[k] gets what saved entry k is (the
+ * grad_saved attribute): forward input i as i, output o of the forward
+ * copy as -1 - o (the extra saved tensor is output 1 of a masking op
+ * that writes it, else the copy's last output, n_out). Returns the new
+ * count. */
 static uint32_t add_saved_inputs(syn *S, uint32_t v, unsigned rule,
-                                 uint32_t nin)
+                                 uint32_t nin, int64_t *codes)
 {
     const mp__node *n = &S->f->nodes[v];
     uint32_t *in = S->buf_in, first = nin;
@@ -1166,12 +1172,35 @@ static uint32_t add_saved_inputs(syn *S, uint32_t v, unsigned rule,
     for (uint32_t i = 0; i < n->n_in; i++)
         if (n->inputs[i] != MP_NONE &&
             ((need & MP__BWDN_ALL_IN) || (i < 3 && (need & (1u << i)))))
-            nin = push_saved(in, first, nin, fwd_in(S, v, i));
+            nin = push_saved(in, first, nin, fwd_in(S, v, i), codes, i);
     if ((need & MP__BWDN_OUT0) && n->n_out && n->outputs[0] != MP_NONE)
-        nin = push_saved(in, first, nin, S->map[n->outputs[0]]);
-    if ((need & MP__BWDN_EXTRA) && S->extra[v] != MP_NONE)
-        nin = push_saved(in, first, nin, S->extra[v]);
+        nin = push_saved(in, first, nin, S->map[n->outputs[0]], codes, -1);
+    if ((need & MP__BWDN_EXTRA) && S->extra[v] != MP_NONE) {
+        int64_t o = n->n_out;
+        if (n->n_out >= 2 && S->extra[v] == S->map[n->outputs[1]])
+            o = 1;
+        nin = push_saved(in, first, nin, S->extra[v], codes, -1 - o);
+    }
     return nin;
+}
+
+/* What a backward node's inputs and outputs are, as its attributes say
+ * (docs/training.md, "Backward"): grad_dy[k], the forward output whose
+ * gradient input k is; grad_saved[k], what saved input n_dy + k is
+ * (add_saved_inputs); grad_dx[j], the forward input position (the first
+ * where the tensor is read) whose gradient output j is. */
+typedef struct grad_map {
+    int64_t *dy, *saved, *dx;
+    uint32_t n_dy, n_saved;
+} grad_map;
+
+/* the first input position of node n reading x */
+static int64_t input_pos(const mp__node *n, uint32_t x)
+{
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (n->inputs[i] == x)
+            return i;
+    return -1;
 }
 
 /* split_weight_grad: the trainable tensors' gradients come from a
@@ -1203,7 +1232,7 @@ static uint32_t split_weight_grads(const syn *S, uint32_t *want, uint32_t nw)
 static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
                                 unsigned rule, uint32_t nin,
                                 const uint32_t *want, uint32_t nw,
-                                uint32_t nwt)
+                                uint32_t nwt, grad_map *gm)
 {
     const mp__node *n = &S->f->nodes[v];
     uint32_t nout = 0;
@@ -1245,6 +1274,25 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
                            S->buf_in, nin, S->buf_out + o0, no,
                            MP_PHASE_BACKWARD, &id)))
             return st;
+        if (gm) {
+            /* the forward node's attributes (axis, transA, ...) and
+             * domain, then what its inputs and outputs are */
+            if ((st = copy_attrs(S, n, id)) ||
+                (n->domain && n->domain[0] &&
+                 (st = mp_graph_set_attr_string(S->g, id, "grad_domain",
+                                                n->domain))))
+                return st;
+            uint32_t ndx = nwt ? no : nw;
+            for (uint32_t j = 0; j < ndx; j++)
+                gm->dx[j] = input_pos(n, want[o0 + j]);
+            if ((st = mp_graph_set_attr_ints(S->g, id, "grad_dy", gm->dy,
+                                             gm->n_dy)) ||
+                (st = mp_graph_set_attr_ints(S->g, id, "grad_saved",
+                                             gm->saved, gm->n_saved)) ||
+                (st = mp_graph_set_attr_ints(S->g, id, "grad_dx", gm->dx,
+                                             ndx)))
+                return st;
+        }
         /* the gradient of a pointwise op, one gradient: pointwise too
          * (a fused chain may hold it) when its sizes match, which
          * mark_pointwise_backward checks once sizes are known */
@@ -1268,6 +1316,9 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
     return MP_OK;
 }
 
+static mp_status add_backward_grads(syn *S, uint32_t v, unsigned rule,
+                                    uint32_t nin, grad_map *gm);
+
 /* The backward of forward node v, whose output gradients are complete:
  * views for the gradients passed through, a backward node (two with
  * split_weight_grad) for the others. */
@@ -1280,9 +1331,33 @@ static mp_status add_backward_node(syn *S, uint32_t v)
     uint32_t nin = 0;
     for (uint32_t o = 0; o < n->n_out; o++)
         if (S->grad[n->outputs[o]] != MP_NONE)
-            S->buf_in[nin++] = S->grad[n->outputs[o]];
+            nin++;
     if (!nin)
         return MP_OK;
+    /* grad_dy (n_out), grad_saved (n_in + 2), grad_dx (64) */
+    int64_t *codes = mp__alloc(S->ctx, ((size_t)n->n_out + n->n_in + 66) *
+                                           sizeof *codes);
+    if (!codes)
+        return MP_ERR_NOMEM;
+    grad_map gm = {codes, codes + n->n_out, codes + n->n_out + n->n_in + 2,
+                   0, 0};
+    nin = 0;
+    for (uint32_t o = 0; o < n->n_out; o++)
+        if (S->grad[n->outputs[o]] != MP_NONE) {
+            gm.dy[nin] = o;
+            S->buf_in[nin++] = S->grad[n->outputs[o]];
+        }
+    gm.n_dy = nin;
+    mp_status st = add_backward_grads(S, v, rule, nin, &gm);
+    mp__dealloc(S->ctx, codes);
+    return st;
+}
+
+/* add_backward_node once the output gradients (nin) are in buf_in */
+static mp_status add_backward_grads(syn *S, uint32_t v, unsigned rule,
+                                    uint32_t nin, grad_map *gm)
+{
+    const mp__node *n = &S->f->nodes[v];
     uint32_t want[64], nw = grad_wanted(S, n, want);
     if (!nw)
         return MP_OK;
@@ -1300,12 +1375,15 @@ static mp_status add_backward_node(syn *S, uint32_t v)
     } else {
         snprintf(opname, sizeof opname, "%sGrad", n->op);
         op = opname;
-        nin = add_saved_inputs(S, v, rule, nin);
+        uint32_t n_dy = nin;
+        nin = add_saved_inputs(S, v, rule, nin, gm->saved);
+        gm->n_saved = nin - n_dy;
     }
     uint32_t nwt = S->opt->split_weight_grad && op == opname
                        ? split_weight_grads(S, want, nw)
                        : 0;
-    return add_grad_nodes(S, v, op, rule, nin, want, nw, nwt);
+    return add_grad_nodes(S, v, op, rule, nin, want, nw, nwt,
+                          op == opname ? gm : NULL);
 }
 
 /* FOREACH Adam/AdamW after the backward pass: PyTorch's multi-tensor

@@ -3,6 +3,7 @@
  * and a training graph planned under a budget with recompute. */
 #include "ir.h"
 #include "ops.h"
+#include "shape.h"
 #include "support.h"
 
 #include <stdio.h>
@@ -888,6 +889,100 @@ static void test_rules_documented(void)
                     MP__BWDN_IN0 | MP__BWDN_IN1);
 }
 
+/* node n's ints attribute `attr` equals want (cnt entries) */
+static void check_ints(const mp__node *n, const char *attr,
+                       const int64_t *want, uint32_t cnt)
+{
+    const mp__attr *a = mp__node_attr(n, attr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL_FATAL(a->type, MP__ATTR_INTS);
+    CU_ASSERT_EQUAL_FATAL(a->n, cnt);
+    for (uint32_t k = 0; k < cnt; k++)
+        CU_ASSERT_EQUAL(a->v.ints[k], want[k]);
+}
+
+static const mp__node *node_named(const mp_graph *t, const char *name)
+{
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, name, &id), MP_OK);
+    return &t->nodes[id];
+}
+
+/* The backward nodes say what their inputs and outputs are: grad_dy (the
+ * forward output of each output gradient), grad_saved (forward input i
+ * as i, output o as -1 - o) and grad_dx (the forward input of each
+ * gradient output). */
+static void test_grad_attrs(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = mlp(ctx, 1), *t = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
+    /* mm2 = MatMul(h5, W2): both take a gradient, each needs the other */
+    const mp__node *n = node_named(t, "mm2/grad");
+    int64_t dy0[] = {0}, both[] = {0, 1}, one[] = {1}, out0[] = {-1};
+    check_ints(n, "grad_dy", dy0, 1);
+    check_ints(n, "grad_saved", both, 2);
+    check_ints(n, "grad_dx", both, 2);
+    CU_ASSERT_EQUAL(n->n_in, 3);
+    CU_ASSERT_EQUAL(n->n_out, 2);
+    CU_ASSERT_STRING_EQUAL(t->tensors[n->inputs[1]].name, "h5");
+    CU_ASSERT_STRING_EQUAL(t->tensors[n->inputs[2]].name, "W2");
+    CU_ASSERT_STRING_EQUAL(t->tensors[n->outputs[0]].name, "d/h5#1");
+    CU_ASSERT_STRING_EQUAL(t->tensors[n->outputs[1]].name, "d/W2#1");
+    /* mm1 = MatMul(x, W1): only W1's gradient, which needs x */
+    n = node_named(t, "mm1/grad");
+    check_ints(n, "grad_saved", dy0, 1);
+    check_ints(n, "grad_dx", one, 1);
+    CU_ASSERT_STRING_EQUAL(t->tensors[n->inputs[1]].name, "x");
+    /* the forward node's attributes come along */
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &f) == MP_OK);
+    int64_t dx[] = {4, 8}, dw[] = {16, 8}, dh[] = {4, 16};
+    uint32_t x = mp_test_tensor(f, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(f, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t h = mp_test_tensor(f, "h", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t gi[] = {x, w};
+    uint32_t gn = mp_test_node(f, "gemm", "Gemm", gi, 2, &h, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(f, gn, "transB", 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(f, h), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(f) == MP_OK);
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
+    n = node_named(t, "gemm/grad");
+    CU_ASSERT_EQUAL(mp__attr_int(n, "transB", 0), 1);
+    check_ints(n, "grad_saved", dy0, 1);
+    check_ints(n, "grad_dx", one, 1);
+    CU_ASSERT_PTR_NULL(mp__node_attr(n, "grad_domain"));
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    f = mlp(ctx, 1);
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
+    /* Relu saves its output */
+    n = node_named(t, "relu/grad");
+    check_ints(n, "grad_saved", out0, 1);
+    check_ints(n, "grad_dx", dy0, 1);
+    CU_ASSERT_STRING_EQUAL(t->tensors[n->inputs[1]].name, "h2");
+    /* addb = Add(h4, b[16]): h4's gradient is a view of the output
+     * gradient; b's (broadcast) from addb/grad, which saves nothing */
+    n = node_named(t, "addb/grad");
+    check_ints(n, "grad_saved", NULL, 0);
+    check_ints(n, "grad_dx", one, 1);
+    CU_ASSERT_EQUAL(n->n_in, 1);
+    mp_graph_destroy(t);
+    /* split_weight_grad: mm2/grad (h5's) and mm2/grad_w (W2's) */
+    o.split_weight_grad = true;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
+    check_ints(node_named(t, "mm2/grad"), "grad_dx", dy0, 1);
+    check_ints(node_named(t, "mm2/grad_w"), "grad_dx", one, 1);
+    check_ints(node_named(t, "mm2/grad_w"), "grad_saved", both, 2);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_train_remat(void) { chain_under_budget(12, 0); }
 /* residual blocks: recompute around the gradient views verifies */
 static void test_residual_remat(void) { chain_under_budget(8, 1); }
@@ -915,6 +1010,7 @@ static CU_TestInfo tests[] = {
     {"saved: unary rules (output, input, nothing)", test_saved_unary},
     {"saved: LayerNorm mean and rstd, RMSNorm rstd", test_saved_norm_stats},
     {"every backward rule is documented", test_rules_documented},
+    {"backward nodes: grad_dy, grad_saved, grad_dx", test_grad_attrs},
     CU_TEST_INFO_NULL,
 };
 
