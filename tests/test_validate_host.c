@@ -1230,6 +1230,311 @@ static void test_attention(void)
     attention_train();
 }
 
+/* ---- training: real backward kernels ------------------------------------ */
+
+/* x[4,8] -> MatMul W1[8,16] -> h1 -> Relu -> h2 -> Mul s[16] -> h3 ->
+ * Div d[4,16] -> h4 -> Sub c[16] -> h5 -> Tanh -> h6 -> Gemm(W2[2,16]
+ * transB, b2[2]) -> y[4,2] -> Softmax -> p (output); every weight
+ * trainable */
+static mp_graph *train_net(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[] = {4, 8}, dw1[] = {8, 16}, dh[] = {4, 16}, d16[] = {16},
+            dw2[] = {2, 16}, d2[] = {2}, dy[] = {4, 2};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w1 = mp_test_tensor(g, "W1", MP_KIND_WEIGHT, 2, dw1);
+    uint32_t s = mp_test_tensor(g, "s", MP_KIND_WEIGHT, 1, d16);
+    uint32_t d = mp_test_tensor(g, "d", MP_KIND_WEIGHT, 2, dh);
+    uint32_t c = mp_test_tensor(g, "c", MP_KIND_WEIGHT, 1, d16);
+    uint32_t w2 = mp_test_tensor(g, "W2", MP_KIND_WEIGHT, 2, dw2);
+    uint32_t b2 = mp_test_tensor(g, "b2", MP_KIND_WEIGHT, 1, d2);
+    uint32_t h[7];
+    for (int i = 1; i <= 6; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "h%d", i);
+        h[i] = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, dh);
+    }
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t pr = mp_test_tensor(g, "p", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t i1[] = {x, w1}, i3[] = {h[2], s}, i4[] = {h[3], d},
+             i5[] = {h[4], c}, ig[] = {h[6], w2, b2};
+    mp_test_node(g, "mm1", "MatMul", i1, 2, &h[1], 1);
+    mp_test_node(g, "relu", "Relu", &h[1], 1, &h[2], 1);
+    mp_test_node(g, "mul", "Mul", i3, 2, &h[3], 1);
+    mp_test_node(g, "div", "Div", i4, 2, &h[4], 1);
+    mp_test_node(g, "sub", "Sub", i5, 2, &h[5], 1);
+    mp_test_node(g, "tanh", "Tanh", &h[5], 1, &h[6], 1);
+    uint32_t gn = mp_test_node(g, "gemm", "Gemm", ig, 3, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, gn, "transB", 1), MP_OK);
+    mp_test_node(g, "softmax", "Softmax", &y, 1, &pr, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, pr), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}
+
+/* node `name` of the program: its launches (count checked) */
+static const mpv_launch *launches_of(const mpv_program *p, const char *name,
+                                     uint32_t count)
+{
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(p->graph, name, &id), MP_OK);
+    if (p->nodes[id].synthetic)
+        printf("\n  %s: synthetic: %s\n", name, p->nodes[id].why);
+    CU_ASSERT_EQUAL_FATAL(p->nodes[id].synthetic, 0);
+    if (p->nodes[id].count != count)
+        printf("\n  %s: %u launches\n", name, p->nodes[id].count);
+    CU_ASSERT_EQUAL_FATAL(p->nodes[id].count, count);
+    return &p->launches[p->nodes[id].first];
+}
+
+/* the node input slot holding tensor `name` (-1: none) */
+static int slot_of(const mpv_program *p, const char *node, const char *name)
+{
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(p->graph, node, &id), MP_OK);
+    const mp__node *n = &p->graph->nodes[id];
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (strcmp(p->graph->tensors[n->inputs[i]].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void check_gpw(const mpv_launch *l, int out, int n_in, int64_t n,
+                      int64_t m, double alpha)
+{
+    CU_ASSERT_EQUAL(l->kind, MPV_L_GRAD_PW);
+    CU_ASSERT_EQUAL(l->out, out);
+    CU_ASSERT_EQUAL(l->p.gpw.n_in, n_in);
+    CU_ASSERT_EQUAL(l->p.gpw.n, n);
+    CU_ASSERT_EQUAL(l->p.gpw.m, m);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.gpw.alpha, alpha, 0);
+    CU_ASSERT_EQUAL(l->p.gpw.rank, 2);
+    CU_ASSERT_EQUAL(l->in[0], 0); /* the output gradient */
+}
+
+/* The loss, its gradient, the backward nodes of Relu, Mul, Div, Sub,
+ * Gemm, MatMul and Softmax and the SGD steps run real kernels, reading
+ * the slots the backward nodes' attributes name; Tanh's gradient stays
+ * synthetic. */
+static void test_train_kernels(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = train_net(ctx), *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    /* only tanh/grad */
+    CU_ASSERT_EQUAL(p->n_synthetic, 1);
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "tanh/grad", &id), MP_OK);
+    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->nodes[id].why, "no kernel"));
+    CU_ASSERT_EQUAL(p->workspace_bytes, 256u); /* none of their own */
+
+    const mpv_launch *l = launches_of(p, "loss", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_SUM_ALL);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.sum_all.n, 8);
+    CU_ASSERT_EQUAL(l->p.sum_all.accumulate, 0);
+    l = launches_of(p, "loss/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_FILL);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.fill.n, 8);
+    CU_ASSERT_EQUAL(l->p.fill.zero_bytes, 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.fill.value, 1.0, 0);
+
+    /* Softmax from its output p: rows of 2 */
+    l = launches_of(p, "softmax/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_SOFTMAX_GRAD);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->in[1], slot_of(p, "softmax/grad", "p"));
+    CU_ASSERT_EQUAL(l->in[1], 1);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.smgrad.outer, 4);
+    CU_ASSERT_EQUAL(l->p.smgrad.dim, 2);
+    CU_ASSERT_EQUAL(l->p.smgrad.inner, 1);
+    CU_ASSERT_EQUAL(l->p.smgrad.log, 0);
+
+    /* Gemm(h6, W2 transB, b2): dh6 [4,16] = dy W2, dW2 [2,16] = dy^T h6,
+     * db2 = dy summed over rows */
+    l = launches_of(p, "gemm/grad", 3);
+    int sh6 = slot_of(p, "gemm/grad", "h6"), sw2 = slot_of(p, "gemm/grad", "W2");
+    CU_ASSERT(sh6 > 0 && sw2 > 0);
+    CU_ASSERT_EQUAL(l[0].kind, MPV_L_GEMM);
+    CU_ASSERT_EQUAL(l[0].out, 0);
+    CU_ASSERT_EQUAL(l[0].in[0], 0);
+    CU_ASSERT_EQUAL(l[0].in[1], sw2);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ta, 0);
+    CU_ASSERT_EQUAL(l[0].p.gemm.tb, 0);
+    CU_ASSERT_EQUAL(l[0].p.gemm.m, 4);
+    CU_ASSERT_EQUAL(l[0].p.gemm.n, 16);
+    CU_ASSERT_EQUAL(l[0].p.gemm.k, 2);
+    CU_ASSERT_EQUAL(l[0].p.gemm.lda, 2);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ldb, 16);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ldc, 16);
+    CU_ASSERT_EQUAL(l[0].p.gemm.batch, 1);
+    CU_ASSERT_EQUAL(l[1].kind, MPV_L_GEMM);
+    CU_ASSERT_EQUAL(l[1].out, 1);
+    CU_ASSERT_EQUAL(l[1].in[0], 0);
+    CU_ASSERT_EQUAL(l[1].in[1], sh6);
+    CU_ASSERT_EQUAL(l[1].p.gemm.ta, 1);
+    CU_ASSERT_EQUAL(l[1].p.gemm.tb, 0);
+    CU_ASSERT_EQUAL(l[1].p.gemm.m, 2);
+    CU_ASSERT_EQUAL(l[1].p.gemm.n, 16);
+    CU_ASSERT_EQUAL(l[1].p.gemm.k, 4);
+    CU_ASSERT_EQUAL(l[1].p.gemm.lda, 2);
+    CU_ASSERT_EQUAL(l[1].p.gemm.ldb, 16);
+    CU_ASSERT_EQUAL(l[1].p.gemm.ldc, 16);
+    check_gpw(&l[2], 2, 1, 2, 4, 1.0);
+    CU_ASSERT_EQUAL(l[2].p.gpw.red[0], 1);
+    CU_ASSERT_EQUAL(l[2].p.gpw.red[1], 0);
+
+    /* Sub(h4, c[16]): h4's gradient is a view; c's is -dy summed over
+     * rows */
+    l = launches_of(p, "sub/grad", 1);
+    check_gpw(l, 0, 1, 16, 4, -1.0);
+
+    /* Div(h3, d): dh3 = dy / d, dd = -dy h3 / d / d */
+    l = launches_of(p, "div/grad", 2);
+    int sh3 = slot_of(p, "div/grad", "h3"), sd = slot_of(p, "div/grad", "d");
+    check_gpw(&l[0], 0, 2, 64, 1, 1.0);
+    CU_ASSERT_EQUAL(l[0].in[1], sd);
+    CU_ASSERT_EQUAL(l[0].p.gpw.ops[0], MP__KOP_DIV);
+    check_gpw(&l[1], 1, 4, 64, 1, -1.0);
+    CU_ASSERT_EQUAL(l[1].in[1], sh3);
+    CU_ASSERT_EQUAL(l[1].in[2], sd);
+    CU_ASSERT_EQUAL(l[1].in[3], sd);
+    CU_ASSERT_EQUAL(l[1].p.gpw.ops[0], MP__KOP_MUL);
+    CU_ASSERT_EQUAL(l[1].p.gpw.ops[1], MP__KOP_DIV);
+    CU_ASSERT_EQUAL(l[1].p.gpw.ops[2], MP__KOP_DIV);
+
+    /* Mul(h2, s[16]): dh2 = dy s (s broadcast: strides 0, 1), ds = dy h2
+     * summed over rows */
+    l = launches_of(p, "mul/grad", 2);
+    int sh2 = slot_of(p, "mul/grad", "h2"), ss = slot_of(p, "mul/grad", "s");
+    check_gpw(&l[0], 0, 2, 64, 1, 1.0);
+    CU_ASSERT_EQUAL(l[0].in[1], ss);
+    CU_ASSERT_EQUAL(l[0].p.gpw.st[1][0], 0);
+    CU_ASSERT_EQUAL(l[0].p.gpw.st[1][1], 1);
+    CU_ASSERT_EQUAL(l[0].p.gpw.ops[0], MP__KOP_MUL);
+    check_gpw(&l[1], 1, 2, 16, 4, 1.0);
+    CU_ASSERT_EQUAL(l[1].in[1], sh2);
+    CU_ASSERT_EQUAL(l[1].p.gpw.st[1][0], 16);
+    CU_ASSERT_EQUAL(l[1].p.gpw.st[1][1], 1);
+
+    /* Relu from its output h2 */
+    l = launches_of(p, "relu/grad", 1);
+    check_gpw(l, 0, 2, 64, 1, 1.0);
+    CU_ASSERT_EQUAL(l->in[1], slot_of(p, "relu/grad", "h2"));
+    CU_ASSERT_EQUAL(l->p.gpw.ops[0], MPV_BOP_RELU_GRAD);
+
+    /* MatMul(x, W1), x a graph input: dW1 [8,16] = x^T dy */
+    l = launches_of(p, "mm1/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_GEMM);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->in[0], slot_of(p, "mm1/grad", "x"));
+    CU_ASSERT_EQUAL(l->in[1], 0);
+    CU_ASSERT_EQUAL(l->p.gemm.ta, 1);
+    CU_ASSERT_EQUAL(l->p.gemm.tb, 0);
+    CU_ASSERT_EQUAL(l->p.gemm.m, 8);
+    CU_ASSERT_EQUAL(l->p.gemm.n, 16);
+    CU_ASSERT_EQUAL(l->p.gemm.k, 4);
+    CU_ASSERT_EQUAL(l->p.gemm.lda, 8);
+    CU_ASSERT_EQUAL(l->p.gemm.ldb, 16);
+
+    /* SGD: W1 -= 0.01 dW1, in place */
+    l = launches_of(p, "opt/W1", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_AXPY);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->in[1], 1);
+    CU_ASSERT_EQUAL(l->out, -1);
+    CU_ASSERT_EQUAL(l->p.axpy.n, 128);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.axpy.alpha, -0.01, 0);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* Batched MatMul h[3,4,5] x b[3,5,6] (h = x * a, a and b trainable):
+ * one strided batched product per gradient; Adam's steps stay
+ * synthetic */
+static void test_train_batched_matmul(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t da[] = {3, 4, 5}, db[] = {3, 5, 6}, dy[] = {3, 4, 6};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 3, da);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_WEIGHT, 3, da);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 3, da);
+    uint32_t b = mp_test_tensor(g, "b", MP_KIND_WEIGHT, 3, db);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 3, dy);
+    uint32_t im[] = {x, a}, in[] = {h, b};
+    mp_test_node(g, "mul", "Mul", im, 2, &h, 1);
+    mp_test_node(g, "mm", "MatMul", in, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_graph *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_ADAM;
+    to.optimizer_impl = MP_OPTIM_IMPL_FOR_LOOP;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 2); /* opt/a, opt/b */
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "opt/a", &id), MP_OK);
+    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+    const mpv_launch *l = launches_of(p, "mm/grad", 2);
+    /* da [4,5] = dy [4,6] b^T: b [5,6] op T (ldb 6) */
+    CU_ASSERT_EQUAL(l[0].out, 0);
+    CU_ASSERT_EQUAL(l[0].in[0], 0);
+    CU_ASSERT_EQUAL(l[0].in[1], 2);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ta, 0);
+    CU_ASSERT_EQUAL(l[0].p.gemm.tb, 1);
+    CU_ASSERT_EQUAL(l[0].p.gemm.m, 4);
+    CU_ASSERT_EQUAL(l[0].p.gemm.n, 5);
+    CU_ASSERT_EQUAL(l[0].p.gemm.k, 6);
+    CU_ASSERT_EQUAL(l[0].p.gemm.lda, 6);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ldb, 6);
+    CU_ASSERT_EQUAL(l[0].p.gemm.batch, 3);
+    CU_ASSERT_EQUAL(l[0].p.gemm.sa, 24);
+    CU_ASSERT_EQUAL(l[0].p.gemm.sb, 30);
+    CU_ASSERT_EQUAL(l[0].p.gemm.sc, 20);
+    /* db [5,6] = a^T dy: a [4,5] op T (lda 5) */
+    CU_ASSERT_EQUAL(l[1].out, 1);
+    CU_ASSERT_EQUAL(l[1].in[0], 1);
+    CU_ASSERT_EQUAL(l[1].in[1], 0);
+    CU_ASSERT_EQUAL(l[1].p.gemm.ta, 1);
+    CU_ASSERT_EQUAL(l[1].p.gemm.tb, 0);
+    CU_ASSERT_EQUAL(l[1].p.gemm.m, 5);
+    CU_ASSERT_EQUAL(l[1].p.gemm.n, 6);
+    CU_ASSERT_EQUAL(l[1].p.gemm.k, 4);
+    CU_ASSERT_EQUAL(l[1].p.gemm.lda, 5);
+    CU_ASSERT_EQUAL(l[1].p.gemm.ldb, 6);
+    CU_ASSERT_EQUAL(l[1].p.gemm.batch, 3);
+    CU_ASSERT_EQUAL(l[1].p.gemm.sa, 20);
+    CU_ASSERT_EQUAL(l[1].p.gemm.sb, 24);
+    CU_ASSERT_EQUAL(l[1].p.gemm.sc, 30);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -1255,6 +1560,10 @@ void mp_register_validate_host(void)
          test_range_view},
         {"a reader of part of a root does not write over it in place",
          test_range_view_inplace},
+        {"training: loss, backward nodes and SGD on real kernels",
+         test_train_kernels},
+        {"training: batched MatMul gradients, strided batched products",
+         test_train_batched_matmul},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

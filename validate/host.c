@@ -6,6 +6,7 @@
  * back to the synthetic kernel, and the node records why. */
 #include "validate.h"
 
+#include "ops.h"
 #include "sched.h"
 #include "shape.h"
 
@@ -1293,6 +1294,436 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     return 0;
 }
 
+/* ---- training: the loss, backward nodes, SGD ---------------------------- */
+
+/* Loss (memplan): the sum of every element of its inputs into one float */
+static int lower_loss(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *y = out_t(L->g, n, 0);
+    if (!is_f32(y) || numel(y) != 1 || n->n_in < 1)
+        FAIL("Loss: a float32 scalar of inputs");
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (!is_f32(in_t(L->g, n, i)) ||
+            mp__tensor_bview(L->g, n->inputs[i]))
+            FAIL("Loss: only float32 inputs, not broadcast views");
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        mpv_launch *x = add_launch(L, MPV_L_SUM_ALL);
+        if (!x)
+            return -1;
+        x->in[0] = (int32_t)i;
+        x->out = 0;
+        x->p.sum_all.n = numel(in_t(L->g, n, i));
+        x->p.sum_all.accumulate = i > 0;
+    }
+    return 0;
+}
+
+/* LossGrad (memplan): the gradient of a sum, ones */
+static int lower_loss_grad(lower *L, const mp__node *n, const char **why)
+{
+    for (uint32_t o = 0; o < n->n_out; o++)
+        if (!is_f32(out_t(L->g, n, o)))
+            FAIL("LossGrad: only float32");
+    for (uint32_t o = 0; o < n->n_out; o++)
+        if (add_fill(L, (int)o, numel(out_t(L->g, n, o)), 0, 1.0) != 0)
+            return -1;
+    return 0;
+}
+
+/* the plain SGD step's learning rate (attribute lr of the node) */
+#define MPV_SGD_LR 0.01
+
+/* SGD (memplan): the weight (input 0) minus lr times its gradient (input
+ * 1), in place; the update's temporary (output 0) is empty */
+static int lower_sgd(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *w = in_t(L->g, n, 0), *gr = in_t(L->g, n, 1);
+    if (n->n_in != 2 || !is_f32(w) || !is_f32(gr) || numel(w) != numel(gr))
+        FAIL("SGD: a float32 weight and its gradient");
+    if (mp__tensor_view_kind(L->g, n->inputs[0]) != MP__NVIEW_NONE)
+        FAIL("SGD: the weight is a view");
+    mpv_launch *x = add_launch(L, MPV_L_AXPY);
+    if (!x)
+        return -1;
+    x->in[0] = 0;
+    x->in[1] = 1;
+    x->p.axpy.n = numel(w);
+    x->p.axpy.alpha = -mp__attr_float(n, "lr", MPV_SGD_LR);
+    return 0;
+}
+
+/* A backward node (planner/train.c's OPGrad, docs/training.md
+ * "Backward"): its forward op's registry entry, and which of its slots
+ * hold the output gradients, the saved forward inputs and output 0, and
+ * the gradients of the forward inputs (-1: not there). */
+#define GMAX 8
+typedef struct gnode {
+    const mp__op_def *fwd;
+    int dy[GMAX];   /* input slot of forward output o's gradient */
+    int in[GMAX];   /* input slot of saved forward input i */
+    int y0;         /* input slot of saved forward output 0 */
+    int dx[GMAX];   /* output slot of forward input i's gradient */
+    int n_dx;
+} gnode;
+
+/* 0, or 1 with *why set */
+static int grad_node(const mp__node *n, gnode *G, const char **why)
+{
+    int64_t dy[GMAX], sv[2 * GMAX], dx[GMAX];
+    int ndy = attr_ints(n, "grad_dy", dy, GMAX);
+    int nsv = attr_ints(n, "grad_saved", sv, 2 * GMAX);
+    int ndx = attr_ints(n, "grad_dx", dx, GMAX);
+    if (ndy < 1 || nsv < 0 || ndx < 1)
+        FAIL("backward: no grad_dy, grad_saved, grad_dx attributes");
+    if ((uint32_t)(ndy + nsv) != n->n_in || (uint32_t)ndx != n->n_out)
+        FAIL("backward: inputs or outputs beyond the attributes");
+    size_t len = strlen(n->op);
+    char fop[128];
+    if (len <= 4 || len - 4 >= sizeof fop || strcmp(n->op + len - 4, "Grad"))
+        FAIL("backward: op not NAMEGrad");
+    memcpy(fop, n->op, len - 4);
+    fop[len - 4] = '\0';
+    G->fwd = mp__op_lookup(fop, mp__attr_str(n, "grad_domain", ""));
+    G->y0 = -1;
+    G->n_dx = ndx;
+    for (int i = 0; i < GMAX; i++)
+        G->dy[i] = G->in[i] = G->dx[i] = -1;
+    for (int k = 0; k < ndy; k++) {
+        if (dy[k] < 0 || dy[k] >= GMAX)
+            FAIL("backward: a forward output beyond 8");
+        G->dy[dy[k]] = k;
+    }
+    for (int k = 0; k < nsv; k++) {
+        if (sv[k] >= 0 && sv[k] < GMAX)
+            G->in[sv[k]] = ndy + k;
+        else if (sv[k] == -1)
+            G->y0 = ndy + k;
+    }
+    for (int j = 0; j < ndx; j++) {
+        if (dx[j] < 0 || dx[j] >= GMAX)
+            FAIL("backward: a forward input beyond 8");
+        G->dx[dx[j]] = j;
+    }
+    return 0;
+}
+
+/* a float32 operand read in row-major order of its own shape (a range
+ * view included), or a broadcast view's storage; NULL otherwise */
+static const mp__tensor *plain_f32(const mp_graph *g, const mp__node *n,
+                                   int slot)
+{
+    const mp__tensor *t = in_t(g, n, (uint32_t)slot);
+    if (!t)
+        return NULL;
+    unsigned k = mp__tensor_view_kind(g, n->inputs[slot]);
+    if (k == MP__NVIEW_T || k == MP__NVIEW_P)
+        return NULL;
+    if (k == MP__NVIEW_B)
+        t = &g->tensors[t->alias_of];
+    return is_f32(t) ? t : NULL;
+}
+
+/* MPV_L_GRAD_PW into output slot out (dims of the forward output: the
+ * gradient's; out's shape broadcasts to them): in[0] op[0] in[1] ...,
+ * summed to out's shape, times alpha */
+static int add_grad_pw(lower *L, const mp__node *n, int out, const int *in,
+                       const int *ops, int n_in, double alpha,
+                       const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *dy = plain_f32(g, n, in[0]);
+    const mp__tensor *o = out_t(g, n, (uint32_t)out);
+    if (!dy || !is_f32(o) || dy->rank > MPV_MAXR || o->rank > dy->rank)
+        FAIL("backward: pointwise operands not float32, rank <= 8");
+    mpv_launch *x = add_launch(L, MPV_L_GRAD_PW);
+    if (!x)
+        return -1;
+    int r = dy->rank;
+    x->out = out;
+    x->p.gpw.n_in = n_in;
+    x->p.gpw.rank = r;
+    x->p.gpw.alpha = alpha;
+    x->p.gpw.n = numel(o);
+    x->p.gpw.m = 1;
+    for (int d = 0; d < r; d++) {
+        int j = d - (r - o->rank);
+        int64_t od = j >= 0 ? o->dims[j] : 1;
+        x->p.gpw.dims[d] = dy->dims[d];
+        x->p.gpw.red[d] = od == 1 && dy->dims[d] != 1;
+        if (od != 1 && od != dy->dims[d])
+            FAIL("backward: a gradient not of its operand's shape");
+        if (x->p.gpw.red[d])
+            x->p.gpw.m *= dy->dims[d];
+    }
+    for (int k = 0; k < n_in; k++) {
+        const mp__tensor *a = plain_f32(g, n, in[k]);
+        if (!a || bcast_strides(a, dy->dims, r, x->p.gpw.st[k]) != 0)
+            FAIL("backward: a pointwise operand not float32 or broadcastable");
+        x->in[k] = in[k];
+        if (k > 0)
+            x->p.gpw.ops[k - 1] = ops[k - 1];
+    }
+    return 0;
+}
+
+/* Relu, Mul, Div, Add, Sub: each wanted input gradient, one launch */
+static int lower_grad_pointwise(lower *L, const mp__node *n, const gnode *G,
+                                unsigned kernel, unsigned kop,
+                                const char **why)
+{
+    int dy = G->dy[0], a = G->in[0], b = G->in[1];
+    if (dy < 0)
+        FAIL("backward: no output gradient");
+    for (int i = 0; i < GMAX; i++) {
+        int o = G->dx[i], r;
+        if (o < 0)
+            continue;
+        if (i > 1 || (kernel == MP__KERNEL_UNARY && i > 0))
+            FAIL("backward: a gradient of an input past the operands");
+        if (kernel == MP__KERNEL_UNARY) { /* Relu, from its output */
+            int in[2] = {dy, G->y0}, ops[1] = {MPV_BOP_RELU_GRAD};
+            if (G->y0 < 0)
+                FAIL("ReluGrad: the output is not saved");
+            r = add_grad_pw(L, n, o, in, ops, 2, 1.0, why);
+        } else if (kop == MP__KOP_ADD || kop == MP__KOP_SUB) {
+            int in[1] = {dy};
+            r = add_grad_pw(L, n, o, in, NULL, 1,
+                            kop == MP__KOP_SUB && i == 1 ? -1.0 : 1.0, why);
+        } else if (kop == MP__KOP_MUL) { /* dy times the other */
+            int in[2] = {dy, i ? a : b}, ops[1] = {MP__KOP_MUL};
+            if (in[1] < 0)
+                FAIL("MulGrad: the other operand is not saved");
+            r = add_grad_pw(L, n, o, in, ops, 2, 1.0, why);
+        } else if (i == 0) { /* Div: dy / b */
+            int in[2] = {dy, b}, ops[1] = {MP__KOP_DIV};
+            if (b < 0)
+                FAIL("DivGrad: the divisor is not saved");
+            r = add_grad_pw(L, n, o, in, ops, 2, 1.0, why);
+        } else { /* Div: -dy a / b / b */
+            int in[4] = {dy, a, b, b};
+            int ops[3] = {MP__KOP_MUL, MP__KOP_DIV, MP__KOP_DIV};
+            if (a < 0 || b < 0)
+                FAIL("DivGrad: the operands are not saved");
+            r = add_grad_pw(L, n, o, in, ops, 4, -1.0, why);
+        }
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* A matrix operand of a product, row-major [rows, cols] as the product
+ * uses it: input slot, whether it is used transposed, and the tensor's
+ * memory (its logical 2-D [d0, d1], transposed in memory when a
+ * transposed view) */
+typedef struct mat {
+    int slot, use_t, tview;
+    int64_t d0, d1;
+} mat;
+
+/* out slot = alpha op(X) op(Z), [m, n] (k inner), batch products at
+ * element strides sx, sz, sc */
+static mpv_launch *add_product(lower *L, int out, mat X, mat Z, int64_t m,
+                               int64_t nn, int64_t k, double alpha,
+                               int64_t batch, int64_t sx, int64_t sz,
+                               int64_t sc)
+{
+    mpv_launch *x = add_launch(L, MPV_L_GEMM);
+    if (!x)
+        return NULL;
+    x->in[0] = X.slot;
+    x->in[1] = Z.slot;
+    x->out = out;
+    /* stored transposed when used transposed xor held transposed; the
+     * leading dimension is the stored rows' length */
+    x->p.gemm.ta = X.use_t ^ X.tview;
+    x->p.gemm.tb = Z.use_t ^ Z.tview;
+    x->p.gemm.lda = X.tview ? X.d0 : X.d1;
+    x->p.gemm.ldb = Z.tview ? Z.d0 : Z.d1;
+    x->p.gemm.m = m;
+    x->p.gemm.n = nn;
+    x->p.gemm.k = k;
+    x->p.gemm.ldc = nn;
+    x->p.gemm.alpha = alpha;
+    x->p.gemm.beta = 0.0;
+    x->p.gemm.batch = batch;
+    x->p.gemm.sa = sx;
+    x->p.gemm.sb = sz;
+    x->p.gemm.sc = sc;
+    return x;
+}
+
+/* a forward operand's tensor: the saved input, else (its gradient is
+ * wanted) the gradient output, which has its shape; *tv: a transposed
+ * view (saved only) */
+static const mp__tensor *fwd_operand(const mp_graph *g, const mp__node *n,
+                                     const gnode *G, int i, int *tv)
+{
+    *tv = 0;
+    if (G->in[i] >= 0) {
+        unsigned k = mp__tensor_view_kind(g, n->inputs[G->in[i]]);
+        if (k == MP__NVIEW_P)
+            return NULL;
+        *tv = k == MP__NVIEW_T;
+        return in_t(g, n, (uint32_t)G->in[i]);
+    }
+    return G->dx[i] >= 0 ? out_t(g, n, (uint32_t)G->dx[i]) : NULL;
+}
+
+/* MatMul [.., M, K] x [.., K, N] and Gemm (2-D, transA, transB, alpha,
+ * C): dA = dY B^T, dB = A^T dY (cuBLAS), dC = beta dY summed to C's
+ * shape */
+static int lower_grad_matmul(lower *L, const mp__node *n, const gnode *G,
+                             int gemm, const char **why)
+{
+    const mp_graph *g = L->g;
+    int tva, tvb;
+    const mp__tensor *a = fwd_operand(g, n, G, 0, &tva);
+    const mp__tensor *b = fwd_operand(g, n, G, 1, &tvb);
+    const mp__tensor *dy = G->dy[0] >= 0 ? plain_f32(g, n, G->dy[0]) : NULL;
+    if (!a || !b || !dy || !is_f32(a) || !is_f32(b) || a->rank < 2 ||
+        b->rank < 2 || dy->rank < 2 || (gemm && (a->rank != 2 || b->rank != 2)))
+        FAIL("MatMulGrad: float32 operands of rank >= 2 (Gemm: 2)");
+    if ((G->dx[0] >= 0 && G->in[1] < 0) || (G->dx[1] >= 0 && G->in[0] < 0))
+        FAIL("MatMulGrad: an operand the gradient needs is not saved");
+    for (int i = 2; i < GMAX; i++)
+        if (G->dx[i] >= 0 && !(gemm && i == 2))
+            FAIL("MatMulGrad: a gradient of an input past the operands");
+    int ta = gemm ? (int)attr_i(n, "transA", 0) : 0;
+    int tb = gemm ? (int)attr_i(n, "transB", 0) : 0;
+    double alpha = gemm ? mp__attr_float(n, "alpha", 1.0) : 1.0;
+    int ra = a->rank, rb = b->rank, ry = dy->rank;
+    /* the logical product [M, K] x [K, N] */
+    int64_t M = ta ? a->dims[ra - 1] : a->dims[ra - 2];
+    int64_t K = ta ? a->dims[ra - 2] : a->dims[ra - 1];
+    int64_t N = tb ? b->dims[rb - 2] : b->dims[rb - 1];
+    int64_t KB = tb ? b->dims[rb - 1] : b->dims[rb - 2];
+    int64_t ba = dims_prod(a->dims, 0, ra - 2), bb = dims_prod(b->dims, 0,
+                                                               rb - 2);
+    int64_t by = dims_prod(dy->dims, 0, ry - 2);
+    if (KB != K || dy->dims[ry - 2] != M || dy->dims[ry - 1] != N)
+        FAIL("MatMulGrad: shapes");
+    mat A = {G->in[0], 0, tva, a->dims[ra - 2], a->dims[ra - 1]};
+    mat B = {G->in[1], 0, tvb, b->dims[rb - 2], b->dims[rb - 1]};
+    mat D = {G->dy[0], 0, 0, M, N};
+    /* batch: B shared (A's batch folded into M, A not a transposed view),
+     * or the same batch dims */
+    int fold = bb == 1;
+    if (fold && ba > 1 && tva)
+        FAIL("MatMulGrad: a transposed batched A with a shared B");
+    if (!fold && !(ba == bb && ra == rb && ba == by))
+        FAIL("MatMulGrad: batch broadcast");
+    int64_t Mf = fold ? M * ba : M, nb = fold ? 1 : bb;
+    if (fold && ba > 1)
+        A.d0 = Mf, D.d0 = Mf;
+    int64_t sA = fold ? 0 : M * K, sB = fold ? 0 : K * N, sD = fold ? 0 : M * N;
+    if (G->dx[0] >= 0) {
+        int o = G->dx[0];
+        if (numel(out_t(g, n, (uint32_t)o)) != numel(a) ||
+            !is_f32(out_t(g, n, (uint32_t)o)))
+            FAIL("MatMulGrad: dA's size");
+        mat Bu = B;
+        if (!ta) { /* dA [M, K] = dY op(B)^T */
+            Bu.use_t = !tb;
+            if (!add_product(L, o, D, Bu, Mf, K, N, alpha, nb, sD, sB, sA))
+                return -1;
+        } else { /* dA [K, M] = op(B) dY^T */
+            mat Du = D;
+            Du.use_t = 1;
+            Bu.use_t = tb;
+            if (!add_product(L, o, Bu, Du, K, M, N, alpha, nb, sB, sD, sA))
+                return -1;
+        }
+    }
+    if (G->dx[1] >= 0) {
+        int o = G->dx[1];
+        if (numel(out_t(g, n, (uint32_t)o)) != numel(b) ||
+            !is_f32(out_t(g, n, (uint32_t)o)))
+            FAIL("MatMulGrad: dB's size");
+        mat Au = A;
+        if (!tb) { /* dB [K, N] = op(A)^T dY */
+            Au.use_t = !ta;
+            if (!add_product(L, o, Au, D, K, N, Mf, alpha, nb, sA, sD, sB))
+                return -1;
+        } else { /* dB [N, K] = dY^T op(A) */
+            mat Du = D;
+            Du.use_t = 1;
+            Au.use_t = ta;
+            if (!add_product(L, o, Du, Au, N, K, Mf, alpha, nb, sD, sA, sB))
+                return -1;
+        }
+    }
+    if (gemm && G->dx[2] >= 0) { /* dC = beta dY, summed to C's shape */
+        int in[1] = {G->dy[0]};
+        int r = add_grad_pw(L, n, G->dx[2], in, NULL, 1,
+                            mp__attr_float(n, "beta", 1.0), why);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Softmax / LogSoftmax from the saved output */
+static int lower_grad_softmax(lower *L, const mp__node *n, const gnode *G,
+                              unsigned kop, const char **why)
+{
+    const mp_graph *g = L->g;
+    int dy = G->dy[0], o = G->dx[0];
+    const mp__tensor *dt = dy >= 0 ? plain_f32(g, n, dy) : NULL;
+    const mp__tensor *yt = G->y0 >= 0 ? plain_f32(g, n, G->y0) : NULL;
+    if (!dt || !yt || o < 0 || G->n_dx != 1 || dt->rank < 1 ||
+        numel(yt) != numel(dt) || !is_f32(out_t(g, n, (uint32_t)o)) ||
+        numel(out_t(g, n, (uint32_t)o)) != numel(dt))
+        FAIL("SoftmaxGrad: float32, the output saved");
+    int old = g->onnx_opset > 0 && g->onnx_opset < 13;
+    int axis = axis_attr(n, old ? 1 : -1, dt->rank);
+    if (axis < 0)
+        FAIL("SoftmaxGrad: bad axis");
+    mpv_launch *x = add_launch(L, MPV_L_SOFTMAX_GRAD);
+    if (!x)
+        return -1;
+    x->in[0] = dy;
+    x->in[1] = G->y0;
+    x->out = o;
+    x->p.smgrad.outer = dims_prod(dt->dims, 0, axis);
+    if (old) {
+        x->p.smgrad.dim = dims_prod(dt->dims, axis, dt->rank);
+        x->p.smgrad.inner = 1;
+    } else {
+        x->p.smgrad.dim = dt->dims[axis];
+        x->p.smgrad.inner = dims_prod(dt->dims, axis + 1, dt->rank);
+    }
+    x->p.smgrad.log = kop == MP__KOP_LOGSOFTMAX;
+    return 0;
+}
+
+/* A backward node: by its forward op's registry kernel */
+static int lower_grad(lower *L, const mp__node *n, const char **why)
+{
+    gnode G;
+    if (grad_node(n, &G, why) != 0)
+        return 1;
+    unsigned k = MP__OP_KERNEL(G.fwd), kop = MP__OP_KOP(G.fwd);
+    switch (k) {
+    case MP__KERNEL_UNARY:
+        if (kop != MP__KOP_RELU)
+            FAIL("backward: no kernel for this unary op's gradient");
+        return lower_grad_pointwise(L, n, &G, k, kop, why);
+    case MP__KERNEL_BINARY:
+        if (kop != MP__KOP_ADD && kop != MP__KOP_SUB && kop != MP__KOP_MUL &&
+            kop != MP__KOP_DIV)
+            FAIL("backward: no kernel for this binary op's gradient");
+        return lower_grad_pointwise(L, n, &G, k, kop, why);
+    case MP__KERNEL_MATMUL:
+    case MP__KERNEL_GEMM:
+        return lower_grad_matmul(L, n, &G, k == MP__KERNEL_GEMM, why);
+    case MP__KERNEL_SOFTMAX:
+        return lower_grad_softmax(L, n, &G, kop, why);
+    default:
+        FAIL("backward: no kernel for this op's gradient");
+    }
+}
+
 static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_COPY] = lower_copy,
     [MP__KERNEL_UNARY] = lower_unary,
@@ -1319,6 +1750,9 @@ static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_SHAPE] = lower_shape,
     [MP__KERNEL_EXPAND] = lower_expand,
     [MP__KERNEL_ATTENTION] = lower_attention,
+    [MP__KERNEL_LOSS] = lower_loss,
+    [MP__KERNEL_LOSS_GRAD] = lower_loss_grad,
+    [MP__KERNEL_SGD] = lower_sgd,
 };
 
 /* Lowers one node; returns 0 (lowered), 1 (needs the synthetic kernel,
@@ -1328,6 +1762,11 @@ static int lower_node(lower *L, const mp__node *n, const char **why)
     unsigned k = MP__OP_KERNEL(n->def);
     if (n->n_out < 1)
         FAIL("no outputs");
+    /* a backward node of a training graph (an op of its own, NAMEGrad):
+     * its forward op's kernel */
+    if (k == MP__KERNEL_SYNTHETIC && n->phase == MP_PHASE_BACKWARD &&
+        mp__node_attr(n, "grad_dx"))
+        return lower_grad(L, n, why);
     if (k >= MP__KERNEL_COUNT_ || !lowerings[k])
         FAIL("no kernel for this op in the registry");
     return lowerings[k](L, n, why);
@@ -1359,6 +1798,9 @@ static int node_runs(const mp_graph *g, const mp__node *n)
 {
     if (mp__node_view(n))
         return 0;
+    /* an optimizer step updates its weight in place */
+    if (MP__OP_KERNEL(n->def) == MP__KERNEL_SGD)
+        return 1;
     /* folded constants are set up with the weights */
     for (uint32_t o = 0; o < n->n_out; o++) {
         const mp__tensor *t = &g->tensors[n->outputs[o]];

@@ -702,6 +702,99 @@ __global__ void k_attention(const float *__restrict__ Q,
     }
 }
 
+// ---- training: the loss, pointwise gradients, softmax backward, SGD ------
+
+// out[0] = (accumulate ? out[0] : 0) + sum of x[0 .. n): one block, each
+// thread a fixed strided share, then a fixed tree (deterministic)
+__global__ void k_sum_all(const float *x, float *out, int64_t n,
+                          int accumulate)
+{
+    __shared__ float red[TPB];
+    float s = 0.f;
+    for (int64_t i = threadIdx.x; i < n; i += TPB)
+        s += x[i];
+    red[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = TPB / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w)
+            red[threadIdx.x] += red[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        out[0] = (accumulate ? out[0] : 0.f) + red[0];
+}
+
+struct gpw_ptrs {
+    const float *p[MPV_MAXIN];
+};
+
+// one thread per output element: the kept dims give it its place, the
+// reduced ones (m terms) are summed in a fixed order
+__global__ void k_grad_pw(gpw_ptrs in, float *out, mpv_launch l)
+{
+    const auto &p = l.p.gpw;
+    GRID_LOOP(i, p.n)
+    {
+        int64_t base[MPV_MAXIN] = {0, 0, 0, 0};
+        int64_t r = i;
+        for (int d = p.rank - 1; d >= 0; d--) {
+            if (p.red[d])
+                continue;
+            int64_t x = r % p.dims[d];
+            r /= p.dims[d];
+            for (int k = 0; k < p.n_in; k++)
+                base[k] += x * p.st[k][d];
+        }
+        float acc = 0.f;
+        for (int64_t j = 0; j < p.m; j++) {
+            int64_t off[MPV_MAXIN] = {base[0], base[1], base[2], base[3]};
+            int64_t q = j;
+            for (int d = p.rank - 1; d >= 0; d--) {
+                if (!p.red[d])
+                    continue;
+                int64_t x = q % p.dims[d];
+                q /= p.dims[d];
+                for (int k = 0; k < p.n_in; k++)
+                    off[k] += x * p.st[k][d];
+            }
+            float v = in.p[0][off[0]];
+            for (int k = 1; k < p.n_in; k++) {
+                float y = in.p[k][off[k]];
+                v = p.ops[k - 1] == MPV_BOP_RELU_GRAD ? (y > 0.f ? v : 0.f)
+                                                      : binary_op(p.ops[k - 1], v, y);
+            }
+            acc += v;
+        }
+        out[i] = (float)p.alpha * acc;
+    }
+}
+
+// one thread per row: Softmax dx = y (dy - sum(dy y)); LogSoftmax
+// dx = dy - exp(y) sum(dy)
+__global__ void k_softmax_grad(const float *dy, const float *y, float *dx,
+                               int64_t outer, int64_t dim, int64_t inner,
+                               int log)
+{
+    GRID_LOOP(i, outer * inner)
+    {
+        int64_t o = i / inner, in = i % inner, base = o * dim * inner + in;
+        float s = 0.f;
+        for (int64_t k = 0; k < dim; k++) {
+            int64_t e = base + k * inner;
+            s += log ? dy[e] : dy[e] * y[e];
+        }
+        for (int64_t k = 0; k < dim; k++) {
+            int64_t e = base + k * inner;
+            dx[e] = log ? dy[e] - expf(y[e]) * s : y[e] * (dy[e] - s);
+        }
+    }
+}
+
+__global__ void k_axpy(float *x, const float *y, int64_t n, float alpha)
+{
+    GRID_LOOP(i, n) x[i] += alpha * y[i];
+}
+
 #define LAUNCH_CHECK() cu_err(cudaGetLastError())
 
 static const char *gemm(cublasHandle_t h, int ta, int tb, int64_t m, int64_t n,
@@ -870,6 +963,30 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     case MPV_L_REDUCE:
         k_reduce<<<blocks_for(l->p.reduce.n), TPB, 0, s>>>(
             (const float *)IN(l->in[0]), (float *)out, *l);
+        return LAUNCH_CHECK();
+    case MPV_L_SUM_ALL:
+        k_sum_all<<<1, TPB, 0, s>>>((const float *)IN(l->in[0]), (float *)out,
+                                    l->p.sum_all.n, l->p.sum_all.accumulate);
+        return LAUNCH_CHECK();
+    case MPV_L_GRAD_PW: {
+        gpw_ptrs ptrs;
+        for (int k = 0; k < MPV_MAXIN; k++)
+            ptrs.p[k] = k < l->p.gpw.n_in ? (const float *)IN(l->in[k]) : NULL;
+        k_grad_pw<<<blocks_for(l->p.gpw.n), TPB, 0, s>>>(ptrs, (float *)out, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_SOFTMAX_GRAD: {
+        const auto &p = l->p.smgrad;
+        k_softmax_grad<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
+            (float *)out, p.outer, p.dim, p.inner, p.log);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_AXPY:
+        // the weight (input slot in[0]) is updated in place
+        k_axpy<<<blocks_for(l->p.axpy.n), TPB, 0, s>>>(
+            (float *)io->in[l->in[0]], (const float *)io->in[l->in[1]],
+            l->p.axpy.n, (float)l->p.axpy.alpha);
         return LAUNCH_CHECK();
     case MPV_L_GATHER: {
         const auto &p = l->p.gather;

@@ -66,10 +66,17 @@ enum {
     MPV_L_CAST,
     MPV_L_SHAPE,
     MPV_L_ATTENTION,  /* fused attention, flash-style (online softmax) */
+    MPV_L_SUM_ALL,    /* the sum of a whole input into a scalar output */
+    MPV_L_GRAD_PW,    /* a pointwise gradient summed to an operand's shape */
+    MPV_L_SOFTMAX_GRAD, /* Softmax / LogSoftmax backward from the output */
+    MPV_L_AXPY,       /* in place: input in[0] += alpha * input in[1] */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
 #define MPV_UOP_SCALE 200
+/* binary op of MPV_L_GRAD_PW (beside MP__KOP_*): x where y > 0, else 0
+ * (ReLU's gradient from its output) */
+#define MPV_BOP_RELU_GRAD 201
 
 typedef struct mpv_strided {       /* element counts */
     int32_t rank, esize;
@@ -131,6 +138,30 @@ typedef struct mpv_launch {
             int32_t linear, coord, nearest;
         } resize;
         struct { int64_t n; int32_t from, to; } cast;
+        /* MPV_L_SUM_ALL: out[0] = sum of n floats of in[0], plus out[0]
+         * when accumulate */
+        struct { int64_t n; int32_t accumulate; } sum_all;
+        /* MPV_L_GRAD_PW: over the index space dims (rank; the forward
+         * output's), v = in[0], then v = ops[k](v, in[k]) for k = 1 ..
+         * n_in - 1 (inputs broadcast by st, element strides), summed over
+         * the dims with red set, times alpha: out is contiguous over the
+         * other dims (n elements, m terms each) */
+        struct {
+            int32_t n_in, rank;
+            int32_t ops[MPV_MAXIN];
+            int64_t n, m;
+            int64_t dims[MPV_MAXR];
+            int32_t red[MPV_MAXR];
+            int64_t st[MPV_MAXIN][MPV_MAXR];
+            double alpha;
+        } gpw;
+        /* MPV_L_SOFTMAX_GRAD: in[0] the output gradient, in[1] the
+         * forward output, rows as softmax's (outer x inner rows of dim);
+         * Softmax: dx = y (dy - sum(dy y)); LogSoftmax: dx = dy - exp(y)
+         * sum(dy) */
+        struct { int64_t outer, dim, inner; int32_t log; } smgrad;
+        /* MPV_L_AXPY: n floats */
+        struct { int64_t n; double alpha; } axpy;
         struct { int64_t n; int64_t v[MPV_MAXR]; } shape;
         /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
          * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask

@@ -238,6 +238,9 @@ static const mp__op_def registry[] = {
     {"Adam", "ai.onnx.preview.training", 0, mp__shape_optimizer},
     {"Gradient", "ai.onnx.preview.training", 0, mp__shape_gradient},
     {"Momentum", "ai.onnx.preview.training", 0, mp__shape_optimizer},
+    {"Loss", "memplan", KN(LOSS), mp__shape_generic},
+    {"LossGrad", "memplan", KN(LOSS_GRAD), mp__shape_generic},
+    {"SGD", "memplan", KN(SGD), mp__shape_generic},
     {"ScaledDotProductAttention", "memplan", AMP_LOW | KN(ATTENTION) | MP__OPF_T_OPERAND | MP__OPF_STRIDED_IN | MP__OPF_BWD(MP__BWD_SDPA) | MP__OPF_COST(MP__COST_ATTENTION), mp__shape_sdpa},
 };
 #define N_OPS (sizeof registry / sizeof registry[0])
