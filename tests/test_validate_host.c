@@ -289,7 +289,7 @@ static void test_dump(void)
     char dir[] = "/tmp/mpv_dumpXXXXXX";
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
     const void *ins[1] = {in};
-    CU_ASSERT_EQUAL_FATAL(mpv_dump_values(p, dir, w, ins, out), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mpv_dump_values(p, dir, w, ins, out, NULL), MP_OK);
     char path[64];
     snprintf(path, sizeof path, "%s/values.txt", dir);
     char *ix = mp_test_slurp(path);
@@ -303,19 +303,42 @@ static void test_dump(void)
     snprintf(path, sizeof path, "%s/values.bin", dir);
     FILE *f = fopen(path, "rb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    unsigned char *bin = malloc(2300);
-    size_t n = fread(bin, 1, 2300, f);
+    unsigned char *bin = malloc(2700);
+    size_t n = fread(bin, 1, 2700, f);
     fclose(f);
     CU_ASSERT_EQUAL(n, 432u + 768u + 1024u);
     CU_ASSERT_EQUAL(memcmp(bin, w + p->woff[wt], 432), 0);
     CU_ASSERT_EQUAL(memcmp(bin + 432, in, 768), 0);
     CU_ASSERT_EQUAL(memcmp(bin + 1200, out, 1024), 0);
+    /* the weights after the run (a training step updates them): again,
+     * after the outputs */
+    unsigned char *w2 = malloc(p->weights_bytes);
+    CU_ASSERT_FATAL(w2 != NULL);
+    for (uint64_t i = 0; i < p->weights_bytes; i++)
+        w2[i] = (unsigned char)(w[i] ^ 0x5a);
+    CU_ASSERT_EQUAL_FATAL(mpv_dump_values(p, dir, w, ins, out, w2), MP_OK);
+    f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    n = fread(bin, 1, 2700, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(n, 432u + 768u + 1024u + 432u);
+    CU_ASSERT_EQUAL(memcmp(bin + 2224, w2 + p->woff[wt], 432), 0);
+    free(w2);
+    snprintf(path, sizeof path, "%s/values.txt", dir);
+    free(ix);
+    ix = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ix);
+    CU_ASSERT_STRING_EQUAL(ix, "weight\tw\tfloat32\t4,3,3,3\t0\t432\n"
+                               "input\tx\tfloat32\t1,3,8,8\t432\t768\n"
+                               "output\ty\tfloat32\t1,4,8,8\t1200\t1024\n"
+                               "weight_after\tw\tfloat32\t4,3,3,3\t2224\t432\n");
+    snprintf(path, sizeof path, "%s/values.bin", dir);
     remove(path);
     snprintf(path, sizeof path, "%s/values.txt", dir);
     remove(path);
     rmdir(dir);
     /* a directory that cannot be written is an I/O error */
-    CU_ASSERT_EQUAL(mpv_dump_values(p, "/nonexistent/dir", w, ins, out),
+    CU_ASSERT_EQUAL(mpv_dump_values(p, "/nonexistent/dir", w, ins, out, NULL),
                     MP_ERR_IO);
     free(bin);
     free(ix);

@@ -658,8 +658,20 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             std::vector<const void *> ins(p->n_inputs);
             for (uint32_t i = 0; i < p->n_inputs; i++)
                 ins[i] = c.hinputs[i].data();
+            // a training step's optimizer updates weights in place: the
+            // weights after the last planned run go along
+            bool updates = false;
+            for (uint32_t i = 0; i < p->n_launches; i++)
+                updates |= p->launches[i].kind == MPV_L_AXPY;
+            std::vector<unsigned char> wafter;
+            if (updates && p->weights_bytes) {
+                wafter.resize(p->weights_bytes);
+                CK(cudaMemcpy(wafter.data(), c.weights, p->weights_bytes,
+                              cudaMemcpyDeviceToHost));
+            }
             if (mpv_dump_values(p, o->dump_dir, c.hweights.data(), ins.data(),
-                                out_a.data()) != MP_OK)
+                                out_a.data(),
+                                wafter.empty() ? NULL : wafter.data()) != MP_OK)
                 return fail(r, o->dump_dir, mp_ctx_message(p->ctx));
         }
         r->output_bytes = out_a.size();

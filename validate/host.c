@@ -1431,9 +1431,11 @@ static int add_grad_pw(lower *L, const mp__node *n, int out, const int *in,
                        const char **why)
 {
     const mp_graph *g = L->g;
-    const mp__tensor *dy = plain_f32(g, n, in[0]);
+    /* the index space: the output gradient's dims (a view's own) */
+    const mp__tensor *dy = in_t(g, n, (uint32_t)in[0]);
     const mp__tensor *o = out_t(g, n, (uint32_t)out);
-    if (!dy || !is_f32(o) || dy->rank > MPV_MAXR || o->rank > dy->rank)
+    if (!dy || !is_f32(dy) || !is_f32(o) || dy->rank > MPV_MAXR ||
+        o->rank > dy->rank)
         FAIL("backward: pointwise operands not float32, rank <= 8");
     mpv_launch *x = add_launch(L, MPV_L_GRAD_PW);
     if (!x)
@@ -1985,6 +1987,11 @@ static mp_status lower_nodes(build *b)
             p->n_synthetic++;
         else
             p->n_real++;
+        uint8_t ph = g->nodes[i].phase;
+        if (ph == MP_PHASE_BACKWARD)
+            *(pn->synthetic ? &p->n_bwd_synthetic : &p->n_bwd_real) += 1;
+        else if (ph == MP_PHASE_OPTIMIZER)
+            *(pn->synthetic ? &p->n_opt_synthetic : &p->n_opt_real) += 1;
     }
     p->launches = L.l;
     p->n_launches = L.n;
@@ -2558,7 +2565,7 @@ static int dump_line(FILE *ix, const char *kind, const mp__tensor *t,
 
 mp_status mpv_dump_values(const mpv_program *p, const char *dir,
                           const void *weights, const void *const *inputs,
-                          const void *outs)
+                          const void *outs, const void *weights_after)
 {
     const mp_graph *g = p->graph;
     mp_ctx *ctx = p->ctx;
@@ -2630,6 +2637,16 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
         uint64_t b = g->tensors[p->outputs[k]].bytes;
         bad |= fwrite(outs, 1, b, bin) != b;
         outs = (const unsigned char *)outs + b;
+        at += b;
+    }
+    for (uint32_t t = 0; t < g->n_tensors && weights_after && !bad; t++) {
+        const mp__tensor *tt = &g->tensors[t];
+        if (p->woff[t] == UINT64_MAX || !tt->bytes)
+            continue;
+        bad |= dump_line(ix, "weight_after", tt, at, tt->bytes) != 0;
+        bad |= fwrite((const unsigned char *)weights_after + p->woff[t], 1,
+                      tt->bytes, bin) != tt->bytes;
+        at += tt->bytes;
     }
     st = bad ? mp__err(ctx, MP_ERR_IO, "%s: write failed", dir) : MP_OK;
 out:

@@ -60,6 +60,12 @@ static void print_lowering(const mpv_cmd *v)
            (unsigned long long)prog->arena_bytes,
            (unsigned long long)prog->workspace_bytes,
            (unsigned long long)prog->weights_bytes);
+    if (prog->n_bwd_real + prog->n_bwd_synthetic + prog->n_opt_real +
+        prog->n_opt_synthetic)
+        printf("training: backward %u real, %u synthetic; optimizer %u "
+               "real, %u synthetic\n",
+               prog->n_bwd_real, prog->n_bwd_synthetic, prog->n_opt_real,
+               prog->n_opt_synthetic);
     for (uint32_t i = 0; i < mp_graph_num_nodes(v->g); i++) {
         mp_node_info ni;
         mp_graph_node_info(v->g, i, &ni);

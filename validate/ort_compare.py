@@ -42,7 +42,7 @@ def read_dump(d):
             shape = [int(x) for x in dims.split(",")] if dims else []
             off, nb = int(off), int(nb)
             a = raw[off:off + nb].view(DTYPES[dt])
-            out[kind][name] = a.reshape(shape) if a.size == int(np.prod(shape)) else a
+            out.setdefault(kind, {})[name] = a.reshape(shape) if a.size == int(np.prod(shape)) else a
     return out
 
 

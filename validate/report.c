@@ -209,6 +209,10 @@ int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
     cli_json_str(&w, "device", res->device);
     cli_json_int(&w, "nodes_real_kernel", prog->n_real);
     cli_json_int(&w, "nodes_synthetic", prog->n_synthetic);
+    cli_json_int(&w, "backward_nodes_real_kernel", prog->n_bwd_real);
+    cli_json_int(&w, "backward_nodes_synthetic", prog->n_bwd_synthetic);
+    cli_json_int(&w, "optimizer_nodes_real_kernel", prog->n_opt_real);
+    cli_json_int(&w, "optimizer_nodes_synthetic", prog->n_opt_synthetic);
     cli_json_int(&w, "steps", prog->n_steps);
     cli_json_int(&w, "recompute_steps", prog->n_recompute);
     cli_json_int(&w, "offload_steps", prog->n_offload);

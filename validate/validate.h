@@ -231,6 +231,8 @@ typedef struct mpv_program {
     uint64_t alignment;
     uint32_t n_synthetic;   /* nodes that run the synthetic kernel */
     uint32_t n_real;        /* nodes with real kernels */
+    /* of those, backward and optimizer nodes (a training step) */
+    uint32_t n_bwd_real, n_bwd_synthetic, n_opt_real, n_opt_synthetic;
     uint32_t n_offload, n_prefetch, n_recompute;
     uint32_t *outputs;      /* graph output roots to compare */
     uint64_t *out_offs;     /* their arena offsets at the end */
@@ -282,10 +284,12 @@ double mpv_predict_seconds(const mpv_program *p, const mp_device *d,
  * folded constants included; input; output: a graph output by its own
  * name), name, dtype name, dims (comma-separated), byte offset in
  * values.bin, bytes. weights: the weights buffer; inputs: per p->inputs;
- * outs: the roots of p->outputs one after another. */
+ * outs: the roots of p->outputs one after another; weights_after (NULL:
+ * none): the weights buffer after the run (a training step's optimizer
+ * updates weights in place), each weight again as kind weight_after. */
 mp_status mpv_dump_values(const mpv_program *p, const char *dir,
                           const void *weights, const void *const *inputs,
-                          const void *outs);
+                          const void *outs, const void *weights_after);
 
 /* ---- the CUDA half (executor.cu) ------------------------------------------ */
 typedef struct mpv_options {
