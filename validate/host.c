@@ -1375,7 +1375,7 @@ static int grad_node(const mp__node *n, gnode *G, const char **why)
     int ndx = attr_ints(n, "grad_dx", dx, GMAX);
     if (ndy < 1 || nsv < 0 || ndx < 1)
         FAIL("backward: no grad_dy, grad_saved, grad_dx attributes");
-    if ((uint32_t)(ndy + nsv) != n->n_in || (uint32_t)ndx != n->n_out)
+    if ((uint32_t)(ndy + nsv) != n->n_in || (uint32_t)ndx > n->n_out)
         FAIL("backward: inputs or outputs beyond the attributes");
     size_t len = strlen(n->op);
     char fop[128];
@@ -1706,6 +1706,12 @@ static int lower_grad(lower *L, const mp__node *n, const char **why)
     if (grad_node(n, &G, why) != 0)
         return 1;
     unsigned k = MP__OP_KERNEL(G.fwd), kop = MP__OP_KOP(G.fwd);
+    /* (a flash backward's workspace follows the gradients) */
+    if ((uint32_t)G.n_dx != n->n_out &&
+        (k == MP__KERNEL_UNARY || k == MP__KERNEL_BINARY ||
+         k == MP__KERNEL_MATMUL || k == MP__KERNEL_GEMM ||
+         k == MP__KERNEL_SOFTMAX))
+        FAIL("backward: outputs beyond the gradients");
     switch (k) {
     case MP__KERNEL_UNARY:
         if (kop != MP__KOP_RELU)
