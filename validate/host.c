@@ -1583,6 +1583,10 @@ static int lower_grad_matmul(lower *L, const mp__node *n, const gnode *G,
     const mp__tensor *a = fwd_operand(g, n, G, 0, &tva);
     const mp__tensor *b = fwd_operand(g, n, G, 1, &tvb);
     const mp__tensor *dy = G->dy[0] >= 0 ? plain_f32(g, n, G->dy[0]) : NULL;
+    for (int i = 0; i < 2; i++)
+        if (G->in[i] >= 0 &&
+            mp__tensor_view_kind(g, n->inputs[G->in[i]]) == MP__NVIEW_P)
+            FAIL("MatMulGrad: a permuted operand (a view read in place)");
     if (!a || !b || !dy || !is_f32(a) || !is_f32(b) || a->rank < 2 ||
         b->rank < 2 || dy->rank < 2 || (gemm && (a->rank != 2 || b->rank != 2)))
         FAIL("MatMulGrad: float32 operands of rank >= 2 (Gemm: 2)");
