@@ -1190,17 +1190,23 @@ static uint32_t add_saved_inputs(syn *S, uint32_t v, unsigned rule,
  * (add_saved_inputs); grad_dx[j], the forward input position (the first
  * where the tensor is read) whose gradient output j is. */
 typedef struct grad_map {
-    int64_t *dy, *saved, *dx;
+    int64_t *dy, *saved, *dx, *reads;
     uint32_t n_dy, n_saved;
 } grad_map;
 
-/* the first input position of node n reading x */
-static int64_t input_pos(const mp__node *n, uint32_t x)
+/* the first input position of node n reading x; *reads: how many
+ * positions read it */
+static int64_t input_pos(const mp__node *n, uint32_t x, int64_t *reads)
 {
+    int64_t pos = -1;
+    *reads = 0;
     for (uint32_t i = 0; i < n->n_in; i++)
-        if (n->inputs[i] == x)
-            return i;
-    return -1;
+        if (n->inputs[i] == x) {
+            if (pos < 0)
+                pos = i;
+            (*reads)++;
+        }
+    return pos;
 }
 
 /* split_weight_grad: the trainable tensors' gradients come from a
@@ -1284,13 +1290,15 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
                 return st;
             uint32_t ndx = nwt ? no : nw;
             for (uint32_t j = 0; j < ndx; j++)
-                gm->dx[j] = input_pos(n, want[o0 + j]);
+                gm->dx[j] = input_pos(n, want[o0 + j], &gm->reads[j]);
             if ((st = mp_graph_set_attr_ints(S->g, id, "grad_dy", gm->dy,
                                              gm->n_dy)) ||
                 (st = mp_graph_set_attr_ints(S->g, id, "grad_saved",
                                              gm->saved, gm->n_saved)) ||
                 (st = mp_graph_set_attr_ints(S->g, id, "grad_dx", gm->dx,
-                                             ndx)))
+                                             ndx)) ||
+                (st = mp_graph_set_attr_ints(S->g, id, "grad_dx_reads",
+                                             gm->reads, ndx)))
                 return st;
         }
         /* the gradient of a pointwise op, one gradient: pointwise too
@@ -1334,13 +1342,14 @@ static mp_status add_backward_node(syn *S, uint32_t v)
             nin++;
     if (!nin)
         return MP_OK;
-    /* grad_dy (n_out), grad_saved (n_in + 2), grad_dx (64) */
-    int64_t *codes = mp__alloc(S->ctx, ((size_t)n->n_out + n->n_in + 66) *
+    /* grad_dy (n_out), grad_saved (n_in + 2), grad_dx and grad_dx_reads
+     * (64 each) */
+    int64_t *codes = mp__alloc(S->ctx, ((size_t)n->n_out + n->n_in + 130) *
                                            sizeof *codes);
     if (!codes)
         return MP_ERR_NOMEM;
-    grad_map gm = {codes, codes + n->n_out, codes + n->n_out + n->n_in + 2,
-                   0, 0};
+    int64_t *dx = codes + n->n_out + n->n_in + 2;
+    grad_map gm = {codes, codes + n->n_out, dx, dx + 64, 0, 0};
     nin = 0;
     for (uint32_t o = 0; o < n->n_out; o++)
         if (S->grad[n->outputs[o]] != MP_NONE) {

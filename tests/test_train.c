@@ -926,6 +926,8 @@ static void test_grad_attrs(void)
     check_ints(n, "grad_dy", dy0, 1);
     check_ints(n, "grad_saved", both, 2);
     check_ints(n, "grad_dx", both, 2);
+    int64_t ones[] = {1, 1};
+    check_ints(n, "grad_dx_reads", ones, 2);
     CU_ASSERT_EQUAL(n->n_in, 3);
     CU_ASSERT_EQUAL(n->n_out, 2);
     CU_ASSERT_STRING_EQUAL(t->tensors[n->inputs[1]].name, "h5");

@@ -1558,6 +1558,51 @@ static void test_train_batched_matmul(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Add(h, h): its backward node reads h's gradient twice over
+ * (grad_dx_reads 2), which the pointwise kernels do not sum: synthetic */
+static void test_train_read_twice(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[] = {4, 8}, dw[] = {8, 16}, dh[] = {4, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t im[] = {x, w}, ia[] = {h, h};
+    mp_test_node(g, "mm", "MatMul", im, 2, &h, 1);
+    mp_test_node(g, "add", "Add", ia, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_graph *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "add/grad", &id), MP_OK);
+    const mp__attr *a = mp__node_attr(&t->nodes[id], "grad_dx_reads");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->n, 1);
+    CU_ASSERT_EQUAL(a->v.ints[0], 2);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->nodes[id].why, "reads twice"));
+    CU_ASSERT_EQUAL(p->n_synthetic, 1);
+    CU_ASSERT_EQUAL(p->n_bwd_synthetic, 1);
+    CU_ASSERT_EQUAL(p->n_bwd_real, 2); /* loss/grad, mm/grad */
+    CU_ASSERT_EQUAL(p->n_opt_real, 1);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -1587,6 +1632,8 @@ void mp_register_validate_host(void)
          test_train_kernels},
         {"training: batched MatMul gradients, strided batched products",
          test_train_batched_matmul},
+        {"training: a tensor read twice keeps the synthetic kernel",
+         test_train_read_twice},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -1369,12 +1369,16 @@ typedef struct gnode {
 /* 0, or 1 with *why set */
 static int grad_node(const mp__node *n, gnode *G, const char **why)
 {
-    int64_t dy[GMAX], sv[2 * GMAX], dx[GMAX];
+    int64_t dy[GMAX], sv[2 * GMAX], dx[GMAX], reads[GMAX];
     int ndy = attr_ints(n, "grad_dy", dy, GMAX);
     int nsv = attr_ints(n, "grad_saved", sv, 2 * GMAX);
     int ndx = attr_ints(n, "grad_dx", dx, GMAX);
-    if (ndy < 1 || nsv < 0 || ndx < 1)
+    if (ndy < 1 || nsv < 0 || ndx < 1 ||
+        attr_ints(n, "grad_dx_reads", reads, GMAX) != ndx)
         FAIL("backward: no grad_dy, grad_saved, grad_dx attributes");
+    for (int j = 0; j < ndx; j++)
+        if (reads[j] != 1)
+            FAIL("backward: a tensor the forward node reads twice");
     if ((uint32_t)(ndy + nsv) != n->n_in || (uint32_t)ndx > n->n_out)
         FAIL("backward: inputs or outputs beyond the attributes");
     size_t len = strlen(n->op);
