@@ -728,44 +728,86 @@ struct gpw_ptrs {
     const float *p[MPV_MAXIN];
 };
 
+// the offsets of output element i in each input (its kept dims)
+__device__ static void gpw_base(const mpv_launch &l, int64_t i, int64_t *base)
+{
+    const auto &p = l.p.gpw;
+    for (int k = 0; k < MPV_MAXIN; k++)
+        base[k] = 0;
+    int64_t r = i;
+    for (int d = p.rank - 1; d >= 0; d--) {
+        if (p.red[d])
+            continue;
+        int64_t x = r % p.dims[d];
+        r /= p.dims[d];
+        for (int k = 0; k < p.n_in; k++)
+            base[k] += x * p.st[k][d];
+    }
+}
+
+// term j of the sum for the output element at base (reduced dims)
+__device__ static float gpw_term(const gpw_ptrs &in, const mpv_launch &l,
+                                 const int64_t *base, int64_t j)
+{
+    const auto &p = l.p.gpw;
+    int64_t off[MPV_MAXIN] = {base[0], base[1], base[2], base[3]};
+    int64_t q = j;
+    for (int d = p.rank - 1; d >= 0; d--) {
+        if (!p.red[d])
+            continue;
+        int64_t x = q % p.dims[d];
+        q /= p.dims[d];
+        for (int k = 0; k < p.n_in; k++)
+            off[k] += x * p.st[k][d];
+    }
+    float v = in.p[0][off[0]];
+    for (int k = 1; k < p.n_in; k++) {
+        float y = in.p[k][off[k]];
+        v = p.ops[k - 1] == MPV_BOP_RELU_GRAD ? (y > 0.f ? v : 0.f)
+                                              : binary_op(p.ops[k - 1], v, y);
+    }
+    return v;
+}
+
 // one thread per output element: the kept dims give it its place, the
-// reduced ones (m terms) are summed in a fixed order
+// reduced ones (m terms, few) are summed in a fixed order
 __global__ void k_grad_pw(gpw_ptrs in, float *out, mpv_launch l)
 {
     const auto &p = l.p.gpw;
     GRID_LOOP(i, p.n)
     {
-        int64_t base[MPV_MAXIN] = {0, 0, 0, 0};
-        int64_t r = i;
-        for (int d = p.rank - 1; d >= 0; d--) {
-            if (p.red[d])
-                continue;
-            int64_t x = r % p.dims[d];
-            r /= p.dims[d];
-            for (int k = 0; k < p.n_in; k++)
-                base[k] += x * p.st[k][d];
-        }
+        int64_t base[MPV_MAXIN];
+        gpw_base(l, i, base);
         float acc = 0.f;
-        for (int64_t j = 0; j < p.m; j++) {
-            int64_t off[MPV_MAXIN] = {base[0], base[1], base[2], base[3]};
-            int64_t q = j;
-            for (int d = p.rank - 1; d >= 0; d--) {
-                if (!p.red[d])
-                    continue;
-                int64_t x = q % p.dims[d];
-                q /= p.dims[d];
-                for (int k = 0; k < p.n_in; k++)
-                    off[k] += x * p.st[k][d];
-            }
-            float v = in.p[0][off[0]];
-            for (int k = 1; k < p.n_in; k++) {
-                float y = in.p[k][off[k]];
-                v = p.ops[k - 1] == MPV_BOP_RELU_GRAD ? (y > 0.f ? v : 0.f)
-                                                      : binary_op(p.ops[k - 1], v, y);
-            }
-            acc += v;
-        }
+        for (int64_t j = 0; j < p.m; j++)
+            acc += gpw_term(in, l, base, j);
         out[i] = (float)p.alpha * acc;
+    }
+}
+
+// many terms (a bias's or a broadcast operand's gradient): one block per
+// output element, each thread a fixed strided share of the m terms, then
+// a fixed tree (deterministic)
+__global__ void k_grad_pw_rows(gpw_ptrs in, float *out, mpv_launch l)
+{
+    const auto &p = l.p.gpw;
+    __shared__ float red[TPB];
+    for (int64_t i = blockIdx.x; i < p.n; i += gridDim.x) {
+        int64_t base[MPV_MAXIN];
+        gpw_base(l, i, base);
+        float acc = 0.f;
+        for (int64_t j = threadIdx.x; j < p.m; j += TPB)
+            acc += gpw_term(in, l, base, j);
+        red[threadIdx.x] = acc;
+        __syncthreads();
+        for (int w = TPB / 2; w > 0; w /= 2) {
+            if ((int)threadIdx.x < w)
+                red[threadIdx.x] += red[threadIdx.x + w];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0)
+            out[i] = (float)p.alpha * red[0];
+        __syncthreads();
     }
 }
 
@@ -972,7 +1014,12 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         gpw_ptrs ptrs;
         for (int k = 0; k < MPV_MAXIN; k++)
             ptrs.p[k] = k < l->p.gpw.n_in ? (const float *)IN(l->in[k]) : NULL;
-        k_grad_pw<<<blocks_for(l->p.gpw.n), TPB, 0, s>>>(ptrs, (float *)out, *l);
+        if (l->p.gpw.m >= 64) // (a block per element: the terms in parallel)
+            k_grad_pw_rows<<<(unsigned)(l->p.gpw.n < 65535 ? l->p.gpw.n : 65535),
+                             TPB, 0, s>>>(ptrs, (float *)out, *l);
+        else
+            k_grad_pw<<<blocks_for(l->p.gpw.n), TPB, 0, s>>>(ptrs, (float *)out,
+                                                             *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_SOFTMAX_GRAD: {
