@@ -30,6 +30,25 @@ static unsigned blocks_for(int64_t n)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (int64_t)gridDim.x * blockDim.x)
 
+// The sum (or, is_max, the maximum) of v over the block's threads, every
+// thread getting it: a fixed tree in shared memory red (blockDim.x floats),
+// deterministic; synchronizes the block before and after.
+__device__ float block_reduce(float v, float *red, int is_max)
+{
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (int off = blockDim.x / 2; off > 0; off >>= 1) {
+        if ((int)threadIdx.x < off) {
+            float a = red[threadIdx.x], b = red[threadIdx.x + off];
+            red[threadIdx.x] = is_max ? fmaxf(a, b) : a + b;
+        }
+        __syncthreads();
+    }
+    float r = red[0];
+    __syncthreads();
+    return r;
+}
+
 // ---- copies and fills ----------------------------------------------------
 template <typename T>
 __global__ void k_strided(const T *__restrict__ in, T *__restrict__ out,
@@ -244,29 +263,13 @@ __global__ void k_ln(const float *x, const float *sc, const float *b, float *y,
         float s = 0.f;
         for (int64_t k = threadIdx.x; k < cols; k += blockDim.x)
             s += xr[k];
-        red[threadIdx.x] = s;
-        __syncthreads();
-        for (int w = TPB / 2; w > 0; w >>= 1) {
-            if (threadIdx.x < w)
-                red[threadIdx.x] += red[threadIdx.x + w];
-            __syncthreads();
-        }
-        float mean = red[0] / (float)cols;
-        __syncthreads();
+        float mean = block_reduce(s, red, 0) / (float)cols;
         float v = 0.f;
         for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
             float d = xr[k] - mean;
             v += d * d;
         }
-        red[threadIdx.x] = v;
-        __syncthreads();
-        for (int w = TPB / 2; w > 0; w >>= 1) {
-            if (threadIdx.x < w)
-                red[threadIdx.x] += red[threadIdx.x + w];
-            __syncthreads();
-        }
-        float inv = rsqrtf(red[0] / (float)cols + eps);
-        __syncthreads();
+        float inv = rsqrtf(block_reduce(v, red, 0) / (float)cols + eps);
         for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
             float o = (xr[k] - mean) * inv * sc[k];
             yr[k] = has_bias ? o + b[k] : o;
@@ -584,23 +587,7 @@ static const char *cb_err(cublasStatus_t s)
 // of the scalar factors of Q and K^T; the scores' factor ss multiplies (or
 // divides, scale_div) and the mask adds (kind 1) or keeps where true (2) or
 // false (3), fill elsewhere, in the chain's order. Deterministic: tree
-// reductions in shared memory.
-__device__ float attn_block_reduce(float v, float *red, int is_max)
-{
-    red[threadIdx.x] = v;
-    __syncthreads();
-    for (int off = blockDim.x / 2; off > 0; off >>= 1) {
-        if ((int)threadIdx.x < off) {
-            float a = red[threadIdx.x], b = red[threadIdx.x + off];
-            red[threadIdx.x] = is_max ? fmaxf(a, b) : a + b;
-        }
-        __syncthreads();
-    }
-    float r = red[0];
-    __syncthreads();
-    return r;
-}
-
+// reductions in shared memory (block_reduce).
 __global__ void k_attention(const float *__restrict__ Q,
                             const float *__restrict__ KT,
                             const float *__restrict__ V,
@@ -673,13 +660,13 @@ __global__ void k_attention(const float *__restrict__ Q,
                     }
                 }
             }
-            float tmax = attn_block_reduce(j < p.tk ? s : -INFINITY, red, 1);
+            float tmax = block_reduce(j < p.tk ? s : -INFINITY, red, 1);
             float mn = fmaxf(m, tmax);
             float e = (j < p.tk && mn != -INFINITY && s != -INFINITY)
                           ? expf(s - mn)
                           : 0.f;
             pt[threadIdx.x] = e;
-            float tsum = attn_block_reduce(e, red, 0);
+            float tsum = block_reduce(e, red, 0);
             float corr = (m == -INFINITY) ? 0.f : expf(m - mn);
             l = l * corr + tsum;
             int64_t nj = p.tk - j0 < (int64_t)blockDim.x ? p.tk - j0
@@ -713,15 +700,9 @@ __global__ void k_sum_all(const float *x, float *out, int64_t n,
     float s = 0.f;
     for (int64_t i = threadIdx.x; i < n; i += TPB)
         s += x[i];
-    red[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = TPB / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w)
-            red[threadIdx.x] += red[threadIdx.x + w];
-        __syncthreads();
-    }
+    float total = block_reduce(s, red, 0);
     if (threadIdx.x == 0)
-        out[0] = (accumulate ? out[0] : 0.f) + red[0];
+        out[0] = (accumulate ? out[0] : 0.f) + total;
 }
 
 struct gpw_ptrs {
@@ -798,16 +779,9 @@ __global__ void k_grad_pw_rows(gpw_ptrs in, float *out, mpv_launch l)
         float acc = 0.f;
         for (int64_t j = threadIdx.x; j < p.m; j += TPB)
             acc += gpw_term(in, l, base, j);
-        red[threadIdx.x] = acc;
-        __syncthreads();
-        for (int w = TPB / 2; w > 0; w /= 2) {
-            if ((int)threadIdx.x < w)
-                red[threadIdx.x] += red[threadIdx.x + w];
-            __syncthreads();
-        }
+        float total = block_reduce(acc, red, 0);
         if (threadIdx.x == 0)
-            out[i] = (float)p.alpha * red[0];
-        __syncthreads();
+            out[i] = (float)p.alpha * total;
     }
 }
 
