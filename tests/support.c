@@ -565,3 +565,20 @@ mp_graph *mp_test_shifted_window(mp_ctx *ctx, unsigned f)
     CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
     return g;
 }
+
+mp_graph *mp_test_mm_relu(mp_ctx *ctx, int64_t rows, int64_t k)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {rows, k}, dw[] = {k, k};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, dw);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t in[] = {x, w};
+    mp_test_node(g, "mm", "MatMul", in, 2, &h, 1);
+    mp_test_node(g, "relu", "Relu", &h, 1, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}

@@ -81,6 +81,9 @@ uint32_t mp_test_tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
 uint32_t mp_test_node(mp_graph *g, const char *name, const char *op,
                       const uint32_t *in, uint32_t nin, const uint32_t *out,
                       uint32_t nout);
+/* x[rows, k] -> MatMul(w[k, k]) -> h -> Relu -> y (the output), finalized:
+ * the smallest net with a product and a pointwise node. */
+mp_graph *mp_test_mm_relu(mp_ctx *ctx, int64_t rows, int64_t k);
 /* Asserts that g's tensor `name` has this rank and these dims. */
 void mp_test_assert_shape(const mp_graph *g, const char *name, int rank,
                           const int64_t *dims);

@@ -243,25 +243,6 @@ static void t_op_classes(void)
     mp_ctx_destroy(c);
 }
 
-/* A small training net on which every clock is compared:
- * x[64,1024] -> MatMul(w[1024,1024]) -> Relu -> y. */
-static mp_graph *mlp(mp_ctx *c)
-{
-    mp_graph *g = NULL;
-    CU_ASSERT_FATAL(mp_graph_create(c, &g) == MP_OK);
-    int64_t dx[] = {64, 1024}, dw[] = {1024, 1024};
-    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
-    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, dw);
-    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, -1, NULL);
-    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
-    uint32_t in[] = {x, w};
-    mp_test_node(g, "mm", "MatMul", in, 2, &h, 1);
-    mp_test_node(g, "relu", "Relu", &h, 1, &y, 1);
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
-    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
-    return g;
-}
-
 /* One cost function: the time the training synthesis gives a node is the
  * roofline of its FLOPs and sized tensors in its dtype
  * (mp__kernel_seconds), and the same number is what mp_node_estimate
@@ -271,7 +252,8 @@ static mp_graph *mlp(mp_ctx *c)
 static void t_one_clock(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
-    mp_graph *f = mlp(c);
+    /* x[64,1024] -> MatMul(w[1024,1024]) -> Relu -> y */
+    mp_graph *f = mp_test_mm_relu(c, 64, 1024);
     mp_device d;
     CU_ASSERT_EQUAL_FATAL(mp_device_builtin(c, "h200", &d), MP_OK);
     static const mp_precision precs[] = {MP_PRECISION_FP32,

@@ -213,18 +213,7 @@ static void test_predict(void)
 static void test_predict_train(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
-    int64_t dx[] = {64, 256}, dw[] = {256, 256};
-    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
-    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, dw);
-    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, -1, NULL);
-    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
-    uint32_t in[] = {x, w};
-    mp_test_node(g, "mm", "MatMul", in, 2, &h, 1);
-    mp_test_node(g, "relu", "Relu", &h, 1, &y, 1);
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
-    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_graph *g = mp_test_mm_relu(ctx, 64, 256);
     mp_train_options to;
     mp_train_options_init(&to);
     to.precision = MP_PRECISION_BF16_MIXED;
@@ -771,13 +760,10 @@ static void broadcast_case(int reader)
     mp_tensor_desc sd = {"shape", MP_DTYPE_INT64, 1, ds, 0, MP_KIND_CONSTANT};
     uint32_t sh;
     CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &sd, &sh), MP_OK);
-    uint32_t e = mp_test_tensor(g, "e", MP_KIND_ACTIVATION, -1,
-                           NULL);
+    uint32_t e = mp_test_tensor(g, "e", MP_KIND_ACTIVATION, -1, NULL);
     uint32_t m = mp_test_tensor(g, "m", MP_KIND_INPUT, 2, dm);
-    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1,
-                           NULL);
-    uint32_t z = mp_test_tensor(g, "z", MP_KIND_ACTIVATION, -1,
-                           NULL);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t z = mp_test_tensor(g, "z", MP_KIND_ACTIVATION, -1, NULL);
     int64_t sv[2] = {3, 4};
     CU_ASSERT_EQUAL(mp__tensor_set_value(ctx, &g->tensors[sh], sv, 2), MP_OK);
     uint32_t ein[2] = {r, sh}, ain[2] = {e, m};
@@ -859,12 +845,10 @@ static void test_range_view(void)
         CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
         int64_t dx[2] = {4, 6}, d3[3] = {1, 6, 4};
         uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
-        uint32_t r = mp_test_tensor(g, "r", MP_KIND_ACTIVATION, 2,
-                               dx);
+        uint32_t r = mp_test_tensor(g, "r", MP_KIND_ACTIVATION, 2, dx);
         uint32_t sl = mp_test_tensor(g, "s", MP_KIND_ACTIVATION, -1, NULL);
         uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL);
-        uint32_t x3 = mp_test_tensor(g, "x3", MP_KIND_INPUT, 3,
-                                d3);
+        uint32_t x3 = mp_test_tensor(g, "x3", MP_KIND_INPUT, 3, d3);
         uint32_t r3 = mp_test_tensor(g, "r3", MP_KIND_ACTIVATION, 3, d3);
         uint32_t p0 = mp_test_tensor(g, "p0", MP_KIND_ACTIVATION, -1, NULL);
         uint32_t p1 = mp_test_tensor(g, "p1", MP_KIND_ACTIVATION, -1, NULL);
@@ -948,11 +932,9 @@ static void test_range_view_inplace(void)
         mp_graph *g = NULL;
         CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
         int64_t d3[3] = {1, 6, 4}, dz[3] = {3, 2, 4};
-        uint32_t x3 = mp_test_tensor(g, "x3", MP_KIND_INPUT, 3,
-                                d3);
+        uint32_t x3 = mp_test_tensor(g, "x3", MP_KIND_INPUT, 3, d3);
         uint32_t r3 = mp_test_tensor(g, "r3", MP_KIND_ACTIVATION, 3, d3);
-        uint32_t z = mp_test_tensor(g, "z", MP_KIND_INPUT, 3,
-                               whole ? d3 : dz);
+        uint32_t z = mp_test_tensor(g, "z", MP_KIND_INPUT, 3, whole ? d3 : dz);
         uint32_t p0 = mp_test_tensor(g, "p0", MP_KIND_ACTIVATION, -1, NULL);
         uint32_t p1 = mp_test_tensor(g, "p1", MP_KIND_ACTIVATION, -1, NULL);
         uint32_t y1 = mp_test_tensor(g, "y1", MP_KIND_ACTIVATION, -1, NULL);
@@ -960,7 +942,7 @@ static void test_range_view_inplace(void)
         mp_test_node(g, "relu3", "Relu", &x3, 1, &r3, 1);
         uint32_t parts[2] = {p0, p1};
         uint32_t spn = mp_test_node(g, "split", "Split", &r3, 1, parts,
-                               whole ? 1 : 2);
+                                    whole ? 1 : 2);
         if (!whole)
             mp_test_node(g, "relu_1", "Relu", &p1, 1, &y1, 1);
         uint32_t ain[2] = {p0, z};
