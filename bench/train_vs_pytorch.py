@@ -49,7 +49,13 @@ the plan executed step by step in one arena on the device, measured
 against predicted memory and the outputs against a run with one
 allocation per tensor (docs/validation.md). The "GPU run" column shows
 "ok" when every check passed, with measured/predicted total device
-memory.
+memory. The time columns then give the planned run's measured step
+(`measured.planned_ms`), the cost model's prediction (`predicted.seconds`),
+PyTorch eager's step from the reference (`eager_step_ms`), their ratios
+and the nodes that ran the synthetic kernel; below the table, the
+distribution (min, median, max) of measured/predicted (target: within
++-25%) and of memplan/eager (target: <= 1.5x), and for each row that
+misses +-25% the op kinds that took longest (validate's `by_op`).
 """
 import argparse
 import json
@@ -131,6 +137,21 @@ def validate(memplan, path, args, timeout):
               "nodes_real_kernel", "nodes_synthetic", "recompute_steps"):
         v[k] = d.get(k)
     v["predicted_peak_bytes"] = (d.get("predicted") or {}).get("peak_bytes")
+    for k in ("backward_nodes_synthetic", "optimizer_nodes_synthetic"):
+        v[k] = d.get(k)
+    # time: the planned run's step, measured, and the cost model's
+    # prediction; the op kinds that took longest, measured and predicted
+    meas = d.get("measured") or {}
+    pred_s = (d.get("predicted") or {}).get("seconds")
+    v["measured_ms"] = meas.get("planned_ms")
+    v["predicted_ms"] = pred_s * 1e3 if pred_s is not None else None
+    by_op = ((d.get("time") or {}).get("by_op")
+             or d.get("by_op") or {})
+    top = sorted(by_op.items(), key=lambda kv: -(kv[1].get("measured_ms")
+                                                 or 0.0))[:8]
+    v["top_ops"] = [{"op": k, "steps": x.get("steps"),
+                     "measured_ms": x.get("measured_ms"),
+                     "predicted_ms": x.get("predicted_ms")} for k, x in top]
     v["measured_arena_bytes"] = (d.get("measured") or {}).get("arena_bytes")
     v["predicted_arena_device_bytes"] = (d.get("predicted") or {}).get(
         "arena_device_bytes")
@@ -187,6 +208,8 @@ def compare(ref, onnx_dir, memplan, models, modes, extra, bf16, timeout,
              "compile_baseline_bytes": row.get("compile_baseline_bytes"),
              "weights_bytes": row.get("weights_bytes"),
              "compile_before_bytes": row.get("compile_before_bytes"),
+             "eager_step_ms": row.get("eager_step_ms"),
+             "compile_step_ms": row.get("compile_step_ms"),
              "pytorch_errors": row.get("errors") or {},
              "memplan_error": err}
         if d is not None:
@@ -237,13 +260,15 @@ def notes(r):
 def print_table(rows, markdown, f=sys.stdout):
     gpu = any("validate" in r for r in rows)
     head = ["model", "mode", "memplan MiB", "eager MiB", "compile MiB",
-            "/eager", "/compile"] + (["GPU run"] if gpu else []) + ["notes"]
+            "/eager", "/compile"] + (["GPU run"] + TIME_HEAD if gpu
+                                     else []) + ["notes"]
     cells = [[r["model"] or "?", r["mode"] or "?",
               fmt_mib(r["memplan_peak_bytes"]),
               fmt_mib(r["eager_peak_bytes"]),
               fmt_mib(r["compile_peak_bytes"]),
               fmt_x(r["x_eager"]), fmt_x(r["x_compile"])]
-             + ([fmt_validated(r.get("validate"))] if gpu else [])
+             + ([fmt_validated(r.get("validate"))] + time_cells(r)
+                if gpu else [])
              + [notes(r)]
              for r in rows]
     if markdown:
@@ -276,7 +301,70 @@ def print_table(rows, markdown, f=sys.stdout):
         f.write("\nGPU runs (memplan validate): %d of %d rows pass every check"
                 " (measured/predicted total in the column)\n"
                 % (sum(1 for v in vs if v.get("all")), len(vs)))
+        time_summary(rows, f)
     f.write("\n")
+
+
+# ------------------------------------------------------------ step time
+
+# with --validate: the planned run's step time on the GPU (ms), the cost
+# model's prediction, PyTorch eager's step time from the reference, and
+# measured/predicted, measured/eager
+TIME_HEAD = ["step ms", "pred ms", "eager ms", "meas/pred", "/eager ms",
+             "synthetic"]
+
+
+def time_of(r):
+    """-> (measured ms, predicted ms, eager ms) or Nones"""
+    v = r.get("validate") or {}
+    return v.get("measured_ms"), v.get("predicted_ms"), r.get("eager_step_ms")
+
+
+def fmt_ms(x):
+    return "-" if x is None else "%.1f" % x
+
+
+def time_cells(r):
+    m, p, e = time_of(r)
+    v = r.get("validate") or {}
+    syn = v.get("nodes_synthetic")
+    return [fmt_ms(m), fmt_ms(p), fmt_ms(e), fmt_x(ratio(m, p)),
+            fmt_x(ratio(m, e)), "-" if syn is None else str(syn)]
+
+
+def quantiles(xs):
+    xs = sorted(xs)
+    return xs[0], xs[len(xs) // 2], xs[-1]
+
+
+def time_summary(rows, f):
+    """the distribution of measured/predicted step time (the target:
+    within +-25%) and of measured/eager (the target: <= 1.5x), and the
+    op kinds that took longest on the rows that miss"""
+    mp_ = [(r, ratio(*time_of(r)[:2])) for r in rows]
+    mp_ = [(r, x) for r, x in mp_ if x is not None]
+    me = [(r, ratio(time_of(r)[0], time_of(r)[2])) for r in rows]
+    me = [(r, x) for r, x in me if x is not None]
+    if mp_:
+        lo, med, hi = quantiles([x for _, x in mp_])
+        f.write("step time measured/predicted: min %.2f, median %.2f, max "
+                "%.2f; within +-25%% on %d of %d rows\n"
+                % (lo, med, hi, sum(1 for _, x in mp_ if 0.75 <= x <= 1.25),
+                   len(mp_)))
+    if me:
+        lo, med, hi = quantiles([x for _, x in me])
+        f.write("step time memplan executor/PyTorch eager: min %.2f, median "
+                "%.2f, max %.2f; <= 1.5x on %d of %d rows\n"
+                % (lo, med, hi, sum(1 for _, x in me if x <= 1.5), len(me)))
+    for r, x in mp_:
+        if 0.75 <= x <= 1.25:
+            continue
+        tops = (r.get("validate") or {}).get("top_ops") or []
+        f.write("  %s %s measured/predicted %.2f; longest: %s\n"
+                % (r["model"], r["mode"], x, ", ".join(
+                    "%s %s/%s ms" % (t["op"], fmt_ms(t.get("measured_ms")),
+                                     fmt_ms(t.get("predicted_ms")))
+                    for t in tops[:5])))
 
 
 def find_memplan(given):
@@ -401,6 +489,29 @@ def self_test(memplan, examples):
               and "--optimizer sgd" in v["command"]
               and (v.get("all") is not None or "validate: " in text),
               "--validate runs memplan validate with the row's options")
+        # the step-time summary, from hand-made validate results
+        import io
+        rows = [{"model": "a", "mode": "m", "eager_step_ms": 10.0,
+                 "validate": {"measured_ms": 12.0, "predicted_ms": 10.0,
+                              "top_ops": []}},
+                {"model": "b", "mode": "m", "eager_step_ms": 10.0,
+                 "validate": {"measured_ms": 30.0, "predicted_ms": 10.0,
+                              "top_ops": [{"op": "Conv", "steps": 2,
+                                           "measured_ms": 25.0,
+                                           "predicted_ms": 5.0}]}},
+                {"model": "c", "mode": "m", "eager_step_ms": None,
+                 "validate": {"measured_ms": 9.0, "predicted_ms": 10.0}}]
+        buf = io.StringIO()
+        time_summary(rows, buf)
+        t = buf.getvalue()
+        check("min 0.90, median 1.20, max 3.00; within +-25% on 2 of 3"
+              in t, "measured/predicted distribution: " + t)
+        check("min 1.20, median 3.00, max 3.00; <= 1.5x on 1 of 2" in t,
+              "measured/eager distribution")
+        check("b m measured/predicted 3.00; longest: Conv 25.0/5.0 ms" in t
+              and " a m " not in t, "the rows that miss, with their ops")
+        check(time_cells(rows[1])[3:5] == ["3.00x", "3.00x"],
+              "time cells")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("self-test: %s" % ("FAILED: " + "; ".join(failures)
