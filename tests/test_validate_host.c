@@ -1318,6 +1318,70 @@ static void check_gpw(const mpv_launch *l, int out, int n_in, int64_t n,
     CU_ASSERT_EQUAL(l->in[0], 0); /* the output gradient */
 }
 
+/* Gradients with many terms: a bias over 512 rows (the kept dim
+ * innermost: 32 elements side by side, 2 chunks of 256 terms through
+ * the workspace) and a scalar factor (every element a term: the rows
+ * read consecutive terms, 4 chunks of 8192); few terms: one thread per
+ * element, no chunks. */
+static void test_train_many_terms(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = NULL, *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &f), MP_OK);
+    int64_t dx[] = {512, 64}, db[] = {64}, ds[] = {1};
+    uint32_t x = mp_test_tensor(f, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t b = mp_test_tensor(f, "b", MP_KIND_WEIGHT, 1, db);
+    uint32_t sc = mp_test_tensor(f, "s", MP_KIND_WEIGHT, 1, ds);
+    uint32_t h = mp_test_tensor(f, "h", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t y = mp_test_tensor(f, "y", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t ia[] = {x, b}, im[] = {h, sc};
+    mp_test_node(f, "add", "Add", ia, 2, &h, 1);
+    mp_test_node(f, "mul", "Mul", im, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(f, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(f), MP_OK);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0);
+    /* db: the output gradient summed over the rows */
+    const mpv_launch *l = launches_of(p, "add/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_GRAD_PW);
+    CU_ASSERT_EQUAL(l->p.gpw.n, 64);
+    CU_ASSERT_EQUAL(l->p.gpw.m, 512);
+    CU_ASSERT_EQUAL(l->p.gpw.lanes, 32);
+    CU_ASSERT_EQUAL(l->p.gpw.parts, 2);
+    CU_ASSERT_EQUAL(l->p.gpw.chunk, 256);
+    CU_ASSERT_EQUAL(l->workspace, 2u * 64u * 4u);
+    /* mul/grad: dh = dy s (one term each), ds = sum of dy h */
+    l = launches_of(p, "mul/grad", 2);
+    int ih = -1;
+    for (int k = 0; k < 2; k++)
+        if (l[k].p.gpw.n == 1)
+            ih = k;
+    CU_ASSERT_FATAL(ih >= 0);
+    const mpv_launch *one = &l[1 - ih], *all = &l[ih];
+    CU_ASSERT_EQUAL(one->p.gpw.m, 1);
+    CU_ASSERT_EQUAL(one->p.gpw.parts, 1);
+    CU_ASSERT_EQUAL(one->workspace, 0u);
+    CU_ASSERT_EQUAL(all->p.gpw.m, 512 * 64);
+    CU_ASSERT_EQUAL(all->p.gpw.lanes, 1);
+    CU_ASSERT_EQUAL(all->p.gpw.parts, 4);
+    CU_ASSERT_EQUAL(all->p.gpw.chunk, 8192);
+    CU_ASSERT_EQUAL(all->workspace, 16u);
+    /* the program's workspace holds the largest launch's */
+    CU_ASSERT(p->workspace_bytes >= 2u * 64u * 4u);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
 /* The loss, its gradient, the backward nodes of Relu, Mul, Div, Sub,
  * Gemm, MatMul and Softmax and the SGD steps run real kernels, reading
  * the slots the backward nodes' attributes name; Tanh's gradient stays
@@ -1612,6 +1676,8 @@ void mp_register_validate_host(void)
          test_range_view_inplace},
         {"training: loss, backward nodes and SGD on real kernels",
          test_train_kernels},
+        {"training: gradients of many terms in chunks, the partial sums in "
+         "the workspace", test_train_many_terms},
         {"training: batched MatMul gradients, strided batched products",
          test_train_batched_matmul},
         {"training: a tensor read twice keeps the synthetic kernel",

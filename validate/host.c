@@ -1427,6 +1427,46 @@ static const mp__tensor *plain_f32(const mp_graph *g, const mp__node *n,
     return is_f32(t) ? t : NULL;
 }
 
+/* How MPV_L_GRAD_PW's many-term sums are spread (validate.h): 32
+ * output elements side by side when the innermost dim is kept (their
+ * terms are then 32 consecutive floats), else one, the terms read
+ * consecutively by the rows; the terms cut into enough chunks for about
+ * 1024 blocks, each row summing at least 32 terms, the partial sums in
+ * at most 1 MiB of workspace. */
+#define GPW_PARTS_MAX 1024
+#define GPW_WS_FLOATS 262144
+static void gpw_split(mpv_launch *x)
+{
+    int64_t n = x->p.gpw.n, m = x->p.gpw.m;
+    int r = x->p.gpw.rank;
+    x->p.gpw.lanes = 1;
+    x->p.gpw.parts = 1;
+    x->p.gpw.chunk = m;
+    if (m < 64)
+        return; /* one thread per element sums its few terms */
+    int inner_kept = r > 0 && !x->p.gpw.red[r - 1];
+    int lanes = inner_kept && n >= 32 ? 32 : 1;
+    int64_t rows = MPV_TPB / lanes;
+    int64_t nbx = (n + lanes - 1) / lanes;
+    int64_t parts = (1024 + nbx - 1) / nbx;
+    int64_t by_terms = (m + rows * 32 - 1) / (rows * 32);
+    if (parts > by_terms)
+        parts = by_terms;
+    if (parts > GPW_PARTS_MAX)
+        parts = GPW_PARTS_MAX;
+    if (parts > GPW_WS_FLOATS / n)
+        parts = GPW_WS_FLOATS / n;
+    if (parts < 1)
+        parts = 1;
+    int64_t chunk = (m + parts - 1) / parts;
+    parts = (m + chunk - 1) / chunk;
+    x->p.gpw.lanes = lanes;
+    x->p.gpw.parts = (int32_t)parts;
+    x->p.gpw.chunk = chunk;
+    if (parts > 1)
+        x->workspace = (uint64_t)parts * (uint64_t)n * sizeof(float);
+}
+
 /* MPV_L_GRAD_PW into output slot out (dims of the forward output: the
  * gradient's; out's shape broadcasts to them): in[0] op[0] in[1] ...,
  * summed to out's shape, times alpha */
@@ -1469,6 +1509,7 @@ static int add_grad_pw(lower *L, const mp__node *n, int out, const int *in,
         if (k > 0)
             x->p.gpw.ops[k - 1] = ops[k - 1];
     }
+    gpw_split(x);
     return 0;
 }
 

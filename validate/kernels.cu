@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#define TPB 256
+#define TPB MPV_TPB
 
 static unsigned blocks_for(int64_t n)
 {
@@ -766,22 +766,53 @@ __global__ void k_grad_pw(gpw_ptrs in, float *out, mpv_launch l)
     }
 }
 
-// many terms (a bias's or a broadcast operand's gradient): one block per
-// output element, each thread a fixed strided share of the m terms, then
-// a fixed tree (deterministic)
-__global__ void k_grad_pw_rows(gpw_ptrs in, float *out, mpv_launch l)
+// many terms (a bias's or a broadcast operand's gradient, a scalar's):
+// block (bx, p) sums terms [p chunk, (p + 1) chunk) of `lanes` output
+// elements side by side, its TPB / lanes rows each a fixed strided share,
+// then a fixed tree over the rows; into out, or with parts > 1 into
+// ws[p n + i] for k_grad_pw_fold (deterministic)
+__global__ void k_grad_pw_part(gpw_ptrs in, float *out, float *ws,
+                               mpv_launch l)
 {
     const auto &p = l.p.gpw;
     __shared__ float red[TPB];
-    for (int64_t i = blockIdx.x; i < p.n; i += gridDim.x) {
+    int W = p.lanes, R = TPB / W;
+    int lane = threadIdx.x % W, row = threadIdx.x / W;
+    int64_t i = (int64_t)blockIdx.x * W + lane;
+    int64_t j0 = (int64_t)blockIdx.y * p.chunk;
+    int64_t j1 = j0 + p.chunk < p.m ? j0 + p.chunk : p.m;
+    float acc = 0.f;
+    if (i < p.n) {
         int64_t base[MPV_MAXIN];
         gpw_base(l, i, base);
-        float acc = 0.f;
-        for (int64_t j = threadIdx.x; j < p.m; j += TPB)
+        for (int64_t j = j0 + row; j < j1; j += R)
             acc += gpw_term(in, l, base, j);
-        float total = block_reduce(acc, red, 0);
-        if (threadIdx.x == 0)
-            out[i] = (float)p.alpha * total;
+    }
+    red[threadIdx.x] = acc; // [row][lane]
+    __syncthreads();
+    for (int h = R / 2; h > 0; h >>= 1) {
+        if (row < h)
+            red[threadIdx.x] += red[threadIdx.x + h * W];
+        __syncthreads();
+    }
+    if (row == 0 && i < p.n) {
+        if (p.parts > 1)
+            ws[(int64_t)blockIdx.y * p.n + i] = red[lane];
+        else
+            out[i] = (float)p.alpha * red[lane];
+    }
+}
+
+// the chunks' sums of each element, added in order, times alpha
+__global__ void k_grad_pw_fold(const float *ws, float *out, mpv_launch l)
+{
+    const auto &p = l.p.gpw;
+    GRID_LOOP(i, p.n)
+    {
+        float s = 0.f;
+        for (int64_t q = 0; q < p.parts; q++)
+            s += ws[q * p.n + i];
+        out[i] = (float)p.alpha * s;
     }
 }
 
@@ -988,10 +1019,18 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         gpw_ptrs ptrs;
         for (int k = 0; k < MPV_MAXIN; k++)
             ptrs.p[k] = k < l->p.gpw.n_in ? (const float *)IN(l->in[k]) : NULL;
-        if (l->p.gpw.m >= 64) // (a block per element: the terms in parallel)
-            k_grad_pw_rows<<<(unsigned)(l->p.gpw.n < 65535 ? l->p.gpw.n : 65535),
-                             TPB, 0, s>>>(ptrs, (float *)out, *l);
-        else
+        const auto &p = l->p.gpw;
+        if (p.m >= 64) { // the terms in parallel (host.c gpw_split)
+            dim3 grid((unsigned)((p.n + p.lanes - 1) / p.lanes),
+                      (unsigned)p.parts);
+            k_grad_pw_part<<<grid, TPB, 0, s>>>(ptrs, (float *)out,
+                                                (float *)io->ws, *l);
+            const char *e = LAUNCH_CHECK();
+            if (e || p.parts == 1)
+                return e;
+            k_grad_pw_fold<<<blocks_for(p.n), TPB, 0, s>>>(
+                (const float *)io->ws, (float *)out, *l);
+        } else
             k_grad_pw<<<blocks_for(l->p.gpw.n), TPB, 0, s>>>(ptrs, (float *)out,
                                                              *l);
         return LAUNCH_CHECK();

@@ -6,6 +6,8 @@ Two small training graphs are written as memplan JSON graphs:
   mlp: x[8,32] -> MatMul W1 -> Add b1 -> Relu -> Mul s -> Div d -> Sub c
        -> Gemm(W2 [10,64] transB, b2) -> Softmax -> Mul s2 -> output
   bmm: x[4,8,16] -> MatMul W3[16,12] -> Relu -> MatMul W4[4,12,6] -> output
+  sums: gradients of many terms (a bias over 512 rows, a scalar factor,
+       a per-channel factor of [8,16,32,32]), summed in chunks
 Each is planned and run as one SGD training step:
   memplan validate G --train --optimizer sgd --dump DIR --json [--poison]
 The loss is the sum of the outputs; SGD updates every weight in place
@@ -123,6 +125,30 @@ def bmm_ref(v):
     return o.sum(), g
 
 
+def sums_graph():
+    """gradients of many terms: a bias over 512 rows, a per-channel
+    factor of [8, 16, 32, 32] (inner dims summed), a scalar factor"""
+    t = [("x", (512, 64), "input"), ("b", (64,), "weight"),
+         ("s", (1,), "weight"), ("h", (512, 64), "activation"),
+         ("y", (512, 64), "output"),
+         ("u", (8, 16, 32, 32), "input"), ("c", (1, 16, 1, 1), "weight"),
+         ("v", (8, 16, 32, 32), "output")]
+    n = [("add", "Add", ["x", "b"], ["h"], None),
+         ("mul", "Mul", ["h", "s"], ["y"], None),
+         ("chan", "Mul", ["u", "c"], ["v"], None)]
+    return graph("sums", t, n, ["y", "v"])
+
+
+def sums_ref(v):
+    x, b, s, u, c = (v[k] for k in ("x", "b", "s", "u", "c"))
+    h = x + b
+    y = h * s
+    w = u * c
+    g = {"s": h.sum().reshape(1), "b": np.broadcast_to(s, (512, 64)).sum(
+        axis=0), "c": u.sum(axis=(0, 2, 3)).reshape(1, 16, 1, 1)}
+    return y.sum() + w.sum(), g
+
+
 def read_dump(d):
     raw = np.fromfile(os.path.join(d, "values.bin"), dtype=np.uint8)
     out = {}
@@ -199,7 +225,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     ok = True
     for name, g, ref in (("mlp", mlp_graph(), mlp_ref),
-                         ("bmm", bmm_graph(), bmm_ref)):
+                         ("bmm", bmm_graph(), bmm_ref),
+                         ("sums", sums_graph(), sums_ref)):
         r1, g1 = run_case(a.memplan, out, name, g, ref, False)
         r2, g2 = run_case(a.memplan, out, name, g, ref, True)
         ok &= r1 and r2

@@ -28,6 +28,7 @@ extern "C" {
 
 #define MPV_MAXR 8   /* highest rank the kernels index */
 #define MPV_MAXIN 4  /* inputs of one n-ary pointwise launch */
+#define MPV_TPB 256  /* threads per block of the kernels */
 
 /* where a tensor lives at a step; SCRATCH: a value inside a fused chain
  * (no block), in one of two slots of the workspace after what the
@@ -145,10 +146,17 @@ typedef struct mpv_launch {
          * output's), v = in[0], then v = ops[k](v, in[k]) for k = 1 ..
          * n_in - 1 (inputs broadcast by st, element strides), summed over
          * the dims with red set, times alpha: out is contiguous over the
-         * other dims (n elements, m terms each) */
+         * other dims (n elements, m terms each). Many terms (m >= 64):
+         * blocks of `lanes` output elements side by side and
+         * MPV_TPB / lanes rows of terms, the terms in `parts` chunks of
+         * `chunk` (grid parts high); parts > 1: the chunks' sums go to
+         * the workspace, [parts][n], and a second kernel adds them in
+         * order (deterministic) */
         struct {
             int32_t n_in, rank;
             int32_t ops[MPV_MAXIN];
+            int32_t lanes, parts;
+            int64_t chunk;
             int64_t n, m;
             int64_t dims[MPV_MAXR];
             int32_t red[MPV_MAXR];
