@@ -49,22 +49,147 @@ __device__ float block_reduce(float v, float *red, int is_max)
     return r;
 }
 
-// ---- copies and fills ----------------------------------------------------
-template <typename T>
-__global__ void k_strided(const T *__restrict__ in, T *__restrict__ out,
-                          mpv_strided p)
+// ---- index arithmetic -------------------------------------------------------
+// A strided walk (copies, pointwise ops with broadcast inputs) made
+// cheaper on the host before its launch: adjacent dims that every
+// operand walks as one (the outer stride is the inner stride times the
+// inner size) are merged and dims of 1 dropped, the same elements in the
+// same order; when every index and offset fits, the kernel does its
+// arithmetic in 32 bits (64-bit division is many instructions on the
+// GPU).
+template <typename I, int NS> struct walk {
+    int32_t rank;
+    I n;
+    I dims[MPV_MAXR];
+    I st[NS][MPV_MAXR];
+    I off[NS];
+};
+
+// merges dims in place over nst stride rows; returns the new rank (>= 1)
+static int coalesce(int rank, int64_t *dims, int64_t (*st)[MPV_MAXR],
+                    int nst)
 {
-    GRID_LOOP(i, p.n)
-    {
-        int64_t r = i, io = p.ioff, oo = p.ooff;
-        for (int d = p.rank - 1; d >= 0; d--) {
-            int64_t x = r % p.dims[d];
-            r /= p.dims[d];
-            io += x * p.ist[d];
-            oo += x * p.ost[d];
+    int r = 0;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 1)
+            continue;
+        bool merge = r > 0;
+        for (int k = 0; k < nst && merge; k++)
+            merge = st[k][r - 1] == st[k][d] * dims[d];
+        if (merge) {
+            dims[r - 1] *= dims[d];
+            for (int k = 0; k < nst; k++)
+                st[k][r - 1] = st[k][d];
+            continue;
         }
-        out[oo] = in[io];
+        dims[r] = dims[d];
+        for (int k = 0; k < nst; k++)
+            st[k][r] = st[k][d];
+        r++;
     }
+    if (r == 0) { // one element
+        dims[0] = 1;
+        for (int k = 0; k < nst; k++)
+            st[k][0] = 0;
+        r = 1;
+    }
+    return r;
+}
+
+// whether n (up to 2^30) and every operand's furthest offset fit in 31
+// bits
+static bool fits32(int rank, int64_t n, const int64_t *dims,
+                   int64_t (*st)[MPV_MAXR], const int64_t *off, int nst)
+{
+    const int64_t lim = 0x7fffffffLL;
+    if (n > (1LL << 30)) // (i plus the grid's stride stays below 2^31)
+        return false;
+    for (int k = 0; k < nst; k++) {
+        int64_t far = off ? off[k] : 0;
+        if (far < 0)
+            return false;
+        for (int d = 0; d < rank; d++) {
+            if (st[k][d] < 0)
+                return false;
+            far += (dims[d] - 1) * st[k][d];
+            if (far > lim)
+                return false;
+        }
+    }
+    return true;
+}
+
+template <typename I, int NS>
+static walk<I, NS> make_walk(int rank, int64_t n, const int64_t *dims,
+                             int64_t (*st)[MPV_MAXR], const int64_t *off)
+{
+    walk<I, NS> w;
+    w.rank = rank;
+    w.n = (I)n;
+    for (int d = 0; d < rank; d++) {
+        w.dims[d] = (I)dims[d];
+        for (int k = 0; k < NS; k++)
+            w.st[k][d] = (I)st[k][d];
+    }
+    for (int k = 0; k < NS; k++)
+        w.off[k] = off ? (I)off[k] : 0;
+    return w;
+}
+
+// the offsets of element i in each of the first ns operands
+template <typename I, int NS>
+__device__ __forceinline__ void walk_at(const walk<I, NS> &w, I i, int ns,
+                                        I *o)
+{
+    for (int k = 0; k < ns; k++)
+        o[k] = w.off[k];
+    I r = i;
+    for (int d = w.rank - 1; d > 0; d--) {
+        I x = r % w.dims[d];
+        r /= w.dims[d];
+        for (int k = 0; k < ns; k++)
+            o[k] += x * w.st[k][d];
+    }
+    for (int k = 0; k < ns; k++)
+        o[k] += r * w.st[k][0];
+}
+
+#define GRID_LOOP_T(I, i, n)                                                  \
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
+         i += (I)gridDim.x * blockDim.x)
+
+// ---- copies and fills ----------------------------------------------------
+// operand 0 the input, 1 the output
+template <typename T, typename I>
+__global__ void k_strided(const T *__restrict__ in, T *__restrict__ out,
+                          walk<I, 2> w)
+{
+    GRID_LOOP_T(I, i, w.n)
+    {
+        I o[2];
+        walk_at(w, i, 2, o);
+        out[o[1]] = in[o[0]];
+    }
+}
+
+template <typename T>
+static void launch_strided(const void *in, void *out, const mpv_strided &p,
+                           cudaStream_t s)
+{
+    int64_t dims[MPV_MAXR], st[2][MPV_MAXR], off[2] = {p.ioff, p.ooff};
+    for (int d = 0; d < p.rank; d++) {
+        dims[d] = p.dims[d];
+        st[0][d] = p.ist[d];
+        st[1][d] = p.ost[d];
+    }
+    int r = coalesce(p.rank, dims, st, 2);
+    unsigned nb = blocks_for(p.n);
+    if (fits32(r, p.n, dims, st, off, 2))
+        k_strided<T, int32_t><<<nb, TPB, 0, s>>>(
+            (const T *)in, (T *)out, make_walk<int32_t, 2>(r, p.n, dims, st, off));
+    else
+        k_strided<T, int64_t><<<nb, TPB, 0, s>>>(
+            (const T *)in, (T *)out, make_walk<int64_t, 2>(r, p.n, dims, st, off));
 }
 
 __global__ void k_fill(float *out, int64_t n, float v)
@@ -136,24 +261,42 @@ struct nary_ptrs {
     const float *p[MPV_MAXIN];
 };
 
-__global__ void k_nary(nary_ptrs in, float *out, mpv_launch l)
+template <typename I>
+__global__ void k_nary(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w,
+                       int n_in, int op)
 {
-    const int64_t n = l.p.nary.n;
-    GRID_LOOP(i, n)
+    GRID_LOOP_T(I, i, w.n)
     {
-        int64_t off[MPV_MAXIN] = {0, 0, 0, 0};
-        int64_t r = i;
-        for (int d = l.p.nary.rank - 1; d >= 0; d--) {
-            int64_t x = r % l.p.nary.dims[d];
-            r /= l.p.nary.dims[d];
-            for (int k = 0; k < l.p.nary.n_in; k++)
-                off[k] += x * l.p.nary.st[k][d];
-        }
-        float v = in.p[0][off[0]];
-        for (int k = 1; k < l.p.nary.n_in; k++)
-            v = binary_op(l.p.nary.op, v, in.p[k][off[k]]);
+        I o[MPV_MAXIN];
+        walk_at(w, i, n_in, o);
+        float v = in.p[0][o[0]];
+        for (int k = 1; k < n_in; k++)
+            v = binary_op(op, v, in.p[k][o[k]]);
         out[i] = v;
     }
+}
+
+static void launch_nary(nary_ptrs in, float *out, const mpv_launch &l,
+                        cudaStream_t s)
+{
+    const auto &p = l.p.nary;
+    int64_t dims[MPV_MAXR], st[MPV_MAXIN][MPV_MAXR] = {};
+    for (int d = 0; d < p.rank; d++) {
+        dims[d] = p.dims[d];
+        for (int k = 0; k < p.n_in; k++)
+            st[k][d] = p.st[k][d];
+    }
+    // the output is contiguous: merging keeps it so
+    int r = coalesce(p.rank, dims, st, p.n_in);
+    unsigned nb = blocks_for(p.n);
+    if (fits32(r, p.n, dims, st, NULL, p.n_in))
+        k_nary<int32_t><<<nb, TPB, 0, s>>>(
+            in, out, make_walk<int32_t, MPV_MAXIN>(r, p.n, dims, st, NULL),
+            p.n_in, p.op);
+    else
+        k_nary<int64_t><<<nb, TPB, 0, s>>>(
+            in, out, make_walk<int64_t, MPV_MAXIN>(r, p.n, dims, st, NULL),
+            p.n_in, p.op);
 }
 
 // ---- convolution: im2col of one image, then cuBLAS -------------------------
@@ -766,6 +909,40 @@ __global__ void k_grad_pw(gpw_ptrs in, float *out, mpv_launch l)
     }
 }
 
+// MPV_L_GRAD_PW's dims merged in place (coalesce, but only dims both
+// kept or both summed)
+static void gpw_coalesce(mpv_launch &l)
+{
+    auto &p = l.p.gpw;
+    int r = 0;
+    for (int d = 0; d < p.rank; d++) {
+        if (p.dims[d] == 1)
+            continue;
+        bool merge = r > 0 && p.red[r - 1] == p.red[d];
+        for (int k = 0; k < p.n_in && merge; k++)
+            merge = p.st[k][r - 1] == p.st[k][d] * p.dims[d];
+        if (merge) {
+            p.dims[r - 1] *= p.dims[d];
+            for (int k = 0; k < p.n_in; k++)
+                p.st[k][r - 1] = p.st[k][d];
+            continue;
+        }
+        p.dims[r] = p.dims[d];
+        p.red[r] = p.red[d];
+        for (int k = 0; k < p.n_in; k++)
+            p.st[k][r] = p.st[k][d];
+        r++;
+    }
+    if (r == 0) {
+        p.dims[0] = 1;
+        p.red[0] = 0;
+        for (int k = 0; k < p.n_in; k++)
+            p.st[k][0] = 0;
+        r = 1;
+    }
+    p.rank = r;
+}
+
 // many terms (a bias's or a broadcast operand's gradient, a scalar's):
 // block (bx, p) sums terms [p chunk, (p + 1) chunk) of `lanes` output
 // elements side by side, its TPB / lanes rows each a fixed strided share,
@@ -869,12 +1046,12 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     switch (l->kind) {
     case MPV_L_COPY: {
         const mpv_strided &p = l->p.copy;
-        unsigned nb = blocks_for(p.n);
+        const void *in = IN(l->in[0]);
         switch (p.esize) {
-        case 1: k_strided<uint8_t><<<nb, TPB, 0, s>>>((const uint8_t *)IN(l->in[0]), (uint8_t *)out, p); break;
-        case 2: k_strided<uint16_t><<<nb, TPB, 0, s>>>((const uint16_t *)IN(l->in[0]), (uint16_t *)out, p); break;
-        case 4: k_strided<uint32_t><<<nb, TPB, 0, s>>>((const uint32_t *)IN(l->in[0]), (uint32_t *)out, p); break;
-        default: k_strided<uint64_t><<<nb, TPB, 0, s>>>((const uint64_t *)IN(l->in[0]), (uint64_t *)out, p); break;
+        case 1: launch_strided<uint8_t>(in, out, p, s); break;
+        case 2: launch_strided<uint16_t>(in, out, p, s); break;
+        case 4: launch_strided<uint32_t>(in, out, p, s); break;
+        default: launch_strided<uint64_t>(in, out, p, s); break;
         }
         return LAUNCH_CHECK();
     }
@@ -897,7 +1074,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         nary_ptrs ptrs;
         for (int k = 0; k < MPV_MAXIN; k++)
             ptrs.p[k] = k < l->p.nary.n_in ? (const float *)IN(l->in[k]) : NULL;
-        k_nary<<<blocks_for(l->p.nary.n), TPB, 0, s>>>(ptrs, (float *)out, *l);
+        launch_nary(ptrs, (float *)out, *l, s);
         return LAUNCH_CHECK();
     }
     case MPV_L_GEMM: {
@@ -1019,6 +1196,11 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         gpw_ptrs ptrs;
         for (int k = 0; k < MPV_MAXIN; k++)
             ptrs.p[k] = k < l->p.gpw.n_in ? (const float *)IN(l->in[k]) : NULL;
+        // dims merged as a strided walk's, kept with kept, summed with
+        // summed: the same elements and terms in the same order
+        mpv_launch lc = *l;
+        gpw_coalesce(lc);
+        l = &lc;
         const auto &p = l->p.gpw;
         if (p.m >= 64) { // the terms in parallel (host.c gpw_split)
             dim3 grid((unsigned)((p.n + p.lanes - 1) / p.lanes),
