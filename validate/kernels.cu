@@ -731,6 +731,199 @@ static const char *cb_err(cublasStatus_t s)
 // divides, scale_div) and the mask adds (kind 1) or keeps where true (2) or
 // false (3), fill elsewhere, in the chain's order. Deterministic: tree
 // reductions in shared memory (block_reduce).
+typedef decltype(((mpv_launch *)0)->p.attn) mpv_attn_p;
+
+// a score after Q K^T: the scores' factor (times, or divided by) and the
+// mask at element mi (added, or the fill where it is false/true), in the
+// chain's order
+__device__ __forceinline__ float attn_score(const mpv_attn_p &p, float s,
+                                            const void *mask, int64_t mi,
+                                            bool has_ss, float sf, float fv)
+{
+    for (int step = 0; step < 2; step++) {
+        int do_mask = (step == 0) == (p.mask_first != 0);
+        if (!do_mask) {
+            if (has_ss)
+                s = p.scale_div ? s / sf : s * sf;
+        } else if (p.mask_kind == 1) {
+            s += ((const float *)mask)[mi];
+        } else if (p.mask_kind >= 2) {
+            bool cnd = ((const unsigned char *)mask)[mi] != 0;
+            if (cnd != (p.mask_kind == 2))
+                s = fv;
+        }
+    }
+    return s;
+}
+
+// the mask's offset of row (b, i, key 0), and Q's, K^T's and V's offsets
+// of batch*head index b through Q's leading dims and each operand's
+// strides (views read in place)
+__device__ __forceinline__ void attn_offsets(const mpv_attn_p &p, int64_t b,
+                                             int64_t *mb, int64_t *qo,
+                                             int64_t *ko, int64_t *vo)
+{
+    int64_t moff = 0, rem = b;
+    for (int dd = p.rank - 3; dd >= 0; dd--) {
+        int64_t x = rem % p.lead[dd];
+        rem /= p.lead[dd];
+        moff += x * p.mst[dd];
+    }
+    *mb = moff;
+    *qo = *ko = *vo = 0;
+    rem = b;
+    for (int dd = p.qrank - 3; dd >= 0; dd--) {
+        int64_t x = rem % p.qlead[dd];
+        rem /= p.qlead[dd];
+        *qo += x * p.qst[dd];
+        *ko += x * p.kst[dd];
+        *vo += x * p.vst[dd];
+    }
+}
+
+// Tiled: a block takes AQ query rows of one batch*head index and walks
+// the keys in tiles of AK, Q's rows, the tile's K^T and V and the scores
+// in shared memory (each read from global memory once per block, in the
+// order their innermost stride makes contiguous); the online softmax per
+// row by AT = TPB / AQ threads (a fixed xor tree of shuffles), the
+// output rows in registers (dv * AQ / TPB per thread). Deterministic.
+#define AQ 32
+#define AK 32
+#define AT (TPB / AQ)
+#define AOMAX 16 // outputs per thread: dv <= 128
+__global__ void k_attention_tiled(const float *__restrict__ Q,
+                                  const float *__restrict__ KT,
+                                  const float *__restrict__ V,
+                                  const void *__restrict__ mask,
+                                  const float *qs, const float *ks,
+                                  const float *ss, const float *fill,
+                                  float *__restrict__ Y,
+                                  float *__restrict__ lse, mpv_launch L)
+{
+    const auto &p = L.p.attn;
+    extern __shared__ float sh[];
+    const int d = (int)p.d, dv = (int)p.dv, t = threadIdx.x;
+    float *qsh = sh;               // [AQ][d]
+    float *ksh = qsh + AQ * d;     // [d][AK]
+    float *vsh = ksh + d * AK;     // [AK][dv]
+    float *ssh = vsh + AK * dv;    // [AQ][AK]
+    float *corr = ssh + AQ * AK;   // [AQ]
+    float qk_scale = (qs ? *qs : 1.f) * (ks ? *ks : 1.f);
+    float sf = ss ? *ss : 1.f, fv = fill ? *fill : 0.f;
+    const int64_t tiles = (p.tq + AQ - 1) / AQ;
+    const int64_t qr = p.qst[p.qrank - 2], qc = p.qst[p.qrank - 1];
+    const int64_t kr = p.kst[p.qrank - 2], kc = p.kst[p.qrank - 1];
+    const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
+    const int64_t mr = p.mst[p.rank - 2], mc = p.mst[p.rank - 1];
+    const int nO = (AQ * dv + TPB - 1) / TPB;
+    for (int64_t blk = blockIdx.x; blk < p.bh * tiles; blk += gridDim.x) {
+        const int64_t b = blk / tiles, q0 = (blk % tiles) * AQ;
+        int64_t mb, qo, ko, vo;
+        attn_offsets(p, b, &mb, &qo, &ko, &vo);
+        // Q's rows, scaled; rows past tq are zeros
+        for (int e = t; e < AQ * d; e += TPB) {
+            int r = qc == 1 ? e / d : e % AQ, c = qc == 1 ? e % d : e / AQ;
+            qsh[r * d + c] =
+                q0 + r < p.tq ? Q[qo + (q0 + r) * qr + c * qc] * qk_scale : 0.f;
+        }
+        float o[AOMAX];
+        for (int k = 0; k < AOMAX; k++)
+            o[k] = 0.f;
+        // row statistics, kept by the row's first thread
+        float m = -INFINITY, l = 0.f;
+        const int sr = t / AT, sl = t % AT; // the row this thread reduces
+        for (int64_t j0 = 0; j0 < p.tk; j0 += AK) {
+            __syncthreads(); // the previous tile's readers are done
+            for (int e = t; e < d * AK; e += TPB) {
+                int c = kc == 1 ? e / AK : e % d, j = kc == 1 ? e % AK : e / d;
+                ksh[c * AK + j] =
+                    j0 + j < p.tk ? KT[ko + c * kr + (j0 + j) * kc] : 0.f;
+            }
+            for (int e = t; e < AK * dv; e += TPB) {
+                int j = vc == 1 ? e / dv : e % AK, c = vc == 1 ? e % dv : e / AK;
+                vsh[j * dv + c] =
+                    j0 + j < p.tk ? V[vo + (j0 + j) * vr + c * vc] : 0.f;
+            }
+            __syncthreads();
+            // scores
+            for (int e = t; e < AQ * AK; e += TPB) {
+                int r = e / AK, j = e % AK;
+                float sc = -INFINITY;
+                if (q0 + r < p.tq && j0 + j < p.tk) {
+                    float dot = 0.f;
+                    for (int c = 0; c < d; c++)
+                        dot += qsh[r * d + c] * ksh[c * AK + j];
+                    sc = attn_score(p, dot, mask,
+                                    mb + (q0 + r) * mr + (j0 + j) * mc,
+                                    ss != NULL, sf, fv);
+                }
+                ssh[r * AK + j] = sc;
+            }
+            __syncthreads();
+            // online softmax of each row: AT threads, AK / AT scores each
+            float tmax = -INFINITY;
+            for (int j = sl; j < AK; j += AT)
+                tmax = fmaxf(tmax, ssh[sr * AK + j]);
+            for (int w = AT / 2; w > 0; w >>= 1)
+                tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, w, AT));
+            float mn = fmaxf(m, tmax), tsum = 0.f;
+            for (int j = sl; j < AK; j += AT) {
+                float x = ssh[sr * AK + j];
+                float e = (mn != -INFINITY && x != -INFINITY) ? expf(x - mn)
+                                                              : 0.f;
+                ssh[sr * AK + j] = e;
+                tsum += e;
+            }
+            for (int w = AT / 2; w > 0; w >>= 1)
+                tsum += __shfl_xor_sync(0xffffffffu, tsum, w, AT);
+            float cr = (m == -INFINITY) ? 0.f : expf(m - mn);
+            l = l * cr + tsum;
+            m = mn;
+            if (sl == 0)
+                corr[sr] = cr;
+            __syncthreads();
+            // the output rows: rescaled, plus P V
+            for (int k = 0; k < nO; k++) {
+                int e = t + k * TPB;
+                if (e >= AQ * dv)
+                    break;
+                int r = e / dv, c = e % dv;
+                float a = o[k] * corr[r];
+                for (int j = 0; j < AK; j++)
+                    a += ssh[r * AK + j] * vsh[j * dv + c];
+                o[k] = a;
+            }
+        }
+        __syncthreads();
+        if (sl == 0)
+            corr[sr] = l; // the row's sum, for the writers
+        __syncthreads();
+        for (int k = 0; k < nO; k++) {
+            int e = t + k * TPB;
+            if (e >= AQ * dv)
+                break;
+            int r = e / dv, c = e % dv;
+            if (q0 + r >= p.tq)
+                continue;
+            float lr = corr[r];
+            Y[(b * p.tq + q0 + r) * p.dv + c] =
+                lr > 0.f ? o[k] / lr : (p.nan_to_zero ? 0.f : NAN);
+        }
+        if (lse && sl == 0 && q0 + sr < p.tq)
+            lse[b * p.tq + q0 + sr] = l > 0.f ? m + logf(l) : -INFINITY;
+    }
+}
+
+// the tiled kernel's shared memory (floats), 0 when its dims do not fit
+static size_t attn_tiled_floats(const mpv_launch *l)
+{
+    const auto &p = l->p.attn;
+    if (p.d < 1 || p.dv < 1 || p.d > 128 || p.dv > 128 ||
+        (AQ * p.dv + TPB - 1) / TPB > AOMAX)
+        return 0;
+    return (size_t)(AQ * p.d + p.d * AK + AK * p.dv + AQ * AK + AQ);
+}
+
 __global__ void k_attention(const float *__restrict__ Q,
                             const float *__restrict__ KT,
                             const float *__restrict__ V,
@@ -750,25 +943,9 @@ __global__ void k_attention(const float *__restrict__ Q,
     int64_t rows = p.bh * p.tq;
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         int64_t b = row / p.tq, i = row % p.tq;
-        // the mask's offset of (b, i, 0)
-        int64_t moff = 0, rem = b;
-        for (int dd = p.rank - 3; dd >= 0; dd--) {
-            int64_t x = rem % p.lead[dd];
-            rem /= p.lead[dd];
-            moff += x * p.mst[dd];
-        }
+        int64_t moff, qo, ko, vo;
+        attn_offsets(p, b, &moff, &qo, &ko, &vo);
         moff += i * p.mst[p.rank - 2];
-        // Q's, K^T's and V's offsets of batch*head index b, through Q's
-        // leading dims and each operand's strides (views read in place)
-        int64_t qo = 0, ko = 0, vo = 0;
-        rem = b;
-        for (int dd = p.qrank - 3; dd >= 0; dd--) {
-            int64_t x = rem % p.qlead[dd];
-            rem /= p.qlead[dd];
-            qo += x * p.qst[dd];
-            ko += x * p.kst[dd];
-            vo += x * p.vst[dd];
-        }
         const int64_t qr = p.qst[p.qrank - 2], qc = p.qst[p.qrank - 1];
         const int64_t kr = p.kst[p.qrank - 2], kc = p.kst[p.qrank - 1];
         const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
@@ -787,21 +964,8 @@ __global__ void k_attention(const float *__restrict__ Q,
                 float dot = 0.f;
                 for (int64_t c = 0; c < p.d; c++)
                     dot += qrow[c] * kb[c * kr + j * kc];
-                s = dot;
-                for (int step = 0; step < 2; step++) {
-                    int do_mask = (step == 0) == (p.mask_first != 0);
-                    if (!do_mask) {
-                        if (ss)
-                            s = p.scale_div ? s / sf : s * sf;
-                    } else if (p.mask_kind == 1) {
-                        s += ((const float *)mask)[moff + j * p.mst[p.rank - 1]];
-                    } else if (p.mask_kind >= 2) {
-                        bool cnd = ((const unsigned char *)mask)
-                                       [moff + j * p.mst[p.rank - 1]] != 0;
-                        if (cnd != (p.mask_kind == 2))
-                            s = fv;
-                    }
-                }
+                s = attn_score(p, dot, mask, moff + j * p.mst[p.rank - 1],
+                               ss != NULL, sf, fv);
             }
             float tmax = block_reduce(j < p.tk ? s : -INFINITY, red, 1);
             float mn = fmaxf(m, tmax);
@@ -1250,16 +1414,38 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_ATTENTION: {
         const auto &p = l->p.attn;
+        const float *sc[4];
+        for (int k = 0; k < 4; k++)
+            sc[k] = io->n_in > (uint32_t)(4 + k) ? (const float *)io->in[4 + k]
+                                                 : NULL;
+        size_t tf = attn_tiled_floats(l);
+        if (tf) { // head dims up to 128: the tiled kernel
+            int64_t blocks = p.bh * ((p.tq + AQ - 1) / AQ);
+            unsigned nb = (unsigned)(blocks < 65535LL * 32
+                                         ? (blocks ? blocks : 1)
+                                         : 65535LL * 32);
+            size_t shm = tf * sizeof(float);
+            if (shm > 48 * 1024) {
+                const char *e = cu_err(cudaFuncSetAttribute(
+                    k_attention_tiled,
+                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+                if (e)
+                    return e;
+            }
+            k_attention_tiled<<<nb, TPB, shm, s>>>(
+                (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
+                (const float *)IN(l->in[2]),
+                l->in[3] >= 0 ? IN(l->in[3]) : NULL, sc[0], sc[1], sc[2],
+                sc[3], (float *)out,
+                p.lse && io->n_out > 1 ? (float *)io->out[1] : NULL, *l);
+            return LAUNCH_CHECK();
+        }
         int64_t rows = p.bh * p.tq;
         unsigned nb = (unsigned)(rows < 65535LL * 32 ? (rows ? rows : 1)
                                                      : 65535LL * 32);
         size_t shm = (size_t)(p.d + p.dv + 2 * TPB) * sizeof(float);
         if (shm > 48 * 1024)
             return "attention: head dims too large for shared memory";
-        const float *sc[4];
-        for (int k = 0; k < 4; k++)
-            sc[k] = io->n_in > (uint32_t)(4 + k) ? (const float *)io->in[4 + k]
-                                                 : NULL;
         k_attention<<<nb, TPB, shm, s>>>(
             (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
             (const float *)IN(l->in[2]),
