@@ -203,3 +203,38 @@ double mp__kernel_seconds(const mp_device *d, double flops, double bytes,
     double tm = d->mem_bw > 0 && bytes > 0 ? bytes / d->mem_bw : 0;
     return (tc > tm ? tc : tm) + d->kernel_overhead;
 }
+
+/* the least workspace a convolution pass is given: room for the index
+ * tables and small split-K buffers of cuDNN's implicit-GEMM engines */
+#define MP__CONV_WS_MIN ((uint64_t)1 << 20)
+/* the weight gradient's reduction over N x OH x OW, split into chunks of
+ * at least this many positions, at most MP__CONV_WS_SPLITS of them, each
+ * with its own fp32 partial of the weight gradient */
+#define MP__CONV_WS_CHUNK 16384
+#define MP__CONV_WS_SPLITS 8
+
+uint64_t mp__conv_workspace(const mp__conv_shape *s, int pass)
+{
+    if (!s || s->n <= 0 || s->c <= 0 || s->m <= 0 || s->g <= 0 ||
+        s->oh <= 0 || s->ow <= 0 || s->kh <= 0 || s->kw <= 0 ||
+        s->c % s->g || s->m % s->g)
+        return 0;
+    if (pass != MP__CONV_BWD_FILTER)
+        return pass == MP__CONV_FWD || pass == MP__CONV_BWD_DATA
+                   ? MP__CONV_WS_MIN
+                   : 0;
+    uint64_t pos, wbytes, splits;
+    if (!mp__mul_u64((uint64_t)s->n, (uint64_t)s->oh, &pos) ||
+        !mp__mul_u64(pos, (uint64_t)s->ow, &pos) ||
+        !mp__mul_u64((uint64_t)s->m, (uint64_t)(s->c / s->g), &wbytes) ||
+        !mp__mul_u64(wbytes, (uint64_t)s->kh, &wbytes) ||
+        !mp__mul_u64(wbytes, (uint64_t)s->kw, &wbytes) ||
+        !mp__mul_u64(wbytes, 4, &wbytes))
+        return 0;
+    splits = (pos + MP__CONV_WS_CHUNK - 1) / MP__CONV_WS_CHUNK;
+    if (splits > MP__CONV_WS_SPLITS)
+        splits = MP__CONV_WS_SPLITS;
+    if (!mp__mul_u64(wbytes, splits, &wbytes))
+        return 0;
+    return wbytes > MP__CONV_WS_MIN ? wbytes : MP__CONV_WS_MIN;
+}

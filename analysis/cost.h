@@ -21,6 +21,22 @@ mp_status mp__node_estimate_ex(const struct mp_graph *g, uint32_t node,
  * the training synthesis, validate) goes through it. */
 double mp__kernel_seconds(const mp_device *d, double flops, double bytes,
                           mp_dtype dt);
+/* A 2-D convolution's geometry (NCHW): input N x C x H x W, output
+ * N x M x OH x OW, a KH x KW kernel, G groups. */
+typedef struct mp__conv_shape {
+    int64_t n, c, h, w, m, oh, ow, kh, kw, g;
+} mp__conv_shape;
+/* the passes of a convolution: the forward, the input's gradient, the
+ * weight's gradient */
+enum { MP__CONV_FWD = 0, MP__CONV_BWD_DATA = 1, MP__CONV_BWD_FILTER = 2 };
+/* The workspace bytes the cost model assumes the algorithm of one pass
+ * needs (docs/cost-model.md, "Convolution workspace"): implicit-GEMM
+ * algorithms (cuDNN's IMPLICIT_PRECOMP_GEMM class and the deterministic
+ * backward ALGO_1), a deterministic function of the shape, so that a plan
+ * made without a GPU can hold it; the executor runs the fastest algorithm
+ * that needs no more. 0 when the shape is invalid or the size overflows. */
+uint64_t mp__conv_workspace(const mp__conv_shape *s, int pass);
+
 /* The one time of a copy over the host link is the public
  * mp_device_transfer_seconds (analysis/devices.c): the offload solver's
  * candidates and simulation and validate's prediction call it. */

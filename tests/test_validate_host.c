@@ -2,6 +2,7 @@
  * into launches, tensor placement per step, workspace, the reference
  * allocation model. Needs no GPU. */
 #include "support.h"
+#include "cost.h"
 #include "sched.h"
 #include "validate.h"
 
@@ -62,14 +63,17 @@ static void test_lowering(void)
     CU_ASSERT_EQUAL(p->n_real, 2);
     CU_ASSERT_EQUAL(p->n_synthetic, 1);
     CU_ASSERT_PTR_NOT_NULL(p->nodes[2].why);
-    /* conv: one launch, im2col workspace C*kh*kw*OH*OW floats */
+    /* conv: one cuDNN launch over the batch, the workspace the cost
+     * model gives the forward pass */
     CU_ASSERT_EQUAL(p->nodes[0].count, 1);
     const mpv_launch *c = &p->launches[p->nodes[0].first];
-    CU_ASSERT_EQUAL(c->kind, MPV_L_CONV);
-    CU_ASSERT_EQUAL(c->p.conv.pt, 1);
-    CU_ASSERT_EQUAL(c->p.conv.oh, 8);
-    CU_ASSERT_EQUAL(c->workspace, 3u * 9u * 64u * 4u);
-    CU_ASSERT_EQUAL(p->workspace_bytes, 3u * 9u * 64u * 4u);
+    CU_ASSERT_EQUAL(c->kind, MPV_L_CONV_DNN);
+    CU_ASSERT_EQUAL(c->p.dnn.pass, MPV_CONV_FWD);
+    CU_ASSERT_EQUAL(c->p.dnn.cudnn, 1);
+    CU_ASSERT_EQUAL(c->p.dnn.pt, 1);
+    CU_ASSERT_EQUAL(c->p.dnn.oh, 8);
+    CU_ASSERT_EQUAL(c->workspace, 1u << 20);
+    CU_ASSERT_EQUAL(p->workspace_bytes, 1u << 20);
     CU_ASSERT_EQUAL(p->launches[p->nodes[1].first].kind, MPV_L_UNARY);
     CU_ASSERT_EQUAL(p->launches[p->nodes[2].first].kind, MPV_L_SYNTH);
     /* every COMPUTE step's arena refs are the offsets of the live blocks */
@@ -1649,6 +1653,211 @@ static void test_train_read_twice(void)
     mp_ctx_destroy(ctx);
 }
 
+/* ---- convolutions on cuDNN ---------------------------------------------- */
+
+/* x[2,4,9,9] -> Conv a (w1[8,4,3,3], b1, pads 1) -> h1 -> Relu -> h2 ->
+ * Conv b (w2[8,2,3,3], group 4, strides 2, pads 1) -> h3 -> Conv c
+ * (depthwise w3[8,1,3,3], group 8, dilations 2, pads 2, b3) -> h4 ->
+ * Conv d (w4[4,8,2,2], pads 0,0,1,1: bottom/right only) -> y[2,4,5,5] */
+static mp_graph *conv_net(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[] = {2, 4, 9, 9}, dw1[] = {8, 4, 3, 3}, d8[] = {8},
+            dh1[] = {2, 8, 9, 9}, dw2[] = {8, 2, 3, 3}, dh3[] = {2, 8, 5, 5},
+            dw3[] = {8, 1, 3, 3}, dw4[] = {4, 8, 2, 2}, dy[] = {2, 4, 5, 5};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 4, dx);
+    uint32_t w1 = mp_test_tensor(g, "w1", MP_KIND_WEIGHT, 4, dw1);
+    uint32_t b1 = mp_test_tensor(g, "b1", MP_KIND_WEIGHT, 1, d8);
+    uint32_t h1 = mp_test_tensor(g, "h1", MP_KIND_ACTIVATION, 4, dh1);
+    uint32_t h2 = mp_test_tensor(g, "h2", MP_KIND_ACTIVATION, 4, dh1);
+    uint32_t w2 = mp_test_tensor(g, "w2", MP_KIND_WEIGHT, 4, dw2);
+    uint32_t h3 = mp_test_tensor(g, "h3", MP_KIND_ACTIVATION, 4, dh3);
+    uint32_t w3 = mp_test_tensor(g, "w3", MP_KIND_WEIGHT, 4, dw3);
+    uint32_t b3 = mp_test_tensor(g, "b3", MP_KIND_WEIGHT, 1, d8);
+    uint32_t h4 = mp_test_tensor(g, "h4", MP_KIND_ACTIVATION, 4, dh3);
+    uint32_t w4 = mp_test_tensor(g, "w4", MP_KIND_WEIGHT, 4, dw4);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 4, dy);
+    uint32_t ia[] = {x, w1, b1}, ib[] = {h2, w2}, ic[] = {h3, w3, b3},
+             id[] = {h4, w4};
+    int64_t p1[] = {1, 1, 1, 1}, p2[] = {2, 2, 2, 2}, p4[] = {0, 0, 1, 1},
+            s2[] = {2, 2};
+    uint32_t na = mp_test_node(g, "a", "Conv", ia, 3, &h1, 1);
+    mp_test_node(g, "relu", "Relu", &h1, 1, &h2, 1);
+    uint32_t nb = mp_test_node(g, "b", "Conv", ib, 2, &h3, 1);
+    uint32_t nc = mp_test_node(g, "c", "Conv", ic, 3, &h4, 1);
+    uint32_t nd = mp_test_node(g, "d", "Conv", id, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, na, "pads", p1, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nb, "pads", p1, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nb, "strides", s2, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, nb, "group", 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nc, "pads", p2, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nc, "dilations", s2, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, nc, "group", 8), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, nd, "pads", p4, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}
+
+/* a MPV_L_CONV_DNN launch's pass, slots, geometry and workspace */
+static void check_dnn(const mpv_launch *l, int pass, int in0, int in1,
+                      int out, int64_t c, int64_t m, int64_t g, int cudnn,
+                      uint64_t ws)
+{
+    CU_ASSERT_EQUAL(l->kind, MPV_L_CONV_DNN);
+    CU_ASSERT_EQUAL(l->p.dnn.pass, pass);
+    CU_ASSERT_EQUAL(l->in[0], in0);
+    CU_ASSERT_EQUAL(l->in[1], in1);
+    CU_ASSERT_EQUAL(l->out, out);
+    CU_ASSERT_EQUAL(l->p.dnn.n, 2);
+    CU_ASSERT_EQUAL(l->p.dnn.c, c);
+    CU_ASSERT_EQUAL(l->p.dnn.m, m);
+    CU_ASSERT_EQUAL(l->p.dnn.g, g);
+    CU_ASSERT_EQUAL(l->p.dnn.cudnn, cudnn);
+    CU_ASSERT_EQUAL(l->workspace, ws);
+}
+
+/* Forward: one cuDNN pass per Conv over the batch (groups, strides,
+ * dilations, the bias), bottom/right-only pads on the im2col path.
+ * Backward: ConvGrad's input gradient (backward data from the saved
+ * weight), weight gradient (backward filter from the saved input) and
+ * bias gradient (dy summed over N, OH, OW); bottom/right-only pads on
+ * the direct kernel, without workspace. The workspaces are the cost
+ * model's (mp__conv_workspace). */
+static void test_conv_dnn(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = conv_net(ctx), *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0);
+    CU_ASSERT_EQUAL(p->n_bwd_synthetic, 0);
+
+    const uint64_t mib = 1u << 20;
+    mp__conv_shape sa = {2, 4, 9, 9, 8, 9, 9, 3, 3, 1};
+    CU_ASSERT_EQUAL(mp__conv_workspace(&sa, MP__CONV_FWD), mib);
+    /* forward a: x, w1, b1 -> h1 */
+    const mpv_launch *l = launches_of(p, "a", 1);
+    check_dnn(l, MPV_CONV_FWD, 0, 1, 0, 4, 8, 1, 1, mib);
+    CU_ASSERT_EQUAL(l->in[2], 2);
+    CU_ASSERT_EQUAL(l->p.dnn.has_bias, 1);
+    CU_ASSERT_EQUAL(l->p.dnn.pt, 1);
+    CU_ASSERT_EQUAL(l->p.dnn.oh, 9);
+    l = launches_of(p, "b", 1);
+    check_dnn(l, MPV_CONV_FWD, 0, 1, 0, 8, 8, 4, 1, mib);
+    CU_ASSERT_EQUAL(l->in[2], -1);
+    CU_ASSERT_EQUAL(l->p.dnn.has_bias, 0);
+    CU_ASSERT_EQUAL(l->p.dnn.sh, 2);
+    CU_ASSERT_EQUAL(l->p.dnn.oh, 5);
+    l = launches_of(p, "c", 1);
+    check_dnn(l, MPV_CONV_FWD, 0, 1, 0, 8, 8, 8, 1, mib);
+    CU_ASSERT_EQUAL(l->p.dnn.dh, 2);
+    CU_ASSERT_EQUAL(l->p.dnn.pl, 2);
+    CU_ASSERT_EQUAL(l->p.dnn.has_bias, 1);
+    /* d's pads (bottom/right only): im2col of one image, C*kh*kw*OH*OW
+     * floats */
+    l = launches_of(p, "d", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_CONV);
+    CU_ASSERT_EQUAL(l->workspace, 8u * 4u * 25u * 4u);
+
+    /* a's gradient: x is a graph input, so dw1 (backward filter from the
+     * saved x) and db1 [8] = dy summed over 2 x 9 x 9 */
+    int sx = slot_of(p, "a/grad", "x");
+    CU_ASSERT(sx > 0);
+    l = launches_of(p, "a/grad", 2);
+    check_dnn(&l[0], MPV_CONV_BWD_FILTER, 0, sx, 0, 4, 8, 1, 1, mib);
+    CU_ASSERT_EQUAL(l[1].kind, MPV_L_GRAD_PW);
+    CU_ASSERT_EQUAL(l[1].in[0], 0);
+    CU_ASSERT_EQUAL(l[1].out, 1);
+    CU_ASSERT_EQUAL(l[1].p.gpw.rank, 3);
+    CU_ASSERT_EQUAL(l[1].p.gpw.n, 8);
+    CU_ASSERT_EQUAL(l[1].p.gpw.m, 2 * 81);
+    CU_ASSERT_EQUAL(l[1].p.gpw.red[0], 1);
+    CU_ASSERT_EQUAL(l[1].p.gpw.red[1], 0);
+    CU_ASSERT_EQUAL(l[1].p.gpw.red[2], 1);
+    CU_ASSERT_EQUAL(l[1].p.gpw.st[0][0], 8 * 81);
+    CU_ASSERT_EQUAL(l[1].p.gpw.st[0][1], 81);
+    CU_ASSERT_EQUAL(l[1].p.gpw.st[0][2], 1);
+    CU_ASSERT_DOUBLE_EQUAL(l[1].p.gpw.alpha, 1.0, 0);
+
+    /* b's gradient: dh2 (backward data from w2), dw2 (from h2); grouped */
+    int sh2 = slot_of(p, "b/grad", "h2"), sw2 = slot_of(p, "b/grad", "w2");
+    CU_ASSERT(sh2 > 0 && sw2 > 0);
+    l = launches_of(p, "b/grad", 2);
+    check_dnn(&l[0], MPV_CONV_BWD_DATA, 0, sw2, 0, 8, 8, 4, 1, mib);
+    check_dnn(&l[1], MPV_CONV_BWD_FILTER, 0, sh2, 1, 8, 8, 4, 1, mib);
+    CU_ASSERT_EQUAL(l[1].p.dnn.sh, 2);
+
+    /* c's (depthwise, with a bias): three launches */
+    l = launches_of(p, "c/grad", 3);
+    check_dnn(&l[0], MPV_CONV_BWD_DATA, 0, slot_of(p, "c/grad", "w3"), 0, 8,
+              8, 8, 1, mib);
+    check_dnn(&l[1], MPV_CONV_BWD_FILTER, 0, slot_of(p, "c/grad", "h3"), 1,
+              8, 8, 8, 1, mib);
+    CU_ASSERT_EQUAL(l[2].kind, MPV_L_GRAD_PW);
+    CU_ASSERT_EQUAL(l[2].out, 2);
+    CU_ASSERT_EQUAL(l[2].p.gpw.n, 8);
+    CU_ASSERT_EQUAL(l[2].p.gpw.m, 2 * 25);
+
+    /* d's: bottom/right pads cuDNN cannot express: the direct kernels,
+     * no workspace */
+    l = launches_of(p, "d/grad", 2);
+    check_dnn(&l[0], MPV_CONV_BWD_DATA, 0, slot_of(p, "d/grad", "w4"), 0, 8,
+              4, 1, 0, 0);
+    check_dnn(&l[1], MPV_CONV_BWD_FILTER, 0, slot_of(p, "d/grad", "h4"), 1,
+              8, 4, 1, 0, 0);
+    CU_ASSERT_EQUAL(l[0].p.dnn.pt, 0);
+    CU_ASSERT_EQUAL(l[0].p.dnn.oh, 5);
+    CU_ASSERT_EQUAL(l[0].p.dnn.h, 5);
+
+    /* the program's workspace: the largest launch's */
+    CU_ASSERT_EQUAL(p->workspace_bytes, mib);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* The cost model's workspace of a convolution pass: 1 MiB for the
+ * forward and the input gradient; the weight gradient's split-K
+ * partials, up to 8 copies of the weight (one per 16384 output
+ * positions), at least 1 MiB; 0 for an invalid shape */
+static void test_conv_workspace(void)
+{
+    const uint64_t mib = 1u << 20;
+    /* resnet's last 3x3 conv at batch 8: 512 x 512 x 9 floats (9 MiB),
+     * 8 x 7 x 7 = 392 positions: one copy */
+    mp__conv_shape s = {8, 512, 7, 7, 512, 7, 7, 3, 3, 1};
+    CU_ASSERT_EQUAL(mp__conv_workspace(&s, MP__CONV_FWD), mib);
+    CU_ASSERT_EQUAL(mp__conv_workspace(&s, MP__CONV_BWD_DATA), mib);
+    CU_ASSERT_EQUAL(mp__conv_workspace(&s, MP__CONV_BWD_FILTER),
+                    512u * 512u * 9u * 4u);
+    /* 64 x 64 x 9 floats (144 KiB), 32 x 56 x 56 = 100352 positions:
+     * 7 copies = 1008 KiB, below the least */
+    mp__conv_shape t = {32, 64, 56, 56, 64, 56, 56, 3, 3, 1};
+    CU_ASSERT_EQUAL(mp__conv_workspace(&t, MP__CONV_BWD_FILTER), mib);
+    /* 256 x 64 1x1 (64 KiB) at 512 x 112 x 112: capped at 8 copies,
+     * 512 KiB, below the least */
+    mp__conv_shape u = {512, 64, 112, 112, 256, 112, 112, 1, 1, 1};
+    CU_ASSERT_EQUAL(mp__conv_workspace(&u, MP__CONV_BWD_FILTER), mib);
+    u.m = 2048; /* 512 KiB: 8 copies, 4 MiB */
+    CU_ASSERT_EQUAL(mp__conv_workspace(&u, MP__CONV_BWD_FILTER), 4u * mib);
+    /* depthwise: the weight is [C, 1, kh, kw] */
+    mp__conv_shape d = {32, 960, 7, 7, 960, 7, 7, 5, 5, 960};
+    CU_ASSERT_EQUAL(mp__conv_workspace(&d, MP__CONV_BWD_FILTER), mib);
+    mp__conv_shape bad = {8, 6, 7, 7, 4, 7, 7, 3, 3, 4}; /* 6 % 4 */
+    CU_ASSERT_EQUAL(mp__conv_workspace(&bad, MP__CONV_FWD), 0u);
+    CU_ASSERT_EQUAL(mp__conv_workspace(&s, 3), 0u);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -1682,6 +1891,10 @@ void mp_register_validate_host(void)
          test_train_batched_matmul},
         {"training: a tensor read twice keeps the synthetic kernel",
          test_train_read_twice},
+        {"conv on cuDNN: forward, input/weight/bias gradients, fallbacks",
+         test_conv_dnn},
+        {"conv workspace of the cost model by pass and shape",
+         test_conv_workspace},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -1,8 +1,8 @@
 // executor.cu - runs an executor program (host.c) on a CUDA GPU.
 //
 // Planned run: one device arena of the planned size, every tensor at its
-// planned offset, weights in their own buffer, one workspace buffer (im2col
-// and cuBLAS), the schedule executed step by step on one stream; OFFLOAD
+// planned offset, weights in their own buffer, one workspace buffer (im2col,
+// cuDNN, cuBLAS), the schedule executed step by step on one stream; OFFLOAD
 // and PREFETCH are cudaMemcpyAsync on a copy stream with pinned host
 // memory, ordered by events and overlapped with compute as the offload
 // planner's cost model assumes: a copy to the host is issued right after
@@ -15,6 +15,7 @@
 // at run time, reaches zero. Memory is measured with the driver's figures
 // (cudaMemGetInfo) around each allocation and after every step, and with
 // the pool's high-water mark.
+#include "conv.h"
 #include "kernels.h"
 
 #include <cuda.h>
@@ -45,6 +46,7 @@ struct run_ctx {
     mpv_result *r;
     cudaStream_t s, cs;
     cublasHandle_t h;
+    mpv_dnn *dnn;  // cuDNN (convolution passes), NULL when none
     unsigned char *weights, *ws, *arena;
     std::vector<unsigned char> hweights;
     std::vector<std::vector<unsigned char>> hinputs;
@@ -222,7 +224,9 @@ bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
         const mpv_launch *l = &p->launches[pn.first + i];
         if (l->out >= 0 && !out[l->out])
             continue; // zero-byte output
-        const char *e = mpv_run_launch(l, &io, c.h, c.s);
+        const char *e = l->kind == MPV_L_CONV_DNN
+                            ? mpv_dnn_run(c.dnn, pn.first + i, l, &io, c.s)
+                            : mpv_run_launch(l, &io, c.h, c.s);
         if (e) {
             char what[200];
             snprintf(what, sizeof what, "node '%s' (%s)", ni.name, ni.op);
@@ -522,6 +526,7 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
     c.o = o;
     c.r = r;
     c.weights = c.ws = c.arena = NULL;
+    c.dnn = NULL;
     bool ok = false;
     std::vector<unsigned char> out_a, out_b, out_ref;
     {
@@ -564,6 +569,16 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             return -1;
         }
         r->cublas_bytes = used_now() - u0;
+        if (mpv_dnn_needed(p)) {
+            u0 = used_now();
+            const char *e = mpv_dnn_create(&c.dnn);
+            if (e) {
+                fail(r, "cudnnCreate", e);
+                cublasDestroy(c.h);
+                return -1;
+            }
+            r->cudnn_bytes = used_now() - u0;
+        }
         c.r->n_steps = p->n_steps;
         c.r->steps = (mpv_step_time *)calloc(p->n_steps + 1, sizeof *c.r->steps);
         c.ev.resize(p->n_steps + 1);
@@ -594,6 +609,14 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             CK(cudaEventCreate(&e));
         if (cublasSetStream(c.h, c.s) != CUBLAS_STATUS_SUCCESS)
             return fail(r, "cublasSetStream", NULL);
+        // the convolutions' algorithms, chosen once before anything is
+        // measured (their trial calls' buffers are freed again)
+        if (c.dnn) {
+            const char *e = mpv_dnn_prepare(c.dnn, p, c.s);
+            mpv_dnn_stats(c.dnn, r);
+            if (e)
+                return fail(r, "cuDNN", e);
+        }
         // pinned host staging for OFFLOAD/PREFETCH
         for (uint32_t s = 0; s < p->n_steps; s++) {
             const mpv_step &ps = p->steps[s];
@@ -694,6 +717,7 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
     for (void *h : c.pinned)
         if (h)
             cudaFreeHost(h);
+    mpv_dnn_destroy(c.dnn);
     cublasDestroy(c.h);
     return ok ? 0 : -1;
 }

@@ -6,6 +6,7 @@
  * back to the synthetic kernel, and the node records why. */
 #include "validate.h"
 
+#include "cost.h"
 #include "ops.h"
 #include "sched.h"
 #include "shape.h"
@@ -1748,6 +1749,174 @@ static int lower_grad_softmax(lower *L, const mp__node *n, const gnode *G,
     return 0;
 }
 
+/* ---- convolution on cuDNN: forward, input and weight gradients ----------- */
+
+/* fits cuDNN's int dims and strides */
+static int dnn_int(int64_t v)
+{
+    return v >= 0 && v <= INT32_MAX;
+}
+
+/* a float32 NCHW operand cuDNN reads as it is stored: not a transposed,
+ * permuted or broadcast view (a range view is contiguous) */
+static int dnn_plain(const mp_graph *g, const mp__node *n, int slot)
+{
+    const mp__tensor *t = in_t(g, n, (uint32_t)slot);
+    unsigned k = t ? mp__tensor_view_kind(g, n->inputs[slot]) : 0;
+    return t && is_f32(t) && t->rank == 4 && k != MP__NVIEW_T &&
+           k != MP__NVIEW_P && k != MP__NVIEW_B && dnn_int(numel(t));
+}
+
+/* One MPV_L_CONV_DNN launch of pass `pass` for x [n, c, h, w] -> y [n, m,
+ * oh, ow] by a kernel [m, c/g, kh, kw], the window from n's attributes
+ * (a backward node carries its forward node's). cuDNN takes one pad per
+ * side pair: it runs the pass when the output size it computes from the
+ * top/left pads is the graph's, else the direct kernel (no workspace).
+ * NULL with *why set (1) or on out of memory (*why NULL). */
+static mpv_launch *add_conv_dnn(lower *L, const mp__node *n,
+                                const mp__tensor *x, const mp__tensor *wt,
+                                const mp__tensor *y, int pass,
+                                const char **why)
+{
+    *why = NULL;
+    int64_t G = attr_i(n, "group", 1);
+    if (!is_f32(x) || !is_f32(wt) || !is_f32(y) || x->rank != 4 ||
+        wt->rank != 4 || y->rank != 4 || !dnn_int(numel(x)) ||
+        !dnn_int(numel(wt)) || !dnn_int(numel(y))) {
+        *why = "Conv: only float32 2-D (NCHW) below 2^31 elements";
+        return NULL;
+    }
+    if (G <= 0 || x->dims[1] % G || y->dims[1] % G ||
+        wt->dims[1] * G != x->dims[1] || wt->dims[0] != y->dims[1] ||
+        x->dims[0] != y->dims[0]) {
+        *why = "Conv: inconsistent group/channels";
+        return NULL;
+    }
+    window w;
+    window_of(n, x, y, wt->dims[2], wt->dims[3], &w);
+    if (w.sh <= 0 || w.sw <= 0 || w.dh <= 0 || w.dw <= 0 || w.pt < 0 ||
+        w.pl < 0) {
+        *why = "Conv: strides, dilations or pads out of range";
+        return NULL;
+    }
+    mpv_launch *l = add_launch(L, MPV_L_CONV_DNN);
+    if (!l)
+        return NULL;
+    SET_WINDOW(l->p.dnn, w);
+    l->p.dnn.n = x->dims[0];
+    l->p.dnn.c = x->dims[1];
+    l->p.dnn.m = y->dims[1];
+    l->p.dnn.g = G;
+    l->p.dnn.pass = pass;
+    /* cuDNN's output size with pads pt, pl on both sides */
+    int64_t eh = (w.kh - 1) * w.dh + 1, ew = (w.kw - 1) * w.dw + 1;
+    l->p.dnn.cudnn = w.h + 2 * w.pt >= eh && w.w + 2 * w.pl >= ew &&
+                     (w.h + 2 * w.pt - eh) / w.sh + 1 == w.oh &&
+                     (w.w + 2 * w.pl - ew) / w.sw + 1 == w.ow;
+    if (l->p.dnn.cudnn) {
+        mp__conv_shape cs = {l->p.dnn.n, l->p.dnn.c, w.h, w.w, l->p.dnn.m,
+                             w.oh, w.ow, w.kh, w.kw, G};
+        l->workspace = mp__conv_workspace(&cs, pass);
+        if (!l->workspace) {
+            *why = "Conv: the workspace overflows";
+            return NULL;
+        }
+    }
+    return l;
+}
+
+/* Conv forward: one cuDNN call over the whole batch, then the bias;
+ * shapes or views cuDNN cannot take, and pads it cannot express, run
+ * the im2col path (lower_conv) */
+static int lower_conv_dnn(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *xt = in_t(g, n, 0), *wt = in_t(g, n, 1),
+                     *bt = in_t(g, n, 2), *y = out_t(g, n, 0);
+    if (n->n_out != 1 || !dnn_plain(g, n, 0) || !dnn_plain(g, n, 1) ||
+        (bt && (!is_f32(bt) || numel(bt) != y->dims[1] ||
+                mp__tensor_view_kind(g, n->inputs[2]) == MP__NVIEW_B)))
+        return lower_conv(L, n, why);
+    uint32_t first = L->n;
+    mpv_launch *l = add_conv_dnn(L, n, xt, wt, y, MPV_CONV_FWD, why);
+    if (!l && !*why)
+        return -1;
+    if (!l || !l->p.dnn.cudnn) {
+        L->n = first; /* the im2col path */
+        return lower_conv(L, n, why);
+    }
+    l->in[0] = 0;
+    l->in[1] = 1;
+    l->in[2] = bt ? 2 : -1;
+    l->out = 0;
+    l->p.dnn.has_bias = bt != NULL;
+    return 0;
+}
+
+/* ConvGrad: the input's gradient (cuDNN backward data, from the saved
+ * weight), the weight's (backward filter, from the saved input) and the
+ * bias's (the output gradient summed over N, OH, OW: MPV_L_GRAD_PW) */
+static int lower_grad_conv(lower *L, const mp__node *n, const gnode *G,
+                           const char **why)
+{
+    const mp_graph *g = L->g;
+    int tvx, tvw;
+    const mp__tensor *x = fwd_operand(g, n, G, 0, &tvx);
+    const mp__tensor *w = fwd_operand(g, n, G, 1, &tvw);
+    int dy = G->dy[0];
+    for (int i = 3; i < GMAX; i++)
+        if (G->dx[i] >= 0)
+            FAIL("ConvGrad: a gradient of an input past the bias");
+    if (dy < 0 || !dnn_plain(g, n, dy) || !x || !w)
+        FAIL("ConvGrad: a float32 NCHW output gradient and the operands' "
+             "shapes");
+    if ((G->dx[0] >= 0 && G->in[1] < 0) || (G->dx[1] >= 0 && G->in[0] < 0))
+        FAIL("ConvGrad: an operand the gradient needs is not saved");
+    if ((G->in[0] >= 0 && !dnn_plain(g, n, G->in[0])) ||
+        (G->in[1] >= 0 && !dnn_plain(g, n, G->in[1])))
+        FAIL("ConvGrad: a saved operand is a view cuDNN cannot read");
+    const mp__tensor *yt = in_t(g, n, (uint32_t)dy);
+    static const int pass[2] = {MPV_CONV_BWD_DATA, MPV_CONV_BWD_FILTER};
+    for (int i = 0; i < 2; i++) {
+        int o = G->dx[i];
+        if (o < 0)
+            continue;
+        const mp__tensor *ot = out_t(g, n, (uint32_t)o);
+        if (!is_f32(ot) || numel(ot) != numel(i ? w : x))
+            FAIL("ConvGrad: a gradient not of its operand's size");
+        mpv_launch *l = add_conv_dnn(L, n, x, w, yt, pass[i], why);
+        if (!l)
+            return *why ? 1 : -1;
+        l->in[0] = dy;
+        l->in[1] = i ? G->in[0] : G->in[1];
+        l->out = o;
+    }
+    if (G->dx[2] >= 0) { /* db [m] = dy summed over n, oh, ow */
+        const mp__tensor *bt = out_t(g, n, (uint32_t)G->dx[2]);
+        if (!is_f32(bt) || numel(bt) != yt->dims[1])
+            FAIL("ConvGrad: the bias's gradient not of [M]");
+        mpv_launch *l = add_launch(L, MPV_L_GRAD_PW);
+        if (!l)
+            return -1;
+        int64_t hw = yt->dims[2] * yt->dims[3];
+        l->in[0] = dy;
+        l->out = G->dx[2];
+        l->p.gpw.n_in = 1;
+        l->p.gpw.rank = 3;
+        l->p.gpw.alpha = 1.0;
+        l->p.gpw.dims[0] = yt->dims[0];
+        l->p.gpw.dims[1] = yt->dims[1];
+        l->p.gpw.dims[2] = hw;
+        l->p.gpw.red[0] = l->p.gpw.red[2] = 1;
+        l->p.gpw.st[0][0] = yt->dims[1] * hw;
+        l->p.gpw.st[0][1] = hw;
+        l->p.gpw.st[0][2] = 1;
+        l->p.gpw.n = yt->dims[1];
+        l->p.gpw.m = yt->dims[0] * hw;
+    }
+    return 0;
+}
+
 /* A backward node: by its forward op's registry kernel */
 static int lower_grad(lower *L, const mp__node *n, const char **why)
 {
@@ -1759,7 +1928,7 @@ static int lower_grad(lower *L, const mp__node *n, const char **why)
     if ((uint32_t)G.n_dx != n->n_out &&
         (k == MP__KERNEL_UNARY || k == MP__KERNEL_BINARY ||
          k == MP__KERNEL_MATMUL || k == MP__KERNEL_GEMM ||
-         k == MP__KERNEL_SOFTMAX))
+         k == MP__KERNEL_SOFTMAX || k == MP__KERNEL_CONV))
         FAIL("backward: outputs beyond the gradients");
     switch (k) {
     case MP__KERNEL_UNARY:
@@ -1776,6 +1945,8 @@ static int lower_grad(lower *L, const mp__node *n, const char **why)
         return lower_grad_matmul(L, n, &G, k == MP__KERNEL_GEMM, why);
     case MP__KERNEL_SOFTMAX:
         return lower_grad_softmax(L, n, &G, kop, why);
+    case MP__KERNEL_CONV:
+        return lower_grad_conv(L, n, &G, why);
     default:
         FAIL("backward: no kernel for this op's gradient");
     }
@@ -1788,7 +1959,7 @@ static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_VARIADIC] = lower_variadic,
     [MP__KERNEL_MATMUL] = lower_matmul,
     [MP__KERNEL_GEMM] = lower_gemm,
-    [MP__KERNEL_CONV] = lower_conv,
+    [MP__KERNEL_CONV] = lower_conv_dnn,
     [MP__KERNEL_POOL] = lower_pool,
     [MP__KERNEL_GLOBAL_POOL] = lower_global_pool,
     [MP__KERNEL_BATCHNORM] = lower_batchnorm,

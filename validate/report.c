@@ -146,12 +146,30 @@ static void predicted_json(mp__jw *w, const mpv_cmd *v,
     mp__jw_end(w);
 }
 
+/* "conv_passes": the convolution passes on cuDNN (of them on the
+ * heuristics' first choice) and on the direct kernel, the most workspace
+ * a first choice wanted beyond the plan's, the most one chosen uses */
+static void conv_json(mp__jw *w, const mpv_result *res)
+{
+    const cli_json_size rows[] = {
+        {"first_choice_over_plan_max_bytes", res->conv_first_ws_max},
+        {"workspace_used_max_bytes", res->conv_ws_used_max},
+    };
+    cli_json_object(w, "conv_passes");
+    cli_json_int(w, "cudnn", res->conv_cudnn);
+    cli_json_int(w, "cudnn_first_choice", res->conv_first);
+    cli_json_int(w, "direct", res->conv_direct);
+    cli_json_sizes(w, rows, sizeof rows / sizeof rows[0]);
+    mp__jw_end(w);
+}
+
 /* "measured": what the run used, by part, and its times */
 static void measured_json(mp__jw *w, const mpv_result *res)
 {
     const cli_json_size rows[] = {
         {"context_bytes", res->ctx_bytes},
         {"cublas_bytes", res->cublas_bytes},
+        {"cudnn_bytes", res->cudnn_bytes},
         {"weights_bytes", res->weights_measured},
         {"workspace_bytes", res->workspace_measured},
         {"arena_bytes", res->arena_measured},
@@ -170,6 +188,7 @@ static void measured_json(mp__jw *w, const mpv_result *res)
     real(w, "reference_ms", res->reference_ms);
     real(w, "max_abs_output", res->max_abs_output);
     cli_json_int(w, "nonfinite_outputs", res->nonfinite_outputs);
+    conv_json(w, res);
     mp__jw_end(w);
 }
 
@@ -252,6 +271,13 @@ void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
            cli_size(res->ctx_bytes, b1, sizeof b1),
            cli_size(res->cublas_bytes, b2, sizeof b2),
            cli_size(res->lazy_bytes, b3, sizeof b3));
+    if (res->cudnn_bytes || res->conv_cudnn || res->conv_direct)
+        printf("conv         %u passes on cuDNN (%u its first choice; a first "
+               "choice wanted up to %s beyond the plan), %u on the direct "
+               "kernel; cuDNN handle %s\n",
+               res->conv_cudnn, res->conv_first,
+               cli_size(res->conv_first_ws_max, b1, sizeof b1),
+               res->conv_direct, cli_size(res->cudnn_bytes, b2, sizeof b2));
     printf("arena        predicted %s (plan %s, granule %llu), measured %s, "
            "ratio %.3f\n",
            cli_size(f->pred_arena, b1, sizeof b1),

@@ -71,6 +71,8 @@ enum {
     MPV_L_GRAD_PW,    /* a pointwise gradient summed to an operand's shape */
     MPV_L_SOFTMAX_GRAD, /* Softmax / LogSoftmax backward from the output */
     MPV_L_AXPY,       /* in place: input in[0] += alpha * input in[1] */
+    MPV_L_CONV_DNN,   /* a convolution pass over the whole batch: cuDNN
+                         (conv.cu), or its direct kernel */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -118,6 +120,18 @@ typedef struct mpv_launch {
             int64_t n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, g;
             int32_t has_bias, direct;  /* direct: 1x1, stride 1, no pad */
         } conv;
+        /* MPV_L_CONV_DNN: x [n, c, h, w], w [m, c/g, kh, kw], y [n, m,
+         * oh, ow] (float32, contiguous); pass MPV_CONV_FWD: in[0] x,
+         * in[1] w, in[2] the bias [m] (has_bias) -> y; MPV_CONV_BWD_DATA:
+         * in[0] dy, in[1] w -> dx; MPV_CONV_BWD_FILTER: in[0] dy, in[1] x
+         * -> dw. cudnn 1: cuDNN, the fastest algorithm whose workspace is
+         * at most the launch's (the cost model's, mp__conv_workspace);
+         * 0 (pads cuDNN cannot express: bottom/right unlike top/left):
+         * the direct kernel of conv.cu, no workspace */
+        struct {
+            int64_t n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, g;
+            int32_t pass, has_bias, cudnn;
+        } dnn;
         struct {
             int64_t nc, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
             int32_t op, count_pad;
@@ -202,6 +216,9 @@ enum { MPV_CT_HALF_PIXEL = 0, MPV_CT_ASYMMETRIC, MPV_CT_ALIGN_CORNERS,
 /* nearest mode */
 enum { MPV_NM_ROUND_PREFER_FLOOR = 0, MPV_NM_ROUND_PREFER_CEIL, MPV_NM_FLOOR,
        MPV_NM_CEIL };
+
+/* the passes of MPV_L_CONV_DNN (the cost model's MP__CONV_*) */
+enum { MPV_CONV_FWD = 0, MPV_CONV_BWD_DATA = 1, MPV_CONV_BWD_FILTER = 2 };
 
 /* one node's lowering */
 typedef struct mpv_node {
@@ -319,6 +336,14 @@ typedef struct mpv_result {
     uint64_t total_mem;
     uint64_t ctx_bytes;        /* used after context creation */
     uint64_t cublas_bytes;     /* cublasCreate */
+    uint64_t cudnn_bytes;      /* cudnnCreate (programs with convolution
+                                * passes on cuDNN), apart like cuBLAS's */
+    /* convolution passes (MPV_L_CONV_DNN launches): on cuDNN (of them,
+     * on the heuristics' first deterministic FMA choice), on the direct
+     * kernel; the most workspace a first choice wanted beyond the
+     * launch's (0: none did), the most a chosen algorithm uses */
+    uint32_t conv_cudnn, conv_first, conv_direct;
+    uint64_t conv_first_ws_max, conv_ws_used_max;
     uint64_t weights_measured, workspace_measured, arena_measured,
         staging_host_bytes;
     uint64_t lazy_bytes;       /* allocated by the libraries during the

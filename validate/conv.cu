@@ -1,0 +1,476 @@
+// conv.cu - convolution passes (MPV_L_CONV_DNN) on cuDNN over the whole
+// batch: the forward (then the bias, cudnnAddTensor), the input's gradient
+// (backward data) and the weight's (backward filter). Each launch's
+// workspace is planned (the cost model's mp__conv_workspace, host.c); the
+// algorithm is the first of cuDNN's heuristics that is deterministic, uses
+// FMA arithmetic (no TF32: results as the fp32 reference), fits that
+// workspace and runs. Where none does, or cuDNN cannot express the pads,
+// a direct kernel computes the pass: one thread per output element, a
+// fixed order of additions, no workspace. Everything here is
+// deterministic, so the planned and the reference runs agree bit for bit.
+#include "conv.h"
+
+#include <cudnn.h>
+#include <stdio.h>
+#include <vector>
+
+#define TPB 256
+
+namespace {
+
+unsigned blocks(int64_t n)
+{
+    int64_t b = (n + TPB - 1) / TPB;
+    if (b < 1)
+        b = 1;
+    if (b > 65535LL * 32)
+        b = 65535LL * 32;
+    return (unsigned)b;
+}
+
+#define LOOP(i, n)                                                           \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+typedef decltype(((mpv_launch *)0)->p.dnn) geom;
+
+// y[n, m, oh, ow] = sum over the group's c, kh, kw of x w (+ b[m])
+__global__ void k_fwd(const float *x, const float *w, const float *b,
+                      float *y, geom p)
+{
+    const int64_t cg = p.c / p.g, mg = p.m / p.g;
+    LOOP(i, p.n * p.m * p.oh * p.ow)
+    {
+        int64_t ow = i % p.ow, t = i / p.ow;
+        int64_t oh = t % p.oh;
+        t /= p.oh;
+        int64_t m = t % p.m, n = t / p.m, c0 = (m / mg) * cg;
+        float acc = 0.f;
+        for (int64_t c = 0; c < cg; c++)
+            for (int64_t kh = 0; kh < p.kh; kh++) {
+                int64_t ih = oh * p.sh - p.pt + kh * p.dh;
+                if (ih < 0 || ih >= p.h)
+                    continue;
+                for (int64_t kw = 0; kw < p.kw; kw++) {
+                    int64_t iw = ow * p.sw - p.pl + kw * p.dw;
+                    if (iw < 0 || iw >= p.w)
+                        continue;
+                    acc += x[((n * p.c + c0 + c) * p.h + ih) * p.w + iw] *
+                           w[((m * cg + c) * p.kh + kh) * p.kw + kw];
+                }
+            }
+        y[i] = b ? acc + b[m] : acc;
+    }
+}
+
+// dx[n, c, ih, iw] = sum over the group's m, kh, kw of the dy of the
+// outputs whose window holds (ih, iw), times their weight
+__global__ void k_bwd_data(const float *dy, const float *w, float *dx,
+                           geom p)
+{
+    const int64_t cg = p.c / p.g, mg = p.m / p.g;
+    LOOP(i, p.n * p.c * p.h * p.w)
+    {
+        int64_t iw = i % p.w, t = i / p.w;
+        int64_t ih = t % p.h;
+        t /= p.h;
+        int64_t c = t % p.c, n = t / p.c, m0 = (c / cg) * mg, cl = c % cg;
+        float acc = 0.f;
+        for (int64_t mm = 0; mm < mg; mm++)
+            for (int64_t kh = 0; kh < p.kh; kh++) {
+                int64_t th = ih + p.pt - kh * p.dh;
+                if (th < 0 || th % p.sh || th / p.sh >= p.oh)
+                    continue;
+                for (int64_t kw = 0; kw < p.kw; kw++) {
+                    int64_t tw = iw + p.pl - kw * p.dw;
+                    if (tw < 0 || tw % p.sw || tw / p.sw >= p.ow)
+                        continue;
+                    int64_t m = m0 + mm;
+                    acc += dy[((n * p.m + m) * p.oh + th / p.sh) * p.ow +
+                              tw / p.sw] *
+                           w[((m * cg + cl) * p.kh + kh) * p.kw + kw];
+                }
+            }
+        dx[i] = acc;
+    }
+}
+
+// dw[m, cl, kh, kw] = sum over n, oh, ow of dy x
+__global__ void k_bwd_filter(const float *dy, const float *x, float *dw,
+                             geom p)
+{
+    const int64_t cg = p.c / p.g, mg = p.m / p.g;
+    LOOP(i, p.m * cg * p.kh * p.kw)
+    {
+        int64_t kw = i % p.kw, t = i / p.kw;
+        int64_t kh = t % p.kh;
+        t /= p.kh;
+        int64_t cl = t % cg, m = t / cg, c = (m / mg) * cg + cl;
+        float acc = 0.f;
+        for (int64_t n = 0; n < p.n; n++)
+            for (int64_t oh = 0; oh < p.oh; oh++) {
+                int64_t ih = oh * p.sh - p.pt + kh * p.dh;
+                if (ih < 0 || ih >= p.h)
+                    continue;
+                for (int64_t ow = 0; ow < p.ow; ow++) {
+                    int64_t iw = ow * p.sw - p.pl + kw * p.dw;
+                    if (iw < 0 || iw >= p.w)
+                        continue;
+                    acc += dy[((n * p.m + m) * p.oh + oh) * p.ow + ow] *
+                           x[((n * p.c + c) * p.h + ih) * p.w + iw];
+                }
+            }
+        dw[i] = acc;
+    }
+}
+
+const char *launch_check()
+{
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+}
+
+// one launch's descriptors and algorithm
+struct dnn_launch {
+    bool used = false, direct = true;
+    cudnnTensorDescriptor_t x = NULL, y = NULL, b = NULL;
+    cudnnFilterDescriptor_t w = NULL;
+    cudnnConvolutionDescriptor_t cv = NULL;
+    int algo = 0;
+    size_t ws = 0;
+};
+
+bool is_fma(cudnnMathType_t t)
+{
+    return t == CUDNN_DEFAULT_MATH || t == CUDNN_FMA_MATH;
+}
+
+} // namespace
+
+struct mpv_dnn {
+    cudnnHandle_t h = NULL;
+    std::vector<dnn_launch> l;
+    uint32_t n_cudnn = 0, n_first = 0, n_direct = 0;
+    uint64_t first_ws_max = 0, ws_used_max = 0;
+    char err[256];
+};
+
+int mpv_dnn_needed(const mpv_program *p)
+{
+    for (uint32_t i = 0; i < p->n_launches; i++)
+        if (p->launches[i].kind == MPV_L_CONV_DNN)
+            return 1;
+    return 0;
+}
+
+const char *mpv_dnn_create(mpv_dnn **out)
+{
+    mpv_dnn *d = new mpv_dnn();
+    cudnnStatus_t st = cudnnCreate(&d->h);
+    if (st != CUDNN_STATUS_SUCCESS) {
+        delete d;
+        *out = NULL;
+        return cudnnGetErrorString(st);
+    }
+    *out = d;
+    return NULL;
+}
+
+#define DK(call)                                                             \
+    do {                                                                     \
+        cudnnStatus_t s_ = (call);                                           \
+        if (s_ != CUDNN_STATUS_SUCCESS) {                                    \
+            snprintf(d->err, sizeof d->err, "%s: %s", #call,                 \
+                     cudnnGetErrorString(s_));                               \
+            return d->err;                                                   \
+        }                                                                    \
+    } while (0)
+
+namespace {
+
+// the pass on cuDNN with algorithm algo and a workspace of ws bytes
+cudnnStatus_t dnn_pass(cudnnHandle_t h, const dnn_launch &k, const geom &p,
+                       int algo, const void *a, const void *b, void *out,
+                       void *ws, size_t wsb)
+{
+    const float one = 1.f, zero = 0.f;
+    switch (p.pass) {
+    case MPV_CONV_FWD: // a = x, b = w
+        return cudnnConvolutionForward(h, &one, k.x, a, k.w, b, k.cv,
+                                       (cudnnConvolutionFwdAlgo_t)algo, ws,
+                                       wsb, &zero, k.y, out);
+    case MPV_CONV_BWD_DATA: // a = dy, b = w
+        return cudnnConvolutionBackwardData(
+            h, &one, k.w, b, k.y, a, k.cv, (cudnnConvolutionBwdDataAlgo_t)algo,
+            ws, wsb, &zero, k.x, out);
+    default: // a = dy, b = x
+        return cudnnConvolutionBackwardFilter(
+            h, &one, k.x, b, k.y, a, k.cv,
+            (cudnnConvolutionBwdFilterAlgo_t)algo, ws, wsb, &zero, k.w, out);
+    }
+}
+
+// candidates of one pass, in the heuristics' order: algorithm, whether
+// usable (status, determinism, arithmetic), workspace
+struct cand {
+    int algo;
+    bool ok;
+    size_t mem;
+};
+
+template <typename P> void to_cands(const P *perf, int n, std::vector<cand> &c)
+{
+    for (int i = 0; i < n; i++)
+        c.push_back({(int)perf[i].algo,
+                     perf[i].status == CUDNN_STATUS_SUCCESS &&
+                         perf[i].determinism == CUDNN_DETERMINISTIC &&
+                         is_fma(perf[i].mathType),
+                     perf[i].memory});
+}
+
+cudnnStatus_t heuristics(cudnnHandle_t h, const dnn_launch &k, int pass,
+                         std::vector<cand> &c)
+{
+    int n = 0;
+    cudnnStatus_t st;
+    if (pass == MPV_CONV_FWD) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        st = cudnnGetConvolutionForwardAlgorithm_v7(
+            h, k.x, k.w, k.cv, k.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+        if (st == CUDNN_STATUS_SUCCESS)
+            to_cands(perf, n, c);
+    } else if (pass == MPV_CONV_BWD_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t
+            perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        st = cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            h, k.w, k.y, k.cv, k.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
+            perf);
+        if (st == CUDNN_STATUS_SUCCESS)
+            to_cands(perf, n, c);
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t
+            perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        st = cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            h, k.x, k.y, k.cv, k.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+            &n, perf);
+        if (st == CUDNN_STATUS_SUCCESS)
+            to_cands(perf, n, c);
+    }
+    return st;
+}
+
+cudnnStatus_t ws_size(cudnnHandle_t h, const dnn_launch &k, int pass,
+                      int algo, size_t *sz)
+{
+    if (pass == MPV_CONV_FWD)
+        return cudnnGetConvolutionForwardWorkspaceSize(
+            h, k.x, k.w, k.cv, k.y, (cudnnConvolutionFwdAlgo_t)algo, sz);
+    if (pass == MPV_CONV_BWD_DATA)
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            h, k.w, k.y, k.cv, k.x, (cudnnConvolutionBwdDataAlgo_t)algo, sz);
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, k.x, k.y, k.cv, k.w, (cudnnConvolutionBwdFilterAlgo_t)algo, sz);
+}
+
+} // namespace
+
+const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
+{
+    DK(cudnnSetStream(d->h, s));
+    d->l.assign(p->n_launches, dnn_launch());
+    // scratch operands for the trial calls: the largest of each
+    uint64_t mx = 0, mw = 0, my = 0, mws = 0;
+    for (uint32_t i = 0; i < p->n_launches; i++) {
+        const mpv_launch &l = p->launches[i];
+        if (l.kind != MPV_L_CONV_DNN || !l.p.dnn.cudnn)
+            continue;
+        const geom &g = l.p.dnn;
+        uint64_t x = (uint64_t)(g.n * g.c * g.h * g.w) * 4,
+                 w = (uint64_t)(g.m * (g.c / g.g) * g.kh * g.kw) * 4,
+                 y = (uint64_t)(g.n * g.m * g.oh * g.ow) * 4;
+        mx = x > mx ? x : mx;
+        mw = w > mw ? w : mw;
+        my = y > my ? y : my;
+        mws = l.workspace > mws ? l.workspace : mws;
+    }
+    void *bx = NULL, *bw = NULL, *by = NULL, *bws = NULL;
+    auto release = [&]() {
+        cudaStreamSynchronize(s);
+        cudaFree(bx);
+        cudaFree(bw);
+        cudaFree(by);
+        cudaFree(bws);
+    };
+    if (mx && (cudaMalloc(&bx, mx) != cudaSuccess ||
+               cudaMalloc(&bw, mw) != cudaSuccess ||
+               cudaMalloc(&by, my) != cudaSuccess ||
+               cudaMalloc(&bws, mws ? mws : 256) != cudaSuccess ||
+               cudaMemset(bx, 0, mx) != cudaSuccess ||
+               cudaMemset(bw, 0, mw) != cudaSuccess ||
+               cudaMemset(by, 0, my) != cudaSuccess)) {
+        release();
+        return "cudaMalloc of the trial operands";
+    }
+    const char *err = NULL;
+    for (uint32_t i = 0; i < p->n_launches && !err; i++) {
+        const mpv_launch &l = p->launches[i];
+        if (l.kind != MPV_L_CONV_DNN)
+            continue;
+        dnn_launch &k = d->l[i];
+        k.used = true;
+        const geom &g = l.p.dnn;
+        if (!g.cudnn) {
+            d->n_direct++;
+            continue;
+        }
+        // descriptors: NCHW float32, the window, groups, FMA arithmetic
+        cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+        auto ok = [&](cudnnStatus_t x) {
+            if (st == CUDNN_STATUS_SUCCESS)
+                st = x;
+            return st == CUDNN_STATUS_SUCCESS;
+        };
+        ok(cudnnCreateTensorDescriptor(&k.x));
+        ok(cudnnCreateTensorDescriptor(&k.y));
+        ok(cudnnCreateFilterDescriptor(&k.w));
+        ok(cudnnCreateConvolutionDescriptor(&k.cv));
+        ok(cudnnSetTensor4dDescriptor(k.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                      (int)g.n, (int)g.c, (int)g.h, (int)g.w));
+        ok(cudnnSetTensor4dDescriptor(k.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                      (int)g.n, (int)g.m, (int)g.oh,
+                                      (int)g.ow));
+        ok(cudnnSetFilter4dDescriptor(k.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                      (int)g.m, (int)(g.c / g.g), (int)g.kh,
+                                      (int)g.kw));
+        ok(cudnnSetConvolution2dDescriptor(
+            k.cv, (int)g.pt, (int)g.pl, (int)g.sh, (int)g.sw, (int)g.dh,
+            (int)g.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        ok(cudnnSetConvolutionGroupCount(k.cv, (int)g.g));
+        ok(cudnnSetConvolutionMathType(k.cv, CUDNN_FMA_MATH));
+        if (g.has_bias) {
+            ok(cudnnCreateTensorDescriptor(&k.b));
+            ok(cudnnSetTensor4dDescriptor(k.b, CUDNN_TENSOR_NCHW,
+                                          CUDNN_DATA_FLOAT, 1, (int)g.m, 1, 1));
+        }
+        int on = 0, oc = 0, oh = 0, ow = 0;
+        std::vector<cand> c;
+        if (st != CUDNN_STATUS_SUCCESS ||
+            cudnnGetConvolution2dForwardOutputDim(k.cv, k.x, k.w, &on, &oc,
+                                                  &oh, &ow) !=
+                CUDNN_STATUS_SUCCESS ||
+            on != g.n || oc != g.m || oh != g.oh || ow != g.ow ||
+            heuristics(d->h, k, g.pass, c) != CUDNN_STATUS_SUCCESS)
+            c.clear();
+        // the first usable candidate that fits and runs
+        bool first = true;
+        for (const cand &x : c) {
+            if (!x.ok)
+                continue;
+            size_t sz = 0;
+            bool fits = x.mem <= l.workspace &&
+                        ws_size(d->h, k, g.pass, x.algo, &sz) ==
+                            CUDNN_STATUS_SUCCESS &&
+                        sz <= l.workspace;
+            size_t need = sz > x.mem ? sz : x.mem;
+            if (first && need > l.workspace && need > d->first_ws_max)
+                d->first_ws_max = need;
+            if (fits) {
+                const void *a = g.pass == MPV_CONV_FWD ? bx : by;
+                const void *b = g.pass == MPV_CONV_BWD_FILTER ? bx : bw;
+                void *o = g.pass == MPV_CONV_FWD        ? by
+                          : g.pass == MPV_CONV_BWD_DATA ? bx
+                                                        : bw;
+                fits = dnn_pass(d->h, k, g, x.algo, a, b, o, bws, sz) ==
+                           CUDNN_STATUS_SUCCESS &&
+                       cudaStreamSynchronize(s) == cudaSuccess;
+            }
+            if (fits) {
+                k.direct = false;
+                k.algo = x.algo;
+                k.ws = sz;
+                d->n_cudnn++;
+                d->n_first += first;
+                if (sz > d->ws_used_max)
+                    d->ws_used_max = sz;
+                break;
+            }
+            first = false;
+        }
+        if (k.direct)
+            d->n_direct++;
+        if (cudaGetLastError() != cudaSuccess)
+            err = "a trial convolution failed";
+    }
+    release();
+    return err;
+}
+
+const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
+                        const mpv_io *io, cudaStream_t s)
+{
+    if (!d || index >= d->l.size() || !d->l[index].used)
+        return "convolution launch not prepared";
+    const dnn_launch &k = d->l[index];
+    const geom &g = l->p.dnn;
+    const void *a = io->in[l->in[0]], *b = io->in[l->in[1]];
+    const float *bias = g.has_bias && l->in[2] >= 0
+                            ? (const float *)io->in[l->in[2]]
+                            : NULL;
+    void *out = io->out[l->out];
+    if (k.direct) {
+        switch (g.pass) {
+        case MPV_CONV_FWD:
+            k_fwd<<<blocks(g.n * g.m * g.oh * g.ow), TPB, 0, s>>>(
+                (const float *)a, (const float *)b, bias, (float *)out, g);
+            break;
+        case MPV_CONV_BWD_DATA:
+            k_bwd_data<<<blocks(g.n * g.c * g.h * g.w), TPB, 0, s>>>(
+                (const float *)a, (const float *)b, (float *)out, g);
+            break;
+        default:
+            k_bwd_filter<<<blocks(g.m * (g.c / g.g) * g.kh * g.kw), TPB, 0,
+                           s>>>((const float *)a, (const float *)b,
+                                (float *)out, g);
+            break;
+        }
+        return launch_check();
+    }
+    DK(dnn_pass(d->h, k, g, k.algo, a, b, out, io->ws, k.ws));
+    if (bias) {
+        const float one = 1.f;
+        DK(cudnnAddTensor(d->h, &one, k.b, bias, &one, k.y, out));
+    }
+    return NULL;
+}
+
+void mpv_dnn_stats(const mpv_dnn *d, mpv_result *r)
+{
+    if (!d)
+        return;
+    r->conv_cudnn = d->n_cudnn;
+    r->conv_first = d->n_first;
+    r->conv_direct = d->n_direct;
+    r->conv_first_ws_max = d->first_ws_max;
+    r->conv_ws_used_max = d->ws_used_max;
+}
+
+void mpv_dnn_destroy(mpv_dnn *d)
+{
+    if (!d)
+        return;
+    for (dnn_launch &k : d->l) {
+        if (k.x)
+            cudnnDestroyTensorDescriptor(k.x);
+        if (k.y)
+            cudnnDestroyTensorDescriptor(k.y);
+        if (k.b)
+            cudnnDestroyTensorDescriptor(k.b);
+        if (k.w)
+            cudnnDestroyFilterDescriptor(k.w);
+        if (k.cv)
+            cudnnDestroyConvolutionDescriptor(k.cv);
+    }
+    if (d->h)
+        cudnnDestroy(d->h);
+    delete d;
+}
