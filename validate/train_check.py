@@ -2,12 +2,18 @@
 """Checks the executor's real backward kernels against gradients computed
 by hand (numpy, float64), on the GPU machine.
 
-Two small training graphs are written as memplan JSON graphs:
+Five small training graphs are written as memplan JSON graphs:
   mlp: x[8,32] -> MatMul W1 -> Add b1 -> Relu -> Mul s -> Div d -> Sub c
        -> Gemm(W2 [10,64] transB, b2) -> Softmax -> Mul s2 -> output
   bmm: x[4,8,16] -> MatMul W3[16,12] -> Relu -> MatMul W4[4,12,6] -> output
   sums: gradients of many terms (a bias over 512 rows, a scalar factor,
        a per-channel factor of [8,16,32,32]), summed in chunks
+  conv: x[2,4,9,9] -> Conv 3x3 + bias -> Relu -> Conv grouped (4), stride
+       2 -> Conv depthwise, dilation 2, + bias -> Relu -> Conv 2x2 with
+       bottom/right pads only (im2col forward, direct backward kernels)
+       -> Mul s -> output
+  dwres: x[4,16,12,12] -> Conv 1x1 + bias -> Relu -> Conv depthwise 5x5 +
+       bias -> Add (residual) -> Conv 1x1 stride 2 -> Mul s7 -> output
 Each is planned and run as one SGD training step:
   memplan validate G --train --optimizer sgd --dump DIR --json [--poison]
 The loss is the sum of the outputs; SGD updates every weight in place
@@ -19,8 +25,14 @@ within 1e-4 relative. Every node must run a real kernel
 (nodes_synthetic 0), and the run with --poison (freed blocks filled
 with 0xff) must give the same gradients.
 
+The reference gradients are written out by hand (numpy, float64);
+--check-formulas checks them against finite differences of the
+reference's loss, and the reference convolution against its definition,
+without a GPU.
+
 Usage: python3 validate/train_check.py [--memplan build-gpu/memplan]
                                        [--out DIR] [--keep]
+                                       [--check-formulas]
 Exit status 0 when every check passes, 1 otherwise.
 """
 import argparse
@@ -149,6 +161,221 @@ def sums_ref(v):
     return y.sum() + w.sum(), g
 
 
+def conv_out(n, k, s, d, p0, p1):
+    return (n + p0 + p1 - ((k - 1) * d + 1)) // s + 1
+
+
+def conv_fwd(x, w, b=None, s=(1, 1), pads=(0, 0, 0, 0), d=(1, 1), g=1):
+    """ONNX Conv (NCHW; pads top, left, bottom, right) in float64: one
+    product per kernel tap and group."""
+    N, C, H, W = x.shape
+    M, Cg, KH, KW = w.shape
+    pt, pl, pb, pr = pads
+    OH = conv_out(H, KH, s[0], d[0], pt, pb)
+    OW = conv_out(W, KW, s[1], d[1], pl, pr)
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    y = np.zeros((N, M, OH, OW))
+    Mg = M // g
+    for gi in range(g):
+        xs, ws = xp[:, gi * Cg:(gi + 1) * Cg], w[gi * Mg:(gi + 1) * Mg]
+        for i in range(KH):
+            for j in range(KW):
+                patch = xs[:, :, i * d[0]:i * d[0] + (OH - 1) * s[0] + 1:s[0],
+                           j * d[1]:j * d[1] + (OW - 1) * s[1] + 1:s[1]]
+                y[:, gi * Mg:(gi + 1) * Mg] += np.einsum(
+                    "nchw,mc->nmhw", patch, ws[:, :, i, j])
+    if b is not None:
+        y += b[None, :, None, None]
+    return y
+
+
+def conv_bwd(dy, x, w, s=(1, 1), pads=(0, 0, 0, 0), d=(1, 1), g=1):
+    """The gradients of conv_fwd's x, w and bias from dy, tap by tap: the
+    transposes of the forward's products."""
+    N, C, H, W = x.shape
+    M, Cg, KH, KW = w.shape
+    pt, pl, pb, pr = pads
+    OH, OW = dy.shape[2], dy.shape[3]
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    Mg = M // g
+    for gi in range(g):
+        gc, gm = slice(gi * Cg, (gi + 1) * Cg), slice(gi * Mg, (gi + 1) * Mg)
+        for i in range(KH):
+            for j in range(KW):
+                sh = slice(i * d[0], i * d[0] + (OH - 1) * s[0] + 1, s[0])
+                sw = slice(j * d[1], j * d[1] + (OW - 1) * s[1] + 1, s[1])
+                dw[gm, :, i, j] += np.einsum("nmhw,nchw->mc", dy[:, gm],
+                                             xp[:, gc, sh, sw])
+                dxp[:, gc, sh, sw] += np.einsum("nmhw,mc->nchw", dy[:, gm],
+                                                w[gm, :, i, j])
+    return dxp[:, :, pt:pt + H, pl:pl + W], dw, dy.sum(axis=(0, 2, 3))
+
+
+def conv_graph():
+    """Convolutions of every kind the executor lowers: plain with a bias
+    (cuDNN), grouped and strided, depthwise and dilated with a bias, and
+    one with bottom/right pads only (im2col forward, direct backward)."""
+    t = [("x", (2, 4, 9, 9), "input"), ("w1", (8, 4, 3, 3), "weight"),
+         ("b1", (8,), "weight"), ("h1", (2, 8, 9, 9), "activation"),
+         ("h2", (2, 8, 9, 9), "activation"), ("w2", (8, 2, 3, 3), "weight"),
+         ("h3", (2, 8, 5, 5), "activation"), ("w3", (8, 1, 3, 3), "weight"),
+         ("b3", (8,), "weight"), ("h4", (2, 8, 5, 5), "activation"),
+         ("h5", (2, 8, 5, 5), "activation"), ("w4", (4, 8, 2, 2), "weight"),
+         ("y", (2, 4, 5, 5), "activation"), ("s", (4, 5, 5), "weight"),
+         ("o", (2, 4, 5, 5), "output")]
+    n = [("a", "Conv", ["x", "w1", "b1"], ["h1"],
+          {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+         ("relu1", "Relu", ["h1"], ["h2"], None),
+         ("b", "Conv", ["h2", "w2"], ["h3"],
+          {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2],
+           "group": 4}),
+         ("c", "Conv", ["h3", "w3", "b3"], ["h4"],
+          {"kernel_shape": [3, 3], "pads": [2, 2, 2, 2],
+           "dilations": [2, 2], "group": 8}),
+         ("relu2", "Relu", ["h4"], ["h5"], None),
+         ("d", "Conv", ["h5", "w4"], ["y"],
+          {"kernel_shape": [2, 2], "pads": [0, 0, 1, 1]}),
+         ("scale", "Mul", ["y", "s"], ["o"], None)]
+    return graph("conv", t, n, ["o"])
+
+
+def conv_ref(v):
+    x = v["x"]
+    A = dict(pads=(1, 1, 1, 1))
+    B = dict(pads=(1, 1, 1, 1), s=(2, 2), g=4)
+    C = dict(pads=(2, 2, 2, 2), d=(2, 2), g=8)
+    D = dict(pads=(0, 0, 1, 1))
+    h1 = conv_fwd(x, v["w1"], v["b1"], **A)
+    h2 = np.maximum(h1, 0)
+    h3 = conv_fwd(h2, v["w2"], **B)
+    h4 = conv_fwd(h3, v["w3"], v["b3"], **C)
+    h5 = np.maximum(h4, 0)
+    y = conv_fwd(h5, v["w4"], **D)
+    o = y * v["s"]
+    g = {"s": y.sum(axis=0)}
+    dh5, g["w4"], _ = conv_bwd(np.broadcast_to(v["s"], o.shape), h5,
+                               v["w4"], **D)
+    dh3, g["w3"], g["b3"] = conv_bwd(dh5 * (h4 > 0), h3, v["w3"], **C)
+    dh2, g["w2"], _ = conv_bwd(dh3, h2, v["w2"], **B)
+    _, g["w1"], g["b1"] = conv_bwd(dh2 * (h1 > 0), x, v["w1"], **A)
+    return o.sum(), g
+
+
+def dwres_graph():
+    """An inverted-residual block as in EfficientNet and MobileNet: a 1x1
+    expansion with a bias, a depthwise 5x5 with a bias, a residual Add, a
+    1x1 projection with stride 2."""
+    t = [("x", (4, 16, 12, 12), "input"), ("w5", (32, 16, 1, 1), "weight"),
+         ("b5", (32,), "weight"), ("a1", (4, 32, 12, 12), "activation"),
+         ("a2", (4, 32, 12, 12), "activation"),
+         ("w6", (32, 1, 5, 5), "weight"), ("b6", (32,), "weight"),
+         ("a3", (4, 32, 12, 12), "activation"),
+         ("a4", (4, 32, 12, 12), "activation"),
+         ("w7", (16, 32, 1, 1), "weight"), ("a5", (4, 16, 6, 6), "activation"),
+         ("s7", (16, 6, 6), "weight"), ("o", (4, 16, 6, 6), "output")]
+    n = [("e", "Conv", ["x", "w5", "b5"], ["a1"], {"kernel_shape": [1, 1]}),
+         ("relu", "Relu", ["a1"], ["a2"], None),
+         ("f", "Conv", ["a2", "w6", "b6"], ["a3"],
+          {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "group": 32}),
+         ("res", "Add", ["a3", "a2"], ["a4"], None),
+         ("p", "Conv", ["a4", "w7"], ["a5"],
+          {"kernel_shape": [1, 1], "strides": [2, 2]}),
+         ("scale", "Mul", ["a5", "s7"], ["o"], None)]
+    return graph("dwres", t, n, ["o"])
+
+
+def dwres_ref(v):
+    E, F, P = {}, dict(pads=(2, 2, 2, 2), g=32), dict(s=(2, 2))
+    a1 = conv_fwd(v["x"], v["w5"], v["b5"], **E)
+    a2 = np.maximum(a1, 0)
+    a3 = conv_fwd(a2, v["w6"], v["b6"], **F)
+    a4 = a3 + a2
+    a5 = conv_fwd(a4, v["w7"], **P)
+    o = a5 * v["s7"]
+    g = {"s7": a5.sum(axis=0)}
+    da4, g["w7"], _ = conv_bwd(np.broadcast_to(v["s7"], o.shape), a4,
+                               v["w7"], **P)
+    da2, g["w6"], g["b6"] = conv_bwd(da4, a2, v["w6"], **F)
+    da2 = da2 + da4
+    _, g["w5"], g["b5"] = conv_bwd(da2 * (a1 > 0), v["x"], v["w5"], **E)
+    return o.sum(), g
+
+
+CASES = (("mlp", mlp_graph, mlp_ref), ("bmm", bmm_graph, bmm_ref),
+         ("sums", sums_graph, sums_ref), ("conv", conv_graph, conv_ref),
+         ("dwres", dwres_graph, dwres_ref))
+
+
+def conv_naive(x, w, b, s, pads, d, g):
+    """ONNX Conv by its definition, one output element at a time."""
+    N, C, H, W = x.shape
+    M, Cg, KH, KW = w.shape
+    OH = conv_out(H, KH, s[0], d[0], pads[0], pads[2])
+    OW = conv_out(W, KW, s[1], d[1], pads[1], pads[3])
+    y = np.zeros((N, M, OH, OW))
+    for n, m, oh, ow in np.ndindex(N, M, OH, OW):
+        c0 = m // (M // g) * Cg
+        acc = b[m] if b is not None else 0.0
+        for c, i, j in np.ndindex(Cg, KH, KW):
+            ih = oh * s[0] - pads[0] + i * d[0]
+            iw = ow * s[1] - pads[1] + j * d[1]
+            if 0 <= ih < H and 0 <= iw < W:
+                acc += x[n, c0 + c, ih, iw] * w[m, c, i, j]
+        y[n, m, oh, ow] = acc
+    return y
+
+
+def check_formulas():
+    """The hand-written gradients against central finite differences of
+    the reference's own loss (float64), a few elements of every weight;
+    conv_fwd against the definition; needs no GPU."""
+    rng = np.random.default_rng(1)
+    ok = True
+    for xs, ws, kw in (((2, 4, 9, 9), (8, 4, 3, 3), dict(pads=(1, 1, 1, 1))),
+                       ((2, 8, 9, 9), (8, 2, 3, 3),
+                        dict(pads=(1, 1, 1, 1), s=(2, 2), g=4)),
+                       ((2, 8, 5, 5), (8, 1, 3, 3),
+                        dict(pads=(2, 2, 2, 2), d=(2, 2), g=8)),
+                       ((2, 8, 5, 5), (4, 8, 2, 2), dict(pads=(0, 0, 1, 1)))):
+        x, w = rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)
+        b = rng.uniform(-1, 1, ws[0])
+        a = dict(s=(1, 1), pads=(0, 0, 0, 0), d=(1, 1), g=1)
+        a.update(kw)
+        err = np.abs(conv_fwd(x, w, b, **a) - conv_naive(x, w, b, **a)).max()
+        good = err <= 1e-12
+        ok &= good
+        print("  %-4s conv_fwd %s against the definition, max diff %.1e" % (
+            "ok" if good else "FAIL", kw, err))
+    for name, gfun, ref in CASES:
+        g = gfun()
+        v = {t["name"]: rng.uniform(-1, 1, t["shape"])
+             for t in g["tensors"] if t["kind"] in ("input", "weight")}
+        if name == "mlp":  # divisors away from 0
+            v["d"] = rng.uniform(0.5, 1.5, v["d"].shape)
+        _, grads = ref(v)
+        worst = 0.0
+        for k, gr in grads.items():
+            for _ in range(6):
+                i = tuple(int(rng.integers(0, n)) for n in gr.shape)
+                e = 1e-6
+                keep = v[k][i]
+                v[k][i] = keep + e
+                lp, _ = ref(v)
+                v[k][i] = keep - e
+                lm, _ = ref(v)
+                v[k][i] = keep
+                fd = (lp - lm) / (2 * e)
+                err = abs(fd - gr[i]) / max(np.abs(gr).max(), 1e-6)
+                worst = max(worst, err)
+        good = worst <= 1e-6
+        ok &= good
+        print("  %-4s %s: hand-written gradients vs finite differences, "
+              "max rel %.1e" % ("ok" if good else "FAIL", name, worst))
+    return ok
+
+
 def read_dump(d):
     raw = np.fromfile(os.path.join(d, "values.bin"), dtype=np.uint8)
     out = {}
@@ -220,13 +447,19 @@ def main():
     ap.add_argument("--memplan", default="build-gpu/memplan")
     ap.add_argument("--out", default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--check-formulas", action="store_true",
+                    help="only check the reference gradients by finite "
+                    "differences (no GPU, no memplan)")
     a = ap.parse_args()
+    if a.check_formulas:
+        ok = check_formulas()
+        print("ALL OK" if ok else "SOME CHECKS FAILED")
+        return 0 if ok else 1
     out = a.out or tempfile.mkdtemp(prefix="train_check")
     os.makedirs(out, exist_ok=True)
     ok = True
-    for name, g, ref in (("mlp", mlp_graph(), mlp_ref),
-                         ("bmm", bmm_graph(), bmm_ref),
-                         ("sums", sums_graph(), sums_ref)):
+    for name, gfun, ref in CASES:
+        g = gfun()
         r1, g1 = run_case(a.memplan, out, name, g, ref, False)
         r2, g2 = run_case(a.memplan, out, name, g, ref, True)
         ok &= r1 and r2
