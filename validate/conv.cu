@@ -381,8 +381,14 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
                           : g.pass == MPV_CONV_BWD_DATA ? bx
                                                         : bw;
                 fits = dnn_pass(d->h, k, g, x.algo, a, b, o, bws, sz) ==
-                           CUDNN_STATUS_SUCCESS &&
-                       cudaStreamSynchronize(s) == cudaSuccess;
+                       CUDNN_STATUS_SUCCESS;
+                if (cudaStreamSynchronize(s) != cudaSuccess) {
+                    err = "a trial convolution failed";
+                    break;
+                }
+                // (a launch error of the trial: this algorithm does not
+                // run; the error is cleared)
+                fits &= cudaGetLastError() == cudaSuccess;
             }
             if (fits) {
                 k.direct = false;
@@ -398,8 +404,6 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
         }
         if (k.direct)
             d->n_direct++;
-        if (cudaGetLastError() != cudaSuccess)
-            err = "a trial convolution failed";
     }
     release();
     return err;
@@ -417,7 +421,12 @@ const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
                             ? (const float *)io->in[l->in[2]]
                             : NULL;
     void *out = io->out[l->out];
-    if (k.direct) {
+    // cuDNN's vectorized kernels want aligned operands; a range view may
+    // start anywhere: the direct kernel then (the same in the planned and
+    // the reference run, whose roots are both aligned)
+    bool aligned = ((uintptr_t)a | (uintptr_t)b | (uintptr_t)out |
+                    (uintptr_t)bias) % 16 == 0;
+    if (k.direct || !aligned) {
         switch (g.pass) {
         case MPV_CONV_FWD:
             k_fwd<<<blocks(g.n * g.m * g.oh * g.ow), TPB, 0, s>>>(

@@ -612,10 +612,14 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         // the convolutions' algorithms, chosen once before anything is
         // measured (their trial calls' buffers are freed again)
         if (c.dnn) {
+            uint64_t u0 = used_now();
             const char *e = mpv_dnn_prepare(c.dnn, p, c.s);
             mpv_dnn_stats(c.dnn, r);
             if (e)
                 return fail(r, "cuDNN", e);
+            // what cuDNN kept of its first calls goes with its handle
+            uint64_t u1 = used_now();
+            r->cudnn_bytes += u1 > u0 ? u1 - u0 : 0;
         }
         // pinned host staging for OFFLOAD/PREFETCH
         for (uint32_t s = 0; s < p->n_steps; s++) {

@@ -336,8 +336,9 @@ typedef struct mpv_result {
     uint64_t total_mem;
     uint64_t ctx_bytes;        /* used after context creation */
     uint64_t cublas_bytes;     /* cublasCreate */
-    uint64_t cudnn_bytes;      /* cudnnCreate (programs with convolution
-                                * passes on cuDNN), apart like cuBLAS's */
+    uint64_t cudnn_bytes;      /* cudnnCreate and what the algorithm
+                                * choice kept (programs with convolution
+                                * passes), apart like cuBLAS's */
     /* convolution passes (MPV_L_CONV_DNN launches): on cuDNN (of them,
      * on the heuristics' first deterministic FMA choice), on the direct
      * kernel; the most workspace a first choice wanted beyond the
