@@ -1913,6 +1913,7 @@ static int lower_grad_conv(lower *L, const mp__node *n, const gnode *G,
         l->p.gpw.st[0][2] = 1;
         l->p.gpw.n = yt->dims[1];
         l->p.gpw.m = yt->dims[0] * hw;
+        gpw_split(l);
     }
     return 0;
 }
