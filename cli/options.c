@@ -432,12 +432,12 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "Runs the plan of MODEL on the GPU (one arena of the planned size, "
         "every tensor at its planned offset, the schedule step by step) and "
         "prints predicted against measured device memory (arena, "
-        "workspace, weights; CUDA context and cuBLAS apart), time per step "
-        "and in total against the cost model's prediction, and the checks: "
-        "outputs bit-identical to a reference run with one allocation per "
-        "tensor, and the reference run's live bytes (summed by the "
-        "executor) against the planner's lower bound. Exits 5 when a check "
-        "fails. The CUDA executor is a program of its own, "
+        "workspace, weights; CUDA context, cuBLAS and cuDNN apart), time per "
+        "step and in total against the cost model's prediction, and the "
+        "checks: outputs bit-identical to a reference run with one "
+        "allocation per tensor, and the reference run's live bytes (summed "
+        "by the executor) against the planner's lower bound. Exits 5 when "
+        "a check fails. The CUDA executor is a program of its own, "
         "memplan-validate, which memplan runs.",
         "Built without CUDA, it loads and lowers the model (which kernel "
         "runs each node) and exits 3 before touching a GPU.",
