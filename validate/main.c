@@ -50,6 +50,26 @@ static int load_and_lower(mpv_cmd *v)
     return st ? cli_fail(v->ctx, st, a->plan ? a->plan : model) : 0;
 }
 
+/* --lower-only: the convolution passes by how they run (cuDNN, the
+ * direct kernel, im2col), when there are any */
+static void print_conv_passes(const mpv_program *prog)
+{
+    uint32_t n[3][2] = {{0}}, im2col = 0;
+    for (uint32_t i = 0; i < prog->n_launches; i++) {
+        const mpv_launch *l = &prog->launches[i];
+        if (l->kind == MPV_L_CONV)
+            im2col++;
+        else if (l->kind == MPV_L_CONV_DNN && l->p.dnn.pass >= 0 &&
+                 l->p.dnn.pass < 3)
+            n[l->p.dnn.pass][l->p.dnn.cudnn != 0]++;
+    }
+    if (im2col + n[0][0] + n[0][1] + n[1][0] + n[1][1] + n[2][0] + n[2][1])
+        printf("convolutions: forward %u on cuDNN, %u im2col; input "
+               "gradient %u on cuDNN, %u direct; weight gradient %u on "
+               "cuDNN, %u direct\n",
+               n[0][1], im2col, n[1][1], n[1][0], n[2][1], n[2][0]);
+}
+
 /* --lower-only: which kernel runs each node, and the synthetic ones. */
 static void print_lowering(const mpv_cmd *v)
 {
@@ -66,6 +86,7 @@ static void print_lowering(const mpv_cmd *v)
                "real, %u synthetic\n",
                prog->n_bwd_real, prog->n_bwd_synthetic, prog->n_opt_real,
                prog->n_opt_synthetic);
+    print_conv_passes(prog);
     for (uint32_t i = 0; i < mp_graph_num_nodes(v->g); i++) {
         mp_node_info ni;
         mp_graph_node_info(v->g, i, &ni);
