@@ -655,6 +655,19 @@ static void test_no_effect(void)
     unlink(placed);
 }
 
+static const char conv_text[] =
+    "{\"format\": \"memplan-graph\", \"version\": 1,\n"
+    "  \"tensors\": [\n"
+    "    {\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [2, 3, 8, 8], \"kind\": \"input\"},\n"
+    "    {\"name\": \"w\", \"dtype\": \"float32\", \"shape\": [4, 3, 3, 3], \"kind\": \"weight\"},\n"
+    "    {\"name\": \"y\", \"dtype\": \"float32\", \"shape\": [2, 4, 8, 8], \"kind\": \"output\"}\n"
+    "  ],\n"
+    "  \"nodes\": [\n"
+    "    {\"name\": \"conv\", \"op\": \"Conv\", \"inputs\": [\"x\", \"w\"], \"outputs\": [\"y\"],\n"
+    "     \"attributes\": {\"pads\": [1, 1, 1, 1]}}\n"
+    "  ],\n"
+    "  \"outputs\": [\"y\"]}\n";
+
 /* memplan itself loads no CUDA library: memplan validate executes
  * memplan-validate, found beside it */
 static void test_no_cuda(void)
@@ -667,6 +680,16 @@ static void test_no_cuda(void)
     CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
     CU_ASSERT_EQUAL(cli("validate %s --lower-only 2>&1", graph), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 nodes run: 2 real kernels"));
+    unlink(graph);
+    /* a Conv's passes: the forward and the weight's gradient on cuDNN
+     * (the input is the graph's: no input gradient) */
+    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", conv_text) == 0);
+    CU_ASSERT_EQUAL(cli("validate %s --train --optimizer sgd --lower-only "
+                        "2>&1", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "convolutions: forward 1 on cuDNN, "
+                                       "0 im2col; input gradient 0 on "
+                                       "cuDNN, 0 direct; weight gradient 1 "
+                                       "on cuDNN, 0 direct"));
     CU_ASSERT_EQUAL(cli("validate --help"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "Usage: memplan validate MODEL"));
     unlink(graph);
