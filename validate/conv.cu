@@ -152,6 +152,7 @@ struct mpv_dnn {
     std::vector<dnn_launch> l;
     uint32_t n_cudnn = 0, n_first = 0, n_direct = 0;
     uint64_t first_ws_max = 0, ws_used_max = 0;
+    bool roots16 = false; // every root starts on 16 bytes in both runs
     char err[256];
 };
 
@@ -278,6 +279,7 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
 {
     DK(cudnnSetStream(d->h, s));
     d->l.assign(p->n_launches, dnn_launch());
+    d->roots16 = p->alignment > 0 && p->alignment % 16 == 0;
     // scratch operands for the trial calls: the largest of each
     uint64_t mx = 0, mw = 0, my = 0, mws = 0;
     for (uint32_t i = 0; i < p->n_launches; i++) {
@@ -422,10 +424,11 @@ const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
                             : NULL;
     void *out = io->out[l->out];
     // cuDNN's vectorized kernels want aligned operands; a range view may
-    // start anywhere: the direct kernel then (the same in the planned and
-    // the reference run, whose roots are both aligned)
-    bool aligned = ((uintptr_t)a | (uintptr_t)b | (uintptr_t)out |
-                    (uintptr_t)bias) % 16 == 0;
+    // start anywhere: the direct kernel then, the same in the planned and
+    // the reference run where both place every root on 16 bytes (a plan
+    // aligned to less takes the direct kernel throughout)
+    bool aligned = d->roots16 && ((uintptr_t)a | (uintptr_t)b |
+                                  (uintptr_t)out | (uintptr_t)bias) % 16 == 0;
     if (k.direct || !aligned) {
         switch (g.pass) {
         case MPV_CONV_FWD:
