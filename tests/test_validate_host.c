@@ -2,6 +2,7 @@
  * into launches, tensor placement per step, workspace, the reference
  * allocation model. Needs no GPU. */
 #include "support.h"
+#include "conv_direct.h"
 #include "cost.h"
 #include "sched.h"
 #include "validate.h"
@@ -1826,6 +1827,102 @@ static void test_conv_dnn(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The direct convolution passes (conv_direct.h, the executor's kernels
+ * where cuDNN cannot run a pass), on the CPU: groups, strides,
+ * dilations, top/left pads and bottom/right ones that differ. The
+ * forward against the sum over an explicitly padded input; the input and
+ * weight gradients as its adjoints: <conv(x), dy> = <x, dx(dy)> =
+ * <w, dw(dy, x)>. */
+static void test_conv_direct(void)
+{
+    /* x [2, 4, 7, 6], w [6, 2, 3, 2], groups 2, strides 2, 1, dilations
+     * 1, 2, pads top 1, left 0, bottom 2, right 1: y [2, 6, 4, 5] */
+    enum { N = 2, C = 4, H = 7, W = 6, M = 6, G = 2, KH = 3, KW = 2,
+           OH = 4, OW = 5, PT = 1, PL = 0, PB = 2, PR = 1 };
+    mpv_launch l;
+    memset(&l, 0, sizeof l);
+    l.kind = MPV_L_CONV_DNN;
+    l.p.dnn.n = N, l.p.dnn.c = C, l.p.dnn.h = H, l.p.dnn.w = W;
+    l.p.dnn.m = M, l.p.dnn.oh = OH, l.p.dnn.ow = OW, l.p.dnn.kh = KH;
+    l.p.dnn.kw = KW, l.p.dnn.sh = 2, l.p.dnn.sw = 1, l.p.dnn.dh = 1;
+    l.p.dnn.dw = 2, l.p.dnn.pt = PT, l.p.dnn.pl = PL, l.p.dnn.g = G;
+    enum { NX = N * C * H * W, NW = M * (C / G) * KH * KW,
+           NY = N * M * OH * OW, HP = H + PT + PB, WP = W + PL + PR };
+    static float x[NX], w[NW], b[M], y[NY], dy[NY], dx[NX], dw[NW];
+    static double xp[N][C][HP][WP];
+    uint64_t r = 12345;
+    for (int i = 0; i < NX; i++)
+        x[i] = (float)((r = r * 6364136223846793005u + 1442695040888963407u)
+                       >> 40) / (float)(1 << 24) - 0.5f;
+    for (int i = 0; i < NW; i++)
+        w[i] = (float)((r = r * 6364136223846793005u + 1) >> 40) /
+                   (float)(1 << 24) - 0.5f;
+    for (int i = 0; i < NY; i++)
+        dy[i] = (float)((r = r * 6364136223846793005u + 1) >> 40) /
+                    (float)(1 << 24) - 0.5f;
+    for (int i = 0; i < M; i++)
+        b[i] = (float)i;
+    /* the output size as ONNX gives it */
+    CU_ASSERT_EQUAL((H + PT + PB - 3) / 2 + 1, OH);
+    CU_ASSERT_EQUAL((W + PL + PR - 3) / 1 + 1, OW);
+    memset(xp, 0, sizeof xp);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < H; i++)
+                for (int j = 0; j < W; j++)
+                    xp[n][c][i + PT][j + PL] = x[((n * C + c) * H + i) * W + j];
+    double worst = 0, ydy = 0, xdx = 0, wdw = 0;
+    for (int i = 0; i < NY; i++) {
+        y[i] = mpv_conv_fwd_at(&l, x, w, b, i);
+        int q = i % OW, o = i / OW % OH, m = i / (OW * OH) % M,
+            n = i / (OW * OH * M);
+        double ref = b[m];
+        for (int c = 0; c < C / G; c++)
+            for (int kh = 0; kh < KH; kh++)
+                for (int kw = 0; kw < KW; kw++)
+                    ref += xp[n][m / (M / G) * (C / G) + c][o * 2 + kh]
+                             [q + kw * 2] *
+                           w[((m * (C / G) + c) * KH + kh) * KW + kw];
+        if (fabs(y[i] - ref) > worst)
+            worst = fabs(y[i] - ref);
+        ydy += (double)(mpv_conv_fwd_at(&l, x, w, NULL, i)) * dy[i];
+    }
+    CU_ASSERT(worst < 1e-5);
+    for (int i = 0; i < NX; i++) {
+        dx[i] = mpv_conv_bwd_data_at(&l, dy, w, i);
+        xdx += (double)x[i] * dx[i];
+    }
+    for (int i = 0; i < NW; i++) {
+        dw[i] = mpv_conv_bwd_filter_at(&l, dy, x, i);
+        wdw += (double)w[i] * dw[i];
+    }
+    CU_ASSERT(fabs(ydy) > 0.1);
+    CU_ASSERT(fabs(xdx - ydy) < 1e-4 * fabs(ydy));
+    CU_ASSERT(fabs(wdw - ydy) < 1e-4 * fabs(ydy));
+    /* and element by element: dx[0, 1, 2, 3] and dw[4, 1, 2, 0] by hand
+     * (channel 1 is in group 0: outputs 0..2; input row 2 = o * 2 - 1 +
+     * kh: (o, kh) = (1, 1) or (0, 3: outside); column 3 = q + 2 kw: (q,
+     * kw) = (3, 0), (1, 1)) */
+    double ref = 0;
+    for (int m = 0; m < 3; m++) {
+        ref += dy[((0 * M + m) * OH + 1) * OW + 3] *
+               w[((m * 2 + 1) * KH + 1) * KW + 0];
+        ref += dy[((0 * M + m) * OH + 1) * OW + 1] *
+               w[((m * 2 + 1) * KH + 1) * KW + 1];
+    }
+    CU_ASSERT(fabs(dx[((0 * C + 1) * H + 2) * W + 3] - ref) < 1e-5);
+    /* dw[4, 1, 2, 0]: output channel 4 in group 1 reads input channel 3;
+     * tap (2, 0) at output (o, q) reads row o * 2 + 1, column q */
+    ref = 0;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OH; o++)
+            for (int q = 0; q < OW; q++)
+                if (o * 2 + 1 < H && q < W)
+                    ref += dy[((n * M + 4) * OH + o) * OW + q] *
+                           x[((n * C + 3) * H + o * 2 + 1) * W + q];
+    CU_ASSERT(fabs(dw[((4 * 2 + 1) * KH + 2) * KW + 0] - ref) < 1e-5);
+}
+
 /* The cost model's workspace of a convolution pass: 1 MiB for the
  * forward and the input gradient; the weight gradient's split-K
  * partials, up to 8 copies of the weight (one per 16384 output
@@ -1895,6 +1992,8 @@ void mp_register_validate_host(void)
          test_conv_dnn},
         {"conv workspace of the cost model by pass and shape",
          test_conv_workspace},
+        {"direct conv passes: padded-sum forward, adjoint gradients",
+         test_conv_direct},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -9,6 +9,7 @@
 // fixed order of additions, no workspace. Everything here is
 // deterministic, so the planned and the reference runs agree bit for bit.
 #include "conv.h"
+#include "conv_direct.h"
 
 #include <cudnn.h>
 #include <stdio.h>
@@ -34,93 +35,28 @@ unsigned blocks(int64_t n)
 
 typedef decltype(((mpv_launch *)0)->p.dnn) geom;
 
-// y[n, m, oh, ow] = sum over the group's c, kh, kw of x w (+ b[m])
+// the direct passes (conv_direct.h): one thread per output element
 __global__ void k_fwd(const float *x, const float *w, const float *b,
-                      float *y, geom p)
+                      float *y, mpv_launch l)
 {
-    const int64_t cg = p.c / p.g, mg = p.m / p.g;
-    LOOP(i, p.n * p.m * p.oh * p.ow)
-    {
-        int64_t ow = i % p.ow, t = i / p.ow;
-        int64_t oh = t % p.oh;
-        t /= p.oh;
-        int64_t m = t % p.m, n = t / p.m, c0 = (m / mg) * cg;
-        float acc = 0.f;
-        for (int64_t c = 0; c < cg; c++)
-            for (int64_t kh = 0; kh < p.kh; kh++) {
-                int64_t ih = oh * p.sh - p.pt + kh * p.dh;
-                if (ih < 0 || ih >= p.h)
-                    continue;
-                for (int64_t kw = 0; kw < p.kw; kw++) {
-                    int64_t iw = ow * p.sw - p.pl + kw * p.dw;
-                    if (iw < 0 || iw >= p.w)
-                        continue;
-                    acc += x[((n * p.c + c0 + c) * p.h + ih) * p.w + iw] *
-                           w[((m * cg + c) * p.kh + kh) * p.kw + kw];
-                }
-            }
-        y[i] = b ? acc + b[m] : acc;
-    }
+    const geom &p = l.p.dnn;
+    LOOP(i, p.n * p.m * p.oh * p.ow) y[i] = mpv_conv_fwd_at(&l, x, w, b, i);
 }
 
-// dx[n, c, ih, iw] = sum over the group's m, kh, kw of the dy of the
-// outputs whose window holds (ih, iw), times their weight
 __global__ void k_bwd_data(const float *dy, const float *w, float *dx,
-                           geom p)
+                           mpv_launch l)
 {
-    const int64_t cg = p.c / p.g, mg = p.m / p.g;
-    LOOP(i, p.n * p.c * p.h * p.w)
-    {
-        int64_t iw = i % p.w, t = i / p.w;
-        int64_t ih = t % p.h;
-        t /= p.h;
-        int64_t c = t % p.c, n = t / p.c, m0 = (c / cg) * mg, cl = c % cg;
-        float acc = 0.f;
-        for (int64_t mm = 0; mm < mg; mm++)
-            for (int64_t kh = 0; kh < p.kh; kh++) {
-                int64_t th = ih + p.pt - kh * p.dh;
-                if (th < 0 || th % p.sh || th / p.sh >= p.oh)
-                    continue;
-                for (int64_t kw = 0; kw < p.kw; kw++) {
-                    int64_t tw = iw + p.pl - kw * p.dw;
-                    if (tw < 0 || tw % p.sw || tw / p.sw >= p.ow)
-                        continue;
-                    int64_t m = m0 + mm;
-                    acc += dy[((n * p.m + m) * p.oh + th / p.sh) * p.ow +
-                              tw / p.sw] *
-                           w[((m * cg + cl) * p.kh + kh) * p.kw + kw];
-                }
-            }
-        dx[i] = acc;
-    }
+    const geom &p = l.p.dnn;
+    LOOP(i, p.n * p.c * p.h * p.w) dx[i] = mpv_conv_bwd_data_at(&l, dy, w, i);
 }
 
-// dw[m, cl, kh, kw] = sum over n, oh, ow of dy x
 __global__ void k_bwd_filter(const float *dy, const float *x, float *dw,
-                             geom p)
+                             mpv_launch l)
 {
-    const int64_t cg = p.c / p.g, mg = p.m / p.g;
-    LOOP(i, p.m * cg * p.kh * p.kw)
+    const geom &p = l.p.dnn;
+    LOOP(i, p.m * (p.c / p.g) * p.kh * p.kw)
     {
-        int64_t kw = i % p.kw, t = i / p.kw;
-        int64_t kh = t % p.kh;
-        t /= p.kh;
-        int64_t cl = t % cg, m = t / cg, c = (m / mg) * cg + cl;
-        float acc = 0.f;
-        for (int64_t n = 0; n < p.n; n++)
-            for (int64_t oh = 0; oh < p.oh; oh++) {
-                int64_t ih = oh * p.sh - p.pt + kh * p.dh;
-                if (ih < 0 || ih >= p.h)
-                    continue;
-                for (int64_t ow = 0; ow < p.ow; ow++) {
-                    int64_t iw = ow * p.sw - p.pl + kw * p.dw;
-                    if (iw < 0 || iw >= p.w)
-                        continue;
-                    acc += dy[((n * p.m + m) * p.oh + oh) * p.ow + ow] *
-                           x[((n * p.c + c) * p.h + ih) * p.w + iw];
-                }
-            }
-        dw[i] = acc;
+        dw[i] = mpv_conv_bwd_filter_at(&l, dy, x, i);
     }
 }
 
@@ -433,16 +369,16 @@ const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
         switch (g.pass) {
         case MPV_CONV_FWD:
             k_fwd<<<blocks(g.n * g.m * g.oh * g.ow), TPB, 0, s>>>(
-                (const float *)a, (const float *)b, bias, (float *)out, g);
+                (const float *)a, (const float *)b, bias, (float *)out, *l);
             break;
         case MPV_CONV_BWD_DATA:
             k_bwd_data<<<blocks(g.n * g.c * g.h * g.w), TPB, 0, s>>>(
-                (const float *)a, (const float *)b, (float *)out, g);
+                (const float *)a, (const float *)b, (float *)out, *l);
             break;
         default:
             k_bwd_filter<<<blocks(g.m * (g.c / g.g) * g.kh * g.kw), TPB, 0,
                            s>>>((const float *)a, (const float *)b,
-                                (float *)out, g);
+                                (float *)out, *l);
             break;
         }
         return launch_check();
