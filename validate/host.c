@@ -694,6 +694,18 @@ static int lower_pool(lower *L, const mp__node *n, const char **why)
         FAIL("pool: kernel_shape missing");
     window w;
     window_of(n, xt, y, k[0], k[1], &w);
+    /* MaxPool's output 1: its int64 indices (ONNX's, or the ones a
+     * training graph saves for the backward) */
+    int is_max = kop_of(n) == MP__KOP_POOL_MAX, idx_out = -1;
+    if (n->n_out > 1 && n->outputs[1] != MP_NONE) {
+        const mp__tensor *it = out_t(g, n, 1);
+        if (!is_max || n->n_out > 2 || it->dtype != MP_DTYPE_INT64 ||
+            numel(it) != numel(y))
+            FAIL("pool: outputs beyond MaxPool's indices");
+        if (attr_i(n, "storage_order", 0) != 0)
+            FAIL("MaxPool: indices in column-major storage order");
+        idx_out = 1;
+    }
     mpv_launch *x = add_launch_io(L, MPV_L_POOL, 1);
     if (!x)
         return -1;
@@ -701,6 +713,7 @@ static int lower_pool(lower *L, const mp__node *n, const char **why)
     x->p.pool.nc = xt->dims[0] * xt->dims[1];
     x->p.pool.op = (int)kop_of(n);
     x->p.pool.count_pad = (int)attr_i(n, "count_include_pad", 0);
+    x->p.pool.idx_out = idx_out;
     return 0;
 }
 
@@ -724,19 +737,64 @@ static int lower_global_pool(lower *L, const mp__node *n, const char **why)
     ((P).n = (X)->dims[0], (P).c = (X)->dims[1],                             \
      (P).hw = numel(X) / ((X)->dims[0] * (X)->dims[1]))
 
+/* the statistics a training graph saves (planner/train.c): the node's
+ * last output, float32 [2, count] */
+static int is_stats_out(const mp_graph *g, const mp__node *n, uint32_t o,
+                        int64_t count)
+{
+    const mp__tensor *t = out_t(g, n, o);
+    return o + 1 == n->n_out && is_f32(t) && t->rank == 2 &&
+           t->dims[0] == 2 && t->dims[1] == count;
+}
+
+/* Inference form (training_mode 0): y from the running mean and var;
+ * training form: from the batch's, writing the updated running ones
+ * (outputs 1, 2); either writes the statistics a training graph saves
+ * (the last output, [2, C]) */
 static int lower_batchnorm(lower *L, const mp__node *n, const char **why)
 {
-    const mp__tensor *xt = in_t(L->g, n, 0);
-    if (!is_f32(xt) || xt->rank < 2 || n->n_in < 5 || n->n_out > 1)
-        FAIL("BatchNormalization: float32 inference form only");
-    for (uint32_t i = 1; i < 5; i++)
-        if (!is_f32(in_t(L->g, n, i)))
-            FAIL("BatchNormalization: parameters not float32");
-    mpv_launch *x = add_launch_io(L, MPV_L_BN, 4);
-    if (!x)
+    const mp_graph *g = L->g;
+    const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
+    if (!is_f32(xt) || !is_f32(y) || xt->rank < 2 || n->n_in < 5 ||
+        numel(y) != numel(xt))
+        FAIL("BatchNormalization: float32 with its four parameters");
+    for (uint32_t i = 1; i < 5; i++) {
+        const mp__tensor *t = in_t(g, n, i);
+        if (!is_f32(t) || numel(t) != xt->dims[1])
+            FAIL("BatchNormalization: parameters not float32 [C]");
+    }
+    int training = attr_i(n, "training_mode", 0) != 0;
+    int rm = -1, rv = -1, stats = -1;
+    for (uint32_t o = 1; o < n->n_out; o++) {
+        if (n->outputs[o] == MP_NONE)
+            continue;
+        const mp__tensor *t = out_t(g, n, o);
+        if (is_stats_out(g, n, o, xt->dims[1]))
+            stats = (int)o;
+        else if (training && o <= 2 && is_f32(t) && t->rank == 1 &&
+                 numel(t) == xt->dims[1])
+            *(o == 1 ? &rm : &rv) = (int)o;
+        else
+            FAIL("BatchNormalization: outputs beyond the running and the "
+                 "saved statistics");
+    }
+    mpv_launch *x;
+    if (!training && stats < 0) {
+        if (!(x = add_launch_io(L, MPV_L_BN, 4)))
+            return -1;
+        SET_NCHW(x->p.bn, xt);
+        x->p.bn.eps = mp__attr_float(n, "epsilon", 1e-5);
+        return 0;
+    }
+    if (!(x = add_launch_io(L, MPV_L_BN_TRAIN, 4)))
         return -1;
-    SET_NCHW(x->p.bn, xt);
-    x->p.bn.eps = mp__attr_float(n, "epsilon", 1e-5);
+    SET_NCHW(x->p.bnt, xt);
+    x->p.bnt.eps = mp__attr_float(n, "epsilon", 1e-5);
+    x->p.bnt.momentum = mp__attr_float(n, "momentum", 0.9);
+    x->p.bnt.training = training;
+    x->p.bnt.rm_out = rm;
+    x->p.bnt.rv_out = rv;
+    x->p.bnt.stats_out = stats;
     return 0;
 }
 
@@ -760,9 +818,21 @@ static int lower_layernorm(lower *L, const mp__node *n, const char **why)
     x->p.ln.rows = numel(xt) / (cols ? cols : 1);
     x->p.ln.eps = mp__attr_float(n, "epsilon", 1e-5);
     x->p.ln.has_bias = bt != NULL;
-    for (uint32_t o = 1; o < n->n_out; o++) /* Mean, InvStdDev */
-        if (add_fill(L, (int)o, numel(out_t(g, n, o)), 1, 0) != 0)
-            return -1;
+    /* ONNX's Mean and InvStdDev (outputs 1, 2), the statistics a training
+     * graph saves (the last output) */
+    x->p.ln.mean_out = x->p.ln.inv_out = x->p.ln.stats_out = -1;
+    for (uint32_t o = 1; o < n->n_out; o++) {
+        if (n->outputs[o] == MP_NONE)
+            continue;
+        const mp__tensor *t = out_t(g, n, o);
+        if (is_stats_out(g, n, o, x->p.ln.rows))
+            x->p.ln.stats_out = (int)o;
+        else if (o <= 2 && is_f32(t) && numel(t) == x->p.ln.rows)
+            *(o == 1 ? &x->p.ln.mean_out : &x->p.ln.inv_out) = (int)o;
+        else
+            FAIL("LayerNormalization: outputs beyond Mean, InvStdDev and "
+                 "the saved statistics");
+    }
     return 0;
 }
 
@@ -1915,6 +1985,225 @@ static int lower_grad_conv(lower *L, const mp__node *n, const gnode *G,
         l->p.gpw.m = yt->dims[0] * hw;
         gpw_split(l);
     }
+/* ---- training: normalization and pooling backward ---------------------- */
+
+/* The input slot of the extra tensor a backward node reads (statistics,
+ * indices: the grad_saved code below -1, docs/training.md), or -1. */
+static int saved_extra(const mp__node *n)
+{
+    int64_t dy[GMAX], sv[2 * GMAX];
+    int ndy = attr_ints(n, "grad_dy", dy, GMAX);
+    int nsv = attr_ints(n, "grad_saved", sv, 2 * GMAX);
+    for (int k = 0; ndy >= 0 && k < nsv; k++)
+        if (sv[k] < -1)
+            return ndy + k;
+    return -1;
+}
+
+/* input slot `slot` as a float32 tensor stored row-major in its own shape
+ * (a range view included), else NULL */
+static const mp__tensor *dense_f32(const mp_graph *g, const mp__node *n,
+                                   int slot)
+{
+    const mp__tensor *t = slot >= 0 ? in_t(g, n, (uint32_t)slot) : NULL;
+    if (!is_f32(t))
+        return NULL;
+    unsigned k = mp__tensor_view_kind(g, n->inputs[slot]);
+    return k == MP__NVIEW_T || k == MP__NVIEW_P || k == MP__NVIEW_B ? NULL
+                                                                    : t;
+}
+
+/* output slot o (-1: not wanted) is float32 of count elements */
+static int grad_out_ok(const mp_graph *g, const mp__node *n, int o,
+                       int64_t count)
+{
+    if (o < 0)
+        return 1;
+    if (n->outputs[o] == MP_NONE)
+        return 0;
+    const mp__tensor *t = out_t(g, n, (uint32_t)o);
+    return is_f32(t) && numel(t) == count;
+}
+
+/* the gradients of forward inputs first .. GMAX - 1 are not wanted, and
+ * the node writes nothing else */
+static int grads_only_below(const mp__node *n, const gnode *G, int first)
+{
+    for (int i = first; i < GMAX; i++)
+        if (G->dx[i] >= 0)
+            return 0;
+    return (uint32_t)G->n_dx == n->n_out;
+}
+
+/* BatchNormalization: from the output gradient, x, the scale and the
+ * saved statistics (or, not saved, x's batch statistics again; in
+ * inference the running ones), one launch, a block per channel */
+static int lower_grad_batchnorm(lower *L, const mp__node *n, const gnode *G,
+                                const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *dy = dense_f32(g, n, G->dy[0]);
+    if (!dy || dy->rank < 2 || dy->dims[0] * dy->dims[1] <= 0)
+        FAIL("BatchNormalizationGrad: a float32 output gradient");
+    for (int o = 1; o < GMAX; o++)
+        if (G->dy[o] >= 0)
+            FAIL("BatchNormalizationGrad: a gradient of the running "
+                 "statistics");
+    if (!grads_only_below(n, G, 5))
+        FAIL("BatchNormalizationGrad: outputs beyond the gradients");
+    int64_t C = dy->dims[1];
+    int training = attr_i(n, "training_mode", 0) != 0;
+    int stats = saved_extra(n);
+    const mp__tensor *xt = dense_f32(g, n, G->in[0]);
+    const mp__tensor *sc = dense_f32(g, n, G->in[1]);
+    const mp__tensor *st = dense_f32(g, n, stats);
+    if (!xt || numel(xt) != numel(dy) || !sc || numel(sc) != C)
+        FAIL("BatchNormalizationGrad: x and the scale not saved (float32)");
+    if (stats >= 0 && (!st || numel(st) != 2 * C))
+        FAIL("BatchNormalizationGrad: saved statistics not float32 [2, C]");
+    const mp__tensor *rm = dense_f32(g, n, G->in[3]);
+    const mp__tensor *rv = dense_f32(g, n, G->in[4]);
+    if (!training && (!rm || numel(rm) != C || !rv || numel(rv) != C))
+        FAIL("BatchNormalizationGrad: the running statistics not saved");
+    if (!grad_out_ok(g, n, G->dx[0], numel(dy)))
+        FAIL("BatchNormalizationGrad: dx not float32 of x's size");
+    for (int i = 1; i < 5; i++)
+        if (!grad_out_ok(g, n, G->dx[i], C))
+            FAIL("BatchNormalizationGrad: a parameter's gradient not "
+                 "float32 [C]");
+    mpv_launch *x = add_launch(L, MPV_L_BN_GRAD);
+    if (!x)
+        return -1;
+    x->in[0] = G->dy[0];
+    SET_NCHW(x->p.bngrad, dy);
+    x->p.bngrad.eps = mp__attr_float(n, "epsilon", 1e-5);
+    x->p.bngrad.training = training;
+    x->p.bngrad.x = G->in[0];
+    x->p.bngrad.scale = G->in[1];
+    x->p.bngrad.stats = stats;
+    x->p.bngrad.rm = rm ? G->in[3] : -1;
+    x->p.bngrad.rv = rv ? G->in[4] : -1;
+    x->p.bngrad.dx = G->dx[0];
+    x->p.bngrad.dscale = G->dx[1];
+    x->p.bngrad.dbias = G->dx[2];
+    x->p.bngrad.drm = G->dx[3];
+    x->p.bngrad.drv = G->dx[4];
+    return 0;
+}
+
+/* LayerNormalization: from the output gradient, x, the scale and the
+ * saved statistics (or, not saved, recomputed into the workspace): the
+ * scale's and bias's gradients summed over the rows, then x's, a block
+ * per row */
+static int lower_grad_layernorm(lower *L, const mp__node *n, const gnode *G,
+                                const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *dy = dense_f32(g, n, G->dy[0]);
+    if (!dy || dy->rank < 1)
+        FAIL("LayerNormalizationGrad: a float32 output gradient");
+    for (int o = 1; o < GMAX; o++)
+        if (G->dy[o] >= 0)
+            FAIL("LayerNormalizationGrad: a gradient of Mean or InvStdDev");
+    if (!grads_only_below(n, G, 3))
+        FAIL("LayerNormalizationGrad: outputs beyond the gradients");
+    int axis = axis_attr(n, -1, dy->rank);
+    if (axis < 0)
+        FAIL("LayerNormalizationGrad: bad axis");
+    int64_t cols = dims_prod(dy->dims, axis, dy->rank);
+    int64_t rows = cols ? numel(dy) / cols : 0;
+    int stats = saved_extra(n);
+    const mp__tensor *xt = dense_f32(g, n, G->in[0]);
+    const mp__tensor *sc = dense_f32(g, n, G->in[1]);
+    const mp__tensor *st = dense_f32(g, n, stats);
+    if (!xt || numel(xt) != numel(dy) || !sc || numel(sc) != cols)
+        FAIL("LayerNormalizationGrad: x and the scale not saved (float32)");
+    if (stats >= 0 && (!st || numel(st) != 2 * rows))
+        FAIL("LayerNormalizationGrad: saved statistics not float32 "
+             "[2, rows]");
+    if (!grad_out_ok(g, n, G->dx[0], numel(dy)) ||
+        !grad_out_ok(g, n, G->dx[1], cols) ||
+        !grad_out_ok(g, n, G->dx[2], cols))
+        FAIL("LayerNormalizationGrad: gradients not float32 of their "
+             "inputs' sizes");
+    mpv_launch *x = add_launch(L, MPV_L_LN_GRAD);
+    if (!x)
+        return -1;
+    x->in[0] = G->dy[0];
+    x->p.lngrad.rows = rows;
+    x->p.lngrad.cols = cols;
+    x->p.lngrad.eps = mp__attr_float(n, "epsilon", 1e-5);
+    x->p.lngrad.x = G->in[0];
+    x->p.lngrad.scale = G->in[1];
+    x->p.lngrad.stats = stats;
+    x->p.lngrad.dx = G->dx[0];
+    x->p.lngrad.dscale = G->dx[1];
+    x->p.lngrad.dbias = G->dx[2];
+    if (stats < 0) /* the mean and 1 / std per row */
+        x->workspace = 2u * (uint64_t)rows * 4u;
+    return 0;
+}
+
+/* MaxPool, AveragePool (2-D) and GlobalAveragePool (a window of the whole
+ * plane): x's gradient, a thread per element of x summing the windows
+ * that hold it; MaxPool's argmax from the saved indices, else from the
+ * saved x */
+static int lower_grad_pool(lower *L, const mp__node *n, const gnode *G,
+                           unsigned kop, int global, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *dy = dense_f32(g, n, G->dy[0]);
+    int o = G->dx[0];
+    if (!dy || o < 0 || !grads_only_below(n, G, 1))
+        FAIL("poolGrad: a float32 output gradient, x's gradient");
+    const mp__tensor *dx = out_t(g, n, (uint32_t)o);
+    if (!is_f32(dx) || dx->rank != dy->rank || dx->rank < 3 ||
+        (!global && dx->rank != 4) || dx->dims[0] != dy->dims[0] ||
+        dx->dims[1] != dy->dims[1])
+        FAIL("poolGrad: only float32 2-D (NCHW), global of rank >= 3");
+    window w;
+    if (global) {
+        int64_t hw = numel(dx) / (dx->dims[0] * dx->dims[1]);
+        if (numel(dy) != dx->dims[0] * dx->dims[1])
+            FAIL("GlobalAveragePoolGrad: output gradient not [N, C, 1...]");
+        w = (window){.h = hw, .w = 1, .oh = 1, .ow = 1, .kh = hw, .kw = 1,
+                     .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+    } else {
+        int64_t k[2];
+        if (attr_ints(n, "kernel_shape", k, 2) != 2)
+            FAIL("poolGrad: kernel_shape missing");
+        window_of(n, dx, dy, k[0], k[1], &w);
+        if (w.kh < 1 || w.kw < 1 || w.sh < 1 || w.sw < 1 || w.dh < 1 ||
+            w.dw < 1)
+            FAIL("poolGrad: kernel, strides, dilations not positive");
+    }
+    int xs = -1, idx = -1;
+    if (kop == MP__KOP_POOL_MAX) {
+        int e = saved_extra(n);
+        const mp__tensor *it = e >= 0 ? in_t(g, n, (uint32_t)e) : NULL;
+        unsigned vk = e >= 0 ? mp__tensor_view_kind(g, n->inputs[e]) : 0;
+        if (it && it->dtype == MP_DTYPE_INT64 && numel(it) == numel(dy) &&
+            vk != MP__NVIEW_T && vk != MP__NVIEW_P && vk != MP__NVIEW_B)
+            idx = e;
+        const mp__tensor *xt = dense_f32(g, n, G->in[0]);
+        if (xt && numel(xt) == numel(dx))
+            xs = G->in[0];
+        if (idx < 0 && xs < 0)
+            FAIL("MaxPoolGrad: neither the indices nor x saved");
+        if (attr_i(n, "storage_order", 0) != 0)
+            FAIL("MaxPoolGrad: indices in column-major storage order");
+    }
+    mpv_launch *x = add_launch(L, MPV_L_POOL_GRAD);
+    if (!x)
+        return -1;
+    x->in[0] = G->dy[0];
+    x->out = o;
+    SET_WINDOW(x->p.pgrad, w);
+    x->p.pgrad.nc = dx->dims[0] * dx->dims[1];
+    x->p.pgrad.op = (int)kop;
+    x->p.pgrad.count_pad = global ? 0 : (int)attr_i(n, "count_include_pad", 0);
+    x->p.pgrad.x = xs;
+    x->p.pgrad.idx = idx;
     return 0;
 }
 
@@ -1948,6 +2237,16 @@ static int lower_grad(lower *L, const mp__node *n, const char **why)
         return lower_grad_softmax(L, n, &G, kop, why);
     case MP__KERNEL_CONV:
         return lower_grad_conv(L, n, &G, why);
+    case MP__KERNEL_BATCHNORM:
+        return lower_grad_batchnorm(L, n, &G, why);
+    case MP__KERNEL_LAYERNORM:
+        return lower_grad_layernorm(L, n, &G, why);
+    case MP__KERNEL_POOL:
+        return lower_grad_pool(L, n, &G, kop, 0, why);
+    case MP__KERNEL_GLOBAL_POOL:
+        if (kop != MP__KOP_POOL_AVG)
+            FAIL("backward: no kernel for GlobalMaxPool's gradient");
+        return lower_grad_pool(L, n, &G, kop, 1, why);
     default:
         FAIL("backward: no kernel for this op's gradient");
     }

@@ -331,7 +331,9 @@ __global__ void k_bias_nchw(float *y, const float *b, int64_t n, int64_t c,
 }
 
 // ---- pooling -----------------------------------------------------------------
-__global__ void k_pool(const float *x, float *y, mpv_launch l)
+// idx (MaxPool, may be NULL): the flat index into x of each window's
+// first maximum (ONNX's Indices; -1 for a window of padding only)
+__global__ void k_pool(const float *x, float *y, int64_t *idx, mpv_launch l)
 {
     const int64_t OH = l.p.pool.oh, OW = l.p.pool.ow, H = l.p.pool.h,
                   W = l.p.pool.w;
@@ -342,8 +344,8 @@ __global__ void k_pool(const float *x, float *y, mpv_launch l)
         int64_t oh = t % OH, nc = t / OH;
         const float *xp = x + nc * H * W;
         int is_max = l.p.pool.op == MP__KOP_POOL_MAX;
-        float acc = is_max ? -INFINITY : 0.f;
-        int64_t cnt = 0, cnt_pad = 0;
+        float acc = is_max ? -INFINITY : 0.f, best = 0.f;
+        int64_t cnt = 0, cnt_pad = 0, arg = -1;
         for (int64_t kh = 0; kh < l.p.pool.kh; kh++) {
             int64_t ih = oh * l.p.pool.sh - l.p.pool.pt + kh * l.p.pool.dh;
             for (int64_t kw = 0; kw < l.p.pool.kw; kw++) {
@@ -355,10 +357,15 @@ __global__ void k_pool(const float *x, float *y, mpv_launch l)
                 if (ih < 0 || ih >= H || iw < 0 || iw >= W)
                     continue;
                 float v = xp[ih * W + iw];
-                if (is_max)
+                if (is_max) {
                     acc = fmaxf(acc, v);
-                else
+                    if (cnt == 0 || v > best) {
+                        best = v;
+                        arg = ih * W + iw;
+                    }
+                } else {
                     acc += v;
+                }
                 cnt++;
             }
         }
@@ -367,6 +374,8 @@ __global__ void k_pool(const float *x, float *y, mpv_launch l)
             acc = d ? acc / (float)d : 0.f;
         }
         y[i] = acc;
+        if (idx)
+            idx[i] = arg < 0 ? -1 : nc * H * W + arg;
     }
 }
 
@@ -395,27 +404,51 @@ __global__ void k_bn(const float *x, const float *sc, const float *b,
     }
 }
 
-// one block per row; fixed-order tree reduction (deterministic)
+// The mean and 1 / sqrt(var + eps) (biased variance) of one row of cols
+// floats, every thread of the block getting them: two passes, fixed-order
+// tree reductions (deterministic)
+__device__ void row_stats(const float *xr, int64_t cols, float eps, float *red,
+                          float *mean, float *inv)
+{
+    float s = 0.f;
+    for (int64_t k = threadIdx.x; k < cols; k += blockDim.x)
+        s += xr[k];
+    float m = block_reduce(s, red, 0) / (float)cols;
+    float v = 0.f;
+    for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
+        float d = xr[k] - m;
+        v += d * d;
+    }
+    *mean = m;
+    *inv = rsqrtf(block_reduce(v, red, 0) / (float)cols + eps);
+}
+
+// one block per row; fixed-order tree reduction (deterministic). mo, io
+// (ONNX's Mean, InvStdDev) and st (the training statistics, [2, rows]) may
+// be NULL
 __global__ void k_ln(const float *x, const float *sc, const float *b, float *y,
-                     int64_t rows, int64_t cols, float eps, int has_bias)
+                     int64_t rows, int64_t cols, float eps, int has_bias,
+                     float *mo, float *io, float *st)
 {
     __shared__ float red[TPB];
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
-        float s = 0.f;
-        for (int64_t k = threadIdx.x; k < cols; k += blockDim.x)
-            s += xr[k];
-        float mean = block_reduce(s, red, 0) / (float)cols;
-        float v = 0.f;
-        for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
-            float d = xr[k] - mean;
-            v += d * d;
-        }
-        float inv = rsqrtf(block_reduce(v, red, 0) / (float)cols + eps);
+        float mean, inv;
+        row_stats(xr, cols, eps, red, &mean, &inv);
         for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
             float o = (xr[k] - mean) * inv * sc[k];
             yr[k] = has_bias ? o + b[k] : o;
+        }
+        if (threadIdx.x == 0) {
+            if (mo)
+                mo[r] = mean;
+            if (io)
+                io[r] = inv;
+            if (st) {
+                st[r] = mean;
+                st[rows + r] = inv;
+            }
         }
     }
 }
@@ -1183,6 +1216,322 @@ __global__ void k_axpy(float *x, const float *y, int64_t n, float alpha)
     GRID_LOOP(i, n) x[i] += alpha * y[i];
 }
 
+// ---- training: normalization and pooling -------------------------------
+// One block per channel (BatchNormalization) or row (LayerNormalization),
+// each thread a fixed strided share and fixed trees (block_reduce): no
+// atomics, deterministic. Every element a thread writes it has read before
+// (in place is safe), and x and dy are read whole before any gradient of
+// them is written.
+
+// element j (of n x hw) of channel c in an [n, c, hw] tensor
+__device__ static inline int64_t chan_at(int64_t j, int64_t c, int64_t C,
+                                         int64_t HW)
+{
+    return (j / HW * C + c) * HW + j % HW;
+}
+
+// the batch mean and biased variance of channel c (two passes)
+__device__ static void chan_stats(const float *x, int64_t c, int64_t C,
+                                  int64_t HW, int64_t M, float *red,
+                                  float *mean, float *var)
+{
+    float s = 0.f;
+    for (int64_t j = threadIdx.x; j < M; j += blockDim.x)
+        s += x[chan_at(j, c, C, HW)];
+    float m = block_reduce(s, red, 0) / (float)M;
+    float v = 0.f;
+    for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+        float d = x[chan_at(j, c, C, HW)] - m;
+        v += d * d;
+    }
+    *mean = m;
+    *var = block_reduce(v, red, 0) / (float)M;
+}
+
+// BatchNormalization, training form (batch statistics; the running ones
+// updated with the unbiased variance, as PyTorch) or inference form with
+// its statistics written; rm_out, rv_out, st may be NULL
+__global__ void k_bn_train(const float *x, const float *sc, const float *b,
+                           const float *rm, const float *rv, float *y,
+                           float *rm_out, float *rv_out, float *st,
+                           mpv_launch l)
+{
+    __shared__ float red[TPB];
+    const auto &p = l.p.bnt;
+    const int64_t C = p.c, HW = p.hw, M = p.n * p.hw;
+    for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+        float mean, var;
+        if (p.training) {
+            chan_stats(x, c, C, HW, M, red, &mean, &var);
+        } else {
+            mean = rm[c];
+            var = fabsf(rv[c]);
+        }
+        float inv = rsqrtf(var + (float)p.eps);
+        for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+            int64_t e = chan_at(j, c, C, HW);
+            y[e] = (x[e] - mean) * inv * sc[c] + b[c];
+        }
+        if (threadIdx.x == 0) {
+            if (st) {
+                st[c] = mean;
+                st[C + c] = inv;
+            }
+            float mom = (float)p.momentum;
+            if (p.training && rm_out)
+                rm_out[c] = mom * rm[c] + (1.f - mom) * mean;
+            if (p.training && rv_out) {
+                float unb = M > 1 ? var * (float)M / (float)(M - 1) : var;
+                rv_out[c] = mom * rv[c] + (1.f - mom) * unb;
+            }
+        }
+    }
+}
+
+// BatchNormalization backward, per channel: xh = (x - mean) inv,
+// dbias = sum dy, dscale = sum dy xh; training: dx = scale inv (dy -
+// dbias / M - xh dscale / M); inference: dx = scale inv dy, and the
+// running statistics' gradients. Any output may be NULL.
+__global__ void k_bn_grad(const float *dy, const float *x, const float *sc,
+                          const float *st, const float *rm, const float *rv,
+                          float *dx, float *dsc, float *db, float *drm,
+                          float *drv, mpv_launch l)
+{
+    __shared__ float red[TPB];
+    const auto &p = l.p.bngrad;
+    const int64_t C = p.c, HW = p.hw, M = p.n * p.hw;
+    for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+        float mean, inv;
+        if (st) {
+            mean = st[c];
+            inv = st[C + c];
+        } else if (p.training) {
+            float var;
+            chan_stats(x, c, C, HW, M, red, &mean, &var);
+            inv = rsqrtf(var + (float)p.eps);
+        } else {
+            mean = rm[c];
+            inv = rsqrtf(fabsf(rv[c]) + (float)p.eps);
+        }
+        float s1 = 0.f, s2 = 0.f;
+        for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+            int64_t e = chan_at(j, c, C, HW);
+            s1 += dy[e];
+            s2 += dy[e] * ((x[e] - mean) * inv);
+        }
+        float sdy = block_reduce(s1, red, 0);
+        float sdyx = block_reduce(s2, red, 0);
+        float g = sc[c] * inv;
+        if (dx)
+            for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+                int64_t e = chan_at(j, c, C, HW);
+                float xh = (x[e] - mean) * inv;
+                dx[e] = p.training
+                            ? g * (dy[e] - sdy / (float)M - xh * sdyx / (float)M)
+                            : g * dy[e];
+            }
+        if (threadIdx.x == 0) {
+            if (dsc)
+                dsc[c] = sdyx;
+            if (db)
+                db[c] = sdy;
+            // the running statistics normalize only in inference
+            // (|var|, as the forward: its sign's derivative)
+            if (drm)
+                drm[c] = p.training ? 0.f : -g * sdy;
+            if (drv) {
+                float v = rv ? rv[c] : 0.f;
+                float sg = (float)((v > 0.f) - (v < 0.f));
+                drv[c] = p.training ? 0.f : -0.5f * g * inv * sdyx * sg;
+            }
+        }
+    }
+}
+
+// the statistics of each row (as k_ln) into st [2, rows]
+__global__ void k_ln_stats(const float *x, float *st, int64_t rows,
+                           int64_t cols, float eps)
+{
+    __shared__ float red[TPB];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        float mean, inv;
+        row_stats(x + r * cols, cols, eps, red, &mean, &inv);
+        if (threadIdx.x == 0) {
+            st[r] = mean;
+            st[rows + r] = inv;
+        }
+    }
+}
+
+// LayerNormalization backward, the parameters: dscale[k] = sum over rows
+// of dy xh, dbias[k] = sum of dy. A block per 32 columns: 8 lanes of 32
+// threads stride the rows, then lane 0 adds the 8 partial sums in order.
+__global__ void k_ln_grad_params(const float *dy, const float *x,
+                                 const float *st, float *dsc, float *db,
+                                 int64_t rows, int64_t cols)
+{
+    __shared__ float ps[TPB], pb[TPB];
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    const int lanes = blockDim.x / 32;
+    for (int64_t k0 = (int64_t)blockIdx.x * 32; k0 < cols;
+         k0 += (int64_t)gridDim.x * 32) {
+        int64_t k = k0 + tx;
+        float a = 0.f, bsum = 0.f;
+        if (k < cols)
+            for (int64_t r = ty; r < rows; r += lanes) {
+                float d = dy[r * cols + k];
+                a += d * ((x[r * cols + k] - st[r]) * st[rows + r]);
+                bsum += d;
+            }
+        ps[threadIdx.x] = a;
+        pb[threadIdx.x] = bsum;
+        __syncthreads();
+        if (ty == 0 && k < cols) {
+            float ta = 0.f, tb = 0.f;
+            for (int q = 0; q < lanes; q++) {
+                ta += ps[q * 32 + tx];
+                tb += pb[q * 32 + tx];
+            }
+            if (dsc)
+                dsc[k] = ta;
+            if (db)
+                db[k] = tb;
+        }
+        __syncthreads();
+    }
+}
+
+// LayerNormalization backward, x: per row, g = dy scale, xh = (x - mean)
+// inv, dx = inv (g - sum(g) / cols - xh sum(g xh) / cols)
+__global__ void k_ln_grad_dx(const float *dy, const float *x, const float *sc,
+                             const float *st, float *dx, int64_t rows,
+                             int64_t cols)
+{
+    __shared__ float red[TPB];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *dr = dy + r * cols, *xr = x + r * cols;
+        float mean = st[r], inv = st[rows + r];
+        float s1 = 0.f, s2 = 0.f;
+        for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
+            float g = dr[k] * sc[k];
+            s1 += g;
+            s2 += g * ((xr[k] - mean) * inv);
+        }
+        float sg = block_reduce(s1, red, 0) / (float)cols;
+        float sgx = block_reduce(s2, red, 0) / (float)cols;
+        for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
+            float xh = (xr[k] - mean) * inv;
+            dx[r * cols + k] = inv * (dr[k] * sc[k] - sg - xh * sgx);
+        }
+    }
+}
+
+// #{t in [0, K): lo <= base + t d < hi} (d >= 1)
+__device__ static int64_t taps_in(int64_t base, int64_t d, int64_t K,
+                                  int64_t lo, int64_t hi)
+{
+    int64_t t0 = 0, t1 = K - 1;
+    if (base < lo)
+        t0 = (lo - base + d - 1) / d;
+    if (base + t1 * d >= hi) {
+        if (hi - 1 - base < 0)
+            return 0;
+        t1 = (hi - 1 - base) / d;
+    }
+    return t1 >= t0 ? t1 - t0 + 1 : 0;
+}
+
+// the first maximum of window (oh, ow) of plane xp, as k_pool finds it
+// (h * W + w; -1: padding only)
+__device__ static int64_t window_argmax(const float *xp, int64_t oh,
+                                        int64_t ow, const mpv_launch &l)
+{
+    const auto &p = l.p.pgrad;
+    float best = 0.f;
+    int64_t arg = -1;
+    for (int64_t kh = 0; kh < p.kh; kh++) {
+        int64_t ih = oh * p.sh - p.pt + kh * p.dh;
+        for (int64_t kw = 0; kw < p.kw; kw++) {
+            int64_t iw = ow * p.sw - p.pl + kw * p.dw;
+            if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w)
+                continue;
+            float v = xp[ih * p.w + iw];
+            if (arg < 0 || v > best) {
+                best = v;
+                arg = ih * p.w + iw;
+            }
+        }
+    }
+    return arg;
+}
+
+// Max/AveragePool backward, a thread per element of x: the sum over the
+// windows holding it (in a fixed order) of dy, divided by the window's
+// count (average; as k_pool counts it), or where it is the window's
+// argmax (max: from idx, else recomputed from x)
+__global__ void k_pool_grad(const float *dy, const float *x,
+                            const int64_t *idx, float *dx, mpv_launch l)
+{
+    const auto &p = l.p.pgrad;
+    const int64_t H = p.h, W = p.w, OH = p.oh, OW = p.ow;
+    const int is_max = p.op == MP__KOP_POOL_MAX;
+    GRID_LOOP(i, p.nc * H * W)
+    {
+        int64_t iw = i % W, t = i / W;
+        int64_t ih = t % H, nc = t / H;
+        // windows oh with oh sh - pt + kh dh == ih for a kh in [0, kh)
+        int64_t ah = ih + p.pt, aw = iw + p.pl;
+        int64_t lo_h = ah - (p.kh - 1) * p.dh, lo_w = aw - (p.kw - 1) * p.dw;
+        int64_t oh0 = lo_h <= 0 ? 0 : (lo_h + p.sh - 1) / p.sh;
+        int64_t ow0 = lo_w <= 0 ? 0 : (lo_w + p.sw - 1) / p.sw;
+        int64_t oh1 = ah / p.sh < OH - 1 ? ah / p.sh : OH - 1;
+        int64_t ow1 = aw / p.sw < OW - 1 ? aw / p.sw : OW - 1;
+        float acc = 0.f;
+        for (int64_t oh = oh0; oh <= oh1; oh++) {
+            if ((ah - oh * p.sh) % p.dh)
+                continue;
+            for (int64_t ow = ow0; ow <= ow1; ow++) {
+                if ((aw - ow * p.sw) % p.dw)
+                    continue;
+                int64_t o = (nc * OH + oh) * OW + ow;
+                if (is_max) {
+                    int64_t am = idx ? idx[o] - nc * H * W
+                                     : window_argmax(x + nc * H * W, oh, ow, l);
+                    if (am == ih * W + iw)
+                        acc += dy[o];
+                } else {
+                    int64_t bh = oh * p.sh - p.pt, bw = ow * p.sw - p.pl;
+                    int64_t cnt =
+                        p.count_pad
+                            ? taps_in(bh, p.dh, p.kh, -p.pt, H + p.pt) *
+                                  taps_in(bw, p.dw, p.kw, -p.pl, W + p.pl)
+                            : taps_in(bh, p.dh, p.kh, 0, H) *
+                                  taps_in(bw, p.dw, p.kw, 0, W);
+                    if (cnt)
+                        acc += dy[o] / (float)cnt;
+                }
+            }
+        }
+        dx[i] = acc;
+    }
+}
+
+// node slot k as a float pointer (-1 or past the node: NULL)
+static float *out_slot(const mpv_io *io, int32_t k)
+{
+    return k >= 0 && (uint32_t)k < io->n_out ? (float *)io->out[k] : NULL;
+}
+static const float *in_slot(const mpv_io *io, int32_t k)
+{
+    return k >= 0 && (uint32_t)k < io->n_in ? (const float *)io->in[k] : NULL;
+}
+
+// blocks for one per channel or row
+static unsigned blocks_per(int64_t n)
+{
+    return (unsigned)(n < 65535 * 16 ? (n > 0 ? n : 1) : 65535 * 16);
+}
+
 #define LAUNCH_CHECK() cu_err(cudaGetLastError())
 
 static const char *gemm(cublasHandle_t h, int ta, int tb, int64_t m, int64_t n,
@@ -1300,8 +1649,12 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_POOL: {
         int64_t n = l->p.pool.nc * l->p.pool.oh * l->p.pool.ow;
+        int64_t *idx = l->p.pool.idx_out >= 0 &&
+                               (uint32_t)l->p.pool.idx_out < io->n_out
+                           ? (int64_t *)io->out[l->p.pool.idx_out]
+                           : NULL;
         k_pool<<<blocks_for(n), TPB, 0, s>>>((const float *)IN(l->in[0]),
-                                             (float *)out, *l);
+                                             (float *)out, idx, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_GPOOL:
@@ -1325,7 +1678,10 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                                 (const float *)IN(l->in[1]),
                                 l->p.ln.has_bias ? (const float *)IN(l->in[2]) : NULL,
                                 (float *)out, rows, l->p.ln.cols,
-                                (float)l->p.ln.eps, l->p.ln.has_bias);
+                                (float)l->p.ln.eps, l->p.ln.has_bias,
+                                out_slot(io, l->p.ln.mean_out),
+                                out_slot(io, l->p.ln.inv_out),
+                                out_slot(io, l->p.ln.stats_out));
         return LAUNCH_CHECK();
     }
     case MPV_L_LRN: {
@@ -1386,6 +1742,61 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         k_softmax_grad<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
             (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
             (float *)out, p.outer, p.dim, p.inner, p.log);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_BN_TRAIN: {
+        const auto &p = l->p.bnt;
+        k_bn_train<<<blocks_per(p.c), TPB, 0, s>>>(
+            in_slot(io, 0), in_slot(io, 1), in_slot(io, 2), in_slot(io, 3),
+            in_slot(io, 4), (float *)out, out_slot(io, p.rm_out),
+            out_slot(io, p.rv_out), out_slot(io, p.stats_out), *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_BN_GRAD: {
+        const auto &p = l->p.bngrad;
+        k_bn_grad<<<blocks_per(p.c), TPB, 0, s>>>(
+            in_slot(io, l->in[0]), in_slot(io, p.x), in_slot(io, p.scale),
+            in_slot(io, p.stats), in_slot(io, p.rm), in_slot(io, p.rv),
+            out_slot(io, p.dx), out_slot(io, p.dscale), out_slot(io, p.dbias),
+            out_slot(io, p.drm), out_slot(io, p.drv), *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_LN_GRAD: {
+        const auto &p = l->p.lngrad;
+        const float *dy = in_slot(io, l->in[0]), *x = in_slot(io, p.x);
+        const float *st = in_slot(io, p.stats);
+        if (!st) { // not saved: recomputed into the workspace
+            k_ln_stats<<<blocks_per(p.rows), TPB, 0, s>>>(
+                x, (float *)io->ws, p.rows, p.cols, (float)p.eps);
+            const char *e = LAUNCH_CHECK();
+            if (e)
+                return e;
+            st = (const float *)io->ws;
+        }
+        float *dsc = out_slot(io, p.dscale), *db = out_slot(io, p.dbias);
+        float *dx = out_slot(io, p.dx);
+        // the parameters' first: x's gradient may be written over dy or x
+        if (dsc || db) {
+            int64_t tiles = (p.cols + 31) / 32;
+            k_ln_grad_params<<<blocks_per(tiles), TPB, 0, s>>>(
+                dy, x, st, dsc, db, p.rows, p.cols);
+            const char *e = LAUNCH_CHECK();
+            if (e)
+                return e;
+        }
+        if (dx)
+            k_ln_grad_dx<<<blocks_per(p.rows), TPB, 0, s>>>(
+                dy, x, in_slot(io, p.scale), st, dx, p.rows, p.cols);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_POOL_GRAD: {
+        const auto &p = l->p.pgrad;
+        k_pool_grad<<<blocks_for(p.nc * p.h * p.w), TPB, 0, s>>>(
+            in_slot(io, l->in[0]), in_slot(io, p.x),
+            p.idx >= 0 && (uint32_t)p.idx < io->n_in
+                ? (const int64_t *)io->in[p.idx]
+                : NULL,
+            (float *)out, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_AXPY:

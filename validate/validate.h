@@ -73,6 +73,12 @@ enum {
     MPV_L_AXPY,       /* in place: input in[0] += alpha * input in[1] */
     MPV_L_CONV_DNN,   /* a convolution pass over the whole batch: cuDNN
                          (conv.cu), or its direct kernel */
+    /* normalization and pooling in training (the p.bnt, bngrad, lngrad,
+     * pgrad parameters below) */
+    MPV_L_BN_TRAIN,   /* BatchNormalization writing its statistics */
+    MPV_L_BN_GRAD,    /* BatchNormalization backward */
+    MPV_L_LN_GRAD,    /* LayerNormalization backward */
+    MPV_L_POOL_GRAD,  /* Max/Average/GlobalAveragePool backward */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -132,13 +138,22 @@ typedef struct mpv_launch {
             int64_t n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, g;
             int32_t pass, has_bias, cudnn;
         } dnn;
+        /* idx_out (-1: none): MaxPool's int64 indices output (ONNX's
+         * Indices: flat into the input, row-major; the first maximum) */
         struct {
             int64_t nc, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
-            int32_t op, count_pad;
+            int32_t op, count_pad, idx_out;
         } pool;
         struct { int64_t nc, hw; int32_t op; } gpool;
         struct { int64_t n, c, hw; double eps; } bn;
-        struct { int64_t rows, cols; double eps; int32_t has_bias; } ln;
+        /* mean_out, inv_out (-1: none): ONNX's Mean and InvStdDev
+         * outputs (rows floats each); stats_out (-1: none): the training
+         * statistics [2, rows], the mean then 1 / sqrt(var + eps) */
+        struct {
+            int64_t rows, cols;
+            double eps;
+            int32_t has_bias, mean_out, inv_out, stats_out;
+        } ln;
         struct { int64_t n, c, hw, size; double alpha, beta, bias; } lrn;
         struct { int64_t outer, dim, inner; int32_t log; } softmax;
         struct {
@@ -185,6 +200,52 @@ typedef struct mpv_launch {
         /* MPV_L_AXPY: n floats */
         struct { int64_t n; double alpha; } axpy;
         struct { int64_t n; int64_t v[MPV_MAXR]; } shape;
+        /* MPV_L_BN_TRAIN: node inputs x, scale, bias, running mean and
+         * var (slots 0-4); output 0 y. training: the batch's mean and
+         * biased variance over n x hw per channel normalize; the running
+         * mean and var (outputs rm_out, rv_out, -1: none) become
+         * momentum r + (1 - momentum) s, s the batch mean and the
+         * unbiased variance. Else (inference) the running statistics
+         * normalize (|var|, as MPV_L_BN). stats_out (-1: none): [2, c],
+         * the mean and 1 / sqrt(var + eps) that normalized. */
+        struct {
+            int64_t n, c, hw;
+            double eps, momentum;
+            int32_t training, rm_out, rv_out, stats_out;
+        } bnt;
+        /* MPV_L_BN_GRAD: in[0] the output gradient; node input slots x,
+         * scale and stats ([2, c] as MPV_L_BN_TRAIN writes; -1: not saved,
+         * recomputed from x, or from the running mean and var (slots rm,
+         * rv) in inference); output slots (-1: not wanted) of the
+         * gradients of x, scale, bias, running mean and var */
+        struct {
+            int64_t n, c, hw;
+            double eps;
+            int32_t training;
+            int32_t x, scale, stats, rm, rv;
+            int32_t dx, dscale, dbias, drm, drv;
+        } bngrad;
+        /* MPV_L_LN_GRAD: rows x cols (the normalized dims); in[0] the
+         * output gradient; node input slots x, scale, stats ([2, rows]:
+         * mean, 1 / sqrt(var + eps); -1: recomputed from x into the
+         * workspace); output slots of the gradients of x, scale, bias
+         * (-1: not wanted) */
+        struct {
+            int64_t rows, cols;
+            double eps;
+            int32_t x, scale, stats;
+            int32_t dx, dscale, dbias;
+        } lngrad;
+        /* MPV_L_POOL_GRAD: the forward window (as p.pool) and op; in[0]
+         * the output gradient [nc, oh, ow], out the input's gradient
+         * [nc, h, w]; MaxPool: the argmax of each window from node input
+         * slot idx (int64 flat indices into the input, as ONNX's
+         * Indices), else recomputed from node input slot x (the first
+         * maximum, as PyTorch) */
+        struct {
+            int64_t nc, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+            int32_t op, count_pad, x, idx;
+        } pgrad;
         /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
          * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask
          * (slot 3, float or bool) broadcast by mst over the dims it is
