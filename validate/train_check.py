@@ -2,7 +2,7 @@
 """Checks the executor's real backward kernels against gradients computed
 by hand (numpy, float64), on the GPU machine.
 
-Five small training graphs are written as memplan JSON graphs:
+Small training graphs are written as memplan JSON graphs:
   mlp: x[8,32] -> MatMul W1 -> Add b1 -> Relu -> Mul s -> Div d -> Sub c
        -> Gemm(W2 [10,64] transB, b2) -> Softmax -> Mul s2 -> output
   bmm: x[4,8,16] -> MatMul W3[16,12] -> Relu -> MatMul W4[4,12,6] -> output
@@ -14,6 +14,13 @@ Five small training graphs are written as memplan JSON graphs:
        -> Mul s -> output
   dwres: x[4,16,12,12] -> Conv 1x1 + bias -> Relu -> Conv depthwise 5x5 +
        bias -> Add (residual) -> Conv 1x1 stride 2 -> Mul s7 -> output
+  bn_train, bn_eval: x[4,3,5,5] * w0[3,5,5] -> BatchNormalization (batch
+       statistics; the running ones) -> * s -> output
+  ln: x[6,10,16] * w0 -> LayerNormalization (axis -1, bias) ->
+       LayerNormalization (axis 1, no bias) -> * s -> output
+  pool: x[2,3,10,10] * wP[3,1,1] -> P -> * sP -> output, for P MaxPool
+       (3x3 stride 2 pad 1; 2x2 dilation 2), AveragePool (3x3 stride 2 pad
+       1; count_include_pad 0, and 1 with ceil_mode) and GlobalAveragePool
 Each is planned and run as one SGD training step:
   memplan validate G --train --optimizer sgd --dump DIR --json [--poison]
 The loss is the sum of the outputs; SGD updates every weight in place
@@ -29,6 +36,11 @@ The reference gradients are written out by hand (numpy, float64);
 --check-formulas checks them against finite differences of the
 reference's loss, and the reference convolution against its definition,
 without a GPU.
+
+norm_fwd runs forward only (memplan validate G --dump DIR --json) and
+compares every output: BatchNormalization in training (y, the running
+mean and var updated with momentum 0.9 and the unbiased variance, as
+PyTorch), LayerNormalization's Mean and InvStdDev, MaxPool's indices.
 
 Usage: python3 validate/train_check.py [--memplan build-gpu/memplan]
                                        [--out DIR] [--keep]
@@ -376,6 +388,323 @@ def check_formulas():
     return ok
 
 
+DTYPES = {"float32": np.float32, "int64": np.int64}
+
+
+# ---- normalization and pooling ---------------------------------------------
+EPS = 1e-5
+MOM = 0.9  # ONNX's momentum: running = MOM running + (1 - MOM) batch
+
+
+def bn_graph(training):
+    """x[4,3,5,5] * w0[3,5,5] -> BatchNormalization(g, b, rm, rv) -> y
+    (+ the running statistics in training) -> * s[4,3,5,5] -> output"""
+    t = [("x", (4, 3, 5, 5), "input"), ("w0", (3, 5, 5), "weight"),
+         ("h", (4, 3, 5, 5), "activation"), ("g", (3,), "weight"),
+         ("b", (3,), "weight"), ("rm", (3,), "weight"), ("rv", (3,), "weight"),
+         ("y", (4, 3, 5, 5), "activation"), ("s", (4, 3, 5, 5), "weight"),
+         ("o", (4, 3, 5, 5), "output")]
+    outs = ["y"]
+    if training:
+        t += [("rm_out", (3,), "activation"), ("rv_out", (3,), "activation")]
+        outs += ["rm_out", "rv_out"]
+    n = [("mul", "Mul", ["x", "w0"], ["h"], None),
+         ("bn", "BatchNormalization", ["h", "g", "b", "rm", "rv"], outs,
+          {"epsilon": EPS, "momentum": MOM, "training_mode": training}),
+         ("scale", "Mul", ["y", "s"], ["o"], None)]
+    return graph("bn_train" if training else "bn_eval", t, n, ["o"])
+
+
+def bn_ref(v, training):
+    x, w0, gm, b, rm, rv, s = (v[k] for k in (
+        "x", "w0", "g", "b", "rm", "rv", "s"))
+    ax = (0, 2, 3)
+    c = lambda a: a.reshape(1, -1, 1, 1)
+    h = x * w0
+    M = h.size // h.shape[1]
+    if training:
+        mean, var = h.mean(axis=ax), h.var(axis=ax)  # biased
+    else:
+        mean, var = rm, np.abs(rv)
+    inv = 1.0 / np.sqrt(var + EPS)
+    xh = (h - c(mean)) * c(inv)
+    y = xh * c(gm) + c(b)
+    o = y * s
+    dy = s
+    sdy, sdyx = dy.sum(axis=ax), (dy * xh).sum(axis=ax)
+    g = {"s": y, "g": sdyx, "b": sdy}
+    if training:
+        dh = c(gm * inv) * (dy - c(sdy) / M - xh * c(sdyx) / M)
+        g["rm"] = np.zeros(3)
+        g["rv"] = np.zeros(3)
+    else:
+        dh = c(gm * inv) * dy
+        g["rm"] = -gm * inv * sdy
+        g["rv"] = -0.5 * gm * inv * inv * sdyx * np.sign(rv)
+    g["w0"] = (dh * x).sum(axis=0)
+    return o.sum(), g
+
+
+def ln_graph():
+    """x[6,10,16] * w0[10,16] -> LayerNormalization(g1, b1; axis -1) -> y1
+    -> LayerNormalization(g2[10,16], no bias; axis 1) -> y2 * s -> output"""
+    t = [("x", (6, 10, 16), "input"), ("w0", (10, 16), "weight"),
+         ("h", (6, 10, 16), "activation"), ("g1", (16,), "weight"),
+         ("b1", (16,), "weight"), ("y1", (6, 10, 16), "activation"),
+         ("g2", (10, 16), "weight"), ("y2", (6, 10, 16), "activation"),
+         ("s", (6, 10, 16), "weight"), ("o", (6, 10, 16), "output")]
+    n = [("mul", "Mul", ["x", "w0"], ["h"], None),
+         ("ln1", "LayerNormalization", ["h", "g1", "b1"], ["y1"],
+          {"axis": -1, "epsilon": EPS}),
+         ("ln2", "LayerNormalization", ["y1", "g2"], ["y2"],
+          {"axis": 1, "epsilon": EPS}),
+         ("scale", "Mul", ["y2", "s"], ["o"], None)]
+    return graph("ln", t, n, ["o"])
+
+
+def ln_fwd(x, gm, b, axes):
+    mean = x.mean(axis=axes, keepdims=True)
+    inv = 1.0 / np.sqrt(x.var(axis=axes, keepdims=True) + EPS)
+    xh = (x - mean) * inv
+    return xh * gm + (b if b is not None else 0), xh, inv
+
+
+def ln_bwd(dy, xh, inv, gm, axes):
+    """dx, dscale, dbias (dscale/dbias summed over the other axes)"""
+    D = np.prod([xh.shape[a] for a in axes])
+    other = tuple(a for a in range(xh.ndim) if a not in axes)
+    gg = dy * gm
+    dx = inv * (gg - gg.sum(axis=axes, keepdims=True) / D -
+                xh * (gg * xh).sum(axis=axes, keepdims=True) / D)
+    return dx, (dy * xh).sum(axis=other), dy.sum(axis=other)
+
+
+def ln_ref(v):
+    x, w0, g1, b1, g2, s = (v[k] for k in ("x", "w0", "g1", "b1", "g2", "s"))
+    h = x * w0
+    y1, xh1, inv1 = ln_fwd(h, g1, b1, (2,))
+    y2, xh2, inv2 = ln_fwd(y1, g2, None, (1, 2))
+    o = y2 * s
+    g = {"s": y2}
+    dy1, g["g2"], _ = ln_bwd(s, xh2, inv2, g2, (1, 2))
+    dh, g["g1"], g["b1"] = ln_bwd(dy1, xh1, inv1, g1, (2,))
+    g["w0"] = (dh * x).sum(axis=0)
+    return o.sum(), g
+
+
+# pools of the pool graph: name, op, attributes (2-D windows of x[2,3,10,10])
+POOLS = [
+    ("mp", "MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2],
+                       "pads": [1, 1, 1, 1]}),
+    ("mpd", "MaxPool", {"kernel_shape": [2, 2], "dilations": [2, 2],
+                        "strides": [1, 1]}),
+    ("ap", "AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2],
+                           "pads": [1, 1, 1, 1], "count_include_pad": 0}),
+    ("apc", "AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2],
+                            "pads": [1, 1, 1, 1], "count_include_pad": 1,
+                            "ceil_mode": 1}),
+    ("gap", "GlobalAveragePool", {}),
+]
+PX = (2, 3, 10, 10)
+
+
+def pool_geom(a, H):
+    """output size, kernel, stride, dilation, top pad of one axis"""
+    k = a.get("kernel_shape", [H, H])[0]
+    s = a.get("strides", [1, 1])[0]
+    d = a.get("dilations", [1, 1])[0]
+    p = a.get("pads", [0, 0, 0, 0])
+    pb, pe = p[0], p[2]
+    ek = d * (k - 1) + 1
+    if a.get("ceil_mode", 0):
+        o = -(-(H + pb + pe - ek) // s) + 1
+        if (o - 1) * s >= H + pb:
+            o -= 1
+    else:
+        o = (H + pb + pe - ek) // s + 1
+    return o, k, s, d, pb
+
+
+def pool_fwd_bwd(op, a, x, dy_fn):
+    """y of the pool over x [N,C,H,W] (square windows), then dx from
+    dy = dy_fn(y); MaxPool: the first maximum of each window; average:
+    the count of the window's taps inside x, or (count_include_pad)
+    inside the padded x"""
+    N, C, H, W = x.shape
+    O, k, s, d, pt = pool_geom(a, H)
+    cip = a.get("count_include_pad", 0)
+    taps = {}
+    y = np.zeros((N, C, O, O))
+    for oh in range(O):
+        for ow in range(O):
+            hs = [oh * s - pt + i * d for i in range(k)]
+            ws = [ow * s - pt + j * d for j in range(k)]
+            inside = [(ih, iw) for ih in hs for iw in ws
+                      if 0 <= ih < H and 0 <= iw < W]
+            npad = len([1 for ih in hs if ih < H + pt]) * \
+                len([1 for iw in ws if iw < W + pt])
+            taps[oh, ow] = (inside, npad)
+            for n in range(N):
+                for c in range(C):
+                    vals = [x[n, c, ih, iw] for ih, iw in inside]
+                    if op == "MaxPool":
+                        y[n, c, oh, ow] = max(vals)
+                    else:
+                        y[n, c, oh, ow] = sum(vals) / (npad if cip else
+                                                       len(inside))
+    dy = dy_fn(y)
+    dx = np.zeros_like(x)
+    for (oh, ow), (inside, npad) in taps.items():
+        for n in range(N):
+            for c in range(C):
+                if op == "MaxPool":
+                    vals = [x[n, c, ih, iw] for ih, iw in inside]
+                    ih, iw = inside[int(np.argmax(vals))]  # the first
+                    dx[n, c, ih, iw] += dy[n, c, oh, ow]
+                else:
+                    cnt = npad if cip else len(inside)
+                    for ih, iw in inside:
+                        dx[n, c, ih, iw] += dy[n, c, oh, ow] / cnt
+    return y, dx
+
+
+def pool_graph():
+    """per pool P: x * wP[3,1,1] -> P -> pP * sP -> output oP"""
+    t = [("x", PX, "input")]
+    n = []
+    for name, op, a in POOLS:
+        if op == "GlobalAveragePool":
+            a = {"kernel_shape": [PX[2], PX[2]]}
+        O = pool_geom(a, PX[2])[0]
+        po = (PX[0], PX[1], O, O)
+        t += [("w_" + name, (3, 1, 1), "weight"),
+              ("h_" + name, PX, "activation"),
+              ("p_" + name, po, "activation"),
+              ("s_" + name, po, "weight"),
+              ("o_" + name, po, "output")]
+        n += [("mul_" + name, "Mul", ["x", "w_" + name], ["h_" + name], None),
+              (name, op, ["h_" + name], ["p_" + name],
+               dict(a) if op != "GlobalAveragePool" else None),
+              ("scale_" + name, "Mul", ["p_" + name, "s_" + name],
+               ["o_" + name], None)]
+    return graph("pool", t, n, ["o_" + nm for nm, _, _ in POOLS])
+
+
+def pool_ref(v):
+    x = v["x"]
+    loss, g = 0.0, {}
+    for name, op, a in POOLS:
+        if op == "GlobalAveragePool":
+            a = {"kernel_shape": [PX[2], PX[2]]}
+            op = "AveragePool"
+        w, sc = v["w_" + name], v["s_" + name]
+        y, dh = pool_fwd_bwd(op, a, x * w, lambda y: sc)
+        loss += (y * sc).sum()
+        g["s_" + name] = y
+        g["w_" + name] = (dh * x).sum(axis=(0, 2, 3)).reshape(3, 1, 1)
+    return loss, g
+
+
+def norm_fwd_graph():
+    """forward only, every output compared: BatchNormalization in training
+    (y and the updated running mean and var), LayerNormalization with its
+    Mean and InvStdDev, MaxPool with its indices"""
+    t = [("x", (4, 3, 5, 5), "input"), ("g", (3,), "weight"),
+         ("b", (3,), "weight"), ("rm", (3,), "weight"), ("rv", (3,), "weight"),
+         ("y", (4, 3, 5, 5), "output"), ("rm_out", (3,), "output"),
+         ("rv_out", (3,), "output"),
+         ("x2", (6, 10, 16), "input"), ("g2", (16,), "weight"),
+         ("b2", (16,), "weight"), ("y2", (6, 10, 16), "output"),
+         ("mean2", (6, 10, 1), "output"), ("inv2", (6, 10, 1), "output"),
+         ("x3", PX, "input"), ("y3", (2, 3, 5, 5), "output")]
+    n = [("bn", "BatchNormalization", ["x", "g", "b", "rm", "rv"],
+          ["y", "rm_out", "rv_out"],
+          {"epsilon": EPS, "momentum": MOM, "training_mode": 1}),
+         ("ln", "LayerNormalization", ["x2", "g2", "b2"],
+          ["y2", "mean2", "inv2"], {"axis": -1, "epsilon": EPS}),
+         ("mp", "MaxPool", ["x3"], ["y3", "i3"], dict(POOLS[0][2]))]
+    g = graph("norm_fwd", t, n, ["y", "rm_out", "rv_out", "y2", "mean2",
+                                 "inv2", "y3", "i3"])
+    g["tensors"].append({"name": "i3", "dtype": "int64",
+                         "shape": [2, 3, 5, 5], "kind": "output"})
+    return g
+
+
+def norm_fwd_ref(v):
+    x, gm, b, rm, rv = (v[k] for k in ("x", "g", "b", "rm", "rv"))
+    c = lambda a: a.reshape(1, -1, 1, 1)
+    ax = (0, 2, 3)
+    M = x.size // x.shape[1]
+    mean, var = x.mean(axis=ax), x.var(axis=ax)
+    out = {"y": (x - c(mean)) / np.sqrt(c(var) + EPS) * c(gm) + c(b),
+           "rm_out": MOM * rm + (1 - MOM) * mean,
+           "rv_out": MOM * rv + (1 - MOM) * var * M / (M - 1)}
+    out["y2"], _, out["inv2"] = ln_fwd(v["x2"], v["g2"], v["b2"], (2,))
+    out["mean2"] = v["x2"].mean(axis=2, keepdims=True)
+    x3 = v["x3"]
+    y3, _ = pool_fwd_bwd("MaxPool", POOLS[0][2], x3, lambda y: y)
+    out["y3"] = y3
+    # the flat index into x3 of each window's first maximum
+    N, C, H, W = x3.shape
+    O, k, s, d, pt = pool_geom(POOLS[0][2], H)
+    idx = np.zeros((N, C, O, O), dtype=np.int64)
+    for n in range(N):
+        for ch in range(C):
+            for oh in range(O):
+                for ow in range(O):
+                    best = None
+                    for i in range(k):
+                        for j in range(k):
+                            ih, iw = oh * s - pt + i * d, ow * s - pt + j * d
+                            if 0 <= ih < H and 0 <= iw < W and (
+                                    best is None or x3[n, ch, ih, iw] > best):
+                                best = x3[n, ch, ih, iw]
+                                idx[n, ch, oh, ow] = ((n * C + ch) * H + ih) \
+                                    * W + iw
+    out["i3"] = idx
+    return out
+
+
+def run_forward(memplan, out, name, g, ref):
+    """memplan validate (inference) with --dump: every output against the
+    reference (float: max|gpu-ref| <= 1e-4 max|ref|; int: equal)"""
+    path = os.path.join(out, name + ".json")
+    with open(path, "w") as f:
+        json.dump(g, f, indent=1)
+    dump = os.path.join(out, name)
+    cmd = [memplan, "validate", path, "--dump", dump, "--json"]
+    print("$ " + " ".join(cmd))
+    pr = subprocess.run(cmd, capture_output=True, text=True)
+    if pr.returncode not in (0, 5):
+        print(pr.stdout + pr.stderr)
+        print("FAIL %s: memplan validate exited %d" % (name, pr.returncode))
+        return False
+    rep = json.loads(pr.stdout)
+    ok = pr.returncode == 0
+    if not ok:
+        print("  FAIL: memplan validate's checks: %s" % rep.get("checks"))
+    if rep["nodes_synthetic"] != 0:
+        print("  FAIL: nodes on the synthetic kernel")
+        ok = False
+    v = read_dump(dump)
+    vals = {k: a.astype(np.float64) for k, a in v["weight"].items()}
+    vals.update({k: a.astype(np.float64) for k, a in v["input"].items()})
+    for k, r in sorted(ref(vals).items()):
+        got = v["output"][k]
+        if got.dtype.kind == "i":
+            good = got.shape == r.shape and np.array_equal(got, r)
+            print("  %-4s %-6s indices equal" % ("ok" if good else "FAIL", k))
+        else:
+            scale = max(np.abs(r).max(), 1e-6)
+            err = np.abs(got.astype(np.float64).reshape(r.shape) - r).max() \
+                / scale
+            good = err <= 1e-4
+            print("  %-4s %-6s max|ref| %.3e  max|gpu-ref|/max|ref| %.2e" % (
+                "ok" if good else "FAIL", k, scale, err))
+        ok &= bool(good)
+    return ok
+
+
 def read_dump(d):
     raw = np.fromfile(os.path.join(d, "values.bin"), dtype=np.uint8)
     out = {}
@@ -383,7 +712,7 @@ def read_dump(d):
         for line in f:
             kind, name, dt, dims, off, nb = line.rstrip("\n").split("\t")
             shape = [int(x) for x in dims.split(",")] if dims else []
-            a = raw[int(off):int(off) + int(nb)].view(np.float32)
+            a = raw[int(off):int(off) + int(nb)].view(DTYPES[dt])
             out.setdefault(kind, {})[name] = a.reshape(shape)
     return out
 
@@ -442,6 +771,13 @@ def run_case(memplan, out, name, g, ref, poison):
     return ok, grads
 
 
+# normalization and pooling (their references checked against finite
+# differences apart: MaxPool's is not smooth)
+NORM_CASES = (("bn_train", lambda: bn_graph(1), lambda v: bn_ref(v, 1)),
+              ("bn_eval", lambda: bn_graph(0), lambda v: bn_ref(v, 0)),
+              ("ln", ln_graph, ln_ref), ("pool", pool_graph, pool_ref))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memplan", default="build-gpu/memplan")
@@ -458,7 +794,9 @@ def main():
     out = a.out or tempfile.mkdtemp(prefix="train_check")
     os.makedirs(out, exist_ok=True)
     ok = True
-    for name, gfun, ref in CASES:
+    ok &= run_forward(a.memplan, out, "norm_fwd", norm_fwd_graph(),
+                      norm_fwd_ref)
+    for name, gfun, ref in CASES + NORM_CASES:
         g = gfun()
         r1, g1 = run_case(a.memplan, out, name, g, ref, False)
         r2, g2 = run_case(a.memplan, out, name, g, ref, True)
