@@ -1955,6 +1955,335 @@ static void test_conv_workspace(void)
     CU_ASSERT_EQUAL(mp__conv_workspace(&s, 3), 0u);
 }
 
+/* ---- training: normalization and pooling --------------------------------- */
+
+/* the name of output slot o of node `node` */
+static const char *out_name(const mpv_program *p, const char *node, int o)
+{
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(p->graph, node, &id), MP_OK);
+    const mp__node *n = &p->graph->nodes[id];
+    CU_ASSERT_FATAL(o >= 0 && (uint32_t)o < n->n_out);
+    return p->graph->tensors[n->outputs[o]].name;
+}
+
+#define HAS_PREFIX(s, pre) (strncmp((s), (pre), strlen(pre)) == 0)
+
+/* x[2,4,6,6] * w[4,6,6] -> h -> BatchNormalization (training: y and the
+ * running statistics) -> y; MaxPool(y; 3x3 /2 pad 1) -> m [2,4,3,3];
+ * AveragePool(y; 2x2 /2) -> a [2,4,3,3]; m + a -> z -> GlobalAveragePool
+ * -> q [2,4,1,1] -> LayerNormalization(axis 1; ls, lb [4,1,1]) -> o */
+static mp_graph *norm_pool_net(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[] = {2, 4, 6, 6}, dw[] = {4, 6, 6}, d4[] = {4},
+            dp[] = {2, 4, 3, 3}, dq[] = {2, 4, 1, 1}, dl[] = {4, 1, 1};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 4, dx);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 3, dw);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 4, dx);
+    uint32_t bp[4];
+    const char *bn_names[4] = {"g", "b", "rm", "rv"};
+    for (int i = 0; i < 4; i++)
+        bp[i] = mp_test_tensor(g, bn_names[i], MP_KIND_WEIGHT, 1, d4);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 4, dx);
+    uint32_t rmo = mp_test_tensor(g, "rm_out", MP_KIND_ACTIVATION, 1, d4);
+    uint32_t rvo = mp_test_tensor(g, "rv_out", MP_KIND_ACTIVATION, 1, d4);
+    uint32_t m = mp_test_tensor(g, "m", MP_KIND_ACTIVATION, 4, dp);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_ACTIVATION, 4, dp);
+    uint32_t z = mp_test_tensor(g, "z", MP_KIND_ACTIVATION, 4, dp);
+    uint32_t q = mp_test_tensor(g, "q", MP_KIND_ACTIVATION, 4, dq);
+    uint32_t ls = mp_test_tensor(g, "ls", MP_KIND_WEIGHT, 3, dl);
+    uint32_t lb = mp_test_tensor(g, "lb", MP_KIND_WEIGHT, 3, dl);
+    uint32_t o = mp_test_tensor(g, "o", MP_KIND_ACTIVATION, 4, dq);
+    uint32_t im[] = {x, w}, ib[] = {h, bp[0], bp[1], bp[2], bp[3]},
+             ob[] = {y, rmo, rvo}, iz[] = {m, a}, il[] = {q, ls, lb};
+    mp_test_node(g, "mul", "Mul", im, 2, &h, 1);
+    uint32_t bn = mp_test_node(g, "bn", "BatchNormalization", ib, 5, ob, 3);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, bn, "training_mode", 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_float(g, bn, "momentum", 0.8), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_float(g, bn, "epsilon", 1e-3), MP_OK);
+    uint32_t mp = mp_test_node(g, "mp", "MaxPool", &y, 1, &m, 1);
+    int64_t k3[] = {3, 3}, k2[] = {2, 2}, s2[] = {2, 2}, p1[] = {1, 1, 1, 1};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mp, "kernel_shape", k3, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mp, "strides", s2, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mp, "pads", p1, 4), MP_OK);
+    uint32_t ap = mp_test_node(g, "ap", "AveragePool", &y, 1, &a, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, ap, "kernel_shape", k2, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, ap, "strides", s2, 2), MP_OK);
+    mp_test_node(g, "add", "Add", iz, 2, &z, 1);
+    mp_test_node(g, "gap", "GlobalAveragePool", &z, 1, &q, 1);
+    uint32_t ln = mp_test_node(g, "ln", "LayerNormalization", il, 3, &o, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, ln, "axis", 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, o), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}
+
+/* The training step of norm_pool_net: BatchNormalization's training form
+ * writes y, the running statistics and the saved ones; MaxPool its
+ * indices; LayerNormalization its statistics; their backward nodes and
+ * the pools' read the slots the attributes name; no synthetic kernel */
+static void test_train_norm_pool(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = norm_pool_net(ctx), *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0);
+    CU_ASSERT_EQUAL(p->n_bwd_synthetic, 0);
+    CU_ASSERT_EQUAL(p->workspace_bytes, 256u); /* none of their own */
+
+    /* forward BatchNormalization: y, rm_out, rv_out, then bn/stats */
+    const mpv_launch *l = launches_of(p, "bn", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_BN_TRAIN);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->in[3], 3);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.bnt.n, 2);
+    CU_ASSERT_EQUAL(l->p.bnt.c, 4);
+    CU_ASSERT_EQUAL(l->p.bnt.hw, 36);
+    CU_ASSERT_EQUAL(l->p.bnt.training, 1);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.bnt.momentum, 0.8, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.bnt.eps, 1e-3, 1e-12);
+    CU_ASSERT_EQUAL(l->p.bnt.rm_out, 1);
+    CU_ASSERT_EQUAL(l->p.bnt.rv_out, 2);
+    CU_ASSERT_EQUAL(l->p.bnt.stats_out, 3);
+    CU_ASSERT_STRING_EQUAL(out_name(p, "bn", 3), "bn/stats");
+
+    /* its backward: dy, then x (h), the scale, the statistics; the
+     * gradients of h, g, b and (zero in training) rm and rv */
+    l = launches_of(p, "bn/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_BN_GRAD);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->p.bngrad.x, slot_of(p, "bn/grad", "h"));
+    CU_ASSERT_EQUAL(l->p.bngrad.scale, slot_of(p, "bn/grad", "g"));
+    CU_ASSERT_EQUAL(l->p.bngrad.stats, slot_of(p, "bn/grad", "bn/stats"));
+    CU_ASSERT(l->p.bngrad.x > 0 && l->p.bngrad.stats > 0);
+    CU_ASSERT_EQUAL(l->p.bngrad.rm, slot_of(p, "bn/grad", "rm"));
+    CU_ASSERT_EQUAL(l->p.bngrad.training, 1);
+    CU_ASSERT_EQUAL(l->p.bngrad.n * l->p.bngrad.c * l->p.bngrad.hw, 288);
+    CU_ASSERT(HAS_PREFIX(out_name(p, "bn/grad", l->p.bngrad.dx), "d/h"));
+    CU_ASSERT(HAS_PREFIX(out_name(p, "bn/grad", l->p.bngrad.dscale), "d/g"));
+    CU_ASSERT(HAS_PREFIX(out_name(p, "bn/grad", l->p.bngrad.dbias), "d/b"));
+    CU_ASSERT(HAS_PREFIX(out_name(p, "bn/grad", l->p.bngrad.drm), "d/rm"));
+    CU_ASSERT(HAS_PREFIX(out_name(p, "bn/grad", l->p.bngrad.drv), "d/rv"));
+
+    /* MaxPool writes its indices (output 1), its backward reads them */
+    l = launches_of(p, "mp", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_POOL);
+    CU_ASSERT_EQUAL(l->p.pool.idx_out, 1);
+    CU_ASSERT_STRING_EQUAL(out_name(p, "mp", 1), "mp/indices");
+    l = launches_of(p, "mp/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_POOL_GRAD);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.pgrad.op, MP__KOP_POOL_MAX);
+    CU_ASSERT_EQUAL(l->p.pgrad.idx, slot_of(p, "mp/grad", "mp/indices"));
+    CU_ASSERT_EQUAL(l->p.pgrad.x, slot_of(p, "mp/grad", "y"));
+    CU_ASSERT(l->p.pgrad.idx > 0);
+    CU_ASSERT_EQUAL(l->p.pgrad.nc, 8);
+    CU_ASSERT_EQUAL(l->p.pgrad.h, 6);
+    CU_ASSERT_EQUAL(l->p.pgrad.w, 6);
+    CU_ASSERT_EQUAL(l->p.pgrad.oh, 3);
+    CU_ASSERT_EQUAL(l->p.pgrad.ow, 3);
+    CU_ASSERT_EQUAL(l->p.pgrad.kh, 3);
+    CU_ASSERT_EQUAL(l->p.pgrad.sh, 2);
+    CU_ASSERT_EQUAL(l->p.pgrad.pt, 1);
+    CU_ASSERT_EQUAL(l->p.pgrad.pl, 1);
+    CU_ASSERT_EQUAL(l->p.pgrad.dh, 1);
+
+    /* AveragePool: no saved tensor read */
+    l = launches_of(p, "ap/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_POOL_GRAD);
+    CU_ASSERT_EQUAL(l->p.pgrad.op, MP__KOP_POOL_AVG);
+    CU_ASSERT_EQUAL(l->p.pgrad.idx, -1);
+    CU_ASSERT_EQUAL(l->p.pgrad.x, -1);
+    CU_ASSERT_EQUAL(l->p.pgrad.kh, 2);
+    CU_ASSERT_EQUAL(l->p.pgrad.pt, 0);
+    CU_ASSERT_EQUAL(l->p.pgrad.count_pad, 0);
+
+    /* GlobalAveragePool: one window of the whole 3x3 plane */
+    l = launches_of(p, "gap/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_POOL_GRAD);
+    CU_ASSERT_EQUAL(l->p.pgrad.op, MP__KOP_POOL_AVG);
+    CU_ASSERT_EQUAL(l->p.pgrad.nc, 8);
+    CU_ASSERT_EQUAL(l->p.pgrad.h, 9);
+    CU_ASSERT_EQUAL(l->p.pgrad.w, 1);
+    CU_ASSERT_EQUAL(l->p.pgrad.kh, 9);
+    CU_ASSERT_EQUAL(l->p.pgrad.kw, 1);
+    CU_ASSERT_EQUAL(l->p.pgrad.oh, 1);
+    CU_ASSERT_EQUAL(l->p.pgrad.ow, 1);
+    CU_ASSERT_EQUAL(l->p.pgrad.sh, 1);
+
+    /* LayerNormalization over axis 1: 2 rows of 4; statistics [2, 2] */
+    l = launches_of(p, "ln", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_LN);
+    CU_ASSERT_EQUAL(l->p.ln.rows, 2);
+    CU_ASSERT_EQUAL(l->p.ln.cols, 4);
+    CU_ASSERT_EQUAL(l->p.ln.stats_out, 1);
+    CU_ASSERT_EQUAL(l->p.ln.mean_out, -1);
+    CU_ASSERT_EQUAL(l->p.ln.inv_out, -1);
+    CU_ASSERT_STRING_EQUAL(out_name(p, "ln", 1), "ln/stats");
+    l = launches_of(p, "ln/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_LN_GRAD);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->workspace, 0u);
+    CU_ASSERT_EQUAL(l->p.lngrad.rows, 2);
+    CU_ASSERT_EQUAL(l->p.lngrad.cols, 4);
+    CU_ASSERT_EQUAL(l->p.lngrad.x, slot_of(p, "ln/grad", "q"));
+    CU_ASSERT_EQUAL(l->p.lngrad.scale, slot_of(p, "ln/grad", "ls"));
+    CU_ASSERT_EQUAL(l->p.lngrad.stats, slot_of(p, "ln/grad", "ln/stats"));
+    CU_ASSERT(l->p.lngrad.stats > 0);
+    CU_ASSERT(HAS_PREFIX(out_name(p, "ln/grad", l->p.lngrad.dx), "d/q"));
+    CU_ASSERT(HAS_PREFIX(out_name(p, "ln/grad", l->p.lngrad.dscale), "d/ls"));
+    CU_ASSERT(HAS_PREFIX(out_name(p, "ln/grad", l->p.lngrad.dbias), "d/lb"));
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* a backward node (domain memplan, phase backward) with the attributes
+ * planner/train.c gives it */
+static uint32_t grad_node_of(mp_graph *g, const char *name, const char *op,
+                             const uint32_t *in, uint32_t nin,
+                             const uint32_t *out, uint32_t nout,
+                             const int64_t *saved, uint32_t nsaved)
+{
+    mp_node_desc d = {name, op, "memplan", in, nin, out, nout,
+                      MP_PHASE_BACKWARD};
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &d, &id), MP_OK);
+    int64_t dy[] = {0}, dx[8], reads[8];
+    for (uint32_t j = 0; j < nout; j++) {
+        dx[j] = j;
+        reads[j] = 1;
+    }
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, id, "grad_dy", dy, 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, id, "grad_saved", saved,
+                                           nsaved), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, id, "grad_dx", dx, nout),
+                    MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, id, "grad_dx_reads", reads,
+                                           nout), MP_OK);
+    return id;
+}
+
+/* Backward nodes without their saved statistics or indices: LayerNorm
+ * recomputes the statistics into its workspace; MaxPool the argmax from
+ * x; BatchNormalization (inference form) reads the running ones, (training
+ * form) recomputes the batch's; a node reading neither x nor the indices
+ * stays synthetic */
+static void test_train_norm_unsaved(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t d2[] = {4, 8}, d8[] = {8}, dx[] = {1, 2, 4, 4}, dy[] = {1, 2, 2, 2},
+            dc[] = {2};
+    /* LayerNormalizationGrad(dy, x, scale) -> dx, dscale */
+    uint32_t ldy = mp_test_tensor(g, "ldy", MP_KIND_INPUT, 2, d2);
+    uint32_t lx = mp_test_tensor(g, "lx", MP_KIND_INPUT, 2, d2);
+    uint32_t ls = mp_test_tensor(g, "ls", MP_KIND_WEIGHT, 1, d8);
+    uint32_t ldx = mp_test_tensor(g, "ldx", MP_KIND_OUTPUT, 2, d2);
+    uint32_t lds = mp_test_tensor(g, "lds", MP_KIND_OUTPUT, 1, d8);
+    uint32_t li[] = {ldy, lx, ls}, lo[] = {ldx, lds};
+    int64_t ln_saved[] = {0, 1};
+    grad_node_of(g, "lng", "LayerNormalizationGrad", li, 3, lo, 2,
+                 ln_saved, 2);
+    /* MaxPoolGrad(dy, x) -> dx (2x2 /2) */
+    uint32_t mdy = mp_test_tensor(g, "mdy", MP_KIND_INPUT, 4, dy);
+    uint32_t mx = mp_test_tensor(g, "mx", MP_KIND_INPUT, 4, dx);
+    uint32_t mdx = mp_test_tensor(g, "mdx", MP_KIND_OUTPUT, 4, dx);
+    uint32_t mi[] = {mdy, mx};
+    int64_t mp_saved[] = {0}, k2[] = {2, 2};
+    uint32_t mpg = grad_node_of(g, "mpg", "MaxPoolGrad", mi, 2, &mdx, 1,
+                                mp_saved, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mpg, "kernel_shape", k2, 2),
+                    MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mpg, "strides", k2, 2), MP_OK);
+    /* MaxPoolGrad(dy) -> dx: nothing to find the maximum from */
+    uint32_t mdx2 = mp_test_tensor(g, "mdx2", MP_KIND_OUTPUT, 4, dx);
+    uint32_t mpg2 = grad_node_of(g, "mpg2", "MaxPoolGrad", &mdy, 1, &mdx2,
+                                 1, NULL, 0);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mpg2, "kernel_shape", k2, 2),
+                    MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mpg2, "strides", k2, 2), MP_OK);
+    /* BatchNormalizationGrad(dy, x, scale, bias, rm, rv) -> dx, in the
+     * inference form, then the training form */
+    uint32_t bp[4], bdx[2];
+    const char *nm[4] = {"bs", "bb", "brm", "brv"};
+    for (int i = 0; i < 4; i++)
+        bp[i] = mp_test_tensor(g, nm[i], MP_KIND_WEIGHT, 1, dc);
+    bdx[0] = mp_test_tensor(g, "bdx", MP_KIND_OUTPUT, 4, dx);
+    bdx[1] = mp_test_tensor(g, "bdx2", MP_KIND_OUTPUT, 4, dx);
+    uint32_t bi[] = {mx, mx, bp[0], bp[1], bp[2], bp[3]};
+    int64_t bn_saved[] = {0, 1, 2, 3, 4};
+    uint32_t bng = grad_node_of(g, "bng", "BatchNormalizationGrad", bi, 6,
+                                &bdx[0], 1, bn_saved, 5);
+    uint32_t bng2 = grad_node_of(g, "bng2", "BatchNormalizationGrad", bi, 6,
+                                 &bdx[1], 1, bn_saved, 5);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, bng2, "training_mode", 1),
+                    MP_OK);
+    (void)bng;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+
+    const mpv_launch *l = launches_of(p, "lng", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_LN_GRAD);
+    CU_ASSERT_EQUAL(l->p.lngrad.stats, -1);
+    CU_ASSERT_EQUAL(l->p.lngrad.rows, 4);
+    CU_ASSERT_EQUAL(l->p.lngrad.cols, 8);
+    CU_ASSERT_EQUAL(l->p.lngrad.dx, 0);
+    CU_ASSERT_EQUAL(l->p.lngrad.dscale, 1);
+    CU_ASSERT_EQUAL(l->p.lngrad.dbias, -1);
+    CU_ASSERT_EQUAL(l->workspace, 2u * 4u * 4u); /* mean, 1/std per row */
+    CU_ASSERT(p->workspace_bytes >= 32u);
+
+    l = launches_of(p, "mpg", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_POOL_GRAD);
+    CU_ASSERT_EQUAL(l->p.pgrad.idx, -1);
+    CU_ASSERT_EQUAL(l->p.pgrad.x, 1);
+    CU_ASSERT_EQUAL(l->p.pgrad.oh, 2);
+    CU_ASSERT_EQUAL(l->p.pgrad.kh, 2);
+    CU_ASSERT_EQUAL(l->p.pgrad.sh, 2);
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g, "mpg2", &id), MP_OK);
+    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->nodes[id].why, "neither"));
+
+    l = launches_of(p, "bng", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_BN_GRAD);
+    CU_ASSERT_EQUAL(l->p.bngrad.training, 0);
+    CU_ASSERT_EQUAL(l->p.bngrad.stats, -1);
+    CU_ASSERT_EQUAL(l->p.bngrad.rm, 4);
+    CU_ASSERT_EQUAL(l->p.bngrad.rv, 5);
+    CU_ASSERT_EQUAL(l->p.bngrad.dx, 0);
+    CU_ASSERT_EQUAL(l->p.bngrad.dscale, -1);
+    CU_ASSERT_EQUAL(l->p.bngrad.c, 2);
+    CU_ASSERT_EQUAL(l->p.bngrad.hw, 16);
+    l = launches_of(p, "bng2", 1);
+    CU_ASSERT_EQUAL(l->p.bngrad.training, 1);
+    CU_ASSERT_EQUAL(l->p.bngrad.stats, -1);
+    CU_ASSERT_EQUAL(l->workspace, 0u); /* a block per channel recomputes */
+    CU_ASSERT_EQUAL(p->n_synthetic, 1);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -1994,6 +2323,11 @@ void mp_register_validate_host(void)
          test_conv_workspace},
         {"direct conv passes: padded-sum forward, adjoint gradients",
          test_conv_direct},
+        {"training: BatchNormalization's training form, Max/Average/Global"
+         "AveragePool and LayerNormalization, forward and backward",
+         test_train_norm_pool},
+        {"training: norm and pool backward without saved statistics or "
+         "indices", test_train_norm_unsaved},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);
