@@ -1223,29 +1223,32 @@ __global__ void k_axpy(float *x, const float *y, int64_t n, float alpha)
 // (in place is safe), and x and dy are read whole before any gradient of
 // them is written.
 
-// element j (of n x hw) of channel c in an [n, c, hw] tensor
-__device__ static inline int64_t chan_at(int64_t j, int64_t c, int64_t C,
-                                         int64_t HW)
-{
-    return (j / HW * C + c) * HW + j % HW;
-}
+// e over the offsets of channel c's elements in an [N, C, HW] tensor,
+// each thread a fixed share (image by image, the plane strided)
+#define CHAN_LOOP(e, c, N, C, HW)                                           \
+    for (int64_t n_ = 0; n_ < (N); n_++)                                    \
+        for (int64_t e = (n_ * (C) + (c)) * (HW) + threadIdx.x,             \
+                     e_end = (n_ * (C) + (c) + 1) * (HW);                   \
+             e < e_end; e += blockDim.x)
 
 // the batch mean and biased variance of channel c (two passes)
-__device__ static void chan_stats(const float *x, int64_t c, int64_t C,
-                                  int64_t HW, int64_t M, float *red,
+__device__ static void chan_stats(const float *x, int64_t c, int64_t N,
+                                  int64_t C, int64_t HW, float *red,
                                   float *mean, float *var)
 {
+    const float M = (float)(N * HW);
     float s = 0.f;
-    for (int64_t j = threadIdx.x; j < M; j += blockDim.x)
-        s += x[chan_at(j, c, C, HW)];
-    float m = block_reduce(s, red, 0) / (float)M;
+    CHAN_LOOP(e, c, N, C, HW)
+    s += x[e];
+    float m = block_reduce(s, red, 0) / M;
     float v = 0.f;
-    for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-        float d = x[chan_at(j, c, C, HW)] - m;
+    CHAN_LOOP(e, c, N, C, HW)
+    {
+        float d = x[e] - m;
         v += d * d;
     }
     *mean = m;
-    *var = block_reduce(v, red, 0) / (float)M;
+    *var = block_reduce(v, red, 0) / M;
 }
 
 // BatchNormalization, training form (batch statistics; the running ones
@@ -1262,16 +1265,14 @@ __global__ void k_bn_train(const float *x, const float *sc, const float *b,
     for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
         float mean, var;
         if (p.training) {
-            chan_stats(x, c, C, HW, M, red, &mean, &var);
+            chan_stats(x, c, p.n, C, HW, red, &mean, &var);
         } else {
             mean = rm[c];
             var = fabsf(rv[c]);
         }
         float inv = rsqrtf(var + (float)p.eps);
-        for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-            int64_t e = chan_at(j, c, C, HW);
-            y[e] = (x[e] - mean) * inv * sc[c] + b[c];
-        }
+        CHAN_LOOP(e, c, p.n, C, HW)
+        y[e] = (x[e] - mean) * inv * sc[c] + b[c];
         if (threadIdx.x == 0) {
             if (st) {
                 st[c] = mean;
@@ -1307,28 +1308,27 @@ __global__ void k_bn_grad(const float *dy, const float *x, const float *sc,
             inv = st[C + c];
         } else if (p.training) {
             float var;
-            chan_stats(x, c, C, HW, M, red, &mean, &var);
+            chan_stats(x, c, p.n, C, HW, red, &mean, &var);
             inv = rsqrtf(var + (float)p.eps);
         } else {
             mean = rm[c];
             inv = rsqrtf(fabsf(rv[c]) + (float)p.eps);
         }
         float s1 = 0.f, s2 = 0.f;
-        for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-            int64_t e = chan_at(j, c, C, HW);
+        CHAN_LOOP(e, c, p.n, C, HW)
+        {
             s1 += dy[e];
             s2 += dy[e] * ((x[e] - mean) * inv);
         }
         float sdy = block_reduce(s1, red, 0);
         float sdyx = block_reduce(s2, red, 0);
-        float g = sc[c] * inv;
+        float g = sc[c] * inv, fm = (float)M;
         if (dx)
-            for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-                int64_t e = chan_at(j, c, C, HW);
+            CHAN_LOOP(e, c, p.n, C, HW)
+            {
                 float xh = (x[e] - mean) * inv;
-                dx[e] = p.training
-                            ? g * (dy[e] - sdy / (float)M - xh * sdyx / (float)M)
-                            : g * dy[e];
+                dx[e] = p.training ? g * (dy[e] - sdy / fm - xh * sdyx / fm)
+                                   : g * dy[e];
             }
         if (threadIdx.x == 0) {
             if (dsc)
