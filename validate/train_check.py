@@ -712,8 +712,11 @@ def read_dump(d):
         for line in f:
             kind, name, dt, dims, off, nb = line.rstrip("\n").split("\t")
             shape = [int(x) for x in dims.split(",")] if dims else []
-            a = raw[int(off):int(off) + int(nb)].view(DTYPES[dt])
-            out.setdefault(kind, {})[name] = a.reshape(shape)
+            a = raw[int(off):int(off) + int(nb)].view(
+                DTYPES.get(dt, np.uint8))  # (others: bytes, unused)
+            if a.size == int(np.prod(shape)):
+                a = a.reshape(shape)
+            out.setdefault(kind, {})[name] = a
     return out
 
 
