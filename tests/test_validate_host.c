@@ -2137,6 +2137,8 @@ static void test_train_norm_pool(void)
     CU_ASSERT_EQUAL(l->workspace, 0u);
     CU_ASSERT_EQUAL(l->p.lngrad.rows, 2);
     CU_ASSERT_EQUAL(l->p.lngrad.cols, 4);
+    CU_ASSERT_EQUAL(l->p.lngrad.parts, 1); /* summed in one part */
+    CU_ASSERT_EQUAL(l->p.lngrad.chunk, 2);
     CU_ASSERT_EQUAL(l->p.lngrad.x, slot_of(p, "ln/grad", "q"));
     CU_ASSERT_EQUAL(l->p.lngrad.scale, slot_of(p, "ln/grad", "ls"));
     CU_ASSERT_EQUAL(l->p.lngrad.stats, slot_of(p, "ln/grad", "ln/stats"));
@@ -2187,7 +2189,8 @@ static void test_train_norm_unsaved(void)
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *g = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
-    int64_t d2[] = {4, 8}, d8[] = {8}, dx[] = {1, 2, 4, 4}, dy[] = {1, 2, 2, 2},
+    int64_t d2[] = {1024, 8}, d8[] = {8}, dx[] = {1, 2, 4, 4},
+            dy[] = {1, 2, 2, 2},
             dc[] = {2};
     /* LayerNormalizationGrad(dy, x, scale) -> dx, dscale */
     uint32_t ldy = mp_test_tensor(g, "ldy", MP_KIND_INPUT, 2, d2);
@@ -2243,13 +2246,17 @@ static void test_train_norm_unsaved(void)
     const mpv_launch *l = launches_of(p, "lng", 1);
     CU_ASSERT_EQUAL(l->kind, MPV_L_LN_GRAD);
     CU_ASSERT_EQUAL(l->p.lngrad.stats, -1);
-    CU_ASSERT_EQUAL(l->p.lngrad.rows, 4);
+    CU_ASSERT_EQUAL(l->p.lngrad.rows, 1024);
     CU_ASSERT_EQUAL(l->p.lngrad.cols, 8);
     CU_ASSERT_EQUAL(l->p.lngrad.dx, 0);
     CU_ASSERT_EQUAL(l->p.lngrad.dscale, 1);
     CU_ASSERT_EQUAL(l->p.lngrad.dbias, -1);
-    CU_ASSERT_EQUAL(l->workspace, 2u * 4u * 4u); /* mean, 1/std per row */
-    CU_ASSERT(p->workspace_bytes >= 32u);
+    /* the rows' sums in 4 parts of 256 rows (8 lanes of 32) */
+    CU_ASSERT_EQUAL(l->p.lngrad.parts, 4);
+    CU_ASSERT_EQUAL(l->p.lngrad.chunk, 256);
+    /* the mean and 1/std per row, then 2 sums per column per part */
+    CU_ASSERT_EQUAL(l->workspace, 2u * 1024u * 4u + 4u * 2u * 8u * 4u);
+    CU_ASSERT(p->workspace_bytes >= l->workspace);
 
     l = launches_of(p, "mpg", 1);
     CU_ASSERT_EQUAL(l->kind, MPV_L_POOL_GRAD);

@@ -2139,8 +2139,28 @@ static int lower_grad_layernorm(lower *L, const mp__node *n, const gnode *G,
     x->p.lngrad.dx = G->dx[0];
     x->p.lngrad.dscale = G->dx[1];
     x->p.lngrad.dbias = G->dx[2];
-    if (stats < 0) /* the mean and 1 / std per row */
-        x->workspace = 2u * (uint64_t)rows * 4u;
+    /* the statistics (not saved): the mean and 1 / std per row */
+    uint64_t ws = stats < 0 ? 2u * (uint64_t)rows * 4u : 0;
+    /* the rows cut into chunks for about 1024 blocks of 32 columns, each
+     * of the 8 row lanes of a block summing at least 32 rows, the partial
+     * sums in at most 1 MiB */
+    int64_t tiles = (cols + 31) / 32, parts = 1;
+    if (tiles > 0 && rows > 0) {
+        parts = (1024 + tiles - 1) / tiles;
+        if (parts > (rows + 255) / 256)
+            parts = (rows + 255) / 256;
+        if (parts > 262144 / (2 * cols))
+            parts = 262144 / (2 * cols);
+        if (parts < 1)
+            parts = 1;
+    }
+    int64_t chunk = rows > 0 ? (rows + parts - 1) / parts : 1;
+    parts = rows > 0 ? (rows + chunk - 1) / chunk : 1;
+    x->p.lngrad.chunk = chunk;
+    x->p.lngrad.parts = (int32_t)parts;
+    if (parts > 1 && (G->dx[1] >= 0 || G->dx[2] >= 0))
+        ws += (uint64_t)parts * 2u * (uint64_t)cols * 4u;
+    x->workspace = ws;
     return 0;
 }
 

@@ -1364,40 +1364,69 @@ __global__ void k_ln_stats(const float *x, float *st, int64_t rows,
 }
 
 // LayerNormalization backward, the parameters: dscale[k] = sum over rows
-// of dy xh, dbias[k] = sum of dy. A block per 32 columns: 8 lanes of 32
-// threads stride the rows, then lane 0 adds the 8 partial sums in order.
+// of dy xh, dbias[k] = sum of dy. Block (x, y) takes 32 columns and rows
+// [y chunk, (y + 1) chunk): 8 lanes of 32 threads stride them, then lane
+// 0 adds the 8 partial sums in order, into dsc/db (one part) or part y's
+// row of the partial sums ps [parts][2][cols] (k_ln_grad_sum adds them).
 __global__ void k_ln_grad_params(const float *dy, const float *x,
                                  const float *st, float *dsc, float *db,
-                                 int64_t rows, int64_t cols)
+                                 float *ps, int64_t rows, int64_t cols,
+                                 int64_t chunk)
 {
-    __shared__ float ps[TPB], pb[TPB];
+    __shared__ float pa[TPB], pb[TPB];
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
     const int lanes = blockDim.x / 32;
+    const int64_t r0 = (int64_t)blockIdx.y * chunk;
+    const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
     for (int64_t k0 = (int64_t)blockIdx.x * 32; k0 < cols;
          k0 += (int64_t)gridDim.x * 32) {
         int64_t k = k0 + tx;
         float a = 0.f, bsum = 0.f;
         if (k < cols)
-            for (int64_t r = ty; r < rows; r += lanes) {
+            for (int64_t r = r0 + ty; r < r1; r += lanes) {
                 float d = dy[r * cols + k];
                 a += d * ((x[r * cols + k] - st[r]) * st[rows + r]);
                 bsum += d;
             }
-        ps[threadIdx.x] = a;
+        pa[threadIdx.x] = a;
         pb[threadIdx.x] = bsum;
         __syncthreads();
         if (ty == 0 && k < cols) {
             float ta = 0.f, tb = 0.f;
             for (int q = 0; q < lanes; q++) {
-                ta += ps[q * 32 + tx];
+                ta += pa[q * 32 + tx];
                 tb += pb[q * 32 + tx];
             }
-            if (dsc)
-                dsc[k] = ta;
-            if (db)
-                db[k] = tb;
+            if (ps) {
+                ps[(int64_t)blockIdx.y * 2 * cols + k] = ta;
+                ps[((int64_t)blockIdx.y * 2 + 1) * cols + k] = tb;
+            } else {
+                if (dsc)
+                    dsc[k] = ta;
+                if (db)
+                    db[k] = tb;
+            }
         }
         __syncthreads();
+    }
+}
+
+// the parts' partial sums of k_ln_grad_params added in order, a thread
+// per column
+__global__ void k_ln_grad_sum(const float *ps, float *dsc, float *db,
+                              int64_t cols, int32_t parts)
+{
+    GRID_LOOP(k, cols)
+    {
+        float ta = 0.f, tb = 0.f;
+        for (int32_t q = 0; q < parts; q++) {
+            ta += ps[(int64_t)q * 2 * cols + k];
+            tb += ps[((int64_t)q * 2 + 1) * cols + k];
+        }
+        if (dsc)
+            dsc[k] = ta;
+        if (db)
+            db[k] = tb;
     }
 }
 
@@ -1778,11 +1807,21 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         // the parameters' first: x's gradient may be written over dy or x
         if (dsc || db) {
             int64_t tiles = (p.cols + 31) / 32;
-            k_ln_grad_params<<<blocks_per(tiles), TPB, 0, s>>>(
-                dy, x, st, dsc, db, p.rows, p.cols);
+            float *ps = p.parts > 1 ? (float *)io->ws +
+                                          (p.stats < 0 ? 2 * p.rows : 0)
+                                    : NULL;
+            dim3 grid(blocks_per(tiles), (unsigned)p.parts);
+            k_ln_grad_params<<<grid, TPB, 0, s>>>(dy, x, st, dsc, db, ps,
+                                                  p.rows, p.cols, p.chunk);
             const char *e = LAUNCH_CHECK();
             if (e)
                 return e;
+            if (ps) {
+                k_ln_grad_sum<<<blocks_for(p.cols), TPB, 0, s>>>(
+                    ps, dsc, db, p.cols, p.parts);
+                if ((e = LAUNCH_CHECK()))
+                    return e;
+            }
         }
         if (dx)
             k_ln_grad_dx<<<blocks_per(p.rows), TPB, 0, s>>>(

@@ -18,6 +18,8 @@ Small training graphs are written as memplan JSON graphs:
        statistics; the running ones) -> * s -> output
   ln: x[6,10,16] * w0 -> LayerNormalization (axis -1, bias) ->
        LayerNormalization (axis 1, no bias) -> * s -> output
+  ln_rows: x[2048,48] * w0 -> LayerNormalization -> * s -> output (the
+       scale's and bias's sums over 2048 rows in parts)
   pool: x[2,3,10,10] * wP[3,1,1] -> P -> * sP -> output, for P MaxPool
        (3x3 stride 2 pad 1; 2x2 dilation 2), AveragePool (3x3 stride 2 pad
        1; count_include_pad 0, and 1 with ceil_mode) and GlobalAveragePool
@@ -492,6 +494,30 @@ def ln_ref(v):
     return o.sum(), g
 
 
+def ln_rows_graph():
+    """x[2048,48] * w0[48] -> LayerNormalization(g, b) -> y * s -> output:
+    the scale's and bias's sums over the rows in parts"""
+    t = [("x", (2048, 48), "input"), ("w0", (48,), "weight"),
+         ("h", (2048, 48), "activation"), ("g", (48,), "weight"),
+         ("b", (48,), "weight"), ("y", (2048, 48), "activation"),
+         ("s", (2048, 48), "weight"), ("o", (2048, 48), "output")]
+    n = [("mul", "Mul", ["x", "w0"], ["h"], None),
+         ("ln", "LayerNormalization", ["h", "g", "b"], ["y"],
+          {"axis": -1, "epsilon": EPS}),
+         ("scale", "Mul", ["y", "s"], ["o"], None)]
+    return graph("ln_rows", t, n, ["o"])
+
+
+def ln_rows_ref(v):
+    x, w0, gm, b, s = (v[k] for k in ("x", "w0", "g", "b", "s"))
+    h = x * w0
+    y, xh, inv = ln_fwd(h, gm, b, (1,))
+    g = {"s": y}
+    dh, g["g"], g["b"] = ln_bwd(s, xh, inv, gm, (1,))
+    g["w0"] = (dh * x).sum(axis=0)
+    return (y * s).sum(), g
+
+
 # pools of the pool graph: name, op, attributes (2-D windows of x[2,3,10,10])
 POOLS = [
     ("mp", "MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2],
@@ -778,7 +804,8 @@ def run_case(memplan, out, name, g, ref, poison):
 # differences apart: MaxPool's is not smooth)
 NORM_CASES = (("bn_train", lambda: bn_graph(1), lambda v: bn_ref(v, 1)),
               ("bn_eval", lambda: bn_graph(0), lambda v: bn_ref(v, 0)),
-              ("ln", ln_graph, ln_ref), ("pool", pool_graph, pool_ref))
+              ("ln", ln_graph, ln_ref), ("ln_rows", ln_rows_graph, ln_rows_ref),
+              ("pool", pool_graph, pool_ref))
 
 
 def main():

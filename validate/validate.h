@@ -228,13 +228,16 @@ typedef struct mpv_launch {
         /* MPV_L_LN_GRAD: rows x cols (the normalized dims); in[0] the
          * output gradient; node input slots x, scale, stats ([2, rows]:
          * mean, 1 / sqrt(var + eps); -1: recomputed from x into the
-         * workspace); output slots of the gradients of x, scale, bias
-         * (-1: not wanted) */
+         * workspace's first 2 rows floats); output slots of the gradients
+         * of x, scale, bias (-1: not wanted). The scale's and bias's sums
+         * over the rows: parts chunks of chunk rows, each part's two sums
+         * per column in the workspace (after the statistics) when parts
+         * > 1, then added in order */
         struct {
-            int64_t rows, cols;
+            int64_t rows, cols, chunk;
             double eps;
             int32_t x, scale, stats;
-            int32_t dx, dscale, dbias;
+            int32_t dx, dscale, dbias, parts;
         } lngrad;
         /* MPV_L_POOL_GRAD: the forward window (as p.pool) and op; in[0]
          * the output gradient [nc, oh, ow], out the input's gradient
