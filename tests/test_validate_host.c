@@ -2005,11 +2005,13 @@ static mp_graph *norm_pool_net(mp_ctx *ctx)
     CU_ASSERT_EQUAL(mp_graph_set_attr_float(g, bn, "epsilon", 1e-3), MP_OK);
     uint32_t mp = mp_test_node(g, "mp", "MaxPool", &y, 1, &m, 1);
     int64_t k3[] = {3, 3}, k2[] = {2, 2}, s2[] = {2, 2}, p1[] = {1, 1, 1, 1};
-    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mp, "kernel_shape", k3, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mp, "kernel_shape", k3, 2),
+                    MP_OK);
     CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mp, "strides", s2, 2), MP_OK);
     CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, mp, "pads", p1, 4), MP_OK);
     uint32_t ap = mp_test_node(g, "ap", "AveragePool", &y, 1, &a, 1);
-    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, ap, "kernel_shape", k2, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, ap, "kernel_shape", k2, 2),
+                    MP_OK);
     CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, ap, "strides", s2, 2), MP_OK);
     mp_test_node(g, "add", "Add", iz, 2, &z, 1);
     mp_test_node(g, "gap", "GlobalAveragePool", &z, 1, &q, 1);
