@@ -1231,6 +1231,11 @@ __global__ void k_axpy(float *x, const float *y, int64_t n, float alpha)
                      e_end = (n_ * (C) + (c) + 1) * (HW);                   \
              e < e_end; e += blockDim.x)
 
+// threads per block of the per-channel kernels: a channel's N x HW
+// elements are many and the channels few (64 blocks in ResNet's first
+// stage), so each block takes more of them in flight
+#define BN_TPB 1024
+
 // the batch mean and biased variance of channel c (two passes)
 __device__ static void chan_stats(const float *x, int64_t c, int64_t N,
                                   int64_t C, int64_t HW, float *red,
@@ -1254,12 +1259,12 @@ __device__ static void chan_stats(const float *x, int64_t c, int64_t N,
 // BatchNormalization, training form (batch statistics; the running ones
 // updated with the unbiased variance, as PyTorch) or inference form with
 // its statistics written; rm_out, rv_out, st may be NULL
-__global__ void k_bn_train(const float *x, const float *sc, const float *b,
-                           const float *rm, const float *rv, float *y,
-                           float *rm_out, float *rv_out, float *st,
-                           mpv_launch l)
+__global__ void __launch_bounds__(BN_TPB)
+    k_bn_train(const float *x, const float *sc, const float *b,
+               const float *rm, const float *rv, float *y, float *rm_out,
+               float *rv_out, float *st, mpv_launch l)
 {
-    __shared__ float red[TPB];
+    __shared__ float red[BN_TPB];
     const auto &p = l.p.bnt;
     const int64_t C = p.c, HW = p.hw, M = p.n * p.hw;
     for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
@@ -1293,12 +1298,12 @@ __global__ void k_bn_train(const float *x, const float *sc, const float *b,
 // dbias = sum dy, dscale = sum dy xh; training: dx = scale inv (dy -
 // dbias / M - xh dscale / M); inference: dx = scale inv dy, and the
 // running statistics' gradients. Any output may be NULL.
-__global__ void k_bn_grad(const float *dy, const float *x, const float *sc,
-                          const float *st, const float *rm, const float *rv,
-                          float *dx, float *dsc, float *db, float *drm,
-                          float *drv, mpv_launch l)
+__global__ void __launch_bounds__(BN_TPB)
+    k_bn_grad(const float *dy, const float *x, const float *sc,
+              const float *st, const float *rm, const float *rv, float *dx,
+              float *dsc, float *db, float *drm, float *drv, mpv_launch l)
 {
-    __shared__ float red[TPB];
+    __shared__ float red[BN_TPB];
     const auto &p = l.p.bngrad;
     const int64_t C = p.c, HW = p.hw, M = p.n * p.hw;
     for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
@@ -1775,7 +1780,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_BN_TRAIN: {
         const auto &p = l->p.bnt;
-        k_bn_train<<<blocks_per(p.c), TPB, 0, s>>>(
+        k_bn_train<<<blocks_per(p.c), BN_TPB, 0, s>>>(
             in_slot(io, 0), in_slot(io, 1), in_slot(io, 2), in_slot(io, 3),
             in_slot(io, 4), (float *)out, out_slot(io, p.rm_out),
             out_slot(io, p.rv_out), out_slot(io, p.stats_out), *l);
@@ -1783,7 +1788,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_BN_GRAD: {
         const auto &p = l->p.bngrad;
-        k_bn_grad<<<blocks_per(p.c), TPB, 0, s>>>(
+        k_bn_grad<<<blocks_per(p.c), BN_TPB, 0, s>>>(
             in_slot(io, l->in[0]), in_slot(io, p.x), in_slot(io, p.scale),
             in_slot(io, p.stats), in_slot(io, p.rm), in_slot(io, p.rv),
             out_slot(io, p.dx), out_slot(io, p.dscale), out_slot(io, p.dbias),
