@@ -804,7 +804,8 @@ def run_case(memplan, out, name, g, ref, poison):
 # differences apart: MaxPool's is not smooth)
 NORM_CASES = (("bn_train", lambda: bn_graph(1), lambda v: bn_ref(v, 1)),
               ("bn_eval", lambda: bn_graph(0), lambda v: bn_ref(v, 0)),
-              ("ln", ln_graph, ln_ref), ("ln_rows", ln_rows_graph, ln_rows_ref),
+              ("ln", ln_graph, ln_ref),
+              ("ln_rows", ln_rows_graph, ln_rows_ref),
               ("pool", pool_graph, pool_ref))
 
 
