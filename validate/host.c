@@ -1985,6 +1985,9 @@ static int lower_grad_conv(lower *L, const mp__node *n, const gnode *G,
         l->p.gpw.m = yt->dims[0] * hw;
         gpw_split(l);
     }
+    return 0;
+}
+
 /* ---- training: normalization and pooling backward ---------------------- */
 
 /* The input slot of the extra tensor a backward node reads (statistics,
