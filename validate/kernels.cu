@@ -141,17 +141,28 @@ template <typename I, int NS>
 __device__ __forceinline__ void walk_at(const walk<I, NS> &w, I i, int ns,
                                         I *o)
 {
-    for (int k = 0; k < ns; k++)
-        o[k] = w.off[k];
+#pragma unroll
+    for (int k = 0; k < NS; k++)
+        if (k < ns)
+            o[k] = w.off[k];
     I r = i;
-    for (int d = w.rank - 1; d > 0; d--) {
+    // (static indices throughout: the walk stays in registers and the
+    // parameter bank, no copy to local memory)
+#pragma unroll
+    for (int d = MPV_MAXR - 1; d > 0; d--) {
+        if (d >= w.rank)
+            continue;
         I x = r % w.dims[d];
         r /= w.dims[d];
-        for (int k = 0; k < ns; k++)
-            o[k] += x * w.st[k][d];
+#pragma unroll
+        for (int k = 0; k < NS; k++)
+            if (k < ns)
+                o[k] += x * w.st[k][d];
     }
-    for (int k = 0; k < ns; k++)
-        o[k] += r * w.st[k][0];
+#pragma unroll
+    for (int k = 0; k < NS; k++)
+        if (k < ns)
+            o[k] += r * w.st[k][0];
 }
 
 #define GRID_LOOP_T(I, i, n)                                                  \
@@ -261,18 +272,32 @@ struct nary_ptrs {
     const float *p[MPV_MAXIN];
 };
 
-template <typename I>
-__global__ void k_nary(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w,
-                       int n_in, int op)
+// N inputs known at compile time: the offsets stay in registers
+template <typename I, int N>
+__global__ void k_nary(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w, int op)
 {
     GRID_LOOP_T(I, i, w.n)
     {
         I o[MPV_MAXIN];
-        walk_at(w, i, n_in, o);
+        walk_at(w, i, N, o);
         float v = in.p[0][o[0]];
-        for (int k = 1; k < n_in; k++)
+#pragma unroll
+        for (int k = 1; k < N; k++)
             v = binary_op(op, v, in.p[k][o[k]]);
         out[i] = v;
+    }
+}
+
+template <typename I>
+static void launch_nary_n(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w,
+                          int n_in, int op, cudaStream_t s)
+{
+    unsigned nb = blocks_for((int64_t)w.n);
+    switch (n_in) {
+    case 1: k_nary<I, 1><<<nb, TPB, 0, s>>>(in, out, w, op); break;
+    case 2: k_nary<I, 2><<<nb, TPB, 0, s>>>(in, out, w, op); break;
+    case 3: k_nary<I, 3><<<nb, TPB, 0, s>>>(in, out, w, op); break;
+    default: k_nary<I, 4><<<nb, TPB, 0, s>>>(in, out, w, op); break;
     }
 }
 
@@ -288,15 +313,14 @@ static void launch_nary(nary_ptrs in, float *out, const mpv_launch &l,
     }
     // the output is contiguous: merging keeps it so
     int r = coalesce(p.rank, dims, st, p.n_in);
-    unsigned nb = blocks_for(p.n);
     if (fits32(r, p.n, dims, st, NULL, p.n_in))
-        k_nary<int32_t><<<nb, TPB, 0, s>>>(
-            in, out, make_walk<int32_t, MPV_MAXIN>(r, p.n, dims, st, NULL),
-            p.n_in, p.op);
+        launch_nary_n(in, out,
+                      make_walk<int32_t, MPV_MAXIN>(r, p.n, dims, st, NULL),
+                      p.n_in, p.op, s);
     else
-        k_nary<int64_t><<<nb, TPB, 0, s>>>(
-            in, out, make_walk<int64_t, MPV_MAXIN>(r, p.n, dims, st, NULL),
-            p.n_in, p.op);
+        launch_nary_n(in, out,
+                      make_walk<int64_t, MPV_MAXIN>(r, p.n, dims, st, NULL),
+                      p.n_in, p.op, s);
 }
 
 // ---- convolution: im2col of one image, then cuBLAS -------------------------
@@ -916,10 +940,11 @@ __global__ void k_attention_tiled(const float *__restrict__ Q,
                 corr[sr] = cr;
             __syncthreads();
             // the output rows: rescaled, plus P V
-            for (int k = 0; k < nO; k++) {
+#pragma unroll
+            for (int k = 0; k < AOMAX; k++) {
                 int e = t + k * TPB;
-                if (e >= AQ * dv)
-                    break;
+                if (k >= nO || e >= AQ * dv)
+                    continue;
                 int r = e / dv, c = e % dv;
                 float a = o[k] * corr[r];
                 for (int j = 0; j < AK; j++)
@@ -931,10 +956,11 @@ __global__ void k_attention_tiled(const float *__restrict__ Q,
         if (sl == 0)
             corr[sr] = l; // the row's sum, for the writers
         __syncthreads();
-        for (int k = 0; k < nO; k++) {
+#pragma unroll
+        for (int k = 0; k < AOMAX; k++) {
             int e = t + k * TPB;
-            if (e >= AQ * dv)
-                break;
+            if (k >= nO || e >= AQ * dv)
+                continue;
             int r = e / dv, c = e % dv;
             if (q0 + r >= p.tq)
                 continue;
@@ -1053,6 +1079,7 @@ struct gpw_ptrs {
 __device__ static void gpw_base(const mpv_launch &l, int64_t i, int64_t *base)
 {
     const auto &p = l.p.gpw;
+#pragma unroll
     for (int k = 0; k < MPV_MAXIN; k++)
         base[k] = 0;
     int64_t r = i;
@@ -1061,8 +1088,10 @@ __device__ static void gpw_base(const mpv_launch &l, int64_t i, int64_t *base)
             continue;
         int64_t x = r % p.dims[d];
         r /= p.dims[d];
-        for (int k = 0; k < p.n_in; k++)
-            base[k] += x * p.st[k][d];
+#pragma unroll
+        for (int k = 0; k < MPV_MAXIN; k++)
+            if (k < p.n_in)
+                base[k] += x * p.st[k][d];
     }
 }
 
@@ -1078,11 +1107,16 @@ __device__ static float gpw_term(const gpw_ptrs &in, const mpv_launch &l,
             continue;
         int64_t x = q % p.dims[d];
         q /= p.dims[d];
-        for (int k = 0; k < p.n_in; k++)
-            off[k] += x * p.st[k][d];
+#pragma unroll
+        for (int k = 0; k < MPV_MAXIN; k++)
+            if (k < p.n_in)
+                off[k] += x * p.st[k][d];
     }
     float v = in.p[0][off[0]];
-    for (int k = 1; k < p.n_in; k++) {
+#pragma unroll
+    for (int k = 1; k < MPV_MAXIN; k++) {
+        if (k >= p.n_in)
+            break;
         float y = in.p[k][off[k]];
         v = p.ops[k - 1] == MPV_BOP_RELU_GRAD ? (y > 0.f ? v : 0.f)
                                               : binary_op(p.ops[k - 1], v, y);
