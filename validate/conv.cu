@@ -11,6 +11,9 @@
 #include "conv.h"
 #include "conv_direct.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <cudnn.h>
 #include <stdio.h>
 #include <vector>
@@ -342,6 +345,19 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
         }
         if (k.direct)
             d->n_direct++;
+        if (getenv("MEMPLAN_CONV_TRACE")) { // calibrating the workspace
+            fprintf(stderr, "conv-trace pass %d x %lldx%lldx%lldx%lld m %lld "
+                    "k %lldx%lld s %lld g %lld planned %llu chosen %d%s:",
+                    (int)g.pass, (long long)g.n, (long long)g.c,
+                    (long long)g.h, (long long)g.w, (long long)g.m,
+                    (long long)g.kh, (long long)g.kw, (long long)g.sh,
+                    (long long)g.g, (unsigned long long)l.workspace,
+                    k.direct ? -1 : k.algo, k.direct ? " (direct)" : "");
+            for (const cand &x : c)
+                fprintf(stderr, " %d%s:%zu", x.algo, x.ok ? "" : "x",
+                        x.mem);
+            fprintf(stderr, "\n");
+        }
     }
     release();
     return err;
