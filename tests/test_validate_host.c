@@ -1567,10 +1567,8 @@ static void test_train_batched_matmul(void)
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
     mpv_program *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
-    CU_ASSERT_EQUAL(p->n_synthetic, 2); /* opt/a, opt/b */
-    uint32_t id;
-    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "opt/a", &id), MP_OK);
-    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0); /* Adam's steps too */
+    CU_ASSERT_EQUAL(launches_of(p, "opt/a", 1)->kind, MPV_L_OPT_STEP);
     const mpv_launch *l = launches_of(p, "mm/grad", 2);
     /* da [4,5] = dy [4,6] b^T: b [5,6] op T (ldb 6) */
     CU_ASSERT_EQUAL(l[0].out, 0);
@@ -2293,6 +2291,247 @@ static void test_train_norm_unsaved(void)
     mp_ctx_destroy(ctx);
 }
 
+/* ---- attention backward and optimizer steps ------------------------------ */
+
+/* x [2,16,8] -> MatMul Wq [8,8] -> q; Mul(q, a), Mul(kT, a) with one
+ * scalar weight a (as GPT-2's exports scale Q and K^T by one
+ * initializer); MatMul -> Add the weight mask [1,16,16] -> Softmax ->
+ * MatMul v: fused (Q q, K^T kT, the scalars a and a), every operand
+ * trained */
+static mp_graph *attn_train_net(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dx[] = {2, 16, 8}, dw[] = {8, 8}, dk[] = {2, 8, 16},
+            dm[] = {1, 16, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 3, dx);
+    uint32_t wq = mp_test_tensor(g, "Wq", MP_KIND_WEIGHT, 2, dw);
+    uint32_t kt = mp_test_tensor(g, "kT", MP_KIND_WEIGHT, 3, dk);
+    uint32_t v = mp_test_tensor(g, "v", MP_KIND_WEIGHT, 3, dx);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_WEIGHT, 0, NULL);
+    uint32_t m = mp_test_tensor(g, "mask", MP_KIND_WEIGHT, 3, dm);
+    uint32_t t[7];
+    const char *nm[7] = {"q", "qs", "ks", "s", "sm", "p", "o"};
+    for (int i = 0; i < 7; i++)
+        t[i] = mp_test_tensor(g, nm[i], MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t i0[] = {x, wq}, i1[] = {t[0], a}, i2[] = {kt, a},
+             i3[] = {t[1], t[2]}, i4[] = {t[3], m}, i6[] = {t[5], v};
+    mp_test_node(g, "mmq", "MatMul", i0, 2, &t[0], 1);
+    mp_test_node(g, "sq", "Mul", i1, 2, &t[1], 1);
+    mp_test_node(g, "sk", "Mul", i2, 2, &t[2], 1);
+    mp_test_node(g, "qk", "MatMul", i3, 2, &t[3], 1);
+    mp_test_node(g, "mask_add", "Add", i4, 2, &t[4], 1);
+    mp_test_node(g, "softmax", "Softmax", &t[4], 1, &t[5], 1);
+    mp_test_node(g, "pv", "MatMul", i6, 2, &t[6], 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, t[6]), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}
+
+/* The fused attention's backward: four launches (per query row, per
+ * key, per mask element, the scalars) reading the slots of the forward's
+ * inputs, output, log-sum-exp and output gradient, writing dQ, dK^T, dV,
+ * the mask's gradient and the scalar's (read at positions 4 and 5, the
+ * two gradients summed) through the node's workspace output */
+static void test_train_attention(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = attn_train_net(ctx), *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    to.attention = MP_ATTENTION_FUSED;
+    mp_train_breakdown br;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, &br), MP_OK);
+    CU_ASSERT_EQUAL(br.n_attention_fused, 1);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    uint32_t gid = MP_NONE, fid = MP_NONE;
+    for (uint32_t v = 0; v < t->n_nodes; v++) {
+        if (strcmp(t->nodes[v].op, "ScaledDotProductAttentionGrad") == 0)
+            gid = v;
+        if (strcmp(t->nodes[v].op, "ScaledDotProductAttention") == 0)
+            fid = v;
+    }
+    CU_ASSERT_FATAL(gid != MP_NONE && fid != MP_NONE);
+    const mp__node *gn = &t->nodes[gid], *fn = &t->nodes[fid];
+    /* the forward reads a at positions 4 and 5 */
+    CU_ASSERT_EQUAL_FATAL(fn->n_in, 6);
+    CU_ASSERT_EQUAL(fn->inputs[4], fn->inputs[5]);
+    const mp__attr *rd = mp__node_attr(gn, "grad_dx_reads");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rd);
+    const mpv_launch *l = launches_of(p, gn->name, 4);
+    CU_ASSERT_EQUAL(l[0].kind, MPV_L_ATTN_BWD_Q);
+    CU_ASSERT_EQUAL(l[1].kind, MPV_L_ATTN_BWD_KV);
+    CU_ASSERT_EQUAL(l[2].kind, MPV_L_ATTN_BWD_MASK);
+    CU_ASSERT_EQUAL(l[3].kind, MPV_L_ATTN_BWD_SCALARS);
+    const char *fwd_in[6] = {"q", "kT", "v", "mask", "a", "a"};
+#define PA (l[k].p.attn)
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT_EQUAL(PA.bh, 2);
+        CU_ASSERT_EQUAL(PA.tq, 16);
+        CU_ASSERT_EQUAL(PA.tk, 16);
+        CU_ASSERT_EQUAL(PA.d, 8);
+        CU_ASSERT_EQUAL(PA.dv, 8);
+        CU_ASSERT_EQUAL(PA.mask_kind, 1);
+        /* the mask [1,16,16] over the scores [2,16,16] */
+        CU_ASSERT_EQUAL(PA.mst[0], 0);
+        CU_ASSERT_EQUAL(PA.mst[1], 16);
+        CU_ASSERT_EQUAL(PA.mst[2], 1);
+        for (int i = 0; i < 6; i++) {
+            CU_ASSERT_FATAL(PA.b_in[i] >= 0);
+            CU_ASSERT_STRING_EQUAL(
+                t->tensors[gn->inputs[PA.b_in[i]]].name, fwd_in[i]);
+        }
+        CU_ASSERT_EQUAL(PA.b_in[6], -1);
+        CU_ASSERT_EQUAL(PA.b_in[7], -1);
+        CU_ASSERT_EQUAL(PA.b_do, 0);
+        CU_ASSERT_EQUAL(gn->inputs[PA.b_o], fn->outputs[0]);
+        CU_ASSERT_EQUAL(gn->inputs[PA.b_lse], fn->outputs[1]);
+        /* the gradients by the forward's positions, the workspace last */
+        CU_ASSERT_EQUAL(gn->outputs[PA.b_dq] != MP_NONE, 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            t->tensors[gn->outputs[PA.b_dq]].name, "q"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            t->tensors[gn->outputs[PA.b_dk]].name, "kT"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            t->tensors[gn->outputs[PA.b_dv]].name, "v"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            t->tensors[gn->outputs[PA.b_dm]].name, "mask"));
+        CU_ASSERT_FATAL(PA.b_sg[0] >= 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(
+            t->tensors[gn->outputs[PA.b_sg[0]]].name, "a"));
+        CU_ASSERT_EQUAL(PA.b_sgpos[0], 3); /* positions 4 and 5 */
+        CU_ASSERT_EQUAL(PA.b_sg[1], -1);
+        CU_ASSERT_EQUAL(PA.b_ws, (int32_t)gn->n_out - 1);
+        CU_ASSERT_EQUAL(l[k].out, PA.b_ws);
+        CU_ASSERT_EQUAL(l[k].workspace, 0);
+    }
+#undef PA
+    CU_ASSERT_EQUAL(p->nodes[gid].synthetic, 0);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* a program of train_net's training graph with optimizer o, impl im */
+static mpv_program *opt_program(mp_ctx *ctx, mp_optimizer o,
+                                mp_optimizer_impl im, mp_graph **f,
+                                mp_graph **t, mp_plan **plan)
+{
+    *f = train_net(ctx);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = o;
+    to.optimizer_impl = im;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(*f, &to, t, NULL), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(*t, NULL, plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(*t, *plan, &p), MP_OK);
+    return p;
+}
+
+static void opt_free(mpv_program *p, mp_graph *f, mp_graph *t, mp_plan *pl)
+{
+    mpv_program_destroy(p);
+    mp_plan_destroy(pl);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+}
+
+/* Adam, AdamW (foreach, for-loop) and momentum steps: one in-place
+ * launch each with torch.optim's defaults; the foreach group's
+ * temporary zeroed; the states zero in the initial weights */
+static void test_train_optimizers(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f, *t;
+    mp_plan *pl;
+    /* Adam, foreach: the step reads the group's temporary, writes none */
+    mpv_program *p = opt_program(ctx, MP_OPTIM_ADAM, MP_OPTIM_IMPL_FOREACH,
+                                 &f, &t, &pl);
+    CU_ASSERT_EQUAL(p->n_opt_synthetic, 0);
+    CU_ASSERT_EQUAL(p->n_opt_real, 7); /* 6 weights and the foreach node */
+    const mpv_launch *l = launches_of(p, "opt/W1", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_OPT_STEP);
+    CU_ASSERT_EQUAL(l->p.opt.op, MP__KOP_OPT_ADAM);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(l->in[i], i);
+    CU_ASSERT_EQUAL(slot_of(p, "opt/W1", "opt/W1/m"), 2);
+    CU_ASSERT_EQUAL(slot_of(p, "opt/W1", "opt/W1/v"), 3);
+    CU_ASSERT_EQUAL(slot_of(p, "opt/W1", "opt/foreach/tmp"), 4);
+    CU_ASSERT_EQUAL(l->out, -1);
+    CU_ASSERT_EQUAL(l->p.opt.n, 128);
+    CU_ASSERT_EQUAL(l->p.opt.step, 1);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.lr, 1e-3, 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.beta1, 0.9, 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.beta2, 0.999, 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.eps, 1e-8, 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.weight_decay, 0, 0);
+    l = launches_of(p, "opt/foreach", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_FILL);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.fill.zero_bytes, 1);
+    /* the states start at zero, the weights do not */
+    unsigned char *w = malloc(p->weights_bytes ? p->weights_bytes : 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    mpv_weights_init(p, w, 7);
+    uint32_t ms, w1;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "opt/W1/m", &ms), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(t, "W1", &w1), MP_OK);
+    CU_ASSERT_FATAL(p->woff[ms] != UINT64_MAX && p->woff[w1] != UINT64_MAX);
+    int zero = 1, nonzero = 0;
+    for (uint64_t i = 0; i < t->tensors[ms].bytes; i++)
+        zero &= w[p->woff[ms] + i] == 0;
+    for (uint64_t i = 0; i < t->tensors[w1].bytes; i++)
+        nonzero |= w[p->woff[w1] + i] != 0;
+    CU_ASSERT(zero);
+    CU_ASSERT(nonzero);
+    free(w);
+    opt_free(p, f, t, pl);
+    /* AdamW, for-loop: the step's own temporary gets the denominator */
+    p = opt_program(ctx, MP_OPTIM_ADAMW, MP_OPTIM_IMPL_FOR_LOOP, &f, &t, &pl);
+    CU_ASSERT_EQUAL(p->n_opt_synthetic, 0);
+    l = launches_of(p, "opt/W1", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_OPT_STEP);
+    CU_ASSERT_EQUAL(l->p.opt.op, MP__KOP_OPT_ADAMW);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.weight_decay, 0.01, 0);
+    opt_free(p, f, t, pl);
+    /* fused: no temporary */
+    p = opt_program(ctx, MP_OPTIM_ADAM, MP_OPTIM_IMPL_FUSED, &f, &t, &pl);
+    CU_ASSERT_EQUAL(p->n_opt_synthetic, 0);
+    l = launches_of(p, "opt/b2", 1);
+    CU_ASSERT_EQUAL(l->out, -1);
+    CU_ASSERT_EQUAL(l->p.opt.n, 2);
+    opt_free(p, f, t, pl);
+    /* momentum: one state */
+    p = opt_program(ctx, MP_OPTIM_MOMENTUM, MP_OPTIM_IMPL_FOREACH, &f, &t,
+                    &pl);
+    CU_ASSERT_EQUAL(p->n_opt_synthetic, 0);
+    l = launches_of(p, "opt/W2", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_OPT_STEP);
+    CU_ASSERT_EQUAL(l->p.opt.op, MP__KOP_OPT_MOMENTUM);
+    CU_ASSERT_EQUAL(l->in[2], 2);
+    CU_ASSERT_EQUAL(l->in[3], -1);
+    CU_ASSERT_EQUAL(l->out, -1);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.lr, 0.01, 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.opt.momentum, 0.9, 0);
+    opt_free(p, f, t, pl);
+    /* Adam8bit keeps the synthetic kernel */
+    p = opt_program(ctx, MP_OPTIM_ADAM8BIT, MP_OPTIM_IMPL_FOREACH, &f, &t,
+                    &pl);
+    CU_ASSERT_EQUAL(p->n_opt_real, 0);
+    CU_ASSERT(p->n_opt_synthetic > 0);
+    opt_free(p, f, t, pl);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -2337,6 +2576,10 @@ void mp_register_validate_host(void)
          test_train_norm_pool},
         {"training: norm and pool backward without saved statistics or "
          "indices", test_train_norm_unsaved},
+        {"training: the fused attention's backward, a scalar read twice",
+         test_train_attention},
+        {"training: Adam, AdamW, momentum steps and the foreach temporary",
+         test_train_optimizers},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -1269,17 +1269,14 @@ static int lower_expand(lower *L, const mp__node *n, const char **why)
 typedef int (*lower_fn)(lower *L, const mp__node *n, const char **why);
 
 /* the lowering of each registry kernel (none: the synthetic kernel) */
-/* ScaledDotProductAttention (core/ops/attention.c): one flash-style
- * launch; float32 Q, K^T, V, output and scalars, a float (Add) or bool
- * (Where) mask broadcast over the scores */
-static int lower_attention(lower *L, const mp__node *n, const char **why)
+
+/* the parameters of forward node n's attention into x->p.attn (the
+ * node's input slots into x->in); 0 or 1 with *why set */
+static int attn_params(const mp_graph *g, const mp__node *n, mpv_launch *x,
+                       const char **why)
 {
-    const mp_graph *g = L->g;
     const mp__tensor *q = in_t(g, n, 0), *k = in_t(g, n, 1), *v = in_t(g, n, 2);
     const mp__tensor *y = out_t(g, n, 0), *m = in_t(g, n, 3);
-    const mp__tensor *lse = n->n_out > 1 && n->outputs[1] != MP_NONE
-                                ? out_t(g, n, 1)
-                                : NULL;
     if (!q || !k || !v || !is_f32(q) || !is_f32(k) || !is_f32(v) || !is_f32(y))
         FAIL("attention: Q, K, V and the output must be float32");
     int r = q->rank;
@@ -1325,9 +1322,8 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
             st *= md;
         }
     }
-    mpv_launch *x = add_launch_io(L, MPV_L_ATTENTION, 3);
-    if (!x)
-        return -1;
+    for (int i = 0; i < 3; i++)
+        x->in[i] = i;
     if (m)
         x->in[3] = 3;
     x->p.attn.rank = mr;
@@ -1356,6 +1352,24 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
     for (int i = 0; i < r - 2; i++)
         if (k->dims[i] != q->dims[i] || v->dims[i] != q->dims[i])
             FAIL("attention: Q, K and V with different leading dims");
+    return 0;
+}
+
+/* ScaledDotProductAttention (core/ops/attention.c): one flash-style
+ * launch; float32 Q, K^T, V, output and scalars, a float (Add) or bool
+ * (Where) mask broadcast over the scores */
+static int lower_attention(lower *L, const mp__node *n, const char **why)
+{
+    const mp__tensor *lse = n->n_out > 1 && n->outputs[1] != MP_NONE
+                                ? out_t(L->g, n, 1)
+                                : NULL;
+    mpv_launch *x = add_launch(L, MPV_L_ATTENTION);
+    if (!x)
+        return -1;
+    x->out = 0;
+    int r = attn_params(L->g, n, x, why);
+    if (r != 0)
+        return r;
     /* training: output 1 holds the fp32 log-sum-exp per query row; other
      * statistics are zeros (a fill: x may move, so last) */
     if (lse && is_f32(lse) && numel(lse) == x->p.attn.bh * x->p.attn.tq)
@@ -1406,8 +1420,13 @@ static int lower_loss_grad(lower *L, const mp__node *n, const char **why)
 
 /* SGD (memplan): the weight (input 0) minus lr times its gradient (input
  * 1), in place; the update's temporary (output 0) is empty */
+static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
+                          const char **why);
+
 static int lower_sgd(lower *L, const mp__node *n, const char **why)
 {
+    if (kop_of(n) != 0)
+        return lower_opt_step(L, n, kop_of(n), why);
     const mp__tensor *w = in_t(L->g, n, 0), *gr = in_t(L->g, n, 1);
     if (n->n_in != 2 || !is_f32(w) || !is_f32(gr) || numel(w) != numel(gr))
         FAIL("SGD: a float32 weight and its gradient");
@@ -1423,6 +1442,72 @@ static int lower_sgd(lower *L, const mp__node *n, const char **why)
     return 0;
 }
 
+/* ---- optimizer steps: momentum, Adam, AdamW, the foreach temporary ---- */
+
+/* The hyper-parameters of torch.optim's defaults (each read from the
+ * node's attribute of that name when it has one): SGD(lr=0.01,
+ * momentum=0.9) for Momentum, Adam(lr=1e-3, betas=(0.9, 0.999),
+ * eps=1e-8, weight_decay=0), AdamW(the same, weight_decay=0.01); the
+ * step number (bias correction) 1, the states zero before it
+ * (mpv_weights_init) */
+#define MPV_MOMENTUM_LR 0.01
+#define MPV_MOMENTUM 0.9
+#define MPV_ADAM_LR 1e-3
+#define MPV_ADAM_BETA1 0.9
+#define MPV_ADAM_BETA2 0.999
+#define MPV_ADAM_EPS 1e-8
+#define MPV_ADAMW_WEIGHT_DECAY 0.01
+
+/* Momentum (buf = momentum buf + dw; w -= lr buf), Adam and AdamW
+ * (planner/train.c's add_opt_step: the weight, its gradient, the states,
+ * the foreach group's temporary when there is one; output 0 the step's
+ * own temporary, empty under foreach and fused), in place, one launch;
+ * the foreach group's temporary (ForeachTemp) is zeroed: each step
+ * computes its denominator itself */
+static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
+                          const char **why)
+{
+    const mp_graph *g = L->g;
+    if (kop == MP__KOP_OPT_FOREACH)
+        return add_fill(L, 0, 0, 1, 0) != 0 ? -1 : 0;
+    uint32_t ns = kop == MP__KOP_OPT_MOMENTUM ? 1 : 2;
+    const mp__tensor *w = in_t(g, n, 0);
+    if (n->n_in < 2 + ns || n->n_in > 3 + ns || !w || !is_f32(w))
+        FAIL("optimizer: a float32 weight, its gradient and states");
+    int64_t ne = numel(w);
+    for (uint32_t i = 0; i < 2 + ns; i++) {
+        const mp__tensor *t = in_t(g, n, i);
+        if (!t || !is_f32(t) || numel(t) != ne ||
+            mp__tensor_view_kind(g, n->inputs[i]) != MP__NVIEW_NONE)
+            FAIL("optimizer: the weight, gradient or a state not float32 "
+                 "of the weight's size, or a view");
+    }
+    mpv_launch *x = add_launch(L, MPV_L_OPT_STEP);
+    if (!x)
+        return -1;
+    for (uint32_t i = 0; i < 2 + ns; i++)
+        x->in[i] = (int32_t)i;
+    const mp__tensor *tmp = out_t(g, n, 0);
+    if (kop != MP__KOP_OPT_MOMENTUM && is_f32(tmp) && numel(tmp) == ne &&
+        tmp->bytes > 0)
+        x->out = 0;
+    x->p.opt.op = (int32_t)kop;
+    x->p.opt.n = ne;
+    x->p.opt.step = mp__attr_int(n, "step", 1);
+    if (x->p.opt.step < 1)
+        FAIL("optimizer: a step number below 1");
+    int mom = kop == MP__KOP_OPT_MOMENTUM;
+    x->p.opt.lr = mp__attr_float(n, "lr", mom ? MPV_MOMENTUM_LR : MPV_ADAM_LR);
+    x->p.opt.momentum = mp__attr_float(n, "momentum", MPV_MOMENTUM);
+    x->p.opt.beta1 = mp__attr_float(n, "beta1", MPV_ADAM_BETA1);
+    x->p.opt.beta2 = mp__attr_float(n, "beta2", MPV_ADAM_BETA2);
+    x->p.opt.eps = mp__attr_float(n, "epsilon", MPV_ADAM_EPS);
+    x->p.opt.weight_decay = mp__attr_float(
+        n, "weight_decay", kop == MP__KOP_OPT_ADAMW ? MPV_ADAMW_WEIGHT_DECAY
+                                                    : 0.0);
+    return 0;
+}
+
 /* A backward node (planner/train.c's OPGrad, docs/training.md
  * "Backward"): its forward op's registry entry, and which of its slots
  * hold the output gradients, the saved forward inputs and output 0, and
@@ -1435,6 +1520,7 @@ typedef struct gnode {
     int y0;         /* input slot of saved forward output 0 */
     int dx[GMAX];   /* output slot of forward input i's gradient */
     int n_dx;
+    int read_twice; /* a gradient's tensor is read at two positions */
 } gnode;
 
 /* 0, or 1 with *why set */
@@ -1447,9 +1533,9 @@ static int grad_node(const mp__node *n, gnode *G, const char **why)
     if (ndy < 1 || nsv < 0 || ndx < 1 ||
         attr_ints(n, "grad_dx_reads", reads, GMAX) != ndx)
         FAIL("backward: no grad_dy, grad_saved, grad_dx attributes");
+    G->read_twice = 0;
     for (int j = 0; j < ndx; j++)
-        if (reads[j] != 1)
-            FAIL("backward: a tensor the forward node reads twice");
+        G->read_twice |= reads[j] != 1;
     if ((uint32_t)(ndy + nsv) != n->n_in || (uint32_t)ndx > n->n_out)
         FAIL("backward: inputs or outputs beyond the attributes");
     size_t len = strlen(n->op);
@@ -2230,6 +2316,140 @@ static int lower_grad_pool(lower *L, const mp__node *n, const gnode *G,
     return 0;
 }
 
+/* ScaledDotProductAttentionGrad (planner/train.c, rule SDPA): from the
+ * saved Q, K^T, V, mask, scalars, output O and log-sum-exp and the
+ * output gradient dO, as FlashAttention-2's backward: D = rowsum(dO O),
+ * P = exp(S - LSE) recomputed, dV = P^T dO, dP = dO V^T, dS = P (dP - D),
+ * back through the mask and the scale to the product: dQ = dS K qk,
+ * dK^T = (dS^T Q)^T qk (qk the scalars of Q and K^T); the float mask's
+ * gradient is dS (times the scale when the mask comes first) summed
+ * where it broadcasts; a scalar's is its sum over the scores. The
+ * forward node (the producer of the saved output) says which tensor
+ * sits at each position: a tensor read at two (GPT-2's exports scale Q
+ * and K^T by one scalar initializer) gets the sum of both gradients.
+ * Launches: per query row (D into the workspace, dQ, the rows' sums for
+ * the scalars), per key (dK^T, dV), per mask element, one for the
+ * scalars; the node's workspace output (bh * tq rows of D + 1 floats)
+ * holds D and the sums. */
+static int lower_grad_attention(lower *L, const mp__node *n, const gnode *G,
+                                const char **why)
+{
+    const mp_graph *g = L->g;
+    int64_t sv[2 * GMAX];
+    int nsv = attr_ints(n, "grad_saved", sv, 2 * GMAX);
+    int ndy = (int)n->n_in - nsv, lse = -1;
+    for (int k = 0; k < nsv; k++)
+        if (sv[k] < -1)
+            lse = ndy + k;
+    if (G->dy[0] < 0 || G->y0 < 0 || lse < 0 || G->n_dx < 1 ||
+        n->n_out != (uint32_t)G->n_dx + 1)
+        FAIL("attention backward: dO, the saved output, the log-sum-exp "
+             "and the workspace");
+    for (int o = 1; o < GMAX; o++)
+        if (G->dy[o] >= 0)
+            FAIL("attention backward: a gradient of the statistics");
+    /* the forward node: the saved output's producer */
+    const mp__tensor *y = in_t(g, n, (uint32_t)G->y0);
+    const mp__node *f = y->producer != MP_NONE ? &g->nodes[y->producer]
+                                               : NULL;
+    if (!f || MP__OP_KERNEL(f->def) != MP__KERNEL_ATTENTION ||
+        f->outputs[0] != n->inputs[G->y0] || f->n_in > 8)
+        FAIL("attention backward: the forward node");
+    mpv_launch t;
+    memset(&t, 0, sizeof t);
+    int r = attn_params(g, f, &t, why);
+    if (r != 0)
+        return r;
+    mpv_launch *a = &t;
+    int64_t rows = a->p.attn.bh * a->p.attn.tq;
+    for (int i = 0; i < 8; i++)
+        a->p.attn.b_in[i] = -1;
+    /* each forward position's saved slot */
+    for (uint32_t i = 0; i < f->n_in; i++) {
+        if (f->inputs[i] == MP_NONE)
+            continue;
+        for (uint32_t s = (uint32_t)ndy; s < n->n_in; s++)
+            if (n->inputs[s] == f->inputs[i])
+                a->p.attn.b_in[i] = (int32_t)s;
+        if (a->p.attn.b_in[i] < 0)
+            FAIL("attention backward: a forward input not saved");
+    }
+    a->p.attn.b_o = G->y0;
+    a->p.attn.b_do = G->dy[0];
+    a->p.attn.b_lse = lse;
+    a->p.attn.b_dq = a->p.attn.b_dk = a->p.attn.b_dv = a->p.attn.b_dm = -1;
+    for (int k = 0; k < 4; k++)
+        a->p.attn.b_sg[k] = -1, a->p.attn.b_sgpos[k] = 0;
+    const mp__tensor *dyt = plain_f32(g, n, G->dy[0]);
+    const mp__tensor *lt = plain_f32(g, n, lse);
+    const mp__tensor *yt = plain_f32(g, n, G->y0);
+    if (!dyt || !lt || !yt || mp__tensor_bview(g, n->inputs[G->dy[0]]) ||
+        mp__tensor_bview(g, n->inputs[G->y0]) ||
+        numel(dyt) != rows * a->p.attn.dv || numel(yt) != numel(dyt) ||
+        numel(lt) != rows)
+        FAIL("attention backward: dO, O and the log-sum-exp float32, "
+             "row-major");
+    /* the gradients, by the positions their tensors sit at */
+    int nsc = 0;
+    for (int j = 0; j < G->n_dx; j++) {
+        int p0 = -1;
+        for (int i = 0; i < GMAX; i++)
+            if (G->dx[i] == j)
+                p0 = i;
+        if (p0 < 0 || (uint32_t)p0 >= f->n_in)
+            FAIL("attention backward: a gradient's position");
+        uint32_t tx = f->inputs[p0];
+        int pos = 0, npos = 0;
+        for (uint32_t i = 0; i < f->n_in; i++)
+            if (f->inputs[i] == tx)
+                pos |= 1 << i, npos++;
+        const mp__tensor *o = out_t(g, n, (uint32_t)j);
+        const mp__tensor *x = in_t(g, f, (uint32_t)p0);
+        if (!is_f32(o) || numel(o) != numel(x))
+            FAIL("attention backward: a gradient not float32 of its "
+                 "input's size");
+        if (p0 <= 3 && npos != 1)
+            FAIL("attention backward: Q, K^T, V or the mask read twice");
+        if (p0 == 0)
+            a->p.attn.b_dq = j;
+        else if (p0 == 1)
+            a->p.attn.b_dk = j;
+        else if (p0 == 2)
+            a->p.attn.b_dv = j;
+        else if (p0 == 3) {
+            if (a->p.attn.mask_kind != 1)
+                FAIL("attention backward: the gradient of a bool mask");
+            a->p.attn.b_dm = j;
+        } else {
+            if (pos & 0xf || nsc >= 4)
+                FAIL("attention backward: a scalar read as an operand");
+            a->p.attn.b_sg[nsc] = j;
+            a->p.attn.b_sgpos[nsc++] = pos >> 4;
+        }
+    }
+    /* the workspace: D, and three rows of sums for the scalars */
+    const mp__tensor *ws = out_t(g, n, (uint32_t)G->n_dx);
+    a->p.attn.b_ws = G->n_dx;
+    if (!is_f32(ws) || numel(ws) < rows * (nsc ? 4 : 1))
+        FAIL("attention backward: the workspace (bh * tq rows of D + 1 "
+             "floats; D >= 3 for a scalar's gradient)");
+    static const int kinds[4] = {MPV_L_ATTN_BWD_Q, MPV_L_ATTN_BWD_KV,
+                                 MPV_L_ATTN_BWD_MASK, MPV_L_ATTN_BWD_SCALARS};
+    for (int k = 0; k < 4; k++) {
+        if ((k == 1 && a->p.attn.b_dk < 0 && a->p.attn.b_dv < 0) ||
+            (k == 2 && a->p.attn.b_dm < 0) || (k == 3 && !nsc))
+            continue;
+        mpv_launch *x = add_launch(L, kinds[k]);
+        if (!x)
+            return -1;
+        x->p = t.p;
+        /* every launch writes through p.attn's slots; out (the
+         * workspace) is never empty */
+        x->out = a->p.attn.b_ws;
+    }
+    return 0;
+}
+
 /* A backward node: by its forward op's registry kernel */
 static int lower_grad(lower *L, const mp__node *n, const char **why)
 {
@@ -2237,6 +2457,10 @@ static int lower_grad(lower *L, const mp__node *n, const char **why)
     if (grad_node(n, &G, why) != 0)
         return 1;
     unsigned k = MP__OP_KERNEL(G.fwd), kop = MP__OP_KOP(G.fwd);
+    if (k == MP__KERNEL_ATTENTION)
+        return lower_grad_attention(L, n, &G, why);
+    if (G.read_twice)
+        FAIL("backward: a tensor the forward node reads twice");
     /* (a flash backward's workspace follows the gradients) */
     if ((uint32_t)G.n_dx != n->n_out &&
         (k == MP__KERNEL_UNARY || k == MP__KERNEL_BINARY ||
@@ -2944,8 +3168,11 @@ void mpv_weights_init(const mpv_program *p, void *buf, uint64_t seed)
 {
     const mp_graph *g = p->graph;
     memset(buf, 0, p->weights_bytes);
+    /* optimizer states stay zero: torch.optim creates them with
+     * zeros_like before the first step */
     for (uint32_t t = 0; t < g->n_tensors; t++)
-        if (p->woff[t] != UINT64_MAX)
+        if (p->woff[t] != UINT64_MAX &&
+            g->tensors[t].kind != MP_KIND_OPTIMIZER_STATE)
             fill_tensor(&g->tensors[t], t, (unsigned char *)buf + p->woff[t],
                         seed, 0);
 }

@@ -1055,6 +1055,373 @@ __global__ void k_attention(const float *__restrict__ Q,
     }
 }
 
+// ---- fused attention: the backward ----------------------------------------
+// FlashAttention-2's backward, recomputing the scores from Q, K^T and the
+// saved log-sum-exp: D_i = sum_c dO_ic O_ic, P_ij = exp(S_ij - lse_i),
+// dP_ij = dO_i . V_j, dS_ij = P_ij (dP_ij - D_i), then back through the
+// chain's mask and scale (attn_score_bwd) to the product Q K^T. Kernels,
+// each deterministic (fixed loops and block_reduce, no atomics), run in
+// this order: per query row (D into the workspace, dQ, the row's sums for
+// the scalars), per key (dK^T, dV), per mask element (its gradient summed
+// over the scores it is broadcast to), one block for the scalars.
+
+struct attn_bwd_ptrs {
+    const float *q, *kt, *v, *o, *dO, *lse;
+    const void *mask;
+    const float *sc[4];  // scalar inputs 4..7 (NULL: none)
+    float *dq, *dk, *dv, *dm, *ws;
+    float *sg[4];
+};
+
+// offsets of batch*head index b in Q, K^T and V (through Q's leading dims
+// and each operand's strides) and in the mask (through the dims it is
+// added at)
+__device__ static void attn_offsets(const mpv_launch &L, int64_t b,
+                                    int64_t *qo, int64_t *ko, int64_t *vo,
+                                    int64_t *mo)
+{
+    const auto &p = L.p.attn;
+    int64_t rem = b, m = 0;
+    for (int dd = p.rank - 3; dd >= 0; dd--) {
+        int64_t x = rem % p.lead[dd];
+        rem /= p.lead[dd];
+        m += x * p.mst[dd];
+    }
+    *mo = m;
+    int64_t a = 0, c = 0, e = 0;
+    rem = b;
+    for (int dd = p.qrank - 3; dd >= 0; dd--) {
+        int64_t x = rem % p.qlead[dd];
+        rem /= p.qlead[dd];
+        a += x * p.qst[dd];
+        c += x * p.kst[dd];
+        e += x * p.vst[dd];
+    }
+    *qo = a;
+    *ko = c;
+    *vo = e;
+}
+
+// the chain after the product, as k_attention runs it: v0 = qk r (r the
+// raw dot product), then the scale and the mask in the chain's order.
+// Returns the score; *vin: the scale's input, *kept: a Where mask kept it
+__device__ static float attn_score_fwd(const mpv_launch &L,
+                                       const attn_bwd_ptrs &P, float r,
+                                       int64_t moff, float qk, float *vin,
+                                       int *kept)
+{
+    const auto &p = L.p.attn;
+    float s = qk * r, sf = P.sc[2] ? *P.sc[2] : 1.f;
+    *vin = 0.f;
+    *kept = 1;
+    for (int step = 0; step < 2; step++) {
+        int do_mask = (step == 0) == (p.mask_first != 0);
+        if (!do_mask) {
+            if (P.sc[2]) {
+                *vin = s;
+                s = p.scale_div ? s / sf : s * sf;
+            }
+        } else if (p.mask_kind == 1) {
+            s += ((const float *)P.mask)[moff];
+        } else if (p.mask_kind >= 2) {
+            bool cnd = ((const unsigned char *)P.mask)[moff] != 0;
+            if (cnd != (p.mask_kind == 2)) {
+                *kept = 0;
+                s = P.sc[3] ? *P.sc[3] : 0.f;
+            }
+        }
+    }
+    return s;
+}
+
+// g, the gradient of the score, back through the mask and the scale:
+// returns the gradient of v0 = qk r; *gm: of the float mask's element,
+// *gsf: of the scores' scalar, *gfill: of the Where's fill
+__device__ static float attn_score_bwd(const mpv_launch &L,
+                                       const attn_bwd_ptrs &P, float g,
+                                       float vin, int kept, float *gm,
+                                       float *gsf, float *gfill)
+{
+    const auto &p = L.p.attn;
+    float sf = P.sc[2] ? *P.sc[2] : 1.f;
+    *gm = *gsf = *gfill = 0.f;
+    for (int step = 1; step >= 0; step--) {
+        int do_mask = (step == 0) == (p.mask_first != 0);
+        if (!do_mask) {
+            if (P.sc[2]) {
+                *gsf = p.scale_div ? -g * vin / (sf * sf) : g * vin;
+                g = p.scale_div ? g / sf : g * sf;
+            }
+        } else if (p.mask_kind == 1) {
+            *gm = g;
+        } else if (p.mask_kind >= 2 && !kept) {
+            *gfill = g;
+            g = 0.f;
+        }
+    }
+    return g;
+}
+
+// P_ij from the score and the row's log-sum-exp (0 for a fully masked
+// row or a masked score)
+__device__ static float attn_prob(float s, float lse)
+{
+    return (lse == -INFINITY || s == -INFINITY) ? 0.f : expf(s - lse);
+}
+
+// one block per (batch*head, query row): D, dQ, the row's scalar sums
+__global__ void k_attn_bwd_q(attn_bwd_ptrs P, mpv_launch L)
+{
+    const auto &p = L.p.attn;
+    extern __shared__ float sh[];
+    float *qrow = sh;               // d
+    float *dorow = qrow + p.d;      // dv
+    float *dq = dorow + p.dv;       // d
+    float *dr = dq + p.d;           // TPB
+    float *red = dr + blockDim.x;   // TPB
+    float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    int64_t rows = p.bh * p.tq;
+    const int64_t qr = p.qst[p.qrank - 2], qc = p.qst[p.qrank - 1];
+    const int64_t kr = p.kst[p.qrank - 2], kc = p.kst[p.qrank - 1];
+    const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        int64_t b = row / p.tq, i = row % p.tq, qo, ko, vo, mo;
+        attn_offsets(L, b, &qo, &ko, &vo, &mo);
+        mo += i * p.mst[p.rank - 2];
+        float dsum = 0.f;
+        for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) {
+            qrow[c] = P.q[qo + i * qr + c * qc];
+            dq[c] = 0.f;
+        }
+        for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x) {
+            float x = P.dO[row * p.dv + c];
+            dorow[c] = x;
+            dsum += x * P.o[row * p.dv + c];
+        }
+        float D = block_reduce(dsum, red, 0); // (synchronizes)
+        float lse = P.lse[row];
+        float gqk = 0.f, gsf = 0.f, gfill = 0.f;
+        const float *kb = P.kt + ko, *vb = P.v + vo;
+        for (int64_t j0 = 0; j0 < p.tk; j0 += blockDim.x) {
+            int64_t j = j0 + threadIdx.x;
+            float g0 = 0.f;
+            if (j < p.tk) {
+                float r = 0.f, dp = 0.f, vin, gm, gs, gf;
+                int kept;
+                for (int64_t c = 0; c < p.d; c++)
+                    r += qrow[c] * kb[c * kr + j * kc];
+                for (int64_t c = 0; c < p.dv; c++)
+                    dp += dorow[c] * vb[j * vr + c * vc];
+                float s = attn_score_fwd(L, P, r, mo + j * p.mst[p.rank - 1],
+                                         qk, &vin, &kept);
+                float pr = attn_prob(s, lse);
+                g0 = attn_score_bwd(L, P, pr * (dp - D), vin, kept, &gm, &gs,
+                                    &gf);
+                gqk += g0 * r;
+                gsf += gs;
+                gfill += gf;
+            }
+            dr[threadIdx.x] = g0 * qk;
+            __syncthreads();
+            int64_t nj = p.tk - j0 < (int64_t)blockDim.x ? p.tk - j0
+                                                          : (int64_t)blockDim.x;
+            for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) {
+                float a = dq[c];
+                for (int64_t jj = 0; jj < nj; jj++)
+                    a += dr[jj] * kb[c * kr + (j0 + jj) * kc];
+                dq[c] = a;
+            }
+            __syncthreads();
+        }
+        if (P.dq)
+            for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x)
+                P.dq[row * p.d + c] = dq[c];
+        if (threadIdx.x == 0)
+            P.ws[row] = D;
+        if (P.sg[0]) { // the scalars' sums of the row
+            float t0 = block_reduce(gqk, red, 0);
+            float t1 = block_reduce(gsf, red, 0);
+            float t2 = block_reduce(gfill, red, 0);
+            if (threadIdx.x == 0) {
+                P.ws[rows + row] = t0;
+                P.ws[2 * rows + row] = t1;
+                P.ws[3 * rows + row] = t2;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// one block per (batch*head, key j): dK^T[:, j] = qk sum_i dS_ij Q_i,
+// dV_j = sum_i P_ij dO_i; D from the workspace
+__global__ void k_attn_bwd_kv(attn_bwd_ptrs P, mpv_launch L)
+{
+    const auto &p = L.p.attn;
+    extern __shared__ float sh[];
+    float *kcol = sh;               // d
+    float *vrow = kcol + p.d;       // dv
+    float *adk = vrow + p.dv;       // d
+    float *adv = adk + p.d;         // dv
+    float *pt = adv + p.dv;         // TPB
+    float *dr = pt + blockDim.x;    // TPB
+    float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    int64_t cols = p.bh * p.tk;
+    const int64_t qr = p.qst[p.qrank - 2], qc = p.qst[p.qrank - 1];
+    const int64_t kr = p.kst[p.qrank - 2], kc = p.kst[p.qrank - 1];
+    const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
+    for (int64_t col = blockIdx.x; col < cols; col += gridDim.x) {
+        int64_t b = col / p.tk, j = col % p.tk, qo, ko, vo, mo;
+        attn_offsets(L, b, &qo, &ko, &vo, &mo);
+        mo += j * p.mst[p.rank - 1];
+        for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) {
+            kcol[c] = P.kt[ko + c * kr + j * kc];
+            adk[c] = 0.f;
+        }
+        for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x) {
+            vrow[c] = P.v[vo + j * vr + c * vc];
+            adv[c] = 0.f;
+        }
+        __syncthreads();
+        const float *qb = P.q + qo;
+        for (int64_t i0 = 0; i0 < p.tq; i0 += blockDim.x) {
+            int64_t i = i0 + threadIdx.x;
+            float pr = 0.f, g0 = 0.f;
+            if (i < p.tq) {
+                int64_t row = b * p.tq + i;
+                float r = 0.f, dp = 0.f, vin, gm, gs, gf;
+                int kept;
+                for (int64_t c = 0; c < p.d; c++)
+                    r += qb[i * qr + c * qc] * kcol[c];
+                for (int64_t c = 0; c < p.dv; c++)
+                    dp += P.dO[row * p.dv + c] * vrow[c];
+                float s = attn_score_fwd(L, P, r, mo + i * p.mst[p.rank - 2],
+                                         qk, &vin, &kept);
+                pr = attn_prob(s, P.lse[row]);
+                g0 = attn_score_bwd(L, P, pr * (dp - P.ws[row]), vin, kept,
+                                    &gm, &gs, &gf);
+            }
+            pt[threadIdx.x] = pr;
+            dr[threadIdx.x] = g0 * qk;
+            __syncthreads();
+            int64_t ni = p.tq - i0 < (int64_t)blockDim.x ? p.tq - i0
+                                                          : (int64_t)blockDim.x;
+            for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) {
+                float a = adk[c];
+                for (int64_t ii = 0; ii < ni; ii++)
+                    a += dr[ii] * qb[(i0 + ii) * qr + c * qc];
+                adk[c] = a;
+            }
+            for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x) {
+                float a = adv[c];
+                for (int64_t ii = 0; ii < ni; ii++)
+                    a += pt[ii] * P.dO[(b * p.tq + i0 + ii) * p.dv + c];
+                adv[c] = a;
+            }
+            __syncthreads();
+        }
+        // dK^T [bh, d, tk] and dV [bh, tk, dv], row-major
+        if (P.dk)
+            for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x)
+                P.dk[(b * p.d + c) * p.tk + j] = adk[c];
+        if (P.dv)
+            for (int64_t c = threadIdx.x; c < p.dv; c += blockDim.x)
+                P.dv[(b * p.tk + j) * p.dv + c] = adv[c];
+        __syncthreads();
+    }
+}
+
+// the size of dim dd of the dims the mask is added at
+__device__ static int64_t attn_mdim(const mpv_launch &L, int dd)
+{
+    const auto &p = L.p.attn;
+    return dd == p.rank - 1 ? p.tk : dd == p.rank - 2 ? p.tq : p.lead[dd];
+}
+
+// one block per element of the float mask: its gradient, the scores'
+// gradient at the mask (dS, times the scale when the mask comes first)
+// summed over the scores it is broadcast to (the dims where its stride
+// is 0), each thread a fixed strided share of them, then a fixed tree
+__global__ void k_attn_bwd_mask(attn_bwd_ptrs P, mpv_launch L, int64_t n,
+                                int64_t m)
+{
+    const auto &p = L.p.attn;
+    __shared__ float red[TPB];
+    float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    const int64_t qr = p.qst[p.qrank - 2], qc = p.qst[p.qrank - 1];
+    const int64_t kr = p.kst[p.qrank - 2], kc = p.kst[p.qrank - 1];
+    const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
+    for (int64_t e = blockIdx.x; e < n; e += gridDim.x) {
+        float acc = 0.f;
+        for (int64_t t = threadIdx.x; t < m; t += blockDim.x) {
+            // the score's coordinates: the element's over the mask's own
+            // dims, the term's over the broadcast ones
+            int64_t co[MPV_MAXR], re = e, rt = t;
+            for (int dd = p.rank - 1; dd >= 0; dd--) {
+                int64_t sz = attn_mdim(L, dd);
+                if (p.mst[dd]) {
+                    co[dd] = re % sz;
+                    re /= sz;
+                } else {
+                    co[dd] = rt % sz;
+                    rt /= sz;
+                }
+            }
+            int64_t b = 0, moff = 0;
+            for (int dd = 0; dd < p.rank - 2; dd++)
+                b = b * p.lead[dd] + co[dd];
+            for (int dd = 0; dd < p.rank; dd++)
+                moff += co[dd] * p.mst[dd];
+            int64_t i = co[p.rank - 2], j = co[p.rank - 1], qo, ko, vo, mo;
+            attn_offsets(L, b, &qo, &ko, &vo, &mo);
+            int64_t row = b * p.tq + i;
+            float r = 0.f, dp = 0.f, vin, gm, gs, gf;
+            int kept;
+            for (int64_t c = 0; c < p.d; c++)
+                r += P.q[qo + i * qr + c * qc] * P.kt[ko + c * kr + j * kc];
+            for (int64_t c = 0; c < p.dv; c++)
+                dp += P.dO[row * p.dv + c] * P.v[vo + j * vr + c * vc];
+            float s = attn_score_fwd(L, P, r, moff, qk, &vin, &kept);
+            float pr = attn_prob(s, P.lse[row]);
+            attn_score_bwd(L, P, pr * (dp - P.ws[row]), vin, kept, &gm, &gs,
+                           &gf);
+            acc += gm;
+        }
+        float total = block_reduce(acc, red, 0);
+        if (threadIdx.x == 0)
+            P.dm[e] = total;
+    }
+}
+
+// one block: the scalars' gradients from the rows' sums in the workspace
+// (Q's and K^T's factors: the product's sum times the other factor; the
+// scores' factor; the fill), each output the sum over the positions its
+// tensor sits at
+__global__ void k_attn_bwd_scalars(attn_bwd_ptrs P, mpv_launch L)
+{
+    const auto &p = L.p.attn;
+    __shared__ float red[TPB];
+    int64_t rows = p.bh * p.tq;
+    float t[3];
+    for (int k = 0; k < 3; k++) {
+        float a = 0.f;
+        for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+            a += P.ws[(1 + k) * rows + i];
+        t[k] = block_reduce(a, red, 0);
+    }
+    float qs = P.sc[0] ? *P.sc[0] : 1.f, ks = P.sc[1] ? *P.sc[1] : 1.f;
+    float per[4] = {t[0] * ks, t[0] * qs, t[1], t[2]};
+    if (threadIdx.x == 0)
+        for (int k = 0; k < 4; k++) {
+            if (!P.sg[k])
+                continue;
+            float a = 0.f;
+            for (int q = 0; q < 4; q++)
+                if (p.b_sgpos[k] & (1 << q))
+                    a += per[q];
+            P.sg[k][0] = a;
+        }
+}
+
 // ---- training: the loss, pointwise gradients, softmax backward, SGD ------
 
 // out[0] = (accumulate ? out[0] : 0) + sum of x[0 .. n): one block, each
@@ -1600,6 +1967,45 @@ static unsigned blocks_per(int64_t n)
     return (unsigned)(n < 65535 * 16 ? (n > 0 ? n : 1) : 65535 * 16);
 }
 
+// ---- optimizer steps ------------------------------------------------------
+// torch.optim's single-tensor updates, one thread per element, in place:
+// Momentum: buf = momentum buf + (dw + wd w); w -= lr buf.
+// Adam: dw += wd w; AdamW: w *= 1 - lr wd. Then m = b1 m + (1 - b1) dw,
+// v = b2 v + (1 - b2) dw^2, denom = sqrt(v) / sqrt(1 - b2^t) + eps,
+// w -= lr / (1 - b1^t) m / denom (tmp, when given, gets denom).
+__global__ void k_opt_step(float *w, const float *g, float *m, float *v,
+                           float *tmp, mpv_launch L)
+{
+    const auto &p = L.p.opt;
+    float lr = (float)p.lr, wd = (float)p.weight_decay;
+    float b1 = (float)p.beta1, b2 = (float)p.beta2, eps = (float)p.eps;
+    float bc1 = (float)(1.0 - pow(p.beta1, (double)p.step));
+    float bc2s = (float)sqrt(1.0 - pow(p.beta2, (double)p.step));
+    GRID_LOOP(i, p.n)
+    {
+        float wi = w[i], gi = g[i];
+        if (p.op == MP__KOP_OPT_MOMENTUM) {
+            gi += wd * wi;
+            float b = (float)p.momentum * m[i] + gi;
+            m[i] = b;
+            w[i] = wi - lr * b;
+            continue;
+        }
+        if (p.op == MP__KOP_OPT_ADAMW)
+            wi *= 1.f - lr * wd;
+        else
+            gi += wd * wi;
+        float mi = b1 * m[i] + (1.f - b1) * gi;
+        float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / bc2s + eps;
+        if (tmp)
+            tmp[i] = denom;
+        w[i] = wi - (lr / bc1) * (mi / denom);
+    }
+}
+
 #define LAUNCH_CHECK() cu_err(cudaGetLastError())
 
 static const char *gemm(cublasHandle_t h, int ta, int tb, int64_t m, int64_t n,
@@ -1883,6 +2289,14 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
             (float *)io->in[l->in[0]], (const float *)io->in[l->in[1]],
             l->p.axpy.n, (float)l->p.axpy.alpha);
         return LAUNCH_CHECK();
+    case MPV_L_OPT_STEP:
+        // the weight and the states (input slots) are updated in place
+        k_opt_step<<<blocks_for(l->p.opt.n), TPB, 0, s>>>(
+            (float *)io->in[l->in[0]], (const float *)io->in[l->in[1]],
+            (float *)io->in[l->in[2]],
+            l->in[3] >= 0 ? (float *)io->in[l->in[3]] : NULL, (float *)out,
+            *l);
+        return LAUNCH_CHECK();
     case MPV_L_GATHER: {
         const auto &p = l->p.gather;
         unsigned nb = blocks_for(p.outer * p.nidx * p.inner);
@@ -1941,6 +2355,68 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
             l->in[3] >= 0 ? IN(l->in[3]) : NULL, sc[0], sc[1], sc[2], sc[3],
             (float *)out,
             p.lse && io->n_out > 1 ? (float *)io->out[1] : NULL, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_ATTN_BWD_Q:
+    case MPV_L_ATTN_BWD_KV:
+    case MPV_L_ATTN_BWD_MASK:
+    case MPV_L_ATTN_BWD_SCALARS: {
+        const auto &p = l->p.attn;
+        attn_bwd_ptrs P;
+#define SLOT_IN(k) ((k) >= 0 ? (const float *)io->in[(k)] : NULL)
+#define SLOT_OUT(k) ((k) >= 0 ? (float *)io->out[(k)] : NULL)
+        P.q = SLOT_IN(p.b_in[0]);
+        P.kt = SLOT_IN(p.b_in[1]);
+        P.v = SLOT_IN(p.b_in[2]);
+        P.mask = p.b_in[3] >= 0 ? io->in[p.b_in[3]] : NULL;
+        for (int k = 0; k < 4; k++) {
+            P.sc[k] = SLOT_IN(p.b_in[4 + k]);
+            P.sg[k] = SLOT_OUT(p.b_sg[k]);
+        }
+        P.o = SLOT_IN(p.b_o);
+        P.dO = SLOT_IN(p.b_do);
+        P.lse = SLOT_IN(p.b_lse);
+        P.dq = SLOT_OUT(p.b_dq);
+        P.dk = SLOT_OUT(p.b_dk);
+        P.dv = SLOT_OUT(p.b_dv);
+        P.dm = SLOT_OUT(p.b_dm);
+        P.ws = SLOT_OUT(p.b_ws);
+#undef SLOT_IN
+#undef SLOT_OUT
+        int64_t n = l->kind == MPV_L_ATTN_BWD_Q    ? p.bh * p.tq
+                    : l->kind == MPV_L_ATTN_BWD_KV ? p.bh * p.tk
+                                                   : 1;
+        int64_t mn = 1, mm = 1; // the mask's elements, terms of each
+        if (l->kind == MPV_L_ATTN_BWD_MASK) {
+            for (int dd = 0; dd < p.rank; dd++) {
+                int64_t sz = dd == p.rank - 1   ? p.tk
+                             : dd == p.rank - 2 ? p.tq
+                                                : p.lead[dd];
+                if (p.mst[dd])
+                    mn *= sz;
+                else
+                    mm *= sz;
+            }
+            n = mn;
+        }
+        unsigned nb = (unsigned)(n < 65535LL * 32 ? (n ? n : 1) : 65535LL * 32);
+        size_t shm = (size_t)(2 * p.d + 2 * p.dv + 2 * TPB) * sizeof(float);
+        if (shm > 48 * 1024)
+            return "attention backward: head dims too large for shared memory";
+        switch (l->kind) {
+        case MPV_L_ATTN_BWD_Q:
+            k_attn_bwd_q<<<nb, TPB, shm, s>>>(P, *l);
+            break;
+        case MPV_L_ATTN_BWD_KV:
+            k_attn_bwd_kv<<<nb, TPB, shm, s>>>(P, *l);
+            break;
+        case MPV_L_ATTN_BWD_MASK:
+            k_attn_bwd_mask<<<nb, TPB, 0, s>>>(P, *l, mn, mm);
+            break;
+        default:
+            k_attn_bwd_scalars<<<1, TPB, 0, s>>>(P, *l);
+            break;
+        }
         return LAUNCH_CHECK();
     }
     case MPV_L_CAST:

@@ -368,6 +368,10 @@ def check_formulas():
              for t in g["tensors"] if t["kind"] in ("input", "weight")}
         if name == "mlp":  # divisors away from 0
             v["d"] = rng.uniform(0.5, 1.5, v["d"].shape)
+        if name.startswith("attn"):  # the divisor; the bool mask
+            v["c"] = rng.uniform(0.5, 1.5, ())
+            if "keep" in v:
+                v["keep"] = rng.random(v["keep"].shape) < 0.5
         _, grads = ref(v)
         worst = 0.0
         for k, gr in grads.items():
@@ -388,6 +392,104 @@ def check_formulas():
         print("  %-4s %s: hand-written gradients vs finite differences, "
               "max rel %.1e" % ("ok" if good else "FAIL", name, worst))
     return ok
+def attn_graph(where):
+    """Fused attention, trained. attn: q = x Wq, kT = Transpose(kin) of an
+    input (a transposed view the kernels read in place), v = x Wv;
+    MatMul(q, kT) / c + mask [1,T,T] (weights: the mask broadcast over
+    the batch) -> Softmax -> MatMul v. attn_where: K^T a weight, Q and
+    K^T both scaled by one scalar weight a (as GPT-2's exports),
+    Where(keep [1,T,T] bool input, scores, fill weight), then / c (the
+    mask before the scale)."""
+    B, T, E, D = 2, 8, 16, 8
+    t = [("x", (B, T, E), "input"), ("Wq", (E, D), "weight"),
+         ("Wv", (E, D), "weight"), ("c", (), "weight")]
+    for n in ("q", "v", "o"):
+        t.append((n, (B, T, D), "activation"))
+    for n in ("s", "z", "w", "p"):
+        t.append((n, (B, T, T), "activation"))
+    n = [("mmq", "MatMul", ["x", "Wq"], ["q"], None),
+         ("mmv", "MatMul", ["x", "Wv"], ["v"], None)]
+    if not where:
+        t += [("mask", (1, T, T), "weight"), ("kin", (B, T, D), "input"),
+              ("kT", (B, D, T), "activation")]
+        n += [("tk", "Transpose", ["kin"], ["kT"], {"perm": [0, 2, 1]}),
+              ("qk", "MatMul", ["q", "kT"], ["s"], None),
+              ("div", "Div", ["s", "c"], ["z"], None),
+              ("add", "Add", ["z", "mask"], ["w"], None)]
+    else:
+        t += [("kT", (B, D, T), "weight"), ("a", (), "weight"),
+              ("fill", (), "weight"), ("qa", (B, T, D), "activation"),
+              ("ka", (B, D, T), "activation")]
+        n += [("sq", "Mul", ["q", "a"], ["qa"], None),
+              ("sk", "Mul", ["kT", "a"], ["ka"], None),
+              ("qk", "MatMul", ["qa", "ka"], ["s"], None),
+              ("where", "Where", ["keep", "s", "fill"], ["z"], None),
+              ("div", "Div", ["z", "c"], ["w"], None)]
+    n += [("softmax", "Softmax", ["w"], ["p"], {"axis": -1}),
+          ("pv", "MatMul", ["p", "v"], ["o"], None)]
+    g = graph("attn_where" if where else "attn", t, n, ["o"])
+    if where:
+        g["tensors"].append({"name": "keep", "dtype": "bool",
+                             "shape": [1, T, T], "kind": "input"})
+    return g
+
+
+def softmax_bwd(p, dp):
+    return p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+
+
+def attn_ref(v):
+    x, Wq, Wv, c, M = (v[k] for k in ("x", "Wq", "Wv", "c", "mask"))
+    q, kT, vv = x @ Wq, v["kin"].transpose(0, 2, 1), x @ Wv
+    S = q @ kT
+    Z = S / c + M
+    e = np.exp(Z - Z.max(axis=-1, keepdims=True))
+    P = e / e.sum(axis=-1, keepdims=True)
+    O = P @ vv
+    dO = np.ones_like(O)
+    dZ = softmax_bwd(P, dO @ vv.transpose(0, 2, 1))
+    g = {"mask": dZ.sum(axis=0, keepdims=True),
+         "c": np.array((dZ * -S / c / c).sum())}
+    dq = (dZ / c) @ kT.transpose(0, 2, 1)
+    dv = P.transpose(0, 2, 1) @ dO
+    for w, d in (("Wq", dq), ("Wv", dv)):
+        g[w] = x.reshape(-1, x.shape[-1]).T @ d.reshape(-1, d.shape[-1])
+    return O.sum(), g
+
+
+def attn_where_ref(v):
+    x, Wq, kT, Wv, c, a, fill = (v[k] for k in (
+        "x", "Wq", "kT", "Wv", "c", "a", "fill"))
+    keep = v["keep"] != 0
+    q, vv = x @ Wq, x @ Wv
+    S = (q * a) @ (kT * a)
+    W = np.where(keep, S, fill)
+    Z = W / c
+    e = np.exp(Z - Z.max(axis=-1, keepdims=True))
+    P = e / e.sum(axis=-1, keepdims=True)
+    O = P @ vv
+    dO = np.ones_like(O)
+    dZ = softmax_bwd(P, dO @ vv.transpose(0, 2, 1))
+    dW = dZ / c
+    g = {"c": np.array((dZ * -W / c / c).sum()),
+         "fill": np.array(np.where(keep, 0.0, dW).sum())}
+    dS = np.where(keep, dW, 0.0)
+    dqa = dS @ (kT * a).transpose(0, 2, 1)
+    dka = (q * a).transpose(0, 2, 1) @ dS
+    g["a"] = np.array((dqa * q).sum() + (dka * kT).sum())
+    g["kT"] = dka * a
+    dq, dv = dqa * a, P.transpose(0, 2, 1) @ dO
+    for w, d in (("Wq", dq), ("Wv", dv)):
+        g[w] = x.reshape(-1, x.shape[-1]).T @ d.reshape(-1, d.shape[-1])
+    return O.sum(), g
+
+
+CASES += (("attn", lambda: attn_graph(False), attn_ref),
+          ("attn_where", lambda: attn_graph(True), attn_where_ref))
+
+# torch.optim's defaults the executor's steps use (validate/host.c)
+ADAM_LR, BETA1, BETA2, EPS, ADAMW_WD = 1e-3, 0.9, 0.999, 1e-8, 0.01
+MOMENTUM_LR = 0.01
 
 
 DTYPES = {"float32": np.float32, "int64": np.int64}
@@ -746,13 +848,20 @@ def read_dump(d):
     return out
 
 
-def run_case(memplan, out, name, g, ref, poison):
+def run_case(memplan, out, name, g, ref, poison, optim="sgd"):
+    """optim: sgd (the gradient is (before - after) / lr), or adam, adamw
+    (foreach), adamw-for-loop, momentum: the step's update and states
+    after one step checked against the formulas of torch.optim, from the
+    reference gradient"""
     path = os.path.join(out, name + ".json")
     with open(path, "w") as f:
         json.dump(g, f, indent=1)
-    dump = os.path.join(out, name + ("_poison" if poison else ""))
-    cmd = [memplan, "validate", path, "--train", "--optimizer", "sgd",
-           "--dump", dump, "--json"] + (["--poison"] if poison else [])
+    opt, impl = (optim.split("-", 1) + ["foreach"])[:2]
+    tag = name + ("" if optim == "sgd" else "_" + optim)
+    dump = os.path.join(out, tag + ("_poison" if poison else ""))
+    cmd = [memplan, "validate", path, "--train", "--optimizer", opt,
+           "--optimizer-impl", impl, "--dump", dump, "--json"] + (
+               ["--poison"] if poison else [])
     print("$ " + " ".join(cmd))
     pr = subprocess.run(cmd, capture_output=True, text=True)
     # 5: a check failed (the report is still printed)
@@ -785,6 +894,8 @@ def run_case(memplan, out, name, g, ref, poison):
     ok &= good
     print("  %-4s loss %.6g, reference %.6g, rel %.2e" % (
         "ok" if good else "FAIL", loss, loss_ref, rel))
+    if optim != "sgd":
+        return opt_check(v, gref, opt, ok), None
     grads = {}
     for k, gr in sorted(gref.items()):
         before = v["weight"][k].astype(np.float64)
@@ -807,6 +918,54 @@ NORM_CASES = (("bn_train", lambda: bn_graph(1), lambda v: bn_ref(v, 1)),
               ("ln", ln_graph, ln_ref),
               ("ln_rows", ln_rows_graph, ln_rows_ref),
               ("pool", pool_graph, pool_ref))
+
+
+def opt_check(v, gref, opt, ok):
+    """One step of torch.optim's Momentum, Adam or AdamW from zero states
+    (step 1): the states after it must be the reference gradient's
+    (momentum: g; Adam: m = (1 - beta1) g, v = (1 - beta2) g^2) within
+    TOL x max|ref|, and the weight after it the update of the formula
+    from the weight before and those states within TOL x lr plus 3e-7 x
+    max(1, max|w|) (fp32 rounding of the weight)."""
+    for k, gr in sorted(gref.items()):
+        w0 = v["weight"][k].astype(np.float64)
+        w1 = v["weight_after"][k].astype(np.float64)
+        scale = max(np.abs(gr).max(), 1e-6)
+        if opt == "momentum":
+            states = {"momentum": gr}
+            lr = MOMENTUM_LR
+            want = w0 - lr * gr
+        else:
+            states = {"m": (1 - BETA1) * gr, "v": (1 - BETA2) * gr * gr}
+            lr = ADAM_LR
+            mh, vh = gr, gr * gr  # bias-corrected at step 1
+            base = w0 * (1 - lr * ADAMW_WD) if opt == "adamw" else w0
+            want = base - lr * mh / (np.sqrt(vh) + EPS)
+        for sname, sref in states.items():
+            before = v["weight"]["opt/%s/%s" % (k, sname)]
+            after = v["weight_after"]["opt/%s/%s" % (k, sname)]
+            sscale = max(np.abs(sref).max(), 1e-12)
+            err = np.abs(after.astype(np.float64) - sref).max() / sscale
+            good = err <= TOL and not before.any()
+            ok &= good
+            print("  %-4s %s of %-4s (zero before: %s) max|ref| %.3e  "
+                  "max|gpu-ref|/max|ref| %.2e" % (
+                      "ok" if good else "FAIL", sname, k,
+                      not before.any(), sscale, err))
+        # the weight: the update from the executor's own states (fp32
+        # rounding of g near 0 makes g/|g| jump: compare there)
+        if opt != "momentum":
+            m1 = v["weight_after"]["opt/%s/m" % k].astype(np.float64)
+            v1 = v["weight_after"]["opt/%s/v" % k].astype(np.float64)
+            want = base - lr * (m1 / (1 - BETA1)) / (
+                np.sqrt(v1 / (1 - BETA2)) + EPS)
+        err = np.abs(w1 - want).max()
+        # (the update's size is lr: a wrong formula is off by ~lr)
+        good = err <= TOL * lr + 3e-7 * max(1.0, np.abs(w0).max())
+        ok &= good
+        print("  %-4s %-4s after the step: max|gpu-ref| %.2e (lr %g)" % (
+            "ok" if good else "FAIL", k, err, lr))
+    return ok
 
 
 def main():
@@ -837,6 +996,12 @@ def main():
             print("  %-4s %s: gradients with --poison identical" % (
                 "ok" if same else "FAIL", name))
             ok &= same
+    # the optimizer steps on the MLP
+    for optim in ("adam", "adamw", "adamw-for-loop", "adam-fused",
+                  "momentum"):
+        r, _ = run_case(a.memplan, out, "mlp", mlp_graph(), mlp_ref, False,
+                        optim)
+        ok &= r
     if not a.keep and not a.out:
         shutil.rmtree(out, ignore_errors=True)
     print("ALL OK" if ok else "SOME CHECKS FAILED")

@@ -79,6 +79,11 @@ enum {
     MPV_L_BN_GRAD,    /* BatchNormalization backward */
     MPV_L_LN_GRAD,    /* LayerNormalization backward */
     MPV_L_POOL_GRAD,  /* Max/Average/GlobalAveragePool backward */
+    MPV_L_OPT_STEP,   /* in place: a momentum or Adam/AdamW step */
+    MPV_L_ATTN_BWD_Q, /* attention backward: per query row (D, dQ) */
+    MPV_L_ATTN_BWD_KV, /* attention backward: per key row (dK^T, dV) */
+    MPV_L_ATTN_BWD_MASK, /* attention backward: the float mask's gradient */
+    MPV_L_ATTN_BWD_SCALARS, /* attention backward: the scalars' gradients */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -249,6 +254,16 @@ typedef struct mpv_launch {
             int64_t nc, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
             int32_t op, count_pad, x, idx;
         } pgrad;
+        /* MPV_L_OPT_STEP (torch.optim's update, one step): in[0] the
+         * weight, in[1] its gradient, in[2] the momentum buffer or Adam's
+         * m, in[3] Adam's v, all n floats, updated in place; out (-1:
+         * none) Adam's per-parameter temporary, written with the
+         * denominator sqrt(v / (1 - beta2^step)) + eps */
+        struct {
+            int32_t op;    /* MP__KOP_OPT_MOMENTUM, _ADAM, _ADAMW */
+            int64_t n, step;
+            double lr, momentum, beta1, beta2, eps, weight_decay;
+        } opt;
         /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
          * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask
          * (slot 3, float or bool) broadcast by mst over the dims it is
@@ -270,6 +285,18 @@ typedef struct mpv_launch {
              * permuted views (the heads' permutes) are read in place */
             int64_t qlead[MPV_MAXR], qst[MPV_MAXR], kst[MPV_MAXR],
                 vst[MPV_MAXR];
+            /* the backward (MPV_L_ATTN_BWD_*; node slots, -1: none):
+             * the forward's inputs by position (Q, K^T, V, mask, the
+             * scalars), its output, the output gradient, the log-sum-exp;
+             * the gradients: dQ, dK^T, dV (row-major, the operands'
+             * shapes), the mask's (its own shape, row-major), and per
+             * output slot of a scalar (sgrad, up to 4) which scalar
+             * positions (bit k: input 4 + k) it sums; the workspace
+             * output (bh * tq rows: D, then the rows' partial sums of
+             * the scalars' gradients, 3 more rows) */
+            int32_t b_in[8], b_o, b_do, b_lse, b_dq, b_dk, b_dv, b_dm,
+                b_ws;
+            int32_t b_sg[4], b_sgpos[4];
         } attn;
     } p;
 } mpv_launch;
