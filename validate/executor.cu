@@ -689,7 +689,8 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             // weights after the last planned run go along
             bool updates = false;
             for (uint32_t i = 0; i < p->n_launches; i++)
-                updates |= p->launches[i].kind == MPV_L_AXPY;
+                updates |= p->launches[i].kind == MPV_L_AXPY ||
+                           p->launches[i].kind == MPV_L_OPT_STEP;
             std::vector<unsigned char> wafter;
             if (updates && p->weights_bytes) {
                 wafter.resize(p->weights_bytes);
