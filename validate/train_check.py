@@ -23,6 +23,8 @@ Small training graphs are written as memplan JSON graphs:
   pool: x[2,3,10,10] * wP[3,1,1] -> P -> * sP -> output, for P MaxPool
        (3x3 stride 2 pad 1; 2x2 dilation 2), AveragePool (3x3 stride 2 pad
        1; count_include_pad 0, and 1 with ceil_mode) and GlobalAveragePool
+  attn, attn_where: a fused attention (attn_graph: its masks, scalars and
+       views), every operand trained
 Each is planned and run as one SGD training step:
   memplan validate G --train --optimizer sgd --dump DIR --json [--poison]
 The loss is the sum of the outputs; SGD updates every weight in place
@@ -32,7 +34,10 @@ weight is (before - after) / 0.01. It must match the hand-computed one:
 max|dw_gpu - dw_ref| <= TOL x max|dw_ref| (TOL 1e-3, fp32), and the loss
 within 1e-4 relative. Every node must run a real kernel
 (nodes_synthetic 0), and the run with --poison (freed blocks filled
-with 0xff) must give the same gradients.
+with 0xff) must give the same gradients. Then one step of Adam, AdamW
+(foreach and for-loop), Adam (fused) and momentum on mlp: the states
+after the step and the updated weights against torch.optim's formulas
+(opt_check).
 
 The reference gradients are written out by hand (numpy, float64);
 --check-formulas checks them against finite differences of the
@@ -902,7 +907,6 @@ def run_case(memplan, out, name, g, ref, poison, optim="sgd"):
         after = v["weight_after"][k].astype(np.float64)
         gg = (before - after) / LR
         grads[k] = gg
-        scale = max(np.abs(gr).max(), 1e-6)
         err = np.abs(gg - gr).max() / scale
         good = err <= TOL
         ok &= good
@@ -930,17 +934,13 @@ def opt_check(v, gref, opt, ok):
     for k, gr in sorted(gref.items()):
         w0 = v["weight"][k].astype(np.float64)
         w1 = v["weight_after"][k].astype(np.float64)
-        scale = max(np.abs(gr).max(), 1e-6)
         if opt == "momentum":
             states = {"momentum": gr}
             lr = MOMENTUM_LR
-            want = w0 - lr * gr
         else:
             states = {"m": (1 - BETA1) * gr, "v": (1 - BETA2) * gr * gr}
             lr = ADAM_LR
-            mh, vh = gr, gr * gr  # bias-corrected at step 1
             base = w0 * (1 - lr * ADAMW_WD) if opt == "adamw" else w0
-            want = base - lr * mh / (np.sqrt(vh) + EPS)
         for sname, sref in states.items():
             before = v["weight"]["opt/%s/%s" % (k, sname)]
             after = v["weight_after"]["opt/%s/%s" % (k, sname)]
@@ -952,9 +952,12 @@ def opt_check(v, gref, opt, ok):
                   "max|gpu-ref|/max|ref| %.2e" % (
                       "ok" if good else "FAIL", sname, k,
                       not before.any(), sscale, err))
-        # the weight: the update from the executor's own states (fp32
-        # rounding of g near 0 makes g/|g| jump: compare there)
-        if opt != "momentum":
+        # the weight: the update from the executor's own states (checked
+        # above; Adam's g / |g| jumps where fp32 rounds g near 0)
+        if opt == "momentum":
+            b1 = v["weight_after"]["opt/%s/momentum" % k]
+            want = w0 - lr * b1.astype(np.float64)
+        else:
             m1 = v["weight_after"]["opt/%s/m" % k].astype(np.float64)
             v1 = v["weight_after"]["opt/%s/v" % k].astype(np.float64)
             want = base - lr * (m1 / (1 - BETA1)) / (
