@@ -1073,36 +1073,7 @@ struct attn_bwd_ptrs {
     float *sg[4];
 };
 
-// offsets of batch*head index b in Q, K^T and V (through Q's leading dims
-// and each operand's strides) and in the mask (through the dims it is
-// added at)
-__device__ static void attn_offsets(const mpv_launch &L, int64_t b,
-                                    int64_t *qo, int64_t *ko, int64_t *vo,
-                                    int64_t *mo)
-{
-    const auto &p = L.p.attn;
-    int64_t rem = b, m = 0;
-    for (int dd = p.rank - 3; dd >= 0; dd--) {
-        int64_t x = rem % p.lead[dd];
-        rem /= p.lead[dd];
-        m += x * p.mst[dd];
-    }
-    *mo = m;
-    int64_t a = 0, c = 0, e = 0;
-    rem = b;
-    for (int dd = p.qrank - 3; dd >= 0; dd--) {
-        int64_t x = rem % p.qlead[dd];
-        rem /= p.qlead[dd];
-        a += x * p.qst[dd];
-        c += x * p.kst[dd];
-        e += x * p.vst[dd];
-    }
-    *qo = a;
-    *ko = c;
-    *vo = e;
-}
-
-// the chain after the product, as k_attention runs it: v0 = qk r (r the
+// the chain after the product, as attn_score runs it: v0 = qk r (r the
 // raw dot product), then the scale and the mask in the chain's order.
 // Returns the score; *vin: the scale's input, *kept: a Where mask kept it
 __device__ static float attn_score_fwd(const mpv_launch &L,
@@ -1186,7 +1157,7 @@ __global__ void k_attn_bwd_q(attn_bwd_ptrs P, mpv_launch L)
     const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         int64_t b = row / p.tq, i = row % p.tq, qo, ko, vo, mo;
-        attn_offsets(L, b, &qo, &ko, &vo, &mo);
+        attn_offsets(p, b, &mo, &qo, &ko, &vo);
         mo += i * p.mst[p.rank - 2];
         float dsum = 0.f;
         for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) {
@@ -1271,7 +1242,7 @@ __global__ void k_attn_bwd_kv(attn_bwd_ptrs P, mpv_launch L)
     const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
     for (int64_t col = blockIdx.x; col < cols; col += gridDim.x) {
         int64_t b = col / p.tk, j = col % p.tk, qo, ko, vo, mo;
-        attn_offsets(L, b, &qo, &ko, &vo, &mo);
+        attn_offsets(p, b, &mo, &qo, &ko, &vo);
         mo += j * p.mst[p.rank - 1];
         for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) {
             kcol[c] = P.kt[ko + c * kr + j * kc];
@@ -1372,7 +1343,7 @@ __global__ void k_attn_bwd_mask(attn_bwd_ptrs P, mpv_launch L, int64_t n,
             for (int dd = 0; dd < p.rank; dd++)
                 moff += co[dd] * p.mst[dd];
             int64_t i = co[p.rank - 2], j = co[p.rank - 1], qo, ko, vo, mo;
-            attn_offsets(L, b, &qo, &ko, &vo, &mo);
+            attn_offsets(p, b, &mo, &qo, &ko, &vo);
             int64_t row = b * p.tq + i;
             float r = 0.f, dp = 0.f, vin, gm, gs, gf;
             int kept;
