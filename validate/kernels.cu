@@ -1120,7 +1120,9 @@ __device__ static float attn_score_bwd(const mpv_launch &L,
         int do_mask = (step == 0) == (p.mask_first != 0);
         if (!do_mask) {
             if (P.sc[2]) {
-                *gsf = p.scale_div ? -g * vin / (sf * sf) : g * vin;
+                // (g is 0 where the score is -inf: no 0 * inf)
+                if (g != 0.f)
+                    *gsf = p.scale_div ? -g * vin / (sf * sf) : g * vin;
                 g = p.scale_div ? g / sf : g * sf;
             }
         } else if (p.mask_kind == 1) {
