@@ -493,7 +493,7 @@ CASES += (("attn", lambda: attn_graph(False), attn_ref),
           ("attn_where", lambda: attn_graph(True), attn_where_ref))
 
 # torch.optim's defaults the executor's steps use (validate/host.c)
-ADAM_LR, BETA1, BETA2, EPS, ADAMW_WD = 1e-3, 0.9, 0.999, 1e-8, 0.01
+ADAM_LR, BETA1, BETA2, ADAM_EPS, ADAMW_WD = 1e-3, 0.9, 0.999, 1e-8, 0.01
 MOMENTUM_LR = 0.01
 
 
@@ -961,7 +961,7 @@ def opt_check(v, gref, opt, ok):
             m1 = v["weight_after"]["opt/%s/m" % k].astype(np.float64)
             v1 = v["weight_after"]["opt/%s/v" % k].astype(np.float64)
             want = base - lr * (m1 / (1 - BETA1)) / (
-                np.sqrt(v1 / (1 - BETA2)) + EPS)
+                np.sqrt(v1 / (1 - BETA2)) + ADAM_EPS)
         err = np.abs(w1 - want).max()
         # (the update's size is lr: a wrong formula is off by ~lr)
         good = err <= TOL * lr + 3e-7 * max(1.0, np.abs(w0).max())
