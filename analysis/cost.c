@@ -1,7 +1,10 @@
 /* The cost model: FLOPs and bytes of each node from its op registry entry
  * (the cost class in the entry's flags), and time on a device profile as
- * a roofline, max(FLOPs / peak, bytes / memory bandwidth), plus a fixed
- * kernel overhead; without a profile, the node's given figures alone
+ * a roofline, max(FLOPs / F, bytes / B), plus a fixed kernel overhead: F
+ * and B are the calibrated throughputs of the node's kernel class (GEMM
+ * and conv by shape class, bandwidth by pointwise, reduction or move)
+ * where the profile has them, else the peak of the dtype and the memory
+ * bandwidth; without a profile, the node's given figures alone
  * (mp_node_cost, the recompute solvers' clock; docs/cost-model.md). */
 #include "ops.h"
 #include "cost.h"
@@ -127,6 +130,116 @@ mp_status mp__node_flops_bytes(const mp_graph *g, uint32_t node, double *flops,
     return MP_OK;
 }
 
+/* ---- the kernel class of a node ------------------------------------------ */
+
+/* The registry entry that says what kind of kernel a node runs: its own,
+ * or for a backward node of the training graph ("ConvGrad", unknown to the
+ * registry) its forward op's. */
+static const mp__op_def *kernel_def(const mp__node *n, const mp__op_def *def,
+                                    int *grad)
+{
+    *grad = 0;
+    if (def != mp__op_generic() || !n->op)
+        return def;
+    size_t len = strlen(n->op);
+    char fwd[96];
+    if (len <= 4 || len - 4 >= sizeof fwd || strcmp(n->op + len - 4, "Grad"))
+        return def;
+    memcpy(fwd, n->op, len - 4);
+    fwd[len - 4] = '\0';
+    const mp__op_def *f = mp__op_lookup(fwd, n->domain);
+    if (f == mp__op_generic())
+        f = mp__op_lookup(fwd, "");
+    *grad = f != mp__op_generic();
+    return f;
+}
+
+int mp__gemm_class(double m, double n, double k, double flops)
+{
+    double lo = m < n ? m : n;
+    lo = lo < k ? lo : k;
+    if (m > 0 && n > 0 && k > 0 && lo < 128)
+        return MP_GEMM_SKINNY;
+    if (flops < 2.0 * 512 * 512 * 512)
+        return MP_GEMM_SMALL;
+    if (flops < 2.0 * 2048 * 2048 * 2048)
+        return MP_GEMM_MEDIUM;
+    return MP_GEMM_LARGE;
+}
+
+/* The conv class from its weight [C_out, C_in / group, kh, kw, ...] and
+ * its group attribute. */
+static int conv_class(const mp__node *n, const mp__tensor *x,
+                      const mp__tensor *w)
+{
+    const mp__attr *ga = mp__node_attr(n, "group");
+    double c = 0, one = 1, g = ga && ga->type == MP__ATTR_INT ? (double)ga->v.i
+                                                              : 1;
+    if (g > 1 && dim(w, 1, &one) && one == 1 && dim(x, 1, &c) && c == g)
+        return MP_CONV_DEPTHWISE;
+    if (!w || w->rank < 3)
+        return MP_CONV_SPATIAL;
+    for (int32_t i = 2; i < w->rank; i++)
+        if (w->dims[i] != 1)
+            return MP_CONV_SPATIAL;
+    return g > 1 ? MP_CONV_SPATIAL : MP_CONV_POINTWISE;
+}
+
+/* What kind of kernel node runs, and its class (GEMM and conv). */
+static void node_kernel(const mp_graph *g, const mp__node *n,
+                        const mp__op_def *def, mp__kernel_desc *k)
+{
+    int grad;
+    const mp__op_def *kd = kernel_def(n, def, &grad);
+    const mp__tensor *x = in_t(g, n, 0), *w = in_t(g, n, 1);
+    const mp__tensor *y = n->n_out ? &g->tensors[n->outputs[0]] : NULL;
+    double m = 0, nn = 0, kk = 0;
+    k->kind = MP__KK_OTHER;
+    k->cls = 0;
+    switch (MP__OP_KERNEL(kd)) {
+    case MP__KERNEL_MATMUL: case MP__KERNEL_GEMM:
+        k->kind = MP__KK_GEMM;
+        /* a forward product: Y [..., M, N] from X [..., M, K] */
+        if (!grad && x && y && dim(y, -1, &nn) && dim(x, -1, &kk) && nn > 0)
+            m = numel(y) / nn;
+        if (!grad && MP__OP_KERNEL(kd) == MP__KERNEL_GEMM && x &&
+            x->rank == 2) {
+            const mp__attr *ta = mp__node_attr(n, "transA");
+            if (ta && ta->type == MP__ATTR_INT && ta->v.i && !dim(x, 0, &kk))
+                kk = 0;
+        }
+        k->cls = mp__gemm_class(m, nn, kk, k->flops);
+        break;
+    case MP__KERNEL_ATTENTION:
+        /* the two products: [Tq, D] x [D, Tk] per batch and head */
+        k->kind = MP__KK_GEMM;
+        if (!grad && x && w)
+            (void)(dim(x, -2, &m) && dim(x, -1, &kk) && dim(w, -1, &nn));
+        k->cls = mp__gemm_class(m, nn, kk, k->flops);
+        break;
+    case MP__KERNEL_CONV:
+        k->kind = MP__KK_CONV;
+        k->cls = grad ? MP_CONV_SPATIAL : conv_class(n, x, w);
+        break;
+    case MP__KERNEL_UNARY: case MP__KERNEL_BINARY: case MP__KERNEL_VARIADIC:
+    case MP__KERNEL_CAST: case MP__KERNEL_LOSS_GRAD: case MP__KERNEL_SGD:
+        k->kind = MP__KK_POINTWISE;
+        break;
+    case MP__KERNEL_REDUCE: case MP__KERNEL_SOFTMAX: case MP__KERNEL_BATCHNORM:
+    case MP__KERNEL_LAYERNORM: case MP__KERNEL_POOL:
+    case MP__KERNEL_GLOBAL_POOL: case MP__KERNEL_LRN: case MP__KERNEL_LOSS:
+        k->kind = MP__KK_REDUCE;
+        break;
+    case MP__KERNEL_COPY: case MP__KERNEL_CONCAT: case MP__KERNEL_SPLIT:
+    case MP__KERNEL_SLICE: case MP__KERNEL_TRANSPOSE: case MP__KERNEL_GATHER:
+    case MP__KERNEL_PAD: case MP__KERNEL_EXPAND: case MP__KERNEL_RESIZE:
+        k->kind = MP__KK_MOVE;
+        break;
+    default:
+        break;
+    }
+}
+
 /* The cost without a device profile (the recompute solvers' clock): only
  * the figures the graph gives, in the order mp__node_estimate_ex lets
  * them override the registry's: the node's seconds, else its FLOPs at 1
@@ -185,22 +298,55 @@ mp_status mp__node_estimate_ex(const mp_graph *g, uint32_t node,
         out->seconds = 0;
         return MP_OK;
     }
-    mp_dtype dt = MP_DTYPE_FLOAT32;
+    mp__kernel_desc k;
+    k.flops = f;
+    k.bytes = b;
+    k.dt = MP_DTYPE_FLOAT32;
     if (n->n_in && n->inputs[0] != MP_NONE &&
         g->tensors[n->inputs[0]].dtype != MP_DTYPE_UNDEFINED)
-        dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
+        k.dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
     else if (n->n_out && g->tensors[n->outputs[0]].dtype)
-        dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
-    out->seconds = mp__kernel_seconds(d, f, b, dt);
+        k.dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
+    node_kernel(g, n, def, &k);
+    out->seconds = mp__kernel_seconds(d, &k);
     return MP_OK;
 }
 
-double mp__kernel_seconds(const mp_device *d, double flops, double bytes,
-                          mp_dtype dt)
+double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k)
 {
-    double peak = mp_device_flops(d, dt);
-    double tc = peak > 0 && flops > 0 ? flops / peak : 0;
-    double tm = d->mem_bw > 0 && bytes > 0 ? bytes / d->mem_bw : 0;
+    const mp_device_calibration *c = &d->cal;
+    int dc = k->dt == MP_DTYPE_BFLOAT16 || k->dt == MP_DTYPE_FLOAT16
+                 ? MP_CAL_16BIT
+                 : MP_CAL_FP32;
+    double peak = 0, bw = 0;
+    int cls = k->cls >= 0 ? k->cls : 0;
+    switch (k->kind) {
+    case MP__KK_GEMM:
+        if (cls < MP_GEMM_CLASSES)
+            peak = c->gemm[dc][cls];
+        break;
+    case MP__KK_CONV:
+        if (cls < MP_CONV_CLASSES)
+            peak = c->conv[dc][cls];
+        break;
+    case MP__KK_POINTWISE: case MP__KK_OTHER:
+        bw = c->pointwise_bw;
+        break;
+    case MP__KK_REDUCE:
+        bw = c->reduce_bw;
+        break;
+    case MP__KK_MOVE:
+        bw = c->copy_bw;
+        break;
+    default:
+        break;
+    }
+    if (peak <= 0)
+        peak = mp_device_flops(d, k->dt);
+    if (bw <= 0)
+        bw = d->mem_bw;
+    double tc = peak > 0 && k->flops > 0 ? k->flops / peak : 0;
+    double tm = bw > 0 && k->bytes > 0 ? k->bytes / bw : 0;
     return (tc > tm ? tc : tm) + d->kernel_overhead;
 }
 

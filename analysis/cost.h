@@ -15,12 +15,33 @@ mp_status mp__node_estimate_ex(const struct mp_graph *g, uint32_t node,
                               const mp_device *d, int use_given,
                               mp_op_cost *out);
 
-/* The one time of a kernel on d: the roofline max(flops / peak(dt),
- * bytes / memory bandwidth) plus the kernel overhead. Every prediction of
- * a node's time (mp__node_estimate_ex: the planners, the offload solver,
- * the training synthesis, validate) goes through it. */
-double mp__kernel_seconds(const mp_device *d, double flops, double bytes,
-                          mp_dtype dt);
+/* What kind of kernel a node runs, for the calibrated throughputs. */
+enum {
+    MP__KK_OTHER = 0,   /* synthetic and unknown: the pointwise bandwidth */
+    MP__KK_GEMM,        /* MatMul, Gemm, fused attention (cls: MP_GEMM_*) */
+    MP__KK_CONV,        /* cls: MP_CONV_* */
+    MP__KK_POINTWISE,
+    MP__KK_REDUCE,      /* reductions, softmax, norms, pools, the loss */
+    MP__KK_MOVE         /* copies, transposes, concat, gather, ... */
+};
+typedef struct mp__kernel_desc {
+    int kind, cls;
+    double flops, bytes;
+    mp_dtype dt;        /* the dtype of its arithmetic */
+} mp__kernel_desc;
+
+/* The GEMM class (MP_GEMM_*) of an M x K by K x N product of `flops`
+ * FLOPs; a dimension <= 0 is unknown (the class from the FLOPs alone). */
+int mp__gemm_class(double m, double n, double k, double flops);
+
+/* The one time of a kernel on d: the roofline max(flops / F, bytes / B)
+ * plus the kernel overhead, F and B the calibrated throughput of the
+ * kernel's kind and class (d->cal) where measured, else the peak of its
+ * dtype and the memory bandwidth. Every prediction of a node's time
+ * (mp__node_estimate_ex: the planners, the offload solver, the training
+ * synthesis, validate) goes through it. */
+double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k);
+
 /* A 2-D convolution's geometry (NCHW): input N x C x H x W, output
  * N x M x OH x OW, a KH x KW kernel, G groups. */
 typedef struct mp__conv_shape {

@@ -18,22 +18,23 @@
  * generation (about 85% of the raw rate), not the raw rate. Memory sizes
  * as the driver reports them. */
 static const mp_device builtin[] = {
-    {"h200", 67 * TF, 67 * TF, 494.7 * TF, 989.5 * TF, 989.5 * TF,
-     1979 * TF, 1979 * TF, 4.8e12, 143771 * MIB, 55 * GBS, 55 * GBS, 10e-6,
-     2, 4e-6, 0, 0, 0, 0},
+    /* h200: generated from analysis/profiles/h200.json (the profile
+     * `memplan calibrate` writes; scripts/gen-builtin-profile.py) */
+#include "builtin_h200.inc"
+
     {"h100", 67 * TF, 67 * TF, 494.7 * TF, 989.5 * TF, 989.5 * TF,
      1979 * TF, 1979 * TF, 3.35e12, 81559 * MIB, 55 * GBS, 55 * GBS, 10e-6,
-     2, 4e-6, 0, 0, 0, 0},
+     2, 4e-6, 0, 0, 0, 0, {0}},
     {"a100", 19.5 * TF, 19.5 * TF, 156 * TF, 312 * TF, 312 * TF, 0,
      624 * TF, 2.039e12, 81920 * MIB, 25 * GBS, 25 * GBS, 10e-6, 2, 5e-6, 0,
-     0, 0, 0},
+     0, 0, 0, {0}},
     {"l4", 0.49 * TF, 30.3 * TF, 60 * TF, 121 * TF, 121 * TF, 242.5 * TF,
      242.5 * TF, 300e9, 23034 * MIB, 25 * GBS, 25 * GBS, 10e-6, 2, 5e-6, 0,
-     0, 0, 0},
+     0, 0, 0, {0}},
     /* T4 host link: FlexGen's fitted CPU->GPU figure (12.89 GiB/s). */
     {"t4", 0.25 * TF, 8.1 * TF, 0, 65 * TF, 0, 0, 130 * TF, 320e9,
      15360 * MIB, 12.89 * 1073741824.0, 12.89 * 1073741824.0, 10e-6, 2,
-     5e-6, 0, 0, 0, 0},
+     5e-6, 0, 0, 0, 0, {0}},
 };
 #define N_BUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -70,18 +71,19 @@ mp_status mp_device_builtin(mp_ctx *ctx, const char *name, mp_device *out)
 /* ---- JSON profiles ------------------------------------------------------
  * Read with the library's JSON reader (frontends/json/json.h). The figures
  * given override those of "base" wherever "base" stands in the object. */
-enum { P_NAME, P_BASE, P_FLOPS, P_FIELDS };
+enum { P_NAME, P_BASE, P_FLOPS, P_VERSION, P_CALIB, P_GPU, P_FIELDS };
 static const char *const profile_names[] = {
-    "name", "base", "flops", "memory_bytes", "memory_bandwidth",
+    "name", "base", "flops", "version", "calibration", "gpu",
+    "memory_bytes", "memory_bandwidth",
     "h2d_bandwidth", "d2h_bandwidth", "link_latency", "kernel_overhead",
     "copy_engines", "host_memory_bytes", "disk_bytes", "disk_read_bandwidth",
     "disk_write_bandwidth", "float64", "float32", "tf32", "float16",
     "bfloat16", "float8", "int8"};
-#define N_PROFILE 14 /* then the keys of "flops" */
+#define N_PROFILE 17 /* then the keys of "flops" */
 /* per key from P_FIELDS: where it goes, and b (bytes), c (copy engines)
  * or d (a figure >= 0) */
 static const size_t profile_off[] = {
-    0, 0, 0, offsetof(mp_device, mem_bytes), offsetof(mp_device, mem_bw),
+    0, 0, 0, 0, 0, 0, offsetof(mp_device, mem_bytes), offsetof(mp_device, mem_bw),
     offsetof(mp_device, h2d_bw), offsetof(mp_device, d2h_bw),
     offsetof(mp_device, link_latency), offsetof(mp_device, kernel_overhead),
     offsetof(mp_device, copy_engines), offsetof(mp_device, host_mem_bytes),
@@ -90,13 +92,15 @@ static const size_t profile_off[] = {
     offsetof(mp_device, flops_fp32), offsetof(mp_device, flops_tf32),
     offsetof(mp_device, flops_fp16), offsetof(mp_device, flops_bf16),
     offsetof(mp_device, flops_fp8), offsetof(mp_device, flops_int8)};
-static const char profile_kind[] = "..." "bdddddcbbdd" "ddddddd";
+static const char profile_kind[] = "......" "bdddddcbbdd" "ddddddd";
 
 typedef struct profile {
     mp__jr r;
     mp_device given;
     uint32_t set;       /* bit k: key k was given */
     size_t base_s, base_off; /* "base": its name in the arena, offset */
+    int64_t version;
+    size_t version_off, calib_off;
 } profile;
 
 /* The value v of key k (>= P_FIELDS) into p->given. */
@@ -144,6 +148,110 @@ static mp_status profile_flops(profile *p, const mp__jval *v)
     return st;
 }
 
+/* ---- "calibration" (what memplan calibrate measured) ----------------------
+ * Format version 1:
+ *   "calibration": {
+ *     "gemm": {"float32": CLASSES, "bfloat16": CLASSES},   achieved FLOP/s
+ *     "conv": {"float32": CONV_CLASSES, "bfloat16": CONV_CLASSES},
+ *     "pointwise_bandwidth", "reduce_bandwidth", "copy_bandwidth": bytes/s,
+ *     "copy_compute_overlap": 0..1
+ *   }
+ * CLASSES: {"skinny", "small", "medium", "large"}; CONV_CLASSES:
+ * {"pointwise", "spatial", "depthwise"}. Required: gemm.float32 with every
+ * class, pointwise_bandwidth and reduce_bandwidth; a dtype object given
+ * has every class. "x-..." keys (the measured shapes, raw times) are
+ * skipped. */
+#define PROFILE_VERSION 1
+static const char *const gemm_cls[] = {"skinny", "small", "medium", "large"};
+static const char *const conv_cls[] = {"pointwise", "spatial", "depthwise"};
+static const char *const cal_dt[] = {"float32", "bfloat16"};
+enum { C_GEMM, C_CONV, C_PW, C_RED, C_COPY, C_OVERLAP };
+static const char *const cal_names[] = {
+    "gemm", "conv", "pointwise_bandwidth", "reduce_bandwidth",
+    "copy_bandwidth", "copy_compute_overlap"};
+
+/* An object of every name of names (n) to a number >= 0, into out[]. */
+static mp_status cal_classes(mp__jr *r, const mp__jval *v,
+                             const char *const *names, int n, double *out)
+{
+    const mp__jkeys keys = {names, n, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval x;
+    int k;
+    mp_status st;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_type_err(r, v, "an object of class: FLOP/s");
+    mp__jr_object_at(r, &o, v, &keys);
+    while (!(st = mp__jr_member(r, &o, &k)) && k != MP__JK_END)
+        if ((st = mp__jr_value(r, &x)) ||
+            (st = mp__jr_num(r, &x, 0, "a finite number >= 0", &out[k])))
+            return st;
+    return st ? st : mp__jr_require(r, &o, (1ull << n) - 1);
+}
+
+/* "gemm" or "conv": an object of dtype: classes. */
+static mp_status cal_table(mp__jr *r, const mp__jval *v,
+                           const char *const *names, int n, double *out,
+                           int stride, int need_fp32)
+{
+    static const mp__jkeys keys = {cal_dt, 2, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval x;
+    int k;
+    mp_status st;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_type_err(r, v, "an object of dtype: classes");
+    mp__jr_object_at(r, &o, v, &keys);
+    while (!(st = mp__jr_member(r, &o, &k)) && k != MP__JK_END)
+        if ((st = mp__jr_value(r, &x)) ||
+            (st = cal_classes(r, &x, names, n, out + (size_t)k * stride)))
+            return st;
+    return st ? st : mp__jr_require(r, &o, need_fp32 ? 1u : 0u);
+}
+
+static mp_status profile_calibration(profile *p, const mp__jval *v)
+{
+    static const mp__jkeys keys = {cal_names, 6, MP__JK_EXT, NULL};
+    mp_device_calibration *c = &p->given.cal;
+    mp__jobj o;
+    mp__jval x;
+    int k;
+    mp_status st;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_type_err(&p->r, v, "an object (memplan calibrate)");
+    p->calib_off = v->off;
+    mp__jr_object_at(&p->r, &o, v, &keys);
+    while (!(st = mp__jr_member(&p->r, &o, &k)) && k != MP__JK_END) {
+        if ((st = mp__jr_value(&p->r, &x)))
+            return st;
+        switch (k) {
+        case C_GEMM:
+            st = cal_table(&p->r, &x, gemm_cls, MP_GEMM_CLASSES, &c->gemm[0][0],
+                           MP_GEMM_CLASSES, 1);
+            break;
+        case C_CONV:
+            st = cal_table(&p->r, &x, conv_cls, MP_CONV_CLASSES, &c->conv[0][0],
+                           MP_CONV_CLASSES, 0);
+            break;
+        case C_OVERLAP:
+            st = mp__jr_num(&p->r, &x, 0, "a number in [0, 1]", &c->overlap);
+            if (!st && c->overlap > 1)
+                st = mp__jr_type_err(&p->r, &x, "a number in [0, 1]");
+            break;
+        default:
+            st = mp__jr_num(&p->r, &x, 0, "a finite number >= 0",
+                            k == C_PW    ? &c->pointwise_bw
+                            : k == C_RED ? &c->reduce_bw
+                                         : &c->copy_bw);
+            break;
+        }
+        if (st)
+            return st;
+    }
+    return st ? st : mp__jr_require(&p->r, &o, 1u << C_GEMM | 1u << C_PW |
+                                                    1u << C_RED);
+}
+
 /* Member k of the profile, its value v. */
 static mp_status profile_member(mp__jr *r, void *prof, int k,
                                 const mp__jval *v)
@@ -173,6 +281,14 @@ static mp_status profile_member(mp__jr *r, void *prof, int k,
         p->base_off = v->off;
         return MP_OK;
     case P_FLOPS: return profile_flops(p, v);
+    case P_VERSION:
+        p->version_off = v->off;
+        return mp__jr_i64(&p->r, v, 1, INT64_MAX, "an integer >= 1",
+                          &p->version);
+    case P_CALIB: return profile_calibration(p, v);
+    case P_GPU:
+        return mp__jr_string(&p->r, v, false, "a string (the GPU's name)",
+                             &s);
     default: return profile_field(p, k, v);
     }
 }
@@ -203,6 +319,19 @@ static mp_status profile_make(profile *p, const mp__jobj *o, mp_device *out)
     if (!(p->set & 3))
         return mp__jr_err(&p->r, MP_ERR_PARSE, o->off,
                           "a profile needs \"name\" or \"base\"");
+    if ((p->set >> P_VERSION & 1) && p->version != PROFILE_VERSION)
+        return mp__jr_err(&p->r, MP_ERR_PARSE, p->version_off,
+                          "profile version %lld is not one this memplan "
+                          "reads (version %d; run memplan calibrate again)",
+                          (long long)p->version, PROFILE_VERSION);
+    if (p->set >> P_CALIB & 1) {
+        if (!(p->set >> P_VERSION & 1))
+            return mp__jr_err(&p->r, MP_ERR_PARSE, p->calib_off,
+                              "a \"calibration\" needs the profile's "
+                              "\"version\": %d", PROFILE_VERSION);
+        d.cal = p->given.cal;
+        d.cal.version = PROFILE_VERSION;
+    }
     if (d.flops_fp32 <= 0 && d.flops_fp16 <= 0 && d.flops_bf16 <= 0)
         return mp__jr_err(&p->r, MP_ERR_PARSE, o->off,
                           "\"flops\" needs a float32, float16 or bfloat16 "

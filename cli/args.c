@@ -203,6 +203,8 @@ int cli_parse_args(int cmd, int argc, char **argv, cli_args *a)
     }
     if (rc || a->help)
         return rc;
+    /* --device times the training graph too (cli_train_prepare) */
+    a->train.device = a->offload.device;
     return check_args(a);
 }
 

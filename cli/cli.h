@@ -78,6 +78,7 @@ int cli_fail_plan(mp_ctx *ctx, mp_status st, const char *path,
 enum {
     CLI_CMD_PLAN, CLI_CMD_OFFSETS, CLI_CMD_VERIFY, CLI_CMD_SHAPES,
     CLI_CMD_CONVERT, CLI_CMD_VALIDATE, CLI_CMD_OFFLOAD_POLICY,
+    CLI_CMD_CALIBRATE,
     CLI_CMD_COUNT_
 };
 #define CLI_C(name) (1u << CLI_CMD_##name)
@@ -115,6 +116,7 @@ enum {
     CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
     /* validate */
     CLI_O_PLAN, CLI_O_NO_REFERENCE, CLI_O_POISON, CLI_O_DUMP, CLI_O_LOWER_ONLY,
+    CLI_O_STEP_TIMES,
     /* offload-policy */
     CLI_O_PROMPT, CLI_O_GEN, CLI_O_GPU_BATCH, CLI_O_NUM_BATCHES, CLI_O_PERCENT,
     CLI_O_COMPRESS_WEIGHTS, CLI_O_COMPRESS_KV, CLI_O_GPU_MEM, CLI_O_CPU_MEM,
@@ -181,6 +183,7 @@ typedef struct cli_train_args {
     int save_eager;              /* --save eager (default mincut) */
     double max_extra;            /* x the forward compute */
     uint64_t batch;              /* --batch: the graph's batch (0: 1) */
+    const char *device;          /* --device: times the training graph */
     mp_train_options topt;
     mp_remat_options ropt;
     /* results */
@@ -244,7 +247,7 @@ typedef struct cli_args {
     cli_offload_args offload;
     /* validate */
     const char *plan, *dump;
-    int no_reference, poison, lower_only;
+    int no_reference, poison, lower_only, step_times;
     /* offload-policy */
     mp_flexgen_options fo;
     uint64_t gpu_mem, cpu_mem, disk_mem;
@@ -431,8 +434,8 @@ typedef struct cli_json_size {
 void cli_json_sizes(mp__jw *w, const cli_json_size *rows, size_t n);
 
 /* ---- subcommands (cmd_NAME.c) ----------------------------------------------
- * validate is memplan-validate, a program of its own (validate/main.c):
- * cli/main.c executes it. */
+ * validate and calibrate are memplan-validate, a program of its own
+ * (validate/main.c): cli/main.c executes it. */
 int cli_cmd_plan(cli_args *a);
 int cli_cmd_offsets(cli_args *a);
 int cli_cmd_verify(cli_args *a);

@@ -58,7 +58,8 @@ static void usage_item(char *buf, size_t cap, const cli_option *o)
 static void usage_lines(FILE *f, int cmd, const char *prefix)
 {
     const cli_command *c = &cli_commands[cmd];
-    int col = fprintf(f, "%smemplan %s %s", prefix, c->name, c->args);
+    int col = fprintf(f, "%smemplan %s%s%s", prefix, c->name,
+                      *c->args ? " " : "", c->args);
     int indent = (int)(strlen(prefix) + strlen("memplan  ") + strlen(c->name));
     for (int id = 0; id < CLI_O_COUNT_; id++) {
         if (!((cli_options[id].cmds >> cmd) & 1u))

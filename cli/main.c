@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef __GLIBC__
@@ -63,6 +64,33 @@ static int run_validate(cli_args *a)
     return CLI_EXIT_INTERNAL;
 }
 
+/* memplan calibrate: memplan-validate calibrate ARGS... */
+static int run_calibrate(cli_args *a)
+{
+    char path[4200];
+    if (find_validate(path, sizeof path) != 0) {
+        cli_error("calibrate: the executor memplan-validate is not next to "
+                  "memplan nor in %s (build the memplan-validate target)",
+                  MP_LIBEXEC_DIR);
+        return CLI_EXIT_INTERNAL;
+    }
+    char **argv = malloc(((size_t)a->argc + 2) * sizeof *argv);
+    if (!argv) {
+        cli_error("out of memory");
+        return CLI_EXIT_INTERNAL;
+    }
+    argv[0] = path;
+    argv[1] = (char *)"calibrate";
+    for (int i = 1; i < a->argc; i++)
+        argv[i + 1] = a->argv[i];
+    argv[a->argc + 1] = NULL;
+    fflush(stdout);
+    execv(path, argv);
+    cli_error("calibrate: cannot run %s: %s", path, strerror(errno));
+    free(argv);
+    return CLI_EXIT_INTERNAL;
+}
+
 static int (*const run[CLI_CMD_COUNT_])(cli_args *a) = {
     [CLI_CMD_PLAN] = cli_cmd_plan,
     [CLI_CMD_OFFSETS] = cli_cmd_offsets,
@@ -71,6 +99,7 @@ static int (*const run[CLI_CMD_COUNT_])(cli_args *a) = {
     [CLI_CMD_CONVERT] = cli_cmd_convert,
     [CLI_CMD_VALIDATE] = run_validate,
     [CLI_CMD_OFFLOAD_POLICY] = cli_cmd_offload_policy,
+    [CLI_CMD_CALIBRATE] = run_calibrate,
 };
 
 static int unknown(const char *what, const char *name)

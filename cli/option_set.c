@@ -26,6 +26,7 @@ static const size_t flag_field[CLI_O_COUNT_] = {
     [CLI_O_NO_REFERENCE] = offsetof(cli_args, no_reference),
     [CLI_O_POISON] = offsetof(cli_args, poison),
     [CLI_O_LOWER_ONLY] = offsetof(cli_args, lower_only),
+    [CLI_O_STEP_TIMES] = offsetof(cli_args, step_times),
 };
 static const size_t string_field[CLI_O_COUNT_] = {
     [CLI_O_OUTPUT] = offsetof(cli_args, output),

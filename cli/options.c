@@ -19,6 +19,7 @@
 #define C_CONVERT CLI_C(CONVERT)
 #define C_VALIDATE CLI_C(VALIDATE)
 #define C_POLICY CLI_C(OFFLOAD_POLICY)
+#define C_CALIBRATE CLI_C(CALIBRATE)
 /* the commands that load a model */
 #define C_MODEL (C_PLAN | C_VERIFY | C_SHAPES | C_CONVERT | C_VALIDATE)
 /* the commands that plan a model */
@@ -144,9 +145,13 @@ const cli_option cli_options[CLI_O_COUNT_] = {
             {0, NULL, NULL, NULL}},
         NULL, 0},
 
-    [CLI_O_OUTPUT] = {"output", 'o', "FILE", C_PLAN | C_OFFSETS | C_CONVERT,
+    [CLI_O_OUTPUT] = {"output", 'o', "FILE",
+        C_PLAN | C_OFFSETS | C_CONVERT | C_CALIBRATE,
         G_OUT, NULL, NULL, "write the plan JSON (docs/plan-format.md)",
         (const cli_variant[]){
+            {C_CALIBRATE, NULL, "standard output",
+             "write the device profile JSON there (docs/cost-model.md); "
+             "--device FILE reads it"},
             {C_OFFSETS, NULL, NULL,
              "write the trace with a fifth column `offset`"},
             {C_CONVERT, NULL, "standard output",
@@ -242,14 +247,19 @@ const cli_option cli_options[CLI_O_COUNT_] = {
              "pinned host memory and back)"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
-    [CLI_O_DEVICE] = {"device", 0, "D", C_PLANS | C_POLICY, G_OFFLOAD, "h200",
+    [CLI_O_DEVICE] = {"device", 0, "D", C_PLANS | C_POLICY | C_CALIBRATE,
+        G_OFFLOAD, "h200",
         NULL,
-        "the cost model of --offload: h200, h100, a100, l4, t4 or a device "
-        "profile JSON",
+        "the cost model of --offload (and of --train's nodes): h200, h100, "
+        "a100, l4, t4 or a device profile JSON (memplan calibrate writes "
+        "one)",
         (const cli_variant[]){
             {C_VALIDATE, NULL, NULL,
-             "the cost model of --offload and of the predicted time: h200, "
-             "h100, a100, l4, t4 or a device profile JSON"},
+             "the cost model of --offload, of --train's nodes and of the "
+             "predicted time: h200, h100, a100, l4, t4 or a device profile "
+             "JSON (memplan calibrate writes one)"},
+            {C_CALIBRATE, NULL, NULL,
+             "the name written into the profile (its \"name\")"},
             {C_POLICY, "t4", NULL,
              "t4 (FlexGen's fitted T4 machine), a builtin device (h200, "
              "h100, a100, l4) or a device profile JSON"},
@@ -278,6 +288,13 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         NULL,
         "print how each node is lowered (kernel or synthetic, and why); "
         "needs no GPU",
+        NULL, NULL, 0},
+    [CLI_O_STEP_TIMES] = {"step-times", 0, NULL, C_VALIDATE, G_RUN, NULL,
+        NULL,
+        "time every step with CUDA events in a run of its own, with no "
+        "memory samples between steps (they stall the stream): the "
+        "measured times of --json's by_op come from it "
+        "(bench/time_vs_measured.py)",
         NULL, NULL, 0},
 
     [CLI_O_PROMPT] = {"prompt", 0, "N", C_POLICY, G_POLICY, "512", NULL,
@@ -357,6 +374,7 @@ const cli_rule cli_rules[] = {
     {C_VALIDATE, CLI_O_NO_REFERENCE, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_POISON, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_DUMP, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {C_VALIDATE, CLI_O_STEP_TIMES, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {0, 0, 0, 0, NULL},
 };
 
@@ -456,6 +474,23 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "memory of each tier (docs/offload.md).",
         NULL,
         "memplan offload-policy examples/llm/opt-30b.json --device t4\n"},
+    [CLI_CMD_CALIBRATE] = {"calibrate", "", 0, 0,
+        "measure the GPU's kernels: a calibrated device profile",
+        "Times, on GPU 0 with CUDA events (medians of 7), what the cost "
+        "model needs to predict the executor's step time: GEMM throughput "
+        "by shape class (skinny, small, medium, large; float32 as the "
+        "executor runs it, bfloat16 through cublasGemmEx), convolution "
+        "throughput (1x1, spatial, depthwise), the bandwidth of pointwise "
+        "kernels, reductions and copies, the kernel launch overhead, the "
+        "host link in both directions (pinned memory) and how much of a "
+        "copy hides behind a GEMM on another stream. Every kernel but the "
+        "bf16 GEMMs is the executor's own, run on a one-node graph planned "
+        "and lowered as `memplan validate` does. Writes the profile JSON "
+        "(docs/cost-model.md), which --device FILE reads; progress lines "
+        "go to stderr. Runs in memplan-validate, as validate does.",
+        "Built without CUDA it exits 3 before measuring anything.",
+        "memplan calibrate --device h200 -o h200.json\n"
+        "memplan validate model.onnx --device h200.json --json\n"},
 };
 
 /* ---- variants ------------------------------------------------------------- */

@@ -108,7 +108,17 @@ int cli_train_prepare(mp_ctx *ctx, cli_train_args *t, mp_graph **g,
     if (!t->train)
         return 0;
     mp_graph *tg = NULL;
-    mp_status st = mp_train_graph(*g, &t->topt, &tg, &t->bd);
+    mp_device dev;
+    mp_status st = MP_OK;
+    /* the training graph's nodes are timed on --device */
+    t->topt.device = NULL;
+    if (t->device) {
+        if ((st = mp_device_get(ctx, t->device, &dev)) != MP_OK)
+            return cli_fail(ctx, st, t->device);
+        t->topt.device = &dev;
+    }
+    st = mp_train_graph(*g, &t->topt, &tg, &t->bd);
+    t->topt.device = NULL;
     if (st != MP_OK)
         return cli_fail(ctx, st, input);
     mp_graph_destroy(*g);

@@ -1605,7 +1605,12 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     S.ctx = ctx;
     S.opt = opt;
     S.prec = opt->precision;
-    S.have_dev = mp_device_builtin(ctx, "h200", &S.dev) == MP_OK;
+    if (opt->device) {
+        S.dev = *opt->device;
+        S.have_dev = 1;
+    } else {
+        S.have_dev = mp_device_builtin(ctx, "h200", &S.dev) == MP_OK;
+    }
     mp_ctx_clear(ctx);
     /* fused attention: the training graph of a copy with the chains
      * fused (f itself is not changed) */

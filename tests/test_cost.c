@@ -290,8 +290,10 @@ static void t_one_clock(void)
         CU_ASSERT(close_rel(n->bytes_moved, bytes));
         mp_dtype dt = (mp_dtype)t->tensors[n->inputs[0]].dtype;
         CU_ASSERT_EQUAL(dt, k ? MP_DTYPE_BFLOAT16 : MP_DTYPE_FLOAT32);
-        CU_ASSERT_EQUAL(n->seconds,
-                        mp__kernel_seconds(&d, n->flops, bytes, dt));
+        mp__kernel_desc kd = {MP__KK_GEMM,
+                              mp__gemm_class(0, 0, 0, n->flops), n->flops,
+                              bytes, dt};
+        CU_ASSERT_EQUAL(n->seconds, mp__kernel_seconds(&d, &kd));
         mm_grad[k] = n->seconds;
         /* the offload planner (no budget: every node once) */
         mp_offload_options oo;
@@ -319,7 +321,257 @@ static void t_one_clock(void)
     mp_ctx_destroy(c);
 }
 
+/* A calibrated profile (format version 1, as memplan calibrate writes
+ * it): every figure read; a missing figure, a calibration without its
+ * version and a version this memplan does not read are errors naming
+ * them; a profile of before (no version) still reads. */
+static const char *calibrated_json =
+    "{\"version\": 1, \"name\": \"cal\", \"gpu\": \"NVIDIA H200\","
+    " \"flops\": {\"float32\": 5e13, \"bfloat16\": 7e14},"
+    " \"memory_bandwidth\": 4e12, \"kernel_overhead\": 3e-6,"
+    " \"h2d_bandwidth\": 5e10,"
+    " \"calibration\": {"
+    "  \"gemm\": {\"float32\": {\"skinny\": 1e13, \"small\": 2e13,"
+    "                          \"medium\": 4e13, \"large\": 5e13},"
+    "           \"bfloat16\": {\"skinny\": 1e14, \"small\": 2e14,"
+    "                          \"medium\": 5e14, \"large\": 7e14}},"
+    "  \"conv\": {\"float32\": {\"pointwise\": 3e13, \"spatial\": 2.5e13,"
+    "                          \"depthwise\": 1e12}},"
+    "  \"pointwise_bandwidth\": 3e12, \"reduce_bandwidth\": 2e12,"
+    "  \"copy_bandwidth\": 2.5e12, \"copy_compute_overlap\": 0.9,"
+    "  \"x-measured\": {\"benchmarks\": [1, 2]}}}";
+
+static void t_calibrated_json(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(
+        mp_device_load_json_string(c, calibrated_json, "cal.json", &d), MP_OK);
+    CU_ASSERT_EQUAL(d.cal.version, 1);
+    CU_ASSERT_STRING_EQUAL(d.name, "cal");
+    CU_ASSERT(close_rel(d.cal.gemm[MP_CAL_FP32][MP_GEMM_SKINNY], 1e13));
+    CU_ASSERT(close_rel(d.cal.gemm[MP_CAL_FP32][MP_GEMM_LARGE], 5e13));
+    CU_ASSERT(close_rel(d.cal.gemm[MP_CAL_16BIT][MP_GEMM_MEDIUM], 5e14));
+    CU_ASSERT(close_rel(d.cal.conv[MP_CAL_FP32][MP_CONV_DEPTHWISE], 1e12));
+    CU_ASSERT_EQUAL(d.cal.conv[MP_CAL_16BIT][MP_CONV_SPATIAL], 0.0);
+    CU_ASSERT(close_rel(d.cal.pointwise_bw, 3e12));
+    CU_ASSERT(close_rel(d.cal.reduce_bw, 2e12));
+    CU_ASSERT(close_rel(d.cal.copy_bw, 2.5e12));
+    CU_ASSERT(close_rel(d.cal.overlap, 0.9));
+    CU_ASSERT(close_rel(d.kernel_overhead, 3e-6));
+    /* a profile of before: no version, no calibration */
+    CU_ASSERT_EQUAL(mp_device_load_json_string(
+                        c, "{\"base\": \"a100\", \"memory_bytes\": 5}",
+                        "old.json", &d), MP_OK);
+    CU_ASSERT_EQUAL(d.cal.version, 0);
+    CU_ASSERT_EQUAL(d.cal.gemm[0][0], 0.0);
+    /* a base with a calibration over it */
+    CU_ASSERT_EQUAL(mp_device_load_json_string(
+                        c, "{\"version\": 1, \"base\": \"h100\", "
+                           "\"calibration\": {\"gemm\": {\"float32\": "
+                           "{\"skinny\": 1, \"small\": 2, \"medium\": 3, "
+                           "\"large\": 4}}, \"pointwise_bandwidth\": 5, "
+                           "\"reduce_bandwidth\": 6}}",
+                        "b.json", &d), MP_OK);
+    CU_ASSERT_EQUAL(d.cal.version, 1);
+    CU_ASSERT_EQUAL(d.cal.gemm[0][3], 4.0);
+    CU_ASSERT(close_rel(d.mem_bw, 3.35e12));
+
+    static const struct {
+        const char *from, *to, *needle;
+    } bad[] = {
+        /* missing figures */
+        {", \"large\": 5e13}", "}", "missing required key \"large\""},
+        {"\"reduce_bandwidth\": 2e12,", "", "\"reduce_bandwidth\""},
+        {"\"gemm\": {\"float32\": {\"skinny\": 1e13, \"small\": 2e13,"
+         "                          \"medium\": 4e13, \"large\": 5e13},",
+         "\"gemm\": {", "\"float32\""},
+        /* the version */
+        {"\"version\": 1, ", "", "needs the profile's \"version\""},
+        {"\"version\": 1", "\"version\": 2", "profile version 2"},
+        {"\"version\": 1", "\"version\": \"1\"", "version"},
+        /* wrong figures */
+        {"\"copy_compute_overlap\": 0.9", "\"copy_compute_overlap\": 1.5",
+         "[0, 1]"},
+        {"\"small\": 2e13", "\"small\": -1", "small"},
+        {"\"copy_bandwidth\"", "\"copy_bandwith\"",
+         "unknown key \"copy_bandwith\""},
+        {"\"depthwise\": 1e12", "\"dw\": 1e12", "unknown key \"dw\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[2048];
+        const char *at = strstr(calibrated_json, bad[i].from);
+        CU_ASSERT_FATAL(at != NULL);
+        snprintf(text, sizeof text, "%.*s%s%s",
+                 (int)(at - calibrated_json), calibrated_json, bad[i].to,
+                 at + strlen(bad[i].from));
+        mp_status st = mp_device_load_json_string(c, text, "cal.json", &d);
+        CU_ASSERT_EQUAL(st, MP_ERR_PARSE);
+        if (!strstr(mp_ctx_message(c), bad[i].needle) ||
+            !strstr(mp_ctx_message(c), "cal.json:")) {
+            printf("\n  case %zu: %s\n", i, mp_ctx_message(c));
+            CU_FAIL("message does not name the problem");
+        }
+    }
+    mp_ctx_destroy(c);
+}
+
+/* The cost function on a calibrated profile, by hand: each kernel class
+ * at its own throughput (GEMM by shape class, conv by kind, bandwidth by
+ * pointwise, reduction or move), the launch overhead once a node; an
+ * uncalibrated class falls back to the peak and the memory bandwidth. */
+static void t_calibrated_cost(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(
+        mp_device_load_json_string(c, calibrated_json, "cal.json", &d), MP_OK);
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(c, &g) == MP_OK);
+    int64_t dx[] = {2048, 2048}, dsk[] = {32, 2048}, dc[] = {8, 64, 32, 32},
+            dw1[] = {64, 64, 1, 1}, dw3[] = {64, 64, 3, 3},
+            ddw[] = {64, 1, 3, 3};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, dx);
+    uint32_t xs = mp_test_tensor(g, "xs", MP_KIND_INPUT, 2, dsk);
+    uint32_t xc = mp_test_tensor(g, "xc", MP_KIND_INPUT, 4, dc);
+    uint32_t w1 = mp_test_tensor(g, "w1", MP_KIND_WEIGHT, 4, dw1);
+    uint32_t w3 = mp_test_tensor(g, "w3", MP_KIND_WEIGHT, 4, dw3);
+    uint32_t wd = mp_test_tensor(g, "wd", MP_KIND_WEIGHT, 4, ddw);
+    uint32_t y[8];
+    char name[8];
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "y%d", i);
+        y[i] = mp_test_tensor(g, name, MP_KIND_ACTIVATION, -1, NULL);
+    }
+    uint32_t in_mm[] = {x, w}, in_sk[] = {xs, w}, in_c1[] = {xc, w1},
+             in_c3[] = {xc, w3}, in_dw[] = {xc, wd}, in_add[] = {x, x};
+    uint32_t mm = mp_test_node(g, "mm", "MatMul", in_mm, 2, &y[0], 1);
+    uint32_t sk = mp_test_node(g, "sk", "MatMul", in_sk, 2, &y[1], 1);
+    uint32_t c1 = mp_test_node(g, "c1", "Conv", in_c1, 2, &y[2], 1);
+    uint32_t c3 = mp_test_node(g, "c3", "Conv", in_c3, 2, &y[3], 1);
+    uint32_t cd = mp_test_node(g, "cd", "Conv", in_dw, 2, &y[4], 1);
+    uint32_t ad = mp_test_node(g, "add", "Add", in_add, 2, &y[5], 1);
+    uint32_t sm = mp_test_node(g, "sm", "Softmax", &x, 1, &y[6], 1);
+    uint32_t tr = mp_test_node(g, "tr", "Transpose", &x, 1, &y[7], 1);
+    int64_t p1[] = {1, 1, 1, 1};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, c3, "pads", p1, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, cd, "pads", p1, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, cd, "group", 64), MP_OK);
+    for (int i = 0; i < 8; i++)
+        mp_graph_mark_output(g, y[i]);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    static const struct {
+        const char *what;
+        int flops;       /* 1: compute, 0: memory */
+        double rate;
+    } want[] = {
+        {"mm: 2048^3, large", 1, 5e13},
+        {"sk: 32 rows, skinny", 1, 1e13},
+        {"c1: 1x1 conv", 1, 3e13},
+        {"c3: 3x3 conv", 1, 2.5e13},
+        {"cd: depthwise", 1, 1e12},
+        {"add: pointwise", 0, 3e12},
+        {"sm: reduction", 0, 2e12},
+        {"tr: move", 0, 2.5e12},
+    };
+    uint32_t ids[] = {mm, sk, c1, c3, cd, ad, sm, tr};
+    for (int i = 0; i < 8; i++) {
+        mp_op_cost k;
+        CU_ASSERT_EQUAL_FATAL(mp_node_estimate(g, ids[i], &d, &k), MP_OK);
+        double t = (want[i].flops ? k.flops : k.bytes) / want[i].rate;
+        double other = want[i].flops ? k.bytes / d.mem_bw : 0;
+        if (!close_rel(k.seconds, (t > other ? t : other) + 3e-6)) {
+            printf("\n  %s: %g s\n", want[i].what, k.seconds);
+            CU_FAIL("not at its class's throughput");
+        }
+    }
+    /* 2 x 2048^3 FLOPs is the bound of large; under it, medium */
+    CU_ASSERT_EQUAL(mp__gemm_class(2048, 2048, 2048, 2.0 * 2048 * 2048 * 2048),
+                    MP_GEMM_LARGE);
+    CU_ASSERT_EQUAL(mp__gemm_class(2047, 2048, 2048, 2.0 * 2047 * 2048 * 2048),
+                    MP_GEMM_MEDIUM);
+    CU_ASSERT_EQUAL(mp__gemm_class(0, 0, 0, 1e6), MP_GEMM_SMALL);
+    CU_ASSERT_EQUAL(mp__gemm_class(4096, 64, 4096, 2.0 * 4096 * 64 * 4096),
+                    MP_GEMM_SKINNY);
+    /* not calibrated: the roofline of the peaks, as before */
+    mp_device h;
+    CU_ASSERT_EQUAL(mp_device_builtin(c, "h100", &h), MP_OK);
+    mp_op_cost k;
+    CU_ASSERT_EQUAL(mp_node_estimate(g, mm, &h, &k), MP_OK);
+    CU_ASSERT(close_rel(k.seconds,
+                        (k.flops / 67e12 > k.bytes / 3.35e12 ? k.flops / 67e12
+                                                            : k.bytes / 3.35e12) +
+                            4e-6));
+    CU_ASSERT_EQUAL(mp_node_estimate(g, ad, &h, &k), MP_OK);
+    CU_ASSERT(close_rel(k.seconds, k.bytes / 3.35e12 + 4e-6));
+    mp_graph_destroy(g);
+    /* a training graph timed on the profile (mp_train_options.device):
+     * its backward MatMul at the calibrated figure of its FLOPs' class,
+     * not at the builtin h200's peak */
+    mp_graph *f = mp_test_mm_relu(c, 64, 1024), *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    to.device = &d;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    uint32_t gid;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "mm/grad", &gid), MP_OK);
+    const mp__node *n = &t->nodes[gid];
+    int cls = mp__gemm_class(0, 0, 0, n->flops);
+    CU_ASSERT_EQUAL(cls, MP_GEMM_MEDIUM); /* 2 x 2 x 64 x 1024^2 = 2 x 512^3 */
+    double tg = n->flops / d.cal.gemm[MP_CAL_FP32][cls];
+    if (n->bytes_moved / d.mem_bw > tg)
+        tg = n->bytes_moved / d.mem_bw;
+    CU_ASSERT(close_rel(n->seconds, tg + d.kernel_overhead));
+    mp_graph_destroy(t);
+    t = NULL;
+    to.device = NULL; /* the builtin h200: another time */
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "mm/grad", &gid), MP_OK);
+    CU_ASSERT(!close_rel(t->nodes[gid].seconds, tg + d.kernel_overhead));
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(c);
+}
+
+/* The builtin h200 is the checked-in profile analysis/profiles/h200.json
+ * (scripts/gen-builtin-profile.py made analysis/builtin_h200.inc). */
+static void t_builtin_is_file(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_device a, b;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(c, "h200", &a), MP_OK);
+    mp_status st = mp_device_load_json(
+        c, MP_SOURCE_DIR "/analysis/profiles/h200.json", &b);
+    if (st)
+        printf("\n  %s\n", mp_ctx_message(c));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    CU_ASSERT_STRING_EQUAL(a.name, b.name);
+#define SAME(f) CU_ASSERT_EQUAL(a.f, b.f)
+    SAME(flops_fp64); SAME(flops_fp32); SAME(flops_tf32); SAME(flops_fp16);
+    SAME(flops_bf16); SAME(flops_fp8); SAME(flops_int8); SAME(mem_bw);
+    SAME(mem_bytes); SAME(h2d_bw); SAME(d2h_bw); SAME(link_latency);
+    SAME(copy_engines); SAME(kernel_overhead); SAME(host_mem_bytes);
+    SAME(disk_bytes); SAME(disk_read_bw); SAME(disk_write_bw);
+    SAME(cal.version); SAME(cal.pointwise_bw); SAME(cal.reduce_bw);
+    SAME(cal.copy_bw); SAME(cal.overlap);
+    for (int i = 0; i < MP_CAL_DTYPES; i++) {
+        for (int k = 0; k < MP_GEMM_CLASSES; k++)
+            SAME(cal.gemm[i][k]);
+        for (int k = 0; k < MP_CONV_CLASSES; k++)
+            SAME(cal.conv[i][k]);
+    }
+#undef SAME
+    mp_ctx_destroy(c);
+}
+
 static CU_TestInfo tests[] = {
+    {"calibrated profiles: good, missing figure, bad version",
+     t_calibrated_json},
+    {"the cost function on a calibrated profile", t_calibrated_cost},
+    {"the builtin h200 equals analysis/profiles/h200.json",
+     t_builtin_is_file},
     {"builtin device profiles", t_builtin},
     {"JSON device profiles: good and malformed", t_json},
     {"node cost by hand (roofline, given figures, views)", t_node_cost},

@@ -40,4 +40,7 @@ int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f);
 /* The summary for humans. */
 void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f);
 
+/* `memplan calibrate` (calibrate_cmd.c); an exit code. */
+int mpv_calibrate(cli_args *a);
+
 #endif /* MEMPLAN_VALIDATE_COMMAND_H */

@@ -515,6 +515,23 @@ void output_stats(const mpv_program *p, const std::vector<unsigned char> &buf,
     }
 }
 
+// --step-times: one more planned run, each step between two events and
+// nothing else between them (no memory samples, which synchronise the
+// stream after every step): the per-step times the cost model predicts
+bool time_steps_alone(run_ctx &c)
+{
+    mpv_options o = *c.o;
+    o.sample_memory = 0;
+    const mpv_options *keep = c.o;
+    c.o = &o;
+    float ms = 0;
+    uint64_t peak = 0;
+    bool ok = run_planned(c, 1, &ms, &peak);
+    c.o = keep;
+    c.r->steps_events_only = ok;
+    return ok;
+}
+
 } // namespace
 
 extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
@@ -709,6 +726,8 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
                 return false;
             r->outputs_identical = out_ref == out_a;
         }
+        if (o->step_times && !time_steps_alone(c))
+            return false;
         return true;
     };
     ok = body();

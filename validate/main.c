@@ -111,6 +111,7 @@ static int execute(mpv_cmd *v)
     vo.seed = v->a->seed + 1;
     vo.reference = !v->a->no_reference;
     vo.poison_free = v->a->poison;
+    vo.step_times = v->a->step_times;
     vo.dump_dir = v->a->dump;
     if (mpv_execute(v->prog, &vo, &v->res) != 0) {
         cli_error("executor: %s", v->res.error);
@@ -168,5 +169,10 @@ static int validate(cli_args *a)
 
 int main(int argc, char **argv)
 {
+    /* memplan calibrate executes this program as `memplan-validate
+     * calibrate ...` */
+    if (argc > 1 && strcmp(argv[1], "calibrate") == 0)
+        return cli_run_command(CLI_CMD_CALIBRATE, argc - 1, argv + 1,
+                               mpv_calibrate);
     return cli_run_command(CLI_CMD_VALIDATE, argc, argv, validate);
 }

@@ -185,6 +185,8 @@ static void measured_json(mp__jw *w, const mpv_result *res)
     cli_json_sizes(w, rows, sizeof rows / sizeof rows[0]);
     real(w, "planned_ms", res->planned_ms);
     real(w, "steps_ms_sum", res->steps_ms_sum);
+    /* --step-times: the steps were timed by events alone */
+    cli_json_bool(w, "steps_events_only", res->steps_events_only);
     real(w, "reference_ms", res->reference_ms);
     real(w, "max_abs_output", res->max_abs_output);
     cli_json_int(w, "nonfinite_outputs", res->nonfinite_outputs);

@@ -413,6 +413,9 @@ typedef struct mpv_options {
     int reference;          /* run the reference (one allocation a tensor) */
     int sample_memory;      /* cudaMemGetInfo after every step */
     int poison_free;        /* fill freed blocks with 0xff (planned run) */
+    int step_times;         /* at the end, one more planned run timing each
+                               step with events alone (no memory samples):
+                               mpv_result's steps come from it */
     const char *dump_dir;   /* mpv_dump_values of the planned run (NULL) */
 } mpv_options;
 void mpv_options_init(mpv_options *o);
@@ -450,6 +453,7 @@ typedef struct mpv_result {
     uint64_t ref_live_max;     /* reference: executor-summed live bytes */
     double planned_ms, reference_ms;  /* total, one pass, events */
     double steps_ms_sum;
+    int steps_events_only;     /* steps timed by events alone (step_times) */
     mpv_step_time *steps;      /* n_steps entries (malloc; mpv_result_free) */
     uint32_t n_steps;
     int outputs_identical;     /* planned vs reference, bytes */

@@ -15,10 +15,39 @@ extern "C" {
 #endif
 
 /* ---- device profiles ---------------------------------------------------- */
+/* Calibrated figures of a device: what the validation executor's kernels
+ * reach on it, by kernel class, as `memplan calibrate` measures them
+ * (docs/cost-model.md). 0 where not measured: the data-sheet peaks and
+ * the memory bandwidth of mp_device stand in. */
+enum { MP_CAL_FP32, MP_CAL_16BIT, MP_CAL_DTYPES };  /* float32; bf16/fp16 */
+enum {
+    MP_GEMM_SKINNY, /* a dimension (M, N or K) below 128 */
+    MP_GEMM_SMALL,  /* else under 2 * 512^3 FLOPs */
+    MP_GEMM_MEDIUM, /* else under 2 * 2048^3 FLOPs */
+    MP_GEMM_LARGE,
+    MP_GEMM_CLASSES
+};
+enum {
+    MP_CONV_POINTWISE, /* 1x1 kernel, one group */
+    MP_CONV_SPATIAL,   /* a larger kernel, one group (or a few) */
+    MP_CONV_DEPTHWISE, /* one group per input channel */
+    MP_CONV_CLASSES
+};
+typedef struct mp_device_calibration {
+    int version;     /* the profile's format version; 0: not calibrated */
+    double gemm[MP_CAL_DTYPES][MP_GEMM_CLASSES]; /* achieved FLOP/s */
+    double conv[MP_CAL_DTYPES][MP_CONV_CLASSES]; /* achieved FLOP/s */
+    double pointwise_bw;  /* bytes/s read + written by pointwise kernels */
+    double reduce_bw;     /* by reductions (softmax, norms, pools too) */
+    double copy_bw;       /* by data movement (transpose, concat, ...) */
+    double overlap;       /* fraction of a host copy hidden behind a GEMM
+                             running on another stream, 0..1 */
+} mp_device_calibration;
+
 /* A device: peak dense FLOP/s per dtype class, memory, the host link and
- * the host tiers (for offload). A plain value; builtin profiles (h200,
- * h100, a100, l4, t4) or user JSON files fill it. Bandwidths in bytes/s,
- * times in seconds, 0 where unknown. */
+ * the host tiers (for offload), and optionally its calibration. A plain
+ * value; builtin profiles (h200, h100, a100, l4, t4) or user JSON files
+ * fill it. Bandwidths in bytes/s, times in seconds, 0 where unknown. */
 typedef struct mp_device {
     char name[48];
     double flops_fp64, flops_fp32, flops_tf32, flops_fp16, flops_bf16,
@@ -32,6 +61,7 @@ typedef struct mp_device {
     uint64_t host_mem_bytes;  /* host DRAM (offload tier) */
     uint64_t disk_bytes;      /* disk tier */
     double disk_read_bw, disk_write_bw;
+    mp_device_calibration cal; /* all 0: not calibrated */
 } mp_device;
 
 /* A builtin profile by name (case-insensitive: "h200", "h100", "a100",
@@ -47,10 +77,14 @@ MP_API size_t mp_device_builtin_count(void);
  * beyond. */
 MP_API const char *mp_device_builtin_name(size_t i);
 /* Reads a user device profile (docs/cost-model.md): a JSON object,
- * optionally "base" (a builtin whose figures the others override). Unknown
- * keys, wrong types and negative figures are errors naming the key.
+ * optionally "base" (a builtin whose figures the others override), and
+ * optionally "version" and "calibration" (what `memplan calibrate`
+ * writes; format version 1). Unknown keys, wrong types and negative
+ * figures are errors naming the key.
  * Errors: MP_ERR_IO (unreadable), MP_ERR_PARSE (malformed JSON, an unknown
- * key, a wrong type, a negative figure; file:line:column named),
+ * key, a wrong type, a negative figure, a calibration without its
+ * version or missing a required figure, a version other than 1;
+ * file:line:column named),
  * MP_ERR_NOT_FOUND (an unknown base), MP_ERR_INVALID_ARG (NULL). */
 MP_API mp_status mp_device_load_json(mp_ctx *ctx, const char *path,
                                      mp_device *out);
@@ -71,8 +105,10 @@ MP_API double mp_device_flops(const mp_device *d, mp_dtype t);
 
 /* ---- node costs --------------------------------------------------------- */
 /* Cost of one node from the op registry: FLOPs, bytes read and written,
- * and the estimated time on d, max(flops / peak, bytes / mem_bw) plus
- * the kernel overhead (views cost nothing). A time the graph gives
+ * and the estimated time on d, max(flops / F, bytes / B) plus the kernel
+ * overhead (views cost nothing): F and B the calibrated throughput of the
+ * node's kernel class where d is calibrated, else the peak of its dtype
+ * and the memory bandwidth. A time the graph gives
  * (mp_graph_set_node_cost) is used as is. */
 typedef struct mp_op_cost {
     double flops;

@@ -13,6 +13,7 @@
 #ifndef MEMPLAN_TRAIN_H
 #define MEMPLAN_TRAIN_H
 
+#include "cost.h"
 #include "graph.h"
 
 #ifdef __cplusplus
@@ -100,6 +101,11 @@ typedef struct mp_train_options {
      * log-sum-exp per query row, as PyTorch's scaled_dot_product_attention
      * (docs/attention.md); NAIVE differentiates the ops as exported */
     mp_attention_mode attention;
+    /* the device whose cost model times the training graph's nodes
+     * (mp_node_estimate; their seconds, which the recompute solvers and
+     * validate read); NULL (default): the builtin h200. Read during the
+     * call only. */
+    const mp_device *device;
 } mp_train_options;
 /* Fills training options with their defaults (the comments above). NULL
  * is a no-op. */

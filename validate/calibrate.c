@@ -1,0 +1,365 @@
+/* calibrate.c - the benchmarks of `memplan calibrate` and the profile
+ * they make (calibrate.h; docs/cost-model.md). Each benchmark is a graph
+ * of one node, planned and lowered as `memplan validate` lowers a model,
+ * so that the calibration times the executor's own kernels (whatever
+ * path a kernel takes there: cuBLAS, im2col, cuDNN). */
+#include "calibrate.h"
+
+#include "base.h"
+#include "json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define G MPV_CB_GEMM
+#define C MPV_CB_CONV
+/* GEMMs: M, K, N; convs: x [N, C, H, W], w [M, C/group, kh, kw] */
+const mpv_cal_bench mpv_cal_benches[] = {
+    {"gemm_32x4096x4096", G, MP_GEMM_SKINNY, "MatMul", {32, 4096, 4096, 0},
+     {0}, 1},
+    {"gemm_4096x64x4096", G, MP_GEMM_SKINNY, "MatMul", {4096, 64, 4096, 0},
+     {0}, 1},
+    {"gemm_8192x4096x64", G, MP_GEMM_SKINNY, "MatMul", {8192, 4096, 64, 0},
+     {0}, 1},
+    {"gemm_256", G, MP_GEMM_SMALL, "MatMul", {256, 256, 256, 0}, {0}, 1},
+    {"gemm_448", G, MP_GEMM_SMALL, "MatMul", {448, 448, 448, 0}, {0}, 1},
+    {"gemm_1024", G, MP_GEMM_MEDIUM, "MatMul", {1024, 1024, 1024, 0}, {0},
+     1},
+    {"gemm_1536", G, MP_GEMM_MEDIUM, "MatMul", {1536, 1536, 1536, 0}, {0},
+     1},
+    {"gemm_3072", G, MP_GEMM_LARGE, "MatMul", {3072, 3072, 3072, 0}, {0},
+     1},
+    {"gemm_4096", G, MP_GEMM_LARGE, "MatMul", {4096, 4096, 4096, 0}, {0},
+     1},
+    {"conv1x1_32x256x56", C, MP_CONV_POINTWISE, "Conv", {32, 256, 56, 56},
+     {256, 256, 1, 1}, 1},
+    {"conv1x1_32x1024x14", C, MP_CONV_POINTWISE, "Conv", {32, 1024, 14, 14},
+     {256, 1024, 1, 1}, 1},
+    {"conv3x3_32x128x28", C, MP_CONV_SPATIAL, "Conv", {32, 128, 28, 28},
+     {128, 128, 3, 3}, 1},
+    {"conv3x3_32x64x56", C, MP_CONV_SPATIAL, "Conv", {32, 64, 56, 56},
+     {64, 64, 3, 3}, 1},
+    {"dwconv3x3_32x256x56", C, MP_CONV_DEPTHWISE, "Conv", {32, 256, 56, 56},
+     {256, 1, 3, 3}, 256},
+    {"dwconv7x7_32x384x14", C, MP_CONV_DEPTHWISE, "Conv", {32, 384, 14, 14},
+     {384, 1, 7, 7}, 384},
+    {"add_4096x8192", MPV_CB_POINTWISE, 0, "Add", {4096, 8192, 0, 0}, {0},
+     1},
+    {"relu_4096x8192", MPV_CB_POINTWISE, 0, "Relu", {4096, 8192, 0, 0}, {0},
+     1},
+    {"reducesum_8192x4096", MPV_CB_REDUCE, 0, "ReduceSum", {8192, 4096, 0, 0},
+     {0}, 1},
+    {"softmax_8192x4096", MPV_CB_REDUCE, 0, "Softmax", {8192, 4096, 0, 0},
+     {0}, 1},
+    {"layernorm_8192x4096", MPV_CB_REDUCE, 0, "LayerNormalization",
+     {8192, 4096, 0, 0}, {0}, 1},
+    {"transpose_4096x8192", MPV_CB_MOVE, 0, "Transpose", {4096, 8192, 0, 0},
+     {0}, 1},
+};
+#undef G
+#undef C
+const size_t mpv_cal_n_benches =
+    sizeof mpv_cal_benches / sizeof mpv_cal_benches[0];
+
+static mp_status tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
+                        int rank, const int64_t *dims, uint32_t *id)
+{
+    mp_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = MP_DTYPE_FLOAT32;
+    d.rank = rank;
+    d.dims = dims;
+    d.kind = kind;
+    return mp_graph_add_tensor(g, &d, id);
+}
+
+/* The one-node graph of b (not finalized). */
+static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
+{
+    uint32_t in[3], y, node;
+    uint32_t nin = 1;
+    mp_status st;
+    int64_t x2[2] = {b->a[0], b->a[1]}, w2[2] = {b->a[1], b->a[2]};
+    int64_t row[1] = {b->a[1]};
+    switch (b->kind) {
+    case MPV_CB_GEMM:
+        if ((st = tensor(g, "x", MP_KIND_INPUT, 2, x2, &in[0])) ||
+            (st = tensor(g, "w", MP_KIND_WEIGHT, 2, w2, &in[1])))
+            return st;
+        nin = 2;
+        break;
+    case MPV_CB_CONV:
+        if ((st = tensor(g, "x", MP_KIND_INPUT, 4, b->a, &in[0])) ||
+            (st = tensor(g, "w", MP_KIND_WEIGHT, 4, b->b, &in[1])))
+            return st;
+        nin = 2;
+        break;
+    default:
+        if ((st = tensor(g, "x", MP_KIND_INPUT, 2, x2, &in[0])))
+            return st;
+        if (strcmp(b->op, "Add") == 0) {
+            if ((st = tensor(g, "x2", MP_KIND_INPUT, 2, x2, &in[1])))
+                return st;
+            nin = 2;
+        } else if (strcmp(b->op, "LayerNormalization") == 0) {
+            if ((st = tensor(g, "scale", MP_KIND_WEIGHT, 1, row, &in[1])) ||
+                (st = tensor(g, "bias", MP_KIND_WEIGHT, 1, row, &in[2])))
+                return st;
+            nin = 3;
+        }
+        break;
+    }
+    if ((st = tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL, &y)))
+        return st;
+    mp_node_desc nd;
+    memset(&nd, 0, sizeof nd);
+    nd.name = b->name;
+    nd.op = b->op;
+    nd.inputs = in;
+    nd.n_inputs = nin;
+    nd.outputs = &y;
+    nd.n_outputs = 1;
+    nd.phase = MP_PHASE_FORWARD;
+    if ((st = mp_graph_add_node(g, &nd, &node)))
+        return st;
+    if (b->kind == MPV_CB_CONV) {
+        int64_t ks[2] = {b->b[2], b->b[3]};
+        int64_t pads[4] = {b->b[2] / 2, b->b[3] / 2, b->b[2] / 2,
+                           b->b[3] / 2};
+        if ((st = mp_graph_set_attr_ints(g, node, "kernel_shape", ks, 2)) ||
+            (st = mp_graph_set_attr_ints(g, node, "pads", pads, 4)) ||
+            (b->group > 1 &&
+             (st = mp_graph_set_attr_int(g, node, "group", b->group))))
+            return st;
+    } else if (strcmp(b->op, "ReduceSum") == 0) {
+        int64_t axes[1] = {1};
+        if ((st = mp_graph_set_attr_ints(g, node, "axes", axes, 1)))
+            return st;
+    } else if (strcmp(b->op, "Softmax") == 0 ||
+               strcmp(b->op, "LayerNormalization") == 0) {
+        if ((st = mp_graph_set_attr_int(g, node, "axis", -1)))
+            return st;
+    } else if (strcmp(b->op, "Transpose") == 0) {
+        int64_t perm[2] = {1, 0};
+        if ((st = mp_graph_set_attr_ints(g, node, "perm", perm, 2)))
+            return st;
+    }
+    if ((st = mp_graph_mark_output(g, y)))
+        return st;
+    return mp_graph_finalize(g);
+}
+
+mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
+                            mpv_cal_case *c)
+{
+    memset(c, 0, sizeof *c);
+    mp_status st = mp_graph_create(ctx, &c->g);
+    if (!st)
+        st = bench_graph(c->g, b);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    if (!st)
+        st = mp_plan_create(c->g, &po, &c->plan);
+    if (!st)
+        st = mpv_program_from_plan(c->g, c->plan, &c->prog);
+    if (!st) {
+        /* flops and bytes as the cost model counts them */
+        mp_device d;
+        memset(&d, 0, sizeof d);
+        d.flops_fp32 = 1;
+        d.mem_bw = 1;
+        mp_op_cost k;
+        st = mp_node_estimate(c->g, 0, &d, &k);
+        c->flops = k.flops;
+        c->bytes = k.bytes;
+    }
+    if (st)
+        mpv_cal_case_free(c);
+    return st;
+}
+
+void mpv_cal_case_free(mpv_cal_case *c)
+{
+    mpv_program_destroy(c->prog);
+    mp_plan_destroy(c->plan);
+    mp_graph_destroy(c->g);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- the profile ----------------------------------------------------------- */
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* work / the time less the launch overhead (at least a tenth of the
+ * time): what the cost model, which adds the overhead, needs to give the
+ * time back */
+static double rate(double work, double s, double launch)
+{
+    double t = s - launch;
+    if (t < 0.1 * s)
+        t = 0.1 * s;
+    return s > 0 ? work / t : 0;
+}
+
+/* The median rate of the benchmarks of kind and class (cls < 0: any) from
+ * times t (per benchmark, < 0 unmeasured); 0 when none was measured. */
+static double class_rate(const mpv_cal_meas *m, const double *t, int kind,
+                         int cls, const double *work)
+{
+    double r[64];
+    size_t n = 0;
+    for (size_t i = 0; i < mpv_cal_n_benches && n < 64; i++) {
+        const mpv_cal_bench *b = &mpv_cal_benches[i];
+        if (b->kind == kind && (cls < 0 || b->cls == cls) && t[i] > 0)
+            r[n++] = rate(work[i], t[i], m->launch_s);
+    }
+    if (!n)
+        return 0;
+    qsort(r, n, sizeof *r, cmp_d);
+    return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
+static void num(mp__jw *w, const char *key, double v)
+{
+    mp__jw_key(w, key);
+    mp__jw_double(w, isfinite(v) && v > 0 ? v : 0, MP__JW_ROUNDTRIP, key);
+}
+
+mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
+                               const mpv_cal_meas *m, char **text)
+{
+    static const char *const gcls[] = {"skinny", "small", "medium",
+                                       "large"};
+    static const char *const ccls[] = {"pointwise", "spatial", "depthwise"};
+    size_t nb = mpv_cal_n_benches;
+    double *flops = calloc(nb, sizeof *flops), *bytes =
+        calloc(nb, sizeof *bytes);
+    double gemm[2][MP_GEMM_CLASSES], conv[MP_CONV_CLASSES], peak[2] = {0, 0};
+    mp_status st = MP_OK;
+    if (!flops || !bytes) {
+        free(flops);
+        free(bytes);
+        return MP_ERR_NOMEM;
+    }
+    mpv_cal_case c;
+    for (size_t i = 0; i < nb && !st; i++)
+        if (!(st = mpv_cal_case_make(ctx, &mpv_cal_benches[i], &c))) {
+            flops[i] = c.flops;
+            bytes[i] = c.bytes;
+            mpv_cal_case_free(&c);
+        }
+    for (int k = 0; k < MP_GEMM_CLASSES; k++)
+        for (int d = 0; d < 2; d++) {
+            gemm[d][k] = class_rate(m, d ? m->gemm16_s : m->bench_s,
+                                    MPV_CB_GEMM, k, flops);
+            if (gemm[d][k] > peak[d])
+                peak[d] = gemm[d][k];
+        }
+    for (int k = 0; k < MP_CONV_CLASSES; k++)
+        conv[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, flops);
+    double oh = m->overlap_h2d < 0 ? 0 : m->overlap_h2d > 1 ? 1 : m->overlap_h2d;
+    double od = m->overlap_d2h < 0 ? 0 : m->overlap_d2h > 1 ? 1 : m->overlap_d2h;
+    double ov = (oh + od) / 2;
+
+    mp__jw w;
+    mp__jw_init(&w, ctx, 0, 0);
+    mp__jw_object(&w, true);
+    mp__jw_key(&w, "version");
+    mp__jw_i64(&w, 1);
+    mp__jw_key(&w, "name");
+    mp__jw_string(&w, name);
+    mp__jw_key(&w, "gpu");
+    mp__jw_string(&w, m->gpu);
+    mp__jw_key(&w, "flops");
+    mp__jw_object(&w, false);
+    num(&w, "float32", peak[0]);
+    num(&w, "float16", peak[1]);
+    num(&w, "bfloat16", peak[1]);
+    mp__jw_end(&w);
+    num(&w, "memory_bandwidth", m->d2d_bw);
+    mp__jw_key(&w, "memory_bytes");
+    mp__jw_u64(&w, m->mem_bytes);
+    num(&w, "h2d_bandwidth", m->h2d_bw);
+    num(&w, "d2h_bandwidth", m->d2h_bw);
+    num(&w, "link_latency", m->link_latency);
+    mp__jw_key(&w, "copy_engines");
+    mp__jw_i64(&w, m->copy_engines >= 1 && m->copy_engines <= 64
+                       ? m->copy_engines
+                       : 1);
+    num(&w, "kernel_overhead", m->launch_s);
+    mp__jw_key(&w, "calibration");
+    mp__jw_object(&w, true);
+    mp__jw_key(&w, "gemm");
+    mp__jw_object(&w, true);
+    for (int d = 0; d < 2; d++) {
+        mp__jw_key(&w, d ? "bfloat16" : "float32");
+        mp__jw_object(&w, false);
+        for (int k = 0; k < MP_GEMM_CLASSES; k++)
+            num(&w, gcls[k], gemm[d][k]);
+        mp__jw_end(&w);
+    }
+    mp__jw_end(&w);
+    mp__jw_key(&w, "conv");
+    mp__jw_object(&w, true);
+    mp__jw_key(&w, "float32");
+    mp__jw_object(&w, false);
+    for (int k = 0; k < MP_CONV_CLASSES; k++)
+        num(&w, ccls[k], conv[k]);
+    mp__jw_end(&w);
+    mp__jw_end(&w);
+    num(&w, "pointwise_bandwidth",
+        class_rate(m, m->bench_s, MPV_CB_POINTWISE, -1, bytes));
+    num(&w, "reduce_bandwidth",
+        class_rate(m, m->bench_s, MPV_CB_REDUCE, -1, bytes));
+    num(&w, "copy_bandwidth",
+        class_rate(m, m->bench_s, MPV_CB_MOVE, -1, bytes));
+    num(&w, "copy_compute_overlap", ov);
+    /* what was measured, for a reader (the profile reader skips x-) */
+    mp__jw_key(&w, "x-measured");
+    mp__jw_object(&w, true);
+    mp__jw_key(&w, "repetitions");
+    mp__jw_i64(&w, m->reps);
+    num(&w, "overlap_h2d", m->overlap_h2d);
+    num(&w, "overlap_d2h", m->overlap_d2h);
+    mp__jw_key(&w, "benchmarks");
+    mp__jw_array(&w, true);
+    for (size_t i = 0; i < nb; i++) {
+        mp__jw_object(&w, false);
+        mp__jw_key(&w, "name");
+        mp__jw_string(&w, mpv_cal_benches[i].name);
+        num(&w, "flops", flops[i]);
+        num(&w, "bytes", bytes[i]);
+        if (m->bench_s[i] > 0)
+            num(&w, "seconds", m->bench_s[i]);
+        else
+            mp__jw_key(&w, "seconds"), mp__jw_null(&w);
+        if (m->gemm16_s[i] > 0)
+            num(&w, "seconds_bf16", m->gemm16_s[i]);
+        mp__jw_end(&w);
+    }
+    mp__jw_end(&w);
+    mp__jw_end(&w);
+    mp__jw_end(&w);
+    mp__jw_end(&w);
+    mp__jw_raw(&w, "\n");
+    free(flops);
+    free(bytes);
+    if (st) {
+        char *t = NULL;
+        if (mp__jw_done(&w, &t, NULL) == MP_OK)
+            mp__dealloc(ctx, t);
+        return st;
+    }
+    return mp__jw_done(&w, text, NULL);
+}
+
+void mpv_cal_text_free(mp_ctx *ctx, char *text)
+{
+    mp__dealloc(ctx, text);
+}

@@ -1,0 +1,95 @@
+/* calibrate.h - `memplan calibrate` (docs/cost-model.md): the
+ * measurements that make a calibrated device profile.
+ *
+ * calibrate.c (plain C, tested without a GPU): the benchmarks, each a
+ * one-node graph planned and lowered as `memplan validate` lowers a model
+ * (so that what is timed is the executor's own kernels), and the profile
+ * JSON from what was measured. calibrate.cu (CUDA): the timings. The
+ * command itself is in calibrate_cmd.c. Not installed. */
+#ifndef MEMPLAN_VALIDATE_CALIBRATE_H
+#define MEMPLAN_VALIDATE_CALIBRATE_H
+
+#include "validate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* what a benchmark measures */
+enum { MPV_CB_GEMM, MPV_CB_CONV, MPV_CB_POINTWISE, MPV_CB_REDUCE,
+       MPV_CB_MOVE };
+
+typedef struct mpv_cal_bench {
+    const char *name;   /* e.g. "gemm_1024" */
+    int kind;           /* MPV_CB_* */
+    int cls;            /* MP_GEMM_* or MP_CONV_* (GEMM, conv) */
+    const char *op;     /* the node's op */
+    int64_t a[4], b[4]; /* GEMM: M, K, N; conv: N, C, H, W and M, C/g, kh,
+                           kw; others: the input's shape (rank 2) */
+    int64_t group;      /* conv */
+} mpv_cal_bench;
+extern const mpv_cal_bench mpv_cal_benches[];
+extern const size_t mpv_cal_n_benches;
+
+/* One benchmark ready to run: its graph (node 0 is the op), plan and
+ * program. */
+typedef struct mpv_cal_case {
+    mp_graph *g;
+    mp_plan *plan;
+    mpv_program *prog;
+    double flops, bytes;  /* as the cost model counts them (node 0) */
+} mpv_cal_case;
+/* Builds benchmark b in ctx. MP_OK or the library's status (message in
+ * ctx). */
+mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
+                            mpv_cal_case *c);
+void mpv_cal_case_free(mpv_cal_case *c);
+
+/* What a calibration measured. Times in seconds, < 0 where not measured
+ * (a benchmark the executor lowers to the synthetic kernel). */
+typedef struct mpv_cal_meas {
+    char gpu[128];              /* the CUDA device's name */
+    uint64_t mem_bytes;         /* its memory */
+    int copy_engines;
+    int reps;                   /* timed repetitions (medians) */
+    double *bench_s;            /* per mpv_cal_benches[i]: one run */
+    double *gemm16_s;           /* per benchmark; GEMMs: bf16 cublasGemmEx */
+    double launch_s;            /* an empty kernel, back to back */
+    double h2d_bw, d2h_bw;      /* pinned, 256 MiB copies, bytes/s */
+    double link_latency;        /* a 4 KiB pinned copy */
+    double d2d_bw;              /* cudaMemcpy device to device, bytes/s */
+    double overlap_h2d, overlap_d2h; /* fraction of the copy hidden */
+} mpv_cal_meas;
+
+/* The profile JSON (format version 1; docs/cost-model.md) named `name`
+ * from m, into *text (NUL-terminated, from ctx's allocator: free it with
+ * mpv_cal_text_free). The figures: each class
+ * the flops of its benchmarks over their time less the launch overhead
+ * (so that the cost model, which adds that overhead, gives back the time
+ * measured), the median over the benchmarks of a class. */
+mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
+                               const mpv_cal_meas *m, char **text);
+
+void mpv_cal_text_free(mp_ctx *ctx, char *text);
+
+/* ---- the CUDA half (calibrate.cu) ---------------------------------------- */
+typedef struct mpv_cal_gpu mpv_cal_gpu;
+/* Opens device 0: streams, cuBLAS. NULL with why filled on failure. */
+mpv_cal_gpu *mpv_cal_open(mpv_cal_meas *m, char *why, size_t cap);
+void mpv_cal_close(mpv_cal_gpu *g);
+/* Each returns 0, or -1 with why filled. Times are medians over reps
+ * timed batches (each batch long enough to time: about 2 ms). */
+/* One run of the program's compute steps (the executor's launches). */
+int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p, int reps,
+                         double *s, char *why, size_t cap);
+/* bf16 M x K by K x N, fp32 accumulation (cublasGemmEx). */
+int mpv_cal_time_gemm16(mpv_cal_gpu *g, int64_t m, int64_t k, int64_t n,
+                        int reps, double *s, char *why, size_t cap);
+/* Launch overhead, host link, device copies and overlap into m. */
+int mpv_cal_time_system(mpv_cal_gpu *g, int reps, mpv_cal_meas *m,
+                        char *why, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

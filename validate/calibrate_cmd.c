@@ -1,0 +1,118 @@
+/* calibrate_cmd.c - `memplan calibrate --device NAME -o profile.json`
+ * (memplan-validate calibrate): times the executor's kernels by class on
+ * the GPU and writes a calibrated device profile (calibrate.h;
+ * docs/cost-model.md). Progress lines go to stderr. */
+#include "calibrate.h"
+#include "command.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MP_WITH_CUDA
+/* Times every benchmark into m; 0 or an exit code (printed). */
+static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
+{
+    char why[256];
+    if (mpv_cal_time_system(g, m->reps, m, why, sizeof why)) {
+        cli_error("calibrate: %s", why);
+        return CLI_EXIT_INTERNAL;
+    }
+    for (size_t i = 0; i < mpv_cal_n_benches; i++) {
+        const mpv_cal_bench *b = &mpv_cal_benches[i];
+        mpv_cal_case c;
+        mp_status st = mpv_cal_case_make(ctx, b, &c);
+        if (st)
+            return cli_fail(ctx, st, b->name);
+        if (c.prog->n_synthetic) {
+            fprintf(stderr, "calibrate: %-22s the executor has no kernel for "
+                    "it (%s); not measured\n", b->name,
+                    c.prog->nodes[0].why ? c.prog->nodes[0].why : "");
+        } else if (mpv_cal_time_program(g, c.prog, m->reps, &m->bench_s[i],
+                                        why, sizeof why)) {
+            mpv_cal_case_free(&c);
+            cli_error("calibrate: %s: %s", b->name, why);
+            return CLI_EXIT_INTERNAL;
+        } else if (b->kind == MPV_CB_GEMM || b->kind == MPV_CB_CONV) {
+            fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s\n",
+                    b->name, m->bench_s[i] * 1e3,
+                    c.flops / m->bench_s[i] / 1e12);
+        } else {
+            fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.1f GB/s\n",
+                    b->name, m->bench_s[i] * 1e3,
+                    c.bytes / m->bench_s[i] / 1e9);
+        }
+        if (b->kind == MPV_CB_GEMM) {
+            if (mpv_cal_time_gemm16(g, b->a[0], b->a[1], b->a[2], m->reps,
+                                    &m->gemm16_s[i], why, sizeof why)) {
+                mpv_cal_case_free(&c);
+                cli_error("calibrate: %s (bf16): %s", b->name, why);
+                return CLI_EXIT_INTERNAL;
+            }
+            fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s "
+                    "(bf16, cublasGemmEx)\n", b->name,
+                    m->gemm16_s[i] * 1e3, c.flops / m->gemm16_s[i] / 1e12);
+        }
+        mpv_cal_case_free(&c);
+    }
+    return 0;
+}
+#endif
+
+int mpv_calibrate(cli_args *a)
+{
+#ifndef MP_WITH_CUDA
+    (void)a;
+    cli_error("calibrate: built without CUDA (MEMPLAN_WITH_CUDA=OFF): "
+              "nothing measured");
+    return CLI_EXIT_INPUT;
+#else
+    const char *name = a->offload.device;
+    mp_ctx *ctx = cli_ctx_create();
+    mpv_cal_meas m;
+    memset(&m, 0, sizeof m);
+    m.reps = 7;
+    m.bench_s = malloc(mpv_cal_n_benches * sizeof *m.bench_s);
+    m.gemm16_s = malloc(mpv_cal_n_benches * sizeof *m.gemm16_s);
+    int rc = ctx && m.bench_s && m.gemm16_s ? 0 : CLI_EXIT_INTERNAL;
+    if (rc)
+        cli_error("out of memory");
+    for (size_t i = 0; !rc && i < mpv_cal_n_benches; i++)
+        m.bench_s[i] = m.gemm16_s[i] = -1;
+    char why[256];
+    mpv_cal_gpu *g = rc ? NULL : mpv_cal_open(&m, why, sizeof why);
+    if (!rc && !g) {
+        cli_error("calibrate: %s", why);
+        rc = CLI_EXIT_INPUT;
+    }
+    if (!rc) {
+        fprintf(stderr, "calibrate: %s, %.1f GiB, %d copy engines; profile "
+                "'%s', medians of %d\n", m.gpu,
+                (double)m.mem_bytes / (1u << 30), m.copy_engines, name,
+                m.reps);
+        rc = measure(ctx, g, &m);
+    }
+    mpv_cal_close(g);
+    char *text = NULL;
+    if (!rc) {
+        mp_status st = mpv_cal_profile_json(ctx, name, &m, &text);
+        if (st)
+            rc = cli_fail(ctx, st, "calibrate");
+    }
+    if (!rc) {
+        FILE *f = a->output ? fopen(a->output, "w") : stdout;
+        if (!f || fputs(text, f) == EOF || (a->output && fclose(f) != 0)) {
+            cli_error("calibrate: cannot write %s",
+                      a->output ? a->output : "the standard output");
+            rc = CLI_EXIT_INPUT;
+        } else if (a->output) {
+            fprintf(stderr, "calibrate: wrote %s\n", a->output);
+        }
+    }
+    if (text)
+        mpv_cal_text_free(ctx, text);
+    free(m.bench_s);
+    free(m.gemm16_s);
+    mp_ctx_destroy(ctx);
+    return rc;
+#endif
+}
