@@ -63,7 +63,8 @@ def load(path):
             "ratio": meas / (pred * 1e3) if pred > 0 else float("inf"),
             "device": d.get("predicted", {}).get("time_device", "?"),
             "events_only": d.get("measured", {}).get("steps_events_only"),
-            "by_op": d.get("by_op", {})}
+            "by_op": (d.get("time") or {}).get("by_op") or d.get("by_op")
+            or {}}
 
 
 def by_kind(row):
