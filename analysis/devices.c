@@ -21,7 +21,6 @@ static const mp_device builtin[] = {
     /* h200: generated from analysis/profiles/h200.json (the profile
      * `memplan calibrate` writes; scripts/gen-builtin-profile.py) */
 #include "builtin_h200.inc"
-
     {"h100", 67 * TF, 67 * TF, 494.7 * TF, 989.5 * TF, 989.5 * TF,
      1979 * TF, 1979 * TF, 3.35e12, 81559 * MIB, 55 * GBS, 55 * GBS, 10e-6,
      2, 4e-6, 0, 0, 0, 0, {0}},
@@ -83,7 +82,8 @@ static const char *const profile_names[] = {
 /* per key from P_FIELDS: where it goes, and b (bytes), c (copy engines)
  * or d (a figure >= 0) */
 static const size_t profile_off[] = {
-    0, 0, 0, 0, 0, 0, offsetof(mp_device, mem_bytes), offsetof(mp_device, mem_bw),
+    0, 0, 0, 0, 0, 0,
+    offsetof(mp_device, mem_bytes), offsetof(mp_device, mem_bw),
     offsetof(mp_device, h2d_bw), offsetof(mp_device, d2h_bw),
     offsetof(mp_device, link_latency), offsetof(mp_device, kernel_overhead),
     offsetof(mp_device, copy_engines), offsetof(mp_device, host_mem_bytes),

@@ -499,10 +499,8 @@ static void t_calibrated_cost(void)
     CU_ASSERT_EQUAL(mp_device_builtin(c, "h100", &h), MP_OK);
     mp_op_cost k;
     CU_ASSERT_EQUAL(mp_node_estimate(g, mm, &h, &k), MP_OK);
-    CU_ASSERT(close_rel(k.seconds,
-                        (k.flops / 67e12 > k.bytes / 3.35e12 ? k.flops / 67e12
-                                                            : k.bytes / 3.35e12) +
-                            4e-6));
+    double tc = k.flops / 67e12, tm = k.bytes / 3.35e12;
+    CU_ASSERT(close_rel(k.seconds, (tc > tm ? tc : tm) + 4e-6));
     CU_ASSERT_EQUAL(mp_node_estimate(g, ad, &h, &k), MP_OK);
     CU_ASSERT(close_rel(k.seconds, k.bytes / 3.35e12 + 4e-6));
     mp_graph_destroy(g);

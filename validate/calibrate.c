@@ -188,7 +188,7 @@ void mpv_cal_case_free(mpv_cal_case *c)
     memset(c, 0, sizeof *c);
 }
 
-/* ---- the profile ----------------------------------------------------------- */
+/* ---- the profile ------------------------------------------------------- */
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -224,6 +224,8 @@ static double class_rate(const mpv_cal_meas *m, const double *t, int kind,
     qsort(r, n, sizeof *r, cmp_d);
     return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
 }
+
+static double unit(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
 
 static void num(mp__jw *w, const char *key, double v)
 {
@@ -263,9 +265,7 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
         }
     for (int k = 0; k < MP_CONV_CLASSES; k++)
         conv[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, flops);
-    double oh = m->overlap_h2d < 0 ? 0 : m->overlap_h2d > 1 ? 1 : m->overlap_h2d;
-    double od = m->overlap_d2h < 0 ? 0 : m->overlap_d2h > 1 ? 1 : m->overlap_d2h;
-    double ov = (oh + od) / 2;
+    double ov = (unit(m->overlap_h2d) + unit(m->overlap_d2h)) / 2;
 
     mp__jw w;
     mp__jw_init(&w, ctx, 0, 0);
