@@ -13,7 +13,9 @@ tests/test_cost.c checks that the builtin equals the file:
     scripts/gen-builtin-profile.py analysis/profiles/h200.json \\
         analysis/builtin_h200.inc
 
-"base" is refused (a builtin is complete); "x-..." keys are skipped."""
+"base" is refused (a builtin is complete); "x-..." keys are skipped.
+With --check first, nothing is written: exit 1 when OUT.inc is not what
+PROFILE.json makes (tests/test_cost.c runs this)."""
 import json
 import sys
 
@@ -55,10 +57,13 @@ def table(obj, classes, what):
         cls = obj.get(dt, {})
         rows.append("{" + ", ".join(num(cls.get(c, 0), "d")
                                     for c in classes) + "}")
-    return "{" + ", ".join(rows) + "}"
+    return "{\n            " + ",\n            ".join(rows) + "}"
 
 
 def main():
+    check = len(sys.argv) > 1 and sys.argv[1] == "--check"
+    if check:
+        del sys.argv[1]
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     with open(sys.argv[1]) as f:
@@ -91,8 +96,20 @@ def main():
             out.append("        .%s = %s," % (field, num(c.get(k, 0), "d")))
         out.append("    },")
     out.append("},")
+    text = "\n".join(out) + "\n"
+    if check:
+        try:
+            with open(sys.argv[2]) as f:
+                same = f.read() == text
+        except OSError:
+            same = False
+        if not same:
+            sys.exit("gen-builtin-profile: %s is not what %s makes; run "
+                     "scripts/gen-builtin-profile.py %s %s"
+                     % (sys.argv[2], sys.argv[1], sys.argv[1], sys.argv[2]))
+        return
     with open(sys.argv[2], "w") as f:
-        f.write("\n".join(out) + "\n")
+        f.write(text)
 
 
 if __name__ == "__main__":

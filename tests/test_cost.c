@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int close_rel(double x, double y) { return fabs(x - y) <= 1e-9 * fabs(y); }
@@ -565,6 +566,49 @@ static void t_builtin_is_file(void)
     }
 #undef SAME
     mp_ctx_destroy(c);
+    if (system("command -v python3 >/dev/null 2>&1")) {
+        printf("\n  skipped the generator: no python3\n");
+        return;
+    }
+    /* analysis/builtin_h200.inc is what the generator makes of the file */
+    char out[4096];
+    int rc = mp_test_run("python3 " MP_SOURCE_DIR
+                         "/scripts/gen-builtin-profile.py --check "
+                         MP_SOURCE_DIR "/analysis/profiles/h200.json "
+                         MP_SOURCE_DIR "/analysis/builtin_h200.inc 2>&1",
+                         out, sizeof out);
+    if (rc)
+        printf("\n%s", out);
+    CU_ASSERT_EQUAL(rc, 0);
+    /* and of a calibrated profile: every calibrated figure in place */
+    const char *in = mp_test_write_temp(".json", calibrated_json);
+    CU_ASSERT_FATAL(in != NULL);
+    char inc[512], cmd[2048];
+    snprintf(inc, sizeof inc, "%s.inc", in);
+    snprintf(cmd, sizeof cmd,
+             "python3 " MP_SOURCE_DIR "/scripts/gen-builtin-profile.py %s "
+             "%s 2>&1", in, inc);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    char *text = mp_test_slurp(inc);
+    CU_ASSERT_FATAL(text != NULL);
+    static const char *const want[] = {
+        ".name = \"cal\"", ".kernel_overhead = 3e-06",
+        "{10000000000000.0, 20000000000000.0, 40000000000000.0, "
+        "50000000000000.0}",
+        "{100000000000000.0, 200000000000000.0, 500000000000000.0, "
+        "700000000000000.0}",
+        "{30000000000000.0, 25000000000000.0, 1000000000000.0}",
+        "{0.0, 0.0, 0.0}", ".pointwise_bw = 3000000000000.0",
+        ".reduce_bw = 2000000000000.0", ".copy_bw = 2500000000000.0",
+        ".overlap = 0.9", ".version = 1"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(text, want[i])) {
+            printf("\n  no %s in\n%s", want[i], text);
+            CU_FAIL("the generated builtin");
+        }
+    free(text);
+    remove(inc);
+    remove(in);
 }
 
 static CU_TestInfo tests[] = {
