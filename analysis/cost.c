@@ -211,8 +211,9 @@ static void node_kernel(const mp_graph *g, const mp__node *n,
         k->cls = mp__gemm_class(m, nn, kk, k->flops);
         break;
     case MP__KERNEL_ATTENTION:
-        /* the two products: [Tq, D] x [D, Tk] per batch and head */
-        k->kind = MP__KK_GEMM;
+        /* the two products: [Tq, D] x [D, Tk] per batch and head (the
+         * GEMM class stands in where attention is not calibrated) */
+        k->kind = MP__KK_ATTENTION;
         if (!grad && x && w)
             (void)(dim(x, -2, &m) && dim(x, -1, &kk) && dim(w, -1, &nn));
         k->cls = mp__gemm_class(m, nn, kk, k->flops);
@@ -321,6 +322,11 @@ double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k)
     double peak = 0, bw = 0;
     int cls = k->cls >= 0 ? k->cls : 0;
     switch (k->kind) {
+    case MP__KK_ATTENTION:
+        peak = c->attention[dc];
+        if (peak <= 0 && cls < MP_GEMM_CLASSES)
+            peak = c->gemm[dc][cls];
+        break;
     case MP__KK_GEMM:
         if (cls < MP_GEMM_CLASSES)
             peak = c->gemm[dc][cls];

@@ -18,7 +18,8 @@ mp_status mp__node_estimate_ex(const struct mp_graph *g, uint32_t node,
 /* What kind of kernel a node runs, for the calibrated throughputs. */
 enum {
     MP__KK_OTHER = 0,   /* synthetic and unknown: the pointwise bandwidth */
-    MP__KK_GEMM,        /* MatMul, Gemm, fused attention (cls: MP_GEMM_*) */
+    MP__KK_GEMM,        /* MatMul, Gemm (cls: MP_GEMM_*) */
+    MP__KK_ATTENTION,   /* fused attention (cls: MP_GEMM_*, its fallback) */
     MP__KK_CONV,        /* cls: MP_CONV_* */
     MP__KK_POINTWISE,
     MP__KK_REDUCE,      /* reductions, softmax, norms, pools, the loss */

@@ -153,6 +153,7 @@ static mp_status profile_flops(profile *p, const mp__jval *v)
  *   "calibration": {
  *     "gemm": {"float32": CLASSES, "bfloat16": CLASSES},   achieved FLOP/s
  *     "conv": {"float32": CONV_CLASSES, "bfloat16": CONV_CLASSES},
+ *     "attention": {"float32": FLOP/s, "bfloat16": FLOP/s},
  *     "pointwise_bandwidth", "reduce_bandwidth", "copy_bandwidth": bytes/s,
  *     "copy_compute_overlap": 0..1
  *   }
@@ -165,10 +166,10 @@ static mp_status profile_flops(profile *p, const mp__jval *v)
 static const char *const gemm_cls[] = {"skinny", "small", "medium", "large"};
 static const char *const conv_cls[] = {"pointwise", "spatial", "depthwise"};
 static const char *const cal_dt[] = {"float32", "bfloat16"};
-enum { C_GEMM, C_CONV, C_PW, C_RED, C_COPY, C_OVERLAP };
+enum { C_GEMM, C_CONV, C_PW, C_RED, C_COPY, C_OVERLAP, C_ATT };
 static const char *const cal_names[] = {
     "gemm", "conv", "pointwise_bandwidth", "reduce_bandwidth",
-    "copy_bandwidth", "copy_compute_overlap"};
+    "copy_bandwidth", "copy_compute_overlap", "attention"};
 
 /* An object of every name of names (n) to a number >= 0, into out[]. */
 static mp_status cal_classes(mp__jr *r, const mp__jval *v,
@@ -209,9 +210,27 @@ static mp_status cal_table(mp__jr *r, const mp__jval *v,
     return st ? st : mp__jr_require(r, &o, need_fp32 ? 1u : 0u);
 }
 
+/* "attention": an object of dtype: FLOP/s, each optional. */
+static mp_status cal_attention(mp__jr *r, const mp__jval *v, double *out)
+{
+    static const mp__jkeys keys = {cal_dt, 2, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval x;
+    int k;
+    mp_status st;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_type_err(r, v, "an object of dtype: FLOP/s");
+    mp__jr_object_at(r, &o, v, &keys);
+    while (!(st = mp__jr_member(r, &o, &k)) && k != MP__JK_END)
+        if ((st = mp__jr_value(r, &x)) ||
+            (st = mp__jr_num(r, &x, 0, "a finite number >= 0", &out[k])))
+            return st;
+    return st;
+}
+
 static mp_status profile_calibration(profile *p, const mp__jval *v)
 {
-    static const mp__jkeys keys = {cal_names, 6, MP__JK_EXT, NULL};
+    static const mp__jkeys keys = {cal_names, 7, MP__JK_EXT, NULL};
     mp_device_calibration *c = &p->given.cal;
     mp__jobj o;
     mp__jval x;
@@ -232,6 +251,9 @@ static mp_status profile_calibration(profile *p, const mp__jval *v)
         case C_CONV:
             st = cal_table(&p->r, &x, conv_cls, MP_CONV_CLASSES, &c->conv[0][0],
                            MP_CONV_CLASSES, 0);
+            break;
+        case C_ATT:
+            st = cal_attention(&p->r, &x, c->attention);
             break;
         case C_OVERLAP:
             st = mp__jr_num(&p->r, &x, 0, "a number in [0, 1]", &c->overlap);

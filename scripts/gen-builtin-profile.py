@@ -92,6 +92,9 @@ def main():
                                                  "gemm"))
         out.append("        .conv = %s," % table(c.get("conv", {}), CONV,
                                                  "conv"))
+        att = c.get("attention", {})
+        out.append("        .attention = {%s}," % ", ".join(
+            num(att.get(dt, 0), "d") for dt in DT))
         for k, field in CAL_BW.items():
             out.append("        .%s = %s," % (field, num(c.get(k, 0), "d")))
         out.append("    },")

@@ -93,6 +93,8 @@ static void t_profile_round_trip(void)
                 m.launch_s + k[i].flops / (10 * gemm_rate(b->cls));
         } else if (b->kind == MPV_CB_CONV) {
             m.bench_s[i] = m.launch_s + k[i].flops / conv_rate(b->cls);
+        } else if (b->kind == MPV_CB_ATTENTION) {
+            m.bench_s[i] = m.launch_s + k[i].flops / 7e12;
         } else {
             m.bench_s[i] = m.launch_s + k[i].bytes / bw_of(b->kind);
         }
@@ -124,6 +126,8 @@ static void t_profile_round_trip(void)
         CU_ASSERT(close_rel(d.cal.gemm[MP_CAL_FP32][cls], gemm_rate(cls)));
     for (int cls = 0; cls < MP_CONV_CLASSES; cls++)
         CU_ASSERT(close_rel(d.cal.conv[MP_CAL_FP32][cls], conv_rate(cls)));
+    CU_ASSERT(close_rel(d.cal.attention[MP_CAL_FP32], 7e12));
+    CU_ASSERT_EQUAL(d.cal.attention[MP_CAL_16BIT], 0.0);
     CU_ASSERT(close_rel(d.cal.pointwise_bw, 3e12));
     CU_ASSERT(close_rel(d.cal.reduce_bw, 2e12));
     CU_ASSERT(close_rel(d.cal.copy_bw, 1.5e12));

@@ -341,6 +341,7 @@ static const char *calibrated_json =
     "                          \"medium\": 5e14, \"large\": 7e14}},"
     "  \"conv\": {\"float32\": {\"pointwise\": 3e13, \"spatial\": 2.5e13,"
     "                          \"depthwise\": 1e12}},"
+    "  \"attention\": {\"float32\": 6e12},"
     "  \"pointwise_bandwidth\": 3e12, \"reduce_bandwidth\": 2e12,"
     "  \"copy_bandwidth\": 2.5e12, \"copy_compute_overlap\": 0.9,"
     "  \"x-measured\": {\"benchmarks\": [1, 2]}}}";
@@ -359,6 +360,8 @@ static void t_calibrated_json(void)
     CU_ASSERT(close_rel(d.cal.conv[MP_CAL_FP32][MP_CONV_DEPTHWISE], 1e12));
     CU_ASSERT_EQUAL(d.cal.conv[MP_CAL_16BIT][MP_CONV_SPATIAL], 0.0);
     CU_ASSERT(close_rel(d.cal.pointwise_bw, 3e12));
+    CU_ASSERT(close_rel(d.cal.attention[MP_CAL_FP32], 6e12));
+    CU_ASSERT_EQUAL(d.cal.attention[MP_CAL_16BIT], 0.0);
     CU_ASSERT(close_rel(d.cal.reduce_bw, 2e12));
     CU_ASSERT(close_rel(d.cal.copy_bw, 2.5e12));
     CU_ASSERT(close_rel(d.cal.overlap, 0.9));
@@ -557,7 +560,8 @@ static void t_builtin_is_file(void)
     SAME(copy_engines); SAME(kernel_overhead); SAME(host_mem_bytes);
     SAME(disk_bytes); SAME(disk_read_bw); SAME(disk_write_bw);
     SAME(cal.version); SAME(cal.pointwise_bw); SAME(cal.reduce_bw);
-    SAME(cal.copy_bw); SAME(cal.overlap);
+    SAME(cal.copy_bw); SAME(cal.overlap); SAME(cal.attention[0]);
+    SAME(cal.attention[1]);
     for (int i = 0; i < MP_CAL_DTYPES; i++) {
         for (int k = 0; k < MP_GEMM_CLASSES; k++)
             SAME(cal.gemm[i][k]);
@@ -600,7 +604,8 @@ static void t_builtin_is_file(void)
         "{30000000000000.0, 25000000000000.0, 1000000000000.0}",
         "{0.0, 0.0, 0.0}", ".pointwise_bw = 3000000000000.0",
         ".reduce_bw = 2000000000000.0", ".copy_bw = 2500000000000.0",
-        ".overlap = 0.9", ".version = 1"};
+        ".overlap = 0.9", ".version = 1",
+        ".attention = {6000000000000.0, 0.0}"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(text, want[i])) {
             printf("\n  no %s in\n%s", want[i], text);

@@ -56,6 +56,13 @@ const mpv_cal_bench mpv_cal_benches[] = {
      {8192, 4096, 0, 0}, {0}, 1},
     {"transpose_4096x8192", MPV_CB_MOVE, 0, "Transpose", {4096, 8192, 0, 0},
      {0}, 1},
+    /* fused attention, Q [B, H, T, D]: ViT-B/16, BERT, GPT-2 medium */
+    {"attention_8x12x197x64", MPV_CB_ATTENTION, 0, "ScaledDotProductAttention",
+     {8, 12, 197, 64}, {0}, 1},
+    {"attention_32x12x128x64", MPV_CB_ATTENTION, 0,
+     "ScaledDotProductAttention", {32, 12, 128, 64}, {0}, 1},
+    {"attention_8x16x1024x64", MPV_CB_ATTENTION, 0,
+     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1},
 };
 #undef G
 #undef C
@@ -96,6 +103,15 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
             return st;
         nin = 2;
         break;
+    case MPV_CB_ATTENTION: {
+        int64_t kt[4] = {b->a[0], b->a[1], b->a[3], b->a[2]};
+        if ((st = tensor(g, "q", MP_KIND_INPUT, 4, b->a, &in[0])) ||
+            (st = tensor(g, "kT", MP_KIND_INPUT, 4, kt, &in[1])) ||
+            (st = tensor(g, "v", MP_KIND_INPUT, 4, b->a, &in[2])))
+            return st;
+        nin = 3;
+        break;
+    }
     default:
         if ((st = tensor(g, "x", MP_KIND_INPUT, 2, x2, &in[0])))
             return st;
@@ -117,6 +133,7 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
     memset(&nd, 0, sizeof nd);
     nd.name = b->name;
     nd.op = b->op;
+    nd.domain = b->kind == MPV_CB_ATTENTION ? "memplan" : NULL;
     nd.inputs = in;
     nd.n_inputs = nin;
     nd.outputs = &y;
@@ -265,6 +282,7 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
         }
     for (int k = 0; k < MP_CONV_CLASSES; k++)
         conv[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, flops);
+    double att = class_rate(m, m->bench_s, MPV_CB_ATTENTION, -1, flops);
     double ov = (unit(m->overlap_h2d) + unit(m->overlap_d2h)) / 2;
 
     mp__jw w;
@@ -312,6 +330,10 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     for (int k = 0; k < MP_CONV_CLASSES; k++)
         num(&w, ccls[k], conv[k]);
     mp__jw_end(&w);
+    mp__jw_end(&w);
+    mp__jw_key(&w, "attention");
+    mp__jw_object(&w, false);
+    num(&w, "float32", att);
     mp__jw_end(&w);
     num(&w, "pointwise_bandwidth",
         class_rate(m, m->bench_s, MPV_CB_POINTWISE, -1, bytes));

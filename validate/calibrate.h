@@ -17,7 +17,7 @@ extern "C" {
 
 /* what a benchmark measures */
 enum { MPV_CB_GEMM, MPV_CB_CONV, MPV_CB_POINTWISE, MPV_CB_REDUCE,
-       MPV_CB_MOVE };
+       MPV_CB_MOVE, MPV_CB_ATTENTION };
 
 typedef struct mpv_cal_bench {
     const char *name;   /* e.g. "gemm_1024" */
@@ -25,7 +25,8 @@ typedef struct mpv_cal_bench {
     int cls;            /* MP_GEMM_* or MP_CONV_* (GEMM, conv) */
     const char *op;     /* the node's op */
     int64_t a[4], b[4]; /* GEMM: M, K, N; conv: N, C, H, W and M, C/g, kh,
-                           kw; others: the input's shape (rank 2) */
+                           kw; attention: Q's B, H, T, D; others: the
+                           input's shape (rank 2) */
     int64_t group;      /* conv */
 } mpv_cal_bench;
 extern const mpv_cal_bench mpv_cal_benches[];

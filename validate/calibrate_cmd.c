@@ -32,7 +32,8 @@ static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
             mpv_cal_case_free(&c);
             cli_error("calibrate: %s: %s", b->name, why);
             return CLI_EXIT_INTERNAL;
-        } else if (b->kind == MPV_CB_GEMM || b->kind == MPV_CB_CONV) {
+        } else if (b->kind == MPV_CB_GEMM || b->kind == MPV_CB_CONV ||
+                   b->kind == MPV_CB_ATTENTION) {
             fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s\n",
                     b->name, m->bench_s[i] * 1e3,
                     c.flops / m->bench_s[i] / 1e12);

@@ -37,6 +37,7 @@ typedef struct mp_device_calibration {
     int version;     /* the profile's format version; 0: not calibrated */
     double gemm[MP_CAL_DTYPES][MP_GEMM_CLASSES]; /* achieved FLOP/s */
     double conv[MP_CAL_DTYPES][MP_CONV_CLASSES]; /* achieved FLOP/s */
+    double attention[MP_CAL_DTYPES]; /* FLOP/s of fused attention */
     double pointwise_bw;  /* bytes/s read + written by pointwise kernels */
     double reduce_bw;     /* by reductions (softmax, norms, pools too) */
     double copy_bw;       /* by data movement (transpose, concat, ...) */
