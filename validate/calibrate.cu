@@ -3,6 +3,7 @@
 // timed with CUDA events, a batch being as many back-to-back calls as
 // fill about 2 ms (at least one), after three warm-up calls.
 #include "calibrate.h"
+#include "conv.h"
 #include "kernels.h"
 
 #include <cuda_bf16.h>
@@ -160,9 +161,12 @@ namespace {
 
 struct prog_bufs {
     unsigned char *arena = NULL, *weights = NULL, *ws = NULL;
+    mpv_dnn *dnn = NULL;  // cuDNN, for the convolution passes
     ~prog_bufs()
     {
         cudaDeviceSynchronize();
+        if (dnn)
+            mpv_dnn_destroy(dnn);
         cudaFree(arena);
         cudaFree(weights);
         cudaFree(ws);
@@ -240,6 +244,16 @@ extern "C" int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p,
         c.io.salt = ps.index;
         calls.push_back(c);
     }
+    // the convolutions' algorithms, chosen as the executor chooses them
+    if (mpv_dnn_needed(p)) {
+        const char *e = mpv_dnn_create(&b.dnn);
+        if (!e)
+            e = mpv_dnn_prepare(b.dnn, p, g->s);
+        if (e) {
+            snprintf(why, cap, "cuDNN: %s", e);
+            return -1;
+        }
+    }
     for (node_call &c : calls)  // the vectors stay put from here on
         c.io = mpv_io{c.in.data(), c.inb.data(), (uint32_t)c.in.size(),
                       c.out.data(), c.outb.data(), c.odt.data(),
@@ -250,7 +264,10 @@ extern "C" int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p,
                 const mpv_launch *l = &p->launches[c.first + i];
                 if (l->out >= 0 && !c.out[l->out])
                     continue;
-                const char *e = mpv_run_launch(l, &c.io, g->h, g->s);
+                const char *e =
+                    l->kind == MPV_L_CONV_DNN
+                        ? mpv_dnn_run(b.dnn, c.first + i, l, &c.io, g->s)
+                        : mpv_run_launch(l, &c.io, g->h, g->s);
                 if (e) {
                     snprintf(why, cap, "launch: %s", e);
                     return -1;

@@ -2,7 +2,8 @@
  * input's and the weight's gradient of MPV_L_CONV_DNN launches over the
  * whole batch, each with the fastest deterministic algorithm whose
  * workspace is at most the launch's planned one, and direct kernels where
- * cuDNN cannot run a pass. CUDA C++, included by executor.cu only. */
+ * cuDNN cannot run a pass. CUDA C++, included by executor.cu and
+ * calibrate.cu. */
 #ifndef MEMPLAN_VALIDATE_CONV_H
 #define MEMPLAN_VALIDATE_CONV_H
 
