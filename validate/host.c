@@ -1005,6 +1005,34 @@ static int64_t slice_start(int64_t st, int64_t dim, int64_t step)
     return st;
 }
 
+/* Where a Slice's output y [r dims] lies in its input xt: the input's
+ * element strides per output axis (sst) and the offset of its first
+ * element (*off). 0, or 1 with *why set. */
+static int slice_map(const mp_graph *g, const mp__node *n,
+                     const mp__tensor *xt, const mp__tensor *y, int64_t *sst,
+                     int64_t *off, const char **why)
+{
+    int r = xt->rank;
+    int64_t starts[MPV_MAXR], axes[MPV_MAXR], steps[MPV_MAXR];
+    int ns = slice_args(g, n, starts, axes, steps, why);
+    if (ns < 0)
+        return 1;
+    int64_t ist[MPV_MAXR];
+    strides_of(xt->dims, r, ist);
+    for (int i = 0; i < r; i++)
+        sst[i] = ist[i];
+    *off = 0;
+    for (int i = 0; i < ns; i++) {
+        int a = norm_axis(axes[i], r);
+        if (a < 0 || a >= r || steps[i] == 0)
+            FAIL("Slice: bad axis or step");
+        if (y->dims[a] > 0)
+            *off += slice_start(starts[i], xt->dims[a], steps[i]) * ist[a];
+        sst[a] = ist[a] * steps[i];
+    }
+    return 0;
+}
+
 static int lower_slice(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
@@ -1013,26 +1041,38 @@ static int lower_slice(lower *L, const mp__node *n, const char **why)
     int r = xt->rank;
     if (!es || r > MPV_MAXR || y->rank != r)
         FAIL("Slice: element size or rank");
-    int64_t starts[MPV_MAXR], axes[MPV_MAXR], steps[MPV_MAXR];
-    int ns = slice_args(g, n, starts, axes, steps, why);
-    if (ns < 0)
+    int64_t sst[MPV_MAXR], ost[MPV_MAXR], off;
+    if (slice_map(g, n, xt, y, sst, &off, why) != 0)
         return 1;
-    int64_t ist[MPV_MAXR], sst[MPV_MAXR], ost[MPV_MAXR];
-    strides_of(xt->dims, r, ist);
     strides_of(y->dims, r, ost);
-    for (int i = 0; i < r; i++)
-        sst[i] = ist[i];
-    int64_t off = 0;
-    for (int i = 0; i < ns; i++) {
-        int a = norm_axis(axes[i], r);
-        if (a < 0 || a >= r || steps[i] == 0)
-            FAIL("Slice: bad axis or step");
-        if (y->dims[a] > 0)
-            off += slice_start(starts[i], xt->dims[a], steps[i]) * ist[a];
-        sst[a] = ist[a] * steps[i];
-    }
     if (numel(y) > 0 && !add_copy(L, 0, 0, r, y->dims, sst, ost, off, 0, es))
         return -1;
+    return 0;
+}
+
+/* a constant-mode Pad's pads (2 r of them, none negative) and value;
+ * 0, or 1 with *why set */
+static int pad_args(const mp_graph *g, const mp__node *n, int r,
+                    int64_t *pads, double *value, const char **why)
+{
+    const char *mode = mp__attr_str(n, "mode", "constant");
+    if (strcmp(mode, "constant") != 0)
+        FAIL("Pad: only constant mode");
+    int np = n->n_in >= 2 ? input_ints(g, n, 1, pads, 2 * MPV_MAXR)
+                          : attr_ints(n, "pads", pads, 2 * MPV_MAXR);
+    if (np != 2 * r)
+        FAIL("Pad: pads not known (or axes given)");
+    *value = 0.0;
+    if (n->n_in >= 3) {
+        double v[1];
+        if (in_t(g, n, 2) && input_floats(g, n, 2, v, 1) == 1)
+            *value = v[0];
+    } else {
+        *value = mp__attr_float(n, "value", 0.0);
+    }
+    for (int i = 0; i < 2 * r; i++)
+        if (pads[i] < 0)
+            FAIL("Pad: negative pads");
     return 0;
 }
 
@@ -1045,25 +1085,10 @@ static int lower_pad(lower *L, const mp__node *n, const char **why)
     int r = xt->rank;
     if (!is_f32(xt) || r > MPV_MAXR || y->rank != r)
         FAIL("Pad: only float32");
-    const char *mode = mp__attr_str(n, "mode", "constant");
-    if (strcmp(mode, "constant") != 0)
-        FAIL("Pad: only constant mode");
     int64_t pads[2 * MPV_MAXR];
-    int np = n->n_in >= 2 ? input_ints(g, n, 1, pads, 2 * MPV_MAXR)
-                          : attr_ints(n, "pads", pads, 2 * MPV_MAXR);
-    if (np != 2 * r)
-        FAIL("Pad: pads not known (or axes given)");
-    double value = 0.0;
-    if (n->n_in >= 3) {
-        double v[1];
-        if (in_t(g, n, 2) && input_floats(g, n, 2, v, 1) == 1)
-            value = v[0];
-    } else {
-        value = mp__attr_float(n, "value", 0.0);
-    }
-    for (int i = 0; i < 2 * r; i++)
-        if (pads[i] < 0)
-            FAIL("Pad: negative pads");
+    double value;
+    if (pad_args(g, n, r, pads, &value, why) != 0)
+        return 1;
     if (add_fill(L, 0, numel(y), 0, value) != 0)
         return -1;
     int64_t ist[MPV_MAXR], ost[MPV_MAXR], off = 0;
@@ -1568,10 +1593,10 @@ static int grad_node(const mp__node *n, gnode *G, const char **why)
     return 0;
 }
 
-/* a float32 operand read in row-major order of its own shape (a range
- * view included), or a broadcast view's storage; NULL otherwise */
-static const mp__tensor *plain_f32(const mp_graph *g, const mp__node *n,
-                                   int slot)
+/* an operand of dtype dt read in row-major order of its own shape (a
+ * range view included), or a broadcast view's storage; NULL otherwise */
+static const mp__tensor *plain_of(const mp_graph *g, const mp__node *n,
+                                  int slot, int dt)
 {
     const mp__tensor *t = in_t(g, n, (uint32_t)slot);
     if (!t)
@@ -1581,7 +1606,13 @@ static const mp__tensor *plain_f32(const mp_graph *g, const mp__node *n,
         return NULL;
     if (k == MP__NVIEW_B)
         t = &g->tensors[t->alias_of];
-    return is_f32(t) ? t : NULL;
+    return t->dtype == dt ? t : NULL;
+}
+
+static const mp__tensor *plain_f32(const mp_graph *g, const mp__node *n,
+                                   int slot)
+{
+    return plain_of(g, n, slot, MP_DTYPE_FLOAT32);
 }
 
 /* How MPV_L_GRAD_PW's many-term sums are spread (validate.h): 32
@@ -1659,7 +1690,11 @@ static int add_grad_pw(lower *L, const mp__node *n, int out, const int *in,
             x->p.gpw.m *= dy->dims[d];
     }
     for (int k = 0; k < n_in; k++) {
-        const mp__tensor *a = plain_f32(g, n, in[k]);
+        /* a Where's condition: bool bytes */
+        int cond = k > 0 && (ops[k - 1] == MPV_BOP_WHERE_T ||
+                             ops[k - 1] == MPV_BOP_WHERE_F);
+        const mp__tensor *a = plain_of(g, n, in[k], cond ? MP_DTYPE_BOOL
+                                                         : MP_DTYPE_FLOAT32);
         if (!a || bcast_strides(a, dy->dims, r, x->p.gpw.st[k]) != 0)
             FAIL("backward: a pointwise operand not float32 or broadcastable");
         x->in[k] = in[k];
@@ -1774,6 +1809,118 @@ static const mp__tensor *fwd_operand(const mp_graph *g, const mp__node *n,
     return G->dx[i] >= 0 ? out_t(g, n, (uint32_t)G->dx[i]) : NULL;
 }
 
+/* MatMul with a permuted operand (a view read in place, as the forward
+ * reads it): each product's operands read with op N or T through their
+ * strides, the batch dims (Y's leading dims) walked as outer products.
+ * dA = dY B^T per batch index (A not broadcast); dB zeroed, then A^T dY
+ * added per batch index, the indices where B is broadcast summed one
+ * product after another (beta 1, one stream: a fixed order). */
+static int lower_grad_matmul_strided(lower *L, const mp__node *n,
+                                     const gnode *G, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *dy = G->dy[0] >= 0 ? plain_f32(g, n, G->dy[0]) : NULL;
+    int wa = G->dx[0] >= 0, wb = G->dx[1] >= 0;
+    const mp__tensor *a = G->in[0] >= 0 ? in_t(g, n, (uint32_t)G->in[0]) : NULL;
+    const mp__tensor *b = G->in[1] >= 0 ? in_t(g, n, (uint32_t)G->in[1]) : NULL;
+    if (!dy || (wa && !b) || (wb && !a))
+        FAIL("MatMulGrad: an operand the gradient needs is not saved");
+    for (int i = 2; i < GMAX; i++)
+        if (G->dx[i] >= 0)
+            FAIL("MatMulGrad: a gradient of an input past the operands");
+    /* the operands' shapes: the saved tensors', else their gradients' */
+    const mp__tensor *at = wa ? out_t(g, n, (uint32_t)G->dx[0]) : a;
+    const mp__tensor *bt = wb ? out_t(g, n, (uint32_t)G->dx[1]) : b;
+    int ra = at->rank, rb = bt->rank, ry = dy->rank;
+    if (!is_f32(at) || !is_f32(bt) || (a && !is_f32(a)) || (b && !is_f32(b)) ||
+        ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb) || ry > MPV_MAXR)
+        FAIL("MatMulGrad: float32 operands of rank >= 2");
+    int64_t M = at->dims[ra - 2], K = at->dims[ra - 1], N = bt->dims[rb - 1];
+    if (bt->dims[rb - 2] != K || dy->dims[ry - 2] != M ||
+        dy->dims[ry - 1] != N || (a && numel(a) != numel(at)) ||
+        (b && numel(b) != numel(bt)))
+        FAIL("MatMulGrad: shapes");
+    int64_t sa[MPV_MAXR], sb[MPV_MAXR], sy[MPV_MAXR], sc[MPV_MAXR];
+    if ((a && operand_strides(g, n->inputs[G->in[0]], sa)) ||
+        (b && operand_strides(g, n->inputs[G->in[1]], sb)))
+        FAIL("MatMulGrad: a permuted operand's strides");
+    strides_of(dy->dims, ry, sy);
+    int lead = ry - 2;
+    for (int i = 0; i < lead; i++) {
+        int ia = i - (ry - ra), ib = i - (ry - rb);
+        if ((ia >= 0 && at->dims[ia] != 1 && at->dims[ia] != dy->dims[i]) ||
+            (ib >= 0 && bt->dims[ib] != 1 && bt->dims[ib] != dy->dims[i]))
+            FAIL("MatMulGrad: batch dims");
+    }
+    if (wa) { /* dA [M, K] = dY [M, N] B^T [N, K] */
+        if (ra != ry)
+            FAIL("MatMulGrad: a broadcast A's gradient");
+        for (int i = 0; i < lead; i++)
+            if (at->dims[i] != dy->dims[i])
+                FAIL("MatMulGrad: a broadcast A's gradient");
+        int64_t bs[2] = {sb[rb - 1], sb[rb - 2]}, ldb;
+        int tb = matrix_op(bs, 2, &ldb);
+        if (tb < 0)
+            FAIL("MatMulGrad: B with no contiguous rows or columns");
+        mpv_launch *x = add_launch(L, MPV_L_GEMM);
+        if (!x)
+            return -1;
+        x->in[0] = G->dy[0];
+        x->in[1] = G->in[1];
+        x->out = G->dx[0];
+        x->p.gemm.tb = tb;
+        x->p.gemm.m = M;
+        x->p.gemm.n = K;
+        x->p.gemm.k = N;
+        x->p.gemm.lda = N;
+        x->p.gemm.ldb = ldb;
+        x->p.gemm.ldc = K;
+        x->p.gemm.alpha = 1.0;
+        x->p.gemm.batch = 1;
+        strides_of(at->dims, ra, sc);
+        for (int i = 0; i < lead; i++) {
+            int ib = i - (ry - rb), o = x->p.gemm.orank++;
+            x->p.gemm.odims[o] = dy->dims[i];
+            x->p.gemm.osa[o] = sy[i];
+            x->p.gemm.osb[o] = ib >= 0 && bt->dims[ib] != 1 ? sb[ib] : 0;
+            x->p.gemm.osc[o] = sc[i];
+        }
+    }
+    if (wb) { /* dB [K, N] += A^T [K, M] dY [M, N] */
+        int64_t as[2] = {sa[ra - 1], sa[ra - 2]}, lda;
+        int ta = matrix_op(as, 2, &lda);
+        if (ta < 0)
+            FAIL("MatMulGrad: A with no contiguous rows or columns");
+        if (add_fill(L, G->dx[1], numel(bt), 1, 0) != 0)
+            return -1;
+        mpv_launch *x = add_launch(L, MPV_L_GEMM);
+        if (!x)
+            return -1;
+        x->in[0] = G->in[0];
+        x->in[1] = G->dy[0];
+        x->out = G->dx[1];
+        x->p.gemm.ta = ta;
+        x->p.gemm.m = K;
+        x->p.gemm.n = N;
+        x->p.gemm.k = M;
+        x->p.gemm.lda = lda;
+        x->p.gemm.ldb = N;
+        x->p.gemm.ldc = N;
+        x->p.gemm.alpha = 1.0;
+        x->p.gemm.beta = 1.0;
+        x->p.gemm.batch = 1;
+        strides_of(bt->dims, rb, sc);
+        for (int i = 0; i < lead; i++) {
+            int ia = i - (ry - ra), ib = i - (ry - rb), o = x->p.gemm.orank++;
+            x->p.gemm.odims[o] = dy->dims[i];
+            x->p.gemm.osa[o] = ia >= 0 && at->dims[ia] != 1 ? sa[ia] : 0;
+            x->p.gemm.osb[o] = sy[i];
+            x->p.gemm.osc[o] = ib >= 0 && bt->dims[ib] != 1 ? sc[ib] : 0;
+        }
+    }
+    return 0;
+}
+
 /* MatMul [.., M, K] x [.., K, N] and Gemm (2-D, transA, transB, alpha,
  * C): dA = dY B^T, dB = A^T dY (cuBLAS), dC = beta dY summed to C's
  * shape */
@@ -1788,7 +1935,8 @@ static int lower_grad_matmul(lower *L, const mp__node *n, const gnode *G,
     for (int i = 0; i < 2; i++)
         if (G->in[i] >= 0 &&
             mp__tensor_view_kind(g, n->inputs[G->in[i]]) == MP__NVIEW_P)
-            FAIL("MatMulGrad: a permuted operand (a view read in place)");
+            return gemm ? (*why = "GemmGrad: a permuted operand", 1)
+                        : lower_grad_matmul_strided(L, n, G, why);
     if (!a || !b || !dy || !is_f32(a) || !is_f32(b) || a->rank < 2 ||
         b->rank < 2 || dy->rank < 2 || (gemm && (a->rank != 2 || b->rank != 2)))
         FAIL("MatMulGrad: float32 operands of rank >= 2 (Gemm: 2)");
@@ -2450,6 +2598,509 @@ static int lower_grad_attention(lower *L, const mp__node *n, const gnode *G,
     return 0;
 }
 
+/* ---- backward: data movement, reductions, pointwise derivatives -------- */
+
+/* The forward node of backward node n (NAME/grad or NAME/grad_w, named
+ * after it by planner/train.c), when it is in the graph with the op the
+ * backward node names; NULL otherwise. What the backward node does not
+ * carry (the constant inputs of Slice, Pad, Clip, a reduction's axes;
+ * the shapes of Concat's inputs and Split's outputs) is read there. */
+static const mp__node *fwd_node(const mp_graph *g, const mp__node *n,
+                                const gnode *G)
+{
+    static const char *const sfx[] = {"/grad", "/grad_w"};
+    size_t len = strlen(n->name);
+    char name[512];
+    for (size_t k = 0; k < 2; k++) {
+        size_t ls = strlen(sfx[k]);
+        if (len <= ls || len - ls >= sizeof name ||
+            strcmp(n->name + len - ls, sfx[k]) != 0)
+            continue;
+        memcpy(name, n->name, len - ls);
+        name[len - ls] = '\0';
+        uint32_t id;
+        if (mp_graph_find_node(g, name, &id) != MP_OK)
+            return NULL;
+        const mp__node *f = &g->nodes[id];
+        return f->def == G->fwd && f->phase == MP_PHASE_FORWARD ? f : NULL;
+    }
+    return NULL;
+}
+
+/* an input slot read row-major (no transposed, permuted or broadcast
+ * view), any dtype; NULL otherwise */
+static const mp__tensor *plain_in(const mp_graph *g, const mp__node *n,
+                                  int slot)
+{
+    const mp__tensor *t = slot >= 0 ? in_t(g, n, (uint32_t)slot) : NULL;
+    unsigned k = t ? mp__tensor_view_kind(g, n->inputs[slot]) : 0;
+    return t && k != MP__NVIEW_T && k != MP__NVIEW_P && k != MP__NVIEW_B
+               ? t
+               : NULL;
+}
+
+/* the one input gradient (forward input 0) of a node with one output
+ * gradient: *dy its slot, returns dx's output slot, or -1 */
+static int one_grad(const mp_graph *g, const mp__node *n, const gnode *G,
+                    int *dy, const mp__tensor **dyt, const mp__tensor **dxt)
+{
+    *dy = G->dy[0];
+    int o = G->dx[0];
+    if (*dy < 0 || o < 0 || G->n_dx != 1 || n->n_out != 1)
+        return -1;
+    for (int i = 1; i < GMAX; i++)
+        if (G->dy[i] >= 0)
+            return -1;
+    *dyt = plain_in(g, n, *dy);
+    *dxt = out_t(g, n, (uint32_t)o);
+    return *dyt && (*dyt)->rank <= MPV_MAXR && (*dxt)->rank <= MPV_MAXR ? o
+                                                                        : -1;
+}
+
+/* MPV_L_GRAD_PW as add_grad_pw, the derivative op's a and b set */
+static int add_grad_pw_ab(lower *L, const mp__node *n, int out, const int *in,
+                          const int *ops, int n_in, double alpha, double a,
+                          double b, const char **why)
+{
+    int r = add_grad_pw(L, n, out, in, ops, n_in, alpha, why);
+    if (r == 0) {
+        L->l[L->n - 1].p.gpw.pa = a;
+        L->l[L->n - 1].p.gpw.pb = b;
+    }
+    return r;
+}
+
+/* A unary op's gradient: dx = dy f'(s), s the saved output (y) or input
+ * (x) as the op's backward rule saves it; Neg: -dy */
+static int lower_grad_unary(lower *L, const mp__node *n, const gnode *G,
+                            unsigned kop, const char **why)
+{
+    static const struct {
+        unsigned kop;
+        int bop, from_y;
+    } ops[] = {
+        {MP__KOP_SIGMOID, MPV_BOP_SIGMOID_GRAD, 1},
+        {MP__KOP_TANH, MPV_BOP_TANH_GRAD, 1},
+        {MP__KOP_EXP, MP__KOP_MUL, 1},
+        {MP__KOP_SQRT, MPV_BOP_SQRT_GRAD, 1},
+        {MP__KOP_RECIPROCAL, MPV_BOP_RECIPROCAL_GRAD, 1},
+        {MP__KOP_LOG, MP__KOP_DIV, 0},
+        {MP__KOP_ERF, MPV_BOP_ERF_GRAD, 0},
+        {MP__KOP_GELU, MPV_BOP_GELU_GRAD, 0},
+        {MP__KOP_ABS, MPV_BOP_ABS_GRAD, 0},
+        {MP__KOP_CLIP, MPV_BOP_CLIP_GRAD, 0},
+        {MP__KOP_HARDSIGMOID, MPV_BOP_HARDSIGMOID_GRAD, 0},
+        {MP__KOP_HARDSWISH, MPV_BOP_HARDSWISH_GRAD, 0},
+        {MP__KOP_LEAKYRELU, MPV_BOP_LEAKYRELU_GRAD, 0},
+        {MP__KOP_ELU, MPV_BOP_ELU_GRAD, 0},
+        {MP__KOP_SOFTPLUS, MPV_BOP_SOFTPLUS_GRAD, 0},
+        {MP__KOP_SIN, MPV_BOP_SIN_GRAD, 0},
+        {MP__KOP_COS, MPV_BOP_COS_GRAD, 0},
+    };
+    const mp_graph *g = L->g;
+    int dy, o;
+    const mp__tensor *dyt, *dxt;
+    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0)
+        FAIL("backward: a unary op's one gradient");
+    if (kop == MP__KOP_NEG) {
+        int in[1] = {dy};
+        return add_grad_pw(L, n, o, in, NULL, 1, -1.0, why);
+    }
+    size_t k = 0;
+    while (k < sizeof ops / sizeof ops[0] && ops[k].kop != kop)
+        k++;
+    if (k == sizeof ops / sizeof ops[0])
+        FAIL("backward: no kernel for this unary op's gradient");
+    int s = ops[k].from_y ? G->y0 : G->in[0];
+    if (s < 0)
+        FAIL(ops[k].from_y ? "backward: the unary op's output is not saved"
+                           : "backward: the unary op's input is not saved");
+    /* the op's parameters: the forward node's (Clip's min and max may be
+     * inputs, which the backward node does not have) */
+    const mp__node *f = fwd_node(g, n, G);
+    if (kop == MP__KOP_CLIP && !f)
+        FAIL("ClipGrad: the forward node (its min and max) not found");
+    double a, b;
+    if (unary_params(g, f ? f : n, &a, &b, why) != 0)
+        return 1;
+    int in[2] = {dy, s}, bop[1] = {ops[k].bop};
+    return add_grad_pw_ab(L, n, o, in, bop, 2, 1.0, a, b, why);
+}
+
+/* Pow: the base's gradient dy e x^(e - 1), the exponent's dy y log(x)
+ * summed to its shape (0 where x = 0: PyTorch masks x = 0 for e >= 0),
+ * the exponent read as a tensor */
+static int lower_grad_pow(lower *L, const mp__node *n, const gnode *G,
+                          const char **why)
+{
+    if (G->dy[0] < 0 || (uint32_t)G->n_dx != n->n_out || G->in[0] < 0)
+        FAIL("PowGrad: the output gradient, the base saved");
+    if (G->dx[0] >= 0) {
+        int in[3] = {G->dy[0], G->in[0], G->in[1]};
+        int ops[2] = {MPV_BOP_POW_GRAD, MPV_BOP_POW_GRAD};
+        if (G->in[1] < 0)
+            FAIL("PowGrad: the exponent is not saved");
+        int r = add_grad_pw(L, n, G->dx[0], in, ops, 3, 1.0, why);
+        if (r != 0)
+            return r;
+    }
+    if (G->dx[1] >= 0) {
+        int in[3] = {G->dy[0], G->y0, G->in[0]};
+        int ops[2] = {MPV_BOP_POW_EXP_GRAD, MPV_BOP_POW_EXP_GRAD};
+        if (G->y0 < 0)
+            FAIL("PowGrad: the output is not saved");
+        return add_grad_pw(L, n, G->dx[1], in, ops, 3, 1.0, why);
+    }
+    return 0;
+}
+
+/* Where(c, a, b): da = dy where c, db = dy where not c, each summed to
+ * its operand's shape; c saved (bool) */
+static int lower_grad_where(lower *L, const mp__node *n, const gnode *G,
+                            const char **why)
+{
+    if (G->dy[0] < 0 || G->in[0] < 0 || G->dx[0] >= 0 ||
+        (uint32_t)G->n_dx != n->n_out)
+        FAIL("WhereGrad: the condition saved, no gradient of it");
+    for (int i = 1; i < 3; i++) {
+        if (G->dx[i] < 0)
+            continue;
+        int in[2] = {G->dy[0], G->in[0]};
+        int ops[1] = {i == 1 ? MPV_BOP_WHERE_T : MPV_BOP_WHERE_F};
+        int r = add_grad_pw(L, n, G->dx[i], in, ops, 2, 1.0, why);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Transpose: dx = dy transposed back (a strided copy over dx's dims,
+ * reading dy's axis k for dx's axis perm[k]) */
+static int lower_grad_transpose(lower *L, const mp__node *n, const gnode *G,
+                                const char **why)
+{
+    int dy, o;
+    const mp__tensor *dyt, *dxt;
+    if ((o = one_grad(L->g, n, G, &dy, &dyt, &dxt)) < 0)
+        FAIL("TransposeGrad: one gradient, read row-major");
+    int r = dxt->rank, es = esize_of(dxt);
+    if (dyt->rank != r || !es || esize_of(dyt) != es)
+        FAIL("TransposeGrad: ranks or dtypes");
+    int64_t perm[MPV_MAXR], yst[MPV_MAXR], ist[MPV_MAXR], ost[MPV_MAXR];
+    if (attr_ints(n, "perm", perm, MPV_MAXR) != r)
+        for (int i = 0; i < r; i++)
+            perm[i] = r - 1 - i;
+    strides_of(dyt->dims, r, yst);
+    strides_of(dxt->dims, r, ost);
+    for (int i = 0; i < r; i++)
+        ist[i] = -1;
+    for (int k = 0; k < r; k++) {
+        if (perm[k] < 0 || perm[k] >= r || ist[perm[k]] >= 0 ||
+            dxt->dims[perm[k]] != dyt->dims[k])
+            FAIL("TransposeGrad: bad perm");
+        ist[perm[k]] = yst[k];
+    }
+    if (numel(dxt) > 0 &&
+        !add_copy(L, dy, o, r, dxt->dims, ist, ost, 0, 0, es))
+        return -1;
+    return 0;
+}
+
+/* Cast: dy cast back to the input's dtype */
+static int lower_grad_cast(lower *L, const mp__node *n, const gnode *G,
+                           const char **why)
+{
+    int dy, o;
+    const mp__tensor *dyt, *dxt;
+    if ((o = one_grad(L->g, n, G, &dy, &dyt, &dxt)) < 0 ||
+        !cast_ok(dyt->dtype) || !cast_ok(dxt->dtype) ||
+        numel(dyt) != numel(dxt))
+        FAIL("CastGrad: one gradient of a supported dtype pair");
+    mpv_launch *x = add_launch(L, MPV_L_CAST);
+    if (!x)
+        return -1;
+    x->in[0] = dy;
+    x->out = o;
+    x->p.cast.n = numel(dxt);
+    x->p.cast.from = dyt->dtype;
+    x->p.cast.to = dxt->dtype;
+    return 0;
+}
+
+/* Gather (data input 0, indices saved): dx zeroed, then each row of dy
+ * added at its index */
+static int lower_grad_gather(lower *L, const mp__node *n, const gnode *G,
+                             const char **why)
+{
+    const mp_graph *g = L->g;
+    int dy, o;
+    const mp__tensor *dyt, *dxt, *it = plain_in(g, n, G->in[1]);
+    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 || !is_f32(dyt) ||
+        !is_f32(dxt) || !it ||
+        (it->dtype != MP_DTYPE_INT64 && it->dtype != MP_DTYPE_INT32))
+        FAIL("GatherGrad: float32 data, int32/int64 indices saved");
+    int axis = axis_attr(n, 0, dxt->rank);
+    if (axis < 0)
+        FAIL("GatherGrad: bad axis");
+    int64_t outer = dims_prod(dxt->dims, 0, axis), ax = dxt->dims[axis];
+    int64_t inner = dims_prod(dxt->dims, axis + 1, dxt->rank);
+    if (numel(dyt) != outer * numel(it) * inner)
+        FAIL("GatherGrad: the output gradient's size");
+    if (add_fill(L, o, numel(dxt), 1, 0) != 0)
+        return -1;
+    if (ax == 0 || numel(dyt) == 0)
+        return 0;
+    mpv_launch *x = add_launch(L, MPV_L_GATHER_GRAD);
+    if (!x)
+        return -1;
+    x->in[0] = dy;
+    x->in[1] = G->in[1];
+    x->out = o;
+    x->p.gather.outer = outer;
+    x->p.gather.axis = ax;
+    x->p.gather.inner = inner;
+    x->p.gather.nidx = numel(it);
+    x->p.gather.esize = 4;
+    x->p.gather.iesize = esize_of(it);
+    return 0;
+}
+
+/* ReduceMean / ReduceSum: dy broadcast back over the reduced axes (times
+ * 1 / count for the mean): a pointwise launch over dx's dims with no
+ * sum, dy read at stride 0 along them */
+static int lower_grad_reduce(lower *L, const mp__node *n, const gnode *G,
+                             unsigned kop, const char **why)
+{
+    const mp_graph *g = L->g;
+    int dy, o;
+    const mp__tensor *dyt, *dxt;
+    if ((kop != MP__KOP_REDUCE_MEAN && kop != MP__KOP_REDUCE_SUM) ||
+        (o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 || !is_f32(dyt) ||
+        !is_f32(dxt))
+        FAIL("ReduceGrad: ReduceMean or ReduceSum, float32");
+    int r = dxt->rank;
+    /* the axes: the attribute, else the forward node's second input */
+    int64_t axes[MPV_MAXR];
+    int na = attr_ints(n, "axes", axes, MPV_MAXR);
+    const mp__node *f = na < 0 ? fwd_node(g, n, G) : NULL;
+    if (na < 0 && f && f->n_in >= 2 && in_t(g, f, 1)) {
+        na = input_ints(g, f, 1, axes, MPV_MAXR);
+        if (na < 0)
+            FAIL("ReduceGrad: axes not known");
+    } else if (na < 0 && !f && numel(dyt) != 1) {
+        FAIL("ReduceGrad: the forward node (its axes) not found");
+    }
+    int red[MPV_MAXR];
+    for (int i = 0; i < r; i++)
+        red[i] = na <= 0 ? !attr_i(n, "noop_with_empty_axes", 0) : 0;
+    for (int i = 0; i < na; i++) {
+        int a = norm_axis(axes[i], r);
+        if (a < 0 || a >= r)
+            FAIL("ReduceGrad: bad axis");
+        red[a] = 1;
+    }
+    /* dy's dims: dx's with the reduced ones 1 (keepdims) or gone */
+    int keep = attr_i(n, "keepdims", 1) != 0;
+    int64_t kd[MPV_MAXR], st[MPV_MAXR], count = 1;
+    int kr = 0;
+    for (int i = 0; i < r; i++) {
+        if (red[i])
+            count *= dxt->dims[i];
+        if (!red[i] || keep)
+            kd[kr++] = red[i] ? 1 : dxt->dims[i];
+    }
+    if (kr != dyt->rank)
+        FAIL("ReduceGrad: the output gradient's rank");
+    for (int i = 0; i < kr; i++)
+        if (kd[i] != dyt->dims[i])
+            FAIL("ReduceGrad: the output gradient's dims");
+    int64_t s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        st[i] = red[i] ? 0 : s;
+        if (!red[i])
+            s *= dxt->dims[i];
+    }
+    mpv_launch *x = add_launch(L, MPV_L_GRAD_PW);
+    if (!x)
+        return -1;
+    x->in[0] = dy;
+    x->out = o;
+    x->p.gpw.n_in = 1;
+    x->p.gpw.rank = r;
+    x->p.gpw.n = numel(dxt);
+    x->p.gpw.m = 1;
+    x->p.gpw.alpha = kop == MP__KOP_REDUCE_MEAN && count > 0
+                         ? 1.0 / (double)count
+                         : 1.0;
+    for (int i = 0; i < r; i++) {
+        x->p.gpw.dims[i] = dxt->dims[i];
+        x->p.gpw.st[0][i] = st[i];
+    }
+    return 0;
+}
+
+/* Expand: dy summed over the broadcast dims to the input's shape */
+static int lower_grad_expand(lower *L, const mp__node *n, const gnode *G,
+                             const char **why)
+{
+    int dy, o;
+    const mp__tensor *dyt, *dxt;
+    if ((o = one_grad(L->g, n, G, &dy, &dyt, &dxt)) < 0)
+        FAIL("ExpandGrad: one gradient");
+    int in[1] = {dy};
+    return add_grad_pw(L, n, o, in, NULL, 1, 1.0, why);
+}
+
+/* Concat (forward input i's gradient: its part of dy) and Split (dx:
+ * each output's gradient copied to its part, zeros where an output has
+ * none): strided copies along the axis, the parts' sizes from the
+ * forward node */
+static int lower_grad_parts(lower *L, const mp__node *n, const gnode *G,
+                            int concat, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__node *f = fwd_node(g, n, G);
+    if (!f)
+        FAIL("Concat/SplitGrad: the forward node (the parts) not found");
+    /* the whole: Concat's output, Split's input; its gradient */
+    const mp__tensor *w = concat ? out_t(g, f, 0) : in_t(g, f, 0);
+    int wslot = concat ? G->dy[0] : G->dx[0];
+    const mp__tensor *wg = wslot < 0 ? NULL
+                           : concat  ? plain_in(g, n, wslot)
+                                     : out_t(g, n, (uint32_t)wslot);
+    int es = w ? esize_of(w) : 0;
+    uint32_t parts = concat ? f->n_in : f->n_out;
+    if (!wg || !es || w->rank < 1 || w->rank > MPV_MAXR ||
+        wg->rank != w->rank || esize_of(wg) != es || numel(wg) != numel(w) ||
+        parts > GMAX || (!concat && G->n_dx != 1) ||
+        (uint32_t)G->n_dx != n->n_out)
+        FAIL("Concat/SplitGrad: the whole's gradient, rank, parts");
+    int axis = axis_attr(n, 0, w->rank);
+    if (axis < 0)
+        FAIL("Concat/SplitGrad: bad axis");
+    int64_t wst[MPV_MAXR], pst[MPV_MAXR], off = 0;
+    strides_of(w->dims, w->rank, wst);
+    /* Split: zeros under the parts with no gradient */
+    for (uint32_t i = 0; !concat && i < parts; i++)
+        if (G->dy[i] < 0) {
+            if (add_fill(L, wslot, numel(w), 1, 0) != 0)
+                return -1;
+            break;
+        }
+    for (uint32_t i = 0; i < parts; i++) {
+        const mp__tensor *a = concat ? in_t(g, f, i) : out_t(g, f, i);
+        if (!a || a->rank != w->rank)
+            FAIL("Concat/SplitGrad: a part's rank");
+        int slot = concat ? G->dx[i] : G->dy[i];
+        const mp__tensor *ag = slot < 0 ? NULL
+                               : concat  ? out_t(g, n, (uint32_t)slot)
+                                         : plain_in(g, n, slot);
+        if (slot >= 0 && (!ag || ag->rank != a->rank ||
+                          esize_of(ag) != es || numel(ag) != numel(a)))
+            FAIL("Concat/SplitGrad: a part's gradient");
+        strides_of(a->dims, a->rank, pst);
+        int64_t at = off * wst[axis];
+        if (ag && numel(a) > 0 &&
+            !(concat ? add_copy(L, wslot, slot, a->rank, a->dims, wst, pst,
+                                at, 0, es)
+                     : add_copy(L, slot, wslot, a->rank, a->dims, pst, wst, 0,
+                                at, es)))
+            return -1;
+        off += a->dims[axis];
+    }
+    if (off != w->dims[axis])
+        FAIL("Concat/SplitGrad: the parts do not make the whole");
+    return 0;
+}
+
+/* Slice: dx zeroed, dy copied to where the slice took it from */
+static int lower_grad_slice(lower *L, const mp__node *n, const gnode *G,
+                            const char **why)
+{
+    const mp_graph *g = L->g;
+    int dy, o;
+    const mp__tensor *dyt, *dxt;
+    const mp__node *f = fwd_node(g, n, G);
+    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 || !f)
+        FAIL("SliceGrad: one gradient, the forward node found");
+    int r = dxt->rank, es = esize_of(dxt);
+    if (!es || esize_of(dyt) != es || dyt->rank != r)
+        FAIL("SliceGrad: element size or rank");
+    int64_t sst[MPV_MAXR], yst[MPV_MAXR], off;
+    if (slice_map(g, f, dxt, dyt, sst, &off, why) != 0)
+        return 1;
+    strides_of(dyt->dims, r, yst);
+    if (add_fill(L, o, numel(dxt), 1, 0) != 0)
+        return -1;
+    if (numel(dyt) > 0 &&
+        !add_copy(L, dy, o, r, dyt->dims, yst, sst, 0, off, es))
+        return -1;
+    return 0;
+}
+
+/* constant-mode Pad: dx is dy's inside, without the pads */
+static int lower_grad_pad(lower *L, const mp__node *n, const gnode *G,
+                          const char **why)
+{
+    const mp_graph *g = L->g;
+    int dy, o;
+    const mp__tensor *dyt, *dxt;
+    const mp__node *f = fwd_node(g, n, G);
+    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 || !f)
+        FAIL("PadGrad: one gradient, the forward node found");
+    int r = dxt->rank, es = esize_of(dxt);
+    if (!es || esize_of(dyt) != es || dyt->rank != r)
+        FAIL("PadGrad: element size or rank");
+    int64_t pads[2 * MPV_MAXR], yst[MPV_MAXR], xst[MPV_MAXR], off = 0;
+    double value;
+    if (pad_args(g, f, r, pads, &value, why) != 0)
+        return 1;
+    strides_of(dyt->dims, r, yst);
+    strides_of(dxt->dims, r, xst);
+    for (int i = 0; i < r; i++) {
+        if (dxt->dims[i] + pads[i] + pads[r + i] != dyt->dims[i])
+            FAIL("PadGrad: shapes and pads");
+        off += pads[i] * yst[i];
+    }
+    if (numel(dxt) > 0 &&
+        !add_copy(L, dy, o, r, dxt->dims, yst, xst, off, 0, es))
+        return -1;
+    return 0;
+}
+
+/* The backward nodes of this section; 2: not one of them */
+static int lower_grad_more(lower *L, const mp__node *n, const gnode *G,
+                           unsigned k, unsigned kop, const char **why)
+{
+    if (MP__OP_BWD(G->fwd) == MP__BWD_WHERE)
+        return lower_grad_where(L, n, G, why);
+    switch (k) {
+    case MP__KERNEL_UNARY:
+        return kop == MP__KOP_RELU ? 2 : lower_grad_unary(L, n, G, kop, why);
+    case MP__KERNEL_BINARY:
+        return kop == MP__KOP_POW ? lower_grad_pow(L, n, G, why) : 2;
+    case MP__KERNEL_TRANSPOSE:
+        return lower_grad_transpose(L, n, G, why);
+    case MP__KERNEL_CAST:
+        return lower_grad_cast(L, n, G, why);
+    case MP__KERNEL_GATHER:
+        return lower_grad_gather(L, n, G, why);
+    case MP__KERNEL_REDUCE:
+        return lower_grad_reduce(L, n, G, kop, why);
+    case MP__KERNEL_EXPAND:
+        return lower_grad_expand(L, n, G, why);
+    case MP__KERNEL_CONCAT:
+    case MP__KERNEL_SPLIT:
+        return lower_grad_parts(L, n, G, k == MP__KERNEL_CONCAT, why);
+    case MP__KERNEL_SLICE:
+        return lower_grad_slice(L, n, G, why);
+    case MP__KERNEL_PAD:
+        return lower_grad_pad(L, n, G, why);
+    default:
+        return 2;
+    }
+}
+
 /* A backward node: by its forward op's registry kernel */
 static int lower_grad(lower *L, const mp__node *n, const char **why)
 {
@@ -2461,6 +3112,9 @@ static int lower_grad(lower *L, const mp__node *n, const char **why)
         return lower_grad_attention(L, n, &G, why);
     if (G.read_twice)
         FAIL("backward: a tensor the forward node reads twice");
+    int r = lower_grad_more(L, n, &G, k, kop, why);
+    if (r != 2)
+        return r;
     /* (a flash backward's workspace follows the gradients) */
     if ((uint32_t)G.n_dx != n->n_out &&
         (k == MP__KERNEL_UNARY || k == MP__KERNEL_BINARY ||

@@ -1415,6 +1415,46 @@ struct gpw_ptrs {
     const float *p[MPV_MAXIN];
 };
 
+// v = op(v, s): a derivative op (MPV_BOP_*, validate.h) of the output
+// gradient so far v and a saved operand s, else a binary op
+__device__ float grad_op(int op, float v, float s, float a, float b)
+{
+    switch (op) {
+    case MPV_BOP_RELU_GRAD: return s > 0.f ? v : 0.f;
+    case MPV_BOP_SIGMOID_GRAD: return v * s * (1.f - s);
+    case MPV_BOP_TANH_GRAD: return v * (1.f - s * s);
+    case MPV_BOP_SQRT_GRAD: return v * 0.5f / s;
+    case MPV_BOP_RECIPROCAL_GRAD: return -v * s * s;
+    case MPV_BOP_ERF_GRAD: return v * 1.1283791670955126f * expf(-s * s);
+    case MPV_BOP_GELU_GRAD:
+        if (a != 0.f) { // tanh form: 0.5 x (1 + tanh(u)), u = k (x + c x^3)
+            const float k = 0.7978845608028654f, c = 0.044715f;
+            float t = tanhf(k * (s + c * s * s * s));
+            return v * (0.5f * (1.f + t) +
+                        0.5f * s * (1.f - t * t) * k * (1.f + 3.f * c * s * s));
+        }
+        // Phi(x) + x phi(x)
+        return v * (0.5f * (1.f + erff(s * 0.7071067811865476f)) +
+                    s * 0.3989422804014327f * expf(-0.5f * s * s));
+    case MPV_BOP_ABS_GRAD: return s > 0.f ? v : s < 0.f ? -v : 0.f;
+    case MPV_BOP_CLIP_GRAD: return s >= a && s <= b ? v : 0.f;
+    case MPV_BOP_HARDSIGMOID_GRAD: {
+        float t = a * s + b;
+        return t > 0.f && t < 1.f ? v * a : 0.f;
+    }
+    case MPV_BOP_HARDSWISH_GRAD:
+        return s < -3.f ? 0.f : s <= 3.f ? v * (s / 3.f + 0.5f) : v;
+    case MPV_BOP_LEAKYRELU_GRAD: return s > 0.f ? v : v * a;
+    case MPV_BOP_ELU_GRAD: return s > 0.f ? v : v * a * expf(s);
+    case MPV_BOP_SOFTPLUS_GRAD: return v / (1.f + expf(-s));
+    case MPV_BOP_SIN_GRAD: return v * cosf(s);
+    case MPV_BOP_COS_GRAD: return -v * sinf(s);
+    case MPV_BOP_WHERE_T: return s != 0.f ? v : 0.f;
+    case MPV_BOP_WHERE_F: return s != 0.f ? 0.f : v;
+    default: return binary_op(op, v, s);
+    }
+}
+
 // the offsets of output element i in each input (its kept dims)
 __device__ static void gpw_base(const mpv_launch &l, int64_t i, int64_t *base)
 {
@@ -1453,13 +1493,30 @@ __device__ static float gpw_term(const gpw_ptrs &in, const mpv_launch &l,
                 off[k] += x * p.st[k][d];
     }
     float v = in.p[0][off[0]];
+    bool skip = false; // the second operand of a two-operand op
 #pragma unroll
     for (int k = 1; k < MPV_MAXIN; k++) {
         if (k >= p.n_in)
             break;
-        float y = in.p[k][off[k]];
-        v = p.ops[k - 1] == MPV_BOP_RELU_GRAD ? (y > 0.f ? v : 0.f)
-                                              : binary_op(p.ops[k - 1], v, y);
+        if (skip) {
+            skip = false;
+            continue;
+        }
+        int op = p.ops[k - 1];
+        // a Where's condition is bool bytes
+        float y = op == MPV_BOP_WHERE_T || op == MPV_BOP_WHERE_F
+                      ? (float)((const unsigned char *)in.p[k])[off[k]]
+                      : in.p[k][off[k]];
+        if ((op == MPV_BOP_POW_GRAD || op == MPV_BOP_POW_EXP_GRAD) &&
+            k + 1 < MPV_MAXIN && k + 1 < p.n_in) { // two operands: y, t
+            float t = in.p[k + 1][off[k + 1]];
+            v = t == 0.f                  ? 0.f
+                : op == MPV_BOP_POW_GRAD ? v * t * powf(y, t - 1.f)
+                                         : v * y * logf(t);
+            skip = true;
+            continue;
+        }
+        v = grad_op(op, v, y, (float)p.pa, (float)p.pb);
     }
     return v;
 }
@@ -1581,6 +1638,29 @@ __global__ void k_softmax_grad(const float *dy, const float *y, float *dx,
         for (int64_t k = 0; k < dim; k++) {
             int64_t e = base + k * inner;
             dx[e] = log ? dy[e] - expf(y[e]) * s : y[e] * (dy[e] - s);
+        }
+    }
+}
+
+// Gather's data gradient into dx (zeroed before): one thread per (outer,
+// inner) position walks the indices in order and adds each row of dy at
+// its index (wrapped as k_gather wraps it); no two threads write the same
+// element, so no atomics and a fixed order of additions (deterministic)
+__global__ void k_gather_grad(const float *dy, const void *idx, float *dx,
+                              mpv_launch l)
+{
+    const int64_t inner = l.p.gather.inner, nidx = l.p.gather.nidx,
+                  ax = l.p.gather.axis;
+    GRID_LOOP(i, l.p.gather.outer * inner)
+    {
+        int64_t in = i % inner, o = i / inner;
+        for (int64_t j = 0; j < nidx; j++) {
+            int64_t k = l.p.gather.iesize == 8 ? ((const int64_t *)idx)[j]
+                                               : ((const int32_t *)idx)[j];
+            if (k < 0)
+                k += ax;
+            k = ((k % ax) + ax) % ax;
+            dx[(o * ax + k) * inner + in] += dy[(o * nidx + j) * inner + in];
         }
     }
 }
@@ -2280,6 +2360,12 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         case 4: k_gather<uint32_t><<<nb, TPB, 0, s>>>((const uint32_t *)x, idx, (uint32_t *)out, *l); break;
         default: k_gather<uint64_t><<<nb, TPB, 0, s>>>((const uint64_t *)x, idx, (uint64_t *)out, *l); break;
         }
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_GATHER_GRAD: {
+        const auto &p = l->p.gather;
+        k_gather_grad<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), IN(l->in[1]), (float *)out, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_RESIZE: {

@@ -84,6 +84,7 @@ enum {
     MPV_L_ATTN_BWD_KV, /* attention backward: per key row (dK^T, dV) */
     MPV_L_ATTN_BWD_MASK, /* attention backward: the float mask's gradient */
     MPV_L_ATTN_BWD_SCALARS, /* attention backward: the scalars' gradients */
+    MPV_L_GATHER_GRAD, /* Gather's data gradient: added at the indices */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -91,6 +92,35 @@ enum {
 /* binary op of MPV_L_GRAD_PW (beside MP__KOP_*): x where y > 0, else 0
  * (ReLU's gradient from its output) */
 #define MPV_BOP_RELU_GRAD 201
+/* more derivative ops of MPV_L_GRAD_PW: v = op(v, s), v the output
+ * gradient so far, s a saved operand (y: the forward output, x: its
+ * input), a and b the launch's pa and pb */
+enum {
+    MPV_BOP_SIGMOID_GRAD = 230, /* v s (1 - s), y */
+    MPV_BOP_TANH_GRAD,          /* v (1 - s^2), y */
+    MPV_BOP_SQRT_GRAD,          /* v 0.5 / s, y */
+    MPV_BOP_RECIPROCAL_GRAD,    /* -v s^2, y */
+    MPV_BOP_ERF_GRAD,           /* v 2/sqrt(pi) exp(-s^2), x */
+    MPV_BOP_GELU_GRAD,          /* Gelu's derivative at x (a: tanh form) */
+    MPV_BOP_ABS_GRAD,           /* v sign(s), x */
+    MPV_BOP_CLIP_GRAD,          /* v where a <= s <= b, else 0; x */
+    MPV_BOP_HARDSIGMOID_GRAD,   /* v a where 0 < a s + b < 1, else 0; x */
+    MPV_BOP_HARDSWISH_GRAD,     /* 0, v (s / 3 + 0.5), v by s < -3,
+                                 * <= 3, > 3; x */
+    MPV_BOP_LEAKYRELU_GRAD,     /* v where s > 0, else a v; x */
+    MPV_BOP_ELU_GRAD,           /* v where s > 0, else a v exp(s); x */
+    MPV_BOP_SOFTPLUS_GRAD,      /* v / (1 + exp(-s)), x */
+    MPV_BOP_SIN_GRAD,           /* v cos(s), x */
+    MPV_BOP_COS_GRAD,           /* -v sin(s), x */
+    /* two operands, s and the next one t (which the op consumes):
+     * Pow's base gradient v t s^(t - 1) (0 where t = 0), s the base, t
+     * the exponent; its exponent gradient v s log(t) (0 where t = 0), s
+     * the output, t the base */
+    MPV_BOP_POW_GRAD,
+    MPV_BOP_POW_EXP_GRAD,
+    MPV_BOP_WHERE_T,            /* v where s, else 0: s a bool byte */
+    MPV_BOP_WHERE_F             /* 0 where s, else v: s a bool byte */
+};
 
 typedef struct mpv_strided {       /* element counts */
     int32_t rank, esize;
@@ -196,12 +226,18 @@ typedef struct mpv_launch {
             int32_t red[MPV_MAXR];
             int64_t st[MPV_MAXIN][MPV_MAXR];
             double alpha;
+            double pa, pb;  /* the derivative ops' a and b (MPV_BOP_*) */
         } gpw;
         /* MPV_L_SOFTMAX_GRAD: in[0] the output gradient, in[1] the
          * forward output, rows as softmax's (outer x inner rows of dim);
          * Softmax: dx = y (dy - sum(dy y)); LogSoftmax: dx = dy - exp(y)
          * sum(dy) */
         struct { int64_t outer, dim, inner; int32_t log; } smgrad;
+        /* MPV_L_GATHER_GRAD uses gather: in[0] the output gradient
+         * [outer, nidx, inner] (float32), in[1] the indices; each is
+         * added to out [outer, axis, inner] at its index (wrapped as
+         * the forward does), out zeroed before; one thread per (outer,
+         * inner) walks the indices in order (deterministic) */
         /* MPV_L_AXPY: n floats */
         struct { int64_t n; double alpha; } axpy;
         struct { int64_t n; int64_t v[MPV_MAXR]; } shape;
