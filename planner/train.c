@@ -848,13 +848,14 @@ static mp_status add_forward_tensors(syn *S)
                                 &S->map[t]);
         if (st)
             return st;
-        /* the known values of integer constants (a Slice's starts, a
-         * Pad's pads, axes, indices) stay known; not in a re-batched
-         * graph, whose shape functions re-batch the batch-carrying ones
-         * (core/ops/rebatch.c) */
+        /* the known values of small constants (a Slice's starts, a
+         * Pad's pads, axes, a Clip's bounds) stay known; not in a
+         * re-batched graph, whose shape functions re-batch the
+         * batch-carrying ones (core/ops/rebatch.c) */
         mp__tensor *nt = &S->g->tensors[S->map[t]];
         if (!S->f->rebatch_from && !S->f->rebatch_to && tt->value &&
-            tt->n_value && mp__dtype_is_int(tt->dtype) &&
+            tt->n_value &&
+            (mp__dtype_is_int(tt->dtype) || mp__dtype_is_float(tt->dtype)) &&
             nt->dtype == tt->dtype &&
             (st = mp__tensor_set_value(S->ctx, nt, tt->value, tt->n_value)))
             return st;
