@@ -2532,6 +2532,395 @@ static void test_train_optimizers(void)
     mp_ctx_destroy(ctx);
 }
 
+/* ---- training: data movement, reductions, pointwise derivatives -------- */
+
+/* a tensor of dtype dt (activations: shape from the node) */
+static uint32_t dt_tensor(mp_graph *g, const char *name, mp_dtype dt,
+                          mp_tensor_kind kind, int rank, const int64_t *dims)
+{
+    mp_tensor_desc d = {name, dt, rank, dims, 0, kind};
+    uint32_t id = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_add_tensor(g, &d, &id), MP_OK);
+    return id;
+}
+
+/* a constant of n known values (floats kept as a double's bits) */
+static uint32_t const_tensor(mp_graph *g, const char *name, mp_dtype dt,
+                             int rank, const int64_t *dims, const double *v,
+                             uint32_t n)
+{
+    uint32_t id = dt_tensor(g, name, dt, MP_KIND_CONSTANT, rank, dims);
+    int64_t iv[8];
+    for (uint32_t k = 0; k < n; k++) {
+        if (dt == MP_DTYPE_FLOAT32)
+            memcpy(&iv[k], &v[k], sizeof iv[k]);
+        else
+            iv[k] = (int64_t)v[k];
+    }
+    CU_ASSERT_EQUAL(mp__tensor_set_value(mp_graph_ctx(g), &g->tensors[id],
+                                         iv, n), MP_OK);
+    return id;
+}
+
+/* x[4,6] * w -> a -> Transpose -> t [6,4] -> Sigmoid -> s; Gather(e
+ * [10,4], idx [3] int64) -> gt [3,4]; Concat(s, gt) -> c [9,4] -> Split
+ * (5, 4) -> c0, c1; Slice(c0, rows 1..4) -> sl [3,4]; Pad(c1, a column
+ * each side) -> pd [4,6] -> ReduceMean(axis 1) -> rm [4] (output);
+ * Expand(v [1,4]) -> ex [3,4]; Where(cond, sl, ex) -> wh -> Pow(wh, pe
+ * []) -> pw -> Cast -> cs -> Erf -> HardSwish -> LeakyRelu(0.2) -> Neg
+ * -> Clip(-0.5, 0.5) -> Gelu(tanh) -> u6 (output); w, e, v, pe
+ * trainable */
+static mp_graph *shape_net(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t d46[] = {4, 6}, d64[] = {6, 4}, d104[] = {10, 4}, d3[] = {3},
+            d34[] = {3, 4}, d94[] = {9, 4}, d54[] = {5, 4}, d44[] = {4, 4},
+            d4[] = {4}, d14[] = {1, 4}, d2[] = {2}, d1[] = {1};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, d46);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, d46);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_ACTIVATION, 2, d46);
+    uint32_t t = mp_test_tensor(g, "t", MP_KIND_ACTIVATION, 2, d64);
+    uint32_t s = mp_test_tensor(g, "s", MP_KIND_ACTIVATION, 2, d64);
+    uint32_t e = mp_test_tensor(g, "e", MP_KIND_WEIGHT, 2, d104);
+    uint32_t idx = dt_tensor(g, "idx", MP_DTYPE_INT64, MP_KIND_INPUT, 1, d3);
+    uint32_t gt = mp_test_tensor(g, "gt", MP_KIND_ACTIVATION, 2, d34);
+    uint32_t c = mp_test_tensor(g, "c", MP_KIND_ACTIVATION, 2, d94);
+    uint32_t c0 = mp_test_tensor(g, "c0", MP_KIND_ACTIVATION, 2, d54);
+    uint32_t c1 = mp_test_tensor(g, "c1", MP_KIND_ACTIVATION, 2, d44);
+    uint32_t sl = mp_test_tensor(g, "sl", MP_KIND_ACTIVATION, 2, d34);
+    uint32_t pd = mp_test_tensor(g, "pd", MP_KIND_ACTIVATION, 2, d46);
+    uint32_t rm = mp_test_tensor(g, "rm", MP_KIND_ACTIVATION, 1, d4);
+    uint32_t v = mp_test_tensor(g, "v", MP_KIND_WEIGHT, 2, d14);
+    double shv[2] = {3, 4}, lo = -0.5, hi = 0.5;
+    uint32_t shp = const_tensor(g, "shp", MP_DTYPE_INT64, 1, d2, shv, 2);
+    uint32_t ex = mp_test_tensor(g, "ex", MP_KIND_ACTIVATION, 2, d34);
+    uint32_t cond = dt_tensor(g, "cond", MP_DTYPE_BOOL, MP_KIND_INPUT, 2, d34);
+    uint32_t wh = mp_test_tensor(g, "wh", MP_KIND_ACTIVATION, 2, d34);
+    uint32_t pe = mp_test_tensor(g, "pe", MP_KIND_WEIGHT, 1, d1);
+    uint32_t pw = mp_test_tensor(g, "pw", MP_KIND_ACTIVATION, 2, d34);
+    uint32_t cs = mp_test_tensor(g, "cs", MP_KIND_ACTIVATION, 2, d34);
+    uint32_t mn = const_tensor(g, "mn", MP_DTYPE_FLOAT32, 0, NULL, &lo, 1);
+    uint32_t mx = const_tensor(g, "mx", MP_DTYPE_FLOAT32, 0, NULL, &hi, 1);
+    uint32_t u[7];
+    u[0] = cs;
+    for (int i = 1; i <= 6; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "u%d", i);
+        u[i] = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, d34);
+    }
+    uint32_t im[] = {x, w}, ig[] = {e, idx}, ic[] = {s, gt}, isp[] = {c0, c1},
+             iex[] = {v, shp}, iw[] = {cond, sl, ex}, ip[] = {wh, pe},
+             icl[] = {u[4], mn, mx};
+    mp_test_node(g, "mul", "Mul", im, 2, &a, 1);
+    uint32_t tr = mp_test_node(g, "tr", "Transpose", &a, 1, &t, 1);
+    mp_test_node(g, "sig", "Sigmoid", &t, 1, &s, 1);
+    mp_test_node(g, "gather", "Gather", ig, 2, &gt, 1);
+    uint32_t cn = mp_test_node(g, "concat", "Concat", ic, 2, &c, 1);
+    uint32_t sp = mp_test_node(g, "split", "Split", &c, 1, isp, 2);
+    uint32_t sn = mp_test_node(g, "slice", "Slice", &c0, 1, &sl, 1);
+    uint32_t pn = mp_test_node(g, "pad", "Pad", &c1, 1, &pd, 1);
+    uint32_t rn = mp_test_node(g, "rmean", "ReduceMean", &pd, 1, &rm, 1);
+    mp_test_node(g, "expand", "Expand", iex, 2, &ex, 1);
+    mp_test_node(g, "where", "Where", iw, 3, &wh, 1);
+    mp_test_node(g, "pow", "Pow", ip, 2, &pw, 1);
+    uint32_t ca = mp_test_node(g, "cast", "Cast", &pw, 1, &cs, 1);
+    mp_test_node(g, "erf", "Erf", &u[0], 1, &u[1], 1);
+    mp_test_node(g, "hswish", "HardSwish", &u[1], 1, &u[2], 1);
+    uint32_t lr = mp_test_node(g, "lrelu", "LeakyRelu", &u[2], 1, &u[3], 1);
+    mp_test_node(g, "neg", "Neg", &u[3], 1, &u[4], 1);
+    mp_test_node(g, "clip", "Clip", icl, 3, &u[5], 1);
+    uint32_t ge = mp_test_node(g, "gelu", "Gelu", &u[5], 1, &u[6], 1);
+    int64_t perm[] = {1, 0}, zero = 0, one = 1, split[] = {5, 4}, st = 1,
+            en = 4, pads[] = {0, 1, 0, 1};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, tr, "perm", perm, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, cn, "axis", 0), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, sp, "axis", 0), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sp, "split", split, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "starts", &st, 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "ends", &en, 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sn, "axes", &zero, 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, pn, "pads", pads, 4), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, rn, "axes", &one, 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, rn, "keepdims", 0), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, ca, "to", MP_DTYPE_FLOAT32),
+                    MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_float(g, lr, "alpha", 0.25), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_string(g, ge, "approximate", "tanh"),
+                    MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, rm), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, u[6]), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    return g;
+}
+
+static void check_copy(const mpv_launch *l, int in, int out, int64_t d0,
+                       int64_t d1, const int64_t *ist, const int64_t *ost,
+                       int64_t ioff, int64_t ooff)
+{
+    CU_ASSERT_EQUAL(l->kind, MPV_L_COPY);
+    CU_ASSERT_EQUAL(l->in[0], in);
+    CU_ASSERT_EQUAL(l->out, out);
+    CU_ASSERT_EQUAL(l->p.copy.rank, 2);
+    CU_ASSERT_EQUAL(l->p.copy.esize, 4);
+    CU_ASSERT_EQUAL(l->p.copy.dims[0], d0);
+    CU_ASSERT_EQUAL(l->p.copy.dims[1], d1);
+    CU_ASSERT_EQUAL(l->p.copy.n, d0 * d1);
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(l->p.copy.ist[i], ist[i]);
+        CU_ASSERT_EQUAL(l->p.copy.ost[i], ost[i]);
+    }
+    CU_ASSERT_EQUAL(l->p.copy.ioff, ioff);
+    CU_ASSERT_EQUAL(l->p.copy.ooff, ooff);
+}
+
+/* one derivative launch: dy (slot 0) op the saved tensor `saved` */
+static void check_deriv(const mpv_program *p, const char *node,
+                        const char *saved, int op, double pa, double pb)
+{
+    const mpv_launch *l = launches_of(p, node, 1);
+    check_gpw(l, 0, 2, 12, 1, 1.0);
+    CU_ASSERT_EQUAL(l->in[1], slot_of(p, node, saved));
+    CU_ASSERT(l->in[1] > 0);
+    CU_ASSERT_EQUAL(l->p.gpw.ops[0], op);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.gpw.pa, pa, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.gpw.pb, pb, 1e-12);
+}
+
+/* The backward nodes of Transpose, Gather, Concat, Split, Slice, Pad,
+ * ReduceMean, Expand, Where, Pow, Cast and the unary ops run real
+ * kernels: strided copies (the forward node's copies reversed), an
+ * ordered scatter-add, pointwise derivatives; only the forward Where
+ * (no forward kernel) stays synthetic */
+static void test_train_shape_kernels(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = shape_net(ctx), *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_bwd_synthetic, 0);
+    CU_ASSERT_EQUAL(p->n_opt_synthetic, 0);
+    CU_ASSERT_EQUAL(p->n_synthetic, 1);
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "where", &id), MP_OK);
+    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+
+    /* Transpose(a [4,6], perm 1,0): da over a's dims reads dy [6,4] at
+     * (1, 4) */
+    int64_t st14[] = {1, 4}, st61[] = {6, 1}, st41[] = {4, 1};
+    const mpv_launch *l = launches_of(p, "tr/grad", 1);
+    check_copy(l, 0, 0, 4, 6, st14, st61, 0, 0);
+
+    /* Gather(e [10,4], idx [3]): de zeroed, rows of dy added at idx */
+    l = launches_of(p, "gather/grad", 2);
+    CU_ASSERT_EQUAL(l[0].kind, MPV_L_FILL);
+    CU_ASSERT_EQUAL(l[0].out, 0);
+    CU_ASSERT_EQUAL(l[0].p.fill.zero_bytes, 1);
+    CU_ASSERT_EQUAL(l[1].kind, MPV_L_GATHER_GRAD);
+    CU_ASSERT_EQUAL(l[1].in[0], 0);
+    CU_ASSERT_EQUAL(l[1].in[1], slot_of(p, "gather/grad", "idx"));
+    CU_ASSERT_EQUAL(l[1].out, 0);
+    CU_ASSERT_EQUAL(l[1].p.gather.outer, 1);
+    CU_ASSERT_EQUAL(l[1].p.gather.axis, 10);
+    CU_ASSERT_EQUAL(l[1].p.gather.inner, 4);
+    CU_ASSERT_EQUAL(l[1].p.gather.nidx, 3);
+    CU_ASSERT_EQUAL(l[1].p.gather.iesize, 8);
+
+    /* Concat(s [6,4], gt [3,4]): each its rows of dy [9,4] */
+    l = launches_of(p, "concat/grad", 2);
+    check_copy(&l[0], 0, 0, 6, 4, st41, st41, 0, 0);
+    check_copy(&l[1], 0, 1, 3, 4, st41, st41, 24, 0);
+
+    /* Split(c, 5 and 4 rows): each part's gradient (slots 0, 1) to its
+     * rows of dc */
+    l = launches_of(p, "split/grad", 2);
+    check_copy(&l[0], 0, 0, 5, 4, st41, st41, 0, 0);
+    check_copy(&l[1], 1, 0, 4, 4, st41, st41, 0, 20);
+
+    /* Slice(c0, rows 1..4): dc0 zeroed, dy to rows 1..3 */
+    l = launches_of(p, "slice/grad", 2);
+    CU_ASSERT_EQUAL(l[0].kind, MPV_L_FILL);
+    CU_ASSERT_EQUAL(l[0].p.fill.zero_bytes, 1);
+    check_copy(&l[1], 0, 0, 3, 4, st41, st41, 0, 4);
+
+    /* Pad(c1 [4,4], a column each side): dy [4,6] from column 1 */
+    l = launches_of(p, "pad/grad", 1);
+    check_copy(l, 0, 0, 4, 4, st61, st41, 1, 0);
+
+    /* ReduceMean(pd [4,6], axis 1, keepdims 0): dy [4] broadcast over
+     * the columns, times 1/6 */
+    l = launches_of(p, "rmean/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_GRAD_PW);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.gpw.n_in, 1);
+    CU_ASSERT_EQUAL(l->p.gpw.n, 24);
+    CU_ASSERT_EQUAL(l->p.gpw.m, 1);
+    CU_ASSERT_EQUAL(l->p.gpw.dims[0], 4);
+    CU_ASSERT_EQUAL(l->p.gpw.dims[1], 6);
+    CU_ASSERT_EQUAL(l->p.gpw.st[0][0], 1);
+    CU_ASSERT_EQUAL(l->p.gpw.st[0][1], 0);
+    CU_ASSERT_DOUBLE_EQUAL(l->p.gpw.alpha, 1.0 / 6.0, 1e-15);
+
+    /* Expand(v [1,4] to [3,4]): dy summed over the rows */
+    l = launches_of(p, "expand/grad", 1);
+    check_gpw(l, 0, 1, 4, 3, 1.0);
+    CU_ASSERT_EQUAL(l->p.gpw.red[0], 1);
+    CU_ASSERT_EQUAL(l->p.gpw.red[1], 0);
+
+    /* Where(cond, sl, ex): dy where cond, dy where not */
+    l = launches_of(p, "where/grad", 2);
+    int sc = slot_of(p, "where/grad", "cond");
+    CU_ASSERT(sc > 0);
+    check_gpw(&l[0], 0, 2, 12, 1, 1.0);
+    CU_ASSERT_EQUAL(l[0].in[1], sc);
+    CU_ASSERT_EQUAL(l[0].p.gpw.ops[0], MPV_BOP_WHERE_T);
+    check_gpw(&l[1], 1, 2, 12, 1, 1.0);
+    CU_ASSERT_EQUAL(l[1].in[1], sc);
+    CU_ASSERT_EQUAL(l[1].p.gpw.ops[0], MPV_BOP_WHERE_F);
+
+    /* Pow(wh, pe): dwh = dy pe wh^(pe - 1); dpe = dy pw log(wh) summed
+     * over all 12 */
+    l = launches_of(p, "pow/grad", 2);
+    int swh = slot_of(p, "pow/grad", "wh"), spe = slot_of(p, "pow/grad", "pe");
+    int spw = slot_of(p, "pow/grad", "pw");
+    CU_ASSERT(swh > 0 && spe > 0 && spw > 0);
+    check_gpw(&l[0], 0, 3, 12, 1, 1.0);
+    CU_ASSERT_EQUAL(l[0].in[1], swh);
+    CU_ASSERT_EQUAL(l[0].in[2], spe);
+    CU_ASSERT_EQUAL(l[0].p.gpw.ops[0], MPV_BOP_POW_GRAD);
+    CU_ASSERT_EQUAL(l[0].p.gpw.st[2][0], 0); /* the scalar broadcast */
+    CU_ASSERT_EQUAL(l[0].p.gpw.st[2][1], 0);
+    check_gpw(&l[1], 1, 3, 1, 12, 1.0);
+    CU_ASSERT_EQUAL(l[1].in[1], spw);
+    CU_ASSERT_EQUAL(l[1].in[2], swh);
+    CU_ASSERT_EQUAL(l[1].p.gpw.ops[0], MPV_BOP_POW_EXP_GRAD);
+
+    /* Cast: dy cast back */
+    l = launches_of(p, "cast/grad", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_CAST);
+    CU_ASSERT_EQUAL(l->in[0], 0);
+    CU_ASSERT_EQUAL(l->out, 0);
+    CU_ASSERT_EQUAL(l->p.cast.n, 12);
+    CU_ASSERT_EQUAL(l->p.cast.from, MP_DTYPE_FLOAT32);
+    CU_ASSERT_EQUAL(l->p.cast.to, MP_DTYPE_FLOAT32);
+
+    /* the unary ops: from their saved input (Sigmoid: its output); the
+     * parameters (Clip's bounds from its constant inputs) */
+    l = launches_of(p, "sig/grad", 1);
+    CU_ASSERT_EQUAL(l->p.gpw.n, 24);
+    CU_ASSERT_EQUAL(l->in[1], slot_of(p, "sig/grad", "s"));
+    CU_ASSERT_EQUAL(l->p.gpw.ops[0], MPV_BOP_SIGMOID_GRAD);
+    check_deriv(p, "erf/grad", "cs", MPV_BOP_ERF_GRAD, 0, 0);
+    check_deriv(p, "hswish/grad", "u1", MPV_BOP_HARDSWISH_GRAD, 0, 0);
+    check_deriv(p, "lrelu/grad", "u2", MPV_BOP_LEAKYRELU_GRAD, 0.25, 0);
+    check_deriv(p, "clip/grad", "u4", MPV_BOP_CLIP_GRAD, -0.5, 0.5);
+    check_deriv(p, "gelu/grad", "u5", MPV_BOP_GELU_GRAD, 1, 0);
+    l = launches_of(p, "neg/grad", 1);
+    check_gpw(l, 0, 1, 12, 1, -1.0);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
+/* MatMul(hp, W [4,5]), hp = Transpose(h [2,3,4], perm 1,0,2) a permuted
+ * view read in place: dhp [3,2,4] = dy W^T per index of hp's leading
+ * dim (W read with op T), dW zeroed then hp^T dy added per index (hp's
+ * matrices read with op T at row stride 12) */
+static void test_train_permuted_matmul(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dh[] = {2, 3, 4}, dp[] = {3, 2, 4}, dw[] = {4, 5},
+            dy[] = {3, 2, 5};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 3, dh);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_WEIGHT, 3, dh);
+    uint32_t h = mp_test_tensor(g, "h", MP_KIND_ACTIVATION, 3, dh);
+    uint32_t hp = mp_test_tensor(g, "hp", MP_KIND_ACTIVATION, 3, dp);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 3, dy);
+    uint32_t im[] = {x, a}, imm[] = {hp, w};
+    mp_test_node(g, "mul", "Mul", im, 2, &h, 1);
+    uint32_t tn = mp_test_node(g, "perm", "Transpose", &h, 1, &hp, 1);
+    mp_test_node(g, "mm", "MatMul", imm, 2, &y, 1);
+    int64_t perm[] = {1, 0, 2};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, tn, "perm", perm, 3), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_tensor_info ti;
+    CU_ASSERT_EQUAL(mp_graph_tensor_info(g, hp, &ti), MP_OK);
+    CU_ASSERT_EQUAL(ti.view, MP_VIEW_PERMUTED);
+    mp_graph *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0);
+    const mpv_launch *l = launches_of(p, "mm/grad", 3);
+    int shp = slot_of(p, "mm/grad", "hp"), sw = slot_of(p, "mm/grad", "W");
+    CU_ASSERT(shp > 0 && sw > 0);
+    /* dhp: dy [2,5] x W^T [5,4] per outer index */
+    CU_ASSERT_EQUAL(l[0].kind, MPV_L_GEMM);
+    CU_ASSERT_EQUAL(l[0].in[0], 0);
+    CU_ASSERT_EQUAL(l[0].in[1], sw);
+    CU_ASSERT_EQUAL(l[0].out, 0);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ta, 0);
+    CU_ASSERT_EQUAL(l[0].p.gemm.tb, 1);
+    CU_ASSERT_EQUAL(l[0].p.gemm.m, 2);
+    CU_ASSERT_EQUAL(l[0].p.gemm.n, 4);
+    CU_ASSERT_EQUAL(l[0].p.gemm.k, 5);
+    CU_ASSERT_EQUAL(l[0].p.gemm.lda, 5);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ldb, 5);
+    CU_ASSERT_EQUAL(l[0].p.gemm.ldc, 4);
+    CU_ASSERT_DOUBLE_EQUAL(l[0].p.gemm.beta, 0.0, 0);
+    CU_ASSERT_EQUAL(l[0].p.gemm.batch, 1);
+    CU_ASSERT_EQUAL(l[0].p.gemm.orank, 1);
+    CU_ASSERT_EQUAL(l[0].p.gemm.odims[0], 3);
+    CU_ASSERT_EQUAL(l[0].p.gemm.osa[0], 10);
+    CU_ASSERT_EQUAL(l[0].p.gemm.osb[0], 0);
+    CU_ASSERT_EQUAL(l[0].p.gemm.osc[0], 8);
+    /* dW: zeroed, then hp_i^T [4,2] dy_i [2,5] added for i = 0..2 */
+    CU_ASSERT_EQUAL(l[1].kind, MPV_L_FILL);
+    CU_ASSERT_EQUAL(l[1].out, 1);
+    CU_ASSERT_EQUAL(l[1].p.fill.zero_bytes, 1);
+    CU_ASSERT_EQUAL(l[2].kind, MPV_L_GEMM);
+    CU_ASSERT_EQUAL(l[2].in[0], shp);
+    CU_ASSERT_EQUAL(l[2].in[1], 0);
+    CU_ASSERT_EQUAL(l[2].out, 1);
+    CU_ASSERT_EQUAL(l[2].p.gemm.ta, 1);
+    CU_ASSERT_EQUAL(l[2].p.gemm.tb, 0);
+    CU_ASSERT_EQUAL(l[2].p.gemm.m, 4);
+    CU_ASSERT_EQUAL(l[2].p.gemm.n, 5);
+    CU_ASSERT_EQUAL(l[2].p.gemm.k, 2);
+    CU_ASSERT_EQUAL(l[2].p.gemm.lda, 12);
+    CU_ASSERT_EQUAL(l[2].p.gemm.ldb, 5);
+    CU_ASSERT_EQUAL(l[2].p.gemm.ldc, 5);
+    CU_ASSERT_DOUBLE_EQUAL(l[2].p.gemm.beta, 1.0, 0);
+    CU_ASSERT_EQUAL(l[2].p.gemm.orank, 1);
+    CU_ASSERT_EQUAL(l[2].p.gemm.odims[0], 3);
+    CU_ASSERT_EQUAL(l[2].p.gemm.osa[0], 4);
+    CU_ASSERT_EQUAL(l[2].p.gemm.osb[0], 10);
+    CU_ASSERT_EQUAL(l[2].p.gemm.osc[0], 0);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -2580,6 +2969,10 @@ void mp_register_validate_host(void)
          test_train_attention},
         {"training: Adam, AdamW, momentum steps and the foreach temporary",
          test_train_optimizers},
+        {"training: gradients of data movement, reductions, pointwise ops",
+         test_train_shape_kernels},
+        {"training: MatMul's gradient with a permuted operand read in place",
+         test_train_permuted_matmul},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);
