@@ -2690,8 +2690,7 @@ static void check_deriv(const mpv_program *p, const char *node,
 /* The backward nodes of Transpose, Gather, Concat, Split, Slice, Pad,
  * ReduceMean, Expand, Where, Pow, Cast and the unary ops run real
  * kernels: strided copies (the forward node's copies reversed), an
- * ordered scatter-add, pointwise derivatives; only the forward Where
- * (no forward kernel) stays synthetic */
+ * ordered scatter-add, pointwise derivatives; the forward Where too */
 static void test_train_shape_kernels(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -2706,15 +2705,23 @@ static void test_train_shape_kernels(void)
     CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
     CU_ASSERT_EQUAL(p->n_bwd_synthetic, 0);
     CU_ASSERT_EQUAL(p->n_opt_synthetic, 0);
-    CU_ASSERT_EQUAL(p->n_synthetic, 1);
-    uint32_t id;
-    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "where", &id), MP_OK);
-    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0);
+
+    /* the forward Where: cond, sl and v (ex: a broadcast view of it, read
+     * at stride 0 along its rows) */
+    const mpv_launch *l = launches_of(p, "where", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_NARY);
+    CU_ASSERT_EQUAL(l->p.nary.op, MPV_NOP_WHERE);
+    CU_ASSERT_EQUAL(l->p.nary.n_in, 3);
+    CU_ASSERT_EQUAL(l->p.nary.n, 12);
+    CU_ASSERT_EQUAL(l->p.nary.st[0][0], 4);
+    CU_ASSERT_EQUAL(l->p.nary.st[2][0], 0);
+    CU_ASSERT_EQUAL(l->p.nary.st[2][1], 1);
 
     /* Transpose(a [4,6], perm 1,0): da over a's dims reads dy [6,4] at
      * (1, 4) */
     int64_t st14[] = {1, 4}, st61[] = {6, 1}, st41[] = {4, 1};
-    const mpv_launch *l = launches_of(p, "tr/grad", 1);
+    l = launches_of(p, "tr/grad", 1);
     check_copy(l, 0, 0, 4, 6, st14, st61, 0, 0);
 
     /* Gather(e [10,4], idx [3]): de zeroed, rows of dy added at idx */

@@ -1291,6 +1291,36 @@ static int lower_expand(lower *L, const mp__node *n, const char **why)
     return add_copy(L, 0, 0, y->rank, y->dims, st, ost, 0, 0, es) ? 0 : -1;
 }
 
+/* Where(c, a, b): float32 a and b, a bool c, each broadcast to the
+ * output (a broadcast view's storage read as the view would) */
+static int lower_where(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *y = out_t(g, n, 0);
+    if (n->n_in != 3 || !is_f32(y) || y->rank > MPV_MAXR)
+        FAIL("Where: a float32 output, rank <= 8");
+    mpv_launch *x = add_launch(L, MPV_L_NARY);
+    if (!x)
+        return -1;
+    x->p.nary.op = MPV_NOP_WHERE;
+    x->p.nary.n_in = 3;
+    x->p.nary.rank = y->rank;
+    x->p.nary.n = numel(y);
+    for (int i = 0; i < y->rank; i++)
+        x->p.nary.dims[i] = y->dims[i];
+    for (int k = 0; k < 3; k++) {
+        const mp__tensor *a = in_t(g, n, (uint32_t)k);
+        if (a && mp__tensor_bview(g, n->inputs[k]))
+            a = &g->tensors[a->alias_of];
+        if (!a || a->dtype != (k ? MP_DTYPE_FLOAT32 : MP_DTYPE_BOOL) ||
+            bcast_strides(a, y->dims, y->rank, x->p.nary.st[k]) != 0)
+            FAIL("Where: a bool condition, float32 values, broadcastable");
+        x->in[k] = k;
+    }
+    x->out = 0;
+    return 0;
+}
+
 typedef int (*lower_fn)(lower *L, const mp__node *n, const char **why);
 
 /* the lowering of each registry kernel (none: the synthetic kernel) */
@@ -3182,6 +3212,7 @@ static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_LOSS] = lower_loss,
     [MP__KERNEL_LOSS_GRAD] = lower_loss_grad,
     [MP__KERNEL_SGD] = lower_sgd,
+    [MP__KERNEL_WHERE] = lower_where,
 };
 
 /* Lowers one node; returns 0 (lowered), 1 (needs the synthetic kernel,

@@ -280,6 +280,11 @@ __global__ void k_nary(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w, int op)
     {
         I o[MPV_MAXIN];
         walk_at(w, i, N, o);
+        if (N == 3 && op == MPV_NOP_WHERE) { // in[0]: bool bytes
+            bool c = ((const unsigned char *)in.p[0])[o[0]] != 0;
+            out[i] = c ? in.p[1][o[1]] : in.p[2][o[2]];
+            continue;
+        }
         float v = in.p[0][o[0]];
 #pragma unroll
         for (int k = 1; k < N; k++)

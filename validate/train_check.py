@@ -25,6 +25,14 @@ Small training graphs are written as memplan JSON graphs:
        1; count_include_pad 0, and 1 with ceil_mode) and GlobalAveragePool
   attn, attn_where: a fused attention (attn_graph: its masks, scalars and
        views), every operand trained
+  moves: Transpose, Gather (int64 indices with repeats), Concat, Split,
+       Slice, Pad, ReduceMean, Expand (a broadcast view), Where (a bool
+       condition), Pow (its exponent a weight), Cast
+  unary: Erf, LeakyRelu, Elu, Neg, Abs, Sin, Gelu, HardSwish, Clip, Cos,
+       Gelu (tanh), Softplus, Sqrt, Log, Exp, Reciprocal, Sigmoid,
+       HardSigmoid, Tanh in a chain
+  pmm: MatMul of a permuted view (perm 1,0,2) and a transposed weight,
+       both read in place
 Each is planned and run as one SGD training step:
   memplan validate G --train --optimizer sgd --dump DIR --json [--poison]
 The loss is the sum of the outputs; SGD updates every weight in place
@@ -56,6 +64,7 @@ Exit status 0 when every check passes, 1 otherwise.
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -69,8 +78,15 @@ TOL = 1e-3
 
 
 def graph(name, tensors, nodes, outputs):
-    ts = [{"name": n, "dtype": "float32", "shape": list(s), "kind": k}
-          for n, s, k in tensors]
+    """tensors: (name, shape, kind[, dtype]); kind None: produced by a
+    node (not declared)"""
+    ts = []
+    for t in tensors:
+        d = {"name": t[0], "dtype": t[3] if len(t) > 3 else "float32",
+             "shape": list(t[1])}
+        if t[2]:
+            d["kind"] = t[2]
+        ts.append(d)
     ns = []
     for n, op, ins, outs, attrs in nodes:
         d = {"name": n, "op": op, "inputs": ins, "outputs": outs}
@@ -370,7 +386,7 @@ def check_formulas():
     for name, gfun, ref in CASES:
         g = gfun()
         v = {t["name"]: rng.uniform(-1, 1, t["shape"])
-             for t in g["tensors"] if t["kind"] in ("input", "weight")}
+             for t in g["tensors"] if t.get("kind") in ("input", "weight")}
         if name == "mlp":  # divisors away from 0
             v["d"] = rng.uniform(0.5, 1.5, v["d"].shape)
         if name.startswith("attn"):  # the divisor; the bool mask
@@ -396,7 +412,9 @@ def check_formulas():
         ok &= good
         print("  %-4s %s: hand-written gradients vs finite differences, "
               "max rel %.1e" % ("ok" if good else "FAIL", name, worst))
-    return ok
+    return ok & check_shape_formulas(rng)
+
+
 def attn_graph(where):
     """Fused attention, trained. attn: q = x Wq, kT = Transpose(kin) of an
     input (a transposed view the kernels read in place), v = x Wv;
@@ -915,6 +933,215 @@ def run_case(memplan, out, name, g, ref, poison, optim="sgd"):
     return ok, grads
 
 
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def moves_graph():
+    """Transpose, Sigmoid, Gather, Concat, Split, Slice, Pad, ReduceMean,
+    Expand (a broadcast view), Where, Pow (the exponent a weight), Cast"""
+    t = [("x", (4, 6), "input"), ("w", (4, 6), "weight"),
+         ("e", (10, 4), "weight"), ("idx", (5,), "input", "int64"),
+         ("v", (1, 4), "weight"), ("cond", (4, 4), "input", "bool"),
+         ("pe", (), "weight"), ("shp", (2,), None, "int64"),
+         ("a", (4, 6), None), ("t", (6, 4), None), ("s", (6, 4), None),
+         ("gt", (5, 4), None), ("c", (11, 4), None), ("c0", (6, 4), None),
+         ("c1", (5, 4), None), ("sl", (4, 4), None), ("pd", (5, 7), None),
+         ("rm", (5,), "output"), ("ex", (4, 4), None), ("wh", (4, 4), None),
+         ("sg", (4, 4), None), ("pw", (4, 4), None), ("cs", (4, 4), "output")]
+    n = [("mul", "Mul", ["x", "w"], ["a"], None),
+         ("tr", "Transpose", ["a"], ["t"], {"perm": [1, 0]}),
+         ("sig", "Sigmoid", ["t"], ["s"], None),
+         ("gather", "Gather", ["e", "idx"], ["gt"], {"axis": 0}),
+         ("concat", "Concat", ["s", "gt"], ["c"], {"axis": 0}),
+         ("split", "Split", ["c"], ["c0", "c1"], {"axis": 0, "split": [6, 5]}),
+         ("slice", "Slice", ["c0"], ["sl"],
+          {"starts": [1], "ends": [5], "axes": [0]}),
+         ("pad", "Pad", ["c1"], ["pd"], {"pads": [0, 1, 0, 2]}),
+         ("rmean", "ReduceMean", ["pd"], ["rm"], {"axes": [1], "keepdims": 0}),
+         ("shape", "Constant", [], ["shp"], {"value_ints": [4, 4]}),
+         ("expand", "Expand", ["v", "shp"], ["ex"], None),
+         ("where", "Where", ["cond", "sl", "ex"], ["wh"], None),
+         ("sig2", "Sigmoid", ["wh"], ["sg"], None),
+         ("pow", "Pow", ["sg", "pe"], ["pw"], None),
+         ("cast", "Cast", ["pw"], ["cs"], {"to": 1})]
+    return graph("moves", t, n, ["rm", "cs"])
+
+
+def moves_ref(v):
+    x, w, e, idx, vv, cond, pe = (v[k] for k in (
+        "x", "w", "e", "idx", "v", "cond", "pe"))
+    idx = np.mod(idx.astype(np.int64), e.shape[0])  # the kernel's wrapping
+    cond = cond.astype(bool)
+    a = x * w
+    t = a.T
+    s = sigmoid(t)
+    gt = e[idx]
+    c = np.concatenate([s, gt], axis=0)
+    c0, c1 = c[:6], c[6:]
+    sl = c0[1:5]
+    pd = np.pad(c1, ((0, 0), (1, 2)))
+    rm = pd.mean(axis=1)
+    ex = np.broadcast_to(vv, (4, 4))
+    wh = np.where(cond, sl, ex)
+    sg = sigmoid(wh)
+    pw = sg ** pe
+    g = {}
+    dsg = pe * sg ** (pe - 1)
+    g["pe"] = np.array((pw * np.log(sg)).sum())
+    dwh = dsg * sg * (1 - sg)
+    dsl = np.where(cond, dwh, 0.0)
+    g["v"] = np.where(cond, 0.0, dwh).sum(axis=0, keepdims=True)
+    dc1 = np.full((5, 7), 1.0 / 7)[:, 1:5]
+    dc0 = np.zeros((6, 4))
+    dc0[1:5] = dsl
+    dc = np.concatenate([dc0, dc1], axis=0)
+    ds, dgt = dc[:6], dc[6:]
+    de = np.zeros_like(e)
+    np.add.at(de, idx, dgt)
+    g["e"] = de
+    g["w"] = (ds * s * (1 - s)).T * x
+    return rm.sum() + pw.sum(), g
+
+
+ERF = np.vectorize(math.erf)
+K_TANH = math.sqrt(2.0 / math.pi)
+
+# the unary chain: (op, attributes, forward, derivative at the input x
+# and the output y)
+UNARY = [
+    ("Erf", None, ERF,
+     lambda x, y: 2.0 / math.sqrt(math.pi) * np.exp(-x * x)),
+    ("LeakyRelu", {"alpha": 0.1}, lambda x: np.where(x >= 0, x, 0.1 * x),
+     lambda x, y: np.where(x > 0, 1.0, 0.1)),
+    ("Elu", {"alpha": 0.7}, lambda x: np.where(x >= 0, x, 0.7 * np.expm1(x)),
+     lambda x, y: np.where(x > 0, 1.0, 0.7 * np.exp(x))),
+    ("Neg", None, lambda x: -x, lambda x, y: -np.ones_like(x)),
+    ("Abs", None, np.abs, lambda x, y: np.sign(x)),
+    ("Sin", None, np.sin, lambda x, y: np.cos(x)),
+    ("Gelu", None, lambda x: 0.5 * x * (1 + ERF(x / math.sqrt(2))),
+     lambda x, y: 0.5 * (1 + ERF(x / math.sqrt(2))) +
+     x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)),
+    ("HardSwish", None, lambda x: x * np.clip(x / 6 + 0.5, 0, 1),
+     lambda x, y: np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0))),
+    ("Clip", {"min": 0.01, "max": 0.08}, lambda x: np.clip(x, 0.01, 0.08),
+     lambda x, y: ((x >= 0.01) & (x <= 0.08)).astype(np.float64)),
+    ("Cos", None, np.cos, lambda x, y: -np.sin(x)),
+    ("Gelu", {"approximate": "tanh"},
+     lambda x: 0.5 * x * (1 + np.tanh(K_TANH * (x + 0.044715 * x ** 3))),
+     lambda x, y: 0.5 * (1 + np.tanh(K_TANH * (x + 0.044715 * x ** 3))) +
+     0.5 * x * (1 - np.tanh(K_TANH * (x + 0.044715 * x ** 3)) ** 2) *
+     K_TANH * (1 + 3 * 0.044715 * x * x)),
+    ("Softplus", None, lambda x: np.log1p(np.exp(x)),
+     lambda x, y: sigmoid(x)),
+    ("Sqrt", None, np.sqrt, lambda x, y: 0.5 / y),
+    ("Log", None, np.log, lambda x, y: 1.0 / x),
+    ("Exp", None, np.exp, lambda x, y: y),
+    ("Reciprocal", None, lambda x: 1.0 / x, lambda x, y: -y * y),
+    ("Sigmoid", None, sigmoid, lambda x, y: y * (1 - y)),
+    ("HardSigmoid", {"alpha": 0.3, "beta": 0.4},
+     lambda x: np.clip(0.3 * x + 0.4, 0, 1),
+     lambda x, y: np.where((0.3 * x + 0.4 > 0) & (0.3 * x + 0.4 < 1), 0.3,
+                           0.0)),
+    ("Tanh", None, np.tanh, lambda x, y: 1 - y * y),
+]
+
+
+def unary_graph():
+    """x * w, then every unary op of UNARY in turn"""
+    t = [("x", (3, 5), "input"), ("w", (3, 5), "weight"), ("u0", (3, 5), None)]
+    n = [("mul", "Mul", ["x", "w"], ["u0"], None)]
+    for i, (op, attrs, _, _) in enumerate(UNARY):
+        last = i == len(UNARY) - 1
+        t.append(("u%d" % (i + 1), (3, 5), "output" if last else None))
+        n.append(("op%d" % (i + 1), op, ["u%d" % i], ["u%d" % (i + 1)],
+                  attrs))
+    return graph("unary", t, n, ["u%d" % len(UNARY)])
+
+
+def unary_ref(v):
+    x, w = v["x"], v["w"]
+    us = [x * w]
+    for _, _, fwd, _ in UNARY:
+        us.append(fwd(us[-1]))
+    d = np.ones_like(us[-1])
+    for i in range(len(UNARY) - 1, -1, -1):
+        d = d * UNARY[i][3](us[i], us[i + 1])
+    return us[-1].sum(), {"w": d * x}
+
+
+def pmm_graph():
+    """MatMul(hp, B): hp a permuted view of h = x * a3 (perm 1,0,2), B a
+    transposed view of the weight Wt (both read in place)"""
+    t = [("x", (4, 3, 8), "input"), ("a3", (4, 3, 8), "weight"),
+         ("Wt", (5, 8), "weight"), ("h", (4, 3, 8), None),
+         ("hp", (3, 4, 8), None), ("B", (8, 5), None),
+         ("y", (3, 4, 5), "output")]
+    n = [("mul", "Mul", ["x", "a3"], ["h"], None),
+         ("perm", "Transpose", ["h"], ["hp"], {"perm": [1, 0, 2]}),
+         ("wt", "Transpose", ["Wt"], ["B"], {"perm": [1, 0]}),
+         ("mm", "MatMul", ["hp", "B"], ["y"], None)]
+    return graph("pmm", t, n, ["y"])
+
+
+def pmm_ref(v):
+    x, a3, Wt = v["x"], v["a3"], v["Wt"]
+    h = x * a3
+    hp = np.transpose(h, (1, 0, 2))
+    y = hp @ Wt.T
+    dy = np.ones_like(y)
+    dh = np.transpose(dy @ Wt, (1, 0, 2))
+    dB = hp.reshape(-1, 8).T @ dy.reshape(-1, 5)
+    return y.sum(), {"a3": dh * x, "Wt": dB.T}
+
+
+# data movement, Where, Pow, Cast, the unary ops, a permuted MatMul
+# (their references checked against finite differences apart: integer
+# and bool inputs, a tolerance for the unary chain's small gradient)
+SHAPE_CASES = (("moves", moves_graph, moves_ref),
+               ("unary", unary_graph, unary_ref),
+               ("pmm", pmm_graph, pmm_ref))
+
+
+def check_shape_formulas(rng):
+    """SHAPE_CASES' hand-written gradients against central finite
+    differences: every element of every weight"""
+    ok = True
+    for name, gfun, ref in SHAPE_CASES:
+        g = gfun()
+        v = {}
+        for t in g["tensors"]:
+            if t.get("kind") not in ("input", "weight"):
+                continue
+            if t["dtype"] == "int64":
+                v[t["name"]] = rng.integers(0, 4, t["shape"])
+            elif t["dtype"] == "bool":
+                v[t["name"]] = rng.integers(0, 2, t["shape"]).astype(np.uint8)
+            else:
+                v[t["name"]] = rng.uniform(-1, 1, t["shape"])
+        if "pe" in v:  # the exponent: as its initial values are
+            v["pe"] = rng.uniform(0.5, 1.0, v["pe"].shape)
+        _, grads = ref(v)
+        worst = 0.0
+        for k, gr in grads.items():
+            for i in np.ndindex(*gr.shape):
+                e = 1e-6
+                keep = v[k][i]
+                v[k][i] = keep + e
+                lp, _ = ref(v)
+                v[k][i] = keep - e
+                lm, _ = ref(v)
+                v[k][i] = keep
+                fd = (lp - lm) / (2 * e)
+                worst = max(worst, abs(fd - gr[i]) /
+                            max(np.abs(gr).max(), 1e-9))
+        good = worst <= 1e-5
+        ok &= good
+        print("  %-4s %s: hand-written gradients vs finite differences, "
+              "max rel %.1e" % ("ok" if good else "FAIL", name, worst))
+    return ok
+
+
 # normalization and pooling (their references checked against finite
 # differences apart: MaxPool's is not smooth)
 NORM_CASES = (("bn_train", lambda: bn_graph(1), lambda v: bn_ref(v, 1)),
@@ -989,7 +1216,7 @@ def main():
     ok = True
     ok &= run_forward(a.memplan, out, "norm_fwd", norm_fwd_graph(),
                       norm_fwd_ref)
-    for name, gfun, ref in CASES + NORM_CASES:
+    for name, gfun, ref in CASES + NORM_CASES + SHAPE_CASES:
         g = gfun()
         r1, g1 = run_case(a.memplan, out, name, g, ref, False)
         r2, g2 = run_case(a.memplan, out, name, g, ref, True)

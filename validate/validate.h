@@ -89,6 +89,9 @@ enum {
 };
 /* extra unary op: y = alpha * x (Mean) */
 #define MPV_UOP_SCALE 200
+/* extra n-ary op of MPV_L_NARY: Where, in[0] the condition (bool bytes),
+ * in[1] where true, in[2] where false */
+#define MPV_NOP_WHERE 229
 /* binary op of MPV_L_GRAD_PW (beside MP__KOP_*): x where y > 0, else 0
  * (ReLU's gradient from its output) */
 #define MPV_BOP_RELU_GRAD 201

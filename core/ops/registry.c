@@ -229,7 +229,7 @@ static const mp__op_def registry[] = {
     {"Unique", "", 0, mp__shape_unique},
     {"Unsqueeze", "", VIEW | KN(VIEW) | MP__OPF_BWD(MP__BWD_NONE), mp__shape_unsqueeze},
     {"Upsample", "", AMP_F32 | KN(RESIZE), mp__shape_resize},
-    {"Where", "", BC | MP__OPF_CHEAP | MP__OPF_BWD(MP__BWD_WHERE), mp__shape_where},
+    {"Where", "", BC | MP__OPF_CHEAP | KN(WHERE) | MP__OPF_BWD(MP__BWD_WHERE), mp__shape_where},
     {"Xor", "", BC | MP__OPF_CHEAP | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_logical},
     {"ArrayFeatureExtractor", "ai.onnx.ml", 0, mp__shape_array_feature},
     {"Binarizer", "ai.onnx.ml", EW, mp__shape_same},
