@@ -2838,6 +2838,52 @@ static void test_train_shape_kernels(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Split(a [4,6], axis 1, 2 and 4 columns) with the first part unread:
+ * da zeroed, the second part's gradient copied to columns 2..5 */
+static void test_train_split_unused(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t d46[] = {4, 6}, d42[] = {4, 2}, d44[] = {4, 4};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, d46);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, d46);
+    uint32_t a = mp_test_tensor(g, "a", MP_KIND_ACTIVATION, 2, d46);
+    uint32_t p0 = mp_test_tensor(g, "p0", MP_KIND_ACTIVATION, 2, d42);
+    uint32_t p1 = mp_test_tensor(g, "p1", MP_KIND_ACTIVATION, 2, d44);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, d44);
+    uint32_t im[] = {x, w}, parts[] = {p0, p1};
+    mp_test_node(g, "mul", "Mul", im, 2, &a, 1);
+    uint32_t sp = mp_test_node(g, "split", "Split", &a, 1, parts, 2);
+    mp_test_node(g, "relu", "Relu", &p1, 1, &y, 1);
+    int64_t split[] = {2, 4};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, sp, "axis", 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, sp, "split", split, 2), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_graph *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0);
+    const mpv_launch *l = launches_of(p, "split/grad", 2);
+    CU_ASSERT_EQUAL(l[0].kind, MPV_L_FILL);
+    CU_ASSERT_EQUAL(l[0].out, 0);
+    CU_ASSERT_EQUAL(l[0].p.fill.zero_bytes, 1);
+    int64_t st41[] = {4, 1}, st61[] = {6, 1};
+    check_copy(&l[1], 0, 0, 4, 4, st41, st61, 0, 2);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* MatMul(hp, W [4,5]), hp = Transpose(h [2,3,4], perm 1,0,2) a permuted
  * view read in place: dhp [3,2,4] = dy W^T per index of hp's leading
  * dim (W read with op T), dW zeroed then hp^T dy added per index (hp's
@@ -2980,6 +3026,8 @@ void mp_register_validate_host(void)
          test_train_shape_kernels},
         {"training: MatMul's gradient with a permuted operand read in place",
          test_train_permuted_matmul},
+        {"training: a Split's unread part gets a zero gradient",
+         test_train_split_unused},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -2657,6 +2657,30 @@ static const mp__node *fwd_node(const mp_graph *g, const mp__node *n,
     return NULL;
 }
 
+/* tensors a and b have the same shape */
+static int same_dims(const mp__tensor *a, const mp__tensor *b)
+{
+    if (!a || !b || a->rank != b->rank || a->rank < 0)
+        return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
+}
+
+/* the forward node of n (fwd_node) when its input 0 has dx's shape and
+ * its output 0 dy's: the node whose gradient n is */
+static const mp__node *fwd_node_of(const mp_graph *g, const mp__node *n,
+                                   const gnode *G, const mp__tensor *dxt,
+                                   const mp__tensor *dyt)
+{
+    const mp__node *f = fwd_node(g, n, G);
+    return f && f->n_out >= 1 && same_dims(in_t(g, f, 0), dxt) &&
+                   same_dims(out_t(g, f, 0), dyt)
+               ? f
+               : NULL;
+}
+
 /* an input slot read row-major (no transposed, permuted or broadcast
  * view), any dtype; NULL otherwise */
 static const mp__tensor *plain_in(const mp_graph *g, const mp__node *n,
@@ -2747,7 +2771,7 @@ static int lower_grad_unary(lower *L, const mp__node *n, const gnode *G,
                            : "backward: the unary op's input is not saved");
     /* the op's parameters: the forward node's (Clip's min and max may be
      * inputs, which the backward node does not have) */
-    const mp__node *f = fwd_node(g, n, G);
+    const mp__node *f = fwd_node_of(g, n, G, dxt, dyt);
     if (kop == MP__KOP_CLIP && !f)
         FAIL("ClipGrad: the forward node (its min and max) not found");
     double a, b;
@@ -2912,7 +2936,7 @@ static int lower_grad_reduce(lower *L, const mp__node *n, const gnode *G,
     /* the axes: the attribute, else the forward node's second input */
     int64_t axes[MPV_MAXR];
     int na = attr_ints(n, "axes", axes, MPV_MAXR);
-    const mp__node *f = na < 0 ? fwd_node(g, n, G) : NULL;
+    const mp__node *f = na < 0 ? fwd_node_of(g, n, G, dxt, dyt) : NULL;
     if (na < 0 && f && f->n_in >= 2 && in_t(g, f, 1)) {
         na = input_ints(g, f, 1, axes, MPV_MAXR);
         if (na < 0)
@@ -3001,7 +3025,7 @@ static int lower_grad_parts(lower *L, const mp__node *n, const gnode *G,
     int es = w ? esize_of(w) : 0;
     uint32_t parts = concat ? f->n_in : f->n_out;
     if (!wg || !es || w->rank < 1 || w->rank > MPV_MAXR ||
-        wg->rank != w->rank || esize_of(wg) != es || numel(wg) != numel(w) ||
+        !same_dims(wg, w) || esize_of(wg) != es ||
         parts > GMAX || (!concat && G->n_dx != 1) ||
         (uint32_t)G->n_dx != n->n_out)
         FAIL("Concat/SplitGrad: the whole's gradient, rank, parts");
@@ -3025,8 +3049,7 @@ static int lower_grad_parts(lower *L, const mp__node *n, const gnode *G,
         const mp__tensor *ag = slot < 0 ? NULL
                                : concat  ? out_t(g, n, (uint32_t)slot)
                                          : plain_in(g, n, slot);
-        if (slot >= 0 && (!ag || ag->rank != a->rank ||
-                          esize_of(ag) != es || numel(ag) != numel(a)))
+        if (slot >= 0 && (!same_dims(ag, a) || esize_of(ag) != es))
             FAIL("Concat/SplitGrad: a part's gradient");
         strides_of(a->dims, a->rank, pst);
         int64_t at = off * wst[axis];
@@ -3050,8 +3073,9 @@ static int lower_grad_slice(lower *L, const mp__node *n, const gnode *G,
     const mp_graph *g = L->g;
     int dy, o;
     const mp__tensor *dyt, *dxt;
-    const mp__node *f = fwd_node(g, n, G);
-    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 || !f)
+    const mp__node *f = NULL;
+    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 ||
+        !(f = fwd_node_of(g, n, G, dxt, dyt)))
         FAIL("SliceGrad: one gradient, the forward node found");
     int r = dxt->rank, es = esize_of(dxt);
     if (!es || esize_of(dyt) != es || dyt->rank != r)
@@ -3075,8 +3099,9 @@ static int lower_grad_pad(lower *L, const mp__node *n, const gnode *G,
     const mp_graph *g = L->g;
     int dy, o;
     const mp__tensor *dyt, *dxt;
-    const mp__node *f = fwd_node(g, n, G);
-    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 || !f)
+    const mp__node *f = NULL;
+    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 ||
+        !(f = fwd_node_of(g, n, G, dxt, dyt)))
         FAIL("PadGrad: one gradient, the forward node found");
     int r = dxt->rank, es = esize_of(dxt);
     if (!es || esize_of(dyt) != es || dyt->rank != r)
