@@ -2990,6 +2990,7 @@ static int lower_grad_reduce(lower *L, const mp__node *n, const gnode *G,
         x->p.gpw.dims[i] = dxt->dims[i];
         x->p.gpw.st[0][i] = st[i];
     }
+    gpw_split(x);
     return 0;
 }
 
