@@ -927,10 +927,16 @@ def run_case(memplan, out, name, g, ref, poison, optim="sgd"):
         grads[k] = gg
         scale = max(np.abs(gr).max(), 1e-6)
         err = np.abs(gg - gr).max() / scale
-        good = err <= TOL
+        # what (before - after) / lr resolves: the fp32 rounding of the
+        # weight after the step, 2^-24 |w| each side, over lr (a gradient
+        # far smaller than the weight, the unary chain's, is known only
+        # to that)
+        res = 2.0 ** -23 * np.abs(before).max() / LR / scale
+        good = err <= TOL + res
         ok &= good
-        print("  %-4s d%-3s max|ref| %.3e  max|gpu-ref|/max|ref| %.2e" % (
-            "ok" if good else "FAIL", k, scale, err))
+        print("  %-4s d%-3s max|ref| %.3e  max|gpu-ref|/max|ref| %.2e%s" % (
+            "ok" if good else "FAIL", k, scale, err,
+            "" if res < TOL else " (the method resolves %.1e)" % res))
     return ok, grads
 
 
@@ -1170,8 +1176,10 @@ def opt_check(v, gref, opt, ok):
             lr = ADAM_LR
             base = w0 * (1 - lr * ADAMW_WD) if opt == "adamw" else w0
         for sname, sref in states.items():
-            before = v["weight"]["opt/%s/%s" % (k, sname)]
-            after = v["weight_after"]["opt/%s/%s" % (k, sname)]
+            # (a state may be dumped flat: the foreach form's)
+            before = v["weight"]["opt/%s/%s" % (k, sname)].reshape(gr.shape)
+            after = v["weight_after"]["opt/%s/%s" % (k, sname)].reshape(
+                gr.shape)
             sscale = max(np.abs(sref).max(), 1e-12)
             err = np.abs(after.astype(np.float64) - sref).max() / sscale
             good = err <= TOL and not before.any()
@@ -1183,11 +1191,13 @@ def opt_check(v, gref, opt, ok):
         # the weight: the update from the executor's own states (checked
         # above; Adam's g / |g| jumps where fp32 rounds g near 0)
         if opt == "momentum":
-            b1 = v["weight_after"]["opt/%s/momentum" % k]
+            b1 = v["weight_after"]["opt/%s/momentum" % k].reshape(w0.shape)
             want = w0 - lr * b1.astype(np.float64)
         else:
-            m1 = v["weight_after"]["opt/%s/m" % k].astype(np.float64)
-            v1 = v["weight_after"]["opt/%s/v" % k].astype(np.float64)
+            m1 = v["weight_after"]["opt/%s/m" % k].astype(
+                np.float64).reshape(w0.shape)
+            v1 = v["weight_after"]["opt/%s/v" % k].astype(
+                np.float64).reshape(w0.shape)
             want = base - lr * (m1 / (1 - BETA1)) / (
                 np.sqrt(v1 / (1 - BETA2)) + ADAM_EPS)
         err = np.abs(w1 - want).max()
