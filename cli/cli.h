@@ -115,8 +115,8 @@ enum {
     /* offload */
     CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
     /* validate */
-    CLI_O_PLAN, CLI_O_NO_REFERENCE, CLI_O_POISON, CLI_O_DUMP, CLI_O_LOWER_ONLY,
-    CLI_O_STEP_TIMES,
+    CLI_O_PLAN, CLI_O_NO_REFERENCE, CLI_O_POISON, CLI_O_DUMP, CLI_O_WEIGHTS,
+    CLI_O_INPUTS, CLI_O_LOWER_ONLY, CLI_O_STEP_TIMES,
     /* offload-policy */
     CLI_O_PROMPT, CLI_O_GEN, CLI_O_GPU_BATCH, CLI_O_NUM_BATCHES, CLI_O_PERCENT,
     CLI_O_COMPRESS_WEIGHTS, CLI_O_COMPRESS_KV, CLI_O_GPU_MEM, CLI_O_CPU_MEM,
@@ -246,7 +246,7 @@ typedef struct cli_args {
     cli_train_args train;
     cli_offload_args offload;
     /* validate */
-    const char *plan, *dump;
+    const char *plan, *dump, *weights_dir, *inputs_dir;
     int no_reference, poison, lower_only, step_times;
     /* offload-policy */
     mp_flexgen_options fo;

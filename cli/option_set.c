@@ -36,6 +36,8 @@ static const size_t string_field[CLI_O_COUNT_] = {
     [CLI_O_DEVICE] = offsetof(cli_args, offload.device),
     [CLI_O_PLAN] = offsetof(cli_args, plan),
     [CLI_O_DUMP] = offsetof(cli_args, dump),
+    [CLI_O_WEIGHTS] = offsetof(cli_args, weights_dir),
+    [CLI_O_INPUTS] = offsetof(cli_args, inputs_dir),
 };
 /* Sizes by field. */
 static const size_t size_field[CLI_O_COUNT_] = {

@@ -281,8 +281,22 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "fill freed blocks with 0xff in the planned run", NULL, NULL, 0},
     [CLI_O_DUMP] = {"dump", 0, "DIR", C_VALIDATE, G_RUN, NULL, NULL,
         "write the inputs, weights and outputs of the planned run to "
-        "DIR/values.{txt,bin} (for validate/ort_compare.py); DIR is made "
-        "when missing",
+        "DIR/values.{txt,bin} (for validate/ort_compare.py), and of a "
+        "training step the weights after it and each parameter's gradient "
+        "(validate/torch_grad_check.py); DIR is made when missing",
+        NULL, NULL, 0},
+    [CLI_O_WEIGHTS] = {"weights", 0, "DIR", C_VALIDATE, G_RUN, NULL,
+        "random",
+        "the weights' values from DIR/values.{txt,bin}, the format --dump "
+        "writes (lines of kind weight, by tensor name; dtype and bytes must "
+        "match): every weight must be there but small constants the model "
+        "holds (optimizer states start at zero); with --lower-only the "
+        "files are only checked",
+        NULL, NULL, 0},
+    [CLI_O_INPUTS] = {"inputs", 0, "DIR", C_VALIDATE, G_RUN, NULL, "random",
+        "the graph inputs' values from DIR/values.{txt,bin} (lines of kind "
+        "input, by name; every input must be there); with --lower-only the "
+        "files are only checked",
         NULL, NULL, 0},
     [CLI_O_LOWER_ONLY] = {"lower-only", 0, NULL, C_VALIDATE, G_RUN, NULL,
         NULL,

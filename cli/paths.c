@@ -69,7 +69,7 @@ static int same(const cli_file *a, const cli_file *b)
     return 0;
 }
 
-#define MAX_FILES (CLI_MAX_POSITIONAL + 8)
+#define MAX_FILES (CLI_MAX_POSITIONAL + 12)
 
 static void add(cli_file *v, size_t *n, const char *path, const char *what,
                 int output)
@@ -87,6 +87,8 @@ int cli_check_paths(const cli_args *a)
     cli_file v[MAX_FILES];
     size_t n = 0;
     char dump_txt[PATH_MAX + 16], dump_bin[PATH_MAX + 16];
+    char w_txt[PATH_MAX + 16], w_bin[PATH_MAX + 16];
+    char i_txt[PATH_MAX + 16], i_bin[PATH_MAX + 16];
     for (int i = 0; i < a->n_pos; i++)
         add(v, &n, a->pos[i], "the input", 0);
     if (a->cmd == CLI_CMD_VALIDATE)
@@ -97,6 +99,18 @@ int cli_check_paths(const cli_args *a)
     add(v, &n, a->dot, "the output --dot", 1);
     add(v, &n, a->html, "the output --html", 1);
     add(v, &n, a->trace, "the output --trace", 1);
+    if (a->weights_dir) {
+        snprintf(w_txt, sizeof w_txt, "%s/values.txt", a->weights_dir);
+        snprintf(w_bin, sizeof w_bin, "%s/values.bin", a->weights_dir);
+        add(v, &n, w_txt, "the weights (--weights)", 0);
+        add(v, &n, w_bin, "the weights (--weights)", 0);
+    }
+    if (a->inputs_dir) {
+        snprintf(i_txt, sizeof i_txt, "%s/values.txt", a->inputs_dir);
+        snprintf(i_bin, sizeof i_bin, "%s/values.bin", a->inputs_dir);
+        add(v, &n, i_txt, "the inputs (--inputs)", 0);
+        add(v, &n, i_bin, "the inputs (--inputs)", 0);
+    }
     if (a->dump) {
         snprintf(dump_txt, sizeof dump_txt, "%s/values.txt", a->dump);
         snprintf(dump_bin, sizeof dump_bin, "%s/values.bin", a->dump);

@@ -283,7 +283,8 @@ static void test_dump(void)
     char dir[] = "/tmp/mpv_dumpXXXXXX";
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
     const void *ins[1] = {in};
-    CU_ASSERT_EQUAL_FATAL(mpv_dump_values(p, dir, w, ins, out, NULL), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        mpv_dump_values(p, dir, w, ins, out, NULL, NULL, 0, NULL), MP_OK);
     char path[64];
     snprintf(path, sizeof path, "%s/values.txt", dir);
     char *ix = mp_test_slurp(path);
@@ -310,7 +311,8 @@ static void test_dump(void)
     CU_ASSERT_FATAL(w2 != NULL);
     for (uint64_t i = 0; i < p->weights_bytes; i++)
         w2[i] = (unsigned char)(w[i] ^ 0x5a);
-    CU_ASSERT_EQUAL_FATAL(mpv_dump_values(p, dir, w, ins, out, w2), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        mpv_dump_values(p, dir, w, ins, out, w2, NULL, 0, NULL), MP_OK);
     f = fopen(path, "rb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     n = fread(bin, 1, 2700, f);
@@ -332,7 +334,8 @@ static void test_dump(void)
     remove(path);
     rmdir(dir);
     /* a directory that cannot be written is an I/O error */
-    CU_ASSERT_EQUAL(mpv_dump_values(p, "/nonexistent/dir", w, ins, out, NULL),
+    CU_ASSERT_EQUAL(mpv_dump_values(p, "/nonexistent/dir", w, ins, out, NULL,
+                                    NULL, 0, NULL),
                     MP_ERR_IO);
     free(bin);
     free(ix);

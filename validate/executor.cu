@@ -62,6 +62,12 @@ struct run_ctx {
     std::vector<void *> in, out;
     std::vector<uint64_t> inb, outb;
     std::vector<int> odt;
+    // --dump of a training step: each parameter's gradient, copied out
+    // when its optimizer step runs (grab: in this run)
+    bool grab;
+    std::vector<mpv_grad> grads;
+    std::vector<uint64_t> grad_at;   // offsets in gvals
+    std::vector<unsigned char> gvals;
 };
 
 // an in-flight copy: its arena bytes [lo, hi) and its completion event
@@ -236,6 +242,24 @@ bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
     return true;
 }
 
+// the gradients that the optimizer step at step s reads, copied to the
+// host before it runs (planned run; the step's copies were waited for)
+bool grab_grads(run_ctx &c, uint32_t s)
+{
+    for (size_t k = 0; k < c.grads.size(); k++) {
+        if (c.grads[k].step != s)
+            continue;
+        const mpv_step &ps = c.p->steps[s];
+        const void *src = ref_ptr(c, c.p->refs[ps.refs + 1], NULL);
+        if (!src)
+            continue;
+        CK(cudaMemcpyAsync(c.gvals.data() + c.grad_at[k], src,
+                           c.grads[k].bytes, cudaMemcpyDeviceToHost, c.s));
+        CK(cudaStreamSynchronize(c.s));
+    }
+    return true;
+}
+
 bool upload_state(run_ctx &c, void *const *tensor_ptr)
 {
     const mpv_program *p = c.p;
@@ -325,6 +349,8 @@ bool run_planned(run_ctx &c, int mode, float *total_ms, uint64_t *peak_used)
         switch (ps.kind) {
         case MP_STEP_COMPUTE:
         case MP_STEP_RECOMPUTE:
+            if (c.grab && !grab_grads(c, s))
+                return false;
             if (!run_node(c, s, NULL))
                 return false;
             break;
@@ -602,14 +628,38 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         c.pinned.assign(mp_graph_num_tensors(p->graph), NULL);
         // host copies of weights and inputs
         c.hweights.resize(p->weights_bytes);
-        if (p->weights_bytes)
+        if (p->weights_bytes && !o->weights_dir)
             mpv_weights_init(p, c.hweights.data(), o->seed);
         c.hinputs.resize(p->n_inputs);
+        std::vector<void *> inb(p->n_inputs);
         for (uint32_t i = 0; i < p->n_inputs; i++) {
             mp_tensor_info ti;
             mp_graph_tensor_info(p->graph, p->inputs[i], &ti);
             c.hinputs[i].resize(ti.bytes);
-            mpv_input_init(p, p->inputs[i], c.hinputs[i].data(), o->seed);
+            inb[i] = c.hinputs[i].data();
+            if (!o->inputs_dir)
+                mpv_input_init(p, p->inputs[i], c.hinputs[i].data(), o->seed);
+        }
+        // --weights, --inputs: the values from files
+        if ((o->weights_dir &&
+             mpv_weights_read(p, o->weights_dir, c.hweights.data(),
+                              o->seed) != MP_OK) ||
+            (o->inputs_dir &&
+             mpv_inputs_read(p, o->inputs_dir, inb.data()) != MP_OK)) {
+            fail(r, "values", mp_ctx_message(p->ctx));
+            cublasDestroy(c.h);
+            return -1;
+        }
+        c.grab = false;
+        if (o->dump_dir) {
+            c.grads.resize(mpv_grads_find(p, NULL));
+            mpv_grads_find(p, c.grads.data());
+            uint64_t at = 0;
+            for (const mpv_grad &gr : c.grads) {
+                c.grad_at.push_back(at);
+                at += gr.bytes;
+            }
+            c.gvals.resize(at);
         }
     }
     auto body = [&]() -> bool {
@@ -708,6 +758,20 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             for (uint32_t i = 0; i < p->n_launches; i++)
                 updates |= p->launches[i].kind == MPV_L_AXPY ||
                            p->launches[i].kind == MPV_L_OPT_STEP;
+            // one more planned run copies each parameter's gradient out
+            // as its optimizer step reads it (the timed runs stay free of
+            // the copies)
+            if (!c.grads.empty()) {
+                std::vector<unsigned char> out_g;
+                c.grab = true;
+                bool okg = run_planned(c, 0, &ms, &peak);
+                c.grab = false;
+                if (!okg || !download_outputs(c, NULL, out_g))
+                    return false;
+                if (out_g != out_a)
+                    return fail(r, "--dump", "the run that copied the "
+                                "gradients out gave other outputs");
+            }
             std::vector<unsigned char> wafter;
             if (updates && p->weights_bytes) {
                 wafter.resize(p->weights_bytes);
@@ -716,7 +780,9 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             }
             if (mpv_dump_values(p, o->dump_dir, c.hweights.data(), ins.data(),
                                 out_a.data(),
-                                wafter.empty() ? NULL : wafter.data()) != MP_OK)
+                                wafter.empty() ? NULL : wafter.data(),
+                                c.grads.data(), (uint32_t)c.grads.size(),
+                                c.gvals.data()) != MP_OK)
                 return fail(r, o->dump_dir, mp_ctx_message(p->ctx));
         }
         r->output_bytes = out_a.size();

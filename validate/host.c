@@ -4052,7 +4052,9 @@ static int dump_line(FILE *ix, const char *kind, const mp__tensor *t,
 
 mp_status mpv_dump_values(const mpv_program *p, const char *dir,
                           const void *weights, const void *const *inputs,
-                          const void *outs, const void *weights_after)
+                          const void *outs, const void *weights_after,
+                          const mpv_grad *grads, uint32_t n_grads,
+                          const void *grad_values)
 {
     const mp_graph *g = p->graph;
     mp_ctx *ctx = p->ctx;
@@ -4134,6 +4136,17 @@ mp_status mpv_dump_values(const mpv_program *p, const char *dir,
         bad |= fwrite((const unsigned char *)weights_after + p->woff[t], 1,
                       tt->bytes, bin) != tt->bytes;
         at += tt->bytes;
+    }
+    /* each parameter's gradient, under the parameter's name */
+    const unsigned char *gv = grad_values;
+    for (uint32_t k = 0; grads && k < n_grads && !bad; k++) {
+        const mp__tensor *tg = &g->tensors[grads[k].grad];
+        mp__tensor named = *tg;
+        named.name = g->tensors[grads[k].weight].name;
+        bad |= dump_line(ix, "grad", &named, at, grads[k].bytes) != 0;
+        bad |= fwrite(gv, 1, grads[k].bytes, bin) != grads[k].bytes;
+        gv += grads[k].bytes;
+        at += grads[k].bytes;
     }
     st = bad ? mp__err(ctx, MP_ERR_IO, "%s: write failed", dir) : MP_OK;
 out:

@@ -47,7 +47,16 @@ static int load_and_lower(mpv_cmd *v)
         st = mp_verify_plan(v->g, v->plan);
     if (!st)
         st = mpv_program_from_plan(v->g, v->plan, &v->prog);
-    return st ? cli_fail(v->ctx, st, a->plan ? a->plan : model) : 0;
+    if (st)
+        return cli_fail(v->ctx, st, a->plan ? a->plan : model);
+    /* --weights, --inputs: every tensor there, of its dtype and size,
+     * before a GPU is touched (the run reads them again) */
+    if (a->weights_dir &&
+        (st = mpv_weights_read(v->prog, a->weights_dir, NULL, 0)))
+        return cli_fail(v->ctx, st, a->weights_dir);
+    if (a->inputs_dir && (st = mpv_inputs_read(v->prog, a->inputs_dir, NULL)))
+        return cli_fail(v->ctx, st, a->inputs_dir);
+    return 0;
 }
 
 /* --lower-only: the convolution passes by how they run (cuDNN, the
@@ -113,6 +122,8 @@ static int execute(mpv_cmd *v)
     vo.poison_free = v->a->poison;
     vo.step_times = v->a->step_times;
     vo.dump_dir = v->a->dump;
+    vo.weights_dir = v->a->weights_dir;
+    vo.inputs_dir = v->a->inputs_dir;
     if (mpv_execute(v->prog, &vo, &v->res) != 0) {
         cli_error("executor: %s", v->res.error);
         return CLI_EXIT_INTERNAL;

@@ -433,6 +433,15 @@ uint64_t mpv_reference_live(const mpv_program *p, uint64_t *live);
 double mpv_predict_seconds(const mpv_program *p, const mp_device *d,
                            double *step_s);
 
+/* A parameter's gradient as its optimizer step reads it: at COMPUTE step
+ * `step` (an optimizer node: input 0 the parameter in the weights buffer,
+ * input 1 its gradient), the gradient is the node's input ref 1 (whole,
+ * `bytes`). */
+typedef struct mpv_grad {
+    uint32_t step, weight, grad;
+    uint64_t bytes;
+} mpv_grad;
+
 /* Writes DIR/values.txt and DIR/values.bin, the values a run used and
  * produced, for a comparison outside (validate/ort_compare.py). One line
  * per tensor, tab-separated: kind (weight: the weights buffer's tensors,
@@ -441,10 +450,38 @@ double mpv_predict_seconds(const mpv_program *p, const mp_device *d,
  * values.bin, bytes. weights: the weights buffer; inputs: per p->inputs;
  * outs: the roots of p->outputs one after another; weights_after (NULL:
  * none): the weights buffer after the run (a training step's optimizer
- * updates weights in place), each weight again as kind weight_after. */
+ * updates weights in place), each weight again as kind weight_after.
+ * grads (n_grads of mpv_grads_find, NULL: none): each parameter's
+ * gradient as its optimizer step read it, as kind grad under the
+ * parameter's name (the gradient tensor's dtype and dims); grad_values
+ * holds their bytes one after another. */
 mp_status mpv_dump_values(const mpv_program *p, const char *dir,
                           const void *weights, const void *const *inputs,
-                          const void *outs, const void *weights_after);
+                          const void *outs, const void *weights_after,
+                          const mpv_grad *grads, uint32_t n_grads,
+                          const void *grad_values);
+
+/* ---- values from files and a training step's gradients (values.c) ------
+ * The folder format of mpv_dump_values read back: DIR/values.txt (kind,
+ * name, dtype, dims, offset, bytes) and DIR/values.bin. */
+
+/* Fills buf (prog->weights_bytes) from DIR's lines of kind "weight", by
+ * tensor name; dtype and bytes must be the tensor's. A tensor that DIR
+ * does not hold keeps its known value (a small constant of the graph; the
+ * rest as mpv_weights_init with seed), an optimizer state is zero; any
+ * other is MP_ERR_NOT_FOUND naming the tensor and the file (a wrong dtype
+ * or size: MP_ERR_SHAPE). buf NULL: only checks. */
+mp_status mpv_weights_read(const mpv_program *p, const char *dir, void *buf,
+                           uint64_t seed);
+/* Fills bufs[i] (the bytes of graph input p->inputs[i]) from DIR's lines
+ * of kind "input", by name; every input must be there, of its dtype and
+ * bytes. bufs NULL: only checks. */
+mp_status mpv_inputs_read(const mpv_program *p, const char *dir,
+                          void *const *bufs);
+
+/* The optimizer steps' gradients (mpv_grad, above) in step order into
+ * out (NULL: only counted); returns their number. */
+uint32_t mpv_grads_find(const mpv_program *p, mpv_grad *out);
 
 /* ---- the CUDA half (executor.cu) ------------------------------------------ */
 typedef struct mpv_options {
@@ -456,6 +493,8 @@ typedef struct mpv_options {
                                step with events alone (no memory samples):
                                mpv_result's steps come from it */
     const char *dump_dir;   /* mpv_dump_values of the planned run (NULL) */
+    const char *weights_dir; /* mpv_weights_read (NULL: mpv_weights_init) */
+    const char *inputs_dir;  /* mpv_inputs_read (NULL: mpv_input_init) */
 } mpv_options;
 void mpv_options_init(mpv_options *o);
 
