@@ -22,13 +22,27 @@ gradient (kind grad) and value after the step (weight_after). The same
 step in PyTorch: loss = the sum of every element of the output (memplan's
 Loss node: planner/train.c), loss.backward(), dropout off, BatchNorm in
 training mode, computed in float64 (the reference), and in the step's own
-precision for context (pt/max column: PyTorch's own error against the
-float64 reference). Per parameter:
+precision for context (pt/S column: PyTorch's own error against the
+float64 reference). The exported model's output is the model's times a
+fixed random tensor (a buffer; weighted_output says why; --plain-sum:
+the model's own). Per parameter:
 
-  gradient   max|g_mp - g_ref| <= TOL x max|g_ref|
-  update     max|w_mp - (w0 - lr g_ref)| <= TOL x lr x max|g_ref|
+  gradient   max|g_mp - g_ref| <= TOL x S
+  update     max|w_mp - (w0 - lr g_ref)| <= TOL x lr x S
                                             + 2^-23 x max|w0|  (rounding)
   loss       |l_mp - l_ref| <= TOL x sum|output_ref|
+with S = max(max|g_ref|, FLOOR x G), G the largest max|g_ref| of the
+model's parameters and FLOOR 1e-3: a gradient that is zero in exact
+arithmetic (a convolution's bias before BatchNorm: 1e-17 in float64)
+is rounding noise of the size of the model's other gradients in any
+float32 computation, PyTorch's own included (the pt/S column: PyTorch's
+step in the same precision against the float64 one). A parameter also
+passes when memplan's error is at most PT_FACTOR (4) x PyTorch's own:
+an ill-conditioned gradient (BatchNorm over a channel that ReLU left
+almost empty: resnet18 at batch 2 is 3% off in PyTorch's float32) is no
+more exact in any float32 run. The vision models run at batch 8 (as the
+reference set is measured), where resnet18's float32 gradients are
+within 1e-5 of float64's.
 
 TOL: fp32 1e-3, bf16-mixed 5e-2 (bf16 keeps 8 bits of mantissa: one
 rounding is 2^-9 relative; the tolerance leaves room for a few dozen
@@ -58,7 +72,8 @@ Usage:
   python3 validate/torch_grad_check.py [--memplan build-bundle/memplan]
       [--models cnn_bn,vit_block,gpt_block,resnet18,vit_b_32,gpt2_medium]
       [--plans plain,poison,recompute,offload] [--precision fp32]
-      [--batch 2] [--image 224] [--seq 64] [--out DIR] [--keep]
+      [--batch 8] [--text-batch 2] [--image 224] [--seq 64] [--out DIR]
+      [--keep] [--plain-sum]
       [--tol 1e-3] [--show N]
   python3 validate/torch_grad_check.py --self-test   (no numpy/torch)
 
@@ -78,6 +93,8 @@ import time
 LR = 0.01            # the SGD step's learning rate (validate/host.c)
 EPS32 = 2.0 ** -23   # float32's relative spacing
 TOL = {"fp32": 1e-3, "32-true": 1e-3, "bf16-mixed": 5e-2, "bf16": 5e-2}
+FLOOR = 1e-3         # of the model's largest gradient (see above)
+PT_FACTOR = 4.0      # x PyTorch's own error in the same precision
 SMALL = ["cnn_bn", "vit_block", "gpt_block"]
 REFSET = ["resnet18", "vit_b_32", "gpt2_medium"]
 MODELS = SMALL + REFSET
@@ -289,14 +306,25 @@ def find_budget(args, onnx_path, kind):
 
 # ------------------------------------------------ comparisons (pure)
 
-def grad_ok(err, scale, tol):
-    """max|g_mp - g_ref| within tol x max|g_ref| (exactly zero when the
-    reference is all zeros)."""
+def grad_scale(gmax, model_gmax, floor=FLOOR):
+    """S: the parameter's max|g_ref|, at least FLOOR x the model's
+    largest."""
+    return max(gmax, floor * model_gmax)
+
+
+def grad_ok(err, scale, tol, pt_err=0.0):
+    """max|g_mp - g_ref| within tol x S (exactly zero when S is), or
+    within PT_FACTOR x PyTorch's own error in the same precision."""
+    if pt_err > 0 and err <= PT_FACTOR * pt_err:
+        return True
     return err <= tol * scale if scale > 0 else err <= 1e-30
 
 
-def update_ok(err, gscale, wscale, tol, lr=LR):
-    return err <= tol * lr * gscale + EPS32 * wscale
+def update_ok(err, gscale, wscale, tol, lr=LR, pt_err=0.0):
+    """The updated value within lr x the gradient's allowance (tol x S,
+    or PT_FACTOR x PyTorch's own error), plus float32's rounding of the
+    update."""
+    return err <= lr * max(tol * gscale, PT_FACTOR * pt_err) + EPS32 * wscale
 
 
 def fmt_row(cols, widths):
@@ -404,12 +432,38 @@ def build_model(name, args, torch):
     sys.path.insert(0, HERE)
     import train_reference as tr
     ns = argparse.Namespace(batch=args.batch, image=args.image,
-                            text_batch=args.batch, seq=args.seq)
+                            text_batch=args.text_batch, seq=args.seq)
     model, family, _ = tr.build(name, ns)
     inputs = list(tr.make_inputs(name, family, ns, "cpu"))
     names = (["pixel_values"] if family == "vision" else
              ["input_ids", "decoder_input_ids"][:len(inputs)])
     return model, inputs, names
+
+
+def weighted_output(model, inputs, torch):
+    """The model with its output multiplied by a fixed random tensor R (a
+    buffer: an ONNX initializer, not a parameter): memplan's loss, the sum
+    of the output, is then sum(output x R). With sum(output) alone a
+    BatchNorm network's gradient below its last BatchNorm is almost zero
+    by cancellation (BatchNorm's backward removes what is constant per
+    channel, and the sum's gradient through global pooling and the last
+    Linear is), and float32's rounding is large against it in PyTorch's
+    own step too (resnet18: 3% of the largest gradient)."""
+    import copy
+    with torch.no_grad():
+        out = copy.deepcopy(model)(*inputs)
+    g = torch.Generator().manual_seed(2)
+    r = torch.randn(out.shape, generator=g)
+
+    class Weighted(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+            self.register_buffer("loss_weights", r)
+
+        def forward(self, *xs):
+            return self.m(*xs) * self.loss_weights
+    return Weighted(model)
 
 
 def distinct_parameters(model, torch):
@@ -692,10 +746,12 @@ def check_plan(args, name, plan, onnx_path, vals, work, plan_opts, ref,
     after = {k[1]: v for k, v in vals_mp.items() if k[0] == "weight_after"}
     mapping = match_params(list(grads), params0, inits)
     widths = (44, 16, 10, 10, 10, 10, 4)
-    print(fmt_row(("parameter", "shape", "max|g|", "err/max", "pt/max",
-                   "upd/tol", "ok"), widths))
+    print(fmt_row(("parameter", "shape", "max|g|", "err/S", "pt/S",
+                   "upd/lim", "ok"), widths))
     n_bad = 0
     rows = []
+    model_gmax = max([float(np.abs(v).max()) for v in g_ref.values()
+                      if v.size] or [0.0])
     for g, (pn, tr) in sorted(mapping.items(), key=lambda kv: kv[1]):
         if pn not in g_ref:
             continue
@@ -705,11 +761,13 @@ def check_plan(args, name, plan, onnx_path, vals, work, plan_opts, ref,
                      "PyTorch's %d" % (plan, pn, gm.size, gr.size))
             continue
         gm = gm.T.reshape(gr.shape) if tr else gm.reshape(gr.shape)
-        scale = float(np.abs(gr).max()) if gr.size else 0.0
+        gmax = float(np.abs(gr).max()) if gr.size else 0.0
+        scale = grad_scale(gmax, model_gmax)
         err = float(np.abs(gm - gr).max()) if gr.size else 0.0
-        pt = (float(np.abs(g_pt[pn] - gr).max()) / scale
-              if pn in g_pt and scale > 0 else 0.0)
-        ok = grad_ok(err, scale, tol)
+        pt_err = (float(np.abs(g_pt[pn] - gr).max())
+                  if pn in g_pt and gr.size else 0.0)
+        pt = pt_err / scale if scale > 0 else 0.0
+        ok = grad_ok(err, scale, tol, pt_err)
         upd = "-"
         if g in after:
             w0 = params0[pn].astype(np.float64)
@@ -718,16 +776,17 @@ def check_plan(args, name, plan, onnx_path, vals, work, plan_opts, ref,
             wm = wm.T.reshape(gr.shape) if tr else wm.reshape(gr.shape)
             werr = float(np.abs(wm - wr).max())
             wscale = float(np.abs(w0).max())
-            lim = tol * LR * scale + EPS32 * wscale
+            lim = LR * max(tol * scale, PT_FACTOR * pt_err) + EPS32 * wscale
             upd = "%.3g" % (werr / lim if lim > 0 else werr)
-            if not update_ok(werr, scale, wscale, tol):
+            if not update_ok(werr, scale, wscale, tol,
+                             pt_err=pt_err):
                 ok = False
         else:
             ok = False
             upd = "none"
         n_bad += not ok
         rows.append((ok, fmt_row((pn[-44:], "x".join(map(str, gr.shape)),
-                                  "%.3g" % scale,
+                                  "%.3g" % gmax,
                                   "%.3g" % (err / scale if scale else err),
                                   "%.3g" % pt, upd,
                                   "ok" if ok else "BAD"), widths)))
@@ -779,6 +838,8 @@ def check_model(args, name):
     torch.manual_seed(0)
     model, inputs, names = build_model(name, args, torch)
     distinct_parameters(model, torch)
+    if not args.plain_sum:
+        model = weighted_output(model, inputs, torch)
     model.train(True)
     raw = os.path.join(work, "raw.onnx")
     onnx_path = os.path.join(work, name + ".train.onnx")
@@ -912,9 +973,18 @@ def self_test():
     assert plan_counts("offload", {}) == 0
     assert grad_ok(1e-4, 1.0, 1e-3) and not grad_ok(2e-3, 1.0, 1e-3)
     assert grad_ok(0.0, 0.0, 1e-3) and not grad_ok(1e-6, 0.0, 1e-3)
+    # a gradient zero in exact arithmetic: noise within the floor passes
+    s = grad_scale(5e-17, 2.0)
+    assert s == 2e-3 and grad_ok(4e-8, s, 1e-3)
+    assert not grad_ok(4e-6, s, 1e-3)
+    assert grad_scale(0.5, 2.0) == 0.5
     assert update_ok(1e-6, 1.0, 0.0, 1e-3)      # 1e-3 x 0.01 x 1
     assert not update_ok(2e-5, 1.0, 0.0, 1e-3)
     assert update_ok(2e-5, 1.0, 100.0, 1e-3)    # rounding of |w| 100
+    # no further from float64 than 4x PyTorch's own float32 step
+    assert grad_ok(3e-2, 1.0, 1e-3, pt_err=1e-2)
+    assert not grad_ok(5e-2, 1.0, 1e-3, pt_err=1e-2)
+    assert update_ok(3e-4, 1.0, 0.0, 1e-3, pt_err=1e-2)
     # the modules the check needs are imported lazily: a missing one is
     # a clear error, not an ImportError at start
     try:
@@ -940,7 +1010,10 @@ def parse_args(argv):
     ap.add_argument("--tol", type=float, default=0,
                     help="relative tolerance (default fp32 1e-3, bf16-mixed "
                          "5e-2)")
-    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=8,
+                    help="batch of the image models (the small ones too)")
+    ap.add_argument("--text-batch", type=int, default=2,
+                    help="batch of the reference set's LMs")
     ap.add_argument("--image", type=int, default=224,
                     help="image side of the reference set's vision models")
     ap.add_argument("--seq", type=int, default=64,
@@ -956,6 +1029,10 @@ def parse_args(argv):
                          "(-1: all; failing rows always)")
     ap.add_argument("--list-synthetic", type=int, default=40,
                     help="synthetic nodes listed per model")
+    ap.add_argument("--plain-sum", action="store_true",
+                    help="the loss is the sum of the model's own output "
+                         "(default: of the output times a fixed random "
+                         "tensor; see weighted_output)")
     ap.add_argument("--self-test", action="store_true",
                     help="test the pure-Python pieces and exit")
     a = ap.parse_args(argv)
