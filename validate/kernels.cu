@@ -65,15 +65,17 @@ template <typename I, int NS> struct walk {
     I off[NS];
 };
 
-// merges dims in place over nst stride rows; returns the new rank (>= 1)
+// merges dims in place over nst stride rows; returns the new rank (>= 1).
+// key (NULL: none), one per dim, moves with its dim, and only dims of the
+// same key merge (a pointwise gradient's kept and summed dims).
 static int coalesce(int rank, int64_t *dims, int64_t (*st)[MPV_MAXR],
-                    int nst)
+                    int nst, int32_t *key)
 {
     int r = 0;
     for (int d = 0; d < rank; d++) {
         if (dims[d] == 1)
             continue;
-        bool merge = r > 0;
+        bool merge = r > 0 && (!key || key[r - 1] == key[d]);
         for (int k = 0; k < nst && merge; k++)
             merge = st[k][r - 1] == st[k][d] * dims[d];
         if (merge) {
@@ -83,12 +85,16 @@ static int coalesce(int rank, int64_t *dims, int64_t (*st)[MPV_MAXR],
             continue;
         }
         dims[r] = dims[d];
+        if (key)
+            key[r] = key[d];
         for (int k = 0; k < nst; k++)
             st[k][r] = st[k][d];
         r++;
     }
     if (r == 0) { // one element
         dims[0] = 1;
+        if (key)
+            key[0] = 0;
         for (int k = 0; k < nst; k++)
             st[k][0] = 0;
         r = 1;
@@ -193,7 +199,7 @@ static void launch_strided(const void *in, void *out, const mpv_strided &p,
         st[0][d] = p.ist[d];
         st[1][d] = p.ost[d];
     }
-    int r = coalesce(p.rank, dims, st, 2);
+    int r = coalesce(p.rank, dims, st, 2, NULL);
     unsigned nb = blocks_for(p.n);
     if (fits32(r, p.n, dims, st, off, 2))
         k_strided<T, int32_t><<<nb, TPB, 0, s>>>(
@@ -317,7 +323,7 @@ static void launch_nary(nary_ptrs in, float *out, const mpv_launch &l,
             st[k][d] = p.st[k][d];
     }
     // the output is contiguous: merging keeps it so
-    int r = coalesce(p.rank, dims, st, p.n_in);
+    int r = coalesce(p.rank, dims, st, p.n_in, NULL);
     if (fits32(r, p.n, dims, st, NULL, p.n_in))
         launch_nary_n(in, out,
                       make_walk<int32_t, MPV_MAXIN>(r, p.n, dims, st, NULL),
@@ -1542,40 +1548,6 @@ __global__ void k_grad_pw(gpw_ptrs in, float *out, mpv_launch l)
     }
 }
 
-// MPV_L_GRAD_PW's dims merged in place (coalesce, but only dims both
-// kept or both summed)
-static void gpw_coalesce(mpv_launch &l)
-{
-    auto &p = l.p.gpw;
-    int r = 0;
-    for (int d = 0; d < p.rank; d++) {
-        if (p.dims[d] == 1)
-            continue;
-        bool merge = r > 0 && p.red[r - 1] == p.red[d];
-        for (int k = 0; k < p.n_in && merge; k++)
-            merge = p.st[k][r - 1] == p.st[k][d] * p.dims[d];
-        if (merge) {
-            p.dims[r - 1] *= p.dims[d];
-            for (int k = 0; k < p.n_in; k++)
-                p.st[k][r - 1] = p.st[k][d];
-            continue;
-        }
-        p.dims[r] = p.dims[d];
-        p.red[r] = p.red[d];
-        for (int k = 0; k < p.n_in; k++)
-            p.st[k][r] = p.st[k][d];
-        r++;
-    }
-    if (r == 0) {
-        p.dims[0] = 1;
-        p.red[0] = 0;
-        for (int k = 0; k < p.n_in; k++)
-            p.st[k][0] = 0;
-        r = 1;
-    }
-    p.rank = r;
-}
-
 // many terms (a bias's or a broadcast operand's gradient, a scalar's):
 // block (bx, p) sums terms [p chunk, (p + 1) chunk) of `lanes` output
 // elements side by side, its TPB / lanes rows each a fixed strided share,
@@ -2251,7 +2223,8 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         // dims merged as a strided walk's, kept with kept, summed with
         // summed: the same elements and terms in the same order
         mpv_launch lc = *l;
-        gpw_coalesce(lc);
+        lc.p.gpw.rank = coalesce(lc.p.gpw.rank, lc.p.gpw.dims, lc.p.gpw.st,
+                                 lc.p.gpw.n_in, lc.p.gpw.red);
         l = &lc;
         const auto &p = l->p.gpw;
         if (p.m >= 64) { // the terms in parallel (host.c gpw_split)
