@@ -171,9 +171,11 @@ static const char *const cal_names[] = {
     "gemm", "conv", "pointwise_bandwidth", "reduce_bandwidth",
     "copy_bandwidth", "copy_compute_overlap", "attention"};
 
-/* An object of every name of names (n) to a number >= 0, into out[]. */
-static mp_status cal_classes(mp__jr *r, const mp__jval *v,
-                             const char *const *names, int n, double *out)
+/* An object of names (n) to numbers >= 0, into out[]; the names of the
+ * mask `need` must be there; what: the error's "an object of ..." */
+static mp_status cal_numbers(mp__jr *r, const mp__jval *v,
+                             const char *const *names, int n, uint64_t need,
+                             const char *what, double *out)
 {
     const mp__jkeys keys = {names, n, MP__JK_EXT, NULL};
     mp__jobj o;
@@ -181,13 +183,21 @@ static mp_status cal_classes(mp__jr *r, const mp__jval *v,
     int k;
     mp_status st;
     if (v->type != MP__JT_OBJECT)
-        return mp__jr_type_err(r, v, "an object of class: FLOP/s");
+        return mp__jr_type_err(r, v, what);
     mp__jr_object_at(r, &o, v, &keys);
     while (!(st = mp__jr_member(r, &o, &k)) && k != MP__JK_END)
         if ((st = mp__jr_value(r, &x)) ||
             (st = mp__jr_num(r, &x, 0, "a finite number >= 0", &out[k])))
             return st;
-    return st ? st : mp__jr_require(r, &o, (1ull << n) - 1);
+    return st ? st : mp__jr_require(r, &o, need);
+}
+
+/* An object of every name of names (n) to a number >= 0, into out[]. */
+static mp_status cal_classes(mp__jr *r, const mp__jval *v,
+                             const char *const *names, int n, double *out)
+{
+    return cal_numbers(r, v, names, n, (1ull << n) - 1,
+                       "an object of class: FLOP/s", out);
 }
 
 /* "gemm" or "conv": an object of dtype: classes. */
@@ -213,19 +223,8 @@ static mp_status cal_table(mp__jr *r, const mp__jval *v,
 /* "attention": an object of dtype: FLOP/s, each optional. */
 static mp_status cal_attention(mp__jr *r, const mp__jval *v, double *out)
 {
-    static const mp__jkeys keys = {cal_dt, 2, MP__JK_EXT, NULL};
-    mp__jobj o;
-    mp__jval x;
-    int k;
-    mp_status st;
-    if (v->type != MP__JT_OBJECT)
-        return mp__jr_type_err(r, v, "an object of dtype: FLOP/s");
-    mp__jr_object_at(r, &o, v, &keys);
-    while (!(st = mp__jr_member(r, &o, &k)) && k != MP__JK_END)
-        if ((st = mp__jr_value(r, &x)) ||
-            (st = mp__jr_num(r, &x, 0, "a finite number >= 0", &out[k])))
-            return st;
-    return st;
+    return cal_numbers(r, v, cal_dt, 2, 0, "an object of dtype: FLOP/s",
+                       out);
 }
 
 static mp_status profile_calibration(profile *p, const mp__jval *v)
