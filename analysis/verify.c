@@ -818,6 +818,50 @@ static mp_status check_replay_end(const replayer *R)
     return MP_OK;
 }
 
+/* An optimizer step (phase optimizer) updates the persistent tensors it
+ * reads (the weight, its states) in place: a node of the forward or
+ * backward pass that reads one of them (or a view of it) at a later
+ * step, a recompute above all, would read the updated values. uses
+ * `upd` (a tensor's step of update, n_tensors entries). */
+static mp_status check_weight_updates(const mp_graph *g, const mp_plan *p,
+                                      uint32_t *upd)
+{
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        upd[t] = MP_NONE;
+    for (uint32_t s = 0; s < p->n_steps; s++) {
+        const mp_step *sp = &p->steps[s];
+        if (sp->kind != MP_STEP_COMPUTE && sp->kind != MP_STEP_RECOMPUTE)
+            continue;
+        const mp__node *n = &g->nodes[sp->index];
+        bool opt = n->phase == MP_PHASE_OPTIMIZER;
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t t = n->inputs[i];
+            if (t == MP_NONE)
+                continue;
+            for (uint32_t k = 0; k < 64 && g->tensors[t].alias_of != MP_NONE;
+                 k++)
+                t = g->tensors[t].alias_of;
+            if (!mp__kind_persistent(g->tensors[t].kind))
+                continue;
+            if (opt) {
+                if (upd[t] == MP_NONE)
+                    upd[t] = s;
+            } else if (upd[t] != MP_NONE) {
+                char lb[300];
+                return mp__err(p->ctx, MP_ERR_VERIFY,
+                               "step %u (%s) reads '%s' after the optimizer "
+                               "step at step %u ('%s') updated it in place; "
+                               "every reader of a weight, recomputes "
+                               "included, must come before its update",
+                               (unsigned)s, step_label(g, sp, lb, sizeof lb),
+                               g->tensors[t].name, (unsigned)upd[t],
+                               g->nodes[p->steps[upd[t]].index].name);
+            }
+        }
+    }
+    return MP_OK;
+}
+
 static mp_status replay(const mp_graph *g, const mp_plan *p,
                         const uint32_t *order, uint32_t *open, uint8_t *used,
                         uint8_t *computed, uint8_t *on_host, uint32_t *per_step)
@@ -1168,6 +1212,8 @@ mp_status mp_verify_plan(const mp_graph *g, const mp_plan *p)
         }
         if (!st)
             st = replay(g, p, order, open, used, computed, on_host, per_step);
+        if (!st)
+            st = check_weight_updates(g, p, open);
         if (!st)
             st = check_geometry(g, p);
         if (!st)
