@@ -835,13 +835,8 @@ static mp_status check_weight_updates(const mp_graph *g, const mp_plan *p,
         const mp__node *n = &g->nodes[sp->index];
         bool opt = n->phase == MP_PHASE_OPTIMIZER;
         for (uint32_t i = 0; i < n->n_in; i++) {
-            uint32_t t = n->inputs[i];
+            uint32_t t = mp__persistent_root(g, n->inputs[i]);
             if (t == MP_NONE)
-                continue;
-            for (uint32_t k = 0; k < 64 && g->tensors[t].alias_of != MP_NONE;
-                 k++)
-                t = g->tensors[t].alias_of;
-            if (!mp__kind_persistent(g->tensors[t].kind))
                 continue;
             if (opt) {
                 if (upd[t] == MP_NONE)

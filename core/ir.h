@@ -511,6 +511,12 @@ bool mp__node_reads_whole(const mp_graph *g, const mp__node *n, uint32_t r);
 /* True when the tensor takes arena memory (not persistent, not a view). */
 bool mp__tensor_in_arena(const mp__tensor *t);
 bool mp__kind_persistent(uint8_t kind);
+/* The persistent tensor (weight, constant, optimizer state) whose storage
+ * input x reads, through views; MP_NONE when x is none or not one. An
+ * optimizer-phase node updates the ones it reads in place: a node reading
+ * one after that step, a recompute above all, reads the updated values
+ * (mp_verify_plan rejects that; the recompute solvers never do it). */
+uint32_t mp__persistent_root(const mp_graph *g, uint32_t x);
 /* Computes bytes from dtype and dims; MP_ERR_SHAPE when unknown,
  * MP_ERR_OVERFLOW on overflow (message names the tensor). */
 mp_status mp__tensor_bytes_from_shape(mp_ctx *ctx, const mp__tensor *t,

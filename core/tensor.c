@@ -12,6 +12,16 @@ bool mp__kind_persistent(uint8_t kind)
            kind == MP_KIND_OPTIMIZER_STATE;
 }
 
+uint32_t mp__persistent_root(const mp_graph *g, uint32_t x)
+{
+    if (x == MP_NONE || x >= g->n_tensors)
+        return MP_NONE;
+    uint32_t r = g->tensors[x].root;
+    if (r == MP_NONE || r >= g->n_tensors)
+        r = x;
+    return mp__kind_persistent(g->tensors[r].kind) ? r : MP_NONE;
+}
+
 bool mp__tensor_in_arena(const mp__tensor *t)
 {
     return t->alias_of == MP_NONE && !mp__kind_persistent(t->kind) &&

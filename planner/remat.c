@@ -265,6 +265,50 @@ static void prob_horizons(const mp_graph *g, mp__remat_prob *p,
     }
 }
 
+/* p->lock (model.h): the optimizer units read the weights and states
+ * they update in place; a unit locks at the first such update at or after
+ * it of a persistent tensor it reads, or at its dependencies' lock. NULL
+ * when the graph has no optimizer step. */
+static mp_status prob_locks(const mp_graph *g, mp__remat_prob *p)
+{
+    mp_ctx *ctx = g->ctx;
+    uint32_t T = p->T, nt = p->n_tensors;
+    bool any = false;
+    for (uint32_t u = 0; u < T && !any; u++)
+        any = g->nodes[p->node[u]].phase == MP_PHASE_OPTIMIZER;
+    if (!any)
+        return MP_OK;
+    uint32_t *nxt = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *nxt);
+    p->lock = mp__alloc(ctx, ((size_t)T + 1) * sizeof *p->lock);
+    if (!nxt || !p->lock) {
+        mp__dealloc(ctx, nxt);
+        return MP_ERR_NOMEM;
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        nxt[t] = UINT32_MAX;
+    for (uint32_t u = T; u-- > 0;) { /* nxt[r]: the next update of r */
+        const mp__node *nd = &g->nodes[p->node[u]];
+        uint32_t l = UINT32_MAX;
+        for (int pass = 0; pass < 2; pass++)
+            for (uint32_t i = 0; i < nd->n_in; i++) {
+                uint32_t r = mp__persistent_root(g, nd->inputs[i]);
+                if (r == MP_NONE)
+                    continue;
+                if (pass == 0 && nd->phase == MP_PHASE_OPTIMIZER)
+                    nxt[r] = u;
+                else if (pass == 1 && nxt[r] < l)
+                    l = nxt[r];
+            }
+        p->lock[u] = l;
+    }
+    for (uint32_t u = 0; u < T; u++)
+        for (uint32_t j = p->dep_begin[u]; j < p->dep_begin[u + 1]; j++)
+            if (p->lock[p->deps[j]] < p->lock[u])
+                p->lock[u] = p->lock[p->deps[j]];
+    mp__dealloc(ctx, nxt);
+    return MP_OK;
+}
+
 mp_status mp__remat_prob_build(const mp_graph *g, uint64_t alignment,
                                mp__remat_prob *p)
 {
@@ -316,6 +360,8 @@ mp_status mp__remat_prob_build(const mp_graph *g, uint64_t alignment,
         (st = prob_units(g, p, stamp)) || (st = prob_edges(g, p, stamp)))
         goto done;
     prob_horizons(g, p, in_idx);
+    if ((st = prob_locks(g, p)))
+        goto done;
     p->persistent = mp__plan_persistent_bytes(g);
     if (p->persistent == UINT64_MAX)
         st = mp__err(ctx, MP_ERR_OVERFLOW, "persistent bytes overflow");

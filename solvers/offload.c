@@ -332,10 +332,26 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
     uint32_t *rlist = mp__alloc(ctx, ((size_t)x->ni + 1) * sizeof *rlist);
     uint32_t *pairs = NULL; /* (cand, needed instance) */
     size_t npairs = 0, cap_pairs = 0;
+    /* upd[r]: the first position of an optimizer step, which updates the
+     * persistent tensors it reads in place (a recompute after it would
+     * read the update) */
+    uint32_t *upd = mp__alloc(ctx, ((size_t)nt + 1) * sizeof *upd);
     x->c = mp__alloc(ctx, ((size_t)x->ni + 1) * sizeof *x->c);
-    if (!is_out || !rbeg || !rlist || !x->c) {
+    if (!is_out || !rbeg || !rlist || !upd || !x->c) {
         st = MP_ERR_NOMEM;
         goto out;
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        upd[t] = MP_NONE;
+    for (uint32_t q = x->np; q-- > 0;) {
+        const mp__node *n = &g->nodes[x->steps[x->pstep[q]].index];
+        if (n->phase != MP_PHASE_OPTIMIZER)
+            continue;
+        for (uint32_t k = 0; k < n->n_in; k++) {
+            uint32_t r = mp__persistent_root(g, n->inputs[k]);
+            if (r != MP_NONE)
+                upd[r] = q;
+        }
     }
     for (uint32_t t = 0; t < nt; t++)
         if (g->tensors[t].flags & MP__TF_OUTPUT)
@@ -423,6 +439,12 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
             for (uint32_t k = 0; k < pn->n_in && ok; k++) {
                 if (pn->inputs[k] == MP_NONE)
                     continue;
+                uint32_t w = mp__persistent_root(g, pn->inputs[k]);
+                if (w != MP_NONE && upd[w] != MP_NONE &&
+                    upd[w] >= I->first && upd[w] < bb) {
+                    ok = 0; /* its weight updated since */
+                    break;
+                }
                 uint32_t r = g->tensors[pn->inputs[k]].root;
                 const mp__tensor *rt = &g->tensors[r];
                 if (!mp__tensor_in_arena(rt) || rt->bytes == 0)
@@ -454,6 +476,7 @@ static mp_status build_cands(ctx_t *x, uint64_t align, int recompute)
     st = build_needs(x, pairs, npairs);
 out:
     mp__dealloc(ctx, is_out);
+    mp__dealloc(ctx, upd);
     mp__dealloc(ctx, rbeg);
     mp__dealloc(ctx, rlist);
     mp__dealloc(ctx, pairs);

@@ -1,8 +1,11 @@
 /* The recompute budget holds for the PLACED plan (arena + persistent
  * bytes), not only for the live bytes the recompute solvers bound: on
  * light_resnet50's training graph the first packing of each schedule lies
- * a few MiB above its live bytes at budgets 400-420 MiB (the executor on
- * the H200 saw 422.2 MiB against 420). Needs the corpus; skips without. */
+ * a few MiB above its live bytes at budgets 415-435 MiB (the executor on
+ * the H200 saw 422.2 MiB against 420). Below 414 MiB no schedule fits:
+ * Adam's steps after the backward pass hold every weight gradient, which
+ * no recompute may produce once the first step has updated its weight.
+ * Needs the corpus; skips without. */
 #include "support.h"
 
 #include <memplan/memplan.h>
@@ -32,7 +35,7 @@ static void test_placed_peak_within_budget(void)
     to.optimizer_impl = MP_OPTIM_IMPL_FOR_LOOP;
     CU_ASSERT_EQUAL_FATAL(mp_train_graph(fwd, &to, &g, NULL), MP_OK);
     int gaps = 0;
-    for (uint64_t mib = 400; mib <= 420; mib += 10) {
+    for (uint64_t mib = 415; mib <= 435; mib += 10) {
         mp_remat_options ro;
         mp_remat_options_init(&ro);
         ro.budget = mib << 20;

@@ -542,14 +542,15 @@ static void test_no_weights(void)
     mp_ctx_destroy(ctx);
 }
 
-/* A chain of `layers` blocks x -> MatMul(W[256,256]) -> Relu on [64,256]
+/* A chain of `layers` blocks x -> MatMul(W[256,256]) -> Relu on [1024,256]
  * activations; with residual, each block's output is its input plus the
  * Relu's (an Add whose input gradients are views). */
-static mp_graph *chain(mp_ctx *ctx, int layers, int residual_add)
+static mp_graph *chain_rows(mp_ctx *ctx, int layers, int residual_add,
+                            int64_t rows)
 {
     mp_graph *g = NULL;
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
-    int64_t da[] = {64, 256}, dw[] = {256, 256};
+    int64_t da[] = {rows, 256}, dw[] = {256, 256};
     uint32_t cur = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, da);
     char nm[32];
     for (int l = 0; l < layers; l++) {
@@ -579,10 +580,17 @@ static mp_graph *chain(mp_ctx *ctx, int layers, int residual_add)
     return g;
 }
 
+static mp_graph *chain(mp_ctx *ctx, int layers, int residual_add)
+{
+    return chain_rows(ctx, layers, residual_add, 1024);
+}
+
 /* The chain trained (SGD) and planned under 75% of its no-recompute
- * peak (the replay's, a unit's outputs freed one by one: the residual
- * chain's smallest peak found is 74% of it): the plan recomputes,
- * verifies and fits. */
+ * peak (the replay's, a unit's outputs freed one by one): the plan
+ * recomputes activations, verifies and fits. The activations are four
+ * times a weight: the weight gradients, held to the optimizer steps after
+ * the backward pass, cannot be recomputed there (the steps have updated
+ * the weights a recompute would read: mp_verify_plan rejects that). */
 static void chain_under_budget(int layers, int residual_add)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -986,6 +994,41 @@ static void test_grad_attrs(void)
 }
 
 static void test_train_remat(void) { chain_under_budget(12, 0); }
+
+/* The chain's weight gradients (256x256) dwarf its activations (64x256):
+ * with the SGD steps after the backward pass, its peak is the gradients
+ * held for them. A plan under 75% of that peak would have to rebuild
+ * gradients after the first step updated W0 (the replay once did, the
+ * whole backward pass again): it is infeasible, and the smallest peak
+ * reported is the no-recompute one. */
+static void test_grad_peak_no_recompute(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = chain_rows(ctx, 12, 0, 64), *t = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(t, &ro, NULL, &p, &r) == MP_OK);
+    uint64_t base = r.base_peak_bytes;
+    mp_plan_destroy(p);
+    p = NULL;
+    ro.budget = base * 3 / 4;
+    mp_status st = mp_remat_plan(t, &ro, NULL, &p, &r);
+    CU_ASSERT_EQUAL(st, MP_ERR_INFEASIBLE);
+    if (st == MP_OK) {
+        printf("\n  verify: %d\n", mp_verify_plan(t, p));
+        mp_plan_destroy(p);
+    }
+    CU_ASSERT_EQUAL(r.min_peak_bytes, base);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
 /* residual blocks: recompute around the gradient views verifies */
 static void test_residual_remat(void) { chain_under_budget(8, 1); }
 
@@ -1005,6 +1048,7 @@ static CU_TestInfo tests[] = {
     {"residual chain under a budget", test_residual_remat},
     {"no trainable weight", test_no_weights},
     {"training graph under a budget", test_train_remat},
+    {"held weight gradients are not recomputed", test_grad_peak_no_recompute},
     {"saved: Mul by a weight or a constant", test_saved_mul},
     {"saved: Div by a constant, a weight; a constant by h", test_saved_div},
     {"saved: MatMul of a graph input keeps no weight", test_saved_matmul_input},

@@ -492,7 +492,76 @@ static void t_claims(void)
     teardown();
 }
 
+/* x, w -> n1 (forward) -> a -> n2 (backward) -> gw; opt (optimizer) reads
+ * w and gw, writing u (the output): opt updates w in place. The plan
+ * recomputes n1 (it reads w) right before (before = 1) or right after
+ * opt, the inputs it reads kept for it. */
+static mp_status recompute_around_step(int before)
+{
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    uint32_t x = add_t("x", MP_KIND_INPUT, 1000);
+    uint32_t w = add_t("w", MP_KIND_WEIGHT, 700);
+    uint32_t a = add_t("a", MP_KIND_ACTIVATION, 3000);
+    uint32_t gw = add_t("gw", MP_KIND_GRADIENT, 700);
+    uint32_t u = add_t("u", MP_KIND_ACTIVATION, 8);
+    uint32_t i1[] = {x, w}, i3[] = {w, gw};
+    add_n("n1", i1, 2, &a);
+    mp_node_desc d2 = {"n2", "Op", NULL, &a, 1, &gw, 1, MP_PHASE_BACKWARD};
+    mp_node_desc d3 = {"opt", "Op", NULL, i3, 2, &u, 1, MP_PHASE_OPTIMIZER};
+    CU_ASSERT(mp_graph_add_node(g, &d2, NULL) == MP_OK);
+    CU_ASSERT(mp_graph_add_node(g, &d3, NULL) == MP_OK);
+    mp_graph_mark_output(g, u);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    CU_ASSERT_FATAL(mp_plan_create(g, NULL, &p) == MP_OK);
+    CU_ASSERT_FATAL(mp_verify_plan(g, p) == MP_OK);
+    /* the schedule rebuilt: n1 n2 FREE(a) [RE n1 FREE(a)] opt [RE n1
+     * FREE(a)] FREE(gw) FREE(x) */
+    uint32_t n1 = p->steps[step_of(MP_STEP_COMPUTE, "n1")].index;
+    uint32_t n2 = p->steps[step_of(MP_STEP_COMPUTE, "n2")].index;
+    uint32_t op = p->steps[step_of(MP_STEP_COMPUTE, "opt")].index;
+    mp_step st[] = {
+        {MP_STEP_COMPUTE, n1}, {MP_STEP_COMPUTE, n2}, {MP_STEP_FREE, a},
+        {MP_STEP_COMPUTE, op}, {MP_STEP_RECOMPUTE, n1}, {MP_STEP_FREE, a},
+        {MP_STEP_FREE, gw}, {MP_STEP_FREE, x}};
+    if (before) { /* the recompute and its FREE before opt */
+        mp_step o = st[3];
+        st[3] = st[4];
+        st[4] = st[5];
+        st[5] = o;
+    }
+    uint32_t n = (uint32_t)(sizeof st / sizeof *st);
+    mp_step *ns = mp__alloc(ctx, n * sizeof *ns);
+    CU_ASSERT_FATAL(ns != NULL);
+    memcpy(ns, st, sizeof st);
+    mp__dealloc(ctx, p->steps);
+    p->steps = ns;
+    p->n_steps = n;
+    rederive();
+    return mp_verify_plan(g, p);
+}
+
+/* A recompute after the optimizer step that updated its weight in place
+ * would read the new values: rejected, naming both steps; before the
+ * step it is valid. */
+static void t_read_after_update(void)
+{
+    CU_ASSERT_EQUAL(recompute_around_step(1), MP_OK);
+    if (mp_ctx_status(ctx) != MP_OK)
+        printf("\n  %s\n", mp_ctx_message(ctx));
+    teardown();
+    CU_ASSERT_EQUAL(recompute_around_step(0), MP_ERR_VERIFY);
+    if (!strstr(mp_ctx_message(ctx), "step 4 (recompute node 'n1') reads "
+                                     "'w' after the optimizer step at step "
+                                     "3 ('opt')")) {
+        printf("\n  message: %s\n", mp_ctx_message(ctx));
+        CU_FAIL("message does not name the two steps");
+    }
+    teardown();
+}
+
 static CU_TestInfo tests[] = {
+    {"rejects a recompute after its weight's update", t_read_after_update},
     {"rejects overlapping blocks", t_overlap},
     {"rejects a block outside the arena", t_outside_arena},
     {"rejects a misaligned offset", t_misaligned},

@@ -522,7 +522,10 @@ static bool check_steps(oracle *o)
     const mp_graph *g = o->g;
     const mp_plan *p = o->p;
     uint8_t *done = calloc(g->n_nodes + 1, 1);
-    CU_ASSERT_FATAL(done != NULL);
+    /* persistent tensors an optimizer step has updated in place: no other
+     * node may read them after it */
+    uint8_t *updated = calloc(g->n_tensors + 1, 1);
+    CU_ASSERT_FATAL(done != NULL && updated != NULL);
     uint32_t prev = MP_NONE;
     bool ok = true;
     for (uint32_t s = 0; s < p->n_steps && ok; s++) {
@@ -567,6 +570,14 @@ static bool check_steps(oracle *o)
             if (n->inputs[i] == MP_NONE)
                 continue;
             uint32_t r = g->tensors[n->inputs[i]].root;
+            uint8_t rk = g->tensors[r].kind;
+            if (rk == MP_KIND_WEIGHT || rk == MP_KIND_CONSTANT ||
+                rk == MP_KIND_OPTIMIZER_STATE) {
+                if (n->phase == MP_PHASE_OPTIMIZER)
+                    updated[r] = 1;
+                else if (updated[r])
+                    ok = bad(o, "reads a weight its optimizer step updated");
+            }
             if (takes_no_memory(g, r))
                 continue;
             if (r == fin) {
@@ -600,6 +611,7 @@ static bool check_steps(oracle *o)
         if (!done[v])
             ok = bad(o, "node never computed");
     free(done);
+    free(updated);
     for (uint32_t t = 0; t < g->n_tensors && ok; t++) {
         const mp__tensor *tt = &g->tensors[t];
         uint32_t r = tt->root;

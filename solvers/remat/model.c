@@ -42,6 +42,7 @@ void mp__remat_prob_free(mp__remat_prob *p)
     mp__dealloc(c, p->use_begin);
     mp__dealloc(c, p->uses);
     mp__dealloc(c, p->horizon);
+    mp__dealloc(c, p->lock);
     mp__dealloc(c, p->free_begin);
     mp__dealloc(c, p->frees);
     mp__dealloc(c, p->read_begin);
@@ -54,6 +55,24 @@ void mp__remat_prob_free(mp__remat_prob *p)
     mp__dealloc(c, p->in_mem);
     mp__dealloc(c, p->in_out);
     memset(p, 0, sizeof *p);
+}
+
+bool mp__remat_steps_legal(const mp__remat_prob *p, const mp_step *steps,
+                           uint32_t n_steps)
+{
+    if (!p->lock)
+        return true;
+    /* the stage of a step: the unit of the next COMPUTE step */
+    uint32_t stage = p->T;
+    for (uint32_t i = n_steps; i-- > 0;) {
+        const mp_step *sp = &steps[i];
+        if (sp->kind == MP_STEP_COMPUTE)
+            stage = p->pos[sp->index];
+        else if (sp->kind == MP_STEP_RECOMPUTE &&
+                 !mp__remat_may_recompute(p, p->pos[sp->index], stage))
+            return false;
+    }
+    return true;
 }
 
 uint32_t mp__remat_last_fwd_use(const mp__remat_prob *p, uint32_t u)
@@ -141,6 +160,26 @@ static inline bool has_future(const mp__remat_prob *p, uint32_t u, uint32_t t)
     return e > b && p->uses[e - 1] > t;
 }
 
+/* Resident unit u must stay past stage t although a later stage reads
+ * it: freed, it would be recomputed for its next reader after its lock
+ * (the optimizer step that updated a weight it reads). */
+static bool lock_keeps(const sim *s, uint32_t u, uint32_t t)
+{
+    const mp__remat_prob *p = s->p;
+    if (!p->lock || p->lock[u] >= p->T)
+        return false;
+    uint32_t lo = p->use_begin[u], hi = p->use_begin[u + 1];
+    while (lo < hi) { /* the first reader after t */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->uses[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->use_begin[u + 1] &&
+           !mp__remat_may_recompute(p, u, p->uses[lo]);
+}
+
 static void res_add(sim *s, uint32_t u)
 {
     const mp__remat_prob *p = s->p;
@@ -204,7 +243,8 @@ static void maybe_free(sim *s, uint32_t u, uint32_t t)
         free_unit(s, u);
         return;
     }
-    if (!s->rc[u] && s->pol->drop_after && s->pol->drop_after[u] <= t)
+    if (!s->rc[u] && s->pol->drop_after && s->pol->drop_after[u] <= t &&
+        !lock_keeps(s, u, t))
         free_unit(s, u);
     else
         free_dead(s, u, t);
@@ -247,7 +287,7 @@ static void evict_for(sim *s, uint64_t bytes, uint32_t y)
         for (uint32_t i = 0; i < s->n_res; i++) {
             uint32_t x = s->rlist[i];
             if (x == y || s->need[x] || p->out[x] || s->rmem[x] == 0 ||
-                (s->pol->pin && s->pol->pin[x]))
+                (s->pol->pin && s->pol->pin[x]) || lock_keeps(s, x, s->t))
                 continue;
             double h = evict_score(s, x);
             if (best == MP_NONE || h < best_h ||
@@ -430,13 +470,14 @@ static void sim_stage_end(sim *s, uint32_t t)
     const mp__remat_policy *pol = s->pol;
     for (uint32_t u = s->ev_head[t]; u != MP_NONE; u = s->ev_next[u])
         if (s->res[u] && !s->rc[u] && !p->out[u] && has_future(p, u, t) &&
-            !(pol->pin && pol->pin[u]))
+            !(pol->pin && pol->pin[u]) && !lock_keeps(s, u, t))
             free_unit(s, u);
     if (pol->keep) {
         for (uint32_t i = 0; i < s->n_res;) {
             uint32_t u = s->rlist[i];
             if (!p->out[u] && has_future(p, u, t) &&
-                !(pol->pin && pol->pin[u]) && !pol->keep(pol->user, u, t))
+                !(pol->pin && pol->pin[u]) && !lock_keeps(s, u, t) &&
+                !pol->keep(pol->user, u, t))
                 free_unit(s, u); /* swaps another unit into slot i */
             else
                 i++;

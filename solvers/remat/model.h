@@ -29,6 +29,13 @@ typedef struct mp__remat_prob {
     uint32_t *dep_begin, *deps;  /* producer units of inputs (unique) */
     uint32_t *use_begin, *uses;  /* consumer units, ascending, unique */
     uint32_t *horizon;       /* last stage at which the unit may be needed */
+    uint32_t *lock;          /* last stage before which the unit may be
+                              * recomputed: the first optimizer unit that
+                              * updates in place a weight read by it or by
+                              * a unit its recompute may redo (later, it
+                              * would read the updated weight); UINT32_MAX
+                              * or NULL: no limit. Optimizer units lock
+                              * at themselves (never recomputed). */
     uint32_t *free_begin, *frees; /* the unit's arena outputs (tensor ids,
                                    * output order): its FREE steps */
     uint32_t *read_begin, *reads; /* graph inputs (0..n_in-1) it reads */
@@ -53,6 +60,18 @@ typedef struct mp__remat_prob {
     uint64_t alignment;
     double base_cost;
 } mp__remat_prob;
+
+/* True when a recompute of unit u before stage t is allowed (p->lock). */
+static inline bool mp__remat_may_recompute(const mp__remat_prob *p,
+                                           uint32_t u, uint32_t t)
+{
+    return !p->lock || t <= p->lock[u];
+}
+
+/* True when every RECOMPUTE step of the schedule may be there
+ * (mp__remat_may_recompute at the stage of the next COMPUTE step). */
+bool mp__remat_steps_legal(const mp__remat_prob *p, const mp_step *steps,
+                           uint32_t n_steps);
 
 /* Frees the problem's arrays (context allocator); p may be cleared. */
 void mp__remat_prob_free(mp__remat_prob *p);

@@ -149,7 +149,11 @@ static mp_status try_cb(void *user, const char *name,
 static mp_status offer_cb(void *user, const char *name, mp__remat_out *o)
 {
     search *S = user;
-    if (count_replay(S, o)) {
+    /* a fixed schedule that recomputes a node after the optimizer step
+     * that updated its weight is not one (the replay's policies never
+     * are: mp__remat_simulate keeps such units) */
+    if (mp__remat_steps_legal(S->p, o->steps, o->n_steps) &&
+        count_replay(S, o)) {
         take_best(S, name, o);
         return MP_OK;
     }
