@@ -116,7 +116,7 @@ enum {
     CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
     /* validate */
     CLI_O_PLAN, CLI_O_NO_REFERENCE, CLI_O_POISON, CLI_O_DUMP, CLI_O_WEIGHTS,
-    CLI_O_INPUTS, CLI_O_LOWER_ONLY, CLI_O_STEP_TIMES,
+    CLI_O_INPUTS, CLI_O_LOWER_ONLY, CLI_O_STEP_TIMES, CLI_O_CONV_MATH,
     /* offload-policy */
     CLI_O_PROMPT, CLI_O_GEN, CLI_O_GPU_BATCH, CLI_O_NUM_BATCHES, CLI_O_PERCENT,
     CLI_O_COMPRESS_WEIGHTS, CLI_O_COMPRESS_KV, CLI_O_GPU_MEM, CLI_O_CPU_MEM,
@@ -248,6 +248,7 @@ typedef struct cli_args {
     /* validate */
     const char *plan, *dump, *weights_dir, *inputs_dir;
     int no_reference, poison, lower_only, step_times;
+    int conv_fp32;                /* --conv-math fp32 (default tf32) */
     /* offload-policy */
     mp_flexgen_options fo;
     uint64_t gpu_mem, cpu_mem, disk_mem;

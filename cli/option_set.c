@@ -217,6 +217,16 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
         a->train.topt.attention = a->attention;
         want = "fused or naive";
         break;
+    case CLI_O_CONV_MATH:
+        st = MP_OK;
+        if (strcmp(v, "tf32") == 0)
+            a->conv_fp32 = 0;
+        else if (strcmp(v, "fp32") == 0)
+            a->conv_fp32 = 1;
+        else
+            st = MP_ERR_INVALID_ARG;
+        want = "tf32 or fp32";
+        break;
     case CLI_O_SAVE:
         st = MP_OK;
         if (strcmp(v, "eager") == 0)

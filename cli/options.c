@@ -311,6 +311,15 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "(bench/time_vs_measured.py)",
         NULL, NULL, 0},
 
+    [CLI_O_CONV_MATH] = {"conv-math", 0, "M", C_VALIDATE, G_RUN, "tf32",
+        NULL,
+        "the float32 convolutions' arithmetic on cuDNN: tf32 (tensor cores, "
+        "as PyTorch runs them by default: torch.backends.cudnn.allow_tf32) "
+        "or fp32 (FMA only, for comparisons with a float32 or float64 "
+        "reference: validate/train_check.py, torch_grad_check.py); either "
+        "way a deterministic algorithm",
+        NULL, NULL, 0},
+
     [CLI_O_PROMPT] = {"prompt", 0, "N", C_POLICY, G_POLICY, "512", NULL,
         "prompt length", NULL, NULL, 0},
     [CLI_O_GEN] = {"gen", 0, "N", C_POLICY, G_POLICY, "32", NULL,
@@ -389,6 +398,7 @@ const cli_rule cli_rules[] = {
     {C_VALIDATE, CLI_O_POISON, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_DUMP, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_STEP_TIMES, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {C_VALIDATE, CLI_O_CONV_MATH, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {0, 0, 0, 0, NULL},
 };
 

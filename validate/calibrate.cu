@@ -246,7 +246,7 @@ extern "C" int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p,
     }
     // the convolutions' algorithms, chosen as the executor chooses them
     if (mpv_dnn_needed(p)) {
-        const char *e = mpv_dnn_create(&b.dnn);
+        const char *e = mpv_dnn_create(&b.dnn, 0); // as validate runs them
         if (!e)
             e = mpv_dnn_prepare(b.dnn, p, g->s);
         if (e) {

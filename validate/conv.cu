@@ -2,9 +2,12 @@
 // batch: the forward (then the bias, cudnnAddTensor), the input's gradient
 // (backward data) and the weight's (backward filter). Each launch's
 // workspace is planned (the cost model's mp__conv_workspace, host.c); the
-// algorithm is the first of cuDNN's heuristics that is deterministic, uses
-// FMA arithmetic (no TF32: results as the fp32 reference), fits that
-// workspace and runs. Where none does, or cuDNN cannot express the pads,
+// algorithm is the fastest of cuDNN's heuristics' candidates that is
+// deterministic, uses an allowed arithmetic (TF32 tensor cores or FMA by
+// default, as PyTorch allows; FMA only with --conv-math fp32: results as
+// an fp32 reference), fits that workspace and runs (each timed once, as
+// torch.backends.cudnn.benchmark does). Where none does, or cuDNN cannot
+// express the pads,
 // a direct kernel computes the pass: one thread per output element, a
 // fixed order of additions, no workspace. Everything here is
 // deterministic, so the planned and the reference runs agree bit for bit.
@@ -77,6 +80,7 @@ struct dnn_launch {
     cudnnConvolutionDescriptor_t cv = NULL;
     int algo = 0;
     size_t ws = 0;
+    bool first = false; // cuDNN's first heuristic choice
 };
 
 bool is_fma(cudnnMathType_t t)
@@ -91,6 +95,8 @@ struct mpv_dnn {
     std::vector<dnn_launch> l;
     uint32_t n_cudnn = 0, n_first = 0, n_direct = 0;
     uint64_t first_ws_max = 0, ws_used_max = 0;
+    bool fp32 = false; // FMA arithmetic only (no TF32)
+    cudaEvent_t ev[2] = {NULL, NULL}; // timing the trial calls
     bool roots16 = false; // every root starts on 16 bytes in both runs
     char err[256];
 };
@@ -103,9 +109,10 @@ int mpv_dnn_needed(const mpv_program *p)
     return 0;
 }
 
-const char *mpv_dnn_create(mpv_dnn **out)
+const char *mpv_dnn_create(mpv_dnn **out, int fp32)
 {
     mpv_dnn *d = new mpv_dnn();
+    d->fp32 = fp32 != 0;
     cudnnStatus_t st = cudnnCreate(&d->h);
     if (st != CUDNN_STATUS_SUCCESS) {
         delete d;
@@ -158,18 +165,19 @@ struct cand {
     size_t mem;
 };
 
-template <typename P> void to_cands(const P *perf, int n, std::vector<cand> &c)
+template <typename P>
+void to_cands(const P *perf, int n, bool fp32, std::vector<cand> &c)
 {
     for (int i = 0; i < n; i++)
         c.push_back({(int)perf[i].algo,
                      perf[i].status == CUDNN_STATUS_SUCCESS &&
                          perf[i].determinism == CUDNN_DETERMINISTIC &&
-                         is_fma(perf[i].mathType),
+                         (!fp32 || is_fma(perf[i].mathType)),
                      perf[i].memory});
 }
 
 cudnnStatus_t heuristics(cudnnHandle_t h, const dnn_launch &k, int pass,
-                         std::vector<cand> &c)
+                         bool fp32, std::vector<cand> &c)
 {
     int n = 0;
     cudnnStatus_t st;
@@ -178,7 +186,7 @@ cudnnStatus_t heuristics(cudnnHandle_t h, const dnn_launch &k, int pass,
         st = cudnnGetConvolutionForwardAlgorithm_v7(
             h, k.x, k.w, k.cv, k.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
         if (st == CUDNN_STATUS_SUCCESS)
-            to_cands(perf, n, c);
+            to_cands(perf, n, fp32, c);
     } else if (pass == MPV_CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t
             perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -186,7 +194,7 @@ cudnnStatus_t heuristics(cudnnHandle_t h, const dnn_launch &k, int pass,
             h, k.w, k.y, k.cv, k.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
             perf);
         if (st == CUDNN_STATUS_SUCCESS)
-            to_cands(perf, n, c);
+            to_cands(perf, n, fp32, c);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t
             perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -194,7 +202,7 @@ cudnnStatus_t heuristics(cudnnHandle_t h, const dnn_launch &k, int pass,
             h, k.x, k.y, k.cv, k.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
             &n, perf);
         if (st == CUDNN_STATUS_SUCCESS)
-            to_cands(perf, n, c);
+            to_cands(perf, n, fp32, c);
     }
     return st;
 }
@@ -237,6 +245,11 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
     void *bx = NULL, *bw = NULL, *by = NULL, *bws = NULL;
     auto release = [&]() {
         cudaStreamSynchronize(s);
+        for (int e = 0; e < 2; e++)
+            if (d->ev[e]) {
+                cudaEventDestroy(d->ev[e]);
+                d->ev[e] = NULL;
+            }
         cudaFree(bx);
         cudaFree(bw);
         cudaFree(by);
@@ -252,6 +265,11 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
         release();
         return "cudaMalloc of the trial operands";
     }
+    if (mx && (cudaEventCreate(&d->ev[0]) != cudaSuccess ||
+               cudaEventCreate(&d->ev[1]) != cudaSuccess)) {
+        release();
+        return "cudaEventCreate for the trial calls";
+    }
     const char *err = NULL;
     for (uint32_t i = 0; i < p->n_launches && !err; i++) {
         const mpv_launch &l = p->launches[i];
@@ -264,7 +282,7 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
             d->n_direct++;
             continue;
         }
-        // descriptors: NCHW float32, the window, groups, FMA arithmetic
+        // descriptors: NCHW float32, the window, groups, the arithmetic
         cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
         auto ok = [&](cudnnStatus_t x) {
             if (st == CUDNN_STATUS_SUCCESS)
@@ -287,62 +305,95 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
             k.cv, (int)g.pt, (int)g.pl, (int)g.sh, (int)g.sw, (int)g.dh,
             (int)g.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         ok(cudnnSetConvolutionGroupCount(k.cv, (int)g.g));
-        ok(cudnnSetConvolutionMathType(k.cv, CUDNN_FMA_MATH));
+        ok(cudnnSetConvolutionMathType(
+            k.cv, d->fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
         if (g.has_bias) {
             ok(cudnnCreateTensorDescriptor(&k.b));
             ok(cudnnSetTensor4dDescriptor(k.b, CUDNN_TENSOR_NCHW,
                                           CUDNN_DATA_FLOAT, 1, (int)g.m, 1, 1));
         }
         int on = 0, oc = 0, oh = 0, ow = 0;
-        std::vector<cand> c;
-        if (st != CUDNN_STATUS_SUCCESS ||
-            cudnnGetConvolution2dForwardOutputDim(k.cv, k.x, k.w, &on, &oc,
-                                                  &oh, &ow) !=
-                CUDNN_STATUS_SUCCESS ||
-            on != g.n || oc != g.m || oh != g.oh || ow != g.ow ||
-            heuristics(d->h, k, g.pass, c) != CUDNN_STATUS_SUCCESS)
-            c.clear();
-        // the first usable candidate that fits and runs
-        bool first = true;
-        for (const cand &x : c) {
-            if (!x.ok)
-                continue;
-            size_t sz = 0;
-            bool fits = x.mem <= l.workspace &&
-                        ws_size(d->h, k, g.pass, x.algo, &sz) ==
+        std::vector<cand> c, all;
+        bool shape_ok = st == CUDNN_STATUS_SUCCESS &&
+                        cudnnGetConvolution2dForwardOutputDim(
+                            k.cv, k.x, k.w, &on, &oc, &oh, &ow) ==
                             CUDNN_STATUS_SUCCESS &&
-                        sz <= l.workspace;
-            size_t need = sz > x.mem ? sz : x.mem;
-            if (first && need > l.workspace && need > d->first_ws_max)
-                d->first_ws_max = need;
-            if (fits) {
-                const void *a = g.pass == MPV_CONV_FWD ? bx : by;
-                const void *b = g.pass == MPV_CONV_BWD_FILTER ? bx : bw;
-                void *o = g.pass == MPV_CONV_FWD        ? by
-                          : g.pass == MPV_CONV_BWD_DATA ? bx
-                                                        : bw;
-                fits = dnn_pass(d->h, k, g, x.algo, a, b, o, bws, sz) ==
-                       CUDNN_STATUS_SUCCESS;
-                if (cudaStreamSynchronize(s) != cudaSuccess) {
-                    err = "a trial convolution failed";
-                    break;
+                        on == g.n && oc == g.m && oh == g.oh && ow == g.ow;
+        // every usable candidate that fits the workspace and runs, under
+        // each allowed arithmetic (TF32 then FMA, or FMA alone), timed
+        // by a second call: the fastest is chosen (ties: the earlier)
+        const void *ta = g.pass == MPV_CONV_FWD ? bx : by;
+        const void *tb = g.pass == MPV_CONV_BWD_FILTER ? bx : bw;
+        void *to = g.pass == MPV_CONV_FWD        ? by
+                   : g.pass == MPV_CONV_BWD_DATA ? bx
+                                                 : bw;
+        float best_ms = 0.f;
+        bool best_fma = false, first = true;
+        for (int fma = d->fp32 ? 1 : 0; fma <= 1 && shape_ok && !err;
+             fma++) {
+            c.clear();
+            if (cudnnSetConvolutionMathType(k.cv, fma ? CUDNN_FMA_MATH
+                                                      : CUDNN_TENSOR_OP_MATH) !=
+                    CUDNN_STATUS_SUCCESS ||
+                heuristics(d->h, k, g.pass, fma != 0, c) !=
+                    CUDNN_STATUS_SUCCESS)
+                continue;
+            all.insert(all.end(), c.begin(), c.end());
+            for (size_t ci = 0; ci < c.size() && !err; ci++) {
+                const cand &x = c[ci];
+                if (!x.ok)
+                    continue;
+                size_t sz = 0;
+                bool fits = x.mem <= l.workspace &&
+                            ws_size(d->h, k, g.pass, x.algo, &sz) ==
+                                CUDNN_STATUS_SUCCESS &&
+                            sz <= l.workspace;
+                size_t need = sz > x.mem ? sz : x.mem;
+                bool was_first = first;
+                first = false;
+                if (was_first && need > l.workspace &&
+                    need > d->first_ws_max)
+                    d->first_ws_max = need;
+                if (!fits)
+                    continue;
+                float ms = 0.f;
+                for (int rep = 0; rep < 2 && fits; rep++) {
+                    if (rep == 1)
+                        cudaEventRecord(d->ev[0], s);
+                    fits = dnn_pass(d->h, k, g, x.algo, ta, tb, to, bws,
+                                    sz) == CUDNN_STATUS_SUCCESS;
+                    if (rep == 1)
+                        cudaEventRecord(d->ev[1], s);
+                    if (cudaStreamSynchronize(s) != cudaSuccess) {
+                        err = "a trial convolution failed";
+                        break;
+                    }
+                    // (a launch error of the trial: this algorithm does
+                    // not run; the error is cleared)
+                    fits &= cudaGetLastError() == cudaSuccess;
                 }
-                // (a launch error of the trial: this algorithm does not
-                // run; the error is cleared)
-                fits &= cudaGetLastError() == cudaSuccess;
+                if (!fits || err)
+                    continue;
+                cudaEventElapsedTime(&ms, d->ev[0], d->ev[1]);
+                if (k.direct || ms < best_ms) {
+                    k.direct = false;
+                    k.algo = x.algo;
+                    k.ws = sz;
+                    best_ms = ms;
+                    best_fma = fma != 0;
+                    k.first = was_first;
+                }
             }
-            if (fits) {
-                k.direct = false;
-                k.algo = x.algo;
-                k.ws = sz;
-                d->n_cudnn++;
-                d->n_first += first;
-                if (sz > d->ws_used_max)
-                    d->ws_used_max = sz;
-                break;
-            }
-            first = false;
         }
+        if (!k.direct) {
+            cudnnSetConvolutionMathType(
+                k.cv, best_fma ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
+            d->n_cudnn++;
+            d->n_first += k.first;
+            if (k.ws > d->ws_used_max)
+                d->ws_used_max = k.ws;
+        }
+        c.swap(all);
         if (k.direct)
             d->n_direct++;
         if (getenv("MEMPLAN_CONV_TRACE")) { // calibrating the workspace
@@ -416,6 +467,7 @@ void mpv_dnn_stats(const mpv_dnn *d, mpv_result *r)
     r->conv_direct = d->n_direct;
     r->conv_first_ws_max = d->first_ws_max;
     r->conv_ws_used_max = d->ws_used_max;
+    r->conv_fp32 = d->fp32;
 }
 
 void mpv_dnn_destroy(mpv_dnn *d)

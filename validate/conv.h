@@ -13,14 +13,17 @@ typedef struct mpv_dnn mpv_dnn;
 
 /* 1 when the program has a MPV_L_CONV_DNN launch (cuDNN is needed). */
 int mpv_dnn_needed(const mpv_program *p);
-/* Creates the cuDNN handle; NULL or an error string. */
-const char *mpv_dnn_create(mpv_dnn **out);
-/* Chooses every MPV_L_CONV_DNN launch's algorithm on stream s: cuDNN's
- * heuristics (cudnnGet*Algorithm_v7) in their order, the first that is
- * deterministic, uses FMA arithmetic (no TF32), needs at most the
- * launch's workspace and runs (one trial call on scratch buffers, freed
- * again); else the direct kernel. Done once, before anything is measured:
- * the planned and the reference runs use the same algorithms. */
+/* Creates the cuDNN handle; NULL or an error string. fp32: FMA
+ * arithmetic only; else TF32 tensor cores are allowed (PyTorch's default
+ * for convolutions, torch.backends.cudnn.allow_tf32). */
+const char *mpv_dnn_create(mpv_dnn **out, int fp32);
+/* Chooses every MPV_L_CONV_DNN launch's algorithm on stream s: of cuDNN's
+ * heuristics' candidates (cudnnGet*Algorithm_v7, under TF32 then FMA
+ * arithmetic, or FMA alone) that are deterministic, need at most the
+ * launch's workspace and run, the fastest (a warm-up and a timed trial
+ * call each, on scratch buffers freed again); else the direct kernel.
+ * Done once, before anything is measured: the planned and the reference
+ * runs use the same algorithms. */
 const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s);
 /* Runs launch number `index` of the program (l = &p->launches[index]). */
 const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,

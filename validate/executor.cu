@@ -614,7 +614,7 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         r->cublas_bytes = used_now() - u0;
         if (mpv_dnn_needed(p)) {
             u0 = used_now();
-            const char *e = mpv_dnn_create(&c.dnn);
+            const char *e = mpv_dnn_create(&c.dnn, o ? o->conv_fp32 : 0);
             if (e) {
                 fail(r, "cudnnCreate", e);
                 cublasDestroy(c.h);

@@ -442,6 +442,43 @@ static int matrix_op(const int64_t *st, int r, int64_t *ld)
     return -1;
 }
 
+/* The rows of a matrix operand (dims of rank r, element strides st) and
+ * the output's leading dims yd[0..lead) walk as one row index: the
+ * operand has every leading dim (none broadcast), each with the row
+ * stride times the rows below it; read with op T (rows contiguous), its
+ * column stride must hold the folded rows too. *mf: the folded rows. A
+ * product whose other operand is shared by every batch index is then one
+ * GEMM (cuBLAS is far faster on one tall product than on many short
+ * ones: vit_b_32's Linear layers, whose weight is a transposed view). */
+static int fold_rows(const int64_t *dims, const int64_t *st, int r,
+                     const int64_t *yd, int lead, int64_t *mf)
+{
+    int64_t rows = dims[r - 2], rs = st[r - 2];
+    if (r - 2 != lead)
+        return 0;
+    for (int i = lead - 1; i >= 0; i--) {
+        if (dims[i] != yd[i] || (dims[i] != 1 && st[i] != rs * rows))
+            return 0;
+        rows *= dims[i];
+    }
+    if (st[r - 1] != 1 && !(rs == 1 && st[r - 1] >= rows))
+        return 0;
+    *mf = rows;
+    return 1;
+}
+
+/* 1 when operand dims (rank r) are broadcast over every leading dim of an
+ * output of rank ry (each absent or 1) */
+static int shared_operand(const int64_t *dims, int r, int ry)
+{
+    for (int i = 0; i < ry - 2; i++) {
+        int ib = i - (ry - r);
+        if (ib >= 0 && dims[ib] != 1)
+            return 0;
+    }
+    return 1;
+}
+
 /* MatMul with a permuted operand (a view read in place): each operand's
  * matrix read with op N or T through its strides, the batch dims (the
  * output's leading dims, an operand's broadcast ones at stride 0) walked
@@ -481,8 +518,15 @@ static int lower_matmul_strided(lower *L, const mp__node *n, const char **why)
     x->p.gemm.ldc = N;
     x->p.gemm.batch = 1;
     /* the output's leading dims: the innermost a strided batch, the
-     * others outer products; an operand broadcast there has stride 0 */
+     * others outer products; an operand broadcast there has stride 0;
+     * with B shared and A's rows folding, one product */
     int lead = ry - 2;
+    int64_t mf;
+    if (lead > 0 && shared_operand(b->dims, rb, ry) &&
+        fold_rows(a->dims, sa, ra, y->dims, lead, &mf)) {
+        x->p.gemm.m = mf;
+        return 0;
+    }
     for (int i = 0; i < lead; i++) {
         int ia = i - (ry - ra), ib = i - (ry - rb);
         int64_t s_a = ia >= 0 && a->dims[ia] != 1 ? sa[ia] : 0;
@@ -1907,6 +1951,11 @@ static int lower_grad_matmul_strided(lower *L, const mp__node *n,
         x->p.gemm.ldc = K;
         x->p.gemm.alpha = 1.0;
         x->p.gemm.batch = 1;
+        if (lead > 0 && shared_operand(bt->dims, rb, ry)) {
+            /* B shared: dY and dA (both contiguous) folded into rows */
+            x->p.gemm.m = M * dims_prod(dy->dims, 0, lead);
+            goto dA_done;
+        }
         strides_of(at->dims, ra, sc);
         for (int i = 0; i < lead; i++) {
             int ib = i - (ry - rb), o = x->p.gemm.orank++;
@@ -1916,11 +1965,34 @@ static int lower_grad_matmul_strided(lower *L, const mp__node *n,
             x->p.gemm.osc[o] = sc[i];
         }
     }
+dA_done:
     if (wb) { /* dB [K, N] += A^T [K, M] dY [M, N] */
-        int64_t as[2] = {sa[ra - 1], sa[ra - 2]}, lda;
+        int64_t as[2] = {sa[ra - 1], sa[ra - 2]}, lda, mf;
         int ta = matrix_op(as, 2, &lda);
         if (ta < 0)
             FAIL("MatMulGrad: A with no contiguous rows or columns");
+        if (lead > 0 && shared_operand(bt->dims, rb, ry) &&
+            fold_rows(at->dims, sa, ra, dy->dims, lead, &mf)) {
+            /* B shared, A's rows folding: dB = A^T dY over all the rows,
+             * one product (the batch's sum in cuBLAS's order) */
+            mpv_launch *x = add_launch(L, MPV_L_GEMM);
+            if (!x)
+                return -1;
+            x->in[0] = G->in[0];
+            x->in[1] = G->dy[0];
+            x->out = G->dx[1];
+            x->p.gemm.ta = ta;
+            x->p.gemm.m = K;
+            x->p.gemm.n = N;
+            x->p.gemm.k = mf;
+            x->p.gemm.lda = lda;
+            x->p.gemm.ldb = N;
+            x->p.gemm.ldc = N;
+            x->p.gemm.alpha = 1.0;
+            x->p.gemm.beta = 0.0;
+            x->p.gemm.batch = 1;
+            return 0;
+        }
         if (add_fill(L, G->dx[1], numel(bt), 1, 0) != 0)
             return -1;
         mpv_launch *x = add_launch(L, MPV_L_GEMM);

@@ -1314,6 +1314,354 @@ __global__ void k_attn_bwd_kv(attn_bwd_ptrs P, mpv_launch L)
     }
 }
 
+// Tiled: the same sums with each operand read from global memory once
+// per block. k_attn_bwd_q_tiled takes BQ query rows of one batch*head
+// index and walks the keys in tiles of BK (D, dQ, the rows' scalar sums);
+// k_attn_bwd_kv_tiled takes BK keys and walks the query rows in tiles of
+// BQ (dK^T, dV; D from the workspace). The tiles sit in shared memory,
+// rows padded by one float (no bank conflicts); a score is computed by
+// one of the BT threads of its row, the row's sums reduced by a fixed
+// xor tree of shuffles; each output element is one thread's fixed loop.
+// Deterministic, no atomics.
+#define BQ 32
+#define BK 32
+#define BT (TPB / BQ)
+#define BOMAX 16 // outputs per thread: d, dv <= 128
+
+// the score of row sr (query i) and key jj (key j) of the tiles: P_ij
+// into *pr, the float mask's gradient into *gmo, the gradient of the
+// product Q K^T (times the factor qk) as the return value; the scalars'
+// terms added to *acc (qk, sf, fill)
+__device__ __forceinline__ float attn_bwd_elem(
+    const mpv_launch &L, const attn_bwd_ptrs &P, const float *qrow,
+    const float *krow, const float *dorow, const float *vrow, int d, int dv,
+    int64_t moff, float qk, float D, float lse, float *pr, float *gmo,
+    float *acc)
+{
+    float r = 0.f, dp = 0.f, vin, gm, gs, gf;
+    int kept;
+    for (int c = 0; c < d; c++)
+        r += qrow[c] * krow[c];
+    for (int c = 0; c < dv; c++)
+        dp += dorow[c] * vrow[c];
+    float sc = attn_score_fwd(L, P, r, moff, qk, &vin, &kept);
+    *pr = attn_prob(sc, lse);
+    float g0 = attn_score_bwd(L, P, *pr * (dp - D), vin, kept, &gm, &gs, &gf);
+    *gmo = gm;
+    acc[0] += g0 * r;
+    acc[1] += gs;
+    acc[2] += gf;
+    return g0 * qk;
+}
+
+// BQ rows of Q and dO (zeros past tq) into qsh [BQ][d + 1], dosh [BQ][dv
+// + 1]; Q read in the order its innermost stride makes contiguous
+__device__ __forceinline__ void attn_bwd_load_rows(
+    const attn_bwd_ptrs &P, const mpv_attn_p &p, int64_t b, int64_t i0,
+    int64_t qo, float *qsh, float *dosh)
+{
+    const int d = (int)p.d, dv = (int)p.dv, t = threadIdx.x;
+    const int64_t qr = p.qst[p.qrank - 2], qc = p.qst[p.qrank - 1];
+    for (int e = t; e < BQ * d; e += TPB) {
+        int r = qc == 1 ? e / d : e % BQ, c = qc == 1 ? e % d : e / BQ;
+        qsh[r * (d + 1) + c] =
+            i0 + r < p.tq ? P.q[qo + (i0 + r) * qr + c * qc] : 0.f;
+    }
+    for (int e = t; e < BQ * dv; e += TPB) {
+        int r = e / dv, c = e % dv;
+        dosh[r * (dv + 1) + c] =
+            i0 + r < p.tq ? P.dO[(b * p.tq + i0 + r) * p.dv + c] : 0.f;
+    }
+}
+
+// BK keys: K (K^T's columns) into ksh [BK][d + 1], V into vsh [BK][dv + 1]
+// (zeros past tk), each read in its contiguous order
+__device__ __forceinline__ void attn_bwd_load_keys(
+    const attn_bwd_ptrs &P, const mpv_attn_p &p, int64_t j0, int64_t ko,
+    int64_t vo, float *ksh, float *vsh)
+{
+    const int d = (int)p.d, dv = (int)p.dv, t = threadIdx.x;
+    const int64_t kr = p.kst[p.qrank - 2], kc = p.kst[p.qrank - 1];
+    const int64_t vr = p.vst[p.qrank - 2], vc = p.vst[p.qrank - 1];
+    for (int e = t; e < d * BK; e += TPB) {
+        int c = kc == 1 ? e / BK : e % d, j = kc == 1 ? e % BK : e / d;
+        ksh[j * (d + 1) + c] =
+            j0 + j < p.tk ? P.kt[ko + c * kr + (j0 + j) * kc] : 0.f;
+    }
+    for (int e = t; e < BK * dv; e += TPB) {
+        int j = vc == 1 ? e / dv : e % BK, c = vc == 1 ? e % dv : e / BK;
+        vsh[j * (dv + 1) + c] =
+            j0 + j < p.tk ? P.v[vo + (j0 + j) * vr + c * vc] : 0.f;
+    }
+}
+
+__device__ __forceinline__ float row_sum_bt(float v)
+{
+    for (int w = BT / 2; w > 0; w >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, w, BT);
+    return v;
+}
+
+__global__ void k_attn_bwd_q_tiled(attn_bwd_ptrs P, mpv_launch L)
+{
+    const auto &p = L.p.attn;
+    extern __shared__ float sh[];
+    const int d = (int)p.d, dv = (int)p.dv, d1 = d + 1, dv1 = dv + 1;
+    const int t = threadIdx.x, sr = t / BT, sl = t % BT;
+    float *qsh = sh;                    // [BQ][d1]
+    float *dosh = qsh + BQ * d1;        // [BQ][dv1]
+    float *ksh = dosh + BQ * dv1;       // [BK][d1]
+    float *vsh = ksh + BK * d1;         // [BK][dv1]
+    float *dssh = vsh + BK * dv1;       // [BQ][BK + 1]
+    float *Dsh = dssh + BQ * (BK + 1);  // [BQ]
+    float *Lsh = Dsh + BQ;              // [BQ]
+    const float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    const int64_t tiles = (p.tq + BQ - 1) / BQ, rows = p.bh * p.tq;
+    const int64_t mr = p.mst[p.rank - 2], mc = p.mst[p.rank - 1];
+    const int nO = (BQ * d + TPB - 1) / TPB;
+    for (int64_t blk = blockIdx.x; blk < p.bh * tiles; blk += gridDim.x) {
+        const int64_t b = blk / tiles, q0 = (blk % tiles) * BQ;
+        const int64_t row = b * p.tq + q0 + sr;
+        const bool live = q0 + sr < p.tq;
+        int64_t mb, qo, ko, vo;
+        attn_offsets(p, b, &mb, &qo, &ko, &vo);
+        attn_bwd_load_rows(P, p, b, q0, qo, qsh, dosh);
+        __syncthreads();
+        float ds = 0.f; // D of row sr
+        for (int c = sl; c < dv; c += BT)
+            if (live)
+                ds += dosh[sr * dv1 + c] * P.o[row * p.dv + c];
+        ds = row_sum_bt(ds);
+        if (sl == 0) {
+            Dsh[sr] = ds;
+            Lsh[sr] = live ? P.lse[row] : -INFINITY;
+        }
+        float dq[BOMAX], acc[3] = {0.f, 0.f, 0.f};
+        for (int k = 0; k < BOMAX; k++)
+            dq[k] = 0.f;
+        for (int64_t j0 = 0; j0 < p.tk; j0 += BK) {
+            __syncthreads(); // the previous tile's readers are done
+            attn_bwd_load_keys(P, p, j0, ko, vo, ksh, vsh);
+            __syncthreads();
+            for (int jj = sl; jj < BK; jj += BT) {
+                float g = 0.f, pr, gm;
+                if (live && j0 + jj < p.tk)
+                    g = attn_bwd_elem(L, P, qsh + sr * d1, ksh + jj * d1,
+                                      dosh + sr * dv1, vsh + jj * dv1, d, dv,
+                                      mb + (q0 + sr) * mr + (j0 + jj) * mc,
+                                      qk, Dsh[sr], Lsh[sr], &pr, &gm, acc);
+                dssh[sr * (BK + 1) + jj] = g;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < BOMAX; k++) { // dQ += dS K
+                int e = t + k * TPB;
+                if (k >= nO || e >= BQ * d)
+                    continue;
+                int r = e / d, c = e % d;
+                float a = dq[k];
+                for (int j = 0; j < BK; j++)
+                    a += dssh[r * (BK + 1) + j] * ksh[j * d1 + c];
+                dq[k] = a;
+            }
+        }
+        if (P.dq) {
+#pragma unroll
+            for (int k = 0; k < BOMAX; k++) {
+                int e = t + k * TPB;
+                if (k >= nO || e >= BQ * d)
+                    continue;
+                int r = e / d, c = e % d;
+                if (q0 + r < p.tq)
+                    P.dq[(b * p.tq + q0 + r) * p.d + c] = dq[k];
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            acc[k] = row_sum_bt(acc[k]);
+        if (sl == 0 && live) {
+            P.ws[row] = Dsh[sr];
+            if (P.sg[0])
+                for (int k = 0; k < 3; k++)
+                    P.ws[(1 + k) * rows + row] = acc[k];
+        }
+        __syncthreads(); // the rows' statistics read before the next block
+    }
+}
+
+__global__ void k_attn_bwd_kv_tiled(attn_bwd_ptrs P, mpv_launch L)
+{
+    const auto &p = L.p.attn;
+    extern __shared__ float sh[];
+    const int d = (int)p.d, dv = (int)p.dv, d1 = d + 1, dv1 = dv + 1;
+    const int t = threadIdx.x, sr = t / BT, sl = t % BT;
+    float *ksh = sh;                    // [BK][d1]
+    float *vsh = ksh + BK * d1;         // [BK][dv1]
+    float *qsh = vsh + BK * dv1;        // [BQ][d1]
+    float *dosh = qsh + BQ * d1;        // [BQ][dv1]
+    float *psh = dosh + BQ * dv1;       // [BQ][BK + 1]
+    float *dssh = psh + BQ * (BK + 1);  // [BQ][BK + 1]
+    float *Dsh = dssh + BQ * (BK + 1);  // [BQ]
+    float *Lsh = Dsh + BQ;              // [BQ]
+    const float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    const int64_t tiles = (p.tk + BK - 1) / BK;
+    const int64_t mr = p.mst[p.rank - 2], mc = p.mst[p.rank - 1];
+    const int nK = (BK * d + TPB - 1) / TPB, nV = (BK * dv + TPB - 1) / TPB;
+    for (int64_t blk = blockIdx.x; blk < p.bh * tiles; blk += gridDim.x) {
+        const int64_t b = blk / tiles, j0 = (blk % tiles) * BK;
+        int64_t mb, qo, ko, vo;
+        attn_offsets(p, b, &mb, &qo, &ko, &vo);
+        attn_bwd_load_keys(P, p, j0, ko, vo, ksh, vsh);
+        float ak[BOMAX], av[BOMAX], acc[3] = {0.f, 0.f, 0.f}; // (unused)
+        for (int k = 0; k < BOMAX; k++)
+            ak[k] = av[k] = 0.f;
+        for (int64_t i0 = 0; i0 < p.tq; i0 += BQ) {
+            __syncthreads(); // the previous tile's readers are done
+            attn_bwd_load_rows(P, p, b, i0, qo, qsh, dosh);
+            if (t < BQ) {
+                bool in = i0 + t < p.tq;
+                Dsh[t] = in ? P.ws[b * p.tq + i0 + t] : 0.f;
+                Lsh[t] = in ? P.lse[b * p.tq + i0 + t] : -INFINITY;
+            }
+            __syncthreads();
+            for (int jj = sl; jj < BK; jj += BT) {
+                float g = 0.f, pr = 0.f, gm;
+                if (i0 + sr < p.tq && j0 + jj < p.tk)
+                    g = attn_bwd_elem(L, P, qsh + sr * d1, ksh + jj * d1,
+                                      dosh + sr * dv1, vsh + jj * dv1, d, dv,
+                                      mb + (i0 + sr) * mr + (j0 + jj) * mc,
+                                      qk, Dsh[sr], Lsh[sr], &pr, &gm, acc);
+                psh[sr * (BK + 1) + jj] = pr;
+                dssh[sr * (BK + 1) + jj] = g;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < BOMAX; k++) { // dV += P^T dO
+                int e = t + k * TPB;
+                if (k >= nV || e >= BK * dv)
+                    continue;
+                int j = e / dv, c = e % dv;
+                float a = av[k];
+                for (int i = 0; i < BQ; i++)
+                    a += psh[i * (BK + 1) + j] * dosh[i * dv1 + c];
+                av[k] = a;
+            }
+#pragma unroll
+            for (int k = 0; k < BOMAX; k++) { // dK += dS^T Q
+                int e = t + k * TPB;
+                if (k >= nK || e >= BK * d)
+                    continue;
+                int j = e / d, c = e % d;
+                float a = ak[k];
+                for (int i = 0; i < BQ; i++)
+                    a += dssh[i * (BK + 1) + j] * qsh[i * d1 + c];
+                ak[k] = a;
+            }
+        }
+        // dK^T [bh, d, tk] and dV [bh, tk, dv], row-major
+#pragma unroll
+        for (int k = 0; k < BOMAX; k++) {
+            int e = t + k * TPB;
+            if (P.dk && k < nK && e < BK * d) {
+                int j = e / d, c = e % d;
+                if (j0 + j < p.tk)
+                    P.dk[(b * p.d + c) * p.tk + j0 + j] = ak[k];
+            }
+            if (P.dv && k < nV && e < BK * dv) {
+                int j = e / dv, c = e % dv;
+                if (j0 + j < p.tk)
+                    P.dv[(b * p.tk + j0 + j) * p.dv + c] = av[k];
+            }
+        }
+    }
+}
+
+// The float mask's gradient, tiled: the mask varies over the query rows
+// and the keys (its last two strides are not 0); a block takes BQ x BK of
+// its elements at one index of its own leading dims and sums, over the
+// leading dims it is broadcast along, the scores' gradient at the mask
+// (each term's Q, dO, K and V tiles in shared memory, as the kernels
+// above). Each element is one thread's fixed loop: deterministic.
+__global__ void k_attn_bwd_mask_tiled(attn_bwd_ptrs P, mpv_launch L,
+                                      int64_t nown, int64_t nbc)
+{
+    const auto &p = L.p.attn;
+    extern __shared__ float sh[];
+    const int d = (int)p.d, dv = (int)p.dv, d1 = d + 1, dv1 = dv + 1;
+    const int t = threadIdx.x, sr = t / BT, sl = t % BT;
+    float *qsh = sh;                    // [BQ][d1]
+    float *dosh = qsh + BQ * d1;        // [BQ][dv1]
+    float *ksh = dosh + BQ * dv1;       // [BK][d1]
+    float *vsh = ksh + BK * d1;         // [BK][dv1]
+    float *Dsh = vsh + BK * dv1;        // [BQ]
+    float *Lsh = Dsh + BQ;              // [BQ]
+    const float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    const int64_t tq_t = (p.tq + BQ - 1) / BQ, tk_t = (p.tk + BK - 1) / BK;
+    const int64_t mr = p.mst[p.rank - 2], mc = p.mst[p.rank - 1];
+    for (int64_t blk = blockIdx.x; blk < nown * tq_t * tk_t;
+         blk += gridDim.x) {
+        const int64_t own = blk / (tq_t * tk_t);
+        const int64_t i0 = (blk / tk_t % tq_t) * BQ, j0 = (blk % tk_t) * BK;
+        float acc[BK / BT], sc3[3];
+        for (int k = 0; k < BK / BT; k++)
+            acc[k] = 0.f;
+        for (int64_t bc = 0; bc < nbc; bc++) {
+            // the scores' leading index: own dims from `own`, broadcast
+            // dims from `bc`
+            int64_t co[MPV_MAXR], ro = own, rb = bc, b = 0;
+            for (int dd = p.rank - 3; dd >= 0; dd--) {
+                if (p.mst[dd]) {
+                    co[dd] = ro % p.lead[dd];
+                    ro /= p.lead[dd];
+                } else {
+                    co[dd] = rb % p.lead[dd];
+                    rb /= p.lead[dd];
+                }
+            }
+            for (int dd = 0; dd < p.rank - 2; dd++)
+                b = b * p.lead[dd] + co[dd];
+            int64_t mb, qo, ko, vo;
+            attn_offsets(p, b, &mb, &qo, &ko, &vo);
+            __syncthreads(); // the previous term's readers are done
+            attn_bwd_load_rows(P, p, b, i0, qo, qsh, dosh);
+            attn_bwd_load_keys(P, p, j0, ko, vo, ksh, vsh);
+            if (t < BQ) {
+                bool in = i0 + t < p.tq;
+                Dsh[t] = in ? P.ws[b * p.tq + i0 + t] : 0.f;
+                Lsh[t] = in ? P.lse[b * p.tq + i0 + t] : -INFINITY;
+            }
+            __syncthreads();
+            for (int k = 0, jj = sl; jj < BK; jj += BT, k++) {
+                float pr, gm = 0.f;
+                if (i0 + sr < p.tq && j0 + jj < p.tk)
+                    attn_bwd_elem(L, P, qsh + sr * d1, ksh + jj * d1,
+                                  dosh + sr * dv1, vsh + jj * dv1, d, dv,
+                                  mb + (i0 + sr) * mr + (j0 + jj) * mc, qk,
+                                  Dsh[sr], Lsh[sr], &pr, &gm, sc3);
+                acc[k] += gm;
+            }
+        }
+        // the mask's own elements, row-major: (own, i, j)
+        for (int k = 0, jj = sl; jj < BK; jj += BT, k++)
+            if (i0 + sr < p.tq && j0 + jj < p.tk)
+                P.dm[(own * p.tq + i0 + sr) * p.tk + j0 + jj] = acc[k];
+    }
+}
+
+// the tiled kernels' shared memory (floats; kv: k_attn_bwd_kv_tiled's),
+// 0 when the head dims do not fit
+static size_t attn_bwd_tiled_floats(const mpv_launch *l, int kv)
+{
+    const auto &p = l->p.attn;
+    if (p.d < 1 || p.dv < 1 || p.d > 128 || p.dv > 128 ||
+        (BQ * p.d + TPB - 1) / TPB > BOMAX ||
+        (BK * p.d + TPB - 1) / TPB > BOMAX ||
+        (BK * p.dv + TPB - 1) / TPB > BOMAX)
+        return 0;
+    size_t f = (size_t)(BQ * (p.d + 1) + BQ * (p.dv + 1) + BK * (p.d + 1) +
+                        BK * (p.dv + 1) + BQ * (BK + 1) + 2 * BQ);
+    return kv ? f + BQ * (BK + 1) : f;
+}
+
 // the size of dim dd of the dims the mask is added at
 __device__ static int64_t attn_mdim(const mpv_launch &L, int dd)
 {
@@ -2435,6 +2783,58 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                     mm *= sz;
             }
             n = mn;
+        }
+        size_t tf = l->kind == MPV_L_ATTN_BWD_Q || l->kind == MPV_L_ATTN_BWD_KV
+                        ? attn_bwd_tiled_floats(l, l->kind == MPV_L_ATTN_BWD_KV)
+                        : 0;
+        if (l->kind == MPV_L_ATTN_BWD_MASK && p.rank >= 2 &&
+            p.mst[p.rank - 1] && p.mst[p.rank - 2] &&
+            attn_bwd_tiled_floats(l, 0)) { // the tiled mask gradient
+            int64_t nown = 1, nbc = 1;
+            for (int dd = 0; dd < p.rank - 2; dd++) {
+                if (p.mst[dd])
+                    nown *= p.lead[dd];
+                else
+                    nbc *= p.lead[dd];
+            }
+            int64_t blocks = nown * ((p.tq + BQ - 1) / BQ) *
+                             ((p.tk + BK - 1) / BK);
+            unsigned nbt = (unsigned)(blocks < 65535LL * 32
+                                          ? (blocks ? blocks : 1)
+                                          : 65535LL * 32);
+            size_t shm = (size_t)(BQ * (p.d + 1) + BQ * (p.dv + 1) +
+                                  BK * (p.d + 1) + BK * (p.dv + 1) + 2 * BQ) *
+                         sizeof(float);
+            if (shm > 48 * 1024) {
+                const char *e = cu_err(cudaFuncSetAttribute(
+                    k_attn_bwd_mask_tiled,
+                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+                if (e)
+                    return e;
+            }
+            k_attn_bwd_mask_tiled<<<nbt, TPB, shm, s>>>(P, *l, nown, nbc);
+            return LAUNCH_CHECK();
+        }
+        if (tf) { // head dims up to 128: the tiled kernels
+            bool q = l->kind == MPV_L_ATTN_BWD_Q;
+            int64_t blocks = q ? p.bh * ((p.tq + BQ - 1) / BQ)
+                               : p.bh * ((p.tk + BK - 1) / BK);
+            unsigned nbt = (unsigned)(blocks < 65535LL * 32
+                                          ? (blocks ? blocks : 1)
+                                          : 65535LL * 32);
+            size_t shm = tf * sizeof(float);
+            if (shm > 48 * 1024) {
+                const char *e = cu_err(cudaFuncSetAttribute(
+                    q ? k_attn_bwd_q_tiled : k_attn_bwd_kv_tiled,
+                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+                if (e)
+                    return e;
+            }
+            if (q)
+                k_attn_bwd_q_tiled<<<nbt, TPB, shm, s>>>(P, *l);
+            else
+                k_attn_bwd_kv_tiled<<<nbt, TPB, shm, s>>>(P, *l);
+            return LAUNCH_CHECK();
         }
         unsigned nb = (unsigned)(n < 65535LL * 32 ? (n ? n : 1) : 65535LL * 32);
         size_t shm = (size_t)(2 * p.d + 2 * p.dv + 2 * TPB) * sizeof(float);

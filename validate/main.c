@@ -121,6 +121,7 @@ static int execute(mpv_cmd *v)
     vo.reference = !v->a->no_reference;
     vo.poison_free = v->a->poison;
     vo.step_times = v->a->step_times;
+    vo.conv_fp32 = v->a->conv_fp32;
     vo.dump_dir = v->a->dump;
     vo.weights_dir = v->a->weights_dir;
     vo.inputs_dir = v->a->inputs_dir;

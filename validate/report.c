@@ -156,6 +156,7 @@ static void conv_json(mp__jw *w, const mpv_result *res)
         {"workspace_used_max_bytes", res->conv_ws_used_max},
     };
     cli_json_object(w, "conv_passes");
+    cli_json_str(w, "math", res->conv_fp32 ? "fp32" : "tf32");
     cli_json_int(w, "cudnn", res->conv_cudnn);
     cli_json_int(w, "cudnn_first_choice", res->conv_first);
     cli_json_int(w, "direct", res->conv_direct);
@@ -274,10 +275,11 @@ void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
            cli_size(res->cublas_bytes, b2, sizeof b2),
            cli_size(res->lazy_bytes, b3, sizeof b3));
     if (res->cudnn_bytes || res->conv_cudnn || res->conv_direct)
-        printf("conv         %u passes on cuDNN (%u its first choice; a first "
-               "choice wanted up to %s beyond the plan), %u on the direct "
-               "kernel; cuDNN handle %s\n",
-               res->conv_cudnn, res->conv_first,
+        printf("conv         %u passes on cuDNN (%s; %u its first choice; "
+               "a first choice wanted up to %s beyond the plan), %u on the "
+               "direct kernel; cuDNN handle %s\n",
+               res->conv_cudnn, res->conv_fp32 ? "fp32" : "tf32",
+               res->conv_first,
                cli_size(res->conv_first_ws_max, b1, sizeof b1),
                res->conv_direct, cli_size(res->cudnn_bytes, b2, sizeof b2));
     printf("arena        predicted %s (plan %s, granule %llu), measured %s, "

@@ -211,7 +211,9 @@ def validate_cmd(memplan, model, precision, vals, dump, plan_opts,
     cmd += list(plan_opts)
     if lower_only:
         return cmd + ["--lower-only"]
-    cmd += ["--dump", dump, "--json"]
+    # FMA-only convolutions: the reference is float64 (TF32, the default,
+    # rounds the operands to 10 mantissa bits)
+    cmd += ["--dump", dump, "--json", "--conv-math", "fp32"]
     if poison:
         cmd.append("--poison")
     return cmd
@@ -951,7 +953,7 @@ def self_test():
     assert cmd == ["mp", "validate", "m.onnx", "--train", "--optimizer",
                    "sgd", "--precision", "fp32", "--weights", "V",
                    "--inputs", "V", "--budget", "9", "--dump", "D", "--json",
-                   "--poison"], cmd
+                   "--conv-math", "fp32", "--poison"], cmd
     lo = validate_cmd("mp", "m.onnx", "fp32", "V", None, [], lower_only=True)
     assert lo[-1] == "--lower-only" and "--dump" not in lo
     syn = parse_synthetic("3 nodes run: 1 real kernels, 2 synthetic\n"

@@ -823,7 +823,10 @@ def run_forward(memplan, out, name, g, ref):
     with open(path, "w") as f:
         json.dump(g, f, indent=1)
     dump = os.path.join(out, name)
-    cmd = [memplan, "validate", path, "--dump", dump, "--json"]
+    # FMA-only convolutions: the references are float64 (TF32, the
+    # default, rounds the operands to 10 mantissa bits)
+    cmd = [memplan, "validate", path, "--dump", dump, "--json",
+           "--conv-math", "fp32"]
     print("$ " + " ".join(cmd))
     pr = subprocess.run(cmd, capture_output=True, text=True)
     if pr.returncode not in (0, 5):
@@ -883,7 +886,8 @@ def run_case(memplan, out, name, g, ref, poison, optim="sgd"):
     tag = name + ("" if optim == "sgd" else "_" + optim)
     dump = os.path.join(out, tag + ("_poison" if poison else ""))
     cmd = [memplan, "validate", path, "--train", "--optimizer", opt,
-           "--optimizer-impl", impl, "--dump", dump, "--json"] + (
+           "--optimizer-impl", impl, "--dump", dump, "--json",
+           "--conv-math", "fp32"] + (
                ["--poison"] if poison else [])
     print("$ " + " ".join(cmd))
     pr = subprocess.run(cmd, capture_output=True, text=True)

@@ -489,6 +489,8 @@ typedef struct mpv_options {
     int reference;          /* run the reference (one allocation a tensor) */
     int sample_memory;      /* cudaMemGetInfo after every step */
     int poison_free;        /* fill freed blocks with 0xff (planned run) */
+    int conv_fp32;          /* convolutions on cuDNN with FMA arithmetic
+                               only (default: TF32 tensor cores allowed) */
     int step_times;         /* at the end, one more planned run timing each
                                step with events alone (no memory samples):
                                mpv_result's steps come from it */
@@ -516,6 +518,7 @@ typedef struct mpv_result {
      * kernel; the most workspace a first choice wanted beyond the
      * launch's (0: none did), the most a chosen algorithm uses */
     uint32_t conv_cudnn, conv_first, conv_direct;
+    int conv_fp32;             /* FMA only (--conv-math fp32), else TF32 */
     uint64_t conv_first_ws_max, conv_ws_used_max;
     uint64_t weights_measured, workspace_measured, arena_measured,
         staging_host_bytes;
