@@ -1396,56 +1396,30 @@ __global__ void k_attn_bwd_kv(attn_bwd_ptrs P, mpv_launch L)
 #define BT (TPB / BQ)
 #define BOMAX 16 // outputs per thread: d, dv <= 128
 
-// The scores of one query row (qrow, dorow: its Q and dO in shared
-// memory) at the NJ keys sl, sl + BT, ... of the tile (ksh, vsh), the
-// dot products of all NJ computed together (each Q and dO element read
-// once for NJ products): for key k, when live (row and key in range;
-// else zeros), P_ij into pr[k], the float mask's gradient into gm[k],
-// the gradient of the product Q K^T (times the factor qk) into g[k]; the
-// scalars' terms added to acc (qk, sf, fill). moff: the mask's offset of
-// the row at the tile's key 0; mc: its stride along the keys.
-#define NJ (BK / BT)
-__device__ __forceinline__ void attn_bwd_row(
+// the score of row sr (query i) and key jj (key j) of the tiles: P_ij
+// into *pr, the float mask's gradient into *gmo, the gradient of the
+// product Q K^T (times the factor qk) as the return value; the scalars'
+// terms added to *acc (qk, sf, fill)
+__device__ __forceinline__ float attn_bwd_elem(
     const mpv_launch &L, const attn_bwd_ptrs &P, const float *qrow,
-    const float *dorow, const float *ksh, const float *vsh, int d, int dv,
-    int sl, bool row_live, int64_t nkeys, int64_t moff, int64_t mc,
-    float qk, float D, float lse, float *pr, float *gm, float *g,
+    const float *krow, const float *dorow, const float *vrow, int d, int dv,
+    int64_t moff, float qk, float D, float lse, float *pr, float *gmo,
     float *acc)
 {
-    const int d1 = d + 1, dv1 = dv + 1;
-    float r[NJ], dp[NJ];
-#pragma unroll
-    for (int k = 0; k < NJ; k++)
-        r[k] = dp[k] = 0.f;
-    for (int c = 0; c < d; c++) {
-        float q = qrow[c];
-#pragma unroll
-        for (int k = 0; k < NJ; k++)
-            r[k] += q * ksh[(sl + k * BT) * d1 + c];
-    }
-    for (int c = 0; c < dv; c++) {
-        float o = dorow[c];
-#pragma unroll
-        for (int k = 0; k < NJ; k++)
-            dp[k] += o * vsh[(sl + k * BT) * dv1 + c];
-    }
-#pragma unroll
-    for (int k = 0; k < NJ; k++) {
-        int jj = sl + k * BT;
-        pr[k] = gm[k] = g[k] = 0.f;
-        if (!row_live || jj >= nkeys)
-            continue;
-        float vin, gs, gf;
-        int kept;
-        float sc = attn_score_fwd(L, P, r[k], moff + jj * mc, qk, &vin, &kept);
-        pr[k] = attn_prob(sc, lse);
-        float g0 = attn_score_bwd(L, P, pr[k] * (dp[k] - D), vin, kept, &gm[k],
-                                  &gs, &gf);
-        acc[0] += g0 * r[k];
-        acc[1] += gs;
-        acc[2] += gf;
-        g[k] = g0 * qk;
-    }
+    float r = 0.f, dp = 0.f, vin, gm, gs, gf;
+    int kept;
+    for (int c = 0; c < d; c++)
+        r += qrow[c] * krow[c];
+    for (int c = 0; c < dv; c++)
+        dp += dorow[c] * vrow[c];
+    float sc = attn_score_fwd(L, P, r, moff, qk, &vin, &kept);
+    *pr = attn_prob(sc, lse);
+    float g0 = attn_score_bwd(L, P, *pr * (dp - D), vin, kept, &gm, &gs, &gf);
+    *gmo = gm;
+    acc[0] += g0 * r;
+    acc[1] += gs;
+    acc[2] += gf;
+    return g0 * qk;
 }
 
 // BQ rows of Q and dO (zeros past tq) into qsh [BQ][d + 1], dosh [BQ][dv
@@ -1537,15 +1511,14 @@ __global__ void k_attn_bwd_q_tiled(attn_bwd_ptrs P, mpv_launch L)
             __syncthreads(); // the previous tile's readers are done
             attn_bwd_load_keys(P, p, j0, ko, vo, ksh, vsh);
             __syncthreads();
-            {
-                float pr[NJ], gm[NJ], g[NJ];
-                attn_bwd_row(L, P, qsh + sr * d1, dosh + sr * dv1, ksh, vsh,
-                             d, dv, sl, live, p.tk - j0,
-                             mb + (q0 + sr) * mr + j0 * mc, mc, qk, Dsh[sr],
-                             Lsh[sr], pr, gm, g, acc);
-#pragma unroll
-                for (int k = 0; k < NJ; k++)
-                    dssh[sr * (BK + 1) + sl + k * BT] = g[k];
+            for (int jj = sl; jj < BK; jj += BT) {
+                float g = 0.f, pr, gm;
+                if (live && j0 + jj < p.tk)
+                    g = attn_bwd_elem(L, P, qsh + sr * d1, ksh + jj * d1,
+                                      dosh + sr * dv1, vsh + jj * dv1, d, dv,
+                                      mb + (q0 + sr) * mr + (j0 + jj) * mc,
+                                      qk, Dsh[sr], Lsh[sr], &pr, &gm, acc);
+                dssh[sr * (BK + 1) + jj] = g;
             }
             __syncthreads();
 #pragma unroll
@@ -1618,17 +1591,15 @@ __global__ void k_attn_bwd_kv_tiled(attn_bwd_ptrs P, mpv_launch L)
                 Lsh[t] = in ? P.lse[b * p.tq + i0 + t] : -INFINITY;
             }
             __syncthreads();
-            {
-                float pr[NJ], gm[NJ], g[NJ];
-                attn_bwd_row(L, P, qsh + sr * d1, dosh + sr * dv1, ksh, vsh,
-                             d, dv, sl, i0 + sr < p.tq, p.tk - j0,
-                             mb + (i0 + sr) * mr + j0 * mc, mc, qk, Dsh[sr],
-                             Lsh[sr], pr, gm, g, acc);
-#pragma unroll
-                for (int k = 0; k < NJ; k++) {
-                    psh[sr * (BK + 1) + sl + k * BT] = pr[k];
-                    dssh[sr * (BK + 1) + sl + k * BT] = g[k];
-                }
+            for (int jj = sl; jj < BK; jj += BT) {
+                float g = 0.f, pr = 0.f, gm;
+                if (i0 + sr < p.tq && j0 + jj < p.tk)
+                    g = attn_bwd_elem(L, P, qsh + sr * d1, ksh + jj * d1,
+                                      dosh + sr * dv1, vsh + jj * dv1, d, dv,
+                                      mb + (i0 + sr) * mr + (j0 + jj) * mc,
+                                      qk, Dsh[sr], Lsh[sr], &pr, &gm, acc);
+                psh[sr * (BK + 1) + jj] = pr;
+                dssh[sr * (BK + 1) + jj] = g;
             }
             __syncthreads();
 #pragma unroll
@@ -1698,8 +1669,8 @@ __global__ void k_attn_bwd_mask_tiled(attn_bwd_ptrs P, mpv_launch L,
          blk += gridDim.x) {
         const int64_t own = blk / (tq_t * tk_t);
         const int64_t i0 = (blk / tk_t % tq_t) * BQ, j0 = (blk % tk_t) * BK;
-        float acc[NJ], sc3[3] = {0.f, 0.f, 0.f};
-        for (int k = 0; k < NJ; k++)
+        float acc[BK / BT], sc3[3];
+        for (int k = 0; k < BK / BT; k++)
             acc[k] = 0.f;
         for (int64_t bc = 0; bc < nbc; bc++) {
             // the scores' leading index: own dims from `own`, broadcast
@@ -1727,15 +1698,14 @@ __global__ void k_attn_bwd_mask_tiled(attn_bwd_ptrs P, mpv_launch L,
                 Lsh[t] = in ? P.lse[b * p.tq + i0 + t] : -INFINITY;
             }
             __syncthreads();
-            {
-                float pr[NJ], gm[NJ], g[NJ];
-                attn_bwd_row(L, P, qsh + sr * d1, dosh + sr * dv1, ksh, vsh,
-                             d, dv, sl, i0 + sr < p.tq, p.tk - j0,
-                             mb + (i0 + sr) * mr + j0 * mc, mc, qk, Dsh[sr],
-                             Lsh[sr], pr, gm, g, sc3);
-#pragma unroll
-                for (int k = 0; k < NJ; k++)
-                    acc[k] += gm[k];
+            for (int k = 0, jj = sl; jj < BK; jj += BT, k++) {
+                float pr, gm = 0.f;
+                if (i0 + sr < p.tq && j0 + jj < p.tk)
+                    attn_bwd_elem(L, P, qsh + sr * d1, ksh + jj * d1,
+                                  dosh + sr * dv1, vsh + jj * dv1, d, dv,
+                                  mb + (i0 + sr) * mr + (j0 + jj) * mc, qk,
+                                  Dsh[sr], Lsh[sr], &pr, &gm, sc3);
+                acc[k] += gm;
             }
         }
         // the mask's own elements, row-major: (own, i, j)
