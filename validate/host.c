@@ -534,7 +534,22 @@ static int lower_matmul_strided(lower *L, const mp__node *n, const char **why)
         if ((ia >= 0 && a->dims[ia] != 1 && a->dims[ia] != y->dims[i]) ||
             (ib >= 0 && b->dims[ib] != 1 && b->dims[ib] != y->dims[i]))
             FAIL("MatMul: batch dims");
-        if (i == lead - 1) {
+        int64_t ls[2] = {s_a, sa[ra - 1]}, lda2 = 0;
+        int ta2 = ia >= 0 && a->dims[ia] != 1 ? matrix_op(ls, 2, &lda2) : -1;
+        if (i == lead - 1 && s_b == 0 && y->dims[i] > M && ta2 >= 0) {
+            /* B shared along this dim, which has more rows than M: its
+             * index becomes the rows (A's at stride s_a, the output's at
+             * sy[i]) and M the strided batch (MHA's seq-first in_proj:
+             * [50, 8, 768] as 8 products of 50 rows, not 50 of 8) */
+            x->p.gemm.m = y->dims[i];
+            x->p.gemm.ta = ta2;
+            x->p.gemm.lda = lda2;
+            x->p.gemm.ldc = sy[i];
+            x->p.gemm.batch = M;
+            x->p.gemm.sa = sa[ra - 2];
+            x->p.gemm.sb = 0;
+            x->p.gemm.sc = sy[ry - 2];
+        } else if (i == lead - 1) {
             x->p.gemm.batch = y->dims[i];
             x->p.gemm.sa = s_a;
             x->p.gemm.sb = s_b;
@@ -2014,8 +2029,28 @@ dA_done:
         strides_of(bt->dims, rb, sc);
         for (int i = 0; i < lead; i++) {
             int ia = i - (ry - ra), ib = i - (ry - rb), o = x->p.gemm.orank++;
+            int64_t s_a = ia >= 0 && at->dims[ia] != 1 ? sa[ia] : 0, lda2 = 0;
+            int64_t as2[2] = {sa[ra - 1], s_a};
+            int ta2 = s_a ? matrix_op(as2, 2, &lda2) : -1;
+            if (i == lead - 1 && !(ib >= 0 && bt->dims[ib] != 1) &&
+                dy->dims[i] > M && ta2 >= 0) {
+                /* B shared along this dim, which has more rows than M:
+                 * its index is summed inside each product (A's rows at
+                 * stride s_a, dY's at sy[i]) and M walked outside (the
+                 * seq-first in_proj's weight: 8 products of 50 rows, not
+                 * 50 of 8) */
+                x->p.gemm.k = dy->dims[i];
+                x->p.gemm.ta = ta2;
+                x->p.gemm.lda = lda2;
+                x->p.gemm.ldb = sy[i];
+                x->p.gemm.odims[o] = M;
+                x->p.gemm.osa[o] = sa[ra - 2];
+                x->p.gemm.osb[o] = N;
+                x->p.gemm.osc[o] = 0;
+                continue;
+            }
             x->p.gemm.odims[o] = dy->dims[i];
-            x->p.gemm.osa[o] = ia >= 0 && at->dims[ia] != 1 ? sa[ia] : 0;
+            x->p.gemm.osa[o] = s_a;
             x->p.gemm.osb[o] = sy[i];
             x->p.gemm.osc[o] = ib >= 0 && bt->dims[ib] != 1 ? sc[ib] : 0;
         }

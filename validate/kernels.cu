@@ -428,13 +428,14 @@ __global__ void k_gpool(const float *x, float *y, int64_t nc, int64_t hw,
 }
 
 // ---- normalizations, softmax -------------------------------------------------
+template <typename I>
 __global__ void k_bn(const float *x, const float *sc, const float *b,
-                     const float *mean, const float *var, float *y, int64_t n,
-                     int64_t c, int64_t hw, float eps)
+                     const float *mean, const float *var, float *y, I n, I c,
+                     I hw, float eps)
 {
-    GRID_LOOP(i, n)
-    {
-        int64_t ch = (i / hw) % c;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (I)gridDim.x * blockDim.x) {
+        I ch = (i / hw) % c; // (32-bit when n fits: 64-bit division is slow)
         y[i] = (x[i] - mean[ch]) * rsqrtf(fabsf(var[ch]) + eps) * sc[ch] + b[ch];
     }
 }
@@ -1669,7 +1670,7 @@ __global__ void k_attn_bwd_mask_tiled(attn_bwd_ptrs P, mpv_launch L,
          blk += gridDim.x) {
         const int64_t own = blk / (tq_t * tk_t);
         const int64_t i0 = (blk / tk_t % tq_t) * BQ, j0 = (blk % tk_t) * BK;
-        float acc[BK / BT], sc3[3];
+        float acc[BK / BT], sc3[3] = {0.f, 0.f, 0.f}; // (sc3 unused)
         for (int k = 0; k < BK / BT; k++)
             acc[k] = 0.f;
         for (int64_t bc = 0; bc < nbc; bc++) {
@@ -2058,6 +2059,50 @@ __global__ void k_gather_grad(const float *dy, const void *idx, float *dx,
     }
 }
 
+// The same gradient when the gathered rows are few and narrow (ax <=
+// GG_ROWS rows of inner <= GG_INNER floats, many indices: t5's relative
+// position bias, 32 buckets of 8 heads gathered 16,384 times, where
+// k_gather_grad leaves 8 threads 16,384 additions each): one block per
+// output row (o, k), each thread a fixed strided share of the indices
+// summed in registers, then a fixed tree per element (deterministic);
+// every row is written (no zeroing needed).
+#define GG_ROWS 4096
+#define GG_INNER 32
+__global__ void k_gather_grad_rows(const float *dy, const void *idx,
+                                   float *dx, mpv_launch l)
+{
+    __shared__ float red[TPB];
+    const int64_t inner = l.p.gather.inner, nidx = l.p.gather.nidx,
+                  ax = l.p.gather.axis;
+    for (int64_t row = blockIdx.x; row < l.p.gather.outer * ax;
+         row += gridDim.x) {
+        const int64_t o = row / ax, k0 = row % ax;
+        float acc[GG_INNER];
+#pragma unroll
+        for (int c = 0; c < GG_INNER; c++)
+            acc[c] = 0.f;
+        for (int64_t j = threadIdx.x; j < nidx; j += blockDim.x) {
+            int64_t k = l.p.gather.iesize == 8 ? ((const int64_t *)idx)[j]
+                                               : ((const int32_t *)idx)[j];
+            if (k < 0)
+                k += ax;
+            k = ((k % ax) + ax) % ax;
+            if (k != k0)
+                continue;
+            const float *src = dy + (o * nidx + j) * inner;
+#pragma unroll
+            for (int c = 0; c < GG_INNER; c++)
+                if (c < inner)
+                    acc[c] += src[c];
+        }
+        for (int c = 0; c < inner; c++) {
+            float t = block_reduce(acc[c], red, 0);
+            if (threadIdx.x == 0)
+                dx[row * inner + c] = t;
+        }
+    }
+}
+
 __global__ void k_axpy(float *x, const float *y, int64_t n, float alpha)
 {
     GRID_LOOP(i, n) x[i] += alpha * y[i];
@@ -2082,6 +2127,18 @@ __global__ void k_axpy(float *x, const float *y, int64_t n, float alpha)
 // elements are many and the channels few (64 blocks in ResNet's first
 // stage), so each block takes more of them in flight
 #define BN_TPB 1024
+
+// threads per block for planes of hw elements: the smallest power of two
+// that covers one plane (a block walks a channel plane by plane), 32 to
+// BN_TPB: ResNet's last stage (7 x 7 planes, 2048 channels) kept 975 of
+// 1024 threads idle and a block resident per channel
+static unsigned bn_threads(int64_t hw)
+{
+    unsigned t = 32;
+    while (t < BN_TPB && (int64_t)t < hw)
+        t <<= 1;
+    return t;
+}
 
 // the batch mean and biased variance of channel c (two passes)
 __device__ static void chan_stats(const float *x, int64_t c, int64_t N,
@@ -2584,11 +2641,19 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         return LAUNCH_CHECK();
     case MPV_L_BN: {
         int64_t n = l->p.bn.n * l->p.bn.c * l->p.bn.hw;
-        k_bn<<<blocks_for(n), TPB, 0, s>>>(
-            (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
-            (const float *)IN(l->in[2]), (const float *)IN(l->in[3]),
-            (const float *)io->in[4], (float *)out, n, l->p.bn.c, l->p.bn.hw,
-            (float)l->p.bn.eps);
+        if (n < ((int64_t)1 << 31) - 65535LL * 32 * TPB)
+            k_bn<uint32_t><<<blocks_for(n), TPB, 0, s>>>(
+                (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
+                (const float *)IN(l->in[2]), (const float *)IN(l->in[3]),
+                (const float *)io->in[4], (float *)out, (uint32_t)n,
+                (uint32_t)l->p.bn.c, (uint32_t)l->p.bn.hw,
+                (float)l->p.bn.eps);
+        else
+            k_bn<int64_t><<<blocks_for(n), TPB, 0, s>>>(
+                (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
+                (const float *)IN(l->in[2]), (const float *)IN(l->in[3]),
+                (const float *)io->in[4], (float *)out, n, l->p.bn.c,
+                l->p.bn.hw, (float)l->p.bn.eps);
         return LAUNCH_CHECK();
     }
     case MPV_L_LN: {
@@ -2676,7 +2741,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_BN_TRAIN: {
         const auto &p = l->p.bnt;
-        k_bn_train<<<blocks_per(p.c), BN_TPB, 0, s>>>(
+        k_bn_train<<<blocks_per(p.c), bn_threads(p.hw), 0, s>>>(
             in_slot(io, 0), in_slot(io, 1), in_slot(io, 2), in_slot(io, 3),
             in_slot(io, 4), (float *)out, out_slot(io, p.rm_out),
             out_slot(io, p.rv_out), out_slot(io, p.stats_out), *l);
@@ -2684,7 +2749,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_BN_GRAD: {
         const auto &p = l->p.bngrad;
-        k_bn_grad<<<blocks_per(p.c), BN_TPB, 0, s>>>(
+        k_bn_grad<<<blocks_per(p.c), bn_threads(p.hw), 0, s>>>(
             in_slot(io, l->in[0]), in_slot(io, p.x), in_slot(io, p.scale),
             in_slot(io, p.stats), in_slot(io, p.rm), in_slot(io, p.rv),
             out_slot(io, p.dx), out_slot(io, p.dscale), out_slot(io, p.dbias),
@@ -2767,6 +2832,15 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_GATHER_GRAD: {
         const auto &p = l->p.gather;
+        if (p.axis <= GG_ROWS && p.inner <= GG_INNER &&
+            p.nidx >= 64 * p.inner) { // few narrow rows, many indices
+            int64_t rows = p.outer * p.axis;
+            unsigned nb = (unsigned)(rows < 65535LL * 32 ? (rows ? rows : 1)
+                                                         : 65535LL * 32);
+            k_gather_grad_rows<<<nb, TPB, 0, s>>>(
+                (const float *)IN(l->in[0]), IN(l->in[1]), (float *)out, *l);
+            return LAUNCH_CHECK();
+        }
         k_gather_grad<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
             (const float *)IN(l->in[0]), IN(l->in[1]), (float *)out, *l);
         return LAUNCH_CHECK();

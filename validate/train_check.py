@@ -950,7 +950,9 @@ def sigmoid(x):
 
 def moves_graph():
     """Transpose, Sigmoid, Gather, Concat, Split, Slice, Pad, ReduceMean,
-    Expand (a broadcast view), Where, Pow (the exponent a weight), Cast"""
+    Expand (a broadcast view), Where, Pow (the exponent a weight), Cast;
+    a second Gather of few narrow rows by many indices (its gradient on
+    the executor's one-block-per-row kernel)"""
     t = [("x", (4, 6), "input"), ("w", (4, 6), "weight"),
          ("e", (10, 4), "weight"), ("idx", (5,), "input", "int64"),
          ("v", (1, 4), "weight"), ("cond", (4, 4), "input", "bool"),
@@ -959,7 +961,9 @@ def moves_graph():
          ("gt", (5, 4), None), ("c", (11, 4), None), ("c0", (6, 4), None),
          ("c1", (5, 4), None), ("sl", (4, 4), None), ("pd", (5, 7), None),
          ("rm", (5,), "output"), ("ex", (4, 4), None), ("wh", (4, 4), None),
-         ("sg", (4, 4), None), ("pw", (4, 4), None), ("cs", (4, 4), "output")]
+         ("sg", (4, 4), None), ("pw", (4, 4), None), ("cs", (4, 4), "output"),
+         ("e2", (6, 3), "weight"), ("idx2", (300,), "input", "int64"),
+         ("g2", (300, 3), "output")]
     n = [("mul", "Mul", ["x", "w"], ["a"], None),
          ("tr", "Transpose", ["a"], ["t"], {"perm": [1, 0]}),
          ("sig", "Sigmoid", ["t"], ["s"], None),
@@ -975,8 +979,9 @@ def moves_graph():
          ("where", "Where", ["cond", "sl", "ex"], ["wh"], None),
          ("sig2", "Sigmoid", ["wh"], ["sg"], None),
          ("pow", "Pow", ["sg", "pe"], ["pw"], None),
-         ("cast", "Cast", ["pw"], ["cs"], {"to": 1})]
-    return graph("moves", t, n, ["rm", "cs"])
+         ("cast", "Cast", ["pw"], ["cs"], {"to": 1}),
+         ("gather2", "Gather", ["e2", "idx2"], ["g2"], {"axis": 0})]
+    return graph("moves", t, n, ["rm", "cs", "g2"])
 
 
 def moves_ref(v):
@@ -1012,7 +1017,11 @@ def moves_ref(v):
     np.add.at(de, idx, dgt)
     g["e"] = de
     g["w"] = (ds * s * (1 - s)).T * x
-    return rm.sum() + pw.sum(), g
+    e2, idx2 = v["e2"], np.mod(v["idx2"].astype(np.int64), 6)
+    de2 = np.zeros_like(e2)
+    np.add.at(de2, idx2, 1.0)
+    g["e2"] = de2
+    return rm.sum() + pw.sum() + e2[idx2].sum(), g
 
 
 ERF = np.vectorize(math.erf)
