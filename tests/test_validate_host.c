@@ -2905,8 +2905,9 @@ static void test_train_split_unused(void)
 /* MatMul(hp, W [4,5]), hp = Transpose(h [2,3,4], perm 1,0,2) a permuted
  * view read in place: dhp [3,2,4] = dy W^T as one product, W shared by
  * every index of the leading dim (dy's and dhp's rows folded: [6,5] x
- * [5,4], W read with op T); dW zeroed then hp^T dy added per index (hp's
- * matrices read with op T at row stride 12: its rows do not fold) */
+ * [5,4], W read with op T); dW zeroed then hp^T dy added per index of
+ * hp's rows (2), each product summing over its leading dim (3 > 2 rows:
+ * hp's at stride 4, read with op T, dy's at stride 10) */
 static void test_train_permuted_matmul(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -2941,6 +2942,22 @@ static void test_train_permuted_matmul(void)
     mpv_program *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
     CU_ASSERT_EQUAL(p->n_synthetic, 0);
+    /* the forward: hp's leading dim (3) has more rows than M (2) and W is
+     * shared: 2 products (batch over M, hp at stride 12, y at 5) of 3
+     * rows (hp's at stride 4, y's at 10) */
+    const mpv_launch *f = launches_of(p, "mm", 1);
+    CU_ASSERT_EQUAL(f[0].kind, MPV_L_GEMM);
+    CU_ASSERT_EQUAL(f[0].p.gemm.m, 3);
+    CU_ASSERT_EQUAL(f[0].p.gemm.n, 5);
+    CU_ASSERT_EQUAL(f[0].p.gemm.k, 4);
+    CU_ASSERT_EQUAL(f[0].p.gemm.ta, 0);
+    CU_ASSERT_EQUAL(f[0].p.gemm.lda, 4);
+    CU_ASSERT_EQUAL(f[0].p.gemm.ldc, 10);
+    CU_ASSERT_EQUAL(f[0].p.gemm.batch, 2);
+    CU_ASSERT_EQUAL(f[0].p.gemm.sa, 12);
+    CU_ASSERT_EQUAL(f[0].p.gemm.sb, 0);
+    CU_ASSERT_EQUAL(f[0].p.gemm.sc, 5);
+    CU_ASSERT_EQUAL(f[0].p.gemm.orank, 0);
     const mpv_launch *l = launches_of(p, "mm/grad", 3);
     int shp = slot_of(p, "mm/grad", "hp"), sw = slot_of(p, "mm/grad", "W");
     CU_ASSERT(shp > 0 && sw > 0);
@@ -2960,7 +2977,7 @@ static void test_train_permuted_matmul(void)
     CU_ASSERT_DOUBLE_EQUAL(l[0].p.gemm.beta, 0.0, 0);
     CU_ASSERT_EQUAL(l[0].p.gemm.batch, 1);
     CU_ASSERT_EQUAL(l[0].p.gemm.orank, 0);
-    /* dW: zeroed, then hp_i^T [4,2] dy_i [2,5] added for i = 0..2 */
+    /* dW: zeroed, then hp[:, m]^T [4,3] dy[:, m] [3,5] added for m = 0, 1 */
     CU_ASSERT_EQUAL(l[1].kind, MPV_L_FILL);
     CU_ASSERT_EQUAL(l[1].out, 1);
     CU_ASSERT_EQUAL(l[1].p.fill.zero_bytes, 1);
@@ -2972,15 +2989,15 @@ static void test_train_permuted_matmul(void)
     CU_ASSERT_EQUAL(l[2].p.gemm.tb, 0);
     CU_ASSERT_EQUAL(l[2].p.gemm.m, 4);
     CU_ASSERT_EQUAL(l[2].p.gemm.n, 5);
-    CU_ASSERT_EQUAL(l[2].p.gemm.k, 2);
-    CU_ASSERT_EQUAL(l[2].p.gemm.lda, 12);
-    CU_ASSERT_EQUAL(l[2].p.gemm.ldb, 5);
+    CU_ASSERT_EQUAL(l[2].p.gemm.k, 3);
+    CU_ASSERT_EQUAL(l[2].p.gemm.lda, 4);
+    CU_ASSERT_EQUAL(l[2].p.gemm.ldb, 10);
     CU_ASSERT_EQUAL(l[2].p.gemm.ldc, 5);
     CU_ASSERT_DOUBLE_EQUAL(l[2].p.gemm.beta, 1.0, 0);
     CU_ASSERT_EQUAL(l[2].p.gemm.orank, 1);
-    CU_ASSERT_EQUAL(l[2].p.gemm.odims[0], 3);
-    CU_ASSERT_EQUAL(l[2].p.gemm.osa[0], 4);
-    CU_ASSERT_EQUAL(l[2].p.gemm.osb[0], 10);
+    CU_ASSERT_EQUAL(l[2].p.gemm.odims[0], 2);
+    CU_ASSERT_EQUAL(l[2].p.gemm.osa[0], 12);
+    CU_ASSERT_EQUAL(l[2].p.gemm.osb[0], 5);
     CU_ASSERT_EQUAL(l[2].p.gemm.osc[0], 0);
     mpv_program_destroy(p);
     mp_plan_destroy(plan);
