@@ -22,6 +22,8 @@ static const size_t flag_field[CLI_O_COUNT_] = {
     [CLI_O_STEP_IN_BACKWARD] = offsetof(cli_args, train.topt.step_in_backward),
     [CLI_O_SPLIT_WEIGHT_GRAD] =
         offsetof(cli_args, train.topt.split_weight_grad),
+    [CLI_O_TRAIN_ALL_WEIGHTS] =
+        offsetof(cli_args, train.topt.train_all_weights),
     [CLI_O_OFFLOAD] = offsetof(cli_args, offload.enabled),
     [CLI_O_NO_REFERENCE] = offsetof(cli_args, no_reference),
     [CLI_O_POISON] = offsetof(cli_args, poison),

@@ -211,6 +211,14 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "with --train: weight gradients by a backward node of their own "
         "(input gradients die sooner)",
         NULL, NULL, 0},
+    [CLI_O_TRAIN_ALL_WEIGHTS] = {"train-all-weights", 0, NULL, C_PLANS,
+        G_TRAIN, NULL, NULL,
+        "with --train: train every float weight. By default the weights "
+        "no framework trains stay frozen: those of one element (constants "
+        "exporters write as initializers: GELU's 0.5, a Pow exponent, an "
+        "attention scale) and BatchNormalization's running mean and "
+        "variance (buffers)",
+        NULL, NULL, 0},
     [CLI_O_SAVE] = {"save", 0, "S", C_PLANS, G_TRAIN, "mincut", NULL,
         "with --train, without --budget: what backward keeps. mincut: the "
         "forward values saved are a minimum cut, the fewest bytes, from "
@@ -370,6 +378,8 @@ const cli_rule cli_rules[] = {
      "it orders the optimizer step of the training step that --train plans"},
     {C_PLANS, CLI_O_SPLIT_WEIGHT_GRAD, CLI_O_TRAIN, 1,
      "it shapes the backward pass of the training step that --train plans"},
+    {C_PLANS, CLI_O_TRAIN_ALL_WEIGHTS, CLI_O_TRAIN, 1,
+     "it chooses what the training step that --train plans trains"},
     {C_PLANS, CLI_O_SAVE, CLI_O_TRAIN, 1,
      "it chooses what the backward pass of --train keeps"},
     {C_PLANS, CLI_O_SOLVER, CLI_O_BUDGET, 1,

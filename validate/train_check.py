@@ -887,7 +887,7 @@ def run_case(memplan, out, name, g, ref, poison, optim="sgd"):
     dump = os.path.join(out, tag + ("_poison" if poison else ""))
     cmd = [memplan, "validate", path, "--train", "--optimizer", opt,
            "--optimizer-impl", impl, "--dump", dump, "--json",
-           "--conv-math", "fp32"] + (
+           "--conv-math", "fp32", "--train-all-weights"] + (
                ["--poison"] if poison else [])
     print("$ " + " ".join(cmd))
     pr = subprocess.run(cmd, capture_output=True, text=True)

@@ -90,6 +90,12 @@ typedef struct mp_train_options {
      * long as the weight gradient written beside it. 0 (default): one
      * node writes both. */
     int split_weight_grad;
+    /* 1 trains every float weight; 0 (default): weights no framework
+     * trains stay frozen: those of one element (the constants exporters
+     * write as initializers: GELU's 0.5, a Pow exponent, an attention
+     * scale) and those only BatchNormalization reads as its running
+     * mean or variance (buffers its training form updates) */
+    int train_all_weights;
     /* default FOREACH, PyTorch's default; with step_in_backward each step
      * is on its own, so FOREACH holds a temporary of one parameter's size,
      * as FOR_LOOP does */
