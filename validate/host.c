@@ -1986,29 +1986,12 @@ dA_done:
         int ta = matrix_op(as, 2, &lda);
         if (ta < 0)
             FAIL("MatMulGrad: A with no contiguous rows or columns");
-        if (lead > 0 && shared_operand(bt->dims, rb, ry) &&
-            fold_rows(at->dims, sa, ra, dy->dims, lead, &mf)) {
-            /* B shared, A's rows folding: dB = A^T dY over all the rows,
-             * one product (the batch's sum in cuBLAS's order) */
-            mpv_launch *x = add_launch(L, MPV_L_GEMM);
-            if (!x)
-                return -1;
-            x->in[0] = G->in[0];
-            x->in[1] = G->dy[0];
-            x->out = G->dx[1];
-            x->p.gemm.ta = ta;
-            x->p.gemm.m = K;
-            x->p.gemm.n = N;
-            x->p.gemm.k = mf;
-            x->p.gemm.lda = lda;
-            x->p.gemm.ldb = N;
-            x->p.gemm.ldc = N;
-            x->p.gemm.alpha = 1.0;
-            x->p.gemm.beta = 0.0;
-            x->p.gemm.batch = 1;
-            return 0;
-        }
-        if (add_fill(L, G->dx[1], numel(bt), 1, 0) != 0)
+        /* B shared, A's rows folding: dB = A^T dY over all the rows, one
+         * product (the batch's sum in cuBLAS's order); else dB zeroed and
+         * the products added one by one */
+        int fold = lead > 0 && shared_operand(bt->dims, rb, ry) &&
+                   fold_rows(at->dims, sa, ra, dy->dims, lead, &mf);
+        if (!fold && add_fill(L, G->dx[1], numel(bt), 1, 0) != 0)
             return -1;
         mpv_launch *x = add_launch(L, MPV_L_GEMM);
         if (!x)
@@ -2019,13 +2002,15 @@ dA_done:
         x->p.gemm.ta = ta;
         x->p.gemm.m = K;
         x->p.gemm.n = N;
-        x->p.gemm.k = M;
+        x->p.gemm.k = fold ? mf : M;
         x->p.gemm.lda = lda;
         x->p.gemm.ldb = N;
         x->p.gemm.ldc = N;
         x->p.gemm.alpha = 1.0;
-        x->p.gemm.beta = 1.0;
+        x->p.gemm.beta = fold ? 0.0 : 1.0;
         x->p.gemm.batch = 1;
+        if (fold)
+            return 0;
         strides_of(bt->dims, rb, sc);
         for (int i = 0; i < lead; i++) {
             int ia = i - (ry - ra), ib = i - (ry - rb), o = x->p.gemm.orank++;

@@ -1471,20 +1471,67 @@ __device__ __forceinline__ float row_sum_bt(float v)
     return v;
 }
 
+// acc[k] += sum over i < inner of A[o * ao + i * ai] * B[i * bi + c],
+// for the output e = threadIdx.x + k * TPB (< total) at row o = e / cols
+// and column c = e % cols: a thread's share of a product of two tiles
+// in shared memory, each in a fixed order
+__device__ __forceinline__ void tile_acc(float (&acc)[BOMAX], int total,
+                                         int cols, int inner, const float *A,
+                                         int ao, int ai, const float *B,
+                                         int bi)
+{
+#pragma unroll
+    for (int k = 0; k < BOMAX; k++) {
+        int e = threadIdx.x + k * TPB;
+        if (e >= total)
+            continue;
+        int o = e / cols, c = e % cols;
+        float a = acc[k];
+        for (int i = 0; i < inner; i++)
+            a += A[o * ao + i * ai] * B[i * bi + c];
+        acc[k] = a;
+    }
+}
+
+// The tiles of a backward block in shared memory, one layout for the
+// three kernels: Q and dO rows ([BQ][d + 1], [BQ][dv + 1]), K and V keys
+// ([BK][d + 1], [BK][dv + 1]), dS and P when the kernel keeps them
+// ([BQ][BK + 1] each), the rows' D and log-sum-exp ([BQ] each)
+struct bwd_tiles {
+    float *q, *dO, *k, *v, *ds, *p, *D, *L;
+};
+
+__device__ __forceinline__ bwd_tiles bwd_tiles_at(float *sh, int d, int dv,
+                                                  bool ds, bool pr)
+{
+    bwd_tiles b;
+    b.q = sh;
+    b.dO = b.q + BQ * (d + 1);
+    b.k = b.dO + BQ * (dv + 1);
+    b.v = b.k + BK * (d + 1);
+    b.ds = b.v + BK * (dv + 1);
+    b.p = b.ds + (ds ? BQ * (BK + 1) : 0);
+    b.D = b.p + (pr ? BQ * (BK + 1) : 0);
+    b.L = b.D + BQ;
+    return b;
+}
+
+// the product of Q's and K^T's scalar factors
+__device__ __forceinline__ float attn_qk(const attn_bwd_ptrs &P)
+{
+    return (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+}
+
 __global__ void k_attn_bwd_q_tiled(attn_bwd_ptrs P, mpv_launch L)
 {
     const auto &p = L.p.attn;
     extern __shared__ float sh[];
     const int d = (int)p.d, dv = (int)p.dv, d1 = d + 1, dv1 = dv + 1;
     const int t = threadIdx.x, sr = t / BT, sl = t % BT;
-    float *qsh = sh;                    // [BQ][d1]
-    float *dosh = qsh + BQ * d1;        // [BQ][dv1]
-    float *ksh = dosh + BQ * dv1;       // [BK][d1]
-    float *vsh = ksh + BK * d1;         // [BK][dv1]
-    float *dssh = vsh + BK * dv1;       // [BQ][BK + 1]
-    float *Dsh = dssh + BQ * (BK + 1);  // [BQ]
-    float *Lsh = Dsh + BQ;              // [BQ]
-    const float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    const bwd_tiles b_ = bwd_tiles_at(sh, d, dv, true, false);
+    float *qsh = b_.q, *dosh = b_.dO, *ksh = b_.k, *vsh = b_.v,
+          *dssh = b_.ds, *Dsh = b_.D, *Lsh = b_.L;
+    const float qk = attn_qk(P);
     const int64_t tiles = (p.tq + BQ - 1) / BQ, rows = p.bh * p.tq;
     const int64_t mr = p.mst[p.rank - 2], mc = p.mst[p.rank - 1];
     const int nO = (BQ * d + TPB - 1) / TPB;
@@ -1522,17 +1569,8 @@ __global__ void k_attn_bwd_q_tiled(attn_bwd_ptrs P, mpv_launch L)
                 dssh[sr * (BK + 1) + jj] = g;
             }
             __syncthreads();
-#pragma unroll
-            for (int k = 0; k < BOMAX; k++) { // dQ += dS K
-                int e = t + k * TPB;
-                if (k >= nO || e >= BQ * d)
-                    continue;
-                int r = e / d, c = e % d;
-                float a = dq[k];
-                for (int j = 0; j < BK; j++)
-                    a += dssh[r * (BK + 1) + j] * ksh[j * d1 + c];
-                dq[k] = a;
-            }
+            // dQ += dS K
+            tile_acc(dq, BQ * d, d, BK, dssh, BK + 1, 1, ksh, d1);
         }
         if (P.dq) {
 #pragma unroll
@@ -1563,15 +1601,10 @@ __global__ void k_attn_bwd_kv_tiled(attn_bwd_ptrs P, mpv_launch L)
     extern __shared__ float sh[];
     const int d = (int)p.d, dv = (int)p.dv, d1 = d + 1, dv1 = dv + 1;
     const int t = threadIdx.x, sr = t / BT, sl = t % BT;
-    float *ksh = sh;                    // [BK][d1]
-    float *vsh = ksh + BK * d1;         // [BK][dv1]
-    float *qsh = vsh + BK * dv1;        // [BQ][d1]
-    float *dosh = qsh + BQ * d1;        // [BQ][dv1]
-    float *psh = dosh + BQ * dv1;       // [BQ][BK + 1]
-    float *dssh = psh + BQ * (BK + 1);  // [BQ][BK + 1]
-    float *Dsh = dssh + BQ * (BK + 1);  // [BQ]
-    float *Lsh = Dsh + BQ;              // [BQ]
-    const float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    const bwd_tiles b_ = bwd_tiles_at(sh, d, dv, true, true);
+    float *ksh = b_.k, *vsh = b_.v, *qsh = b_.q, *dosh = b_.dO,
+          *psh = b_.p, *dssh = b_.ds, *Dsh = b_.D, *Lsh = b_.L;
+    const float qk = attn_qk(P);
     const int64_t tiles = (p.tk + BK - 1) / BK;
     const int64_t mr = p.mst[p.rank - 2], mc = p.mst[p.rank - 1];
     const int nK = (BK * d + TPB - 1) / TPB, nV = (BK * dv + TPB - 1) / TPB;
@@ -1603,28 +1636,9 @@ __global__ void k_attn_bwd_kv_tiled(attn_bwd_ptrs P, mpv_launch L)
                 dssh[sr * (BK + 1) + jj] = g;
             }
             __syncthreads();
-#pragma unroll
-            for (int k = 0; k < BOMAX; k++) { // dV += P^T dO
-                int e = t + k * TPB;
-                if (k >= nV || e >= BK * dv)
-                    continue;
-                int j = e / dv, c = e % dv;
-                float a = av[k];
-                for (int i = 0; i < BQ; i++)
-                    a += psh[i * (BK + 1) + j] * dosh[i * dv1 + c];
-                av[k] = a;
-            }
-#pragma unroll
-            for (int k = 0; k < BOMAX; k++) { // dK += dS^T Q
-                int e = t + k * TPB;
-                if (k >= nK || e >= BK * d)
-                    continue;
-                int j = e / d, c = e % d;
-                float a = ak[k];
-                for (int i = 0; i < BQ; i++)
-                    a += dssh[i * (BK + 1) + j] * qsh[i * d1 + c];
-                ak[k] = a;
-            }
+            // dV += P^T dO, dK += dS^T Q
+            tile_acc(av, BK * dv, dv, BQ, psh, 1, BK + 1, dosh, dv1);
+            tile_acc(ak, BK * d, d, BQ, dssh, 1, BK + 1, qsh, d1);
         }
         // dK^T [bh, d, tk] and dV [bh, tk, dv], row-major
 #pragma unroll
@@ -1657,13 +1671,10 @@ __global__ void k_attn_bwd_mask_tiled(attn_bwd_ptrs P, mpv_launch L,
     extern __shared__ float sh[];
     const int d = (int)p.d, dv = (int)p.dv, d1 = d + 1, dv1 = dv + 1;
     const int t = threadIdx.x, sr = t / BT, sl = t % BT;
-    float *qsh = sh;                    // [BQ][d1]
-    float *dosh = qsh + BQ * d1;        // [BQ][dv1]
-    float *ksh = dosh + BQ * dv1;       // [BK][d1]
-    float *vsh = ksh + BK * d1;         // [BK][dv1]
-    float *Dsh = vsh + BK * dv1;        // [BQ]
-    float *Lsh = Dsh + BQ;              // [BQ]
-    const float qk = (P.sc[0] ? *P.sc[0] : 1.f) * (P.sc[1] ? *P.sc[1] : 1.f);
+    const bwd_tiles b_ = bwd_tiles_at(sh, d, dv, false, false);
+    float *qsh = b_.q, *dosh = b_.dO, *ksh = b_.k, *vsh = b_.v, *Dsh = b_.D,
+          *Lsh = b_.L;
+    const float qk = attn_qk(P);
     const int64_t tq_t = (p.tq + BQ - 1) / BQ, tk_t = (p.tk + BK - 1) / BK;
     const int64_t mr = p.mst[p.rank - 2], mc = p.mst[p.rank - 1];
     for (int64_t blk = blockIdx.x; blk < nown * tq_t * tk_t;
