@@ -144,6 +144,7 @@ def validate(memplan, path, args, timeout):
     meas = d.get("measured") or {}
     pred_s = (d.get("predicted") or {}).get("seconds")
     v["measured_ms"] = meas.get("planned_ms")
+    v["graph_ms"] = meas.get("planned_graph_ms") or None
     v["predicted_ms"] = pred_s * 1e3 if pred_s is not None else None
     by_op = ((d.get("time") or {}).get("by_op")
              or d.get("by_op") or {})
@@ -311,7 +312,7 @@ def print_table(rows, markdown, f=sys.stdout):
 # model's prediction, PyTorch eager's step time from the reference, and
 # measured/predicted, measured/eager
 TIME_HEAD = ["step ms", "pred ms", "eager ms", "meas/pred", "/eager ms",
-             "synthetic"]
+             "graph ms", "graph/eager", "synthetic"]
 
 
 def time_of(r):
@@ -328,8 +329,10 @@ def time_cells(r):
     m, p, e = time_of(r)
     v = r.get("validate") or {}
     syn = v.get("nodes_synthetic")
+    gm = v.get("graph_ms")
     return [fmt_ms(m), fmt_ms(p), fmt_ms(e), fmt_x(ratio(m, p)),
-            fmt_x(ratio(m, e)), "-" if syn is None else str(syn)]
+            fmt_x(ratio(m, e)), fmt_ms(gm), fmt_x(ratio(gm, e)),
+            "-" if syn is None else str(syn)]
 
 
 def quantiles(xs):
@@ -356,6 +359,14 @@ def time_summary(rows, f):
         f.write("step time memplan executor/PyTorch eager: min %.2f, median "
                 "%.2f, max %.2f; <= 1.5x on %d of %d rows\n"
                 % (lo, med, hi, sum(1 for _, x in me if x <= 1.5), len(me)))
+    ge = [ratio((r.get("validate") or {}).get("graph_ms"), time_of(r)[2])
+          for r in rows]
+    ge = [x for x in ge if x is not None]
+    if ge:
+        lo, med, hi = quantiles(ge)
+        f.write("step time as one CUDA graph/PyTorch eager: min %.2f, "
+                "median %.2f, max %.2f; <= 1.5x on %d of %d rows\n"
+                % (lo, med, hi, sum(1 for x in ge if x <= 1.5), len(ge)))
     for r, x in mp_:
         if 0.75 <= x <= 1.25:
             continue

@@ -185,6 +185,9 @@ static void measured_json(mp__jw *w, const mpv_result *res)
     cli_json_object(w, "measured");
     cli_json_sizes(w, rows, sizeof rows / sizeof rows[0]);
     real(w, "planned_ms", res->planned_ms);
+    real(w, "planned_graph_ms", res->planned_graph_ms);
+    if (res->graph_note[0])
+        cli_json_str(w, "graph_note", res->graph_note);
     real(w, "steps_ms_sum", res->steps_ms_sum);
     /* --step-times: the steps were timed by events alone */
     cli_json_bool(w, "steps_events_only", res->steps_events_only);
@@ -308,6 +311,10 @@ void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
            (unsigned)f->n_over, cli_size(res->ref_pool_high, b3, sizeof b3));
     printf("time         planned %.3f ms (steps %.3f ms), reference %.3f ms",
            res->planned_ms, res->steps_ms_sum, res->reference_ms);
+    if (res->planned_graph_ms > 0)
+        printf(", as one CUDA graph %.3f ms", res->planned_graph_ms);
+    else if (res->graph_note[0])
+        printf(", no CUDA graph (%s)", res->graph_note);
     if (f->have_pred)
         printf(", predicted %.3f ms (%s cost model)", f->pred_s * 1e3,
                f->dev.name);

@@ -533,6 +533,9 @@ typedef struct mpv_result {
     uint64_t ref_pool_reserved_high;
     uint64_t ref_live_max;     /* reference: executor-summed live bytes */
     double planned_ms, reference_ms;  /* total, one pass, events */
+    double planned_graph_ms;   /* the planned run as one CUDA graph,
+                                * replayed (0: not captured: graph_note) */
+    char graph_note[160];
     double steps_ms_sum;
     int steps_events_only;     /* steps timed by events alone (step_times) */
     mpv_step_time *steps;      /* n_steps entries (malloc; mpv_result_free) */
