@@ -182,6 +182,38 @@ static void test_corrupt(void)
     CU_ASSERT_EQUAL(plan_exit(".json", cut_json, strlen(cut_json)), 3);
 }
 
+/* Files that are not ONNX (a PyTorch checkpoint, zip or pickle, GGUF,
+ * safetensors, Keras HDF5, TFLite): exit 6, the message saying what the
+ * file is and how to get an ONNX model, not "truncated or corrupt" */
+static void test_foreign_formats(void)
+{
+    static const struct {
+        const char *ext, *bytes;
+        size_t len;
+        const char *what, *howto;
+    } cases[] = {
+        {".pt", "PK\x03\x04\x14\x00\x00\x00archive/data.pkl", 24,
+         "PyTorch checkpoint", "torch.onnx.export"},
+        {".pth", "\x80\x02}q\x00X\x03\x00\x00\x00foo", 13, "pickle",
+         "torch.onnx.export"},
+        {".gguf", "GGUF\x03\x00\x00\x00\x00\x00", 10, "GGUF",
+         "optimum-cli export onnx"},
+        {".safetensors", "\x0b\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}  ", 21,
+         "safetensors", "optimum-cli export onnx"},
+        {".h5", "\x89HDF\r\n\x1a\n\x00\x00", 10, "HDF5", "tf2onnx"},
+        {".tflite", "\x1c\x00\x00\x00TFL3\x00\x00", 10, "TensorFlow Lite",
+         "tf2onnx"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CU_ASSERT_EQUAL(plan_exit(cases[i].ext, cases[i].bytes, cases[i].len),
+                        6);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "not an ONNX model"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].what));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].howto));
+        CU_ASSERT_PTR_NULL(strstr(out, "truncated or corrupt"));
+    }
+}
+
 static void test_cycle(void)
 {
     ob b;
@@ -355,6 +387,8 @@ static void test_overflow(void)
 void mp_register_bad_input(void)
 {
     static CU_TestInfo tests[] = {
+        {"a checkpoint, GGUF, safetensors, HDF5, TFLite: what it is, how to "
+         "export, exit 6", test_foreign_formats},
         {"truncated or corrupt protobuf: MP_ERR_CORRUPT, exit 6",
          test_corrupt},
         {"cycle: MP_ERR_CYCLE, exit 7", test_cycle},

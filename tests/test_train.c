@@ -995,6 +995,38 @@ static void test_grad_attrs(void)
 
 static void test_train_remat(void) { chain_under_budget(12, 0); }
 
+/* An infeasible budget names the term that already exceeds it: the
+ * persistent tensors (a budget below them), or the node whose working
+ * set does (a budget just above them) */
+static void test_infeasible_names_term(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = chain(ctx, 4, 0), *t = NULL;
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer = MP_OPTIM_SGD;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    mp_plan *p = NULL;
+    /* 4 weights of 256 x 256 floats: 1 MiB persistent */
+    ro.budget = 512 << 10;
+    CU_ASSERT_EQUAL(mp_remat_plan(t, &ro, NULL, &p, &r), MP_ERR_INFEASIBLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                  "persistent tensors alone"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "1048576 bytes"));
+    mp_ctx_clear(ctx);
+    ro.budget = (1 << 20) + 4096;
+    CU_ASSERT_EQUAL(mp_remat_plan(t, &ro, NULL, &p, &r), MP_ERR_INFEASIBLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "' alone needs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "Node '"));
+    CU_ASSERT_PTR_NULL(p);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* The chain's weight gradients (256x256) dwarf its activations (64x256):
  * with the SGD steps after the backward pass, its peak is the gradients
  * held for them. A plan under 75% of that peak would have to rebuild
@@ -1049,6 +1081,8 @@ static CU_TestInfo tests[] = {
     {"no trainable weight", test_no_weights},
     {"training graph under a budget", test_train_remat},
     {"held weight gradients are not recomputed", test_grad_peak_no_recompute},
+    {"an infeasible budget names the term over it",
+     test_infeasible_names_term},
     {"saved: Mul by a weight or a constant", test_saved_mul},
     {"saved: Div by a constant, a weight; a constant by h", test_saved_div},
     {"saved: MatMul of a graph input keeps no weight", test_saved_matmul_input},

@@ -355,9 +355,66 @@ static mp_status depth_error(mp_ctx *ctx, const char *src,
     return st_;
 }
 
+/* What a file that is not ONNX is, by its first bytes, and how to get
+ * an ONNX model from it; NULL when nothing is recognized. A user handed
+ * a checkpoint gets that answer, not "the protobuf is truncated". */
+static const char *foreign_format(const uint8_t *d, size_t len,
+                                  const char **howto)
+{
+    static const char export_torch[] =
+        "load the model in PyTorch and export it: "
+        "torch.onnx.export(model, example_inputs, \"model.onnx\")";
+    static const char export_hf[] =
+        "export the original model instead: torch.onnx.export(model, "
+        "example_inputs, \"model.onnx\"), or for a Hugging Face model "
+        "optimum-cli export onnx --model NAME out/";
+    static const char export_tf[] =
+        "convert it with tf2onnx: python -m tf2onnx.convert "
+        "--saved-model DIR (or --keras, --tflite FILE) --output model.onnx";
+    *howto = NULL;
+    if (len >= 4 && memcmp(d, "PK\x03\x04", 4) == 0) {
+        *howto = export_torch;
+        return "a zip archive: a PyTorch checkpoint (torch.save) or a "
+               "TorchScript module, which hold weights and code, not an "
+               "ONNX graph";
+    }
+    if (len >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5) {
+        *howto = export_torch;
+        return "a Python pickle: a PyTorch checkpoint in the legacy "
+               "torch.save format (weights, no graph)";
+    }
+    if (len >= 4 && memcmp(d, "GGUF", 4) == 0) {
+        *howto = export_hf;
+        return "a GGUF file (llama.cpp: weights and metadata, no graph)";
+    }
+    if (len >= 9) {
+        uint64_t h = 0;
+        for (int i = 7; i >= 0; i--)
+            h = h << 8 | d[i];
+        if (h > 1 && h <= len - 8 && d[8] == '{') {
+            *howto = export_hf;
+            return "a safetensors file (weights only, no graph)";
+        }
+    }
+    if (len >= 8 && memcmp(d, "\x89HDF\r\n\x1a\n", 8) == 0) {
+        *howto = export_tf;
+        return "an HDF5 file (a Keras model or weights)";
+    }
+    if (len >= 8 && memcmp(d + 4, "TFL3", 4) == 0) {
+        *howto = export_tf;
+        return "a TensorFlow Lite model";
+    }
+    return NULL;
+}
+
 mp_status mp__onnx_scan_model(mp_ctx *ctx, const void *bytes, size_t len,
                               const char *src)
 {
+    const char *howto, *what = foreign_format(bytes, len, &howto);
+    if (what)
+        return mp__err(ctx, MP_ERR_CORRUPT,
+                       "%s: not an ONNX model but %s; memplan reads ONNX "
+                       "and its JSON graphs: %s", src, what, howto);
     const uint8_t *data = bytes;
     frame *st = mp__alloc(ctx, MAX_FRAMES * sizeof *st);
     if (!st)

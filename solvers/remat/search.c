@@ -11,6 +11,7 @@
 #include "remat_chen.h"
 #include "remat_mincut.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- names and options --------------------------------------------------- */
@@ -77,6 +78,9 @@ typedef struct search {
     /* smallest peak seen */
     uint64_t min_peak;
     uint32_t n_sims;
+    /* the stage bound (live arena bytes) and the unit that sets it */
+    uint64_t lb;
+    uint32_t lb_unit;
 } search;
 
 /* o is feasible and cheaper than the best so far (or as cheap, lower). */
@@ -170,9 +174,11 @@ static mp_status offer_cb(void *user, const char *name, mp__remat_out *o)
  * resident, and graph outputs computed before u stay. An input is the
  * tensor u reads, not every output of its unit (the replay frees those
  * one by one). */
-static mp_status stage_bound(const mp__remat_prob *p, uint64_t *out)
+static mp_status stage_bound(const mp__remat_prob *p, uint64_t *out,
+                              uint32_t *at)
 {
     uint64_t lb = 0, outs = 0;
+    *at = MP_NONE;
     uint32_t *seen = mp__calloc(p->ctx, (size_t)p->n_tensors + 1,
                                 sizeof *seen);
     if (!seen)
@@ -188,8 +194,10 @@ static mp_status stage_bound(const mp__remat_prob *p, uint64_t *out)
         for (uint32_t k = 0; k < p->n_in; k++)
             if (p->in_out[k] || p->in_last[k] >= u)
                 need += p->in_mem[k];
-        if (need > lb)
+        if (need > lb) {
             lb = need;
+            *at = u;
+        }
         if (p->out[u])
             outs += p->mem[u];
     }
@@ -339,16 +347,38 @@ static mp_status no_schedule(const search *S, mp_remat_solver sv,
                        "bytes)",
                        (unsigned long long)ro->budget, S->max_extra,
                        (unsigned long long)sol->fig.min_peak_bytes);
+    /* the term that already exceeds the budget, when one does */
+    const mp__remat_prob *p = S->p;
+    char why[400] = "";
+    const double mib = 1024.0 * 1024.0;
+    if (p->persistent >= ro->budget)
+        snprintf(why, sizeof why,
+                 ". The persistent tensors alone (weights, and in training "
+                 "the optimizer states) take %llu bytes (%.1f MiB), at or "
+                 "above the budget: recompute frees only activations; "
+                 "offload weights or states (--offload) or use a lower "
+                 "precision",
+                 (unsigned long long)p->persistent, p->persistent / mib);
+    else if (S->lb_unit != MP_NONE && S->lb + p->persistent > ro->budget)
+        snprintf(why, sizeof why,
+                 ". Node '%s' alone needs %llu bytes (%.1f MiB) live at "
+                 "once (its inputs and outputs, with the graph inputs and "
+                 "outputs held then) beside %llu bytes (%.1f MiB) of "
+                 "persistent tensors: no recompute lowers that; a smaller "
+                 "batch or offload (--offload) does",
+                 p->name[S->lb_unit], (unsigned long long)S->lb, S->lb / mib,
+                 (unsigned long long)p->persistent, p->persistent / mib);
     return mp__err(ctx, MP_ERR_INFEASIBLE,
                    "no schedule within the budget of %llu bytes "
                    "(smallest peak found %llu bytes; none in this "
-                   "order can peak below %llu bytes%s)",
+                   "order can peak below %llu bytes%s)%s",
                    (unsigned long long)ro->budget,
                    (unsigned long long)sol->fig.min_peak_bytes,
                    (unsigned long long)sol->fig.peak_lower_bound,
                    cm->infeasible ? "; the Checkmate LP proves that no "
                                     "schedule in this order fits"
-                                  : "");
+                                  : "",
+                   why);
 }
 
 mp_status mp__remat_search(const mp__remat_prob *p,
@@ -379,8 +409,9 @@ mp_status mp__remat_search(const mp__remat_prob *p,
         return st;
     fig->base_peak_bytes = o.peak + p->persistent;
     uint64_t lb;
-    if ((st = stage_bound(p, &lb)))
+    if ((st = stage_bound(p, &lb, &S.lb_unit)))
         return st;
+    S.lb = lb;
     fig->peak_lower_bound = lb + p->persistent;
     fig->base_cost = p->base_cost;
     mp__remat_cm_result cm;
