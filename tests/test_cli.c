@@ -680,6 +680,13 @@ static void test_no_cuda(void)
     CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", graph_text) == 0);
     CU_ASSERT_EQUAL(cli("validate %s --lower-only 2>&1", graph), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 nodes run: 2 real kernels"));
+    /* without a GPU (or a build without CUDA), validate says what runs
+     * without one */
+    int rc = cli("validate %s 2>&1", graph);
+    if (strstr(out, "no CUDA device") || strstr(out, "built without CUDA")) {
+        CU_ASSERT_EQUAL(rc, 3);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "--lower-only"));
+    }
     unlink(graph);
     /* a Conv's passes: the forward and the weight's gradient on cuDNN
      * (the input is the graph's: no input gradient) */

@@ -112,7 +112,11 @@ static int execute(mpv_cmd *v)
 #ifdef MP_WITH_CUDA
     char why[200];
     if (!mpv_cuda_device_ok(why, sizeof why)) {
-        cli_error("%s", why);
+        cli_error("%s: validate runs the plan on a GPU. Without one, "
+                  "'memplan validate %s --lower-only' shows how each node "
+                  "would run, and 'memplan plan %s --html report.html' "
+                  "plans and draws it",
+                  why, v->a->pos[0], v->a->pos[0]);
         return CLI_EXIT_INPUT;
     }
     mpv_options vo;
@@ -133,7 +137,9 @@ static int execute(mpv_cmd *v)
 #else
     const mpv_program *prog = v->prog;
     cli_error("built without CUDA (MEMPLAN_WITH_CUDA=OFF): lowered %u nodes "
-              "(%u real kernels, %u synthetic), nothing run",
+              "(%u real kernels, %u synthetic), nothing run; --lower-only "
+              "shows how each node would run, and a build with CUDA "
+              "(cmake -DMEMPLAN_WITH_CUDA=ON, nvcc) runs it",
               prog->n_real + prog->n_synthetic, prog->n_real,
               prog->n_synthetic);
     return CLI_EXIT_INPUT;
