@@ -214,6 +214,27 @@ static void test_foreign_formats(void)
     }
 }
 
+/* Every unbound symbol of an input is listed in one run (batch and
+ * seq of x [batch, seq]), with the count and --batch for a leading dim */
+static void test_unbound_dims(void)
+{
+    ob b;
+    ob_relu(&b);
+    Onnx__TensorShapeProto *sh = b.graph->input[0]->type->tensor_type->shape;
+    static char batch[] = "batch", seq[] = "seq";
+    char *names[2] = {batch, seq};
+    for (int i = 0; i < 2; i++) {
+        sh->dim[i]->value_case =
+            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+        sh->dim[i]->dim_param = names[i];
+    }
+    check_onnx(&b, MP_ERR_SHAPE, 3,
+               "2 symbolic dims not bound: 'batch' (needed by input 'x', "
+               "dim 0), 'seq' (needed by input 'x', dim 1); bind them with "
+               "--dim NAME=VALUE (a leading batch dim also with --batch N)");
+    ob_free(&b);
+}
+
 static void test_cycle(void)
 {
     ob b;
@@ -389,6 +410,8 @@ void mp_register_bad_input(void)
     static CU_TestInfo tests[] = {
         {"a checkpoint, GGUF, safetensors, HDF5, TFLite: what it is, how to "
          "export, exit 6", test_foreign_formats},
+        {"every unbound dim listed in one run, with --batch",
+         test_unbound_dims},
         {"truncated or corrupt protobuf: MP_ERR_CORRUPT, exit 6",
          test_corrupt},
         {"cycle: MP_ERR_CYCLE, exit 7", test_cycle},

@@ -82,6 +82,7 @@ typedef struct loader {
     char unbound[768];
     size_t unbound_len;
     unsigned n_unbound;
+    int unbound_batch;      /* an input's dim 0 is among them */
     /* subgraphs: ids (in g) of names taken from an enclosing scope */
     uint32_t *outer;
     size_t n_outer, cap_outer;
@@ -1790,8 +1791,16 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
                         "%s:%zu=VALUE", L->src, v->name, sd, v->name, sd);
             break;
         }
-        if (unbound)
-            note_unbound(L, sym, v->name, sd);
+        /* every unbound symbol of the input, not only its first: a user
+         * binds them all in one run */
+        for (int d = 0; unbound && d < rank; d++) {
+            const Onnx__TensorShapeProto__Dimension *dd =
+                v->type->tensor_type->shape->dim[d];
+            if (dims[d] < 0 && dd && dd->dim_param && dd->dim_param[0])
+                note_unbound(L, dd->dim_param, v->name, (size_t)d);
+            if (dims[d] < 0 && d == 0)
+                L->unbound_batch = 1;
+        }
     }
     mp__dealloc(L->ctx, used);
     if (st)
@@ -1799,9 +1808,12 @@ static mp_status finish_top(loader *L, const Onnx__GraphProto *gp)
     if (L->n_unbound)
         return mp__err(L->ctx, MP_ERR_SHAPE,
                       "%s: %u symbolic dim%s not bound: %s; bind %s with "
-                      "--dim NAME=VALUE",
+                      "--dim NAME=VALUE%s",
                       L->src, L->n_unbound, L->n_unbound > 1 ? "s" : "",
-                      L->unbound, L->n_unbound > 1 ? "them" : "it");
+                      L->unbound, L->n_unbound > 1 ? "them" : "it",
+                      L->unbound_batch ? " (a leading batch dim also with "
+                                         "--batch N)"
+                                       : "");
     st = mp_graph_finalize(L->g);
     if (st) {
         char msg[MP__MSG_MAX];
