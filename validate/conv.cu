@@ -222,6 +222,127 @@ cudnnStatus_t ws_size(cudnnHandle_t h, const dnn_launch &k, int pass,
 
 } // namespace
 
+namespace {
+
+// launch k's descriptors: NCHW float32, the window, groups, the
+// arithmetic (FMA only, or TF32 allowed); false when cuDNN refuses one
+// or computes another output shape
+bool set_descriptors(dnn_launch &k, const geom &g, bool fp32)
+{
+    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+    auto ok = [&](cudnnStatus_t x) {
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = x;
+        return st == CUDNN_STATUS_SUCCESS;
+    };
+    ok(cudnnCreateTensorDescriptor(&k.x));
+    ok(cudnnCreateTensorDescriptor(&k.y));
+    ok(cudnnCreateFilterDescriptor(&k.w));
+    ok(cudnnCreateConvolutionDescriptor(&k.cv));
+    ok(cudnnSetTensor4dDescriptor(k.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                  (int)g.n, (int)g.c, (int)g.h, (int)g.w));
+    ok(cudnnSetTensor4dDescriptor(k.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                  (int)g.n, (int)g.m, (int)g.oh, (int)g.ow));
+    ok(cudnnSetFilter4dDescriptor(k.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                  (int)g.m, (int)(g.c / g.g), (int)g.kh,
+                                  (int)g.kw));
+    ok(cudnnSetConvolution2dDescriptor(
+        k.cv, (int)g.pt, (int)g.pl, (int)g.sh, (int)g.sw, (int)g.dh,
+        (int)g.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    ok(cudnnSetConvolutionGroupCount(k.cv, (int)g.g));
+    ok(cudnnSetConvolutionMathType(k.cv, fp32 ? CUDNN_FMA_MATH
+                                              : CUDNN_TENSOR_OP_MATH));
+    if (g.has_bias) {
+        ok(cudnnCreateTensorDescriptor(&k.b));
+        ok(cudnnSetTensor4dDescriptor(k.b, CUDNN_TENSOR_NCHW,
+                                      CUDNN_DATA_FLOAT, 1, (int)g.m, 1, 1));
+    }
+    int on = 0, oc = 0, oh = 0, ow = 0;
+    return st == CUDNN_STATUS_SUCCESS &&
+           cudnnGetConvolution2dForwardOutputDim(k.cv, k.x, k.w, &on, &oc,
+                                                 &oh, &ow) ==
+               CUDNN_STATUS_SUCCESS &&
+           on == g.n && oc == g.m && oh == g.oh && ow == g.ow;
+}
+
+// the scratch operands of the trial calls
+struct trial {
+    void *x, *w, *y, *ws;
+};
+
+// Launch k's algorithm: of every usable candidate that fits the
+// workspace and runs, under each allowed arithmetic (TF32 then FMA, or
+// FMA alone), the fastest of a second, timed call (ties: the earlier);
+// k stays direct when none qualifies. all: every candidate seen (the
+// trace). NULL, or the error of a trial that broke the stream.
+const char *choose(mpv_dnn *d, dnn_launch &k, const mpv_launch &l,
+                   cudaStream_t s, const trial &t, std::vector<cand> &all)
+{
+    const geom &g = l.p.dnn;
+    const void *ta = g.pass == MPV_CONV_FWD ? t.x : t.y;
+    const void *tb = g.pass == MPV_CONV_BWD_FILTER ? t.x : t.w;
+    void *to = g.pass == MPV_CONV_FWD        ? t.y
+               : g.pass == MPV_CONV_BWD_DATA ? t.x
+                                             : t.w;
+    float best_ms = 0.f;
+    bool best_fma = false, first = true;
+    std::vector<cand> c;
+    for (int fma = d->fp32 ? 1 : 0; fma <= 1; fma++) {
+        c.clear();
+        if (cudnnSetConvolutionMathType(k.cv, fma ? CUDNN_FMA_MATH
+                                                  : CUDNN_TENSOR_OP_MATH) !=
+                CUDNN_STATUS_SUCCESS ||
+            heuristics(d->h, k, g.pass, fma != 0, c) != CUDNN_STATUS_SUCCESS)
+            continue;
+        all.insert(all.end(), c.begin(), c.end());
+        for (const cand &x : c) {
+            if (!x.ok)
+                continue;
+            size_t sz = 0;
+            bool fits = x.mem <= l.workspace &&
+                        ws_size(d->h, k, g.pass, x.algo, &sz) ==
+                            CUDNN_STATUS_SUCCESS &&
+                        sz <= l.workspace;
+            size_t need = sz > x.mem ? sz : x.mem;
+            bool was_first = first;
+            first = false;
+            if (was_first && need > l.workspace && need > d->first_ws_max)
+                d->first_ws_max = need;
+            for (int rep = 0; rep < 2 && fits; rep++) {
+                if (rep == 1)
+                    cudaEventRecord(d->ev[0], s);
+                fits = dnn_pass(d->h, k, g, x.algo, ta, tb, to, t.ws, sz) ==
+                       CUDNN_STATUS_SUCCESS;
+                if (rep == 1)
+                    cudaEventRecord(d->ev[1], s);
+                if (cudaStreamSynchronize(s) != cudaSuccess)
+                    return "a trial convolution failed";
+                // (a launch error of the trial: this algorithm does not
+                // run; the error is cleared)
+                fits &= cudaGetLastError() == cudaSuccess;
+            }
+            float ms = 0.f;
+            if (!fits || cudaEventElapsedTime(&ms, d->ev[0], d->ev[1]) !=
+                             cudaSuccess)
+                continue;
+            if (k.direct || ms < best_ms) {
+                k.direct = false;
+                k.algo = x.algo;
+                k.ws = sz;
+                best_ms = ms;
+                best_fma = fma != 0;
+                k.first = was_first;
+            }
+        }
+    }
+    if (!k.direct)
+        cudnnSetConvolutionMathType(k.cv, best_fma ? CUDNN_FMA_MATH
+                                                   : CUDNN_TENSOR_OP_MATH);
+    return NULL;
+}
+
+} // namespace
+
 const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
 {
     DK(cudnnSetStream(d->h, s));
@@ -282,118 +403,15 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
             d->n_direct++;
             continue;
         }
-        // descriptors: NCHW float32, the window, groups, the arithmetic
-        cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
-        auto ok = [&](cudnnStatus_t x) {
-            if (st == CUDNN_STATUS_SUCCESS)
-                st = x;
-            return st == CUDNN_STATUS_SUCCESS;
-        };
-        ok(cudnnCreateTensorDescriptor(&k.x));
-        ok(cudnnCreateTensorDescriptor(&k.y));
-        ok(cudnnCreateFilterDescriptor(&k.w));
-        ok(cudnnCreateConvolutionDescriptor(&k.cv));
-        ok(cudnnSetTensor4dDescriptor(k.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                      (int)g.n, (int)g.c, (int)g.h, (int)g.w));
-        ok(cudnnSetTensor4dDescriptor(k.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                      (int)g.n, (int)g.m, (int)g.oh,
-                                      (int)g.ow));
-        ok(cudnnSetFilter4dDescriptor(k.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                      (int)g.m, (int)(g.c / g.g), (int)g.kh,
-                                      (int)g.kw));
-        ok(cudnnSetConvolution2dDescriptor(
-            k.cv, (int)g.pt, (int)g.pl, (int)g.sh, (int)g.sw, (int)g.dh,
-            (int)g.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-        ok(cudnnSetConvolutionGroupCount(k.cv, (int)g.g));
-        ok(cudnnSetConvolutionMathType(
-            k.cv, d->fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
-        if (g.has_bias) {
-            ok(cudnnCreateTensorDescriptor(&k.b));
-            ok(cudnnSetTensor4dDescriptor(k.b, CUDNN_TENSOR_NCHW,
-                                          CUDNN_DATA_FLOAT, 1, (int)g.m, 1, 1));
-        }
-        int on = 0, oc = 0, oh = 0, ow = 0;
-        std::vector<cand> c, all;
-        bool shape_ok = st == CUDNN_STATUS_SUCCESS &&
-                        cudnnGetConvolution2dForwardOutputDim(
-                            k.cv, k.x, k.w, &on, &oc, &oh, &ow) ==
-                            CUDNN_STATUS_SUCCESS &&
-                        on == g.n && oc == g.m && oh == g.oh && ow == g.ow;
-        // every usable candidate that fits the workspace and runs, under
-        // each allowed arithmetic (TF32 then FMA, or FMA alone), timed
-        // by a second call: the fastest is chosen (ties: the earlier)
-        const void *ta = g.pass == MPV_CONV_FWD ? bx : by;
-        const void *tb = g.pass == MPV_CONV_BWD_FILTER ? bx : bw;
-        void *to = g.pass == MPV_CONV_FWD        ? by
-                   : g.pass == MPV_CONV_BWD_DATA ? bx
-                                                 : bw;
-        float best_ms = 0.f;
-        bool best_fma = false, first = true;
-        for (int fma = d->fp32 ? 1 : 0; fma <= 1 && shape_ok && !err;
-             fma++) {
-            c.clear();
-            if (cudnnSetConvolutionMathType(k.cv, fma ? CUDNN_FMA_MATH
-                                                      : CUDNN_TENSOR_OP_MATH) !=
-                    CUDNN_STATUS_SUCCESS ||
-                heuristics(d->h, k, g.pass, fma != 0, c) !=
-                    CUDNN_STATUS_SUCCESS)
-                continue;
-            all.insert(all.end(), c.begin(), c.end());
-            for (size_t ci = 0; ci < c.size() && !err; ci++) {
-                const cand &x = c[ci];
-                if (!x.ok)
-                    continue;
-                size_t sz = 0;
-                bool fits = x.mem <= l.workspace &&
-                            ws_size(d->h, k, g.pass, x.algo, &sz) ==
-                                CUDNN_STATUS_SUCCESS &&
-                            sz <= l.workspace;
-                size_t need = sz > x.mem ? sz : x.mem;
-                bool was_first = first;
-                first = false;
-                if (was_first && need > l.workspace &&
-                    need > d->first_ws_max)
-                    d->first_ws_max = need;
-                if (!fits)
-                    continue;
-                float ms = 0.f;
-                for (int rep = 0; rep < 2 && fits; rep++) {
-                    if (rep == 1)
-                        cudaEventRecord(d->ev[0], s);
-                    fits = dnn_pass(d->h, k, g, x.algo, ta, tb, to, bws,
-                                    sz) == CUDNN_STATUS_SUCCESS;
-                    if (rep == 1)
-                        cudaEventRecord(d->ev[1], s);
-                    if (cudaStreamSynchronize(s) != cudaSuccess) {
-                        err = "a trial convolution failed";
-                        break;
-                    }
-                    // (a launch error of the trial: this algorithm does
-                    // not run; the error is cleared)
-                    fits &= cudaGetLastError() == cudaSuccess;
-                }
-                if (!fits || err)
-                    continue;
-                cudaEventElapsedTime(&ms, d->ev[0], d->ev[1]);
-                if (k.direct || ms < best_ms) {
-                    k.direct = false;
-                    k.algo = x.algo;
-                    k.ws = sz;
-                    best_ms = ms;
-                    best_fma = fma != 0;
-                    k.first = was_first;
-                }
-            }
-        }
+        std::vector<cand> all;
+        if (set_descriptors(k, g, d->fp32))
+            err = choose(d, k, l, s, trial{bx, bw, by, bws}, all);
         if (!k.direct) {
-            cudnnSetConvolutionMathType(
-                k.cv, best_fma ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
             d->n_cudnn++;
             d->n_first += k.first;
             if (k.ws > d->ws_used_max)
                 d->ws_used_max = k.ws;
         }
-        c.swap(all);
         if (k.direct)
             d->n_direct++;
         if (getenv("MEMPLAN_CONV_TRACE")) { // calibrating the workspace
@@ -404,7 +422,7 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
                     (long long)g.kh, (long long)g.kw, (long long)g.sh,
                     (long long)g.g, (unsigned long long)l.workspace,
                     k.direct ? -1 : k.algo, k.direct ? " (direct)" : "");
-            for (const cand &x : c)
+            for (const cand &x : all)
                 fprintf(stderr, " %d%s:%zu", x.algo, x.ok ? "" : "x",
                         x.mem);
             fprintf(stderr, "\n");
