@@ -585,6 +585,17 @@ static mp_graph *chain(mp_ctx *ctx, int layers, int residual_add)
     return chain_rows(ctx, layers, residual_add, 1024);
 }
 
+/* g's training graph with SGD (the optimizer the budget tests use) */
+static mp_graph *sgd_step(const mp_graph *g)
+{
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer = MP_OPTIM_SGD;
+    mp_graph *t = NULL;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    return t;
+}
+
 /* The chain trained (SGD) and planned under 75% of its no-recompute
  * peak (the replay's, a unit's outputs freed one by one): the plan
  * recomputes activations, verifies and fits. The activations are four
@@ -594,11 +605,7 @@ static mp_graph *chain(mp_ctx *ctx, int layers, int residual_add)
 static void chain_under_budget(int layers, int residual_add)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = chain(ctx, layers, residual_add), *t = NULL;
-    mp_train_options o;
-    mp_train_options_init(&o);
-    o.optimizer = MP_OPTIM_SGD;
-    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_graph *g = chain(ctx, layers, residual_add), *t = sgd_step(g);
     uint32_t id;
     if (residual_add)
         CU_ASSERT_EQUAL(mp_graph_find_node(t, "add3/grad_pass1", &id), MP_OK);
@@ -1001,11 +1008,7 @@ static void test_train_remat(void) { chain_under_budget(12, 0); }
 static void test_infeasible_names_term(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = chain(ctx, 4, 0), *t = NULL;
-    mp_train_options o;
-    mp_train_options_init(&o);
-    o.optimizer = MP_OPTIM_SGD;
-    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_graph *g = chain(ctx, 4, 0), *t = sgd_step(g);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result r;
@@ -1036,11 +1039,7 @@ static void test_infeasible_names_term(void)
 static void test_grad_peak_no_recompute(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = chain_rows(ctx, 12, 0, 64), *t = NULL;
-    mp_train_options o;
-    mp_train_options_init(&o);
-    o.optimizer = MP_OPTIM_SGD;
-    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_graph *g = chain_rows(ctx, 12, 0, 64), *t = sgd_step(g);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result r;
