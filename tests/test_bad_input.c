@@ -187,23 +187,27 @@ static void test_corrupt(void)
  * file is and how to get an ONNX model, not "truncated or corrupt" */
 static void test_foreign_formats(void)
 {
+    /* the bytes: a string literal, its length without the NUL */
+#define FOREIGN(ext, lit, what, howto) {ext, lit, sizeof lit - 1, what, howto}
     static const struct {
         const char *ext, *bytes;
         size_t len;
         const char *what, *howto;
     } cases[] = {
-        {".pt", "PK\x03\x04\x14\x00\x00\x00archive/data.pkl", 24,
-         "PyTorch checkpoint", "torch.onnx.export"},
-        {".pth", "\x80\x02}q\x00X\x03\x00\x00\x00foo", 13, "pickle",
-         "torch.onnx.export"},
-        {".gguf", "GGUF\x03\x00\x00\x00\x00\x00", 10, "GGUF",
-         "optimum-cli export onnx"},
-        {".safetensors", "\x0b\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}  ", 21,
-         "safetensors", "optimum-cli export onnx"},
-        {".h5", "\x89HDF\r\n\x1a\n\x00\x00", 10, "HDF5", "tf2onnx"},
-        {".tflite", "\x1c\x00\x00\x00TFL3\x00\x00", 10, "TensorFlow Lite",
-         "tf2onnx"},
+        FOREIGN(".pt", "PK\x03\x04\x14\x00\x00\x00archive/data.pkl",
+                "PyTorch checkpoint", "torch.onnx.export"),
+        FOREIGN(".pth", "\x80\x02}q\x00X\x03\x00\x00\x00foo", "pickle",
+                "torch.onnx.export"),
+        FOREIGN(".gguf", "GGUF\x03\x00\x00\x00\x00\x00", "GGUF",
+                "optimum-cli export onnx"),
+        FOREIGN(".safetensors",
+                "\x0a\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}  ",
+                "a safetensors file (weights only", "optimum-cli export onnx"),
+        FOREIGN(".h5", "\x89HDF\r\n\x1a\n\x00\x00", "HDF5", "tf2onnx"),
+        FOREIGN(".tflite", "\x1c\x00\x00\x00TFL3\x00\x00", "TensorFlow Lite",
+                "tf2onnx"),
     };
+#undef FOREIGN
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CU_ASSERT_EQUAL(plan_exit(cases[i].ext, cases[i].bytes, cases[i].len),
                         6);
