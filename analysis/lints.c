@@ -669,7 +669,8 @@ static mp_status fragmentation(lint_run *r)
     char a[32], b[32], c[32], d[32];
     return add_lint(
         r->l, MP_LINT_FRAGMENTATION, over, cs.reserved_bytes,
-        arena ? (double)cs.reserved_bytes / (double)arena : 0.0, MP_NONE,
+        cs.reserved_bytes ? (double)over / (double)cs.reserved_bytes : 0.0,
+        MP_NONE,
         MP_NONE, "caching allocator",
         "a PyTorch-style caching allocator would reserve %s (%u segments, "
         "%s allocated at most) against the planned arena of %s: %s more",

@@ -457,6 +457,12 @@ static void test_fragmentation(void)
     CU_ASSERT_FATAL(l != NULL);
     CU_ASSERT_EQUAL(l->aux_bytes, 2u << 20);
     CU_ASSERT_EQUAL(l->bytes, (2u << 20) - 8192);
+    /* a fraction, as every lint's share: the part of the reserved memory
+     * the arena does without (it was reserved / arena, 256 here) */
+    CU_ASSERT_DOUBLE_EQUAL(l->share,
+                           (double)((2u << 20) - 8192) / (double)(2u << 20),
+                           1e-12);
+    CU_ASSERT(l->share >= 0 && l->share <= 1);
     /* turned off */
     mp_lints_destroy(lints);
     mp_lint_options lo;

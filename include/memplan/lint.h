@@ -54,7 +54,11 @@ typedef struct mp_lint {
     mp_lint_kind kind;
     uint64_t bytes;       /* the figure (see each kind) */
     uint64_t aux_bytes;   /* a second figure, 0 where the kind has none */
-    double share;         /* PEAK_*: bytes / live bytes at the peak step */
+    double share;         /* a fraction in [0, 1]: PEAK_*: bytes / live
+                           * bytes at the peak step; FRAGMENTATION: bytes
+                           * / aux_bytes, the part of the reserved memory
+                           * the planned arena does without; 0 for the
+                           * other kinds */
     uint32_t node;        /* the node concerned, or MP_NONE */
     uint32_t tensor;      /* the tensor concerned, or MP_NONE */
     const char *subject;  /* layer, op type, tensor or pattern name */
