@@ -3159,20 +3159,43 @@ static int lower_grad_parts(lower *L, const mp__node *n, const gnode *G,
     return 0;
 }
 
+/* The one gradient of a data-movement node (Slice, Pad) that moves dy's
+ * elements to dx: its output slot, dy's slot and both tensors, the
+ * forward node, the element size (dx's and dy's, equal, as their
+ * ranks); -1 with *why (found, or shape: the node's messages) when the
+ * lowering cannot take it. */
+static int moved_grad(const mp_graph *g, const mp__node *n, const gnode *G,
+                      const char *found, const char *shape, int *dy,
+                      const mp__tensor **dyt, const mp__tensor **dxt,
+                      const mp__node **f, int *es, const char **why)
+{
+    int o = one_grad(g, n, G, dy, dyt, dxt);
+    if (o < 0 || !(*f = fwd_node_of(g, n, G, *dxt, *dyt))) {
+        *why = found;
+        return -1;
+    }
+    *es = esize_of(*dxt);
+    if (!*es || esize_of(*dyt) != *es || (*dyt)->rank != (*dxt)->rank) {
+        *why = shape;
+        return -1;
+    }
+    return o;
+}
+
 /* Slice: dx zeroed, dy copied to where the slice took it from */
 static int lower_grad_slice(lower *L, const mp__node *n, const gnode *G,
                             const char **why)
 {
     const mp_graph *g = L->g;
-    int dy, o;
+    int dy, es;
     const mp__tensor *dyt, *dxt;
     const mp__node *f = NULL;
-    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 ||
-        !(f = fwd_node_of(g, n, G, dxt, dyt)))
-        FAIL("SliceGrad: one gradient, the forward node found");
-    int r = dxt->rank, es = esize_of(dxt);
-    if (!es || esize_of(dyt) != es || dyt->rank != r)
-        FAIL("SliceGrad: element size or rank");
+    int o = moved_grad(g, n, G, "SliceGrad: one gradient, the forward node "
+                       "found", "SliceGrad: element size or rank", &dy, &dyt,
+                       &dxt, &f, &es, why);
+    if (o < 0)
+        return 1;
+    int r = dxt->rank;
     int64_t sst[MPV_MAXR], yst[MPV_MAXR], off;
     if (slice_map(g, f, dxt, dyt, sst, &off, why) != 0)
         return 1;
@@ -3190,15 +3213,15 @@ static int lower_grad_pad(lower *L, const mp__node *n, const gnode *G,
                           const char **why)
 {
     const mp_graph *g = L->g;
-    int dy, o;
+    int dy, es;
     const mp__tensor *dyt, *dxt;
     const mp__node *f = NULL;
-    if ((o = one_grad(g, n, G, &dy, &dyt, &dxt)) < 0 ||
-        !(f = fwd_node_of(g, n, G, dxt, dyt)))
-        FAIL("PadGrad: one gradient, the forward node found");
-    int r = dxt->rank, es = esize_of(dxt);
-    if (!es || esize_of(dyt) != es || dyt->rank != r)
-        FAIL("PadGrad: element size or rank");
+    int o = moved_grad(g, n, G, "PadGrad: one gradient, the forward node "
+                       "found", "PadGrad: element size or rank", &dy, &dyt,
+                       &dxt, &f, &es, why);
+    if (o < 0)
+        return 1;
+    int r = dxt->rank;
     int64_t pads[2 * MPV_MAXR], yst[MPV_MAXR], xst[MPV_MAXR], off = 0;
     double value;
     if (pad_args(g, f, r, pads, &value, why) != 0)
