@@ -205,6 +205,11 @@ enum {
  * and reads it only there, or is a backward node: the Q/K/V permutes of
  * multi-head attention, (0,2,1,3) and (0,2,3,1), cost no copy. */
 #define MP__OPF_STRIDED_IN ((uint64_t)1 << 50)
+/* Reads only the shapes of its inputs (Shape, Size): once the shapes are
+ * known its output is a constant, folded as the outputs of nodes that
+ * read only weights and constants are (core/ops/finalize.c), and so is
+ * the shape arithmetic that follows it. */
+#define MP__OPF_SHAPE_READ ((uint64_t)1 << 51)
 /* Autocast class (planner/train.c, bf16-mixed and 16-mixed), as
  * torch.autocast's CUDA lists place the op, kept in the registry entry's
  * flags as MP__OPF_AMP(class):

@@ -567,16 +567,23 @@ static mp_status mark_trainable(syn *S)
     if (!from_w)
         return MP_ERR_NOMEM;
     memcpy(from_w, S->rg, nt);
+    /* from_w bit 2: folded from the shapes of tensors (Shape, Size and
+     * the arithmetic on their values: an attention scale, a window
+     * mask), a constant of the graph, not a parameter */
     for (uint32_t k = 0; k < f->n_nodes; k++) {
         const mp__node *n = &f->nodes[f->topo[k]];
-        if (MP__OP_BWD(n->def) == MP__BWD_NONDIFF)
-            continue;
-        bool any = false;
+        bool any = false, shape = (n->def->flags & MP__OPF_SHAPE_READ) != 0;
         for (uint32_t i = 0; i < n->n_in; i++)
-            any |= n->inputs[i] != MP_NONE && from_w[n->inputs[i]];
-        for (uint32_t o = 0; o < n->n_out && any; o++)
+            if (n->inputs[i] != MP_NONE) {
+                any |= (from_w[n->inputs[i]] & 1) != 0;
+                shape |= (from_w[n->inputs[i]] & 2) != 0;
+            }
+        if (MP__OP_BWD(n->def) == MP__BWD_NONDIFF)
+            any = false;
+        for (uint32_t o = 0; o < n->n_out; o++)
             if (f->tensors[n->outputs[o]].flags & MP__TF_FOLDED)
-                from_w[n->outputs[o]] = 1;
+                from_w[n->outputs[o]] |= (uint8_t)((any ? 1 : 0) |
+                                                   (shape ? 2 : 0));
     }
     for (uint32_t t = 0; t < nt; t++) {
         const mp__tensor *tt = &f->tensors[t];

@@ -272,6 +272,39 @@ static void test_constant_folding(void)
     teardown();
 }
 
+/* Shape reads only its input's shape: once shapes are known its output is
+ * a constant, folded with its value, and so is the shape arithmetic that
+ * reads it; the tensor whose shape it reads stays an activation. */
+static void test_shape_folding(void)
+{
+    setup();
+    uint32_t x = tensor("x", MP_KIND_INPUT, 2, d23);
+    uint32_t r = tensor("r", MP_KIND_ACTIVATION, 2, d23);
+    mp_tensor_desc sd = {"s", MP_DTYPE_INT64, -1, NULL, 0,
+                         MP_KIND_ACTIVATION};
+    uint32_t s = MP_NONE;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &sd, &s), MP_OK);
+    uint32_t y = tensor("y", MP_KIND_ACTIVATION, 2, d23);
+    uint32_t a[] = {x}, b[] = {r}, os[] = {s}, ry[] = {r, s}, oy[] = {y};
+    CU_ASSERT_EQUAL(node("relu", "Relu", a, 1, b, 1), MP_OK);
+    CU_ASSERT_EQUAL(node("shape", "Shape", b, 1, os, 1), MP_OK);
+    CU_ASSERT_EQUAL(node("reshape", "Reshape", ry, 2, oy, 1), MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_tensor_info ti;
+    mp_graph_tensor_info(g, s, &ti);
+    CU_ASSERT_EQUAL(ti.kind, MP_KIND_CONSTANT);
+    CU_ASSERT_TRUE(ti.folded);
+    CU_ASSERT_EQUAL(ti.bytes, 16);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g->tensors[s].value);
+    CU_ASSERT_EQUAL(g->tensors[s].n_value, 2);
+    CU_ASSERT_EQUAL(g->tensors[s].value[1], 3);
+    mp_graph_tensor_info(g, r, &ti);
+    CU_ASSERT_EQUAL(ti.kind, MP_KIND_ACTIVATION);
+    CU_ASSERT_FALSE(ti.folded);
+    teardown();
+}
+
 static void test_overflow(void)
 {
     setup();
@@ -481,6 +514,7 @@ static CU_TestInfo tests[] = {
     {"view size mismatch", test_view_size_mismatch},
     {"gemm inner dims", test_gemm_inner_dims},
     {"constant folding", test_constant_folding},
+    {"Shape folded: its value, not the tensor it reads", test_shape_folding},
     {"overflow and negative dims", test_overflow},
     {"topological order", test_topological_order},
     {"op registry", test_registry},

@@ -281,6 +281,54 @@ static void test_identity_over_weight(void)
     mp_ctx_destroy(ctx);
 }
 
+/* y = MatMul(x[4,8], W[8,16]) / Sqrt(Cast(Shape(x)[1:])): the scale is a
+ * float constant folded from a shape (an attention scale as exporters
+ * write it). It is not a parameter: W alone is trained (the scale once
+ * got an optimizer step of its own). */
+static void test_shape_scale_not_trained(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw[] = {8, 16}, dy[] = {4, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "W", MP_KIND_WEIGHT, 2, dw);
+    uint32_t m = mp_test_tensor(g, "m", MP_KIND_ACTIVATION, 2, dy);
+    mp_tensor_desc sd = {"s", MP_DTYPE_INT64, -1, NULL, 0,
+                         MP_KIND_ACTIVATION};
+    uint32_t s = MP_NONE;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &sd, &s), MP_OK);
+    uint32_t f = mp_test_tensor(g, "f", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t q = mp_test_tensor(g, "q", MP_KIND_ACTIVATION, -1, NULL);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t in[] = {x, w}, dv[] = {m, q};
+    mp_test_node(g, "mm", "MatMul", in, 2, &m, 1);
+    uint32_t sh = mp_test_node(g, "shape", "Shape", &x, 1, &s, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, sh, "start", 1), MP_OK);
+    uint32_t c = mp_test_node(g, "cast", "Cast", &s, 1, &f, 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, c, "to", MP_DTYPE_FLOAT32),
+                    MP_OK);
+    mp_test_node(g, "sqrt", "Sqrt", &f, 1, &q, 1);
+    mp_test_node(g, "div", "Div", dv, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_tensor_info ti;
+    mp_graph_tensor_info(g, q, &ti);
+    CU_ASSERT_TRUE(ti.folded);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    mp_graph *t = NULL;
+    mp_train_breakdown b;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &o, &t, &b), MP_OK);
+    CU_ASSERT_EQUAL(b.n_params, 128);
+    uint32_t id;
+    CU_ASSERT_EQUAL(mp_graph_find_node(t, "opt/W", &id), MP_OK);
+    CU_ASSERT_NOT_EQUAL(mp_graph_find_node(t, "opt/q", &id), MP_OK);
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* x[4,8] -> MatMul(Transpose(W[16,8])) -> y[4,16] (one_layer, how 2). W
  * is trained (its gradient flows back through the Transpose, a view of
  * W); the transposed copy gets no optimizer step of its own (it once
@@ -1072,6 +1120,8 @@ static CU_TestInfo tests[] = {
     {"gradient accumulation", test_accumulation},
     {"a weight read through an Identity", test_identity_over_weight},
     {"a weight read through a Transpose", test_transposed_weight},
+    {"a scale folded from a shape is not trained",
+     test_shape_scale_not_trained},
     {"optimizer implementations: foreach, for-loop, fused",
      test_optimizer_impl},
     {"residual block: Add input gradients are views",

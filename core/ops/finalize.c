@@ -460,7 +460,8 @@ static mp_status infer_sizes(mp_graph *g)
         if (mp__node_view(n) && n->n_in && n->n_out &&
             n->inputs[0] != MP_NONE && (st = alias_outputs(g, v)))
             return st;
-        /* folding: every input persistent (or a constant source) */
+        /* folding: every input persistent (or a constant source), or
+         * only the inputs' shapes read and the value known */
         bool any = false, all_const = true;
         for (uint32_t i = 0; i < n->n_in; i++) {
             uint32_t t = n->inputs[i];
@@ -470,6 +471,9 @@ static mp_status infer_sizes(mp_graph *g)
             if (!mp__kind_persistent(g->tensors[t].kind))
                 all_const = false;
         }
+        if ((n->def->flags & MP__OPF_SHAPE_READ) && n->n_out == 1 &&
+            g->tensors[n->outputs[0]].value)
+            all_const = true;
         if (any ? all_const : (n->def->flags & MP__OPF_CONSTANT) != 0) {
             for (uint32_t o = 0; o < n->n_out; o++) {
                 mp__tensor *out = &g->tensors[n->outputs[o]];
