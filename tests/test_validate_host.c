@@ -414,8 +414,24 @@ static void test_transposed_operand(void)
         CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
         mpv_program *p = NULL;
         CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
-        /* a view runs nothing, nor does a copy folded at load */
+        /* a view runs nothing, nor does a copy folded at load; the
+         * copy and the Relu of it are computed once from the weights
+         * uploaded (the setup), in order, in the weights buffer */
         CU_ASSERT_EQUAL(p->nodes[0].run, 0);
+        CU_ASSERT_EQUAL(p->nodes[0].setup, also);
+        CU_ASSERT_EQUAL(p->n_setup, also ? 2u : 0u);
+        CU_ASSERT_EQUAL(p->n_setup_left, 0u);
+        for (uint32_t k = 0; k < p->n_setup; k++) {
+            const mpv_step *ss = &p->setup[k];
+            CU_ASSERT_EQUAL(ss->index, k ? 2u : 0u);
+            CU_ASSERT_EQUAL(ss->n_refs, 2u);
+            CU_ASSERT_EQUAL(p->nodes[ss->index].count, 1u);
+            for (uint32_t j = 0; j < ss->n_refs; j++) {
+                const mpv_ref *rf = &p->refs[ss->refs + j];
+                CU_ASSERT_EQUAL(rf->space, MPV_SPACE_WEIGHTS);
+                CU_ASSERT_EQUAL(rf->offset, p->woff[rf->tensor]);
+            }
+        }
         const mpv_launch *l = NULL;
         for (uint32_t k = 0; k < p->n_launches; k++)
             if (p->launches[k].kind == MPV_L_GEMM)

@@ -186,15 +186,23 @@ void *ref_ptr(const run_ctx &c, const mpv_ref &rf, void *const *tensor_ptr)
     return NULL;
 }
 
+bool run_step(run_ctx &c, const mpv_step &ps, void *const *tensor_ptr);
+
 // Runs node `id` with the pointers of step s (planned: arena offsets;
 // reference: tensor_ptr per root).
 bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
 {
-    const mpv_program *p = c.p;
-    const mpv_step &ps = p->steps[s];
-    const mpv_node &pn = p->nodes[ps.index];
-    if (!pn.run)
+    if (!c.p->nodes[c.p->steps[s].index].run)
         return true;
+    return run_step(c, c.p->steps[s], tensor_ptr);
+}
+
+// the launches of the node of step ps (a step of the schedule, or of the
+// setup that computes folded constants)
+bool run_step(run_ctx &c, const mpv_step &ps, void *const *tensor_ptr)
+{
+    const mpv_program *p = c.p;
+    const mpv_node &pn = p->nodes[ps.index];
     mp_node_info ni;
     mp_graph_node_info(p->graph, ps.index, &ni);
     // any number of inputs and outputs (the foreach optimizer node reads
@@ -272,6 +280,11 @@ bool upload_state(run_ctx &c, void *const *tensor_ptr)
         CK(cudaMemcpyAsync(dst, c.hinputs[i].data(), c.hinputs[i].size(),
                            cudaMemcpyHostToDevice, c.s));
     }
+    // the folded constants the weights buffer holds without known values,
+    // from the weights just uploaded
+    for (uint32_t k = 0; k < p->n_setup; k++)
+        if (!run_step(c, p->setup[k], tensor_ptr))
+            return false;
     CK(cudaStreamSynchronize(c.s));
     return true;
 }

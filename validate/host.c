@@ -3384,6 +3384,7 @@ void mpv_program_destroy(mpv_program *p)
         return;
     mp_ctx *ctx = p->ctx;
     mp__dealloc(ctx, p->steps);
+    mp__dealloc(ctx, p->setup);
     mp__dealloc(ctx, p->refs);
     mp__dealloc(ctx, p->nodes);
     mp__dealloc(ctx, p->launches);
@@ -3553,6 +3554,70 @@ static mp_status index_blocks(build *b, const mp_block *blocks,
     return MP_OK;
 }
 
+/* a folded node whose outputs the weights buffer holds without a known
+ * value, and whose inputs are all there too (or known): computed once
+ * on the device (prog->setup) */
+static int node_setup(const build *b, const mp__node *n)
+{
+    const mp_graph *g = b->g;
+    if (mp__node_view(n) || MP__OP_KERNEL(n->def) == MP__KERNEL_SGD)
+        return 0;
+    int unknown = 0;
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        const mp__tensor *t = &g->tensors[n->outputs[o]];
+        if (!t->bytes)
+            continue;
+        if (!(t->flags & MP__TF_FOLDED) || b->p->woff[t->root] == UINT64_MAX)
+            return 0;
+        unknown |= !(t->value && t->rank >= 0 &&
+                     (uint64_t)t->n_value == (uint64_t)numel(t));
+    }
+    for (uint32_t i = 0; i < n->n_in && unknown; i++) {
+        uint32_t t = n->inputs[i];
+        if (t != MP_NONE && g->tensors[t].bytes &&
+            b->p->woff[g->tensors[t].root] == UINT64_MAX)
+            return 0;
+    }
+    return unknown;
+}
+
+/* The setup nodes (node_setup), in topological order, lowered after the
+ * nodes that run: a node without a real kernel, or whose launches want
+ * more workspace than the program has, keeps its initial fill. -1: out
+ * of memory. */
+static int lower_setup(build *b, lower *L)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
+    for (uint32_t k = 0; k < g->n_nodes; k++) {
+        uint32_t i = g->topo[k];
+        mpv_node *pn = &p->nodes[i];
+        if (pn->run || !node_setup(b, &g->nodes[i]))
+            continue;
+        uint32_t first = L->n;
+        const char *why = NULL;
+        int r = lower_node(L, &g->nodes[i], &why);
+        if (r < 0)
+            return -1;
+        for (uint32_t j = first; r == 0 && j < L->n; j++)
+            if (L->l[j].workspace > p->workspace_bytes) {
+                why = "more workspace than the program has";
+                r = 1;
+            }
+        if (r > 0) {
+            L->n = first;
+            pn->why = why;
+            p->n_setup_left++;
+            continue;
+        }
+        pn->first = first;
+        pn->count = L->n - first;
+        pn->setup = 1;
+        p->n_setup++;
+    }
+    return 0;
+}
+
 /* Lowers every node that runs into p->launches: its kernels, or the
  * synthetic kernel (and why). The workspace is the most any launch needs. */
 static mp_status lower_nodes(build *b)
@@ -3592,13 +3657,14 @@ static mp_status lower_nodes(build *b)
         else if (ph == MP_PHASE_OPTIMIZER)
             *(pn->synthetic ? &p->n_opt_synthetic : &p->n_opt_real) += 1;
     }
+    p->workspace_bytes = SYNTH_WORKSPACE;
+    for (uint32_t i = 0; i < L.n; i++)
+        if (L.l[i].workspace > p->workspace_bytes)
+            p->workspace_bytes = L.l[i].workspace;
+    int r = lower_setup(b, &L);
     p->launches = L.l;
     p->n_launches = L.n;
-    p->workspace_bytes = SYNTH_WORKSPACE;
-    for (uint32_t i = 0; i < p->n_launches; i++)
-        if (p->launches[i].workspace > p->workspace_bytes)
-            p->workspace_bytes = p->launches[i].workspace;
-    return MP_OK;
+    return r < 0 ? MP_ERR_NOMEM : MP_OK;
 }
 
 /* room for n more refs */
@@ -3753,6 +3819,38 @@ static mp_status step_refs(build *b, const mp_step *steps, uint32_t n_steps)
     return MP_OK;
 }
 
+/* the setup nodes' steps (prog->setup), in topological order */
+static mp_status setup_refs(build *b)
+{
+    const mp_graph *g = b->g;
+    mpv_program *p = b->p;
+    if (!p->n_setup)
+        return MP_OK;
+    p->setup = zeroed(b->ctx, p->n_setup, sizeof *p->setup);
+    if (!p->setup)
+        return MP_ERR_NOMEM;
+    uint32_t at = 0;
+    for (uint32_t k = 0; k < g->n_nodes; k++) {
+        uint32_t i = g->topo[k];
+        if (!p->nodes[i].setup)
+            continue;
+        const mp__node *n = &g->nodes[i];
+        uint32_t nl = n->n_in + n->n_out;
+        mp_status st = refs_room(b, nl);
+        mpv_step *ps = &p->setup[at++];
+        ps->kind = MP_STEP_COMPUTE;
+        ps->index = i;
+        ps->refs = p->n_refs;
+        ps->n_refs = nl;
+        for (uint32_t j = 0; j < nl && st == MP_OK; j++)
+            st = node_ref(b, 0, i, j, &p->refs[p->n_refs + j]);
+        if (st != MP_OK)
+            return st;
+        p->n_refs += nl;
+    }
+    return MP_OK;
+}
+
 /* the outputs to compare: arena roots of graph outputs, where they are at
  * the end */
 static mp_status find_outputs(build *b)
@@ -3843,6 +3941,8 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
         st = scratch_slots(&b);
     if (st == MP_OK)
         st = step_refs(&b, steps, n_steps);
+    if (st == MP_OK)
+        st = setup_refs(&b);
     if (st == MP_OK)
         st = find_outputs(&b);
     if (st == MP_OK)

@@ -95,6 +95,17 @@ static void print_lowering(const mpv_cmd *v)
                "real, %u synthetic\n",
                prog->n_bwd_real, prog->n_bwd_synthetic, prog->n_opt_real,
                prog->n_opt_synthetic);
+    if (prog->n_setup + prog->n_setup_left)
+        printf("folded constants: %u nodes computed once after the weights "
+               "are uploaded, %u left with their initial fill\n",
+               prog->n_setup, prog->n_setup_left);
+    mp_device dev;
+    if (mp_device_get(v->ctx, v->a->offload.device, &dev) == MP_OK) {
+        double s = mpv_predict_seconds(prog, &dev, NULL);
+        if (s >= 0)
+            printf("predicted step time %.3f ms (%s cost model)\n", s * 1e3,
+                   dev.name);
+    }
     print_conv_passes(prog);
     for (uint32_t i = 0; i < mp_graph_num_nodes(v->g); i++) {
         mp_node_info ni;
@@ -102,6 +113,9 @@ static void print_lowering(const mpv_cmd *v)
         if (prog->nodes[i].synthetic)
             printf("  synthetic  %s (%s): %s\n", ni.name, ni.op,
                    prog->nodes[i].why ? prog->nodes[i].why : "");
+        else if (!prog->nodes[i].run && prog->nodes[i].why)
+            printf("  folded, initial fill  %s (%s): %s\n", ni.name, ni.op,
+                   prog->nodes[i].why);
     }
 }
 

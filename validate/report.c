@@ -234,6 +234,8 @@ int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
     cli_json_str(&w, "device", res->device);
     cli_json_int(&w, "nodes_real_kernel", prog->n_real);
     cli_json_int(&w, "nodes_synthetic", prog->n_synthetic);
+    cli_json_int(&w, "setup_nodes", prog->n_setup);
+    cli_json_int(&w, "setup_nodes_left", prog->n_setup_left);
     cli_json_int(&w, "backward_nodes_real_kernel", prog->n_bwd_real);
     cli_json_int(&w, "backward_nodes_synthetic", prog->n_bwd_synthetic);
     cli_json_int(&w, "optimizer_nodes_real_kernel", prog->n_opt_real);
@@ -271,6 +273,11 @@ void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
            "(%u recompute, %u offload, %u prefetch)\n",
            prog->n_real, prog->n_synthetic, prog->n_steps, prog->n_recompute,
            prog->n_offload, prog->n_prefetch);
+    if (prog->n_setup + prog->n_setup_left)
+        printf("folded       %u nodes computed once after the weights are "
+               "uploaded (constants of the graph), %u left with their "
+               "initial fill\n",
+               prog->n_setup, prog->n_setup_left);
     cli_attention_print(v->a);
     printf("context      %s, cuBLAS handle %s, first-run library "
            "allocations %s (not in the plan)\n",

@@ -355,7 +355,10 @@ typedef struct mpv_node {
     uint32_t first, count;  /* launches */
     int32_t run;            /* 0: nothing to do (view, folded constant) */
     int32_t synthetic;      /* 1: lowered to MPV_L_SYNTH */
-    const char *why;        /* static reason when synthetic, else NULL */
+    int32_t setup;          /* 1: a folded constant's node, run once after
+                             * the weights are uploaded (prog->setup) */
+    const char *why;        /* static reason when synthetic (or a folded
+                             * node left out of the setup), else NULL */
 } mpv_node;
 
 typedef struct mpv_step {
@@ -396,6 +399,15 @@ typedef struct mpv_program {
     uint64_t *in_offs;      /* their arena offsets */
     uint32_t n_inputs;
     int compute_only;       /* only COMPUTE and FREE steps */
+    /* folded constants whose values the graph does not know (a weight
+     * transposed, an attention mask built from shapes), computed on the
+     * device once the weights buffer is uploaded, as ONNX Runtime folds
+     * constants at session start: nodes in topological order, as COMPUTE
+     * steps whose refs are all in the weights buffer */
+    mpv_step *setup;
+    uint32_t n_setup;
+    uint32_t n_setup_left;  /* folded nodes left with their initial fill:
+                             * no real kernel, or more workspace */
 } mpv_program;
 
 /* Lowers graph + schedule + blocks (offsets set) into a program. fused

@@ -222,7 +222,10 @@ mp_status mpv_weights_read(const mpv_program *p, const char *dir, void *buf,
         const mp__tensor *tt = &g->tensors[t];
         if (p->woff[t] == UINT64_MAX || !tt->bytes)
             continue;
-        int fallback = known_value(tt) || opt_state(tt);
+        /* a folded constant the setup computes need not be given */
+        int fallback = known_value(tt) || opt_state(tt) ||
+                       (tt->producer != MP_NONE &&
+                        p->nodes[tt->producer].setup);
         const vline *l = vindex_get(&v, "--weights", "weight", tt, !fallback,
                                     &st);
         unsigned char *dst = buf ? (unsigned char *)buf + p->woff[t] : NULL;
