@@ -185,6 +185,34 @@ static int conv_class(const mp__node *n, const mp__tensor *x,
     return g > 1 ? MP_CONV_SPATIAL : MP_CONV_POINTWISE;
 }
 
+/* A convolution's gradient node: the class of its forward, from what
+ * the gradient saved (x [N, C, ...] and the weight [C_out, C_in / group,
+ * kh, ...], after the output gradient) and the group attribute the node
+ * keeps: depthwise when the groups are the channels (x's C, or a weight
+ * of one input channel per group), pointwise for a 1x1 weight. */
+static int conv_grad_class(const mp_graph *g, const mp__node *n)
+{
+    const mp__attr *ga = mp__node_attr(n, "group");
+    int64_t grp = ga && ga->type == MP__ATTR_INT ? ga->v.i : 1;
+    for (uint32_t i = n->n_in; i-- > 1;) {
+        const mp__tensor *t = in_t(g, n, i);
+        if (!t || t->rank < 3)
+            continue;
+        if (grp > 1)
+            return t->dims[1] == grp || (t->dims[1] == 1 &&
+                                         t->dims[0] % grp == 0)
+                       ? MP_CONV_DEPTHWISE
+                       : MP_CONV_SPATIAL;
+        /* the last of rank >= 3: the weight when it was saved (else x,
+         * whose spatial dims say spatial) */
+        for (int32_t k = 2; k < t->rank; k++)
+            if (t->dims[k] != 1)
+                return MP_CONV_SPATIAL;
+        return MP_CONV_POINTWISE;
+    }
+    return MP_CONV_SPATIAL;
+}
+
 /* What kind of kernel node runs, and its class (GEMM and conv). */
 static void node_kernel(const mp_graph *g, const mp__node *n,
                         const mp__op_def *def, mp__kernel_desc *k)
@@ -196,6 +224,7 @@ static void node_kernel(const mp_graph *g, const mp__node *n,
     double m = 0, nn = 0, kk = 0;
     k->kind = MP__KK_OTHER;
     k->cls = 0;
+    k->grad = grad;
     switch (MP__OP_KERNEL(kd)) {
     case MP__KERNEL_MATMUL: case MP__KERNEL_GEMM:
         k->kind = MP__KK_GEMM;
@@ -220,7 +249,7 @@ static void node_kernel(const mp_graph *g, const mp__node *n,
         break;
     case MP__KERNEL_CONV:
         k->kind = MP__KK_CONV;
-        k->cls = grad ? MP_CONV_SPATIAL : conv_class(n, x, w);
+        k->cls = grad ? conv_grad_class(g, n) : conv_class(n, x, w);
         break;
     case MP__KERNEL_UNARY: case MP__KERNEL_BINARY: case MP__KERNEL_VARIADIC:
     case MP__KERNEL_CAST: case MP__KERNEL_LOSS_GRAD: case MP__KERNEL_SGD:
@@ -323,7 +352,10 @@ double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k)
     int cls = k->cls >= 0 ? k->cls : 0;
     switch (k->kind) {
     case MP__KK_ATTENTION:
-        peak = c->attention[dc];
+        if (k->grad)
+            peak = c->attention_grad[dc];
+        if (peak <= 0)
+            peak = c->attention[dc];
         if (peak <= 0 && cls < MP_GEMM_CLASSES)
             peak = c->gemm[dc][cls];
         break;
@@ -332,7 +364,9 @@ double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k)
             peak = c->gemm[dc][cls];
         break;
     case MP__KK_CONV:
-        if (cls < MP_CONV_CLASSES)
+        if (cls < MP_CONV_CLASSES && k->grad)
+            peak = c->conv_grad[dc][cls];
+        if (cls < MP_CONV_CLASSES && peak <= 0)
             peak = c->conv[dc][cls];
         break;
     case MP__KK_POINTWISE: case MP__KK_OTHER:

@@ -29,6 +29,7 @@ typedef struct mp__kernel_desc {
     int kind, cls;
     double flops, bytes;
     mp_dtype dt;        /* the dtype of its arithmetic */
+    int grad;           /* a backward pass (ConvGrad, the attention's) */
 } mp__kernel_desc;
 
 /* The GEMM class (MP_GEMM_*) of an M x K by K x N product of `flops`

@@ -154,6 +154,8 @@ static mp_status profile_flops(profile *p, const mp__jval *v)
  *     "gemm": {"float32": CLASSES, "bfloat16": CLASSES},   achieved FLOP/s
  *     "conv": {"float32": CONV_CLASSES, "bfloat16": CONV_CLASSES},
  *     "attention": {"float32": FLOP/s, "bfloat16": FLOP/s},
+ *     "conv_grad": as "conv", "attention_grad": as "attention" (the
+ *       backward passes; optional),
  *     "pointwise_bandwidth", "reduce_bandwidth", "copy_bandwidth": bytes/s,
  *     "copy_compute_overlap": 0..1
  *   }
@@ -166,10 +168,12 @@ static mp_status profile_flops(profile *p, const mp__jval *v)
 static const char *const gemm_cls[] = {"skinny", "small", "medium", "large"};
 static const char *const conv_cls[] = {"pointwise", "spatial", "depthwise"};
 static const char *const cal_dt[] = {"float32", "bfloat16"};
-enum { C_GEMM, C_CONV, C_PW, C_RED, C_COPY, C_OVERLAP, C_ATT };
+enum { C_GEMM, C_CONV, C_PW, C_RED, C_COPY, C_OVERLAP, C_ATT, C_CONV_GRAD,
+       C_ATT_GRAD, C_N_ };
 static const char *const cal_names[] = {
     "gemm", "conv", "pointwise_bandwidth", "reduce_bandwidth",
-    "copy_bandwidth", "copy_compute_overlap", "attention"};
+    "copy_bandwidth", "copy_compute_overlap", "attention", "conv_grad",
+    "attention_grad"};
 
 /* An object of names (n) to numbers >= 0, into out[]; the names of the
  * mask `need` must be there; what: the error's "an object of ..." */
@@ -229,7 +233,7 @@ static mp_status cal_attention(mp__jr *r, const mp__jval *v, double *out)
 
 static mp_status profile_calibration(profile *p, const mp__jval *v)
 {
-    static const mp__jkeys keys = {cal_names, 7, MP__JK_EXT, NULL};
+    static const mp__jkeys keys = {cal_names, C_N_, MP__JK_EXT, NULL};
     mp_device_calibration *c = &p->given.cal;
     mp__jobj o;
     mp__jval x;
@@ -251,8 +255,15 @@ static mp_status profile_calibration(profile *p, const mp__jval *v)
             st = cal_table(&p->r, &x, conv_cls, MP_CONV_CLASSES, &c->conv[0][0],
                            MP_CONV_CLASSES, 0);
             break;
+        case C_CONV_GRAD:
+            st = cal_table(&p->r, &x, conv_cls, MP_CONV_CLASSES,
+                           &c->conv_grad[0][0], MP_CONV_CLASSES, 0);
+            break;
         case C_ATT:
             st = cal_attention(&p->r, &x, c->attention);
+            break;
+        case C_ATT_GRAD:
+            st = cal_attention(&p->r, &x, c->attention_grad);
             break;
         case C_OVERLAP:
             st = mp__jr_num(&p->r, &x, 0, "a number in [0, 1]", &c->overlap);

@@ -7,7 +7,7 @@ only: it runs where memplan is built, no torch needed.
         [--onnx-dir DIR] [--memplan build/memplan] [--models a,b]
         [--modes fp32-sgd,...] [--extra "ARGS"] [--bf16 bf16-mixed]
         [--timeout SEC] [--json OUT.json] [--markdown] [--fail-above X]
-        [--validate [--time-budget SEC]]
+        [--validate [--time-budget SEC] [--validate-extra "ARGS"]]
     python3 bench/train_vs_pytorch.py --self-test --memplan build/memplan
         --examples examples
 
@@ -23,7 +23,9 @@ relative to --onnx-dir, default REF's folder) are planned here, one
   inference   (no --train; the eval-mode export)            eval, no_grad
 
 BF16 is --bf16 (default bf16-mixed). --extra is appended to every command
-(e.g. "--step-in-backward" or a save policy).
+(e.g. "--step-in-backward" or a save policy); --validate-extra to the
+`memplan validate` commands only (e.g. "--device profile.json": the step
+time predicted on a calibrated profile).
 
 What is compared: memplan's `peak_bytes` (the plan JSON: arena +
 persistent) with torch.cuda.max_memory_allocated() of one measured step.
@@ -185,7 +187,7 @@ def fmt_x(r):
 
 
 def compare(ref, onnx_dir, memplan, models, modes, extra, bf16, timeout,
-            progress=True, gpu=False, budget=0.0):
+            progress=True, gpu=False, budget=0.0, vextra=()):
     out = []
     t0 = time.time()
     for row in ref.get("rows", []):
@@ -228,7 +230,8 @@ def compare(ref, onnx_dir, memplan, models, modes, extra, bf16, timeout,
                 if progress:
                     sys.stderr.write("validating %s %s\n"
                                      % (row.get("model"), row.get("mode")))
-                r["validate"] = validate(memplan, path, args, timeout)
+                r["validate"] = validate(memplan, path, args + list(vextra),
+                                         timeout)
         r["x_eager"] = ratio(r["memplan_peak_bytes"], r["eager_peak_bytes"])
         r["x_compile"] = ratio(r["memplan_peak_bytes"],
                                r["compile_peak_bytes"])
@@ -559,6 +562,9 @@ def main(argv):
                          "`memplan validate` (the same options) and show "
                          "whether every check passed and measured/predicted "
                          "total memory")
+    ap.add_argument("--validate-extra", default="",
+                    help="with --validate: options appended to the "
+                         "validate commands only")
     ap.add_argument("--time-budget", type=float, default=0.0,
                     help="with --validate: start no GPU run after this many "
                          "seconds (0: no limit)")
@@ -587,7 +593,8 @@ def main(argv):
     modes = set(x for x in a.modes.split(",") if x)
     rows = compare(ref, onnx_dir, memplan, models, modes,
                    shlex.split(a.extra), a.bf16, a.timeout,
-                   gpu=a.validate, budget=a.time_budget)
+                   gpu=a.validate, budget=a.time_budget,
+                   vextra=shlex.split(a.validate_extra))
     env = ref.get("env") or {}
     if env:
         print("PyTorch reference: torch %s on %s"

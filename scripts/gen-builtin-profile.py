@@ -95,6 +95,13 @@ def main():
         att = c.get("attention", {})
         out.append("        .attention = {%s}," % ", ".join(
             num(att.get(dt, 0), "d") for dt in DT))
+        if "conv_grad" in c:
+            out.append("        .conv_grad = %s," % table(
+                c["conv_grad"], CONV, "conv_grad"))
+        if "attention_grad" in c:
+            att = c["attention_grad"]
+            out.append("        .attention_grad = {%s}," % ", ".join(
+                num(att.get(dt, 0), "d") for dt in DT))
         for k, field in CAL_BW.items():
             out.append("        .%s = %s," % (field, num(c.get(k, 0), "d")))
         out.append("    },")

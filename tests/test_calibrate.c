@@ -18,7 +18,9 @@ static int close_rel(double x, double y)
     return fabs(x - y) <= 1e-9 * fabs(y);
 }
 
-/* every benchmark: one node, a real kernel (not the synthetic one) */
+/* every benchmark: one node, a real kernel (not the synthetic one); a
+ * backward benchmark: one NAMEGrad node in its training graph, on a real
+ * kernel, and the cost model's class of its forward */
 static void t_benches_lower(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
@@ -30,6 +32,16 @@ static void t_benches_lower(void)
         if (st) {
             printf("\n  %s: %s\n", b->name, mp_ctx_message(c));
             CU_FAIL("benchmark graph");
+            continue;
+        }
+        if (b->grad) {
+            const char *why = mpv_cal_case_synthetic(&k);
+            if (why) {
+                printf("\n  %s: synthetic (%s)\n", b->name, why);
+                CU_FAIL("the executor has no kernel for a benchmark");
+            }
+            CU_ASSERT(k.flops > 0);
+            mpv_cal_case_free(&k);
             continue;
         }
         CU_ASSERT_EQUAL(mp_graph_num_nodes(k.g), 1u);
@@ -92,9 +104,11 @@ static void t_profile_round_trip(void)
             m.gemm16_s[i] =
                 m.launch_s + k[i].flops / (10 * gemm_rate(b->cls));
         } else if (b->kind == MPV_CB_CONV) {
-            m.bench_s[i] = m.launch_s + k[i].flops / conv_rate(b->cls);
+            m.bench_s[i] = m.launch_s + k[i].flops / (b->grad ? conv_rate(
+                                                          b->cls) / 3
+                                                    : conv_rate(b->cls));
         } else if (b->kind == MPV_CB_ATTENTION) {
-            m.bench_s[i] = m.launch_s + k[i].flops / 7e12;
+            m.bench_s[i] = m.launch_s + k[i].flops / (b->grad ? 3e12 : 7e12);
         } else {
             m.bench_s[i] = m.launch_s + k[i].bytes / bw_of(b->kind);
         }
@@ -128,14 +142,38 @@ static void t_profile_round_trip(void)
         CU_ASSERT(close_rel(d.cal.conv[MP_CAL_FP32][cls], conv_rate(cls)));
     CU_ASSERT(close_rel(d.cal.attention[MP_CAL_FP32], 7e12));
     CU_ASSERT_EQUAL(d.cal.attention[MP_CAL_16BIT], 0.0);
+    /* the backward passes apart */
+    for (int cls = 0; cls < MP_CONV_CLASSES; cls++)
+        CU_ASSERT(close_rel(d.cal.conv_grad[MP_CAL_FP32][cls],
+                            conv_rate(cls) / 3));
+    CU_ASSERT(close_rel(d.cal.attention_grad[MP_CAL_FP32], 3e12));
     CU_ASSERT(close_rel(d.cal.pointwise_bw, 3e12));
     CU_ASSERT(close_rel(d.cal.reduce_bw, 2e12));
     CU_ASSERT(close_rel(d.cal.copy_bw, 1.5e12));
     /* the cost model on the profile gives back every time measured */
     for (size_t i = 0; i < nb; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
+        /* the nodes timed: node 0, or a backward benchmark's NAMEGrad
+         * (one node, with the launch overhead once) */
         mp_op_cost e;
-        CU_ASSERT_EQUAL_FATAL(mp_node_estimate(k[i].g, 0, &d, &e), MP_OK);
+        uint32_t at = 0, n_timed = 0;
+        for (uint32_t j = 0; j < mp_graph_num_nodes(k[i].g); j++) {
+            mp_node_info ni;
+            mp_graph_node_info(k[i].g, j, &ni);
+            if (strcmp(ni.op, k[i].timed) == 0) {
+                at = j;
+                n_timed++;
+            }
+        }
+        CU_ASSERT_EQUAL(n_timed, 1u);
+        CU_ASSERT_EQUAL(strcmp(k[i].timed, b->op) == 0, !b->grad);
+        /* the training graph's nodes were timed on the builtin h200:
+         * timed again on this profile (its class from the node) */
+        if (b->grad)
+            CU_ASSERT_EQUAL(mp_graph_set_node_cost(k[i].g, at, k[i].flops,
+                                                   k[i].bytes, -1),
+                            MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp_node_estimate(k[i].g, at, &d, &e), MP_OK);
         if (!close_rel(e.seconds, m.bench_s[i])) {
             printf("\n  %s: predicted %g s, measured %g s\n", b->name,
                    e.seconds, m.bench_s[i]);
@@ -143,7 +181,7 @@ static void t_profile_round_trip(void)
         }
         if (b->kind == MPV_CB_GEMM) {
             mp__kernel_desc kd = {MP__KK_GEMM, b->cls, k[i].flops, 0,
-                                  MP_DTYPE_BFLOAT16};
+                                  MP_DTYPE_BFLOAT16, 0};
             CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), m.gemm16_s[i]));
         }
         mpv_cal_case_free(&k[i]);
@@ -152,7 +190,8 @@ static void t_profile_round_trip(void)
      * profile: the cost model falls back to the float32 peak */
     for (size_t i = 0; i < nb; i++)
         if (mpv_cal_benches[i].kind == MPV_CB_CONV &&
-            mpv_cal_benches[i].cls == MP_CONV_DEPTHWISE)
+            mpv_cal_benches[i].cls == MP_CONV_DEPTHWISE &&
+            !mpv_cal_benches[i].grad)
             m.bench_s[i] = -1;
     mpv_cal_text_free(c, text);
     text = NULL;
@@ -162,9 +201,13 @@ static void t_profile_round_trip(void)
                           MP_OK);
     CU_ASSERT_EQUAL(d.cal.conv[MP_CAL_FP32][MP_CONV_DEPTHWISE], 0.0);
     mp__kernel_desc kd = {MP__KK_CONV, MP_CONV_DEPTHWISE, 1e12, 0,
-                          MP_DTYPE_FLOAT32};
+                          MP_DTYPE_FLOAT32, 0};
     CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd),
                         1e12 / gemm_rate(MP_GEMM_LARGE) + 1e-7));
+    /* its backward pass, measured, keeps its own rate */
+    kd.grad = 1;
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd),
+                        1e12 / (conv_rate(MP_CONV_DEPTHWISE) / 3) + 1e-7));
     mpv_cal_text_free(c, text);
     free(k);
     free(m.bench_s);

@@ -296,7 +296,7 @@ static void t_one_clock(void)
         CU_ASSERT_EQUAL(dt, k ? MP_DTYPE_BFLOAT16 : MP_DTYPE_FLOAT32);
         mp__kernel_desc kd = {MP__KK_GEMM,
                               mp__gemm_class(0, 0, 0, n->flops), n->flops,
-                              bytes, dt};
+                              bytes, dt, 0};
         CU_ASSERT_EQUAL(n->seconds, mp__kernel_seconds(&d, &kd));
         mm_grad[k] = n->seconds;
         /* the offload planner (no budget: every node once) */
@@ -561,12 +561,15 @@ static void t_builtin_is_file(void)
     SAME(disk_bytes); SAME(disk_read_bw); SAME(disk_write_bw);
     SAME(cal.version); SAME(cal.pointwise_bw); SAME(cal.reduce_bw);
     SAME(cal.copy_bw); SAME(cal.overlap); SAME(cal.attention[0]);
-    SAME(cal.attention[1]);
+    SAME(cal.attention[1]); SAME(cal.attention_grad[0]);
+    SAME(cal.attention_grad[1]);
     for (int i = 0; i < MP_CAL_DTYPES; i++) {
         for (int k = 0; k < MP_GEMM_CLASSES; k++)
             SAME(cal.gemm[i][k]);
-        for (int k = 0; k < MP_CONV_CLASSES; k++)
+        for (int k = 0; k < MP_CONV_CLASSES; k++) {
             SAME(cal.conv[i][k]);
+            SAME(cal.conv_grad[i][k]);
+        }
     }
 #undef SAME
     mp_ctx_destroy(c);

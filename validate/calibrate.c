@@ -17,52 +17,91 @@
 /* GEMMs: M, K, N; convs: x [N, C, H, W], w [M, C/group, kh, kw] */
 const mpv_cal_bench mpv_cal_benches[] = {
     {"gemm_32x4096x4096", G, MP_GEMM_SKINNY, "MatMul", {32, 4096, 4096, 0},
-     {0}, 1},
+     {0}, 1, 0},
     {"gemm_4096x64x4096", G, MP_GEMM_SKINNY, "MatMul", {4096, 64, 4096, 0},
-     {0}, 1},
+     {0}, 1, 0},
     {"gemm_8192x4096x64", G, MP_GEMM_SKINNY, "MatMul", {8192, 4096, 64, 0},
-     {0}, 1},
-    {"gemm_256", G, MP_GEMM_SMALL, "MatMul", {256, 256, 256, 0}, {0}, 1},
-    {"gemm_448", G, MP_GEMM_SMALL, "MatMul", {448, 448, 448, 0}, {0}, 1},
+     {0}, 1, 0},
+    {"gemm_256", G, MP_GEMM_SMALL, "MatMul", {256, 256, 256, 0}, {0}, 1, 0},
+    {"gemm_448", G, MP_GEMM_SMALL, "MatMul", {448, 448, 448, 0}, {0}, 1, 0},
     {"gemm_1024", G, MP_GEMM_MEDIUM, "MatMul", {1024, 1024, 1024, 0}, {0},
-     1},
+     1, 0},
     {"gemm_1536", G, MP_GEMM_MEDIUM, "MatMul", {1536, 1536, 1536, 0}, {0},
-     1},
+     1, 0},
     {"gemm_3072", G, MP_GEMM_LARGE, "MatMul", {3072, 3072, 3072, 0}, {0},
-     1},
+     1, 0},
     {"gemm_4096", G, MP_GEMM_LARGE, "MatMul", {4096, 4096, 4096, 0}, {0},
-     1},
+     1, 0},
     {"conv1x1_32x256x56", C, MP_CONV_POINTWISE, "Conv", {32, 256, 56, 56},
-     {256, 256, 1, 1}, 1},
+     {256, 256, 1, 1}, 1, 0},
     {"conv1x1_32x1024x14", C, MP_CONV_POINTWISE, "Conv", {32, 1024, 14, 14},
-     {256, 1024, 1, 1}, 1},
+     {256, 1024, 1, 1}, 1, 0},
     {"conv3x3_32x128x28", C, MP_CONV_SPATIAL, "Conv", {32, 128, 28, 28},
-     {128, 128, 3, 3}, 1},
+     {128, 128, 3, 3}, 1, 0},
     {"conv3x3_32x64x56", C, MP_CONV_SPATIAL, "Conv", {32, 64, 56, 56},
-     {64, 64, 3, 3}, 1},
+     {64, 64, 3, 3}, 1, 0},
     {"dwconv3x3_32x256x56", C, MP_CONV_DEPTHWISE, "Conv", {32, 256, 56, 56},
-     {256, 1, 3, 3}, 256},
+     {256, 1, 3, 3}, 256, 0},
     {"dwconv7x7_32x384x14", C, MP_CONV_DEPTHWISE, "Conv", {32, 384, 14, 14},
-     {384, 1, 7, 7}, 384},
+     {384, 1, 7, 7}, 384, 0},
+    /* the same classes at the reference models' batch 8 (ResNet's,
+     * MobileNet's and EfficientNet's shapes), where the batch-32 shapes
+     * above reach throughputs that batch 8 does not */
+    {"conv1x1_8x256x56", C, MP_CONV_POINTWISE, "Conv", {8, 256, 56, 56},
+     {64, 256, 1, 1}, 1, 0},
+    {"conv1x1_8x960x7", C, MP_CONV_POINTWISE, "Conv", {8, 960, 7, 7},
+     {160, 960, 1, 1}, 1, 0},
+    {"conv3x3_8x128x28", C, MP_CONV_SPATIAL, "Conv", {8, 128, 28, 28},
+     {128, 128, 3, 3}, 1, 0},
+    {"conv3x3_8x64x56", C, MP_CONV_SPATIAL, "Conv", {8, 64, 56, 56},
+     {64, 64, 3, 3}, 1, 0},
+    {"dwconv3x3_8x144x56", C, MP_CONV_DEPTHWISE, "Conv", {8, 144, 56, 56},
+     {144, 1, 3, 3}, 144, 0},
+    {"dwconv5x5_8x240x28", C, MP_CONV_DEPTHWISE, "Conv", {8, 240, 28, 28},
+     {240, 1, 5, 5}, 240, 0},
+    {"dwconv3x3_8x672x14", C, MP_CONV_DEPTHWISE, "Conv", {8, 672, 14, 14},
+     {672, 1, 3, 3}, 672, 0},
     {"add_4096x8192", MPV_CB_POINTWISE, 0, "Add", {4096, 8192, 0, 0}, {0},
-     1},
+     1, 0},
     {"relu_4096x8192", MPV_CB_POINTWISE, 0, "Relu", {4096, 8192, 0, 0}, {0},
-     1},
+     1, 0},
     {"reducesum_8192x4096", MPV_CB_REDUCE, 0, "ReduceSum", {8192, 4096, 0, 0},
-     {0}, 1},
+     {0}, 1, 0},
     {"softmax_8192x4096", MPV_CB_REDUCE, 0, "Softmax", {8192, 4096, 0, 0},
-     {0}, 1},
+     {0}, 1, 0},
     {"layernorm_8192x4096", MPV_CB_REDUCE, 0, "LayerNormalization",
-     {8192, 4096, 0, 0}, {0}, 1},
+     {8192, 4096, 0, 0}, {0}, 1, 0},
     {"transpose_4096x8192", MPV_CB_MOVE, 0, "Transpose", {4096, 8192, 0, 0},
-     {0}, 1},
+     {0}, 1, 0},
     /* fused attention, Q [B, H, T, D]: ViT-B/16, BERT, GPT-2 medium */
     {"attention_8x12x197x64", MPV_CB_ATTENTION, 0, "ScaledDotProductAttention",
-     {8, 12, 197, 64}, {0}, 1},
+     {8, 12, 197, 64}, {0}, 1, 0},
     {"attention_32x12x128x64", MPV_CB_ATTENTION, 0,
-     "ScaledDotProductAttention", {32, 12, 128, 64}, {0}, 1},
+     "ScaledDotProductAttention", {32, 12, 128, 64}, {0}, 1, 0},
     {"attention_8x16x1024x64", MPV_CB_ATTENTION, 0,
-     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1},
+     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1, 0},
+    /* the backward passes at the reference models' batch 8: a conv's
+     * input and weight gradients, the attention's dQ, dK and dV */
+    {"conv1x1_8x256x56_grad", C, MP_CONV_POINTWISE, "Conv", {8, 256, 56, 56},
+     {64, 256, 1, 1}, 1, 1},
+    {"conv1x1_8x960x7_grad", C, MP_CONV_POINTWISE, "Conv", {8, 960, 7, 7},
+     {160, 960, 1, 1}, 1, 1},
+    {"conv3x3_8x128x28_grad", C, MP_CONV_SPATIAL, "Conv", {8, 128, 28, 28},
+     {128, 128, 3, 3}, 1, 1},
+    {"conv3x3_8x64x56_grad", C, MP_CONV_SPATIAL, "Conv", {8, 64, 56, 56},
+     {64, 64, 3, 3}, 1, 1},
+    {"dwconv3x3_8x144x56_grad", C, MP_CONV_DEPTHWISE, "Conv",
+     {8, 144, 56, 56}, {144, 1, 3, 3}, 144, 1},
+    {"dwconv5x5_8x240x28_grad", C, MP_CONV_DEPTHWISE, "Conv",
+     {8, 240, 28, 28}, {240, 1, 5, 5}, 240, 1},
+    {"dwconv3x3_8x672x14_grad", C, MP_CONV_DEPTHWISE, "Conv",
+     {8, 672, 14, 14}, {672, 1, 3, 3}, 672, 1},
+    {"attention_8x12x197x64_grad", MPV_CB_ATTENTION, 0,
+     "ScaledDotProductAttention", {8, 12, 197, 64}, {0}, 1, 1},
+    {"attention_8x12x128x64_grad", MPV_CB_ATTENTION, 0,
+     "ScaledDotProductAttention", {8, 12, 128, 64}, {0}, 1, 1},
+    {"attention_8x16x1024x64_grad", MPV_CB_ATTENTION, 0,
+     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1, 1},
 };
 #undef G
 #undef C
@@ -82,6 +121,47 @@ static mp_status tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
     return mp_graph_add_tensor(g, &d, id);
 }
 
+/* A backward benchmark's operand: the input plus a bias weight over its
+ * last dim, so that the training graph wants the operand's gradient (a
+ * graph input gets none; attention has no weight of its own). *id: the
+ * sum. */
+static mp_status graded(mp_graph *g, const char *name, int rank,
+                        const int64_t *dims, uint32_t *id)
+{
+    char in_name[64], b_name[64], node_name[64];
+    uint32_t in[2];
+    snprintf(in_name, sizeof in_name, "%s_in", name);
+    snprintf(b_name, sizeof b_name, "%s_bias", name);
+    snprintf(node_name, sizeof node_name, "%s_add", name);
+    mp_status st = tensor(g, in_name, MP_KIND_INPUT, rank, dims, &in[0]);
+    if (!st)
+        st = tensor(g, b_name, MP_KIND_WEIGHT, 1, dims + rank - 1, &in[1]);
+    if (!st)
+        st = tensor(g, name, MP_KIND_ACTIVATION, rank, dims, id);
+    if (st)
+        return st;
+    mp_node_desc nd;
+    memset(&nd, 0, sizeof nd);
+    nd.name = node_name;
+    nd.op = "Add";
+    nd.inputs = in;
+    nd.n_inputs = 2;
+    nd.outputs = id;
+    nd.n_outputs = 1;
+    nd.phase = MP_PHASE_FORWARD;
+    return mp_graph_add_node(g, &nd, NULL);
+}
+
+/* an operand of b: an input, or for a backward benchmark an activation
+ * requiring its gradient */
+static mp_status operand(mp_graph *g, const mpv_cal_bench *b,
+                         const char *name, int rank, const int64_t *dims,
+                         uint32_t *id)
+{
+    return b->grad ? graded(g, name, rank, dims, id)
+                   : tensor(g, name, MP_KIND_INPUT, rank, dims, id);
+}
+
 /* The one-node graph of b (not finalized). */
 static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
 {
@@ -98,16 +178,16 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
         nin = 2;
         break;
     case MPV_CB_CONV:
-        if ((st = tensor(g, "x", MP_KIND_INPUT, 4, b->a, &in[0])) ||
+        if ((st = operand(g, b, "x", 4, b->a, &in[0])) ||
             (st = tensor(g, "w", MP_KIND_WEIGHT, 4, b->b, &in[1])))
             return st;
         nin = 2;
         break;
     case MPV_CB_ATTENTION: {
         int64_t kt[4] = {b->a[0], b->a[1], b->a[3], b->a[2]};
-        if ((st = tensor(g, "q", MP_KIND_INPUT, 4, b->a, &in[0])) ||
-            (st = tensor(g, "kT", MP_KIND_INPUT, 4, kt, &in[1])) ||
-            (st = tensor(g, "v", MP_KIND_INPUT, 4, b->a, &in[2])))
+        if ((st = operand(g, b, "q", 4, b->a, &in[0])) ||
+            (st = operand(g, b, "kT", 4, kt, &in[1])) ||
+            (st = operand(g, b, "v", 4, b->a, &in[2])))
             return st;
         nin = 3;
         break;
@@ -172,29 +252,60 @@ mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
                             mpv_cal_case *c)
 {
     memset(c, 0, sizeof *c);
-    mp_status st = mp_graph_create(ctx, &c->g);
+    snprintf(c->timed, sizeof c->timed, "%s%s", b->op, b->grad ? "Grad" : "");
+    mp_status st = mp_graph_create(ctx, &c->fwd);
     if (!st)
-        st = bench_graph(c->g, b);
+        st = bench_graph(c->fwd, b);
+    if (!st && b->grad) {
+        /* one SGD step in fp32, as validate --train runs it */
+        mp_train_options to;
+        mp_train_options_init(&to);
+        st = mp_train_graph(c->fwd, &to, &c->g, NULL);
+    } else if (!st) {
+        c->g = c->fwd;
+        c->fwd = NULL;
+    }
     mp_plan_options po;
     mp_plan_options_init(&po);
     if (!st)
         st = mp_plan_create(c->g, &po, &c->plan);
     if (!st)
         st = mpv_program_from_plan(c->g, c->plan, &c->prog);
-    if (!st) {
-        /* flops and bytes as the cost model counts them */
-        mp_device d;
-        memset(&d, 0, sizeof d);
-        d.flops_fp32 = 1;
-        d.mem_bw = 1;
+    /* flops and bytes of the nodes timed, as the cost model counts them */
+    mp_device d;
+    memset(&d, 0, sizeof d);
+    d.flops_fp32 = 1;
+    d.mem_bw = 1;
+    uint32_t n_timed = 0;
+    for (uint32_t i = 0; !st && i < mp_graph_num_nodes(c->g); i++) {
+        mp_node_info ni;
         mp_op_cost k;
-        st = mp_node_estimate(c->g, 0, &d, &k);
-        c->flops = k.flops;
-        c->bytes = k.bytes;
+        if ((st = mp_graph_node_info(c->g, i, &ni)) ||
+            strcmp(ni.op, c->timed) != 0)
+            continue;
+        if (!(st = mp_node_estimate(c->g, i, &d, &k))) {
+            c->flops += k.flops;
+            c->bytes += k.bytes;
+            n_timed++;
+        }
     }
+    if (!st && !n_timed)
+        st = mp__err(ctx, MP_ERR_INTERNAL, "calibrate: %s: no %s node",
+                     b->name, c->timed);
     if (st)
         mpv_cal_case_free(c);
     return st;
+}
+
+const char *mpv_cal_case_synthetic(const mpv_cal_case *c)
+{
+    for (uint32_t i = 0; i < mp_graph_num_nodes(c->g); i++) {
+        mp_node_info ni;
+        if (mp_graph_node_info(c->g, i, &ni) == MP_OK &&
+            strcmp(ni.op, c->timed) == 0 && c->prog->nodes[i].synthetic)
+            return c->prog->nodes[i].why ? c->prog->nodes[i].why : "";
+    }
+    return NULL;
 }
 
 void mpv_cal_case_free(mpv_cal_case *c)
@@ -202,6 +313,7 @@ void mpv_cal_case_free(mpv_cal_case *c)
     mpv_program_destroy(c->prog);
     mp_plan_destroy(c->plan);
     mp_graph_destroy(c->g);
+    mp_graph_destroy(c->fwd);
     memset(c, 0, sizeof *c);
 }
 
@@ -224,16 +336,18 @@ static double rate(double work, double s, double launch)
     return s > 0 ? work / t : 0;
 }
 
-/* The median rate of the benchmarks of kind and class (cls < 0: any) from
- * times t (per benchmark, < 0 unmeasured); 0 when none was measured. */
+/* The median rate of the benchmarks of kind and class (cls < 0: any),
+ * forward or backward (grad), from times t (per benchmark, < 0
+ * unmeasured); 0 when none was measured. */
 static double class_rate(const mpv_cal_meas *m, const double *t, int kind,
-                         int cls, const double *work)
+                         int cls, int grad, const double *work)
 {
     double r[64];
     size_t n = 0;
     for (size_t i = 0; i < mpv_cal_n_benches && n < 64; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
-        if (b->kind == kind && (cls < 0 || b->cls == cls) && t[i] > 0)
+        if (b->kind == kind && (cls < 0 || b->cls == cls) &&
+            !b->grad == !grad && t[i] > 0)
             r[n++] = rate(work[i], t[i], m->launch_s);
     }
     if (!n)
@@ -259,7 +373,8 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     size_t nb = mpv_cal_n_benches;
     double *flops = calloc(nb, sizeof *flops), *bytes =
         calloc(nb, sizeof *bytes);
-    double gemm[2][MP_GEMM_CLASSES], conv[MP_CONV_CLASSES], peak[2] = {0, 0};
+    double gemm[2][MP_GEMM_CLASSES], conv[MP_CONV_CLASSES],
+        conv_grad[MP_CONV_CLASSES], peak[2] = {0, 0};
     mp_status st = MP_OK;
     if (!flops || !bytes) {
         free(flops);
@@ -276,13 +391,17 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     for (int k = 0; k < MP_GEMM_CLASSES; k++)
         for (int d = 0; d < 2; d++) {
             gemm[d][k] = class_rate(m, d ? m->gemm16_s : m->bench_s,
-                                    MPV_CB_GEMM, k, flops);
+                                    MPV_CB_GEMM, k, 0, flops);
             if (gemm[d][k] > peak[d])
                 peak[d] = gemm[d][k];
         }
-    for (int k = 0; k < MP_CONV_CLASSES; k++)
-        conv[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, flops);
-    double att = class_rate(m, m->bench_s, MPV_CB_ATTENTION, -1, flops);
+    for (int k = 0; k < MP_CONV_CLASSES; k++) {
+        conv[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, 0, flops);
+        conv_grad[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, 1, flops);
+    }
+    double att = class_rate(m, m->bench_s, MPV_CB_ATTENTION, -1, 0, flops);
+    double att_grad = class_rate(m, m->bench_s, MPV_CB_ATTENTION, -1, 1,
+                                 flops);
     double ov = (unit(m->overlap_h2d) + unit(m->overlap_d2h)) / 2;
 
     mp__jw w;
@@ -335,12 +454,24 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     mp__jw_object(&w, false);
     num(&w, "float32", att);
     mp__jw_end(&w);
+    mp__jw_key(&w, "conv_grad");
+    mp__jw_object(&w, true);
+    mp__jw_key(&w, "float32");
+    mp__jw_object(&w, false);
+    for (int k = 0; k < MP_CONV_CLASSES; k++)
+        num(&w, ccls[k], conv_grad[k]);
+    mp__jw_end(&w);
+    mp__jw_end(&w);
+    mp__jw_key(&w, "attention_grad");
+    mp__jw_object(&w, false);
+    num(&w, "float32", att_grad);
+    mp__jw_end(&w);
     num(&w, "pointwise_bandwidth",
-        class_rate(m, m->bench_s, MPV_CB_POINTWISE, -1, bytes));
+        class_rate(m, m->bench_s, MPV_CB_POINTWISE, -1, 0, bytes));
     num(&w, "reduce_bandwidth",
-        class_rate(m, m->bench_s, MPV_CB_REDUCE, -1, bytes));
+        class_rate(m, m->bench_s, MPV_CB_REDUCE, -1, 0, bytes));
     num(&w, "copy_bandwidth",
-        class_rate(m, m->bench_s, MPV_CB_MOVE, -1, bytes));
+        class_rate(m, m->bench_s, MPV_CB_MOVE, -1, 0, bytes));
     num(&w, "copy_compute_overlap", ov);
     /* what was measured, for a reader (the profile reader skips x-) */
     mp__jw_key(&w, "x-measured");

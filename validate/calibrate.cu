@@ -184,8 +184,8 @@ struct node_call {
 } // namespace
 
 extern "C" int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p,
-                                    int reps, double *s, char *why,
-                                    size_t cap)
+                                    const char *only, int reps, double *s,
+                                    char *why, size_t cap)
 {
     prog_bufs b;
     const mp_graph *gr = p->graph;
@@ -226,6 +226,8 @@ extern "C" int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p,
             continue;
         mp_node_info ni;
         mp_graph_node_info(gr, ps.index, &ni);
+        if (only && strcmp(ni.op, only) != 0)
+            continue;
         node_call c;
         for (uint32_t k = 0; k < ni.n_inputs; k++) {
             c.in.push_back(ptr(p->refs[ps.refs + k]));

@@ -28,23 +28,30 @@ typedef struct mpv_cal_bench {
                            kw; attention: Q's B, H, T, D; others: the
                            input's shape (rank 2) */
     int64_t group;      /* conv */
+    int grad;           /* 1: the backward pass of the op (its NAMEGrad
+                           node in the training graph), its inputs
+                           requiring gradients */
 } mpv_cal_bench;
 extern const mpv_cal_bench mpv_cal_benches[];
 extern const size_t mpv_cal_n_benches;
 
-/* One benchmark ready to run: its graph (node 0 is the op), plan and
- * program. */
+/* One benchmark ready to run: its graph, plan and program, and the op of
+ * the nodes timed (the benchmark's op, or its NAMEGrad in the training
+ * graph of a backward benchmark: the forward graph is `fwd`). */
 typedef struct mpv_cal_case {
-    mp_graph *g;
+    mp_graph *g, *fwd;
     mp_plan *plan;
     mpv_program *prog;
-    double flops, bytes;  /* as the cost model counts them (node 0) */
+    char timed[64];       /* the op of the nodes timed */
+    double flops, bytes;  /* as the cost model counts them (those nodes) */
 } mpv_cal_case;
 /* Builds benchmark b in ctx. MP_OK or the library's status (message in
  * ctx). */
 mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
                             mpv_cal_case *c);
 void mpv_cal_case_free(mpv_cal_case *c);
+/* Why a node timed runs the synthetic kernel, or NULL when none does. */
+const char *mpv_cal_case_synthetic(const mpv_cal_case *c);
 
 /* What a calibration measured. Times in seconds, < 0 where not measured
  * (a benchmark the executor lowers to the synthetic kernel). */
@@ -53,7 +60,8 @@ typedef struct mpv_cal_meas {
     uint64_t mem_bytes;         /* its memory */
     int copy_engines;
     int reps;                   /* timed repetitions (medians) */
-    double *bench_s;            /* per mpv_cal_benches[i]: one run */
+    double *bench_s;            /* per mpv_cal_benches[i]: one run (of
+                                 * the nodes timed) */
     double *gemm16_s;           /* per benchmark; GEMMs: bf16 cublasGemmEx */
     double launch_s;            /* an empty kernel, back to back */
     double h2d_bw, d2h_bw;      /* pinned, 256 MiB copies, bytes/s */
@@ -80,9 +88,11 @@ mpv_cal_gpu *mpv_cal_open(mpv_cal_meas *m, char *why, size_t cap);
 void mpv_cal_close(mpv_cal_gpu *g);
 /* Each returns 0, or -1 with why filled. Times are medians over reps
  * timed batches (each batch long enough to time: about 2 ms). */
-/* One run of the program's compute steps (the executor's launches). */
-int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p, int reps,
-                         double *s, char *why, size_t cap);
+/* One run of the program's compute steps (the executor's launches) of
+ * the nodes of op `only` (NULL: every node). */
+int mpv_cal_time_program(mpv_cal_gpu *g, const mpv_program *p,
+                         const char *only, int reps, double *s, char *why,
+                         size_t cap);
 /* bf16 M x K by K x N, fp32 accumulation (cublasGemmEx). */
 int mpv_cal_time_gemm16(mpv_cal_gpu *g, int64_t m, int64_t k, int64_t n,
                         int reps, double *s, char *why, size_t cap);

@@ -23,12 +23,12 @@ static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
         mp_status st = mpv_cal_case_make(ctx, b, &c);
         if (st)
             return cli_fail(ctx, st, b->name);
-        if (c.prog->n_synthetic) {
+        const char *synth = mpv_cal_case_synthetic(&c);
+        if (synth) {
             fprintf(stderr, "calibrate: %-22s the executor has no kernel for "
-                    "it (%s); not measured\n", b->name,
-                    c.prog->nodes[0].why ? c.prog->nodes[0].why : "");
-        } else if (mpv_cal_time_program(g, c.prog, m->reps, &m->bench_s[i],
-                                        why, sizeof why)) {
+                    "it (%s); not measured\n", b->name, synth);
+        } else if (mpv_cal_time_program(g, c.prog, c.timed, m->reps,
+                                        &m->bench_s[i], why, sizeof why)) {
             mpv_cal_case_free(&c);
             cli_error("calibrate: %s: %s", b->name, why);
             return CLI_EXIT_INTERNAL;

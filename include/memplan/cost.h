@@ -38,6 +38,10 @@ typedef struct mp_device_calibration {
     double gemm[MP_CAL_DTYPES][MP_GEMM_CLASSES]; /* achieved FLOP/s */
     double conv[MP_CAL_DTYPES][MP_CONV_CLASSES]; /* achieved FLOP/s */
     double attention[MP_CAL_DTYPES]; /* FLOP/s of fused attention */
+    /* the backward passes, FLOPs as the training graph counts them (0:
+     * not measured; the forward's figure stands in) */
+    double conv_grad[MP_CAL_DTYPES][MP_CONV_CLASSES]; /* input + weight */
+    double attention_grad[MP_CAL_DTYPES]; /* dQ, dK, dV */
     double pointwise_bw;  /* bytes/s read + written by pointwise kernels */
     double reduce_bw;     /* by reductions (softmax, norms, pools too) */
     double copy_bw;       /* by data movement (transpose, concat, ...) */
