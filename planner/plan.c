@@ -132,3 +132,10 @@ mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
         return MP_OK;
     return plan_place(p, opt, MP_OFFSETS_EXACT, capacity, 1);
 }
+
+void mp__plan_progress(const mp_plan *p)
+{
+    if (p)
+        mp__progress_set(p->ctx, p->fig.peak_bytes,
+                         p->fig.lower_bound_bytes + p->fig.persistent_bytes);
+}

@@ -413,6 +413,7 @@ static void on_tree(glp_tree *T, void *info)
         g->warm_tried = 1;
         g->warm_accepted = glp_ios_heur_sol(T, g->warm1) == 0;
     }
+    mp__progress_tick(g->job->ctx);
     if (g->opt->node_limit && glp_ios_reason(T) == GLP_ISELECT) {
         int total = 0;
         glp_ios_tree_size(T, NULL, NULL, &total);
