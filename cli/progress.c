@@ -41,7 +41,8 @@ static void format_line(const mp_progress *r, char *line, size_t cap)
                      r->final ? "done: " : "",
                      cli_safe(r->phase, safe, sizeof safe));
     if (n > 0 && (size_t)n < cap && r->best_bytes)
-        n += snprintf(line + n, cap - (size_t)n, "  best peak %s",
+        n += snprintf(line + n, cap - (size_t)n, "  %s %s",
+                      r->final ? "peak" : "smallest peak so far",
                       short_size(r->best_bytes, b1, sizeof b1));
     if (n > 0 && (size_t)n < cap && r->bound_bytes)
         snprintf(line + n, cap - (size_t)n, "  lower bound %s",

@@ -135,7 +135,11 @@ mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
 
 void mp__plan_progress(const mp_plan *p)
 {
-    if (p)
-        mp__progress_set(p->ctx, p->fig.peak_bytes,
-                         p->fig.lower_bound_bytes + p->fig.persistent_bytes);
+    if (!p)
+        return;
+    /* a bound the run proved (recompute's stage bound) stays */
+    uint64_t bound = p->ctx->progress.bound
+                         ? 0
+                         : p->fig.lower_bound_bytes + p->fig.persistent_bytes;
+    mp__progress_set(p->ctx, p->fig.peak_bytes, bound);
 }

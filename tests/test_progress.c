@@ -1,0 +1,264 @@
+/* Progress reports (mp_ctx_set_progress): the callback receives the runs'
+ * reports with interval 0 (no clock in the assertions), nested runs name
+ * their phase after the outer one, every run ends with one final report;
+ * a recompute model asked for by name answers an infeasible budget as
+ * auto does; memplan's --quiet and --progress. */
+#include "base.h"
+#include "mp_glpk.h"
+#include "support.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct reports {
+    int n, finals, last_final;
+    char phase[64][MP__PHASE_MAX]; /* the first 64 */
+    char last_phase[MP__PHASE_MAX];
+    int nested;               /* a phase named after an outer one */
+    int bad_order;            /* seconds went backwards */
+    int bad_bound;            /* a bound above the best peak (not final) */
+    double last_seconds;
+    uint64_t final_best, final_bound;
+} reports;
+
+static void collect(void *user, const mp_progress *p)
+{
+    reports *r = user;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p->phase);
+    if (r->n < 64)
+        snprintf(r->phase[r->n], sizeof r->phase[0], "%s", p->phase);
+    snprintf(r->last_phase, sizeof r->last_phase, "%s", p->phase);
+    if (strstr(p->phase, " / "))
+        r->nested = 1;
+    if (p->seconds < r->last_seconds || p->seconds < 0)
+        r->bad_order = 1;
+    if (!p->final && p->best_bytes && p->bound_bytes > p->best_bytes)
+        r->bad_bound = 1;
+    r->last_seconds = p->final ? 0 : p->seconds;
+    r->n++;
+    r->finals += p->final != 0;
+    r->last_final = p->final;
+    if (p->final) {
+        r->final_best = p->best_bytes;
+        r->final_bound = p->bound_bytes;
+    }
+}
+
+/* A forward chain of n 1000-byte tensors and its backward chain, where
+ * b_i reads f_i and b_(i+1): recompute trades memory for compute. */
+static mp_graph *fwd_bwd(mp_ctx *ctx, int n)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    uint32_t f[64], b[64];
+    char nm[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(nm, sizeof nm, "f%d", i);
+        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
+                            MP_KIND_ACTIVATION};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &f[i]) == MP_OK);
+        mp_node_desc nd = {nm, "F", NULL, i ? &f[i - 1] : NULL,
+                           i ? 1u : 0u, &f[i], 1, MP_PHASE_FORWARD};
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
+        mp_graph_set_node_cost(g, id, -1, -1, (double)(i + 1));
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        snprintf(nm, sizeof nm, "b%d", i);
+        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
+                            MP_KIND_GRADIENT};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &b[i]) == MP_OK);
+        uint32_t in[2] = {f[i], i == n - 1 ? f[i] : b[i + 1]};
+        mp_node_desc nd = {nm, "B", NULL, in, i == n - 1 ? 1u : 2u, &b[i], 1,
+                           MP_PHASE_BACKWARD};
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
+        mp_graph_set_node_cost(g, id, -1, -1, 1.0);
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, b[0]), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}
+
+/* Every report with interval 0; one final per run, last; the final
+ * figures are the plan's. */
+static void test_plan_reports(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    static reports r;
+    memset(&r, 0, sizeof r);
+    mp_ctx_set_progress(ctx, collect, &r, 0);
+    mp_graph *g = fwd_bwd(ctx, 8);
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    const mp_figures *f = mp_plan_figures(p);
+    CU_ASSERT(r.n >= 2); /* the placement's, then the final one */
+    CU_ASSERT_EQUAL(r.finals, 1);
+    CU_ASSERT_EQUAL(r.last_final, 1);
+    CU_ASSERT_STRING_EQUAL(r.last_phase, "plan");
+    CU_ASSERT_EQUAL(r.final_best, f->peak_bytes);
+    CU_ASSERT_EQUAL(r.final_bound,
+                    f->lower_bound_bytes + f->persistent_bytes);
+    /* the placement is a run inside the plan: its phase follows */
+    CU_ASSERT(r.nested);
+    CU_ASSERT(strncmp(r.phase[0], "plan / offsets", 14) == 0);
+    CU_ASSERT_FALSE(r.bad_order);
+    CU_ASSERT_FALSE(r.bad_bound);
+    mp_plan_destroy(p);
+    /* no callback: no report */
+    mp_ctx_set_progress(ctx, NULL, NULL, 0);
+    int before = r.n;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    CU_ASSERT_EQUAL(r.n, before);
+    mp_plan_destroy(p);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* A run that ends before the interval sends the final report only, and
+ * every run sends one. The interval is far above any run's time, so the
+ * clock does not decide the outcome. */
+static void test_final_only(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    static reports r;
+    memset(&r, 0, sizeof r);
+    mp_ctx_set_progress(ctx, collect, &r, 1e9);
+    mp_graph *g = fwd_bwd(ctx, 8);
+    mp_plan *p = NULL;
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+        mp_plan_destroy(p);
+    }
+    CU_ASSERT_EQUAL(r.n, 3);
+    CU_ASSERT_EQUAL(r.finals, 3);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* Recompute and max batch: phases named, the bisection's tries nested
+ * under it, the bound on the peak reported. */
+static void test_remat_reports(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    static reports r;
+    memset(&r, 0, sizeof r);
+    mp_ctx_set_progress(ctx, collect, &r, 0);
+    mp_graph *g = fwd_bwd(ctx, 12);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result res;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &res) == MP_OK);
+    mp_plan_destroy(p);
+    ro.budget = 2 * res.base_peak_bytes / 3;
+    memset(&r, 0, sizeof r);
+    CU_ASSERT_EQUAL_FATAL(mp_remat_plan(g, &ro, NULL, &p, &res), MP_OK);
+    CU_ASSERT_EQUAL(r.finals, 1);
+    CU_ASSERT_EQUAL(r.last_final, 1);
+    CU_ASSERT_STRING_EQUAL(r.last_phase, "recompute");
+    CU_ASSERT_EQUAL(r.final_best, mp_plan_figures(p)->peak_bytes);
+    CU_ASSERT_EQUAL(r.final_bound, res.peak_lower_bound);
+    int heur = 0;
+    for (int i = 0; i < r.n && i < 64; i++)
+        heur += strcmp(r.phase[i], "recompute: heuristics") == 0;
+    CU_ASSERT(heur > 0);
+    CU_ASSERT_FALSE(r.bad_bound);
+    mp_plan_destroy(p);
+    memset(&r, 0, sizeof r);
+    uint64_t b = 0;
+    ro.budget = 3 * res.base_peak_bytes;
+    CU_ASSERT_EQUAL(mp_remat_max_batch(g, 1, 16, &ro, NULL, &b, &res),
+                    MP_OK);
+    CU_ASSERT(b >= 3);
+    CU_ASSERT_EQUAL(r.finals, 1);
+    CU_ASSERT_STRING_EQUAL(r.last_phase, "max batch");
+    CU_ASSERT(strncmp(r.phase[0], "max batch: batch ", 17) == 0);
+    CU_ASSERT(r.nested); /* "max batch: batch 8 (...) / recompute..." */
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* The MILP asked for by name with a time limit, on a budget below one
+ * stage: the stage LP answers first (the MILP would time out), and the
+ * message names the node whose working set alone exceeds the budget, as
+ * auto's does. */
+static void test_ilp_infeasible(void)
+{
+    if (!mp__glpk_available())
+        return;
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = fwd_bwd(ctx, 8);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    ro.solver = MP_REMAT_ILP;
+    /* far too short for the MILP even to be built: only a proof that
+     * comes first answers */
+    ro.time_limit = 1e-6;
+    ro.budget = 2 * 1024; /* a stage holds three 1024-byte tensors */
+    mp_remat_result res;
+    mp_plan *p = NULL;
+    CU_ASSERT_EQUAL(mp_remat_plan(g, &ro, NULL, &p, &res),
+                    MP_ERR_INFEASIBLE);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(res.status, MP_SOLVE_INFEASIBLE);
+    const char *m = mp_ctx_message(ctx);
+    CU_ASSERT(strstr(m, "no schedule within the budget of 2048 bytes") !=
+              NULL);
+    CU_ASSERT(strstr(m, "alone needs 3072 bytes") != NULL);
+    CU_ASSERT(strstr(m, "time limit") == NULL);
+    /* the LP too */
+    ro.solver = MP_REMAT_LP;
+    CU_ASSERT_EQUAL(mp_remat_plan(g, &ro, NULL, &p, &res),
+                    MP_ERR_INFEASIBLE);
+    CU_ASSERT(strstr(mp_ctx_message(ctx), "alone needs 3072 bytes") != NULL);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+static char out[1 << 14];
+
+/* memplan's stderr (stdout dropped) for args. */
+static int cli_stderr(const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1 >/dev/null", MP_CLI_PATH, args);
+    out[0] = 0;
+    return mp_test_run(cmd, out, sizeof out);
+}
+
+static void test_cli_quiet_progress(void)
+{
+    const char *tiny = MP_SOURCE_DIR "/examples/tiny.json";
+    char args[1024];
+    snprintf(args, sizeof args, "plan '%s' --quiet", tiny);
+    CU_ASSERT_EQUAL(cli_stderr(args), 0);
+    CU_ASSERT_STRING_EQUAL(out, "");
+    /* --progress: at least the final line, with the run's figures */
+    snprintf(args, sizeof args, "plan '%s' --progress", tiny);
+    CU_ASSERT_EQUAL(cli_stderr(args), 0);
+    CU_ASSERT(strstr(out, "memplan: [") == out);
+    CU_ASSERT(strstr(out, "] done: plan  peak ") != NULL);
+    CU_ASSERT(strstr(out, "lower bound ") != NULL);
+    CU_ASSERT(strchr(out, '\r') == NULL); /* not a terminal: lines */
+    /* stderr is not a terminal here: without --progress, nothing */
+    snprintf(args, sizeof args, "plan '%s'", tiny);
+    CU_ASSERT_EQUAL(cli_stderr(args), 0);
+    CU_ASSERT_STRING_EQUAL(out, "");
+    /* both: refused */
+    snprintf(args, sizeof args, "plan '%s' --progress --quiet", tiny);
+    CU_ASSERT_EQUAL(cli_stderr(args), 2);
+    CU_ASSERT(strstr(out, "--quiet prints no progress") != NULL);
+}
+
+static CU_TestInfo tests[] = {
+    {"plan reports, nested and final", test_plan_reports},
+    {"a quick run: the final report only", test_final_only},
+    {"recompute and max batch reports", test_remat_reports},
+    {"ILP with a time limit: infeasible named", test_ilp_infeasible},
+    {"memplan --quiet and --progress", test_cli_quiet_progress},
+    CU_TEST_INFO_NULL,
+};
+
+void mp_register_progress(void) { mp_test_add_suite("progress", tests); }
