@@ -44,51 +44,26 @@ static void collect(void *user, const mp_progress *p)
     }
 }
 
-/* A forward chain of n 1000-byte tensors and its backward chain, where
- * b_i reads f_i and b_(i+1): recompute trades memory for compute. */
-static mp_graph *fwd_bwd(mp_ctx *ctx, int n)
+/* Plans g n times with the default options. */
+static void plan_times(mp_graph *g, int n)
 {
-    mp_graph *g = NULL;
-    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
-    uint32_t f[64], b[64];
-    char nm[32];
     for (int i = 0; i < n; i++) {
-        snprintf(nm, sizeof nm, "f%d", i);
-        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
-                            MP_KIND_ACTIVATION};
-        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &f[i]) == MP_OK);
-        mp_node_desc nd = {nm, "F", NULL, i ? &f[i - 1] : NULL,
-                           i ? 1u : 0u, &f[i], 1, MP_PHASE_FORWARD};
-        uint32_t id;
-        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
-        mp_graph_set_node_cost(g, id, -1, -1, (double)(i + 1));
+        mp_plan *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+        mp_plan_destroy(p);
     }
-    for (int i = n - 1; i >= 0; i--) {
-        snprintf(nm, sizeof nm, "b%d", i);
-        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
-                            MP_KIND_GRADIENT};
-        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &b[i]) == MP_OK);
-        uint32_t in[2] = {f[i], i == n - 1 ? f[i] : b[i + 1]};
-        mp_node_desc nd = {nm, "B", NULL, in, i == n - 1 ? 1u : 2u, &b[i], 1,
-                           MP_PHASE_BACKWARD};
-        uint32_t id;
-        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
-        mp_graph_set_node_cost(g, id, -1, -1, 1.0);
-    }
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, b[0]), MP_OK);
-    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
-    return g;
 }
 
 /* Every report with interval 0; one final per run, last; the final
- * figures are the plan's. */
+ * figures are the plan's; none without a callback; only the final one
+ * for a run quicker than the interval. */
 static void test_plan_reports(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     static reports r;
     memset(&r, 0, sizeof r);
     mp_ctx_set_progress(ctx, collect, &r, 0);
-    mp_graph *g = fwd_bwd(ctx, 8);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 8);
     mp_plan *p = NULL;
     CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
     const mp_figures *f = mp_plan_figures(p);
@@ -108,28 +83,14 @@ static void test_plan_reports(void)
     /* no callback: no report */
     mp_ctx_set_progress(ctx, NULL, NULL, 0);
     int before = r.n;
-    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
+    plan_times(g, 1);
     CU_ASSERT_EQUAL(r.n, before);
-    mp_plan_destroy(p);
-    mp_graph_destroy(g);
-    mp_ctx_destroy(ctx);
-}
-
-/* A run that ends before the interval sends the final report only, and
- * every run sends one. The interval is far above any run's time, so the
- * clock does not decide the outcome. */
-static void test_final_only(void)
-{
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    static reports r;
+    /* a run that ends before the interval sends the final report only,
+     * and every run sends one (the interval is far above any run's time:
+     * the clock does not decide the outcome) */
     memset(&r, 0, sizeof r);
     mp_ctx_set_progress(ctx, collect, &r, 1e9);
-    mp_graph *g = fwd_bwd(ctx, 8);
-    mp_plan *p = NULL;
-    for (int i = 0; i < 3; i++) {
-        CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &p), MP_OK);
-        mp_plan_destroy(p);
-    }
+    plan_times(g, 3);
     CU_ASSERT_EQUAL(r.n, 3);
     CU_ASSERT_EQUAL(r.finals, 3);
     mp_graph_destroy(g);
@@ -144,7 +105,7 @@ static void test_remat_reports(void)
     static reports r;
     memset(&r, 0, sizeof r);
     mp_ctx_set_progress(ctx, collect, &r, 0);
-    mp_graph *g = fwd_bwd(ctx, 12);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 12);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result res;
@@ -188,7 +149,7 @@ static void test_ilp_infeasible(void)
     if (!mp__glpk_available())
         return;
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 8);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 8);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     ro.solver = MP_REMAT_ILP;
@@ -254,7 +215,6 @@ static void test_cli_quiet_progress(void)
 
 static CU_TestInfo tests[] = {
     {"plan reports, nested and final", test_plan_reports},
-    {"a quick run: the final report only", test_final_only},
     {"recompute and max batch reports", test_remat_reports},
     {"ILP with a time limit: infeasible named", test_ilp_infeasible},
     {"memplan --quiet and --progress", test_cli_quiet_progress},
