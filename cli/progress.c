@@ -42,7 +42,7 @@ static void format_line(const mp_progress *r, char *line, size_t cap)
                      cli_safe(r->phase, safe, sizeof safe));
     if (n > 0 && (size_t)n < cap && r->best_bytes)
         n += snprintf(line + n, cap - (size_t)n, "  %s %s",
-                      r->final ? "peak" : "smallest peak so far",
+                      r->final ? "peak" : "best so far",
                       short_size(r->best_bytes, b1, sizeof b1));
     if (n > 0 && (size_t)n < cap && r->bound_bytes)
         snprintf(line + n, cap - (size_t)n, "  lower bound %s",

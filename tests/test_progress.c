@@ -177,6 +177,44 @@ static void test_ilp_infeasible(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The MILP asked for by name runs out of time with nothing within the
+ * budget (the stage LP, which ignores the extra-cost cap, proves no
+ * infeasibility): TIMEOUT, and the message gives the smallest peak any
+ * schedule reached, the bound and what to try. */
+static void test_ilp_timeout(void)
+{
+    if (!mp__glpk_available())
+        return;
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 8);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result res;
+    mp_plan *p = NULL;
+    CU_ASSERT_FATAL(mp_remat_plan(g, &ro, NULL, &p, &res) == MP_OK);
+    mp_plan_destroy(p);
+    ro.solver = MP_REMAT_ILP;
+    ro.time_limit = 1e-6;
+    ro.max_extra_cost = 0; /* nothing recomputed: the budget is not met */
+    ro.budget = res.base_peak_bytes - 1024;
+    CU_ASSERT_EQUAL(mp_remat_plan(g, &ro, NULL, &p, &res), MP_ERR_TIMEOUT);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(res.status, MP_SOLVE_TIMEOUT);
+    const char *m = mp_ctx_message(ctx);
+    char want[128];
+    snprintf(want, sizeof want, "the smallest peak any schedule reached is "
+             "%llu bytes", (unsigned long long)res.min_peak_bytes);
+    CU_ASSERT(strstr(m, want) != NULL);
+    snprintf(want, sizeof want, "can peak below %llu bytes",
+             (unsigned long long)res.peak_lower_bound);
+    CU_ASSERT(strstr(m, want) != NULL);
+    CU_ASSERT(strstr(m, "Try a longer --time-limit, --solver auto") != NULL);
+    CU_ASSERT(strstr(m, "higher --max-extra") != NULL);
+    CU_ASSERT(res.min_peak_bytes <= ro.budget);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* ---- the command ---------------------------------------------------------- */
 static char out[1 << 14];
 
@@ -217,6 +255,7 @@ static CU_TestInfo tests[] = {
     {"plan reports, nested and final", test_plan_reports},
     {"recompute and max batch reports", test_remat_reports},
     {"ILP with a time limit: infeasible named", test_ilp_infeasible},
+    {"ILP time-out: the best it has and what to try", test_ilp_timeout},
     {"memplan --quiet and --progress", test_cli_quiet_progress},
     CU_TEST_INFO_NULL,
 };

@@ -372,7 +372,18 @@ static mp_status timed_out(const search *S, mp_remat_solver sv,
     const double mib = 1024.0 * 1024.0;
     char lim[64] = "its time limit";
     if (ro->time_limit > 0)
-        snprintf(lim, sizeof lim, "its time limit of %.3g s", ro->time_limit);
+        snprintf(lim, sizeof lim, "the %.3g s it had", ro->time_limit);
+    /* the way out: a higher budget, or a higher cost cap when a schedule
+     * within the budget recomputes more than it allows */
+    char next[160];
+    if (best > ro->budget)
+        snprintf(next, sizeof next,
+                 "or a budget of at least %llu bytes (%.1f MiB), where a "
+                 "schedule was found", (unsigned long long)best, best / mib);
+    else
+        snprintf(next, sizeof next,
+                 "or a higher --max-extra (a schedule within the budget "
+                 "recomputes more than the cap allows)");
     char cost[128] = "";
     if (cm->lower_bound >= 0)
         snprintf(cost, sizeof cost,
@@ -387,14 +398,12 @@ static mp_status timed_out(const search *S, mp_remat_solver sv,
                    "is %llu bytes (%.1f MiB), and no schedule in this order "
                    "can peak below %llu bytes (%.1f MiB)%s. Try a longer "
                    "--time-limit, --solver auto (heuristics, then the LPs "
-                   "as time allows), or a budget of at least %llu bytes "
-                   "(%.1f MiB), where a schedule was found",
+                   "as time allows), %s",
                    sv == MP_REMAT_ILP ? "MILP" : "LP", (unsigned)cm->n_cols,
                    (unsigned)cm->n_rows, (unsigned long long)ro->budget,
                    ro->budget / mib, lim, mp_solve_status_name(cm->status),
                    (unsigned long long)best, best / mib,
-                   (unsigned long long)bound, bound / mib, cost,
-                   (unsigned long long)best, best / mib);
+                   (unsigned long long)bound, bound / mib, cost, next);
 }
 
 /* No schedule: TIMEOUT when the model asked for gave nothing in the time
