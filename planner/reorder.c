@@ -52,7 +52,7 @@ mp_status mp_plan_create_ordered(mp_graph *g, const uint32_t *order,
     double t0 = mp__now_seconds();
     double dl = mp__deadline_begin(g->ctx, opt->time_limit);
     mp__progress_mark pm;
-    mp__progress_begin(g->ctx, &pm, "plan: the given order");
+    mp__progress_begin(g->ctx, &pm, "plan in the given order");
     mp_step *steps = NULL;
     uint32_t n = 0;
     st = mp__schedule_from_order(g, order, &steps, &n);
@@ -97,6 +97,7 @@ static mp_status plan_create_reordered(mp_graph *g,
     mp__progress_phase(ctx, "plan: operator order search");
     if (!st)
         st = mp_order_solve(g, &os, order, NULL, NULL);
+    mp__progress_phase(ctx, "plan: reordered");
     if (!st)
         st = mp_plan_create_ordered(g, order, &o, &re);
     mp__dealloc(ctx, order);
