@@ -827,7 +827,8 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
     if (!ctx)
         return MP_ERR_INVALID_ARG;
     mp__progress_mark pm;
-    mp__progress_begin(ctx, &pm, "offsets: greedy placements");
+    mp__progress_begin(ctx, &pm, "offsets");
+    mp__progress_phase(ctx, "offsets: greedy placements");
     mp_status st = offsets_solve(ctx, bufs, n, opt, res);
     if (res && res->arena_bytes)
         mp__progress_set(ctx, res->arena_bytes, res->proven_lb_bytes);
