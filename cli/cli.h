@@ -12,7 +12,7 @@
  * an option that would do nothing (the rules of cli/options.c) all read
  * that table. The files, bottom up (none calls a file above it):
  * report.c, values.c, options.c, option_set.c, paths.c, help.c, args.c,
- * model.c, offload_opts.c, train_opts.c; then each command, cmd_NAME.c,
+ * model.c, offload_opts.c, train_opts.c, progress.c; then each command, cmd_NAME.c,
  * and main.c. */
 #ifndef MEMPLAN_CLI_H
 #define MEMPLAN_CLI_H
@@ -103,7 +103,7 @@ enum {
     CLI_O_ALIGN, CLI_O_METHOD, CLI_O_SEED, CLI_O_TIME_LIMIT, CLI_O_CAPACITY,
     CLI_O_NO_INPLACE, CLI_O_FUSE, CLI_O_REORDER, CLI_O_ATTENTION,
     /* output */
-    CLI_O_OUTPUT, CLI_O_JSON,
+    CLI_O_OUTPUT, CLI_O_JSON, CLI_O_PROGRESS, CLI_O_QUIET,
     /* report */
     CLI_O_DOT, CLI_O_COLLAPSE, CLI_O_HTML, CLI_O_TRACE, CLI_O_KV_CONTEXT,
     CLI_O_NO_LINTS,
@@ -238,6 +238,7 @@ typedef struct cli_args {
     uint64_t att_bytes, att_naive_peak, att_fused_peak;
     const char *output;
     int json;
+    int progress, quiet;           /* --progress, --quiet (cli/progress.c) */
     /* report */
     const char *dot, *html, *trace;
     mp_dot_options dopt;
@@ -393,6 +394,14 @@ int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
 /* The "offload" member of --json (when it was done). */
 void cli_offload_json(const cli_offload_args *o, mp__jw *w);
 void cli_offload_summary(const cli_offload_args *o);
+
+/* ---- progress (cli/progress.c) ---------------------------------------------
+ * The progress of the library's long runs on stderr: installed on ctx
+ * when stderr is a terminal (one line rewritten in place, shown once a
+ * run has taken a second, ended with its final figures) or with
+ * --progress (every report on a line of its own, and each run's final
+ * one even when it was quick); never with --quiet. */
+void cli_progress_install(mp_ctx *ctx, const cli_args *a);
 
 /* ---- output ------------------------------------------------------------------ */
 /* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */

@@ -58,6 +58,7 @@ int cli_cmd_offload_policy(cli_args *a)
     mp_ctx *ctx = cli_ctx_create();
     if (!ctx)
         return CLI_EXIT_INTERNAL;
+    cli_progress_install(ctx, a);
     mp_llm_config m;
     mp_flexgen_hw hw;
     mp_flexgen_policy p;

@@ -69,6 +69,7 @@ int cli_cmd_offsets(cli_args *a)
     mp_ctx *ctx = cli_ctx_create();
     if (!ctx)
         return CLI_EXIT_INTERNAL;
+    cli_progress_install(ctx, a);
     mp_buffer *bufs = NULL;
     int64_t *ids = NULL;
     size_t n = 0;

@@ -331,6 +331,7 @@ int cli_cmd_plan(cli_args *a)
     mp_ctx *ctx = cli_ctx_create();
     if (!ctx)
         return CLI_EXIT_INTERNAL;
+    cli_progress_install(ctx, a);
     mp_graph *g = NULL;
     mp_plan *plan = NULL;
     mp_lints *lints = NULL;

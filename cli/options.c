@@ -24,6 +24,8 @@
 #define C_MODEL (C_PLAN | C_VERIFY | C_SHAPES | C_CONVERT | C_VALIDATE)
 /* the commands that plan a model */
 #define C_PLANS (C_PLAN | C_VALIDATE)
+/* the commands that report progress (cli/progress.c) */
+#define C_PROGRESS (C_PLAN | C_OFFSETS | C_POLICY)
 
 #define G_INPUT "Model"
 #define G_PLACE "Placement"
@@ -162,6 +164,17 @@ const cli_option cli_options[CLI_O_COUNT_] = {
     [CLI_O_JSON] = {"json", 0, NULL,
         C_PLANS | C_OFFSETS | C_SHAPES | C_POLICY, G_OUT, NULL, NULL,
         "print one JSON object instead of the summary", NULL, NULL, 0},
+    [CLI_O_PROGRESS] = {"progress", 0, NULL, C_PROGRESS, G_OUT, NULL,
+        "when stderr is a terminal",
+        "progress of the long stages on stderr, one line each: the phase, "
+        "the smallest peak found so far, the lower bound and the seconds "
+        "(on a terminal one line rewritten in place, shown after a second "
+        "of work); with --progress every stage ends with a line of its "
+        "final figures, however quick",
+        NULL, NULL, 0},
+    [CLI_O_QUIET] = {"quiet", 'q', NULL, C_PROGRESS, G_OUT, NULL, NULL,
+        "nothing on stderr but errors: no progress, even on a terminal",
+        NULL, NULL, 0},
 
     [CLI_O_DOT] = {"dot", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
         "write the graph as Graphviz DOT (render with dot -Tsvg); needs a "
@@ -396,6 +409,8 @@ const cli_rule cli_rules[] = {
      "the device's cost model times the offload plan's transfers"},
     {C_PLAN, CLI_O_COLLAPSE, CLI_O_DOT, 1,
      "it groups the nodes of the DOT graph"},
+    {C_PROGRESS, CLI_O_PROGRESS, CLI_O_QUIET, 0,
+     "--quiet prints no progress"},
     {C_PLAN, CLI_O_KV_CONTEXT, CLI_O_NO_LINTS, 0,
      "it sizes the KV-cache lint, and --no-lints skips the lints"},
     {C_VALIDATE, CLI_O_ALIGN, CLI_O_PLAN, 0, READ_PLAN},

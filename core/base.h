@@ -21,6 +21,7 @@
 
 /* ---- context ------------------------------------------------------------ */
 #define MP__MSG_MAX 1024
+#define MP__PHASE_MAX 192
 
 struct mp_ctx {
     mp_allocator alloc;
@@ -31,6 +32,18 @@ struct mp_ctx {
      * clamps its own limit to what is left (mp__time_slice), so that one
      * limit bounds the whole run, whatever the number of stages. */
     double deadline;
+    /* progress reports (mp_ctx_set_progress; core/progress.c) */
+    struct mp__progress {
+        mp_progress_fn fn;
+        void *user;
+        double interval;
+        int depth;              /* runs begun and not ended */
+        double t0, last;        /* the outermost run's start, last report */
+        char phase[MP__PHASE_MAX];
+        char run[MP__PHASE_MAX]; /* the outermost run's name (final) */
+        size_t base;            /* the current run's name starts there */
+        uint64_t best, bound;
+    } progress;
 };
 
 /* Starts a deadline limit seconds from now when limit > 0 and none runs
@@ -46,6 +59,34 @@ void mp__deadline_end(mp_ctx *ctx, double saved);
 double mp__time_slice(const mp_ctx *ctx, double limit);
 /* True when ctx's deadline has passed. */
 bool mp__deadline_passed(const mp_ctx *ctx);
+
+/* ---- progress (core/progress.c) ---------------------------------------------
+ * A run (a public entry point that may take over a second) reports
+ * through these; mp__progress_begin/end nest as the deadline does: the
+ * outermost run's clock counts, an inner run names its own phase and its
+ * own figures until it ends (then the outer one's come back), and the
+ * outermost end sends the final report, under that run's name. The reports are rate-limited
+ * (mp_ctx_set_progress); each call costs a clock read when a callback is
+ * set and nothing otherwise. */
+typedef struct mp__progress_mark {
+    char phase[MP__PHASE_MAX];
+    size_t base;
+    uint64_t best, bound;
+} mp__progress_mark;
+/* Begins a run named by the printf format; an inner run's name follows
+ * the outer phase ("max batch: batch 96 / recompute: stage LP"). */
+void mp__progress_begin(mp_ctx *ctx, mp__progress_mark *saved,
+                        const char *fmt, ...) MP__PRINTF(3, 4);
+/* Ends it: the outermost sends the final report. */
+void mp__progress_end(mp_ctx *ctx, const mp__progress_mark *saved);
+/* Renames the current run's phase (the outer runs' names stay before
+ * it, the figures stay) and reports when due. */
+void mp__progress_phase(mp_ctx *ctx, const char *fmt, ...) MP__PRINTF(2, 3);
+/* Records the best peak and the bound (0 leaves one as it is) and reports
+ * when due. */
+void mp__progress_set(mp_ctx *ctx, uint64_t best, uint64_t bound);
+/* Reports when due. */
+void mp__progress_tick(mp_ctx *ctx);
 
 /* Records status and message in ctx; returns status. */
 mp_status mp__err(mp_ctx *ctx, mp_status st, const char *fmt, ...)

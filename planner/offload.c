@@ -48,6 +48,7 @@ typedef struct {
     double t0;           /* when solving started */
     uint64_t pers;       /* persistent bytes */
     uint64_t target;     /* live arena peak allowed: budget - persistent */
+    uint64_t min_offered; /* the smallest live peak offered (progress) */
     double *ndur;        /* per node: seconds on dev */
     mp_step *steps;      /* the default schedule */
     uint32_t nsteps;
@@ -87,6 +88,10 @@ static mp_status offer(run_t *r, mp_step *st, uint32_t n, mp_plan *plan,
         *pk_out = peak;
     if (t_out)
         *t_out = -1;
+    if (!e && peak && (!r->min_offered || peak < r->min_offered)) {
+        r->min_offered = peak;
+        mp__progress_set(ctx, peak + r->pers, 0);
+    }
     if (e || peak > r->target) {
         mp__dealloc(ctx, st);
         mp_plan_destroy(plan);
@@ -374,6 +379,7 @@ static mp_status search(run_t *r, uint64_t *min_peak)
     int joint_ilp = o->ilp || mp__offload_num_candidates(x) <= ilp_max;
     double t_off = -1, t_joint = -1;
     /* 1. offload only on the default schedule */
+    mp__progress_phase(r->ctx, "offload: offload only");
     if ((st = search_base(r, x, 0, o->ilp ? 2 : 0, "greedy", "ilp",
                           "ilp(greedy)", &t_off)))
         goto out;
@@ -383,6 +389,7 @@ static mp_status search(run_t *r, uint64_t *min_peak)
     if (!o->recompute)
         goto out;
     /* 2. joint candidates on the default schedule */
+    mp__progress_phase(r->ctx, "offload: joint offload and recompute");
     if ((st = search_base(r, x, 1, o->ilp ? 2 : joint_ilp, "joint-greedy",
                           "joint-ilp", "joint-ilp(greedy)", &t_joint)))
         goto out;
@@ -392,6 +399,7 @@ static mp_status search(run_t *r, uint64_t *min_peak)
      * (while the deadline, if any, allows) */
     if (mp__deadline_passed(r->ctx) && r->B.have)
         goto out;
+    mp__progress_phase(r->ctx, "offload: recompute, then offload");
     if (!(st = search_recompute_only(r)))
         st = search_recompute_then_offload(r);
 out:
@@ -512,6 +520,8 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
     /* po_in->time_limit bounds the whole search (every stage takes what
      * is left of it) */
     double dl = mp__deadline_begin(g->ctx, po_in ? po_in->time_limit : 0);
+    mp__progress_mark pm;
+    mp__progress_begin(g->ctx, &pm, "offload");
     mp_status st = prepare(&r, oo, po_in);
     if (!st)
         st = plan_without_offload(&r, out);
@@ -524,6 +534,8 @@ mp_status mp_offload_plan(mp_graph *g, const mp_offload_options *oo,
         goto out;
     st = r.B.have ? finish(&r, out) : infeasible(&r, min_peak);
 out:
+    mp__plan_progress(*out);
+    mp__progress_end(g->ctx, &pm);
     mp__deadline_end(g->ctx, dl);
     best_clear(r.ctx, &r.B);
     mp__dealloc(r.ctx, r.steps);

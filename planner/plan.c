@@ -132,3 +132,14 @@ mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
         return MP_OK;
     return plan_place(p, opt, MP_OFFSETS_EXACT, capacity, 1);
 }
+
+void mp__plan_progress(const mp_plan *p)
+{
+    if (!p)
+        return;
+    /* a bound the run proved (recompute's stage bound) stays */
+    uint64_t bound = p->ctx->progress.bound
+                         ? 0
+                         : p->fig.lower_bound_bytes + p->fig.persistent_bytes;
+    mp__progress_set(p->ctx, p->fig.peak_bytes, bound);
+}

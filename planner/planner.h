@@ -22,5 +22,9 @@ mp_status mp__plan_from_schedule(mp_graph *g, mp_step *steps, uint32_t n_steps,
  * live bytes (recompute, offload). */
 mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
                         uint64_t capacity);
+/* Reports plan p's peak as the progress figure of the running plan
+ * (core/base.h), and its lower bound (live arena + persistent bytes) when
+ * the run has proven none; nothing for NULL. */
+void mp__plan_progress(const mp_plan *p);
 
 #endif /* MP__PLANNER_H */

@@ -451,6 +451,7 @@ static mp_status plan_once(mp_graph *g, const mp_remat_options *ro,
     res->seconds = mp__now_seconds() - t0;
     if (ctx->deadline != 0)
         ps.time_limit = mp__time_slice(ctx, 0) / 2;
+    mp__progress_phase(ctx, "recompute: placement");
     if (!st)
         st = plan_best(g, &ps, t0, &p, &sol, out, res);
     mp__dealloc(ctx, sol.best.steps);
@@ -565,7 +566,12 @@ mp_status mp_remat_plan(mp_graph *g, const mp_remat_options *ro,
     if (!g)
         return MP_ERR_INVALID_ARG;
     double dl = mp__deadline_begin(g->ctx, po ? po->time_limit : 0);
+    mp__progress_mark pm;
+    mp__progress_begin(g->ctx, &pm, "recompute");
     mp_status st = remat_plan(g, ro, po, out, res);
+    if (out && *out)
+        mp__plan_progress(*out);
+    mp__progress_end(g->ctx, &pm);
     mp__deadline_end(g->ctx, dl);
     return st;
 }
@@ -670,29 +676,49 @@ mp_status mp_remat_max_batch(const mp_graph *g, uint64_t graph_batch,
     /* po->time_limit bounds the whole bisection: past it, the largest
      * batch found so far */
     double dl = mp__deadline_begin(ctx, po ? po->time_limit : 0);
+    mp__progress_mark pm;
+    mp__progress_begin(ctx, &pm, "max batch");
+    mp_status st = MP_OK;
     while (lo + 1 < hi && !(lo && mp__deadline_passed(ctx))) {
         uint64_t mid = lo + (hi - lo) / 2;
+        if (hi > max_batch)
+            mp__progress_phase(ctx, "max batch: batch %llu (%llu fits)",
+                               (unsigned long long)mid,
+                               (unsigned long long)lo);
+        else
+            mp__progress_phase(ctx,
+                               "max batch: batch %llu (%llu fits, %llu "
+                               "does not)",
+                               (unsigned long long)mid,
+                               (unsigned long long)lo,
+                               (unsigned long long)hi);
         mp_graph *s = NULL;
-        mp_status st = scaled_graph(g, mid, graph_batch, &s);
-        if (st)
-            return st;
+        st = scaled_graph(g, mid, graph_batch, &s);
+        bool scaled = st == MP_OK;
         mp_remat_result r;
         mp_plan *p = NULL;
-        st = mp_remat_plan(s, ro, po, &p, &r);
+        if (scaled)
+            st = mp_remat_plan(s, ro, po, &p, &r);
         mp_plan_destroy(p);
         mp_graph_destroy(s);
-        if (st == MP_OK) {
+        if (!scaled) {
+            break;
+        } else if (st == MP_OK) {
             lo = mid;
             *res = r;
+            mp__progress_set(ctx, r.peak_bytes, 0);
         } else if (st == MP_ERR_INFEASIBLE || st == MP_ERR_OVERFLOW) {
             mp_ctx_clear(ctx);
             hi = mid;
         } else {
-            mp__deadline_end(ctx, dl);
-            return st;
+            break;
         }
+        st = MP_OK;
     }
+    mp__progress_end(ctx, &pm);
     mp__deadline_end(ctx, dl);
+    if (st)
+        return st;
     *best = lo;
     if (!lo)
         return mp__err(ctx, MP_ERR_INFEASIBLE,

@@ -51,11 +51,15 @@ mp_status mp_plan_create_ordered(mp_graph *g, const uint32_t *order,
         return st;
     double t0 = mp__now_seconds();
     double dl = mp__deadline_begin(g->ctx, opt->time_limit);
+    mp__progress_mark pm;
+    mp__progress_begin(g->ctx, &pm, "plan in the given order");
     mp_step *steps = NULL;
     uint32_t n = 0;
     st = mp__schedule_from_order(g, order, &steps, &n);
     if (!st)
         st = mp__plan_from_schedule(g, steps, n, opt, t0, out);
+    mp__plan_progress(*out);
+    mp__progress_end(g->ctx, &pm);
     mp__deadline_end(g->ctx, dl);
     return st;
 }
@@ -89,8 +93,11 @@ static mp_status plan_create_reordered(mp_graph *g,
         st = mp__plan_from_schedule(g, steps, n, &ob, t0, &base);
     if (!st && ctx->deadline != 0)
         os.time_limit = mp__time_slice(ctx, 0) / 2;
+    mp__plan_progress(base);
+    mp__progress_phase(ctx, "plan: operator order search");
     if (!st)
         st = mp_order_solve(g, &os, order, NULL, NULL);
+    mp__progress_phase(ctx, "plan: reordered");
     if (!st)
         st = mp_plan_create_ordered(g, order, &o, &re);
     mp__dealloc(ctx, order);
@@ -125,6 +132,8 @@ mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
     /* opt->time_limit bounds the whole plan (every stage takes what is
      * left of it: mp__time_slice) */
     double dl = mp__deadline_begin(g->ctx, opt->time_limit);
+    mp__progress_mark pm;
+    mp__progress_begin(g->ctx, &pm, "plan");
     if (opt->reorder) {
         st = plan_create_reordered(g, opt, out);
     } else {
@@ -135,6 +144,8 @@ mp_status mp_plan_create(mp_graph *g, const mp_plan_options *opt,
         if (!st)
             st = mp__plan_from_schedule(g, steps, n_steps, opt, t0, out);
     }
+    mp__plan_progress(*out);
+    mp__progress_end(g->ctx, &pm);
     mp__deadline_end(g->ctx, dl);
     return st;
 }

@@ -442,6 +442,9 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
         (st = mp__lp_solve(lp, &lo, &res)))
         goto out;
     pol->lps_solved++;
+    mp__progress_phase(ctx, "offload-policy: GPU batch %u x %u batches "
+                       "(%u LPs)", (unsigned)gbs, (unsigned)nb,
+                       (unsigned)pol->lps_solved);
     *feasible = res.status == MP_SOLVE_OPTIMAL && res.has_solution;
     if (*feasible)
         fill_policy(k, &me, mp__lp_values(lp), gbs, nb, tu, pol);
@@ -450,13 +453,11 @@ out:
     return st;
 }
 
-mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
-                            const mp_flexgen_hw *hw,
-                            const mp_flexgen_options *opt,
-                            mp_flexgen_policy *out)
+static mp_status flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
+                                const mp_flexgen_hw *hw,
+                                const mp_flexgen_options *opt,
+                                mp_flexgen_policy *out)
 {
-    if (!ctx || !m || !hw || !out)
-        return MP_ERR_INVALID_ARG;
     mp_flexgen_options o;
     if (opt)
         o = *opt;
@@ -556,4 +557,18 @@ mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
     best.lps_solved = lps;
     *out = best;
     return MP_OK;
+}
+
+mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
+                            const mp_flexgen_hw *hw,
+                            const mp_flexgen_options *opt,
+                            mp_flexgen_policy *out)
+{
+    if (!ctx || !m || !hw || !out)
+        return MP_ERR_INVALID_ARG;
+    mp__progress_mark pm;
+    mp__progress_begin(ctx, &pm, "offload-policy");
+    mp_status st = flexgen_search(ctx, m, hw, opt, out);
+    mp__progress_end(ctx, &pm);
+    return st;
 }

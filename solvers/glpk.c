@@ -373,6 +373,10 @@ typedef struct guard {
     double deadline, warm_obj;
     int warm_ok;
     double *ydual; /* nrows row duals (LP only) */
+    /* the context has a progress callback: the simplex writes its display
+     * lines to on_term every half second, which reports progress (the
+     * algorithm is the same either way) */
+    int display;
 } guard;
 
 static void on_error(void *info)
@@ -381,9 +385,21 @@ static void on_error(void *info)
     longjmp(g->jb, 1);
 }
 
+/* A line of GLPK's normal display, not an error: errors start with the
+ * routine ("glp_simplex: ..."), "Error" or "Assertion". */
+static int display_line(const char *s)
+{
+    return strncmp(s, "glp", 3) != 0 && strncmp(s, "Error", 5) != 0 &&
+           strncmp(s, "Assertion", 9) != 0;
+}
+
 static int on_term(void *info, const char *s)
 {
     guard *g = info;
+    if (g->display && display_line(s)) {
+        mp__progress_tick(g->job->ctx);
+        return 1; /* suppressed, not kept */
+    }
     size_t n = strlen(s);
     if (n >= TERM_MAX)
         s += n - (TERM_MAX - 1), n = TERM_MAX - 1;
@@ -413,6 +429,7 @@ static void on_tree(glp_tree *T, void *info)
         g->warm_tried = 1;
         g->warm_accepted = glp_ios_heur_sol(T, g->warm1) == 0;
     }
+    mp__progress_tick(g->job->ctx);
     if (g->opt->node_limit && glp_ios_reason(T) == GLP_ISELECT) {
         int total = 0;
         glp_ios_tree_size(T, NULL, NULL, &total);
@@ -500,7 +517,8 @@ static int run_simplex(guard *g, glp_prob *P)
     const mp__lp_options *opt = g->opt;
     glp_smcp sp;
     glp_init_smcp(&sp);
-    sp.msg_lev = GLP_MSG_OFF;
+    sp.msg_lev = g->display ? GLP_MSG_ON : GLP_MSG_OFF;
+    sp.out_frq = 500;
     sp.presolve = GLP_OFF;
     sp.tm_lim = ms_left(g->deadline);
     if (opt->iteration_limit)
@@ -665,7 +683,7 @@ static void run_glpk(guard *g)
  * g (never modified here) is used after setjmp returns. */
 static int guarded_run(guard *g)
 {
-    glp_term_out(GLP_OFF);
+    glp_term_out(g->display ? GLP_ON : GLP_OFF);
     glp_term_hook(on_term, g);
     glp_error_hook(on_error, g);
     if (setjmp(g->jb) != 0)
@@ -752,6 +770,7 @@ mp_status mp__lp_solve(mp__lp *lp, const mp__lp_options *opt, mp__lp_result *res
     g->warm_obj = warm_obj;
     g->warm_ok = warm_ok;
     g->ydual = ydual;
+    g->display = lp->ctx->progress.fn != NULL;
     int failed = guarded_run(g);
     /* both ways: release every GLPK object (after an error GLPK's state is
      * undefined and glp_free_env is the only way out) */

@@ -582,3 +582,40 @@ mp_graph *mp_test_mm_relu(mp_ctx *ctx, int64_t rows, int64_t k)
     CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
     return g;
 }
+
+/* A forward chain f0..f(n-1) of 1000-byte tensors and its backward chain
+ * b(n-1)..b0 where b_i reads f_i and b_(i+1) (Checkmate's shape). Costs:
+ * node i costs i+1 seconds. */
+mp_graph *mp_test_fwd_bwd(mp_ctx *ctx, int n)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    uint32_t f[64], b[64];
+    char nm[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(nm, sizeof nm, "f%d", i);
+        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
+                            MP_KIND_ACTIVATION};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &f[i]) == MP_OK);
+        mp_node_desc nd = {nm, "F", NULL, i ? &f[i - 1] : NULL,
+                           i ? 1u : 0u, &f[i], 1, MP_PHASE_FORWARD};
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
+        mp_graph_set_node_cost(g, id, -1, -1, (double)(i + 1));
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        snprintf(nm, sizeof nm, "b%d", i);
+        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
+                            MP_KIND_GRADIENT};
+        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &b[i]) == MP_OK);
+        uint32_t in[2] = {f[i], i == n - 1 ? f[i] : b[i + 1]};
+        mp_node_desc nd = {nm, "B", NULL, in, i == n - 1 ? 1u : 2u, &b[i], 1,
+                           MP_PHASE_BACKWARD};
+        uint32_t id;
+        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
+        mp_graph_set_node_cost(g, id, -1, -1, 1.0);
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, b[0]), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    return g;
+}

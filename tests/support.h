@@ -93,6 +93,10 @@ void mp_test_assert_shape(const mp_graph *g, const char *name, int rank,
  * half), y = MatMul(u, W2); activations [32, 256] (32 KiB). Backward
  * reads h, d (Erf's derivative), a (the Mul's other operand) and u. */
 mp_graph *mp_test_gelu_train(mp_ctx *ctx);
+/* A forward chain f0..f(n-1) (n <= 64) of 1000-byte tensors and its
+ * backward chain b(n-1)..b0 where b_i reads f_i and b_(i+1) (Checkmate's
+ * shape), b0 the output; node f_i costs i+1 seconds, a backward node 1. */
+mp_graph *mp_test_fwd_bwd(mp_ctx *ctx, int n);
 /* Plans g with the default options and asserts that mp_verify_plan
  * accepts the plan. */
 void mp_test_plan_verify(mp_graph *g);

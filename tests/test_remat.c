@@ -12,43 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A forward chain f0..f(n-1) of 1000-byte tensors and its backward chain
- * b(n-1)..b0 where b_i reads f_i and b_(i+1) (Checkmate's shape). Costs:
- * node i costs i+1 seconds. */
-static mp_graph *fwd_bwd(mp_ctx *ctx, int n)
-{
-    mp_graph *g = NULL;
-    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
-    uint32_t f[64], b[64];
-    char nm[32];
-    for (int i = 0; i < n; i++) {
-        snprintf(nm, sizeof nm, "f%d", i);
-        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
-                            MP_KIND_ACTIVATION};
-        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &f[i]) == MP_OK);
-        mp_node_desc nd = {nm, "F", NULL, i ? &f[i - 1] : NULL,
-                           i ? 1u : 0u, &f[i], 1, MP_PHASE_FORWARD};
-        uint32_t id;
-        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
-        mp_graph_set_node_cost(g, id, -1, -1, (double)(i + 1));
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        snprintf(nm, sizeof nm, "b%d", i);
-        mp_tensor_desc d = {nm, MP_DTYPE_UNDEFINED, -1, NULL, 1000,
-                            MP_KIND_GRADIENT};
-        CU_ASSERT_FATAL(mp_graph_add_tensor(g, &d, &b[i]) == MP_OK);
-        uint32_t in[2] = {f[i], i == n - 1 ? f[i] : b[i + 1]};
-        mp_node_desc nd = {nm, "B", NULL, in, i == n - 1 ? 1u : 2u, &b[i], 1,
-                           MP_PHASE_BACKWARD};
-        uint32_t id;
-        CU_ASSERT_FATAL(mp_graph_add_node(g, &nd, &id) == MP_OK);
-        mp_graph_set_node_cost(g, id, -1, -1, 1.0);
-    }
-    CU_ASSERT_EQUAL(mp_graph_mark_output(g, b[0]), MP_OK);
-    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
-    return g;
-}
-
 static void test_names(void)
 {
     mp_remat_solver s;
@@ -68,7 +31,7 @@ static void test_names(void)
 static void test_baseline_matches_default(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 16);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 16);
     mp_plan *d = NULL, *p = NULL;
     CU_ASSERT_FATAL(mp_plan_create(g, NULL, &d) == MP_OK);
     mp_remat_result r;
@@ -88,7 +51,7 @@ static void test_baseline_matches_default(void)
 static void test_every_solver(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 16);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 16);
     mp_remat_result r;
     mp_plan *p = NULL;
     CU_ASSERT_FATAL(mp_remat_plan(g, NULL, NULL, &p, &r) == MP_OK);
@@ -131,7 +94,7 @@ static void test_every_solver(void)
 static void test_infeasible(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 8);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 8);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     /* b_i reads f_i and b_(i+1) and writes b_i, with b_0 kept: no schedule
@@ -161,7 +124,7 @@ static void test_infeasible(void)
 static void test_cost_cap(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 16);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 16);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result r;
@@ -195,7 +158,7 @@ static void test_lp_bound(void)
         return;
     }
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 10);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 10);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result r;
@@ -227,7 +190,7 @@ static void test_lp_bound(void)
     mp_ctx_destroy(ctx);
 }
 
-/* The stage-boundary LP bound, by hand: fwd_bwd(4) (units f0..f3 cost
+/* The stage-boundary LP bound, by hand: mp_test_fwd_bwd(4) (units f0..f3 cost
  * 1..4, each b_i reads f_i and b_(i+1)) peaks at 5 units (b3: f0..f3 and
  * b3). At 4 units, stage b3 holds f3 and b3, so one of f0, f1, f2 (all
  * read later) must go: the cheapest, f0, costs 1 to recompute, needs no
@@ -241,7 +204,7 @@ static void test_stage_bound(void)
         return;
     }
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 4);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 4);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result r;
@@ -287,7 +250,7 @@ static void test_milp_warm_start(void)
         return;
     }
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 4);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 4);
     mp__remat_prob p;
     CU_ASSERT_FATAL(mp__remat_prob_build(g, 1, &p) == MP_OK);
     uint32_t drop[8];
@@ -321,7 +284,7 @@ static void test_milp_warm_start(void)
 static void test_max_batch(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *g = fwd_bwd(ctx, 12);
+    mp_graph *g = mp_test_fwd_bwd(ctx, 12);
     mp_remat_options ro;
     mp_remat_options_init(&ro);
     mp_remat_result r;

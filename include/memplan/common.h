@@ -125,6 +125,39 @@ MP_API void mp_ctx_clear(mp_ctx *ctx);
  * accepted. Example: mp_free(ctx, text); */
 MP_API void mp_free(mp_ctx *ctx, void *p);
 
+/* ---- progress ------------------------------------------------------------ */
+/* One report of a long run (mp_ctx_set_progress): what it is doing and
+ * the best it has. */
+typedef struct mp_progress {
+    /* the run and its stage, e.g. "recompute: Checkmate MILP",
+     * "offsets: exact search", "max batch: trying 96"; never NULL */
+    const char *phase;
+    /* the smallest peak (bytes) found so far: arena + persistent bytes
+     * for a plan of a graph, the arena for a placement (mp_offsets_solve
+     * and a plan's placement stage); 0: none yet */
+    uint64_t best_bytes;
+    /* a lower bound on that peak proven so far; 0: none */
+    uint64_t bound_bytes;
+    double seconds;       /* since the run began */
+    int final;            /* 1: the run's last report (its end) */
+} mp_progress;
+/* Receives the reports; user is the pointer given to mp_ctx_set_progress.
+ * It runs inside the library call: it must not use the context. */
+typedef void (*mp_progress_fn)(void *user, const mp_progress *p);
+/* Default seconds of work before the first report (mp_ctx_set_progress). */
+#define MP_PROGRESS_INTERVAL 1.0
+/* Asks the long runs made in ctx (mp_plan_create and the other planners,
+ * mp_remat_plan, mp_remat_max_batch, mp_offload_plan, mp_offsets_solve,
+ * mp_flexgen_search) to report their progress to fn: a first report once
+ * a run has worked `interval` seconds, then at most one every half of
+ * it, and always a last one (final = 1) when the run ends, short or not.
+ * interval < 0: MP_PROGRESS_INTERVAL; 0: every report (tests). fn NULL:
+ * no reports (the default). The library itself never prints. NULL ctx is
+ * accepted (nothing happens).
+ * Example: mp_ctx_set_progress(ctx, show, stderr, -1); */
+MP_API void mp_ctx_set_progress(mp_ctx *ctx, mp_progress_fn fn, void *user,
+                                double interval);
+
 /* ---- data types, kinds, phases ------------------------------------------ */
 /* Numbered as ONNX's TensorProto.DataType. */
 typedef enum mp_dtype {

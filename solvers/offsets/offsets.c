@@ -453,6 +453,7 @@ static mp_status run_cand(solver *s, int ci, double deadline)
         memcpy(s->best_off, s->off, (size_t)s->p.n * sizeof *s->off);
         memcpy(s->best_order, s->order, (size_t)s->p.n * sizeof *s->order);
     }
+    mp__progress_set(s->p.ctx, s->best_arena, s->p.lb);
     return MP_OK;
 }
 
@@ -522,8 +523,12 @@ static mp_status improve(solver *s, uint64_t seed, uint64_t target,
     uint32_t cur_top = count_top(p, w->off, cur);
     uint64_t rng = seed ^ 0x6A09E667F3BCC909ull;
     for (uint64_t it = 0; it < iters; it++) {
-        if ((it & clock_mask) == clock_mask && mp__now_seconds() > deadline)
-            break;
+        if ((it & clock_mask) == clock_mask) {
+            if (mp__now_seconds() > deadline)
+                break;
+            mp__progress_set(ctx, cur < s->best_arena ? cur : s->best_arena,
+                             0);
+        }
         uint32_t i, j, kind = rng_below(&rng, 3);
         if (kind == 0) {
             /* move a buffer that reaches the top earlier in the order */
@@ -667,6 +672,7 @@ static mp_status run_auto(solver *s, const mp_offsets_options *opt,
     if (opt->method == MP_OFFSETS_AUTO && opt->capacity &&
         s->best_arena > target) {
         uint64_t heur = s->best_arena;
+        mp__progress_phase(p->ctx, "offsets: exact search");
         st = mp__ofs_exact_stage(p, opt, t0, s->best_off, &s->best_arena,
                                 res, ran_exact);
         if (st != MP_OK)
@@ -676,8 +682,10 @@ static mp_status run_auto(solver *s, const mp_offsets_options *opt,
     }
     int improved = 0;
     /* the exact tier starts from the greedy packings */
-    if (opt->method != MP_OFFSETS_EXACT)
+    if (opt->method != MP_OFFSETS_EXACT) {
+        mp__progress_phase(p->ctx, "offsets: local search");
         st = improve(s, opt->seed, target, deadline, &improved);
+    }
     if (st != MP_OK)
         return st;
     int repaired = 0;
@@ -695,12 +703,10 @@ static mp_status run_auto(solver *s, const mp_offsets_options *opt,
     return MP_OK;
 }
 
-mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
-                           const mp_offsets_options *opt,
-                           mp_offsets_result *res)
+static mp_status offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
+                               const mp_offsets_options *opt,
+                               mp_offsets_result *res)
 {
-    if (!ctx)
-        return MP_ERR_INVALID_ARG;
     mp_offsets_options dflt;
     if (!opt) {
         mp_offsets_options_init(&dflt);
@@ -774,6 +780,7 @@ mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
          * the packing is above the lower bound or the capacity */
         uint64_t heur = s.best_arena;
         int ran = 0;
+        mp__progress_phase(ctx, "offsets: exact search");
         st = mp__ofs_exact_stage(p, opt, t0, s.best_off, &s.best_arena, res,
                                 &ran);
         if (st != MP_OK)
@@ -810,5 +817,21 @@ out:
     if (st == MP_ERR_NOMEM && mp_ctx_status(ctx) != MP_ERR_NOMEM)
         mp__err(ctx, st, "offsets: out of memory");
     solver_free(&s);
+    return st;
+}
+
+mp_status mp_offsets_solve(mp_ctx *ctx, mp_buffer *bufs, size_t n,
+                           const mp_offsets_options *opt,
+                           mp_offsets_result *res)
+{
+    if (!ctx)
+        return MP_ERR_INVALID_ARG;
+    mp__progress_mark pm;
+    mp__progress_begin(ctx, &pm, "offsets");
+    mp__progress_phase(ctx, "offsets: greedy placements");
+    mp_status st = offsets_solve(ctx, bufs, n, opt, res);
+    if (res && res->arena_bytes)
+        mp__progress_set(ctx, res->arena_bytes, res->proven_lb_bytes);
+    mp__progress_end(ctx, &pm);
     return st;
 }

@@ -732,6 +732,7 @@ static int dfs(ex *E, size_t lst, uint32_t cnt, uint64_t last_o,
             E->timed_out = 1;
             return EX_ABORT;
         }
+        mp__progress_tick(E->ctx);
     }
     if (E->work > E->work_limit)
         return EX_ABORT;

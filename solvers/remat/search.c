@@ -104,6 +104,8 @@ static bool count_replay(search *S, const mp__remat_out *o)
     S->n_sims++;
     if (!o->cut && o->peak < S->min_peak)
         S->min_peak = o->peak;
+    if (S->min_peak != UINT64_MAX)
+        mp__progress_set(S->p->ctx, S->min_peak + S->p->persistent, 0);
     return improves(S, o);
 }
 
@@ -277,27 +279,66 @@ done:
     return st;
 }
 
-/* Checkmate's LP/MILP when sv asks for it (auto: small graphs), then the
+/* The stage-boundary relaxation (checkmate.h) into *sb. */
+static mp_status run_stage_lp(search *S, double time_limit,
+                              mp__remat_cm_result *sb)
+{
+    mp__progress_phase(S->p->ctx, "recompute: stage LP");
+    return mp__remat_stage_lp(S->p, S->cap, time_limit, sb, try_cb, S);
+}
+
+/* The stage LP's bound into cm when it is the larger. */
+static void merge_stage_bound(mp__remat_cm_result *cm,
+                              const mp__remat_cm_result *sb)
+{
+    if (sb->lower_bound > cm->lower_bound) {
+        cm->lower_bound = sb->lower_bound;
+        cm->bound_kind = sb->bound_kind;
+    }
+}
+
+/* Checkmate's LP/MILP when sv asks for it (auto: small graphs), and the
  * stage-boundary relaxation: O(edges) columns, a bound on graphs whose
  * full LP does not finish (and a second one where it does: the larger
- * valid bound is kept in cm). */
+ * valid bound is kept in cm). In auto mode the relaxation comes after
+ * Checkmate's model; when the model is asked for by name it comes first,
+ * a cheap proof that no schedule fits (then the model does not run) and
+ * the model gets the rest of the time. */
 static mp_status run_models(search *S, mp_remat_solver sv, double time_limit,
                             mp__remat_cm_result *cm, bool *run_cm)
 {
     const mp__remat_prob *p = S->p;
     bool aut = sv == MP_REMAT_AUTO;
-    double tl = time_limit > 0 ? time_limit : 60;
+    double tl = time_limit > 0 ? time_limit : 60, t0 = mp__now_seconds();
     mp_status st = MP_OK;
     *run_cm = sv == MP_REMAT_LP || sv == MP_REMAT_ILP;
     if (aut && S->cap != UINT64_MAX && !have_free(S) &&
         p->T <= MP__REMAT_LP_AUTO_MAX)
         *run_cm = true;
+    bool stage = (aut || *run_cm) && S->cap != UINT64_MAX && !have_free(S) &&
+                 mp__glpk_available();
+    mp__remat_cm_result sb;
+    memset(&sb, 0, sizeof sb);
+    sb.lower_bound = -1;
+    if (stage && !aut) {
+        if ((st = run_stage_lp(S, tl / 4, &sb)))
+            return st;
+        if (sb.infeasible) {
+            cm->infeasible = 1;
+            cm->lower_bound = -1;
+            return MP_OK;
+        }
+        stage = false;
+    }
     if (*run_cm) {
         /* in auto mode the LP gets at most half of the time limit (the
          * heuristics are done by then: their schedules stand) */
+        double left = aut ? tl / 2 : tl - (mp__now_seconds() - t0);
+        mp__progress_phase(p->ctx, "recompute: Checkmate %s",
+                           sv == MP_REMAT_ILP ? "MILP" : "LP");
         st = mp__remat_checkmate(p, S->cap, sv == MP_REMAT_ILP,
-                                 aut ? tl / 2 : tl, S->have ? &S->best : NULL,
-                                 cm, try_cb, S);
+                                 left > 1e-3 ? left : 1e-3,
+                                 S->have ? &S->best : NULL, cm, try_cb, S);
         if (st == MP_ERR_UNSUPPORTED && aut) {
             mp_ctx_clear(p->ctx);
             st = MP_OK;
@@ -305,19 +346,64 @@ static mp_status run_models(search *S, mp_remat_solver sv, double time_limit,
     }
     if (st)
         return st;
-    if ((aut || *run_cm) && S->cap != UINT64_MAX && !have_free(S) &&
-        mp__glpk_available()) {
-        mp__remat_cm_result sb;
-        if ((st = mp__remat_stage_lp(p, S->cap, tl / 4, &sb, try_cb, S)))
+    merge_stage_bound(cm, &sb);
+    if (stage && !have_free(S)) {
+        if ((st = run_stage_lp(S, tl / 4, &sb)))
             return st;
-        if (sb.lower_bound > cm->lower_bound) {
-            cm->lower_bound = sb.lower_bound;
-            cm->bound_kind = sb.bound_kind;
-        }
+        merge_stage_bound(cm, &sb);
         if (sb.infeasible && !*run_cm)
             cm->infeasible = 1;
     }
     return MP_OK;
+}
+
+/* The Checkmate model asked for by name gave nothing in its time limit:
+ * TIMEOUT, with the best the search has (the smallest peak any schedule
+ * reached, the bound on the peak) and what to try next. */
+static mp_status timed_out(const search *S, mp_remat_solver sv,
+                           const mp_remat_options *ro,
+                           const mp__remat_cm_result *cm,
+                           mp__remat_solution *sol)
+{
+    const mp__remat_prob *p = S->p;
+    sol->fig.status = MP_SOLVE_TIMEOUT;
+    sol->fig.peak_bytes = sol->fig.min_peak_bytes;
+    uint64_t best = sol->fig.min_peak_bytes, bound = sol->fig.peak_lower_bound;
+    const double mib = 1024.0 * 1024.0;
+    char lim[64] = "its time limit";
+    if (ro->time_limit > 0)
+        snprintf(lim, sizeof lim, "the %.3g s it had", ro->time_limit);
+    /* the way out: a higher budget, or a higher cost cap when a schedule
+     * within the budget recomputes more than it allows */
+    char next[160];
+    if (best > ro->budget)
+        snprintf(next, sizeof next,
+                 "or a budget of at least %llu bytes (%.1f MiB), where a "
+                 "schedule was found", (unsigned long long)best, best / mib);
+    else
+        snprintf(next, sizeof next,
+                 "or a higher --max-extra (a schedule within the budget "
+                 "recomputes more than the cap allows)");
+    char cost[128] = "";
+    if (cm->lower_bound >= 0)
+        snprintf(cost, sizeof cost,
+                 "; a fitting schedule recomputes at least %.6g of cost",
+                 cm->lower_bound);
+    if (!best)
+        best = sol->fig.base_peak_bytes;
+    return mp__err(p->ctx, MP_ERR_TIMEOUT,
+                   "the Checkmate %s (%u columns, %u rows) found no schedule "
+                   "within the budget of %llu bytes (%.1f MiB) in %s (%s). "
+                   "The best so far: the smallest peak any schedule reached "
+                   "is %llu bytes (%.1f MiB), and no schedule in this order "
+                   "can peak below %llu bytes (%.1f MiB)%s. Try a longer "
+                   "--time-limit, --solver auto (heuristics, then the LPs "
+                   "as time allows), %s",
+                   sv == MP_REMAT_ILP ? "MILP" : "LP", (unsigned)cm->n_cols,
+                   (unsigned)cm->n_rows, (unsigned long long)ro->budget,
+                   ro->budget / mib, lim, mp_solve_status_name(cm->status),
+                   (unsigned long long)best, best / mib,
+                   (unsigned long long)bound, bound / mib, cost, next);
 }
 
 /* No schedule: TIMEOUT when the model asked for gave nothing in the time
@@ -329,15 +415,8 @@ static mp_status no_schedule(const search *S, mp_remat_solver sv,
 {
     mp_ctx *ctx = S->p->ctx;
     if (run_cm && sv != MP_REMAT_AUTO && !cm->infeasible &&
-        cm->status != MP_SOLVE_OPTIMAL && cm->status != MP_SOLVE_FEASIBLE) {
-        sol->fig.status = MP_SOLVE_TIMEOUT;
-        return mp__err(ctx, MP_ERR_TIMEOUT,
-                       "the Checkmate %s (%u columns, %u rows) gave no "
-                       "solution in the time limit (%s)",
-                       sv == MP_REMAT_ILP ? "MILP" : "LP",
-                       (unsigned)cm->n_cols, (unsigned)cm->n_rows,
-                       mp_solve_status_name(cm->status));
-    }
+        cm->status != MP_SOLVE_OPTIMAL && cm->status != MP_SOLVE_FEASIBLE)
+        return timed_out(S, sv, ro, cm, sol);
     sol->fig.status = MP_SOLVE_INFEASIBLE;
     sol->fig.peak_bytes = sol->fig.min_peak_bytes;
     if (S->max_extra >= 0)
@@ -413,6 +492,8 @@ mp_status mp__remat_search(const mp__remat_prob *p,
         return st;
     S.lb = lb;
     fig->peak_lower_bound = lb + p->persistent;
+    mp__progress_set(p->ctx, fig->base_peak_bytes, fig->peak_lower_bound);
+    mp__progress_phase(p->ctx, "recompute: heuristics");
     fig->base_cost = p->base_cost;
     mp__remat_cm_result cm;
     memset(&cm, 0, sizeof cm);
