@@ -174,6 +174,25 @@ static void t_json_error_object(void)
     mp_test_json_free(o);
 }
 
+/* examples/mlp.onnx is what memplan's ONNX writer makes of mlp.json */
+static void t_example_onnx_current(void)
+{
+    char cmd[2048];
+    const char *tmp = mp_test_write_temp(".onnx", "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+    snprintf(cmd, sizeof cmd,
+             "'%s' convert '%s/examples/mlp.json' -o '%s' && cmp '%s' "
+             "'%s/examples/mlp.onnx'",
+             MP_CLI_PATH, MP_SOURCE_DIR, tmp, tmp, MP_SOURCE_DIR);
+    int rc = run_both(cmd);
+    if (rc != 0)
+        fprintf(stderr, "\n%s\nexamples/mlp.onnx is out of date: run "
+                "memplan convert examples/mlp.json -o examples/mlp.onnx\n",
+                out);
+    CU_ASSERT_EQUAL(rc, 0);
+    remove(tmp);
+}
+
 void mp_register_docs(void)
 {
     static CU_TestInfo tests[] = {
@@ -182,6 +201,7 @@ void mp_register_docs(void)
         {"docs/json-schema.md matches the outputs", t_json_schema_matches},
         {"the schema check finds differences", t_json_schema_differences_fail},
         {"--json failures print the error object", t_json_error_object},
+        {"examples/mlp.onnx is what convert writes", t_example_onnx_current},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("docs", tests);
