@@ -353,6 +353,11 @@ int cli_is_json(const char *path);
  * --maximize takes it as the batch the graph is at. 0 or an exit code
  * (printed). */
 int cli_load_graph(mp_ctx *ctx, const cli_args *a, mp_graph **g);
+/* cli_load_graph of an ONNX model with every symbolic dim left unbound
+ * set to `placeholder` (mp_onnx_options.unbound_dims; 0: none), nothing
+ * printed: the library's status. */
+mp_status cli_load_graph_placeholder(mp_ctx *ctx, const cli_args *a,
+                                     int64_t placeholder, mp_graph **g);
 
 /* The rewrites of --batch (mp_graph_rebatch_info), copied from the loaded
  * graph before --train replaces it. */

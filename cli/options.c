@@ -466,7 +466,9 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "Loads a graph (ONNX model or JSON graph), infers every shape and "
         "prints one line per tensor: name, dtype, shape ('?' for a dim "
         "memplan could not resolve), bytes and kind; then the number of "
-        "tensors whose shape is not fully known (unknown_shapes).",
+        "tensors whose shape is not fully known (unknown_shapes). Symbolic "
+        "dims left unbound are no error here: the dims and bytes that "
+        "depend on them are '?' (null in --json), with a note naming them.",
         NULL,
         "memplan shapes model.onnx --dim batch=8\n"},
     [CLI_CMD_CONVERT] = {"convert", "MODEL", 1, 1,
