@@ -20,6 +20,26 @@ static int run_both(const char *cmd)
     return mp_test_run(full, out, sizeof out);
 }
 
+/* Runs scripts/SCRIPT --memplan MEMPLAN [DOC] (its --check with check),
+ * output in out; the exit status. */
+static int run_script(const char *script, int check, const char *doc)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "python3 '%s/scripts/%s'%s --memplan '%s'%s%s%s",
+             MP_SOURCE_DIR, script, check ? " --check" : "", MP_CLI_PATH,
+             doc ? " '" : "", doc ? doc : "", doc ? "'" : "");
+    return run_both(cmd);
+}
+
+/* The script passes on the repository's docs (its output shown when not). */
+static void expect_pass(const char *script, int check)
+{
+    int rc = run_script(script, check, NULL);
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", out);
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
 /* A copy of the doc at rel with the first `from` replaced by `to`, in a
  * temporary file (its path, static). */
 static const char *doctored(const char *rel, const char *from, const char *to)
@@ -43,14 +63,7 @@ static const char *doctored(const char *rel, const char *from, const char *to)
 
 static void t_samples_current(void)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "python3 '%s/scripts/gen-samples.py' --check --memplan '%s'",
-             MP_SOURCE_DIR, MP_CLI_PATH);
-    int rc = run_both(cmd);
-    if (rc != 0)
-        fprintf(stderr, "\n%s\n", out);
-    CU_ASSERT_EQUAL(rc, 0);
+    expect_pass("gen-samples.py", 1);
 }
 
 /* A stale sample fails, naming the command that fixes it. */
@@ -58,11 +71,7 @@ static void t_samples_stale_fails(void)
 {
     const char *tmp = doctored("docs/cli.md", "(284 schedule steps)",
                                "(349 schedule steps)");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "python3 '%s/scripts/gen-samples.py' --check --memplan '%s' '%s'",
-             MP_SOURCE_DIR, MP_CLI_PATH, tmp);
-    CU_ASSERT_EQUAL(run_both(cmd), 1);
+    CU_ASSERT_EQUAL(run_script("gen-samples.py", 1, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "-nodes        175 (349 schedule steps)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "+nodes        175 (284 schedule steps)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "run: python3 scripts/gen-samples.py"));
@@ -70,24 +79,14 @@ static void t_samples_stale_fails(void)
     /* an example that exits otherwise than it says fails */
     tmp = doctored("README.md", "--capacity 512KiB   # exit 5",
                    "--capacity 512KiB   # exit 0");
-    snprintf(cmd, sizeof cmd,
-             "python3 '%s/scripts/gen-samples.py' --check --memplan '%s' '%s'",
-             MP_SOURCE_DIR, MP_CLI_PATH, tmp);
-    CU_ASSERT_EQUAL(run_both(cmd), 1);
+    CU_ASSERT_EQUAL(run_script("gen-samples.py", 1, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "exits 5, not 0"));
     remove(tmp);
 }
 
 static void t_json_schema_matches(void)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "python3 '%s/scripts/check-json-schema.py' --memplan '%s'",
-             MP_SOURCE_DIR, MP_CLI_PATH);
-    int rc = run_both(cmd);
-    if (rc != 0)
-        fprintf(stderr, "\n%s\n", out);
-    CU_ASSERT_EQUAL(rc, 0);
+    expect_pass("check-json-schema.py", 0);
 }
 
 /* The checker finds a wrong type, a member left out of the table and a
@@ -109,12 +108,7 @@ static void t_json_schema_differences_fail(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *tmp = doctored("docs/json-schema.md", cases[i].from,
                                    cases[i].to);
-        char cmd[2048];
-        snprintf(cmd, sizeof cmd,
-                 "python3 '%s/scripts/check-json-schema.py' --memplan '%s' "
-                 "'%s'",
-                 MP_SOURCE_DIR, MP_CLI_PATH, tmp);
-        CU_ASSERT_EQUAL(run_both(cmd), 1);
+        CU_ASSERT_EQUAL(run_script("check-json-schema.py", 0, tmp), 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].says));
         remove(tmp);
     }
