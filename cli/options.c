@@ -160,8 +160,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_JSON] = {"json", 0, NULL,
-        C_PLANS | C_OFFSETS | C_SHAPES | C_POLICY, G_OUT, NULL, NULL,
-        "print one JSON object instead of the summary", NULL, NULL, 0},
+        C_PLANS | C_OFFSETS | C_VERIFY | C_SHAPES | C_POLICY, G_OUT, NULL,
+        NULL, "print one JSON object instead of the summary", NULL, NULL, 0},
 
     [CLI_O_DOT] = {"dot", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
         "write the graph as Graphviz DOT (render with dot -Tsvg); needs a "

@@ -10,7 +10,8 @@ Each table of DOC (default docs/json-schema.md) follows a marker
     ...
     -->
 
-and lists members as rows `| `path` | type | present | meaning |`. Every
+(a line "setup: COMMAND" is run first and not checked: it makes a file
+the next command reads) and lists members as rows `| `path` | type | present | meaning |`. Every
 command is run (as scripts/gen-samples.py runs them: in a scratch folder
 that holds examples/, with `memplan` on the PATH) and must exit as said
 and print one JSON object in which:
@@ -110,6 +111,9 @@ def check(doc, memplan):
         cwd = gen.scratch(memplan)
         try:
             for line in cmds.strip().splitlines():
+                if line.startswith("setup: "):  # run, not checked
+                    gen.run(line[len("setup: "):], cwd)
+                    continue
                 want = 0
                 m = re.search(r"#\s*exit (\d+)", line)
                 if m:
