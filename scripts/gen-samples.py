@@ -30,7 +30,9 @@ or, for a shell session (each command shown after "$ ", then its output;
 
 An example block is a ```sh block right after "<!-- examples: run -->":
 with --check every command in it is run (a line ending in a backslash
-goes on), and must exit 0, or N when the line says "# exit N".
+goes on), and must exit 0, or N when the line says "# exit N". In
+README.md every ```sh block that runs memplan is one, or follows
+"<!-- examples: not run: WHY -->".
 
 Commands run with /bin/sh in a scratch folder per document that holds the
 repository's examples/ (a link) and build/memplan (a link to PATH), with
@@ -56,6 +58,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 END = "<!-- end sample -->"
 RUN = "<!-- examples: run -->"
+STALE = "\0stale\0"  # marks a problem that regenerating fixes
 # what changes from run to run: solver times
 MASKS = [
     (re.compile(r"^(seconds\s+)[0-9.]+$", re.M), r"\1*"),
@@ -149,7 +152,7 @@ def process(path, memplan, check):
                     old.splitlines(True), new.splitlines(True),
                     "%s:%d (in the file)" % (path, line),
                     "what memplan prints now"))
-                problems.append(diff)
+                problems.append(STALE + diff)
             out.append(text[pos:m.end()])
             out.append(new)
             pos = end
@@ -161,8 +164,29 @@ def process(path, memplan, check):
     return "".join(out), problems
 
 
-def run_examples(path, text, cwd):
+NOT_RUN = "<!-- examples: not run: "
+
+
+def unmarked(path, text):
+    """README's ```sh blocks that run memplan but are not marked: each
+    must run (RUN) or say why not (NOT_RUN ... -->)."""
+    if os.path.basename(path) != "README.md":
+        return []
     problems = []
+    for m in re.finditer(r"([^\n]*)\n```sh\n(.*?)```", text, re.S):
+        if "memplan " not in m.group(2):
+            continue
+        if m.group(1) == RUN or m.group(1).startswith(NOT_RUN):
+            continue
+        line = text.count("\n", 0, m.start()) + 2
+        problems.append("%s:%d: a ```sh block that runs memplan without %s "
+                        "before it (or %s<why> -->)" %
+                        (path, line, RUN, NOT_RUN))
+    return problems
+
+
+def run_examples(path, text, cwd):
+    problems = unmarked(path, text)
     for m in re.finditer(re.escape(RUN) + r"\n```sh\n(.*?)```", text, re.S):
         block = m.group(1).replace("\\\n", " ")
         for cmd in block.splitlines():
@@ -210,12 +234,16 @@ def main():
             failed += problems
     if failed:
         for p in failed:
-            sys.stderr.write(p.rstrip("\n") + "\n")
-        if a.check:
+            sys.stderr.write(p.replace(STALE, "").rstrip("\n") + "\n")
+        if any(p.startswith(STALE) for p in failed):
             sys.stderr.write(
                 "gen-samples: the samples above are out of date with %s; "
                 "run: python3 scripts/gen-samples.py --memplan %s\n" %
                 (memplan, memplan))
+        if any(not p.startswith(STALE) for p in failed):
+            sys.stderr.write(
+                "gen-samples: the examples above do not run as their docs "
+                "say: fix the example or memplan\n")
         return 1
     return 0
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char out[1 << 16];
 
@@ -40,25 +41,39 @@ static void expect_pass(const char *script, int check)
     CU_ASSERT_EQUAL(rc, 0);
 }
 
-/* A copy of the doc at rel with the first `from` replaced by `to`, in a
- * temporary file (its path, static). */
+/* A copy of the doc at rel with the first `from` replaced by `to`, under
+its own name in a fresh temporary folder (its path, static; undoctor()
+removes both). */
 static const char *doctored(const char *rel, const char *from, const char *to)
 {
-    char path[1024];
+    static char tmp[512];
+    char path[1024], dir[] = "/tmp/mp_docs_XXXXXX";
     snprintf(path, sizeof path, "%s/%s", MP_SOURCE_DIR, rel);
     char *text = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     char *at = strstr(text, from);
     CU_ASSERT_PTR_NOT_NULL_FATAL(at);
-    size_t n = strlen(text) + strlen(to) + 1;
-    char *t = malloc(n);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    snprintf(t, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    const char *tmp = mp_test_write_temp(".md", t);
-    free(t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    const char *base = strrchr(rel, '/');
+    snprintf(tmp, sizeof tmp, "%s/%s", dir, base ? base + 1 : rel);
+    FILE *f = fopen(tmp, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    fclose(f);
     free(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
     return tmp;
+}
+
+static void undoctor(const char *tmp)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp);
+    char *slash = strrchr(dir, '/');
+    remove(tmp);
+    if (slash) {
+        *slash = 0;
+        rmdir(dir);
+    }
 }
 
 static void t_samples_current(void)
@@ -75,13 +90,22 @@ static void t_samples_stale_fails(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "-nodes        175 (349 schedule steps)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "+nodes        175 (284 schedule steps)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "run: python3 scripts/gen-samples.py"));
-    remove(tmp);
+    undoctor(tmp);
     /* an example that exits otherwise than it says fails */
     tmp = doctored("README.md", "--capacity 512KiB   # exit 5",
                    "--capacity 512KiB   # exit 0");
     CU_ASSERT_EQUAL(run_script("gen-samples.py", 1, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "exits 5, not 0"));
-    remove(tmp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fix the example or memplan"));
+    undoctor(tmp);
+    /* a README block that runs memplan must run or say why not */
+    tmp = doctored("README.md", "<!-- examples: run -->\n```sh\n"
+                                "./build/memplan offsets",
+                   "```sh\n./build/memplan offsets");
+    CU_ASSERT_EQUAL(run_script("gen-samples.py", 1, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "a ```sh block that runs memplan "
+                                       "without <!-- examples: run -->"));
+    undoctor(tmp);
 }
 
 static void t_json_schema_matches(void)
@@ -110,7 +134,7 @@ static void t_json_schema_differences_fail(void)
                                    cases[i].to);
         CU_ASSERT_EQUAL(run_script("check-json-schema.py", 0, tmp), 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].says));
-        remove(tmp);
+        undoctor(tmp);
     }
 }
 
