@@ -210,10 +210,11 @@ int cli_parse_args(int cmd, int argc, char **argv, cli_args *a)
 
 int cli_run_command(int cmd, int argc, char **argv, int (*run)(cli_args *a))
 {
+    cli_json_errors_begin(cli_commands[cmd].name, argc, argv);
     cli_args *a = malloc(sizeof *a);
     if (!a) {
         cli_error("out of memory");
-        return CLI_EXIT_INTERNAL;
+        return cli_json_errors_end(CLI_EXIT_INTERNAL);
     }
     int rc = cli_parse_args(cmd, argc, argv, a);
     if (!rc && a->help)
@@ -221,5 +222,5 @@ int cli_run_command(int cmd, int argc, char **argv, int (*run)(cli_args *a))
     else if (!rc)
         rc = run(a);
     free(a);
-    return rc;
+    return cli_json_errors_end(rc);
 }

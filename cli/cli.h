@@ -11,8 +11,9 @@
  * and docs/cli.md's option lists (cli/help.c) and the checks that refuse
  * an option that would do nothing (the rules of cli/options.c) all read
  * that table. The files, bottom up (none calls a file above it):
- * report.c, values.c, options.c, option_set.c, paths.c, help.c, args.c,
- * model.c, offload_opts.c, train_opts.c, progress.c; then each command, cmd_NAME.c,
+ * json_out.c, report.c, values.c, options.c, option_set.c, paths.c,
+ * help.c, args.c, model.c, offload_opts.c, train_opts.c, progress.c; then
+ * each command, cmd_NAME.c,
  * and main.c. */
 #ifndef MEMPLAN_CLI_H
 #define MEMPLAN_CLI_H
@@ -47,6 +48,28 @@ enum {
 int cli_exit_code(mp_status st);
 /* Prints the exit-code table (for --help). */
 void cli_print_exit_codes(FILE *f);
+
+/* ---- the shape of every --json output (cli/json_out.c) --------------------
+ * Every object --json prints starts with "schema": CLI_JSON_SCHEMA (raised
+ * when a member is removed or changes its meaning) and "command"; a run
+ * that fails carries "error": {"code", "message", "exit_code"}, in the
+ * output it prints anyway or in an object of its own
+ * (docs/json-schema.md). */
+#define CLI_JSON_SCHEMA 1
+/* At the start of a command: is --json among its arguments? */
+void cli_json_errors_begin(const char *command, int argc, char *const *argv);
+/* cli_error's message; cli_fail's status and exit code (the first). */
+void cli_json_note_error(const char *msg);
+void cli_json_note_status(mp_status st, int exit_code);
+/* cli_json_print printed an object. */
+void cli_json_note_printed(void);
+/* The command's name, for "command". */
+const char *cli_json_command(void);
+/* The "error" member, when a failure was noted. */
+void cli_json_error_member(mp__jw *w);
+/* At the end of a --json command that failed without printing an object:
+ * prints {"schema", "command", "error"}. Returns rc. */
+int cli_json_errors_end(int rc);
 
 /* ---- messages -------------------------------------------------------------- */
 /* Text for the terminal: a control character (ANSI escapes start with
@@ -199,6 +222,7 @@ typedef struct cli_train_args {
     uint64_t eager_peak, mincut_peak;
     mp_remat_result save_rr;
     const char *save_kept;       /* "mincut" or "eager" */
+    char cost_unit[64];          /* of the costs: mp_graph_cost_unit */
 } cli_train_args;
 
 /* Offload (cli/offload_opts.c). */
@@ -213,6 +237,8 @@ typedef struct cli_offload_args {
     uint64_t budget;
     int did, infeasible;
     mp_offload_result res;
+    char cost_unit[64];     /* the graph's unit of node times (not "s":
+                               the device timed the nodes) */
 } cli_offload_args;
 
 typedef struct cli_args {
@@ -329,6 +355,11 @@ int cli_is_json(const char *path);
  * --maximize takes it as the batch the graph is at. 0 or an exit code
  * (printed). */
 int cli_load_graph(mp_ctx *ctx, const cli_args *a, mp_graph **g);
+/* cli_load_graph of an ONNX model with every symbolic dim left unbound
+ * set to `placeholder` (mp_onnx_options.unbound_dims; 0: none), nothing
+ * printed: the library's status. */
+mp_status cli_load_graph_placeholder(mp_ctx *ctx, const cli_args *a,
+                                     int64_t placeholder, mp_graph **g);
 
 /* The rewrites of --batch (mp_graph_rebatch_info), copied from the loaded
  * graph before --train replaces it. */

@@ -37,10 +37,10 @@ static int print_json(mp_ctx *ctx, const mp_llm_config *m,
     cli_json_int(&w, "effective_batch",
                  (int64_t)p->gpu_batch * p->num_batches);
     cli_json_int(&w, "weight_bits", fo->weight_bits);
-    three(&w, "weights", NULL, pct(p->w_gpu), pct(p->w_cpu), pct(p->w_disk));
-    three(&w, "kv_cache", NULL, pct(p->c_gpu), pct(p->c_cpu), pct(p->c_disk));
-    three(&w, "activations", NULL, pct(p->h_gpu), pct(p->h_cpu),
-          pct(p->h_disk));
+    /* shares as fractions 0-1, as every share of --json */
+    three(&w, "weights", NULL, p->w_gpu, p->w_cpu, p->w_disk);
+    three(&w, "kv_cache", NULL, p->c_gpu, p->c_cpu, p->c_disk);
+    three(&w, "activations", NULL, p->h_gpu, p->h_cpu, p->h_disk);
     cli_json_real(&w, "throughput_tokens_per_s", p->throughput);
     cli_json_real(&w, "prefill_seconds", p->prefill_seconds);
     cli_json_real(&w, "decode_seconds", p->decode_seconds);

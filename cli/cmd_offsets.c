@@ -106,13 +106,17 @@ int cli_cmd_offsets(cli_args *a)
         }
     }
     if (a->json) {
+        /* the packing that misses --capacity, with the error */
+        int fail = solve_st != MP_OK ? cli_fail(ctx, solve_st, trace) : 0;
         rc = print_json(ctx, n, &res, &opt, a->output);
+        if (rc == CLI_EXIT_OK)
+            rc = fail;
     } else {
         print_summary(trace, n, &res, &opt, a->output);
         rc = CLI_EXIT_OK;
+        if (solve_st != MP_OK)
+            rc = cli_fail(ctx, solve_st, trace);
     }
-    if (solve_st != MP_OK && rc == CLI_EXIT_OK)
-        rc = cli_fail(ctx, solve_st, trace);
 done:
     mp_free(ctx, bufs);
     mp_free(ctx, ids);

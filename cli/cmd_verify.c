@@ -3,6 +3,19 @@
 
 #include <string.h>
 
+/* --json of a valid plan or trace: what the summary line says */
+static int print_json(mp_ctx *ctx, const char *kind, const char *file,
+                      const cli_json_size *rows, size_t n)
+{
+    mp__jw w;
+    cli_json_begin(&w, ctx);
+    cli_json_bool(&w, "valid", 1);
+    cli_json_str(&w, "kind", kind);
+    cli_json_str(&w, "file", file);
+    cli_json_sizes(&w, rows, n);
+    return cli_json_print(&w);
+}
+
 static int verify_plan(const cli_args *a)
 {
     const char *plan_path = a->pos[1];
@@ -34,6 +47,16 @@ static int verify_plan(const cli_args *a)
     }
     const mp_figures *f = mp_plan_figures(plan);
     char arena[96], peak[96];
+    const cli_json_size rows[] = {
+        {"steps", mp_plan_num_steps(plan)},
+        {"blocks", mp_plan_num_blocks(plan)},
+        {"arena_bytes", f->arena_bytes},
+        {"peak_bytes", f->peak_bytes},
+    };
+    if (a->json) {
+        rc = print_json(ctx, "plan", plan_path, rows, 4);
+        goto done;
+    }
     printf("valid: %s: %u steps, %u arena blocks, arena %s, peak %s\n",
            plan_path, mp_plan_num_steps(plan), mp_plan_num_blocks(plan),
            cli_size(f->arena_bytes, arena, sizeof arena),
@@ -87,6 +110,15 @@ static int verify_trace(const cli_args *a)
             arena = end;
     }
     char b1[96], b2[96];
+    const cli_json_size rows[] = {
+        {"buffers", n},
+        {"arena_bytes", arena},
+        {"lower_bound_bytes", lb},
+    };
+    if (a->json) {
+        rc = print_json(ctx, "trace", trace, rows, 3);
+        goto done;
+    }
     printf("valid: %s: %zu buffers, arena %s, lower bound %s\n", trace, n,
            cli_size(arena, b1, sizeof b1), cli_size(lb, b2, sizeof b2));
     rc = CLI_EXIT_OK;

@@ -27,15 +27,30 @@ int cli_is_json(const char *path)
     return c == '{' || c == '[';
 }
 
+/* The ONNX options of --dim, --shape, --batch, --no-declared-shapes. */
+static void onnx_options(const cli_args *a, mp_onnx_options *o)
+{
+    mp_onnx_options_init(o);
+    o->dims = a->dims.b;
+    o->n_dims = a->dims.n;
+    o->batch = a->dims.batch;
+    o->declared_shapes = !a->no_declared;
+}
+
+mp_status cli_load_graph_placeholder(mp_ctx *ctx, const cli_args *a,
+                                     int64_t placeholder, mp_graph **g)
+{
+    mp_onnx_options o;
+    onnx_options(a, &o);
+    o.unbound_dims = placeholder;
+    return mp_graph_load_opts(ctx, a->pos[0], &o, g);
+}
+
 int cli_load_graph(mp_ctx *ctx, const cli_args *a, mp_graph **g)
 {
     const char *path = a->pos[0];
     mp_onnx_options o;
-    mp_onnx_options_init(&o);
-    o.dims = a->dims.b;
-    o.n_dims = a->dims.n;
-    o.batch = a->dims.batch;
-    o.declared_shapes = !a->no_declared;
+    onnx_options(a, &o);
     int plans = a->cmd == CLI_CMD_PLAN || a->cmd == CLI_CMD_VALIDATE;
     if ((a->no_declared || (o.batch && plans)) && cli_is_json(path)) {
         if (a->no_declared)

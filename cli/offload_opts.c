@@ -41,6 +41,7 @@ int cli_offload_plan(mp_ctx *ctx, cli_offload_args *o, uint64_t budget,
     oo.recompute = strcmp(sv, "joint") == 0 ||
                    (strcmp(sv, "auto") == 0 && ro.solver != MP_REMAT_NONE);
     o->budget = budget;
+    snprintf(o->cost_unit, sizeof o->cost_unit, "%s", mp_graph_cost_unit(g));
     st = mp_offload_plan(g, &oo, opt, plan, &o->res);
     o->did = 1;
     return cli_fail_plan(ctx, st, input, &o->infeasible);
@@ -55,6 +56,8 @@ void cli_offload_json(const cli_offload_args *o, mp__jw *w)
     cli_json_str(w, "status", o->infeasible ? "infeasible"
                                             : mp_solve_status_name(r->status));
     cli_json_str(w, "device", o->dev.name);
+    cli_json_str(w, "node_times", o->res.node_times);
+    cli_json_str(w, "graph_cost_unit", o->cost_unit);
     const cli_json_size sizes[] = {
         {"budget_bytes", o->budget},
         {"peak_bytes", r->peak_bytes},
@@ -102,4 +105,9 @@ void cli_offload_summary(const cli_offload_args *o)
            "exposed transfer (%s)\n",
            r->compute_seconds, r->recompute_seconds, r->exposed_seconds,
            r->solver ? r->solver : "-");
+    if (r->node_times && strcmp(r->node_times, "device") == 0 &&
+        strcmp(o->cost_unit, "s") != 0)
+        printf("  node times         %s's cost model: the graph's %s "
+               "figures are not seconds, and are not added to transfer "
+               "seconds\n", name, cli_safe(o->cost_unit, b1, sizeof b1));
 }

@@ -162,8 +162,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_JSON] = {"json", 0, NULL,
-        C_PLANS | C_OFFSETS | C_SHAPES | C_POLICY, G_OUT, NULL, NULL,
-        "print one JSON object instead of the summary", NULL, NULL, 0},
+        C_PLANS | C_OFFSETS | C_VERIFY | C_SHAPES | C_POLICY, G_OUT, NULL,
+        NULL, "print one JSON object instead of the summary", NULL, NULL, 0},
     [CLI_O_PROGRESS] = {"progress", 0, NULL, C_PROGRESS, G_OUT, NULL,
         "when stderr is a terminal",
         "progress of the long stages on stderr, one line each: the phase, "
@@ -481,7 +481,9 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "Loads a graph (ONNX model or JSON graph), infers every shape and "
         "prints one line per tensor: name, dtype, shape ('?' for a dim "
         "memplan could not resolve), bytes and kind; then the number of "
-        "tensors whose shape is not fully known (unknown_shapes).",
+        "tensors whose shape is not fully known (unknown_shapes). Symbolic "
+        "dims left unbound are no error here: the dims and bytes that "
+        "depend on them are '?' (null in --json), with a note naming them.",
         NULL,
         "memplan shapes model.onnx --dim batch=8\n"},
     [CLI_CMD_CONVERT] = {"convert", "MODEL", 1, 1,

@@ -136,6 +136,7 @@ void cli_error(const char *fmt, ...)
     va_end(ap2);
     if (!msg)
         msg = small;   /* out of memory: the message cut */
+    cli_json_note_error(n < 0 ? fmt : msg);
     fputs("memplan: ", stderr);
     cli_fputs_safe(stderr, n < 0 ? fmt : msg);
     fputc('\n', stderr);
@@ -162,6 +163,7 @@ int cli_fail(mp_ctx *ctx, mp_status st, const char *path)
         cli_error("%s: %s", path, msg);
     else
         cli_error("%s", msg);
+    cli_json_note_status(st, cli_exit_code(st));
     return cli_exit_code(st);
 }
 
@@ -209,18 +211,22 @@ void cli_json_begin(mp__jw *w, mp_ctx *ctx)
 {
     mp__jw_init(w, ctx, MP__JW_UPPER, 0);
     mp__jw_object(w, true);
+    cli_json_int(w, "schema", CLI_JSON_SCHEMA);
+    cli_json_str(w, "command", cli_json_command());
 }
 
 int cli_json_print(mp__jw *w)
 {
     char *s = NULL;
     size_t len = 0;
+    cli_json_error_member(w);
     mp__jw_end(w);
     mp_status st = mp__jw_done(w, &s, &len);
     if (st)
         return cli_fail(w->ctx, st, NULL);
     int bad = fwrite(s, 1, len, stdout) != len || fputc('\n', stdout) == EOF;
     mp_free(w->ctx, s);
+    cli_json_note_printed();
     if (bad || fflush(stdout) != 0) {
         cli_error("cannot write to standard output");
         return CLI_EXIT_INTERNAL;

@@ -166,6 +166,7 @@ int cli_train_plan(mp_ctx *ctx, cli_train_args *t, mp_graph *g,
                    const char *input)
 {
     mp_status st;
+    snprintf(t->cost_unit, sizeof t->cost_unit, "%s", mp_graph_cost_unit(g));
     if (!t->remat) {
         if (t->did_train && !t->save_eager)
             st = save_plan(t, g, opt, plan);
@@ -318,6 +319,7 @@ static void recompute_json(const cli_train_args *t, mp__jw *w)
         {"no_recompute_peak_bytes", x->base_peak_bytes},
     };
     cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
+    cli_json_str(w, "cost_unit", t->cost_unit);
     cli_json_real(w, "base_cost", x->base_cost);
     cli_json_real(w, "extra_cost", x->extra_cost);
     cli_json_real(w, "extra_flops", x->extra_flops);
@@ -346,6 +348,7 @@ static void save_json(const cli_train_args *t, mp__jw *w)
         {"mincut_peak_bytes", t->mincut_peak},
     };
     cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
+    cli_json_str(w, "cost_unit", t->cost_unit);
     cli_json_real(w, "base_cost", x->base_cost);
     cli_json_real(w, "extra_cost", x->extra_cost);
     cli_json_real(w, "extra_flops", x->extra_flops);
@@ -393,9 +396,9 @@ void cli_train_summary(const cli_train_args *t)
         printf("save (mincut, %s kept): peak %s; eager %s\n", t->save_kept,
                cli_size(t->mincut_peak, b1, sizeof b1),
                cli_size(t->eager_peak, b2, sizeof b2));
-        printf("  extra compute      %.4g (%.2f%% of %.4g), %u recompute "
+        printf("  extra compute      %.4g %s (%.2f%% of %.4g), %u recompute "
                "steps%s\n",
-               x->extra_cost,
+               x->extra_cost, t->cost_unit,
                x->base_cost > 0 ? 100.0 * x->extra_cost / x->base_cost : 0.0,
                x->base_cost, (unsigned)x->n_recompute,
                strcmp(x->solver ? x->solver : "", "mincut") == 0
@@ -409,21 +412,23 @@ void cli_train_summary(const cli_train_args *t)
         printf(" within budget %s\n", cli_size(t->ropt.budget, b1, sizeof b1));
         printf("  no-recompute peak  %s\n",
                cli_size(x->base_peak_bytes, b1, sizeof b1));
-        printf("  extra compute      %.4g (%.2f%% of %.4g), %u recompute steps\n",
-               x->extra_cost,
+        printf("  extra compute      %.4g %s (%.2f%% of %.4g), %u recompute "
+               "steps\n",
+               x->extra_cost, t->cost_unit,
                x->base_cost > 0 ? 100.0 * x->extra_cost / x->base_cost : 0.0,
                x->base_cost, (unsigned)x->n_recompute);
         if (x->lower_bound_cost >= 0)
-            printf("  LP lower bound     %.4g extra (%s)\n", x->lower_bound_cost,
+            printf("  LP lower bound     %.4g %s extra (%s)\n",
+                   x->lower_bound_cost, t->cost_unit,
                    x->status == MP_SOLVE_OPTIMAL ? "reached: optimal"
                                                  : "certificate");
         if (t->did_max)
             printf("  max batch          %llu (graph at batch %llu): peak %s, "
-                   "%.4g extra (%s)\n",
+                   "%.4g %s extra (%s)\n",
                    (unsigned long long)t->max_batch,
                    (unsigned long long)(t->batch ? t->batch : 1),
                    cli_size(t->max_batch_rr.peak_bytes, b1, sizeof b1),
-                   t->max_batch_rr.extra_cost,
+                   t->max_batch_rr.extra_cost, t->cost_unit,
                    t->max_batch_rr.solver ? t->max_batch_rr.solver : "?");
     }
 }

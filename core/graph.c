@@ -108,6 +108,7 @@ void mp_graph_destroy(mp_graph *g)
     mp__dealloc(ctx, g->topo);
     mp__dealloc(ctx, g->rebatches);
     mp__dealloc(ctx, g->name);
+    mp__dealloc(ctx, g->cost_unit);
     mp__dealloc(ctx, g);
 }
 
@@ -128,6 +129,24 @@ mp_status mp_graph_set_name(mp_graph *g, const char *name)
 const char *mp_graph_name(const mp_graph *g)
 {
     return g && g->name ? g->name : "";
+}
+
+mp_status mp_graph_set_cost_unit(mp_graph *g, const char *unit)
+{
+    if (!g)
+        return MP_ERR_INVALID_ARG;
+    char *s = NULL;
+    if (unit && strcmp(unit, "s") != 0 && strcmp(unit, "seconds") != 0 &&
+        !(s = mp__strdup(g->ctx, unit)))
+        return MP_ERR_NOMEM;
+    mp__dealloc(g->ctx, g->cost_unit);
+    g->cost_unit = s;
+    return MP_OK;
+}
+
+const char *mp_graph_cost_unit(const mp_graph *g)
+{
+    return g && g->cost_unit ? g->cost_unit : "s";
 }
 
 mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,

@@ -403,6 +403,9 @@ struct mp_graph {
     uint32_t *topo;        /* node ids in topological order */
     /* ONNX: opset version of the default domain (0: unknown / not ONNX) */
     int64_t onnx_opset;
+    /* the unit of the nodes' given seconds (mp_graph_set_cost_unit):
+     * NULL for seconds */
+    char *cost_unit;
     /* Re-batching (mp_onnx_options.batch,
      * core/ops/rebatch.c): the model was declared at batch rebatch_from
      * and is planned at rebatch_to; shape constants that carry the batch

@@ -1123,15 +1123,18 @@ static mp_status sub_sources(rd *r)
 /* ---- the top level ------------------------------------------------------ */
 static const char *const top_names[] = {"format", "version", "name",
                                         "tensors", "nodes", "outputs",
-                                        "metadata", "inputs", "opset"};
+                                        "metadata", "inputs", "opset",
+                                        "cost_unit"};
 enum { TOP_FORMAT, TOP_VERSION, TOP_NAME, TOP_TENSORS, TOP_NODES,
-       TOP_OUTPUTS, TOP_METADATA, TOP_INPUTS, TOP_OPSET, TOP_N };
+       TOP_OUTPUTS, TOP_METADATA, TOP_INPUTS, TOP_OPSET, TOP_COST_UNIT,
+       TOP_N };
 /* while reading: every key comes to the caller */
 static const mp__jkeys top_read = {top_names, TOP_N, MP__JK_ANY, NULL};
 /* for messages: the keys of the top level, and of a subgraph */
 static const mp__jkeys top_keys = {
     top_names, TOP_N, MP__JK_EXT,
-    "format, version, name, opset, tensors, nodes, outputs or metadata"};
+    "format, version, name, opset, cost_unit, tensors, nodes, outputs or "
+    "metadata"};
 static const mp__jkeys sub_keys = {
     top_names, TOP_N, MP__JK_EXT,
     "format, version, name, inputs, tensors, nodes, outputs or metadata"};
@@ -1179,7 +1182,7 @@ static mp_status read_format(rd *r, int k)
     return MP_OK;
 }
 
-/* "name", "opset" and "metadata" (k), the next value. */
+/* "name", "opset", "cost_unit" and "metadata" (k), the next value. */
 static mp_status read_header(rd *r, int k)
 {
     mp__jval v;
@@ -1203,6 +1206,15 @@ static mp_status read_header(rd *r, int k)
                              &r->g->onnx_opset)))
             return st;
         return MP_OK;
+    case TOP_COST_UNIT:
+        /* the unit of the nodes' "cost": {"seconds"} (mp_graph_cost_unit) */
+        if (r->parent)
+            return mp__jr_err(&r->jr, MP_ERR_PARSE, v.off,
+                              "a subgraph has the cost unit of the top "
+                              "level");
+        if ((st = need_string(r, &v, false, &s)))
+            return st;
+        return mp_graph_set_cost_unit(r->g, S(r, s));
     default:
         if (v.type != MP__JT_OBJECT)
             return mp__jr_type_err(&r->jr, &v, "an object");
@@ -1240,7 +1252,7 @@ static mp_status top_member(rd *r, int k)
  * or an unknown key: the caller then starts again with two passes. */
 static mp_status read_canonical(rd *r, mp__jobj o, bool *other_order)
 {
-    static const int stage_of[TOP_N] = {0, 0, 0, 1, 3, 4, 0, 2, 0};
+    static const int stage_of[TOP_N] = {0, 0, 0, 1, 3, 4, 0, 2, 0, 0};
     int stage = 0, k;
     mp_status st;
     *other_order = false;
@@ -1301,8 +1313,9 @@ static mp_status read_two_pass(rd *r, mp__jobj o)
     /* format and version first: a newer file is "unsupported", not full
      * of unknown keys */
     static const int order[] = {TOP_FORMAT, TOP_VERSION, TOP_N, TOP_NAME,
-                                TOP_OPSET, TOP_METADATA, TOP_TENSORS,
-                                TOP_INPUTS, TOP_NODES, TOP_OUTPUTS};
+                                TOP_OPSET, TOP_COST_UNIT, TOP_METADATA,
+                                TOP_TENSORS, TOP_INPUTS, TOP_NODES,
+                                TOP_OUTPUTS};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         if (order[i] == TOP_N && unknown_off)
             return mp__jr_unknown_key(&r->jr, r->parent ? &sub_keys
@@ -1714,6 +1727,10 @@ static void write_graph(mp__jw *w, const mp_graph *g, bool sub,
         if (g->onnx_opset > 0) {
             mp__jw_key(w, "opset");
             mp__jw_i64(w, g->onnx_opset);
+        }
+        if (g->cost_unit) {
+            mp__jw_key(w, "cost_unit");
+            mp__jw_string(w, g->cost_unit);
         }
     }
     if (g->name && g->name[0]) {

@@ -42,6 +42,7 @@ typedef struct nl {
     uint32_t *indeg, *order, *heap, *tid, *stamp, *ins;
     mp__name_map id_map, name_map;
     char *tags[3];      /* node_output_cost_tag, _duration_, _param_cost_ */
+    const char *cpu_key; /* the key of the first node time read */
 } nl;
 
 static const char *id_at(const void *owner, uint32_t i)
@@ -200,6 +201,8 @@ static mp_status node_costs(nl *L, const nl_obj *m, nl_node *nd)
                              &nd->cpu)))
             return st;
         mp__jr_pop(&L->jr);
+        if (!L->cpu_key)
+            L->cpu_key = m->o.keys->names[k];
     }
     if ((k = present(L, m, N_PARAM_TAG, 2)) >= 0) {
         if ((st = get_bytes(L, &m->v[k], &nd->param)))
@@ -582,7 +585,12 @@ static mp_status load(nl *L, mp_graph *g)
     }
     mp__name_map_free(L->ctx, &L->id_map);
     mp__name_map_free(L->ctx, &L->name_map);
-    return build_graph(L, g);
+    if ((st = build_graph(L, g)))
+        return st;
+    /* the node times are in the file's own unit (Checkmate's cost_cpu is
+     * a profiled cost, not seconds): named, so that no planner adds them
+     * to seconds */
+    return L->cpu_key ? mp_graph_set_cost_unit(g, L->cpu_key) : MP_OK;
 }
 
 mp_status mp__nodelink_read(mp_ctx *ctx, const char *text, size_t len,

@@ -246,10 +246,13 @@ static mp_status prepare(run_t *r, const mp_offload_options *oo,
     r->ndur = mp__alloc(ctx, ((size_t)nn + 1) * sizeof *r->ndur);
     if (!r->ndur)
         return MP_ERR_NOMEM;
+    /* node times in another unit than seconds are not added to transfer
+     * seconds: the device's cost model times those nodes */
+    int given = r->o.use_given_seconds && !g->cost_unit;
+    r->res->node_times = given ? "given" : "device";
     for (uint32_t v = 0; v < nn; v++) {
         mp_op_cost k;
-        mp_status st = mp__node_estimate_ex(g, v, &r->dev,
-                                            r->o.use_given_seconds, &k);
+        mp_status st = mp__node_estimate_ex(g, v, &r->dev, given, &k);
         if (st)
             return st;
         r->ndur[v] = k.seconds;

@@ -7,6 +7,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  # the tests that check the docs against the binary (scripts/*.py)
+  python3
   libcunit1-dev
   libglpk-dev libgraphviz-dev
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev

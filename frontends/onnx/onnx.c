@@ -756,6 +756,8 @@ static mp_status type_shape(loader *L, const char *name,
             const mp_dim_binding *b = find_binding(L, d->dim_param);
             if (b && b->value >= 0)
                 dims[i] = b->value;
+            else if (L->opt && L->opt->unbound_dims > 0)
+                dims[i] = L->opt->unbound_dims; /* a placeholder */
             else
                 sym = d->dim_param;
         }

@@ -90,6 +90,18 @@ MP_API mp_status mp_graph_mark_output(mp_graph *g, uint32_t tensor);
 MP_API mp_status mp_graph_set_node_cost(mp_graph *g, uint32_t node,
                                         double flops, double bytes,
                                         double seconds);
+/* The unit of the node times the graph gives (mp_graph_set_node_cost's
+ * `seconds`): NULL or "s" for seconds (the default), else the name of the
+ * graph's own unit, e.g. "cost_cpu" for Checkmate's profiled costs, which
+ * are not seconds. Planners that add node times to seconds of their own
+ * (the offload planner's host transfers) do not take node times in
+ * another unit: they time those nodes on the device's cost model.
+ * Like the node costs, it may be set on a finalized graph.
+ * Errors: MP_ERR_INVALID_ARG (NULL graph), MP_ERR_NOMEM. */
+MP_API mp_status mp_graph_set_cost_unit(mp_graph *g, const char *unit);
+/* The unit of the graph's given node times: "s" (seconds, also for NULL)
+ * or the unit mp_graph_set_cost_unit named. */
+MP_API const char *mp_graph_cost_unit(const mp_graph *g);
 /* Sets attribute `name` of a node (int, float, string, int list, float
  * list; strings and lists are copied), replacing one of the same name:
  * what shape inference and kernels read.

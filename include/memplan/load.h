@@ -91,6 +91,13 @@ typedef struct mp_onnx_options {
      * them; a constant that cannot be re-batched is MP_ERR_SHAPE naming
      * the node and the constant. 0 (default): the batch as declared. */
     int64_t batch;
+    /* > 0: every symbolic dim (dim_param) left unbound takes this value,
+     * a placeholder, instead of being MP_ERR_SHAPE; 0 (default): an
+     * unbound symbol of a used input is an error. For inspection: two
+     * loads with two placeholders differ exactly in the dims and sizes
+     * that depend on the unbound symbols (`memplan shapes` prints those
+     * as ?). A plan of such a graph is a plan for the placeholder. */
+    int64_t unbound_dims;
 } mp_onnx_options;
 /* Fills ONNX loading options with their defaults: no bindings, no input
  * values, declared shapes used, the batch as declared. NULL is a no-op.

@@ -116,8 +116,9 @@ MP_API mp_status mp_flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
 typedef struct mp_offload_options {
     uint64_t budget;          /* bytes for live arena + persistent; 0: none */
     const mp_device *device;  /* cost model; NULL: the builtin h200 */
-    /* 1 (default): a node's seconds given by the graph are used; 0: the
-     * device's roofline estimate from FLOPs and bytes for every node */
+    /* 1 (default): a node's seconds given by the graph are used (when
+     * they are seconds: mp_graph_cost_unit "s"); 0: the device's
+     * roofline estimate from FLOPs and bytes for every node */
     int use_given_seconds;
     /* 0 (default): greedy; 1: ILP through GLPK over the same candidates
      * (hidden or whole-gap offload per tensor, budget at every position,
@@ -161,6 +162,11 @@ typedef struct mp_offload_result {
      * same cost model (< 0: no plan within the budget) */
     double offload_only_seconds, recompute_only_seconds;
     const char *remat_solver;    /* recompute solver used, or NULL */
+    /* where the node times come from: "given" (the graph's, in seconds)
+     * or "device" (the device's cost model: use_given_seconds is 0, or
+     * the graph gives its times in a unit of its own, mp_graph_cost_unit,
+     * which is not added to transfer seconds) */
+    const char *node_times;
 } mp_offload_result;
 
 /* Plans g under oo->budget with OFFLOAD/PREFETCH steps (offsets by po;
