@@ -1,7 +1,7 @@
 /* html_groups.c - the HTML report's module table: node names split into
  * their hierarchy as TensorBoard groups name scopes ("/layer1/0/conv1/Conv"
- * is in layer1 > 0 > conv1; components are separated by '/' when the name
- * holds one, else by '.'), shown as nested <details> that expand. Per
+ * is in layer1 > 0 > conv1; node_group says how names are split), shown
+ * as nested <details> that expand. Per
  * group: its nodes, the bytes their outputs hold at the peak step (and
  * the share of the live bytes there), the bytes they allocate in all
  * (every block), the persistent bytes they read first (weights). */
@@ -72,23 +72,43 @@ static mp_status grp_get(groups *G, const char *key, size_t len, size_t skip,
     return MP_OK;
 }
 
-/* The deepest group of a node name (every component but the last, at
- * most MAX_DEPTH), or "(top level)" for a name of one component. */
+/* The deepest group of a node name, or "(top level)" for a name of one
+ * component. Components are split on '/' and '.'; a '/' component that
+ * repeats the one before it ("/layer1/layer1.0/conv1/Conv", as PyTorch
+ * exports scopes) counts from after the repeat: layer1 > 0 > conv1. A
+ * group's key is the name up to its component, which the search finds
+ * in the tooltips. */
 static mp_status node_group(groups *G, const char *name, uint32_t *out)
 {
-    size_t s = name[0] == '/';
-    char sep = strchr(name + s, '/') ? '/' : '.';
+    size_t len = strlen(name), i = name[0] == '/';
+    size_t prev_s = 0, prev_e = 0;   /* the '/' component before */
     uint32_t parent = MP_NONE;
-    size_t from = s;
     int depth = 0;
-    for (size_t i = s; name[i] && depth < MAX_DEPTH; i++) {
-        if (name[i] != sep || i == from)
-            continue;
-        mp_status st = grp_get(G, name, i, from, parent, &parent);
-        if (st)
-            return st;
-        from = i + 1;
-        depth++;
+    while (i < len && depth < MAX_DEPTH) {
+        size_t cs = i, ce = cs;
+        while (ce < len && name[ce] != '/')
+            ce++;
+        size_t ts = cs, pl = prev_e - prev_s;
+        if (pl && ce - cs > pl + 1 && name[cs + pl] == '.' &&
+            memcmp(name + cs, name + prev_s, pl) == 0)
+            ts = cs + pl + 1;
+        while (ts < ce && depth < MAX_DEPTH) {
+            size_t te = ts;
+            while (te < ce && name[te] != '.')
+                te++;
+            if (te >= len)
+                break;   /* the node's own component */
+            if (te > ts) {
+                mp_status st = grp_get(G, name, te, ts, parent, &parent);
+                if (st)
+                    return st;
+                depth++;
+            }
+            ts = te + 1;
+        }
+        prev_s = cs;
+        prev_e = ce;
+        i = ce + 1;
     }
     if (parent == MP_NONE)
         return grp_get(G, "(top level)", 11, 0, MP_NONE, out);
