@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define W 960.0      /* plot width (px) */
+#define W 930.0      /* plot width (px) */
 #define TH 280.0     /* timeline height */
 #define AH 420.0     /* arena height */
 #define PBH 34.0     /* the persistent band under the arena */
@@ -194,7 +194,7 @@ static void svg_open(FILE *f, const char *id, double height, double ht,
                "svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                "data-x0=\"%.0f\" data-y0=\"%.0f\" data-w=\"%.0f\" "
                "data-h=\"%.0f\" data-top=\"%llu\" data-bot=\"0\">\n",
-            id, W + ML + 110, height, W + ML + 110, height, ML, MT, W,
+            id, W + ML + 90, height, W + ML + 90, height, ML, MT, W,
             ht,
             (unsigned long long)top);
 }
@@ -449,10 +449,12 @@ static mp_status timeline(const mp__html *h, unsigned *used)
         /* the band's size, at its top, over the plot */
         char b[32];
         double y = MT + ht - ht * (double)pers / (double)top;
+        double x = ML + W + 4;
+        y = y + 12 > MT + ht - 12 ? MT + ht - 12 : y + 12;
         fprintf(f, "<text class=\"pname\" id=\"persistent-label\" x=\"%.1f\" "
-                   "y=\"%.1f\">persistent %s</text>\n",
-                ML + W + 4, y + 4 > MT + ht ? MT + ht : y + 4,
-                mp__viz_size(pers, b, sizeof b));
+                   "y=\"%.1f\">persistent<tspan x=\"%.1f\" dy=\"12\">%s"
+                   "</tspan></text>\n",
+                x, y, x, mp__viz_size(pers, b, sizeof b));
     }
     if (budget_drawn(budget, data_top)) {
         char b[32];
@@ -1008,6 +1010,8 @@ static mp_status peak_table(FILE *f, const mp_plan *p)
     return MP_OK;
 }
 
+#define LINTS_PER_KIND 20
+
 static void lint_table(FILE *f, const mp_lints *l)
 {
     fputs("<h2>Lints</h2>\n", f);
@@ -1021,13 +1025,34 @@ static void lint_table(FILE *f, const mp_lints *l)
     }
     fputs("<table id=\"lints\">\n<tr><th>lint</th><th>bytes</th><th>finding"
           "</th></tr>\n", f);
-    for (uint32_t i = 0; i < mp_lints_count(l); i++) {
-        const mp_lint *x = mp_lints_get(l, i);
+    uint32_t n = mp_lints_count(l);
+    for (uint32_t i = 0; i < n;) {
+        /* findings come grouped by kind: the first LINTS_PER_KIND of each,
+         * the rest summed in one row */
+        mp_lint_kind kind = mp_lints_get(l, i)->kind;
+        uint32_t shown = 0, rest = 0;
+        uint64_t rest_bytes = 0;
         char b[32];
-        fprintf(f, "<tr><td>%s</td><td class=\"num\">%s</td><td>",
-                mp_lint_kind_name(x->kind), mp__viz_size(x->bytes, b, sizeof b));
-        mp__viz_xml_str(f, x->message);
-        fputs("</td></tr>\n", f);
+        for (; i < n && mp_lints_get(l, i)->kind == kind; i++) {
+            const mp_lint *x = mp_lints_get(l, i);
+            if (shown >= LINTS_PER_KIND) {
+                rest++;
+                rest_bytes += x->bytes;
+                continue;
+            }
+            shown++;
+            fprintf(f, "<tr><td>%s</td><td class=\"num\">%s</td><td>",
+                    mp_lint_kind_name(x->kind),
+                    mp__viz_size(x->bytes, b, sizeof b));
+            mp__viz_xml_str(f, x->message);
+            fputs("</td></tr>\n", f);
+        }
+        if (rest)
+            fprintf(f, "<tr class=\"more\"><td>%s</td><td class=\"num\">%s"
+                       "</td><td>and %u more of this kind (the memplan "
+                       "command's --json lists every one)</td></tr>\n",
+                    mp_lint_kind_name(kind),
+                    mp__viz_size(rest_bytes, b, sizeof b), rest);
     }
     fputs("</table>\n", f);
 }

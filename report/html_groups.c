@@ -13,7 +13,7 @@
 
 #define MAX_DEPTH 6     /* deeper components stay in the group above */
 #define MAX_CHILDREN 40 /* shown per group; the rest summed in one row */
-#define MAX_ROWS 2500   /* shown in all */
+#define MAX_ROWS 1000   /* shown in all */
 
 typedef struct grp {
     char *key;          /* the path: the name up to this component */
