@@ -439,6 +439,48 @@ static void test_html_budget(void)
     teardown();
 }
 
+/* A chain of 30 Relus planned without in-place reuse: 30 in-place
+ * findings, of which the report lists 20 and sums the other 10. */
+static void test_html_lints_capped(void)
+{
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dims[2] = {4, 256};
+    uint32_t cur = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dims);
+    for (int i = 0; i < 31; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "t%d", i);
+        uint32_t t = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, dims);
+        snprintf(nm, sizeof nm, "relu%d", i);
+        mp_test_node(g, nm, "Relu", &cur, 1, &t, 1);
+        cur = t;
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, cur), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.inplace = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    mp_lints *l = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, NULL, &l), MP_OK);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < mp_lints_count(l); i++)
+        n += mp_lints_get(l, i)->kind == MP_LINT_INPLACE;
+    CU_ASSERT_FATAL(n > 20);
+    mp_html_options ho;
+    mp_html_options_init(&ho);
+    ho.lints = l;
+    char *s = report(plan, &ho);
+    char key[96];
+    CU_ASSERT_EQUAL(mp_test_count(s, "<tr><td>inplace</td>"), 20);
+    snprintf(key, sizeof key, "</td><td>and %u more of this kind", n - 20);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<tr class=\"more\"><td>inplace</td>"),
+                    1);
+    CU_ASSERT_EQUAL(mp_test_count(s, key), 1);
+    free(s);
+    mp_lints_destroy(l);
+    teardown();
+}
+
 static void test_trace(void)
 {
     build();
@@ -596,6 +638,7 @@ void mp_register_html(void)
         {"html_fused_pools", test_html_fused_pools},
         {"html_inference", test_html_inference},
         {"html_budget", test_html_budget},
+        {"html_lints_capped", test_html_lints_capped},
         {"trace", test_trace},
         {"chromium", test_chromium},
         CU_TEST_INFO_NULL};
