@@ -560,6 +560,22 @@ static void test_trace(void)
     teardown();
 }
 
+/* The DOM of the report opened at #find=query (dom: 1 MiB): n blocks
+ * highlighted and the count as `count` says. */
+static void find_in_chromium(const char *chrome, const char *flags,
+                             const char *dir, const char *html,
+                             const char *query, char *dom, int n,
+                             const char *count)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s --dump-dom "
+             "'file://%s#find=%s' 2>/dev/null", chrome, flags, dir, html,
+             query);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "class=\"blk hit\""), n);
+    CU_ASSERT_EQUAL(mp_test_count(dom, count), 1);
+}
+
 /* Opens the report in headless Chromium: the DOM has both SVGs with every
  * rectangle, and a screenshot comes out as a PNG. */
 static void test_chromium(void)
@@ -596,17 +612,11 @@ static void test_chromium(void)
     /* #find=NAME runs the search: the block node r1 produces (its
      * tooltip names it) is highlighted and listed; y, written in place
      * over h2, is found by h2 with h2 */
-    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s --dump-dom "
-             "'file://%s#find=R1' 2>/dev/null", chrome, flags, dir, html);
-    CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
-    CU_ASSERT_EQUAL(mp_test_count(dom, "class=\"blk hit\""), 1);
-    CU_ASSERT_EQUAL(mp_test_count(dom, "class=\"qn\">1 block matches<"), 1);
+    find_in_chromium(chrome, flags, dir, html, "R1", dom, 1,
+                     "class=\"qn\">1 block matches<");
     CU_ASSERT_EQUAL(mp_test_count(dom, "<li>a&lt;b&amp;c "), 1);
-    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s --dump-dom "
-             "'file://%s#find=h2' 2>/dev/null", chrome, flags, dir, html);
-    CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
-    CU_ASSERT_EQUAL(mp_test_count(dom, "class=\"blk hit\""), 2);
-    CU_ASSERT_EQUAL(mp_test_count(dom, "class=\"qn\">2 blocks match<"), 1);
+    find_in_chromium(chrome, flags, dir, html, "h2", dom, 2,
+                     "class=\"qn\">2 blocks match<");
     CU_ASSERT_EQUAL(mp_test_count(dom, "<li>h2 "), 1);
     CU_ASSERT_EQUAL(mp_test_count(dom, "<li>y "), 1);
     free(dom);
