@@ -1117,8 +1117,10 @@ static mp_status plan_section(mp__html *h)
     const mp_figures *fg = &p->fig;
     FILE *f = h->f;
     mp_status st = prepare(h);
-    if (st)
+    if (st) {
+        prepare_free(h);
         return st;
+    }
     fprintf(f, "<section class=\"plan\" data-ns=\"%u\" data-fold=\"", h->ns);
     fold_ranges(f, h);
     fprintf(f, "\">\n<p>%zu tensors, %zu nodes, %u schedule steps, %u arena "
