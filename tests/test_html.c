@@ -439,6 +439,37 @@ static void test_html_budget(void)
     teardown();
 }
 
+/* The command passes --budget and the --offload device to the report. */
+static void test_html_cli(void)
+{
+    char html[256], cmd[2048], out[4096];
+    snprintf(html, sizeof html, "%s", temp_path(".html"));
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/transformer_block.json' "
+             "--train --budget 145MiB --offload --device h200 --html '%s' "
+             "2>&1", MP_CLI_PATH, MP_SOURCE_DIR, html);
+    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, out, sizeof out), 0);
+    char *s = mp_test_slurp(html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<p id=\"budget\">Planned under a budget "
+                                     "of <b>145 MiB</b>"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<tr><th>budget</th><td class=\"num\">"
+                                     "145 MiB</td><td class=\"num\">"
+                                     "152043520<"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<table id=\"offloaded\">"), 1);
+    CU_ASSERT(mp_test_count(s, "ms of copies on h200") == 1);
+    free(s);
+    /* without --budget: no budget */
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/transformer_block.json' "
+             "--train --html '%s' 2>&1", MP_CLI_PATH, MP_SOURCE_DIR, html);
+    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, out, sizeof out), 0);
+    s = mp_test_slurp(html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"budget\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<line class=\"budget\""), 0);
+    free(s);
+    remove(html);
+}
+
 /* A chain of 30 Relus planned without in-place reuse: 30 in-place
  * findings, of which the report lists 20 and sums the other 10. */
 static void test_html_lints_capped(void)
@@ -649,6 +680,7 @@ void mp_register_html(void)
         {"html_inference", test_html_inference},
         {"html_budget", test_html_budget},
         {"html_lints_capped", test_html_lints_capped},
+        {"html_cli", test_html_cli},
         {"trace", test_trace},
         {"chromium", test_chromium},
         CU_TEST_INFO_NULL};
