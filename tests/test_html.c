@@ -442,12 +442,12 @@ static void test_html_budget(void)
 /* The command passes --budget and the --offload device to the report. */
 static void test_html_cli(void)
 {
-    char html[256], cmd[2048], out[4096];
+    char html[256], cmd[2048];
     snprintf(html, sizeof html, "%s", temp_path(".html"));
     snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/transformer_block.json' "
              "--train --budget 145MiB --offload --device h200 --html '%s' "
-             "2>&1", MP_CLI_PATH, MP_SOURCE_DIR, html);
-    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, out, sizeof out), 0);
+             ">/dev/null 2>&1", MP_CLI_PATH, MP_SOURCE_DIR, html);
+    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, NULL, 0), 0);
     char *s = mp_test_slurp(html);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(mp_test_count(s, "<p id=\"budget\">Planned under a budget "
@@ -460,8 +460,9 @@ static void test_html_cli(void)
     free(s);
     /* without --budget: no budget */
     snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/transformer_block.json' "
-             "--train --html '%s' 2>&1", MP_CLI_PATH, MP_SOURCE_DIR, html);
-    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, out, sizeof out), 0);
+             "--train --html '%s' >/dev/null 2>&1", MP_CLI_PATH, MP_SOURCE_DIR,
+             html);
+    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, NULL, 0), 0);
     s = mp_test_slurp(html);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(mp_test_count(s, "id=\"budget\""), 0);
