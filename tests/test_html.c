@@ -651,6 +651,24 @@ static void test_chromium(void)
                      "class=\"qn\">2 blocks match<");
     CU_ASSERT_EQUAL(mp_test_count(dom, "<li>h2 "), 1);
     CU_ASSERT_EQUAL(mp_test_count(dom, "<li>y "), 1);
+    /* the wheel over the arena zooms it 1.25 times about the pointer and
+     * the "zoom in" button both drawings 1.5 times more */
+    FILE *hf = fopen(html, "a");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    fputs("<script>var a = document.getElementById('arena'), "
+          "r = a.getBoundingClientRect();\n"
+          "a.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, "
+          "clientX: r.left + 400, clientY: r.top + 200, bubbles: true, "
+          "cancelable: true}));\n"
+          "document.querySelector('.zin').click();</script>\n", hf);
+    fclose(hf);
+    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s --dump-dom "
+             "file://%s 2>/dev/null", chrome, flags, dir, html);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "<g class=\"view\" transform=\""
+                                       "translate("), 2);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "scale(1.875 1.875)"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "scale(1.5 1.5)"), 1);
     free(dom);
     snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s "
              "--window-size=1100,1200 --screenshot=%s file://%s "
