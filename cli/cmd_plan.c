@@ -264,6 +264,20 @@ static void print_summary(const mp_graph *g, const mp_plan *plan,
 }
 
 
+/* The HTML report's options: the lints, the budget the plan was made
+ * under (--budget) and, with --offload, the device that times the
+ * recomputes and copies. */
+static void html_options(const cli_args *a, const mp_lints *lints,
+                         mp_html_options *ho)
+{
+    mp_html_options_init(ho);
+    ho->lints = lints;
+    if (cli_given(a, CLI_O_BUDGET))
+        ho->budget = a->train.ropt.budget;
+    if (a->offload.enabled)
+        ho->device = &a->offload.dev;
+}
+
 /* -o, the lints, --dot, --html and --trace of a plan. */
 static int write_outputs(mp_ctx *ctx, const cli_args *a, const mp_plan *plan,
                          mp_lints **lints)
@@ -282,8 +296,7 @@ static int write_outputs(mp_ctx *ctx, const cli_args *a, const mp_plan *plan,
         return cli_fail(ctx, st, a->dot);
     if (a->html) {
         mp_html_options ho;
-        mp_html_options_init(&ho);
-        ho.lints = *lints;
+        html_options(a, *lints, &ho);
         if ((st = mp_plan_write_html(plan, a->html, &ho)) != MP_OK)
             return cli_fail(ctx, st, a->html);
     }

@@ -187,8 +187,9 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "parts, as one",
         NULL, NULL, 0},
     [CLI_O_HTML] = {"html", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
-        "write the HTML report (timeline, arena layout, peak tensors, "
-        "lints; one file, no network)",
+        "write the HTML report (timeline over the persistent memory and "
+        "the budget, arena layout, recomputes and offloads, modules, peak "
+        "tensors, lints; zoom and search; one file, no network)",
         NULL, NULL, 0},
     [CLI_O_TRACE] = {"trace", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
         "write a Chrome trace (Perfetto) with a memory counter", NULL, NULL,

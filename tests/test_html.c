@@ -110,12 +110,26 @@ static void test_html_structure(void)
     snprintf(fig, sizeof fig, ">%llu<",
              (unsigned long long)mp_plan_figures(plan)->arena_bytes);
     CU_ASSERT(mp_test_count(s, fig) >= 1);
-    /* self-contained: no script, no external reference */
-    CU_ASSERT_EQUAL(mp_test_count(s, "<script"), 0);
+    /* self-contained: one inline script, no external reference */
+    CU_ASSERT_EQUAL(mp_test_count(s, "<script>"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<script"), 1);
     CU_ASSERT_EQUAL(mp_test_count(s, "src="), 0);
     CU_ASSERT_EQUAL(mp_test_count(s, "href="), 0);
     CU_ASSERT_EQUAL(mp_test_count(s, "http"), mp_test_count(s, "xmlns=\"http://www.w3.org/2000/svg\""));
     CU_ASSERT_EQUAL(mp_test_count(s, "id=\"capped\""), 0);
+    /* zoom, pan and search: the controls and the script behind them */
+    CU_ASSERT_EQUAL(mp_test_count(s, "<input type=\"search\" class=\"q\""),
+                    1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "function search()"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "addEventListener(\"wheel\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "class=\"zreset\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<svg id=\"arena\" class=\"zoom\""), 1);
+    /* every block bordered: the stroke is in the stylesheet */
+    CU_ASSERT_EQUAL(mp_test_count(s, ".blk{stroke:#222;"), 1);
+    /* nothing folded, no persistent tensor, no budget */
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"folded\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"persistent\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"budget\""), 0);
     free(s);
     /* capped: 2 rectangles and a note */
     ho.max_rects = 2;
@@ -232,6 +246,273 @@ static void test_html_fused_pools(void)
     teardown();
 }
 
+/* The report of a plan as a file: its text (free it). */
+static char *report(const mp_plan *p, const mp_html_options *ho)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s", temp_path(".html"));
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_html(p, path, ho), MP_OK);
+    char *s = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    remove(path);
+    return s;
+}
+
+/* COMPUTE steps at which no block starts: what the report folds in a
+ * plan without fused chains. */
+static uint32_t steps_allocating_nothing(const mp_plan *p)
+{
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < mp_plan_num_steps(p); s++) {
+        int starts = 0;
+        for (uint32_t i = 0; i < mp_plan_num_blocks(p) && !starts; i++)
+            starts = mp_plan_blocks(p)[i].first == s;
+        n += mp_plan_steps(p)[s].kind == MP_STEP_COMPUTE && !starts;
+    }
+    return n;
+}
+
+/* A legend entry "<swatch> NAME &nbsp;". */
+static int legend_has(const char *s, const char *name)
+{
+    char key[96];
+    snprintf(key, sizeof key, "</span> %s &nbsp;", name);
+    return mp_test_count(s, key);
+}
+
+static mp_graph *load_example(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/%s.json", MP_SOURCE_DIR, name);
+    mp_graph *x = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load(ctx, path, &x), MP_OK);
+    return x;
+}
+
+/* An inference plan of examples/: the persistent memory drawn as a band
+ * under the arena (its bytes and label), the steps that allocate nothing
+ * folded with their count, the modules grouped, the legend without
+ * backward, optimizer or recompute colours, no budget, no table of
+ * recomputes. */
+static void test_html_inference(void)
+{
+    ctx = mp_ctx_create(NULL);
+    g = load_example("transformer_block");
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    const mp_figures *fg = mp_plan_figures(plan);
+    CU_ASSERT_FATAL(fg->persistent_bytes > 0);
+    char *s = report(plan, NULL);
+    char key[160];
+    snprintf(key, sizeof key, "<g id=\"persistent\" data-bytes=\"%llu\">",
+             (unsigned long long)fg->persistent_bytes);
+    CU_ASSERT_EQUAL(mp_test_count(s, key), 1);
+    CU_ASSERT(mp_test_count(s, "<rect class=\"pband\"") >= 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"persistent-label\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "(outside the arena; "), 1);
+    uint32_t nf = steps_allocating_nothing(plan);
+    CU_ASSERT_FATAL(nf > 0);
+    snprintf(key, sizeof key, "id=\"folded\" data-count=\"%u\">%u of %u "
+             "steps allocate nothing", nf, nf, mp_plan_num_steps(plan));
+    CU_ASSERT_EQUAL(mp_test_count(s, key), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "class=\"showfold\""), 1);
+    /* the timeline of every step, hidden until the toggle */
+    CU_ASSERT_EQUAL(mp_test_count(s, "<g class=\"tl-all\" "
+                                     "style=\"display:none\">"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<g class=\"tl-fold\">"), 1);
+    /* each block says its steps, for the script */
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(s, "\" data-e=\""),
+                    mp_plan_num_blocks(plan));
+    /* legend: only what is drawn */
+    CU_ASSERT_EQUAL(legend_has(s, "activation"), 1);
+    CU_ASSERT_EQUAL(legend_has(s, "gradient"), 0);
+    CU_ASSERT_EQUAL(legend_has(s, "recomputed"), 0);
+    CU_ASSERT_EQUAL(legend_has(s, "prefetched"), 0);
+    CU_ASSERT_EQUAL(legend_has(s, "weights (persistent)"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "optimizer state (persistent)"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<span class=\"budgetkey\">"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<line class=\"budget\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"changes\""), 0);
+    /* modules: the name hierarchy, expandable */
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"groups\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<details><summary><span>attention"
+                                     "</span>"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<details><summary><span>self</span>"),
+                    1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "data-q=\"attention.self\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "data-q=\"attention.self.query\""), 1);
+    free(s);
+    teardown();
+}
+
+/* A training plan of examples/transformer_block.json under a budget that
+ * recomputes: the budget in the header, the figures and as a line on both
+ * drawings; one row per recomputed node; the legend with gradients,
+ * optimizer state and recomputed blocks. Then offloaded under a budget:
+ * one row per offload, timed on the device. */
+static void test_html_budget(void)
+{
+    ctx = mp_ctx_create(NULL);
+    mp_graph *fwd = load_example("transformer_block");
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_ADAM;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(fwd, &to, &g, NULL), MP_OK);
+    mp_remat_options ro;
+    mp_remat_options_init(&ro);
+    mp_remat_result r;
+    CU_ASSERT_EQUAL_FATAL(mp_remat_plan(g, &ro, NULL, &plan, &r), MP_OK);
+    uint64_t pers = mp_plan_figures(plan)->persistent_bytes;
+    mp_plan_destroy(plan);
+    plan = NULL;
+    ro.budget = r.base_peak_bytes - (r.base_peak_bytes - pers) / 8;
+    CU_ASSERT_EQUAL_FATAL(mp_remat_plan(g, &ro, NULL, &plan, &r), MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(g, plan), MP_OK);
+    CU_ASSERT_FATAL(r.n_recompute > 0);
+    /* the nodes recomputed */
+    uint32_t nodes = 0;
+    for (uint32_t s = 0; s < mp_plan_num_steps(plan); s++) {
+        const mp_step *st = &mp_plan_steps(plan)[s];
+        int seen = 0;
+        for (uint32_t q = 0; q < s && !seen; q++)
+            seen = mp_plan_steps(plan)[q].kind == MP_STEP_RECOMPUTE &&
+                   mp_plan_steps(plan)[q].index == st->index;
+        nodes += st->kind == MP_STEP_RECOMPUTE && !seen;
+    }
+    mp_html_options ho;
+    mp_html_options_init(&ho);
+    ho.budget = ro.budget;
+    char *s = report(plan, &ho);
+    char key[160];
+    CU_ASSERT_EQUAL(mp_test_count(s, "<p id=\"budget\">Planned under a budget "
+                                     "of"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "class=\"fits\">fits, with"), 1);
+    snprintf(key, sizeof key, "<tr><th>budget</th><td class=\"num\">");
+    CU_ASSERT_EQUAL(mp_test_count(s, key), 1);
+    snprintf(key, sizeof key, ">%llu<", (unsigned long long)ro.budget);
+    CU_ASSERT(mp_test_count(s, key) >= 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<line class=\"budget\""), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<span class=\"budgetkey\">"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"changes\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<table id=\"recomputed\">"), 1);
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(s, "<tr class=\"rc\">"), nodes);
+    snprintf(key, sizeof key, "%u recompute steps of %u nodes", r.n_recompute,
+             nodes);
+    CU_ASSERT_EQUAL(mp_test_count(s, key), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<table id=\"offloaded\">"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<th>extra time</th>"), 0);
+    CU_ASSERT_EQUAL(legend_has(s, "gradient"), 1);
+    CU_ASSERT_EQUAL(legend_has(s, "recomputed"), 1);
+    CU_ASSERT_EQUAL(legend_has(s, "optimizer state (persistent)"), 1);
+    CU_ASSERT(mp_test_count(s, "recomputed at step ") >= 1);
+    free(s);
+    /* a budget far above the peak is named, not drawn */
+    ho.budget = mp_plan_figures(plan)->peak_bytes * 4;
+    s = report(plan, &ho);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<line class=\"budget\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"budget-off\""), 1);
+    free(s);
+    mp_plan_destroy(plan);
+    plan = NULL;
+
+    /* offloaded under a budget, timed on the h200 */
+    mp_device dev;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(ctx, "h200", &dev), MP_OK);
+    mp_offload_options oo;
+    mp_offload_options_init(&oo);
+    oo.budget = ro.budget;
+    oo.device = &dev;
+    mp_offload_result orr;
+    CU_ASSERT_EQUAL_FATAL(mp_offload_plan(g, &oo, NULL, &plan, &orr), MP_OK);
+    CU_ASSERT_FATAL(orr.n_offloaded > 0);
+    ho.budget = oo.budget;
+    ho.device = &dev;
+    s = report(plan, &ho);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<table id=\"offloaded\">"), 1);
+    CU_ASSERT_EQUAL((uint32_t)mp_test_count(s, "<tr class=\"off\">"),
+                    orr.n_offloaded);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<th>copy time (both ways)</th>"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "ms of copies on h200"), 1);
+    CU_ASSERT_EQUAL(legend_has(s, "prefetched"), 1);
+    CU_ASSERT(mp_test_count(s, "prefetched from host at step ") >= 1);
+    free(s);
+    mp_graph_destroy(fwd);
+    teardown();
+}
+
+/* The command passes --budget and the --offload device to the report. */
+static void test_html_cli(void)
+{
+    char html[256], cmd[2048];
+    snprintf(html, sizeof html, "%s", temp_path(".html"));
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/transformer_block.json' "
+             "--train --budget 145MiB --offload --device h200 --html '%s' "
+             ">/dev/null 2>&1", MP_CLI_PATH, MP_SOURCE_DIR, html);
+    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, NULL, 0), 0);
+    char *s = mp_test_slurp(html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<p id=\"budget\">Planned under a budget "
+                                     "of <b>145 MiB</b>"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<tr><th>budget</th><td class=\"num\">"
+                                     "145 MiB</td><td class=\"num\">"
+                                     "152043520<"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<table id=\"offloaded\">"), 1);
+    CU_ASSERT(mp_test_count(s, "ms of copies on h200") == 1);
+    free(s);
+    /* without --budget: no budget */
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/transformer_block.json' "
+             "--train --html '%s' >/dev/null 2>&1", MP_CLI_PATH, MP_SOURCE_DIR,
+             html);
+    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, NULL, 0), 0);
+    s = mp_test_slurp(html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"budget\""), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<line class=\"budget\""), 0);
+    free(s);
+    remove(html);
+}
+
+/* A chain of 30 Relus planned without in-place reuse: 30 in-place
+ * findings, of which the report lists 20 and sums the other 10. */
+static void test_html_lints_capped(void)
+{
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t dims[2] = {4, 256};
+    uint32_t cur = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dims);
+    for (int i = 0; i < 31; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "t%d", i);
+        uint32_t t = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, dims);
+        snprintf(nm, sizeof nm, "relu%d", i);
+        mp_test_node(g, nm, "Relu", &cur, 1, &t, 1);
+        cur = t;
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, cur), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    po.inplace = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    mp_lints *l = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_lint(plan, NULL, &l), MP_OK);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < mp_lints_count(l); i++)
+        n += mp_lints_get(l, i)->kind == MP_LINT_INPLACE;
+    CU_ASSERT_FATAL(n > 20);
+    mp_html_options ho;
+    mp_html_options_init(&ho);
+    ho.lints = l;
+    char *s = report(plan, &ho);
+    char key[96];
+    CU_ASSERT_EQUAL(mp_test_count(s, "<tr><td>inplace</td>"), 20);
+    snprintf(key, sizeof key, "</td><td>and %u more of this kind", n - 20);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<tr class=\"more\"><td>inplace</td>"),
+                    1);
+    CU_ASSERT_EQUAL(mp_test_count(s, key), 1);
+    free(s);
+    mp_lints_destroy(l);
+    teardown();
+}
+
 static void test_trace(void)
 {
     build();
@@ -311,6 +592,22 @@ static void test_trace(void)
     teardown();
 }
 
+/* The DOM of the report opened at #find=query (dom: 1 MiB): n blocks
+ * highlighted and the count as `count` says. */
+static void find_in_chromium(const char *chrome, const char *flags,
+                             const char *dir, const char *html,
+                             const char *query, char *dom, int n,
+                             const char *count)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s --dump-dom "
+             "'file://%s#find=%s' 2>/dev/null", chrome, flags, dir, html,
+             query);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "class=\"blk hit\""), n);
+    CU_ASSERT_EQUAL(mp_test_count(dom, count), 1);
+}
+
 /* Opens the report in headless Chromium: the DOM has both SVGs with every
  * rectangle, and a screenshot comes out as a PNG. */
 static void test_chromium(void)
@@ -343,6 +640,35 @@ static void test_chromium(void)
     CU_ASSERT_EQUAL((uint32_t)mp_test_count(dom, "<rect class=\"blk\""),
                     mp_plan_num_blocks(plan));
     CU_ASSERT(mp_test_count(dom, "<path class=\"area\"") >= 2);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "class=\"blk hit\""), 0);
+    /* #find=NAME runs the search: the block node r1 produces (its
+     * tooltip names it) is highlighted and listed; y, written in place
+     * over h2, is found by h2 with h2 */
+    find_in_chromium(chrome, flags, dir, html, "R1", dom, 1,
+                     "class=\"qn\">1 block matches<");
+    CU_ASSERT_EQUAL(mp_test_count(dom, "<li>a&lt;b&amp;c "), 1);
+    find_in_chromium(chrome, flags, dir, html, "h2", dom, 2,
+                     "class=\"qn\">2 blocks match<");
+    CU_ASSERT_EQUAL(mp_test_count(dom, "<li>h2 "), 1);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "<li>y "), 1);
+    /* the wheel over the arena zooms it 1.25 times about the pointer and
+     * the "zoom in" button both drawings 1.5 times more */
+    FILE *hf = fopen(html, "a");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    fputs("<script>var a = document.getElementById('arena'), "
+          "r = a.getBoundingClientRect();\n"
+          "a.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, "
+          "clientX: r.left + 400, clientY: r.top + 200, bubbles: true, "
+          "cancelable: true}));\n"
+          "document.querySelector('.zin').click();</script>\n", hf);
+    fclose(hf);
+    snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s --dump-dom "
+             "file://%s 2>/dev/null", chrome, flags, dir, html);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, dom, 1 << 20), 0);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "<g class=\"view\" transform=\""
+                                       "translate("), 2);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "scale(1.875 1.875)"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(dom, "scale(1.5 1.5)"), 1);
     free(dom);
     snprintf(cmd, sizeof cmd, "'%s' %s --user-data-dir=%s "
              "--window-size=1100,1200 --screenshot=%s file://%s "
@@ -370,6 +696,10 @@ void mp_register_html(void)
     static CU_TestInfo tests[] = {
         {"html_structure", test_html_structure},
         {"html_fused_pools", test_html_fused_pools},
+        {"html_inference", test_html_inference},
+        {"html_budget", test_html_budget},
+        {"html_lints_capped", test_html_lints_capped},
+        {"html_cli", test_html_cli},
         {"trace", test_trace},
         {"chromium", test_chromium},
         CU_TEST_INFO_NULL};

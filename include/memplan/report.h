@@ -12,6 +12,7 @@
 #ifndef MEMPLAN_REPORT_H
 #define MEMPLAN_REPORT_H
 
+#include "cost.h"
 #include "lint.h"
 #include "plan.h"
 
@@ -45,10 +46,15 @@ MP_API mp_status mp_plan_write_dot(const mp_plan *p, const char *path,
                                    const mp_dot_options *opt);
 
 /* ---- HTML --------------------------------------------------------------- */
-/* HTML report: one self-contained file (inline SVG and CSS, no script, no
- * network): figures, memory timeline by tensor kind, arena layout (one
- * rectangle per block, <title> on hover), the tensors at the peak and the
- * lints (lints may be NULL). */
+/* HTML report: one self-contained file (inline SVG, CSS and script, no
+ * network): figures, the budget against the peak, memory timeline (the
+ * persistent memory as a band under the live arena bytes by tensor kind,
+ * the budget as a line), arena layout (one bordered rectangle per block,
+ * <title> on hover, the persistent memory as a band under it), what was
+ * recomputed and offloaded, the tensors at the peak, the modules (node
+ * names' hierarchy) and the lints (lints may be NULL). Steps that
+ * allocate nothing are folded out of the drawings; the page's script
+ * zooms, pans, searches by name and shows the folded steps. */
 typedef struct mp_html_options {
     const char *title;       /* NULL: the graph's name */
     uint32_t max_rects;      /* arena rectangles drawn (5000), the largest
@@ -56,6 +62,12 @@ typedef struct mp_html_options {
                                 a note */
     uint32_t max_points;     /* timeline samples (4000) */
     const mp_lints *lints;
+    uint64_t budget;         /* bytes (arena + persistent) the plan was
+                                made under, drawn as a line; 0 (default):
+                                none */
+    const mp_device *device; /* times the recomputes and the offload
+                                copies in their table; NULL (default): no
+                                times, only the recompute solvers' cost */
 } mp_html_options;
 /* Fills HTML options with their defaults (in parentheses above). NULL is
  * a no-op. */
