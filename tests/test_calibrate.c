@@ -215,9 +215,56 @@ static void t_profile_round_trip(void)
     mp_ctx_destroy(c);
 }
 
+/* the launch case: a training step of tiny nodes, every one on a real
+ * kernel; a per-node time above the empty kernel's is the profile's
+ * kernel_overhead */
+static void t_launch_case(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mpv_cal_case k;
+    CU_ASSERT_EQUAL_FATAL(mpv_cal_launch_case(c, &k), MP_OK);
+    /* 16 x (MatMul, Add, Relu) forward, their backward, 32 SGD steps */
+    CU_ASSERT(k.prog->n_real >= 16 * 3 + 32);
+    CU_ASSERT_EQUAL(k.prog->n_synthetic, 0u);
+    CU_ASSERT_EQUAL(k.prog->n_opt_real, 32u);
+    mpv_cal_case_free(&k);
+    size_t nb = mpv_cal_n_benches;
+    mpv_cal_meas m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.gpu, sizeof m.gpu, "Test GPU");
+    m.mem_bytes = 1ull << 34;
+    m.copy_engines = 2;
+    m.h2d_bw = m.d2h_bw = 5e10;
+    m.link_latency = 8e-6;
+    m.d2d_bw = 1e12;
+    m.launch_s = 3e-6;
+    m.node_s = 9e-6;
+    m.reps = 1;
+    m.bench_s = calloc(nb, sizeof *m.bench_s);
+    m.gemm16_s = calloc(nb, sizeof *m.gemm16_s);
+    CU_ASSERT_FATAL(m.bench_s && m.gemm16_s);
+    for (size_t i = 0; i < nb; i++) {
+        m.bench_s[i] = 1e-3;
+        m.gemm16_s[i] = -1;
+    }
+    char *text = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_cal_profile_json(c, "t", &m, &text), MP_OK);
+    mp_device d;
+    mp_status st = mp_device_load_json_string(c, text, "t.json", &d);
+    if (st)
+        printf("\n  %s\n", mp_ctx_message(c));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    CU_ASSERT(close_rel(d.kernel_overhead, 9e-6));
+    mpv_cal_text_free(c, text);
+    free(m.bench_s);
+    free(m.gemm16_s);
+    mp_ctx_destroy(c);
+}
+
 static CU_TestInfo tests[] = {
     {"every benchmark lowers to one real kernel of its class",
      t_benches_lower},
+    {"the executor's cost per node, host-bound", t_launch_case},
     {"the profile gives the measured times back", t_profile_round_trip},
     CU_TEST_INFO_NULL,
 };

@@ -297,6 +297,71 @@ mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
     return st;
 }
 
+/* x [2, 8] through `layers` Linear + ReLU layers (MatMul, Add of a bias,
+ * Relu), the output their last */
+static mp_status tiny_chain(mp_graph *g, int layers)
+{
+    int64_t xd[2] = {2, 8}, wd[2] = {8, 8}, bd[1] = {8};
+    uint32_t x;
+    mp_status st = tensor(g, "x", MP_KIND_INPUT, 2, xd, &x);
+    for (int i = 0; i < layers && !st; i++) {
+        char nm[6][32];
+        static const char *const fmt[6] = {"w%d", "b%d", "h%d", "a%d",
+                                           "r%d", "l%d"};
+        for (int k = 0; k < 6; k++)
+            snprintf(nm[k], sizeof nm[k], fmt[k], i);
+        uint32_t w, b, h, a, r;
+        if ((st = tensor(g, nm[0], MP_KIND_WEIGHT, 2, wd, &w)) ||
+            (st = tensor(g, nm[1], MP_KIND_WEIGHT, 1, bd, &b)) ||
+            (st = tensor(g, nm[2], MP_KIND_ACTIVATION, 2, xd, &h)) ||
+            (st = tensor(g, nm[3], MP_KIND_ACTIVATION, 2, xd, &a)) ||
+            (st = tensor(g, nm[4], MP_KIND_ACTIVATION, 2, xd, &r)))
+            break;
+        const char *ops[3] = {"MatMul", "Add", "Relu"};
+        uint32_t ins[3][2] = {{x, w}, {h, b}, {a, 0}}, outs[3] = {h, a, r};
+        for (int k = 0; k < 3 && !st; k++) {
+            char nn[40];
+            snprintf(nn, sizeof nn, "%s/%s", nm[5], ops[k]);
+            mp_node_desc nd;
+            memset(&nd, 0, sizeof nd);
+            nd.name = nn;
+            nd.op = ops[k];
+            nd.inputs = ins[k];
+            nd.n_inputs = k == 2 ? 1 : 2;
+            nd.outputs = &outs[k];
+            nd.n_outputs = 1;
+            nd.phase = MP_PHASE_FORWARD;
+            st = mp_graph_add_node(g, &nd, NULL);
+        }
+        x = r;
+    }
+    if (!st)
+        st = mp_graph_mark_output(g, x);
+    return st ? st : mp_graph_finalize(g);
+}
+
+mp_status mpv_cal_launch_case(mp_ctx *ctx, mpv_cal_case *c)
+{
+    memset(c, 0, sizeof *c);
+    mp_status st = mp_graph_create(ctx, &c->fwd);
+    if (!st)
+        st = tiny_chain(c->fwd, 16);
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_SGD;
+    if (!st)
+        st = mp_train_graph(c->fwd, &to, &c->g, NULL);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    if (!st)
+        st = mp_plan_create(c->g, &po, &c->plan);
+    if (!st)
+        st = mpv_program_from_plan(c->g, c->plan, &c->prog);
+    if (st)
+        mpv_cal_case_free(c);
+    return st;
+}
+
 const char *mpv_cal_case_synthetic(const mpv_cal_case *c)
 {
     for (uint32_t i = 0; i < mp_graph_num_nodes(c->g); i++) {
@@ -336,6 +401,13 @@ static double rate(double work, double s, double launch)
     return s > 0 ? work / t : 0;
 }
 
+/* The cost of one node beside its work: an empty kernel's launch, or
+ * where larger the executor's time per node when the host is the bound */
+static double overhead(const mpv_cal_meas *m)
+{
+    return m->node_s > m->launch_s ? m->node_s : m->launch_s;
+}
+
 /* The median rate of the benchmarks of kind and class (cls < 0: any),
  * forward or backward (grad), from times t (per benchmark, < 0
  * unmeasured); 0 when none was measured. */
@@ -348,7 +420,7 @@ static double class_rate(const mpv_cal_meas *m, const double *t, int kind,
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         if (b->kind == kind && (cls < 0 || b->cls == cls) &&
             !b->grad == !grad && t[i] > 0)
-            r[n++] = rate(work[i], t[i], m->launch_s);
+            r[n++] = rate(work[i], t[i], overhead(m));
     }
     if (!n)
         return 0;
@@ -429,7 +501,7 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     mp__jw_i64(&w, m->copy_engines >= 1 && m->copy_engines <= 64
                        ? m->copy_engines
                        : 1);
-    num(&w, "kernel_overhead", m->launch_s);
+    num(&w, "kernel_overhead", overhead(m));
     mp__jw_key(&w, "calibration");
     mp__jw_object(&w, true);
     mp__jw_key(&w, "gemm");
@@ -478,6 +550,8 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     mp__jw_object(&w, true);
     mp__jw_key(&w, "repetitions");
     mp__jw_i64(&w, m->reps);
+    num(&w, "empty_kernel", m->launch_s);
+    num(&w, "node", m->node_s);
     num(&w, "overlap_h2d", m->overlap_h2d);
     num(&w, "overlap_d2h", m->overlap_d2h);
     mp__jw_key(&w, "benchmarks");

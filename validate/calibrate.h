@@ -50,6 +50,11 @@ typedef struct mpv_cal_case {
 mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
                             mpv_cal_case *c);
 void mpv_cal_case_free(mpv_cal_case *c);
+/* The executor's cost per node where the host is the bound (the
+ * profile's kernel_overhead, when above an empty kernel's): one SGD step
+ * of 16 Linear + ReLU layers on [2, 8], every node of it timed (c->timed
+ * empty), each node's kernels costing next to nothing on the device. */
+mp_status mpv_cal_launch_case(mp_ctx *ctx, mpv_cal_case *c);
 /* Why a node timed runs the synthetic kernel, or NULL when none does. */
 const char *mpv_cal_case_synthetic(const mpv_cal_case *c);
 
@@ -64,6 +69,9 @@ typedef struct mpv_cal_meas {
                                  * the nodes timed) */
     double *gemm16_s;           /* per benchmark; GEMMs: bf16 cublasGemmEx */
     double launch_s;            /* an empty kernel, back to back */
+    double node_s;              /* a node of mpv_cal_launch_case, back to
+                                 * back (0: not measured); the profile's
+                                 * kernel_overhead is the larger */
     double h2d_bw, d2h_bw;      /* pinned, 256 MiB copies, bytes/s */
     double link_latency;        /* a 4 KiB pinned copy */
     double d2d_bw;              /* cudaMemcpy device to device, bytes/s */

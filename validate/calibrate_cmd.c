@@ -17,6 +17,23 @@ static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
         cli_error("calibrate: %s", why);
         return CLI_EXIT_INTERNAL;
     }
+    /* the executor's cost per node when the host is the bound */
+    mpv_cal_case lc;
+    mp_status lst = mpv_cal_launch_case(ctx, &lc);
+    if (lst)
+        return cli_fail(ctx, lst, "calibrate: launch case");
+    uint32_t nodes = lc.prog->n_real + lc.prog->n_synthetic;
+    double ts = 0;
+    if (mpv_cal_time_program(g, lc.prog, NULL, m->reps, &ts, why,
+                             sizeof why)) {
+        mpv_cal_case_free(&lc);
+        cli_error("calibrate: launch case: %s", why);
+        return CLI_EXIT_INTERNAL;
+    }
+    m->node_s = nodes ? ts / nodes : 0;
+    fprintf(stderr, "calibrate: per node, host-bound (%u nodes of a tiny "
+            "training step) %.2f us\n", nodes, m->node_s * 1e6);
+    mpv_cal_case_free(&lc);
     for (size_t i = 0; i < mpv_cal_n_benches; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         mpv_cal_case c;

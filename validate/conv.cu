@@ -272,7 +272,8 @@ struct trial {
 
 // Launch k's algorithm: of every usable candidate that fits the
 // workspace and runs, under each allowed arithmetic (TF32 then FMA, or
-// FMA alone), the fastest of a second, timed call (ties: the earlier);
+// FMA alone), the fastest of a second, timed call (ties: the earlier;
+// FMA alone: the first, which does not depend on the timing);
 // k stays direct when none qualifies. all: every candidate seen (the
 // trace). NULL, or the error of a trial that broke the stream.
 const char *choose(mpv_dnn *d, dnn_launch &k, const mpv_launch &l,
@@ -333,6 +334,12 @@ const char *choose(mpv_dnn *d, dnn_launch &k, const mpv_launch &l,
                 best_fma = fma != 0;
                 k.first = was_first;
             }
+            // FMA alone (--conv-math fp32, the comparisons with a
+            // reference): cuDNN's first candidate that fits and runs, the
+            // same in every run, so that two runs (--poison against the
+            // plain plan) compute bit for bit alike
+            if (d->fp32)
+                break;
         }
     }
     if (!k.direct)

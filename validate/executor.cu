@@ -62,6 +62,17 @@ struct run_ctx {
     std::vector<void *> in, out;
     std::vector<uint64_t> inb, outb;
     std::vector<int> odt;
+    // the planned run's operands of each node step, made on its first run
+    // (the arena, weights and workspace stay put): the timed runs only
+    // launch
+    struct step_io {
+        std::vector<void *> in, out;
+        std::vector<uint64_t> inb, outb;
+        std::vector<int> odt;
+        mpv_io io;
+        bool made = false;
+    };
+    std::vector<step_io> planned_io;  // per step
     // --dump of a training step: each parameter's gradient, copied out
     // when its optimizer step runs (grab: in this run)
     bool grab;
@@ -192,9 +203,55 @@ bool run_step(run_ctx &c, const mpv_step &ps, void *const *tensor_ptr);
 // reference: tensor_ptr per root).
 bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
 {
-    if (!c.p->nodes[c.p->steps[s].index].run)
+    const mpv_program *p = c.p;
+    const mpv_step &ps = p->steps[s];
+    const mpv_node &pn = p->nodes[ps.index];
+    if (!pn.run)
         return true;
-    return run_step(c, c.p->steps[s], tensor_ptr);
+    if (tensor_ptr)
+        return run_step(c, ps, tensor_ptr);
+    if (c.planned_io.size() != p->n_steps)
+        c.planned_io.resize(p->n_steps);
+    run_ctx::step_io &si = c.planned_io[s];
+    if (!si.made) {
+        mp_node_info ni;
+        mp_graph_node_info(p->graph, ps.index, &ni);
+        for (uint32_t k = 0; k < ni.n_inputs; k++) {
+            const mpv_ref &rf = p->refs[ps.refs + k];
+            si.in.push_back(ref_ptr(c, rf, NULL));
+            si.inb.push_back(rf.bytes);
+        }
+        for (uint32_t k = 0; k < ni.n_outputs; k++) {
+            const mpv_ref &rf = p->refs[ps.refs + ni.n_inputs + k];
+            mp_tensor_info ti;
+            mp_graph_tensor_info(p->graph, ni.outputs[k], &ti);
+            si.out.push_back(ref_ptr(c, rf, NULL));
+            si.outb.push_back(rf.bytes);
+            si.odt.push_back(ti.dtype);
+        }
+        si.in.push_back(NULL);  // never empty: data() is a valid pointer
+        si.out.push_back(NULL);
+        si.io = mpv_io{si.in.data(), si.inb.data(), ni.n_inputs,
+                       si.out.data(), si.outb.data(), si.odt.data(),
+                       ni.n_outputs, c.ws, ps.index};
+        si.made = true;
+    }
+    for (uint32_t i = 0; i < pn.count; i++) {
+        const mpv_launch *l = &p->launches[pn.first + i];
+        if (l->out >= 0 && !si.out[l->out])
+            continue; // zero-byte output
+        const char *e = l->kind == MPV_L_CONV_DNN
+                            ? mpv_dnn_run(c.dnn, pn.first + i, l, &si.io, c.s)
+                            : mpv_run_launch(l, &si.io, c.h, c.s);
+        if (e) {
+            mp_node_info ni;
+            mp_graph_node_info(p->graph, ps.index, &ni);
+            char what[200];
+            snprintf(what, sizeof what, "node '%s' (%s)", ni.name, ni.op);
+            return fail(c.r, what, e);
+        }
+    }
+    return true;
 }
 
 // the launches of the node of step ps (a step of the schedule, or of the
