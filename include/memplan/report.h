@@ -23,14 +23,26 @@ extern "C" {
 /* ---- DOT ---------------------------------------------------------------- */
 /* DOT through Graphviz cgraph: one box per node coloured by phase, edges
  * labelled with tensor sizes, tensors live at the peak in red, recompute
- * and offload marked, name-prefix groups as clusters. */
+ * and offload marked. Nodes are grouped by module, from their names as
+ * TensorBoard does ("/layer1/layer1.0/conv1/Conv": conv1 in layer1.0 in
+ * layer1): modules are nested clusters, and above max_nodes drawn nodes
+ * the deepest module level that fits is collapsed, each module one box
+ * (its op count and bytes), edges between boxes merged with their tensor
+ * count; names without '/' are cut into runs of consecutive nodes. A
+ * collapsed graph is acyclic (a module whose nodes cannot be drawn
+ * together without a cycle is split into parts). */
 typedef struct mp_dot_options {
     const char *collapse_prefix; /* comma-separated prefixes: the nodes of
                                     each become one node; NULL: none */
-    uint32_t collapse_depth;     /* > 0: nodes grouped by their first N name
-                                    components, one node per group */
-    int clusters;                /* 1 (default): name groups as clusters */
+    uint32_t collapse_depth;     /* > 0: nodes grouped by their first N
+                                    '/'-separated name components, one box
+                                    per group */
+    int clusters;                /* 1 (default): modules as clusters */
     int show_weights;            /* 0 (default): persistent tensors hidden */
+    uint32_t max_nodes;          /* without collapse_prefix/depth: above
+                                    this many drawn nodes (120) the graph
+                                    is collapsed to at most this many
+                                    boxes; 0: never (every node drawn) */
 } mp_dot_options;
 /* Fills DOT options with their defaults (the comments above). NULL is a
  * no-op. */
