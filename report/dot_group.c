@@ -4,7 +4,8 @@
  * name scope: a name holding '/' is split on it (runs of '/' count as one,
  * a leading one is skipped); its last component is the op, the others its
  * modules: "/layer1/layer1.0/conv1/Conv" is in conv1 < layer1.0 < layer1.
- * Names without '/' (Conv_12, p2o.Conv.3, n53) carry no hierarchy.
+ * A name without '/' is split on '.' (layer1.0.conv1) unless its last part
+ * is a number (p2o.Conv.3); Conv_12 or n53 carry no hierarchy.
  *
  * Acyclic by construction: the drawn nodes are put in a topological order
  * that keeps each module's nodes together where the dependencies allow
@@ -15,6 +16,7 @@
  * cannot be consecutive is drawn as parts ("layer1 (2/3)"). */
 #include "dot_group.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,31 +25,59 @@
  * from the boxes' order): dot lays a graph out in a few seconds below. */
 #define MAX_SPAN 1000u
 
-/* Offset of the end of the first `level` components of a '/' name (or of
- * its start, level 0); *levels (optional) gets its module depth, the
- * number of components less the op's. 0 levels for a name without '/'. */
-static uint32_t name_prefix(const char *name, uint32_t level, uint32_t *start,
-                            uint32_t *levels)
+/* The separator of a node's name components: '/' when the name holds
+ * one; else '.', unless the name ends in ".OP.N" with OP the node's op (an
+ * exporter's counter: p2o.Conv.3, not layer1.0.downsample.0); else 0, no
+ * hierarchy. */
+char mp__dot_name_sep(const mp__node *nd)
 {
+    const char *name = nd->name;
+    if (!name)
+        return 0;
+    if (strchr(name, '/'))
+        return '/';
+    const char *dot = strrchr(name, '.');
+    if (!dot)
+        return 0;
+    size_t lo = strlen(nd->op ? nd->op : "");
+    int number = dot[1] != 0;
+    for (const char *q = dot + 1; *q; q++)
+        number &= *q >= '0' && *q <= '9';
+    if (number && lo && (size_t)(dot - name) >= lo &&
+        strncmp(dot - lo, nd->op, lo) == 0 &&
+        (dot - lo == name || dot[-(ptrdiff_t)lo - 1] == '.'))
+        return 0;
+    return '.';
+}
+
+/* Offset of the end of the first `level` components of a name (or of its
+ * start, level 0; name_sep: runs of the separator count as one, a leading
+ * one is skipped); *levels (optional) gets its module depth, the number
+ * of components less the op's: 0 for a name without hierarchy. */
+static uint32_t name_prefix(const mp__node *nd, uint32_t level,
+                            uint32_t *start, uint32_t *levels)
+{
+    const char *name = nd->name;
     uint32_t i = 0, s0, n = 0, end = 0;
-    if (!name || !strchr(name, '/')) {
+    char sep = mp__dot_name_sep(nd);
+    if (!sep) {
         if (start)
             *start = 0;
         if (levels)
             *levels = 0;
         return 0;
     }
-    while (name[i] == '/')
+    while (name[i] == sep)
         i++;
     s0 = i;
     end = s0;
     while (name[i]) {
-        while (name[i] && name[i] != '/')
+        while (name[i] && name[i] != sep)
             i++;
         n++;
         if (n == level)
             end = i;
-        while (name[i] == '/')
+        while (name[i] == sep)
             i++;
     }
     if (start)
@@ -236,7 +266,7 @@ static mp_status assign_keys(grouper *w, uint32_t depth, int prefixes)
                 q += l + (e != NULL);
             }
         } else if (depth > 0 && w->levels[n] >= depth) {
-            uint32_t s0, end = name_prefix(name, depth, &s0, NULL);
+            uint32_t s0, end = name_prefix(nd, depth, &s0, NULL);
             kb = name + s0;
             len = end - s0;
         }
@@ -310,7 +340,7 @@ static mp_status cluster_of(grouper *w, mp__dot_groups *gr, keyset *cks,
     uint32_t parent = MP_NONE;
     *out = MP_NONE;
     for (uint32_t l = 1; l <= level; l++) {
-        uint32_t s0, end = name_prefix(nd->name, l, &s0, NULL);
+        uint32_t s0, end = name_prefix(nd, l, &s0, NULL);
         uint32_t before = (uint32_t)cks->n;
         uint32_t k = keyset_index(w->ctx, cks, nd->phase, nd->name + s0,
                                   end - s0);
@@ -319,9 +349,9 @@ static mp_status cluster_of(grouper *w, mp__dot_groups *gr, keyset *cks,
         if (k == before) {   /* new */
             if (mp__grow(w->ctx, (void **)&gr->cl, sizeof *gr->cl, k + 1, cap))
                 return MP_ERR_NOMEM;
-            uint32_t lab = l > 1 ? name_prefix(nd->name, l - 1, NULL, NULL)
+            uint32_t lab = l > 1 ? name_prefix(nd, l - 1, NULL, NULL)
                                  : s0;
-            while (nd->name[lab] == '/')
+            while (nd->name[lab] && nd->name[lab] == mp__dot_name_sep(nd))
                 lab++;
             gr->cl[k] = (mp__dot_cluster){parent, v, s0, end, lab,
                                           nd->phase};
@@ -578,7 +608,7 @@ mp_status mp__dot_groups_build(const mp_plan *p, const uint8_t *drawn,
     }
     uint32_t n_drawn = 0, max_level = 0, runs = 0, chunk = 0;
     for (uint32_t v = 0; v < w.nn; v++) {
-        name_prefix(g->nodes[v].name, 0, NULL, &w.levels[v]);
+        name_prefix(&g->nodes[v], 0, NULL, &w.levels[v]);
         n_drawn += drawn[v] != 0;
         if (drawn[v] && w.levels[v] > max_level)
             max_level = w.levels[v];

@@ -47,6 +47,10 @@ typedef struct mp__dot_groups {
     uint32_t n_keys;
 } mp__dot_groups;
 
+/* The separator of a node name's module path: '/' when the name holds
+ * one, else '.' unless the name ends in ".OP.N" for its op (p2o.Conv.3),
+ * else 0 (no hierarchy). */
+char mp__dot_name_sep(const mp__node *nd);
 /* The boxes of plan p's graph: drawn[n] says which nodes are drawn; o's
  * collapse options, else the automatic collapse above o->max_nodes. */
 mp_status mp__dot_groups_build(const mp_plan *p, const uint8_t *drawn,

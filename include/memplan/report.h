@@ -102,6 +102,23 @@ MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
 MP_API mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
                                      const double *step_seconds);
 
+/* ---- PyTorch memory snapshot ------------------------------------------- */
+/* Writes the plan as a PyTorch CUDA memory snapshot, the pickle that
+ * torch.cuda.memory._dump_snapshot writes, for pytorch.org/memory_viz and
+ * python -m torch.cuda._memory_viz (docs/report.md): "segments" (one per
+ * pool of the arena, with the blocks live at the end of the schedule and
+ * the gaps between them, and one of the persistent tensors) and
+ * "device_traces" (one device: an "alloc" event per block at its first
+ * step, "free_requested" and "free_completed" at its end; "time_us" is
+ * the step; each event's frame names the tensor, its kind, its producer
+ * node and op). Addresses: pool k of the arena at 0x7f0000000000 + k *
+ * 2^40 plus the block's offset, persistent tensors from 0x7e0000000000.
+ * Pickle protocol 2, builtin types only.
+ * Errors: MP_ERR_IO (not writable), MP_ERR_INVALID_ARG (NULL),
+ * MP_ERR_NOMEM.
+ * Example: mp_plan_write_memory_viz(plan, "plan.pickle"); */
+MP_API mp_status mp_plan_write_memory_viz(const mp_plan *p, const char *path);
+
 #ifdef __cplusplus
 }
 #endif
