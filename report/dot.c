@@ -332,7 +332,7 @@ static void box_label(dot_run *r, uint32_t i, char *buf, size_t cap)
     if (it->key != MP_NONE) {
         char sep = mp__dot_name_sep(&g->nodes[r->gr.order[it->first]]);
         const char *k = r->gr.keys[it->key] + 1;
-        const char *last = sep ? strrchr(k, sep) : NULL;
+        const char *last = sep && r->gr.depth ? strrchr(k, sep) : NULL;
         name = dot_esc(last ? last + 1 : k, e, sizeof e);
         if (it->parts > 1)
             snprintf(part, sizeof part, " (%u/%u)", it->part, it->parts);

@@ -633,7 +633,8 @@ mp_status mp__dot_groups_build(const mp_plan *p, const uint8_t *drawn,
             best = d;
             best_runs = runs;
         }
-        if (!st && best < max_level && (best == 0 || best_runs < 8))
+        if (!st && best < max_level &&
+            (best == 0 || (best_runs < 8 && best_runs * 4 < limit)))
             best++;
         if (!st) {
             gr->depth = w.depth_used = best;
