@@ -147,11 +147,57 @@ static void test_memviz_pools(void)
     mp_ctx_destroy(ctx);
 }
 
+/* The command: --memory-viz writes the snapshot and says where; with
+ * --dot, --collapse none and --dot-max-nodes; a bad node count and an
+ * output named twice are usage errors (exit 2). */
+static void test_memviz_cli(void)
+{
+    const char *tmp = mp_test_write_temp(".pickle", "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+    char path[256], dot[300], cmd[1400], out[4096];
+    snprintf(path, sizeof path, "%s", tmp);
+    snprintf(dot, sizeof dot, "%s.dot", path);
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/resnet50.json' --memory-viz '%s' "
+             "--dot '%s' --collapse none 2>&1",
+             MP_CLI_PATH, MP_SOURCE_DIR, path, dot);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "memory snapshot written to"));
+    char *s = mp_test_slurp(dot);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    if (mp_dot_available())
+        CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 0);   /* none: all nodes */
+    free(s);
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/resnet50.json' --dot '%s' "
+             "--dot-max-nodes 40 2>&1",
+             MP_CLI_PATH, MP_SOURCE_DIR, dot);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    s = mp_test_slurp(dot);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    if (mp_dot_available())
+        CU_ASSERT(mp_test_count(s, "box3d") > 0);
+    free(s);
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/tiny.json' --dot '%s' --dot-max-nodes 0 "
+             "2>&1", MP_CLI_PATH, MP_SOURCE_DIR, dot);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--collapse none"));
+    snprintf(cmd, sizeof cmd,
+             "'%s' plan '%s/examples/tiny.json' --dot '%s' --memory-viz '%s' "
+             "2>&1", MP_CLI_PATH, MP_SOURCE_DIR, dot, dot);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--memory-viz"));
+    remove(path);
+    remove(dot);
+}
+
 void mp_register_memviz(void)
 {
     static CU_TestInfo tests[] = {
         {"structure", test_memviz_structure},
         {"pools", test_memviz_pools},
+        {"cli", test_memviz_cli},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("memviz", tests);
 }
