@@ -200,7 +200,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "tensors, lints; zoom and search; one file, no network)",
         NULL, NULL, 0},
     [CLI_O_TRACE] = {"trace", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
-        "write a Chrome trace (Perfetto) with a memory counter", NULL, NULL,
+        "write a Chrome trace (Perfetto) with memory counters (total and by "
+        "tensor kind)", NULL, NULL,
         0},
     [CLI_O_MEMORY_VIZ] = {"memory-viz", 0, "FILE", C_PLAN, G_REPORT, NULL,
         NULL,

@@ -150,39 +150,10 @@ typedef struct grouper {
     uint32_t depth_used;  /* gr->depth, kept across rebuilds */
 } grouper;
 
-static void heap_push(uint32_t *h, uint32_t *n, uint32_t v)
-{
-    uint32_t i = (*n)++;
-    while (i > 0 && h[(i - 1) / 2] > v) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = v;
-}
-
-static uint32_t heap_pop(uint32_t *h, uint32_t *n)
-{
-    uint32_t top = h[0], v = h[--(*n)], i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n)
-        h[i] = v;
-    return top;
-}
-
 /* A node becomes ready: onto the heap, and onto its key's stack. */
 static void make_ready(grouper *w, uint32_t *nh, uint32_t v)
 {
-    heap_push(w->heap, nh, v);
+    mp__heap_push(w->heap, nh, v);
     uint32_t k = w->key[v];
     if (k != MP_NONE) {
         w->knext[v] = w->khead[k];
@@ -216,7 +187,7 @@ static int grouping_order(grouper *w)
                 v = c;
         }
         while (v == MP_NONE && nh > 0) {
-            uint32_t c = heap_pop(w->heap, &nh);
+            uint32_t c = mp__heap_pop(w->heap, &nh);
             if (!w->done[c])
                 v = c;
         }

@@ -93,7 +93,10 @@ MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
 /* ---- trace -------------------------------------------------------------- */
 /* Writes a Chrome trace-event JSON file (Perfetto, chrome://tracing): one
  * "X" slice per step (compute and recompute on thread 1,
- * free/offload/prefetch on thread 2), a "C" counter of live arena bytes.
+ * free/offload/prefetch on thread 2), a "C" counter of live arena bytes,
+ * one of them by tensor kind (activation, input, gradient, output) and
+ * one of the persistent bytes by kind (weight, constant, optimizer
+ * state).
  * step_seconds may give each step's duration (n_steps entries, from a cost
  * model for instance); else a node's given seconds, else 1 microsecond per
  * compute step, 0 for the others.
