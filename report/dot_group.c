@@ -280,7 +280,8 @@ static mp_status try_depth(grouper *w, uint32_t depth, int prefixes,
     if (st)
         return st;
     if (!grouping_order(w))
-        memcpy(w->order, w->g->topo, w->nn * sizeof *w->order);
+        for (uint32_t i = 0; i < w->nn; i++)
+            w->order[i] = w->g->topo[i];
     *runs = count_runs(w);
     return MP_OK;
 }

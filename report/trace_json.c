@@ -19,12 +19,13 @@ static double step_seconds(const mp_plan *p, uint32_t s, const double *given)
     return n->seconds >= 0 ? n->seconds : 1e-6;
 }
 
-/* The live-bytes counter at time ts. */
-static void counter(mp__jw *w, double ts, uint64_t live)
+/* A counter event `name` at time ts, open at its "args" object (the
+ * caller writes the series and closes both objects). */
+static void counter_begin(mp__jw *w, const char *name, double ts)
 {
     mp__jw_object(w, false);
     mp__jw_key(w, "name");
-    mp__jw_string(w, "arena live bytes");
+    mp__jw_string(w, name);
     mp__jw_key(w, "ph");
     mp__jw_string(w, "C");
     mp__jw_key(w, "ts");
@@ -33,6 +34,12 @@ static void counter(mp__jw *w, double ts, uint64_t live)
     mp__jw_u64(w, 1);
     mp__jw_key(w, "args");
     mp__jw_object(w, false);
+}
+
+/* The live-bytes counter at time ts. */
+static void counter(mp__jw *w, double ts, uint64_t live)
+{
+    counter_begin(w, "arena live bytes", ts);
     mp__jw_key(w, "live");
     mp__jw_u64(w, live);
     mp__jw_end(w);
@@ -70,17 +77,7 @@ static uint64_t *kind_live(const mp_plan *p)
 static void kind_counter(mp__jw *w, const char *name, double ts,
                          const uint64_t *v, const uint8_t *used)
 {
-    mp__jw_object(w, false);
-    mp__jw_key(w, "name");
-    mp__jw_string(w, name);
-    mp__jw_key(w, "ph");
-    mp__jw_string(w, "C");
-    mp__jw_key(w, "ts");
-    mp__jw_fixed(w, ts, 3);
-    mp__jw_key(w, "pid");
-    mp__jw_u64(w, 1);
-    mp__jw_key(w, "args");
-    mp__jw_object(w, false);
+    counter_begin(w, name, ts);
     for (int k = 0; k < N_KINDS; k++)
         if (used[k]) {
             mp__jw_key(w, mp_kind_name((mp_tensor_kind)k));
