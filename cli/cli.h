@@ -128,8 +128,8 @@ enum {
     /* output */
     CLI_O_OUTPUT, CLI_O_JSON, CLI_O_PROGRESS, CLI_O_QUIET,
     /* report */
-    CLI_O_DOT, CLI_O_COLLAPSE, CLI_O_HTML, CLI_O_TRACE, CLI_O_KV_CONTEXT,
-    CLI_O_NO_LINTS,
+    CLI_O_DOT, CLI_O_COLLAPSE, CLI_O_DOT_MAX_NODES, CLI_O_HTML, CLI_O_TRACE,
+    CLI_O_MEMORY_VIZ, CLI_O_KV_CONTEXT, CLI_O_NO_LINTS,
     /* training and recompute */
     CLI_O_TRAIN, CLI_O_OPTIMIZER, CLI_O_OPTIMIZER_IMPL, CLI_O_PRECISION,
     CLI_O_STEP_IN_BACKWARD, CLI_O_SPLIT_WEIGHT_GRAD, CLI_O_TRAIN_ALL_WEIGHTS,
@@ -266,7 +266,7 @@ typedef struct cli_args {
     int json;
     int progress, quiet;           /* --progress, --quiet (cli/progress.c) */
     /* report */
-    const char *dot, *html, *trace;
+    const char *dot, *html, *trace, *memory_viz;
     mp_dot_options dopt;
     uint64_t kv_context;
     int no_lints;

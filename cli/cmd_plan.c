@@ -162,6 +162,8 @@ static int print_json(mp_ctx *ctx, const mp_graph *g, const mp_plan *plan,
         cli_json_str(&w, "html_file", pa->html);
     if (pa->trace)
         cli_json_str(&w, "trace_file", pa->trace);
+    if (pa->memory_viz)
+        cli_json_str(&w, "memory_viz_file", pa->memory_viz);
     if (lints)
         lints_json(&w, g, lints);
     cli_rewrites_json(rw, &w);
@@ -302,6 +304,9 @@ static int write_outputs(mp_ctx *ctx, const cli_args *a, const mp_plan *plan,
     }
     if (a->trace && (st = mp_plan_write_trace(plan, a->trace, NULL)) != MP_OK)
         return cli_fail(ctx, st, a->trace);
+    if (a->memory_viz &&
+        (st = mp_plan_write_memory_viz(plan, a->memory_viz)) != MP_OK)
+        return cli_fail(ctx, st, a->memory_viz);
     return 0;
 }
 
@@ -331,6 +336,9 @@ static int report(mp_ctx *ctx, const cli_args *a, const mp_graph *g,
             printf("HTML report written to %s\n", a->html);
         if (a->trace)
             printf("trace written to %s\n", a->trace);
+        if (a->memory_viz)
+            printf("memory snapshot written to %s (open it at "
+                   "https://pytorch.org/memory_viz)\n", a->memory_viz);
     }
     free(pk.blocks);
     return rc;

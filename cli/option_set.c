@@ -37,6 +37,7 @@ static const size_t string_field[CLI_O_COUNT_] = {
     [CLI_O_DOT] = offsetof(cli_args, dot),
     [CLI_O_HTML] = offsetof(cli_args, html),
     [CLI_O_TRACE] = offsetof(cli_args, trace),
+    [CLI_O_MEMORY_VIZ] = offsetof(cli_args, memory_viz),
     [CLI_O_DEVICE] = offsetof(cli_args, offload.device),
     [CLI_O_PLAN] = offsetof(cli_args, plan),
     [CLI_O_DUMP] = offsetof(cli_args, dump),
@@ -81,8 +82,29 @@ static int set_collapse(mp_dot_options *d, const char *name, const char *value)
         cli_error("empty value for %s", name);
         return CLI_EXIT_USAGE;
     }
+    if (strcmp(value, "none") == 0) {   /* every node drawn */
+        d->max_nodes = 0;
+        d->collapse_prefix = NULL;
+        d->collapse_depth = 0;
+        return 0;
+    }
     d->collapse_prefix = value;
     d->collapse_depth = 0;
+    return 0;
+}
+
+/* --dot-max-nodes N: 1 to 100000 */
+static int set_dot_max_nodes(mp_dot_options *d, const char *name,
+                             const char *value)
+{
+    uint64_t n;
+    int rc = cli_parse_u64(name, value, &n);
+    if (rc)
+        return rc;
+    if (n == 0 || n > 100000)
+        return bad_value(value, name, "a node count from 1 to 100000 (use "
+                                      "--collapse none to draw every node)");
+    d->max_nodes = (uint32_t)n;
     return 0;
 }
 
@@ -260,6 +282,7 @@ static int set_other(cli_args *a, int id, const char *name, const char *v)
     case CLI_O_SEED: return cli_parse_u64(name, v, &a->seed);
     case CLI_O_TIME_LIMIT: return cli_parse_seconds(name, v, &a->time_limit);
     case CLI_O_COLLAPSE: return set_collapse(&a->dopt, name, v);
+    case CLI_O_DOT_MAX_NODES: return set_dot_max_nodes(&a->dopt, name, v);
     case CLI_O_KV_CONTEXT: return cli_parse_u64(name, v, &a->kv_context);
     case CLI_O_MAX_EXTRA: return set_max_extra(&a->train, name, v);
     case CLI_O_MAXIMIZE:

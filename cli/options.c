@@ -180,11 +180,19 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "write the graph as Graphviz DOT (render with dot -Tsvg); needs a "
         "build with Graphviz",
         NULL, NULL, 0},
-    [CLI_O_COLLAPSE] = {"collapse", 0, "PREFIX|DEPTH", C_PLAN, G_REPORT, NULL,
-        NULL,
+    [CLI_O_COLLAPSE] = {"collapse", 0, "PREFIX|DEPTH|none", C_PLAN, G_REPORT,
+        NULL, NULL,
         "in the DOT, draw the nodes whose name starts with PREFIX "
-        "(comma-separated list), or each group of the first DEPTH name "
-        "parts, as one",
+        "(comma-separated list), or each module of the first DEPTH "
+        "'/'-separated name parts, as one box; none: every node (by "
+        "default graphs of more than --dot-max-nodes nodes are collapsed "
+        "to fit)",
+        NULL, NULL, 0},
+    [CLI_O_DOT_MAX_NODES] = {"dot-max-nodes", 0, "N", C_PLAN, G_REPORT,
+        "120", NULL,
+        "in the DOT, collapse a graph of more than N drawn nodes into at "
+        "most N boxes (modules by name, else runs of consecutive ops; "
+        "acyclic)",
         NULL, NULL, 0},
     [CLI_O_HTML] = {"html", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
         "write the HTML report (timeline over the persistent memory and "
@@ -192,8 +200,14 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "tensors, lints; zoom and search; one file, no network)",
         NULL, NULL, 0},
     [CLI_O_TRACE] = {"trace", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
-        "write a Chrome trace (Perfetto) with a memory counter", NULL, NULL,
+        "write a Chrome trace (Perfetto) with memory counters (total and by "
+        "tensor kind)", NULL, NULL,
         0},
+    [CLI_O_MEMORY_VIZ] = {"memory-viz", 0, "FILE", C_PLAN, G_REPORT, NULL,
+        NULL,
+        "write the plan as a PyTorch memory snapshot (pickle) for "
+        "pytorch.org/memory_viz and torch.cuda._memory_viz",
+        NULL, NULL, 0},
     [CLI_O_KV_CONTEXT] = {"kv-context", 0, "N", C_PLAN, G_REPORT, "4096",
         NULL, "tokens for the KV-cache lint", NULL, NULL, 0},
     [CLI_O_NO_LINTS] = {"no-lints", 0, NULL, C_PLAN, G_REPORT, NULL, NULL,
@@ -414,6 +428,8 @@ const cli_rule cli_rules[] = {
      "it groups the nodes of the DOT graph"},
     {C_PROGRESS, CLI_O_PROGRESS, CLI_O_QUIET, 0,
      "--quiet prints no progress"},
+    {C_PLAN, CLI_O_DOT_MAX_NODES, CLI_O_DOT, 1,
+     "it sets when the DOT graph is collapsed"},
     {C_PLAN, CLI_O_KV_CONTEXT, CLI_O_NO_LINTS, 0,
      "it sizes the KV-cache lint, and --no-lints skips the lints"},
     {C_VALIDATE, CLI_O_ALIGN, CLI_O_PLAN, 0, READ_PLAN},

@@ -99,6 +99,7 @@ int cli_check_paths(const cli_args *a)
     add(v, &n, a->dot, "the output --dot", 1);
     add(v, &n, a->html, "the output --html", 1);
     add(v, &n, a->trace, "the output --trace", 1);
+    add(v, &n, a->memory_viz, "the output --memory-viz", 1);
     if (a->weights_dir) {
         snprintf(w_txt, sizeof w_txt, "%s/values.txt", a->weights_dir);
         snprintf(w_bin, sizeof w_bin, "%s/values.bin", a->weights_dir);

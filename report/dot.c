@@ -2,6 +2,7 @@
  * call of memplan is in this file: cgraph takes `char *` for names and
  * values, so string literals are passed through cs() here and nowhere
  * else. Built only with MEMPLAN_WITH_GRAPHVIZ (MP_WITH_GRAPHVIZ). */
+#include "dot_group.h"
 #include "viz.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@ void mp_dot_options_init(mp_dot_options *o)
         return;
     memset(o, 0, sizeof *o);
     o->clusters = 1;
+    o->max_nodes = 120;
 }
 
 #ifndef MP_WITH_GRAPHVIZ
@@ -237,21 +239,18 @@ typedef struct dot_run {
     Agraph_t *G;
     dot_ids ids;          /* the ID discipline's state */
     Agnode_t **rep;       /* node id -> the DOT node drawing it */
-    Agnode_t **tin;       /* tensor -> DOT node of a graph input/weight */
-    uint32_t *group;      /* node -> group index, MP_NONE: own node */
+    uint8_t *drawn;       /* node -> 1 when drawn (not folded away) */
     uint32_t *recomp;     /* node -> RECOMPUTE steps */
     uint8_t *moved;       /* tensor -> 1 offloaded, 2 prefetched */
     uint32_t *over;       /* tensor -> node that wrote its output over it
                              in place (the plan's block_over), MP_NONE */
     uint32_t peak_node;
-    uint32_t *gcount;     /* group -> nodes in it */
-    Agraph_t **clus;      /* clusters (n_nodes slots), closed before G */
-    uint32_t *cl_of;      /* node -> cluster, MP_NONE: none */
-    char **ckeys;         /* cluster -> its label */
-    size_t ncl;
-    char **keys;          /* group -> its name prefix */
-    uint32_t nk;
-    Agnode_t **gn;        /* group -> the DOT node drawing it */
+    mp__dot_groups gr;    /* boxes and clusters */
+    Agraph_t **clus;      /* cluster -> its subgraph (opened on first use) */
+    uint32_t *clus_made;  /* clusters in the order opened (closed reversed) */
+    uint32_t n_made;
+    Agnode_t **gn;        /* item -> the DOT node drawing it (boxes) */
+    uint8_t phases;       /* bit per phase drawn */
     mp__viz_blocks vb;
 } dot_run;
 
@@ -260,99 +259,6 @@ typedef struct edge_rec {
     uint64_t bytes;
     uint32_t tensors;
 } edge_rec;
-
-/* Keys of groups and clusters: a growing array of strings, found through
- * a name map (owner: the address of the array pointer). */
-static const char *key_of(const void *owner, uint32_t idx)
-{
-    return (*(char *const *const *)owner)[idx];
-}
-
-/* Index of key in *keys (added when new); MP_NONE when out of memory. */
-static uint32_t key_index(mp_ctx *ctx, mp__name_map *map, char ***keys,
-                          size_t *nk, size_t *cap, const char *key,
-                          size_t len)
-{
-    char tmp[512];
-    if (len >= sizeof tmp)
-        len = sizeof tmp - 1;
-    memcpy(tmp, key, len);
-    tmp[len] = 0;
-    uint32_t k = mp__name_map_find(map, keys, key_of, tmp);
-    if (k != MP_NONE)
-        return k;
-    if (mp__grow(ctx, (void **)keys, sizeof **keys, *nk + 1, cap) ||
-        !((*keys)[*nk] = mp__strdup(ctx, tmp)))
-        return MP_NONE;
-    if (mp__name_map_insert(ctx, map, keys, key_of, tmp, (uint32_t)*nk,
-                           NULL)) {
-        mp__dealloc(ctx, (*keys)[*nk]);
-        return MP_NONE;
-    }
-    return (uint32_t)(*nk)++;
-}
-
-/* Group of a node for collapsing: index into keys (growing), or MP_NONE. */
-static mp_status groups(dot_run *r, char ***keys_out, uint32_t *nk_out)
-{
-    const mp_graph *g = r->g;
-    mp_ctx *ctx = r->p->ctx;
-    char **keys = NULL;
-    size_t nk = 0, cap = 0;
-    mp__name_map map;
-    memset(&map, 0, sizeof map);
-    mp_status st = MP_OK;
-    const char *pre = r->o->collapse_prefix;
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
-        const char *name = g->nodes[n].name;
-        const char *key = NULL;
-        size_t len = 0;
-        r->group[n] = MP_NONE;
-        if (r->o->collapse_depth > 0) {
-            size_t s0;
-            len = mp__viz_layer(name, r->o->collapse_depth, &s0);
-            key = name + s0;
-        } else if (pre && *pre) {
-            const char *q = pre;
-            while (*q) {
-                const char *e = strchr(q, ',');
-                size_t l = e ? (size_t)(e - q) : strlen(q);
-                if (l && strncmp(name, q, l) == 0) {
-                    key = q;
-                    len = l;
-                    break;
-                }
-                q += l + (e != NULL);
-            }
-        }
-        if (!key || !len)
-            continue;
-        uint32_t k = key_index(ctx, &map, &keys, &nk, &cap, key, len);
-        if (k == MP_NONE) {
-            st = MP_ERR_NOMEM;
-            break;
-        }
-        r->group[n] = k;
-    }
-    mp__name_map_free(ctx, &map);
-    r->gcount = st ? NULL : mp__calloc(ctx, nk ? nk : 1, sizeof *r->gcount);
-    if (st || !r->gcount) {
-        for (size_t i = 0; i < nk; i++)
-            mp__dealloc(ctx, keys[i]);
-        mp__dealloc(ctx, keys);
-        return MP_ERR_NOMEM;
-    }
-    for (uint32_t n = 0; n < g->n_nodes; n++)
-        if (r->group[n] != MP_NONE)
-            r->gcount[r->group[n]]++;
-    /* a group of one node is drawn as that node */
-    for (uint32_t n = 0; n < g->n_nodes; n++)
-        if (r->group[n] != MP_NONE && r->gcount[r->group[n]] == 1)
-            r->group[n] = MP_NONE;
-    *keys_out = keys;
-    *nk_out = (uint32_t)nk;
-    return MP_OK;
-}
 
 /* 1 when the node that wrote its output over tensor x in place is cn or
  * the end of the fused chain (--fuse) that cn starts. */
@@ -380,110 +286,100 @@ static int tensor_at_peak(const dot_run *r, uint32_t t)
                            r->p->fig.peak_step) != MP_NONE;
 }
 
-/* Clusters: name groups (depth 1) of two or more nodes; cl_of[n] is
- * node n's, ckeys their labels. */
-static mp_status cluster_keys(dot_run *r)
-{
-    const mp_graph *g = r->g;
-    mp_ctx *ctx = r->p->ctx;
-    r->cl_of = mp__alloc(ctx, g->n_nodes * sizeof *r->cl_of);
-    r->clus = mp__calloc(ctx, g->n_nodes, sizeof *r->clus);
-    if (!r->cl_of || !r->clus)
-        return MP_ERR_NOMEM;
-    mp__name_map map;
-    memset(&map, 0, sizeof map);
-    size_t ccap = 0;
-    mp_status st = MP_OK;
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
-        size_t s0, len = mp__viz_layer(g->nodes[n].name, 1, &s0);
-        const char *nm = g->nodes[n].name + s0;
-        r->cl_of[n] = MP_NONE;
-        if (len == 0 || len == strlen(nm))
-            continue;   /* a flat name: no cluster */
-        char ck[300];
-        int cl = snprintf(ck, sizeof ck, "%.*s%s%s%s",
-                          (int)(len < 200 ? len : 200), nm,
-                          g->nodes[n].phase ? " (" : "",
-                          g->nodes[n].phase
-                              ? mp_phase_name((mp_phase)g->nodes[n].phase)
-                              : "",
-                          g->nodes[n].phase ? ")" : "");
-        uint32_t k = key_index(ctx, &map, &r->ckeys, &r->ncl, &ccap, ck,
-                               cl > 0 ? (size_t)cl : 0);
-        if (k == MP_NONE) {
-            st = MP_ERR_NOMEM;
-            break;
-        }
-        r->cl_of[n] = k;
-    }
-    mp__name_map_free(ctx, &map);
-    return st;
-}
-
 static void mark_peak(void *obj)
 {
     set(obj, "color", "red");
     set(obj, "penwidth", "3");
 }
 
-/* Node n collapsed into the node of its group k (drawn once). */
-static void draw_group_member(dot_run *r, uint32_t n, uint32_t k)
+/* The subgraph of cluster c (opened with its parents on first use), or
+ * the root graph for MP_NONE or without clusters. */
+static Agraph_t *cluster_graph(dot_run *r, uint32_t c)
 {
-    char buf[1024];
-    if (!r->gn[k]) {
-        snprintf(buf, sizeof buf, "g%u", k);
-        r->gn[k] = agnode(r->G, buf, 1);
-        char e[512];
-        snprintf(buf, sizeof buf, "%s*\\n%u nodes",
-                 dot_esc(r->keys[k], e, sizeof e), r->gcount[k]);
-        set(r->gn[k], "label", buf);
-        set(r->gn[k], "shape", "box3d");
-        set(r->gn[k], "fillcolor", phase_color(r->g->nodes[n].phase));
-    }
-    r->rep[n] = r->gn[k];
-    if (n == r->peak_node)
-        mark_peak(r->gn[k]);
-}
-
-/* The graph node n is drawn in: its cluster (opened on first use), or
- * the root graph. */
-static Agraph_t *node_home(dot_run *r, uint32_t n)
-{
-    if (!r->cl_of || r->cl_of[n] == MP_NONE)
+    if (c == MP_NONE || !r->o->clusters)
         return r->G;
-    uint32_t c = r->cl_of[n];
     if (!r->clus[c]) {
-        char buf[32];
+        const mp__dot_cluster *cl = &r->gr.cl[c];
+        Agraph_t *parent = cluster_graph(r, cl->parent);
+        const char *name = r->g->nodes[cl->node].name;
+        char buf[640], e[640];
         snprintf(buf, sizeof buf, "cluster_%u", c);
-        r->clus[c] = agsubg(r->G, buf, 1);
-        char e[640];
-        set(r->clus[c], "label", dot_esc(r->ckeys[c], e, sizeof e));
+        r->clus[c] = agsubg(parent, buf, 1);
+        r->clus_made[r->n_made++] = c;
+        snprintf(buf, sizeof buf, "%.*s%s%s%s",
+                 (int)(cl->end - cl->label < 300 ? cl->end - cl->label : 300),
+                 name + cl->label, cl->phase ? " (" : "",
+                 cl->phase ? mp_phase_name((mp_phase)cl->phase) : "",
+                 cl->phase ? ")" : "");
+        set(r->clus[c], "label", dot_esc(buf, e, sizeof e));
+        snprintf(buf, sizeof buf, "%.*s", (int)(cl->end - cl->start),
+                 name + cl->start);
+        set(r->clus[c], "tooltip", dot_esc(buf, e, sizeof e));
         set(r->clus[c], "style", "rounded");
         set(r->clus[c], "color", "#999999");
     }
     return r->clus[c];
 }
 
-/* Node n: skipped when constant folding computed it (unless weights are
- * shown), in its group's node when collapsed, else a node of its own
- * (recomputed ones dashed, the one at the peak in red). */
+/* The label of box i: its module's last component (and part), or the
+ * first and last node of a chunk; its op count and bytes. */
+static void box_label(dot_run *r, uint32_t i, char *buf, size_t cap)
+{
+    const mp__dot_item *it = &r->gr.items[i];
+    const mp_graph *g = r->g;
+    char e[512], e2[512], sz[32], part[48] = "";
+    const char *name;
+    if (it->key != MP_NONE) {
+        char sep = mp__dot_name_sep(&g->nodes[r->gr.order[it->first]]);
+        const char *k = r->gr.keys[it->key] + 1;
+        const char *last = sep && r->gr.depth ? strrchr(k, sep) : NULL;
+        name = dot_esc(last ? last + 1 : k, e, sizeof e);
+        if (it->parts > 1)
+            snprintf(part, sizeof part, " (%u/%u)", it->part, it->parts);
+    } else {
+        snprintf(e2, sizeof e2, "%.200s ... %.200s",
+                 g->nodes[r->gr.order[it->first]].name,
+                 g->nodes[r->gr.order[it->last]].name);
+        name = dot_esc(e2, e, sizeof e);
+    }
+    snprintf(buf, cap, "%s%s\\n%u ops, %s", name, part, it->n_ops,
+             mp__viz_size(it->bytes, sz, sizeof sz));
+}
+
+/* Box i: one 3-D box for the nodes of a module or chunk. */
+static void draw_box(dot_run *r, uint32_t i)
+{
+    const mp__dot_item *it = &r->gr.items[i];
+    char buf[1200];
+    snprintf(buf, sizeof buf, "g%u", i);
+    Agnode_t *an = agnode(cluster_graph(r, it->cluster), buf, 1);
+    r->gn[i] = an;
+    box_label(r, i, buf, sizeof buf);
+    set(an, "label", buf);
+    set(an, "shape", "box3d");
+    set(an, "fillcolor",
+        phase_color(r->g->nodes[r->gr.order[it->first]].phase));
+    if (it->key != MP_NONE) {
+        char e[640];
+        snprintf(buf, sizeof buf, "%.500s", r->gr.keys[it->key] + 1);
+        set(an, "tooltip", dot_esc(buf, e, sizeof e));
+    }
+    for (uint32_t k = it->first; k <= it->last; k++) {
+        uint32_t n = r->gr.order[k];
+        r->rep[n] = an;
+        if (n == r->peak_node)
+            mark_peak(an);
+    }
+}
+
+/* Node n drawn as itself (recomputed ones dashed, the one at the peak in
+ * red), in its cluster. */
 static void draw_node(dot_run *r, uint32_t n)
 {
     const mp_graph *g = r->g;
     const mp__node *nd = &g->nodes[n];
     char buf[1024];
-    int folded = 1;
-    for (uint32_t o = 0; o < nd->n_out; o++)
-        if (nd->outputs[o] != MP_NONE &&
-            !(g->tensors[nd->outputs[o]].flags & MP__TF_FOLDED))
-            folded = 0;
-    if (folded && nd->n_out && !r->o->show_weights)
-        return;   /* constant folding: not executed */
-    if (r->group[n] != MP_NONE) {
-        draw_group_member(r, n, r->group[n]);
-        return;
-    }
-    Agraph_t *home = node_home(r, n);
+    Agraph_t *home = cluster_graph(r, r->gr.items[r->gr.item_of[n]].cluster);
     snprintf(buf, sizeof buf, "n%u", n);
     Agnode_t *an = agnode(home, buf, 1);
     r->rep[n] = an;
@@ -524,7 +420,6 @@ static Agnode_t *tensor_source(dot_run *r, uint32_t t)
     set(src, "label", dot_esc(x->name, e, sizeof e));
     set(src, "shape", persistent ? "note" : "ellipse");
     set(src, "fillcolor", persistent ? "#eeeeee" : "#ffffcc");
-    r->tin[t] = src;
     return src;
 }
 
@@ -538,7 +433,7 @@ static Agedge_t *tensor_edge(dot_run *r, const mp__tensor *x, Agnode_t *src,
                              int fused)
 {
     char buf[1024], sz[32];
-    Agedge_t *e = r->nk ? agedge(r->G, src, dst, NULL, 0) : NULL;
+    Agedge_t *e = r->gr.n_boxes ? agedge(r->G, src, dst, NULL, 0) : NULL;
     edge_rec *er;
     if (e) {
         er = (edge_rec *)agbindrec(e, cs("mp"), sizeof *er, 0);
@@ -608,39 +503,32 @@ static void draw_tensor(dot_run *r, uint32_t t)
     }
 }
 
-/* The nodes (clustered by name unless collapsed into groups), then the
- * tensors as edges. */
+/* The boxes and nodes (in their clusters), then the tensors as edges. */
 static mp_status build(dot_run *r)
 {
     const mp_graph *g = r->g;
     mp_ctx *ctx = r->p->ctx;
-    mp_status st = MP_OK;
-    if (r->o->clusters && r->nk == 0 && g->n_nodes)
-        st = cluster_keys(r);
-    if (!st && r->nk && !(r->gn = mp__calloc(ctx, r->nk, sizeof *r->gn)))
-        st = MP_ERR_NOMEM;
-    if (!st) {
-        for (uint32_t n = 0; n < g->n_nodes; n++)
-            draw_node(r, n);
-        for (uint32_t t = 0; t < g->n_tensors; t++)
-            draw_tensor(r, t);
-        if (r->ids.failed)
-            st = MP_ERR_NOMEM;
+    size_t ncl = r->gr.n_cl ? r->gr.n_cl : 1;
+    r->clus = mp__calloc(ctx, ncl, sizeof *r->clus);
+    r->clus_made = mp__alloc(ctx, ncl * sizeof *r->clus_made);
+    r->gn = mp__calloc(ctx, r->gr.n_items ? r->gr.n_items : 1, sizeof *r->gn);
+    if (!r->clus || !r->clus_made || !r->gn)
+        return MP_ERR_NOMEM;
+    for (uint32_t i = 0; i < r->gr.n_items; i++) {
+        const mp__dot_item *it = &r->gr.items[i];
+        if (it->n_ops > 1 || (it->key != MP_NONE && r->gr.depth == 0))
+            draw_box(r, i);
+        else
+            draw_node(r, r->gr.order[it->first]);
     }
-    for (size_t i = 0; r->ckeys && i < r->ncl; i++)
-        mp__dealloc(ctx, r->ckeys[i]);
-    mp__dealloc(ctx, r->ckeys);
-    mp__dealloc(ctx, r->cl_of);
-    mp__dealloc(ctx, r->gn);
-    r->ckeys = NULL;
-    r->cl_of = NULL;
-    r->gn = NULL;
-    return st;
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        draw_tensor(r, t);
+    return r->ids.failed ? MP_ERR_NOMEM : MP_OK;
 }
 
 /* The per-node and per-tensor arrays; what the schedule does to them
  * (recomputed nodes, moved tensors, outputs written over an input in
- * place), and the node running at the peak step. */
+ * place), the node running at the peak step, the boxes. */
 static mp_status dot_run_init(dot_run *r)
 {
     const mp_plan *p = r->p;
@@ -650,13 +538,11 @@ static mp_status dot_run_init(dot_run *r)
                                                                  : 1;
     r->peak_node = MP_NONE;
     r->rep = mp__calloc(ctx, nn, sizeof *r->rep);
-    r->tin = mp__calloc(ctx, nt, sizeof *r->tin);
-    r->group = mp__calloc(ctx, nn, sizeof *r->group);
+    r->drawn = mp__calloc(ctx, nn, sizeof *r->drawn);
     r->recomp = mp__calloc(ctx, nn, sizeof *r->recomp);
     r->moved = mp__calloc(ctx, nt, sizeof *r->moved);
     r->over = mp__alloc(ctx, nt * sizeof *r->over);
-    if (!r->rep || !r->tin || !r->group || !r->recomp || !r->moved ||
-        !r->over)
+    if (!r->rep || !r->drawn || !r->recomp || !r->moved || !r->over)
         return MP_ERR_NOMEM;
     for (size_t t = 0; t < nt; t++)
         r->over[t] = MP_NONE;
@@ -680,9 +566,22 @@ static mp_status dot_run_init(dot_run *r)
         if (sp->kind == MP_STEP_COMPUTE || sp->kind == MP_STEP_RECOMPUTE)
             r->peak_node = sp->index;
     }
+    /* a node constant folding computed is not executed: hidden with the
+     * weights */
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        const mp__node *nd = &g->nodes[n];
+        int folded = nd->n_out > 0;
+        for (uint32_t o = 0; o < nd->n_out; o++)
+            if (nd->outputs[o] != MP_NONE &&
+                !(g->tensors[nd->outputs[o]].flags & MP__TF_FOLDED))
+                folded = 0;
+        r->drawn[n] = !folded || r->o->show_weights;
+        if (r->drawn[n])
+            r->phases |= (uint8_t)(1u << (nd->phase & 7));
+    }
     mp_status st = mp__viz_blocks_build(p, &r->vb);
     if (!st)
-        st = groups(r, &r->keys, &r->nk);
+        st = mp__dot_groups_build(p, r->drawn, r->o, &r->gr);
     return st;
 }
 
@@ -690,11 +589,10 @@ static mp_status dot_run_init(dot_run *r)
 static void dot_run_close(dot_run *r)
 {
     if (r->G) {
-        /* subgraphs first: agclose of the root leaves their dictionaries
-         * behind in this cgraph version */
-        for (uint32_t i = 0; r->clus && i < r->g->n_nodes; i++)
-            if (r->clus[i])
-                agclose(r->clus[i]);
+        /* subgraphs first, inner before outer: agclose of the root leaves
+         * their dictionaries behind in this cgraph version */
+        for (uint32_t i = r->n_made; i-- > 0;)
+            agclose(r->clus[r->clus_made[i]]);
         agclose(r->G);
         r->G = NULL;
     }
@@ -704,17 +602,41 @@ static void dot_run_free(dot_run *r)
 {
     mp_ctx *ctx = r->p->ctx;
     mp__dealloc(ctx, r->clus);
-    for (uint32_t i = 0; i < r->nk; i++)
-        mp__dealloc(ctx, r->keys[i]);
-    mp__dealloc(ctx, r->keys);
+    mp__dealloc(ctx, r->clus_made);
+    mp__dealloc(ctx, r->gn);
     mp__dealloc(ctx, r->rep);
-    mp__dealloc(ctx, r->tin);
-    mp__dealloc(ctx, r->group);
+    mp__dealloc(ctx, r->drawn);
     mp__dealloc(ctx, r->recomp);
     mp__dealloc(ctx, r->moved);
     mp__dealloc(ctx, r->over);
-    mp__dealloc(ctx, r->gcount);
+    mp__dot_groups_free(ctx, &r->gr);
     mp__viz_blocks_free(ctx, &r->vb);
+}
+
+/* The legend: the phase colours drawn, what boxes are when there are. */
+static size_t legend(const dot_run *r, char *lab, size_t len, size_t cap)
+{
+    static const struct { uint8_t phase; const char *text; } ph[] = {
+        {MP_PHASE_FORWARD, "blue forward"},
+        {MP_PHASE_BACKWARD, "orange backward"},
+        {MP_PHASE_OPTIMIZER, "green optimizer"}};
+    const char *sep = "\\n";
+    for (size_t i = 0; i < sizeof ph / sizeof ph[0] && len < cap; i++)
+        if (r->phases & (1u << ph[i].phase)) {
+            int w = snprintf(lab + len, cap - len, "%s%s", sep, ph[i].text);
+            len += w > 0 ? (size_t)w : 0;
+            sep = ", ";
+        }
+    if (r->gr.n_boxes && len < cap) {
+        char d[48] = "runs of consecutive ops";
+        if (r->gr.depth)
+            snprintf(d, sizeof d, "modules at name depth %u", r->gr.depth);
+        int w = snprintf(lab + len, cap - len,
+                         "\\n3-D boxes: %u groups of ops (%s)",
+                         r->gr.n_boxes, d);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return len < cap ? len : cap - 1;
 }
 
 /* The graph's label: the plan's figures, the legend, the pools the
@@ -723,18 +645,17 @@ static void graph_label(dot_run *r)
 {
     const mp_plan *p = r->p;
     const mp_graph *g = r->g;
-    char lab[768], a[32], b[32], c[32], name[256];
+    char lab[1024], a[32], b[32], c[32], name[256];
     snprintf(lab, sizeof lab,
              "%s: arena %s, lower bound %s, persistent %s\\npeak at "
-             "step %u (red: the node running and the tensors live "
-             "there)\\nblue forward, orange backward, green optimizer",
+             "step %u (red: the node running and the tensors live there)",
              g->name && *g->name ? dot_esc(g->name, name, sizeof name)
                                  : "graph",
              mp__viz_size(p->fig.arena_bytes, a, sizeof a),
              mp__viz_size(p->fig.lower_bound_bytes, b, sizeof b),
              mp__viz_size(p->fig.persistent_bytes, c, sizeof c),
              p->fig.peak_step);
-    size_t len = strlen(lab);
+    size_t len = legend(r, lab, strlen(lab), sizeof lab);
     /* pools: the arena is their sum; fused tensors take no memory */
     for (uint32_t k = 0; k < p->n_pools && p->n_pools > 1 &&
                          len < sizeof lab; k++) {

@@ -227,7 +227,7 @@ static void test_dot_collapse(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 1);
     CU_ASSERT_EQUAL(mp_test_count(s, "label=\"/dec/add\\nAdd\""), 1);
-    CU_ASSERT_EQUAL(mp_test_count(s, "2 nodes"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "2 ops, 8.00 KiB"), 1);
     CU_ASSERT_EQUAL(mp_test_count(s, "subgraph cluster_"), 0);
     /* x->enc, enc->dec (h1 and h2: one edge, 8 KiB), dec->opt */
     CU_ASSERT_EQUAL(mp_test_count(s, "->"), 3);
@@ -241,13 +241,262 @@ static void test_dot_collapse(void)
     s = mp_test_slurp(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 1);
-    CU_ASSERT_EQUAL(mp_test_count(s, "/enc/*"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"/enc/\\n2 ops"), 1);
     CU_ASSERT_EQUAL(mp_test_count(s, "->"), 3);   /* x, enc->add (2 tensors), y */
     CU_ASSERT(renders(path));
     free(s);
     remove(path);
     CU_ASSERT_EQUAL(mp_plan_write_dot(plan, "/nonexistent-dir/g.dot", NULL),
                     MP_ERR_IO);
+    teardown();
+}
+
+/* A chain of nodes named names[i] (op ops[i]), each reading the tensor
+ * before it (x, the graph input, first): 1 KiB float tensors. */
+static void build_chain(const char *const *names, const char *const *ops,
+                        int n)
+{
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dims[2] = {1, 1024};
+    uint32_t prev = 0, t;
+    mp_tensor_desc d = {"x", MP_DTYPE_FLOAT32, 2, dims, 0, MP_KIND_INPUT};
+    CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &d, &prev), MP_OK);
+    for (int i = 0; i < n; i++) {
+        char tn[64];
+        snprintf(tn, sizeof tn, "t%d", i);
+        mp_tensor_desc o = {tn, MP_DTYPE_FLOAT32, 2, dims, 0,
+                            MP_KIND_ACTIVATION};
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &o, &t), MP_OK);
+        uint32_t in[] = {prev}, out[] = {t};
+        mp_node_desc nd = {names[i], ops[i], NULL, in, 1, out, 1,
+                           MP_PHASE_FORWARD};
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &nd, NULL), MP_OK);
+        prev = t;
+    }
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, prev), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+}
+
+/* 1 when the edges "A -> B" of a DOT text form no cycle (node IDs of up
+ * to 15 characters, at most 4096 of them). */
+static int dot_acyclic(const char *s)
+{
+    enum { MAXN = 4096 };
+    static char ids[MAXN][16];
+    static int head[MAXN], nxt[4 * MAXN], to[4 * MAXN], color[MAXN],
+        stack[MAXN], it[MAXN];
+    int n = 0, ne = 0;
+    memset(head, -1, sizeof head);
+    for (const char *p = strstr(s, " -> "); p; p = strstr(p + 4, " -> ")) {
+        const char *a = p;
+        while (a > s && a[-1] != '\t' && a[-1] != ' ' && a[-1] != '\n')
+            a--;
+        const char *b = p + 4, *be = b;
+        while (*be && *be != ' ' && *be != '\t' && *be != '\n' &&
+               *be != '[' && *be != ';')
+            be++;
+        int ab[2] = {-1, -1};
+        for (int k = 0; k < 2; k++) {
+            const char *x = k ? b : a;
+            size_t len = (size_t)(k ? be - b : p - a);
+            if (len == 0 || len > 15)
+                return 0;
+            for (int i = 0; i < n && ab[k] < 0; i++)
+                if (strlen(ids[i]) == len && memcmp(ids[i], x, len) == 0)
+                    ab[k] = i;
+            if (ab[k] < 0) {
+                if (n == MAXN)
+                    return 0;
+                memcpy(ids[n], x, len);
+                ids[n][len] = 0;
+                ab[k] = n++;
+            }
+        }
+        if (ne == 4 * MAXN)
+            return 0;
+        to[ne] = ab[1];
+        nxt[ne] = head[ab[0]];
+        head[ab[0]] = ne++;
+    }
+    memset(color, 0, sizeof color);
+    for (int r = 0; r < n; r++) {
+        if (color[r])
+            continue;
+        int sp = 0;
+        stack[sp] = r;
+        it[sp++] = head[r];
+        color[r] = 1;
+        while (sp) {
+            int v = stack[sp - 1], e = it[sp - 1];
+            if (e < 0) {
+                color[v] = 2;
+                sp--;
+                continue;
+            }
+            it[sp - 1] = nxt[e];
+            if (color[to[e]] == 1)
+                return 0;   /* a back edge: a cycle */
+            if (color[to[e]] == 0) {
+                color[to[e]] = 1;
+                stack[sp] = to[e];
+                it[sp++] = head[to[e]];
+            }
+        }
+    }
+    return 1;
+}
+
+/* The DOT of the plan with options o, its long lines joined (agwrite
+ * breaks a long string with a backslash and a newline). */
+static char *write_dot(const mp_dot_options *o, char *path, size_t cap)
+{
+    temp_dot(path, cap);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_write_dot(plan, path, o), MP_OK);
+    char *s = mp_test_slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] == '\n')
+            r++;
+        else
+            *w++ = *r;
+    }
+    *w = 0;
+    return s;
+}
+
+/* Modules from '/' names as nested clusters (TensorBoard's name scopes);
+ * collapsed at a depth, the modules are boxes in their parents' clusters;
+ * above max_nodes the graph collapses by itself, never with 0. */
+static void test_dot_modules(void)
+{
+    if (!mp_dot_available())
+        return;
+    static const char *const names[] = {
+        "/layer1/0/conv/Conv", "/layer1/0/relu/Relu", "/layer1/1/conv/Conv",
+        "/layer1/1/relu/Relu", "/head/fc/Gemm"};
+    static const char *const ops[] = {"Relu", "Relu", "Relu", "Relu",
+                                      "Relu"};
+    build_chain(names, ops, 5);
+    char path[256];
+    char *s = write_dot(NULL, path, sizeof path);
+    /* layer1 > 0 > conv, relu; layer1 > 1 > conv, relu; head > fc */
+    CU_ASSERT_EQUAL(mp_test_count(s, "subgraph cluster_"), 9);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=layer1"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=0,"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=conv"), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 0);
+    CU_ASSERT(renders(path));
+    free(s);
+    mp_dot_options o;
+    mp_dot_options_init(&o);
+    o.collapse_depth = 2;
+    s = write_dot(&o, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 2);   /* layer1/0, layer1/1 */
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"0\\n2 ops, 8.00 KiB\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"1\\n2 ops, 8.00 KiB\""), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "subgraph cluster_"), 2); /* layer1, head */
+    CU_ASSERT_EQUAL(mp_test_count(s, "->"), 3);   /* x, 0 -> 1, 1 -> fc */
+    CU_ASSERT_EQUAL(mp_test_count(s, "modules at name depth 2"), 1);
+    CU_ASSERT(renders(path));
+    free(s);
+    /* the default collapse: above max_nodes (5 drawn nodes > 4) */
+    mp_dot_options_init(&o);
+    CU_ASSERT_EQUAL(o.max_nodes, 120);
+    o.max_nodes = 4;
+    s = write_dot(&o, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "3-D boxes: 2 groups of ops"), 1);
+    free(s);
+    o.max_nodes = 5;   /* not above it */
+    s = write_dot(&o, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "3-D boxes"), 0);
+    free(s);
+    o.max_nodes = 0;   /* never */
+    s = write_dot(&o, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 0);
+    free(s);
+    remove(path);
+    teardown();
+}
+
+/* /a/ runs before and after /b/y, which reads /a/'s output and feeds it:
+ * one box for a would be a cycle a -> b -> a; it is drawn as two parts. */
+static void test_dot_acyclic(void)
+{
+    if (!mp_dot_available())
+        return;
+    static const char *const names[] = {"/a/x1", "/a/x2", "/b/y", "/a/x3",
+                                        "/a/x4"};
+    static const char *const ops[] = {"Relu", "Relu", "Relu", "Relu",
+                                      "Relu"};
+    build_chain(names, ops, 5);
+    mp_dot_options o;
+    mp_dot_options_init(&o);
+    o.collapse_depth = 1;
+    char path[256];
+    char *s = write_dot(&o, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"a (1/2)\\n2 ops"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"a (2/2)\\n2 ops"), 1);
+    CU_ASSERT(dot_acyclic(s));
+    CU_ASSERT(renders(path));
+    /* the checker itself finds a cycle */
+    CU_ASSERT(!dot_acyclic("\tg0 -> g1 [x];\n\tg1 -> g0;\n"));
+    CU_ASSERT(dot_acyclic("\tg0 -> g1 [x];\n\tg0 -> g2;\n\tg1 -> g2;\n"));
+    free(s);
+    remove(path);
+    teardown();
+}
+
+/* A real model (examples/resnet50.json, 175 nodes named layer1.0.conv1):
+ * collapsed by default into its bottleneck blocks, acyclic, rendered;
+ * an inference graph's legend has no backward or optimizer colour, a
+ * training graph's has both. */
+static void test_dot_resnet_legend(void)
+{
+    if (!mp_dot_available())
+        return;
+    ctx = mp_ctx_create(NULL);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_load(ctx, MP_SOURCE_DIR
+                                        "/examples/resnet50.json", &g),
+                          MP_OK);
+    mp_plan_options po;
+    mp_plan_options_init(&po);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    char path[256];
+    char *s = write_dot(NULL, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 16);   /* 3 + 4 + 6 + 3 */
+    CU_ASSERT_EQUAL(mp_test_count(s, "modules at name depth 2"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=\"0\\n12 ops"), 4);
+    CU_ASSERT_EQUAL(mp_test_count(s, "label=layer4"), 1);
+    CU_ASSERT(dot_acyclic(s));
+    CU_ASSERT_EQUAL(mp_test_count(s, "blue forward"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "orange backward"), 0);
+    CU_ASSERT_EQUAL(mp_test_count(s, "green optimizer"), 0);
+    CU_ASSERT(renders(path));
+    free(s);
+    mp_dot_options o;
+    mp_dot_options_init(&o);
+    o.max_nodes = 0;
+    s = write_dot(&o, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "box3d"), 0);
+    CU_ASSERT(dot_acyclic(s));
+    free(s);
+    remove(path);
+    teardown();
+    build();   /* forward, backward and optimizer nodes */
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, &po, &plan), MP_OK);
+    s = write_dot(NULL, path, sizeof path);
+    CU_ASSERT_EQUAL(mp_test_count(s, "blue forward, orange backward, green "
+                                     "optimizer"), 1);
+    free(s);
+    remove(path);
     teardown();
 }
 
@@ -258,6 +507,9 @@ void mp_register_dot(void)
         {"recompute", test_dot_recompute},
         {"fused_pools", test_dot_fused_pools},
         {"collapse", test_dot_collapse},
+        {"modules", test_dot_modules},
+        {"acyclic", test_dot_acyclic},
+        {"resnet_legend", test_dot_resnet_legend},
         CU_TEST_INFO_NULL};
     mp_test_add_suite("dot", tests);
 }

@@ -523,7 +523,8 @@ static void test_trace(void)
     mp_test_json *root = mp_test_json_load(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
     CU_ASSERT_EQUAL_FATAL(mp_test_jtype(root, "traceEvents"), 'a');
-    uint32_t nx = 0, nc = 0, compute = 0;
+    uint32_t nx = 0, nc = 0, nk = 0, compute = 0;
+    int64_t live = 0;
     double last_ts = -1, sum_dur = 0;
     size_t n_ev = mp_test_jlen(root, "traceEvents");
     for (size_t i = 0; i < n_ev; i++) {
@@ -546,8 +547,25 @@ static void test_trace(void)
                 sum_dur += mp_test_jnum(root, EV("dur"));
             }
             nx++;
+        } else if (strcmp(ph, "C") == 0 &&
+                   strcmp(mp_test_jstr(root, EV("name")),
+                          "arena live bytes by kind") == 0) {
+            /* the live bytes split by tensor kind: they sum to the total
+             * counter's last value */
+            int64_t sum = 0;
+            static const char *const kinds[] = {"activation", "input",
+                                                "gradient", "output"};
+            for (int k = 0; k < 4; k++)
+                if (mp_test_jtype(root, "traceEvents[%zu].args.%s", i,
+                                  kinds[k]) == 'i')
+                    sum += mp_test_jint(root, "traceEvents[%zu].args.%s", i,
+                                        kinds[k]);
+            CU_ASSERT_EQUAL(sum, live);
+            CU_ASSERT_EQUAL(mp_test_jtype(root, EV("args.activation")), 'i');
+            nk++;
         } else if (strcmp(ph, "C") == 0) {
             CU_ASSERT_EQUAL(mp_test_jtype(root, EV("args.live")), 'i');
+            live = mp_test_jint(root, EV("args.live"));
             nc++;
         } else {
             CU_ASSERT_STRING_EQUAL(ph, "M");
@@ -557,6 +575,7 @@ static void test_trace(void)
     CU_ASSERT_EQUAL(compute, 3);
     CU_ASSERT_DOUBLE_EQUAL(sum_dur, 3.0, 1e-9);   /* 1 us per compute step */
     CU_ASSERT(nc >= 2);
+    CU_ASSERT(nk >= 2);
     /* the backward node's category is its phase */
     int backward = 0;
     for (size_t i = 0; i < n_ev; i++) {

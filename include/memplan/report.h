@@ -23,14 +23,26 @@ extern "C" {
 /* ---- DOT ---------------------------------------------------------------- */
 /* DOT through Graphviz cgraph: one box per node coloured by phase, edges
  * labelled with tensor sizes, tensors live at the peak in red, recompute
- * and offload marked, name-prefix groups as clusters. */
+ * and offload marked. Nodes are grouped by module, from their names as
+ * TensorBoard does ("/layer1/layer1.0/conv1/Conv": conv1 in layer1.0 in
+ * layer1): modules are nested clusters, and above max_nodes drawn nodes
+ * the deepest module level that fits is collapsed, each module one box
+ * (its op count and bytes), edges between boxes merged with their tensor
+ * count; names without '/' are cut into runs of consecutive nodes. A
+ * collapsed graph is acyclic (a module whose nodes cannot be drawn
+ * together without a cycle is split into parts). */
 typedef struct mp_dot_options {
     const char *collapse_prefix; /* comma-separated prefixes: the nodes of
                                     each become one node; NULL: none */
-    uint32_t collapse_depth;     /* > 0: nodes grouped by their first N name
-                                    components, one node per group */
-    int clusters;                /* 1 (default): name groups as clusters */
+    uint32_t collapse_depth;     /* > 0: nodes grouped by their first N
+                                    '/'-separated name components, one box
+                                    per group */
+    int clusters;                /* 1 (default): modules as clusters */
     int show_weights;            /* 0 (default): persistent tensors hidden */
+    uint32_t max_nodes;          /* without collapse_prefix/depth: above
+                                    this many drawn nodes (120) the graph
+                                    is collapsed to at most this many
+                                    boxes; 0: never (every node drawn) */
 } mp_dot_options;
 /* Fills DOT options with their defaults (the comments above). NULL is a
  * no-op. */
@@ -81,7 +93,10 @@ MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
 /* ---- trace -------------------------------------------------------------- */
 /* Writes a Chrome trace-event JSON file (Perfetto, chrome://tracing): one
  * "X" slice per step (compute and recompute on thread 1,
- * free/offload/prefetch on thread 2), a "C" counter of live arena bytes.
+ * free/offload/prefetch on thread 2), a "C" counter of live arena bytes,
+ * one of them by tensor kind (activation, input, gradient, output) and
+ * one of the persistent bytes by kind (weight, constant, optimizer
+ * state).
  * step_seconds may give each step's duration (n_steps entries, from a cost
  * model for instance); else a node's given seconds, else 1 microsecond per
  * compute step, 0 for the others.
@@ -89,6 +104,23 @@ MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
  * MP_ERR_NOMEM. */
 MP_API mp_status mp_plan_write_trace(const mp_plan *p, const char *path,
                                      const double *step_seconds);
+
+/* ---- PyTorch memory snapshot ------------------------------------------- */
+/* Writes the plan as a PyTorch CUDA memory snapshot, the pickle that
+ * torch.cuda.memory._dump_snapshot writes, for pytorch.org/memory_viz and
+ * python -m torch.cuda._memory_viz (docs/report.md): "segments" (one per
+ * pool of the arena, with the blocks live at the end of the schedule and
+ * the gaps between them, and one of the persistent tensors) and
+ * "device_traces" (one device: an "alloc" event per block at its first
+ * step, "free_requested" and "free_completed" at its end; "time_us" is
+ * the step; each event's frame names the tensor, its kind, its producer
+ * node and op). Addresses: pool k of the arena at 0x7f0000000000 + k *
+ * 2^40 plus the block's offset, persistent tensors from 0x7e0000000000.
+ * Pickle protocol 2, builtin types only.
+ * Errors: MP_ERR_IO (not writable), MP_ERR_INVALID_ARG (NULL),
+ * MP_ERR_NOMEM.
+ * Example: mp_plan_write_memory_viz(plan, "plan.pickle"); */
+MP_API mp_status mp_plan_write_memory_viz(const mp_plan *p, const char *path);
 
 #ifdef __cplusplus
 }
