@@ -209,7 +209,7 @@ void cli_help_main(FILE *f)
           "Examples:\n"
           "  memplan plan examples/resnet50.json -o plan.json\n"
           "  memplan verify examples/resnet50.json plan.json\n"
-          "  memplan offsets trace.csv -o placed.csv && memplan verify placed.csv\n"
+          "  memplan offsets examples/trace.csv -o placed.csv && memplan verify placed.csv\n"
           "\n"
           "Sizes accept units: B, KiB, MiB, GiB, TiB (1024) and KB, MB, GB, TB\n"
           "(1000), any case, e.g. --align 4KiB.\n"

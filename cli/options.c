@@ -460,9 +460,9 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         NULL,
         "memplan plan examples/resnet50.json\n"
         "memplan plan examples/resnet50.json -o plan.json --align 64\n"
-        "memplan plan model.onnx --json --method size-bestfit\n"
-        "memplan plan model.onnx --html report.html --dot g.dot --collapse 2\n"
-        "memplan plan model.onnx --train --budget 12GiB --solver auto\n"
+        "memplan plan examples/mlp.onnx --json --method size-bestfit\n"
+        "memplan plan examples/mlp.onnx --html report.html --dot g.dot --collapse 2\n"
+        "memplan plan examples/mlp.onnx --train --budget 12GiB --solver auto\n"
         "memplan plan g.json --budget 12GiB --offload --device h200 --json\n"},
     [CLI_CMD_OFFSETS] = {"offsets", "TRACE.csv", 1, 1,
         "place the buffers of a trace (id,lower,upper,size CSV)",
@@ -473,10 +473,10 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "against the lower bound (max over time of live bytes). A fifth "
         "column `offset` in the input is ignored.",
         NULL,
-        "memplan offsets trace.csv\n"
-        "memplan offsets trace.csv -o placed.csv && memplan verify placed.csv\n"
-        "memplan offsets trace.csv --json --method naive\n"
-        "memplan offsets trace.csv --method exact --capacity 1MiB\n"},
+        "memplan offsets examples/trace.csv\n"
+        "memplan offsets examples/trace.csv -o placed.csv && memplan verify placed.csv\n"
+        "memplan offsets examples/trace.csv --json --method naive\n"
+        "memplan offsets examples/trace.csv --method exact --capacity 1MiB\n"},
     [CLI_CMD_VERIFY] = {"verify", "INPUT PLAN.json | TRACE.csv", 1, 2,
         "check a plan against its graph, or a trace's offsets",
         "With a graph and a plan: replays the plan against the graph and "
@@ -504,7 +504,7 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "dims left unbound are no error here: the dims and bytes that "
         "depend on them are '?' (null in --json), with a note naming them.",
         NULL,
-        "memplan shapes model.onnx --dim batch=8\n"},
+        "memplan shapes examples/mlp.onnx --dim image:0=8\n"},
     [CLI_CMD_CONVERT] = {"convert", "MODEL", 1, 1,
         "write a model (ONNX) as a memplan JSON graph",
         "Reads a model (ONNX, or a JSON graph) and writes memplan's JSON "
@@ -513,7 +513,7 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "and dtype; their data is written only where memplan holds it: see "
         "docs/onnx.md).",
         NULL,
-        "memplan convert model.onnx --dim N=1 -o graph.json\n"
+        "memplan convert examples/mlp.onnx -o graph.json\n"
         "memplan convert graph.json -o model.onnx\n"},
     [CLI_CMD_VALIDATE] = {"validate", "MODEL", 1, 1,
         "run the plan on a GPU: measured against predicted memory",
@@ -532,7 +532,7 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "memplan validate examples/tiny.json\n"
         "memplan validate examples/offload/skip_chain.json --budget 850MiB "
         "--offload --json\n"
-        "memplan validate model.onnx --dim N=32 --lower-only\n"},
+        "memplan validate examples/mlp.onnx --lower-only\n"},
     [CLI_CMD_OFFLOAD_POLICY] = {"offload-policy", "CONFIG.json", 1, 1,
         "FlexGen-style offload policy for LLM inference",
         "For a decoder-only transformer (its Hugging Face config.json: "
@@ -561,7 +561,7 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "go to stderr. Runs in memplan-validate, as validate does.",
         "Built without CUDA it exits 3 before measuring anything.",
         "memplan calibrate --device h200 -o h200.json\n"
-        "memplan validate model.onnx --device h200.json --json\n"},
+        "memplan validate examples/mlp.onnx --device h200.json --json\n"},
 };
 
 /* ---- variants ------------------------------------------------------------- */

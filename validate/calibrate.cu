@@ -13,7 +13,7 @@
 #include <string.h>
 #include <vector>
 
-#define CAL_CUBLAS_WS (4u << 20)
+#define CAL_CUBLAS_WS MPV_CUBLAS_WS_BYTES  // as the executor
 
 struct mpv_cal_gpu {
     cudaStream_t s, s2;

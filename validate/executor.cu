@@ -24,7 +24,7 @@
 #include <string.h>
 #include <vector>
 
-#define CUBLAS_WS_BYTES (4u << 20)
+#define CUBLAS_WS_BYTES MPV_CUBLAS_WS_BYTES
 
 extern "C" int mpv_cuda_device_ok(char *why, size_t cap)
 {

@@ -25,7 +25,7 @@ int mpv_cmd_figures_get(mpv_cmd *v, mpv_cmd_figures *f)
     int no_ref = v->a->no_reference;
     memset(f, 0, sizeof *f);
     f->gran = res->granularity ? res->granularity : 1;
-    f->cublas_ws = 4u << 20;
+    f->cublas_ws = MPV_CUBLAS_WS_BYTES;
     f->pred_arena = round_up(pf->arena_bytes, f->gran);
     f->pred_ws = round_up(prog->workspace_bytes + f->cublas_ws, f->gran);
     f->pred_w = round_up(prog->weights_bytes, f->gran);

@@ -29,6 +29,12 @@ extern "C" {
 #define MPV_MAXR 8   /* highest rank the kernels index */
 #define MPV_MAXIN 4  /* inputs of one n-ary pointwise launch */
 #define MPV_TPB 256  /* threads per block of the kernels */
+/* the workspace handed to cuBLAS (cublasSetWorkspace), so that it
+ * allocates nothing of its own: 32 MiB, what PyTorch gives it on Hopper
+ * (its caching allocator holds it from the first product on, and the
+ * reference set's baselines count it); with 4 MiB cuBLAS's fp32 products
+ * of the H200 run kernels without the split the larger one allows */
+#define MPV_CUBLAS_WS_BYTES (32u << 20)
 
 /* where a tensor lives at a step; SCRATCH: a value inside a fused chain
  * (no block), in one of two slots of the workspace after what the
