@@ -25,7 +25,7 @@
 /* the commands that plan a model */
 #define C_PLANS (C_PLAN | C_VALIDATE)
 /* the commands that report progress (cli/progress.c) */
-#define C_PROGRESS (C_PLAN | C_OFFSETS | C_POLICY)
+#define C_PROGRESS (C_PLAN | C_OFFSETS | C_POLICY | C_VALIDATE)
 
 #define G_INPUT "Model"
 #define G_PLACE "Placement"

@@ -14,7 +14,9 @@
  * figures are reported (validate/report.c). */
 #include "command.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 /* The model, its plan (made, or read with --plan), verified and lowered
@@ -133,6 +135,14 @@ static int execute(mpv_cmd *v)
                   why, v->a->pos[0], v->a->pos[0]);
         return CLI_EXIT_INPUT;
     }
+    /* the GPU run takes seconds on a large model: say what it does (on a
+     * terminal, or with --progress; never with --quiet) */
+    if (!v->a->quiet && (v->a->progress || isatty(fileno(stderr))))
+        fprintf(stderr, "memplan: validate: running %u steps on the GPU: "
+                "the cuDNN algorithm choice, a warm-up, the measured runs%s%s"
+                ", one CUDA graph\n",
+                v->prog->n_steps, v->a->no_reference ? "" : ", the reference",
+                v->a->step_times ? ", the per-step timing" : "");
     mpv_options vo;
     mpv_options_init(&vo);
     vo.seed = v->a->seed + 1;
@@ -185,6 +195,8 @@ static int validate(cli_args *a)
     memset(&v, 0, sizeof v);
     v.a = a;
     v.ctx = cli_ctx_create();
+    /* the planning's and the training synthesis's progress, as plan's */
+    cli_progress_install(v.ctx, a);
     int rc = v.ctx ? load_and_lower(&v) : CLI_EXIT_INTERNAL;
     if (!rc && a->lower_only)
         print_lowering(&v);
