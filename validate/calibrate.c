@@ -436,12 +436,35 @@ static void num(mp__jw *w, const char *key, double v)
     mp__jw_double(w, isfinite(v) && v > 0 ? v : 0, MP__JW_ROUNDTRIP, key);
 }
 
+/* key: {"float32": {"pointwise": r[0], "spatial": r[1], "depthwise":
+ * r[2]}} */
+static void conv_json(mp__jw *w, const char *key, const double *r)
+{
+    static const char *const ccls[] = {"pointwise", "spatial", "depthwise"};
+    mp__jw_key(w, key);
+    mp__jw_object(w, true);
+    mp__jw_key(w, "float32");
+    mp__jw_object(w, false);
+    for (int k = 0; k < MP_CONV_CLASSES; k++)
+        num(w, ccls[k], r[k]);
+    mp__jw_end(w);
+    mp__jw_end(w);
+}
+
+/* key: {"float32": v} */
+static void fp32_json(mp__jw *w, const char *key, double v)
+{
+    mp__jw_key(w, key);
+    mp__jw_object(w, false);
+    num(w, "float32", v);
+    mp__jw_end(w);
+}
+
 mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
                                const mpv_cal_meas *m, char **text)
 {
     static const char *const gcls[] = {"skinny", "small", "medium",
                                        "large"};
-    static const char *const ccls[] = {"pointwise", "spatial", "depthwise"};
     size_t nb = mpv_cal_n_benches;
     double *flops = calloc(nb, sizeof *flops), *bytes =
         calloc(nb, sizeof *bytes);
@@ -514,30 +537,10 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
         mp__jw_end(&w);
     }
     mp__jw_end(&w);
-    mp__jw_key(&w, "conv");
-    mp__jw_object(&w, true);
-    mp__jw_key(&w, "float32");
-    mp__jw_object(&w, false);
-    for (int k = 0; k < MP_CONV_CLASSES; k++)
-        num(&w, ccls[k], conv[k]);
-    mp__jw_end(&w);
-    mp__jw_end(&w);
-    mp__jw_key(&w, "attention");
-    mp__jw_object(&w, false);
-    num(&w, "float32", att);
-    mp__jw_end(&w);
-    mp__jw_key(&w, "conv_grad");
-    mp__jw_object(&w, true);
-    mp__jw_key(&w, "float32");
-    mp__jw_object(&w, false);
-    for (int k = 0; k < MP_CONV_CLASSES; k++)
-        num(&w, ccls[k], conv_grad[k]);
-    mp__jw_end(&w);
-    mp__jw_end(&w);
-    mp__jw_key(&w, "attention_grad");
-    mp__jw_object(&w, false);
-    num(&w, "float32", att_grad);
-    mp__jw_end(&w);
+    conv_json(&w, "conv", conv);
+    fp32_json(&w, "attention", att);
+    conv_json(&w, "conv_grad", conv_grad);
+    fp32_json(&w, "attention_grad", att_grad);
     num(&w, "pointwise_bandwidth",
         class_rate(m, m->bench_s, MPV_CB_POINTWISE, -1, 0, bytes));
     num(&w, "reduce_bandwidth",
