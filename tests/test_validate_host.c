@@ -393,6 +393,50 @@ static mp_graph *linear_net(mp_ctx *ctx, int also, uint32_t *wt_id)
     return g;
 }
 
+/* autocast's copies: float32 to bfloat16 and back are real Cast kernels
+ * (they ran the synthetic kernel: 161-799 per bf16-mixed model) */
+static void test_cast_bf16(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_create(ctx, &g), MP_OK);
+    int64_t d[2] = {4, 6};
+    mp_tensor_desc t[3] = {
+        {"x", MP_DTYPE_FLOAT32, 2, d, 0, MP_KIND_INPUT},
+        {"h", MP_DTYPE_BFLOAT16, 2, d, 0, MP_KIND_ACTIVATION},
+        {"y", MP_DTYPE_FLOAT32, 2, d, 0, MP_KIND_ACTIVATION},
+    };
+    uint32_t id[3];
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(mp_graph_add_tensor(g, &t[i], &id[i]), MP_OK);
+    uint32_t a = mp_test_node(g, "to_bf16", "Cast", &id[0], 1, &id[1], 1);
+    uint32_t b = mp_test_node(g, "to_f32", "Cast", &id[1], 1, &id[2], 1);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, a, "to", MP_DTYPE_BFLOAT16),
+                    MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_set_attr_int(g, b, "to", MP_DTYPE_FLOAT32),
+                    MP_OK);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, id[2]), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(g, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(g, plan, &p), MP_OK);
+    CU_ASSERT_EQUAL(p->n_synthetic, 0u);
+    for (uint32_t n = 0; n < 2; n++) {
+        const mpv_launch *l = &p->launches[p->nodes[n].first];
+        CU_ASSERT_EQUAL(p->nodes[n].count, 1u);
+        CU_ASSERT_EQUAL(l->kind, MPV_L_CAST);
+        CU_ASSERT_EQUAL(l->p.cast.n, 24);
+        CU_ASSERT_EQUAL(l->p.cast.from,
+                        n ? MP_DTYPE_BFLOAT16 : MP_DTYPE_FLOAT32);
+        CU_ASSERT_EQUAL(l->p.cast.to, n ? MP_DTYPE_FLOAT32 : MP_DTYPE_BFLOAT16);
+    }
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 /* a weight transposed for a matrix product is a view the product reads
  * with op T (cuBLAS), as PyTorch's Linear reads its weight: no second
  * persistent copy, no launch for the Transpose */
@@ -3088,6 +3132,8 @@ void mp_register_validate_host(void)
          test_train_permuted_matmul},
         {"training: a Split's unread part gets a zero gradient",
          test_train_split_unused},
+        {"Cast between float32 and bfloat16 on the real kernel",
+         test_cast_bf16},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

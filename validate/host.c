@@ -1293,7 +1293,7 @@ static int cast_ok(int dt)
     return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT64 ||
            dt == MP_DTYPE_INT64 || dt == MP_DTYPE_INT32 ||
            dt == MP_DTYPE_INT8 || dt == MP_DTYPE_UINT8 || dt == MP_DTYPE_BOOL ||
-           dt == MP_DTYPE_FLOAT16;
+           dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
 }
 
 static int lower_cast(lower *L, const mp__node *n, const char **why)

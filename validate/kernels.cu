@@ -11,6 +11,7 @@
 // op variants (MP__KOP_*) of the registry
 #include "ir.h"
 
+#include <cuda_bf16.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -781,6 +782,8 @@ __device__ double load_as(const void *p, int dt, int64_t i)
     case MP_DTYPE_FLOAT32: return ((const float *)p)[i];
     case MP_DTYPE_FLOAT64: return ((const double *)p)[i];
     case MP_DTYPE_FLOAT16: return (double)__half2float(((const __half *)p)[i]);
+    case MP_DTYPE_BFLOAT16:
+        return (double)__bfloat162float(((const __nv_bfloat16 *)p)[i]);
     case MP_DTYPE_INT64: return (double)((const int64_t *)p)[i];
     case MP_DTYPE_INT32: return ((const int32_t *)p)[i];
     case MP_DTYPE_INT8: return ((const int8_t *)p)[i];
@@ -794,6 +797,10 @@ __device__ void store_as(void *p, int dt, int64_t i, double v)
     case MP_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
     case MP_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
     case MP_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half((float)v); break;
+    // round to nearest even, as PyTorch's .to(torch.bfloat16)
+    case MP_DTYPE_BFLOAT16:
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16((float)v);
+        break;
     case MP_DTYPE_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
     case MP_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
     case MP_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
