@@ -57,14 +57,7 @@ struct run_ctx {
     std::vector<std::vector<uint32_t>> issue;  // [s]: OFFLOADs issued
                                                // before step s
     std::vector<uint32_t> n_in;                // per step: node inputs
-    // run_node's operand arrays, grown to the widest node and kept (no
-    // allocation per step in the timed runs)
-    std::vector<void *> in, out;
-    std::vector<uint64_t> inb, outb;
-    std::vector<int> odt;
-    // the planned run's operands of each node step, made on its first run
-    // (the arena, weights and workspace stay put): the timed runs only
-    // launch
+    // a node's operands
     struct step_io {
         std::vector<void *> in, out;
         std::vector<uint64_t> inb, outb;
@@ -72,7 +65,11 @@ struct run_ctx {
         mpv_io io;
         bool made = false;
     };
+    // the planned run's operands of each node step, made on its first run
+    // (the arena, weights and workspace stay put): the timed runs only
+    // launch
     std::vector<step_io> planned_io;  // per step
+    step_io scratch_io;  // the reference run's and the setup's, per step
     // --dump of a training step: each parameter's gradient, copied out
     // when its optimizer step runs (grab: in this run)
     bool grab;
@@ -197,45 +194,51 @@ void *ref_ptr(const run_ctx &c, const mpv_ref &rf, void *const *tensor_ptr)
     return NULL;
 }
 
-bool run_step(run_ctx &c, const mpv_step &ps, void *const *tensor_ptr);
-
-// Runs node `id` with the pointers of step s (planned: arena offsets;
-// reference: tensor_ptr per root).
-bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
+// the operands of the node of step ps into si (its vectors refilled):
+// planned (tensor_ptr NULL: arena offsets) or reference (tensor_ptr per
+// root); any number of inputs and outputs (the foreach optimizer node
+// reads every parameter's gradient)
+void make_io(const run_ctx &c, const mpv_step &ps, void *const *tensor_ptr,
+             run_ctx::step_io &si)
 {
     const mpv_program *p = c.p;
-    const mpv_step &ps = p->steps[s];
-    const mpv_node &pn = p->nodes[ps.index];
-    if (!pn.run)
-        return true;
-    if (tensor_ptr)
-        return run_step(c, ps, tensor_ptr);
-    if (c.planned_io.size() != p->n_steps)
-        c.planned_io.resize(p->n_steps);
-    run_ctx::step_io &si = c.planned_io[s];
-    if (!si.made) {
-        mp_node_info ni;
-        mp_graph_node_info(p->graph, ps.index, &ni);
-        for (uint32_t k = 0; k < ni.n_inputs; k++) {
-            const mpv_ref &rf = p->refs[ps.refs + k];
-            si.in.push_back(ref_ptr(c, rf, NULL));
-            si.inb.push_back(rf.bytes);
-        }
-        for (uint32_t k = 0; k < ni.n_outputs; k++) {
-            const mpv_ref &rf = p->refs[ps.refs + ni.n_inputs + k];
-            mp_tensor_info ti;
-            mp_graph_tensor_info(p->graph, ni.outputs[k], &ti);
-            si.out.push_back(ref_ptr(c, rf, NULL));
-            si.outb.push_back(rf.bytes);
-            si.odt.push_back(ti.dtype);
-        }
-        si.in.push_back(NULL);  // never empty: data() is a valid pointer
-        si.out.push_back(NULL);
-        si.io = mpv_io{si.in.data(), si.inb.data(), ni.n_inputs,
-                       si.out.data(), si.outb.data(), si.odt.data(),
-                       ni.n_outputs, c.ws, ps.index};
-        si.made = true;
+    mp_node_info ni;
+    mp_graph_node_info(p->graph, ps.index, &ni);
+    si.in.clear();
+    si.inb.clear();
+    si.out.clear();
+    si.outb.clear();
+    si.odt.clear();
+    for (uint32_t k = 0; k < ni.n_inputs; k++) {
+        const mpv_ref &rf = p->refs[ps.refs + k];
+        si.in.push_back(ref_ptr(c, rf, tensor_ptr));
+        si.inb.push_back(rf.bytes);
     }
+    for (uint32_t k = 0; k < ni.n_outputs; k++) {
+        const mpv_ref &rf = p->refs[ps.refs + ni.n_inputs + k];
+        mp_tensor_info ti;
+        mp_graph_tensor_info(p->graph, ni.outputs[k], &ti);
+        si.out.push_back(ref_ptr(c, rf, tensor_ptr));
+        si.outb.push_back(rf.bytes);
+        si.odt.push_back(ti.dtype);
+    }
+    // never empty: data() is a valid pointer
+    si.in.push_back(NULL);
+    si.inb.push_back(0);
+    si.out.push_back(NULL);
+    si.outb.push_back(0);
+    si.odt.push_back(0);
+    si.io = mpv_io{si.in.data(), si.inb.data(), ni.n_inputs, si.out.data(),
+                   si.outb.data(), si.odt.data(), ni.n_outputs, c.ws,
+                   ps.index};
+    si.made = true;
+}
+
+// the launches of the node of step ps on the operands si
+bool launch_io(run_ctx &c, const mpv_step &ps, const run_ctx::step_io &si)
+{
+    const mpv_program *p = c.p;
+    const mpv_node &pn = p->nodes[ps.index];
     for (uint32_t i = 0; i < pn.count; i++) {
         const mpv_launch *l = &p->launches[pn.first + i];
         if (l->out >= 0 && !si.out[l->out])
@@ -255,56 +258,29 @@ bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
 }
 
 // the launches of the node of step ps (a step of the schedule, or of the
-// setup that computes folded constants)
+// setup that computes folded constants), its operands made now
 bool run_step(run_ctx &c, const mpv_step &ps, void *const *tensor_ptr)
 {
+    make_io(c, ps, tensor_ptr, c.scratch_io);
+    return launch_io(c, ps, c.scratch_io);
+}
+
+// Runs the node of step s (planned: arena offsets, the operands made on
+// the step's first run and kept; reference: tensor_ptr per root).
+bool run_node(run_ctx &c, uint32_t s, void *const *tensor_ptr)
+{
     const mpv_program *p = c.p;
-    const mpv_node &pn = p->nodes[ps.index];
-    mp_node_info ni;
-    mp_graph_node_info(p->graph, ps.index, &ni);
-    // any number of inputs and outputs (the foreach optimizer node reads
-    // every parameter's gradient)
-    if (c.in.size() <= ni.n_inputs) {
-        c.in.resize(ni.n_inputs + 1);
-        c.inb.resize(ni.n_inputs + 1);
-    }
-    if (c.out.size() <= ni.n_outputs) {
-        c.out.resize(ni.n_outputs + 1);
-        c.outb.resize(ni.n_outputs + 1);
-        c.odt.resize(ni.n_outputs + 1);
-    }
-    void **in = c.in.data(), **out = c.out.data();
-    uint64_t *inb = c.inb.data(), *outb = c.outb.data();
-    int *odt = c.odt.data();
-    for (uint32_t k = 0; k < ni.n_inputs; k++) {
-        const mpv_ref &rf = p->refs[ps.refs + k];
-        in[k] = ref_ptr(c, rf, tensor_ptr);
-        inb[k] = rf.bytes;
-    }
-    for (uint32_t k = 0; k < ni.n_outputs; k++) {
-        const mpv_ref &rf = p->refs[ps.refs + ni.n_inputs + k];
-        out[k] = ref_ptr(c, rf, tensor_ptr);
-        outb[k] = rf.bytes;
-        mp_tensor_info ti;
-        mp_graph_tensor_info(p->graph, ni.outputs[k], &ti);
-        odt[k] = ti.dtype;
-    }
-    mpv_io io = {in, inb, ni.n_inputs, out, outb, odt, ni.n_outputs, c.ws,
-                 ps.index};
-    for (uint32_t i = 0; i < pn.count; i++) {
-        const mpv_launch *l = &p->launches[pn.first + i];
-        if (l->out >= 0 && !out[l->out])
-            continue; // zero-byte output
-        const char *e = l->kind == MPV_L_CONV_DNN
-                            ? mpv_dnn_run(c.dnn, pn.first + i, l, &io, c.s)
-                            : mpv_run_launch(l, &io, c.h, c.s);
-        if (e) {
-            char what[200];
-            snprintf(what, sizeof what, "node '%s' (%s)", ni.name, ni.op);
-            return fail(c.r, what, e);
-        }
-    }
-    return true;
+    const mpv_step &ps = p->steps[s];
+    if (!p->nodes[ps.index].run)
+        return true;
+    if (tensor_ptr)
+        return run_step(c, ps, tensor_ptr);
+    if (c.planned_io.size() != p->n_steps)
+        c.planned_io.resize(p->n_steps);
+    run_ctx::step_io &si = c.planned_io[s];
+    if (!si.made)
+        make_io(c, ps, NULL, si);
+    return launch_io(c, ps, si);
 }
 
 // the gradients that the optimizer step at step s reads, copied to the
