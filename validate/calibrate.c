@@ -121,6 +121,25 @@ static mp_status tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
     return mp_graph_add_tensor(g, &d, id);
 }
 
+/* A forward node `op` of in (n_in) into out, named name; its id in *id
+ * (may be NULL). */
+static mp_status node(mp_graph *g, const char *name, const char *op,
+                      const char *domain, uint32_t *in, uint32_t n_in,
+                      uint32_t *out, uint32_t *id)
+{
+    mp_node_desc nd;
+    memset(&nd, 0, sizeof nd);
+    nd.name = name;
+    nd.op = op;
+    nd.domain = domain;
+    nd.inputs = in;
+    nd.n_inputs = n_in;
+    nd.outputs = out;
+    nd.n_outputs = 1;
+    nd.phase = MP_PHASE_FORWARD;
+    return mp_graph_add_node(g, &nd, id);
+}
+
 /* A backward benchmark's operand: the input plus a bias weight over its
  * last dim, so that the training graph wants the operand's gradient (a
  * graph input gets none; attention has no weight of its own). *id: the
@@ -138,18 +157,7 @@ static mp_status graded(mp_graph *g, const char *name, int rank,
         st = tensor(g, b_name, MP_KIND_WEIGHT, 1, dims + rank - 1, &in[1]);
     if (!st)
         st = tensor(g, name, MP_KIND_ACTIVATION, rank, dims, id);
-    if (st)
-        return st;
-    mp_node_desc nd;
-    memset(&nd, 0, sizeof nd);
-    nd.name = node_name;
-    nd.op = "Add";
-    nd.inputs = in;
-    nd.n_inputs = 2;
-    nd.outputs = id;
-    nd.n_outputs = 1;
-    nd.phase = MP_PHASE_FORWARD;
-    return mp_graph_add_node(g, &nd, NULL);
+    return st ? st : node(g, node_name, "Add", NULL, in, 2, id, NULL);
 }
 
 /* an operand of b: an input, or for a backward benchmark an activation
@@ -165,7 +173,7 @@ static mp_status operand(mp_graph *g, const mpv_cal_bench *b,
 /* The one-node graph of b (not finalized). */
 static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
 {
-    uint32_t in[3], y, node;
+    uint32_t in[3], y, nid;
     uint32_t nin = 1;
     mp_status st;
     int64_t x2[2] = {b->a[0], b->a[1]}, w2[2] = {b->a[1], b->a[2]};
@@ -209,38 +217,30 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
     }
     if ((st = tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL, &y)))
         return st;
-    mp_node_desc nd;
-    memset(&nd, 0, sizeof nd);
-    nd.name = b->name;
-    nd.op = b->op;
-    nd.domain = b->kind == MPV_CB_ATTENTION ? "memplan" : NULL;
-    nd.inputs = in;
-    nd.n_inputs = nin;
-    nd.outputs = &y;
-    nd.n_outputs = 1;
-    nd.phase = MP_PHASE_FORWARD;
-    if ((st = mp_graph_add_node(g, &nd, &node)))
+    if ((st = node(g, b->name, b->op,
+                   b->kind == MPV_CB_ATTENTION ? "memplan" : NULL, in, nin,
+                   &y, &nid)))
         return st;
     if (b->kind == MPV_CB_CONV) {
         int64_t ks[2] = {b->b[2], b->b[3]};
         int64_t pads[4] = {b->b[2] / 2, b->b[3] / 2, b->b[2] / 2,
                            b->b[3] / 2};
-        if ((st = mp_graph_set_attr_ints(g, node, "kernel_shape", ks, 2)) ||
-            (st = mp_graph_set_attr_ints(g, node, "pads", pads, 4)) ||
+        if ((st = mp_graph_set_attr_ints(g, nid, "kernel_shape", ks, 2)) ||
+            (st = mp_graph_set_attr_ints(g, nid, "pads", pads, 4)) ||
             (b->group > 1 &&
-             (st = mp_graph_set_attr_int(g, node, "group", b->group))))
+             (st = mp_graph_set_attr_int(g, nid, "group", b->group))))
             return st;
     } else if (strcmp(b->op, "ReduceSum") == 0) {
         int64_t axes[1] = {1};
-        if ((st = mp_graph_set_attr_ints(g, node, "axes", axes, 1)))
+        if ((st = mp_graph_set_attr_ints(g, nid, "axes", axes, 1)))
             return st;
     } else if (strcmp(b->op, "Softmax") == 0 ||
                strcmp(b->op, "LayerNormalization") == 0) {
-        if ((st = mp_graph_set_attr_int(g, node, "axis", -1)))
+        if ((st = mp_graph_set_attr_int(g, nid, "axis", -1)))
             return st;
     } else if (strcmp(b->op, "Transpose") == 0) {
         int64_t perm[2] = {1, 0};
-        if ((st = mp_graph_set_attr_ints(g, node, "perm", perm, 2)))
+        if ((st = mp_graph_set_attr_ints(g, nid, "perm", perm, 2)))
             return st;
     }
     if ((st = mp_graph_mark_output(g, y)))
@@ -322,16 +322,8 @@ static mp_status tiny_chain(mp_graph *g, int layers)
         for (int k = 0; k < 3 && !st; k++) {
             char nn[40];
             snprintf(nn, sizeof nn, "%s/%s", nm[5], ops[k]);
-            mp_node_desc nd;
-            memset(&nd, 0, sizeof nd);
-            nd.name = nn;
-            nd.op = ops[k];
-            nd.inputs = ins[k];
-            nd.n_inputs = k == 2 ? 1 : 2;
-            nd.outputs = &outs[k];
-            nd.n_outputs = 1;
-            nd.phase = MP_PHASE_FORWARD;
-            st = mp_graph_add_node(g, &nd, NULL);
+            st = node(g, nn, ops[k], NULL, ins[k], k == 2 ? 1 : 2, &outs[k],
+                      NULL);
         }
         x = r;
     }
