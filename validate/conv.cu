@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <cuda_bf16.h>
 #include <cudnn.h>
 #include <stdio.h>
 #include <vector>
@@ -81,6 +82,7 @@ struct dnn_launch {
     int algo = 0;
     size_t ws = 0;
     bool first = false; // cuDNN's first heuristic choice
+    bool bf = false;    // bfloat16 operands
 };
 
 bool is_fma(cudnnMathType_t t)
@@ -134,6 +136,14 @@ const char *mpv_dnn_create(mpv_dnn **out, int fp32)
     } while (0)
 
 namespace {
+
+// y = x, bfloat16 to float32 (a staged pass's result)
+__global__ void k_widen(const __nv_bfloat16 *x, float *y, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __bfloat162float(x[i]);
+}
 
 // the pass on cuDNN with algorithm algo and a workspace of ws bytes
 cudnnStatus_t dnn_pass(cudnnHandle_t h, const dnn_launch &k, const geom &p,
@@ -227,8 +237,9 @@ namespace {
 // launch k's descriptors: NCHW float32, the window, groups, the
 // arithmetic (FMA only, or TF32 allowed); false when cuDNN refuses one
 // or computes another output shape
-bool set_descriptors(dnn_launch &k, const geom &g, bool fp32)
+bool set_descriptors(dnn_launch &k, const geom &g, bool fp32, bool bf)
 {
+    const cudnnDataType_t dt = bf ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     auto ok = [&](cudnnStatus_t x) {
         if (st == CUDNN_STATUS_SUCCESS)
@@ -239,11 +250,11 @@ bool set_descriptors(dnn_launch &k, const geom &g, bool fp32)
     ok(cudnnCreateTensorDescriptor(&k.y));
     ok(cudnnCreateFilterDescriptor(&k.w));
     ok(cudnnCreateConvolutionDescriptor(&k.cv));
-    ok(cudnnSetTensor4dDescriptor(k.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+    ok(cudnnSetTensor4dDescriptor(k.x, CUDNN_TENSOR_NCHW, dt,
                                   (int)g.n, (int)g.c, (int)g.h, (int)g.w));
-    ok(cudnnSetTensor4dDescriptor(k.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+    ok(cudnnSetTensor4dDescriptor(k.y, CUDNN_TENSOR_NCHW, dt,
                                   (int)g.n, (int)g.m, (int)g.oh, (int)g.ow));
-    ok(cudnnSetFilter4dDescriptor(k.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+    ok(cudnnSetFilter4dDescriptor(k.w, dt, CUDNN_TENSOR_NCHW,
                                   (int)g.m, (int)(g.c / g.g), (int)g.kh,
                                   (int)g.kw));
     ok(cudnnSetConvolution2dDescriptor(
@@ -254,8 +265,8 @@ bool set_descriptors(dnn_launch &k, const geom &g, bool fp32)
                                               : CUDNN_TENSOR_OP_MATH));
     if (g.has_bias) {
         ok(cudnnCreateTensorDescriptor(&k.b));
-        ok(cudnnSetTensor4dDescriptor(k.b, CUDNN_TENSOR_NCHW,
-                                      CUDNN_DATA_FLOAT, 1, (int)g.m, 1, 1));
+        ok(cudnnSetTensor4dDescriptor(k.b, CUDNN_TENSOR_NCHW, dt, 1,
+                                      (int)g.m, 1, 1));
     }
     int on = 0, oc = 0, oh = 0, ow = 0;
     return st == CUDNN_STATUS_SUCCESS &&
@@ -299,15 +310,15 @@ const char *choose(mpv_dnn *d, dnn_launch &k, const mpv_launch &l,
         for (const cand &x : c) {
             if (!x.ok)
                 continue;
-            size_t sz = 0;
-            bool fits = x.mem <= l.workspace &&
+            size_t sz = 0, cap = l.workspace - (size_t)g.stage;
+            bool fits = x.mem <= cap &&
                         ws_size(d->h, k, g.pass, x.algo, &sz) ==
                             CUDNN_STATUS_SUCCESS &&
-                        sz <= l.workspace;
+                        sz <= cap;
             size_t need = sz > x.mem ? sz : x.mem;
             bool was_first = first;
             first = false;
-            if (was_first && need > l.workspace && need > d->first_ws_max)
+            if (was_first && need > cap && need > d->first_ws_max)
                 d->first_ws_max = need;
             for (int rep = 0; rep < 2 && fits; rep++) {
                 if (rep == 1)
@@ -411,7 +422,8 @@ const char *mpv_dnn_prepare(mpv_dnn *d, const mpv_program *p, cudaStream_t s)
             continue;
         }
         std::vector<cand> all;
-        if (set_descriptors(k, g, d->fp32))
+        k.bf = (l.bf16 & 1) != 0; // x, or dy: the pass's width
+        if (set_descriptors(k, g, d->fp32, k.bf))
             err = choose(d, k, l, s, trial{bx, bw, by, bws}, all);
         if (!k.direct) {
             d->n_cudnn++;
@@ -447,9 +459,7 @@ const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
     const dnn_launch &k = d->l[index];
     const geom &g = l->p.dnn;
     const void *a = io->in[l->in[0]], *b = io->in[l->in[1]];
-    const float *bias = g.has_bias && l->in[2] >= 0
-                            ? (const float *)io->in[l->in[2]]
-                            : NULL;
+    const void *bias = g.has_bias && l->in[2] >= 0 ? io->in[l->in[2]] : NULL;
     void *out = io->out[l->out];
     // cuDNN's vectorized kernels want aligned operands; a range view may
     // start anywhere: the direct kernel then, the same in the planned and
@@ -458,10 +468,14 @@ const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
     bool aligned = d->roots16 && ((uintptr_t)a | (uintptr_t)b |
                                   (uintptr_t)out | (uintptr_t)bias) % 16 == 0;
     if (k.direct || !aligned) {
+        if (k.bf)
+            return "a bfloat16 convolution pass without a cuDNN algorithm "
+                   "(no direct kernel for bfloat16)";
         switch (g.pass) {
         case MPV_CONV_FWD:
             k_fwd<<<blocks(g.n * g.m * g.oh * g.ow), TPB, 0, s>>>(
-                (const float *)a, (const float *)b, bias, (float *)out, *l);
+                (const float *)a, (const float *)b, (const float *)bias,
+                (float *)out, *l);
             break;
         case MPV_CONV_BWD_DATA:
             k_bwd_data<<<blocks(g.n * g.c * g.h * g.w), TPB, 0, s>>>(
@@ -473,6 +487,17 @@ const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
                                 (float *)out, *l);
             break;
         }
+        return launch_check();
+    }
+    if (g.stage) { // bfloat16 into the workspace's start, then widened
+        char *ws = (char *)io->ws;
+        DK(dnn_pass(d->h, k, g, k.algo, a, b, ws, ws + g.stage, k.ws));
+        int64_t n = g.pass == MPV_CONV_BWD_FILTER
+                        ? g.m * (g.c / g.g) * g.kh * g.kw
+                        : g.n * (g.pass == MPV_CONV_FWD ? g.m * g.oh * g.ow
+                                                        : g.c * g.h * g.w);
+        k_widen<<<blocks(n), TPB, 0, s>>>((const __nv_bfloat16 *)ws,
+                                          (float *)out, n);
         return launch_check();
     }
     DK(dnn_pass(d->h, k, g, k.algo, a, b, out, io->ws, k.ws));

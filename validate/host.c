@@ -110,9 +110,13 @@ static int esize_of(const mp__tensor *t)
     return (b == 8 || b == 16 || b == 32 || b == 64) ? (int)(b / 8) : 0;
 }
 
+/* a float operand of the kernels: float32, or bfloat16, which they read
+ * and write as float32 (launch_bf16); the launch kinds that take only
+ * float32 are kept from bfloat16 operands by lower_node */
 static int is_f32(const mp__tensor *t)
 {
-    return t && t->dtype == MP_DTYPE_FLOAT32;
+    return t && (t->dtype == MP_DTYPE_FLOAT32 ||
+                 t->dtype == MP_DTYPE_BFLOAT16);
 }
 
 /* row-major strides of a shape */
@@ -1371,7 +1375,7 @@ static int lower_where(lower *L, const mp__node *n, const char **why)
         const mp__tensor *a = in_t(g, n, (uint32_t)k);
         if (a && mp__tensor_bview(g, n->inputs[k]))
             a = &g->tensors[a->alias_of];
-        if (!a || a->dtype != (k ? MP_DTYPE_FLOAT32 : MP_DTYPE_BOOL) ||
+        if (!a || (k ? !is_f32(a) : a->dtype != MP_DTYPE_BOOL) ||
             bcast_strides(a, y->dims, y->rank, x->p.nary.st[k]) != 0)
             FAIL("Where: a bool condition, float32 values, broadcastable");
         x->in[k] = k;
@@ -1451,7 +1455,7 @@ static int attn_params(const mp_graph *g, const mp__node *n, mpv_launch *x,
         x->p.attn.mst[i] = mst[i];
     }
     x->p.attn.mask_kind = (int32_t)kind;
-    x->p.attn.mask_esize = m ? (kind == 1 ? 4 : 1) : 0;
+    x->p.attn.mask_esize = m ? (kind == 1 ? esize_of(m) : 1) : 0;
     x->p.attn.scale_div = mp__attr_int(n, "scale_div", 0) != 0;
     x->p.attn.mask_first = mp__attr_int(n, "mask_first", 0) != 0;
     x->p.attn.nan_to_zero = mp__attr_int(n, "nan_to_zero", 0) != 0;
@@ -1695,7 +1699,10 @@ static const mp__tensor *plain_of(const mp_graph *g, const mp__node *n,
         return NULL;
     if (k == MP__NVIEW_B)
         t = &g->tensors[t->alias_of];
-    return t->dtype == dt ? t : NULL;
+    return t->dtype == dt || (dt == MP_DTYPE_FLOAT32 &&
+                              t->dtype == MP_DTYPE_BFLOAT16)
+               ? t
+               : NULL;
 }
 
 static const mp__tensor *plain_f32(const mp_graph *g, const mp__node *n,
@@ -2316,6 +2323,16 @@ static int lower_grad_conv(lower *L, const mp__node *n, const gnode *G,
         l->in[0] = dy;
         l->in[1] = i ? G->in[0] : G->in[1];
         l->out = o;
+        /* bfloat16 operands, a float32 gradient (an autocast weight's):
+         * computed in bfloat16 into the workspace, then widened */
+        if (yt->dtype == MP_DTYPE_BFLOAT16 && ot->dtype == MP_DTYPE_FLOAT32) {
+            uint64_t st;
+            if (!mp__mul_u64((uint64_t)numel(ot), 2, &st) ||
+                !mp__align_up(st, 256, &st) ||
+                !mp__add_u64(l->workspace, st, &l->workspace))
+                FAIL("ConvGrad: the workspace overflows");
+            l->p.dnn.stage = (int64_t)st;
+        }
     }
     if (G->dx[2] >= 0) { /* db [m] = dy summed over n, oh, ow */
         const mp__tensor *bt = out_t(g, n, (uint32_t)G->dx[2]);
@@ -3356,9 +3373,104 @@ static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_WHERE] = lower_where,
 };
 
+static int lower_node_kernels(lower *L, const mp__node *n,
+                              const char **why);
+
+/* whether launch kind k reads and writes its float operands as float32
+ * or bfloat16 (mpv_launch.bf16; kernels.cu's fin/fout, cuBLAS's and
+ * cuDNN's bfloat16 types) */
+static int bf16_kind(int32_t k)
+{
+    switch (k) {
+    case MPV_L_CONV: case MPV_L_LRN: case MPV_L_RESIZE:
+    case MPV_L_AXPY: case MPV_L_OPT_STEP:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* bit of node input slot k (output slot k: out) in a launch's bf16 mask
+ * (0: the slot is past the mask) */
+static uint64_t bf16_bit(int32_t k, int out)
+{
+    return k >= 0 && k < 32 ? (uint64_t)1 << (k + (out ? 32 : 0)) : 0;
+}
+
+/* The bfloat16 operands of node n's launches [first, L->n): the mask of
+ * its slots (mpv_launch.bf16), and whether every launch takes them: a
+ * kind that computes in float32 only, a product or a convolution whose
+ * operands differ in width, or a bfloat16 slot past the mask fall back
+ * to the synthetic kernel. */
+static int launch_bf16(lower *L, const mp__node *n, uint32_t first,
+                       const char **why)
+{
+    uint64_t mask = 0;
+    int any = 0;
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        const mp__tensor *t = in_t(L->g, n, i);
+        if (t && t->dtype == MP_DTYPE_BFLOAT16) {
+            mask |= bf16_bit((int32_t)i, 0);
+            any = 1;
+        }
+    }
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        const mp__tensor *t = out_t(L->g, n, o);
+        if (t && t->dtype == MP_DTYPE_BFLOAT16) {
+            mask |= bf16_bit((int32_t)o, 1);
+            any = 1;
+        }
+    }
+    if (!any)
+        return 0;
+    for (uint32_t j = first; j < L->n; j++) {
+        mpv_launch *x = &L->l[j];
+        /* slots past the mask: the launch's own operands */
+        for (int k = 0; k < MPV_MAXIN; k++) {
+            const mp__tensor *t =
+                x->in[k] >= 32 ? in_t(L->g, n, (uint32_t)x->in[k]) : NULL;
+            if (t && t->dtype == MP_DTYPE_BFLOAT16)
+                x->bf16_hi |= 1u << k;
+        }
+        if (x->out >= 32) {
+            const mp__tensor *t = out_t(L->g, n, (uint32_t)x->out);
+            if (t && t->dtype == MP_DTYPE_BFLOAT16)
+                x->bf16_hi |= 1u << MPV_MAXIN;
+        }
+        if (!bf16_kind(x->kind))
+            FAIL("bfloat16: this op's kernel computes float32 only");
+        /* the in-place output (-2) is output slot out */
+        uint64_t a = x->in[0] == -2 ? bf16_bit(x->out, 1)
+                                    : bf16_bit(x->in[0], 0);
+        uint64_t b = bf16_bit(x->in[1], 0);
+        int abf = (mask & a) != 0, bbf = (mask & b) != 0;
+        int obf = (mask & bf16_bit(x->out, 1)) != 0;
+        if (x->kind == MPV_L_GEMM && abf != bbf)
+            FAIL("bfloat16: a product of a bfloat16 and a float32 operand");
+        if (x->kind == MPV_L_CONV_DNN &&
+            (abf != bbf || (abf != obf && !(abf && x->p.dnn.stage)) ||
+             (x->p.dnn.has_bias && x->in[2] >= 0 &&
+              ((mask & bf16_bit(x->in[2], 0)) != 0) != abf)))
+            FAIL("bfloat16: a convolution of operands of two widths");
+        if (x->kind == MPV_L_CONV_DNN && abf && !x->p.dnn.cudnn)
+            FAIL("bfloat16: a convolution cuDNN cannot run (the direct "
+                 "kernel is float32)");
+        x->bf16 = mask;
+    }
+    return 0;
+}
+
 /* Lowers one node; returns 0 (lowered), 1 (needs the synthetic kernel,
  * *why set), -1 (out of memory). */
 static int lower_node(lower *L, const mp__node *n, const char **why)
+{
+    uint32_t first = L->n;
+    int r = lower_node_kernels(L, n, why);
+    return r == 0 ? launch_bf16(L, n, first, why) : r;
+}
+
+/* lower_node without the operands' widths */
+static int lower_node_kernels(lower *L, const mp__node *n, const char **why)
 {
     unsigned k = MP__OP_KERNEL(n->def);
     if (n->n_out < 1)

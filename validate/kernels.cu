@@ -31,6 +31,78 @@ static unsigned blocks_for(int64_t n)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (int64_t)gridDim.x * blockDim.x)
 
+// ---- float operands: float32 or bfloat16 ---------------------------------
+// A float operand in memory, float32 or bfloat16 (bf set; the launch's
+// mask, mpv_launch.bf16): the kernels read and write through these and
+// compute in float32, as PyTorch's kernels do for bfloat16 tensors.
+// Indexing and offsets count elements of the operand's own width; a
+// float pointer converts to a float32 operand.
+struct fin {
+    const void *p;
+    int bf;
+    __host__ __device__ fin() : p(nullptr), bf(0) {}
+    __host__ __device__ fin(const float *q) : p(q), bf(0) {}
+    __host__ __device__ fin(const void *q, int b) : p(q), bf(b) {}
+    __device__ __forceinline__ float operator[](int64_t i) const
+    {
+        return bf ? __bfloat162float(((const __nv_bfloat16 *)p)[i])
+                  : ((const float *)p)[i];
+    }
+    __host__ __device__ fin operator+(int64_t o) const
+    {
+        return bf ? fin((const __nv_bfloat16 *)p + o, 1)
+                  : fin((const float *)p + o, 0);
+    }
+    __host__ __device__ explicit operator bool() const { return p != nullptr; }
+    __device__ __forceinline__ float operator*() const { return (*this)[0]; }
+};
+// one element of a float operand, written as a float (rounded to nearest
+// even into bfloat16)
+struct fref {
+    void *p;
+    int bf;
+    int64_t i;
+    __device__ __forceinline__ operator float() const
+    {
+        return bf ? __bfloat162float(((const __nv_bfloat16 *)p)[i])
+                  : ((const float *)p)[i];
+    }
+    __device__ __forceinline__ const fref &operator=(float v) const
+    {
+        if (bf)
+            ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+        else
+            ((float *)p)[i] = v;
+        return *this;
+    }
+    __device__ __forceinline__ const fref &operator=(const fref &o) const
+    {
+        return *this = (float)o;
+    }
+    __device__ __forceinline__ const fref &operator+=(float v) const
+    {
+        return *this = (float)*this + v;
+    }
+};
+struct fout {
+    void *p;
+    int bf;
+    __host__ __device__ fout() : p(nullptr), bf(0) {}
+    __host__ __device__ fout(float *q) : p(q), bf(0) {}
+    __host__ __device__ fout(void *q, int b) : p(q), bf(b) {}
+    __device__ __forceinline__ fref operator[](int64_t i) const
+    {
+        return fref{p, bf, i};
+    }
+    __host__ __device__ fout operator+(int64_t o) const
+    {
+        return bf ? fout((__nv_bfloat16 *)p + o, 1) : fout((float *)p + o, 0);
+    }
+    __host__ __device__ operator fin() const { return fin(p, bf); }
+    __device__ __forceinline__ fref operator*() const { return (*this)[0]; }
+    __host__ __device__ explicit operator bool() const { return p != nullptr; }
+};
+
 // The sum (or, is_max, the maximum) of v over the block's threads, every
 // thread getting it: a fixed tree in shared memory red (blockDim.x floats),
 // deterministic; synchronizes the block before and after.
@@ -210,7 +282,7 @@ static void launch_strided(const void *in, void *out, const mpv_strided &p,
             (const T *)in, (T *)out, make_walk<int64_t, 2>(r, p.n, dims, st, off));
 }
 
-__global__ void k_fill(float *out, int64_t n, float v)
+__global__ void k_fill(fout out, int64_t n, float v)
 {
     GRID_LOOP(i, n) out[i] = v;
 }
@@ -254,7 +326,7 @@ __device__ float unary_op(int op, float x, float a, float b)
     }
 }
 
-__global__ void k_unary(const float *in, float *out, int64_t n, int op, float a,
+__global__ void k_unary(fin in, fout out, int64_t n, int op, float a,
                         float b)
 {
     GRID_LOOP(i, n) out[i] = unary_op(op, in[i], a, b);
@@ -276,19 +348,19 @@ __device__ float binary_op(int op, float x, float y)
 }
 
 struct nary_ptrs {
-    const float *p[MPV_MAXIN];
+    fin p[MPV_MAXIN];
 };
 
 // N inputs known at compile time: the offsets stay in registers
 template <typename I, int N>
-__global__ void k_nary(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w, int op)
+__global__ void k_nary(nary_ptrs in, fout out, walk<I, MPV_MAXIN> w, int op)
 {
     GRID_LOOP_T(I, i, w.n)
     {
         I o[MPV_MAXIN];
         walk_at(w, i, N, o);
         if (N == 3 && op == MPV_NOP_WHERE) { // in[0]: bool bytes
-            bool c = ((const unsigned char *)in.p[0])[o[0]] != 0;
+            bool c = ((const unsigned char *)in.p[0].p)[o[0]] != 0;
             out[i] = c ? in.p[1][o[1]] : in.p[2][o[2]];
             continue;
         }
@@ -301,7 +373,7 @@ __global__ void k_nary(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w, int op)
 }
 
 template <typename I>
-static void launch_nary_n(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w,
+static void launch_nary_n(nary_ptrs in, fout out, walk<I, MPV_MAXIN> w,
                           int n_in, int op, cudaStream_t s)
 {
     unsigned nb = blocks_for((int64_t)w.n);
@@ -313,7 +385,7 @@ static void launch_nary_n(nary_ptrs in, float *out, walk<I, MPV_MAXIN> w,
     }
 }
 
-static void launch_nary(nary_ptrs in, float *out, const mpv_launch &l,
+static void launch_nary(nary_ptrs in, fout out, const mpv_launch &l,
                         cudaStream_t s)
 {
     const auto &p = l.p.nary;
@@ -369,7 +441,7 @@ __global__ void k_bias_nchw(float *y, const float *b, int64_t n, int64_t c,
 // ---- pooling -----------------------------------------------------------------
 // idx (MaxPool, may be NULL): the flat index into x of each window's
 // first maximum (ONNX's Indices; -1 for a window of padding only)
-__global__ void k_pool(const float *x, float *y, int64_t *idx, mpv_launch l)
+__global__ void k_pool(fin x, fout y, int64_t *idx, mpv_launch l)
 {
     const int64_t OH = l.p.pool.oh, OW = l.p.pool.ow, H = l.p.pool.h,
                   W = l.p.pool.w;
@@ -378,7 +450,7 @@ __global__ void k_pool(const float *x, float *y, int64_t *idx, mpv_launch l)
     {
         int64_t ow = i % OW, t = i / OW;
         int64_t oh = t % OH, nc = t / OH;
-        const float *xp = x + nc * H * W;
+        fin xp = x + nc * H * W;
         int is_max = l.p.pool.op == MP__KOP_POOL_MAX;
         float acc = is_max ? -INFINITY : 0.f, best = 0.f;
         int64_t cnt = 0, cnt_pad = 0, arg = -1;
@@ -415,12 +487,12 @@ __global__ void k_pool(const float *x, float *y, int64_t *idx, mpv_launch l)
     }
 }
 
-__global__ void k_gpool(const float *x, float *y, int64_t nc, int64_t hw,
+__global__ void k_gpool(fin x, fout y, int64_t nc, int64_t hw,
                         int is_max)
 {
     GRID_LOOP(i, nc)
     {
-        const float *xp = x + i * hw;
+        fin xp = x + i * hw;
         float acc = is_max ? -INFINITY : 0.f;
         for (int64_t k = 0; k < hw; k++)
             acc = is_max ? fmaxf(acc, xp[k]) : acc + xp[k];
@@ -430,8 +502,8 @@ __global__ void k_gpool(const float *x, float *y, int64_t nc, int64_t hw,
 
 // ---- normalizations, softmax -------------------------------------------------
 template <typename I>
-__global__ void k_bn(const float *x, const float *sc, const float *b,
-                     const float *mean, const float *var, float *y, I n, I c,
+__global__ void k_bn(fin x, fin sc, fin b,
+                     fin mean, fin var, fout y, I n, I c,
                      I hw, float eps)
 {
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -444,7 +516,7 @@ __global__ void k_bn(const float *x, const float *sc, const float *b,
 // The mean and 1 / sqrt(var + eps) (biased variance) of one row of cols
 // floats, every thread of the block getting them: two passes, fixed-order
 // tree reductions (deterministic)
-__device__ void row_stats(const float *xr, int64_t cols, float eps, float *red,
+__device__ void row_stats(fin xr, int64_t cols, float eps, float *red,
                           float *mean, float *inv)
 {
     float s = 0.f;
@@ -463,14 +535,14 @@ __device__ void row_stats(const float *xr, int64_t cols, float eps, float *red,
 // one block per row; fixed-order tree reduction (deterministic). mo, io
 // (ONNX's Mean, InvStdDev) and st (the training statistics, [2, rows]) may
 // be NULL
-__global__ void k_ln(const float *x, const float *sc, const float *b, float *y,
+__global__ void k_ln(fin x, fin sc, fin b, fout y,
                      int64_t rows, int64_t cols, float eps, int has_bias,
-                     float *mo, float *io, float *st)
+                     fout mo, fout io, fout st)
 {
     __shared__ float red[TPB];
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float *xr = x + r * cols;
-        float *yr = y + r * cols;
+        fin xr = x + r * cols;
+        fout yr = y + r * cols;
         float mean, inv;
         row_stats(xr, cols, eps, red, &mean, &inv);
         for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
@@ -510,14 +582,14 @@ __global__ void k_lrn(const float *x, float *y, mpv_launch l)
     }
 }
 
-__global__ void k_softmax(const float *x, float *y, int64_t outer, int64_t dim,
+__global__ void k_softmax(fin x, fout y, int64_t outer, int64_t dim,
                           int64_t inner, int log)
 {
     GRID_LOOP(i, outer * inner)
     {
         int64_t o = i / inner, in = i % inner;
-        const float *xp = x + o * dim * inner + in;
-        float *yp = y + o * dim * inner + in;
+        fin xp = x + o * dim * inner + in;
+        fout yp = y + o * dim * inner + in;
         float m = -INFINITY;
         for (int64_t k = 0; k < dim; k++)
             m = fmaxf(m, xp[k * inner]);
@@ -538,14 +610,14 @@ __global__ void k_softmax(const float *x, float *y, int64_t outer, int64_t dim,
 
 // long contiguous rows (inner == 1): one block per row, tree reductions in
 // shared memory (a fixed order: the result does not depend on the run)
-__global__ void k_softmax_rows(const float *x, float *y, int64_t rows,
+__global__ void k_softmax_rows(fin x, fout y, int64_t rows,
                                int64_t dim, int log)
 {
     __shared__ float red[TPB];
     const int t = threadIdx.x;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float *xp = x + r * dim;
-        float *yp = y + r * dim;
+        fin xp = x + r * dim;
+        fout yp = y + r * dim;
         float m = -INFINITY;
         for (int64_t k = t; k < dim; k += TPB)
             m = fmaxf(m, xp[k]);
@@ -583,7 +655,7 @@ __global__ void k_softmax_rows(const float *x, float *y, int64_t rows,
 }
 
 // ---- reductions, gather, resize, cast ------------------------------------------
-__global__ void k_reduce(const float *x, float *y, mpv_launch l)
+__global__ void k_reduce(fin x, fout y, mpv_launch l)
 {
     const int r = l.p.reduce.rank;
     int64_t st[MPV_MAXR], s = 1, cnt = 1;
@@ -650,7 +722,7 @@ __device__ __forceinline__ float red_combine(int op, float a, float b)
     }
 }
 
-__global__ void k_reduce_rows(const float *__restrict__ x, float *y,
+__global__ void k_reduce_rows(fin x, fout y,
                               int64_t rows, int64_t cols, int op)
 {
     const int lane = threadIdx.x & 31;
@@ -661,7 +733,7 @@ __global__ void k_reduce_rows(const float *__restrict__ x, float *y,
                                                    : 0.f;
     for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
          r < rows; r += warps) {
-        const float *xr = x + r * cols;
+        fin xr = x + r * cols;
         float acc = init;
         for (int64_t j = lane; j < cols; j += 32) {
             float v = xr[j];
@@ -890,7 +962,9 @@ __device__ __forceinline__ float attn_score(const mpv_attn_p &p, float s,
             if (has_ss)
                 s = p.scale_div ? s / sf : s * sf;
         } else if (p.mask_kind == 1) {
-            s += ((const float *)mask)[mi];
+            s += p.mask_esize == 2
+                     ? __bfloat162float(((const __nv_bfloat16 *)mask)[mi])
+                     : ((const float *)mask)[mi];
         } else if (p.mask_kind >= 2) {
             bool cnd = ((const unsigned char *)mask)[mi] != 0;
             if (cnd != (p.mask_kind == 2))
@@ -935,14 +1009,14 @@ __device__ __forceinline__ void attn_offsets(const mpv_attn_p &p, int64_t b,
 #define AK 32
 #define AT (TPB / AQ)
 #define AOMAX 16 // outputs per thread: dv <= 128
-__global__ void k_attention_tiled(const float *__restrict__ Q,
-                                  const float *__restrict__ KT,
-                                  const float *__restrict__ V,
+__global__ void k_attention_tiled(fin Q,
+                                  fin KT,
+                                  fin V,
                                   const void *__restrict__ mask,
-                                  const float *qs, const float *ks,
-                                  const float *ss, const float *fill,
-                                  float *__restrict__ Y,
-                                  float *__restrict__ lse, mpv_launch L)
+                                  fin qs, fin ks,
+                                  fin ss, fin fill,
+                                  fout Y,
+                                  fout lse, mpv_launch L)
 {
     const auto &p = L.p.attn;
     extern __shared__ float sh[];
@@ -999,7 +1073,7 @@ __global__ void k_attention_tiled(const float *__restrict__ Q,
                         dot += qsh[r * d + c] * ksh[c * AK + j];
                     sc = attn_score(p, dot, mask,
                                     mb + (q0 + r) * mr + (j0 + j) * mc,
-                                    ss != NULL, sf, fv);
+                                    (bool)ss, sf, fv);
                 }
                 ssh[r * AK + j] = sc;
             }
@@ -1070,13 +1144,13 @@ static size_t attn_tiled_floats(const mpv_launch *l)
     return (size_t)(AQ * p.d + p.d * AK + AK * p.dv + AQ * AK + AQ);
 }
 
-__global__ void k_attention(const float *__restrict__ Q,
-                            const float *__restrict__ KT,
-                            const float *__restrict__ V,
+__global__ void k_attention(fin Q,
+                            fin KT,
+                            fin V,
                             const void *__restrict__ mask,
-                            const float *qs, const float *ks, const float *ss,
-                            const float *fill, float *__restrict__ Y,
-                            float *__restrict__ lse, mpv_launch L)
+                            fin qs, fin ks, fin ss,
+                            fin fill, fout Y,
+                            fout lse, mpv_launch L)
 {
     const auto &p = L.p.attn;
     extern __shared__ float sh[];
@@ -1101,8 +1175,8 @@ __global__ void k_attention(const float *__restrict__ Q,
             acc[c] = 0.f;
         __syncthreads();
         float m = -INFINITY, l = 0.f;
-        const float *kb = KT + ko; // K^T [d, tk]: (c, j) at c*kr + j*kc
-        const float *vb = V + vo;  // V [tk, dv]: (j, c) at j*vr + c*vc
+        fin kb = KT + ko; // K^T [d, tk]: (c, j) at c*kr + j*kc
+        fin vb = V + vo;  // V [tk, dv]: (j, c) at j*vr + c*vc
         for (int64_t j0 = 0; j0 < p.tk; j0 += blockDim.x) {
             int64_t j = j0 + threadIdx.x;
             float s = -INFINITY;
@@ -1111,7 +1185,7 @@ __global__ void k_attention(const float *__restrict__ Q,
                 for (int64_t c = 0; c < p.d; c++)
                     dot += qrow[c] * kb[c * kr + j * kc];
                 s = attn_score(p, dot, mask, moff + j * p.mst[p.rank - 1],
-                               ss != NULL, sf, fv);
+                               (bool)ss, sf, fv);
             }
             float tmax = block_reduce(j < p.tk ? s : -INFINITY, red, 1);
             float mn = fmaxf(m, tmax);
@@ -1153,11 +1227,11 @@ __global__ void k_attention(const float *__restrict__ Q,
 // over the scores it is broadcast to), one block for the scalars.
 
 struct attn_bwd_ptrs {
-    const float *q, *kt, *v, *o, *dO, *lse;
+    fin q, kt, v, o, dO, lse;
     const void *mask;
-    const float *sc[4];  // scalar inputs 4..7 (NULL: none)
-    float *dq, *dk, *dv, *dm, *ws;
-    float *sg[4];
+    fin sc[4];  // scalar inputs 4..7 (NULL: none)
+    fout dq, dk, dv, dm, ws;
+    fout sg[4];
 };
 
 // the chain after the product, as attn_score runs it: v0 = qk r (r the
@@ -1180,7 +1254,9 @@ __device__ static float attn_score_fwd(const mpv_launch &L,
                 s = p.scale_div ? s / sf : s * sf;
             }
         } else if (p.mask_kind == 1) {
-            s += ((const float *)P.mask)[moff];
+            s += p.mask_esize == 2
+                     ? __bfloat162float(((const __nv_bfloat16 *)P.mask)[moff])
+                     : ((const float *)P.mask)[moff];
         } else if (p.mask_kind >= 2) {
             bool cnd = ((const unsigned char *)P.mask)[moff] != 0;
             if (cnd != (p.mask_kind == 2)) {
@@ -1261,7 +1337,7 @@ __global__ void k_attn_bwd_q(attn_bwd_ptrs P, mpv_launch L)
         float D = block_reduce(dsum, red, 0); // (synchronizes)
         float lse = P.lse[row];
         float gqk = 0.f, gsf = 0.f, gfill = 0.f;
-        const float *kb = P.kt + ko, *vb = P.v + vo;
+        fin kb = P.kt + ko, vb = P.v + vo;
         for (int64_t j0 = 0; j0 < p.tk; j0 += blockDim.x) {
             int64_t j = j0 + threadIdx.x;
             float g0 = 0.f;
@@ -1342,7 +1418,7 @@ __global__ void k_attn_bwd_kv(attn_bwd_ptrs P, mpv_launch L)
             adv[c] = 0.f;
         }
         __syncthreads();
-        const float *qb = P.q + qo;
+        fin qb = P.q + qo;
         for (int64_t i0 = 0; i0 < p.tq; i0 += blockDim.x) {
             int64_t i = i0 + threadIdx.x;
             float pr = 0.f, g0 = 0.f;
@@ -1845,7 +1921,7 @@ __global__ void k_attn_bwd_scalars(attn_bwd_ptrs P, mpv_launch L)
 
 // out[0] = (accumulate ? out[0] : 0) + sum of x[0 .. n): one block, each
 // thread a fixed strided share, then a fixed tree (deterministic)
-__global__ void k_sum_all(const float *x, float *out, int64_t n,
+__global__ void k_sum_all(fin x, fout out, int64_t n,
                           int accumulate)
 {
     __shared__ float red[TPB];
@@ -1858,7 +1934,7 @@ __global__ void k_sum_all(const float *x, float *out, int64_t n,
 }
 
 struct gpw_ptrs {
-    const float *p[MPV_MAXIN];
+    fin p[MPV_MAXIN];
 };
 
 // v = op(v, s): a derivative op (MPV_BOP_*, validate.h) of the output
@@ -1951,7 +2027,7 @@ __device__ static float gpw_term(const gpw_ptrs &in, const mpv_launch &l,
         int op = p.ops[k - 1];
         // a Where's condition is bool bytes
         float y = op == MPV_BOP_WHERE_T || op == MPV_BOP_WHERE_F
-                      ? (float)((const unsigned char *)in.p[k])[off[k]]
+                      ? (float)((const unsigned char *)in.p[k].p)[off[k]]
                       : in.p[k][off[k]];
         if ((op == MPV_BOP_POW_GRAD || op == MPV_BOP_POW_EXP_GRAD) &&
             k + 1 < MPV_MAXIN && k + 1 < p.n_in) { // two operands: y, t
@@ -1969,7 +2045,7 @@ __device__ static float gpw_term(const gpw_ptrs &in, const mpv_launch &l,
 
 // one thread per output element: the kept dims give it its place, the
 // reduced ones (m terms, few) are summed in a fixed order
-__global__ void k_grad_pw(gpw_ptrs in, float *out, mpv_launch l)
+__global__ void k_grad_pw(gpw_ptrs in, fout out, mpv_launch l)
 {
     const auto &p = l.p.gpw;
     GRID_LOOP(i, p.n)
@@ -1988,7 +2064,7 @@ __global__ void k_grad_pw(gpw_ptrs in, float *out, mpv_launch l)
 // elements side by side, its TPB / lanes rows each a fixed strided share,
 // then a fixed tree over the rows; into out, or with parts > 1 into
 // ws[p n + i] for k_grad_pw_fold (deterministic)
-__global__ void k_grad_pw_part(gpw_ptrs in, float *out, float *ws,
+__global__ void k_grad_pw_part(gpw_ptrs in, fout out, fout ws,
                                mpv_launch l)
 {
     const auto &p = l.p.gpw;
@@ -2021,7 +2097,7 @@ __global__ void k_grad_pw_part(gpw_ptrs in, float *out, float *ws,
 }
 
 // the chunks' sums of each element, added in order, times alpha
-__global__ void k_grad_pw_fold(const float *ws, float *out, mpv_launch l)
+__global__ void k_grad_pw_fold(const float *ws, fout out, mpv_launch l)
 {
     const auto &p = l.p.gpw;
     GRID_LOOP(i, p.n)
@@ -2035,7 +2111,7 @@ __global__ void k_grad_pw_fold(const float *ws, float *out, mpv_launch l)
 
 // one thread per row: Softmax dx = y (dy - sum(dy y)); LogSoftmax
 // dx = dy - exp(y) sum(dy)
-__global__ void k_softmax_grad(const float *dy, const float *y, float *dx,
+__global__ void k_softmax_grad(fin dy, fin y, fout dx,
                                int64_t outer, int64_t dim, int64_t inner,
                                int log)
 {
@@ -2058,7 +2134,7 @@ __global__ void k_softmax_grad(const float *dy, const float *y, float *dx,
 // inner) position walks the indices in order and adds each row of dy at
 // its index (wrapped as k_gather wraps it); no two threads write the same
 // element, so no atomics and a fixed order of additions (deterministic)
-__global__ void k_gather_grad(const float *dy, const void *idx, float *dx,
+__global__ void k_gather_grad(fin dy, const void *idx, fout dx,
                               mpv_launch l)
 {
     const int64_t inner = l.p.gather.inner, nidx = l.p.gather.nidx,
@@ -2086,8 +2162,8 @@ __global__ void k_gather_grad(const float *dy, const void *idx, float *dx,
 // every row is written (no zeroing needed).
 #define GG_ROWS 4096
 #define GG_INNER 32
-__global__ void k_gather_grad_rows(const float *dy, const void *idx,
-                                   float *dx, mpv_launch l)
+__global__ void k_gather_grad_rows(fin dy, const void *idx,
+                                   fout dx, mpv_launch l)
 {
     __shared__ float red[TPB];
     const int64_t inner = l.p.gather.inner, nidx = l.p.gather.nidx,
@@ -2107,7 +2183,7 @@ __global__ void k_gather_grad_rows(const float *dy, const void *idx,
             k = ((k % ax) + ax) % ax;
             if (k != k0)
                 continue;
-            const float *src = dy + (o * nidx + j) * inner;
+            fin src = dy + (o * nidx + j) * inner;
 #pragma unroll
             for (int c = 0; c < GG_INNER; c++)
                 if (c < inner)
@@ -2121,7 +2197,7 @@ __global__ void k_gather_grad_rows(const float *dy, const void *idx,
     }
 }
 
-__global__ void k_axpy(float *x, const float *y, int64_t n, float alpha)
+__global__ void k_axpy(float *x, fin y, int64_t n, float alpha)
 {
     GRID_LOOP(i, n) x[i] += alpha * y[i];
 }
@@ -2159,7 +2235,7 @@ static unsigned bn_threads(int64_t hw)
 }
 
 // the batch mean and biased variance of channel c (two passes)
-__device__ static void chan_stats(const float *x, int64_t c, int64_t N,
+__device__ static void chan_stats(fin x, int64_t c, int64_t N,
                                   int64_t C, int64_t HW, float *red,
                                   float *mean, float *var)
 {
@@ -2182,9 +2258,9 @@ __device__ static void chan_stats(const float *x, int64_t c, int64_t N,
 // updated with the unbiased variance, as PyTorch) or inference form with
 // its statistics written; rm_out, rv_out, st may be NULL
 __global__ void __launch_bounds__(BN_TPB)
-    k_bn_train(const float *x, const float *sc, const float *b,
-               const float *rm, const float *rv, float *y, float *rm_out,
-               float *rv_out, float *st, mpv_launch l)
+    k_bn_train(fin x, fin sc, fin b,
+               fin rm, fin rv, fout y, fout rm_out,
+               fout rv_out, fout st, mpv_launch l)
 {
     __shared__ float red[BN_TPB];
     const auto &p = l.p.bnt;
@@ -2221,9 +2297,9 @@ __global__ void __launch_bounds__(BN_TPB)
 // dbias / M - xh dscale / M); inference: dx = scale inv dy, and the
 // running statistics' gradients. Any output may be NULL.
 __global__ void __launch_bounds__(BN_TPB)
-    k_bn_grad(const float *dy, const float *x, const float *sc,
-              const float *st, const float *rm, const float *rv, float *dx,
-              float *dsc, float *db, float *drm, float *drv, mpv_launch l)
+    k_bn_grad(fin dy, fin x, fin sc,
+              fin st, fin rm, fin rv, fout dx,
+              fout dsc, fout db, fout drm, fout drv, mpv_launch l)
 {
     __shared__ float red[BN_TPB];
     const auto &p = l.p.bngrad;
@@ -2276,7 +2352,7 @@ __global__ void __launch_bounds__(BN_TPB)
 }
 
 // the statistics of each row (as k_ln) into st [2, rows]
-__global__ void k_ln_stats(const float *x, float *st, int64_t rows,
+__global__ void k_ln_stats(fin x, fout st, int64_t rows,
                            int64_t cols, float eps)
 {
     __shared__ float red[TPB];
@@ -2295,9 +2371,9 @@ __global__ void k_ln_stats(const float *x, float *st, int64_t rows,
 // [y chunk, (y + 1) chunk): 8 lanes of 32 threads stride them, then lane
 // 0 adds the 8 partial sums in order, into dsc/db (one part) or part y's
 // row of the partial sums ps [parts][2][cols] (k_ln_grad_sum adds them).
-__global__ void k_ln_grad_params(const float *dy, const float *x,
-                                 const float *st, float *dsc, float *db,
-                                 float *ps, int64_t rows, int64_t cols,
+__global__ void k_ln_grad_params(fin dy, fin x,
+                                 fin st, fout dsc, fout db,
+                                 fout ps, int64_t rows, int64_t cols,
                                  int64_t chunk)
 {
     __shared__ float pa[TPB], pb[TPB];
@@ -2340,7 +2416,7 @@ __global__ void k_ln_grad_params(const float *dy, const float *x,
 
 // the parts' partial sums of k_ln_grad_params added in order, a thread
 // per column
-__global__ void k_ln_grad_sum(const float *ps, float *dsc, float *db,
+__global__ void k_ln_grad_sum(fin ps, fout dsc, fout db,
                               int64_t cols, int32_t parts)
 {
     GRID_LOOP(k, cols)
@@ -2359,13 +2435,13 @@ __global__ void k_ln_grad_sum(const float *ps, float *dsc, float *db,
 
 // LayerNormalization backward, x: per row, g = dy scale, xh = (x - mean)
 // inv, dx = inv (g - sum(g) / cols - xh sum(g xh) / cols)
-__global__ void k_ln_grad_dx(const float *dy, const float *x, const float *sc,
-                             const float *st, float *dx, int64_t rows,
+__global__ void k_ln_grad_dx(fin dy, fin x, fin sc,
+                             fin st, fout dx, int64_t rows,
                              int64_t cols)
 {
     __shared__ float red[TPB];
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float *dr = dy + r * cols, *xr = x + r * cols;
+        fin dr = dy + r * cols, xr = x + r * cols;
         float mean = st[r], inv = st[rows + r];
         float s1 = 0.f, s2 = 0.f;
         for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
@@ -2399,7 +2475,7 @@ __device__ static int64_t taps_in(int64_t base, int64_t d, int64_t K,
 
 // the first maximum of window (oh, ow) of plane xp, as k_pool finds it
 // (h * W + w; -1: padding only)
-__device__ static int64_t window_argmax(const float *xp, int64_t oh,
+__device__ static int64_t window_argmax(fin xp, int64_t oh,
                                         int64_t ow, const mpv_launch &l)
 {
     const auto &p = l.p.pgrad;
@@ -2425,8 +2501,8 @@ __device__ static int64_t window_argmax(const float *xp, int64_t oh,
 // windows holding it (in a fixed order) of dy, divided by the window's
 // count (average; as k_pool counts it), or where it is the window's
 // argmax (max: from idx, else recomputed from x)
-__global__ void k_pool_grad(const float *dy, const float *x,
-                            const int64_t *idx, float *dx, mpv_launch l)
+__global__ void k_pool_grad(fin dy, fin x,
+                            const int64_t *idx, fout dx, mpv_launch l)
 {
     const auto &p = l.p.pgrad;
     const int64_t H = p.h, W = p.w, OH = p.oh, OW = p.ow;
@@ -2472,14 +2548,32 @@ __global__ void k_pool_grad(const float *dy, const float *x,
     }
 }
 
-// node slot k as a float pointer (-1 or past the node: NULL)
-static float *out_slot(const mpv_io *io, int32_t k)
+// whether node input (output) slot k of launch l is bfloat16
+static int bf_in(const mpv_launch *l, int32_t k)
 {
-    return k >= 0 && (uint32_t)k < io->n_out ? (float *)io->out[k] : NULL;
+    if (k >= 0 && k < 32)
+        return (int)((l->bf16 >> k) & 1);
+    for (int j = 0; j < MPV_MAXIN && k >= 32; j++)
+        if (l->in[j] == k)
+            return (int)((l->bf16_hi >> j) & 1);
+    return 0;
 }
-static const float *in_slot(const mpv_io *io, int32_t k)
+static int bf_out(const mpv_launch *l, int32_t k)
 {
-    return k >= 0 && (uint32_t)k < io->n_in ? (const float *)io->in[k] : NULL;
+    if (k >= 0 && k < 32)
+        return (int)((l->bf16 >> (32 + k)) & 1);
+    return k >= 32 && k == l->out ? (int)((l->bf16_hi >> MPV_MAXIN) & 1) : 0;
+}
+// node slot k as a float operand (-1 or past the node: none)
+static fout out_slot(const mpv_io *io, const mpv_launch *l, int32_t k)
+{
+    return k >= 0 && (uint32_t)k < io->n_out ? fout(io->out[k], bf_out(l, k))
+                                             : fout();
+}
+static fin in_slot(const mpv_io *io, const mpv_launch *l, int32_t k)
+{
+    return k >= 0 && (uint32_t)k < io->n_in ? fin(io->in[k], bf_in(l, k))
+                                            : fin();
 }
 
 // blocks for one per channel or row
@@ -2546,11 +2640,42 @@ static const char *gemm(cublasHandle_t h, int ta, int tb, int64_t m, int64_t n,
         (int)lda, sa, &beta, C, (int)ldc, sc, (int)batch));
 }
 
+// gemm with operands of either width (a bfloat16 one: tensor cores,
+// float32 accumulation, as PyTorch's bfloat16 matmul)
+static const char *gemm_any(cublasHandle_t h, int ta, int tb, int64_t m,
+                            int64_t n, int64_t k, float alpha, fin A,
+                            int64_t lda, int64_t sa, fin B, int64_t ldb,
+                            int64_t sb, float beta, fout C, int64_t ldc,
+                            int64_t sc, int64_t batch)
+{
+    if (!A.bf && !B.bf && !C.bf)
+        return gemm(h, ta, tb, m, n, k, alpha, (const float *)A.p, lda, sa,
+                    (const float *)B.p, ldb, sb, beta, (float *)C.p, ldc, sc,
+                    batch);
+    cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cudaDataType_t da = A.bf ? CUDA_R_16BF : CUDA_R_32F;
+    cudaDataType_t db = B.bf ? CUDA_R_16BF : CUDA_R_32F;
+    cudaDataType_t dc = C.bf ? CUDA_R_16BF : CUDA_R_32F;
+    if (batch == 1)
+        return cb_err(cublasGemmEx(h, ob, oa, (int)n, (int)m, (int)k, &alpha,
+                                   B.p, db, (int)ldb, A.p, da, (int)lda, &beta,
+                                   C.p, dc, (int)ldc, CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT));
+    return cb_err(cublasGemmStridedBatchedEx(
+        h, ob, oa, (int)n, (int)m, (int)k, &alpha, B.p, db, (int)ldb, sb, A.p,
+        da, (int)lda, sa, &beta, C.p, dc, (int)ldc, sc, (int)batch,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                            cublasHandle_t h, cudaStream_t s)
 {
 #define IN(k) ((k) == -2 ? io->out[l->out] : io->in[(k)])
+    // a float operand: node input slot k (-2: the output, in place)
+#define FIN(k) fin(IN(k), (k) == -2 ? bf_out(l, l->out) : bf_in(l, (k)))
     void *out = l->out >= 0 ? io->out[l->out] : NULL;
+    const fout FOUT(out, bf_out(l, l->out));
     switch (l->kind) {
     case MPV_L_COPY: {
         const mpv_strided &p = l->p.copy;
@@ -2567,7 +2692,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         if (l->p.fill.zero_bytes)
             return cu_err(cudaMemsetAsync(out, l->p.fill.zero_bytes - 1,
                                           io->out_bytes[l->out], s));
-        k_fill<<<blocks_for(l->p.fill.n), TPB, 0, s>>>((float *)out, l->p.fill.n,
+        k_fill<<<blocks_for(l->p.fill.n), TPB, 0, s>>>(FOUT, l->p.fill.n,
                                                        (float)l->p.fill.value);
         return LAUNCH_CHECK();
     case MPV_L_SHAPE:
@@ -2575,14 +2700,14 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         return LAUNCH_CHECK();
     case MPV_L_UNARY:
         k_unary<<<blocks_for(l->p.unary.n), TPB, 0, s>>>(
-            (const float *)IN(l->in[0]), (float *)out, l->p.unary.n,
+            FIN(l->in[0]), FOUT, l->p.unary.n,
             l->p.unary.op, (float)l->p.unary.alpha, (float)l->p.unary.beta);
         return LAUNCH_CHECK();
     case MPV_L_NARY: {
         nary_ptrs ptrs;
         for (int k = 0; k < MPV_MAXIN; k++)
-            ptrs.p[k] = k < l->p.nary.n_in ? (const float *)IN(l->in[k]) : NULL;
-        launch_nary(ptrs, (float *)out, *l, s);
+            ptrs.p[k] = k < l->p.nary.n_in ? FIN(l->in[k]) : fin();
+        launch_nary(ptrs, FOUT, *l, s);
         return LAUNCH_CHECK();
     }
     case MPV_L_GEMM: {
@@ -2600,11 +2725,10 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                 ob += x * g.osb[i];
                 oc += x * g.osc[i];
             }
-            const char *e = gemm(
+            const char *e = gemm_any(
                 h, g.ta, g.tb, g.m, g.n, g.k, (float)g.alpha,
-                (const float *)IN(l->in[0]) + oa, g.lda, g.sa,
-                (const float *)IN(l->in[1]) + ob, g.ldb, g.sb, (float)g.beta,
-                (float *)out + oc, g.ldc, g.sc, g.batch);
+                FIN(l->in[0]) + oa, g.lda, g.sa, FIN(l->in[1]) + ob, g.ldb,
+                g.sb, (float)g.beta, FOUT + oc, g.ldc, g.sc, g.batch);
             if (e)
                 return e;
         }
@@ -2648,43 +2772,43 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                                (uint32_t)l->p.pool.idx_out < io->n_out
                            ? (int64_t *)io->out[l->p.pool.idx_out]
                            : NULL;
-        k_pool<<<blocks_for(n), TPB, 0, s>>>((const float *)IN(l->in[0]),
-                                             (float *)out, idx, *l);
+        k_pool<<<blocks_for(n), TPB, 0, s>>>(FIN(l->in[0]),
+                                             FOUT, idx, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_GPOOL:
         k_gpool<<<blocks_for(l->p.gpool.nc), TPB, 0, s>>>(
-            (const float *)IN(l->in[0]), (float *)out, l->p.gpool.nc,
+            FIN(l->in[0]), FOUT, l->p.gpool.nc,
             l->p.gpool.hw, l->p.gpool.op == MP__KOP_POOL_MAX);
         return LAUNCH_CHECK();
     case MPV_L_BN: {
         int64_t n = l->p.bn.n * l->p.bn.c * l->p.bn.hw;
         if (n < ((int64_t)1 << 31) - 65535LL * 32 * TPB)
             k_bn<uint32_t><<<blocks_for(n), TPB, 0, s>>>(
-                (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
-                (const float *)IN(l->in[2]), (const float *)IN(l->in[3]),
-                (const float *)io->in[4], (float *)out, (uint32_t)n,
+                FIN(l->in[0]), FIN(l->in[1]),
+                FIN(l->in[2]), FIN(l->in[3]),
+                in_slot(io, l, 4), FOUT, (uint32_t)n,
                 (uint32_t)l->p.bn.c, (uint32_t)l->p.bn.hw,
                 (float)l->p.bn.eps);
         else
             k_bn<int64_t><<<blocks_for(n), TPB, 0, s>>>(
-                (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
-                (const float *)IN(l->in[2]), (const float *)IN(l->in[3]),
-                (const float *)io->in[4], (float *)out, n, l->p.bn.c,
+                FIN(l->in[0]), FIN(l->in[1]),
+                FIN(l->in[2]), FIN(l->in[3]),
+                in_slot(io, l, 4), FOUT, n, l->p.bn.c,
                 l->p.bn.hw, (float)l->p.bn.eps);
         return LAUNCH_CHECK();
     }
     case MPV_L_LN: {
         int64_t rows = l->p.ln.rows;
         unsigned nb = (unsigned)(rows < 65535 * 16 ? (rows ? rows : 1) : 65535 * 16);
-        k_ln<<<nb, TPB, 0, s>>>((const float *)IN(l->in[0]),
-                                (const float *)IN(l->in[1]),
-                                l->p.ln.has_bias ? (const float *)IN(l->in[2]) : NULL,
-                                (float *)out, rows, l->p.ln.cols,
+        k_ln<<<nb, TPB, 0, s>>>(FIN(l->in[0]),
+                                FIN(l->in[1]),
+                                l->p.ln.has_bias ? FIN(l->in[2]) : fin(),
+                                FOUT, rows, l->p.ln.cols,
                                 (float)l->p.ln.eps, l->p.ln.has_bias,
-                                out_slot(io, l->p.ln.mean_out),
-                                out_slot(io, l->p.ln.inv_out),
-                                out_slot(io, l->p.ln.stats_out));
+                                out_slot(io, l, l->p.ln.mean_out),
+                                out_slot(io, l, l->p.ln.inv_out),
+                                out_slot(io, l, l->p.ln.stats_out));
         return LAUNCH_CHECK();
     }
     case MPV_L_LRN: {
@@ -2697,13 +2821,13 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         const auto &p = l->p.softmax;
         if (p.inner == 1 && p.dim >= 1024) {
             unsigned nb = (unsigned)(p.outer < 65536 ? p.outer : 65536);
-            k_softmax_rows<<<nb, TPB, 0, s>>>((const float *)IN(l->in[0]),
-                                              (float *)out, p.outer, p.dim,
+            k_softmax_rows<<<nb, TPB, 0, s>>>(FIN(l->in[0]),
+                                              FOUT, p.outer, p.dim,
                                               p.log);
             return LAUNCH_CHECK();
         }
         k_softmax<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
-            (const float *)IN(l->in[0]), (float *)out, p.outer, p.dim, p.inner,
+            FIN(l->in[0]), FOUT, p.outer, p.dim, p.inner,
             p.log);
         return LAUNCH_CHECK();
     }
@@ -2712,22 +2836,22 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         if (cols >= 32) { // a warp per row
             int64_t rows = l->p.reduce.n;
             k_reduce_rows<<<blocks_for(rows * 32), TPB, 0, s>>>(
-                (const float *)IN(l->in[0]), (float *)out, rows, cols,
+                FIN(l->in[0]), FOUT, rows, cols,
                 l->p.reduce.op);
             return LAUNCH_CHECK();
         }
     }
         k_reduce<<<blocks_for(l->p.reduce.n), TPB, 0, s>>>(
-            (const float *)IN(l->in[0]), (float *)out, *l);
+            FIN(l->in[0]), FOUT, *l);
         return LAUNCH_CHECK();
     case MPV_L_SUM_ALL:
-        k_sum_all<<<1, TPB, 0, s>>>((const float *)IN(l->in[0]), (float *)out,
+        k_sum_all<<<1, TPB, 0, s>>>(FIN(l->in[0]), FOUT,
                                     l->p.sum_all.n, l->p.sum_all.accumulate);
         return LAUNCH_CHECK();
     case MPV_L_GRAD_PW: {
         gpw_ptrs ptrs;
         for (int k = 0; k < MPV_MAXIN; k++)
-            ptrs.p[k] = k < l->p.gpw.n_in ? (const float *)IN(l->in[k]) : NULL;
+            ptrs.p[k] = k < l->p.gpw.n_in ? FIN(l->in[k]) : fin();
         // dims merged as a strided walk's, kept with kept, summed with
         // summed: the same elements and terms in the same order
         mpv_launch lc = *l;
@@ -2738,46 +2862,46 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         if (p.m >= 64) { // the terms in parallel (host.c gpw_split)
             dim3 grid((unsigned)((p.n + p.lanes - 1) / p.lanes),
                       (unsigned)p.parts);
-            k_grad_pw_part<<<grid, TPB, 0, s>>>(ptrs, (float *)out,
+            k_grad_pw_part<<<grid, TPB, 0, s>>>(ptrs, FOUT,
                                                 (float *)io->ws, *l);
             const char *e = LAUNCH_CHECK();
             if (e || p.parts == 1)
                 return e;
             k_grad_pw_fold<<<blocks_for(p.n), TPB, 0, s>>>(
-                (const float *)io->ws, (float *)out, *l);
+                (const float *)io->ws, FOUT, *l);
         } else
-            k_grad_pw<<<blocks_for(l->p.gpw.n), TPB, 0, s>>>(ptrs, (float *)out,
+            k_grad_pw<<<blocks_for(l->p.gpw.n), TPB, 0, s>>>(ptrs, FOUT,
                                                              *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_SOFTMAX_GRAD: {
         const auto &p = l->p.smgrad;
         k_softmax_grad<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
-            (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
-            (float *)out, p.outer, p.dim, p.inner, p.log);
+            FIN(l->in[0]), FIN(l->in[1]),
+            FOUT, p.outer, p.dim, p.inner, p.log);
         return LAUNCH_CHECK();
     }
     case MPV_L_BN_TRAIN: {
         const auto &p = l->p.bnt;
         k_bn_train<<<blocks_per(p.c), bn_threads(p.hw), 0, s>>>(
-            in_slot(io, 0), in_slot(io, 1), in_slot(io, 2), in_slot(io, 3),
-            in_slot(io, 4), (float *)out, out_slot(io, p.rm_out),
-            out_slot(io, p.rv_out), out_slot(io, p.stats_out), *l);
+            in_slot(io, l, 0), in_slot(io, l, 1), in_slot(io, l, 2), in_slot(io, l, 3),
+            in_slot(io, l, 4), FOUT, out_slot(io, l, p.rm_out),
+            out_slot(io, l, p.rv_out), out_slot(io, l, p.stats_out), *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_BN_GRAD: {
         const auto &p = l->p.bngrad;
         k_bn_grad<<<blocks_per(p.c), bn_threads(p.hw), 0, s>>>(
-            in_slot(io, l->in[0]), in_slot(io, p.x), in_slot(io, p.scale),
-            in_slot(io, p.stats), in_slot(io, p.rm), in_slot(io, p.rv),
-            out_slot(io, p.dx), out_slot(io, p.dscale), out_slot(io, p.dbias),
-            out_slot(io, p.drm), out_slot(io, p.drv), *l);
+            in_slot(io, l, l->in[0]), in_slot(io, l, p.x), in_slot(io, l, p.scale),
+            in_slot(io, l, p.stats), in_slot(io, l, p.rm), in_slot(io, l, p.rv),
+            out_slot(io, l, p.dx), out_slot(io, l, p.dscale), out_slot(io, l, p.dbias),
+            out_slot(io, l, p.drm), out_slot(io, l, p.drv), *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_LN_GRAD: {
         const auto &p = l->p.lngrad;
-        const float *dy = in_slot(io, l->in[0]), *x = in_slot(io, p.x);
-        const float *st = in_slot(io, p.stats);
+        fin dy = in_slot(io, l, l->in[0]), x = in_slot(io, l, p.x);
+        fin st = in_slot(io, l, p.stats);
         if (!st) { // not saved: recomputed into the workspace
             k_ln_stats<<<blocks_per(p.rows), TPB, 0, s>>>(
                 x, (float *)io->ws, p.rows, p.cols, (float)p.eps);
@@ -2786,8 +2910,8 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                 return e;
             st = (const float *)io->ws;
         }
-        float *dsc = out_slot(io, p.dscale), *db = out_slot(io, p.dbias);
-        float *dx = out_slot(io, p.dx);
+        fout dsc = out_slot(io, l, p.dscale), db = out_slot(io, l, p.dbias);
+        fout dx = out_slot(io, l, p.dx);
         // the parameters' first: x's gradient may be written over dy or x
         if (dsc || db) {
             int64_t tiles = (p.cols + 31) / 32;
@@ -2809,17 +2933,17 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         }
         if (dx)
             k_ln_grad_dx<<<blocks_per(p.rows), TPB, 0, s>>>(
-                dy, x, in_slot(io, p.scale), st, dx, p.rows, p.cols);
+                dy, x, in_slot(io, l, p.scale), st, dx, p.rows, p.cols);
         return LAUNCH_CHECK();
     }
     case MPV_L_POOL_GRAD: {
         const auto &p = l->p.pgrad;
         k_pool_grad<<<blocks_for(p.nc * p.h * p.w), TPB, 0, s>>>(
-            in_slot(io, l->in[0]), in_slot(io, p.x),
+            in_slot(io, l, l->in[0]), in_slot(io, l, p.x),
             p.idx >= 0 && (uint32_t)p.idx < io->n_in
                 ? (const int64_t *)io->in[p.idx]
                 : NULL,
-            (float *)out, *l);
+            FOUT, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_AXPY:
@@ -2856,11 +2980,11 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
             unsigned nb = (unsigned)(rows < 65535LL * 32 ? (rows ? rows : 1)
                                                          : 65535LL * 32);
             k_gather_grad_rows<<<nb, TPB, 0, s>>>(
-                (const float *)IN(l->in[0]), IN(l->in[1]), (float *)out, *l);
+                FIN(l->in[0]), IN(l->in[1]), FOUT, *l);
             return LAUNCH_CHECK();
         }
         k_gather_grad<<<blocks_for(p.outer * p.inner), TPB, 0, s>>>(
-            (const float *)IN(l->in[0]), IN(l->in[1]), (float *)out, *l);
+            FIN(l->in[0]), IN(l->in[1]), FOUT, *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_RESIZE: {
@@ -2871,10 +2995,9 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_ATTENTION: {
         const auto &p = l->p.attn;
-        const float *sc[4];
+        fin sc[4];
         for (int k = 0; k < 4; k++)
-            sc[k] = io->n_in > (uint32_t)(4 + k) ? (const float *)io->in[4 + k]
-                                                 : NULL;
+            sc[k] = in_slot(io, l, 4 + k);
         size_t tf = attn_tiled_floats(l);
         if (tf) { // head dims up to 128: the tiled kernel
             int64_t blocks = p.bh * ((p.tq + AQ - 1) / AQ);
@@ -2890,11 +3013,11 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                     return e;
             }
             k_attention_tiled<<<nb, TPB, shm, s>>>(
-                (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
-                (const float *)IN(l->in[2]),
+                FIN(l->in[0]), FIN(l->in[1]),
+                FIN(l->in[2]),
                 l->in[3] >= 0 ? IN(l->in[3]) : NULL, sc[0], sc[1], sc[2],
-                sc[3], (float *)out,
-                p.lse && io->n_out > 1 ? (float *)io->out[1] : NULL, *l);
+                sc[3], FOUT,
+                p.lse && io->n_out > 1 ? out_slot(io, l, 1) : fout(), *l);
             return LAUNCH_CHECK();
         }
         int64_t rows = p.bh * p.tq;
@@ -2904,11 +3027,11 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         if (shm > 48 * 1024)
             return "attention: head dims too large for shared memory";
         k_attention<<<nb, TPB, shm, s>>>(
-            (const float *)IN(l->in[0]), (const float *)IN(l->in[1]),
-            (const float *)IN(l->in[2]),
+            FIN(l->in[0]), FIN(l->in[1]),
+            FIN(l->in[2]),
             l->in[3] >= 0 ? IN(l->in[3]) : NULL, sc[0], sc[1], sc[2], sc[3],
-            (float *)out,
-            p.lse && io->n_out > 1 ? (float *)io->out[1] : NULL, *l);
+            FOUT,
+            p.lse && io->n_out > 1 ? out_slot(io, l, 1) : fout(), *l);
         return LAUNCH_CHECK();
     }
     case MPV_L_ATTN_BWD_Q:
@@ -2917,8 +3040,8 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     case MPV_L_ATTN_BWD_SCALARS: {
         const auto &p = l->p.attn;
         attn_bwd_ptrs P;
-#define SLOT_IN(k) ((k) >= 0 ? (const float *)io->in[(k)] : NULL)
-#define SLOT_OUT(k) ((k) >= 0 ? (float *)io->out[(k)] : NULL)
+#define SLOT_IN(k) in_slot(io, l, (k))
+#define SLOT_OUT(k) out_slot(io, l, (k))
         P.q = SLOT_IN(p.b_in[0]);
         P.kt = SLOT_IN(p.b_in[1]);
         P.v = SLOT_IN(p.b_in[2]);

@@ -144,6 +144,13 @@ typedef struct mpv_launch {
     int32_t in[MPV_MAXIN];  /* node input slots (-1: none) */
     int32_t out;            /* node output slot (-1: none) */
     uint64_t workspace;     /* bytes of workspace this launch needs */
+    /* which float operands are bfloat16 (else float32): bit k node
+     * input slot k, bit 32 + k output slot k (slots below 32); set by
+     * the lowering from the node's tensors, read by the kernels that
+     * take either (host.c bf16_kind); slots past these: bit j of
+     * bf16_hi for in[j], bit MPV_MAXIN for out */
+    uint64_t bf16;
+    uint32_t bf16_hi;
     union {
         mpv_strided copy;
         /* zero_bytes > 0: every byte set to zero_bytes - 1 */
@@ -181,6 +188,10 @@ typedef struct mpv_launch {
         struct {
             int64_t n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, g;
             int32_t pass, has_bias, cudnn;
+            /* bytes at the workspace's start (before cuDNN's) where a
+             * bfloat16 pass writes its result when the output is float32
+             * (an autocast weight's gradient), converted after; 0: none */
+            int64_t stage;
         } dnn;
         /* idx_out (-1: none): MaxPool's int64 indices output (ONNX's
          * Indices: flat into the input, row-major; the first maximum) */
