@@ -1081,6 +1081,9 @@ static mp_status add_loss(syn *S)
                          MP_KIND_OUTPUT, &loss)) ||
         (st = add_node(S, "loss", "Loss", "memplan", S->buf_in, n_lo, &loss,
                        1, MP_PHASE_FORWARD, &id)) ||
+        /* the inputs summed: the outputs; the weight casts after them
+         * are only read (held) */
+        (st = mp_graph_set_attr_int(S->g, id, "terms", (int64_t)n_out)) ||
         (st = mp_graph_mark_output(S->g, loss)) ||
         (st = set_cost(S, id, 0)))
         return st;

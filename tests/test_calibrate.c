@@ -92,23 +92,26 @@ static void t_profile_round_trip(void)
     m.overlap_h2d = 0.8;
     m.overlap_d2h = 1.2; /* clamped to 1: the mean 0.9 */
     m.bench_s = calloc(nb, sizeof *m.bench_s);
-    m.gemm16_s = calloc(nb, sizeof *m.gemm16_s);
+    m.bench16_s = calloc(nb, sizeof *m.bench16_s);
     mpv_cal_case *k = calloc(nb, sizeof *k);
-    CU_ASSERT_FATAL(m.bench_s && m.gemm16_s && k);
+    CU_ASSERT_FATAL(m.bench_s && m.bench16_s && k);
     for (size_t i = 0; i < nb; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         CU_ASSERT_EQUAL_FATAL(mpv_cal_case_make(c, b, &k[i]), MP_OK);
-        m.gemm16_s[i] = -1;
+        m.bench16_s[i] = -1;
         if (b->kind == MPV_CB_GEMM) {
             m.bench_s[i] = m.launch_s + k[i].flops / gemm_rate(b->cls);
-            m.gemm16_s[i] =
+            m.bench16_s[i] =
                 m.launch_s + k[i].flops / (10 * gemm_rate(b->cls));
         } else if (b->kind == MPV_CB_CONV) {
             m.bench_s[i] = m.launch_s + k[i].flops / (b->grad ? conv_rate(
                                                           b->cls) / 3
                                                     : conv_rate(b->cls));
+            /* bfloat16: twice as fast */
+            m.bench16_s[i] = m.launch_s + (m.bench_s[i] - m.launch_s) / 2;
         } else if (b->kind == MPV_CB_ATTENTION) {
             m.bench_s[i] = m.launch_s + k[i].flops / (b->grad ? 3e12 : 7e12);
+            m.bench16_s[i] = m.launch_s + k[i].flops / (b->grad ? 4e12 : 9e12);
         } else {
             m.bench_s[i] = m.launch_s + k[i].bytes / bw_of(b->kind);
         }
@@ -141,7 +144,15 @@ static void t_profile_round_trip(void)
     for (int cls = 0; cls < MP_CONV_CLASSES; cls++)
         CU_ASSERT(close_rel(d.cal.conv[MP_CAL_FP32][cls], conv_rate(cls)));
     CU_ASSERT(close_rel(d.cal.attention[MP_CAL_FP32], 7e12));
-    CU_ASSERT_EQUAL(d.cal.attention[MP_CAL_16BIT], 0.0);
+    /* bfloat16's own rates, forward and backward */
+    CU_ASSERT(close_rel(d.cal.attention[MP_CAL_16BIT], 9e12));
+    CU_ASSERT(close_rel(d.cal.attention_grad[MP_CAL_16BIT], 4e12));
+    for (int cls = 0; cls < MP_CONV_CLASSES; cls++) {
+        CU_ASSERT(close_rel(d.cal.conv[MP_CAL_16BIT][cls],
+                            2 * conv_rate(cls)));
+        CU_ASSERT(close_rel(d.cal.conv_grad[MP_CAL_16BIT][cls],
+                            2 * conv_rate(cls) / 3));
+    }
     /* the backward passes apart */
     for (int cls = 0; cls < MP_CONV_CLASSES; cls++)
         CU_ASSERT(close_rel(d.cal.conv_grad[MP_CAL_FP32][cls],
@@ -182,7 +193,7 @@ static void t_profile_round_trip(void)
         if (b->kind == MPV_CB_GEMM) {
             mp__kernel_desc kd = {MP__KK_GEMM, b->cls, k[i].flops, 0,
                                   MP_DTYPE_BFLOAT16, 0};
-            CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), m.gemm16_s[i]));
+            CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), m.bench16_s[i]));
         }
         mpv_cal_case_free(&k[i]);
     }
@@ -211,7 +222,7 @@ static void t_profile_round_trip(void)
     mpv_cal_text_free(c, text);
     free(k);
     free(m.bench_s);
-    free(m.gemm16_s);
+    free(m.bench16_s);
     mp_ctx_destroy(c);
 }
 
@@ -241,11 +252,11 @@ static void t_launch_case(void)
     m.node_s = 9e-6;
     m.reps = 1;
     m.bench_s = calloc(nb, sizeof *m.bench_s);
-    m.gemm16_s = calloc(nb, sizeof *m.gemm16_s);
-    CU_ASSERT_FATAL(m.bench_s && m.gemm16_s);
+    m.bench16_s = calloc(nb, sizeof *m.bench16_s);
+    CU_ASSERT_FATAL(m.bench_s && m.bench16_s);
     for (size_t i = 0; i < nb; i++) {
         m.bench_s[i] = 1e-3;
-        m.gemm16_s[i] = -1;
+        m.bench16_s[i] = -1;
     }
     char *text = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_cal_profile_json(c, "t", &m, &text), MP_OK);
@@ -257,11 +268,54 @@ static void t_launch_case(void)
     CU_ASSERT(close_rel(d.kernel_overhead, 9e-6));
     mpv_cal_text_free(c, text);
     free(m.bench_s);
-    free(m.gemm16_s);
+    free(m.bench16_s);
+    mp_ctx_destroy(c);
+}
+
+/* the convolution and attention benchmarks in bfloat16: the nodes timed
+ * run the executor's kernels on bfloat16 operands (not the synthetic
+ * kernel), with the float32 case's FLOPs */
+static void t_benches_bf16(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    size_t n16 = 0;
+    for (size_t i = 0; i < mpv_cal_n_benches; i++) {
+        const mpv_cal_bench *b = &mpv_cal_benches[i];
+        if (b->kind != MPV_CB_CONV && b->kind != MPV_CB_ATTENTION)
+            continue;
+        mpv_cal_case k32, k16;
+        CU_ASSERT_EQUAL_FATAL(mpv_cal_case_make(c, b, &k32), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(
+            mpv_cal_case_make_dt(c, b, MP_DTYPE_BFLOAT16, &k16), MP_OK);
+        const char *why = mpv_cal_case_synthetic(&k16);
+        if (why) {
+            printf("\n  %s (bf16): synthetic (%s)\n", b->name, why);
+            CU_FAIL("the executor has no bfloat16 kernel for a benchmark");
+        }
+        CU_ASSERT(close_rel(k16.flops, k32.flops));
+        /* the timed node's launches read bfloat16 operands */
+        int bf = 0;
+        for (uint32_t j = 0; j < mp_graph_num_nodes(k16.g); j++) {
+            mp_node_info ni;
+            mp_graph_node_info(k16.g, j, &ni);
+            if (strcmp(ni.op, k16.timed) != 0)
+                continue;
+            const mpv_node *pn = &k16.prog->nodes[j];
+            for (uint32_t q = 0; q < pn->count; q++)
+                bf |= k16.prog->launches[pn->first + q].bf16 != 0;
+        }
+        CU_ASSERT(bf);
+        n16++;
+        mpv_cal_case_free(&k32);
+        mpv_cal_case_free(&k16);
+    }
+    CU_ASSERT(n16 >= 10);
     mp_ctx_destroy(c);
 }
 
 static CU_TestInfo tests[] = {
+    {"the convolution and attention benchmarks run in bfloat16",
+     t_benches_bf16},
     {"every benchmark lowers to one real kernel of its class",
      t_benches_lower},
     {"the executor's cost per node, host-bound", t_launch_case},

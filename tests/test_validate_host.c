@@ -1797,6 +1797,76 @@ static void check_dnn(const mpv_launch *l, int pass, int in0, int in1,
     CU_ASSERT_EQUAL(l->workspace, ws);
 }
 
+/* bf16-mixed training of conv_net: the convolutions read autocast's
+ * bfloat16 copies on cuDNN (the launch's bf16 mask names them), a
+ * weight's float32 gradient is computed in bfloat16 into the workspace's
+ * first bytes and widened (p.dnn.stage), the bottom/right pads that only
+ * the float32 direct kernel takes fall back to the synthetic kernel, and
+ * the Loss sums the output alone, not the weight casts it holds. */
+static void test_conv_bf16(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = conv_net(ctx), *t = NULL;
+    mp_train_options to;
+    mp_train_options_init(&to);
+    to.optimizer = MP_OPTIM_ADAM;
+    to.precision = MP_PRECISION_BF16_MIXED;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(f, &to, &t, NULL), MP_OK);
+    mp_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(t, NULL, &plan), MP_OK);
+    mpv_program *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(t, plan, &p), MP_OK);
+    /* forward a: bfloat16 x, w1, b1 and h1 */
+    const mpv_launch *l = launches_of(p, "a", 1);
+    CU_ASSERT_EQUAL(l->kind, MPV_L_CONV_DNN);
+    CU_ASSERT_EQUAL(l->bf16, 0x7ull | (1ull << 32));
+    CU_ASSERT_EQUAL(l->p.dnn.stage, 0);
+    /* b's gradient: the data pass (bfloat16 dx) and the weight's, a
+     * float32 gradient, staged */
+    uint32_t id;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "b/grad", &id), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(p->nodes[id].synthetic, 0);
+    int staged = 0;
+    for (uint32_t k = 0; k < p->nodes[id].count; k++) {
+        const mpv_launch *g = &p->launches[p->nodes[id].first + k];
+        if (g->kind != MPV_L_CONV_DNN)
+            continue;
+        CU_ASSERT(g->bf16 & 1); /* dy */
+        if (g->p.dnn.pass == MPV_CONV_BWD_FILTER) {
+            /* w2 [8, 2, 3, 3]: 144 bfloat16, 288 bytes, 512 aligned */
+            CU_ASSERT_EQUAL(g->p.dnn.stage, 512);
+            mp__conv_shape cs = {g->p.dnn.n,  g->p.dnn.c,  g->p.dnn.h,
+                                 g->p.dnn.w,  g->p.dnn.m,  g->p.dnn.oh,
+                                 g->p.dnn.ow, g->p.dnn.kh, g->p.dnn.kw,
+                                 g->p.dnn.g};
+            CU_ASSERT_EQUAL(g->workspace,
+                            mp__conv_workspace(&cs, MPV_CONV_BWD_FILTER) +
+                                512);
+            staged++;
+        } else {
+            CU_ASSERT_EQUAL(g->p.dnn.stage, 0);
+        }
+    }
+    CU_ASSERT_EQUAL(staged, 1);
+    /* d's pads: the synthetic kernel, and why */
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "d", &id), MP_OK);
+    CU_ASSERT_EQUAL(p->nodes[id].synthetic, 1);
+    CU_ASSERT_PTR_NOT_NULL(p->nodes[id].why &&
+                           strstr(p->nodes[id].why, "bfloat16"));
+    /* the loss: one sum (its output), its other inputs held */
+    CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(t, "loss", &id), MP_OK);
+    mp_node_info ni;
+    CU_ASSERT_EQUAL_FATAL(mp_graph_node_info(t, id, &ni), MP_OK);
+    CU_ASSERT(ni.n_inputs > 1);
+    CU_ASSERT_EQUAL(p->nodes[id].count, 1u);
+    CU_ASSERT_EQUAL(p->launches[p->nodes[id].first].kind, MPV_L_SUM_ALL);
+    mpv_program_destroy(p);
+    mp_plan_destroy(plan);
+    mp_graph_destroy(t);
+    mp_graph_destroy(f);
+    mp_ctx_destroy(ctx);
+}
+
 /* Forward: one cuDNN pass per Conv over the batch (groups, strides,
  * dilations, the bias), bottom/right-only pads on the im2col path.
  * Backward: ConvGrad's input gradient (backward data from the saved
@@ -3113,6 +3183,9 @@ void mp_register_validate_host(void)
          test_train_read_twice},
         {"conv on cuDNN: forward, input/weight/bias gradients, fallbacks",
          test_conv_dnn},
+        {"bf16-mixed convolutions: bfloat16 operands on cuDNN, a float32 "
+         "weight gradient staged, the loss sums its outputs only",
+         test_conv_bf16},
         {"conv workspace of the cost model by pass and shape",
          test_conv_workspace},
         {"direct conv passes: padded-sum forward, adjoint gradients",

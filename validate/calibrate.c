@@ -108,17 +108,24 @@ const mpv_cal_bench mpv_cal_benches[] = {
 const size_t mpv_cal_n_benches =
     sizeof mpv_cal_benches / sizeof mpv_cal_benches[0];
 
-static mp_status tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
-                        int rank, const int64_t *dims, uint32_t *id)
+static mp_status tensor_dt(mp_graph *g, const char *name, mp_dtype dt,
+                           mp_tensor_kind kind, int rank,
+                           const int64_t *dims, uint32_t *id)
 {
     mp_tensor_desc d;
     memset(&d, 0, sizeof d);
     d.name = name;
-    d.dtype = MP_DTYPE_FLOAT32;
+    d.dtype = dt;
     d.rank = rank;
     d.dims = dims;
     d.kind = kind;
     return mp_graph_add_tensor(g, &d, id);
+}
+
+static mp_status tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
+                        int rank, const int64_t *dims, uint32_t *id)
+{
+    return tensor_dt(g, name, MP_DTYPE_FLOAT32, kind, rank, dims, id);
 }
 
 /* A forward node `op` of in (n_in) into out, named name; its id in *id
@@ -144,34 +151,38 @@ static mp_status node(mp_graph *g, const char *name, const char *op,
  * last dim, so that the training graph wants the operand's gradient (a
  * graph input gets none; attention has no weight of its own). *id: the
  * sum. */
-static mp_status graded(mp_graph *g, const char *name, int rank,
-                        const int64_t *dims, uint32_t *id)
+static mp_status graded(mp_graph *g, const char *name, mp_dtype dt,
+                        int rank, const int64_t *dims, uint32_t *id)
 {
     char in_name[64], b_name[64], node_name[64];
     uint32_t in[2];
     snprintf(in_name, sizeof in_name, "%s_in", name);
     snprintf(b_name, sizeof b_name, "%s_bias", name);
     snprintf(node_name, sizeof node_name, "%s_add", name);
-    mp_status st = tensor(g, in_name, MP_KIND_INPUT, rank, dims, &in[0]);
+    mp_status st = tensor_dt(g, in_name, dt, MP_KIND_INPUT, rank, dims,
+                             &in[0]);
     if (!st)
-        st = tensor(g, b_name, MP_KIND_WEIGHT, 1, dims + rank - 1, &in[1]);
+        st = tensor_dt(g, b_name, dt, MP_KIND_WEIGHT, 1, dims + rank - 1,
+                       &in[1]);
     if (!st)
-        st = tensor(g, name, MP_KIND_ACTIVATION, rank, dims, id);
+        st = tensor_dt(g, name, dt, MP_KIND_ACTIVATION, rank, dims, id);
     return st ? st : node(g, node_name, "Add", NULL, in, 2, id, NULL);
 }
 
 /* an operand of b: an input, or for a backward benchmark an activation
  * requiring its gradient */
-static mp_status operand(mp_graph *g, const mpv_cal_bench *b,
+static mp_status operand(mp_graph *g, const mpv_cal_bench *b, mp_dtype dt,
                          const char *name, int rank, const int64_t *dims,
                          uint32_t *id)
 {
-    return b->grad ? graded(g, name, rank, dims, id)
-                   : tensor(g, name, MP_KIND_INPUT, rank, dims, id);
+    return b->grad ? graded(g, name, dt, rank, dims, id)
+                   : tensor_dt(g, name, dt, MP_KIND_INPUT, rank, dims, id);
 }
 
-/* The one-node graph of b (not finalized). */
-static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
+/* The one-node graph of b (not finalized), its GEMM, convolution or
+ * attention operands of dtype dt (the other benchmarks: float32). */
+static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b,
+                             mp_dtype dt)
 {
     uint32_t in[3], y, nid;
     uint32_t nin = 1;
@@ -180,22 +191,22 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
     int64_t row[1] = {b->a[1]};
     switch (b->kind) {
     case MPV_CB_GEMM:
-        if ((st = tensor(g, "x", MP_KIND_INPUT, 2, x2, &in[0])) ||
-            (st = tensor(g, "w", MP_KIND_WEIGHT, 2, w2, &in[1])))
+        if ((st = tensor_dt(g, "x", dt, MP_KIND_INPUT, 2, x2, &in[0])) ||
+            (st = tensor_dt(g, "w", dt, MP_KIND_WEIGHT, 2, w2, &in[1])))
             return st;
         nin = 2;
         break;
     case MPV_CB_CONV:
-        if ((st = operand(g, b, "x", 4, b->a, &in[0])) ||
-            (st = tensor(g, "w", MP_KIND_WEIGHT, 4, b->b, &in[1])))
+        if ((st = operand(g, b, dt, "x", 4, b->a, &in[0])) ||
+            (st = tensor_dt(g, "w", dt, MP_KIND_WEIGHT, 4, b->b, &in[1])))
             return st;
         nin = 2;
         break;
     case MPV_CB_ATTENTION: {
         int64_t kt[4] = {b->a[0], b->a[1], b->a[3], b->a[2]};
-        if ((st = operand(g, b, "q", 4, b->a, &in[0])) ||
-            (st = operand(g, b, "kT", 4, kt, &in[1])) ||
-            (st = operand(g, b, "v", 4, b->a, &in[2])))
+        if ((st = operand(g, b, dt, "q", 4, b->a, &in[0])) ||
+            (st = operand(g, b, dt, "kT", 4, kt, &in[1])) ||
+            (st = operand(g, b, dt, "v", 4, b->a, &in[2])))
             return st;
         nin = 3;
         break;
@@ -215,7 +226,12 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
         }
         break;
     }
-    if ((st = tensor(g, "y", MP_KIND_ACTIVATION, -1, NULL, &y)))
+    if ((st = tensor_dt(g, "y",
+                        b->kind == MPV_CB_GEMM || b->kind == MPV_CB_CONV ||
+                                b->kind == MPV_CB_ATTENTION
+                            ? dt
+                            : MP_DTYPE_FLOAT32,
+                        MP_KIND_ACTIVATION, -1, NULL, &y)))
         return st;
     if ((st = node(g, b->name, b->op,
                    b->kind == MPV_CB_ATTENTION ? "memplan" : NULL, in, nin,
@@ -251,11 +267,17 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b)
 mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
                             mpv_cal_case *c)
 {
+    return mpv_cal_case_make_dt(ctx, b, MP_DTYPE_FLOAT32, c);
+}
+
+mp_status mpv_cal_case_make_dt(mp_ctx *ctx, const mpv_cal_bench *b,
+                               mp_dtype dt, mpv_cal_case *c)
+{
     memset(c, 0, sizeof *c);
     snprintf(c->timed, sizeof c->timed, "%s%s", b->op, b->grad ? "Grad" : "");
     mp_status st = mp_graph_create(ctx, &c->fwd);
     if (!st)
-        st = bench_graph(c->fwd, b);
+        st = bench_graph(c->fwd, b, dt);
     if (!st && b->grad) {
         /* one SGD step in fp32, as validate --train runs it */
         mp_train_options to;
@@ -428,27 +450,35 @@ static void num(mp__jw *w, const char *key, double v)
     mp__jw_double(w, isfinite(v) && v > 0 ? v : 0, MP__JW_ROUNDTRIP, key);
 }
 
-/* key: {"float32": {"pointwise": r[0], "spatial": r[1], "depthwise":
- * r[2]}} */
-static void conv_json(mp__jw *w, const char *key, const double *r)
+/* key: {"float32": {"pointwise": r[0][0], "spatial": r[0][1],
+ * "depthwise": r[0][2]}, "bfloat16": {... r[1] ...}} (bfloat16 when
+ * measured) */
+static void conv_json(mp__jw *w, const char *key,
+                      double (*r)[MP_CONV_CLASSES])
 {
     static const char *const ccls[] = {"pointwise", "spatial", "depthwise"};
     mp__jw_key(w, key);
     mp__jw_object(w, true);
-    mp__jw_key(w, "float32");
-    mp__jw_object(w, false);
-    for (int k = 0; k < MP_CONV_CLASSES; k++)
-        num(w, ccls[k], r[k]);
-    mp__jw_end(w);
+    for (int d = 0; d < 2; d++) {
+        if (d && r[1][0] <= 0 && r[1][1] <= 0 && r[1][2] <= 0)
+            break;
+        mp__jw_key(w, d ? "bfloat16" : "float32");
+        mp__jw_object(w, false);
+        for (int k = 0; k < MP_CONV_CLASSES; k++)
+            num(w, ccls[k], r[d][k]);
+        mp__jw_end(w);
+    }
     mp__jw_end(w);
 }
 
-/* key: {"float32": v} */
-static void fp32_json(mp__jw *w, const char *key, double v)
+/* key: {"float32": v[0], "bfloat16": v[1]} (bfloat16 when measured) */
+static void dt_json(mp__jw *w, const char *key, const double *v)
 {
     mp__jw_key(w, key);
     mp__jw_object(w, false);
-    num(w, "float32", v);
+    num(w, "float32", v[0]);
+    if (v[1] > 0)
+        num(w, "bfloat16", v[1]);
     mp__jw_end(w);
 }
 
@@ -460,8 +490,8 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     size_t nb = mpv_cal_n_benches;
     double *flops = calloc(nb, sizeof *flops), *bytes =
         calloc(nb, sizeof *bytes);
-    double gemm[2][MP_GEMM_CLASSES], conv[MP_CONV_CLASSES],
-        conv_grad[MP_CONV_CLASSES], peak[2] = {0, 0};
+    double gemm[2][MP_GEMM_CLASSES], conv[2][MP_CONV_CLASSES],
+        conv_grad[2][MP_CONV_CLASSES], att[2], att_grad[2], peak[2] = {0, 0};
     mp_status st = MP_OK;
     if (!flops || !bytes) {
         free(flops);
@@ -477,18 +507,20 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
         }
     for (int k = 0; k < MP_GEMM_CLASSES; k++)
         for (int d = 0; d < 2; d++) {
-            gemm[d][k] = class_rate(m, d ? m->gemm16_s : m->bench_s,
+            gemm[d][k] = class_rate(m, d ? m->bench16_s : m->bench_s,
                                     MPV_CB_GEMM, k, 0, flops);
             if (gemm[d][k] > peak[d])
                 peak[d] = gemm[d][k];
         }
-    for (int k = 0; k < MP_CONV_CLASSES; k++) {
-        conv[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, 0, flops);
-        conv_grad[k] = class_rate(m, m->bench_s, MPV_CB_CONV, k, 1, flops);
+    for (int d = 0; d < 2; d++) {
+        const double *t = d ? m->bench16_s : m->bench_s;
+        for (int k = 0; k < MP_CONV_CLASSES; k++) {
+            conv[d][k] = class_rate(m, t, MPV_CB_CONV, k, 0, flops);
+            conv_grad[d][k] = class_rate(m, t, MPV_CB_CONV, k, 1, flops);
+        }
+        att[d] = class_rate(m, t, MPV_CB_ATTENTION, -1, 0, flops);
+        att_grad[d] = class_rate(m, t, MPV_CB_ATTENTION, -1, 1, flops);
     }
-    double att = class_rate(m, m->bench_s, MPV_CB_ATTENTION, -1, 0, flops);
-    double att_grad = class_rate(m, m->bench_s, MPV_CB_ATTENTION, -1, 1,
-                                 flops);
     double ov = (unit(m->overlap_h2d) + unit(m->overlap_d2h)) / 2;
 
     mp__jw w;
@@ -530,9 +562,9 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     }
     mp__jw_end(&w);
     conv_json(&w, "conv", conv);
-    fp32_json(&w, "attention", att);
+    dt_json(&w, "attention", att);
     conv_json(&w, "conv_grad", conv_grad);
-    fp32_json(&w, "attention_grad", att_grad);
+    dt_json(&w, "attention_grad", att_grad);
     num(&w, "pointwise_bandwidth",
         class_rate(m, m->bench_s, MPV_CB_POINTWISE, -1, 0, bytes));
     num(&w, "reduce_bandwidth",
@@ -561,8 +593,8 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
             num(&w, "seconds", m->bench_s[i]);
         else
             mp__jw_key(&w, "seconds"), mp__jw_null(&w);
-        if (m->gemm16_s[i] > 0)
-            num(&w, "seconds_bf16", m->gemm16_s[i]);
+        if (m->bench16_s[i] > 0)
+            num(&w, "seconds_bf16", m->bench16_s[i]);
         mp__jw_end(&w);
     }
     mp__jw_end(&w);

@@ -49,6 +49,11 @@ typedef struct mpv_cal_case {
  * ctx). */
 mp_status mpv_cal_case_make(mp_ctx *ctx, const mpv_cal_bench *b,
                             mpv_cal_case *c);
+/* The same with the operands of a GEMM, convolution or attention
+ * benchmark of dtype dt (bfloat16: the executor's bfloat16 kernels; a
+ * backward benchmark's training graph keeps that dtype). */
+mp_status mpv_cal_case_make_dt(mp_ctx *ctx, const mpv_cal_bench *b,
+                               mp_dtype dt, mpv_cal_case *c);
 void mpv_cal_case_free(mpv_cal_case *c);
 /* The executor's cost per node where the host is the bound (the
  * profile's kernel_overhead, when above an empty kernel's): one SGD step
@@ -67,7 +72,9 @@ typedef struct mpv_cal_meas {
     int reps;                   /* timed repetitions (medians) */
     double *bench_s;            /* per mpv_cal_benches[i]: one run (of
                                  * the nodes timed) */
-    double *gemm16_s;           /* per benchmark; GEMMs: bf16 cublasGemmEx */
+    double *bench16_s;          /* per benchmark, bfloat16 (< 0: not run):
+                                 * GEMMs on cublasGemmEx, convolutions and
+                                 * attention on the executor's kernels */
     double launch_s;            /* an empty kernel, back to back */
     double node_s;              /* a node of mpv_cal_launch_case, back to
                                  * back (0: not measured); the profile's

@@ -59,16 +59,43 @@ static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
                     b->name, m->bench_s[i] * 1e3,
                     c.bytes / m->bench_s[i] / 1e9);
         }
+        if (b->kind == MPV_CB_CONV || b->kind == MPV_CB_ATTENTION) {
+            /* the same benchmark in bfloat16, on the executor's kernels */
+            mpv_cal_case c16;
+            if ((st = mpv_cal_case_make_dt(ctx, b, MP_DTYPE_BFLOAT16,
+                                           &c16))) {
+                mpv_cal_case_free(&c);
+                return cli_fail(ctx, st, b->name);
+            }
+            synth = mpv_cal_case_synthetic(&c16);
+            if (synth) {
+                fprintf(stderr, "calibrate: %-22s (bf16) the executor has no "
+                        "kernel for it (%s); not measured\n", b->name,
+                        synth);
+            } else if (mpv_cal_time_program(g, c16.prog, c16.timed, m->reps,
+                                            &m->bench16_s[i], why,
+                                            sizeof why)) {
+                mpv_cal_case_free(&c16);
+                mpv_cal_case_free(&c);
+                cli_error("calibrate: %s (bf16): %s", b->name, why);
+                return CLI_EXIT_INTERNAL;
+            } else {
+                fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s "
+                        "(bf16)\n", b->name, m->bench16_s[i] * 1e3,
+                        c16.flops / m->bench16_s[i] / 1e12);
+            }
+            mpv_cal_case_free(&c16);
+        }
         if (b->kind == MPV_CB_GEMM) {
             if (mpv_cal_time_gemm16(g, b->a[0], b->a[1], b->a[2], m->reps,
-                                    &m->gemm16_s[i], why, sizeof why)) {
+                                    &m->bench16_s[i], why, sizeof why)) {
                 mpv_cal_case_free(&c);
                 cli_error("calibrate: %s (bf16): %s", b->name, why);
                 return CLI_EXIT_INTERNAL;
             }
             fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s "
                     "(bf16, cublasGemmEx)\n", b->name,
-                    m->gemm16_s[i] * 1e3, c.flops / m->gemm16_s[i] / 1e12);
+                    m->bench16_s[i] * 1e3, c.flops / m->bench16_s[i] / 1e12);
         }
         mpv_cal_case_free(&c);
     }
@@ -90,12 +117,12 @@ int mpv_calibrate(cli_args *a)
     memset(&m, 0, sizeof m);
     m.reps = 7;
     m.bench_s = malloc(mpv_cal_n_benches * sizeof *m.bench_s);
-    m.gemm16_s = malloc(mpv_cal_n_benches * sizeof *m.gemm16_s);
-    int rc = ctx && m.bench_s && m.gemm16_s ? 0 : CLI_EXIT_INTERNAL;
+    m.bench16_s = malloc(mpv_cal_n_benches * sizeof *m.bench16_s);
+    int rc = ctx && m.bench_s && m.bench16_s ? 0 : CLI_EXIT_INTERNAL;
     if (rc)
         cli_error("out of memory");
     for (size_t i = 0; !rc && i < mpv_cal_n_benches; i++)
-        m.bench_s[i] = m.gemm16_s[i] = -1;
+        m.bench_s[i] = m.bench16_s[i] = -1;
     char why[256];
     mpv_cal_gpu *g = rc ? NULL : mpv_cal_open(&m, why, sizeof why);
     if (!rc && !g) {
@@ -129,7 +156,7 @@ int mpv_calibrate(cli_args *a)
     if (text)
         mpv_cal_text_free(ctx, text);
     free(m.bench_s);
-    free(m.gemm16_s);
+    free(m.bench16_s);
     mp_ctx_destroy(ctx);
     return rc;
 #endif

@@ -47,6 +47,7 @@ struct run_ctx {
     cudaStream_t s, cs;
     cublasHandle_t h;
     mpv_dnn *dnn;  // cuDNN (convolution passes), NULL when none
+    bool nan_trace = false; // MEMPLAN_NAN_TRACE (nan_trace)
     unsigned char *weights, *ws, *arena;
     std::vector<unsigned char> hweights;
     std::vector<std::vector<unsigned char>> hinputs;
@@ -234,6 +235,55 @@ void make_io(const run_ctx &c, const mpv_step &ps, void *const *tensor_ptr,
     si.made = true;
 }
 
+// MEMPLAN_NAN_TRACE set (debugging a kernel): after each node, its
+// float32 and bfloat16 outputs are read back and the nodes whose outputs
+// hold a NaN or an infinity named on stderr (the first 20); set to
+// "hash", every node's outputs are hashed (FNV-1a) and printed, so that
+// two runs' lines can be compared (the first node whose outputs differ
+// between the planned and the reference run). Slow: each node waits.
+void nan_trace(const run_ctx &c, const mpv_step &ps,
+               const run_ctx::step_io &si)
+{
+    static int shown = 0;
+    const bool hash = strcmp(getenv("MEMPLAN_NAN_TRACE"), "hash") == 0;
+    if ((!hash && shown >= 20) || cudaStreamSynchronize(c.s) != cudaSuccess)
+        return;
+    mp_node_info ni;
+    mp_graph_node_info(c.p->graph, ps.index, &ni);
+    for (uint32_t k = 0; k < ni.n_outputs; k++) {
+        int dt = si.odt[k];
+        if (!si.out[k] || !si.outb[k])
+            continue;
+        std::vector<unsigned char> h(si.outb[k]);
+        if (cudaMemcpy(h.data(), si.out[k], h.size(),
+                       cudaMemcpyDeviceToHost) != cudaSuccess)
+            return;
+        size_t bad = 0, n = 0;
+        if (dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_BFLOAT16) {
+            n = dt == MP_DTYPE_FLOAT32 ? h.size() / 4 : h.size() / 2;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = 0;
+                if (dt == MP_DTYPE_FLOAT32)
+                    memcpy(&u, h.data() + 4 * i, 4);
+                else
+                    u = (uint32_t)(h[2 * i] | (h[2 * i + 1] << 8)) << 16;
+                bad += (u & 0x7f800000u) == 0x7f800000u;
+            }
+        }
+        if (hash) {
+            uint64_t f = 1469598103934665603ull;
+            for (unsigned char b : h)
+                f = (f ^ b) * 1099511628211ull;
+            fprintf(stderr, "trace '%s' %u %016llx %zu\n", ni.name, k,
+                    (unsigned long long)f, bad);
+        } else if (bad && shown < 20) {
+            fprintf(stderr, "nan-trace: node '%s' (%s) output %u: %zu of %zu "
+                    "not finite\n", ni.name, ni.op, k, bad, n);
+            shown++;
+        }
+    }
+}
+
 // the launches of the node of step ps on the operands si
 bool launch_io(run_ctx &c, const mpv_step &ps, const run_ctx::step_io &si)
 {
@@ -254,6 +304,8 @@ bool launch_io(run_ctx &c, const mpv_step &ps, const run_ctx::step_io &si)
             return fail(c.r, what, e);
         }
     }
+    if (c.nan_trace)
+        nan_trace(c, ps, si);
     return true;
 }
 
@@ -678,6 +730,7 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
     run_ctx c;
     c.p = p;
     c.o = o;
+    c.nan_trace = getenv("MEMPLAN_NAN_TRACE") != NULL;
     c.r = r;
     c.weights = c.ws = c.arena = NULL;
     c.dnn = NULL;

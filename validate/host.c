@@ -1503,13 +1503,18 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
 static int lower_loss(lower *L, const mp__node *n, const char **why)
 {
     const mp__tensor *y = out_t(L->g, n, 0);
+    /* the sum of the first `terms` inputs (all by default); the rest are
+     * only held (autocast's weight casts, planner/train.c) */
+    int64_t terms = mp__attr_int(n, "terms", (int64_t)n->n_in);
+    uint32_t nt = terms >= 1 && terms <= (int64_t)n->n_in ? (uint32_t)terms
+                                                          : n->n_in;
     if (!is_f32(y) || numel(y) != 1 || n->n_in < 1)
         FAIL("Loss: a float32 scalar of inputs");
-    for (uint32_t i = 0; i < n->n_in; i++)
+    for (uint32_t i = 0; i < nt; i++)
         if (!is_f32(in_t(L->g, n, i)) ||
             mp__tensor_bview(L->g, n->inputs[i]))
             FAIL("Loss: only float32 inputs, not broadcast views");
-    for (uint32_t i = 0; i < n->n_in; i++) {
+    for (uint32_t i = 0; i < nt; i++) {
         mpv_launch *x = add_launch(L, MPV_L_SUM_ALL);
         if (!x)
             return -1;
