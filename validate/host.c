@@ -644,12 +644,12 @@ static int lower_gemm(lower *L, const mp__node *n, const char **why)
     double beta = mp__attr_float(n, "beta", 1.0);
     if (c) {
         /* C is copied into the output first, which the product adds to */
-        if (!is_f32(c))
-            FAIL("Gemm: C not float32");
+        if (!is_f32(c) || c->dtype != y->dtype)
+            FAIL("Gemm: C not float32, or not the output's dtype");
         int64_t st[MPV_MAXR], ost[2] = {N, 1};
         if (bcast_strides(c, y->dims, 2, st) != 0)
             FAIL("Gemm: C not broadcastable");
-        if (!add_copy(L, 2, 0, 2, y->dims, st, ost, 0, 0, 4))
+        if (!add_copy(L, 2, 0, 2, y->dims, st, ost, 0, 0, esize_of(y)))
             return -1;
     }
     mpv_launch *x = add_launch_io(L, MPV_L_GEMM, 2);
@@ -1146,7 +1146,8 @@ static int lower_pad(lower *L, const mp__node *n, const char **why)
     const mp_graph *g = L->g;
     const mp__tensor *xt = in_t(g, n, 0), *y = out_t(g, n, 0);
     int r = xt->rank;
-    if (!is_f32(xt) || r > MPV_MAXR || y->rank != r)
+    if (!is_f32(xt) || xt->dtype != y->dtype || r > MPV_MAXR ||
+        y->rank != r)
         FAIL("Pad: only float32");
     int64_t pads[2 * MPV_MAXR];
     double value;
@@ -1160,7 +1161,7 @@ static int lower_pad(lower *L, const mp__node *n, const char **why)
     for (int i = 0; i < r; i++)
         off += pads[i] * ost[i];
     if (numel(xt) > 0 &&
-        !add_copy(L, 0, 0, r, xt->dims, ist, ost, 0, off, 4))
+        !add_copy(L, 0, 0, r, xt->dims, ist, ost, 0, off, esize_of(y)))
         return -1;
     return 0;
 }
