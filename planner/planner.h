@@ -27,4 +27,9 @@ mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
  * the run has proven none; nothing for NULL. */
 void mp__plan_progress(const mp_plan *p);
 
+/* Marks the backward nodes of a finalized training graph that are
+ * pointwise (mp__node.bwd_pointwise set by the builder, kept where one
+ * output the size of every arena input; planner/train.c). */
+void mp__mark_pointwise_backward(mp_graph *g);
+
 #endif /* MP__PLANNER_H */

@@ -3,6 +3,7 @@
  * (MP__OP_BWD). docs/training.md describes what is built and counted. */
 #include "sched.h"
 #include "ops.h"
+#include "planner.h"
 #include "cost.h"
 
 #include <stdio.h>
@@ -208,33 +209,6 @@ static mp_status add_shaped(syn *S, const char *name, mp_dtype dt, int rank,
     d.rank = rank;
     d.dims = dims;
     return mp_graph_add_tensor(S->g, &d, id);
-}
-
-static mp_status copy_attrs(syn *S, const mp__node *n, uint32_t id)
-{
-    mp_status st = MP_OK;
-    for (uint32_t a = 0; a < n->n_attrs && !st; a++) {
-        const mp__attr *at = &n->attrs[a];
-        switch (at->type) {
-        case MP__ATTR_INT:
-            st = mp_graph_set_attr_int(S->g, id, at->name, at->v.i);
-            break;
-        case MP__ATTR_FLOAT:
-            st = mp_graph_set_attr_float(S->g, id, at->name, at->v.f);
-            break;
-        case MP__ATTR_STRING:
-            st = mp_graph_set_attr_string(S->g, id, at->name, at->v.s);
-            break;
-        case MP__ATTR_INTS:
-            st = mp_graph_set_attr_ints(S->g, id, at->name, at->v.ints, at->n);
-            break;
-        case MP__ATTR_FLOATS:
-            st = mp_graph_set_attr_floats(S->g, id, at->name, at->v.floats,
-                                          at->n);
-            break;
-        }
-    }
-    return st;
 }
 
 static uint64_t tbytes(const mp_graph *g, uint32_t t)
@@ -811,7 +785,7 @@ static mp_status weight_cast(syn *S, uint32_t x, uint8_t to, uint32_t *copy)
                            &S->wcast[x])) ||
             (st = add_node(S, S->name, tr->op, tr->domain, &wc, 1,
                            &S->wcast[x], 1, MP_PHASE_FORWARD, &id)) ||
-            (st = copy_attrs(S, tr, id)) || (st = set_cost(S, id, 0)))
+            (st = mp__node_copy_attrs(S->g, tr, id)) || (st = set_cost(S, id, 0)))
             return st;
     } else if (S->wcast[x] == MP_NONE) {
         snprintf(S->name, sizeof S->name, "%s/autocast", tx->name);
@@ -1048,7 +1022,7 @@ static mp_status add_forward_node(syn *S, uint32_t v)
                        S->buf_out, nout, MP_PHASE_FORWARD, &id)))
         return st;
     S->nmap[v] = id;
-    if ((st = copy_attrs(S, n, id)) || (st = copy_forward_cost(S, v, id)))
+    if ((st = mp__node_copy_attrs(S->g, n, id)) || (st = copy_forward_cost(S, v, id)))
         return st;
     S->B.n_forward++;
     return MP_OK;
@@ -1331,7 +1305,7 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
         if (gm) {
             /* the forward node's attributes (axis, transA, ...) and
              * domain, then what its inputs and outputs are */
-            if ((st = copy_attrs(S, n, id)) ||
+            if ((st = mp__node_copy_attrs(S->g, n, id)) ||
                 (n->domain && n->domain[0] &&
                  (st = mp_graph_set_attr_string(S->g, id, "grad_domain",
                                                 n->domain))))
@@ -1579,7 +1553,7 @@ static void count_optimizer_bytes(syn *S)
 
 /* A backward node marked pointwise stays so only when every arena
  * input has its output's bytes (no broadcast operand, no reduction). */
-static void mark_pointwise_backward(mp_graph *g)
+void mp__mark_pointwise_backward(mp_graph *g)
 {
     for (uint32_t v = 0; v < g->n_nodes; v++) {
         mp__node *n = &g->nodes[v];
@@ -1620,7 +1594,7 @@ static mp_status synthesize(syn *S)
     if ((st = mp_graph_finalize(S->g)) || (st = time_costed(S)) ||
         (st = count_saved_bytes(S)))
         return st;
-    mark_pointwise_backward(S->g);
+    mp__mark_pointwise_backward(S->g);
     count_optimizer_bytes(S);
     return MP_OK;
 }
