@@ -212,7 +212,8 @@ enum {
 #define MP__OPF_SHAPE_READ ((uint64_t)1 << 51)
 /* A collective of a multi-GPU rank's graph (planner/parallel.c:
  * AllReduce, AllGather, ReduceScatter, Send, Recv): its outputs are
- * communication buffers (mp_rank_breakdown.comm_bytes). */
+ * communication buffers (mp_rank_breakdown.comm_bytes), never folded
+ * into constants (an all-gather of persistent shards runs every step). */
 #define MP__OPF_COLLECTIVE ((uint64_t)1 << 52)
 /* Autocast class (planner/train.c, bf16-mixed and 16-mixed), as
  * torch.autocast's CUDA lists place the op, kept in the registry entry's

@@ -89,10 +89,6 @@ mp_status mp__pb_add_tensor(mp__pb *B, const mp__tensor *like,
                              &B->cap_role)))
         return st;
     B->role[*id] = role;
-    /* a collective's output (or what is made of it) is computed every
-     * step, though an all-gather reads only persistent shards */
-    if (role == MP__ROLE_COMM)
-        B->g->tensors[*id].flags |= MP__TF_NO_FOLD;
     return MP_OK;
 }
 
