@@ -183,6 +183,7 @@ typedef struct dpb {
     uint32_t n_order[2];
     uint32_t *vis[2];
     bool reduce;         /* dp > 1: gradients reduced across ranks */
+    bool need_params;    /* no optimizer step is an error */
     char name[1200];
 } dpb;
 
@@ -225,7 +226,7 @@ static mp_status find_params(dpb *D)
         D->pidx[w] = D->np;
         D->step_of[v] = D->np++;
     }
-    if (!D->np)
+    if (!D->np && D->need_params)
         return mp__err(ctx, MP_ERR_GRAPH,
                        "parallel: '%s' is not a training graph (no "
                        "optimizer step updates a weight); make one with "
@@ -557,6 +558,33 @@ static mp_status ensure(dpb *D, uint32_t x, int ph, uint32_t *out)
 
 /* ---- the rank's tensors and nodes ----------------------------------------- */
 
+/* Gradient x of a parameter is GRAD, and so are the gradients it sums
+ * (a backward node reading only gradients of x's size: the
+ * accumulation of a weight read twice, or of micro-batches). */
+static void grad_role(dpb *D, uint32_t x)
+{
+    const mp_graph *t = D->t;
+    for (int depth = 0; x != MP_NONE && depth < 1 << 20; depth++) {
+        if (D->B->tmap[x] != MP_NONE)
+            D->B->role[D->B->tmap[x]] = MP__ROLE_GRAD;
+        uint32_t v = t->tensors[x].producer;
+        if (v == MP_NONE || t->nodes[v].phase != MP_PHASE_BACKWARD ||
+            t->nodes[v].n_in < 2)
+            return;
+        const mp__node *n = &t->nodes[v];
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t y = n->inputs[i];
+            if (y == MP_NONE || t->tensors[y].kind != MP_KIND_GRADIENT ||
+                t->tensors[y].bytes != t->tensors[x].bytes)
+                return;
+        }
+        for (uint32_t i = 1; i < n->n_in; i++)
+            if (D->B->tmap[n->inputs[i]] != MP_NONE)
+                D->B->role[D->B->tmap[n->inputs[i]]] = MP__ROLE_GRAD;
+        x = n->inputs[0];
+    }
+}
+
 /* The training tensors as the rank holds them: parameters (ZeRO-3),
  * optimizer states and step temporaries (ZeRO >= 1) as 1-D shards;
  * states and the foreach temporary absent with the optimizer offloaded;
@@ -616,6 +644,9 @@ static mp_status add_tensors(dpb *D)
         if (tt->producer != MP_NONE &&
             t->nodes[tt->producer].phase == MP_PHASE_OPTIMIZER)
             role = MP__ROLE_OPT;
+        if (tt->producer != MP_NONE &&
+            (t->nodes[tt->producer].def->flags & MP__OPF_COLLECTIVE))
+            role = MP__ROLE_COMM; /* a pipeline stage's Send, Recv */
         if (D->pidx[x] != MP_NONE && o->zero == 3)
             sh = (int64_t)mp__ceil_div(D->P[D->pidx[x]].elems, dp);
         else if (shard[x] == 1 && o->zero >= 1)
@@ -634,7 +665,7 @@ static mp_status add_tensors(dpb *D)
             st = mp_graph_mark_output(B->g, B->tmap[x]);
     }
     for (uint32_t p = 0; p < D->np && !st; p++)
-        B->role[B->tmap[D->P[p].grad]] = MP__ROLE_GRAD;
+        grad_role(D, D->P[p].grad);
     for (uint32_t g = 0; g < D->ng && !st && D->reduce; g++) {
         if (o->zero == 3)
             snprintf(D->name, sizeof D->name, "fsdp/%s/grad_shard",
@@ -818,7 +849,7 @@ void mp__pb_free(mp__pb *B)
 }
 
 mp_status mp__parallel_dp(const mp_graph *t, const mp_parallel_options *o,
-                          const char *suffix, mp__pb *B)
+                          const char *suffix, int need_params, mp__pb *B)
 {
     mp_status st = mp__pb_begin(B, t->ctx, t, suffix);
     dpb D;
@@ -833,6 +864,7 @@ mp_status mp__parallel_dp(const mp_graph *t, const mp_parallel_options *o,
     D.t = t;
     D.o = o;
     D.reduce = o->dp > 1;
+    D.need_params = need_params != 0;
     if (!st)
         st = find_params(&D);
     if (!st)

@@ -32,4 +32,12 @@ void mp__plan_progress(const mp_plan *p);
  * output the size of every arena input; planner/train.c). */
 void mp__mark_pointwise_backward(mp_graph *g);
 
+/* What node v of a training graph made by mp_train_graph (planner/
+ * train.c, whose names say it) differentiates or updates: the forward
+ * node it is the backward of (NAME/grad, NAME/grad_w, NAME/grad_passK,
+ * loss/grad), or MP_NONE with *tensor the forward tensor whose gradient
+ * it accumulates (d/X#sumK) or the weight it steps (opt/W); MP_NONE and
+ * *tensor MP_NONE for other nodes. */
+uint32_t mp__train_source(const mp_graph *t, uint32_t v, uint32_t *tensor);
+
 #endif /* MP__PLANNER_H */

@@ -128,7 +128,7 @@ mp_status mp_parallel_create(const mp_graph *train,
         st = mp__parallel_pipeline(train, opt, p);
     } else {
         mp__pb B;
-        st = mp__parallel_dp(train, opt, " (rank)", &B);
+        st = mp__parallel_dp(train, opt, " (rank)", 1, &B);
         if (!st)
             st = mp__parallel_take(p, &B, 0, 1);
         mp__pb_free(&B);

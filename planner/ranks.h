@@ -49,9 +49,10 @@ mp_status mp__pb_add_node(mp__pb *B, const mp__node *like, const char *name,
                           const uint32_t *out, uint32_t nout, mp_phase ph);
 /* The rank graph of training graph t under data parallelism and ZeRO
  * (o->dp, zero, bucket_bytes, fsdp_unit, prefetch, offload_optimizer),
- * finalized, in B (free it with mp__pb_free). */
+ * finalized, in B (free it with mp__pb_free); need_params: a graph with
+ * no optimizer step is an error (not a training graph). */
 mp_status mp__parallel_dp(const mp_graph *t, const mp_parallel_options *o,
-                          const char *suffix, mp__pb *B);
+                          const char *suffix, int need_params, mp__pb *B);
 
 /* Takes B's graph and roles as the next distinct rank graph of p
  * (pipeline stage `stage`, holding in_flight micro-batches). */

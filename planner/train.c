@@ -1660,3 +1660,34 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
     *out = S.g;
     return MP_OK;
 }
+
+uint32_t mp__train_source(const mp_graph *t, uint32_t v, uint32_t *tensor)
+{
+    const char *n = t->nodes[v].name;
+    uint32_t id;
+    *tensor = MP_NONE;
+    /* "d/X#sumK": the accumulation of forward tensor X's gradient */
+    const char *hash = strrchr(n, '#');
+    if (!strncmp(n, "d/", 2) && hash && !strncmp(hash, "#sum", 4)) {
+        char x[512];
+        snprintf(x, sizeof x, "%.*s", (int)(hash - n - 2), n + 2);
+        if (mp_graph_find_tensor(t, x, &id) == MP_OK)
+            *tensor = id;
+        return MP_NONE;
+    }
+    /* "opt/W": the optimizer step of weight W */
+    if (!strncmp(n, "opt/", 4) &&
+        mp_graph_find_tensor(t, n + 4, &id) == MP_OK) {
+        *tensor = id;
+        return MP_NONE;
+    }
+    /* "X/grad", "X/grad_w", "X/grad_passK": the backward of node X */
+    const char *g = NULL;
+    for (const char *p = strstr(n, "/grad"); p; p = strstr(p + 1, "/grad"))
+        g = p;
+    if (!g)
+        return MP_NONE;
+    char x[512];
+    snprintf(x, sizeof x, "%.*s", (int)(g - n), n);
+    return mp_graph_find_node(t, x, &id) == MP_OK ? id : MP_NONE;
+}

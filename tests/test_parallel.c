@@ -235,6 +235,89 @@ static void test_one_rank(void)
     CU_ASSERT_EQUAL(b.optimizer_bytes, 2048);
 }
 
+/* 1F1B, 4 micro-batches over 2 stages cut after layers.1/Relu: stage
+ * 0 (layers 0, 1) holds p - s = 2 micro-batches, stage 1 (layers 2, 3
+ * and the loss) one. Each stage: 2 weights (512) and their m and v
+ * (1024). */
+static void test_pipeline_1f1b(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = mlp4_train(ctx);
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    po.pp = 2;
+    po.microbatches = 4;
+    po.cuts = "layers.1/Relu";
+    mp_parallel *par = NULL;
+    CU_ASSERT_FATAL(mp_parallel_create(t, &po, &par) == MP_OK);
+    CU_ASSERT_EQUAL(mp_parallel_num_distinct(par), 2);
+    CU_ASSERT_EQUAL(mp_parallel_distinct_of(par, 1), 1);
+    mp_plan_options opt;
+    mp_plan_options_init(&opt);
+    opt.alignment = 1;
+    opt.inplace = 0;
+    mp_rank_breakdown b[2];
+    mp_rank_info ri[2];
+    for (uint32_t s = 0; s < 2; s++) {
+        mp_plan *p = NULL;
+        CU_ASSERT_FATAL(mp_parallel_rank_info(par, s, &ri[s]) == MP_OK);
+        CU_ASSERT_FATAL(mp_plan_create(ri[s].graph, &opt, &p) == MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(ri[s].graph, p), MP_OK);
+        CU_ASSERT_EQUAL(mp_parallel_breakdown(par, s, p, &b[s]), MP_OK);
+        CU_ASSERT_EQUAL(b[s].param_bytes + b[s].grad_bytes +
+                            b[s].optimizer_bytes + b[s].activation_bytes +
+                            b[s].comm_bytes + b[s].free_bytes,
+                        b[s].peak_bytes);
+        show(s ? "1f1b stage 1" : "1f1b stage 0", &b[s]);
+        mp_plan_destroy(p);
+    }
+    CU_ASSERT_EQUAL(ri[0].in_flight, 2);
+    CU_ASSERT_EQUAL(ri[1].in_flight, 1);
+    /* stage 0 sends layers.1.relu of each micro-batch and receives its
+     * gradient: 2 x 2; stage 1 the converse: 2 */
+    CU_ASSERT_EQUAL(ri[0].n_collectives, 4);
+    CU_ASSERT_EQUAL(ri[1].n_collectives, 2);
+    /* stage 0 peaks where micro-batch 2's gradient of layers.1.w is
+     * summed with micro-batch 1's: both and the sum (3 x 256) and
+     * layers.0.w's of micro-batch 1 (256); micro-batch 2's x and
+     * layers.0.relu (saved for layers.0's backward) and d(layers.0.relu)
+     * (3 x 128) */
+    CU_ASSERT_EQUAL(b[0].param_bytes, 512);
+    CU_ASSERT_EQUAL(b[0].optimizer_bytes, 1024);
+    CU_ASSERT_EQUAL(b[0].grad_bytes, 4 * 256);
+    CU_ASSERT_EQUAL(b[0].activation_bytes, 3 * 128);
+    CU_ASSERT_EQUAL(b[0].comm_bytes, 0);
+    CU_ASSERT_EQUAL(b[0].peak_bytes, 512 + 1024 + 1024 + 384);
+    /* stage 1 peaks at layers.2's weight gradient: it and layers.3.w's
+     * (512), the received layers.1.relu saved for it (128), reading
+     * d(layers.2.mm) and writing d(layers.1.relu), the one to send
+     * (2 x 128), and the loss (4) */
+    CU_ASSERT_EQUAL(b[1].param_bytes, 512);
+    CU_ASSERT_EQUAL(b[1].optimizer_bytes, 1024);
+    CU_ASSERT_EQUAL(b[1].grad_bytes, 512);
+    CU_ASSERT_EQUAL(b[1].comm_bytes, 128);
+    CU_ASSERT_EQUAL(b[1].activation_bytes, 2 * 128 + 4);
+    CU_ASSERT_EQUAL(b[1].peak_bytes, 512 + 1024 + 512 + 128 + 260);
+    mp_parallel_destroy(par);
+    /* GPipe: stage 0 holds all 4 micro-batches */
+    po.schedule = MP_PP_GPIPE;
+    CU_ASSERT_FATAL(mp_parallel_create(t, &po, &par) == MP_OK);
+    CU_ASSERT_EQUAL(mp_parallel_rank_info(par, 0, &ri[0]), MP_OK);
+    CU_ASSERT_EQUAL(ri[0].in_flight, 4);
+    CU_ASSERT_EQUAL(ri[0].n_collectives, 8);
+    mp_parallel_destroy(par);
+    /* a cut that is no forward node; too few micro-batches */
+    po.cuts = "layers.1/Relu/grad";
+    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--pp-cuts"));
+    po.cuts = NULL;
+    po.microbatches = 1;
+    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--microbatches"));
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_bad_options(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -275,6 +358,7 @@ static CU_TestInfo tests[] = {
     {"4-layer MLP, ZeRO-3 over 2 ranks: prefetch, units, offload",
      test_zero3},
     {"one data-parallel rank: no collective", test_one_rank},
+    {"1F1B, 4 micro-batches over 2 stages; GPipe", test_pipeline_1f1b},
     {"bad options name the option", test_bad_options},
     CU_TEST_INFO_NULL,
 };
