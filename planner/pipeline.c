@@ -280,27 +280,28 @@ static mp_status get(ppb *P, uint32_t x, uint32_t j, mp_phase ph,
  * through get, its outputs the micro-batch's copies; then a Send of
  * each output another stage reads, and a parameter gradient summed into
  * the micro-batches' total. */
-static mp_status emit(ppb *P, uint32_t v, uint32_t j)
+static mp_status emit_io(ppb *P, uint32_t v, uint32_t j, uint32_t *in,
+                         uint32_t *out)
 {
     const mp_graph *t = P->t;
     const mp__node *n = &t->nodes[v];
     mp__pb *B = P->B;
     mp_status st;
     bool every = P->stage[v] == MP_NONE;
-    uint32_t nin = 0, *out = B->buf + B->cap_buf / 2;
+    uint32_t nin = 0;
     uint64_t group_elems = 0;
     for (uint32_t i = 0; i < n->n_in; i++) {
         uint32_t x = n->inputs[i];
         if (x == MP_NONE) {
-            B->buf[nin++] = MP_NONE;
+            in[nin++] = MP_NONE;
             continue;
         }
         if (every && tensor_stage(P, x) != P->s &&
             t->tensors[x].producer != MP_NONE)
             continue; /* a group node: this stage's part */
         if (n->phase == MP_PHASE_OPTIMIZER && P->acc[x] != MP_NONE) {
-            B->buf[nin++] = P->acc[x];
-        } else if ((st = get(P, x, j, (mp_phase)n->phase, &B->buf[nin++]))) {
+            in[nin++] = P->acc[x];
+        } else if ((st = get(P, x, j, (mp_phase)n->phase, &in[nin++]))) {
             return st;
         }
         if (every) {
@@ -338,7 +339,7 @@ static mp_status emit(ppb *P, uint32_t v, uint32_t j)
                  (unsigned)j + 1);
     else
         snprintf(P->name, sizeof P->name, "%s", n->name);
-    if ((st = mp__pb_add_node(B, n, P->name, NULL, B->buf, nin, out,
+    if ((st = mp__pb_add_node(B, n, P->name, NULL, in, nin, out,
                               n->n_out, (mp_phase)n->phase)))
         return st;
     for (uint32_t o = 0; o < n->n_out; o++) {
@@ -372,7 +373,7 @@ static mp_status emit(ppb *P, uint32_t v, uint32_t j)
                 P->acc[y] = m[y];
                 continue;
             }
-            uint32_t sum, in[2] = {P->acc[y], m[y]};
+            uint32_t sum, two[2] = {P->acc[y], m[y]};
             snprintf(P->name, sizeof P->name, "%s#acc%u", yt->name,
                      (unsigned)j + 1);
             mp__tensor like = *yt;
@@ -380,7 +381,7 @@ static mp_status emit(ppb *P, uint32_t v, uint32_t j)
             memset(&d, 0, sizeof d);
             d.name = P->name;
             d.op = "Sum";
-            d.inputs = in;
+            d.inputs = two;
             d.n_inputs = 2;
             d.outputs = &sum;
             d.n_outputs = 1;
@@ -394,6 +395,20 @@ static mp_status emit(ppb *P, uint32_t v, uint32_t j)
         }
     }
     return MP_OK;
+}
+
+/* emit_io with operand arrays of its own: a shared node another node
+ * reads is emitted while that node's operands are being gathered */
+static mp_status emit(ppb *P, uint32_t v, uint32_t j)
+{
+    const mp__node *n = &P->t->nodes[v];
+    uint32_t *io = mp__alloc(P->ctx, ((size_t)n->n_in + n->n_out + 1) *
+                                         sizeof *io);
+    if (!io)
+        return MP_ERR_NOMEM;
+    mp_status st = emit_io(P, v, j, io, io + n->n_in);
+    mp__dealloc(P->ctx, io);
+    return st;
 }
 
 static mp_status ensure_shared(ppb *P, uint32_t v)
