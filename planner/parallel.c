@@ -840,6 +840,8 @@ mp_status mp__pb_begin(mp__pb *B, mp_ctx *ctx, const mp_graph *t,
 
 void mp__pb_free(mp__pb *B)
 {
+    if (!B->ctx)
+        return;
     mp__dealloc(B->ctx, B->buf);
     mp__dealloc(B->ctx, B->cbuf);
     mp__dealloc(B->ctx, B->tmap);

@@ -473,7 +473,8 @@ static mp_status build_stage(ppb *P, uint32_t s, mp__pb *B)
 }
 
 mp_status mp__parallel_pipeline(const mp_graph *t,
-                                const mp_parallel_options *o, mp_parallel *p)
+                                const mp_parallel_options *o, mp__pb *out,
+                                uint32_t *in_flight)
 {
     if (o->schedule == MP_PP_INTERLEAVED)
         return mp__err(t->ctx, MP_ERR_UNSUPPORTED,
@@ -503,15 +504,12 @@ mp_status mp__parallel_pipeline(const mp_graph *t,
                          t->name ? t->name : "graph");
     }
     for (uint32_t s = 0; s < o->pp && !st; s++) {
-        mp__pb S, R;
-        memset(&R, 0, sizeof R);
+        mp__pb S;
         st = build_stage(&P, s, &S);
         if (!st)
-            st = mp__parallel_dp(S.g, o, "", 0, &R);
-        R.n_coll += S.n_coll; /* the stage's Send and Recv */
-        if (!st)
-            st = mp__parallel_take(p, &R, s, P.k);
-        mp__pb_free(&R);
+            st = mp__parallel_dp(S.g, o, "", 0, &out[s]);
+        out[s].n_coll += S.n_coll; /* the stage's Send and Recv */
+        in_flight[s] = P.k;
         mp__pb_free(&S);
     }
     mp__dealloc(P.ctx, P.stage);

@@ -62,9 +62,10 @@ static mp_status check_options(mp_ctx *ctx, const mp_parallel_options *o)
     return MP_OK;
 }
 
-/* Takes B's graph and roles as distinct rank i. */
-mp_status mp__parallel_take(mp_parallel *p, mp__pb *B, uint32_t stage,
-                            uint32_t in_flight)
+/* Takes B's graph and roles as the next distinct rank graph of p
+ * (pipeline stage `stage`, holding in_flight micro-batches). */
+static mp_status take(mp_parallel *p, mp__pb *B, uint32_t stage,
+                      uint32_t in_flight)
 {
     par_rank *r = &p->r[p->n++];
     memset(r, 0, sizeof *r);
@@ -124,15 +125,20 @@ mp_status mp_parallel_create(const mp_graph *train,
         mp__dealloc(ctx, p);
         return MP_ERR_NOMEM;
     }
-    if (opt->pp > 1) {
-        st = mp__parallel_pipeline(train, opt, p);
-    } else {
-        mp__pb B;
-        st = mp__parallel_dp(train, opt, " (rank)", 1, &B);
-        if (!st)
-            st = mp__parallel_take(p, &B, 0, 1);
-        mp__pb_free(&B);
-    }
+    mp__pb *B = mp__calloc(ctx, opt->pp, sizeof *B);
+    uint32_t *in_flight = mp__calloc(ctx, opt->pp, sizeof *in_flight);
+    if (!B || !in_flight)
+        st = MP_ERR_NOMEM;
+    else if (opt->pp > 1)
+        st = mp__parallel_pipeline(train, opt, B, in_flight);
+    else if (!(st = mp__parallel_dp(train, opt, " (rank)", 1, &B[0])))
+        in_flight[0] = 1;
+    for (uint32_t s = 0; s < opt->pp && !st; s++)
+        st = take(p, &B[s], s, in_flight[s]);
+    for (uint32_t s = 0; B && s < opt->pp; s++)
+        mp__pb_free(&B[s]);
+    mp__dealloc(ctx, B);
+    mp__dealloc(ctx, in_flight);
     if (st) {
         mp_parallel_destroy(p);
         return st;

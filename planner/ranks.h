@@ -54,13 +54,12 @@ mp_status mp__pb_add_node(mp__pb *B, const mp__node *like, const char *name,
 mp_status mp__parallel_dp(const mp_graph *t, const mp_parallel_options *o,
                           const char *suffix, int need_params, mp__pb *B);
 
-/* Takes B's graph and roles as the next distinct rank graph of p
- * (pipeline stage `stage`, holding in_flight micro-batches). */
-mp_status mp__parallel_take(mp_parallel *p, mp__pb *B, uint32_t stage,
-                            uint32_t in_flight);
-/* The stages' rank graphs of training graph t (o->pp > 1), each taken
- * into p (planner/pipeline.c). */
+/* The stages' rank graphs of training graph t (o->pp > 1) in out[0 ..
+ * pp-1] (each freed by the caller with mp__pb_free, also on failure;
+ * zeroed first), with the micro-batches each holds in in_flight
+ * (planner/pipeline.c). */
 mp_status mp__parallel_pipeline(const mp_graph *t,
-                                const mp_parallel_options *o, mp_parallel *p);
+                                const mp_parallel_options *o, mp__pb *out,
+                                uint32_t *in_flight);
 
 #endif /* MP__RANKS_H */
