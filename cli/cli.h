@@ -458,6 +458,8 @@ void cli_progress_install(mp_ctx *ctx, const cli_args *a);
 /* ---- output ------------------------------------------------------------------ */
 /* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */
 const char *cli_size(uint64_t bytes, char *buf, size_t cap);
+/* "12.3 GiB", "512 B": no byte count (progress lines, narrow tables). */
+const char *cli_size_short(uint64_t bytes, char *buf, size_t cap);
 /* The summary's "arena/LB" line; `empty` says why there is no ratio. */
 void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty);
 

@@ -52,23 +52,6 @@ static void ranks_label(const mp_rank_info *ri, char *buf, size_t cap)
                  (unsigned)(ri->first_rank + ri->n_ranks - 1));
 }
 
-/* "1.23 GiB" (no byte count: the table is narrow) */
-static const char *short_size(uint64_t b, char *buf, size_t cap)
-{
-    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    unsigned k = 0;
-    while (v >= 1024 && k < 4) {
-        v /= 1024;
-        k++;
-    }
-    if (k == 0)
-        snprintf(buf, cap, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, cap, "%.2f %s", v, u[k]);
-    return buf;
-}
-
 static void print_rows(const cli_args *a, const rank_row *r, uint32_t n,
                        uint32_t n_ranks)
 {
@@ -92,12 +75,12 @@ static void print_rows(const cli_args *a, const rank_row *r, uint32_t n,
         step_label(r[i].ri.graph, r[i].plan, d->peak_step, st, sizeof st);
         printf("%-9s %5u %10s %10s %10s %10s %10s %10s  step %u: %s\n", rk,
                (unsigned)r[i].ri.stage,
-               short_size(d->peak_bytes, b[0], sizeof b[0]),
-               short_size(d->param_bytes, b[1], sizeof b[1]),
-               short_size(d->grad_bytes, b[2], sizeof b[2]),
-               short_size(d->optimizer_bytes, b[3], sizeof b[3]),
-               short_size(d->activation_bytes, b[4], sizeof b[4]),
-               short_size(d->comm_bytes, b[5], sizeof b[5]),
+               cli_size_short(d->peak_bytes, b[0], sizeof b[0]),
+               cli_size_short(d->param_bytes, b[1], sizeof b[1]),
+               cli_size_short(d->grad_bytes, b[2], sizeof b[2]),
+               cli_size_short(d->optimizer_bytes, b[3], sizeof b[3]),
+               cli_size_short(d->activation_bytes, b[4], sizeof b[4]),
+               cli_size_short(d->comm_bytes, b[5], sizeof b[5]),
                (unsigned)d->peak_step, cli_safe(st, safe, sizeof safe));
     }
     for (uint32_t i = 0; i < n; i++) {

@@ -187,6 +187,15 @@ typedef struct dpb {
     char name[1200];
 } dpb;
 
+mp_status mp__parallel_not_training(const mp_graph *t)
+{
+    return mp__err(t->ctx, MP_ERR_GRAPH,
+                   "parallel: '%s' is not a training graph (no optimizer "
+                   "step updates a weight); make one with mp_train_graph "
+                   "(memplan plan --train)",
+                   t->name ? t->name : "graph");
+}
+
 /* Parameters: the weights the training graph's optimizer steps update
  * (a phase-optimizer node reading a weight as input 0 and a gradient as
  * input 1). */
@@ -227,11 +236,7 @@ static mp_status find_params(dpb *D)
         D->step_of[v] = D->np++;
     }
     if (!D->np && D->need_params)
-        return mp__err(ctx, MP_ERR_GRAPH,
-                       "parallel: '%s' is not a training graph (no "
-                       "optimizer step updates a weight); make one with "
-                       "mp_train_graph (memplan plan --train)",
-                       t->name ? t->name : "graph");
+        return mp__parallel_not_training(t);
     return MP_OK;
 }
 

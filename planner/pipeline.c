@@ -497,11 +497,7 @@ mp_status mp__parallel_pipeline(const mp_graph *t,
         for (uint32_t x = 0; x < t->n_tensors; x++)
             any |= P.pgrad[x] != 0;
         if (!any)
-            st = mp__err(P.ctx, MP_ERR_GRAPH,
-                         "parallel: '%s' is not a training graph (no "
-                         "optimizer step updates a weight); make one with "
-                         "mp_train_graph (memplan plan --train)",
-                         t->name ? t->name : "graph");
+            st = mp__parallel_not_training(t);
     }
     for (uint32_t s = 0; s < o->pp && !st; s++) {
         mp__pb S;

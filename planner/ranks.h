@@ -30,6 +30,9 @@ typedef struct mp__pb {
 } mp__pb;
 
 uint64_t mp__ceil_div(uint64_t n, uint64_t d);
+/* MP_ERR_GRAPH: t has no optimizer step (the message says how to make a
+ * training graph). */
+mp_status mp__parallel_not_training(const mp_graph *t);
 /* Starts a rank graph named after t with suffix; buffers sized for t. */
 mp_status mp__pb_begin(mp__pb *B, mp_ctx *ctx, const mp_graph *t,
                        const char *suffix);
