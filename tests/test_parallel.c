@@ -94,6 +94,18 @@ static void show(const char *what, const mp_rank_breakdown *b)
            (unsigned long long)b->free_bytes, (unsigned)b->peak_step);
 }
 
+/* Each part of a breakdown (bytes). */
+static void expect_bd(const mp_rank_breakdown *b, uint64_t params,
+                      uint64_t grads, uint64_t opt, uint64_t act,
+                      uint64_t comm)
+{
+    CU_ASSERT_EQUAL(b->param_bytes, params);
+    CU_ASSERT_EQUAL(b->grad_bytes, grads);
+    CU_ASSERT_EQUAL(b->optimizer_bytes, opt);
+    CU_ASSERT_EQUAL(b->activation_bytes, act);
+    CU_ASSERT_EQUAL(b->comm_bytes, comm);
+}
+
 static mp_parallel_options dp2(int zero)
 {
     mp_parallel_options po;
@@ -117,11 +129,7 @@ static void test_ddp(void)
     /* the peak is the all-reduce: the 4 gradients (read) and the bucket
      * they are reduced into (1024, under 25 MiB: one bucket), the loss;
      * every forward value is dead */
-    CU_ASSERT_EQUAL(b.param_bytes, 1024);
-    CU_ASSERT_EQUAL(b.optimizer_bytes, 2048);
-    CU_ASSERT_EQUAL(b.grad_bytes, 1024);
-    CU_ASSERT_EQUAL(b.comm_bytes, 1024);
-    CU_ASSERT_EQUAL(b.activation_bytes, 4);
+    expect_bd(&b, 1024, 1024, 2048, 4, 1024);
     CU_ASSERT_EQUAL(b.peak_bytes, 1024 + 2048 + 1024 + 1024 + 4);
 }
 
@@ -155,11 +163,7 @@ static void test_zero1(void)
     mp_rank_breakdown b = rank_bd(&po, &ri);
     show("zero1", &b);
     CU_ASSERT_EQUAL(ri.n_collectives, 2); /* all-reduce, all-gather */
-    CU_ASSERT_EQUAL(b.param_bytes, 1024);
-    CU_ASSERT_EQUAL(b.optimizer_bytes, 1024);
-    CU_ASSERT_EQUAL(b.grad_bytes, 1024);
-    CU_ASSERT_EQUAL(b.comm_bytes, 1024);
-    CU_ASSERT_EQUAL(b.activation_bytes, 4);
+    expect_bd(&b, 1024, 1024, 1024, 4, 1024);
     CU_ASSERT_EQUAL(b.peak_bytes, 4100);
 }
 
@@ -170,11 +174,7 @@ static void test_zero2(void)
     mp_parallel_options po = dp2(2);
     mp_rank_breakdown b = rank_bd(&po, NULL);
     show("zero2", &b);
-    CU_ASSERT_EQUAL(b.param_bytes, 1024);
-    CU_ASSERT_EQUAL(b.optimizer_bytes, 1024);
-    CU_ASSERT_EQUAL(b.grad_bytes, 1024);
-    CU_ASSERT_EQUAL(b.comm_bytes, 512);
-    CU_ASSERT_EQUAL(b.activation_bytes, 4);
+    expect_bd(&b, 1024, 1024, 1024, 4, 512);
     CU_ASSERT_EQUAL(b.peak_bytes, 3588);
 }
 
@@ -193,11 +193,7 @@ static void test_zero3(void)
     /* 4 forward all-gathers, 3 backward ones (layers.0's backward needs
      * no weight: x takes no gradient), 4 reduce-scatters */
     CU_ASSERT_EQUAL(ri.n_collectives, 11);
-    CU_ASSERT_EQUAL(b.param_bytes, 512);
-    CU_ASSERT_EQUAL(b.optimizer_bytes, 1024);
-    CU_ASSERT_EQUAL(b.grad_bytes, 256);
-    CU_ASSERT_EQUAL(b.comm_bytes, 512);
-    CU_ASSERT_EQUAL(b.activation_bytes, 6 * 128 + 4);
+    expect_bd(&b, 512, 256, 1024, 6 * 128 + 4, 512);
     CU_ASSERT_EQUAL(b.peak_bytes, 512 + 1024 + 256 + 512 + 772);
     /* no prefetch: one gathered weight at a time */
     po.prefetch = 0;
@@ -282,21 +278,13 @@ static void test_pipeline_1f1b(void)
      * layers.0.w's of micro-batch 1 (256); micro-batch 2's x and
      * layers.0.relu (saved for layers.0's backward) and d(layers.0.relu)
      * (3 x 128) */
-    CU_ASSERT_EQUAL(b[0].param_bytes, 512);
-    CU_ASSERT_EQUAL(b[0].optimizer_bytes, 1024);
-    CU_ASSERT_EQUAL(b[0].grad_bytes, 4 * 256);
-    CU_ASSERT_EQUAL(b[0].activation_bytes, 3 * 128);
-    CU_ASSERT_EQUAL(b[0].comm_bytes, 0);
+    expect_bd(&b[0], 512, 4 * 256, 1024, 3 * 128, 0);
     CU_ASSERT_EQUAL(b[0].peak_bytes, 512 + 1024 + 1024 + 384);
     /* stage 1 peaks at layers.2's weight gradient: it and layers.3.w's
      * (512), the received layers.1.relu saved for it (128), reading
      * d(layers.2.mm) and writing d(layers.1.relu), the one to send
      * (2 x 128), and the loss (4) */
-    CU_ASSERT_EQUAL(b[1].param_bytes, 512);
-    CU_ASSERT_EQUAL(b[1].optimizer_bytes, 1024);
-    CU_ASSERT_EQUAL(b[1].grad_bytes, 512);
-    CU_ASSERT_EQUAL(b[1].comm_bytes, 128);
-    CU_ASSERT_EQUAL(b[1].activation_bytes, 2 * 128 + 4);
+    expect_bd(&b[1], 512, 512, 1024, 2 * 128 + 4, 128);
     CU_ASSERT_EQUAL(b[1].peak_bytes, 512 + 1024 + 512 + 128 + 260);
     mp_parallel_destroy(par);
     /* GPipe: stage 0 holds all 4 micro-batches */
