@@ -95,6 +95,7 @@ static int init_args(cli_args *a, int cmd, int argc, char **argv)
     a->argc = argc;
     a->argv = argv;
     mp_train_options_init(&a->train.topt);
+    mp_parallel_options_init(&a->par.po);
     mp_remat_options_init(&a->train.ropt);
     mp_dot_options_init(&a->dopt);
     mp_flexgen_options_init(&a->fo);

@@ -12,7 +12,8 @@
  * an option that would do nothing (the rules of cli/options.c) all read
  * that table. The files, bottom up (none calls a file above it):
  * json_out.c, report.c, values.c, options.c, option_set.c, paths.c,
- * help.c, args.c, model.c, offload_opts.c, train_opts.c, progress.c; then
+ * help.c, args.c, model.c, offload_opts.c, train_opts.c, parallel_opts.c,
+ * progress.c; then
  * each command, cmd_NAME.c,
  * and main.c. */
 #ifndef MEMPLAN_CLI_H
@@ -136,6 +137,10 @@ enum {
     CLI_O_SAVE,
     CLI_O_BUDGET, CLI_O_SOLVER, CLI_O_MAX_EXTRA,
     CLI_O_MAXIMIZE,
+    /* multi-GPU training (cli/parallel_opts.c) */
+    CLI_O_DP, CLI_O_ZERO, CLI_O_BUCKET_SIZE, CLI_O_FSDP_UNIT, CLI_O_PREFETCH,
+    CLI_O_OFFLOAD_OPTIMIZER, CLI_O_PP, CLI_O_MICROBATCHES, CLI_O_SCHEDULE,
+    CLI_O_VIRTUAL_STAGES, CLI_O_PP_CUTS,
     /* offload */
     CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
     /* validate */
@@ -241,6 +246,11 @@ typedef struct cli_offload_args {
                                the device timed the nodes) */
 } cli_offload_args;
 
+/* Multi-GPU training (cli/parallel_opts.c): --dp, --zero, --pp ... */
+typedef struct cli_parallel_args {
+    mp_parallel_options po;
+} cli_parallel_args;
+
 typedef struct cli_args {
     int cmd;                       /* CLI_CMD_* */
     int argc;                      /* the command's own argv (argv[0]: its name) */
@@ -273,6 +283,7 @@ typedef struct cli_args {
     /* training, recompute, offload */
     cli_train_args train;
     cli_offload_args offload;
+    cli_parallel_args par;
     /* validate */
     const char *plan, *dump, *weights_dir, *inputs_dir;
     int no_reference, poison, lower_only, step_times;
@@ -385,6 +396,16 @@ void cli_rewrites_print(const cli_rewrites *rw, int all);
 /* The "rebatch" member of --json: from, to and every rewrite. */
 void cli_rewrites_json(const cli_rewrites *rw, mp__jw *w);
 
+/* ---- multi-GPU training (cli/parallel_opts.c) ----------------------------- */
+/* --dp or --pp given: the per-rank plans of training graph g (after
+ * cli_train_prepare), their summary or --json, -o as one plan per
+ * distinct rank. 0 or an exit code (printed). */
+int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
+                      const mp_plan_options *opt);
+/* -o FILE for the distinct rank graph run first by `rank`: FILE with
+ * ".rankR" before its extension (plan.json -> plan.rank0.json). */
+void cli_rank_path(const char *path, uint32_t rank, char *buf, size_t cap);
+
 /* ---- training and recompute (cli/train_opts.c) ---------------------------- */
 /* --attention fused (before cli_train_prepare): an inference graph's
  * attention chains fused in place; the peaks of the plain plans (eager
@@ -437,6 +458,8 @@ void cli_progress_install(mp_ctx *ctx, const cli_args *a);
 /* ---- output ------------------------------------------------------------------ */
 /* "12.3 MiB (12901234 bytes)" or "512 bytes"; buf of at least 64 bytes. */
 const char *cli_size(uint64_t bytes, char *buf, size_t cap);
+/* "12.3 GiB", "512 B": no byte count (progress lines, narrow tables). */
+const char *cli_size_short(uint64_t bytes, char *buf, size_t cap);
 /* The summary's "arena/LB" line; `empty` says why there is no ratio. */
 void cli_print_ratio(uint64_t arena, uint64_t lower_bound, const char *empty);
 

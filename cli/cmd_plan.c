@@ -369,11 +369,15 @@ int cli_cmd_plan(cli_args *a)
     if (a->time_limit > 0)
         a->time_limit = cli_time_left(&t0, a->time_limit);
     cli_plan_options(a, &opt);
-    if (!rc)
+    /* --dp, --pp: the distinct ranks' plans, reported by their own */
+    int ranks = cli_given(a, CLI_O_DP) || cli_given(a, CLI_O_PP);
+    if (!rc && ranks)
+        rc = cli_parallel_plan(ctx, a, g, &opt);
+    else if (!rc)
         rc = cli_make_plan(ctx, a, g, &opt, &plan, 1);
-    if (!rc)
+    if (!rc && !ranks)
         rc = write_outputs(ctx, a, plan, &lints);
-    if (!rc)
+    if (!rc && !ranks)
         rc = report(ctx, a, g, plan, lints, &rw);
     cli_rewrites_free(&rw);
     mp_lints_destroy(lints);

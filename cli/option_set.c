@@ -31,6 +31,7 @@ static const size_t flag_field[CLI_O_COUNT_] = {
     [CLI_O_POISON] = offsetof(cli_args, poison),
     [CLI_O_LOWER_ONLY] = offsetof(cli_args, lower_only),
     [CLI_O_STEP_TIMES] = offsetof(cli_args, step_times),
+    [CLI_O_OFFLOAD_OPTIMIZER] = offsetof(cli_args, par.po.offload_optimizer),
 };
 static const size_t string_field[CLI_O_COUNT_] = {
     [CLI_O_OUTPUT] = offsetof(cli_args, output),
@@ -43,6 +44,8 @@ static const size_t string_field[CLI_O_COUNT_] = {
     [CLI_O_DUMP] = offsetof(cli_args, dump),
     [CLI_O_WEIGHTS] = offsetof(cli_args, weights_dir),
     [CLI_O_INPUTS] = offsetof(cli_args, inputs_dir),
+    [CLI_O_FSDP_UNIT] = offsetof(cli_args, par.po.fsdp_unit),
+    [CLI_O_PP_CUTS] = offsetof(cli_args, par.po.cuts),
 };
 /* Sizes by field. */
 static const size_t size_field[CLI_O_COUNT_] = {
@@ -52,6 +55,7 @@ static const size_t size_field[CLI_O_COUNT_] = {
     [CLI_O_GPU_MEM] = offsetof(cli_args, gpu_mem),
     [CLI_O_CPU_MEM] = offsetof(cli_args, cpu_mem),
     [CLI_O_DISK_MEM] = offsetof(cli_args, disk_mem),
+    [CLI_O_BUCKET_SIZE] = offsetof(cli_args, par.po.bucket_bytes),
 };
 
 static int bad_value(const char *value, const char *name, const char *want)
@@ -206,6 +210,22 @@ static int set_batch(cli_args *a, const char *name, const char *value)
     return 0;
 }
 
+/* a whole number from lo to hi (--zero, --prefetch) */
+static int parse_int_in(const char *name, const char *v, int lo, int hi,
+                        int *out)
+{
+    uint64_t x;
+    if (cli_parse_u64(name, v, &x))
+        return CLI_EXIT_USAGE;
+    if (x < (uint64_t)lo || x > (uint64_t)hi) {
+        cli_error("bad value '%s' for %s: expected %d to %d", v, name, lo,
+                  hi);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (int)x;
+    return 0;
+}
+
 /* the options whose value a library parser reads */
 static int set_named(cli_args *a, int id, const char *name, const char *v)
 {
@@ -242,6 +262,10 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
         st = mp_attention_parse(v, &a->attention);
         a->train.topt.attention = a->attention;
         want = "fused or naive";
+        break;
+    case CLI_O_SCHEDULE:
+        st = mp_pp_schedule_parse(v, &a->par.po.schedule);
+        want = "one of gpipe, 1f1b, interleaved-1f1b";
         break;
     case CLI_O_CONV_MATH:
         st = MP_OK;
@@ -299,6 +323,13 @@ static int set_other(cli_args *a, int id, const char *name, const char *v)
         return parse_bits(name, v, &a->fo.weight_bits);
     case CLI_O_COMPRESS_KV: return parse_bits(name, v, &a->fo.cache_bits);
     case CLI_O_ALPHA: return set_alpha(&a->fo, name, v);
+    case CLI_O_DP: return parse_u32(name, v, &a->par.po.dp);
+    case CLI_O_PP: return parse_u32(name, v, &a->par.po.pp);
+    case CLI_O_MICROBATCHES: return parse_u32(name, v, &a->par.po.microbatches);
+    case CLI_O_VIRTUAL_STAGES:
+        return parse_u32(name, v, &a->par.po.virtual_stages);
+    case CLI_O_ZERO: return parse_int_in(name, v, 0, 3, &a->par.po.zero);
+    case CLI_O_PREFETCH: return parse_int_in(name, v, 0, 2, &a->par.po.prefetch);
     default: return set_named(a, id, name, v);
     }
 }

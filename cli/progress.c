@@ -15,24 +15,6 @@ typedef struct printer {
 
 static printer the_printer;
 
-/* "12.3 GiB", "512 B" */
-static const char *short_size(uint64_t b, char *buf, size_t cap)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB",
-                                       "PiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, cap, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, cap, "%.1f %s", v, unit[u]);
-    return buf;
-}
-
 /* "[  3.2 s] recompute: stage LP  best peak 12.3 GiB  bound 10.1 GiB" */
 static void format_line(const mp_progress *r, char *line, size_t cap)
 {
@@ -43,10 +25,10 @@ static void format_line(const mp_progress *r, char *line, size_t cap)
     if (n > 0 && (size_t)n < cap && r->best_bytes)
         n += snprintf(line + n, cap - (size_t)n, "  %s %s",
                       r->final ? "peak" : "best so far",
-                      short_size(r->best_bytes, b1, sizeof b1));
+                      cli_size_short(r->best_bytes, b1, sizeof b1));
     if (n > 0 && (size_t)n < cap && r->bound_bytes)
         snprintf(line + n, cap - (size_t)n, "  lower bound %s",
-                 short_size(r->bound_bytes, b2, sizeof b2));
+                 cli_size_short(r->bound_bytes, b2, sizeof b2));
 }
 
 static void show(void *user, const mp_progress *r)

@@ -179,6 +179,23 @@ int cli_fail_plan(mp_ctx *ctx, mp_status st, const char *path,
     return CLI_EXIT_INFEASIBLE;
 }
 
+const char *cli_size_short(uint64_t b, char *buf, size_t cap)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB",
+                                       "PiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%llu B", (unsigned long long)b);
+    else
+        snprintf(buf, cap, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
 const char *cli_size(uint64_t bytes, char *buf, size_t cap)
 {
     static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB",

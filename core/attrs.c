@@ -270,3 +270,30 @@ mp_status mp_graph_get_attr_floats(const mp_graph *g, uint32_t node,
     }
     return st;
 }
+
+mp_status mp__node_copy_attrs(mp_graph *g, const mp__node *n, uint32_t id)
+{
+    mp_status st = MP_OK;
+    for (uint32_t a = 0; a < n->n_attrs && !st; a++) {
+        const mp__attr *at = &n->attrs[a];
+        switch (at->type) {
+        case MP__ATTR_INT:
+            st = mp_graph_set_attr_int(g, id, at->name, at->v.i);
+            break;
+        case MP__ATTR_FLOAT:
+            st = mp_graph_set_attr_float(g, id, at->name, at->v.f);
+            break;
+        case MP__ATTR_STRING:
+            st = mp_graph_set_attr_string(g, id, at->name, at->v.s);
+            break;
+        case MP__ATTR_INTS:
+            st = mp_graph_set_attr_ints(g, id, at->name, at->v.ints, at->n);
+            break;
+        case MP__ATTR_FLOATS:
+            st = mp_graph_set_attr_floats(g, id, at->name, at->v.floats,
+                                          at->n);
+            break;
+        }
+    }
+    return st;
+}

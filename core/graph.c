@@ -496,3 +496,26 @@ mp_status mp_graph_rebatch_info(const mp_graph *g, uint32_t i,
                              g->rebatch_from, g->rebatch_to};
     return MP_OK;
 }
+
+mp_status mp__graph_copy_tensor(mp_graph *ng, const mp__tensor *t,
+                                const char *name, uint32_t *id)
+{
+    mp_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name ? name : t->name;
+    d.dtype = (mp_dtype)t->dtype;
+    d.kind = (mp_tensor_kind)t->declared_kind;
+    d.rank = t->rank;
+    d.dims = t->rank > 0 ? t->dims : NULL;
+    if (t->flags & MP__TF_BYTES_GIVEN || t->rank < 0)
+        d.bytes = t->flags & MP__TF_BYTES_GIVEN ? t->bytes : 0;
+    mp_status st = mp_graph_add_tensor(ng, &d, id);
+    /* values: initializers, and what the loader put on a node's output
+     * (a Constant's); folding recomputes the others the same way */
+    if (!st && t->value)
+        st = mp__tensor_set_value(ng->ctx, &ng->tensors[*id], t->value,
+                                  t->n_value);
+    if (!st)
+        ng->tensors[*id].flags |= t->flags & MP__TF_NO_FOLD;
+    return st;
+}

@@ -210,6 +210,11 @@ enum {
  * read only weights and constants are (core/ops/finalize.c), and so is
  * the shape arithmetic that follows it. */
 #define MP__OPF_SHAPE_READ ((uint64_t)1 << 51)
+/* A collective of a multi-GPU rank's graph (planner/parallel.c:
+ * AllReduce, AllGather, ReduceScatter, Send, Recv): its outputs are
+ * communication buffers (mp_rank_breakdown.comm_bytes), never folded
+ * into constants (an all-gather of persistent shards runs every step). */
+#define MP__OPF_COLLECTIVE ((uint64_t)1 << 52)
 /* Autocast class (planner/train.c, bf16-mixed and 16-mixed), as
  * torch.autocast's CUDA lists place the op, kept in the registry entry's
  * flags as MP__OPF_AMP(class):
@@ -509,6 +514,15 @@ static inline bool mp__tensor_bview(const mp_graph *g, uint32_t t)
  * a hash lookup above MP__ATTR_INDEX_MIN. */
 #define MP__ATTR_INDEX_MIN 8u
 const mp__attr *mp__node_attr(const mp__node *n, const char *name);
+/* Sets every attribute of n (of another graph) on node id of g, in n's
+ * order (core/attrs.c). */
+mp_status mp__node_copy_attrs(struct mp_graph *g, const mp__node *n,
+                              uint32_t id);
+/* Adds to ng a copy of tensor t of another graph (core/graph.c): its
+ * name (or `name` when not NULL), dtype, declared kind, shape, bytes when
+ * given, known value and the no-fold mark; not its output mark. */
+mp_status mp__graph_copy_tensor(struct mp_graph *ng, const mp__tensor *t,
+                                const char *name, uint32_t *id);
 
 /* ---- tensors (core/tensor.c) --------------------------------------------- */
 /* Every input of node n stored in root r reads all of r as it is laid

@@ -27,4 +27,17 @@ mp_status mp__plan_refit(mp_plan *p, const mp_plan_options *opt,
  * the run has proven none; nothing for NULL. */
 void mp__plan_progress(const mp_plan *p);
 
+/* Marks the backward nodes of a finalized training graph that are
+ * pointwise (mp__node.bwd_pointwise set by the builder, kept where one
+ * output the size of every arena input; planner/train.c). */
+void mp__mark_pointwise_backward(mp_graph *g);
+
+/* What node v of a training graph made by mp_train_graph (planner/
+ * train.c, whose names say it) differentiates or updates: the forward
+ * node it is the backward of (NAME/grad, NAME/grad_w, NAME/grad_passK,
+ * loss/grad), or MP_NONE with *tensor the forward tensor whose gradient
+ * it accumulates (d/X#sumK) or the weight it steps (opt/W); MP_NONE and
+ * *tensor MP_NONE for other nodes. */
+uint32_t mp__train_source(const mp_graph *t, uint32_t v, uint32_t *tensor);
+
 #endif /* MP__PLANNER_H */

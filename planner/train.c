@@ -3,6 +3,7 @@
  * (MP__OP_BWD). docs/training.md describes what is built and counted. */
 #include "sched.h"
 #include "ops.h"
+#include "planner.h"
 #include "cost.h"
 
 #include <stdio.h>
@@ -208,33 +209,6 @@ static mp_status add_shaped(syn *S, const char *name, mp_dtype dt, int rank,
     d.rank = rank;
     d.dims = dims;
     return mp_graph_add_tensor(S->g, &d, id);
-}
-
-static mp_status copy_attrs(syn *S, const mp__node *n, uint32_t id)
-{
-    mp_status st = MP_OK;
-    for (uint32_t a = 0; a < n->n_attrs && !st; a++) {
-        const mp__attr *at = &n->attrs[a];
-        switch (at->type) {
-        case MP__ATTR_INT:
-            st = mp_graph_set_attr_int(S->g, id, at->name, at->v.i);
-            break;
-        case MP__ATTR_FLOAT:
-            st = mp_graph_set_attr_float(S->g, id, at->name, at->v.f);
-            break;
-        case MP__ATTR_STRING:
-            st = mp_graph_set_attr_string(S->g, id, at->name, at->v.s);
-            break;
-        case MP__ATTR_INTS:
-            st = mp_graph_set_attr_ints(S->g, id, at->name, at->v.ints, at->n);
-            break;
-        case MP__ATTR_FLOATS:
-            st = mp_graph_set_attr_floats(S->g, id, at->name, at->v.floats,
-                                          at->n);
-            break;
-        }
-    }
-    return st;
 }
 
 static uint64_t tbytes(const mp_graph *g, uint32_t t)
@@ -811,7 +785,7 @@ static mp_status weight_cast(syn *S, uint32_t x, uint8_t to, uint32_t *copy)
                            &S->wcast[x])) ||
             (st = add_node(S, S->name, tr->op, tr->domain, &wc, 1,
                            &S->wcast[x], 1, MP_PHASE_FORWARD, &id)) ||
-            (st = copy_attrs(S, tr, id)) || (st = set_cost(S, id, 0)))
+            (st = mp__node_copy_attrs(S->g, tr, id)) || (st = set_cost(S, id, 0)))
             return st;
     } else if (S->wcast[x] == MP_NONE) {
         snprintf(S->name, sizeof S->name, "%s/autocast", tx->name);
@@ -1048,7 +1022,7 @@ static mp_status add_forward_node(syn *S, uint32_t v)
                        S->buf_out, nout, MP_PHASE_FORWARD, &id)))
         return st;
     S->nmap[v] = id;
-    if ((st = copy_attrs(S, n, id)) || (st = copy_forward_cost(S, v, id)))
+    if ((st = mp__node_copy_attrs(S->g, n, id)) || (st = copy_forward_cost(S, v, id)))
         return st;
     S->B.n_forward++;
     return MP_OK;
@@ -1334,7 +1308,7 @@ static mp_status add_grad_nodes(syn *S, uint32_t v, const char *op,
         if (gm) {
             /* the forward node's attributes (axis, transA, ...) and
              * domain, then what its inputs and outputs are */
-            if ((st = copy_attrs(S, n, id)) ||
+            if ((st = mp__node_copy_attrs(S->g, n, id)) ||
                 (n->domain && n->domain[0] &&
                  (st = mp_graph_set_attr_string(S->g, id, "grad_domain",
                                                 n->domain))))
@@ -1582,7 +1556,7 @@ static void count_optimizer_bytes(syn *S)
 
 /* A backward node marked pointwise stays so only when every arena
  * input has its output's bytes (no broadcast operand, no reduction). */
-static void mark_pointwise_backward(mp_graph *g)
+void mp__mark_pointwise_backward(mp_graph *g)
 {
     for (uint32_t v = 0; v < g->n_nodes; v++) {
         mp__node *n = &g->nodes[v];
@@ -1623,7 +1597,7 @@ static mp_status synthesize(syn *S)
     if ((st = mp_graph_finalize(S->g)) || (st = time_costed(S)) ||
         (st = count_saved_bytes(S)))
         return st;
-    mark_pointwise_backward(S->g);
+    mp__mark_pointwise_backward(S->g);
     count_optimizer_bytes(S);
     return MP_OK;
 }
@@ -1688,4 +1662,35 @@ mp_status mp_train_graph(const mp_graph *f, const mp_train_options *opt,
         *bd = S.B;
     *out = S.g;
     return MP_OK;
+}
+
+uint32_t mp__train_source(const mp_graph *t, uint32_t v, uint32_t *tensor)
+{
+    const char *n = t->nodes[v].name;
+    uint32_t id;
+    *tensor = MP_NONE;
+    /* "d/X#sumK": the accumulation of forward tensor X's gradient */
+    const char *hash = strrchr(n, '#');
+    if (!strncmp(n, "d/", 2) && hash && !strncmp(hash, "#sum", 4)) {
+        char x[512];
+        snprintf(x, sizeof x, "%.*s", (int)(hash - n - 2), n + 2);
+        if (mp_graph_find_tensor(t, x, &id) == MP_OK)
+            *tensor = id;
+        return MP_NONE;
+    }
+    /* "opt/W": the optimizer step of weight W */
+    if (!strncmp(n, "opt/", 4) &&
+        mp_graph_find_tensor(t, n + 4, &id) == MP_OK) {
+        *tensor = id;
+        return MP_NONE;
+    }
+    /* "X/grad", "X/grad_w", "X/grad_passK": the backward of node X */
+    const char *g = NULL;
+    for (const char *p = strstr(n, "/grad"); p; p = strstr(p + 1, "/grad"))
+        g = p;
+    if (!g)
+        return MP_NONE;
+    char x[512];
+    snprintf(x, sizeof x, "%.*s", (int)(g - n), n);
+    return mp_graph_find_node(t, x, &id) == MP_OK ? id : MP_NONE;
 }

@@ -455,54 +455,6 @@ static bool match(const mp_graph *g, uint32_t s, attn_chain *c)
 }
 
 /* ---- the rewrite ---------------------------------------------------------- */
-static mp_status add_copy_tensor(mp_graph *ng, const mp__tensor *t,
-                                 uint32_t *id)
-{
-    mp_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = t->name;
-    d.dtype = (mp_dtype)t->dtype;
-    d.kind = (mp_tensor_kind)t->declared_kind;
-    d.rank = t->rank;
-    d.dims = t->rank > 0 ? t->dims : NULL;
-    if (t->flags & MP__TF_BYTES_GIVEN || t->rank < 0)
-        d.bytes = t->flags & MP__TF_BYTES_GIVEN ? t->bytes : 0;
-    mp_status st = mp_graph_add_tensor(ng, &d, id);
-    /* values: initializers, and what the loader put on a node's output
-     * (a Constant's); folding recomputes the others the same way */
-    if (!st && t->value)
-        st = mp__tensor_set_value(ng->ctx, &ng->tensors[*id], t->value,
-                                  t->n_value);
-    return st;
-}
-
-static mp_status copy_node_attrs(mp_graph *ng, const mp__node *n, uint32_t id)
-{
-    mp_status st = MP_OK;
-    for (uint32_t a = 0; a < n->n_attrs && !st; a++) {
-        const mp__attr *at = &n->attrs[a];
-        switch (at->type) {
-        case MP__ATTR_INT:
-            st = mp_graph_set_attr_int(ng, id, at->name, at->v.i);
-            break;
-        case MP__ATTR_FLOAT:
-            st = mp_graph_set_attr_float(ng, id, at->name, at->v.f);
-            break;
-        case MP__ATTR_STRING:
-            st = mp_graph_set_attr_string(ng, id, at->name, at->v.s);
-            break;
-        case MP__ATTR_INTS:
-            st = mp_graph_set_attr_ints(ng, id, at->name, at->v.ints, at->n);
-            break;
-        case MP__ATTR_FLOATS:
-            st = mp_graph_set_attr_floats(ng, id, at->name, at->v.floats,
-                                          at->n);
-            break;
-        }
-    }
-    return st;
-}
-
 /* A name for a node (node != 0) or tensor of ng that neither g nor ng
  * has: base, else base_1, base_2, ... */
 static void fresh_name(const mp_graph *g, const mp_graph *ng, int node,
@@ -721,7 +673,7 @@ static mp_status fused_copy(const mp_graph *g, const attn_chain *c,
     for (uint32_t t = 0; t < nt && !st; t++) {
         tmap[t] = MP_NONE;
         if (used[t])
-            st = add_copy_tensor(ng, &g->tensors[t], &tmap[t]);
+            st = mp__graph_copy_tensor(ng, &g->tensors[t], NULL, &tmap[t]);
         if (!st && used[t] && (g->tensors[t].flags & MP__TF_OUTPUT))
             st = mp_graph_mark_output(ng, tmap[t]);
     }
@@ -757,7 +709,7 @@ static mp_status fused_copy(const mp_graph *g, const attn_chain *c,
         st = mp_graph_add_node(ng, &d, &id);
         mp__dealloc(ctx, ib);
         if (!st)
-            st = copy_node_attrs(ng, n, id);
+            st = mp__node_copy_attrs(ng, n, id);
         if (!st && (n->flops >= 0 || n->bytes_moved >= 0 || n->seconds >= 0))
             st = mp_graph_set_node_cost(ng, id, n->flops, n->bytes_moved,
                                         n->seconds);

@@ -474,6 +474,9 @@ static mp_status infer_sizes(mp_graph *g)
         if ((n->def->flags & MP__OPF_SHAPE_READ) && n->n_out == 1 &&
             g->tensors[n->outputs[0]].value)
             all_const = true;
+        /* a collective communicates every step, whatever it reads */
+        if (n->def->flags & MP__OPF_COLLECTIVE)
+            all_const = false;
         if (any ? all_const : (n->def->flags & MP__OPF_CONSTANT) != 0) {
             for (uint32_t o = 0; o < n->n_out; o++) {
                 mp__tensor *out = &g->tensors[n->outputs[o]];

@@ -28,6 +28,9 @@
 #define KX(k, op) MP__OPF_KERNEL(MP__KERNEL_##k, MP__KOP_##op)
 #define KN(k) MP__OPF_KERNEL(MP__KERNEL_##k, 0)
 /* an optimizer step (planner/train.c), run by the SGD kernel's variants */
+/* a collective (planner/parallel.c): data movement, not differentiated */
+#define COLL (MP__OPF_COLLECTIVE | MP__OPF_COST(MP__COST_MOVE) | \
+              MP__OPF_BWD(MP__BWD_NONDIFF))
 #define KOPT(k) MP__OPF_KERNEL(MP__KERNEL_SGD, MP__KOP_OPT_##k)
 
 /* Sorted by (domain, name) in strcmp order for bsearch; checked by a test. */
@@ -242,12 +245,18 @@ static const mp__op_def registry[] = {
     {"Momentum", "ai.onnx.preview.training", 0, mp__shape_optimizer},
     {"Adam", "memplan", KOPT(ADAM), mp__shape_generic},
     {"AdamW", "memplan", KOPT(ADAMW), mp__shape_generic},
+    {"AllGather", "memplan", COLL, mp__shape_generic},
+    {"AllReduce", "memplan", COLL, mp__shape_generic},
     {"ForeachTemp", "memplan", KOPT(FOREACH), mp__shape_generic},
+    {"HostStep", "memplan", MP__OPF_COST(MP__COST_MOVE) | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_generic},
     {"Loss", "memplan", KN(LOSS), mp__shape_generic},
     {"LossGrad", "memplan", KN(LOSS_GRAD), mp__shape_generic},
     {"Momentum", "memplan", KOPT(MOMENTUM), mp__shape_generic},
+    {"Recv", "memplan", COLL, mp__shape_generic},
+    {"ReduceScatter", "memplan", COLL, mp__shape_generic},
     {"SGD", "memplan", KN(SGD), mp__shape_generic},
     {"ScaledDotProductAttention", "memplan", AMP_LOW | KN(ATTENTION) | MP__OPF_T_OPERAND | MP__OPF_STRIDED_IN | MP__OPF_BWD(MP__BWD_SDPA) | MP__OPF_COST(MP__COST_ATTENTION), mp__shape_sdpa},
+    {"Send", "memplan", COLL, mp__shape_generic},
 };
 #define N_OPS (sizeof registry / sizeof registry[0])
 

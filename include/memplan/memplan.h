@@ -21,6 +21,7 @@
  *     memplan/remat.h        recompute under a budget, largest batch
  *     memplan/offload.h      offload under a budget, FlexGen policy search
  *     memplan/train.h        training graphs
+ *     memplan/parallel.h     per-rank graphs of multi-GPU training
  *     memplan/lint.h         static lints, caching-allocator simulation
  *     memplan/report.h       DOT, HTML report, Chrome trace
  *
@@ -67,6 +68,7 @@
 #include "remat.h"
 #include "offload.h"
 #include "train.h"
+#include "parallel.h"
 #include "lint.h"
 #include "report.h"
 

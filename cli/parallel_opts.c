@@ -1,0 +1,219 @@
+/* parallel_opts.c - plan --dp / --zero / --pp: the plans of the distinct
+ * ranks of a multi-GPU training step (memplan/parallel.h), one row each,
+ * --json, and -o as one plan file per distinct rank. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void cli_rank_path(const char *path, uint32_t rank, char *buf, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash) || dot == path ||
+        (slash && dot == slash + 1))
+        snprintf(buf, cap, "%s.rank%u", path, (unsigned)rank);
+    else
+        snprintf(buf, cap, "%.*s.rank%u%s", (int)(dot - path), path,
+                 (unsigned)rank, dot);
+}
+
+/* One distinct rank: its info, plan and breakdown. */
+typedef struct rank_row {
+    mp_rank_info ri;
+    mp_plan *plan;
+    mp_rank_breakdown bd;
+    char file[1024], graph_file[1024];
+} rank_row;
+
+static void step_label(const mp_graph *g, const mp_plan *p, uint32_t s,
+                       char *buf, size_t cap)
+{
+    const mp_step *st = s < mp_plan_num_steps(p) ? &mp_plan_steps(p)[s] : NULL;
+    mp_node_info ni;
+    mp_tensor_info ti;
+    if (!st)
+        snprintf(buf, cap, "-");
+    else if ((st->kind == MP_STEP_COMPUTE || st->kind == MP_STEP_RECOMPUTE) &&
+             mp_graph_node_info(g, st->index, &ni) == MP_OK)
+        snprintf(buf, cap, "%s (%s)", ni.name, ni.op);
+    else if (mp_graph_tensor_info(g, st->index, &ti) == MP_OK)
+        snprintf(buf, cap, "%s %s", mp_step_kind_name(st->kind), ti.name);
+    else
+        snprintf(buf, cap, "?");
+}
+
+static void ranks_label(const mp_rank_info *ri, char *buf, size_t cap)
+{
+    if (ri->n_ranks == 1)
+        snprintf(buf, cap, "%u", (unsigned)ri->first_rank);
+    else
+        snprintf(buf, cap, "%u-%u", (unsigned)ri->first_rank,
+                 (unsigned)(ri->first_rank + ri->n_ranks - 1));
+}
+
+static void print_rows(const cli_args *a, const rank_row *r, uint32_t n,
+                       uint32_t n_ranks)
+{
+    const mp_parallel_options *po = &a->par.po;
+    printf("ranks        %u (dp %u", (unsigned)n_ranks, (unsigned)po->dp);
+    if (po->dp > 1)
+        printf(", ZeRO-%d", po->zero);
+    if (po->pp > 1)
+        printf(", pp %u, %u micro-batches, %s", (unsigned)po->pp,
+               (unsigned)po->microbatches, mp_pp_schedule_name(po->schedule));
+    if (po->offload_optimizer)
+        printf(", optimizer on the host");
+    printf("); %u distinct\n\n", (unsigned)n);
+    printf("%-9s %5s %10s %10s %10s %10s %10s %10s  %s\n", "ranks", "stage",
+           "peak", "params", "grads", "optimizer", "activation", "comm",
+           "peak at");
+    for (uint32_t i = 0; i < n; i++) {
+        char rk[32], b[6][32], st[512], safe[600];
+        const mp_rank_breakdown *d = &r[i].bd;
+        ranks_label(&r[i].ri, rk, sizeof rk);
+        step_label(r[i].ri.graph, r[i].plan, d->peak_step, st, sizeof st);
+        printf("%-9s %5u %10s %10s %10s %10s %10s %10s  step %u: %s\n", rk,
+               (unsigned)r[i].ri.stage,
+               cli_size_short(d->peak_bytes, b[0], sizeof b[0]),
+               cli_size_short(d->param_bytes, b[1], sizeof b[1]),
+               cli_size_short(d->grad_bytes, b[2], sizeof b[2]),
+               cli_size_short(d->optimizer_bytes, b[3], sizeof b[3]),
+               cli_size_short(d->activation_bytes, b[4], sizeof b[4]),
+               cli_size_short(d->comm_bytes, b[5], sizeof b[5]),
+               (unsigned)d->peak_step, cli_safe(st, safe, sizeof safe));
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char b[64];
+        if (r[i].ri.host_bytes)
+            printf("host         stage %u: %s optimizer state\n",
+                   (unsigned)r[i].ri.stage,
+                   cli_size(r[i].ri.host_bytes, b, sizeof b));
+        if (r[i].bd.free_bytes)
+            printf("arena gaps   stage %u: %s free at the peak step\n",
+                   (unsigned)r[i].ri.stage,
+                   cli_size(r[i].bd.free_bytes, b, sizeof b));
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (r[i].file[0])
+            printf("%sranks from %u: plan written to %s, graph to %s\n",
+                   i ? "" : "\n", (unsigned)r[i].ri.first_rank, r[i].file,
+                   r[i].graph_file);
+}
+
+static int print_json(mp_ctx *ctx, const cli_args *a, const rank_row *r,
+                      uint32_t n, uint32_t n_ranks)
+{
+    const mp_parallel_options *po = &a->par.po;
+    mp__jw w;
+    cli_json_begin(&w, ctx);
+    cli_json_object(&w, "parallel");
+    cli_json_int(&w, "ranks", n_ranks);
+    cli_json_int(&w, "dp", po->dp);
+    cli_json_int(&w, "zero", po->zero);
+    cli_json_u64(&w, "bucket_bytes", po->bucket_bytes);
+    cli_json_int(&w, "pp", po->pp);
+    cli_json_int(&w, "microbatches", po->microbatches);
+    cli_json_str(&w, "schedule", mp_pp_schedule_name(po->schedule));
+    cli_json_int(&w, "offload_optimizer", po->offload_optimizer);
+    mp__jw_end(&w);
+    mp__jw_key(&w, "distinct_ranks");
+    mp__jw_array(&w, true);
+    for (uint32_t i = 0; i < n; i++) {
+        const mp_rank_breakdown *d = &r[i].bd;
+        const mp_figures *f = mp_plan_figures(r[i].plan);
+        char st[512];
+        cli_json_object(&w, NULL);
+        cli_json_int(&w, "first_rank", r[i].ri.first_rank);
+        cli_json_int(&w, "n_ranks", r[i].ri.n_ranks);
+        cli_json_int(&w, "stage", r[i].ri.stage);
+        cli_json_int(&w, "in_flight", r[i].ri.in_flight);
+        cli_json_int(&w, "collectives", r[i].ri.n_collectives);
+        cli_json_int(&w, "nodes", mp_graph_num_nodes(r[i].ri.graph));
+        step_label(r[i].ri.graph, r[i].plan, d->peak_step, st, sizeof st);
+        cli_json_int(&w, "peak_step", d->peak_step);
+        cli_json_str(&w, "peak_step_action", st);
+        const cli_json_size sizes[] = {
+            {"peak_bytes", d->peak_bytes},
+            {"param_bytes", d->param_bytes},
+            {"grad_bytes", d->grad_bytes},
+            {"optimizer_bytes", d->optimizer_bytes},
+            {"activation_bytes", d->activation_bytes},
+            {"comm_bytes", d->comm_bytes},
+            {"free_bytes", d->free_bytes},
+            {"arena_bytes", f->arena_bytes},
+            {"persistent_bytes", f->persistent_bytes},
+            {"host_bytes", r[i].ri.host_bytes},
+        };
+        cli_json_sizes(&w, sizes, sizeof sizes / sizeof sizes[0]);
+        if (r[i].file[0])
+        {
+            cli_json_str(&w, "plan_file", r[i].file);
+            cli_json_str(&w, "graph_file", r[i].graph_file);
+        }
+        mp__jw_end(&w);
+    }
+    mp__jw_end(&w);
+    cli_train_json(&a->train, &w);
+    return cli_json_print(&w);
+}
+
+/* Plans, verifies and breaks down distinct rank i; writes its plan with
+ * -o. 0 or an exit code (printed). */
+static int plan_rank(mp_ctx *ctx, const cli_args *a, mp_parallel *par,
+                     uint32_t i, const mp_plan_options *opt, rank_row *r)
+{
+    mp_status st;
+    if ((st = mp_parallel_rank_info(par, i, &r->ri)) ||
+        (st = mp_plan_create(r->ri.graph, opt, &r->plan)))
+        return cli_fail(ctx, st, a->pos[0]);
+    if ((st = mp_verify_plan(r->ri.graph, r->plan)) != MP_OK)
+        return cli_fail(ctx, st, a->pos[0]);
+    if ((st = mp_parallel_breakdown(par, i, r->plan, &r->bd)))
+        return cli_fail(ctx, st, a->pos[0]);
+    if (a->output) {
+        /* the plan, and the rank's graph it was made for (what memplan
+         * verify replays it against): plan.rank0.json and
+         * plan.rank0.graph.json */
+        cli_rank_path(a->output, r->ri.first_rank, r->file, sizeof r->file);
+        snprintf(r->graph_file, sizeof r->graph_file, "%s", r->file);
+        char *dot = strrchr(r->graph_file, '.');
+        size_t at = dot && dot > strrchr(r->graph_file, '/')
+                        ? (size_t)(dot - r->graph_file)
+                        : strlen(r->graph_file);
+        snprintf(r->graph_file + at, sizeof r->graph_file - at,
+                 ".graph.json");
+        if ((st = mp_plan_save_json(r->plan, r->file)))
+            return cli_fail(ctx, st, r->file);
+        if ((st = mp_graph_save_json(r->ri.graph, r->graph_file)))
+            return cli_fail(ctx, st, r->graph_file);
+    }
+    return 0;
+}
+
+int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
+                      const mp_plan_options *opt)
+{
+    if (!cli_given(a, CLI_O_MICROBATCHES))
+        a->par.po.microbatches = a->par.po.pp;
+    mp_parallel *par = NULL;
+    mp_status st = mp_parallel_create(g, &a->par.po, &par);
+    if (st)
+        return cli_fail(ctx, st, a->pos[0]);
+    uint32_t n = mp_parallel_num_distinct(par);
+    rank_row *r = calloc(n ? n : 1, sizeof *r);
+    int rc = r ? 0 : CLI_EXIT_INTERNAL;
+    if (!r)
+        cli_error("out of memory");
+    for (uint32_t i = 0; i < n && !rc; i++)
+        rc = plan_rank(ctx, a, par, i, opt, &r[i]);
+    if (!rc && a->json)
+        rc = print_json(ctx, a, r, n, mp_parallel_num_ranks(par));
+    else if (!rc)
+        print_rows(a, r, n, mp_parallel_num_ranks(par));
+    for (uint32_t i = 0; r && i < n; i++)
+        mp_plan_destroy(r[i].plan);
+    free(r);
+    mp_parallel_destroy(par);
+    return rc;
+}
