@@ -9,6 +9,42 @@
 #include <string.h>
 
 #ifdef MP_WITH_CUDA
+/* Times benchmark b with operands of dtype dt into *t (left as it is
+ * when the executor has no kernel for it), its FLOPs into *flops (may be
+ * NULL); 0 or an exit code (printed). */
+static int time_bench(mp_ctx *ctx, mpv_cal_gpu *g, int reps,
+                      const mpv_cal_bench *b, mp_dtype dt, double *t,
+                      double *flops)
+{
+    const char *tag = dt == MP_DTYPE_FLOAT32 ? "" : " (bf16)";
+    char why[256];
+    mpv_cal_case c;
+    mp_status st = mpv_cal_case_make_dt(ctx, b, dt, &c);
+    if (st)
+        return cli_fail(ctx, st, b->name);
+    if (flops)
+        *flops = c.flops;
+    const char *synth = mpv_cal_case_synthetic(&c);
+    int rc = 0;
+    if (synth) {
+        fprintf(stderr, "calibrate: %-22s%s the executor has no kernel for "
+                "it (%s); not measured\n", b->name, tag, synth);
+    } else if (mpv_cal_time_program(g, c.prog, c.timed, reps, t, why,
+                                    sizeof why)) {
+        cli_error("calibrate: %s%s: %s", b->name, tag, why);
+        rc = CLI_EXIT_INTERNAL;
+    } else if (b->kind == MPV_CB_GEMM || b->kind == MPV_CB_CONV ||
+               b->kind == MPV_CB_ATTENTION) {
+        fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s%s\n",
+                b->name, *t * 1e3, c.flops / *t / 1e12, tag);
+    } else {
+        fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.1f GB/s%s\n",
+                b->name, *t * 1e3, c.bytes / *t / 1e9, tag);
+    }
+    mpv_cal_case_free(&c);
+    return rc;
+}
+
 /* Times every benchmark into m; 0 or an exit code (printed). */
 static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
 {
@@ -36,68 +72,26 @@ static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
     mpv_cal_case_free(&lc);
     for (size_t i = 0; i < mpv_cal_n_benches; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
-        mpv_cal_case c;
-        mp_status st = mpv_cal_case_make(ctx, b, &c);
-        if (st)
-            return cli_fail(ctx, st, b->name);
-        const char *synth = mpv_cal_case_synthetic(&c);
-        if (synth) {
-            fprintf(stderr, "calibrate: %-22s the executor has no kernel for "
-                    "it (%s); not measured\n", b->name, synth);
-        } else if (mpv_cal_time_program(g, c.prog, c.timed, m->reps,
-                                        &m->bench_s[i], why, sizeof why)) {
-            mpv_cal_case_free(&c);
-            cli_error("calibrate: %s: %s", b->name, why);
-            return CLI_EXIT_INTERNAL;
-        } else if (b->kind == MPV_CB_GEMM || b->kind == MPV_CB_CONV ||
-                   b->kind == MPV_CB_ATTENTION) {
-            fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s\n",
-                    b->name, m->bench_s[i] * 1e3,
-                    c.flops / m->bench_s[i] / 1e12);
-        } else {
-            fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.1f GB/s\n",
-                    b->name, m->bench_s[i] * 1e3,
-                    c.bytes / m->bench_s[i] / 1e9);
-        }
-        if (b->kind == MPV_CB_CONV || b->kind == MPV_CB_ATTENTION) {
-            /* the same benchmark in bfloat16, on the executor's kernels */
-            mpv_cal_case c16;
-            if ((st = mpv_cal_case_make_dt(ctx, b, MP_DTYPE_BFLOAT16,
-                                           &c16))) {
-                mpv_cal_case_free(&c);
-                return cli_fail(ctx, st, b->name);
-            }
-            synth = mpv_cal_case_synthetic(&c16);
-            if (synth) {
-                fprintf(stderr, "calibrate: %-22s (bf16) the executor has no "
-                        "kernel for it (%s); not measured\n", b->name,
-                        synth);
-            } else if (mpv_cal_time_program(g, c16.prog, c16.timed, m->reps,
-                                            &m->bench16_s[i], why,
-                                            sizeof why)) {
-                mpv_cal_case_free(&c16);
-                mpv_cal_case_free(&c);
-                cli_error("calibrate: %s (bf16): %s", b->name, why);
-                return CLI_EXIT_INTERNAL;
-            } else {
-                fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s "
-                        "(bf16)\n", b->name, m->bench16_s[i] * 1e3,
-                        c16.flops / m->bench16_s[i] / 1e12);
-            }
-            mpv_cal_case_free(&c16);
-        }
+        double flops = 0;
+        int rc = time_bench(ctx, g, m->reps, b, MP_DTYPE_FLOAT32,
+                            &m->bench_s[i], &flops);
+        /* bfloat16: convolutions and attention on the executor's
+         * kernels, GEMMs on cublasGemmEx */
+        if (!rc && (b->kind == MPV_CB_CONV || b->kind == MPV_CB_ATTENTION))
+            rc = time_bench(ctx, g, m->reps, b, MP_DTYPE_BFLOAT16,
+                            &m->bench16_s[i], NULL);
+        if (rc)
+            return rc;
         if (b->kind == MPV_CB_GEMM) {
             if (mpv_cal_time_gemm16(g, b->a[0], b->a[1], b->a[2], m->reps,
                                     &m->bench16_s[i], why, sizeof why)) {
-                mpv_cal_case_free(&c);
                 cli_error("calibrate: %s (bf16): %s", b->name, why);
                 return CLI_EXIT_INTERNAL;
             }
             fprintf(stderr, "calibrate: %-22s %9.3f ms  %7.2f TFLOP/s "
                     "(bf16, cublasGemmEx)\n", b->name,
-                    m->bench16_s[i] * 1e3, c.flops / m->bench16_s[i] / 1e12);
+                    m->bench16_s[i] * 1e3, flops / m->bench16_s[i] / 1e12);
         }
-        mpv_cal_case_free(&c);
     }
     return 0;
 }

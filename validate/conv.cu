@@ -492,10 +492,7 @@ const char *mpv_dnn_run(mpv_dnn *d, uint32_t index, const mpv_launch *l,
     if (g.stage) { // bfloat16 into the workspace's start, then widened
         char *ws = (char *)io->ws;
         DK(dnn_pass(d->h, k, g, k.algo, a, b, ws, ws + g.stage, k.ws));
-        int64_t n = g.pass == MPV_CONV_BWD_FILTER
-                        ? g.m * (g.c / g.g) * g.kh * g.kw
-                        : g.n * (g.pass == MPV_CONV_FWD ? g.m * g.oh * g.ow
-                                                        : g.c * g.h * g.w);
+        int64_t n = (int64_t)(io->out_bytes[l->out] / sizeof(float));
         k_widen<<<blocks(n), TPB, 0, s>>>((const __nv_bfloat16 *)ws,
                                           (float *)out, n);
         return launch_check();

@@ -47,7 +47,7 @@ struct run_ctx {
     cudaStream_t s, cs;
     cublasHandle_t h;
     mpv_dnn *dnn;  // cuDNN (convolution passes), NULL when none
-    bool nan_trace = false; // MEMPLAN_NAN_TRACE (nan_trace)
+    int nan_trace = 0; // MEMPLAN_NAN_TRACE: 1 set, 2 "hash" (nan_trace)
     unsigned char *weights, *ws, *arena;
     std::vector<unsigned char> hweights;
     std::vector<std::vector<unsigned char>> hinputs;
@@ -245,7 +245,7 @@ void nan_trace(const run_ctx &c, const mpv_step &ps,
                const run_ctx::step_io &si)
 {
     static int shown = 0;
-    const bool hash = strcmp(getenv("MEMPLAN_NAN_TRACE"), "hash") == 0;
+    const bool hash = c.nan_trace == 2;
     if ((!hash && shown >= 20) || cudaStreamSynchronize(c.s) != cudaSuccess)
         return;
     mp_node_info ni;
@@ -730,7 +730,8 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
     run_ctx c;
     c.p = p;
     c.o = o;
-    c.nan_trace = getenv("MEMPLAN_NAN_TRACE") != NULL;
+    const char *nt = getenv("MEMPLAN_NAN_TRACE");
+    c.nan_trace = !nt ? 0 : strcmp(nt, "hash") == 0 ? 2 : 1;
     c.r = r;
     c.weights = c.ws = c.arena = NULL;
     c.dnn = NULL;
