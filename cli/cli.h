@@ -140,7 +140,7 @@ enum {
     /* multi-GPU training (cli/parallel_opts.c) */
     CLI_O_DP, CLI_O_ZERO, CLI_O_BUCKET_SIZE, CLI_O_FSDP_UNIT, CLI_O_PREFETCH,
     CLI_O_OFFLOAD_OPTIMIZER, CLI_O_PP, CLI_O_MICROBATCHES, CLI_O_SCHEDULE,
-    CLI_O_VIRTUAL_STAGES, CLI_O_PP_CUTS,
+    CLI_O_VIRTUAL_STAGES, CLI_O_PP_CUTS, CLI_O_RANK,
     /* offload */
     CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
     /* validate */
@@ -249,6 +249,7 @@ typedef struct cli_offload_args {
 /* Multi-GPU training (cli/parallel_opts.c): --dp, --zero, --pp ... */
 typedef struct cli_parallel_args {
     mp_parallel_options po;
+    uint32_t rank;                 /* validate --rank */
 } cli_parallel_args;
 
 typedef struct cli_args {
@@ -405,6 +406,11 @@ int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
 /* -o FILE for the distinct rank graph run first by `rank`: FILE with
  * ".rankR" before its extension (plan.json -> plan.rank0.json). */
 void cli_rank_path(const char *path, uint32_t rank, char *buf, size_t cap);
+/* validate --dp/--pp --rank R: the graph rank R executes (*par owns it;
+ * destroy *par after its plans), its info in *ri. Refuses --rank without
+ * --dp or --pp, and a rank out of range. 0 or an exit code (printed). */
+int cli_parallel_rank_graph(mp_ctx *ctx, cli_args *a, const mp_graph *g,
+                            mp_parallel **par, mp_rank_info *ri);
 
 /* ---- training and recompute (cli/train_opts.c) ---------------------------- */
 /* --attention fused (before cli_train_prepare): an inference graph's

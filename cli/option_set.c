@@ -325,6 +325,12 @@ static int set_other(cli_args *a, int id, const char *name, const char *v)
     case CLI_O_ALPHA: return set_alpha(&a->fo, name, v);
     case CLI_O_DP: return parse_u32(name, v, &a->par.po.dp);
     case CLI_O_PP: return parse_u32(name, v, &a->par.po.pp);
+    case CLI_O_RANK: {
+        int r = 0;
+        int rc = parse_int_in(name, v, 0, 1 << 24, &r);
+        a->par.rank = (uint32_t)r;
+        return rc;
+    }
     case CLI_O_MICROBATCHES: return parse_u32(name, v, &a->par.po.microbatches);
     case CLI_O_VIRTUAL_STAGES:
         return parse_u32(name, v, &a->par.po.virtual_stages);

@@ -275,60 +275,78 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "arena tensors scale with the batch, weights do not",
         NULL, NULL, 0},
 
-    [CLI_O_DP] = {"dp", 0, "N", C_PLAN, G_PAR, NULL, NULL,
+    [CLI_O_DP] = {"dp", 0, "N", C_PLANS, G_PAR, NULL, NULL,
         "with --train: plan one rank of N data-parallel ranks. Prints one row "
         "per distinct rank (peak; parameters, gradients, optimizer state, "
         "activations, communication buffers at the peak; the peak step); -o "
         "FILE writes one plan per distinct rank, FILE with .rankR before its "
         "extension (plan.json: plan.rank0.json, R its first rank)",
-        NULL, NULL, 0},
-    [CLI_O_ZERO] = {"zero", 0, "K", C_PLAN, G_PAR, "0", NULL,
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "with --train: run the plan of one rank (--rank) of N "
+             "data-parallel ranks on this GPU, each collective a local copy "
+             "of the same buffers (docs/distributed.md)"},
+            {0, NULL, NULL, NULL}}, NULL, 0},
+    [CLI_O_ZERO] = {"zero", 0, "K", C_PLANS, G_PAR, "0", NULL,
         "with --dp: ZeRO stage. 0: DDP (gradients all-reduced in buckets); "
         "1: optimizer state sharded (ceil(n/N) elements per rank); 2: "
         "gradients reduce-scattered too; 3: parameters sharded too (FSDP "
         "full sharding: a unit's parameters all-gathered before use in "
         "forward and in backward, freed after)",
         NULL, NULL, 0},
-    [CLI_O_BUCKET_SIZE] = {"bucket-size", 0, "SIZE", C_PLAN, G_PAR, "25MiB",
+    [CLI_O_BUCKET_SIZE] = {"bucket-size", 0, "SIZE", C_PLANS, G_PAR, "25MiB",
         NULL,
         "with --dp and --zero 0-2: gradient bucket cap (DDP's bucket_cap_mb)",
         NULL, NULL, 0},
-    [CLI_O_FSDP_UNIT] = {"fsdp-unit", 0, "PREFIX|layer", C_PLAN, G_PAR,
+    [CLI_O_FSDP_UNIT] = {"fsdp-unit", 0, "PREFIX|layer", C_PLANS, G_PAR,
         "layer", NULL,
         "with --zero 3: the units gathered together. layer: a parameter's "
         "name up to its first number (h.3.attn.w: h.3); PREFIX: that prefix "
         "and the next name component; the rest form the unit root",
         NULL, NULL, 0},
-    [CLI_O_PREFETCH] = {"prefetch", 0, "P", C_PLAN, G_PAR, "1", NULL,
+    [CLI_O_PREFETCH] = {"prefetch", 0, "P", C_PLANS, G_PAR, "1", NULL,
         "with --zero 3: units all-gathered ahead of the one in use: 0, 1 or 2",
         NULL, NULL, 0},
-    [CLI_O_OFFLOAD_OPTIMIZER] = {"offload-optimizer", 0, NULL, C_PLAN, G_PAR,
+    [CLI_O_OFFLOAD_OPTIMIZER] = {"offload-optimizer", 0, NULL, C_PLANS, G_PAR,
         NULL, NULL,
         "with --dp or --pp: the optimizer state and step on the host "
         "(ZeRO-Offload): not in device memory; the host bytes are reported",
         NULL, NULL, 0},
-    [CLI_O_PP] = {"pp", 0, "N", C_PLAN, G_PAR, NULL, NULL,
+    [CLI_O_PP] = {"pp", 0, "N", C_PLANS, G_PAR, NULL, NULL,
         "with --train: N pipeline stages (ranks = dp x N), each stage's plan "
         "holding the activations of the micro-batches its schedule keeps in "
         "flight, with Send/Recv buffers",
-        NULL, NULL, 0},
-    [CLI_O_MICROBATCHES] = {"microbatches", 0, "M", C_PLAN, G_PAR, NULL,
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "with --train: N pipeline stages; --rank chooses the stage whose "
+             "plan runs on this GPU (Send reads its buffer, Recv fills its "
+             "own)"},
+            {0, NULL, NULL, NULL}}, NULL, 0},
+    [CLI_O_MICROBATCHES] = {"microbatches", 0, "M", C_PLANS, G_PAR, NULL,
         "the --pp value",
         "with --pp: micro-batches per step (at least --pp); the model's batch "
         "is one micro-batch",
         NULL, NULL, 0},
-    [CLI_O_SCHEDULE] = {"schedule", 0, "S", C_PLAN, G_PAR, "1f1b", NULL,
+    [CLI_O_SCHEDULE] = {"schedule", 0, "S", C_PLANS, G_PAR, "1f1b", NULL,
         "with --pp: gpipe (every stage holds M micro-batches), 1f1b (stage s "
         "of p holds p-s) or interleaved-1f1b",
         NULL, NULL, 0},
-    [CLI_O_VIRTUAL_STAGES] = {"virtual-stages", 0, "V", C_PLAN, G_PAR, "2",
+    [CLI_O_VIRTUAL_STAGES] = {"virtual-stages", 0, "V", C_PLANS, G_PAR, "2",
         NULL,
         "with --schedule interleaved-1f1b: model chunks per rank",
         NULL, NULL, 0},
-    [CLI_O_PP_CUTS] = {"pp-cuts", 0, "NODES", C_PLAN, G_PAR, NULL,
+    [CLI_O_PP_CUTS] = {"pp-cuts", 0, "NODES", C_PLANS, G_PAR, NULL,
         "balanced by memory",
         "with --pp: N-1 forward node names, comma separated, each the last "
         "node of a stage",
+        NULL, NULL, 0},
+    [CLI_O_RANK] = {"rank", 0, "R", C_VALIDATE, G_PAR, "0", NULL,
+        "with --dp or --pp: the rank whose plan runs (ranks are numbered "
+        "stage x dp + data-parallel index); its collectives run as local "
+        "operations on the same buffers: an all-reduce copies its gradients "
+        "into the bucket, a reduce-scatter copies rank R's slice, an "
+        "all-gather copies the shard into each slice, Send reads, Recv "
+        "fills; the memory measured is what the rank holds in a real run",
         NULL, NULL, 0},
     [CLI_O_OFFLOAD] = {"offload", 0, NULL, C_PLANS, G_OFFLOAD, NULL, NULL,
         "move idle tensors to host memory (OFFLOAD / PREFETCH steps) to fit "
@@ -468,31 +486,31 @@ const cli_rule cli_rules[] = {
      "it chooses what the training step that --train plans trains"},
     {C_PLANS, CLI_O_SAVE, CLI_O_TRAIN, 1,
      "it chooses what the backward pass of --train keeps"},
-    {C_PLAN, CLI_O_DP, CLI_O_TRAIN, 1,
+    {C_PLANS, CLI_O_DP, CLI_O_TRAIN, 1,
      "data parallelism splits the training step that --train plans"},
-    {C_PLAN, CLI_O_PP, CLI_O_TRAIN, 1,
+    {C_PLANS, CLI_O_PP, CLI_O_TRAIN, 1,
      "pipeline stages split the training step that --train plans"},
-    {C_PLAN, CLI_O_ZERO, CLI_O_DP, 1,
+    {C_PLANS, CLI_O_ZERO, CLI_O_DP, 1,
      "ZeRO shards across data-parallel ranks: give --dp N"},
-    {C_PLAN, CLI_O_BUCKET_SIZE, CLI_O_DP, 1,
+    {C_PLANS, CLI_O_BUCKET_SIZE, CLI_O_DP, 1,
      "buckets hold the gradients reduced across data-parallel ranks: give "
      "--dp N"},
-    {C_PLAN, CLI_O_FSDP_UNIT, CLI_O_ZERO, 1,
+    {C_PLANS, CLI_O_FSDP_UNIT, CLI_O_ZERO, 1,
      "units are what ZeRO-3 gathers: give --dp N --zero 3"},
-    {C_PLAN, CLI_O_PREFETCH, CLI_O_ZERO, 1,
+    {C_PLANS, CLI_O_PREFETCH, CLI_O_ZERO, 1,
      "prefetch gathers ZeRO-3's next units: give --dp N --zero 3"},
-    {C_PLAN, CLI_O_MICROBATCHES, CLI_O_PP, 1,
+    {C_PLANS, CLI_O_MICROBATCHES, CLI_O_PP, 1,
      "micro-batches are what pipeline stages run: give --pp N"},
-    {C_PLAN, CLI_O_SCHEDULE, CLI_O_PP, 1,
+    {C_PLANS, CLI_O_SCHEDULE, CLI_O_PP, 1,
      "the schedule orders pipeline stages: give --pp N"},
-    {C_PLAN, CLI_O_VIRTUAL_STAGES, CLI_O_SCHEDULE, 1,
+    {C_PLANS, CLI_O_VIRTUAL_STAGES, CLI_O_SCHEDULE, 1,
      "virtual stages are interleaved 1F1B's: give --pp N --schedule "
      "interleaved-1f1b"},
-    {C_PLAN, CLI_O_PP_CUTS, CLI_O_PP, 1,
+    {C_PLANS, CLI_O_PP_CUTS, CLI_O_PP, 1,
      "cut points split pipeline stages: give --pp N"},
-    {C_PLAN, CLI_O_DP, CLI_O_BUDGET, 0,
+    {C_PLANS, CLI_O_DP, CLI_O_BUDGET, 0,
      "per-rank plans are not made under a budget yet"},
-    {C_PLAN, CLI_O_PP, CLI_O_BUDGET, 0,
+    {C_PLANS, CLI_O_PP, CLI_O_BUDGET, 0,
      "per-rank plans are not made under a budget yet"},
     {C_PLANS, CLI_O_SOLVER, CLI_O_BUDGET, 1,
      "it chooses how recompute fits the budget"},

@@ -191,15 +191,50 @@ static int plan_rank(mp_ctx *ctx, const cli_args *a, mp_parallel *par,
     return 0;
 }
 
-int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
-                      const mp_plan_options *opt)
+/* The ranks of --dp/--pp (micro-batches default to --pp). 0 or an exit
+ * code (printed). */
+static int make_parallel(mp_ctx *ctx, cli_args *a, const mp_graph *g,
+                         mp_parallel **par)
 {
     if (!cli_given(a, CLI_O_MICROBATCHES))
         a->par.po.microbatches = a->par.po.pp;
+    *par = NULL;
+    mp_status st = mp_parallel_create(g, &a->par.po, par);
+    return st ? cli_fail(ctx, st, a->pos[0]) : 0;
+}
+
+int cli_parallel_rank_graph(mp_ctx *ctx, cli_args *a, const mp_graph *g,
+                            mp_parallel **par, mp_rank_info *ri)
+{
+    *par = NULL;
+    if (!cli_given(a, CLI_O_DP) && !cli_given(a, CLI_O_PP)) {
+        cli_error("--rank chooses one of the ranks of --dp N or --pp N: "
+                  "give one of them (with --train)");
+        return CLI_EXIT_USAGE;
+    }
+    int rc = make_parallel(ctx, a, g, par);
+    if (rc)
+        return rc;
+    uint32_t n = mp_parallel_num_ranks(*par);
+    if (a->par.rank >= n) {
+        cli_error("--rank %u: this job has %u ranks (dp %u x pp %u): give "
+                  "--rank 0 to %u", (unsigned)a->par.rank, (unsigned)n,
+                  (unsigned)a->par.po.dp, (unsigned)a->par.po.pp,
+                  (unsigned)(n - 1));
+        return CLI_EXIT_USAGE;
+    }
+    mp_status st = mp_parallel_rank_info(
+        *par, mp_parallel_distinct_of(*par, a->par.rank), ri);
+    return st ? cli_fail(ctx, st, a->pos[0]) : 0;
+}
+
+int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
+                      const mp_plan_options *opt)
+{
     mp_parallel *par = NULL;
-    mp_status st = mp_parallel_create(g, &a->par.po, &par);
-    if (st)
-        return cli_fail(ctx, st, a->pos[0]);
+    int rc0 = make_parallel(ctx, a, g, &par);
+    if (rc0)
+        return rc0;
     uint32_t n = mp_parallel_num_distinct(par);
     rank_row *r = calloc(n ? n : 1, sizeof *r);
     int rc = r ? 0 : CLI_EXIT_INTERNAL;

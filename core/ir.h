@@ -68,7 +68,7 @@ typedef enum mp__kernel {
     MP__KERNEL_TRANSPOSE, MP__KERNEL_GATHER, MP__KERNEL_REDUCE, MP__KERNEL_RESIZE,
     MP__KERNEL_CAST, MP__KERNEL_PAD, MP__KERNEL_SHAPE, MP__KERNEL_EXPAND,
     MP__KERNEL_ATTENTION, MP__KERNEL_LOSS, MP__KERNEL_LOSS_GRAD,
-    MP__KERNEL_SGD, MP__KERNEL_WHERE,
+    MP__KERNEL_SGD, MP__KERNEL_WHERE, MP__KERNEL_COLLECTIVE,
     MP__KERNEL_COUNT_
 } mp__kernel;
 enum {
@@ -89,7 +89,11 @@ enum {
     /* optimizer steps (MP__KERNEL_SGD; 0: plain SGD) and the foreach
      * group's temporary */
     MP__KOP_OPT_MOMENTUM = 96, MP__KOP_OPT_ADAM, MP__KOP_OPT_ADAMW,
-    MP__KOP_OPT_FOREACH
+    MP__KOP_OPT_FOREACH,
+    /* collectives (MP__KERNEL_COLLECTIVE): on one GPU (validate --rank),
+     * local operations on the same buffers */
+    MP__KOP_ALL_REDUCE = 112, MP__KOP_ALL_GATHER, MP__KOP_REDUCE_SCATTER,
+    MP__KOP_SEND, MP__KOP_RECV
 };
 #define MP__OPF_KERNEL_SHIFT 16
 #define MP__OPF_KOP_SHIFT 24

@@ -4,6 +4,7 @@
 #include "support.h"
 #include "conv_direct.h"
 #include "cost.h"
+#include "ir.h"
 #include "sched.h"
 #include "validate.h"
 
@@ -220,6 +221,134 @@ static void test_predict(void)
 /* predicted time of a training step: each node's step is the number the
  * planner's cost model gives it (mp_node_estimate, which the offload
  * solver reads, and mp_node_cost, the recompute solvers' clock) */
+/* The launches a collective of rank graph t lowered to (validate --rank):
+ * checked against the local operation each stands for; returns how many
+ * collectives with an output lowered. */
+static int check_collectives(const mp_graph *t, const mpv_program *p)
+{
+    int seen = 0;
+    for (uint32_t i = 0; i < mp_graph_num_nodes(t); i++) {
+        const mp__node *n = &t->nodes[i];
+        if (!(n->def->flags & MP__OPF_COLLECTIVE))
+            continue;
+        const mpv_node *pn = &p->nodes[i];
+        const mp__tensor *y = &t->tensors[n->outputs[0]];
+        int64_t ny = (int64_t)(y->bytes / 4);
+        if (y->bytes == 0 || strcmp(n->op, "Send") == 0) {
+            CU_ASSERT_EQUAL(pn->count, 0);
+            continue;
+        }
+        seen++;
+        CU_ASSERT_FALSE(pn->synthetic);
+        CU_ASSERT_TRUE(pn->run);
+        const mpv_launch *l = &p->launches[pn->first];
+        if (strcmp(n->op, "Recv") == 0) {
+            CU_ASSERT_EQUAL(pn->count, 1);
+            CU_ASSERT_EQUAL(l[0].kind, MPV_L_FILL);
+            continue;
+        }
+        if (strcmp(n->op, "AllGather") == 0) {
+            /* each shard tiled over its full tensor */
+            uint32_t k = 0;
+            for (uint32_t j = 0; j < n->n_in; j++) {
+                int64_t m = (int64_t)(t->tensors[n->inputs[j]].bytes / 4);
+                int64_t full = (int64_t)(t->tensors[n->outputs[j]].bytes / 4);
+                for (int64_t at = 0; at < full; at += m, k++) {
+                    CU_ASSERT_EQUAL_FATAL(l[k].kind, MPV_L_COPY);
+                    CU_ASSERT_EQUAL(l[k].in[0], (int)j);
+                    CU_ASSERT_EQUAL(l[k].out, (int)j);
+                    CU_ASSERT_EQUAL(l[k].p.copy.ooff, at);
+                    CU_ASSERT_EQUAL(l[k].p.copy.n,
+                                    m < full - at ? m : full - at);
+                }
+            }
+            CU_ASSERT_EQUAL(pn->count, k);
+            continue;
+        }
+        /* all-reduce into a bucket, reduce-scatter into a shard (over 2
+         * ranks): the inputs (their first halves) one after the other */
+        int rs = strcmp(n->op, "ReduceScatter") == 0;
+        CU_ASSERT(rs || strcmp(n->op, "AllReduce") == 0);
+        int64_t at = 0;
+        uint32_t k = l[0].kind == MPV_L_FILL ? 1 : 0;
+        for (uint32_t j = 0; j < n->n_in; j++, k++) {
+            int64_t m = (int64_t)(t->tensors[n->inputs[j]].bytes / 4);
+            if (rs)
+                m = (m + 1) / 2;
+            CU_ASSERT_EQUAL_FATAL(l[k].kind, MPV_L_COPY);
+            CU_ASSERT_EQUAL(l[k].in[0], (int)j);
+            CU_ASSERT_EQUAL(l[k].p.copy.ioff, 0);
+            CU_ASSERT_EQUAL(l[k].p.copy.ooff, at);
+            CU_ASSERT_EQUAL(l[k].p.copy.n, m);
+            at += m;
+        }
+        CU_ASSERT_EQUAL(pn->count, k);
+        /* the padding zeroed first, only where the copies leave some */
+        CU_ASSERT_EQUAL(l[0].kind == MPV_L_FILL, at < ny);
+        CU_ASSERT(at <= ny);
+    }
+    return seen;
+}
+
+/* validate --rank: a rank graph's collectives lower to local copies of
+ * the same buffers (DDP's bucket, ZeRO-2's and -3's shards of odd-sized
+ * weights, FSDP's gathers, a pipeline stage's Recv); the optimizer steps
+ * that read a bucket's slice stay synthetic and say why */
+static void test_collectives_local(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g = mp_test_mm_relu(ctx, 4, 5); /* w: 25 elements */
+    mp_train_options to;
+    mp_train_options_init(&to);
+    mp_graph *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_train_graph(g, &to, &t, NULL), MP_OK);
+    /* the collectives with an output: DDP's all-reduce, ZeRO-2's
+     * reduce-scatter; ZeRO-3's forward gather and reduce-scatter (the
+     * backward needs no weight: x is an input); the stages' Recvs (2 micro-batches: h once
+     * in the last stage, which holds 1 in flight; h's gradient per
+     * micro-batch in stage 0) */
+    const struct { uint32_t dp, pp; int zero; int want; } cases[] = {
+        {2, 1, 0, 1}, {2, 1, 2, 1}, {2, 1, 3, 2}, {1, 2, 0, 3},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mp_parallel_options po;
+        mp_parallel_options_init(&po);
+        po.dp = cases[c].dp;
+        po.pp = po.microbatches = cases[c].pp;
+        po.zero = cases[c].zero;
+        mp_parallel *par = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_create(t, &po, &par), MP_OK);
+        int seen = 0;
+        for (uint32_t d = 0; d < mp_parallel_num_distinct(par); d++) {
+            mp_rank_info ri;
+            CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, d, &ri), MP_OK);
+            mp_plan *plan = NULL;
+            mpv_program *p = NULL;
+            CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plan),
+                                  MP_OK);
+            CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(ri.graph, plan, &p),
+                                  MP_OK);
+            seen += check_collectives(ri.graph, p);
+            for (uint32_t i = 0; i < mp_graph_num_nodes(ri.graph); i++) {
+                const mp__node *n = &ri.graph->nodes[i];
+                if (n->phase == MP_PHASE_OPTIMIZER && p->nodes[i].synthetic) {
+                    CU_ASSERT_PTR_NOT_NULL(strstr(p->nodes[i].why,
+                                                  "communication bucket"));
+                } else if (!(n->def->flags & MP__OPF_COLLECTIVE)) {
+                    CU_ASSERT_FALSE(p->nodes[i].synthetic);
+                }
+            }
+            mpv_program_destroy(p);
+            mp_plan_destroy(plan);
+        }
+        CU_ASSERT_EQUAL(seen, cases[c].want);
+        mp_parallel_destroy(par);
+    }
+    mp_graph_destroy(t);
+    mp_graph_destroy(g);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_predict_train(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -3207,6 +3336,8 @@ void mp_register_validate_host(void)
          test_train_split_unused},
         {"Cast between float32 and bfloat16 on the real kernel",
          test_cast_bf16},
+        {"validate --rank: collectives as local copies of the same buffers",
+         test_collectives_local},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -12,7 +12,10 @@
 typedef struct mpv_cmd {
     cli_args *a;
     mp_ctx *ctx;
-    mp_graph *g;
+    mp_graph *g;          /* the graph run: the model's, or rank R's */
+    mp_graph *own_g;      /* the model's (training) graph, destroyed */
+    mp_parallel *par;     /* --dp/--pp: the ranks; owns g */
+    mp_rank_info ri;      /* --dp/--pp: rank R's graph */
     mp_plan *plan;
     mpv_program *prog;
     mpv_result res;

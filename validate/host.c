@@ -1599,6 +1599,13 @@ static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
     if (n->n_in < 2 + ns || n->n_in > 3 + ns || !w || !is_f32(w))
         FAIL("optimizer: a float32 weight, its gradient and states");
     int64_t ne = numel(w);
+    /* a rank graph's step reads its slice of a bucket or a shard buffer
+     * (planner/parallel.c), at an offset the graph does not keep */
+    const mp__tensor *gt = in_t(g, n, 1);
+    if (gt && gt->producer != MP_NONE &&
+        (g->nodes[gt->producer].def->flags & MP__OPF_COLLECTIVE))
+        FAIL("optimizer: its gradient is a slice of a communication "
+             "bucket or shard (validate --rank)");
     for (uint32_t i = 0; i < 2 + ns; i++) {
         const mp__tensor *t = in_t(g, n, i);
         if (!t || !is_f32(t) || numel(t) != ne ||
@@ -3347,6 +3354,132 @@ static int lower_grad(lower *L, const mp__node *n, const char **why)
     }
 }
 
+/* ---- collectives on one GPU (validate --rank) ---------------------------- */
+
+/* elements of a collective's operand: its bytes (a bucket or a shard
+ * buffer has no shape) */
+static int64_t flat_n(const mp__tensor *t)
+{
+    int es = t ? esize_of(t) : 0;
+    return es ? (int64_t)(t->bytes / (uint64_t)es) : 0;
+}
+
+/* The parts a reduce-scatter splits each input into: the p with
+ * sum(ceil(n_i / p)) == the output's elements (planner/parallel.c shards
+ * every tensor by ceil(n / ranks)); 0 when none does. */
+static int64_t scatter_parts(const mp_graph *g, const mp__node *n,
+                             int64_t out_elems)
+{
+    int64_t total = 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        total += in_t(g, n, i) ? flat_n(in_t(g, n, i)) : 0;
+    if (out_elems <= 0 || total <= 0)
+        return 0;
+    /* the sum falls as p grows: bisect for the smallest p reaching it */
+    int64_t lo = 1, hi = total;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2, s = 0;
+        for (uint32_t i = 0; i < n->n_in; i++)
+            if (in_t(g, n, i))
+                s += (flat_n(in_t(g, n, i)) + mid - 1) / mid;
+        if (s <= out_elems)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int64_t s = 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (in_t(g, n, i))
+            s += (flat_n(in_t(g, n, i)) + lo - 1) / lo;
+    return s == out_elems ? lo : 0;
+}
+
+/* a flat copy of n elements: input slot i from element ioff into output
+ * slot o at element ooff */
+static int flat_copy(lower *L, int i, int o, int64_t n, int64_t ioff,
+                     int64_t ooff, int es)
+{
+    int64_t dims[1] = {n}, st[1] = {1};
+    return n <= 0 || add_copy(L, i, o, 1, dims, st, st, ioff, ooff, es)
+               ? 0 : -1;
+}
+
+/* A collective of a rank graph (planner/parallel.c, pipeline.c) run on
+ * one GPU: a local operation on the same buffers, in the same order, so
+ * that the memory is what the rank holds in a real run (docs/
+ * distributed.md).
+ * - AllReduce: its inputs copied one after the other into its output
+ *   (DDP's bucket), or each into its own output;
+ * - ReduceScatter: each input's first slice of ceil(n / parts) elements
+ *   one after the other (the slice of data-parallel index 0: every
+ *   data-parallel rank runs the same graph, the slice only changes
+ *   values);
+ * - AllGather: each input (a shard) copied into every slice of its
+ *   output; an empty output (ZeRO-1/2's gather of the updated weights in
+ *   place) is nothing to do;
+ * - Send: nothing (it reads its buffer); Recv: its output filled.
+ * Output elements past the copies are zero-filled. */
+static int lower_collective(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    unsigned kop = kop_of(n);
+    const mp__tensor *y = out_t(g, n, 0);
+    int es = esize_of(y);
+    if (kop == MP__KOP_SEND || flat_n(y) == 0)
+        return 0;
+    if (!es)
+        FAIL("collective: element size");
+    if (kop == MP__KOP_RECV)
+        return add_fill(L, 0, flat_n(y), is_f32(y) ? 0 : 1, 0.25);
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (!in_t(g, n, i) || esize_of(in_t(g, n, i)) != es)
+            FAIL("collective: an input missing or of another dtype");
+    /* outputs paired with inputs (a reduce-scatter has one) */
+    int pairs = n->n_out == n->n_in && kop != MP__KOP_REDUCE_SCATTER;
+    if (!pairs && n->n_out != 1)
+        FAIL("collective: neither one output nor one per input");
+    if (kop == MP__KOP_ALL_GATHER) {
+        if (!pairs)
+            FAIL("collective: an all-gather has one output per input");
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            int64_t m = flat_n(in_t(g, n, i)), cap = flat_n(out_t(g, n, i));
+            for (int64_t k = 0; k < cap && m > 0; k += m)
+                if (flat_copy(L, (int)i, (int)i, m < cap - k ? m : cap - k,
+                              0, k, es))
+                    return -1;
+        }
+        return 0;
+    }
+    int64_t parts = 1;
+    if (kop == MP__KOP_REDUCE_SCATTER &&
+        !(parts = scatter_parts(g, n, flat_n(y))))
+        FAIL("collective: a reduce-scatter's one output is no shard of its "
+             "inputs");
+    /* what each output receives; its padding zeroed first */
+    int64_t at = 0;
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        int64_t m = flat_n(in_t(g, n, i));
+        m = (m + parts - 1) / parts;
+        at = pairs ? m : at + m;
+        if (at > flat_n(out_t(g, n, pairs ? i : 0)))
+            FAIL("collective: the inputs do not fit the output");
+        if (pairs && at < flat_n(out_t(g, n, i)) &&
+            add_fill(L, (int)i, 0, 1, 0) != 0)
+            return -1;
+    }
+    if (!pairs && at < flat_n(y) && add_fill(L, 0, 0, 1, 0) != 0)
+        return -1;
+    at = 0;
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        int64_t m = (flat_n(in_t(g, n, i)) + parts - 1) / parts;
+        if (flat_copy(L, (int)i, pairs ? (int)i : 0, m, 0, pairs ? 0 : at,
+                      es))
+            return -1;
+        at += m;
+    }
+    return 0;
+}
+
 static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_COPY] = lower_copy,
     [MP__KERNEL_UNARY] = lower_unary,
@@ -3377,6 +3510,7 @@ static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_LOSS_GRAD] = lower_loss_grad,
     [MP__KERNEL_SGD] = lower_sgd,
     [MP__KERNEL_WHERE] = lower_where,
+    [MP__KERNEL_COLLECTIVE] = lower_collective,
 };
 
 static int lower_node_kernels(lower *L, const mp__node *n,

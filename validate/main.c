@@ -32,11 +32,25 @@ static int load_and_lower(mpv_cmd *v)
         rc = cli_attention_prepare(v->ctx, a, &v->g, model);
     if (!rc)
         rc = cli_train_prepare(v->ctx, &a->train, &v->g, model);
+    v->own_g = v->g;
+    /* --dp/--pp: rank R's graph, its collectives lowered as local
+     * operations (validate/host.c) */
+    if (!rc && (cli_given(a, CLI_O_DP) || cli_given(a, CLI_O_PP) ||
+                cli_given(a, CLI_O_RANK))) {
+        rc = cli_parallel_rank_graph(v->ctx, a, v->own_g, &v->par, &v->ri);
+        if (!rc)
+            v->g = v->ri.graph;
+    }
     if (rc)
         return rc;
     mp_status st = MP_OK;
     if (a->plan) {
         st = mp_plan_load_json(v->g, a->plan, &v->plan);
+    } else if (v->par) {
+        /* as `memplan plan --dp/--pp` plans each rank */
+        mp_plan_options po;
+        cli_plan_options(a, &po);
+        st = mp_plan_create(v->g, &po, &v->plan);
     } else {
         mp_plan_options po;
         if (a->time_limit > 0) /* as `memplan plan`: from the start */
@@ -205,7 +219,8 @@ static int validate(cli_args *a)
     mpv_result_free(&v.res);
     mpv_program_destroy(v.prog);
     mp_plan_destroy(v.plan);
-    mp_graph_destroy(v.g);
+    mp_parallel_destroy(v.par);
+    mp_graph_destroy(v.own_g);
     mp_ctx_destroy(v.ctx);
     free(v.step_s);
     return rc;

@@ -245,18 +245,18 @@ static const mp__op_def registry[] = {
     {"Momentum", "ai.onnx.preview.training", 0, mp__shape_optimizer},
     {"Adam", "memplan", KOPT(ADAM), mp__shape_generic},
     {"AdamW", "memplan", KOPT(ADAMW), mp__shape_generic},
-    {"AllGather", "memplan", COLL, mp__shape_generic},
-    {"AllReduce", "memplan", COLL, mp__shape_generic},
+    {"AllGather", "memplan", COLL | KX(COLLECTIVE, ALL_GATHER), mp__shape_generic},
+    {"AllReduce", "memplan", COLL | KX(COLLECTIVE, ALL_REDUCE), mp__shape_generic},
     {"ForeachTemp", "memplan", KOPT(FOREACH), mp__shape_generic},
     {"HostStep", "memplan", MP__OPF_COST(MP__COST_MOVE) | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_generic},
     {"Loss", "memplan", KN(LOSS), mp__shape_generic},
     {"LossGrad", "memplan", KN(LOSS_GRAD), mp__shape_generic},
     {"Momentum", "memplan", KOPT(MOMENTUM), mp__shape_generic},
-    {"Recv", "memplan", COLL, mp__shape_generic},
-    {"ReduceScatter", "memplan", COLL, mp__shape_generic},
+    {"Recv", "memplan", COLL | KX(COLLECTIVE, RECV), mp__shape_generic},
+    {"ReduceScatter", "memplan", COLL | KX(COLLECTIVE, REDUCE_SCATTER), mp__shape_generic},
     {"SGD", "memplan", KN(SGD), mp__shape_generic},
     {"ScaledDotProductAttention", "memplan", AMP_LOW | KN(ATTENTION) | MP__OPF_T_OPERAND | MP__OPF_STRIDED_IN | MP__OPF_BWD(MP__BWD_SDPA) | MP__OPF_COST(MP__COST_ATTENTION), mp__shape_sdpa},
-    {"Send", "memplan", COLL, mp__shape_generic},
+    {"Send", "memplan", COLL | KX(COLLECTIVE, SEND), mp__shape_generic},
 };
 #define N_OPS (sizeof registry / sizeof registry[0])
 
