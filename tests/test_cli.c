@@ -697,6 +697,19 @@ static void test_no_cuda(void)
                                        "0 im2col; input gradient 0 on "
                                        "cuDNN, 0 direct; weight gradient 1 "
                                        "on cuDNN, 0 direct"));
+    /* --dp --rank: rank R's graph, its collectives lowered (ZeRO-3:
+     * the gather and the reduce-scatter are real kernels, and the step
+     * reads the one weight's gradient shard) */
+    CU_ASSERT_EQUAL(cli("validate %s --train --optimizer sgd --dp 2 --zero 3 "
+                        "--rank 1 --lower-only 2>&1", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "8 nodes run: 8 real kernels, 0 "
+                                       "synthetic"));
+    CU_ASSERT_EQUAL(cli("validate %s --train --dp 2 --rank 2 --lower-only "
+                        "2>&1", graph), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--rank 2: this job has 2 ranks"));
+    CU_ASSERT_EQUAL(cli("validate %s --train --rank 1 --lower-only 2>&1",
+                        graph), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "give one of them"));
     CU_ASSERT_EQUAL(cli("validate --help"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "Usage: memplan validate MODEL"));
     unlink(graph);

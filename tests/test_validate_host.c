@@ -333,7 +333,7 @@ static void test_collectives_local(void)
                 const mp__node *n = &ri.graph->nodes[i];
                 if (n->phase == MP_PHASE_OPTIMIZER && p->nodes[i].synthetic) {
                     CU_ASSERT_PTR_NOT_NULL(strstr(p->nodes[i].why,
-                                                  "communication bucket"));
+                                                  "validate --rank"));
                 } else if (!(n->def->flags & MP__OPF_COLLECTIVE)) {
                     CU_ASSERT_FALSE(p->nodes[i].synthetic);
                 }

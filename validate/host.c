@@ -1547,11 +1547,33 @@ static int lower_loss_grad(lower *L, const mp__node *n, const char **why)
 static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
                           const char **why);
 
+/* A rank graph's step (planner/parallel.c) that reads its gradient from
+ * a collective's buffer shared by several gradients, or updates a shard
+ * of its weight (ZeRO-1, -2: states of another size than the weight):
+ * its slices are at offsets the graph does not keep */
+static int grad_in_bucket(const mp_graph *g, const mp__node *n)
+{
+    const mp__tensor *gt = n->n_in > 1 ? in_t(g, n, 1) : NULL;
+    if (!gt || gt->producer == MP_NONE ||
+        !(g->nodes[gt->producer].def->flags & MP__OPF_COLLECTIVE))
+        return 0;
+    if (g->nodes[gt->producer].n_in > 1)
+        return 1;
+    for (uint32_t i = 1; i < n->n_in; i++)
+        if (in_t(g, n, i) && in_t(g, n, i)->bytes != in_t(g, n, 0)->bytes)
+            return 1;
+    return 0;
+}
+#define BUCKET_WHY "optimizer: a slice of a communication bucket or a " \
+                   "shard of the weight (validate --rank)"
+
 static int lower_sgd(lower *L, const mp__node *n, const char **why)
 {
     if (kop_of(n) != 0)
         return lower_opt_step(L, n, kop_of(n), why);
     const mp__tensor *w = in_t(L->g, n, 0), *gr = in_t(L->g, n, 1);
+    if (grad_in_bucket(L->g, n))
+        FAIL(BUCKET_WHY);
     if (n->n_in != 2 || !is_f32(w) || !is_f32(gr) || numel(w) != numel(gr))
         FAIL("SGD: a float32 weight and its gradient");
     if (mp__tensor_view_kind(L->g, n->inputs[0]) != MP__NVIEW_NONE)
@@ -1599,13 +1621,8 @@ static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
     if (n->n_in < 2 + ns || n->n_in > 3 + ns || !w || !is_f32(w))
         FAIL("optimizer: a float32 weight, its gradient and states");
     int64_t ne = numel(w);
-    /* a rank graph's step reads its slice of a bucket or a shard buffer
-     * (planner/parallel.c), at an offset the graph does not keep */
-    const mp__tensor *gt = in_t(g, n, 1);
-    if (gt && gt->producer != MP_NONE &&
-        (g->nodes[gt->producer].def->flags & MP__OPF_COLLECTIVE))
-        FAIL("optimizer: its gradient is a slice of a communication "
-             "bucket or shard (validate --rank)");
+    if (grad_in_bucket(g, n))
+        FAIL(BUCKET_WHY);
     for (uint32_t i = 0; i < 2 + ns; i++) {
         const mp__tensor *t = in_t(g, n, i);
         if (!t || !is_f32(t) || numel(t) != ne ||

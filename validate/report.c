@@ -223,6 +223,40 @@ static void checks_json(mp__jw *w, const mpv_cmd *v, const mpv_cmd_figures *f)
     mp__jw_end(w);
 }
 
+/* "parallel": --dp/--pp --rank, the rank run and its predicted breakdown */
+static void rank_json(mp__jw *w, const mpv_cmd *v)
+{
+    const mp_parallel_options *po = &v->a->par.po;
+    cli_json_object(w, "parallel");
+    cli_json_int(w, "rank", v->a->par.rank);
+    cli_json_int(w, "ranks", mp_parallel_num_ranks(v->par));
+    cli_json_int(w, "dp", po->dp);
+    cli_json_int(w, "zero", po->zero);
+    cli_json_int(w, "pp", po->pp);
+    cli_json_int(w, "microbatches", po->microbatches);
+    cli_json_str(w, "schedule", mp_pp_schedule_name(po->schedule));
+    cli_json_int(w, "offload_optimizer", po->offload_optimizer);
+    cli_json_int(w, "stage", v->ri.stage);
+    cli_json_int(w, "in_flight", v->ri.in_flight);
+    cli_json_int(w, "collectives", v->ri.n_collectives);
+    mp_rank_breakdown bd;
+    if (mp_parallel_breakdown(v->par,
+                              mp_parallel_distinct_of(v->par, v->a->par.rank),
+                              v->plan, &bd) == MP_OK) {
+        const cli_json_size rows[] = {
+            {"peak_bytes", bd.peak_bytes},
+            {"param_bytes", bd.param_bytes},
+            {"grad_bytes", bd.grad_bytes},
+            {"optimizer_bytes", bd.optimizer_bytes},
+            {"activation_bytes", bd.activation_bytes},
+            {"comm_bytes", bd.comm_bytes},
+            {"host_bytes", v->ri.host_bytes},
+        };
+        cli_json_sizes(w, rows, sizeof rows / sizeof rows[0]);
+    }
+    mp__jw_end(w);
+}
+
 int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
 {
     const mpv_program *prog = v->prog;
@@ -231,6 +265,8 @@ int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
     mp__jw w;
     cli_json_begin(&w, v->ctx);
     cli_json_str(&w, "model", a->pos[0]);
+    if (v->par)
+        rank_json(&w, v);
     cli_json_str(&w, "device", res->device);
     cli_json_int(&w, "nodes_real_kernel", prog->n_real);
     cli_json_int(&w, "nodes_synthetic", prog->n_synthetic);
@@ -269,6 +305,19 @@ void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
     const mpv_result *res = &v->res;
     char b1[64], b2[64], b3[64];
     printf("model        %s on %s\n", v->a->pos[0], res->device);
+    if (v->par) {
+        const mp_parallel_options *po = &v->a->par.po;
+        printf("rank         %u of %u (dp %u, ZeRO-%d", (unsigned)v->a->par.rank,
+               (unsigned)mp_parallel_num_ranks(v->par), (unsigned)po->dp,
+               po->zero);
+        if (po->pp > 1)
+            printf(", pp %u, %u micro-batches, %s", (unsigned)po->pp,
+                   (unsigned)po->microbatches,
+                   mp_pp_schedule_name(po->schedule));
+        printf("): stage %u, %u collectives run as local copies of their "
+               "buffers (docs/distributed.md)\n", (unsigned)v->ri.stage,
+               (unsigned)v->ri.n_collectives);
+    }
     printf("nodes        %u real kernels, %u synthetic; %u steps "
            "(%u recompute, %u offload, %u prefetch)\n",
            prog->n_real, prog->n_synthetic, prog->n_steps, prog->n_recompute,
