@@ -179,7 +179,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
 
     [CLI_O_DOT] = {"dot", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
         "write the graph as Graphviz DOT (render with dot -Tsvg); needs a "
-        "build with Graphviz",
+        "build with Graphviz; with --dp or --pp, one file per distinct rank "
+        "(FILE with .rankR, as -o)",
         NULL, NULL, 0},
     [CLI_O_COLLAPSE] = {"collapse", 0, "PREFIX|DEPTH|none", C_PLAN, G_REPORT,
         NULL, NULL,
@@ -198,16 +199,19 @@ const cli_option cli_options[CLI_O_COUNT_] = {
     [CLI_O_HTML] = {"html", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
         "write the HTML report (timeline over the persistent memory and "
         "the budget, arena layout, recomputes and offloads, modules, peak "
-        "tensors, lints; zoom and search; one file, no network)",
+        "tensors, lints; zoom and search; one file, no network); with "
+        "--dp or --pp, every distinct rank on one page, their timelines "
+        "side by side",
         NULL, NULL, 0},
     [CLI_O_TRACE] = {"trace", 0, "FILE", C_PLAN, G_REPORT, NULL, NULL,
         "write a Chrome trace (Perfetto) with memory counters (total and by "
-        "tensor kind)", NULL, NULL,
-        0},
+        "tensor kind); with --dp or --pp, one file per distinct rank",
+        NULL, NULL, 0},
     [CLI_O_MEMORY_VIZ] = {"memory-viz", 0, "FILE", C_PLAN, G_REPORT, NULL,
         NULL,
         "write the plan as a PyTorch memory snapshot (pickle) for "
-        "pytorch.org/memory_viz and torch.cuda._memory_viz",
+        "pytorch.org/memory_viz and torch.cuda._memory_viz; with --dp or "
+        "--pp, one file per distinct rank",
         NULL, NULL, 0},
     [CLI_O_KV_CONTEXT] = {"kv-context", 0, "N", C_PLAN, G_REPORT, "4096",
         NULL, "tokens for the KV-cache lint", NULL, NULL, 0},

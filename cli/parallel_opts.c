@@ -154,6 +154,8 @@ static int print_json(mp_ctx *ctx, const cli_args *a, const rank_row *r,
         mp__jw_end(&w);
     }
     mp__jw_end(&w);
+    if (a->html)
+        cli_json_str(&w, "html_file", a->html);
     cli_train_json(&a->train, &w);
     return cli_json_print(&w);
 }
@@ -228,6 +230,80 @@ int cli_parallel_rank_graph(mp_ctx *ctx, cli_args *a, const mp_graph *g,
     return st ? cli_fail(ctx, st, a->pos[0]) : 0;
 }
 
+/* --html: one page, the distinct ranks side by side; --dot, --trace,
+ * --memory-viz: one file per distinct rank, named as -o's. 0 or an exit
+ * code (printed). */
+static int write_reports(mp_ctx *ctx, const cli_args *a, const rank_row *r,
+                         uint32_t n)
+{
+    mp_status st = MP_OK;
+    if (a->html) {
+        const mp_plan **plans = calloc(n, sizeof *plans);
+        char (*lab)[64] = calloc(n, sizeof *lab);
+        const char **labels = calloc(n, sizeof *labels);
+        if (!plans || !lab || !labels)
+            st = MP_ERR_NOMEM;
+        for (uint32_t i = 0; i < n && !st; i++) {
+            char rk[32];
+            ranks_label(&r[i].ri, rk, sizeof rk);
+            snprintf(lab[i], sizeof lab[i], "ranks %s, stage %u", rk,
+                     (unsigned)r[i].ri.stage);
+            plans[i] = r[i].plan;
+            labels[i] = lab[i];
+        }
+        mp_html_options ho;
+        mp_html_options_init(&ho);
+        if (!st)
+            st = mp_plans_write_html(plans, labels, n, a->html, &ho);
+        free(plans);
+        free(lab);
+        free(labels);
+        if (st)
+            return cli_fail(ctx, st, a->html);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char path[1024];
+        if (a->dot) {
+            cli_rank_path(a->dot, r[i].ri.first_rank, path, sizeof path);
+            if ((st = mp_plan_write_dot(r[i].plan, path, &a->dopt)))
+                return cli_fail(ctx, st, path);
+        }
+        if (a->trace) {
+            cli_rank_path(a->trace, r[i].ri.first_rank, path, sizeof path);
+            if ((st = mp_plan_write_trace(r[i].plan, path, NULL)))
+                return cli_fail(ctx, st, path);
+        }
+        if (a->memory_viz) {
+            cli_rank_path(a->memory_viz, r[i].ri.first_rank, path,
+                          sizeof path);
+            if ((st = mp_plan_write_memory_viz(r[i].plan, path)))
+                return cli_fail(ctx, st, path);
+        }
+    }
+    return 0;
+}
+
+/* The files of write_reports, for humans. */
+static void print_reports(const cli_args *a, const rank_row *r, uint32_t n)
+{
+    if (a->html)
+        printf("HTML report written to %s (%u distinct ranks side by side)\n",
+               a->html, (unsigned)n);
+    const char *what[] = {"DOT", "trace", "memory snapshot"};
+    const char *paths[] = {a->dot, a->trace, a->memory_viz};
+    for (int k = 0; k < 3; k++) {
+        if (!paths[k])
+            continue;
+        printf("%s written to", what[k]);
+        for (uint32_t i = 0; i < n; i++) {
+            char path[1024];
+            cli_rank_path(paths[k], r[i].ri.first_rank, path, sizeof path);
+            printf("%s %s", i ? "," : "", path);
+        }
+        printf("\n");
+    }
+}
+
 int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
                       const mp_plan_options *opt)
 {
@@ -242,10 +318,14 @@ int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
         cli_error("out of memory");
     for (uint32_t i = 0; i < n && !rc; i++)
         rc = plan_rank(ctx, a, par, i, opt, &r[i]);
-    if (!rc && a->json)
+    if (!rc)
+        rc = write_reports(ctx, a, r, n);
+    if (!rc && a->json) {
         rc = print_json(ctx, a, r, n, mp_parallel_num_ranks(par));
-    else if (!rc)
+    } else if (!rc) {
         print_rows(a, r, n, mp_parallel_num_ranks(par));
+        print_reports(a, r, n);
+    }
     for (uint32_t i = 0; r && i < n; i++)
         mp_plan_destroy(r[i].plan);
     free(r);

@@ -1159,8 +1159,97 @@ static mp_status plan_section(mp__html *h)
     return st;
 }
 
-/* The page around a list of plans (today one; a plan per rank later). */
-static mp_status write_page(FILE *f, const mp_plan *const *plans, uint32_t n,
+/* ---- several plans: the overview ----------------------------------------- */
+
+#define OV_W 300.0   /* one small timeline: width, height (px) */
+#define OV_H 130.0
+#define OV_PTS 300u  /* samples along it at most */
+
+/* Plan i's small timeline: its persistent and live arena bytes at each
+ * step (the largest of each bucket of steps), on the common scale top,
+ * its peak as a dashed line. */
+static mp_status overview_one(FILE *f, const mp_plan *p, const char *label,
+                              uint32_t i, uint64_t top)
+{
+    mp__html h = {0};
+    h.p = p;
+    h.g = p->graph;
+    mp_status st = prepare(&h);
+    uint64_t *cat = st ? NULL : live_by_category(&h);
+    if (!st && !cat)
+        st = MP_ERR_NOMEM;
+    if (st) {
+        prepare_free(&h);
+        return st;
+    }
+    uint32_t ns = h.ns ? h.ns : 1, nb = ns < OV_PTS ? ns : OV_PTS;
+    uint64_t base = p->fig.persistent_bytes;
+    char b[2][32];
+    fprintf(f, "<div class=\"rank-card\"><a href=\"#plan-%u\">", i + 1);
+    mp__viz_xml_str(f, label);
+    fprintf(f, "</a><br>peak %s (persistent %s)\n",
+            mp__viz_size(p->fig.peak_bytes, b[0], sizeof b[0]),
+            mp__viz_size(base, b[1], sizeof b[1]));
+    fprintf(f, "<svg width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+               "role=\"img\"><title>", OV_W, OV_H, OV_W, OV_H);
+    mp__viz_xml_str(f, label);
+    fputs(": bytes (persistent + live arena) against the step</title>\n", f);
+    double sy = top ? (OV_H - 4) / (double)top : 0;
+    fprintf(f, "<rect class=\"ov-base\" x=\"0\" y=\"%.1f\" width=\"%.0f\" "
+               "height=\"%.1f\"/>\n", OV_H - sy * (double)base, OV_W,
+            sy * (double)base);
+    fputs("<polyline class=\"ov-line\" points=\"", f);
+    for (uint32_t k = 0; k < nb; k++) {
+        uint32_t s0 = (uint32_t)((uint64_t)k * ns / nb),
+                 s1 = (uint32_t)((uint64_t)(k + 1) * ns / nb);
+        uint64_t mx = 0;
+        for (uint32_t s = s0; s < s1 && s < h.ns; s++) {
+            uint64_t v = 0;
+            for (int c = 0; c < MP__HC_N; c++)
+                v += cat[(size_t)s * MP__HC_N + c];
+            mx = v > mx ? v : mx;
+        }
+        fprintf(f, "%.1f,%.1f ", OV_W * (k + 0.5) / nb,
+                OV_H - sy * (double)(base + mx));
+    }
+    fputs("\"/>\n", f);
+    fprintf(f, "<line class=\"ov-peak\" x1=\"0\" x2=\"%.0f\" y1=\"%.1f\" "
+               "y2=\"%.1f\"/>\n</svg></div>\n", OV_W,
+            OV_H - sy * (double)p->fig.peak_bytes,
+            OV_H - sy * (double)p->fig.peak_bytes);
+    mp__dealloc(p->ctx, cat);
+    prepare_free(&h);
+    return MP_OK;
+}
+
+/* Every plan's timeline side by side on one scale (the highest peak). */
+static mp_status overview(FILE *f, const mp_plan *const *plans,
+                          const char *const *labels, uint32_t n)
+{
+    uint64_t top = 1;
+    uint32_t hi = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (plans[i]->fig.peak_bytes > top) {
+            top = plans[i]->fig.peak_bytes;
+            hi = i;
+        }
+    char b[32];
+    fprintf(f, "<h2>Side by side</h2>\n<p>%u plans on one scale (0 to %s, "
+               "the highest peak: ", n, mp__viz_size(top, b, sizeof b));
+    mp__viz_xml_str(f, labels[hi]);
+    fputs("). Each: the persistent memory (band) and the live arena bytes "
+          "above it against its own steps, its peak dashed. Their sections "
+          "follow.</p>\n<div class=\"rank-cards\">\n", f);
+    mp_status st = MP_OK;
+    for (uint32_t i = 0; i < n && !st; i++)
+        st = overview_one(f, plans[i], labels[i], i, top);
+    fputs("</div>\n", f);
+    return st;
+}
+
+/* The page around a list of plans (several: the overview first). */
+static mp_status write_page(FILE *f, const mp_plan *const *plans,
+                            const char *const *labels, uint32_t n,
                             const mp_html_options *o, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -1170,15 +1259,18 @@ static mp_status write_page(FILE *f, const mp_plan *const *plans, uint32_t n,
             mp__html_css);
     mp__viz_xml_str(f, title);
     fputs("</h1>\n", f);
-    mp_status st = MP_OK;
+    mp_status st = n > 1 ? overview(f, plans, labels, n) : MP_OK;
     for (uint32_t i = 0; i < n && !st; i++) {
         mp__html h = {0};
         h.f = f;
         h.p = plans[i];
         h.g = plans[i]->graph;
         h.o = o;
-        if (n > 1)
-            fprintf(f, "<h2 class=\"rank\">Plan %u of %u</h2>\n", i + 1, n);
+        if (n > 1) {
+            fprintf(f, "<h2 class=\"rank\" id=\"plan-%u\">", i + 1);
+            mp__viz_xml_str(f, labels[i]);
+            fputs("</h2>\n", f);
+        }
         st = plan_section(&h);
     }
     fprintf(f, "<p class=\"note\">Written by memplan " MP_VERSION_STRING
@@ -1186,13 +1278,12 @@ static mp_status write_page(FILE *f, const mp_plan *const *plans, uint32_t n,
     return st;
 }
 
-mp_status mp_plan_write_html(const mp_plan *p, const char *path,
-                             const mp_html_options *opt)
+/* Writes the page of n plans to path (labels: n names, or NULL). */
+static mp_status write_html(const mp_plan *const *plans,
+                            const char *const *labels, uint32_t n,
+                            const char *path, const mp_html_options *opt)
 {
-    if (!p || !path)
-        return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG,
-                          "mp_plan_write_html: NULL argument")
-                 : MP_ERR_INVALID_ARG;
+    const mp_plan *p = plans[0];
     mp_html_options defaults;
     mp_html_options_init(&defaults);
     const mp_html_options *o = opt ? opt : &defaults;
@@ -1203,11 +1294,62 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
     mp_status st = mp__wfile_open(p->ctx, path, &w);
     if (st)
         return st;
-    st = write_page(w.f, &p, 1, o, title);
+    st = write_page(w.f, plans, labels, n, o, title);
     if (st) {
         mp__wfile_abort(&w);
         return st == MP_ERR_NOMEM ? mp__err(p->ctx, st, "html: out of memory")
                                   : st;
     }
     return mp__wfile_commit(&w, false);
+}
+
+mp_status mp_plans_write_html(const mp_plan *const *plans,
+                              const char *const *labels, uint32_t n,
+                              const char *path, const mp_html_options *opt)
+{
+    if (!plans || !n || !plans[0] || !path)
+        return plans && n && plans[0]
+                   ? mp__err(plans[0]->ctx, MP_ERR_INVALID_ARG,
+                             "mp_plans_write_html: NULL path")
+                   : MP_ERR_INVALID_ARG;
+    char **own = mp__calloc(plans[0]->ctx, n, sizeof *own);
+    if (!own)
+        return MP_ERR_NOMEM;
+    mp_status st = MP_OK;
+    for (uint32_t i = 0; i < n && !st; i++) {
+        if (!plans[i])
+            st = mp__err(plans[0]->ctx, MP_ERR_INVALID_ARG,
+                         "mp_plans_write_html: plan %u is NULL",
+                         (unsigned)i + 1);
+        else if (!labels || !labels[i]) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "plan %u", (unsigned)i + 1);
+            if (!(own[i] = mp__strdup(plans[0]->ctx, buf)))
+                st = MP_ERR_NOMEM;
+        }
+    }
+    const char **lab = st ? NULL
+                          : mp__calloc(plans[0]->ctx, n, sizeof *lab);
+    if (!st && !lab)
+        st = MP_ERR_NOMEM;
+    for (uint32_t i = 0; i < n && !st; i++)
+        lab[i] = own[i] ? own[i] : labels[i];
+    if (!st)
+        st = write_html(plans, lab, n, path, opt);
+    for (uint32_t i = 0; i < n; i++)
+        mp__dealloc(plans[0]->ctx, own[i]);
+    mp__dealloc(plans[0]->ctx, own);
+    mp__dealloc(plans[0]->ctx, (void *)lab);
+    return st;
+}
+
+mp_status mp_plan_write_html(const mp_plan *p, const char *path,
+                             const mp_html_options *opt)
+{
+    if (!p || !path)
+        return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG,
+                          "mp_plan_write_html: NULL argument")
+                 : MP_ERR_INVALID_ARG;
+    const char *label = "plan";
+    return write_html(&p, &label, 1, path, opt);
 }

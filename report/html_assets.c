@@ -37,7 +37,10 @@ const char mp__html_css[] =
     "ontent:'\\25b8  '}.groups details[open]>summary>span:first-child::before{"
     "content:'\\25be  '}.groups .ghead{font-weight:bold;border-bottom:1px soli"
     "d #ccc}.groups .n{text-align:right;font-family:monospace}.find{color:#06"
-    "c;cursor:pointer;text-decoration:underline}";
+    "c;cursor:pointer;text-decoration:underline}.rank-cards{display:flex;flex"
+    "-wrap:wrap;gap:1em}.rank-card{font-size:.85em;border:1px solid #ccc;padd"
+    "ing:.4em}.ov-base{fill:#ddd}.ov-line{fill:none;stroke:#36c;stroke-width:"
+    "1.5px}.ov-peak{stroke:#d00;stroke-dasharray:4 3}";
 
 const char mp__html_js[] =
     "(function () {\n"

@@ -471,6 +471,61 @@ static void test_html_cli(void)
     remove(html);
 }
 
+/* The ranks of `plan --dp/--pp --html`: one page, every distinct rank's
+ * timeline side by side on one scale, then its section; --trace one file
+ * per distinct rank. The library call with NULL labels names them. */
+static void test_html_ranks(void)
+{
+    char html[256], trace[256], cmd[2048];
+    snprintf(html, sizeof html, "%s", temp_path(".html"));
+    snprintf(trace, sizeof trace, "%s", temp_path(".json"));
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/transformer_block.json' "
+             "--train --pp 2 --microbatches 4 --html '%s' --trace '%s' "
+             ">/dev/null 2>&1", MP_CLI_PATH, MP_SOURCE_DIR, html, trace);
+    CU_ASSERT_EQUAL_FATAL(mp_test_run(cmd, NULL, 0), 0);
+    char *s = mp_test_slurp(html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<h2>Side by side</h2>"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<div class=\"rank-card\">"), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<polyline class=\"ov-line\""), 2);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"plan-1\">ranks 0, stage 0</h2>"),
+                    1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"plan-2\">ranks 1, stage 1</h2>"),
+                    1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<section class=\"plan\""), 2);
+    free(s);
+    /* the traces: trace.rank0.json and trace.rank1.json */
+    for (int r = 0; r < 2; r++) {
+        char path[300];
+        const char *dot = strrchr(trace, '.');
+        snprintf(path, sizeof path, "%.*s.rank%d.json", (int)(dot - trace),
+                 trace, r);
+        char *t = mp_test_slurp(path);
+        CU_ASSERT_PTR_NOT_NULL(t);
+        if (t)
+            CU_ASSERT(strstr(t, "traceEvents") != NULL);
+        free(t);
+        remove(path);
+    }
+    remove(html);
+    /* the library: two plans, labels NULL; no plans refused */
+    build();
+    const mp_plan *two[2] = {plan, plan};
+    CU_ASSERT_EQUAL(mp_plans_write_html(two, NULL, 2, html, NULL), MP_OK);
+    s = mp_test_slurp(html);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(mp_test_count(s, "id=\"plan-2\">plan 2</h2>"), 1);
+    CU_ASSERT_EQUAL(mp_test_count(s, "<div class=\"rank-card\">"), 2);
+    free(s);
+    CU_ASSERT_EQUAL(mp_plans_write_html(two, NULL, 0, html, NULL),
+                    MP_ERR_INVALID_ARG);
+    const mp_plan *one_null[2] = {plan, NULL};
+    CU_ASSERT_EQUAL(mp_plans_write_html(one_null, NULL, 2, html, NULL),
+                    MP_ERR_INVALID_ARG);
+    remove(html);
+    teardown();
+}
+
 /* A chain of 30 Relus planned without in-place reuse: 30 in-place
  * findings, of which the report lists 20 and sums the other 10. */
 static void test_html_lints_capped(void)
@@ -719,6 +774,7 @@ void mp_register_html(void)
         {"html_budget", test_html_budget},
         {"html_lints_capped", test_html_lints_capped},
         {"html_cli", test_html_cli},
+        {"html_ranks", test_html_ranks},
         {"trace", test_trace},
         {"chromium", test_chromium},
         CU_TEST_INFO_NULL};

@@ -89,6 +89,16 @@ MP_API void mp_html_options_init(mp_html_options *o);
  * option), MP_ERR_NOMEM. */
 MP_API mp_status mp_plan_write_html(const mp_plan *p, const char *path,
                                     const mp_html_options *opt);
+/* Writes one page for n plans (the distinct ranks of a multi-GPU step,
+ * memplan/parallel.h): first every plan's memory timeline side by side on
+ * one scale (the highest peak), each with its peak marked and a link to
+ * its section, then each plan's section as mp_plan_write_html draws it,
+ * headed by labels[i] (labels NULL, or an entry NULL: "plan i+1").
+ * Errors: as mp_plan_write_html; MP_ERR_INVALID_ARG (n 0, a NULL plan). */
+MP_API mp_status mp_plans_write_html(const mp_plan *const *plans,
+                                     const char *const *labels, uint32_t n,
+                                     const char *path,
+                                     const mp_html_options *opt);
 
 /* ---- trace -------------------------------------------------------------- */
 /* Writes a Chrome trace-event JSON file (Perfetto, chrome://tracing): one
