@@ -71,6 +71,16 @@ def megatron(L, h, s, f, V, b, dp, zero, pp, M):
     return wo, act
 
 
+def gen_graph(tmp, L, h, n, s, f, V, b):
+    # bench/gen_gpt.py's graph at one config, in tmp/g.json
+    g = os.path.join(tmp, 'g.json')
+    subprocess.run([sys.executable, os.path.join(HERE, 'gen_gpt.py'),
+                    '--layers', str(L), '--hidden', str(h), '--heads', str(n),
+                    '--seq', str(s), '--ffn', str(f), '--vocab', str(V),
+                    '--batch', str(b), '-o', g], check=True)
+    return g
+
+
 def run(build, graph, opts):
     cmd = [os.path.join(build, 'memplan'), 'plan', graph, '--train',
            '--precision', 'bf16-mixed', '--optimizer-impl', 'fused',
@@ -84,12 +94,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, L, h, n, s, f, V, b in CONFIGS:
-            g = os.path.join(tmp, 'g.json')
-            subprocess.run([sys.executable, os.path.join(HERE, 'gen_gpt.py'),
-                            '--layers', str(L), '--hidden', str(h), '--heads',
-                            str(n), '--seq', str(s), '--ffn', str(f),
-                            '--vocab', str(V), '--batch', str(b), '-o', g],
-                           check=True)
+            g = gen_graph(tmp, L, h, n, s, f, V, b)
             P, largest, _ = params(L, h, f, V, s)
             for label, opts, (dp, zero, pp, M) in SETTINGS:
                 j = run(build, g, opts)

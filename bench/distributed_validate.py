@@ -22,7 +22,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from distributed_table import CONFIGS, SETTINGS  # noqa: E402
+from distributed_table import CONFIGS, SETTINGS, gen_graph  # noqa: E402
 
 MIB = 1 << 20
 COMMON = ['--train', '--precision', 'bf16-mixed', '--optimizer-impl',
@@ -93,12 +93,7 @@ def main():
         for name, L, h, n, s, f, V, b in CONFIGS:
             if want and not any(name.startswith(w) for w in want):
                 continue
-            g = os.path.join(tmp, 'g.json')
-            subprocess.run([sys.executable, os.path.join(HERE, 'gen_gpt.py'),
-                            '--layers', str(L), '--hidden', str(h), '--heads',
-                            str(n), '--seq', str(s), '--ffn', str(f),
-                            '--vocab', str(V), '--batch', str(b), '-o', g],
-                           check=True)
+            g = gen_graph(tmp, L, h, n, s, f, V, b)
             for label, opts, (dp, zero, pp, M) in SETTINGS:
                 # the plan's peak, to choose whether to run the reference
                 p = subprocess.run([a.memplan, 'plan', g, '--json'] + COMMON +
