@@ -192,7 +192,7 @@ static void t_profile_round_trip(void)
         }
         if (b->kind == MPV_CB_GEMM) {
             mp__kernel_desc kd = {MP__KK_GEMM, b->cls, k[i].flops, 0,
-                                  MP_DTYPE_BFLOAT16, 0};
+                                  MP_DTYPE_BFLOAT16, 0, -1};
             CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), m.bench16_s[i]));
         }
         mpv_cal_case_free(&k[i]);
@@ -212,7 +212,7 @@ static void t_profile_round_trip(void)
                           MP_OK);
     CU_ASSERT_EQUAL(d.cal.conv[MP_CAL_FP32][MP_CONV_DEPTHWISE], 0.0);
     mp__kernel_desc kd = {MP__KK_CONV, MP_CONV_DEPTHWISE, 1e12, 0,
-                          MP_DTYPE_FLOAT32, 0};
+                          MP_DTYPE_FLOAT32, 0, -1};
     CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd),
                         1e12 / gemm_rate(MP_GEMM_LARGE) + 1e-7));
     /* its backward pass, measured, keeps its own rate */

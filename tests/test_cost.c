@@ -296,7 +296,7 @@ static void t_one_clock(void)
         CU_ASSERT_EQUAL(dt, k ? MP_DTYPE_BFLOAT16 : MP_DTYPE_FLOAT32);
         mp__kernel_desc kd = {MP__KK_GEMM,
                               mp__gemm_class(0, 0, 0, n->flops), n->flops,
-                              bytes, dt, 0};
+                              bytes, dt, 0, -1};
         CU_ASSERT_EQUAL(n->seconds, mp__kernel_seconds(&d, &kd));
         mm_grad[k] = n->seconds;
         /* the offload planner (no budget: every node once) */
