@@ -309,6 +309,23 @@ static void node_kernel(const mp_graph *g, const mp__node *n,
     }
 }
 
+/* The kernel of node n (entry def) of f FLOPs and b bytes: its kind,
+ * class and the dtype of its arithmetic (input 0's, else output 0's) */
+static void kernel_desc(const mp_graph *g, const mp__node *n,
+                        const mp__op_def *def, double f, double b,
+                        mp__kernel_desc *k)
+{
+    k->flops = f;
+    k->bytes = b;
+    k->dt = MP_DTYPE_FLOAT32;
+    if (n->n_in && n->inputs[0] != MP_NONE &&
+        g->tensors[n->inputs[0]].dtype != MP_DTYPE_UNDEFINED)
+        k->dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
+    else if (n->n_out && g->tensors[n->outputs[0]].dtype)
+        k->dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
+    node_kernel(g, n, def, k);
+}
+
 /* The cost without a device profile (the recompute solvers' clock): only
  * the figures the graph gives, in the order mp__node_estimate_ex lets
  * them override the registry's: the node's seconds, else its FLOPs at 1
@@ -368,16 +385,23 @@ mp_status mp__node_estimate_ex(const mp_graph *g, uint32_t node,
         return MP_OK;
     }
     mp__kernel_desc k;
-    k.flops = f;
-    k.bytes = b;
-    k.dt = MP_DTYPE_FLOAT32;
-    if (n->n_in && n->inputs[0] != MP_NONE &&
-        g->tensors[n->inputs[0]].dtype != MP_DTYPE_UNDEFINED)
-        k.dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
-    else if (n->n_out && g->tensors[n->outputs[0]].dtype)
-        k.dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
-    node_kernel(g, n, def, &k);
+    kernel_desc(g, n, def, f, b, &k);
     out->seconds = mp__kernel_seconds(d, &k);
+    return MP_OK;
+}
+
+mp_status mp__node_kernel_desc(const mp_graph *g, uint32_t node,
+                               mp__kernel_desc *k)
+{
+    double f, b;
+    if (!g || !k || node >= g->n_nodes)
+        return MP_ERR_INVALID_ARG;
+    mp_status st = mp__node_flops_bytes(g, node, &f, &b);
+    if (st)
+        return st;
+    const mp__node *n = &g->nodes[node];
+    kernel_desc(g, n, n->def ? n->def : mp__op_lookup(n->op, n->domain), f,
+                b, k);
     return MP_OK;
 }
 

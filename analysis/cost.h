@@ -32,6 +32,11 @@ typedef struct mp__kernel_desc {
     int seq;            /* attention: MP_ATTN_* (< 0: unknown) */
 } mp__kernel_desc;
 
+/* The kernel node runs as the cost model sees it (kind, class, FLOPs
+ * and bytes from the registry, dtype); MP_ERR_INVALID_ARG without one. */
+mp_status mp__node_kernel_desc(const struct mp_graph *g, uint32_t node,
+                               mp__kernel_desc *k);
+
 /* The GEMM class (MP_GEMM_*) of an M x K by K x N product of `flops`
  * FLOPs; a dimension <= 0 is unknown (the class from the FLOPs alone). */
 int mp__gemm_class(double m, double n, double k, double flops);

@@ -18,9 +18,48 @@ static int close_rel(double x, double y)
     return fabs(x - y) <= 1e-9 * fabs(y);
 }
 
+/* the node of k timed (its count in *n) */
+static uint32_t timed_node(const mpv_cal_case *k, uint32_t *n)
+{
+    uint32_t at = 0;
+    *n = 0;
+    for (uint32_t j = 0; j < mp_graph_num_nodes(k->g); j++) {
+        mp_node_info ni;
+        mp_graph_node_info(k->g, j, &ni);
+        if (strcmp(ni.op, k->timed) == 0) {
+            at = j;
+            (*n)++;
+        }
+    }
+    return at;
+}
+
+/* the cost model puts the node timed in the benchmark's class: kind,
+ * class (GEMM, conv), sequence class (attention), family (the memory
+ * kinds), pass */
+static void check_class(const mpv_cal_bench *b, const mpv_cal_case *k)
+{
+    uint32_t n, at = timed_node(k, &n);
+    mp__kernel_desc kd;
+    CU_ASSERT_EQUAL_FATAL(n, 1u);
+    CU_ASSERT_EQUAL_FATAL(mp__node_kernel_desc(k->g, at, &kd), MP_OK);
+    int want = b->kind == MPV_CB_GEMM        ? MP__KK_GEMM
+               : b->kind == MPV_CB_CONV      ? MP__KK_CONV
+               : b->kind == MPV_CB_ATTENTION ? MP__KK_ATTENTION
+                                             : MP__KK_MEMORY;
+    int cls = b->kind == MPV_CB_ATTENTION ? kd.seq : kd.cls;
+    if (kd.kind != want || cls != b->cls || kd.grad != b->grad) {
+        printf("\n  %s: kind %d class %d grad %d\n", b->name, kd.kind, cls,
+               kd.grad);
+        CU_FAIL("the cost model does not put a benchmark in its class");
+    }
+}
+
 /* every benchmark: one node, a real kernel (not the synthetic one); a
  * backward benchmark: one NAMEGrad node in its training graph, on a real
- * kernel, and the cost model's class of its forward */
+ * kernel, and the cost model's class of its forward; one timed in a
+ * training step (BatchNormalization with statistics, an optimizer step):
+ * one node of its op there, on a real kernel; each in its class */
 static void t_benches_lower(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
@@ -34,13 +73,15 @@ static void t_benches_lower(void)
             CU_FAIL("benchmark graph");
             continue;
         }
-        if (b->grad) {
+        check_class(b, &k);
+        if (b->grad || b->train) {
             const char *why = mpv_cal_case_synthetic(&k);
             if (why) {
                 printf("\n  %s: synthetic (%s)\n", b->name, why);
                 CU_FAIL("the executor has no kernel for a benchmark");
             }
-            CU_ASSERT(k.flops > 0);
+            CU_ASSERT(k.flops > 0 || b->kind != MPV_CB_CONV);
+            CU_ASSERT(k.bytes > 0);
             mpv_cal_case_free(&k);
             continue;
         }
@@ -167,20 +208,13 @@ static void t_profile_round_trip(void)
         /* the nodes timed: node 0, or a backward benchmark's NAMEGrad
          * (one node, with the launch overhead once) */
         mp_op_cost e;
-        uint32_t at = 0, n_timed = 0;
-        for (uint32_t j = 0; j < mp_graph_num_nodes(k[i].g); j++) {
-            mp_node_info ni;
-            mp_graph_node_info(k[i].g, j, &ni);
-            if (strcmp(ni.op, k[i].timed) == 0) {
-                at = j;
-                n_timed++;
-            }
-        }
+        uint32_t n_timed, at = timed_node(&k[i], &n_timed);
         CU_ASSERT_EQUAL(n_timed, 1u);
-        CU_ASSERT_EQUAL(strcmp(k[i].timed, b->op) == 0, !b->grad);
+        CU_ASSERT_EQUAL(strcmp(k[i].timed, b->op) == 0,
+                        !b->grad && !b->timed);
         /* the training graph's nodes were timed on the builtin h200:
          * timed again on this profile (its class from the node) */
-        if (b->grad)
+        if (b->grad || b->train)
             CU_ASSERT_EQUAL(mp_graph_set_node_cost(k[i].g, at, k[i].flops,
                                                    k[i].bytes, -1),
                             MP_OK);
