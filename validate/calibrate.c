@@ -228,6 +228,12 @@ const mpv_cal_bench mpv_cal_benches[] = {
 const size_t mpv_cal_n_benches =
     sizeof mpv_cal_benches / sizeof mpv_cal_benches[0];
 
+int mpv_cal_bench_memory(const mpv_cal_bench *b)
+{
+    return b->kind != MPV_CB_GEMM && b->kind != MPV_CB_CONV &&
+           b->kind != MPV_CB_ATTENTION;
+}
+
 static mp_status tensor_dt(mp_graph *g, const char *name, mp_dtype dt,
                            mp_tensor_kind kind, int rank,
                            const int64_t *dims, uint32_t *id)
@@ -722,8 +728,7 @@ static mp_cal_fit group_fit(const mpv_cal_meas *m, const double *t,
     size_t n = 0;
     for (size_t i = 0; i < mpv_cal_n_benches && n < 64; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
-        int memory = b->kind != MPV_CB_GEMM && b->kind != MPV_CB_CONV &&
-                     b->kind != MPV_CB_ATTENTION;
+        int memory = mpv_cal_bench_memory(b);
         if ((kind < 0 ? memory : b->kind == kind) && b->cls == cls &&
             !b->grad == !grad && t[i] > 0) {
             w[n] = memory ? bytes[i] : flops[i];

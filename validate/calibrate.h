@@ -45,6 +45,9 @@ typedef struct mpv_cal_bench {
                            opGrad with grad) */
 } mpv_cal_bench;
 extern const mpv_cal_bench mpv_cal_benches[];
+/* 1 when b is of a memory-bound kind (its work the bytes, its class an
+ * MP_FAM_*), 0 for a GEMM, convolution or attention (work: FLOPs). */
+int mpv_cal_bench_memory(const mpv_cal_bench *b);
 extern const size_t mpv_cal_n_benches;
 
 /* One benchmark ready to run: its graph, plan and program, and the op of
