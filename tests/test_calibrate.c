@@ -458,7 +458,8 @@ static void t_affine_round_trip(void)
             const mpv_cal_bench *o = &mpv_cal_benches[j];
             int om = mpv_cal_bench_memory(o);
             double wj = om ? k[j].bytes : k[j].flops;
-            others += (om ? memory : o->kind == b->kind) &&
+            others += o->use != MPV_CB_FIGURE &&
+                      (om ? memory : o->kind == b->kind) &&
                       o->cls == b->cls && o->grad == b->grad &&
                       fabs(wj - wi) > 1e-6 * wi;
         }

@@ -14,6 +14,10 @@
 
 #define G MPV_CB_GEMM
 #define C MPV_CB_CONV
+#define SDPA "ScaledDotProductAttention"
+/* the tail of a benchmark for the affine fits only: grad, train, use,
+ * optim, timed */
+#define FIT(grad, train, optim, timed) grad, train, MPV_CB_FIT, optim, timed
 /* GEMMs: M, K, N; convs: x [N, C, H, W], w [M, C/group, kh, kw] */
 const mpv_cal_bench mpv_cal_benches[] = {
     {"gemm_32x4096x4096", G, MP_GEMM_SKINNY, "MatMul", {32, 4096, 4096, 0},
@@ -35,17 +39,17 @@ const mpv_cal_bench mpv_cal_benches[] = {
     {"gemm_4096", G, MP_GEMM_LARGE, "MatMul", {4096, 4096, 4096, 0}, {0},
      1, 0, 0, 0, 0, NULL},
     {"conv1x1_32x256x56", C, MP_CONV_POINTWISE, "Conv", {32, 256, 56, 56},
-     {256, 256, 1, 1}, 1, 0, 0, 0, 0, NULL},
+     {256, 256, 1, 1}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"conv1x1_32x1024x14", C, MP_CONV_POINTWISE, "Conv", {32, 1024, 14, 14},
-     {256, 1024, 1, 1}, 1, 0, 0, 0, 0, NULL},
+     {256, 1024, 1, 1}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"conv3x3_32x128x28", C, MP_CONV_SPATIAL, "Conv", {32, 128, 28, 28},
-     {128, 128, 3, 3}, 1, 0, 0, 0, 0, NULL},
+     {128, 128, 3, 3}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"conv3x3_32x64x56", C, MP_CONV_SPATIAL, "Conv", {32, 64, 56, 56},
-     {64, 64, 3, 3}, 1, 0, 0, 0, 0, NULL},
+     {64, 64, 3, 3}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"dwconv3x3_32x256x56", C, MP_CONV_DEPTHWISE, "Conv", {32, 256, 56, 56},
-     {256, 1, 3, 3}, 256, 0, 0, 0, 0, NULL},
+     {256, 1, 3, 3}, 256, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"dwconv7x7_32x384x14", C, MP_CONV_DEPTHWISE, "Conv", {32, 384, 14, 14},
-     {384, 1, 7, 7}, 384, 0, 0, 0, 0, NULL},
+     {384, 1, 7, 7}, 384, 0, 0, MPV_CB_FIGURE, 0, NULL},
     /* the same classes at the reference models' batch 8 (ResNet's,
      * MobileNet's and EfficientNet's shapes), where the batch-32 shapes
      * above reach throughputs that batch 8 does not */
@@ -80,9 +84,9 @@ const mpv_cal_bench mpv_cal_benches[] = {
      "ScaledDotProductAttention",
      {8, 12, 197, 64}, {0}, 1, 0, 0, 0, 0, NULL},
     {"attention_32x12x128x64", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
-     "ScaledDotProductAttention", {32, 12, 128, 64}, {0}, 1, 0, 0, 0, 0, NULL},
+     SDPA, {32, 12, 128, 64}, {0}, 1, 0, 0, 0, 0, NULL},
     {"attention_8x16x1024x64", MPV_CB_ATTENTION, MP_ATTN_LONG,
-     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1, 0, 0, 0, 0, NULL},
+     SDPA, {8, 16, 1024, 64}, {0}, 1, 0, 0, 0, 0, NULL},
     /* the backward passes at the reference models' batch 8: a conv's
      * input and weight gradients, the attention's dQ, dK and dV */
     {"conv1x1_8x256x56_grad", C, MP_CONV_POINTWISE, "Conv", {8, 256, 56, 56},
@@ -100,130 +104,130 @@ const mpv_cal_bench mpv_cal_benches[] = {
     {"dwconv3x3_8x672x14_grad", C, MP_CONV_DEPTHWISE, "Conv",
      {8, 672, 14, 14}, {672, 1, 3, 3}, 672, 1, 0, 0, 0, NULL},
     {"attention_8x12x197x64_grad", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
-     "ScaledDotProductAttention", {8, 12, 197, 64}, {0}, 1, 1, 0, 0, 0, NULL},
+     SDPA, {8, 12, 197, 64}, {0}, 1, 1, 0, 0, 0, NULL},
     {"attention_8x12x128x64_grad", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
-     "ScaledDotProductAttention", {8, 12, 128, 64}, {0}, 1, 1, 0, 0, 0, NULL},
+     SDPA, {8, 12, 128, 64}, {0}, 1, 1, 0, 0, 0, NULL},
     {"attention_8x16x1024x64_grad", MPV_CB_ATTENTION, MP_ATTN_LONG,
-     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1, 1, 0, 0, 0, NULL},
-    /* ---- for the affine fits only (fit_only): each class at a small
+     SDPA, {8, 16, 1024, 64}, {0}, 1, 1, 0, 0, 0, NULL},
+    /* ---- for the affine fits only (MPV_CB_FIT, FIT): each class at a small
      * size beside the large ones above, and the kernel families that
      * have no class figure of their own ---- */
     {"gemm_128", G, MP_GEMM_SMALL, "MatMul", {128, 128, 128, 0}, {0}, 1, 0,
      0, 1, 0, NULL},
     {"gemm_32x1024x1024", G, MP_GEMM_SKINNY, "MatMul", {32, 1024, 1024, 0},
-     {0}, 1, 0, 0, 1, 0, NULL},
+     {0}, 1, FIT(0, 0, 0, NULL)},
     {"gemm_640", G, MP_GEMM_MEDIUM, "MatMul", {640, 640, 640, 0}, {0}, 1, 0,
      0, 1, 0, NULL},
     /* the smallest of the reference CNNs: a squeeze-and-excitation 1x1
      * on 1x1 maps, a narrow 3x3, MobileNet's last depthwise stage */
     {"conv1x1_8x480x1", C, MP_CONV_POINTWISE, "Conv", {8, 480, 1, 1},
-     {20, 480, 1, 1}, 1, 0, 0, 1, 0, NULL},
+     {20, 480, 1, 1}, 1, FIT(0, 0, 0, NULL)},
     {"conv3x3_8x32x28", C, MP_CONV_SPATIAL, "Conv", {8, 32, 28, 28},
-     {32, 32, 3, 3}, 1, 0, 0, 1, 0, NULL},
+     {32, 32, 3, 3}, 1, FIT(0, 0, 0, NULL)},
     {"dwconv3x3_8x960x7", C, MP_CONV_DEPTHWISE, "Conv", {8, 960, 7, 7},
-     {960, 1, 3, 3}, 960, 0, 0, 1, 0, NULL},
+     {960, 1, 3, 3}, 960, FIT(0, 0, 0, NULL)},
     {"conv1x1_8x480x1_grad", C, MP_CONV_POINTWISE, "Conv", {8, 480, 1, 1},
-     {20, 480, 1, 1}, 1, 1, 0, 1, 0, NULL},
+     {20, 480, 1, 1}, 1, FIT(1, 0, 0, NULL)},
     {"conv3x3_8x32x28_grad", C, MP_CONV_SPATIAL, "Conv", {8, 32, 28, 28},
-     {32, 32, 3, 3}, 1, 1, 0, 1, 0, NULL},
+     {32, 32, 3, 3}, 1, FIT(1, 0, 0, NULL)},
     {"dwconv3x3_8x960x7_grad", C, MP_CONV_DEPTHWISE, "Conv", {8, 960, 7, 7},
-     {960, 1, 3, 3}, 960, 1, 0, 1, 0, NULL},
+     {960, 1, 3, 3}, 960, FIT(1, 0, 0, NULL)},
     /* attention: Swin's 7x7 windows (49 tokens, head dim 32) at two
      * batches, a short BERT batch, GPT-2 medium at batch 2 */
     {"attention_512x3x49x32", MPV_CB_ATTENTION, MP_ATTN_SHORT,
-     "ScaledDotProductAttention", {512, 3, 49, 32}, {0}, 1, 0, 0, 1, 0, NULL},
+     SDPA, {512, 3, 49, 32}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"attention_64x3x49x32", MPV_CB_ATTENTION, MP_ATTN_SHORT,
-     "ScaledDotProductAttention", {64, 3, 49, 32}, {0}, 1, 0, 0, 1, 0, NULL},
+     SDPA, {64, 3, 49, 32}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"attention_2x12x128x64", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
-     "ScaledDotProductAttention", {2, 12, 128, 64}, {0}, 1, 0, 0, 1, 0, NULL},
+     SDPA, {2, 12, 128, 64}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"attention_2x16x1024x64", MPV_CB_ATTENTION, MP_ATTN_LONG,
-     "ScaledDotProductAttention", {2, 16, 1024, 64}, {0}, 1, 0, 0, 1, 0,
-     NULL},
+     SDPA, {2, 16, 1024, 64}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"attention_512x3x49x32_grad", MPV_CB_ATTENTION, MP_ATTN_SHORT,
-     "ScaledDotProductAttention", {512, 3, 49, 32}, {0}, 1, 1, 0, 1, 0, NULL},
+     SDPA, {512, 3, 49, 32}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"attention_64x3x49x32_grad", MPV_CB_ATTENTION, MP_ATTN_SHORT,
-     "ScaledDotProductAttention", {64, 3, 49, 32}, {0}, 1, 1, 0, 1, 0, NULL},
+     SDPA, {64, 3, 49, 32}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"attention_2x12x128x64_grad", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
-     "ScaledDotProductAttention", {2, 12, 128, 64}, {0}, 1, 1, 0, 1, 0, NULL},
+     SDPA, {2, 12, 128, 64}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"attention_2x16x1024x64_grad", MPV_CB_ATTENTION, MP_ATTN_LONG,
-     "ScaledDotProductAttention", {2, 16, 1024, 64}, {0}, 1, 1, 0, 1, 0,
-     NULL},
+     SDPA, {2, 16, 1024, 64}, {0}, 1, FIT(1, 0, 0, NULL)},
     /* pointwise: small; the backward: ReLU's, a bias's (a reduction of
      * the output gradient to [768]), a squeeze-and-excitation scale's
      * (x [N, C, H, W] times s [N, C, 1, 1]: both gradients) */
     {"add_256x1024", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Add",
-     {256, 1024, 0, 0}, {0}, 1, 0, 0, 1, 0, NULL},
+     {256, 1024, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"relu_4096x8192_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Relu",
-     {4096, 8192, 0, 0}, {0}, 1, 1, 0, 1, 0, NULL},
+     {4096, 8192, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"relu_256x1024_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Relu",
-     {256, 1024, 0, 0}, {0}, 1, 1, 0, 1, 0, NULL},
+     {256, 1024, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"add_1024x768_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Add",
-     {1024, 768, 0, 0}, {0}, 1, 1, 0, 1, 0, NULL},
+     {1024, 768, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"mul_8x240x28x28_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Mul",
-     {8, 240, 28, 28}, {8, 240, 1, 1}, 1, 1, 0, 1, 0, NULL},
+     {8, 240, 28, 28}, {8, 240, 1, 1}, 1, FIT(1, 0, 0, NULL)},
     {"transpose_256x1024", MPV_CB_MOVE, MP_FAM_COPY, "Transpose",
-     {256, 1024, 0, 0}, {0}, 1, 0, 0, 1, 0, NULL},
+     {256, 1024, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
     /* BatchNormalization in a training step (with its statistics) and
      * its backward: ResNet's 56x56, MobileNet's 7x7, EfficientNet's
      * 112x112 of few channels */
     {"bn_8x256x56", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
-     {8, 256, 56, 56}, {0}, 1, 0, 1, 1, 0, NULL},
+     {8, 256, 56, 56}, {0}, 1, FIT(0, 1, 0, NULL)},
     {"bn_8x960x7", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
-     {8, 960, 7, 7}, {0}, 1, 0, 1, 1, 0, NULL},
+     {8, 960, 7, 7}, {0}, 1, FIT(0, 1, 0, NULL)},
     {"bn_8x32x112", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
-     {8, 32, 112, 112}, {0}, 1, 0, 1, 1, 0, NULL},
+     {8, 32, 112, 112}, {0}, 1, FIT(0, 1, 0, NULL)},
     {"bn_8x256x56_grad", MPV_CB_REDUCE, MP_FAM_BATCHNORM,
-     "BatchNormalization", {8, 256, 56, 56}, {0}, 1, 1, 0, 1, 0, NULL},
+     "BatchNormalization", {8, 256, 56, 56}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"bn_8x960x7_grad", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
-     {8, 960, 7, 7}, {0}, 1, 1, 0, 1, 0, NULL},
+     {8, 960, 7, 7}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"bn_8x32x112_grad", MPV_CB_REDUCE, MP_FAM_BATCHNORM,
-     "BatchNormalization", {8, 32, 112, 112}, {0}, 1, 1, 0, 1, 0, NULL},
+     "BatchNormalization", {8, 32, 112, 112}, {0}, 1, FIT(1, 0, 0, NULL)},
     /* reductions to a small output: global pools (a classifier's 7x7, a
      * squeeze-and-excitation's 112x112), a mean over the last axis */
     {"gap_8x1280x7", MPV_CB_REDUCE, MP_FAM_REDUCTION, "GlobalAveragePool",
-     {8, 1280, 7, 7}, {0}, 1, 0, 0, 1, 0, NULL},
+     {8, 1280, 7, 7}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"gap_8x32x112", MPV_CB_REDUCE, MP_FAM_REDUCTION, "GlobalAveragePool",
-     {8, 32, 112, 112}, {0}, 1, 0, 0, 1, 0, NULL},
+     {8, 32, 112, 112}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"reducemean_1024x768", MPV_CB_REDUCE, MP_FAM_REDUCTION, "ReduceMean",
-     {1024, 768, 0, 0}, {0}, 1, 0, 0, 1, 0, NULL},
+     {1024, 768, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"gap_8x1280x7_grad", MPV_CB_REDUCE, MP_FAM_REDUCTION,
-     "GlobalAveragePool", {8, 1280, 7, 7}, {0}, 1, 1, 0, 1, 0, NULL},
+     "GlobalAveragePool", {8, 1280, 7, 7}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"gap_8x32x112_grad", MPV_CB_REDUCE, MP_FAM_REDUCTION,
-     "GlobalAveragePool", {8, 32, 112, 112}, {0}, 1, 1, 0, 1, 0, NULL},
+     "GlobalAveragePool", {8, 32, 112, 112}, {0}, 1, FIT(1, 0, 0, NULL)},
     /* windowed pools: ResNet's stem max pool (3x3, stride 2) */
     {"maxpool_8x64x112", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
-     {8, 64, 112, 112}, {0}, 1, 0, 0, 1, 0, NULL},
+     {8, 64, 112, 112}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"maxpool_8x64x28", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
-     {8, 64, 28, 28}, {0}, 1, 0, 0, 1, 0, NULL},
+     {8, 64, 28, 28}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"maxpool_8x64x112_grad", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
-     {8, 64, 112, 112}, {0}, 1, 1, 0, 1, 0, NULL},
+     {8, 64, 112, 112}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"maxpool_8x64x28_grad", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
-     {8, 64, 28, 28}, {0}, 1, 1, 0, 1, 0, NULL},
+     {8, 64, 28, 28}, {0}, 1, FIT(1, 0, 0, NULL)},
     /* softmax and layer norm over rows: BERT's tokens, attention-sized
      * rows */
     {"softmax_12288x128", MPV_CB_REDUCE, MP_FAM_ROWNORM, "Softmax",
-     {12288, 128, 0, 0}, {0}, 1, 0, 0, 1, 0, NULL},
+     {12288, 128, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"layernorm_1024x768", MPV_CB_REDUCE, MP_FAM_ROWNORM,
-     "LayerNormalization", {1024, 768, 0, 0}, {0}, 1, 0, 0, 1, 0, NULL},
+     "LayerNormalization", {1024, 768, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
     {"layernorm_1024x768_grad", MPV_CB_REDUCE, MP_FAM_ROWNORM,
-     "LayerNormalization", {1024, 768, 0, 0}, {0}, 1, 1, 0, 1, 0, NULL},
+     "LayerNormalization", {1024, 768, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"layernorm_8192x1024_grad", MPV_CB_REDUCE, MP_FAM_ROWNORM,
-     "LayerNormalization", {8192, 1024, 0, 0}, {0}, 1, 1, 0, 1, 0, NULL},
+     "LayerNormalization", {8192, 1024, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
     {"softmax_8192x1024_grad", MPV_CB_REDUCE, MP_FAM_ROWNORM, "Softmax",
-     {8192, 1024, 0, 0}, {0}, 1, 1, 0, 1, 0, NULL},
+     {8192, 1024, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
     /* optimizer steps of one parameter (x * w, w trained): a bias-sized
      * and a 4096 x 4096 one */
     {"sgd_1024", MPV_CB_POINTWISE, MP_FAM_SGD, "Mul", {1024, 0, 0, 0}, {0},
-     1, 0, 1, 1, MP_OPTIM_SGD + 1, "SGD"},
+     1, FIT(0, 1, MP_OPTIM_SGD + 1, "SGD")},
     {"sgd_4096x4096", MPV_CB_POINTWISE, MP_FAM_SGD, "Mul",
-     {4096, 4096, 0, 0}, {0}, 1, 0, 1, 1, MP_OPTIM_SGD + 1, "SGD"},
+     {4096, 4096, 0, 0}, {0}, 1, FIT(0, 1, MP_OPTIM_SGD + 1, "SGD")},
     {"adamw_1024", MPV_CB_POINTWISE, MP_FAM_ADAM, "Mul", {1024, 0, 0, 0},
-     {0}, 1, 0, 1, 1, MP_OPTIM_ADAMW + 1, "AdamW"},
+     {0}, 1, FIT(0, 1, MP_OPTIM_ADAMW + 1, "AdamW")},
     {"adamw_4096x4096", MPV_CB_POINTWISE, MP_FAM_ADAM, "Mul",
-     {4096, 4096, 0, 0}, {0}, 1, 0, 1, 1, MP_OPTIM_ADAMW + 1, "AdamW"},
+     {4096, 4096, 0, 0}, {0}, 1, FIT(0, 1, MP_OPTIM_ADAMW + 1, "AdamW")},
 };
 #undef G
 #undef C
+#undef FIT
+#undef SDPA
 const size_t mpv_cal_n_benches =
     sizeof mpv_cal_benches / sizeof mpv_cal_benches[0];
 
@@ -614,7 +618,7 @@ static double class_rate(const mpv_cal_meas *m, const double *t, int kind,
     for (size_t i = 0; i < mpv_cal_n_benches && n < 64; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         if (b->kind == kind && (cls < 0 || b->cls == cls) &&
-            !b->grad == !grad && !b->fit_only && t[i] > 0)
+            !b->grad == !grad && b->use != MPV_CB_FIT && t[i] > 0)
             r[n++] = rate(work[i], t[i], overhead(m));
     }
     if (!n)
@@ -729,7 +733,7 @@ static mp_cal_fit group_fit(const mpv_cal_meas *m, const double *t,
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         int memory = mpv_cal_bench_memory(b);
         if ((kind < 0 ? memory : b->kind == kind) && b->cls == cls &&
-            !b->grad == !grad && t[i] > 0) {
+            !b->grad == !grad && b->use != MPV_CB_FIGURE && t[i] > 0) {
             w[n] = memory ? bytes[i] : flops[i];
             tt[n++] = t[i];
         }

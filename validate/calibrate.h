@@ -18,6 +18,8 @@ extern "C" {
 /* what a benchmark measures */
 enum { MPV_CB_GEMM, MPV_CB_CONV, MPV_CB_POINTWISE, MPV_CB_REDUCE,
        MPV_CB_MOVE, MPV_CB_ATTENTION };
+/* what its time goes into (mpv_cal_bench.use) */
+enum { MPV_CB_BOTH, MPV_CB_FIT, MPV_CB_FIGURE };
 
 typedef struct mpv_cal_bench {
     const char *name;   /* e.g. "gemm_1024" */
@@ -36,9 +38,13 @@ typedef struct mpv_cal_bench {
                            requiring gradients */
     int train;          /* 1: timed in the training graph (BatchNorm with
                            its statistics, an optimizer step) */
-    int fit_only;       /* 1: only for the affine fits (the class
-                           figures, "gemm", "conv", ..., are the medians
-                           of the others, as before the fits) */
+    int use;            /* MPV_CB_BOTH, MPV_CB_FIT (the affine fit
+                           only: the class figures, "gemm", "conv", ...,
+                           are the medians of the others, as before the
+                           fits), MPV_CB_FIGURE (the class figure only:
+                           the batch-32 convolutions, whose throughputs
+                           the reference models at batch 8 do not
+                           reach) */
     int optim;          /* the training graph's optimizer + 1 (0: the
                            default) */
     const char *timed;  /* the op of the node timed (NULL: op, or
