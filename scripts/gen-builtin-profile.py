@@ -94,7 +94,7 @@ def affine(out, a):
         None, CONV, [a.get("conv", {}), a.get("conv_grad", {})]))
     out.append("        .attention_fit = %s," % fit_table(
         None, ATTN, [a.get("attention", {}), a.get("attention_grad", {})]))
-    out.append("        .family_fit = {%s}," % ", ".join(
+    out.append("        .family_fit = {\n            %s}," % ",\n            ".join(
         "{%s, %s}" % (fit(a.get(f)), fit(a.get(f + "_grad")))
         for f in FAMILIES))
 
