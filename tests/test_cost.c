@@ -854,8 +854,8 @@ static void t_builtin_is_file(void)
         "{{0.0, 0.0}, {2000000000000.0, 5e-05}}}}",
         /* families: batchnorm forward and backward, ..., sgd, adam */
         "{{600000000000.0, 1.1e-05}, {400000000000.0, 1.3e-05}}",
-        "{{1500000000000.0, 3.5e-06}, {0.0, 0.0}}, "
-        "{{1200000000000.0, 4.5e-06}, {0.0, 0.0}}}"};
+        "{{1500000000000.0, 3.5e-06}, {0.0, 0.0}},\n",
+        "{{1200000000000.0, 4.5e-06}, {0.0, 0.0}}},\n"};
     for (size_t i = 0; i < sizeof want_fit / sizeof want_fit[0]; i++)
         if (!strstr(text, want_fit[i])) {
             printf("\n  no %s in\n%s", want_fit[i], text);
