@@ -106,6 +106,36 @@ static void t_benches_lower(void)
     mp_ctx_destroy(c);
 }
 
+/* m for a test: a made-up GPU, every benchmark unmeasured (bench_s and
+ * bench16_s of nb -1 each, to be freed), the launch overhead `launch` */
+static void meas_init(mpv_cal_meas *m, size_t nb, double launch, int reps)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->gpu, sizeof m->gpu, "Test GPU");
+    m->mem_bytes = 1ull << 34;
+    m->copy_engines = 2;
+    m->reps = reps;
+    m->launch_s = launch;
+    m->h2d_bw = m->d2h_bw = 5e10;
+    m->link_latency = 8e-6;
+    m->bench_s = calloc(nb, sizeof *m->bench_s);
+    m->bench16_s = calloc(nb, sizeof *m->bench16_s);
+    CU_ASSERT_FATAL(m->bench_s && m->bench16_s);
+    for (size_t i = 0; i < nb; i++)
+        m->bench_s[i] = m->bench16_s[i] = -1;
+}
+
+/* The profile JSON of m named name (*text, to free) and the device it
+ * reads as; the reader's status (its message printed on failure). */
+static mp_status profile_of(mp_ctx *c, const mpv_cal_meas *m,
+                            const char *name, char **text, mp_device *d)
+{
+    mp_status st = mpv_cal_profile_json(c, name, m, text);
+    if (!st && (st = mp_device_load_json_string(c, *text, "cal.json", d)))
+        printf("\n  %s\n%s\n", mp_ctx_message(c), *text);
+    return st;
+}
+
 /* made-up measurements, each class at a throughput of its own */
 static double gemm_rate(int cls) { return 1e13 * (cls + 1); }
 static double conv_rate(int cls) { return 2e12 * (cls + 1); }
@@ -120,22 +150,14 @@ static void t_profile_round_trip(void)
     mp_ctx *c = mp_ctx_create(NULL);
     size_t nb = mpv_cal_n_benches;
     mpv_cal_meas m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.gpu, sizeof m.gpu, "Test GPU");
-    m.mem_bytes = 1ull << 34;
-    m.copy_engines = 2;
-    m.reps = 7;
-    m.launch_s = 1e-7; /* every kernel well above it: see rate() */
-    m.h2d_bw = 5e10;
+    /* every kernel well above the launch overhead: see rate() */
+    meas_init(&m, nb, 1e-7, 7);
     m.d2h_bw = 4e10;
-    m.link_latency = 8e-6;
     m.d2d_bw = 1e15; /* memory never the bound of a GEMM or conv here */
     m.overlap_h2d = 0.8;
     m.overlap_d2h = 1.2; /* clamped to 1: the mean 0.9 */
-    m.bench_s = calloc(nb, sizeof *m.bench_s);
-    m.bench16_s = calloc(nb, sizeof *m.bench16_s);
     mpv_cal_case *k = calloc(nb, sizeof *k);
-    CU_ASSERT_FATAL(m.bench_s && m.bench16_s && k);
+    CU_ASSERT_FATAL(k != NULL);
     for (size_t i = 0; i < nb; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         CU_ASSERT_EQUAL_FATAL(mpv_cal_case_make(c, b, &k[i]), MP_OK);
@@ -158,16 +180,11 @@ static void t_profile_round_trip(void)
         }
     }
     char *text = NULL;
-    CU_ASSERT_EQUAL_FATAL(mpv_cal_profile_json(c, "testgpu", &m, &text),
-                          MP_OK);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(profile_of(c, &m, "testgpu", &text, &d), MP_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"version\": 1"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "Test GPU"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "gemm_4096"));
-    mp_device d;
-    mp_status st = mp_device_load_json_string(c, text, "cal.json", &d);
-    if (st)
-        printf("\n  %s\n%s\n", mp_ctx_message(c), text);
-    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
     CU_ASSERT_STRING_EQUAL(d.name, "testgpu");
     CU_ASSERT_EQUAL(d.cal.version, 1);
     CU_ASSERT_EQUAL(d.mem_bytes, 1ull << 34);
@@ -275,23 +292,11 @@ static void t_launch_case(void)
     mpv_cal_case_free(&k);
     size_t nb = mpv_cal_n_benches;
     mpv_cal_meas m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.gpu, sizeof m.gpu, "Test GPU");
-    m.mem_bytes = 1ull << 34;
-    m.copy_engines = 2;
-    m.h2d_bw = m.d2h_bw = 5e10;
-    m.link_latency = 8e-6;
+    meas_init(&m, nb, 3e-6, 1);
     m.d2d_bw = 1e12;
-    m.launch_s = 3e-6;
     m.node_s = 9e-6;
-    m.reps = 1;
-    m.bench_s = calloc(nb, sizeof *m.bench_s);
-    m.bench16_s = calloc(nb, sizeof *m.bench16_s);
-    CU_ASSERT_FATAL(m.bench_s && m.bench16_s);
-    for (size_t i = 0; i < nb; i++) {
+    for (size_t i = 0; i < nb; i++)
         m.bench_s[i] = 1e-3;
-        m.bench16_s[i] = -1;
-    }
     char *text = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_cal_profile_json(c, "t", &m, &text), MP_OK);
     mp_device d;
@@ -425,19 +430,10 @@ static void t_affine_round_trip(void)
     mp_ctx *c = mp_ctx_create(NULL);
     size_t nb = mpv_cal_n_benches;
     mpv_cal_meas m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.gpu, sizeof m.gpu, "Test GPU");
-    m.mem_bytes = 1ull << 34;
-    m.copy_engines = 2;
-    m.reps = 3;
-    m.launch_s = 2e-6;
-    m.h2d_bw = m.d2h_bw = 5e10;
-    m.link_latency = 8e-6;
+    meas_init(&m, nb, 2e-6, 3);
     m.d2d_bw = 1e16; /* memory never the bound of a compute kernel */
-    m.bench_s = calloc(nb, sizeof *m.bench_s);
-    m.bench16_s = calloc(nb, sizeof *m.bench16_s);
     mpv_cal_case *k = calloc(nb, sizeof *k);
-    CU_ASSERT_FATAL(m.bench_s && m.bench16_s && k);
+    CU_ASSERT_FATAL(k != NULL);
     for (size_t i = 0; i < nb; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         CU_ASSERT_EQUAL_FATAL(mpv_cal_case_make(c, b, &k[i]), MP_OK);
@@ -469,16 +465,11 @@ static void t_affine_round_trip(void)
         }
     }
     char *text = NULL;
-    CU_ASSERT_EQUAL_FATAL(mpv_cal_profile_json(c, "affine", &m, &text),
-                          MP_OK);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(profile_of(c, &m, "affine", &text, &d), MP_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"affine\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"batchnorm_grad\""));
     CU_ASSERT_PTR_NULL(strstr(text, "\"sgd_grad\""));
-    mp_device d;
-    mp_status st = mp_device_load_json_string(c, text, "affine.json", &d);
-    if (st)
-        printf("\n  %s\n", mp_ctx_message(c));
-    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
     for (size_t i = 0; i < nb; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         int memory = mpv_cal_bench_memory(b);

@@ -346,6 +346,35 @@ static const char *calibrated_json =
     "  \"copy_bandwidth\": 2.5e12, \"copy_compute_overlap\": 0.9,"
     "  \"x-measured\": {\"benchmarks\": [1, 2]}}}";
 
+/* A profile made bad: `from` in the text replaced by `to`; the message
+ * must name `needle`. */
+typedef struct bad_case {
+    const char *from, *to, *needle;
+} bad_case;
+
+/* Each bad case of text (named src) is an MP_ERR_PARSE whose message
+ * names the file and the problem. */
+static void bad_profiles(mp_ctx *c, const char *text, const char *src,
+                         const bad_case *bad, size_t n)
+{
+    mp_device d;
+    char b[8192], where[64];
+    snprintf(where, sizeof where, "%s:", src);
+    for (size_t i = 0; i < n; i++) {
+        const char *at = strstr(text, bad[i].from);
+        CU_ASSERT_FATAL(at != NULL);
+        snprintf(b, sizeof b, "%.*s%s%s", (int)(at - text), text, bad[i].to,
+                 at + strlen(bad[i].from));
+        CU_ASSERT_EQUAL(mp_device_load_json_string(c, b, src, &d),
+                        MP_ERR_PARSE);
+        if (!strstr(mp_ctx_message(c), bad[i].needle) ||
+            !strstr(mp_ctx_message(c), where)) {
+            printf("\n  case %zu: %s\n", i, mp_ctx_message(c));
+            CU_FAIL("message does not name the problem");
+        }
+    }
+}
+
 static void t_calibrated_json(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
@@ -384,9 +413,7 @@ static void t_calibrated_json(void)
     CU_ASSERT_EQUAL(d.cal.gemm[0][3], 4.0);
     CU_ASSERT(close_rel(d.mem_bw, 3.35e12));
 
-    static const struct {
-        const char *from, *to, *needle;
-    } bad[] = {
+    static const bad_case bad[] = {
         /* missing figures */
         {", \"large\": 5e13}", "}", "missing required key \"large\""},
         {"\"reduce_bandwidth\": 2e12,", "", "\"reduce_bandwidth\""},
@@ -405,21 +432,8 @@ static void t_calibrated_json(void)
          "unknown key \"copy_bandwith\""},
         {"\"depthwise\": 1e12", "\"dw\": 1e12", "unknown key \"dw\""},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char text[2048];
-        const char *at = strstr(calibrated_json, bad[i].from);
-        CU_ASSERT_FATAL(at != NULL);
-        snprintf(text, sizeof text, "%.*s%s%s",
-                 (int)(at - calibrated_json), calibrated_json, bad[i].to,
-                 at + strlen(bad[i].from));
-        mp_status st = mp_device_load_json_string(c, text, "cal.json", &d);
-        CU_ASSERT_EQUAL(st, MP_ERR_PARSE);
-        if (!strstr(mp_ctx_message(c), bad[i].needle) ||
-            !strstr(mp_ctx_message(c), "cal.json:")) {
-            printf("\n  case %zu: %s\n", i, mp_ctx_message(c));
-            CU_FAIL("message does not name the problem");
-        }
-    }
+    bad_profiles(c, calibrated_json, "cal.json", bad,
+                 sizeof bad / sizeof bad[0]);
     mp_ctx_destroy(c);
 }
 
@@ -427,6 +441,16 @@ static void t_calibrated_json(void)
  * at its own throughput (GEMM by shape class, conv by kind, bandwidth by
  * pointwise, reduction or move), the launch overhead once a node; an
  * uncalibrated class falls back to the peak and the memory bandwidth. */
+/* n activations y0, y1, ... of shapes to infer into y */
+static void activations(mp_graph *g, uint32_t *y, int n)
+{
+    char name[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "y%d", i);
+        y[i] = mp_test_tensor(g, name, MP_KIND_ACTIVATION, -1, NULL);
+    }
+}
+
 static void t_calibrated_cost(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
@@ -446,11 +470,7 @@ static void t_calibrated_cost(void)
     uint32_t w3 = mp_test_tensor(g, "w3", MP_KIND_WEIGHT, 4, dw3);
     uint32_t wd = mp_test_tensor(g, "wd", MP_KIND_WEIGHT, 4, ddw);
     uint32_t y[8];
-    char name[8];
-    for (int i = 0; i < 8; i++) {
-        snprintf(name, sizeof name, "y%d", i);
-        y[i] = mp_test_tensor(g, name, MP_KIND_ACTIVATION, -1, NULL);
-    }
+    activations(g, y, 8);
     uint32_t in_mm[] = {x, w}, in_sk[] = {xs, w}, in_c1[] = {xc, w1},
              in_c3[] = {xc, w3}, in_dw[] = {xc, wd}, in_add[] = {x, x};
     uint32_t mm = mp_test_node(g, "mm", "MatMul", in_mm, 2, &y[0], 1);
@@ -650,11 +670,7 @@ static void t_affine_json(void)
     for (int i = 0; i < 4; i++)
         bn[1 + i] = mp_test_tensor(g, bnn[i], MP_KIND_WEIGHT, 1, dch);
     uint32_t y[8];
-    char name[8];
-    for (int i = 0; i < 8; i++) {
-        snprintf(name, sizeof name, "y%d", i);
-        y[i] = mp_test_tensor(g, name, MP_KIND_ACTIVATION, -1, NULL);
-    }
+    activations(g, y, 8);
     uint32_t in_mm[] = {x, w}, in_c1[] = {xc, w1}, in_c3[] = {xc, w3},
              in_at[] = {q, kt, q};
     uint32_t ids[8];
@@ -665,16 +681,8 @@ static void t_affine_json(void)
     ids[4] = mp_test_node(g, "gap", "GlobalAveragePool", &xc, 1, &y[4], 1);
     ids[5] = mp_test_node(g, "sm", "Softmax", &x, 1, &y[5], 1);
     ids[6] = mp_test_node(g, "tr", "Transpose", &x, 1, &y[6], 1);
-    mp_node_desc nd;
-    memset(&nd, 0, sizeof nd);
-    nd.name = "att";
-    nd.op = "ScaledDotProductAttention";
-    nd.domain = "memplan";
-    nd.inputs = in_at;
-    nd.n_inputs = 3;
-    nd.outputs = &y[7];
-    nd.n_outputs = 1;
-    CU_ASSERT_EQUAL_FATAL(mp_graph_add_node(g, &nd, &ids[7]), MP_OK);
+    ids[7] = mp_test_node_dom(g, "att", "ScaledDotProductAttention",
+                              "memplan", in_at, 3, &y[7], 1);
     int64_t p1[] = {1, 1, 1, 1};
     CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, ids[2], "pads", p1, 4), MP_OK);
     for (int i = 0; i < 8; i++)
@@ -718,9 +726,7 @@ static void t_affine_json(void)
     CU_ASSERT(close_rel(e.seconds, e.flops / 6e12 + 3e-6));
     mp_graph_destroy(g);
 
-    static const struct {
-        const char *from, *to, *needle;
-    } bad[] = {
+    static const bad_case bad[] = {
         {", \"fixed\": 9e-6}", "}", "missing required key \"fixed\""},
         {"\"short\": {", "\"tiny\": {", "unknown key \"tiny\""},
         {"\"adam\": {", "\"adam_grad\": {", "unknown key \"adam_grad\""},
@@ -729,20 +735,7 @@ static void t_affine_json(void)
         {"\"copy\": {\"rate\": 8e11, \"fixed\": 4e-6}", "\"copy\": 8e11",
          "\"rate\" and \"fixed\""},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char b[8192];
-        const char *at = strstr(text, bad[i].from);
-        CU_ASSERT_FATAL(at != NULL);
-        snprintf(b, sizeof b, "%.*s%s%s", (int)(at - text), text, bad[i].to,
-                 at + strlen(bad[i].from));
-        st = mp_device_load_json_string(c, b, "aff.json", &d);
-        CU_ASSERT_EQUAL(st, MP_ERR_PARSE);
-        if (!strstr(mp_ctx_message(c), bad[i].needle) ||
-            !strstr(mp_ctx_message(c), "aff.json:")) {
-            printf("\n  case %zu: %s\n", i, mp_ctx_message(c));
-            CU_FAIL("message does not name the problem");
-        }
-    }
+    bad_profiles(c, text, "aff.json", bad, sizeof bad / sizeof bad[0]);
     mp_ctx_destroy(c);
 }
 
