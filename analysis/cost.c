@@ -213,7 +213,47 @@ static int conv_grad_class(const mp_graph *g, const mp__node *n)
     return MP_CONV_SPATIAL;
 }
 
-/* What kind of kernel node runs, and its class (GEMM and conv). */
+int mp__attn_class(double tq)
+{
+    if (tq <= 0)
+        return -1;
+    return tq <= 64 ? MP_ATTN_SHORT : tq <= 512 ? MP_ATTN_MEDIUM
+                                                : MP_ATTN_LONG;
+}
+
+/* The memory-bound family (MP_FAM_*) of an executor kernel and its
+ * variant, from the registry entry; -1: not a memory-bound kernel of
+ * its own (the synthetic kernel, a view, a collective, unknown). */
+static int kernel_family(unsigned kernel, unsigned kop)
+{
+    switch (kernel) {
+    case MP__KERNEL_UNARY: case MP__KERNEL_BINARY: case MP__KERNEL_VARIADIC:
+    case MP__KERNEL_CAST: case MP__KERNEL_LOSS_GRAD: case MP__KERNEL_WHERE:
+        return MP_FAM_POINTWISE;
+    case MP__KERNEL_SGD:
+        return kop == MP__KOP_OPT_ADAM || kop == MP__KOP_OPT_ADAMW
+                   ? MP_FAM_ADAM
+               : kop == MP__KOP_OPT_FOREACH ? MP_FAM_POINTWISE
+                                            : MP_FAM_SGD;
+    case MP__KERNEL_BATCHNORM:
+        return MP_FAM_BATCHNORM;
+    case MP__KERNEL_REDUCE: case MP__KERNEL_GLOBAL_POOL:
+        return MP_FAM_REDUCTION;
+    case MP__KERNEL_SOFTMAX: case MP__KERNEL_LAYERNORM:
+        return MP_FAM_ROWNORM;
+    case MP__KERNEL_POOL: case MP__KERNEL_LRN: case MP__KERNEL_LOSS:
+        return MP_FAM_REDUCE;
+    case MP__KERNEL_COPY: case MP__KERNEL_CONCAT: case MP__KERNEL_SPLIT:
+    case MP__KERNEL_SLICE: case MP__KERNEL_TRANSPOSE: case MP__KERNEL_GATHER:
+    case MP__KERNEL_PAD: case MP__KERNEL_EXPAND: case MP__KERNEL_RESIZE:
+        return MP_FAM_COPY;
+    default:
+        return -1;
+    }
+}
+
+/* What kind of kernel node runs, and its class (GEMM and conv), its
+ * family (memory-bound kernels) or its sequence class (attention). */
 static void node_kernel(const mp_graph *g, const mp__node *n,
                         const mp__op_def *def, mp__kernel_desc *k)
 {
@@ -225,6 +265,7 @@ static void node_kernel(const mp_graph *g, const mp__node *n,
     k->kind = MP__KK_OTHER;
     k->cls = 0;
     k->grad = grad;
+    k->seq = -1;
     switch (MP__OP_KERNEL(kd)) {
     case MP__KERNEL_MATMUL: case MP__KERNEL_GEMM:
         k->kind = MP__KK_GEMM;
@@ -239,35 +280,50 @@ static void node_kernel(const mp_graph *g, const mp__node *n,
         }
         k->cls = mp__gemm_class(m, nn, kk, k->flops);
         break;
-    case MP__KERNEL_ATTENTION:
+    case MP__KERNEL_ATTENTION: {
         /* the two products: [Tq, D] x [D, Tk] per batch and head (the
-         * GEMM class stands in where attention is not calibrated) */
+         * GEMM class stands in where attention is not calibrated); the
+         * sequence class by Tq, of Q or of the backward's output
+         * gradient (input 0 both) */
+        double tq = 0;
         k->kind = MP__KK_ATTENTION;
         if (!grad && x && w)
             (void)(dim(x, -2, &m) && dim(x, -1, &kk) && dim(w, -1, &nn));
         k->cls = mp__gemm_class(m, nn, kk, k->flops);
+        if (x && x->rank >= 2 && dim(x, -2, &tq))
+            k->seq = mp__attn_class(tq);
         break;
+    }
     case MP__KERNEL_CONV:
         k->kind = MP__KK_CONV;
         k->cls = grad ? conv_grad_class(g, n) : conv_class(n, x, w);
         break;
-    case MP__KERNEL_UNARY: case MP__KERNEL_BINARY: case MP__KERNEL_VARIADIC:
-    case MP__KERNEL_CAST: case MP__KERNEL_LOSS_GRAD: case MP__KERNEL_SGD:
-        k->kind = MP__KK_POINTWISE;
-        break;
-    case MP__KERNEL_REDUCE: case MP__KERNEL_SOFTMAX: case MP__KERNEL_BATCHNORM:
-    case MP__KERNEL_LAYERNORM: case MP__KERNEL_POOL:
-    case MP__KERNEL_GLOBAL_POOL: case MP__KERNEL_LRN: case MP__KERNEL_LOSS:
-        k->kind = MP__KK_REDUCE;
-        break;
-    case MP__KERNEL_COPY: case MP__KERNEL_CONCAT: case MP__KERNEL_SPLIT:
-    case MP__KERNEL_SLICE: case MP__KERNEL_TRANSPOSE: case MP__KERNEL_GATHER:
-    case MP__KERNEL_PAD: case MP__KERNEL_EXPAND: case MP__KERNEL_RESIZE:
-        k->kind = MP__KK_MOVE;
-        break;
-    default:
+    default: {
+        int fam = kernel_family(MP__OP_KERNEL(kd), MP__OP_KOP(kd));
+        if (fam >= 0) {
+            k->kind = MP__KK_MEMORY;
+            k->cls = fam;
+        }
         break;
     }
+    }
+}
+
+/* The kernel of node n (entry def) of f FLOPs and b bytes: its kind,
+ * class and the dtype of its arithmetic (input 0's, else output 0's) */
+static void kernel_desc(const mp_graph *g, const mp__node *n,
+                        const mp__op_def *def, double f, double b,
+                        mp__kernel_desc *k)
+{
+    k->flops = f;
+    k->bytes = b;
+    k->dt = MP_DTYPE_FLOAT32;
+    if (n->n_in && n->inputs[0] != MP_NONE &&
+        g->tensors[n->inputs[0]].dtype != MP_DTYPE_UNDEFINED)
+        k->dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
+    else if (n->n_out && g->tensors[n->outputs[0]].dtype)
+        k->dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
+    node_kernel(g, n, def, k);
 }
 
 /* The cost without a device profile (the recompute solvers' clock): only
@@ -329,17 +385,77 @@ mp_status mp__node_estimate_ex(const mp_graph *g, uint32_t node,
         return MP_OK;
     }
     mp__kernel_desc k;
-    k.flops = f;
-    k.bytes = b;
-    k.dt = MP_DTYPE_FLOAT32;
-    if (n->n_in && n->inputs[0] != MP_NONE &&
-        g->tensors[n->inputs[0]].dtype != MP_DTYPE_UNDEFINED)
-        k.dt = (mp_dtype)g->tensors[n->inputs[0]].dtype;
-    else if (n->n_out && g->tensors[n->outputs[0]].dtype)
-        k.dt = (mp_dtype)g->tensors[n->outputs[0]].dtype;
-    node_kernel(g, n, def, &k);
+    kernel_desc(g, n, def, f, b, &k);
     out->seconds = mp__kernel_seconds(d, &k);
     return MP_OK;
+}
+
+mp_status mp__node_kernel_desc(const mp_graph *g, uint32_t node,
+                               mp__kernel_desc *k)
+{
+    double f, b;
+    if (!g || !k || node >= g->n_nodes)
+        return MP_ERR_INVALID_ARG;
+    mp_status st = mp__node_flops_bytes(g, node, &f, &b);
+    if (st)
+        return st;
+    const mp__node *n = &g->nodes[node];
+    kernel_desc(g, n, n->def ? n->def : mp__op_lookup(n->op, n->domain), f,
+                b, k);
+    return MP_OK;
+}
+
+/* The fit of k's class (its backward's, else its forward's), or NULL
+ * where the class is not fitted. */
+static const mp_cal_fit *class_fit(const mp_device_calibration *c,
+                                   const mp__kernel_desc *k, int dc)
+{
+    const mp_cal_fit *f = NULL; /* [0] forward, [1] backward */
+    int cls = k->cls;
+    switch (k->kind) {
+    case MP__KK_GEMM:
+        if (cls >= 0 && cls < MP_GEMM_CLASSES)
+            return c->gemm_fit[dc][cls].rate > 0 ? &c->gemm_fit[dc][cls]
+                                                 : NULL;
+        return NULL;
+    case MP__KK_CONV:
+        if (cls >= 0 && cls < MP_CONV_CLASSES)
+            f = c->conv_fit[dc][cls];
+        break;
+    case MP__KK_ATTENTION:
+        if (k->seq >= 0 && k->seq < MP_ATTN_CLASSES)
+            f = c->attention_fit[dc][k->seq];
+        break;
+    case MP__KK_OTHER:
+        f = c->family_fit[MP_FAM_POINTWISE];
+        break;
+    case MP__KK_MEMORY:
+        if (cls >= 0 && cls < MP_FAM_CLASSES)
+            f = c->family_fit[cls];
+        break;
+    default:
+        break;
+    }
+    if (!f)
+        return NULL;
+    if (k->grad && f[1].rate > 0)
+        return &f[1];
+    return f[0].rate > 0 ? &f[0] : NULL;
+}
+
+/* The bandwidth a memory-bound family had before it was fitted apart:
+ * the figure of the class it was in */
+static double family_bw(const mp_device_calibration *c, int fam)
+{
+    switch (fam) {
+    case MP_FAM_REDUCE: case MP_FAM_BATCHNORM: case MP_FAM_REDUCTION:
+    case MP_FAM_ROWNORM:
+        return c->reduce_bw;
+    case MP_FAM_COPY:
+        return c->copy_bw;
+    default:
+        return c->pointwise_bw;
+    }
 }
 
 double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k)
@@ -348,38 +464,44 @@ double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k)
     int dc = k->dt == MP_DTYPE_BFLOAT16 || k->dt == MP_DTYPE_FLOAT16
                  ? MP_CAL_16BIT
                  : MP_CAL_FP32;
-    double peak = 0, bw = 0;
+    double peak = 0, bw = 0, fixed = d->kernel_overhead;
     int cls = k->cls >= 0 ? k->cls : 0;
-    switch (k->kind) {
-    case MP__KK_ATTENTION:
-        if (k->grad)
-            peak = c->attention_grad[dc];
-        if (peak <= 0)
-            peak = c->attention[dc];
-        if (peak <= 0 && cls < MP_GEMM_CLASSES)
-            peak = c->gemm[dc][cls];
-        break;
-    case MP__KK_GEMM:
-        if (cls < MP_GEMM_CLASSES)
-            peak = c->gemm[dc][cls];
-        break;
-    case MP__KK_CONV:
-        if (cls < MP_CONV_CLASSES && k->grad)
-            peak = c->conv_grad[dc][cls];
-        if (cls < MP_CONV_CLASSES && peak <= 0)
-            peak = c->conv[dc][cls];
-        break;
-    case MP__KK_POINTWISE: case MP__KK_OTHER:
-        bw = c->pointwise_bw;
-        break;
-    case MP__KK_REDUCE:
-        bw = c->reduce_bw;
-        break;
-    case MP__KK_MOVE:
-        bw = c->copy_bw;
-        break;
-    default:
-        break;
+    int memory = k->kind == MP__KK_MEMORY || k->kind == MP__KK_OTHER;
+    const mp_cal_fit *fit = class_fit(c, k, dc);
+    if (fit) {
+        /* the class's affine fit: its rate for its work, its fixed cost */
+        fixed = fit->fixed;
+        if (memory)
+            bw = fit->rate;
+        else
+            peak = fit->rate;
+    } else {
+        switch (k->kind) {
+        case MP__KK_ATTENTION:
+            if (k->grad)
+                peak = c->attention_grad[dc];
+            if (peak <= 0)
+                peak = c->attention[dc];
+            if (peak <= 0 && cls < MP_GEMM_CLASSES)
+                peak = c->gemm[dc][cls];
+            break;
+        case MP__KK_GEMM:
+            if (cls < MP_GEMM_CLASSES)
+                peak = c->gemm[dc][cls];
+            break;
+        case MP__KK_CONV:
+            if (cls < MP_CONV_CLASSES && k->grad)
+                peak = c->conv_grad[dc][cls];
+            if (cls < MP_CONV_CLASSES && peak <= 0)
+                peak = c->conv[dc][cls];
+            break;
+        case MP__KK_MEMORY:
+            bw = family_bw(c, k->cls);
+            break;
+        default:
+            bw = c->pointwise_bw;
+            break;
+        }
     }
     if (peak <= 0)
         peak = mp_device_flops(d, k->dt);
@@ -387,7 +509,7 @@ double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k)
         bw = d->mem_bw;
     double tc = peak > 0 && k->flops > 0 ? k->flops / peak : 0;
     double tm = bw > 0 && k->bytes > 0 ? k->bytes / bw : 0;
-    return (tc > tm ? tc : tm) + d->kernel_overhead;
+    return (tc > tm ? tc : tm) + fixed;
 }
 
 /* the least workspace a convolution pass is given: room for the index

@@ -17,29 +17,41 @@ mp_status mp__node_estimate_ex(const struct mp_graph *g, uint32_t node,
 
 /* What kind of kernel a node runs, for the calibrated throughputs. */
 enum {
-    MP__KK_OTHER = 0,   /* synthetic and unknown: the pointwise bandwidth */
+    MP__KK_OTHER = 0,   /* synthetic and unknown: the pointwise family */
     MP__KK_GEMM,        /* MatMul, Gemm (cls: MP_GEMM_*) */
-    MP__KK_ATTENTION,   /* fused attention (cls: MP_GEMM_*, its fallback) */
+    MP__KK_ATTENTION,   /* fused attention (cls: MP_GEMM_*, its fallback;
+                           seq: MP_ATTN_*) */
     MP__KK_CONV,        /* cls: MP_CONV_* */
-    MP__KK_POINTWISE,
-    MP__KK_REDUCE,      /* reductions, softmax, norms, pools, the loss */
-    MP__KK_MOVE         /* copies, transposes, concat, gather, ... */
+    MP__KK_MEMORY       /* memory-bound (cls: MP_FAM_*) */
 };
 typedef struct mp__kernel_desc {
     int kind, cls;
     double flops, bytes;
     mp_dtype dt;        /* the dtype of its arithmetic */
     int grad;           /* a backward pass (ConvGrad, the attention's) */
+    int seq;            /* attention: MP_ATTN_* (< 0: unknown) */
 } mp__kernel_desc;
+
+/* The kernel node runs as the cost model sees it (kind, class, FLOPs
+ * and bytes from the registry, dtype); MP_ERR_INVALID_ARG without one. */
+mp_status mp__node_kernel_desc(const struct mp_graph *g, uint32_t node,
+                               mp__kernel_desc *k);
 
 /* The GEMM class (MP_GEMM_*) of an M x K by K x N product of `flops`
  * FLOPs; a dimension <= 0 is unknown (the class from the FLOPs alone). */
 int mp__gemm_class(double m, double n, double k, double flops);
 
+/* The sequence class (MP_ATTN_*) of attention over tq query rows; -1
+ * when tq is unknown (<= 0). */
+int mp__attn_class(double tq);
+
 /* The one time of a kernel on d: the roofline max(flops / F, bytes / B)
  * plus the kernel overhead, F and B the calibrated throughput of the
  * kernel's kind and class (d->cal) where measured, else the peak of its
- * dtype and the memory bandwidth. Every prediction of a node's time
+ * dtype and the memory bandwidth; where the class has an affine fit
+ * (d->cal.*_fit), fixed + max(work / rate, the other term) instead (work:
+ * FLOPs of a compute class against bytes at the memory bandwidth, bytes
+ * of a memory family against FLOPs at the peak). Every prediction of a node's time
  * (mp__node_estimate_ex: the planners, the offload solver, the training
  * synthesis, validate) goes through it. */
 double mp__kernel_seconds(const mp_device *d, const mp__kernel_desc *k);

@@ -157,8 +157,18 @@ static mp_status profile_flops(profile *p, const mp__jval *v)
  *     "conv_grad": as "conv", "attention_grad": as "attention" (the
  *       backward passes; optional),
  *     "pointwise_bandwidth", "reduce_bandwidth", "copy_bandwidth": bytes/s,
- *     "copy_compute_overlap": 0..1
+ *     "copy_compute_overlap": 0..1,
+ *     "affine": {                    optional: affine fits, each optional
+ *       "gemm": {"float32": {CLASS: FIT, ...}, "bfloat16": ...},
+ *       "conv", "conv_grad": as "gemm" with CONV_CLASSES,
+ *       "attention", "attention_grad": as "gemm" with ATTN_CLASSES,
+ *       FAMILY: FIT, FAMILY_grad: FIT (float32 kernels)
+ *     }
  *   }
+ * FIT: {"rate": work/s, "fixed": seconds}; ATTN_CLASSES: {"short",
+ * "medium", "long"}; FAMILY: MP_FAM_* ("pointwise", "reduce", "copy",
+ * "batchnorm", "reduction", "rownorm", "sgd", "adam"; no "sgd_grad" or
+ * "adam_grad").
  * CLASSES: {"skinny", "small", "medium", "large"}; CONV_CLASSES:
  * {"pointwise", "spatial", "depthwise"}. Required: gemm.float32 with every
  * class, pointwise_bandwidth and reduce_bandwidth; a dtype object given
@@ -169,11 +179,27 @@ static const char *const gemm_cls[] = {"skinny", "small", "medium", "large"};
 static const char *const conv_cls[] = {"pointwise", "spatial", "depthwise"};
 static const char *const cal_dt[] = {"float32", "bfloat16"};
 enum { C_GEMM, C_CONV, C_PW, C_RED, C_COPY, C_OVERLAP, C_ATT, C_CONV_GRAD,
-       C_ATT_GRAD, C_N_ };
+       C_ATT_GRAD, C_AFFINE, C_N_ };
 static const char *const cal_names[] = {
     "gemm", "conv", "pointwise_bandwidth", "reduce_bandwidth",
     "copy_bandwidth", "copy_compute_overlap", "attention", "conv_grad",
-    "attention_grad"};
+    "attention_grad", "affine"};
+static const char *const attn_cls[] = {"short", "medium", "long"};
+/* "affine": the tables (a dtype object of classes each), then the
+ * memory-bound families (MP_FAM_*), forward and backward (the optimizer
+ * steps have no backward) */
+enum { A_GEMM, A_CONV, A_CONV_GRAD, A_ATT, A_ATT_GRAD, A_FAM, A_N_ =
+       A_FAM + 2 * MP_FAM_CLASSES - 2 };
+static const char *const affine_names[] = {
+    "gemm", "conv", "conv_grad", "attention", "attention_grad",
+    "pointwise", "reduce", "copy", "batchnorm", "reduction", "rownorm",
+    "sgd", "adam", "pointwise_grad", "reduce_grad", "copy_grad",
+    "batchnorm_grad", "reduction_grad", "rownorm_grad"};
+_Static_assert(sizeof affine_names / sizeof *affine_names == A_N_ &&
+                   MP_FAM_ADAM == MP_FAM_CLASSES - 1 &&
+                   MP_FAM_SGD == MP_FAM_CLASSES - 2,
+               "affine_names: the families in MP_FAM_* order, the "
+               "optimizer steps last");
 
 /* An object of names (n) to numbers >= 0, into out[]; the names of the
  * mask `need` must be there; what: the error's "an object of ..." */
@@ -231,6 +257,96 @@ static mp_status cal_attention(mp__jr *r, const mp__jval *v, double *out)
                        out);
 }
 
+/* One fit: {"rate": work/s, "fixed": seconds}, both given. */
+static mp_status cal_fit(mp__jr *r, const mp__jval *v, mp_cal_fit *out)
+{
+    static const char *const names[] = {"rate", "fixed"};
+    double f[2] = {0, 0};
+    mp_status st = cal_numbers(r, v, names, 2, 3,
+                               "an object of \"rate\" and \"fixed\"", f);
+    out->rate = f[0];
+    out->fixed = f[1];
+    return st;
+}
+
+/* An affine table: an object of dtype (optional each) to an object of
+ * class (optional each) to a fit; the fit of dtype d and class k at
+ * out[d * dt_stride + k * cls_stride]. */
+static mp_status cal_fit_table(mp__jr *r, const mp__jval *v,
+                               const char *const *names, int n,
+                               mp_cal_fit *out, size_t dt_stride,
+                               size_t cls_stride)
+{
+    static const mp__jkeys dts = {cal_dt, 2, MP__JK_EXT, NULL};
+    const mp__jkeys cls = {names, n, MP__JK_EXT, NULL};
+    mp__jobj o, oc;
+    mp__jval x, y;
+    int d, k;
+    mp_status st;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_type_err(r, v, "an object of dtype: classes");
+    mp__jr_object_at(r, &o, v, &dts);
+    while (!(st = mp__jr_member(r, &o, &d)) && d != MP__JK_END) {
+        if ((st = mp__jr_value(r, &x)))
+            return st;
+        if (x.type != MP__JT_OBJECT)
+            return mp__jr_type_err(r, &x, "an object of class: fit");
+        mp__jr_object_at(r, &oc, &x, &cls);
+        while (!(st = mp__jr_member(r, &oc, &k)) && k != MP__JK_END)
+            if ((st = mp__jr_value(r, &y)) ||
+                (st = cal_fit(r, &y, out + (size_t)d * dt_stride +
+                                         (size_t)k * cls_stride)))
+                return st;
+        if (st)
+            return st;
+    }
+    return st;
+}
+
+/* "affine": the classes' fits, each optional. */
+static mp_status cal_affine(mp__jr *r, const mp__jval *v,
+                            mp_device_calibration *c)
+{
+    static const mp__jkeys keys = {affine_names, A_N_, MP__JK_EXT, NULL};
+    mp__jobj o;
+    mp__jval x;
+    int k;
+    mp_status st;
+    const size_t cs = MP_CONV_CLASSES * 2, as = MP_ATTN_CLASSES * 2;
+    if (v->type != MP__JT_OBJECT)
+        return mp__jr_type_err(r, v, "an object of class: fit");
+    mp__jr_object_at(r, &o, v, &keys);
+    while (!(st = mp__jr_member(r, &o, &k)) && k != MP__JK_END) {
+        if ((st = mp__jr_value(r, &x)))
+            return st;
+        switch (k) {
+        case A_GEMM:
+            st = cal_fit_table(r, &x, gemm_cls, MP_GEMM_CLASSES,
+                               &c->gemm_fit[0][0], MP_GEMM_CLASSES, 1);
+            break;
+        case A_CONV: case A_CONV_GRAD:
+            st = cal_fit_table(r, &x, conv_cls, MP_CONV_CLASSES,
+                               &c->conv_fit[0][0][k == A_CONV_GRAD], cs, 2);
+            break;
+        case A_ATT: case A_ATT_GRAD:
+            st = cal_fit_table(r, &x, attn_cls, MP_ATTN_CLASSES,
+                               &c->attention_fit[0][0][k == A_ATT_GRAD], as,
+                               2);
+            break;
+        default: {
+            /* the forwards of every family, then the backwards of the
+             * families before the optimizer steps (the last two) */
+            int f = k - A_FAM, g = f >= MP_FAM_CLASSES;
+            st = cal_fit(r, &x, &c->family_fit[g ? f - MP_FAM_CLASSES : f][g]);
+            break;
+        }
+        }
+        if (st)
+            return st;
+    }
+    return st;
+}
+
 static mp_status profile_calibration(profile *p, const mp__jval *v)
 {
     static const mp__jkeys keys = {cal_names, C_N_, MP__JK_EXT, NULL};
@@ -264,6 +380,9 @@ static mp_status profile_calibration(profile *p, const mp__jval *v)
             break;
         case C_ATT_GRAD:
             st = cal_attention(&p->r, &x, c->attention_grad);
+            break;
+        case C_AFFINE:
+            st = cal_affine(&p->r, &x, c);
             break;
         case C_OVERLAP:
             st = mp__jr_num(&p->r, &x, 0, "a number in [0, 1]", &c->overlap);

@@ -38,6 +38,9 @@ FLOPS = {"float64": "flops_fp64", "float32": "flops_fp32",
 GEMM = ["skinny", "small", "medium", "large"]
 CONV = ["pointwise", "spatial", "depthwise"]
 DT = ["float32", "bfloat16"]
+ATTN = ["short", "medium", "long"]
+FAMILIES = ["pointwise", "reduce", "copy", "batchnorm", "reduction",
+            "rownorm", "sgd", "adam"]
 CAL_BW = {"pointwise_bandwidth": "pointwise_bw",
           "reduce_bandwidth": "reduce_bw", "copy_bandwidth": "copy_bw",
           "copy_compute_overlap": "overlap"}
@@ -58,6 +61,42 @@ def table(obj, classes, what):
         rows.append("{" + ", ".join(num(cls.get(c, 0), "d")
                                     for c in classes) + "}")
     return "{\n            " + ",\n            ".join(rows) + "}"
+
+
+def fit(obj):
+    """{rate, fixed} of an affine fit (absent: {0.0, 0.0})"""
+    if obj is None:
+        return "{0.0, 0.0}"
+    return "{%s, %s}" % (num(obj["rate"], "d"), num(obj["fixed"], "d"))
+
+
+def fit_table(obj, classes, passes):
+    """[dtype][class] (passes None) or [dtype][class][pass] of fits;
+    passes: the objects of the forward and the backward pass"""
+    rows = []
+    for dt in DT:
+        cells = []
+        for c in classes:
+            if passes is None:
+                cells.append(fit(obj.get(dt, {}).get(c)))
+            else:
+                cells.append("{" + ", ".join(
+                    fit(p.get(dt, {}).get(c)) for p in passes) + "}")
+        rows.append("{" + ", ".join(cells) + "}")
+    return "{\n            " + ",\n            ".join(rows) + "}"
+
+
+def affine(out, a):
+    """the .*_fit initializers of "calibration.affine" """
+    out.append("        .gemm_fit = %s," % fit_table(a.get("gemm", {}), GEMM,
+                                                     None))
+    out.append("        .conv_fit = %s," % fit_table(
+        None, CONV, [a.get("conv", {}), a.get("conv_grad", {})]))
+    out.append("        .attention_fit = %s," % fit_table(
+        None, ATTN, [a.get("attention", {}), a.get("attention_grad", {})]))
+    out.append("        .family_fit = {\n            %s}," % ",\n            ".join(
+        "{%s, %s}" % (fit(a.get(f)), fit(a.get(f + "_grad")))
+        for f in FAMILIES))
 
 
 def main():
@@ -104,6 +143,8 @@ def main():
                 num(att.get(dt, 0), "d") for dt in DT))
         for k, field in CAL_BW.items():
             out.append("        .%s = %s," % (field, num(c.get(k, 0), "d")))
+        if "affine" in c:
+            affine(out, c["affine"])
         out.append("    },")
     out.append("},")
     text = "\n".join(out) + "\n"

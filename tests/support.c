@@ -179,10 +179,18 @@ uint32_t mp_test_node(mp_graph *g, const char *name, const char *op,
                       const uint32_t *in, uint32_t nin, const uint32_t *out,
                       uint32_t nout)
 {
+    return mp_test_node_dom(g, name, op, NULL, in, nin, out, nout);
+}
+
+uint32_t mp_test_node_dom(mp_graph *g, const char *name, const char *op,
+                          const char *domain, const uint32_t *in,
+                          uint32_t nin, const uint32_t *out, uint32_t nout)
+{
     mp_node_desc d;
     memset(&d, 0, sizeof d);
     d.name = name;
     d.op = op;
+    d.domain = domain;
     d.inputs = in;
     d.n_inputs = nin;
     d.outputs = out;

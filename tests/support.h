@@ -81,6 +81,10 @@ uint32_t mp_test_tensor(mp_graph *g, const char *name, mp_tensor_kind kind,
 uint32_t mp_test_node(mp_graph *g, const char *name, const char *op,
                       const uint32_t *in, uint32_t nin, const uint32_t *out,
                       uint32_t nout);
+/* mp_test_node of an op of `domain` (e.g. "memplan") */
+uint32_t mp_test_node_dom(mp_graph *g, const char *name, const char *op,
+                          const char *domain, const uint32_t *in,
+                          uint32_t nin, const uint32_t *out, uint32_t nout);
 /* x[rows, k] -> MatMul(w[k, k]) -> h -> Relu -> y (the output), finalized:
  * the smallest net with a product and a pointwise node. */
 mp_graph *mp_test_mm_relu(mp_ctx *ctx, int64_t rows, int64_t k);

@@ -18,9 +18,48 @@ static int close_rel(double x, double y)
     return fabs(x - y) <= 1e-9 * fabs(y);
 }
 
+/* the node of k timed (its count in *n) */
+static uint32_t timed_node(const mpv_cal_case *k, uint32_t *n)
+{
+    uint32_t at = 0;
+    *n = 0;
+    for (uint32_t j = 0; j < mp_graph_num_nodes(k->g); j++) {
+        mp_node_info ni;
+        mp_graph_node_info(k->g, j, &ni);
+        if (strcmp(ni.op, k->timed) == 0) {
+            at = j;
+            (*n)++;
+        }
+    }
+    return at;
+}
+
+/* the cost model puts the node timed in the benchmark's class: kind,
+ * class (GEMM, conv), sequence class (attention), family (the memory
+ * kinds), pass */
+static void check_class(const mpv_cal_bench *b, const mpv_cal_case *k)
+{
+    uint32_t n, at = timed_node(k, &n);
+    mp__kernel_desc kd;
+    CU_ASSERT_EQUAL_FATAL(n, 1u);
+    CU_ASSERT_EQUAL_FATAL(mp__node_kernel_desc(k->g, at, &kd), MP_OK);
+    int want = b->kind == MPV_CB_GEMM        ? MP__KK_GEMM
+               : b->kind == MPV_CB_CONV      ? MP__KK_CONV
+               : b->kind == MPV_CB_ATTENTION ? MP__KK_ATTENTION
+                                             : MP__KK_MEMORY;
+    int cls = b->kind == MPV_CB_ATTENTION ? kd.seq : kd.cls;
+    if (kd.kind != want || cls != b->cls || kd.grad != b->grad) {
+        printf("\n  %s: kind %d class %d grad %d\n", b->name, kd.kind, cls,
+               kd.grad);
+        CU_FAIL("the cost model does not put a benchmark in its class");
+    }
+}
+
 /* every benchmark: one node, a real kernel (not the synthetic one); a
  * backward benchmark: one NAMEGrad node in its training graph, on a real
- * kernel, and the cost model's class of its forward */
+ * kernel, and the cost model's class of its forward; one timed in a
+ * training step (BatchNormalization with statistics, an optimizer step):
+ * one node of its op there, on a real kernel; each in its class */
 static void t_benches_lower(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
@@ -34,13 +73,15 @@ static void t_benches_lower(void)
             CU_FAIL("benchmark graph");
             continue;
         }
-        if (b->grad) {
+        check_class(b, &k);
+        if (b->grad || b->train) {
             const char *why = mpv_cal_case_synthetic(&k);
             if (why) {
                 printf("\n  %s: synthetic (%s)\n", b->name, why);
                 CU_FAIL("the executor has no kernel for a benchmark");
             }
-            CU_ASSERT(k.flops > 0);
+            CU_ASSERT(k.flops > 0 || b->kind != MPV_CB_CONV);
+            CU_ASSERT(k.bytes > 0);
             mpv_cal_case_free(&k);
             continue;
         }
@@ -65,6 +106,36 @@ static void t_benches_lower(void)
     mp_ctx_destroy(c);
 }
 
+/* m for a test: a made-up GPU, every benchmark unmeasured (bench_s and
+ * bench16_s of nb -1 each, to be freed), the launch overhead `launch` */
+static void meas_init(mpv_cal_meas *m, size_t nb, double launch, int reps)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->gpu, sizeof m->gpu, "Test GPU");
+    m->mem_bytes = 1ull << 34;
+    m->copy_engines = 2;
+    m->reps = reps;
+    m->launch_s = launch;
+    m->h2d_bw = m->d2h_bw = 5e10;
+    m->link_latency = 8e-6;
+    m->bench_s = calloc(nb, sizeof *m->bench_s);
+    m->bench16_s = calloc(nb, sizeof *m->bench16_s);
+    CU_ASSERT_FATAL(m->bench_s && m->bench16_s);
+    for (size_t i = 0; i < nb; i++)
+        m->bench_s[i] = m->bench16_s[i] = -1;
+}
+
+/* The profile JSON of m named name (*text, to free) and the device it
+ * reads as; the reader's status (its message printed on failure). */
+static mp_status profile_of(mp_ctx *c, const mpv_cal_meas *m,
+                            const char *name, char **text, mp_device *d)
+{
+    mp_status st = mpv_cal_profile_json(c, name, m, text);
+    if (!st && (st = mp_device_load_json_string(c, *text, "cal.json", d)))
+        printf("\n  %s\n%s\n", mp_ctx_message(c), *text);
+    return st;
+}
+
 /* made-up measurements, each class at a throughput of its own */
 static double gemm_rate(int cls) { return 1e13 * (cls + 1); }
 static double conv_rate(int cls) { return 2e12 * (cls + 1); }
@@ -79,22 +150,14 @@ static void t_profile_round_trip(void)
     mp_ctx *c = mp_ctx_create(NULL);
     size_t nb = mpv_cal_n_benches;
     mpv_cal_meas m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.gpu, sizeof m.gpu, "Test GPU");
-    m.mem_bytes = 1ull << 34;
-    m.copy_engines = 2;
-    m.reps = 7;
-    m.launch_s = 1e-7; /* every kernel well above it: see rate() */
-    m.h2d_bw = 5e10;
+    /* every kernel well above the launch overhead: see rate() */
+    meas_init(&m, nb, 1e-7, 7);
     m.d2h_bw = 4e10;
-    m.link_latency = 8e-6;
     m.d2d_bw = 1e15; /* memory never the bound of a GEMM or conv here */
     m.overlap_h2d = 0.8;
     m.overlap_d2h = 1.2; /* clamped to 1: the mean 0.9 */
-    m.bench_s = calloc(nb, sizeof *m.bench_s);
-    m.bench16_s = calloc(nb, sizeof *m.bench16_s);
     mpv_cal_case *k = calloc(nb, sizeof *k);
-    CU_ASSERT_FATAL(m.bench_s && m.bench16_s && k);
+    CU_ASSERT_FATAL(k != NULL);
     for (size_t i = 0; i < nb; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         CU_ASSERT_EQUAL_FATAL(mpv_cal_case_make(c, b, &k[i]), MP_OK);
@@ -117,16 +180,11 @@ static void t_profile_round_trip(void)
         }
     }
     char *text = NULL;
-    CU_ASSERT_EQUAL_FATAL(mpv_cal_profile_json(c, "testgpu", &m, &text),
-                          MP_OK);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(profile_of(c, &m, "testgpu", &text, &d), MP_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"version\": 1"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "Test GPU"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "gemm_4096"));
-    mp_device d;
-    mp_status st = mp_device_load_json_string(c, text, "cal.json", &d);
-    if (st)
-        printf("\n  %s\n%s\n", mp_ctx_message(c), text);
-    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
     CU_ASSERT_STRING_EQUAL(d.name, "testgpu");
     CU_ASSERT_EQUAL(d.cal.version, 1);
     CU_ASSERT_EQUAL(d.mem_bytes, 1ull << 34);
@@ -167,20 +225,13 @@ static void t_profile_round_trip(void)
         /* the nodes timed: node 0, or a backward benchmark's NAMEGrad
          * (one node, with the launch overhead once) */
         mp_op_cost e;
-        uint32_t at = 0, n_timed = 0;
-        for (uint32_t j = 0; j < mp_graph_num_nodes(k[i].g); j++) {
-            mp_node_info ni;
-            mp_graph_node_info(k[i].g, j, &ni);
-            if (strcmp(ni.op, k[i].timed) == 0) {
-                at = j;
-                n_timed++;
-            }
-        }
+        uint32_t n_timed, at = timed_node(&k[i], &n_timed);
         CU_ASSERT_EQUAL(n_timed, 1u);
-        CU_ASSERT_EQUAL(strcmp(k[i].timed, b->op) == 0, !b->grad);
+        CU_ASSERT_EQUAL(strcmp(k[i].timed, b->op) == 0,
+                        !b->grad && !b->timed);
         /* the training graph's nodes were timed on the builtin h200:
          * timed again on this profile (its class from the node) */
-        if (b->grad)
+        if (b->grad || b->train)
             CU_ASSERT_EQUAL(mp_graph_set_node_cost(k[i].g, at, k[i].flops,
                                                    k[i].bytes, -1),
                             MP_OK);
@@ -192,7 +243,7 @@ static void t_profile_round_trip(void)
         }
         if (b->kind == MPV_CB_GEMM) {
             mp__kernel_desc kd = {MP__KK_GEMM, b->cls, k[i].flops, 0,
-                                  MP_DTYPE_BFLOAT16, 0};
+                                  MP_DTYPE_BFLOAT16, 0, -1};
             CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), m.bench16_s[i]));
         }
         mpv_cal_case_free(&k[i]);
@@ -212,7 +263,7 @@ static void t_profile_round_trip(void)
                           MP_OK);
     CU_ASSERT_EQUAL(d.cal.conv[MP_CAL_FP32][MP_CONV_DEPTHWISE], 0.0);
     mp__kernel_desc kd = {MP__KK_CONV, MP_CONV_DEPTHWISE, 1e12, 0,
-                          MP_DTYPE_FLOAT32, 0};
+                          MP_DTYPE_FLOAT32, 0, -1};
     CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd),
                         1e12 / gemm_rate(MP_GEMM_LARGE) + 1e-7));
     /* its backward pass, measured, keeps its own rate */
@@ -241,23 +292,11 @@ static void t_launch_case(void)
     mpv_cal_case_free(&k);
     size_t nb = mpv_cal_n_benches;
     mpv_cal_meas m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.gpu, sizeof m.gpu, "Test GPU");
-    m.mem_bytes = 1ull << 34;
-    m.copy_engines = 2;
-    m.h2d_bw = m.d2h_bw = 5e10;
-    m.link_latency = 8e-6;
+    meas_init(&m, nb, 3e-6, 1);
     m.d2d_bw = 1e12;
-    m.launch_s = 3e-6;
     m.node_s = 9e-6;
-    m.reps = 1;
-    m.bench_s = calloc(nb, sizeof *m.bench_s);
-    m.bench16_s = calloc(nb, sizeof *m.bench16_s);
-    CU_ASSERT_FATAL(m.bench_s && m.bench16_s);
-    for (size_t i = 0; i < nb; i++) {
+    for (size_t i = 0; i < nb; i++)
         m.bench_s[i] = 1e-3;
-        m.bench16_s[i] = -1;
-    }
     char *text = NULL;
     CU_ASSERT_EQUAL_FATAL(mpv_cal_profile_json(c, "t", &m, &text), MP_OK);
     mp_device d;
@@ -313,7 +352,194 @@ static void t_benches_bf16(void)
     mp_ctx_destroy(c);
 }
 
+/* the affine fit from made-up measurements */
+static void t_fit(void)
+{
+    /* exact: 7 us + work at 2e12/s, two sizes and four */
+    double w[4] = {1e6, 1e9, 3e7, 5e8}, t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = 7e-6 + w[i] / 2e12;
+    mp_cal_fit f = mpv_cal_fit(w, t, 2, 4e-6);
+    CU_ASSERT(close_rel(f.rate, 2e12) && fabs(f.fixed - 7e-6) < 1e-15);
+    f = mpv_cal_fit(w, t, 4, 4e-6);
+    CU_ASSERT(fabs(f.rate / 2e12 - 1) < 1e-9 && fabs(f.fixed - 7e-6) < 1e-14);
+    /* noisy (+-10%): the fixed cost and rate near, every point within
+     * the noise */
+    double tn[4] = {t[0] * 1.1, t[1] * 0.9, t[2] * 1.05, t[3] * 0.95};
+    f = mpv_cal_fit(w, tn, 4, 4e-6);
+    CU_ASSERT(f.rate > 1.8e12 && f.rate < 2.4e12);
+    CU_ASSERT(f.fixed > 5e-6 && f.fixed < 9e-6);
+    for (int i = 0; i < 4; i++) {
+        double p = f.fixed + w[i] / f.rate;
+        CU_ASSERT(fabs(p / tn[i] - 1) < 0.12);
+    }
+    /* a time that grows less than in proportion from nothing: fixed 0,
+     * not below (the least squares through the origin) */
+    double w2[2] = {1e6, 1e9}, t2[2] = {1e6 / 1e12 * 0.5, 1e9 / 1e12};
+    f = mpv_cal_fit(w2, t2, 2, 4e-6);
+    CU_ASSERT_EQUAL(f.fixed, 0.0);
+    CU_ASSERT(f.rate > 9e11 && f.rate < 2.1e12);
+    /* one work (twice), a time falling with the work, or one point: the
+     * class figures' rule, fixed = the overhead */
+    double w3[2] = {1e9, 1e9}, t3[2] = {1.004e-3, 1.004e-3};
+    f = mpv_cal_fit(w3, t3, 2, 4e-6);
+    CU_ASSERT(close_rel(f.rate, 1e12) && f.fixed == 4e-6);
+    double t4[2] = {2e-3, 1e-3};
+    f = mpv_cal_fit(w2, t4, 2, 4e-6);
+    CU_ASSERT(f.fixed == 4e-6 && f.rate > 0);
+    f = mpv_cal_fit(w3, t3, 1, 4e-6);
+    CU_ASSERT(close_rel(f.rate, 1e12) && f.fixed == 4e-6);
+    /* nothing measured (t <= 0): not fitted */
+    double t5[2] = {-1, 0};
+    f = mpv_cal_fit(w2, t5, 2, 4e-6);
+    CU_ASSERT(f.rate == 0 && f.fixed == 0);
+}
+
+/* A class's made-up fit: fixed and rate of its own (kind, class, pass,
+ * dtype), far from the launch overhead. */
+static mp_cal_fit made_up_fit(const mpv_cal_bench *b, int d)
+{
+    int memory = mpv_cal_bench_memory(b);
+    mp_cal_fit f;
+    f.fixed = 1e-6 * (3 + b->kind + 2 * b->cls + 5 * b->grad + 7 * d);
+    f.rate = (memory ? 1e11 : 1e12) * (1 + b->kind + b->cls + 3 * b->grad +
+                                       9 * d);
+    return f;
+}
+
+/* The fit of class of b in c. */
+static const mp_cal_fit *fit_of(const mp_device_calibration *c,
+                                const mpv_cal_bench *b, int d)
+{
+    switch (b->kind) {
+    case MPV_CB_GEMM: return &c->gemm_fit[d][b->cls];
+    case MPV_CB_CONV: return &c->conv_fit[d][b->cls][b->grad];
+    case MPV_CB_ATTENTION: return &c->attention_fit[d][b->cls][b->grad];
+    default: return &c->family_fit[b->cls][b->grad];
+    }
+}
+
+/* Measurements of an affine time per class (fixed costs from 3 to 40 us,
+ * none the launch overhead): the profile holds each class's fit
+ * ("calibration.affine"), and the cost model gives back every time
+ * measured, each node by its own class's fit; every class is measured at
+ * two sizes or more. A profile without "affine" predicts as the class
+ * figures did. */
+static void t_affine_round_trip(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    size_t nb = mpv_cal_n_benches;
+    mpv_cal_meas m;
+    meas_init(&m, nb, 2e-6, 3);
+    m.d2d_bw = 1e16; /* memory never the bound of a compute kernel */
+    mpv_cal_case *k = calloc(nb, sizeof *k);
+    CU_ASSERT_FATAL(k != NULL);
+    for (size_t i = 0; i < nb; i++) {
+        const mpv_cal_bench *b = &mpv_cal_benches[i];
+        CU_ASSERT_EQUAL_FATAL(mpv_cal_case_make(c, b, &k[i]), MP_OK);
+        int memory = mpv_cal_bench_memory(b);
+        double work = memory ? k[i].bytes : k[i].flops;
+        for (int d = 0; d < 2; d++) {
+            mp_cal_fit f = made_up_fit(b, d);
+            (d ? m.bench16_s : m.bench_s)[i] =
+                d && memory ? -1 : f.fixed + work / f.rate;
+        }
+    }
+    /* two distinct works at least in every benchmark's class */
+    for (size_t i = 0; i < nb; i++) {
+        const mpv_cal_bench *b = &mpv_cal_benches[i];
+        int memory = mpv_cal_bench_memory(b), others = 0;
+        double wi = memory ? k[i].bytes : k[i].flops;
+        for (size_t j = 0; j < nb; j++) {
+            const mpv_cal_bench *o = &mpv_cal_benches[j];
+            int om = mpv_cal_bench_memory(o);
+            double wj = om ? k[j].bytes : k[j].flops;
+            others += o->use != MPV_CB_FIGURE &&
+                      (om ? memory : o->kind == b->kind) &&
+                      o->cls == b->cls && o->grad == b->grad &&
+                      fabs(wj - wi) > 1e-6 * wi;
+        }
+        if (!others) {
+            printf("\n  %s: its class measured at one size\n", b->name);
+            CU_FAIL("a class measured at one size");
+        }
+    }
+    char *text = NULL;
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(profile_of(c, &m, "affine", &text, &d), MP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"affine\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"batchnorm_grad\""));
+    CU_ASSERT_PTR_NULL(strstr(text, "\"sgd_grad\""));
+    for (size_t i = 0; i < nb; i++) {
+        const mpv_cal_bench *b = &mpv_cal_benches[i];
+        int memory = mpv_cal_bench_memory(b);
+        /* the fit read back: the class's own */
+        for (int dt = 0; dt < (memory ? 1 : 2); dt++) {
+            mp_cal_fit want = made_up_fit(b, dt);
+            const mp_cal_fit *got = fit_of(&d.cal, b, dt);
+            if (fabs(got->rate / want.rate - 1) > 1e-9 ||
+                fabs(got->fixed - want.fixed) > 1e-9 * want.fixed) {
+                printf("\n  %s (%s): fit %g + work / %g, made %g + work / "
+                       "%g\n", b->name, dt ? "bf16" : "fp32", got->fixed,
+                       got->rate, want.fixed, want.rate);
+                CU_FAIL("the fit is not the class's");
+            }
+        }
+        /* the time measured, through mp_node_estimate */
+        uint32_t n_timed, at = timed_node(&k[i], &n_timed);
+        CU_ASSERT_EQUAL(n_timed, 1u);
+        if (b->grad || b->train)
+            CU_ASSERT_EQUAL(mp_graph_set_node_cost(k[i].g, at, k[i].flops,
+                                                   k[i].bytes, -1),
+                            MP_OK);
+        mp_op_cost e;
+        CU_ASSERT_EQUAL_FATAL(mp_node_estimate(k[i].g, at, &d, &e), MP_OK);
+        if (fabs(e.seconds / m.bench_s[i] - 1) > 1e-9) {
+            printf("\n  %s: predicted %g s, measured %g s\n", b->name,
+                   e.seconds, m.bench_s[i]);
+            CU_FAIL("the profile does not give the time back");
+        }
+        /* without the fits: the class figures and the overhead */
+        mp_device old = d;
+        memset(old.cal.gemm_fit, 0, sizeof old.cal.gemm_fit);
+        memset(old.cal.conv_fit, 0, sizeof old.cal.conv_fit);
+        memset(old.cal.attention_fit, 0, sizeof old.cal.attention_fit);
+        memset(old.cal.family_fit, 0, sizeof old.cal.family_fit);
+        CU_ASSERT_EQUAL_FATAL(mp_node_estimate(k[i].g, at, &old, &e), MP_OK);
+        mp__kernel_desc kd;
+        CU_ASSERT_EQUAL_FATAL(mp__node_kernel_desc(k[i].g, at, &kd), MP_OK);
+        double rate = 0, work = memory ? k[i].bytes : k[i].flops;
+        if (b->kind == MPV_CB_GEMM)
+            rate = d.cal.gemm[0][b->cls];
+        else if (b->kind == MPV_CB_CONV)
+            rate = b->grad ? d.cal.conv_grad[0][b->cls]
+                           : d.cal.conv[0][b->cls];
+        else if (b->kind == MPV_CB_ATTENTION)
+            rate = b->grad ? d.cal.attention_grad[0] : d.cal.attention[0];
+        else
+            rate = b->cls == MP_FAM_COPY ? d.cal.copy_bw
+                   : b->cls == MP_FAM_POINTWISE || b->cls == MP_FAM_SGD ||
+                           b->cls == MP_FAM_ADAM
+                       ? d.cal.pointwise_bw
+                       : d.cal.reduce_bw;
+        double other = memory ? k[i].flops / d.flops_fp32
+                              : k[i].bytes / d.mem_bw;
+        double tw = work / rate;
+        CU_ASSERT(rate > 0);
+        CU_ASSERT(close_rel(e.seconds,
+                            (tw > other ? tw : other) + d.kernel_overhead));
+        mpv_cal_case_free(&k[i]);
+    }
+    mpv_cal_text_free(c, text);
+    free(k);
+    free(m.bench_s);
+    free(m.bench16_s);
+    mp_ctx_destroy(c);
+}
+
 static CU_TestInfo tests[] = {
+    {"the affine fit of made-up measurements", t_fit},
+    {"the affine fits give every class's times back", t_affine_round_trip},
     {"the convolution and attention benchmarks run in bfloat16",
      t_benches_bf16},
     {"every benchmark lowers to one real kernel of its class",

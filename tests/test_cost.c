@@ -296,7 +296,7 @@ static void t_one_clock(void)
         CU_ASSERT_EQUAL(dt, k ? MP_DTYPE_BFLOAT16 : MP_DTYPE_FLOAT32);
         mp__kernel_desc kd = {MP__KK_GEMM,
                               mp__gemm_class(0, 0, 0, n->flops), n->flops,
-                              bytes, dt, 0};
+                              bytes, dt, 0, -1};
         CU_ASSERT_EQUAL(n->seconds, mp__kernel_seconds(&d, &kd));
         mm_grad[k] = n->seconds;
         /* the offload planner (no budget: every node once) */
@@ -346,6 +346,35 @@ static const char *calibrated_json =
     "  \"copy_bandwidth\": 2.5e12, \"copy_compute_overlap\": 0.9,"
     "  \"x-measured\": {\"benchmarks\": [1, 2]}}}";
 
+/* A profile made bad: `from` in the text replaced by `to`; the message
+ * must name `needle`. */
+typedef struct bad_case {
+    const char *from, *to, *needle;
+} bad_case;
+
+/* Each bad case of text (named src) is an MP_ERR_PARSE whose message
+ * names the file and the problem. */
+static void bad_profiles(mp_ctx *c, const char *text, const char *src,
+                         const bad_case *bad, size_t n)
+{
+    mp_device d;
+    char b[8192], where[64];
+    snprintf(where, sizeof where, "%s:", src);
+    for (size_t i = 0; i < n; i++) {
+        const char *at = strstr(text, bad[i].from);
+        CU_ASSERT_FATAL(at != NULL);
+        snprintf(b, sizeof b, "%.*s%s%s", (int)(at - text), text, bad[i].to,
+                 at + strlen(bad[i].from));
+        CU_ASSERT_EQUAL(mp_device_load_json_string(c, b, src, &d),
+                        MP_ERR_PARSE);
+        if (!strstr(mp_ctx_message(c), bad[i].needle) ||
+            !strstr(mp_ctx_message(c), where)) {
+            printf("\n  case %zu: %s\n", i, mp_ctx_message(c));
+            CU_FAIL("message does not name the problem");
+        }
+    }
+}
+
 static void t_calibrated_json(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
@@ -384,9 +413,7 @@ static void t_calibrated_json(void)
     CU_ASSERT_EQUAL(d.cal.gemm[0][3], 4.0);
     CU_ASSERT(close_rel(d.mem_bw, 3.35e12));
 
-    static const struct {
-        const char *from, *to, *needle;
-    } bad[] = {
+    static const bad_case bad[] = {
         /* missing figures */
         {", \"large\": 5e13}", "}", "missing required key \"large\""},
         {"\"reduce_bandwidth\": 2e12,", "", "\"reduce_bandwidth\""},
@@ -405,21 +432,8 @@ static void t_calibrated_json(void)
          "unknown key \"copy_bandwith\""},
         {"\"depthwise\": 1e12", "\"dw\": 1e12", "unknown key \"dw\""},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char text[2048];
-        const char *at = strstr(calibrated_json, bad[i].from);
-        CU_ASSERT_FATAL(at != NULL);
-        snprintf(text, sizeof text, "%.*s%s%s",
-                 (int)(at - calibrated_json), calibrated_json, bad[i].to,
-                 at + strlen(bad[i].from));
-        mp_status st = mp_device_load_json_string(c, text, "cal.json", &d);
-        CU_ASSERT_EQUAL(st, MP_ERR_PARSE);
-        if (!strstr(mp_ctx_message(c), bad[i].needle) ||
-            !strstr(mp_ctx_message(c), "cal.json:")) {
-            printf("\n  case %zu: %s\n", i, mp_ctx_message(c));
-            CU_FAIL("message does not name the problem");
-        }
-    }
+    bad_profiles(c, calibrated_json, "cal.json", bad,
+                 sizeof bad / sizeof bad[0]);
     mp_ctx_destroy(c);
 }
 
@@ -427,6 +441,16 @@ static void t_calibrated_json(void)
  * at its own throughput (GEMM by shape class, conv by kind, bandwidth by
  * pointwise, reduction or move), the launch overhead once a node; an
  * uncalibrated class falls back to the peak and the memory bandwidth. */
+/* n activations y0, y1, ... of shapes to infer into y */
+static void activations(mp_graph *g, uint32_t *y, int n)
+{
+    char name[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "y%d", i);
+        y[i] = mp_test_tensor(g, name, MP_KIND_ACTIVATION, -1, NULL);
+    }
+}
+
 static void t_calibrated_cost(void)
 {
     mp_ctx *c = mp_ctx_create(NULL);
@@ -446,11 +470,7 @@ static void t_calibrated_cost(void)
     uint32_t w3 = mp_test_tensor(g, "w3", MP_KIND_WEIGHT, 4, dw3);
     uint32_t wd = mp_test_tensor(g, "wd", MP_KIND_WEIGHT, 4, ddw);
     uint32_t y[8];
-    char name[8];
-    for (int i = 0; i < 8; i++) {
-        snprintf(name, sizeof name, "y%d", i);
-        y[i] = mp_test_tensor(g, name, MP_KIND_ACTIVATION, -1, NULL);
-    }
+    activations(g, y, 8);
     uint32_t in_mm[] = {x, w}, in_sk[] = {xs, w}, in_c1[] = {xc, w1},
              in_c3[] = {xc, w3}, in_dw[] = {xc, wd}, in_add[] = {x, x};
     uint32_t mm = mp_test_node(g, "mm", "MatMul", in_mm, 2, &y[0], 1);
@@ -540,6 +560,185 @@ static void t_calibrated_cost(void)
     mp_ctx_destroy(c);
 }
 
+/* calibrated_json with the affine fits of "calibration.affine" (made
+ * up: each class a fixed cost and rate of its own) */
+static const char *affine_block =
+    "\"affine\": {"
+    " \"gemm\": {\"float32\": {"
+    "  \"large\": {\"rate\": 4e13, \"fixed\": 9e-6},"
+    "  \"skinny\": {\"rate\": 8e12, \"fixed\": 6e-6}}},"
+    " \"conv\": {\"float32\": {"
+    "  \"pointwise\": {\"rate\": 2e13, \"fixed\": 1e-5},"
+    "  \"depthwise\": {\"rate\": 5e11, \"fixed\": 2e-5}}},"
+    " \"conv_grad\": {\"float32\": {\"depthwise\": {\"rate\": 3e11,"
+    "                                             \"fixed\": 3e-5}}},"
+    " \"attention\": {\"float32\": {"
+    "  \"short\": {\"rate\": 1e12, \"fixed\": 1.5e-5}}},"
+    " \"attention_grad\": {\"bfloat16\": {\"long\": {\"rate\": 2e12,"
+    "                                                \"fixed\": 5e-5}}},"
+    " \"pointwise\": {\"rate\": 2.5e12, \"fixed\": 5e-6},"
+    " \"rownorm\": {\"rate\": 1e12, \"fixed\": 7e-6},"
+    " \"copy\": {\"rate\": 8e11, \"fixed\": 4e-6},"
+    " \"batchnorm\": {\"rate\": 6e11, \"fixed\": 1.1e-5},"
+    " \"batchnorm_grad\": {\"rate\": 4e11, \"fixed\": 1.3e-5},"
+    " \"reduction\": {\"rate\": 2e11, \"fixed\": 8e-6},"
+    " \"sgd\": {\"rate\": 1.5e12, \"fixed\": 3.5e-6},"
+    " \"adam\": {\"rate\": 1.2e12, \"fixed\": 4.5e-6}},";
+
+/* calibrated_json with affine_block before its "x-measured" */
+static void affine_json(char *text, size_t cap)
+{
+    const char *at = strstr(calibrated_json, "\"x-measured\"");
+    snprintf(text, cap, "%.*s%s %s", (int)(at - calibrated_json),
+             calibrated_json, affine_block, at);
+}
+
+/* A profile with affine fits: each read where it belongs, bad ones
+ * named; the nodes of each class priced by their class's fit (fixed +
+ * max(work / rate, the other term)), a class without one (the 3x3
+ * convolution, ReLU's backward from ReLU's ... pointwise fit) as before
+ * or by its forward's fit. */
+static void t_affine_json(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    char text[8192];
+    affine_json(text, sizeof text);
+    mp_device d;
+    mp_status st = mp_device_load_json_string(c, text, "aff.json", &d);
+    if (st)
+        printf("\n  %s\n", mp_ctx_message(c));
+    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+    const mp_device_calibration *k = &d.cal;
+    CU_ASSERT(k->gemm_fit[0][MP_GEMM_LARGE].rate == 4e13 &&
+              k->gemm_fit[0][MP_GEMM_LARGE].fixed == 9e-6);
+    CU_ASSERT(k->gemm_fit[0][MP_GEMM_SMALL].rate == 0);
+    CU_ASSERT(k->conv_fit[0][MP_CONV_DEPTHWISE][1].rate == 3e11 &&
+              k->conv_fit[0][MP_CONV_DEPTHWISE][1].fixed == 3e-5);
+    CU_ASSERT(k->conv_fit[0][MP_CONV_DEPTHWISE][0].rate == 5e11);
+    CU_ASSERT(k->attention_fit[0][MP_ATTN_SHORT][0].fixed == 1.5e-5);
+    CU_ASSERT(k->attention_fit[1][MP_ATTN_LONG][1].rate == 2e12);
+    CU_ASSERT(k->attention_fit[0][MP_ATTN_LONG][1].rate == 0);
+    CU_ASSERT(k->family_fit[MP_FAM_BATCHNORM][1].fixed == 1.3e-5);
+    CU_ASSERT(k->family_fit[MP_FAM_SGD][0].rate == 1.5e12);
+    CU_ASSERT(k->family_fit[MP_FAM_ADAM][0].fixed == 4.5e-6);
+    CU_ASSERT(k->family_fit[MP_FAM_REDUCE][0].rate == 0);
+    /* the class figures are still read */
+    CU_ASSERT(close_rel(k->gemm[MP_CAL_FP32][MP_GEMM_LARGE], 5e13));
+
+    /* by hand: fixed + max(work / rate, other) */
+    mp__kernel_desc kd = {MP__KK_MEMORY, MP_FAM_BATCHNORM, 1e6, 6e8,
+                          MP_DTYPE_FLOAT32, 0, -1};
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), 1.1e-5 + 1e-3));
+    kd.grad = 1;
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), 1.3e-5 + 1.5e-3));
+    kd.cls = MP_FAM_ROWNORM; /* no backward fit: the forward's */
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), 7e-6 + 6e-4));
+    kd.cls = MP_FAM_REDUCE;  /* not fitted: reduce_bandwidth + overhead */
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), 6e8 / 2e12 + 3e-6));
+    kd.kind = MP__KK_OTHER;  /* the synthetic kernel: the pointwise fit */
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &kd), 5e-6 + 6e8 / 2.5e12));
+    mp__kernel_desc ka = {MP__KK_ATTENTION, MP_GEMM_MEDIUM, 4e9, 1e6,
+                          MP_DTYPE_FLOAT32, 0, MP_ATTN_SHORT};
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &ka), 1.5e-5 + 4e-3));
+    ka.seq = MP_ATTN_MEDIUM; /* not fitted: attention's figure */
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &ka), 4e9 / 6e12 + 3e-6));
+    ka.seq = MP_ATTN_LONG;
+    ka.grad = 1;
+    ka.dt = MP_DTYPE_BFLOAT16;
+    CU_ASSERT(close_rel(mp__kernel_seconds(&d, &ka), 5e-5 + 2e-3));
+    CU_ASSERT_EQUAL(mp__attn_class(49), MP_ATTN_SHORT);
+    CU_ASSERT_EQUAL(mp__attn_class(64), MP_ATTN_SHORT);
+    CU_ASSERT_EQUAL(mp__attn_class(197), MP_ATTN_MEDIUM);
+    CU_ASSERT_EQUAL(mp__attn_class(1024), MP_ATTN_LONG);
+    CU_ASSERT_EQUAL(mp__attn_class(0), -1);
+
+    /* nodes of a graph: each by its registry entry's class */
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(c, &g) == MP_OK);
+    int64_t dx[] = {4096, 4096}, dc[] = {8, 64, 28, 28}, dw1[] = {32, 64, 1, 1},
+            dw3[] = {64, 64, 3, 3}, dch[] = {64}, dq[] = {64, 3, 49, 32},
+            dkt[] = {64, 3, 32, 49};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w = mp_test_tensor(g, "w", MP_KIND_WEIGHT, 2, dx);
+    uint32_t xc = mp_test_tensor(g, "xc", MP_KIND_INPUT, 4, dc);
+    uint32_t w1 = mp_test_tensor(g, "w1", MP_KIND_WEIGHT, 4, dw1);
+    uint32_t w3 = mp_test_tensor(g, "w3", MP_KIND_WEIGHT, 4, dw3);
+    uint32_t q = mp_test_tensor(g, "q", MP_KIND_INPUT, 4, dq);
+    uint32_t kt = mp_test_tensor(g, "kt", MP_KIND_INPUT, 4, dkt);
+    uint32_t bn[5] = {xc, 0, 0, 0, 0};
+    const char *bnn[4] = {"s", "b", "m", "v"};
+    for (int i = 0; i < 4; i++)
+        bn[1 + i] = mp_test_tensor(g, bnn[i], MP_KIND_WEIGHT, 1, dch);
+    uint32_t y[8];
+    activations(g, y, 8);
+    uint32_t in_mm[] = {x, w}, in_c1[] = {xc, w1}, in_c3[] = {xc, w3},
+             in_at[] = {q, kt, q};
+    uint32_t ids[8];
+    ids[0] = mp_test_node(g, "mm", "MatMul", in_mm, 2, &y[0], 1);
+    ids[1] = mp_test_node(g, "c1", "Conv", in_c1, 2, &y[1], 1);
+    ids[2] = mp_test_node(g, "c3", "Conv", in_c3, 2, &y[2], 1);
+    ids[3] = mp_test_node(g, "bn", "BatchNormalization", bn, 5, &y[3], 1);
+    ids[4] = mp_test_node(g, "gap", "GlobalAveragePool", &xc, 1, &y[4], 1);
+    ids[5] = mp_test_node(g, "sm", "Softmax", &x, 1, &y[5], 1);
+    ids[6] = mp_test_node(g, "tr", "Transpose", &x, 1, &y[6], 1);
+    ids[7] = mp_test_node_dom(g, "att", "ScaledDotProductAttention",
+                              "memplan", in_at, 3, &y[7], 1);
+    int64_t p1[] = {1, 1, 1, 1};
+    CU_ASSERT_EQUAL(mp_graph_set_attr_ints(g, ids[2], "pads", p1, 4), MP_OK);
+    for (int i = 0; i < 8; i++)
+        mp_graph_mark_output(g, y[i]);
+    CU_ASSERT_EQUAL_FATAL(mp_graph_finalize(g), MP_OK);
+    static const struct {
+        const char *what;
+        int flops;            /* 1: compute, 0: memory */
+        double rate, fixed;   /* fixed 0: no fit, the class figure */
+    } want[] = {
+        {"mm: gemm large fit", 1, 4e13, 9e-6},
+        {"c1: pointwise conv fit", 1, 2e13, 1e-5},
+        {"c3: spatial conv, not fitted", 1, 2.5e13, 0},
+        {"bn: batchnorm fit", 0, 6e11, 1.1e-5},
+        {"gap: reduction fit", 0, 2e11, 8e-6},
+        {"sm: row norm fit", 0, 1e12, 7e-6},
+        {"tr: copy fit", 0, 8e11, 4e-6},
+        {"att: short attention fit", 1, 1e12, 1.5e-5},
+    };
+    for (int i = 0; i < 8; i++) {
+        mp_op_cost e;
+        CU_ASSERT_EQUAL_FATAL(mp_node_estimate(g, ids[i], &d, &e), MP_OK);
+        double t = (want[i].flops ? e.flops : e.bytes) / want[i].rate;
+        double other = want[i].flops ? e.bytes / d.mem_bw
+                                     : e.flops / d.flops_fp32;
+        double fx = want[i].fixed > 0 ? want[i].fixed : d.kernel_overhead;
+        if (!close_rel(e.seconds, (t > other ? t : other) + fx)) {
+            printf("\n  %s: %g s\n", want[i].what, e.seconds);
+            CU_FAIL("not priced by its class's fit");
+        }
+    }
+    /* the same graph on the profile without "affine": as before */
+    mp_device old;
+    CU_ASSERT_EQUAL_FATAL(
+        mp_device_load_json_string(c, calibrated_json, "cal.json", &old),
+        MP_OK);
+    mp_op_cost e;
+    CU_ASSERT_EQUAL(mp_node_estimate(g, ids[3], &old, &e), MP_OK);
+    CU_ASSERT(close_rel(e.seconds, e.bytes / 2e12 + 3e-6));
+    CU_ASSERT_EQUAL(mp_node_estimate(g, ids[7], &old, &e), MP_OK);
+    CU_ASSERT(close_rel(e.seconds, e.flops / 6e12 + 3e-6));
+    mp_graph_destroy(g);
+
+    static const bad_case bad[] = {
+        {", \"fixed\": 9e-6}", "}", "missing required key \"fixed\""},
+        {"\"short\": {", "\"tiny\": {", "unknown key \"tiny\""},
+        {"\"adam\": {", "\"adam_grad\": {", "unknown key \"adam_grad\""},
+        {"\"rate\": 1e12, \"fixed\": 7e-6", "\"rate\": -1, \"fixed\": 7e-6",
+         "rate"},
+        {"\"copy\": {\"rate\": 8e11, \"fixed\": 4e-6}", "\"copy\": 8e11",
+         "\"rate\" and \"fixed\""},
+    };
+    bad_profiles(c, text, "aff.json", bad, sizeof bad / sizeof bad[0]);
+    mp_ctx_destroy(c);
+}
+
 /* The builtin h200 is the checked-in profile analysis/profiles/h200.json
  * (scripts/gen-builtin-profile.py made analysis/builtin_h200.inc). */
 static void t_builtin_is_file(void)
@@ -572,6 +771,14 @@ static void t_builtin_is_file(void)
         }
     }
 #undef SAME
+    CU_ASSERT(memcmp(a.cal.gemm_fit, b.cal.gemm_fit, sizeof a.cal.gemm_fit) ==
+              0);
+    CU_ASSERT(memcmp(a.cal.conv_fit, b.cal.conv_fit, sizeof a.cal.conv_fit) ==
+              0);
+    CU_ASSERT(memcmp(a.cal.attention_fit, b.cal.attention_fit,
+                     sizeof a.cal.attention_fit) == 0);
+    CU_ASSERT(memcmp(a.cal.family_fit, b.cal.family_fit,
+                     sizeof a.cal.family_fit) == 0);
     mp_ctx_destroy(c);
     if (system("command -v python3 >/dev/null 2>&1")) {
         printf("\n  skipped the generator: no python3\n");
@@ -614,6 +821,39 @@ static void t_builtin_is_file(void)
             printf("\n  no %s in\n%s", want[i], text);
             CU_FAIL("the generated builtin");
         }
+    CU_ASSERT_PTR_NULL(strstr(text, "_fit"));
+    free(text);
+    remove(inc);
+    remove(in);
+    /* with "affine": every fit in its place of the initializer */
+    char aff[8192];
+    affine_json(aff, sizeof aff);
+    in = mp_test_write_temp(".json", aff);
+    CU_ASSERT_FATAL(in != NULL);
+    snprintf(inc, sizeof inc, "%s.inc", in);
+    snprintf(cmd, sizeof cmd,
+             "python3 " MP_SOURCE_DIR "/scripts/gen-builtin-profile.py %s "
+             "%s 2>&1", in, inc);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    text = mp_test_slurp(inc);
+    CU_ASSERT_FATAL(text != NULL);
+    static const char *const want_fit[] = {
+        /* gemm float32: skinny, small, medium, large */
+        "{{8000000000000.0, 6e-06}, {0.0, 0.0}, {0.0, 0.0}, "
+        "{40000000000000.0, 9e-06}}",
+        /* conv float32 depthwise: forward, backward */
+        "{{500000000000.0, 2e-05}, {300000000000.0, 3e-05}}",
+        /* attention bfloat16 long: backward only */
+        "{{0.0, 0.0}, {2000000000000.0, 5e-05}}}}",
+        /* families: batchnorm forward and backward, ..., sgd, adam */
+        "{{600000000000.0, 1.1e-05}, {400000000000.0, 1.3e-05}}",
+        "{{1500000000000.0, 3.5e-06}, {0.0, 0.0}},\n",
+        "{{1200000000000.0, 4.5e-06}, {0.0, 0.0}}},\n"};
+    for (size_t i = 0; i < sizeof want_fit / sizeof want_fit[0]; i++)
+        if (!strstr(text, want_fit[i])) {
+            printf("\n  no %s in\n%s", want_fit[i], text);
+            CU_FAIL("the generated builtin's fits");
+        }
     free(text);
     remove(inc);
     remove(in);
@@ -623,6 +863,8 @@ static CU_TestInfo tests[] = {
     {"calibrated profiles: good, missing figure, bad version",
      t_calibrated_json},
     {"the cost function on a calibrated profile", t_calibrated_cost},
+    {"affine fits: read, bad ones named, each class priced by its own",
+     t_affine_json},
     {"the builtin h200 equals analysis/profiles/h200.json",
      t_builtin_is_file},
     {"builtin device profiles", t_builtin},

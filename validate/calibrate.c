@@ -14,99 +14,228 @@
 
 #define G MPV_CB_GEMM
 #define C MPV_CB_CONV
+#define SDPA "ScaledDotProductAttention"
+/* the tail of a benchmark for the affine fits only: grad, train, use,
+ * optim, timed */
+#define FIT(grad, train, optim, timed) grad, train, MPV_CB_FIT, optim, timed
 /* GEMMs: M, K, N; convs: x [N, C, H, W], w [M, C/group, kh, kw] */
 const mpv_cal_bench mpv_cal_benches[] = {
     {"gemm_32x4096x4096", G, MP_GEMM_SKINNY, "MatMul", {32, 4096, 4096, 0},
-     {0}, 1, 0},
+     {0}, 1, 0, 0, 0, 0, NULL},
     {"gemm_4096x64x4096", G, MP_GEMM_SKINNY, "MatMul", {4096, 64, 4096, 0},
-     {0}, 1, 0},
+     {0}, 1, 0, 0, 0, 0, NULL},
     {"gemm_8192x4096x64", G, MP_GEMM_SKINNY, "MatMul", {8192, 4096, 64, 0},
-     {0}, 1, 0},
-    {"gemm_256", G, MP_GEMM_SMALL, "MatMul", {256, 256, 256, 0}, {0}, 1, 0},
-    {"gemm_448", G, MP_GEMM_SMALL, "MatMul", {448, 448, 448, 0}, {0}, 1, 0},
+     {0}, 1, 0, 0, 0, 0, NULL},
+    {"gemm_256", G, MP_GEMM_SMALL, "MatMul", {256, 256, 256, 0}, {0}, 1, 0,
+     0, 0, 0, NULL},
+    {"gemm_448", G, MP_GEMM_SMALL, "MatMul", {448, 448, 448, 0}, {0}, 1, 0,
+     0, 0, 0, NULL},
     {"gemm_1024", G, MP_GEMM_MEDIUM, "MatMul", {1024, 1024, 1024, 0}, {0},
-     1, 0},
+     1, 0, 0, 0, 0, NULL},
     {"gemm_1536", G, MP_GEMM_MEDIUM, "MatMul", {1536, 1536, 1536, 0}, {0},
-     1, 0},
+     1, 0, 0, 0, 0, NULL},
     {"gemm_3072", G, MP_GEMM_LARGE, "MatMul", {3072, 3072, 3072, 0}, {0},
-     1, 0},
+     1, 0, 0, 0, 0, NULL},
     {"gemm_4096", G, MP_GEMM_LARGE, "MatMul", {4096, 4096, 4096, 0}, {0},
-     1, 0},
+     1, 0, 0, 0, 0, NULL},
     {"conv1x1_32x256x56", C, MP_CONV_POINTWISE, "Conv", {32, 256, 56, 56},
-     {256, 256, 1, 1}, 1, 0},
+     {256, 256, 1, 1}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"conv1x1_32x1024x14", C, MP_CONV_POINTWISE, "Conv", {32, 1024, 14, 14},
-     {256, 1024, 1, 1}, 1, 0},
+     {256, 1024, 1, 1}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"conv3x3_32x128x28", C, MP_CONV_SPATIAL, "Conv", {32, 128, 28, 28},
-     {128, 128, 3, 3}, 1, 0},
+     {128, 128, 3, 3}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"conv3x3_32x64x56", C, MP_CONV_SPATIAL, "Conv", {32, 64, 56, 56},
-     {64, 64, 3, 3}, 1, 0},
+     {64, 64, 3, 3}, 1, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"dwconv3x3_32x256x56", C, MP_CONV_DEPTHWISE, "Conv", {32, 256, 56, 56},
-     {256, 1, 3, 3}, 256, 0},
+     {256, 1, 3, 3}, 256, 0, 0, MPV_CB_FIGURE, 0, NULL},
     {"dwconv7x7_32x384x14", C, MP_CONV_DEPTHWISE, "Conv", {32, 384, 14, 14},
-     {384, 1, 7, 7}, 384, 0},
+     {384, 1, 7, 7}, 384, 0, 0, MPV_CB_FIGURE, 0, NULL},
     /* the same classes at the reference models' batch 8 (ResNet's,
      * MobileNet's and EfficientNet's shapes), where the batch-32 shapes
      * above reach throughputs that batch 8 does not */
     {"conv1x1_8x256x56", C, MP_CONV_POINTWISE, "Conv", {8, 256, 56, 56},
-     {64, 256, 1, 1}, 1, 0},
+     {64, 256, 1, 1}, 1, 0, 0, 0, 0, NULL},
     {"conv1x1_8x960x7", C, MP_CONV_POINTWISE, "Conv", {8, 960, 7, 7},
-     {160, 960, 1, 1}, 1, 0},
+     {160, 960, 1, 1}, 1, 0, 0, 0, 0, NULL},
     {"conv3x3_8x128x28", C, MP_CONV_SPATIAL, "Conv", {8, 128, 28, 28},
-     {128, 128, 3, 3}, 1, 0},
+     {128, 128, 3, 3}, 1, 0, 0, 0, 0, NULL},
     {"conv3x3_8x64x56", C, MP_CONV_SPATIAL, "Conv", {8, 64, 56, 56},
-     {64, 64, 3, 3}, 1, 0},
+     {64, 64, 3, 3}, 1, 0, 0, 0, 0, NULL},
     {"dwconv3x3_8x144x56", C, MP_CONV_DEPTHWISE, "Conv", {8, 144, 56, 56},
-     {144, 1, 3, 3}, 144, 0},
+     {144, 1, 3, 3}, 144, 0, 0, 0, 0, NULL},
     {"dwconv5x5_8x240x28", C, MP_CONV_DEPTHWISE, "Conv", {8, 240, 28, 28},
-     {240, 1, 5, 5}, 240, 0},
+     {240, 1, 5, 5}, 240, 0, 0, 0, 0, NULL},
     {"dwconv3x3_8x672x14", C, MP_CONV_DEPTHWISE, "Conv", {8, 672, 14, 14},
-     {672, 1, 3, 3}, 672, 0},
+     {672, 1, 3, 3}, 672, 0, 0, 0, 0, NULL},
     {"add_4096x8192", MPV_CB_POINTWISE, 0, "Add", {4096, 8192, 0, 0}, {0},
-     1, 0},
-    {"relu_4096x8192", MPV_CB_POINTWISE, 0, "Relu", {4096, 8192, 0, 0}, {0},
-     1, 0},
-    {"reducesum_8192x4096", MPV_CB_REDUCE, 0, "ReduceSum", {8192, 4096, 0, 0},
-     {0}, 1, 0},
-    {"softmax_8192x4096", MPV_CB_REDUCE, 0, "Softmax", {8192, 4096, 0, 0},
-     {0}, 1, 0},
-    {"layernorm_8192x4096", MPV_CB_REDUCE, 0, "LayerNormalization",
-     {8192, 4096, 0, 0}, {0}, 1, 0},
-    {"transpose_4096x8192", MPV_CB_MOVE, 0, "Transpose", {4096, 8192, 0, 0},
-     {0}, 1, 0},
+     1, 0, 0, 0, 0, NULL},
+    {"relu_4096x8192", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Relu",
+     {4096, 8192, 0, 0}, {0}, 1, 0, 0, 0, 0, NULL},
+    {"reducesum_8192x4096", MPV_CB_REDUCE, MP_FAM_REDUCTION, "ReduceSum",
+     {8192, 4096, 0, 0}, {0}, 1, 0, 0, 0, 0, NULL},
+    {"softmax_8192x4096", MPV_CB_REDUCE, MP_FAM_ROWNORM, "Softmax",
+     {8192, 4096, 0, 0}, {0}, 1, 0, 0, 0, 0, NULL},
+    {"layernorm_8192x4096", MPV_CB_REDUCE, MP_FAM_ROWNORM,
+     "LayerNormalization", {8192, 4096, 0, 0}, {0}, 1, 0, 0, 0, 0, NULL},
+    {"transpose_4096x8192", MPV_CB_MOVE, MP_FAM_COPY, "Transpose",
+     {4096, 8192, 0, 0}, {0}, 1, 0, 0, 0, 0, NULL},
     /* fused attention, Q [B, H, T, D]: ViT-B/16, BERT, GPT-2 medium */
-    {"attention_8x12x197x64", MPV_CB_ATTENTION, 0, "ScaledDotProductAttention",
-     {8, 12, 197, 64}, {0}, 1, 0},
-    {"attention_32x12x128x64", MPV_CB_ATTENTION, 0,
-     "ScaledDotProductAttention", {32, 12, 128, 64}, {0}, 1, 0},
-    {"attention_8x16x1024x64", MPV_CB_ATTENTION, 0,
-     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1, 0},
+    {"attention_8x12x197x64", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
+     "ScaledDotProductAttention",
+     {8, 12, 197, 64}, {0}, 1, 0, 0, 0, 0, NULL},
+    {"attention_32x12x128x64", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
+     SDPA, {32, 12, 128, 64}, {0}, 1, 0, 0, 0, 0, NULL},
+    {"attention_8x16x1024x64", MPV_CB_ATTENTION, MP_ATTN_LONG,
+     SDPA, {8, 16, 1024, 64}, {0}, 1, 0, 0, 0, 0, NULL},
     /* the backward passes at the reference models' batch 8: a conv's
      * input and weight gradients, the attention's dQ, dK and dV */
     {"conv1x1_8x256x56_grad", C, MP_CONV_POINTWISE, "Conv", {8, 256, 56, 56},
-     {64, 256, 1, 1}, 1, 1},
+     {64, 256, 1, 1}, 1, 1, 0, 0, 0, NULL},
     {"conv1x1_8x960x7_grad", C, MP_CONV_POINTWISE, "Conv", {8, 960, 7, 7},
-     {160, 960, 1, 1}, 1, 1},
+     {160, 960, 1, 1}, 1, 1, 0, 0, 0, NULL},
     {"conv3x3_8x128x28_grad", C, MP_CONV_SPATIAL, "Conv", {8, 128, 28, 28},
-     {128, 128, 3, 3}, 1, 1},
+     {128, 128, 3, 3}, 1, 1, 0, 0, 0, NULL},
     {"conv3x3_8x64x56_grad", C, MP_CONV_SPATIAL, "Conv", {8, 64, 56, 56},
-     {64, 64, 3, 3}, 1, 1},
+     {64, 64, 3, 3}, 1, 1, 0, 0, 0, NULL},
     {"dwconv3x3_8x144x56_grad", C, MP_CONV_DEPTHWISE, "Conv",
-     {8, 144, 56, 56}, {144, 1, 3, 3}, 144, 1},
+     {8, 144, 56, 56}, {144, 1, 3, 3}, 144, 1, 0, 0, 0, NULL},
     {"dwconv5x5_8x240x28_grad", C, MP_CONV_DEPTHWISE, "Conv",
-     {8, 240, 28, 28}, {240, 1, 5, 5}, 240, 1},
+     {8, 240, 28, 28}, {240, 1, 5, 5}, 240, 1, 0, 0, 0, NULL},
     {"dwconv3x3_8x672x14_grad", C, MP_CONV_DEPTHWISE, "Conv",
-     {8, 672, 14, 14}, {672, 1, 3, 3}, 672, 1},
-    {"attention_8x12x197x64_grad", MPV_CB_ATTENTION, 0,
-     "ScaledDotProductAttention", {8, 12, 197, 64}, {0}, 1, 1},
-    {"attention_8x12x128x64_grad", MPV_CB_ATTENTION, 0,
-     "ScaledDotProductAttention", {8, 12, 128, 64}, {0}, 1, 1},
-    {"attention_8x16x1024x64_grad", MPV_CB_ATTENTION, 0,
-     "ScaledDotProductAttention", {8, 16, 1024, 64}, {0}, 1, 1},
+     {8, 672, 14, 14}, {672, 1, 3, 3}, 672, 1, 0, 0, 0, NULL},
+    {"attention_8x12x197x64_grad", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
+     SDPA, {8, 12, 197, 64}, {0}, 1, 1, 0, 0, 0, NULL},
+    {"attention_8x12x128x64_grad", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
+     SDPA, {8, 12, 128, 64}, {0}, 1, 1, 0, 0, 0, NULL},
+    {"attention_8x16x1024x64_grad", MPV_CB_ATTENTION, MP_ATTN_LONG,
+     SDPA, {8, 16, 1024, 64}, {0}, 1, 1, 0, 0, 0, NULL},
+    /* ---- for the affine fits only (MPV_CB_FIT, FIT): each class at a small
+     * size beside the large ones above, and the kernel families that
+     * have no class figure of their own ---- */
+    {"gemm_128", G, MP_GEMM_SMALL, "MatMul", {128, 128, 128, 0}, {0}, 1, 0,
+     0, 1, 0, NULL},
+    {"gemm_32x1024x1024", G, MP_GEMM_SKINNY, "MatMul", {32, 1024, 1024, 0},
+     {0}, 1, FIT(0, 0, 0, NULL)},
+    {"gemm_640", G, MP_GEMM_MEDIUM, "MatMul", {640, 640, 640, 0}, {0}, 1, 0,
+     0, 1, 0, NULL},
+    /* the smallest of the reference CNNs: a squeeze-and-excitation 1x1
+     * on 1x1 maps, a narrow 3x3, MobileNet's last depthwise stage */
+    {"conv1x1_8x480x1", C, MP_CONV_POINTWISE, "Conv", {8, 480, 1, 1},
+     {20, 480, 1, 1}, 1, FIT(0, 0, 0, NULL)},
+    {"conv3x3_8x32x28", C, MP_CONV_SPATIAL, "Conv", {8, 32, 28, 28},
+     {32, 32, 3, 3}, 1, FIT(0, 0, 0, NULL)},
+    {"dwconv3x3_8x960x7", C, MP_CONV_DEPTHWISE, "Conv", {8, 960, 7, 7},
+     {960, 1, 3, 3}, 960, FIT(0, 0, 0, NULL)},
+    {"conv1x1_8x480x1_grad", C, MP_CONV_POINTWISE, "Conv", {8, 480, 1, 1},
+     {20, 480, 1, 1}, 1, FIT(1, 0, 0, NULL)},
+    {"conv3x3_8x32x28_grad", C, MP_CONV_SPATIAL, "Conv", {8, 32, 28, 28},
+     {32, 32, 3, 3}, 1, FIT(1, 0, 0, NULL)},
+    {"dwconv3x3_8x960x7_grad", C, MP_CONV_DEPTHWISE, "Conv", {8, 960, 7, 7},
+     {960, 1, 3, 3}, 960, FIT(1, 0, 0, NULL)},
+    /* attention: Swin's 7x7 windows (49 tokens, head dim 32) at two
+     * batches, a short BERT batch, GPT-2 medium at batch 2 */
+    {"attention_512x3x49x32", MPV_CB_ATTENTION, MP_ATTN_SHORT,
+     SDPA, {512, 3, 49, 32}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"attention_64x3x49x32", MPV_CB_ATTENTION, MP_ATTN_SHORT,
+     SDPA, {64, 3, 49, 32}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"attention_2x12x128x64", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
+     SDPA, {2, 12, 128, 64}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"attention_2x16x1024x64", MPV_CB_ATTENTION, MP_ATTN_LONG,
+     SDPA, {2, 16, 1024, 64}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"attention_512x3x49x32_grad", MPV_CB_ATTENTION, MP_ATTN_SHORT,
+     SDPA, {512, 3, 49, 32}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"attention_64x3x49x32_grad", MPV_CB_ATTENTION, MP_ATTN_SHORT,
+     SDPA, {64, 3, 49, 32}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"attention_2x12x128x64_grad", MPV_CB_ATTENTION, MP_ATTN_MEDIUM,
+     SDPA, {2, 12, 128, 64}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"attention_2x16x1024x64_grad", MPV_CB_ATTENTION, MP_ATTN_LONG,
+     SDPA, {2, 16, 1024, 64}, {0}, 1, FIT(1, 0, 0, NULL)},
+    /* pointwise: small; the backward: ReLU's, a bias's (a reduction of
+     * the output gradient to [768]), a squeeze-and-excitation scale's
+     * (x [N, C, H, W] times s [N, C, 1, 1]: both gradients) */
+    {"add_256x1024", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Add",
+     {256, 1024, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"relu_4096x8192_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Relu",
+     {4096, 8192, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"relu_256x1024_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Relu",
+     {256, 1024, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"add_1024x768_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Add",
+     {1024, 768, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"mul_8x240x28x28_grad", MPV_CB_POINTWISE, MP_FAM_POINTWISE, "Mul",
+     {8, 240, 28, 28}, {8, 240, 1, 1}, 1, FIT(1, 0, 0, NULL)},
+    {"transpose_256x1024", MPV_CB_MOVE, MP_FAM_COPY, "Transpose",
+     {256, 1024, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
+    /* BatchNormalization in a training step (with its statistics) and
+     * its backward: ResNet's 56x56, MobileNet's 7x7, EfficientNet's
+     * 112x112 of few channels */
+    {"bn_8x256x56", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
+     {8, 256, 56, 56}, {0}, 1, FIT(0, 1, 0, NULL)},
+    {"bn_8x960x7", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
+     {8, 960, 7, 7}, {0}, 1, FIT(0, 1, 0, NULL)},
+    {"bn_8x32x112", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
+     {8, 32, 112, 112}, {0}, 1, FIT(0, 1, 0, NULL)},
+    {"bn_8x256x56_grad", MPV_CB_REDUCE, MP_FAM_BATCHNORM,
+     "BatchNormalization", {8, 256, 56, 56}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"bn_8x960x7_grad", MPV_CB_REDUCE, MP_FAM_BATCHNORM, "BatchNormalization",
+     {8, 960, 7, 7}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"bn_8x32x112_grad", MPV_CB_REDUCE, MP_FAM_BATCHNORM,
+     "BatchNormalization", {8, 32, 112, 112}, {0}, 1, FIT(1, 0, 0, NULL)},
+    /* reductions to a small output: global pools (a classifier's 7x7, a
+     * squeeze-and-excitation's 112x112), a mean over the last axis */
+    {"gap_8x1280x7", MPV_CB_REDUCE, MP_FAM_REDUCTION, "GlobalAveragePool",
+     {8, 1280, 7, 7}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"gap_8x32x112", MPV_CB_REDUCE, MP_FAM_REDUCTION, "GlobalAveragePool",
+     {8, 32, 112, 112}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"reducemean_1024x768", MPV_CB_REDUCE, MP_FAM_REDUCTION, "ReduceMean",
+     {1024, 768, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"gap_8x1280x7_grad", MPV_CB_REDUCE, MP_FAM_REDUCTION,
+     "GlobalAveragePool", {8, 1280, 7, 7}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"gap_8x32x112_grad", MPV_CB_REDUCE, MP_FAM_REDUCTION,
+     "GlobalAveragePool", {8, 32, 112, 112}, {0}, 1, FIT(1, 0, 0, NULL)},
+    /* windowed pools: ResNet's stem max pool (3x3, stride 2) */
+    {"maxpool_8x64x112", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
+     {8, 64, 112, 112}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"maxpool_8x64x28", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
+     {8, 64, 28, 28}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"maxpool_8x64x112_grad", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
+     {8, 64, 112, 112}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"maxpool_8x64x28_grad", MPV_CB_REDUCE, MP_FAM_REDUCE, "MaxPool",
+     {8, 64, 28, 28}, {0}, 1, FIT(1, 0, 0, NULL)},
+    /* softmax and layer norm over rows: BERT's tokens, attention-sized
+     * rows */
+    {"softmax_12288x128", MPV_CB_REDUCE, MP_FAM_ROWNORM, "Softmax",
+     {12288, 128, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"layernorm_1024x768", MPV_CB_REDUCE, MP_FAM_ROWNORM,
+     "LayerNormalization", {1024, 768, 0, 0}, {0}, 1, FIT(0, 0, 0, NULL)},
+    {"layernorm_1024x768_grad", MPV_CB_REDUCE, MP_FAM_ROWNORM,
+     "LayerNormalization", {1024, 768, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"layernorm_8192x1024_grad", MPV_CB_REDUCE, MP_FAM_ROWNORM,
+     "LayerNormalization", {8192, 1024, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
+    {"softmax_8192x1024_grad", MPV_CB_REDUCE, MP_FAM_ROWNORM, "Softmax",
+     {8192, 1024, 0, 0}, {0}, 1, FIT(1, 0, 0, NULL)},
+    /* optimizer steps of one parameter (x * w, w trained): a bias-sized
+     * and a 4096 x 4096 one */
+    {"sgd_1024", MPV_CB_POINTWISE, MP_FAM_SGD, "Mul", {1024, 0, 0, 0}, {0},
+     1, FIT(0, 1, MP_OPTIM_SGD + 1, "SGD")},
+    {"sgd_4096x4096", MPV_CB_POINTWISE, MP_FAM_SGD, "Mul",
+     {4096, 4096, 0, 0}, {0}, 1, FIT(0, 1, MP_OPTIM_SGD + 1, "SGD")},
+    {"adamw_1024", MPV_CB_POINTWISE, MP_FAM_ADAM, "Mul", {1024, 0, 0, 0},
+     {0}, 1, FIT(0, 1, MP_OPTIM_ADAMW + 1, "AdamW")},
+    {"adamw_4096x4096", MPV_CB_POINTWISE, MP_FAM_ADAM, "Mul",
+     {4096, 4096, 0, 0}, {0}, 1, FIT(0, 1, MP_OPTIM_ADAMW + 1, "AdamW")},
 };
 #undef G
 #undef C
+#undef FIT
+#undef SDPA
 const size_t mpv_cal_n_benches =
     sizeof mpv_cal_benches / sizeof mpv_cal_benches[0];
+
+int mpv_cal_bench_memory(const mpv_cal_bench *b)
+{
+    return b->kind != MPV_CB_GEMM && b->kind != MPV_CB_CONV &&
+           b->kind != MPV_CB_ATTENTION;
+}
 
 static mp_status tensor_dt(mp_graph *g, const char *name, mp_dtype dt,
                            mp_tensor_kind kind, int rank,
@@ -179,16 +308,68 @@ static mp_status operand(mp_graph *g, const mpv_cal_bench *b, mp_dtype dt,
                    : tensor_dt(g, name, dt, MP_KIND_INPUT, rank, dims, id);
 }
 
+/* The rank of a shape of up to 4 dims, 0 after the last */
+static int shape_rank(const int64_t *d)
+{
+    int r = 0;
+    while (r < 4 && d[r] > 0)
+        r++;
+    return r;
+}
+
+/* The inputs of a memory-bound benchmark's node (float32), x of shape a:
+ * Add: a second input of x's shape, or for a backward benchmark a bias
+ * weight over the last dim (its gradient a reduction); Mul: a weight of
+ * shape b (a's when b is empty); LayerNormalization: scale and bias over
+ * the last dim; BatchNormalization: scale, bias, running mean and
+ * variance over the channels. x requires its gradient in a backward
+ * benchmark (but the bias's). */
+static mp_status memory_operands(mp_graph *g, const mpv_cal_bench *b,
+                                 uint32_t *in, uint32_t *nin)
+{
+    int rank = shape_rank(b->a), wr = shape_rank(b->b);
+    int64_t last[1] = {b->a[rank - 1]}, chan[1] = {rank > 1 ? b->a[1] : 1};
+    int bias = b->grad && strcmp(b->op, "Add") == 0;
+    mp_status st = bias ? tensor(g, "x", MP_KIND_INPUT, rank, b->a, &in[0])
+                        : operand(g, b, MP_DTYPE_FLOAT32, "x", rank, b->a,
+                                  &in[0]);
+    *nin = 1;
+    if (st)
+        return st;
+    if (strcmp(b->op, "Add") == 0) {
+        *nin = 2;
+        return bias ? tensor(g, "bias", MP_KIND_WEIGHT, 1, last, &in[1])
+                    : tensor(g, "x2", MP_KIND_INPUT, rank, b->a, &in[1]);
+    }
+    if (strcmp(b->op, "Mul") == 0) {
+        *nin = 2;
+        return tensor(g, "w", MP_KIND_WEIGHT, wr ? wr : rank,
+                      wr ? b->b : b->a, &in[1]);
+    }
+    if (strcmp(b->op, "LayerNormalization") == 0) {
+        *nin = 3;
+        if ((st = tensor(g, "scale", MP_KIND_WEIGHT, 1, last, &in[1])))
+            return st;
+        return tensor(g, "bias", MP_KIND_WEIGHT, 1, last, &in[2]);
+    }
+    if (strcmp(b->op, "BatchNormalization") == 0) {
+        static const char *const nm[4] = {"scale", "bias", "mean", "var"};
+        *nin = 5;
+        for (int k = 0; k < 4 && !st; k++)
+            st = tensor(g, nm[k], MP_KIND_WEIGHT, 1, chan, &in[1 + k]);
+    }
+    return st;
+}
+
 /* The one-node graph of b (not finalized), its GEMM, convolution or
  * attention operands of dtype dt (the other benchmarks: float32). */
 static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b,
                              mp_dtype dt)
 {
-    uint32_t in[3], y, nid;
+    uint32_t in[5], y, nid;
     uint32_t nin = 1;
     mp_status st;
     int64_t x2[2] = {b->a[0], b->a[1]}, w2[2] = {b->a[1], b->a[2]};
-    int64_t row[1] = {b->a[1]};
     switch (b->kind) {
     case MPV_CB_GEMM:
         if ((st = tensor_dt(g, "x", dt, MP_KIND_INPUT, 2, x2, &in[0])) ||
@@ -212,18 +393,8 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b,
         break;
     }
     default:
-        if ((st = tensor(g, "x", MP_KIND_INPUT, 2, x2, &in[0])))
+        if ((st = memory_operands(g, b, in, &nin)))
             return st;
-        if (strcmp(b->op, "Add") == 0) {
-            if ((st = tensor(g, "x2", MP_KIND_INPUT, 2, x2, &in[1])))
-                return st;
-            nin = 2;
-        } else if (strcmp(b->op, "LayerNormalization") == 0) {
-            if ((st = tensor(g, "scale", MP_KIND_WEIGHT, 1, row, &in[1])) ||
-                (st = tensor(g, "bias", MP_KIND_WEIGHT, 1, row, &in[2])))
-                return st;
-            nin = 3;
-        }
         break;
     }
     if ((st = tensor_dt(g, "y",
@@ -246,9 +417,16 @@ static mp_status bench_graph(mp_graph *g, const mpv_cal_bench *b,
             (b->group > 1 &&
              (st = mp_graph_set_attr_int(g, nid, "group", b->group))))
             return st;
-    } else if (strcmp(b->op, "ReduceSum") == 0) {
+    } else if (strcmp(b->op, "ReduceSum") == 0 ||
+               strcmp(b->op, "ReduceMean") == 0) {
         int64_t axes[1] = {1};
         if ((st = mp_graph_set_attr_ints(g, nid, "axes", axes, 1)))
+            return st;
+    } else if (strcmp(b->op, "MaxPool") == 0) {
+        int64_t ks[2] = {3, 3}, strides[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+        if ((st = mp_graph_set_attr_ints(g, nid, "kernel_shape", ks, 2)) ||
+            (st = mp_graph_set_attr_ints(g, nid, "strides", strides, 2)) ||
+            (st = mp_graph_set_attr_ints(g, nid, "pads", pads, 4)))
             return st;
     } else if (strcmp(b->op, "Softmax") == 0 ||
                strcmp(b->op, "LayerNormalization") == 0) {
@@ -274,14 +452,21 @@ mp_status mpv_cal_case_make_dt(mp_ctx *ctx, const mpv_cal_bench *b,
                                mp_dtype dt, mpv_cal_case *c)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->timed, sizeof c->timed, "%s%s", b->op, b->grad ? "Grad" : "");
+    if (b->timed)
+        snprintf(c->timed, sizeof c->timed, "%s", b->timed);
+    else
+        snprintf(c->timed, sizeof c->timed, "%s%s", b->op,
+                 b->grad ? "Grad" : "");
     mp_status st = mp_graph_create(ctx, &c->fwd);
     if (!st)
         st = bench_graph(c->fwd, b, dt);
-    if (!st && b->grad) {
-        /* one SGD step in fp32, as validate --train runs it */
+    if (!st && (b->grad || b->train)) {
+        /* one training step in fp32 (the benchmark's optimizer, else
+         * the default), as validate --train runs it */
         mp_train_options to;
         mp_train_options_init(&to);
+        if (b->optim)
+            to.optimizer = (mp_optimizer)(b->optim - 1);
         st = mp_train_graph(c->fwd, &to, &c->g, NULL);
     } else if (!st) {
         c->g = c->fwd;
@@ -433,13 +618,66 @@ static double class_rate(const mpv_cal_meas *m, const double *t, int kind,
     for (size_t i = 0; i < mpv_cal_n_benches && n < 64; i++) {
         const mpv_cal_bench *b = &mpv_cal_benches[i];
         if (b->kind == kind && (cls < 0 || b->cls == cls) &&
-            !b->grad == !grad && t[i] > 0)
+            !b->grad == !grad && b->use != MPV_CB_FIT && t[i] > 0)
             r[n++] = rate(work[i], t[i], overhead(m));
     }
     if (!n)
         return 0;
     qsort(r, n, sizeof *r, cmp_d);
     return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
+mp_cal_fit mpv_cal_fit(const double *work, const double *t, size_t n,
+                       double overhead)
+{
+    mp_cal_fit f = {0, 0};
+    double sw = 0, st = 0, wlo = 0, whi = 0, r[64];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] > 0 && work[i] > 0) {
+            sw = work[i] > sw ? work[i] : sw;
+            st = t[i] > st ? t[i] : st;
+            wlo = !m || work[i] < wlo ? work[i] : wlo;
+            whi = work[i] > whi ? work[i] : whi;
+            if (m < 64)
+                r[m] = rate(work[i], t[i], overhead);
+            m++;
+        }
+    if (!m)
+        return f;
+    /* the least squares of (fixed + work / rate - t) / t, in units of the
+     * largest work and time: with p = 1 / t and q = work / t, minimize
+     * sum (a p + b q - 1)^2 */
+    double spp = 0, spq = 0, sqq = 0, sp = 0, sq = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] > 0 && work[i] > 0) {
+            double p = st / t[i], q = work[i] / sw * p;
+            spp += p * p;
+            spq += p * q;
+            sqq += q * q;
+            sp += p;
+            sq += q;
+        }
+    double det = spp * sqq - spq * spq, a = -1, bs = -1;
+    if (whi > wlo * (1 + 1e-9) && det > 1e-12 * spp * sqq) {
+        a = (sp * sqq - sq * spq) / det;
+        bs = (spp * sq - spq * sp) / det;
+        if (a < 0) { /* through the origin */
+            a = 0;
+            bs = sq / sqq;
+        }
+    }
+    if (bs > 0) {
+        f.fixed = a * st;
+        f.rate = sw / (bs * st);
+        return f;
+    }
+    /* one work: the class figure's rule */
+    size_t k = m < 64 ? m : 64;
+    qsort(r, k, sizeof *r, cmp_d);
+    f.rate = k % 2 ? r[k / 2] : (r[k / 2 - 1] + r[k / 2]) / 2;
+    f.fixed = overhead;
+    return f;
 }
 
 static double unit(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
@@ -479,6 +717,125 @@ static void dt_json(mp__jw *w, const char *key, const double *v)
     num(w, "float32", v[0]);
     if (v[1] > 0)
         num(w, "bfloat16", v[1]);
+    mp__jw_end(w);
+}
+
+/* The affine fit of the benchmarks of kind (a compute kind; < 0: the
+ * memory-bound kinds), class cls and pass grad, from times t: work the
+ * FLOPs of a compute kind, else the bytes. */
+static mp_cal_fit group_fit(const mpv_cal_meas *m, const double *t,
+                            int kind, int cls, int grad, const double *flops,
+                            const double *bytes)
+{
+    double w[64], tt[64];
+    size_t n = 0;
+    for (size_t i = 0; i < mpv_cal_n_benches && n < 64; i++) {
+        const mpv_cal_bench *b = &mpv_cal_benches[i];
+        int memory = mpv_cal_bench_memory(b);
+        if ((kind < 0 ? memory : b->kind == kind) && b->cls == cls &&
+            !b->grad == !grad && b->use != MPV_CB_FIGURE && t[i] > 0) {
+            w[n] = memory ? bytes[i] : flops[i];
+            tt[n++] = t[i];
+        }
+    }
+    return mpv_cal_fit(w, tt, n, overhead(m));
+}
+
+/* Every class's fit from the measurements, into c's *_fit tables. */
+static void all_fits(const mpv_cal_meas *m, const double *flops,
+                     const double *bytes, mp_device_calibration *c)
+{
+    for (int d = 0; d < 2; d++) {
+        const double *t = d ? m->bench16_s : m->bench_s;
+        for (int k = 0; k < MP_GEMM_CLASSES; k++)
+            c->gemm_fit[d][k] = group_fit(m, t, MPV_CB_GEMM, k, 0, flops,
+                                          bytes);
+        for (int g = 0; g < 2; g++) {
+            for (int k = 0; k < MP_CONV_CLASSES; k++)
+                c->conv_fit[d][k][g] = group_fit(m, t, MPV_CB_CONV, k, g,
+                                                 flops, bytes);
+            for (int k = 0; k < MP_ATTN_CLASSES; k++)
+                c->attention_fit[d][k][g] = group_fit(
+                    m, t, MPV_CB_ATTENTION, k, g, flops, bytes);
+        }
+    }
+    for (int f = 0; f < MP_FAM_CLASSES; f++)
+        for (int g = 0; g < 2; g++)
+            c->family_fit[f][g] = group_fit(m, m->bench_s, -1, f, g, flops,
+                                            bytes);
+}
+
+/* key: {"rate": ..., "fixed": ...} when fitted */
+static void fit_json(mp__jw *w, const char *key, const mp_cal_fit *f)
+{
+    if (f->rate <= 0)
+        return;
+    mp__jw_key(w, key);
+    mp__jw_object(w, false);
+    num(w, "rate", f->rate);
+    mp__jw_key(w, "fixed");
+    mp__jw_double(w, isfinite(f->fixed) && f->fixed > 0 ? f->fixed : 0,
+                  MP__JW_ROUNDTRIP, "fixed");
+    mp__jw_end(w);
+}
+
+/* key: {DTYPE: {CLASS: fit, ...}, ...}, the fit of dtype d and class k
+ * at base[d * dt_stride + k * cls_stride]; the dtypes and classes fitted
+ * only, nothing when none is */
+static void fit_table_json(mp__jw *w, const char *key,
+                           const char *const *names, int n,
+                           const mp_cal_fit *base, size_t dt_stride,
+                           size_t cls_stride)
+{
+    int any[2] = {0, 0};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < n; k++)
+            any[d] |= base[d * dt_stride + k * cls_stride].rate > 0;
+    if (!any[0] && !any[1])
+        return;
+    mp__jw_key(w, key);
+    mp__jw_object(w, true);
+    for (int d = 0; d < 2; d++) {
+        if (!any[d])
+            continue;
+        mp__jw_key(w, d ? "bfloat16" : "float32");
+        mp__jw_object(w, true);
+        for (int k = 0; k < n; k++)
+            fit_json(w, names[k], &base[d * dt_stride + k * cls_stride]);
+        mp__jw_end(w);
+    }
+    mp__jw_end(w);
+}
+
+/* "affine": every fit made (docs/cost-model.md) */
+static void affine_json(mp__jw *w, const mp_device_calibration *c)
+{
+    static const char *const gcls[] = {"skinny", "small", "medium",
+                                       "large"};
+    static const char *const ccls[] = {"pointwise", "spatial", "depthwise"};
+    static const char *const acls[] = {"short", "medium", "long"};
+    static const char *const fam[] = {"pointwise", "reduce", "copy",
+                                      "batchnorm", "reduction", "rownorm",
+                                      "sgd", "adam"};
+    char key[48];
+    mp__jw_key(w, "affine");
+    mp__jw_object(w, true);
+    fit_table_json(w, "gemm", gcls, MP_GEMM_CLASSES, &c->gemm_fit[0][0],
+                   MP_GEMM_CLASSES, 1);
+    for (int g = 0; g < 2; g++) {
+        fit_table_json(w, g ? "conv_grad" : "conv", ccls, MP_CONV_CLASSES,
+                       &c->conv_fit[0][0][g], 2 * MP_CONV_CLASSES, 2);
+        fit_table_json(w, g ? "attention_grad" : "attention", acls,
+                       MP_ATTN_CLASSES, &c->attention_fit[0][0][g],
+                       2 * MP_ATTN_CLASSES, 2);
+    }
+    for (int g = 0; g < 2; g++)
+        for (int f = 0; f < MP_FAM_CLASSES; f++) {
+            if (g && (f == MP_FAM_SGD || f == MP_FAM_ADAM))
+                continue; /* no backward */
+            snprintf(key, sizeof key, "%s%s", fam[f], g ? "_grad" : "");
+            fit_json(w, key, &c->family_fit[f][g]);
+        }
     mp__jw_end(w);
 }
 
@@ -572,6 +929,10 @@ mp_status mpv_cal_profile_json(mp_ctx *ctx, const char *name,
     num(&w, "copy_bandwidth",
         class_rate(m, m->bench_s, MPV_CB_MOVE, -1, 0, bytes));
     num(&w, "copy_compute_overlap", ov);
+    mp_device_calibration fits;
+    memset(&fits, 0, sizeof fits);
+    all_fits(m, flops, bytes, &fits);
+    affine_json(&w, &fits);
     /* what was measured, for a reader (the profile reader skips x-) */
     mp__jw_key(&w, "x-measured");
     mp__jw_object(&w, true);

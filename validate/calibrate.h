@@ -18,11 +18,16 @@ extern "C" {
 /* what a benchmark measures */
 enum { MPV_CB_GEMM, MPV_CB_CONV, MPV_CB_POINTWISE, MPV_CB_REDUCE,
        MPV_CB_MOVE, MPV_CB_ATTENTION };
+/* what its time goes into (mpv_cal_bench.use) */
+enum { MPV_CB_BOTH, MPV_CB_FIT, MPV_CB_FIGURE };
 
 typedef struct mpv_cal_bench {
     const char *name;   /* e.g. "gemm_1024" */
     int kind;           /* MPV_CB_* */
-    int cls;            /* MP_GEMM_* or MP_CONV_* (GEMM, conv) */
+    int cls;            /* MP_GEMM_* (GEMM), MP_CONV_* (conv), MP_ATTN_*
+                           (attention), MP_FAM_* (the memory-bound kinds:
+                           pointwise, reduce, move): the class its
+                           affine fit is of */
     const char *op;     /* the node's op */
     int64_t a[4], b[4]; /* GEMM: M, K, N; conv: N, C, H, W and M, C/g, kh,
                            kw; attention: Q's B, H, T, D; others: the
@@ -31,8 +36,24 @@ typedef struct mpv_cal_bench {
     int grad;           /* 1: the backward pass of the op (its NAMEGrad
                            node in the training graph), its inputs
                            requiring gradients */
+    int train;          /* 1: timed in the training graph (BatchNorm with
+                           its statistics, an optimizer step) */
+    int use;            /* MPV_CB_BOTH, MPV_CB_FIT (the affine fit
+                           only: the class figures, "gemm", "conv", ...,
+                           are the medians of the others, as before the
+                           fits), MPV_CB_FIGURE (the class figure only:
+                           the batch-32 convolutions, whose throughputs
+                           the reference models at batch 8 do not
+                           reach) */
+    int optim;          /* the training graph's optimizer + 1 (0: the
+                           default) */
+    const char *timed;  /* the op of the node timed (NULL: op, or
+                           opGrad with grad) */
 } mpv_cal_bench;
 extern const mpv_cal_bench mpv_cal_benches[];
+/* 1 when b is of a memory-bound kind (its work the bytes, its class an
+ * MP_FAM_*), 0 for a GEMM, convolution or attention (work: FLOPs). */
+int mpv_cal_bench_memory(const mpv_cal_bench *b);
 extern const size_t mpv_cal_n_benches;
 
 /* One benchmark ready to run: its graph, plan and program, and the op of
@@ -62,6 +83,16 @@ void mpv_cal_case_free(mpv_cal_case *c);
 mp_status mpv_cal_launch_case(mp_ctx *ctx, mpv_cal_case *c);
 /* Why a node timed runs the synthetic kernel, or NULL when none does. */
 const char *mpv_cal_case_synthetic(const mpv_cal_case *c);
+
+/* The affine fit of one class, seconds = fixed + work / rate, from n
+ * measurements (work[i], t[i] seconds; t[i] <= 0 skipped): the least
+ * squares of the relative error, fixed >= 0, rate > 0. Fewer than two
+ * distinct works (or a fit whose time does not grow with the work): the
+ * median rate of work over the time less `overhead` (at least a tenth of
+ * it) and fixed = overhead, as the class figures. rate 0 when nothing
+ * was measured. */
+mp_cal_fit mpv_cal_fit(const double *work, const double *t, size_t n,
+                       double overhead);
 
 /* What a calibration measured. Times in seconds, < 0 where not measured
  * (a benchmark the executor lowers to the synthetic kernel). */

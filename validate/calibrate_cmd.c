@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef MP_WITH_CUDA
 /* Times benchmark b with operands of dtype dt into *t (left as it is
@@ -45,10 +46,18 @@ static int time_bench(mp_ctx *ctx, mpv_cal_gpu *g, int reps,
     return rc;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    return timespec_get(&ts, TIME_UTC) ? (double)ts.tv_sec + ts.tv_nsec * 1e-9
+                                       : 0;
+}
+
 /* Times every benchmark into m; 0 or an exit code (printed). */
 static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
 {
     char why[256];
+    double t0 = now_s();
     if (mpv_cal_time_system(g, m->reps, m, why, sizeof why)) {
         cli_error("calibrate: %s", why);
         return CLI_EXIT_INTERNAL;
@@ -93,6 +102,8 @@ static int measure(mp_ctx *ctx, mpv_cal_gpu *g, mpv_cal_meas *m)
                     m->bench16_s[i] * 1e3, flops / m->bench16_s[i] / 1e12);
         }
     }
+    fprintf(stderr, "calibrate: %zu benchmarks timed in %.0f s\n",
+            mpv_cal_n_benches, now_s() - t0);
     return 0;
 }
 #endif

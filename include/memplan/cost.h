@@ -33,6 +33,39 @@ enum {
     MP_CONV_DEPTHWISE, /* one group per input channel */
     MP_CONV_CLASSES
 };
+/* Sequence classes of fused attention, by the query length Tq (a
+ * backward node: its output gradient's): short windows (Swin's 49
+ * tokens), medium (BERT's 128, ViT's 197), long (GPT-2's 1024). */
+enum {
+    MP_ATTN_SHORT,  /* Tq <= 64 */
+    MP_ATTN_MEDIUM, /* Tq <= 512 */
+    MP_ATTN_LONG,
+    MP_ATTN_CLASSES
+};
+/* Memory-bound kernel families, each with an affine fit of its own
+ * (bytes/s); the executor kernel of the op's registry entry says which. */
+enum {
+    MP_FAM_POINTWISE, /* unary, binary, variadic, Cast, Where, the loss
+                         gradient, the synthetic kernel */
+    MP_FAM_REDUCE,    /* windowed pools, LRN, the loss */
+    MP_FAM_COPY,      /* data movement: transpose, concat, slice, ... */
+    MP_FAM_BATCHNORM, /* BatchNormalization (in training: with its
+                         statistics) */
+    MP_FAM_REDUCTION, /* reductions to a small output: ReduceSum, ...,
+                         global pools */
+    MP_FAM_ROWNORM,   /* Softmax, LogSoftmax, LayerNormalization */
+    MP_FAM_SGD,       /* SGD and momentum steps, one per parameter */
+    MP_FAM_ADAM,      /* Adam and AdamW steps, one per parameter */
+    MP_FAM_CLASSES
+};
+/* An affine time model of one kernel class, fitted to measurements at a
+ * small and a large size: seconds = fixed + work / rate (work: FLOPs, or
+ * bytes read and written for a memory-bound family). rate 0: not fitted
+ * (the class's throughput figure and kernel_overhead stand in). */
+typedef struct mp_cal_fit {
+    double rate;  /* FLOP/s or bytes/s beyond the fixed cost */
+    double fixed; /* seconds a kernel of the class costs whatever its work */
+} mp_cal_fit;
 typedef struct mp_device_calibration {
     int version;     /* the profile's format version; 0: not calibrated */
     double gemm[MP_CAL_DTYPES][MP_GEMM_CLASSES]; /* achieved FLOP/s */
@@ -47,6 +80,15 @@ typedef struct mp_device_calibration {
     double copy_bw;       /* by data movement (transpose, concat, ...) */
     double overlap;       /* fraction of a host copy hidden behind a GEMM
                              running on another stream, 0..1 */
+    /* The affine fits ("calibration.affine", optional; docs/cost-model.md),
+     * [...][0] the forward kernels, [...][1] the backward ones (a
+     * backward node's own fit, else its forward's). A class fitted is
+     * timed fixed + max(work / rate, the roofline's other term); one not
+     * fitted as without them. */
+    mp_cal_fit gemm_fit[MP_CAL_DTYPES][MP_GEMM_CLASSES];
+    mp_cal_fit conv_fit[MP_CAL_DTYPES][MP_CONV_CLASSES][2];
+    mp_cal_fit attention_fit[MP_CAL_DTYPES][MP_ATTN_CLASSES][2];
+    mp_cal_fit family_fit[MP_FAM_CLASSES][2]; /* float32 kernels */
 } mp_device_calibration;
 
 /* A device: peak dense FLOP/s per dtype class, memory, the host link and
