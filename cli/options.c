@@ -356,7 +356,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "with --tp: sequence parallelism: the activations between the blocks "
         "(LayerNorm, residual, dropout) split along the sequence; a "
         "ReduceScatter after the row-parallel layer and an AllGather before "
-        "the column-parallel ones instead of the AllReduces",
+        "the column-parallel ones instead of the AllReduces (not planned "
+        "yet: refused)",
         NULL, NULL, 0},
     [CLI_O_RANK] = {"rank", 0, "R", C_VALIDATE, G_PAR, "0", NULL,
         "with --dp or --pp: the rank whose plan runs (ranks are numbered "

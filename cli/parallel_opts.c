@@ -65,6 +65,8 @@ static void print_rows(const cli_args *a, const rank_row *r, uint32_t n,
     if (po->pp > 1)
         printf(", pp %u, %u micro-batches, %s", (unsigned)po->pp,
                (unsigned)po->microbatches, mp_pp_schedule_name(po->schedule));
+    if (po->pp > 1 && po->schedule == MP_PP_INTERLEAVED)
+        printf(" over %u virtual stages", (unsigned)po->virtual_stages);
     if (po->offload_optimizer)
         printf(", optimizer on the host");
     printf("); %u distinct\n", (unsigned)n);

@@ -15,8 +15,8 @@
  *     on its head axis);
  *   - an AllReduce of the row layer's output (before its bias), and in
  *     backward of X's gradient (the column layers' partial sums);
- *   - with sequence parallelism (sp), ReduceScatter and AllGather instead
- *     (planner/tp.c's sp part below).
+ *   - sequence parallelism (sp: ReduceScatter and AllGather instead) is
+ *     not planned yet (planner/ranks.c refuses it).
  * The rest (LayerNorms, embeddings, the output layer) is replicated. The
  * result is a training graph again: pipeline stages and data parallelism
  * apply to it (planner/pipeline.c, planner/parallel.c). */
@@ -32,7 +32,6 @@ typedef struct tpb {
     const mp_graph *t;
     mp_ctx *ctx;
     uint32_t N;
-    bool sp;
     uint32_t *wsrc;   /* per tensor: the parameter it is (a cast of), or NONE */
     uint32_t *gof;    /* per tensor: the forward tensor it is the gradient of */
     int8_t *cut;      /* per tensor: the dim divided by N (-1: none) */
@@ -588,7 +587,6 @@ mp_status mp__parallel_tp(const mp_graph *t, const mp_parallel_options *o,
     T.t = t;
     T.ctx = t->ctx;
     T.N = o->tp;
-    T.sp = o->sp != 0;
     mp__pb A;
     memset(&A, 0, sizeof A);
     uint32_t *red = mp__alloc(T.ctx, (t->n_tensors + 1) * sizeof *red);

@@ -49,35 +49,59 @@ static mp_graph *mlp4_train(mp_ctx *ctx)
     return t;
 }
 
-/* Plans distinct rank 0 (alignment 1, no in-place: sizes as they are),
- * verifies it and returns its breakdown. */
-static mp_rank_breakdown rank_bd(const mp_parallel_options *po,
-                                 mp_rank_info *ri_out)
+/* Plans distinct rank i of t under po (alignment 1, no in-place),
+ * verifies it, returns the breakdown and the rank's info (its graph is
+ * freed: read the figures only). */
+static mp_rank_breakdown plan_distinct(const mp_graph *t,
+                                       const mp_parallel_options *po,
+                                       uint32_t i, mp_rank_info *ri)
 {
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *t = mlp4_train(ctx);
     mp_parallel *par = NULL;
     mp_rank_breakdown bd;
     memset(&bd, 0, sizeof bd);
     CU_ASSERT_FATAL(mp_parallel_create(t, po, &par) == MP_OK);
-    CU_ASSERT_EQUAL(mp_parallel_num_ranks(par), po->dp * po->pp);
-    mp_rank_info ri;
-    CU_ASSERT_FATAL(mp_parallel_rank_info(par, 0, &ri) == MP_OK);
+    CU_ASSERT_EQUAL(mp_parallel_num_ranks(par), po->dp * po->pp * po->tp);
+    CU_ASSERT_FATAL(mp_parallel_rank_info(par, i, ri) == MP_OK);
     mp_plan_options opt;
     mp_plan_options_init(&opt);
     opt.alignment = 1;
     opt.inplace = 0;
     mp_plan *p = NULL;
-    CU_ASSERT_FATAL(mp_plan_create(ri.graph, &opt, &p) == MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(ri.graph, p), MP_OK);
-    CU_ASSERT_EQUAL(mp_parallel_breakdown(par, 0, p, &bd), MP_OK);
+    CU_ASSERT_FATAL(mp_plan_create(ri->graph, &opt, &p) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(ri->graph, p), MP_OK);
+    CU_ASSERT_EQUAL(mp_parallel_breakdown(par, i, p, &bd), MP_OK);
     CU_ASSERT_EQUAL(bd.param_bytes + bd.grad_bytes + bd.optimizer_bytes +
                         bd.activation_bytes + bd.comm_bytes + bd.free_bytes,
                     bd.peak_bytes);
-    if (ri_out)
-        *ri_out = ri;
+    if (getenv("MP_TEST_SHOW_PEAK")) {
+        const mp_step *st = mp_plan_steps(p);
+        mp_node_info ni;
+        if (mp_graph_node_info(ri->graph, st[bd.peak_step].index, &ni) ==
+            MP_OK)
+            printf("\n  peak at %s", ni.name);
+        for (uint32_t b = 0; b < p->n_blocks; b++)
+            if (p->blocks[b].first <= bd.peak_step &&
+                bd.peak_step < p->blocks[b].end)
+                printf("\n    live %s %llu",
+                       ri->graph->tensors[p->blocks[b].tensor].name,
+                       (unsigned long long)p->blocks[b].size);
+    }
     mp_plan_destroy(p);
     mp_parallel_destroy(par);
+    return bd;
+}
+
+/* Plans distinct rank 0 of mlp4's training graph, verifies it and
+ * returns its breakdown. */
+static mp_rank_breakdown rank_bd(const mp_parallel_options *po,
+                                 mp_rank_info *ri_out)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = mlp4_train(ctx);
+    mp_rank_info ri;
+    mp_rank_breakdown bd = plan_distinct(t, po, 0, &ri);
+    if (ri_out)
+        *ri_out = ri;
     mp_graph_destroy(t);
     mp_ctx_destroy(ctx);
     return bd;
@@ -233,6 +257,18 @@ static void test_one_rank(void)
     CU_ASSERT_EQUAL(b.optimizer_bytes, 2048);
 }
 
+/* 2 stages, 4 micro-batches, a schedule, cut points */
+static mp_parallel_options pp2(mp_pp_schedule sched, const char *cuts)
+{
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    po.pp = 2;
+    po.microbatches = 4;
+    po.schedule = sched;
+    po.cuts = cuts;
+    return po;
+}
+
 /* 1F1B, 4 micro-batches over 2 stages cut after layers.1/Relu: stage
  * 0 (layers 0, 1) holds p - s = 2 micro-batches, stage 1 (layers 2, 3
  * and the loss) one. Each stage: 2 weights (512) and their m and v
@@ -241,11 +277,7 @@ static void test_pipeline_1f1b(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *t = mlp4_train(ctx);
-    mp_parallel_options po;
-    mp_parallel_options_init(&po);
-    po.pp = 2;
-    po.microbatches = 4;
-    po.cuts = "layers.1/Relu";
+    mp_parallel_options po = pp2(MP_PP_1F1B, "layers.1/Relu");
     mp_parallel *par = NULL;
     CU_ASSERT_FATAL(mp_parallel_create(t, &po, &par) == MP_OK);
     CU_ASSERT_EQUAL(mp_parallel_num_distinct(par), 2);
@@ -401,47 +433,6 @@ static mp_graph *block(mp_ctx *ctx)
     return t;
 }
 
-/* Plans distinct rank i of t under po (alignment 1, no in-place),
- * verifies it, returns the breakdown and the rank's info (its graph is
- * freed: read the figures only). */
-static mp_rank_breakdown plan_distinct(const mp_graph *t,
-                                       const mp_parallel_options *po,
-                                       uint32_t i, mp_rank_info *ri)
-{
-    mp_parallel *par = NULL;
-    mp_rank_breakdown bd;
-    memset(&bd, 0, sizeof bd);
-    CU_ASSERT_FATAL(mp_parallel_create(t, po, &par) == MP_OK);
-    CU_ASSERT_FATAL(mp_parallel_rank_info(par, i, ri) == MP_OK);
-    mp_plan_options opt;
-    mp_plan_options_init(&opt);
-    opt.alignment = 1;
-    opt.inplace = 0;
-    mp_plan *p = NULL;
-    CU_ASSERT_FATAL(mp_plan_create(ri->graph, &opt, &p) == MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(ri->graph, p), MP_OK);
-    CU_ASSERT_EQUAL(mp_parallel_breakdown(par, i, p, &bd), MP_OK);
-    CU_ASSERT_EQUAL(bd.param_bytes + bd.grad_bytes + bd.optimizer_bytes +
-                        bd.activation_bytes + bd.comm_bytes + bd.free_bytes,
-                    bd.peak_bytes);
-    if (getenv("MP_TEST_SHOW_PEAK")) {
-        const mp_step *st = mp_plan_steps(p);
-        mp_node_info ni;
-        if (mp_graph_node_info(ri->graph, st[bd.peak_step].index, &ni) ==
-            MP_OK)
-            printf("\n  peak at %s", ni.name);
-        for (uint32_t b = 0; b < p->n_blocks; b++)
-            if (p->blocks[b].first <= bd.peak_step &&
-                bd.peak_step < p->blocks[b].end)
-                printf("\n    live %s %llu",
-                       ri->graph->tensors[p->blocks[b].tensor].name,
-                       (unsigned long long)p->blocks[b].size);
-    }
-    mp_plan_destroy(p);
-    mp_parallel_destroy(par);
-    return bd;
-}
-
 static void test_tp(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -486,10 +477,15 @@ static void test_tp(void)
     CU_ASSERT_EQUAL(plan_distinct(m, &po, 0, &ri).param_bytes, 512);
     CU_ASSERT_EQUAL(ri.tp_mlp, 2); /* layers 0-1 and 2-3 */
     mp_graph_destroy(m);
+    /* --sp needs --tp, and is refused for now */
     po.sp = 1;
     po.tp = 1;
     CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--sp"));
+    po.tp = 2;
+    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not planned yet"));
+    CU_ASSERT_PTR_NULL(par);
 
     mp_graph_destroy(t);
     mp_ctx_destroy(ctx);
@@ -499,13 +495,9 @@ static void test_interleaved(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *t = mlp4_train(ctx);
-    mp_parallel_options po;
-    mp_parallel_options_init(&po);
-    po.pp = 2;
-    po.microbatches = 4;
-    po.schedule = MP_PP_INTERLEAVED;
+    mp_parallel_options po = pp2(MP_PP_INTERLEAVED,
+                                 "layers.0/Relu,layers.1/Relu,layers.2/Relu");
     po.virtual_stages = 2;
-    po.cuts = "layers.0/Relu,layers.1/Relu,layers.2/Relu";
     mp_rank_info ri[2];
     mp_rank_breakdown b[2];
     for (uint32_t r = 0; r < 2; r++) {

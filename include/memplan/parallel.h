@@ -103,7 +103,8 @@ typedef struct mp_parallel_options {
     /* 1 (with tp > 1): sequence parallelism: the activations between
      * the blocks (LayerNorm, residual, dropout) split along the sequence
      * by tp; the AllReduces become a ReduceScatter after the row layer
-     * and an AllGather before the column layers (default 0) */
+     * and an AllGather before the column layers (default 0). Not
+     * planned yet: mp_parallel_create answers MP_ERR_UNSUPPORTED */
     int sp;
 } mp_parallel_options;
 /* Fills parallel options with their defaults (the comments above). NULL
@@ -139,10 +140,12 @@ typedef struct mp_rank_info {
  * the new nodes memplan::AllReduce, AllGather, ReduceScatter, Send, Recv
  * and HostStep (the optimizer step offloaded) placed in the order the
  * default schedule runs them.
- * Errors: MP_ERR_INVALID_ARG (NULL, dp or pp 0, zero above 3, prefetch
- * above 2, micro-batches fewer than pp, a cut that is no forward node or
- * out of order; the message names the option), MP_ERR_GRAPH (not a
- * training graph: no optimizer step; a stage with no node),
+ * Errors: MP_ERR_INVALID_ARG (NULL, dp, tp or pp 0, zero above 3,
+ * prefetch above 2, micro-batches fewer than pp, a cut that is no
+ * forward node or out of order, sp without tp; the message names the
+ * option), MP_ERR_GRAPH (not a training graph: no optimizer step; a
+ * stage with no node; tp with no transformer block recognized),
+ * MP_ERR_UNSUPPORTED (sp),
  * MP_ERR_OVERFLOW, MP_ERR_NOMEM. */
 MP_API mp_status mp_parallel_create(const mp_graph *train,
                                     const mp_parallel_options *opt,
