@@ -239,13 +239,18 @@ static bool try_block(tpb *T, uint32_t v, uint32_t walk)
             continue;
         T->nstamp[p] = walk;
         if (param_linear(T, n)) {
+            /* the input, through autocast's copies */
+            uint32_t xi = n->inputs[0], q;
+            while ((q = t->tensors[xi].producer) != MP_NONE &&
+                   op_is(&t->nodes[q], "Cast") && t->nodes[q].n_in == 1 &&
+                   t->nodes[q].inputs[0] != MP_NONE)
+                xi = t->nodes[q].inputs[0];
             if (X == MP_NONE)
-                X = n->inputs[0];
-            else if (X != n->inputs[0])
+                X = xi;
+            else if (X != xi)
                 return reject(T, r, "its column-parallel layers read "
                               "different inputs ('%s', '%s')",
-                              t->tensors[X].name,
-                              t->tensors[n->inputs[0]].name);
+                              t->tensors[X].name, t->tensors[xi].name);
             T->cols[nc++] = p;
             continue;
         }
