@@ -370,7 +370,8 @@ int cli_cmd_plan(cli_args *a)
         a->time_limit = cli_time_left(&t0, a->time_limit);
     cli_plan_options(a, &opt);
     /* --dp, --pp: the distinct ranks' plans, reported by their own */
-    int ranks = cli_given(a, CLI_O_DP) || cli_given(a, CLI_O_PP);
+    int ranks = cli_given(a, CLI_O_DP) || cli_given(a, CLI_O_PP) ||
+                cli_given(a, CLI_O_TP);
     if (!rc && ranks)
         rc = cli_parallel_plan(ctx, a, g, &opt);
     else if (!rc)

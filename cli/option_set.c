@@ -32,6 +32,7 @@ static const size_t flag_field[CLI_O_COUNT_] = {
     [CLI_O_LOWER_ONLY] = offsetof(cli_args, lower_only),
     [CLI_O_STEP_TIMES] = offsetof(cli_args, step_times),
     [CLI_O_OFFLOAD_OPTIMIZER] = offsetof(cli_args, par.po.offload_optimizer),
+    [CLI_O_SP] = offsetof(cli_args, par.po.sp),
 };
 static const size_t string_field[CLI_O_COUNT_] = {
     [CLI_O_OUTPUT] = offsetof(cli_args, output),
@@ -325,6 +326,7 @@ static int set_other(cli_args *a, int id, const char *name, const char *v)
     case CLI_O_ALPHA: return set_alpha(&a->fo, name, v);
     case CLI_O_DP: return parse_u32(name, v, &a->par.po.dp);
     case CLI_O_PP: return parse_u32(name, v, &a->par.po.pp);
+    case CLI_O_TP: return parse_u32(name, v, &a->par.po.tp);
     case CLI_O_RANK: {
         int r = 0;
         int rc = parse_int_in(name, v, 0, 1 << 24, &r);

@@ -333,16 +333,35 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         NULL, NULL, 0},
     [CLI_O_SCHEDULE] = {"schedule", 0, "S", C_PLANS, G_PAR, "1f1b", NULL,
         "with --pp: gpipe (every stage holds M micro-batches), 1f1b (stage s "
-        "of p holds p-s) or interleaved-1f1b",
+        "of p holds p-s) or interleaved-1f1b (Megatron-LM's, with "
+        "--virtual-stages)",
         NULL, NULL, 0},
     [CLI_O_VIRTUAL_STAGES] = {"virtual-stages", 0, "V", C_PLANS, G_PAR, "2",
         NULL,
-        "with --schedule interleaved-1f1b: model chunks per rank",
+        "with --schedule interleaved-1f1b: model chunks per rank (the graph "
+        "cut into pp x V chunks, rank r holding chunks r, r+pp, ...; its "
+        "micro-batches in flight as Megatron-LM's interleaved schedule)",
         NULL, NULL, 0},
     [CLI_O_PP_CUTS] = {"pp-cuts", 0, "NODES", C_PLANS, G_PAR, NULL,
         "balanced by memory",
         "with --pp: N-1 forward node names, comma separated, each the last "
         "node of a stage",
+        NULL, NULL, 0},
+    [CLI_O_TP] = {"tp", 0, "N", C_PLANS, G_PAR, NULL, NULL,
+        "with --train: N tensor-parallel ranks (ranks = tp x dp x pp, "
+        "numbered tp fastest, then dp, then pp, as Megatron-LM's): the "
+        "transformer blocks recognized in the graph (a MatMul/Gemm pair "
+        "around attention or an MLP activation) split as Megatron's: the "
+        "first layers column-parallel (heads split), the second row-parallel "
+        "with an AllReduce of its output, and of the block input's gradient "
+        "in backward; prints how many blocks were split",
+        NULL, NULL, 0},
+    [CLI_O_SP] = {"sp", 0, NULL, C_PLANS, G_PAR, NULL, NULL,
+        "with --tp: sequence parallelism: the activations between the blocks "
+        "(LayerNorm, residual, dropout) split along the sequence; a "
+        "ReduceScatter after the row-parallel layer and an AllGather before "
+        "the column-parallel ones instead of the AllReduces (not planned "
+        "yet: refused)",
         NULL, NULL, 0},
     [CLI_O_RANK] = {"rank", 0, "R", C_VALIDATE, G_PAR, "0", NULL,
         "with --dp or --pp: the rank whose plan runs (ranks are numbered "
@@ -494,6 +513,11 @@ const cli_rule cli_rules[] = {
      "data parallelism splits the training step that --train plans"},
     {C_PLANS, CLI_O_PP, CLI_O_TRAIN, 1,
      "pipeline stages split the training step that --train plans"},
+    {C_PLANS, CLI_O_TP, CLI_O_TRAIN, 1,
+     "tensor parallelism splits the training step that --train plans"},
+    {C_PLANS, CLI_O_SP, CLI_O_TP, 1,
+     "sequence parallelism splits along the tensor-parallel ranks: give "
+     "--tp N"},
     {C_PLANS, CLI_O_ZERO, CLI_O_DP, 1,
      "ZeRO shards across data-parallel ranks: give --dp N"},
     {C_PLANS, CLI_O_BUCKET_SIZE, CLI_O_DP, 1,

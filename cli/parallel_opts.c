@@ -56,15 +56,26 @@ static void print_rows(const cli_args *a, const rank_row *r, uint32_t n,
                        uint32_t n_ranks)
 {
     const mp_parallel_options *po = &a->par.po;
-    printf("ranks        %u (dp %u", (unsigned)n_ranks, (unsigned)po->dp);
+    printf("ranks        %u (", (unsigned)n_ranks);
+    if (po->tp > 1)
+        printf("tp %u%s, ", (unsigned)po->tp, po->sp ? " with sp" : "");
+    printf("dp %u", (unsigned)po->dp);
     if (po->dp > 1)
         printf(", ZeRO-%d", po->zero);
     if (po->pp > 1)
         printf(", pp %u, %u micro-batches, %s", (unsigned)po->pp,
                (unsigned)po->microbatches, mp_pp_schedule_name(po->schedule));
+    if (po->pp > 1 && po->schedule == MP_PP_INTERLEAVED)
+        printf(" over %u virtual stages", (unsigned)po->virtual_stages);
     if (po->offload_optimizer)
         printf(", optimizer on the host");
-    printf("); %u distinct\n\n", (unsigned)n);
+    printf("); %u distinct\n", (unsigned)n);
+    if (po->tp > 1 && n)
+        printf("tp blocks    %u split over %u ranks: %u attention, %u MLP\n",
+               (unsigned)(r[0].ri.tp_attention + r[0].ri.tp_mlp),
+               (unsigned)po->tp, (unsigned)r[0].ri.tp_attention,
+               (unsigned)r[0].ri.tp_mlp);
+    printf("\n");
     printf("%-9s %5s %10s %10s %10s %10s %10s %10s  %s\n", "ranks", "stage",
            "peak", "params", "grads", "optimizer", "activation", "comm",
            "peak at");
@@ -109,12 +120,18 @@ static int print_json(mp_ctx *ctx, const cli_args *a, const rank_row *r,
     cli_json_begin(&w, ctx);
     cli_json_object(&w, "parallel");
     cli_json_int(&w, "ranks", n_ranks);
+    cli_json_int(&w, "tp", po->tp);
+    cli_json_int(&w, "sp", po->sp);
+    cli_json_int(&w, "tp_attention_blocks", n ? r[0].ri.tp_attention : 0);
+    cli_json_int(&w, "tp_mlp_blocks", n ? r[0].ri.tp_mlp : 0);
     cli_json_int(&w, "dp", po->dp);
     cli_json_int(&w, "zero", po->zero);
     cli_json_u64(&w, "bucket_bytes", po->bucket_bytes);
     cli_json_int(&w, "pp", po->pp);
     cli_json_int(&w, "microbatches", po->microbatches);
     cli_json_str(&w, "schedule", mp_pp_schedule_name(po->schedule));
+    cli_json_int(&w, "virtual_stages",
+                 po->schedule == MP_PP_INTERLEAVED ? po->virtual_stages : 1);
     cli_json_int(&w, "offload_optimizer", po->offload_optimizer);
     mp__jw_end(&w);
     mp__jw_key(&w, "distinct_ranks");
@@ -209,9 +226,10 @@ int cli_parallel_rank_graph(mp_ctx *ctx, cli_args *a, const mp_graph *g,
                             mp_parallel **par, mp_rank_info *ri)
 {
     *par = NULL;
-    if (!cli_given(a, CLI_O_DP) && !cli_given(a, CLI_O_PP)) {
-        cli_error("--rank chooses one of the ranks of --dp N or --pp N: "
-                  "give one of them (with --train)");
+    if (!cli_given(a, CLI_O_DP) && !cli_given(a, CLI_O_PP) &&
+        !cli_given(a, CLI_O_TP)) {
+        cli_error("--rank chooses one of the ranks of --dp N, --tp N or --pp "
+                  "N: give one of them (with --train)");
         return CLI_EXIT_USAGE;
     }
     int rc = make_parallel(ctx, a, g, par);
@@ -219,8 +237,9 @@ int cli_parallel_rank_graph(mp_ctx *ctx, cli_args *a, const mp_graph *g,
         return rc;
     uint32_t n = mp_parallel_num_ranks(*par);
     if (a->par.rank >= n) {
-        cli_error("--rank %u: this job has %u ranks (dp %u x pp %u): give "
-                  "--rank 0 to %u", (unsigned)a->par.rank, (unsigned)n,
+        cli_error("--rank %u: this job has %u ranks (tp %u x dp %u x pp "
+                  "%u): give --rank 0 to %u", (unsigned)a->par.rank,
+                  (unsigned)n, (unsigned)a->par.po.tp,
                   (unsigned)a->par.po.dp, (unsigned)a->par.po.pp,
                   (unsigned)(n - 1));
         return CLI_EXIT_USAGE;

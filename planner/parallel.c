@@ -46,6 +46,7 @@ void mp_parallel_options_init(mp_parallel_options *o)
     o->microbatches = 1;
     o->schedule = MP_PP_1F1B;
     o->virtual_stages = 2;
+    o->tp = 1;
 }
 
 /* ---- the rank graph's builder ------------------------------------------- */

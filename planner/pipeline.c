@@ -24,14 +24,22 @@ typedef struct ppb {
     uint32_t *stage;     /* per training node; MP_NONE: every stage */
     uint8_t *shared;     /* per node: reads only persistent tensors */
     uint8_t *pgrad;      /* per tensor: a parameter's final gradient */
-    /* building stage s */
-    uint32_t s, k;       /* the stage, micro-batches in flight */
+    uint32_t nst;        /* forward stages: pp, or pp x V model chunks */
+    /* building rank s: its chunks are the stages s, s + pp, ... */
+    uint32_t s, k;       /* the rank, most micro-batches of a chunk */
+    uint32_t *kc;        /* micro-batches in flight per chunk */
     mp__pb *B;
     uint32_t *tm;        /* k x n_tensors: each micro-batch's copy */
     uint32_t *sm;        /* shared (persistent, once per stage) */
     uint32_t *acc;       /* per tensor: the gradient summed so far */
     char name[1200];
 } ppb;
+
+/* Does stage (model chunk) q run on the rank being built? */
+static bool mine(const ppb *P, uint32_t q)
+{
+    return q != MP_NONE && q % P->o->pp == P->s;
+}
 
 static bool persistent_root(const mp_graph *t, uint32_t x)
 {
@@ -47,7 +55,7 @@ static bool persistent_root(const mp_graph *t, uint32_t x)
 static mp_status forward_stages(ppb *P)
 {
     const mp_graph *t = P->t;
-    uint32_t pp = P->o->pp, nn = (uint32_t)t->n_nodes;
+    uint32_t pp = P->nst, nn = (uint32_t)t->n_nodes;
     uint8_t *seen = mp__calloc(P->ctx, t->n_tensors + 1, 1);
     uint64_t *wt = mp__calloc(P->ctx, nn + 1, sizeof *wt);
     if (!seen || !wt) {
@@ -109,8 +117,8 @@ static mp_status forward_stages(ppb *P)
     }
     if (!st && P->o->cuts && n_cuts != pp - 1)
         st = mp__err(P->ctx, MP_ERR_INVALID_ARG,
-                     "parallel: %u cut points (--pp-cuts) for %u stages; "
-                     "give %u",
+                     "parallel: %u cut points (--pp-cuts) for %u stages "
+                     "(model chunks); give %u",
                      (unsigned)n_cuts, (unsigned)pp, (unsigned)(pp - 1));
     uint32_t s = 0;
     uint64_t run = 0;
@@ -234,7 +242,7 @@ static mp_status get(ppb *P, uint32_t x, uint32_t j, mp_phase ph,
                             tt->declared_kind != MP_KIND_ACTIVATION
                       : P->shared[pv]) {
         if (P->sm[x] == MP_NONE) {
-            if (pv != MP_NONE && P->stage[pv] == P->s) {
+            if (pv != MP_NONE && mine(P, P->stage[pv])) {
                 if ((st = ensure_shared(P, pv)))
                     return st;
             } else {
@@ -261,7 +269,7 @@ static mp_status get(ppb *P, uint32_t x, uint32_t j, mp_phase ph,
         *out = m[x];
         return MP_OK;
     }
-    if (pv == MP_NONE || P->stage[pv] == P->s) {
+    if (pv == MP_NONE || mine(P, P->stage[pv])) {
         /* a graph input: each micro-batch its own */
         st = new_copy(P, x, (int)j, "", MP__ROLE_ACT, &m[x]);
         *out = m[x];
@@ -296,7 +304,7 @@ static mp_status emit_io(ppb *P, uint32_t v, uint32_t j, uint32_t *in,
             in[nin++] = MP_NONE;
             continue;
         }
-        if (every && tensor_stage(P, x) != P->s &&
+        if (every && !mine(P, tensor_stage(P, x)) &&
             t->tensors[x].producer != MP_NONE)
             continue; /* a group node: this stage's part */
         if (n->phase == MP_PHASE_OPTIMIZER && P->acc[x] != MP_NONE) {
@@ -350,7 +358,7 @@ static mp_status emit_io(ppb *P, uint32_t v, uint32_t j, uint32_t *in,
         bool away = false;
         for (uint32_t i = 0; i < yt->n_cons && !away; i++) {
             uint32_t q = P->stage[t->cons[yt->cons_begin + i]];
-            away = q != P->s && q != MP_NONE;
+            away = q != MP_NONE && !mine(P, q);
         }
         if (away && !P->shared[v]) {
             uint32_t done;
@@ -420,16 +428,45 @@ static mp_status ensure_shared(ppb *P, uint32_t v)
     return emit(P, v, 0);
 }
 
+/* The micro-batches whose activations rank r's model chunks hold at
+ * once (kc[c] for chunk c). GPipe: M; 1F1B (PipeDream-Flush): min(pp -
+ * r, M). Interleaved 1F1B (Megatron-LM's
+ * forward_backward_pipelining_with_interleaving): rank r runs W = (pp -
+ * r - 1) * 2 + (V - 1) * pp warm-up forwards (all M x V when M = pp),
+ * forward k going to chunk (k mod (pp V)) / pp, and one more before its
+ * first backward; each chunk holds the forwards it ran by then. Rank 0
+ * holds pp + (pp - 1) / V chunk-forwards of pp x V: Megatron's
+ * interleaved_schedule_memory_penalty 1 + (pp - 1) / (pp V) times pp
+ * micro-batches of its layers. */
+static void in_flight(const mp_parallel_options *o, uint32_t r, uint32_t *kc)
+{
+    uint32_t pp = o->pp, M = o->microbatches;
+    if (o->schedule != MP_PP_INTERLEAVED) {
+        kc[0] = o->schedule == MP_PP_GPIPE ? M : pp - r < M ? pp - r : M;
+        return;
+    }
+    uint32_t V = o->virtual_stages;
+    uint64_t total = (uint64_t)M * V, w = total;
+    if (M != pp) {
+        w = (uint64_t)(pp - r - 1) * 2 + (uint64_t)(V - 1) * pp + 1;
+        w = w < total ? w : total;
+    }
+    for (uint32_t c = 0; c < V; c++)
+        kc[c] = 0;
+    for (uint64_t k = 0; k < w; k++)
+        kc[(k % ((uint64_t)pp * V)) / pp]++;
+}
+
 /* Stage s's graph, finalized, in B. */
 static mp_status build_stage(ppb *P, uint32_t s, mp__pb *B)
 {
     const mp_graph *t = P->t;
     const mp_parallel_options *o = P->o;
     P->s = s;
-    P->k = o->schedule == MP_PP_GPIPE ? o->microbatches
-                                       : o->pp - s < o->microbatches
-                                             ? o->pp - s
-                                             : o->microbatches;
+    in_flight(o, s, P->kc);
+    P->k = 0;
+    for (uint32_t c = 0; c < P->nst / o->pp; c++)
+        P->k = P->kc[c] > P->k ? P->kc[c] : P->k;
     char suffix[64];
     snprintf(suffix, sizeof suffix, " (stage %u)", (unsigned)s);
     mp_status st = mp__pb_begin(B, P->ctx, t, suffix);
@@ -451,13 +488,14 @@ static mp_status build_stage(ppb *P, uint32_t s, mp__pb *B)
             for (uint32_t q = 0; q < t->n_nodes && !st; q++) {
                 uint32_t v = t->topo[q];
                 if (t->nodes[v].phase == phases[ph] &&
-                    P->stage[v] == s && !P->shared[v])
+                    mine(P, P->stage[v]) && !P->shared[v] &&
+                    j < P->kc[P->stage[v] / o->pp])
                     st = emit(P, v, j);
             }
     for (uint32_t q = 0; q < t->n_nodes && !st; q++) {
         uint32_t v = t->topo[q];
         if (t->nodes[v].phase == MP_PHASE_OPTIMIZER &&
-            (P->stage[v] == s || P->stage[v] == MP_NONE))
+            (mine(P, P->stage[v]) || P->stage[v] == MP_NONE))
             st = emit(P, v, 0);
     }
     if (!st && !B->g->n_nodes)
@@ -476,19 +514,23 @@ mp_status mp__parallel_pipeline(const mp_graph *t,
                                 const mp_parallel_options *o, mp__pb *out,
                                 uint32_t *in_flight)
 {
-    if (o->schedule == MP_PP_INTERLEAVED)
-        return mp__err(t->ctx, MP_ERR_UNSUPPORTED,
-                       "parallel: --schedule interleaved-1f1b is not "
-                       "planned yet; use 1f1b or gpipe");
     ppb P;
     memset(&P, 0, sizeof P);
     P.t = t;
     P.o = o;
     P.ctx = t->ctx;
+    uint32_t V = o->schedule == MP_PP_INTERLEAVED ? o->virtual_stages : 1;
+    uint64_t nst = (uint64_t)o->pp * V;
+    if (nst > UINT32_MAX / 2)
+        return mp__err(P.ctx, MP_ERR_OVERFLOW, "parallel: pp x virtual "
+                       "stages");
+    P.nst = (uint32_t)nst;
+    P.kc = mp__calloc(P.ctx, V, sizeof *P.kc);
     P.stage = mp__alloc(P.ctx, (t->n_nodes + 1) * sizeof *P.stage);
     P.shared = mp__calloc(P.ctx, t->n_nodes + 1, 1);
     P.pgrad = mp__calloc(P.ctx, t->n_tensors + 1, 1);
-    mp_status st = P.stage && P.shared && P.pgrad ? MP_OK : MP_ERR_NOMEM;
+    mp_status st = P.stage && P.shared && P.pgrad && P.kc ? MP_OK
+                                                          : MP_ERR_NOMEM;
     if (!st)
         st = forward_stages(&P);
     if (!st) {
@@ -505,11 +547,14 @@ mp_status mp__parallel_pipeline(const mp_graph *t,
         if (!st)
             st = mp__parallel_dp(S.g, o, "", 0, &out[s]);
         out[s].n_coll += S.n_coll; /* the stage's Send and Recv */
-        in_flight[s] = P.k;
+        in_flight[s] = 0;
+        for (uint32_t c = 0; c < V; c++)
+            in_flight[s] += P.kc[c];
         mp__pb_free(&S);
     }
     mp__dealloc(P.ctx, P.stage);
     mp__dealloc(P.ctx, P.shared);
     mp__dealloc(P.ctx, P.pgrad);
+    mp__dealloc(P.ctx, P.kc);
     return st;
 }

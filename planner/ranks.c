@@ -16,6 +16,8 @@ typedef struct par_rank {
 struct mp_parallel {
     mp_ctx *ctx;
     uint32_t dp, n_ranks, n;
+    uint32_t per_stage;   /* ranks of one stage: tp x dp */
+    uint32_t tp_attn, tp_mlp;
     par_rank *r;
 };
 
@@ -56,9 +58,24 @@ static mp_status check_options(mp_ctx *ctx, const mp_parallel_options *o)
                        "1 or more and --microbatches a multiple of --pp "
                        "(%u micro-batches, %u stages)",
                        (unsigned)o->microbatches, (unsigned)o->pp);
+    if (!o->tp)
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
+                       "parallel: tp (--tp) is 0; give 1 or more "
+                       "tensor-parallel ranks");
+    if (o->sp && o->tp < 2)
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
+                       "parallel: sequence parallelism (--sp) splits along "
+                       "the tensor-parallel ranks; give --tp 2 or more");
+    if (o->sp)
+        return mp__err(ctx, MP_ERR_UNSUPPORTED,
+                       "parallel: sequence parallelism (--sp) is not planned "
+                       "yet; plan --tp %u without it (its AllReduces hold "
+                       "what sp's ReduceScatter and AllGather would)",
+                       (unsigned)o->tp);
     uint64_t ranks;
-    if (!mp__mul_u64(o->dp, o->pp, &ranks) || ranks > UINT32_MAX)
-        return mp__err(ctx, MP_ERR_OVERFLOW, "parallel: dp x pp ranks");
+    if (!mp__mul_u64(o->dp, o->pp, &ranks) ||
+        !mp__mul_u64(ranks, o->tp, &ranks) || ranks > UINT32_MAX)
+        return mp__err(ctx, MP_ERR_OVERFLOW, "parallel: tp x dp x pp ranks");
     return MP_OK;
 }
 
@@ -73,12 +90,18 @@ static mp_status take(mp_parallel *p, mp__pb *B, uint32_t stage,
     r->role = B->role;
     r->n_tensors = (uint32_t)B->g->n_tensors;
     r->info.graph = B->g;
-    r->info.n_ranks = p->dp;
-    r->info.first_rank = stage * p->dp;
+    r->info.n_ranks = p->per_stage;
+    r->info.first_rank = stage * p->per_stage;
+    r->info.tp_attention = p->tp_attn;
+    r->info.tp_mlp = p->tp_mlp;
     r->info.stage = stage;
     r->info.in_flight = in_flight;
     r->info.host_bytes = B->host_bytes;
-    r->info.n_collectives = B->n_coll;
+    /* every collective node of the graph: data-parallel, pipeline and
+     * tensor-parallel ones */
+    for (uint32_t v = 0; v < B->g->n_nodes; v++)
+        r->info.n_collectives +=
+            (B->g->nodes[v].def->flags & MP__OPF_COLLECTIVE) != 0;
     B->g = NULL;
     B->role = NULL;
     return MP_OK;
@@ -119,7 +142,8 @@ mp_status mp_parallel_create(const mp_graph *train,
         return MP_ERR_NOMEM;
     p->ctx = ctx;
     p->dp = opt->dp;
-    p->n_ranks = opt->dp * opt->pp;
+    p->per_stage = opt->dp * opt->tp;
+    p->n_ranks = p->per_stage * opt->pp;
     p->r = mp__calloc(ctx, opt->pp, sizeof *p->r);
     if (!p->r) {
         mp__dealloc(ctx, p);
@@ -127,12 +151,23 @@ mp_status mp_parallel_create(const mp_graph *train,
     }
     mp__pb *B = mp__calloc(ctx, opt->pp, sizeof *B);
     uint32_t *in_flight = mp__calloc(ctx, opt->pp, sizeof *in_flight);
+    /* tensor parallelism first: its rank graph is a training graph that
+     * the stages and data parallelism then split */
+    mp__pb T;
+    memset(&T, 0, sizeof T);
     if (!B || !in_flight)
         st = MP_ERR_NOMEM;
+    else if (opt->tp > 1 &&
+             !(st = mp__parallel_tp(train, opt, &T, &p->tp_attn,
+                                    &p->tp_mlp)))
+        train = T.g;
+    if (st)
+        ;
     else if (opt->pp > 1)
         st = mp__parallel_pipeline(train, opt, B, in_flight);
     else if (!(st = mp__parallel_dp(train, opt, " (rank)", 1, &B[0])))
         in_flight[0] = 1;
+    mp__pb_free(&T);
     for (uint32_t s = 0; s < opt->pp && !st; s++)
         st = take(p, &B[s], s, in_flight[s]);
     for (uint32_t s = 0; B && s < opt->pp; s++)
@@ -161,7 +196,7 @@ uint32_t mp_parallel_distinct_of(const mp_parallel *p, uint32_t rank)
 {
     if (!p || rank >= p->n_ranks)
         return MP_NONE;
-    return rank / p->dp;
+    return rank / p->per_stage;
 }
 
 mp_status mp_parallel_rank_info(const mp_parallel *p, uint32_t i,

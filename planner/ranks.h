@@ -65,4 +65,11 @@ mp_status mp__parallel_pipeline(const mp_graph *t,
                                 const mp_parallel_options *o, mp__pb *out,
                                 uint32_t *in_flight);
 
+/* The tensor-parallel rank graph of training graph t (o->tp > 1, o->sp),
+ * a training graph again, finalized, in B (planner/tp.c), with the
+ * attention and MLP blocks it split. MP_ERR_GRAPH when no block is
+ * recognized (the message names --tp and the last candidate's reason). */
+mp_status mp__parallel_tp(const mp_graph *t, const mp_parallel_options *o,
+                          mp__pb *B, uint32_t *n_attn, uint32_t *n_mlp);
+
 #endif /* MP__RANKS_H */

@@ -2,9 +2,11 @@
  * MLP under DDP, ZeRO-1, -2 and -3 over 2 ranks, each byte of the peak
  * accounted for by hand, every rank plan verified. */
 #include "ir.h"
+#include "sched.h"
 #include "support.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* x[4,8] -> 4 x (MatMul(layers.i.w[8,8]) -> Relu) -> y[4,8] (output).
@@ -47,35 +49,59 @@ static mp_graph *mlp4_train(mp_ctx *ctx)
     return t;
 }
 
-/* Plans distinct rank 0 (alignment 1, no in-place: sizes as they are),
- * verifies it and returns its breakdown. */
-static mp_rank_breakdown rank_bd(const mp_parallel_options *po,
-                                 mp_rank_info *ri_out)
+/* Plans distinct rank i of t under po (alignment 1, no in-place),
+ * verifies it, returns the breakdown and the rank's info (its graph is
+ * freed: read the figures only). */
+static mp_rank_breakdown plan_distinct(const mp_graph *t,
+                                       const mp_parallel_options *po,
+                                       uint32_t i, mp_rank_info *ri)
 {
-    mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *t = mlp4_train(ctx);
     mp_parallel *par = NULL;
     mp_rank_breakdown bd;
     memset(&bd, 0, sizeof bd);
     CU_ASSERT_FATAL(mp_parallel_create(t, po, &par) == MP_OK);
-    CU_ASSERT_EQUAL(mp_parallel_num_ranks(par), po->dp * po->pp);
-    mp_rank_info ri;
-    CU_ASSERT_FATAL(mp_parallel_rank_info(par, 0, &ri) == MP_OK);
+    CU_ASSERT_EQUAL(mp_parallel_num_ranks(par), po->dp * po->pp * po->tp);
+    CU_ASSERT_FATAL(mp_parallel_rank_info(par, i, ri) == MP_OK);
     mp_plan_options opt;
     mp_plan_options_init(&opt);
     opt.alignment = 1;
     opt.inplace = 0;
     mp_plan *p = NULL;
-    CU_ASSERT_FATAL(mp_plan_create(ri.graph, &opt, &p) == MP_OK);
-    CU_ASSERT_EQUAL(mp_verify_plan(ri.graph, p), MP_OK);
-    CU_ASSERT_EQUAL(mp_parallel_breakdown(par, 0, p, &bd), MP_OK);
+    CU_ASSERT_FATAL(mp_plan_create(ri->graph, &opt, &p) == MP_OK);
+    CU_ASSERT_EQUAL(mp_verify_plan(ri->graph, p), MP_OK);
+    CU_ASSERT_EQUAL(mp_parallel_breakdown(par, i, p, &bd), MP_OK);
     CU_ASSERT_EQUAL(bd.param_bytes + bd.grad_bytes + bd.optimizer_bytes +
                         bd.activation_bytes + bd.comm_bytes + bd.free_bytes,
                     bd.peak_bytes);
-    if (ri_out)
-        *ri_out = ri;
+    if (getenv("MP_TEST_SHOW_PEAK")) {
+        const mp_step *st = mp_plan_steps(p);
+        mp_node_info ni;
+        if (mp_graph_node_info(ri->graph, st[bd.peak_step].index, &ni) ==
+            MP_OK)
+            printf("\n  peak at %s", ni.name);
+        for (uint32_t b = 0; b < p->n_blocks; b++)
+            if (p->blocks[b].first <= bd.peak_step &&
+                bd.peak_step < p->blocks[b].end)
+                printf("\n    live %s %llu",
+                       ri->graph->tensors[p->blocks[b].tensor].name,
+                       (unsigned long long)p->blocks[b].size);
+    }
     mp_plan_destroy(p);
     mp_parallel_destroy(par);
+    return bd;
+}
+
+/* Plans distinct rank 0 of mlp4's training graph, verifies it and
+ * returns its breakdown. */
+static mp_rank_breakdown rank_bd(const mp_parallel_options *po,
+                                 mp_rank_info *ri_out)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = mlp4_train(ctx);
+    mp_rank_info ri;
+    mp_rank_breakdown bd = plan_distinct(t, po, 0, &ri);
+    if (ri_out)
+        *ri_out = ri;
     mp_graph_destroy(t);
     mp_ctx_destroy(ctx);
     return bd;
@@ -231,6 +257,18 @@ static void test_one_rank(void)
     CU_ASSERT_EQUAL(b.optimizer_bytes, 2048);
 }
 
+/* 2 stages, 4 micro-batches, a schedule, cut points */
+static mp_parallel_options pp2(mp_pp_schedule sched, const char *cuts)
+{
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    po.pp = 2;
+    po.microbatches = 4;
+    po.schedule = sched;
+    po.cuts = cuts;
+    return po;
+}
+
 /* 1F1B, 4 micro-batches over 2 stages cut after layers.1/Relu: stage
  * 0 (layers 0, 1) holds p - s = 2 micro-batches, stage 1 (layers 2, 3
  * and the loss) one. Each stage: 2 weights (512) and their m and v
@@ -239,11 +277,7 @@ static void test_pipeline_1f1b(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
     mp_graph *t = mlp4_train(ctx);
-    mp_parallel_options po;
-    mp_parallel_options_init(&po);
-    po.pp = 2;
-    po.microbatches = 4;
-    po.cuts = "layers.1/Relu";
+    mp_parallel_options po = pp2(MP_PP_1F1B, "layers.1/Relu");
     mp_parallel *par = NULL;
     CU_ASSERT_FATAL(mp_parallel_create(t, &po, &par) == MP_OK);
     CU_ASSERT_EQUAL(mp_parallel_num_distinct(par), 2);
@@ -306,6 +340,213 @@ static void test_pipeline_1f1b(void)
     mp_ctx_destroy(ctx);
 }
 
+
+/* A tiny transformer block: x[4,8] (4 tokens, hidden 8); attention with
+ * 2 heads of 4: q, k, v = x @ W[8,8], each reshaped to [4,2,4] (a target
+ * of unknown value: the declared shape), heads transposed, scores
+ * MatMul(q, k^T) [2,4,4], Softmax, MatMul(p, v) [2,4,4], merged back to
+ * [4,8], @ Wo[8,8]; residual r = x + o; MLP: r @ W1[8,16], Relu,
+ * @ W2[16,8] -> y (output). fp32; Adam fused; attention as written. */
+static mp_graph *block(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 8}, dw[] = {8, 8}, dsp[] = {4, 2, 4},
+            dh[] = {2, 4, 4}, d3[] = {3}, d1[] = {8, 16}, d2[] = {16, 8},
+            df[] = {4, 16};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    mp_tensor_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.name = "shape_split";
+    sd.dtype = MP_DTYPE_INT64;
+    sd.kind = MP_KIND_CONSTANT;
+    sd.rank = 1;
+    sd.dims = d3;
+    uint32_t shp, shm;
+    CU_ASSERT_FATAL(mp_graph_add_tensor(g, &sd, &shp) == MP_OK);
+    int64_t d2r[] = {2};
+    sd.name = "shape_merge";
+    sd.dims = d2r;
+    CU_ASSERT_FATAL(mp_graph_add_tensor(g, &sd, &shm) == MP_OK);
+    const char *qkv[] = {"q", "k", "v"};
+    uint32_t heads[3];
+    char nm[64];
+    for (int i = 0; i < 3; i++) {
+        snprintf(nm, sizeof nm, "attn.%s.weight", qkv[i]);
+        uint32_t w = mp_test_tensor(g, nm, MP_KIND_WEIGHT, 2, dw);
+        snprintf(nm, sizeof nm, "attn.%s", qkv[i]);
+        uint32_t mm = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 2, dx);
+        snprintf(nm, sizeof nm, "attn.%s.split", qkv[i]);
+        uint32_t sp = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 3, dsp);
+        snprintf(nm, sizeof nm, "attn.%s.heads", qkv[i]);
+        heads[i] = mp_test_tensor(g, nm, MP_KIND_ACTIVATION, 3, dh);
+        uint32_t in[] = {x, w}, rin[] = {mm, shp};
+        snprintf(nm, sizeof nm, "attn.%s/MatMul", qkv[i]);
+        mp_test_node(g, nm, "MatMul", in, 2, &mm, 1);
+        snprintf(nm, sizeof nm, "attn.%s/Reshape", qkv[i]);
+        mp_test_node(g, nm, "Reshape", rin, 2, &sp, 1);
+        snprintf(nm, sizeof nm, "attn.%s/Transpose", qkv[i]);
+        uint32_t tr = mp_test_node(g, nm, "Transpose", &sp, 1, &heads[i], 1);
+        int64_t perm[3] = {1, 0, 2}, permk[3] = {1, 2, 0};
+        CU_ASSERT(mp_graph_set_attr_ints(g, tr, "perm", i == 1 ? permk : perm,
+                                         3) == MP_OK);
+    }
+    uint32_t sc = mp_test_tensor(g, "attn.scores", MP_KIND_ACTIVATION, 3, dh);
+    uint32_t pr = mp_test_tensor(g, "attn.probs", MP_KIND_ACTIVATION, 3, dh);
+    uint32_t cx = mp_test_tensor(g, "attn.context", MP_KIND_ACTIVATION, 3, dh);
+    uint32_t ct = mp_test_tensor(g, "attn.context_t", MP_KIND_ACTIVATION, 3,
+                                 dsp);
+    uint32_t mg = mp_test_tensor(g, "attn.merged", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t wo = mp_test_tensor(g, "attn.proj.weight", MP_KIND_WEIGHT, 2, dw);
+    uint32_t o = mp_test_tensor(g, "attn.proj", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t r = mp_test_tensor(g, "res", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t w1 = mp_test_tensor(g, "mlp.fc.weight", MP_KIND_WEIGHT, 2, d1);
+    uint32_t f = mp_test_tensor(g, "mlp.fc", MP_KIND_ACTIVATION, 2, df);
+    uint32_t a = mp_test_tensor(g, "mlp.act", MP_KIND_ACTIVATION, 2, df);
+    uint32_t w2 = mp_test_tensor(g, "mlp.proj.weight", MP_KIND_WEIGHT, 2, d2);
+    uint32_t y = mp_test_tensor(g, "y", MP_KIND_ACTIVATION, 2, dx);
+    uint32_t i1[] = {heads[0], heads[1]}, i2[] = {pr, heads[2]},
+             i3[] = {ct, shm}, i4[] = {mg, wo}, i5[] = {x, o}, i6[] = {r, w1},
+             i7[] = {a, w2};
+    mp_test_node(g, "attn/MatMul_QK", "MatMul", i1, 2, &sc, 1);
+    uint32_t sm = mp_test_node(g, "attn/Softmax", "Softmax", &sc, 1, &pr, 1);
+    CU_ASSERT(mp_graph_set_attr_int(g, sm, "axis", -1) == MP_OK);
+    mp_test_node(g, "attn/MatMul_PV", "MatMul", i2, 2, &cx, 1);
+    uint32_t tr = mp_test_node(g, "attn/Transpose", "Transpose", &cx, 1, &ct,
+                               1);
+    int64_t perm[3] = {1, 0, 2};
+    CU_ASSERT(mp_graph_set_attr_ints(g, tr, "perm", perm, 3) == MP_OK);
+    mp_test_node(g, "attn/Reshape", "Reshape", i3, 2, &mg, 1);
+    mp_test_node(g, "attn.proj/MatMul", "MatMul", i4, 2, &o, 1);
+    mp_test_node(g, "res/Add", "Add", i5, 2, &r, 1);
+    mp_test_node(g, "mlp.fc/MatMul", "MatMul", i6, 2, &f, 1);
+    mp_test_node(g, "mlp/Relu", "Relu", &f, 1, &a, 1);
+    mp_test_node(g, "mlp.proj/MatMul", "MatMul", i7, 2, &y, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, y), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_train_options o2;
+    mp_train_options_init(&o2);
+    o2.optimizer_impl = MP_OPTIM_IMPL_FUSED;
+    mp_graph *t = NULL;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o2, &t, NULL) == MP_OK);
+    mp_graph_destroy(g);
+    return t;
+}
+
+static void test_tp(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = block(ctx);
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    mp_rank_info ri;
+    mp_rank_breakdown one = plan_distinct(t, &po, 0, &ri);
+    show("tp 1", &one);
+    po.tp = 2;
+    mp_rank_breakdown b = plan_distinct(t, &po, 0, &ri);
+    show("tp 2", &b);
+    CU_ASSERT_EQUAL(ri.tp_attention, 1);
+    CU_ASSERT_EQUAL(ri.tp_mlp, 1);
+    CU_ASSERT_EQUAL(ri.n_ranks, 2);
+    /* the AllReduces of attn.proj's and mlp.proj's outputs, and of the
+     * MLP input's gradient (d/res); x, the attention's input, takes no
+     * gradient */
+    CU_ASSERT_EQUAL(ri.n_collectives, 3);
+    /* tp 1: weights q, k, v, o (4 x 256), fc and proj (2 x 512) and the
+     * two int64 reshape targets (24 + 16): 2088; Adam's m and v 4096.
+     * Both peak at mlp.fc's backward (it writes d(res), the MLP input's
+     * partial gradient, before its all-reduce). tp 2: every weight is
+     * split (q, k, v, fc by columns, o, proj by rows): 1024 + 40; m, v
+     * 2048; the two weight gradients live (fc's and proj's: 512 -> 256
+     * each); activations: x, res and d(res) stay whole (3 x 128), q, k,
+     * v, probs and context_t (saved) are halved (5 x 64: one head of
+     * two), d(mlp.fc) [4,8] of [4,16] (128), and the loss (4) */
+    CU_ASSERT_EQUAL(one.param_bytes, 2088);
+    CU_ASSERT_EQUAL(one.peak_bytes, 2088 + 4096 + 1024 + 1284);
+    expect_bd(&b, 1024 + 40, 512, 2048, 3 * 128 + 5 * 64 + 128 + 4, 0);
+    CU_ASSERT_EQUAL(b.peak_bytes, 1064 + 512 + 2048 + 836);
+    /* no block: an MLP whose layers are not split by --tp 3 (8 columns),
+     * and a graph with no MatMul pair around an activation */
+    po.tp = 3;
+    mp_parallel *par = NULL;
+    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_GRAPH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--tp 3"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "divisible"));
+    mp_graph *m = mlp4_train(ctx);
+    po.tp = 2;
+    CU_ASSERT_EQUAL(plan_distinct(m, &po, 0, &ri).param_bytes, 512);
+    CU_ASSERT_EQUAL(ri.tp_mlp, 2); /* layers 0-1 and 2-3 */
+    mp_graph_destroy(m);
+    /* --sp needs --tp, and is refused for now */
+    po.sp = 1;
+    po.tp = 1;
+    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--sp"));
+    po.tp = 2;
+    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not planned yet"));
+    CU_ASSERT_PTR_NULL(par);
+
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
+static void test_interleaved(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = mlp4_train(ctx);
+    mp_parallel_options po = pp2(MP_PP_INTERLEAVED,
+                                 "layers.0/Relu,layers.1/Relu,layers.2/Relu");
+    po.virtual_stages = 2;
+    mp_rank_info ri[2];
+    mp_rank_breakdown b[2];
+    for (uint32_t r = 0; r < 2; r++) {
+        b[r] = plan_distinct(t, &po, r, &ri[r]);
+        show(r ? "interleaved rank 1" : "interleaved rank 0", &b[r]);
+    }
+    /* Megatron's warm-up: rank r runs (2 - r - 1) x 2 + (2 - 1) x 2
+     * forwards, then one more before its first backward, forward k in
+     * chunk (k mod 4) / 2. Rank 0: 5 forwards, chunk 0 (layers.0) 3
+     * micro-batches, chunk 1 (layers.2) 2: 2.5 stages' worth, Megatron's
+     * penalty 1 + (p - 1) / (p V) = 1.25 times p = 2. Rank 1: 3 forwards,
+     * chunk 0 (layers.1) 2, chunk 1 (layers.3, the loss) 1. */
+    CU_ASSERT_EQUAL(ri[0].in_flight, 5);
+    CU_ASSERT_EQUAL(ri[1].in_flight, 3);
+    /* rank 0: Send layers.0.relu and Recv its gradient for 3
+     * micro-batches (chunk 0); Recv layers.1.relu, Send its gradient,
+     * Send layers.2.relu, Recv its gradient for 2 (chunk 1): 6 + 8;
+     * rank 1: Recv layers.0.relu, Send layers.1.relu and the converse
+     * gradients for 2 (chunk 0), Recv layers.2.relu and Send its
+     * gradient for 1 (chunk 1): 8 + 2 */
+    CU_ASSERT_EQUAL(ri[0].n_collectives, 14);
+    CU_ASSERT_EQUAL(ri[1].n_collectives, 10);
+    /* rank 0 peaks at layers.2's weight gradient of micro-batch 1: its
+     * weights layers.0.w, layers.2.w (512) and their m and v (1024); that
+     * gradient (256); x and layers.0.relu of micro-batches 1-3 (saved for
+     * layers.0's backward: 6 x 128), layers.2.relu of micro-batch 2
+     * (saved), d(layers.2.mm) and d(layers.1.relu) to send (3 x 128);
+     * received layers.1.relu of micro-batches 1, 2 (saved for layers.2's
+     * weight gradient: 2 x 128) */
+    expect_bd(&b[0], 512, 256, 1024, 9 * 128, 2 * 128);
+    CU_ASSERT_EQUAL(b[0].peak_bytes, 512 + 1024 + 256 + 1152 + 256);
+    /* rank 1 peaks at layers.3's weight gradient of micro-batch 1:
+     * layers.1.w, layers.3.w and states (1536), the gradient (256);
+     * layers.1.relu of micro-batches 1, 2 (saved), d(layers.3.mm),
+     * d(layers.2.relu) to send (4 x 128) and the loss (4); received
+     * layers.0.relu of micro-batches 1, 2 and layers.2.relu of 1 (3 x
+     * 128). 1F1B's 2-stage split of the same graph peaks at 2944 and
+     * 2436 (test_pipeline_1f1b). */
+    expect_bd(&b[1], 512, 256, 1024, 4 * 128 + 4, 3 * 128);
+    CU_ASSERT_EQUAL(b[1].peak_bytes, 512 + 1024 + 256 + 516 + 384);
+    /* cuts: pp x V - 1 of them */
+    po.cuts = "layers.1/Relu";
+    mp_parallel *par = NULL;
+    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "give 3"));
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_bad_options(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -347,6 +588,9 @@ static CU_TestInfo tests[] = {
      test_zero3},
     {"one data-parallel rank: no collective", test_one_rank},
     {"1F1B, 4 micro-batches over 2 stages; GPipe", test_pipeline_1f1b},
+    {"tp 2 on a transformer block", test_tp},
+    {"interleaved 1F1B, 2 stages x 2 chunks, 4 micro-batches",
+     test_interleaved},
     {"bad options name the option", test_bad_options},
     CU_TEST_INFO_NULL,
 };

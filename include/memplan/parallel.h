@@ -6,8 +6,10 @@
  * graph (memplan/plan.h) holds what one GPU holds: data parallelism
  * (DDP's gradient buckets), ZeRO stages 1-3 (ZeRO-3 = FSDP full
  * sharding, units all-gathered before use and freed after, with
- * prefetch), the optimizer offloaded to the host, and pipeline stages
- * with the micro-batches in flight their schedule keeps.
+ * prefetch), the optimizer offloaded to the host, tensor parallelism
+ * (Megatron-LM's column- and row-parallel blocks, with sequence
+ * parallelism), and pipeline stages with the micro-batches in flight
+ * their schedule keeps (GPipe, 1F1B, interleaved 1F1B).
  *
  *     mp_parallel_options po;
  *     mp_parallel_options_init(&po);
@@ -85,8 +87,25 @@ typedef struct mp_parallel_options {
     uint32_t virtual_stages;
     /* NULL (default): stages balanced by memory (the forward nodes'
      * output bytes and their parameters' bytes); else pp - 1 forward
-     * node names, comma separated, each the last node of a stage */
+     * node names, comma separated, each the last node of a stage;
+     * INTERLEAVED: pp * virtual_stages - 1 names (model chunks) */
     const char *cuts;
+    /* tensor-parallel ranks (default 1): Megatron-LM's split of the
+     * transformer blocks recognized in the graph (a MatMul/Gemm pair
+     * around attention or an MLP activation): the first layer(s)
+     * column-parallel (weights and biases split along the output
+     * features, attention heads split), the second row-parallel (weight
+     * split along the input features) followed by an AllReduce of its
+     * output; in backward an AllReduce of the first layers' input
+     * gradient. Embeddings, LayerNorms and the output layer replicate.
+     * A graph with no such block is an error. */
+    uint32_t tp;
+    /* 1 (with tp > 1): sequence parallelism: the activations between
+     * the blocks (LayerNorm, residual, dropout) split along the sequence
+     * by tp; the AllReduces become a ReduceScatter after the row layer
+     * and an AllGather before the column layers (default 0). Not
+     * planned yet: mp_parallel_create answers MP_ERR_UNSUPPORTED */
+    int sp;
 } mp_parallel_options;
 /* Fills parallel options with their defaults (the comments above). NULL
  * is a no-op. */
@@ -100,13 +119,17 @@ typedef struct mp_parallel mp_parallel;
 typedef struct mp_rank_info {
     mp_graph *graph;       /* finalized; lives in the mp_parallel */
     uint32_t n_ranks;      /* ranks that execute it */
-    uint32_t first_rank;   /* the lowest of them (ranks are numbered
-                              stage * dp + data-parallel index) */
+    uint32_t first_rank;   /* the lowest of them (ranks are numbered as
+                              Megatron-LM's: tensor-parallel index
+                              fastest, then data-parallel, then stage:
+                              (stage * dp + dp index) * tp + tp index) */
     uint32_t stage;        /* its pipeline stage (0 without pp) */
     uint32_t in_flight;    /* micro-batches whose activations it holds */
     uint64_t host_bytes;   /* optimizer state kept on the host */
     uint32_t n_collectives; /* collective nodes (AllReduce, AllGather,
                                ReduceScatter, Send, Recv) */
+    uint32_t tp_attention;  /* transformer blocks split by tp: attention */
+    uint32_t tp_mlp;        /* and MLP blocks (0 without tp) */
 } mp_rank_info;
 
 /* Builds the graph each rank executes from a finalized training graph
@@ -117,17 +140,19 @@ typedef struct mp_rank_info {
  * the new nodes memplan::AllReduce, AllGather, ReduceScatter, Send, Recv
  * and HostStep (the optimizer step offloaded) placed in the order the
  * default schedule runs them.
- * Errors: MP_ERR_INVALID_ARG (NULL, dp or pp 0, zero above 3, prefetch
- * above 2, micro-batches fewer than pp, a cut that is no forward node or
- * out of order; the message names the option), MP_ERR_GRAPH (not a
- * training graph: no optimizer step; a stage with no node),
+ * Errors: MP_ERR_INVALID_ARG (NULL, dp, tp or pp 0, zero above 3,
+ * prefetch above 2, micro-batches fewer than pp, a cut that is no
+ * forward node or out of order, sp without tp; the message names the
+ * option), MP_ERR_GRAPH (not a training graph: no optimizer step; a
+ * stage with no node; tp with no transformer block recognized),
+ * MP_ERR_UNSUPPORTED (sp),
  * MP_ERR_OVERFLOW, MP_ERR_NOMEM. */
 MP_API mp_status mp_parallel_create(const mp_graph *train,
                                     const mp_parallel_options *opt,
                                     mp_parallel **out);
 /* Frees the rank graphs; destroy their plans first. NULL is accepted. */
 MP_API void mp_parallel_destroy(mp_parallel *p);
-/* Ranks in all (dp * pp); 0 for NULL. */
+/* Ranks in all (tp * dp * pp); 0 for NULL. */
 MP_API uint32_t mp_parallel_num_ranks(const mp_parallel *p);
 /* Distinct rank graphs (one per pipeline stage); 0 for NULL. */
 MP_API uint32_t mp_parallel_num_distinct(const mp_parallel *p);
