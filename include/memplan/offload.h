@@ -94,6 +94,14 @@ typedef struct mp_flexgen_policy {
     double gpu_peak, cpu_peak, disk_peak;  /* bytes, max over phases */
     double weight_bytes, cache_bytes, hidden_bytes; /* totals */
     uint32_t lps_solved;
+    /* the decode term that sets the time per token: "GPU compute", "GPU
+     * memory bandwidth", "host link (CPU->GPU)", "host link (GPU->CPU)",
+     * "disk reads", "disk writes" or "CPU attention" */
+    const char *decode_bound;
+    /* what keeps the batch from growing: a tier's memory (one more GPU
+     * batch does not fit), a decode term that is saturated (a larger
+     * batch fits but is no faster), the search's limit, or fixed */
+    char binding[160];
 } mp_flexgen_policy;
 /* Searches GPU batch size and number of batches and solves FlexGen's LP
  * for each (GLPK); the policy of highest throughput goes to *out.
