@@ -440,9 +440,9 @@ static mp_status sampler(bld *b, uint32_t hfin, uint32_t lm, uint64_t s)
     uint32_t idx = 0, rows = 0, lg = 0, full = 0, f32 = 0, pr = 0, sv = 0,
              si = 0, tok = 0;
     mp_status st;
+    /* logits, probabilities and sorted values in fp32, indices int64 */
     if (!mul3(s, vocab, 4, &v4) || !mul3(s, vocab, 8, &v8) ||
-        !mp__add_u64(v4, v8, &b->sampler) ||
-        !mp__add_u64(b->sampler, v4, &b->sampler))
+        v4 > UINT64_MAX / 3 || !mp__add_u64(3 * v4, v8, &b->sampler))
         return overflow(b->ctx, "the logits' bytes");
     b->logits = v4;
     if (!b->g)
