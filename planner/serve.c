@@ -165,6 +165,13 @@ typedef struct bld {
     char nm[96];
 } bld;
 
+static void bld_init(bld *b, mp_ctx *ctx, const mp_llm_config *m)
+{
+    memset(b, 0, sizeof *b);
+    b->ctx = ctx;
+    b->m = m;
+}
+
 static mp_status add_t(bld *b, mp_dtype dt, int rank, const int64_t *dims,
                        uint64_t bytes, mp_tensor_kind kind, uint32_t *id)
 {
@@ -605,6 +612,16 @@ static mp_status check_options(mp_ctx *ctx, const mp_serve_options *o)
     return MP_OK;
 }
 
+/* *opt, or the defaults when opt is NULL */
+static void options_or_defaults(const mp_serve_options *opt,
+                                mp_serve_options *o)
+{
+    if (opt)
+        *o = *opt;
+    else
+        mp_serve_options_init(o);
+}
+
 mp_status mp_serve_decoder_graph(mp_ctx *ctx, const mp_llm_config *m,
                                  const mp_serve_options *opt, uint32_t tokens,
                                  uint32_t seqs, mp_graph **out)
@@ -613,18 +630,13 @@ mp_status mp_serve_decoder_graph(mp_ctx *ctx, const mp_llm_config *m,
         return MP_ERR_INVALID_ARG;
     *out = NULL;
     mp_serve_options o;
-    if (opt)
-        o = *opt;
-    else
-        mp_serve_options_init(&o);
+    options_or_defaults(opt, &o);
     if (!tokens || seqs > tokens)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "decoder graph: %u tokens "
                        "and %u sequences sampled: give tokens >= 1 and "
                        "sequences <= tokens", tokens, seqs);
     bld b;
-    memset(&b, 0, sizeof b);
-    b.ctx = ctx;
-    b.m = m;
+    bld_init(&b, ctx, m);
     b.o = &o;
     mp_status st;
     if ((st = check_options(ctx, &o)) || (st = check_model(ctx, m, &o, &b.r)))
@@ -670,9 +682,7 @@ static mp_status plan_forward(mp_ctx *ctx, const mp_llm_config *m,
     f->lower_bound_bytes = fg->lower_bound_bytes;
     f->nodes = mp_graph_num_nodes(g);
     bld b;
-    memset(&b, 0, sizeof b);
-    b.ctx = ctx;
-    b.m = m;
+    bld_init(&b, ctx, m);
     b.o = o;
     if (s && !(st = check_model(ctx, m, o, &b.r)))
         st = sampler(&b, 0, 0, s);
@@ -853,9 +863,7 @@ static mp_status serve_plan(mp_ctx *ctx, const mp_llm_config *m,
     r->budget_bytes = (uint64_t)((double)r->device_bytes * o->gpu_util);
     /* the weights of a rank: the builder without a graph */
     bld b;
-    memset(&b, 0, sizeof b);
-    b.ctx = ctx;
-    b.m = m;
+    bld_init(&b, ctx, m);
     b.o = o;
     b.r = rd;
     if ((st = build(&b, 1, 0)))
@@ -924,10 +932,7 @@ mp_status mp_serve_plan(mp_ctx *ctx, const mp_llm_config *m,
     if (!ctx || !m || !out)
         return MP_ERR_INVALID_ARG;
     mp_serve_options o;
-    if (opt)
-        o = *opt;
-    else
-        mp_serve_options_init(&o);
+    options_or_defaults(opt, &o);
     mp_device h200;
     if (!d) {
         mp_status st = mp_device_builtin(ctx, "h200", &h200);
