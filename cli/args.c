@@ -99,6 +99,7 @@ static int init_args(cli_args *a, int cmd, int argc, char **argv)
     mp_remat_options_init(&a->train.ropt);
     mp_dot_options_init(&a->dopt);
     mp_flexgen_options_init(&a->fo);
+    mp_serve_options_init(&a->so);
     for (int id = 0; id < CLI_O_COUNT_; id++) {
         const char *def = cli_option_def(&cli_options[id], cmd);
         if (!takes(cmd, id) || !def)

@@ -102,7 +102,7 @@ int cli_fail_plan(mp_ctx *ctx, mp_status st, const char *path,
 enum {
     CLI_CMD_PLAN, CLI_CMD_OFFSETS, CLI_CMD_VERIFY, CLI_CMD_SHAPES,
     CLI_CMD_CONVERT, CLI_CMD_VALIDATE, CLI_CMD_OFFLOAD_POLICY,
-    CLI_CMD_CALIBRATE,
+    CLI_CMD_CALIBRATE, CLI_CMD_SERVE,
     CLI_CMD_COUNT_
 };
 #define CLI_C(name) (1u << CLI_CMD_##name)
@@ -150,6 +150,11 @@ enum {
     CLI_O_PROMPT, CLI_O_GEN, CLI_O_GPU_BATCH, CLI_O_NUM_BATCHES, CLI_O_PERCENT,
     CLI_O_COMPRESS_WEIGHTS, CLI_O_COMPRESS_KV, CLI_O_GPU_MEM, CLI_O_CPU_MEM,
     CLI_O_DISK_MEM, CLI_O_ALPHA,
+    /* serve */
+    CLI_O_GROUP_SIZE, CLI_O_KV_DTYPE, CLI_O_KV_LAYOUT,
+    CLI_O_BLOCK_SIZE, CLI_O_MAX_MODEL_LEN, CLI_O_MAX_BATCHED_TOKENS,
+    CLI_O_MAX_SEQS, CLI_O_CUDA_GRAPH_SIZES, CLI_O_TP, CLI_O_GPU_UTIL,
+    CLI_O_RUNTIME_RESERVE, CLI_O_LENGTHS, CLI_O_SHARED_PREFIX,
     CLI_O_COUNT_
 };
 
@@ -292,6 +297,10 @@ typedef struct cli_args {
     /* offload-policy */
     mp_flexgen_options fo;
     uint64_t gpu_mem, cpu_mem, disk_mem;
+    /* serve */
+    mp_serve_options so;
+    uint64_t runtime_reserve;
+    const char *lengths;           /* --lengths FILE or a distribution */
 } cli_args;
 
 /* Was option id on the command line? */
@@ -513,5 +522,6 @@ int cli_cmd_verify(cli_args *a);
 int cli_cmd_shapes(cli_args *a);
 int cli_cmd_convert(cli_args *a);
 int cli_cmd_offload_policy(cli_args *a);
+int cli_cmd_serve(cli_args *a);
 
 #endif /* MEMPLAN_CLI_H */

@@ -47,6 +47,8 @@ static int print_json(mp_ctx *ctx, const mp_llm_config *m,
     three(&w, "peak_bytes", NULL, p->gpu_peak, p->cpu_peak, p->disk_peak);
     three(&w, "total_bytes", totals, p->weight_bytes, p->cache_bytes,
           p->hidden_bytes);
+    cli_json_str(&w, "decode_bound", p->decode_bound);
+    cli_json_str(&w, "binding", p->binding);
     cli_json_int(&w, "lps_solved", p->lps_solved);
     return cli_json_print(&w);
 }
@@ -117,6 +119,7 @@ int cli_cmd_offload_policy(cli_args *a)
            p.decode_seconds);
     printf("throughput   %.3f tokens/s (estimated; %u LPs solved)\n",
            p.throughput, p.lps_solved);
+    printf("binding      %s\n", p.binding);
     rc = CLI_EXIT_OK;
 out:
     mp_ctx_destroy(ctx);

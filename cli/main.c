@@ -100,6 +100,7 @@ static int (*const run[CLI_CMD_COUNT_])(cli_args *a) = {
     [CLI_CMD_VALIDATE] = run_validate,
     [CLI_CMD_OFFLOAD_POLICY] = cli_cmd_offload_policy,
     [CLI_CMD_CALIBRATE] = run_calibrate,
+    [CLI_CMD_SERVE] = cli_cmd_serve,
 };
 
 static int unknown(const char *what, const char *name)

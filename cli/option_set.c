@@ -47,6 +47,7 @@ static const size_t string_field[CLI_O_COUNT_] = {
     [CLI_O_INPUTS] = offsetof(cli_args, inputs_dir),
     [CLI_O_FSDP_UNIT] = offsetof(cli_args, par.po.fsdp_unit),
     [CLI_O_PP_CUTS] = offsetof(cli_args, par.po.cuts),
+    [CLI_O_LENGTHS] = offsetof(cli_args, lengths),
 };
 /* Sizes by field. */
 static const size_t size_field[CLI_O_COUNT_] = {
@@ -57,6 +58,7 @@ static const size_t size_field[CLI_O_COUNT_] = {
     [CLI_O_CPU_MEM] = offsetof(cli_args, cpu_mem),
     [CLI_O_DISK_MEM] = offsetof(cli_args, disk_mem),
     [CLI_O_BUCKET_SIZE] = offsetof(cli_args, par.po.bucket_bytes),
+    [CLI_O_RUNTIME_RESERVE] = offsetof(cli_args, runtime_reserve),
 };
 
 static int bad_value(const char *value, const char *name, const char *want)
@@ -297,6 +299,103 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
     return st == MP_OK ? 0 : bad_value(v, name, want);
 }
 
+/* --kv-dtype */
+static int set_kv_dtype(mp_serve_options *so, const char *name,
+                        const char *v)
+{
+    static const struct {
+        const char *n;
+        mp_dtype t;
+    } k[] = {{"bf16", MP_DTYPE_BFLOAT16}, {"bfloat16", MP_DTYPE_BFLOAT16},
+             {"fp16", MP_DTYPE_FLOAT16}, {"float16", MP_DTYPE_FLOAT16},
+             {"fp8", MP_DTYPE_FLOAT8E4M3FN},
+             {"fp8_e4m3", MP_DTYPE_FLOAT8E4M3FN},
+             {"fp8_e5m2", MP_DTYPE_FLOAT8E5M2}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(v, k[i].n) == 0) {
+            so->kv_dtype = k[i].t;
+            return 0;
+        }
+    return bad_value(v, name, "bf16, fp16, fp8 (fp8_e4m3) or fp8_e5m2");
+}
+
+/* --cuda-graph-sizes N,N,... or none */
+static int set_graph_sizes(mp_serve_options *so, const char *name,
+                           const char *v)
+{
+    so->n_graph_sizes = 0;
+    if (strcmp(v, "none") == 0) {
+        so->graph_sizes_default = 0;
+        return 0;
+    }
+    const char *s = v;
+    for (;;) {
+        char *end;
+        errno = 0;
+        unsigned long x = strtoul(s, &end, 10);
+        if (end == s || errno || x == 0 || x > 1u << 20 || *s == '-' ||
+            so->n_graph_sizes == MP_SERVE_MAX_GRAPH_SIZES)
+            return bad_value(v, name, "batch sizes from 1 to 1048576, comma "
+                                      "separated (at most 128), or none");
+        so->graph_sizes[so->n_graph_sizes++] = (uint32_t)x;
+        if (*end == '\0')
+            return 0;
+        if (*end != ',')
+            return bad_value(v, name, "batch sizes, comma separated, or "
+                                      "none");
+        s = end + 1;
+    }
+}
+
+static int set_serve(cli_args *a, int id, const char *name, const char *v)
+{
+    mp_serve_options *so = &a->so;
+    uint64_t x;
+    double f;
+    int rc;
+    switch (id) {
+    case CLI_O_GROUP_SIZE:
+        if ((rc = cli_parse_u64(name, v, &x)))
+            return rc;
+        if (x > 1u << 20)
+            return bad_value(v, name, "0 (per channel) to 1048576");
+        so->group_size = (uint32_t)x;
+        return 0;
+    case CLI_O_KV_DTYPE: return set_kv_dtype(so, name, v);
+    case CLI_O_KV_LAYOUT:
+        if (strcmp(v, "paged") == 0 || strcmp(v, "contiguous") == 0) {
+            so->kv_paged = v[0] == 'p';
+            return 0;
+        }
+        return bad_value(v, name, "paged or contiguous");
+    case CLI_O_BLOCK_SIZE: return parse_u32(name, v, &so->block_size);
+    case CLI_O_MAX_MODEL_LEN: return parse_u32(name, v, &so->max_model_len);
+    case CLI_O_MAX_BATCHED_TOKENS:
+        return parse_u32(name, v, &so->max_batched_tokens);
+    case CLI_O_MAX_SEQS: return parse_u32(name, v, &so->max_seqs);
+    case CLI_O_CUDA_GRAPH_SIZES: return set_graph_sizes(so, name, v);
+    case CLI_O_TP:
+        if ((rc = parse_u32(name, v, &so->tp)))
+            return rc;
+        return so->tp > 1024 ? bad_value(v, name, "1 to 1024 GPUs") : 0;
+    case CLI_O_GPU_UTIL:
+        if ((rc = cli_parse_seconds(name, v, &f)))
+            return rc;
+        if (!(f > 0 && f <= 1))
+            return bad_value(v, name, "a share in (0, 1], e.g. 0.9");
+        so->gpu_util = f;
+        return 0;
+    case CLI_O_SHARED_PREFIX:
+        if ((rc = cli_parse_u64(name, v, &x)))
+            return rc;
+        if (x > UINT32_MAX)
+            return bad_value(v, name, "at most 4294967295 tokens");
+        so->shared_prefix = (uint32_t)x;
+        return 0;
+    default: return set_named(a, id, name, v);
+    }
+}
+
 /* the options with a parser of their own */
 static int set_other(cli_args *a, int id, const char *name, const char *v)
 {
@@ -338,7 +437,7 @@ static int set_other(cli_args *a, int id, const char *name, const char *v)
         return parse_u32(name, v, &a->par.po.virtual_stages);
     case CLI_O_ZERO: return parse_int_in(name, v, 0, 3, &a->par.po.zero);
     case CLI_O_PREFETCH: return parse_int_in(name, v, 0, 2, &a->par.po.prefetch);
-    default: return set_named(a, id, name, v);
+    default: return set_serve(a, id, name, v);
     }
 }
 

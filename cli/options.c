@@ -20,12 +20,13 @@
 #define C_VALIDATE CLI_C(VALIDATE)
 #define C_POLICY CLI_C(OFFLOAD_POLICY)
 #define C_CALIBRATE CLI_C(CALIBRATE)
+#define C_SERVE CLI_C(SERVE)
 /* the commands that load a model */
 #define C_MODEL (C_PLAN | C_VERIFY | C_SHAPES | C_CONVERT | C_VALIDATE)
 /* the commands that plan a model */
 #define C_PLANS (C_PLAN | C_VALIDATE)
 /* the commands that report progress (cli/progress.c) */
-#define C_PROGRESS (C_PLAN | C_OFFSETS | C_POLICY | C_VALIDATE)
+#define C_PROGRESS (C_PLAN | C_OFFSETS | C_POLICY | C_VALIDATE | C_SERVE)
 
 #define G_INPUT "Model"
 #define G_PLACE "Placement"
@@ -36,6 +37,7 @@
 #define G_PAR "Multi-GPU training (docs/distributed.md)"
 #define G_RUN "The run on the GPU (docs/validation.md)"
 #define G_POLICY "Inference offload policy (docs/offload.md)"
+#define G_SERVE "Serving (docs/serving.md)"
 
 const cli_option cli_options[CLI_O_COUNT_] = {
     [CLI_O_DIM] = {"dim", 0, "NAME=VALUE", C_MODEL, G_INPUT, NULL, NULL,
@@ -163,8 +165,9 @@ const cli_option cli_options[CLI_O_COUNT_] = {
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_JSON] = {"json", 0, NULL,
-        C_PLANS | C_OFFSETS | C_VERIFY | C_SHAPES | C_POLICY, G_OUT, NULL,
-        NULL, "print one JSON object instead of the summary", NULL, NULL, 0},
+        C_PLANS | C_OFFSETS | C_VERIFY | C_SHAPES | C_POLICY | C_SERVE, G_OUT,
+        NULL, NULL, "print one JSON object instead of the summary", NULL,
+        NULL, 0},
     [CLI_O_PROGRESS] = {"progress", 0, NULL, C_PROGRESS, G_OUT, NULL,
         "when stderr is a terminal",
         "progress of the long stages on stderr, one line each: the phase, "
@@ -380,7 +383,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
              "pinned host memory and back)"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
-    [CLI_O_DEVICE] = {"device", 0, "D", C_PLANS | C_POLICY | C_CALIBRATE,
+    [CLI_O_DEVICE] = {"device", 0, "D",
+        C_PLANS | C_POLICY | C_CALIBRATE | C_SERVE,
         G_OFFLOAD, "h200",
         NULL,
         "the cost model of --offload (and of --train's nodes): h200, h100, "
@@ -396,6 +400,9 @@ const cli_option cli_options[CLI_O_COUNT_] = {
             {C_POLICY, "t4", NULL,
              "t4 (FlexGen's fitted T4 machine), a builtin device (h200, "
              "h100, a100, l4) or a device profile JSON"},
+            {C_SERVE, NULL, NULL,
+             "the GPU served on (its memory): h200, h100, a100, l4, t4 or a "
+             "device profile JSON; the what-if table covers every builtin"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_OFFLOAD_SOLVER] = {"offload-solver", 0, "S", C_PLANS, G_OFFLOAD,
@@ -418,14 +425,22 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "training step the weights after it and each parameter's gradient "
         "(validate/torch_grad_check.py); DIR is made when missing",
         NULL, NULL, 0},
-    [CLI_O_WEIGHTS] = {"weights", 0, "DIR", C_VALIDATE, G_RUN, NULL,
-        "random",
+    [CLI_O_WEIGHTS] = {"weights", 0, "DIR", C_VALIDATE | C_SERVE, G_RUN,
+        NULL, "random",
         "the weights' values from DIR/values.{txt,bin}, the format --dump "
         "writes (lines of kind weight, by tensor name; dtype and bytes must "
         "match): every weight must be there but small constants the model "
         "holds (optimizer states start at zero); with --lower-only the "
         "files are only checked",
-        NULL, NULL, 0},
+        (const cli_variant[]){
+            {C_SERVE, "16bit", NULL,
+             "weight precision of the linear layers: 16bit (the config's "
+             "bf16 or fp16; also bf16, fp16), int8, int4 (GPTQ/AWQ-style: "
+             "an fp16 scale and a 4-bit zero point per --group-size input "
+             "channels) or fp8 (one fp32 scale per matrix); embeddings, "
+             "norms and the LM head stay 16-bit"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
     [CLI_O_INPUTS] = {"inputs", 0, "DIR", C_VALIDATE, G_RUN, NULL, "random",
         "the graph inputs' values from DIR/values.{txt,bin} (lines of kind "
         "input, by name; every input must be there); with --lower-only the "
@@ -474,8 +489,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
     [CLI_O_COMPRESS_KV] = {"compress-kv", 0, "4bit|none", C_POLICY, G_POLICY,
         "none", NULL, "group-wise 4-bit compression of the KV cache", NULL,
         NULL, 0},
-    [CLI_O_GPU_MEM] = {"gpu-mem", 0, "SIZE", C_POLICY, G_POLICY, NULL,
-        "the device's", "override the GPU memory", NULL, NULL, 0},
+    [CLI_O_GPU_MEM] = {"gpu-mem", 0, "SIZE", C_POLICY | C_SERVE, G_POLICY,
+        NULL, "the device's", "override the GPU memory", NULL, NULL, 0},
     [CLI_O_CPU_MEM] = {"cpu-mem", 0, "SIZE", C_POLICY, G_POLICY, NULL,
         "the device's", "override the CPU memory", NULL, NULL, 0},
     [CLI_O_DISK_MEM] = {"disk-mem", 0, "SIZE", C_POLICY, G_POLICY, NULL,
@@ -484,6 +499,56 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "usable share of each tier's memory (FlexGen relaxes it to 1.2 to "
         "evaluate a given policy)",
         NULL, NULL, 0},
+    [CLI_O_GROUP_SIZE] = {"group-size", 0, "N", C_SERVE, G_SERVE, "128", NULL,
+        "input channels per quantization group of --weights int4 or int8 "
+        "(0: one group per output channel)", NULL, NULL, 0},
+    [CLI_O_KV_DTYPE] = {"kv-dtype", 0, "D", C_SERVE, G_SERVE, NULL,
+        "the config's dtype",
+        "KV cache dtype: bf16, fp16 or fp8 (e4m3; fp8_e5m2 also)", NULL,
+        NULL, 0},
+    [CLI_O_KV_LAYOUT] = {"kv-layout", 0, "L", C_SERVE, G_SERVE, "paged", NULL,
+        "paged: blocks of --block-size tokens allocated as sequences grow "
+        "(vLLM's PagedAttention); contiguous: every sequence reserves "
+        "--max-model-len tokens", NULL, NULL, 0},
+    [CLI_O_BLOCK_SIZE] = {"block-size", 0, "N", C_SERVE, G_SERVE, "16", NULL,
+        "tokens per KV block (paged layout)", NULL, NULL, 0},
+    [CLI_O_MAX_MODEL_LEN] = {"max-model-len", 0, "N", C_SERVE, G_SERVE, NULL,
+        "max_position_embeddings, else 8192",
+        "context of one sequence, prompt and output (tokens)", NULL, NULL, 0},
+    [CLI_O_MAX_BATCHED_TOKENS] = {"max-batched-tokens", 0, "N", C_SERVE,
+        G_SERVE, "8192", NULL,
+        "tokens of one forward pass: the prefill chunk whose peak is "
+        "planned (chunked prefill)", NULL, NULL, 0},
+    [CLI_O_MAX_SEQS] = {"max-seqs", 0, "N", C_SERVE, G_SERVE, "256", NULL,
+        "sequences of one decode step (the scheduler's limit)", NULL, NULL,
+        0},
+    [CLI_O_CUDA_GRAPH_SIZES] = {"cuda-graph-sizes", 0, "N,N,...|none",
+        C_SERVE, G_SERVE, NULL,
+        "vLLM's: 1, 2, 4, 8, 16, ... up to min(2 x --max-seqs, 512)",
+        "decode batch sizes captured as CUDA graphs; they share one memory "
+        "pool, captured largest first, which holds the largest one's "
+        "forward activations; none: eager", NULL, NULL, 0},
+    [CLI_O_TP] = {"tp", 0, "N", C_SERVE, G_SERVE, "1", NULL,
+        "tensor-parallel GPUs: attention heads, KV heads (replicated when "
+        "fewer than N), FFN and vocabulary split over them; figures are "
+        "per GPU", NULL, NULL, 0},
+    [CLI_O_GPU_UTIL] = {"gpu-util", 0, "F", C_SERVE, G_SERVE, "0.9", NULL,
+        "share of each GPU's memory the server may use, as vLLM's "
+        "--gpu-memory-utilization", NULL, NULL, 0},
+    [CLI_O_RUNTIME_RESERVE] = {"runtime-reserve", 0, "SIZE", C_SERVE, G_SERVE,
+        NULL, "531 MiB (+256 MiB with --tp > 1)",
+        "memory outside the planned tensors: CUDA context, library "
+        "workspaces, NCCL buffers (the CUDA context measured on the H200: "
+        "docs/validation.md)", NULL, NULL, 0},
+    [CLI_O_LENGTHS] = {"lengths", 0, "FILE|DIST", C_SERVE, G_SERVE, NULL,
+        "every request at --max-model-len",
+        "request lengths for the fragmentation figures: a file of one "
+        "length a line, or 1000 lengths of fixed:L, uniform:MIN:MAX, "
+        "exponential:MEAN or lognormal:MEDIAN:SIGMA", NULL, NULL, 0},
+    [CLI_O_SHARED_PREFIX] = {"shared-prefix", 0, "TOKENS", C_SERVE, G_SERVE,
+        "0", NULL,
+        "tokens every request shares (a system prompt): its full blocks "
+        "are stored once (prefix caching; paged layout)", NULL, NULL, 0},
 };
 
 /* ---- what does nothing where ------------------------------------------- */
@@ -571,6 +636,8 @@ const cli_rule cli_rules[] = {
     {C_VALIDATE, CLI_O_DUMP, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_STEP_TIMES, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_CONV_MATH, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {C_SERVE, CLI_O_GROUP_SIZE, CLI_O_WEIGHTS, 1,
+     "groups are those of quantized weights: give --weights int4 or int8"},
     {0, 0, 0, 0, NULL},
 };
 
@@ -691,6 +758,27 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "Built without CUDA it exits 3 before measuring anything.",
         "memplan calibrate --device h200 -o h200.json\n"
         "memplan validate examples/mlp.onnx --device h200.json --json\n"},
+    [CLI_CMD_SERVE] = {"serve", "CONFIG.json", 1, 1,
+        "serving an LLM: KV cache blocks, concurrency and memory breakdown",
+        "For a decoder-only transformer (its Hugging Face config.json: "
+        "llama, mistral, qwen2, gpt2, opt, mixtral-style MoE), works out "
+        "how one GPU's memory (--gpu-util of it) divides between the "
+        "weights at --weights precision, the forward peak of a prefill "
+        "chunk (--max-batched-tokens) and of a decode step (--max-seqs), "
+        "each planned from the decoder graph memplan builds for the config "
+        "(logits in fp32 and the sampler's buffers included), the CUDA "
+        "graph pool, a runtime reserve, and the KV cache: bytes per token, "
+        "blocks, the sequences of --max-model-len that fit and the longest "
+        "context each of --max-seqs can have, and what binds. Then the "
+        "fragmentation of the cache (paged against contiguous) over the "
+        "request lengths, prefix sharing, and the same plan on every "
+        "builtin device (docs/serving.md).",
+        NULL,
+        "memplan serve examples/llm/llama-3-8b.json --device h200\n"
+        "memplan serve examples/llm/llama-3-70b.json --weights int4 --tp 2 "
+        "--max-model-len 8192\n"
+        "memplan serve examples/llm/llama-3-8b.json --lengths "
+        "lognormal:1000:1 --shared-prefix 512 --json\n"},
 };
 
 /* ---- variants ------------------------------------------------------------- */

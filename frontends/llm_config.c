@@ -10,7 +10,9 @@
 /* The keys read, by slot; a figure takes the first of its spellings the
  * config has. */
 enum { K_LAYERS, K_HIDDEN = 3, K_HEADS = 6, K_KV = 8, K_FFN, K_VOCAB = 12,
-       K_DTYPE, K_ACT, K_TYPE, K_NAME_PATH, K_NAME, K_N };
+       K_DTYPE, K_ACT, K_TYPE, K_NAME_PATH, K_NAME, K_HEAD_DIM, K_WINDOW,
+       K_USE_WINDOW, K_EXPERTS, K_TOPK, K_MAXPOS, K_TIE = K_MAXPOS + 2,
+       K_ACT2, K_N };
 static const char *const names[K_N] = {
     "num_hidden_layers", "n_layer", "num_layers",         /* K_LAYERS */
     "hidden_size", "n_embd", "d_model",                   /* K_HIDDEN */
@@ -18,7 +20,10 @@ static const char *const names[K_N] = {
     "num_key_value_heads",                                /* K_KV */
     "ffn_dim", "intermediate_size", "n_inner",            /* K_FFN */
     "vocab_size", "torch_dtype", "hidden_act", "model_type",
-    "_name_or_path", "name"};
+    "_name_or_path", "name", "head_dim", "sliding_window",
+    "use_sliding_window", "num_local_experts", "num_experts_per_tok",
+    "max_position_embeddings", "n_positions",             /* K_MAXPOS */
+    "tie_word_embeddings", "activation_function"};
 
 typedef struct cfg {
     mp__jr r;
@@ -45,6 +50,26 @@ static mp_status get_uint(cfg *c, int from, int n, uint32_t *out)
     return MP_OK;
 }
 
+/* get_uint of slot k where null stands for absent (sliding_window). */
+static mp_status get_uint_or_null(cfg *c, int k, uint32_t *out)
+{
+    if ((c->o.seen >> k & 1) && c->v[k].type == MP__JT_NULL) {
+        *out = 0;
+        return MP_OK;
+    }
+    return get_uint(c, k, 1, out);
+}
+
+/* A boolean of slot k (def when absent or not a boolean). */
+static int get_bool(const cfg *c, int k, int def)
+{
+    if (!(c->o.seen >> k & 1))
+        return def;
+    return c->v[k].type == MP__JT_TRUE    ? 1
+           : c->v[k].type == MP__JT_FALSE ? 0
+                                          : def;
+}
+
 /* The string of slot k, or NULL when absent or not a string. */
 static const char *get_str(const cfg *c, int k)
 {
@@ -66,6 +91,47 @@ static mp_status config_dtype(cfg *c, mp_llm_config *m)
     mp__jr_push_key(&c->r, "torch_dtype");
     return mp__jr_err(&c->r, MP_ERR_PARSE, c->v[K_DTYPE].off,
                       "unknown torch_dtype '%s'", s);
+}
+
+static int is_type(const char *mt, const char *a, const char *b)
+{
+    return mt && (strcmp(mt, a) == 0 || (b && strcmp(mt, b) == 0));
+}
+
+/* What serving needs beyond the policy search: head size, sliding
+ * window, experts, context, tied embeddings and the family's layout. */
+static mp_status read_serving_keys(cfg *c, mp_llm_config *m, const char *mt)
+{
+    mp_status st;
+    uint32_t experts = 0, topk = 0;
+    if ((st = get_uint(c, K_HEAD_DIM, 1, &m->head_dim)) ||
+        (st = get_uint_or_null(c, K_WINDOW, &m->sliding_window)) ||
+        (st = get_uint(c, K_EXPERTS, 1, &experts)) ||
+        (st = get_uint(c, K_TOPK, 1, &topk)) ||
+        (st = get_uint(c, K_MAXPOS, 2, &m->max_position)))
+        return st;
+    if (!m->head_dim)
+        m->head_dim = m->hidden / m->heads;
+    /* Qwen2 writes a window it does not use unless use_sliding_window */
+    if (!get_bool(c, K_USE_WINDOW, 1))
+        m->sliding_window = 0;
+    if (experts > 1) {
+        if (!topk || topk > experts)
+            return mp__jr_err(&c->r, MP_ERR_PARSE, c->o.off,
+                              "%u experts (num_local_experts) need "
+                              "num_experts_per_tok from 1 to %u",
+                              experts, experts);
+        m->experts = experts;
+        m->experts_per_tok = topk;
+    }
+    /* GPT-2 and OPT: LayerNorm with bias, learned positions, a bias on
+     * every linear layer; GPT-2 ties its embeddings by default */
+    int classic = is_type(mt, "gpt2", "opt");
+    m->layer_norm = (uint32_t)classic;
+    m->learned_pos = (uint32_t)classic;
+    m->linear_bias = classic ? 1u : is_type(mt, "qwen2", NULL) ? 2u : 0u;
+    m->tie_embeddings = (uint32_t)get_bool(c, K_TIE, classic);
+    return MP_OK;
 }
 
 static mp_status read_config(cfg *c, mp_llm_config *out)
@@ -105,12 +171,17 @@ static mp_status read_config(cfg *c, mp_llm_config *out)
     if ((st = config_dtype(c, &m)))
         return st;
     const char *act = get_str(c, K_ACT), *mt = get_str(c, K_TYPE);
+    if (!act)
+        act = get_str(c, K_ACT2);
     m.mlp_matrices = (act && strcmp(act, "silu") == 0) ||
                              (mt && (strcmp(mt, "llama") == 0 ||
                                      strcmp(mt, "mistral") == 0 ||
-                                     strcmp(mt, "qwen2") == 0))
+                                     strcmp(mt, "qwen2") == 0 ||
+                                     strcmp(mt, "mixtral") == 0))
                          ? 3
                          : 2;
+    if ((st = read_serving_keys(c, &m, mt)))
+        return st;
     const char *nm = c->o.seen >> K_NAME_PATH & 1 ? get_str(c, K_NAME_PATH)
                                                   : get_str(c, K_NAME);
     snprintf(m.name, sizeof m.name, "%s", nm ? nm : mt ? mt : "model");

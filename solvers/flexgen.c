@@ -271,51 +271,97 @@ static double cpu_efficiency(const mp_flexgen_hw *hw, double g, double h)
 
 /* Decode, per layer and token: the CPU->GPU read plus each of the other
  * transfers and the compute takes at most Tgen (and plus the reads from
- * GPU memory, when its bandwidth is known). */
+ * GPU memory, when its bandwidth is known). The terms go to t[] (each
+ * with -tu Tgen), their names to what[]; returns how many. */
+enum { DT_GTOC, DT_DTOC, DT_CTOD, DT_COMPUTE, DT_GPU_READ, DT_N };
+static int decode_terms(const model_k *k, const mp_flexgen_hw *hw, double g,
+                        double bls, double tu, expr *t, expr *cg_in)
+{
+    double h = k->h;
+    ex_zero(cg_in);
+    cg_in->a[WC] = cg_in->a[WN] = k->wi / hw->ctog_bw;
+    cg_in->a[HC] = cg_in->a[HN] = k->hid * bls / hw->ctog_bw;
+    cg_in->a[TGEN] = -tu;
+    double ctx_len = k->s + k->n / 2;
+    double cpu_eff = cpu_efficiency(hw, g, h);
+    for (int i = 0; i < DT_N; i++)
+        t[i] = *cg_in;
+    /* GPU -> CPU: the new activations */
+    t[DT_GTOC].a[HC] += k->hid * bls / hw->gtoc_bw_hidden;
+    t[DT_GTOC].a[HN] += k->hid * bls / hw->gtoc_bw_hidden;
+    /* disk -> CPU: cache and weights held on disk */
+    t[DT_DTOC].a[CN] += k->kvtok * ctx_len * bls / hw->dtoc_bw;
+    t[DT_DTOC].a[HN] += k->hid * bls / hw->dtoc_bw;
+    t[DT_DTOC].a[WN] += k->wi / (0.95 * hw->dtoc_bw);
+    /* CPU -> disk: the new token's cache and activations */
+    t[DT_CTOD].a[CN] += k->kvtok * bls / hw->ctod_bw_g;
+    t[DT_CTOD].a[HN] += k->hid * bls / hw->ctod_bw_g;
+    /* compute: matmuls on GPU, attention where the cache is. FlexGen's
+     * fit (gpu_mem_bw 0) folds the memory-bound decode GEMMs into one
+     * fitted rate; where the device's memory bandwidth is known the GPU's
+     * side is a roofline instead: the arithmetic at the GEMM rate here,
+     * the reads of the weights (once per GPU batch) and of the cache in
+     * the last term, so that a larger GPU batch is faster until the GPU's
+     * FLOP/s or its memory bind (docs/offload.md) */
+    int roofline = hw->gpu_mem_bw > 0;
+    t[DT_COMPUTE].c +=
+        bls * k->p2 / (roofline ? hw->mm_flops_p : hw->mm_flops_g);
+    t[DT_COMPUTE].a[CG] += 4 * bls * ctx_len * h /
+                           (roofline ? hw->bmm_flops_p : hw->bmm_flops_g);
+    t[DT_COMPUTE].a[CC] += 4 * bls * ctx_len * h / (hw->cpu_flops * cpu_eff);
+    t[DT_COMPUTE].a[CN] += 4 * bls * ctx_len * h / (hw->cpu_flops * cpu_eff);
+    if (!roofline)
+        return DT_GPU_READ;
+    /* each GPU batch's GEMMs read the layer's weights from device memory,
+     * and attention reads the GPU's cache share */
+    t[DT_GPU_READ].c += (bls / g) * k->wi / hw->gpu_mem_bw;
+    t[DT_GPU_READ].a[CG] += k->kvtok * ctx_len * bls / hw->gpu_mem_bw;
+    return DT_N;
+}
+
 static mp_status add_decode_rows(mp__lp *lp, const model_k *k,
                                  const mp_flexgen_hw *hw, double g,
                                  double bls, double tu)
 {
-    double h = k->h;
+    expr t[DT_N], cg_in;
+    int n = decode_terms(k, hw, g, bls, tu, t, &cg_in);
     mp_status st;
-    expr cg_in;
-    ex_zero(&cg_in);
-    cg_in.a[WC] = cg_in.a[WN] = k->wi / hw->ctog_bw;
-    cg_in.a[HC] = cg_in.a[HN] = k->hid * bls / hw->ctog_bw;
-    cg_in.a[TGEN] = -tu;
-    double ctx_len = k->s + k->n / 2;
-    double cpu_eff = cpu_efficiency(hw, g, h);
-    expr terms[4];
-    for (int t = 0; t < 4; t++)
-        terms[t] = cg_in;
-    /* GPU -> CPU: the new activations */
-    terms[0].a[HC] += k->hid * bls / hw->gtoc_bw_hidden;
-    terms[0].a[HN] += k->hid * bls / hw->gtoc_bw_hidden;
-    /* disk -> CPU: cache and weights held on disk */
-    terms[1].a[CN] += k->kvtok * ctx_len * bls / hw->dtoc_bw;
-    terms[1].a[HN] += k->hid * bls / hw->dtoc_bw;
-    terms[1].a[WN] += k->wi / (0.95 * hw->dtoc_bw);
-    /* CPU -> disk: the new token's cache and activations */
-    terms[2].a[CN] += k->kvtok * bls / hw->ctod_bw_g;
-    terms[2].a[HN] += k->hid * bls / hw->ctod_bw_g;
-    /* compute: matmuls on GPU, attention where the cache is */
-    terms[3].c += bls * k->p2 / hw->mm_flops_g;
-    terms[3].a[CG] += 4 * bls * ctx_len * h / hw->bmm_flops_g;
-    terms[3].a[CC] += 4 * bls * ctx_len * h / (hw->cpu_flops * cpu_eff);
-    terms[3].a[CN] += 4 * bls * ctx_len * h / (hw->cpu_flops * cpu_eff);
-    for (int t = 0; t < 4; t++)
-        if ((st = row_le(lp, &terms[t], 0, tu)))
+    for (int i = 0; i < n; i++)
+        if ((st = row_le(lp, &t[i], 0, tu)))
             return st;
-    if (hw->gpu_mem_bw > 0) {
-        /* the step reads the layer's weights and the GPU's cache share
-         * from device memory whatever the batch */
-        expr rd = cg_in;
-        rd.c += k->wi / hw->gpu_mem_bw;
-        rd.a[CG] += k->kvtok * ctx_len * bls / hw->gpu_mem_bw;
-        if ((st = row_le(lp, &rd, 0, tu)))
-            return st;
-    }
     return MP_OK;
+}
+
+/* The decode term that sets Tgen at the solution x: "host link" when the
+ * CPU->GPU read is the larger part of it. */
+static const char *decode_bottleneck(const model_k *k, const mp_flexgen_hw *hw,
+                                     double g, double bls, double tu,
+                                     const double *x)
+{
+    static const char *const names[DT_N] = {
+        "host link (GPU->CPU)", "disk reads", "disk writes", "compute",
+        "GPU memory bandwidth"};
+    expr t[DT_N], cg_in;
+    int n = decode_terms(k, hw, g, bls, tu, t, &cg_in);
+    int best = DT_COMPUTE;
+    double bv = -1;
+    for (int i = 0; i < n; i++) {
+        double v = val(&t[i], x) + tu * x[TGEN];
+        if (v > bv) {
+            bv = v;
+            best = i;
+        }
+    }
+    double in = val(&cg_in, x) + tu * x[TGEN];
+    if (in > bv - in)
+        return "host link (CPU->GPU)";
+    if (best == DT_COMPUTE) {
+        const expr *c = &t[DT_COMPUTE];
+        double cpu = c->a[CC] * x[CC] + c->a[CN] * x[CN];
+        return cpu > c->c + c->a[CG] * x[CG] ? "CPU attention"
+                                             : "GPU compute";
+    }
+    return names[best];
 }
 
 /* Peak memory of each tier (bytes) during prefill and decode, as linear
@@ -446,11 +492,67 @@ static mp_status solve_one(mp_ctx *ctx, const model_k *k,
                        "(%u LPs)", (unsigned)gbs, (unsigned)nb,
                        (unsigned)pol->lps_solved);
     *feasible = res.status == MP_SOLVE_OPTIMAL && res.has_solution;
-    if (*feasible)
+    if (*feasible) {
         fill_policy(k, &me, mp__lp_values(lp), gbs, nb, tu, pol);
+        pol->decode_bound = decode_bottleneck(k, hw, g, bls, tu,
+                                              mp__lp_values(lp));
+    }
 out:
     mp__lp_destroy(lp);
     return st;
+}
+
+/* What keeps the batch of *best from growing (best->binding): one more
+ * GPU batch does not fit (the fullest tier's memory), or fits without a
+ * higher throughput (the decode term that is saturated), or the search's
+ * limit. */
+static mp_status name_binding(mp_ctx *ctx, const model_k *k,
+                              const mp_flexgen_hw *hw,
+                              const mp_flexgen_options *o,
+                              mp_flexgen_policy *best)
+{
+    char *b = best->binding;
+    size_t cap = sizeof best->binding;
+    if (o->gpu_batch && o->num_batches) {
+        snprintf(b, cap, "the batch is fixed (--gpu-batch, --num-batches); "
+                 "decode is bound by %s", best->decode_bound);
+        return MP_OK;
+    }
+    mp_flexgen_policy next;
+    memset(&next, 0, sizeof next);
+    int feas = 0;
+    uint32_t nb = best->num_batches + 1;
+    mp_status st = solve_one(ctx, k, hw, o, best->gpu_batch, nb, &feas,
+                             &next);
+    if (st)
+        return st;
+    best->lps_solved += next.lps_solved;
+    double cg = o->alpha_g * (double)hw->gpu_mem;
+    double cc = o->alpha_c * (double)hw->cpu_mem;
+    double cn = o->alpha_n * (double)hw->disk_mem;
+    if (!feas) {
+        double rg = cg > 0 ? best->gpu_peak / cg : 1;
+        double rc = cc > 0 ? best->cpu_peak / cc : 0;
+        double rn = cn > 0 ? best->disk_peak / cn : 0;
+        int t = rg >= rc && rg >= rn ? 0 : rc >= rn ? 1 : 2;
+        static const char *const tier[3] = {"GPU", "CPU", "disk"};
+        const double alpha[3] = {o->alpha_g, o->alpha_c, o->alpha_n};
+        snprintf(b, cap, "%s memory: one more GPU batch of %u does not fit "
+                 "in %.0f%% of it", tier[t], (unsigned)best->gpu_batch,
+                 100 * alpha[t]);
+    } else if (next.throughput <= best->throughput * (1 + 1e-6) &&
+               next.gpu_peak >= 0.995 * cg) {
+        snprintf(b, cap, "GPU memory: one more GPU batch of %u fills %.0f%% "
+                 "of it and moves data off the GPU, which is slower",
+                 (unsigned)best->gpu_batch, 100 * o->alpha_g);
+    } else if (next.throughput <= best->throughput * (1 + 1e-6)) {
+        snprintf(b, cap, "%s: a larger batch fits but is no faster",
+                 best->decode_bound);
+    } else {
+        snprintf(b, cap, "the search's limit (GPU batch up to %u)",
+                 (unsigned)o->max_gpu_batch);
+    }
+    return MP_OK;
 }
 
 static mp_status flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
@@ -555,6 +657,8 @@ static mp_status flexgen_search(mp_ctx *ctx, const mp_llm_config *m,
                       hw->gpu_mem / GIB, hw->cpu_mem / GIB,
                       hw->disk_mem / GIB);
     best.lps_solved = lps;
+    if ((st = name_binding(ctx, &k, hw, &o, &best)))
+        return st;
     *out = best;
     return MP_OK;
 }

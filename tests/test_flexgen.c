@@ -227,6 +227,55 @@ static void t_opt30b_shape(void)
 }
 
 
+/* Issue 21: on a large GPU the batch grows with the memory until a
+ * constraint binds. A Llama-3-8B-class config on the h200 profile once
+ * gave GPU batch 2 (14 of 140 GiB) and the same throughput for 12, 32 and
+ * 256 generated tokens: the decode GEMMs ran at the T4 fit's
+ * small-batch rate. With the device's roofline the batch passes the
+ * point where the GEMMs turn compute-bound (F / B = 70 sequences here),
+ * the throughput grows with the generation length, and the policy names
+ * what binds; with less GPU memory, the memory binds. */
+static void t_large_gpu_batch_grows(void)
+{
+    if (!mp__glpk_available())
+        return;
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_llm_config m;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/llm/llama-3-8b.json",
+             MP_SOURCE_DIR);
+    CU_ASSERT_EQUAL_FATAL(mp_llm_config_load_json(c, path, &m), MP_OK);
+    mp_device d;
+    CU_ASSERT_EQUAL_FATAL(mp_device_builtin(c, "h200", &d), MP_OK);
+    mp_flexgen_hw hw;
+    mp_flexgen_hw_from_device(&d, &hw);
+    static const uint32_t gens[3] = {12, 32, 256};
+    double prev = 0;
+    for (int i = 0; i < 3; i++) {
+        mp_flexgen_options o;
+        mp_flexgen_options_init(&o);
+        o.gen_len = gens[i];
+        mp_flexgen_policy p;
+        CU_ASSERT_EQUAL_FATAL(mp_flexgen_search(c, &m, &hw, &o, &p), MP_OK);
+        CU_ASSERT(p.gpu_batch >= 70);
+        CU_ASSERT(p.gpu_peak > 30.0 * (1 << 30));
+        CU_ASSERT(p.throughput > 1.5 * prev);
+        prev = p.throughput;
+        CU_ASSERT_PTR_NOT_NULL(strstr(p.binding, "GPU compute"));
+        CU_ASSERT_STRING_EQUAL(p.decode_bound, "GPU compute");
+    }
+    /* 24 GiB: the GPU's memory binds */
+    hw.gpu_mem = 24ull << 30;
+    mp_flexgen_options o;
+    mp_flexgen_options_init(&o);
+    o.gen_len = 256;
+    mp_flexgen_policy p;
+    CU_ASSERT_EQUAL_FATAL(mp_flexgen_search(c, &m, &hw, &o, &p), MP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.binding, "GPU memory"));
+    CU_ASSERT(p.gpu_peak <= 0.8 * (double)(24ull << 30) * (1 + 1e-9));
+    mp_ctx_destroy(c);
+}
+
 /* The command. */
 static void t_cli(void)
 {
@@ -287,6 +336,8 @@ static CU_TestInfo tests[] = {
     {"tiny model: fixed policy evaluated by hand", t_tiny_fixed_policy},
     {"GPU memory bound splits the weights; infeasible", t_memory_bound},
     {"OPT-30B on FlexGen's T4: policy shape", t_opt30b_shape},
+    {"large GPU: the batch grows until a constraint binds",
+     t_large_gpu_batch_grows},
     {"memplan offload-policy", t_cli},
     CU_TEST_INFO_NULL,
 };

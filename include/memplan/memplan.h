@@ -67,6 +67,7 @@
 #include "cost.h"
 #include "remat.h"
 #include "offload.h"
+#include "serve.h"
 #include "train.h"
 #include "parallel.h"
 #include "lint.h"

@@ -29,12 +29,24 @@ typedef struct mp_llm_config {
     uint32_t layers, hidden, heads, kv_heads, ffn, vocab;
     uint32_t mlp_matrices;   /* 2 (OPT, GPT) or 3 (gated: LLaMA, Mistral) */
     mp_dtype dtype;          /* of weights, activations and KV cache */
+    /* for serving plans (memplan/serve.h): */
+    uint32_t head_dim;       /* head_dim, else hidden / heads */
+    uint32_t sliding_window; /* tokens attended; 0: full attention */
+    uint32_t experts, experts_per_tok; /* mixture of experts; 0: dense */
+    uint32_t max_position;   /* max_position_embeddings; 0: not given */
+    uint32_t tie_embeddings; /* 1: the LM head is the embedding table */
+    uint32_t layer_norm;     /* 1: LayerNorm with bias (GPT-2, OPT), 0: RMS */
+    uint32_t learned_pos;    /* 1: learned position embeddings */
+    uint32_t linear_bias;    /* 1: on every linear layer, 2: on q, k, v */
 } mp_llm_config;
 /* Reads a decoder-only transformer from its Hugging Face config.json:
  * num_hidden_layers/n_layer, hidden_size/n_embd/d_model,
  * num_attention_heads/n_head, num_key_value_heads (default: heads),
  * ffn_dim/intermediate_size/n_inner (default 4 x hidden), vocab_size,
- * torch_dtype (default float16) and model_type; other keys are ignored.
+ * torch_dtype (default float16) and model_type; for serving also
+ * head_dim, sliding_window (null or use_sliding_window false: none),
+ * num_local_experts and num_experts_per_tok, max_position_embeddings
+ * (n_positions) and tie_word_embeddings; other keys are ignored.
  * Errors: MP_ERR_IO (unreadable), MP_ERR_PARSE (malformed JSON, a
  * required key missing), MP_ERR_INVALID_ARG (NULL, a bad value).
  * Example: mp_llm_config m;
@@ -94,6 +106,14 @@ typedef struct mp_flexgen_policy {
     double gpu_peak, cpu_peak, disk_peak;  /* bytes, max over phases */
     double weight_bytes, cache_bytes, hidden_bytes; /* totals */
     uint32_t lps_solved;
+    /* the decode term that sets the time per token: "GPU compute", "GPU
+     * memory bandwidth", "host link (CPU->GPU)", "host link (GPU->CPU)",
+     * "disk reads", "disk writes" or "CPU attention" */
+    const char *decode_bound;
+    /* what keeps the batch from growing: a tier's memory (one more GPU
+     * batch does not fit), a decode term that is saturated (a larger
+     * batch fits but is no faster), the search's limit, or fixed */
+    char binding[160];
 } mp_flexgen_policy;
 /* Searches GPU batch size and number of batches and solves FlexGen's LP
  * for each (GLPK); the policy of highest throughput goes to *out.
