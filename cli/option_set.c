@@ -425,7 +425,10 @@ static int set_other(cli_args *a, int id, const char *name, const char *v)
     case CLI_O_ALPHA: return set_alpha(&a->fo, name, v);
     case CLI_O_DP: return parse_u32(name, v, &a->par.po.dp);
     case CLI_O_PP: return parse_u32(name, v, &a->par.po.pp);
-    case CLI_O_TP: return parse_u32(name, v, &a->par.po.tp);
+    case CLI_O_TP: /* serve's: its GPUs; plan's and validate's: ranks */
+        if (a->cmd == CLI_CMD_SERVE)
+            return set_serve(a, id, name, v);
+        return parse_u32(name, v, &a->par.po.tp);
     case CLI_O_RANK: {
         int r = 0;
         int rc = parse_int_in(name, v, 0, 1 << 24, &r);

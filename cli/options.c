@@ -350,7 +350,7 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "with --pp: N-1 forward node names, comma separated, each the last "
         "node of a stage",
         NULL, NULL, 0},
-    [CLI_O_TP] = {"tp", 0, "N", C_PLANS, G_PAR, NULL, NULL,
+    [CLI_O_TP] = {"tp", 0, "N", C_PLANS | C_SERVE, G_PAR, NULL, NULL,
         "with --train: N tensor-parallel ranks (ranks = tp x dp x pp, "
         "numbered tp fastest, then dp, then pp, as Megatron-LM's): the "
         "transformer blocks recognized in the graph (a MatMul/Gemm pair "
@@ -358,7 +358,12 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "first layers column-parallel (heads split), the second row-parallel "
         "with an AllReduce of its output, and of the block input's gradient "
         "in backward; prints how many blocks were split",
-        NULL, NULL, 0},
+        (const cli_variant[]){
+            {C_SERVE, "1", NULL,
+             "tensor-parallel GPUs: attention heads, KV heads (replicated "
+             "when fewer than N), FFN and vocabulary split over them; "
+             "figures are per GPU"},
+            {0, NULL, NULL, NULL}}, NULL, 0},
     [CLI_O_SP] = {"sp", 0, NULL, C_PLANS, G_PAR, NULL, NULL,
         "with --tp: sequence parallelism: the activations between the blocks "
         "(LayerNorm, residual, dropout) split along the sequence; a "
@@ -528,10 +533,6 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "decode batch sizes captured as CUDA graphs; they share one memory "
         "pool, captured largest first, which holds the largest one's "
         "forward activations; none: eager", NULL, NULL, 0},
-    [CLI_O_TP] = {"tp", 0, "N", C_SERVE, G_SERVE, "1", NULL,
-        "tensor-parallel GPUs: attention heads, KV heads (replicated when "
-        "fewer than N), FFN and vocabulary split over them; figures are "
-        "per GPU", NULL, NULL, 0},
     [CLI_O_GPU_UTIL] = {"gpu-util", 0, "F", C_SERVE, G_SERVE, "0.9", NULL,
         "share of each GPU's memory the server may use, as vLLM's "
         "--gpu-memory-utilization", NULL, NULL, 0},
