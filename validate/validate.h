@@ -91,6 +91,8 @@ enum {
     MPV_L_ATTN_BWD_MASK, /* attention backward: the float mask's gradient */
     MPV_L_ATTN_BWD_SCALARS, /* attention backward: the scalars' gradients */
     MPV_L_GATHER_GRAD, /* Gather's data gradient: added at the indices */
+    MPV_L_COLL,       /* an NCCL call (validate --ranks; validate/nccl.c):
+                         p.coll */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -319,7 +321,25 @@ typedef struct mpv_launch {
             int32_t op;    /* MP__KOP_OPT_MOMENTUM, _ADAM, _ADAMW */
             int64_t n, step;
             double lr, momentum, beta1, beta2, eps, weight_decay;
+            /* element offsets of the weight, the gradient and the states
+             * (and the temporary) where the n updated elements start: a
+             * rank graph's step on its slice of a bucket or its shard */
+            int64_t woff, goff, soff;
         } opt;
+        /* MPV_L_COLL: one NCCL call (validate/nccl.c). The send buffer is
+         * input slot in[0] + soff elements; the receive buffer output slot
+         * out + doff, or (out -1) input slot in[1] + doff (in place: the
+         * regather of a weight's shards). count elements of esize bytes
+         * (dtype: the tensor's, for the reductions). peer: the root of a
+         * reduce or broadcast (its index in the group), the other rank of
+         * a send or receive (-1: not linked, the call does nothing; a
+         * Recv's buffer is filled first). group: MPV_COLL_WORLD (every
+         * rank) or MPV_COLL_DP (the ranks of this pipeline stage). The
+         * launches of one node are issued in one NCCL group. */
+        struct {
+            int32_t op, dtype, esize, peer, group;
+            int64_t count, soff, doff;
+        } coll;
         /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
          * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask
          * (slot 3, float or bool) broadcast by mst over the dims it is
@@ -366,6 +386,25 @@ enum { MPV_NM_ROUND_PREFER_FLOOR = 0, MPV_NM_ROUND_PREFER_CEIL, MPV_NM_FLOOR,
 
 /* the passes of MPV_L_CONV_DNN (the cost model's MP__CONV_*) */
 enum { MPV_CONV_FWD = 0, MPV_CONV_BWD_DATA = 1, MPV_CONV_BWD_FILTER = 2 };
+
+/* MPV_L_COLL's calls: the reductions average (ncclAvg) */
+enum {
+    MPV_COLL_ALL_REDUCE = 0, /* in place on the receive buffer */
+    MPV_COLL_REDUCE,         /* send -> receive at the root */
+    MPV_COLL_BCAST,          /* root's send -> everyone's receive */
+    MPV_COLL_SEND,
+    MPV_COLL_RECV
+};
+enum { MPV_COLL_WORLD = 0, MPV_COLL_DP = 1 };
+
+/* How a rank graph (planner/parallel.c) is lowered: its rank, its stage
+ * and data-parallel index (rank = stage x dp + dp_index), and whether the
+ * collectives are NCCL calls (validate --ranks) or local operations on
+ * the same buffers (validate --rank). */
+typedef struct mpv_rank_lowering {
+    int nccl;
+    uint32_t rank, n_ranks, dp, pp, stage, dp_index;
+} mpv_rank_lowering;
 
 /* one node's lowering */
 typedef struct mpv_node {
@@ -425,6 +464,8 @@ typedef struct mpv_program {
     uint32_t n_setup;
     uint32_t n_setup_left;  /* folded nodes left with their initial fill:
                              * no real kernel, or more workspace */
+    mpv_rank_lowering rank; /* a rank graph's (all 0: none) */
+    uint32_t n_coll;        /* MPV_L_COLL launches */
 } mpv_program;
 
 /* Lowers graph + schedule + blocks (offsets set) into a program. fused
@@ -436,7 +477,25 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                             const uint8_t *fused, mpv_program **out);
 mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
                                 mpv_program **out);
+/* As mpv_program_from_plan, for rank graph g as rank rl runs it (rl
+ * NULL: as mpv_program_from_plan: data-parallel index 0, local
+ * collectives). */
+mp_status mpv_program_from_plan_rank(const mp_graph *g, const mp_plan *p,
+                                     const mpv_rank_lowering *rl,
+                                     mpv_program **out);
 void mpv_program_destroy(mpv_program *p);
+
+/* The point-to-point calls of the ranks' programs (progs[r]: rank r's,
+ * lowered with nccl set) linked: a Send of "X#mbJ" (a stage holding one
+ * micro-batch names it "X": J = 1) on rank (s, i) and the Recv of the
+ * same name on rank (s', i), s' != s, get each other as peers; a Send or
+ * Recv without a partner stays local (a stage keeps fewer micro-batches
+ * in flight than its neighbour under 1F1B). Then the schedules are
+ * replayed with blocking calls (a send waits for its receive, a
+ * collective for every rank of its group): MP_ERR_VERIFY when they would
+ * deadlock, naming each rank's waiting node. *n_linked: the pairs. */
+mp_status mpv_ranks_link(mpv_program *const *progs, uint32_t n,
+                         uint32_t *n_linked);
 
 /* Fills buf (prog->weights_bytes) with the initial weights: known constant
  * values where the graph holds them, else deterministic random values of
