@@ -571,6 +571,31 @@ mp_status mpv_inputs_read(const mpv_program *p, const char *dir,
  * out (NULL: only counted); returns their number. */
 uint32_t mpv_grads_find(const mpv_program *p, mpv_grad *out);
 
+/* ---- NCCL, loaded at run time (nccl.c; validate --ranks) ---------------- */
+#define MPV_NCCL_ID_BYTES 128  /* ncclUniqueId */
+typedef struct mpv_nccl mpv_nccl;
+/* Loads NCCL: $MEMPLAN_NCCL (the file or its folder), then the loader's
+ * path; NULL with why (where it looked, how to point at it). */
+mpv_nccl *mpv_nccl_load(char *why, size_t cap);
+/* The file loaded and NCCL's version code (e.g. 22805). */
+const char *mpv_nccl_path(const mpv_nccl *n, int *version);
+/* ncclGetUniqueId into id (MPV_NCCL_ID_BYTES); 0 or -1 with why. */
+int mpv_nccl_unique_id(mpv_nccl *n, void *id, char *why, size_t cap);
+/* The communicators of rank rl (every rank's; the data-parallel group's,
+ * split from it by stage when pp > 1): on the current CUDA device. 0 or
+ * -1 with why. */
+int mpv_nccl_init(mpv_nccl *n, const void *id, const mpv_rank_lowering *rl,
+                  char *why, size_t cap);
+/* ncclGroupStart (start 1) or ncclGroupEnd; NULL or NCCL's error. */
+const char *mpv_nccl_group(mpv_nccl *n, int start);
+/* One MPV_L_COLL launch on stream (a cudaStream_t): send and recv the
+ * buffers at the launch's offsets. NULL or the error. */
+const char *mpv_nccl_call(mpv_nccl *n, const mpv_launch *l, const void *send,
+                          void *recv, void *stream);
+/* NCCL's ncclDataType_t of a memplan dtype (-1: none). */
+int mpv_nccl_dtype(int mp_dtype);
+void mpv_nccl_destroy(mpv_nccl *n);
+
 /* ---- the CUDA half (executor.cu) ------------------------------------------ */
 typedef struct mpv_options {
     uint64_t seed;
@@ -585,6 +610,12 @@ typedef struct mpv_options {
     const char *dump_dir;   /* mpv_dump_values of the planned run (NULL) */
     const char *weights_dir; /* mpv_weights_read (NULL: mpv_weights_init) */
     const char *inputs_dir;  /* mpv_inputs_read (NULL: mpv_input_init) */
+    /* validate --ranks: NCCL loaded, and the id of the ranks' clique; the
+     * communicators are made after cuBLAS's handle (their memory is
+     * mpv_result's nccl_bytes) and the MPV_L_COLL launches call NCCL */
+    mpv_nccl *nccl;
+    const void *nccl_id;
+    int keep_weights;        /* mpv_result's weights_after */
 } mpv_options;
 void mpv_options_init(mpv_options *o);
 
@@ -598,6 +629,7 @@ typedef struct mpv_result {
     uint64_t total_mem;
     uint64_t ctx_bytes;        /* used after context creation */
     uint64_t cublas_bytes;     /* cublasCreate */
+    uint64_t nccl_bytes;       /* the NCCL communicators (validate --ranks) */
     uint64_t cudnn_bytes;      /* cudnnCreate and what the algorithm
                                 * choice kept (programs with convolution
                                 * passes), apart like cuBLAS's */
@@ -632,6 +664,11 @@ typedef struct mpv_result {
     int planned_repeatable;    /* two planned runs give the same bytes */
     uint64_t output_bytes;
     double max_abs_output;     /* of float outputs (sanity) */
+    uint64_t outputs_hash;     /* FNV-1a of the planned run's outputs */
+    double first_output;       /* its first float32 output's first element
+                                * (a training graph's loss) */
+    unsigned char *weights_after; /* keep_weights: the weights buffer after
+                                   * one planned run (malloc) */
     int nonfinite_outputs;
     char error[256];
 } mpv_result;
