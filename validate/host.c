@@ -4694,11 +4694,38 @@ void mpv_options_init(mpv_options *o)
     o->sample_memory = 1;
 }
 
+static uint64_t fnv1a(uint64_t h, const void *p, uint64_t n)
+{
+    const unsigned char *b = p;
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t mpv_weights_hash(const mpv_program *p, const void *buf)
+{
+    if (!p || !buf)
+        return 0;
+    const mp_graph *g = p->graph;
+    uint64_t sum = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const mp__tensor *x = &g->tensors[t];
+        if (p->woff[t] == UINT64_MAX || x->kind != MP_KIND_WEIGHT || !x->name)
+            continue;
+        uint64_t h = fnv1a(1469598103934665603ull, x->name, strlen(x->name));
+        h = fnv1a(h, (const unsigned char *)buf + p->woff[t], x->bytes);
+        sum += mix64(h);
+    }
+    return sum;
+}
+
 void mpv_result_free(mpv_result *r)
 {
     if (r) {
         free(r->steps);
         r->steps = NULL;
+        free(r->weights_after);
+        r->weights_after = NULL;
     }
 }
 

@@ -669,11 +669,20 @@ typedef struct mpv_result {
                                 * (a training graph's loss) */
     unsigned char *weights_after; /* keep_weights: the weights buffer after
                                    * one planned run (malloc) */
+    uint64_t weights_hash;     /* mpv_weights_hash of weights_after (the
+                                * caller's) */
     int nonfinite_outputs;
     char error[256];
 } mpv_result;
 void mpv_result_free(mpv_result *r);
 
+/* The weights (tensors of kind weight) in buf, a weights buffer, hashed
+ * by name and bytes, independent of their order and offsets: equal for
+ * two programs whose graphs hold the same weights with the same values
+ * (a data-parallel rank's and the unsplit graph's). 0 when buf is NULL. */
+uint64_t mpv_weights_hash(const mpv_program *p, const void *buf);
+/* The CUDA devices this process sees (-1: CUDA fails). */
+int mpv_cuda_device_count(void);
 /* 1 when a CUDA device can be used (0 with the reason in why). */
 int mpv_cuda_device_ok(char *why, size_t cap);
 /* Runs the program; 0 on success, else -1 with r->error set. */
