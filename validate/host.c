@@ -3847,10 +3847,14 @@ void mpv_program_destroy(mpv_program *p)
     mp__dealloc(ctx, p);
 }
 
-static int node_runs(const mp_graph *g, const mp__node *n)
+static int node_runs(const mp_graph *g, const mp__node *n, int nccl)
 {
     if (mp__node_view(n))
         return 0;
+    /* NCCL: a Send, and the regather of updated weights in place, write
+     * no buffer of their own */
+    if (nccl && MP__OP_KERNEL(n->def) == MP__KERNEL_COLLECTIVE)
+        return 1;
     /* an optimizer step updates its weight in place */
     if (MP__OP_KERNEL(n->def) == MP__KERNEL_SGD)
         return 1;
@@ -4079,7 +4083,7 @@ static mp_status lower_nodes(build *b)
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         mpv_node *pn = &p->nodes[i];
         pn->first = L.n;
-        pn->run = node_runs(g, &g->nodes[i]);
+        pn->run = node_runs(g, &g->nodes[i], L.rl && L.rl->nccl);
         if (!pn->run)
             continue;
         const char *why = NULL;
