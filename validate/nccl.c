@@ -3,8 +3,8 @@
  * on one GPU (docs/distributed.md "Multi-GPU validation").
  *
  * Where it looks: $MEMPLAN_NCCL (the library file, or a folder holding
- * libnccl.so.2), then the dynamic loader's path (LD_LIBRARY_PATH, the
- * system's). PyTorch's wheels ship NCCL in the nvidia-nccl package
+ * libnccl.so.2; when set, only there), else the dynamic loader's path
+ * (LD_LIBRARY_PATH, the system's). PyTorch's wheels ship NCCL in the nvidia-nccl package
  * (site-packages/nvidia/nccl/lib/libnccl.so.2); bench/find-nccl.sh
  * prints that folder.
  *
@@ -97,9 +97,16 @@ mpv_nccl *mpv_nccl_load(char *why, size_t cap)
     if (env && *env) {
         char f[560];
         snprintf(f, sizeof f, "%s/libnccl.so.2", env);
-        if (!try_open(n, env) && !try_open(n, f))
-            snprintf(tried, sizeof tried, "MEMPLAN_NCCL=%.500s (neither that "
-                     "file nor %.560s loads: %.200s), ", env, f, dlerror());
+        /* given, it is the one: no other NCCL behind the user's back */
+        if (!try_open(n, env) && !try_open(n, f)) {
+            snprintf(why, cap, "NCCL not found: MEMPLAN_NCCL=%.500s, but "
+                     "neither that file nor %.560s loads (%.200s). Set "
+                     "MEMPLAN_NCCL to libnccl.so.2 or its folder; PyTorch's "
+                     "is in site-packages/nvidia/nccl/lib (bench/find-nccl.sh "
+                     "prints it)", env, f, dlerror());
+            free(n);
+            return NULL;
+        }
     } else {
         snprintf(tried, sizeof tried, "MEMPLAN_NCCL (not set), ");
     }
