@@ -221,11 +221,12 @@ static void visible_device(uint32_t r, char *buf, size_t cap)
     }
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+/* all n bytes through fd (out: written, else read); 0 or -1 */
+static int move_all(int fd, void *buf, size_t n, int out)
 {
-    const char *p = buf;
+    char *p = buf;
     while (n) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = out ? write(fd, p, n) : read(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -236,19 +237,14 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+static int write_all(int fd, const void *buf, size_t n)
+{
+    return move_all(fd, (void *)buf, n, 1);
+}
+
 static int read_all(int fd, void *buf, size_t n)
 {
-    char *p = buf;
-    while (n) {
-        ssize_t w = read(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return move_all(fd, buf, n, 0);
 }
 
 /* Child r: its GPU, the unique id, the run, its row (to fd out). Never
