@@ -183,6 +183,7 @@ static int gpu_count(void)
     if (pid == 0) {
         close(fd[0]);
         int n = mpv_cuda_device_count();
+        n = n < 0 ? 0 : n; /* CUDA fails: no GPU to use */
         ssize_t w = write(fd[1], &n, sizeof n);
         _exit(w == (ssize_t)sizeof n ? 0 : 1);
     }
@@ -433,7 +434,10 @@ static void agree(const ranks_job *J, const rank_row *rows, int *loss_ok,
                   int *w_ok)
 {
     *loss_ok = *w_ok = 1;
-    for (uint32_t r = 0; r < J->n; r++) {
+    for (uint32_t r = 0; r < J->n; r++)
+        if (rows[r].rc)
+            *loss_ok = *w_ok = -1; /* not compared: a rank failed */
+    for (uint32_t r = 0; r < J->n && *loss_ok > 0; r++) {
         const rank_row *a = &rows[r], *b = &rows[r - r % J->v.a->par.po.dp];
         *loss_ok &= a->loss == b->loss && a->outputs_hash == b->outputs_hash;
         *w_ok &= a->weights_hash == b->weights_hash;
@@ -472,7 +476,9 @@ static void print_rows(const ranks_job *J, const rank_row *rows, int loss_ok,
                (unsigned long long)w->weights_hash,
                w->all_ok ? "all pass" : "FAIL");
     }
-    if (a->par.po.dp > 1)
+    if (a->par.po.dp > 1 && loss_ok < 0)
+        printf("across data-parallel ranks: not compared (a rank failed)\n");
+    else if (a->par.po.dp > 1)
         printf("across data-parallel ranks: outputs (loss) %s, weights "
                "after the step %s\n", loss_ok ? "identical" : "DIFFER",
                w_ok ? "identical" : "DIFFER");
@@ -534,8 +540,8 @@ static int print_json(const ranks_job *J, const rank_row *rows, int loss_ok,
         mp__jw_end(&w);
     }
     mp__jw_end(&w);
-    cli_json_bool(&w, "losses_agree", loss_ok);
-    cli_json_bool(&w, "weights_agree", w_ok);
+    cli_json_bool(&w, "losses_agree", loss_ok > 0);
+    cli_json_bool(&w, "weights_agree", w_ok > 0);
     cli_json_bool(&w, "all_ok", all_ok);
     return cli_json_print(&w);
 }
@@ -575,7 +581,7 @@ static int run_and_report(ranks_job *J)
         agree(J, rows, &loss_ok, &w_ok);
         for (uint32_t r = 0; r < J->n; r++)
             all_ok &= rows[r].rc == 0 && rows[r].all_ok;
-        all_ok &= loss_ok && w_ok;
+        all_ok &= loss_ok > 0 && w_ok > 0;
         if (J->v.a->json) {
             rc = print_json(J, rows, loss_ok, w_ok, all_ok);
         } else {
