@@ -141,6 +141,7 @@ enum {
     CLI_O_DP, CLI_O_ZERO, CLI_O_BUCKET_SIZE, CLI_O_FSDP_UNIT, CLI_O_PREFETCH,
     CLI_O_OFFLOAD_OPTIMIZER, CLI_O_PP, CLI_O_MICROBATCHES, CLI_O_SCHEDULE,
     CLI_O_VIRTUAL_STAGES, CLI_O_PP_CUTS, CLI_O_TP, CLI_O_SP, CLI_O_RANK,
+    CLI_O_RANKS,
     /* offload */
     CLI_O_OFFLOAD, CLI_O_DEVICE, CLI_O_OFFLOAD_SOLVER,
     /* validate */
@@ -255,6 +256,7 @@ typedef struct cli_offload_args {
 typedef struct cli_parallel_args {
     mp_parallel_options po;
     uint32_t rank;                 /* validate --rank */
+    uint32_t ranks;                /* validate --ranks */
 } cli_parallel_args;
 
 typedef struct cli_args {
@@ -420,6 +422,10 @@ void cli_rank_path(const char *path, uint32_t rank, char *buf, size_t cap);
  * --dp or --pp, and a rank out of range. 0 or an exit code (printed). */
 int cli_parallel_rank_graph(mp_ctx *ctx, cli_args *a, const mp_graph *g,
                             mp_parallel **par, mp_rank_info *ri);
+/* The ranks of --dp/--pp over training graph g (micro-batches default to
+ * --pp). 0 or an exit code (printed). */
+int cli_parallel_make(mp_ctx *ctx, cli_args *a, const mp_graph *g,
+                      mp_parallel **par);
 
 /* ---- training and recompute (cli/train_opts.c) ---------------------------- */
 /* --attention fused (before cli_train_prepare): an inference graph's

@@ -435,6 +435,12 @@ static int set_other(cli_args *a, int id, const char *name, const char *v)
         a->par.rank = (uint32_t)r;
         return rc;
     }
+    case CLI_O_RANKS: {
+        int r = 0;
+        int rc = parse_int_in(name, v, 1, 1024, &r);
+        a->par.ranks = (uint32_t)r;
+        return rc;
+    }
     case CLI_O_MICROBATCHES: return parse_u32(name, v, &a->par.po.microbatches);
     case CLI_O_VIRTUAL_STAGES:
         return parse_u32(name, v, &a->par.po.virtual_stages);

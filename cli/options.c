@@ -379,6 +379,13 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "all-gather copies the shard into each slice, Send reads, Recv "
         "fills; the memory measured is what the rank holds in a real run",
         NULL, NULL, 0},
+    [CLI_O_RANKS] = {"ranks", 0, "N", C_VALIDATE, G_PAR, NULL, NULL,
+        "with --dp or --pp: run every rank's plan at once, one process per "
+        "GPU (N = dp x pp GPUs), the collectives as NCCL calls on the "
+        "planned buffers (NCCL loaded at run time: $MEMPLAN_NCCL, then the "
+        "loader's path); one row per rank, and the loss and the weights "
+        "after the step compared across data-parallel ranks",
+        NULL, NULL, 0},
     [CLI_O_OFFLOAD] = {"offload", 0, NULL, C_PLANS, G_OFFLOAD, NULL, NULL,
         "move idle tensors to host memory (OFFLOAD / PREFETCH steps) to fit "
         "--budget",

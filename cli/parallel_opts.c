@@ -212,8 +212,8 @@ static int plan_rank(mp_ctx *ctx, const cli_args *a, mp_parallel *par,
 
 /* The ranks of --dp/--pp (micro-batches default to --pp). 0 or an exit
  * code (printed). */
-static int make_parallel(mp_ctx *ctx, cli_args *a, const mp_graph *g,
-                         mp_parallel **par)
+int cli_parallel_make(mp_ctx *ctx, cli_args *a, const mp_graph *g,
+                      mp_parallel **par)
 {
     if (!cli_given(a, CLI_O_MICROBATCHES))
         a->par.po.microbatches = a->par.po.pp;
@@ -232,7 +232,7 @@ int cli_parallel_rank_graph(mp_ctx *ctx, cli_args *a, const mp_graph *g,
                   "N: give one of them (with --train)");
         return CLI_EXIT_USAGE;
     }
-    int rc = make_parallel(ctx, a, g, par);
+    int rc = cli_parallel_make(ctx, a, g, par);
     if (rc)
         return rc;
     uint32_t n = mp_parallel_num_ranks(*par);
@@ -327,7 +327,7 @@ int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
                       const mp_plan_options *opt)
 {
     mp_parallel *par = NULL;
-    int rc0 = make_parallel(ctx, a, g, &par);
+    int rc0 = cli_parallel_make(ctx, a, g, &par);
     if (rc0)
         return rc0;
     uint32_t n = mp_parallel_num_distinct(par);

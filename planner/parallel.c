@@ -724,6 +724,39 @@ static mp_status regather_group(dpb *D, uint32_t g)
                                     &out, 1, MP_PHASE_OPTIMIZER);
 }
 
+/* Optimizer step `node` of parameter p reads its gradient from its
+ * group's reduced buffer and, under ZeRO, updates a shard: the offsets a
+ * run with real gradients needs (validate --rank, --ranks), as
+ * attributes: dp_grad_offset, the element offset of p's gradient (full,
+ * or its shard under ZeRO-2/3) in the buffer; dp_elems, p's elements n;
+ * dp_shard, the elements S = ceil(n / dp) of each rank's shard when the
+ * step updates one (ZeRO >= 1; 0: the whole weight); dp_size, dp. The
+ * rank of data-parallel index i updates elements [i S, min((i + 1) S,
+ * n)) of the weight (of its shard under ZeRO-3, from 0). */
+static mp_status mark_slice(dpb *D, uint32_t p, uint32_t node)
+{
+    const par_param *q = &D->P[p];
+    uint64_t dp = D->o->dp, at = 0;
+    for (uint32_t k = D->moff[q->group]; k < D->moff[q->group + 1]; k++) {
+        const par_param *m = &D->P[D->members[k]];
+        if (m == q)
+            break;
+        at += D->o->zero >= 2 ? mp__ceil_div(m->elems, dp) : m->elems;
+    }
+    mp_graph *g = D->B->g;
+    mp_status st = mp_graph_set_attr_int(g, node, "dp_grad_offset",
+                                         (int64_t)at);
+    if (!st)
+        st = mp_graph_set_attr_int(g, node, "dp_elems", (int64_t)q->elems);
+    if (!st)
+        st = mp_graph_set_attr_int(
+            g, node, "dp_shard",
+            D->o->zero >= 1 ? (int64_t)mp__ceil_div(q->elems, dp) : 0);
+    if (!st)
+        st = mp_graph_set_attr_int(g, node, "dp_size", (int64_t)dp);
+    return st;
+}
+
 /* One node of the training graph on the rank: its inputs as the rank
  * reads them (gathered parameters, reduced gradients), optimizer steps
  * on shards, or on the host. */
@@ -779,6 +812,9 @@ static mp_status add_rank_node(dpb *D, uint32_t v)
     if ((st = mp__pb_add_node(B, n, NULL, host ? "HostStep" : NULL, B->buf,
                               nin, B->buf + B->cap_buf / 2, nout,
                               (mp_phase)n->phase)))
+        return st;
+    if (p != MP_NONE && !host && D->reduce &&
+        (st = mark_slice(D, p, (uint32_t)B->g->n_nodes - 1)))
         return st;
     if (p != MP_NONE && (o->zero == 1 || o->zero == 2) &&
         --D->G[D->P[p].group].left == 0)

@@ -710,6 +710,39 @@ static void test_no_cuda(void)
     CU_ASSERT_EQUAL(cli("validate %s --train --rank 1 --lower-only 2>&1",
                         graph), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "give one of them"));
+    /* --ranks: every rank lowered for NCCL (--lower-only), the count and
+     * the machine checked before anything runs */
+    CU_ASSERT_EQUAL(cli("validate %s --train --dp 2 --zero 2 --ranks 2 "
+                        "--lower-only 2>&1", graph), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 ranks (dp 2 x pp 1), one process "
+                                       "per GPU"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "rank 1 (stage 0, data-parallel "
+                                       "index 1)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 synthetic"));
+    CU_ASSERT_EQUAL(cli("validate %s --train --dp 2 --ranks 3 --lower-only "
+                        "2>&1", graph), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--ranks 3: this job has 2 ranks "
+                                       "(dp 2 x pp 1): give --ranks 2"));
+    CU_ASSERT_EQUAL(cli("validate %s --train --ranks 2 2>&1", graph), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--ranks runs the ranks of --dp N or "
+                                       "--pp N"));
+    CU_ASSERT_EQUAL(cli("validate %s --train --dp 2 --rank 1 --ranks 2 2>&1",
+                        graph), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--rank R"));
+    setenv("MEMPLAN_GPU_COUNT", "1", 1);
+    CU_ASSERT_EQUAL(cli("validate %s --train --dp 2 --ranks 2 2>&1", graph),
+                    3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--ranks 2 needs 2 GPUs, one per "
+                                       "rank; this machine has 1 visible"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--rank R (0 to 1"));
+    setenv("MEMPLAN_GPU_COUNT", "2", 1);
+    setenv("MEMPLAN_NCCL", "/nonexistent/nccl", 1);
+    CU_ASSERT_EQUAL(cli("validate %s --train --dp 2 --ranks 2 2>&1", graph),
+                    3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "NCCL not found: "
+                                       "MEMPLAN_NCCL=/nonexistent/nccl"));
+    unsetenv("MEMPLAN_NCCL");
+    unsetenv("MEMPLAN_GPU_COUNT");
     CU_ASSERT_EQUAL(cli("validate --help"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "Usage: memplan validate MODEL"));
     unlink(graph);

@@ -290,6 +290,321 @@ static int check_collectives(const mp_graph *t, const mpv_program *p)
     return seen;
 }
 
+/* x[4,5] -> MatMul(w0[5,7]) -> Relu -> MatMul(w1[7,3]) -> Relu (output):
+ * two weights of odd sizes (35, 21 elements: shards of 18 and 11 over 2
+ * ranks, the second rank's shorter), Adam fused; its training graph */
+static mp_graph *odd_mlp_train(mp_ctx *ctx)
+{
+    mp_graph *g = NULL;
+    CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
+    int64_t dx[] = {4, 5}, dw0[] = {5, 7}, dh[] = {4, 7}, dw1[] = {7, 3},
+            dy[] = {4, 3};
+    uint32_t x = mp_test_tensor(g, "x", MP_KIND_INPUT, 2, dx);
+    uint32_t w0 = mp_test_tensor(g, "l0.w", MP_KIND_WEIGHT, 2, dw0);
+    uint32_t m0 = mp_test_tensor(g, "l0.mm", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t r0 = mp_test_tensor(g, "l0.relu", MP_KIND_ACTIVATION, 2, dh);
+    uint32_t w1 = mp_test_tensor(g, "l1.w", MP_KIND_WEIGHT, 2, dw1);
+    uint32_t m1 = mp_test_tensor(g, "l1.mm", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t r1 = mp_test_tensor(g, "l1.relu", MP_KIND_ACTIVATION, 2, dy);
+    uint32_t a[] = {x, w0}, b[] = {r0, w1};
+    mp_test_node(g, "l0/MatMul", "MatMul", a, 2, &m0, 1);
+    mp_test_node(g, "l0/Relu", "Relu", &m0, 1, &r0, 1);
+    mp_test_node(g, "l1/MatMul", "MatMul", b, 2, &m1, 1);
+    mp_test_node(g, "l1/Relu", "Relu", &m1, 1, &r1, 1);
+    CU_ASSERT_EQUAL(mp_graph_mark_output(g, r1), MP_OK);
+    CU_ASSERT_FATAL(mp_graph_finalize(g) == MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer_impl = MP_OPTIM_IMPL_FUSED;
+    mp_graph *t = NULL;
+    CU_ASSERT_FATAL(mp_train_graph(g, &o, &t, NULL) == MP_OK);
+    mp_graph_destroy(g);
+    return t;
+}
+
+/* the only launch of kind k among node i's, or NULL */
+static const mpv_launch *launch_of(const mpv_program *p, uint32_t i, int k,
+                                   uint32_t *count)
+{
+    const mpv_launch *l = NULL;
+    *count = 0;
+    for (uint32_t j = 0; j < p->nodes[i].count; j++)
+        if (p->launches[p->nodes[i].first + j].kind == k) {
+            l = l ? l : &p->launches[p->nodes[i].first + j];
+            (*count)++;
+        }
+    return l;
+}
+
+/* validate --ranks: each collective of a data-parallel rank graph lowers
+ * to NCCL calls at the slices' offsets (ZeRO 0-3, both data-parallel
+ * indexes), and each optimizer step to a real step on its slice (the
+ * dp_* attributes of planner/parallel.c): the steps' gradient ranges
+ * tile the reduced buffer, each rank's weight slices tile the weight */
+static void test_collectives_nccl(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = odd_mlp_train(ctx);
+    for (int zero = 0; zero <= 3; zero++) {
+        mp_parallel_options po;
+        mp_parallel_options_init(&po);
+        po.dp = 2;
+        po.zero = zero;
+        mp_parallel *par = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_create(t, &po, &par), MP_OK);
+        mp_rank_info ri;
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, 0, &ri), MP_OK);
+        const mp_graph *g = ri.graph;
+        mp_plan *plan = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plan), MP_OK);
+        int64_t wcover[2] = {0, 0}; /* weight elements updated, per rank */
+        for (uint32_t d = 0; d < 2; d++) {
+            mpv_rank_lowering rl = {1, d, 2, 2, 1, 0, d};
+            mpv_program *p = NULL;
+            CU_ASSERT_EQUAL_FATAL(
+                mpv_program_from_plan_rank(g, plan, &rl, &p), MP_OK);
+            CU_ASSERT_EQUAL(p->n_synthetic, 0);
+            int64_t gcover = 0, gbuf = 0;
+            for (uint32_t i = 0; i < mp_graph_num_nodes(g); i++) {
+                const mp__node *n = &g->nodes[i];
+                uint32_t cnt;
+                if (n->phase == MP_PHASE_OPTIMIZER &&
+                    !(n->def->flags & MP__OPF_COLLECTIVE)) {
+                    /* the step on this rank's slice */
+                    int64_t ne = 0, sh = -1, go = -1, dps = 0;
+                    mp_graph_get_attr_int(g, i, "dp_elems", &ne);
+                    mp_graph_get_attr_int(g, i, "dp_shard", &sh);
+                    mp_graph_get_attr_int(g, i, "dp_grad_offset", &go);
+                    mp_graph_get_attr_int(g, i, "dp_size", &dps);
+                    CU_ASSERT_EQUAL(dps, 2);
+                    CU_ASSERT(ne == 35 || ne == 21);
+                    CU_ASSERT_EQUAL(sh, zero ? (ne + 1) / 2 : 0);
+                    const mpv_launch *l =
+                        launch_of(p, i, MPV_L_OPT_STEP, &cnt);
+                    CU_ASSERT_EQUAL_FATAL(cnt, 1);
+                    int64_t lo = zero ? (int64_t)d * sh : 0;
+                    int64_t len = zero ? (ne - lo < sh ? ne - lo : sh) : ne;
+                    CU_ASSERT_EQUAL(l->p.opt.n, len);
+                    CU_ASSERT_EQUAL(l->p.opt.woff, zero == 1 || zero == 2
+                                                       ? lo : 0);
+                    CU_ASSERT_EQUAL(l->p.opt.goff, zero == 1 ? go + lo : go);
+                    CU_ASSERT_EQUAL(l->p.opt.soff, 0);
+                    gcover += zero >= 2 ? sh : ne;
+                    wcover[d] += len;
+                    const mp__tensor *gt = &g->tensors[n->inputs[1]];
+                    gbuf = (int64_t)(gt->bytes / 4);
+                    CU_ASSERT(go + (zero >= 2 ? sh : ne) <= gbuf);
+                    continue;
+                }
+                if (!(n->def->flags & MP__OPF_COLLECTIVE))
+                    continue;
+                const mpv_launch *l = launch_of(p, i, MPV_L_COLL, &cnt);
+                CU_ASSERT_FATAL(l != NULL);
+                if (!strcmp(n->op, "AllReduce")) {
+                    /* the copies into the bucket, then the bucket */
+                    const mpv_launch *last =
+                        &p->launches[p->nodes[i].first + p->nodes[i].count - 1];
+                    CU_ASSERT_EQUAL(cnt, 1);
+                    CU_ASSERT_EQUAL(l, last);
+                    CU_ASSERT_EQUAL(l->p.coll.op, MPV_COLL_ALL_REDUCE);
+                    CU_ASSERT_EQUAL(l->out, 0);
+                    CU_ASSERT_EQUAL(l->p.coll.count, 56);
+                    CU_ASSERT_EQUAL(l->p.coll.group, MPV_COLL_DP);
+                    CU_ASSERT_EQUAL(l->p.coll.dtype, MP_DTYPE_FLOAT32);
+                } else if (!strcmp(n->op, "ReduceScatter")) {
+                    /* each input's slice q to root q, at the input's place */
+                    uint32_t k = 0;
+                    int64_t at = 0;
+                    for (uint32_t j = 0; j < n->n_in; j++) {
+                        int64_t m = (int64_t)(g->tensors[n->inputs[j]].bytes /
+                                              4), S = (m + 1) / 2;
+                        for (int q = 0; q < 2; q++, k++) {
+                            CU_ASSERT_EQUAL(l[k].kind, MPV_L_COLL);
+                            CU_ASSERT_EQUAL(l[k].p.coll.op, MPV_COLL_REDUCE);
+                            CU_ASSERT_EQUAL(l[k].in[0], (int)j);
+                            CU_ASSERT_EQUAL(l[k].p.coll.peer, q);
+                            CU_ASSERT_EQUAL(l[k].p.coll.soff, q * S);
+                            CU_ASSERT_EQUAL(l[k].p.coll.doff, at);
+                            CU_ASSERT_EQUAL(l[k].p.coll.count,
+                                            q ? m - S : S);
+                        }
+                        at += S;
+                    }
+                    CU_ASSERT_EQUAL(cnt, k);
+                } else if (!strcmp(n->op, "AllGather") &&
+                           g->tensors[n->outputs[0]].bytes) {
+                    /* ZeRO-3: shard q into slice q of the full weight */
+                    uint32_t k = 0;
+                    for (uint32_t j = 0; j < n->n_in; j++) {
+                        int64_t S = (int64_t)(g->tensors[n->inputs[j]].bytes /
+                                              4),
+                                full = (int64_t)(g->tensors[n->outputs[j]]
+                                                     .bytes / 4);
+                        for (int q = 0; q < 2; q++, k++) {
+                            CU_ASSERT_EQUAL(l[k].p.coll.op, MPV_COLL_BCAST);
+                            CU_ASSERT_EQUAL(l[k].out, (int)j);
+                            CU_ASSERT_EQUAL(l[k].p.coll.peer, q);
+                            CU_ASSERT_EQUAL(l[k].p.coll.doff, q * S);
+                            CU_ASSERT_EQUAL(l[k].p.coll.count,
+                                            q ? full - S : S);
+                        }
+                    }
+                    CU_ASSERT_EQUAL(cnt, k);
+                } else if (!strcmp(n->op, "AllGather")) {
+                    /* ZeRO-1, -2: slice q of each weight from rank q, in
+                     * place */
+                    CU_ASSERT_TRUE(p->nodes[i].run);
+                    CU_ASSERT_EQUAL(cnt, 2 * n->n_in);
+                    for (uint32_t k = 0; k < cnt; k++) {
+                        int64_t m = (int64_t)(g->tensors[n->inputs[k / 2]]
+                                                  .bytes / 4), S = (m + 1) / 2;
+                        CU_ASSERT_EQUAL(l[k].p.coll.op, MPV_COLL_BCAST);
+                        CU_ASSERT_EQUAL(l[k].out, -1);
+                        CU_ASSERT_EQUAL(l[k].in[0], (int)(k / 2));
+                        CU_ASSERT_EQUAL(l[k].in[1], (int)(k / 2));
+                        CU_ASSERT_EQUAL(l[k].p.coll.soff, (k % 2) * S);
+                        CU_ASSERT_EQUAL(l[k].p.coll.doff, (k % 2) * S);
+                    }
+                }
+            }
+            /* the steps read every element of the reduced buffer once */
+            CU_ASSERT_EQUAL(gcover, zero >= 2 ? 18 + 11 : 56);
+            CU_ASSERT_EQUAL(gcover, gbuf);
+            mpv_program_destroy(p);
+        }
+        /* the two ranks' slices make up the weights */
+        if (zero)
+            CU_ASSERT_EQUAL(wcover[0] + wcover[1], 56);
+        mp_plan_destroy(plan);
+        mp_parallel_destroy(par);
+    }
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
+/* validate --ranks over 2 pipeline stages: the Send of each micro-batch's
+ * activation is linked to the Recv of the same name on the other stage
+ * (and the gradient back); with the receives in another order than the
+ * sends, the replay reports the deadlock, naming each rank's node */
+static void test_ranks_link(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = odd_mlp_train(ctx);
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    po.pp = 2;
+    po.microbatches = 2;
+    po.schedule = MP_PP_GPIPE;
+    po.cuts = "l0/Relu";
+    mp_parallel *par = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_parallel_create(t, &po, &par), MP_OK);
+    mpv_program *progs[2] = {NULL, NULL};
+    mp_plan *plans[2] = {NULL, NULL};
+    for (uint32_t r = 0; r < 2; r++) {
+        mp_rank_info ri;
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, r, &ri), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plans[r]),
+                              MP_OK);
+        mpv_rank_lowering rl = {1, r, 2, 1, 2, r, 0};
+        CU_ASSERT_EQUAL_FATAL(
+            mpv_program_from_plan_rank(ri.graph, plans[r], &rl, &progs[r]),
+            MP_OK);
+    }
+    uint32_t linked = 0;
+    CU_ASSERT_EQUAL_FATAL(mpv_ranks_link(progs, 2, &linked), MP_OK);
+    /* l0.relu#mb1, #mb2 forward, their gradients back */
+    CU_ASSERT_EQUAL(linked, 4);
+    uint32_t recv_steps[2], nr = 0;
+    for (uint32_t r = 0; r < 2; r++)
+        for (uint32_t i = 0; i < progs[r]->n_launches; i++) {
+            const mpv_launch *l = &progs[r]->launches[i];
+            if (l->kind != MPV_L_COLL)
+                continue;
+            CU_ASSERT(l->p.coll.op == MPV_COLL_SEND ||
+                      l->p.coll.op == MPV_COLL_RECV);
+            CU_ASSERT_EQUAL(l->p.coll.peer, (int)(1 - r));
+            CU_ASSERT_EQUAL(l->p.coll.group, MPV_COLL_WORLD);
+            CU_ASSERT_EQUAL(l->p.coll.count, 4 * 7 * 4); /* bytes */
+        }
+    /* stage 1's two forward receives swapped: it waits for micro-batch 2
+     * while stage 0 sends micro-batch 1 */
+    for (uint32_t s = 0; s < progs[1]->n_steps && nr < 2; s++) {
+        const mpv_step *st = &progs[1]->steps[s];
+        const mp__node *n = &progs[1]->graph->nodes[st->index];
+        if (st->kind == MP_STEP_COMPUTE && !strcmp(n->op, "Recv") &&
+            n->phase == MP_PHASE_FORWARD)
+            recv_steps[nr++] = s;
+    }
+    CU_ASSERT_EQUAL_FATAL(nr, 2);
+    mpv_step tmp = progs[1]->steps[recv_steps[0]];
+    progs[1]->steps[recv_steps[0]] = progs[1]->steps[recv_steps[1]];
+    progs[1]->steps[recv_steps[1]] = tmp;
+    for (uint32_t r = 0; r < 2; r++)
+        for (uint32_t i = 0; i < progs[r]->n_launches; i++)
+            progs[r]->launches[i].p.coll.peer =
+                progs[r]->launches[i].kind == MPV_L_COLL
+                    ? -1 : progs[r]->launches[i].p.coll.peer;
+    CU_ASSERT_EQUAL(mpv_ranks_link(progs, 2, &linked), MP_ERR_VERIFY);
+    const char *msg = mp_ctx_message(ctx);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "would deadlock"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "rank 0 waits at 'send/l0.relu#mb1' "
+                                       "(a send to rank 1)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "rank 1 waits at 'recv/l0.relu#mb2' "
+                                       "(a receive from rank 0)"));
+    /* a program not lowered for NCCL is refused */
+    mpv_program *local = NULL;
+    mp_rank_info ri0;
+    CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, 0, &ri0), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(ri0.graph, plans[0], &local),
+                          MP_OK);
+    mpv_program *mixed[2] = {local, progs[1]};
+    CU_ASSERT_EQUAL(mpv_ranks_link(mixed, 2, NULL), MP_ERR_INVALID_ARG);
+    mpv_program_destroy(local);
+    for (uint32_t r = 0; r < 2; r++) {
+        mpv_program_destroy(progs[r]);
+        mp_plan_destroy(plans[r]);
+    }
+    mp_parallel_destroy(par);
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
+/* NCCL is loaded at run time: MEMPLAN_NCCL names the file or its folder
+ * and is the only place looked at when set; a wrong one says so and how
+ * to point at PyTorch's. The weights' hash ignores order and offsets. */
+static void test_nccl_load(void)
+{
+    char why[2048];
+    const char *keep = getenv("MEMPLAN_NCCL");
+    char saved[1024] = "";
+    if (keep)
+        snprintf(saved, sizeof saved, "%s", keep);
+    setenv("MEMPLAN_NCCL", "/nonexistent/nccl", 1);
+    mpv_nccl *n = mpv_nccl_load(why, sizeof why);
+    CU_ASSERT_PTR_NULL(n);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "MEMPLAN_NCCL=/nonexistent/nccl"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "/nonexistent/nccl/libnccl.so.2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "nvidia/nccl/lib"));
+    /* where this machine has one (CUDA's folder), it loads from there */
+    if (access("/usr/local/cuda/lib64/libnccl.so.2", R_OK) == 0) {
+        setenv("MEMPLAN_NCCL", "/usr/local/cuda/lib64", 1);
+        n = mpv_nccl_load(why, sizeof why);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+        int ver = 0;
+        CU_ASSERT_PTR_NOT_NULL(strstr(mpv_nccl_path(n, &ver),
+                                      "/usr/local/cuda/lib64/libnccl.so.2"));
+        CU_ASSERT(ver >= 21800);
+        mpv_nccl_destroy(n);
+    }
+    if (keep)
+        setenv("MEMPLAN_NCCL", saved, 1);
+    else
+        unsetenv("MEMPLAN_NCCL");
+    CU_ASSERT_EQUAL(mpv_nccl_dtype(MP_DTYPE_FLOAT32), 7);
+    CU_ASSERT_EQUAL(mpv_nccl_dtype(MP_DTYPE_BFLOAT16), 9);
+    CU_ASSERT_EQUAL(mpv_nccl_dtype(MP_DTYPE_UINT8), 1);
+}
+
 /* validate --rank: a rank graph's collectives lower to local copies of
  * the same buffers (DDP's bucket, ZeRO-2's and -3's shards of odd-sized
  * weights, FSDP's gathers, a pipeline stage's Recv); the optimizer steps
@@ -3338,6 +3653,11 @@ void mp_register_validate_host(void)
          test_cast_bf16},
         {"validate --rank: collectives as local copies of the same buffers",
          test_collectives_local},
+        {"validate --ranks: collectives as NCCL calls, steps on slices",
+         test_collectives_nccl},
+        {"validate --ranks: sends linked to receives, deadlocks named",
+         test_ranks_link},
+        {"validate --ranks: NCCL loaded at run time", test_nccl_load},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -43,6 +43,10 @@ int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f);
 /* The summary for humans. */
 void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f);
 
+/* `memplan validate ... --ranks N` (ranks_cmd.c): every rank at once,
+ * one process per GPU; an exit code. */
+int mpv_validate_ranks(cli_args *a);
+
 /* `memplan calibrate` (calibrate_cmd.c); an exit code. */
 int mpv_calibrate(cli_args *a);
 

@@ -26,6 +26,12 @@
 
 #define CUBLAS_WS_BYTES MPV_CUBLAS_WS_BYTES
 
+extern "C" int mpv_cuda_device_count(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : -1;
+}
+
 extern "C" int mpv_cuda_device_ok(char *why, size_t cap)
 {
     int n = 0;
@@ -284,18 +290,49 @@ void nan_trace(const run_ctx &c, const mpv_step &ps,
     }
 }
 
-// the launches of the node of step ps on the operands si
+// an MPV_L_COLL launch (validate --ranks): NCCL on the node's operands at
+// the launch's offsets; without NCCL (one GPU) nothing
+const char *run_coll(run_ctx &c, const mpv_launch *l, const mpv_io &io)
+{
+    if (!c.o->nccl)
+        return "a collective lowered for NCCL, run without it";
+    const auto &k = l->p.coll;
+    const unsigned char *send =
+        l->in[0] >= 0 ? (const unsigned char *)io.in[l->in[0]] : NULL;
+    unsigned char *recv =
+        l->out >= 0     ? (unsigned char *)io.out[l->out]
+        : l->in[1] >= 0 ? (unsigned char *)io.in[l->in[1]]
+                        : NULL;
+    if (send)
+        send += k.soff * k.esize;
+    if (recv)
+        recv += k.doff * k.esize;
+    return mpv_nccl_call(c.o->nccl, l, send, recv, (void *)c.s);
+}
+
+// the launches of the node of step ps on the operands si; a node's NCCL
+// calls in one NCCL group
 bool launch_io(run_ctx &c, const mpv_step &ps, const run_ctx::step_io &si)
 {
     const mpv_program *p = c.p;
     const mpv_node &pn = p->nodes[ps.index];
+    bool group = false;
+    for (uint32_t i = 0; i < pn.count && c.o->nccl; i++)
+        group |= p->launches[pn.first + i].kind == MPV_L_COLL;
+    const char *ge = group ? mpv_nccl_group(c.o->nccl, 1) : NULL;
+    if (ge)
+        return fail(c.r, "ncclGroupStart", ge);
     for (uint32_t i = 0; i < pn.count; i++) {
         const mpv_launch *l = &p->launches[pn.first + i];
         if (l->out >= 0 && !si.out[l->out])
             continue; // zero-byte output
         const char *e = l->kind == MPV_L_CONV_DNN
                             ? mpv_dnn_run(c.dnn, pn.first + i, l, &si.io, c.s)
+                        : l->kind == MPV_L_COLL
+                            ? run_coll(c, l, si.io)
                             : mpv_run_launch(l, &si.io, c.h, c.s);
+        if (e && group)
+            mpv_nccl_group(c.o->nccl, 0);
         if (e) {
             mp_node_info ni;
             mp_graph_node_info(p->graph, ps.index, &ni);
@@ -304,6 +341,8 @@ bool launch_io(run_ctx &c, const mpv_step &ps, const run_ctx::step_io &si)
             return fail(c.r, what, e);
         }
     }
+    if (group && (ge = mpv_nccl_group(c.o->nccl, 0)) != NULL)
+        return fail(c.r, "ncclGroupEnd", ge);
     if (c.nan_trace)
         nan_trace(c, ps, si);
     return true;
@@ -628,6 +667,11 @@ void output_stats(const mpv_program *p, const std::vector<unsigned char> &buf,
     size_t at = 0;
     r->max_abs_output = 0;
     r->nonfinite_outputs = 0;
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char b : buf)
+        h = (h ^ b) * 1099511628211ull;
+    r->outputs_hash = h;
+    bool first = true;
     for (uint32_t i = 0; i < p->n_outputs; i++) {
         mp_tensor_info ti;
         mp_graph_tensor_info(p->graph, p->outputs[i], &ti);
@@ -635,6 +679,9 @@ void output_stats(const mpv_program *p, const std::vector<unsigned char> &buf,
             for (uint64_t k = 0; k + 4 <= ti.bytes; k += 4) {
                 float f;
                 memcpy(&f, &buf[at + k], 4);
+                if (first)
+                    r->first_output = f;
+                first = false;
                 if (!(f == f) || f > 3e38f || f < -3e38f)
                     r->nonfinite_outputs++;
                 else if ((double)(f < 0 ? -f : f) > r->max_abs_output)
@@ -777,6 +824,19 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
             return -1;
         }
         r->cublas_bytes = used_now() - u0;
+        // validate --ranks: the communicators (their buffers) before the
+        // plan's buffers, apart like cuBLAS's
+        if (o->nccl) {
+            char why[300];
+            u0 = used_now();
+            if (mpv_nccl_init(o->nccl, o->nccl_id, &p->rank, why,
+                              sizeof why) != 0) {
+                fail(r, "NCCL", why);
+                cublasDestroy(c.h);
+                return -1;
+            }
+            r->nccl_bytes = used_now() - u0;
+        }
         if (mpv_dnn_needed(p)) {
             u0 = used_now();
             const char *e = mpv_dnn_create(&c.dnn, o ? o->conv_fp32 : 0);
@@ -913,6 +973,14 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         if (!download_outputs(c, NULL, out_b))
             return false;
         r->planned_repeatable = out_a == out_b;
+        // the weights after one step (--ranks compares them across ranks)
+        if (o->keep_weights && p->weights_bytes) {
+            r->weights_after = (unsigned char *)malloc(p->weights_bytes);
+            if (!r->weights_after)
+                return fail(r, "weights", "out of memory");
+            CK(cudaMemcpy(r->weights_after, c.weights, p->weights_bytes,
+                          cudaMemcpyDeviceToHost));
+        }
         if (o->dump_dir) {
             std::vector<const void *> ins(p->n_inputs);
             for (uint32_t i = 0; i < p->n_inputs; i++)
@@ -959,8 +1027,13 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         }
         if (o->step_times && !time_steps_alone(c))
             return false;
-        // last: the replays update the weights again
-        if (!time_graph(c))
+        // last: the replays update the weights again. NCCL's calls are
+        // not captured (each rank would have to capture and replay in
+        // step): the figure stays 0
+        if (o->nccl && p->n_coll)
+            snprintf(r->graph_note, sizeof r->graph_note,
+                     "NCCL calls: the run is not captured");
+        else if (!time_graph(c))
             return false;
         return true;
     };

@@ -200,6 +200,7 @@ typedef struct lower {
     mpv_launch *l;
     uint32_t n, cap;
     mp_ctx *ctx;
+    const mpv_rank_lowering *rl; /* a rank graph's (NULL: none) */
 } lower;
 
 static mpv_launch *add_launch(lower *L, int kind)
@@ -1567,6 +1568,48 @@ static int grad_in_bucket(const mp_graph *g, const mp__node *n)
 #define BUCKET_WHY "optimizer: a slice of a communication bucket or a " \
                    "shard of the weight (validate --rank)"
 
+static int64_t flat_n(const mp__tensor *t);
+
+/* A rank graph's step on its slice (planner/parallel.c's dp_* attributes:
+ * the gradient's offset in its reduced buffer, the parameter's elements,
+ * the shard's): the elements this data-parallel index updates and where
+ * they start in the weight (the full weight under ZeRO-1, -2; its shard
+ * under ZeRO-3), the gradient (a bucket of full gradients under DDP and
+ * ZeRO-1, a shard buffer under ZeRO-2, -3) and the states. 0: set; 1: no
+ * such attributes; -1: attributes that do not fit the tensors. */
+typedef struct step_slice {
+    int64_t n, woff, goff, soff;
+} step_slice;
+
+static int step_slice_of(const lower *L, const mp__node *n, step_slice *sl)
+{
+    const mp_graph *g = L->g;
+    int64_t dp = attr_i(n, "dp_size", 0), ne = attr_i(n, "dp_elems", -1);
+    int64_t sh = attr_i(n, "dp_shard", -1);
+    int64_t go = attr_i(n, "dp_grad_offset", -1);
+    if (dp <= 0)
+        return 1;
+    const mp__tensor *w = in_t(g, n, 0), *gr = in_t(g, n, 1);
+    int64_t d = L->rl ? (int64_t)L->rl->dp_index : 0;
+    if (!w || !gr || ne < 0 || sh < 0 || go < 0 || d >= dp ||
+        gr->producer == MP_NONE)
+        return -1;
+    int full_grad = kop_of(&g->nodes[gr->producer]) == MP__KOP_ALL_REDUCE;
+    sl->soff = 0;
+    if (sh == 0) {
+        sl->n = ne;
+        sl->woff = 0;
+        sl->goff = go;
+    } else {
+        int64_t lo = d * sh, c = ne - lo < sh ? ne - lo : sh;
+        sl->n = c > 0 ? c : 0;
+        sl->woff = flat_n(w) == ne ? lo : 0;
+        sl->goff = go + (full_grad ? lo : 0);
+    }
+    return sl->woff + sl->n > flat_n(w) || sl->goff + sl->n > flat_n(gr)
+               ? -1 : 0;
+}
+
 static int lower_sgd(lower *L, const mp__node *n, const char **why)
 {
     if (kop_of(n) != 0)
@@ -1621,26 +1664,39 @@ static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
     if (n->n_in < 2 + ns || n->n_in > 3 + ns || !w || !is_f32(w))
         FAIL("optimizer: a float32 weight, its gradient and states");
     int64_t ne = numel(w);
-    if (grad_in_bucket(g, n))
+    /* a rank graph's step on its slice, else the whole tensors */
+    step_slice sl = {ne, 0, 0, 0};
+    int whole = step_slice_of(L, n, &sl);
+    if (whole < 0)
+        FAIL("optimizer: its dp_* attributes (rank graph) do not fit its "
+             "tensors");
+    if (whole && grad_in_bucket(g, n))
         FAIL(BUCKET_WHY);
     for (uint32_t i = 0; i < 2 + ns; i++) {
         const mp__tensor *t = in_t(g, n, i);
-        if (!t || !is_f32(t) || numel(t) != ne ||
+        int64_t at = i == 0 ? sl.woff : i == 1 ? sl.goff : sl.soff;
+        if (!t || !is_f32(t) ||
+            (whole ? numel(t) != ne : flat_n(t) < at + sl.n) ||
             mp__tensor_view_kind(g, n->inputs[i]) != MP__NVIEW_NONE)
             FAIL("optimizer: the weight, gradient or a state not float32 "
                  "of the weight's size, or a view");
     }
+    if (sl.n == 0) /* this rank's shard of a small weight is padding */
+        return 0;
     mpv_launch *x = add_launch(L, MPV_L_OPT_STEP);
     if (!x)
         return -1;
     for (uint32_t i = 0; i < 2 + ns; i++)
         x->in[i] = (int32_t)i;
     const mp__tensor *tmp = out_t(g, n, 0);
-    if (kop != MP__KOP_OPT_MOMENTUM && is_f32(tmp) && numel(tmp) == ne &&
-        tmp->bytes > 0)
+    if (kop != MP__KOP_OPT_MOMENTUM && is_f32(tmp) &&
+        flat_n(tmp) >= sl.soff + sl.n && tmp->bytes > 0)
         x->out = 0;
     x->p.opt.op = (int32_t)kop;
-    x->p.opt.n = ne;
+    x->p.opt.n = sl.n;
+    x->p.opt.woff = sl.woff;
+    x->p.opt.goff = sl.goff;
+    x->p.opt.soff = sl.soff;
     x->p.opt.step = mp__attr_int(n, "step", 1);
     if (x->p.opt.step < 1)
         FAIL("optimizer: a step number below 1");
@@ -3436,10 +3492,126 @@ static int flat_copy(lower *L, int i, int o, int64_t n, int64_t ioff,
  *   place) is nothing to do;
  * - Send: nothing (it reads its buffer); Recv: its output filled.
  * Output elements past the copies are zero-filled. */
+/* one NCCL call of a collective (validate/validate.h's p.coll) */
+static int add_coll(lower *L, int op, int in, int out, const mp__tensor *t,
+                    int64_t count, int64_t soff, int64_t doff, int peer)
+{
+    if (count <= 0)
+        return 0;
+    mpv_launch *x = add_launch(L, MPV_L_COLL);
+    if (!x)
+        return -1;
+    int bytes = op == MPV_COLL_SEND || op == MPV_COLL_RECV;
+    x->in[0] = in;
+    x->out = out;
+    x->p.coll.op = op;
+    x->p.coll.dtype = bytes ? MP_DTYPE_UINT8 : t->dtype;
+    x->p.coll.esize = bytes ? 1 : esize_of(t);
+    x->p.coll.peer = peer;
+    x->p.coll.group = bytes ? MPV_COLL_WORLD : MPV_COLL_DP;
+    x->p.coll.count = bytes ? count * esize_of(t) : count;
+    x->p.coll.soff = bytes ? soff * esize_of(t) : soff;
+    x->p.coll.doff = bytes ? doff * esize_of(t) : doff;
+    return 0;
+}
+
+/* slice q of dp of a tensor of n elements, S = ceil(n / dp) each: its
+ * start and length (0 past the end) */
+static int64_t slice_len(int64_t n, int64_t S, int64_t q)
+{
+    int64_t c = n - q * S;
+    return c <= 0 ? 0 : c < S ? c : S;
+}
+
+/* A collective of a rank graph as NCCL calls (validate --ranks) on the
+ * buffers of the local lowering (lower_collective below):
+ * - AllReduce: the gradients copied into the bucket, then the bucket
+ *   all-reduced in place, averaged (DDP's gradient average);
+ * - ReduceScatter: for each input of n elements (S = ceil(n / dp)) and
+ *   each data-parallel rank q, slice q reduced (averaged) to root q, into
+ *   the input's place in the output: rank q receives its slices;
+ * - AllGather of shards (ZeRO-3): each rank q's shard broadcast into
+ *   slice q of the full tensor; AllGather with an empty output (ZeRO-1,
+ *   -2: the updated weights gathered in place): slice q of each weight
+ *   (its inputs) broadcast from rank q, in place;
+ * - Send: one send to each stage that receives the tensor, Recv: its
+ *   buffer filled, then one receive; their peers are set when the ranks'
+ *   programs are linked (mpv_ranks_link). */
+static int lower_collective_nccl(lower *L, const mp__node *n,
+                                 const char **why)
+{
+    const mp_graph *g = L->g;
+    unsigned kop = kop_of(n);
+    const mp__tensor *y = out_t(g, n, 0);
+    int64_t dp = L->rl->dp;
+    if (kop == MP__KOP_SEND) {
+        const mp__tensor *x = in_t(g, n, 0);
+        for (uint32_t s = 0; x && s + 1 < L->rl->pp; s++)
+            if (add_coll(L, MPV_COLL_SEND, 0, -1, x, flat_n(x), 0, 0, -1))
+                return -1;
+        return 0;
+    }
+    if (kop == MP__KOP_RECV)
+        return add_fill(L, 0, flat_n(y), is_f32(y) ? 0 : 1, 0.25) ||
+                       add_coll(L, MPV_COLL_RECV, -1, 0, y, flat_n(y), 0, 0,
+                                -1)
+                   ? -1 : 0;
+    if (kop == MP__KOP_ALL_GATHER && flat_n(y) == 0) {
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            const mp__tensor *w = in_t(g, n, i);
+            int64_t m = w ? flat_n(w) : 0, S = (m + dp - 1) / dp;
+            for (int64_t q = 0; q < dp; q++) {
+                if (add_coll(L, MPV_COLL_BCAST, (int)i, -1, w,
+                             slice_len(m, S, q), q * S, q * S, (int)q))
+                    return -1;
+                if (L->n && L->l[L->n - 1].kind == MPV_L_COLL &&
+                    L->l[L->n - 1].out == -1)
+                    L->l[L->n - 1].in[1] = (int)i; /* in place */
+            }
+        }
+        return 0;
+    }
+    if (kop == MP__KOP_ALL_GATHER) {
+        if (n->n_out != n->n_in)
+            FAIL("collective: an all-gather has one output per input");
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            int64_t S = flat_n(in_t(g, n, i)), full = flat_n(out_t(g, n, i));
+            for (int64_t q = 0; q < dp; q++)
+                if (add_coll(L, MPV_COLL_BCAST, (int)i, (int)i,
+                             out_t(g, n, i), slice_len(full, S, q), 0, q * S,
+                             (int)q))
+                    return -1;
+        }
+        return 0;
+    }
+    if (kop == MP__KOP_REDUCE_SCATTER) {
+        if (n->n_out != 1)
+            FAIL("collective: a reduce-scatter has one output");
+        if (flat_n(y) > 0 && add_fill(L, 0, 0, 1, 0) != 0)
+            return -1;
+        int64_t at = 0;
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            const mp__tensor *x = in_t(g, n, i);
+            int64_t m = flat_n(x), S = (m + dp - 1) / dp;
+            if (at + S > flat_n(y))
+                FAIL("collective: the inputs do not fit the output");
+            for (int64_t q = 0; q < dp; q++)
+                if (add_coll(L, MPV_COLL_REDUCE, (int)i, 0, x,
+                             slice_len(m, S, q), q * S, at, (int)q))
+                    return -1;
+            at += S;
+        }
+        return 0;
+    }
+    FAIL("collective: no NCCL lowering of this kind");
+}
+
 static int lower_collective(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
     unsigned kop = kop_of(n);
+    if (L->rl && L->rl->nccl && kop != MP__KOP_ALL_REDUCE)
+        return lower_collective_nccl(L, n, why);
     const mp__tensor *y = out_t(g, n, 0);
     int es = esize_of(y);
     if (kop == MP__KOP_SEND || flat_n(y) == 0)
@@ -3484,16 +3656,26 @@ static int lower_collective(lower *L, const mp__node *n, const char **why)
             add_fill(L, (int)i, 0, 1, 0) != 0)
             return -1;
     }
-    if (!pairs && at < flat_n(y) && add_fill(L, 0, 0, 1, 0) != 0)
+    /* a reduce-scatter's slice: this data-parallel index's (the local
+     * lowering of rank R), else the first; a later one may be shorter */
+    int64_t d = kop == MP__KOP_REDUCE_SCATTER && L->rl &&
+                        L->rl->dp_index < parts ? L->rl->dp_index : 0;
+    if (!pairs && (at < flat_n(y) || d > 0) && add_fill(L, 0, 0, 1, 0) != 0)
         return -1;
     at = 0;
     for (uint32_t i = 0; i < n->n_in; i++) {
-        int64_t m = (flat_n(in_t(g, n, i)) + parts - 1) / parts;
-        if (flat_copy(L, (int)i, pairs ? (int)i : 0, m, 0, pairs ? 0 : at,
-                      es))
+        int64_t full = flat_n(in_t(g, n, i)), m = (full + parts - 1) / parts;
+        if (flat_copy(L, (int)i, pairs ? (int)i : 0,
+                      slice_len(full, m, d), d * m, pairs ? 0 : at, es))
             return -1;
         at += m;
     }
+    /* NCCL (validate --ranks): the bucket all-reduced (averaged) in place
+     * after its gradients were copied in */
+    for (uint32_t o = 0; L->rl && L->rl->nccl && o < n->n_out; o++)
+        if (add_coll(L, MPV_COLL_ALL_REDUCE, -1, (int)o, out_t(g, n, o),
+                     flat_n(out_t(g, n, o)), 0, 0, -1))
+            return -1;
     return 0;
 }
 
@@ -3665,10 +3847,14 @@ void mpv_program_destroy(mpv_program *p)
     mp__dealloc(ctx, p);
 }
 
-static int node_runs(const mp_graph *g, const mp__node *n)
+static int node_runs(const mp_graph *g, const mp__node *n, int nccl)
 {
     if (mp__node_view(n))
         return 0;
+    /* NCCL: a Send, and the regather of updated weights in place, write
+     * no buffer of their own */
+    if (nccl && MP__OP_KERNEL(n->def) == MP__KERNEL_COLLECTIVE)
+        return 1;
     /* an optimizer step updates its weight in place */
     if (MP__OP_KERNEL(n->def) == MP__KERNEL_SGD)
         return 1;
@@ -3893,11 +4079,11 @@ static mp_status lower_nodes(build *b)
 {
     const mp_graph *g = b->g;
     mpv_program *p = b->p;
-    lower L = {g, NULL, 0, 0, b->ctx};
+    lower L = {g, NULL, 0, 0, b->ctx, p->rank.dp ? &p->rank : NULL};
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         mpv_node *pn = &p->nodes[i];
         pn->first = L.n;
-        pn->run = node_runs(g, &g->nodes[i]);
+        pn->run = node_runs(g, &g->nodes[i], L.rl && L.rl->nccl);
         if (!pn->run)
             continue;
         const char *why = NULL;
@@ -3926,6 +4112,8 @@ static mp_status lower_nodes(build *b)
         else if (ph == MP_PHASE_OPTIMIZER)
             *(pn->synthetic ? &p->n_opt_synthetic : &p->n_opt_real) += 1;
     }
+    for (uint32_t i = 0; i < L.n; i++)
+        p->n_coll += L.l[i].kind == MPV_L_COLL;
     p->workspace_bytes = SYNTH_WORKSPACE;
     for (uint32_t i = 0; i < L.n; i++)
         if (L.l[i].workspace > p->workspace_bytes)
@@ -4190,16 +4378,28 @@ static mp_status scratch_slots(build *b)
     return MP_OK;
 }
 
-mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
-                            uint32_t n_steps, const mp_block *blocks,
-                            uint32_t n_blocks, uint64_t alignment,
-                            const uint8_t *fused, mpv_program **out)
+static mp_status program_build(const mp_graph *g, const mp_step *steps,
+                               uint32_t n_steps, const mp_block *blocks,
+                               uint32_t n_blocks, uint64_t alignment,
+                               const uint8_t *fused,
+                               const mpv_rank_lowering *rl,
+                               mpv_program **out)
 {
     mp_ctx *ctx = g->ctx;
     if (!g->finalized)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "validate: graph not finalized");
+    if (rl && (!rl->dp || !rl->pp || rl->dp_index >= rl->dp ||
+               rl->stage >= rl->pp || rl->rank >= rl->n_ranks ||
+               rl->rank != rl->stage * rl->dp + rl->dp_index))
+        return mp__err(ctx, MP_ERR_INVALID_ARG,
+                       "validate: rank %u is not stage %u x dp %u + %u of "
+                       "%u ranks", (unsigned)rl->rank, (unsigned)rl->stage,
+                       (unsigned)rl->dp, (unsigned)rl->dp_index,
+                       (unsigned)rl->n_ranks);
     build b = {.g = g, .ctx = ctx, .fused = fused};
     mp_status st = program_alloc(&b, n_steps, alignment);
+    if (st == MP_OK && rl)
+        b.p->rank = *rl;
     if (st == MP_OK)
         st = place_weights(&b);
     if (st == MP_OK)
@@ -4227,8 +4427,24 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
     return MP_OK;
 }
 
+mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
+                            uint32_t n_steps, const mp_block *blocks,
+                            uint32_t n_blocks, uint64_t alignment,
+                            const uint8_t *fused, mpv_program **out)
+{
+    return program_build(g, steps, n_steps, blocks, n_blocks, alignment,
+                         fused, NULL, out);
+}
+
 mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
                                 mpv_program **out)
+{
+    return mpv_program_from_plan_rank(g, p, NULL, out);
+}
+
+mp_status mpv_program_from_plan_rank(const mp_graph *g, const mp_plan *p,
+                                     const mpv_rank_lowering *rl,
+                                     mpv_program **out)
 {
     uint8_t *fused = NULL;
     for (uint32_t t = 0; t < g->n_tensors; t++) {
@@ -4238,9 +4454,9 @@ mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
             return MP_ERR_NOMEM;
         fused[t] = 1;
     }
-    mp_status st = mpv_program_build(
+    mp_status st = program_build(
         g, mp_plan_steps(p), mp_plan_num_steps(p), mp_plan_blocks(p),
-        mp_plan_num_blocks(p), mp_plan_figures(p)->alignment, fused, out);
+        mp_plan_num_blocks(p), mp_plan_figures(p)->alignment, fused, rl, out);
     mp__dealloc(g->ctx, fused);
     return st;
 }
@@ -4482,11 +4698,38 @@ void mpv_options_init(mpv_options *o)
     o->sample_memory = 1;
 }
 
+static uint64_t fnv1a(uint64_t h, const void *p, uint64_t n)
+{
+    const unsigned char *b = p;
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t mpv_weights_hash(const mpv_program *p, const void *buf)
+{
+    if (!p || !buf)
+        return 0;
+    const mp_graph *g = p->graph;
+    uint64_t sum = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const mp__tensor *x = &g->tensors[t];
+        if (p->woff[t] == UINT64_MAX || x->kind != MP_KIND_WEIGHT || !x->name)
+            continue;
+        uint64_t h = fnv1a(1469598103934665603ull, x->name, strlen(x->name));
+        h = fnv1a(h, (const unsigned char *)buf + p->woff[t], x->bytes);
+        sum += mix64(h);
+    }
+    return sum;
+}
+
 void mpv_result_free(mpv_result *r)
 {
     if (r) {
         free(r->steps);
         r->steps = NULL;
+        free(r->weights_after);
+        r->weights_after = NULL;
     }
 }
 

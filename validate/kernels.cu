@@ -2954,11 +2954,14 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
         return LAUNCH_CHECK();
     case MPV_L_OPT_STEP:
         // the weight and the states (input slots) are updated in place
+        // a rank's slice: the weight, gradient and states from their
+        // offsets (0: the whole tensors)
         k_opt_step<<<blocks_for(l->p.opt.n), TPB, 0, s>>>(
-            (float *)io->in[l->in[0]], (const float *)io->in[l->in[1]],
-            (float *)io->in[l->in[2]],
-            l->in[3] >= 0 ? (float *)io->in[l->in[3]] : NULL, (float *)out,
-            *l);
+            (float *)io->in[l->in[0]] + l->p.opt.woff,
+            (const float *)io->in[l->in[1]] + l->p.opt.goff,
+            (float *)io->in[l->in[2]] + l->p.opt.soff,
+            l->in[3] >= 0 ? (float *)io->in[l->in[3]] + l->p.opt.soff : NULL,
+            out ? (float *)out + l->p.opt.soff : NULL, *l);
         return LAUNCH_CHECK();
     case MPV_L_GATHER: {
         const auto &p = l->p.gather;

@@ -167,10 +167,13 @@ static int execute(mpv_cmd *v)
     vo.dump_dir = v->a->dump;
     vo.weights_dir = v->a->weights_dir;
     vo.inputs_dir = v->a->inputs_dir;
+    vo.keep_weights = 1;
     if (mpv_execute(v->prog, &vo, &v->res) != 0) {
         cli_error("executor: %s", v->res.error);
         return CLI_EXIT_INTERNAL;
     }
+    /* the weights after the step, for comparing with --ranks' */
+    v->res.weights_hash = mpv_weights_hash(v->prog, v->res.weights_after);
     return 0;
 #else
     const mpv_program *prog = v->prog;
@@ -205,6 +208,8 @@ static int run_and_report(mpv_cmd *v)
 
 static int validate(cli_args *a)
 {
+    if (cli_given(a, CLI_O_RANKS))
+        return mpv_validate_ranks(a);
     mpv_cmd v;
     memset(&v, 0, sizeof v);
     v.a = a;

@@ -170,6 +170,7 @@ static void measured_json(mp__jw *w, const mpv_result *res)
     const cli_json_size rows[] = {
         {"context_bytes", res->ctx_bytes},
         {"cublas_bytes", res->cublas_bytes},
+        {"nccl_bytes", res->nccl_bytes},
         {"cudnn_bytes", res->cudnn_bytes},
         {"weights_bytes", res->weights_measured},
         {"workspace_bytes", res->workspace_measured},
@@ -193,6 +194,17 @@ static void measured_json(mp__jw *w, const mpv_result *res)
     cli_json_bool(w, "steps_events_only", res->steps_events_only);
     real(w, "reference_ms", res->reference_ms);
     real(w, "max_abs_output", res->max_abs_output);
+    {
+        char h[2][32];
+        snprintf(h[0], sizeof h[0], "%016llx",
+                 (unsigned long long)res->outputs_hash);
+        snprintf(h[1], sizeof h[1], "%016llx",
+                 (unsigned long long)res->weights_hash);
+        cli_json_str(w, "outputs_hash", h[0]);
+        real(w, "first_output", res->first_output);
+        if (res->weights_hash)
+            cli_json_str(w, "weights_after_hash", h[1]);
+    }
     cli_json_int(w, "nonfinite_outputs", res->nonfinite_outputs);
     conv_json(w, res);
     mp__jw_end(w);

@@ -91,6 +91,8 @@ enum {
     MPV_L_ATTN_BWD_MASK, /* attention backward: the float mask's gradient */
     MPV_L_ATTN_BWD_SCALARS, /* attention backward: the scalars' gradients */
     MPV_L_GATHER_GRAD, /* Gather's data gradient: added at the indices */
+    MPV_L_COLL,       /* an NCCL call (validate --ranks; validate/nccl.c):
+                         p.coll */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -319,7 +321,25 @@ typedef struct mpv_launch {
             int32_t op;    /* MP__KOP_OPT_MOMENTUM, _ADAM, _ADAMW */
             int64_t n, step;
             double lr, momentum, beta1, beta2, eps, weight_decay;
+            /* element offsets of the weight, the gradient and the states
+             * (and the temporary) where the n updated elements start: a
+             * rank graph's step on its slice of a bucket or its shard */
+            int64_t woff, goff, soff;
         } opt;
+        /* MPV_L_COLL: one NCCL call (validate/nccl.c). The send buffer is
+         * input slot in[0] + soff elements; the receive buffer output slot
+         * out + doff, or (out -1) input slot in[1] + doff (in place: the
+         * regather of a weight's shards). count elements of esize bytes
+         * (dtype: the tensor's, for the reductions). peer: the root of a
+         * reduce or broadcast (its index in the group), the other rank of
+         * a send or receive (-1: not linked, the call does nothing; a
+         * Recv's buffer is filled first). group: MPV_COLL_WORLD (every
+         * rank) or MPV_COLL_DP (the ranks of this pipeline stage). The
+         * launches of one node are issued in one NCCL group. */
+        struct {
+            int32_t op, dtype, esize, peer, group;
+            int64_t count, soff, doff;
+        } coll;
         /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
          * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask
          * (slot 3, float or bool) broadcast by mst over the dims it is
@@ -366,6 +386,25 @@ enum { MPV_NM_ROUND_PREFER_FLOOR = 0, MPV_NM_ROUND_PREFER_CEIL, MPV_NM_FLOOR,
 
 /* the passes of MPV_L_CONV_DNN (the cost model's MP__CONV_*) */
 enum { MPV_CONV_FWD = 0, MPV_CONV_BWD_DATA = 1, MPV_CONV_BWD_FILTER = 2 };
+
+/* MPV_L_COLL's calls: the reductions average (ncclAvg) */
+enum {
+    MPV_COLL_ALL_REDUCE = 0, /* in place on the receive buffer */
+    MPV_COLL_REDUCE,         /* send -> receive at the root */
+    MPV_COLL_BCAST,          /* root's send -> everyone's receive */
+    MPV_COLL_SEND,
+    MPV_COLL_RECV
+};
+enum { MPV_COLL_WORLD = 0, MPV_COLL_DP = 1 };
+
+/* How a rank graph (planner/parallel.c) is lowered: its rank, its stage
+ * and data-parallel index (rank = stage x dp + dp_index), and whether the
+ * collectives are NCCL calls (validate --ranks) or local operations on
+ * the same buffers (validate --rank). */
+typedef struct mpv_rank_lowering {
+    int nccl;
+    uint32_t rank, n_ranks, dp, pp, stage, dp_index;
+} mpv_rank_lowering;
 
 /* one node's lowering */
 typedef struct mpv_node {
@@ -425,6 +464,8 @@ typedef struct mpv_program {
     uint32_t n_setup;
     uint32_t n_setup_left;  /* folded nodes left with their initial fill:
                              * no real kernel, or more workspace */
+    mpv_rank_lowering rank; /* a rank graph's (all 0: none) */
+    uint32_t n_coll;        /* MPV_L_COLL launches */
 } mpv_program;
 
 /* Lowers graph + schedule + blocks (offsets set) into a program. fused
@@ -436,7 +477,25 @@ mp_status mpv_program_build(const mp_graph *g, const mp_step *steps,
                             const uint8_t *fused, mpv_program **out);
 mp_status mpv_program_from_plan(const mp_graph *g, const mp_plan *p,
                                 mpv_program **out);
+/* As mpv_program_from_plan, for rank graph g as rank rl runs it (rl
+ * NULL: as mpv_program_from_plan: data-parallel index 0, local
+ * collectives). */
+mp_status mpv_program_from_plan_rank(const mp_graph *g, const mp_plan *p,
+                                     const mpv_rank_lowering *rl,
+                                     mpv_program **out);
 void mpv_program_destroy(mpv_program *p);
+
+/* The point-to-point calls of the ranks' programs (progs[r]: rank r's,
+ * lowered with nccl set) linked: a Send of "X#mbJ" (a stage holding one
+ * micro-batch names it "X": J = 1) on rank (s, i) and the Recv of the
+ * same name on rank (s', i), s' != s, get each other as peers; a Send or
+ * Recv without a partner stays local (a stage keeps fewer micro-batches
+ * in flight than its neighbour under 1F1B). Then the schedules are
+ * replayed with blocking calls (a send waits for its receive, a
+ * collective for every rank of its group): MP_ERR_VERIFY when they would
+ * deadlock, naming each rank's waiting node. *n_linked: the pairs. */
+mp_status mpv_ranks_link(mpv_program *const *progs, uint32_t n,
+                         uint32_t *n_linked);
 
 /* Fills buf (prog->weights_bytes) with the initial weights: known constant
  * values where the graph holds them, else deterministic random values of
@@ -512,6 +571,31 @@ mp_status mpv_inputs_read(const mpv_program *p, const char *dir,
  * out (NULL: only counted); returns their number. */
 uint32_t mpv_grads_find(const mpv_program *p, mpv_grad *out);
 
+/* ---- NCCL, loaded at run time (nccl.c; validate --ranks) ---------------- */
+#define MPV_NCCL_ID_BYTES 128  /* ncclUniqueId */
+typedef struct mpv_nccl mpv_nccl;
+/* Loads NCCL: $MEMPLAN_NCCL (the file or its folder), then the loader's
+ * path; NULL with why (where it looked, how to point at it). */
+mpv_nccl *mpv_nccl_load(char *why, size_t cap);
+/* The file loaded and NCCL's version code (e.g. 22805). */
+const char *mpv_nccl_path(const mpv_nccl *n, int *version);
+/* ncclGetUniqueId into id (MPV_NCCL_ID_BYTES); 0 or -1 with why. */
+int mpv_nccl_unique_id(mpv_nccl *n, void *id, char *why, size_t cap);
+/* The communicators of rank rl (every rank's; the data-parallel group's,
+ * split from it by stage when pp > 1): on the current CUDA device. 0 or
+ * -1 with why. */
+int mpv_nccl_init(mpv_nccl *n, const void *id, const mpv_rank_lowering *rl,
+                  char *why, size_t cap);
+/* ncclGroupStart (start 1) or ncclGroupEnd; NULL or NCCL's error. */
+const char *mpv_nccl_group(mpv_nccl *n, int start);
+/* One MPV_L_COLL launch on stream (a cudaStream_t): send and recv the
+ * buffers at the launch's offsets. NULL or the error. */
+const char *mpv_nccl_call(mpv_nccl *n, const mpv_launch *l, const void *send,
+                          void *recv, void *stream);
+/* NCCL's ncclDataType_t of a memplan dtype (-1: none). */
+int mpv_nccl_dtype(int mp_dtype);
+void mpv_nccl_destroy(mpv_nccl *n);
+
 /* ---- the CUDA half (executor.cu) ------------------------------------------ */
 typedef struct mpv_options {
     uint64_t seed;
@@ -526,6 +610,12 @@ typedef struct mpv_options {
     const char *dump_dir;   /* mpv_dump_values of the planned run (NULL) */
     const char *weights_dir; /* mpv_weights_read (NULL: mpv_weights_init) */
     const char *inputs_dir;  /* mpv_inputs_read (NULL: mpv_input_init) */
+    /* validate --ranks: NCCL loaded, and the id of the ranks' clique; the
+     * communicators are made after cuBLAS's handle (their memory is
+     * mpv_result's nccl_bytes) and the MPV_L_COLL launches call NCCL */
+    mpv_nccl *nccl;
+    const void *nccl_id;
+    int keep_weights;        /* mpv_result's weights_after */
 } mpv_options;
 void mpv_options_init(mpv_options *o);
 
@@ -539,6 +629,7 @@ typedef struct mpv_result {
     uint64_t total_mem;
     uint64_t ctx_bytes;        /* used after context creation */
     uint64_t cublas_bytes;     /* cublasCreate */
+    uint64_t nccl_bytes;       /* the NCCL communicators (validate --ranks) */
     uint64_t cudnn_bytes;      /* cudnnCreate and what the algorithm
                                 * choice kept (programs with convolution
                                 * passes), apart like cuBLAS's */
@@ -573,11 +664,25 @@ typedef struct mpv_result {
     int planned_repeatable;    /* two planned runs give the same bytes */
     uint64_t output_bytes;
     double max_abs_output;     /* of float outputs (sanity) */
+    uint64_t outputs_hash;     /* FNV-1a of the planned run's outputs */
+    double first_output;       /* its first float32 output's first element
+                                * (a training graph's loss) */
+    unsigned char *weights_after; /* keep_weights: the weights buffer after
+                                   * one planned run (malloc) */
+    uint64_t weights_hash;     /* mpv_weights_hash of weights_after (the
+                                * caller's) */
     int nonfinite_outputs;
     char error[256];
 } mpv_result;
 void mpv_result_free(mpv_result *r);
 
+/* The weights (tensors of kind weight) in buf, a weights buffer, hashed
+ * by name and bytes, independent of their order and offsets: equal for
+ * two programs whose graphs hold the same weights with the same values
+ * (a data-parallel rank's and the unsplit graph's). 0 when buf is NULL. */
+uint64_t mpv_weights_hash(const mpv_program *p, const void *buf);
+/* The CUDA devices this process sees (-1: CUDA fails). */
+int mpv_cuda_device_count(void);
 /* 1 when a CUDA device can be used (0 with the reason in why). */
 int mpv_cuda_device_ok(char *why, size_t cap);
 /* Runs the program; 0 on success, else -1 with r->error set. */
