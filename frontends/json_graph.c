@@ -155,16 +155,16 @@ static mp_status read_sub(rd *r, int64_t *idx);
 
 /* ---- tensors ------------------------------------------------------------ */
 static const char *const tensor_names[] = {"name", "dtype", "shape", "bytes",
-                                           "kind"};
-static const mp__jkeys tensor_keys = {tensor_names, 5, MP__JK_EXT, NULL};
-enum { TK_NAME, TK_DTYPE, TK_SHAPE, TK_BYTES, TK_KIND };
+                                           "kind", "fold"};
+static const mp__jkeys tensor_keys = {tensor_names, 6, MP__JK_EXT, NULL};
+enum { TK_NAME, TK_DTYPE, TK_SHAPE, TK_BYTES, TK_KIND, TK_FOLD };
 
 /* A tensor being read. */
 typedef struct rtensor {
     mp_tensor_desc d;
     int64_t dims[MP_MAX_RANK];
     size_t name_s, name_off, shape_off, bytes_off;
-    bool bytes_given, shape_known;
+    bool bytes_given, shape_known, no_fold;
     uint64_t nbytes;
 } rtensor;
 
@@ -248,6 +248,13 @@ static mp_status tensor_member(rd *r, int k, const mp__jval *v, rtensor *t)
                                         : "activation, input, weight, "
                                           "constant, gradient, "
                                           "optimizer_state or output");
+    case TK_FOLD:
+        /* false: computed every step even from persistent inputs
+         * (autocast's weight copies) */
+        if (v->type != MP__JT_TRUE && v->type != MP__JT_FALSE)
+            return mp__jr_type_err(&r->jr, v, "true or false");
+        t->no_fold = v->type == MP__JT_FALSE;
+        return MP_OK;
     case TK_BYTES:
         if ((st = mp__jr_i64(&r->jr, v, 0, INT64_MAX, "an integer >= 0", &i)))
             return st;
@@ -309,6 +316,8 @@ static mp_status tensor_add(rd *r, rtensor *t)
     }
     if (st)
         return st;
+    if (t->no_fold)
+        r->g->tensors[id].flags |= MP__TF_NO_FOLD;
     if (t->bytes_given && t->nbytes == 0) {
         r->g->tensors[id].bytes = 0;
         r->g->tensors[id].flags |= MP__TF_SIZE_KNOWN | MP__TF_BYTES_GIVEN;
@@ -1573,6 +1582,10 @@ static void write_tensor(mp__jw *w, const mp__tensor *t)
     if (t->declared_kind != MP_KIND_ACTIVATION) {
         mp__jw_key(w, "kind");
         mp__jw_string(w, mp_kind_name((mp_tensor_kind)t->declared_kind));
+    }
+    if (t->flags & MP__TF_NO_FOLD) {
+        mp__jw_key(w, "fold");
+        mp__jw_bool(w, false);
     }
     mp__jw_end(w);
 }

@@ -176,7 +176,9 @@ static bool only_reader(const tpb *T, uint32_t w, uint32_t v)
         for (uint32_t i = 0; i < xt->n_cons; i++) {
             const mp__node *c = &t->nodes[t->cons[xt->cons_begin + i]];
             uint32_t cv = t->cons[xt->cons_begin + i];
-            if (c->phase != MP_PHASE_FORWARD || cv == v)
+            /* the Loss holds autocast's weight copies until forward
+             * ends (planner/train.c): no use of their values */
+            if (c->phase != MP_PHASE_FORWARD || cv == v || op_is(c, "Loss"))
                 continue;
             if (!(op_is(c, "Cast") && c->n_out == 1 &&
                   T->wsrc[c->outputs[0]] == w))
@@ -384,6 +386,11 @@ static void more_cuts(tpb *T)
                     T->cut[s] = T->cut[w];
             }
         }
+        /* autocast's copy of a split parameter is split as it is */
+        if (n->n_in == 1 && n->n_out == 1 && n->inputs[0] != MP_NONE &&
+            n->outputs[0] != MP_NONE && op_is(n, "Cast") &&
+            T->wsrc[n->outputs[0]] != MP_NONE && T->cut[n->inputs[0]] >= 0)
+            T->cut[n->outputs[0]] = T->cut[n->inputs[0]];
         if (!mp__node_view(n) || !n->n_in || !n->n_out ||
             n->inputs[0] == MP_NONE || n->outputs[0] == MP_NONE ||
             !is_split(T, n->inputs[0]))

@@ -674,6 +674,53 @@ static void test_api_graph_round_trip(void)
     mp_ctx_destroy(ctx);
 }
 
+/* "fold": false keeps a weight's copy computed every step (autocast's
+ * copies in a training graph written by plan --dp -o): without it the
+ * Cast of a weight is a folded constant; the writer keeps the key. */
+static void test_no_fold(void)
+{
+    const char *fmt =
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"tensors\": ["
+        "{\"name\": \"x\", \"dtype\": \"bfloat16\", \"shape\": [4, 8], "
+        "\"kind\": \"input\"},"
+        "{\"name\": \"w\", \"dtype\": \"float32\", \"shape\": [8, 8], "
+        "\"kind\": \"weight\"},"
+        "{\"name\": \"wc\", \"dtype\": \"bfloat16\", \"shape\": [8, 8]%s},"
+        "{\"name\": \"y\", \"dtype\": \"bfloat16\", \"shape\": [4, 8]}],"
+        "\"nodes\": [{\"name\": \"c\", \"op\": \"Cast\", \"inputs\": [\"w\"], "
+        "\"outputs\": [\"wc\"], \"attributes\": {\"to\": 16}},"
+        "{\"name\": \"m\", \"op\": \"MatMul\", \"inputs\": [\"x\", \"wc\"], "
+        "\"outputs\": [\"y\"]}], \"outputs\": [\"y\"]}";
+    const char *extra[] = {"", ", \"fold\": false", ", \"fold\": true",
+                           ", \"fold\": 0"};
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    for (int k = 0; k < 4; k++) {
+        char text[2048];
+        snprintf(text, sizeof text, fmt, extra[k]);
+        mp_graph *g = NULL;
+        mp_status st = mp_graph_load_json_string(ctx, text, NULL, &g);
+        if (k == 3) {
+            CU_ASSERT_EQUAL(st, MP_ERR_PARSE);
+            CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx),
+                                          "true or false"));
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+        uint32_t wc;
+        mp_tensor_info ti;
+        CU_ASSERT_EQUAL(mp_graph_find_tensor(g, "wc", &wc), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_tensor_info(g, wc, &ti), MP_OK);
+        CU_ASSERT_EQUAL(ti.kind, k == 1 ? MP_KIND_ACTIVATION
+                                        : MP_KIND_CONSTANT);
+        char *out = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_to_json_string(g, &out), MP_OK);
+        CU_ASSERT_EQUAL(strstr(out, "\"fold\": false") != NULL, k == 1);
+        mp_free(ctx, out);
+        mp_graph_destroy(g);
+    }
+    mp_ctx_destroy(ctx);
+}
+
 /* ---- sizes ---------------------------------------------------------------- */
 static void test_sizes(void)
 {
@@ -929,6 +976,7 @@ void mp_register_json(void)
         {"missing file, positioned syntax error", test_missing_file},
         {"round trip is lossless and byte-identical", test_round_trip},
         {"graph built through the API round-trips", test_api_graph_round_trip},
+        {"\"fold\": false keeps a weight's copy computed", test_no_fold},
         {"truncated and corrupted documents fail cleanly", test_truncations},
         {"tensor sizes, views, folding, outputs", test_sizes},
         {"top-level keys in any order", test_key_order},

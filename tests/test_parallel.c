@@ -346,8 +346,9 @@ static void test_pipeline_1f1b(void)
  * of unknown value: the declared shape), heads transposed, scores
  * MatMul(q, k^T) [2,4,4], Softmax, MatMul(p, v) [2,4,4], merged back to
  * [4,8], @ Wo[8,8]; residual r = x + o; MLP: r @ W1[8,16], Relu,
- * @ W2[16,8] -> y (output). fp32; Adam fused; attention as written. */
-static mp_graph *block(mp_ctx *ctx)
+ * @ W2[16,8] -> y (output). Adam fused; attention as written; at
+ * precision prec. */
+static mp_graph *block(mp_ctx *ctx, mp_precision prec)
 {
     mp_graph *g = NULL;
     CU_ASSERT_FATAL(mp_graph_create(ctx, &g) == MP_OK);
@@ -427,6 +428,7 @@ static mp_graph *block(mp_ctx *ctx)
     mp_train_options o2;
     mp_train_options_init(&o2);
     o2.optimizer_impl = MP_OPTIM_IMPL_FUSED;
+    o2.precision = prec;
     mp_graph *t = NULL;
     CU_ASSERT_FATAL(mp_train_graph(g, &o2, &t, NULL) == MP_OK);
     mp_graph_destroy(g);
@@ -436,7 +438,7 @@ static mp_graph *block(mp_ctx *ctx)
 static void test_tp(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *t = block(ctx);
+    mp_graph *t = block(ctx, MP_PRECISION_FP32);
     mp_parallel_options po;
     mp_parallel_options_init(&po);
     mp_rank_info ri;
@@ -486,7 +488,22 @@ static void test_tp(void)
     CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not planned yet"));
     CU_ASSERT_PTR_NULL(par);
-
+    mp_graph_destroy(t);
+    /* bf16-mixed: the layers read autocast's weight copies (which the
+     * Loss holds until forward ends) and the same blocks are split; the
+     * float32 weights and Adam's states halve as in float32 */
+    t = block(ctx, MP_PRECISION_BF16_MIXED);
+    po.sp = 0;
+    po.tp = 1;
+    mp_rank_breakdown h1 = plan_distinct(t, &po, 0, &ri);
+    po.tp = 2;
+    mp_rank_breakdown h2 = plan_distinct(t, &po, 0, &ri);
+    CU_ASSERT_EQUAL(ri.tp_attention, 1);
+    CU_ASSERT_EQUAL(ri.tp_mlp, 1);
+    CU_ASSERT_EQUAL(h1.param_bytes, 2088);
+    CU_ASSERT_EQUAL(h2.param_bytes, 1064);
+    CU_ASSERT_EQUAL(h2.optimizer_bytes, 2048);
+    CU_ASSERT(h2.peak_bytes < h1.peak_bytes);
     mp_graph_destroy(t);
     mp_ctx_destroy(ctx);
 }
