@@ -35,11 +35,14 @@ CONFIGS = [
     ('Llama-7B-shaped', 32, 4096, 32, 2048, 11008, 32000, 1),
 ]
 SETTINGS = [
-    # label, memplan options, (dp, zero, pp, M)
-    ('dp 8, ZeRO-0', ['--dp', '8', '--zero', '0'], (8, 0, 1, 1)),
-    ('dp 8, ZeRO-2', ['--dp', '8', '--zero', '2'], (8, 2, 1, 1)),
-    ('dp 8, ZeRO-3', ['--dp', '8', '--zero', '3'], (8, 3, 1, 1)),
-    ('pp 4, 1F1B, M 8', ['--pp', '4', '--microbatches', '8'], (1, 0, 4, 8)),
+    # label, memplan options, (dp, zero, pp, M, tp)
+    ('dp 8, ZeRO-0', ['--dp', '8', '--zero', '0'], (8, 0, 1, 1, 1)),
+    ('dp 8, ZeRO-2', ['--dp', '8', '--zero', '2'], (8, 2, 1, 1, 1)),
+    ('dp 8, ZeRO-3', ['--dp', '8', '--zero', '3'], (8, 3, 1, 1, 1)),
+    ('pp 4, 1F1B, M 8', ['--pp', '4', '--microbatches', '8'], (1, 0, 4, 8, 1)),
+    ('tp 2', ['--tp', '2'], (1, 0, 1, 1, 2)),
+    ('tp 2, pp 2, 1F1B, M 4', ['--tp', '2', '--pp', '2', '--microbatches',
+                               '4'], (1, 0, 2, 4, 2)),
 ]
 MIB = 1 << 20
 
@@ -52,7 +55,7 @@ def params(L, h, f, V, s):
     return L * layer + V * h + s * h + 2 * h + h * V, largest, layer
 
 
-def megatron(L, h, s, f, V, b, dp, zero, pp, M):
+def megatron(L, h, s, f, V, b, dp, zero, pp, M, tp=1):
     # compute_weight_and_optimizer_memory: P of the most loaded stage
     # (layers / pp + one embedding), 18 bytes a parameter
     p_layers = 10 * L * h * h * ((1 + f / h) / 5.0 + 1 / 5.0 +
@@ -60,6 +63,7 @@ def megatron(L, h, s, f, V, b, dp, zero, pp, M):
     shard = p_layers / pp + h * V
     if pp == 1:
         shard += h * V  # untied output layer
+    shard /= tp  # the layers and the vocabulary-parallel embedding split
     per = 18 if zero == 0 else 6 + 12 / dp
     wo = shard * per
     act = s * b * h * (18 + 4 * f / h) * L
@@ -68,7 +72,8 @@ def megatron(L, h, s, f, V, b, dp, zero, pp, M):
         act *= min(1, M / pp)
     else:
         act += s * b * h * 4 * (1 + V / h)
-    return wo, act
+    # the formula assumes sequence parallelism: all of it split by tp
+    return wo, act / tp
 
 
 def gen_graph(tmp, L, h, n, s, f, V, b):
@@ -96,19 +101,21 @@ def main():
         for name, L, h, n, s, f, V, b in CONFIGS:
             g = gen_graph(tmp, L, h, n, s, f, V, b)
             P, largest, _ = params(L, h, f, V, s)
-            for label, opts, (dp, zero, pp, M) in SETTINGS:
+            for label, opts, (dp, zero, pp, M, tp) in SETTINGS:
                 j = run(build, g, opts)
                 worst = max(j['distinct_ranks'], key=lambda r: r['peak_bytes'])
                 states = (worst['param_bytes'] + worst['grad_bytes'] +
                           worst['optimizer_bytes'])
-                gpus = dp * pp
-                if zero == 3:
+                gpus = dp * pp * tp
+                if tp > 1:
+                    ds = None  # DeepSpeed's estimators are data-parallel
+                elif zero == 3:
                     ds = 4 * largest + int(18 * P / gpus)
                 elif zero in (1, 2):
                     ds = 4 * P + int(16 * P / gpus)
                 else:
                     ds = None  # DeepSpeed has no estimator for DDP
-                wo, act = megatron(L, h, s, f, V, b, dp, zero, pp, M)
+                wo, act = megatron(L, h, s, f, V, b, dp, zero, pp, M, tp)
                 rows.append((name, label, worst['stage'], worst['peak_bytes'],
                              states, worst['activation_bytes'],
                              worst['comm_bytes'], ds, wo, act))

@@ -29,9 +29,10 @@ COMMON = ['--train', '--precision', 'bf16-mixed', '--optimizer-impl',
           'fused']
 
 
-def ranks_of(dp, pp):
-    # one rank per distinct graph: stage s's first rank is s * dp
-    return [s * dp for s in range(pp)]
+def ranks_of(dp, pp, tp):
+    # one rank per distinct graph: stage s's first rank is s * dp * tp
+    # (ranks numbered tp fastest, then dp, then pp)
+    return [s * dp * tp for s in range(pp)]
 
 
 def validate(memplan, graph, opts, rank, no_ref, timeout):
@@ -80,6 +81,8 @@ def main():
     ap.add_argument('--memplan', required=True)
     ap.add_argument('--models', default='',
                     help='comma-separated name prefixes (default: all)')
+    ap.add_argument('--settings', default='',
+                    help='semicolon-separated setting labels (default: all)')
     ap.add_argument('--json')
     ap.add_argument('--markdown', action='store_true')
     ap.add_argument('--no-reference-over', type=float, default=40000,
@@ -88,19 +91,22 @@ def main():
     ap.add_argument('--timeout', type=int, default=300)
     a = ap.parse_args()
     want = [m for m in a.models.split(',') if m]
+    settings = [x for x in a.settings.split(';') if x]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, L, h, n, s, f, V, b in CONFIGS:
             if want and not any(name.startswith(w) for w in want):
                 continue
             g = gen_graph(tmp, L, h, n, s, f, V, b)
-            for label, opts, (dp, zero, pp, M) in SETTINGS:
+            for label, opts, (dp, zero, pp, M, tp) in SETTINGS:
+                if settings and label not in settings:
+                    continue
                 # the plan's peak, to choose whether to run the reference
                 p = subprocess.run([a.memplan, 'plan', g, '--json'] + COMMON +
                                    opts, capture_output=True, text=True)
                 peaks = {r['first_rank']: r['peak_bytes'] for r in
                          json.loads(p.stdout)['distinct_ranks']}
-                for r in ranks_of(dp, pp):
+                for r in ranks_of(dp, pp, tp):
                     no_ref = peaks.get(r, 0) / MIB > a.no_reference_over
                     row = validate(a.memplan, g, opts, r, no_ref, a.timeout)
                     row.update({'model': name, 'setting': label,
