@@ -417,6 +417,9 @@ int cli_parallel_plan(mp_ctx *ctx, cli_args *a, mp_graph *g,
 /* -o FILE for the distinct rank graph run first by `rank`: FILE with
  * ".rankR" before its extension (plan.json -> plan.rank0.json). */
 void cli_rank_path(const char *path, uint32_t rank, char *buf, size_t cap);
+/* The members of a rank's breakdown in --json: its peak and what is live
+ * there by role (peak_bytes, param_bytes, ..., comm_bytes). */
+void cli_rank_breakdown_json(mp__jw *w, const mp_rank_breakdown *d);
 /* validate --dp/--pp --rank R: the graph rank R executes (*par owns it;
  * destroy *par after its plans), its info in *ri. Refuses --rank without
  * --dp or --pp, and a rank out of range. 0 or an exit code (printed). */

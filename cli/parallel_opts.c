@@ -150,13 +150,8 @@ static int print_json(mp_ctx *ctx, const cli_args *a, const rank_row *r,
         step_label(r[i].ri.graph, r[i].plan, d->peak_step, st, sizeof st);
         cli_json_int(&w, "peak_step", d->peak_step);
         cli_json_str(&w, "peak_step_action", st);
+        cli_rank_breakdown_json(&w, d);
         const cli_json_size sizes[] = {
-            {"peak_bytes", d->peak_bytes},
-            {"param_bytes", d->param_bytes},
-            {"grad_bytes", d->grad_bytes},
-            {"optimizer_bytes", d->optimizer_bytes},
-            {"activation_bytes", d->activation_bytes},
-            {"comm_bytes", d->comm_bytes},
             {"free_bytes", d->free_bytes},
             {"arena_bytes", f->arena_bytes},
             {"persistent_bytes", f->persistent_bytes},
@@ -208,6 +203,19 @@ static int plan_rank(mp_ctx *ctx, const cli_args *a, mp_parallel *par,
             return cli_fail(ctx, st, r->graph_file);
     }
     return 0;
+}
+
+void cli_rank_breakdown_json(mp__jw *w, const mp_rank_breakdown *d)
+{
+    const cli_json_size sizes[] = {
+        {"peak_bytes", d->peak_bytes},
+        {"param_bytes", d->param_bytes},
+        {"grad_bytes", d->grad_bytes},
+        {"optimizer_bytes", d->optimizer_bytes},
+        {"activation_bytes", d->activation_bytes},
+        {"comm_bytes", d->comm_bytes},
+    };
+    cli_json_sizes(w, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 /* The ranks of --dp/--pp (micro-batches default to --pp). 0 or an exit

@@ -277,9 +277,7 @@ void nan_trace(const run_ctx &c, const mpv_step &ps,
             }
         }
         if (hash) {
-            uint64_t f = 1469598103934665603ull;
-            for (unsigned char b : h)
-                f = (f ^ b) * 1099511628211ull;
+            uint64_t f = mpv_fnv1a(MPV_FNV_BASIS, h.data(), h.size());
             fprintf(stderr, "trace '%s' %u %016llx %zu\n", ni.name, k,
                     (unsigned long long)f, bad);
         } else if (bad && shown < 20) {
@@ -667,10 +665,7 @@ void output_stats(const mpv_program *p, const std::vector<unsigned char> &buf,
     size_t at = 0;
     r->max_abs_output = 0;
     r->nonfinite_outputs = 0;
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char b : buf)
-        h = (h ^ b) * 1099511628211ull;
-    r->outputs_hash = h;
+    r->outputs_hash = mpv_fnv1a(MPV_FNV_BASIS, buf.data(), buf.size());
     bool first = true;
     for (uint32_t i = 0; i < p->n_outputs; i++) {
         mp_tensor_info ti;

@@ -3477,21 +3477,6 @@ static int flat_copy(lower *L, int i, int o, int64_t n, int64_t ioff,
                ? 0 : -1;
 }
 
-/* A collective of a rank graph (planner/parallel.c, pipeline.c) run on
- * one GPU: a local operation on the same buffers, in the same order, so
- * that the memory is what the rank holds in a real run (docs/
- * distributed.md).
- * - AllReduce: its inputs copied one after the other into its output
- *   (DDP's bucket), or each into its own output;
- * - ReduceScatter: each input's first slice of ceil(n / parts) elements
- *   one after the other (the slice of data-parallel index 0: every
- *   data-parallel rank runs the same graph, the slice only changes
- *   values);
- * - AllGather: each input (a shard) copied into every slice of its
- *   output; an empty output (ZeRO-1/2's gather of the updated weights in
- *   place) is nothing to do;
- * - Send: nothing (it reads its buffer); Recv: its output filled.
- * Output elements past the copies are zero-filled. */
 /* one NCCL call of a collective (validate/validate.h's p.coll) */
 static int add_coll(lower *L, int op, int in, int out, const mp__tensor *t,
                     int64_t count, int64_t soff, int64_t doff, int peer)
@@ -3515,8 +3500,8 @@ static int add_coll(lower *L, int op, int in, int out, const mp__tensor *t,
     return 0;
 }
 
-/* slice q of dp of a tensor of n elements, S = ceil(n / dp) each: its
- * start and length (0 past the end) */
+/* the length of slice q of a tensor of n elements cut in slices of S
+ * (S = ceil(n / dp)): S, less for the last, 0 past the end */
 static int64_t slice_len(int64_t n, int64_t S, int64_t q)
 {
     int64_t c = n - q * S;
@@ -3606,6 +3591,22 @@ static int lower_collective_nccl(lower *L, const mp__node *n,
     FAIL("collective: no NCCL lowering of this kind");
 }
 
+/* A collective of a rank graph (planner/parallel.c, pipeline.c) run on
+ * one GPU: a local operation on the same buffers, in the same order, so
+ * that the memory is what the rank holds in a real run (docs/
+ * distributed.md).
+ * - AllReduce: its inputs copied one after the other into its output
+ *   (DDP's bucket), or each into its own output;
+ * - ReduceScatter: each input's slice of ceil(n / parts) elements for
+ *   this data-parallel index (--rank R's; every data-parallel rank runs
+ *   the same graph, the slice only changes values) one after the other;
+ * - AllGather: each input (a shard) copied into every slice of its
+ *   output; an empty output (ZeRO-1/2's gather of the updated weights in
+ *   place) is nothing to do;
+ * - Send: nothing (it reads its buffer); Recv: its output filled.
+ * Output elements past the copies are zero-filled. With NCCL (validate
+ * --ranks) the collectives are lower_collective_nccl's, and the bucket
+ * of an AllReduce, copied in as here, is then all-reduced in place. */
 static int lower_collective(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
@@ -4698,7 +4699,7 @@ void mpv_options_init(mpv_options *o)
     o->sample_memory = 1;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, uint64_t n)
+uint64_t mpv_fnv1a(uint64_t h, const void *p, uint64_t n)
 {
     const unsigned char *b = p;
     for (uint64_t i = 0; i < n; i++)
@@ -4716,8 +4717,8 @@ uint64_t mpv_weights_hash(const mpv_program *p, const void *buf)
         const mp__tensor *x = &g->tensors[t];
         if (p->woff[t] == UINT64_MAX || x->kind != MP_KIND_WEIGHT || !x->name)
             continue;
-        uint64_t h = fnv1a(1469598103934665603ull, x->name, strlen(x->name));
-        h = fnv1a(h, (const unsigned char *)buf + p->woff[t], x->bytes);
+        uint64_t h = mpv_fnv1a(MPV_FNV_BASIS, x->name, strlen(x->name));
+        h = mpv_fnv1a(h, (const unsigned char *)buf + p->woff[t], x->bytes);
         sum += mix64(h);
     }
     return sum;

@@ -255,16 +255,8 @@ static void rank_json(mp__jw *w, const mpv_cmd *v)
     if (mp_parallel_breakdown(v->par,
                               mp_parallel_distinct_of(v->par, v->a->par.rank),
                               v->plan, &bd) == MP_OK) {
-        const cli_json_size rows[] = {
-            {"peak_bytes", bd.peak_bytes},
-            {"param_bytes", bd.param_bytes},
-            {"grad_bytes", bd.grad_bytes},
-            {"optimizer_bytes", bd.optimizer_bytes},
-            {"activation_bytes", bd.activation_bytes},
-            {"comm_bytes", bd.comm_bytes},
-            {"host_bytes", v->ri.host_bytes},
-        };
-        cli_json_sizes(w, rows, sizeof rows / sizeof rows[0]);
+        cli_rank_breakdown_json(w, &bd);
+        cli_json_u64(w, "host_bytes", v->ri.host_bytes);
     }
     mp__jw_end(w);
 }

@@ -676,6 +676,10 @@ typedef struct mpv_result {
 } mpv_result;
 void mpv_result_free(mpv_result *r);
 
+/* FNV-1a of n bytes at p, continuing from h (MPV_FNV_BASIS to start):
+ * the executor's output and trace hashes and mpv_weights_hash. */
+#define MPV_FNV_BASIS 1469598103934665603ull
+uint64_t mpv_fnv1a(uint64_t h, const void *p, uint64_t n);
 /* The weights (tensors of kind weight) in buf, a weights buffer, hashed
  * by name and bytes, independent of their order and offsets: equal for
  * two programs whose graphs hold the same weights with the same values
