@@ -1222,6 +1222,17 @@ static mp_status overview_one(FILE *f, const mp_plan *p, const char *label,
     return MP_OK;
 }
 
+/* Plan i's name on the page: labels[i], or "plan i+1" (in buf) where
+ * there is none. */
+static const char *label_of(const char *const *labels, uint32_t i,
+                            char *buf, size_t cap)
+{
+    if (labels && labels[i])
+        return labels[i];
+    snprintf(buf, cap, "plan %u", (unsigned)i + 1);
+    return buf;
+}
+
 /* Every plan's timeline side by side on one scale (the highest peak). */
 static mp_status overview(FILE *f, const mp_plan *const *plans,
                           const char *const *labels, uint32_t n)
@@ -1236,13 +1247,15 @@ static mp_status overview(FILE *f, const mp_plan *const *plans,
     char b[32];
     fprintf(f, "<h2>Side by side</h2>\n<p>%u plans on one scale (0 to %s, "
                "the highest peak: ", n, mp__viz_size(top, b, sizeof b));
-    mp__viz_xml_str(f, labels[hi]);
+    char nb[32];
+    mp__viz_xml_str(f, label_of(labels, hi, nb, sizeof nb));
     fputs("). Each: the persistent memory (band) and the live arena bytes "
           "above it against its own steps, its peak dashed. Their sections "
           "follow.</p>\n<div class=\"rank-cards\">\n", f);
     mp_status st = MP_OK;
     for (uint32_t i = 0; i < n && !st; i++)
-        st = overview_one(f, plans[i], labels[i], i, top);
+        st = overview_one(f, plans[i], label_of(labels, i, nb, sizeof nb), i,
+                          top);
     fputs("</div>\n", f);
     return st;
 }
@@ -1267,8 +1280,9 @@ static mp_status write_page(FILE *f, const mp_plan *const *plans,
         h.g = plans[i]->graph;
         h.o = o;
         if (n > 1) {
+            char nb[32];
             fprintf(f, "<h2 class=\"rank\" id=\"plan-%u\">", i + 1);
-            mp__viz_xml_str(f, labels[i]);
+            mp__viz_xml_str(f, label_of(labels, i, nb, sizeof nb));
             fputs("</h2>\n", f);
         }
         st = plan_section(&h);
@@ -1278,7 +1292,7 @@ static mp_status write_page(FILE *f, const mp_plan *const *plans,
     return st;
 }
 
-/* Writes the page of n plans to path (labels: n names, or NULL). */
+/* Writes the page of n plans to path (labels: as mp_plans_write_html's). */
 static mp_status write_html(const mp_plan *const *plans,
                             const char *const *labels, uint32_t n,
                             const char *path, const mp_html_options *opt)
@@ -1312,35 +1326,12 @@ mp_status mp_plans_write_html(const mp_plan *const *plans,
                    ? mp__err(plans[0]->ctx, MP_ERR_INVALID_ARG,
                              "mp_plans_write_html: NULL path")
                    : MP_ERR_INVALID_ARG;
-    char **own = mp__calloc(plans[0]->ctx, n, sizeof *own);
-    if (!own)
-        return MP_ERR_NOMEM;
-    mp_status st = MP_OK;
-    for (uint32_t i = 0; i < n && !st; i++) {
+    for (uint32_t i = 1; i < n; i++)
         if (!plans[i])
-            st = mp__err(plans[0]->ctx, MP_ERR_INVALID_ARG,
-                         "mp_plans_write_html: plan %u is NULL",
-                         (unsigned)i + 1);
-        else if (!labels || !labels[i]) {
-            char buf[32];
-            snprintf(buf, sizeof buf, "plan %u", (unsigned)i + 1);
-            if (!(own[i] = mp__strdup(plans[0]->ctx, buf)))
-                st = MP_ERR_NOMEM;
-        }
-    }
-    const char **lab = st ? NULL
-                          : mp__calloc(plans[0]->ctx, n, sizeof *lab);
-    if (!st && !lab)
-        st = MP_ERR_NOMEM;
-    for (uint32_t i = 0; i < n && !st; i++)
-        lab[i] = own[i] ? own[i] : labels[i];
-    if (!st)
-        st = write_html(plans, lab, n, path, opt);
-    for (uint32_t i = 0; i < n; i++)
-        mp__dealloc(plans[0]->ctx, own[i]);
-    mp__dealloc(plans[0]->ctx, own);
-    mp__dealloc(plans[0]->ctx, (void *)lab);
-    return st;
+            return mp__err(plans[0]->ctx, MP_ERR_INVALID_ARG,
+                           "mp_plans_write_html: plan %u is NULL",
+                           (unsigned)i + 1);
+    return write_html(plans, labels, n, path, opt);
 }
 
 mp_status mp_plan_write_html(const mp_plan *p, const char *path,
@@ -1350,6 +1341,5 @@ mp_status mp_plan_write_html(const mp_plan *p, const char *path,
         return p ? mp__err(p->ctx, MP_ERR_INVALID_ARG,
                           "mp_plan_write_html: NULL argument")
                  : MP_ERR_INVALID_ARG;
-    const char *label = "plan";
-    return write_html(&p, &label, 1, path, opt);
+    return write_html(&p, NULL, 1, path, opt);
 }
