@@ -66,12 +66,6 @@ static mp_status check_options(mp_ctx *ctx, const mp_parallel_options *o)
         return mp__err(ctx, MP_ERR_INVALID_ARG,
                        "parallel: sequence parallelism (--sp) splits along "
                        "the tensor-parallel ranks; give --tp 2 or more");
-    if (o->sp)
-        return mp__err(ctx, MP_ERR_UNSUPPORTED,
-                       "parallel: sequence parallelism (--sp) is not planned "
-                       "yet; plan --tp %u without it (its AllReduces hold "
-                       "what sp's ReduceScatter and AllGather would)",
-                       (unsigned)o->tp);
     uint64_t ranks;
     if (!mp__mul_u64(o->dp, o->pp, &ranks) ||
         !mp__mul_u64(ranks, o->tp, &ranks) || ranks > UINT32_MAX)

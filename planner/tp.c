@@ -15,9 +15,24 @@
  *     on its head axis);
  *   - an AllReduce of the row layer's output (before its bias), and in
  *     backward of X's gradient (the column layers' partial sums);
- *   - sequence parallelism (sp: ReduceScatter and AllGather instead) is
- *     not planned yet (planner/ranks.c refuses it).
- * The rest (LayerNorms, embeddings, the output layer) is replicated. The
+ *   - with sequence parallelism (sp, Megatron-LM's): the nodes between
+ *     the blocks that work on each position alone (LayerNorms, residual
+ *     Adds, Dropouts, casts, the row layers' biases) run on 1/tp of the
+ *     sequence (the second-last dim of their tensors). A row layer's
+ *     output is reduce-scattered into the split stream instead of
+ *     all-reduced; a split tensor read by a node outside (a column
+ *     layer, the output layer) is all-gathered before it, and again in
+ *     backward for the gradient's product (Megatron saves the split
+ *     tensor, not the gathered one); the gradients cross back the other
+ *     way (reduce-scatter of a gathered tensor's gradient, all-gather of
+ *     a scattered one's), and the gradients of the weights those nodes
+ *     read (partial over the sequence) are all-reduced before their
+ *     step. A tensor entering the split stream from outside that is no
+ *     row layer's output (the embedding) is scattered (a ReduceScatter
+ *     node: the slice each rank keeps); a graph input read there is
+ *     given split.
+ * The rest (embeddings, the output layer; without sp also the LayerNorms)
+ * is replicated. The
  * result is a training graph again: pipeline stages and data parallelism
  * apply to it (planner/pipeline.c, planner/parallel.c). */
 #include "ranks.h"
@@ -28,6 +43,17 @@
 
 enum { NR_NONE = 0, NR_COL, NR_ROW, NR_REGION };
 
+/* sequence parallelism: per tensor (sp) */
+enum {
+    SP_REG = 1,    /* split along the sequence in the rank graph */
+    SP_ENTRY = 2,  /* whole, read split (scattered) by sp nodes */
+    SP_EXIT = 4,   /* split, read whole (gathered) by other nodes */
+    SP_MIXED = 8,  /* an exit also read by sp nodes */
+    SP_GFULL = 16  /* a gradient whole although its tensor is split */
+};
+/* the collective after a final gradient (fop) */
+enum { FOP_NONE = 0, FOP_AR, FOP_RS, FOP_AG };
+
 typedef struct tpb {
     const mp_graph *t;
     mp_ctx *ctx;
@@ -36,7 +62,16 @@ typedef struct tpb {
     uint32_t *gof;    /* per tensor: the forward tensor it is the gradient of */
     int8_t *cut;      /* per tensor: the dim divided by N (-1: none) */
     uint8_t *split;   /* per tensor: 1 in a block's split region */
-    uint8_t *fin;     /* per tensor: the final gradient of a block's X */
+    uint8_t *fin;     /* per tensor: FOP_* after this final gradient */
+    uint8_t *sp;      /* per tensor: SP_* (sequence parallelism) */
+    uint8_t *spn;     /* per node: 1 an sp node */
+    uint8_t *spw;     /* per tensor: a weight an sp node reads */
+    uint32_t *src;    /* per node: the forward node it differentiates */
+    uint32_t *scat;   /* per tensor: its scattered rank tensor (entries) */
+    uint32_t *gath;   /* per tensor: its gathered one (exits), forward */
+    uint32_t *bgath;  /* and backward */
+    bool seq;         /* sp */
+    uint32_t n_sp;    /* sp nodes */
     uint8_t *nrole;   /* per node: NR_* */
     uint32_t *stamp;  /* per tensor / node: the walk that saw it */
     uint32_t *nstamp;
@@ -125,6 +160,23 @@ static mp_status tp_alloc(tpb *T)
         !T->stack || !T->rt || !T->nrole || !T->nstamp || !T->rn ||
         !T->cols || !T->xin || !T->row)
         return MP_ERR_NOMEM;
+    if (T->seq) {
+        T->sp = mp__calloc(T->ctx, nt, 1);
+        T->spw = mp__calloc(T->ctx, nt, 1);
+        T->spn = mp__calloc(T->ctx, nn, 1);
+        T->src = mp__alloc(T->ctx, nn * sizeof *T->src);
+        T->scat = mp__alloc(T->ctx, nt * sizeof *T->scat);
+        T->gath = mp__alloc(T->ctx, nt * sizeof *T->gath);
+        T->bgath = mp__alloc(T->ctx, nt * sizeof *T->bgath);
+        if (!T->sp || !T->spw || !T->spn || !T->src || !T->scat ||
+            !T->gath || !T->bgath)
+            return MP_ERR_NOMEM;
+        for (uint32_t v = 0; v < t->n_nodes; v++) {
+            uint32_t x;
+            T->src[v] = t->nodes[v].phase == MP_PHASE_FORWARD
+                            ? v : mp__train_source(t, v, &x);
+        }
+    }
     for (uint32_t x = 0; x < t->n_tensors; x++) {
         T->wsrc[x] = t->tensors[x].declared_kind == MP_KIND_WEIGHT ? x
                                                                    : MP_NONE;
@@ -145,7 +197,8 @@ static mp_status tp_alloc(tpb *T)
 static void tp_free(tpb *T)
 {
     void *p[] = {T->wsrc, T->gof, T->cut, T->split, T->fin, T->stamp, T->stack,
-                 T->rt, T->nrole, T->nstamp, T->rn, T->cols, T->xin, T->row};
+                 T->rt, T->nrole, T->nstamp, T->rn, T->cols, T->xin, T->row,
+                 T->sp, T->spw, T->spn, T->src, T->scat, T->gath, T->bgath};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         mp__dealloc(T->ctx, p[i]);
 }
@@ -425,17 +478,222 @@ static mp_status find_blocks(tpb *T)
     return MP_OK;
 }
 
-/* The final gradient of each block's X (the one no accumulation of X's
- * gradients reads): where the column layers' partial sums are reduced. */
+/* ---- sequence parallelism ----------------------------------------------- */
+
+/* The sequence dim of tensor x (its second-last; a [tokens, hidden]
+ * tensor's first), or -1 when it does not divide by tp. */
+static int seq_dim(const tpb *T, uint32_t x)
+{
+    const mp__tensor *xt = &T->t->tensors[x];
+    int d = xt->rank - 2;
+    return d >= 0 && divides(T, x, d) ? d : -1;
+}
+
+/* The dim of sp node output z split with the sequence: its sequence dim,
+ * or for a [k, rows] tensor of statistics (planner/train.c: a norm's
+ * saved mean and deviation per row of output 0) its rows; -1: neither. */
+static int out_cut(const tpb *T, const mp__node *n, uint32_t z)
+{
+    const mp__tensor *zt = &T->t->tensors[z], *y;
+    y = &T->t->tensors[n->outputs[0]];
+    if (seq_dim(T, z) >= 0 && y->rank >= 2 &&
+        zt->dims[zt->rank - 2] == y->dims[y->rank - 2])
+        return zt->rank - 2;
+    int64_t rows = 1;
+    for (int32_t d = 0; d + 1 < y->rank; d++)
+        rows *= y->dims[d];
+    return zt->rank == 2 && zt->dims[1] == rows && divides(T, z, 1) ? 1
+                                                                     : -1;
+}
+
+static bool is_norm(const mp__node *n)
+{
+    return op_is(n, "LayerNormalization") || op_is(n, "RMSNormalization") ||
+           op_is(n, "SimplifiedLayerNormalization");
+}
+
+/* Does forward node v work on each position alone, on tensors whose
+ * sequence dims all divide (an sp node)? Pointwise and broadcasting ops,
+ * casts, dropouts and norms over the last axis, outside the blocks; a
+ * persistent input must not vary along the sequence (a bias, a norm's
+ * scale), an activation input must have the output's sequence. */
+static bool sp_node(const tpb *T, uint32_t v)
+{
+    const mp_graph *t = T->t;
+    const mp__node *n = &t->nodes[v];
+    uint64_t f = n->def ? n->def->flags : 0;
+    if (n->phase != MP_PHASE_FORWARD || T->nrole[v] || is_linear(n) ||
+        !n->n_out || n->outputs[0] == MP_NONE || mp__node_view(n) ||
+        (f & MP__OPF_COLLECTIVE))
+        return false;
+    bool norm = is_norm(n);
+    if (!(f & (MP__OPF_ELEMENTWISE | MP__OPF_BCAST_IN)) && !norm &&
+        !op_is(n, "Cast") && !op_is(n, "Dropout"))
+        return false;
+    const mp__tensor *y = &t->tensors[n->outputs[0]];
+    if (norm) {
+        int64_t ax = mp__attr_int(n, "axis", -1);
+        if (ax != -1 && ax != y->rank - 1)
+            return false;
+    }
+    if (seq_dim(T, n->outputs[0]) < 0 || persistent_tensor(t, n->outputs[0]))
+        return false;
+    int64_t S = y->dims[y->rank - 2];
+    for (uint32_t o = 0; o < n->n_out; o++) {
+        uint32_t z = n->outputs[o];
+        if (z != MP_NONE && (persistent_tensor(t, z) || out_cut(T, n, z) < 0))
+            return false;
+    }
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        uint32_t u = n->inputs[i];
+        if (u == MP_NONE)
+            continue;
+        const mp__tensor *ut = &t->tensors[u];
+        if (persistent_tensor(t, u) || T->wsrc[u] != MP_NONE) {
+            if (ut->rank >= 2 && ut->dims[ut->rank - 2] != 1)
+                return false;
+            continue;
+        }
+        if (T->split[u] || ut->rank < 2 || ut->dims[ut->rank - 2] != S ||
+            seq_dim(T, u) < 0)
+            return false;
+    }
+    return true;
+}
+
+/* The sp nodes: the connected pieces of sp nodes that hold a block's
+ * input X or read a row layer's output; the tensors they split (SP_REG),
+ * read whole from outside (SP_ENTRY) and give to nodes outside
+ * (SP_EXIT). */
+static mp_status find_sp(tpb *T)
+{
+    const mp_graph *t = T->t;
+    uint32_t ns = 0;
+    for (uint32_t b = 0; b < T->n_blocks; b++) {
+        uint32_t p = t->tensors[T->xin[b]].producer;
+        if (p != MP_NONE && !T->spn[p] && sp_node(T, p))
+            T->spn[p] = 1, T->stack[ns++] = p;
+        const mp__tensor *y = &t->tensors[t->nodes[T->row[b]].outputs[0]];
+        for (uint32_t c = 0; c < y->n_cons; c++) {
+            uint32_t v = t->cons[y->cons_begin + c];
+            if (!T->spn[v] && sp_node(T, v))
+                T->spn[v] = 1, T->stack[ns++] = v;
+        }
+    }
+    while (ns) {
+        const mp__node *n = &t->nodes[T->stack[--ns]];
+        T->n_sp++;
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t u = n->inputs[i], p;
+            if (u != MP_NONE && (p = t->tensors[u].producer) != MP_NONE &&
+                !T->spn[p] && !persistent_tensor(t, u) && sp_node(T, p))
+                T->spn[p] = 1, T->stack[ns++] = p;
+        }
+        for (uint32_t o = 0; o < n->n_out; o++) {
+            uint32_t z = n->outputs[o];
+            const mp__tensor *zt = z == MP_NONE ? NULL : &t->tensors[z];
+            for (uint32_t c = 0; zt && c < zt->n_cons; c++) {
+                uint32_t v = t->cons[zt->cons_begin + c];
+                if (!T->spn[v] && sp_node(T, v))
+                    T->spn[v] = 1, T->stack[ns++] = v;
+            }
+        }
+    }
+    if (!T->n_sp)
+        return mp__err(T->ctx, MP_ERR_GRAPH,
+                       "parallel: --sp: no LayerNorm, residual Add or other "
+                       "node working on each position alone reads a block's "
+                       "output or computes its input in '%s' (sequence "
+                       "parallelism splits those along the sequence); plan "
+                       "--tp %u without --sp",
+                       t->name ? t->name : "graph", (unsigned)T->N);
+    for (uint32_t v = 0; v < t->n_nodes; v++) {
+        const mp__node *n = &t->nodes[v];
+        if (!T->spn[v])
+            continue;
+        for (uint32_t o = 0; o < n->n_out; o++)
+            if (n->outputs[o] != MP_NONE) {
+                T->sp[n->outputs[o]] |= SP_REG;
+                T->cut[n->outputs[o]] = (int8_t)out_cut(T, n, n->outputs[o]);
+            }
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t u = n->inputs[i];
+            if (u == MP_NONE)
+                continue;
+            if (T->wsrc[u] != MP_NONE)
+                T->spw[T->wsrc[u]] = 1;
+            else if (persistent_tensor(t, u))
+                continue;
+            else if (t->tensors[u].producer == MP_NONE) {
+                T->sp[u] |= SP_REG; /* a graph input, given split */
+                T->cut[u] = (int8_t)(t->tensors[u].rank - 2);
+            }
+            else if (!T->spn[t->tensors[u].producer])
+                T->sp[u] |= SP_ENTRY;
+        }
+    }
+    for (uint32_t x = 0; x < t->n_tensors; x++) {
+        if (!T->sp[x])
+            continue;
+        const mp__tensor *xt = &t->tensors[x];
+        bool in = false, out = false;
+        uint32_t other = MP_NONE;
+        for (uint32_t c = 0; c < xt->n_cons; c++) {
+            uint32_t v = t->cons[xt->cons_begin + c];
+            if (t->nodes[v].phase != MP_PHASE_FORWARD)
+                continue;
+            if (T->spn[v])
+                in = true;
+            else
+                out = true, other = v;
+        }
+        if ((T->sp[x] & SP_REG) && out)
+            T->sp[x] |= in ? SP_EXIT | SP_MIXED : SP_EXIT;
+        if ((T->sp[x] & SP_ENTRY) && out)
+            return mp__err(T->ctx, MP_ERR_UNSUPPORTED,
+                           "parallel: --sp: '%s' is read both by nodes "
+                           "split along the sequence and by '%s' (%s), "
+                           "which is not (its gradient would add split and "
+                           "whole parts); plan --tp %u without --sp",
+                           xt->name, t->nodes[other].name,
+                           t->nodes[other].op, (unsigned)T->N);
+    }
+    /* the gradients: an entry's are split, an exit's whole (a mixed
+     * exit's parts from outside, before each is scattered) */
+    for (uint32_t y = 0; y < t->n_tensors; y++) {
+        uint32_t f = T->gof[y], p = t->tensors[y].producer;
+        if (f == MP_NONE || !T->sp[f])
+            continue;
+        if (T->sp[f] & SP_ENTRY)
+            T->cut[y] = (int8_t)(t->tensors[y].rank - 2);
+        else if ((T->sp[f] & SP_EXIT) &&
+                 (!(T->sp[f] & SP_MIXED) ||
+                  (p != MP_NONE && T->src[p] != MP_NONE &&
+                   !T->spn[T->src[p]])))
+            T->sp[y] |= SP_GFULL;
+    }
+    return MP_OK;
+}
+
+/* The final gradient of each block's X, each entry and each exit (the
+ * one no accumulation of its gradients reads): where the column layers'
+ * partial sums are all-reduced, or with sp, scattered or gathered. */
 static void final_grads(tpb *T)
 {
     const mp_graph *t = T->t;
     for (uint32_t y = 0; y < t->n_tensors; y++) {
         uint32_t x = T->gof[y];
-        bool block_x = false;
-        for (uint32_t b = 0; b < T->n_blocks && !block_x; b++)
-            block_x = T->xin[b] == x;
-        if (x == MP_NONE || !block_x || t->tensors[y].producer == MP_NONE)
+        if (x == MP_NONE || t->tensors[y].producer == MP_NONE)
+            continue;
+        uint8_t op = FOP_NONE;
+        for (uint32_t b = 0; b < T->n_blocks && !op; b++)
+            if (T->xin[b] == x)
+                op = FOP_AR;
+        if (T->sp && (T->sp[x] & SP_ENTRY))
+            op = FOP_AG;
+        else if (T->sp && (T->sp[x] & SP_EXIT))
+            op = T->sp[x] & SP_MIXED ? FOP_NONE : FOP_RS;
+        if (!op)
             continue;
         bool last = true;
         const mp__tensor *yt = &t->tensors[y];
@@ -445,7 +703,7 @@ static void final_grads(tpb *T)
                 if (n->outputs[o] != MP_NONE && T->gof[n->outputs[o]] == x)
                     last = false;
         }
-        T->fin[y] = last;
+        T->fin[y] = last ? op : FOP_NONE;
     }
 }
 
@@ -461,7 +719,8 @@ static mp_status tp_tensor(tpb *T, mp__pb *B, const mp__pb *A, uint32_t x)
     int c = T->cut[x];
     uint32_t f = T->gof[x];
     bool hint = c >= 0 || is_split(T, x);
-    if (A && f != MP_NONE && (T->split[f] || T->cut[f] >= 0) &&
+    bool whole = T->sp && (T->sp[x] & SP_GFULL);
+    if (A && f != MP_NONE && !whole && (T->split[f] || T->cut[f] >= 0) &&
         A->g->tensors[A->tmap[f]].rank == tt->rank) {
         like.dims = A->g->tensors[A->tmap[f]].dims;
         hint = true;
@@ -506,25 +765,169 @@ static mp_status scaled_target(tpb *T, mp__pb *B, const mp__node *n,
     return mp__tensor_set_value(T->ctx, &B->g->tensors[*id], v, s->n_value);
 }
 
-/* A collective of op reading rank tensor `in` (training tensor x) into a
- * new tensor "tp/NAME" like x, read instead of x from now on. */
-static mp_status reduce_after(tpb *T, mp__pb *B, uint32_t *red, uint32_t x,
-                              const char *node, const char *op, mp_phase ph)
+/* A collective `op` (node `node`, phase ph) reading rank tensor `in`
+ * into a new tensor named prefix + training tensor x's name, like x
+ * (its sequence dim divided by tp when split), of declared kind k. */
+static mp_status coll(tpb *T, mp__pb *B, uint32_t in, uint32_t x,
+                      const char *prefix, bool split, uint8_t k,
+                      const char *node, const char *op, mp_phase ph,
+                      uint32_t *out)
 {
-    uint32_t out;
-    snprintf(T->name, sizeof T->name, "tp/%s", T->t->tensors[x].name);
-    mp__tensor like = T->t->tensors[x];
-    like.declared_kind = MP_KIND_ACTIVATION;
+    const mp__tensor *xt = &T->t->tensors[x];
+    mp__tensor like = *xt;
+    int64_t dims[MP_MAX_RANK];
+    if (split) {
+        if (xt->rank < 2 || xt->rank > MP_MAX_RANK)
+            return mp__err(T->ctx, MP_ERR_GRAPH,
+                           "parallel: --sp: '%s' has no sequence dim",
+                           xt->name);
+        memcpy(dims, xt->dims, (size_t)xt->rank * sizeof dims[0]);
+        dims[xt->rank - 2] /= (int64_t)T->N;
+        like.dims = dims;
+    }
+    like.declared_kind = k;
     like.flags &= (uint8_t)~(MP__TF_BYTES_GIVEN | MP__TF_OUTPUT);
-    mp_status st = mp__pb_add_tensor(B, &like, T->name, -1, MP__ROLE_COMM,
-                                     &out);
+    char nm[1200];
+    snprintf(nm, sizeof nm, "%s%s", prefix, xt->name);
+    mp_status st = mp__pb_add_tensor(B, &like, nm, -1, MP__ROLE_COMM, out);
     if (st)
         return st;
     B->n_coll++;
-    snprintf(T->name, sizeof T->name, "%s", node);
-    st = mp__pb_add_node(B, NULL, T->name, op, &red[x], 1, &out, 1, ph);
-    red[x] = out;
+    return mp__pb_add_node(B, NULL, node, op, &in, 1, out, 1, ph);
+}
+
+/* The name of a backward collective of node v (training): after the
+ * backward of the forward node v differentiates (its pipeline stage),
+ * what, and the tensor x it moves. */
+static const char *bwd_name(tpb *T, uint32_t v, const char *what, uint32_t x)
+{
+    const mp_graph *t = T->t;
+    uint32_t s = T->src[v];
+    snprintf(T->name, sizeof T->name, "%s/grad_%s/%s",
+             t->nodes[s != MP_NONE ? s : v].name, what, t->tensors[x].name);
+    return T->name;
+}
+
+/* Input u of node v as the rank graph reads it: an entry scattered for
+ * an sp node, an exit gathered for another (again in backward). */
+static mp_status sp_input(tpb *T, mp__pb *B, const uint32_t *red,
+                          uint32_t v, uint32_t u, uint32_t *id)
+{
+    const mp_graph *t = T->t;
+    const mp__node *n = &t->nodes[v];
+    bool inside = T->src[v] != MP_NONE && T->spn[T->src[v]];
+    bool fwd = n->phase == MP_PHASE_FORWARD;
+    *id = red[u];
+    if ((T->sp[u] & SP_ENTRY) && inside) {
+        if (T->scat[u] == MP_NONE) {
+            snprintf(T->name, sizeof T->name, "%s/sp_scatter/%s", n->name,
+                     t->tensors[u].name);
+            char nm[1200];
+            snprintf(nm, sizeof nm, "%s", T->name);
+            mp_status st = coll(T, B, red[u], u, "sp/", true,
+                                MP_KIND_ACTIVATION, nm, "ReduceScatter",
+                                MP_PHASE_FORWARD, &T->scat[u]);
+            if (st)
+                return st;
+        }
+        *id = T->scat[u];
+    } else if ((T->sp[u] & SP_EXIT) && !inside) {
+        uint32_t *g = fwd ? &T->gath[u] : &T->bgath[u];
+        if (*g == MP_NONE) {
+            char nm[1200];
+            if (fwd)
+                snprintf(nm, sizeof nm, "%s/sp_all_gather/%s", n->name,
+                         t->tensors[u].name);
+            else
+                snprintf(nm, sizeof nm, "%s",
+                         bwd_name(T, v, "sp_all_gather", u));
+            mp_status st = coll(T, B, red[u], u,
+                                fwd ? "sp_full/" : "sp_full_bwd/", false,
+                                MP_KIND_ACTIVATION, nm, "AllGather",
+                                fwd ? MP_PHASE_FORWARD : MP_PHASE_BACKWARD,
+                                g);
+            if (st)
+                return st;
+        }
+        *id = *g;
+    }
+    return MP_OK;
+}
+
+/* After node v: the row layer's partial sums reduced (all-reduced, or
+ * reduce-scattered into the split stream), final gradients reduced,
+ * scattered or gathered, a mixed exit's gradient parts scattered. */
+static mp_status after_node(tpb *T, mp__pb *B, uint32_t *red, uint32_t v)
+{
+    const mp_graph *t = T->t;
+    const mp__node *n = &t->nodes[v];
+    mp_status st = MP_OK;
+    char nm[1200];
+    if (T->nrole[v] == NR_ROW) {
+        uint32_t y = n->outputs[0];
+        if (T->sp && (T->sp[y] & SP_ENTRY)) {
+            snprintf(nm, sizeof nm, "%s/tp_reduce_scatter", n->name);
+            return coll(T, B, red[y], y, "sp/", true, MP_KIND_ACTIVATION, nm,
+                        "ReduceScatter", MP_PHASE_FORWARD, &T->scat[y]);
+        }
+        snprintf(nm, sizeof nm, "%s/tp_all_reduce", n->name);
+        return coll(T, B, red[y], y, "tp/", false, MP_KIND_ACTIVATION, nm,
+                    "AllReduce", MP_PHASE_FORWARD, &red[y]);
+    }
+    for (uint32_t o = 0; o < n->n_out && !st; o++) {
+        uint32_t y = n->outputs[o], f;
+        if (y == MP_NONE || (f = T->gof[y]) == MP_NONE)
+            continue;
+        if (T->fin[y] == FOP_AR) {
+            /* the column layers' partial input gradients; named as the
+             * backward of X's producer (its pipeline stage) */
+            uint32_t xp = t->tensors[f].producer;
+            snprintf(nm, sizeof nm, "%s/grad_tp_all_reduce",
+                     xp != MP_NONE ? t->nodes[xp].name : n->name);
+            st = coll(T, B, red[y], y, "tp/", false, MP_KIND_ACTIVATION, nm,
+                      "AllReduce", MP_PHASE_BACKWARD, &red[y]);
+        } else if (T->fin[y] == FOP_AG) {
+            uint32_t p = t->tensors[f].producer;
+            snprintf(nm, sizeof nm, "%s/grad_sp_all_gather/%s",
+                     t->nodes[p != MP_NONE ? p : v].name, t->tensors[y].name);
+            st = coll(T, B, red[y], y, "sp_full/", false,
+                      t->tensors[y].declared_kind, nm, "AllGather",
+                      MP_PHASE_BACKWARD, &red[y]);
+        } else if (T->fin[y] == FOP_RS ||
+                   (T->sp && (T->sp[y] & SP_GFULL) &&
+                    (T->sp[f] & SP_MIXED))) {
+            uint32_t p = t->tensors[f].producer;
+            if (T->fin[y] == FOP_RS && p != MP_NONE)
+                snprintf(nm, sizeof nm, "%s/grad_sp_reduce_scatter/%s",
+                         t->nodes[p].name, t->tensors[y].name);
+            else
+                snprintf(nm, sizeof nm, "%s",
+                         bwd_name(T, v, "sp_reduce_scatter", y));
+            st = coll(T, B, red[y], y, "sp/", true,
+                      t->tensors[y].declared_kind, nm, "ReduceScatter",
+                      MP_PHASE_BACKWARD, &red[y]);
+        }
+    }
     return st;
+}
+
+/* Before the optimizer step v of a weight an sp node reads: its
+ * gradient, partial over this rank's positions, all-reduced. */
+static mp_status before_step(tpb *T, mp__pb *B, uint32_t *red, uint32_t v)
+{
+    const mp_graph *t = T->t;
+    const mp__node *n = &t->nodes[v];
+    if (!T->sp || n->phase != MP_PHASE_OPTIMIZER || n->n_in < 2 ||
+        n->inputs[0] == MP_NONE || n->inputs[1] == MP_NONE ||
+        !T->spw[n->inputs[0]])
+        return MP_OK;
+    uint32_t g = n->inputs[1], p = t->tensors[g].producer;
+    char nm[1200];
+    snprintf(nm, sizeof nm, "%s",
+             p != MP_NONE ? bwd_name(T, p, "sp_all_reduce", g)
+                          : t->tensors[g].name);
+    return coll(T, B, red[g], g, "tp/", false, MP_KIND_GRADIENT, nm,
+                "AllReduce", MP_PHASE_BACKWARD, &red[g]);
 }
 
 static mp_status tp_nodes(tpb *T, mp__pb *B, uint32_t *red, bool fwd_only)
@@ -536,40 +939,26 @@ static mp_status tp_nodes(tpb *T, mp__pb *B, uint32_t *red, bool fwd_only)
         const mp__node *n = &t->nodes[v];
         if (fwd_only && n->phase != MP_PHASE_FORWARD)
             continue;
+        if ((st = before_step(T, B, red, v)))
+            break;
         uint32_t *in = B->buf, *out = B->buf + B->cap_buf / 2;
-        for (uint32_t i = 0; i < n->n_in; i++)
-            in[i] = n->inputs[i] == MP_NONE ? MP_NONE : red[n->inputs[i]];
+        for (uint32_t i = 0; i < n->n_in && !st; i++) {
+            uint32_t u = n->inputs[i];
+            in[i] = u == MP_NONE ? MP_NONE : red[u];
+            if (u != MP_NONE && T->sp && T->sp[u])
+                st = sp_input(T, B, red, v, u, &in[i]);
+        }
         for (uint32_t o = 0; o < n->n_out; o++)
             out[o] = n->outputs[o] == MP_NONE ? MP_NONE
                                               : B->tmap[n->outputs[o]];
-        if (mp__node_view(n) && n->n_in >= 2 && n->n_out &&
+        if (!st && mp__node_view(n) && n->n_in >= 2 && n->n_out &&
             n->inputs[1] != MP_NONE && n->outputs[0] != MP_NONE &&
             (st = scaled_target(T, B, n, &in[1])))
             break;
-        if ((st = mp__pb_add_node(B, n, NULL, NULL, in, n->n_in, out,
-                                  n->n_out, (mp_phase)n->phase)))
+        if (st || (st = mp__pb_add_node(B, n, NULL, NULL, in, n->n_in, out,
+                                        n->n_out, (mp_phase)n->phase)))
             break;
-        if (T->nrole[v] == NR_ROW) {
-            /* the row layer's partial sums, before its bias */
-            snprintf(T->name, sizeof T->name, "%s/tp_all_reduce", n->name);
-            char nm[1200];
-            snprintf(nm, sizeof nm, "%s", T->name);
-            st = reduce_after(T, B, red, n->outputs[0], nm, "AllReduce",
-                              MP_PHASE_FORWARD);
-        }
-        for (uint32_t o = 0; o < n->n_out && !st; o++) {
-            uint32_t y = n->outputs[o];
-            if (y == MP_NONE || !T->fin[y])
-                continue;
-            /* the column layers' partial input gradients; named as the
-             * backward of X's producer (its pipeline stage) */
-            uint32_t xp = t->tensors[T->gof[y]].producer;
-            char nm[1200];
-            snprintf(nm, sizeof nm, "%s/grad_tp_all_reduce",
-                     xp != MP_NONE ? t->nodes[xp].name : n->name);
-            st = reduce_after(T, B, red, y, nm, "AllReduce",
-                              MP_PHASE_BACKWARD);
-        }
+        st = after_node(T, B, red, v);
     }
     return st;
 }
@@ -582,8 +971,11 @@ static mp_status tp_build(tpb *T, mp__pb *B, const mp__pb *A, uint32_t *red)
     mp_status st = mp__pb_begin(B, T->ctx, t, "");
     for (uint32_t x = 0; x < t->n_tensors && !st; x++)
         st = tp_tensor(T, B, A, x);
-    for (uint32_t x = 0; x < t->n_tensors && !st; x++)
+    for (uint32_t x = 0; x < t->n_tensors && !st; x++) {
         red[x] = B->tmap[x];
+        if (T->sp)
+            T->scat[x] = T->gath[x] = T->bgath[x] = MP_NONE;
+    }
     if (!st)
         st = tp_nodes(T, B, red, A == NULL);
     if (!st)
@@ -599,12 +991,15 @@ mp_status mp__parallel_tp(const mp_graph *t, const mp_parallel_options *o,
     T.t = t;
     T.ctx = t->ctx;
     T.N = o->tp;
+    T.seq = o->sp != 0;
     mp__pb A;
     memset(&A, 0, sizeof A);
     uint32_t *red = mp__alloc(T.ctx, (t->n_tensors + 1) * sizeof *red);
     mp_status st = red ? tp_alloc(&T) : MP_ERR_NOMEM;
     if (!st)
         st = find_blocks(&T);
+    if (!st && T.seq)
+        st = find_sp(&T);
     if (!st) {
         final_grads(&T);
         st = tp_build(&T, &A, NULL, red);

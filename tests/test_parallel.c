@@ -479,21 +479,35 @@ static void test_tp(void)
     CU_ASSERT_EQUAL(plan_distinct(m, &po, 0, &ri).param_bytes, 512);
     CU_ASSERT_EQUAL(ri.tp_mlp, 2); /* layers 0-1 and 2-3 */
     mp_graph_destroy(m);
-    /* --sp needs --tp, and is refused for now */
+    /* --sp needs --tp */
     po.sp = 1;
     po.tp = 1;
     CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "--sp"));
-    po.tp = 2;
-    CU_ASSERT_EQUAL(mp_parallel_create(t, &po, &par), MP_ERR_UNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "not planned yet"));
     CU_ASSERT_PTR_NULL(par);
+    /* sp: the residual Add runs on 2 of the 4 tokens. x (the input,
+     * read by the Add and by q, k, v) is given split and gathered for
+     * q, k, v; attn.proj's output is reduce-scattered into the Add; res
+     * (split) is gathered for mlp.fc, and again in backward for its
+     * weight gradient; mlp.proj's output (read by the loss) is
+     * all-reduced as without sp; d(res) (mlp.fc's partial gradient) is
+     * reduce-scattered, d(attn.proj) all-gathered: 8 collectives. Same
+     * peak step; x is 64 bytes instead of 128, res is not held (its
+     * gathered copy, 128, is the one communication buffer live): 644
+     * activations (x 64, q, k, v, probs, context_t 5 x 64, loss 4,
+     * d(mlp.fc) 128, d(res) 128), comm 128. */
+    po.tp = 2;
+    mp_rank_breakdown s2 = plan_distinct(t, &po, 0, &ri);
+    show("tp 2, sp", &s2);
+    CU_ASSERT_EQUAL(ri.n_collectives, 8);
+    expect_bd(&s2, 1064, 512, 2048, 64 + 5 * 64 + 4 + 128 + 128, 128);
+    CU_ASSERT_EQUAL(s2.peak_bytes, b.peak_bytes - 64);
+    po.sp = 0;
     mp_graph_destroy(t);
     /* bf16-mixed: the layers read autocast's weight copies (which the
      * Loss holds until forward ends) and the same blocks are split; the
      * float32 weights and Adam's states halve as in float32 */
     t = block(ctx, MP_PRECISION_BF16_MIXED);
-    po.sp = 0;
     po.tp = 1;
     mp_rank_breakdown h1 = plan_distinct(t, &po, 0, &ri);
     po.tp = 2;
