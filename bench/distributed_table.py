@@ -2,7 +2,7 @@
 """The table of docs/distributed.md: memplan's per-rank peak next to
 DeepSpeed's ZeRO estimators and Megatron-LM's theoretical memory formula,
 for GPT-2-, BERT- and Llama-shaped graphs (bench/gen_gpt.py) at a few
-(dp, zero, pp) settings.
+(dp, zero, pp, tp, sp) settings.
 
     python3 bench/distributed_table.py BUILD
 
@@ -43,6 +43,9 @@ SETTINGS = [
     ('tp 2', ['--tp', '2'], (1, 0, 1, 1, 2)),
     ('tp 2, pp 2, 1F1B, M 4', ['--tp', '2', '--pp', '2', '--microbatches',
                                '4'], (1, 0, 2, 4, 2)),
+    ('tp 2, sp', ['--tp', '2', '--sp'], (1, 0, 1, 1, 2)),
+    ('tp 2, sp, pp 2, 1F1B, M 4', ['--tp', '2', '--sp', '--pp', '2',
+                                   '--microbatches', '4'], (1, 0, 2, 4, 2)),
 ]
 MIB = 1 << 20
 

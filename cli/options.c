@@ -365,11 +365,12 @@ const cli_option cli_options[CLI_O_COUNT_] = {
              "figures are per GPU"},
             {0, NULL, NULL, NULL}}, NULL, 0},
     [CLI_O_SP] = {"sp", 0, NULL, C_PLANS, G_PAR, NULL, NULL,
-        "with --tp: sequence parallelism: the activations between the blocks "
-        "(LayerNorm, residual, dropout) split along the sequence; a "
-        "ReduceScatter after the row-parallel layer and an AllGather before "
-        "the column-parallel ones instead of the AllReduces (not planned "
-        "yet: refused)",
+        "with --tp: sequence parallelism (Megatron-LM's): the nodes between "
+        "the blocks (LayerNorm, residual Add, dropout, the row layers' "
+        "biases) run on 1/tp of the sequence; a ReduceScatter after the "
+        "row-parallel layer instead of its AllReduce, an AllGather before "
+        "the column-parallel ones (again in backward), the gradients the "
+        "other way",
         NULL, NULL, 0},
     [CLI_O_RANK] = {"rank", 0, "R", C_VALIDATE, G_PAR, "0", NULL,
         "with --dp or --pp: the rank whose plan runs (ranks are numbered "

@@ -49,7 +49,8 @@ enum {
     SP_ENTRY = 2,  /* whole, read split (scattered) by sp nodes */
     SP_EXIT = 4,   /* split, read whole (gathered) by other nodes */
     SP_MIXED = 8,  /* an exit also read by sp nodes */
-    SP_GFULL = 16  /* a gradient whole although its tensor is split */
+    SP_GFULL = 16, /* a gradient whole although its tensor is split */
+    SP_ROWS = 32   /* a norm's saved statistics, split by rows */
 };
 /* the collective after a final gradient (fop) */
 enum { FOP_NONE = 0, FOP_AR, FOP_RS, FOP_AG };
@@ -613,8 +614,12 @@ static mp_status find_sp(tpb *T)
             continue;
         for (uint32_t o = 0; o < n->n_out; o++)
             if (n->outputs[o] != MP_NONE) {
-                T->sp[n->outputs[o]] |= SP_REG;
-                T->cut[n->outputs[o]] = (int8_t)out_cut(T, n, n->outputs[o]);
+                uint32_t z = n->outputs[o];
+                int c = out_cut(T, n, z);
+                T->sp[z] |= SP_REG;
+                if (c != t->tensors[z].rank - 2)
+                    T->sp[z] |= SP_ROWS;
+                T->cut[z] = (int8_t)c;
             }
         for (uint32_t i = 0; i < n->n_in; i++) {
             uint32_t u = n->inputs[i];
@@ -731,6 +736,10 @@ static mp_status tp_tensor(tpb *T, mp__pb *B, const mp__pb *A, uint32_t x)
     }
     if (hint)
         like.flags &= (uint8_t)~MP__TF_BYTES_GIVEN;
+    /* statistics [k, rows]: their shape is planner/train.c's, not the
+     * norm's shape function's (ONNX's Mean) */
+    if (T->sp && (T->sp[x] & SP_ROWS))
+        hint = false;
     mp_status st = mp__pb_add_tensor(B, &like, NULL, -1, MP__ROLE_ACT,
                                      &B->tmap[x]);
     /* a split tensor's declared shape is a hint: its shape function
