@@ -48,12 +48,12 @@ enum {
     SP_REG = 1,    /* split along the sequence in the rank graph */
     SP_ENTRY = 2,  /* whole, read split (scattered) by sp nodes */
     SP_EXIT = 4,   /* split, read whole (gathered) by other nodes */
-    SP_MIXED = 8,  /* an exit also read by sp nodes */
-    SP_GFULL = 16, /* a gradient whole although its tensor is split */
-    SP_ROWS = 32   /* a norm's saved statistics, split by rows */
+    SP_GFULL = 8,  /* a gradient part whole although its tensor is split */
+    SP_EMIXED = 16, /* an entry also read whole by other nodes */
+    SP_GSPLIT = 32 /* a gradient part split although its tensor is whole */
 };
 /* the collective after a final gradient (fop) */
-enum { FOP_NONE = 0, FOP_AR, FOP_RS, FOP_AG };
+enum { FOP_NONE = 0, FOP_AR, FOP_AG };
 
 typedef struct tpb {
     const mp_graph *t;
@@ -64,6 +64,7 @@ typedef struct tpb {
     int8_t *cut;      /* per tensor: the dim divided by N (-1: none) */
     uint8_t *split;   /* per tensor: 1 in a block's split region */
     uint8_t *fin;     /* per tensor: FOP_* after this final gradient */
+    uint8_t *rows;    /* per tensor: saved statistics [k, rows] split */
     uint8_t *sp;      /* per tensor: SP_* (sequence parallelism) */
     uint8_t *spn;     /* per node: 1 an sp node */
     uint8_t *spw;     /* per tensor: a weight an sp node reads */
@@ -148,6 +149,7 @@ static mp_status tp_alloc(tpb *T)
     T->cut = mp__alloc(T->ctx, nt);
     T->split = mp__calloc(T->ctx, nt, 1);
     T->fin = mp__calloc(T->ctx, nt, 1);
+    T->rows = mp__calloc(T->ctx, nt, 1);
     T->stamp = mp__calloc(T->ctx, nt, sizeof *T->stamp);
     T->stack = mp__alloc(T->ctx, nt * sizeof *T->stack);
     T->rt = mp__alloc(T->ctx, nt * sizeof *T->rt);
@@ -157,7 +159,8 @@ static mp_status tp_alloc(tpb *T)
     T->cols = mp__alloc(T->ctx, nn * sizeof *T->cols);
     T->xin = mp__alloc(T->ctx, nn * sizeof *T->xin);
     T->row = mp__alloc(T->ctx, nn * sizeof *T->row);
-    if (!T->wsrc || !T->gof || !T->cut || !T->split || !T->fin || !T->stamp ||
+    if (!T->wsrc || !T->gof || !T->cut || !T->split || !T->fin || !T->rows ||
+        !T->stamp ||
         !T->stack || !T->rt || !T->nrole || !T->nstamp || !T->rn ||
         !T->cols || !T->xin || !T->row)
         return MP_ERR_NOMEM;
@@ -197,7 +200,8 @@ static mp_status tp_alloc(tpb *T)
 
 static void tp_free(tpb *T)
 {
-    void *p[] = {T->wsrc, T->gof, T->cut, T->split, T->fin, T->stamp, T->stack,
+    void *p[] = {T->wsrc, T->gof, T->cut, T->split, T->fin, T->rows, T->stamp,
+                 T->stack,
                  T->rt, T->nrole, T->nstamp, T->rn, T->cols, T->xin, T->row,
                  T->sp, T->spw, T->spn, T->src, T->scat, T->gath, T->bgath};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
@@ -426,6 +430,21 @@ static void more_cuts(tpb *T)
     const mp_graph *t = T->t;
     for (uint32_t v = 0; v < t->n_nodes; v++) {
         const mp__node *n = &t->nodes[v];
+        /* a split node's saved statistics [k, rows] (planner/train.c:
+         * the fused attention's log-sum-exp per head and query): its
+         * rows are split with the heads */
+        for (uint32_t o = 1; T->nrole[v] == NR_REGION && o < n->n_out; o++) {
+            uint32_t z = n->outputs[o];
+            const mp__tensor *y = &t->tensors[n->outputs[0]];
+            if (z == MP_NONE || n->outputs[0] == MP_NONE || y->rank < 2 ||
+                t->tensors[z].rank != 2 || !divides(T, z, 1))
+                continue;
+            int64_t r = 1;
+            for (int32_t d = 0; d + 1 < y->rank; d++)
+                r *= y->dims[d];
+            if (t->tensors[z].dims[1] == r)
+                T->cut[z] = 1, T->rows[z] = 1;
+        }
         if (n->phase == MP_PHASE_OPTIMIZER && n->n_in >= 2 &&
             n->inputs[0] != MP_NONE && T->cut[n->inputs[0]] >= 0) {
             uint32_t w = n->inputs[0];
@@ -618,7 +637,7 @@ static mp_status find_sp(tpb *T)
                 int c = out_cut(T, n, z);
                 T->sp[z] |= SP_REG;
                 if (c != t->tensors[z].rank - 2)
-                    T->sp[z] |= SP_ROWS;
+                    T->rows[z] = 1;
                 T->cut[z] = (int8_t)c;
             }
         for (uint32_t i = 0; i < n->n_in; i++) {
@@ -641,40 +660,33 @@ static mp_status find_sp(tpb *T)
         if (!T->sp[x])
             continue;
         const mp__tensor *xt = &t->tensors[x];
-        bool in = false, out = false;
-        uint32_t other = MP_NONE;
-        for (uint32_t c = 0; c < xt->n_cons; c++) {
+        bool out = false;
+        for (uint32_t c = 0; c < xt->n_cons && !out; c++) {
             uint32_t v = t->cons[xt->cons_begin + c];
-            if (t->nodes[v].phase != MP_PHASE_FORWARD)
-                continue;
-            if (T->spn[v])
-                in = true;
-            else
-                out = true, other = v;
+            out = t->nodes[v].phase == MP_PHASE_FORWARD && !T->spn[v];
         }
         if ((T->sp[x] & SP_REG) && out)
-            T->sp[x] |= in ? SP_EXIT | SP_MIXED : SP_EXIT;
+            T->sp[x] |= SP_EXIT;
         if ((T->sp[x] & SP_ENTRY) && out)
-            return mp__err(T->ctx, MP_ERR_UNSUPPORTED,
-                           "parallel: --sp: '%s' is read both by nodes "
-                           "split along the sequence and by '%s' (%s), "
-                           "which is not (its gradient would add split and "
-                           "whole parts); plan --tp %u without --sp",
-                           xt->name, t->nodes[other].name,
-                           t->nodes[other].op, (unsigned)T->N);
+            T->sp[x] |= SP_EMIXED;
     }
-    /* the gradients: an entry's are split, an exit's whole (a mixed
-     * exit's parts from outside, before each is scattered) */
+    /* the gradients: an entry's are split (one also read outside: the
+     * parts the split nodes compute, each gathered); a split tensor's
+     * are split but for the parts computed outside (by a gathered copy's
+     * reader, or for autocast's copy read outside: planner/train.c gives
+     * the copy's gradient to the tensor), whole until each is scattered */
     for (uint32_t y = 0; y < t->n_tensors; y++) {
         uint32_t f = T->gof[y], p = t->tensors[y].producer;
         if (f == MP_NONE || !T->sp[f])
             continue;
-        if (T->sp[f] & SP_ENTRY)
+        bool inside = p != MP_NONE && T->src[p] != MP_NONE &&
+                      T->spn[T->src[p]];
+        bool outside = p != MP_NONE && T->src[p] != MP_NONE && !inside;
+        if ((T->sp[f] & SP_ENTRY) && (!(T->sp[f] & SP_EMIXED) || inside)) {
             T->cut[y] = (int8_t)(t->tensors[y].rank - 2);
-        else if ((T->sp[f] & SP_EXIT) &&
-                 (!(T->sp[f] & SP_MIXED) ||
-                  (p != MP_NONE && T->src[p] != MP_NONE &&
-                   !T->spn[T->src[p]])))
+            if (T->sp[f] & SP_EMIXED)
+                T->sp[y] |= SP_GSPLIT;
+        } else if ((T->sp[f] & SP_REG) && outside)
             T->sp[y] |= SP_GFULL;
     }
     return MP_OK;
@@ -694,10 +706,12 @@ static void final_grads(tpb *T)
         for (uint32_t b = 0; b < T->n_blocks && !op; b++)
             if (T->xin[b] == x)
                 op = FOP_AR;
-        if (T->sp && (T->sp[x] & SP_ENTRY))
+        if (T->sp && (T->sp[x] & SP_EMIXED))
+            op = FOP_NONE; /* its parts from inside gathered */
+        else if (T->sp && (T->sp[x] & SP_ENTRY))
             op = FOP_AG;
-        else if (T->sp && (T->sp[x] & SP_EXIT))
-            op = T->sp[x] & SP_MIXED ? FOP_NONE : FOP_RS;
+        else if (T->sp && (T->sp[x] & SP_REG))
+            op = FOP_NONE; /* its parts from outside scattered */
         if (!op)
             continue;
         bool last = true;
@@ -724,11 +738,11 @@ static mp_status tp_tensor(tpb *T, mp__pb *B, const mp__pb *A, uint32_t x)
     int c = T->cut[x];
     uint32_t f = T->gof[x];
     bool hint = c >= 0 || is_split(T, x);
-    bool whole = T->sp && (T->sp[x] & SP_GFULL);
+    bool whole = T->sp && (T->sp[x] & SP_GFULL), exact = false;
     if (A && f != MP_NONE && !whole && (T->split[f] || T->cut[f] >= 0) &&
         A->g->tensors[A->tmap[f]].rank == tt->rank) {
         like.dims = A->g->tensors[A->tmap[f]].dims;
-        hint = true;
+        hint = exact = true;
     } else if (c >= 0 && c < tt->rank && tt->rank <= MP_MAX_RANK) {
         memcpy(dims, tt->dims, (size_t)tt->rank * sizeof dims[0]);
         dims[c] /= (int64_t)T->N;
@@ -737,8 +751,12 @@ static mp_status tp_tensor(tpb *T, mp__pb *B, const mp__pb *A, uint32_t x)
     if (hint)
         like.flags &= (uint8_t)~MP__TF_BYTES_GIVEN;
     /* statistics [k, rows]: their shape is planner/train.c's, not the
-     * norm's shape function's (ONNX's Mean) */
-    if (T->sp && (T->sp[x] & SP_ROWS))
+     * shape function's (a norm's: ONNX's Mean) */
+    if (T->rows[x])
+        hint = false;
+    /* a gradient of a split tensor has its shape: not inferred (the
+     * gradient of a view, an Identity, would take its input's) */
+    if (exact)
         hint = false;
     mp_status st = mp__pb_add_tensor(B, &like, NULL, -1, MP__ROLE_ACT,
                                      &B->tmap[x]);
@@ -902,16 +920,17 @@ static mp_status after_node(tpb *T, mp__pb *B, uint32_t *red, uint32_t v)
             st = coll(T, B, red[y], y, "sp_full/", false,
                       t->tensors[y].declared_kind, nm, "AllGather",
                       MP_PHASE_BACKWARD, &red[y]);
-        } else if (T->fin[y] == FOP_RS ||
-                   (T->sp && (T->sp[y] & SP_GFULL) &&
-                    (T->sp[f] & SP_MIXED))) {
-            uint32_t p = t->tensors[f].producer;
-            if (T->fin[y] == FOP_RS && p != MP_NONE)
-                snprintf(nm, sizeof nm, "%s/grad_sp_reduce_scatter/%s",
-                         t->nodes[p].name, t->tensors[y].name);
-            else
-                snprintf(nm, sizeof nm, "%s",
-                         bwd_name(T, v, "sp_reduce_scatter", y));
+        } else if (T->sp && (T->sp[y] & SP_GSPLIT)) {
+            /* a split node's part of a mixed entry's gradient */
+            snprintf(nm, sizeof nm, "%s",
+                     bwd_name(T, v, "sp_all_gather", y));
+            st = coll(T, B, red[y], y, "sp_full/", false,
+                      t->tensors[y].declared_kind, nm, "AllGather",
+                      MP_PHASE_BACKWARD, &red[y]);
+        } else if (T->sp && (T->sp[y] & SP_GFULL)) {
+            /* a gradient part computed outside the split nodes */
+            snprintf(nm, sizeof nm, "%s",
+                     bwd_name(T, v, "sp_reduce_scatter", y));
             st = coll(T, B, red[y], y, "sp/", true,
                       t->tensors[y].declared_kind, nm, "ReduceScatter",
                       MP_PHASE_BACKWARD, &red[y]);

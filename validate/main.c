@@ -33,9 +33,10 @@ static int load_and_lower(mpv_cmd *v)
     if (!rc)
         rc = cli_train_prepare(v->ctx, &a->train, &v->g, model);
     v->own_g = v->g;
-    /* --dp/--pp: rank R's graph, its collectives lowered as local
+    /* --dp/--pp/--tp: rank R's graph, its collectives lowered as local
      * operations (validate/host.c) */
     if (!rc && (cli_given(a, CLI_O_DP) || cli_given(a, CLI_O_PP) ||
+                cli_given(a, CLI_O_TP) || cli_given(a, CLI_O_SP) ||
                 cli_given(a, CLI_O_RANK))) {
         rc = cli_parallel_rank_graph(v->ctx, a, v->own_g, &v->par, &v->ri);
         if (!rc)
