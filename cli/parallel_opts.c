@@ -71,10 +71,15 @@ static void print_rows(const cli_args *a, const rank_row *r, uint32_t n,
         printf(", optimizer on the host");
     printf("); %u distinct\n", (unsigned)n);
     if (po->tp > 1 && n)
-        printf("tp blocks    %u split over %u ranks: %u attention, %u MLP\n",
+        printf("tp blocks    %u split over %u ranks: %u attention, %u MLP; "
+               "%u vocabulary-parallel layer%s\n",
                (unsigned)(r[0].ri.tp_attention + r[0].ri.tp_mlp),
                (unsigned)po->tp, (unsigned)r[0].ri.tp_attention,
-               (unsigned)r[0].ri.tp_mlp);
+               (unsigned)r[0].ri.tp_mlp, (unsigned)r[0].ri.tp_vocab,
+               r[0].ri.tp_vocab == 1 ? "" : "s");
+    if (po->sp && n)
+        printf("sp           %u nodes split along the sequence\n",
+               (unsigned)r[0].ri.sp_nodes);
     printf("\n");
     printf("%-9s %5s %10s %10s %10s %10s %10s %10s  %s\n", "ranks", "stage",
            "peak", "params", "grads", "optimizer", "activation", "comm",
@@ -124,6 +129,8 @@ static int print_json(mp_ctx *ctx, const cli_args *a, const rank_row *r,
     cli_json_int(&w, "sp", po->sp);
     cli_json_int(&w, "tp_attention_blocks", n ? r[0].ri.tp_attention : 0);
     cli_json_int(&w, "tp_mlp_blocks", n ? r[0].ri.tp_mlp : 0);
+    cli_json_int(&w, "tp_vocab_layers", n ? r[0].ri.tp_vocab : 0);
+    cli_json_int(&w, "sp_nodes", n ? r[0].ri.sp_nodes : 0);
     cli_json_int(&w, "dp", po->dp);
     cli_json_int(&w, "zero", po->zero);
     cli_json_u64(&w, "bucket_bytes", po->bucket_bytes);

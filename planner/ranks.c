@@ -17,7 +17,7 @@ struct mp_parallel {
     mp_ctx *ctx;
     uint32_t dp, n_ranks, n;
     uint32_t per_stage;   /* ranks of one stage: tp x dp */
-    uint32_t tp_attn, tp_mlp;
+    uint32_t tp_attn, tp_mlp, tp_vocab, sp_nodes;
     par_rank *r;
 };
 
@@ -88,6 +88,8 @@ static mp_status take(mp_parallel *p, mp__pb *B, uint32_t stage,
     r->info.first_rank = stage * p->per_stage;
     r->info.tp_attention = p->tp_attn;
     r->info.tp_mlp = p->tp_mlp;
+    r->info.tp_vocab = p->tp_vocab;
+    r->info.sp_nodes = p->sp_nodes;
     r->info.stage = stage;
     r->info.in_flight = in_flight;
     r->info.host_bytes = B->host_bytes;
@@ -153,7 +155,7 @@ mp_status mp_parallel_create(const mp_graph *train,
         st = MP_ERR_NOMEM;
     else if (opt->tp > 1 &&
              !(st = mp__parallel_tp(train, opt, &T, &p->tp_attn,
-                                    &p->tp_mlp)))
+                                    &p->tp_mlp, &p->tp_vocab, &p->sp_nodes)))
         train = T.g;
     if (st)
         ;

@@ -67,9 +67,12 @@ mp_status mp__parallel_pipeline(const mp_graph *t,
 
 /* The tensor-parallel rank graph of training graph t (o->tp > 1, o->sp),
  * a training graph again, finalized, in B (planner/tp.c), with the
- * attention and MLP blocks it split. MP_ERR_GRAPH when no block is
- * recognized (the message names --tp and the last candidate's reason). */
+ * attention and MLP blocks it split, the layers split over the
+ * vocabulary (embedding, output layer) and the nodes split along the
+ * sequence (sp). MP_ERR_GRAPH when no block is recognized (the message
+ * names --tp and the last candidate's reason). */
 mp_status mp__parallel_tp(const mp_graph *t, const mp_parallel_options *o,
-                          mp__pb *B, uint32_t *n_attn, uint32_t *n_mlp);
+                          mp__pb *B, uint32_t *n_attn, uint32_t *n_mlp,
+                          uint32_t *n_vocab, uint32_t *n_sp);
 
 #endif /* MP__RANKS_H */

@@ -81,7 +81,7 @@ typedef struct tpb {
     uint32_t *cols;   /* a block's column nodes */
     uint32_t *xin;    /* per block: the column input X */
     uint32_t *row;    /* per block: the row node */
-    uint32_t n_blocks, n_attn, n_mlp;
+    uint32_t n_blocks, n_attn, n_mlp, n_vocab;
     char why[700];    /* why the last candidate was not a block */
     char name[1200];
 } tpb;
@@ -474,6 +474,62 @@ static void more_cuts(tpb *T)
     }
 }
 
+/* Megatron's vocabulary-parallel embedding: a Gather (axis 0) of a
+ * parameter table read by no other node, its rows split; each rank's
+ * output holds the rows it owns (zeros elsewhere), all-reduced (or with
+ * sp reduce-scattered) as a row layer's output is. */
+static void vocab_embedding(tpb *T, uint32_t v)
+{
+    const mp_graph *t = T->t;
+    const mp__node *n = &t->nodes[v];
+    uint32_t w;
+    if (!op_is(n, "Gather") || n->n_in < 2 || n->n_out != 1 ||
+        n->inputs[0] == MP_NONE || n->outputs[0] == MP_NONE || T->nrole[v] ||
+        (w = T->wsrc[n->inputs[0]]) == MP_NONE ||
+        mp__attr_int(n, "axis", 0) != 0 || t->tensors[w].rank != 2 ||
+        !divides(T, w, 0) || !only_reader(T, w, v) ||
+        persistent_tensor(t, n->outputs[0]))
+        return;
+    T->nrole[v] = NR_ROW;
+    T->cut[w] = 0;
+    T->n_vocab++;
+}
+
+/* Megatron's vocabulary-parallel output layer: a parameter linear layer
+ * outside the blocks whose output (the logits) only the loss reads: a
+ * column layer (its output features, the vocabulary, split; the loss
+ * reads each rank's logits), its input's gradient all-reduced as a
+ * block's X's. */
+static void vocab_output(tpb *T, uint32_t v)
+{
+    const mp_graph *t = T->t;
+    const mp__node *n = &t->nodes[v];
+    if (T->nrole[v] || !param_linear(T, n) || n->n_out != 1 ||
+        n->outputs[0] == MP_NONE)
+        return;
+    const mp__tensor *y = &t->tensors[n->outputs[0]];
+    for (uint32_t c = 0; c < y->n_cons; c++) {
+        const mp__node *r = &t->nodes[t->cons[y->cons_begin + c]];
+        if (r->phase == MP_PHASE_FORWARD && !op_is(r, "Loss"))
+            return;
+    }
+    uint32_t w = T->wsrc[n->inputs[1]], x = n->inputs[0], q;
+    int d = weight_dim(t, n, w, true);
+    if (!y->n_cons || !divides(T, w, d) || !only_reader(T, w, v) ||
+        !divides(T, n->outputs[0], y->rank - 1))
+        return;
+    while ((q = t->tensors[x].producer) != MP_NONE &&
+           op_is(&t->nodes[q], "Cast") && t->nodes[q].n_in == 1 &&
+           t->nodes[q].inputs[0] != MP_NONE)
+        x = t->nodes[q].inputs[0];
+    T->nrole[v] = NR_COL;
+    T->cut[w] = (int8_t)d;
+    T->split[n->outputs[0]] = 1;
+    T->xin[T->n_blocks] = x;
+    T->row[T->n_blocks++] = v;
+    T->n_vocab++;
+}
+
 static mp_status find_blocks(tpb *T)
 {
     const mp_graph *t = T->t;
@@ -483,6 +539,13 @@ static mp_status find_blocks(tpb *T)
         const mp__node *n = &t->nodes[v];
         if (n->phase == MP_PHASE_FORWARD && param_linear(T, n))
             try_block(T, v, ++walk);
+    }
+    for (uint32_t k = 0; T->n_blocks && k < t->n_nodes; k++) {
+        uint32_t v = t->topo[k];
+        if (t->nodes[v].phase == MP_PHASE_FORWARD) {
+            vocab_embedding(T, v);
+            vocab_output(T, v);
+        }
     }
     if (!T->n_blocks)
         return mp__err(T->ctx, MP_ERR_GRAPH,
@@ -593,7 +656,11 @@ static mp_status find_sp(tpb *T)
         uint32_t p = t->tensors[T->xin[b]].producer;
         if (p != MP_NONE && !T->spn[p] && sp_node(T, p))
             T->spn[p] = 1, T->stack[ns++] = p;
-        const mp__tensor *y = &t->tensors[t->nodes[T->row[b]].outputs[0]];
+    }
+    for (uint32_t r = 0; r < t->n_nodes; r++) {
+        if (T->nrole[r] != NR_ROW)
+            continue;
+        const mp__tensor *y = &t->tensors[t->nodes[r].outputs[0]];
         for (uint32_t c = 0; c < y->n_cons; c++) {
             uint32_t v = t->cons[y->cons_begin + c];
             if (!T->spn[v] && sp_node(T, v))
@@ -1012,7 +1079,8 @@ static mp_status tp_build(tpb *T, mp__pb *B, const mp__pb *A, uint32_t *red)
 }
 
 mp_status mp__parallel_tp(const mp_graph *t, const mp_parallel_options *o,
-                          mp__pb *B, uint32_t *n_attn, uint32_t *n_mlp)
+                          mp__pb *B, uint32_t *n_attn, uint32_t *n_mlp,
+                          uint32_t *n_vocab, uint32_t *n_sp)
 {
     tpb T;
     memset(&T, 0, sizeof T);
@@ -1036,6 +1104,8 @@ mp_status mp__parallel_tp(const mp_graph *t, const mp_parallel_options *o,
         mp__mark_pointwise_backward(B->g);
     *n_attn = T.n_attn;
     *n_mlp = T.n_mlp;
+    *n_vocab = T.n_vocab;
+    *n_sp = T.n_sp;
     mp__pb_free(&A);
     mp__dealloc(T.ctx, red);
     tp_free(&T);

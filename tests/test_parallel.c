@@ -522,6 +522,96 @@ static void test_tp(void)
     mp_ctx_destroy(ctx);
 }
 
+/* A one-layer GPT of 4 tokens, hidden 8, vocabulary 6: token
+ * embedding (Gather of wte[6,8]), LayerNorm, an MLP block (fc [8,16],
+ * Relu, proj [16,8]), the residual Add, a final LayerNorm, the output
+ * layer lm_head [8,6] (logits, the output). Float32, Adam fused. */
+static mp_graph *tiny_gpt(mp_ctx *ctx)
+{
+    static const char *json =
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"tiny\","
+        " \"tensors\": ["
+        "{\"name\": \"ids\", \"dtype\": \"int64\", \"shape\": [1, 4], \"kind\": \"input\"},"
+        "{\"name\": \"wte\", \"dtype\": \"float32\", \"shape\": [6, 8], \"kind\": \"weight\"},"
+        "{\"name\": \"e\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"ln1.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"ln1.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"a\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"fc.w\", \"dtype\": \"float32\", \"shape\": [8, 16], \"kind\": \"weight\"},"
+        "{\"name\": \"f\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
+        "{\"name\": \"r\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
+        "{\"name\": \"proj.w\", \"dtype\": \"float32\", \"shape\": [16, 8], \"kind\": \"weight\"},"
+        "{\"name\": \"o\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"h\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"lnf.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"lnf.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"z\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"head.w\", \"dtype\": \"float32\", \"shape\": [8, 6], \"kind\": \"weight\"},"
+        "{\"name\": \"logits\", \"dtype\": \"float32\", \"shape\": [1, 4, 6], \"kind\": \"output\"}],"
+        " \"nodes\": ["
+        "{\"name\": \"wte/Gather\", \"op\": \"Gather\", \"inputs\": [\"wte\", \"ids\"], \"outputs\": [\"e\"], \"attributes\": {\"axis\": 0}},"
+        "{\"name\": \"ln1\", \"op\": \"LayerNormalization\", \"inputs\": [\"e\", \"ln1.w\", \"ln1.b\"], \"outputs\": [\"a\"], \"attributes\": {\"axis\": -1}},"
+        "{\"name\": \"fc\", \"op\": \"MatMul\", \"inputs\": [\"a\", \"fc.w\"], \"outputs\": [\"f\"]},"
+        "{\"name\": \"relu\", \"op\": \"Relu\", \"inputs\": [\"f\"], \"outputs\": [\"r\"]},"
+        "{\"name\": \"proj\", \"op\": \"MatMul\", \"inputs\": [\"r\", \"proj.w\"], \"outputs\": [\"o\"]},"
+        "{\"name\": \"res\", \"op\": \"Add\", \"inputs\": [\"e\", \"o\"], \"outputs\": [\"h\"]},"
+        "{\"name\": \"lnf\", \"op\": \"LayerNormalization\", \"inputs\": [\"h\", \"lnf.w\", \"lnf.b\"], \"outputs\": [\"z\"], \"attributes\": {\"axis\": -1}},"
+        "{\"name\": \"head\", \"op\": \"MatMul\", \"inputs\": [\"z\", \"head.w\"], \"outputs\": [\"logits\"]}],"
+        " \"outputs\": [\"logits\"]}";
+    mp_graph *f = NULL, *t = NULL;
+    CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, json, "tiny", &f) ==
+                    MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer_impl = MP_OPTIM_IMPL_FUSED;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
+    mp_graph_destroy(f);
+    return t;
+}
+
+/* tp 2 with the vocabulary-parallel layers and sp: the parameters each
+ * rank holds, byte by byte, and the collectives. */
+static void test_tp_vocab_sp(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = tiny_gpt(ctx);
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    mp_rank_info ri;
+    mp_rank_breakdown one = plan_distinct(t, &po, 0, &ri);
+    /* tp 1: wte 192, the LayerNorms 4 x 32, fc and proj 2 x 512,
+     * head.w 192 */
+    CU_ASSERT_EQUAL(one.param_bytes, 192 + 128 + 1024 + 192);
+    po.tp = 2;
+    mp_rank_breakdown b = plan_distinct(t, &po, 0, &ri);
+    show("tiny gpt, tp 2", &b);
+    /* the MLP block split; wte's rows (3 of 6 tokens' vectors) and
+     * head.w's columns (3 of the 6 logits) split over the vocabulary;
+     * the LayerNorms whole: 96 + 128 + 2 x 256 + 96 */
+    CU_ASSERT_EQUAL(ri.tp_mlp, 1);
+    CU_ASSERT_EQUAL(ri.tp_vocab, 2);
+    CU_ASSERT_EQUAL(ri.sp_nodes, 0);
+    CU_ASSERT_EQUAL(b.param_bytes, 96 + 128 + 512 + 96);
+    /* all-reduces: wte's output (each rank's rows), proj's output, the
+     * gradients of a (fc's partial) and z (head's partial) */
+    CU_ASSERT_EQUAL(ri.n_collectives, 4);
+    po.sp = 1;
+    mp_rank_breakdown s = plan_distinct(t, &po, 0, &ri);
+    show("tiny gpt, tp 2, sp", &s);
+    /* sp: ln1, res and lnf run on 2 of the 4 tokens. Forward: wte's
+     * output and proj's reduce-scattered into them, a and z gathered for
+     * fc and head; backward: a and z gathered again, the parts of d(a)
+     * and d(z) from fc and head reduce-scattered, d(e) and d(o)
+     * gathered for wte's and proj's backward, the 4 LayerNorm weight
+     * gradients all-reduced: 14 */
+    CU_ASSERT_EQUAL(ri.sp_nodes, 3);
+    CU_ASSERT_EQUAL(ri.n_collectives, 14);
+    CU_ASSERT_EQUAL(s.param_bytes, b.param_bytes);
+    CU_ASSERT(s.peak_bytes <= b.peak_bytes);
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_interleaved(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -620,6 +710,7 @@ static CU_TestInfo tests[] = {
     {"one data-parallel rank: no collective", test_one_rank},
     {"1F1B, 4 micro-batches over 2 stages; GPipe", test_pipeline_1f1b},
     {"tp 2 on a transformer block", test_tp},
+    {"tp 2: vocabulary-parallel layers, sp", test_tp_vocab_sp},
     {"interleaved 1F1B, 2 stages x 2 chunks, 4 micro-batches",
      test_interleaved},
     {"bad options name the option", test_bad_options},

@@ -130,6 +130,9 @@ typedef struct mp_rank_info {
                                ReduceScatter, Send, Recv) */
     uint32_t tp_attention;  /* transformer blocks split by tp: attention */
     uint32_t tp_mlp;        /* and MLP blocks (0 without tp) */
+    uint32_t tp_vocab;      /* layers split over the vocabulary: the
+                               embedding, the output layer (0-2) */
+    uint32_t sp_nodes;      /* nodes split along the sequence (sp) */
 } mp_rank_info;
 
 /* Builds the graph each rank executes from a finalized training graph
