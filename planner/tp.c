@@ -980,17 +980,18 @@ static mp_status after_node(tpb *T, mp__pb *B, uint32_t *red, uint32_t v)
                      xp != MP_NONE ? t->nodes[xp].name : n->name);
             st = coll(T, B, red[y], y, "tp/", false, MP_KIND_ACTIVATION, nm,
                       "AllReduce", MP_PHASE_BACKWARD, &red[y]);
-        } else if (T->fin[y] == FOP_AG) {
+        } else if (T->fin[y] == FOP_AG ||
+                   (T->sp && (T->sp[y] & SP_GSPLIT))) {
+            /* a scattered tensor's gradient, whole for its producer's
+             * backward (or a split node's part of a mixed entry's) */
             uint32_t p = t->tensors[f].producer;
-            snprintf(nm, sizeof nm, "%s/grad_sp_all_gather/%s",
-                     t->nodes[p != MP_NONE ? p : v].name, t->tensors[y].name);
-            st = coll(T, B, red[y], y, "sp_full/", false,
-                      t->tensors[y].declared_kind, nm, "AllGather",
-                      MP_PHASE_BACKWARD, &red[y]);
-        } else if (T->sp && (T->sp[y] & SP_GSPLIT)) {
-            /* a split node's part of a mixed entry's gradient */
-            snprintf(nm, sizeof nm, "%s",
-                     bwd_name(T, v, "sp_all_gather", y));
+            if (T->fin[y] == FOP_AG)
+                snprintf(nm, sizeof nm, "%s/grad_sp_all_gather/%s",
+                         t->nodes[p != MP_NONE ? p : v].name,
+                         t->tensors[y].name);
+            else
+                snprintf(nm, sizeof nm, "%s",
+                         bwd_name(T, v, "sp_all_gather", y));
             st = coll(T, B, red[y], y, "sp_full/", false,
                       t->tensors[y].declared_kind, nm, "AllGather",
                       MP_PHASE_BACKWARD, &red[y]);

@@ -38,15 +38,21 @@ static mp_graph *mlp4(mp_ctx *ctx)
 }
 
 /* The training graph of mlp4: Adam, fused (no step temporary). */
-static mp_graph *mlp4_train(mp_ctx *ctx)
+/* Forward graph f's training graph (Adam fused); f destroyed. */
+static mp_graph *train_fused(mp_graph *f)
 {
-    mp_graph *f = mlp4(ctx), *t = NULL;
+    mp_graph *t = NULL;
     mp_train_options o;
     mp_train_options_init(&o);
     o.optimizer_impl = MP_OPTIM_IMPL_FUSED;
     CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
     mp_graph_destroy(f);
     return t;
+}
+
+static mp_graph *mlp4_train(mp_ctx *ctx)
+{
+    return train_fused(mlp4(ctx));
 }
 
 /* Plans distinct rank i of t under po (alignment 1, no in-place),
@@ -558,15 +564,10 @@ static mp_graph *tiny_gpt(mp_ctx *ctx)
         "{\"name\": \"lnf\", \"op\": \"LayerNormalization\", \"inputs\": [\"h\", \"lnf.w\", \"lnf.b\"], \"outputs\": [\"z\"], \"attributes\": {\"axis\": -1}},"
         "{\"name\": \"head\", \"op\": \"MatMul\", \"inputs\": [\"z\", \"head.w\"], \"outputs\": [\"logits\"]}],"
         " \"outputs\": [\"logits\"]}";
-    mp_graph *f = NULL, *t = NULL;
+    mp_graph *f = NULL;
     CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, json, "tiny", &f) ==
                     MP_OK);
-    mp_train_options o;
-    mp_train_options_init(&o);
-    o.optimizer_impl = MP_OPTIM_IMPL_FUSED;
-    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
-    mp_graph_destroy(f);
-    return t;
+    return train_fused(f);
 }
 
 /* tp 2 with the vocabulary-parallel layers and sp: the parameters each
