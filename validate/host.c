@@ -4897,6 +4897,8 @@ void mpv_result_free(mpv_result *r)
         r->steps = NULL;
         free(r->weights_after);
         r->weights_after = NULL;
+        free(r->outputs);
+        r->outputs = NULL;
     }
 }
 

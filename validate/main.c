@@ -96,7 +96,7 @@ static void print_conv_passes(const mpv_program *prog)
 }
 
 /* --lower-only: which kernel runs each node, and the synthetic ones. */
-static void print_lowering(const mpv_cmd *v)
+void mpv_cmd_print_lowering(const mpv_cmd *v)
 {
     const mpv_program *prog = v->prog;
     printf("%u nodes run: %u real kernels, %u synthetic; arena %llu, "
@@ -210,6 +210,8 @@ static int validate(cli_args *a)
 {
     if (cli_given(a, CLI_O_RANKS))
         return mpv_validate_ranks(a);
+    if (a->serve)
+        return mpv_validate_serve(a);
     mpv_cmd v;
     memset(&v, 0, sizeof v);
     v.a = a;
@@ -218,7 +220,7 @@ static int validate(cli_args *a)
     cli_progress_install(v.ctx, a);
     int rc = v.ctx ? load_and_lower(&v) : CLI_EXIT_INTERNAL;
     if (!rc && a->lower_only)
-        print_lowering(&v);
+        mpv_cmd_print_lowering(&v);
     else if (!rc)
         rc = run_and_report(&v);
     mpv_result_free(&v.res);

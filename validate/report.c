@@ -263,43 +263,49 @@ static void rank_json(mp__jw *w, const mpv_cmd *v)
 
 int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
 {
+    mp__jw w;
+    cli_json_begin(&w, v->ctx);
+    cli_json_str(&w, "model", v->a->pos[0]);
+    mpv_cmd_json_members(&w, v, f);
+    return cli_json_print(&w);
+}
+
+void mpv_cmd_json_members(mp__jw *w, const mpv_cmd *v,
+                          const mpv_cmd_figures *f)
+{
     const mpv_program *prog = v->prog;
     const mpv_result *res = &v->res;
     const cli_args *a = v->a;
-    mp__jw w;
-    cli_json_begin(&w, v->ctx);
-    cli_json_str(&w, "model", a->pos[0]);
     if (v->par)
-        rank_json(&w, v);
-    cli_json_str(&w, "device", res->device);
-    cli_json_int(&w, "nodes_real_kernel", prog->n_real);
-    cli_json_int(&w, "nodes_synthetic", prog->n_synthetic);
-    cli_json_int(&w, "setup_nodes", prog->n_setup);
-    cli_json_int(&w, "setup_nodes_left", prog->n_setup_left);
-    cli_json_int(&w, "backward_nodes_real_kernel", prog->n_bwd_real);
-    cli_json_int(&w, "backward_nodes_synthetic", prog->n_bwd_synthetic);
-    cli_json_int(&w, "optimizer_nodes_real_kernel", prog->n_opt_real);
-    cli_json_int(&w, "optimizer_nodes_synthetic", prog->n_opt_synthetic);
-    cli_json_int(&w, "steps", prog->n_steps);
-    cli_json_int(&w, "recompute_steps", prog->n_recompute);
-    cli_json_int(&w, "offload_steps", prog->n_offload);
-    cli_json_int(&w, "prefetch_steps", prog->n_prefetch);
-    cli_json_u64(&w, "granularity", f->gran);
-    predicted_json(&w, v, f);
-    measured_json(&w, res);
-    by_op_json(&w, prog, v->step_s, res);
+        rank_json(w, v);
+    cli_json_str(w, "device", res->device);
+    cli_json_int(w, "nodes_real_kernel", prog->n_real);
+    cli_json_int(w, "nodes_synthetic", prog->n_synthetic);
+    cli_json_int(w, "setup_nodes", prog->n_setup);
+    cli_json_int(w, "setup_nodes_left", prog->n_setup_left);
+    cli_json_int(w, "backward_nodes_real_kernel", prog->n_bwd_real);
+    cli_json_int(w, "backward_nodes_synthetic", prog->n_bwd_synthetic);
+    cli_json_int(w, "optimizer_nodes_real_kernel", prog->n_opt_real);
+    cli_json_int(w, "optimizer_nodes_synthetic", prog->n_opt_synthetic);
+    cli_json_int(w, "steps", prog->n_steps);
+    cli_json_int(w, "recompute_steps", prog->n_recompute);
+    cli_json_int(w, "offload_steps", prog->n_offload);
+    cli_json_int(w, "prefetch_steps", prog->n_prefetch);
+    cli_json_u64(w, "granularity", f->gran);
+    predicted_json(w, v, f);
+    measured_json(w, res);
+    by_op_json(w, prog, v->step_s, res);
     if (f->have_pred && res->planned_ms > 0)
-        real(&w, "ratio_time_measured_predicted",
+        real(w, "ratio_time_measured_predicted",
              res->planned_ms / (f->pred_s * 1e3));
-    cli_train_json(&a->train, &w);
-    cli_attention_json(a, &w);
-    cli_offload_json(&a->offload, &w);
-    real(&w, "ratio_arena", f->r_arena);
-    real(&w, "ratio_arena_workspace", f->r_aw);
-    real(&w, "ratio_total", f->r_total);
-    cli_json_int(&w, "inplace_blocks", f->n_over);
-    checks_json(&w, v, f);
-    return cli_json_print(&w);
+    cli_train_json(&a->train, w);
+    cli_attention_json(a, w);
+    cli_offload_json(&a->offload, w);
+    real(w, "ratio_arena", f->r_arena);
+    real(w, "ratio_arena_workspace", f->r_aw);
+    real(w, "ratio_total", f->r_total);
+    cli_json_int(w, "inplace_blocks", f->n_over);
+    checks_json(w, v, f);
 }
 
 void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)

@@ -646,6 +646,7 @@ typedef struct mpv_options {
     mpv_nccl *nccl;
     const void *nccl_id;
     int keep_weights;        /* mpv_result's weights_after */
+    int keep_outputs;        /* mpv_result's outputs */
 } mpv_options;
 void mpv_options_init(mpv_options *o);
 
@@ -701,6 +702,9 @@ typedef struct mpv_result {
                                    * one planned run (malloc) */
     uint64_t weights_hash;     /* mpv_weights_hash of weights_after (the
                                 * caller's) */
+    unsigned char *outputs;    /* keep_outputs: the planned run's outputs,
+                                * the roots of p->outputs one after another
+                                * (output_bytes; malloc) */
     int nonfinite_outputs;
     char error[256];
 } mpv_result;
