@@ -61,7 +61,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
              "it: Reshape targets, Expand shapes, Resize sizes, bool masks; "
              "docs/onnx.md; every rewrite is reported); a JSON "
              "graph is taken as being at batch N, what --maximize scales "
-             "from (the Checkmate MLSys graphs are at 256 or 32)"},
+             "from (the Checkmate MLSys graphs are at 256 or 32); with "
+             "validate --serve, the sequences generated"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_SHOW_REWRITES] = {"show-rewrites", 0, NULL, C_PLAN | C_SHAPES,
@@ -537,7 +538,13 @@ const cli_option cli_options[CLI_O_COUNT_] = {
     [CLI_O_KV_DTYPE] = {"kv-dtype", 0, "D", C_SERVE | C_VALIDATE, G_SERVE,
         NULL,
         "the config's dtype",
-        "KV cache dtype: bf16, fp16 or fp8 (e4m3; fp8_e5m2 also)", NULL,
+        "KV cache dtype: bf16, fp16 or fp8 (e4m3; fp8_e5m2 also)",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "with --serve: the KV cache's dtype, the model's (the "
+             "executor's kernels read and write bf16 or fp32; another is "
+             "refused)"},
+            {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_KV_LAYOUT] = {"kv-layout", 0, "L", C_SERVE, G_SERVE, "paged", NULL,
         "paged: blocks of --block-size tokens allocated as sequences grow "
@@ -545,7 +552,12 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "--max-model-len tokens", NULL, NULL, 0},
     [CLI_O_BLOCK_SIZE] = {"block-size", 0, "N", C_SERVE | C_VALIDATE,
         G_SERVE, "16", NULL,
-        "tokens per KV block (paged layout)", NULL, NULL, 0},
+        "tokens per KV block (paged layout)",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "with --serve: tokens per KV block of the paged run"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
     [CLI_O_MAX_MODEL_LEN] = {"max-model-len", 0, "N", C_SERVE, G_SERVE, NULL,
         "max_position_embeddings, else 8192",
         "context of one sequence, prompt and output (tokens)", NULL, NULL, 0},
@@ -767,7 +779,15 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "allocation per tensor, and the reference run's live bytes (summed "
         "by the executor) against the planner's lower bound. Exits 5 when "
         "a check fails. The CUDA executor is a program of its own, "
-        "memplan-validate, which memplan runs.",
+        "memplan-validate, which memplan runs.\n\n"
+        "With --serve, MODEL is an LLM config: the graph of a whole "
+        "generation (the prefill of --prompt tokens for --batch sequences, "
+        "then --gen greedy decode steps) is built with the KV cache paged "
+        "in blocks of --block-size (a persistent tensor, read and written "
+        "through a block table) and again with a contiguous cache; both "
+        "are planned and run as above, and the tokens, the last step's "
+        "logits and the cache in sequence order must be the same bytes "
+        "(docs/serving.md).",
         "Built without CUDA, it loads and lowers the model (which kernel "
         "runs each node) and exits 3 before touching a GPU.",
         "memplan validate examples/tiny.json\n"

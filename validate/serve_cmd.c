@@ -162,6 +162,14 @@ static int execute(serve_ctx *sc, serve_run *r)
 #ifdef MP_WITH_CUDA
     cli_args *a = sc->a;
     mpv_cmd *v = &r->v;
+    char why[200];
+    if (!mpv_cuda_device_ok(why, sizeof why)) {
+        cli_error("%s: validate --serve runs the generation on a GPU. "
+                  "Without one, 'memplan validate %s --serve --lower-only' "
+                  "shows how each node would run",
+                  why, a->pos[0]);
+        return CLI_EXIT_INPUT;
+    }
     if (!a->quiet && (a->progress || isatty(fileno(stderr))))
         fprintf(stderr, "memplan: validate --serve: running the %s "
                 "generation (%u steps) on the GPU\n",
