@@ -476,6 +476,33 @@ static void t_cli(void)
         {"examples/llm/llama-3-8b.json --lengths beta:1 2>&1", "lognormal",
          2},
     };
+    /* validate --serve --lower-only: both layouts lowered, no GPU */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' validate "
+             "examples/serve/small-llama.json --serve --batch 2 --prompt 16 "
+             "--gen 4 --block-size 4 --lower-only", MP_SOURCE_DIR,
+             MP_CLI_PATH);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    /* 2 x 20 tokens in blocks of 4: 10 blocks; 8 layers x K and V x 10
+     * blocks x 4 tokens x 4 KV heads x 64 x 2 B */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "== paged KV cache =="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(327680 bytes) in blocks"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "; 10 blocks"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "== contiguous KV cache =="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(311461888 bytes)"));
+    /* 5 passes of 112 nodes, all on real kernels */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "560 nodes run: 560 real kernels, "
+                                       "0 synthetic"));
+    CU_ASSERT_PTR_NULL(strstr(out, "synthetic  "));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' validate "
+             "examples/serve/small-llama.json --serve --kv-dtype fp8 "
+             "--lower-only 2>&1", MP_SOURCE_DIR, MP_CLI_PATH);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "KV cache dtype"));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' validate examples/tiny.json "
+             "--gen 4 2>&1", MP_SOURCE_DIR, MP_CLI_PATH);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--serve"));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = cli(bad[i].args);
         if (rc != bad[i].rc || !strstr(out, bad[i].needle)) {
@@ -495,7 +522,7 @@ static CU_TestInfo tests[] = {
     {"length distributions, weight formats", t_lengths},
     {"a generation's graph: paged and contiguous caches, block table, "
      "weights first, planned and verified", t_generation},
-    {"memplan serve", t_cli},
+    {"memplan serve; memplan validate --serve --lower-only", t_cli},
     CU_TEST_INFO_NULL,
 };
 
