@@ -15,7 +15,7 @@ For each batch it runs
 
 on the small Llama-style config of bench/serve_validate.py (hidden 1024,
 8 layers, 16 heads, 4 KV heads, FFN 2816, vocab 32000, bf16; written into
-OUT_DIR, so nothing of the source tree is needed): the generation (the
+OUT_DIR; besides the binaries only this folder is read): the generation (the
 prefill of the prompts, then the decode steps, greedy) with the KV cache
 paged as planned and again with a contiguous cache. It writes each run's
 JSON (OUT_DIR/serve_exec_bB.json, stderr beside it) and one summary,
@@ -35,15 +35,18 @@ import subprocess
 import sys
 import time
 
-CONFIG = {
-    "_name_or_path": "memplan/serve-small-llama",
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-    "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 2816,
-    "num_attention_heads": 16, "num_key_value_heads": 4,
-    "num_hidden_layers": 8, "vocab_size": 32000,
-    "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-}
+def small_config():
+    """bench/serve_validate.py's config (the PyTorch run's model), else
+    examples/serve/small-llama.json (the same)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    try:
+        from serve_validate import CONFIG
+        return CONFIG
+    except ImportError:
+        with open(os.path.join(here, "..", "examples", "serve",
+                               "small-llama.json")) as f:
+            return json.load(f)
 
 
 def find_tool(build):
@@ -196,7 +199,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     cfg = os.path.join(a.out, "small-llama.json")
     with open(cfg, "w") as f:
-        json.dump(CONFIG, f, indent=2)
+        json.dump(small_config(), f, indent=2)
     rc, version, _, _ = run([tool, "--version"], 60)
     summary = {"config": "hidden 1024, 8 layers, 16 heads, 4 KV heads, FFN "
                          "2816, vocab 32000, bf16",

@@ -49,6 +49,11 @@ void mpv_cmd_print_lowering(const mpv_cmd *v);
 /* The summary for humans. */
 void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f);
 
+/* The executor's options from the command line: --seed, the reference
+ * run, --poison, --step-times, --conv-math; the weights after the run
+ * kept (main.c) */
+void mpv_cmd_run_options(const cli_args *a, mpv_options *vo);
+
 /* `memplan validate ... --ranks N` (ranks_cmd.c): every rank at once,
  * one process per GPU; an exit code. */
 int mpv_validate_ranks(cli_args *a);

@@ -1579,36 +1579,36 @@ static int lower_paged_attention(lower *L, const mp__node *n,
                  "tokens than written");
         maxlen = kc->dims[1];
     }
-    for (int w = 0; w < 2; w++) {
-        mpv_launch *x = add_launch(L, w ? MPV_L_PAGED_ATTN : MPV_L_KV_WRITE);
-        if (!x)
-            return -1;
-        if (w) {
-            x->in[0] = 0;
-            x->in[1] = 3;
-            x->in[2] = 4;
-            x->in[3] = tb ? 5 : -1;
-            x->out = 0;
-        } else {
-            x->in[0] = 1;
-            x->in[1] = 2;
-            x->in[2] = 3;
-            x->in[3] = 4;
-        }
-        x->p.paged.rows = rows;
-        x->p.paged.seqs = seqs;
-        x->p.paged.qlen = qlen;
-        x->p.paged.past = past;
-        x->p.paged.heads = heads;
-        x->p.paged.kv_heads = kvh;
-        x->p.paged.d = d;
-        x->p.paged.paged = tb != NULL;
-        x->p.paged.block_size = bs;
-        x->p.paged.max_blocks = mb;
-        x->p.paged.num_blocks = nblk;
-        x->p.paged.max_len = maxlen;
-        x->p.paged.scale = mp__attr_float(n, "scale", 1.0 / sqrt((double)d));
-    }
+    /* the cache write, then the attention with the same parameters */
+    mpv_launch *x = add_launch(L, MPV_L_KV_WRITE);
+    if (!x)
+        return -1;
+    x->in[0] = 1;
+    x->in[1] = 2;
+    x->in[2] = 3;
+    x->in[3] = 4;
+    x->p.paged.rows = rows;
+    x->p.paged.seqs = seqs;
+    x->p.paged.qlen = qlen;
+    x->p.paged.past = past;
+    x->p.paged.heads = heads;
+    x->p.paged.kv_heads = kvh;
+    x->p.paged.d = d;
+    x->p.paged.paged = tb != NULL;
+    x->p.paged.block_size = bs;
+    x->p.paged.max_blocks = mb;
+    x->p.paged.num_blocks = nblk;
+    x->p.paged.max_len = maxlen;
+    x->p.paged.scale = mp__attr_float(n, "scale", 1.0 / sqrt((double)d));
+    mpv_launch *at = add_launch(L, MPV_L_PAGED_ATTN);
+    if (!at)
+        return -1;
+    at->p = L->l[L->n - 2].p; /* x may have moved */
+    at->in[0] = 0;
+    at->in[1] = 3;
+    at->in[2] = 4;
+    at->in[3] = tb ? 5 : -1;
+    at->out = 0;
     return 0;
 }
 

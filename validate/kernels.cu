@@ -2857,6 +2857,13 @@ __global__ void k_sample(const float *x, int64_t *out, int64_t rows,
     }
 }
 
+// a PagedAttention launch's block table: node input slot 5 (paged)
+static const int32_t *block_table(const mpv_launch *l, const mpv_io *io)
+{
+    return l->p.paged.paged && io->n_in > 5 ? (const int32_t *)io->in[5]
+                                            : NULL;
+}
+
 const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                            cublasHandle_t h, cudaStream_t s)
 {
@@ -3343,9 +3350,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_KV_WRITE: {
         const auto &p = l->p.paged;
-        const int32_t *tab = p.paged && io->n_in > 5
-                                 ? (const int32_t *)io->in[5]
-                                 : NULL;
+        const int32_t *tab = block_table(l, io);
         k_kv_write<<<blocks_for(p.rows * p.kv_heads * p.d), TPB, 0, s>>>(
             FIN(1), FIN(2), fout(io->in[3], bf_in(l, 3)),
             fout(io->in[4], bf_in(l, 4)), tab, *l);
@@ -3353,9 +3358,7 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     }
     case MPV_L_PAGED_ATTN: {
         const auto &p = l->p.paged;
-        const int32_t *tab = p.paged && io->n_in > 5
-                                 ? (const int32_t *)io->in[5]
-                                 : NULL;
+        const int32_t *tab = block_table(l, io);
         size_t shb = (size_t)(p.d + 2 * PA_TPB + PA_TPB * p.d) * sizeof(float);
         k_paged_attn<<<blocks_per(p.rows * p.heads), PA_TPB, shb, s>>>(
             FIN(0), FIN(3), FIN(4), tab, FOUT, *l);

@@ -135,6 +135,17 @@ void mpv_cmd_print_lowering(const mpv_cmd *v)
     }
 }
 
+void mpv_cmd_run_options(const cli_args *a, mpv_options *vo)
+{
+    mpv_options_init(vo);
+    vo->seed = a->seed + 1;
+    vo->reference = !a->no_reference;
+    vo->poison_free = a->poison;
+    vo->step_times = a->step_times;
+    vo->conv_fp32 = a->conv_fp32;
+    vo->keep_weights = 1;
+}
+
 /* The planned and reference runs on the GPU into v->res. 0 or an exit
  * code (printed). */
 static int execute(mpv_cmd *v)
@@ -158,16 +169,10 @@ static int execute(mpv_cmd *v)
                 v->prog->n_steps, v->a->no_reference ? "" : ", the reference",
                 v->a->step_times ? ", the per-step timing" : "");
     mpv_options vo;
-    mpv_options_init(&vo);
-    vo.seed = v->a->seed + 1;
-    vo.reference = !v->a->no_reference;
-    vo.poison_free = v->a->poison;
-    vo.step_times = v->a->step_times;
-    vo.conv_fp32 = v->a->conv_fp32;
+    mpv_cmd_run_options(v->a, &vo);
     vo.dump_dir = v->a->dump;
     vo.weights_dir = v->a->weights_dir;
     vo.inputs_dir = v->a->inputs_dir;
-    vo.keep_weights = 1;
     if (mpv_execute(v->prog, &vo, &v->res) != 0) {
         cli_error("executor: %s", v->res.error);
         return CLI_EXIT_INTERNAL;

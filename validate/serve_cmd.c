@@ -175,12 +175,7 @@ static int execute(serve_ctx *sc, serve_run *r)
                 "generation (%u steps) on the GPU\n",
                 r->paged ? "paged" : "contiguous", v->prog->n_steps);
     mpv_options vo;
-    mpv_options_init(&vo);
-    vo.seed = a->seed + 1;
-    vo.reference = !a->no_reference;
-    vo.poison_free = a->poison;
-    vo.step_times = a->step_times;
-    vo.keep_weights = 1;
+    mpv_cmd_run_options(a, &vo);
     vo.keep_outputs = 1;
     if (mpv_execute(v->prog, &vo, &v->res) != 0) {
         cli_error("executor (%s cache): %s", r->paged ? "paged" : "contiguous",
