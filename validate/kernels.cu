@@ -2717,7 +2717,8 @@ __global__ void k_kv_write(fin k, fin v, fout kc, fout vc,
 // softmax of its own, then the threads' partial sums are combined in
 // thread order: a fixed order of additions, so the result does not
 // depend on where the cache's blocks are. Shared: q (d), the threads'
-// maxima and sums (2 PA_TPB), their accumulators (PA_TPB x d).
+// maxima and sums (2 PA_TPB), their accumulators (PA_TPB rows of d + 1
+// floats: the padding keeps a warp's threads on distinct banks).
 __global__ void __launch_bounds__(PA_TPB)
     k_paged_attn(fin q, fin kc, fin vc, const int32_t *tab, fout y,
                  mpv_launch l)
@@ -2727,7 +2728,7 @@ __global__ void __launch_bounds__(PA_TPB)
     const int64_t D = p.d, H = p.heads, w = p.kv_heads * D;
     float *qs = sh, *pm = qs + D, *pl = pm + PA_TPB, *acc = pl + PA_TPB;
     const int tid = threadIdx.x;
-    float *a = acc + tid * D;
+    float *a = acc + tid * (D + 1);
     const float sc = (float)p.scale;
     for (int64_t b = blockIdx.x; b < p.rows * H; b += gridDim.x) {
         const int64_t r = b / H, h = b % H;
@@ -2771,7 +2772,7 @@ __global__ void __launch_bounds__(PA_TPB)
             float o = 0.f;
             for (int j = 0; j < PA_TPB; j++)
                 if (pm[j] != -INFINITY)
-                    o += acc[j * D + i] * expf(pm[j] - M);
+                    o += acc[j * (D + 1) + i] * expf(pm[j] - M);
             y[(r * H + h) * D + i] = o / L;
         }
     }
@@ -3359,7 +3360,8 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
     case MPV_L_PAGED_ATTN: {
         const auto &p = l->p.paged;
         const int32_t *tab = block_table(l, io);
-        size_t shb = (size_t)(p.d + 2 * PA_TPB + PA_TPB * p.d) * sizeof(float);
+        size_t shb =
+            (size_t)(p.d + 2 * PA_TPB + PA_TPB * (p.d + 1)) * sizeof(float);
         k_paged_attn<<<blocks_per(p.rows * p.heads), PA_TPB, shb, s>>>(
             FIN(0), FIN(3), FIN(4), tab, FOUT, *l);
         return LAUNCH_CHECK();
