@@ -26,7 +26,7 @@
 typedef struct serve_run {
     mpv_cmd v;
     mpv_cmd_figures f;
-    int paged, ran;
+    int paged;
     uint32_t num_blocks;
     uint64_t model_bytes;  /* the model's weights (kind weight, no cache) */
     uint64_t cache_bytes;  /* every layer's K and V caches */
@@ -182,8 +182,6 @@ static int execute(serve_ctx *sc, serve_run *r)
                   v->res.error);
         return CLI_EXIT_INTERNAL;
     }
-    r->ran = 1;
-    cache_hash(sc, r);
     return mpv_cmd_figures_get(v, &r->f);
 #else
     (void)sc;
@@ -426,7 +424,8 @@ int mpv_validate_serve(cli_args *a)
         print_lowering(sc);
     } else if (!rc) {
         for (int i = 0; i < 2 && !rc; i++)
-            rc = execute(sc, &sc->run[i]);
+            if (!(rc = execute(sc, &sc->run[i])))
+                cache_hash(sc, &sc->run[i]);
         if (!rc) {
             serve_cmp c;
             compare(sc, &c);
