@@ -147,6 +147,7 @@ enum {
     /* validate */
     CLI_O_PLAN, CLI_O_NO_REFERENCE, CLI_O_POISON, CLI_O_DUMP, CLI_O_WEIGHTS,
     CLI_O_INPUTS, CLI_O_LOWER_ONLY, CLI_O_STEP_TIMES, CLI_O_CONV_MATH,
+    CLI_O_SERVE,
     /* offload-policy */
     CLI_O_PROMPT, CLI_O_GEN, CLI_O_GPU_BATCH, CLI_O_NUM_BATCHES, CLI_O_PERCENT,
     CLI_O_COMPRESS_WEIGHTS, CLI_O_COMPRESS_KV, CLI_O_GPU_MEM, CLI_O_CPU_MEM,
@@ -295,6 +296,8 @@ typedef struct cli_args {
     /* validate */
     const char *plan, *dump, *weights_dir, *inputs_dir;
     int no_reference, poison, lower_only, step_times;
+    int serve;                    /* --serve: MODEL is an LLM config, run a
+                                     generation (validate/serve_cmd.c) */
     int conv_fp32;                /* --conv-math fp32 (default tf32) */
     /* offload-policy */
     mp_flexgen_options fo;

@@ -31,6 +31,7 @@ static const size_t flag_field[CLI_O_COUNT_] = {
     [CLI_O_POISON] = offsetof(cli_args, poison),
     [CLI_O_LOWER_ONLY] = offsetof(cli_args, lower_only),
     [CLI_O_STEP_TIMES] = offsetof(cli_args, step_times),
+    [CLI_O_SERVE] = offsetof(cli_args, serve),
     [CLI_O_OFFLOAD_OPTIMIZER] = offsetof(cli_args, par.po.offload_optimizer),
     [CLI_O_SP] = offsetof(cli_args, par.po.sp),
 };

@@ -61,7 +61,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
              "it: Reshape targets, Expand shapes, Resize sizes, bool masks; "
              "docs/onnx.md; every rewrite is reported); a JSON "
              "graph is taken as being at batch N, what --maximize scales "
-             "from (the Checkmate MLSys graphs are at 256 or 32)"},
+             "from (the Checkmate MLSys graphs are at 256 or 32); with "
+             "validate --serve, the sequences generated"},
             {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_SHOW_REWRITES] = {"show-rewrites", 0, NULL, C_PLAN | C_SHAPES,
@@ -472,6 +473,14 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "(bench/time_vs_measured.py)",
         NULL, NULL, 0},
 
+    [CLI_O_SERVE] = {"serve", 0, NULL, C_VALIDATE, G_RUN, NULL, NULL,
+        "MODEL is an LLM config (as memplan serve reads it): run a "
+        "generation on the GPU, the prefill of --prompt tokens for --batch "
+        "sequences and --gen decode steps, with the KV cache paged in "
+        "blocks of --block-size as planned, then again with a contiguous "
+        "cache, and compare tokens, final logits and the cache "
+        "(docs/serving.md, \"The executor run\")",
+        NULL, NULL, 0},
     [CLI_O_CONV_MATH] = {"conv-math", 0, "M", C_VALIDATE, G_RUN, "tf32",
         NULL,
         "the float32 convolutions' arithmetic on cuDNN: tf32 (tensor cores, "
@@ -483,10 +492,22 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "that every run computes bit for bit alike",
         NULL, NULL, 0},
 
-    [CLI_O_PROMPT] = {"prompt", 0, "N", C_POLICY, G_POLICY, "512", NULL,
-        "prompt length", NULL, NULL, 0},
-    [CLI_O_GEN] = {"gen", 0, "N", C_POLICY, G_POLICY, "32", NULL,
-        "tokens generated", NULL, NULL, 0},
+    [CLI_O_PROMPT] = {"prompt", 0, "N", C_POLICY | C_VALIDATE, G_POLICY,
+        "512", NULL, "prompt length",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "with --serve: prompt tokens of each sequence, prefilled in "
+             "one forward pass (--batch x N at most 16384)"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
+    [CLI_O_GEN] = {"gen", 0, "N", C_POLICY | C_VALIDATE, G_POLICY, "32",
+        NULL, "tokens generated",
+        (const cli_variant[]){
+            {C_VALIDATE, "64", NULL,
+             "with --serve: decode steps after the prefill, each one token "
+             "a sequence (greedy)"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
     [CLI_O_GPU_BATCH] = {"gpu-batch", 0, "N", C_POLICY, G_POLICY, NULL,
         "searched", "fix the GPU batch size", NULL, NULL, 0},
     [CLI_O_NUM_BATCHES] = {"num-batches", 0, "N", C_POLICY, G_POLICY, NULL,
@@ -515,16 +536,29 @@ const cli_option cli_options[CLI_O_COUNT_] = {
     [CLI_O_GROUP_SIZE] = {"group-size", 0, "N", C_SERVE, G_SERVE, "128", NULL,
         "input channels per quantization group of --weights int4 or int8 "
         "(0: one group per output channel)", NULL, NULL, 0},
-    [CLI_O_KV_DTYPE] = {"kv-dtype", 0, "D", C_SERVE, G_SERVE, NULL,
+    [CLI_O_KV_DTYPE] = {"kv-dtype", 0, "D", C_SERVE | C_VALIDATE, G_SERVE,
+        NULL,
         "the config's dtype",
-        "KV cache dtype: bf16, fp16 or fp8 (e4m3; fp8_e5m2 also)", NULL,
+        "KV cache dtype: bf16, fp16 or fp8 (e4m3; fp8_e5m2 also)",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "with --serve: the KV cache's dtype, the model's (the "
+             "executor's kernels read and write bf16 or fp32; another is "
+             "refused)"},
+            {0, NULL, NULL, NULL}},
         NULL, 0},
     [CLI_O_KV_LAYOUT] = {"kv-layout", 0, "L", C_SERVE, G_SERVE, "paged", NULL,
         "paged: blocks of --block-size tokens allocated as sequences grow "
         "(vLLM's PagedAttention); contiguous: every sequence reserves "
         "--max-model-len tokens", NULL, NULL, 0},
-    [CLI_O_BLOCK_SIZE] = {"block-size", 0, "N", C_SERVE, G_SERVE, "16", NULL,
-        "tokens per KV block (paged layout)", NULL, NULL, 0},
+    [CLI_O_BLOCK_SIZE] = {"block-size", 0, "N", C_SERVE | C_VALIDATE,
+        G_SERVE, "16", NULL,
+        "tokens per KV block (paged layout)",
+        (const cli_variant[]){
+            {C_VALIDATE, NULL, NULL,
+             "with --serve: tokens per KV block of the paged run"},
+            {0, NULL, NULL, NULL}},
+        NULL, 0},
     [CLI_O_MAX_MODEL_LEN] = {"max-model-len", 0, "N", C_SERVE, G_SERVE, NULL,
         "max_position_embeddings, else 8192",
         "context of one sequence, prompt and output (tokens)", NULL, NULL, 0},
@@ -563,6 +597,8 @@ const cli_option cli_options[CLI_O_COUNT_] = {
 /* ---- what does nothing where ------------------------------------------- */
 #define READ_PLAN "the plan is read from --plan FILE, not made"
 #define LOWER_ONLY "--lower-only prints the lowering and runs nothing"
+#define SERVE_ONLY "it sizes the generation that --serve runs"
+#define SERVE_PLANS "--serve builds and plans the generation's graphs itself"
 
 const cli_rule cli_rules[] = {
     {C_PLAN | C_SHAPES, CLI_O_SHOW_REWRITES, CLI_O_BATCH, 1,
@@ -645,6 +681,20 @@ const cli_rule cli_rules[] = {
     {C_VALIDATE, CLI_O_DUMP, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_STEP_TIMES, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
     {C_VALIDATE, CLI_O_CONV_MATH, CLI_O_LOWER_ONLY, 0, LOWER_ONLY},
+    {C_VALIDATE, CLI_O_PROMPT, CLI_O_SERVE, 1, SERVE_ONLY},
+    {C_VALIDATE, CLI_O_GEN, CLI_O_SERVE, 1, SERVE_ONLY},
+    {C_VALIDATE, CLI_O_BLOCK_SIZE, CLI_O_SERVE, 1, SERVE_ONLY},
+    {C_VALIDATE, CLI_O_KV_DTYPE, CLI_O_SERVE, 1, SERVE_ONLY},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_PLAN, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_TRAIN, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_BUDGET, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_DP, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_PP, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_TP, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_RANKS, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_DUMP, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_WEIGHTS, 0, SERVE_PLANS},
+    {C_VALIDATE, CLI_O_SERVE, CLI_O_INPUTS, 0, SERVE_PLANS},
     {C_SERVE, CLI_O_GROUP_SIZE, CLI_O_WEIGHTS, 1,
      "groups are those of quantized weights: give --weights int4 or int8"},
     {0, 0, 0, 0, NULL},
@@ -730,13 +780,23 @@ const cli_command cli_commands[CLI_CMD_COUNT_] = {
         "allocation per tensor, and the reference run's live bytes (summed "
         "by the executor) against the planner's lower bound. Exits 5 when "
         "a check fails. The CUDA executor is a program of its own, "
-        "memplan-validate, which memplan runs.",
+        "memplan-validate, which memplan runs.\n\n"
+        "With --serve, MODEL is an LLM config: the graph of a whole "
+        "generation (the prefill of --prompt tokens for --batch sequences, "
+        "then --gen greedy decode steps) is built with the KV cache paged "
+        "in blocks of --block-size (a persistent tensor, read and written "
+        "through a block table) and again with a contiguous cache; both "
+        "are planned and run as above, and the tokens, the last step's "
+        "logits and the cache in sequence order must be the same bytes "
+        "(docs/serving.md).",
         "Built without CUDA, it loads and lowers the model (which kernel "
         "runs each node) and exits 3 before touching a GPU.",
         "memplan validate examples/tiny.json\n"
         "memplan validate examples/offload/skip_chain.json --budget 850MiB "
         "--offload --json\n"
-        "memplan validate examples/mlp.onnx --lower-only\n"},
+        "memplan validate examples/mlp.onnx --lower-only\n"
+        "memplan validate examples/serve/small-llama.json --serve --batch 8 "
+        "--prompt 512 --gen 64 --json\n"},
     [CLI_CMD_OFFLOAD_POLICY] = {"offload-policy", "CONFIG.json", 1, 1,
         "FlexGen-style offload policy for LLM inference",
         "For a decoder-only transformer (its Hugging Face config.json: "

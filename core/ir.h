@@ -69,6 +69,9 @@ typedef enum mp__kernel {
     MP__KERNEL_CAST, MP__KERNEL_PAD, MP__KERNEL_SHAPE, MP__KERNEL_EXPAND,
     MP__KERNEL_ATTENTION, MP__KERNEL_LOSS, MP__KERNEL_LOSS_GRAD,
     MP__KERNEL_SGD, MP__KERNEL_WHERE, MP__KERNEL_COLLECTIVE,
+    /* serving (docs/serving.md, "The executor run"): attention over a
+     * paged or contiguous KV cache, the sampler's sort and greedy pick */
+    MP__KERNEL_PAGED_ATTENTION, MP__KERNEL_SORT, MP__KERNEL_SAMPLE,
     MP__KERNEL_COUNT_
 } mp__kernel;
 enum {
@@ -81,11 +84,13 @@ enum {
     /* binary and variadic (MP__KERNEL_BINARY, MP__KERNEL_VARIADIC) */
     MP__KOP_ADD = 32, MP__KOP_SUB, MP__KOP_MUL, MP__KOP_DIV, MP__KOP_POW,
     MP__KOP_MAX, MP__KOP_MIN, MP__KOP_MEAN, MP__KOP_PRELU,
+    MP__KOP_SWIGLU,   /* silu(x) * y */
     /* pooling, reductions, softmax */
     MP__KOP_POOL_MAX = 64, MP__KOP_POOL_AVG, MP__KOP_REDUCE_SUM,
     MP__KOP_REDUCE_MEAN, MP__KOP_REDUCE_MAX, MP__KOP_REDUCE_MIN,
     MP__KOP_REDUCE_PROD, MP__KOP_REDUCE_SUMSQ, MP__KOP_REDUCE_L1,
     MP__KOP_REDUCE_L2, MP__KOP_SOFTMAX, MP__KOP_LOGSOFTMAX,
+    MP__KOP_RMS_NORM, /* MP__KERNEL_LAYERNORM without the mean, no bias */
     /* optimizer steps (MP__KERNEL_SGD; 0: plain SGD) and the foreach
      * group's temporary */
     MP__KOP_OPT_MOMENTUM = 96, MP__KOP_OPT_ADAM, MP__KOP_OPT_ADAMW,

@@ -163,6 +163,17 @@ typedef struct bld {
     uint64_t logits, sampler;
     uint32_t nodes, last_node;
     char nm[96];
+    /* a generation's graph (mp_serve_generation_graph): the weights are
+     * declared first (weights_only), then each forward pass looks them up
+     * by name; its tensors and nodes are named "stepN/..." (pfx) */
+    int gen, weights_only;
+    char pfx[24];
+    const uint32_t *kcache, *vcache; /* per layer: the caches */
+    uint32_t table;     /* the block table (MP_NONE: contiguous) */
+    uint32_t block_size, seqs, past, qlen; /* this pass */
+    uint32_t ids;       /* the token ids read (MP_NONE: an input) */
+    const int64_t *ids_value; /* the input's values (the prompt) */
+    uint32_t sampled, logits_f32; /* out: this pass's */
 } bld;
 
 static void bld_init(bld *b, mp_ctx *ctx, const mp_llm_config *m)
@@ -170,13 +181,29 @@ static void bld_init(bld *b, mp_ctx *ctx, const mp_llm_config *m)
     memset(b, 0, sizeof *b);
     b->ctx = ctx;
     b->m = m;
+    b->table = b->ids = b->sampled = b->logits_f32 = MP_NONE;
 }
 
+/* A tensor named b->nm (a generation's per-pass tensors prefixed); none
+ * but weights while the weights are declared */
 static mp_status add_t(bld *b, mp_dtype dt, int rank, const int64_t *dims,
                        uint64_t bytes, mp_tensor_kind kind, uint32_t *id)
 {
-    mp_tensor_desc d = {b->nm, dt, rank, dims, bytes, kind};
+    if (b->weights_only && kind != MP_KIND_WEIGHT) {
+        *id = MP_NONE;
+        return MP_OK;
+    }
+    char nm[sizeof b->pfx + sizeof b->nm];
+    snprintf(nm, sizeof nm, "%s%s", kind == MP_KIND_WEIGHT ? "" : b->pfx,
+             b->nm);
+    mp_tensor_desc d = {nm, dt, rank, dims, bytes, kind};
     return mp_graph_add_tensor(b->g, &d, id);
+}
+
+/* A generation's forward passes read the weights declared before */
+static int reuse_weights(const bld *b)
+{
+    return b->g && b->gen && !b->weights_only;
 }
 
 /* A weight of `bytes` (shape [k, n] in the 16-bit dtype, for shape
@@ -184,6 +211,8 @@ static mp_status add_t(bld *b, mp_dtype dt, int rank, const int64_t *dims,
 static mp_status weight(bld *b, const char *name, uint64_t k, uint64_t n,
                         uint64_t bytes, uint32_t *id)
 {
+    if (reuse_weights(b))
+        return mp_graph_find_tensor(b->g, name, id);
     if (!mp__add_u64(b->weights, bytes, &b->weights))
         return overflow(b->ctx, "the weights' bytes");
     if (!b->g)
@@ -203,6 +232,8 @@ static mp_status linear_w(bld *b, const char *name, uint64_t k, uint64_t n,
         return overflow(b->ctx, "a weight's bytes");
     if (b->o->weights == MP_WEIGHTS_16BIT)
         return weight(b, name, k, n, bytes, id);
+    if (reuse_weights(b))
+        return mp_graph_find_tensor(b->g, name, id);
     if (!mp__add_u64(b->weights, bytes, &b->weights))
         return overflow(b->ctx, "the weights' bytes");
     if (!b->g)
@@ -216,6 +247,8 @@ static mp_status linear_w(bld *b, const char *name, uint64_t k, uint64_t n,
 static mp_status vec_w(bld *b, const char *name, uint64_t n, uint32_t *id)
 {
     uint64_t bytes;
+    if (reuse_weights(b))
+        return mp_graph_find_tensor(b->g, name, id);
     if (!mp__mul_u64(n, b->r.b, &bytes))
         return overflow(b->ctx, "a weight's bytes");
     if (!mp__add_u64(b->weights, bytes, &b->weights))
@@ -238,13 +271,16 @@ static mp_status act(bld *b, const char *name, mp_dtype dt, uint64_t t,
     return add_t(b, dt, n ? 3 : -1, d, 0, MP_KIND_ACTIVATION, id);
 }
 
-static mp_status node(bld *b, const char *name, const char *op,
-                      const uint32_t *in, uint32_t nin, const uint32_t *out,
-                      uint32_t nout, uint32_t *id)
+static mp_status node_dom(bld *b, const char *name, const char *op,
+                          const char *domain, const uint32_t *in,
+                          uint32_t nin, const uint32_t *out, uint32_t nout,
+                          uint32_t *id)
 {
-    if (!b->g)
+    if (!b->g || b->weights_only)
         return MP_OK;
-    mp_node_desc d = {name, op, NULL, in, nin, out, nout, MP_PHASE_FORWARD};
+    char nm[sizeof b->pfx + 96];
+    snprintf(nm, sizeof nm, "%s%s", b->pfx, name);
+    mp_node_desc d = {nm, op, domain, in, nin, out, nout, MP_PHASE_FORWARD};
     uint32_t nid;
     mp_status st = mp_graph_add_node(b->g, &d, &nid);
     if (!st) {
@@ -254,6 +290,13 @@ static mp_status node(bld *b, const char *name, const char *op,
     if (id)
         *id = nid;
     return st;
+}
+
+static mp_status node(bld *b, const char *name, const char *op,
+                      const uint32_t *in, uint32_t nin, const uint32_t *out,
+                      uint32_t nout, uint32_t *id)
+{
+    return node_dom(b, name, op, NULL, in, nin, out, nout, id);
 }
 
 /* y = op(ins) with y [1, t, n] (n 0: inferred) */
@@ -340,8 +383,33 @@ static mp_status attention(bld *b, uint32_t l, uint32_t x, uint64_t t,
      * into it (its own pool, outside this graph), the output read from it
      * by a fused kernel (no t x context scores) */
     snprintf(p, sizeof p, "l%u.attn", l);
-    uint32_t in[3] = {q, k, v};
     uint32_t nid = 0;
+    if (b->gen) {
+        /* a generation: the cache explicit, written and read by the node
+         * through the block table (paged) or per sequence (contiguous) */
+        uint32_t in6[6] = {q, k, v, 0, 0, b->table};
+        if (b->kcache) {
+            in6[3] = b->kcache[l];
+            in6[4] = b->vcache[l];
+        }
+        if ((st = act(b, p, r->dt, t, r->heads * r->hd, &y)) ||
+            (st = node_dom(b, p, "PagedAttention", "memplan", in6,
+                           b->table == MP_NONE ? 5 : 6, &y, 1, &nid)))
+            return st;
+        if (reuse_weights(b)) {
+            const struct { const char *k; uint64_t v; } at[] = {
+                {"q_num_heads", r->heads}, {"kv_num_heads", r->kv},
+                {"block_size", b->table == MP_NONE ? 0 : b->block_size},
+                {"seqs", b->seqs}, {"past", b->past}};
+            for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+                if ((st = mp_graph_set_attr_int(b->g, nid, at[i].k,
+                                                (int64_t)at[i].v)))
+                    return st;
+        }
+        snprintf(p, sizeof p, "l%u.o_proj", l);
+        return linear(b, p, y, r->heads * r->hd, r->h, o_bias, t, out);
+    }
+    uint32_t in[3] = {q, k, v};
     if ((st = act(b, p, r->dt, t, 0, &y)) ||
         (st = node(b, p, "Attention", in, 3, &y, 1, &nid)))
         return st;
@@ -456,8 +524,22 @@ static mp_status sampler(bld *b, uint32_t hfin, uint32_t lm, uint64_t s)
         return MP_OK;
     snprintf(b->nm, sizeof b->nm, "logits_indices");
     int64_t d1[1] = {(int64_t)s};
-    if ((st = add_t(b, MP_DTYPE_INT64, 1, d1, 0, MP_KIND_INPUT, &idx)))
+    /* a generation samples the last token of each sequence: a constant */
+    if ((st = add_t(b, MP_DTYPE_INT64, 1, d1, 0,
+                    b->gen ? MP_KIND_CONSTANT : MP_KIND_INPUT, &idx)))
         return st;
+    if (b->gen) {
+        int64_t *iv = mp__alloc(b->ctx, s * sizeof *iv);
+        if (!iv)
+            return MP_ERR_NOMEM;
+        for (uint64_t i = 0; i < s; i++)
+            iv[i] = (int64_t)(i * b->qlen + b->qlen - 1);
+        st = mp__tensor_set_value(b->ctx, &b->g->tensors[idx], iv,
+                                  (uint32_t)s);
+        mp__dealloc(b->ctx, iv);
+        if (st)
+            return st;
+    }
     uint32_t in[2] = {hfin, idx};
     uint32_t nid = 0;
     if ((st = act(b, "sample_rows", r->dt, s, 0, &rows)) ||
@@ -477,6 +559,7 @@ static mp_status sampler(bld *b, uint32_t hfin, uint32_t lm, uint64_t s)
     if ((st = op1(b, "logits_fp32", "Cast", &lg, 1, MP_DTYPE_FLOAT32, s, 0,
                   &f32)))
         return st;
+    b->logits_f32 = f32;
     if ((st = mp_graph_set_attr_int(b->g, b->last_node, "to",
                                     MP_DTYPE_FLOAT32)))
         return st;
@@ -497,6 +580,7 @@ static mp_status sampler(bld *b, uint32_t hfin, uint32_t lm, uint64_t s)
     if ((st = add_t(b, MP_DTYPE_INT64, 2, d3, 0, MP_KIND_OUTPUT, &tok)) ||
         (st = node(b, "sampled", "Sample", in3, 3, &tok, 1, NULL)))
         return st;
+    b->sampled = tok;
     return mp_graph_mark_output(b->g, tok);
 }
 
@@ -511,10 +595,16 @@ static mp_status build(bld *b, uint64_t t, uint64_t s)
         return overflow(b->ctx, "the embedding's bytes");
     if ((st = weight(b, "embed_tokens.weight", r->vocab, r->h, eb, &emb)))
         return st;
-    if (b->g) {
+    if (b->g && b->ids != MP_NONE) {
+        ids = b->ids; /* a decode step: the tokens sampled before */
+    } else if (b->g) {
         snprintf(b->nm, sizeof b->nm, "input_ids");
         int64_t d[2] = {1, (int64_t)t};
         if ((st = add_t(b, MP_DTYPE_INT64, 2, d, 0, MP_KIND_INPUT, &ids)))
+            return st;
+        if (b->ids_value && ids != MP_NONE &&
+            (st = mp__tensor_set_value(b->ctx, &b->g->tensors[ids],
+                                       b->ids_value, (uint32_t)t)))
             return st;
     }
     uint32_t in[2] = {emb, ids};
@@ -573,7 +663,7 @@ static mp_status build(bld *b, uint64_t t, uint64_t s)
     }
     if (s)
         return sampler(b, h, lm, s);
-    if (b->g)
+    if (b->g && !b->weights_only)
         return mp_graph_mark_output(b->g, h);
     return MP_OK;
 }
@@ -647,6 +737,220 @@ mp_status mp_serve_decoder_graph(mp_ctx *ctx, const mp_llm_config *m,
     snprintf(name, sizeof name, "%s serve t%u s%u tp%u", m->name, tokens,
              seqs, o.tp);
     if (!(st = mp_graph_set_name(b.g, name)) && !(st = build(&b, tokens, seqs)))
+        st = mp_graph_finalize(b.g);
+    if (st) {
+        mp_graph_destroy(b.g);
+        return st;
+    }
+    *out = b.g;
+    return MP_OK;
+}
+
+/* ---- a generation: prefill and decode steps in one graph -------------- */
+mp_status mp_serve_block_table(mp_ctx *ctx, uint32_t seqs, uint32_t prompt,
+                               uint32_t gen, uint32_t block_size,
+                               uint32_t *table, uint64_t cap,
+                               uint32_t *num_blocks)
+{
+    if (!ctx || !table || !num_blocks)
+        return MP_ERR_INVALID_ARG;
+    uint64_t len = (uint64_t)prompt + gen;
+    if (!seqs || !prompt || !block_size)
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "block table: %u sequences "
+                       "of %u prompt tokens in blocks of %u: give at least "
+                       "1 of each", seqs, prompt, block_size);
+    uint64_t per = (len + block_size - 1) / block_size, n;
+    if (!mp__mul_u64(per, seqs, &n) || n > UINT32_MAX)
+        return overflow(ctx, "the KV blocks");
+    if (n > cap)
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "block table: %llu entries "
+                       "(%u sequences x %llu blocks) do not fit in %llu",
+                       (unsigned long long)n, seqs, (unsigned long long)per,
+                       (unsigned long long)cap);
+    /* blocks from a free list in order, as vLLM's allocator hands them
+     * out: the prefill takes each sequence's prompt blocks in turn, then
+     * at each decode step every sequence whose new token starts a block
+     * takes the next free one */
+    uint32_t next = 0;
+    uint64_t pb = ((uint64_t)prompt + block_size - 1) / block_size;
+    for (uint64_t s = 0; s < seqs; s++)
+        for (uint64_t j = 0; j < pb; j++)
+            table[s * per + j] = next++;
+    for (uint64_t pos = prompt; pos < len; pos++)
+        if (pos % block_size == 0)
+            for (uint64_t s = 0; s < seqs; s++)
+                table[s * per + pos / block_size] = next++;
+    *num_blocks = next;
+    return MP_OK;
+}
+
+/* The prompt's token ids: deterministic, spread over the vocabulary */
+static int64_t prompt_token(uint64_t i, uint64_t vocab)
+{
+    return (int64_t)((i * 2654435761ull + 12345ull) % vocab);
+}
+
+static mp_status gen_check(mp_ctx *ctx, const mp_llm_config *m,
+                           const mp_serve_options *o, uint32_t seqs,
+                           uint32_t prompt, uint32_t gen)
+{
+    const char *no = m->experts > 1 ? "experts (MoE)"
+                     : m->learned_pos ? "learned position embeddings"
+                     : o->weights != MP_WEIGHTS_16BIT ? "quantized weights"
+                     : o->tp != 1 ? "tensor parallelism (--tp)"
+                     : o->kv_dtype != MP_DTYPE_UNDEFINED &&
+                               o->kv_dtype != m->dtype
+                         ? "a KV cache dtype other than the model's"
+                     : m->sliding_window &&
+                               m->sliding_window < (uint64_t)prompt + gen
+                         ? "a sliding window shorter than the sequence"
+                         : NULL;
+    if (no)
+        return mp__err(ctx, MP_ERR_UNSUPPORTED, "generation graph of '%s': "
+                       "%s is not supported (the executor runs 16-bit "
+                       "dense decoders on one GPU)", m->name, no);
+    if (!seqs || !prompt)
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "generation graph: %u "
+                       "sequences of %u prompt tokens: give at least 1 of "
+                       "each", seqs, prompt);
+    if ((uint64_t)seqs * prompt > MP__VALUE_MAX)
+        return mp__err(ctx, MP_ERR_INVALID_ARG, "generation graph: the "
+                       "prompt's %llu tokens (%u sequences x %u) are above "
+                       "the %u a graph holds as values",
+                       (unsigned long long)seqs * prompt, seqs, prompt,
+                       MP__VALUE_MAX);
+    if (gen > UINT32_MAX - prompt)
+        return overflow(ctx, "the sequence length");
+    return MP_OK;
+}
+
+/* the caches [blocks, block, kv heads, head dim] (paged) or [seqs,
+ * length, kv heads, head dim] (contiguous) of every layer, then the
+ * block table; after the weights */
+static mp_status gen_cache(bld *b, uint32_t seqs, uint32_t prompt,
+                           uint32_t gen, uint32_t *kc, uint32_t *vc)
+{
+    const rank_dims *r = &b->r;
+    mp_status st;
+    uint32_t nb = 0;
+    uint32_t *tab = NULL;
+    uint64_t len = (uint64_t)prompt + gen, per = 0;
+    if (b->o->kv_paged) {
+        per = (len + b->o->block_size - 1) / b->o->block_size;
+        if (per * seqs > MP__VALUE_MAX)
+            return mp__err(b->ctx, MP_ERR_INVALID_ARG, "generation graph: "
+                           "the block table's %llu entries are above the "
+                           "%u a graph holds as values",
+                           (unsigned long long)(per * seqs), MP__VALUE_MAX);
+        tab = mp__alloc(b->ctx, per * seqs * sizeof *tab);
+        if (!tab)
+            return MP_ERR_NOMEM;
+        if ((st = mp_serve_block_table(b->ctx, seqs, prompt, gen,
+                                       b->o->block_size, tab, per * seqs,
+                                       &nb))) {
+            mp__dealloc(b->ctx, tab);
+            return st;
+        }
+    }
+    int64_t d[4] = {b->o->kv_paged ? (int64_t)nb : (int64_t)seqs,
+                    b->o->kv_paged ? (int64_t)b->o->block_size
+                                   : (int64_t)len,
+                    (int64_t)r->kv, (int64_t)r->hd};
+    st = MP_OK;
+    for (uint32_t l = 0; l < r->layers && !st; l++) {
+        snprintf(b->nm, sizeof b->nm, "l%u.k_cache", l);
+        if (!(st = add_t(b, r->dt, 4, d, 0, MP_KIND_WEIGHT, &kc[l]))) {
+            snprintf(b->nm, sizeof b->nm, "l%u.v_cache", l);
+            st = add_t(b, r->dt, 4, d, 0, MP_KIND_WEIGHT, &vc[l]);
+        }
+    }
+    if (!st && tab) {
+        int64_t td[2] = {(int64_t)seqs, (int64_t)per};
+        int64_t *tv = mp__alloc(b->ctx, per * seqs * sizeof *tv);
+        if (!tv)
+            st = MP_ERR_NOMEM;
+        for (uint64_t i = 0; tv && i < per * seqs; i++)
+            tv[i] = tab[i];
+        snprintf(b->nm, sizeof b->nm, "kv_block_table");
+        if (!st && !(st = add_t(b, MP_DTYPE_INT32, 2, td, 0,
+                                MP_KIND_CONSTANT, &b->table)))
+            st = mp__tensor_set_value(b->ctx, &b->g->tensors[b->table], tv,
+                                      (uint32_t)(per * seqs));
+        mp__dealloc(b->ctx, tv);
+    }
+    mp__dealloc(b->ctx, tab);
+    return st;
+}
+
+static mp_status gen_build(bld *b, uint32_t seqs, uint32_t prompt,
+                           uint32_t gen)
+{
+    mp_status st;
+    uint32_t L = b->r.layers;
+    uint32_t *kc = mp__calloc(b->ctx, 2 * (size_t)L, sizeof *kc);
+    int64_t *ids = mp__alloc(b->ctx, (size_t)seqs * prompt * sizeof *ids);
+    if (!kc || !ids) {
+        mp__dealloc(b->ctx, kc);
+        mp__dealloc(b->ctx, ids);
+        return MP_ERR_NOMEM;
+    }
+    /* the weights first: their ids do not depend on the cache's layout */
+    b->gen = 1;
+    b->weights_only = 1;
+    st = build(b, 1, 0);
+    b->weights_only = 0;
+    if (!st)
+        st = gen_cache(b, seqs, prompt, gen, kc, kc + L);
+    b->kcache = kc;
+    b->vcache = kc + L;
+    b->block_size = b->o->block_size;
+    b->seqs = seqs;
+    for (uint64_t i = 0; i < (uint64_t)seqs * prompt; i++)
+        ids[i] = prompt_token(i, b->m->vocab);
+    /* pass 0 the prefill of every prompt, pass p the decode step that
+     * feeds the tokens pass p - 1 sampled, at position prompt + p - 1 */
+    for (uint32_t p = 0; p <= gen && !st; p++) {
+        snprintf(b->pfx, sizeof b->pfx, "step%u/", p);
+        b->qlen = p ? 1 : prompt;
+        b->past = p ? prompt + p - 1 : 0;
+        b->ids = p ? b->sampled : MP_NONE;
+        b->ids_value = p ? NULL : ids;
+        st = build(b, (uint64_t)seqs * b->qlen, seqs);
+    }
+    /* the last pass's fp32 logits are an output too */
+    if (!st)
+        st = mp_graph_mark_output(b->g, b->logits_f32);
+    b->kcache = b->vcache = NULL;
+    b->ids_value = NULL;
+    mp__dealloc(b->ctx, kc);
+    mp__dealloc(b->ctx, ids);
+    return st;
+}
+
+mp_status mp_serve_generation_graph(mp_ctx *ctx, const mp_llm_config *m,
+                                    const mp_serve_options *opt,
+                                    uint32_t seqs, uint32_t prompt,
+                                    uint32_t gen, mp_graph **out)
+{
+    if (!ctx || !m || !out)
+        return MP_ERR_INVALID_ARG;
+    *out = NULL;
+    mp_serve_options o;
+    options_or_defaults(opt, &o);
+    bld b;
+    bld_init(&b, ctx, m);
+    b.o = &o;
+    mp_status st;
+    if ((st = check_options(ctx, &o)) || (st = check_model(ctx, m, &o, &b.r)) ||
+        (st = gen_check(ctx, m, &o, seqs, prompt, gen)))
+        return st;
+    if ((st = mp_graph_create(ctx, &b.g)))
+        return st;
+    char name[160];
+    snprintf(name, sizeof name, "%s generate %u x (%u + %u) %s", m->name,
+             seqs, prompt, gen, o.kv_paged ? "paged" : "contiguous");
+    if (!(st = mp_graph_set_name(b.g, name)) &&
+        !(st = gen_build(&b, seqs, prompt, gen)))
         st = mp_graph_finalize(b.g);
     if (st) {
         mp_graph_destroy(b.g);

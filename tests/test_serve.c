@@ -5,6 +5,7 @@
  * the decoder graph planned and verified, length distributions, and the
  * command. */
 #include "base.h"
+#include "ir.h"
 #include "support.h"
 
 #include <stdio.h>
@@ -261,6 +262,173 @@ static void t_lengths(void)
     mp_ctx_destroy(c);
 }
 
+
+/* A generation's graph (mp_serve_generation_graph): 2 sequences of 5
+ * prompt tokens, 6 decode steps, blocks of 4 tokens: 11 tokens, 3 blocks
+ * a sequence. The prefill takes blocks 0, 1 (sequence 0) and 2, 3
+ * (sequence 1); token 8 (decode step 3) starts block 2 of each: 4, 5. */
+static void t_generation(void)
+{
+    mp_ctx *c = mp_ctx_create(NULL);
+    mp_llm_config m;
+    mp_serve_options o;
+    mp_serve_result r;
+    tiny(&m);
+    opts(&o);
+    o.block_size = 4;
+    uint32_t tab[6], nb = 0;
+    CU_ASSERT_EQUAL_FATAL(mp_serve_block_table(c, 2, 5, 6, 4, tab, 6, &nb),
+                          MP_OK);
+    static const uint32_t want[6] = {0, 1, 4, 2, 3, 5};
+    CU_ASSERT_EQUAL(nb, 6u);
+    CU_ASSERT_EQUAL(memcmp(tab, want, sizeof want), 0);
+    CU_ASSERT_EQUAL(mp_serve_block_table(c, 2, 5, 6, 4, tab, 5, &nb),
+                    MP_ERR_INVALID_ARG);
+    /* a prompt ending on a block boundary: decode starts a block at once */
+    uint32_t t2[4];
+    CU_ASSERT_EQUAL_FATAL(mp_serve_block_table(c, 2, 4, 1, 4, t2, 4, &nb),
+                          MP_OK);
+    CU_ASSERT_EQUAL(t2[0], 0u);
+    CU_ASSERT_EQUAL(t2[1], 2u);
+    CU_ASSERT_EQUAL(t2[2], 1u);
+    CU_ASSERT_EQUAL(t2[3], 3u);
+    CU_ASSERT_EQUAL_FATAL(mp_serve_plan(c, &m, NULL, &o, &r), MP_OK);
+    mp_graph *g[2] = {NULL, NULL};
+    for (int paged = 1; paged >= 0; paged--) {
+        o.kv_paged = paged;
+        CU_ASSERT_EQUAL_FATAL(mp_serve_generation_graph(c, &m, &o, 2, 5, 6,
+                                                        &g[paged]),
+                              MP_OK);
+        mp_graph *gg = g[paged];
+        /* the weights first, then the caches; their bytes are the
+         * serving plan's */
+        uint64_t wb = 0, cache = 0;
+        uint32_t n_w = 0, first_cache = MP_NONE;
+        for (uint32_t t = 0; t < mp_graph_num_tensors(gg); t++) {
+            mp_tensor_info ti;
+            mp_graph_tensor_info(gg, t, &ti);
+            if (ti.kind != MP_KIND_WEIGHT)
+                continue;
+            if (strstr(ti.name, "_cache")) {
+                cache += ti.bytes;
+                if (first_cache == MP_NONE)
+                    first_cache = t;
+                CU_ASSERT_EQUAL(ti.rank, 4);
+                CU_ASSERT_EQUAL(ti.dims[0], paged ? 6 : 2);
+                CU_ASSERT_EQUAL(ti.dims[1], paged ? 4 : 11);
+                CU_ASSERT_EQUAL(ti.dims[2], 2);
+                CU_ASSERT_EQUAL(ti.dims[3], 16);
+            } else {
+                CU_ASSERT_EQUAL(t, n_w);
+                wb += ti.bytes;
+                n_w++;
+            }
+        }
+        CU_ASSERT_EQUAL(first_cache, n_w);
+        CU_ASSERT_EQUAL(wb, r.weight_bytes);
+        /* paged: 6 blocks of r.kv_block_bytes (every layer's K and V);
+         * contiguous: 2 x 11 tokens of r.kv_bytes_per_token */
+        CU_ASSERT_EQUAL(cache, paged ? 6 * r.kv_block_bytes
+                                     : 22 * r.kv_bytes_per_token);
+        uint32_t tb;
+        CU_ASSERT_EQUAL(mp_graph_find_tensor(gg, "kv_block_table", &tb),
+                        paged ? MP_OK : MP_ERR_NOT_FOUND);
+        if (paged) {
+            const mp__tensor *tt = &gg->tensors[tb];
+            CU_ASSERT_EQUAL(tt->dtype, MP_DTYPE_INT32);
+            CU_ASSERT_EQUAL_FATAL(tt->n_value, 6u);
+            for (int i = 0; i < 6; i++)
+                CU_ASSERT_EQUAL(tt->value[i], (int64_t)want[i]);
+        }
+        /* 7 passes x 2 layers of PagedAttention; past 0, then 5 .. 10 */
+        uint32_t n_attn = 0, n_sort = 0, n_sample = 0;
+        for (uint32_t i = 0; i < mp_graph_num_nodes(gg); i++) {
+            mp_node_info ni;
+            mp_graph_node_info(gg, i, &ni);
+            n_sort += strcmp(ni.op, "Sort") == 0;
+            n_sample += strcmp(ni.op, "Sample") == 0;
+            if (strcmp(ni.op, "PagedAttention"))
+                continue;
+            n_attn++;
+            CU_ASSERT_EQUAL(ni.n_inputs, paged ? 6u : 5u);
+            unsigned step = 0;
+            CU_ASSERT_EQUAL(sscanf(ni.name, "step%u/", &step), 1);
+            int64_t past = -1, seqs = 0, bs = -1;
+            mp_graph_get_attr_int(gg, i, "past", &past);
+            mp_graph_get_attr_int(gg, i, "seqs", &seqs);
+            mp_graph_get_attr_int(gg, i, "block_size", &bs);
+            CU_ASSERT_EQUAL(past, step ? 5 + step - 1 : 0);
+            CU_ASSERT_EQUAL(seqs, 2);
+            CU_ASSERT_EQUAL(bs, paged ? 4 : 0);
+        }
+        CU_ASSERT_EQUAL(n_attn, 14u);
+        CU_ASSERT_EQUAL(n_sort, 7u);
+        CU_ASSERT_EQUAL(n_sample, 7u);
+        /* the outputs: each pass's tokens, the last pass's logits */
+        uint32_t t;
+        for (unsigned p = 0; p <= 6; p++) {
+            char nm[64];
+            snprintf(nm, sizeof nm, "step%u/sampled", p);
+            CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(gg, nm, &t), MP_OK);
+            mp_tensor_info ti;
+            mp_graph_tensor_info(gg, t, &ti);
+            CU_ASSERT(ti.is_output);
+            CU_ASSERT_EQUAL(ti.bytes, 16u);
+        }
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(gg, "step6/logits_fp32",
+                                                   &t),
+                              MP_OK);
+        mp_tensor_info li;
+        mp_graph_tensor_info(gg, t, &li);
+        CU_ASSERT(li.is_output);
+        CU_ASSERT_EQUAL(li.bytes, 2u * 100u * 4u);
+        /* the prompt: an input whose values the graph holds */
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_tensor(gg, "step0/input_ids", &t),
+                              MP_OK);
+        CU_ASSERT_EQUAL(gg->tensors[t].n_value, 10u);
+        CU_ASSERT_EQUAL(gg->tensors[t].kind, MP_KIND_INPUT);
+        /* planned and verified */
+        mp_plan *pl = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(gg, NULL, &pl), MP_OK);
+        CU_ASSERT_EQUAL(mp_verify_plan(gg, pl), MP_OK);
+        CU_ASSERT_EQUAL(mp_plan_figures(pl)->persistent_bytes,
+                        wb + cache + (paged ? 6u * 4u : 0u) + 7u * 2u * 8u);
+        mp_plan_destroy(pl);
+    }
+    /* the weights have the same ids, names and bytes in both layouts */
+    for (uint32_t t = 0; t < mp_graph_num_tensors(g[1]); t++) {
+        mp_tensor_info a, b;
+        mp_graph_tensor_info(g[1], t, &a);
+        if (a.kind != MP_KIND_WEIGHT || strstr(a.name, "_cache"))
+            break;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_tensor_info(g[0], t, &b), MP_OK);
+        CU_ASSERT_STRING_EQUAL(a.name, b.name);
+        CU_ASSERT_EQUAL(a.bytes, b.bytes);
+    }
+    mp_graph_destroy(g[0]);
+    mp_graph_destroy(g[1]);
+    /* what the executor cannot run is refused, naming it */
+    mp_graph *bad = NULL;
+    o.kv_paged = 1;
+    mp_llm_config moe = m;
+    moe.experts = 4;
+    moe.experts_per_tok = 2;
+    CU_ASSERT_EQUAL(mp_serve_generation_graph(c, &moe, &o, 2, 5, 6, &bad),
+                    MP_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(c), "experts"));
+    o.weights = MP_WEIGHTS_INT4;
+    CU_ASSERT_EQUAL(mp_serve_generation_graph(c, &m, &o, 2, 5, 6, &bad),
+                    MP_ERR_UNSUPPORTED);
+    o.weights = MP_WEIGHTS_16BIT;
+    CU_ASSERT_EQUAL(mp_serve_generation_graph(c, &m, &o, 64, 512, 6, &bad),
+                    MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(c), "16384"));
+    CU_ASSERT_EQUAL(mp_serve_generation_graph(c, &m, &o, 0, 5, 6, &bad),
+                    MP_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NULL(bad);
+    mp_ctx_destroy(c);
+}
+
 static char out[1 << 16];
 
 static int cli(const char *args)
@@ -308,6 +476,33 @@ static void t_cli(void)
         {"examples/llm/llama-3-8b.json --lengths beta:1 2>&1", "lognormal",
          2},
     };
+    /* validate --serve --lower-only: both layouts lowered, no GPU */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' validate "
+             "examples/serve/small-llama.json --serve --batch 2 --prompt 16 "
+             "--gen 4 --block-size 4 --lower-only", MP_SOURCE_DIR,
+             MP_CLI_PATH);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 0);
+    /* 2 x 20 tokens in blocks of 4: 10 blocks; 8 layers x K and V x 10
+     * blocks x 4 tokens x 4 KV heads x 64 x 2 B */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "== paged KV cache =="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(327680 bytes) in blocks"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "; 10 blocks"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "== contiguous KV cache =="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(311461888 bytes)"));
+    /* 5 passes of 112 nodes, all on real kernels */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "560 nodes run: 560 real kernels, "
+                                       "0 synthetic"));
+    CU_ASSERT_PTR_NULL(strstr(out, "synthetic  "));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' validate "
+             "examples/serve/small-llama.json --serve --kv-dtype fp8 "
+             "--lower-only 2>&1", MP_SOURCE_DIR, MP_CLI_PATH);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "KV cache dtype"));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' validate examples/tiny.json "
+             "--gen 4 2>&1", MP_SOURCE_DIR, MP_CLI_PATH);
+    CU_ASSERT_EQUAL(mp_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--serve"));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = cli(bad[i].args);
         if (rc != bad[i].rc || !strstr(out, bad[i].needle)) {
@@ -325,7 +520,9 @@ static CU_TestInfo tests[] = {
     {"fragmentation, prefix sharing, sliding windows", t_fragmentation},
     {"decoder graphs plan and verify", t_graph},
     {"length distributions, weight formats", t_lengths},
-    {"memplan serve", t_cli},
+    {"a generation's graph: paged and contiguous caches, block table, "
+     "weights first, planned and verified", t_generation},
+    {"memplan serve; memplan validate --serve --lower-only", t_cli},
     CU_TEST_INFO_NULL,
 };
 

@@ -3592,6 +3592,169 @@ static void test_train_permuted_matmul(void)
     mp_ctx_destroy(ctx);
 }
 
+
+/* ---- serving: a generation's graph lowered (validate --serve) --------- */
+
+/* the generation of mp_serve_generation_graph on a tiny config (2 layers,
+ * hidden 64, 4 heads of 16, 2 KV heads, gated FFN 128, vocab 100, bf16):
+ * 2 sequences, prompt 5, 6 decode steps, blocks of 4 */
+static void serve_graph(mp_ctx *ctx, int paged, mp_graph **g, mp_plan **plan,
+                        mpv_program **p)
+{
+    mp_llm_config m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "tiny");
+    m.layers = 2;
+    m.hidden = 64;
+    m.heads = 4;
+    m.kv_heads = 2;
+    m.head_dim = 16;
+    m.ffn = 128;
+    m.vocab = 100;
+    m.mlp_matrices = 3;
+    m.dtype = MP_DTYPE_BFLOAT16;
+    mp_serve_options so;
+    mp_serve_options_init(&so);
+    so.block_size = 4;
+    so.kv_paged = paged;
+    CU_ASSERT_EQUAL_FATAL(mp_serve_generation_graph(ctx, &m, &so, 2, 5, 6, g),
+                          MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_plan_create(*g, NULL, plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_verify_plan(*g, *plan), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mpv_program_from_plan(*g, *plan, p), MP_OK);
+}
+
+static uint32_t tensor_id(const mp_graph *g, const char *name)
+{
+    uint32_t t = MP_NONE;
+    CU_ASSERT_EQUAL(mp_graph_find_tensor(g, name, &t), MP_OK);
+    return t;
+}
+
+static void test_serve_generation(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *g[2];
+    mp_plan *plan[2];
+    mpv_program *p[2];
+    unsigned char *w[2];
+    for (int paged = 0; paged < 2; paged++) {
+        serve_graph(ctx, paged, &g[paged], &plan[paged], &p[paged]);
+        mpv_program *pp = p[paged];
+        /* every node on a real kernel */
+        CU_ASSERT_EQUAL(pp->n_synthetic, 0u);
+        CU_ASSERT_EQUAL(pp->n_real, (uint32_t)mp_graph_num_nodes(g[paged]));
+        uint32_t n[MPV_L_COUNT_] = {0}, rms = 0;
+        for (uint32_t i = 0; i < pp->n_launches; i++) {
+            n[pp->launches[i].kind]++;
+            rms += pp->launches[i].kind == MPV_L_LN &&
+                   pp->launches[i].p.ln.rms;
+        }
+        /* 7 passes (the prefill, 6 decode steps) of 2 layers */
+        CU_ASSERT_EQUAL(n[MPV_L_KV_WRITE], 14u);
+        CU_ASSERT_EQUAL(n[MPV_L_PAGED_ATTN], 14u);
+        CU_ASSERT_EQUAL(n[MPV_L_SORT], 7u);
+        CU_ASSERT_EQUAL(n[MPV_L_SAMPLE], 7u);
+        CU_ASSERT_EQUAL(rms, 7u * 5u);
+        CU_ASSERT_EQUAL(n[MPV_L_SYNTH], 0u);
+        CU_ASSERT(n[MPV_L_GEMM] >= 7u * 15u);
+        /* the attention of decode step 3, layer 1: token 8 of each
+         * sequence, past 7, through the table (paged) or its row */
+        uint32_t nid;
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g[paged], "step3/l1.attn",
+                                                 &nid),
+                              MP_OK);
+        const mpv_node *pn = &pp->nodes[nid];
+        CU_ASSERT_EQUAL_FATAL(pn->count, 2u);
+        const mpv_launch *kw = &pp->launches[pn->first],
+                         *at = &pp->launches[pn->first + 1];
+        CU_ASSERT_EQUAL(kw->kind, MPV_L_KV_WRITE);
+        CU_ASSERT_EQUAL(at->kind, MPV_L_PAGED_ATTN);
+        CU_ASSERT_EQUAL(at->p.paged.rows, 2);
+        CU_ASSERT_EQUAL(at->p.paged.qlen, 1);
+        CU_ASSERT_EQUAL(at->p.paged.past, 7);
+        CU_ASSERT_EQUAL(at->p.paged.heads, 4);
+        CU_ASSERT_EQUAL(at->p.paged.kv_heads, 2);
+        CU_ASSERT_EQUAL(at->p.paged.d, 16);
+        CU_ASSERT_EQUAL(at->p.paged.paged, paged);
+        CU_ASSERT_EQUAL(at->p.paged.block_size, paged ? 4 : 0);
+        CU_ASSERT_EQUAL(at->p.paged.max_blocks, paged ? 3 : 0);
+        CU_ASSERT_EQUAL(at->p.paged.num_blocks, paged ? 6 : 0);
+        CU_ASSERT_EQUAL(at->p.paged.max_len, paged ? 0 : 11);
+        CU_ASSERT(fabs(at->p.paged.scale - 0.25) < 1e-12);
+        CU_ASSERT_EQUAL(at->in[3], paged ? 5 : -1);
+        /* q, the caches and the output are bfloat16 */
+        CU_ASSERT((at->bf16 & (1ull << 0)) != 0);
+        CU_ASSERT((at->bf16 & (1ull << 3)) != 0);
+        CU_ASSERT((at->bf16 & (1ull << 4)) != 0);
+        CU_ASSERT((at->bf16 & (1ull << 32)) != 0);
+        CU_ASSERT_EQUAL(memcmp(&kw->p.paged, &at->p.paged,
+                               sizeof at->p.paged), 0);
+        /* the prefill's attention: 10 rows of 5 tokens a sequence */
+        CU_ASSERT_EQUAL_FATAL(mp_graph_find_node(g[paged], "step0/l0.attn",
+                                                 &nid),
+                              MP_OK);
+        at = &pp->launches[pp->nodes[nid].first + 1];
+        CU_ASSERT_EQUAL(at->p.paged.rows, 10);
+        CU_ASSERT_EQUAL(at->p.paged.qlen, 5);
+        CU_ASSERT_EQUAL(at->p.paged.past, 0);
+        /* the caches in the weights buffer, of their planned bytes, read
+         * and written in place there */
+        uint32_t kc = tensor_id(g[paged], "l0.k_cache");
+        CU_ASSERT(pp->woff[kc] != UINT64_MAX);
+        mp_tensor_info ti;
+        mp_graph_tensor_info(g[paged], kc, &ti);
+        CU_ASSERT_EQUAL(ti.bytes, paged ? 6u * 4u * 2u * 16u * 2u
+                                        : 2u * 11u * 2u * 16u * 2u);
+        const mpv_step *st = NULL;
+        for (uint32_t s = 0; s < pp->n_steps; s++)
+            if (pp->steps[s].kind == MP_STEP_COMPUTE &&
+                pp->steps[s].index == nid)
+                st = &pp->steps[s];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+        const mpv_ref *rf = &pp->refs[st->refs + 3];
+        CU_ASSERT_EQUAL(rf->space, MPV_SPACE_WEIGHTS);
+        CU_ASSERT_EQUAL(rf->offset, pp->woff[kc]);
+        CU_ASSERT_EQUAL(rf->bytes, ti.bytes);
+        /* the initial weights buffer: the block table's values */
+        w[paged] = calloc(1, pp->weights_bytes);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(w[paged]);
+        mpv_weights_init(pp, w[paged], 7);
+        uint32_t tb = MP_NONE;
+        mp_status fs = mp_graph_find_tensor(g[paged], "kv_block_table", &tb);
+        CU_ASSERT_EQUAL(fs, paged ? MP_OK : MP_ERR_NOT_FOUND);
+        if (paged) {
+            static const int32_t want[6] = {0, 1, 4, 2, 3, 5};
+            CU_ASSERT_EQUAL_FATAL(st->n_refs, 7u);
+            CU_ASSERT_EQUAL(pp->refs[st->refs + 5].offset, pp->woff[tb]);
+            CU_ASSERT_EQUAL(memcmp(w[paged] + pp->woff[tb], want,
+                                   sizeof want), 0);
+        }
+        /* the prompt: the input's values (the graph's), the tokens in
+         * range */
+        uint32_t ids = tensor_id(g[paged], "step0/input_ids");
+        int64_t buf[10];
+        mpv_input_init(pp, ids, buf, 3);
+        for (int i = 0; i < 10; i++)
+            CU_ASSERT(buf[i] >= 0 && buf[i] < 100);
+        CU_ASSERT_EQUAL(buf[0], 12345 % 100);
+    }
+    /* the model's weights: the same ids, offsets and initial values in
+     * both layouts, so that the two runs compute with the same model */
+    uint32_t kc0 = tensor_id(g[1], "l0.k_cache");
+    CU_ASSERT_EQUAL(kc0, tensor_id(g[0], "l0.k_cache"));
+    CU_ASSERT(kc0 > 10);
+    CU_ASSERT_EQUAL(p[0]->woff[kc0], p[1]->woff[kc0]);
+    CU_ASSERT_EQUAL(memcmp(w[0], w[1], p[1]->woff[kc0]), 0);
+    for (int i = 0; i < 2; i++) {
+        free(w[i]);
+        mpv_program_destroy(p[i]);
+        mp_plan_destroy(plan[i]);
+        mp_graph_destroy(g[i]);
+    }
+    mp_ctx_destroy(ctx);
+}
+
 void mp_register_validate_host(void)
 {
     static CU_TestInfo tests[] = {
@@ -3658,6 +3821,8 @@ void mp_register_validate_host(void)
         {"validate --ranks: sends linked to receives, deadlocks named",
          test_ranks_link},
         {"validate --ranks: NCCL loaded at run time", test_nccl_load},
+        {"validate --serve: a generation on real kernels, the paged cache "
+         "and its block table in the weights buffer", test_serve_generation},
         CU_TEST_INFO_NULL,
     };
     mp_test_add_suite("validate_host", tests);

@@ -40,12 +40,27 @@ typedef struct mpv_cmd_figures {
 int mpv_cmd_figures_get(mpv_cmd *v, mpv_cmd_figures *f);
 /* The --json report; an exit code. */
 int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f);
+/* Its members but "model" (the report of one run inside another
+ * object: validate --serve's) */
+void mpv_cmd_json_members(mp__jw *w, const mpv_cmd *v,
+                          const mpv_cmd_figures *f);
+/* --lower-only: which kernel runs each node, and the synthetic ones */
+void mpv_cmd_print_lowering(const mpv_cmd *v);
 /* The summary for humans. */
 void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f);
+
+/* The executor's options from the command line: --seed, the reference
+ * run, --poison, --step-times, --conv-math; the weights after the run
+ * kept (main.c) */
+void mpv_cmd_run_options(const cli_args *a, mpv_options *vo);
 
 /* `memplan validate ... --ranks N` (ranks_cmd.c): every rank at once,
  * one process per GPU; an exit code. */
 int mpv_validate_ranks(cli_args *a);
+
+/* `memplan validate CONFIG --serve` (serve_cmd.c): a generation with a
+ * paged KV cache and again with a contiguous one; an exit code. */
+int mpv_validate_serve(cli_args *a);
 
 /* `memplan calibrate` (calibrate_cmd.c); an exit code. */
 int mpv_calibrate(cli_args *a);

@@ -1015,6 +1015,12 @@ extern "C" int mpv_execute(const mpv_program *p, const mpv_options *o,
         }
         r->output_bytes = out_a.size();
         output_stats(p, out_a, r);
+        if (o->keep_outputs && !out_a.empty()) {
+            r->outputs = (unsigned char *)malloc(out_a.size());
+            if (!r->outputs)
+                return fail(r, "outputs", "out of memory");
+            memcpy(r->outputs, out_a.data(), out_a.size());
+        }
         if (o->reference) {
             if (!run_reference(c, out_ref))
                 return false;

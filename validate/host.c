@@ -866,6 +866,28 @@ static int lower_layernorm(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
     const mp__tensor *xt = in_t(g, n, 0);
+    /* RMSNormalization: x / sqrt(mean(x^2) + eps) * scale, one output */
+    if (kop_of(n) == MP__KOP_RMS_NORM) {
+        if (!is_f32(xt) || xt->rank < 1 || !is_f32(in_t(g, n, 1)) ||
+            n->n_in > 2 || n->n_out > 1)
+            FAIL("RMSNormalization: float32 or bfloat16 X and scale, one "
+                 "output");
+        int ax = axis_attr(n, -1, xt->rank);
+        if (ax < 0)
+            FAIL("RMSNormalization: bad axis");
+        int64_t c = dims_prod(xt->dims, ax, xt->rank);
+        if (numel(in_t(g, n, 1)) != c)
+            FAIL("RMSNormalization: scale not of the normalized size");
+        mpv_launch *x = add_launch_io(L, MPV_L_LN, 2);
+        if (!x)
+            return -1;
+        x->p.ln.cols = c;
+        x->p.ln.rows = numel(xt) / (c ? c : 1);
+        x->p.ln.eps = mp__attr_float(n, "epsilon", 1e-5);
+        x->p.ln.rms = 1;
+        x->p.ln.mean_out = x->p.ln.inv_out = x->p.ln.stats_out = -1;
+        return 0;
+    }
     if (!is_f32(xt) || xt->rank < 1 || !is_f32(in_t(g, n, 1)))
         FAIL("LayerNormalization: only float32");
     int axis = axis_attr(n, -1, xt->rank);
@@ -1496,6 +1518,147 @@ static int lower_attention(lower *L, const mp__node *n, const char **why)
         x->p.attn.lse = 1;
     else if (lse && add_fill(L, 1, 0, 1, 0) != 0)
         return -1;
+    return 0;
+}
+
+/* ---- serving: PagedAttention, Sort, Sample (planner/serve.c) ----------- */
+
+/* PagedAttention (memplan): two launches, the new tokens' K and V written
+ * into the cache, then the attention over it (p.paged) */
+static int lower_paged_attention(lower *L, const mp__node *n,
+                                 const char **why)
+{
+    const mp_graph *g = L->g;
+    const mp__tensor *q = in_t(g, n, 0), *k = in_t(g, n, 1),
+                     *v = in_t(g, n, 2), *kc = in_t(g, n, 3),
+                     *vc = in_t(g, n, 4), *tb = in_t(g, n, 5),
+                     *y = out_t(g, n, 0);
+    if (!q || !k || !v || !kc || !vc || !is_f32(q) || !is_f32(k) ||
+        !is_f32(v) || !is_f32(kc) || !is_f32(vc) || !is_f32(y))
+        FAIL("PagedAttention: q, k, v, the caches and the output must be "
+             "float32 or bfloat16");
+    int64_t heads = mp__attr_int(n, "q_num_heads", 0),
+            kvh = mp__attr_int(n, "kv_num_heads", 0),
+            seqs = mp__attr_int(n, "seqs", 0),
+            past = mp__attr_int(n, "past", -1),
+            bs = mp__attr_int(n, "block_size", 0);
+    if (heads < 1 || kvh < 1 || heads % kvh || seqs < 1 || past < 0 ||
+        kc->rank != 4 || vc->rank != 4 ||
+        memcmp(kc->dims, vc->dims, 4 * sizeof *kc->dims) != 0 ||
+        kc->dims[2] != kvh)
+        FAIL("PagedAttention: q_num_heads, kv_num_heads, seqs, past or the "
+             "caches' shapes [blocks or seqs, block or length, kv heads, "
+             "head dim]");
+    int64_t d = kc->dims[3], rows = numel(q) / (heads * d);
+    if (d < 1 || d > 128 || numel(q) != rows * heads * d ||
+        numel(k) != rows * kvh * d || numel(v) != numel(k) ||
+        numel(y) != numel(q) || rows % seqs)
+        FAIL("PagedAttention: q, k, v or the output do not hold rows x heads "
+             "x head dim (head dim 1 to 128)");
+    int64_t qlen = rows / seqs, end = past + qlen;
+    int64_t mb = 0, nblk = 0, maxlen = 0;
+    if (tb) {
+        if (tb->dtype != MP_DTYPE_INT32 || tb->rank != 2 ||
+            tb->dims[0] != seqs || bs < 1 || bs != kc->dims[1])
+            FAIL("PagedAttention: the block table is no int32 [seqs, "
+                 "blocks] or block_size is not the caches'");
+        mb = tb->dims[1];
+        nblk = kc->dims[0];
+        if (mb * bs < end)
+            FAIL("PagedAttention: the block table holds fewer tokens than "
+                 "the sequences reach");
+        /* a table the graph knows is checked: every block in the cache */
+        if (tb->value && tb->n_value == (uint32_t)(seqs * mb))
+            for (int64_t i = 0; i < seqs * mb; i++)
+                if (tb->value[i] < 0 || tb->value[i] >= nblk)
+                    FAIL("PagedAttention: a block of the table outside "
+                         "the cache");
+    } else {
+        if (kc->dims[0] != seqs || kc->dims[1] < end)
+            FAIL("PagedAttention: a contiguous cache of fewer sequences or "
+                 "tokens than written");
+        maxlen = kc->dims[1];
+    }
+    /* the cache write, then the attention with the same parameters */
+    mpv_launch *x = add_launch(L, MPV_L_KV_WRITE);
+    if (!x)
+        return -1;
+    x->in[0] = 1;
+    x->in[1] = 2;
+    x->in[2] = 3;
+    x->in[3] = 4;
+    x->p.paged.rows = rows;
+    x->p.paged.seqs = seqs;
+    x->p.paged.qlen = qlen;
+    x->p.paged.past = past;
+    x->p.paged.heads = heads;
+    x->p.paged.kv_heads = kvh;
+    x->p.paged.d = d;
+    x->p.paged.paged = tb != NULL;
+    x->p.paged.block_size = bs;
+    x->p.paged.max_blocks = mb;
+    x->p.paged.num_blocks = nblk;
+    x->p.paged.max_len = maxlen;
+    x->p.paged.scale = mp__attr_float(n, "scale", 1.0 / sqrt((double)d));
+    mpv_launch *at = add_launch(L, MPV_L_PAGED_ATTN);
+    if (!at)
+        return -1;
+    at->p = L->l[L->n - 2].p; /* x may have moved */
+    at->in[0] = 0;
+    at->in[1] = 3;
+    at->in[2] = 4;
+    at->in[3] = tb ? 5 : -1;
+    at->out = 0;
+    return 0;
+}
+
+/* the rows x n float32 input of a sort or sample: its last dim */
+static int sort_rows(const mp__tensor *x, int64_t *rows, int64_t *cols)
+{
+    if (!x || x->dtype != MP_DTYPE_FLOAT32 || x->rank < 1)
+        return -1;
+    *cols = x->dims[x->rank - 1];
+    *rows = *cols > 0 ? numel(x) / *cols : 0;
+    return *cols > 0 ? 0 : -1;
+}
+
+/* Sort (the serving sampler's top-k/top-p sort): values, then indices */
+static int lower_sort(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    int64_t rows, cols;
+    if (sort_rows(in_t(g, n, 0), &rows, &cols) || n->n_out != 2 ||
+        out_t(g, n, 0)->dtype != MP_DTYPE_FLOAT32 ||
+        out_t(g, n, 1)->dtype != MP_DTYPE_INT64 ||
+        numel(out_t(g, n, 0)) != rows * cols ||
+        numel(out_t(g, n, 1)) != rows * cols)
+        FAIL("Sort: float32 rows into float32 values and int64 indices");
+    if (rows > 65535 || (cols + MPV_TPB - 1) / MPV_TPB > 65535)
+        FAIL("Sort: more than 65535 rows or blocks of a row");
+    mpv_launch *x = add_launch_io(L, MPV_L_SORT, 1);
+    if (!x)
+        return -1;
+    x->p.sort.rows = rows;
+    x->p.sort.n = cols;
+    x->p.sort.idx_out = 1;
+    return 0;
+}
+
+/* Sample: greedy, the first largest of input 0 per row */
+static int lower_sample(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    int64_t rows, cols;
+    if (sort_rows(in_t(g, n, 0), &rows, &cols) ||
+        out_t(g, n, 0)->dtype != MP_DTYPE_INT64 ||
+        numel(out_t(g, n, 0)) != rows)
+        FAIL("Sample: float32 rows (the probabilities) into int64 ids");
+    mpv_launch *x = add_launch_io(L, MPV_L_SAMPLE, 1);
+    if (!x)
+        return -1;
+    x->p.sort.rows = rows;
+    x->p.sort.n = cols;
+    x->p.sort.idx_out = -1;
     return 0;
 }
 
@@ -3711,6 +3874,9 @@ static const lower_fn lowerings[MP__KERNEL_COUNT_] = {
     [MP__KERNEL_SGD] = lower_sgd,
     [MP__KERNEL_WHERE] = lower_where,
     [MP__KERNEL_COLLECTIVE] = lower_collective,
+    [MP__KERNEL_PAGED_ATTENTION] = lower_paged_attention,
+    [MP__KERNEL_SORT] = lower_sort,
+    [MP__KERNEL_SAMPLE] = lower_sample,
 };
 
 static int lower_node_kernels(lower *L, const mp__node *n,
@@ -4731,6 +4897,8 @@ void mpv_result_free(mpv_result *r)
         r->steps = NULL;
         free(r->weights_after);
         r->weights_after = NULL;
+        free(r->outputs);
+        r->outputs = NULL;
     }
 }
 

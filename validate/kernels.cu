@@ -343,6 +343,7 @@ __device__ float binary_op(int op, float x, float y)
     case MP__KOP_MAX: return fmaxf(x, y);
     case MP__KOP_MIN: return fminf(x, y);
     case MP__KOP_PRELU: return x >= 0.f ? x : x * y;
+    case MP__KOP_SWIGLU: return x / (1.f + expf(-x)) * y;
     default: return x;
     }
 }
@@ -535,16 +536,24 @@ __device__ void row_stats(fin xr, int64_t cols, float eps, float *red,
 // one block per row; fixed-order tree reduction (deterministic). mo, io
 // (ONNX's Mean, InvStdDev) and st (the training statistics, [2, rows]) may
 // be NULL
+// rms: RMSNormalization, x / sqrt(mean(x^2) + eps), no mean subtracted
 __global__ void k_ln(fin x, fin sc, fin b, fout y,
                      int64_t rows, int64_t cols, float eps, int has_bias,
-                     fout mo, fout io, fout st)
+                     fout mo, fout io, fout st, int rms)
 {
     __shared__ float red[TPB];
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         fin xr = x + r * cols;
         fout yr = y + r * cols;
-        float mean, inv;
-        row_stats(xr, cols, eps, red, &mean, &inv);
+        float mean = 0.f, inv;
+        if (rms) {
+            float ss = 0.f;
+            for (int64_t k = threadIdx.x; k < cols; k += blockDim.x)
+                ss += xr[k] * xr[k];
+            inv = rsqrtf(block_reduce(ss, red, 0) / (float)cols + eps);
+        } else {
+            row_stats(xr, cols, eps, red, &mean, &inv);
+        }
         for (int64_t k = threadIdx.x; k < cols; k += blockDim.x) {
             float o = (xr[k] - mean) * inv * sc[k];
             yr[k] = has_bias ? o + b[k] : o;
@@ -2668,6 +2677,194 @@ static const char *gemm_any(cublasHandle_t h, int ta, int tb, int64_t m,
         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+// ---- serving: the KV cache, paged attention, sort, greedy sample ---------
+// (PagedAttention, Sort and Sample of planner/serve.c's generation graph;
+// docs/serving.md, "The executor run")
+
+// the cache slot of token t of sequence s: through the block table
+// (paged), or the sequence's own row of max_len slots (contiguous)
+__device__ __forceinline__ int64_t kv_slot(const mpv_launch &l,
+                                           const int32_t *tab, int64_t s,
+                                           int64_t t)
+{
+    const auto &p = l.p.paged;
+    if (p.paged)
+        return (int64_t)tab[s * p.max_blocks + t / p.block_size] *
+                   p.block_size +
+               t % p.block_size;
+    return s * p.max_len + t;
+}
+
+// each new token's K and V row into its slot (a copy: bfloat16 values
+// pass through float32 unchanged)
+__global__ void k_kv_write(fin k, fin v, fout kc, fout vc,
+                           const int32_t *tab, mpv_launch l)
+{
+    const auto &p = l.p.paged;
+    const int64_t w = p.kv_heads * p.d;
+    GRID_LOOP(i, p.rows * w)
+    {
+        const int64_t r = i / w, c = i % w;
+        const int64_t slot = kv_slot(l, tab, r / p.qlen, p.past + r % p.qlen);
+        kc[slot * w + c] = k[i];
+        vc[slot * w + c] = v[i];
+    }
+}
+
+#define PA_TPB 64
+// One block per (row, query head): each thread takes the keys t = tid,
+// tid + PA_TPB, ... up to the row's own position (causal) with an online
+// softmax of its own, then the threads' partial sums are combined in
+// thread order: a fixed order of additions, so the result does not
+// depend on where the cache's blocks are. Shared: q (d), the threads'
+// maxima and sums (2 PA_TPB), their accumulators (PA_TPB rows of d + 1
+// floats: the padding keeps a warp's threads on distinct banks).
+__global__ void __launch_bounds__(PA_TPB)
+    k_paged_attn(fin q, fin kc, fin vc, const int32_t *tab, fout y,
+                 mpv_launch l)
+{
+    extern __shared__ float sh[];
+    const auto &p = l.p.paged;
+    const int64_t D = p.d, H = p.heads, w = p.kv_heads * D;
+    float *qs = sh, *pm = qs + D, *pl = pm + PA_TPB, *acc = pl + PA_TPB;
+    const int tid = threadIdx.x;
+    float *a = acc + tid * (D + 1);
+    const float sc = (float)p.scale;
+    for (int64_t b = blockIdx.x; b < p.rows * H; b += gridDim.x) {
+        const int64_t r = b / H, h = b % H;
+        const int64_t s = r / p.qlen, pos = p.past + r % p.qlen;
+        const int64_t kvh = h / (H / p.kv_heads);
+        __syncthreads(); // the previous row's readers are done
+        for (int64_t i = tid; i < D; i += PA_TPB)
+            qs[i] = q[(r * H + h) * D + i];
+        for (int64_t i = 0; i < D; i++)
+            a[i] = 0.f;
+        __syncthreads();
+        float m = -INFINITY, sum = 0.f;
+        for (int64_t t = tid; t <= pos; t += PA_TPB) {
+            const int64_t base = kv_slot(l, tab, s, t) * w + kvh * D;
+            float dot = 0.f;
+            for (int64_t i = 0; i < D; i++)
+                dot += qs[i] * kc[base + i];
+            dot *= sc;
+            if (dot > m) {
+                const float f = expf(m - dot);
+                sum *= f;
+                for (int64_t i = 0; i < D; i++)
+                    a[i] *= f;
+                m = dot;
+            }
+            const float e = expf(dot - m);
+            sum += e;
+            for (int64_t i = 0; i < D; i++)
+                a[i] += e * vc[base + i];
+        }
+        pm[tid] = m;
+        pl[tid] = sum;
+        __syncthreads();
+        float M = -INFINITY, L = 0.f;
+        for (int j = 0; j < PA_TPB; j++)
+            M = fmaxf(M, pm[j]);
+        for (int j = 0; j < PA_TPB; j++)
+            if (pm[j] != -INFINITY)
+                L += pl[j] * expf(pm[j] - M);
+        for (int64_t i = tid; i < D; i += PA_TPB) {
+            float o = 0.f;
+            for (int j = 0; j < PA_TPB; j++)
+                if (pm[j] != -INFINITY)
+                    o += acc[j * (D + 1) + i] * expf(pm[j] - M);
+            y[(r * H + h) * D + i] = o / L;
+        }
+    }
+}
+
+// a float's key in a total order (unsigned compare): negatives below
+// positives, NaN above +inf
+__device__ __forceinline__ uint32_t fkey(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu))
+        return 0xffffffffu;
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+#define SORT_TILE 1024
+// rank sort: element i of a row goes to the number of elements before it
+// in descending order (larger keys, or equal keys at lower indices): a
+// permutation, so every output element is written once. Grid (element
+// blocks, rows); the row's keys walked in shared tiles.
+__global__ void k_sort(const float *x, float *vals, int64_t *idx, int64_t n)
+{
+    __shared__ uint32_t tile[SORT_TILE];
+    const float *xr = x + (int64_t)blockIdx.y * n;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t ki = i < n ? fkey(xr[i]) : 0u;
+    int64_t rank = 0;
+    for (int64_t t0 = 0; t0 < n; t0 += SORT_TILE) {
+        __syncthreads();
+        for (int j = threadIdx.x; j < SORT_TILE; j += blockDim.x)
+            tile[j] = t0 + j < n ? fkey(xr[t0 + j]) : 0u;
+        __syncthreads();
+        const int64_t m = n - t0 < SORT_TILE ? n - t0 : SORT_TILE;
+        for (int64_t j = 0; j < m; j++) {
+            const uint32_t kj = tile[j];
+            rank += kj > ki || (kj == ki && t0 + j < i);
+        }
+    }
+    if (i < n) {
+        vals[(int64_t)blockIdx.y * n + rank] = xr[i];
+        if (idx)
+            idx[(int64_t)blockIdx.y * n + rank] = i;
+    }
+}
+
+// greedy sampling: each row's first largest element's index; a block per
+// row, a fixed tree (deterministic)
+__global__ void k_sample(const float *x, int64_t *out, int64_t rows,
+                         int64_t n)
+{
+    __shared__ uint32_t bk[TPB];
+    __shared__ int64_t bi[TPB];
+    const int tid = threadIdx.x;
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const float *xr = x + row * n;
+        uint32_t best = 0;
+        int64_t at = -1;
+        for (int64_t j = tid; j < n; j += blockDim.x) {
+            const uint32_t k = fkey(xr[j]);
+            if (at < 0 || k > best) {
+                best = k;
+                at = j;
+            }
+        }
+        __syncthreads();
+        bk[tid] = best;
+        bi[tid] = at;
+        __syncthreads();
+        for (int st = blockDim.x / 2; st > 0; st >>= 1) {
+            if (tid < st) {
+                const uint32_t k2 = bk[tid + st];
+                const int64_t i2 = bi[tid + st];
+                if (i2 >= 0 && (bi[tid] < 0 || k2 > bk[tid] ||
+                                (k2 == bk[tid] && i2 < bi[tid]))) {
+                    bk[tid] = k2;
+                    bi[tid] = i2;
+                }
+            }
+            __syncthreads();
+        }
+        if (tid == 0)
+            out[row] = bi[0];
+    }
+}
+
+// a PagedAttention launch's block table: node input slot 5 (paged)
+static const int32_t *block_table(const mpv_launch *l, const mpv_io *io)
+{
+    return l->p.paged.paged && io->n_in > 5 ? (const int32_t *)io->in[5]
+                                            : NULL;
+}
+
 const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                            cublasHandle_t h, cudaStream_t s)
 {
@@ -2808,7 +3005,8 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
                                 (float)l->p.ln.eps, l->p.ln.has_bias,
                                 out_slot(io, l, l->p.ln.mean_out),
                                 out_slot(io, l, l->p.ln.inv_out),
-                                out_slot(io, l, l->p.ln.stats_out));
+                                out_slot(io, l, l->p.ln.stats_out),
+                                l->p.ln.rms);
         return LAUNCH_CHECK();
     }
     case MPV_L_LRN: {
@@ -3149,6 +3347,40 @@ const char *mpv_run_launch(const mpv_launch *l, const mpv_io *io,
             k_attn_bwd_scalars<<<1, TPB, 0, s>>>(P, *l);
             break;
         }
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_KV_WRITE: {
+        const auto &p = l->p.paged;
+        const int32_t *tab = block_table(l, io);
+        k_kv_write<<<blocks_for(p.rows * p.kv_heads * p.d), TPB, 0, s>>>(
+            FIN(1), FIN(2), fout(io->in[3], bf_in(l, 3)),
+            fout(io->in[4], bf_in(l, 4)), tab, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_PAGED_ATTN: {
+        const auto &p = l->p.paged;
+        const int32_t *tab = block_table(l, io);
+        size_t shb =
+            (size_t)(p.d + 2 * PA_TPB + PA_TPB * (p.d + 1)) * sizeof(float);
+        k_paged_attn<<<blocks_per(p.rows * p.heads), PA_TPB, shb, s>>>(
+            FIN(0), FIN(3), FIN(4), tab, FOUT, *l);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_SORT: {
+        const auto &p = l->p.sort;
+        dim3 grid((unsigned)((p.n + TPB - 1) / TPB), (unsigned)p.rows);
+        k_sort<<<grid, TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (float *)out,
+            p.idx_out >= 0 && (uint32_t)p.idx_out < io->n_out
+                ? (int64_t *)io->out[p.idx_out]
+                : NULL,
+            p.n);
+        return LAUNCH_CHECK();
+    }
+    case MPV_L_SAMPLE: {
+        const auto &p = l->p.sort;
+        k_sample<<<blocks_per(p.rows), TPB, 0, s>>>(
+            (const float *)IN(l->in[0]), (int64_t *)out, p.rows, p.n);
         return LAUNCH_CHECK();
     }
     case MPV_L_CAST:

@@ -76,66 +76,6 @@ static int load_and_lower(mpv_cmd *v)
     return 0;
 }
 
-/* --lower-only: the convolution passes by how they run (cuDNN, the
- * direct kernel, im2col), when there are any */
-static void print_conv_passes(const mpv_program *prog)
-{
-    uint32_t n[3][2] = {{0}}, im2col = 0;
-    for (uint32_t i = 0; i < prog->n_launches; i++) {
-        const mpv_launch *l = &prog->launches[i];
-        if (l->kind == MPV_L_CONV)
-            im2col++;
-        else if (l->kind == MPV_L_CONV_DNN && l->p.dnn.pass >= 0 &&
-                 l->p.dnn.pass < 3)
-            n[l->p.dnn.pass][l->p.dnn.cudnn != 0]++;
-    }
-    if (im2col + n[0][0] + n[0][1] + n[1][0] + n[1][1] + n[2][0] + n[2][1])
-        printf("convolutions: forward %u on cuDNN, %u im2col; input "
-               "gradient %u on cuDNN, %u direct; weight gradient %u on "
-               "cuDNN, %u direct\n",
-               n[0][1], im2col, n[1][1], n[1][0], n[2][1], n[2][0]);
-}
-
-/* --lower-only: which kernel runs each node, and the synthetic ones. */
-static void print_lowering(const mpv_cmd *v)
-{
-    const mpv_program *prog = v->prog;
-    printf("%u nodes run: %u real kernels, %u synthetic; arena %llu, "
-           "workspace %llu, weights buffer %llu bytes\n",
-           prog->n_real + prog->n_synthetic, prog->n_real, prog->n_synthetic,
-           (unsigned long long)prog->arena_bytes,
-           (unsigned long long)prog->workspace_bytes,
-           (unsigned long long)prog->weights_bytes);
-    if (prog->n_bwd_real + prog->n_bwd_synthetic + prog->n_opt_real +
-        prog->n_opt_synthetic)
-        printf("training: backward %u real, %u synthetic; optimizer %u "
-               "real, %u synthetic\n",
-               prog->n_bwd_real, prog->n_bwd_synthetic, prog->n_opt_real,
-               prog->n_opt_synthetic);
-    if (prog->n_setup + prog->n_setup_left)
-        printf("folded constants: %u nodes computed once after the weights "
-               "are uploaded, %u left with their initial fill\n",
-               prog->n_setup, prog->n_setup_left);
-    mp_device dev;
-    if (mp_device_get(v->ctx, v->a->offload.device, &dev) == MP_OK) {
-        double s = mpv_predict_seconds(prog, &dev, NULL);
-        if (s >= 0)
-            printf("predicted step time %.3f ms (%s cost model)\n", s * 1e3,
-                   dev.name);
-    }
-    print_conv_passes(prog);
-    for (uint32_t i = 0; i < mp_graph_num_nodes(v->g); i++) {
-        mp_node_info ni;
-        mp_graph_node_info(v->g, i, &ni);
-        if (prog->nodes[i].synthetic)
-            printf("  synthetic  %s (%s): %s\n", ni.name, ni.op,
-                   prog->nodes[i].why ? prog->nodes[i].why : "");
-        else if (!prog->nodes[i].run && prog->nodes[i].why)
-            printf("  folded, initial fill  %s (%s): %s\n", ni.name, ni.op,
-                   prog->nodes[i].why);
-    }
-}
-
 /* The planned and reference runs on the GPU into v->res. 0 or an exit
  * code (printed). */
 static int execute(mpv_cmd *v)
@@ -159,16 +99,10 @@ static int execute(mpv_cmd *v)
                 v->prog->n_steps, v->a->no_reference ? "" : ", the reference",
                 v->a->step_times ? ", the per-step timing" : "");
     mpv_options vo;
-    mpv_options_init(&vo);
-    vo.seed = v->a->seed + 1;
-    vo.reference = !v->a->no_reference;
-    vo.poison_free = v->a->poison;
-    vo.step_times = v->a->step_times;
-    vo.conv_fp32 = v->a->conv_fp32;
+    mpv_cmd_run_options(v->a, &vo);
     vo.dump_dir = v->a->dump;
     vo.weights_dir = v->a->weights_dir;
     vo.inputs_dir = v->a->inputs_dir;
-    vo.keep_weights = 1;
     if (mpv_execute(v->prog, &vo, &v->res) != 0) {
         cli_error("executor: %s", v->res.error);
         return CLI_EXIT_INTERNAL;
@@ -211,6 +145,8 @@ static int validate(cli_args *a)
 {
     if (cli_given(a, CLI_O_RANKS))
         return mpv_validate_ranks(a);
+    if (a->serve)
+        return mpv_validate_serve(a);
     mpv_cmd v;
     memset(&v, 0, sizeof v);
     v.a = a;
@@ -219,7 +155,7 @@ static int validate(cli_args *a)
     cli_progress_install(v.ctx, a);
     int rc = v.ctx ? load_and_lower(&v) : CLI_EXIT_INTERNAL;
     if (!rc && a->lower_only)
-        print_lowering(&v);
+        mpv_cmd_print_lowering(&v);
     else if (!rc)
         rc = run_and_report(&v);
     mpv_result_free(&v.res);

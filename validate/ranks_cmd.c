@@ -301,15 +301,9 @@ static void run_rank(ranks_job *J, uint32_t r, int (*idp)[2], int (*res)[2])
     } else {
         const cli_args *a = J->v.a;
         mpv_options vo;
-        mpv_options_init(&vo);
-        vo.seed = a->seed + 1;
-        vo.reference = !a->no_reference;
-        vo.poison_free = a->poison;
-        vo.step_times = a->step_times;
-        vo.conv_fp32 = a->conv_fp32;
+        mpv_cmd_run_options(a, &vo);
         vo.nccl = J->nccl;
         vo.nccl_id = id;
-        vo.keep_weights = 1;
         if (mpv_execute(p, &vo, rs) != 0) {
             snprintf(row.error, sizeof row.error, "executor: %s", rs->error);
         } else {

@@ -1,6 +1,9 @@
 /* report.c - what `memplan validate` reports after a run: the device
  * memory predicted from the plan against what the run measured, the time
- * against the cost model, and the checks (docs/validation.md). */
+ * against the cost model, and the checks (docs/validation.md); the
+ * lowering --lower-only prints; and the executor's options from the
+ * command line, which every form of the command (main.c, ranks_cmd.c,
+ * serve_cmd.c) runs with. */
 #include "command.h"
 
 #include <math.h>
@@ -263,43 +266,49 @@ static void rank_json(mp__jw *w, const mpv_cmd *v)
 
 int mpv_cmd_report_json(const mpv_cmd *v, const mpv_cmd_figures *f)
 {
+    mp__jw w;
+    cli_json_begin(&w, v->ctx);
+    cli_json_str(&w, "model", v->a->pos[0]);
+    mpv_cmd_json_members(&w, v, f);
+    return cli_json_print(&w);
+}
+
+void mpv_cmd_json_members(mp__jw *w, const mpv_cmd *v,
+                          const mpv_cmd_figures *f)
+{
     const mpv_program *prog = v->prog;
     const mpv_result *res = &v->res;
     const cli_args *a = v->a;
-    mp__jw w;
-    cli_json_begin(&w, v->ctx);
-    cli_json_str(&w, "model", a->pos[0]);
     if (v->par)
-        rank_json(&w, v);
-    cli_json_str(&w, "device", res->device);
-    cli_json_int(&w, "nodes_real_kernel", prog->n_real);
-    cli_json_int(&w, "nodes_synthetic", prog->n_synthetic);
-    cli_json_int(&w, "setup_nodes", prog->n_setup);
-    cli_json_int(&w, "setup_nodes_left", prog->n_setup_left);
-    cli_json_int(&w, "backward_nodes_real_kernel", prog->n_bwd_real);
-    cli_json_int(&w, "backward_nodes_synthetic", prog->n_bwd_synthetic);
-    cli_json_int(&w, "optimizer_nodes_real_kernel", prog->n_opt_real);
-    cli_json_int(&w, "optimizer_nodes_synthetic", prog->n_opt_synthetic);
-    cli_json_int(&w, "steps", prog->n_steps);
-    cli_json_int(&w, "recompute_steps", prog->n_recompute);
-    cli_json_int(&w, "offload_steps", prog->n_offload);
-    cli_json_int(&w, "prefetch_steps", prog->n_prefetch);
-    cli_json_u64(&w, "granularity", f->gran);
-    predicted_json(&w, v, f);
-    measured_json(&w, res);
-    by_op_json(&w, prog, v->step_s, res);
+        rank_json(w, v);
+    cli_json_str(w, "device", res->device);
+    cli_json_int(w, "nodes_real_kernel", prog->n_real);
+    cli_json_int(w, "nodes_synthetic", prog->n_synthetic);
+    cli_json_int(w, "setup_nodes", prog->n_setup);
+    cli_json_int(w, "setup_nodes_left", prog->n_setup_left);
+    cli_json_int(w, "backward_nodes_real_kernel", prog->n_bwd_real);
+    cli_json_int(w, "backward_nodes_synthetic", prog->n_bwd_synthetic);
+    cli_json_int(w, "optimizer_nodes_real_kernel", prog->n_opt_real);
+    cli_json_int(w, "optimizer_nodes_synthetic", prog->n_opt_synthetic);
+    cli_json_int(w, "steps", prog->n_steps);
+    cli_json_int(w, "recompute_steps", prog->n_recompute);
+    cli_json_int(w, "offload_steps", prog->n_offload);
+    cli_json_int(w, "prefetch_steps", prog->n_prefetch);
+    cli_json_u64(w, "granularity", f->gran);
+    predicted_json(w, v, f);
+    measured_json(w, res);
+    by_op_json(w, prog, v->step_s, res);
     if (f->have_pred && res->planned_ms > 0)
-        real(&w, "ratio_time_measured_predicted",
+        real(w, "ratio_time_measured_predicted",
              res->planned_ms / (f->pred_s * 1e3));
-    cli_train_json(&a->train, &w);
-    cli_attention_json(a, &w);
-    cli_offload_json(&a->offload, &w);
-    real(&w, "ratio_arena", f->r_arena);
-    real(&w, "ratio_arena_workspace", f->r_aw);
-    real(&w, "ratio_total", f->r_total);
-    cli_json_int(&w, "inplace_blocks", f->n_over);
-    checks_json(&w, v, f);
-    return cli_json_print(&w);
+    cli_train_json(&a->train, w);
+    cli_attention_json(a, w);
+    cli_offload_json(&a->offload, w);
+    real(w, "ratio_arena", f->r_arena);
+    real(w, "ratio_arena_workspace", f->r_aw);
+    real(w, "ratio_total", f->r_total);
+    cli_json_int(w, "inplace_blocks", f->n_over);
+    checks_json(w, v, f);
 }
 
 void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
@@ -387,4 +396,76 @@ void mpv_cmd_report_text(const mpv_cmd *v, const mpv_cmd_figures *f)
            f->ok_rep ? "yes" : "NO", (unsigned long long)res->output_bytes,
            res->max_abs_output, res->nonfinite_outputs);
     printf("checks       %s\n", f->all_ok ? "all passed" : "FAILED");
+}
+
+/* the executor's options from the command line */
+void mpv_cmd_run_options(const cli_args *a, mpv_options *vo)
+{
+    mpv_options_init(vo);
+    vo->seed = a->seed + 1;
+    vo->reference = !a->no_reference;
+    vo->poison_free = a->poison;
+    vo->step_times = a->step_times;
+    vo->conv_fp32 = a->conv_fp32;
+    vo->keep_weights = 1;
+}
+
+/* --lower-only: the convolution passes by how they run (cuDNN, the
+ * direct kernel, im2col), when there are any */
+static void print_conv_passes(const mpv_program *prog)
+{
+    uint32_t n[3][2] = {{0}}, im2col = 0;
+    for (uint32_t i = 0; i < prog->n_launches; i++) {
+        const mpv_launch *l = &prog->launches[i];
+        if (l->kind == MPV_L_CONV)
+            im2col++;
+        else if (l->kind == MPV_L_CONV_DNN && l->p.dnn.pass >= 0 &&
+                 l->p.dnn.pass < 3)
+            n[l->p.dnn.pass][l->p.dnn.cudnn != 0]++;
+    }
+    if (im2col + n[0][0] + n[0][1] + n[1][0] + n[1][1] + n[2][0] + n[2][1])
+        printf("convolutions: forward %u on cuDNN, %u im2col; input "
+               "gradient %u on cuDNN, %u direct; weight gradient %u on "
+               "cuDNN, %u direct\n",
+               n[0][1], im2col, n[1][1], n[1][0], n[2][1], n[2][0]);
+}
+
+/* --lower-only: which kernel runs each node, and the synthetic ones. */
+void mpv_cmd_print_lowering(const mpv_cmd *v)
+{
+    const mpv_program *prog = v->prog;
+    printf("%u nodes run: %u real kernels, %u synthetic; arena %llu, "
+           "workspace %llu, weights buffer %llu bytes\n",
+           prog->n_real + prog->n_synthetic, prog->n_real, prog->n_synthetic,
+           (unsigned long long)prog->arena_bytes,
+           (unsigned long long)prog->workspace_bytes,
+           (unsigned long long)prog->weights_bytes);
+    if (prog->n_bwd_real + prog->n_bwd_synthetic + prog->n_opt_real +
+        prog->n_opt_synthetic)
+        printf("training: backward %u real, %u synthetic; optimizer %u "
+               "real, %u synthetic\n",
+               prog->n_bwd_real, prog->n_bwd_synthetic, prog->n_opt_real,
+               prog->n_opt_synthetic);
+    if (prog->n_setup + prog->n_setup_left)
+        printf("folded constants: %u nodes computed once after the weights "
+               "are uploaded, %u left with their initial fill\n",
+               prog->n_setup, prog->n_setup_left);
+    mp_device dev;
+    if (mp_device_get(v->ctx, v->a->offload.device, &dev) == MP_OK) {
+        double s = mpv_predict_seconds(prog, &dev, NULL);
+        if (s >= 0)
+            printf("predicted step time %.3f ms (%s cost model)\n", s * 1e3,
+                   dev.name);
+    }
+    print_conv_passes(prog);
+    for (uint32_t i = 0; i < mp_graph_num_nodes(v->g); i++) {
+        mp_node_info ni;
+        mp_graph_node_info(v->g, i, &ni);
+        if (prog->nodes[i].synthetic)
+            printf("  synthetic  %s (%s): %s\n", ni.name, ni.op,
+                   prog->nodes[i].why ? prog->nodes[i].why : "");
+        else if (!prog->nodes[i].run && prog->nodes[i].why)
+            printf("  folded, initial fill  %s (%s): %s\n", ni.name, ni.op,
+                   prog->nodes[i].why);
+    }
 }

@@ -93,6 +93,11 @@ enum {
     MPV_L_GATHER_GRAD, /* Gather's data gradient: added at the indices */
     MPV_L_COLL,       /* an NCCL call (validate --ranks; validate/nccl.c):
                          p.coll */
+    /* serving (PagedAttention, Sort, Sample; planner/serve.c) */
+    MPV_L_KV_WRITE,   /* new tokens' K and V into the cache: p.paged */
+    MPV_L_PAGED_ATTN, /* causal attention over the cache: p.paged */
+    MPV_L_SORT,       /* rows sorted descending with indices: p.sort */
+    MPV_L_SAMPLE,     /* greedy: each row's first largest index: p.sort */
     MPV_L_COUNT_
 };
 /* extra unary op: y = alpha * x (Mean) */
@@ -206,10 +211,11 @@ typedef struct mpv_launch {
         /* mean_out, inv_out (-1: none): ONNX's Mean and InvStdDev
          * outputs (rows floats each); stats_out (-1: none): the training
          * statistics [2, rows], the mean then 1 / sqrt(var + eps) */
+        /* rms: RMSNormalization (no mean subtracted, no bias) */
         struct {
             int64_t rows, cols;
             double eps;
-            int32_t has_bias, mean_out, inv_out, stats_out;
+            int32_t has_bias, mean_out, inv_out, stats_out, rms;
         } ln;
         struct { int64_t n, c, hw, size; double alpha, beta, bias; } lrn;
         struct { int64_t outer, dim, inner; int32_t log; } softmax;
@@ -340,6 +346,30 @@ typedef struct mpv_launch {
             int32_t op, dtype, esize, peer, group;
             int64_t count, soff, doff;
         } coll;
+        /* MPV_L_KV_WRITE, MPV_L_PAGED_ATTN (a PagedAttention node): node
+         * input slots q 0 [rows, heads x d], k 1 and v 2 [rows, kv_heads
+         * x d], the K and V caches 3 and 4, the block table 5 (int32
+         * [seqs, max_blocks]; paged 0: none). Paged, the caches are
+         * [num_blocks, block_size, kv_heads, d] and token t of sequence
+         * s is in slot table[s][t / block_size] x block_size + t %
+         * block_size; contiguous, they are [seqs, max_len, kv_heads, d]
+         * and it is in slot s x max_len + t. Row r (rows = seqs x qlen)
+         * is token past + r % qlen of sequence r / qlen. KV_WRITE copies
+         * each row's K and V into its slot; PAGED_ATTN attends each row
+         * and query head h (kv head h / (heads / kv_heads)) over tokens
+         * 0 .. its own (causal), scores times scale, into output 0 */
+        struct {
+            int64_t rows, seqs, qlen, past, heads, kv_heads, d;
+            int64_t block_size, max_blocks, num_blocks, max_len;
+            int32_t paged;
+            double scale;
+        } paged;
+        /* MPV_L_SORT: rows of n float32 (in[0]) into values (output 0)
+         * and int64 indices (output slot idx_out), each row descending,
+         * equal values by index (a total order: NaN above +inf).
+         * MPV_L_SAMPLE: the int64 index of each row's first largest
+         * value (greedy sampling) into output 0 [rows] */
+        struct { int64_t rows, n; int32_t idx_out; } sort;
         /* ScaledDotProductAttention (docs/attention.md): Q [bh, tq, d],
          * K^T [bh, d, tk], V [bh, tk, dv] -> [bh, tq, dv]; the mask
          * (slot 3, float or bool) broadcast by mst over the dims it is
@@ -616,6 +646,7 @@ typedef struct mpv_options {
     mpv_nccl *nccl;
     const void *nccl_id;
     int keep_weights;        /* mpv_result's weights_after */
+    int keep_outputs;        /* mpv_result's outputs */
 } mpv_options;
 void mpv_options_init(mpv_options *o);
 
@@ -671,6 +702,9 @@ typedef struct mpv_result {
                                    * one planned run (malloc) */
     uint64_t weights_hash;     /* mpv_weights_hash of weights_after (the
                                 * caller's) */
+    unsigned char *outputs;    /* keep_outputs: the planned run's outputs,
+                                * the roots of p->outputs one after another
+                                * (output_bytes; malloc) */
     int nonfinite_outputs;
     char error[256];
 } mpv_result;

@@ -159,7 +159,7 @@ static const mp__op_def registry[] = {
     {"QLinearConv", "", MP__OPF_COST(MP__COST_CONV), mp__shape_conv},
     {"QLinearMatMul", "", MP__OPF_COST(MP__COST_MATMUL), mp__shape_matmul},
     {"QuantizeLinear", "", 0, mp__shape_quantize},
-    {"RMSNormalization", "", 0 | MP__OPF_BWD(MP__BWD_NORM_RMS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
+    {"RMSNormalization", "", KX(LAYERNORM, RMS_NORM) | MP__OPF_BWD(MP__BWD_NORM_RMS) | MP__OPF_COST(MP__COST_NORM), mp__shape_norm},
     {"RNN", "", 0, mp__shape_rnn},
     {"RandomNormalLike", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_like},
     {"RandomUniformLike", "", 0 | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_like},
@@ -184,6 +184,9 @@ static const mp__op_def registry[] = {
     {"RotaryEmbedding", "", 0, mp__shape_same},
     {"Round", "", EW | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_same},
     {"STFT", "", 0, mp__shape_stft},
+    /* the serving sampler (planner/serve.c): greedy, the first largest of
+     * input 0 per row (int64 token ids) */
+    {"Sample", "", KN(SAMPLE) | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_generic},
     {"Scan", "", 0, mp__shape_scan},
     {"Scatter", "", 0, mp__shape_scatter},
     {"ScatterElements", "", 0, mp__shape_scatter},
@@ -208,6 +211,9 @@ static const mp__op_def registry[] = {
     {"SoftmaxCrossEntropyLoss", "", 0, mp__shape_loss},
     {"Softplus", "", AMP_F32 | EW | KX(UNARY, SOFTPLUS) | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
     {"Softsign", "", EW | MP__OPF_BWD(MP__BWD_INPUT0), mp__shape_same},
+    /* the top-k/top-p sort of the serving sampler: each row descending
+     * (float32 values, int64 indices; ties by index) */
+    {"Sort", "", KN(SORT) | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_generic},
     {"SpaceToDepth", "", 0, mp__shape_space_to_depth},
     {"Split", "", KN(SPLIT) | MP__OPF_VIEW_R | MP__OPF_BWD(MP__BWD_NONE) | MP__OPF_COST(MP__COST_MOVE), mp__shape_split},
     {"SplitToSequence", "", 0, mp__shape_split_to_seq},
@@ -218,7 +224,7 @@ static const mp__op_def registry[] = {
     {"StringSplit", "", 0, mp__shape_string_split},
     {"Sub", "", BC | BIN | KX(BINARY, SUB) | MP__OPF_BWD(MP__BWD_NONE) | MP__OPF_GRAD_PASS0, mp__shape_broadcast},
     {"Sum", "", BC | BIN | KX(VARIADIC, ADD) | MP__OPF_BWD(MP__BWD_NONE) | MP__OPF_GRAD_PASS_ALL, mp__shape_variadic},
-    {"SwiGLU", "", 0, mp__shape_broadcast},
+    {"SwiGLU", "", BC | BIN | KX(BINARY, SWIGLU), mp__shape_broadcast},
     {"Swish", "", EW, mp__shape_same},
     {"Tan", "", AMP_F32 | EW, mp__shape_same},
     {"Tanh", "", EW | KX(UNARY, TANH) | MP__OPF_BWD(MP__BWD_OUTPUT), mp__shape_same},
@@ -252,6 +258,10 @@ static const mp__op_def registry[] = {
     {"Loss", "memplan", KN(LOSS), mp__shape_generic},
     {"LossGrad", "memplan", KN(LOSS_GRAD), mp__shape_generic},
     {"Momentum", "memplan", KOPT(MOMENTUM), mp__shape_generic},
+    /* attention of new tokens over a KV cache (planner/serve.c): writes
+     * their K and V into the cache (a persistent tensor), through a block
+     * table when paged, then attends causally */
+    {"PagedAttention", "memplan", KN(PAGED_ATTENTION) | MP__OPF_BWD(MP__BWD_NONDIFF), mp__shape_generic},
     {"Recv", "memplan", COLL | KX(COLLECTIVE, RECV), mp__shape_generic},
     {"ReduceScatter", "memplan", COLL | KX(COLLECTIVE, REDUCE_SCATTER), mp__shape_generic},
     {"SGD", "memplan", KN(SGD), mp__shape_generic},

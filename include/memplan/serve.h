@@ -177,6 +177,50 @@ MP_API mp_status mp_serve_decoder_graph(mp_ctx *ctx, const mp_llm_config *m,
                                         uint32_t tokens, uint32_t seqs,
                                         mp_graph **out);
 
+/* The graph of a whole generation of m (docs/serving.md, "The executor
+ * run"): the prefill of `prompt` tokens for each of `seqs` sequences (one
+ * flat batch), then `gen` decode steps, each feeding the token its
+ * predecessor sampled (greedy), every pass the decoder of
+ * mp_serve_decoder_graph with its sampler. The KV cache is explicit: per
+ * layer a K and a V tensor of kind weight (persistent, outside the
+ * arena), [blocks, block_size, kv heads, head dim] when o->kv_paged (the
+ * blocks of mp_serve_block_table, in the constant int32 tensor
+ * "kv_block_table" [seqs, blocks per sequence]) or [seqs, prompt + gen,
+ * kv heads, head dim] when contiguous. Each layer's attention is a
+ * PagedAttention node (domain memplan): it writes the new tokens' K and V
+ * into the cache, then attends causally over it. The prompt's token ids
+ * are the input "step0/input_ids" (values in the graph); each pass's
+ * tensors and nodes are named "stepN/..." (N 0: the prefill); outputs:
+ * each pass's sampled tokens ("stepN/sampled", int64 [1, seqs]) and the
+ * last pass's fp32 logits ("stepG/logits_fp32"). The weights are the
+ * graph's first tensors, in the same order whichever layout, so an
+ * executor filling them by index fills both layouts alike.
+ * Errors: MP_ERR_INVALID_ARG (NULL, seqs or prompt 0, seqs x prompt or
+ * the block table above 16384 values, a bad option), MP_ERR_UNSUPPORTED
+ * (experts, learned positions, quantized weights, --tp, a KV dtype not
+ * the model's, a sliding window shorter than prompt + gen),
+ * MP_ERR_OVERFLOW, MP_ERR_NOMEM. */
+MP_API mp_status mp_serve_generation_graph(mp_ctx *ctx,
+                                           const mp_llm_config *m,
+                                           const mp_serve_options *o,
+                                           uint32_t seqs, uint32_t prompt,
+                                           uint32_t gen, mp_graph **out);
+
+/* The paged KV cache's block table of a generation of seqs sequences of
+ * prompt + gen tokens in blocks of block_size tokens, as a serving
+ * engine's allocator hands the blocks out (vLLM's free list, in order):
+ * the prefill takes each sequence's prompt blocks in turn, then at each
+ * decode step every sequence whose new token starts a block takes the
+ * next free one. table[s x per + j] (per = ceil((prompt + gen) /
+ * block_size)) is the block holding tokens [j x block_size, (j + 1) x
+ * block_size) of sequence s; *num_blocks the blocks used (seqs x per).
+ * Errors: MP_ERR_INVALID_ARG (NULL, seqs, prompt or block_size 0, more
+ * than cap entries), MP_ERR_OVERFLOW. */
+MP_API mp_status mp_serve_block_table(mp_ctx *ctx, uint32_t seqs,
+                                      uint32_t prompt, uint32_t gen,
+                                      uint32_t block_size, uint32_t *table,
+                                      uint64_t cap, uint32_t *num_blocks);
+
 /* n request lengths (tokens) at the quantiles (i + 0.5) / n of a named
  * distribution, in increasing order (deterministic, no sampling):
  * "fixed:L", "uniform:MIN:MAX", "exponential:MEAN",
