@@ -271,6 +271,16 @@ static int set_named(cli_args *a, int id, const char *name, const char *v)
         st = mp_pp_schedule_parse(v, &a->par.po.schedule);
         want = "one of gpipe, 1f1b, interleaved-1f1b";
         break;
+    case CLI_O_PP_BALANCE:
+        st = MP_OK;
+        if (strcmp(v, "memory") == 0)
+            a->par.po.balance_compute = 0;
+        else if (strcmp(v, "compute") == 0)
+            a->par.po.balance_compute = 1;
+        else
+            st = MP_ERR_INVALID_ARG;
+        want = "memory or compute";
+        break;
     case CLI_O_CONV_MATH:
         st = MP_OK;
         if (strcmp(v, "tf32") == 0)

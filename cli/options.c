@@ -347,9 +347,15 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "micro-batches in flight as Megatron-LM's interleaved schedule)",
         NULL, NULL, 0},
     [CLI_O_PP_CUTS] = {"pp-cuts", 0, "NODES", C_PLANS, G_PAR, NULL,
-        "balanced by memory",
+        "balanced as --pp-balance says",
         "with --pp: N-1 forward node names, comma separated, each the last "
         "node of a stage",
+        NULL, NULL, 0},
+    [CLI_O_PP_BALANCE] = {"pp-balance", 0, "B", C_PLANS, G_PAR, "memory",
+        NULL,
+        "with --pp and no --pp-cuts: what the stages balance: memory (the "
+        "forward nodes' output bytes and 4 x their parameters' bytes) or "
+        "compute (the forward nodes' FLOPs)",
         NULL, NULL, 0},
     [CLI_O_TP] = {"tp", 0, "N", C_PLANS | C_SERVE, G_PAR, NULL, NULL,
         "with --train: N tensor-parallel ranks (ranks = tp x dp x pp, "
@@ -646,6 +652,11 @@ const cli_rule cli_rules[] = {
      "interleaved-1f1b"},
     {C_PLANS, CLI_O_PP_CUTS, CLI_O_PP, 1,
      "cut points split pipeline stages: give --pp N"},
+    {C_PLANS, CLI_O_PP_BALANCE, CLI_O_PP, 1,
+     "the balance splits pipeline stages: give --pp N"},
+    {C_PLANS, CLI_O_PP_BALANCE, CLI_O_PP_CUTS, 0,
+     "cut points given by name are not balanced: give one of --pp-cuts "
+     "and --pp-balance"},
     {C_PLANS, CLI_O_DP, CLI_O_BUDGET, 0,
      "per-rank plans are not made under a budget yet"},
     {C_PLANS, CLI_O_PP, CLI_O_BUDGET, 0,

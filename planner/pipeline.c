@@ -13,6 +13,7 @@
  * Data parallelism and ZeRO then apply to each stage's graph
  * (planner/parallel.c). */
 #include "ranks.h"
+#include "cost.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -48,9 +49,9 @@ static bool persistent_root(const mp_graph *t, uint32_t x)
 }
 
 /* The forward nodes' stages: contiguous ranges of the topological order
- * (cut after each named node, or where the running memory weight, the
- * outputs' bytes and 4 x the bytes of parameters first read, passes
- * s/pp of the total); a node reading only persistent tensors (a cast or
+ * (cut after each named node, or where the running weight passes s/pp of
+ * the total: by memory the outputs' bytes and 4 x the bytes of the
+ * parameters first read, by compute the node's FLOPs); a node reading only persistent tensors (a cast or
  * transposed weight) goes with its first reader. */
 static mp_status forward_stages(ppb *P)
 {
@@ -89,6 +90,12 @@ static mp_status forward_stages(ppb *P)
             if (n->outputs[o] != MP_NONE &&
                 mp__tensor_in_arena(&t->tensors[n->outputs[o]]))
                 wt[v] += t->tensors[n->outputs[o]].bytes;
+        double flops = 0, bytes = 0;
+        if (P->o->balance_compute)
+            wt[v] = mp__node_flops_bytes(t, v, &flops, &bytes) == MP_OK &&
+                            flops > 0
+                        ? (uint64_t)flops
+                        : 0;
         if (!sh)
             total += wt[v];
     }

@@ -613,6 +613,61 @@ static void test_tp_vocab_sp(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Stages balanced by memory or by compute: A = x[64,64] @ w0 (524288
+ * FLOPs, 81920 bytes of weight: 4 x its parameters' plus its output),
+ * then B, C, D, each a Mul by a [64,64] weight (4096 FLOPs, 81920
+ * bytes), and the loss (4 bytes, no FLOPs). By memory the first stage
+ * ends where the running weight reaches half of 327684: after C (A, B
+ * weigh 163840); by compute after A. Stage 0 holds each micro-batch's
+ * copy of its nodes ("A#mb1"). */
+static void test_pp_balance(void)
+{
+    static const char *json =
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"tensors\": ["
+        "{\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [64, 64], \"kind\": \"input\"},"
+        "{\"name\": \"w0\", \"dtype\": \"float32\", \"shape\": [64, 64], \"kind\": \"weight\"},"
+        "{\"name\": \"s1\", \"dtype\": \"float32\", \"shape\": [64, 64], \"kind\": \"weight\"},"
+        "{\"name\": \"s2\", \"dtype\": \"float32\", \"shape\": [64, 64], \"kind\": \"weight\"},"
+        "{\"name\": \"s3\", \"dtype\": \"float32\", \"shape\": [64, 64], \"kind\": \"weight\"},"
+        "{\"name\": \"a\", \"dtype\": \"float32\", \"shape\": [64, 64]},"
+        "{\"name\": \"b\", \"dtype\": \"float32\", \"shape\": [64, 64]},"
+        "{\"name\": \"c\", \"dtype\": \"float32\", \"shape\": [64, 64]},"
+        "{\"name\": \"y\", \"dtype\": \"float32\", \"shape\": [64, 64], \"kind\": \"output\"}],"
+        " \"nodes\": ["
+        "{\"name\": \"A\", \"op\": \"MatMul\", \"inputs\": [\"x\", \"w0\"], \"outputs\": [\"a\"]},"
+        "{\"name\": \"B\", \"op\": \"Mul\", \"inputs\": [\"a\", \"s1\"], \"outputs\": [\"b\"]},"
+        "{\"name\": \"C\", \"op\": \"Mul\", \"inputs\": [\"b\", \"s2\"], \"outputs\": [\"c\"]},"
+        "{\"name\": \"D\", \"op\": \"Mul\", \"inputs\": [\"c\", \"s3\"], \"outputs\": [\"y\"]}],"
+        " \"outputs\": [\"y\"]}";
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *f = NULL;
+    CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, json, "chain", &f) ==
+                    MP_OK);
+    mp_graph *t = train_fused(f);
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    po.pp = 2;
+    po.microbatches = 2;
+    for (int compute = 0; compute < 2; compute++) {
+        po.balance_compute = compute;
+        mp_parallel *par = NULL;
+        CU_ASSERT_FATAL(mp_parallel_create(t, &po, &par) == MP_OK);
+        mp_rank_info ri;
+        CU_ASSERT_FATAL(mp_parallel_rank_info(par, 0, &ri) == MP_OK);
+        uint32_t id;
+        CU_ASSERT_EQUAL(mp_graph_find_node(ri.graph, "A#mb1", &id), MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_find_node(ri.graph, "B#mb1", &id),
+                        compute ? MP_ERR_NOT_FOUND : MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_find_node(ri.graph, "C#mb1", &id),
+                        compute ? MP_ERR_NOT_FOUND : MP_OK);
+        CU_ASSERT_EQUAL(mp_graph_find_node(ri.graph, "D#mb1", &id),
+                        MP_ERR_NOT_FOUND);
+        mp_parallel_destroy(par);
+    }
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
 static void test_interleaved(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
@@ -712,6 +767,7 @@ static CU_TestInfo tests[] = {
     {"1F1B, 4 micro-batches over 2 stages; GPipe", test_pipeline_1f1b},
     {"tp 2 on a transformer block", test_tp},
     {"tp 2: vocabulary-parallel layers, sp", test_tp_vocab_sp},
+    {"pp stages balanced by memory or compute", test_pp_balance},
     {"interleaved 1F1B, 2 stages x 2 chunks, 4 micro-batches",
      test_interleaved},
     {"bad options name the option", test_bad_options},

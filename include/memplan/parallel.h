@@ -85,11 +85,15 @@ typedef struct mp_parallel_options {
     uint32_t pp, microbatches;
     mp_pp_schedule schedule;
     uint32_t virtual_stages;
-    /* NULL (default): stages balanced by memory (the forward nodes'
-     * output bytes and their parameters' bytes); else pp - 1 forward
-     * node names, comma separated, each the last node of a stage;
-     * INTERLEAVED: pp * virtual_stages - 1 names (model chunks) */
+    /* NULL (default): stages balanced by balance_compute's measure;
+     * else pp - 1 forward node names, comma separated, each the last
+     * node of a stage; INTERLEAVED: pp * virtual_stages - 1 names (model
+     * chunks) */
     const char *cuts;
+    /* 0 (default): stages balanced by memory (the forward nodes' output
+     * bytes and 4 x the bytes of the parameters they first read); 1: by
+     * compute (the forward nodes' FLOPs, from the op registry) */
+    int balance_compute;
     /* tensor-parallel ranks (default 1): Megatron-LM's split of the
      * transformer blocks recognized in the graph (a MatMul/Gemm pair
      * around attention or an MLP activation): the first layer(s)
@@ -97,14 +101,19 @@ typedef struct mp_parallel_options {
      * features, attention heads split), the second row-parallel (weight
      * split along the input features) followed by an AllReduce of its
      * output; in backward an AllReduce of the first layers' input
-     * gradient. Embeddings, LayerNorms and the output layer replicate.
-     * A graph with no such block is an error. */
+     * gradient. The token embedding (a Gather of a weight table) and the
+     * output layer (a linear layer only the loss reads) are split over
+     * the vocabulary when it divides by tp (Megatron's vocabulary-
+     * parallel layers); LayerNorms and positions replicate. A graph with
+     * no such block is an error. */
     uint32_t tp;
-    /* 1 (with tp > 1): sequence parallelism: the activations between
-     * the blocks (LayerNorm, residual, dropout) split along the sequence
-     * by tp; the AllReduces become a ReduceScatter after the row layer
-     * and an AllGather before the column layers (default 0). Not
-     * planned yet: mp_parallel_create answers MP_ERR_UNSUPPORTED */
+    /* 1 (with tp > 1): sequence parallelism (Megatron-LM's): the nodes
+     * between the blocks working on each position alone (LayerNorms,
+     * residual Adds, dropouts, casts, the row layers' biases) run on
+     * 1/tp of the sequence; a ReduceScatter after each row layer instead
+     * of its AllReduce, an AllGather before the column layers (again in
+     * backward), the gradients the other way, and an AllReduce of the
+     * gradients of the weights those nodes read (default 0) */
     int sp;
 } mp_parallel_options;
 /* Fills parallel options with their defaults (the comments above). NULL
@@ -147,8 +156,8 @@ typedef struct mp_rank_info {
  * prefetch above 2, micro-batches fewer than pp, a cut that is no
  * forward node or out of order, sp without tp; the message names the
  * option), MP_ERR_GRAPH (not a training graph: no optimizer step; a
- * stage with no node; tp with no transformer block recognized),
- * MP_ERR_UNSUPPORTED (sp),
+ * stage with no node; tp with no transformer block recognized; sp with
+ * no node between the blocks to split),
  * MP_ERR_OVERFLOW, MP_ERR_NOMEM. */
 MP_API mp_status mp_parallel_create(const mp_graph *train,
                                     const mp_parallel_options *opt,
