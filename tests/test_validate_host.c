@@ -359,7 +359,7 @@ static void test_collectives_nccl(void)
         CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plan), MP_OK);
         int64_t wcover[2] = {0, 0}; /* weight elements updated, per rank */
         for (uint32_t d = 0; d < 2; d++) {
-            mpv_rank_lowering rl = {1, d, 2, 2, 1, 0, d};
+            mpv_rank_lowering rl = {1, d, 2, 2, 1, 0, d, 1, 0};
             mpv_program *p = NULL;
             CU_ASSERT_EQUAL_FATAL(
                 mpv_program_from_plan_rank(g, plan, &rl, &p), MP_OK);
@@ -505,7 +505,7 @@ static void test_ranks_link(void)
         CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, r, &ri), MP_OK);
         CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plans[r]),
                               MP_OK);
-        mpv_rank_lowering rl = {1, r, 2, 1, 2, r, 0};
+        mpv_rank_lowering rl = {1, r, 2, 1, 2, r, 0, 1, 0};
         CU_ASSERT_EQUAL_FATAL(
             mpv_program_from_plan_rank(ri.graph, plans[r], &rl, &progs[r]),
             MP_OK);
