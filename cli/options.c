@@ -388,11 +388,13 @@ const cli_option cli_options[CLI_O_COUNT_] = {
         "fills; the memory measured is what the rank holds in a real run",
         NULL, NULL, 0},
     [CLI_O_RANKS] = {"ranks", 0, "N", C_VALIDATE, G_PAR, NULL, NULL,
-        "with --dp or --pp: run every rank's plan at once, one process per "
-        "GPU (N = dp x pp GPUs), the collectives as NCCL calls on the "
-        "planned buffers (NCCL loaded at run time: $MEMPLAN_NCCL, then the "
-        "loader's path); one row per rank, and the loss and the weights "
-        "after the step compared across data-parallel ranks",
+        "with --dp, --tp or --pp: run every rank's plan at once, one "
+        "process per GPU (N = tp x dp x pp GPUs), the collectives as NCCL "
+        "calls on the planned buffers, each on its group's communicator "
+        "(tensor-parallel: summed; data-parallel: averaged) (NCCL loaded at "
+        "run time: $MEMPLAN_NCCL, then the loader's path); one row per rank, "
+        "and the loss and the weights after the step compared across "
+        "data-parallel replicas (same stage and tensor-parallel index)",
         NULL, NULL, 0},
     [CLI_O_OFFLOAD] = {"offload", 0, NULL, C_PLANS, G_OFFLOAD, NULL, NULL,
         "move idle tensors to host memory (OFFLOAD / PREFETCH steps) to fit "

@@ -134,14 +134,20 @@ mp_status mp__pb_add_node(mp__pb *B, const mp__node *like, const char *name,
     return st;
 }
 
-/* A collective: op, name, inputs and outputs (rank ids). */
+/* A collective: op, name, inputs and outputs (rank ids), attribute
+ * group "dp". */
 static mp_status add_collective(mp__pb *B, const char *op, const char *name,
                                 const uint32_t *in, uint32_t nin,
                                 const uint32_t *out, uint32_t nout,
                                 mp_phase ph)
 {
     B->n_coll++;
-    return mp__pb_add_node(B, NULL, name, op, in, nin, out, nout, ph);
+    mp_status st = mp__pb_add_node(B, NULL, name, op, in, nin, out, nout, ph);
+    /* the group it runs in: the data-parallel ranks of its stage (and
+     * tensor-parallel index); Send and Recv have none (the pipeline's) */
+    return st ? st
+              : mp_graph_set_attr_string(B->g, (uint32_t)B->g->n_nodes - 1,
+                                         "group", "dp");
 }
 
 /* ---- parameters, groups, units ------------------------------------------ */

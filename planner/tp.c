@@ -887,7 +887,12 @@ static mp_status coll(tpb *T, mp__pb *B, uint32_t in, uint32_t x,
     if (st)
         return st;
     B->n_coll++;
-    return mp__pb_add_node(B, NULL, node, op, &in, 1, out, 1, ph);
+    st = mp__pb_add_node(B, NULL, node, op, &in, 1, out, 1, ph);
+    /* the group it runs in: the tensor-parallel ranks (validate --ranks'
+     * communicator; the pipeline and data-parallel passes copy it) */
+    return st ? st
+              : mp_graph_set_attr_string(B->g, (uint32_t)B->g->n_nodes - 1,
+                                         "group", "tp");
 }
 
 /* The name of a backward collective of node v (training): after the

@@ -613,6 +613,74 @@ static void test_tp_vocab_sp(void)
     mp_ctx_destroy(ctx);
 }
 
+/* Each collective says which group it runs in (attribute group): the
+ * tensor-parallel ones "tp", the data-parallel ones "dp", Send and Recv
+ * none; the pipeline's and ZeRO's copies keep it, and a rank graph saved
+ * as JSON and read back has it */
+static void test_coll_groups(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = tiny_gpt(ctx);
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    po.tp = 2;
+    po.sp = 1;
+    po.dp = 2;
+    po.zero = 2;
+    for (int pp = 1; pp <= 2; pp++) {
+        po.pp = (uint32_t)pp;
+        po.microbatches = (uint32_t)pp;
+        po.cuts = pp > 1 ? "res" : NULL;
+        mp_parallel *par = NULL;
+        CU_ASSERT_FATAL(mp_parallel_create(t, &po, &par) == MP_OK);
+        for (uint32_t d = 0; d < mp_parallel_num_distinct(par); d++) {
+            mp_rank_info ri;
+            CU_ASSERT_FATAL(mp_parallel_rank_info(par, d, &ri) == MP_OK);
+            char *js = NULL;
+            CU_ASSERT_FATAL(mp_graph_to_json_string(ri.graph, &js) == MP_OK);
+            mp_graph *back = NULL;
+            CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, js, "rank",
+                                                      &back) == MP_OK);
+            free(js);
+            const mp_graph *gs[2] = {ri.graph, back};
+            for (int k = 0; k < 2; k++) {
+                uint32_t n_tp = 0, n_dp = 0, n_p2p = 0;
+                for (uint32_t i = 0; i < mp_graph_num_nodes(gs[k]); i++) {
+                    const mp__node *n = &gs[k]->nodes[i];
+                    if (!(n->def->flags & MP__OPF_COLLECTIVE))
+                        continue;
+                    const char *grp = NULL;
+                    mp_status st = mp_graph_get_attr_string(gs[k], i, "group",
+                                                            &grp);
+                    if (!strcmp(n->op, "Send") || !strcmp(n->op, "Recv")) {
+                        CU_ASSERT_EQUAL(st, MP_ERR_NOT_FOUND);
+                        n_p2p++;
+                        continue;
+                    }
+                    CU_ASSERT_EQUAL_FATAL(st, MP_OK);
+                    if (!strcmp(grp, "tp")) {
+                        n_tp++;
+                        /* planner/tp.c's names */
+                        CU_ASSERT(strstr(n->name, "tp_") ||
+                                  strstr(n->name, "sp_"));
+                    } else {
+                        CU_ASSERT_STRING_EQUAL(grp, "dp");
+                        n_dp++;
+                    }
+                }
+                CU_ASSERT(n_tp > 0);
+                CU_ASSERT(n_dp > 0);
+                CU_ASSERT_EQUAL(n_tp + n_dp + n_p2p, ri.n_collectives);
+                CU_ASSERT_EQUAL(n_p2p > 0, pp > 1);
+            }
+            mp_graph_destroy(back);
+        }
+        mp_parallel_destroy(par);
+    }
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
 /* Stages balanced by memory or by compute: A = x[64,64] @ w0 (524288
  * FLOPs, 81920 bytes of weight: 4 x its parameters' plus its output),
  * then B, C, D, each a Mul by a [64,64] weight (4096 FLOPs, 81920
@@ -767,6 +835,8 @@ static CU_TestInfo tests[] = {
     {"1F1B, 4 micro-batches over 2 stages; GPipe", test_pipeline_1f1b},
     {"tp 2 on a transformer block", test_tp},
     {"tp 2: vocabulary-parallel layers, sp", test_tp_vocab_sp},
+    {"collectives name their group (tp, dp), kept through pp, ZeRO, JSON",
+     test_coll_groups},
     {"pp stages balanced by memory or compute", test_pp_balance},
     {"interleaved 1F1B, 2 stages x 2 chunks, 4 micro-batches",
      test_interleaved},

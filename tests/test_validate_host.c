@@ -359,7 +359,7 @@ static void test_collectives_nccl(void)
         CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plan), MP_OK);
         int64_t wcover[2] = {0, 0}; /* weight elements updated, per rank */
         for (uint32_t d = 0; d < 2; d++) {
-            mpv_rank_lowering rl = {1, d, 2, 2, 1, 0, d};
+            mpv_rank_lowering rl = {1, d, 2, 2, 1, 0, d, 1, 0};
             mpv_program *p = NULL;
             CU_ASSERT_EQUAL_FATAL(
                 mpv_program_from_plan_rank(g, plan, &rl, &p), MP_OK);
@@ -505,7 +505,7 @@ static void test_ranks_link(void)
         CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, r, &ri), MP_OK);
         CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plans[r]),
                               MP_OK);
-        mpv_rank_lowering rl = {1, r, 2, 1, 2, r, 0};
+        mpv_rank_lowering rl = {1, r, 2, 1, 2, r, 0, 1, 0};
         CU_ASSERT_EQUAL_FATAL(
             mpv_program_from_plan_rank(ri.graph, plans[r], &rl, &progs[r]),
             MP_OK);
@@ -564,6 +564,274 @@ static void test_ranks_link(void)
         mpv_program_destroy(progs[r]);
         mp_plan_destroy(plans[r]);
     }
+    mp_parallel_destroy(par);
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
+/* A one-layer GPT of 4 tokens, hidden 8, vocabulary 6 (tests/
+ * test_parallel.c's tiny_gpt): embedding, LayerNorm, an MLP block, the
+ * residual Add, a final LayerNorm, the output layer. Adam fused. */
+static mp_graph *tiny_gpt_train(mp_ctx *ctx)
+{
+    static const char *json =
+        "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"tiny\","
+        " \"tensors\": ["
+        "{\"name\": \"ids\", \"dtype\": \"int64\", \"shape\": [1, 4], \"kind\": \"input\"},"
+        "{\"name\": \"wte\", \"dtype\": \"float32\", \"shape\": [6, 8], \"kind\": \"weight\"},"
+        "{\"name\": \"e\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"ln1.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"ln1.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"a\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"fc.w\", \"dtype\": \"float32\", \"shape\": [8, 16], \"kind\": \"weight\"},"
+        "{\"name\": \"f\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
+        "{\"name\": \"r\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
+        "{\"name\": \"proj.w\", \"dtype\": \"float32\", \"shape\": [16, 8], \"kind\": \"weight\"},"
+        "{\"name\": \"o\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"h\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"lnf.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"lnf.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
+        "{\"name\": \"z\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
+        "{\"name\": \"head.w\", \"dtype\": \"float32\", \"shape\": [8, 6], \"kind\": \"weight\"},"
+        "{\"name\": \"logits\", \"dtype\": \"float32\", \"shape\": [1, 4, 6], \"kind\": \"output\"}],"
+        " \"nodes\": ["
+        "{\"name\": \"wte/Gather\", \"op\": \"Gather\", \"inputs\": [\"wte\", \"ids\"], \"outputs\": [\"e\"], \"attributes\": {\"axis\": 0}},"
+        "{\"name\": \"ln1\", \"op\": \"LayerNormalization\", \"inputs\": [\"e\", \"ln1.w\", \"ln1.b\"], \"outputs\": [\"a\"], \"attributes\": {\"axis\": -1}},"
+        "{\"name\": \"fc\", \"op\": \"MatMul\", \"inputs\": [\"a\", \"fc.w\"], \"outputs\": [\"f\"]},"
+        "{\"name\": \"relu\", \"op\": \"Relu\", \"inputs\": [\"f\"], \"outputs\": [\"r\"]},"
+        "{\"name\": \"proj\", \"op\": \"MatMul\", \"inputs\": [\"r\", \"proj.w\"], \"outputs\": [\"o\"]},"
+        "{\"name\": \"res\", \"op\": \"Add\", \"inputs\": [\"e\", \"o\"], \"outputs\": [\"h\"]},"
+        "{\"name\": \"lnf\", \"op\": \"LayerNormalization\", \"inputs\": [\"h\", \"lnf.w\", \"lnf.b\"], \"outputs\": [\"z\"], \"attributes\": {\"axis\": -1}},"
+        "{\"name\": \"head\", \"op\": \"MatMul\", \"inputs\": [\"z\", \"head.w\"], \"outputs\": [\"logits\"]}],"
+        " \"outputs\": [\"logits\"]}";
+    mp_graph *f = NULL;
+    CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, json, "tiny", &f) ==
+                    MP_OK);
+    mp_train_options o;
+    mp_train_options_init(&o);
+    o.optimizer_impl = MP_OPTIM_IMPL_FUSED;
+    mp_graph *t = NULL;
+    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
+    mp_graph_destroy(f);
+    return t;
+}
+
+/* validate --ranks with --tp 2 (and --sp): each tensor-parallel
+ * collective (attribute group "tp") is one NCCL call on the
+ * tensor-parallel communicator: an AllReduce the in-place sum of its
+ * output after the local copy, a ReduceScatter ncclReduceScatter of the
+ * input into the output (count: each rank's part, 1/2 of the input), an
+ * AllGather ncclAllGather (count: the input, 1/2 of the output); the two
+ * ranks' programs link (nothing to link) and replay deadlock-free; a
+ * rank whose index does not make its number is refused */
+static void test_collectives_nccl_tp(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = tiny_gpt_train(ctx);
+    for (int sp = 0; sp <= 1; sp++) {
+        mp_parallel_options po;
+        mp_parallel_options_init(&po);
+        po.tp = 2;
+        po.sp = sp;
+        mp_parallel *par = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_create(t, &po, &par), MP_OK);
+        CU_ASSERT_EQUAL(mp_parallel_num_ranks(par), 2);
+        mp_rank_info ri;
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, 0, &ri), MP_OK);
+        const mp_graph *g = ri.graph;
+        mp_plan *plan = NULL;
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plan), MP_OK);
+        mpv_program *progs[2] = {NULL, NULL};
+        for (uint32_t ti = 0; ti < 2; ti++) {
+            mpv_rank_lowering rl = {1, ti, 2, 1, 1, 0, 0, 2, ti};
+            CU_ASSERT_EQUAL_FATAL(
+                mpv_program_from_plan_rank(g, plan, &rl, &progs[ti]), MP_OK);
+            const mpv_program *p = progs[ti];
+            CU_ASSERT_EQUAL(p->n_synthetic, 0);
+            CU_ASSERT_EQUAL(p->rank.tp, 2);
+            CU_ASSERT_EQUAL(p->rank.tp_index, ti);
+            uint32_t n_ar = 0, n_rs = 0, n_ag = 0;
+            for (uint32_t i = 0; i < mp_graph_num_nodes(g); i++) {
+                const mp__node *n = &g->nodes[i];
+                if (!(n->def->flags & MP__OPF_COLLECTIVE))
+                    continue;
+                const char *grp = NULL;
+                CU_ASSERT_EQUAL(mp_graph_get_attr_string(g, i, "group", &grp),
+                                MP_OK);
+                CU_ASSERT_STRING_EQUAL(grp, "tp");
+                uint32_t cnt;
+                const mpv_launch *l = launch_of(p, i, MPV_L_COLL, &cnt);
+                CU_ASSERT_FATAL(l != NULL);
+                CU_ASSERT_EQUAL(cnt, 1);
+                CU_ASSERT_EQUAL(l->p.coll.group, MPV_COLL_TP);
+                CU_ASSERT_EQUAL(l->p.coll.dtype, MP_DTYPE_FLOAT32);
+                CU_ASSERT_EQUAL(l->p.coll.esize, 4);
+                CU_ASSERT_EQUAL(l->p.coll.peer, -1);
+                CU_ASSERT_EQUAL(l->p.coll.soff, 0);
+                CU_ASSERT_EQUAL(l->p.coll.doff, 0);
+                CU_ASSERT_EQUAL(n->n_in, 1);
+                CU_ASSERT_EQUAL(n->n_out, 1);
+                int64_t in_b = (int64_t)g->tensors[n->inputs[0]].bytes,
+                        out_b = (int64_t)g->tensors[n->outputs[0]].bytes;
+                if (!strcmp(n->op, "AllReduce")) {
+                    /* the copy, then the sum in place, last */
+                    n_ar++;
+                    const mpv_launch *last =
+                        &p->launches[p->nodes[i].first + p->nodes[i].count -
+                                     1];
+                    CU_ASSERT_EQUAL(l, last);
+                    CU_ASSERT(p->nodes[i].count >= 2);
+                    CU_ASSERT_EQUAL(p->launches[p->nodes[i].first].kind,
+                                    MPV_L_COPY);
+                    CU_ASSERT_EQUAL(l->p.coll.op, MPV_COLL_ALL_REDUCE);
+                    CU_ASSERT_EQUAL(l->out, 0);
+                    CU_ASSERT_EQUAL(l->p.coll.count * 4, out_b);
+                    CU_ASSERT_EQUAL(in_b, out_b);
+                } else if (!strcmp(n->op, "ReduceScatter")) {
+                    n_rs++;
+                    CU_ASSERT_EQUAL(p->nodes[i].count, 1);
+                    CU_ASSERT_EQUAL(l->p.coll.op, MPV_COLL_REDUCE_SCATTER);
+                    CU_ASSERT_EQUAL(l->in[0], 0);
+                    CU_ASSERT_EQUAL(l->out, 0);
+                    CU_ASSERT_EQUAL(l->p.coll.count * 4, out_b);
+                    CU_ASSERT_EQUAL(l->p.coll.count * 4 * 2, in_b);
+                } else if (!strcmp(n->op, "AllGather")) {
+                    n_ag++;
+                    CU_ASSERT_EQUAL(p->nodes[i].count, 1);
+                    CU_ASSERT_EQUAL(l->p.coll.op, MPV_COLL_ALL_GATHER);
+                    CU_ASSERT_EQUAL(l->in[0], 0);
+                    CU_ASSERT_EQUAL(l->out, 0);
+                    CU_ASSERT_EQUAL(l->p.coll.count * 4, in_b);
+                    CU_ASSERT_EQUAL(l->p.coll.count * 4 * 2, out_b);
+                } else {
+                    CU_FAIL("a collective other than AllReduce, "
+                            "ReduceScatter, AllGather");
+                }
+            }
+            CU_ASSERT_EQUAL(n_ar + n_rs + n_ag, ri.n_collectives);
+            CU_ASSERT_EQUAL(p->n_coll, ri.n_collectives);
+            /* tp: wte's and proj's outputs, the gradients of a and z
+             * (test_parallel's test_tp_vocab_sp); sp: the same 14 */
+            if (!sp) {
+                CU_ASSERT_EQUAL(n_ar, 4);
+                CU_ASSERT_EQUAL(n_rs + n_ag, 0);
+            } else {
+                CU_ASSERT_EQUAL(ri.n_collectives, 14);
+                CU_ASSERT(n_rs > 0 && n_ag > 0 && n_ar > 0);
+            }
+        }
+        uint32_t linked = 7;
+        CU_ASSERT_EQUAL(mpv_ranks_link(progs, 2, &linked), MP_OK);
+        CU_ASSERT_EQUAL(linked, 0);
+        for (uint32_t ti = 0; ti < 2; ti++)
+            mpv_program_destroy(progs[ti]);
+        /* rank 1 is tp index 1, not 0 */
+        mpv_rank_lowering bad = {1, 1, 2, 1, 1, 0, 0, 2, 0};
+        mpv_program *p = NULL;
+        CU_ASSERT_EQUAL(mpv_program_from_plan_rank(g, plan, &bad, &p),
+                        MP_ERR_INVALID_ARG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(mp_ctx_message(ctx), "tp 2 + 0"));
+        mp_plan_destroy(plan);
+        mp_parallel_destroy(par);
+    }
+    mp_graph_destroy(t);
+    mp_ctx_destroy(ctx);
+}
+
+/* validate --ranks with tp 2 x pp 2 (4 ranks: (stage, tp index) = rank
+ * / 2, rank % 2): each Send is linked to the Recv of the other stage's
+ * rank of the same tensor-parallel index, and the schedules replay
+ * deadlock-free with the tensor-parallel collectives; two collectives
+ * of one tp rank in the other order are named as a deadlock of its
+ * tensor-parallel group */
+static void test_ranks_link_tp_pp(void)
+{
+    mp_ctx *ctx = mp_ctx_create(NULL);
+    mp_graph *t = tiny_gpt_train(ctx);
+    mp_parallel_options po;
+    mp_parallel_options_init(&po);
+    po.tp = 2;
+    po.pp = 2;
+    po.microbatches = 2;
+    po.schedule = MP_PP_1F1B;
+    po.cuts = "res";
+    mp_parallel *par = NULL;
+    CU_ASSERT_EQUAL_FATAL(mp_parallel_create(t, &po, &par), MP_OK);
+    CU_ASSERT_EQUAL_FATAL(mp_parallel_num_ranks(par), 4);
+    mpv_program *progs[4] = {NULL, NULL, NULL, NULL};
+    mp_plan *plans[2] = {NULL, NULL};
+    for (uint32_t s = 0; s < 2; s++) {
+        mp_rank_info ri;
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, s, &ri), MP_OK);
+        CU_ASSERT_EQUAL_FATAL(mp_plan_create(ri.graph, NULL, &plans[s]),
+                              MP_OK);
+    }
+    for (uint32_t r = 0; r < 4; r++) {
+        mp_rank_info ri;
+        uint32_t d = mp_parallel_distinct_of(par, r);
+        CU_ASSERT_EQUAL_FATAL(d, r / 2);
+        CU_ASSERT_EQUAL_FATAL(mp_parallel_rank_info(par, d, &ri), MP_OK);
+        mpv_rank_lowering rl = {1, r, 4, 1, 2, r / 2, 0, 2, r % 2};
+        CU_ASSERT_EQUAL_FATAL(
+            mpv_program_from_plan_rank(ri.graph, plans[d], &rl, &progs[r]),
+            MP_OK);
+    }
+    uint32_t linked = 0;
+    CU_ASSERT_EQUAL_FATAL(mpv_ranks_link(progs, 4, &linked), MP_OK);
+    CU_ASSERT(linked > 0);
+    CU_ASSERT_EQUAL(linked % 2, 0); /* the same on both tp indexes */
+    uint32_t n_tp = 0, n_p2p = 0;
+    for (uint32_t r = 0; r < 4; r++)
+        for (uint32_t i = 0; i < progs[r]->n_launches; i++) {
+            const mpv_launch *l = &progs[r]->launches[i];
+            if (l->kind != MPV_L_COLL)
+                continue;
+            if (l->p.coll.op == MPV_COLL_SEND ||
+                l->p.coll.op == MPV_COLL_RECV) {
+                CU_ASSERT_EQUAL(l->p.coll.group, MPV_COLL_WORLD);
+                if (l->p.coll.peer < 0)
+                    continue; /* no partner: local */
+                n_p2p++;
+                CU_ASSERT_EQUAL(l->p.coll.peer % 2, (int)(r % 2));
+                CU_ASSERT_NOT_EQUAL(l->p.coll.peer / 2, (int)(r / 2));
+            } else {
+                CU_ASSERT_EQUAL(l->p.coll.group, MPV_COLL_TP);
+                n_tp++;
+            }
+        }
+    CU_ASSERT_EQUAL(n_p2p, 2 * linked);
+    CU_ASSERT(n_tp > 0);
+    /* rank 1 (stage 0, tp index 1) runs its first two tensor-parallel
+     * collectives in the other order */
+    uint32_t at[2], na = 0;
+    for (uint32_t s = 0; s < progs[1]->n_steps && na < 2; s++) {
+        const mpv_step *st = &progs[1]->steps[s];
+        const mp__node *n = &progs[1]->graph->nodes[st->index];
+        const char *grp = NULL;
+        if (st->kind == MP_STEP_COMPUTE &&
+            (n->def->flags & MP__OPF_COLLECTIVE) &&
+            mp_graph_get_attr_string(progs[1]->graph, st->index, "group",
+                                     &grp) == MP_OK &&
+            !strcmp(grp, "tp"))
+            at[na++] = s;
+    }
+    CU_ASSERT_EQUAL_FATAL(na, 2);
+    mpv_step tmp = progs[1]->steps[at[0]];
+    progs[1]->steps[at[0]] = progs[1]->steps[at[1]];
+    progs[1]->steps[at[1]] = tmp;
+    for (uint32_t r = 0; r < 4; r++)
+        for (uint32_t i = 0; i < progs[r]->n_launches; i++)
+            if (progs[r]->launches[i].kind == MPV_L_COLL)
+                progs[r]->launches[i].p.coll.peer = -1;
+    CU_ASSERT_EQUAL(mpv_ranks_link(progs, 4, &linked), MP_ERR_VERIFY);
+    const char *msg = mp_ctx_message(ctx);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "would deadlock"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "of its tensor-parallel group"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "rank 1 waits at"));
+    for (uint32_t r = 0; r < 4; r++)
+        mpv_program_destroy(progs[r]);
+    for (uint32_t s = 0; s < 2; s++)
+        mp_plan_destroy(plans[s]);
     mp_parallel_destroy(par);
     mp_graph_destroy(t);
     mp_ctx_destroy(ctx);
@@ -3820,6 +4088,10 @@ void mp_register_validate_host(void)
          test_collectives_nccl},
         {"validate --ranks: sends linked to receives, deadlocks named",
          test_ranks_link},
+        {"validate --ranks: tp collectives as NCCL calls of the tp group",
+         test_collectives_nccl_tp},
+        {"validate --ranks: tp x pp linked, tp deadlocks named",
+         test_ranks_link_tp_pp},
         {"validate --ranks: NCCL loaded at run time", test_nccl_load},
         {"validate --serve: a generation on real kernels, the paged cache "
          "and its block table in the weights buffer", test_serve_generation},

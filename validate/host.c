@@ -201,6 +201,7 @@ typedef struct lower {
     uint32_t n, cap;
     mp_ctx *ctx;
     const mpv_rank_lowering *rl; /* a rank graph's (NULL: none) */
+    int group;          /* the collective being lowered: MPV_COLL_DP, _TP */
 } lower;
 
 static mpv_launch *add_launch(lower *L, int kind)
@@ -1714,8 +1715,11 @@ static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
 /* A rank graph's step (planner/parallel.c) that reads its gradient from
  * a collective's buffer shared by several gradients, or updates a shard
  * of its weight (ZeRO-1, -2: states of another size than the weight):
- * its slices are at offsets the graph does not keep */
-static int grad_in_bucket(const mp_graph *g, const mp__node *n)
+ * its slices are at offsets the graph does not keep. n_state: the
+ * inputs that are the weight, its gradient and states (a foreach
+ * group's temporary after them is of another size) */
+static int grad_in_bucket(const mp_graph *g, const mp__node *n,
+                          uint32_t n_state)
 {
     const mp__tensor *gt = n->n_in > 1 ? in_t(g, n, 1) : NULL;
     if (!gt || gt->producer == MP_NONE ||
@@ -1723,7 +1727,7 @@ static int grad_in_bucket(const mp_graph *g, const mp__node *n)
         return 0;
     if (g->nodes[gt->producer].n_in > 1)
         return 1;
-    for (uint32_t i = 1; i < n->n_in; i++)
+    for (uint32_t i = 1; i < n->n_in && i < n_state; i++)
         if (in_t(g, n, i) && in_t(g, n, i)->bytes != in_t(g, n, 0)->bytes)
             return 1;
     return 0;
@@ -1778,7 +1782,7 @@ static int lower_sgd(lower *L, const mp__node *n, const char **why)
     if (kop_of(n) != 0)
         return lower_opt_step(L, n, kop_of(n), why);
     const mp__tensor *w = in_t(L->g, n, 0), *gr = in_t(L->g, n, 1);
-    if (grad_in_bucket(L->g, n))
+    if (grad_in_bucket(L->g, n, n->n_in))
         FAIL(BUCKET_WHY);
     if (n->n_in != 2 || !is_f32(w) || !is_f32(gr) || numel(w) != numel(gr))
         FAIL("SGD: a float32 weight and its gradient");
@@ -1833,7 +1837,7 @@ static int lower_opt_step(lower *L, const mp__node *n, unsigned kop,
     if (whole < 0)
         FAIL("optimizer: its dp_* attributes (rank graph) do not fit its "
              "tensors");
-    if (whole && grad_in_bucket(g, n))
+    if (whole && grad_in_bucket(g, n, 2 + ns))
         FAIL(BUCKET_WHY);
     for (uint32_t i = 0; i < 2 + ns; i++) {
         const mp__tensor *t = in_t(g, n, i);
@@ -3656,7 +3660,7 @@ static int add_coll(lower *L, int op, int in, int out, const mp__tensor *t,
     x->p.coll.dtype = bytes ? MP_DTYPE_UINT8 : t->dtype;
     x->p.coll.esize = bytes ? 1 : esize_of(t);
     x->p.coll.peer = peer;
-    x->p.coll.group = bytes ? MPV_COLL_WORLD : MPV_COLL_DP;
+    x->p.coll.group = bytes ? MPV_COLL_WORLD : L->group;
     x->p.coll.count = bytes ? count * esize_of(t) : count;
     x->p.coll.soff = bytes ? soff * esize_of(t) : soff;
     x->p.coll.doff = bytes ? doff * esize_of(t) : doff;
@@ -3671,8 +3675,54 @@ static int64_t slice_len(int64_t n, int64_t S, int64_t q)
     return c <= 0 ? 0 : c < S ? c : S;
 }
 
+/* The group collective n runs in: its attribute group ("tp": planner/
+ * tp.c's, the tensor-parallel ranks), else the data-parallel ranks */
+static int coll_group(const mp__node *n)
+{
+    const mp__attr *a = mp__node_attr(n, "group");
+    return a && a->type == MP__ATTR_STRING && !strcmp(a->v.s, "tp")
+               ? MPV_COLL_TP : MPV_COLL_DP;
+}
+
+/* A tensor-parallel collective (attribute group "tp") as one NCCL call
+ * on the tensor-parallel communicator: ReduceScatter (a row layer's
+ * partial sums into the split sequence, --sp) is ncclReduceScatter
+ * (sum) of the input into the output, 1/tp of it; AllGather is
+ * ncclAllGather of the input into the output, tp times it. The rank
+ * graph's split is a flat contiguous one: rank t's part is elements t x
+ * count .. of the flat tensor (the sequence slice only when the dims
+ * before it are 1). AllReduce is lower_collective's: its output after
+ * the local copy, summed in place. */
+static int lower_collective_tp(lower *L, const mp__node *n, const char **why)
+{
+    const mp_graph *g = L->g;
+    unsigned kop = kop_of(n);
+    const mp__tensor *x = in_t(g, n, 0), *y = out_t(g, n, 0);
+    int64_t tp = L->rl->tp ? L->rl->tp : 1;
+    if (n->n_in != 1 || n->n_out != 1 || !x || !y ||
+        esize_of(x) != esize_of(y) || x->dtype != y->dtype)
+        FAIL("collective: a tensor-parallel one has one input and one "
+             "output of one dtype");
+    if (kop == MP__KOP_REDUCE_SCATTER) {
+        if (flat_n(y) * tp != flat_n(x))
+            FAIL("collective: a tensor-parallel reduce-scatter's output is "
+                 "not 1/tp of its input");
+        return add_coll(L, MPV_COLL_REDUCE_SCATTER, 0, 0, y, flat_n(y), 0,
+                        0, -1) ? -1 : 0;
+    }
+    if (kop == MP__KOP_ALL_GATHER) {
+        if (flat_n(x) * tp != flat_n(y))
+            FAIL("collective: a tensor-parallel all-gather's output is not "
+                 "tp times its input");
+        return add_coll(L, MPV_COLL_ALL_GATHER, 0, 0, y, flat_n(x), 0, 0,
+                        -1) ? -1 : 0;
+    }
+    FAIL("collective: no NCCL lowering of this tensor-parallel kind");
+}
+
 /* A collective of a rank graph as NCCL calls (validate --ranks) on the
- * buffers of the local lowering (lower_collective below):
+ * buffers of the local lowering (lower_collective below); the
+ * tensor-parallel ones are lower_collective_tp's:
  * - AllReduce: the gradients copied into the bucket, then the bucket
  *   all-reduced in place, averaged (DDP's gradient average);
  * - ReduceScatter: for each input of n elements (S = ceil(n / dp)) and
@@ -3692,6 +3742,9 @@ static int lower_collective_nccl(lower *L, const mp__node *n,
     unsigned kop = kop_of(n);
     const mp__tensor *y = out_t(g, n, 0);
     int64_t dp = L->rl->dp;
+    if (L->group == MPV_COLL_TP && kop != MP__KOP_SEND &&
+        kop != MP__KOP_RECV)
+        return lower_collective_tp(L, n, why);
     if (kop == MP__KOP_SEND) {
         const mp__tensor *x = in_t(g, n, 0);
         for (uint32_t s = 0; x && s + 1 < L->rl->pp; s++)
@@ -3774,6 +3827,7 @@ static int lower_collective(lower *L, const mp__node *n, const char **why)
 {
     const mp_graph *g = L->g;
     unsigned kop = kop_of(n);
+    L->group = coll_group(n);
     if (L->rl && L->rl->nccl && kop != MP__KOP_ALL_REDUCE)
         return lower_collective_nccl(L, n, why);
     const mp__tensor *y = out_t(g, n, 0);
@@ -3820,10 +3874,13 @@ static int lower_collective(lower *L, const mp__node *n, const char **why)
             add_fill(L, (int)i, 0, 1, 0) != 0)
             return -1;
     }
-    /* a reduce-scatter's slice: this data-parallel index's (the local
-     * lowering of rank R), else the first; a later one may be shorter */
-    int64_t d = kop == MP__KOP_REDUCE_SCATTER && L->rl &&
-                        L->rl->dp_index < parts ? L->rl->dp_index : 0;
+    /* a reduce-scatter's slice: this data-parallel (tensor-parallel, for
+     * the tp group's) index's (the local lowering of rank R), else the
+     * first; a later one may be shorter */
+    int64_t idx = !L->rl ? 0
+                  : L->group == MPV_COLL_TP ? (int64_t)L->rl->tp_index
+                                            : (int64_t)L->rl->dp_index;
+    int64_t d = kop == MP__KOP_REDUCE_SCATTER && idx < parts ? idx : 0;
     if (!pairs && (at < flat_n(y) || d > 0) && add_fill(L, 0, 0, 1, 0) != 0)
         return -1;
     at = 0;
@@ -3835,7 +3892,8 @@ static int lower_collective(lower *L, const mp__node *n, const char **why)
         at += m;
     }
     /* NCCL (validate --ranks): the bucket all-reduced (averaged) in place
-     * after its gradients were copied in */
+     * after its gradients were copied in; a tensor-parallel all-reduce
+     * (a row layer's partial sums) summed in place after its copy */
     for (uint32_t o = 0; L->rl && L->rl->nccl && o < n->n_out; o++)
         if (add_coll(L, MPV_COLL_ALL_REDUCE, -1, (int)o, out_t(g, n, o),
                      flat_n(out_t(g, n, o)), 0, 0, -1))
@@ -4246,7 +4304,8 @@ static mp_status lower_nodes(build *b)
 {
     const mp_graph *g = b->g;
     mpv_program *p = b->p;
-    lower L = {g, NULL, 0, 0, b->ctx, p->rank.dp ? &p->rank : NULL};
+    lower L = {g, NULL, 0, 0, b->ctx, p->rank.dp ? &p->rank : NULL,
+               MPV_COLL_DP};
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         mpv_node *pn = &p->nodes[i];
         pn->first = L.n;
@@ -4555,14 +4614,23 @@ static mp_status program_build(const mp_graph *g, const mp_step *steps,
     mp_ctx *ctx = g->ctx;
     if (!g->finalized)
         return mp__err(ctx, MP_ERR_INVALID_ARG, "validate: graph not finalized");
+    mpv_rank_lowering r1;
+    if (rl) {
+        r1 = *rl;
+        r1.tp = r1.tp ? r1.tp : 1;
+        rl = &r1;
+    }
     if (rl && (!rl->dp || !rl->pp || rl->dp_index >= rl->dp ||
-               rl->stage >= rl->pp || rl->rank >= rl->n_ranks ||
-               rl->rank != rl->stage * rl->dp + rl->dp_index))
+               rl->tp_index >= rl->tp || rl->stage >= rl->pp ||
+               rl->rank >= rl->n_ranks ||
+               rl->rank != (rl->stage * rl->dp + rl->dp_index) * rl->tp +
+                               rl->tp_index))
         return mp__err(ctx, MP_ERR_INVALID_ARG,
-                       "validate: rank %u is not stage %u x dp %u + %u of "
-                       "%u ranks", (unsigned)rl->rank, (unsigned)rl->stage,
-                       (unsigned)rl->dp, (unsigned)rl->dp_index,
-                       (unsigned)rl->n_ranks);
+                       "validate: rank %u is not (stage %u x dp %u + %u) x "
+                       "tp %u + %u of %u ranks", (unsigned)rl->rank,
+                       (unsigned)rl->stage, (unsigned)rl->dp,
+                       (unsigned)rl->dp_index, (unsigned)rl->tp,
+                       (unsigned)rl->tp_index, (unsigned)rl->n_ranks);
     build b = {.g = g, .ctx = ctx, .fused = fused};
     mp_status st = program_alloc(&b, n_steps, alignment);
     if (st == MP_OK && rl)

@@ -9,7 +9,8 @@
  * prints that folder.
  *
  * The few types and calls used are declared here (nccl.h 2.18 or later:
- * ncclCommSplit, ncclAvg, ncclBfloat16), so the build needs no NCCL
+ * ncclCommSplit, ncclAvg, ncclBfloat16; ncclSum, ncclReduceScatter and
+ * ncclAllGather for the tensor-parallel group), so the build needs no NCCL
  * header either. The calls take the CUDA stream as a pointer. */
 #include "validate.h"
 
@@ -26,13 +27,13 @@ typedef int nccl_res;
 enum { NC_INT8 = 0, NC_UINT8 = 1, NC_INT32 = 2, NC_UINT32 = 3, NC_INT64 = 4,
        NC_UINT64 = 5, NC_FLOAT16 = 6, NC_FLOAT32 = 7, NC_FLOAT64 = 8,
        NC_BFLOAT16 = 9 };
-enum { NC_AVG = 4 };
+enum { NC_SUM = 0, NC_AVG = 4 };
 
 struct mpv_nccl {
     void *lib;
     char path[600];
     int version;
-    nccl_comm world, dp;
+    nccl_comm world, dp, tp;
     nccl_res (*get_version)(int *);
     nccl_res (*get_unique_id)(nccl_id *);
     nccl_res (*comm_init_rank)(nccl_comm *, int, nccl_id, int);
@@ -47,6 +48,10 @@ struct mpv_nccl {
                        nccl_comm, void *);
     nccl_res (*broadcast)(const void *, void *, size_t, int, int, nccl_comm,
                           void *);
+    nccl_res (*reduce_scatter)(const void *, void *, size_t, int, int,
+                               nccl_comm, void *);
+    nccl_res (*all_gather)(const void *, void *, size_t, int, nccl_comm,
+                           void *);
     nccl_res (*send)(const void *, size_t, int, int, nccl_comm, void *);
     nccl_res (*recv)(void *, size_t, int, int, nccl_comm, void *);
 };
@@ -131,6 +136,8 @@ mpv_nccl *mpv_nccl_load(char *why, size_t cap)
     SYM(all_reduce, "ncclAllReduce");
     SYM(reduce, "ncclReduce");
     SYM(broadcast, "ncclBroadcast");
+    SYM(reduce_scatter, "ncclReduceScatter");
+    SYM(all_gather, "ncclAllGather");
     SYM(send, "ncclSend");
     SYM(recv, "ncclRecv");
     if (missing) {
@@ -178,15 +185,30 @@ int mpv_nccl_init(mpv_nccl *n, const void *id, const mpv_rank_lowering *rl,
                                    (int)rl->rank),
               "ncclCommInitRank", why, cap))
         return -1;
-    /* the data-parallel group: the ranks of this stage (none with dp 1:
-     * nothing is reduced) */
-    if (rl->pp == 1 || rl->dp == 1) {
-        n->dp = rl->pp == 1 ? n->world : NULL;
-        return 0;
-    }
-    return check(n, n->comm_split(n->world, (int)rl->stage,
-                                  (int)rl->dp_index, &n->dp, NULL),
-                 "ncclCommSplit", why, cap);
+    /* ranks are (stage x dp + dp_index) x tp + tp_index. The
+     * data-parallel group: the ranks of this stage and tensor-parallel
+     * index (none with dp 1: nothing is reduced); the tensor-parallel
+     * group: those of this stage and data-parallel index (none with tp
+     * 1). Every rank splits alike: ncclCommSplit is collective. */
+    uint32_t tp = rl->tp ? rl->tp : 1;
+    n->dp = n->tp = NULL;
+    if (rl->pp == 1 && tp == 1)
+        n->dp = n->world;
+    else if (rl->dp > 1 &&
+             check(n, n->comm_split(n->world,
+                                    (int)(rl->stage * tp + rl->tp_index),
+                                    (int)rl->dp_index, &n->dp, NULL),
+                   "ncclCommSplit (data-parallel)", why, cap))
+        return -1;
+    if (tp > 1 && rl->pp == 1 && rl->dp == 1)
+        n->tp = n->world;
+    else if (tp > 1 &&
+             check(n, n->comm_split(n->world,
+                                    (int)(rl->stage * rl->dp + rl->dp_index),
+                                    (int)rl->tp_index, &n->tp, NULL),
+                   "ncclCommSplit (tensor-parallel)", why, cap))
+        return -1;
+    return 0;
 }
 
 const char *mpv_nccl_group(mpv_nccl *n, int start)
@@ -201,7 +223,13 @@ const char *mpv_nccl_call(mpv_nccl *n, const mpv_launch *l, const void *send,
     int op = l->p.coll.op, peer = l->p.coll.peer;
     if (peer < 0 && (op == MPV_COLL_SEND || op == MPV_COLL_RECV))
         return NULL; /* not linked: the local operation */
-    nccl_comm comm = l->p.coll.group == MPV_COLL_DP ? n->dp : n->world;
+    int grp = l->p.coll.group;
+    nccl_comm comm = grp == MPV_COLL_DP   ? n->dp
+                     : grp == MPV_COLL_TP ? n->tp
+                                          : n->world;
+    /* the data-parallel reductions average (DDP's gradients), the
+     * tensor-parallel ones sum (a row layer's partial sums) */
+    int red = grp == MPV_COLL_TP ? NC_SUM : NC_AVG;
     int dt = mpv_nccl_dtype(l->p.coll.dtype);
     if (!comm)
         return "no communicator for this call's group";
@@ -211,10 +239,16 @@ const char *mpv_nccl_call(mpv_nccl *n, const mpv_launch *l, const void *send,
     nccl_res r;
     switch (op) {
     case MPV_COLL_ALL_REDUCE:
-        r = n->all_reduce(recv, recv, cnt, dt, NC_AVG, comm, stream);
+        r = n->all_reduce(recv, recv, cnt, dt, red, comm, stream);
         break;
     case MPV_COLL_REDUCE:
-        r = n->reduce(send, recv, cnt, dt, NC_AVG, peer, comm, stream);
+        r = n->reduce(send, recv, cnt, dt, red, peer, comm, stream);
+        break;
+    case MPV_COLL_REDUCE_SCATTER: /* cnt: each rank's part */
+        r = n->reduce_scatter(send, recv, cnt, dt, red, comm, stream);
+        break;
+    case MPV_COLL_ALL_GATHER:     /* cnt: each rank's part */
+        r = n->all_gather(send, recv, cnt, dt, comm, stream);
         break;
     case MPV_COLL_BCAST:
         r = n->broadcast(send, recv, cnt, dt, peer, comm, stream);
@@ -237,6 +271,8 @@ void mpv_nccl_destroy(mpv_nccl *n)
         return;
     if (n->dp && n->dp != n->world)
         n->comm_destroy(n->dp);
+    if (n->tp && n->tp != n->world)
+        n->comm_destroy(n->tp);
     if (n->world)
         n->comm_destroy(n->world);
     /* the library stays loaded: its threads may outlive the communicator */

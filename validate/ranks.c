@@ -1,7 +1,8 @@
 /* ranks.c - the programs of every rank of a multi-GPU step run together
  * (validate --ranks, docs/distributed.md "Multi-GPU validation"): their
  * Sends and Recvs linked to each other, and the schedules checked for a
- * deadlock before anything runs. */
+ * deadlock before anything runs (the collectives of the data-parallel
+ * and the tensor-parallel groups, the sends and receives). */
 #include "validate.h"
 
 #include "ops.h"
@@ -62,12 +63,13 @@ static mpv_launch *free_call(mpv_program *p, uint32_t i, int op)
 }
 
 /* one blocking communication of a rank's schedule: a node's collective
- * (every rank of its data-parallel group at the same node), or one send
- * or receive */
+ * (every rank of its group, data-parallel or tensor-parallel, at the
+ * same node), or one send or receive */
 typedef struct event {
     uint32_t node;
     int kind;        /* 0 collective, 1 send, 2 receive */
     int32_t peer;
+    int group;       /* a collective's: MPV_COLL_DP, MPV_COLL_TP */
     const char *key; /* the node's name (collective), the p2p key */
 } event;
 
@@ -89,7 +91,7 @@ static uint32_t rank_events(const mpv_program *p, const p2p *pp, uint32_t np,
         if (st->kind != MP_STEP_COMPUTE && st->kind != MP_STEP_RECOMPUTE)
             continue;
         const mpv_node *pn = &p->nodes[st->index];
-        int coll = 0;
+        int coll = 0, group = MPV_COLL_DP;
         for (uint32_t k = 0; pn->run && k < pn->count; k++) {
             const mpv_launch *l = &p->launches[pn->first + k];
             if (l->kind != MPV_L_COLL)
@@ -100,16 +102,17 @@ static uint32_t rank_events(const mpv_program *p, const p2p *pp, uint32_t np,
                 if (ev)
                     ev[n] = (event){st->index,
                                     l->p.coll.op == MPV_COLL_SEND ? 1 : 2,
-                                    l->p.coll.peer,
+                                    l->p.coll.peer, MPV_COLL_WORLD,
                                     p2p_key_of(pp, np, st->index)};
                 n++;
             } else {
                 coll = 1;
+                group = l->p.coll.group;
             }
         }
         if (coll) {
             if (ev)
-                ev[n] = (event){st->index, 0, -1,
+                ev[n] = (event){st->index, 0, -1, group,
                                 p->graph->nodes[st->index].name};
             n++;
         }
@@ -117,12 +120,27 @@ static uint32_t rank_events(const mpv_program *p, const p2p *pp, uint32_t np,
     return n;
 }
 
+/* Member k of rank r's group (ranks are (stage x dp + dp index) x tp +
+ * tp index): the data-parallel group's, k < dp, or the tensor-parallel
+ * group's, k < tp; *size: the group's */
+static uint32_t member(const mpv_rank_lowering *rl, uint32_t r, int group,
+                       uint32_t k, uint32_t *size)
+{
+    uint32_t tp = rl->tp ? rl->tp : 1, dp = rl->dp;
+    if (group == MPV_COLL_TP) {
+        *size = tp;
+        return r / tp * tp + k;
+    }
+    *size = dp;
+    return r / (tp * dp) * (tp * dp) + r % tp + k * tp;
+}
+
 /* Replays the ranks' events with blocking calls; 1 when every rank
  * reaches its end. */
 static int replay(mpv_program *const *progs, uint32_t n, event **ev,
                   const uint32_t *ne, uint32_t *pos)
 {
-    uint32_t dp = progs[0]->rank.dp;
+    const mpv_rank_lowering *rl = &progs[0]->rank;
     for (;;) {
         int progress = 0, done = 1;
         for (uint32_t r = 0; r < n; r++) {
@@ -131,13 +149,17 @@ static int replay(mpv_program *const *progs, uint32_t n, event **ev,
             done = 0;
             const event *e = &ev[r][pos[r]];
             if (e->kind == 0) {
-                uint32_t lo = r / dp * dp, ok = 1;
-                for (uint32_t m = lo; m < lo + dp && ok; m++)
-                    ok = pos[m] < ne[m] && ev[m][pos[m]].kind == 0 &&
+                uint32_t size = 1, ok = 1;
+                member(rl, r, e->group, 0, &size);
+                for (uint32_t k = 0; k < size && ok; k++) {
+                    uint32_t m = member(rl, r, e->group, k, &size);
+                    ok = m < n && pos[m] < ne[m] && ev[m][pos[m]].kind == 0 &&
+                         ev[m][pos[m]].group == e->group &&
                          !strcmp(ev[m][pos[m]].key, e->key);
+                }
                 if (ok) {
-                    for (uint32_t m = lo; m < lo + dp; m++)
-                        pos[m]++;
+                    for (uint32_t k = 0; k < size; k++)
+                        pos[member(rl, r, e->group, k, &size)]++;
                     progress = 1;
                 }
             } else if (e->kind == 1) {
@@ -166,7 +188,9 @@ mp_status mpv_ranks_link(mpv_program *const *progs, uint32_t n,
     mp_ctx *ctx = progs[0]->ctx;
     for (uint32_t r = 0; r < n; r++)
         if (!progs[r] || !progs[r]->rank.nccl || progs[r]->rank.rank != r ||
-            progs[r]->rank.n_ranks != n)
+            progs[r]->rank.n_ranks != n ||
+            progs[r]->rank.dp != progs[0]->rank.dp ||
+            progs[r]->rank.tp != progs[0]->rank.tp)
             return mp__err(ctx, MP_ERR_INVALID_ARG,
                            "validate --ranks: program %u is not rank %u of "
                            "%u lowered for NCCL", (unsigned)r, (unsigned)r,
@@ -186,7 +210,7 @@ mp_status mpv_ranks_link(mpv_program *const *progs, uint32_t n,
     }
     uint32_t linked = 0;
     /* each Send with the Recvs of its name on the other stages' ranks of
-     * the same data-parallel index */
+     * the same data-parallel and tensor-parallel index */
     for (uint32_t r = 0; r < n && !st; r++) {
         const mpv_rank_lowering *a = &progs[r]->rank;
         for (uint32_t k = 0; k < np[r]; k++) {
@@ -194,7 +218,8 @@ mp_status mpv_ranks_link(mpv_program *const *progs, uint32_t n,
                 continue;
             for (uint32_t q = 0; q < n; q++) {
                 const mpv_rank_lowering *b = &progs[q]->rank;
-                if (b->stage == a->stage || b->dp_index != a->dp_index)
+                if (b->stage == a->stage || b->dp_index != a->dp_index ||
+                    b->tp_index != a->tp_index)
                     continue;
                 for (uint32_t j = 0; j < np[q]; j++) {
                     if (pp[q][j].send || strcmp(pp[q][j].key, pp[r][k].key))
@@ -237,7 +262,9 @@ mp_status mpv_ranks_link(mpv_program *const *progs, uint32_t n,
                 msg + at, sizeof msg - at, "%srank %u waits at '%s' (%s%s",
                 r ? "; " : "", (unsigned)r,
                 progs[r]->graph->nodes[e->node].name, what[e->kind],
-                e->kind ? "" : " of its data-parallel group");
+                e->kind ? ""
+                : e->group == MPV_COLL_TP ? " of its tensor-parallel group"
+                                          : " of its data-parallel group");
             if (at < sizeof msg && e->kind)
                 at += (size_t)snprintf(msg + at, sizeof msg - at, " rank %d",
                                        (int)e->peer);

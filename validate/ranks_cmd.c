@@ -1,10 +1,11 @@
-/* ranks_cmd.c - `memplan validate MODEL --train --dp N|--pp N ... --ranks
- * N`: every rank's plan run at once, one process per GPU, the collectives
- * as NCCL calls (docs/distributed.md "Multi-GPU validation").
+/* ranks_cmd.c - `memplan validate MODEL --train --tp N|--dp N|--pp N ...
+ * --ranks N`: every rank's plan run at once, one process per GPU, the
+ * collectives as NCCL calls (docs/distributed.md "Multi-GPU validation").
  *
  * The parent builds every rank's program on the host (the distinct rank
- * graphs planned once, each rank lowered with its data-parallel index and
- * stage), links the Sends and Recvs and checks the schedules for a
+ * graphs planned once, each rank lowered with its tensor-parallel and
+ * data-parallel index and stage: ranks are numbered as Megatron-LM's,
+ * (stage x dp + dp index) x tp + tp index), links the Sends and Recvs and checks the schedules for a
  * deadlock (validate/ranks.c), loads NCCL (validate/nccl.c) and touches
  * no GPU. It forks one child per rank: child r sees only its GPU
  * (CUDA_VISIBLE_DEVICES: the r-th of the parent's list, else r), so that
@@ -28,7 +29,7 @@
 typedef struct rank_row {
     int32_t rc;              /* 0: ran (the checks in all_ok) */
     char error[400];
-    uint32_t rank, stage, dp_index, n_coll;
+    uint32_t rank, stage, dp_index, tp_index, n_coll;
     uint64_t pred_total, measured, pred_arena, arena_measured, nccl_bytes,
         lazy_bytes, outputs_hash, weights_hash;
     double ratio, pred_ms, planned_ms, loss;
@@ -68,9 +69,10 @@ static int build_programs(ranks_job *J)
     cli_args *a = J->v.a;
     mp_ctx *ctx = J->v.ctx;
     const char *model = a->pos[0];
-    if (!cli_given(a, CLI_O_DP) && !cli_given(a, CLI_O_PP)) {
-        cli_error("--ranks runs the ranks of --dp N or --pp N: give one of "
-                  "them (with --train)");
+    if (!cli_given(a, CLI_O_DP) && !cli_given(a, CLI_O_PP) &&
+        !cli_given(a, CLI_O_TP)) {
+        cli_error("--ranks runs the ranks of --tp N, --dp N or --pp N: give "
+                  "one of them or several (with --train)");
         return CLI_EXIT_USAGE;
     }
     if (cli_given(a, CLI_O_RANK) || a->plan || a->dump || a->weights_dir ||
@@ -93,8 +95,9 @@ static int build_programs(ranks_job *J)
     mp_parallel *par = J->v.par;
     uint32_t n = mp_parallel_num_ranks(par), nd = mp_parallel_num_distinct(par);
     if (a->par.ranks != n) {
-        cli_error("--ranks %u: this job has %u ranks (dp %u x pp %u): give "
-                  "--ranks %u", (unsigned)a->par.ranks, (unsigned)n,
+        cli_error("--ranks %u: this job has %u ranks (tp %u x dp %u x pp "
+                  "%u): give --ranks %u", (unsigned)a->par.ranks,
+                  (unsigned)n, (unsigned)a->par.po.tp,
                   (unsigned)a->par.po.dp, (unsigned)a->par.po.pp,
                   (unsigned)n);
         return CLI_EXIT_USAGE;
@@ -118,13 +121,16 @@ static int build_programs(ranks_job *J)
             st = mp_verify_plan(J->info[d].graph, J->plans[d]);
     }
     uint32_t dp = a->par.po.dp, pp = a->par.po.pp;
+    uint32_t tp = a->par.po.tp ? a->par.po.tp : 1;
     for (uint32_t r = 0; r < n && !st; r++) {
         uint32_t d = mp_parallel_distinct_of(par, r);
-        mpv_rank_lowering rl = {1, r, n, dp, pp, r / dp, r % dp};
+        mpv_rank_lowering rl = {1, r, n, dp, pp, r / (tp * dp),
+                                r / tp % dp, tp, r % tp};
         if (J->info[d].stage != rl.stage) {
-            cli_error("rank %u: stage %u, not %u (ranks are numbered stage "
-                      "x dp + data-parallel index)", (unsigned)r,
-                      (unsigned)J->info[d].stage, (unsigned)rl.stage);
+            cli_error("rank %u: stage %u, not %u (ranks are numbered (stage "
+                      "x dp + data-parallel index) x tp + tensor-parallel "
+                      "index)", (unsigned)r, (unsigned)J->info[d].stage,
+                      (unsigned)rl.stage);
             return CLI_EXIT_INTERNAL;
         }
         st = mpv_program_from_plan_rank(J->info[d].graph, J->plans[d], &rl,
@@ -138,30 +144,38 @@ static int build_programs(ranks_job *J)
 /* --lower-only: each rank's lowering and its NCCL calls */
 static void print_ranks_lowering(const ranks_job *J)
 {
-    printf("%u ranks (dp %u x pp %u), one process per GPU; %u sends linked "
-           "to their receives, the schedules deadlock-free\n",
-           (unsigned)J->n, (unsigned)J->v.a->par.po.dp,
-           (unsigned)J->v.a->par.po.pp, (unsigned)J->n_linked);
+    printf("%u ranks (tp %u x dp %u x pp %u), one process per GPU; %u "
+           "sends linked to their receives, the schedules deadlock-free\n",
+           (unsigned)J->n, (unsigned)J->progs[0]->rank.tp,
+           (unsigned)J->v.a->par.po.dp, (unsigned)J->v.a->par.po.pp,
+           (unsigned)J->n_linked);
     for (uint32_t r = 0; r < J->n; r++) {
         const mpv_program *p = J->progs[r];
-        uint32_t calls[5] = {0}, unlinked = 0;
+        uint32_t calls[MPV_COLL_N_OPS] = {0}, unlinked = 0, tp_calls = 0;
         for (uint32_t i = 0; i < p->n_launches; i++) {
             const mpv_launch *l = &p->launches[i];
             if (l->kind != MPV_L_COLL || l->p.coll.op < 0 ||
-                l->p.coll.op > MPV_COLL_RECV)
+                l->p.coll.op >= MPV_COLL_N_OPS)
                 continue;
             calls[l->p.coll.op]++;
+            tp_calls += l->p.coll.group == MPV_COLL_TP;
             unlinked += (l->p.coll.op == MPV_COLL_SEND ||
                          l->p.coll.op == MPV_COLL_RECV) && l->p.coll.peer < 0;
         }
-        printf("rank %u (stage %u, data-parallel index %u): %u nodes run "
-               "(%u synthetic); arena %llu bytes; NCCL calls: %u all-reduce, "
-               "%u reduce, %u broadcast, %u send, %u receive (%u without a "
-               "partner: local)\n",
-               (unsigned)r, (unsigned)p->rank.stage, (unsigned)p->rank.dp_index,
+        printf("rank %u (stage %u, data-parallel index %u, tensor-parallel "
+               "index %u): %u nodes run (%u synthetic); arena %llu bytes; "
+               "NCCL calls: %u all-reduce, %u reduce, %u broadcast, %u "
+               "reduce-scatter, %u all-gather, %u send, %u receive (%u "
+               "without a partner: local); %u of them in the "
+               "tensor-parallel group\n",
+               (unsigned)r, (unsigned)p->rank.stage,
+               (unsigned)p->rank.dp_index, (unsigned)p->rank.tp_index,
                p->n_real + p->n_synthetic, p->n_synthetic,
-               (unsigned long long)p->arena_bytes, calls[0], calls[1],
-               calls[2], calls[3], calls[4], unlinked);
+               (unsigned long long)p->arena_bytes,
+               calls[MPV_COLL_ALL_REDUCE], calls[MPV_COLL_REDUCE],
+               calls[MPV_COLL_BCAST], calls[MPV_COLL_REDUCE_SCATTER],
+               calls[MPV_COLL_ALL_GATHER], calls[MPV_COLL_SEND],
+               calls[MPV_COLL_RECV], unlinked, tp_calls);
     }
 }
 
@@ -259,6 +273,7 @@ static void run_rank(ranks_job *J, uint32_t r, int (*idp)[2], int (*res)[2])
     mpv_program *p = J->progs[r];
     row.stage = p->rank.stage;
     row.dp_index = p->rank.dp_index;
+    row.tp_index = p->rank.tp_index;
     row.n_coll = p->n_coll;
     row.rc = CLI_EXIT_INTERNAL;
     for (uint32_t q = 0; q < J->n; q++) {
@@ -406,6 +421,7 @@ static int run_ranks(ranks_job *J, rank_row *rows)
             rows[r].rank = r;
             rows[r].stage = J->progs[r]->rank.stage;
             rows[r].dp_index = J->progs[r]->rank.dp_index;
+            rows[r].tp_index = J->progs[r]->rank.tp_index;
             rows[r].rc = CLI_EXIT_INTERNAL;
             snprintf(rows[r].error, sizeof rows[r].error,
                      timed_out ? "did not finish in %.0f s (killed): a "
@@ -422,47 +438,63 @@ static int run_ranks(ranks_job *J, rank_row *rows)
 }
 #endif
 
-/* across the data-parallel ranks of each stage: the loss (the first
- * output) and the weights after the step (hash) agree */
+/* The checks across ranks: across the data-parallel replicas (the ranks
+ * of one stage and one tensor-parallel index) the loss (the first
+ * output) and the weights after the step (hash) agree. The ranks of a
+ * tensor-parallel group hold different shards: their weights are not
+ * compared; *tp_loss says whether their loss agrees (after the final
+ * all-reduce it should; reported, not a check). 1 agree, 0 differ, -1
+ * not compared (a rank failed; *tp_loss: also no tp). */
 static void agree(const ranks_job *J, const rank_row *rows, int *loss_ok,
-                  int *w_ok)
+                  int *w_ok, int *tp_loss)
 {
+    uint32_t tp = J->progs[0]->rank.tp ? J->progs[0]->rank.tp : 1;
+    uint32_t dp = J->v.a->par.po.dp;
     *loss_ok = *w_ok = 1;
+    *tp_loss = tp > 1 ? 1 : -1;
     for (uint32_t r = 0; r < J->n; r++)
         if (rows[r].rc)
-            *loss_ok = *w_ok = -1; /* not compared: a rank failed */
+            *loss_ok = *w_ok = *tp_loss = -1; /* a rank failed */
     for (uint32_t r = 0; r < J->n && *loss_ok > 0; r++) {
-        const rank_row *a = &rows[r], *b = &rows[r - r % J->v.a->par.po.dp];
+        /* the replica of data-parallel index 0; the tp group's first */
+        const rank_row *a = &rows[r], *b = &rows[r - r / tp % dp * tp],
+                       *c = &rows[r - r % tp];
         *loss_ok &= a->loss == b->loss && a->outputs_hash == b->outputs_hash;
         *w_ok &= a->weights_hash == b->weights_hash;
+        if (*tp_loss > 0)
+            *tp_loss = a->loss == c->loss;
     }
 }
 
 static void print_rows(const ranks_job *J, const rank_row *rows, int loss_ok,
-                       int w_ok)
+                       int w_ok, int tp_loss)
 {
     const cli_args *a = J->v.a;
     int ver = 0;
     const char *path = mpv_nccl_path(J->nccl, &ver);
-    printf("ranks        %u (dp %u, ZeRO-%d, pp %u, %u micro-batches, %s), "
-           "one process per GPU; NCCL %d from %s\n",
-           (unsigned)J->n, (unsigned)a->par.po.dp, a->par.po.zero,
-           (unsigned)a->par.po.pp, (unsigned)a->par.po.microbatches,
+    printf("ranks        %u (tp %u%s, dp %u, ZeRO-%d, pp %u, %u "
+           "micro-batches, %s), one process per GPU; NCCL %d from %s\n",
+           (unsigned)J->n, (unsigned)J->progs[0]->rank.tp,
+           a->par.po.sp ? " with sp" : "", (unsigned)a->par.po.dp,
+           a->par.po.zero, (unsigned)a->par.po.pp,
+           (unsigned)a->par.po.microbatches,
            mp_pp_schedule_name(a->par.po.schedule), ver, path);
-    printf("%-5s %5s %3s %14s %14s %8s %10s %10s %10s %14s %18s  %s\n", "rank",
-           "stage", "dp", "predicted MiB", "measured MiB", "ratio",
-           "NCCL MiB", "step ms", "pred. ms", "loss", "weights after",
-           "checks");
+    printf("%-5s %5s %3s %3s %14s %14s %8s %10s %10s %10s %14s %18s  %s\n",
+           "rank", "stage", "dp", "tp", "predicted MiB", "measured MiB",
+           "ratio", "NCCL MiB", "step ms", "pred. ms", "loss",
+           "weights after", "checks");
     for (uint32_t r = 0; r < J->n; r++) {
         const rank_row *w = &rows[r];
         if (w->rc) {
-            printf("%-5u %5u %3u  failed: %s\n", (unsigned)w->rank,
-                   (unsigned)w->stage, (unsigned)w->dp_index, w->error);
+            printf("%-5u %5u %3u %3u  failed: %s\n", (unsigned)w->rank,
+                   (unsigned)w->stage, (unsigned)w->dp_index,
+                   (unsigned)w->tp_index, w->error);
             continue;
         }
-        printf("%-5u %5u %3u %14.1f %14.1f %8.4f %10.1f %10.2f %10.2f "
+        printf("%-5u %5u %3u %3u %14.1f %14.1f %8.4f %10.1f %10.2f %10.2f "
                "%14.7g %18llx  %s\n",
                (unsigned)w->rank, (unsigned)w->stage, (unsigned)w->dp_index,
+               (unsigned)w->tp_index,
                (double)w->pred_total / 1048576.0,
                (double)w->measured / 1048576.0, w->ratio,
                (double)w->nccl_bytes / 1048576.0, w->planned_ms,
@@ -470,16 +502,26 @@ static void print_rows(const ranks_job *J, const rank_row *rows, int loss_ok,
                (unsigned long long)w->weights_hash,
                w->all_ok ? "all pass" : "FAIL");
     }
+    const char *which = J->progs[0]->rank.tp > 1
+                            ? " (the replicas: same stage and tensor-"
+                              "parallel index; a tensor-parallel group's "
+                              "ranks hold different shards)"
+                            : "";
     if (a->par.po.dp > 1 && loss_ok < 0)
         printf("across data-parallel ranks: not compared (a rank failed)\n");
     else if (a->par.po.dp > 1)
-        printf("across data-parallel ranks: outputs (loss) %s, weights "
-               "after the step %s\n", loss_ok ? "identical" : "DIFFER",
+        printf("across data-parallel ranks%s: outputs (loss) %s, weights "
+               "after the step %s\n", which,
+               loss_ok ? "identical" : "DIFFER",
                w_ok ? "identical" : "DIFFER");
+    if (J->progs[0]->rank.tp > 1 && tp_loss >= 0)
+        printf("across each tensor-parallel group: loss %s (reported, not "
+               "a check; weights not compared: shards)\n",
+               tp_loss ? "identical" : "differs");
 }
 
 static int print_json(const ranks_job *J, const rank_row *rows, int loss_ok,
-                      int w_ok, int all_ok)
+                      int w_ok, int tp_loss, int all_ok)
 {
     const cli_args *a = J->v.a;
     int ver = 0;
@@ -488,6 +530,8 @@ static int print_json(const ranks_job *J, const rank_row *rows, int loss_ok,
     cli_json_begin(&w, J->v.ctx);
     cli_json_object(&w, "parallel");
     cli_json_int(&w, "ranks", J->n);
+    cli_json_int(&w, "tp", J->progs[0]->rank.tp);
+    cli_json_bool(&w, "sp", a->par.po.sp != 0);
     cli_json_int(&w, "dp", a->par.po.dp);
     cli_json_int(&w, "zero", a->par.po.zero);
     cli_json_int(&w, "pp", a->par.po.pp);
@@ -510,6 +554,7 @@ static int print_json(const ranks_job *J, const rank_row *rows, int loss_ok,
         cli_json_int(&w, "rank", x->rank);
         cli_json_int(&w, "stage", x->stage);
         cli_json_int(&w, "dp_index", x->dp_index);
+        cli_json_int(&w, "tp_index", x->tp_index);
         cli_json_int(&w, "nccl_calls", x->n_coll);
         cli_json_bool(&w, "ran", x->rc == 0);
         if (x->rc)
@@ -534,8 +579,23 @@ static int print_json(const ranks_job *J, const rank_row *rows, int loss_ok,
         mp__jw_end(&w);
     }
     mp__jw_end(&w);
+    /* across the data-parallel replicas: the ranks of one stage and one
+     * tensor-parallel index */
+    cli_json_str(&w, "agree_across",
+                 "data-parallel replicas (same stage and tensor-parallel "
+                 "index)");
     cli_json_bool(&w, "losses_agree", loss_ok > 0);
     cli_json_bool(&w, "weights_agree", w_ok > 0);
+    if (J->progs[0]->rank.tp > 1) {
+        /* reported, not a check: a tp group's ranks hold different
+         * shards (weights not compared); the loss after the final
+         * all-reduce should agree */
+        mp__jw_key(&w, "tp_losses_agree");
+        if (tp_loss < 0)
+            mp__jw_null(&w);
+        else
+            mp__jw_bool(&w, tp_loss > 0);
+    }
     cli_json_bool(&w, "all_ok", all_ok);
     return cli_json_print(&w);
 }
@@ -570,16 +630,16 @@ static int run_and_report(ranks_job *J)
         return CLI_EXIT_INTERNAL;
     }
     int rc = run_ranks(J, rows);
-    int loss_ok = 0, w_ok = 0, all_ok = !rc;
+    int loss_ok = 0, w_ok = 0, tp_loss = -1, all_ok = !rc;
     if (!rc) {
-        agree(J, rows, &loss_ok, &w_ok);
+        agree(J, rows, &loss_ok, &w_ok, &tp_loss);
         for (uint32_t r = 0; r < J->n; r++)
             all_ok &= rows[r].rc == 0 && rows[r].all_ok;
         all_ok &= loss_ok > 0 && w_ok > 0;
         if (J->v.a->json) {
-            rc = print_json(J, rows, loss_ok, w_ok, all_ok);
+            rc = print_json(J, rows, loss_ok, w_ok, tp_loss, all_ok);
         } else {
-            print_rows(J, rows, loss_ok, w_ok);
+            print_rows(J, rows, loss_ok, w_ok, tp_loss);
         }
     }
     free(rows);

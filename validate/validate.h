@@ -340,8 +340,13 @@ typedef struct mpv_launch {
          * reduce or broadcast (its index in the group), the other rank of
          * a send or receive (-1: not linked, the call does nothing; a
          * Recv's buffer is filled first). group: MPV_COLL_WORLD (every
-         * rank) or MPV_COLL_DP (the ranks of this pipeline stage). The
-         * launches of one node are issued in one NCCL group. */
+         * rank), MPV_COLL_DP (the data-parallel ranks of this stage and
+         * tensor-parallel index) or MPV_COLL_TP (the tensor-parallel
+         * ranks of this stage and data-parallel index). A reduce-scatter
+         * or all-gather (tp) moves count elements per rank: the send
+         * buffer holds tp x count of a reduce-scatter, the receive
+         * buffer tp x count of an all-gather. The launches of one node
+         * are issued in one NCCL group. */
         struct {
             int32_t op, dtype, esize, peer, group;
             int64_t count, soff, doff;
@@ -417,23 +422,30 @@ enum { MPV_NM_ROUND_PREFER_FLOOR = 0, MPV_NM_ROUND_PREFER_CEIL, MPV_NM_FLOOR,
 /* the passes of MPV_L_CONV_DNN (the cost model's MP__CONV_*) */
 enum { MPV_CONV_FWD = 0, MPV_CONV_BWD_DATA = 1, MPV_CONV_BWD_FILTER = 2 };
 
-/* MPV_L_COLL's calls: the reductions average (ncclAvg) */
+/* MPV_L_COLL's calls: the reductions of the data-parallel group average
+ * (ncclAvg: DDP's gradient average), the tensor-parallel group's sum
+ * (ncclSum: the partial sums of a row-parallel layer) */
 enum {
     MPV_COLL_ALL_REDUCE = 0, /* in place on the receive buffer */
     MPV_COLL_REDUCE,         /* send -> receive at the root */
     MPV_COLL_BCAST,          /* root's send -> everyone's receive */
     MPV_COLL_SEND,
-    MPV_COLL_RECV
+    MPV_COLL_RECV,
+    MPV_COLL_REDUCE_SCATTER, /* send (tp x count) -> receive (count) */
+    MPV_COLL_ALL_GATHER,     /* send (count) -> receive (tp x count) */
+    MPV_COLL_N_OPS
 };
-enum { MPV_COLL_WORLD = 0, MPV_COLL_DP = 1 };
+enum { MPV_COLL_WORLD = 0, MPV_COLL_DP = 1, MPV_COLL_TP = 2 };
 
-/* How a rank graph (planner/parallel.c) is lowered: its rank, its stage
- * and data-parallel index (rank = stage x dp + dp_index), and whether the
- * collectives are NCCL calls (validate --ranks) or local operations on
- * the same buffers (validate --rank). */
+/* How a rank graph (planner/parallel.c) is lowered: its rank, its stage,
+ * data-parallel and tensor-parallel index (ranks numbered as Megatron-
+ * LM's: rank = (stage x dp + dp_index) x tp + tp_index; tp 0 reads as
+ * 1), and whether the collectives are NCCL calls (validate --ranks) or
+ * local operations on the same buffers (validate --rank). */
 typedef struct mpv_rank_lowering {
     int nccl;
     uint32_t rank, n_ranks, dp, pp, stage, dp_index;
+    uint32_t tp, tp_index;
 } mpv_rank_lowering;
 
 /* one node's lowering */
@@ -517,12 +529,14 @@ void mpv_program_destroy(mpv_program *p);
 
 /* The point-to-point calls of the ranks' programs (progs[r]: rank r's,
  * lowered with nccl set) linked: a Send of "X#mbJ" (a stage holding one
- * micro-batch names it "X": J = 1) on rank (s, i) and the Recv of the
- * same name on rank (s', i), s' != s, get each other as peers; a Send or
+ * micro-batch names it "X": J = 1) on rank (s, i, t) (stage,
+ * data-parallel and tensor-parallel index) and the Recv of the same name
+ * on rank (s', i, t), s' != s, get each other as peers; a Send or
  * Recv without a partner stays local (a stage keeps fewer micro-batches
  * in flight than its neighbour under 1F1B). Then the schedules are
  * replayed with blocking calls (a send waits for its receive, a
- * collective for every rank of its group): MP_ERR_VERIFY when they would
+ * collective for every rank of its group, data-parallel or tensor-
+ * parallel, at a collective of the same name): MP_ERR_VERIFY when they would
  * deadlock, naming each rank's waiting node. *n_linked: the pairs. */
 mp_status mpv_ranks_link(mpv_program *const *progs, uint32_t n,
                          uint32_t *n_linked);
@@ -612,8 +626,9 @@ const char *mpv_nccl_path(const mpv_nccl *n, int *version);
 /* ncclGetUniqueId into id (MPV_NCCL_ID_BYTES); 0 or -1 with why. */
 int mpv_nccl_unique_id(mpv_nccl *n, void *id, char *why, size_t cap);
 /* The communicators of rank rl (every rank's; the data-parallel group's,
- * split from it by stage when pp > 1): on the current CUDA device. 0 or
- * -1 with why. */
+ * split from it by stage and tensor-parallel index when pp or tp > 1;
+ * the tensor-parallel group's, split by stage and data-parallel index,
+ * when tp > 1): on the current CUDA device. 0 or -1 with why. */
 int mpv_nccl_init(mpv_nccl *n, const void *id, const mpv_rank_lowering *rl,
                   char *why, size_t cap);
 /* ncclGroupStart (start 1) or ncclGroupEnd; NULL or NCCL's error. */
