@@ -97,6 +97,11 @@ void mp_test_assert_shape(const mp_graph *g, const char *name, int rank,
  * half), y = MatMul(u, W2); activations [32, 256] (32 KiB). Backward
  * reads h, d (Erf's derivative), a (the Mul's other operand) and u. */
 mp_graph *mp_test_gelu_train(mp_ctx *ctx);
+/* A one-layer GPT of 4 tokens, hidden 8, vocabulary 6 (embedding,
+ * LayerNorm, an MLP block, residual, final LayerNorm, output layer) as
+ * memplan JSON, and its training graph (Adam fused). */
+extern const char *const mp_test_tiny_gpt_json;
+mp_graph *mp_test_tiny_gpt_train(mp_ctx *ctx);
 /* A forward chain f0..f(n-1) (n <= 64) of 1000-byte tensors and its
  * backward chain b(n-1)..b0 where b_i reads f_i and b_(i+1) (Checkmate's
  * shape), b0 the output; node f_i costs i+1 seconds, a backward node 1. */

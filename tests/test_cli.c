@@ -668,37 +668,6 @@ static const char conv_text[] =
     "  ],\n"
     "  \"outputs\": [\"y\"]}\n";
 
-/* a one-layer GPT (tests/test_parallel.c's tiny_gpt): an MLP block and
- * the vocabulary-parallel embedding and output layer under --tp 2 */
-static const char *tiny_gpt_text =
-    "{\"format\": \"memplan-graph\", \"version\": 1, \"tensors\": ["
-    "{\"name\": \"ids\", \"dtype\": \"int64\", \"shape\": [1, 4], \"kind\": \"input\"},"
-    "{\"name\": \"wte\", \"dtype\": \"float32\", \"shape\": [6, 8], \"kind\": \"weight\"},"
-    "{\"name\": \"e\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-    "{\"name\": \"ln1.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-    "{\"name\": \"ln1.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-    "{\"name\": \"a\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-    "{\"name\": \"fc.w\", \"dtype\": \"float32\", \"shape\": [8, 16], \"kind\": \"weight\"},"
-    "{\"name\": \"f\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
-    "{\"name\": \"r\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
-    "{\"name\": \"proj.w\", \"dtype\": \"float32\", \"shape\": [16, 8], \"kind\": \"weight\"},"
-    "{\"name\": \"o\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-    "{\"name\": \"h\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-    "{\"name\": \"lnf.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-    "{\"name\": \"lnf.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-    "{\"name\": \"z\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-    "{\"name\": \"head.w\", \"dtype\": \"float32\", \"shape\": [8, 6], \"kind\": \"weight\"},"
-    "{\"name\": \"logits\", \"dtype\": \"float32\", \"shape\": [1, 4, 6], \"kind\": \"output\"}],"
-    " \"nodes\": ["
-    "{\"name\": \"wte/Gather\", \"op\": \"Gather\", \"inputs\": [\"wte\", \"ids\"], \"outputs\": [\"e\"], \"attributes\": {\"axis\": 0}},"
-    "{\"name\": \"ln1\", \"op\": \"LayerNormalization\", \"inputs\": [\"e\", \"ln1.w\", \"ln1.b\"], \"outputs\": [\"a\"], \"attributes\": {\"axis\": -1}},"
-    "{\"name\": \"fc\", \"op\": \"MatMul\", \"inputs\": [\"a\", \"fc.w\"], \"outputs\": [\"f\"]},"
-    "{\"name\": \"relu\", \"op\": \"Relu\", \"inputs\": [\"f\"], \"outputs\": [\"r\"]},"
-    "{\"name\": \"proj\", \"op\": \"MatMul\", \"inputs\": [\"r\", \"proj.w\"], \"outputs\": [\"o\"]},"
-    "{\"name\": \"res\", \"op\": \"Add\", \"inputs\": [\"e\", \"o\"], \"outputs\": [\"h\"]},"
-    "{\"name\": \"lnf\", \"op\": \"LayerNormalization\", \"inputs\": [\"h\", \"lnf.w\", \"lnf.b\"], \"outputs\": [\"z\"], \"attributes\": {\"axis\": -1}},"
-    "{\"name\": \"head\", \"op\": \"MatMul\", \"inputs\": [\"z\", \"head.w\"], \"outputs\": [\"logits\"]}],"
-    " \"outputs\": [\"logits\"]}";
 
 /* memplan itself loads no CUDA library: memplan validate executes
  * memplan-validate, found beside it */
@@ -782,7 +751,7 @@ static void test_no_cuda(void)
     /* --tp under --ranks: the tensor-parallel ranks lowered for NCCL
      * (their collectives on the tp group), counted, and refused only
      * for want of GPUs */
-    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", tiny_gpt_text) == 0);
+    CU_ASSERT_FATAL(temp(graph, sizeof graph, ".json", mp_test_tiny_gpt_json) == 0);
     CU_ASSERT_EQUAL(cli("validate %s --train --tp 2 --ranks 2 --lower-only "
                         "2>&1", graph), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 ranks (tp 2 x dp 1 x pp 1), one "

@@ -528,54 +528,12 @@ static void test_tp(void)
     mp_ctx_destroy(ctx);
 }
 
-/* A one-layer GPT of 4 tokens, hidden 8, vocabulary 6: token
- * embedding (Gather of wte[6,8]), LayerNorm, an MLP block (fc [8,16],
- * Relu, proj [16,8]), the residual Add, a final LayerNorm, the output
- * layer lm_head [8,6] (logits, the output). Float32, Adam fused. */
-static mp_graph *tiny_gpt(mp_ctx *ctx)
-{
-    static const char *json =
-        "{\"format\": \"memplan-graph\", \"version\": 1, \"name\": \"tiny\","
-        " \"tensors\": ["
-        "{\"name\": \"ids\", \"dtype\": \"int64\", \"shape\": [1, 4], \"kind\": \"input\"},"
-        "{\"name\": \"wte\", \"dtype\": \"float32\", \"shape\": [6, 8], \"kind\": \"weight\"},"
-        "{\"name\": \"e\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-        "{\"name\": \"ln1.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-        "{\"name\": \"ln1.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-        "{\"name\": \"a\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-        "{\"name\": \"fc.w\", \"dtype\": \"float32\", \"shape\": [8, 16], \"kind\": \"weight\"},"
-        "{\"name\": \"f\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
-        "{\"name\": \"r\", \"dtype\": \"float32\", \"shape\": [1, 4, 16]},"
-        "{\"name\": \"proj.w\", \"dtype\": \"float32\", \"shape\": [16, 8], \"kind\": \"weight\"},"
-        "{\"name\": \"o\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-        "{\"name\": \"h\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-        "{\"name\": \"lnf.w\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-        "{\"name\": \"lnf.b\", \"dtype\": \"float32\", \"shape\": [8], \"kind\": \"weight\"},"
-        "{\"name\": \"z\", \"dtype\": \"float32\", \"shape\": [1, 4, 8]},"
-        "{\"name\": \"head.w\", \"dtype\": \"float32\", \"shape\": [8, 6], \"kind\": \"weight\"},"
-        "{\"name\": \"logits\", \"dtype\": \"float32\", \"shape\": [1, 4, 6], \"kind\": \"output\"}],"
-        " \"nodes\": ["
-        "{\"name\": \"wte/Gather\", \"op\": \"Gather\", \"inputs\": [\"wte\", \"ids\"], \"outputs\": [\"e\"], \"attributes\": {\"axis\": 0}},"
-        "{\"name\": \"ln1\", \"op\": \"LayerNormalization\", \"inputs\": [\"e\", \"ln1.w\", \"ln1.b\"], \"outputs\": [\"a\"], \"attributes\": {\"axis\": -1}},"
-        "{\"name\": \"fc\", \"op\": \"MatMul\", \"inputs\": [\"a\", \"fc.w\"], \"outputs\": [\"f\"]},"
-        "{\"name\": \"relu\", \"op\": \"Relu\", \"inputs\": [\"f\"], \"outputs\": [\"r\"]},"
-        "{\"name\": \"proj\", \"op\": \"MatMul\", \"inputs\": [\"r\", \"proj.w\"], \"outputs\": [\"o\"]},"
-        "{\"name\": \"res\", \"op\": \"Add\", \"inputs\": [\"e\", \"o\"], \"outputs\": [\"h\"]},"
-        "{\"name\": \"lnf\", \"op\": \"LayerNormalization\", \"inputs\": [\"h\", \"lnf.w\", \"lnf.b\"], \"outputs\": [\"z\"], \"attributes\": {\"axis\": -1}},"
-        "{\"name\": \"head\", \"op\": \"MatMul\", \"inputs\": [\"z\", \"head.w\"], \"outputs\": [\"logits\"]}],"
-        " \"outputs\": [\"logits\"]}";
-    mp_graph *f = NULL;
-    CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, json, "tiny", &f) ==
-                    MP_OK);
-    return train_fused(f);
-}
-
 /* tp 2 with the vocabulary-parallel layers and sp: the parameters each
  * rank holds, byte by byte, and the collectives. */
 static void test_tp_vocab_sp(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *t = tiny_gpt(ctx);
+    mp_graph *t = mp_test_tiny_gpt_train(ctx); /* tests/support.c */
     mp_parallel_options po;
     mp_parallel_options_init(&po);
     mp_rank_info ri;
@@ -620,7 +578,7 @@ static void test_tp_vocab_sp(void)
 static void test_coll_groups(void)
 {
     mp_ctx *ctx = mp_ctx_create(NULL);
-    mp_graph *t = tiny_gpt(ctx);
+    mp_graph *t = mp_test_tiny_gpt_train(ctx); /* tests/support.c */
     mp_parallel_options po;
     mp_parallel_options_init(&po);
     po.tp = 2;
