@@ -663,15 +663,21 @@ const char *const mp_test_tiny_gpt_json =
     "{\"name\": \"head\", \"op\": \"MatMul\", \"inputs\": [\"z\", \"head.w\"], \"outputs\": [\"logits\"]}],"
     " \"outputs\": [\"logits\"]}";
 
-mp_graph *mp_test_tiny_gpt_train(mp_ctx *ctx)
+mp_graph *mp_test_train_fused(mp_graph *f)
 {
-    mp_graph *f = NULL, *t = NULL;
-    CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, mp_test_tiny_gpt_json,
-                                              "tiny", &f) == MP_OK);
+    mp_graph *t = NULL;
     mp_train_options o;
     mp_train_options_init(&o);
     o.optimizer_impl = MP_OPTIM_IMPL_FUSED;
     CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
     mp_graph_destroy(f);
     return t;
+}
+
+mp_graph *mp_test_tiny_gpt_train(mp_ctx *ctx)
+{
+    mp_graph *f = NULL;
+    CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, mp_test_tiny_gpt_json,
+                                              "tiny", &f) == MP_OK);
+    return mp_test_train_fused(f);
 }

@@ -100,6 +100,8 @@ mp_graph *mp_test_gelu_train(mp_ctx *ctx);
 /* A one-layer GPT of 4 tokens, hidden 8, vocabulary 6 (embedding,
  * LayerNorm, an MLP block, residual, final LayerNorm, output layer) as
  * memplan JSON, and its training graph (Adam fused). */
+/* Forward graph f's training graph (Adam fused); f destroyed. */
+mp_graph *mp_test_train_fused(mp_graph *f);
 extern const char *const mp_test_tiny_gpt_json;
 mp_graph *mp_test_tiny_gpt_train(mp_ctx *ctx);
 /* A forward chain f0..f(n-1) (n <= 64) of 1000-byte tensors and its

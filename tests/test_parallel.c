@@ -38,21 +38,9 @@ static mp_graph *mlp4(mp_ctx *ctx)
 }
 
 /* The training graph of mlp4: Adam, fused (no step temporary). */
-/* Forward graph f's training graph (Adam fused); f destroyed. */
-static mp_graph *train_fused(mp_graph *f)
-{
-    mp_graph *t = NULL;
-    mp_train_options o;
-    mp_train_options_init(&o);
-    o.optimizer_impl = MP_OPTIM_IMPL_FUSED;
-    CU_ASSERT_FATAL(mp_train_graph(f, &o, &t, NULL) == MP_OK);
-    mp_graph_destroy(f);
-    return t;
-}
-
 static mp_graph *mlp4_train(mp_ctx *ctx)
 {
-    return train_fused(mlp4(ctx));
+    return mp_test_train_fused(mlp4(ctx));
 }
 
 /* Plans distinct rank i of t under po (alignment 1, no in-place),
@@ -669,7 +657,7 @@ static void test_pp_balance(void)
     mp_graph *f = NULL;
     CU_ASSERT_FATAL(mp_graph_load_json_string(ctx, json, "chain", &f) ==
                     MP_OK);
-    mp_graph *t = train_fused(f);
+    mp_graph *t = mp_test_train_fused(f);
     mp_parallel_options po;
     mp_parallel_options_init(&po);
     po.pp = 2;
